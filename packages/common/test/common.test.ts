@@ -1,0 +1,28 @@
+// Goal: the shared checksums match their published check values, and assert stays on.
+import { describe, expect, it } from 'vitest';
+import { AssertionError, assert, crc32, fnv1a64 } from '../src/index.js';
+
+const enc = new TextEncoder();
+
+describe('common', () => {
+  it('crc32_matches_the_ieee_check_value', () => {
+    expect(crc32(enc.encode('123456789'))).toBe(0xcbf43926);
+    expect(crc32(new Uint8Array(0))).toBe(0);
+  });
+
+  it('crc32_continues_across_chunks', () => {
+    const all = enc.encode('the quick brown fox jumps over the lazy dog');
+    const split = crc32(all.subarray(11), crc32(all.subarray(0, 11)));
+    expect(split).toBe(crc32(all));
+  });
+
+  it('fnv1a64_matches_its_check_value', () => {
+    expect(fnv1a64(enc.encode('a'))).toBe(0xaf63dc4c8601ec8cn);
+    expect(fnv1a64(new Uint8Array(0))).toBe(0xcbf29ce484222325n);
+  });
+
+  it('assert_throws_an_assertion_error_when_false', () => {
+    expect(() => assert(false, 'boom')).toThrow(AssertionError);
+    expect(() => assert(true)).not.toThrow();
+  });
+});

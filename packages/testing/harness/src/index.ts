@@ -1,0 +1,12 @@
+export { spawnNode } from './child.js';
+export type { Child } from './child.js';
+export { DeadlineExceededError } from './errors.js';
+export { tempDir } from './fs.js';
+export {
+  CHILD_OUTPUT_BYTES_MAX,
+  CHILD_STOP_GRACE_MS,
+  WAIT_FOR_DEADLINE_MS_DEFAULT,
+  WAIT_FOR_POLL_INTERVAL_MS,
+} from './limits.js';
+export { freePort } from './net.js';
+export { waitFor, withDeadline } from './wait.js';

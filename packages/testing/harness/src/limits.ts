@@ -1,0 +1,8 @@
+/** Default deadline for `waitFor` when a test names none. */
+export const WAIT_FOR_DEADLINE_MS_DEFAULT = 10_000;
+/** How often `waitFor` re-evaluates its condition. */
+export const WAIT_FOR_POLL_INTERVAL_MS = 5;
+/** Bound on bytes of child-process output kept for diagnostics. */
+export const CHILD_OUTPUT_BYTES_MAX = 1024 * 1024;
+/** Grace period for a child to exit after SIGTERM before it is SIGKILLed. */
+export const CHILD_STOP_GRACE_MS = 10_000;
