@@ -24,13 +24,21 @@ const TABLES: Uint32Array[] = (() => {
 /** Continues a CRC-32 over `bytes[start, end)`; pass the previous result as `crc` (0 to start). */
 export function crc32(bytes: Uint8Array, crc = 0, start = 0, end = bytes.length): number {
   const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES as [
-    Uint32Array, Uint32Array, Uint32Array, Uint32Array,
-    Uint32Array, Uint32Array, Uint32Array, Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
   ];
   let c = ~crc >>> 0;
   let i = start;
   while (end - i >= 8) {
-    const a = (c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
+    const a =
+      (c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>>
+      0;
     c =
       t7[a & 0xff]! ^
       t6[(a >>> 8) & 0xff]! ^

@@ -4,7 +4,12 @@
  */
 
 /** How a caller should treat a failure before trying again. */
-export type RetryClass = 'never' | 'retry' | 'retry_after_backoff' | 'reconnect' | 'unknown_outcome';
+export type RetryClass =
+  | 'never'
+  | 'retry'
+  | 'retry_after_backoff'
+  | 'reconnect'
+  | 'unknown_outcome';
 
 export interface FelixErrorOptions extends ErrorOptions {
   retry?: RetryClass;

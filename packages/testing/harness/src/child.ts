@@ -19,11 +19,16 @@ export interface Child {
 
 function appendBounded(prev: string, chunk: string): string {
   const next = prev + chunk;
-  return next.length > CHILD_OUTPUT_BYTES_MAX ? next.slice(next.length - CHILD_OUTPUT_BYTES_MAX) : next;
+  return next.length > CHILD_OUTPUT_BYTES_MAX
+    ? next.slice(next.length - CHILD_OUTPUT_BYTES_MAX)
+    : next;
 }
 
 /** Spawns `node <args>` with piped output; the caller owns stopping it. */
-export function spawnNode(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Child {
+export function spawnNode(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Child {
   const proc = spawn(process.execPath, args, {
     cwd: opts.cwd,
     env: { ...process.env, ...opts.env },
@@ -71,7 +76,8 @@ export function spawnNode(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?:
       }
     },
     async waitForOutput(pattern, what, deadlineMs) {
-      const test = (s: string) => (typeof pattern === 'string' ? s.includes(pattern) : pattern.test(s));
+      const test = (s: string) =>
+        typeof pattern === 'string' ? s.includes(pattern) : pattern.test(s);
       await waitFor(
         () => {
           if (test(out) || test(err)) return true;

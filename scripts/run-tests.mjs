@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// Runs the whole vitest suite once and ends with the plain `N passed, M failed` line CI reads.
+// Extra arguments are passed to vitest (e.g. a path filter).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const outDir = join(root, '.test-results');
+mkdirSync(outDir, { recursive: true });
+const outFile = join(outDir, 'vitest.json');
+
+const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs');
+const args = [
+  vitest,
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile.json=${outFile}`,
+  ...process.argv.slice(2),
+];
+const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env: process.env });
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+if (existsSync(outFile)) {
+  const report = JSON.parse(readFileSync(outFile, 'utf8'));
+  passed = report.numPassedTests ?? 0;
+  failed = (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0);
+  skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+} else {
+  failed = 1;
+}
+const status = run.status ?? 1;
+if (status !== 0 && failed === 0) failed = 1; // a crash outside any test still fails the run
+console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(status === 0 && failed === 0 ? 0 : 1);
