@@ -44,6 +44,9 @@ for (const p of packages) {
   }
   const deps = new Set(Object.keys(p.pkg.dependencies ?? {}));
   const devDeps = new Set(Object.keys(p.pkg.devDependencies ?? {}));
+  // A published package may bundle private workspace code into its dist (tsup noExternal);
+  // it then declares it as a devDependency and lists it under `felix.bundles`.
+  for (const bundled of p.pkg.felix?.bundles ?? []) deps.add(bundled);
   const files = walk(p.dir, (f) => /\.(ts|mts|js|mjs)$/.test(f) && !f.endsWith('.d.ts'));
   for (const file of files) {
     if (p.name === '@felix/bench' && !file.startsWith(join(p.dir, ''))) continue;
