@@ -1,1 +1,19 @@
-export {};
+export { InvalidReplicationFactorError, RouterError, TooManyNodesError } from './errors.js';
+export { fmix32, fnv1a32, mixScore } from './hash.js';
+export { NODES_MAX, REPLICATION_FACTOR_MAX } from './limits.js';
+export {
+  placeShard,
+  planPlacement,
+  rankNodes,
+  rendezvousScore,
+  shardKeyString,
+} from './placement.js';
+export type {
+  Assignment,
+  PlacementNode,
+  Placement,
+  PlanEntry,
+  ShardKey,
+  ShardKind,
+  ShardRequest,
+} from './placement.js';

@@ -1,0 +1,173 @@
+/**
+ * Rendezvous placement of shards over nodes: a pure function of its inputs (no clock, no I/O),
+ * so every control-plane instance computes the same plan and tests can check it directly.
+ */
+import { assert } from '@felix/common';
+import { InvalidReplicationFactorError, TooManyNodesError } from './errors.js';
+import { fnv1a32, mixScore } from './hash.js';
+import { NODES_MAX, REPLICATION_FACTOR_MAX } from './limits.js';
+
+/** A shard belongs to a stream or to a cache; the kind is part of its identity. */
+export type ShardKind = 'stream' | 'cache';
+
+export interface ShardKey {
+  kind: ShardKind;
+  tenant: string;
+  namespace: string;
+  name: string;
+  shard: number;
+}
+
+export interface PlacementNode {
+  nodeId: string;
+  /** Zone, or null: a node without a zone counts as a zone of its own. */
+  zone: string | null;
+  /** May receive new copies (live, heartbeat inside the window). */
+  eligible: boolean;
+  /** May keep the copies it holds (live or draining, heartbeat inside the window). */
+  routable: boolean;
+  /** Hard cap on copies (leader or follower) the node holds; 0 means no cap. */
+  maxShards: number;
+}
+
+export interface Assignment {
+  leader: string;
+  /** The replica set, leader first. */
+  replicas: string[];
+  generation: number;
+}
+
+export type Placement =
+  | { placed: true; assignment: Assignment; changed: boolean }
+  | { placed: false; reason: 'no_eligible_node' };
+
+export interface ShardRequest {
+  key: ShardKey;
+  replicationFactor: number;
+  current?: Assignment | undefined;
+}
+
+export interface PlanEntry {
+  key: ShardKey;
+  placement: Placement;
+  current?: Assignment | undefined;
+}
+
+/** The string every score is computed from; names never contain NUL, so it is unambiguous. */
+export function shardKeyString(key: ShardKey): string {
+  return `${key.kind}\u0000${key.tenant}\u0000${key.namespace}\u0000${key.name}\u0000${key.shard}`;
+}
+
+/** The node's rendezvous score for the shard; the highest score wins. */
+export function rendezvousScore(key: ShardKey, nodeId: string): number {
+  return mixScore(fnv1a32(shardKeyString(key)), fnv1a32(nodeId));
+}
+
+/** Nodes ordered best first for this shard (ties, which need equal scores, go by node id). */
+export function rankNodes<N extends { nodeId: string }>(key: ShardKey, nodes: readonly N[]): N[] {
+  const keyHash = fnv1a32(shardKeyString(key));
+  const scored = nodes.map((n) => ({ n, s: mixScore(keyHash, fnv1a32(n.nodeId)) }));
+  scored.sort((a, b) => b.s - a.s || (a.n.nodeId < b.n.nodeId ? -1 : 1));
+  return scored.map((x) => x.n);
+}
+
+function zoneOf(node: PlacementNode): string {
+  return node.zone ?? `node:${node.nodeId}`;
+}
+
+function checkInputs(replicationFactor: number, nodes: readonly PlacementNode[]): void {
+  if (!Number.isInteger(replicationFactor) || replicationFactor < 1) {
+    throw new InvalidReplicationFactorError(replicationFactor);
+  }
+  if (replicationFactor > REPLICATION_FACTOR_MAX) {
+    throw new InvalidReplicationFactorError(replicationFactor);
+  }
+  if (nodes.length > NODES_MAX) throw new TooManyNodesError(nodes.length);
+}
+
+/**
+ * Places one shard. `load` counts the copies each node holds outside this shard; it is read,
+ * never written. Keeps what still works: a routable leader stays leader; a leader that is no
+ * longer routable hands over to its best-ranked live replica; unroutable copies are dropped
+ * and the set is topped up, spreading into zones it lacks first. Any change bumps the generation.
+ */
+export function placeShard(
+  req: ShardRequest,
+  nodes: readonly PlacementNode[],
+  load: ReadonlyMap<string, number> = new Map(),
+): Placement {
+  checkInputs(req.replicationFactor, nodes);
+  const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+  const ranked = rankNodes(req.key, nodes);
+  const rank = new Map(ranked.map((n, i) => [n.nodeId, i]));
+  const hasRoom = (n: PlacementNode) =>
+    n.maxShards === 0 || (load.get(n.nodeId) ?? 0) < n.maxShards;
+  const current = req.current;
+
+  const kept = (current?.replicas ?? []).filter((id) => byId.get(id)?.routable === true);
+  let leader: string | undefined;
+  if (current && kept.includes(current.leader)) {
+    leader = current.leader;
+  } else if (kept.length > 0) {
+    // Prefer a live (eligible) replica; a draining one still beats a fresh empty copy.
+    const order = [...kept].sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));
+    leader = order.find((id) => byId.get(id)?.eligible === true) ?? order[0];
+  } else {
+    leader = ranked.find((n) => n.eligible && hasRoom(n))?.nodeId;
+  }
+  if (leader === undefined) return { placed: false, reason: 'no_eligible_node' };
+
+  const set = [leader, ...kept.filter((id) => id !== leader)];
+  const zones = new Set(set.map((id) => zoneOf(byId.get(id)!)));
+  const candidates = ranked.filter((n) => n.eligible && hasRoom(n) && !set.includes(n.nodeId));
+  for (const n of candidates) {
+    if (set.length >= req.replicationFactor) break;
+    if (zones.has(zoneOf(n))) continue;
+    set.push(n.nodeId);
+    zones.add(zoneOf(n));
+  }
+  for (const n of candidates) {
+    if (set.length >= req.replicationFactor) break;
+    if (!set.includes(n.nodeId)) set.push(n.nodeId);
+  }
+  assert(set.length <= Math.max(req.replicationFactor, kept.length), 'replica set overgrown');
+
+  const changed =
+    current === undefined ||
+    current.leader !== leader ||
+    current.replicas.length !== set.length ||
+    current.replicas.some((id, i) => set[i] !== id);
+  const generation =
+    current === undefined ? 1 : changed ? current.generation + 1 : current.generation;
+  return { placed: true, changed, assignment: { leader, replicas: set, generation } };
+}
+
+/**
+ * Places many shards in a fixed order (by key string) so capacity is shared the same way on
+ * every instance. Load starts from the current assignments' routable copies.
+ */
+export function planPlacement(
+  shards: readonly ShardRequest[],
+  nodes: readonly PlacementNode[],
+): PlanEntry[] {
+  const routable = new Set(nodes.filter((n) => n.routable).map((n) => n.nodeId));
+  const load = new Map<string, number>();
+  const bump = (ids: readonly string[], by: number) => {
+    for (const id of ids) if (routable.has(id)) load.set(id, (load.get(id) ?? 0) + by);
+  };
+  for (const s of shards) if (s.current) bump(s.current.replicas, 1);
+  const ordered = [...shards].sort((a, b) => {
+    const ka = shardKeyString(a.key);
+    const kb = shardKeyString(b.key);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+  const out: PlanEntry[] = [];
+  for (const s of ordered) {
+    if (s.current) bump(s.current.replicas, -1);
+    const placement = placeShard(s, nodes, load);
+    if (placement.placed) bump(placement.assignment.replicas, 1);
+    else if (s.current) bump(s.current.replicas, 1);
+    out.push({ key: s.key, placement, current: s.current });
+  }
+  return out;
+}

@@ -1,0 +1,177 @@
+// Goal: the pure placement function follows rendezvous order, spreads replicas over zones,
+// respects capacity, keeps what still works and bumps generations only on change.
+// Method: direct calls with hand-built node lists; no I/O.
+import { describe, expect, it } from 'vitest';
+import {
+  InvalidReplicationFactorError,
+  type PlacementNode,
+  type ShardKey,
+  placeShard,
+  planPlacement,
+  rankNodes,
+  rendezvousScore,
+} from '../src/index.js';
+
+const node = (nodeId: string, zone: string | null, extra: Partial<PlacementNode> = {}) => ({
+  nodeId,
+  zone,
+  eligible: true,
+  routable: true,
+  maxShards: 0,
+  ...extra,
+});
+const key = (name: string, shard = 0, kind: ShardKey['kind'] = 'stream'): ShardKey => ({
+  kind,
+  tenant: 't1',
+  namespace: 'ns',
+  name,
+  shard,
+});
+
+function placed(p: ReturnType<typeof placeShard>) {
+  if (!p.placed) throw new Error('expected a placement');
+  return p;
+}
+
+describe('placement', () => {
+  it('the_highest_scoring_eligible_node_leads_a_fresh_shard', () => {
+    const nodes = ['a', 'b', 'c', 'd'].map((id) => node(id, null));
+    for (let s = 0; s < 20; s++) {
+      const k = key('orders', s);
+      const best = [...nodes].sort(
+        (x, y) => rendezvousScore(k, y.nodeId) - rendezvousScore(k, x.nodeId),
+      )[0]!;
+      const p = placed(placeShard({ key: k, replicationFactor: 1 }, nodes));
+      expect(p.assignment.leader).toBe(best.nodeId);
+      expect(p.assignment.generation).toBe(1);
+    }
+  });
+
+  it('placement_does_not_depend_on_the_order_nodes_are_listed', () => {
+    const nodes = ['n1', 'n2', 'n3', 'n4', 'n5'].map((id, i) => node(id, `z${i % 2}`));
+    const reversed = [...nodes].reverse();
+    for (let s = 0; s < 16; s++) {
+      const a = placed(placeShard({ key: key('x', s), replicationFactor: 3 }, nodes));
+      const b = placed(placeShard({ key: key('x', s), replicationFactor: 3 }, reversed));
+      expect(b.assignment).toEqual(a.assignment);
+    }
+  });
+
+  it('replicas_spread_into_zones_the_shard_lacks_first', () => {
+    const nodes = [
+      node('a1', 'a'),
+      node('a2', 'a'),
+      node('a3', 'a'),
+      node('b1', 'b'),
+      node('c1', 'c'),
+    ];
+    for (let s = 0; s < 30; s++) {
+      const p = placed(placeShard({ key: key('z', s), replicationFactor: 3 }, nodes));
+      const zones = new Set(p.assignment.replicas.map((id) => id[0]));
+      expect(zones.size).toBe(3);
+    }
+  });
+
+  it('a_node_at_max_shards_receives_no_new_copies', () => {
+    const nodes = [node('full', null, { maxShards: 1 }), node('free', null)];
+    const load = new Map([['full', 1]]);
+    for (let s = 0; s < 10; s++) {
+      const p = placed(placeShard({ key: key('cap', s), replicationFactor: 2 }, nodes, load));
+      expect(p.assignment.replicas).toEqual(['free']);
+    }
+  });
+
+  it('plan_placement_shares_capacity_across_shards', () => {
+    const nodes = [node('a', null, { maxShards: 3 }), node('b', null, { maxShards: 3 })];
+    const shards = Array.from({ length: 8 }, (_, s) => ({
+      key: key('cap', s),
+      replicationFactor: 1,
+    }));
+    const plan = planPlacement(shards, nodes);
+    const perNode = new Map<string, number>();
+    for (const e of plan) {
+      if (e.placement.placed) {
+        const l = e.placement.assignment.leader;
+        perNode.set(l, (perNode.get(l) ?? 0) + 1);
+      }
+    }
+    expect(perNode.get('a')).toBe(3);
+    expect(perNode.get('b')).toBe(3);
+    expect(plan.filter((e) => !e.placement.placed)).toHaveLength(2);
+  });
+
+  it('a_live_leader_keeps_its_shard_when_a_better_scoring_node_joins', () => {
+    const k = key('stay');
+    const ranked = rankNodes(
+      k,
+      ['a', 'b', 'c', 'd', 'e'].map((id) => node(id, null)),
+    );
+    const best = ranked[0]!;
+    const others = ranked.slice(1);
+    const first = placed(placeShard({ key: k, replicationFactor: 1 }, others));
+    const again = placed(
+      placeShard({ key: k, replicationFactor: 1, current: first.assignment }, [...others, best]),
+    );
+    expect(again.changed).toBe(false);
+    expect(again.assignment).toEqual(first.assignment);
+  });
+
+  it('a_leader_that_is_not_routable_hands_over_to_its_best_live_replica', () => {
+    const nodes = ['a', 'b', 'c', 'd'].map((id) => node(id, id));
+    const k = key('failover');
+    const first = placed(placeShard({ key: k, replicationFactor: 3 }, nodes));
+    const dead = first.assignment.leader;
+    const after = nodes.map((n) =>
+      n.nodeId === dead ? { ...n, eligible: false, routable: false } : n,
+    );
+    const next = placed(
+      placeShard({ key: k, replicationFactor: 3, current: first.assignment }, after),
+    );
+    expect(next.changed).toBe(true);
+    expect(first.assignment.replicas.slice(1)).toContain(next.assignment.leader);
+    expect(next.assignment.replicas).not.toContain(dead);
+    expect(next.assignment.replicas).toHaveLength(3);
+    expect(next.assignment.generation).toBe(first.assignment.generation + 1);
+  });
+
+  it('the_kind_is_part_of_the_placement_key', () => {
+    const nodes = Array.from({ length: 8 }, (_, i) => node(`n${i}`, null));
+    let differs = 0;
+    for (let s = 0; s < 32; s++) {
+      const a = placed(placeShard({ key: key('same', s, 'stream'), replicationFactor: 1 }, nodes));
+      const b = placed(placeShard({ key: key('same', s, 'cache'), replicationFactor: 1 }, nodes));
+      if (a.assignment.leader !== b.assignment.leader) differs++;
+    }
+    expect(differs).toBeGreaterThan(0);
+  });
+
+  it('rendezvous_scores_spread_shards_within_three_standard_deviations_of_even', () => {
+    const nodes = ['node-1', 'node-2', 'node-3', 'node-4'].map((id) => node(id, null));
+    const count = new Map<string, number>();
+    for (let s = 0; s < 1200; s++) {
+      const p = placed(placeShard({ key: key('spread', s), replicationFactor: 1 }, nodes));
+      count.set(p.assignment.leader, (count.get(p.assignment.leader) ?? 0) + 1);
+    }
+    for (const n of nodes) {
+      const c = count.get(n.nodeId) ?? 0;
+      expect(Math.abs(c - 300)).toBeLessThanOrEqual(45); // binomial sd is 15
+    }
+  });
+
+  it('a_shard_with_no_eligible_node_stays_unplaced', () => {
+    const nodes = [node('a', null, { eligible: false, routable: false })];
+    expect(placeShard({ key: key('none'), replicationFactor: 1 }, nodes)).toEqual({
+      placed: false,
+      reason: 'no_eligible_node',
+    });
+  });
+
+  it('a_replication_factor_out_of_range_is_refused', () => {
+    expect(() => placeShard({ key: key('rf'), replicationFactor: 0 }, [])).toThrow(
+      InvalidReplicationFactorError,
+    );
+    expect(() => placeShard({ key: key('rf'), replicationFactor: 17 }, [])).toThrow(
+      InvalidReplicationFactorError,
+    );
+  });
+});
