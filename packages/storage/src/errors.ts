@@ -1,0 +1,132 @@
+/**
+ * Every operating error @felix/storage raises. One subclass per failure, each with a stable
+ * `code`; corruption carries the site (shard directory, segment id, byte position) and kind.
+ */
+import { FelixError, type FelixErrorOptions } from '@felix/common';
+
+export abstract class StorageError extends FelixError {}
+
+/** The verdicts a scan can reach about bytes on disk (reference §3.8, plus our own gap name). */
+export type CorruptionKind =
+  | 'SegmentMagic'
+  | 'SegmentVersion'
+  | 'SegmentFlags'
+  | 'SegmentHeaderChecksum'
+  | 'IndexMagic'
+  | 'IndexVersion'
+  | 'Truncated'
+  | 'RecordHeaderChecksum'
+  | 'RecordChecksum'
+  | 'RecordFlags'
+  | 'RecordTooLarge'
+  | 'OffsetOutOfOrder'
+  | 'OffsetTooLarge'
+  | 'RecordPublisher'
+  | 'SegmentName';
+
+export interface CorruptionSite {
+  /** Shard directory (full path) the damage is in. */
+  shardDir: string;
+  segmentId: number;
+  /** Byte position inside the segment file. */
+  position: number;
+}
+
+/** Bytes on disk that recovery may not repair: open refuses rather than drop data. */
+export class CorruptionError extends StorageError {
+  readonly code = 'FELIX_STORAGE_CORRUPTION';
+  readonly kind: CorruptionKind;
+  readonly site: CorruptionSite;
+  readonly detail: string;
+  constructor(
+    kind: CorruptionKind,
+    site: CorruptionSite,
+    detail: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(
+      `corrupt segment log: ${kind} in ${site.shardDir} segment ${site.segmentId} at byte ${site.position}: ${detail}`,
+      options,
+    );
+    this.kind = kind;
+    this.site = site;
+    this.detail = detail;
+  }
+}
+
+/** A flush failed: nothing written since the last good flush can be trusted to be on disk. */
+export class LogPoisonedError extends StorageError {
+  readonly code = 'FELIX_STORAGE_POISONED';
+  constructor(shardDir: string, options?: FelixErrorOptions) {
+    super(`log ${shardDir} is poisoned by a failed flush; reopen it to continue`, {
+      retry: 'never',
+      ...options,
+    });
+  }
+}
+
+/** A write failed (ENOSPC, EIO); the log truncated back, so the batch consumed no offsets. */
+export class WriteFailedError extends StorageError {
+  readonly code = 'FELIX_STORAGE_WRITE_FAILED';
+  constructor(shardDir: string, options?: FelixErrorOptions) {
+    super(`write to log ${shardDir} failed; no offsets were consumed`, {
+      retry: 'retry_after_backoff',
+      ...options,
+    });
+  }
+}
+
+/** A failed write could not be undone: appends stay refused until the log is reopened. */
+export class WritesRefusedError extends StorageError {
+  readonly code = 'FELIX_STORAGE_WRITES_REFUSED';
+  constructor(shardDir: string, options?: FelixErrorOptions) {
+    super(`log ${shardDir} refuses writes: a failed write could not be truncated away`, options);
+  }
+}
+
+/** The log was closed; a new handle is needed. */
+export class LogClosedError extends StorageError {
+  readonly code = 'FELIX_STORAGE_CLOSED';
+  constructor(shardDir: string) {
+    super(`log ${shardDir} is closed`, { retry: 'retry' });
+  }
+}
+
+/** A record or batch is larger than the format or a configured bound allows. */
+export class RecordTooLargeError extends StorageError {
+  readonly code = 'FELIX_STORAGE_RECORD_TOO_LARGE';
+  constructor(bytes: number, limit: number) {
+    super(`record or batch of ${bytes} bytes exceeds the limit of ${limit} bytes`);
+  }
+}
+
+/** Too many appends are queued behind the writer; the caller should back off. */
+export class AppendQueueFullError extends StorageError {
+  readonly code = 'FELIX_STORAGE_APPEND_QUEUE_FULL';
+  constructor(queuedBytes: number, limit: number) {
+    super(`append queue holds ${queuedBytes} bytes, limit ${limit}`, {
+      retry: 'retry_after_backoff',
+    });
+  }
+}
+
+/** A CommitSequencer was reset while this turn waited: its write must not be applied. */
+export class SupersededError extends StorageError {
+  readonly code = 'FELIX_STORAGE_SUPERSEDED';
+  constructor(first: number, next: number) {
+    super(`commit turn [${first}, ${next}) was superseded by a reset`);
+  }
+}
+
+/** A turn's wait was cancelled through its AbortSignal; the turn was abandoned. */
+export class TurnCancelledError extends StorageError {
+  readonly code = 'FELIX_STORAGE_TURN_CANCELLED';
+  constructor(first: number, next: number, options?: FelixErrorOptions) {
+    super(`commit turn [${first}, ${next}) was cancelled`, options);
+  }
+}
+
+/** Options passed to open are invalid (bad segment size, zero retention bound, ...). */
+export class InvalidLogOptionsError extends StorageError {
+  readonly code = 'FELIX_STORAGE_INVALID_OPTIONS';
+}
