@@ -1,1 +1,27 @@
-export {};
+export * from './errors.js';
+export * from './limits.js';
+export * from './flags.js';
+export * from './features.js';
+export * from './error-codes.js';
+export * from './negotiation.js';
+export { shardForKey, fnv1a64 as routingHash64 } from './routing.js';
+export {
+  FRAME_MAGIC,
+  FRAME_VERSION,
+  decodeFrame,
+  decodeFrameHeader,
+  encodeFrame,
+  writeFrameHeader,
+} from './frame/header.js';
+export type { Frame, FrameHeader } from './frame/header.js';
+export { FrameDecoder } from './frame/frame-decoder.js';
+export type { FrameDecoderOptions } from './frame/frame-decoder.js';
+export {
+  decodeMessage,
+  encodeMessage,
+  encodeMessagePayload,
+  messageJson,
+} from './json/message-codec.js';
+export { MESSAGE_TYPES } from './json/message-specs.js';
+export { base64Decode, base64Encode } from './json/base64.js';
+export type * from './json/message-types.js';

@@ -1,0 +1,116 @@
+/**
+ * A bounds-checked big-endian reader over a byte view. Every read checks the bytes left and
+ * throws the typed `TruncatedError` instead of reading past the end; lengths and counts are
+ * checked against the remaining bytes before anything is allocated.
+ */
+import {
+  CountTooLargeError,
+  InvalidUtf8Error,
+  OffsetOutOfRangeError,
+  TrailingBytesError,
+  TruncatedError,
+} from '../errors.js';
+import { OFFSET_MAX } from '../limits.js';
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const TWO_32 = 0x1_0000_0000;
+
+/** Decodes UTF-8 strictly; invalid sequences become `InvalidUtf8Error`. */
+export function decodeUtf8(bytes: Uint8Array, what: string): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new InvalidUtf8Error(what);
+  }
+}
+
+export class ByteReader {
+  private readonly view: DataView;
+  position = 0;
+
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly what: string,
+  ) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  get remaining(): number {
+    return this.bytes.length - this.position;
+  }
+
+  need(count: number, field: string): void {
+    if (count > this.remaining) {
+      throw new TruncatedError(`${this.what} ${field}`, this.position, count, this.remaining);
+    }
+  }
+
+  u8(field: string): number {
+    this.need(1, field);
+    return this.bytes[this.position++]!;
+  }
+
+  u16(field: string): number {
+    this.need(2, field);
+    const value = this.view.getUint16(this.position);
+    this.position += 2;
+    return value;
+  }
+
+  u32(field: string): number {
+    this.need(4, field);
+    const value = this.view.getUint32(this.position);
+    this.position += 4;
+    return value;
+  }
+
+  /** A u64 that must fit a safe integer (offsets, ids); larger is `OffsetOutOfRangeError`. */
+  u64(field: string): number {
+    this.need(8, field);
+    const hi = this.view.getUint32(this.position);
+    const lo = this.view.getUint32(this.position + 4);
+    this.position += 8;
+    const value = hi * TWO_32 + lo;
+    if (value > OFFSET_MAX) {
+      throw new OffsetOutOfRangeError(`${this.what} ${field}`, (BigInt(hi) << 32n) | BigInt(lo));
+    }
+    return value;
+  }
+
+  /** A full-width u64 (producer ids, capability bits). */
+  u64Big(field: string): bigint {
+    this.need(8, field);
+    const value = this.view.getBigUint64(this.position);
+    this.position += 8;
+    return value;
+  }
+
+  /** `count` bytes as a view into the input (no copy). */
+  bytesView(count: number, field: string): Uint8Array {
+    this.need(count, field);
+    const out = this.bytes.subarray(this.position, this.position + count);
+    this.position += count;
+    return out;
+  }
+
+  /** A count that will drive `count` items of at least `minItemBytes` each. */
+  count(count: number, minItemBytes: number, max: number, field: string): number {
+    if (count > max) throw new CountTooLargeError(`${this.what} ${field}`, count, max);
+    if (count * minItemBytes > this.remaining) {
+      throw new CountTooLargeError(
+        `${this.what} ${field}`,
+        count,
+        Math.floor(this.remaining / minItemBytes),
+      );
+    }
+    return count;
+  }
+
+  utf8(count: number, field: string): string {
+    return decodeUtf8(this.bytesView(count, field), `${this.what} ${field}`);
+  }
+
+  end(): void {
+    if (this.remaining !== 0) throw new TrailingBytesError(this.what, this.remaining);
+  }
+}

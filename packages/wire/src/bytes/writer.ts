@@ -1,0 +1,72 @@
+/**
+ * A fixed-size big-endian writer. Encoders compute the exact size first, allocate once and
+ * fill; `finish()` asserts the computed size was exact, so a size bug fails loudly.
+ */
+import { assert } from '@felix/common';
+import { FieldRangeError } from '../errors.js';
+import { OFFSET_MAX } from '../limits.js';
+
+const UTF8 = new TextEncoder();
+const TWO_32 = 0x1_0000_0000;
+
+export function utf8Bytes(text: string): Uint8Array {
+  return UTF8.encode(text);
+}
+
+/** Checks a number is an integer in `[0, max]` before it is written to a wire field. */
+export function checkUint(value: number, max: number, what: string): void {
+  if (!Number.isInteger(value) || value < 0 || value > max) {
+    throw new FieldRangeError(what, `must be an integer in [0, ${max}], got ${value}`);
+  }
+}
+
+export class ByteWriter {
+  readonly bytes: Uint8Array;
+  private readonly view: DataView;
+  position = 0;
+
+  constructor(size: number) {
+    this.bytes = new Uint8Array(size);
+    this.view = new DataView(this.bytes.buffer);
+  }
+
+  u8(value: number): void {
+    this.bytes[this.position++] = value;
+  }
+
+  u16(value: number): void {
+    this.view.setUint16(this.position, value);
+    this.position += 2;
+  }
+
+  u32(value: number): void {
+    this.view.setUint32(this.position, value);
+    this.position += 4;
+  }
+
+  /** Writes a safe non-negative integer as u64. */
+  u64(value: number, what: string): void {
+    checkUint(value, OFFSET_MAX, what);
+    this.view.setUint32(this.position, Math.floor(value / TWO_32));
+    this.view.setUint32(this.position + 4, value >>> 0);
+    this.position += 8;
+  }
+
+  u64Big(value: bigint, what: string): void {
+    if (value < 0n || value > 0xffff_ffff_ffff_ffffn) {
+      throw new FieldRangeError(what, `must fit a u64, got ${value}`);
+    }
+    this.view.setBigUint64(this.position, value);
+    this.position += 8;
+  }
+
+  raw(bytes: Uint8Array): void {
+    this.bytes.set(bytes, this.position);
+    this.position += bytes.length;
+  }
+
+  finish(): Uint8Array {
+    assert(this.position === this.bytes.length, 'encoder size computation was not exact');
+    return this.bytes;
+  }
+}

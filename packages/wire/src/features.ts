@@ -1,0 +1,42 @@
+/**
+ * Feature bits (which request types a peer implements), advertised in `auth` /
+ * `auth_ok` as a u32 low word plus an optional `_hi` word. A separate numbering space from
+ * frame flags; the two must never be mixed.
+ */
+
+export const FEATURE_TOPOLOGY = 0x0000_0001;
+export const FEATURE_REDIRECT = 0x0000_0002;
+export const FEATURE_CACHE_DELETE = 0x0000_0004;
+export const FEATURE_CONSUMER_GROUP = 0x0000_0008;
+export const FEATURE_GROUP_DEAD_LETTERS = 0x0000_0010;
+export const FEATURE_STREAM_SHARDS = 0x0000_0020;
+export const FEATURE_CACHE_WATCH = 0x0000_0040;
+export const FEATURE_CACHE_WATCH_RETAINED = 0x0000_0080;
+export const FEATURE_COUNTERS = 0x0000_0100;
+export const FEATURE_IDEMPOTENT_PRODUCER = 0x0000_0200;
+export const FEATURE_CACHE_SHARDS = 0x0000_0400;
+export const FEATURE_ERROR_CODES = 0x0000_0800;
+export const FEATURE_SHARD_MOVED = 0x0000_1000;
+export const FEATURE_UNSUPPORTED = 0x0000_2000;
+export const FEATURE_SEQUENCE_REUSED = 0x0000_4000;
+export const FEATURE_PUBLISH_PIPELINE = 0x0000_8000;
+export const FEATURE_ATOMIC_COMMIT = 0x0001_0000;
+export const FEATURE_STREAM_PUBLISH_WINDOW = 0x0002_0000;
+export const FEATURE_SHARD_OWNERS = 0x0004_0000;
+export const FEATURE_ACK_ON_COMMIT = 0x0008_0000;
+export const FEATURE_GROUP_CONSUMER = 0x0010_0000;
+export const FEATURE_SUBSCRIPTION_LAGGED = 0x0020_0000;
+export const FEATURE_GROUP_SKIPPED = 0x0040_0000;
+export const FEATURE_GROUP_PUBLISHER = 0x0080_0000;
+export const FEATURE_GROUP_ADMIN = 0x0100_0000;
+export const FEATURE_CACHE_CONDITIONAL = 0x0200_0000;
+export const FEATURE_RECORD_TIMESTAMPS = 0x0400_0000;
+export const FEATURE_GROUP_CLAIM_CONTROL = 0x0800_0000;
+export const FEATURE_PUBLISH_CONDITIONAL = 0x1000_0000;
+export const FEATURE_STREAM_READ = 0x2000_0000;
+export const FEATURE_SUBSCRIBE_QUEUE = 0x4000_0000;
+/** Not a feature: marks that a `_hi` word follows and that the sender reads one. */
+export const FEATURE_EXTENDED = 0x8000_0000;
+
+/** Bit 0 of the `_hi` word (bit 32 of the set): `shard_inspect`, `subscriptions_list`. */
+export const FEATURE_HI_INSPECT = 0x0000_0001;

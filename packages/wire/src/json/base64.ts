@@ -1,0 +1,58 @@
+/**
+ * Standard base64 (RFC 4648, padded), strict: the reference decodes with a canonical
+ * padded engine, so non-alphabet characters, bad padding or non-zero trailing bits are
+ * refused. Written out because the codec may not import `node:` and must run in browsers.
+ */
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const LOOKUP = new Int16Array(128).fill(-1);
+for (let i = 0; i < ALPHABET.length; i++) LOOKUP[ALPHABET.charCodeAt(i)] = i;
+
+export function base64Encode(bytes: Uint8Array): string {
+  let out = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out +=
+      ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + ALPHABET[(n >> 6) & 63]! + ALPHABET[n & 63]!;
+  }
+  const rest = bytes.length - i;
+  if (rest === 1) {
+    const n = bytes[i]! << 16;
+    out += `${ALPHABET[n >> 18]}${ALPHABET[(n >> 12) & 63]}==`;
+  } else if (rest === 2) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
+    out += `${ALPHABET[n >> 18]}${ALPHABET[(n >> 12) & 63]}${ALPHABET[(n >> 6) & 63]}=`;
+  }
+  return out;
+}
+
+/** Decodes canonical padded base64; returns undefined for anything else. */
+export function base64Decode(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0) return undefined;
+  let pad = 0;
+  if (text.endsWith('==')) pad = 2;
+  else if (text.endsWith('=')) pad = 1;
+  const out = new Uint8Array((text.length / 4) * 3 - pad);
+  let o = 0;
+  for (let i = 0; i < text.length; i += 4) {
+    const last = i + 4 === text.length;
+    const a = sextet(text, i);
+    const b = sextet(text, i + 1);
+    const c = last && pad === 2 ? 0 : sextet(text, i + 2);
+    const d = last && pad >= 1 ? 0 : sextet(text, i + 3);
+    if (a < 0 || b < 0 || c < 0 || d < 0) return undefined;
+    const n = (a << 18) | (b << 12) | (c << 6) | d;
+    out[o++] = n >> 16;
+    if (o < out.length) out[o++] = (n >> 8) & 0xff;
+    if (o < out.length) out[o++] = n & 0xff;
+    if (last && pad === 2 && (b & 0x0f) !== 0) return undefined;
+    if (last && pad === 1 && (c & 0x03) !== 0) return undefined;
+  }
+  return out;
+}
+
+function sextet(text: string, index: number): number {
+  const code = text.charCodeAt(index);
+  return code < 128 ? LOOKUP[code]! : -1;
+}

@@ -1,0 +1,364 @@
+/**
+ * Encodes and decodes JSON messages by walking the field table (message-specs.ts). Encoding
+ * writes `type` first and then each field in table order, building the JSON text by hand so
+ * the bytes match the reference's serializer exactly. Decoding is strict about the fields
+ * it knows, ignores fields it does not, and maps an unknown `type` to `UnknownMessage`.
+ */
+import { FieldRangeError, InvalidMessageError, OffsetOutOfRangeError } from '../errors.js';
+import { decodeUtf8 } from '../bytes/reader.js';
+import { utf8Bytes } from '../bytes/writer.js';
+import { encodeFrame } from '../frame/header.js';
+import { OFFSET_MAX } from '../limits.js';
+import { base64Decode, base64Encode } from './base64.js';
+import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
+import { type JsonObject, type JsonValue, parseJson } from './parse.js';
+import type { Message, UnknownMessage } from './message-types.js';
+
+const U64_MAX = 0xffff_ffff_ffff_ffffn;
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+
+type Fields = { [key: string]: unknown };
+
+/** The UTF-8 JSON payload of a message (no frame header). */
+export function encodeMessagePayload(message: Message): Uint8Array {
+  return utf8Bytes(messageJson(message));
+}
+
+/** A complete FLX1 frame (flags 0) carrying the message as JSON. */
+export function encodeMessage(message: Message): Uint8Array {
+  return encodeFrame(0, encodeMessagePayload(message));
+}
+
+/** The JSON text of a message, byte-identical to the reference encoder's. */
+export function messageJson(message: Message): string {
+  const spec = MESSAGE_SPECS[message.type];
+  if (spec === undefined || message.type === 'unknown') {
+    throw new FieldRangeError('message type', `${JSON.stringify(message.type)} cannot be encoded`);
+  }
+  let out = `{"type":${JSON.stringify(message.type)}`;
+  out += writeFields(spec, message as unknown as Fields, message.type, true);
+  return `${out}}`;
+}
+
+function writeFields(spec: FieldSpec[], fields: Fields, where: string, after: boolean): string {
+  let out = '';
+  let first = !after;
+  for (const [name, kind, presence] of spec) {
+    const value = fields[name];
+    if (value === undefined || value === null) {
+      if (presence === 'req') throw new FieldRangeError(`${where}.${name}`, 'is required');
+      if (presence === 'null') out += `${first ? '' : ','}"${name}":null`;
+      else if (presence === 'default') {
+        out += `${first ? '' : ','}"${name}":${kind === 'bool' ? 'false' : '0'}`;
+      } else continue;
+      first = false;
+      continue;
+    }
+    if (presence === 'skip_false' && value === false) continue;
+    if (presence === 'skip_zero' && value === 0) continue;
+    out += `${first ? '' : ','}"${name}":${writeValue(kind, value, `${where}.${name}`)}`;
+    first = false;
+  }
+  return out;
+}
+
+function writeValue(kind: Kind, value: unknown, what: string): string {
+  if (typeof kind === 'object') {
+    if ('enum' in kind) {
+      if (typeof value !== 'string' || !kind.enum.includes(value)) {
+        throw new FieldRangeError(what, `must be one of ${kind.enum.join(', ')}`);
+      }
+      return JSON.stringify(value);
+    }
+    if ('obj' in kind) return `{${writeFields(kind.obj, asFields(value, what), what, false)}}`;
+    if (!Array.isArray(value)) throw new FieldRangeError(what, 'must be an array');
+    return `[${value.map((item, i) => `{${writeFields(kind.list, asFields(item, what), `${what}[${i}]`, false)}}`).join(',')}]`;
+  }
+  switch (kind) {
+    case 'str':
+      if (typeof value !== 'string') throw new FieldRangeError(what, 'must be a string');
+      return JSON.stringify(value);
+    case 'u16':
+      return writeUint(value, 0xffff, what);
+    case 'u32':
+      return writeUint(value, 0xffff_ffff, what);
+    case 'u64':
+      return writeUint(value, OFFSET_MAX, what);
+    case 'u64_big':
+      return writeBig(value, 0n, U64_MAX, what);
+    case 'i64':
+      return writeBig(value, I64_MIN, I64_MAX, what);
+    case 'bool':
+      if (typeof value !== 'boolean') throw new FieldRangeError(what, 'must be a boolean');
+      return value ? 'true' : 'false';
+    case 'bytes':
+      return `"${base64Encode(asBytes(value, what))}"`;
+    case 'bytes_list':
+      return `[${asArray(value, what)
+        .map((b) => `"${base64Encode(asBytes(b, what))}"`)
+        .join(',')}]`;
+    case 'u64_list':
+      return `[${asArray(value, what)
+        .map((n) => writeUint(n, OFFSET_MAX, what))
+        .join(',')}]`;
+    case 'u16_list':
+      return `[${asArray(value, what)
+        .map((n) => writeUint(n, 0xffff, what))
+        .join(',')}]`;
+    case 'start':
+      return writeStart(value, what);
+    case 'refusal':
+      return writeRefusal(value, what);
+    case 'raw':
+      return writeRaw(value, what, 0);
+  }
+}
+
+function writeUint(value: unknown, max: number, what: string): string {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw new FieldRangeError(what, `must be an integer in [0, ${max}]`);
+  }
+  return String(value);
+}
+
+function writeBig(value: unknown, min: bigint, max: bigint, what: string): string {
+  const big = typeof value === 'number' && Number.isInteger(value) ? BigInt(value) : value;
+  if (typeof big !== 'bigint' || big < min || big > max) {
+    throw new FieldRangeError(what, `must be an integer in [${min}, ${max}]`);
+  }
+  return big.toString();
+}
+
+function writeStart(value: unknown, what: string): string {
+  if (value === 'latest' || value === 'earliest') return `"${value}"`;
+  const offset = (value as { offset?: unknown } | null)?.offset;
+  if (typeof value !== 'object' || offset === undefined) {
+    throw new FieldRangeError(what, 'must be latest, earliest or {offset}');
+  }
+  return `{"offset":${writeUint(offset, OFFSET_MAX, what)}}`;
+}
+
+function writeRefusal(value: unknown, what: string): string {
+  if (value === 'unknown_producer' || value === 'sequence_expired' || value === 'sequence_reused') {
+    return `"${value}"`;
+  }
+  const v = asFields(value, what);
+  if (v.sequence_gap !== undefined) {
+    const gap = asFields(v.sequence_gap, what);
+    return `{"sequence_gap":{"expected":${writeUint(gap.expected, OFFSET_MAX, what)}}}`;
+  }
+  if (v.offset_mismatch !== undefined) {
+    const m = asFields(v.offset_mismatch, what);
+    return `{"offset_mismatch":{"tail":${writeUint(m.tail, OFFSET_MAX, what)}}}`;
+  }
+  if (v.not_leader !== undefined) {
+    const spec: FieldSpec[] = [
+      ['node_id', 'str', 'req'],
+      ['addr', 'str', 'opt'],
+    ];
+    return `{"not_leader":{${writeFields(spec, asFields(v.not_leader, what), what, false)}}}`;
+  }
+  throw new FieldRangeError(what, 'is not a known refusal reason');
+}
+
+/** Generic JSON for extension bodies; bigints are written as integers. */
+function writeRaw(value: unknown, what: string, depth: number): string {
+  if (depth > 64) throw new FieldRangeError(what, 'nests too deeply');
+  if (value === null) return 'null';
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new FieldRangeError(what, 'must be finite');
+    return JSON.stringify(value);
+  }
+  if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((v) => writeRaw(v, what, depth + 1)).join(',')}]`;
+  if (typeof value === 'object') {
+    const parts = Object.entries(value as Fields)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${JSON.stringify(k)}:${writeRaw(v, what, depth + 1)}`);
+    return `{${parts.join(',')}}`;
+  }
+  throw new FieldRangeError(what, 'is not representable as JSON');
+}
+
+function asFields(value: unknown, what: string): Fields {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new FieldRangeError(what, 'must be an object');
+  }
+  return value as Fields;
+}
+
+function asArray(value: unknown, what: string): unknown[] {
+  if (!Array.isArray(value)) throw new FieldRangeError(what, 'must be an array');
+  return value;
+}
+
+function asBytes(value: unknown, what: string): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new FieldRangeError(what, 'must be a Uint8Array');
+  return value;
+}
+
+// ---- decoding ----
+
+/** Decodes a JSON message payload. Throws only `WireError`. */
+export function decodeMessage(payload: Uint8Array): Message {
+  const parsed = parseJson(decodeUtf8(payload, 'message payload'));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new InvalidMessageError('message', 'payload', 'is not a JSON object');
+  }
+  const obj = parsed as JsonObject;
+  const type = obj.type;
+  if (typeof type !== 'string') {
+    throw new InvalidMessageError('message', 'type', 'is missing or not a string');
+  }
+  const spec = Object.hasOwn(MESSAGE_SPECS, type) ? MESSAGE_SPECS[type] : undefined;
+  if (spec === undefined) return unknownMessage(type, obj);
+  const out: Fields = { type };
+  readFields(spec, obj, out, type);
+  return out as unknown as Message;
+}
+
+function unknownMessage(type: string, obj: JsonObject): UnknownMessage {
+  const out: UnknownMessage = { type: 'unknown', request_type: type, raw: { ...obj } };
+  const rid = obj.request_id;
+  if (typeof rid === 'number' && Number.isSafeInteger(rid) && rid >= 0) out.request_id = rid;
+  return out;
+}
+
+function readFields(spec: FieldSpec[], obj: JsonObject, out: Fields, where: string): void {
+  for (const [name, kind, presence] of spec) {
+    const raw = Object.hasOwn(obj, name) ? obj[name] : undefined;
+    if (raw === undefined || raw === null) {
+      if (presence === 'req') throw new InvalidMessageError(where, name, 'is missing');
+      if (presence === 'skip_false' || (presence === 'default' && kind === 'bool')) {
+        out[name] = false;
+      } else if (presence === 'skip_zero' || presence === 'default') out[name] = 0;
+      continue;
+    }
+    out[name] = readValue(kind, raw, where, name);
+  }
+}
+
+function readValue(kind: Kind, raw: JsonValue, where: string, name: string): unknown {
+  const bad = (reason: string): never => {
+    throw new InvalidMessageError(where, name, reason);
+  };
+  if (typeof kind === 'object') {
+    if ('enum' in kind) {
+      if (typeof raw !== 'string' || !kind.enum.includes(raw)) bad('is not a known value');
+      return raw;
+    }
+    if ('obj' in kind) {
+      const out: Fields = {};
+      readFields(kind.obj, asObject(raw, bad), out, `${where}.${name}`);
+      return out;
+    }
+    if (!Array.isArray(raw)) return bad('is not an array');
+    return raw.map((item) => {
+      const out: Fields = {};
+      readFields(kind.list, asObject(item, bad), out, `${where}.${name}`);
+      return out;
+    });
+  }
+  switch (kind) {
+    case 'str':
+      return typeof raw === 'string' ? raw : bad('is not a string');
+    case 'u16':
+      return readUint(raw, 0xffff, bad);
+    case 'u32':
+      return readUint(raw, 0xffff_ffff, bad);
+    case 'u64':
+      return readU64(raw, `${where}.${name}`, bad);
+    case 'u64_big':
+      return readBig(raw, 0n, U64_MAX, bad);
+    case 'i64':
+      return readBig(raw, I64_MIN, I64_MAX, bad);
+    case 'bool':
+      return typeof raw === 'boolean' ? raw : bad('is not a boolean');
+    case 'bytes':
+      return readBytes(raw, bad);
+    case 'bytes_list':
+      return Array.isArray(raw) ? raw.map((b) => readBytes(b, bad)) : bad('is not an array');
+    case 'u64_list':
+      return Array.isArray(raw)
+        ? raw.map((n) => readU64(n, `${where}.${name}`, bad))
+        : bad('is not an array');
+    case 'u16_list':
+      return Array.isArray(raw) ? raw.map((n) => readUint(n, 0xffff, bad)) : bad('is not an array');
+    case 'start':
+      return readStart(raw, where, name, bad);
+    case 'refusal':
+      return readRefusal(raw, where, name, bad);
+    case 'raw':
+      return raw;
+  }
+}
+
+function asObject(raw: JsonValue, bad: (reason: string) => never): JsonObject {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof raw === 'bigint') {
+    return bad('is not an object');
+  }
+  return raw as JsonObject;
+}
+
+function readUint(raw: JsonValue, max: number, bad: (reason: string) => never): number {
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw > max) {
+    return bad(`is not an integer in [0, ${max}]`);
+  }
+  return raw;
+}
+
+function readU64(raw: JsonValue, what: string, bad: (reason: string) => never): number {
+  if (typeof raw === 'bigint') {
+    if (raw > OFFSET_MAX && raw <= U64_MAX) throw new OffsetOutOfRangeError(what, raw);
+    return bad('is not a u64');
+  }
+  return readUint(raw, OFFSET_MAX, bad);
+}
+
+function readBig(raw: JsonValue, min: bigint, max: bigint, bad: (r: string) => never): bigint {
+  let big: bigint | undefined;
+  if (typeof raw === 'bigint') big = raw;
+  else if (typeof raw === 'number' && Number.isInteger(raw)) big = BigInt(raw);
+  if (big === undefined || big < min || big > max) return bad(`is not an integer in range`);
+  return big;
+}
+
+function readBytes(raw: JsonValue, bad: (reason: string) => never): Uint8Array {
+  if (typeof raw !== 'string') return bad('is not a base64 string');
+  return base64Decode(raw) ?? bad('is not valid padded base64');
+}
+
+function readStart(raw: JsonValue, where: string, name: string, bad: (r: string) => never) {
+  if (raw === 'latest' || raw === 'earliest') return raw;
+  const obj = asObject(raw, bad);
+  if (obj.offset === undefined) return bad('is not latest, earliest or {offset}');
+  return { offset: readU64(obj.offset, `${where}.${name}.offset`, bad) };
+}
+
+function readRefusal(raw: JsonValue, where: string, name: string, bad: (r: string) => never) {
+  if (raw === 'unknown_producer' || raw === 'sequence_expired' || raw === 'sequence_reused') {
+    return raw;
+  }
+  const obj = asObject(raw, bad);
+  const what = `${where}.${name}`;
+  if (obj.sequence_gap !== undefined) {
+    const gap = asObject(obj.sequence_gap, bad);
+    return { sequence_gap: { expected: readU64(gap.expected ?? null, what, bad) } };
+  }
+  if (obj.offset_mismatch !== undefined) {
+    const m = asObject(obj.offset_mismatch, bad);
+    return { offset_mismatch: { tail: readU64(m.tail ?? null, what, bad) } };
+  }
+  if (obj.not_leader !== undefined) {
+    const out: Fields = {};
+    const spec: FieldSpec[] = [
+      ['node_id', 'str', 'req'],
+      ['addr', 'str', 'opt'],
+    ];
+    readFields(spec, asObject(obj.not_leader, bad), out, what);
+    return { not_leader: out };
+  }
+  return bad('is not a known refusal reason');
+}

@@ -1,0 +1,51 @@
+/**
+ * Bounds of the wire codec. Every length or count read from untrusted bytes is checked
+ * against one of these (and against the bytes actually remaining) before anything is
+ * allocated.
+ */
+
+/** FLX1 and FLXI headers: magic u32, version u16, flags/kind u16, length u32. */
+export const FRAME_HEADER_BYTES = 12;
+
+/** Largest payload the 32-bit length field can express; encoders never exceed it. */
+export const FRAME_PAYLOAD_BYTES_LIMIT = 0xffff_ffff;
+
+/**
+ * Default cap on one client frame's payload, used by `FrameDecoder` unless told otherwise.
+ * The reference documents a 16 MB practical limit; it also bounds the decoder's buffer.
+ */
+export const FRAME_PAYLOAD_BYTES_MAX_DEFAULT = 16 * 1024 * 1024;
+
+/** Cap on a frame read before its stream authenticated (reference default 64 KiB). */
+export const PREAUTH_FRAME_PAYLOAD_BYTES_MAX = 64 * 1024;
+
+/** Cap on one broker-internal frame body (`MAX_BODY_BYTES` in the reference). */
+export const INTERNAL_BODY_BYTES_MAX = 64 * 1024 * 1024;
+
+/** Most payloads one internal payload list may carry (`MAX_BATCH_PAYLOADS`). */
+export const INTERNAL_BATCH_PAYLOADS_MAX = 65_536;
+
+/** Longest identifier string in an internal body (`MAX_IDENT_BYTES`): names, node ids. */
+export const INTERNAL_IDENT_BYTES_MAX = 512;
+
+/**
+ * Longest credential (a client bearer token) riding an authorized forward. Tokens are JWTs
+ * of a few KiB at most; 64 KiB matches the pre-auth frame cap a client token arrived under.
+ */
+export const INTERNAL_CREDENTIAL_BYTES_MAX = 64 * 1024;
+
+/** Longest publisher principal on an event batch: its length is a u8. */
+export const PUBLISHER_BYTES_MAX = 255;
+
+/** Longest u16-prefixed string in a binary client layout (tenant, key, node id). */
+export const BINARY_STRING_BYTES_MAX = 0xffff;
+
+/**
+ * Deepest JSON nesting the message parser accepts. Felix messages nest three levels at most
+ * (a list of objects holding an object); 64 leaves room for extension bodies while keeping
+ * the recursive parser's stack use bounded.
+ */
+export const JSON_DEPTH_MAX = 64;
+
+/** Largest offset (and any u64 position) representable exactly as a JavaScript number. */
+export const OFFSET_MAX = Number.MAX_SAFE_INTEGER;

@@ -1,0 +1,129 @@
+// Goal: JSON messages encode byte-identically to the reference (type first, declared field
+// order, absent optionals omitted, nullable fields written as null) and decode strictly.
+// Method: reference texts written out by hand, plus targeted malformed payloads.
+import { describe, expect, it } from 'vitest';
+import {
+  InvalidJsonError,
+  InvalidMessageError,
+  InvalidUtf8Error,
+  type Message,
+  OffsetOutOfRangeError,
+  decodeMessage,
+  encodeMessage,
+  messageJson,
+} from '../src/index.js';
+import { hex, utf8 } from './helpers.js';
+
+const REFERENCE_TEXTS = [
+  '{"type":"publish","tenant_id":"t1","namespace":"default","stream":"demo","payload":"aGVsbG8="}',
+  '{"type":"subscribe","tenant_id":"t1","namespace":"default","stream":"demo"}',
+  '{"type":"cache_put","tenant_id":"t1","namespace":"default","cache":"primary","key":"demo-key","value":"Y2FjaGVk","ttl_ms":1000}',
+  '{"type":"ok"}',
+  '{"type":"error","message":"oops"}',
+  '{"type":"auth","tenant_id":"t1","token":"demo-token","client_flags":25}',
+  '{"type":"auth_ok","server_flags":25,"server_features":2147483649,"server_features_hi":1}',
+];
+
+describe('json messages', () => {
+  it('reference_texts_survive_a_decode_and_re_encode_unchanged', () => {
+    for (const text of REFERENCE_TEXTS) {
+      expect(messageJson(decodeMessage(utf8(text)))).toBe(text);
+    }
+  });
+
+  it('a_cache_put_without_ttl_writes_ttl_as_null_after_request_id', () => {
+    const msg: Message = {
+      type: 'cache_put',
+      tenant_id: 't',
+      namespace: 'n',
+      cache: 'c',
+      key: 'k',
+      value: new Uint8Array([1]),
+      request_id: 4,
+    };
+    expect(messageJson(msg)).toBe(
+      '{"type":"cache_put","tenant_id":"t","namespace":"n","cache":"c","key":"k","value":"AQ==","request_id":4,"ttl_ms":null}',
+    );
+  });
+
+  it('a_cache_miss_is_written_with_a_null_value', () => {
+    const msg: Message = { type: 'cache_value', key: 'k', request_id: 1 };
+    expect(messageJson(msg)).toBe('{"type":"cache_value","key":"k","value":null,"request_id":1}');
+    expect(decodeMessage(utf8(messageJson(msg)))).toEqual(msg);
+  });
+
+  it('an_unknown_type_decodes_to_the_unknown_variant_with_its_request_id', () => {
+    const decoded = decodeMessage(utf8('{"type":"shard_inspect","request_id":12,"x":[1]}'));
+    expect(decoded).toMatchObject({
+      type: 'unknown',
+      request_type: 'shard_inspect',
+      request_id: 12,
+    });
+  });
+
+  it('unknown_fields_are_ignored', () => {
+    expect(decodeMessage(utf8('{"type":"ok","future":{"a":1}}'))).toEqual({ type: 'ok' });
+  });
+
+  it('a_producer_id_above_two_to_the_53_survives_exactly', () => {
+    const msg: Message = {
+      type: 'producer_init_ok',
+      request_id: 1,
+      producer_id: 18446744073709551615n,
+    };
+    const text = messageJson(msg);
+    expect(text).toBe(
+      '{"type":"producer_init_ok","request_id":1,"producer_id":18446744073709551615}',
+    );
+    expect(decodeMessage(utf8(text))).toEqual(msg);
+  });
+
+  it('an_offset_beyond_the_safe_integer_range_is_a_typed_error', () => {
+    const text = '{"type":"publish_ok","request_id":1,"offset":9007199254740993}';
+    expect(() => decodeMessage(utf8(text))).toThrow(OffsetOutOfRangeError);
+  });
+
+  it('a_missing_required_field_names_the_field', () => {
+    expect(() => decodeMessage(utf8('{"type":"publish_ok"}'))).toThrow(InvalidMessageError);
+    expect(() => decodeMessage(utf8('{"type":"publish_ok"}'))).toThrow(/request_id/);
+  });
+
+  it('malformed_json_and_bad_utf8_are_typed_errors', () => {
+    expect(() => decodeMessage(utf8('{"type":"ok"'))).toThrow(InvalidJsonError);
+    expect(() => decodeMessage(new Uint8Array([0x7b, 0xff, 0x7d]))).toThrow(InvalidUtf8Error);
+    expect(() => decodeMessage(utf8('[1]'))).toThrow(InvalidMessageError);
+    expect(() =>
+      decodeMessage(
+        utf8('{"type":"event","tenant_id":"t","namespace":"n","stream":"s","payload":"a"}'),
+      ),
+    ).toThrow(InvalidMessageError);
+  });
+
+  it('start_positions_and_refusal_reasons_use_their_reference_spellings', () => {
+    const sub: Message = {
+      type: 'subscribe',
+      tenant_id: 't',
+      namespace: 'n',
+      stream: 's',
+      start: { offset: 5 },
+      shard: 2,
+    };
+    expect(messageJson(sub)).toBe(
+      '{"type":"subscribe","tenant_id":"t","namespace":"n","stream":"s","start":{"offset":5},"shard":2}',
+    );
+    const refused: Message = {
+      type: 'publish_refused',
+      request_id: 3,
+      reason: { sequence_gap: { expected: 9 } },
+      message: 'gap',
+    };
+    expect(messageJson(refused)).toBe(
+      '{"type":"publish_refused","request_id":3,"reason":{"sequence_gap":{"expected":9}},"message":"gap"}',
+    );
+    expect(decodeMessage(utf8(messageJson(refused)))).toEqual(refused);
+  });
+
+  it('an_encoded_message_is_a_flags_zero_frame', () => {
+    expect(hex(encodeMessage({ type: 'ok' }).subarray(0, 12))).toBe('464c5831000100000000000d');
+  });
+});
