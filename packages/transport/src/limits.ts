@@ -1,0 +1,57 @@
+/**
+ * Every bound @felix/transport keeps, with why the value was chosen. Options may lower or raise
+ * the defaults within the `_MAX` ceilings.
+ */
+
+/** Idle timeout default: long enough to ride out a GC pause or a brief partition, short enough
+ *  that a dead peer frees its streams within half a minute. */
+export const IDLE_TIMEOUT_MS_DEFAULT = 30_000;
+/** Smallest idle timeout accepted; below this keep-alives cannot keep up on a loaded machine. */
+export const IDLE_TIMEOUT_MS_MIN = 50;
+/** Keep-alive default: three keep-alives per idle timeout survive two lost ones. */
+export const KEEPALIVE_INTERVAL_MS_DEFAULT = 10_000;
+/** Bound on a graceful close; after it the connection is destroyed without further I/O. */
+export const CLOSE_TIMEOUT_MS_DEFAULT = 2_000;
+/** Bound on dialling (TCP/UDP connect plus TLS handshake). */
+export const DIAL_TIMEOUT_MS_DEFAULT = 10_000;
+
+/** Concurrent streams each side lets its peer open, per kind. 1024 covers a client with many
+ *  subscriptions; each one can buffer at most one stream window. */
+export const STREAMS_PER_CONNECTION_DEFAULT = 1024;
+/** Ceiling on the concurrent-stream option (keeps worst-case buffering bounded). */
+export const STREAMS_PER_CONNECTION_MAX = 65_536;
+
+/** Per-stream receive window of the TLS multiplexer: the most unread bytes a peer may push on
+ *  one stream. 256 KiB keeps one stream at loopback line rate (a credit round trip is ~50 µs)
+ *  while bounding memory per stream. */
+export const MUX_STREAM_WINDOW_BYTES_DEFAULT = 256 * 1024;
+/** Ceiling on the per-stream window a peer may announce. */
+export const MUX_STREAM_WINDOW_BYTES_MAX = 16 * 1024 * 1024;
+/** Largest DATA frame payload; larger writes are split. 64 KiB amortises the 9-byte header and
+ *  keeps one stream from holding the socket for long. */
+export const MUX_FRAME_PAYLOAD_BYTES_MAX = 64 * 1024;
+/** Largest control frame payload (CLOSE reason, SETTINGS); decoders reject more before allocating. */
+export const MUX_CONTROL_PAYLOAD_BYTES_MAX = 4096;
+/** Frames queued in one event-loop turn are coalesced into one socket write until this many
+ *  bytes are pending; then they are flushed at once so the batch stays bounded. */
+export const MUX_WRITE_BATCH_BYTES_MAX = 256 * 1024;
+/** A write() resolves only while the socket's own buffer is below this; otherwise it waits for
+ *  'drain'. Bounds the bytes buffered on the send side of one connection. */
+export const MUX_SOCKET_BUFFER_BYTES_MAX = 1024 * 1024;
+/** Bytes of the CLOSE reason sent on the wire; longer reasons are cut. */
+export const CLOSE_REASON_BYTES_MAX = 1024;
+
+/** Accepted connections waiting for `connections()` to take them; more are refused. */
+export const ACCEPT_BACKLOG_MAX = 1024;
+/** Incoming streams waiting for `incoming()` to take them beyond the stream limit never exist,
+ *  so this only bounds the queue by the stream limit (kept as a name for the README). */
+export const INCOMING_STREAMS_QUEUE_MAX = STREAMS_PER_CONNECTION_MAX * 2;
+
+/** Per-stream bytes the QUIC adapter buffers ahead of the reader (it stops pulling after this). */
+export const QUIC_STREAM_READ_AHEAD_BYTES = 256 * 1024;
+/** UDP socket send/receive buffer requested for QUIC; the kernel may cap it (net.core.rmem_max).
+ *  The 212 KB default overflows under a burst and the loss makes congestion control back off. */
+export const QUIC_UDP_BUFFER_BYTES = 8 * 1024 * 1024;
+/** QUIC per-connection and per-stream flow-control windows. */
+export const QUIC_CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
+export const QUIC_STREAM_WINDOW_BYTES = 1024 * 1024;

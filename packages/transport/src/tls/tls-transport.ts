@@ -1,0 +1,169 @@
+/**
+ * TLS 1.3 over TCP (ALPN felix/1) carrying the stream multiplexer: listener and dialer.
+ */
+import { isIP } from 'node:net';
+import { X509Certificate } from 'node:crypto';
+import { type TLSSocket, connect, createServer } from 'node:tls';
+import { CLOSE_CODE_NORMAL } from '../codes.js';
+import { DialError, FingerprintMismatchError } from '../errors.js';
+import { ACCEPT_BACKLOG_MAX } from '../limits.js';
+import {
+  fingerprintsEqual,
+  normalizeFingerprint,
+  validateTlsMaterial,
+} from '../material/certificate.js';
+import { MuxSession } from '../mux/session.js';
+import { resolveDialTimeout, resolveLimits, resolveTimeouts } from '../options.js';
+import type { Connection, DialOptions, ListenOptions, Listener } from '../types.js';
+import { AsyncQueue } from '../util/async-queue.js';
+import { warnInsecure } from '../util/warn.js';
+
+export const ALPN = 'felix/1';
+
+function hostPort(host: string | undefined, port: number | undefined): string {
+  const h = host ?? '?';
+  return `${h.includes(':') ? `[${h}]` : h}:${port ?? 0}`;
+}
+
+export async function listenTls(opts: ListenOptions): Promise<Listener> {
+  const material = validateTlsMaterial(opts.tls);
+  const timeouts = resolveTimeouts(opts);
+  const limits = resolveLimits(opts);
+  const settings = {
+    maxStreamsBidi: limits.maxStreams,
+    maxStreamsUni: limits.maxStreams,
+    streamWindowBytes: limits.streamWindowBytes,
+  };
+  const accepted = new AsyncQueue<Connection>(ACCEPT_BACKLOG_MAX);
+  const live = new Set<MuxSession>();
+  const server = createServer({
+    cert: material.certPem,
+    key: material.keyPem,
+    ALPNProtocols: [ALPN],
+    minVersion: 'TLSv1.3',
+    handshakeTimeout: timeouts.idleTimeoutMs,
+  });
+  server.on('tlsClientError', () => {}); // a failed handshake concerns only that client
+  server.on('secureConnection', (socket: TLSSocket) => {
+    if (socket.alpnProtocol !== ALPN) {
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(true);
+    const session = new MuxSession(socket, {
+      role: 'server',
+      remote: hostPort(socket.remoteAddress, socket.remotePort),
+      timeouts,
+      settings,
+    });
+    live.add(session);
+    session.closed.then(() => live.delete(session));
+    session.ready.then(
+      () => {
+        if (!accepted.push(session)) session.destroy(); // backlog full or listener closed
+      },
+      () => {},
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    transport: 'tls',
+    connections: () => accepted,
+    close() {
+      closing ??= (async () => {
+        accepted.end();
+        const serverClosed = new Promise<void>((r) => server.close(() => r()));
+        for (const c of accepted.drain()) (c as MuxSession).destroy();
+        await Promise.all(
+          [...live].map((s) => s.close({ code: CLOSE_CODE_NORMAL, reason: 'listener closed' })),
+        );
+        await serverClosed;
+      })();
+      return closing;
+    },
+  };
+}
+
+export async function dialTls(host: string, port: number, opts: DialOptions): Promise<Connection> {
+  const address = `tls://${hostPort(host, port)}`;
+  const timeouts = resolveTimeouts(opts);
+  const limits = resolveLimits(opts);
+  const dialTimeoutMs = resolveDialTimeout(opts.dialTimeoutMs);
+  const pinned = opts.fingerprint === undefined ? null : normalizeFingerprint(opts.fingerprint);
+  if (opts.insecureSkipVerify) warnInsecure(address);
+  // A pinned fingerprint replaces chain verification; a CA (or the system store) otherwise.
+  const verifyChain = pinned === null && !opts.insecureSkipVerify;
+  const serverName = opts.serverName ?? (isIP(host) ? undefined : host);
+
+  const socket = await new Promise<TLSSocket>((resolve, reject) => {
+    const s = connect({
+      host,
+      port,
+      ...(serverName === undefined ? {} : { servername: serverName }),
+      ALPNProtocols: [ALPN],
+      minVersion: 'TLSv1.3',
+      ...(opts.ca === undefined ? {} : { ca: opts.ca }),
+      rejectUnauthorized: verifyChain,
+    });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new DialError(address, `no handshake within ${dialTimeoutMs} ms`));
+    }, dialTimeoutMs);
+    s.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new DialError(address, err.message, { cause: err }));
+    });
+    s.once('secureConnect', () => {
+      clearTimeout(timer);
+      s.removeAllListeners('error');
+      if (pinned !== null) {
+        const raw = s.getPeerCertificate().raw;
+        const actual = raw ? new X509Certificate(raw).fingerprint256 : '(none)';
+        if (!raw || !fingerprintsEqual(actual, pinned)) {
+          s.destroy();
+          reject(
+            new DialError(address, 'certificate fingerprint mismatch', {
+              cause: new FingerprintMismatchError(pinned, actual),
+            }),
+          );
+          return;
+        }
+      }
+      if (s.alpnProtocol !== ALPN) {
+        s.destroy();
+        reject(new DialError(address, `server did not agree to ALPN ${ALPN}`));
+        return;
+      }
+      resolve(s);
+    });
+  });
+  socket.setNoDelay(true);
+  const session = new MuxSession(socket, {
+    role: 'client',
+    remote: hostPort(host, port),
+    timeouts,
+    settings: {
+      maxStreamsBidi: limits.maxStreams,
+      maxStreamsUni: limits.maxStreams,
+      streamWindowBytes: limits.streamWindowBytes,
+    },
+  });
+  try {
+    await session.ready;
+  } catch (err) {
+    throw new DialError(address, 'connection closed before the multiplexer handshake', {
+      cause: err,
+    });
+  }
+  return session;
+}

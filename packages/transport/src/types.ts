@@ -1,0 +1,116 @@
+/**
+ * The one interface both transports implement. It knows bytes and streams, never Felix frames.
+ */
+
+export type TransportKind = 'quic' | 'tls';
+export type StreamKind = 'bidi' | 'uni';
+
+/** One QUIC stream or one multiplexed TLS stream. */
+export interface TransportStream {
+  readonly id: number;
+  readonly kind: StreamKind;
+  /** Backpressured reads; ends at the peer's half-close; throws StreamResetError or
+   *  ConnectionClosedError. Only one iterator per stream. */
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array>;
+  /** Resolves once the bytes are accepted within the buffer bound (not once delivered). The
+   *  caller must not mutate `chunk` afterwards. */
+  write(chunk: Uint8Array): Promise<void>;
+  /** Half-closes our side; the peer's reads end after the bytes already written. */
+  end(): Promise<void>;
+  /** Aborts both directions with an application code. */
+  reset(code: number): void;
+  /** Resolves once both directions are finished (ended or reset); never rejects. */
+  readonly closed: Promise<void>;
+}
+
+export interface ConnectionCloseInfo {
+  code: number;
+  reason: string;
+  /** Set when the close was not a clean application close: idle timeout, protocol error, peer
+   *  death, forced close. */
+  error?: Error;
+}
+
+export interface ConnectionStats {
+  bytesSent: number;
+  bytesReceived: number;
+  streamsOpened: number;
+  streamsAccepted: number;
+  streamsActive: number;
+  /** Datagrams (QUIC) or socket writes (TLS) sent and received. */
+  packetsSent: number;
+  packetsReceived: number;
+  /** Bytes received and not yet read by the application, all streams. */
+  recvBufferedBytes: number;
+  /** Bytes accepted by write() and not yet handed to the kernel. */
+  sendBufferedBytes: number;
+}
+
+export interface Connection {
+  /** "host:port" of the peer. */
+  readonly remote: string;
+  readonly transport: TransportKind;
+  openBidi(): Promise<TransportStream>;
+  openUni(): Promise<TransportStream>;
+  /** Streams the peer opened, in order; ends when the connection closes. One consumer. */
+  incoming(): AsyncIterable<TransportStream>;
+  /** Bounded by `closeTimeoutMs`; the forced path does no more I/O and cannot spin. */
+  close(opts?: { code?: number; reason?: string }): Promise<void>;
+  readonly closed: Promise<ConnectionCloseInfo>;
+  stats(): ConnectionStats;
+}
+
+export interface Listener {
+  readonly port: number;
+  readonly transport: TransportKind;
+  /** Accepted connections; ends when the listener closes. One consumer. */
+  connections(): AsyncIterable<Connection>;
+  /** Stops accepting and closes every connection it accepted (each bounded). */
+  close(): Promise<void>;
+}
+
+export interface TimeoutOptions {
+  /** Close the connection when nothing arrives for this long. Always on. */
+  idleTimeoutMs?: number;
+  /** Send a keep-alive this often. 0 turns keep-alives off (tests of the idle timeout only). */
+  keepAliveIntervalMs?: number;
+  /** Bound on a graceful close before it is forced. */
+  closeTimeoutMs?: number;
+}
+
+export interface LimitOptions {
+  /** Concurrent streams the peer may open, per kind. */
+  maxStreams?: number;
+  /** Per-stream receive window in bytes. */
+  streamWindowBytes?: number;
+}
+
+export interface TlsMaterial {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface ListenOptions extends TimeoutOptions, LimitOptions {
+  transport: TransportKind;
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  tls: TlsMaterial;
+  /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
+  quicStock?: boolean;
+}
+
+export interface DialOptions extends TimeoutOptions, LimitOptions {
+  /** PEM CA bundle that must have signed the server's certificate. */
+  ca?: string;
+  /** Pinned SHA-256 fingerprint of the server's certificate (hex, colons optional). */
+  fingerprint?: string;
+  /** Accept any server certificate. Dangerous: development only. */
+  insecureSkipVerify?: boolean;
+  /** Name checked against the certificate; defaults to the host of the address. */
+  serverName?: string;
+  /** Bound on connecting plus handshaking. */
+  dialTimeoutMs?: number;
+  /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
+  quicStock?: boolean;
+}

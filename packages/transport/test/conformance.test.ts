@@ -1,0 +1,387 @@
+/**
+ * Goal: both transports keep the same promises behind one interface. Method: each case runs
+ * over a real loopback listener and dialer of each kind (TLS mux, QUIC), asserting what the
+ * application observes: bytes, ends, resets with codes, typed errors, close codes and bounds.
+ */
+import { randomBytes, generateKeyPairSync } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnNode, waitFor, withDeadline } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import {
+  BadTlsMaterialError,
+  CLOSE_CODE_IDLE_TIMEOUT,
+  ConnectionClosedError,
+  IdleTimeoutError,
+  MUX_SOCKET_BUFFER_BYTES_MAX,
+  StreamLimitError,
+  StreamResetError,
+  type Connection,
+  type TransportKind,
+  listen,
+  loadOrCreateDevCertificate,
+} from '../src/index.js';
+import { tempDir } from '@felix/testing-harness';
+import {
+  connectPair,
+  dec,
+  devMaterial,
+  enc,
+  nextStream,
+  readAll,
+  settle,
+  startListener,
+} from './helpers.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = join(here, '..', '..', '..');
+const transports: TransportKind[] = ['tls'];
+
+describe.each(transports)('transport conformance over %s', (transport) => {
+  it('echoes_bytes_on_a_bidirectional_stream', async () => {
+    const p = await connectPair(transport);
+    try {
+      const serverSide = (async () => {
+        const s = await nextStream(p.server);
+        for await (const chunk of s) await s.write(chunk);
+        await s.end();
+      })();
+      const c = await p.client.openBidi();
+      expect(c.kind).toBe('bidi');
+      await c.write(enc.encode('ping '));
+      await c.write(enc.encode('pong'));
+      await c.end();
+      expect(dec.decode(await readAll(c))).toBe('ping pong');
+      await serverSide;
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('carries_256_concurrent_streams_on_one_connection', async () => {
+    const p = await connectPair(transport);
+    try {
+      const served = (async () => {
+        const tasks: Promise<void>[] = [];
+        let n = 0;
+        for await (const s of p.server.incoming()) {
+          tasks.push(
+            (async () => {
+              const body = await readAll(s);
+              await s.write(body.reverse());
+              await s.end();
+            })(),
+          );
+          if (++n === 256) break;
+        }
+        await Promise.all(tasks);
+      })();
+      const results = await Promise.all(
+        Array.from({ length: 256 }, async (_, i) => {
+          const s = await p.client.openBidi();
+          await s.write(enc.encode(`stream-${i}`));
+          await s.end();
+          return dec.decode(await readAll(s));
+        }),
+      );
+      await served;
+      expect(results).toEqual(results.map((_, i) => [...`stream-${i}`].reverse().join('')));
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('moves_64_mib_on_one_stream_under_backpressure_with_bounded_buffers', async () => {
+    const window = 256 * 1024;
+    const p = await connectPair(
+      transport,
+      { streamWindowBytes: window },
+      { streamWindowBytes: window },
+    );
+    try {
+      const total = 64 * 1024 * 1024;
+      const chunk = new Uint8Array(1024 * 1024);
+      for (let i = 0; i < chunk.length; i++) chunk[i] = i % 251;
+      let maxRecvBuffered = 0;
+      let maxSendBuffered = 0;
+      const reader = (async () => {
+        const s = await nextStream(p.server);
+        let got = 0;
+        let sum = 0;
+        for await (const c of s) {
+          for (let i = (4099 - (got % 4099)) % 4099; i < c.length; i += 4099) {
+            sum = (sum + c[i]! * ((got + i) % 251)) % 1_000_003;
+          }
+          got += c.length;
+          maxRecvBuffered = Math.max(maxRecvBuffered, p.server.stats().recvBufferedBytes);
+          maxSendBuffered = Math.max(maxSendBuffered, p.client.stats().sendBufferedBytes);
+          // A slow reader: yield to the event loop on every chunk so the writer must wait.
+          await new Promise((r) => setImmediate(r));
+        }
+        return { got, sum };
+      })();
+      const s = await p.client.openBidi();
+      let expectedSum = 0;
+      for (let sent = 0; sent < total; sent += chunk.length) {
+        for (let i = (4099 - (sent % 4099)) % 4099; i < chunk.length; i += 4099) {
+          expectedSum = (expectedSum + chunk[i]! * ((sent + i) % 251)) % 1_000_003;
+        }
+        await s.write(chunk);
+        maxSendBuffered = Math.max(maxSendBuffered, p.client.stats().sendBufferedBytes);
+      }
+      await s.end();
+      const { got, sum } = await reader;
+      expect(got).toBe(total);
+      expect(sum).toBe(expectedSum);
+      expect(maxRecvBuffered).toBeLessThanOrEqual(window);
+      expect(maxSendBuffered).toBeLessThanOrEqual(MUX_SOCKET_BUFFER_BYTES_MAX + chunk.length);
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('half_close_ends_the_peer_read_and_leaves_the_other_direction_open', async () => {
+    const p = await connectPair(transport);
+    try {
+      const c = await p.client.openBidi();
+      await c.write(enc.encode('question'));
+      await c.end();
+      const s = await nextStream(p.server);
+      expect(dec.decode(await readAll(s))).toBe('question');
+      // Our side ended; the server can still answer, in several writes.
+      await s.write(enc.encode('ans'));
+      await s.write(enc.encode('wer'));
+      await s.end();
+      expect(dec.decode(await readAll(c))).toBe('answer');
+      await withDeadline(c.closed, 5000, 'client stream closed');
+      await withDeadline(s.closed, 5000, 'server stream closed');
+      await expect(c.write(enc.encode('late'))).rejects.toThrow();
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('a_reset_reaches_the_peer_with_its_code', async () => {
+    const p = await connectPair(transport);
+    try {
+      const c = await p.client.openBidi();
+      await c.write(enc.encode('partial'));
+      const s = await nextStream(p.server);
+      const it0 = s[Symbol.asyncIterator]();
+      expect(dec.decode((await it0.next()).value as Uint8Array)).toBe('partial');
+      c.reset(42);
+      const r = await settle(it0.next());
+      expect(r.ok).toBe(false);
+      const err = (r as { error: unknown }).error;
+      expect(err).toBeInstanceOf(StreamResetError);
+      expect((err as StreamResetError).resetCode).toBe(42);
+      await expect(s.write(enc.encode('x'))).rejects.toBeInstanceOf(StreamResetError);
+      // The connection itself survives a stream reset.
+      const c2 = await p.client.openBidi();
+      await c2.write(enc.encode('still-alive'));
+      await c2.end();
+      expect(dec.decode(await readAll(await nextStream(p.server)))).toBe('still-alive');
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('a_server_opened_uni_stream_reaches_the_client', async () => {
+    const p = await connectPair(transport);
+    try {
+      const u = await p.server.openUni();
+      expect(u.kind).toBe('uni');
+      await u.write(enc.encode('event-1;'));
+      await u.write(enc.encode('event-2'));
+      await u.end();
+      const got = await nextStream(p.client);
+      expect(got.kind).toBe('uni');
+      expect(dec.decode(await readAll(got))).toBe('event-1;event-2');
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('a_sigkilled_peer_is_detected_within_the_idle_timeout', async () => {
+    const idle = 1000;
+    const m = await devMaterial();
+    const listener = await startListener(transport, { idleTimeoutMs: idle });
+    const child = spawnNode(
+      [
+        '--import',
+        'tsx',
+        join(here, 'fixtures', 'dial-and-hold.ts'),
+        `${transport}://127.0.0.1:${listener.port}`,
+        m.fingerprint,
+        String(idle),
+      ],
+      { cwd: repoRoot },
+    );
+    try {
+      const conns = listener.connections()[Symbol.asyncIterator]();
+      const conn = (await conns.next()).value as Connection;
+      const s = await nextStream(conn);
+      const it0 = s[Symbol.asyncIterator]();
+      expect(dec.decode((await it0.next()).value as Uint8Array)).toBe('hello');
+      await child.waitForOutput('ready', 'child ready', 20_000);
+      const pendingRead = settle(it0.next());
+      await child.kill();
+      const info = await withDeadline(conn.closed, idle + 5000, 'dead peer detected');
+      expect(info.error).toBeDefined();
+      const r = await pendingRead;
+      expect(r.ok).toBe(false);
+      expect((r as { error: unknown }).error).toBeInstanceOf(ConnectionClosedError);
+    } finally {
+      await child.kill();
+      await listener.close();
+    }
+  });
+
+  it('an_idle_connection_is_closed_after_the_timeout', async () => {
+    // Only the client is short-fused; neither side sends keep-alives.
+    const p = await connectPair(
+      transport,
+      { idleTimeoutMs: 3000, keepAliveIntervalMs: 0 },
+      { idleTimeoutMs: 300, keepAliveIntervalMs: 0 },
+    );
+    try {
+      const ci = await withDeadline(p.client.closed, 10_000, 'client idle close');
+      expect(ci.code).toBe(CLOSE_CODE_IDLE_TIMEOUT);
+      expect(ci.error).toBeInstanceOf(IdleTimeoutError);
+      await expect(p.client.openBidi()).rejects.toBeInstanceOf(ConnectionClosedError);
+      const si = await withDeadline(p.server.closed, 10_000, 'server notices');
+      expect(si.error).toBeDefined();
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('keepalive_holds_an_idle_connection_open', async () => {
+    const t = { idleTimeoutMs: 400, keepAliveIntervalMs: 50 };
+    const p = await connectPair(transport, t, t);
+    try {
+      let closed = false;
+      p.client.closed.then(() => {
+        closed = true;
+      });
+      const start = p.client.stats().packetsReceived;
+      // Enough keep-alive traffic to span several idle timeouts (each packet is >= 25 ms apart
+      // from the server's own keep-alives, so 60 of them cover more than 3 timeouts).
+      await waitFor(
+        () => closed || p.client.stats().packetsReceived - start >= 60,
+        'keep-alive traffic',
+        20_000,
+      );
+      expect(closed).toBe(false);
+      const c = await p.client.openBidi();
+      await c.write(enc.encode('after-idle'));
+      await c.end();
+      expect(dec.decode(await readAll(await nextStream(p.server)))).toBe('after-idle');
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('a_graceful_close_with_open_streams_finishes_within_its_bound', async () => {
+    const closeTimeoutMs = 1000;
+    const p = await connectPair(
+      transport,
+      { streamWindowBytes: 64 * 1024 },
+      { closeTimeoutMs, streamWindowBytes: 64 * 1024 },
+    );
+    try {
+      const open = await Promise.all([
+        p.client.openBidi(),
+        p.client.openBidi(),
+        p.client.openBidi(),
+      ]);
+      for (const s of open) await s.write(enc.encode('open'));
+      const serverStreams = [
+        await nextStream(p.server),
+        await nextStream(p.server),
+        await nextStream(p.server),
+      ];
+      const serverReads = serverStreams.map((s) => settle(readAll(s)));
+      // A write the server never reads: blocked on flow control when close() starts.
+      const blocked = settle(open[0]!.write(new Uint8Array(4 * 1024 * 1024)));
+      await withDeadline(
+        p.client.close({ code: 7, reason: 'bye' }),
+        closeTimeoutMs + 3000,
+        'bounded close',
+      );
+      const info = await withDeadline(p.server.closed, 5000, 'server sees the close');
+      expect(info.code).toBe(7);
+      expect(info.reason).toBe('bye');
+      const w = await blocked;
+      expect(w.ok).toBe(false);
+      expect((w as { error: unknown }).error).toBeInstanceOf(ConnectionClosedError);
+      for (const r of await Promise.all(serverReads)) {
+        expect(r.ok).toBe(false);
+        expect((r as { error: unknown }).error).toBeInstanceOf(ConnectionClosedError);
+      }
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('opening_past_the_stream_limit_answers_a_typed_error', async () => {
+    const p = await connectPair(transport, { maxStreams: 4 });
+    try {
+      const opened = [];
+      for (let i = 0; i < 4; i++) {
+        const s = await p.client.openBidi();
+        await s.write(enc.encode('x'));
+        opened.push(s);
+      }
+      const r = await settle(
+        (async () => {
+          const s = await p.client.openBidi();
+          await s.write(enc.encode('x'));
+        })(),
+      );
+      expect(r.ok).toBe(false);
+      expect((r as { error: unknown }).error).toBeInstanceOf(StreamLimitError);
+    } finally {
+      await p.cleanup();
+    }
+  });
+
+  it('a_bad_key_fails_at_start_with_a_clear_error', async () => {
+    const good = await devMaterial();
+    const dir = await tempDir('felix-transport-other-');
+    try {
+      const other = await loadOrCreateDevCertificate(dir.path);
+      const mismatched = listen({
+        transport,
+        port: 0,
+        tls: { certPem: good.certPem, keyPem: other.keyPem },
+      });
+      await expect(mismatched).rejects.toBeInstanceOf(BadTlsMaterialError);
+      await expect(mismatched).rejects.toThrow(/does not match the certificate/);
+      const { privateKey } = generateKeyPairSync('ec', {
+        namedCurve: 'P-256',
+        privateKeyEncoding: {
+          type: 'pkcs8',
+          format: 'pem',
+          cipher: 'aes-256-cbc',
+          passphrase: 'pw',
+        },
+        publicKeyEncoding: { type: 'spki', format: 'pem' },
+      });
+      const encrypted = listen({
+        transport,
+        port: 0,
+        tls: { certPem: good.certPem, keyPem: privateKey },
+      });
+      await expect(encrypted).rejects.toThrow(/encrypted/);
+      const garbage = listen({
+        transport,
+        port: 0,
+        tls: { certPem: good.certPem, keyPem: randomBytes(64).toString('base64') },
+      });
+      await expect(garbage).rejects.toBeInstanceOf(BadTlsMaterialError);
+    } finally {
+      await dir.cleanup();
+    }
+  });
+});
