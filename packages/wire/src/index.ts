@@ -25,3 +25,15 @@ export {
 export { MESSAGE_TYPES } from './json/message-specs.js';
 export { base64Decode, base64Encode } from './json/base64.js';
 export type * from './json/message-types.js';
+export {
+  decodePublishBatch,
+  encodePublishBatch,
+  publishBatchFlags,
+} from './binary/publish-batch.js';
+export type { BinaryAckMode, PublishBatch } from './binary/publish-batch.js';
+export { decodePublishAck, encodePublishAck, publishAckFlags } from './binary/publish-ack.js';
+export type { AckOwner, PublishAck } from './binary/publish-ack.js';
+export { decodeEventBatch, encodeEventBatch, eventBatchFlags } from './binary/event-batch.js';
+export type { EventBatch } from './binary/event-batch.js';
+export { decodeFramePayload } from './binary/any-frame.js';
+export type { DecodedFrame } from './binary/any-frame.js';

@@ -1,0 +1,54 @@
+/** u16-length-prefixed UTF-8 strings and byte fields of the binary client layouts. */
+import type { ByteReader } from '../bytes/reader.js';
+import { type ByteWriter, utf8Bytes } from '../bytes/writer.js';
+import { FieldRangeError } from '../errors.js';
+import { BINARY_STRING_BYTES_MAX } from '../limits.js';
+
+/** UTF-8 bytes of a field, checked to fit a u16 length prefix. */
+export function u16Field(text: string, what: string): Uint8Array {
+  const bytes = utf8Bytes(text);
+  checkU16Bytes(bytes, what);
+  return bytes;
+}
+
+export function checkU16Bytes(bytes: Uint8Array, what: string): void {
+  if (bytes.length > BINARY_STRING_BYTES_MAX) {
+    throw new FieldRangeError(what, `is ${bytes.length} bytes, more than a u16 length allows`);
+  }
+}
+
+export function writeU16Bytes(writer: ByteWriter, bytes: Uint8Array): void {
+  writer.u16(bytes.length);
+  writer.raw(bytes);
+}
+
+export function readU16String(reader: ByteReader, field: string): string {
+  return reader.utf8(reader.u16(`${field} length`), field);
+}
+
+export function readU16Bytes(reader: ByteReader, field: string): Uint8Array {
+  return reader.bytesView(reader.u16(`${field} length`), field);
+}
+
+/** Reads `u32 count` then count × `{u32 len, bytes}` as views; count checked before allocating. */
+export function readPayloadList(reader: ByteReader, maxCount: number): Uint8Array[] {
+  const count = reader.count(reader.u32('payload count'), 4, maxCount, 'payload count');
+  const payloads = new Array<Uint8Array>(count);
+  for (let i = 0; i < count; i++)
+    payloads[i] = reader.bytesView(reader.u32('payload length'), 'payload');
+  return payloads;
+}
+
+export function payloadListBytes(payloads: readonly Uint8Array[]): number {
+  let size = 4;
+  for (const p of payloads) size += 4 + p.length;
+  return size;
+}
+
+export function writePayloadList(writer: ByteWriter, payloads: readonly Uint8Array[]): void {
+  writer.u32(payloads.length);
+  for (const p of payloads) {
+    writer.u32(p.length);
+    writer.raw(p);
+  }
+}
