@@ -37,3 +37,29 @@ export { decodeEventBatch, encodeEventBatch, eventBatchFlags } from './binary/ev
 export type { EventBatch } from './binary/event-batch.js';
 export { decodeFramePayload } from './binary/any-frame.js';
 export type { DecodedFrame } from './binary/any-frame.js';
+export {
+  INTERNAL_MAGIC,
+  INTERNAL_VERSION,
+  InternalFrameDecoder,
+  encodeInternalFrame,
+} from './internal/header.js';
+export type { InternalFrame } from './internal/header.js';
+export { batchChecksum } from './internal/body.js';
+export type { ShardRef } from './internal/body.js';
+export {
+  CACHE_OP,
+  FORWARD_ACK,
+  INTERNAL_CAPABILITY,
+  INTERNAL_ERROR,
+  INTERNAL_KIND,
+  INTERNAL_RETRYABLE_ERRORS,
+  REPLICA_LOG,
+  decodeInternalMessage,
+  encodeInternalMessage,
+} from './internal/messages.js';
+export type {
+  ForwardCacheOpBody,
+  ForwardPublishBody,
+  InternalKindName,
+  InternalMessage,
+} from './internal/messages.js';

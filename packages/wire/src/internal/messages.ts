@@ -1,0 +1,377 @@
+/**
+ * Internal (broker-to-broker) messages: one codec per body shape, every body starting with
+ * its u64 correlation id. Kinds 1–24 and 27–31 are decoded; an unknown kind (or one this
+ * build does not implement, 25/26 and 32+) decodes to `Unknown` carrying the correlation id,
+ * so the receiver answers `UnsupportedKind` and carries on. Trailing bytes are an error.
+ */
+import { InvalidEnumError, TruncatedError } from '../errors.js';
+import { BodyReader, BodyWriter, type ShardRef } from './body.js';
+import { type InternalFrame, encodeInternalFrame } from './header.js';
+
+export const INTERNAL_KIND = {
+  ForwardPublish: 1,
+  ForwardPublishOk: 2,
+  ForwardPublishError: 3,
+  NotLeader: 4,
+  Hello: 5,
+  HelloOk: 6,
+  ReplicateRecords: 7,
+  ReplicateOk: 8,
+  ReplicateError: 9,
+  ReplicateBootstrap: 10,
+  ForwardCacheOp: 11,
+  ForwardCacheOk: 12,
+  ForwardCacheError: 13,
+  ReplicateCacheRecords: 14,
+  ReplicateCacheBootstrap: 15,
+  ReplicateGroupRecords: 16,
+  ReplicateGroupBootstrap: 17,
+  ReplicateDeadLetterRecords: 18,
+  ReplicateDeadLetterBootstrap: 19,
+  ReplicateCounterRecords: 20,
+  ReplicateCounterBootstrap: 21,
+  AuthorizedForwardPublish: 22,
+  AuthorizedForwardCacheOp: 23,
+  ReplicateRebuild: 24,
+  HelloCapable: 27,
+  HelloCapableOk: 28,
+  Fence: 29,
+  FenceOk: 30,
+  ReplicateFetch: 31,
+} as const;
+export type InternalKindName = keyof typeof INTERNAL_KIND;
+
+/** `u8 ack` of a forwarded publish. */
+export const FORWARD_ACK = { None: 0, OnAccept: 1, OnCommit: 2 } as const;
+/** `u8 op` of a forwarded cache op. */
+export const CACHE_OP = { Put: 1, Get: 2, Delete: 3, CounterAdd: 4, CounterGet: 5 } as const;
+/** `ReplicaLog` (u8). */
+export const REPLICA_LOG = {
+  Stream: 1,
+  Cache: 2,
+  GroupCursors: 3,
+  GroupDeadLetters: 4,
+  Counters: 5,
+} as const;
+
+/** Internal error codes (u16) of `ForwardPublishError`, `ReplicateError`, `ForwardCacheError`. */
+export const INTERNAL_ERROR = {
+  StaleRoute: 1,
+  Unavailable: 2,
+  Unauthorized: 3,
+  Overload: 4,
+  ProtocolVersion: 5,
+  Malformed: 6,
+  StorageFailed: 7,
+  LogGap: 8,
+  LogConflict: 9,
+  FencedEpoch: 10,
+  UnsupportedKind: 11,
+} as const;
+/** Codes a sender may retry (LogGap: resume from `expectedOffset`, not resend). */
+export const INTERNAL_RETRYABLE_ERRORS: readonly number[] = [1, 2, 4, 8];
+
+/** Internal capability bits (u64) of `HelloCapable`; unknown bits are kept, never refused. */
+export const INTERNAL_CAPABILITY = {
+  FENCE: 1n << 0n,
+  TAIL_FETCH: 1n << 1n,
+  GENERATION_LABELS: 1n << 2n,
+  FORWARD_OFFSETS: 1n << 3n,
+  CACHE_FENCE: 1n << 4n,
+  RECORD_TIMES: 1n << 5n,
+  BALLOTS: 1n << 6n,
+} as const;
+
+type Records = 'ReplicateRecords' | 'ReplicateCacheRecords' | 'ReplicateGroupRecords';
+type MoreRecords = 'ReplicateDeadLetterRecords' | 'ReplicateCounterRecords';
+type Bootstraps = 'ReplicateBootstrap' | 'ReplicateCacheBootstrap' | 'ReplicateGroupBootstrap';
+type MoreBootstraps = 'ReplicateDeadLetterBootstrap' | 'ReplicateCounterBootstrap';
+
+interface Base {
+  correlationId: number;
+}
+export interface ForwardPublishBody extends Base {
+  kind: 'ForwardPublish' | 'AuthorizedForwardPublish';
+  shard: ShardRef;
+  ack: number;
+  payloads: Uint8Array[];
+  /** Client bearer token; required (non-empty) on `AuthorizedForwardPublish`. */
+  credential?: Uint8Array;
+}
+export interface ForwardCacheOpBody extends Base {
+  kind: 'ForwardCacheOp' | 'AuthorizedForwardCacheOp';
+  shard: ShardRef;
+  op: number;
+  key: string;
+  /** 0 = no TTL. */
+  ttlMs: number;
+  value: Uint8Array;
+  credential?: Uint8Array;
+}
+export type InternalMessage =
+  | ForwardPublishBody
+  | ForwardCacheOpBody
+  | (Base & { kind: 'ForwardPublishOk'; firstOffset: number; lastOffset: number })
+  | (Base & { kind: 'ForwardPublishError' | 'ForwardCacheError'; code: number; detail: string })
+  | (Base & { kind: 'NotLeader'; nodeId: string; advertiseAddr: string; generation: number })
+  | (Base & { kind: 'Hello' | 'HelloOk'; nodeId: string })
+  | (Base & { kind: 'HelloCapable' | 'HelloCapableOk'; nodeId: string; capabilities: bigint })
+  | (Base & {
+      kind: Records | MoreRecords;
+      shard: ShardRef;
+      firstOffset: number;
+      checksum: number;
+      payloads: Uint8Array[];
+    })
+  | (Base & { kind: 'ReplicateOk'; durableOffset: number })
+  | (Base & { kind: 'ReplicateError'; code: number; expectedOffset: number; detail: string })
+  | (Base & { kind: Bootstraps | MoreBootstraps; shard: ShardRef; baseOffset: number })
+  | (Base & { kind: 'ForwardCacheOk'; value?: Uint8Array })
+  | (Base & { kind: 'ReplicateRebuild'; shard: ShardRef; log: number; baseOffset: number })
+  | (Base & { kind: 'Fence'; shard: ShardRef; log: number })
+  | (Base & { kind: 'FenceOk'; logEnd: number; commitOffset: number; lastGeneration: number })
+  | (Base & {
+      kind: 'ReplicateFetch';
+      shard: ShardRef;
+      log: number;
+      fromOffset: number;
+      maxBytes: number;
+    })
+  | (Base & { kind: 'Unknown'; code: number });
+
+const NAMES = new Map<number, InternalKindName>(
+  Object.entries(INTERNAL_KIND).map(([name, code]) => [code, name as InternalKindName]),
+);
+
+/** Encodes a message as a complete FLXI frame. */
+export function encodeInternalMessage(message: InternalMessage): Uint8Array {
+  if (message.kind === 'Unknown') {
+    throw new InvalidEnumError('internal kind (Unknown cannot be encoded)', message.code);
+  }
+  const w = new BodyWriter();
+  w.u64(message.correlationId, 'correlation_id');
+  writeBody(w, message);
+  return encodeInternalFrame(INTERNAL_KIND[message.kind], w.finish());
+}
+
+function writeBody(w: BodyWriter, m: Exclude<InternalMessage, { kind: 'Unknown' }>): void {
+  switch (m.kind) {
+    case 'ForwardPublish':
+    case 'AuthorizedForwardPublish':
+      w.shardRef(m.shard);
+      w.u8(m.ack, 'ack');
+      w.payloads(m.payloads);
+      if (m.kind === 'AuthorizedForwardPublish') w.credential(m.credential ?? new Uint8Array(0));
+      return;
+    case 'ForwardCacheOp':
+    case 'AuthorizedForwardCacheOp':
+      w.shardRef(m.shard);
+      w.u8(m.op, 'op');
+      w.str(m.key, 'key');
+      w.u64(m.ttlMs, 'ttl_ms');
+      w.blob(m.value, 'value');
+      if (m.kind === 'AuthorizedForwardCacheOp') w.credential(m.credential ?? new Uint8Array(0));
+      return;
+    case 'ForwardPublishOk':
+      w.u64(m.firstOffset, 'first_offset');
+      w.u64(m.lastOffset, 'last_offset');
+      return;
+    case 'ForwardPublishError':
+    case 'ForwardCacheError':
+      w.u16(m.code, 'code');
+      w.str(m.detail, 'detail');
+      return;
+    case 'NotLeader':
+      w.str(m.nodeId, 'node_id');
+      w.str(m.advertiseAddr, 'advertise_addr');
+      w.u64(m.generation, 'generation');
+      return;
+    case 'Hello':
+    case 'HelloOk':
+      w.str(m.nodeId, 'node_id');
+      return;
+    case 'HelloCapable':
+    case 'HelloCapableOk':
+      w.str(m.nodeId, 'node_id');
+      w.u64Big(m.capabilities, 'capabilities');
+      return;
+    case 'ReplicateOk':
+      w.u64(m.durableOffset, 'durable_offset');
+      return;
+    case 'ReplicateError':
+      w.u16(m.code, 'code');
+      w.u64(m.expectedOffset, 'expected_offset');
+      w.str(m.detail, 'detail');
+      return;
+    case 'ForwardCacheOk':
+      w.u8(m.value === undefined ? 0 : 1, 'present');
+      if (m.value !== undefined) w.blob(m.value, 'value');
+      return;
+    case 'ReplicateRebuild':
+      w.shardRef(m.shard);
+      w.u8(m.log, 'log');
+      w.u64(m.baseOffset, 'base_offset');
+      return;
+    case 'Fence':
+      w.shardRef(m.shard);
+      w.u8(m.log, 'log');
+      return;
+    case 'FenceOk':
+      w.u64(m.logEnd, 'log_end');
+      w.u64(m.commitOffset, 'commit_offset');
+      w.u64(m.lastGeneration, 'last_generation');
+      return;
+    case 'ReplicateFetch':
+      w.shardRef(m.shard);
+      w.u8(m.log, 'log');
+      w.u64(m.fromOffset, 'from_offset');
+      w.u32(m.maxBytes, 'max_bytes');
+      return;
+    default:
+      if ('firstOffset' in m) {
+        w.shardRef(m.shard);
+        w.u64(m.firstOffset, 'first_offset');
+        w.u64(m.checksum, 'checksum');
+        w.payloads(m.payloads);
+      } else {
+        w.shardRef(m.shard);
+        w.u64(m.baseOffset, 'base_offset');
+      }
+  }
+}
+
+/** Decodes a frame's body by its kind. Throws only `WireError`. */
+export function decodeInternalMessage(frame: InternalFrame): InternalMessage {
+  const name = NAMES.get(frame.kind);
+  const r = new BodyReader(frame.body, name ?? `internal kind ${frame.kind}`);
+  if (r.remaining < 8) {
+    throw new TruncatedError('internal body correlation_id', 0, 8, r.remaining);
+  }
+  const correlationId = r.u64('correlation_id');
+  if (name === undefined) return { kind: 'Unknown', code: frame.kind, correlationId };
+  const message = readBody(r, name, correlationId);
+  r.end();
+  return message;
+}
+
+function readBody(r: BodyReader, kind: InternalKindName, correlationId: number): InternalMessage {
+  switch (kind) {
+    case 'ForwardPublish':
+    case 'AuthorizedForwardPublish': {
+      const shard = r.shardRef();
+      const ack = enumByte(r.u8('ack'), 2, 'forward ack');
+      const payloads = r.payloads();
+      const m: ForwardPublishBody = { kind, correlationId, shard, ack, payloads };
+      if (kind === 'AuthorizedForwardPublish') m.credential = r.credential();
+      return m;
+    }
+    case 'ForwardCacheOp':
+    case 'AuthorizedForwardCacheOp': {
+      const shard = r.shardRef();
+      const op = r.u8('op');
+      if (op < 1 || op > 5) throw new InvalidEnumError('cache op', op);
+      const key = r.str('key');
+      const ttlMs = r.u64('ttl_ms');
+      const value = r.blob('value');
+      const m: ForwardCacheOpBody = { kind, correlationId, shard, op, key, ttlMs, value };
+      if (kind === 'AuthorizedForwardCacheOp') m.credential = r.credential();
+      return m;
+    }
+    case 'ForwardPublishOk':
+      return {
+        kind,
+        correlationId,
+        firstOffset: r.u64('first_offset'),
+        lastOffset: r.u64('last_offset'),
+      };
+    case 'ForwardPublishError':
+    case 'ForwardCacheError':
+      return { kind, correlationId, code: r.u16('code'), detail: r.str('detail') };
+    case 'NotLeader':
+      return {
+        kind,
+        correlationId,
+        nodeId: r.str('node_id'),
+        advertiseAddr: r.str('advertise_addr'),
+        generation: r.u64('generation'),
+      };
+    case 'Hello':
+    case 'HelloOk':
+      return { kind, correlationId, nodeId: r.str('node_id') };
+    case 'HelloCapable':
+    case 'HelloCapableOk':
+      return {
+        kind,
+        correlationId,
+        nodeId: r.str('node_id'),
+        capabilities: r.u64Big('capabilities'),
+      };
+    case 'ReplicateOk':
+      return { kind, correlationId, durableOffset: r.u64('durable_offset') };
+    case 'ReplicateError':
+      return {
+        kind,
+        correlationId,
+        code: r.u16('code'),
+        expectedOffset: r.u64('expected_offset'),
+        detail: r.str('detail'),
+      };
+    case 'ForwardCacheOk': {
+      const present = enumByte(r.u8('present'), 1, 'present');
+      return present ? { kind, correlationId, value: r.blob('value') } : { kind, correlationId };
+    }
+    case 'ReplicateRebuild':
+      return {
+        kind,
+        correlationId,
+        shard: r.shardRef(),
+        log: readLog(r),
+        baseOffset: r.u64('base_offset'),
+      };
+    case 'Fence':
+      return { kind, correlationId, shard: r.shardRef(), log: readLog(r) };
+    case 'FenceOk':
+      return {
+        kind,
+        correlationId,
+        logEnd: r.u64('log_end'),
+        commitOffset: r.u64('commit_offset'),
+        lastGeneration: r.u64('last_generation'),
+      };
+    case 'ReplicateFetch':
+      return {
+        kind,
+        correlationId,
+        shard: r.shardRef(),
+        log: readLog(r),
+        fromOffset: r.u64('from_offset'),
+        maxBytes: r.u32('max_bytes'),
+      };
+    case 'ReplicateRecords':
+    case 'ReplicateCacheRecords':
+    case 'ReplicateGroupRecords':
+    case 'ReplicateDeadLetterRecords':
+    case 'ReplicateCounterRecords':
+      return {
+        kind,
+        correlationId,
+        shard: r.shardRef(),
+        firstOffset: r.u64('first_offset'),
+        checksum: r.u64('checksum'),
+        payloads: r.payloads(),
+      };
+    default:
+      return { kind, correlationId, shard: r.shardRef(), baseOffset: r.u64('base_offset') };
+  }
+}
+
+function enumByte(value: number, max: number, what: string): number {
+  if (value > max) throw new InvalidEnumError(what, value);
+  return value;
+}
+
+function readLog(r: BodyReader): number {
+  const log = r.u8('log');
+  if (log < 1 || log > 5) throw new InvalidEnumError('replica log', log);
+  return log;
+}
