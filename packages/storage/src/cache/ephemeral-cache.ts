@@ -1,0 +1,151 @@
+/**
+ * EphemeralCache: the cache API (put/get/delete/TTL/watch) held in memory only, for brokers
+ * without durable storage. Versions and watch offsets come from an in-process counter, so
+ * watches start live or retained; nothing survives a restart. Expiry is lazy.
+ */
+import {
+  ProjectionClosedError,
+  ProjectionInputError,
+  WatchStartError,
+} from './projection-errors.js';
+import { CACHE_VALUE_BYTES_MAX } from './projection-limits.js';
+import { encodeKey } from './record.js';
+import {
+  type CacheChange,
+  type CacheWatch,
+  type SnapshotEntry,
+  type WatchFilter,
+  WatchHub,
+  type WatchOptions,
+  type WatchStart,
+  matchesFilter,
+} from './watch.js';
+
+export interface PutOptions {
+  /** Time to live in ms from now; absent or 0 = never expires. */
+  ttlMs?: number;
+}
+
+/** A key's current value with its version (offset of the put that wrote it) and expiry. */
+export interface CacheEntry {
+  value: Uint8Array;
+  version: number;
+  expiresAtMillis: number;
+}
+
+interface Slot {
+  value: Uint8Array;
+  version: number;
+  expiresAtMillis: number;
+}
+
+export function expiryFor(ttlMs: number | undefined, nowMs: number): number {
+  if (ttlMs === undefined || ttlMs === 0) return 0;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 0) {
+    throw new ProjectionInputError(`ttlMs ${ttlMs} is not a non-negative integer`);
+  }
+  return nowMs + ttlMs;
+}
+
+export function isExpired(expiresAtMillis: number, nowMs: number): boolean {
+  return expiresAtMillis !== 0 && expiresAtMillis <= nowMs;
+}
+
+export class EphemeralCache {
+  private readonly slots = new Map<string, Slot>();
+  private next = 0;
+  private closed = false;
+  private readonly hub: WatchHub;
+  private readonly now: () => number;
+
+  constructor(opts: { now?: () => number } = {}) {
+    this.now = opts.now ?? Date.now;
+    this.hub = new WatchHub({
+      frontier: () => this.next,
+      baseOffset: () => this.next,
+      snapshot: (filter, nowMs) => this.snapshot(filter, nowMs),
+      snapshotValue: async (e) => {
+        const s = this.slots.get(e.key);
+        return s !== undefined && s.version === e.version ? s.value : undefined;
+      },
+      replay: () => {
+        throw new WatchStartError('an in-memory cache keeps no history to replay');
+      },
+    });
+  }
+
+  async put(key: string, value: Uint8Array, opts: PutOptions = {}): Promise<number> {
+    this.checkOpen();
+    encodeKey(key);
+    if (value.length > CACHE_VALUE_BYTES_MAX) {
+      throw new ProjectionInputError(
+        `value of ${value.length} bytes exceeds ${CACHE_VALUE_BYTES_MAX}`,
+      );
+    }
+    const expiresAtMillis = expiryFor(opts.ttlMs, this.now());
+    const offset = this.next++;
+    const copy = value.slice();
+    this.slots.set(key, { value: copy, version: offset, expiresAtMillis });
+    this.hub.publish({ offset, key, op: 'put', value: copy, expiresAtMillis });
+    return offset;
+  }
+
+  async get(key: string): Promise<Uint8Array | undefined> {
+    return (await this.getEntry(key))?.value;
+  }
+
+  async getEntry(key: string): Promise<CacheEntry | undefined> {
+    this.checkOpen();
+    const s = this.slots.get(key);
+    if (s === undefined) return undefined;
+    if (isExpired(s.expiresAtMillis, this.now())) {
+      this.slots.delete(key);
+      return undefined;
+    }
+    return { ...s };
+  }
+
+  /** Removes a key, answering the value it held (undefined when absent: not a failure). */
+  async delete(key: string): Promise<Uint8Array | undefined> {
+    this.checkOpen();
+    encodeKey(key);
+    const prev = await this.getEntry(key);
+    this.slots.delete(key);
+    const offset = this.next++;
+    const change: CacheChange = { offset, key, op: 'delete', expiresAtMillis: 0 };
+    this.hub.publish(change);
+    return prev?.value;
+  }
+
+  watch(filter: WatchFilter, start: WatchStart, opts: WatchOptions = {}): CacheWatch {
+    this.checkOpen();
+    if (start.kind === 'from')
+      throw new WatchStartError('an in-memory cache watches live or retained only');
+    return this.hub.watch(filter, start, { nowMs: this.now, ...opts });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.hub.closeAll();
+  }
+
+  private snapshot(filter: WatchFilter, nowMs: number): SnapshotEntry[] {
+    const out: SnapshotEntry[] = [];
+    const pick = (key: string, s: Slot) => {
+      if (!isExpired(s.expiresAtMillis, nowMs)) {
+        out.push({ key, version: s.version, expiresAtMillis: s.expiresAtMillis });
+      }
+    };
+    if ('key' in filter) {
+      const s = this.slots.get(filter.key);
+      if (s !== undefined) pick(filter.key, s);
+      return out;
+    }
+    for (const [key, s] of this.slots) if (matchesFilter(filter, key)) pick(key, s);
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ProjectionClosedError('ephemeral cache');
+  }
+}

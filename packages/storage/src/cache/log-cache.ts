@@ -1,0 +1,442 @@
+/**
+ * LogCache: a cache that is a reading of its log. put and delete append cache records; an
+ * in-memory index maps key -> (offset, version, expiry, record bytes) and is rebuilt by replay on
+ * open, never read from disk; get reads the value from the log at the indexed offset. The write
+ * path is ProjectionWriter's (claim + turn under a short lock, shared fsync, in-order apply), the
+ * watch core is WatchHub's, and compaction is runCompaction's with cache copies carrying versions.
+ */
+import { assert } from '@felix/common';
+import {
+  type CompactionOptions,
+  type CompactionResult,
+  type CompactionTarget,
+  runCompaction,
+} from '../compaction/compactor.js';
+import { type CacheEntry, type PutOptions, expiryFor, isExpired } from './ephemeral-cache.js';
+import type { PortRecord, ProjectionLog } from './log-port.js';
+import {
+  CacheRecordCorruptError,
+  ProjectionInputError,
+  ProjectionReadMovedError,
+  WatchHistoryTrimmedError,
+} from './projection-errors.js';
+import {
+  CACHE_COMPACTION_FLOOR_BYTES_DEFAULT,
+  CACHE_VALUE_BYTES_MAX,
+  COMPACTION_GARBAGE_RATIO,
+  GET_READ_ATTEMPTS_MAX,
+  RECORD_FRAMING_BYTES,
+  REPLAY_PAGE_RECORDS_MAX,
+  WATCH_REPLAY_PAGE_RECORDS_MAX,
+  WATCH_SNAPSHOT_READ_ATTEMPTS_MAX,
+} from './projection-limits.js';
+import { ProjectionWriter } from './projection-writer.js';
+import { type CacheRecord, decodeCacheRecord, encodeCacheRecord, encodeKey } from './record.js';
+import {
+  type CacheChange,
+  type CacheWatch,
+  type SnapshotEntry,
+  type WatchFilter,
+  WatchHub,
+  type WatchOptions,
+  type WatchStart,
+  matchesFilter,
+} from './watch.js';
+
+interface IndexEntry {
+  /** Where the record holding the current value sits (moves when compaction copies it). */
+  offset: number;
+  /** Offset of the put that wrote the value; kept through compaction. */
+  version: number;
+  expiresAtMillis: number;
+  /** Record bytes including framing, for the live-bytes figure. */
+  bytes: number;
+}
+
+export interface LogCacheCompactionOptions extends CompactionOptions {
+  /** Run a pass automatically when the log passes the trigger (default true). */
+  auto?: boolean;
+  /** Logs smaller than this are never compacted automatically. */
+  floorBytes?: number;
+}
+
+export interface LogCacheOptions {
+  log: ProjectionLog;
+  /** Wall clock in ms for TTL (tests inject one). */
+  now?: () => number;
+  compaction?: LogCacheCompactionOptions;
+  /** A name for error messages. */
+  name?: string;
+}
+
+export class LogCache {
+  private readonly index = new Map<string, IndexEntry>();
+  private liveBytesTotal = 0;
+  private readonly writer: ProjectionWriter;
+  private readonly hub: WatchHub;
+  private readonly now: () => number;
+  private compactionRun: Promise<CompactionResult> | undefined;
+  private stoppingFlag = false;
+
+  private constructor(
+    readonly log: ProjectionLog,
+    private readonly opts: LogCacheOptions,
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.writer = new ProjectionWriter(log, opts.name ?? 'log cache', (from, to) =>
+      this.replay(from, to),
+    );
+    this.hub = new WatchHub({
+      frontier: () => this.writer.frontier,
+      baseOffset: () => this.log.baseOffset,
+      snapshot: (filter, nowMs) => this.snapshot(filter, nowMs),
+      snapshotValue: (e) => this.snapshotValue(e),
+      replay: (from, to, filter) => this.history(from, to, filter),
+    });
+  }
+
+  /** Opens a cache over `log`, rebuilding the index by replaying it from its base. */
+  static async open(opts: LogCacheOptions): Promise<LogCache> {
+    const cache = new LogCache(opts.log, opts);
+    await cache.replay(opts.log.baseOffset, opts.log.tailOffset);
+    return cache;
+  }
+
+  /** Keys currently indexed (expired-but-unreclaimed ones included). */
+  get size(): number {
+    return this.index.size;
+  }
+  /** Bytes of the records holding current values. */
+  get liveBytes(): number {
+    return this.liveBytesTotal;
+  }
+  /** Next offset not yet applied (visible state covers everything below it). */
+  get frontier(): number {
+    return this.writer.frontier;
+  }
+
+  /** Keys starting with `prefix` (expired ones excluded), in key order, at most `limit`. */
+  async keys(prefix: string, limit: number): Promise<string[]> {
+    this.writer.checkOpen();
+    await this.writer.catchUpIfBehind();
+    return this.snapshot({ prefix }, this.now())
+      .slice(0, limit)
+      .map((e) => e.key);
+  }
+
+  /** Writes a value; resolves with its version once durable under the log's fsync mode. */
+  async put(key: string, value: Uint8Array, opts: PutOptions = {}): Promise<number> {
+    this.writer.checkOpen();
+    if (value.length > CACHE_VALUE_BYTES_MAX) {
+      throw new ProjectionInputError(
+        `value of ${value.length} bytes exceeds ${CACHE_VALUE_BYTES_MAX}`,
+      );
+    }
+    const expiresAtMillis = expiryFor(opts.ttlMs, this.now());
+    const payload = encodeCacheRecord({ op: 'put', key, expiresAtMillis, value });
+    const version = await this.writer.commit(
+      () => ({ keys: [key], payloads: [payload] }),
+      (first) => {
+        this.applyPut(key, first, first, expiresAtMillis, payload.length);
+        const stored = payload.subarray(payload.length - value.length);
+        this.hub.publish({ offset: first, key, op: 'put', value: stored, expiresAtMillis });
+        return first;
+      },
+      () => -1,
+    );
+    this.maybeCompact();
+    return version;
+  }
+
+  async get(key: string): Promise<Uint8Array | undefined> {
+    return (await this.getEntry(key))?.value;
+  }
+
+  /** The current value with its version and expiry, or undefined (absent or expired). */
+  async getEntry(key: string): Promise<CacheEntry | undefined> {
+    this.writer.checkOpen();
+    await this.writer.catchUpIfBehind();
+    for (let attempt = 0; attempt < GET_READ_ATTEMPTS_MAX; attempt++) {
+      const e = this.index.get(key);
+      if (e === undefined || isExpired(e.expiresAtMillis, this.now())) return undefined;
+      const rec = await this.readAt(e.offset);
+      if (rec !== undefined) {
+        return { value: rec.value, version: e.version, expiresAtMillis: e.expiresAtMillis };
+      }
+    }
+    throw new ProjectionReadMovedError(key);
+  }
+
+  /** Removes a key, answering the value it held; an absent key answers undefined. */
+  async delete(key: string): Promise<Uint8Array | undefined> {
+    this.writer.checkOpen();
+    const payload = encodeCacheRecord({
+      op: 'delete',
+      key,
+      expiresAtMillis: 0,
+      value: new Uint8Array(),
+    });
+    const removed = await this.writer.commit<Uint8Array | undefined, Uint8Array | undefined>(
+      () =>
+        this.index.has(key) || this.writer.isStaged(key)
+          ? { keys: [key], payloads: [payload] }
+          : undefined,
+      (first, _staging, value: Uint8Array | undefined) => {
+        this.applyDelete(key, first);
+        this.hub.publish({ offset: first, key, op: 'delete', expiresAtMillis: 0 });
+        return value;
+      },
+      () => undefined,
+      // Inside the turn, so the value read is the one this delete removes in offset order.
+      async () => {
+        const prev = this.index.get(key);
+        if (prev === undefined || isExpired(prev.expiresAtMillis, this.now())) return undefined;
+        const rec = await this.readAt(prev.offset);
+        assert(rec !== undefined, 'a live key being deleted cannot have been trimmed');
+        return rec.value;
+      },
+    );
+    this.maybeCompact();
+    return removed;
+  }
+
+  watch(filter: WatchFilter, start: WatchStart, opts: WatchOptions = {}): CacheWatch {
+    this.writer.checkOpen();
+    if ('key' in filter) encodeKey(filter.key);
+    return this.hub.watch(filter, start, { nowMs: this.now, ...opts });
+  }
+
+  /** Runs (or joins) one compaction pass now, whatever the trigger says. */
+  compact(): Promise<CompactionResult> {
+    if (this.compactionRun === undefined) {
+      const target: CompactionTarget = {
+        log: this.log,
+        keysBelow: (cut) => this.keysBelow(cut),
+        copy: (keys, cut) => this.copy(keys, cut),
+        stopping: () => this.stoppingFlag,
+      };
+      this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
+        this.compactionRun = undefined;
+      });
+    }
+    return this.compactionRun;
+  }
+
+  /** The pass in progress, if any. */
+  get compacting(): Promise<CompactionResult> | undefined {
+    return this.compactionRun;
+  }
+
+  /** True when the log holds more than 4x its live bytes and more than the floor. */
+  wantsCompaction(): boolean {
+    const size = this.log.sizeBytes;
+    const floor = this.opts.compaction?.floorBytes ?? CACHE_COMPACTION_FLOOR_BYTES_DEFAULT;
+    return size > floor && size > COMPACTION_GARBAGE_RATIO * this.liveBytesTotal;
+  }
+
+  /** Waits for in-flight writes, stops compaction at its next step, ends watches, closes the log. */
+  async close(): Promise<void> {
+    if (this.writer.closed) return;
+    this.stoppingFlag = true;
+    await this.writer.close();
+    await this.compactionRun?.catch(() => undefined);
+    this.hub.closeAll();
+    await this.log.close();
+  }
+
+  private maybeCompact(): void {
+    if (this.opts.compaction?.auto === false || this.compactionRun !== undefined) return;
+    if (this.stoppingFlag || !this.wantsCompaction()) return;
+    // Off the write path: nobody awaits this; a failed pass is retried by a later trigger.
+    this.compact().catch(() => undefined);
+  }
+
+  // ---- index ----
+
+  private applyPut(
+    key: string,
+    offset: number,
+    version: number,
+    expiresAt: number,
+    payloadLen: number,
+  ) {
+    const prev = this.index.get(key);
+    if (prev !== undefined) this.liveBytesTotal -= prev.bytes;
+    const bytes = payloadLen + RECORD_FRAMING_BYTES;
+    this.index.set(key, { offset, version, expiresAtMillis: expiresAt, bytes });
+    this.liveBytesTotal += bytes;
+  }
+
+  private applyDelete(key: string, _offset: number) {
+    const prev = this.index.get(key);
+    if (prev === undefined) return;
+    this.liveBytesTotal -= prev.bytes;
+    this.index.delete(key);
+  }
+
+  private applyRecord(r: PortRecord): CacheRecord {
+    const rec = decodeCacheRecord(r.payload, r.offset);
+    if (rec.op === 'put') {
+      this.applyPut(
+        rec.key,
+        r.offset,
+        rec.carriedVersion ?? r.offset,
+        rec.expiresAtMillis,
+        r.payload.length,
+      );
+    } else {
+      this.applyDelete(rec.key, r.offset);
+    }
+    return rec;
+  }
+
+  /** Applies every record in `[from, to)` to the index, page by page. */
+  private async replay(from: number, to: number): Promise<void> {
+    let at = from;
+    while (at < to) {
+      const res = await this.log.read(at, { maxRecords: REPLAY_PAGE_RECORDS_MAX });
+      if (res.kind === 'trimmed') {
+        // Nothing below the base can matter: compaction restated every live value above it.
+        at = res.oldest;
+        continue;
+      }
+      for (const r of res.records) {
+        if (r.offset >= to) return;
+        this.applyRecord(r);
+      }
+      if (res.next <= at) return;
+      at = res.next;
+    }
+  }
+
+  /** The record at `offset`, or undefined when compaction trimmed it. */
+  private async readAt(offset: number): Promise<CacheRecord | undefined> {
+    const res = await this.log.read(offset, { maxRecords: 1 });
+    if (res.kind === 'trimmed') return undefined;
+    const r = res.records[0];
+    if (r === undefined || r.offset !== offset) {
+      throw new CacheRecordCorruptError(`indexed record is missing from the log`, offset);
+    }
+    return decodeCacheRecord(r.payload, offset);
+  }
+
+  // ---- watch source ----
+
+  private snapshot(filter: WatchFilter, nowMs: number): SnapshotEntry[] {
+    const out: SnapshotEntry[] = [];
+    const pick = (key: string, e: IndexEntry) => {
+      if (!isExpired(e.expiresAtMillis, nowMs)) {
+        out.push({ key, version: e.version, expiresAtMillis: e.expiresAtMillis });
+      }
+    };
+    if ('key' in filter) {
+      const e = this.index.get(filter.key);
+      if (e !== undefined) pick(filter.key, e);
+      return out;
+    }
+    for (const [key, e] of this.index) if (matchesFilter(filter, key)) pick(key, e);
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  private async snapshotValue(s: SnapshotEntry): Promise<Uint8Array | undefined> {
+    for (let attempt = 0; attempt < WATCH_SNAPSHOT_READ_ATTEMPTS_MAX; attempt++) {
+      const e = this.index.get(s.key);
+      if (e === undefined || e.version !== s.version) return undefined;
+      const rec = await this.readAt(e.offset);
+      if (rec !== undefined) return rec.value;
+    }
+    throw new ProjectionReadMovedError(s.key);
+  }
+
+  private async *history(
+    from: number,
+    to: number,
+    filter: WatchFilter,
+  ): AsyncIterable<CacheChange> {
+    let at = from;
+    while (at < to) {
+      const res = await this.log.read(at, { maxRecords: WATCH_REPLAY_PAGE_RECORDS_MAX });
+      if (res.kind === 'trimmed') throw new WatchHistoryTrimmedError(at);
+      for (const r of res.records) {
+        if (r.offset >= to) return;
+        const rec = decodeCacheRecord(r.payload, r.offset);
+        // Compaction copies restate values a watcher already has: invisible to watchers.
+        if (rec.carriedVersion !== undefined || !matchesFilter(filter, rec.key)) continue;
+        yield rec.op === 'put'
+          ? {
+              offset: r.offset,
+              key: rec.key,
+              op: 'put',
+              value: rec.value,
+              expiresAtMillis: rec.expiresAtMillis,
+            }
+          : { offset: r.offset, key: rec.key, op: 'delete', expiresAtMillis: 0 };
+      }
+      if (res.next <= at) return;
+      at = res.next;
+    }
+  }
+
+  // ---- compaction target ----
+
+  private keysBelow(cut: number): string[] {
+    const nowMs = this.now();
+    const keys: string[] = [];
+    for (const [key, e] of this.index) {
+      if (e.offset >= cut) continue;
+      if (isExpired(e.expiresAtMillis, nowMs) && !this.writer.isStaged(key)) {
+        // Expiry is absolute and permanent: the entry needs no copy and leaves the index.
+        this.liveBytesTotal -= e.bytes;
+        this.index.delete(key);
+        continue;
+      }
+      keys.push(key);
+    }
+    return keys;
+  }
+
+  private async copy(keys: string[], cut: number): Promise<{ records: number; bytes: number }> {
+    const reads: { key: string; entry: IndexEntry; rec: CacheRecord }[] = [];
+    for (const key of keys) {
+      const entry = this.index.get(key);
+      if (entry === undefined || entry.offset >= cut || this.writer.isStaged(key)) continue;
+      const rec = await this.readAt(entry.offset);
+      if (rec !== undefined) reads.push({ key, entry, rec });
+    }
+    let picked: typeof reads = [];
+    return this.writer.commit(
+      () => {
+        // Re-checked under the lock: a key written since the read, or with a write staged, is
+        // not copied (the copy would land after that write and resurrect the older value).
+        picked = reads.filter(
+          (r) => this.index.get(r.key) === r.entry && !this.writer.isStaged(r.key),
+        );
+        if (picked.length === 0) return undefined;
+        const payloads = picked.map((r) =>
+          encodeCacheRecord({
+            op: 'put',
+            key: r.key,
+            expiresAtMillis: r.entry.expiresAtMillis,
+            value: r.rec.value,
+            carriedVersion: r.entry.version,
+          }),
+        );
+        return { keys: picked.map((r) => r.key), payloads };
+      },
+      (first, staging) => {
+        let bytes = 0;
+        picked.forEach((r, i) => {
+          assert(
+            this.index.get(r.key) === r.entry,
+            'a copied key changed while its copy was staged',
+          );
+          const len = staging.payloads[i]!.length;
+          this.applyPut(r.key, first + i, r.entry.version, r.entry.expiresAtMillis, len);
+          bytes += len;
+        });
+        return { records: picked.length, bytes };
+      },
+      () => ({ records: 0, bytes: 0 }),
+    );
+  }
+}

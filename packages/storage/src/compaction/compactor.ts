@@ -1,0 +1,86 @@
+/**
+ * One compaction pass over a projection's log (wire-storage §4.6): seal the active segment (its
+ * base is the cut), restate every live record below the cut at the tail in bounded batches, each
+ * staged like a write, flush, then delete the sealed segments below the cut oldest-first. Offsets
+ * continue (they become sparse, never rewind). Crash-safe at every step: copies only restate what
+ * the log already says, and nothing is deleted before every copy is flushed. Runs off the write
+ * path: writers interleave between batches and never wait for a pass.
+ */
+import type { ProjectionLog } from '../cache/log-port.js';
+import {
+  COMPACTION_BATCH_RECORDS,
+  COMPACTION_BYTES_PER_SEC_DEFAULT,
+  COMPACTION_ROUNDS_MAX,
+} from '../cache/projection-limits.js';
+
+/** What a projection exposes to the compactor. */
+export interface CompactionTarget {
+  readonly log: ProjectionLog;
+  /** Keys with state below `cut` that must be restated before segments there can go. */
+  keysBelow(cut: number): string[];
+  /** Restates a batch of keys at the tail (keys with a staged write are skipped). */
+  copy(keys: string[], cut: number): Promise<{ records: number; bytes: number }>;
+  /** True once the projection is closing: the pass stops at the next step. */
+  stopping(): boolean;
+}
+
+export interface CompactionOptions {
+  /** Copy budget in bytes per second; 0 = unlimited. */
+  bytesPerSec?: number;
+  /** Awaited before each batch (tests hold a pass here to prove writers do not wait on it). */
+  beforeBatch?: () => Promise<void>;
+  /** Awaited after the flush and before segments are deleted (crash tests stop here). */
+  beforeTrim?: () => Promise<void>;
+}
+
+export interface CompactionResult {
+  cut: number;
+  copiedRecords: number;
+  copiedBytes: number;
+  rounds: number;
+  /** True when segments below the cut were deleted (false if live records remained or stopping). */
+  trimmed: boolean;
+}
+
+export async function runCompaction(
+  target: CompactionTarget,
+  opts: CompactionOptions = {},
+): Promise<CompactionResult> {
+  const rate = opts.bytesPerSec ?? COMPACTION_BYTES_PER_SEC_DEFAULT;
+  const started = performance.now();
+  const cut = await target.log.seal();
+  const result: CompactionResult = {
+    cut,
+    copiedRecords: 0,
+    copiedBytes: 0,
+    rounds: 0,
+    trimmed: false,
+  };
+  while (result.rounds < COMPACTION_ROUNDS_MAX) {
+    const keys = target.keysBelow(cut);
+    if (keys.length === 0) break;
+    result.rounds++;
+    for (let i = 0; i < keys.length; i += COMPACTION_BATCH_RECORDS) {
+      if (target.stopping()) return result;
+      await opts.beforeBatch?.();
+      const batch = keys.slice(i, i + COMPACTION_BATCH_RECORDS);
+      const copied = await target.copy(batch, cut);
+      result.copiedBytes += copied.bytes;
+      result.copiedRecords += copied.records;
+      await pace(rate, result.copiedBytes, started);
+    }
+  }
+  if (target.stopping()) return result;
+  await target.log.flush();
+  await opts.beforeTrim?.();
+  if (target.keysBelow(cut).length > 0 || target.stopping()) return result;
+  await target.log.trimBelow(cut);
+  result.trimmed = true;
+  return result;
+}
+
+async function pace(bytesPerSec: number, bytes: number, startedMs: number): Promise<void> {
+  if (bytesPerSec <= 0) return;
+  const dueMs = (bytes / bytesPerSec) * 1000 - (performance.now() - startedMs);
+  if (dueMs > 1) await new Promise((r) => setTimeout(r, dueMs));
+}

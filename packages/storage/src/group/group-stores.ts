@@ -1,0 +1,214 @@
+/**
+ * Durable consumer-group state (wire-storage §3.7, §5), each a LogCache on its own root with one
+ * log per stream shard. Cursor store: key = group name, value = the 8-byte big-endian offset the
+ * group resumes from; commits never go backwards. Dead-letter store: key "{group}\u001F{offset}",
+ * value empty (dead) or "redriven" (redriven, not yet finished); the entry goes once the
+ * redriven record is acknowledged.
+ */
+import type { LogCache } from '../cache/log-cache.js';
+import { GroupStateCorruptError, ProjectionInputError } from '../cache/projection-errors.js';
+import { DEAD_LETTER_LIST_MAX } from '../cache/projection-limits.js';
+import { ShortLock } from '../cache/short-lock.js';
+
+/** A stream shard, as the segment log names it. */
+export interface GroupShard {
+  tenant: string;
+  namespace: string;
+  stream: string;
+  shard: number;
+}
+
+/** Opens (or returns the open) cache holding one stream shard's entries. */
+export interface ShardCaches {
+  cache(shard: GroupShard): Promise<LogCache>;
+  close(): Promise<void>;
+}
+
+const shardKey = (s: GroupShard) => JSON.stringify([s.tenant, s.namespace, s.stream, s.shard]);
+
+function checkOffset(offset: number): void {
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw new ProjectionInputError(`offset ${offset} is not a non-negative safe integer`);
+  }
+}
+
+export function encodeCursor(offset: number): Uint8Array {
+  checkOffset(offset);
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, BigInt(offset), false);
+  return out;
+}
+
+export function decodeCursor(value: Uint8Array): number {
+  if (value.length !== 8)
+    throw new GroupStateCorruptError(`cursor of ${value.length} bytes, not 8`);
+  const v = new DataView(value.buffer, value.byteOffset, 8).getBigUint64(0, false);
+  if (v > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new GroupStateCorruptError(`cursor ${v} exceeds 2^53-1`);
+  return Number(v);
+}
+
+export class CursorStore {
+  private readonly locks = new Map<string, ShortLock>();
+
+  constructor(private readonly caches: ShardCaches) {}
+
+  /** The offset `group` resumes from on `shard`, or undefined when it never committed. */
+  async position(shard: GroupShard, group: string): Promise<number | undefined> {
+    const value = await (await this.caches.cache(shard)).get(group);
+    return value === undefined ? undefined : decodeCursor(value);
+  }
+
+  /** Moves the cursor forward to `offset`; a lower offset is ignored. Answers the position. */
+  async commit(shard: GroupShard, group: string, offset: number): Promise<number> {
+    checkOffset(offset);
+    return this.lockFor(shard).run(async () => {
+      const cache = await this.caches.cache(shard);
+      const current = await cache.get(group);
+      const at = current === undefined ? undefined : decodeCursor(current);
+      if (at !== undefined && at >= offset) return at;
+      await cache.put(group, encodeCursor(offset));
+      return offset;
+    });
+  }
+
+  /** Sets the cursor to any offset (seek), backwards included. */
+  async seek(shard: GroupShard, group: string, offset: number): Promise<void> {
+    await this.lockFor(shard).run(async () => {
+      await (await this.caches.cache(shard)).put(group, encodeCursor(offset));
+    });
+  }
+
+  async delete(shard: GroupShard, group: string): Promise<void> {
+    await this.lockFor(shard).run(async () => {
+      await (await this.caches.cache(shard)).delete(group);
+    });
+  }
+
+  close(): Promise<void> {
+    return this.caches.close();
+  }
+
+  private lockFor(shard: GroupShard): ShortLock {
+    const k = shardKey(shard);
+    let lock = this.locks.get(k);
+    if (lock === undefined) {
+      lock = new ShortLock();
+      this.locks.set(k, lock);
+    }
+    return lock;
+  }
+}
+
+export type DeadLetterState = 'dead' | 'redriven';
+
+export interface DeadLetter {
+  offset: number;
+  state: DeadLetterState;
+}
+
+const SEPARATOR = '\u001F';
+const REDRIVEN = new TextEncoder().encode('redriven');
+
+function deadLetterKey(group: string, offset: number): string {
+  checkOffset(offset);
+  if (group.includes(SEPARATOR)) throw new ProjectionInputError('a group name cannot hold U+001F');
+  return `${group}${SEPARATOR}${offset}`;
+}
+
+function decodeState(value: Uint8Array): DeadLetterState {
+  if (value.length === 0) return 'dead';
+  if (value.length === REDRIVEN.length && value.every((b, i) => b === REDRIVEN[i]))
+    return 'redriven';
+  throw new GroupStateCorruptError(
+    `dead-letter value of ${value.length} bytes is neither empty nor redriven`,
+  );
+}
+
+export class DeadLetterStore {
+  private readonly locks = new Map<string, ShortLock>();
+
+  constructor(private readonly caches: ShardCaches) {}
+
+  /** Records `offset` as given up on by `group` (written before the cursor moves past it). */
+  async record(shard: GroupShard, group: string, offset: number): Promise<void> {
+    const key = deadLetterKey(group, offset);
+    await (await this.caches.cache(shard)).put(key, new Uint8Array());
+  }
+
+  /** The group's dead letters, lowest offset first, at most `limit`. */
+  async list(
+    shard: GroupShard,
+    group: string,
+    limit = DEAD_LETTER_LIST_MAX,
+  ): Promise<DeadLetter[]> {
+    deadLetterKey(group, 0);
+    const cache = await this.caches.cache(shard);
+    const prefix = `${group}${SEPARATOR}`;
+    // Keys sort as strings; offsets need numeric order: sort the offsets, then read the lowest.
+    const offsets = (await cache.keys(prefix, Number.MAX_SAFE_INTEGER)).map((key) => {
+      const offset = Number(key.slice(prefix.length));
+      if (!Number.isSafeInteger(offset)) throw new GroupStateCorruptError(`dead-letter key ${key}`);
+      return offset;
+    });
+    offsets.sort((a, b) => a - b);
+    const out: DeadLetter[] = [];
+    for (const offset of offsets.slice(0, Math.min(limit, DEAD_LETTER_LIST_MAX))) {
+      const value = await cache.get(`${prefix}${offset}`);
+      if (value !== undefined) out.push({ offset, state: decodeState(value) });
+    }
+    return out;
+  }
+
+  /** Flips a dead entry to redriven; answers false when there is no dead entry at `offset`. */
+  async redrive(shard: GroupShard, group: string, offset: number): Promise<boolean> {
+    const key = deadLetterKey(group, offset);
+    return this.lockFor(shard).run(async () => {
+      const cache = await this.caches.cache(shard);
+      const value = await cache.get(key);
+      if (value === undefined || decodeState(value) !== 'dead') return false;
+      await cache.put(key, REDRIVEN);
+      return true;
+    });
+  }
+
+  /** Drops a dead (not redriven) entry; answers whether one was dropped. */
+  async discard(shard: GroupShard, group: string, offset: number): Promise<boolean> {
+    return this.removeIf(shard, group, offset, 'dead');
+  }
+
+  /** The redriven record was acknowledged: its entry goes. Answers whether one was removed. */
+  async finish(shard: GroupShard, group: string, offset: number): Promise<boolean> {
+    return this.removeIf(shard, group, offset, 'redriven');
+  }
+
+  /** A redriven record failed again: back to dead. */
+  async markDead(shard: GroupShard, group: string, offset: number): Promise<void> {
+    await this.record(shard, group, offset);
+  }
+
+  close(): Promise<void> {
+    return this.caches.close();
+  }
+
+  private removeIf(shard: GroupShard, group: string, offset: number, state: DeadLetterState) {
+    const key = deadLetterKey(group, offset);
+    return this.lockFor(shard).run(async () => {
+      const cache = await this.caches.cache(shard);
+      const value = await cache.get(key);
+      if (value === undefined || decodeState(value) !== state) return false;
+      await cache.delete(key);
+      return true;
+    });
+  }
+
+  private lockFor(shard: GroupShard): ShortLock {
+    const k = shardKey(shard);
+    let lock = this.locks.get(k);
+    if (lock === undefined) {
+      lock = new ShortLock();
+      this.locks.set(k, lock);
+    }
+    return lock;
+  }
+}

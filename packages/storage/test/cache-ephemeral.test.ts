@@ -1,0 +1,42 @@
+// Goal: EphemeralCache offers the cache API in memory: put/get/delete, lazy TTL, live and
+// retained watches, and no history. Method: direct calls with an injected clock.
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { EphemeralCache } from '../src/cache/ephemeral-cache.js';
+import { WatchStartError } from '../src/cache/projection-errors.js';
+import {
+  ManualClock,
+  bytes,
+  collect,
+  describeChanges,
+  text,
+} from './projection-support/cache-fixture.js';
+
+describe('EphemeralCache', () => {
+  it('an_in_memory_cache_expires_lazily_and_answers_removed_values', async () => {
+    const clock = new ManualClock();
+    const cache = new EphemeralCache({ now: clock.now });
+    await cache.put('t', bytes('v'), { ttlMs: 10 });
+    await cache.put('p', bytes('q'));
+    expect(text(await cache.get('t'))).toBe('v');
+    clock.advance(10);
+    expect(await cache.get('t')).toBeUndefined();
+    expect(text(await cache.delete('p'))).toBe('q');
+    expect(await cache.delete('p')).toBeUndefined();
+  });
+
+  it('an_in_memory_watch_starts_live_or_retained_only', async () => {
+    const cache = new EphemeralCache();
+    await cache.put('a:1', bytes('x'));
+    await cache.put('b', bytes('y'));
+    const retained = cache.watch({ prefix: 'a:' }, { kind: 'retained' });
+    expect(retained.retainedCount).toBe(1);
+    const w = collect(retained);
+    await cache.put('a:2', bytes('z'));
+    await cache.delete('a:1');
+    await waitFor(() => w.events.length === 3, 'snapshot and live changes');
+    expect(describeChanges(w.events)).toEqual(['a:1=x@0', 'a:2=z@2', 'a:1-@3']);
+    expect(() => cache.watch({ key: 'a' }, { kind: 'from', offset: 0 })).toThrow(WatchStartError);
+    await cache.close();
+  });
+});

@@ -1,0 +1,159 @@
+// Goal: LogCache is a reading of its log: the index is rebuilt by replay, catches up with records
+// appended behind it, and writes become visible only once durable and in offset order.
+// Method: an in-memory log whose durability a test can hold; restarts reopen the same store.
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { LogCache } from '../src/cache/log-cache.js';
+import { encodeCacheRecord } from '../src/cache/record.js';
+import {
+  ManualClock,
+  bytes,
+  collect,
+  describeChanges,
+  text,
+} from './projection-support/cache-fixture.js';
+import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
+
+async function reopen(store: MemoryLogStore, clock = new ManualClock()) {
+  return LogCache.open({ log: new MemoryLog(store), now: clock.now, compaction: { auto: false } });
+}
+
+describe('LogCache', () => {
+  it('a_cache_answers_what_was_put_and_removes_what_was_deleted', async () => {
+    const cache = await reopen(new MemoryLogStore());
+    const v = await cache.put('a', bytes('1'));
+    expect(text(await cache.get('a'))).toBe('1');
+    expect((await cache.getEntry('a'))?.version).toBe(v);
+    expect(text(await cache.delete('a'))).toBe('1');
+    expect(await cache.get('a')).toBeUndefined();
+  });
+
+  it('removing_an_absent_key_answers_nothing_and_writes_nothing', async () => {
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, compaction: { auto: false } });
+    expect(await cache.delete('never')).toBeUndefined();
+    expect(log.tailOffset).toBe(0);
+  });
+
+  it('a_later_write_wins', async () => {
+    const store = new MemoryLogStore();
+    const cache = await reopen(store);
+    await Promise.all([
+      cache.put('k', bytes('x')),
+      cache.put('k', bytes('y')),
+      cache.put('k', bytes('z')),
+    ]);
+    expect(text(await cache.get('k'))).toBe('z');
+    const again = await reopen(store);
+    expect(text(await again.get('k'))).toBe('z');
+  });
+
+  it('a_cache_survives_a_restart', async () => {
+    const store = new MemoryLogStore();
+    const cache = await reopen(store);
+    for (let i = 0; i < 50; i++) await cache.put(`k${i}`, bytes(`v${i}`));
+    const versions = await Promise.all(
+      [...Array(50).keys()].map(async (i) => (await cache.getEntry(`k${i}`))?.version),
+    );
+    await cache.close();
+    const again = await reopen(store);
+    for (let i = 0; i < 50; i++) {
+      const e = await again.getEntry(`k${i}`);
+      expect(text(e?.value)).toBe(`v${i}`);
+      expect(e?.version).toBe(versions[i]);
+    }
+  });
+
+  it('a_deleted_key_stays_deleted_across_a_restart', async () => {
+    const store = new MemoryLogStore();
+    const cache = await reopen(store);
+    await cache.put('gone', bytes('1'));
+    await cache.put('kept', bytes('2'));
+    await cache.delete('gone');
+    await cache.close();
+    const again = await reopen(store);
+    expect(await again.get('gone')).toBeUndefined();
+    expect(text(await again.get('kept'))).toBe('2');
+  });
+
+  it('an_expiry_survives_a_restart', async () => {
+    const store = new MemoryLogStore();
+    const clock = new ManualClock();
+    const cache = await reopen(store, clock);
+    await cache.put('short', bytes('s'), { ttlMs: 1000 });
+    await cache.put('forever', bytes('f'));
+    expect(text(await cache.get('short'))).toBe('s');
+    await cache.close();
+    clock.advance(999);
+    const again = await reopen(store, clock);
+    expect(text(await again.get('short'))).toBe('s');
+    clock.advance(1);
+    expect(await again.get('short')).toBeUndefined();
+    expect(text(await again.get('forever'))).toBe('f');
+    await again.close();
+    expect(await (await reopen(store, clock)).get('short')).toBeUndefined();
+  });
+
+  it('the_index_catches_up_with_records_appended_behind_it', async () => {
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, compaction: { auto: false } });
+    await cache.put('local', bytes('1'));
+    log.appendRaw([
+      encodeCacheRecord({ op: 'put', key: 'replicated', expiresAtMillis: 0, value: bytes('r') }),
+      encodeCacheRecord({
+        op: 'delete',
+        key: 'local',
+        expiresAtMillis: 0,
+        value: new Uint8Array(),
+      }),
+    ]);
+    expect(text(await cache.get('replicated'))).toBe('r');
+    expect(await cache.get('local')).toBeUndefined();
+    log.appendRaw([
+      encodeCacheRecord({ op: 'put', key: 'more', expiresAtMillis: 0, value: bytes('m') }),
+    ]);
+    const v = await cache.put('after', bytes('a'));
+    expect(v).toBe(4);
+    expect(text(await cache.get('more'))).toBe('m');
+  });
+
+  it('staged_writes_are_invisible_until_committed', async () => {
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, compaction: { auto: false } });
+    await cache.put('k', bytes('old'));
+    const watch = collect(cache.watch({ key: 'k' }, { kind: 'live' }));
+    log.shutGate();
+    const pending = cache.put('k', bytes('new'));
+    await waitFor(() => log.stagedCount === 1, 'the put to be staged');
+    expect(text(await cache.get('k'))).toBe('old');
+    expect(cache.frontier).toBe(1);
+    expect(watch.events).toEqual([]);
+    log.openGate();
+    await pending;
+    expect(text(await cache.get('k'))).toBe('new');
+    await waitFor(() => watch.events.length === 1, 'the change to reach the watcher');
+    expect(describeChanges(watch.events)).toEqual(['k=new@1']);
+    await cache.close();
+  });
+
+  it('a_delete_answers_the_value_it_removed_in_offset_order', async () => {
+    const cache = await reopen(new MemoryLogStore());
+    await cache.put('k', bytes('a'));
+    const [d1, , d2] = await Promise.all([
+      cache.delete('k'),
+      cache.put('k', bytes('b')),
+      cache.delete('k'),
+    ]);
+    expect(text(d1)).toBe('a');
+    expect(text(d2)).toBe('b');
+  });
+
+  it('an_expired_entry_reads_as_absent_at_once', async () => {
+    const clock = new ManualClock();
+    const cache = await reopen(new MemoryLogStore(), clock);
+    await cache.put('t', bytes('v'), { ttlMs: 5 });
+    clock.advance(5);
+    expect(await cache.get('t')).toBeUndefined();
+    expect(await cache.delete('t')).toBeUndefined();
+  });
+});

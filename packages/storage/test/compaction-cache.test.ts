@@ -1,0 +1,119 @@
+// Goal: cache compaction restates the live set at the tail and drops the rest without changing
+// what the cache answers: offsets continue, versions are kept, staged keys are left alone, and
+// writers never wait on a pass. Method: LogCache over an in-memory segmented log.
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { LogCache } from '../src/cache/log-cache.js';
+import { decodeCacheRecord } from '../src/cache/record.js';
+import { bytes, text } from './projection-support/cache-fixture.js';
+import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
+
+const open = (log: MemoryLog, extra: object = {}) =>
+  LogCache.open({ log, compaction: { auto: false, bytesPerSec: 0, ...extra } });
+
+describe('cache compaction', () => {
+  it('compaction_does_not_rewind_the_offset_space', async () => {
+    const store = new MemoryLogStore();
+    const log = new MemoryLog(store);
+    const cache = await open(log);
+    const versions = new Map<string, number>();
+    for (let i = 0; i < 40; i++)
+      versions.set(`k${i % 8}`, await cache.put(`k${i % 8}`, bytes(`v${i}`)));
+    const tailBefore = log.tailOffset;
+    await cache.compact();
+    expect(log.baseOffset).toBe(tailBefore);
+    const next = await cache.put('fresh', bytes('x'));
+    expect(next).toBe(tailBefore + 8);
+    for (const [k, v] of versions) expect((await cache.getEntry(k))?.version).toBe(v);
+    await cache.close();
+    const again = await open(new MemoryLog(store));
+    for (const [k, v] of versions) expect((await again.getEntry(k))?.version).toBe(v);
+    expect(await again.put('later', bytes('y'))).toBe(next + 1);
+  });
+
+  it('compaction_reclaims_overwritten_records', async () => {
+    const log = new MemoryLog();
+    const cache = await open(log);
+    const big = new Uint8Array(1000).fill(7);
+    for (let i = 0; i < 500; i++) await cache.put(`k${i % 5}`, big);
+    await cache.delete('k4');
+    const sizeBefore = log.sizeBytes;
+    expect(cache.wantsCompaction()).toBe(false); // under the 1 MiB floor
+    const result = await cache.compact();
+    expect(result.trimmed).toBe(true);
+    expect(result.copiedRecords).toBe(4);
+    expect(log.sizeBytes).toBeLessThan(sizeBefore / 50);
+    expect(log.sizeBytes).toBe(cache.liveBytes);
+    for (let i = 0; i < 4; i++) expect((await cache.get(`k${i}`))?.length).toBe(1000);
+    expect(await cache.get('k4')).toBeUndefined();
+  });
+
+  it('compaction_starts_itself_past_four_times_the_live_bytes', async () => {
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, compaction: { floorBytes: 10_000, bytesPerSec: 0 } });
+    const v = new Uint8Array(500);
+    let i = 0;
+    while (cache.compacting === undefined) await cache.put(`k${i++ % 4}`, v);
+    expect(log.sizeBytes).toBeGreaterThan(10_000);
+    await cache.compacting;
+    expect(log.baseOffset).toBeGreaterThan(0);
+    expect(log.sizeBytes).toBeLessThanOrEqual(cache.liveBytes + 4 * 600);
+  });
+
+  it('a_key_with_a_write_in_flight_is_not_copied', async () => {
+    const log = new MemoryLog();
+    const cache = await open(log);
+    await cache.put('busy', bytes('old'));
+    await cache.put('idle', bytes('i'));
+    log.shutGate();
+    const staged = cache.put('busy', bytes('new'));
+    await waitFor(() => log.stagedCount === 1, 'the write to be staged');
+    log.passNewClaims();
+    const pass = cache.compact();
+    // The copy batch is claimed while the write is staged; then the write's flush completes.
+    await waitFor(() => log.tailOffset === 4, 'the copy batch to be claimed');
+    log.openGate();
+    await staged;
+    const result = await pass;
+    expect(result.trimmed).toBe(true);
+    const res = await log.read(log.baseOffset);
+    if (res.kind !== 'records') throw new Error('trimmed');
+    const copies = res.records
+      .map((r) => decodeCacheRecord(r.payload))
+      .filter((r) => r.carriedVersion !== undefined);
+    // The first batch skipped the staged key; a later round copied the value the write left.
+    expect(copies.map((r) => `${r.key}=${text(r.value)}@${r.carriedVersion}`)).toEqual([
+      'idle=i@1',
+      'busy=new@2',
+    ]);
+    expect(text(await cache.get('busy'))).toBe('new');
+    expect(text(await cache.get('idle'))).toBe('i');
+    await cache.close();
+    const again = await open(new MemoryLog(log.store));
+    expect(text(await again.get('busy'))).toBe('new');
+  });
+
+  it('writes_do_not_wait_on_a_slow_compaction', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let batches = 0;
+    const log = new MemoryLog();
+    const cache = await open(log, {
+      beforeBatch: async () => {
+        batches++;
+        await held;
+      },
+    });
+    for (let i = 0; i < 100; i++) await cache.put(`k${i}`, bytes(`a${i}`));
+    const pass = cache.compact();
+    await waitFor(() => batches > 0, 'the pass to reach its first batch');
+    for (let i = 0; i < 100; i++) await cache.put(`k${i}`, bytes(`b${i}`));
+    expect(text(await cache.delete('k0'))).toBe('b0');
+    release();
+    await pass;
+    expect(await cache.get('k0')).toBeUndefined();
+    for (let i = 1; i < 100; i++) expect(text(await cache.get(`k${i}`))).toBe(`b${i}`);
+  });
+});

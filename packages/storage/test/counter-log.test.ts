@@ -1,0 +1,110 @@
+// Goal: counters are a fold over a log of signed 64-bit deltas: adds answer the sum including
+// them, the fold is rebuilt on open, overflow is refused before anything is written, and
+// compaction restates the fold as checkpoints without moving sums or offsets.
+// Method: CounterLog over an in-memory log; restarts reopen the same store.
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { CounterOverflowError } from '../src/cache/projection-errors.js';
+import { CounterLog } from '../src/counter/counter-log.js';
+import { I64_MAX, I64_MIN, decodeCounterRecord } from '../src/counter/record.js';
+import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
+
+const open = (store: MemoryLogStore) =>
+  CounterLog.open({ log: new MemoryLog(store), compaction: { auto: false, bytesPerSec: 0 } });
+
+describe('CounterLog', () => {
+  it('a_counter_add_answers_the_sum_including_it', async () => {
+    const c = await open(new MemoryLogStore());
+    expect(await c.add('hits', 5n)).toBe(5n);
+    expect(await c.add('hits', -2n)).toBe(3n);
+    const sums = await Promise.all([c.add('hits', 1n), c.add('hits', 1n), c.add('hits', 1n)]);
+    expect(sums).toEqual([4n, 5n, 6n]);
+    expect(await c.get('hits')).toBe(6n);
+  });
+
+  it('a_counter_never_written_is_absent_not_zero', async () => {
+    const c = await open(new MemoryLogStore());
+    expect(await c.get('nope')).toBeUndefined();
+    await c.add('zero', 0n);
+    expect(await c.get('zero')).toBe(0n);
+  });
+
+  it('the_sum_survives_a_restart', async () => {
+    const store = new MemoryLogStore();
+    const c = await open(store);
+    for (let i = 0; i < 100; i++) await c.add(`k${i % 7}`, BigInt(i) * 1_000_000_007n);
+    const want = await Promise.all([...Array(7).keys()].map((k) => c.get(`k${k}`)));
+    await c.close();
+    const again = await open(store);
+    expect(await Promise.all([...Array(7).keys()].map((k) => again.get(`k${k}`)))).toEqual(want);
+  });
+
+  it('an_add_past_the_signed_64_bit_range_is_refused_and_writes_nothing', async () => {
+    const log = new MemoryLog();
+    const c = await CounterLog.open({ log, compaction: { auto: false } });
+    await c.add('big', I64_MAX - 1n);
+    const tail = log.tailOffset;
+    await expect(c.add('big', 2n)).rejects.toBeInstanceOf(CounterOverflowError);
+    expect(log.tailOffset).toBe(tail);
+    expect(await c.add('big', 1n)).toBe(I64_MAX);
+    await c.add('small', I64_MIN);
+    await expect(c.add('small', -1n)).rejects.toBeInstanceOf(CounterOverflowError);
+    // Concurrent staged deltas count towards the check: they will all apply.
+    await c.add('race', I64_MAX - 10n);
+    const results = await Promise.allSettled([c.add('race', 6n), c.add('race', 6n)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    expect(await c.get('race')).toBe(I64_MAX - 4n);
+  });
+
+  it('compaction_moves_neither_the_sum_nor_the_offsets', async () => {
+    const store = new MemoryLogStore();
+    const log = new MemoryLog(store);
+    const c = await CounterLog.open({ log, compaction: { auto: false, bytesPerSec: 0 } });
+    for (let i = 0; i < 200; i++) await c.add(`k${i % 5}`, BigInt(i - 50));
+    const before = await Promise.all([...Array(5).keys()].map((k) => c.get(`k${k}`)));
+    const tailBefore = log.tailOffset;
+    const result = await c.compact();
+    expect(result.trimmed).toBe(true);
+    expect(result.cut).toBe(tailBefore);
+    expect(log.baseOffset).toBe(tailBefore);
+    expect(log.tailOffset).toBe(tailBefore + 5);
+    const res = await log.read(log.baseOffset);
+    if (res.kind !== 'records') throw new Error('trimmed');
+    expect(res.records.map((r) => decodeCounterRecord(r.payload).op)).toEqual(
+      Array(5).fill('checkpoint'),
+    );
+    expect(await Promise.all([...Array(5).keys()].map((k) => c.get(`k${k}`)))).toEqual(before);
+    expect(await c.add('k0', 1n)).toBe((before[0] ?? 0n) + 1n);
+    expect(log.tailOffset).toBe(tailBefore + 6);
+    await c.close();
+    const again = await open(store);
+    expect(await again.get('k1')).toBe(before[1]);
+    expect(await again.get('k0')).toBe((before[0] ?? 0n) + 1n);
+  });
+
+  it('adds_do_not_wait_on_a_slow_compaction', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let batches = 0;
+    const c = await CounterLog.open({
+      log: new MemoryLog(),
+      compaction: {
+        auto: false,
+        bytesPerSec: 0,
+        beforeBatch: async () => {
+          batches++;
+          await held;
+        },
+      },
+    });
+    for (let i = 0; i < 10; i++) await c.add(`k${i}`, 1n);
+    const pass = c.compact();
+    await waitFor(() => batches > 0, 'the pass to reach its first batch');
+    for (let i = 0; i < 10; i++) expect(await c.add(`k${i}`, 1n)).toBe(2n);
+    release();
+    await pass;
+    for (let i = 0; i < 10; i++) expect(await c.get(`k${i}`)).toBe(2n);
+  });
+});

@@ -1,0 +1,105 @@
+// Goal: a consumer group's durable bookkeeping — its cursor and its dead letters — are cache
+// readings on their own logs: positions and dead letters survive restarts, cursor commits never
+// go backwards, and redrive/discard/finish follow the dead-letter lifecycle.
+// Method: the stores over per-shard caches on in-memory logs; restarts reopen the same stores.
+import { describe, expect, it } from 'vitest';
+import { LogCache } from '../src/cache/log-cache.js';
+import {
+  CursorStore,
+  DeadLetterStore,
+  type GroupShard,
+  type ShardCaches,
+  decodeCursor,
+} from '../src/group/group-stores.js';
+import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
+
+function memoryCaches(stores: Map<string, MemoryLogStore>): ShardCaches {
+  const open = new Map<string, Promise<LogCache>>();
+  return {
+    cache(shard) {
+      const k = JSON.stringify(shard);
+      let c = open.get(k);
+      if (c === undefined) {
+        let store = stores.get(k);
+        if (store === undefined) {
+          store = new MemoryLogStore();
+          stores.set(k, store);
+        }
+        c = LogCache.open({ log: new MemoryLog(store), compaction: { auto: false } });
+        open.set(k, c);
+      }
+      return c;
+    },
+    async close() {
+      for (const c of open.values()) await (await c).close();
+      open.clear();
+    },
+  };
+}
+
+const shard0: GroupShard = { tenant: 't', namespace: 'n', stream: 'orders', shard: 0 };
+const shard1: GroupShard = { ...shard0, shard: 1 };
+
+describe('group stores', () => {
+  it('a_position_survives_a_restart', async () => {
+    const stores = new Map<string, MemoryLogStore>();
+    const cursors = new CursorStore(memoryCaches(stores));
+    expect(await cursors.position(shard0, 'billing')).toBeUndefined();
+    await cursors.commit(shard0, 'billing', 42);
+    await cursors.commit(shard1, 'billing', 7);
+    await cursors.close();
+    const again = new CursorStore(memoryCaches(stores));
+    expect(await again.position(shard0, 'billing')).toBe(42);
+    expect(await again.position(shard1, 'billing')).toBe(7);
+  });
+
+  it('cursor_commits_never_go_backwards', async () => {
+    const stores = new Map<string, MemoryLogStore>();
+    const cursors = new CursorStore(memoryCaches(stores));
+    const answers = await Promise.all(
+      [50, 10, 70, 30, 60].map((o) => cursors.commit(shard0, 'g', o)),
+    );
+    expect(answers).toEqual([50, 50, 70, 70, 70]);
+    expect(await cursors.position(shard0, 'g')).toBe(70);
+    await cursors.close();
+    expect(await new CursorStore(memoryCaches(stores)).position(shard0, 'g')).toBe(70);
+  });
+
+  it('a_cursor_is_stored_as_eight_big_endian_bytes', async () => {
+    const stores = new Map<string, MemoryLogStore>();
+    const caches = memoryCaches(stores);
+    await new CursorStore(caches).commit(shard0, 'g', 0x0102);
+    const raw = await (await caches.cache(shard0)).get('g');
+    expect(Array.from(raw ?? [])).toEqual([0, 0, 0, 0, 0, 0, 1, 2]);
+    expect(decodeCursor(raw ?? new Uint8Array())).toBe(258);
+  });
+
+  it('a_dead_letter_survives_a_restart', async () => {
+    const stores = new Map<string, MemoryLogStore>();
+    const dead = new DeadLetterStore(memoryCaches(stores));
+    await dead.record(shard0, 'g', 100);
+    await dead.record(shard0, 'g', 9);
+    await dead.record(shard0, 'other', 5);
+    expect(await dead.redrive(shard0, 'g', 100)).toBe(true);
+    await dead.close();
+    const again = new DeadLetterStore(memoryCaches(stores));
+    expect(await again.list(shard0, 'g')).toEqual([
+      { offset: 9, state: 'dead' },
+      { offset: 100, state: 'redriven' },
+    ]);
+    expect(await again.list(shard0, 'other')).toEqual([{ offset: 5, state: 'dead' }]);
+  });
+
+  it('a_dead_letter_is_discarded_when_dead_and_finished_when_redriven', async () => {
+    const dead = new DeadLetterStore(memoryCaches(new Map()));
+    await dead.record(shard0, 'g', 1);
+    await dead.record(shard0, 'g', 2);
+    expect(await dead.redrive(shard0, 'g', 2)).toBe(true);
+    expect(await dead.redrive(shard0, 'g', 2)).toBe(false);
+    expect(await dead.discard(shard0, 'g', 2)).toBe(false);
+    expect(await dead.finish(shard0, 'g', 1)).toBe(false);
+    expect(await dead.discard(shard0, 'g', 1)).toBe(true);
+    expect(await dead.finish(shard0, 'g', 2)).toBe(true);
+    expect(await dead.list(shard0, 'g')).toEqual([]);
+  });
+});
