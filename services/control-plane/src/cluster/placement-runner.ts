@@ -1,0 +1,63 @@
+/**
+ * Runs placement passes one at a time, coalescing triggers: any number of triggers while a pass
+ * runs cause exactly one more pass. Writes that change what placement sees trigger a pass.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { LivenessConfig } from '../config.js';
+import type { Metrics } from '../metrics.js';
+import type { ControlStore, PlacementOutcome } from '../store/store.js';
+import type { Clock } from '../store/types.js';
+import { placementNodes } from './liveness.js';
+
+export class PlacementRunner {
+  private running: Promise<void> | undefined;
+  private dirty = false;
+  private last: PlacementOutcome | undefined;
+
+  constructor(
+    private readonly store: ControlStore,
+    private readonly liveness: LivenessConfig,
+    private readonly clock: Clock,
+    private readonly metrics: Metrics,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** Asks for a pass; resolves when a pass that started after this call has finished. */
+  trigger(): Promise<void> {
+    this.dirty = true;
+    if (!this.running) {
+      this.running = this.loop().finally(() => {
+        this.running = undefined;
+      });
+    }
+    return this.running;
+  }
+
+  get lastOutcome(): PlacementOutcome | undefined {
+    return this.last;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.dirty) {
+      this.dirty = false;
+      try {
+        const out = await this.store.placementPass((nodes) =>
+          placementNodes(nodes, this.liveness, this.clock.nowMs()),
+        );
+        this.last = out;
+        this.metrics.placementPasses.inc({ outcome: 'ok' });
+        this.metrics.assignmentWrites.inc(out.written.length);
+        this.metrics.unplacedShards.set(out.unplaced);
+        if (out.written.length > 0) {
+          this.log.info(
+            { written: out.written.length, unplaced: out.unplaced },
+            'placement pass wrote assignments',
+          );
+        }
+      } catch (err) {
+        this.metrics.placementPasses.inc({ outcome: 'error' });
+        this.log.warn({ err }, 'placement pass failed; the next trigger retries');
+      }
+    }
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Every failure the control plane reports. Each class has a stable `code` and the HTTP status
+ * it maps to; the API answers with one body `{code, message, request_id}`. The catalogue in
+ * docs/control-plane.md lists these codes.
+ */
+import { FelixError, type FelixErrorOptions } from '@felix/common';
+
+export abstract class ControlPlaneError extends FelixError {
+  abstract readonly status: number;
+}
+
+/** The request body or query failed its schema. */
+export class InvalidRequestError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_INVALID_REQUEST';
+  readonly status = 400;
+}
+
+/** A number in the request lies outside its allowed range. */
+export class OutOfRangeError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_OUT_OF_RANGE';
+  readonly status = 400;
+}
+
+/** The body is not JSON. */
+export class MalformedJsonError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_MALFORMED_JSON';
+  readonly status = 400;
+}
+
+/** A resource or node name breaks the naming rule. */
+export class InvalidNameError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_INVALID_NAME';
+  readonly status = 400;
+  constructor(
+    readonly field: string,
+    readonly value: string,
+  ) {
+    super(
+      `${field} '${value.slice(0, 140)}' must be 1-128 characters of [A-Za-z0-9_.-], starting alphanumeric`,
+    );
+  }
+}
+
+/** A paging cursor that this server did not hand out. */
+export class InvalidCursorError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_INVALID_CURSOR';
+  readonly status = 400;
+}
+
+/** The body is larger than BODY_BYTES_MAX. */
+export class PayloadTooLargeError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_PAYLOAD_TOO_LARGE';
+  readonly status = 413;
+}
+
+export class TenantNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_TENANT_NOT_FOUND';
+  readonly status = 404;
+}
+
+export class NamespaceNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NAMESPACE_NOT_FOUND';
+  readonly status = 404;
+}
+
+export class StreamNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_STREAM_NOT_FOUND';
+  readonly status = 404;
+}
+
+export class CacheNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_CACHE_NOT_FOUND';
+  readonly status = 404;
+}
+
+export class NodeNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NODE_NOT_FOUND';
+  readonly status = 404;
+}
+
+/** No route matches the method and path. */
+export class RouteNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ROUTE_NOT_FOUND';
+  readonly status = 404;
+}
+
+/** A create named an existing resource with different settings (identical ones answer 200). */
+export class AlreadyExistsError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ALREADY_EXISTS';
+  readonly status = 409;
+}
+
+/** A register or heartbeat carried an incarnation older than the one on record. */
+export class StaleIncarnationError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_STALE_INCARNATION';
+  readonly status = 409;
+  constructor(
+    readonly nodeId: string,
+    readonly incarnation: number,
+    readonly current: number,
+  ) {
+    super(`node ${nodeId}: incarnation ${incarnation} is older than ${current}`);
+  }
+}
+
+/** A heartbeat for an incarnation the node never registered, or a down node re-registering with its old one. */
+export class NotRegisteredError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NOT_REGISTERED';
+  readonly status = 409;
+}
+
+/** Another node already advertises this internal address. */
+export class AddressInUseError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ADDRESS_IN_USE';
+  readonly status = 409;
+}
+
+/** The node's lifecycle does not allow the operation (drain a down node, delete a live one). */
+export class NodeStateConflictError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NODE_STATE_CONFLICT';
+  readonly status = 409;
+}
+
+/** The store is unreachable or its schema is not current. */
+export class NotReadyError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NOT_READY';
+  readonly status = 503;
+  constructor(message: string, options?: FelixErrorOptions) {
+    super(message, { retry: 'retry_after_backoff', ...options });
+  }
+}
+
+/** A store call failed for a reason other than the request (connection lost, I/O error). */
+export class StoreUnavailableError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_STORE_UNAVAILABLE';
+  readonly status = 503;
+  constructor(message: string, options?: FelixErrorOptions) {
+    super(message, { retry: 'unknown_outcome', ...options });
+  }
+}
+
+/** The database holds a schema newer than this build: roll forward, never back. */
+export class SchemaTooNewError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_SCHEMA_TOO_NEW';
+  readonly status = 503;
+}
+
+/** A FELIX_CONTROLPLANE_* variable has a value the server cannot use. */
+export class ConfigInvalidError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_CONFIG_INVALID';
+  readonly status = 500;
+}
+
+/** Anything unexpected; logged with its request id. */
+export class InternalError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_INTERNAL';
+  readonly status = 500;
+}

@@ -1,0 +1,160 @@
+/**
+ * `buildApp(deps)`: the fastify application without `listen`, so tests drive it with `inject`
+ * and `main.ts` binds it. It also owns the background work (expiry sweep, placement passes),
+ * started when the app is ready and stopped when it closes.
+ */
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Type } from '@sinclair/typebox';
+import Fastify, { type FastifyInstance, type FastifyBaseLogger } from 'fastify';
+import { Sweeper } from '../cluster/liveness.js';
+import { PlacementRunner } from '../cluster/placement-runner.js';
+import type { LivenessConfig } from '../config.js';
+import { FeedHub } from '../feeds/hub.js';
+import { BODY_BYTES_MAX } from '../limits.js';
+import { type Metrics, createMetrics } from '../metrics.js';
+import type { ControlStore } from '../store/store.js';
+import { type Clock, systemClock } from '../store/types.js';
+import type { RouteContext } from './context.js';
+import { notFound, sendError } from './errors.js';
+import { assignmentRoutes } from './routes/assignments.js';
+import { catalogRoutes } from './routes/catalog.js';
+import { nodeRoutes } from './routes/nodes.js';
+import { systemRoutes } from './routes/system.js';
+import { ErrorBody } from './schemas.js';
+
+export const VERSION = '0.1.0';
+
+export interface AppDeps {
+  store: ControlStore;
+  liveness: LivenessConfig;
+  regionId?: string;
+  changesLimit?: number;
+  clock?: Clock;
+  /** A pino logger; `false` (the default in tests) logs nothing. */
+  logger?: FastifyBaseLogger | false;
+  /** Run the expiry sweep and periodic placement (default true). */
+  background?: boolean;
+  metrics?: Metrics;
+}
+
+export interface ControlPlaneApp {
+  app: FastifyInstance;
+  placement: PlacementRunner;
+  sweeper: Sweeper;
+  hub: FeedHub;
+  metrics: Metrics;
+}
+
+export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
+  const clock = deps.clock ?? systemClock;
+  const metrics = deps.metrics ?? createMetrics();
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    bodyLimit: BODY_BYTES_MAX,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: 'array',
+        useDefaults: true,
+        allErrors: false,
+      },
+    },
+  });
+  const hub = new FeedHub(deps.store, metrics);
+  const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);
+  const sweeper = new Sweeper(deps.store, deps.liveness, clock);
+  const ctx: RouteContext = {
+    store: deps.store,
+    hub,
+    placement,
+    metrics,
+    clock,
+    liveness: deps.liveness,
+    changesLimit: deps.changesLimit ?? 1000,
+    regionId: deps.regionId ?? 'local',
+    version: VERSION,
+  };
+  let closing = false;
+
+  app.addSchema(ErrorBody);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Felix control plane',
+        version: VERSION,
+        description:
+          'Catalog, membership, placement and change feeds. Errors share one body; see docs/control-plane.md.',
+      },
+    },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`),
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  app.setNotFoundHandler((req, reply) => notFound(req, reply));
+  app.addHook('onSend', async (req, reply, payload) => {
+    reply.header('x-request-id', String(req.id));
+    return payload;
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    metrics.requestSeconds.observe({ route }, reply.elapsedTime / 1000);
+  });
+
+  app.get('/v1/openapi.json', {
+    schema: { hide: true, response: { 200: Type.Unknown() } },
+    handler: async (_req, reply) =>
+      reply.type('application/json').send(JSON.stringify(app.swagger())),
+  });
+  systemRoutes(app, ctx, () => closing);
+  catalogRoutes(app, ctx);
+  nodeRoutes(app, ctx);
+  assignmentRoutes(app, ctx);
+
+  const timers: NodeJS.Timeout[] = [];
+  app.addHook('onReady', async () => {
+    if (deps.background === false) return;
+    await deps.store.listenRemote().catch((err: unknown) => {
+      app.log.warn(
+        { err },
+        'no change notifications from other instances; long polls re-read each second',
+      );
+    });
+    const sweep = async () => {
+      try {
+        const down = await sweeper.sweep();
+        if (down.length > 0) {
+          metrics.nodesMarkedDown.inc(down.length);
+          app.log.warn({ nodes: down }, 'marked silent nodes down');
+          await placement.trigger();
+        }
+      } catch (err) {
+        app.log.warn({ err }, 'expiry sweep failed');
+      }
+    };
+    timers.push(setInterval(sweep, deps.liveness.sweepIntervalMs));
+    timers.push(setInterval(() => void placement.trigger(), deps.liveness.reconcileIntervalMs));
+    for (const t of timers) t.unref();
+    void placement.trigger();
+  });
+  app.addHook('onClose', async () => {
+    closing = true;
+    for (const t of timers) clearInterval(t);
+    hub.close();
+    await placement.trigger().catch(() => undefined);
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+    hub.close();
+  });
+
+  return { app, placement, sweeper, hub, metrics };
+}

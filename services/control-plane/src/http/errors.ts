@@ -1,0 +1,55 @@
+/** Maps anything a handler or fastify throws to the one error body `{code, message, request_id}`. */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  ControlPlaneError,
+  InternalError,
+  InvalidRequestError,
+  MalformedJsonError,
+  OutOfRangeError,
+  PayloadTooLargeError,
+  RouteNotFoundError,
+} from '../errors.js';
+
+const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
+
+/** Translates fastify's own failures (validation, body parsing) into catalogue errors. */
+export function toControlPlaneError(err: unknown): ControlPlaneError {
+  if (err instanceof ControlPlaneError) return err;
+  const fe = err as Partial<FastifyError> & { validation?: { keyword: string }[] };
+  if (Array.isArray(fe.validation)) {
+    const range = fe.validation.some((v) => RANGE_KEYWORDS.has(v.keyword));
+    const message = fe.message ?? 'invalid request';
+    return range ? new OutOfRangeError(message) : new InvalidRequestError(message);
+  }
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new PayloadTooLargeError('request body too large');
+  if (
+    fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+    fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+    err instanceof SyntaxError
+  ) {
+    return new MalformedJsonError(`body is not valid JSON: ${fe.message ?? ''}`);
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new InvalidRequestError(fe.message ?? 'invalid request');
+  }
+  return new InternalError('internal error', { cause: err });
+}
+
+export function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+  const e = toControlPlaneError(err);
+  if (e.status >= 500) req.log.error({ err }, 'request failed');
+  const status =
+    e.code === 'FELIX_CONTROLPLANE_INVALID_REQUEST' && (err as FastifyError).statusCode === 415
+      ? 415
+      : e.status;
+  return reply.code(status).send({ code: e.code, message: e.message, request_id: String(req.id) });
+}
+
+export function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendError(
+    req,
+    reply,
+    new RouteNotFoundError(`no route for ${req.method} ${req.url.split('?')[0]}`),
+  );
+}

@@ -1,0 +1,365 @@
+/** Catalog routes: tenants, namespaces, streams, caches, and their snapshot/changes feeds. */
+import { Type } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { checkName } from '../../catalog-names.js';
+import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
+import type { FeedName } from '../../store/types.js';
+import type { RouteContext } from '../context.js';
+import * as S from '../schemas.js';
+
+type Page = Static<typeof S.PageQuery>;
+
+/** Registers `GET /v1/<feed>/snapshot` and `GET /v1/<feed>/changes` for one feed. */
+export function feedRoutes(
+  app: FastifyInstance,
+  ctx: RouteContext,
+  feed: FeedName,
+  path: string,
+  field: 'item' | 'assignment',
+  item: TSchema,
+  tag: string,
+): void {
+  app.get(`${path}/snapshot`, {
+    schema: {
+      tags: [tag],
+      summary: `Every ${feed} item and the sequence to follow changes from`,
+      response: S.responses({ 200: S.Snapshot(item) }),
+    },
+    handler: async () => ctx.store.snapshot(feed),
+  });
+  app.get(`${path}/changes`, {
+    schema: {
+      tags: [tag],
+      summary: `Changes to ${feed} from seq \`since\`; long-polls up to wait_ms (at most 25000)`,
+      querystring: S.ChangesQuery,
+      response: S.responses({ 200: S.Changes(field, item) }),
+    },
+    handler: async (req) => {
+      const q = req.query as Static<typeof S.ChangesQuery>;
+      const limit = Math.min(q.limit ?? ctx.changesLimit, ctx.changesLimit);
+      return ctx.hub.poll(feed, q.since, q.wait_ms ?? 0, limit);
+    },
+  });
+}
+
+export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { store } = ctx;
+  const limitOf = (q: Page) => q.limit ?? PAGE_LIMIT_DEFAULT;
+
+  feedRoutes(app, ctx, 'tenants', '/v1/tenants', 'item', S.Tenant, 'tenants');
+  feedRoutes(app, ctx, 'namespaces', '/v1/namespaces', 'item', S.Namespace, 'namespaces');
+  feedRoutes(app, ctx, 'streams', '/v1/streams', 'item', S.Stream, 'streams');
+  feedRoutes(app, ctx, 'caches', '/v1/caches', 'item', S.Cache, 'caches');
+
+  // ---- tenants
+  app.get('/v1/tenants', {
+    schema: {
+      tags: ['tenants'],
+      querystring: S.PageQuery,
+      response: S.responses({ 200: S.TenantPage }),
+    },
+    handler: async (req) => {
+      const q = req.query as Page;
+      return store.listTenants(limitOf(q), q.cursor);
+    },
+  });
+  app.post('/v1/tenants', {
+    schema: {
+      tags: ['tenants'],
+      body: S.CreateTenant,
+      response: S.responses({ 200: S.Tenant, 201: S.Tenant }),
+    },
+    handler: async (req, reply) => {
+      const b = req.body as Static<typeof S.CreateTenant>;
+      const tenant_id = checkName('tenant_id', b.tenant_id);
+      const r = await store.createTenant({ tenant_id, display_name: b.display_name ?? tenant_id });
+      return reply.code(r.created ? 201 : 200).send(r.item);
+    },
+  });
+  app.get('/v1/tenants/:tenant_id', {
+    schema: { tags: ['tenants'], params: S.TenantParams, response: S.responses({ 200: S.Tenant }) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.TenantParams>;
+      return store.getTenant(checkName('tenant_id', p.tenant_id));
+    },
+  });
+  app.delete('/v1/tenants/:tenant_id', {
+    schema: {
+      tags: ['tenants'],
+      summary: 'Deletes a tenant with its namespaces, streams, caches and assignments',
+      params: S.TenantParams,
+      response: S.responses({ 204: Type.Null() }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.TenantParams>;
+      await store.deleteTenant(checkName('tenant_id', p.tenant_id));
+      return reply.code(204).send();
+    },
+  });
+
+  // ---- namespaces
+  const nsBase = '/v1/tenants/:tenant_id/namespaces';
+  app.get(nsBase, {
+    schema: {
+      tags: ['namespaces'],
+      params: S.TenantParams,
+      querystring: S.PageQuery,
+      response: S.responses({ 200: S.NamespacePage }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.TenantParams>;
+      const q = req.query as Page;
+      return store.listNamespaces(checkName('tenant_id', p.tenant_id), limitOf(q), q.cursor);
+    },
+  });
+  app.post(nsBase, {
+    schema: {
+      tags: ['namespaces'],
+      params: S.TenantParams,
+      body: S.CreateNamespace,
+      response: S.responses({ 200: S.Namespace, 201: S.Namespace }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.TenantParams>;
+      const b = req.body as Static<typeof S.CreateNamespace>;
+      const namespace = checkName('namespace', b.namespace);
+      const r = await store.createNamespace({
+        tenant_id: checkName('tenant_id', p.tenant_id),
+        namespace,
+        display_name: b.display_name ?? namespace,
+      });
+      return reply.code(r.created ? 201 : 200).send(r.item);
+    },
+  });
+  app.get(`${nsBase}/:namespace`, {
+    schema: {
+      tags: ['namespaces'],
+      params: S.NamespaceParams,
+      response: S.responses({ 200: S.Namespace }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NamespaceParams>;
+      return store.getNamespace(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+      );
+    },
+  });
+  app.delete(`${nsBase}/:namespace`, {
+    schema: {
+      tags: ['namespaces'],
+      summary: 'Deletes a namespace with its streams, caches and assignments',
+      params: S.NamespaceParams,
+      response: S.responses({ 204: Type.Null() }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.NamespaceParams>;
+      await store.deleteNamespace(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+      );
+      return reply.code(204).send();
+    },
+  });
+
+  // ---- streams
+  const stBase = `${nsBase}/:namespace/streams`;
+  app.get(stBase, {
+    schema: {
+      tags: ['streams'],
+      params: S.NamespaceParams,
+      querystring: S.PageQuery,
+      response: S.responses({ 200: S.StreamPage }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NamespaceParams>;
+      const q = req.query as Page;
+      return store.listStreams(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        limitOf(q),
+        q.cursor,
+      );
+    },
+  });
+  app.post(stBase, {
+    schema: {
+      tags: ['streams'],
+      params: S.NamespaceParams,
+      body: S.CreateStream,
+      response: S.responses({ 200: S.Stream, 201: S.Stream }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.NamespaceParams>;
+      const b = req.body as Static<typeof S.CreateStream>;
+      const r = await store.createStream({
+        tenant_id: checkName('tenant_id', p.tenant_id),
+        namespace: checkName('namespace', p.namespace),
+        stream: checkName('stream', b.stream),
+        kind: 'Stream',
+        shards: b.shards ?? 1,
+        replication_factor: b.replication_factor ?? 1,
+        retention: {
+          max_age_seconds: b.retention?.max_age_seconds ?? null,
+          max_size_bytes: b.retention?.max_size_bytes ?? null,
+        },
+        consistency: b.consistency ?? 'Leader',
+        durable: b.durable ?? false,
+        routing: b.routing ?? 'modulo',
+      });
+      if (r.created) void ctx.placement.trigger();
+      return reply.code(r.created ? 201 : 200).send(r.item);
+    },
+  });
+  app.get(`${stBase}/:stream`, {
+    schema: { tags: ['streams'], params: S.StreamParams, response: S.responses({ 200: S.Stream }) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.StreamParams>;
+      return store.getStream(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        checkName('stream', p.stream),
+      );
+    },
+  });
+  app.patch(`${stBase}/:stream`, {
+    schema: {
+      tags: ['streams'],
+      summary:
+        'Changes retention, consistency or durability (shards, replication and routing are fixed)',
+      params: S.StreamParams,
+      body: S.PatchStream,
+      response: S.responses({ 200: S.Stream }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.StreamParams>;
+      const b = req.body as Static<typeof S.PatchStream>;
+      return store.patchStream(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        checkName('stream', p.stream),
+        {
+          retention:
+            b.retention === undefined
+              ? undefined
+              : {
+                  max_age_seconds: b.retention?.max_age_seconds ?? null,
+                  max_size_bytes: b.retention?.max_size_bytes ?? null,
+                },
+          consistency: b.consistency,
+          durable: b.durable,
+        },
+      );
+    },
+  });
+  app.delete(`${stBase}/:stream`, {
+    schema: {
+      tags: ['streams'],
+      summary: 'Deletes a stream and its shard assignments',
+      params: S.StreamParams,
+      response: S.responses({ 204: Type.Null() }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.StreamParams>;
+      await store.deleteStream(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        checkName('stream', p.stream),
+      );
+      return reply.code(204).send();
+    },
+  });
+
+  // ---- caches
+  const caBase = `${nsBase}/:namespace/caches`;
+  app.get(caBase, {
+    schema: {
+      tags: ['caches'],
+      params: S.NamespaceParams,
+      querystring: S.PageQuery,
+      response: S.responses({ 200: S.CachePage }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NamespaceParams>;
+      const q = req.query as Page;
+      return store.listCaches(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        limitOf(q),
+        q.cursor,
+      );
+    },
+  });
+  app.post(caBase, {
+    schema: {
+      tags: ['caches'],
+      params: S.NamespaceParams,
+      body: S.CreateCache,
+      response: S.responses({ 200: S.Cache, 201: S.Cache }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.NamespaceParams>;
+      const b = req.body as Static<typeof S.CreateCache>;
+      const cache = checkName('cache', b.cache);
+      const r = await store.createCache({
+        tenant_id: checkName('tenant_id', p.tenant_id),
+        namespace: checkName('namespace', p.namespace),
+        cache,
+        display_name: b.display_name ?? cache,
+        shards: b.shards ?? 1,
+        replication_factor: b.replication_factor ?? 1,
+        consistency: b.consistency ?? 'Leader',
+      });
+      if (r.created) void ctx.placement.trigger();
+      return reply.code(r.created ? 201 : 200).send(r.item);
+    },
+  });
+  app.get(`${caBase}/:cache`, {
+    schema: { tags: ['caches'], params: S.CacheParams, response: S.responses({ 200: S.Cache }) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.CacheParams>;
+      return store.getCache(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        checkName('cache', p.cache),
+      );
+    },
+  });
+  app.patch(`${caBase}/:cache`, {
+    schema: {
+      tags: ['caches'],
+      summary: 'Changes the display name only',
+      params: S.CacheParams,
+      body: S.PatchCache,
+      response: S.responses({ 200: S.Cache }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.CacheParams>;
+      const b = req.body as Static<typeof S.PatchCache>;
+      return store.patchCache(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        checkName('cache', p.cache),
+        b.display_name,
+      );
+    },
+  });
+  app.delete(`${caBase}/:cache`, {
+    schema: {
+      tags: ['caches'],
+      summary: 'Deletes a cache and its shard assignments',
+      params: S.CacheParams,
+      response: S.responses({ 204: Type.Null() }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.CacheParams>;
+      await store.deleteCache(
+        checkName('tenant_id', p.tenant_id),
+        checkName('namespace', p.namespace),
+        checkName('cache', p.cache),
+      );
+      return reply.code(204).send();
+    },
+  });
+}

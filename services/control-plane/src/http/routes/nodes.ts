@@ -1,0 +1,152 @@
+/** Membership routes: register, heartbeat, drain, deregister, delete, and the placement view. */
+import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { checkName } from '../../catalog-names.js';
+import { placementView } from '../../cluster/liveness.js';
+import { ControlPlaneError } from '../../errors.js';
+import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
+import type { NodeRecord } from '../../store/types.js';
+import type { RouteContext } from '../context.js';
+import * as S from '../schemas.js';
+
+export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { store, liveness } = ctx;
+  const view = async (node: NodeRecord) => {
+    const load = node.spec.capacity.max_shards > 0 ? await store.copiesHeldBy(node.node_id) : 0;
+    return { node, placement: placementView(node, liveness, ctx.clock.nowMs(), load) };
+  };
+
+  app.post('/v1/nodes', {
+    schema: {
+      tags: ['nodes'],
+      summary: 'Registers a broker, or re-registers it with a newer incarnation',
+      body: S.RegisterNode,
+      response: S.responses({ 200: S.Registered }),
+    },
+    handler: async (req) => {
+      const b = req.body as Static<typeof S.RegisterNode>;
+      const { node, revived } = await store.registerNode(
+        {
+          node_id: checkName('node_id', b.node_id),
+          advertise_addr: b.advertise_addr,
+          client_addr: b.client_addr ?? null,
+          region: b.region ?? ctx.regionId,
+          zone: b.zone ?? null,
+          labels: b.labels ?? {},
+          capacity: { max_shards: b.capacity?.max_shards ?? 0, weight: b.capacity?.weight ?? 1 },
+          incarnation: b.incarnation,
+        },
+        ctx.clock.nowMs(),
+      );
+      if (revived) void ctx.placement.trigger();
+      return {
+        node,
+        heartbeat_interval_ms: liveness.heartbeatIntervalMs,
+        expiry_timeout_ms: liveness.expiryTimeoutMs,
+        fleet_features: [],
+      };
+    },
+  });
+
+  app.post('/v1/nodes/:node_id/heartbeat', {
+    schema: {
+      tags: ['nodes'],
+      summary: 'Renews the lease; an older incarnation gets 409; a down node must re-register',
+      params: S.NodeParams,
+      body: S.Heartbeat,
+      response: S.responses({ 200: S.HeartbeatReply }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      const b = req.body as Static<typeof S.Heartbeat>;
+      try {
+        const lifecycle = await store.heartbeat(
+          checkName('node_id', p.node_id),
+          b.incarnation,
+          ctx.clock.nowMs(),
+        );
+        ctx.metrics.heartbeats.inc({ outcome: lifecycle });
+        return {
+          node_id: p.node_id,
+          lifecycle,
+          heartbeat_interval_ms: liveness.heartbeatIntervalMs,
+          expiry_timeout_ms: liveness.expiryTimeoutMs,
+          fleet_features: [],
+        };
+      } catch (err) {
+        ctx.metrics.heartbeats.inc({
+          outcome: err instanceof ControlPlaneError ? err.code : 'error',
+        });
+        throw err;
+      }
+    },
+  });
+
+  app.post('/v1/nodes/:node_id/drain', {
+    schema: {
+      tags: ['nodes'],
+      summary: 'Marks a live node draining: it keeps its shards and receives no new ones',
+      params: S.NodeParams,
+      response: S.responses({ 200: S.NodeView }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      const node = await store.drainNode(checkName('node_id', p.node_id));
+      void ctx.placement.trigger();
+      return view(node);
+    },
+  });
+
+  app.post('/v1/nodes/:node_id/deregister', {
+    schema: {
+      tags: ['nodes'],
+      summary:
+        'Marks a node left; its shards move once L + margin has passed since its last heartbeat',
+      params: S.NodeParams,
+      response: S.responses({ 200: S.NodeView }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      const node = await store.deregisterNode(checkName('node_id', p.node_id));
+      void ctx.placement.trigger();
+      return view(node);
+    },
+  });
+
+  app.delete('/v1/nodes/:node_id', {
+    schema: {
+      tags: ['nodes'],
+      summary: 'Forgets a node that is down or left and named in no assignment',
+      params: S.NodeParams,
+      response: S.responses({ 204: Type.Null() }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      await store.deleteNode(checkName('node_id', p.node_id));
+      return reply.code(204).send();
+    },
+  });
+
+  app.get('/v1/nodes', {
+    schema: {
+      tags: ['nodes'],
+      summary: 'Nodes with their placement view (eligible, routable, heartbeat age, reasons)',
+      querystring: S.NodeListQuery,
+      response: S.responses({ 200: S.NodePage }),
+    },
+    handler: async (req) => {
+      const q = req.query as Static<typeof S.NodeListQuery>;
+      const page = await store.listNodes(q.limit ?? PAGE_LIMIT_DEFAULT, q.cursor, q.lifecycle);
+      return { items: await Promise.all(page.items.map(view)), next_cursor: page.next_cursor };
+    },
+  });
+
+  app.get('/v1/nodes/:node_id', {
+    schema: { tags: ['nodes'], params: S.NodeParams, response: S.responses({ 200: S.NodeView }) },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      return view(await store.getNode(checkName('node_id', p.node_id)));
+    },
+  });
+}

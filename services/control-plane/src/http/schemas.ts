@@ -1,0 +1,297 @@
+/** TypeBox schemas of every request and response body (they also feed the OpenAPI document). */
+import { type TSchema, Type } from '@sinclair/typebox';
+import {
+  ADDRESS_CHARS_MAX,
+  CURSOR_CHARS_MAX,
+  NAME_LENGTH_MAX,
+  NODE_LABEL_CHARS_MAX,
+  NODE_LABELS_MAX,
+  PAGE_LIMIT_MAX,
+  REPLICATION_FACTOR_MAX,
+  SHARDS_MAX,
+} from '../limits.js';
+
+// Names are checked by checkName() so the error carries FELIX_CONTROLPLANE_INVALID_NAME; the
+// schema only bounds the length so absurd inputs stop early.
+const Name = Type.String({ maxLength: NAME_LENGTH_MAX * 4 });
+const DisplayName = Type.String({ maxLength: 256 });
+const Consistency = Type.Union([Type.Literal('Leader'), Type.Literal('Quorum')]);
+const Routing = Type.Union([Type.Literal('modulo'), Type.Literal('jump_hash')]);
+const Lifecycle = Type.Union([
+  Type.Literal('live'),
+  Type.Literal('draining'),
+  Type.Literal('down'),
+  Type.Literal('left'),
+]);
+const Kind = Type.Union([Type.Literal('stream'), Type.Literal('cache')]);
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+export const ErrorBody = Type.Object(
+  { code: Type.String(), message: Type.String(), request_id: Type.String() },
+  { $id: 'ErrorBody', description: 'The one error body; `code` is listed in the catalogue' },
+);
+
+/** Adds the shared error responses to a route's success responses. */
+export function responses(ok: Record<number, TSchema>): Record<string, TSchema> {
+  return { ...ok, '4xx': Type.Ref('ErrorBody'), '5xx': Type.Ref('ErrorBody') };
+}
+
+export const PageQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+  cursor: Type.Optional(Type.String({ maxLength: CURSOR_CHARS_MAX })),
+});
+
+const paged = <T extends TSchema>(item: T) =>
+  Type.Object({ items: Type.Array(item), next_cursor: Nullable(Type.String()) });
+
+export const TenantParams = Type.Object({ tenant_id: Name });
+export const NamespaceParams = Type.Object({ tenant_id: Name, namespace: Name });
+export const StreamParams = Type.Object({ tenant_id: Name, namespace: Name, stream: Name });
+export const CacheParams = Type.Object({ tenant_id: Name, namespace: Name, cache: Name });
+export const NodeParams = Type.Object({ node_id: Name });
+
+export const Tenant = Type.Object({ tenant_id: Type.String(), display_name: Type.String() });
+export const CreateTenant = Type.Object({
+  tenant_id: Name,
+  display_name: Type.Optional(DisplayName),
+});
+export const TenantPage = paged(Tenant);
+
+export const Namespace = Type.Object({
+  tenant_id: Type.String(),
+  namespace: Type.String(),
+  display_name: Type.String(),
+});
+export const CreateNamespace = Type.Object({
+  namespace: Name,
+  display_name: Type.Optional(DisplayName),
+});
+export const NamespacePage = paged(Namespace);
+
+// One `type: [integer, null]` rather than anyOf: with type coercion on, anyOf lets 0 coerce to
+// null and slip past `minimum`.
+const PositiveOrNull = Type.Unsafe<number | null>({
+  type: ['integer', 'null'],
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+});
+const RetentionIn = Type.Object(
+  {
+    max_age_seconds: Type.Optional(PositiveOrNull),
+    max_size_bytes: Type.Optional(PositiveOrNull),
+  },
+  { additionalProperties: false },
+);
+const Retention = Type.Object({
+  max_age_seconds: Nullable(Type.Integer()),
+  max_size_bytes: Nullable(Type.Integer()),
+});
+
+export const Stream = Type.Object({
+  tenant_id: Type.String(),
+  namespace: Type.String(),
+  stream: Type.String(),
+  kind: Type.Literal('Stream'),
+  shards: Type.Integer(),
+  replication_factor: Type.Integer(),
+  retention: Retention,
+  consistency: Consistency,
+  durable: Type.Boolean(),
+  routing: Routing,
+});
+export const CreateStream = Type.Object({
+  stream: Name,
+  kind: Type.Optional(Type.Literal('Stream')),
+  shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
+  replication_factor: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX })),
+  retention: Type.Optional(Nullable(RetentionIn)),
+  consistency: Type.Optional(Consistency),
+  durable: Type.Optional(Type.Boolean()),
+  routing: Type.Optional(Routing),
+});
+export const PatchStream = Type.Object(
+  {
+    retention: Type.Optional(Nullable(RetentionIn)),
+    consistency: Type.Optional(Consistency),
+    durable: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export const StreamPage = paged(Stream);
+
+export const Cache = Type.Object({
+  tenant_id: Type.String(),
+  namespace: Type.String(),
+  cache: Type.String(),
+  display_name: Type.String(),
+  shards: Type.Integer(),
+  replication_factor: Type.Integer(),
+  consistency: Consistency,
+});
+export const CreateCache = Type.Object({
+  cache: Name,
+  display_name: Type.Optional(DisplayName),
+  shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
+  replication_factor: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX })),
+  consistency: Type.Optional(Consistency),
+});
+export const PatchCache = Type.Object(
+  { display_name: DisplayName },
+  { additionalProperties: false },
+);
+export const CachePage = paged(Cache);
+
+const Address = Type.String({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });
+const Labels = Type.Record(
+  Type.String({ maxLength: NODE_LABEL_CHARS_MAX }),
+  Type.String({ maxLength: NODE_LABEL_CHARS_MAX }),
+  {
+    maxProperties: NODE_LABELS_MAX,
+  },
+);
+const Capacity = Type.Object({
+  max_shards: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+  weight: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+});
+
+export const RegisterNode = Type.Object({
+  node_id: Name,
+  advertise_addr: Address,
+  client_addr: Type.Optional(Nullable(Address)),
+  region: Type.Optional(Type.String({ maxLength: NAME_LENGTH_MAX })),
+  zone: Type.Optional(Nullable(Type.String({ maxLength: NAME_LENGTH_MAX }))),
+  labels: Type.Optional(Labels),
+  capacity: Type.Optional(
+    Type.Object({
+      max_shards: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+      weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    }),
+  ),
+  incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  features: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })),
+});
+
+export const Node = Type.Object({
+  node_id: Type.String(),
+  spec: Type.Object({
+    advertise_addr: Type.String(),
+    client_addr: Nullable(Type.String()),
+    region: Type.String(),
+    zone: Nullable(Type.String()),
+    labels: Type.Record(Type.String(), Type.String()),
+    capacity: Capacity,
+  }),
+  status: Type.Object({
+    lifecycle: Lifecycle,
+    incarnation: Type.Integer(),
+    last_heartbeat_at_ms: Type.Integer(),
+    registered_at_ms: Type.Integer(),
+  }),
+});
+
+export const NodePlacement = Type.Object({
+  eligible: Type.Boolean(),
+  routable: Type.Boolean(),
+  heartbeat_age_ms: Type.Integer(),
+  reasons: Type.Array(Type.String()),
+});
+export const NodeView = Type.Object({ node: Node, placement: NodePlacement });
+export const NodePage = paged(NodeView);
+export const NodeListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+  cursor: Type.Optional(Type.String({ maxLength: CURSOR_CHARS_MAX })),
+  lifecycle: Type.Optional(Lifecycle),
+});
+
+export const Registered = Type.Object({
+  node: Node,
+  heartbeat_interval_ms: Type.Integer(),
+  expiry_timeout_ms: Type.Integer(),
+  fleet_features: Type.Array(Type.String()),
+});
+export const Heartbeat = Type.Object({
+  incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+});
+export const HeartbeatReply = Type.Object({
+  node_id: Type.String(),
+  lifecycle: Lifecycle,
+  heartbeat_interval_ms: Type.Integer(),
+  expiry_timeout_ms: Type.Integer(),
+  fleet_features: Type.Array(Type.String()),
+});
+
+export const Assignment = Type.Object({
+  tenant_id: Type.String(),
+  namespace: Type.String(),
+  kind: Kind,
+  stream: Type.String({ description: 'The stream or cache name' }),
+  shard: Type.Integer(),
+  leader: Type.String(),
+  replicas: Type.Array(Type.String()),
+  generation: Type.Integer(),
+  state: Type.Literal('active'),
+  routing: Type.Optional(Routing),
+});
+export const AssignmentPage = paged(Assignment);
+export const AssignmentQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+  cursor: Type.Optional(Type.String({ maxLength: CURSOR_CHARS_MAX })),
+  leader: Type.Optional(Name),
+});
+
+export const Snapshot = (item: TSchema) =>
+  Type.Object({ items: Type.Array(item), next_seq: Type.Integer() });
+export const ChangesQuery = Type.Object({
+  since: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  wait_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+});
+export const Changes = (field: 'item' | 'assignment', item: TSchema) =>
+  Type.Object({
+    items: Type.Array(
+      Type.Object({
+        seq: Type.Integer(),
+        op: Type.String({ description: 'created|updated|deleted, or assigned|updated|unassigned' }),
+        key: Type.Record(Type.String(), Type.Union([Type.String(), Type.Integer()])),
+        [field]: Type.Optional(item),
+      }),
+    ),
+    next_seq: Type.Integer(),
+  });
+
+export const PlanReply = Type.Object({
+  shards: Type.Integer(),
+  unchanged: Type.Integer(),
+  items: Type.Array(
+    Type.Object({
+      tenant_id: Type.String(),
+      namespace: Type.String(),
+      kind: Kind,
+      stream: Type.String(),
+      shard: Type.Integer(),
+      action: Type.Union([
+        Type.Literal('place'),
+        Type.Literal('change'),
+        Type.Literal('unplaceable'),
+      ]),
+      leader: Type.Optional(Type.String()),
+      replicas: Type.Optional(Type.Array(Type.String())),
+      generation: Type.Optional(Type.Integer()),
+    }),
+  ),
+});
+
+export const Live = Type.Object({ status: Type.Literal('ok') });
+export const Ready = Type.Object({ status: Type.Literal('ready'), schema_version: Type.Integer() });
+export const Info = Type.Object({
+  region_id: Type.String(),
+  api_version: Type.String(),
+  version: Type.String(),
+  store: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')]),
+  schema_version: Type.Integer(),
+  features: Type.Object({
+    durable_storage: Type.Boolean(),
+    tiered_storage: Type.Boolean(),
+    bridges: Type.Boolean(),
+  }),
+});

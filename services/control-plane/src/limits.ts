@@ -1,0 +1,70 @@
+/** Named bounds of the control plane, with why each value was chosen. */
+
+/** Longest accepted name: the reference rule (1-128 characters). */
+export const NAME_LENGTH_MAX = 128;
+
+/** Page size bounds for every listing; 1000 is the default, 10000 keeps one answer under ~5 MB. */
+export const PAGE_LIMIT_DEFAULT = 1000;
+export const PAGE_LIMIT_MAX = 10_000;
+
+/** Longest cursor accepted: a base64 key of five names plus a shard fits easily. */
+export const CURSOR_CHARS_MAX = 1024;
+
+/** Shards per stream or cache: beyond this one resource dominates a placement pass. */
+export const SHARDS_MAX = 1024;
+
+/** Largest replication factor; matches @felix/router's REPLICATION_FACTOR_MAX. */
+export const REPLICATION_FACTOR_MAX = 16;
+
+/** Change rows returned per page (FELIX_CONTROLPLANE_CHANGES_LIMIT default). */
+export const CHANGES_LIMIT_DEFAULT = 1000;
+
+/** Change rows kept per feed (FELIX_CONTROLPLANE_CHANGE_RETENTION_MAX_ROWS default); older rows are trimmed and readers resnapshot. */
+export const CHANGE_RETENTION_ROWS_DEFAULT = 10_000;
+
+/** Longest long poll: under the common 30 s proxy idle timeout. */
+export const LONG_POLL_WAIT_MS_MAX = 25_000;
+
+/**
+ * While waiting, a long poll re-reads the store at least this often even without a wake-up, so
+ * a lost notification (another instance's write, a dropped LISTEN connection) costs at most 1 s.
+ */
+export const LONG_POLL_REREAD_INTERVAL_MS = 1000;
+
+/**
+ * Long polls parked at once. Each holds a socket and a timer; past this bound a poll answers at
+ * once with what it has (policy: answer early, counted in felix_controlplane_long_poll_overflow_total).
+ */
+export const LONG_POLL_WAITERS_MAX = 20_000;
+
+/** Largest request body: registrations with labels are the biggest bodies, well under 64 KiB. */
+export const BODY_BYTES_MAX = 64 * 1024;
+
+/** Labels per node and their sizes: enough for topology tags, small enough to list 10k nodes. */
+export const NODE_LABELS_MAX = 32;
+export const NODE_LABEL_CHARS_MAX = 256;
+
+/** Longest address string accepted (host:port, possibly a DNS name). */
+export const ADDRESS_CHARS_MAX = 300;
+
+/** Liveness defaults (the reference): heartbeat every 5 s, expiry 15 s, margin L/4. */
+export const HEARTBEAT_INTERVAL_MS_DEFAULT = 5000;
+export const EXPIRY_TIMEOUT_MS_DEFAULT = 15_000;
+export const EXPIRY_SWEEP_INTERVAL_MS_DEFAULT = 2000;
+
+/** Placement runs at least this often besides the passes writes trigger. */
+export const RECONCILE_INTERVAL_MS_DEFAULT = 5000;
+
+/** Readiness re-checks the store at most once a second and gives it 2 s to answer. */
+export const READINESS_CACHE_TTL_MS = 1000;
+export const READINESS_TIMEOUT_MS = 2000;
+
+/** Postgres pool size and connect timeout (reference defaults). */
+export const POSTGRES_MAX_CONNECTIONS_DEFAULT = 10;
+export const POSTGRES_CONNECT_TIMEOUT_MS_DEFAULT = 5000;
+
+/** Prepared statements cached per SQLite connection; the store issues a few dozen distinct ones. */
+export const SQLITE_STATEMENT_CACHE_MAX = 512;
+
+/** A change deleting a tenant emits one row per cascaded resource; a bound keeps the transaction sane. */
+export const CASCADE_ROWS_MAX = 100_000;

@@ -1,0 +1,73 @@
+/** Prometheus metrics of one control-plane instance (its own registry, so tests can run several). */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface Metrics {
+  registry: Registry;
+  requests: Counter<'method' | 'route' | 'status'>;
+  requestSeconds: Histogram<'route'>;
+  longPollWaiters: Gauge;
+  longPollOverflow: Counter;
+  placementPasses: Counter<'outcome'>;
+  assignmentWrites: Counter;
+  unplacedShards: Gauge;
+  nodesMarkedDown: Counter;
+  heartbeats: Counter<'outcome'>;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'felix_controlplane_' });
+  return {
+    registry,
+    requests: new Counter({
+      name: 'felix_controlplane_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+    requestSeconds: new Histogram({
+      name: 'felix_controlplane_http_request_seconds',
+      help: 'Time to answer an HTTP request (long polls included)',
+      labelNames: ['route'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 25],
+      registers: [registry],
+    }),
+    longPollWaiters: new Gauge({
+      name: 'felix_controlplane_long_poll_waiters',
+      help: 'Change-feed long polls parked right now',
+      registers: [registry],
+    }),
+    longPollOverflow: new Counter({
+      name: 'felix_controlplane_long_poll_overflow_total',
+      help: 'Long polls answered at once because LONG_POLL_WAITERS_MAX were already parked',
+      registers: [registry],
+    }),
+    placementPasses: new Counter({
+      name: 'felix_controlplane_placement_passes_total',
+      help: 'Placement passes run, by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    assignmentWrites: new Counter({
+      name: 'felix_controlplane_assignment_writes_total',
+      help: 'Shard assignments written (each bumps its generation)',
+      registers: [registry],
+    }),
+    unplacedShards: new Gauge({
+      name: 'felix_controlplane_unplaced_shards',
+      help: 'Shards the last placement pass could not place',
+      registers: [registry],
+    }),
+    nodesMarkedDown: new Counter({
+      name: 'felix_controlplane_nodes_marked_down_total',
+      help: 'Nodes the sweep marked down after L + margin of silence',
+      registers: [registry],
+    }),
+    heartbeats: new Counter({
+      name: 'felix_controlplane_heartbeats_total',
+      help: 'Heartbeats answered, by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The SQLite driver (better-sqlite3, WAL). better-sqlite3 is synchronous and one connection is
+ * one writer, so every transaction runs under an async mutex; statements are prepared once.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../errors.js';
+import { SQLITE_STATEMENT_CACHE_MAX } from '../limits.js';
+import { MIGRATIONS_TABLE } from './migrations.js';
+import type { Migration, Sql, SqlDriver, SqlParam } from './sql.js';
+
+interface Prepared {
+  stmt: Database.Statement;
+  order: number[];
+}
+
+export class SqliteDriver implements SqlDriver {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly statements = new Map<string, Prepared>();
+  private chain: Promise<unknown> = Promise.resolve();
+  private inTx = false;
+
+  /** Opens (creating) the database file; `:memory:` works for throwaway use. */
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+  }
+
+  private prepare(text: string): Prepared {
+    let p = this.statements.get(text);
+    if (p) return p;
+    // `$n` placeholders become positional `?`, remembering which parameter each one reads.
+    const order: number[] = [];
+    const converted = text.replace(/\$(\d+)/g, (_, n: string) => {
+      order.push(Number(n) - 1);
+      return '?';
+    });
+    p = { stmt: this.db.prepare(converted), order };
+    if (this.statements.size >= SQLITE_STATEMENT_CACHE_MAX) this.statements.clear();
+    this.statements.set(text, p);
+    return p;
+  }
+
+  private run<T>(text: string, params: readonly SqlParam[] = []): T[] {
+    const p = this.prepare(text);
+    const args = p.order.map((i) => {
+      const v = params[i];
+      return v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
+    });
+    if (p.stmt.reader) return p.stmt.all(...args) as T[];
+    p.stmt.run(...args);
+    return [];
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(fn, fn);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  query<T>(text: string, params?: readonly SqlParam[]): Promise<T[]> {
+    return this.serial(async () => this.run<T>(text, params));
+  }
+
+  tx<T>(fn: (q: Sql) => Promise<T>): Promise<T> {
+    return this.serial(async () => {
+      this.db.exec('BEGIN IMMEDIATE');
+      this.inTx = true;
+      const q: Sql = { query: async (text, params) => this.run(text, params) };
+      try {
+        const out = await fn(q);
+        this.db.exec('COMMIT');
+        return out;
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw err;
+      } finally {
+        this.inTx = false;
+      }
+    });
+  }
+
+  async lockPlacement(): Promise<void> {
+    if (!this.inTx) throw new StoreUnavailableError('lockPlacement outside a transaction');
+  }
+
+  async migrate(migrations: readonly Migration[]): Promise<number[]> {
+    return this.tx(async (q) => {
+      await q.query(MIGRATIONS_TABLE);
+      const done = new Set(
+        (await q.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) =>
+          Number(r.version),
+        ),
+      );
+      const applied: number[] = [];
+      for (const m of migrations) {
+        if (done.has(m.version)) continue;
+        for (const s of m.statements) await q.query(s);
+        await q.query(
+          'INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)',
+          [m.version, m.name, Date.now()],
+        );
+        applied.push(m.version);
+      }
+      return applied;
+    });
+  }
+
+  async schemaVersion(): Promise<number> {
+    const rows = await this.query<{ v: number | null }>(
+      'SELECT MAX(version) AS v FROM schema_migrations',
+    );
+    return Number(rows[0]?.v ?? 0);
+  }
+
+  async onRemoteChange(): Promise<void> {
+    // One process owns the file: every write is local and wakes waiters directly.
+  }
+
+  async announce(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await this.serial(async () => this.db.close());
+  }
+}

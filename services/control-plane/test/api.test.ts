@@ -1,0 +1,146 @@
+// Goal: the HTTP surface answers bad input with the documented code in one error body, serves
+// OpenAPI and Swagger UI, and its probes and metrics work. Method: fastify inject on SQLite.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type OpenedStore, openTestStore, testApp } from './helpers.js';
+
+let opened: OpenedStore;
+let built: Awaited<ReturnType<typeof testApp>>;
+
+beforeEach(async () => {
+  opened = await openTestStore('sqlite');
+  built = await testApp(opened.store);
+});
+afterEach(async () => {
+  await built.app.close();
+  await opened.cleanup();
+});
+
+async function post(url: string, payload: unknown) {
+  return built.app.inject({ method: 'POST', url, payload: payload as object });
+}
+
+describe('api', () => {
+  it('an_invalid_name_is_refused_with_its_code', async () => {
+    for (const bad of ['', '-lead', 'has space', 'x'.repeat(129), 'slash/name', 'ünï']) {
+      const r = await post('/v1/tenants', { tenant_id: bad });
+      expect(r.statusCode).toBe(400);
+      const body = r.json();
+      expect(body.code).toBe('FELIX_CONTROLPLANE_INVALID_NAME');
+      expect(typeof body.message).toBe('string');
+      expect(body.request_id).toBe(r.headers['x-request-id']);
+    }
+    expect((await post('/v1/tenants', { tenant_id: 'ok.name_1-x' })).statusCode).toBe(201);
+    expect((await post('/v1/tenants', { tenant_id: 'x'.repeat(128) })).statusCode).toBe(201);
+    const r = await post('/v1/tenants/ok.name_1-x/namespaces', { namespace: '_hidden' });
+    expect(r.json().code).toBe('FELIX_CONTROLPLANE_INVALID_NAME');
+  });
+
+  it('malformed_json_is_refused_with_its_code', async () => {
+    const r = await built.app.inject({
+      method: 'POST',
+      url: '/v1/tenants',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"tenant_id": ',
+    });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().code).toBe('FELIX_CONTROLPLANE_MALFORMED_JSON');
+  });
+
+  it('an_out_of_range_number_is_refused_with_its_code', async () => {
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    for (const body of [
+      { stream: 's', shards: 0 },
+      { stream: 's', shards: 1025 },
+      { stream: 's', replication_factor: 17 },
+      { stream: 's', retention: { max_age_seconds: 0 } },
+    ]) {
+      const r = await post('/v1/tenants/t1/namespaces/ns/streams', body);
+      expect(r.statusCode).toBe(400);
+      expect(r.json().code).toBe('FELIX_CONTROLPLANE_OUT_OF_RANGE');
+    }
+    const wrongType = await post('/v1/tenants/t1/namespaces/ns/streams', {
+      stream: 's',
+      consistency: 'Eventual',
+    });
+    expect(wrongType.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
+    const nothing = await built.app.inject({
+      method: 'GET',
+      url: '/v1/tenants/t1/namespaces/ns/streams/s',
+    });
+    expect(nothing.json().code).toBe('FELIX_CONTROLPLANE_STREAM_NOT_FOUND');
+  });
+
+  it('an_unknown_parent_is_refused_with_its_not_found_code', async () => {
+    const a = await post('/v1/tenants/nope/namespaces', { namespace: 'ns' });
+    expect(a.statusCode).toBe(404);
+    expect(a.json().code).toBe('FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
+    await post('/v1/tenants', { tenant_id: 't1' });
+    const b = await post('/v1/tenants/t1/namespaces/nope/caches', { cache: 'c' });
+    expect(b.statusCode).toBe(404);
+    expect(b.json().code).toBe('FELIX_CONTROLPLANE_NAMESPACE_NOT_FOUND');
+  });
+
+  it('a_patch_to_a_fixed_stream_field_is_refused', async () => {
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    await post('/v1/tenants/t1/namespaces/ns/streams', { stream: 's', shards: 2 });
+    const bad = await built.app.inject({
+      method: 'PATCH',
+      url: '/v1/tenants/t1/namespaces/ns/streams/s',
+      payload: { shards: 4 },
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
+    const ok = await built.app.inject({
+      method: 'PATCH',
+      url: '/v1/tenants/t1/namespaces/ns/streams/s',
+      payload: { consistency: 'Quorum', retention: { max_age_seconds: 60 } },
+    });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({
+      shards: 2,
+      consistency: 'Quorum',
+      retention: { max_age_seconds: 60, max_size_bytes: null },
+    });
+  });
+
+  it('an_unknown_route_answers_the_error_body', async () => {
+    const r = await built.app.inject({ method: 'GET', url: '/v1/nothing-here' });
+    expect(r.statusCode).toBe(404);
+    expect(r.json()).toMatchObject({ code: 'FELIX_CONTROLPLANE_ROUTE_NOT_FOUND' });
+  });
+
+  it('the_openapi_document_lists_every_v1_route_and_swagger_ui_is_served', async () => {
+    const doc = (await built.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    expect(doc.openapi).toMatch(/^3\./);
+    for (const path of [
+      '/v1/tenants',
+      '/v1/tenants/{tenant_id}/namespaces/{namespace}/streams/{stream}',
+      '/v1/tenants/{tenant_id}/namespaces/{namespace}/caches',
+      '/v1/nodes',
+      '/v1/nodes/{node_id}/heartbeat',
+      '/v1/shard-assignments/changes',
+      '/v1/placement/plan',
+      '/v1/system/ready',
+    ]) {
+      expect(Object.keys(doc.paths)).toContain(path);
+    }
+    const ui = await built.app.inject({ method: 'GET', url: '/docs/' });
+    expect(ui.statusCode).toBe(200);
+    expect(ui.body).toContain('swagger');
+  });
+
+  it('the_system_probes_and_metrics_answer', async () => {
+    expect((await built.app.inject({ method: 'GET', url: '/v1/system/live' })).json()).toEqual({
+      status: 'ok',
+    });
+    const ready = await built.app.inject({ method: 'GET', url: '/v1/system/ready' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json().status).toBe('ready');
+    const info = (await built.app.inject({ method: 'GET', url: '/v1/system/info' })).json();
+    expect(info).toMatchObject({ api_version: 'v1', store: 'sqlite', region_id: 'local' });
+    const metrics = await built.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toContain('felix_controlplane_http_requests_total');
+  });
+});

@@ -1,0 +1,305 @@
+/**
+ * The store contract: one suite every backend must pass. Each backend's test file calls
+ * `storeContract` with its name; every case opens a fresh store (a fresh schema on Postgres).
+ */
+import type { PlacementNode } from '@felix/router';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  AlreadyExistsError,
+  InvalidCursorError,
+  NamespaceNotFoundError,
+  NotRegisteredError,
+  StaleIncarnationError,
+  TenantNotFoundError,
+} from '../src/errors.js';
+import type { ControlStore } from '../src/store/store.js';
+import type { NodeRecord, RegisterInput, Stream } from '../src/store/types.js';
+import { type Backend, type OpenedStore, openTestStore } from './helpers.js';
+
+export function stream(name: string, extra: Partial<Stream> = {}): Stream {
+  return {
+    tenant_id: 't1',
+    namespace: 'ns',
+    stream: name,
+    kind: 'Stream',
+    shards: 1,
+    replication_factor: 1,
+    retention: { max_age_seconds: null, max_size_bytes: null },
+    consistency: 'Leader',
+    durable: false,
+    routing: 'modulo',
+    ...extra,
+  };
+}
+
+export function registration(id: string, extra: Partial<RegisterInput> = {}): RegisterInput {
+  return {
+    node_id: id,
+    advertise_addr: `${id}:5001`,
+    client_addr: null,
+    region: 'local',
+    zone: null,
+    labels: {},
+    capacity: { max_shards: 0, weight: 1 },
+    incarnation: 1,
+    ...extra,
+  };
+}
+
+const allLive = (nodes: NodeRecord[]): PlacementNode[] =>
+  nodes.map((n) => ({
+    nodeId: n.node_id,
+    zone: n.spec.zone,
+    eligible: n.status.lifecycle === 'live',
+    routable: n.status.lifecycle === 'live' || n.status.lifecycle === 'draining',
+    maxShards: n.spec.capacity.max_shards,
+  }));
+
+async function seed(store: ControlStore): Promise<void> {
+  await store.createTenant({ tenant_id: 't1', display_name: 'T1' });
+  await store.createNamespace({ tenant_id: 't1', namespace: 'ns', display_name: 'ns' });
+}
+
+export function storeContract(backend: Backend): void {
+  describe(`store contract on ${backend}`, () => {
+    let opened: OpenedStore;
+    let store: ControlStore;
+    beforeEach(async () => {
+      opened = await openTestStore(backend);
+      store = opened.store;
+    });
+    afterEach(async () => {
+      await opened.cleanup();
+    });
+
+    it('catalog_resources_read_back_as_created', async () => {
+      await seed(store);
+      await store.createStream(
+        stream('orders', {
+          shards: 4,
+          replication_factor: 3,
+          durable: true,
+          routing: 'jump_hash',
+          retention: { max_age_seconds: 60, max_size_bytes: null },
+        }),
+      );
+      await store.createCache({
+        tenant_id: 't1',
+        namespace: 'ns',
+        cache: 'sessions',
+        display_name: 'S',
+        shards: 2,
+        replication_factor: 1,
+        consistency: 'Quorum',
+      });
+      expect(await store.getTenant('t1')).toEqual({ tenant_id: 't1', display_name: 'T1' });
+      expect(await store.getStream('t1', 'ns', 'orders')).toEqual(
+        stream('orders', {
+          shards: 4,
+          replication_factor: 3,
+          durable: true,
+          routing: 'jump_hash',
+          retention: { max_age_seconds: 60, max_size_bytes: null },
+        }),
+      );
+      expect((await store.getCache('t1', 'ns', 'sessions')).consistency).toBe('Quorum');
+      expect((await store.listNamespaces('t1', 10)).items.map((n) => n.namespace)).toEqual(['ns']);
+    });
+
+    it('an_identical_create_is_unchanged_and_a_different_one_conflicts', async () => {
+      await seed(store);
+      expect((await store.createStream(stream('s'))).created).toBe(true);
+      expect((await store.createStream(stream('s'))).created).toBe(false);
+      await expect(store.createStream(stream('s', { shards: 2 }))).rejects.toBeInstanceOf(
+        AlreadyExistsError,
+      );
+      await expect(
+        store.createTenant({ tenant_id: 't1', display_name: 'other' }),
+      ).rejects.toBeInstanceOf(AlreadyExistsError);
+    });
+
+    it('a_resource_under_an_unknown_parent_is_refused_and_nothing_is_written', async () => {
+      await expect(
+        store.createNamespace({ tenant_id: 'nope', namespace: 'ns', display_name: '' }),
+      ).rejects.toBeInstanceOf(TenantNotFoundError);
+      await store.createTenant({ tenant_id: 't1', display_name: '' });
+      await expect(store.createStream(stream('s'))).rejects.toBeInstanceOf(NamespaceNotFoundError);
+      const feed = await store.changes('streams', 1, 100);
+      expect(feed.items).toEqual([]);
+      expect((await store.changes('namespaces', 1, 100)).items).toEqual([]);
+    });
+
+    it('keyset_paging_returns_every_item_once_in_order', async () => {
+      const ids = Array.from({ length: 23 }, (_, i) => `tenant${String(i).padStart(2, '0')}`);
+      for (const id of [...ids].reverse())
+        await store.createTenant({ tenant_id: id, display_name: id });
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const p = await store.listTenants(5, cursor);
+        seen.push(...p.items.map((t) => t.tenant_id));
+        cursor = p.next_cursor ?? undefined;
+        pages++;
+      } while (cursor);
+      expect(seen).toEqual(ids);
+      expect(pages).toBe(5);
+      await expect(store.listTenants(5, 'not-a-cursor')).rejects.toBeInstanceOf(InvalidCursorError);
+    });
+
+    it('deleting_a_tenant_cascades_to_everything_under_it', async () => {
+      await seed(store);
+      await store.createStream(stream('s', { shards: 2 }));
+      await store.createCache({
+        tenant_id: 't1',
+        namespace: 'ns',
+        cache: 'c',
+        display_name: 'c',
+        shards: 1,
+        replication_factor: 1,
+        consistency: 'Leader',
+      });
+      await store.registerNode(registration('n1'), Date.now());
+      await store.placementPass(allLive);
+      expect((await store.listAssignments(100)).items).toHaveLength(3);
+      const before = (await store.snapshot('assignments')).next_seq;
+      await store.deleteTenant('t1');
+      expect((await store.listAssignments(100)).items).toEqual([]);
+      expect((await store.listTenants(10)).items).toEqual([]);
+      await expect(store.getNamespace('t1', 'ns')).rejects.toBeInstanceOf(TenantNotFoundError);
+      const unassigned = await store.changes('assignments', before, 100);
+      expect(unassigned.items.map((c) => c.op)).toEqual(['unassigned', 'unassigned', 'unassigned']);
+      const streams = await store.changes('streams', 1, 100);
+      expect(streams.items.map((c) => c.op)).toEqual(['created', 'deleted']);
+    });
+
+    it('a_snapshot_and_its_next_seq_resume_the_feed_without_gaps', async () => {
+      await seed(store);
+      await store.createStream(stream('a'));
+      const snap = await store.snapshot('streams');
+      expect(snap.items).toHaveLength(1);
+      const empty = await store.changes('streams', snap.next_seq, 100);
+      expect(empty).toEqual({ items: [], next_seq: snap.next_seq });
+      await store.createStream(stream('b'));
+      await store.patchStream('t1', 'ns', 'a', { consistency: 'Quorum' });
+      await store.deleteStream('t1', 'ns', 'b');
+      const page = await store.changes('streams', snap.next_seq, 100);
+      expect(page.items.map((c) => [c.seq, c.op, c.key.stream])).toEqual([
+        [snap.next_seq, 'created', 'b'],
+        [snap.next_seq + 1, 'updated', 'a'],
+        [snap.next_seq + 2, 'deleted', 'b'],
+      ]);
+      expect(page.next_seq).toBe(snap.next_seq + 3);
+      expect((page.items[1]!.item as Stream).consistency).toBe('Quorum');
+      const paged = await store.changes('streams', snap.next_seq, 2);
+      expect(paged.next_seq).toBe(snap.next_seq + 2);
+    });
+
+    it('trimmed_history_and_a_reset_sequence_are_signalled', async () => {
+      await opened.cleanup();
+      opened = await openTestStore(backend, { changeRetentionRows: 50 });
+      store = opened.store;
+      await seed(store);
+      for (let i = 0; i < 60; i++) await store.createStream(stream(`s${i}`));
+      // Retention is 50 rows: asking from seq 1 returns a first row past 1 (a gap: resnapshot).
+      const gap = await store.changes('streams', 1, 1000);
+      expect(gap.items[0]!.seq).toBeGreaterThan(1);
+      expect(gap.items).toHaveLength(50);
+      const ahead = await store.changes('streams', 1000, 10);
+      expect(ahead.items).toEqual([]);
+      expect(ahead.next_seq).toBeLessThan(1000);
+    });
+
+    it('the_change_feed_orders_changes_by_commit', async () => {
+      await seed(store);
+      const from = (await store.snapshot('streams')).next_seq;
+      const writers = 8;
+      const each = 12;
+      const total = writers * each + writers * Math.ceil(each / 3);
+      // A follower reads the feed while the writers run: if a later sequence number ever became
+      // visible before an earlier one, the follower would step past the earlier one for good.
+      const all: Awaited<ReturnType<ControlStore['changes']>>['items'] = [];
+      let since = from;
+      let writing = true;
+      const follower = (async () => {
+        while (writing || all.length < total) {
+          const p = await store.changes('streams', since, 7);
+          all.push(...p.items);
+          since = p.next_seq;
+          if (!writing && p.items.length === 0) break;
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      await Promise.all(
+        Array.from({ length: writers }, async (_, w) => {
+          for (let i = 0; i < each; i++) {
+            await store.createStream(stream(`w${w}-${i}`));
+            if (i % 3 === 0) await store.patchStream('t1', 'ns', `w${w}-${i}`, { durable: true });
+          }
+        }),
+      );
+      writing = false;
+      await follower;
+      // Sequence numbers are dense and increasing, and each stream's update follows its create.
+      expect(all.map((c) => c.seq)).toEqual(all.map((_, i) => from + i));
+      expect(all).toHaveLength(total);
+      const createdAt = new Map<string, number>();
+      for (const c of all) {
+        const name = String(c.key.stream);
+        if (c.op === 'created') createdAt.set(name, c.seq);
+        else expect(createdAt.get(name)).toBeLessThan(c.seq);
+      }
+      // The snapshot taken now agrees with the feed: every created stream is in it.
+      const snap = await store.snapshot('streams');
+      expect(snap.items).toHaveLength(writers * each);
+      expect(snap.next_seq).toBe(from + all.length);
+    });
+
+    it('a_stale_incarnation_is_refused_and_a_down_node_needs_a_newer_one', async () => {
+      const now = Date.now();
+      await store.registerNode(registration('n1', { incarnation: 5 }), now);
+      expect(await store.heartbeat('n1', 5, now + 1)).toBe('live');
+      await expect(store.heartbeat('n1', 4, now + 2)).rejects.toBeInstanceOf(StaleIncarnationError);
+      await expect(store.heartbeat('n1', 6, now + 2)).rejects.toBeInstanceOf(NotRegisteredError);
+      await expect(
+        store.registerNode(registration('n1', { incarnation: 4 }), now),
+      ).rejects.toBeInstanceOf(StaleIncarnationError);
+      expect(await store.markDown('n1', now + 1)).toBe(true);
+      expect(await store.heartbeat('n1', 5, now + 3)).toBe('down');
+      await expect(
+        store.registerNode(registration('n1', { incarnation: 5 }), now),
+      ).rejects.toBeInstanceOf(NotRegisteredError);
+      const revived = await store.registerNode(registration('n1', { incarnation: 6 }), now + 4);
+      expect(revived.node.status).toMatchObject({ lifecycle: 'live', incarnation: 6 });
+      expect(revived.revived).toBe(true);
+    });
+
+    it('a_placement_pass_bumps_generations_only_on_change', async () => {
+      await seed(store);
+      const now = Date.now();
+      for (const id of ['n1', 'n2', 'n3'])
+        await store.registerNode(registration(id, { zone: id }), now);
+      await store.createStream(stream('s', { shards: 3, replication_factor: 2 }));
+      const first = await store.placementPass(allLive);
+      expect(first.written).toHaveLength(3);
+      expect(first.written.every((a) => a.generation === 1 && a.replicas.length === 2)).toBe(true);
+      const again = await store.placementPass(allLive);
+      expect(again.written).toEqual([]);
+      const victim = first.written[0]!.leader;
+      await store.markDown(victim, now);
+      const moved = await store.placementPass(allLive);
+      expect(moved.written.length).toBeGreaterThan(0);
+      for (const a of moved.written) {
+        expect(a.replicas).not.toContain(victim);
+        expect(a.generation).toBe(2);
+      }
+      const feed = await store.snapshot('assignments');
+      expect(feed.items).toHaveLength(3);
+    });
+
+    it('migrating_again_applies_nothing', async () => {
+      expect(await store.migrate()).toEqual([]);
+      expect((await store.schemaCurrent()).current).toBe(true);
+    });
+  });
+}
