@@ -63,3 +63,5 @@ export type {
   InternalKindName,
   InternalMessage,
 } from './internal/messages.js';
+export { VECTOR_KINDS, checkVector, summaryLine } from './vectors/check.js';
+export type { VectorResult } from './vectors/check.js';

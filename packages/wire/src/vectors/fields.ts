@@ -1,0 +1,144 @@
+/**
+ * The decoded-field notation of vectors: how binary layouts and internal messages are
+ * written as plain JSON (snake_case fields, payloads as UTF-8 text or hex) and read back.
+ */
+import type { EventBatch } from '../binary/event-batch.js';
+import type { PublishAck } from '../binary/publish-ack.js';
+import type { BinaryAckMode, PublishBatch } from '../binary/publish-batch.js';
+import type { InternalMessage } from '../internal/messages.js';
+import { fromHex, toHex } from './hex.js';
+
+export type VectorFields = { [key: string]: unknown };
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Writes payloads as `payloads_utf8` when every one is UTF-8, else `payloads_hex`. */
+export function payloadFields(payloads: Uint8Array[]): VectorFields {
+  try {
+    return { payloads_utf8: payloads.map((p) => STRICT_UTF8.decode(p)) };
+  } catch {
+    return { payloads_hex: payloads.map(toHex) };
+  }
+}
+
+/** Reads payloads back from either notation. */
+export function readPayloads(v: VectorFields): Uint8Array[] {
+  if (Array.isArray(v.payloads_utf8)) {
+    return v.payloads_utf8.map((p) => new TextEncoder().encode(String(p)));
+  }
+  if (Array.isArray(v.payloads_hex)) {
+    return v.payloads_hex.map((p) => fromHex(String(p)) ?? new Uint8Array(0));
+  }
+  return [];
+}
+
+function setIf(out: VectorFields, key: string, value: unknown): void {
+  if (value !== undefined) out[key] = value;
+}
+
+export function publishBatchToFields(b: PublishBatch): VectorFields {
+  const out: VectorFields = {};
+  setIf(out, 'request_id', b.requestId);
+  setIf(out, 'ack_mode', b.ackMode);
+  setIf(out, 'producer_id', b.producerId?.toString());
+  setIf(out, 'sequence', b.sequence);
+  if (b.key !== undefined) out.key_utf8 = new TextDecoder().decode(b.key);
+  Object.assign(out, { tenant_id: b.tenantId, namespace: b.namespace, stream: b.stream });
+  return { ...out, ...payloadFields(b.payloads) };
+}
+
+export function publishBatchFromFields(v: VectorFields): PublishBatch {
+  const b: PublishBatch = {
+    tenantId: String(v.tenant_id),
+    namespace: String(v.namespace),
+    stream: String(v.stream),
+    payloads: readPayloads(v),
+  };
+  if (v.request_id !== undefined) b.requestId = Number(v.request_id);
+  if (v.ack_mode !== undefined) b.ackMode = v.ack_mode as BinaryAckMode;
+  if (v.producer_id !== undefined) b.producerId = BigInt(String(v.producer_id));
+  if (v.sequence !== undefined) b.sequence = Number(v.sequence);
+  if (v.key_utf8 !== undefined) b.key = new TextEncoder().encode(String(v.key_utf8));
+  return b;
+}
+
+export function publishAckToFields(a: PublishAck): VectorFields {
+  const out: VectorFields = { status: a.status, request_id: a.requestId };
+  if (a.status === 'error' || a.message !== '') out.message = a.message;
+  setIf(out, 'owner_node_id', a.owner?.nodeId);
+  setIf(out, 'owner_addr', a.owner?.addr);
+  setIf(out, 'owner_generation', a.owner?.generation);
+  setIf(out, 'code', a.code);
+  setIf(out, 'retry', a.retry);
+  setIf(out, 'reason', a.reason);
+  setIf(out, 'retry_after_ms', a.retryAfterMs);
+  setIf(out, 'offset', a.offset);
+  return out;
+}
+
+export function publishAckFromFields(v: VectorFields): PublishAck {
+  const a: PublishAck = {
+    status: v.status === 'error' ? 'error' : 'ok',
+    requestId: Number(v.request_id),
+    message: v.message === undefined ? '' : String(v.message),
+  };
+  if (v.owner_node_id !== undefined) {
+    a.owner = { nodeId: String(v.owner_node_id), generation: Number(v.owner_generation ?? 0) };
+    if (v.owner_addr !== undefined) a.owner.addr = String(v.owner_addr);
+  }
+  if (v.code !== undefined) a.code = Number(v.code);
+  if (v.retry !== undefined) a.retry = Number(v.retry);
+  if (v.reason !== undefined) a.reason = String(v.reason);
+  if (v.retry_after_ms !== undefined) a.retryAfterMs = Number(v.retry_after_ms);
+  if (v.offset !== undefined) a.offset = Number(v.offset);
+  return a;
+}
+
+export function eventBatchToFields(b: EventBatch): VectorFields {
+  const out: VectorFields = {};
+  setIf(out, 'subscription_id', b.subscriptionId);
+  setIf(out, 'base_offset', b.baseOffset);
+  setIf(out, 'skipped_before', b.skippedBefore);
+  setIf(out, 'publisher', b.publisher);
+  setIf(out, 'timestamps_micros', b.timestampsMicros);
+  return { ...out, ...payloadFields(b.payloads) };
+}
+
+export function eventBatchFromFields(v: VectorFields): EventBatch {
+  const b: EventBatch = { payloads: readPayloads(v) };
+  if (v.subscription_id !== undefined) b.subscriptionId = Number(v.subscription_id);
+  if (v.base_offset !== undefined) b.baseOffset = Number(v.base_offset);
+  if (v.skipped_before !== undefined) b.skippedBefore = Number(v.skipped_before);
+  if (v.publisher !== undefined) b.publisher = String(v.publisher);
+  if (Array.isArray(v.timestamps_micros)) b.timestampsMicros = v.timestamps_micros.map(Number);
+  return b;
+}
+
+/** Internal messages as JSON: bytes become `{"hex": ...}`, bigints `{"u64": "..."}`. */
+export function internalToJson(value: unknown): unknown {
+  if (value instanceof Uint8Array) return { hex: toHex(value) };
+  if (typeof value === 'bigint') return { u64: value.toString() };
+  if (Array.isArray(value)) return value.map(internalToJson);
+  if (typeof value === 'object' && value !== null) {
+    const out: VectorFields = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = internalToJson(v);
+    return out;
+  }
+  return value;
+}
+
+export function internalFromJson(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(internalFromJson);
+  if (typeof value === 'object' && value !== null) {
+    const keys = Object.keys(value);
+    const v = value as VectorFields;
+    if (keys.length === 1 && typeof v.hex === 'string') return fromHex(v.hex) ?? new Uint8Array(0);
+    if (keys.length === 1 && typeof v.u64 === 'string') return BigInt(v.u64);
+    const out: VectorFields = {};
+    for (const [k, item] of Object.entries(v)) out[k] = internalFromJson(item);
+    return out;
+  }
+  return value;
+}
+
+export type { InternalMessage };
