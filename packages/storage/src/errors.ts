@@ -100,6 +100,14 @@ export class RecordTooLargeError extends StorageError {
   }
 }
 
+/** An append carried no records: there is nothing to assign an offset to. */
+export class EmptyBatchError extends StorageError {
+  readonly code = 'FELIX_STORAGE_EMPTY_BATCH';
+  constructor() {
+    super('an append needs at least one record');
+  }
+}
+
 /** Too many appends are queued behind the writer; the caller should back off. */
 export class AppendQueueFullError extends StorageError {
   readonly code = 'FELIX_STORAGE_APPEND_QUEUE_FULL';

@@ -1,0 +1,193 @@
+/**
+ * A fault-injecting Io for tests: wraps another Io and, on request, fails or holds fdatasync
+ * calls and fails writes with ENOSPC/EIO (optionally after writing part of the buffer, as a
+ * real short write before an error would). Counts syncs and writes so tests can assert on
+ * group commit. Lives in src so other packages' tests can inject the same faults.
+ */
+import type { Io, IoFile, OpenMode } from './io.js';
+
+export type FaultCode = 'ENOSPC' | 'EIO';
+
+/** An error shaped like the one node:fs raises for the same errno. */
+export function systemError(code: FaultCode, syscall: string, path: string): NodeJS.ErrnoException {
+  const err = new Error(`${code}: injected fault, ${syscall} '${path}'`) as NodeJS.ErrnoException;
+  err.code = code;
+  err.syscall = syscall;
+  err.path = path;
+  return err;
+}
+
+type PathMatch = (path: string) => boolean;
+const anyLog: PathMatch = (p) => p.endsWith('.log');
+
+interface WriteFault {
+  code: FaultCode;
+  times: number;
+  /** Bytes actually written before the error is raised. */
+  partialBytes: number;
+  match: PathMatch;
+}
+
+interface SyncFault {
+  code: FaultCode;
+  times: number;
+  match: PathMatch;
+}
+
+export class FaultyIo implements Io {
+  /** fdatasync calls on matching files that completed or failed (not counting held ones). */
+  datasyncs = 0;
+  writes = 0;
+  private syncMatch: PathMatch = anyLog;
+  private writeFaults: WriteFault[] = [];
+  private syncFaults: SyncFault[] = [];
+  private truncateFaults = 0;
+  private hold: { promise: Promise<void>; release: () => void } | undefined;
+  private held = 0;
+
+  constructor(private readonly inner: Io) {}
+
+  /** Which files `datasyncs` counts (default: segment files). */
+  countSyncsOf(match: PathMatch): void {
+    this.syncMatch = match;
+  }
+
+  /** The next `times` writes to matching files fail with `code` after `partialBytes` bytes land. */
+  failWrites(
+    code: FaultCode,
+    opts: { times?: number; partialBytes?: number; match?: PathMatch } = {},
+  ): void {
+    this.writeFaults.push({
+      code,
+      times: opts.times ?? 1,
+      partialBytes: opts.partialBytes ?? 0,
+      match: opts.match ?? anyLog,
+    });
+  }
+
+  /** The next `times` fdatasyncs of matching files fail with `code`. */
+  failDatasyncs(code: FaultCode = 'EIO', opts: { times?: number; match?: PathMatch } = {}): void {
+    this.syncFaults.push({ code, times: opts.times ?? 1, match: opts.match ?? anyLog });
+  }
+
+  /** The next `times` truncations fail with EIO. */
+  failTruncates(times = 1): void {
+    this.truncateFaults += times;
+  }
+
+  /** fdatasyncs of counted files block from now until `release()`. */
+  holdDatasyncs(): { release: () => void } {
+    let release!: () => void;
+    const promise = new Promise<void>((r) => {
+      release = r;
+    });
+    this.hold = { promise, release };
+    return {
+      release: () => {
+        this.hold = undefined;
+        release();
+      },
+    };
+  }
+
+  /** fdatasyncs currently blocked by `holdDatasyncs`. */
+  get heldDatasyncs(): number {
+    return this.held;
+  }
+
+  /** @internal */
+  takeWriteFault(path: string): WriteFault | undefined {
+    const f = this.writeFaults.find((w) => w.times > 0 && w.match(path));
+    if (f !== undefined) f.times--;
+    return f;
+  }
+
+  /** @internal */
+  async onDatasync(path: string): Promise<void> {
+    if (!this.syncMatch(path)) return;
+    if (this.hold !== undefined) {
+      this.held++;
+      try {
+        await this.hold.promise;
+      } finally {
+        this.held--;
+      }
+    }
+    this.datasyncs++;
+    const f = this.syncFaults.find((s) => s.times > 0 && s.match(path));
+    if (f !== undefined) {
+      f.times--;
+      throw systemError(f.code, 'fdatasync', path);
+    }
+  }
+
+  /** @internal */
+  takeTruncateFault(): boolean {
+    if (this.truncateFaults <= 0) return false;
+    this.truncateFaults--;
+    return true;
+  }
+
+  async open(path: string, mode: OpenMode): Promise<IoFile> {
+    return new FaultyFile(this, await this.inner.open(path, mode));
+  }
+  readdir(path: string): Promise<string[]> {
+    return this.inner.readdir(path);
+  }
+  mkdir(path: string): Promise<boolean> {
+    return this.inner.mkdir(path);
+  }
+  unlink(path: string): Promise<void> {
+    return this.inner.unlink(path);
+  }
+  exists(path: string): Promise<boolean> {
+    return this.inner.exists(path);
+  }
+  syncDir(path: string): Promise<void> {
+    return this.inner.syncDir(path);
+  }
+}
+
+class FaultyFile implements IoFile {
+  constructor(
+    private readonly io: FaultyIo,
+    private readonly inner: IoFile,
+  ) {}
+  get path(): string {
+    return this.inner.path;
+  }
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    return this.inner.read(buffer, offset, length, position);
+  }
+  async write(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    this.io.writes++;
+    const fault = this.io.takeWriteFault(this.inner.path);
+    if (fault !== undefined) {
+      const partial = Math.min(fault.partialBytes, length);
+      if (partial > 0) await this.inner.write(buffer, offset, partial, position);
+      throw systemError(fault.code, 'write', this.inner.path);
+    }
+    return this.inner.write(buffer, offset, length, position);
+  }
+  async datasync(): Promise<void> {
+    await this.io.onDatasync(this.inner.path);
+    return this.inner.datasync();
+  }
+  truncate(length: number): Promise<void> {
+    if (this.io.takeTruncateFault()) {
+      return Promise.reject(systemError('EIO', 'ftruncate', this.inner.path));
+    }
+    return this.inner.truncate(length);
+  }
+  size(): Promise<number> {
+    return this.inner.size();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The I/O seam of the segment log. Everything the log does to the disk goes through `Io`, so
+ * tests can inject fsync failures and delays and write errors (ENOSPC, EIO) without root or
+ * real disk faults. Only node-io.ts touches node:fs.
+ */
+
+/** An open file. Positions are absolute byte positions; nothing uses a file cursor. */
+export interface IoFile {
+  readonly path: string;
+  /** Reads up to `length` bytes into `buffer[offset..]`; returns how many were read. */
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  /** Writes up to `length` bytes; returns how many were written (may be short). */
+  write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  /** fdatasync: data and the size needed to read it back, not other metadata. */
+  datasync(): Promise<void>;
+  truncate(length: number): Promise<void>;
+  size(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export type OpenMode =
+  /** Read only; fails when missing. */
+  | 'read'
+  /** Read and write an existing file. */
+  | 'write'
+  /** Create a new file (fails when it exists), read and write. */
+  | 'create'
+  /** Create or empty a file, read and write. */
+  | 'replace';
+
+export interface Io {
+  open(path: string, mode: OpenMode): Promise<IoFile>;
+  /** Names in a directory (not paths), in no particular order. */
+  readdir(path: string): Promise<string[]>;
+  /** Creates one directory level; returns false when it already existed. */
+  mkdir(path: string): Promise<boolean>;
+  unlink(path: string): Promise<void>;
+  exists(path: string): Promise<boolean>;
+  /** Makes the directory's entries (creations, unlinks) durable. */
+  syncDir(path: string): Promise<void>;
+}
+
+/** Writes all of `buffer[offset, offset+length)` at `position`, looping over short writes. */
+export async function writeFully(
+  file: IoFile,
+  buffer: Uint8Array,
+  offset: number,
+  length: number,
+  position: number,
+): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    const n = await file.write(buffer, offset + done, length - done, position + done);
+    if (n <= 0) throw new Error(`write to ${file.path} made no progress`);
+    done += n;
+  }
+}
+
+/** Reads `length` bytes at `position`, looping over short reads; returns how many exist. */
+export async function readFully(
+  file: IoFile,
+  buffer: Uint8Array,
+  offset: number,
+  length: number,
+  position: number,
+): Promise<number> {
+  let done = 0;
+  while (done < length) {
+    const n = await file.read(buffer, offset + done, length - done, position + done);
+    if (n <= 0) break;
+    done += n;
+  }
+  return done;
+}

@@ -1,0 +1,98 @@
+/** The real Io over node:fs/promises; the only file in this package that imports node:fs. */
+import { constants, type FileHandle, access, mkdir, open, readdir, unlink } from 'node:fs/promises';
+import type { Io, IoFile, OpenMode } from './io.js';
+
+const FLAGS: Record<OpenMode, number> = {
+  read: constants.O_RDONLY,
+  write: constants.O_RDWR,
+  create: constants.O_RDWR | constants.O_CREAT | constants.O_EXCL,
+  replace: constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC,
+};
+
+class NodeFile implements IoFile {
+  constructor(
+    readonly path: string,
+    private readonly handle: FileHandle,
+  ) {}
+
+  async read(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    const { bytesRead } = await this.handle.read(buffer, offset, length, position);
+    return bytesRead;
+  }
+
+  async write(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    const { bytesWritten } = await this.handle.write(buffer, offset, length, position);
+    return bytesWritten;
+  }
+
+  datasync(): Promise<void> {
+    return this.handle.datasync();
+  }
+
+  truncate(length: number): Promise<void> {
+    return this.handle.truncate(length);
+  }
+
+  async size(): Promise<number> {
+    return (await this.handle.stat()).size;
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+export class NodeIo implements Io {
+  async open(path: string, mode: OpenMode): Promise<IoFile> {
+    return new NodeFile(path, await open(path, FLAGS[mode], 0o644));
+  }
+
+  readdir(path: string): Promise<string[]> {
+    return readdir(path);
+  }
+
+  async mkdir(path: string): Promise<boolean> {
+    try {
+      await mkdir(path);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    }
+  }
+
+  unlink(path: string): Promise<void> {
+    return unlink(path);
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await access(path);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async syncDir(path: string): Promise<void> {
+    const handle = await open(path, constants.O_RDONLY);
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+}
+
+/** The process-wide real Io. */
+export const nodeIo: Io = new NodeIo();

@@ -1,0 +1,210 @@
+/**
+ * Scanning one segment file forward from a record boundary, verifying every header CRC and
+ * checksum, until the end or the first damage. The verdict says what the damage is, where,
+ * and whether everything from it to the end of the file is a zero-filled tail (lost blocks),
+ * so the caller (recovery) can decide between repairing the tail and refusing to open.
+ * Reads in large chunks through one reused buffer.
+ */
+import type { CorruptionKind } from '../errors.js';
+import type { IoFile } from '../io/io.js';
+import { readFully } from '../io/io.js';
+import { RECORD_PAYLOAD_BYTES_MAX, SCAN_CHUNK_BYTES, ZERO_TAIL_BLOCK_BYTES } from '../limits.js';
+import {
+  FLAG_PUBLISHER,
+  HEAD_OK,
+  HEAD_SHORT,
+  PRODUCER_TAG_BYTES,
+  RECORD_HEADER_BYTES,
+  RecordHead,
+  publisherLength,
+  readRecordHead,
+  recordChecksumOk,
+  viewOf,
+} from './format.js';
+import type { SparseIndex } from './sparse-index.js';
+
+export interface ScanDamage {
+  kind: CorruptionKind;
+  /** Start of the damaged record. */
+  position: number;
+  detail: string;
+  /** Every byte from `position` to the end of the file is a lost-block zero tail. */
+  zeroTail: boolean;
+}
+
+export interface ScanResult {
+  /** Position just past the last good record. */
+  endPosition: number;
+  /** Offset after the last good record. */
+  nextOffset: number;
+  records: number;
+  /** Largest timestamp seen (-1 when no record was scanned). */
+  newestTimestampMicros: number;
+  damage?: ScanDamage;
+}
+
+export interface ScanOptions {
+  position: number;
+  expectedOffset: number;
+  version: number;
+  /** Records found are offered to this index. */
+  index?: SparseIndex;
+  /** Called for every good record; `bytes` is only valid during the call. */
+  onRecord?: (bytes: Uint8Array, view: DataView, at: number, head: RecordHead) => void;
+}
+
+const LARGEST_RECORD_BYTES = RECORD_HEADER_BYTES + PRODUCER_TAG_BYTES + RECORD_PAYLOAD_BYTES_MAX;
+
+/** A growable scan buffer, reused across segments. */
+export class ScanBuffer {
+  bytes: Uint8Array;
+  view: DataView;
+  constructor(size = SCAN_CHUNK_BYTES) {
+    this.bytes = new Uint8Array(size);
+    this.view = viewOf(this.bytes);
+  }
+  ensure(size: number): void {
+    if (this.bytes.length >= size) return;
+    this.bytes = new Uint8Array(size);
+    this.view = viewOf(this.bytes);
+  }
+}
+
+export async function scanSegment(
+  file: IoFile,
+  fileSize: number,
+  opts: ScanOptions,
+  buffer: ScanBuffer = new ScanBuffer(),
+): Promise<ScanResult> {
+  const head = new RecordHead();
+  let pos = opts.position;
+  let offset = opts.expectedOffset;
+  let records = 0;
+  let newest = -1;
+  let bufStart = pos;
+  let bufLength = 0;
+  const load = async (at: number, atLeast: number) => {
+    buffer.ensure(atLeast);
+    bufStart = at;
+    const want = Math.min(buffer.bytes.length, fileSize - at);
+    bufLength = await readFully(file, buffer.bytes, 0, want, at);
+  };
+  const result = (damage?: ScanDamage): ScanResult => ({
+    endPosition: pos,
+    nextOffset: offset,
+    records,
+    newestTimestampMicros: newest,
+    ...(damage !== undefined ? { damage } : {}),
+  });
+  const damaged = async (kind: CorruptionKind, detail: string, recordEnd: number | undefined) =>
+    result({
+      kind,
+      position: pos,
+      detail,
+      zeroTail: await isZeroTail(file, fileSize, pos, recordEnd, buffer),
+    });
+
+  await load(pos, 0);
+  while (pos < fileSize) {
+    let rel = pos - bufStart;
+    if (bufLength - rel < RECORD_HEADER_BYTES) {
+      if (fileSize - pos < RECORD_HEADER_BYTES) {
+        return damaged(
+          'Truncated',
+          `needed ${RECORD_HEADER_BYTES} header bytes, available ${fileSize - pos}`,
+          undefined,
+        );
+      }
+      await load(pos, 0);
+      rel = 0;
+      if (bufLength < RECORD_HEADER_BYTES) {
+        return damaged(
+          'Truncated',
+          `file shorter than its size (${bufLength} bytes read)`,
+          undefined,
+        );
+      }
+    }
+    const verdict = readRecordHead(buffer.bytes, buffer.view, rel, bufLength, opts.version, head);
+    if (verdict === HEAD_SHORT) throw new Error('unreachable: header bytes were loaded');
+    if (verdict !== HEAD_OK)
+      return damaged(verdict, `record header at offset ${offset}`, undefined);
+    const recordEnd = pos + head.totalBytes;
+    if (head.offset !== offset) {
+      return damaged(
+        'OffsetOutOfOrder',
+        `expected offset ${offset}, found ${head.offset}`,
+        recordEnd,
+      );
+    }
+    if (recordEnd > fileSize) {
+      return damaged(
+        'Truncated',
+        `needed ${head.totalBytes} record bytes, available ${fileSize - pos}`,
+        recordEnd,
+      );
+    }
+    if (rel + head.totalBytes > bufLength) {
+      await load(pos, Math.min(head.totalBytes, LARGEST_RECORD_BYTES));
+      rel = 0;
+      if (bufLength < head.totalBytes) {
+        return damaged(
+          'Truncated',
+          `file shorter than its size (${bufLength} bytes read)`,
+          recordEnd,
+        );
+      }
+    }
+    if (!recordChecksumOk(buffer.bytes, buffer.view, rel, head)) {
+      return damaged('RecordChecksum', `record at offset ${offset}`, recordEnd);
+    }
+    if (head.flags & FLAG_PUBLISHER && publisherLength(buffer.bytes, rel, head) < 0) {
+      return damaged(
+        'RecordPublisher',
+        `publisher length exceeds body at offset ${offset}`,
+        recordEnd,
+      );
+    }
+    opts.index?.offer(offset, pos);
+    opts.onRecord?.(buffer.bytes, buffer.view, rel, head);
+    if (head.timestampMicros > newest) newest = head.timestampMicros;
+    pos = recordEnd;
+    offset++;
+    records++;
+  }
+  return result();
+}
+
+/**
+ * Whether the bytes from `from` to the end of the file are a lost-block tail: all zero, or
+ * zero from a block boundary inside the damaged record onwards (power loss with the size on
+ * disk but the blocks not). Zeros followed by anything non-zero are not.
+ */
+async function isZeroTail(
+  file: IoFile,
+  fileSize: number,
+  from: number,
+  recordEnd: number | undefined,
+  buffer: ScanBuffer,
+): Promise<boolean> {
+  // Find where the final run of zeros starts, reading backwards from the end.
+  let zeroStart = fileSize;
+  let end = fileSize;
+  while (end > from) {
+    const start = Math.max(from, end - buffer.bytes.length);
+    const n = await readFully(file, buffer.bytes, 0, end - start, start);
+    if (n < end - start) return false;
+    let i = n - 1;
+    while (i >= 0 && buffer.bytes[i] === 0) i--;
+    if (i >= 0) {
+      zeroStart = start + i + 1;
+      break;
+    }
+    zeroStart = start;
+    end = start;
+  }
+  if (zeroStart === from) return true;
+  if (zeroStart >= fileSize || zeroStart % ZERO_TAIL_BLOCK_BYTES !== 0) return false;
+  const damagedEnd = recordEnd ?? from + RECORD_HEADER_BYTES;
+  return zeroStart > from && zeroStart < damagedEnd;
+}

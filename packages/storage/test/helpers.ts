@@ -1,0 +1,42 @@
+/** Shared helpers for the segment-log tests: a scratch root, a shard, payload builders. */
+import { join } from 'node:path';
+import { tempDir } from '@felix/testing-harness';
+import { afterEach } from 'vitest';
+import { type LogOptions, SegmentLog } from '../src/log/segment-log.js';
+import { shardDirName } from '../src/log/layout.js';
+
+export const SHARD = { tenant: 'acme', namespace: 'default', stream: 'orders', shard: 0 };
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** A fresh root removed after the test. */
+export async function scratchRoot(): Promise<string> {
+  const t = await tempDir('felix-storage-');
+  cleanups.push(t.cleanup);
+  return t.path;
+}
+
+export function shardDir(root: string): string {
+  return join(root, shardDirName(SHARD));
+}
+
+export function openLog(root: string, opts: Partial<LogOptions> = {}): Promise<SegmentLog> {
+  return SegmentLog.open({ root, shard: SHARD, fsync: 'onCommit', ...opts });
+}
+
+const enc = new TextEncoder();
+export function payload(i: number, size = 0): Uint8Array {
+  const base = enc.encode(`record-${i}-`);
+  if (size <= base.length) return base;
+  const out = new Uint8Array(size);
+  out.set(base);
+  for (let k = base.length; k < size; k++) out[k] = (i * 31 + k) & 0xff;
+  return out;
+}
+
+export function text(b: Uint8Array): string {
+  return new TextDecoder().decode(b);
+}

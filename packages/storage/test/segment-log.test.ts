@@ -1,0 +1,305 @@
+/**
+ * Goal: the segment log assigns offsets in append order, reads back exactly what was
+ * appended within its budgets, group-commits flushes, and fails safely on write and flush
+ * errors. Method: real files in a scratch directory, with a FaultyIo where a fault is needed;
+ * synchronisation through the log's own promises and `waitFor`, never sleeps.
+ */
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  LogClosedError,
+  LogPoisonedError,
+  WriteFailedError,
+  WritesRefusedError,
+} from '../src/errors.js';
+import { FaultyIo } from '../src/io/faulty-io.js';
+import { nodeIo } from '../src/io/node-io.js';
+import { indexFileName } from '../src/log/layout.js';
+import type { SegmentLog } from '../src/log/segment-log.js';
+import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
+
+async function readAll(log: SegmentLog, from = log.baseOffset): Promise<string[]> {
+  const out: string[] = [];
+  let next = from;
+  for (;;) {
+    const r = await log.read(next, { maxRecords: 7 });
+    if (r.kind !== 'records') throw new Error('unexpected trim');
+    if (r.records.length === 0) return out;
+    for (const rec of r.records) out.push(`${rec.offset}:${text(rec.payload)}`);
+    next = r.next;
+  }
+}
+
+describe('SegmentLog', () => {
+  it('appended_batches_read_back_in_offset_order_across_segments', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096 });
+    const expected: string[] = [];
+    for (let b = 0; b < 40; b++) {
+      const batch = [payload(b * 3, 100), payload(b * 3 + 1, 10), payload(b * 3 + 2, 300)];
+      const { first, next } = await log.append(batch);
+      expect(first).toBe(b * 3);
+      expect(next).toBe(b * 3 + 3);
+      batch.forEach((p, k) => {
+        expected.push(`${first + k}:${text(p)}`);
+      });
+    }
+    expect(log.segmentCount).toBeGreaterThan(3);
+    expect(log.tailOffset).toBe(120);
+    expect(log.durableOffset).toBe(120);
+    expect(await readAll(log)).toEqual(expected);
+    expect(await readAll(log, 55)).toEqual(expected.slice(55));
+    await log.close();
+    const reopened = await openLog(root, { segmentBytes: 4096 });
+    expect(reopened.tailOffset).toBe(120);
+    expect(reopened.recovered.filter((a) => a.kind !== 'rewriteIndex')).toEqual([]);
+    expect(await readAll(reopened)).toEqual(expected);
+    const more = await reopened.append([payload(999)]);
+    expect(more.first).toBe(120);
+    await reopened.close();
+  });
+
+  it('a_read_returns_at_least_one_record_within_its_budgets', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root);
+    await log.append([payload(0, 1000), payload(1, 1000), payload(2, 1000), payload(3, 1000)]);
+    const one = await log.read(0, { maxBytes: 10 });
+    expect(one.kind === 'records' && one.records.map((r) => r.offset)).toEqual([0]);
+    expect(one.kind === 'records' && one.next).toBe(1);
+    const two = await log.read(1, { maxBytes: 2000 });
+    expect(two.kind === 'records' && two.records.map((r) => r.offset)).toEqual([1, 2]);
+    const capped = await log.read(0, { maxRecords: 3 });
+    expect(capped.kind === 'records' && capped.records.length).toBe(3);
+    const atTail = await log.read(4);
+    expect(atTail).toEqual({ kind: 'records', records: [], next: 4 });
+    await log.close();
+  });
+
+  it('a_trimmed_offset_is_distinguishable_from_an_empty_range', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096, retention: { maxBytes: 9000 } });
+    for (let i = 0; i < 60; i++) await log.append([payload(i, 200)]);
+    const deleted = await log.enforceRetention();
+    expect(deleted).toBeGreaterThan(0);
+    expect(log.baseOffset).toBeGreaterThan(0);
+    const below = await log.read(0);
+    expect(below).toEqual({ kind: 'trimmed', requested: 0, oldest: log.baseOffset });
+    const atTail = await log.read(log.tailOffset);
+    expect(atTail).toEqual({ kind: 'records', records: [], next: log.tailOffset });
+    const oldest = await log.read(log.baseOffset, { maxRecords: 1 });
+    expect(oldest.kind === 'records' && oldest.records[0]?.offset).toBe(log.baseOffset);
+    await log.close();
+  });
+
+  it('retention_never_deletes_the_active_segment', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, {
+      segmentBytes: 4096,
+      retention: { maxBytes: 1, maxAgeMs: 1 },
+    });
+    for (let i = 0; i < 30; i++) await log.append([payload(i, 300)], { timestampMicros: 1000 + i });
+    expect(log.segmentCount).toBeGreaterThan(2);
+    const tail = log.tailOffset;
+    await log.enforceRetention(Date.now() * 1000);
+    expect(log.segmentCount).toBe(1);
+    expect(log.tailOffset).toBe(tail);
+    const r = await log.read(log.baseOffset);
+    expect(r.kind === 'records' && r.records.at(-1)?.offset).toBe(tail - 1);
+    await log.close();
+  });
+
+  it('retention_by_age_keeps_segments_holding_a_recent_record', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096, retention: { maxAgeMs: 60_000 } });
+    const now = 10_000_000_000;
+    // Old records first, then one recent record inside a segment that otherwise is old.
+    for (let i = 0; i < 20; i++) await log.append([payload(i, 300)], { timestampMicros: 1000 });
+    await log.append([payload(20, 300)], { timestampMicros: now - 1000 });
+    for (let i = 21; i < 40; i++) await log.append([payload(i, 300)], { timestampMicros: now });
+    await log.enforceRetention(now);
+    const r = await log.read(log.baseOffset, { maxRecords: 1 });
+    expect(r.kind).toBe('records');
+    expect(log.baseOffset).toBeGreaterThan(0);
+    expect(log.baseOffset).toBeLessThanOrEqual(20);
+    await log.close();
+  });
+
+  it('concurrent_appenders_share_one_flush', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    const before = io.datasyncs;
+    const gate = io.holdDatasyncs();
+    const firstAppend = log.append([payload(0)]);
+    await waitFor(() => io.heldDatasyncs === 1, 'the first flush to start');
+    const rest = Array.from({ length: 16 }, (_, i) => log.append([payload(i + 1)]));
+    await waitFor(() => log.writtenOffset === 17, 'all appends to be written');
+    gate.release();
+    const results = await Promise.all([firstAppend, ...rest]);
+    expect(results.map((r) => r.first).sort((a, b) => a - b)).toEqual([...Array(17).keys()]);
+    // One flush for the first append, one shared by the sixteen that waited behind it.
+    expect(io.datasyncs - before).toBe(2);
+    expect(log.durableOffset).toBe(17);
+    await log.close();
+  });
+
+  it('a_failed_write_consumes_no_offsets', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    await log.append([payload(0), payload(1)]);
+    io.failWrites('ENOSPC', { partialBytes: 20 });
+    await expect(log.append([payload(2), payload(3)])).rejects.toBeInstanceOf(WriteFailedError);
+    expect(log.tailOffset).toBe(2);
+    io.failWrites('EIO');
+    await expect(log.append([payload(4)])).rejects.toBeInstanceOf(WriteFailedError);
+    const after = await log.append([payload(5)]);
+    expect(after).toEqual({ first: 2, next: 3 });
+    expect(await readAll(log)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
+    await log.close();
+    const reopened = await openLog(root);
+    expect(reopened.recovered.filter((a) => a.kind !== 'rewriteIndex')).toEqual([]);
+    expect(await readAll(reopened)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
+    await reopened.close();
+  });
+
+  it('a_failed_write_that_cannot_be_undone_refuses_writes_until_reopen', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    await log.append([payload(0)]);
+    io.failWrites('EIO', { partialBytes: 10 });
+    io.failTruncates(1);
+    await expect(log.append([payload(1)])).rejects.toBeInstanceOf(WriteFailedError);
+    await expect(log.append([payload(2)])).rejects.toBeInstanceOf(WritesRefusedError);
+    await log.close().catch(() => undefined);
+    const reopened = await openLog(root);
+    expect(reopened.tailOffset).toBe(1);
+    expect(reopened.recovered.some((a) => a.kind === 'truncate')).toBe(true);
+    await reopened.close();
+  });
+
+  it('readers_stop_at_the_durable_offset_once_a_flush_poisons_the_log', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, fsync: 'periodic', flushIntervalMs: 60_000 });
+    await log.append([payload(0), payload(1)]);
+    await log.flush();
+    await log.append([payload(2), payload(3)]);
+    const before = await log.read(0);
+    expect(before.kind === 'records' && before.records.length).toBe(4);
+    io.failDatasyncs('EIO');
+    await expect(log.flush()).rejects.toBeInstanceOf(LogPoisonedError);
+    expect(log.durableOffset).toBe(2);
+    const after = await log.read(0);
+    expect(after.kind === 'records' && after.records.map((r) => r.offset)).toEqual([0, 1]);
+    expect(after.kind === 'records' && after.next).toBe(2);
+    await log.close().catch(() => undefined);
+  });
+
+  it('a_poisoned_log_fails_every_later_append_flush_and_close', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    await log.append([payload(0)]);
+    io.failDatasyncs('EIO');
+    await expect(log.append([payload(1)])).rejects.toBeInstanceOf(LogPoisonedError);
+    // A later flush would succeed on the device, but the log stays poisoned until reopen.
+    await expect(log.append([payload(2)])).rejects.toBeInstanceOf(LogPoisonedError);
+    await expect(log.flush()).rejects.toBeInstanceOf(LogPoisonedError);
+    await expect(log.close()).rejects.toBeInstanceOf(LogPoisonedError);
+    await expect(log.read(0)).rejects.toBeInstanceOf(LogClosedError);
+    const reopened = await openLog(root);
+    expect(reopened.poisoned).toBe(false);
+    await reopened.append([payload(3)]);
+    await reopened.close();
+  });
+
+  it('an_idle_periodic_log_arms_no_flush_timer', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, fsync: 'periodic', flushIntervalMs: 50 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const syncsAtOpen = io.datasyncs;
+      expect(vi.getTimerCount()).toBe(0);
+      const durable = new Promise<number>((r) => log.onDurable(r));
+      await log.append([payload(0)]);
+      expect(log.durableOffset).toBe(0);
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(50);
+      expect(await durable).toBe(1);
+      expect(io.datasyncs - syncsAtOpen).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+      vi.advanceTimersByTime(10_000);
+      expect(io.datasyncs - syncsAtOpen).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+    await log.close();
+  });
+
+  it('a_rebuilt_sparse_index_is_byte_identical', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 64 * 1024, fsync: 'none' });
+    for (let i = 0; i < 300; i++) await log.append([payload(i, 150 + (i % 7) * 40)]);
+    expect(log.segmentCount).toBeGreaterThan(1);
+    await log.close();
+    const sealedIndex = join(shardDir(root), indexFileName(0));
+    const original = await readFile(sealedIndex);
+    expect(original.length).toBeGreaterThan(24 + 16 * 5);
+    await rm(sealedIndex);
+    const reopened = await openLog(root, { segmentBytes: 64 * 1024 });
+    expect(reopened.recovered).toContainEqual({ kind: 'rewriteIndex', segmentId: 0 });
+    expect(Buffer.compare(await readFile(sealedIndex), original)).toBe(0);
+    expect((await readAll(reopened)).length).toBe(300);
+    await reopened.close();
+  });
+
+  it('a_damaged_sparse_index_is_rebuilt_and_never_trusted', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 64 * 1024, fsync: 'none' });
+    for (let i = 0; i < 300; i++) await log.append([payload(i, 200)]);
+    await log.close();
+    const sealedIndex = join(shardDir(root), indexFileName(0));
+    const original = await readFile(sealedIndex);
+    const bad = Buffer.from(original);
+    bad[24 + 16 * 3 + 15]! ^= 0x40; // one entry's position now points inside a record
+    await (await import('node:fs/promises')).writeFile(sealedIndex, bad);
+    const reopened = await openLog(root, { segmentBytes: 64 * 1024 });
+    const all = await readAll(reopened);
+    expect(all.length).toBe(300);
+    expect(all[50]).toBe(`50:${text(payload(50, 200))}`);
+    await reopened.close();
+  });
+
+  it('a_seal_cuts_below_every_earlier_record_and_a_trim_deletes_only_whole_segments', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root);
+    await log.append([payload(0), payload(1)]);
+    const pending = log.append([payload(2)]);
+    const cut = await log.seal();
+    await pending;
+    expect(cut).toBe(3);
+    expect(log.segmentCount).toBe(2);
+    expect(await log.seal()).toBe(3); // an empty active segment is not sealed again
+    expect(log.segmentCount).toBe(2);
+    await log.append([payload(3)]);
+    expect(await log.trimBelow(2)).toBe(0); // segment 0 ends at 3, above the cut
+    expect(await log.trimBelow(3)).toBe(1);
+    expect(log.baseOffset).toBe(3);
+    expect(await log.trimBelow(100)).toBe(0); // never the active segment
+    expect(await readAll(log)).toEqual(['3:record-3-']);
+    await log.close();
+  });
+
+  it('an_append_after_close_is_refused', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root);
+    await log.append([payload(0)]);
+    await log.close();
+    expect(() => log.stage([payload(1)])).toThrow(LogClosedError);
+  });
+});
