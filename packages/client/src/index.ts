@@ -1,1 +1,50 @@
-export {};
+export { FelixClient, connect } from './client.js';
+export type { ConnectOptions, PublishOptions, PublishResult, SubscribeOptions } from './client.js';
+export {
+  AbortedError,
+  BrokerInternalError,
+  BrokerRefusedError,
+  BrokerStorageError,
+  BrokerUnknownCodeError,
+  ClientClosedError,
+  ClientError,
+  ConnectError,
+  ConnectionLostError,
+  CursorInFutureError,
+  CursorTooOldError,
+  DrainingError,
+  ForbiddenError,
+  InvalidArgumentError,
+  InvalidRequestError,
+  LimitExceededError,
+  NotFoundError,
+  OutcomeUnknownError,
+  OverloadedError,
+  ProtocolError,
+  ShardUnavailableError,
+  TimeoutError,
+  UnauthenticatedError,
+  UnknownStreamError,
+} from './errors.js';
+export type { BrokerAnswer } from './errors.js';
+export {
+  CONNECT_TIMEOUT_MS_DEFAULT,
+  PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
+  PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,
+  PUBLISHER_PENDING_RECORDS_MAX,
+  RECONNECT_ATTEMPTS_MAX_DEFAULT,
+  RECONNECT_BASE_MS_DEFAULT,
+  RECONNECT_DELAY_MS_MAX_DEFAULT,
+  REQUEST_TIMEOUT_MS_DEFAULT,
+  STATUS_BUFFER_EVENTS_MAX,
+  SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
+  SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
+} from './limits.js';
+export type { TlsOptions } from './protocol/broker-connection.js';
+export { Publisher } from './publisher.js';
+export type { PublisherOptions } from './publisher.js';
+export type { StatusEvent } from './status.js';
+export { Subscription } from './subscription.js';
+export type { StreamEvent } from './subscription.js';
+export { backoffDelayMs } from './util/backoff.js';
+export { BoundedQueue } from './util/bounded-queue.js';

@@ -1,0 +1,350 @@
+/**
+ * `connect()` and the Felix client: one live broker connection at a time, chosen from the seed
+ * list, replaced after a loss with full-jitter exponential backoff. Calls made while it is
+ * reconnecting wait (bounded by `requestTimeoutMs` and their AbortSignal). Subscriptions resume
+ * on the new connection; acked publishes caught by the loss fail with OutcomeUnknownError.
+ */
+import { shardForKey } from '@felix/wire';
+import {
+  AbortedError,
+  ClientClosedError,
+  ConnectError,
+  InvalidArgumentError,
+  TimeoutError,
+  UnknownStreamError,
+} from './errors.js';
+import {
+  CONNECT_TIMEOUT_MS_DEFAULT,
+  PAYLOAD_BYTES_MAX,
+  RECONNECT_ATTEMPTS_MAX_DEFAULT,
+  RECONNECT_BASE_MS_DEFAULT,
+  RECONNECT_DELAY_MS_MAX_DEFAULT,
+  REQUEST_TIMEOUT_MS_DEFAULT,
+  SHARD_CACHE_STREAMS_MAX,
+  SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
+  SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
+} from './limits.js';
+import {
+  BrokerConnection,
+  type StartPosition,
+  type TlsOptions,
+} from './protocol/broker-connection.js';
+import { Publisher, type PublisherOptions } from './publisher.js';
+import { type StatusEvent, StatusHub } from './status.js';
+import { ShardReader, Subscription } from './subscription.js';
+import { backoffDelayMs, sleep } from './util/backoff.js';
+
+export interface ConnectOptions {
+  /** Broker addresses, `quic://host:port` or `tls://host:port`; several are seeds tried in turn. */
+  servers: string[];
+  tenant: string;
+  token?: string;
+  namespace?: string;
+  tls?: TlsOptions;
+  reconnect?: { baseMs?: number; maxDelayMs?: number; attemptsMax?: number };
+  connectTimeoutMs?: number;
+  /** How long a call waits for a connection during a reconnect. */
+  requestTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface PublishOptions {
+  /** Routing key: records with one key land on one shard, in order. */
+  key?: Uint8Array | string;
+  /** Wait for the broker's ack (default true). Unacked publishes resolve once written. */
+  ack?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface PublishResult {
+  /** Offset of the record in its shard; null for an unacked publish. */
+  offset: number | null;
+  /** The shard the record went to, when known (unkeyed: 0). */
+  shard: number | null;
+}
+
+export interface SubscribeOptions {
+  /** `latest` (default), `earliest` (oldest retained), or an exact offset (needs `shard`
+   *  on a multi-shard stream). */
+  from?: 'latest' | 'earliest' | number;
+  /** Read one shard; default every shard of the stream, merged. */
+  shard?: number;
+  signal?: AbortSignal;
+  /** Envelopes the broker queues for this subscriber before it drops (and reports). */
+  queueCapacity?: number;
+  /** Batches a merged subscription buffers between its shards and the caller. */
+  bufferBatches?: number;
+}
+
+const TEXT = new TextEncoder();
+
+function bytesOf(data: Uint8Array | string): Uint8Array {
+  return typeof data === 'string' ? TEXT.encode(data) : data;
+}
+
+export class FelixClient {
+  private current: BrokerConnection | null = null;
+  private connectedWaiters: Array<() => void> = [];
+  private isClosed = false;
+  private terminal: Error | null = null;
+  private serverIndex = 0;
+  private readonly hub = new StatusHub();
+  private readonly shardCache = new Map<
+    string,
+    { shards: number; routing: 'modulo' | 'jump_hash' }
+  >();
+  private readonly closeController = new AbortController();
+  readonly namespace: string;
+
+  private constructor(private readonly opts: ConnectOptions) {
+    this.namespace = opts.namespace ?? 'default';
+  }
+
+  /** @internal use `connect()`. */
+  static async create(opts: ConnectOptions): Promise<FelixClient> {
+    if (opts.servers.length === 0)
+      throw new InvalidArgumentError('servers must name at least one broker');
+    if (opts.tenant === '') throw new InvalidArgumentError('tenant must not be empty');
+    const client = new FelixClient(opts);
+    const errors: unknown[] = [];
+    for (let i = 0; i < opts.servers.length; i++) {
+      if (opts.signal?.aborted) throw new AbortedError('connect', { cause: opts.signal.reason });
+      try {
+        client.adopt(await client.open(client.nextServer()));
+        return client;
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    throw new ConnectError(opts.servers, {
+      cause: errors.length === 1 ? errors[0] : new AggregateError(errors),
+    });
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  private nextServer(): string {
+    const s = this.opts.servers[this.serverIndex % this.opts.servers.length]!;
+    this.serverIndex++;
+    return s;
+  }
+
+  private open(server: string): Promise<BrokerConnection> {
+    return BrokerConnection.open(server, {
+      tenant: this.opts.tenant,
+      token: this.opts.token ?? '',
+      namespace: this.namespace,
+      tls: this.opts.tls ?? {},
+      connectTimeoutMs: this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
+    });
+  }
+
+  private adopt(conn: BrokerConnection): void {
+    this.current = conn;
+    this.hub.emit({ type: 'connected', server: conn.server, transport: conn.conn.transport });
+    for (const w of this.connectedWaiters.splice(0)) w();
+    void conn.lost.then((err) => {
+      if (this.current !== conn) return;
+      this.current = null;
+      if (this.isClosed) return;
+      this.hub.emit({ type: 'disconnected', server: conn.server, reason: err.message });
+      void this.reconnect();
+    });
+  }
+
+  private async reconnect(): Promise<void> {
+    const r = this.opts.reconnect ?? {};
+    const attemptsMax = r.attemptsMax ?? RECONNECT_ATTEMPTS_MAX_DEFAULT;
+    for (let attempt = 0; attempt < attemptsMax && !this.isClosed; attempt++) {
+      const delayMs = backoffDelayMs(attempt, {
+        baseMs: r.baseMs ?? RECONNECT_BASE_MS_DEFAULT,
+        maxMs: r.maxDelayMs ?? RECONNECT_DELAY_MS_MAX_DEFAULT,
+      });
+      this.hub.emit({ type: 'reconnecting', attempt: attempt + 1, delayMs });
+      try {
+        await sleep(delayMs, this.closeController.signal);
+      } catch {
+        return; // closed while waiting
+      }
+      try {
+        const conn = await this.open(this.nextServer());
+        if (this.isClosed) {
+          await conn.close();
+          return;
+        }
+        this.adopt(conn);
+        return;
+      } catch {
+        // try the next seed after the next delay
+      }
+    }
+    if (!this.isClosed) {
+      this.terminal = new ConnectError(this.opts.servers);
+      await this.close();
+    }
+  }
+
+  /** The live connection, waiting for a reconnect if needed. */
+  async connection(signal?: AbortSignal): Promise<BrokerConnection> {
+    const timeoutMs = this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.isClosed) throw this.terminal ?? new ClientClosedError();
+      if (signal?.aborted) throw new AbortedError('the call', { cause: signal.reason });
+      const c = this.current;
+      if (c && !c.isLost) return c;
+      const left = until - Date.now();
+      if (left <= 0) throw new TimeoutError('waiting for a broker connection', timeoutMs);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        const onAbort = () => done();
+        function done() {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        }
+        this.connectedWaiters.push(done);
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    }
+  }
+
+  /** Status events: connected, disconnected, reconnecting, lagged, gap, reset, closed. */
+  status(opts: { signal?: AbortSignal } = {}): AsyncIterable<StatusEvent> {
+    return this.hub.listen(opts.signal);
+  }
+
+  /** Shard count and routing of a stream (cached). Throws UnknownStreamError for 0 shards. */
+  async shards(
+    stream: string,
+    signal?: AbortSignal,
+  ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
+    const cached = this.shardCache.get(stream);
+    if (cached) return cached;
+    const view = await (await this.connection(signal)).streamShards(stream);
+    if (view.shards === 0) throw new UnknownStreamError(stream);
+    if (this.shardCache.size >= SHARD_CACHE_STREAMS_MAX) this.shardCache.clear();
+    this.shardCache.set(stream, view);
+    return view;
+  }
+
+  /** Publishes one record; by default resolves with its offset once the broker acknowledged it. */
+  async publish(
+    stream: string,
+    data: Uint8Array | string,
+    opts: PublishOptions = {},
+  ): Promise<PublishResult> {
+    const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
+    return this.publishBatch(stream, [bytesOf(data)], { ...opts, ...(key ? { key } : {}) });
+  }
+
+  /** Publishes records as one batch (one append, contiguous offsets, one shard). */
+  async publishBatch(
+    stream: string,
+    data: Array<Uint8Array | string>,
+    opts: PublishOptions = {},
+  ): Promise<PublishResult> {
+    if (stream === '') throw new InvalidArgumentError('stream must not be empty');
+    const payloads = data.map(bytesOf);
+    if (payloads.length === 0) throw new InvalidArgumentError('a batch needs at least one record');
+    for (const p of payloads) {
+      if (p.byteLength > PAYLOAD_BYTES_MAX)
+        throw new InvalidArgumentError(`a payload exceeds ${PAYLOAD_BYTES_MAX} bytes`);
+    }
+    const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
+    const ack = opts.ack ?? true;
+    const conn = await this.connection(opts.signal);
+    const sent = conn.publish(stream, payloads, { ack, ...(key ? { key } : {}) });
+    const r = await abortable(sent, opts.signal, 'publish');
+    let shard: number | null = 0;
+    if (key) {
+      const cached = this.shardCache.get(stream);
+      shard = cached ? shardForKey(key, cached.shards, cached.routing) : null;
+    }
+    return { offset: r.offset ?? null, shard };
+  }
+
+  /** A batching publisher: many `publish()` calls, few frames. */
+  publisher(stream: string, opts: PublisherOptions = {}): Publisher {
+    const ack = opts.ack ?? true;
+    return new Publisher(
+      stream,
+      (payloads, key) => this.publishBatch(stream, payloads, { ack, ...(key ? { key } : {}) }),
+      opts,
+    );
+  }
+
+  /** Subscribes to a stream (every shard, merged) or one shard. A bounded async iterable. */
+  subscribe(stream: string, opts: SubscribeOptions = {}): Subscription {
+    const from = opts.from ?? 'latest';
+    const start: StartPosition = typeof from === 'number' ? { offset: from } : from;
+    const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
+    const host = {
+      connection: (signal?: AbortSignal) => this.connection(signal),
+      emit: (e: StatusEvent) => this.hub.emit(e),
+      get closed() {
+        return false;
+      },
+    };
+    Object.defineProperty(host, 'closed', { get: () => this.isClosed });
+    return new Subscription(
+      async (signal) => {
+        if (opts.shard !== undefined)
+          return [new ShardReader(host, stream, opts.shard, start, capacity, signal)];
+        const { shards } = await this.shards(stream, signal);
+        if (shards > 1 && typeof from === 'number') {
+          throw new InvalidArgumentError('an exact offset needs `shard` on a multi-shard stream');
+        }
+        return Array.from(
+          { length: shards },
+          (_, i) => new ShardReader(host, stream, i, start, capacity, signal),
+        );
+      },
+      opts.bufferBatches ?? SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
+      opts.signal,
+    );
+  }
+
+  /** Closes the connection; waiting calls fail with ClientClosedError. */
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.closeController.abort();
+    for (const w of this.connectedWaiters.splice(0)) w();
+    const c = this.current;
+    this.current = null;
+    await c?.close();
+    this.hub.emit({ type: 'closed' });
+    this.hub.end();
+  }
+}
+
+/** Connects to the first reachable server of `opts.servers`. */
+export function connect(opts: ConnectOptions): Promise<FelixClient> {
+  return FelixClient.create(opts);
+}
+
+async function abortable<T>(
+  p: Promise<T>,
+  signal: AbortSignal | undefined,
+  what: string,
+): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted)
+    throw new AbortedError(what, { cause: signal.reason, retry: 'unknown_outcome' });
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        onAbort = () =>
+          reject(new AbortedError(what, { cause: signal.reason, retry: 'unknown_outcome' }));
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}

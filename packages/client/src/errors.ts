@@ -1,0 +1,238 @@
+/**
+ * Typed errors of @felix/client. Answers from the broker map to one class per broker code
+ * (`brokerCode`, with the retry class the broker sent); client-side failures have their own.
+ */
+import { FelixError, type FelixErrorOptions, type RetryClass } from '@felix/common';
+
+export abstract class ClientError extends FelixError {}
+
+/** Wire retry classes mapped onto the shared RetryClass. */
+export function retryFromWire(
+  retry: string | number | undefined,
+  fallback: RetryClass,
+): RetryClass {
+  switch (retry) {
+    case 'retry':
+    case 1:
+      return 'retry';
+    case 'retry_after':
+    case 2:
+      return 'retry_after_backoff';
+    case 'redirect':
+    case 3:
+      return 'reconnect';
+    case 'outcome_unknown':
+    case 4:
+      return 'unknown_outcome';
+    case 'fatal':
+    case 5:
+      return 'never';
+    case undefined:
+      return fallback;
+    default:
+      return 'never'; // an unknown retry class is fatal (protocol rule)
+  }
+}
+
+/** Facts every broker refusal carries. */
+export interface BrokerAnswer {
+  brokerCode: string;
+  message: string;
+  retry?: string | number;
+  detail?: unknown;
+}
+
+/** The broker refused a request; subclasses name the failure. */
+export abstract class BrokerRefusedError extends ClientError {
+  readonly brokerCode: string;
+  readonly detail: unknown;
+  constructor(answer: BrokerAnswer, fallback: RetryClass, options?: FelixErrorOptions) {
+    super(answer.message, { ...options, retry: retryFromWire(answer.retry, fallback) });
+    this.brokerCode = answer.brokerCode;
+    this.detail = answer.detail;
+  }
+}
+
+export class UnauthenticatedError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_UNAUTHENTICATED';
+  constructor(a: BrokerAnswer) {
+    super(a, 'never');
+  }
+}
+export class ForbiddenError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_FORBIDDEN';
+  constructor(a: BrokerAnswer) {
+    super(a, 'never');
+  }
+}
+export class NotFoundError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_NOT_FOUND';
+  constructor(a: BrokerAnswer) {
+    super(a, 'retry_after_backoff');
+  }
+}
+export class InvalidRequestError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_INVALID_REQUEST';
+  constructor(a: BrokerAnswer) {
+    super(a, 'never');
+  }
+}
+export class ShardUnavailableError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_SHARD_UNAVAILABLE';
+  constructor(a: BrokerAnswer) {
+    super(a, 'retry');
+  }
+}
+export class OverloadedError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_OVERLOADED';
+  constructor(a: BrokerAnswer) {
+    super(a, 'retry_after_backoff');
+  }
+}
+export class LimitExceededError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_LIMIT_EXCEEDED';
+  constructor(a: BrokerAnswer) {
+    super(a, 'never');
+  }
+}
+export class DrainingError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_DRAINING';
+  constructor(a: BrokerAnswer) {
+    super(a, 'retry');
+  }
+}
+export class BrokerInternalError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_BROKER_INTERNAL';
+  constructor(a: BrokerAnswer) {
+    super(a, 'unknown_outcome');
+  }
+}
+export class BrokerStorageError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_BROKER_STORAGE';
+  constructor(a: BrokerAnswer) {
+    super(a, 'unknown_outcome');
+  }
+}
+/** A broker answer with a code this client does not know; it still obeys the retry class. */
+export class BrokerUnknownCodeError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_BROKER_UNKNOWN_CODE';
+  constructor(a: BrokerAnswer) {
+    super(a, 'never');
+  }
+}
+
+const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
+  unauthenticated: UnauthenticatedError,
+  forbidden: ForbiddenError,
+  not_found: NotFoundError,
+  invalid_request: InvalidRequestError,
+  shard_unavailable: ShardUnavailableError,
+  overloaded: OverloadedError,
+  limit_exceeded: LimitExceededError,
+  draining: DrainingError,
+  internal: BrokerInternalError,
+  storage: BrokerStorageError,
+};
+
+/** Builds the typed error for a broker answer. */
+export function brokerError(answer: BrokerAnswer): BrokerRefusedError {
+  const Cls = BY_CODE[answer.brokerCode] ?? BrokerUnknownCodeError;
+  return new Cls(answer);
+}
+
+/** A subscribe cursor below the oldest retained offset. `available` is the oldest. */
+export class CursorTooOldError extends ClientError {
+  readonly code = 'FELIX_CLIENT_CURSOR_TOO_OLD';
+  constructor(
+    readonly requested: number,
+    readonly available: number,
+  ) {
+    super(`offset ${requested} is below the oldest retained offset ${available}`);
+  }
+}
+
+/** A subscribe cursor past the tail. `available` is the current tail. */
+export class CursorInFutureError extends ClientError {
+  readonly code = 'FELIX_CLIENT_CURSOR_IN_FUTURE';
+  constructor(
+    readonly requested: number,
+    readonly available: number,
+  ) {
+    super(`offset ${requested} is past the tail ${available}`);
+  }
+}
+
+/** An acked publish whose connection died before its ack: it may or may not be in the log. */
+export class OutcomeUnknownError extends ClientError {
+  readonly code = 'FELIX_CLIENT_OUTCOME_UNKNOWN';
+  constructor(stream: string, options?: FelixErrorOptions) {
+    super(`the connection was lost before the publish to ${stream} was acknowledged`, {
+      ...options,
+      retry: 'unknown_outcome',
+    });
+  }
+}
+
+/** No connection could be made to any server. */
+export class ConnectError extends ClientError {
+  readonly code = 'FELIX_CLIENT_CONNECT';
+  constructor(servers: readonly string[], options?: FelixErrorOptions) {
+    super(`could not connect to ${servers.join(', ')}`, {
+      retry: 'retry_after_backoff',
+      ...options,
+    });
+  }
+}
+
+/** A call waited longer than its timeout (for a connection or an answer). */
+export class TimeoutError extends ClientError {
+  readonly code = 'FELIX_CLIENT_TIMEOUT';
+  constructor(what: string, ms: number, retry: RetryClass = 'retry') {
+    super(`${what} did not complete within ${ms} ms`, { retry });
+  }
+}
+
+/** The caller's AbortSignal ended the call. */
+export class AbortedError extends ClientError {
+  readonly code = 'FELIX_CLIENT_ABORTED';
+  constructor(what: string, options?: FelixErrorOptions) {
+    super(`${what} was aborted`, options);
+  }
+}
+
+/** The client was closed. */
+export class ClientClosedError extends ClientError {
+  readonly code = 'FELIX_CLIENT_CLOSED';
+  constructor() {
+    super('the client is closed');
+  }
+}
+
+/** The broker sent something this client cannot parse or did not expect. */
+export class ProtocolError extends ClientError {
+  readonly code = 'FELIX_CLIENT_PROTOCOL';
+  constructor(what: string, options?: FelixErrorOptions) {
+    super(`protocol error: ${what}`, { retry: 'reconnect', ...options });
+  }
+}
+
+/** Bad arguments to a client call (empty stream name, payload too large, ...). */
+export class InvalidArgumentError extends ClientError {
+  readonly code = 'FELIX_CLIENT_INVALID_ARGUMENT';
+}
+
+/** The stream is not in the broker's catalog (it answered zero shards). */
+export class UnknownStreamError extends ClientError {
+  readonly code = 'FELIX_CLIENT_UNKNOWN_STREAM';
+  constructor(stream: string) {
+    super(`stream ${stream} is unknown to the broker`, { retry: 'retry_after_backoff' });
+  }
+}
+
+/** The connection to the broker was lost; the call may be retried once reconnected. */
+export class ConnectionLostError extends ClientError {
+  readonly code = 'FELIX_CLIENT_CONNECTION_LOST';
+  constructor(server: string, options?: FelixErrorOptions) {
+    super(`the connection to ${server} was lost`, { retry: 'reconnect', ...options });
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Every bound the client keeps, with why. Options may lower or raise the `_DEFAULT`s; the
+ * `_MAX`s are ceilings.
+ */
+
+/** First reconnect delay cap; the delay is uniform in [0, min(cap, base * 2^attempt)]. */
+export const RECONNECT_BASE_MS_DEFAULT = 100;
+/** Largest reconnect delay: long enough to spare a restarting broker, short enough to resume. */
+export const RECONNECT_DELAY_MS_MAX_DEFAULT = 2_000;
+/** Reconnect attempts before the client gives up and closes (about an hour at the cap). */
+export const RECONNECT_ATTEMPTS_MAX_DEFAULT = 2_000;
+
+/** Bound on dialing plus the TLS/QUIC handshake plus `auth`. */
+export const CONNECT_TIMEOUT_MS_DEFAULT = 10_000;
+/** How long a call waits for a connection (during a reconnect) or an answer. */
+export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
+
+/** Unanswered publishes per connection when the broker grants no window (its default 256). */
+export const PUBLISH_WINDOW_DEFAULT = 256;
+/** Records one `publisher()` batch may carry before it is sent without waiting for linger. */
+export const PUBLISHER_BATCH_RECORDS_MAX_DEFAULT = 1024;
+/** Payload bytes one publisher batch may carry: well under the broker's 16 MiB frame bound. */
+export const PUBLISHER_BATCH_BYTES_MAX_DEFAULT = 1024 * 1024;
+/** Publishes a publisher holds waiting to be batched; callers wait beyond it (backpressure). */
+export const PUBLISHER_PENDING_RECORDS_MAX = 65_536;
+
+/** Events a merged (multi-shard) subscription buffers between its shard readers and the caller. */
+export const SUBSCRIPTION_BUFFER_BATCHES_DEFAULT = 64;
+/** Envelopes the client asks the broker to queue per subscription (`queue_capacity`). */
+export const SUBSCRIBE_QUEUE_CAPACITY_DEFAULT = 1024;
+
+/** Status events one `status()` listener may have unread; the oldest are dropped past it. */
+export const STATUS_BUFFER_EVENTS_MAX = 256;
+/** Event streams the broker may open that no subscription has claimed yet. */
+export const UNCLAIMED_EVENT_STREAMS_MAX = 64;
+/** Largest frame the client accepts from the broker (the broker's own frame bound). */
+export const FRAME_BYTES_MAX = 16 * 1024 * 1024;
+/** Largest single payload the client will send (leaves room for the batch header). */
+export const PAYLOAD_BYTES_MAX = 16 * 1024 * 1024 - 64 * 1024;
+/** Shard counts cached per stream name (a lookup per unseen stream otherwise). */
+export const SHARD_CACHE_STREAMS_MAX = 4096;

@@ -1,0 +1,479 @@
+/**
+ * One authenticated connection to one broker: the pipelined publish stream (answers in request
+ * order, at most `window` unanswered), `stream_shards` queries on it, and subscriptions (a bidi
+ * stream each, events on the uni stream the broker opens and names in `event_stream_hello`).
+ * When the connection dies every unanswered acked publish fails with OutcomeUnknownError:
+ * it may or may not be in the log, and it is never silently re-sent.
+ */
+import { type Connection, type TransportStream, dial } from '@felix/transport';
+import {
+  FLAG_BINARY_PUBLISH_ACK,
+  FLAG_BINARY_PUBLISH_ACKED,
+  type Message,
+  ORIGINAL_V1_FLAGS,
+  decodeMessage,
+  decodePublishAck,
+  encodeMessage,
+  encodePublishBatch,
+} from '@felix/wire';
+import {
+  ConnectionLostError,
+  CursorInFutureError,
+  CursorTooOldError,
+  OutcomeUnknownError,
+  ProtocolError,
+  TimeoutError,
+  UnauthenticatedError,
+  brokerError,
+} from '../errors.js';
+import { PUBLISH_WINDOW_DEFAULT, UNCLAIMED_EVENT_STREAMS_MAX } from '../limits.js';
+import { FrameStream } from './frame-stream.js';
+import { CLIENT_FEATURES, CLIENT_FLAGS, type Negotiated, has } from './negotiation.js';
+
+export interface TlsOptions {
+  /** PEM CA bundle that signed the broker's certificate. */
+  ca?: string;
+  /** SHA-256 fingerprint of the broker's certificate (hex). */
+  fingerprint?: string;
+  /** Accept any certificate: development only. */
+  insecure?: boolean;
+  serverName?: string;
+}
+
+export interface ConnectionOptions {
+  tenant: string;
+  token: string;
+  namespace: string;
+  tls: TlsOptions;
+  connectTimeoutMs: number;
+}
+
+export type StartPosition = 'latest' | 'earliest' | { offset: number };
+
+export interface OpenSubscription {
+  events: FrameStream;
+  startOffset: number | undefined;
+  liveOffset: number | undefined;
+  close(): void;
+}
+
+interface Pending {
+  resolve(value: Message | { offset: number | undefined }): void;
+  reject(err: Error): void;
+  stream: string;
+  publish: boolean;
+}
+
+/** Transport timeouts: notice a dead broker within ~15 s even when idle. */
+const IDLE_TIMEOUT_MS = 15_000;
+const KEEPALIVE_INTERVAL_MS = 5_000;
+
+export class BrokerConnection {
+  private readonly pending = new Map<number, Pending>();
+  private nextRequestId = 1;
+  private nextSubscriptionId = 1;
+  private windowWaiters: Array<() => void> = [];
+  private readonly eventWaiters = new Map<number, (fs: FrameStream) => void>();
+  private readonly unclaimed = new Map<number, FrameStream>();
+  private lostError: Error | null = null;
+  readonly lost: Promise<Error>;
+  private markLost!: (err: Error) => void;
+
+  private constructor(
+    readonly server: string,
+    readonly conn: Connection,
+    private readonly opts: ConnectionOptions,
+    private readonly pub: TransportStream,
+    private readonly pubFrames: FrameStream,
+    readonly negotiated: Negotiated,
+  ) {
+    this.lost = new Promise((resolve) => {
+      this.markLost = resolve;
+    });
+  }
+
+  static async open(server: string, opts: ConnectionOptions): Promise<BrokerConnection> {
+    const conn = await dial(server, {
+      ...(opts.tls.ca !== undefined ? { ca: opts.tls.ca } : {}),
+      ...(opts.tls.fingerprint !== undefined ? { fingerprint: opts.tls.fingerprint } : {}),
+      ...(opts.tls.insecure ? { insecureSkipVerifyDangerous: true } : {}),
+      ...(opts.tls.serverName !== undefined ? { serverName: opts.tls.serverName } : {}),
+      dialTimeoutMs: opts.connectTimeoutMs,
+      idleTimeoutMs: IDLE_TIMEOUT_MS,
+      keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
+    });
+    try {
+      const { stream, frames, negotiated } = await withTimeout(
+        authStream(conn, opts),
+        opts.connectTimeoutMs,
+        `auth with ${server}`,
+      );
+      const c = new BrokerConnection(server, conn, opts, stream, frames, negotiated);
+      c.start();
+      return c;
+    } catch (err) {
+      await conn.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private start(): void {
+    void this.readAnswers().then(
+      () => this.fail(new ConnectionLostError(this.server)),
+      (err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })),
+    );
+    void this.acceptEventStreams();
+    void this.conn.closed.then((info) =>
+      this.fail(
+        new ConnectionLostError(this.server, { cause: info.error ?? new Error(info.reason) }),
+      ),
+    );
+  }
+
+  get isLost(): boolean {
+    return this.lostError !== null;
+  }
+
+  private fail(err: Error): void {
+    if (this.lostError) return;
+    this.lostError = err;
+    for (const [, p] of this.pending) {
+      p.reject(p.publish ? new OutcomeUnknownError(p.stream, { cause: err }) : err);
+    }
+    this.pending.clear();
+    for (const w of this.windowWaiters.splice(0)) w();
+    for (const fs of this.unclaimed.values()) fs.stream.reset(0);
+    this.unclaimed.clear();
+    this.markLost(err);
+    void this.conn.close().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.fail(new ConnectionLostError(this.server));
+    await this.conn.close().catch(() => undefined);
+  }
+
+  private async readAnswers(): Promise<void> {
+    for (;;) {
+      const frame = await this.pubFrames.next();
+      if (!frame) return;
+      if (frame.flags & FLAG_BINARY_PUBLISH_ACK) {
+        const ack = decodePublishAck(frame.flags, frame.payload);
+        const p = this.take(ack.requestId);
+        if (!p) throw new ProtocolError(`ack for unknown request ${ack.requestId}`);
+        if (ack.status === 'ok') p.resolve({ offset: ack.offset });
+        else {
+          p.reject(
+            brokerError({
+              brokerCode: ack.code !== undefined ? codeName(ack.code) : 'unknown',
+              message: ack.message,
+              ...(ack.retry !== undefined ? { retry: ack.retry } : {}),
+            }),
+          );
+        }
+        continue;
+      }
+      if (frame.flags !== 0)
+        throw new ProtocolError(`unexpected frame flags 0x${frame.flags.toString(16)}`);
+      const msg = decodeMessage(frame.payload);
+      if (msg.type === 'error') {
+        throw brokerError({
+          brokerCode: msg.code ?? 'unknown',
+          message: msg.message,
+          retry: msg.retry,
+          detail: msg.detail,
+        });
+      }
+      const id =
+        'request_id' in msg && typeof msg.request_id === 'number' ? msg.request_id : undefined;
+      const p = id !== undefined ? this.take(id) : undefined;
+      if (!p) throw new ProtocolError(`unexpected ${msg.type} on the publish stream`);
+      if (msg.type === 'publish_error') {
+        p.reject(
+          brokerError({
+            brokerCode: msg.code ?? 'unknown',
+            message: msg.message,
+            retry: msg.retry,
+            detail: msg.detail,
+          }),
+        );
+      } else if (msg.type === 'publish_ok') {
+        p.resolve({ offset: msg.offset });
+      } else {
+        p.resolve(msg);
+      }
+    }
+  }
+
+  private take(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (p) {
+      this.pending.delete(id);
+      if (p.publish) this.windowWaiters.shift()?.();
+    }
+    return p;
+  }
+
+  private inFlightPublishes(): number {
+    let n = 0;
+    for (const p of this.pending.values()) if (p.publish) n++;
+    return n;
+  }
+
+  /** Publishes one batch; resolves with the first offset (when the broker sent one). */
+  async publish(
+    stream: string,
+    payloads: Uint8Array[],
+    opts: { key?: Uint8Array; ack: boolean },
+  ): Promise<{ offset: number | undefined }> {
+    if (this.lostError) throw this.lostError;
+    const base = {
+      tenantId: this.opts.tenant,
+      namespace: this.opts.namespace,
+      stream,
+      payloads,
+      ...(opts.key !== undefined ? { key: opts.key } : {}),
+    };
+    if (!opts.ack) {
+      await this.pub.write(encodePublishBatch(base));
+      return { offset: undefined };
+    }
+    while (this.inFlightPublishes() >= this.negotiated.window && !this.lostError) {
+      await new Promise<void>((resolve) => this.windowWaiters.push(resolve));
+    }
+    if (this.lostError) throw this.lostError;
+    const requestId = this.nextRequestId++;
+    const answer = new Promise<{ offset: number | undefined }>((resolve, reject) => {
+      this.pending.set(requestId, {
+        resolve: resolve as Pending['resolve'],
+        reject,
+        stream,
+        publish: true,
+      });
+    });
+    const bytes = has(this.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED)
+      ? encodePublishBatch({ ...base, requestId, ackMode: 'per_batch' })
+      : encodeMessage({
+          type: 'publish_batch',
+          tenant_id: this.opts.tenant,
+          namespace: this.opts.namespace,
+          stream,
+          payloads,
+          ...(opts.key !== undefined ? { key: opts.key } : {}),
+          request_id: requestId,
+          ack: 'per_batch',
+        });
+    this.pub
+      .write(bytes)
+      .catch((err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })));
+    return answer;
+  }
+
+  /** The shard count of a stream (0: unknown stream) and its routing. */
+  async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
+    if (this.lostError) throw this.lostError;
+    const requestId = this.nextRequestId++;
+    const answer = new Promise<Message>((resolve, reject) => {
+      this.pending.set(requestId, {
+        resolve: resolve as Pending['resolve'],
+        reject,
+        stream,
+        publish: false,
+      });
+    });
+    await this.pub.write(
+      encodeMessage({
+        type: 'stream_shards',
+        tenant_id: this.opts.tenant,
+        namespace: this.opts.namespace,
+        stream,
+        request_id: requestId,
+      }),
+    );
+    const msg = await answer;
+    if (msg.type !== 'stream_shards_view')
+      throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
+    return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
+  }
+
+  private async acceptEventStreams(): Promise<void> {
+    try {
+      for await (const s of this.conn.incoming()) {
+        if (s.kind !== 'uni') {
+          s.reset(0);
+          continue;
+        }
+        void this.claimEventStream(s);
+      }
+    } catch {
+      // the connection ended; `fail` runs from `closed`
+    }
+  }
+
+  private async claimEventStream(s: TransportStream): Promise<void> {
+    const fs = new FrameStream(s);
+    try {
+      const first = await fs.next();
+      if (first?.flags !== 0) throw new ProtocolError('event stream without a hello');
+      const hello = decodeMessage(first.payload);
+      if (hello.type !== 'event_stream_hello')
+        throw new ProtocolError(`event stream opened with ${hello.type}`);
+      const waiter = this.eventWaiters.get(hello.subscription_id);
+      if (waiter) {
+        this.eventWaiters.delete(hello.subscription_id);
+        waiter(fs);
+      } else if (this.unclaimed.size < UNCLAIMED_EVENT_STREAMS_MAX) {
+        this.unclaimed.set(hello.subscription_id, fs);
+      } else {
+        s.reset(0);
+      }
+    } catch {
+      s.reset(0);
+    }
+  }
+
+  /** Opens a subscription on one shard. Cursor errors throw CursorTooOld/InFutureError. */
+  async subscribe(
+    stream: string,
+    shard: number,
+    start: StartPosition,
+    queueCapacity: number,
+  ): Promise<OpenSubscription> {
+    if (this.lostError) throw this.lostError;
+    const id = this.nextSubscriptionId++;
+    const events = new Promise<FrameStream>((resolve) => {
+      const early = this.unclaimed.get(id);
+      if (early) {
+        this.unclaimed.delete(id);
+        resolve(early);
+      } else this.eventWaiters.set(id, resolve);
+    });
+    let control: Awaited<ReturnType<typeof authStream>> | null = null;
+    try {
+      control = await authStream(this.conn, this.opts);
+      await control.stream.write(
+        encodeMessage({
+          type: 'subscribe',
+          tenant_id: this.opts.tenant,
+          namespace: this.opts.namespace,
+          stream,
+          subscription_id: id,
+          start,
+          shard,
+          queue_capacity: queueCapacity,
+        }),
+      );
+      const frame = await control.frames.next();
+      if (!frame) throw new ConnectionLostError(this.server);
+      const msg = decodeMessage(frame.payload);
+      if (msg.type === 'subscribe_cursor_error') {
+        throw msg.reason === 'too_old'
+          ? new CursorTooOldError(msg.requested, msg.available)
+          : new CursorInFutureError(msg.requested, msg.available);
+      }
+      if (msg.type === 'error') {
+        throw brokerError({
+          brokerCode: msg.code ?? 'unknown',
+          message: msg.message,
+          retry: msg.retry,
+          detail: msg.detail,
+        });
+      }
+      if (msg.type !== 'subscribed')
+        throw new ProtocolError(`expected subscribed, got ${msg.type}`);
+      const fs = await Promise.race([events, this.lost.then((err) => Promise.reject(err))]);
+      const ctl = control;
+      return {
+        events: fs,
+        startOffset: msg.start_offset,
+        liveOffset: msg.live_offset,
+        close: () => {
+          ctl.stream.end().catch(() => undefined);
+          fs.stream.reset(0);
+        },
+      };
+    } catch (err) {
+      this.eventWaiters.delete(id);
+      control?.stream.reset(0);
+      throw err;
+    }
+  }
+}
+
+const CODE_NAMES: Record<number, string> = {
+  1: 'unauthenticated',
+  2: 'forbidden',
+  3: 'not_found',
+  4: 'invalid_request',
+  5: 'shard_unavailable',
+  6: 'not_leader',
+  7: 'quorum_timeout',
+  8: 'leadership_lost',
+  9: 'unacknowledged',
+  10: 'overloaded',
+  11: 'limit_exceeded',
+  12: 'draining',
+  13: 'internal',
+  14: 'storage',
+  15: 'stale_claim',
+};
+
+function codeName(code: number): string {
+  return CODE_NAMES[code] ?? `code_${code}`;
+}
+
+async function authStream(
+  conn: Connection,
+  opts: ConnectionOptions,
+): Promise<{ stream: TransportStream; frames: FrameStream; negotiated: Negotiated }> {
+  const stream = await conn.openBidi();
+  const frames = new FrameStream(stream);
+  await stream.write(
+    encodeMessage({
+      type: 'auth',
+      tenant_id: opts.tenant,
+      token: opts.token,
+      client_flags: CLIENT_FLAGS,
+      client_features: CLIENT_FEATURES,
+    }),
+  );
+  const frame = await frames.next();
+  if (!frame) throw new ProtocolError('the broker closed the stream during auth');
+  const msg = decodeMessage(frame.payload);
+  if (msg.type === 'auth_ok') {
+    return {
+      stream,
+      frames,
+      negotiated: {
+        flags: msg.server_flags & CLIENT_FLAGS,
+        features: (msg.server_features ?? 0) & CLIENT_FEATURES,
+        window: Math.max(1, msg.publish_window ?? PUBLISH_WINDOW_DEFAULT),
+      },
+    };
+  }
+  if (msg.type === 'ok') {
+    return { stream, frames, negotiated: { flags: ORIGINAL_V1_FLAGS, features: 0, window: 1 } };
+  }
+  if (msg.type === 'error') {
+    throw new UnauthenticatedError({
+      brokerCode: msg.code ?? 'unauthenticated',
+      message: msg.message,
+      retry: msg.retry,
+    });
+  }
+  throw new ProtocolError(`expected auth_ok, got ${msg.type}`);
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

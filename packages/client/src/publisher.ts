@@ -1,0 +1,122 @@
+/**
+ * `felix.publisher(stream, { lingerMs })`: gathers many `publish()` calls into batches, one per
+ * key, sent when `lingerMs` passes or a batch fills. Each call resolves with its own offset
+ * (the batch's first offset plus its index). At most PUBLISHER_PENDING_RECORDS_MAX records
+ * wait to be batched; callers beyond it wait for room.
+ */
+import { ClientClosedError, InvalidArgumentError } from './errors.js';
+import {
+  PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
+  PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,
+  PUBLISHER_PENDING_RECORDS_MAX,
+} from './limits.js';
+import type { PublishResult } from './client.js';
+
+export interface PublisherOptions {
+  /** How long the first record of a batch waits for company (default 1 ms; 0 = next tick). */
+  lingerMs?: number;
+  /** Send a batch once it holds this many records. */
+  maxBatchRecords?: number;
+  /** Send a batch once it holds this many payload bytes. */
+  maxBatchBytes?: number;
+  /** Wait for acks (default true). */
+  ack?: boolean;
+}
+
+type SendBatch = (payloads: Uint8Array[], key: Uint8Array | undefined) => Promise<PublishResult>;
+
+interface Waiting {
+  resolve(r: PublishResult): void;
+  reject(err: unknown): void;
+}
+
+class Batch {
+  payloads: Uint8Array[] = [];
+  waiting: Waiting[] = [];
+  bytes = 0;
+  timer: ReturnType<typeof setTimeout> | null = null;
+  constructor(readonly key: Uint8Array | undefined) {}
+}
+
+export class Publisher {
+  private readonly batches = new Map<string, Batch>();
+  private pendingRecords = 0;
+  private roomWaiters: Array<() => void> = [];
+  private inFlight = new Set<Promise<unknown>>();
+  private closed = false;
+  private readonly lingerMs: number;
+  private readonly maxRecords: number;
+  private readonly maxBytes: number;
+
+  constructor(
+    readonly stream: string,
+    private readonly send: SendBatch,
+    opts: PublisherOptions,
+  ) {
+    this.lingerMs = opts.lingerMs ?? 1;
+    this.maxRecords = opts.maxBatchRecords ?? PUBLISHER_BATCH_RECORDS_MAX_DEFAULT;
+    this.maxBytes = opts.maxBatchBytes ?? PUBLISHER_BATCH_BYTES_MAX_DEFAULT;
+    if (this.lingerMs < 0 || this.maxRecords < 1 || this.maxBytes < 1) {
+      throw new InvalidArgumentError('lingerMs must be >= 0 and batch bounds >= 1');
+    }
+  }
+
+  /** Queues one record; resolves with its offset once its batch is acknowledged. */
+  async publish(data: Uint8Array, opts: { key?: Uint8Array } = {}): Promise<PublishResult> {
+    if (this.closed) throw new ClientClosedError();
+    while (this.pendingRecords >= PUBLISHER_PENDING_RECORDS_MAX) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+      if (this.closed) throw new ClientClosedError();
+    }
+    const id = opts.key ? Buffer.from(opts.key).toString('hex') : '';
+    let batch = this.batches.get(id);
+    if (!batch) {
+      batch = new Batch(opts.key);
+      this.batches.set(id, batch);
+    }
+    const b = batch;
+    const result = new Promise<PublishResult>((resolve, reject) =>
+      b.waiting.push({ resolve, reject }),
+    );
+    b.payloads.push(data);
+    b.bytes += data.byteLength;
+    this.pendingRecords++;
+    if (b.payloads.length >= this.maxRecords || b.bytes >= this.maxBytes) this.sendBatch(id, b);
+    else if (!b.timer) b.timer = setTimeout(() => this.sendBatch(id, b), this.lingerMs);
+    return result;
+  }
+
+  private sendBatch(id: string, batch: Batch): void {
+    if (batch.timer) clearTimeout(batch.timer);
+    batch.timer = null;
+    if (this.batches.get(id) === batch) this.batches.delete(id);
+    if (batch.payloads.length === 0) return;
+    this.pendingRecords -= batch.payloads.length;
+    for (const w of this.roomWaiters.splice(0)) w();
+    const sent = this.send(batch.payloads, batch.key).then(
+      (r) => {
+        for (const [i, w] of batch.waiting.entries()) {
+          w.resolve({ ...r, offset: r.offset === null ? null : r.offset + i });
+        }
+      },
+      (err: unknown) => {
+        for (const w of batch.waiting) w.reject(err);
+      },
+    );
+    this.inFlight.add(sent);
+    void sent.finally(() => this.inFlight.delete(sent));
+  }
+
+  /** Sends every waiting batch now and resolves once all sent batches are answered. */
+  async flush(): Promise<void> {
+    for (const [id, b] of [...this.batches]) this.sendBatch(id, b);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Flushes, then refuses further publishes. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+    for (const w of this.roomWaiters.splice(0)) w();
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Connection and subscription status events, fanned out to every `status()` listener. Each
+ * listener has a bounded buffer; past it the oldest unread events are dropped (a status feed
+ * must never hold the client back), and the listener is told how many it missed.
+ */
+import { STATUS_BUFFER_EVENTS_MAX } from './limits.js';
+
+export type StatusEvent =
+  | { type: 'connected'; server: string; transport: 'quic' | 'tls' }
+  | { type: 'disconnected'; server: string; reason: string }
+  | { type: 'reconnecting'; attempt: number; delayMs: number }
+  | { type: 'closed' }
+  /** The broker's queue for a durable subscription overflowed; it resumed from disk, losing nothing. */
+  | { type: 'lagged'; stream: string; shard: number; resumeFrom: number }
+  /** Offsets were lost for a subscription (in-memory overflow, retention, a broker restart). */
+  | { type: 'gap'; stream: string; shard: number; from: number; count: number }
+  /** An in-memory stream restarted its offsets (its broker restarted); reading from its start. */
+  | { type: 'reset'; stream: string; shard: number }
+  /** Status events this listener missed because it read too slowly. */
+  | { type: 'status_dropped'; count: number };
+
+class Listener {
+  events: StatusEvent[] = [];
+  dropped = 0;
+  wake: (() => void) | null = null;
+  closed = false;
+}
+
+export class StatusHub {
+  private listeners = new Set<Listener>();
+  private ended = false;
+
+  emit(event: StatusEvent): void {
+    for (const l of this.listeners) {
+      if (l.events.length >= STATUS_BUFFER_EVENTS_MAX) {
+        l.events.shift();
+        l.dropped++;
+      }
+      l.events.push(event);
+      l.wake?.();
+    }
+  }
+
+  end(): void {
+    this.ended = true;
+    for (const l of this.listeners) {
+      l.closed = true;
+      l.wake?.();
+    }
+  }
+
+  listen(signal?: AbortSignal): AsyncIterable<StatusEvent> {
+    const hub = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        const l = new Listener();
+        l.closed = hub.ended;
+        hub.listeners.add(l);
+        const onAbort = () => {
+          l.closed = true;
+          l.wake?.();
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          for (;;) {
+            if (l.dropped > 0) {
+              const count = l.dropped;
+              l.dropped = 0;
+              yield { type: 'status_dropped', count } as StatusEvent;
+            }
+            const next = l.events.shift();
+            if (next) {
+              yield next;
+              continue;
+            }
+            if (l.closed || signal?.aborted) return;
+            await new Promise<void>((resolve) => {
+              l.wake = resolve;
+            });
+            l.wake = null;
+          }
+        } finally {
+          signal?.removeEventListener('abort', onAbort);
+          hub.listeners.delete(l);
+        }
+      },
+    };
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * Subscriptions as bounded async iterators. One shard is read by a ShardReader: it subscribes,
+ * decodes event batches only as the caller pulls (so the broker's queue, not the client's
+ * memory, absorbs a slow caller), checks offsets for loss, and resumes after a reconnect or a
+ * `subscription_lagged` from the offset after the last event it delivered. Several shards are
+ * merged through one bounded queue.
+ */
+import {
+  FLAG_BINARY_EVENT_BATCH_SHARED,
+  FLAG_BINARY_EVENT_BATCH,
+  decodeEventBatch,
+  decodeMessage,
+} from '@felix/wire';
+import {
+  AbortedError,
+  ClientClosedError,
+  ClientError,
+  CursorInFutureError,
+  CursorTooOldError,
+  ProtocolError,
+} from './errors.js';
+import type {
+  BrokerConnection,
+  OpenSubscription,
+  StartPosition,
+} from './protocol/broker-connection.js';
+import type { StatusEvent } from './status.js';
+import { BoundedQueue } from './util/bounded-queue.js';
+
+export interface StreamEvent {
+  stream: string;
+  shard: number;
+  /** The record's offset in its shard (per-shard order). */
+  offset: number;
+  data: Uint8Array;
+  /** Offsets lost immediately before this event (0 when none): see `status()` `gap`. */
+  lostBefore: number;
+}
+
+export interface ReaderHost {
+  connection(signal?: AbortSignal): Promise<BrokerConnection>;
+  emit(event: StatusEvent): void;
+  readonly closed: boolean;
+}
+
+export class ShardReader {
+  /** Next offset to deliver; known once the broker answered the first subscribe. */
+  private cursor: number | undefined;
+  private open: OpenSubscription | null = null;
+
+  constructor(
+    private readonly host: ReaderHost,
+    readonly stream: string,
+    readonly shard: number,
+    private start: StartPosition,
+    private readonly queueCapacity: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  private startPosition(): StartPosition {
+    return this.cursor === undefined ? this.start : { offset: this.cursor };
+  }
+
+  close(): void {
+    this.open?.close();
+    this.open = null;
+  }
+
+  async *events(): AsyncGenerator<StreamEvent[]> {
+    let first = true;
+    try {
+      while (!this.signal?.aborted && !this.host.closed) {
+        let conn: BrokerConnection;
+        try {
+          conn = await this.host.connection(this.signal);
+        } catch (err) {
+          if (this.signal?.aborted) return;
+          throw err;
+        }
+        try {
+          this.open = await conn.subscribe(
+            this.stream,
+            this.shard,
+            this.startPosition(),
+            this.queueCapacity,
+          );
+        } catch (err) {
+          if (!(await this.onSubscribeError(err, first, conn))) throw err;
+          continue;
+        }
+        first = false;
+        if (this.cursor === undefined && this.open.startOffset !== undefined)
+          this.cursor = this.open.startOffset;
+        yield* this.drain(this.open);
+        this.open?.close();
+        this.open = null;
+        // Lagged, ended by the broker, or the connection died: loop and resume from the cursor
+        // (`host.connection()` waits for a reconnect when the connection is gone).
+      }
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Decides whether a subscribe failure is retried (true) or ends the subscription (false). */
+  private async onSubscribeError(
+    err: unknown,
+    first: boolean,
+    conn: BrokerConnection,
+  ): Promise<boolean> {
+    if (err instanceof CursorTooOldError) {
+      if (first && this.cursor === undefined) return false;
+      this.host.emit({
+        type: 'gap',
+        stream: this.stream,
+        shard: this.shard,
+        from: err.requested,
+        count: err.available - err.requested,
+      });
+      this.cursor = err.available;
+      return true;
+    }
+    if (err instanceof CursorInFutureError) {
+      if (first && this.cursor === undefined) return false;
+      // The shard's offsets went backwards: an in-memory stream whose broker restarted.
+      this.host.emit({ type: 'reset', stream: this.stream, shard: this.shard });
+      this.cursor = undefined;
+      this.start = 'earliest';
+      return true;
+    }
+    if (conn.isLost) {
+      await conn.lost;
+      return true;
+    }
+    if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect'))
+      return true;
+    return false;
+  }
+
+  private async *drain(
+    open: OpenSubscription,
+  ): AsyncGenerator<StreamEvent[], 'lagged' | 'ended' | 'lost'> {
+    for (;;) {
+      let frame: Awaited<ReturnType<typeof open.events.next>>;
+      try {
+        frame = await open.events.next();
+      } catch {
+        return 'lost';
+      }
+      if (!frame) return 'ended';
+      if (frame.flags === 0) {
+        const msg = decodeMessage(frame.payload);
+        if (msg.type === 'subscription_lagged') {
+          this.host.emit({
+            type: 'lagged',
+            stream: this.stream,
+            shard: this.shard,
+            resumeFrom: msg.resume_from,
+          });
+          if (this.cursor === undefined) this.cursor = msg.resume_from;
+          return 'lagged';
+        }
+        if (msg.type === 'event_batch') {
+          yield this.toEvents(msg.base_offset, 0, msg.payloads);
+          continue;
+        }
+        if (msg.type === 'error')
+          throw new ProtocolError(`subscription ended by the broker: ${msg.message}`);
+        continue; // other end-of-stream frames this client did not negotiate are ignored
+      }
+      if (!(frame.flags & (FLAG_BINARY_EVENT_BATCH_SHARED | FLAG_BINARY_EVENT_BATCH))) {
+        throw new ProtocolError(
+          `unexpected frame 0x${frame.flags.toString(16)} on an event stream`,
+        );
+      }
+      const batch = decodeEventBatch(frame.flags, frame.payload);
+      yield this.toEvents(batch.baseOffset, batch.skippedBefore ?? 0, batch.payloads);
+    }
+  }
+
+  private toEvents(
+    base: number | undefined,
+    skipped: number,
+    payloads: Uint8Array[],
+  ): StreamEvent[] {
+    if (base === undefined) {
+      // Without offsets (a broker that did not negotiate them) loss cannot be seen.
+      const from = this.cursor ?? 0;
+      this.cursor = from + payloads.length;
+      return payloads.map((data, i) => ({
+        stream: this.stream,
+        shard: this.shard,
+        offset: from + i,
+        data,
+        lostBefore: 0,
+      }));
+    }
+    let lost = 0;
+    let skip = 0;
+    if (this.cursor !== undefined) {
+      lost = base - this.cursor - skipped;
+      if (base < this.cursor) skip = this.cursor - base; // already delivered: never twice
+    }
+    if (lost > 0)
+      this.host.emit({
+        type: 'gap',
+        stream: this.stream,
+        shard: this.shard,
+        from: this.cursor!,
+        count: lost,
+      });
+    const out: StreamEvent[] = [];
+    for (let i = skip; i < payloads.length; i++) {
+      out.push({
+        stream: this.stream,
+        shard: this.shard,
+        offset: base + i,
+        data: payloads[i]!,
+        lostBefore: i === skip && lost > 0 ? lost : 0,
+      });
+    }
+    this.cursor = Math.max(this.cursor ?? 0, base + payloads.length);
+    return out;
+  }
+}
+
+/** The caller's view: an async iterable of events; `close()` or the signal ends it. */
+export class Subscription implements AsyncIterable<StreamEvent> {
+  private readonly controller = new AbortController();
+  private used = false;
+
+  constructor(
+    private readonly makeReaders: (signal: AbortSignal) => Promise<ShardReader[]>,
+    private readonly bufferBatches: number,
+    signal: AbortSignal | undefined,
+  ) {
+    signal?.addEventListener('abort', () => this.controller.abort(signal.reason), { once: true });
+    if (signal?.aborted) this.controller.abort(signal.reason);
+  }
+
+  close(): void {
+    this.controller.abort(new AbortedError('subscription'));
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
+    if (this.used) throw new ClientClosedError();
+    this.used = true;
+    return this.iterate();
+  }
+
+  private async *iterate(): AsyncGenerator<StreamEvent> {
+    const signal = this.controller.signal;
+    const readers = await this.makeReaders(signal);
+    try {
+      if (readers.length === 1) {
+        const it = readers[0]!.events();
+        signal.addEventListener('abort', () => readers[0]!.close(), { once: true });
+        for await (const batch of it) {
+          for (const ev of batch) {
+            if (signal.aborted) return;
+            yield ev;
+          }
+        }
+        return;
+      }
+      yield* this.merge(readers, signal);
+    } finally {
+      for (const r of readers) r.close();
+    }
+  }
+
+  private async *merge(readers: ShardReader[], signal: AbortSignal): AsyncGenerator<StreamEvent> {
+    const queue = new BoundedQueue<StreamEvent[]>(this.bufferBatches);
+    let running = readers.length;
+    const pumps = readers.map(async (r) => {
+      try {
+        for await (const batch of r.events()) {
+          if (!(await queue.push(batch, signal))) break;
+        }
+      } catch (err) {
+        queue.fail(err);
+      } finally {
+        if (--running === 0) queue.close();
+      }
+    });
+    const onAbort = () => {
+      for (const r of readers) r.close();
+      queue.close();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const batch = await queue.pull();
+        if (batch === undefined) return;
+        for (const ev of batch) {
+          if (signal.aborted) return;
+          yield ev;
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      onAbort();
+      await Promise.allSettled(pumps);
+    }
+  }
+}

@@ -1,0 +1,232 @@
+/**
+ * The broker process in one object: catalog, client listeners (QUIC and TLS over TCP), the HTTP
+ * listener, and the SIGTERM drain. `Broker.start` returns once every listener is up.
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import {
+  type Connection,
+  type Listener,
+  listen,
+  loadOrCreateDevCertificate,
+} from '@felix/transport';
+import type { Logger } from 'pino';
+import { Catalog } from './catalog/catalog.js';
+import type { BrokerConfig, TransportName } from './config/types.js';
+import { ListenError } from './errors.js';
+import { startHttp } from './http/http-server.js';
+import { BrokerMetrics } from './metrics.js';
+import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
+import { openDurableStore } from './streams/durable-store.js';
+
+/** Transport timeouts for client connections: notice a dead peer within ~15 s. */
+const IDLE_TIMEOUT_MS = 15_000;
+const KEEPALIVE_INTERVAL_MS = 5_000;
+const CLOSE_TIMEOUT_MS = 2_000;
+
+export interface BrokerAddresses {
+  quic: number | null;
+  tls: number | null;
+  http: number;
+  fingerprint: string | null;
+  certPem: string;
+}
+
+export class Broker {
+  private draining = false;
+  private ready = false;
+  private readonly sessions = new Set<ClientSession>();
+  private listeners: Listener[] = [];
+  private http: Server | null = null;
+  private catalog: Catalog | null = null;
+  readonly metrics = new BrokerMetrics();
+  addresses: BrokerAddresses | null = null;
+
+  private constructor(
+    readonly config: BrokerConfig,
+    readonly log: Logger,
+  ) {}
+
+  static async start(config: BrokerConfig, log: Logger): Promise<Broker> {
+    const broker = new Broker(config, log);
+    try {
+      await broker.startAll();
+    } catch (err) {
+      await broker.stop().catch(() => undefined);
+      throw err;
+    }
+    return broker;
+  }
+
+  private async startAll(): Promise<void> {
+    const cfg = this.config;
+    const m = this.metrics;
+    this.catalog = await Catalog.open(cfg, (s, i) => openDurableStore(cfg, s, i, m), {
+      onDrop: (n) => m.fanoutDropped.inc(n),
+      onApply: () => undefined,
+    });
+    m.streams.set({ durable: 'true' }, cfg.streams.filter((s) => s.durable).length);
+    m.streams.set({ durable: 'false' }, cfg.streams.filter((s) => !s.durable).length);
+    const tls = await this.tlsMaterial();
+    const ports: Record<TransportName, number | null> = { quic: null, tls: null };
+    // TLS first: with port 0 it picks the number QUIC then shares.
+    for (const transport of ['tls', 'quic'] as const) {
+      if (!cfg.broker.transports.includes(transport)) continue;
+      const explicit = transport === 'quic' ? cfg.broker.quic_port : cfg.broker.tls_port;
+      const port =
+        explicit ?? (cfg.broker.port === 0 && ports.tls !== null ? ports.tls : cfg.broker.port);
+      let listener: Listener;
+      try {
+        listener = await listen({
+          transport,
+          host: cfg.broker.host,
+          port,
+          tls: { certPem: tls.certPem, keyPem: tls.keyPem },
+          idleTimeoutMs: IDLE_TIMEOUT_MS,
+          keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
+          closeTimeoutMs: CLOSE_TIMEOUT_MS,
+        });
+      } catch (err) {
+        throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });
+      }
+      this.listeners.push(listener);
+      ports[transport] = listener.port;
+      void this.acceptLoop(listener);
+    }
+    const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
+      ready: () => this.ready && !this.draining,
+      refreshGauges: () => this.refreshGauges(),
+    }).catch((err: unknown) => {
+      throw new ListenError(`http ${cfg.broker.http_host}:${cfg.broker.http_port}`, { cause: err });
+    });
+    this.http = http.server;
+    this.addresses = {
+      quic: ports.quic,
+      tls: ports.tls,
+      http: http.port,
+      fingerprint: tls.fingerprint,
+      certPem: tls.certPem,
+    };
+    this.ready = true;
+    this.log.info(
+      {
+        quic_port: ports.quic,
+        tls_port: ports.tls,
+        http_port: http.port,
+        host: cfg.broker.host,
+        cert_fingerprint: tls.fingerprint,
+        streams: cfg.streams.length,
+        data_dir: cfg.durable.data_dir,
+      },
+      'listening',
+    );
+  }
+
+  private async tlsMaterial(): Promise<{
+    certPem: string;
+    keyPem: string;
+    fingerprint: string | null;
+  }> {
+    const b = this.config.broker;
+    if (b.tls_cert && b.tls_key) {
+      return {
+        certPem: await readFile(b.tls_cert, 'utf8'),
+        keyPem: await readFile(b.tls_key, 'utf8'),
+        fingerprint: null,
+      };
+    }
+    const dir = this.config.durable.data_dir ?? join(tmpdir(), 'felix-broker-dev-cert');
+    const dev = await loadOrCreateDevCertificate(dir);
+    return { certPem: dev.certPem, keyPem: dev.keyPem, fingerprint: dev.fingerprint };
+  }
+
+  private async acceptLoop(listener: Listener): Promise<void> {
+    const m = this.metrics;
+    try {
+      for await (const conn of listener.connections()) {
+        if (this.draining || this.sessions.size >= this.config.broker.max_client_connections) {
+          m.connectionsRefused.inc({ reason: this.draining ? 'draining' : 'limit' });
+          void conn
+            .close({
+              code: CLOSE_SHUTDOWN,
+              reason: this.draining ? 'broker shutting down' : 'too many connections',
+            })
+            .catch(() => undefined);
+          continue;
+        }
+        void this.serve(conn);
+      }
+    } catch (err) {
+      if (!this.draining) this.log.error({ err, transport: listener.transport }, 'listener failed');
+    }
+  }
+
+  private async serve(conn: Connection): Promise<void> {
+    const session = new ClientSession(conn, {
+      config: this.config,
+      catalog: this.catalog!,
+      metrics: this.metrics,
+      log: this.log,
+      draining: () => this.draining,
+    });
+    this.sessions.add(session);
+    this.metrics.connections.inc({ transport: conn.transport });
+    try {
+      await session.run();
+    } finally {
+      this.sessions.delete(session);
+      this.metrics.connections.dec({ transport: conn.transport });
+    }
+  }
+
+  private refreshGauges(): void {
+    let max = 0;
+    let total = 0;
+    for (const s of this.catalog?.all() ?? []) {
+      for (const sh of s.shards) {
+        for (const q of sh.subscribers) {
+          max = Math.max(max, q.depth);
+          total += q.depth;
+        }
+      }
+    }
+    this.metrics.fanoutQueueDepth.set(max);
+    this.metrics.fanoutQueued.set(total);
+  }
+
+  /**
+   * Drains: refuse new work, let in-flight appends and their acks finish (bounded by
+   * `drain_timeout_ms`), close client connections with code 0, close logs and listeners.
+   */
+  async stop(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    this.log.info({ connections: this.sessions.size }, 'draining');
+    const bound = new Promise<'timeout'>((resolve) => {
+      setTimeout(() => resolve('timeout'), this.config.broker.drain_timeout_ms).unref();
+    });
+    const inFlight = (async () => {
+      await this.catalog?.settle();
+      await Promise.allSettled([...this.sessions].map((s) => s.settled()));
+    })();
+    const outcome = await Promise.race([inFlight.then(() => 'settled' as const), bound]);
+    if (outcome === 'timeout') this.log.warn('drain bound reached with work in flight');
+    await Promise.allSettled(
+      [...this.sessions].map((s) =>
+        s.conn.close({ code: CLOSE_SHUTDOWN, reason: 'broker shutting down' }),
+      ),
+    );
+    await Promise.allSettled(this.listeners.map((l) => l.close()));
+    await this.catalog?.close();
+    await new Promise<void>((resolve) => {
+      if (!this.http) resolve();
+      else {
+        this.http.closeAllConnections();
+        this.http.close(() => resolve());
+      }
+    });
+    this.log.info('stopped');
+  }
+}

@@ -1,0 +1,59 @@
+/** The merged, validated broker configuration, shaped like the YAML file that can express it. */
+import type { FSYNC_MODES, LOG_LEVELS, TRANSPORTS } from './registry.js';
+
+export type FsyncModeName = (typeof FSYNC_MODES)[number];
+export type TransportName = (typeof TRANSPORTS)[number];
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface StreamConfig {
+  tenant: string;
+  namespace: string;
+  name: string;
+  shards: number;
+  durable: boolean;
+  fsync: FsyncModeName;
+  fsync_interval_ms: number;
+  retention: { max_bytes: number | null; max_age_seconds: number | null };
+  routing: 'modulo' | 'jump_hash';
+}
+
+export interface CacheConfig {
+  tenant: string;
+  namespace: string;
+  name: string;
+  shards: number;
+  durable: boolean;
+  default_ttl_ms: number | null;
+}
+
+export interface BrokerConfig {
+  broker: {
+    host: string;
+    port: number;
+    quic_port: number | null;
+    tls_port: number | null;
+    transports: TransportName[];
+    tls_cert: string | null;
+    tls_key: string | null;
+    http_host: string;
+    http_port: number;
+    auth_timeout_ms: number;
+    preauth_max_frame_bytes: number;
+    max_frame_bytes: number;
+    publish_window: number;
+    subscriber_queue_capacity: number;
+    max_client_connections: number;
+    drain_timeout_ms: number;
+    log_level: LogLevel;
+  };
+  durable: {
+    data_dir: string | null;
+    fsync_mode: FsyncModeName;
+    fsync_interval_ms: number;
+    segment_bytes: number;
+    retention_check_interval_ms: number;
+  };
+  memory: { ring_records: number; ring_bytes: number };
+  streams: StreamConfig[];
+  caches: CacheConfig[];
+}

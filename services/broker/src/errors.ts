@@ -1,0 +1,85 @@
+/**
+ * Broker operating errors. Wire-level refusals are answered to the client with a wire error code
+ * (see session/answers.ts); these classes are what broker code throws and logs.
+ */
+import { FelixError, type FelixErrorOptions } from '@felix/common';
+
+export abstract class BrokerError extends FelixError {}
+
+/** A config key (YAML path or FELIX_BROKER_* variable) that the registry does not know. */
+export class ConfigUnknownKeyError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONFIG_UNKNOWN_KEY';
+  constructor(
+    readonly key: string,
+    readonly source: string,
+  ) {
+    super(`unknown config key ${key} (from ${source})`);
+  }
+}
+
+/** A config value that does not parse or is out of range. */
+export class ConfigInvalidValueError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONFIG_INVALID_VALUE';
+  constructor(
+    readonly key: string,
+    readonly source: string,
+    reason: string,
+  ) {
+    super(`invalid value for ${key} (from ${source}): ${reason}`);
+  }
+}
+
+/** Values that are each valid but not together (e.g. a durable stream without a data dir). */
+export class ConfigInvalidCombinationError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONFIG_INVALID_COMBINATION';
+  constructor(
+    readonly keys: string[],
+    reason: string,
+  ) {
+    super(`invalid config combination (${keys.join(', ')}): ${reason}`);
+  }
+}
+
+/** The YAML config file could not be read or parsed. */
+export class ConfigFileError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONFIG_FILE';
+  constructor(
+    readonly path: string,
+    reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`config file ${path}: ${reason}`, options);
+  }
+}
+
+/** A command-line flag felix-broker does not know. */
+export class UnknownFlagError extends BrokerError {
+  readonly code = 'FELIX_BROKER_UNKNOWN_FLAG';
+  constructor(readonly flag: string) {
+    super(`unknown flag ${flag} (known: --print-config, --help)`);
+  }
+}
+
+/** A listener could not be started. */
+export class ListenError extends BrokerError {
+  readonly code = 'FELIX_BROKER_LISTEN';
+  constructor(what: string, options?: FelixErrorOptions) {
+    super(`could not listen on ${what}`, options);
+  }
+}
+
+/** A shard's log failed (storage error); publishes to it are refused until restart. */
+export class ShardFailedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_SHARD_FAILED';
+  constructor(shard: string, options?: FelixErrorOptions) {
+    super(`shard ${shard} failed`, { retry: 'unknown_outcome', ...options });
+  }
+}
+
+/** The broker is draining and takes no new work. */
+export class DrainingError extends BrokerError {
+  readonly code = 'FELIX_BROKER_DRAINING';
+  constructor() {
+    super('broker is draining', { retry: 'retry' });
+  }
+}

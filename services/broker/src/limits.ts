@@ -1,0 +1,66 @@
+/**
+ * Every bound the broker enforces, with why it was chosen. Values a deployment may tune are
+ * defaults here and live in the config registry (config/registry.ts); the `_MAX` values are
+ * hard ceilings the config validator refuses to exceed.
+ */
+
+/** Client listener port (QUIC on UDP, TLS on TCP share the number), as the reference. */
+export const LISTEN_PORT_DEFAULT = 5000;
+/** HTTP port for /live, /ready and /metrics. */
+export const HTTP_PORT_DEFAULT = 8080;
+
+/** Pre-auth frames above this are refused on the header alone (reference: 64 KiB). */
+export const PREAUTH_FRAME_BYTES_DEFAULT = 64 * 1024;
+/** Largest frame payload after auth: big enough for a 4 MiB read page plus headroom. */
+export const FRAME_BYTES_DEFAULT = 16 * 1024 * 1024;
+/** Ceiling on `max_frame_bytes`: a frame is buffered whole before decoding. */
+export const FRAME_BYTES_MAX = 64 * 1024 * 1024;
+/** A connection that authenticates no stream within this is closed (reference: 10 s). */
+export const AUTH_TIMEOUT_MS_DEFAULT = 10_000;
+
+/** Unanswered publishes per stream before the broker stops reading it (reference: 256). */
+export const PUBLISH_WINDOW_DEFAULT = 256;
+/** Ceiling on the publish window: each held answer pins its batch in memory. */
+export const PUBLISH_WINDOW_MAX = 65_536;
+/** Records in one publish batch; bounds the offsets one batch may claim. */
+export const PUBLISH_BATCH_RECORDS_MAX = 65_536;
+
+/** Per-subscriber queue of envelopes (one envelope = one published batch). */
+export const SUBSCRIBER_QUEUE_BATCHES_DEFAULT = 1024;
+/** Ceiling a client may ask for with `queue_capacity`. */
+export const SUBSCRIBER_QUEUE_BATCHES_MAX = 65_536;
+/** Subscriptions one connection may hold; each owns a queue and a writer. */
+export const SUBSCRIPTIONS_PER_CONNECTION_MAX = 1024;
+/** Client connections accepted at once; beyond it new connections are closed. */
+export const CLIENT_CONNECTIONS_DEFAULT = 4096;
+
+/** Records the in-memory ring of one shard keeps (in-memory streams: all there is). */
+export const RING_RECORDS_DEFAULT = 65_536;
+/** Bytes of payload the ring of one shard keeps before evicting its oldest batches. */
+export const RING_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Ceiling on the ring record bound: rings live in the heap. */
+export const RING_RECORDS_MAX = 16 * 1024 * 1024;
+
+/** One history page read from disk for a subscriber: records and bytes (one page in memory). */
+export const HISTORY_PAGE_RECORDS_MAX = 4096;
+export const HISTORY_PAGE_BYTES_MAX = 4 * 1024 * 1024;
+
+/** Shards one stream may declare. */
+export const STREAM_SHARDS_MAX = 1024;
+/** Streams one catalog may declare. */
+export const CATALOG_STREAMS_MAX = 10_000;
+/** Identifier bytes (tenant, namespace, stream): the wire carries them with a u16 length. */
+export const IDENT_BYTES_MAX = 255;
+/** Token bytes accepted in `auth`. */
+export const TOKEN_BYTES_MAX = 8 * 1024;
+
+/** SIGTERM drain: time allowed for in-flight acks and log close before exiting anyway. */
+export const DRAIN_TIMEOUT_MS_DEFAULT = 10_000;
+/** Default fsync interval of `periodic` streams (reference: 250 ms). */
+export const FSYNC_INTERVAL_MS_DEFAULT = 250;
+/** Default segment size (reference: 256 MiB). */
+export const SEGMENT_BYTES_DEFAULT = 256 * 1024 * 1024;
+/** Default retention check interval (reference: 60 s). */
+export const RETENTION_CHECK_INTERVAL_MS_DEFAULT = 60_000;
+/** YAML config file size read at startup. */
+export const CONFIG_FILE_BYTES_MAX = 4 * 1024 * 1024;

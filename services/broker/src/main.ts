@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+/**
+ * `felix-broker`: loads the config (defaults, FELIX_* environment, FELIX_BROKER_CONFIG YAML),
+ * `--print-config` prints it, otherwise starts the broker and drains on SIGTERM/SIGINT.
+ */
+import { FelixError } from '@felix/common';
+import { stringify } from 'yaml';
+import { Broker } from './broker.js';
+import { loadConfig } from './config/load.js';
+import { UnknownFlagError } from './errors.js';
+import { createLogger } from './log.js';
+
+const USAGE = `usage: felix-broker [--print-config]
+
+Configuration: built-in defaults, then FELIX_* environment variables, then the YAML file named
+by FELIX_BROKER_CONFIG. Every setting is listed in docs/broker-config.md.`;
+
+function fail(err: unknown, exitCode: number): never {
+  const code = err instanceof FelixError ? err.code : 'FELIX_BROKER_STARTUP';
+  process.stderr.write(`felix-broker: ${(err as Error).message} [${code}]\n`);
+  process.exit(exitCode);
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  let printConfig = false;
+  for (const arg of args) {
+    if (arg === '--print-config') printConfig = true;
+    else if (arg === '--help' || arg === '-h') {
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    } else fail(new UnknownFlagError(arg), 2);
+  }
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    fail(err, 2);
+  }
+  if (printConfig) {
+    process.stdout.write(stringify(config));
+    return;
+  }
+  const log = createLogger(config.broker.log_level);
+  let broker: Broker;
+  try {
+    broker = await Broker.start(config, log);
+  } catch (err) {
+    log.fatal({ err }, 'startup failed');
+    fail(err, 1);
+  }
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    // The drain is bounded by drain_timeout_ms; this is the backstop if closing itself hangs.
+    setTimeout(() => {
+      log.error('shutdown exceeded its bound; exiting');
+      process.exit(1);
+    }, config.broker.drain_timeout_ms + 5_000).unref();
+    broker.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+void main();

@@ -1,0 +1,115 @@
+/** The broker's Prometheus metrics (prom-client), one registry per broker instance. */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class BrokerMetrics {
+  readonly registry = new Registry();
+  readonly connections = new Gauge({
+    name: 'felix_broker_connections',
+    help: 'Open client connections',
+    labelNames: ['transport'],
+    registers: [this.registry],
+  });
+  readonly connectionsRefused = new Counter({
+    name: 'felix_broker_connections_refused_total',
+    help: 'Connections closed on arrival (connection limit, draining)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly streams = new Gauge({
+    name: 'felix_broker_streams',
+    help: 'Streams in the catalog',
+    labelNames: ['durable'],
+    registers: [this.registry],
+  });
+  readonly publishes = new Counter({
+    name: 'felix_broker_publishes_total',
+    help: 'Published batches accepted',
+    labelNames: ['frame'],
+    registers: [this.registry],
+  });
+  readonly publishedRecords = new Counter({
+    name: 'felix_broker_published_records_total',
+    help: 'Records appended',
+    registers: [this.registry],
+  });
+  readonly publishedBytes = new Counter({
+    name: 'felix_broker_published_bytes_total',
+    help: 'Payload bytes appended',
+    registers: [this.registry],
+  });
+  readonly publishErrors = new Counter({
+    name: 'felix_broker_publish_errors_total',
+    help: 'Publishes answered with an error',
+    labelNames: ['code'],
+    registers: [this.registry],
+  });
+  readonly deliveredRecords = new Counter({
+    name: 'felix_broker_delivered_records_total',
+    help: 'Records written to subscribers',
+    registers: [this.registry],
+  });
+  readonly deliveredBytes = new Counter({
+    name: 'felix_broker_delivered_bytes_total',
+    help: 'Event frame bytes written to subscribers',
+    registers: [this.registry],
+  });
+  readonly eventBatchesEncoded = new Counter({
+    name: 'felix_broker_event_batches_encoded_total',
+    help: 'Live event batch encodings (one per published batch and variant, whatever the fanout)',
+    registers: [this.registry],
+  });
+  readonly subscriptions = new Gauge({
+    name: 'felix_broker_subscriptions',
+    help: 'Active subscriptions',
+    registers: [this.registry],
+  });
+  readonly fanoutQueueDepth = new Gauge({
+    name: 'felix_broker_fanout_queue_depth_max',
+    help: 'Deepest subscriber queue, in envelopes, at scrape time',
+    registers: [this.registry],
+  });
+  readonly fanoutQueued = new Gauge({
+    name: 'felix_broker_fanout_queued_envelopes',
+    help: 'Envelopes queued across all subscribers at scrape time',
+    registers: [this.registry],
+  });
+  readonly fanoutDropped = new Counter({
+    name: 'felix_broker_fanout_dropped_records_total',
+    help: 'Records dropped for a slow subscriber (drop-new policy)',
+    registers: [this.registry],
+  });
+  readonly subscriptionsLagged = new Counter({
+    name: 'felix_broker_subscriptions_lagged_total',
+    help: 'Subscriptions ended with subscription_lagged',
+    registers: [this.registry],
+  });
+  readonly fsyncs = new Counter({
+    name: 'felix_broker_durable_advances_total',
+    help: 'Durable-offset advances reported by the logs (one per completed flush)',
+    registers: [this.registry],
+  });
+  readonly appendLatency = new Histogram({
+    name: 'felix_broker_append_seconds',
+    help: 'Publish batch append latency until durable under the stream fsync mode',
+    labelNames: ['durable'],
+    buckets: [
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+    ],
+    registers: [this.registry],
+  });
+  readonly badInput = new Counter({
+    name: 'felix_broker_bad_input_total',
+    help: 'Malformed or refused client input, by reason',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly authTimeouts = new Counter({
+    name: 'felix_broker_auth_timeouts_total',
+    help: 'Connections closed for authenticating nothing in time',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'felix_broker_process_' });
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * What this broker offers in `auth_ok`: frame layouts (flags) and request types (features).
+ * The answer is always the intersection with what the client offered, so the broker never sends
+ * a layout or a message the client did not ask for.
+ */
+import {
+  FEATURE_ACK_ON_COMMIT,
+  FEATURE_ERROR_CODES,
+  FEATURE_PUBLISH_PIPELINE,
+  FEATURE_STREAM_PUBLISH_WINDOW,
+  FEATURE_STREAM_SHARDS,
+  FEATURE_SUBSCRIBE_QUEUE,
+  FEATURE_SUBSCRIPTION_LAGGED,
+  FEATURE_UNSUPPORTED,
+  FLAG_BINARY_EVENT_BATCH_SHARED,
+  FLAG_BINARY_PUBLISH_ACK,
+  FLAG_BINARY_PUBLISH_ACK_CODE,
+  FLAG_BINARY_PUBLISH_ACK_OFFSET,
+  FLAG_BINARY_PUBLISH_ACKED,
+  FLAG_BINARY_PUBLISH_BATCH,
+  FLAG_BINARY_PUBLISH_KEYED,
+  FLAG_EVENT_BATCH_OFFSETS,
+  FLAG_EVENT_BATCH_SKIPPED,
+  ORIGINAL_V1_FLAGS,
+} from '@felix/wire';
+
+export const SERVER_FLAGS =
+  FLAG_BINARY_PUBLISH_BATCH |
+  FLAG_BINARY_EVENT_BATCH_SHARED |
+  FLAG_BINARY_PUBLISH_ACKED |
+  FLAG_BINARY_PUBLISH_ACK |
+  FLAG_EVENT_BATCH_OFFSETS |
+  FLAG_BINARY_PUBLISH_KEYED |
+  FLAG_BINARY_PUBLISH_ACK_CODE |
+  FLAG_EVENT_BATCH_SKIPPED |
+  FLAG_BINARY_PUBLISH_ACK_OFFSET;
+
+export const SERVER_FEATURES =
+  FEATURE_STREAM_SHARDS |
+  FEATURE_ERROR_CODES |
+  FEATURE_UNSUPPORTED |
+  FEATURE_PUBLISH_PIPELINE |
+  FEATURE_STREAM_PUBLISH_WINDOW |
+  FEATURE_ACK_ON_COMMIT |
+  FEATURE_SUBSCRIPTION_LAGGED |
+  FEATURE_SUBSCRIBE_QUEUE;
+
+export interface Negotiated {
+  tenant: string;
+  /** Layouts both sides parse; `ORIGINAL_V1_FLAGS` when the client offered nothing. */
+  flags: number;
+  features: number;
+  /** The client sent `client_flags` (and got `auth_ok`). */
+  negotiating: boolean;
+}
+
+export function negotiateAuth(
+  tenant: string,
+  clientFlags: number | undefined,
+  clientFeatures: number | undefined,
+): Negotiated {
+  if (clientFlags === undefined) {
+    return { tenant, flags: ORIGINAL_V1_FLAGS & SERVER_FLAGS, features: 0, negotiating: false };
+  }
+  return {
+    tenant,
+    flags: clientFlags & SERVER_FLAGS,
+    features: (clientFeatures ?? 0) & SERVER_FEATURES,
+    negotiating: true,
+  };
+}
+
+export function has(bits: number, bit: number): boolean {
+  return (bits & bit) === bit;
+}

@@ -1,0 +1,115 @@
+/**
+ * Serves one subscription on a broker-opened uni stream: `event_stream_hello`, then history
+ * `[start, live)` under backpressure (never dropped), then the live queue. Live batches go out as
+ * the batch's shared encoding, so N subscribers cost one encoding. A durable subscription whose
+ * queue overflowed ends with `subscription_lagged` naming the first dropped offset.
+ */
+import type { Connection, TransportStream } from '@felix/transport';
+import {
+  FLAG_BINARY_EVENT_BATCH_SHARED,
+  FLAG_EVENT_BATCH_OFFSETS,
+  FLAG_EVENT_BATCH_SKIPPED,
+} from '@felix/wire';
+import type { StreamConfig } from '../config/types.js';
+import type { EventBatch, EventVariant } from '../streams/event-batch.js';
+import type { ShardSubscription } from '../streams/shard.js';
+import { JSON_VARIANT, eventsFrame, jsonFrame } from './codec.js';
+import type { SessionContext } from './context.js';
+import { type Negotiated, has } from './negotiation.js';
+
+export class SubscriptionWriter {
+  private stopped = false;
+  private uni: TransportStream | null = null;
+  private readonly variant: EventVariant;
+  private readonly encode: (batch: EventBatch, variant: EventVariant) => Uint8Array;
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly ctx: SessionContext,
+    private readonly auth: Negotiated,
+    readonly id: number,
+    stream: StreamConfig,
+    readonly shard: number,
+    private readonly sub: ShardSubscription,
+  ) {
+    this.variant = has(auth.flags, FLAG_BINARY_EVENT_BATCH_SHARED)
+      ? FLAG_BINARY_EVENT_BATCH_SHARED | (auth.flags & FLAG_EVENT_BATCH_OFFSETS)
+      : JSON_VARIANT;
+    const scope = { tenant_id: stream.tenant, namespace: stream.namespace, stream: stream.name };
+    this.encode = (batch, variant) => eventsFrame(batch, variant, scope);
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.sub.unsubscribe();
+    this.uni?.reset(0);
+  }
+
+  async run(): Promise<void> {
+    const m = this.ctx.metrics;
+    m.subscriptions.inc();
+    try {
+      const uni = await this.conn.openUni();
+      this.uni = uni;
+      if (this.stopped) {
+        uni.reset(0);
+        return;
+      }
+      void uni.closed.then(() => this.stop());
+      await uni.write(jsonFrame({ type: 'event_stream_hello', subscription_id: this.id }));
+      for await (const batch of this.sub.history()) {
+        if (this.stopped) return;
+        await this.write(uni, this.historyBytes(batch), batch.payloads.length);
+      }
+      while (!this.stopped) {
+        const item = await this.sub.queue.take();
+        if (item.kind === 'end') break;
+        if (item.kind === 'lagged') {
+          m.subscriptionsLagged.inc();
+          await uni.write(
+            jsonFrame({
+              type: 'subscription_lagged',
+              subscription_id: this.id,
+              resume_from: item.resumeFrom,
+            }),
+          );
+          break;
+        }
+        const bytes = item.batch.encoded(this.variant, this.encode, () =>
+          m.eventBatchesEncoded.inc(),
+        );
+        await this.write(uni, bytes, item.batch.payloads.length);
+      }
+      if (!this.stopped) await uni.end();
+    } catch (err) {
+      this.ctx.log.debug({ err, subscription: this.id }, 'subscription writer ended');
+    } finally {
+      this.stopped = true;
+      this.sub.unsubscribe();
+      m.subscriptions.dec();
+    }
+  }
+
+  private historyBytes(batch: EventBatch): Uint8Array {
+    let variant = this.variant;
+    if (
+      batch.skippedBefore > 0 &&
+      variant !== JSON_VARIANT &&
+      has(this.auth.flags, FLAG_EVENT_BATCH_SKIPPED | FLAG_EVENT_BATCH_OFFSETS)
+    ) {
+      variant |= FLAG_EVENT_BATCH_SKIPPED;
+    }
+    return this.encode(batch, variant);
+  }
+
+  private async write(uni: TransportStream, bytes: Uint8Array, records: number): Promise<void> {
+    await uni.write(bytes);
+    this.ctx.metrics.deliveredRecords.inc(records);
+    this.ctx.metrics.deliveredBytes.inc(bytes.byteLength);
+  }
+
+  get queueDepth(): number {
+    return this.sub.queue.depth;
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The in-memory ring of one shard: the most recent published batches, bounded in records and in
+ * bytes, evicting whole batches oldest first. For an in-memory stream it is the stream; for a
+ * durable one it is the replay window that lets a near-tail subscriber skip the disk.
+ */
+import { assert } from '@felix/common';
+import type { EventBatch } from './event-batch.js';
+
+export class Ring {
+  private batches: EventBatch[] = [];
+  private head = 0; // index of the oldest live batch in `batches`
+  private records = 0;
+  private bytes = 0;
+  /** Offset of the oldest record held, or the tail when empty. */
+  base: number;
+
+  constructor(
+    private readonly recordsMax: number,
+    private readonly bytesMax: number,
+    start: number,
+  ) {
+    this.base = start;
+  }
+
+  get size(): number {
+    return this.batches.length - this.head;
+  }
+
+  push(batch: EventBatch): void {
+    const last = this.batches[this.batches.length - 1];
+    if (this.size > 0 && last!.next !== batch.first) {
+      // Offsets that hold no event (a log's generation start) break the run: start afresh so
+      // `range()` never spans a hole.
+      assert(batch.first > last!.next, 'ring batches must move forward');
+      this.batches = [];
+      this.head = 0;
+      this.records = 0;
+      this.bytes = 0;
+    }
+    if (this.size === 0) this.base = batch.first;
+    this.batches.push(batch);
+    this.records += batch.payloads.length;
+    this.bytes += batch.bytes;
+    while (this.size > 1 && (this.records > this.recordsMax || this.bytes > this.bytesMax)) {
+      const old = this.batches[this.head]!;
+      this.head++;
+      this.records -= old.payloads.length;
+      this.bytes -= old.bytes;
+      this.base = this.batches[this.head]!.first;
+    }
+    if (this.head > 1024 && this.head * 2 > this.batches.length) {
+      this.batches = this.batches.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** Batches covering [from, until), the first sliced to start at `from`. Needs from >= base. */
+  range(from: number, until: number): EventBatch[] {
+    assert(from >= this.base || this.size === 0, 'range below the ring base');
+    const out: EventBatch[] = [];
+    // Binary search the first batch whose next > from.
+    let lo = this.head;
+    let hi = this.batches.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.batches[mid]!.next <= from) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.batches.length; i++) {
+      const b = this.batches[i]!;
+      if (b.first >= until) break;
+      out.push(b.sliceFrom(from));
+    }
+    return out;
+  }
+}

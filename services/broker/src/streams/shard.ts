@@ -1,0 +1,230 @@
+/**
+ * One shard of one stream: the append path (store, then ring and fanout in offset order), the
+ * cursor checks, and the register-before-read subscribe join.
+ *
+ * Durable shards append to their store and apply (ring + fanout) only once the store says the
+ * batch is durable under its fsync mode, in offset order, so no subscriber ever sees a record
+ * before it is durable. In-memory shards assign offsets themselves and the ring is the stream.
+ *
+ * The join: `subscribe()` reads the visible tail and registers the subscriber's queue in one
+ * synchronous step, so every batch applied afterwards reaches the queue (live) and every batch
+ * before it is history `[start, liveOffset)`: from a ring snapshot taken in the same step when
+ * the ring covers it, otherwise paged from the store. Nothing falls between the halves and
+ * nothing is delivered twice.
+ */
+import { HISTORY_PAGE_BYTES_MAX, HISTORY_PAGE_RECORDS_MAX } from '../limits.js';
+import { EventBatch } from './event-batch.js';
+import { Ring } from './ring.js';
+import { SubscriberQueue } from './subscriber.js';
+
+export interface StoredRecord {
+  offset: number;
+  timestampMicros: number;
+  payload: Uint8Array;
+}
+
+export type StoreRead =
+  | { kind: 'records'; records: StoredRecord[]; next: number }
+  | { kind: 'trimmed'; oldest: number };
+
+/** The durable log of one shard, as the broker uses it (see durable-store.ts). */
+export interface ShardStore {
+  readonly baseOffset: number;
+  readonly tailOffset: number;
+  append(payloads: Uint8Array[], timestampMicros: number): Promise<{ first: number; next: number }>;
+  read(from: number, budget: { maxRecords: number; maxBytes: number }): Promise<StoreRead>;
+  close(): Promise<void>;
+}
+
+export type StartSpec =
+  | { kind: 'latest' }
+  | { kind: 'earliest' }
+  | { kind: 'offset'; offset: number };
+
+export type SubscribeOutcome =
+  | { ok: true; sub: ShardSubscription }
+  | { ok: false; reason: 'too_old' | 'in_future'; requested: number; available: number };
+
+export interface ShardHooks {
+  onDrop(records: number): void;
+  onApply(batch: EventBatch): void;
+}
+
+export interface ShardSubscription {
+  readonly startOffset: number;
+  readonly liveOffset: number;
+  readonly queue: SubscriberQueue<EventBatch>;
+  /** History `[startOffset, liveOffset)`, paged, delivered under backpressure. */
+  history(): AsyncGenerator<EventBatch>;
+  unsubscribe(): void;
+}
+
+export class Shard {
+  readonly ring: Ring;
+  /** Next offset subscribers will see: everything below it is applied (and durable). */
+  appliedNext: number;
+  private nextMemoryOffset: number;
+  private chain: Promise<unknown> = Promise.resolve();
+  private inFlight = 0;
+  readonly subscribers = new Set<SubscriberQueue<EventBatch>>();
+
+  constructor(
+    readonly name: string,
+    readonly store: ShardStore | null,
+    ring: { records: number; bytes: number },
+    private readonly hooks: ShardHooks,
+  ) {
+    const start = store ? store.tailOffset : 0;
+    this.ring = new Ring(ring.records, ring.bytes, start);
+    this.appliedNext = start;
+    this.nextMemoryOffset = start;
+  }
+
+  get durable(): boolean {
+    return this.store !== null;
+  }
+
+  /** Oldest offset a subscriber can start at. */
+  get baseOffset(): number {
+    if (this.store) return Math.min(this.store.baseOffset, this.appliedNext);
+    return this.ring.size === 0 ? this.appliedNext : this.ring.base;
+  }
+
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  /** Appends a batch; resolves once it is durable under the stream's mode and applied. */
+  publish(
+    payloads: Uint8Array[],
+    timestampMicros: number,
+  ): Promise<{ first: number; next: number }> {
+    if (!this.store) {
+      const first = this.nextMemoryOffset;
+      this.nextMemoryOffset += payloads.length;
+      this.apply(new EventBatch(first, payloads, timestampMicros));
+      return Promise.resolve({ first, next: first + payloads.length });
+    }
+    this.inFlight++;
+    const appended = this.store.append(payloads, timestampMicros);
+    const applied = this.chain
+      .then(() => appended)
+      .then((r) => {
+        this.apply(new EventBatch(r.first, payloads, timestampMicros));
+        return r;
+      })
+      .finally(() => {
+        this.inFlight--;
+      });
+    this.chain = applied.catch(() => undefined);
+    return applied;
+  }
+
+  /** Resolves once every publish issued so far has settled. */
+  settled(): Promise<unknown> {
+    return this.chain;
+  }
+
+  private apply(batch: EventBatch): void {
+    this.ring.push(batch);
+    this.appliedNext = batch.next;
+    this.hooks.onApply(batch);
+    for (const q of this.subscribers) q.offer(batch);
+  }
+
+  subscribe(start: StartSpec, queueCapacity: number, endOnLag: boolean): SubscribeOutcome {
+    const tail = this.appliedNext;
+    const base = this.baseOffset;
+    let from: number;
+    if (start.kind === 'latest') from = tail;
+    else if (start.kind === 'earliest') from = base;
+    else {
+      from = start.offset;
+      if (from < base) return { ok: false, reason: 'too_old', requested: from, available: base };
+      if (from > tail) return { ok: false, reason: 'in_future', requested: from, available: tail };
+    }
+    const queue = new SubscriberQueue<EventBatch>(queueCapacity, endOnLag && this.durable, (n) =>
+      this.hooks.onDrop(n),
+    );
+    // Register and snapshot in one synchronous step: the join point is `tail`.
+    this.subscribers.add(queue);
+    const ringCovers = this.ring.size > 0 ? from >= this.ring.base : from === tail;
+    const snapshot = ringCovers ? this.ring.range(from, tail) : null;
+    const startOffset = from;
+    const history = this.historyFrom.bind(this, startOffset, tail, snapshot);
+    return {
+      ok: true,
+      sub: {
+        startOffset,
+        liveOffset: tail,
+        queue,
+        history,
+        unsubscribe: () => {
+          this.subscribers.delete(queue);
+          queue.end();
+        },
+      },
+    };
+  }
+
+  private async *historyFrom(
+    from: number,
+    until: number,
+    snapshot: EventBatch[] | null,
+  ): AsyncGenerator<EventBatch> {
+    if (snapshot) {
+      yield* snapshot;
+      return;
+    }
+    const store = this.store;
+    if (!store) return; // an in-memory shard always answers from its ring (checked at subscribe)
+    let skipped = 0;
+    while (from < until) {
+      const page = await store.read(from, {
+        maxRecords: Math.min(HISTORY_PAGE_RECORDS_MAX, until - from),
+        maxBytes: HISTORY_PAGE_BYTES_MAX,
+      });
+      if (page.kind === 'trimmed') {
+        // Retention removed the rest of our range while we read: those offsets hold no event.
+        const to = Math.min(page.oldest, until);
+        skipped += to - from;
+        from = to;
+        continue;
+      }
+      const records = page.records.filter((r) => r.offset >= from && r.offset < until);
+      if (records.length === 0) {
+        const next = Math.min(Math.max(page.next, from + 1), until);
+        skipped += next - from;
+        from = next;
+        continue;
+      }
+      for (const run of contiguousRuns(records)) {
+        const first = run[0]!.offset;
+        skipped += first - from;
+        yield new EventBatch(
+          first,
+          run.map((r) => r.payload),
+          run[0]!.timestampMicros,
+          skipped,
+        );
+        skipped = 0;
+        from = first + run.length;
+      }
+    }
+  }
+}
+
+function contiguousRuns(records: StoredRecord[]): StoredRecord[][] {
+  const runs: StoredRecord[][] = [];
+  let run: StoredRecord[] = [];
+  for (const r of records) {
+    const last = run[run.length - 1];
+    if (last && r.offset !== last.offset + 1) {
+      runs.push(run);
+      run = [];
+    }
+    run.push(r);
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}

@@ -1,0 +1,138 @@
+// Goal: the broker's config is defaults, then FELIX_* variables, then the YAML file, and any
+// unknown key or invalid combination is refused naming it. Method: loadConfig on temp files,
+// plus the real binary for --print-config and an unknown command-line flag.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { tempDir } from '@felix/testing-harness';
+import { parse } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CONFIG_VARS, loadConfig } from '../src/index.js';
+import { brokerArgs } from './broker-process.js';
+
+const REPO = resolve(import.meta.dirname, '..', '..', '..');
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+async function yamlFile(body: string): Promise<string> {
+  const dir = await tempDir();
+  cleanups.push(dir.cleanup);
+  const path = join(dir.path, 'broker.yaml');
+  await writeFile(path, body);
+  return path;
+}
+
+describe('broker config', () => {
+  it('the_file_overrides_the_environment_which_overrides_the_defaults', async () => {
+    const path = await yamlFile('broker:\n  publish_window: 7\n');
+    const cfg = loadConfig({
+      FELIX_BROKER_PUBLISH_WINDOW: '9',
+      FELIX_BROKER_AUTH_TIMEOUT_MS: '1234',
+      FELIX_BROKER_CONFIG: path,
+    });
+    expect(cfg.broker.publish_window).toBe(7);
+    expect(cfg.broker.auth_timeout_ms).toBe(1234);
+    expect(cfg.broker.port).toBe(5000);
+    expect(cfg.broker.transports).toEqual(['quic', 'tls']);
+  });
+
+  it('an_unknown_yaml_key_is_a_startup_error_naming_it', async () => {
+    const path = await yamlFile('broker:\n  publish_windw: 7\n');
+    expect(() => loadConfig({ FELIX_BROKER_CONFIG: path })).toThrow(/broker\.publish_windw/);
+    const nested = await yamlFile('streams:\n  - { tenant: t1, name: s, shard: 2 }\n');
+    expect(() => loadConfig({ FELIX_BROKER_CONFIG: nested })).toThrow(/streams\[0\]\.shard/);
+  });
+
+  it('an_unknown_broker_variable_is_a_startup_error_naming_it', () => {
+    expect(() => loadConfig({ FELIX_BROKER_PROT: '1' })).toThrow(/FELIX_BROKER_PROT/);
+    // Variables outside the broker's prefixes belong to someone else and are left alone.
+    expect(() => loadConfig({ FELIX_POWER_LOSS_SEED: '1' })).not.toThrow();
+  });
+
+  it('an_out_of_range_value_is_a_startup_error_naming_it', () => {
+    expect(() => loadConfig({ FELIX_BROKER_PORT: '70000' })).toThrow(/broker\.port.*70000/);
+    expect(() => loadConfig({ FELIX_BROKER_TRANSPORTS: 'quic,udp' })).toThrow(/broker\.transports/);
+  });
+
+  it('a_durable_stream_without_a_data_dir_is_a_startup_error', async () => {
+    const path = await yamlFile('streams:\n  - { tenant: t1, name: orders, durable: true }\n');
+    expect(() => loadConfig({ FELIX_BROKER_CONFIG: path })).toThrow(
+      /streams\[0\]\.durable.*durable\.data_dir/,
+    );
+    expect(() =>
+      loadConfig({ FELIX_BROKER_CONFIG: path, FELIX_DURABLE_STORAGE_DIR: '/tmp/x' }),
+    ).not.toThrow();
+  });
+
+  it('invalid_combinations_are_startup_errors', async () => {
+    expect(() => loadConfig({ FELIX_BROKER_TLS_CERT: '/x.pem' })).toThrow(/tls_cert.*tls_key/);
+    const dup = await yamlFile(
+      'streams:\n  - { tenant: t1, name: a }\n  - { tenant: t1, name: a }\n',
+    );
+    expect(() => loadConfig({ FELIX_BROKER_CONFIG: dup })).toThrow(/declared twice/);
+    const ret = await yamlFile(
+      'streams:\n  - { tenant: t1, name: a, retention: { max_bytes: 100 } }\n',
+    );
+    expect(() => loadConfig({ FELIX_BROKER_CONFIG: ret })).toThrow(/retention/);
+  });
+
+  it('a_stream_declares_shards_durability_retention_and_fsync', async () => {
+    const path = await yamlFile(
+      [
+        'durable: { data_dir: /tmp/felix-x, fsync_mode: onCommit }',
+        'streams:',
+        '  - { tenant: t1, name: orders, shards: 4, durable: true, retention: { max_bytes: 1048576 } }',
+        '  - { tenant: t1, namespace: ops, name: ticks, fsync: none }',
+        'caches:',
+        '  - { tenant: t1, name: sessions, shards: 2, default_ttl_ms: 60000 }',
+      ].join('\n'),
+    );
+    const cfg = loadConfig({ FELIX_BROKER_CONFIG: path });
+    expect(cfg.streams[0]).toMatchObject({
+      shards: 4,
+      durable: true,
+      fsync: 'onCommit',
+      retention: { max_bytes: 1048576 },
+    });
+    expect(cfg.streams[1]).toMatchObject({
+      namespace: 'ops',
+      durable: false,
+      fsync: 'none',
+      shards: 1,
+    });
+    expect(cfg.caches[0]).toMatchObject({ name: 'sessions', shards: 2, default_ttl_ms: 60000 });
+  });
+
+  it('every_config_variable_is_documented', () => {
+    const doc = readFileSync(join(REPO, 'docs', 'broker-config.md'), 'utf8');
+    for (const v of CONFIG_VARS) {
+      expect(doc, v.env).toContain(`\`${v.env}\``);
+      expect(doc, v.key).toContain(`\`${v.key}\``);
+    }
+  });
+
+  it('print_config_prints_the_merged_validated_config', () => {
+    const run = spawnSync(process.execPath, brokerArgs(['--print-config']), {
+      cwd: REPO,
+      env: { ...process.env, FELIX_BROKER_PUBLISH_WINDOW: '33' },
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(0);
+    const printed = parse(run.stdout) as { broker: { publish_window: number; port: number } };
+    expect(printed.broker.publish_window).toBe(33);
+    expect(printed.broker.port).toBe(5000);
+  });
+
+  it('an_unknown_command_line_flag_is_refused', () => {
+    const run = spawnSync(process.execPath, brokerArgs(['--prnt-config']), {
+      cwd: REPO,
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('--prnt-config');
+    expect(run.stderr).toContain('FELIX_BROKER_UNKNOWN_FLAG');
+  });
+});
