@@ -19,3 +19,5 @@ export { SqliteDriver } from './store/sqlite.js';
 export { ControlStore, SNAPSHOT_ROWS_MAX } from './store/store.js';
 export type { PlacementOutcome, StoreOptions } from './store/store.js';
 export * from './store/types.js';
+export { runFelixctl, table } from './cli/felixctl.js';
+export type { CliIo } from './cli/felixctl.js';

@@ -26,6 +26,7 @@ export class FeedHub {
   constructor(
     private readonly store: ControlStore,
     private readonly metrics: Metrics,
+    private readonly rereadIntervalMs = LONG_POLL_REREAD_INTERVAL_MS,
   ) {
     this.unsubscribe = store.onChange((feeds) => this.wake(feeds));
   }
@@ -37,6 +38,11 @@ export class FeedHub {
         t.wake?.();
       }
     }
+  }
+
+  /** Long polls parked right now. */
+  get parkedCount(): number {
+    return this.parked;
   }
 
   /** Answers every parked poll now (shutdown). */
@@ -75,7 +81,7 @@ export class FeedHub {
         this.metrics.longPollWaiters.set(this.parked);
         try {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(remaining, LONG_POLL_REREAD_INTERVAL_MS));
+            const timer = setTimeout(resolve, Math.min(remaining, this.rereadIntervalMs));
             ticket.wake = () => {
               clearTimeout(timer);
               resolve();

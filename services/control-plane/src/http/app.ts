@@ -37,6 +37,8 @@ export interface AppDeps {
   /** Run the expiry sweep and periodic placement (default true). */
   background?: boolean;
   metrics?: Metrics;
+  /** How often a parked long poll re-reads without a wake-up (tests raise it to prove the wake). */
+  longPollRereadMs?: number;
 }
 
 export interface ControlPlaneApp {
@@ -64,7 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
       },
     },
   });
-  const hub = new FeedHub(deps.store, metrics);
+  const hub = new FeedHub(deps.store, metrics, deps.longPollRereadMs);
   const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);
   const sweeper = new Sweeper(deps.store, deps.liveness, clock);
   const ctx: RouteContext = {
