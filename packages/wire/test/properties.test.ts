@@ -1,0 +1,241 @@
+// Goal: property tests over the whole codec. Every message and layout round-trips; every
+// decoder of untrusted bytes throws nothing but WireError on arbitrary or mutated input;
+// the push decoder yields the same frames however a stream is chunked; any unknown flag
+// bit is refused. Method: fast-check with arbitraries from test/arbitraries.ts.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  FrameDecoder,
+  InternalFrameDecoder,
+  UnknownFlagsError,
+  WireError,
+  decodeEventBatch,
+  decodeFrame,
+  decodeFrameHeader,
+  decodeFramePayload,
+  decodeInternalMessage,
+  decodeMessage,
+  decodePublishAck,
+  decodePublishBatch,
+  encodeEventBatch,
+  encodeFrame,
+  encodeInternalMessage,
+  encodeMessage,
+  encodePublishAck,
+  encodePublishBatch,
+} from '../src/index.js';
+import {
+  eventBatchArb,
+  internalMessageArb,
+  messageArb,
+  publishAckArb,
+  publishBatchArb,
+} from './arbitraries.js';
+import { handFrame } from './helpers.js';
+
+/** Runs `fn`; passes if it returns or throws a WireError, fails on anything else. */
+function onlyWireErrors(fn: () => unknown): void {
+  try {
+    fn();
+  } catch (error) {
+    if (!(error instanceof WireError)) throw error;
+  }
+}
+
+const validFrame = fc.oneof(
+  messageArb.map(encodeMessage),
+  publishBatchArb.map(encodePublishBatch),
+  publishAckArb.map(encodePublishAck),
+  eventBatchArb.map(encodeEventBatch),
+);
+
+const mutated = fc
+  .tuple(
+    validFrame,
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+    fc.nat(),
+  )
+  .map(([frame, edits, cut]) => {
+    const copy = frame.slice();
+    for (const [at, value] of edits) copy[at % copy.length] = value;
+    return copy.subarray(0, copy.length - (cut % 3 === 0 ? cut % copy.length : 0));
+  });
+
+function splitAt(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const chunks: Uint8Array[] = [];
+  let start = 0;
+  for (const p of points) {
+    chunks.push(bytes.subarray(start, p));
+    start = p;
+  }
+  chunks.push(bytes.subarray(start));
+  return chunks;
+}
+
+describe('codec properties', () => {
+  it('every_message_round_trips_through_its_json_frame', () => {
+    fc.assert(
+      fc.property(messageArb, (message) => {
+        const frame = decodeFrame(encodeMessage(message));
+        expect(decodeMessage(frame.payload)).toEqual(message);
+      }),
+    );
+  });
+
+  it('every_publish_batch_round_trips_with_any_modifiers', () => {
+    fc.assert(
+      fc.property(publishBatchArb, (batch) => {
+        const { flags, payload } = decodeFrame(encodePublishBatch(batch));
+        expect(decodePublishBatch(flags, payload)).toEqual(batch);
+      }),
+    );
+  });
+
+  it('every_publish_ack_round_trips_with_any_modifiers', () => {
+    fc.assert(
+      fc.property(publishAckArb, (ack) => {
+        const { flags, payload } = decodeFrame(encodePublishAck(ack));
+        expect(decodePublishAck(flags, payload)).toEqual(ack);
+      }),
+    );
+  });
+
+  it('every_event_batch_round_trips_with_any_modifiers', () => {
+    fc.assert(
+      fc.property(eventBatchArb, (batch) => {
+        const { flags, payload } = decodeFrame(encodeEventBatch(batch));
+        expect(decodeEventBatch(flags, payload)).toEqual(batch);
+      }),
+    );
+  });
+
+  it('every_internal_message_round_trips', () => {
+    fc.assert(
+      fc.property(internalMessageArb, (message) => {
+        const [frame] = new InternalFrameDecoder().push(encodeInternalMessage(message));
+        expect(decodeInternalMessage(frame!)).toEqual(message);
+      }),
+    );
+  });
+
+  it('any_chunking_of_a_valid_stream_yields_the_same_frames', () => {
+    fc.assert(
+      fc.property(
+        fc.array(validFrame, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        (frames, cuts) => {
+          const stream = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+          let at = 0;
+          for (const f of frames) {
+            stream.set(f, at);
+            at += f.length;
+          }
+          const whole = new FrameDecoder().push(stream);
+          const decoder = new FrameDecoder();
+          const chunked = splitAt(stream, cuts).flatMap((c) => decoder.push(c));
+          expect(chunked).toEqual(whole);
+          expect(whole.map((f) => encodeFrame(f.flags, f.payload))).toEqual(frames);
+          expect(decoder.idle).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('arbitrary_bytes_in_any_chunking_yield_only_frames_or_wire_errors', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.uint8Array({ maxLength: 200 }), mutated),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (bytes, cuts) => {
+          const decoder = new FrameDecoder({ maxPayloadBytes: 4096 });
+          onlyWireErrors(() => {
+            for (const chunk of splitAt(bytes, cuts)) {
+              for (const frame of decoder.push(chunk))
+                onlyWireErrors(() => decodeFramePayload(frame));
+            }
+          });
+          expect(decoder.bufferedBytes).toBeLessThanOrEqual(12 + 4096);
+        },
+      ),
+    );
+  });
+
+  it('the_first_error_is_the_same_whatever_the_chunking', () => {
+    fc.assert(
+      fc.property(mutated, fc.array(fc.nat(), { maxLength: 8 }), (bytes, cuts) => {
+        const errorOf = (chunks: Uint8Array[]) => {
+          const decoder = new FrameDecoder();
+          try {
+            for (const chunk of chunks) decoder.push(chunk);
+            return 'none';
+          } catch (error) {
+            return (error as WireError).code;
+          }
+        };
+        expect(errorOf(splitAt(bytes, cuts))).toBe(errorOf([bytes]));
+      }),
+    );
+  });
+
+  it('every_decoder_throws_only_wire_errors_on_arbitrary_bytes', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 120 }),
+          mutated.map((m) => m.subarray(12)),
+        ),
+        fc.integer({ min: 0, max: 0xffff }),
+        (bytes, flags) => {
+          onlyWireErrors(() => decodeMessage(bytes));
+          onlyWireErrors(() => decodePublishBatch(flags, bytes));
+          onlyWireErrors(() => decodePublishAck(flags, bytes));
+          onlyWireErrors(() => decodeEventBatch(flags, bytes));
+          onlyWireErrors(() => decodeInternalMessage({ kind: flags % 40, body: bytes }));
+        },
+      ),
+    );
+  });
+
+  it('mutated_json_messages_throw_only_wire_errors', () => {
+    const mutatedJson = fc
+      .tuple(messageArb, fc.nat(), fc.string({ maxLength: 3 }))
+      .map(([m, at, insert]) => {
+        const text = new TextDecoder().decode(encodeMessage(m).subarray(12));
+        const i = at % (text.length + 1);
+        return new TextEncoder().encode(text.slice(0, i) + insert + text.slice(i + 1));
+      });
+    fc.assert(fc.property(mutatedJson, (bytes) => onlyWireErrors(() => decodeMessage(bytes))));
+  });
+
+  it('mutated_internal_frames_throw_only_wire_errors', () => {
+    fc.assert(
+      fc.property(
+        internalMessageArb,
+        fc.nat(),
+        fc.integer({ min: 0, max: 255 }),
+        (m, at, value) => {
+          const bytes = encodeInternalMessage(m).slice();
+          bytes[at % bytes.length] = value;
+          onlyWireErrors(() => {
+            for (const frame of new InternalFrameDecoder().push(bytes))
+              decodeInternalMessage(frame);
+          });
+        },
+      ),
+    );
+  });
+
+  it('a_frame_with_any_unknown_flag_bit_is_rejected', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 0xffff }).filter((f) => (f & 0x8000) !== 0),
+        (flags) => {
+          const frame = handFrame(flags, new Uint8Array(4));
+          expect(() => decodeFrameHeader(frame)).toThrow(UnknownFlagsError);
+          expect(() => new FrameDecoder().push(frame)).toThrow(UnknownFlagsError);
+        },
+      ),
+    );
+  });
+});
