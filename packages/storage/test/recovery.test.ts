@@ -1,0 +1,258 @@
+/**
+ * Goal: recovery repairs exactly the tails a crash can leave (a short final record, a
+ * zero-filled tail, anything past the durable mark) and refuses everything else with a
+ * CorruptionError that names the shard directory, segment, byte position and kind.
+ * Method: write a real log, damage its files byte by byte, reopen, and compare what reads
+ * back with what was written.
+ */
+import { appendFile, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CorruptionError } from '../src/errors.js';
+import { nodeIo } from '../src/io/node-io.js';
+import { DURABLE_MARK_FILE, indexFileName, segmentFileName } from '../src/log/layout.js';
+import { planRecovery } from '../src/log/recovery.js';
+import type { SegmentLog } from '../src/log/segment-log.js';
+import {
+  FLAG_GENERATION_START,
+  SEGMENT_HEADER_BYTES,
+  encodeRecord,
+  encodeSegmentHeader,
+} from '../src/segment/format.js';
+import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
+
+async function readAll(log: SegmentLog): Promise<string[]> {
+  const out: string[] = [];
+  let next = log.baseOffset;
+  for (;;) {
+    const r = await log.read(next);
+    if (r.kind !== 'records') throw new Error('unexpected trim');
+    if (r.records.length === 0) return out;
+    for (const rec of r.records) out.push(`${rec.offset}:${text(rec.payload)}`);
+    next = r.next;
+  }
+}
+
+/** A closed log of `n` records of 100 bytes; returns the expected reads. */
+async function writeLog(root: string, n: number, segmentBytes?: number): Promise<string[]> {
+  const log = await openLog(root, segmentBytes === undefined ? {} : { segmentBytes });
+  const expected: string[] = [];
+  for (let i = 0; i < n; i++) {
+    await log.append([payload(i, 100)]);
+    expected.push(`${i}:${text(payload(i, 100))}`);
+  }
+  await log.close();
+  return expected;
+}
+
+const RECORD = 28 + 100;
+
+async function expectCorruption(root: string, kind: string, segmentId: number, position: number) {
+  const err = await openLog(root).then(
+    async (log) => {
+      await log.close();
+      return undefined;
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(CorruptionError);
+  const c = err as CorruptionError;
+  expect(c.kind).toBe(kind);
+  expect(c.site).toEqual({ shardDir: shardDir(root), segmentId, position });
+  expect(c.message).toContain(shardDir(root));
+  expect(c.message).toContain(`segment ${segmentId}`);
+  expect(c.message).toContain(`byte ${position}`);
+}
+
+describe('recovery', () => {
+  it('a_torn_tail_is_truncated_on_open', async () => {
+    const root = await scratchRoot();
+    const expected = await writeLog(root, 10);
+    const seg = join(shardDir(root), segmentFileName(0));
+    const cleanSize = (await stat(seg)).size;
+    // Without a durable mark only the shape of the damage decides.
+    await rm(join(shardDir(root), DURABLE_MARK_FILE));
+    const torn = encodeRecord(10, 1, payload(10, 100)).subarray(0, 70);
+    await appendFile(seg, torn);
+    const log = await openLog(root);
+    expect(log.recovered).toContainEqual(
+      expect.objectContaining({
+        kind: 'truncate',
+        segmentId: 0,
+        from: cleanSize + 70,
+        to: cleanSize,
+      }),
+    );
+    expect(await readAll(log)).toEqual(expected);
+    expect((await log.append([payload(10, 100)])).first).toBe(10);
+    await log.close();
+    // A header cut short is torn the same way.
+    await rm(join(shardDir(root), DURABLE_MARK_FILE));
+    await appendFile(seg, encodeRecord(11, 1, payload(11, 100)).subarray(0, 13));
+    const again = await openLog(root);
+    expect(again.tailOffset).toBe(11);
+    await again.close();
+  });
+
+  it('a_zero_filled_tail_is_truncated_on_open', async () => {
+    const root = await scratchRoot();
+    const expected = await writeLog(root, 10);
+    const seg = join(shardDir(root), segmentFileName(0));
+    await rm(join(shardDir(root), DURABLE_MARK_FILE));
+    const size = (await stat(seg)).size;
+    await appendFile(seg, new Uint8Array(3000));
+    const log = await openLog(root);
+    expect(log.recovered).toContainEqual(expect.objectContaining({ kind: 'truncate', to: size }));
+    expect(await readAll(log)).toEqual(expected);
+    await log.close();
+  });
+
+  it('a_record_zeroed_from_a_block_boundary_is_a_torn_tail', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 20);
+    const seg = join(shardDir(root), segmentFileName(0));
+    await rm(join(shardDir(root), DURABLE_MARK_FILE));
+    // Record 7 spans the 1024-byte boundary; zero from there to the end of the file.
+    const bytes = await readFile(seg);
+    expect(SEGMENT_HEADER_BYTES + 7 * RECORD).toBeLessThan(1024);
+    expect(SEGMENT_HEADER_BYTES + 8 * RECORD).toBeGreaterThan(1024);
+    bytes.fill(0, 1024);
+    await writeFile(seg, bytes);
+    const log = await openLog(root);
+    expect(log.tailOffset).toBe(7);
+    await log.close();
+  });
+
+  it('zeros_followed_by_data_refuse_to_open', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 20);
+    const seg = join(shardDir(root), segmentFileName(0));
+    await rm(join(shardDir(root), DURABLE_MARK_FILE));
+    const bytes = await readFile(seg);
+    const at = SEGMENT_HEADER_BYTES + 5 * RECORD;
+    bytes.fill(0, at, at + 2 * RECORD);
+    await writeFile(seg, bytes);
+    await expectCorruption(root, 'RecordHeaderChecksum', 0, at);
+  });
+
+  it('interior_corruption_refuses_to_open_and_names_the_position', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 20);
+    const seg = join(shardDir(root), segmentFileName(0));
+    const bytes = await readFile(seg);
+    const at = SEGMENT_HEADER_BYTES + 6 * RECORD;
+    bytes[at + 28 + 50]! ^= 0x01; // one bit of record 6's payload
+    await writeFile(seg, bytes);
+    await expectCorruption(root, 'RecordChecksum', 0, at);
+    bytes[at + 28 + 50]! ^= 0x01;
+    bytes[at + 9]! ^= 0x80; // one bit of record 6's offset field
+    await writeFile(seg, bytes);
+    await expectCorruption(root, 'RecordHeaderChecksum', 0, at);
+  });
+
+  it('damage_inside_the_durable_mark_is_never_cut_away', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 20);
+    const seg = join(shardDir(root), segmentFileName(0));
+    // The mark says all 20 records were synced, so a missing tail is damage, not a torn write.
+    const size = (await stat(seg)).size;
+    await truncate(seg, size - 50);
+    await expectCorruption(root, 'Truncated', 0, SEGMENT_HEADER_BYTES + 19 * RECORD);
+  });
+
+  it('anything_past_the_durable_mark_is_repaired', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 20);
+    const dir = shardDir(root);
+    const seg = join(dir, segmentFileName(0));
+    // Unsynced appends after the mark, the middle one rotten: cut from the rotten record on,
+    // which inside the mark would refuse to open.
+    const more = [20, 21, 22].map((i) => encodeRecord(i, 1, payload(i, 100)));
+    more[1]![40]! ^= 0xff;
+    for (const r of more) await appendFile(seg, r);
+    const log = await openLog(root);
+    expect(log.tailOffset).toBe(21);
+    expect(
+      log.recovered.some((a) => a.kind === 'truncate' && a.reason.includes('durable mark')),
+    ).toBe(true);
+    await log.close();
+  });
+
+  it('an_offset_gap_between_segments_refuses_to_open', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 120, 4096);
+    const dir = shardDir(root);
+    await rm(join(dir, segmentFileName(1)));
+    await rm(join(dir, indexFileName(1)));
+    const plan = await planRecovery(nodeIo, dir, { indexSpacingBytes: 4096 }).catch(
+      (e: unknown) => e,
+    );
+    expect(plan).toBeInstanceOf(CorruptionError);
+    expect((plan as CorruptionError).kind).toBe('OffsetOutOfOrder');
+    expect((plan as CorruptionError).site.segmentId).toBe(2);
+    expect((plan as CorruptionError).detail).toMatch(/expected \d+, found \d+/);
+  });
+
+  it('a_bad_segment_header_refuses_to_open', async () => {
+    const root = await scratchRoot();
+    await writeLog(root, 120, 4096);
+    const seg = join(shardDir(root), segmentFileName(1));
+    const bytes = await readFile(seg);
+    bytes[12]! ^= 0x04; // base offset bit
+    await writeFile(seg, bytes);
+    await expectCorruption(root, 'SegmentHeaderChecksum', 1, 24);
+  });
+
+  it('a_blank_newest_segment_left_by_an_unfinished_roll_is_discarded', async () => {
+    const root = await scratchRoot();
+    const expected = await writeLog(root, 10);
+    const dir = shardDir(root);
+    await writeFile(join(dir, segmentFileName(1)), new Uint8Array(20));
+    const log = await openLog(root);
+    expect(log.recovered).toContainEqual(expect.objectContaining({ kind: 'delete', segmentId: 1 }));
+    expect(await readAll(log)).toEqual(expected);
+    expect((await log.append([payload(10, 100)])).first).toBe(10);
+    await log.close();
+  });
+
+  it('a_blank_only_segment_restarts_an_empty_log', async () => {
+    const root = await scratchRoot();
+    const first = await openLog(root);
+    await first.close();
+    const dir = shardDir(root);
+    await writeFile(join(dir, segmentFileName(0)), new Uint8Array(SEGMENT_HEADER_BYTES));
+    await rm(join(dir, DURABLE_MARK_FILE));
+    const log = await openLog(root);
+    expect(log.tailOffset).toBe(0);
+    expect((await log.append([payload(0)])).first).toBe(0);
+    await log.close();
+  });
+
+  it('generation_start_records_are_skipped_but_consume_offsets', async () => {
+    const root = await scratchRoot();
+    const first = await openLog(root);
+    await first.close();
+    const dir = shardDir(root);
+    // A version 4 segment as a replicating writer lays it out: base 100, a generation start.
+    const gen = new Uint8Array(8);
+    new DataView(gen.buffer).setBigUint64(0, 7n);
+    const parts = [
+      encodeSegmentHeader({ baseOffset: 100, createdAtMicros: 5, version: 4 }),
+      encodeRecord(100, 10, payload(100)),
+      encodeRecord(101, 11, gen, { flags: FLAG_GENERATION_START }),
+      encodeRecord(102, 12, payload(102)),
+    ];
+    await writeFile(join(dir, segmentFileName(0)), Buffer.concat(parts));
+    await rm(join(dir, indexFileName(0)));
+    await rm(join(dir, DURABLE_MARK_FILE));
+    const log = await openLog(root);
+    expect(log.baseOffset).toBe(100);
+    expect(log.tailOffset).toBe(103);
+    const r = await log.read(100);
+    expect(r.kind === 'records' && r.records.map((x) => x.offset)).toEqual([100, 102]);
+    const fromGen = await log.read(101);
+    expect(fromGen.kind === 'records' && fromGen.records.map((x) => x.offset)).toEqual([102]);
+    expect((await log.append([payload(103)])).first).toBe(103);
+    await log.close();
+  });
+});
