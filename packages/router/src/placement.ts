@@ -66,9 +66,22 @@ export function rendezvousScore(key: ShardKey, nodeId: string): number {
 /** Nodes ordered best first for this shard (ties, which need equal scores, go by node id). */
 export function rankNodes<N extends { nodeId: string }>(key: ShardKey, nodes: readonly N[]): N[] {
   const keyHash = fnv1a32(shardKeyString(key));
-  const scored = nodes.map((n) => ({ n, s: mixScore(keyHash, fnv1a32(n.nodeId)) }));
+  const scored = nodes.map((n) => ({ n, s: mixScore(keyHash, nodeHash(n.nodeId)) }));
   scored.sort((a, b) => b.s - a.s || (a.n.nodeId < b.n.nodeId ? -1 : 1));
   return scored.map((x) => x.n);
+}
+
+// Node-id hashes are reused across every shard of a pass; the cache is bounded by NODES_MAX
+// times a small factor and cleared when it outgrows that (node ids churn slowly).
+const nodeHashes = new Map<string, number>();
+function nodeHash(nodeId: string): number {
+  let h = nodeHashes.get(nodeId);
+  if (h === undefined) {
+    if (nodeHashes.size >= NODES_MAX * 4) nodeHashes.clear();
+    h = fnv1a32(nodeId);
+    nodeHashes.set(nodeId, h);
+  }
+  return h;
 }
 
 function zoneOf(node: PlacementNode): string {
@@ -98,11 +111,30 @@ export function placeShard(
 ): Placement {
   checkInputs(req.replicationFactor, nodes);
   const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+  return placeWith(req, nodes, byId, load);
+}
+
+function placeWith(
+  req: ShardRequest,
+  nodes: readonly PlacementNode[],
+  byId: ReadonlyMap<string, PlacementNode>,
+  load: ReadonlyMap<string, number>,
+): Placement {
+  const current = req.current;
+  // Fast path: a full set of routable copies led by a routable leader stays exactly as it is,
+  // which is what the full path below would conclude too, without ranking every node.
+  if (
+    current &&
+    current.replicas.length >= req.replicationFactor &&
+    current.replicas[0] === current.leader &&
+    current.replicas.every((id) => byId.get(id)?.routable === true)
+  ) {
+    return { placed: true, changed: false, assignment: current };
+  }
   const ranked = rankNodes(req.key, nodes);
   const rank = new Map(ranked.map((n, i) => [n.nodeId, i]));
   const hasRoom = (n: PlacementNode) =>
     n.maxShards === 0 || (load.get(n.nodeId) ?? 0) < n.maxShards;
-  const current = req.current;
 
   const kept = (current?.replicas ?? []).filter((id) => byId.get(id)?.routable === true);
   let leader: string | undefined;
@@ -150,6 +182,8 @@ export function planPlacement(
   shards: readonly ShardRequest[],
   nodes: readonly PlacementNode[],
 ): PlanEntry[] {
+  if (shards.length > 0) checkInputs(1, nodes);
+  const byId = new Map(nodes.map((n) => [n.nodeId, n]));
   const routable = new Set(nodes.filter((n) => n.routable).map((n) => n.nodeId));
   const load = new Map<string, number>();
   const bump = (ids: readonly string[], by: number) => {
@@ -164,7 +198,8 @@ export function planPlacement(
   const out: PlanEntry[] = [];
   for (const s of ordered) {
     if (s.current) bump(s.current.replicas, -1);
-    const placement = placeShard(s, nodes, load);
+    checkInputs(s.replicationFactor, []);
+    const placement = placeWith(s, nodes, byId, load);
     if (placement.placed) bump(placement.assignment.replicas, 1);
     else if (s.current) bump(s.current.replicas, 1);
     out.push({ key: s.key, placement, current: s.current });

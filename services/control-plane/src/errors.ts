@@ -139,12 +139,6 @@ export class StoreUnavailableError extends ControlPlaneError {
   }
 }
 
-/** The database holds a schema newer than this build: roll forward, never back. */
-export class SchemaTooNewError extends ControlPlaneError {
-  readonly code = 'FELIX_CONTROLPLANE_SCHEMA_TOO_NEW';
-  readonly status = 503;
-}
-
 /** A FELIX_CONTROLPLANE_* variable has a value the server cannot use. */
 export class ConfigInvalidError extends ControlPlaneError {
   readonly code = 'FELIX_CONTROLPLANE_CONFIG_INVALID';

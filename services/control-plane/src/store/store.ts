@@ -233,10 +233,13 @@ export class ControlStore {
     return this.driver.migrate(MIGRATIONS);
   }
 
-  /** True when the store answers and holds exactly this build's schema. */
+  /**
+   * True when the store answers and holds at least this build's schema. A newer schema is fine
+   * (migrations are additive, so roll forward); an older one means migrations have not run.
+   */
   async schemaCurrent(): Promise<{ version: number; current: boolean }> {
     const version = await this.driver.schemaVersion();
-    return { version, current: version === SCHEMA_VERSION };
+    return { version, current: version >= SCHEMA_VERSION };
   }
 
   /** Subscribes to committed local writes (and, on Postgres, other instances' writes). */
