@@ -4,7 +4,6 @@
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
-import { encodeCacheRecord } from '../src/cache/record.js';
 import {
   ManualClock,
   bytes,
@@ -33,88 +32,6 @@ describe('LogCache', () => {
     const cache = await LogCache.open({ log, compaction: { auto: false } });
     expect(await cache.delete('never')).toBeUndefined();
     expect(log.tailOffset).toBe(0);
-  });
-
-  it('a_later_write_wins', async () => {
-    const store = new MemoryLogStore();
-    const cache = await reopen(store);
-    await Promise.all([
-      cache.put('k', bytes('x')),
-      cache.put('k', bytes('y')),
-      cache.put('k', bytes('z')),
-    ]);
-    expect(text(await cache.get('k'))).toBe('z');
-    const again = await reopen(store);
-    expect(text(await again.get('k'))).toBe('z');
-  });
-
-  it('a_cache_survives_a_restart', async () => {
-    const store = new MemoryLogStore();
-    const cache = await reopen(store);
-    for (let i = 0; i < 50; i++) await cache.put(`k${i}`, bytes(`v${i}`));
-    const versions = await Promise.all(
-      [...Array(50).keys()].map(async (i) => (await cache.getEntry(`k${i}`))?.version),
-    );
-    await cache.close();
-    const again = await reopen(store);
-    for (let i = 0; i < 50; i++) {
-      const e = await again.getEntry(`k${i}`);
-      expect(text(e?.value)).toBe(`v${i}`);
-      expect(e?.version).toBe(versions[i]);
-    }
-  });
-
-  it('a_deleted_key_stays_deleted_across_a_restart', async () => {
-    const store = new MemoryLogStore();
-    const cache = await reopen(store);
-    await cache.put('gone', bytes('1'));
-    await cache.put('kept', bytes('2'));
-    await cache.delete('gone');
-    await cache.close();
-    const again = await reopen(store);
-    expect(await again.get('gone')).toBeUndefined();
-    expect(text(await again.get('kept'))).toBe('2');
-  });
-
-  it('an_expiry_survives_a_restart', async () => {
-    const store = new MemoryLogStore();
-    const clock = new ManualClock();
-    const cache = await reopen(store, clock);
-    await cache.put('short', bytes('s'), { ttlMs: 1000 });
-    await cache.put('forever', bytes('f'));
-    expect(text(await cache.get('short'))).toBe('s');
-    await cache.close();
-    clock.advance(999);
-    const again = await reopen(store, clock);
-    expect(text(await again.get('short'))).toBe('s');
-    clock.advance(1);
-    expect(await again.get('short')).toBeUndefined();
-    expect(text(await again.get('forever'))).toBe('f');
-    await again.close();
-    expect(await (await reopen(store, clock)).get('short')).toBeUndefined();
-  });
-
-  it('the_index_catches_up_with_records_appended_behind_it', async () => {
-    const log = new MemoryLog();
-    const cache = await LogCache.open({ log, compaction: { auto: false } });
-    await cache.put('local', bytes('1'));
-    log.appendRaw([
-      encodeCacheRecord({ op: 'put', key: 'replicated', expiresAtMillis: 0, value: bytes('r') }),
-      encodeCacheRecord({
-        op: 'delete',
-        key: 'local',
-        expiresAtMillis: 0,
-        value: new Uint8Array(),
-      }),
-    ]);
-    expect(text(await cache.get('replicated'))).toBe('r');
-    expect(await cache.get('local')).toBeUndefined();
-    log.appendRaw([
-      encodeCacheRecord({ op: 'put', key: 'more', expiresAtMillis: 0, value: bytes('m') }),
-    ]);
-    const v = await cache.put('after', bytes('a'));
-    expect(v).toBe(4);
-    expect(text(await cache.get('more'))).toBe('m');
   });
 
   it('staged_writes_are_invisible_until_committed', async () => {

@@ -8,7 +8,8 @@ import { LogCache } from '../src/cache/log-cache.js';
 import { decodeCacheRecord } from '../src/cache/record.js';
 import type { WatchEvent } from '../src/cache/watch.js';
 import { bytes, collect, describeChanges } from './projection-support/cache-fixture.js';
-import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
+import { openDiskCache, tempDir } from './projection-support/disk.js';
+import { MemoryLog } from './projection-support/memory-log.js';
 
 async function openCache(log = new MemoryLog()) {
   return LogCache.open({ log, compaction: { auto: false, bytesPerSec: 0 } });
@@ -195,18 +196,22 @@ describe('cache watch', () => {
   });
 
   it('a_retained_value_survives_a_restart', async () => {
-    const store = new MemoryLogStore();
-    const cache = await openCache(new MemoryLog(store));
-    const v = await cache.put('presence:ann', bytes('online'));
-    await cache.put('presence:bob', bytes('away'));
-    await cache.delete('presence:bob');
-    await cache.close();
-    const again = await openCache(new MemoryLog(store));
-    const watch = again.watch({ prefix: 'presence:' }, { kind: 'retained' });
-    expect(watch.retainedCount).toBe(1);
-    const w = collect(watch);
-    await waitFor(() => w.events.length === 1, 'the retained value');
-    expect(describeChanges(w.events)).toEqual([`presence:ann=online@${v}`]);
-    await again.close();
+    const dir = await tempDir('felix-watch-');
+    try {
+      const { cache } = await openDiskCache(dir.path);
+      const v = await cache.put('presence:ann', bytes('online'));
+      await cache.put('presence:bob', bytes('away'));
+      await cache.delete('presence:bob');
+      await cache.close();
+      const { cache: again } = await openDiskCache(dir.path);
+      const watch = again.watch({ prefix: 'presence:' }, { kind: 'retained' });
+      expect(watch.retainedCount).toBe(1);
+      const w = collect(watch);
+      await waitFor(() => w.events.length === 1, 'the retained value');
+      expect(describeChanges(w.events)).toEqual([`presence:ann=online@${v}`]);
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 });

@@ -6,46 +6,63 @@ import { describe, expect, it } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
 import { decodeCacheRecord } from '../src/cache/record.js';
 import { bytes, text } from './projection-support/cache-fixture.js';
-import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
+import { openDiskCache, tempDir } from './projection-support/disk.js';
+import { MemoryLog } from './projection-support/memory-log.js';
 
 const open = (log: MemoryLog, extra: object = {}) =>
   LogCache.open({ log, compaction: { auto: false, bytesPerSec: 0, ...extra } });
 
 describe('cache compaction', () => {
   it('compaction_does_not_rewind_the_offset_space', async () => {
-    const store = new MemoryLogStore();
-    const log = new MemoryLog(store);
-    const cache = await open(log);
-    const versions = new Map<string, number>();
-    for (let i = 0; i < 40; i++)
-      versions.set(`k${i % 8}`, await cache.put(`k${i % 8}`, bytes(`v${i}`)));
-    const tailBefore = log.tailOffset;
-    await cache.compact();
-    expect(log.baseOffset).toBe(tailBefore);
-    const next = await cache.put('fresh', bytes('x'));
-    expect(next).toBe(tailBefore + 8);
-    for (const [k, v] of versions) expect((await cache.getEntry(k))?.version).toBe(v);
-    await cache.close();
-    const again = await open(new MemoryLog(store));
-    for (const [k, v] of versions) expect((await again.getEntry(k))?.version).toBe(v);
-    expect(await again.put('later', bytes('y'))).toBe(next + 1);
+    const dir = await tempDir('felix-compact-');
+    try {
+      const { cache, port } = await openDiskCache(dir.path);
+      const versions = new Map<string, number>();
+      for (let i = 0; i < 400; i++)
+        versions.set(`k${i % 8}`, await cache.put(`k${i % 8}`, bytes(`v${i}`)));
+      const tailBefore = port.tailOffset;
+      const result = await cache.compact();
+      expect(result.trimmed).toBe(true);
+      expect(port.baseOffset).toBe(tailBefore);
+      const next = await cache.put('fresh', bytes('x'));
+      expect(next).toBe(tailBefore + 8);
+      for (const [k, v] of versions) expect((await cache.getEntry(k))?.version).toBe(v);
+      const below = await port.read(0);
+      expect(below.kind).toBe('trimmed');
+      await cache.close();
+      const { cache: again, port: port2 } = await openDiskCache(dir.path);
+      expect(port2.baseOffset).toBe(tailBefore);
+      for (const [k, v] of versions) expect((await again.getEntry(k))?.version).toBe(v);
+      expect(await again.put('later', bytes('y'))).toBe(next + 1);
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('compaction_reclaims_overwritten_records', async () => {
-    const log = new MemoryLog();
-    const cache = await open(log);
-    const big = new Uint8Array(1000).fill(7);
-    for (let i = 0; i < 500; i++) await cache.put(`k${i % 5}`, big);
-    await cache.delete('k4');
-    const sizeBefore = log.sizeBytes;
-    expect(cache.wantsCompaction()).toBe(false); // under the 1 MiB floor
-    const result = await cache.compact();
-    expect(result.trimmed).toBe(true);
-    expect(result.copiedRecords).toBe(4);
-    expect(log.sizeBytes).toBeLessThan(sizeBefore / 50);
-    expect(log.sizeBytes).toBe(cache.liveBytes);
-    for (let i = 0; i < 4; i++) expect((await cache.get(`k${i}`))?.length).toBe(1000);
-    expect(await cache.get('k4')).toBeUndefined();
+    const dir = await tempDir('felix-compact-');
+    try {
+      const { cache, port } = await openDiskCache(dir.path, { segmentBytes: 64 * 1024 });
+      const big = new Uint8Array(1000).fill(7);
+      for (let i = 0; i < 500; i++) await cache.put(`k${i % 5}`, big);
+      await cache.delete('k4');
+      const sizeBefore = port.sizeBytes;
+      expect(cache.wantsCompaction()).toBe(false); // under the 1 MiB floor
+      const result = await cache.compact();
+      expect(result.trimmed).toBe(true);
+      expect(result.copiedRecords).toBe(4);
+      expect(port.sizeBytes).toBeLessThan(sizeBefore / 50);
+      for (let i = 0; i < 4; i++) expect((await cache.get(`k${i}`))?.length).toBe(1000);
+      expect(await cache.get('k4')).toBeUndefined();
+      await cache.close();
+      const { cache: again } = await openDiskCache(dir.path, { segmentBytes: 64 * 1024 });
+      for (let i = 0; i < 4; i++) expect((await again.get(`k${i}`))?.length).toBe(1000);
+      expect(await again.get('k4')).toBeUndefined();
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('compaction_starts_itself_past_four_times_the_live_bytes', async () => {

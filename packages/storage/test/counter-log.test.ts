@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CounterOverflowError } from '../src/cache/projection-errors.js';
 import { CounterLog } from '../src/counter/counter-log.js';
 import { I64_MAX, I64_MIN, decodeCounterRecord } from '../src/counter/record.js';
+import { openDiskCounters, tempDir } from './projection-support/disk.js';
 import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
 
 const open = (store: MemoryLogStore) =>
@@ -30,13 +31,26 @@ describe('CounterLog', () => {
   });
 
   it('the_sum_survives_a_restart', async () => {
-    const store = new MemoryLogStore();
-    const c = await open(store);
-    for (let i = 0; i < 100; i++) await c.add(`k${i % 7}`, BigInt(i) * 1_000_000_007n);
-    const want = await Promise.all([...Array(7).keys()].map((k) => c.get(`k${k}`)));
-    await c.close();
-    const again = await open(store);
-    expect(await Promise.all([...Array(7).keys()].map((k) => again.get(`k${k}`)))).toEqual(want);
+    const dir = await tempDir('felix-counter-');
+    try {
+      const { counters } = await openDiskCounters(dir.path, { fsync: 'onCommit' });
+      await Promise.all(
+        [...Array(100).keys()].map((i) => counters.add(`k${i % 7}`, BigInt(i) * 1_000_000_007n)),
+      );
+      const want = await Promise.all([...Array(7).keys()].map((k) => counters.get(`k${k}`)));
+      await counters.close();
+      const { counters: again } = await openDiskCounters(dir.path);
+      expect(await Promise.all([...Array(7).keys()].map((k) => again.get(`k${k}`)))).toEqual(want);
+      expect(await again.get('k0')).toBe(
+        [0, 7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84, 91, 98].reduce(
+          (a, i) => a + BigInt(i) * 1_000_000_007n,
+          0n,
+        ),
+      );
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('an_add_past_the_signed_64_bit_range_is_refused_and_writes_nothing', async () => {
@@ -57,29 +71,33 @@ describe('CounterLog', () => {
   });
 
   it('compaction_moves_neither_the_sum_nor_the_offsets', async () => {
-    const store = new MemoryLogStore();
-    const log = new MemoryLog(store);
-    const c = await CounterLog.open({ log, compaction: { auto: false, bytesPerSec: 0 } });
-    for (let i = 0; i < 200; i++) await c.add(`k${i % 5}`, BigInt(i - 50));
-    const before = await Promise.all([...Array(5).keys()].map((k) => c.get(`k${k}`)));
-    const tailBefore = log.tailOffset;
-    const result = await c.compact();
-    expect(result.trimmed).toBe(true);
-    expect(result.cut).toBe(tailBefore);
-    expect(log.baseOffset).toBe(tailBefore);
-    expect(log.tailOffset).toBe(tailBefore + 5);
-    const res = await log.read(log.baseOffset);
-    if (res.kind !== 'records') throw new Error('trimmed');
-    expect(res.records.map((r) => decodeCounterRecord(r.payload).op)).toEqual(
-      Array(5).fill('checkpoint'),
-    );
-    expect(await Promise.all([...Array(5).keys()].map((k) => c.get(`k${k}`)))).toEqual(before);
-    expect(await c.add('k0', 1n)).toBe((before[0] ?? 0n) + 1n);
-    expect(log.tailOffset).toBe(tailBefore + 6);
-    await c.close();
-    const again = await open(store);
-    expect(await again.get('k1')).toBe(before[1]);
-    expect(await again.get('k0')).toBe((before[0] ?? 0n) + 1n);
+    const dir = await tempDir('felix-counter-');
+    try {
+      const { counters: c, port: log } = await openDiskCounters(dir.path);
+      for (let i = 0; i < 400; i++) await c.add(`k${i % 5}`, BigInt(i - 50));
+      const before = await Promise.all([...Array(5).keys()].map((k) => c.get(`k${k}`)));
+      const tailBefore = log.tailOffset;
+      const result = await c.compact();
+      expect(result.trimmed).toBe(true);
+      expect(result.cut).toBe(tailBefore);
+      expect(log.baseOffset).toBe(tailBefore);
+      expect(log.tailOffset).toBe(tailBefore + 5);
+      const res = await log.read(log.baseOffset);
+      if (res.kind !== 'records') throw new Error('trimmed');
+      expect(res.records.map((r) => decodeCounterRecord(r.payload).op)).toEqual(
+        Array(5).fill('checkpoint'),
+      );
+      expect(await Promise.all([...Array(5).keys()].map((k) => c.get(`k${k}`)))).toEqual(before);
+      expect(await c.add('k0', 1n)).toBe((before[0] ?? 0n) + 1n);
+      expect(log.tailOffset).toBe(tailBefore + 6);
+      await c.close();
+      const { counters: again } = await openDiskCounters(dir.path);
+      expect(await again.get('k1')).toBe(before[1]);
+      expect(await again.get('k0')).toBe((before[0] ?? 0n) + 1n);
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('adds_do_not_wait_on_a_slow_compaction', async () => {

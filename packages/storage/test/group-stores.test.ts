@@ -1,7 +1,10 @@
 // Goal: a consumer group's durable bookkeeping — its cursor and its dead letters — are cache
 // readings on their own logs: positions and dead letters survive restarts, cursor commits never
 // go backwards, and redrive/discard/finish follow the dead-letter lifecycle.
-// Method: the stores over per-shard caches on in-memory logs; restarts reopen the same stores.
+// Method: the stores on disk under a temp root (restarts reopen it), and over in-memory logs
+// for the lifecycle rules.
+import { readdir } from 'node:fs/promises';
+import { tempDir } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
 import {
@@ -10,6 +13,8 @@ import {
   type GroupShard,
   type ShardCaches,
   decodeCursor,
+  openCursorStore,
+  openDeadLetterStore,
 } from '../src/group/group-stores.js';
 import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
 
@@ -42,15 +47,22 @@ const shard1: GroupShard = { ...shard0, shard: 1 };
 
 describe('group stores', () => {
   it('a_position_survives_a_restart', async () => {
-    const stores = new Map<string, MemoryLogStore>();
-    const cursors = new CursorStore(memoryCaches(stores));
-    expect(await cursors.position(shard0, 'billing')).toBeUndefined();
-    await cursors.commit(shard0, 'billing', 42);
-    await cursors.commit(shard1, 'billing', 7);
-    await cursors.close();
-    const again = new CursorStore(memoryCaches(stores));
-    expect(await again.position(shard0, 'billing')).toBe(42);
-    expect(await again.position(shard1, 'billing')).toBe(7);
+    const dir = await tempDir('felix-groups-');
+    try {
+      const cursors = openCursorStore({ root: dir.path, fsync: 'onCommit' });
+      expect(await cursors.position(shard0, 'billing')).toBeUndefined();
+      await cursors.commit(shard0, 'billing', 42);
+      await cursors.commit(shard1, 'billing', 7);
+      await cursors.commit(shard0, 'billing', 41);
+      await cursors.close();
+      const again = openCursorStore({ root: dir.path });
+      expect(await again.position(shard0, 'billing')).toBe(42);
+      expect(await again.position(shard1, 'billing')).toBe(7);
+      await again.close();
+      expect((await readdir(dir.path)).sort()).toEqual(['groups']);
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('cursor_commits_never_go_backwards', async () => {
@@ -75,19 +87,25 @@ describe('group stores', () => {
   });
 
   it('a_dead_letter_survives_a_restart', async () => {
-    const stores = new Map<string, MemoryLogStore>();
-    const dead = new DeadLetterStore(memoryCaches(stores));
-    await dead.record(shard0, 'g', 100);
-    await dead.record(shard0, 'g', 9);
-    await dead.record(shard0, 'other', 5);
-    expect(await dead.redrive(shard0, 'g', 100)).toBe(true);
-    await dead.close();
-    const again = new DeadLetterStore(memoryCaches(stores));
-    expect(await again.list(shard0, 'g')).toEqual([
-      { offset: 9, state: 'dead' },
-      { offset: 100, state: 'redriven' },
-    ]);
-    expect(await again.list(shard0, 'other')).toEqual([{ offset: 5, state: 'dead' }]);
+    const dir = await tempDir('felix-dead-');
+    try {
+      const dead = openDeadLetterStore({ root: dir.path, fsync: 'onCommit' });
+      await dead.record(shard0, 'g', 100);
+      await dead.record(shard0, 'g', 9);
+      await dead.record(shard0, 'other', 5);
+      expect(await dead.redrive(shard0, 'g', 100)).toBe(true);
+      await dead.close();
+      const again = openDeadLetterStore({ root: dir.path });
+      expect(await again.list(shard0, 'g')).toEqual([
+        { offset: 9, state: 'dead' },
+        { offset: 100, state: 'redriven' },
+      ]);
+      expect(await again.list(shard0, 'other')).toEqual([{ offset: 5, state: 'dead' }]);
+      await again.close();
+      expect((await readdir(dir.path)).sort()).toEqual(['dead-letters']);
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('a_dead_letter_is_discarded_when_dead_and_finished_when_redriven', async () => {

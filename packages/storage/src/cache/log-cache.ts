@@ -98,7 +98,7 @@ export class LogCache {
   /** Opens a cache over `log`, rebuilding the index by replaying it from its base. */
   static async open(opts: LogCacheOptions): Promise<LogCache> {
     const cache = new LogCache(opts.log, opts);
-    await cache.replay(opts.log.baseOffset, opts.log.tailOffset);
+    cache.writer.frontier = await cache.replay(opts.log.baseOffset, opts.log.tailOffset);
     return cache;
   }
 
@@ -159,7 +159,7 @@ export class LogCache {
     for (let attempt = 0; attempt < GET_READ_ATTEMPTS_MAX; attempt++) {
       const e = this.index.get(key);
       if (e === undefined || isExpired(e.expiresAtMillis, this.now())) return undefined;
-      const rec = await this.readAt(e.offset);
+      const rec = await this.writer.read(() => this.readAt(e.offset));
       if (rec !== undefined) {
         return { value: rec.value, version: e.version, expiresAtMillis: e.expiresAtMillis };
       }
@@ -170,6 +170,8 @@ export class LogCache {
   /** Removes a key, answering the value it held; an absent key answers undefined. */
   async delete(key: string): Promise<Uint8Array | undefined> {
     this.writer.checkOpen();
+    // Only when behind: an await here would let later calls claim first.
+    if (this.writer.isBehind()) await this.writer.catchUpIfBehind();
     const payload = encodeCacheRecord({
       op: 'delete',
       key,
@@ -213,6 +215,12 @@ export class LogCache {
         log: this.log,
         keysBelow: (cut) => this.keysBelow(cut),
         copy: (keys, cut) => this.copy(keys, cut),
+        trim: (cut) =>
+          this.writer.exclusive(async () => {
+            if (this.keysBelow(cut).length > 0) return false;
+            await this.log.trimBelow(cut);
+            return true;
+          }),
         stopping: () => this.stoppingFlag,
       };
       this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
@@ -291,7 +299,7 @@ export class LogCache {
   }
 
   /** Applies every record in `[from, to)` to the index, page by page. */
-  private async replay(from: number, to: number): Promise<void> {
+  private async replay(from: number, to: number): Promise<number> {
     let at = from;
     while (at < to) {
       const res = await this.log.read(at, { maxRecords: REPLAY_PAGE_RECORDS_MAX });
@@ -301,12 +309,13 @@ export class LogCache {
         continue;
       }
       for (const r of res.records) {
-        if (r.offset >= to) return;
+        if (r.offset >= to) return to;
         this.applyRecord(r);
       }
-      if (res.next <= at) return;
+      if (res.next <= at) return at;
       at = res.next;
     }
+    return Math.max(at, from);
   }
 
   /** The record at `offset`, or undefined when compaction trimmed it. */
@@ -342,7 +351,7 @@ export class LogCache {
     for (let attempt = 0; attempt < WATCH_SNAPSHOT_READ_ATTEMPTS_MAX; attempt++) {
       const e = this.index.get(s.key);
       if (e === undefined || e.version !== s.version) return undefined;
-      const rec = await this.readAt(e.offset);
+      const rec = await this.writer.read(() => this.readAt(e.offset));
       if (rec !== undefined) return rec.value;
     }
     throw new ProjectionReadMovedError(s.key);
@@ -355,7 +364,9 @@ export class LogCache {
   ): AsyncIterable<CacheChange> {
     let at = from;
     while (at < to) {
-      const res = await this.log.read(at, { maxRecords: WATCH_REPLAY_PAGE_RECORDS_MAX });
+      const res = await this.writer.read(() =>
+        this.log.read(at, { maxRecords: WATCH_REPLAY_PAGE_RECORDS_MAX }),
+      );
       if (res.kind === 'trimmed') throw new WatchHistoryTrimmedError(at);
       for (const r of res.records) {
         if (r.offset >= to) return;
@@ -400,7 +411,7 @@ export class LogCache {
     for (const key of keys) {
       const entry = this.index.get(key);
       if (entry === undefined || entry.offset >= cut || this.writer.isStaged(key)) continue;
-      const rec = await this.readAt(entry.offset);
+      const rec = await this.writer.read(() => this.readAt(entry.offset));
       if (rec !== undefined) reads.push({ key, entry, rec });
     }
     let picked: typeof reads = [];

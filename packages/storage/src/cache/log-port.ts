@@ -1,9 +1,10 @@
 /**
- * The slice of a log the projections need: claim offsets for a batch (the durable half resolves
- * later, so concurrent writers share one flush), read, seal, trim whole segments below a cut.
- * LogCache and CounterLog are written against this so they can be tested on an in-memory log;
- * `segmentLogPort` adapts the real SegmentLog to it.
+ * The slice of a log the projections need: claim offsets and a commit turn for a batch (the
+ * durable half resolves later, so concurrent writers share one flush), read, pick a compaction
+ * cut, trim whole segments below it. LogCache and CounterLog are written against this so they
+ * run on an in-memory log in tests; `SegmentLogPort` adapts the real SegmentLog.
  */
+import type { Turn } from '../commit-sequencer.js';
 
 export interface PortRecord {
   offset: number;
@@ -18,6 +19,8 @@ export type PortReadResult =
 export interface Claim {
   first: number;
   next: number;
+  /** The batch's place in the log's apply order: wait, apply, then release (or abandon). */
+  turn: Turn;
   /** Resolves once the batch is durable under the log's fsync mode; rejects if it never will be. */
   durable: Promise<void>;
 }
@@ -25,18 +28,25 @@ export interface Claim {
 export interface ProjectionLog {
   /** Oldest retained offset. */
   readonly baseOffset: number;
-  /** Next offset the log will assign. */
+  /** Next offset the log will assign (claims in flight included). */
   readonly tailOffset: number;
   /** Bytes of records held (framing included), for the compaction trigger. */
   readonly sizeBytes: number;
-  /** Claims offsets and writes the batch; callers serialise claims (the short lock). */
+  /**
+   * Claims offsets for the batch. The batch takes its place in offset order synchronously, at
+   * the call (that is the short lock: nothing else can claim in between); the promise resolves
+   * once it is written.
+   */
   claim(payloads: Uint8Array[]): Promise<Claim>;
   read(from: number, budget?: { maxBytes?: number; maxRecords?: number }): Promise<PortReadResult>;
   /** Makes everything written durable, whatever the fsync mode. */
   flush(): Promise<void>;
-  /** Seals the active segment; every record below the returned cut is in sealed segments. */
+  /** Chooses a compaction cut: every record below it is written; records at or past it stay. */
   seal(): Promise<number>;
-  /** Deletes whole sealed segments below `cut`, oldest first, syncing the directory after each. */
+  /**
+   * Deletes whole segments lying entirely below `cut`, oldest first, syncing the directory after
+   * each. Called with the projection quiesced (no claim or read in flight).
+   */
   trimBelow(cut: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -87,3 +87,11 @@ export class GroupStateCorruptError extends FelixError {
     super(`corrupt group state: ${reason}`);
   }
 }
+
+/** The log could not supply records below a write's offset (it failed under the projection). */
+export class ProjectionLogFailedError extends FelixError {
+  readonly code = 'FELIX_STORAGE_PROJECTION_LOG_FAILED';
+  constructor(what: string, offset: number) {
+    super(`${what}: records below offset ${offset} could not be read back; reopen it`);
+  }
+}

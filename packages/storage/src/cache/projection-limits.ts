@@ -53,3 +53,9 @@ export const COMPACTION_BYTES_PER_SEC_DEFAULT = 64 * 1024 * 1024;
 
 /** Dead letters one list call answers at most: listing walks the index and reads each entry. */
 export const DEAD_LETTER_LIST_MAX = 1000;
+
+/**
+ * Segment size of projection logs. Compaction reclaims whole segments and reopening a log scans
+ * its newest segment in full, so projection logs roll far sooner than stream logs (256 MiB).
+ */
+export const PROJECTION_SEGMENT_BYTES_DEFAULT = 16 * 1024 * 1024;

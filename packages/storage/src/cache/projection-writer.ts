@@ -1,16 +1,19 @@
 /**
- * The write path every projection shares, shaped like a stream publish: a short lock claims the
- * offsets and a CommitSequencer turn; the durable half (the fsync) runs outside any lock so
+ * The write path every projection shares, shaped like a stream publish. Claiming offsets and a
+ * commit turn is one synchronous step (in JavaScript the synchronous section is the short lock:
+ * no other claim can interleave); the durable half (the fsync) is awaited outside any lock so
  * concurrent writers share one flush; the apply half (index/fold update, watcher notification)
- * runs strictly in offset order. A claimed write is "staged" until its turn applies it: it is
- * invisible to readers and watchers, and compaction skips its key.
+ * runs strictly in offset order through the turn. A claimed write is "staged" until its turn
+ * applies it: invisible to readers and watchers, and compaction skips its key.
  *
- * Records appended behind the projection (replication writes straight to the log) are caught up
- * in offset order before the next claim, and by readers whenever nothing of ours is in flight.
+ * Records appended behind the projection (replication writes straight to the log) are applied
+ * in offset order: by the next write before its own apply, and by readers whenever nothing of
+ * ours is in flight. `exclusive` quiesces the projection (no write or read in flight) for the
+ * short step in which compaction swaps segments out.
  */
-import { CommitSequencer, type Turn } from '../commit-sequencer.js';
+import { assert } from '@felix/common';
 import type { Claim, ProjectionLog } from './log-port.js';
-import { ProjectionClosedError } from './projection-errors.js';
+import { ProjectionClosedError, ProjectionLogFailedError } from './projection-errors.js';
 import { ShortLock } from './short-lock.js';
 
 export interface Staging {
@@ -19,26 +22,24 @@ export interface Staging {
 }
 
 export class ProjectionWriter {
-  private readonly lock = new ShortLock();
-  private readonly sequencer: CommitSequencer;
+  private readonly applyLock = new ShortLock();
   private readonly stagedKeys = new Map<string, number>();
-  /** Next offset no claim of ours (nor caught-up record) covers. */
-  private claimedNext: number;
   /** Next offset not yet applied: every offset below it is visible to readers and watchers. */
   frontier: number;
-  /** Writes claimed and not yet applied or abandoned. */
+  /** Writes claimed and not yet applied or failed. */
   inFlight = 0;
+  private readsInFlight = 0;
+  private gate: Promise<void> | undefined;
+  private idleWaiters: Array<() => void> = [];
   closed = false;
 
   constructor(
     private readonly log: ProjectionLog,
     private readonly what: string,
-    /** Applies records in `[from, to)` read from the log (no notification: nobody wrote them here). */
-    private readonly replay: (from: number, to: number) => Promise<void>,
+    /** Applies records in `[from, to)` from the log, without notifying; answers the offset reached. */
+    private readonly replay: (from: number, to: number) => Promise<number>,
   ) {
-    this.claimedNext = log.tailOffset;
     this.frontier = log.tailOffset;
-    this.sequencer = new CommitSequencer(log.tailOffset);
   }
 
   isStaged(key: string): boolean {
@@ -49,23 +50,44 @@ export class ProjectionWriter {
     if (this.closed) throw new ProjectionClosedError(this.what);
   }
 
-  /** Brings the projection up to the log's tail when records were appended behind it. */
-  async catchUpIfBehind(): Promise<void> {
-    if (this.inFlight === 0 && this.log.tailOffset > this.claimedNext) {
-      await this.lock.run(() => this.catchUpLocked());
+  /**
+   * Runs a reader's log access: waits while compaction swaps segments, and is counted so the swap
+   * waits for it. Reads made by a write's apply step must not come through here.
+   */
+  async read<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.gate !== undefined) await this.gate;
+    this.readsInFlight++;
+    try {
+      return await fn();
+    } finally {
+      this.readsInFlight--;
+      this.wakeIfIdle();
     }
   }
 
-  /** Runs `fn` under the short lock (nothing slow may run inside). */
-  underLock<T>(fn: () => Promise<T> | T): Promise<T> {
-    return this.lock.run(fn);
+  /** True when records were appended behind the projection and nothing of ours is in flight. */
+  isBehind(): boolean {
+    return this.inFlight === 0 && this.log.tailOffset > this.frontier;
+  }
+
+  /** Brings the projection up to the log's tail when records were appended behind it. */
+  async catchUpIfBehind(): Promise<void> {
+    if (!this.isBehind()) return;
+    await this.read(() =>
+      this.applyLock.run(async () => {
+        if (this.inFlight > 0) return;
+        const tail = this.log.tailOffset;
+        if (tail > this.frontier) this.frontier = await this.replay(this.frontier, tail);
+      }),
+    );
   }
 
   /**
-   * Stages what `prepare` answers (evaluated under the lock; undefined = nothing to write, answer
-   * `empty()`), waits for durability and for its turn, then runs `load` (optional, async, inside
-   * the turn) and `apply` in offset order. `apply` is synchronous and the frontier moves in the
-   * same step, so a watch registering in between cannot see the change twice or miss it.
+   * Stages what `prepare` answers (undefined = nothing to write: answers `empty()`); `prepare`
+   * and the claim run in one synchronous step. Then waits for durability and the turn, and runs
+   * `load` (optional, async, inside the turn) and `apply` in offset order. `apply` is synchronous
+   * and the frontier moves in the same step, so a watch registering in between neither misses
+   * the change nor sees it twice.
    */
   async commit<T, L = undefined>(
     prepare: () => Staging | undefined,
@@ -73,32 +95,43 @@ export class ProjectionWriter {
     empty: () => T,
     load?: () => Promise<L>,
   ): Promise<T> {
-    let claim: Claim | undefined;
-    let turn: Turn | undefined;
-    let staging: Staging | undefined;
-    await this.lock.run(async () => {
+    this.checkOpen();
+    while (this.gate !== undefined) {
+      await this.gate;
       this.checkOpen();
-      await this.catchUpLocked();
-      staging = prepare();
-      if (staging === undefined) return;
-      claim = await this.log.claim(staging.payloads);
-      turn = this.sequencer.reserve(claim.first, claim.next);
-      this.claimedNext = claim.next;
-      this.inFlight++;
-      for (const k of staging.keys) this.stagedKeys.set(k, (this.stagedKeys.get(k) ?? 0) + 1);
-    });
-    if (claim === undefined || turn === undefined || staging === undefined) return empty();
+    }
+    const staging = prepare();
+    if (staging === undefined) return empty();
+    let claimed: Promise<Claim>;
     try {
-      await claim.durable;
-      await turn.wait();
-      const loaded = load === undefined ? undefined : await load();
-      const result = apply(claim.first, staging, loaded);
-      this.frontier = claim.next;
-      turn.release();
-      return result;
+      claimed = this.log.claim(staging.payloads);
     } catch (err) {
-      turn.abandon();
-      throw err;
+      return Promise.reject(err);
+    }
+    this.inFlight++;
+    for (const k of staging.keys) this.stagedKeys.set(k, (this.stagedKeys.get(k) ?? 0) + 1);
+    try {
+      const claim = await claimed;
+      try {
+        await claim.durable;
+        await claim.turn.wait();
+        const result = await this.applyLock.run(async () => {
+          // Records appended behind us sit below our first offset: apply them first, in order.
+          if (this.frontier < claim.first)
+            this.frontier = await this.replay(this.frontier, claim.first);
+          if (this.frontier !== claim.first)
+            throw new ProjectionLogFailedError(this.what, claim.first);
+          const loaded = load === undefined ? undefined : await load();
+          const value = apply(claim.first, staging, loaded);
+          this.frontier = claim.next;
+          return value;
+        });
+        claim.turn.release();
+        return result;
+      } catch (err) {
+        claim.turn.abandon();
+        throw err;
+      }
     } finally {
       this.inFlight--;
       for (const k of staging.keys) {
@@ -106,30 +139,42 @@ export class ProjectionWriter {
         if (n === 0) this.stagedKeys.delete(k);
         else this.stagedKeys.set(k, n);
       }
+      this.wakeIfIdle();
     }
   }
 
-  private async catchUpLocked(): Promise<void> {
-    const tail = this.log.tailOffset;
-    if (tail <= this.claimedNext) return;
-    const from = this.claimedNext;
-    const turn = this.sequencer.reserve(from, tail);
-    this.claimedNext = tail;
-    try {
-      await turn.wait();
-      await this.replay(from, tail);
-      this.frontier = tail;
-      turn.release();
-    } catch (err) {
-      turn.abandon();
-      throw err;
-    }
-  }
-
-  /** Waits for every claimed write to apply or fail, then refuses new ones. */
-  async close(): Promise<void> {
-    await this.lock.run(() => {
-      this.closed = true;
+  /** Runs `fn` with no write or read in flight; new ones wait until it finishes. */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.gate !== undefined) await this.gate;
+    let open: () => void = () => {};
+    this.gate = new Promise<void>((r) => {
+      open = r;
     });
+    try {
+      await this.idle();
+      return await fn();
+    } finally {
+      this.gate = undefined;
+      open();
+    }
+  }
+
+  /** Refuses new writes and waits for every claimed one to apply or fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.idle();
+  }
+
+  private idle(): Promise<void> {
+    if (this.inFlight === 0 && this.readsInFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private wakeIfIdle(): void {
+    if (this.inFlight !== 0 || this.readsInFlight !== 0) return;
+    const ws = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of ws) w();
+    assert(this.inFlight >= 0 && this.readsInFlight >= 0, 'in-flight counts never go negative');
   }
 }

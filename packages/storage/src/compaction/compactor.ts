@@ -20,6 +20,11 @@ export interface CompactionTarget {
   keysBelow(cut: number): string[];
   /** Restates a batch of keys at the tail (keys with a staged write are skipped). */
   copy(keys: string[], cut: number): Promise<{ records: number; bytes: number }>;
+  /**
+   * With the projection quiesced: if nothing below `cut` still needs a copy, deletes the segments
+   * below it and answers true.
+   */
+  trim(cut: number): Promise<boolean>;
   /** True once the projection is closing: the pass stops at the next step. */
   stopping(): boolean;
 }
@@ -73,9 +78,8 @@ export async function runCompaction(
   if (target.stopping()) return result;
   await target.log.flush();
   await opts.beforeTrim?.();
-  if (target.keysBelow(cut).length > 0 || target.stopping()) return result;
-  await target.log.trimBelow(cut);
-  result.trimmed = true;
+  if (target.stopping()) return result;
+  result.trimmed = await target.trim(cut);
   return result;
 }
 

@@ -65,7 +65,7 @@ export class CounterLog {
 
   static async open(opts: CounterLogOptions): Promise<CounterLog> {
     const c = new CounterLog(opts.log, opts);
-    await c.replay(opts.log.baseOffset, opts.log.tailOffset);
+    c.writer.frontier = await c.replay(opts.log.baseOffset, opts.log.tailOffset);
     return c;
   }
 
@@ -120,8 +120,14 @@ export class CounterLog {
     if (this.compactionRun === undefined) {
       const target: CompactionTarget = {
         log: this.log,
-        keysBelow: (cut) => [...this.fold].filter(([, e]) => e.firstOffset < cut).map(([k]) => k),
+        keysBelow: (cut) => this.keysBelow(cut),
         copy: (keys, cut) => this.copy(keys, cut),
+        trim: (cut) =>
+          this.writer.exclusive(async () => {
+            if (this.keysBelow(cut).length > 0) return false;
+            await this.log.trimBelow(cut);
+            return true;
+          }),
         stopping: () => this.stoppingFlag,
       };
       this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
@@ -153,6 +159,12 @@ export class CounterLog {
     if (this.opts.compaction?.auto === false || this.compactionRun !== undefined) return;
     if (this.stoppingFlag || !this.wantsCompaction()) return;
     this.compact().catch(() => undefined);
+  }
+
+  private keysBelow(cut: number): string[] {
+    const keys: string[] = [];
+    for (const [k, e] of this.fold) if (e.firstOffset < cut) keys.push(k);
+    return keys;
   }
 
   private unstage(key: string, delta: bigint): void {
@@ -197,7 +209,7 @@ export class CounterLog {
     }
   }
 
-  private async replay(from: number, to: number): Promise<void> {
+  private async replay(from: number, to: number): Promise<number> {
     let at = from;
     while (at < to) {
       const res = await this.log.read(at, { maxRecords: REPLAY_PAGE_RECORDS_MAX });
@@ -206,12 +218,13 @@ export class CounterLog {
         continue;
       }
       for (const r of res.records) {
-        if (r.offset >= to) return;
+        if (r.offset >= to) return to;
         this.applyRecord(r);
       }
-      if (res.next <= at) return;
+      if (res.next <= at) return at;
       at = res.next;
     }
+    return Math.max(at, from);
   }
 
   private copy(keys: string[], cut: number): Promise<{ records: number; bytes: number }> {

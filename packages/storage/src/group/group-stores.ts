@@ -6,6 +6,11 @@
  * redriven record is acknowledged.
  */
 import type { LogCache } from '../cache/log-cache.js';
+import {
+  type ProjectionShards,
+  type ProjectionStoreOptions,
+  cacheShards,
+} from '../cache/projection-store.js';
 import { GroupStateCorruptError, ProjectionInputError } from '../cache/projection-errors.js';
 import { DEAD_LETTER_LIST_MAX } from '../cache/projection-limits.js';
 import { ShortLock } from '../cache/short-lock.js';
@@ -211,4 +216,18 @@ export class DeadLetterStore {
     }
     return lock;
   }
+}
+
+/** The cursor store on `<root>/groups/`, one log per stream shard. */
+export function openCursorStore(opts: ProjectionStoreOptions): CursorStore {
+  return new CursorStore(shardCachesOf(cacheShards(opts, 'groups')));
+}
+
+/** The dead-letter store on `<root>/dead-letters/`, one log per stream shard. */
+export function openDeadLetterStore(opts: ProjectionStoreOptions): DeadLetterStore {
+  return new DeadLetterStore(shardCachesOf(cacheShards(opts, 'dead-letters')));
+}
+
+function shardCachesOf(shards: ProjectionShards<LogCache>): ShardCaches {
+  return { cache: (shard) => shards.get(shard), close: () => shards.close() };
 }

@@ -2,6 +2,7 @@
 // test can hold shut to keep writes staged. The store outlives a log instance, so "reopen" keeps
 // what was written (a crash can drop what never became durable).
 import type { Claim, PortReadResult, PortRecord, ProjectionLog } from '../../src/cache/log-port.js';
+import { CommitSequencer } from '../../src/commit-sequencer.js';
 
 const RECORD_FRAMING_BYTES = 28;
 
@@ -15,8 +16,11 @@ export class MemoryLogStore {
 export class MemoryLog implements ProjectionLog {
   private gateShut = false;
   private waiters: { next: number; resolve: () => void }[] = [];
+  private readonly sequencer: CommitSequencer;
 
-  constructor(readonly store = new MemoryLogStore()) {}
+  constructor(readonly store = new MemoryLogStore()) {
+    this.sequencer = new CommitSequencer(store.tail);
+  }
 
   get baseOffset(): number {
     return this.store.bases[0]!;
@@ -60,6 +64,12 @@ export class MemoryLog implements ProjectionLog {
 
   /** Appends as replication would: straight to the log, no projection involved. */
   appendRaw(payloads: Uint8Array[]): { first: number; next: number } {
+    const r = this.write(payloads);
+    this.sequencer.reserve(r.first, r.next).release();
+    return r;
+  }
+
+  private write(payloads: Uint8Array[]): { first: number; next: number } {
     const first = this.store.tail;
     const seg = this.store.segments[this.store.segments.length - 1]!;
     for (const payload of payloads) {
@@ -73,12 +83,13 @@ export class MemoryLog implements ProjectionLog {
     return { first, next: this.store.tail };
   }
 
-  async claim(payloads: Uint8Array[]): Promise<Claim> {
-    const { first, next } = this.appendRaw(payloads);
+  claim(payloads: Uint8Array[]): Promise<Claim> {
+    const { first, next } = this.write(payloads);
+    const turn = this.sequencer.reserve(first, next);
     const durable = this.gateShut
       ? new Promise<void>((resolve) => this.waiters.push({ next, resolve }))
       : Promise.resolve();
-    return { first, next, durable };
+    return Promise.resolve({ first, next, turn, durable });
   }
 
   async read(from: number, budget: { maxRecords?: number } = {}): Promise<PortReadResult> {

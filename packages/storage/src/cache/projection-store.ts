@@ -1,0 +1,97 @@
+/**
+ * Opens projections shard by shard under one store root, each kind on its own root so no two
+ * kinds of log can share a directory: `<root>/caches/`, `<root>/counters/`, `<root>/groups/`,
+ * `<root>/dead-letters/`, beside streams at `<root>/<shard-dir>`. Opens of one shard coalesce;
+ * different shards do not wait on each other.
+ */
+import { join } from 'node:path';
+import { SegmentLogPort } from '../compaction/segment-log-port.js';
+import type { Io } from '../io/io.js';
+import { type ShardId, shardDirName } from '../log/layout.js';
+import type { FsyncMode } from '../log/segment-log.js';
+import { CounterLog } from '../counter/counter-log.js';
+import type { CompactionOptions } from '../compaction/compactor.js';
+import { LogCache } from './log-cache.js';
+import { ProjectionClosedError } from './projection-errors.js';
+import { PROJECTION_SEGMENT_BYTES_DEFAULT } from './projection-limits.js';
+
+export type ProjectionKind = 'caches' | 'counters' | 'groups' | 'dead-letters';
+
+export interface ProjectionStoreOptions {
+  /** The storage root streams live in; each projection kind takes a subdirectory of it. */
+  root: string;
+  fsync?: FsyncMode;
+  flushIntervalMs?: number;
+  segmentBytes?: number;
+  io?: Io;
+  /** Wall clock in ms for cache TTL. */
+  now?: () => number;
+  compaction?: CompactionOptions & { auto?: boolean; floorBytes?: number };
+}
+
+/** The directory a projection kind keeps its shard logs in. */
+export function projectionRoot(root: string, kind: ProjectionKind): string {
+  return join(root, kind);
+}
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+/** One open projection per shard, opened on first use. */
+export class ProjectionShards<T extends Closable> {
+  private readonly open = new Map<string, Promise<T>>();
+  private closed = false;
+
+  constructor(
+    readonly kind: ProjectionKind,
+    private readonly opts: ProjectionStoreOptions,
+    private readonly make: (log: SegmentLogPort, shard: ShardId) => Promise<T>,
+  ) {}
+
+  get(shard: ShardId): Promise<T> {
+    if (this.closed) return Promise.reject(new ProjectionClosedError(`${this.kind} store`));
+    const key = shardDirName(shard);
+    let p = this.open.get(key);
+    if (p === undefined) {
+      p = SegmentLogPort.open({
+        root: projectionRoot(this.opts.root, this.kind),
+        shard,
+        fsync: this.opts.fsync ?? 'onCommit',
+        flushIntervalMs: this.opts.flushIntervalMs,
+        segmentBytes: this.opts.segmentBytes ?? PROJECTION_SEGMENT_BYTES_DEFAULT,
+        io: this.opts.io,
+      }).then((log) => this.make(log, shard));
+      // A failed open is not cached: the next call tries again.
+      p.catch(() => this.open.delete(key));
+      this.open.set(key, p);
+    }
+    return p;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.open.values()];
+    this.open.clear();
+    for (const p of all) await (await p.catch(() => undefined))?.close();
+  }
+}
+
+/** Caches on `<root>/caches/`, or on another kind's root for group state. */
+export function cacheShards(opts: ProjectionStoreOptions, kind: ProjectionKind = 'caches') {
+  return new ProjectionShards<LogCache>(kind, opts, (log, shard) =>
+    LogCache.open({
+      log,
+      now: opts.now,
+      compaction: opts.compaction,
+      name: `${kind} ${shardDirName(shard)}`,
+    }),
+  );
+}
+
+/** Counter logs on `<root>/counters/`. */
+export function counterShards(opts: ProjectionStoreOptions) {
+  return new ProjectionShards<CounterLog>('counters', opts, (log, shard) =>
+    CounterLog.open({ log, compaction: opts.compaction, name: `counters ${shardDirName(shard)}` }),
+  );
+}

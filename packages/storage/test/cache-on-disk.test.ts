@@ -1,0 +1,122 @@
+// Goal: LogCache over the real segment log keeps what it acknowledged across restarts, catches
+// its index up with records appended to the log behind it, lets the later write win, and keeps
+// expiries absolute; a cache never shares a directory with a stream of the same name.
+// Method: SegmentLog-backed caches in temp directories, closed and reopened.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { encodeCacheRecord } from '../src/cache/record.js';
+import { SegmentLog } from '../src/log/segment-log.js';
+import { shardDirName } from '../src/log/layout.js';
+import { ManualClock, bytes, text } from './projection-support/cache-fixture.js';
+import { SHARD, openDiskCache, tempDir } from './projection-support/disk.js';
+
+let dir: { path: string; cleanup: () => Promise<void> };
+beforeEach(async () => {
+  dir = await tempDir('felix-cache-');
+});
+afterEach(async () => {
+  await dir.cleanup();
+});
+
+describe('LogCache on disk', () => {
+  it('a_cache_survives_a_restart', async () => {
+    const { cache } = await openDiskCache(dir.path, { fsync: 'onCommit' });
+    const versions: number[] = [];
+    for (let i = 0; i < 200; i++) versions.push(await cache.put(`k${i}`, bytes(`v${i}`)));
+    await cache.close();
+    const { cache: again, port } = await openDiskCache(dir.path, { fsync: 'onCommit' });
+    expect(port.segmentLog.segmentCount).toBeGreaterThan(1);
+    for (let i = 0; i < 200; i++) {
+      const e = await again.getEntry(`k${i}`);
+      expect(text(e?.value)).toBe(`v${i}`);
+      expect(e?.version).toBe(versions[i]);
+    }
+    await again.close();
+  });
+
+  it('a_later_write_wins', async () => {
+    const { cache } = await openDiskCache(dir.path, { fsync: 'onCommit' });
+    await Promise.all([...Array(16).keys()].map((i) => cache.put('k', bytes(`w${i}`))));
+    expect(text(await cache.get('k'))).toBe('w15');
+    await cache.close();
+    const { cache: again } = await openDiskCache(dir.path);
+    expect(text(await again.get('k'))).toBe('w15');
+    await again.close();
+  });
+
+  it('a_deleted_key_stays_deleted_across_a_restart', async () => {
+    const { cache } = await openDiskCache(dir.path);
+    await cache.put('gone', bytes('1'));
+    await cache.put('kept', bytes('2'));
+    expect(text(await cache.delete('gone'))).toBe('1');
+    await cache.close();
+    const { cache: again } = await openDiskCache(dir.path);
+    expect(await again.get('gone')).toBeUndefined();
+    expect(text(await again.get('kept'))).toBe('2');
+    await again.close();
+  });
+
+  it('an_expiry_survives_a_restart', async () => {
+    const clock = new ManualClock();
+    const { cache } = await openDiskCache(dir.path, { now: clock.now });
+    await cache.put('short', bytes('s'), { ttlMs: 1000 });
+    await cache.put('forever', bytes('f'));
+    await cache.close();
+    clock.advance(999);
+    const { cache: again } = await openDiskCache(dir.path, { now: clock.now });
+    expect(text(await again.get('short'))).toBe('s');
+    clock.advance(1);
+    expect(await again.get('short')).toBeUndefined();
+    expect(text(await again.get('forever'))).toBe('f');
+    await again.close();
+  });
+
+  it('the_index_catches_up_with_records_appended_behind_it', async () => {
+    const { cache, port } = await openDiskCache(dir.path);
+    await cache.put('local', bytes('1'));
+    // As replication would: records appended to the log without going through put.
+    await port.segmentLog.append([
+      encodeCacheRecord({ op: 'put', key: 'replicated', expiresAtMillis: 0, value: bytes('r') }),
+      encodeCacheRecord({
+        op: 'delete',
+        key: 'local',
+        expiresAtMillis: 0,
+        value: new Uint8Array(),
+      }),
+    ]);
+    expect(text(await cache.get('replicated'))).toBe('r');
+    expect(await cache.get('local')).toBeUndefined();
+    // Appended while a put is racing it: the put applies them first, in offset order.
+    const behind = port.segmentLog.append([
+      encodeCacheRecord({ op: 'put', key: 'more', expiresAtMillis: 0, value: bytes('m') }),
+    ]);
+    const v = await cache.put('after', bytes('a'));
+    await behind;
+    expect(v).toBe(4);
+    expect(text(await cache.get('more'))).toBe('m');
+    expect(text(await cache.get('after'))).toBe('a');
+    await cache.close();
+  });
+
+  it('a_cache_and_a_stream_with_one_name_never_share_a_directory', async () => {
+    const stream = await SegmentLog.open({ root: dir.path, shard: SHARD, fsync: 'none' });
+    const { cache, port } = await openDiskCache(dir.path);
+    await stream.append([bytes('a stream record')]);
+    await cache.put('k', bytes('v'));
+    expect(port.dir).not.toBe(stream.dir);
+    expect(port.dir).toBe(join(dir.path, 'caches', shardDirName(SHARD)));
+    expect(stream.dir).toBe(join(dir.path, shardDirName(SHARD)));
+    const res = await stream.read(0);
+    expect(res.kind === 'records' && res.records.map((r) => text(r.payload))).toEqual([
+      'a stream record',
+    ]);
+    expect(text(await cache.get('k'))).toBe('v');
+    expect((await readdir(dir.path)).sort()).toEqual([
+      'acme_default_orders_0-0d3aed4b998d2798',
+      'caches',
+    ]);
+    await stream.close();
+    await cache.close();
+  });
+});
