@@ -29,3 +29,60 @@ export type { Io, IoFile, OpenMode } from './io/io.js';
 export { NodeIo, nodeIo } from './io/node-io.js';
 export { FaultyIo, systemError } from './io/faulty-io.js';
 export type { FaultCode } from './io/faulty-io.js';
+// Projections read from the log: caches, counters, group state.
+export { LogCache } from './cache/log-cache.js';
+export type { LogCacheCompactionOptions, LogCacheOptions } from './cache/log-cache.js';
+export { EphemeralCache } from './cache/ephemeral-cache.js';
+export type { CacheEntry, PutOptions } from './cache/ephemeral-cache.js';
+export { CacheWatch, WatchHub, matchesFilter } from './cache/watch.js';
+export type {
+  CacheChange,
+  SnapshotEntry,
+  WatchEvent,
+  WatchFilter,
+  WatchOptions,
+  WatchSource,
+  WatchStart,
+} from './cache/watch.js';
+export { decodeCacheRecord, encodeCacheRecord } from './cache/record.js';
+export type { CacheRecord } from './cache/record.js';
+export type { Claim, PortReadResult, PortRecord, ProjectionLog } from './cache/log-port.js';
+export {
+  ProjectionShards,
+  cacheShards,
+  counterShards,
+  projectionRoot,
+} from './cache/projection-store.js';
+export type { ProjectionKind, ProjectionStoreOptions } from './cache/projection-store.js';
+export { CounterLog } from './counter/counter-log.js';
+export type { CounterLogOptions } from './counter/counter-log.js';
+export { decodeCounterRecord, encodeCounterRecord } from './counter/record.js';
+export type { CounterRecord } from './counter/record.js';
+export { runCompaction } from './compaction/compactor.js';
+export type {
+  CompactionOptions,
+  CompactionResult,
+  CompactionTarget,
+} from './compaction/compactor.js';
+export { SegmentLogPort } from './compaction/segment-log-port.js';
+export {
+  CursorStore,
+  DeadLetterStore,
+  decodeCursor,
+  encodeCursor,
+  openCursorStore,
+  openDeadLetterStore,
+} from './group/group-stores.js';
+export type { DeadLetter, DeadLetterState, GroupShard, ShardCaches } from './group/group-stores.js';
+export {
+  CacheRecordCorruptError,
+  CounterOverflowError,
+  CounterRecordCorruptError,
+  GroupStateCorruptError,
+  ProjectionClosedError,
+  ProjectionInputError,
+  ProjectionLogFailedError,
+  ProjectionReadMovedError,
+  WatchHistoryTrimmedError,
+  WatchStartError,
+} from './errors.js';

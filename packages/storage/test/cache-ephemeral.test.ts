@@ -3,7 +3,7 @@
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { EphemeralCache } from '../src/cache/ephemeral-cache.js';
-import { WatchStartError } from '../src/cache/projection-errors.js';
+import { WatchStartError } from '../src/errors.js';
 import {
   ManualClock,
   bytes,

@@ -3,8 +3,8 @@
 // arbitrary and mutated payloads.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CacheRecordCorruptError } from '../src/cache/projection-errors.js';
-import { PROJECTION_KEY_BYTES_MAX } from '../src/cache/projection-limits.js';
+import { CacheRecordCorruptError } from '../src/errors.js';
+import { PROJECTION_KEY_BYTES_MAX } from '../src/limits.js';
 import { type CacheRecord, decodeCacheRecord, encodeCacheRecord } from '../src/cache/record.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');

@@ -4,7 +4,7 @@
 // Method: CounterLog over an in-memory log; restarts reopen the same store.
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { CounterOverflowError } from '../src/cache/projection-errors.js';
+import { CounterOverflowError } from '../src/errors.js';
 import { CounterLog } from '../src/counter/counter-log.js';
 import { I64_MAX, I64_MIN, decodeCounterRecord } from '../src/counter/record.js';
 import { openDiskCounters, tempDir } from './projection-support/disk.js';

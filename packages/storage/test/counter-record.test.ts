@@ -2,7 +2,7 @@
 // decoder throws only its typed error. Method: golden bytes, round trips, fast-check fuzz.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CounterRecordCorruptError } from '../src/cache/projection-errors.js';
+import { CounterRecordCorruptError } from '../src/errors.js';
 import {
   I64_MAX,
   I64_MIN,

@@ -3,12 +3,8 @@
  * without durable storage. Versions and watch offsets come from an in-process counter, so
  * watches start live or retained; nothing survives a restart. Expiry is lazy.
  */
-import {
-  ProjectionClosedError,
-  ProjectionInputError,
-  WatchStartError,
-} from './projection-errors.js';
-import { CACHE_VALUE_BYTES_MAX } from './projection-limits.js';
+import { ProjectionClosedError, ProjectionInputError, WatchStartError } from '../errors.js';
+import { CACHE_VALUE_BYTES_MAX } from '../limits.js';
 import { encodeKey } from './record.js';
 import {
   type CacheChange,

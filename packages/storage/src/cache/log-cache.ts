@@ -19,7 +19,7 @@ import {
   ProjectionInputError,
   ProjectionReadMovedError,
   WatchHistoryTrimmedError,
-} from './projection-errors.js';
+} from '../errors.js';
 import {
   CACHE_COMPACTION_FLOOR_BYTES_DEFAULT,
   CACHE_VALUE_BYTES_MAX,
@@ -29,7 +29,7 @@ import {
   REPLAY_PAGE_RECORDS_MAX,
   WATCH_REPLAY_PAGE_RECORDS_MAX,
   WATCH_SNAPSHOT_READ_ATTEMPTS_MAX,
-} from './projection-limits.js';
+} from '../limits.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { type CacheRecord, decodeCacheRecord, encodeCacheRecord, encodeKey } from './record.js';
 import {

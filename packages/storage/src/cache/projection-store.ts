@@ -12,8 +12,8 @@ import type { FsyncMode } from '../log/segment-log.js';
 import { CounterLog } from '../counter/counter-log.js';
 import type { CompactionOptions } from '../compaction/compactor.js';
 import { LogCache } from './log-cache.js';
-import { ProjectionClosedError } from './projection-errors.js';
-import { PROJECTION_SEGMENT_BYTES_DEFAULT } from './projection-limits.js';
+import { ProjectionClosedError } from '../errors.js';
+import { PROJECTION_SEGMENT_BYTES_DEFAULT } from '../limits.js';
 
 export type ProjectionKind = 'caches' | 'counters' | 'groups' | 'dead-letters';
 

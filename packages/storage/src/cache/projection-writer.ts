@@ -13,7 +13,7 @@
  */
 import { assert } from '@felix/common';
 import type { Claim, ProjectionLog } from './log-port.js';
-import { ProjectionClosedError, ProjectionLogFailedError } from './projection-errors.js';
+import { ProjectionClosedError, ProjectionLogFailedError } from '../errors.js';
 import { ShortLock } from './short-lock.js';
 
 export interface Staging {

@@ -5,8 +5,8 @@
  * Pure codec: no I/O, and every length is checked against the bytes present and the named
  * bound before anything is sliced or allocated.
  */
-import { CacheRecordCorruptError, ProjectionInputError } from './projection-errors.js';
-import { CACHE_VALUE_BYTES_MAX, PROJECTION_KEY_BYTES_MAX } from './projection-limits.js';
+import { CacheRecordCorruptError, ProjectionInputError } from '../errors.js';
+import { CACHE_VALUE_BYTES_MAX, PROJECTION_KEY_BYTES_MAX } from '../limits.js';
 
 export const CACHE_RECORD_VERSION_NORMAL = 1;
 export const CACHE_RECORD_VERSION_CARRIED = 2;

@@ -5,8 +5,8 @@
  * missed offset. It does no I/O itself: history and values come from a `WatchSource`.
  */
 import { assert } from '@felix/common';
-import { ProjectionInputError, WatchHistoryTrimmedError } from './projection-errors.js';
-import { WATCH_QUEUE_CAPACITY_DEFAULT, WATCH_QUEUE_CAPACITY_MAX } from './projection-limits.js';
+import { ProjectionInputError, WatchHistoryTrimmedError } from '../errors.js';
+import { WATCH_QUEUE_CAPACITY_DEFAULT, WATCH_QUEUE_CAPACITY_MAX } from '../limits.js';
 
 /** One applied write as a watcher sees it. */
 export interface CacheChange {

@@ -11,7 +11,7 @@ import {
   COMPACTION_BATCH_RECORDS,
   COMPACTION_BYTES_PER_SEC_DEFAULT,
   COMPACTION_ROUNDS_MAX,
-} from '../cache/projection-limits.js';
+} from '../limits.js';
 
 /** What a projection exposes to the compactor. */
 export interface CompactionTarget {

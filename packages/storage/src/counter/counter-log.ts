@@ -7,13 +7,13 @@
  */
 import { assert } from '@felix/common';
 import type { PortRecord, ProjectionLog } from '../cache/log-port.js';
-import { CounterOverflowError, CounterRecordCorruptError } from '../cache/projection-errors.js';
+import { CounterOverflowError, CounterRecordCorruptError } from '../errors.js';
 import {
   COMPACTION_GARBAGE_RATIO,
   COUNTER_COMPACTION_FLOOR_BYTES_DEFAULT,
   RECORD_FRAMING_BYTES,
   REPLAY_PAGE_RECORDS_MAX,
-} from '../cache/projection-limits.js';
+} from '../limits.js';
 import { ProjectionWriter } from '../cache/projection-writer.js';
 import {
   type CompactionOptions,

@@ -4,8 +4,8 @@
  * Pure codec; lengths are checked against the bound and the bytes present before slicing.
  */
 import { encodeKey } from '../cache/record.js';
-import { CounterRecordCorruptError, ProjectionInputError } from '../cache/projection-errors.js';
-import { PROJECTION_KEY_BYTES_MAX } from '../cache/projection-limits.js';
+import { CounterRecordCorruptError, ProjectionInputError } from '../errors.js';
+import { PROJECTION_KEY_BYTES_MAX } from '../limits.js';
 
 export const COUNTER_RECORD_VERSION = 1;
 export const COUNTER_OP_DELTA = 0;

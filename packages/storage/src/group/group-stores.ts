@@ -11,8 +11,8 @@ import {
   type ProjectionStoreOptions,
   cacheShards,
 } from '../cache/projection-store.js';
-import { GroupStateCorruptError, ProjectionInputError } from '../cache/projection-errors.js';
-import { DEAD_LETTER_LIST_MAX } from '../cache/projection-limits.js';
+import { GroupStateCorruptError, ProjectionInputError } from '../errors.js';
+import { DEAD_LETTER_LIST_MAX } from '../limits.js';
 import { ShortLock } from '../cache/short-lock.js';
 
 /** A stream shard, as the segment log names it. */
