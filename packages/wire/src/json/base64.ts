@@ -7,14 +7,15 @@
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const LOOKUP = new Int16Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i++) LOOKUP[ALPHABET.charCodeAt(i)] = i;
+/** Two output characters per 12 input bits: halves the string appends on the hot loop. */
+const PAIRS: string[] = Array.from({ length: 4096 }, (_, i) => ALPHABET[i >> 6]! + ALPHABET[i & 63]!);
 
 export function base64Encode(bytes: Uint8Array): string {
   let out = '';
   let i = 0;
   for (; i + 2 < bytes.length; i += 3) {
     const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
-    out +=
-      ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + ALPHABET[(n >> 6) & 63]! + ALPHABET[n & 63]!;
+    out += PAIRS[n >> 12]! + PAIRS[n & 4095]!;
   }
   const rest = bytes.length - i;
   if (rest === 1) {

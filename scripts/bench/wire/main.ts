@@ -1,0 +1,161 @@
+// Wire codec benchmark: encode + decode of 64 x 1 KiB publish batches and shared event
+// batches, side by side in one run with (a) our JSON message path, (b) plain
+// JSON.stringify/parse of the same content with base64 payloads, and (c) a plain copy of
+// the same bytes (the memory-bandwidth limit). Reports MB/s of payload bytes and frames/s.
+// Run: npx pnpm@10.34.9 exec tsx scripts/bench/wire/main.ts [--seconds 1]
+// Imports the package source (not dist) so a stale build can never be measured.
+import {
+  decodeEventBatch,
+  decodeFrame,
+  decodeMessage,
+  decodePublishBatch,
+  encodeEventBatch,
+  encodeMessage,
+  encodePublishBatch,
+} from '../../../packages/wire/src/index.js';
+
+const BATCH = 64;
+const RECORD_BYTES = 1024;
+const PAYLOAD_BYTES = BATCH * RECORD_BYTES;
+const secondsArg = process.argv.indexOf('--seconds');
+const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 1;
+
+const payloads = Array.from({ length: BATCH }, (_, i) => {
+  const p = new Uint8Array(RECORD_BYTES);
+  for (let j = 0; j < p.length; j++) p[j] = (i * 31 + j * 7) & 0xff;
+  return p;
+});
+const scope = { tenantId: 'acme', namespace: 'default', stream: 'orders' };
+let sink = 0;
+
+interface Case {
+  name: string;
+  encode: () => Uint8Array;
+  decode: (frame: Uint8Array) => number;
+}
+
+/** Best of three rounds: the machine is shared, so the fastest round is the least disturbed. */
+function measure(fn: () => void): number {
+  for (let i = 0; i < 200; i++) fn(); // warm up the JIT
+  let best = 0;
+  for (let round = 0; round < 3; round++) {
+    let ops = 0;
+    const start = performance.now();
+    const deadline = start + (SECONDS * 1000) / 3;
+    while (performance.now() < deadline) {
+      for (let i = 0; i < 20; i++) fn();
+      ops += 20;
+    }
+    best = Math.max(best, ops / ((performance.now() - start) / 1000));
+  }
+  return best;
+}
+
+function row(name: string, opsPerSecond: number): string {
+  const mbs = (opsPerSecond * PAYLOAD_BYTES) / 1e6;
+  return `| ${name.padEnd(44)} | ${mbs.toFixed(0).padStart(7)} | ${opsPerSecond.toFixed(0).padStart(9)} |`;
+}
+
+const b64 = (p: Uint8Array) => Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('base64');
+const unb64 = (s: string) => new Uint8Array(Buffer.from(s, 'base64'));
+const te = new TextEncoder();
+const td = new TextDecoder();
+
+const cases: Case[] = [
+  {
+    name: 'binary publish batch (0x0049 acked+keyed)',
+    encode: () =>
+      encodePublishBatch({
+        ...scope,
+        payloads,
+        key: te.encode('k1'),
+        requestId: 7,
+        ackMode: 'per_batch',
+      }),
+    decode: (frame) => {
+      const { flags, payload } = decodeFrame(frame);
+      return decodePublishBatch(flags, payload).payloads.length;
+    },
+  },
+  {
+    name: 'binary shared event batch (0x0024 offsets)',
+    encode: () => encodeEventBatch({ baseOffset: 1_000_000, payloads }),
+    decode: (frame) => {
+      const { flags, payload } = decodeFrame(frame);
+      return decodeEventBatch(flags, payload).payloads.length;
+    },
+  },
+  {
+    name: 'JSON publish_batch via @felix/wire',
+    encode: () =>
+      encodeMessage({
+        type: 'publish_batch',
+        tenant_id: 'acme',
+        namespace: 'default',
+        stream: 'orders',
+        payloads,
+        request_id: 7,
+        ack: 'per_batch',
+      }),
+    decode: (frame) => {
+      const m = decodeMessage(decodeFrame(frame).payload);
+      return m.type === 'publish_batch' ? m.payloads.length : 0;
+    },
+  },
+  {
+    name: 'JSON.stringify/parse, base64 payloads',
+    encode: () =>
+      te.encode(
+        JSON.stringify({
+          type: 'publish_batch',
+          tenant_id: 'acme',
+          namespace: 'default',
+          stream: 'orders',
+          payloads: payloads.map(b64),
+          request_id: 7,
+        }),
+      ),
+    decode: (bytes) => (JSON.parse(td.decode(bytes)).payloads as string[]).map(unb64).length,
+  },
+  {
+    name: 'plain copy of the same bytes',
+    encode: () => {
+      const out = new Uint8Array(PAYLOAD_BYTES);
+      for (let i = 0; i < BATCH; i++) out.set(payloads[i]!, i * RECORD_BYTES);
+      return out;
+    },
+    decode: (bytes) => bytes.slice().length,
+  },
+];
+
+console.log(
+  `wire codec: ${BATCH} x ${RECORD_BYTES} B per batch, ${SECONDS}s per measurement, node ${process.version}`,
+);
+console.log('MB/s counts payload bytes (64 KiB per batch); frames/s = batches per second;');
+console.log('each figure is the best of three rounds.\n');
+console.log(`| ${'case'.padEnd(44)} | ${'MB/s'.padStart(7)} | ${'frames/s'.padStart(9)} |`);
+console.log(`|${'-'.repeat(46)}|${'-'.repeat(9)}|${'-'.repeat(11)}|`);
+const results: Record<string, { enc: number; dec: number; both: number }> = {};
+for (const c of cases) {
+  const frame = c.encode();
+  const enc = measure(() => {
+    sink += c.encode().length;
+  });
+  const dec = measure(() => {
+    sink += c.decode(frame);
+  });
+  const both = measure(() => {
+    sink += c.decode(c.encode());
+  });
+  results[c.name] = { enc, dec, both };
+  console.log(row(`${c.name}: encode`, enc));
+  console.log(row(`${c.name}: decode`, dec));
+  console.log(row(`${c.name}: encode+decode`, both));
+}
+const copy = results['plain copy of the same bytes']!;
+const bin = results['binary publish batch (0x0049 acked+keyed)']!;
+const ev = results['binary shared event batch (0x0024 offsets)']!;
+console.log(`\nbinary publish decode / copy decode: ${((bin.dec / copy.dec) * 100).toFixed(0)} %`);
+console.log(`binary event decode / copy decode:   ${((ev.dec / copy.dec) * 100).toFixed(0)} %`);
+console.log(`binary publish encode+decode / copy: ${((bin.both / copy.both) * 100).toFixed(0)} %`);
+if (sink === 0) console.log('(sink)');
