@@ -86,3 +86,9 @@ export {
   WatchHistoryTrimmedError,
   WatchStartError,
 } from './errors.js';
+export { runLogTool } from './tool/cli.js';
+export type { ToolOutput } from './tool/cli.js';
+export { dumpShardDir, recordJson, verifyShardDir } from './tool/inspect.js';
+export type { VerifySummary } from './tool/inspect.js';
+export { formatBenchReport, runStorageBench } from './tool/bench.js';
+export type { BenchOptions, BenchReport, BenchRow } from './tool/bench.js';

@@ -146,6 +146,12 @@ export class FaultyIo implements Io {
   syncDir(path: string): Promise<void> {
     return this.inner.syncDir(path);
   }
+  makeTempDir(parent: string, prefix: string): Promise<string> {
+    return this.inner.makeTempDir(parent, prefix);
+  }
+  removeTree(path: string): Promise<void> {
+    return this.inner.removeTree(path);
+  }
 }
 
 class FaultyFile implements IoFile {

@@ -38,6 +38,10 @@ export interface Io {
   exists(path: string): Promise<boolean>;
   /** Makes the directory's entries (creations, unlinks) durable. */
   syncDir(path: string): Promise<void>;
+  /** Creates a fresh uniquely named directory under `parent` (benchmarks, tools). */
+  makeTempDir(parent: string, prefix: string): Promise<string>;
+  /** Removes a directory tree (benchmark scratch space only). */
+  removeTree(path: string): Promise<void>;
 }
 
 /** Writes all of `buffer[offset, offset+length)` at `position`, looping over short writes. */

@@ -1,5 +1,16 @@
 /** The real Io over node:fs/promises; the only file in this package that imports node:fs. */
-import { constants, type FileHandle, access, mkdir, open, readdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  constants,
+  type FileHandle,
+  access,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  rm,
+  unlink,
+} from 'node:fs/promises';
 import type { Io, IoFile, OpenMode } from './io.js';
 
 const FLAGS: Record<OpenMode, number> = {
@@ -82,6 +93,14 @@ export class NodeIo implements Io {
     } catch {
       return false;
     }
+  }
+
+  makeTempDir(parent: string, prefix: string): Promise<string> {
+    return mkdtemp(join(parent, prefix));
+  }
+
+  removeTree(path: string): Promise<void> {
+    return rm(path, { recursive: true, force: true });
   }
 
   async syncDir(path: string): Promise<void> {

@@ -220,6 +220,7 @@ export class SegmentLog {
   private retentionTimer: NodeJS.Timeout | undefined;
   private retentionRunning: Promise<number> | undefined;
   private headChain: Promise<void> = Promise.resolve();
+  private writeInFlight: Promise<void> | undefined;
   private readonly openSealed = new Map<Segment, true>();
 
   private constructor(
@@ -738,10 +739,16 @@ export class SegmentLog {
     }
     assert(pos === total, 'encoded size matches the planned size');
     this.claimed = offset;
+    const writing = writeFully(active.file!, buf, 0, total, basePos);
+    this.writeInFlight = writing.then(
+      () => undefined,
+      () => undefined,
+    );
     try {
-      await writeFully(active.file!, buf, 0, total, basePos);
+      await writing;
     } catch (err) {
       this.claimed = first;
+      this.writeInFlight = undefined;
       try {
         await active.file!.truncate(basePos);
       } catch (truncateErr) {
@@ -751,6 +758,7 @@ export class SegmentLog {
       for (const p of group) p.reject(failure);
       return;
     }
+    this.writeInFlight = undefined;
     active.bytes = basePos + total;
     active.nextOffset = offset;
     active.newestTimestampMicros = newest;
@@ -796,6 +804,9 @@ export class SegmentLog {
 
   /** Flush-loop step: sync the active segment; the bound is what was written before the sync. */
   private async flushActive(): Promise<number> {
+    // A write already on its way lands within microseconds of a sync that takes a millisecond
+    // or more: wait for it, so this one sync covers its batches too (more appends per flush).
+    if (this.writeInFlight !== undefined) await this.writeInFlight;
     const seg = this.active;
     const bound = this.written;
     const bytes = seg.bytes;

@@ -62,6 +62,8 @@ export interface SegmentReadRequest {
 export interface SegmentReadResult {
   /** Next offset to read after this call (past skipped generation starts too). */
   next: number;
+  /** Byte position of the record at `next`. */
+  position: number;
   /** A budget stopped the read before the segment's end. */
   full: boolean;
   collectedBytes: number;
@@ -92,6 +94,7 @@ export async function readSegment(req: SegmentReadRequest): Promise<SegmentReadR
   };
   const fail = (kind: CorruptionKind, detail: string) => ({
     next: offset,
+    position: pos,
     full: false,
     collectedBytes,
     damage: { kind, position: pos, detail, atStart: pos === req.startPosition },
@@ -117,7 +120,7 @@ export async function readSegment(req: SegmentReadRequest): Promise<SegmentReadR
       out.length > 0 &&
       (out.length >= req.maxRecords || collectedBytes + head.bodyLength > req.maxBytes)
     ) {
-      return { next: offset, full: true, collectedBytes };
+      return { next: offset, position: pos, full: true, collectedBytes };
     }
     if (pos + head.totalBytes > req.endPosition) {
       return fail('Truncated', `record at offset ${offset} runs past the readable end`);
@@ -137,7 +140,7 @@ export async function readSegment(req: SegmentReadRequest): Promise<SegmentReadR
     pos += head.totalBytes;
     offset++;
   }
-  return { next: offset, full: false, collectedBytes };
+  return { next: offset, position: pos, full: false, collectedBytes };
 }
 
 /** Builds the record view of verified bytes; null when the publisher trailer lies. */

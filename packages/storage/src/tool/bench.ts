@@ -1,0 +1,298 @@
+/**
+ * The storage benchmark behind `felix-log-tool bench` and scripts/bench/storage: appends per
+ * second, MB/s and append latency for 128 B and 4 KiB records under each fsync mode with 1,
+ * 8 and 64 concurrent writers; in the same run the raw limit of the same disk (write +
+ * fdatasync loops of the same sizes, large synced sequential writes); large batched appends;
+ * and recovery scan speed over a large log. Timings are measured here, never in tests.
+ */
+import { type Io, writeFully } from '../io/io.js';
+import { nodeIo } from '../io/node-io.js';
+import { type FsyncMode, SegmentLog } from '../log/segment-log.js';
+import { verifyShardDir } from './inspect.js';
+
+export interface BenchOptions {
+  /** Parent directory for scratch files (the disk being measured). */
+  dir: string;
+  /** Short cases and a smaller recovery log: a smoke run, not a measurement. */
+  quick?: boolean;
+  io?: Io;
+  onProgress?: (done: number, total: number, label: string) => void;
+}
+
+export interface BenchRow {
+  name: string;
+  recordBytes: number;
+  fsync: FsyncMode | 'raw';
+  writers: number;
+  opsPerSec: number;
+  mbPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface BenchReport {
+  rows: BenchRow[];
+  /** onCommit appends/s with 64 writers over 1 writer, per record size. */
+  groupCommitGain: Record<string, number>;
+  /** Large batched onCommit appends as a share of raw large synced writes. */
+  batchedShareOfRaw: number;
+  recovery: { bytes: number; verifyMbPerSec: number; openMs: number };
+}
+
+const SHARD = { tenant: 'bench', namespace: 'storage', stream: 'log', shard: 0 };
+const MB = 1024 * 1024;
+const BATCH_RECORDS = 256;
+const BATCH_RECORD_BYTES = 4096;
+
+function filled(size: number): Uint8Array {
+  const p = new Uint8Array(size);
+  for (let i = 0; i < size; i++) p[i] = (i * 131 + 7) & 0xff;
+  return p;
+}
+
+class Latencies {
+  private values = new Float64Array(1 << 16);
+  count = 0;
+  add(ms: number): void {
+    if (this.count === this.values.length) {
+      const grown = new Float64Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values[this.count++] = ms;
+  }
+  percentile(p: number): number {
+    if (this.count === 0) return 0;
+    const sorted = this.values.subarray(0, this.count).sort();
+    return sorted[Math.min(this.count - 1, Math.floor((p / 100) * this.count))]!;
+  }
+}
+
+function row(
+  name: string,
+  recordBytes: number,
+  fsync: BenchRow['fsync'],
+  writers: number,
+  ops: number,
+  bytes: number,
+  seconds: number,
+  lat: Latencies,
+): BenchRow {
+  return {
+    name,
+    recordBytes,
+    fsync,
+    writers,
+    opsPerSec: ops / seconds,
+    mbPerSec: bytes / MB / seconds,
+    p50Ms: lat.percentile(50),
+    p99Ms: lat.percentile(99),
+  };
+}
+
+/** A loop of positioned write + fdatasync, the disk's limit for one synced writer. */
+async function rawSynced(io: Io, dir: string, size: number, seconds: number): Promise<BenchRow> {
+  const file = await io.open(`${dir}/raw-${size}.bin`, 'create');
+  const buf = filled(size);
+  const lat = new Latencies();
+  let pos = 0;
+  let ops = 0;
+  const start = performance.now();
+  const until = start + seconds * 1000;
+  try {
+    while (performance.now() < until) {
+      const t = performance.now();
+      await writeFully(file, buf, 0, size, pos);
+      await file.datasync();
+      lat.add(performance.now() - t);
+      pos += size;
+      ops++;
+    }
+  } finally {
+    await file.close();
+  }
+  const elapsed = (performance.now() - start) / 1000;
+  const label = size >= MB ? 'raw large write + fdatasync' : 'raw write + fdatasync';
+  return row(label, size, 'raw', 1, ops, ops * size, elapsed, lat);
+}
+
+async function logCase(
+  io: Io,
+  dir: string,
+  recordBytes: number,
+  recordsPerAppend: number,
+  fsync: FsyncMode,
+  writers: number,
+  seconds: number,
+): Promise<BenchRow> {
+  const root = await io.makeTempDir(dir, 'log-');
+  const log = await SegmentLog.open({ root, shard: SHARD, fsync, io });
+  const batch = Array.from({ length: recordsPerAppend }, () => filled(recordBytes));
+  const lat = new Latencies();
+  let ops = 0;
+  const start = performance.now();
+  const until = start + seconds * 1000;
+  const worker = async () => {
+    while (performance.now() < until) {
+      const t = performance.now();
+      await log.append(batch);
+      lat.add(performance.now() - t);
+      ops++;
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: writers }, worker));
+  } finally {
+    await log.close();
+    await io.removeTree(root);
+  }
+  const elapsed = (performance.now() - start) / 1000;
+  const name =
+    recordsPerAppend > 1 ? `log batched ${recordsPerAppend} x ${recordBytes} B` : 'log append';
+  return row(
+    name,
+    recordBytes * recordsPerAppend,
+    fsync,
+    writers,
+    ops,
+    ops * recordBytes * recordsPerAppend,
+    elapsed,
+    lat,
+  );
+}
+
+async function recoveryCase(io: Io, dir: string, bytes: number): Promise<BenchReport['recovery']> {
+  const root = await io.makeTempDir(dir, 'recovery-');
+  try {
+    const log = await SegmentLog.open({ root, shard: SHARD, fsync: 'none', io });
+    const batch = Array.from({ length: BATCH_RECORDS }, () => filled(BATCH_RECORD_BYTES));
+    while (log.sizeBytes < bytes) {
+      await Promise.all([
+        log.append(batch),
+        log.append(batch),
+        log.append(batch),
+        log.append(batch),
+      ]);
+    }
+    const dirPath = log.dir;
+    const size = log.sizeBytes;
+    await log.close();
+    let t = performance.now();
+    await verifyShardDir(io, dirPath);
+    const verifySeconds = (performance.now() - t) / 1000;
+    t = performance.now();
+    const reopened = await SegmentLog.open({ root, shard: SHARD, fsync: 'none', io });
+    const openMs = performance.now() - t;
+    await reopened.close();
+    return { bytes: size, verifyMbPerSec: size / MB / verifySeconds, openMs };
+  } finally {
+    await io.removeTree(root);
+  }
+}
+
+export async function runStorageBench(opts: BenchOptions): Promise<BenchReport> {
+  const io = opts.io ?? nodeIo;
+  const quick = opts.quick === true;
+  const seconds = quick ? 0.3 : 1.5;
+  const sizes = [128, 4096];
+  const modes: FsyncMode[] = ['none', 'periodic', 'onCommit'];
+  const writerCounts = [1, 8, 64];
+  const steps: Array<{ label: string; run: (scratch: string) => Promise<BenchRow | undefined> }> =
+    [];
+  for (const size of sizes) {
+    steps.push({ label: `raw ${size} B`, run: (d) => rawSynced(io, d, size, seconds) });
+  }
+  steps.push({ label: 'raw 1 MiB', run: (d) => rawSynced(io, d, MB, seconds) });
+  for (const size of sizes) {
+    for (const mode of modes) {
+      for (const w of writerCounts) {
+        steps.push({
+          label: `${size} B ${mode} x${w}`,
+          run: (d) => logCase(io, d, size, 1, mode, w, seconds),
+        });
+      }
+    }
+  }
+  for (const w of [1, 4]) {
+    steps.push({
+      label: `batched onCommit x${w}`,
+      run: (d) => logCase(io, d, BATCH_RECORD_BYTES, BATCH_RECORDS, 'onCommit', w, seconds),
+    });
+  }
+  const rows: BenchRow[] = [];
+  const total = steps.length + 1;
+  const scratch = await io.makeTempDir(opts.dir, 'felix-storage-bench-');
+  let recovery: BenchReport['recovery'];
+  try {
+    for (let i = 0; i < steps.length; i++) {
+      opts.onProgress?.(i, total, steps[i]!.label);
+      const r = await steps[i]!.run(scratch);
+      if (r !== undefined) rows.push(r);
+    }
+    opts.onProgress?.(steps.length, total, 'recovery scan');
+    recovery = await recoveryCase(io, scratch, quick ? 128 * MB : 1024 * MB);
+    opts.onProgress?.(total, total, 'done');
+  } finally {
+    await io.removeTree(scratch);
+  }
+  const find = (size: number, w: number) =>
+    rows.find(
+      (r) =>
+        r.name === 'log append' &&
+        r.recordBytes === size &&
+        r.fsync === 'onCommit' &&
+        r.writers === w,
+    );
+  const groupCommitGain: Record<string, number> = {};
+  for (const size of sizes) {
+    const one = find(size, 1);
+    const many = find(size, 64);
+    if (one !== undefined && many !== undefined)
+      groupCommitGain[`${size} B`] = many.opsPerSec / one.opsPerSec;
+  }
+  const rawLarge = rows.find((r) => r.fsync === 'raw' && r.recordBytes === MB);
+  const batched = rows.filter((r) => r.name.startsWith('log batched'));
+  const bestBatched = Math.max(...batched.map((r) => r.mbPerSec));
+  return {
+    rows,
+    groupCommitGain,
+    batchedShareOfRaw: rawLarge === undefined ? 0 : bestBatched / rawLarge.mbPerSec,
+    recovery,
+  };
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+function sizeLabel(bytes: number): string {
+  if (bytes >= MB) return `${bytes / MB} MiB`;
+  if (bytes >= 1024) return `${bytes / 1024} KiB`;
+  return `${bytes} B`;
+}
+
+/** The report as a markdown table plus the goal lines. */
+export function formatBenchReport(report: BenchReport): string {
+  const lines = [
+    '| case | bytes per op | fsync | writers | ops/s | MB/s | p50 ms | p99 ms |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of report.rows) {
+    lines.push(
+      `| ${r.name} | ${sizeLabel(r.recordBytes)} | ${r.fsync} | ${r.writers} | ${fmt(r.opsPerSec)} | ${fmt(r.mbPerSec, 1)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} |`,
+    );
+  }
+  lines.push('');
+  for (const [size, gain] of Object.entries(report.groupCommitGain)) {
+    lines.push(
+      `- onCommit group-commit gain, ${size} records, 64 writers over 1: ${fmt(gain, 1)}x (goal >= 40x)`,
+    );
+  }
+  lines.push(
+    `- large batched onCommit appends vs raw large synced writes: ${fmt(report.batchedShareOfRaw * 100)} % (goal >= 80 %)`,
+  );
+  const rec = report.recovery;
+  lines.push(
+    `- recovery: full verify scan of a ${fmt(rec.bytes / MB)} MiB log at ${fmt(rec.verifyMbPerSec)} MB/s (goal >= 1 GB/s); open ${fmt(rec.openMs, 1)} ms`,
+  );
+  return lines.join('\n');
+}
