@@ -15,6 +15,7 @@ import {
 } from './errors.js';
 import {
   CONNECT_TIMEOUT_MS_DEFAULT,
+  IDLE_TIMEOUT_MS_DEFAULT,
   PAYLOAD_BYTES_MAX,
   RECONNECT_ATTEMPTS_MAX_DEFAULT,
   RECONNECT_BASE_MS_DEFAULT,
@@ -43,6 +44,8 @@ export interface ConnectOptions {
   tls?: TlsOptions;
   reconnect?: { baseMs?: number; maxDelayMs?: number; attemptsMax?: number };
   connectTimeoutMs?: number;
+  /** A broker silent this long is declared dead and the client reconnects (default 15 s). */
+  idleTimeoutMs?: number;
   /** How long a call waits for a connection during a reconnect. */
   requestTimeoutMs?: number;
   signal?: AbortSignal;
@@ -138,6 +141,7 @@ export class FelixClient {
       namespace: this.namespace,
       tls: this.opts.tls ?? {},
       connectTimeoutMs: this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
+      idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS_DEFAULT,
     });
   }
 

@@ -12,6 +12,8 @@ export const RECONNECT_ATTEMPTS_MAX_DEFAULT = 2_000;
 
 /** Bound on dialing plus the TLS/QUIC handshake plus `auth`. */
 export const CONNECT_TIMEOUT_MS_DEFAULT = 10_000;
+/** A broker silent this long is declared dead (keep-alives go out at a third of it). */
+export const IDLE_TIMEOUT_MS_DEFAULT = 15_000;
 /** How long a call waits for a connection (during a reconnect) or an answer. */
 export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
 

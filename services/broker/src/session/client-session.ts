@@ -589,6 +589,8 @@ export class ClientSession {
 function frameReason(err: unknown): string {
   const code = (err as { code?: string }).code ?? '';
   if (code.includes('TOO_LARGE')) return 'frame_too_large';
+  if (code.includes('UNKNOWN_FLAGS')) return 'unknown_flag';
+  if (code.includes('FLAG_COMBINATION')) return 'invalid_flags';
   if (code.includes('MAGIC')) return 'bad_magic';
   if (code.includes('VERSION')) return 'bad_version';
   return 'malformed_frame';

@@ -3,34 +3,7 @@
  * fsync mode and retention, under `<data_dir>/streams/`. Also feeds the fsync metric.
  */
 import { join } from 'node:path';
-import * as storage from '@felix/storage';
-
-// TODO(storage): SegmentLog is being written by the storage helper; until its export lands this
-// structural type (the agreed interface) keeps the broker compiling.
-interface SegmentLogLike {
-  readonly baseOffset: number;
-  readonly tailOffset: number;
-  append(
-    payloads: Uint8Array[],
-    opts?: { timestampMicros?: number },
-  ): Promise<{ first: number; next: number }>;
-  read(
-    from: number,
-    budget?: { maxBytes?: number; maxRecords?: number },
-  ): Promise<
-    | {
-        kind: 'records';
-        records: { offset: number; timestampMicros: number; payload: Uint8Array }[];
-        next: number;
-      }
-    | { kind: 'trimmed'; requested: number; oldest: number }
-  >;
-  onDurable(listener: (durableOffset: number) => void): () => void;
-  close(): Promise<void>;
-}
-const { SegmentLog } = storage as unknown as {
-  SegmentLog: { open(opts: unknown): Promise<SegmentLogLike> };
-};
+import { SegmentLog } from '@felix/storage';
 import type { BrokerConfig, StreamConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardStore, StoreRead } from './shard.js';
