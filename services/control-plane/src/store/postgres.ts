@@ -50,6 +50,8 @@ export class PostgresDriver implements SqlDriver {
   readonly kind = 'postgres' as const;
   readonly schema: string;
   private readonly pool: pg.Pool;
+  /** Sessions with synchronous_commit off, for statements that need not wait for the WAL flush. */
+  private readonly relaxedPool: pg.Pool;
   private readonly opts: PostgresOptions;
   private listener: pg.Client | undefined;
 
@@ -57,17 +59,22 @@ export class PostgresDriver implements SqlDriver {
     this.opts = opts;
     this.schema = opts.schema ?? 'public';
     this.pool = new pg.Pool(this.clientConfig(opts.maxConnections));
-    this.pool.on('error', () => {
-      // An idle client died (server restart); the pool replaces it on the next checkout.
-    });
+    this.relaxedPool = new pg.Pool(
+      this.clientConfig(Math.max(1, Math.ceil(opts.maxConnections / 2)), 'off'),
+    );
+    for (const p of [this.pool, this.relaxedPool]) {
+      p.on('error', () => {
+        // An idle client died (server restart); the pool replaces it on the next checkout.
+      });
+    }
   }
 
-  private clientConfig(max?: number): pg.PoolConfig {
+  private clientConfig(max?: number, synchronousCommit = 'on'): pg.PoolConfig {
     return {
       connectionString: this.opts.url,
       max,
       connectionTimeoutMillis: this.opts.connectTimeoutMs,
-      options: `-c search_path=${quoteIdent(this.schema)}`,
+      options: `-c search_path=${quoteIdent(this.schema)} -c synchronous_commit=${synchronousCommit}`,
       types,
     };
   }
@@ -75,6 +82,15 @@ export class PostgresDriver implements SqlDriver {
   async query<T>(text: string, params: readonly SqlParam[] = []): Promise<T[]> {
     try {
       const r = await this.pool.query(text, params as unknown[]);
+      return r.rows as T[];
+    } catch (err) {
+      return unavailable(err);
+    }
+  }
+
+  async queryRelaxed<T>(text: string, params: readonly SqlParam[] = []): Promise<T[]> {
+    try {
+      const r = await this.relaxedPool.query(text, params as unknown[]);
       return r.rows as T[];
     } catch (err) {
       return unavailable(err);
@@ -198,5 +214,6 @@ export class PostgresDriver implements SqlDriver {
     this.listener = undefined;
     if (l) await l.end().catch(() => undefined);
     await this.pool.end();
+    await this.relaxedPool.end();
   }
 }

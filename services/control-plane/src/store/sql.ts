@@ -17,6 +17,15 @@ export interface TxOptions {
 
 export interface SqlDriver extends Sql {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Runs one statement whose commit need not reach the disk before it is answered (heartbeat
+   * stamps: a stamp lost to a power cut only delays a down-marking, which restarts its window
+   * on startup anyway). Everything else commits durably.
+   */
+  queryRelaxed<T = Record<string, unknown>>(
+    text: string,
+    params?: readonly SqlParam[],
+  ): Promise<T[]>;
   /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
   tx<T>(fn: (q: Sql) => Promise<T>, opts?: TxOptions): Promise<T>;
   /**

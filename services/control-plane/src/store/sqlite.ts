@@ -70,6 +70,18 @@ export class SqliteDriver implements SqlDriver {
     return this.serial(async () => this.run<T>(text, params));
   }
 
+  queryRelaxed<T>(text: string, params?: readonly SqlParam[]): Promise<T[]> {
+    return this.serial(async () => {
+      // In WAL mode NORMAL skips the fsync at commit; the next FULL commit syncs these frames too.
+      this.db.pragma('synchronous = NORMAL');
+      try {
+        return this.run<T>(text, params);
+      } finally {
+        this.db.pragma('synchronous = FULL');
+      }
+    });
+  }
+
   tx<T>(fn: (q: Sql) => Promise<T>): Promise<T> {
     return this.serial(async () => {
       this.db.exec('BEGIN IMMEDIATE');

@@ -808,7 +808,7 @@ export class ControlStore {
    * down or departed node is told its lifecycle and must re-register.
    */
   async heartbeat(nodeId: string, incarnation: number, nowMs: number): Promise<Lifecycle> {
-    const hit = await this.driver.query<Row>(
+    const hit = await this.driver.queryRelaxed<Row>(
       `UPDATE nodes SET last_heartbeat_at_ms = $3
        WHERE node_id = $1 AND incarnation = $2 AND lifecycle IN ('live', 'draining') RETURNING lifecycle`,
       [nodeId, incarnation, nowMs],

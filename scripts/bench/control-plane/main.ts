@@ -1,0 +1,443 @@
+/**
+ * Control-plane benchmark: 1,000 simulated brokers register and heartbeat every second against a
+ * real felix-controlplane process, on SQLite and on Postgres. Reports requests/s, p50/p99 and
+ * the server's CPU per phase, the change-feed wake latency (write to long-poll answer, measured
+ * while the heartbeats run), and the time to create 10,000 streams and to have them all placed.
+ *
+ *   npx pnpm@10.34.9 exec tsx scripts/bench/control-plane/main.ts [--backends sqlite,postgres]
+ *     [--brokers 1000] [--heartbeat-seconds 15] [--streams 10000] [--wake-samples 50]
+ *
+ * Bounded in time: each phase has a cap and the whole run stops at --deadline-seconds (600).
+ * Builds @felix/control-plane first when its dist is missing.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+const CP_DIR = join(ROOT, 'services/control-plane');
+const MAIN = join(CP_DIR, 'dist/main.js');
+const POSTGRES_URL =
+  process.env.FELIX_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+interface Args {
+  backends: ('sqlite' | 'postgres')[];
+  brokers: number;
+  heartbeatSeconds: number;
+  streams: number;
+  wakeSamples: number;
+  deadlineSeconds: number;
+}
+
+function parseArgs(argv: string[]): Args {
+  const get = (name: string, fallback: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 && argv[i + 1] ? argv[i + 1]! : fallback;
+  };
+  return {
+    backends: get('backends', 'sqlite,postgres').split(',') as Args['backends'],
+    brokers: Number(get('brokers', '1000')),
+    heartbeatSeconds: Number(get('heartbeat-seconds', '15')),
+    streams: Number(get('streams', '10000')),
+    wakeSamples: Number(get('wake-samples', '50')),
+    deadlineSeconds: Number(get('deadline-seconds', '600')),
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const fmt = (ms: number) => (Number.isNaN(ms) ? '-' : ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
+
+/** User+system CPU seconds a process has used so far (Linux /proc). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks / 100;
+}
+
+class Client {
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  constructor(private readonly base: URL) {}
+
+  request(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: unknown; ms: number }> {
+    const start = performance.now();
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolvePromise, reject) => {
+      const req = http.request(
+        {
+          agent: this.agent,
+          host: this.base.hostname,
+          port: this.base.port,
+          method,
+          path,
+          headers: payload
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {},
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: unknown = text;
+            try {
+              json = text ? JSON.parse(text) : undefined;
+            } catch {
+              // metrics and other text bodies stay strings
+            }
+            resolvePromise({ status: res.statusCode ?? 0, json, ms: performance.now() - start });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+async function pool<T>(
+  items: T[],
+  concurrency: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+interface Server {
+  child: ChildProcess;
+  url: URL;
+  stop(): Promise<void>;
+}
+
+async function startServer(
+  backend: 'sqlite' | 'postgres',
+  schema: string,
+  dataDir: string,
+): Promise<Server> {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    FELIX_CONTROLPLANE_BIND: `127.0.0.1:${port}`,
+    FELIX_CONTROLPLANE_DATA_DIR: dataDir,
+    FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
+    FELIX_CONTROLPLANE_HEARTBEAT_INTERVAL_MS: '1000',
+    FELIX_CONTROLPLANE_POSTGRES_URL: backend === 'postgres' ? POSTGRES_URL : '',
+    FELIX_CONTROLPLANE_POSTGRES_SCHEMA: backend === 'postgres' ? schema : '',
+  };
+  const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => {
+    out = (out + c).slice(-100_000);
+  });
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => {
+    err = (err + c).slice(-100_000);
+  });
+  const until = Date.now() + 30_000;
+  while (!out.includes('"event":"listening"')) {
+    if (child.exitCode !== null || Date.now() > until)
+      throw new Error(`control plane did not start: ${err}`);
+    await sleep(50);
+  }
+  return {
+    child,
+    url: new URL(`http://127.0.0.1:${port}`),
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+interface Row {
+  backend: string;
+  phase: string;
+  requests: number;
+  errors: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+  cpu: number;
+  note?: string;
+}
+
+async function runBackend(
+  backend: 'sqlite' | 'postgres',
+  args: Args,
+  deadline: number,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  const schema = `felix_cp_bench_${randomBytes(4).toString('hex')}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'felix-cp-bench-'));
+  const server = await startServer(backend, schema, dataDir);
+  const pid = server.child.pid!;
+  const client = new Client(server.url);
+  // Heartbeat latencies recorded since the last take (filled once the brokers start beating).
+  let takeHeartbeats: (() => { lat: number[]; errors: number; note: string }) | undefined;
+  const row = (
+    name: string,
+    r: { lat: number[]; errors: number; note?: string },
+    seconds: number,
+    cpu: number,
+  ) => {
+    const sorted = [...r.lat].sort((x, y) => x - y);
+    const out: Row = {
+      backend,
+      phase: name,
+      requests: r.lat.length,
+      errors: r.errors,
+      seconds,
+      p50: pct(sorted, 50),
+      p99: pct(sorted, 99),
+      cpu,
+      note: r.note,
+    };
+    rows.push(out);
+    process.stderr.write(`${JSON.stringify(out)}\n`);
+  };
+  /** Runs one phase; rows for its own requests (if any) and for the heartbeats during it. */
+  const phase = async (
+    name: string,
+    body: () => Promise<{ lat: number[]; errors: number; note?: string }>,
+  ) => {
+    takeHeartbeats?.();
+    const cpu0 = cpuSeconds(pid);
+    const t0 = performance.now();
+    const r = await body();
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = (cpuSeconds(pid) - cpu0) / seconds;
+    if (r.lat.length > 0 || r.note) row(name, r, seconds, cpu);
+    if (takeHeartbeats) row(`heartbeats during: ${name}`, takeHeartbeats(), seconds, cpu);
+  };
+
+  try {
+    const ids = Array.from(
+      { length: args.brokers },
+      (_, i) => `broker-${String(i).padStart(4, '0')}`,
+    );
+    await phase('register', async () => {
+      const lat: number[] = [];
+      let errors = 0;
+      await pool(ids, 64, async (id) => {
+        const r = await client.request('POST', '/v1/nodes', {
+          node_id: id,
+          advertise_addr: `${id}.internal:5001`,
+          client_addr: `${id}.client:5000`,
+          zone: `zone-${Number(id.slice(7)) % 3}`,
+          incarnation: 1,
+        });
+        lat.push(r.ms);
+        if (r.status !== 200) errors++;
+      });
+      return { lat, errors };
+    });
+
+    // Heartbeats run from here to the end; each phase reads the latencies recorded during it.
+    let hbLat: number[] = [];
+    let hbErrors = 0;
+    let hbSkipped = 0;
+    let beating = true;
+    const inFlight = new Set<string>();
+    const timers: NodeJS.Timeout[] = [];
+    ids.forEach((id, i) => {
+      const beat = () => {
+        if (!beating) return;
+        if (inFlight.has(id)) {
+          hbSkipped++;
+          return;
+        }
+        inFlight.add(id);
+        client
+          .request('POST', `/v1/nodes/${id}/heartbeat`, { incarnation: 1 })
+          .then((r) => {
+            hbLat.push(r.ms);
+            if (r.status !== 200) hbErrors++;
+          })
+          .catch(() => hbErrors++)
+          .finally(() => inFlight.delete(id));
+      };
+      timers.push(
+        setTimeout(
+          () => {
+            beat();
+            timers.push(setInterval(beat, 1000));
+          },
+          (i * 1000) / ids.length,
+        ),
+      );
+    });
+    takeHeartbeats = () => {
+      const r = {
+        lat: hbLat,
+        errors: hbErrors,
+        note: `${hbSkipped} skipped (previous still in flight)`,
+      };
+      hbLat = [];
+      hbErrors = 0;
+      hbSkipped = 0;
+      return r;
+    };
+
+    await phase(`${args.heartbeatSeconds} s of heartbeats only`, async () => {
+      await sleep(args.heartbeatSeconds * 1000);
+      return { lat: [], errors: 0 };
+    });
+
+    const wakes: number[] = [];
+    const writes: number[] = [];
+    await phase('feed wake samples', async () => {
+      for (let i = 0; i < args.wakeSamples && Date.now() < deadline; i++) {
+        const snap = (await client.request('GET', '/v1/tenants/snapshot')).json as {
+          next_seq: number;
+        };
+        const poll = client.request(
+          'GET',
+          `/v1/tenants/changes?since=${snap.next_seq}&wait_ms=20000`,
+        );
+        await sleep(30); // let the poll park (a bench may sleep; tests may not)
+        const t0 = performance.now();
+        const write = await client.request('POST', '/v1/tenants', { tenant_id: `wake-${i}` });
+        writes.push(write.ms);
+        await poll;
+        wakes.push(performance.now() - t0);
+      }
+      return { lat: [], errors: 0 };
+    });
+    const ws = [...wakes].sort((a, b) => a - b);
+    const wr = [...writes].sort((a, b) => a - b);
+    rows.push({
+      backend,
+      phase: 'feed wake (write sent → long poll answered)',
+      requests: wakes.length,
+      errors: 0,
+      seconds: 0,
+      p50: pct(ws, 50),
+      p99: pct(ws, 99),
+      cpu: Number.NaN,
+      note: `the write alone: p50 ${fmt(pct(wr, 50))} ms, p99 ${fmt(pct(wr, 99))} ms`,
+    });
+
+    await client.request('POST', '/v1/tenants', { tenant_id: 'bench' });
+    await client.request('POST', '/v1/tenants/bench/namespaces', { namespace: 'ns' });
+    const names = Array.from(
+      { length: args.streams },
+      (_, i) => `stream-${String(i).padStart(5, '0')}`,
+    );
+    let createdAt = 0;
+    await phase(`create ${args.streams} streams (rf 3, 32 in flight)`, async () => {
+      const lat: number[] = [];
+      let errors = 0;
+      await pool(names, 32, async (name) => {
+        if (Date.now() > deadline) return;
+        const r = await client.request('POST', '/v1/tenants/bench/namespaces/ns/streams', {
+          stream: name,
+          shards: 1,
+          replication_factor: 3,
+        });
+        lat.push(r.ms);
+        if (r.status !== 201) errors++;
+      });
+      createdAt = performance.now();
+      return { lat, errors };
+    });
+    await phase('placement catching up', async () => {
+      let placed = 0;
+      const until = Math.min(deadline, Date.now() + 180_000);
+      while (Date.now() < until) {
+        const snap = (await client.request('GET', '/v1/shard-assignments/snapshot')).json as {
+          items: unknown[];
+        };
+        placed = snap.items.length;
+        if (placed >= args.streams) break;
+        await sleep(250);
+      }
+      return {
+        lat: [],
+        errors: 0,
+        note: `${placed}/${args.streams} shards placed ${((performance.now() - createdAt) / 1000).toFixed(1)} s after the last create returned`,
+      };
+    });
+
+    beating = false;
+    for (const t of timers) clearTimeout(t);
+    await sleep(200);
+  } finally {
+    client.close();
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (backend === 'postgres') {
+      const require = createRequire(join(CP_DIR, 'package.json'));
+      const pg = require('pg') as typeof import('pg');
+      const c = new pg.Client({ connectionString: POSTGRES_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    }
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const deadline = Date.now() + args.deadlineSeconds * 1000;
+  if (!existsSync(MAIN)) {
+    process.stderr.write('building @felix/control-plane...\n');
+    execFileSync(
+      'npx',
+      ['pnpm@10.34.9', 'exec', 'turbo', 'run', 'build', '--filter=@felix/control-plane...'],
+      {
+        cwd: ROOT,
+        stdio: 'inherit',
+        env: {
+          ...process.env,
+          TURBO_TELEMETRY_DISABLED: '1',
+          COREPACK_ENABLE_DOWNLOAD_PROMPT: '0',
+        },
+      },
+    );
+  }
+  const all: Row[] = [];
+  for (const backend of args.backends) all.push(...(await runBackend(backend, args, deadline)));
+  const lines = [
+    `${args.brokers} brokers heartbeating every second; ${args.streams} streams; node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+    '',
+    '| store | phase | requests | req/s | p50 ms | p99 ms | server CPU (cores) | errors | note |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...all.map(
+      (r) =>
+        `| ${r.backend} | ${r.phase} | ${r.requests || '-'} | ${r.seconds > 0 && r.requests ? Math.round(r.requests / r.seconds) : '-'} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${Number.isNaN(r.cpu) ? '-' : r.cpu.toFixed(2)} | ${r.errors} | ${r.note ?? ''} |`,
+    ),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
