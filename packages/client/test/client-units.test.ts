@@ -1,0 +1,65 @@
+// Goal: the client's pure parts keep their bounds. Method: direct calls with pinned randomness.
+import { describe, expect, it } from 'vitest';
+import { BoundedQueue, Publisher, backoffDelayMs, brokerErrorFor } from './units.js';
+
+describe('client units', () => {
+  it('reconnect_delays_are_full_jitter_below_a_capped_exponential', () => {
+    const opts = { baseMs: 100, maxMs: 2000 };
+    expect(backoffDelayMs(0, { ...opts, random: () => 0.999 })).toBe(99);
+    expect(backoffDelayMs(3, { ...opts, random: () => 0.5 })).toBe(400);
+    expect(backoffDelayMs(30, { ...opts, random: () => 0.999 })).toBe(1998);
+    expect(backoffDelayMs(5, { ...opts, random: () => 0 })).toBe(0);
+  });
+
+  it('a_full_bounded_queue_makes_the_writer_wait', async () => {
+    const q = new BoundedQueue<number>(2);
+    await q.push(1);
+    await q.push(2);
+    let pushed = false;
+    const third = q.push(3).then(() => {
+      pushed = true;
+    });
+    await Promise.resolve();
+    expect(pushed).toBe(false);
+    expect(await q.pull()).toBe(1);
+    await third;
+    expect(pushed).toBe(true);
+    q.close();
+    expect([await q.pull(), await q.pull(), await q.pull()]).toEqual([2, 3, undefined]);
+  });
+
+  it('a_publisher_batches_and_gives_each_record_its_own_offset', async () => {
+    const sent: number[] = [];
+    let next = 100;
+    const pub = new Publisher(
+      's',
+      async (payloads) => {
+        sent.push(payloads.length);
+        const offset = next;
+        next += payloads.length;
+        return { offset, shard: 0 };
+      },
+      { lingerMs: 5, maxBatchRecords: 3 },
+    );
+    const enc = new TextEncoder();
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) => pub.publish(enc.encode(String(i)))),
+    );
+    expect(results.map((r) => r.offset)).toEqual([100, 101, 102, 103, 104]);
+    expect(sent).toEqual([3, 2]);
+    await pub.close();
+  });
+
+  it('broker_answers_map_to_typed_errors_with_their_retry_class', () => {
+    const e = brokerErrorFor({ brokerCode: 'not_found', message: 'no stream' });
+    expect(e.code).toBe('FELIX_CLIENT_NOT_FOUND');
+    expect(e.retry).toBe('retry_after_backoff');
+    expect(brokerErrorFor({ brokerCode: 'storage', message: 'x', retry: 4 }).retry).toBe(
+      'unknown_outcome',
+    );
+    // An unknown code keeps its name and obeys the class; an unknown class is fatal.
+    const u = brokerErrorFor({ brokerCode: 'code_99', message: 'x', retry: 'weird' });
+    expect(u.brokerCode).toBe('code_99');
+    expect(u.retry).toBe('never');
+  });
+});

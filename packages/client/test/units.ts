@@ -1,0 +1,3 @@
+// Re-exports for the unit tests: the package's public entry plus internals not exported.
+export { BoundedQueue, Publisher, backoffDelayMs } from '@felix/client';
+export { brokerError as brokerErrorFor } from '../src/errors.js';
