@@ -5,7 +5,7 @@
  * Method: write a real log, damage its files byte by byte, reopen, and compare what reads
  * back with what was written.
  */
-import { appendFile, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../src/errors.js';
@@ -212,6 +212,25 @@ describe('recovery', () => {
     expect(log.recovered).toContainEqual(expect.objectContaining({ kind: 'delete', segmentId: 1 }));
     expect(await readAll(log)).toEqual(expected);
     expect((await log.append([payload(10, 100)])).first).toBe(10);
+    await log.close();
+  });
+
+  it('an_empty_segment_between_two_that_meet_is_deleted', async () => {
+    const root = await scratchRoot();
+    const expected = await writeLog(root, 60, 4096);
+    const dir = shardDir(root);
+    // Renumber the newest segment and leave an empty file where it was (a lost roll race).
+    const names = (await readdir(dir)).filter((n) => n.endsWith('.log')).sort();
+    const last = names.length - 1;
+    const lastBytes = await readFile(join(dir, names[last]!));
+    await writeFile(join(dir, segmentFileName(last + 1)), lastBytes);
+    await writeFile(join(dir, names[last]!), new Uint8Array(0));
+    await rm(join(dir, DURABLE_MARK_FILE));
+    const log = await openLog(root, { segmentBytes: 4096 });
+    expect(log.recovered).toContainEqual(
+      expect.objectContaining({ kind: 'delete', segmentId: last }),
+    );
+    expect(await readAll(log)).toEqual(expected);
     await log.close();
   });
 

@@ -295,6 +295,68 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+  it('an_on_commit_append_resolves_only_after_its_flush', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    const gate = io.holdDatasyncs();
+    let acked = false;
+    const pending = log.append([payload(0)]).then(() => {
+      acked = true;
+    });
+    await waitFor(() => io.heldDatasyncs === 1, 'the flush to reach the disk');
+    expect(log.writtenOffset).toBe(1);
+    expect(acked).toBe(false);
+    expect(log.durableOffset).toBe(0);
+    // Under onCommit a reader does not see the record before it is durable either.
+    const early = await log.read(0);
+    expect(early.kind === 'records' && early.records.length).toBe(0);
+    gate.release();
+    await pending;
+    expect(log.durableOffset).toBe(1);
+    await log.close();
+  });
+
+  it('a_log_without_fsync_syncs_only_at_seal_flush_and_close', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, fsync: 'none', segmentBytes: 4096 });
+    const atOpen = io.datasyncs;
+    for (let i = 0; i < 10; i++) await log.append([payload(i, 100)]);
+    expect(io.datasyncs).toBe(atOpen);
+    expect(log.durableOffset).toBe(0);
+    const r = await log.read(0);
+    expect(r.kind === 'records' && r.records.length).toBe(10);
+    await log.flush();
+    expect(io.datasyncs).toBe(atOpen + 1);
+    expect(log.durableOffset).toBe(10);
+    for (let i = 10; i < 40; i++) await log.append([payload(i, 100)]);
+    expect(log.segmentCount).toBe(2); // the seal synced the first segment
+    expect(log.durableOffset).toBeGreaterThan(10);
+    const beforeClose = io.datasyncs;
+    await log.close();
+    expect(io.datasyncs).toBe(beforeClose + 1);
+  });
+
+  it('staged_batches_apply_in_offset_order_however_their_callers_are_scheduled', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root);
+    const staged = await Promise.all(Array.from({ length: 12 }, (_, i) => log.stage([payload(i)])));
+    const applied: number[] = [];
+    // Callers resume in reverse order; their turns still apply in offset order.
+    await Promise.all(
+      [...staged].reverse().map(async (s) => {
+        await log.waitDurable(s.next);
+        await s.turn.wait();
+        applied.push(s.first);
+        s.turn.release();
+      }),
+    );
+    expect(applied).toEqual(staged.map((s) => s.first).sort((a, b) => a - b));
+    expect(new Set(staged.map((s) => s.first)).size).toBe(12);
+    await log.close();
+  });
+
   it('an_append_after_close_is_refused', async () => {
     const root = await scratchRoot();
     const log = await openLog(root);
