@@ -101,6 +101,9 @@ export const COUNTER_COMPACTION_FLOOR_BYTES_DEFAULT = 64 * 1024;
 /** Live records copied per staged batch: small enough that writers interleave between batches. */
 export const COMPACTION_BATCH_RECORDS = 64;
 
+/** Records read per page when compaction scans the log below its cut for live records. */
+export const COMPACTION_SCAN_PAGE_RECORDS = 4096;
+
 /** Copy rounds per pass; live records still below the cut after this wait for the next pass. */
 export const COMPACTION_ROUNDS_MAX = 3;
 

@@ -10,6 +10,7 @@ import {
   type CompactionOptions,
   type CompactionResult,
   type CompactionTarget,
+  type CopyBatch,
   runCompaction,
 } from '../compaction/compactor.js';
 import { type CacheEntry, type PutOptions, expiryFor, isExpired } from './ephemeral-cache.js';
@@ -23,6 +24,8 @@ import {
 import {
   CACHE_COMPACTION_FLOOR_BYTES_DEFAULT,
   CACHE_VALUE_BYTES_MAX,
+  COMPACTION_BATCH_RECORDS,
+  COMPACTION_SCAN_PAGE_RECORDS,
   COMPACTION_GARBAGE_RATIO,
   GET_READ_ATTEMPTS_MAX,
   RECORD_FRAMING_BYTES,
@@ -42,6 +45,13 @@ import {
   type WatchStart,
   matchesFilter,
 } from './watch.js';
+
+/** A live record found below the cut, with the index entry it was found under. */
+interface LiveRead {
+  key: string;
+  entry: IndexEntry;
+  rec: CacheRecord;
+}
 
 interface IndexEntry {
   /** Where the record holding the current value sits (moves when compaction copies it). */
@@ -213,8 +223,9 @@ export class LogCache {
     if (this.compactionRun === undefined) {
       const target: CompactionTarget = {
         log: this.log,
-        keysBelow: (cut) => this.keysBelow(cut),
-        copy: (keys, cut) => this.copy(keys, cut),
+        pendingBelow: (cut) => this.keysBelow(cut).length,
+        batches: (cut) => this.copyBatches(cut),
+        seal: () => this.writer.exclusive(() => this.log.seal()),
         trim: (cut) =>
           this.writer.exclusive(async () => {
             if (this.keysBelow(cut).length > 0) return false;
@@ -320,7 +331,8 @@ export class LogCache {
 
   /** The record at `offset`, or undefined when compaction trimmed it. */
   private async readAt(offset: number): Promise<CacheRecord | undefined> {
-    const res = await this.log.read(offset, { maxRecords: 1 });
+    // A tiny byte budget keeps the read to the record's own chunk (a read returns at least one).
+    const res = await this.log.read(offset, { maxRecords: 1, maxBytes: 1 });
     if (res.kind === 'trimmed') return undefined;
     const r = res.records[0];
     if (r === undefined || r.offset !== offset) {
@@ -406,14 +418,41 @@ export class LogCache {
     return keys;
   }
 
-  private async copy(keys: string[], cut: number): Promise<{ records: number; bytes: number }> {
-    const reads: { key: string; entry: IndexEntry; rec: CacheRecord }[] = [];
-    for (const key of keys) {
-      const entry = this.index.get(key);
-      if (entry === undefined || entry.offset >= cut || this.writer.isStaged(key)) continue;
-      const rec = await this.writer.read(() => this.readAt(entry.offset));
-      if (rec !== undefined) reads.push({ key, entry, rec });
+  /** Scans the log below the cut page by page; yields a copy per batch of live records found. */
+  private async *copyBatches(cut: number): AsyncIterable<CopyBatch> {
+    const nowMs = this.now();
+    let found: LiveRead[] = [];
+    let at = this.log.baseOffset;
+    while (at < cut) {
+      const res = await this.writer.read(() =>
+        this.log.read(at, { maxRecords: COMPACTION_SCAN_PAGE_RECORDS }),
+      );
+      if (res.kind === 'trimmed') {
+        at = res.oldest;
+        continue;
+      }
+      for (const r of res.records) {
+        if (r.offset >= cut) break;
+        const rec = decodeCacheRecord(r.payload, r.offset);
+        const entry = this.index.get(rec.key);
+        // Live = the record the index points at; staged keys wait for a later round.
+        if (entry === undefined || entry.offset !== r.offset || this.writer.isStaged(rec.key))
+          continue;
+        if (isExpired(entry.expiresAtMillis, nowMs)) continue;
+        found.push({ key: rec.key, entry, rec });
+        if (found.length === COMPACTION_BATCH_RECORDS) {
+          const batch = found;
+          found = [];
+          yield () => this.copy(batch);
+        }
+      }
+      if (res.next <= at) break;
+      at = res.next;
     }
+    if (found.length > 0) yield () => this.copy(found);
+  }
+
+  private copy(reads: LiveRead[]): Promise<{ records: number; bytes: number }> {
     let picked: typeof reads = [];
     return this.writer.commit(
       () => {

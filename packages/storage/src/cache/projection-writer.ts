@@ -143,8 +143,12 @@ export class ProjectionWriter {
     }
   }
 
-  /** Runs `fn` with no write or read in flight; new ones wait until it finishes. */
+  /**
+   * Runs `fn` with no write or read in flight (new ones wait until it finishes), when the log
+   * needs that for segment changes; otherwise runs it directly.
+   */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.log.quiesceForSegmentChanges) return fn();
     while (this.gate !== undefined) await this.gate;
     let open: () => void = () => {};
     this.gate = new Promise<void>((r) => {

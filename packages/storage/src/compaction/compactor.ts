@@ -7,24 +7,28 @@
  * path: writers interleave between batches and never wait for a pass.
  */
 import type { ProjectionLog } from '../cache/log-port.js';
-import {
-  COMPACTION_BATCH_RECORDS,
-  COMPACTION_BYTES_PER_SEC_DEFAULT,
-  COMPACTION_ROUNDS_MAX,
-} from '../limits.js';
+import { COMPACTION_BYTES_PER_SEC_DEFAULT, COMPACTION_ROUNDS_MAX } from '../limits.js';
+
+/** Copies one batch (at most `COMPACTION_BATCH_RECORDS` records) when called. */
+export type CopyBatch = () => Promise<{ records: number; bytes: number }>;
 
 /** What a projection exposes to the compactor. */
 export interface CompactionTarget {
   readonly log: ProjectionLog;
-  /** Keys with state below `cut` that must be restated before segments there can go. */
-  keysBelow(cut: number): string[];
-  /** Restates a batch of keys at the tail (keys with a staged write are skipped). */
-  copy(keys: string[], cut: number): Promise<{ records: number; bytes: number }>;
+  /** How many keys still hold state below `cut` that must be restated before trimming. */
+  pendingBelow(cut: number): number;
+  /**
+   * One round: the batches that restate what lies below `cut` at the tail. Each batch is staged
+   * like a write; keys with a staged write are skipped (a later round picks them up).
+   */
+  batches(cut: number): AsyncIterable<CopyBatch>;
   /**
    * With the projection quiesced: if nothing below `cut` still needs a copy, deletes the segments
    * below it and answers true.
    */
   trim(cut: number): Promise<boolean>;
+  /** Chooses the cut (seals the active segment), with the projection quiesced. */
+  seal(): Promise<number>;
   /** True once the projection is closing: the pass stops at the next step. */
   stopping(): boolean;
 }
@@ -53,7 +57,7 @@ export async function runCompaction(
 ): Promise<CompactionResult> {
   const rate = opts.bytesPerSec ?? COMPACTION_BYTES_PER_SEC_DEFAULT;
   const started = performance.now();
-  const cut = await target.log.seal();
+  const cut = await target.seal();
   const result: CompactionResult = {
     cut,
     copiedRecords: 0,
@@ -61,15 +65,12 @@ export async function runCompaction(
     rounds: 0,
     trimmed: false,
   };
-  while (result.rounds < COMPACTION_ROUNDS_MAX) {
-    const keys = target.keysBelow(cut);
-    if (keys.length === 0) break;
+  while (result.rounds < COMPACTION_ROUNDS_MAX && target.pendingBelow(cut) > 0) {
     result.rounds++;
-    for (let i = 0; i < keys.length; i += COMPACTION_BATCH_RECORDS) {
+    for await (const copy of target.batches(cut)) {
       if (target.stopping()) return result;
       await opts.beforeBatch?.();
-      const batch = keys.slice(i, i + COMPACTION_BATCH_RECORDS);
-      const copied = await target.copy(batch, cut);
+      const copied = await copy();
       result.copiedBytes += copied.bytes;
       result.copiedRecords += copied.records;
       await pace(rate, result.copiedBytes, started);

@@ -38,6 +38,8 @@ export class SegmentLogPort implements ProjectionLog {
   get segmentLog(): SegmentLog {
     return this.log;
   }
+  readonly quiesceForSegmentChanges = true;
+
   get dir(): string {
     return this.log.dir;
   }

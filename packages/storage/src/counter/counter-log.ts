@@ -9,6 +9,7 @@ import { assert } from '@felix/common';
 import type { PortRecord, ProjectionLog } from '../cache/log-port.js';
 import { CounterOverflowError, CounterRecordCorruptError } from '../errors.js';
 import {
+  COMPACTION_BATCH_RECORDS,
   COMPACTION_GARBAGE_RATIO,
   COUNTER_COMPACTION_FLOOR_BYTES_DEFAULT,
   RECORD_FRAMING_BYTES,
@@ -19,6 +20,7 @@ import {
   type CompactionOptions,
   type CompactionResult,
   type CompactionTarget,
+  type CopyBatch,
   runCompaction,
 } from '../compaction/compactor.js';
 import {
@@ -120,8 +122,9 @@ export class CounterLog {
     if (this.compactionRun === undefined) {
       const target: CompactionTarget = {
         log: this.log,
-        keysBelow: (cut) => this.keysBelow(cut),
-        copy: (keys, cut) => this.copy(keys, cut),
+        pendingBelow: (cut) => this.keysBelow(cut).length,
+        batches: (cut) => this.copyBatches(cut),
+        seal: () => this.writer.exclusive(() => this.log.seal()),
         trim: (cut) =>
           this.writer.exclusive(async () => {
             if (this.keysBelow(cut).length > 0) return false;
@@ -159,6 +162,15 @@ export class CounterLog {
     if (this.opts.compaction?.auto === false || this.compactionRun !== undefined) return;
     if (this.stoppingFlag || !this.wantsCompaction()) return;
     this.compact().catch(() => undefined);
+  }
+
+  /** The fold needs no reads: keys below the cut are restated from memory, 64 at a time. */
+  private async *copyBatches(cut: number): AsyncIterable<CopyBatch> {
+    const keys = this.keysBelow(cut);
+    for (let i = 0; i < keys.length; i += COMPACTION_BATCH_RECORDS) {
+      const batch = keys.slice(i, i + COMPACTION_BATCH_RECORDS);
+      yield () => this.copy(batch, cut);
+    }
   }
 
   private keysBelow(cut: number): string[] {

@@ -22,6 +22,8 @@ export class MemoryLog implements ProjectionLog {
     this.sequencer = new CommitSequencer(store.tail);
   }
 
+  readonly quiesceForSegmentChanges = false;
+
   get baseOffset(): number {
     return this.store.bases[0]!;
   }
