@@ -127,3 +127,41 @@ describe('json messages', () => {
     expect(hex(encodeMessage({ type: 'ok' }).subarray(0, 12))).toBe('464c5831000100000000000d');
   });
 });
+
+describe('json parser', () => {
+  it('the_fast_and_exact_json_paths_agree', async () => {
+    const { parseJson, parseJsonFast } = await import('../src/json/parse.js');
+    const texts = [
+      '{"a":[1,2.5,-3e2,true,null,"x\\u00e9\\n"],"b":{"c":{}}}',
+      '{"big":123456789012345678901,"neg":-9223372036854775808}',
+      ' [ ] ',
+    ];
+    for (const text of texts) expect(parseJsonFast(text)).toEqual(parseJson(text));
+    expect(parseJsonFast('{"big":18446744073709551615}')).toEqual({ big: 18446744073709551615n });
+  });
+
+  it('nesting_beyond_the_bound_is_refused_by_the_exact_parser', async () => {
+    const { parseJson } = await import('../src/json/parse.js');
+    expect(() => parseJson(`${'['.repeat(100)}${']'.repeat(100)}`)).toThrow(InvalidJsonError);
+  });
+});
+
+describe('base64', () => {
+  it('native_and_table_base64_agree_and_refuse_non_canonical_text', async () => {
+    const { base64Decode, base64Encode } = await import('../src/json/base64.js');
+    const fc = (await import('fast-check')).default;
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+        const text = base64Encode(bytes);
+        expect(text).toBe(Buffer.from(bytes).toString('base64'));
+        expect(base64Decode(text)).toEqual(bytes);
+      }),
+    );
+    const long = base64Encode(new Uint8Array(100).fill(255));
+    expect(base64Decode(`${long.slice(0, -2)}/=`)).toBeUndefined();
+    expect(base64Decode(`${long.slice(0, -4)}A===`)).toBeUndefined();
+    expect(base64Decode(`${long.slice(0, -4)} AA=`)).toBeUndefined();
+    expect(base64Decode('Zh==')).toBeUndefined();
+    expect(base64Decode('Zg==')).toEqual(new Uint8Array([0x66]));
+  });
+});

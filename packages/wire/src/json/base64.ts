@@ -8,9 +8,39 @@ const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 const LOOKUP = new Int16Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i++) LOOKUP[ALPHABET.charCodeAt(i)] = i;
 /** Two output characters per 12 input bits: halves the string appends on the hot loop. */
-const PAIRS: string[] = Array.from({ length: 4096 }, (_, i) => ALPHABET[i >> 6]! + ALPHABET[i & 63]!);
+const PAIRS: string[] = Array.from(
+  { length: 4096 },
+  (_, i) => ALPHABET[i >> 6]! + ALPHABET[i & 63]!,
+);
 
+const CHUNK = 0x2000;
+const CANONICAL = /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const hasNative = typeof btoa === 'function' && typeof atob === 'function';
+
+/** Node's `Buffer`, found as a global when running on Node (never imported). */
+interface BufferLike {
+  from(data: ArrayBufferLike, offset: number, length: number): { toString(enc: string): string };
+  from(data: string, enc: string): Uint8Array;
+}
+const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer;
+
+/**
+ * Standard padded base64. Uses Node's native `Buffer` when it is a global, else the engine's
+ * `btoa` (browsers), else the table below; all three give the same text.
+ */
 export function base64Encode(bytes: Uint8Array): string {
+  if (bytes.length < 64) return base64EncodeTable(bytes);
+  if (NodeBuffer)
+    return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64');
+  if (!hasNative) return base64EncodeTable(bytes);
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += CHUNK) {
+    binary += String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK) as unknown as number[]);
+  }
+  return btoa(binary);
+}
+
+function base64EncodeTable(bytes: Uint8Array): string {
   let out = '';
   let i = 0;
   for (; i + 2 < bytes.length; i += 3) {
@@ -30,6 +60,28 @@ export function base64Encode(bytes: Uint8Array): string {
 
 /** Decodes canonical padded base64; returns undefined for anything else. */
 export function base64Decode(text: string): Uint8Array | undefined {
+  if (text.length < 64) return base64DecodeTable(text);
+  if (!hasNative && !NodeBuffer) return base64DecodeTable(text);
+  if (text.length % 4 !== 0 || !CANONICAL.test(text) || !canonicalTail(text)) return undefined;
+  if (NodeBuffer) {
+    const decoded = NodeBuffer.from(text, 'base64');
+    // A copy into a plain Uint8Array: pooled Buffers share one slab with other allocations.
+    return new Uint8Array(decoded);
+  }
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/** The unused low bits of the last sextet before padding must be zero. */
+function canonicalTail(text: string): boolean {
+  if (text.endsWith('==')) return (sextet(text, text.length - 3) & 0x0f) === 0;
+  if (text.endsWith('=')) return (sextet(text, text.length - 2) & 0x03) === 0;
+  return true;
+}
+
+function base64DecodeTable(text: string): Uint8Array | undefined {
   if (text.length % 4 !== 0) return undefined;
   let pad = 0;
   if (text.endsWith('==')) pad = 2;

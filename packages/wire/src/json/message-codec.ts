@@ -11,7 +11,7 @@ import { encodeFrame } from '../frame/header.js';
 import { OFFSET_MAX } from '../limits.js';
 import { base64Decode, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
-import { type JsonObject, type JsonValue, parseJson } from './parse.js';
+import { type JsonObject, type JsonValue, parseJsonFast } from './parse.js';
 import type { Message, UnknownMessage } from './message-types.js';
 
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
@@ -203,7 +203,7 @@ function asBytes(value: unknown, what: string): Uint8Array {
 
 /** Decodes a JSON message payload. Throws only `WireError`. */
 export function decodeMessage(payload: Uint8Array): Message {
-  const parsed = parseJson(decodeUtf8(payload, 'message payload'));
+  const parsed = parseJsonFast(decodeUtf8(payload, 'message payload'));
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new InvalidMessageError('message', 'payload', 'is not a JSON object');
   }

@@ -20,6 +20,24 @@ export type JsonObject = { [key: string]: JsonValue };
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 const STRING_PLAIN = /[^"\\\u0000-\u001f]*/y;
 
+/** A run of 16+ digits may be an integer beyond 2^53, which `JSON.parse` would round. */
+const LONG_DIGITS = /[0-9]{16}/;
+
+/**
+ * Parses with the engine's `JSON.parse` when no number could lose precision, falling back
+ * to the exact parser below otherwise or on any syntax error (which it then reports typed).
+ */
+export function parseJsonFast(text: string): JsonValue {
+  if (!LONG_DIGITS.test(text)) {
+    try {
+      return JSON.parse(text) as JsonValue;
+    } catch {
+      // fall through: the exact parser reports the typed error with its position
+    }
+  }
+  return parseJson(text);
+}
+
 export function parseJson(text: string): JsonValue {
   const parser = new Parser(text);
   parser.skipSpace();
