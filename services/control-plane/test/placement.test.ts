@@ -175,6 +175,27 @@ describe('control plane placement', () => {
     expect(feed.items.some((c: { op: string }) => c.op === 'updated')).toBe(true);
   });
 
+  it('a_stream_created_while_nodes_are_up_is_assigned_by_its_own_write', async () => {
+    await start();
+    for (const id of ['n1', 'n2']) await register(id, id);
+    await built!.placement.trigger(); // settle the passes registration asked for
+    const passes = built!.placement.passes;
+    const r = await built!.app.inject({
+      method: 'POST',
+      url: '/v1/tenants/t1/namespaces/ns/streams',
+      payload: { stream: 'now', shards: 3, replication_factor: 2 },
+    });
+    expect(r.statusCode).toBe(201);
+    // No placement pass ran in between: the create placed its own shards.
+    expect(built!.placement.passes).toBe(passes);
+    const got = await assignments();
+    expect(got.map((a) => [a.shard, a.replicas.length, a.generation])).toEqual([
+      [0, 2, 1],
+      [1, 2, 1],
+      [2, 2, 1],
+    ]);
+  });
+
   it('the_dry_run_plan_shows_pending_placements_without_writing_them', async () => {
     await start();
     await built!.app.inject({

@@ -13,6 +13,7 @@ export class PlacementRunner {
   private running: Promise<void> | undefined;
   private dirty = false;
   private last: PlacementOutcome | undefined;
+  private count = 0;
 
   constructor(
     private readonly store: ControlStore,
@@ -31,6 +32,11 @@ export class PlacementRunner {
       });
     }
     return this.running;
+  }
+
+  /** Passes run so far (finished, whatever their outcome). */
+  get passes(): number {
+    return this.count;
   }
 
   get lastOutcome(): PlacementOutcome | undefined {
@@ -58,6 +64,7 @@ export class PlacementRunner {
         this.metrics.placementPasses.inc({ outcome: 'error' });
         this.log.warn({ err }, 'placement pass failed; the next trigger retries');
       }
+      this.count++;
     }
   }
 }

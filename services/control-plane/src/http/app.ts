@@ -8,7 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance, type FastifyBaseLogger } from 'fastify';
-import { Sweeper } from '../cluster/liveness.js';
+import { Sweeper, placementNodes } from '../cluster/liveness.js';
 import { PlacementRunner } from '../cluster/placement-runner.js';
 import type { LivenessConfig } from '../config.js';
 import { FeedHub } from '../feeds/hub.js';
@@ -79,6 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     changesLimit: deps.changesLimit ?? 1000,
     regionId: deps.regionId ?? 'local',
     version: VERSION,
+    placementView: (nodes) => placementNodes(nodes, deps.liveness, clock.nowMs()),
   };
   let closing = false;
 

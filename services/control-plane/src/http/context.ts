@@ -3,7 +3,7 @@ import type { LivenessConfig } from '../config.js';
 import type { PlacementRunner } from '../cluster/placement-runner.js';
 import type { FeedHub } from '../feeds/hub.js';
 import type { Metrics } from '../metrics.js';
-import type { ControlStore } from '../store/store.js';
+import type { ControlStore, PlacementView } from '../store/store.js';
 import type { Clock } from '../store/types.js';
 
 export interface RouteContext {
@@ -16,4 +16,6 @@ export interface RouteContext {
   changesLimit: number;
   regionId: string;
   version: string;
+  /** The nodes as placement sees them now (liveness applied). */
+  placementView: PlacementView;
 }

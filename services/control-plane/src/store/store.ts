@@ -8,6 +8,7 @@ import {
   type PlacementNode,
   type PlanEntry,
   type ShardRequest,
+  placeShard,
   planPlacement,
 } from '@felix/router';
 import {
@@ -69,6 +70,9 @@ export interface PlacementOutcome {
 }
 
 export const SNAPSHOT_ROWS_MAX = 1_000_000;
+
+/** How placement sees the nodes right now (liveness applied); supplied by the service. */
+export type PlacementView = (nodes: NodeRecord[]) => PlacementNode[];
 
 /** A write context: collects change rows, appended just before commit. */
 class Write {
@@ -478,7 +482,11 @@ export class ControlStore {
 
   // ---- streams ------------------------------------------------------------------------------
 
-  createStream(st: Stream): Promise<{ item: Stream; created: boolean }> {
+  /**
+   * Creates a stream. With a placement view its shards are placed in the same transaction (under
+   * the placement lock), so a created stream is assigned as soon as it exists when nodes are up.
+   */
+  createStream(st: Stream, view?: PlacementView): Promise<{ item: Stream; created: boolean }> {
     return this.write(async (w) => {
       await this.requireNamespace(w.q, st.tenant_id, st.namespace);
       const ins = await w.q.query(
@@ -513,6 +521,19 @@ export class ControlStore {
         { tenant_id: st.tenant_id, namespace: st.namespace, stream: st.stream },
         st,
       );
+      if (view) {
+        await this.placeNew(
+          w,
+          view,
+          'stream',
+          st.tenant_id,
+          st.namespace,
+          st.stream,
+          st.shards,
+          st.replication_factor,
+          st.routing,
+        );
+      }
       return { item: st, created: true };
     });
   }
@@ -612,7 +633,8 @@ export class ControlStore {
 
   // ---- caches -------------------------------------------------------------------------------
 
-  createCache(c: Cache): Promise<{ item: Cache; created: boolean }> {
+  /** Creates a cache; with a placement view its shards are placed in the same transaction. */
+  createCache(c: Cache, view?: PlacementView): Promise<{ item: Cache; created: boolean }> {
     return this.write(async (w) => {
       await this.requireNamespace(w.q, c.tenant_id, c.namespace);
       const ins = await w.q.query(
@@ -643,6 +665,18 @@ export class ControlStore {
         { tenant_id: c.tenant_id, namespace: c.namespace, cache: c.cache },
         c,
       );
+      if (view) {
+        await this.placeNew(
+          w,
+          view,
+          'cache',
+          c.tenant_id,
+          c.namespace,
+          c.cache,
+          c.shards,
+          c.replication_factor,
+        );
+      }
       return { item: c, created: true };
     });
   }
@@ -872,8 +906,12 @@ export class ControlStore {
   }
 
   /** Copies (leader or follower) a node holds. */
-  async copiesHeldBy(nodeId: string): Promise<number> {
-    const r = await this.driver.query<Row>(
+  copiesHeldBy(nodeId: string): Promise<number> {
+    return this.copiesHeldByIn(this.driver, nodeId);
+  }
+
+  private async copiesHeldByIn(q: Sql, nodeId: string): Promise<number> {
+    const r = await q.query<Row>(
       "SELECT COUNT(*) AS c FROM shard_assignments WHERE replicas LIKE $1 ESCAPE '\\'",
       [likeMember(nodeId)],
     );
@@ -1009,7 +1047,7 @@ export class ControlStore {
   }
 
   /** The plan placement would carry out now, without writing it. */
-  async planDryRun(view: (nodes: NodeRecord[]) => PlacementNode[]): Promise<PlanEntry[]> {
+  async planDryRun(view: PlacementView): Promise<PlanEntry[]> {
     return this.driver.tx(
       async (q) => {
         const { nodes, requests } = await this.placementInputs(q, view);
@@ -1023,7 +1061,7 @@ export class ControlStore {
    * One placement pass: reads nodes, resources and assignments under the placement lock, plans,
    * and writes every changed assignment (generation bumped) with its change row.
    */
-  placementPass(view: (nodes: NodeRecord[]) => PlacementNode[]): Promise<PlacementOutcome> {
+  placementPass(view: PlacementView): Promise<PlacementOutcome> {
     return this.write(async (w) => {
       await this.driver.lockPlacement(w.q);
       const { nodes, requests } = await this.placementInputs(w.q, view);
@@ -1062,38 +1100,88 @@ export class ControlStore {
         written.push(a);
         w.change('assignments', e.current ? 'updated' : 'assigned', assignmentKey(a), a);
       }
-      const now = Date.now();
-      for (let i = 0; i < written.length; i += 200) {
-        const chunk = written.slice(i, i + 200);
-        const params: SqlParam[] = [];
-        const values = chunk.map((a) => {
-          params.push(
-            a.tenant_id,
-            a.namespace,
-            a.kind,
-            a.stream,
-            a.shard,
-            a.leader,
-            JSON.stringify(a.replicas),
-            a.generation,
-            a.state,
-            a.routing ?? null,
-            now,
-          );
-          const b = params.length - 11;
-          return `(${Array.from({ length: 11 }, (_, k) => `$${b + k + 1}`).join(', ')})`;
-        });
-        await w.q.query(
-          `INSERT INTO shard_assignments (tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms)
-           VALUES ${values.join(', ')}
-           ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET leader = excluded.leader,
-             replicas = excluded.replicas, generation = excluded.generation, state = excluded.state,
-             routing = excluded.routing, updated_at_ms = excluded.updated_at_ms`,
-          params,
-        );
-      }
+      await this.writeAssignments(w.q, written);
       return { entries, written, unplaced };
     });
+  }
+
+  /** Places a new resource's shards inside its creating transaction. */
+  private async placeNew(
+    w: Write,
+    view: PlacementView,
+    kind: 'stream' | 'cache',
+    t: string,
+    ns: string,
+    name: string,
+    shards: number,
+    rf: number,
+    routing?: Routing,
+  ): Promise<void> {
+    await this.driver.lockPlacement(w.q);
+    const nodes = view((await w.q.query<Row>('SELECT * FROM nodes')).map(nodeOf));
+    if (!nodes.some((node) => node.eligible)) return; // a later pass places it
+    const load = new Map<string, number>();
+    for (const node of nodes) {
+      if (node.maxShards > 0) load.set(node.nodeId, await this.copiesHeldByIn(w.q, node.nodeId));
+    }
+    const written: AssignmentRecord[] = [];
+    for (let shard = 0; shard < shards; shard++) {
+      const p = placeShard(
+        { key: { kind, tenant: t, namespace: ns, name, shard }, replicationFactor: rf },
+        nodes,
+        load,
+      );
+      if (!p.placed) continue;
+      for (const id of p.assignment.replicas) if (load.has(id)) load.set(id, load.get(id)! + 1);
+      const a: AssignmentRecord = {
+        tenant_id: t,
+        namespace: ns,
+        kind,
+        stream: name,
+        shard,
+        leader: p.assignment.leader,
+        replicas: p.assignment.replicas,
+        generation: p.assignment.generation,
+        state: 'active',
+      };
+      if (kind === 'stream' && routing && routing !== 'modulo') a.routing = routing;
+      written.push(a);
+      w.change('assignments', 'assigned', assignmentKey(a), a);
+    }
+    await this.writeAssignments(w.q, written);
+  }
+
+  private async writeAssignments(q: Sql, written: readonly AssignmentRecord[]): Promise<void> {
+    const now = Date.now();
+    for (let i = 0; i < written.length; i += 200) {
+      const chunk = written.slice(i, i + 200);
+      const params: SqlParam[] = [];
+      const values = chunk.map((a) => {
+        params.push(
+          a.tenant_id,
+          a.namespace,
+          a.kind,
+          a.stream,
+          a.shard,
+          a.leader,
+          JSON.stringify(a.replicas),
+          a.generation,
+          a.state,
+          a.routing ?? null,
+          now,
+        );
+        const b = params.length - 11;
+        return `(${Array.from({ length: 11 }, (_, k) => `$${b + k + 1}`).join(', ')})`;
+      });
+      await q.query(
+        `INSERT INTO shard_assignments (tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms)
+         VALUES ${values.join(', ')}
+         ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET leader = excluded.leader,
+           replicas = excluded.replicas, generation = excluded.generation, state = excluded.state,
+           routing = excluded.routing, updated_at_ms = excluded.updated_at_ms`,
+        params,
+      );
+    }
   }
 
   // ---- feeds --------------------------------------------------------------------------------

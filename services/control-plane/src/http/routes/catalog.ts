@@ -193,22 +193,24 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.NamespaceParams>;
       const b = req.body as Static<typeof S.CreateStream>;
-      const r = await store.createStream({
-        tenant_id: checkName('tenant_id', p.tenant_id),
-        namespace: checkName('namespace', p.namespace),
-        stream: checkName('stream', b.stream),
-        kind: 'Stream',
-        shards: b.shards ?? 1,
-        replication_factor: b.replication_factor ?? 1,
-        retention: {
-          max_age_seconds: b.retention?.max_age_seconds ?? null,
-          max_size_bytes: b.retention?.max_size_bytes ?? null,
+      const r = await store.createStream(
+        {
+          tenant_id: checkName('tenant_id', p.tenant_id),
+          namespace: checkName('namespace', p.namespace),
+          stream: checkName('stream', b.stream),
+          kind: 'Stream',
+          shards: b.shards ?? 1,
+          replication_factor: b.replication_factor ?? 1,
+          retention: {
+            max_age_seconds: b.retention?.max_age_seconds ?? null,
+            max_size_bytes: b.retention?.max_size_bytes ?? null,
+          },
+          consistency: b.consistency ?? 'Leader',
+          durable: b.durable ?? false,
+          routing: b.routing ?? 'modulo',
         },
-        consistency: b.consistency ?? 'Leader',
-        durable: b.durable ?? false,
-        routing: b.routing ?? 'modulo',
-      });
-      if (r.created) void ctx.placement.trigger();
+        ctx.placementView,
+      );
       return reply.code(r.created ? 201 : 200).send(r.item);
     },
   });
@@ -302,16 +304,18 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const p = req.params as Static<typeof S.NamespaceParams>;
       const b = req.body as Static<typeof S.CreateCache>;
       const cache = checkName('cache', b.cache);
-      const r = await store.createCache({
-        tenant_id: checkName('tenant_id', p.tenant_id),
-        namespace: checkName('namespace', p.namespace),
-        cache,
-        display_name: b.display_name ?? cache,
-        shards: b.shards ?? 1,
-        replication_factor: b.replication_factor ?? 1,
-        consistency: b.consistency ?? 'Leader',
-      });
-      if (r.created) void ctx.placement.trigger();
+      const r = await store.createCache(
+        {
+          tenant_id: checkName('tenant_id', p.tenant_id),
+          namespace: checkName('namespace', p.namespace),
+          cache,
+          display_name: b.display_name ?? cache,
+          shards: b.shards ?? 1,
+          replication_factor: b.replication_factor ?? 1,
+          consistency: b.consistency ?? 'Leader',
+        },
+        ctx.placementView,
+      );
       return reply.code(r.created ? 201 : 200).send(r.item);
     },
   });

@@ -1,7 +1,6 @@
-/**
- * The store contract: one suite every backend must pass. Each backend's test file calls
- * `storeContract` with its name; every case opens a fresh store (a fresh schema on Postgres).
- */
+// Goal: the store contract: one suite every backend must pass, run here against SQLite (a temp
+// file) and the real Postgres server on this machine (never a mock). Method: every case opens a
+// fresh store (a fresh schema on Postgres, dropped afterwards) and drives it directly.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -60,7 +59,7 @@ async function seed(store: ControlStore): Promise<void> {
   await store.createNamespace({ tenant_id: 't1', namespace: 'ns', display_name: 'ns' });
 }
 
-export function storeContract(backend: Backend): void {
+function storeContract(backend: Backend): void {
   describe(`store contract on ${backend}`, () => {
     let opened: OpenedStore;
     let store: ControlStore;
@@ -303,3 +302,5 @@ export function storeContract(backend: Backend): void {
     });
   });
 }
+
+for (const backend of ['sqlite', 'postgres'] as const) storeContract(backend);
