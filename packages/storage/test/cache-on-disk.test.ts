@@ -5,6 +5,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cacheShards, counterShards } from '../src/cache/projection-store.js';
 import { encodeCacheRecord } from '../src/cache/record.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { shardDirName } from '../src/log/layout.js';
@@ -118,5 +119,24 @@ describe('LogCache on disk', () => {
     ]);
     await stream.close();
     await cache.close();
+  });
+});
+
+describe('projection roots', () => {
+  it('a_counter_and_a_cache_with_one_key_are_unrelated', async () => {
+    const caches = cacheShards({ root: dir.path, fsync: 'none' });
+    const counters = counterShards({ root: dir.path, fsync: 'none' });
+    const cache = await caches.get(SHARD);
+    const counter = await counters.get(SHARD);
+    await cache.put('k', bytes('a value'));
+    expect(await counter.add('k', 5n)).toBe(5n);
+    expect(text(await cache.get('k'))).toBe('a value');
+    expect(await counter.get('k')).toBe(5n);
+    expect((await readdir(dir.path)).sort()).toEqual(['caches', 'counters']);
+    await caches.close();
+    await counters.close();
+    const again = await cacheShards({ root: dir.path }).get(SHARD);
+    expect(text(await again.get('k'))).toBe('a value');
+    await again.close();
   });
 });
