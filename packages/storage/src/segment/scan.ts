@@ -55,18 +55,42 @@ export interface ScanOptions {
 
 const LARGEST_RECORD_BYTES = RECORD_HEADER_BYTES + PRODUCER_TAG_BYTES + RECORD_PAYLOAD_BYTES_MAX;
 
-/** A growable scan buffer, reused across segments. */
+/**
+ * Room kept in front of each chunk so the unfinished record at the end of one chunk can be
+ * copied before the next chunk, which was read ahead while the first was being checked.
+ */
+const CARRY_ROOM_BYTES = 256 * 1024;
+
+/**
+ * Two chunk buffers, reused across segments: the scan checks records in one while the next
+ * chunk is read into the other, so checksum work and disk reads overlap.
+ */
 export class ScanBuffer {
   bytes: Uint8Array;
   view: DataView;
-  constructor(size = SCAN_CHUNK_BYTES) {
-    this.bytes = new Uint8Array(size);
+  spare: Uint8Array;
+  spareView: DataView;
+  readonly chunk: number;
+  constructor(chunk = SCAN_CHUNK_BYTES) {
+    this.chunk = chunk;
+    this.bytes = new Uint8Array(CARRY_ROOM_BYTES + chunk);
     this.view = viewOf(this.bytes);
+    this.spare = new Uint8Array(CARRY_ROOM_BYTES + chunk);
+    this.spareView = viewOf(this.spare);
   }
+  /** Grows the current buffer (a record larger than a chunk). */
   ensure(size: number): void {
     if (this.bytes.length >= size) return;
     this.bytes = new Uint8Array(size);
     this.view = viewOf(this.bytes);
+  }
+  swap(): void {
+    const b = this.bytes;
+    const v = this.view;
+    this.bytes = this.spare;
+    this.view = this.spareView;
+    this.spare = b;
+    this.spareView = v;
   }
 }
 
@@ -81,13 +105,52 @@ export async function scanSegment(
   let offset = opts.expectedOffset;
   let records = 0;
   let newest = -1;
+  // buffer.bytes[origin..end) holds the file bytes from bufStart on.
   let bufStart = pos;
-  let bufLength = 0;
-  const load = async (at: number, atLeast: number) => {
-    buffer.ensure(atLeast);
-    bufStart = at;
-    const want = Math.min(buffer.bytes.length, fileSize - at);
-    bufLength = await readFully(file, buffer.bytes, 0, want, at);
+  let origin = 0;
+  let end = 0;
+  let pending: Promise<number> | undefined;
+  let pendingAt = -1;
+
+  const prefetch = () => {
+    const at = bufStart + (end - origin);
+    if (pending !== undefined || at >= fileSize) return;
+    pendingAt = at;
+    pending = readFully(
+      file,
+      buffer.spare,
+      CARRY_ROOM_BYTES,
+      Math.min(buffer.chunk, fileSize - at),
+      at,
+    );
+  };
+  const settle = async () => {
+    if (pending !== undefined) await pending.catch(() => 0);
+    pending = undefined;
+  };
+  /** Makes the record at `pos` (at least `need` bytes) addressable in the buffer. */
+  const refill = async (need: number) => {
+    const available = end - (origin + pos - bufStart);
+    const contiguous = pending !== undefined && pendingAt === bufStart + (end - origin);
+    if (contiguous && available <= CARRY_ROOM_BYTES) {
+      const n = await pending!;
+      pending = undefined;
+      const from = origin + pos - bufStart;
+      buffer.spare.set(buffer.bytes.subarray(from, end), CARRY_ROOM_BYTES - available);
+      buffer.swap();
+      origin = CARRY_ROOM_BYTES - available;
+      end = CARRY_ROOM_BYTES + n;
+      bufStart = pos;
+      prefetch();
+      if (end - origin >= Math.min(need, fileSize - pos)) return;
+    }
+    await settle();
+    buffer.ensure(Math.max(need, buffer.chunk));
+    const want = Math.min(buffer.bytes.length, fileSize - pos);
+    end = await readFully(file, buffer.bytes, 0, want, pos);
+    origin = 0;
+    bufStart = pos;
+    prefetch();
   };
   const result = (damage?: ScanDamage): ScanResult => ({
     endPosition: pos,
@@ -96,18 +159,20 @@ export async function scanSegment(
     newestTimestampMicros: newest,
     ...(damage !== undefined ? { damage } : {}),
   });
-  const damaged = async (kind: CorruptionKind, detail: string, recordEnd: number | undefined) =>
-    result({
+  const damaged = async (kind: CorruptionKind, detail: string, recordEnd: number | undefined) => {
+    await settle();
+    return result({
       kind,
       position: pos,
       detail,
       zeroTail: await isZeroTail(file, fileSize, pos, recordEnd, buffer),
     });
+  };
 
-  await load(pos, 0);
+  await refill(0);
   while (pos < fileSize) {
-    let rel = pos - bufStart;
-    if (bufLength - rel < RECORD_HEADER_BYTES) {
+    let rel = origin + pos - bufStart;
+    if (end - rel < RECORD_HEADER_BYTES) {
       if (fileSize - pos < RECORD_HEADER_BYTES) {
         return damaged(
           'Truncated',
@@ -115,17 +180,17 @@ export async function scanSegment(
           undefined,
         );
       }
-      await load(pos, 0);
-      rel = 0;
-      if (bufLength < RECORD_HEADER_BYTES) {
+      await refill(RECORD_HEADER_BYTES);
+      rel = origin;
+      if (end - rel < RECORD_HEADER_BYTES) {
         return damaged(
           'Truncated',
-          `file shorter than its size (${bufLength} bytes read)`,
+          `file shorter than its size (${end - rel} bytes read)`,
           undefined,
         );
       }
     }
-    const verdict = readRecordHead(buffer.bytes, buffer.view, rel, bufLength, opts.version, head);
+    const verdict = readRecordHead(buffer.bytes, buffer.view, rel, end, opts.version, head);
     if (verdict === HEAD_SHORT) throw new Error('unreachable: header bytes were loaded');
     if (verdict !== HEAD_OK)
       return damaged(verdict, `record header at offset ${offset}`, undefined);
@@ -144,13 +209,13 @@ export async function scanSegment(
         recordEnd,
       );
     }
-    if (rel + head.totalBytes > bufLength) {
-      await load(pos, Math.min(head.totalBytes, LARGEST_RECORD_BYTES));
-      rel = 0;
-      if (bufLength < head.totalBytes) {
+    if (rel + head.totalBytes > end) {
+      await refill(Math.min(head.totalBytes, LARGEST_RECORD_BYTES));
+      rel = origin;
+      if (end - rel < head.totalBytes) {
         return damaged(
           'Truncated',
-          `file shorter than its size (${bufLength} bytes read)`,
+          `file shorter than its size (${end - rel} bytes read)`,
           recordEnd,
         );
       }
@@ -172,6 +237,7 @@ export async function scanSegment(
     offset++;
     records++;
   }
+  await settle();
   return result();
 }
 
