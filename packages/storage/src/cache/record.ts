@@ -28,6 +28,24 @@ export interface CacheRecord {
 const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
+/** Short ASCII keys are built directly: TextDecoder's per-call cost dominates index replay. */
+const ASCII_FAST_PATH_BYTES_MAX = 64;
+
+/** Decodes key bytes as strict UTF-8; throws TypeError on invalid input (callers map it). */
+export function decodeKey(bytes: Uint8Array): string {
+  if (bytes.length <= ASCII_FAST_PATH_BYTES_MAX) {
+    let ascii = true;
+    for (let i = 0; i < bytes.length; i++) {
+      if (bytes[i]! >= 0x80) {
+        ascii = false;
+        break;
+      }
+    }
+    if (ascii) return String.fromCharCode.apply(null, bytes as unknown as number[]);
+  }
+  return utf8Decoder.decode(bytes);
+}
+
 /** Encodes a key as UTF-8, refusing keys outside the bound. */
 export function encodeKey(key: string): Uint8Array {
   const bytes = utf8Encoder.encode(key);
@@ -109,7 +127,7 @@ export function decodeCacheRecord(bytes: Uint8Array, offset?: number): CacheReco
     fail(`key_len ${keyLen} exceeds the ${bytes.length - pos} bytes left`);
   let key = '';
   try {
-    key = utf8Decoder.decode(bytes.subarray(pos, pos + keyLen));
+    key = decodeKey(bytes.subarray(pos, pos + keyLen));
   } catch {
     fail('key is not valid UTF-8');
   }

@@ -3,7 +3,7 @@
  * u8 version (1), u8 op (0 delta, 1 checkpoint), i64 value, u32 key_len, key (UTF-8).
  * Pure codec; lengths are checked against the bound and the bytes present before slicing.
  */
-import { encodeKey } from '../cache/record.js';
+import { decodeKey, encodeKey } from '../cache/record.js';
 import { CounterRecordCorruptError, ProjectionInputError } from '../errors.js';
 import { PROJECTION_KEY_BYTES_MAX } from '../limits.js';
 
@@ -20,8 +20,6 @@ export interface CounterRecord {
   /** The delta, or the folded sum for a checkpoint; always within i64. */
   value: bigint;
 }
-
-const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeCounterRecord(rec: CounterRecord): Uint8Array {
   const key = encodeKey(rec.key);
@@ -59,7 +57,7 @@ export function decodeCounterRecord(bytes: Uint8Array, offset?: number): Counter
   }
   let key = '';
   try {
-    key = utf8Decoder.decode(bytes.subarray(COUNTER_RECORD_HEADER_BYTES));
+    key = decodeKey(bytes.subarray(COUNTER_RECORD_HEADER_BYTES));
   } catch {
     fail('key is not valid UTF-8');
   }
