@@ -134,3 +134,31 @@ describe('cache compaction', () => {
     for (let i = 1; i < 100; i++) expect(text(await cache.get(`k${i}`))).toBe(`b${i}`);
   });
 });
+
+describe('cache compaction shutdown', () => {
+  it('closing_a_cache_stops_a_held_compaction_without_losing_a_write', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let batches = 0;
+    const log = new MemoryLog();
+    const cache = await open(log, {
+      beforeBatch: async () => {
+        batches++;
+        await held;
+      },
+    });
+    for (let i = 0; i < 200; i++) await cache.put(`k${i % 100}`, bytes(`v${i}`));
+    const pass = cache.compact();
+    await waitFor(() => batches > 0, 'the pass to reach its first batch');
+    const closing = cache.close();
+    release();
+    await closing;
+    const result = await pass;
+    expect(result.trimmed).toBe(false);
+    expect(batches).toBe(1);
+    const again = await open(new MemoryLog(log.store));
+    for (let i = 100; i < 200; i++) expect(text(await again.get(`k${i % 100}`))).toBe(`v${i}`);
+  });
+});

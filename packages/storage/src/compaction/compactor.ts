@@ -70,6 +70,7 @@ export async function runCompaction(
     for await (const copy of target.batches(cut)) {
       if (target.stopping()) return result;
       await opts.beforeBatch?.();
+      if (target.stopping()) return result;
       const copied = await copy();
       result.copiedBytes += copied.bytes;
       result.copiedRecords += copied.records;
