@@ -34,21 +34,18 @@ interface Case {
   decode: (frame: Uint8Array) => number;
 }
 
-/** Best of three rounds: the machine is shared, so the fastest round is the least disturbed. */
-function measure(fn: () => void): number {
-  for (let i = 0; i < 200; i++) fn(); // warm up the JIT
-  let best = 0;
-  for (let round = 0; round < 3; round++) {
-    let ops = 0;
-    const start = performance.now();
-    const deadline = start + (SECONDS * 1000) / 3;
-    while (performance.now() < deadline) {
-      for (let i = 0; i < 20; i++) fn();
-      ops += 20;
-    }
-    best = Math.max(best, ops / ((performance.now() - start) / 1000));
+const ROUNDS = 5;
+
+/** Ops per second of `fn` over `ms` milliseconds. */
+function rate(fn: () => void, ms: number): number {
+  let ops = 0;
+  const start = performance.now();
+  const deadline = start + ms;
+  while (performance.now() < deadline) {
+    for (let i = 0; i < 20; i++) fn();
+    ops += 20;
   }
-  return best;
+  return ops / ((performance.now() - start) / 1000);
 }
 
 function row(name: string, opsPerSecond: number): string {
@@ -132,25 +129,44 @@ console.log(
   `wire codec: ${BATCH} x ${RECORD_BYTES} B per batch, ${SECONDS}s per measurement, node ${process.version}`,
 );
 console.log('MB/s counts payload bytes (64 KiB per batch); frames/s = batches per second;');
-console.log('each figure is the best of three rounds.\n');
+console.log(`each figure is the best of ${ROUNDS} interleaved rounds.\n`);
 console.log(`| ${'case'.padEnd(44)} | ${'MB/s'.padStart(7)} | ${'frames/s'.padStart(9)} |`);
 console.log(`|${'-'.repeat(46)}|${'-'.repeat(9)}|${'-'.repeat(11)}|`);
-const results: Record<string, { enc: number; dec: number; both: number }> = {};
-for (const c of cases) {
+// Rounds interleave every case, and each figure is the best of its rounds: the machine is
+// shared, so the fastest round is the least disturbed, and interleaving spreads any
+// disturbance over all cases alike rather than penalising whichever ran during it.
+type Op = 'enc' | 'dec' | 'both';
+const results: Record<string, Record<Op, number>> = {};
+const ops = cases.map((c) => {
   const frame = c.encode();
-  const enc = measure(() => {
-    sink += c.encode().length;
-  });
-  const dec = measure(() => {
-    sink += c.decode(frame);
-  });
-  const both = measure(() => {
-    sink += c.decode(c.encode());
-  });
-  results[c.name] = { enc, dec, both };
-  console.log(row(`${c.name}: encode`, enc));
-  console.log(row(`${c.name}: decode`, dec));
-  console.log(row(`${c.name}: encode+decode`, both));
+  const fns: Record<Op, () => void> = {
+    enc: () => {
+      sink += c.encode().length;
+    },
+    dec: () => {
+      sink += c.decode(frame);
+    },
+    both: () => {
+      sink += c.decode(c.encode());
+    },
+  };
+  for (const fn of Object.values(fns)) rate(fn, 300); // warm up the JIT and settle the heap
+  results[c.name] = { enc: 0, dec: 0, both: 0 };
+  return { name: c.name, fns };
+});
+for (let round = 0; round < ROUNDS; round++) {
+  for (const { name, fns } of ops) {
+    for (const op of ['enc', 'dec', 'both'] as const) {
+      const r = results[name]!;
+      r[op] = Math.max(r[op], rate(fns[op], (SECONDS * 1000) / ROUNDS));
+    }
+  }
+}
+for (const { name } of ops) {
+  const r = results[name]!;
+  console.log(row(`${name}: encode`, r.enc));
+  console.log(row(`${name}: decode`, r.dec));
+  console.log(row(`${name}: encode+decode`, r.both));
 }
 const copy = results['plain copy of the same bytes']!;
 const bin = results['binary publish batch (0x0049 acked+keyed)']!;
