@@ -37,10 +37,18 @@ export const READ_BYTES_MAX_DEFAULT = 4 * 1024 * 1024;
 export const APPEND_QUEUE_BYTES_MAX = 256 * 1024 * 1024;
 
 /**
- * Bytes coalesced into one write when several batches are queued: big enough to reach the
- * disk's sequential bandwidth, small enough that one write does not hold memory for long.
+ * Bytes coalesced into one write when several batches are queued: enough to reach the disk's
+ * sequential bandwidth (1 MiB synced writes run near its limit), small enough that encoding
+ * the next write overlaps the sync of the previous one instead of queueing behind it.
  */
-export const WRITE_COALESCE_BYTES_MAX = 8 * 1024 * 1024;
+export const WRITE_COALESCE_BYTES_MAX = 1024 * 1024;
+
+/**
+ * A flush first lets the writer reach batches already queued when it holds at most this many
+ * bytes: small batches cost microseconds to write and then share the sync. Beyond it the sync
+ * goes first and the queued batches are encoded while it runs.
+ */
+export const FLUSH_WAIT_QUEUED_BYTES_MAX = 1024 * 1024;
 
 /** Recovery and verify read segments in chunks of this size (one reused buffer). */
 export const SCAN_CHUNK_BYTES = 8 * 1024 * 1024;

@@ -362,6 +362,8 @@ describe('SegmentLog', () => {
     const log = await openLog(root);
     await log.append([payload(0)]);
     await log.close();
-    expect(() => log.stage([payload(1)])).toThrow(LogClosedError);
+    await expect(log.stage([payload(1)])).rejects.toBeInstanceOf(LogClosedError);
+    await expect(log.append([payload(1)])).rejects.toBeInstanceOf(LogClosedError);
+    await expect(log.close()).rejects.toBeInstanceOf(LogClosedError);
   });
 });

@@ -34,6 +34,7 @@ import {
   APPEND_QUEUE_BYTES_MAX,
   FLUSH_INTERVAL_MS_DEFAULT,
   FLUSH_INTERVAL_MS_MIN,
+  FLUSH_WAIT_QUEUED_BYTES_MAX,
   INDEX_ENTRIES_FLUSH_BATCH,
   INDEX_SPACING_BYTES_DEFAULT,
   OPEN_SEALED_SEGMENTS_MAX,
@@ -380,7 +381,11 @@ export class SegmentLog {
    * the batch is written, so the arrays must not change until this resolves.
    */
   stage(payloads: Uint8Array[], opts?: { timestampMicros?: number }): Promise<Staged> {
-    this.checkWritable();
+    try {
+      this.checkWritable();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (payloads.length === 0) return Promise.reject(new EmptyBatchError());
     let bytes = 0;
     for (const p of payloads) {
@@ -426,7 +431,11 @@ export class SegmentLog {
    * sealed segment. An empty active segment is not sealed.
    */
   seal(): Promise<number> {
-    this.checkWritable();
+    try {
+      this.checkWritable();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.barrier(true);
   }
 
@@ -435,7 +444,7 @@ export class SegmentLog {
    * sync after each (compaction's head trim). Resolves with how many were deleted.
    */
   trimBelow(cut: number): Promise<number> {
-    this.checkOpen();
+    if (this.closed || this.closing) return Promise.reject(new LogClosedError(this.dir));
     return this.withHeadLock(async () => {
       let n = 0;
       while (n < this.segments.length - 1 && this.segments[n]!.nextOffset <= cut) n++;
@@ -534,7 +543,7 @@ export class SegmentLog {
 
   /** Deletes whole sealed segments from the head as the retention bounds say; returns how many. */
   enforceRetention(now = nowMicros()): Promise<number> {
-    this.checkOpen();
+    if (this.closed || this.closing) return Promise.reject(new LogClosedError(this.dir));
     if (this.retentionRunning !== undefined) return this.retentionRunning;
     const run = this.withHeadLock(async () => {
       const n = segmentsToRetire(this.segments, this.cfg.retention, now);
@@ -798,10 +807,13 @@ export class SegmentLog {
 
   /** Flush-loop step: sync the active segment; the bound is what was written before the sync. */
   private async flushActive(): Promise<number> {
-    // Batches already queued or being written land within microseconds of a sync that takes a
-    // millisecond or more: let the writer reach them first, so this one sync covers them too.
-    // Only what is queued now is waited for, so a busy writer cannot starve the flush.
-    if (this.writing) await this.barrier().catch(() => undefined);
+    // Small batches already queued or being written land within microseconds of a sync that
+    // takes a millisecond or more: let the writer reach them first, so this one sync covers
+    // them too. Only what is queued now is waited for, so a busy writer cannot starve the flush;
+    // a large queue is instead encoded while this sync runs.
+    if (this.writing && this.queuedBytes <= FLUSH_WAIT_QUEUED_BYTES_MAX) {
+      await this.barrier().catch(() => undefined);
+    }
     const seg = this.active;
     const bound = this.written;
     const bytes = seg.bytes;
