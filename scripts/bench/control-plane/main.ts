@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
@@ -423,9 +423,15 @@ async function main(): Promise<void> {
     );
   }
   const all: Row[] = [];
-  for (const backend of args.backends) all.push(...(await runBackend(backend, args, deadline)));
+  const loads: string[] = [];
+  for (const backend of args.backends) {
+    const before = loadavg()[0]!.toFixed(1);
+    all.push(...(await runBackend(backend, args, deadline)));
+    loads.push(`${backend} ${before} → ${loadavg()[0]!.toFixed(1)}`);
+  }
   const lines = [
     `${args.brokers} brokers heartbeating every second; ${args.streams} streams; node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+    `1-minute load average on the 2-core machine at start → end of each run (other work shares it): ${loads.join('; ')}`,
     '',
     '| store | phase | requests | req/s | p50 ms | p99 ms | server CPU (cores) | errors | note |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',

@@ -68,3 +68,9 @@ export const SQLITE_STATEMENT_CACHE_MAX = 512;
 
 /** A change deleting a tenant emits one row per cascaded resource; a bound keeps the transaction sane. */
 export const CASCADE_ROWS_MAX = 100_000;
+
+/** Rows per multi-row INSERT: keeps each statement under Postgres's 65535-parameter cap (11 × 200). */
+export const INSERT_BATCH_ROWS = 200;
+
+/** Rows one feed snapshot may return; a larger catalog is refused rather than buffered whole. */
+export const SNAPSHOT_ROWS_MAX = 1_000_000;

@@ -1,6 +1,8 @@
 // Goal: the HTTP surface answers bad input with the documented code in one error body, serves
 // OpenAPI and Swagger UI, and its probes and metrics work. Method: fastify inject on SQLite.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { PostgresDriver } from '../src/store/postgres.js';
+import { ControlStore } from '../src/store/store.js';
 import { type OpenedStore, openTestStore, testApp } from './helpers.js';
 
 let opened: OpenedStore;
@@ -44,6 +46,9 @@ describe('api', () => {
     });
     expect(r.statusCode).toBe(400);
     expect(r.json().code).toBe('FELIX_CONTROLPLANE_MALFORMED_JSON');
+    const big = await post('/v1/tenants', { tenant_id: 't', display_name: 'x'.repeat(70 * 1024) });
+    expect(big.statusCode).toBe(413);
+    expect(big.json().code).toBe('FELIX_CONTROLPLANE_PAYLOAD_TOO_LARGE');
   });
 
   it('an_out_of_range_number_is_refused_with_its_code', async () => {
@@ -129,6 +134,30 @@ describe('api', () => {
     const ui = await built.app.inject({ method: 'GET', url: '/docs/' });
     expect(ui.statusCode).toBe(200);
     expect(ui.body).toContain('swagger');
+  });
+
+  it('readiness_fails_while_the_store_is_unreachable', async () => {
+    const driver = new PostgresDriver({
+      url: 'postgres://postgres@127.0.0.1:1/none',
+      maxConnections: 1,
+      connectTimeoutMs: 500,
+    });
+    const store = new ControlStore(driver, { changeRetentionRows: 10 });
+    const down = await testApp(store, { background: false });
+    try {
+      expect((await down.app.inject({ method: 'GET', url: '/v1/system/live' })).statusCode).toBe(
+        200,
+      );
+      const ready = await down.app.inject({ method: 'GET', url: '/v1/system/ready' });
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json().code).toBe('FELIX_CONTROLPLANE_NOT_READY');
+      const list = await down.app.inject({ method: 'GET', url: '/v1/tenants' });
+      expect(list.statusCode).toBe(503);
+      expect(list.json().code).toBe('FELIX_CONTROLPLANE_STORE_UNAVAILABLE');
+    } finally {
+      await down.app.close();
+      await store.close();
+    }
   });
 
   it('the_system_probes_and_metrics_answer', async () => {

@@ -24,7 +24,7 @@ import {
   StreamNotFoundError,
   TenantNotFoundError,
 } from '../errors.js';
-import { CASCADE_ROWS_MAX } from '../limits.js';
+import { CASCADE_ROWS_MAX, INSERT_BATCH_ROWS, SNAPSHOT_ROWS_MAX } from '../limits.js';
 import { type CursorKey, decodeCursor, encodeCursor } from './cursor.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import type { Sql, SqlDriver, SqlParam } from './sql.js';
@@ -68,8 +68,6 @@ export interface PlacementOutcome {
   written: AssignmentRecord[];
   unplaced: number;
 }
-
-export const SNAPSHOT_ROWS_MAX = 1_000_000;
 
 /** How placement sees the nodes right now (liveness applied); supplied by the service. */
 export type PlacementView = (nodes: NodeRecord[]) => PlacementNode[];
@@ -293,8 +291,8 @@ export class ControlStore {
       );
       const last = n(rows[0]?.last_seq);
       const first = last - list.length + 1;
-      for (let i = 0; i < list.length; i += 200) {
-        const chunk = list.slice(i, i + 200);
+      for (let i = 0; i < list.length; i += INSERT_BATCH_ROWS) {
+        const chunk = list.slice(i, i + INSERT_BATCH_ROWS);
         const params: SqlParam[] = [];
         const values = chunk.map((c, j) => {
           params.push(
@@ -1153,8 +1151,8 @@ export class ControlStore {
 
   private async writeAssignments(q: Sql, written: readonly AssignmentRecord[]): Promise<void> {
     const now = Date.now();
-    for (let i = 0; i < written.length; i += 200) {
-      const chunk = written.slice(i, i + 200);
+    for (let i = 0; i < written.length; i += INSERT_BATCH_ROWS) {
+      const chunk = written.slice(i, i + INSERT_BATCH_ROWS);
       const params: SqlParam[] = [];
       const values = chunk.map((a) => {
         params.push(
