@@ -29,6 +29,8 @@ export class ProjectionWriter {
   /** Writes claimed and not yet applied or failed. */
   inFlight = 0;
   private readsInFlight = 0;
+  /** A reader is applying records appended behind us; writes must queue on the apply lock. */
+  private catchingUp = false;
   private gate: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
   closed = false;
@@ -77,7 +79,13 @@ export class ProjectionWriter {
       this.applyLock.run(async () => {
         if (this.inFlight > 0) return;
         const tail = this.log.tailOffset;
-        if (tail > this.frontier) this.frontier = await this.replay(this.frontier, tail);
+        if (tail <= this.frontier) return;
+        this.catchingUp = true;
+        try {
+          this.frontier = await this.replay(this.frontier, tail);
+        } finally {
+          this.catchingUp = false;
+        }
       }),
     );
   }
@@ -115,6 +123,13 @@ export class ProjectionWriter {
       try {
         await claim.durable;
         await claim.turn.wait();
+        // Fast path: nothing to catch up, nothing to load, no reader catch-up running.
+        if (!this.catchingUp && load === undefined && this.frontier === claim.first) {
+          const value = apply(claim.first, staging, undefined);
+          this.frontier = claim.next;
+          claim.turn.release();
+          return value;
+        }
         const result = await this.applyLock.run(async () => {
           // Records appended behind us sit below our first offset: apply them first, in order.
           if (this.frontier < claim.first)
