@@ -4,6 +4,7 @@
  * build does not implement, 25/26 and 32+) decodes to `Unknown` carrying the correlation id,
  * so the receiver answers `UnsupportedKind` and carries on. Trailing bytes are an error.
  */
+import { assert } from '@felix/common';
 import { InvalidEnumError, TruncatedError } from '../errors.js';
 import { BodyReader, BodyWriter, type ShardRef } from './body.js';
 import { type InternalFrame, encodeInternalFrame } from './header.js';
@@ -154,7 +155,9 @@ export function encodeInternalMessage(message: InternalMessage): Uint8Array {
   return encodeInternalFrame(INTERNAL_KIND[message.kind], w.finish());
 }
 
-function writeBody(w: BodyWriter, m: Exclude<InternalMessage, { kind: 'Unknown' }>): void {
+type Encodable = Exclude<InternalMessage, { kind: 'Unknown' }>;
+
+function writeBody(w: BodyWriter, m: Encodable): void {
   switch (m.kind) {
     case 'ForwardPublish':
     case 'AuthorizedForwardPublish':
@@ -195,6 +198,18 @@ function writeBody(w: BodyWriter, m: Exclude<InternalMessage, { kind: 'Unknown' 
       w.str(m.nodeId, 'node_id');
       w.u64Big(m.capabilities, 'capabilities');
       return;
+    case 'ForwardCacheOk':
+      w.u8(m.value === undefined ? 0 : 1, 'present');
+      if (m.value !== undefined) w.blob(m.value, 'value');
+      return;
+    default:
+      writeReplicationBody(w, m);
+  }
+}
+
+/** Bodies of the replication and fencing kinds. */
+function writeReplicationBody(w: BodyWriter, m: Encodable): void {
+  switch (m.kind) {
     case 'ReplicateOk':
       w.u64(m.durableOffset, 'durable_offset');
       return;
@@ -202,10 +217,6 @@ function writeBody(w: BodyWriter, m: Exclude<InternalMessage, { kind: 'Unknown' 
       w.u16(m.code, 'code');
       w.u64(m.expectedOffset, 'expected_offset');
       w.str(m.detail, 'detail');
-      return;
-    case 'ForwardCacheOk':
-      w.u8(m.value === undefined ? 0 : 1, 'present');
-      if (m.value !== undefined) w.blob(m.value, 'value');
       return;
     case 'ReplicateRebuild':
       w.shardRef(m.shard);
@@ -228,12 +239,12 @@ function writeBody(w: BodyWriter, m: Exclude<InternalMessage, { kind: 'Unknown' 
       w.u32(m.maxBytes, 'max_bytes');
       return;
     default:
-      if ('firstOffset' in m) {
+      if ('firstOffset' in m && 'payloads' in m) {
         w.shardRef(m.shard);
         w.u64(m.firstOffset, 'first_offset');
         w.u64(m.checksum, 'checksum');
         w.payloads(m.payloads);
-      } else {
+      } else if ('baseOffset' in m) {
         w.shardRef(m.shard);
         w.u64(m.baseOffset, 'base_offset');
       }
@@ -277,92 +288,97 @@ function readBody(r: BodyReader, kind: InternalKindName, correlationId: number):
       if (kind === 'AuthorizedForwardCacheOp') m.credential = r.credential();
       return m;
     }
-    case 'ForwardPublishOk':
-      return {
-        kind,
-        correlationId,
-        firstOffset: r.u64('first_offset'),
-        lastOffset: r.u64('last_offset'),
-      };
+    case 'ForwardPublishOk': {
+      const firstOffset = r.u64('first_offset');
+      return { kind, correlationId, firstOffset, lastOffset: r.u64('last_offset') };
+    }
     case 'ForwardPublishError':
     case 'ForwardCacheError':
       return { kind, correlationId, code: r.u16('code'), detail: r.str('detail') };
-    case 'NotLeader':
-      return {
-        kind,
-        correlationId,
-        nodeId: r.str('node_id'),
-        advertiseAddr: r.str('advertise_addr'),
-        generation: r.u64('generation'),
-      };
+    case 'NotLeader': {
+      const nodeId = r.str('node_id');
+      const advertiseAddr = r.str('advertise_addr');
+      return { kind, correlationId, nodeId, advertiseAddr, generation: r.u64('generation') };
+    }
     case 'Hello':
     case 'HelloOk':
       return { kind, correlationId, nodeId: r.str('node_id') };
     case 'HelloCapable':
-    case 'HelloCapableOk':
-      return {
-        kind,
-        correlationId,
-        nodeId: r.str('node_id'),
-        capabilities: r.u64Big('capabilities'),
-      };
-    case 'ReplicateOk':
-      return { kind, correlationId, durableOffset: r.u64('durable_offset') };
-    case 'ReplicateError':
-      return {
-        kind,
-        correlationId,
-        code: r.u16('code'),
-        expectedOffset: r.u64('expected_offset'),
-        detail: r.str('detail'),
-      };
+    case 'HelloCapableOk': {
+      const nodeId = r.str('node_id');
+      return { kind, correlationId, nodeId, capabilities: r.u64Big('capabilities') };
+    }
     case 'ForwardCacheOk': {
       const present = enumByte(r.u8('present'), 1, 'present');
       return present ? { kind, correlationId, value: r.blob('value') } : { kind, correlationId };
     }
-    case 'ReplicateRebuild':
-      return {
-        kind,
-        correlationId,
-        shard: r.shardRef(),
-        log: readLog(r),
-        baseOffset: r.u64('base_offset'),
-      };
+    default:
+      return readReplicationBody(r, kind, correlationId);
+  }
+}
+
+/** Bodies of the replication and fencing kinds. */
+function readReplicationBody(
+  r: BodyReader,
+  kind: InternalKindName,
+  correlationId: number,
+): InternalMessage {
+  switch (kind) {
+    case 'ReplicateOk':
+      return { kind, correlationId, durableOffset: r.u64('durable_offset') };
+    case 'ReplicateError': {
+      const code = r.u16('code');
+      const expectedOffset = r.u64('expected_offset');
+      return { kind, correlationId, code, expectedOffset, detail: r.str('detail') };
+    }
+    case 'ReplicateRebuild': {
+      const shard = r.shardRef();
+      const log = readLog(r);
+      return { kind, correlationId, shard, log, baseOffset: r.u64('base_offset') };
+    }
     case 'Fence':
       return { kind, correlationId, shard: r.shardRef(), log: readLog(r) };
-    case 'FenceOk':
+    case 'FenceOk': {
+      const logEnd = r.u64('log_end');
+      const commitOffset = r.u64('commit_offset');
       return {
         kind,
         correlationId,
-        logEnd: r.u64('log_end'),
-        commitOffset: r.u64('commit_offset'),
+        logEnd,
+        commitOffset,
         lastGeneration: r.u64('last_generation'),
       };
-    case 'ReplicateFetch':
-      return {
-        kind,
-        correlationId,
-        shard: r.shardRef(),
-        log: readLog(r),
-        fromOffset: r.u64('from_offset'),
-        maxBytes: r.u32('max_bytes'),
-      };
+    }
+    case 'ReplicateFetch': {
+      const shard = r.shardRef();
+      const log = readLog(r);
+      const fromOffset = r.u64('from_offset');
+      return { kind, correlationId, shard, log, fromOffset, maxBytes: r.u32('max_bytes') };
+    }
     case 'ReplicateRecords':
     case 'ReplicateCacheRecords':
     case 'ReplicateGroupRecords':
     case 'ReplicateDeadLetterRecords':
-    case 'ReplicateCounterRecords':
-      return {
-        kind,
-        correlationId,
-        shard: r.shardRef(),
-        firstOffset: r.u64('first_offset'),
-        checksum: r.u64('checksum'),
-        payloads: r.payloads(),
-      };
-    default:
+    case 'ReplicateCounterRecords': {
+      const shard = r.shardRef();
+      const firstOffset = r.u64('first_offset');
+      const checksum = r.u64('checksum');
+      return { kind, correlationId, shard, firstOffset, checksum, payloads: r.payloads() };
+    }
+    case 'ReplicateBootstrap':
+    case 'ReplicateCacheBootstrap':
+    case 'ReplicateGroupBootstrap':
+    case 'ReplicateDeadLetterBootstrap':
+    case 'ReplicateCounterBootstrap':
       return { kind, correlationId, shard: r.shardRef(), baseOffset: r.u64('base_offset') };
+    default:
+      // Every other name is handled by readBody; reaching here is a bug in this file.
+      return assertNever(kind);
   }
+}
+
+function assertNever(kind: string): never {
+  assert(false, `internal kind ${kind} has no reader`);
 }
 
 function enumByte(value: number, max: number, what: string): number {
