@@ -214,4 +214,33 @@ describe('cache watch', () => {
       await dir.cleanup();
     }
   });
+
+  it('a_watch_over_the_segment_log_matches_the_log_under_concurrent_durable_writes', async () => {
+    const dir = await tempDir('felix-watch-');
+    try {
+      const { cache, port } = await openDiskCache(dir.path, { fsync: 'onCommit' });
+      const live = collect(cache.watch({ prefix: '' }, { kind: 'live' }));
+      const writers = [...Array(8).keys()].map(async (w) => {
+        for (let i = 0; i < 25; i++) await cache.put(`k${(w + i) % 5}`, bytes(`w${w}.${i}`));
+      });
+      await new Promise((r) => setImmediate(r));
+      const joined = collect(cache.watch({ prefix: 'k' }, { kind: 'from', offset: 3 }));
+      await Promise.all(writers);
+      const res = await port.read(0, { maxRecords: 1000 });
+      if (res.kind !== 'records') throw new Error('trimmed');
+      const inLog = res.records.map((r) => {
+        const rec = decodeCacheRecord(r.payload);
+        return `${rec.key}=${new TextDecoder().decode(rec.value)}@${r.offset}`;
+      });
+      await waitFor(
+        () => live.events.length === 200 && joined.events.length === 197,
+        'every change',
+      );
+      expect(changesOnly(live.events)).toEqual(inLog);
+      expect(changesOnly(joined.events)).toEqual(inLog.slice(3));
+      await cache.close();
+    } finally {
+      await dir.cleanup();
+    }
+  });
 });
