@@ -35,7 +35,7 @@ import {
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = join(here, '..', '..', '..');
-const transports: TransportKind[] = ['tls'];
+const transports: TransportKind[] = ['tls', 'quic'];
 
 describe.each(transports)('transport conformance over %s', (transport) => {
   it('echoes_bytes_on_a_bidirectional_stream', async () => {

@@ -1,0 +1,190 @@
+/**
+ * Adapts one @matrixai/quic stream (WHATWG readable/writable) to TransportStream, mapping the
+ * library's errors to ours and counting buffered bytes.
+ */
+import type { QUICStream } from '@matrixai/quic';
+import { type ConnectionClosedError, StreamResetError, StreamStateError } from '../errors.js';
+import type { StreamKind, TransportStream } from '../types.js';
+
+/** What a stream asks of its connection. */
+export interface QuicStreamHost {
+  /** The connection's close error once it is closed, else null. */
+  closedError(): ConnectionClosedError | null;
+  sendBuffered(delta: number): void;
+}
+
+/** The reason object handed to the library on reset; `reasonToCode` reads `resetCode` back. */
+const errorEventName = 'EventQUICStreamError';
+
+/** ErrorQUICStreamPeerRead / ErrorQUICStreamPeerWrite, recognised by name (two library copies). */
+function isPeerError(e: unknown): boolean {
+  const n = (e as { constructor?: { name?: string } } | undefined)?.constructor?.name;
+  return n === 'ErrorQUICStreamPeerRead' || n === 'ErrorQUICStreamPeerWrite';
+}
+
+export class ResetReason extends Error {
+  constructor(readonly resetCode: number) {
+    super(`reset ${resetCode}`);
+  }
+}
+
+/** What the library hands back for a peer's RESET_STREAM / STOP_SENDING (via codeToReason). */
+export class PeerResetReason extends Error {
+  constructor(readonly resetCode: number) {
+    super(`peer reset ${resetCode}`);
+  }
+}
+
+/** The library internals the adapter uses to release a write stuck on a collected stream. */
+interface StreamInternals {
+  writableController?: { error(e: unknown): void };
+  rejectWritableP?: (e: unknown) => void;
+}
+
+export class QuicStreamAdapter implements TransportStream {
+  readonly id: number;
+  readonly kind: StreamKind;
+  readonly closed: Promise<void>;
+  private writer: WritableStreamDefaultWriter<Uint8Array> | null = null;
+  private localReset: StreamResetError | null = null;
+  private peerReset: StreamResetError | null = null;
+  private failWriters: Array<(e: Error) => void> = [];
+  private ended = false;
+  private iterated = false;
+
+  constructor(
+    private readonly stream: QUICStream,
+    private readonly host: QuicStreamHost,
+    readonly local: boolean,
+  ) {
+    this.id = stream.streamId;
+    this.kind = stream.type === 'uni' ? 'uni' : 'bidi';
+    // A peer reset aborts both directions. quiche may collect a stream reset both ways before
+    // its write side is ever reported, so we fail our writes ourselves when the reset is seen.
+    stream.addEventListener(errorEventName, (evt: Event) => {
+      const detail = (evt as Event & { detail?: { data?: { code?: number } } }).detail;
+      const code = detail?.data?.code;
+      if (typeof code === 'number' && isPeerError(detail)) this.onPeerReset(code);
+    });
+    this.closed = stream.closedP.then(
+      () => {},
+      () => {},
+    );
+  }
+
+  private get canRead(): boolean {
+    return this.kind === 'bidi' || !this.local;
+  }
+
+  private get canWrite(): boolean {
+    return this.kind === 'bidi' || this.local;
+  }
+
+  private onPeerReset(code: number): void {
+    if (this.peerReset || this.localReset) return;
+    this.peerReset = new StreamResetError(this.id, code, true);
+    const waiters = this.failWriters;
+    this.failWriters = [];
+    for (const f of waiters) f(this.peerReset);
+    const internals = this.stream as unknown as StreamInternals;
+    try {
+      internals.writableController?.error(this.peerReset);
+      internals.rejectWritableP?.(this.peerReset);
+    } catch {
+      // already errored
+    }
+  }
+
+  /** Turns whatever the library rejected with into our typed error. */
+  private mapError(err: unknown): Error {
+    if (this.localReset) return this.localReset;
+    if (err instanceof PeerResetReason) return new StreamResetError(this.id, err.resetCode, true);
+    if (this.peerReset) return this.peerReset;
+    const closed = this.host.closedError();
+    if (err instanceof StreamResetError) return err;
+    if (err instanceof ResetReason) return new StreamResetError(this.id, err.resetCode, false);
+    if (closed) return closed;
+    if (err instanceof Error) return err;
+    return new StreamStateError(`stream ${this.id} failed: ${String(err)}`);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    if (this.iterated) throw new StreamStateError(`stream ${this.id} is already being read`);
+    if (!this.canRead) throw new StreamStateError(`stream ${this.id} is send-only`);
+    this.iterated = true;
+    const reader = this.stream.readable.getReader();
+    return {
+      next: async () => {
+        try {
+          const r = await reader.read();
+          if (r.done) return { value: undefined, done: true };
+          return { value: r.value, done: false };
+        } catch (err) {
+          throw this.mapError(err);
+        }
+      },
+      return: async () => {
+        // The reader left early: release the stream (quiche's window still bounds the peer).
+        try {
+          reader.releaseLock();
+        } catch {
+          // already released
+        }
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
+  private getWriter(): WritableStreamDefaultWriter<Uint8Array> {
+    this.writer ??= this.stream.writable.getWriter();
+    return this.writer;
+  }
+
+  async write(chunk: Uint8Array): Promise<void> {
+    if (this.localReset) throw this.localReset;
+    if (this.peerReset) throw this.peerReset;
+    if (!this.canWrite) throw new StreamStateError(`stream ${this.id} is receive-only`);
+    if (this.ended) throw new StreamStateError(`write after end on stream ${this.id}`);
+    const closed = this.host.closedError();
+    if (closed) throw closed;
+    const w = this.getWriter();
+    this.host.sendBuffered(chunk.length);
+    let fail: ((e: Error) => void) | null = null;
+    try {
+      await Promise.race([
+        w.write(chunk),
+        new Promise<never>((_, reject) => {
+          fail = reject;
+          this.failWriters.push(reject);
+        }),
+      ]);
+    } catch (err) {
+      throw this.mapError(err);
+    } finally {
+      this.host.sendBuffered(-chunk.length);
+      if (fail !== null) this.failWriters = this.failWriters.filter((f) => f !== fail);
+    }
+  }
+
+  async end(): Promise<void> {
+    if (this.localReset) throw this.localReset;
+    if (!this.canWrite) throw new StreamStateError(`stream ${this.id} is receive-only`);
+    if (this.ended) return;
+    this.ended = true;
+    try {
+      await this.getWriter().close();
+    } catch (err) {
+      throw this.mapError(err);
+    }
+  }
+
+  reset(code: number): void {
+    if (this.localReset) return;
+    this.localReset = new StreamResetError(this.id, code >>> 0, false);
+    try {
+      this.stream.cancel(new ResetReason(code >>> 0));
+    } catch {
+      // the library already tore the stream down; nothing left to abort
+    }
+  }
+}
