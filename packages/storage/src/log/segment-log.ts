@@ -125,14 +125,18 @@ interface ActiveFiles {
   indexEntriesWritten: number;
 }
 
+type Written = Staged | { first: number; next: number } | number;
+
 interface Pending {
   /** null for a barrier (flush or seal). */
   payloads: Uint8Array[] | null;
   /** A barrier that seals the active segment when it is reached. */
   seal?: boolean;
+  /** Reserve a CommitSequencer turn for the batch (stage) or not (append). */
+  wantsTurn?: boolean;
   bytes: number;
   timestampMicros: number;
-  resolve: (s: Staged | number) => void;
+  resolve: (s: Written) => void;
   reject: (err: Error) => void;
 }
 
@@ -362,15 +366,11 @@ export class SegmentLog {
     payloads: Uint8Array[],
     opts?: { timestampMicros?: number },
   ): Promise<{ first: number; next: number }> {
-    const staged = await this.stage(payloads, opts);
-    try {
-      await this.waitDurable(staged.next);
-    } catch (err) {
-      staged.turn.abandon();
-      throw err;
-    }
-    staged.turn.release();
-    return { first: staged.first, next: staged.next };
+    // Plain appends take no CommitSequencer turn: nothing applies them, and offsets nobody
+    // reserved count as resolved for the turns around them.
+    const written = (await this.enqueue(payloads, opts, false)) as { first: number; next: number };
+    await this.waitDurable(written.next);
+    return written;
   }
 
   /**
@@ -381,6 +381,14 @@ export class SegmentLog {
    * the batch is written, so the arrays must not change until this resolves.
    */
   stage(payloads: Uint8Array[], opts?: { timestampMicros?: number }): Promise<Staged> {
+    return this.enqueue(payloads, opts, true) as Promise<Staged>;
+  }
+
+  private enqueue(
+    payloads: Uint8Array[],
+    opts: { timestampMicros?: number } | undefined,
+    wantsTurn: boolean,
+  ): Promise<Staged | { first: number; next: number }> {
     try {
       this.checkWritable();
     } catch (err) {
@@ -401,12 +409,13 @@ export class SegmentLog {
       return Promise.reject(new AppendQueueFullError(this.queuedBytes, APPEND_QUEUE_BYTES_MAX));
     }
     const ts = opts?.timestampMicros ?? nowMicros();
-    return new Promise<Staged>((resolve, reject) => {
+    return new Promise<Staged | { first: number; next: number }>((resolve, reject) => {
       this.queue.push({
         payloads,
+        wantsTurn,
         bytes,
         timestampMicros: ts,
-        resolve: resolve as (s: Staged | number) => void,
+        resolve: resolve as (s: Written) => void,
         reject,
       });
       this.queuedBytes += bytes;
@@ -612,7 +621,7 @@ export class SegmentLog {
         seal,
         bytes: 0,
         timestampMicros: 0,
-        resolve: resolve as (s: Staged | number) => void,
+        resolve: resolve as (s: Written) => void,
         reject,
       });
       this.kickWriter();
@@ -771,8 +780,11 @@ export class SegmentLog {
     let at = first;
     for (const p of group) {
       const n = p.payloads!.length;
-      const turn = this.sequencer.reserve(at, at + n);
-      p.resolve({ first: at, next: at + n, turn });
+      if (p.wantsTurn === true) {
+        p.resolve({ first: at, next: at + n, turn: this.sequencer.reserve(at, at + n) });
+      } else {
+        p.resolve({ first: at, next: at + n });
+      }
       at += n;
     }
     if (active.index.length - this.activeFiles.indexEntriesWritten >= INDEX_ENTRIES_FLUSH_BATCH) {
