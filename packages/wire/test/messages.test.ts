@@ -165,3 +165,28 @@ describe('base64', () => {
     expect(base64Decode('Zg==')).toEqual(new Uint8Array([0x66]));
   });
 });
+
+describe('json encoder guards', () => {
+  it('the_encoder_refuses_values_its_fields_cannot_carry', async () => {
+    const { FieldRangeError } = await import('../src/index.js');
+    const bad: unknown[] = [
+      { type: 'auth_ok', server_flags: 0x1_0000 },
+      { type: 'publish_ok', request_id: -1 },
+      { type: 'publish_ok', request_id: 1.5 },
+      { type: 'publish_ok' },
+      {
+        type: 'counter_add',
+        tenant_id: 't',
+        namespace: 'n',
+        cache: 'c',
+        key: 'k',
+        delta: 2n ** 63n,
+        request_id: 1,
+      },
+      { type: 'subscribe_cursor_error', reason: 'sideways', requested: 1, available: 2 },
+      { type: 'unknown', request_type: 'x', raw: {} },
+      { type: 'no_such_type' },
+    ];
+    for (const msg of bad) expect(() => messageJson(msg as Message)).toThrow(FieldRangeError);
+  });
+});
