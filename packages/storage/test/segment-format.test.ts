@@ -89,6 +89,20 @@ describe('segment format', () => {
     expect(odd).toMatch(/^__a_b____c_x{32}_3-[0-9a-f]{16}$/);
   });
 
+  it('an_offset_beyond_safe_integers_is_refused_by_its_typed_verdict', () => {
+    const r = encodeRecord(7, 9, new TextEncoder().encode('hi'));
+    const view = viewOf(r);
+    view.setUint32(4, 0x0020_0000); // offset 2^53 + 7
+    view.setUint32(20, crc32(r.subarray(0, 20)));
+    expect(readRecordHead(r, view, 0, r.length, 3, new RecordHead())).toBe('OffsetTooLarge');
+    const h = encodeSegmentHeader({ baseOffset: 1, createdAtMicros: 2 });
+    const hv = viewOf(h);
+    hv.setUint32(8, 0xffff_ffff);
+    hv.setUint32(24, crc32(h.subarray(0, 24)));
+    const verdict = decodeSegmentHeader(h);
+    expect(isHeaderVerdict(verdict) && verdict.kind).toBe('OffsetTooLarge');
+  });
+
   it('native_and_pure_checksums_agree_and_continue', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 600 }), fc.nat({ max: 600 }), (bytes, cut) => {
