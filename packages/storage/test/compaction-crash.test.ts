@@ -1,7 +1,7 @@
 // Goal: a process killed at any point of a compaction pass leaves a log that replays to the same
 // cache and the same counter sums. Method: a child process writes a fixed dataset, then compacts
-// in a loop; it is SIGKILLed after a random number of pass steps (mid copy, at the trim, or mid
-// way through a segment swap), many rounds over one directory; after each kill the state is
+// in a loop; it is SIGKILLed after a random number of pass steps (mid copy, at the trim, or between
+// segment deletions), many rounds over one directory; after each kill the state is
 // reopened from disk and compared with the dataset's. FELIX_CRASH_SEED=<seed> replays a run.
 import { resolve } from 'node:path';
 import { type Child, spawnNode } from '@felix/testing-harness';

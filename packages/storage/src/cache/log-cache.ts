@@ -169,7 +169,7 @@ export class LogCache {
     for (let attempt = 0; attempt < GET_READ_ATTEMPTS_MAX; attempt++) {
       const e = this.index.get(key);
       if (e === undefined || isExpired(e.expiresAtMillis, this.now())) return undefined;
-      const rec = await this.writer.read(() => this.readAt(e.offset));
+      const rec = await this.readAt(e.offset);
       if (rec !== undefined) {
         return { value: rec.value, version: e.version, expiresAtMillis: e.expiresAtMillis };
       }
@@ -225,13 +225,11 @@ export class LogCache {
         log: this.log,
         pendingBelow: (cut) => this.keysBelow(cut).length,
         batches: (cut) => this.copyBatches(cut),
-        seal: () => this.writer.exclusive(() => this.log.seal()),
+        seal: () => this.log.seal(),
         trim: (cut) =>
-          this.writer.exclusive(async () => {
-            if (this.keysBelow(cut).length > 0) return false;
-            await this.log.trimBelow(cut);
-            return true;
-          }),
+          this.keysBelow(cut).length > 0
+            ? Promise.resolve(false)
+            : this.log.trimBelow(cut).then(() => true),
         stopping: () => this.stoppingFlag,
       };
       this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
@@ -363,7 +361,7 @@ export class LogCache {
     for (let attempt = 0; attempt < WATCH_SNAPSHOT_READ_ATTEMPTS_MAX; attempt++) {
       const e = this.index.get(s.key);
       if (e === undefined || e.version !== s.version) return undefined;
-      const rec = await this.writer.read(() => this.readAt(e.offset));
+      const rec = await this.readAt(e.offset);
       if (rec !== undefined) return rec.value;
     }
     throw new ProjectionReadMovedError(s.key);
@@ -376,9 +374,7 @@ export class LogCache {
   ): AsyncIterable<CacheChange> {
     let at = from;
     while (at < to) {
-      const res = await this.writer.read(() =>
-        this.log.read(at, { maxRecords: WATCH_REPLAY_PAGE_RECORDS_MAX }),
-      );
+      const res = await this.log.read(at, { maxRecords: WATCH_REPLAY_PAGE_RECORDS_MAX });
       if (res.kind === 'trimmed') throw new WatchHistoryTrimmedError(at);
       for (const r of res.records) {
         if (r.offset >= to) return;
@@ -424,9 +420,7 @@ export class LogCache {
     let found: LiveRead[] = [];
     let at = this.log.baseOffset;
     while (at < cut) {
-      const res = await this.writer.read(() =>
-        this.log.read(at, { maxRecords: COMPACTION_SCAN_PAGE_RECORDS }),
-      );
+      const res = await this.log.read(at, { maxRecords: COMPACTION_SCAN_PAGE_RECORDS });
       if (res.kind === 'trimmed') {
         at = res.oldest;
         continue;

@@ -41,16 +41,11 @@ export interface ProjectionLog {
   read(from: number, budget?: { maxBytes?: number; maxRecords?: number }): Promise<PortReadResult>;
   /** Makes everything written durable, whatever the fsync mode. */
   flush(): Promise<void>;
-  /**
-   * True when `seal` and `trimBelow` need the projection quiesced (no claim or read in flight),
-   * as the SegmentLog adapter does because it closes and reopens the log around them.
-   */
-  readonly quiesceForSegmentChanges: boolean;
   /** Chooses a compaction cut: every record below it is written; records at or past it stay. */
   seal(): Promise<number>;
   /**
    * Deletes whole segments lying entirely below `cut`, oldest first, syncing the directory after
-   * each. Called with the projection quiesced when `quiesceForSegmentChanges` says so.
+   * each. Records at or past `cut` and reads in progress are unaffected.
    */
   trimBelow(cut: number): Promise<void>;
   close(): Promise<void>;

@@ -8,8 +8,7 @@
  *
  * Records appended behind the projection (replication writes straight to the log) are applied
  * in offset order: by the next write before its own apply, and by readers whenever nothing of
- * ours is in flight. `exclusive` quiesces the projection (no write or read in flight) for the
- * short step in which compaction swaps segments out.
+ * ours is in flight.
  */
 import { assert } from '@felix/common';
 import type { Claim, ProjectionLog } from './log-port.js';
@@ -28,10 +27,8 @@ export class ProjectionWriter {
   frontier: number;
   /** Writes claimed and not yet applied or failed. */
   inFlight = 0;
-  private readsInFlight = 0;
   /** A reader is applying records appended behind us; writes must queue on the apply lock. */
   private catchingUp = false;
-  private gate: Promise<void> | undefined;
   private idleWaiters: Array<() => void> = [];
   closed = false;
 
@@ -52,21 +49,6 @@ export class ProjectionWriter {
     if (this.closed) throw new ProjectionClosedError(this.what);
   }
 
-  /**
-   * Runs a reader's log access: waits while compaction swaps segments, and is counted so the swap
-   * waits for it. Reads made by a write's apply step must not come through here.
-   */
-  async read<T>(fn: () => Promise<T>): Promise<T> {
-    while (this.gate !== undefined) await this.gate;
-    this.readsInFlight++;
-    try {
-      return await fn();
-    } finally {
-      this.readsInFlight--;
-      this.wakeIfIdle();
-    }
-  }
-
   /** True when records were appended behind the projection and nothing of ours is in flight. */
   isBehind(): boolean {
     return this.inFlight === 0 && this.log.tailOffset > this.frontier;
@@ -75,19 +57,17 @@ export class ProjectionWriter {
   /** Brings the projection up to the log's tail when records were appended behind it. */
   async catchUpIfBehind(): Promise<void> {
     if (!this.isBehind()) return;
-    await this.read(() =>
-      this.applyLock.run(async () => {
-        if (this.inFlight > 0) return;
-        const tail = this.log.tailOffset;
-        if (tail <= this.frontier) return;
-        this.catchingUp = true;
-        try {
-          this.frontier = await this.replay(this.frontier, tail);
-        } finally {
-          this.catchingUp = false;
-        }
-      }),
-    );
+    await this.applyLock.run(async () => {
+      if (this.inFlight > 0) return;
+      const tail = this.log.tailOffset;
+      if (tail <= this.frontier) return;
+      this.catchingUp = true;
+      try {
+        this.frontier = await this.replay(this.frontier, tail);
+      } finally {
+        this.catchingUp = false;
+      }
+    });
   }
 
   /**
@@ -104,10 +84,6 @@ export class ProjectionWriter {
     load?: () => Promise<L>,
   ): Promise<T> {
     this.checkOpen();
-    while (this.gate !== undefined) {
-      await this.gate;
-      this.checkOpen();
-    }
     const staging = prepare();
     if (staging === undefined) return empty();
     let claimed: Promise<Claim>;
@@ -158,26 +134,6 @@ export class ProjectionWriter {
     }
   }
 
-  /**
-   * Runs `fn` with no write or read in flight (new ones wait until it finishes), when the log
-   * needs that for segment changes; otherwise runs it directly.
-   */
-  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (!this.log.quiesceForSegmentChanges) return fn();
-    while (this.gate !== undefined) await this.gate;
-    let open: () => void = () => {};
-    this.gate = new Promise<void>((r) => {
-      open = r;
-    });
-    try {
-      await this.idle();
-      return await fn();
-    } finally {
-      this.gate = undefined;
-      open();
-    }
-  }
-
   /** Refuses new writes and waits for every claimed one to apply or fail. */
   async close(): Promise<void> {
     this.closed = true;
@@ -185,15 +141,15 @@ export class ProjectionWriter {
   }
 
   private idle(): Promise<void> {
-    if (this.inFlight === 0 && this.readsInFlight === 0) return Promise.resolve();
+    if (this.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   private wakeIfIdle(): void {
-    if (this.inFlight !== 0 || this.readsInFlight !== 0) return;
+    if (this.inFlight !== 0) return;
     const ws = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of ws) w();
-    assert(this.inFlight >= 0 && this.readsInFlight >= 0, 'in-flight counts never go negative');
+    assert(this.inFlight >= 0, 'the in-flight count never goes negative');
   }
 }

@@ -124,13 +124,11 @@ export class CounterLog {
         log: this.log,
         pendingBelow: (cut) => this.keysBelow(cut).length,
         batches: (cut) => this.copyBatches(cut),
-        seal: () => this.writer.exclusive(() => this.log.seal()),
+        seal: () => this.log.seal(),
         trim: (cut) =>
-          this.writer.exclusive(async () => {
-            if (this.keysBelow(cut).length > 0) return false;
-            await this.log.trimBelow(cut);
-            return true;
-          }),
+          this.keysBelow(cut).length > 0
+            ? Promise.resolve(false)
+            : this.log.trimBelow(cut).then(() => true),
         stopping: () => this.stoppingFlag,
       };
       this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {

@@ -22,8 +22,6 @@ export class MemoryLog implements ProjectionLog {
     this.sequencer = new CommitSequencer(store.tail);
   }
 
-  readonly quiesceForSegmentChanges = false;
-
   get baseOffset(): number {
     return this.store.bases[0]!;
   }
