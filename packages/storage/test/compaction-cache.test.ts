@@ -116,22 +116,36 @@ describe('cache compaction', () => {
       release = r;
     });
     let batches = 0;
-    const log = new MemoryLog();
-    const cache = await open(log, {
-      beforeBatch: async () => {
-        batches++;
-        await held;
-      },
-    });
-    for (let i = 0; i < 100; i++) await cache.put(`k${i}`, bytes(`a${i}`));
-    const pass = cache.compact();
-    await waitFor(() => batches > 0, 'the pass to reach its first batch');
-    for (let i = 0; i < 100; i++) await cache.put(`k${i}`, bytes(`b${i}`));
-    expect(text(await cache.delete('k0'))).toBe('b0');
-    release();
-    await pass;
-    expect(await cache.get('k0')).toBeUndefined();
-    for (let i = 1; i < 100; i++) expect(text(await cache.get(`k${i}`))).toBe(`b${i}`);
+    const dir = await tempDir('felix-compact-');
+    try {
+      const { cache, port } = await openDiskCache(dir.path, {
+        fsync: 'onCommit',
+        compaction: {
+          auto: false,
+          bytesPerSec: 0,
+          beforeBatch: async () => {
+            batches++;
+            await held;
+          },
+        },
+      });
+      for (let i = 0; i < 100; i++) await cache.put(`k${i}`, bytes(`a${i}`));
+      const pass = cache.compact();
+      await waitFor(() => batches > 0, 'the pass to reach its first batch');
+      // The pass has sealed and is held before copying: writes and reads go on regardless.
+      for (let i = 0; i < 100; i++) await cache.put(`k${i}`, bytes(`b${i}`));
+      expect(text(await cache.delete('k0'))).toBe('b0');
+      expect(text(await cache.get('k1'))).toBe('b1');
+      release();
+      const result = await pass;
+      expect(result.trimmed).toBe(true);
+      expect(await cache.get('k0')).toBeUndefined();
+      for (let i = 1; i < 100; i++) expect(text(await cache.get(`k${i}`))).toBe(`b${i}`);
+      expect(port.baseOffset).toBe(result.cut);
+      await cache.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 });
 
