@@ -118,6 +118,12 @@ export const COMPACTION_ROUNDS_MAX = 3;
 /** Copy budget per store (reference default); 0 = unlimited. A cache copy costs 2x payload. */
 export const COMPACTION_BYTES_PER_SEC_DEFAULT = 64 * 1024 * 1024;
 
+/**
+ * Deletes one expiry pass appends at most (reference: 1024 per shard per pass), so a pass over a
+ * cache full of lapsed keys is one bounded write, not a storm.
+ */
+export const EXPIRY_DELETES_PER_PASS_MAX = 1024;
+
 /** Dead letters one list call answers at most: listing walks the index and reads each entry. */
 export const DEAD_LETTER_LIST_MAX = 1000;
 

@@ -74,3 +74,41 @@ describe('LogCache', () => {
     expect(await cache.delete('t')).toBeUndefined();
   });
 });
+
+describe('LogCache expiry pass', () => {
+  it('an_expiry_pass_appends_deletes_that_watchers_see', async () => {
+    const clock = new ManualClock();
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, now: clock.now, compaction: { auto: false } });
+    await cache.put('a', bytes('1'), { ttlMs: 10 });
+    await cache.put('b', bytes('2'), { ttlMs: 50 });
+    await cache.put('c', bytes('3'));
+    const w = collect(cache.watch({ prefix: '' }, { kind: 'live' }));
+    expect(await cache.expireDue()).toBe(0);
+    clock.advance(10);
+    expect(await cache.expireDue()).toBe(1);
+    await waitFor(() => w.events.length === 1, 'the expiry delete');
+    expect(describeChanges(w.events)).toEqual(['a-@3']);
+    expect(log.tailOffset).toBe(4);
+    expect(await cache.expireDue()).toBe(0);
+    expect(text(await cache.get('b'))).toBe('2');
+    await cache.close();
+  });
+
+  it('a_key_refreshed_before_the_expiry_pass_claims_survives_it', async () => {
+    const clock = new ManualClock();
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, now: clock.now, compaction: { auto: false } });
+    await cache.put('k', bytes('old'), { ttlMs: 5 });
+    clock.advance(5);
+    log.shutGate();
+    const refresh = cache.put('k', bytes('new'));
+    await waitFor(() => log.stagedCount === 1, 'the refresh to be staged');
+    log.passNewClaims();
+    expect(await cache.expireDue().then((n) => n)).toBe(0);
+    log.openGate();
+    await refresh;
+    expect(text(await cache.get('k'))).toBe('new');
+    await cache.close();
+  });
+});

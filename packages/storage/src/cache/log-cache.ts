@@ -27,6 +27,7 @@ import {
   COMPACTION_BATCH_RECORDS,
   COMPACTION_SCAN_PAGE_RECORDS,
   COMPACTION_GARBAGE_RATIO,
+  EXPIRY_DELETES_PER_PASS_MAX,
   GET_READ_ATTEMPTS_MAX,
   RECORD_FRAMING_BYTES,
   REPLAY_PAGE_RECORDS_MAX,
@@ -210,6 +211,49 @@ export class LogCache {
     );
     this.maybeCompact();
     return removed;
+  }
+
+  /**
+   * The owner's expiry pass: appends one delete per key whose expiry has passed (at most `max`),
+   * so watchers see expiries as deletes. Each key is re-checked when the batch is claimed: a key
+   * refreshed since, or with a write staged, is left alone. Answers how many were deleted.
+   */
+  async expireDue(max = EXPIRY_DELETES_PER_PASS_MAX): Promise<number> {
+    this.writer.checkOpen();
+    if (this.writer.isBehind()) await this.writer.catchUpIfBehind();
+    const limit = Math.min(max, EXPIRY_DELETES_PER_PASS_MAX);
+    const due: string[] = [];
+    const scanNow = this.now();
+    for (const [key, e] of this.index) {
+      if (due.length >= limit) break;
+      if (isExpired(e.expiresAtMillis, scanNow)) due.push(key);
+    }
+    if (due.length === 0) return 0;
+    let picked: string[] = [];
+    return this.writer.commit(
+      () => {
+        const nowMs = this.now();
+        picked = due.filter((key) => {
+          const e = this.index.get(key);
+          return (
+            e !== undefined && isExpired(e.expiresAtMillis, nowMs) && !this.writer.isStaged(key)
+          );
+        });
+        if (picked.length === 0) return undefined;
+        const payloads = picked.map((key) =>
+          encodeCacheRecord({ op: 'delete', key, expiresAtMillis: 0, value: new Uint8Array() }),
+        );
+        return { keys: picked, payloads };
+      },
+      (first) => {
+        picked.forEach((key, i) => {
+          this.applyDelete(key, first + i);
+          this.hub.publish({ offset: first + i, key, op: 'delete', expiresAtMillis: 0 });
+        });
+        return picked.length;
+      },
+      () => 0,
+    );
   }
 
   watch(filter: WatchFilter, start: WatchStart, opts: WatchOptions = {}): CacheWatch {
