@@ -31,6 +31,10 @@ import {
   type TlsOptions,
 } from './protocol/broker-connection.js';
 import { Publisher, type PublisherOptions } from './publisher.js';
+import { Cache } from './projections/cache.js';
+import { Counter } from './projections/counter.js';
+import { Group, type GroupOptions } from './projections/group.js';
+import type { ProjectionHost } from './projections/host.js';
 import { type StatusEvent, StatusHub } from './status.js';
 import { ShardReader, Subscription } from './subscription.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
@@ -309,6 +313,31 @@ export class FelixClient {
       opts.bufferBatches ?? SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
       opts.signal,
     );
+  }
+
+  /** A cache declared on the broker: put/get/delete and watch. */
+  cache(name: string): Cache {
+    return new Cache(this.projectionHost(), name);
+  }
+
+  /** Counters beside the cache `name` (durable brokers only). */
+  counter(name: string): Counter {
+    return new Counter(this.projectionHost(), name);
+  }
+
+  /** A consumer group on one shard of a durable stream. */
+  group(stream: string, group: string, opts: GroupOptions = {}): Group {
+    return new Group(this.projectionHost(), stream, group, opts);
+  }
+
+  private projectionHost(): ProjectionHost {
+    const client = this;
+    return {
+      connection: (signal?: AbortSignal) => client.connection(signal),
+      get closed() {
+        return client.isClosed;
+      },
+    };
   }
 
   /** Closes the connection; waiting calls fail with ClientClosedError. */

@@ -121,6 +121,14 @@ export class BrokerUnknownCodeError extends BrokerRefusedError {
   }
 }
 
+/** A group settle named a claim that no longer stands (it lapsed, or the group was sought). */
+export class StaleClaimError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_STALE_CLAIM';
+  constructor(a: BrokerAnswer) {
+    super(a, 'retry');
+  }
+}
+
 const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
   unauthenticated: UnauthenticatedError,
   forbidden: ForbiddenError,
@@ -132,6 +140,7 @@ const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
   draining: DrainingError,
   internal: BrokerInternalError,
   storage: BrokerStorageError,
+  stale_claim: StaleClaimError,
 };
 
 /** Builds the typed error for a broker answer. */
@@ -234,5 +243,13 @@ export class ConnectionLostError extends ClientError {
   readonly code = 'FELIX_CLIENT_CONNECTION_LOST';
   constructor(server: string, options?: FelixErrorOptions) {
     super(`the connection to ${server} was lost`, { retry: 'reconnect', ...options });
+  }
+}
+
+/** The broker did not advertise the feature a call needs (an older or in-memory broker). */
+export class FeatureUnsupportedError extends ClientError {
+  readonly code = 'FELIX_CLIENT_FEATURE_UNSUPPORTED';
+  constructor(readonly feature: string) {
+    super(`the broker does not offer ${feature}`);
   }
 }

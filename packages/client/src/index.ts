@@ -48,3 +48,15 @@ export { Subscription } from './subscription.js';
 export type { StreamEvent } from './subscription.js';
 export { backoffDelayMs } from './util/backoff.js';
 export { BoundedQueue } from './util/bounded-queue.js';
+export { Cache } from './projections/cache.js';
+export type {
+  CachePutOptions,
+  CacheWatchEvent,
+  CacheWatchOptions,
+  WatchFilterSpec,
+} from './projections/cache.js';
+export { Counter } from './projections/counter.js';
+export { Group, GroupMessage } from './projections/group.js';
+export type { GroupInfo, GroupOptions, PollOptions } from './projections/group.js';
+export { FeatureUnsupportedError, StaleClaimError } from './errors.js';
+export { GROUP_POLL_RECORDS_DEFAULT, GROUP_POLL_WAIT_MS_DEFAULT } from './limits.js';

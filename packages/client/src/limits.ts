@@ -41,3 +41,8 @@ export const FRAME_BYTES_MAX = 16 * 1024 * 1024;
 export const PAYLOAD_BYTES_MAX = 16 * 1024 * 1024 - 64 * 1024;
 /** Shard counts cached per stream name (a lookup per unseen stream otherwise). */
 export const SHARD_CACHE_STREAMS_MAX = 4096;
+
+/** Records a consumer-group poll asks for when the caller names none (the broker caps at 1,000). */
+export const GROUP_POLL_RECORDS_DEFAULT = 100;
+/** Long-poll wait of a group poll: long enough to idle cheaply, inside the broker's 30 s cap. */
+export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;

@@ -20,6 +20,7 @@ import { startHttp } from './http/http-server.js';
 import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
 import { openDurableStore } from './streams/durable-store.js';
+import { Projections } from './caches/projection-requests.js';
 
 /** Transport timeouts for client connections: notice a dead peer within ~15 s. */
 const IDLE_TIMEOUT_MS = 15_000;
@@ -41,6 +42,7 @@ export class Broker {
   private listeners: Listener[] = [];
   private http: Server | null = null;
   private catalog: Catalog | null = null;
+  private projections: Projections | null = null;
   readonly metrics = new BrokerMetrics();
   addresses: BrokerAddresses | null = null;
 
@@ -65,8 +67,9 @@ export class Broker {
     const m = this.metrics;
     this.catalog = await Catalog.open(cfg, (s, i) => openDurableStore(cfg, s, i, m), {
       onDrop: (n) => m.fanoutDropped.inc(n),
-      onApply: () => undefined,
+      onApply: () => this.projections?.onApply(),
     });
+    this.projections = new Projections(cfg, this.catalog, m);
     m.streams.set({ durable: 'true' }, cfg.streams.filter((s) => s.durable).length);
     m.streams.set({ durable: 'false' }, cfg.streams.filter((s) => !s.durable).length);
     const tls = await this.tlsMaterial();
@@ -170,6 +173,7 @@ export class Broker {
       metrics: this.metrics,
       log: this.log,
       draining: () => this.draining,
+      ...(this.projections ? { projections: this.projections } : {}),
     });
     this.sessions.add(session);
     this.metrics.connections.inc({ transport: conn.transport });
@@ -219,6 +223,7 @@ export class Broker {
       ),
     );
     await Promise.allSettled(this.listeners.map((l) => l.close()));
+    await this.projections?.close();
     await this.catalog?.close();
     await new Promise<void>((resolve) => {
       if (!this.http) resolve();

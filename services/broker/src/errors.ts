@@ -83,3 +83,28 @@ export class DrainingError extends BrokerError {
     super('broker is draining', { retry: 'retry' });
   }
 }
+
+/**
+ * A cache, counter, watch or group request the broker answers with a wire `error` (reference
+ * §1.8): `wireCode` and `wireRetry` go on the wire, `reason` labels the bad-input metric.
+ */
+export class RequestRefusedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_REQUEST_REFUSED';
+  constructor(
+    readonly wireCode:
+      | 'forbidden'
+      | 'not_found'
+      | 'invalid_request'
+      | 'limit_exceeded'
+      | 'draining'
+      | 'internal'
+      | 'storage'
+      | 'stale_claim',
+    readonly wireRetry: 'retry' | 'retry_after' | 'outcome_unknown' | 'fatal',
+    message: string,
+    readonly reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

@@ -64,3 +64,45 @@ export const SEGMENT_BYTES_DEFAULT = 256 * 1024 * 1024;
 export const RETENTION_CHECK_INTERVAL_MS_DEFAULT = 60_000;
 /** YAML config file size read at startup. */
 export const CONFIG_FILE_BYTES_MAX = 4 * 1024 * 1024;
+
+// ---- caches, counters, watches and consumer groups (served over the wire) ----
+
+/** Default per-watcher queue of cache changes; past it the watch is ended (lagged), never thinned. */
+export const WATCH_QUEUE_CAPACITY_DEFAULT = 4096;
+/** Ceiling on the watcher queue: each queued change pins its value in memory. */
+export const WATCH_QUEUE_CAPACITY_MAX = 65_536;
+/** Watches one connection may hold at once; each owns a queue and a uni stream. */
+export const WATCHES_PER_CONNECTION_MAX = 1024;
+/** Cache and counter keys, in UTF-8 bytes (the storage record carries a u16 length). */
+export const CACHE_KEY_BYTES_MAX = 1024;
+/** Largest TTL a put may carry: about a thousand years keeps expiry inside a safe integer. */
+export const CACHE_TTL_MS_MAX = 2 ** 45;
+
+/** Claim length when a poll names none (reference: 30 s). */
+export const GROUP_VISIBILITY_MS_DEFAULT = 30_000;
+/** Ceiling on a poll's, an extend's or a nack delay's length (12 h: a claim is not storage). */
+export const GROUP_VISIBILITY_MS_MAX_DEFAULT = 12 * 60 * 60 * 1000;
+/** Hard ceiling the config may raise the visibility maximum to (7 days). */
+export const GROUP_VISIBILITY_MS_CEILING = 7 * 24 * 60 * 60 * 1000;
+/** Deliveries of one record before it is recorded as a dead letter (reference: 5). */
+export const GROUP_ATTEMPTS_MAX_DEFAULT = 5;
+/** Unsettled records per group per shard before polls answer empty (reference: 10,000). */
+export const GROUP_IN_FLIGHT_MAX_DEFAULT = 10_000;
+/** Ceiling on the in-flight cap: each claim is a map entry and a timer deadline in memory. */
+export const GROUP_IN_FLIGHT_CEILING = 1_000_000;
+/** Records per poll answer (reference: 1,000). */
+export const GROUP_POLL_RECORDS_MAX = 1000;
+/** Payload bytes per poll answer (reference: ~4 MiB), well under the frame bound. */
+export const GROUP_POLL_BYTES_MAX_DEFAULT = 4 * 1024 * 1024;
+/** Ceiling on the poll byte budget: the answer is one JSON frame (base64 grows it by 4/3). */
+export const GROUP_POLL_BYTES_CEILING = 8 * 1024 * 1024;
+/** Longest long-poll `wait_ms` (reference: 30 s). */
+export const GROUP_WAIT_MS_MAX_DEFAULT = 30_000;
+/** A waiting poll re-checks its group at least this often (reference self-check: 100 ms). */
+export const GROUP_WAIT_RECHECK_MS = 100;
+/** Group names, in UTF-8 bytes. */
+export const GROUP_NAME_BYTES_MAX = 255;
+/** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound). */
+export const GROUP_DEAD_LETTER_LIST_MAX = 1000;
+/** Groups held in memory per broker; beyond it polls for new groups are refused (limit). */
+export const GROUPS_IN_MEMORY_MAX = 100_000;

@@ -331,6 +331,36 @@ export class BrokerConnection {
     }
   }
 
+  /** Tenant and namespace this connection authenticated for (requests name them). */
+  get scope(): { tenant: string; namespace: string } {
+    return { tenant: this.opts.tenant, namespace: this.opts.namespace };
+  }
+
+  /** Opens a new stream and authenticates it (for requests that need a stream of their own). */
+  async openStream(): Promise<{ stream: TransportStream; frames: FrameStream }> {
+    if (this.lostError) throw this.lostError;
+    const { stream, frames } = await authStream(this.conn, this.opts);
+    return { stream, frames };
+  }
+
+  /**
+   * Reserves an id for a broker-opened event stream (a subscription or a watch): `events`
+   * resolves with the stream whose `event_stream_hello` names it; `cancel` drops the reservation.
+   */
+  reserveEventStream(): { id: number; events: Promise<FrameStream>; cancel(): void } {
+    const id = this.nextSubscriptionId++;
+    const events = new Promise<FrameStream>((resolve, reject) => {
+      const early = this.unclaimed.get(id);
+      if (early) {
+        this.unclaimed.delete(id);
+        resolve(early);
+      } else this.eventWaiters.set(id, resolve);
+      void this.lost.then(reject);
+    });
+    events.catch(() => undefined);
+    return { id, events, cancel: () => this.eventWaiters.delete(id) };
+  }
+
   /** Opens a subscription on one shard. Cursor errors throw CursorTooOld/InFutureError. */
   async subscribe(
     stream: string,

@@ -10,6 +10,16 @@ import {
   FRAME_BYTES_DEFAULT,
   FRAME_BYTES_MAX,
   FSYNC_INTERVAL_MS_DEFAULT,
+  GROUP_ATTEMPTS_MAX_DEFAULT,
+  GROUP_IN_FLIGHT_CEILING,
+  GROUP_IN_FLIGHT_MAX_DEFAULT,
+  GROUP_POLL_BYTES_CEILING,
+  GROUP_POLL_BYTES_MAX_DEFAULT,
+  GROUP_POLL_RECORDS_MAX,
+  GROUP_VISIBILITY_MS_CEILING,
+  GROUP_VISIBILITY_MS_DEFAULT,
+  GROUP_VISIBILITY_MS_MAX_DEFAULT,
+  GROUP_WAIT_MS_MAX_DEFAULT,
   HTTP_PORT_DEFAULT,
   LISTEN_PORT_DEFAULT,
   PREAUTH_FRAME_BYTES_DEFAULT,
@@ -22,6 +32,8 @@ import {
   SEGMENT_BYTES_DEFAULT,
   SUBSCRIBER_QUEUE_BATCHES_DEFAULT,
   SUBSCRIBER_QUEUE_BATCHES_MAX,
+  WATCH_QUEUE_CAPACITY_DEFAULT,
+  WATCH_QUEUE_CAPACITY_MAX,
 } from '../limits.js';
 
 export type VarType = 'int' | 'bool' | 'string' | 'enum' | 'list';
@@ -48,7 +60,12 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
 /** Environment variable naming the YAML config file (not itself a config key). */
 export const CONFIG_FILE_ENV = 'FELIX_BROKER_CONFIG';
 /** Prefixes the broker owns: an unknown variable under one of them is a startup error. */
-export const OWNED_ENV_PREFIXES = ['FELIX_BROKER_', 'FELIX_DURABLE_', 'FELIX_MEMORY_'] as const;
+export const OWNED_ENV_PREFIXES = [
+  'FELIX_BROKER_',
+  'FELIX_DURABLE_',
+  'FELIX_MEMORY_',
+  'FELIX_GROUP_',
+] as const;
 
 const PORT = { min: 0, max: 65_535 };
 
@@ -252,6 +269,78 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     max: 2 ** 34,
     doc: 'Payload bytes the ring of each shard keeps.',
   },
+  {
+    key: 'broker.watch_queue_capacity',
+    env: 'FELIX_BROKER_WATCH_QUEUE_CAPACITY',
+    type: 'int',
+    default: WATCH_QUEUE_CAPACITY_DEFAULT,
+    min: 1,
+    max: WATCH_QUEUE_CAPACITY_MAX,
+    doc: 'Cache changes one watcher may have queued; past it the watch is ended with `cache_watch_lagged`.',
+  },
+  {
+    key: 'groups.visibility_timeout_ms',
+    env: 'FELIX_GROUP_VISIBILITY_TIMEOUT_MS',
+    type: 'int',
+    default: GROUP_VISIBILITY_MS_DEFAULT,
+    min: 1,
+    max: GROUP_VISIBILITY_MS_CEILING,
+    doc: 'Claim length of a polled record when the poll names no `visibility_ms`; a lapsed claim is owed to the next poller.',
+  },
+  {
+    key: 'groups.max_visibility_ms',
+    env: 'FELIX_GROUP_MAX_VISIBILITY_MS',
+    type: 'int',
+    default: GROUP_VISIBILITY_MS_MAX_DEFAULT,
+    min: 1,
+    max: GROUP_VISIBILITY_MS_CEILING,
+    doc: 'Ceiling on a poll `visibility_ms`, a `group_extend` and a nack `delay_ms`.',
+  },
+  {
+    key: 'groups.max_attempts',
+    env: 'FELIX_GROUP_MAX_ATTEMPTS',
+    type: 'int',
+    default: GROUP_ATTEMPTS_MAX_DEFAULT,
+    min: 1,
+    max: 1000,
+    doc: 'Deliveries of one record before it is recorded as a dead letter and the group moves on.',
+  },
+  {
+    key: 'groups.max_in_flight',
+    env: 'FELIX_GROUP_MAX_IN_FLIGHT',
+    type: 'int',
+    default: GROUP_IN_FLIGHT_MAX_DEFAULT,
+    min: 1,
+    max: GROUP_IN_FLIGHT_CEILING,
+    doc: 'Unsettled (claimed) records per group per shard; polls at the cap answer empty and wait for room.',
+  },
+  {
+    key: 'groups.max_poll_records',
+    env: 'FELIX_GROUP_MAX_POLL_RECORDS',
+    type: 'int',
+    default: GROUP_POLL_RECORDS_MAX,
+    min: 1,
+    max: GROUP_POLL_RECORDS_MAX,
+    doc: 'Records one poll answer carries at most (a larger `max_records` is clamped).',
+  },
+  {
+    key: 'groups.max_poll_bytes',
+    env: 'FELIX_GROUP_MAX_POLL_BYTES',
+    type: 'int',
+    default: GROUP_POLL_BYTES_MAX_DEFAULT,
+    min: 1024,
+    max: GROUP_POLL_BYTES_CEILING,
+    doc: 'Payload bytes one poll answer carries at most (one record always fits).',
+  },
+  {
+    key: 'groups.max_wait_ms',
+    env: 'FELIX_GROUP_MAX_WAIT_MS',
+    type: 'int',
+    default: GROUP_WAIT_MS_MAX_DEFAULT,
+    min: 0,
+    max: 600_000,
+    doc: 'Ceiling on a long poll `wait_ms` (a larger one is clamped).',
+  },
 ];
 
 /** Keys allowed inside one `streams[]` entry of the YAML file. */
@@ -277,4 +366,4 @@ export const CACHE_KEYS = [
   'default_ttl_ms',
 ] as const;
 /** Top-level YAML sections. */
-export const TOP_KEYS = ['broker', 'durable', 'memory', 'streams', 'caches'] as const;
+export const TOP_KEYS = ['broker', 'durable', 'memory', 'groups', 'streams', 'caches'] as const;

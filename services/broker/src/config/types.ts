@@ -45,6 +45,7 @@ export interface BrokerConfig {
     max_client_connections: number;
     drain_timeout_ms: number;
     log_level: LogLevel;
+    watch_queue_capacity: number;
   };
   durable: {
     data_dir: string | null;
@@ -54,6 +55,15 @@ export interface BrokerConfig {
     retention_check_interval_ms: number;
   };
   memory: { ring_records: number; ring_bytes: number };
+  groups: {
+    visibility_timeout_ms: number;
+    max_visibility_ms: number;
+    max_attempts: number;
+    max_in_flight: number;
+    max_poll_records: number;
+    max_poll_bytes: number;
+    max_wait_ms: number;
+  };
   streams: StreamConfig[];
   caches: CacheConfig[];
 }

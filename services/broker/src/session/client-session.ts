@@ -207,7 +207,8 @@ export class ClientSession {
       return null;
     }
     // Until the authorization issue lands, a token is accepted as given.
-    const negotiated = negotiateAuth(msg.tenant_id, msg.client_flags, msg.client_features);
+    const offered = SERVER_FEATURES | (this.ctx.projections?.features ?? 0);
+    const negotiated = negotiateAuth(msg.tenant_id, msg.client_flags, msg.client_features, offered);
     this.authenticated = true;
     if (this.authTimer) {
       clearTimeout(this.authTimer);
@@ -218,7 +219,7 @@ export class ClientSession {
         ? {
             type: 'auth_ok',
             server_flags: SERVER_FLAGS & (msg.client_flags ?? 0),
-            server_features: SERVER_FEATURES & (msg.client_features ?? 0),
+            server_features: offered & (msg.client_features ?? 0),
             publish_window: Math.max(1, this.ctx.config.broker.publish_window),
           }
         : { type: 'ok' };
@@ -383,6 +384,10 @@ export class ClientSession {
       case 'auth':
         return new Refusal('invalid_request', 'a second auth on one stream', 'second_auth', true);
       default:
+        if (!quiet && this.ctx.projections?.handles(msg)) {
+          await this.ctx.projections.serve({ conn: this.conn, stream, auth, msg, answers });
+          return null;
+        }
         if (!quiet && has(auth.features, FEATURE_UNSUPPORTED) && 'request_id' in msg) {
           await stream.write(
             jsonFrame({

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
+import type { Projections } from '../caches/projection-requests.js';
 import type { BrokerMetrics } from '../metrics.js';
 
 export interface SessionContext {
@@ -10,4 +11,6 @@ export interface SessionContext {
   metrics: BrokerMetrics;
   log: Logger;
   draining(): boolean;
+  /** Caches, counters, watches and consumer groups (absent in tests that serve streams only). */
+  projections?: Projections;
 }

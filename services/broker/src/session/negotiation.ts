@@ -58,6 +58,7 @@ export function negotiateAuth(
   tenant: string,
   clientFlags: number | undefined,
   clientFeatures: number | undefined,
+  offered: number = SERVER_FEATURES,
 ): Negotiated {
   if (clientFlags === undefined) {
     return { tenant, flags: ORIGINAL_V1_FLAGS & SERVER_FLAGS, features: 0, negotiating: false };
@@ -65,7 +66,7 @@ export function negotiateAuth(
   return {
     tenant,
     flags: clientFlags & SERVER_FLAGS,
-    features: (clientFeatures ?? 0) & SERVER_FEATURES,
+    features: (clientFeatures ?? 0) & offered,
     negotiating: true,
   };
 }

@@ -1,0 +1,255 @@
+/**
+ * `felix.cache(name)`: put/get/delete over the connection's request stream, and `watch()`, an
+ * async iterable of a key's or prefix's changes that survives reconnects and lag by re-watching
+ * from the next offset it has not seen. A retained watch first yields each current value, then a
+ * `state_complete` marker, then live changes.
+ */
+import {
+  FEATURE_CACHE_DELETE,
+  FEATURE_CACHE_WATCH,
+  FEATURE_CACHE_WATCH_RETAINED,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
+import {
+  ConnectionLostError,
+  CursorInFutureError,
+  InvalidArgumentError,
+  OutcomeUnknownError,
+  ProtocolError,
+  brokerError,
+} from '../errors.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import type { FrameStream } from '../protocol/frame-stream.js';
+import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
+import { channelOf } from './request-channel.js';
+
+export interface CachePutOptions {
+  /** Time to live in ms; absent: the cache's default (or never). */
+  ttlMs?: number;
+  signal?: AbortSignal;
+}
+
+export type WatchFilterSpec = { key: string } | { prefix: string };
+
+export interface CacheWatchOptions {
+  /** Yield each matching key's current value first, then `state_complete`, then changes. */
+  retained?: boolean;
+  /** Resume from this offset (the `resumeFrom` of a lagged event, or last offset + 1). */
+  fromOffset?: number;
+  /** Shard of a prefix watch on a multi-shard cache. */
+  shard?: number;
+  signal?: AbortSignal;
+}
+
+export type CacheWatchEvent =
+  | { type: 'put'; key: string; value: Uint8Array; offset: number; expiresAtMillis: number }
+  | { type: 'delete'; key: string; offset: number }
+  /** The retained phase is over: everything before this was current state. */
+  | { type: 'state_complete'; retainedCount: number; resumeOffset: number }
+  /** The broker ended the watch for lag; the watch continues from `resumeFrom`, gaplessly. */
+  | { type: 'lagged'; resumeFrom: number }
+  /** The connection was replaced; the watch continues from `resumeFrom`. */
+  | { type: 'resumed'; resumeFrom: number };
+
+type Answer<T extends Message['type']> = Extract<Message, { type: T }>;
+
+export class Cache {
+  constructor(
+    private readonly host: ProjectionHost,
+    readonly name: string,
+  ) {
+    if (name === '') throw new InvalidArgumentError('cache name must not be empty');
+  }
+
+  private scope(bc: BrokerConnection) {
+    const s = bc.scope;
+    return { tenant_id: s.tenant, namespace: s.namespace, cache: this.name };
+  }
+
+  async put(key: string, value: Uint8Array | string, opts: CachePutOptions = {}): Promise<void> {
+    checkKey(key);
+    if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
+      throw new InvalidArgumentError('ttlMs must be a non-negative integer');
+    const bc = await this.host.connection(opts.signal);
+    await channelOf(bc)
+      .request((request_id) => ({
+        type: 'cache_put',
+        ...this.scope(bc),
+        key,
+        value: bytesOf(value),
+        request_id,
+        ...(opts.ttlMs !== undefined ? { ttl_ms: opts.ttlMs } : {}),
+      }))
+      .catch((err: unknown) => {
+        throw err instanceof ConnectionLostError
+          ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
+          : err;
+      });
+  }
+
+  /** The value, or undefined when the key is absent or expired. A failed read throws. */
+  async get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
+    checkKey(key);
+    const bc = await this.host.connection(opts.signal);
+    const msg = await channelOf(bc).request((request_id) => ({
+      type: 'cache_get',
+      ...this.scope(bc),
+      key,
+      request_id,
+    }));
+    return cacheValueOf(msg);
+  }
+
+  /** Removes a key; resolves with the value it removed (undefined when there was none). */
+  async delete(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
+    checkKey(key);
+    const bc = await this.host.connection(opts.signal);
+    requireFeature(bc, FEATURE_CACHE_DELETE, 'cache_delete');
+    const msg = await channelOf(bc)
+      .request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
+      .catch((err: unknown) => {
+        throw err instanceof ConnectionLostError
+          ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
+          : err;
+      });
+    return cacheValueOf(msg);
+  }
+
+  /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts or on `break`. */
+  watch(filter: WatchFilterSpec, opts: CacheWatchOptions = {}): AsyncIterable<CacheWatchEvent> {
+    if ('key' in filter) checkKey(filter.key);
+    if (opts.retained && opts.fromOffset !== undefined)
+      throw new InvalidArgumentError('retained and fromOffset cannot be combined');
+    return { [Symbol.asyncIterator]: () => this.watchLoop(filter, opts) };
+  }
+
+  private async *watchLoop(
+    filter: WatchFilterSpec,
+    opts: CacheWatchOptions,
+  ): AsyncGenerator<CacheWatchEvent> {
+    const signal = opts.signal;
+    let next = opts.fromOffset;
+    let retainedPhase = opts.retained === true;
+    let current: { ctl?: FrameStream; events?: FrameStream } = {};
+    const stopStreams = () => {
+      current.ctl?.stream.reset(0);
+      current.events?.stream.reset(0);
+    };
+    signal?.addEventListener('abort', stopStreams, { once: true });
+    let resumed = false;
+    try {
+      while (!signal?.aborted && !this.host.closed) {
+        let bc: BrokerConnection;
+        try {
+          bc = await this.host.connection(signal);
+        } catch (err) {
+          if (signal?.aborted) return;
+          throw err;
+        }
+        requireFeature(bc, FEATURE_CACHE_WATCH, 'cache_watch');
+        if (retainedPhase) requireFeature(bc, FEATURE_CACHE_WATCH_RETAINED, 'retained watches');
+        if (resumed && next !== undefined) yield { type: 'resumed', resumeFrom: next };
+        resumed = true;
+        const reservation = bc.reserveEventStream();
+        current = {};
+        try {
+          const { stream, frames } = await bc.openStream();
+          current.ctl = frames;
+          await stream.write(
+            encodeMessage({
+              type: 'cache_watch',
+              ...this.scope(bc),
+              ...('key' in filter ? { key: filter.key } : { prefix: filter.prefix }),
+              ...(opts.shard !== undefined ? { shard: opts.shard } : {}),
+              ...(next !== undefined && !retainedPhase ? { from_offset: next } : {}),
+              retained: retainedPhase,
+              subscription_id: reservation.id,
+            }),
+          );
+          const first = await frames.next();
+          if (first === null) throw new ConnectionLostError(bc.server);
+          const started = decodeMessage(first.payload);
+          if (started.type === 'error') {
+            throw brokerError({
+              brokerCode: started.code ?? 'unknown',
+              message: started.message,
+              retry: started.retry,
+              detail: started.detail,
+            });
+          }
+          if (started.type === 'subscribe_cursor_error')
+            throw new CursorInFutureError(started.requested, started.available);
+          if (started.type !== 'cache_watch_started')
+            throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+          let retainedLeft = retainedPhase ? (started.retained_count ?? 0) : 0;
+          const floor = started.resume_offset;
+          if (retainedPhase && retainedLeft === 0) {
+            retainedPhase = false;
+            next = Math.max(next ?? 0, floor);
+            yield { type: 'state_complete', retainedCount: 0, resumeOffset: floor };
+          }
+          const events = await reservation.events;
+          current.events = events;
+          for (;;) {
+            const frame = await events.next();
+            if (frame === null) break; // the broker ended the watch (shutting down): re-watch
+            const msg = decodeMessage(frame.payload);
+            if (msg.type === 'cache_watch_lagged') {
+              next = msg.resume_from;
+              resumed = false;
+              yield { type: 'lagged', resumeFrom: msg.resume_from };
+              break;
+            }
+            if (msg.type !== 'cache_event') continue;
+            if (!retainedPhase) next = Math.max(next ?? 0, msg.offset + 1);
+            yield msg.value !== undefined
+              ? {
+                  type: 'put',
+                  key: msg.key,
+                  value: msg.value,
+                  offset: msg.offset,
+                  expiresAtMillis: msg.expires_at_millis,
+                }
+              : { type: 'delete', key: msg.key, offset: msg.offset };
+            if (retainedPhase && --retainedLeft === 0) {
+              retainedPhase = false;
+              next = Math.max(next ?? 0, floor);
+              yield {
+                type: 'state_complete',
+                retainedCount: started.retained_count ?? 0,
+                resumeOffset: floor,
+              };
+            }
+          }
+        } catch (err) {
+          if (signal?.aborted) return;
+          // A lost connection re-watches from the next unseen offset; anything else ends the watch.
+          if (!(err instanceof ConnectionLostError) && !bc.isLost && !isStreamReset(err)) throw err;
+        } finally {
+          reservation.cancel();
+          stopStreams();
+        }
+      }
+    } finally {
+      signal?.removeEventListener('abort', stopStreams);
+      stopStreams();
+    }
+  }
+}
+
+function isStreamReset(err: unknown): boolean {
+  const code = (err as { code?: string }).code ?? '';
+  return code.includes('RESET') || code.includes('CLOSED');
+}
+
+function checkKey(key: string): void {
+  if (typeof key !== 'string' || key === '')
+    throw new InvalidArgumentError('a cache key is a non-empty string');
+}
+
+function cacheValueOf(msg: Message): Uint8Array | undefined {
+  if (msg.type !== 'cache_value') throw new ProtocolError(`expected cache_value, got ${msg.type}`);
+  return (msg as Answer<'cache_value'>).value;
+}

@@ -1,0 +1,65 @@
+/**
+ * `felix.counter(name)`: signed 64-bit counters beside the cache `name` (durable brokers only).
+ * `add` answers the sum including the delta; `get` answers the sum or undefined when the key was
+ * never written. Delivery is at least once: an add retried after a lost answer counts twice.
+ */
+import { FEATURE_COUNTERS, type Message } from '@felix/wire';
+import {
+  ConnectionLostError,
+  InvalidArgumentError,
+  OutcomeUnknownError,
+  ProtocolError,
+} from '../errors.js';
+import { type ProjectionHost, requireFeature } from './host.js';
+import { channelOf } from './request-channel.js';
+
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+
+export class Counter {
+  constructor(
+    private readonly host: ProjectionHost,
+    readonly name: string,
+  ) {
+    if (name === '') throw new InvalidArgumentError('counter name must not be empty');
+  }
+
+  /** Adds `delta` and resolves with the sum including it. */
+  async add(key: string, delta: bigint, opts: { signal?: AbortSignal } = {}): Promise<bigint> {
+    if (typeof delta !== 'bigint' || delta < I64_MIN || delta > I64_MAX)
+      throw new InvalidArgumentError('delta must be a bigint in the signed 64-bit range');
+    const msg = await this.send(key, opts.signal, delta).catch((err: unknown) => {
+      throw err instanceof ConnectionLostError
+        ? new OutcomeUnknownError(`counter ${this.name}`, { cause: err })
+        : err;
+    });
+    if (msg.value === undefined) throw new ProtocolError('counter_add answered without a value');
+    return msg.value;
+  }
+
+  /** The sum, or undefined for a key never written (which is not 0n). */
+  async get(key: string, opts: { signal?: AbortSignal } = {}): Promise<bigint | undefined> {
+    return (await this.send(key, opts.signal)).value;
+  }
+
+  private async send(
+    key: string,
+    signal: AbortSignal | undefined,
+    delta?: bigint,
+  ): Promise<Extract<Message, { type: 'counter_value' }>> {
+    if (typeof key !== 'string' || key === '')
+      throw new InvalidArgumentError('a counter key is a non-empty string');
+    const bc = await this.host.connection(signal);
+    requireFeature(bc, FEATURE_COUNTERS, 'counters');
+    const { tenant, namespace } = bc.scope;
+    const scope = { tenant_id: tenant, namespace, cache: this.name, key };
+    const msg = await channelOf(bc).request((request_id) =>
+      delta === undefined
+        ? { type: 'counter_get', ...scope, request_id }
+        : { type: 'counter_add', ...scope, delta, request_id },
+    );
+    if (msg.type !== 'counter_value')
+      throw new ProtocolError(`expected counter_value, got ${msg.type}`);
+    return msg;
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * `felix.group(stream, group, { shard })`: a consumer group on one shard of a durable stream.
+ * `consume()` long-polls (each poll on a stream of its own) and yields GroupMessages to ack,
+ * nack (optionally delayed), extend or dead-letter; settles go over the request stream. The
+ * group is at least once: a record can be delivered again after a lapse, a nack, a redrive or a
+ * broker restart, and `attempts` says which delivery a message is.
+ */
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_GROUP_ADMIN,
+  FEATURE_GROUP_CLAIM_CONTROL,
+  FEATURE_GROUP_DEAD_LETTERS,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
+import {
+  ConnectionLostError,
+  InvalidArgumentError,
+  ProtocolError,
+  brokerError,
+} from '../errors.js';
+import { GROUP_POLL_RECORDS_DEFAULT, GROUP_POLL_WAIT_MS_DEFAULT } from '../limits.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { type ProjectionHost, requireFeature } from './host.js';
+import { channelOf } from './request-channel.js';
+
+export interface GroupOptions {
+  /** The stream shard this group reads (default 0). */
+  shard?: number;
+}
+
+export interface PollOptions {
+  /** Records per poll (the broker caps it at 1,000). */
+  max?: number;
+  /** Long-poll wait when nothing is ready (the broker caps it). */
+  waitMs?: number;
+  /** Claim length for the records handed out (default: the broker's). */
+  visibilityMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface GroupInfo {
+  /** Durable position (every offset below it is finished); undefined if never committed. */
+  committed: number | undefined;
+  tail: number;
+  inFlight: number;
+  owed: number;
+  deadLetters: number;
+}
+
+type GroupAnswer<T extends Message['type']> = Extract<Message, { type: T }>;
+
+/** One delivery of one record. */
+export class GroupMessage {
+  constructor(
+    private readonly group: Group,
+    readonly offset: number,
+    readonly payload: Uint8Array,
+    /** Deliveries of this record including this one. */
+    readonly attempts: number,
+  ) {}
+
+  /** Finishes the record; the group's position moves once every lower record is finished. */
+  ack(): Promise<void> {
+    return this.group.settle('group_ack', this.offset).then(() => undefined);
+  }
+
+  /** Hands the record back: redelivered now, or after `delayMs` (it stays in flight meanwhile). */
+  nack(opts: { delayMs?: number } = {}): Promise<void> {
+    return this.group
+      .settle('group_nack', this.offset, {
+        attempts: this.attempts,
+        ...(opts.delayMs !== undefined ? { delay_ms: opts.delayMs } : {}),
+      })
+      .then(() => undefined);
+  }
+
+  /** Keeps the claim for `ms` more; resolves with the visibility the broker granted. */
+  async extend(ms: number): Promise<number> {
+    const msg = await this.group.settle('group_extend', this.offset, {
+      attempts: this.attempts,
+      extend_ms: ms,
+    });
+    if (msg.type !== 'group_extended') throw new ProtocolError(`expected group_extended`);
+    return msg.visible_ms;
+  }
+
+  /** Gives up on the record: recorded as a dead letter, then finished. */
+  deadLetter(): Promise<void> {
+    return this.group.settle('group_dead_letter', this.offset).then(() => undefined);
+  }
+}
+
+export class Group {
+  readonly shard: number;
+
+  constructor(
+    private readonly host: ProjectionHost,
+    readonly stream: string,
+    readonly name: string,
+    opts: GroupOptions = {},
+  ) {
+    if (stream === '' || name === '')
+      throw new InvalidArgumentError('stream and group names must not be empty');
+    this.shard = opts.shard ?? 0;
+    if (!Number.isInteger(this.shard) || this.shard < 0)
+      throw new InvalidArgumentError('shard must be a non-negative integer');
+  }
+
+  private scope(bc: BrokerConnection) {
+    const s = bc.scope;
+    return {
+      tenant_id: s.tenant,
+      namespace: s.namespace,
+      stream: this.stream,
+      shard: this.shard,
+      group: this.name,
+    };
+  }
+
+  /** Polls until records are ready or the wait ends; may resolve empty. */
+  async poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
+    const bc = await this.host.connection(opts.signal);
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
+    const { stream, frames } = await bc.openStream();
+    const onAbort = () => stream.reset(0);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      await stream.write(
+        encodeMessage({
+          type: 'group_poll',
+          ...this.scope(bc),
+          max_records: opts.max ?? GROUP_POLL_RECORDS_DEFAULT,
+          wait_ms: opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT,
+          request_id: 1,
+          reclaim: false,
+          ...(opts.visibilityMs !== undefined ? { visibility_ms: opts.visibilityMs } : {}),
+        }),
+      );
+      const frame = await frames.next();
+      if (frame === null) throw new ConnectionLostError(bc.server);
+      const msg = decodeMessage(frame.payload);
+      if (msg.type === 'error') throw answerError(msg);
+      if (msg.type !== 'group_records')
+        throw new ProtocolError(`expected group_records, got ${msg.type}`);
+      return msg.records.map((r) => new GroupMessage(this, r.offset, r.payload, r.attempts));
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      stream.end().catch(() => undefined);
+    }
+  }
+
+  /** Yields messages as they are handed out, polling again whenever a poll comes back. */
+  consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        while (!opts.signal?.aborted && !self.host.closed) {
+          let batch: GroupMessage[];
+          try {
+            batch = await self.poll(opts);
+          } catch (err) {
+            if (opts.signal?.aborted || self.host.closed) return;
+            // A lost connection: the next poll waits for the reconnect.
+            if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
+            throw err;
+          }
+          for (const m of batch) yield m;
+        }
+      },
+    };
+  }
+
+  /** @internal Sends a settle or another group request over the request stream. */
+  async settle(
+    type:
+      | 'group_ack'
+      | 'group_nack'
+      | 'group_extend'
+      | 'group_dead_letter'
+      | 'group_discard'
+      | 'group_redrive',
+    offset: number,
+    extra: Record<string, number> = {},
+  ): Promise<Message> {
+    const bc = await this.host.connection();
+    requireFeature(
+      bc,
+      type === 'group_ack' || type === 'group_nack'
+        ? FEATURE_CONSUMER_GROUP
+        : type === 'group_discard' || type === 'group_redrive'
+          ? FEATURE_GROUP_DEAD_LETTERS
+          : FEATURE_GROUP_CLAIM_CONTROL,
+      type,
+    );
+    return channelOf(bc).request(
+      (request_id) => ({ type, ...this.scope(bc), offset, ...extra, request_id }) as Message,
+    );
+  }
+
+  /** Offsets the group gave up on, lowest first. */
+  async deadLetters(): Promise<number[]> {
+    const msg = await this.admin('group_dead_letters', FEATURE_GROUP_DEAD_LETTERS);
+    return (msg as GroupAnswer<'group_dead_letter_list'>).offsets;
+  }
+
+  /** Hands a dead letter out again (attempts start over); recorded durably before it resolves. */
+  async redrive(offset: number): Promise<void> {
+    await this.settle('group_redrive', offset);
+  }
+
+  /** Drops a dead letter for good. */
+  async discard(offset: number): Promise<void> {
+    await this.settle('group_discard', offset);
+  }
+
+  async describe(): Promise<GroupInfo> {
+    const msg = (await this.admin(
+      'group_describe',
+      FEATURE_GROUP_ADMIN,
+    )) as GroupAnswer<'group_info'>;
+    return {
+      committed: msg.committed,
+      tail: msg.tail,
+      inFlight: msg.in_flight,
+      owed: msg.owed,
+      deadLetters: msg.dead_letters,
+    };
+  }
+
+  /** Moves the position (voiding every standing claim); `ifNew` only sets a new group's. */
+  async seek(
+    start: 'earliest' | 'latest' | { offset: number },
+    opts: { ifNew?: boolean } = {},
+  ): Promise<{ offset: number; moved: boolean }> {
+    const msg = (await this.admin('group_seek', FEATURE_GROUP_ADMIN, {
+      start,
+      if_new: opts.ifNew ?? false,
+    })) as GroupAnswer<'group_position'>;
+    return { offset: msg.offset, moved: msg.moved };
+  }
+
+  /** Deletes the group's position, dead letters and in-flight state; answers whether it existed. */
+  async delete(): Promise<boolean> {
+    const msg = (await this.admin(
+      'group_delete',
+      FEATURE_GROUP_ADMIN,
+    )) as GroupAnswer<'group_deleted'>;
+    return msg.existed;
+  }
+
+  private async admin(type: string, bit: number, extra: Record<string, unknown> = {}) {
+    const bc = await this.host.connection();
+    requireFeature(bc, bit, type);
+    return channelOf(bc).request(
+      (request_id) => ({ type, ...this.scope(bc), ...extra, request_id }) as Message,
+    );
+  }
+}
+
+function answerError(msg: Extract<Message, { type: 'error' }>) {
+  return brokerError({
+    brokerCode: msg.code ?? 'unknown',
+    message: msg.message,
+    retry: msg.retry,
+    detail: msg.detail,
+  });
+}
+
+function isStreamReset(err: unknown): boolean {
+  const code = (err as { code?: string }).code ?? '';
+  return code.includes('RESET') || code.includes('CLOSED');
+}

@@ -1,0 +1,108 @@
+/**
+ * One request stream per broker connection for cache, counter and group-settle requests: a
+ * stream of its own (authenticated once), requests pipelined with a `request_id`, answers read
+ * in request order. The broker answers this stream in request order, so an `error` (which
+ * carries no request id) belongs to the oldest unanswered request.
+ */
+import type { TransportStream } from '@felix/transport';
+import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
+import { ConnectionLostError, ProtocolError, brokerError } from '../errors.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import type { FrameStream } from '../protocol/frame-stream.js';
+
+interface Waiting {
+  id: number;
+  resolve(msg: Message): void;
+  reject(err: Error): void;
+}
+
+const channels = new WeakMap<BrokerConnection, RequestChannel>();
+
+/** The request channel of a connection, created on first use. */
+export function channelOf(bc: BrokerConnection): RequestChannel {
+  let ch = channels.get(bc);
+  if (ch === undefined || ch.broken) {
+    ch = new RequestChannel(bc);
+    channels.set(bc, ch);
+  }
+  return ch;
+}
+
+export class RequestChannel {
+  private opened: Promise<{ stream: TransportStream; frames: FrameStream }> | null = null;
+  private readonly waiting: Waiting[] = [];
+  private nextId = 1;
+  private failed: Error | null = null;
+
+  get broken(): boolean {
+    return this.failed !== null;
+  }
+
+  constructor(private readonly bc: BrokerConnection) {
+    void bc.lost.then((err) => this.fail(err));
+  }
+
+  /** Sends one request (built with its request id) and resolves with its answer. */
+  async request(build: (requestId: number) => Message): Promise<Message> {
+    if (this.failed) throw this.failed;
+    if (this.opened === null) {
+      this.opened = this.bc.openStream();
+      this.opened.then(
+        (s) => void this.read(s.frames),
+        (err: unknown) => this.fail(err as Error),
+      );
+    }
+    const s = await this.opened;
+    if (this.failed) throw this.failed;
+    const id = this.nextId++;
+    const answer = new Promise<Message>((resolve, reject) => {
+      this.waiting.push({ id, resolve, reject });
+    });
+    s.stream
+      .write(encodeMessage(build(id)))
+      .catch((err: unknown) => this.fail(new ConnectionLostError(this.bc.server, { cause: err })));
+    return answer;
+  }
+
+  private async read(frames: FrameStream): Promise<void> {
+    try {
+      for (;;) {
+        const frame = await frames.next();
+        if (frame === null) throw new ConnectionLostError(this.bc.server);
+        const msg = decodeMessage(frame.payload);
+        const head = this.waiting.shift();
+        if (head === undefined)
+          throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
+        if (msg.type === 'error') {
+          head.reject(
+            brokerError({
+              brokerCode: msg.code ?? 'unknown',
+              message: msg.message,
+              retry: msg.retry,
+              detail: msg.detail,
+            }),
+          );
+          continue;
+        }
+        const rid = 'request_id' in msg ? msg.request_id : undefined;
+        if (rid !== undefined && rid !== head.id) {
+          const err = new ProtocolError(`answer for request ${rid} while ${head.id} was oldest`);
+          head.reject(err);
+          throw err;
+        }
+        head.resolve(msg);
+      }
+    } catch (err) {
+      this.fail(
+        err instanceof Error ? err : new ConnectionLostError(this.bc.server, { cause: err }),
+      );
+    }
+  }
+
+  private fail(err: Error): void {
+    if (this.failed) return;
+    this.failed = err;
+    for (const w of this.waiting.splice(0)) w.reject(err);
+    void this.opened?.then((s) => s.stream.reset(0)).catch(() => undefined);
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * Answers `cache_put`, `cache_get`, `cache_delete`, `counter_add` and `counter_get`, and opens
+ * `cache_watch`es. Each handler checks its input, finds the shard and answers the message to
+ * write, or throws a RequestRefusedError; a failed read is a refusal, never a `null` value.
+ */
+import type { CacheWatch, LogCache, WatchFilter, WatchStart } from '@felix/storage';
+import { FEATURE_CACHE_WATCH_RETAINED, type Message } from '@felix/wire';
+import { RequestRefusedError } from '../errors.js';
+import { CACHE_TTL_MS_MAX } from '../limits.js';
+import { type Negotiated, has } from '../session/negotiation.js';
+import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
+
+type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
+
+export function checkTenant(auth: Negotiated, tenant: string): void {
+  if (tenant !== auth.tenant) {
+    throw new RequestRefusedError(
+      'forbidden',
+      'fatal',
+      `stream authenticated for tenant ${auth.tenant}`,
+      'wrong_tenant',
+    );
+  }
+}
+
+export async function cachePut(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'cache_put'>,
+): Promise<Message | null> {
+  checkTenant(auth, msg.tenant_id);
+  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+  const shard = svc.shardOf(cfg, msg.key);
+  const ttl = msg.ttl_ms ?? cfg.default_ttl_ms ?? undefined;
+  if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 0 || ttl > CACHE_TTL_MS_MAX)) {
+    throw new RequestRefusedError(
+      'invalid_request',
+      'fatal',
+      `ttl_ms ${ttl} outside 0..${CACHE_TTL_MS_MAX}`,
+      'bad_ttl',
+    );
+  }
+  const cache = await svc.cache(cfg, shard);
+  try {
+    await cache.put(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
+  } catch (err) {
+    throw storageRefusal('cache put', err);
+  }
+  return msg.request_id === undefined
+    ? { type: 'ok' }
+    : { type: 'cache_ok', request_id: msg.request_id };
+}
+
+export async function cacheGet(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'cache_get'> | Msg<'cache_delete'>,
+): Promise<Message> {
+  checkTenant(auth, msg.tenant_id);
+  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+  const cache = await svc.cache(cfg, svc.shardOf(cfg, msg.key));
+  let value: Uint8Array | undefined;
+  try {
+    value = msg.type === 'cache_get' ? await cache.get(msg.key) : await cache.delete(msg.key);
+  } catch (err) {
+    throw storageRefusal(msg.type === 'cache_get' ? 'cache get' : 'cache delete', err);
+  }
+  return {
+    type: 'cache_value',
+    tenant_id: msg.tenant_id,
+    namespace: msg.namespace,
+    cache: msg.cache,
+    key: msg.key,
+    ...(value !== undefined ? { value } : {}),
+    ...(msg.request_id !== undefined ? { request_id: msg.request_id } : {}),
+  };
+}
+
+export async function counterOp(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'counter_add'> | Msg<'counter_get'>,
+): Promise<Message> {
+  checkTenant(auth, msg.tenant_id);
+  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+  const counters = await svc.counters(cfg, svc.shardOf(cfg, msg.key));
+  let value: bigint | undefined;
+  try {
+    value =
+      msg.type === 'counter_add'
+        ? await counters.add(msg.key, msg.delta)
+        : await counters.get(msg.key);
+  } catch (err) {
+    throw storageRefusal(msg.type === 'counter_add' ? 'counter add' : 'counter get', err);
+  }
+  return {
+    type: 'counter_value',
+    ...(value !== undefined ? { value } : {}),
+    request_id: msg.request_id,
+  };
+}
+
+export type WatchOpening =
+  | {
+      kind: 'started';
+      watch: CacheWatch;
+      resumeOffset: number;
+      resnapshot: boolean;
+      retainedCount?: number;
+    }
+  | { kind: 'cursor_error'; requested: number; available: number };
+
+/** Validates a `cache_watch` and registers it (register-before-read happens in the cache). */
+export async function openWatch(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'cache_watch'>,
+  queueCapacity: number,
+): Promise<WatchOpening> {
+  checkTenant(auth, msg.tenant_id);
+  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+  const bad = (message: string, reason: string) =>
+    new RequestRefusedError('invalid_request', 'fatal', message, reason);
+  if ((msg.key === undefined) === (msg.prefix === undefined))
+    throw bad('a watch names exactly one of key and prefix', 'watch_filter');
+  if (msg.retained && !has(auth.features, FEATURE_CACHE_WATCH_RETAINED))
+    throw bad('retained was not negotiated', 'watch_retained_not_negotiated');
+  if (msg.retained && msg.from_offset !== undefined)
+    throw bad('retained and from_offset cannot be combined', 'watch_retained_with_offset');
+  let shard: number;
+  let filter: WatchFilter;
+  if (msg.key !== undefined) {
+    shard = svc.shardOf(cfg, msg.key);
+    if (msg.shard !== undefined && msg.shard !== shard)
+      throw bad(`key ${msg.key} belongs to shard ${shard}, not ${msg.shard}`, 'watch_shard');
+    filter = { key: msg.key };
+  } else {
+    if (msg.prefix!.length > 0) checkKey(msg.prefix!);
+    if (msg.shard === undefined && cfg.shards > 1)
+      throw bad('a prefix watch on a multi-shard cache names its shard', 'watch_shard');
+    shard = msg.shard ?? 0;
+    if (shard >= cfg.shards)
+      throw bad(`shard ${shard} out of range (cache has ${cfg.shards})`, 'shard_out_of_range');
+    filter = { prefix: msg.prefix! };
+  }
+  const cache = await svc.cache(cfg, shard);
+  let start: WatchStart = { kind: msg.retained ? 'retained' : 'live' };
+  if (msg.from_offset !== undefined) {
+    if (!svc.durable)
+      throw bad('an in-memory cache keeps no history to resume from', 'watch_from_memory');
+    const frontier = (cache as LogCache).frontier;
+    if (msg.from_offset > frontier)
+      return { kind: 'cursor_error', requested: msg.from_offset, available: frontier };
+    start = { kind: 'from', offset: msg.from_offset };
+  }
+  let watch: CacheWatch;
+  try {
+    watch = cache.watch(filter, start, { queueCapacity });
+  } catch (err) {
+    throw storageRefusal('cache watch', err);
+  }
+  return {
+    kind: 'started',
+    watch,
+    resumeOffset: watch.resumeOffset,
+    resnapshot: watch.resnapshot,
+    ...(watch.retainedCount !== undefined ? { retainedCount: watch.retainedCount } : {}),
+  };
+}

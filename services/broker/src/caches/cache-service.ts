@@ -1,0 +1,153 @@
+/**
+ * The caches declared in the catalog, served per shard: a LogCache on `<data_dir>/caches/` when
+ * durable storage is configured, an EphemeralCache in memory otherwise. A key goes to its shard
+ * with the routing function streams use (`shardForKey`, modulo). Counters live beside the caches
+ * on `<data_dir>/counters/`, addressed the same way, durable storage only.
+ */
+import {
+  type CounterLog,
+  CounterOverflowError,
+  EphemeralCache,
+  type LogCache,
+  ProjectionClosedError,
+  ProjectionInputError,
+  type ProjectionShards,
+  type ShardId,
+  cacheShards,
+  counterShards,
+} from '@felix/storage';
+import { shardForKey } from '@felix/wire';
+import type { BrokerConfig, CacheConfig } from '../config/types.js';
+import { RequestRefusedError } from '../errors.js';
+import { CACHE_KEY_BYTES_MAX } from '../limits.js';
+
+export type ServedCache = LogCache | EphemeralCache;
+
+const UTF8 = new TextEncoder();
+
+function cacheKey(tenant: string, namespace: string, name: string): string {
+  return `${tenant}\u0000${namespace}\u0000${name}`;
+}
+
+export class CacheService {
+  private readonly configs = new Map<string, CacheConfig>();
+  private readonly logCaches: ProjectionShards<LogCache> | null;
+  private readonly counterLogs: ProjectionShards<CounterLog> | null;
+  private readonly ephemeral = new Map<string, EphemeralCache>();
+  private closed = false;
+
+  constructor(cfg: BrokerConfig) {
+    for (const c of cfg.caches) this.configs.set(cacheKey(c.tenant, c.namespace, c.name), c);
+    const root = cfg.durable.data_dir;
+    // Acknowledged only once durable: a cache write is an append like an onCommit publish.
+    const store = root === null ? null : { root, fsync: 'onCommit' as const };
+    this.logCaches = store ? cacheShards(store) : null;
+    this.counterLogs = store ? counterShards(store) : null;
+  }
+
+  /** True when caches are log-backed (watches by offset, counters). */
+  get durable(): boolean {
+    return this.logCaches !== null;
+  }
+
+  /** The declared cache, or a `not_found` refusal. */
+  lookup(tenant: string, namespace: string, name: string): CacheConfig {
+    const c = this.configs.get(cacheKey(tenant, namespace, name));
+    if (c === undefined) {
+      throw new RequestRefusedError(
+        'not_found',
+        'retry_after',
+        `cache ${namespace}/${name} not found`,
+        'unknown_cache',
+      );
+    }
+    return c;
+  }
+
+  /** The shard a key belongs to; refuses keys the store cannot hold. */
+  shardOf(cache: CacheConfig, key: string): number {
+    checkKey(key);
+    return shardForKey(UTF8.encode(key), cache.shards, 'modulo');
+  }
+
+  async cache(cache: CacheConfig, shard: number): Promise<ServedCache> {
+    if (this.closed) throw closedRefusal();
+    const id = shardId(cache, shard);
+    if (this.logCaches === null) {
+      const k = `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}`;
+      let c = this.ephemeral.get(k);
+      if (c === undefined) {
+        c = new EphemeralCache();
+        this.ephemeral.set(k, c);
+      }
+      return c;
+    }
+    return this.logCaches.get(id).catch((err: unknown) => {
+      throw storageRefusal('open cache shard', err);
+    });
+  }
+
+  async counters(cache: CacheConfig, shard: number): Promise<CounterLog> {
+    if (this.closed) throw closedRefusal();
+    if (this.counterLogs === null) {
+      throw new RequestRefusedError(
+        'invalid_request',
+        'fatal',
+        'counters need durable storage (durable.data_dir)',
+        'counters_not_durable',
+      );
+    }
+    return this.counterLogs.get(shardId(cache, shard)).catch((err: unknown) => {
+      throw storageRefusal('open counter shard', err);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const c of this.ephemeral.values()) await c.close();
+    this.ephemeral.clear();
+    await this.logCaches?.close();
+    await this.counterLogs?.close();
+  }
+}
+
+function shardId(cache: CacheConfig, shard: number): ShardId {
+  return { tenant: cache.tenant, namespace: cache.namespace, stream: cache.name, shard };
+}
+
+export function checkKey(key: string): void {
+  const bytes = Buffer.byteLength(key);
+  if (bytes === 0 || bytes > CACHE_KEY_BYTES_MAX) {
+    throw new RequestRefusedError(
+      'invalid_request',
+      'fatal',
+      `a key must be 1..${CACHE_KEY_BYTES_MAX} bytes, got ${bytes}`,
+      'bad_key',
+    );
+  }
+}
+
+function closedRefusal(): RequestRefusedError {
+  return new RequestRefusedError('draining', 'retry', 'broker is shutting down', 'draining');
+}
+
+/**
+ * Maps a storage failure to its wire answer: bad input stays invalid_request, a closing store is
+ * draining, anything else is a storage error (a failed read is never reported as a miss).
+ */
+export function storageRefusal(what: string, err: unknown): RequestRefusedError {
+  if (err instanceof RequestRefusedError) return err;
+  if (err instanceof ProjectionInputError || err instanceof CounterOverflowError) {
+    return new RequestRefusedError('invalid_request', 'fatal', err.message, 'bad_value', {
+      cause: err,
+    });
+  }
+  if (err instanceof ProjectionClosedError) return closedRefusal();
+  return new RequestRefusedError(
+    'storage',
+    'outcome_unknown',
+    `${what} failed: ${(err as Error).message}`,
+    'storage_error',
+    { cause: err },
+  );
+}

@@ -1,0 +1,543 @@
+/**
+ * Consumer groups over durable stream shards (reference §5): long polls that hand out owed
+ * records before new ones, claims with a visibility timeout, attempts, ack/nack/extend/dead
+ * letter, the attempt bound, the in-flight cap, dead-letter listing/discard/redrive, seek,
+ * describe and delete. The cursor (`<data_dir>/groups/`) and the dead letters
+ * (`<data_dir>/dead-letters/`) are durable, written before the answer that depends on them;
+ * claims live in memory (GroupState). A dead letter is recorded before the cursor moves past it.
+ */
+import {
+  type CursorStore,
+  type DeadLetterStore,
+  type GroupShard,
+  openCursorStore,
+  openDeadLetterStore,
+} from '@felix/storage';
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_GROUP_ADMIN,
+  FEATURE_GROUP_CLAIM_CONTROL,
+  FEATURE_GROUP_DEAD_LETTERS,
+  type GroupRecord,
+  type Message,
+} from '@felix/wire';
+import type { Catalog } from '../catalog/catalog.js';
+import type { BrokerConfig } from '../config/types.js';
+import { RequestRefusedError } from '../errors.js';
+import {
+  GROUP_DEAD_LETTER_LIST_MAX,
+  GROUP_NAME_BYTES_MAX,
+  GROUP_WAIT_RECHECK_MS,
+  GROUPS_IN_MEMORY_MAX,
+} from '../limits.js';
+import type { Negotiated } from '../session/negotiation.js';
+import type { Shard } from '../streams/shard.js';
+import type { ProjectionMetrics } from '../caches/projection-metrics.js';
+import { checkTenant } from '../caches/cache-requests.js';
+import { storageRefusal } from '../caches/cache-service.js';
+import { GroupState } from './group-state.js';
+
+export const GROUP_FEATURES =
+  FEATURE_CONSUMER_GROUP |
+  FEATURE_GROUP_DEAD_LETTERS |
+  FEATURE_GROUP_ADMIN |
+  FEATURE_GROUP_CLAIM_CONTROL;
+
+const GROUP_REQUESTS = new Set([
+  'group_poll',
+  'group_ack',
+  'group_nack',
+  'group_extend',
+  'group_dead_letter',
+  'group_dead_letters',
+  'group_discard',
+  'group_redrive',
+  'group_seek',
+  'group_describe',
+  'group_delete',
+]);
+
+export function isGroupMessage(msg: Message): boolean {
+  return GROUP_REQUESTS.has(msg.type);
+}
+
+type GroupMsg = Extract<Message, { group: string; shard: number }>;
+type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
+
+interface Scope {
+  shard: Shard;
+  id: GroupShard;
+  group: string;
+  key: string;
+}
+
+const bad = (message: string, reason: string) =>
+  new RequestRefusedError('invalid_request', 'fatal', message, reason);
+const stale = (offset: number, fatal: boolean) =>
+  new RequestRefusedError(
+    'stale_claim',
+    fatal ? 'fatal' : 'retry',
+    `the claim on offset ${offset} no longer stands`,
+    'stale_claim',
+  );
+
+export class GroupService {
+  private readonly cursors: CursorStore;
+  private readonly deadLetters: DeadLetterStore;
+  private readonly states = new Map<string, GroupState>();
+  private readonly loading = new Map<string, Promise<GroupState>>();
+  private waiters = new Set<() => void>();
+  private closing = false;
+
+  constructor(
+    private readonly cfg: BrokerConfig,
+    private readonly catalog: Catalog,
+    private readonly metrics: ProjectionMetrics,
+  ) {
+    const store = { root: cfg.durable.data_dir!, fsync: 'onCommit' as const };
+    this.cursors = openCursorStore(store);
+    this.deadLetters = openDeadLetterStore(store);
+  }
+
+  /** Wakes every waiting poll to re-check its group (a publish, a settle, a drain). */
+  wake(): void {
+    const w = this.waiters;
+    this.waiters = new Set();
+    for (const f of w) f();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.wake();
+    await this.cursors.close();
+    await this.deadLetters.close();
+  }
+
+  async answer(auth: Negotiated, m: Message): Promise<Message> {
+    const msg = m as GroupMsg;
+    checkTenant(auth, msg.tenant_id);
+    const scope = this.scope(msg);
+    try {
+      switch (msg.type) {
+        case 'group_poll':
+          return await this.poll(scope, msg);
+        case 'group_ack':
+        case 'group_nack':
+        case 'group_dead_letter':
+          return await this.settle(scope, msg);
+        case 'group_extend':
+          return await this.extend(scope, msg);
+        case 'group_dead_letters':
+          return {
+            type: 'group_dead_letter_list',
+            offsets: (
+              await this.deadLetters.list(scope.id, scope.group, GROUP_DEAD_LETTER_LIST_MAX)
+            )
+              .filter((d) => d.state === 'dead')
+              .map((d) => d.offset),
+            request_id: msg.request_id,
+          };
+        case 'group_discard':
+          return await this.discard(scope, msg);
+        case 'group_redrive':
+          return await this.redrive(scope, msg);
+        case 'group_seek':
+          return await this.seek(scope, msg);
+        case 'group_describe':
+          return await this.describe(scope, msg);
+        case 'group_delete':
+          return await this.remove(scope, msg);
+        default:
+          throw bad(`unsupported request ${(msg as Message).type}`, 'unsupported_request');
+      }
+    } catch (err) {
+      throw storageRefusal(msg.type, err);
+    }
+  }
+
+  private scope(msg: GroupMsg): Scope {
+    const s = this.catalog.get(msg.tenant_id, msg.namespace, msg.stream);
+    if (s === undefined) {
+      throw new RequestRefusedError(
+        'not_found',
+        'retry_after',
+        `stream ${msg.namespace}/${msg.stream} not found`,
+        'unknown_stream',
+      );
+    }
+    if (!s.config.durable) throw bad('consumer groups need a durable stream', 'group_not_durable');
+    const shard = s.shards[msg.shard];
+    if (shard === undefined || shard.store === null) {
+      throw bad(
+        `shard ${msg.shard} out of range (stream has ${s.shards.length})`,
+        'shard_out_of_range',
+      );
+    }
+    const bytes = Buffer.byteLength(msg.group);
+    if (bytes === 0 || bytes > GROUP_NAME_BYTES_MAX || msg.group.includes('\u001F')) {
+      throw bad(`a group name is 1..${GROUP_NAME_BYTES_MAX} bytes without U+001F`, 'bad_group');
+    }
+    const id: GroupShard = {
+      tenant: msg.tenant_id,
+      namespace: msg.namespace,
+      stream: msg.stream,
+      shard: msg.shard,
+    };
+    return {
+      shard,
+      id,
+      group: msg.group,
+      key: JSON.stringify([msg.tenant_id, msg.namespace, msg.stream, msg.shard, msg.group]),
+    };
+  }
+
+  /** The group's in-memory state, loading it from the durable cursor and dead letters. */
+  private state(scope: Scope): Promise<GroupState> {
+    const held = this.states.get(scope.key);
+    if (held !== undefined) return Promise.resolve(held);
+    let p = this.loading.get(scope.key);
+    if (p === undefined) {
+      if (this.states.size >= GROUPS_IN_MEMORY_MAX) {
+        return Promise.reject(
+          new RequestRefusedError(
+            'limit_exceeded',
+            'retry_after',
+            `at most ${GROUPS_IN_MEMORY_MAX} groups in memory`,
+            'group_limit',
+          ),
+        );
+      }
+      p = (async () => {
+        const committed = await this.cursors.position(scope.id, scope.group);
+        const store = scope.shard.store!;
+        const base = store.baseOffset;
+        const st = new GroupState(
+          Math.max(committed ?? base, base),
+          committed,
+          scope.shard.appliedNext,
+          Date.now(),
+        );
+        for (const d of await this.deadLetters.list(scope.id, scope.group)) {
+          if (d.state !== 'redriven') continue;
+          st.redriven.add(d.offset);
+          st.owed.set(d.offset, 0);
+        }
+        this.states.set(scope.key, st);
+        this.metrics.groupsInMemory.set(this.states.size);
+        return st;
+      })().finally(() => this.loading.delete(scope.key));
+      this.loading.set(scope.key, p);
+    }
+    return p;
+  }
+
+  /** The state when the group exists (in memory, a cursor, or dead letters); else not_found. */
+  private async existing(scope: Scope): Promise<GroupState> {
+    const held = this.states.get(scope.key);
+    if (held !== undefined) return held;
+    const committed = await this.cursors.position(scope.id, scope.group);
+    if (committed === undefined) {
+      const dl = await this.deadLetters.list(scope.id, scope.group, 1);
+      if (dl.length === 0) {
+        throw new RequestRefusedError(
+          'not_found',
+          'retry_after',
+          `group ${scope.group} not found`,
+          'unknown_group',
+        );
+      }
+    }
+    return this.state(scope);
+  }
+
+  // ---- poll ----
+
+  private async poll(scope: Scope, msg: Msg<'group_poll'>): Promise<Message> {
+    const g = this.cfg.groups;
+    if (msg.max_records === 0) throw bad('max_records must be at least 1', 'bad_max_records');
+    if (msg.visibility_ms === 0) throw bad('visibility_ms must be at least 1', 'bad_visibility');
+    const max = Math.min(msg.max_records, g.max_poll_records);
+    const visibility = Math.min(msg.visibility_ms ?? g.visibility_timeout_ms, g.max_visibility_ms);
+    const until = Date.now() + Math.min(msg.wait_ms, g.max_wait_ms);
+    const st = await this.state(scope);
+    for (;;) {
+      const turn = st.pollChain.then(() => this.handOut(scope, st, max, visibility));
+      st.pollChain = turn.catch(() => undefined);
+      const records = await turn;
+      const now = Date.now();
+      if (records.length > 0 || now >= until || this.closing) {
+        return { type: 'group_records', records, request_id: msg.request_id };
+      }
+      const lapse = st.earliestDeadline();
+      const wakeAt = Math.min(until, lapse ?? until, now + GROUP_WAIT_RECHECK_MS);
+      await this.sleep(Math.max(1, wakeAt - now));
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /** One hand-out decision: owed records first (lowest offset first), then new ones. */
+  private async handOut(
+    scope: Scope,
+    st: GroupState,
+    max: number,
+    visibility: number,
+  ): Promise<GroupRecord[]> {
+    const g = this.cfg.groups;
+    const now = Date.now();
+    st.lastUsedMs = now;
+    const lapsed = st.expire(now);
+    if (lapsed > 0) this.metrics.groupClaimsLapsed.inc(lapsed);
+    const room = g.max_in_flight - st.claims.size;
+    if (room <= 0) {
+      this.metrics.groupPollsCapped.inc();
+      return [];
+    }
+    const want = Math.min(max, room);
+    const out: GroupRecord[] = [];
+    let bytes = 0;
+    const store = scope.shard.store!;
+    const fits = (len: number) => out.length === 0 || bytes + len <= g.max_poll_bytes;
+    for (const offset of st.owedInOrder()) {
+      if (out.length >= want) break;
+      const attempts = st.owed.get(offset);
+      if (attempts === undefined) continue;
+      if (attempts >= g.max_attempts) {
+        await this.giveUp(scope, st, offset);
+        continue;
+      }
+      const r = await store.read(offset, { maxRecords: 1, maxBytes: 1 });
+      if (!st.owed.has(offset)) continue; // settled while we read
+      const rec = r.kind === 'records' ? r.records[0] : undefined;
+      if (rec === undefined || rec.offset !== offset) {
+        // Retention outranks a group: a record that is gone cannot be delivered again.
+        await this.finish(scope, st, offset);
+        continue;
+      }
+      if (!fits(rec.payload.byteLength)) break;
+      st.claim(offset, attempts + 1, Date.now() + visibility);
+      bytes += rec.payload.byteLength;
+      out.push({ offset, payload: rec.payload, attempts: attempts + 1, skipped_before: 0 });
+    }
+    const tail = scope.shard.appliedNext;
+    while (out.length < want && st.next < tail) {
+      const from = st.next;
+      const r = await store.read(from, {
+        maxRecords: want - out.length,
+        maxBytes: Math.max(1, g.max_poll_bytes - bytes),
+      });
+      if (r.kind === 'trimmed') {
+        st.skipTo(r.oldest);
+        await this.commit(scope, st);
+        continue;
+      }
+      if (r.records.length === 0) break;
+      let full = false;
+      for (const rec of r.records) {
+        if (rec.offset >= tail || out.length >= want) break;
+        if (!fits(rec.payload.byteLength)) {
+          full = true;
+          break;
+        }
+        st.next = Math.max(st.next, rec.offset + 1);
+        if (st.done.has(rec.offset) || st.claims.has(rec.offset) || st.owed.has(rec.offset))
+          continue;
+        st.claim(rec.offset, 1, Date.now() + visibility);
+        bytes += rec.payload.byteLength;
+        out.push({ offset: rec.offset, payload: rec.payload, attempts: 1, skipped_before: 0 });
+      }
+      if (full || st.next === from) break;
+    }
+    this.metrics.groupDelivered.inc(out.length);
+    return out;
+  }
+
+  // ---- settles ----
+
+  private tailCheck(scope: Scope, offset: number): void {
+    const tail = scope.shard.appliedNext;
+    if (offset >= tail)
+      throw bad(`offset ${offset} is at or past the tail ${tail}`, 'offset_past_tail');
+  }
+
+  private async settle(
+    scope: Scope,
+    msg: Msg<'group_ack'> | Msg<'group_nack'> | Msg<'group_dead_letter'>,
+  ): Promise<Message> {
+    this.tailCheck(scope, msg.offset);
+    const st = await this.existing(scope);
+    const offset = msg.offset;
+    const named = msg.type === 'group_nack' ? msg.attempts : undefined;
+    const claim = st.claims.get(offset);
+    if (named !== undefined && claim?.attempts !== named) throw stale(offset, true);
+    const ok: Message = { type: 'cache_ok', request_id: msg.request_id };
+    if (msg.type === 'group_nack') {
+      if (claim === undefined) {
+        if (st.owed.has(offset)) return ok; // already handed back
+        throw stale(offset, false);
+      }
+      const delay = msg.delay_ms ?? 0;
+      if (delay > 0) {
+        claim.deadline = Date.now() + Math.min(delay, this.cfg.groups.max_visibility_ms);
+        claim.delayed = true;
+      } else {
+        st.claims.delete(offset);
+        st.owed.set(offset, claim.attempts);
+      }
+      this.wake();
+      return ok;
+    }
+    if (claim === undefined && st.isUnknown(offset)) throw stale(offset, false);
+    if (claim === undefined && !st.owed.has(offset) && !st.redriven.has(offset)) {
+      if (offset < st.position || st.done.has(offset)) return ok; // already finished
+    }
+    if (msg.type === 'group_dead_letter') await this.giveUp(scope, st, offset);
+    else await this.finish(scope, st, offset);
+    return ok;
+  }
+
+  /** Records `offset` as a dead letter, then finishes it (the cursor never passes it first). */
+  private async giveUp(scope: Scope, st: GroupState, offset: number): Promise<void> {
+    st.release(offset);
+    st.redriven.delete(offset);
+    await this.deadLetters.record(scope.id, scope.group, offset);
+    this.metrics.groupDeadLettered.inc();
+    st.finish(offset);
+    await this.commit(scope, st);
+    this.wake();
+  }
+
+  /** Finishes `offset`: a redriven entry is removed durably, then the cursor advances. */
+  private async finish(scope: Scope, st: GroupState, offset: number): Promise<void> {
+    const redriven = st.redriven.delete(offset);
+    st.finish(offset);
+    if (redriven) await this.deadLetters.finish(scope.id, scope.group, offset);
+    await this.commit(scope, st);
+    this.wake();
+  }
+
+  /** Makes the position durable (never backwards) before the settle is answered. */
+  private async commit(scope: Scope, st: GroupState): Promise<void> {
+    const position = st.position;
+    if (st.committed !== undefined && st.committed >= position) return;
+    const at = await this.cursors.commit(scope.id, scope.group, position);
+    st.committed = Math.max(st.committed ?? 0, at);
+  }
+
+  private async extend(scope: Scope, msg: Msg<'group_extend'>): Promise<Message> {
+    if (msg.extend_ms === 0) throw bad('extend_ms must be at least 1', 'bad_extend');
+    this.tailCheck(scope, msg.offset);
+    const st = await this.existing(scope);
+    st.expire(Date.now());
+    const claim = st.claims.get(msg.offset);
+    if (claim === undefined || claim.delayed || claim.attempts !== msg.attempts) {
+      throw stale(msg.offset, true);
+    }
+    const visible = Math.min(msg.extend_ms, this.cfg.groups.max_visibility_ms);
+    claim.deadline = Date.now() + visible;
+    return { type: 'group_extended', visible_ms: visible, request_id: msg.request_id };
+  }
+
+  // ---- dead letters ----
+
+  private async discard(scope: Scope, msg: Msg<'group_discard'>): Promise<Message> {
+    if (!(await this.deadLetters.discard(scope.id, scope.group, msg.offset))) {
+      throw bad(`no dead letter at offset ${msg.offset}`, 'no_dead_letter');
+    }
+    return { type: 'cache_ok', request_id: msg.request_id };
+  }
+
+  private async redrive(scope: Scope, msg: Msg<'group_redrive'>): Promise<Message> {
+    const st = await this.state(scope);
+    // Durable first: a redrive answered is a redrive that survives a restart.
+    if (!(await this.deadLetters.redrive(scope.id, scope.group, msg.offset))) {
+      throw bad(`no dead letter at offset ${msg.offset}`, 'no_dead_letter');
+    }
+    st.done.delete(msg.offset);
+    st.redriven.add(msg.offset);
+    st.owed.set(msg.offset, 0);
+    this.wake();
+    return { type: 'cache_ok', request_id: msg.request_id };
+  }
+
+  // ---- admin ----
+
+  private async seek(scope: Scope, msg: Msg<'group_seek'>): Promise<Message> {
+    const store = scope.shard.store!;
+    const tail = scope.shard.appliedNext;
+    const st = await this.state(scope);
+    if (msg.if_new && st.committed !== undefined) {
+      return {
+        type: 'group_position',
+        offset: st.position,
+        moved: false,
+        request_id: msg.request_id,
+      };
+    }
+    const start = msg.start;
+    const target =
+      start === 'earliest' ? store.baseOffset : start === 'latest' ? tail : start.offset;
+    if (target > tail) throw bad(`offset ${target} is past the tail ${tail}`, 'offset_past_tail');
+    const at = Math.max(target, store.baseOffset);
+    await this.cursors.seek(scope.id, scope.group, at);
+    st.reset(at);
+    st.committed = at;
+    this.wake();
+    return { type: 'group_position', offset: at, moved: true, request_id: msg.request_id };
+  }
+
+  private async describe(scope: Scope, msg: Msg<'group_describe'>): Promise<Message> {
+    const st = this.states.get(scope.key);
+    const committed = st?.committed ?? (await this.cursors.position(scope.id, scope.group));
+    st?.expire(Date.now());
+    const dead = (await this.deadLetters.list(scope.id, scope.group)).filter(
+      (d) => d.state === 'dead',
+    ).length;
+    if (st === undefined && committed === undefined && dead === 0) {
+      throw new RequestRefusedError(
+        'not_found',
+        'retry_after',
+        `group ${scope.group} not found`,
+        'unknown_group',
+      );
+    }
+    return {
+      type: 'group_info',
+      ...(committed !== undefined ? { committed } : {}),
+      tail: scope.shard.appliedNext,
+      in_flight: st?.claims.size ?? 0,
+      owed: st?.owed.size ?? 0,
+      dead_letters: dead,
+      request_id: msg.request_id,
+    };
+  }
+
+  private async remove(scope: Scope, msg: Msg<'group_delete'>): Promise<Message> {
+    const inMemory = this.states.delete(scope.key);
+    this.metrics.groupsInMemory.set(this.states.size);
+    const committed = await this.cursors.position(scope.id, scope.group);
+    let existed = inMemory || committed !== undefined;
+    if (committed !== undefined) await this.cursors.delete(scope.id, scope.group);
+    for (;;) {
+      const page = await this.deadLetters.list(scope.id, scope.group);
+      if (page.length === 0) break;
+      existed = true;
+      for (const d of page) {
+        if (d.state === 'dead') await this.deadLetters.discard(scope.id, scope.group, d.offset);
+        else await this.deadLetters.finish(scope.id, scope.group, d.offset);
+      }
+    }
+    this.wake();
+    return { type: 'group_deleted', existed, request_id: msg.request_id };
+  }
+}
