@@ -63,6 +63,12 @@ export const READINESS_TIMEOUT_MS = 2000;
 export const POSTGRES_MAX_CONNECTIONS_DEFAULT = 10;
 export const POSTGRES_CONNECT_TIMEOUT_MS_DEFAULT = 5000;
 
+/**
+ * SQLite transactions committed together (one fsync for the group). 256 bounds how long the
+ * first of them waits for the group's commit while still amortising a ~4 ms fsync well.
+ */
+export const SQLITE_GROUP_COMMIT_MAX = 256;
+
 /** Prepared statements cached per SQLite connection; the store issues a few dozen distinct ones. */
 export const SQLITE_STATEMENT_CACHE_MAX = 512;
 

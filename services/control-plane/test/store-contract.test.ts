@@ -254,6 +254,28 @@ function storeContract(backend: Backend): void {
       expect(snap.next_seq).toBe(from + all.length);
     });
 
+    it('concurrent_writes_that_fail_leave_no_trace_beside_ones_that_succeed', async () => {
+      await seed(store);
+      const from = (await store.snapshot('streams')).next_seq;
+      // Issued together, so SQLite commits them as one group: the refused ones must roll back
+      // alone, and the others must all be there.
+      const results = await Promise.allSettled(
+        Array.from({ length: 40 }, (_, i) =>
+          store.createStream(
+            i % 4 === 0 ? { ...stream(`bad${i}`), namespace: 'missing' } : stream(`ok${i}`),
+          ),
+        ),
+      );
+      expect(results.filter((r) => r.status === 'rejected')).toHaveLength(10);
+      for (const r of results) {
+        if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(NamespaceNotFoundError);
+      }
+      const page = await store.changes('streams', from, 100);
+      expect(page.items.map((c) => c.seq)).toEqual(Array.from({ length: 30 }, (_, i) => from + i));
+      expect(page.items.every((c) => String(c.key.stream).startsWith('ok'))).toBe(true);
+      expect((await store.listStreams('t1', 'ns', 100)).items).toHaveLength(30);
+    });
+
     it('a_stale_incarnation_is_refused_and_a_down_node_needs_a_newer_one', async () => {
       const now = Date.now();
       await store.registerNode(registration('n1', { incarnation: 5 }), now);
