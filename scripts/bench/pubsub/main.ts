@@ -136,7 +136,7 @@ async function felixThroughput(
   const inflight: Promise<unknown>[] = [];
   for (let i = 0; i < count; i++) {
     inflight.push(pub.publish(payload));
-    if (inflight.length >= 4096) await Promise.all(inflight.splice(0));
+    if (inflight.length >= 16_384) await Promise.all(inflight.splice(0));
   }
   await Promise.all(inflight);
   const received = await withTimeout(Promise.all(done), TIMEOUT_MS, 'subscribers');

@@ -5,9 +5,12 @@ import {
   CursorInFutureError,
   CursorTooOldError,
   type FelixClient,
+  InvalidRequestError,
+  NotFoundError,
   OutcomeUnknownError,
   type StatusEvent,
   type StreamEvent,
+  UnknownStreamError,
   connect,
 } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
@@ -350,6 +353,56 @@ for (const transport of TRANSPORTS) {
       const info = await conn.closed;
       expect(info.code).toBe(1);
       expect(info.reason).toBe('authentication timeout');
+    });
+
+    it('unknown_streams_and_out_of_range_shards_get_typed_refusals', async () => {
+      const felix = await client(shared, transport);
+      const missing = await felix.publish('nope', 'x').catch((e: unknown) => e);
+      expect(missing).toBeInstanceOf(NotFoundError);
+      expect((missing as NotFoundError).brokerCode).toBe('not_found');
+      const badShard = await felix
+        .subscribe('mem', { shard: 99 })
+        [Symbol.asyncIterator]()
+        .next()
+        .catch((e: unknown) => e);
+      expect(badShard).toBeInstanceOf(InvalidRequestError);
+      const unknownSub = await felix
+        .subscribe('nope')
+        [Symbol.asyncIterator]()
+        .next()
+        .catch((e: unknown) => e);
+      expect(unknownSub).toBeInstanceOf(UnknownStreamError);
+      // The connection is still good.
+      expect((await felix.publish('mem', 'after')).offset).not.toBeNull();
+      await felix.close();
+    });
+
+    it('a_json_publish_is_acknowledged_with_its_offset', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const raw = await rawAuthed(conn);
+      await raw.stream.write(
+        encodeMessage({
+          type: 'publish_batch',
+          tenant_id: 't1',
+          namespace: 'default',
+          stream: 'log',
+          payloads: [new TextEncoder().encode('j1'), new TextEncoder().encode('j2')],
+          request_id: 7,
+          ack: 'per_batch',
+        }),
+      );
+      const ok = (await raw.next()) as { type: string; request_id: number; offset: number };
+      expect(ok).toMatchObject({ type: 'publish_ok', request_id: 7 });
+      expect(typeof ok.offset).toBe('number');
+      const felix = await client(shared, transport);
+      const got = await take(
+        felix.subscribe('log', { from: ok.offset, shard: 0 })[Symbol.asyncIterator](),
+        2,
+      );
+      expect(got.map((e) => text(e.data))).toEqual(['j1', 'j2']);
+      await felix.close();
+      raw.stream.reset(0);
+      await conn.close();
     });
 
     it('a_durable_stream_replays_from_earliest_after_a_restart', async () => {
