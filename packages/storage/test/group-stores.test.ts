@@ -5,14 +5,17 @@
 // for the lifecycle rules.
 import { readdir } from 'node:fs/promises';
 import { tempDir } from '@felix/testing-harness';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
+import { GroupStateCorruptError } from '../src/errors.js';
 import {
   CursorStore,
   DeadLetterStore,
   type GroupShard,
   type ShardCaches,
   decodeCursor,
+  encodeCursor,
   openCursorStore,
   openDeadLetterStore,
 } from '../src/group/group-stores.js';
@@ -119,5 +122,22 @@ describe('group stores', () => {
     expect(await dead.discard(shard0, 'g', 1)).toBe(true);
     expect(await dead.finish(shard0, 'g', 2)).toBe(true);
     expect(await dead.list(shard0, 'g')).toEqual([]);
+  });
+});
+
+describe('group state decoding', () => {
+  it('the_cursor_decoder_throws_only_its_typed_error', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 12 }), (b) => {
+        try {
+          const offset = decodeCursor(b);
+          expect(b.length).toBe(8);
+          expect(Array.from(encodeCursor(offset))).toEqual(Array.from(b));
+        } catch (err) {
+          expect(err).toBeInstanceOf(GroupStateCorruptError);
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
