@@ -208,6 +208,8 @@ export class Broker {
     if (this.draining) return;
     this.draining = true;
     this.log.info({ connections: this.sessions.size }, 'draining');
+    // Waiting group polls answer (empty) now instead of holding the drain for their wait.
+    this.projections?.drain();
     const bound = new Promise<'timeout'>((resolve) => {
       setTimeout(() => resolve('timeout'), this.config.broker.drain_timeout_ms).unref();
     });

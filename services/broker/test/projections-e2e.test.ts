@@ -30,9 +30,9 @@ caches:
 const text = (b: Uint8Array | undefined) =>
   b === undefined ? undefined : new TextDecoder().decode(b);
 
-function client(broker: BrokerProcess): Promise<FelixClient> {
+function client(broker: BrokerProcess, transport: 'tls' | 'quic' = 'tls'): Promise<FelixClient> {
   return connect({
-    servers: [broker.url('tls')],
+    servers: [broker.url(transport)],
     tenant: 't1',
     tls: { fingerprint: broker.fingerprint },
     reconnect: { baseMs: 20, maxDelayMs: 200 },
@@ -86,431 +86,467 @@ async function acrossRestart(
   }
 }
 
-describe('broker caches, counters, watches and groups', () => {
-  let shared: BrokerProcess;
-  let felix: FelixClient;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    const dir = await tempDir();
-    cleanup = dir.cleanup;
-    shared = await startBroker({
-      yaml: YAML,
-      dir: dir.path,
-      durable: true,
-      env: { FELIX_BROKER_WATCH_QUEUE_CAPACITY: '8', FELIX_GROUP_MAX_IN_FLIGHT: '4' },
+for (const transport of ['tls', 'quic'] as const) {
+  describe(`broker caches, counters, watches and groups over ${transport}`, () => {
+    let shared: BrokerProcess;
+    let felix: FelixClient;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      const dir = await tempDir();
+      cleanup = dir.cleanup;
+      shared = await startBroker({
+        yaml: YAML,
+        dir: dir.path,
+        durable: true,
+        env: { FELIX_BROKER_WATCH_QUEUE_CAPACITY: '8', FELIX_GROUP_MAX_IN_FLIGHT: '4' },
+      });
+      felix = await client(shared, transport);
     });
-    felix = await client(shared);
-  });
-  afterAll(async () => {
-    await felix?.close();
-    await shared?.stop();
-    await cleanup?.();
-  });
+    afterAll(async () => {
+      await felix?.close();
+      await shared?.stop();
+      await cleanup?.();
+    });
 
-  // ---- caches ----
+    // ---- caches ----
 
-  it('a_put_value_is_read_back_and_an_absent_key_reads_undefined', async () => {
-    const users = felix.cache('users');
-    await users.put('u-read', 'alice');
-    expect(text(await users.get('u-read'))).toBe('alice');
-    expect(await users.get('u-never-written')).toBeUndefined();
-    const sharded = felix.cache('sharded');
-    await Promise.all(Array.from({ length: 20 }, (_, i) => sharded.put(`k${i}`, `v${i}`)));
-    const back = await Promise.all(Array.from({ length: 20 }, (_, i) => sharded.get(`k${i}`)));
-    expect(back.map(text)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
-  });
+    it('a_put_value_is_read_back_and_an_absent_key_reads_undefined', async () => {
+      const users = felix.cache('users');
+      await users.put('u-read', 'alice');
+      expect(text(await users.get('u-read'))).toBe('alice');
+      expect(await users.get('u-never-written')).toBeUndefined();
+      const sharded = felix.cache('sharded');
+      await Promise.all(Array.from({ length: 20 }, (_, i) => sharded.put(`k${i}`, `v${i}`)));
+      const back = await Promise.all(Array.from({ length: 20 }, (_, i) => sharded.get(`k${i}`)));
+      expect(back.map(text)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
+    });
 
-  it('a_deleted_key_answers_with_its_removed_value', async () => {
-    const users = felix.cache('users');
-    await users.put('u-del', 'bob');
-    expect(text(await users.delete('u-del'))).toBe('bob');
-    expect(await users.get('u-del')).toBeUndefined();
-    // Deleting an absent key is an answer, not a failure.
-    expect(await users.delete('u-del')).toBeUndefined();
-  });
+    it('a_deleted_key_answers_with_its_removed_value', async () => {
+      const users = felix.cache('users');
+      await users.put('u-del', 'bob');
+      expect(text(await users.delete('u-del'))).toBe('bob');
+      expect(await users.get('u-del')).toBeUndefined();
+      // Deleting an absent key is an answer, not a failure.
+      expect(await users.delete('u-del')).toBeUndefined();
+    });
 
-  it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
-    const before = await metric(
-      shared,
-      /felix_broker_bad_input_total\{reason="unknown_cache"\} (\d+)/,
-    );
-    await expect(felix.cache('nope').get('k')).rejects.toBeInstanceOf(NotFoundError);
-    // The request stream stays usable after a refusal.
-    await felix.cache('users').put('u-after', 'x');
-    expect(text(await felix.cache('users').get('u-after'))).toBe('x');
-    expect(
-      await metric(shared, /felix_broker_bad_input_total\{reason="unknown_cache"\} (\d+)/),
-    ).toBe(before + 1);
-  });
-
-  it('bad_cache_and_group_requests_get_typed_errors_and_the_broker_keeps_serving', async () => {
-    const conn = await dial(shared.url('tls'), { fingerprint: shared.fingerprint });
-    const stream = await conn.openBidi();
-    const decoder = new FrameDecoder();
-    const it = stream[Symbol.asyncIterator]();
-    const queue: unknown[] = [];
-    const next = async () => {
-      while (queue.length === 0) {
-        const r = await it.next();
-        if (r.done) return null;
-        for (const f of decoder.push(r.value)) queue.push(decodeMessage(f.payload));
-      }
-      return queue.shift();
-    };
-    await stream.write(
-      encodeMessage({
-        type: 'auth',
-        tenant_id: 't1',
-        token: '',
-        client_flags: 0x1fff,
-        client_features: 0x0fff_ffff,
-      }),
-    );
-    expect(await next()).toMatchObject({ type: 'auth_ok' });
-    const scope = { tenant_id: 't1', namespace: 'default' };
-    const group = { ...scope, stream: 'jobs', shard: 0, group: 'bad-input' };
-    const bad: Array<[Parameters<typeof encodeMessage>[0], string]> = [
-      [{ type: 'cache_get', ...scope, cache: 'users', key: '', request_id: 1 }, 'invalid_request'],
-      [{ type: 'cache_get', ...scope, cache: 'ghost', key: 'k', request_id: 2 }, 'not_found'],
-      [
-        { type: 'counter_add', ...scope, cache: 'ghost', key: 'k', delta: 1n, request_id: 3 },
-        'not_found',
-      ],
-      [
-        {
-          type: 'group_poll',
-          ...group,
-          shard: 9,
-          max_records: 1,
-          wait_ms: 0,
-          request_id: 4,
-          reclaim: false,
-        },
-        'invalid_request',
-      ],
-      [
-        {
-          type: 'group_poll',
-          ...group,
-          stream: 'memjobs',
-          max_records: 1,
-          wait_ms: 0,
-          request_id: 5,
-          reclaim: false,
-        },
-        'invalid_request',
-      ],
-      [
-        { type: 'group_poll', ...group, max_records: 0, wait_ms: 0, request_id: 6, reclaim: false },
-        'invalid_request',
-      ],
-      [
-        { type: 'group_ack', ...group, group: 'never-seen', offset: 0, request_id: 7 },
-        'invalid_request',
-      ],
-      [{ type: 'group_ack', ...group, offset: 2 ** 50, request_id: 8 }, 'invalid_request'],
-      [
-        { type: 'cache_watch', ...scope, cache: 'users', key: 'k', prefix: 'k', retained: false },
-        'invalid_request',
-      ],
-    ];
-    for (const [msg, code] of bad) {
-      await stream.write(encodeMessage(msg));
-      const answer = (await next()) as { type: string; code?: string };
+    it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
+      const before = await metric(
+        shared,
+        /felix_broker_bad_input_total\{reason="unknown_cache"\} (\d+)/,
+      );
+      await expect(felix.cache('nope').get('k')).rejects.toBeInstanceOf(NotFoundError);
+      // The request stream stays usable after a refusal.
+      await felix.cache('users').put('u-after', 'x');
+      expect(text(await felix.cache('users').get('u-after'))).toBe('x');
       expect(
-        answer.type,
-        JSON.stringify(msg, (_k, v) => (typeof v === 'bigint' ? `${v}` : v)),
-      ).toBe('error');
-      // never-seen group with an offset at/after the tail is refused for the offset first
-      if (code !== 'invalid_request') expect(answer.code).toBe(code);
+        await metric(shared, /felix_broker_bad_input_total\{reason="unknown_cache"\} (\d+)/),
+      ).toBe(before + 1);
+    });
+
+    it('bad_cache_and_group_requests_get_typed_errors_and_the_broker_keeps_serving', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const stream = await conn.openBidi();
+      const decoder = new FrameDecoder();
+      const it = stream[Symbol.asyncIterator]();
+      const queue: unknown[] = [];
+      const next = async () => {
+        while (queue.length === 0) {
+          const r = await it.next();
+          if (r.done) return null;
+          for (const f of decoder.push(r.value)) queue.push(decodeMessage(f.payload));
+        }
+        return queue.shift();
+      };
+      await stream.write(
+        encodeMessage({
+          type: 'auth',
+          tenant_id: 't1',
+          token: '',
+          client_flags: 0x1fff,
+          client_features: 0x0fff_ffff,
+        }),
+      );
+      expect(await next()).toMatchObject({ type: 'auth_ok' });
+      const scope = { tenant_id: 't1', namespace: 'default' };
+      const group = { ...scope, stream: 'jobs', shard: 0, group: 'bad-input' };
+      const bad: Array<[Parameters<typeof encodeMessage>[0], string]> = [
+        [
+          { type: 'cache_get', ...scope, cache: 'users', key: '', request_id: 1 },
+          'invalid_request',
+        ],
+        [{ type: 'cache_get', ...scope, cache: 'ghost', key: 'k', request_id: 2 }, 'not_found'],
+        [
+          { type: 'counter_add', ...scope, cache: 'ghost', key: 'k', delta: 1n, request_id: 3 },
+          'not_found',
+        ],
+        [
+          {
+            type: 'group_poll',
+            ...group,
+            shard: 9,
+            max_records: 1,
+            wait_ms: 0,
+            request_id: 4,
+            reclaim: false,
+          },
+          'invalid_request',
+        ],
+        [
+          {
+            type: 'group_poll',
+            ...group,
+            stream: 'memjobs',
+            max_records: 1,
+            wait_ms: 0,
+            request_id: 5,
+            reclaim: false,
+          },
+          'invalid_request',
+        ],
+        [
+          {
+            type: 'group_poll',
+            ...group,
+            max_records: 0,
+            wait_ms: 0,
+            request_id: 6,
+            reclaim: false,
+          },
+          'invalid_request',
+        ],
+        [
+          { type: 'group_ack', ...group, group: 'never-seen', offset: 0, request_id: 7 },
+          'invalid_request',
+        ],
+        [{ type: 'group_ack', ...group, offset: 2 ** 50, request_id: 8 }, 'invalid_request'],
+        [
+          { type: 'cache_watch', ...scope, cache: 'users', key: 'k', prefix: 'k', retained: false },
+          'invalid_request',
+        ],
+      ];
+      for (const [msg, code] of bad) {
+        await stream.write(encodeMessage(msg));
+        const answer = (await next()) as { type: string; code?: string };
+        expect(
+          answer.type,
+          JSON.stringify(msg, (_k, v) => (typeof v === 'bigint' ? `${v}` : v)),
+        ).toBe('error');
+        // never-seen group with an offset at/after the tail is refused for the offset first
+        if (code !== 'invalid_request') expect(answer.code).toBe(code);
+      }
+      await stream.write(
+        encodeMessage({
+          type: 'cache_watch',
+          ...scope,
+          cache: 'users',
+          key: 'k',
+          from_offset: 0,
+          retained: true,
+        }),
+      );
+      expect(await next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      await stream.write(
+        encodeMessage({
+          type: 'cache_get',
+          ...scope,
+          cache: 'users',
+          key: 'u-read',
+          request_id: 99,
+        }),
+      );
+      expect(await next()).toMatchObject({ type: 'cache_value', request_id: 99 });
+      await conn.close();
+    });
+
+    // ---- counters ----
+
+    it('an_add_answers_with_the_sum_including_it', async () => {
+      const hits = felix.counter('users');
+      expect(await hits.get('page:/')).toBeUndefined();
+      expect(await hits.add('page:/', 1n)).toBe(1n);
+      expect(await hits.add('page:/', 41n)).toBe(42n);
+      expect(await hits.add('page:/', -50n)).toBe(-8n);
+      expect(await hits.get('page:/')).toBe(-8n);
+      const sums = await Promise.all(Array.from({ length: 10 }, () => hits.add('page:/c', 2n)));
+      expect([...sums].sort((a, b) => Number(a - b))).toEqual(
+        Array.from({ length: 10 }, (_, i) => BigInt(2 * (i + 1))),
+      );
+    });
+
+    it('a_counter_and_a_cache_value_with_one_key_are_unrelated', async () => {
+      await felix.cache('users').put('shared-key', 'cached');
+      expect(await felix.counter('users').add('shared-key', 5n)).toBe(5n);
+      expect(text(await felix.cache('users').get('shared-key'))).toBe('cached');
+    });
+
+    it('a_cache_watch_does_not_see_counter_changes', async () => {
+      const alerts = felix.cache('alerts');
+      const watch = alerts.watch({ prefix: 'cw-' })[Symbol.asyncIterator]();
+      const first = watch.next();
+      // The watch is registered once the broker counts it.
+      await waitFor(
+        async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
+        'a watch',
+      );
+      await felix.counter('alerts').add('cw-1', 7n);
+      await felix.counter('alerts').add('cw-2', 7n);
+      await alerts.put('cw-marker', 'm');
+      const ev = (await first).value as CacheWatchEvent;
+      // The first change the watch sees is the put: the counter adds before it never reach it.
+      expect(ev).toMatchObject({ type: 'put', key: 'cw-marker' });
+      await watch.return?.();
+    });
+
+    // ---- watches ----
+
+    it('a_broker_watch_resumes_gaplessly_by_offset', async () => {
+      const alerts = felix.cache('alerts');
+      const ac = new AbortController();
+      const w1 = alerts.watch({ prefix: 'gap-' }, { signal: ac.signal })[Symbol.asyncIterator]();
+      const firstEv = w1.next();
+      await waitFor(
+        async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
+        'a watch',
+      );
+      for (let i = 0; i < 5; i++) await alerts.put(`gap-${i}`, `v${i}`);
+      const part = [(await firstEv).value as CacheWatchEvent, ...(await take(w1, 2))];
+      ac.abort();
+      const last = part[part.length - 1] as { offset: number };
+      // Writes made while nobody watched, then a resume from the offset after the last one seen.
+      for (let i = 5; i < 8; i++) await alerts.put(`gap-${i}`, `v${i}`);
+      await alerts.delete('gap-0');
+      const w2 = alerts
+        .watch({ prefix: 'gap-' }, { fromOffset: last.offset + 1 })
+        [Symbol.asyncIterator]();
+      const rest = await take(w2, 6);
+      await w2.return?.();
+      const keys = [...part, ...rest].map((e) => `${e.type}:${(e as { key: string }).key}`);
+      expect(keys).toEqual([
+        ...Array.from({ length: 8 }, (_, i) => `put:gap-${i}`),
+        'delete:gap-0',
+      ]);
+      const offsets = [...part, ...rest].map((e) => (e as { offset: number }).offset);
+      expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+      expect(new Set(offsets).size).toBe(offsets.length);
+    });
+
+    it('a_retained_watch_on_an_empty_key_reports_zero_retained', async () => {
+      const it = felix
+        .cache('users')
+        .watch({ key: 'nobody-here' }, { retained: true })
+        [Symbol.asyncIterator]();
+      const first = (await it.next()).value as CacheWatchEvent;
+      expect(first).toMatchObject({ type: 'state_complete', retainedCount: 0 });
+      await it.return?.();
+    });
+
+    it('a_retained_watch_yields_current_values_then_state_complete_then_changes', async () => {
+      const users = felix.cache('users');
+      await users.put('ret-a', '1');
+      await users.put('ret-b', '2');
+      await users.put('ret-b', '3');
+      await users.put('ret-c', 'gone');
+      await users.delete('ret-c');
+      const it = users.watch({ prefix: 'ret-' }, { retained: true })[Symbol.asyncIterator]();
+      const head = await take(it, 3);
+      expect(
+        head.map((e) => [
+          e.type,
+          (e as { key?: string }).key,
+          text((e as { value?: Uint8Array }).value),
+        ]),
+      ).toEqual([
+        ['put', 'ret-a', '1'],
+        ['put', 'ret-b', '3'],
+        ['state_complete', undefined, undefined],
+      ]);
+      expect(head[2]).toMatchObject({ retainedCount: 2 });
+      await users.put('ret-d', '4');
+      expect((await it.next()).value).toMatchObject({ type: 'put', key: 'ret-d' });
+      await it.return?.();
+    });
+
+    it('a_lagging_watch_is_ended_with_the_first_missed_offset', async () => {
+      const alerts = felix.cache('alerts');
+      const it = alerts.watch({ prefix: 'lag-' })[Symbol.asyncIterator]();
+      const first = it.next();
+      await waitFor(
+        async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
+        'a watch',
+      );
+      // Large values fill the transport while the watcher reads nothing, so the broker's writer
+      // stalls and the watcher's queue (8 changes) overflows: far more is written than fits.
+      const big = new Uint8Array(256 * 1024).fill(1);
+      for (let i = 0; i < 80; i++) await alerts.put(`lag-${i}`, big);
+      const events: CacheWatchEvent[] = [(await first).value as CacheWatchEvent];
+      while (events[events.length - 1]!.type !== 'lagged') events.push((await it.next()).value);
+      const lagged = events.pop() as { type: 'lagged'; resumeFrom: number };
+      const lastSeen = events[events.length - 1] as { offset: number };
+      // Every write matched the prefix, so the first missed offset follows the last one delivered.
+      expect(lagged.resumeFrom).toBe(lastSeen.offset + 1);
+      // And the watch carries on from there without a gap.
+      const after = (await it.next()).value as { type: string; offset: number };
+      expect(after.offset).toBe(lagged.resumeFrom);
+      await it.return?.();
+    });
+
+    // ---- consumer groups ----
+
+    async function freshGroup(name: string, opts = {}) {
+      const g = felix.group('jobs', name, { shard: 0, ...opts });
+      await g.seek('latest');
+      return g;
     }
-    await stream.write(
-      encodeMessage({
-        type: 'cache_watch',
-        ...scope,
-        cache: 'users',
-        key: 'k',
-        from_offset: 0,
-        retained: true,
-      }),
-    );
-    expect(await next()).toMatchObject({ type: 'error', code: 'invalid_request' });
-    await stream.write(
-      encodeMessage({ type: 'cache_get', ...scope, cache: 'users', key: 'u-read', request_id: 99 }),
-    );
-    expect(await next()).toMatchObject({ type: 'cache_value', request_id: 99 });
-    await conn.close();
-  });
 
-  // ---- counters ----
+    async function publishJobs(n: number, tag: string): Promise<number[]> {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await felix.publish('jobs', `${tag}-${i}`)).offset!);
+      return out;
+    }
 
-  it('an_add_answers_with_the_sum_including_it', async () => {
-    const hits = felix.counter('users');
-    expect(await hits.get('page:/')).toBeUndefined();
-    expect(await hits.add('page:/', 1n)).toBe(1n);
-    expect(await hits.add('page:/', 41n)).toBe(42n);
-    expect(await hits.add('page:/', -50n)).toBe(-8n);
-    expect(await hits.get('page:/')).toBe(-8n);
-    const sums = await Promise.all(Array.from({ length: 10 }, () => hits.add('page:/c', 2n)));
-    expect([...sums].sort((a, b) => Number(a - b))).toEqual(
-      Array.from({ length: 10 }, (_, i) => BigInt(2 * (i + 1))),
-    );
-  });
+    it('an_offset_in_flight_is_not_handed_out_again', async () => {
+      const g = await freshGroup('inflight');
+      const offsets = await publishJobs(2, 'inflight');
+      const a = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(a.map((m) => m.offset)).toEqual([offsets[0]]);
+      const b = await g.poll({ max: 4, waitMs: 0 });
+      expect(b.map((m) => m.offset)).toEqual([offsets[1]]);
+      expect(await g.poll({ max: 4, waitMs: 0 })).toEqual([]);
+      await Promise.all([...a, ...b].map((m) => m.ack()));
+    });
 
-  it('a_counter_and_a_cache_value_with_one_key_are_unrelated', async () => {
-    await felix.cache('users').put('shared-key', 'cached');
-    expect(await felix.counter('users').add('shared-key', 5n)).toBe(5n);
-    expect(text(await felix.cache('users').get('shared-key'))).toBe('cached');
-  });
+    it('a_lapsed_claim_is_handed_out_again', async () => {
+      const g = await freshGroup('lapse');
+      const [offset] = await publishJobs(1, 'lapse');
+      const first = await g.poll({ max: 1, waitMs: 5_000, visibilityMs: 50 });
+      expect(first[0]).toMatchObject({ offset, attempts: 1 });
+      // Nobody settles it; a later poll gets it again once the claim lapses.
+      const again = await g.poll({ max: 1, waitMs: 10_000 });
+      expect(again[0]).toMatchObject({ offset, attempts: 2 });
+      // The first delivery's claim no longer stands.
+      await expect(first[0]!.nack()).rejects.toBeInstanceOf(StaleClaimError);
+      await again[0]!.ack();
+    });
 
-  it('a_cache_watch_does_not_see_counter_changes', async () => {
-    const alerts = felix.cache('alerts');
-    const watch = alerts.watch({ prefix: 'cw-' })[Symbol.asyncIterator]();
-    const first = watch.next();
-    // The watch is registered once the broker counts it.
-    await waitFor(
-      async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
-      'a watch',
-    );
-    await felix.counter('alerts').add('cw-1', 7n);
-    await felix.counter('alerts').add('cw-2', 7n);
-    await alerts.put('cw-marker', 'm');
-    const ev = (await first).value as CacheWatchEvent;
-    // The first change the watch sees is the put: the counter adds before it never reach it.
-    expect(ev).toMatchObject({ type: 'put', key: 'cw-marker' });
-    await watch.return?.();
-  });
+    it('the_cursor_does_not_advance_over_a_gap', async () => {
+      const g = await freshGroup('gap');
+      const offsets = await publishJobs(3, 'gap');
+      const msgs = await g.poll({ max: 3, waitMs: 5_000 });
+      expect(msgs.map((m) => m.offset)).toEqual(offsets);
+      await msgs[1]!.ack();
+      await msgs[2]!.ack();
+      expect((await g.describe()).committed).toBe(offsets[0]);
+      await msgs[0]!.ack();
+      expect((await g.describe()).committed).toBe(offsets[2]! + 1);
+    });
 
-  // ---- watches ----
+    it('owed_records_go_out_before_new_ones', async () => {
+      const g = await freshGroup('owed');
+      const offsets = await publishJobs(2, 'owed');
+      const [first] = await g.poll({ max: 1, waitMs: 5_000 });
+      await first!.nack();
+      await publishJobs(1, 'owed-later');
+      const next = await g.poll({ max: 2, waitMs: 0 });
+      expect(next.map((m) => [m.offset, m.attempts])).toEqual([
+        [offsets[0], 2],
+        [offsets[1], 1],
+      ]);
+      await Promise.all(next.map((m) => m.ack()));
+    });
 
-  it('a_broker_watch_resumes_gaplessly_by_offset', async () => {
-    const alerts = felix.cache('alerts');
-    const ac = new AbortController();
-    const w1 = alerts.watch({ prefix: 'gap-' }, { signal: ac.signal })[Symbol.asyncIterator]();
-    const firstEv = w1.next();
-    await waitFor(
-      async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
-      'a watch',
-    );
-    for (let i = 0; i < 5; i++) await alerts.put(`gap-${i}`, `v${i}`);
-    const part = [(await firstEv).value as CacheWatchEvent, ...(await take(w1, 2))];
-    ac.abort();
-    const last = part[part.length - 1] as { offset: number };
-    // Writes made while nobody watched, then a resume from the offset after the last one seen.
-    for (let i = 5; i < 8; i++) await alerts.put(`gap-${i}`, `v${i}`);
-    await alerts.delete('gap-0');
-    const w2 = alerts
-      .watch({ prefix: 'gap-' }, { fromOffset: last.offset + 1 })
-      [Symbol.asyncIterator]();
-    const rest = await take(w2, 6);
-    await w2.return?.();
-    const keys = [...part, ...rest].map((e) => `${e.type}:${(e as { key: string }).key}`);
-    expect(keys).toEqual([...Array.from({ length: 8 }, (_, i) => `put:gap-${i}`), 'delete:gap-0']);
-    const offsets = [...part, ...rest].map((e) => (e as { offset: number }).offset);
-    expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
-    expect(new Set(offsets).size).toBe(offsets.length);
-  });
+    it('a_record_is_given_up_on_after_the_attempt_bound', async () => {
+      const g = await freshGroup('poison');
+      const [poison] = await publishJobs(1, 'poison');
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        const [m] = await g.poll({ max: 1, waitMs: 5_000 });
+        expect(m).toMatchObject({ offset: poison, attempts: attempt });
+        await m!.nack();
+      }
+      const [after] = await publishJobs(1, 'poison-after');
+      // The sixth hand-out would pass the bound: the record is a dead letter and the group moves on.
+      const next = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(next.map((m) => m.offset)).toEqual([after]);
+      expect(await g.deadLetters()).toEqual([poison]);
+      await next[0]!.ack();
+      expect((await g.describe()).committed).toBe(after! + 1);
+    });
 
-  it('a_retained_watch_on_an_empty_key_reports_zero_retained', async () => {
-    const it = felix
-      .cache('users')
-      .watch({ key: 'nobody-here' }, { retained: true })
-      [Symbol.asyncIterator]();
-    const first = (await it.next()).value as CacheWatchEvent;
-    expect(first).toMatchObject({ type: 'state_complete', retainedCount: 0 });
-    await it.return?.();
-  });
+    it('a_waiting_poll_is_woken_by_a_publish', async () => {
+      const g = await freshGroup('wake');
+      const waiting = g.poll({ max: 1, waitMs: 20_000 });
+      const [offset] = await publishJobs(1, 'wake');
+      const got = await waiting;
+      expect(got.map((m) => m.offset)).toEqual([offset]);
+      await got[0]!.ack();
+    });
 
-  it('a_retained_watch_yields_current_values_then_state_complete_then_changes', async () => {
-    const users = felix.cache('users');
-    await users.put('ret-a', '1');
-    await users.put('ret-b', '2');
-    await users.put('ret-b', '3');
-    await users.put('ret-c', 'gone');
-    await users.delete('ret-c');
-    const it = users.watch({ prefix: 'ret-' }, { retained: true })[Symbol.asyncIterator]();
-    const head = await take(it, 3);
-    expect(
-      head.map((e) => [
-        e.type,
-        (e as { key?: string }).key,
-        text((e as { value?: Uint8Array }).value),
-      ]),
-    ).toEqual([
-      ['put', 'ret-a', '1'],
-      ['put', 'ret-b', '3'],
-      ['state_complete', undefined, undefined],
-    ]);
-    expect(head[2]).toMatchObject({ retainedCount: 2 });
-    await users.put('ret-d', '4');
-    expect((await it.next()).value).toMatchObject({ type: 'put', key: 'ret-d' });
-    await it.return?.();
-  });
+    it('a_group_at_its_in_flight_cap_gets_nothing_more', async () => {
+      const g = await freshGroup('cap');
+      await publishJobs(6, 'cap');
+      const held = await g.poll({ max: 10, waitMs: 5_000 });
+      expect(held).toHaveLength(4);
+      expect(await g.poll({ max: 10, waitMs: 0 })).toEqual([]);
+      expect((await g.describe()).inFlight).toBe(4);
+      await Promise.all(held.map((m) => m.ack()));
+      const rest = await g.poll({ max: 10, waitMs: 0 });
+      expect(rest).toHaveLength(2);
+      await Promise.all(rest.map((m) => m.ack()));
+    });
 
-  it('a_lagging_watch_is_ended_with_the_first_missed_offset', async () => {
-    const alerts = felix.cache('alerts');
-    const it = alerts.watch({ prefix: 'lag-' })[Symbol.asyncIterator]();
-    const first = it.next();
-    await waitFor(
-      async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
-      'a watch',
-    );
-    // Large values fill the transport while the watcher reads nothing, so the broker's writer
-    // stalls and the watcher's queue (8 changes) overflows: far more is written than fits.
-    const big = new Uint8Array(256 * 1024).fill(1);
-    for (let i = 0; i < 80; i++) await alerts.put(`lag-${i}`, big);
-    const events: CacheWatchEvent[] = [(await first).value as CacheWatchEvent];
-    while (events[events.length - 1]!.type !== 'lagged') events.push((await it.next()).value);
-    const lagged = events.pop() as { type: 'lagged'; resumeFrom: number };
-    const lastSeen = events[events.length - 1] as { offset: number };
-    // Every write matched the prefix, so the first missed offset follows the last one delivered.
-    expect(lagged.resumeFrom).toBe(lastSeen.offset + 1);
-    // And the watch carries on from there without a gap.
-    const after = (await it.next()).value as { type: string; offset: number };
-    expect(after.offset).toBe(lagged.resumeFrom);
-    await it.return?.();
-  });
+    it('a_poll_at_the_cap_is_woken_by_an_ack', async () => {
+      const g = await freshGroup('cap-wake');
+      const offsets = await publishJobs(5, 'capwake');
+      const held = await g.poll({ max: 4, waitMs: 5_000 });
+      expect(held).toHaveLength(4);
+      const waiting = g.poll({ max: 4, waitMs: 20_000 });
+      await held[0]!.ack();
+      const got = await waiting;
+      expect(got.map((m) => m.offset)).toEqual([offsets[4]]);
+      await Promise.all([...held.slice(1), ...got].map((m) => m.ack()));
+    });
 
-  // ---- consumer groups ----
+    it('an_extend_keeps_a_claim_and_a_dead_letter_can_be_redriven_and_discarded', async () => {
+      const g = await freshGroup('admin');
+      const [a, b] = await publishJobs(2, 'admin');
+      const msgs = await g.poll({ max: 2, waitMs: 5_000, visibilityMs: 60_000 });
+      expect(await msgs[0]!.extend(120_000)).toBe(120_000);
+      await msgs[0]!.deadLetter();
+      await msgs[1]!.deadLetter();
+      expect(await g.deadLetters()).toEqual([a, b]);
+      await g.discard(b!);
+      await g.redrive(a!);
+      expect(await g.deadLetters()).toEqual([]);
+      const [again] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(again).toMatchObject({ offset: a, attempts: 1 });
+      await again!.ack();
+      await expect(g.discard(b!)).rejects.toBeInstanceOf(InvalidRequestError);
+      expect(await g.delete()).toBe(true);
+      await expect(g.describe()).rejects.toBeInstanceOf(NotFoundError);
+    });
 
-  async function freshGroup(name: string, opts = {}) {
-    const g = felix.group('jobs', name, { shard: 0, ...opts });
-    await g.seek('latest');
-    return g;
-  }
-
-  async function publishJobs(n: number, tag: string): Promise<number[]> {
-    const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push((await felix.publish('jobs', `${tag}-${i}`)).offset!);
-    return out;
-  }
-
-  it('an_offset_in_flight_is_not_handed_out_again', async () => {
-    const g = await freshGroup('inflight');
-    const offsets = await publishJobs(2, 'inflight');
-    const a = await g.poll({ max: 1, waitMs: 5_000 });
-    expect(a.map((m) => m.offset)).toEqual([offsets[0]]);
-    const b = await g.poll({ max: 4, waitMs: 0 });
-    expect(b.map((m) => m.offset)).toEqual([offsets[1]]);
-    expect(await g.poll({ max: 4, waitMs: 0 })).toEqual([]);
-    await Promise.all([...a, ...b].map((m) => m.ack()));
-  });
-
-  it('a_lapsed_claim_is_handed_out_again', async () => {
-    const g = await freshGroup('lapse');
-    const [offset] = await publishJobs(1, 'lapse');
-    const first = await g.poll({ max: 1, waitMs: 5_000, visibilityMs: 50 });
-    expect(first[0]).toMatchObject({ offset, attempts: 1 });
-    // Nobody settles it; a later poll gets it again once the claim lapses.
-    const again = await g.poll({ max: 1, waitMs: 10_000 });
-    expect(again[0]).toMatchObject({ offset, attempts: 2 });
-    // The first delivery's claim no longer stands.
-    await expect(first[0]!.nack()).rejects.toBeInstanceOf(StaleClaimError);
-    await again[0]!.ack();
-  });
-
-  it('the_cursor_does_not_advance_over_a_gap', async () => {
-    const g = await freshGroup('gap');
-    const offsets = await publishJobs(3, 'gap');
-    const msgs = await g.poll({ max: 3, waitMs: 5_000 });
-    expect(msgs.map((m) => m.offset)).toEqual(offsets);
-    await msgs[1]!.ack();
-    await msgs[2]!.ack();
-    expect((await g.describe()).committed).toBe(offsets[0]);
-    await msgs[0]!.ack();
-    expect((await g.describe()).committed).toBe(offsets[2]! + 1);
-  });
-
-  it('owed_records_go_out_before_new_ones', async () => {
-    const g = await freshGroup('owed');
-    const offsets = await publishJobs(2, 'owed');
-    const [first] = await g.poll({ max: 1, waitMs: 5_000 });
-    await first!.nack();
-    await publishJobs(1, 'owed-later');
-    const next = await g.poll({ max: 2, waitMs: 0 });
-    expect(next.map((m) => [m.offset, m.attempts])).toEqual([
-      [offsets[0], 2],
-      [offsets[1], 1],
-    ]);
-    await Promise.all(next.map((m) => m.ack()));
-  });
-
-  it('a_record_is_given_up_on_after_the_attempt_bound', async () => {
-    const g = await freshGroup('poison');
-    const [poison] = await publishJobs(1, 'poison');
-    for (let attempt = 1; attempt <= 5; attempt++) {
+    it('a_seek_voids_standing_claims_so_their_settles_are_stale', async () => {
+      const g = await freshGroup('seek');
+      const [offset] = await publishJobs(1, 'seek');
       const [m] = await g.poll({ max: 1, waitMs: 5_000 });
-      expect(m).toMatchObject({ offset: poison, attempts: attempt });
-      await m!.nack();
-    }
-    const [after] = await publishJobs(1, 'poison-after');
-    // The sixth hand-out would pass the bound: the record is a dead letter and the group moves on.
-    const next = await g.poll({ max: 1, waitMs: 5_000 });
-    expect(next.map((m) => m.offset)).toEqual([after]);
-    expect(await g.deadLetters()).toEqual([poison]);
-    await next[0]!.ack();
-    expect((await g.describe()).committed).toBe(after! + 1);
-  });
+      expect(m!.offset).toBe(offset);
+      const pos = await g.seek('latest');
+      expect(pos).toEqual({ offset: offset! + 1, moved: true });
+      await expect(m!.extend(1_000)).rejects.toBeInstanceOf(StaleClaimError);
+      expect(await g.seek('earliest', { ifNew: true })).toEqual({
+        offset: offset! + 1,
+        moved: false,
+      });
+      expect((await g.describe()).inFlight).toBe(0);
+    });
 
-  it('a_waiting_poll_is_woken_by_a_publish', async () => {
-    const g = await freshGroup('wake');
-    const waiting = g.poll({ max: 1, waitMs: 20_000 });
-    const [offset] = await publishJobs(1, 'wake');
-    const got = await waiting;
-    expect(got.map((m) => m.offset)).toEqual([offset]);
-    await got[0]!.ack();
+    it('a_group_on_an_in_memory_stream_is_refused', async () => {
+      await expect(felix.group('memjobs', 'x').poll({ waitMs: 0 })).rejects.toBeInstanceOf(
+        InvalidRequestError,
+      );
+    });
   });
-
-  it('a_group_at_its_in_flight_cap_gets_nothing_more', async () => {
-    const g = await freshGroup('cap');
-    await publishJobs(6, 'cap');
-    const held = await g.poll({ max: 10, waitMs: 5_000 });
-    expect(held).toHaveLength(4);
-    expect(await g.poll({ max: 10, waitMs: 0 })).toEqual([]);
-    expect((await g.describe()).inFlight).toBe(4);
-    await Promise.all(held.map((m) => m.ack()));
-    const rest = await g.poll({ max: 10, waitMs: 0 });
-    expect(rest).toHaveLength(2);
-    await Promise.all(rest.map((m) => m.ack()));
-  });
-
-  it('a_poll_at_the_cap_is_woken_by_an_ack', async () => {
-    const g = await freshGroup('cap-wake');
-    const offsets = await publishJobs(5, 'capwake');
-    const held = await g.poll({ max: 4, waitMs: 5_000 });
-    expect(held).toHaveLength(4);
-    const waiting = g.poll({ max: 4, waitMs: 20_000 });
-    await held[0]!.ack();
-    const got = await waiting;
-    expect(got.map((m) => m.offset)).toEqual([offsets[4]]);
-    await Promise.all([...held.slice(1), ...got].map((m) => m.ack()));
-  });
-
-  it('an_extend_keeps_a_claim_and_a_dead_letter_can_be_redriven_and_discarded', async () => {
-    const g = await freshGroup('admin');
-    const [a, b] = await publishJobs(2, 'admin');
-    const msgs = await g.poll({ max: 2, waitMs: 5_000, visibilityMs: 60_000 });
-    expect(await msgs[0]!.extend(120_000)).toBe(120_000);
-    await msgs[0]!.deadLetter();
-    await msgs[1]!.deadLetter();
-    expect(await g.deadLetters()).toEqual([a, b]);
-    await g.discard(b!);
-    await g.redrive(a!);
-    expect(await g.deadLetters()).toEqual([]);
-    const [again] = await g.poll({ max: 1, waitMs: 5_000 });
-    expect(again).toMatchObject({ offset: a, attempts: 1 });
-    await again!.ack();
-    await expect(g.discard(b!)).rejects.toBeInstanceOf(InvalidRequestError);
-    expect(await g.delete()).toBe(true);
-    await expect(g.describe()).rejects.toBeInstanceOf(NotFoundError);
-  });
-
-  it('a_group_on_an_in_memory_stream_is_refused', async () => {
-    await expect(felix.group('memjobs', 'x').poll({ waitMs: 0 })).rejects.toBeInstanceOf(
-      InvalidRequestError,
-    );
-  });
-});
+}
 
 describe('broker projections across restarts', () => {
   it('a_cache_survives_a_broker_restart', async () => {
@@ -628,6 +664,68 @@ describe('broker projections across restarts', () => {
     } finally {
       await f.close();
       await broker.stop();
+      await dir.cleanup();
+    }
+  });
+
+  it('a_watch_resumes_by_offset_after_the_broker_restarts', async () => {
+    const dir = await tempDir();
+    const spec: BrokerSpec = { yaml: YAML, dir: dir.path, durable: true };
+    let broker = await startBroker(spec);
+    const f = await client(broker);
+    try {
+      const alerts = f.cache('alerts');
+      const it = alerts.watch({ prefix: 'rs-' })[Symbol.asyncIterator]();
+      const first = it.next();
+      await waitFor(
+        async () => (await metric(broker, /felix_broker_cache_watches (\d+)/)) >= 1,
+        'a watch',
+      );
+      for (let i = 0; i < 3; i++) await alerts.put(`rs-${i}`, `v${i}`);
+      const before = [(await first).value as CacheWatchEvent, ...(await take(it, 2))];
+      await broker.kill();
+      broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+      // The client reconnects on its own; these writes land while the watch is away or back.
+      await alerts.put('rs-3', 'v3');
+      await alerts.delete('rs-0');
+      const after = await take(it, 3);
+      await it.return?.();
+      expect(after[0]).toMatchObject({
+        type: 'resumed',
+        resumeFrom: (before[2] as { offset: number }).offset + 1,
+      });
+      const seen = [...before, ...after.slice(1)].map(
+        (e) => `${e.type}:${(e as { key: string }).key}`,
+      );
+      expect(seen).toEqual(['put:rs-0', 'put:rs-1', 'put:rs-2', 'put:rs-3', 'delete:rs-0']);
+    } finally {
+      await f.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+
+  it('a_waiting_poll_is_answered_when_the_broker_drains', async () => {
+    const dir = await tempDir();
+    const broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
+    const f = await client(broker);
+    try {
+      const g = f.group('jobs', 'drain');
+      await g.seek('latest');
+      const waiting = g.poll({ max: 1, waitMs: 30_000 });
+      await waitFor(
+        async () =>
+          (await metric(
+            broker,
+            /felix_broker_projection_requests_total\{type="group_poll"\} (\d+)/,
+          )) >= 1,
+        'the poll to reach the broker',
+      );
+      const stopping = broker.stop();
+      expect(await waiting).toEqual([]);
+      await stopping;
+    } finally {
+      await f.close();
       await dir.cleanup();
     }
   });

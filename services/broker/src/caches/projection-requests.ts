@@ -202,6 +202,11 @@ export class Projections {
     );
   }
 
+  /** The broker is draining: waiting polls answer now. */
+  drain(): void {
+    this.groups?.drain();
+  }
+
   async close(): Promise<void> {
     await this.groups?.close();
     await this.caches.close();

@@ -26,7 +26,9 @@ import type { BrokerConfig } from '../config/types.js';
 import { RequestRefusedError } from '../errors.js';
 import {
   GROUP_DEAD_LETTER_LIST_MAX,
+  GROUP_IDLE_EVICT_MS,
   GROUP_NAME_BYTES_MAX,
+  GROUP_SWEEP_INTERVAL_MS,
   GROUP_WAIT_RECHECK_MS,
   GROUPS_IN_MEMORY_MAX,
 } from '../limits.js';
@@ -88,6 +90,7 @@ export class GroupService {
   private readonly loading = new Map<string, Promise<GroupState>>();
   private waiters = new Set<() => void>();
   private closing = false;
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly cfg: BrokerConfig,
@@ -97,6 +100,21 @@ export class GroupService {
     const store = { root: cfg.durable.data_dir!, fsync: 'onCommit' as const };
     this.cursors = openCursorStore(store);
     this.deadLetters = openDeadLetterStore(store);
+    this.sweeper = setInterval(() => this.evictIdle(Date.now()), GROUP_SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+  }
+
+  /**
+   * Drops in-memory states idle for GROUP_IDLE_EVICT_MS with no claim standing. A state loaded
+   * again starts from the durable cursor and accepts settles for anything below the tail.
+   */
+  evictIdle(nowMs: number): void {
+    for (const [key, st] of this.states) {
+      if (st.claims.size === 0 && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
+        this.states.delete(key);
+      }
+    }
+    this.metrics.groupsInMemory.set(this.states.size);
   }
 
   /** Wakes every waiting poll to re-check its group (a publish, a settle, a drain). */
@@ -106,8 +124,15 @@ export class GroupService {
     for (const f of w) f();
   }
 
+  /** Ends every wait: polls answer with what they have. */
+  drain(): void {
+    this.closing = true;
+    this.wake();
+  }
+
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweeper);
     this.wake();
     await this.cursors.close();
     await this.deadLetters.close();
@@ -376,6 +401,7 @@ export class GroupService {
   ): Promise<Message> {
     this.tailCheck(scope, msg.offset);
     const st = await this.existing(scope);
+    st.lastUsedMs = Date.now();
     const offset = msg.offset;
     const named = msg.type === 'group_nack' ? msg.attempts : undefined;
     const claim = st.claims.get(offset);
