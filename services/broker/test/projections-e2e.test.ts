@@ -580,7 +580,7 @@ describe('broker projections across restarts', () => {
     );
   });
 
-  it('a_position_survives_a_restart', async () => {
+  it('a_group_position_survives_a_broker_restart', async () => {
     let offsets: number[] = [];
     await acrossRestart(
       {},
