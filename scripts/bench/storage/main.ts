@@ -4,7 +4,7 @@
 // same sizes, large synced sequential writes). Prints a markdown table for docs/perf.md.
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/storage/main.ts [--quick] [--dir <scratch parent>]
 // Imports the package source (not dist) so a stale build can never be measured.
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { formatBenchReport, runStorageBench } from '../../../packages/storage/src/index.js';
 
 const args = process.argv.slice(2);
@@ -13,6 +13,7 @@ const dir = dirArg >= 0 ? args[dirArg + 1]! : tmpdir();
 const quick = args.includes('--quick');
 
 const started = Date.now();
+const loadBefore = loadavg()[0]!.toFixed(1);
 const report = await runStorageBench({
   dir,
   quick,
@@ -20,5 +21,6 @@ const report = await runStorageBench({
 });
 console.log(formatBenchReport(report));
 console.log(
-  `\n(${quick ? 'quick' : 'full'} run, scratch under ${dir}, ${((Date.now() - started) / 1000).toFixed(0)} s, node ${process.version})`,
+  `\n(${quick ? 'quick' : 'full'} run, scratch under ${dir}, ${((Date.now() - started) / 1000).toFixed(0)} s, ` +
+    `node ${process.version}, 1-minute load average ${loadBefore} before and ${loadavg()[0]!.toFixed(1)} after)`,
 );

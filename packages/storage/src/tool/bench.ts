@@ -43,6 +43,8 @@ const SHARD = { tenant: 'bench', namespace: 'storage', stream: 'log', shard: 0 }
 const MB = 1024 * 1024;
 const BATCH_RECORDS = 256;
 const BATCH_RECORD_BYTES = 4096;
+/** Interleaved rounds per case in a full run; the median is reported. */
+const BENCH_ROUNDS = 3;
 
 function filled(size: number): Uint8Array {
   const p = new Uint8Array(size);
@@ -92,7 +94,8 @@ function row(
 
 /** A loop of positioned write + fdatasync, the disk's limit for one synced writer. */
 async function rawSynced(io: Io, dir: string, size: number, seconds: number): Promise<BenchRow> {
-  const file = await io.open(`${dir}/raw-${size}.bin`, 'create');
+  const path = `${dir}/raw-${size}.bin`;
+  const file = await io.open(path, 'replace');
   const buf = filled(size);
   const lat = new Latencies();
   let pos = 0;
@@ -110,6 +113,7 @@ async function rawSynced(io: Io, dir: string, size: number, seconds: number): Pr
     }
   } finally {
     await file.close();
+    await io.unlink(path);
   }
   const elapsed = (performance.now() - start) / 1000;
   const label = size >= MB ? 'raw large write + fdatasync' : 'raw write + fdatasync';
@@ -161,7 +165,18 @@ async function logCase(
   );
 }
 
-async function recoveryCase(io: Io, dir: string, bytes: number): Promise<BenchReport['recovery']> {
+/** The sample with the median rate. */
+function median(rows: BenchRow[]): BenchRow | undefined {
+  const sorted = [...rows].sort((a, b) => a.opsPerSec - b.opsPerSec);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+async function recoveryCase(
+  io: Io,
+  dir: string,
+  bytes: number,
+  rounds: number,
+): Promise<BenchReport['recovery']> {
   const root = await io.makeTempDir(dir, 'recovery-');
   try {
     const log = await SegmentLog.open({ root, shard: SHARD, fsync: 'none', io });
@@ -177,14 +192,19 @@ async function recoveryCase(io: Io, dir: string, bytes: number): Promise<BenchRe
     const dirPath = log.dir;
     const size = log.sizeBytes;
     await log.close();
-    let t = performance.now();
-    await verifyShardDir(io, dirPath);
-    const verifySeconds = (performance.now() - t) / 1000;
-    t = performance.now();
-    const reopened = await SegmentLog.open({ root, shard: SHARD, fsync: 'none', io });
-    const openMs = performance.now() - t;
-    await reopened.close();
-    return { bytes: size, verifyMbPerSec: size / MB / verifySeconds, openMs };
+    const verifyRates: number[] = [];
+    const openTimes: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      let t = performance.now();
+      await verifyShardDir(io, dirPath);
+      verifyRates.push(size / MB / ((performance.now() - t) / 1000));
+      t = performance.now();
+      const reopened = await SegmentLog.open({ root, shard: SHARD, fsync: 'none', io });
+      openTimes.push(performance.now() - t);
+      await reopened.close();
+    }
+    const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    return { bytes: size, verifyMbPerSec: mid(verifyRates), openMs: mid(openTimes) };
   } finally {
     await io.removeTree(root);
   }
@@ -193,7 +213,7 @@ async function recoveryCase(io: Io, dir: string, bytes: number): Promise<BenchRe
 export async function runStorageBench(opts: BenchOptions): Promise<BenchReport> {
   const io = opts.io ?? nodeIo;
   const quick = opts.quick === true;
-  const seconds = quick ? 0.3 : 1.5;
+  const seconds = quick ? 0.3 : 1;
   const sizes = [128, 4096];
   const modes: FsyncMode[] = ['none', 'periodic', 'onCommit'];
   const writerCounts = [1, 8, 64];
@@ -219,22 +239,32 @@ export async function runStorageBench(opts: BenchOptions): Promise<BenchReport> 
       run: (d) => logCase(io, d, BATCH_RECORD_BYTES, BATCH_RECORDS, 'onCommit', w, seconds),
     });
   }
-  const rows: BenchRow[] = [];
-  const total = steps.length + 1;
+  // Every case runs once per round, rounds interleaved, and the median round is reported:
+  // a disk or CPU shared with other work then disturbs one sample of each case, not a case.
+  const rounds = quick ? 1 : BENCH_ROUNDS;
+  const samples: BenchRow[][] = steps.map(() => []);
+  const total = steps.length * rounds + 1;
   const scratch = await io.makeTempDir(opts.dir, 'felix-storage-bench-');
   let recovery: BenchReport['recovery'];
   try {
-    for (let i = 0; i < steps.length; i++) {
-      opts.onProgress?.(i, total, steps[i]!.label);
-      const r = await steps[i]!.run(scratch);
-      if (r !== undefined) rows.push(r);
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < steps.length; i++) {
+        opts.onProgress?.(
+          round * steps.length + i,
+          total,
+          `${steps[i]!.label} (round ${round + 1}/${rounds})`,
+        );
+        const r = await steps[i]!.run(scratch);
+        if (r !== undefined) samples[i]!.push(r);
+      }
     }
-    opts.onProgress?.(steps.length, total, 'recovery scan');
-    recovery = await recoveryCase(io, scratch, quick ? 128 * MB : 1024 * MB);
+    opts.onProgress?.(total - 1, total, 'recovery scan');
+    recovery = await recoveryCase(io, scratch, quick ? 128 * MB : 1024 * MB, rounds);
     opts.onProgress?.(total, total, 'done');
   } finally {
     await io.removeTree(scratch);
   }
+  const rows = samples.map(median).filter((r): r is BenchRow => r !== undefined);
   const find = (size: number, w: number) =>
     rows.find(
       (r) =>
