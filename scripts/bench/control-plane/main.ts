@@ -184,7 +184,44 @@ interface Row {
   p50: number;
   p99: number;
   cpu: number;
+  /** Server-side p50/p99 from the request-time histogram (upper bucket bound, ms). */
+  serverP50?: number;
+  serverP99?: number;
   note?: string;
+}
+
+const HEARTBEAT_ROUTE = '/v1/nodes/:node_id/heartbeat';
+const REGISTER_ROUTE = '/v1/nodes';
+const STREAMS_ROUTE = '/v1/tenants/:tenant_id/namespaces/:namespace/streams';
+
+type Buckets = Map<string, Map<number, number>>;
+
+/** Cumulative request-time buckets per route, from the server's /metrics. */
+function parseBuckets(text: string): Buckets {
+  const out: Buckets = new Map();
+  const re =
+    /^felix_controlplane_http_request_seconds_bucket\{route="([^"]*)",le="([^"]+)"\} (\d+)/gm;
+  for (const m of text.matchAll(re)) {
+    const le = m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]);
+    let route = out.get(m[1]!);
+    if (!route) out.set(m[1]!, (route = new Map()));
+    route.set(le, Number(m[3]));
+  }
+  return out;
+}
+
+/** The upper bound (ms) of the bucket holding quantile `q` of the requests between two scrapes. */
+function serverQuantile(before: Buckets, after: Buckets, route: string, q: number): number {
+  const a = after.get(route);
+  if (!a) return Number.NaN;
+  const b = before.get(route) ?? new Map<number, number>();
+  const les = [...a.keys()].sort((x, y) => x - y);
+  const total = (a.get(Number.POSITIVE_INFINITY) ?? 0) - (b.get(Number.POSITIVE_INFINITY) ?? 0);
+  if (total <= 0) return Number.NaN;
+  for (const le of les) {
+    if ((a.get(le) ?? 0) - (b.get(le) ?? 0) >= q * total) return le * 1000;
+  }
+  return Number.NaN;
 }
 
 async function runBackend(
@@ -200,11 +237,13 @@ async function runBackend(
   const client = new Client(server.url);
   // Heartbeat latencies recorded since the last take (filled once the brokers start beating).
   let takeHeartbeats: (() => { lat: number[]; errors: number; note: string }) | undefined;
+  const scrape = async () => parseBuckets(String((await client.request('GET', '/metrics')).json));
   const row = (
     name: string,
     r: { lat: number[]; errors: number; note?: string },
     seconds: number,
     cpu: number,
+    server?: { before: Buckets; after: Buckets; route: string },
   ) => {
     const sorted = [...r.lat].sort((x, y) => x - y);
     const out: Row = {
@@ -216,6 +255,12 @@ async function runBackend(
       p50: pct(sorted, 50),
       p99: pct(sorted, 99),
       cpu,
+      serverP50: server
+        ? serverQuantile(server.before, server.after, server.route, 0.5)
+        : Number.NaN,
+      serverP99: server
+        ? serverQuantile(server.before, server.after, server.route, 0.99)
+        : Number.NaN,
       note: r.note,
     };
     rows.push(out);
@@ -224,16 +269,27 @@ async function runBackend(
   /** Runs one phase; rows for its own requests (if any) and for the heartbeats during it. */
   const phase = async (
     name: string,
+    route: string | undefined,
     body: () => Promise<{ lat: number[]; errors: number; note?: string }>,
   ) => {
     takeHeartbeats?.();
+    const before = await scrape();
     const cpu0 = cpuSeconds(pid);
     const t0 = performance.now();
     const r = await body();
     const seconds = (performance.now() - t0) / 1000;
     const cpu = (cpuSeconds(pid) - cpu0) / seconds;
-    if (r.lat.length > 0 || r.note) row(name, r, seconds, cpu);
-    if (takeHeartbeats) row(`heartbeats during: ${name}`, takeHeartbeats(), seconds, cpu);
+    const after = await scrape();
+    if (r.lat.length > 0 || r.note) {
+      row(name, r, seconds, cpu, route ? { before, after, route } : undefined);
+    }
+    if (takeHeartbeats) {
+      row(`heartbeats during: ${name}`, takeHeartbeats(), seconds, cpu, {
+        before,
+        after,
+        route: HEARTBEAT_ROUTE,
+      });
+    }
   };
 
   try {
@@ -241,7 +297,7 @@ async function runBackend(
       { length: args.brokers },
       (_, i) => `broker-${String(i).padStart(4, '0')}`,
     );
-    await phase('register', async () => {
+    await phase('register', REGISTER_ROUTE, async () => {
       const lat: number[] = [];
       let errors = 0;
       await pool(ids, 64, async (id) => {
@@ -304,14 +360,14 @@ async function runBackend(
       return r;
     };
 
-    await phase(`${args.heartbeatSeconds} s of heartbeats only`, async () => {
+    await phase(`${args.heartbeatSeconds} s of heartbeats only`, undefined, async () => {
       await sleep(args.heartbeatSeconds * 1000);
       return { lat: [], errors: 0 };
     });
 
     const wakes: number[] = [];
     const writes: number[] = [];
-    await phase('feed wake samples', async () => {
+    await phase('feed wake samples', undefined, async () => {
       for (let i = 0; i < args.wakeSamples && Date.now() < deadline; i++) {
         const snap = (await client.request('GET', '/v1/tenants/snapshot')).json as {
           next_seq: number;
@@ -350,9 +406,10 @@ async function runBackend(
       (_, i) => `stream-${String(i).padStart(5, '0')}`,
     );
     let createdAt = 0;
-    await phase(`create ${args.streams} streams (rf 3, 32 in flight)`, async () => {
+    await phase(`create ${args.streams} streams (rf 3, 32 in flight)`, STREAMS_ROUTE, async () => {
       const lat: number[] = [];
       let errors = 0;
+      const codes = new Map<string, number>();
       await pool(names, 32, async (name) => {
         if (Date.now() > deadline) return;
         const r = await client.request('POST', '/v1/tenants/bench/namespaces/ns/streams', {
@@ -361,12 +418,16 @@ async function runBackend(
           replication_factor: 3,
         });
         lat.push(r.ms);
-        if (r.status !== 201) errors++;
+        if (r.status !== 201) {
+          errors++;
+          const code = String((r.json as { code?: string } | undefined)?.code ?? r.status);
+          codes.set(code, (codes.get(code) ?? 0) + 1);
+        }
       });
       createdAt = performance.now();
-      return { lat, errors };
+      return { lat, errors, note: [...codes].map(([c, k]) => `${k}× ${c}`).join(', ') };
     });
-    await phase('placement catching up', async () => {
+    await phase('placement catching up', undefined, async () => {
       let placed = 0;
       const until = Math.min(deadline, Date.now() + 180_000);
       while (Date.now() < until) {
@@ -393,7 +454,15 @@ async function runBackend(
     rmSync(dataDir, { recursive: true, force: true });
     if (backend === 'postgres') {
       const require = createRequire(join(CP_DIR, 'package.json'));
-      const pg = require('pg') as typeof import('pg');
+      const pg = require('pg') as {
+        Client: new (o: {
+          connectionString: string;
+        }) => {
+          connect(): Promise<void>;
+          query(sql: string): Promise<unknown>;
+          end(): Promise<void>;
+        };
+      };
       const c = new pg.Client({ connectionString: POSTGRES_URL });
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
@@ -433,11 +502,11 @@ async function main(): Promise<void> {
     `${args.brokers} brokers heartbeating every second; ${args.streams} streams; node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
     `1-minute load average on the 2-core machine at start → end of each run (other work shares it): ${loads.join('; ')}`,
     '',
-    '| store | phase | requests | req/s | p50 ms | p99 ms | server CPU (cores) | errors | note |',
+    '| store | phase | requests | req/s | client p50 / p99 ms | server p50 / p99 ms (≤ bucket) | server CPU (cores) | errors | note |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...all.map(
       (r) =>
-        `| ${r.backend} | ${r.phase} | ${r.requests || '-'} | ${r.seconds > 0 && r.requests ? Math.round(r.requests / r.seconds) : '-'} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${Number.isNaN(r.cpu) ? '-' : r.cpu.toFixed(2)} | ${r.errors} | ${r.note ?? ''} |`,
+        `| ${r.backend} | ${r.phase} | ${r.requests || '-'} | ${r.seconds > 0 && r.requests ? Math.round(r.requests / r.seconds) : '-'} | ${fmt(r.p50)} / ${fmt(r.p99)} | ${r.serverP50 === undefined || Number.isNaN(r.serverP50) ? '-' : `${fmt(r.serverP50)} / ${fmt(r.serverP99 ?? Number.NaN)}`} | ${Number.isNaN(r.cpu) ? '-' : r.cpu.toFixed(2)} | ${r.errors} | ${r.note ?? ''} |`,
     ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

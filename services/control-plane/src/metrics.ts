@@ -29,7 +29,7 @@ export function createMetrics(): Metrics {
       name: 'felix_controlplane_http_request_seconds',
       help: 'Time to answer an HTTP request (long polls included)',
       labelNames: ['route'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 25],
+      buckets: [0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 25],
       registers: [registry],
     }),
     longPollWaiters: new Gauge({

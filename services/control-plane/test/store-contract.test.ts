@@ -12,7 +12,7 @@ import {
   TenantNotFoundError,
 } from '../src/errors.js';
 import type { ControlStore } from '../src/store/store.js';
-import type { NodeRecord, RegisterInput, Stream } from '../src/store/types.js';
+import type { NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
 import { type Backend, type OpenedStore, openTestStore } from './helpers.js';
 
 export function stream(name: string, extra: Partial<Stream> = {}): Stream {
@@ -45,13 +45,13 @@ export function registration(id: string, extra: Partial<RegisterInput> = {}): Re
   };
 }
 
-const allLive = (nodes: NodeRecord[]): PlacementNode[] =>
+const allLive = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
   nodes.map((n) => ({
     nodeId: n.node_id,
-    zone: n.spec.zone,
-    eligible: n.status.lifecycle === 'live',
-    routable: n.status.lifecycle === 'live' || n.status.lifecycle === 'draining',
-    maxShards: n.spec.capacity.max_shards,
+    zone: n.zone,
+    eligible: n.lifecycle === 'live',
+    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
+    maxShards: n.max_shards,
   }));
 
 async function seed(store: ControlStore): Promise<void> {

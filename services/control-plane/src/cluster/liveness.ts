@@ -7,7 +7,7 @@
 import type { PlacementNode } from '@felix/router';
 import type { LivenessConfig } from '../config.js';
 import type { ControlStore } from '../store/store.js';
-import type { Clock, NodeRecord } from '../store/types.js';
+import type { Clock, NodeLiveness, NodeRecord } from '../store/types.js';
 
 export interface NodePlacementView {
   eligible: boolean;
@@ -50,20 +50,20 @@ export function placementView(
  * after its last heartbeat. New copies go only to live nodes with a fresh heartbeat.
  */
 export function placementNodes(
-  nodes: NodeRecord[],
+  nodes: readonly NodeLiveness[],
   l: LivenessConfig,
   nowMs: number,
 ): PlacementNode[] {
   return nodes.map((node) => {
-    const life = node.status.lifecycle;
-    const age = nowMs - node.status.last_heartbeat_at_ms;
+    const life = node.lifecycle;
+    const age = nowMs - node.last_heartbeat_at_ms;
     return {
       nodeId: node.node_id,
-      zone: node.spec.zone,
+      zone: node.zone,
       eligible: life === 'live' && age <= l.expiryTimeoutMs,
       routable:
         life === 'live' || life === 'draining' || (life === 'left' && age <= downAfterMs(l)),
-      maxShards: node.spec.capacity.max_shards,
+      maxShards: node.max_shards,
     };
   });
 }

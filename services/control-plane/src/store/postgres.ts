@@ -59,9 +59,7 @@ export class PostgresDriver implements SqlDriver {
     this.opts = opts;
     this.schema = opts.schema ?? 'public';
     this.pool = new pg.Pool(this.clientConfig(opts.maxConnections));
-    this.relaxedPool = new pg.Pool(
-      this.clientConfig(Math.max(1, Math.ceil(opts.maxConnections / 2)), 'off'),
-    );
+    this.relaxedPool = new pg.Pool(this.clientConfig(opts.maxConnections, 'off'));
     for (const p of [this.pool, this.relaxedPool]) {
       p.on('error', () => {
         // An idle client died (server restart); the pool replaces it on the next checkout.

@@ -38,6 +38,7 @@ import type {
   FeedName,
   Lifecycle,
   Namespace,
+  NodeLiveness,
   NodeRecord,
   Page,
   RegisterInput,
@@ -70,7 +71,7 @@ export interface PlacementOutcome {
 }
 
 /** How placement sees the nodes right now (liveness applied); supplied by the service. */
-export type PlacementView = (nodes: NodeRecord[]) => PlacementNode[];
+export type PlacementView = (nodes: readonly NodeLiveness[]) => PlacementNode[];
 
 /** A write context: collects change rows, appended just before commit. */
 class Write {
@@ -903,6 +904,19 @@ export class ControlStore {
     });
   }
 
+  private async livenessRows(q: Sql): Promise<NodeLiveness[]> {
+    const rows = await q.query<Row>(
+      'SELECT node_id, zone, lifecycle, last_heartbeat_at_ms, capacity_max_shards FROM nodes',
+    );
+    return rows.map((r) => ({
+      node_id: s(r.node_id),
+      zone: r.zone === null ? null : s(r.zone),
+      lifecycle: s(r.lifecycle) as Lifecycle,
+      last_heartbeat_at_ms: n(r.last_heartbeat_at_ms),
+      max_shards: n(r.capacity_max_shards),
+    }));
+  }
+
   /** Copies (leader or follower) a node holds. */
   copiesHeldBy(nodeId: string): Promise<number> {
     return this.copiesHeldByIn(this.driver, nodeId);
@@ -984,8 +998,8 @@ export class ControlStore {
     });
   }
 
-  private async placementInputs(q: Sql, view: (nodes: NodeRecord[]) => PlacementNode[]) {
-    const nodes = view((await q.query<Row>('SELECT * FROM nodes')).map(nodeOf));
+  private async placementInputs(q: Sql, view: PlacementView) {
+    const nodes = view(await this.livenessRows(q));
     const current = new Map<string, AssignmentRecord>();
     for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
       const a = assignmentOf(r);
@@ -1116,7 +1130,7 @@ export class ControlStore {
     routing?: Routing,
   ): Promise<void> {
     await this.driver.lockPlacement(w.q);
-    const nodes = view((await w.q.query<Row>('SELECT * FROM nodes')).map(nodeOf));
+    const nodes = view(await this.livenessRows(w.q));
     if (!nodes.some((node) => node.eligible)) return; // a later pass places it
     const load = new Map<string, number>();
     for (const node of nodes) {

@@ -64,6 +64,15 @@ export interface NodeRecord {
   };
 }
 
+/** The few node fields placement reads (a narrow row, so placing a shard stays cheap). */
+export interface NodeLiveness {
+  node_id: string;
+  zone: string | null;
+  lifecycle: Lifecycle;
+  last_heartbeat_at_ms: number;
+  max_shards: number;
+}
+
 export interface RegisterInput extends NodeSpec {
   node_id: string;
   incarnation: number;
