@@ -46,3 +46,5 @@ export const SHARD_CACHE_STREAMS_MAX = 4096;
 export const GROUP_POLL_RECORDS_DEFAULT = 100;
 /** Long-poll wait of a group poll: long enough to idle cheaply, inside the broker's 30 s cap. */
 export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
+/** Bytes of publish frames queued for one coalesced write; callers wait beyond it. */
+export const WRITE_QUEUE_BYTES_MAX = 4 * 1024 * 1024;

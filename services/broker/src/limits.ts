@@ -112,3 +112,5 @@ export const GROUP_IDLE_EVICT_MS = 10 * 60 * 1000;
 export const GROUP_SWEEP_INTERVAL_MS = 60_000;
 /** Bytes of ready publish answers coalesced into one stream write. */
 export const ANSWER_WRITE_BYTES_MAX = 256 * 1024;
+/** Bytes of queued event batches coalesced into one subscriber write. */
+export const EVENT_WRITE_BYTES_MAX = 256 * 1024;

@@ -26,7 +26,11 @@ import {
   UnauthenticatedError,
   brokerError,
 } from '../errors.js';
-import { PUBLISH_WINDOW_DEFAULT, UNCLAIMED_EVENT_STREAMS_MAX } from '../limits.js';
+import {
+  PUBLISH_WINDOW_DEFAULT,
+  UNCLAIMED_EVENT_STREAMS_MAX,
+  WRITE_QUEUE_BYTES_MAX,
+} from '../limits.js';
 import { FrameStream } from './frame-stream.js';
 import { CLIENT_FEATURES, CLIENT_FLAGS, type Negotiated, has } from './negotiation.js';
 
@@ -74,6 +78,11 @@ export class BrokerConnection {
   private readonly eventWaiters = new Map<number, (fs: FrameStream) => void>();
   private readonly unclaimed = new Map<number, FrameStream>();
   private lostError: Error | null = null;
+  private out: Uint8Array[] = [];
+  private outBytes = 0;
+  private outDone: Array<{ resolve(): void; reject(err: Error): void }> = [];
+  private flushing: Promise<void> | null = null;
+  private flushScheduled = false;
   readonly lost: Promise<Error>;
   private markLost!: (err: Error) => void;
 
@@ -204,6 +213,56 @@ export class BrokerConnection {
     }
   }
 
+  /**
+   * Writes a frame on the publish stream. Frames queued in the same tick go out in one write;
+   * past WRITE_QUEUE_BYTES_MAX queued bytes a caller first waits for the write in progress.
+   */
+  private async write(frame: Uint8Array): Promise<void> {
+    while (this.outBytes >= WRITE_QUEUE_BYTES_MAX && this.flushing) await this.flushing;
+    if (this.lostError) throw this.lostError;
+    return new Promise<void>((resolve, reject) => {
+      this.out.push(frame);
+      this.outBytes += frame.byteLength;
+      this.outDone.push({ resolve, reject });
+      if (!this.flushing && !this.flushScheduled) {
+        this.flushScheduled = true;
+        queueMicrotask(() => {
+          this.flushScheduled = false;
+          void this.flush();
+        });
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    if (this.flushing || this.out.length === 0) return;
+    const parts = this.out.splice(0);
+    const done = this.outDone.splice(0);
+    const bytes = this.outBytes;
+    this.outBytes = 0;
+    let chunk: Uint8Array;
+    if (parts.length === 1) chunk = parts[0]!;
+    else {
+      chunk = new Uint8Array(bytes);
+      let at = 0;
+      for (const p of parts) {
+        chunk.set(p, at);
+        at += p.byteLength;
+      }
+    }
+    this.flushing = this.pub.write(chunk).then(
+      () => {
+        for (const d of done) d.resolve();
+      },
+      (err: unknown) => {
+        for (const d of done) d.reject(err as Error);
+      },
+    );
+    await this.flushing;
+    this.flushing = null;
+    if (this.out.length > 0) void this.flush();
+  }
+
   private take(id: number): Pending | undefined {
     const p = this.pending.get(id);
     if (p) {
@@ -234,7 +293,7 @@ export class BrokerConnection {
       ...(opts.key !== undefined ? { key: opts.key } : {}),
     };
     if (!opts.ack) {
-      await this.pub.write(encodePublishBatch(base));
+      await this.write(encodePublishBatch(base));
       return { offset: undefined };
     }
     while (this.inFlightPublishes() >= this.negotiated.window && !this.lostError) {

@@ -2,14 +2,23 @@
  * Ordered publish answers on one client stream, with the publish window. Answers are written in
  * request order whatever order their appends finish in; at `window` unanswered publishes the
  * reader waits in `room()`, so the broker stops reading that stream and transport flow control
- * backs the client off.
+ * backs the client off. Answers that are ready together go out in one write (one syscall, one
+ * TLS record or QUIC packet train instead of one per ack).
  */
 import type { TransportStream } from '@felix/transport';
+import { ANSWER_WRITE_BYTES_MAX } from '../limits.js';
+
+interface Entry {
+  done: boolean;
+  bytes: Uint8Array | null;
+}
 
 export class AnswerPipe {
-  private tail: Promise<void> = Promise.resolve();
-  private inFlight = 0;
+  private readonly entries: Entry[] = [];
+  private head = 0;
+  private writing = false;
   private waiter: (() => void) | null = null;
+  private drained: Array<() => void> = [];
   broken: unknown = null;
 
   constructor(
@@ -18,31 +27,75 @@ export class AnswerPipe {
   ) {}
 
   get pending(): number {
-    return this.inFlight;
+    return this.entries.length - this.head;
   }
 
   /** Queues an answer; `null` means the publish owes none (still counts until it settles). */
   push(answer: Promise<Uint8Array | null>): void {
-    this.inFlight++;
-    this.tail = this.tail
-      .then(async () => {
-        const bytes = await answer;
-        if (bytes && this.broken === null) await this.stream.write(bytes);
-      })
-      .catch((err: unknown) => {
+    const entry: Entry = { done: false, bytes: null };
+    this.entries.push(entry);
+    answer.then(
+      (bytes) => {
+        entry.bytes = bytes;
+        entry.done = true;
+        this.pump();
+      },
+      (err: unknown) => {
         this.broken ??= err;
-      })
-      .finally(() => {
-        this.inFlight--;
-        const w = this.waiter;
-        this.waiter = null;
-        w?.();
-      });
+        entry.done = true;
+        this.pump();
+      },
+    );
+  }
+
+  private pump(): void {
+    if (this.writing) return;
+    const parts: Uint8Array[] = [];
+    let bytes = 0;
+    while (
+      this.head < this.entries.length &&
+      this.entries[this.head]!.done &&
+      bytes < ANSWER_WRITE_BYTES_MAX
+    ) {
+      const e = this.entries[this.head++]!;
+      if (e.bytes && this.broken === null) {
+        parts.push(e.bytes);
+        bytes += e.bytes.byteLength;
+      }
+    }
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries.splice(0, this.head);
+      this.head = 0;
+    }
+    this.wakeReader();
+    if (parts.length === 0) {
+      if (this.pending === 0) for (const d of this.drained.splice(0)) d();
+      return;
+    }
+    this.writing = true;
+    const chunk = parts.length === 1 ? parts[0]! : concat(parts, bytes);
+    this.stream.write(chunk).then(
+      () => {
+        this.writing = false;
+        this.pump();
+      },
+      (err: unknown) => {
+        this.broken ??= err;
+        this.writing = false;
+        this.pump();
+      },
+    );
+  }
+
+  private wakeReader(): void {
+    const w = this.waiter;
+    this.waiter = null;
+    w?.();
   }
 
   /** Waits until fewer than `window` publishes are unanswered. */
   async room(): Promise<void> {
-    while (this.inFlight >= this.window) {
+    while (this.pending >= this.window) {
       await new Promise<void>((resolve) => {
         this.waiter = resolve;
       });
@@ -51,6 +104,17 @@ export class AnswerPipe {
 
   /** Resolves once every queued answer is written (or the stream broke). */
   drain(): Promise<void> {
-    return this.tail;
+    if (this.pending === 0 && !this.writing) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
   }
+}
+
+function concat(parts: Uint8Array[], bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }

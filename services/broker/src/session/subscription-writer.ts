@@ -15,6 +15,7 @@ import type { EventBatch, EventVariant } from '../streams/event-batch.js';
 import type { ShardSubscription } from '../streams/shard.js';
 import { JSON_VARIANT, eventsFrame, jsonFrame } from './codec.js';
 import type { SessionContext } from './context.js';
+import { EVENT_WRITE_BYTES_MAX } from '../limits.js';
 import { type Negotiated, has } from './negotiation.js';
 
 export class SubscriptionWriter {
@@ -76,10 +77,19 @@ export class SubscriptionWriter {
           );
           break;
         }
-        const bytes = item.batch.encoded(this.variant, this.encode, () =>
-          m.eventBatchesEncoded.inc(),
-        );
-        await this.write(uni, bytes, item.batch.payloads.length);
+        // Batches already queued behind this one go out in the same write.
+        const parts = [this.live(item.batch)];
+        let bytes = parts[0]!.byteLength;
+        let records = item.batch.payloads.length;
+        while (bytes < EVENT_WRITE_BYTES_MAX) {
+          const more = this.sub.queue.poll();
+          if (!more) break;
+          const encoded = this.live(more);
+          parts.push(encoded);
+          bytes += encoded.byteLength;
+          records += more.payloads.length;
+        }
+        await this.write(uni, parts.length === 1 ? parts[0]! : concat(parts, bytes), records);
       }
       if (!this.stopped) await uni.end();
     } catch (err) {
@@ -89,6 +99,12 @@ export class SubscriptionWriter {
       this.sub.unsubscribe();
       m.subscriptions.dec();
     }
+  }
+
+  private live(batch: EventBatch): Uint8Array {
+    return batch.encoded(this.variant, this.encode, () =>
+      this.ctx.metrics.eventBatchesEncoded.inc(),
+    );
   }
 
   private historyBytes(batch: EventBatch): Uint8Array {
@@ -112,4 +128,14 @@ export class SubscriptionWriter {
   get queueDepth(): number {
     return this.sub.queue.depth;
   }
+}
+
+function concat(parts: Uint8Array[], bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }

@@ -69,6 +69,15 @@ export class SubscriberQueue<B extends Batchish> {
     w?.();
   }
 
+  /** The next queued batch if there is one, without waiting. */
+  poll(): B | undefined {
+    if (this.depth === 0) return undefined;
+    const batch = this.items[this.head]!;
+    this.items[this.head] = undefined as unknown as B;
+    this.head++;
+    return batch;
+  }
+
   /** The next item; waits while the queue is empty. */
   async take(): Promise<SubscriberItem<B>> {
     for (;;) {
