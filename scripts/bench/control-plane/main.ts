@@ -199,13 +199,16 @@ type Buckets = Map<string, Map<number, number>>;
 /** Cumulative request-time buckets per route, from the server's /metrics. */
 function parseBuckets(text: string): Buckets {
   const out: Buckets = new Map();
-  const re =
-    /^felix_controlplane_http_request_seconds_bucket\{route="([^"]*)",le="([^"]+)"\} (\d+)/gm;
+  const re = /^felix_controlplane_http_request_seconds_bucket\{([^}]*)\} (\d+)/gm;
   for (const m of text.matchAll(re)) {
-    const le = m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]);
-    let route = out.get(m[1]!);
-    if (!route) out.set(m[1]!, (route = new Map()));
-    route.set(le, Number(m[3]));
+    const labels = new Map([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]));
+    const routeName = labels.get('route');
+    const leText = labels.get('le');
+    if (routeName === undefined || leText === undefined) continue;
+    const le = leText === '+Inf' ? Number.POSITIVE_INFINITY : Number(leText);
+    let route = out.get(routeName);
+    if (!route) out.set(routeName, (route = new Map()));
+    route.set(le, Number(m[2]));
   }
   return out;
 }
