@@ -1,0 +1,115 @@
+// orders: an order flow on one broker using all four readings of the log together. Orders are
+// published to a durable stream; a `billing` consumer group charges each one (one order fails
+// once and is redelivered), adds the amount to a per-customer counter and records the order's
+// status in a cache; a `shipping` group reads the same stream with its own cursor and marks
+// billed orders shipped; a watch on the status cache prints every change as it happens.
+// Environment: FELIX_TRANSPORT (quic | tls, default quic).
+import { connect } from '@felix/client';
+import { runBroker } from './broker.mjs';
+
+const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
+const broker = await runBroker(
+  'orders',
+  [
+    'streams:',
+    '  - { tenant: shop, name: orders, durable: true, fsync: onCommit }',
+    'caches:',
+    '  - { tenant: shop, name: status, shards: 2 }',
+    '  - { tenant: shop, name: customers }',
+    '',
+  ].join('\n'),
+);
+const connectShop = () =>
+  connect({
+    servers: [broker.url(transport)],
+    tenant: 'shop',
+    tls: { fingerprint: broker.fingerprint },
+  });
+const felix = await connectShop();
+const json = (b) => JSON.parse(new TextDecoder().decode(b));
+const ac = new AbortController();
+
+const ORDERS = [
+  { id: 'o1', customer: 'ada', cents: 1250 },
+  { id: 'o2', customer: 'grace', cents: 800 },
+  { id: 'o3', customer: 'ada', cents: 4999, flaky: true },
+  { id: 'o4', customer: 'linus', cents: 300 },
+  { id: 'o5', customer: 'grace', cents: 2100 },
+];
+
+// The status board: a watch over both shards of the status cache.
+const status = felix.cache('status');
+const board = [0, 1].map((shard) =>
+  (async () => {
+    for await (const ev of status.watch({ prefix: 'order:' }, { shard, signal: ac.signal })) {
+      if (ev.type === 'put')
+        console.log(`  [status] ${ev.key} -> ${new TextDecoder().decode(ev.value)}`);
+    }
+  })().catch(() => undefined),
+);
+
+for (const order of ORDERS) await felix.publish('orders', JSON.stringify(order));
+console.log(`published ${ORDERS.length} orders`);
+
+// Billing: at-least-once, so charging is keyed by order id (a redelivery charges nothing twice).
+const billing = (async () => {
+  const client = await connectShop();
+  const group = client.group('orders', 'billing', { shard: 0 });
+  const revenue = client.counter('customers');
+  const failedOnce = new Set();
+  let billed = 0;
+  for await (const msg of group.consume({ max: 10, waitMs: 1000, signal: ac.signal })) {
+    const order = json(msg.payload);
+    if (order.flaky && !failedOnce.has(order.id)) {
+      failedOnce.add(order.id);
+      console.log(`  [billing] ${order.id} card declined (try ${msg.attempts}); handing it back`);
+      await msg.nack({ delayMs: 200 });
+      continue;
+    }
+    const charged = await client.cache('status').get(`charged:${order.id}`);
+    if (charged === undefined) {
+      const total = await revenue.add(`revenue:${order.customer}`, BigInt(order.cents));
+      await client.cache('status').put(`charged:${order.id}`, 'yes');
+      console.log(
+        `  [billing] ${order.id} charged ${order.cents}c to ${order.customer} (total ${total}c, try ${msg.attempts})`,
+      );
+    }
+    await client.cache('status').put(`order:${order.id}`, 'billed');
+    await msg.ack();
+    if (++billed === ORDERS.length) break;
+  }
+  await client.close();
+})();
+
+// Shipping: the same stream, its own cursor; it ships an order once billing has marked it.
+const shipping = (async () => {
+  const client = await connectShop();
+  const group = client.group('orders', 'shipping', { shard: 0 });
+  let shipped = 0;
+  for await (const msg of group.consume({ max: 10, waitMs: 1000, signal: ac.signal })) {
+    const order = json(msg.payload);
+    const state = await client.cache('status').get(`order:${order.id}`);
+    if (state === undefined || new TextDecoder().decode(state) !== 'billed') {
+      await msg.nack({ delayMs: 100 }); // not billed yet: try again shortly
+      continue;
+    }
+    await client.cache('status').put(`order:${order.id}`, 'shipped');
+    await msg.ack();
+    if (++shipped === ORDERS.length) break;
+  }
+  await client.close();
+})();
+
+await Promise.all([billing, shipping]);
+console.log('\nrevenue per customer:');
+for (const customer of ['ada', 'grace', 'linus']) {
+  console.log(`  ${customer}: ${await felix.counter('customers').get(`revenue:${customer}`)}c`);
+}
+for (const name of ['billing', 'shipping']) {
+  console.log(`${name}:`, await felix.group('orders', name).describe());
+}
+ac.abort();
+await Promise.all(board);
+await felix.close();
+await broker.stop();
+console.log('done');

@@ -1,0 +1,99 @@
+// queue-semantics: a consumer group on a durable stream, shown one rule at a time. Each step
+// prints what it does and what the broker answered: claims, a claim lapsing, nack, owed records
+// going first, the attempt bound turning a poison record into a dead letter, redrive, the cursor
+// waiting for a gap, describe. The broker runs with a 3-attempt bound to keep it short.
+// Environment: FELIX_TRANSPORT (quic | tls, default quic).
+import { StaleClaimError, connect } from '@felix/client';
+import { runBroker } from './broker.mjs';
+
+const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
+const broker = await runBroker(
+  'queue-semantics',
+  'streams:\n  - { tenant: t1, name: jobs, durable: true, fsync: onCommit }\n',
+  { FELIX_GROUP_MAX_ATTEMPTS: '3' },
+);
+const felix = await connect({
+  servers: [broker.url(transport)],
+  tenant: 't1',
+  tls: { fingerprint: broker.fingerprint },
+});
+const text = (b) => new TextDecoder().decode(b);
+const show = (msgs) =>
+  msgs.length === 0
+    ? '(nothing)'
+    : msgs.map((m) => `${text(m.payload)}@${m.offset} try ${m.attempts}`).join(', ');
+let step = 0;
+const say = (what) => console.log(`\n${++step}. ${what}`);
+
+const group = felix.group('jobs', 'workers', { shard: 0 });
+for (const job of ['resize', 'email']) await felix.publish('jobs', job);
+
+say('A poll claims records; they are not handed out again while the claim stands.');
+const a = await group.poll({ max: 2, waitMs: 1000, visibilityMs: 300 });
+console.log('   consumer A got:', show(a));
+console.log('   consumer B got:', show(await group.poll({ max: 2, waitMs: 0 })));
+
+say(
+  'A claims for 300 ms and goes quiet: its claims lapse and the records are owed to the next poller.',
+);
+await felix.publish('jobs', 'invoice');
+await new Promise((r) => setTimeout(r, 400)); // let A's 300 ms claims lapse
+const b = await group.poll({ max: 3, waitMs: 2000 });
+console.log('   consumer B got:', show(b), '(owed records first, then new ones)');
+try {
+  await a[0].nack();
+} catch (err) {
+  console.log(
+    `   A's late nack is refused: ${err instanceof StaleClaimError ? 'stale_claim' : err}`,
+  );
+}
+
+say('The cursor moves only over a contiguous run of acks.');
+const [resize, email, invoice] = b;
+await email.ack();
+await invoice.ack();
+console.log(
+  '   acked email and invoice, resize still out; committed =',
+  (await group.describe()).committed,
+);
+await resize.ack();
+console.log('   acked resize; committed =', (await group.describe()).committed);
+
+say('A nacked record is owed again at once, before anything new.');
+await felix.publish('jobs', 'poison');
+await felix.publish('jobs', 'report');
+let [poison] = await group.poll({ max: 1, waitMs: 1000 });
+await poison.nack();
+const again = await group.poll({ max: 2, waitMs: 1000 });
+console.log('   after the nack:', show(again));
+await again[1].ack(); // report is fine
+poison = again[0];
+
+say('A poison record is given up on after the attempt bound (3 here) and becomes a dead letter.');
+await poison.nack();
+const third = await group.poll({ max: 1, waitMs: 1000 });
+console.log('   third try:', show(third));
+await third[0].nack();
+console.log('   next poll:', show(await group.poll({ max: 1, waitMs: 300 })));
+const dead = await group.deadLetters();
+console.log('   dead letters:', dead, '| describe:', await group.describe());
+
+say(
+  'Redrive hands a dead letter out again with its attempts starting over (recorded durably first).',
+);
+await group.redrive(dead[0]);
+const redriven = await group.poll({ max: 1, waitMs: 1000 });
+console.log('   redriven:', show(redriven));
+await redriven[0].ack();
+console.log('   acked; dead letters now:', await group.deadLetters());
+
+say('A consumer that needs longer extends its claim; deadLetter() gives up on purpose.');
+await felix.publish('jobs', 'slow');
+const [slow] = await group.poll({ max: 1, waitMs: 1000, visibilityMs: 1000 });
+console.log(`   extended ${text(slow.payload)} by`, await slow.extend(60_000), 'ms');
+await slow.deadLetter();
+console.log('   dead letters:', await group.deadLetters(), '| describe:', await group.describe());
+
+await felix.close();
+await broker.stop();
+console.log('\ndone');
