@@ -38,6 +38,9 @@ export const MUX_WRITE_BATCH_BYTES_MAX = 256 * 1024;
 /** A write() resolves only while the socket's own buffer is below this; otherwise it waits for
  *  'drain'. Bounds the bytes buffered on the send side of one connection. */
 export const MUX_SOCKET_BUFFER_BYTES_MAX = 1024 * 1024;
+/** Queued frames of one stream are merged into one read chunk up to this size: fewer promises
+ *  per byte for small messages, and still one bounded copy. */
+export const MUX_READ_MERGE_BYTES_MAX = 64 * 1024;
 /** Bytes of the CLOSE reason sent on the wire; longer reasons are cut. */
 export const CLOSE_REASON_BYTES_MAX = 1024;
 

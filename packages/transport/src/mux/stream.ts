@@ -3,6 +3,7 @@
  * the state that decides when the stream is finished. All I/O goes through the session.
  */
 import { type ConnectionClosedError, StreamResetError, StreamStateError } from '../errors.js';
+import { MUX_READ_MERGE_BYTES_MAX as READ_MERGE_BYTES_MAX } from '../limits.js';
 import type { StreamKind, TransportStream } from '../types.js';
 
 /** What a stream needs from its session. */
@@ -192,9 +193,14 @@ export class MuxStream implements TransportStream {
 
   private next(): Promise<IteratorResult<Uint8Array>> {
     if (this.queueHead < this.queue.length) {
-      const value = this.queue[this.queueHead]!;
+      let value = this.queue[this.queueHead]!;
       this.queue[this.queueHead] = EMPTY;
       this.queueHead++;
+      if (this.queueHead < this.queue.length && value.length < READ_MERGE_BYTES_MAX) {
+        // Several frames are waiting: hand them over as one chunk (one copy is cheaper than a
+        // promise per frame, and a byte stream keeps no boundaries).
+        value = this.mergeQueued(value);
+      }
       if (this.queueHead === this.queue.length) {
         this.queue = [];
         this.queueHead = 0;
@@ -216,6 +222,27 @@ export class MuxStream implements TransportStream {
       this.readWaiter = resolve;
       this.readFail = reject;
     });
+  }
+
+  private mergeQueued(first: Uint8Array): Uint8Array {
+    let end = this.queueHead;
+    let total = first.length;
+    while (end < this.queue.length && total + this.queue[end]!.length <= READ_MERGE_BYTES_MAX) {
+      total += this.queue[end]!.length;
+      end++;
+    }
+    if (end === this.queueHead) return first;
+    const out = new Uint8Array(total);
+    out.set(first, 0);
+    let at = first.length;
+    for (let i = this.queueHead; i < end; i++) {
+      const c = this.queue[i]!;
+      out.set(c, at);
+      at += c.length;
+      this.queue[i] = EMPTY;
+    }
+    this.queueHead = end;
+    return out;
   }
 
   /** The reader left early: drop what is queued and keep accepting (and crediting) until FIN. */
