@@ -452,12 +452,30 @@ export class GroupService {
     this.wake();
   }
 
-  /** Makes the position durable (never backwards) before the settle is answered. */
+  /**
+   * Makes the position durable (never backwards) before the settle is answered. Commits
+   * coalesce: while one cursor write is in flight, every settle behind it waits for it and then
+   * one write covers them all, so a burst of acks costs one write, not one each.
+   */
   private async commit(scope: Scope, st: GroupState): Promise<void> {
-    const position = st.position;
-    if (st.committed !== undefined && st.committed >= position) return;
-    const at = await this.cursors.commit(scope.id, scope.group, position);
-    st.committed = Math.max(st.committed ?? 0, at);
+    const target = st.position;
+    for (;;) {
+      if (st.committed !== undefined && st.committed >= target) return;
+      const running = st.commitRun;
+      if (running !== undefined) {
+        await running.catch(() => undefined);
+        continue;
+      }
+      const run = this.cursors.commit(scope.id, scope.group, st.position).then((at) => {
+        st.committed = Math.max(st.committed ?? 0, at);
+      });
+      st.commitRun = run;
+      try {
+        await run;
+      } finally {
+        if (st.commitRun === run) st.commitRun = undefined;
+      }
+    }
   }
 
   private async extend(scope: Scope, msg: Msg<'group_extend'>): Promise<Message> {

@@ -38,6 +38,8 @@ export class GroupState {
   /** Serialises polls of this group: one hand-out decision at a time. */
   pollChain: Promise<unknown> = Promise.resolve();
   lastUsedMs: number;
+  /** The cursor write in flight, if any (settles behind it wait and then write once). */
+  commitRun: Promise<void> | undefined;
 
   constructor(position: number, committed: number | undefined, tail: number, nowMs: number) {
     this.position = position;
