@@ -7,6 +7,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { waitFor } from '@felix/testing-harness';
+import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import {
   LogClosedError,
@@ -354,6 +355,42 @@ describe('SegmentLog', () => {
     );
     expect(applied).toEqual(staged.map((s) => s.first).sort((a, b) => a - b));
     expect(new Set(staged.map((s) => s.first)).size).toBe(12);
+    await log.close();
+  });
+
+  it('reads_return_exactly_what_was_appended_under_any_budget', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { fsync: 'none', segmentBytes: 256 * 1024 });
+    const sizes = [0, 5, 70_000, 3, 200_000, 4096, 1, 65_536, 90_000, 12, 300_000, 7];
+    for (let round = 0; round < 3; round++) {
+      await log.append(sizes.map((n, i) => payload(round * 100 + i, n)));
+    }
+    const expected = [0, 1, 2].flatMap((round) => sizes.map((n, i) => payload(round * 100 + i, n)));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat({ max: expected.length - 1 }),
+        fc.integer({ min: 1, max: 400_000 }),
+        fc.integer({ min: 1, max: 40 }),
+        async (from, maxBytes, maxRecords) => {
+          let next = from;
+          while (next < expected.length) {
+            const r = await log.read(next, { maxBytes, maxRecords });
+            if (r.kind !== 'records') throw new Error('unexpected trim');
+            expect(r.records.length).toBeGreaterThanOrEqual(1);
+            expect(r.records.length).toBeLessThanOrEqual(maxRecords);
+            const bytes = r.records.reduce((n, x) => n + x.payload.length, 0);
+            if (r.records.length > 1) expect(bytes).toBeLessThanOrEqual(maxBytes);
+            for (const rec of r.records) {
+              expect(rec.offset).toBe(next);
+              expect(Buffer.compare(rec.payload, expected[next]!)).toBe(0);
+              next++;
+            }
+            expect(r.next).toBe(next);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
     await log.close();
   });
 

@@ -252,7 +252,16 @@ export class SegmentLog {
       flush: () => this.flushActive(),
       poisonError: (cause) => new LogPoisonedError(this.dir, { cause }),
       advanced: (d) => {
-        for (const l of this.listeners) l(d);
+        for (const l of this.listeners) {
+          try {
+            l(d);
+          } catch (err) {
+            // A listener's bug must not stop durability: surface it outside the flush loop.
+            queueMicrotask(() => {
+              throw err;
+            });
+          }
+        }
       },
     });
   }

@@ -73,6 +73,7 @@ export interface SegmentReadResult {
 /** Bytes read per chunk beyond the byte budget, so skipping from an index entry rarely rereads. */
 const READ_CHUNK_SLACK_BYTES = 64 * 1024;
 const READ_CHUNK_BYTES_MAX = 8 * 1024 * 1024;
+const READ_CHUNK_FIRST_BYTES = 64 * 1024;
 
 export async function readSegment(req: SegmentReadRequest): Promise<SegmentReadResult> {
   const head = new RecordHead();
@@ -84,8 +85,11 @@ export async function readSegment(req: SegmentReadRequest): Promise<SegmentReadR
   let view = viewOf(chunk);
   let chunkStart = pos;
   const chunkTarget = Math.min(READ_CHUNK_BYTES_MAX, req.maxBytes + READ_CHUNK_SLACK_BYTES);
+  // Start small and grow, so a read that wants one record does not pull megabytes.
+  let chunkNext = Math.min(chunkTarget, READ_CHUNK_FIRST_BYTES);
   const load = async (at: number, atLeast: number) => {
-    const size = Math.min(req.endPosition - at, Math.max(atLeast, chunkTarget));
+    const size = Math.min(req.endPosition - at, Math.max(atLeast, chunkNext));
+    chunkNext = Math.min(chunkTarget, chunkNext * 4);
     chunk = new Uint8Array(size);
     view = viewOf(chunk);
     chunkStart = at;
