@@ -289,14 +289,14 @@ export class FelixClient {
     const from = opts.from ?? 'latest';
     const start: StartPosition = typeof from === 'number' ? { offset: from } : from;
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
+    const isClosed = () => this.isClosed;
     const host = {
       connection: (signal?: AbortSignal) => this.connection(signal),
       emit: (e: StatusEvent) => this.hub.emit(e),
       get closed() {
-        return false;
+        return isClosed();
       },
     };
-    Object.defineProperty(host, 'closed', { get: () => this.isClosed });
     return new Subscription(
       async (signal) => {
         if (opts.shard !== undefined)

@@ -18,6 +18,7 @@ import {
   CursorInFutureError,
   CursorTooOldError,
   ProtocolError,
+  TimeoutError,
 } from './errors.js';
 import type {
   BrokerConnection,
@@ -75,6 +76,9 @@ export class ShardReader {
           conn = await this.host.connection(this.signal);
         } catch (err) {
           if (this.signal?.aborted) return;
+          // A subscription outlives any one call's timeout: it waits for as long as the client
+          // keeps reconnecting (bounded by its attempts), then ends with the client's error.
+          if (err instanceof TimeoutError && !this.host.closed) continue;
           throw err;
         }
         try {

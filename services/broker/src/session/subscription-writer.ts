@@ -101,10 +101,13 @@ export class SubscriptionWriter {
     }
   }
 
+  /** The batch's shared encoding; taking it hands back this queue's reference. */
   private live(batch: EventBatch): Uint8Array {
-    return batch.encoded(this.variant, this.encode, () =>
+    const bytes = batch.encoded(this.variant, this.encode, () =>
       this.ctx.metrics.eventBatchesEncoded.inc(),
     );
+    batch.release();
+    return bytes;
   }
 
   private historyBytes(batch: EventBatch): Uint8Array {

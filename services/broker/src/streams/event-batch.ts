@@ -29,6 +29,23 @@ export class EventBatch {
     return this.first + this.payloads.length;
   }
 
+  /** Subscriber queues still holding this batch; at 0 the encodings are let go. */
+  private holders = 0;
+
+  /** A subscriber queue took a reference. */
+  retain(): void {
+    this.holders++;
+  }
+
+  /** A subscriber wrote (or dropped) its reference; the last one frees the encodings (the ring
+   *  keeps the payloads, and history is encoded afresh per subscriber). */
+  release(): void {
+    if (--this.holders <= 0) {
+      this.holders = 0;
+      this.encodings.clear();
+    }
+  }
+
   /** The encoding for `variant`, built on first use and shared afterwards. */
   encoded(variant: EventVariant, encode: EventEncoder, onEncode?: () => void): Uint8Array {
     let bytes = this.encodings.get(variant);

@@ -161,7 +161,7 @@ export class Shard {
         history,
         unsubscribe: () => {
           this.subscribers.delete(queue);
-          queue.end();
+          queue.discard();
         },
       },
     };

@@ -13,6 +13,8 @@ export type SubscriberItem<B> =
 interface Batchish {
   first: number;
   payloads: readonly unknown[];
+  retain(): void;
+  release(): void;
 }
 
 export class SubscriberQueue<B extends Batchish> {
@@ -48,6 +50,7 @@ export class SubscriberQueue<B extends Batchish> {
       this.wake();
       return;
     }
+    batch.retain();
     this.items.push(batch);
     this.wake();
   }
@@ -60,6 +63,15 @@ export class SubscriberQueue<B extends Batchish> {
   /** Ends the queue: `take()` answers `end` once what is queued is taken. */
   end(): void {
     this.ended = true;
+    this.wake();
+  }
+
+  /** Ends the queue and lets go of everything still queued (the reader is gone). */
+  discard(): void {
+    this.ended = true;
+    for (let i = this.head; i < this.items.length; i++) this.items[i]?.release();
+    this.items = [];
+    this.head = 0;
     this.wake();
   }
 
