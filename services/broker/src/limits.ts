@@ -114,3 +114,9 @@ export const GROUP_SWEEP_INTERVAL_MS = 60_000;
 export const ANSWER_WRITE_BYTES_MAX = 256 * 1024;
 /** Bytes of queued event batches coalesced into one subscriber write. */
 export const EVENT_WRITE_BYTES_MAX = 256 * 1024;
+/** Default bytes of hot cache values the broker keeps in memory in front of each cache's log. */
+export const CACHE_HOT_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Ceiling on the hot-value bound (values are copies of what the log holds). */
+export const CACHE_HOT_BYTES_MAX = 16 * 1024 * 1024 * 1024;
+/** Keys whose write generation the hot-value map tracks before it forgets them all at once. */
+export const HOT_GENERATIONS_MAX = 1_000_000;

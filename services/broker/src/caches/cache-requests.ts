@@ -41,10 +41,14 @@ export async function cachePut(
     );
   }
   const cache = await svc.cache(cfg, shard);
+  const hk = svc.hotKey(cfg, shard, msg.key);
+  svc.hot?.invalidate(hk);
   try {
     await cache.put(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
   } catch (err) {
     throw storageRefusal('cache put', err);
+  } finally {
+    svc.hot?.invalidate(hk);
   }
   return msg.request_id === undefined
     ? { type: 'ok' }
@@ -58,10 +62,35 @@ export async function cacheGet(
 ): Promise<Message> {
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
-  const cache = await svc.cache(cfg, svc.shardOf(cfg, msg.key));
+  const shard = svc.shardOf(cfg, msg.key);
+  const cache = await svc.cache(cfg, shard);
+  const hot = svc.hot;
+  const hk = svc.hotKey(cfg, shard, msg.key);
   let value: Uint8Array | undefined;
   try {
-    value = msg.type === 'cache_get' ? await cache.get(msg.key) : await cache.delete(msg.key);
+    if (msg.type === 'cache_get') {
+      const known = hot?.get(hk, Date.now());
+      if (known !== undefined) {
+        value = known.value;
+      } else {
+        const at = hot?.capture(hk);
+        const entry = await cache.getEntry(msg.key);
+        value = entry?.value;
+        if (entry !== undefined && at !== undefined) {
+          hot!.remember(hk, at, {
+            value: entry.value.slice(),
+            expiresAtMillis: entry.expiresAtMillis,
+          });
+        }
+      }
+    } else {
+      hot?.invalidate(hk);
+      try {
+        value = await cache.delete(msg.key);
+      } finally {
+        hot?.invalidate(hk);
+      }
+    }
   } catch (err) {
     throw storageRefusal(msg.type === 'cache_get' ? 'cache get' : 'cache delete', err);
   }

@@ -20,6 +20,7 @@ import { shardForKey } from '@felix/wire';
 import type { BrokerConfig, CacheConfig } from '../config/types.js';
 import { RequestRefusedError } from '../errors.js';
 import { CACHE_KEY_BYTES_MAX } from '../limits.js';
+import { HotValues } from './hot-values.js';
 
 export type ServedCache = LogCache | EphemeralCache;
 
@@ -35,6 +36,8 @@ export class CacheService {
   private readonly counterLogs: ProjectionShards<CounterLog> | null;
   private readonly ephemeral = new Map<string, EphemeralCache>();
   private closed = false;
+  /** Hot values in front of the log-backed caches (null without durable storage). */
+  readonly hot: HotValues | null;
 
   constructor(cfg: BrokerConfig) {
     for (const c of cfg.caches) this.configs.set(cacheKey(c.tenant, c.namespace, c.name), c);
@@ -43,6 +46,12 @@ export class CacheService {
     const store = root === null ? null : { root, fsync: 'onCommit' as const };
     this.logCaches = store ? cacheShards(store) : null;
     this.counterLogs = store ? counterShards(store) : null;
+    this.hot = store ? new HotValues(cfg.broker.cache_hot_bytes) : null;
+  }
+
+  /** The hot-value key of a cache key on its shard. */
+  hotKey(cache: CacheConfig, shard: number, key: string): string {
+    return `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}\u0000${key}`;
   }
 
   /** True when caches are log-backed (watches by offset, counters). */

@@ -4,7 +4,7 @@
  * `cache_watch_lagged {resume_from}` as the last frame before the stream ends. The watch stops
  * when its control stream or its event stream closes.
  */
-import type { CacheWatch } from '@felix/storage';
+import type { CacheChange, CacheWatch } from '@felix/storage';
 import type { Connection, TransportStream } from '@felix/transport';
 import { jsonFrame } from '../session/codec.js';
 import type { ProjectionMetrics } from './projection-metrics.js';
@@ -46,16 +46,7 @@ export class WatchWriter {
           await uni.write(jsonFrame({ type: 'cache_watch_lagged', resume_from: ev.resumeFrom }));
           break;
         }
-        const c = ev.change;
-        await uni.write(
-          jsonFrame({
-            type: 'cache_event',
-            key: c.key,
-            ...(c.op === 'put' && c.value !== undefined ? { value: c.value } : {}),
-            offset: c.offset,
-            expires_at_millis: c.expiresAtMillis,
-          }),
-        );
+        await uni.write(encodeChange(ev.change));
         m.watchEvents.inc();
       }
       if (!this.stopped) await uni.end();
@@ -67,4 +58,25 @@ export class WatchWriter {
       m.watches.dec();
     }
   }
+}
+
+/**
+ * Every watcher of a change is handed the same change object, so its frame is encoded once and
+ * shared: N watchers cost one JSON encoding, not N.
+ */
+const encoded = new WeakMap<CacheChange, Uint8Array>();
+
+function encodeChange(c: CacheChange): Uint8Array {
+  let bytes = encoded.get(c);
+  if (bytes === undefined) {
+    bytes = jsonFrame({
+      type: 'cache_event',
+      key: c.key,
+      ...(c.op === 'put' && c.value !== undefined ? { value: c.value } : {}),
+      offset: c.offset,
+      expires_at_millis: c.expiresAtMillis,
+    });
+    encoded.set(c, bytes);
+  }
+  return bytes;
 }

@@ -5,6 +5,8 @@
  */
 import {
   AUTH_TIMEOUT_MS_DEFAULT,
+  CACHE_HOT_BYTES_DEFAULT,
+  CACHE_HOT_BYTES_MAX,
   CLIENT_CONNECTIONS_DEFAULT,
   DRAIN_TIMEOUT_MS_DEFAULT,
   FRAME_BYTES_DEFAULT,
@@ -277,6 +279,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     min: 1,
     max: WATCH_QUEUE_CAPACITY_MAX,
     doc: 'Cache changes one watcher may have queued; past it the watch is ended with `cache_watch_lagged`.',
+  },
+  {
+    key: 'broker.cache_hot_bytes',
+    env: 'FELIX_BROKER_CACHE_HOT_BYTES',
+    type: 'int',
+    default: CACHE_HOT_BYTES_DEFAULT,
+    min: 0,
+    max: CACHE_HOT_BYTES_MAX,
+    doc: 'Bytes of current cache values kept in memory in front of the cache logs, least recently used out first; 0 turns it off (every get reads the log).',
   },
   {
     key: 'groups.visibility_timeout_ms',

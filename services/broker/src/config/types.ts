@@ -46,6 +46,7 @@ export interface BrokerConfig {
     drain_timeout_ms: number;
     log_level: LogLevel;
     watch_queue_capacity: number;
+    cache_hot_bytes: number;
   };
   durable: {
     data_dir: string | null;
