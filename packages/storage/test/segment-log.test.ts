@@ -394,6 +394,23 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+  it('opening_a_new_shard_syncs_every_new_directory_into_its_parent', async () => {
+    const scratch = await scratchRoot();
+    const root = join(scratch, 'a', 'b');
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    const dir = shardDir(root);
+    // Each new component is synced into its parent, then the directory holding the new
+    // segment file and the mark.
+    expect(io.syncedDirs.slice(0, 3)).toEqual([scratch, join(scratch, 'a'), root]);
+    expect(io.syncedDirs).toContain(dir);
+    await log.close();
+    const again = new FaultyIo(nodeIo);
+    const reopened = await openLog(root, { io: again });
+    expect(again.syncedDirs[0]).toBe(root); // an existing shard directory re-syncs its parent
+    await reopened.close();
+  });
+
   it('an_append_after_close_is_refused', async () => {
     const root = await scratchRoot();
     const log = await openLog(root);

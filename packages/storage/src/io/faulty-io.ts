@@ -38,6 +38,8 @@ export class FaultyIo implements Io {
   /** fdatasync calls on matching files that completed or failed (not counting held ones). */
   datasyncs = 0;
   writes = 0;
+  /** Every directory synced, in order. */
+  readonly syncedDirs: string[] = [];
   private syncMatch: PathMatch = anyLog;
   private writeFaults: WriteFault[] = [];
   private syncFaults: SyncFault[] = [];
@@ -144,6 +146,7 @@ export class FaultyIo implements Io {
     return this.inner.exists(path);
   }
   syncDir(path: string): Promise<void> {
+    this.syncedDirs.push(path);
     return this.inner.syncDir(path);
   }
   makeTempDir(parent: string, prefix: string): Promise<string> {
