@@ -318,6 +318,30 @@ function storeContract(backend: Backend): void {
       expect(feed.items).toHaveLength(3);
     });
 
+    it('an_assignment_left_without_its_resource_is_removed_and_a_recreate_continues_its_generation', async () => {
+      await seed(store);
+      await store.registerNode(registration('n1'), Date.now());
+      // What a delete racing a placement pass could leave behind: an assignment with no stream.
+      await store.driver.query(
+        `INSERT INTO shard_assignments (tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms)
+         VALUES ('t1', 'ns', 'stream', 'ghost', 0, 'n1', '["n1"]', 4, 'active', NULL, 0)`,
+      );
+      const from = (await store.snapshot('assignments')).next_seq;
+      const pass = await store.placementPass(allLive);
+      expect(pass.written).toEqual([]);
+      expect((await store.listAssignments(10)).items).toEqual([]);
+      const removed = await store.changes('assignments', from, 10);
+      expect(removed.items.map((c) => [c.op, c.key.stream])).toEqual([['unassigned', 'ghost']]);
+      // A stale row under a name being created is replaced at a higher generation.
+      await store.driver.query(
+        `INSERT INTO shard_assignments (tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms)
+         VALUES ('t1', 'ns', 'stream', 'again', 0, 'n1', '["n1"]', 7, 'active', NULL, 0)`,
+      );
+      await store.createStream(stream('again'), allLive);
+      const [a] = (await store.listAssignments(10)).items;
+      expect(a).toMatchObject({ stream: 'again', leader: 'n1', generation: 8 });
+    });
+
     it('migrating_again_applies_nothing', async () => {
       expect(await store.migrate()).toEqual([]);
       expect((await store.schemaCurrent()).current).toBe(true);

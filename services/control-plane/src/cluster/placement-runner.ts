@@ -34,6 +34,11 @@ export class PlacementRunner {
     return this.running;
   }
 
+  /** Resolves when no pass is running (shutdown waits on this; it starts nothing). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
   /** Passes run so far (finished, whatever their outcome). */
   get passes(): number {
     return this.count;

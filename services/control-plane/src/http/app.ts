@@ -152,7 +152,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     closing = true;
     for (const t of timers) clearInterval(t);
     hub.close();
-    await placement.trigger().catch(() => undefined);
+    await placement.idle();
   });
   app.addHook('preClose', async () => {
     closing = true;

@@ -1009,6 +1009,7 @@ export class ControlStore {
       );
     }
     const requests: (ShardRequest & { routing?: Routing })[] = [];
+    const matched = new Set<string>();
     const add = (
       kind: 'stream' | 'cache',
       t: string,
@@ -1019,7 +1020,9 @@ export class ControlStore {
       routing?: Routing,
     ) => {
       for (let shard = 0; shard < shards; shard++) {
-        const cur = current.get(`${kind}\u0000${t}\u0000${ns}\u0000${name}\u0000${shard}`);
+        const k = `${kind}\u0000${t}\u0000${ns}\u0000${name}\u0000${shard}`;
+        const cur = current.get(k);
+        matched.add(k);
         requests.push({
           key: { kind, tenant: t, namespace: ns, name, shard },
           replicationFactor: rf,
@@ -1055,7 +1058,8 @@ export class ControlStore {
         n(r.replication_factor),
       );
     }
-    return { nodes, requests };
+    const orphans = [...current].filter(([k]) => !matched.has(k)).map(([, a]) => a);
+    return { nodes, requests, orphans };
   }
 
   /** The plan placement would carry out now, without writing it. */
@@ -1076,7 +1080,8 @@ export class ControlStore {
   placementPass(view: PlacementView): Promise<PlacementOutcome> {
     return this.write(async (w) => {
       await this.driver.lockPlacement(w.q);
-      const { nodes, requests } = await this.placementInputs(w.q, view);
+      const { nodes, requests, orphans } = await this.placementInputs(w.q, view);
+      const fresh: AssignmentRecord[] = [];
       const routingOf = new Map(requests.map((r) => [r, r.routing]));
       const entries = planPlacement(requests, nodes);
       const written: AssignmentRecord[] = [];
@@ -1109,10 +1114,31 @@ export class ControlStore {
           state: 'active',
         };
         if (routing && routing !== 'modulo') a.routing = routing;
-        written.push(a);
-        w.change('assignments', e.current ? 'updated' : 'assigned', assignmentKey(a), a);
+        // Conditional writes: a fresh placement only if no one placed the shard meanwhile, a
+        // change only over the generation it was planned from; a lost race writes nothing and
+        // the next pass plans again from what is there.
+        if (e.current) {
+          if (await this.updateAssignmentIf(w.q, a, e.current.generation)) {
+            written.push(a);
+            w.change('assignments', 'updated', assignmentKey(a), a);
+          }
+        } else {
+          fresh.push(a);
+        }
       }
-      await this.writeAssignments(w.q, written);
+      for (const a of await this.insertAssignmentsIfAbsent(w.q, fresh)) {
+        written.push(a);
+        w.change('assignments', 'assigned', assignmentKey(a), a);
+      }
+      // Assignments whose resource is gone (a delete that raced a pass) are removed.
+      for (const o of orphans) {
+        const del = await w.q.query(
+          `DELETE FROM shard_assignments WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4
+             AND shard = $5 AND generation = $6 RETURNING shard`,
+          [o.tenant_id, o.namespace, o.kind, o.stream, o.shard, o.generation],
+        );
+        if (del.length > 0) w.change('assignments', 'unassigned', assignmentKey(o));
+      }
       return { entries, written, unplaced };
     });
   }
@@ -1129,13 +1155,21 @@ export class ControlStore {
     rf: number,
     routing?: Routing,
   ): Promise<void> {
-    await this.driver.lockPlacement(w.q);
     const nodes = view(await this.livenessRows(w.q));
     if (!nodes.some((node) => node.eligible)) return; // a later pass places it
+    // Only capacity needs the placement lock: new shards touch no existing assignment, so
+    // without caps a create need not wait for (or block) a pass or another create.
+    if (nodes.some((node) => node.maxShards > 0)) await this.driver.lockPlacement(w.q);
     const load = new Map<string, number>();
     for (const node of nodes) {
       if (node.maxShards > 0) load.set(node.nodeId, await this.copiesHeldByIn(w.q, node.nodeId));
     }
+    // Rows left by a delete that raced a pass: replace them, continuing their generations.
+    const stale = await w.q.query<Row>(
+      'DELETE FROM shard_assignments WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 RETURNING generation',
+      [t, ns, kind, name],
+    );
+    const base = stale.reduce((m, r) => Math.max(m, n(r.generation)), 0);
     const written: AssignmentRecord[] = [];
     for (let shard = 0; shard < shards; shard++) {
       const p = placeShard(
@@ -1153,7 +1187,7 @@ export class ControlStore {
         shard,
         leader: p.assignment.leader,
         replicas: p.assignment.replicas,
-        generation: p.assignment.generation,
+        generation: base + p.assignment.generation,
         state: 'active',
       };
       if (kind === 'stream' && routing && routing !== 'modulo') a.routing = routing;
@@ -1161,6 +1195,86 @@ export class ControlStore {
       w.change('assignments', 'assigned', assignmentKey(a), a);
     }
     await this.writeAssignments(w.q, written);
+  }
+
+  private async updateAssignmentIf(
+    q: Sql,
+    a: AssignmentRecord,
+    fromGeneration: number,
+  ): Promise<boolean> {
+    const rows = await q.query(
+      `UPDATE shard_assignments SET leader = $6, replicas = $7, generation = $8, state = $9, routing = $10,
+         updated_at_ms = $11
+       WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 AND shard = $5 AND generation = $12
+       RETURNING shard`,
+      [
+        a.tenant_id,
+        a.namespace,
+        a.kind,
+        a.stream,
+        a.shard,
+        a.leader,
+        JSON.stringify(a.replicas),
+        a.generation,
+        a.state,
+        a.routing ?? null,
+        Date.now(),
+        fromGeneration,
+      ],
+    );
+    return rows.length > 0;
+  }
+
+  /** Inserts the assignments no one has written yet; returns those it inserted. */
+  private async insertAssignmentsIfAbsent(
+    q: Sql,
+    fresh: readonly AssignmentRecord[],
+  ): Promise<AssignmentRecord[]> {
+    const inserted: AssignmentRecord[] = [];
+    const now = Date.now();
+    for (let i = 0; i < fresh.length; i += INSERT_BATCH_ROWS) {
+      const chunk = fresh.slice(i, i + INSERT_BATCH_ROWS);
+      const params: SqlParam[] = [];
+      const values = chunk.map((a) => {
+        params.push(
+          a.tenant_id,
+          a.namespace,
+          a.kind,
+          a.stream,
+          a.shard,
+          a.leader,
+          JSON.stringify(a.replicas),
+          a.generation,
+          a.state,
+          a.routing ?? null,
+          now,
+        );
+        const b = params.length - 11;
+        return `(${Array.from({ length: 11 }, (_, k) => `$${b + k + 1}`).join(', ')})`;
+      });
+      const rows = await q.query<Row>(
+        `INSERT INTO shard_assignments (tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms)
+         VALUES ${values.join(', ')}
+         ON CONFLICT (tenant_id, namespace, kind, name, shard) DO NOTHING
+         RETURNING tenant_id, namespace, kind, name, shard`,
+        params,
+      );
+      const got = new Set(
+        rows.map(
+          (r) =>
+            `${s(r.kind)}\u0000${s(r.tenant_id)}\u0000${s(r.namespace)}\u0000${s(r.name)}\u0000${n(r.shard)}`,
+        ),
+      );
+      for (const a of chunk) {
+        if (
+          got.has(
+            `${a.kind}\u0000${a.tenant_id}\u0000${a.namespace}\u0000${a.stream}\u0000${a.shard}`,
+          )
+        )
+          inserted.push(a);
+      }
+    }
+    return inserted;
   }
 
   private async writeAssignments(q: Sql, written: readonly AssignmentRecord[]): Promise<void> {
