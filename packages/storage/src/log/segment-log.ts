@@ -371,15 +371,14 @@ export class SegmentLog {
    * Appends one batch; resolves with its offsets once it is durable under the fsync mode
    * (`onCommit`: on disk; `periodic`/`none`: written). Offsets are assigned in call order.
    */
-  async append(
+  append(
     payloads: Uint8Array[],
     opts?: { timestampMicros?: number },
   ): Promise<{ first: number; next: number }> {
     // Plain appends take no CommitSequencer turn: nothing applies them, and offsets nobody
-    // reserved count as resolved for the turns around them.
-    const written = (await this.enqueue(payloads, opts, false)) as { first: number; next: number };
-    await this.waitDurable(written.next);
-    return written;
+    // reserved count as resolved for the turns around them. The writer resolves them once
+    // durable under the fsync mode, with no promise in between.
+    return this.enqueue(payloads, opts, false) as Promise<{ first: number; next: number }>;
   }
 
   /**
@@ -791,6 +790,9 @@ export class SegmentLog {
       const n = p.payloads!.length;
       if (p.wantsTurn === true) {
         p.resolve({ first: at, next: at + n, turn: this.sequencer.reserve(at, at + n) });
+      } else if (this.cfg.fsync === 'onCommit') {
+        const written = { first: at, next: at + n };
+        this.commit.notify(at + n, () => p.resolve(written), p.reject);
       } else {
         p.resolve({ first: at, next: at + n });
       }

@@ -43,12 +43,21 @@ export class GroupCommit {
 
   /** Resolves once every offset below `offset` is on disk, flushing as needed. */
   waitFor(offset: number): Promise<void> {
-    if (this.poison !== undefined) return Promise.reject(this.poison);
-    if (offset <= this.durableBound) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      this.waiters.push({ target: offset, resolve, reject });
-      this.kick();
-    });
+    return new Promise<void>((resolve, reject) => this.notify(offset, resolve, reject));
+  }
+
+  /** `waitFor` without a promise of its own: the hot append path hands in its callbacks. */
+  notify(offset: number, resolve: () => void, reject: (err: Error) => void): void {
+    if (this.poison !== undefined) {
+      reject(this.poison);
+      return;
+    }
+    if (offset <= this.durableBound) {
+      resolve();
+      return;
+    }
+    this.waiters.push({ target: offset, resolve, reject });
+    this.kick();
   }
 
   /** Raises the durable bound after a sync done elsewhere (sealing a segment). */
