@@ -4,7 +4,8 @@
 // Measures: RTT p50/p99 for 100 B (echo on one stream); one-way throughput for 1 KiB and 100 B
 // messages on 1, 8 and 64 streams (one awaited write per message); server push (1 KiB messages
 // on a server-opened uni stream).
-// Run: npx pnpm@10.34.9 exec tsx scripts/bench/transport/main.ts [--seconds 1.5] [--only tls,quic]
+// Run: npx pnpm@10.34.9 exec tsx scripts/bench/transport/main.ts [--seconds 1] [--rounds 3]
+//      [--only quic,quic-stock,tls,raw-tls]
 // Imports the package source (not dist) so a stale build can never be measured.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,7 +24,7 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1]! : dflt;
 };
-const SECONDS = Number(arg('--seconds', '1.5'));
+const SECONDS = Number(arg('--seconds', '1'));
 const OP_ECHO = 0x45;
 const OP_SINK = 0x53;
 const OP_COUNT = 0x43;
@@ -328,6 +329,24 @@ async function measure(t: Target, kind: Kind): Promise<Result> {
   return { rtt: [percentile(samples, 50), percentile(samples, 99)], oneway, push };
 }
 
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+function medianResult(list: Result[]): Result {
+  const first = list[0]!;
+  const oneway: Record<string, number | null> = {};
+  for (const key of Object.keys(first.oneway)) {
+    oneway[key] = first.oneway[key] === null ? null : median(list.map((r) => r.oneway[key]!));
+  }
+  return {
+    rtt: [median(list.map((r) => r.rtt[0])), median(list.map((r) => r.rtt[1]))],
+    oneway,
+    push: first.push === null ? null : median(list.map((r) => r.push!)),
+  };
+}
+
 const fmt = (n: number | null) => (n === null ? 'n/a' : Math.round(n).toLocaleString('en-US'));
 
 async function main(): Promise<void> {
@@ -337,39 +356,50 @@ async function main(): Promise<void> {
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'felix-bench-transport-'));
   const only = arg('--only', 'quic,quic-stock,tls,raw-tls').split(',') as Kind[];
-  const results = new Map<Kind, Result>();
+  const ROUNDS = Number(arg('--rounds', '3'));
+  const rounds = new Map<Kind, Result[]>();
   try {
-    // A fresh receiver per transport, so nothing one transport leaves behind (the stock
-    // library can keep a closed connection busy) disturbs the next.
-    for (const kind of only) {
-      process.stderr.write(`measuring ${kind}...\n`);
-      const child = spawn(
-        process.execPath,
-        [...process.execArgv, process.argv[1]!, '--serve', '--data', dataDir],
-        { stdio: ['ignore', 'pipe', 'inherit'] },
-      );
-      try {
-        const target = await new Promise<Target>((resolve, reject) => {
-          let out = '';
-          child.stdout.on('data', (c: Buffer) => {
-            out += c.toString();
-            const line = out.split('\n')[0];
-            if (out.includes('\n') && line) resolve(JSON.parse(line) as Target);
+    for (let round = 0; round < ROUNDS; round++) {
+      // A fresh receiver per transport, so nothing one transport leaves behind (the stock
+      // library can keep a closed connection busy) disturbs the next.
+      for (const kind of only) {
+        process.stderr.write(`round ${round + 1}/${ROUNDS}: measuring ${kind}...\n`);
+        const child = spawn(
+          process.execPath,
+          [...process.execArgv, process.argv[1]!, '--serve', '--data', dataDir],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        try {
+          const target = await new Promise<Target>((resolve, reject) => {
+            let out = '';
+            child.stdout.on('data', (c: Buffer) => {
+              out += c.toString();
+              const line = out.split('\n')[0];
+              if (out.includes('\n') && line) resolve(JSON.parse(line) as Target);
+            });
+            child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
           });
-          child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
-        });
-        results.set(kind, await measure(target, kind));
-      } finally {
-        child.kill('SIGKILL');
+          const list = rounds.get(kind) ?? [];
+          list.push(await measure(target, kind));
+          rounds.set(kind, list);
+        } finally {
+          child.kill('SIGKILL');
+        }
       }
     }
+    // The machine is shared: each figure is the median over the rounds (the rounds interleave
+    // the transports, so a burst of outside load hits them alike).
+    const results = new Map<Kind, Result>();
+    for (const [kind, list] of rounds) results.set(kind, medianResult(list));
     const names: Record<Kind, string> = {
       quic: 'QUIC, patched (vendor/matrixai-quic)',
       'quic-stock': 'QUIC, stock @matrixai/quic 2.0.9',
       tls: 'TLS + Felix multiplexer',
       'raw-tls': 'raw node:tls, no multiplexing',
     };
-    console.log(`seconds per case: ${SECONDS}; node ${process.version}; messages/s received\n`);
+    console.log(
+      `seconds per case: ${SECONDS}; rounds: ${ROUNDS} (median shown); node ${process.version}; messages/s received\n`,
+    );
     console.log(
       '| transport | RTT p50 (µs) | RTT p99 (µs) | 1 KiB ×1 | 1 KiB ×8 | 1 KiB ×64 | 100 B ×1 | 100 B ×8 | 100 B ×64 | push 1 KiB |',
     );
