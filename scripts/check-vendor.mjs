@@ -43,6 +43,8 @@ for (const pkg of manifest.packages) {
       failures.push(`${pkg.dir}: patch ${p.id} has no real reason`);
   }
   const upstreamDir = pkg.installedUpstream ? join(root, pkg.installedUpstream) : null;
+  // The installed copy (pnpm copies a file: dependency at install time) must not be stale.
+  const installedDir = pkg.installedAt ? join(root, pkg.installedAt) : null;
   const onDisk = walk(dir)
     .map((p) => relative(dir, p))
     .sort();
@@ -68,6 +70,14 @@ for (const pkg of manifest.packages) {
       if (!patchIds.has(id)) failures.push(`${pkg.dir}/${f}: patch ${id} has no manifest entry`);
       if (entry.marker !== false && !text.includes(`[felix patch ${id}]`)) {
         failures.push(`${pkg.dir}/${f}: no "[felix patch ${id}]" marker`);
+      }
+    }
+    if (installedDir && existsSync(installedDir)) {
+      const inst = join(installedDir, f);
+      if (!existsSync(inst) || sha256(inst) !== actual) {
+        failures.push(
+          `${pkg.dir}/${f}: installed copy under ${pkg.installedAt} is stale (run pnpm install)`,
+        );
       }
     }
     if (upstreamDir && existsSync(upstreamDir) && entry.upstreamSha256) {

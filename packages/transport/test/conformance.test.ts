@@ -140,6 +140,37 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     }
   });
 
+  it('an_unread_stream_does_not_stall_the_others', async () => {
+    const window = 64 * 1024;
+    const p = await connectPair(
+      transport,
+      { streamWindowBytes: window },
+      { streamWindowBytes: window },
+    );
+    try {
+      // Stream A is filled far past its window and never read by the server.
+      const a = await p.client.openBidi();
+      const stalled = settle(a.write(new Uint8Array(8 * 1024 * 1024)));
+      const serverA = await nextStream(p.server);
+      // Stream B still moves 4 MiB end to end while A sits at its window.
+      const b = await p.client.openBidi();
+      const sent = (async () => {
+        for (let i = 0; i < 64; i++) await b.write(new Uint8Array(64 * 1024).fill(i));
+        await b.end();
+      })();
+      const serverB = await nextStream(p.server);
+      const got = await readAll(serverB);
+      await sent;
+      expect(got.length).toBe(4 * 1024 * 1024);
+      expect(got[got.length - 1]).toBe(63);
+      a.reset(9);
+      expect((await stalled).ok).toBe(false);
+      void serverA;
+    } finally {
+      await p.cleanup();
+    }
+  });
+
   it('half_close_ends_the_peer_read_and_leaves_the_other_direction_open', async () => {
     const p = await connectPair(transport);
     try {
