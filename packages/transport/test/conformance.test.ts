@@ -6,18 +6,20 @@
 import { randomBytes, generateKeyPairSync } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnNode, waitFor, withDeadline } from '@felix/testing-harness';
+import { freePort, spawnNode, waitFor, withDeadline } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import {
   BadTlsMaterialError,
   CLOSE_CODE_IDLE_TIMEOUT,
   ConnectionClosedError,
+  DialError,
   IdleTimeoutError,
   MUX_SOCKET_BUFFER_BYTES_MAX,
   StreamLimitError,
   StreamResetError,
   type Connection,
   type TransportKind,
+  dial,
   listen,
   loadOrCreateDevCertificate,
 } from '../src/index.js';
@@ -375,6 +377,16 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     } finally {
       await p.cleanup();
     }
+  });
+
+  it('dialing_a_port_with_no_listener_fails_with_a_dial_error', async () => {
+    const m = await devMaterial();
+    const port = await freePort();
+    const err = await dial(`${transport}://127.0.0.1:${port}`, {
+      fingerprint: m.fingerprint,
+      dialTimeoutMs: 500,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialError);
   });
 
   it('a_bad_key_fails_at_start_with_a_clear_error', async () => {
