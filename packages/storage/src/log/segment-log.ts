@@ -225,6 +225,8 @@ export class SegmentLog {
   private retentionTimer: NodeJS.Timeout | undefined;
   private retentionRunning: Promise<number> | undefined;
   private headChain: Promise<void> = Promise.resolve();
+  private writeBuffer = new Uint8Array(0);
+  private writeView = viewOf(this.writeBuffer);
   private readonly openSealed = new Map<Segment, true>();
 
   private constructor(
@@ -737,8 +739,18 @@ export class SegmentLog {
     this.queueHead = endIdx;
     this.queuedBytes -= total;
 
-    const buf = Buffer.allocUnsafe(total);
-    const view = viewOf(buf);
+    // One write is in flight at a time, so its buffer is reused: no allocation (and no
+    // garbage) per write unless a batch outgrows the coalescing bound.
+    let buf = this.writeBuffer;
+    let view = this.writeView;
+    if (buf.length < total) {
+      buf = new Uint8Array(Math.max(total, Math.min(WRITE_COALESCE_BYTES_MAX, buf.length * 2)));
+      view = viewOf(buf);
+      if (buf.length <= WRITE_COALESCE_BYTES_MAX) {
+        this.writeBuffer = buf;
+        this.writeView = view;
+      }
+    }
     const first = this.claimed;
     const basePos = active.bytes;
     const indexOffsets: number[] = [];
