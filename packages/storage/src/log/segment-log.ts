@@ -587,7 +587,9 @@ export class SegmentLog {
     await this.headChain;
     await this.idle();
     let failure: unknown = this.commit.poisoned;
-    if (failure === undefined && this.refusedBy === undefined) {
+    if (failure === undefined) {
+      // Also after refused writes: what was written before them is still synced and marked;
+      // partial bytes past the mark are cut by the next open.
       try {
         await this.commit.waitFor(this.written);
         const active = this.active;
