@@ -1,0 +1,54 @@
+// Goal: client behaviours a user leans on: several servers are seeds (a dead one is skipped),
+// an AbortSignal ends a subscription's iterator and a waiting call, and a closed client fails
+// calls with its typed error. Method: one real broker process over TLS, plus a port nothing
+// listens on as the dead seed.
+import { AbortedError, ClientClosedError, connect } from '@felix/client';
+import { freePort, tempDir } from '@felix/testing-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrokerProcess, startBroker } from './broker-process.js';
+
+describe('client behaviour', () => {
+  let broker: BrokerProcess;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    const dir = await tempDir();
+    cleanup = dir.cleanup;
+    broker = await startBroker({ yaml: 'streams:\n  - { tenant: t1, name: s }\n', dir: dir.path });
+  });
+  afterAll(async () => {
+    await broker?.stop();
+    await cleanup?.();
+  });
+
+  it('a_dead_seed_is_skipped_for_a_live_one', async () => {
+    const dead = await freePort();
+    const felix = await connect({
+      servers: [`tls://127.0.0.1:${dead}`, broker.url('tls')],
+      tenant: 't1',
+      tls: { fingerprint: broker.fingerprint },
+      connectTimeoutMs: 2_000,
+    });
+    expect((await felix.publish('s', 'x')).offset).not.toBeNull();
+    await felix.close();
+  });
+
+  it('an_abort_signal_ends_a_subscription_and_a_waiting_call', async () => {
+    const felix = await connect({
+      servers: [broker.url('tls')],
+      tenant: 't1',
+      tls: { fingerprint: broker.fingerprint },
+    });
+    const ac = new AbortController();
+    const it = felix.subscribe('s', { signal: ac.signal })[Symbol.asyncIterator]();
+    const pending = it.next();
+    ac.abort();
+    expect((await pending).done).toBe(true);
+    const aborted = new AbortController();
+    aborted.abort();
+    await expect(felix.publish('s', 'x', { signal: aborted.signal })).rejects.toBeInstanceOf(
+      AbortedError,
+    );
+    await felix.close();
+    await expect(felix.publish('s', 'x')).rejects.toBeInstanceOf(ClientClosedError);
+  });
+});
