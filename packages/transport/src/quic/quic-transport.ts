@@ -144,6 +144,15 @@ interface NativeConn {
   close(app: boolean, code: number, reason: Uint8Array): void;
 }
 
+/** Connection internals used only by the forced close. */
+interface StockInternals {
+  forceDestroy?: () => void;
+  send: () => Promise<void>;
+  connTimeoutTimer?: { cancel(): void };
+  keepAliveIntervalTimer?: { cancel(): void };
+  resolveClosedP?: () => void;
+}
+
 /** One QUIC connection behind the Connection interface. */
 class QuicConnectionAdapter implements Connection {
   readonly transport = 'quic' as const;
@@ -323,9 +332,17 @@ class QuicConnectionAdapter implements Connection {
   /** Forced path: no waiting on the library; drop our side and the socket if we own it. */
   forceClose(): void {
     this.finish({ code: CLOSE_CODE_FORCED, reason: 'forced close' });
-    // The patched library can end a connection with no further I/O; the stock one cannot.
-    const force = (this.conn as unknown as { forceDestroy?: () => void }).forceDestroy;
-    if (force) force.call(this.conn);
+    // The patched library can end a connection with no further I/O. The stock one cannot, so
+    // this one connection's send is replaced by a no-op and its timers cancelled: whatever
+    // the library still runs for it can no longer put a packet on the wire or loop.
+    const c = this.conn as unknown as StockInternals;
+    if (c.forceDestroy) c.forceDestroy();
+    else {
+      c.send = async () => {};
+      c.connTimeoutTimer?.cancel();
+      c.keepAliveIntervalTimer?.cancel();
+      c.resolveClosedP?.();
+    }
     if (this.forceTeardown) void this.forceTeardown().catch(() => {});
   }
 
