@@ -50,8 +50,26 @@ export const WRITE_COALESCE_BYTES_MAX = 1024 * 1024;
  */
 export const FLUSH_WAIT_QUEUED_BYTES_MAX = 1024 * 1024;
 
-/** Recovery and verify read segments in chunks of this size (one reused buffer). */
+/** Recovery and verify read segments in chunks of this size (two reused buffers). */
 export const SCAN_CHUNK_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Room in front of each scan chunk for the unfinished record carried over from the previous
+ * chunk; a longer record is read again on its own instead of carried.
+ */
+export const SCAN_CARRY_BYTES = 256 * 1024;
+
+/** A read's first chunk: small, so a read that wants one record does not pull megabytes. */
+export const READ_CHUNK_FIRST_BYTES = 64 * 1024;
+
+/** A read's later chunks grow up to this (or its byte budget plus the slack below). */
+export const READ_CHUNK_BYTES_MAX = 8 * 1024 * 1024;
+
+/** Read beyond the byte budget, so skipping from an index entry to `from` rarely rereads. */
+export const READ_CHUNK_SLACK_BYTES = 64 * 1024;
+
+/** `felix-log-tool dump` reads this many bytes of records per step. */
+export const DUMP_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** Retention checks run on their own timer at this interval (reference default). */
 export const RETENTION_CHECK_INTERVAL_MS_DEFAULT = 60_000;

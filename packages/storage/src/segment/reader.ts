@@ -7,6 +7,7 @@
 import type { CorruptionKind } from '../errors.js';
 import type { IoFile } from '../io/io.js';
 import { readFully } from '../io/io.js';
+import { READ_CHUNK_BYTES_MAX, READ_CHUNK_FIRST_BYTES, READ_CHUNK_SLACK_BYTES } from '../limits.js';
 import {
   type CommitBody,
   FLAG_BATCH_OPEN,
@@ -69,11 +70,6 @@ export interface SegmentReadResult {
   collectedBytes: number;
   damage?: { kind: CorruptionKind; position: number; detail: string; atStart: boolean };
 }
-
-/** Bytes read per chunk beyond the byte budget, so skipping from an index entry rarely rereads. */
-const READ_CHUNK_SLACK_BYTES = 64 * 1024;
-const READ_CHUNK_BYTES_MAX = 8 * 1024 * 1024;
-const READ_CHUNK_FIRST_BYTES = 64 * 1024;
 
 export async function readSegment(req: SegmentReadRequest): Promise<SegmentReadResult> {
   const head = new RecordHead();

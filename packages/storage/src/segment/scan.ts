@@ -8,7 +8,12 @@
 import type { CorruptionKind } from '../errors.js';
 import type { IoFile } from '../io/io.js';
 import { readFully } from '../io/io.js';
-import { RECORD_PAYLOAD_BYTES_MAX, SCAN_CHUNK_BYTES, ZERO_TAIL_BLOCK_BYTES } from '../limits.js';
+import {
+  RECORD_PAYLOAD_BYTES_MAX,
+  SCAN_CARRY_BYTES,
+  SCAN_CHUNK_BYTES,
+  ZERO_TAIL_BLOCK_BYTES,
+} from '../limits.js';
 import {
   FLAG_PUBLISHER,
   HEAD_OK,
@@ -56,12 +61,6 @@ export interface ScanOptions {
 const LARGEST_RECORD_BYTES = RECORD_HEADER_BYTES + PRODUCER_TAG_BYTES + RECORD_PAYLOAD_BYTES_MAX;
 
 /**
- * Room kept in front of each chunk so the unfinished record at the end of one chunk can be
- * copied before the next chunk, which was read ahead while the first was being checked.
- */
-const CARRY_ROOM_BYTES = 256 * 1024;
-
-/**
  * Two chunk buffers, reused across segments: the scan checks records in one while the next
  * chunk is read into the other, so checksum work and disk reads overlap.
  */
@@ -73,9 +72,9 @@ export class ScanBuffer {
   readonly chunk: number;
   constructor(chunk = SCAN_CHUNK_BYTES) {
     this.chunk = chunk;
-    this.bytes = new Uint8Array(CARRY_ROOM_BYTES + chunk);
+    this.bytes = new Uint8Array(SCAN_CARRY_BYTES + chunk);
     this.view = viewOf(this.bytes);
-    this.spare = new Uint8Array(CARRY_ROOM_BYTES + chunk);
+    this.spare = new Uint8Array(SCAN_CARRY_BYTES + chunk);
     this.spareView = viewOf(this.spare);
   }
   /** Grows the current buffer (a record larger than a chunk). */
@@ -119,7 +118,7 @@ export async function scanSegment(
     pending = readFully(
       file,
       buffer.spare,
-      CARRY_ROOM_BYTES,
+      SCAN_CARRY_BYTES,
       Math.min(buffer.chunk, fileSize - at),
       at,
     );
@@ -132,14 +131,14 @@ export async function scanSegment(
   const refill = async (need: number) => {
     const available = end - (origin + pos - bufStart);
     const contiguous = pending !== undefined && pendingAt === bufStart + (end - origin);
-    if (contiguous && available <= CARRY_ROOM_BYTES) {
+    if (contiguous && available <= SCAN_CARRY_BYTES) {
       const n = await pending!;
       pending = undefined;
       const from = origin + pos - bufStart;
-      buffer.spare.set(buffer.bytes.subarray(from, end), CARRY_ROOM_BYTES - available);
+      buffer.spare.set(buffer.bytes.subarray(from, end), SCAN_CARRY_BYTES - available);
       buffer.swap();
-      origin = CARRY_ROOM_BYTES - available;
-      end = CARRY_ROOM_BYTES + n;
+      origin = SCAN_CARRY_BYTES - available;
+      end = SCAN_CARRY_BYTES + n;
       bufStart = pos;
       prefetch();
       if (end - origin >= Math.min(need, fileSize - pos)) return;

@@ -5,7 +5,7 @@
  */
 import { CorruptionError } from '../errors.js';
 import type { Io } from '../io/io.js';
-import { INDEX_SPACING_BYTES_DEFAULT } from '../limits.js';
+import { DUMP_CHUNK_BYTES, INDEX_SPACING_BYTES_DEFAULT } from '../limits.js';
 import { segmentPath } from '../log/layout.js';
 import { type RecoveryAction, planRecovery } from '../log/recovery.js';
 import { SEGMENT_HEADER_BYTES } from '../segment/format.js';
@@ -45,9 +45,6 @@ export async function verifyShardDir(io: Io, dir: string): Promise<VerifySummary
     repairs: plan.actions.filter((a) => a.kind !== 'rewriteIndex'),
   };
 }
-
-/** Bytes read per step while dumping. */
-const DUMP_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** Every record of the directory in offset order, generation starts included. */
 export async function* dumpShardDir(io: Io, dir: string): AsyncGenerator<LogRecord> {
