@@ -48,7 +48,6 @@ export class QuicStreamAdapter implements TransportStream {
   private writer: WritableStreamDefaultWriter<Uint8Array> | null = null;
   private localReset: StreamResetError | null = null;
   private peerReset: StreamResetError | null = null;
-  private failWriters: Array<(e: Error) => void> = [];
   private ended = false;
   private iterated = false;
 
@@ -83,9 +82,6 @@ export class QuicStreamAdapter implements TransportStream {
   private onPeerReset(code: number): void {
     if (this.peerReset || this.localReset) return;
     this.peerReset = new StreamResetError(this.id, code, true);
-    const waiters = this.failWriters;
-    this.failWriters = [];
-    for (const f of waiters) f(this.peerReset);
     const internals = this.stream as unknown as StreamInternals;
     try {
       internals.writableController?.error(this.peerReset);
@@ -149,20 +145,13 @@ export class QuicStreamAdapter implements TransportStream {
     if (closed) throw closed;
     const w = this.getWriter();
     this.host.sendBuffered(chunk.length);
-    let fail: ((e: Error) => void) | null = null;
     try {
-      await Promise.race([
-        w.write(chunk),
-        new Promise<never>((_, reject) => {
-          fail = reject;
-          this.failWriters.push(reject);
-        }),
-      ]);
+      // A peer reset errors the library's writable (see onPeerReset), which rejects this too.
+      await w.write(chunk);
     } catch (err) {
       throw this.mapError(err);
     } finally {
       this.host.sendBuffered(-chunk.length);
-      if (fail !== null) this.failWriters = this.failWriters.filter((f) => f !== fail);
     }
   }
 
