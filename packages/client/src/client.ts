@@ -265,7 +265,13 @@ export class FelixClient {
     const ack = opts.ack ?? true;
     const conn = await this.connection(opts.signal);
     const sent = conn.publish(stream, payloads, { ack, ...(key ? { key } : {}) });
-    const r = await abortable(sent, opts.signal, 'publish');
+    // An ack that never comes is an unknown outcome, not a hang.
+    const timeoutMs = this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
+    const r = await abortable(
+      withTimeout(sent, timeoutMs, `the ack of a publish to ${stream}`),
+      opts.signal,
+      'publish',
+    );
     let shard: number | null = 0;
     if (key) {
       const cached = this.shardCache.get(stream);
@@ -357,6 +363,20 @@ export class FelixClient {
 /** Connects to the first reachable server of `opts.servers`. */
 export function connect(opts: ConnectOptions): Promise<FelixClient> {
   return FelixClient.create(opts);
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TimeoutError(what, ms, 'unknown_outcome')), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function abortable<T>(
