@@ -82,7 +82,7 @@ const ninesMax = 3.5;
 const xOf = (p) =>
   M.l + ((W - M.l - M.r) * Math.min(ninesMax, -Math.log10(1 - p + 1e-9))) / ninesMax;
 const colors = { quic: '#1f77b4', tls: '#d62728' };
-let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`;
+let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12"><title>Felix publish-to-subscribe latency</title>`;
 svg += `<rect width="${W}" height="${H}" fill="white"/>`;
 svg += `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">Felix publish→subscribe latency (one record in flight)</text>`;
 for (const [p, label] of [

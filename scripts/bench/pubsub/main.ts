@@ -404,5 +404,5 @@ function chart(all: Row[]): string {
     }
     y += 18;
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${y}" font-family="sans-serif" font-size="11"><rect width="${W}" height="${y}" fill="white"/><text x="10" y="20" font-size="14">Felix vs NATS on this machine (scripts/bench/pubsub)</text>${body}</svg>\n`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${y}" font-family="sans-serif" font-size="11"><title>Felix vs NATS pub/sub benchmark</title><rect width="${W}" height="${y}" fill="white"/><text x="10" y="20" font-size="14">Felix vs NATS on this machine (scripts/bench/pubsub)</text>${body}</svg>\n`;
 }
