@@ -1,0 +1,22 @@
+// Goal: the broker's bounds agree with each other and with the client's. Method: compare the
+// named constants (as TigerBeetle's comptime asserts do).
+import { FRAME_BYTES_MAX as CLIENT_FRAME_BYTES_MAX } from '@felix/client';
+import { describe, expect, it } from 'vitest';
+import * as L from '../src/limits.js';
+
+describe('broker limits', () => {
+  it('the_broker_limits_are_consistent', () => {
+    expect(L.PREAUTH_FRAME_BYTES_DEFAULT).toBeLessThanOrEqual(L.FRAME_BYTES_DEFAULT);
+    expect(L.FRAME_BYTES_DEFAULT).toBeLessThanOrEqual(L.FRAME_BYTES_MAX);
+    // A history page, framed, fits the frame the client accepts.
+    expect(L.HISTORY_PAGE_BYTES_MAX + 12 + 4 * L.HISTORY_PAGE_RECORDS_MAX + 16).toBeLessThanOrEqual(
+      CLIENT_FRAME_BYTES_MAX,
+    );
+    // Live event batches are as large as the publish frames they came from.
+    expect(L.FRAME_BYTES_DEFAULT).toBeLessThanOrEqual(CLIENT_FRAME_BYTES_MAX);
+    expect(L.SUBSCRIBER_QUEUE_BATCHES_DEFAULT).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BATCHES_MAX);
+    expect(L.PUBLISH_WINDOW_DEFAULT).toBeLessThanOrEqual(L.PUBLISH_WINDOW_MAX);
+    expect(L.RING_RECORDS_DEFAULT).toBeLessThanOrEqual(L.RING_RECORDS_MAX);
+    expect(L.IDENT_BYTES_MAX).toBeLessThanOrEqual(0xffff); // u16-prefixed on the wire
+  });
+});
