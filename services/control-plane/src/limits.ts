@@ -22,6 +22,13 @@ export const CHANGES_LIMIT_DEFAULT = 1000;
 /** Change rows kept per feed (FELIX_CONTROLPLANE_CHANGE_RETENTION_MAX_ROWS default); older rows are trimmed and readers resnapshot. */
 export const CHANGE_RETENTION_ROWS_DEFAULT = 10_000;
 
+/**
+ * Change rows are trimmed when a feed's sequence crosses a multiple of this step (or of the
+ * retention, if smaller), so a feed keeps at most retention + step rows and most writes skip the
+ * DELETE while they hold the feed's sequence row.
+ */
+export const CHANGE_TRIM_STEP_ROWS = 256;
+
 /** Longest long poll: under the common 30 s proxy idle timeout. */
 export const LONG_POLL_WAIT_MS_MAX = 25_000;
 

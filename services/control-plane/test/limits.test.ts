@@ -18,6 +18,7 @@ describe('control plane limits', () => {
     expect(L.EXPIRY_TIMEOUT_MS_DEFAULT).toBeGreaterThan(L.HEARTBEAT_INTERVAL_MS_DEFAULT);
     expect(L.INSERT_BATCH_ROWS * 11).toBeLessThan(65_535); // Postgres parameter cap
     expect(L.CHANGE_RETENTION_ROWS_DEFAULT).toBeGreaterThanOrEqual(L.CHANGES_LIMIT_DEFAULT);
+    expect(L.CHANGE_TRIM_STEP_ROWS).toBeLessThanOrEqual(L.CHANGE_RETENTION_ROWS_DEFAULT);
   });
 
   it('a_cursor_decoder_meets_arbitrary_input_with_its_typed_error_only', () => {

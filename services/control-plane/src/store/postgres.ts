@@ -198,8 +198,9 @@ export class PostgresDriver implements SqlDriver {
   }
 
   async announce(q: Sql, feeds: readonly string[]): Promise<void> {
-    for (const f of feeds)
-      await q.query('SELECT pg_notify($1, $2)', [CHANNEL, `${this.schema}:${f}`]);
+    if (feeds.length === 0) return;
+    const calls = feeds.map((_, i) => `pg_notify($1, $${i + 2})`).join(', ');
+    await q.query(`SELECT ${calls}`, [CHANNEL, ...feeds.map((f) => `${this.schema}:${f}`)]);
   }
 
   /** Drops the schema (tests use one schema per run). */

@@ -24,7 +24,12 @@ import {
   StreamNotFoundError,
   TenantNotFoundError,
 } from '../errors.js';
-import { CASCADE_ROWS_MAX, INSERT_BATCH_ROWS, SNAPSHOT_ROWS_MAX } from '../limits.js';
+import {
+  CASCADE_ROWS_MAX,
+  CHANGE_TRIM_STEP_ROWS,
+  INSERT_BATCH_ROWS,
+  SNAPSHOT_ROWS_MAX,
+} from '../limits.js';
 import { type CursorKey, decodeCursor, encodeCursor } from './cursor.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import type { Sql, SqlDriver, SqlParam } from './sql.js';
@@ -266,8 +271,11 @@ export class ControlStore {
     const out = await this.driver.tx(async (q) => {
       const w = new Write(q);
       const result = await fn(w);
+      // NOTIFY is delivered at commit wherever it stands, so it goes before the sequence rows
+      // are locked: the locks are then held for as little as possible.
+      const touched = [...new Set(w.changes.map((c) => c.feed))].sort();
+      if (touched.length) await this.driver.announce(q, touched);
       feeds = await this.appendChanges(w);
-      if (feeds.length) await this.driver.announce(q, feeds);
       return result;
     });
     this.emit(feeds);
@@ -312,10 +320,15 @@ export class ControlStore {
           params,
         );
       }
-      await w.q.query('DELETE FROM changes WHERE feed = $1 AND seq <= $2', [
-        feed,
-        last - this.retentionRows,
-      ]);
+      // Trim only when the sequence crosses a multiple of the trim step: the kept history stays
+      // within retention + step rows, and most writes skip the DELETE.
+      const step = Math.min(CHANGE_TRIM_STEP_ROWS, this.retentionRows);
+      if (Math.floor(last / step) > Math.floor((last - list.length) / step)) {
+        await w.q.query('DELETE FROM changes WHERE feed = $1 AND seq <= $2', [
+          feed,
+          last - this.retentionRows,
+        ]);
+      }
     }
     return feeds;
   }
