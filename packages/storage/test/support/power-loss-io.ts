@@ -1,0 +1,197 @@
+/**
+ * An in-memory Io that can lose power. Every write and truncation stays "unsynced" until its
+ * file is fdatasynced; every creation or unlink stays unsynced until its directory is synced.
+ * `crash(random)` returns the disk a power loss could leave: synced state, plus any subset of
+ * the unsynced operations in order, each write torn at 512-byte sector boundaries (sectors
+ * are atomic, as on real devices). Directories themselves are made durable at once (the log
+ * syncs each new one into its parent anyway).
+ */
+import { dirname } from 'node:path';
+import type { Io, IoFile, OpenMode } from '../../src/io/io.js';
+
+const SECTOR = 512;
+
+type Op =
+  | { kind: 'write'; position: number; bytes: Uint8Array }
+  | { kind: 'truncate'; length: number };
+
+class Inode {
+  live = new Uint8Array(0);
+  durable = new Uint8Array(0);
+  unsynced: Op[] = [];
+
+  write(bytes: Uint8Array, position: number): void {
+    this.live = applyWrite(this.live, bytes, position);
+    this.unsynced.push({ kind: 'write', position, bytes: bytes.slice() });
+  }
+  truncate(length: number): void {
+    this.live = applyTruncate(this.live, length);
+    this.unsynced.push({ kind: 'truncate', length });
+  }
+  sync(): void {
+    this.durable = this.live.slice();
+    this.unsynced = [];
+  }
+  /** What a power loss leaves of this file. */
+  crash(random: () => number): Uint8Array {
+    let data = this.durable.slice();
+    for (const op of this.unsynced) {
+      if (random() < 0.5) continue;
+      if (op.kind === 'truncate') {
+        data = applyTruncate(data, op.length);
+        continue;
+      }
+      // Keep any subset of the write's sectors; a lost sector past the old end reads as zeros.
+      const end = op.position + op.bytes.length;
+      const kept = new Uint8Array(Math.max(data.length, end));
+      kept.set(data);
+      for (let s = Math.floor(op.position / SECTOR) * SECTOR; s < end; s += SECTOR) {
+        if (random() < 0.3) continue;
+        const from = Math.max(s, op.position);
+        const to = Math.min(s + SECTOR, end);
+        kept.set(op.bytes.subarray(from - op.position, to - op.position), from);
+      }
+      data = kept;
+    }
+    return data;
+  }
+}
+
+function applyWrite(data: Uint8Array, bytes: Uint8Array, position: number): Uint8Array {
+  const end = position + bytes.length;
+  const out = end > data.length ? new Uint8Array(end) : data;
+  if (out !== data) out.set(data);
+  out.set(bytes, position);
+  return out;
+}
+
+function applyTruncate(data: Uint8Array, length: number): Uint8Array {
+  if (length <= data.length) return data.slice(0, length);
+  const out = new Uint8Array(length);
+  out.set(data);
+  return out;
+}
+
+function enoent(path: string): Error {
+  return Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+}
+
+export class PowerLossIo implements Io {
+  private dirs = new Set<string>(['/']);
+  /** Live and durable directory entries: file path -> inode. */
+  private live = new Map<string, Inode>();
+  private durable = new Map<string, Inode>();
+
+  /** A disk holding exactly the given files, all durable. */
+  static fromFiles(dirs: Iterable<string>, files: Map<string, Uint8Array>): PowerLossIo {
+    const io = new PowerLossIo();
+    for (const d of dirs) io.dirs.add(d);
+    for (const [path, bytes] of files) {
+      const inode = new Inode();
+      inode.live = bytes.slice();
+      inode.durable = bytes.slice();
+      io.live.set(path, inode);
+      io.durable.set(path, inode);
+    }
+    return io;
+  }
+
+  /** The files a power loss right now could leave behind. */
+  crash(random: () => number): PowerLossIo {
+    const files = new Map<string, Uint8Array>();
+    const names = new Set([...this.live.keys(), ...this.durable.keys()]);
+    for (const path of names) {
+      const liveInode = this.live.get(path);
+      const durableInode = this.durable.get(path);
+      // An entry change not yet synced into its directory may or may not have reached disk.
+      const inode = liveInode === durableInode || random() < 0.5 ? durableInode : liveInode;
+      if (inode !== undefined) files.set(path, inode.crash(random));
+    }
+    return PowerLossIo.fromFiles(this.dirs, files);
+  }
+
+  async open(path: string, mode: OpenMode): Promise<IoFile> {
+    let inode = this.live.get(path);
+    if (mode === 'create' && inode !== undefined) {
+      throw Object.assign(new Error(`EEXIST: ${path}`), { code: 'EEXIST' });
+    }
+    if ((mode === 'read' || mode === 'write') && inode === undefined) throw enoent(path);
+    if (!this.dirs.has(dirname(path))) throw enoent(dirname(path));
+    if (inode === undefined) {
+      inode = new Inode();
+      this.live.set(path, inode);
+    } else if (mode === 'replace') {
+      inode.truncate(0);
+    }
+    return new PowerLossFile(path, inode);
+  }
+  async readdir(path: string): Promise<string[]> {
+    if (!this.dirs.has(path)) throw enoent(path);
+    const names: string[] = [];
+    for (const p of this.live.keys()) if (dirname(p) === path) names.push(p.slice(path.length + 1));
+    for (const d of this.dirs)
+      if (d !== path && dirname(d) === path) names.push(d.slice(path.length + 1));
+    return names;
+  }
+  async mkdir(path: string): Promise<boolean> {
+    if (this.dirs.has(path)) return false;
+    if (!this.dirs.has(dirname(path))) throw enoent(dirname(path));
+    this.dirs.add(path);
+    return true;
+  }
+  async unlink(path: string): Promise<void> {
+    if (!this.live.delete(path)) throw enoent(path);
+  }
+  async exists(path: string): Promise<boolean> {
+    return this.dirs.has(path) || this.live.has(path);
+  }
+  async syncDir(path: string): Promise<void> {
+    for (const p of [...this.durable.keys()]) {
+      if (dirname(p) === path && !this.live.has(p)) this.durable.delete(p);
+    }
+    for (const [p, inode] of this.live) if (dirname(p) === path) this.durable.set(p, inode);
+  }
+  async makeTempDir(): Promise<string> {
+    throw new Error('not supported');
+  }
+  async removeTree(): Promise<void> {
+    throw new Error('not supported');
+  }
+}
+
+class PowerLossFile implements IoFile {
+  constructor(
+    readonly path: string,
+    private readonly inode: Inode,
+  ) {}
+  async read(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    const data = this.inode.live;
+    const n = Math.max(0, Math.min(length, data.length - position));
+    buffer.set(data.subarray(position, position + n), offset);
+    return n;
+  }
+  async write(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    this.inode.write(buffer.subarray(offset, offset + length), position);
+    return length;
+  }
+  async datasync(): Promise<void> {
+    this.inode.sync();
+  }
+  async truncate(length: number): Promise<void> {
+    this.inode.truncate(length);
+  }
+  async size(): Promise<number> {
+    return this.inode.live.length;
+  }
+  async close(): Promise<void> {}
+}
