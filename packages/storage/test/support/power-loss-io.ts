@@ -16,8 +16,8 @@ type Op =
   | { kind: 'truncate'; length: number };
 
 class Inode {
-  live = new Uint8Array(0);
-  durable = new Uint8Array(0);
+  live: Uint8Array = new Uint8Array(0);
+  durable: Uint8Array = new Uint8Array(0);
   unsynced: Op[] = [];
 
   write(bytes: Uint8Array, position: number): void {
@@ -34,7 +34,7 @@ class Inode {
   }
   /** What a power loss leaves of this file. */
   crash(random: () => number): Uint8Array {
-    let data = this.durable.slice();
+    let data: Uint8Array = this.durable.slice();
     for (const op of this.unsynced) {
       if (random() < 0.5) continue;
       if (op.kind === 'truncate') {
