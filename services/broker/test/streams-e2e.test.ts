@@ -123,16 +123,11 @@ for (const transport of TRANSPORTS) {
     it('a_publish_is_delivered_to_every_subscriber', async () => {
       const subscribers = await Promise.all([0, 1, 2].map(() => client(shared, transport)));
       const iters = subscribers.map((c) =>
-        c.subscribe('mem', { from: 'latest' })[Symbol.asyncIterator](),
+        c.subscribe('mem', { from: 'earliest' })[Symbol.asyncIterator](),
       );
-      // A subscription is registered once its first pull reaches the broker; start them now.
+      // From earliest: the stream is fresh on this broker, so each sees exactly what follows.
       const firsts = iters.map((it) => it.next());
       const publisher = await client(shared, transport);
-      // Publish until every subscriber is registered (a subscribe from latest sees what follows).
-      await waitFor(
-        async () => (await metric(shared, /felix_broker_subscriptions (\d+)/)) >= 3,
-        'three subscriptions',
-      );
       const pub = publisher.publisher('mem', { lingerMs: 1 });
       const sent = await Promise.all(
         Array.from({ length: 40 }, (_, i) => pub.publish(new TextEncoder().encode(`m${i}`))),
@@ -187,17 +182,23 @@ for (const transport of TRANSPORTS) {
       const slowFirst = slowIt.next(); // registers, then is never pulled again until the end
       const fastIt = fast.subscribe('mem-slow', { queueCapacity: 100_000 })[Symbol.asyncIterator]();
       const fastFirst = fastIt.next();
-      await waitFor(
-        async () => (await metric(shared, /felix_broker_subscriptions (\d+)/)) >= 2,
-        'two subscriptions',
-      );
+      // Both are registered once each has received a marker published after its subscribe.
+      let registered = false;
+      void Promise.all([slowFirst, fastFirst]).then(() => {
+        registered = true;
+      });
+      while (!registered) await publisher.publish('mem-slow', 'marker');
       const count = transport === 'quic' ? 600 : 3000;
       const payload = new Uint8Array(1024).fill(7);
-      // The fast subscriber reads as things arrive.
-      const fastReading = (async () => [
-        (await fastFirst).value as StreamEvent,
-        ...(await take(fastIt, count - 1)),
-      ])();
+      // The fast subscriber reads as things arrive (markers first, then the records).
+      const fastReading = (async () => {
+        const got: StreamEvent[] = [];
+        for (;;) {
+          const ev = (await fastIt.next()).value as StreamEvent;
+          if (ev.data.byteLength === 1024) got.push(ev);
+          if (got.length === count) return got;
+        }
+      })();
       const pub = publisher.publisher('mem-slow', { lingerMs: 0, maxBatchRecords: 1 });
       // Every publish is acknowledged although one subscriber reads nothing.
       const acks = await Promise.all(Array.from({ length: count }, () => pub.publish(payload)));
@@ -273,12 +274,9 @@ for (const transport of TRANSPORTS) {
     it('ordering_is_per_shard', async () => {
       const felix = await client(shared, transport);
       const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
-      const it = felix.subscribe('keyed', { from: 'latest' })[Symbol.asyncIterator]();
+      // From earliest: the stream is fresh on this broker and only this test writes it.
+      const it = felix.subscribe('keyed', { from: 'earliest' })[Symbol.asyncIterator]();
       const firstP = it.next();
-      await waitFor(
-        async () => (await metric(shared, /felix_broker_subscriptions (\d+)/)) >= 4,
-        'four shard subscriptions',
-      );
       const pub = felix.publisher('keyed', { lingerMs: 1 });
       const perKey = 25;
       await Promise.all(
