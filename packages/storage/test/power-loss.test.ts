@@ -1,10 +1,12 @@
 /**
  * Goal: a power loss never takes a record the log acknowledged under `onCommit`, nor any
- * record below the durable offset in any mode, and the log always reopens after one.
+ * record below the durable offset in any mode, and the log always reopens after one, even
+ * when the power fails again part-way through its recovery.
  * Method: the log runs on PowerLossIo (an in-memory disk that keeps only what was synced,
- * plus any subset of unsynced sector writes and directory changes); fast-check picks the
- * fsync mode, the batches and the moment of the crash; the crashed disk is reopened and
- * every record checked against what was acknowledged.
+ * plus any subset of unsynced sector writes and directory changes). fast-check picks the
+ * fsync mode, the batches, the moment of the crash, whether the process dies first (page
+ * cache kept) and when a second power loss interrupts the next open; the final disk is
+ * reopened and every record checked against what was acknowledged.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -22,33 +24,42 @@ function prng(seed: number): () => number {
   };
 }
 
+type Mode = 'onCommit' | 'periodic' | 'none';
+const open = (io: PowerLossIo, fsync: Mode) =>
+  SegmentLog.open({
+    root: '/data',
+    shard: SHARD,
+    fsync,
+    io,
+    segmentBytes: 4096,
+    flushIntervalMs: 1,
+  });
+
 describe('power loss', () => {
   it('a_power_loss_keeps_every_record_below_the_durable_offset', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('onCommit' as const, 'periodic' as const, 'none' as const),
+        fc.constantFrom<Mode>('onCommit', 'periodic', 'none'),
         fc.array(fc.record({ count: fc.integer({ min: 1, max: 4 }), size: fc.nat({ max: 700 }) }), {
           minLength: 1,
           maxLength: 30,
         }),
         fc.nat({ max: 30 }),
         fc.integer(),
-        async (fsync, batches, crashAfterAcks, seed) => {
+        fc.boolean(),
+        fc.option(fc.nat({ max: 60 }), { nil: undefined }),
+        async (fsync, batches, crashAfterAcks, seed, processDiesFirst, lossDuringOpenAfterOps) => {
           const io = new PowerLossIo();
           await io.mkdir('/data');
-          const log = await SegmentLog.open({
-            root: '/data',
-            shard: SHARD,
-            fsync,
-            io,
-            segmentBytes: 4096,
-            flushIntervalMs: 1,
-          });
+          const log = await open(io, fsync);
           const acked: Array<{ first: number; payloads: Uint8Array[] }> = [];
-          let crashed: { disk: PowerLossIo; durable: number; acked: number } | undefined;
-          const random = prng(seed);
+          let crash: { disk: PowerLossIo; durable: number; acked: number } | undefined;
           const crashNow = () => {
-            crashed ??= { disk: io.crash(random), durable: log.durableOffset, acked: acked.length };
+            crash ??= {
+              disk: processDiesFirst ? io.afterProcessCrash() : io.crash(prng(seed)),
+              durable: log.durableOffset,
+              acked: acked.length,
+            };
           };
           const target = Math.min(crashAfterAcks, batches.length);
           if (target === 0) crashNow();
@@ -61,15 +72,31 @@ describe('power loss', () => {
           });
           await Promise.allSettled(appends);
           crashNow();
-          await log.close();
+          await log.close().catch(() => undefined);
 
-          const { disk, durable } = crashed!;
-          const reopened = await SegmentLog.open({ root: '/data', shard: SHARD, fsync, io: disk });
+          const { durable } = crash!;
+          let disk = crash!.disk;
+          // After a process crash an open syncs what it found; a completed one therefore
+          // protects every acknowledged record against the power loss that follows.
+          let reopenedBeforeLoss = false;
+          if (lossDuringOpenAfterOps !== undefined) {
+            disk.failAfter(lossDuringOpenAfterOps, prng(seed + 1));
+            const interrupted = await open(disk, fsync).catch(() => undefined);
+            reopenedBeforeLoss = interrupted !== undefined;
+            await interrupted?.close().catch(() => undefined);
+            disk = disk.lost ?? disk.crash(prng(seed + 2));
+          } else if (processDiesFirst) {
+            disk = disk.crash(prng(seed + 2));
+          }
+
+          const reopened = await open(disk, fsync);
           try {
             for (const [n, a] of acked.entries()) {
+              const acknowledgedBeforeCrash = n < crash!.acked;
               const mustSurvive =
                 a.first + a.payloads.length <= durable ||
-                (fsync === 'onCommit' && n < crashed!.acked);
+                (fsync === 'onCommit' && acknowledgedBeforeCrash) ||
+                (processDiesFirst && reopenedBeforeLoss && acknowledgedBeforeCrash);
               const r = await reopened.read(a.first, { maxRecords: a.payloads.length });
               expect(r.kind).toBe('records');
               if (r.kind !== 'records') continue;
@@ -85,7 +112,7 @@ describe('power loss', () => {
           }
         },
       ),
-      { numRuns: 120 },
+      { numRuns: 150 },
     );
   });
 });

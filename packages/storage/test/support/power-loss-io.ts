@@ -77,6 +77,10 @@ function enoent(path: string): Error {
 }
 
 export class PowerLossIo implements Io {
+  /** Set by `failAfter`: the disk as the power loss left it. */
+  lost: PowerLossIo | undefined;
+  private opsLeft = Number.POSITIVE_INFINITY;
+  private lossRandom: () => number = Math.random;
   private dirs = new Set<string>(['/']);
   /** Live and durable directory entries: file path -> inode. */
   private live = new Map<string, Inode>();
@@ -96,6 +100,48 @@ export class PowerLossIo implements Io {
     return io;
   }
 
+  /**
+   * Loses power after `ops` more operations: the disk at that moment is kept in `lost`, and
+   * every later operation fails as if the machine had stopped.
+   */
+  failAfter(ops: number, random: () => number): void {
+    this.opsLeft = ops;
+    this.lossRandom = random;
+  }
+
+  /** @internal Counts one operation; throws once the power is gone. */
+  tick(): void {
+    if (this.lost !== undefined) throw new Error('power lost');
+    if (this.opsLeft-- > 0) return;
+    this.lost = this.crash(this.lossRandom);
+    throw new Error('power lost');
+  }
+
+  /**
+   * The process dies but the machine keeps running: a new Io sees every write (synced or
+   * not, the page cache survives), and this one fails every later operation.
+   */
+  afterProcessCrash(): PowerLossIo {
+    const next = new PowerLossIo();
+    next.dirs = new Set(this.dirs);
+    const copies = new Map<Inode, Inode>();
+    const copy = (inode: Inode) => {
+      let c = copies.get(inode);
+      if (c === undefined) {
+        c = new Inode();
+        c.live = inode.live.slice();
+        c.durable = inode.durable.slice();
+        c.unsynced = [...inode.unsynced];
+        copies.set(inode, c);
+      }
+      return c;
+    };
+    for (const [p, inode] of this.live) next.live.set(p, copy(inode));
+    for (const [p, inode] of this.durable) next.durable.set(p, copy(inode));
+    this.lost = next;
+    return next;
+  }
+
   /** The files a power loss right now could leave behind. */
   crash(random: () => number): PowerLossIo {
     const files = new Map<string, Uint8Array>();
@@ -111,6 +157,7 @@ export class PowerLossIo implements Io {
   }
 
   async open(path: string, mode: OpenMode): Promise<IoFile> {
+    this.tick();
     let inode = this.live.get(path);
     if (mode === 'create' && inode !== undefined) {
       throw Object.assign(new Error(`EEXIST: ${path}`), { code: 'EEXIST' });
@@ -123,9 +170,10 @@ export class PowerLossIo implements Io {
     } else if (mode === 'replace') {
       inode.truncate(0);
     }
-    return new PowerLossFile(path, inode);
+    return new PowerLossFile(this, path, inode);
   }
   async readdir(path: string): Promise<string[]> {
+    this.tick();
     if (!this.dirs.has(path)) throw enoent(path);
     const names: string[] = [];
     for (const p of this.live.keys()) if (dirname(p) === path) names.push(p.slice(path.length + 1));
@@ -134,18 +182,22 @@ export class PowerLossIo implements Io {
     return names;
   }
   async mkdir(path: string): Promise<boolean> {
+    this.tick();
     if (this.dirs.has(path)) return false;
     if (!this.dirs.has(dirname(path))) throw enoent(dirname(path));
     this.dirs.add(path);
     return true;
   }
   async unlink(path: string): Promise<void> {
+    this.tick();
     if (!this.live.delete(path)) throw enoent(path);
   }
   async exists(path: string): Promise<boolean> {
+    this.tick();
     return this.dirs.has(path) || this.live.has(path);
   }
   async syncDir(path: string): Promise<void> {
+    this.tick();
     for (const p of [...this.durable.keys()]) {
       if (dirname(p) === path && !this.live.has(p)) this.durable.delete(p);
     }
@@ -161,6 +213,7 @@ export class PowerLossIo implements Io {
 
 class PowerLossFile implements IoFile {
   constructor(
+    private readonly io: PowerLossIo,
     readonly path: string,
     private readonly inode: Inode,
   ) {}
@@ -170,6 +223,7 @@ class PowerLossFile implements IoFile {
     length: number,
     position: number,
   ): Promise<number> {
+    this.io.tick();
     const data = this.inode.live;
     const n = Math.max(0, Math.min(length, data.length - position));
     buffer.set(data.subarray(position, position + n), offset);
@@ -181,16 +235,20 @@ class PowerLossFile implements IoFile {
     length: number,
     position: number,
   ): Promise<number> {
+    this.io.tick();
     this.inode.write(buffer.subarray(offset, offset + length), position);
     return length;
   }
   async datasync(): Promise<void> {
+    this.io.tick();
     this.inode.sync();
   }
   async truncate(length: number): Promise<void> {
+    this.io.tick();
     this.inode.truncate(length);
   }
   async size(): Promise<number> {
+    this.io.tick();
     return this.inode.live.length;
   }
   async close(): Promise<void> {}
