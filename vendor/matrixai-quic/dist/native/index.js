@@ -1,0 +1,3 @@
+export { default as quiche } from './quiche.js';
+export * from './types.js';
+//# sourceMappingURL=index.js.map

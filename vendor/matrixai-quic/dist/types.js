@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=types.js.map
