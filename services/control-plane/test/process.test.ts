@@ -1,10 +1,13 @@
 // Goal: the built felix-controlplane binary serves on its SQLite file under the data directory,
-// stops cleanly on SIGTERM, and finds its catalog again after a restart; a SIGKILL loses
-// nothing acknowledged either. Method: real child processes from dist/ (built by `pnpm test`).
+// stops cleanly on SIGTERM, and finds its catalog again after a restart (a SIGKILL loses nothing
+// acknowledged either); two processes on one Postgres serve one state and one survives the
+// other's SIGKILL. Method: real child processes from dist/ (built by `pnpm test`).
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { freePort, spawnNode, tempDir } from '@felix/testing-harness';
+import { freePort, spawnNode, tempDir, withDeadline } from '@felix/testing-harness';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { POSTGRES_URL, freshSchema } from './helpers.js';
 
 const MAIN = resolve(import.meta.dirname, '../dist/main.js');
 const cleanups: (() => Promise<void>)[] = [];
@@ -12,13 +15,14 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function start(dataDir: string) {
+async function start(dataDir: string, postgresSchema?: string) {
   const port = await freePort();
   const child = spawnNode([MAIN], {
     env: {
       FELIX_CONTROLPLANE_BIND: `127.0.0.1:${port}`,
       FELIX_CONTROLPLANE_DATA_DIR: dataDir,
-      FELIX_CONTROLPLANE_POSTGRES_URL: '',
+      FELIX_CONTROLPLANE_POSTGRES_URL: postgresSchema ? POSTGRES_URL : '',
+      FELIX_CONTROLPLANE_POSTGRES_SCHEMA: postgresSchema ?? '',
       FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
     },
   });
@@ -58,5 +62,70 @@ describe('felix-controlplane process', () => {
     };
     expect(list.items.map((t) => t.tenant_id)).toEqual(['acked-before-kill', 'kept']);
     expect((await third.child.stop()).code).toBe(0);
+  });
+
+  it('two_control_plane_processes_on_one_postgres_serve_one_state_and_survive_a_kill', async () => {
+    expect(existsSync(MAIN), 'build the package first (pnpm test builds)').toBe(true);
+    const schema = freshSchema();
+    cleanups.push(async () => {
+      const c = new pg.Client({ connectionString: POSTGRES_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    });
+    const dir = await tempDir('felix-cp-ha');
+    cleanups.push(dir.cleanup);
+    // Both start at once on an empty schema: the migrations run once, under the advisory lock.
+    const [a, b] = await Promise.all([start(dir.path, schema), start(dir.path, schema)]);
+    const json = (url: string, method = 'GET', body?: unknown) =>
+      fetch(url, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await json(`${a.url}/v1/tenants`, 'POST', { tenant_id: 't1' })).status).toBe(201);
+    expect(
+      (await json(`${b.url}/v1/tenants/t1/namespaces`, 'POST', { namespace: 'ns' })).status,
+    ).toBe(201);
+    const reg = await json(`${b.url}/v1/nodes`, 'POST', {
+      node_id: 'n1',
+      advertise_addr: 'n1:5001',
+      incarnation: 1,
+    });
+    expect(reg.status).toBe(200);
+
+    // A long poll parked on B answers a write made through A.
+    const snap = (await (await json(`${b.url}/v1/streams/snapshot`)).json()) as {
+      next_seq: number;
+    };
+    const poll = json(`${b.url}/v1/streams/changes?since=${snap.next_seq}&wait_ms=20000`);
+    expect(
+      (
+        await json(`${a.url}/v1/tenants/t1/namespaces/ns/streams`, 'POST', {
+          stream: 's1',
+          shards: 2,
+        })
+      ).status,
+    ).toBe(201);
+    const woke = (await (await withDeadline(poll, 10_000, 'the poll on B to answer')).json()) as {
+      items: { item: { stream: string } }[];
+    };
+    expect(woke.items.map((c) => c.item.stream)).toEqual(['s1']);
+    const assigned = (await (await json(`${b.url}/v1/shard-assignments`)).json()) as {
+      items: { leader: string }[];
+    };
+    expect(assigned.items.map((x) => x.leader)).toEqual(['n1', 'n1']);
+
+    // Kill A outright: B keeps serving the same state.
+    await a.child.kill();
+    expect((await json(`${b.url}/v1/system/ready`)).status).toBe(200);
+    expect(
+      (await json(`${b.url}/v1/tenants/t1/namespaces/ns/streams`, 'POST', { stream: 's2' })).status,
+    ).toBe(201);
+    const list = (await (await json(`${b.url}/v1/tenants/t1/namespaces/ns/streams`)).json()) as {
+      items: { stream: string }[];
+    };
+    expect(list.items.map((x) => x.stream)).toEqual(['s1', 's2']);
+    expect((await b.child.stop()).code).toBe(0);
   });
 });
