@@ -150,6 +150,28 @@ describe('recovery', () => {
     await expectCorruption(root, 'RecordHeaderChecksum', 0, at);
   });
 
+  it('verify_all_on_open_refuses_rot_inside_a_sealed_segment', async () => {
+    const root = await scratchRoot();
+    const opts = { segmentBytes: 4096, indexSpacingBytes: 512 };
+    const log = await openLog(root, opts);
+    for (let i = 0; i < 120; i++) await log.append([payload(i, 100)]);
+    await log.close();
+    const seg = join(shardDir(root), segmentFileName(0));
+    const bytes = await readFile(seg);
+    const at = SEGMENT_HEADER_BYTES + 2 * RECORD;
+    bytes[at + 28 + 3]! ^= 0x08; // before segment 0's last index entry: open alone skips it
+    await writeFile(seg, bytes);
+    const quick = await openLog(root, opts);
+    await quick.close();
+    const err = await openLog(root, { ...opts, verifyAllOnOpen: true }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CorruptionError);
+    expect((err as CorruptionError).site).toEqual({
+      shardDir: shardDir(root),
+      segmentId: 0,
+      position: at,
+    });
+  });
+
   it('damage_inside_the_durable_mark_is_never_cut_away', async () => {
     const root = await scratchRoot();
     await writeLog(root, 20);

@@ -82,6 +82,8 @@ export interface LogOptions {
   /** Rollover size, default 256 MiB. */
   segmentBytes?: number;
   indexSpacingBytes?: number;
+  /** Check every record of every sealed segment at open, not only past its last index entry. */
+  verifyAllOnOpen?: boolean;
   retention?: { maxBytes?: number; maxAgeMs?: number; checkIntervalMs?: number };
   /** Fault-injection seam; the real file system by default. */
   io?: Io;
@@ -274,7 +276,10 @@ export class SegmentLog {
     const io = opts.io ?? nodeIo;
     const dir = join(opts.root, shardDirName(opts.shard));
     await ensureDurableDir(io, dir);
-    const plan = await planRecovery(io, dir, { indexSpacingBytes: cfg.indexSpacingBytes });
+    const plan = await planRecovery(io, dir, {
+      indexSpacingBytes: cfg.indexSpacingBytes,
+      verifyAll: opts.verifyAllOnOpen === true,
+    });
     await applyRecovery(io, plan);
     const segments: Segment[] = plan.segments.map((s) => ({
       id: s.id,
