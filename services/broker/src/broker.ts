@@ -21,6 +21,9 @@ import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
 import { openDurableStore } from './streams/durable-store.js';
 import { Projections } from './caches/projection-requests.js';
+import { ClusterNode, checkClusterConfig, controlPlaneUrl } from './cluster/cluster-node.js';
+import type { OpenStore } from './catalog/catalog.js';
+import type { ShardHooks } from './streams/shard.js';
 
 /** Transport timeouts for client connections: notice a dead peer within ~15 s. */
 const IDLE_TIMEOUT_MS = 15_000;
@@ -43,6 +46,8 @@ export class Broker {
   private http: Server | null = null;
   private catalog: Catalog | null = null;
   private projections: Projections | null = null;
+  /** Set when a control plane is configured (cluster.controlplane_url). */
+  cluster: ClusterNode | null = null;
   readonly metrics = new BrokerMetrics();
   addresses: BrokerAddresses | null = null;
 
@@ -65,10 +70,13 @@ export class Broker {
   private async startAll(): Promise<void> {
     const cfg = this.config;
     const m = this.metrics;
-    this.catalog = await Catalog.open(cfg, (s, i) => openDurableStore(cfg, s, i, m), {
+    checkClusterConfig(cfg);
+    const openStore: OpenStore = (s, i) => openDurableStore(cfg, s, i, m);
+    const hooks: ShardHooks = {
       onDrop: (n) => m.fanoutDropped.inc(n),
       onApply: () => this.projections?.onApply(),
-    });
+    };
+    this.catalog = await Catalog.open(cfg, openStore, hooks);
     this.projections = new Projections(cfg, this.catalog, m);
     m.streams.set({ durable: 'true' }, cfg.streams.filter((s) => s.durable).length);
     m.streams.set({ durable: 'false' }, cfg.streams.filter((s) => !s.durable).length);
@@ -99,7 +107,7 @@ export class Broker {
       void this.acceptLoop(listener);
     }
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
-      ready: () => this.ready && !this.draining,
+      ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
       refreshGauges: () => this.refreshGauges(),
     }).catch((err: unknown) => {
       throw new ListenError(`http ${cfg.broker.http_host}:${cfg.broker.http_port}`, { cause: err });
@@ -112,6 +120,17 @@ export class Broker {
       fingerprint: tls.fingerprint,
       certPem: tls.certPem,
     };
+    if (controlPlaneUrl(cfg) !== null) {
+      this.cluster = new ClusterNode({
+        config: cfg,
+        catalog: this.catalog,
+        openStore,
+        hooks,
+        metrics: m,
+        log: this.log,
+        clientPort: ports.quic ?? ports.tls ?? cfg.broker.port,
+      });
+    }
     this.ready = true;
     this.log.info(
       {
@@ -122,6 +141,7 @@ export class Broker {
         cert_fingerprint: tls.fingerprint,
         streams: cfg.streams.length,
         data_dir: cfg.durable.data_dir,
+        ...(this.cluster ? { node_id: this.cluster.nodeId } : {}),
       },
       'listening',
     );
@@ -174,6 +194,7 @@ export class Broker {
       log: this.log,
       draining: () => this.draining,
       ...(this.projections ? { projections: this.projections } : {}),
+      ...(this.cluster ? { ownership: this.cluster.table } : {}),
     });
     this.sessions.add(session);
     this.metrics.connections.inc({ transport: conn.transport });
@@ -208,6 +229,8 @@ export class Broker {
     if (this.draining) return;
     this.draining = true;
     this.log.info({ connections: this.sessions.size }, 'draining');
+    // Leave the cluster first, so placement stops counting this node before its shards close.
+    await this.cluster?.leave();
     // Waiting group polls answer (empty) now instead of holding the drain for their wait.
     this.projections?.drain();
     const bound = new Promise<'timeout'>((resolve) => {

@@ -108,3 +108,39 @@ export class RequestRefusedError extends BrokerError {
     super(message, options);
   }
 }
+
+/** A control-plane call failed without an answer (network, timeout) or with a 5xx; retried. */
+export class ControlPlaneUnavailableError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONTROLPLANE_UNAVAILABLE';
+  constructor(
+    readonly what: string,
+    reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`control plane ${what}: ${reason}`, { retry: 'retry', ...options });
+  }
+}
+
+/** The control plane answered a 4xx; `apiCode` is its error code (e.g. a stale incarnation). */
+export class ControlPlaneRefusedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONTROLPLANE_REFUSED';
+  constructor(
+    readonly what: string,
+    readonly status: number,
+    readonly apiCode: string,
+    message: string,
+  ) {
+    super(`control plane ${what} refused (${status} ${apiCode}): ${message}`);
+  }
+}
+
+/** A control-plane answer did not have the documented shape. */
+export class ControlPlaneAnswerError extends BrokerError {
+  readonly code = 'FELIX_BROKER_CONTROLPLANE_ANSWER';
+  constructor(
+    readonly what: string,
+    reason: string,
+  ) {
+    super(`control plane ${what}: unexpected answer: ${reason}`, { retry: 'retry' });
+  }
+}

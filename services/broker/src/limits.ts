@@ -120,3 +120,15 @@ export const CACHE_HOT_BYTES_DEFAULT = 64 * 1024 * 1024;
 export const CACHE_HOT_BYTES_MAX = 16 * 1024 * 1024 * 1024;
 /** Keys whose write generation the hot-value map tracks before it forgets them all at once. */
 export const HOT_GENERATIONS_MAX = 1_000_000;
+/** Connect + answer bound of one ordinary control-plane call (reference: 2 s connect, 5 s request). */
+export const CONTROLPLANE_REQUEST_MS_MAX = 5_000;
+/** A long poll may take its wait plus this before the broker gives up on the answer. */
+export const CONTROLPLANE_POLL_SLACK_MS = 5_000;
+/** Deregistering at SIGTERM waits at most this long, so an unreachable control plane cannot hold the exit. */
+export const CONTROLPLANE_DEREGISTER_MS_MAX = 2_000;
+/** First retry delay after a failed feed or membership call; doubles per failure. */
+export const CONTROLPLANE_RETRY_MS_MIN = 100;
+/** Longest retry delay (reference: heartbeat retries capped near a fifth of the lease). */
+export const CONTROLPLANE_RETRY_MS_MAX = 2_000;
+/** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
+export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;

@@ -48,6 +48,17 @@ export class Catalog {
     return this.streams.get(streamKey(tenant, namespace, name));
   }
 
+  /** Control-plane mode: serves a stream whose shards the caller (cluster/shard-table) manages. */
+  installStream(runtime: StreamRuntime): void {
+    const c = runtime.config;
+    this.streams.set(streamKey(c.tenant, c.namespace, c.name), runtime);
+  }
+
+  /** Control-plane mode: forgets a stream; the caller has closed its shards. */
+  removeStream(tenant: string, namespace: string, name: string): void {
+    this.streams.delete(streamKey(tenant, namespace, name));
+  }
+
   all(): StreamRuntime[] {
     return [...this.streams.values()];
   }

@@ -352,6 +352,66 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     max: 600_000,
     doc: 'Ceiling on a long poll `wait_ms` (a larger one is clamped).',
   },
+  {
+    key: 'cluster.controlplane_url',
+    env: 'FELIX_CONTROLPLANE_URL',
+    type: 'string',
+    default: null,
+    doc: 'Base URL of the control plane (`http://host:8443`). Set: the broker registers, heartbeats and serves the shards assigned to it, and the file may declare no streams or caches. Unset: the standalone YAML catalog.',
+  },
+  {
+    key: 'cluster.node_id',
+    env: 'FELIX_NODE_ID',
+    type: 'string',
+    default: null,
+    doc: "This broker's node id in the control plane. Unset: `<hostname>-<client port>`.",
+  },
+  {
+    key: 'cluster.advertise_addr',
+    env: 'FELIX_NODE_ADVERTISE_ADDR',
+    type: 'string',
+    default: null,
+    doc: 'Broker-internal address registered with the control plane (unique per node). Unset: the client address (there is no internal listener yet).',
+  },
+  {
+    key: 'cluster.client_advertise_addr',
+    env: 'FELIX_CLIENT_ADVERTISE_ADDR',
+    type: 'string',
+    default: null,
+    doc: 'Client address (`host:port`) registered and named in `not_leader` refusals. Unset: `broker.host` and the client port.',
+  },
+  {
+    key: 'cluster.zone',
+    env: 'FELIX_NODE_ZONE',
+    type: 'string',
+    default: null,
+    doc: 'Zone registered with the control plane (placement spreads replicas across zones).',
+  },
+  {
+    key: 'cluster.labels',
+    env: 'FELIX_NODE_LABELS',
+    type: 'string',
+    default: null,
+    doc: 'Labels registered with the control plane: comma-separated `key=value` items.',
+  },
+  {
+    key: 'cluster.max_shards',
+    env: 'FELIX_NODE_MAX_SHARDS',
+    type: 'int',
+    default: 0,
+    min: 0,
+    max: 1_000_000,
+    doc: 'Capacity registered with the control plane: shard copies this broker may hold; 0 means no cap.',
+  },
+  {
+    key: 'cluster.feed_wait_ms',
+    env: 'FELIX_CONTROLPLANE_FEED_WAIT_MS',
+    type: 'int',
+    default: 20_000,
+    min: 0,
+    max: 25_000,
+    doc: 'Long-poll wait of each change-feed request (the control plane caps it at 25 s).',
+  },
 ];
 
 /** Keys allowed inside one `streams[]` entry of the YAML file. */
@@ -377,4 +437,12 @@ export const CACHE_KEYS = [
   'default_ttl_ms',
 ] as const;
 /** Top-level YAML sections. */
-export const TOP_KEYS = ['broker', 'durable', 'memory', 'groups', 'streams', 'caches'] as const;
+export const TOP_KEYS = [
+  'broker',
+  'durable',
+  'memory',
+  'groups',
+  'cluster',
+  'streams',
+  'caches',
+] as const;

@@ -65,6 +65,16 @@ export interface BrokerConfig {
     max_poll_bytes: number;
     max_wait_ms: number;
   };
+  cluster: {
+    controlplane_url: string | null;
+    node_id: string | null;
+    advertise_addr: string | null;
+    client_advertise_addr: string | null;
+    zone: string | null;
+    labels: string | null;
+    max_shards: number;
+    feed_wait_ms: number;
+  };
   streams: StreamConfig[];
   caches: CacheConfig[];
 }

@@ -451,6 +451,14 @@ export class ClientSession {
     if (req.payloads.length === 0)
       return answerError(new Refusal('invalid_request', 'empty publish batch', 'empty_batch'));
     const shardIndex = req.key ? routeKey(req.key, stream.shards.length, stream.config.routing) : 0;
+    const unheld = this.ctx.ownership?.refuse(
+      'stream',
+      req.tenant,
+      req.namespace,
+      req.stream,
+      shardIndex,
+    );
+    if (unheld) return answerError(unheld);
     const shard = stream.shards[shardIndex]!;
     if (!req.json) m.publishes.inc({ frame: 'binary' });
     const started = process.hrtime.bigint();
@@ -517,6 +525,14 @@ export class ClientSession {
         'shard_out_of_range',
       );
     }
+    const unheld = this.ctx.ownership?.refuse(
+      'stream',
+      msg.tenant_id,
+      msg.namespace,
+      msg.stream,
+      shardIndex,
+    );
+    if (unheld) return unheld;
     if (this.subscriptions.size >= SUBSCRIPTIONS_PER_CONNECTION_MAX) {
       return new Refusal(
         'limit_exceeded',

@@ -4,6 +4,19 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import type { Projections } from '../caches/projection-requests.js';
 import type { BrokerMetrics } from '../metrics.js';
+import type { Refusal } from './refusal.js';
+
+/** Control-plane mode: which shards this broker serves (cluster/shard-table.ts). */
+export interface ShardOwnership {
+  /** Null when this broker serves the shard; otherwise the refusal to answer with. */
+  refuse(
+    kind: 'stream' | 'cache',
+    tenant: string,
+    namespace: string,
+    name: string,
+    shard: number,
+  ): Refusal | null;
+}
 
 export interface SessionContext {
   config: BrokerConfig;
@@ -13,4 +26,6 @@ export interface SessionContext {
   draining(): boolean;
   /** Caches, counters, watches and consumer groups (absent in tests that serve streams only). */
   projections?: Projections;
+  /** Control-plane mode only: refuses shards this broker does not hold. */
+  ownership?: ShardOwnership;
 }

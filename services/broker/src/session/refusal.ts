@@ -6,6 +6,7 @@ export type ErrorCodeName =
   | 'not_found'
   | 'invalid_request'
   | 'shard_unavailable'
+  | 'not_leader'
   | 'overloaded'
   | 'limit_exceeded'
   | 'draining'
@@ -20,6 +21,7 @@ export const ERROR_CODE_NUMBERS: Record<ErrorCodeName, number> = {
   not_found: 3,
   invalid_request: 4,
   shard_unavailable: 5,
+  not_leader: 6,
   overloaded: 10,
   limit_exceeded: 11,
   draining: 12,
@@ -33,6 +35,7 @@ export const DEFAULT_RETRY: Record<ErrorCodeName, RetryName> = {
   not_found: 'retry_after',
   invalid_request: 'fatal',
   shard_unavailable: 'retry',
+  not_leader: 'redirect',
   overloaded: 'retry_after',
   limit_exceeded: 'fatal',
   draining: 'retry',

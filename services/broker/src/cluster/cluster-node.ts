@@ -1,0 +1,159 @@
+/**
+ * The broker as a member of a control-plane cluster (cluster.controlplane_url set): follows the
+ * streams and shard-assignments feeds into the ShardTable, and once both first snapshots are
+ * applied registers and heartbeats (so placement never counts a broker that cannot serve yet).
+ * Readiness is both snapshots applied, one reconcile pass done, and a registration accepted.
+ * `leave()` at SIGTERM stops the heartbeats, deregisters (bounded) and stops the feeds.
+ */
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { Counter } from 'prom-client';
+import type { Catalog, OpenStore } from '../catalog/catalog.js';
+import type { BrokerConfig } from '../config/types.js';
+import { ConfigInvalidCombinationError } from '../errors.js';
+import { CONTROLPLANE_DEREGISTER_MS_MAX } from '../limits.js';
+import type { BrokerMetrics } from '../metrics.js';
+import type { ShardHooks } from '../streams/shard.js';
+import { ControlPlaneClient } from './control-plane-client.js';
+import { FeedFollower } from './feed-follower.js';
+import { Membership, type NodeSpec } from './membership.js';
+import { ShardTable } from './shard-table.js';
+
+export interface ClusterNodeDeps {
+  config: BrokerConfig;
+  catalog: Catalog;
+  openStore: OpenStore;
+  hooks: ShardHooks;
+  metrics: BrokerMetrics;
+  log: Logger;
+  /** The client port the listeners bound (for the default node id and client address). */
+  clientPort: number;
+}
+
+/** The control-plane URL when clustering is configured (an empty value means unset). */
+export function controlPlaneUrl(cfg: BrokerConfig): string | null {
+  const url = cfg.cluster?.controlplane_url ?? null;
+  return url === null || url.trim() === '' ? null : url.trim();
+}
+
+/** Refuses a file catalog next to a control plane: one source of truth for what is served. */
+export function checkClusterConfig(cfg: BrokerConfig): void {
+  if (controlPlaneUrl(cfg) === null) return;
+  if (cfg.streams.length > 0 || cfg.caches.length > 0) {
+    throw new ConfigInvalidCombinationError(
+      ['cluster.controlplane_url', cfg.streams.length > 0 ? 'streams' : 'caches'],
+      'with a control plane the catalog comes from its feeds; declare no streams or caches in the file',
+    );
+  }
+}
+
+function parseLabels(raw: string | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of (raw ?? '').split(',')) {
+    const t = item.trim();
+    if (t === '') continue;
+    const eq = t.indexOf('=');
+    if (eq <= 0) {
+      throw new ConfigInvalidCombinationError(['cluster.labels'], `label ${t} is not key=value`);
+    }
+    out[t.slice(0, eq)] = t.slice(eq + 1);
+  }
+  return out;
+}
+
+/** The registration this config describes. */
+export function nodeSpec(cfg: BrokerConfig, clientPort: number): NodeSpec {
+  const c = cfg.cluster;
+  const host =
+    cfg.broker.host === '0.0.0.0' || cfg.broker.host === '::' ? hostname() : cfg.broker.host;
+  const clientAddr = c.client_advertise_addr ?? `${host}:${clientPort}`;
+  const nodeId =
+    c.node_id ??
+    `${
+      hostname()
+        .replace(/[^A-Za-z0-9_.-]/g, '-')
+        .replace(/^[^A-Za-z0-9]+/, '') || 'broker'
+    }-${clientPort}`;
+  return {
+    node_id: nodeId,
+    advertise_addr: c.advertise_addr ?? clientAddr,
+    client_addr: clientAddr,
+    zone: c.zone,
+    labels: parseLabels(c.labels),
+    capacity: { max_shards: c.max_shards, weight: 1 },
+  };
+}
+
+export class ClusterNode {
+  readonly table: ShardTable;
+  readonly membership: Membership;
+  private readonly feeds: FeedFollower[];
+  private readied = false;
+
+  constructor(deps: ClusterNodeDeps) {
+    const { config, log, metrics } = deps;
+    const url = controlPlaneUrl(config);
+    if (url === null)
+      throw new ConfigInvalidCombinationError(['cluster.controlplane_url'], 'unset');
+    const client = new ControlPlaneClient(url);
+    const spec = nodeSpec(config, deps.clientPort);
+    const clog = log.child({ node_id: spec.node_id });
+    this.table = new ShardTable(
+      config,
+      deps.catalog,
+      spec.node_id,
+      deps.openStore,
+      deps.hooks,
+      clog,
+      metrics.registry,
+    );
+    const resyncs = new Counter({
+      name: 'felix_broker_shard_watch_resyncs_total',
+      help: 'Control-plane feeds resnapshotted, by reason',
+      labelNames: ['reason'],
+      registers: [metrics.registry],
+    });
+    const wait = config.cluster.feed_wait_ms;
+    const onResync = (reason: string) => resyncs.inc({ reason });
+    this.feeds = [
+      new FeedFollower(client, 'streams', wait, this.table.streamsFeed, clog, onResync),
+      new FeedFollower(
+        client,
+        'shard-assignments',
+        wait,
+        this.table.assignmentsFeed,
+        clog,
+        onResync,
+      ),
+    ];
+    this.membership = new Membership(client, spec, clog, metrics.registry);
+    void this.follow(clog, url);
+  }
+
+  /** Starts the feeds; registers once both first snapshots are applied and reconciled. */
+  private async follow(log: Logger, url: string): Promise<void> {
+    for (const f of this.feeds) f.start();
+    await Promise.all(this.feeds.map((f) => f.whenSynced()));
+    await this.table.settled();
+    this.membership.start();
+    log.info({ controlplane: url }, 'first catalog and assignment snapshots applied');
+  }
+
+  get nodeId(): string {
+    return this.membership.spec.node_id;
+  }
+
+  /** Serving: both snapshots applied and reconciled, and registered with the control plane. */
+  get ready(): boolean {
+    if (!this.readied && this.feeds.every((f) => f.synced) && this.membership.isRegistered)
+      this.readied = true;
+    return this.readied;
+  }
+
+  /** SIGTERM: deregister (bounded), then stop following the feeds and reconciling. */
+  async leave(): Promise<void> {
+    await this.membership.leave(CONTROLPLANE_DEREGISTER_MS_MAX);
+    await Promise.all(this.feeds.map((f) => f.stop()));
+    await this.table.close();
+  }
+}

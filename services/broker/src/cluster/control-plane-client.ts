@@ -1,0 +1,202 @@
+/**
+ * The broker's HTTP client of the control plane (`/v1`, docs/control-plane.md): registration,
+ * heartbeats, deregistration, and the snapshot + long-poll change feeds. Built on the global
+ * `fetch` (undici); every call carries a deadline. Answers are checked for the fields the broker
+ * relies on, so a malformed answer is a typed error rather than a crash deeper in.
+ */
+import {
+  ControlPlaneAnswerError,
+  ControlPlaneRefusedError,
+  ControlPlaneUnavailableError,
+} from '../errors.js';
+import {
+  CONTROLPLANE_POLL_SLACK_MS,
+  CONTROLPLANE_REQUEST_MS_MAX,
+  CONTROLPLANE_SNAPSHOT_ITEMS_MAX,
+} from '../limits.js';
+
+export interface RegisterRequest {
+  node_id: string;
+  advertise_addr: string;
+  client_addr: string;
+  zone: string | null;
+  labels: Record<string, string>;
+  capacity: { max_shards: number; weight: number };
+  incarnation: number;
+}
+
+export interface Registered {
+  lifecycle: string;
+  heartbeatIntervalMs: number;
+  expiryTimeoutMs: number;
+}
+
+export interface HeartbeatReply {
+  lifecycle: string;
+  heartbeatIntervalMs: number;
+}
+
+export interface FeedChange {
+  seq: number;
+  op: string;
+  key: Record<string, string | number>;
+  /** The item (catalog feeds call it `item`, the assignment feed `assignment`); absent on deletes. */
+  value: unknown;
+}
+
+export interface FeedPage {
+  items: FeedChange[];
+  nextSeq: number;
+}
+
+export interface Snapshot {
+  items: unknown[];
+  nextSeq: number;
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function int(x: unknown, what: string, field: string): number {
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0)
+    throw new ControlPlaneAnswerError(what, `${field} is not a non-negative integer`);
+  return x;
+}
+
+export class ControlPlaneClient {
+  private readonly base: string;
+
+  constructor(url: string) {
+    this.base = url.replace(/\/+$/, '');
+  }
+
+  get url(): string {
+    return this.base;
+  }
+
+  private async call(
+    what: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    let res: Response;
+    try {
+      res = await fetch(`${this.base}${path}`, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
+      });
+    } catch (err) {
+      throw new ControlPlaneUnavailableError(what, (err as Error).message, { cause: err });
+    }
+    let parsed: unknown;
+    try {
+      parsed = await res.json();
+    } catch (err) {
+      if (res.status >= 500)
+        throw new ControlPlaneUnavailableError(what, `HTTP ${res.status}`, { cause: err });
+      throw new ControlPlaneAnswerError(what, `HTTP ${res.status} without a JSON body`);
+    }
+    if (res.status >= 500) {
+      const msg = isObject(parsed) && typeof parsed.message === 'string' ? parsed.message : '';
+      throw new ControlPlaneUnavailableError(what, `HTTP ${res.status} ${msg}`);
+    }
+    if (res.status >= 400) {
+      const code = isObject(parsed) && typeof parsed.code === 'string' ? parsed.code : 'unknown';
+      const msg = isObject(parsed) && typeof parsed.message === 'string' ? parsed.message : '';
+      throw new ControlPlaneRefusedError(what, res.status, code, msg);
+    }
+    return parsed;
+  }
+
+  async register(req: RegisterRequest): Promise<Registered> {
+    const a = await this.call('register', 'POST', '/v1/nodes', req, CONTROLPLANE_REQUEST_MS_MAX);
+    if (!isObject(a) || !isObject(a.node) || !isObject(a.node.status))
+      throw new ControlPlaneAnswerError('register', 'no node');
+    return {
+      lifecycle: String(a.node.status.lifecycle),
+      heartbeatIntervalMs: int(a.heartbeat_interval_ms, 'register', 'heartbeat_interval_ms'),
+      expiryTimeoutMs: int(a.expiry_timeout_ms, 'register', 'expiry_timeout_ms'),
+    };
+  }
+
+  async heartbeat(nodeId: string, incarnation: number, timeoutMs: number): Promise<HeartbeatReply> {
+    const a = await this.call(
+      'heartbeat',
+      'POST',
+      `/v1/nodes/${encodeURIComponent(nodeId)}/heartbeat`,
+      { incarnation },
+      timeoutMs,
+    );
+    if (!isObject(a) || typeof a.lifecycle !== 'string')
+      throw new ControlPlaneAnswerError('heartbeat', 'no lifecycle');
+    return {
+      lifecycle: a.lifecycle,
+      heartbeatIntervalMs: int(a.heartbeat_interval_ms, 'heartbeat', 'heartbeat_interval_ms'),
+    };
+  }
+
+  async deregister(nodeId: string, timeoutMs: number): Promise<void> {
+    await this.call(
+      'deregister',
+      'POST',
+      `/v1/nodes/${encodeURIComponent(nodeId)}/deregister`,
+      {},
+      timeoutMs,
+    );
+  }
+
+  /** `feed` is the path under /v1: `streams`, `caches` or `shard-assignments`. */
+  async snapshot(feed: string, signal?: AbortSignal): Promise<Snapshot> {
+    const what = `${feed} snapshot`;
+    const a = await this.call(
+      what,
+      'GET',
+      `/v1/${feed}/snapshot`,
+      undefined,
+      CONTROLPLANE_REQUEST_MS_MAX,
+      signal,
+    );
+    if (!isObject(a) || !Array.isArray(a.items))
+      throw new ControlPlaneAnswerError(what, 'no items');
+    if (a.items.length > CONTROLPLANE_SNAPSHOT_ITEMS_MAX)
+      throw new ControlPlaneAnswerError(what, `${a.items.length} items exceed the bound`);
+    return { items: a.items, nextSeq: int(a.next_seq, what, 'next_seq') };
+  }
+
+  async changes(
+    feed: string,
+    since: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<FeedPage> {
+    const what = `${feed} changes`;
+    const a = await this.call(
+      what,
+      'GET',
+      `/v1/${feed}/changes?since=${since}&wait_ms=${waitMs}`,
+      undefined,
+      waitMs + CONTROLPLANE_POLL_SLACK_MS,
+      signal,
+    );
+    if (!isObject(a) || !Array.isArray(a.items))
+      throw new ControlPlaneAnswerError(what, 'no items');
+    const items: FeedChange[] = a.items.map((c: unknown) => {
+      if (!isObject(c) || !isObject(c.key) || typeof c.op !== 'string')
+        throw new ControlPlaneAnswerError(what, 'a change without op or key');
+      return {
+        seq: int(c.seq, what, 'seq'),
+        op: c.op,
+        key: c.key as Record<string, string | number>,
+        value: c.item ?? c.assignment,
+      };
+    });
+    return { items, nextSeq: int(a.next_seq, what, 'next_seq') };
+  }
+}

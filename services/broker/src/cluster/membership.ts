@@ -1,0 +1,143 @@
+/**
+ * This broker's membership in the control plane: register (node id, addresses, zone, labels,
+ * capacity, incarnation), heartbeat at the interval the control plane names, and deregister at
+ * SIGTERM. The incarnation is the wall clock in milliseconds at registration, kept above the one
+ * before, so a restarted broker always outranks its previous life. A heartbeat answered `down`
+ * or `left`, or refused as unknown or stale, re-registers with a newer incarnation. Failures are
+ * counted and retried with backoff, never fatal.
+ */
+import type { Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
+import { ControlPlaneRefusedError } from '../errors.js';
+import {
+  CONTROLPLANE_REQUEST_MS_MAX,
+  CONTROLPLANE_RETRY_MS_MAX,
+  CONTROLPLANE_RETRY_MS_MIN,
+} from '../limits.js';
+import type { ControlPlaneClient, RegisterRequest } from './control-plane-client.js';
+import { sleep } from './feed-follower.js';
+
+export type NodeSpec = Omit<RegisterRequest, 'incarnation'>;
+
+export class Membership {
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | null = null;
+  private incarnation = 0;
+  private registered = false;
+  private intervalMs = 5_000;
+  private readonly failures: Counter<'kind'>;
+  private readonly registrations: Counter;
+
+  constructor(
+    private readonly client: ControlPlaneClient,
+    readonly spec: NodeSpec,
+    private readonly log: Logger,
+    registry: Registry,
+  ) {
+    this.failures = new Counter({
+      name: 'felix_broker_heartbeat_failures_total',
+      help: 'Control-plane registration and heartbeat calls that failed, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    this.registrations = new Counter({
+      name: 'felix_broker_registrations_total',
+      help: 'Registrations with the control plane (each with a new incarnation)',
+      registers: [registry],
+    });
+  }
+
+  /** True once a registration was accepted (and not since lost). */
+  get isRegistered(): boolean {
+    return this.registered;
+  }
+
+  get currentIncarnation(): number {
+    return this.incarnation;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  private nextIncarnation(): number {
+    this.incarnation = Math.max(Date.now(), this.incarnation + 1);
+    return this.incarnation;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    let delay = CONTROLPLANE_RETRY_MS_MIN;
+    while (!signal.aborted) {
+      try {
+        if (!this.registered) {
+          const r = await this.client.register({
+            ...this.spec,
+            incarnation: this.nextIncarnation(),
+          });
+          this.registered = true;
+          this.intervalMs = r.heartbeatIntervalMs;
+          this.registrations.inc();
+          this.log.info(
+            {
+              node_id: this.spec.node_id,
+              incarnation: this.incarnation,
+              lifecycle: r.lifecycle,
+              heartbeat_interval_ms: r.heartbeatIntervalMs,
+              controlplane: this.client.url,
+            },
+            'registered with the control plane',
+          );
+        } else {
+          // Each attempt is abandoned after a quarter of the interval, so a slow answer cannot
+          // eat the lease (reference: a quarter of the retry budget).
+          const r = await this.client.heartbeat(
+            this.spec.node_id,
+            this.incarnation,
+            Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, this.intervalMs)),
+          );
+          this.intervalMs = r.heartbeatIntervalMs;
+          if (r.lifecycle === 'down' || r.lifecycle === 'left') {
+            this.log.warn(
+              { lifecycle: r.lifecycle },
+              'the control plane no longer counts this node live; re-registering',
+            );
+            this.registered = false;
+            continue;
+          }
+        }
+        delay = CONTROLPLANE_RETRY_MS_MIN;
+        await sleep(this.intervalMs, signal);
+      } catch (err) {
+        if (signal.aborted) return;
+        const refused = err instanceof ControlPlaneRefusedError;
+        this.failures.inc({ kind: refused ? 'refused' : 'unavailable' });
+        if (refused && this.registered && (err.status === 404 || err.status === 409)) {
+          // Unknown node (a fresh control-plane database) or a stale incarnation: start over.
+          this.registered = false;
+        }
+        this.log.warn({ err, registered: this.registered }, 'control plane membership call failed');
+        await sleep(delay, signal);
+        delay = Math.min(
+          delay * 2,
+          CONTROLPLANE_RETRY_MS_MAX,
+          Math.max(CONTROLPLANE_RETRY_MS_MIN, this.intervalMs / 5),
+        );
+      }
+    }
+  }
+
+  /** Stops heartbeating and tells the control plane this node is leaving (bounded wait). */
+  async leave(timeoutMs: number): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    if (!this.registered) return;
+    try {
+      await this.client.deregister(this.spec.node_id, timeoutMs);
+      this.registered = false;
+      this.log.info({ node_id: this.spec.node_id }, 'deregistered from the control plane');
+    } catch (err) {
+      this.log.warn({ err }, 'deregistering failed; the control plane will mark this node down');
+    }
+  }
+}

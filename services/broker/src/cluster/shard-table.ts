@@ -1,0 +1,368 @@
+/**
+ * What a control-plane broker serves: the streams of the catalog feed and the assignments of the
+ * assignment feed, reconciled into the broker's Catalog. A stream of the catalog is installed
+ * with all its shards (so routing by key and `stream_shards` see its real width); a shard this
+ * node leads is opened (its SegmentLog for a durable stream), any other shard is an idle
+ * placeholder the session never touches, because `refuse()` answers for it first: `not_leader`
+ * naming the leader, or `shard_unavailable` while no one (or not yet this node) serves it.
+ *
+ * Reconciling runs one pass at a time; feed changes arriving meanwhile mark it dirty and one more
+ * pass follows. A shard stops being served (refused) before its in-flight appends settle and its
+ * subscribers and log are closed.
+ */
+import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
+import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
+import type { BrokerConfig, StreamConfig } from '../config/types.js';
+import { Refusal } from '../session/refusal.js';
+import { Shard, type ShardHooks } from '../streams/shard.js';
+import type { FeedChange } from './control-plane-client.js';
+import type { FeedHandler } from './feed-follower.js';
+
+export type ShardKind = 'stream' | 'cache';
+
+export interface AssignmentRecord {
+  tenant_id: string;
+  namespace: string;
+  kind: ShardKind;
+  stream: string;
+  shard: number;
+  leader: string;
+  generation: number;
+}
+
+interface HeldShard {
+  generation: number;
+}
+
+function shardKey(kind: string, t: string, ns: string, name: string, shard: number): string {
+  return `${kind}\u0000${t}\u0000${ns}\u0000${name}\u0000${shard}`;
+}
+
+function str(x: unknown): string | null {
+  return typeof x === 'string' ? x : null;
+}
+
+function posInt(x: unknown): number | null {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 ? x : null;
+}
+
+/** The broker's stream config for a catalog-feed stream item, or null when it is malformed. */
+export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfig | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const s = item as Record<string, unknown>;
+  const tenant = str(s.tenant_id);
+  const namespace = str(s.namespace);
+  const name = str(s.stream);
+  const shards = posInt(s.shards);
+  if (tenant === null || namespace === null || name === null || shards === null || shards < 1)
+    return null;
+  const durable = s.durable === true;
+  const retention = (s.retention ?? {}) as Record<string, unknown>;
+  return {
+    tenant,
+    namespace,
+    name,
+    shards,
+    durable,
+    fsync: cfg.durable.fsync_mode,
+    fsync_interval_ms: cfg.durable.fsync_interval_ms,
+    // Retention bounds durable logs only; an in-memory stream is bounded by its ring.
+    retention: durable
+      ? {
+          max_bytes: posInt(retention.max_size_bytes),
+          max_age_seconds: posInt(retention.max_age_seconds),
+        }
+      : { max_bytes: null, max_age_seconds: null },
+    routing: s.routing === 'jump_hash' ? 'jump_hash' : 'modulo',
+  };
+}
+
+function assignmentFrom(item: unknown): AssignmentRecord | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const a = item as Record<string, unknown>;
+  const kind = a.kind === 'stream' || a.kind === 'cache' ? a.kind : null;
+  const t = str(a.tenant_id);
+  const ns = str(a.namespace);
+  const name = str(a.stream);
+  const shard = posInt(a.shard);
+  const leader = str(a.leader);
+  const generation = posInt(a.generation);
+  if (
+    kind === null ||
+    t === null ||
+    ns === null ||
+    name === null ||
+    shard === null ||
+    leader === null ||
+    generation === null
+  )
+    return null;
+  return { tenant_id: t, namespace: ns, kind, stream: name, shard, leader, generation };
+}
+
+export class ShardTable {
+  private readonly streams = new Map<string, StreamConfig>();
+  private readonly assignments = new Map<string, AssignmentRecord>();
+  private readonly installed = new Map<string, StreamRuntime>();
+  private readonly held = new Map<string, HeldShard>();
+  /** Shards this node leads that could not be opened, with why (retried on a new generation). */
+  private readonly failed = new Map<string, { generation: number; reason: string }>();
+  private running: Promise<void> | null = null;
+  private dirty = false;
+  private closed = false;
+  private readonly heldGauge: Gauge;
+  private readonly ring: { records: number; bytes: number };
+
+  constructor(
+    private readonly cfg: BrokerConfig,
+    private readonly catalog: Catalog,
+    private readonly nodeId: string,
+    private readonly openStore: OpenStore,
+    private readonly hooks: ShardHooks,
+    private readonly log: Logger,
+    registry: Registry,
+  ) {
+    this.ring = { records: cfg.memory.ring_records, bytes: cfg.memory.ring_bytes };
+    this.heldGauge = new Gauge({
+      name: 'felix_broker_cluster_shards_held',
+      help: 'Stream shards this broker leads and serves, as assigned by the control plane',
+      registers: [registry],
+    });
+  }
+
+  /** Handler of the streams catalog feed. */
+  readonly streamsFeed: FeedHandler = {
+    snapshot: (items) => {
+      this.streams.clear();
+      for (const item of items) this.putStream(item);
+      this.kick();
+    },
+    changes: (items) => {
+      for (const c of items) {
+        if (c.op === 'deleted') this.streams.delete(this.keyOfStreamChange(c));
+        else this.putStream(c.value);
+      }
+      this.kick();
+    },
+  };
+
+  /** Handler of the shard-assignments feed. */
+  readonly assignmentsFeed: FeedHandler = {
+    snapshot: (items) => {
+      this.assignments.clear();
+      for (const item of items) this.putAssignment(item);
+      this.kick();
+    },
+    changes: (items) => {
+      for (const c of items) {
+        if (c.op === 'unassigned') {
+          const k = c.key;
+          this.assignments.delete(
+            shardKey(
+              String(k.kind),
+              String(k.tenant_id),
+              String(k.namespace),
+              String(k.stream),
+              Number(k.shard),
+            ),
+          );
+        } else this.putAssignment(c.value);
+      }
+      this.kick();
+    },
+  };
+
+  private keyOfStreamChange(c: FeedChange): string {
+    return streamKey(String(c.key.tenant_id), String(c.key.namespace), String(c.key.stream));
+  }
+
+  private putStream(item: unknown): void {
+    const s = streamFromCatalog(item, this.cfg);
+    if (s === null) {
+      this.log.warn({ item }, 'ignoring a malformed stream from the catalog feed');
+      return;
+    }
+    this.streams.set(streamKey(s.tenant, s.namespace, s.name), s);
+  }
+
+  private putAssignment(item: unknown): void {
+    const a = assignmentFrom(item);
+    if (a === null) {
+      this.log.warn({ item }, 'ignoring a malformed assignment from the feed');
+      return;
+    }
+    const key = shardKey(a.kind, a.tenant_id, a.namespace, a.stream, a.shard);
+    const prev = this.assignments.get(key);
+    // Applied by generation: anything at or below the one held is old news.
+    if (prev !== undefined && prev.generation >= a.generation) return;
+    this.assignments.set(key, a);
+  }
+
+  /** The assignment of one shard, if the feed has one. */
+  assignment(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    return this.assignments.get(shardKey(kind, t, ns, name, shard));
+  }
+
+  /** Null when this node serves the shard; otherwise the refusal to answer with. */
+  refuse(kind: ShardKind, t: string, ns: string, name: string, shard: number): Refusal | null {
+    const key = shardKey(kind, t, ns, name, shard);
+    if (this.held.has(key)) return null;
+    const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
+    const a = this.assignments.get(key);
+    if (a === undefined)
+      return new Refusal(
+        'shard_unavailable',
+        `${where} is not assigned (not_assigned)`,
+        'not_assigned',
+      );
+    if (a.leader !== this.nodeId) {
+      return new Refusal(
+        'not_leader',
+        `${where} is led by node ${a.leader} at generation ${a.generation}, not ${this.nodeId}; forwarding is not built yet`,
+        'not_leader',
+      );
+    }
+    const failure = this.failed.get(key);
+    if (failure !== undefined)
+      return new Refusal(
+        'shard_unavailable',
+        `${where} failed to open: ${failure.reason}`,
+        'shard_failed',
+      );
+    return new Refusal('shard_unavailable', `${where} is still opening (not_ready)`, 'not_ready');
+  }
+
+  /** Runs a reconcile pass soon (coalesced). */
+  kick(): void {
+    if (this.closed) return;
+    this.dirty = true;
+    if (this.running) return;
+    this.running = (async () => {
+      while (this.dirty && !this.closed) {
+        this.dirty = false;
+        try {
+          await this.reconcile();
+        } catch (err) {
+          this.log.error({ err }, 'reconcile pass failed');
+        }
+      }
+      this.running = null;
+    })();
+  }
+
+  /** Resolves once no pass is running and none is owed. */
+  async settled(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private leads(s: StreamConfig, i: number): AssignmentRecord | null {
+    const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
+    return a !== undefined && a.leader === this.nodeId ? a : null;
+  }
+
+  private placeholder(s: StreamConfig, i: number): Shard {
+    return new Shard(`${s.tenant}/${s.namespace}/${s.name}/${i}`, null, this.ring, this.hooks);
+  }
+
+  private async reconcile(): Promise<void> {
+    // Streams gone from the catalog, or re-created with another width: stop serving them.
+    for (const [key, rt] of this.installed) {
+      const want = this.streams.get(key);
+      if (want !== undefined && sameShape(want, rt.config)) continue;
+      for (let i = 0; i < rt.shards.length; i++) await this.release(rt, i);
+      this.catalog.removeStream(rt.config.tenant, rt.config.namespace, rt.config.name);
+      this.installed.delete(key);
+      this.log.info(
+        { stream: `${rt.config.tenant}/${rt.config.namespace}/${rt.config.name}` },
+        'stream closed',
+      );
+    }
+    for (const [key, s] of this.streams) {
+      if (this.closed) return;
+      let rt = this.installed.get(key);
+      if (rt === undefined) {
+        rt = {
+          config: s,
+          shards: Array.from({ length: s.shards }, (_, i) => this.placeholder(s, i)),
+        };
+        this.catalog.installStream(rt);
+        this.installed.set(key, rt);
+      }
+      for (let i = 0; i < s.shards; i++) {
+        const a = this.leads(s, i);
+        const sk = shardKey('stream', s.tenant, s.namespace, s.name, i);
+        const held = this.held.get(sk);
+        if (a === null) {
+          this.failed.delete(sk);
+          if (held) await this.release(rt, i);
+          continue;
+        }
+        if (held) {
+          held.generation = a.generation;
+          continue;
+        }
+        const failure = this.failed.get(sk);
+        if (failure !== undefined && failure.generation >= a.generation) continue;
+        await this.acquire(rt, i, a.generation);
+      }
+    }
+    this.heldGauge.set(this.held.size);
+  }
+
+  private async acquire(rt: StreamRuntime, i: number, generation: number): Promise<void> {
+    const s = rt.config;
+    const sk = shardKey('stream', s.tenant, s.namespace, s.name, i);
+    try {
+      if (s.durable && this.cfg.durable.data_dir === null)
+        throw new Error(
+          'a durable stream needs durable.data_dir (FELIX_DURABLE_STORAGE_DIR) on this broker',
+        );
+      const store = s.durable ? await this.openStore(s, i) : null;
+      rt.shards[i] = new Shard(
+        `${s.tenant}/${s.namespace}/${s.name}/${i}`,
+        store,
+        this.ring,
+        this.hooks,
+      );
+      this.failed.delete(sk);
+      this.held.set(sk, { generation });
+      this.log.info(
+        { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation },
+        'shard opened',
+      );
+    } catch (err) {
+      this.failed.set(sk, { generation, reason: (err as Error).message });
+      this.log.error(
+        { err, shard: `${s.tenant}/${s.namespace}/${s.name}/${i}` },
+        'shard open failed',
+      );
+    }
+  }
+
+  /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */
+  private async release(rt: StreamRuntime, i: number): Promise<void> {
+    const s = rt.config;
+    const sk = shardKey('stream', s.tenant, s.namespace, s.name, i);
+    if (!this.held.delete(sk)) return;
+    const shard = rt.shards[i];
+    rt.shards[i] = this.placeholder(s, i);
+    if (shard === undefined) return;
+    await shard.settled().catch(() => undefined);
+    for (const q of shard.subscribers) q.end();
+    await shard.store?.close().catch((err: unknown) => {
+      this.log.warn({ err, shard: shard.name }, 'closing a released shard failed');
+    });
+    this.log.info({ shard: shard.name }, 'shard released');
+  }
+
+  /** Stops reconciling; the Catalog closes whatever is open. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.settled();
+  }
+}
+
+function sameShape(a: StreamConfig, b: StreamConfig): boolean {
+  return a.shards === b.shards && a.durable === b.durable && a.routing === b.routing;
+}
