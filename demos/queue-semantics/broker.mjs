@@ -51,6 +51,10 @@ export async function runBroker(name, yaml, env = {}) {
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // A demo that crashes must not leave its broker behind.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => process.exit(130));
   let stderr = '';
   child.stderr.on('data', (chunk) => {
     stderr += chunk;
@@ -75,6 +79,7 @@ export async function runBroker(name, yaml, env = {}) {
     url: (transport = 'quic') => `${transport}://127.0.0.1:${port}`,
     fingerprint: listening.cert_fingerprint,
     stop: () => {
+      process.off('exit', killOnExit);
       child.kill('SIGTERM');
       return exited;
     },

@@ -48,3 +48,5 @@ export const GROUP_POLL_RECORDS_DEFAULT = 100;
 export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
 /** Bytes of publish frames queued for one coalesced write; callers wait beyond it. */
 export const WRITE_QUEUE_BYTES_MAX = 4 * 1024 * 1024;
+/** Idle poll streams one Group keeps for reuse (a consume loop needs one; extra ones are closed). */
+export const GROUP_POLL_STREAMS_IDLE_MAX = 4;

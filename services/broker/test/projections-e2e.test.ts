@@ -540,6 +540,18 @@ for (const transport of ['tls', 'quic'] as const) {
       expect((await g.describe()).inFlight).toBe(0);
     });
 
+    it('polls_reuse_their_stream_so_a_long_consume_loop_never_exhausts_the_connection', async () => {
+      // The TLS multiplexer allows 4096 concurrent bidi streams per connection; a stream per
+      // poll that was never retired used to end the connection after ~4096 polls.
+      const g = await freshGroup('many-polls');
+      const polls = transport === 'tls' ? 4200 : 1100; // QUIC: 1024 concurrent streams each way
+      for (let i = 0; i < polls; i++) expect(await g.poll({ max: 1, waitMs: 0 })).toEqual([]);
+      const [offset] = await publishJobs(1, 'many-polls');
+      const [m] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(m!.offset).toBe(offset);
+      await m!.ack();
+    });
+
     it('a_group_on_an_in_memory_stream_is_refused', async () => {
       await expect(felix.group('memjobs', 'x').poll({ waitMs: 0 })).rejects.toBeInstanceOf(
         InvalidRequestError,

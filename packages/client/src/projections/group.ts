@@ -1,10 +1,12 @@
 /**
  * `felix.group(stream, group, { shard })`: a consumer group on one shard of a durable stream.
- * `consume()` long-polls (each poll on a stream of its own) and yields GroupMessages to ack,
+ * `consume()` long-polls (a poll holds a stream of its own while it waits; idle poll streams are
+ * reused) and yields GroupMessages to ack,
  * nack (optionally delayed), extend or dead-letter; settles go over the request stream. The
  * group is at least once: a record can be delivered again after a lapse, a nack, a redrive or a
  * broker restart, and `attempts` says which delivery a message is.
  */
+import type { TransportStream } from '@felix/transport';
 import {
   FEATURE_CONSUMER_GROUP,
   FEATURE_GROUP_ADMIN,
@@ -20,8 +22,13 @@ import {
   ProtocolError,
   brokerError,
 } from '../errors.js';
-import { GROUP_POLL_RECORDS_DEFAULT, GROUP_POLL_WAIT_MS_DEFAULT } from '../limits.js';
+import {
+  GROUP_POLL_RECORDS_DEFAULT,
+  GROUP_POLL_STREAMS_IDLE_MAX,
+  GROUP_POLL_WAIT_MS_DEFAULT,
+} from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import type { FrameStream } from '../protocol/frame-stream.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 import { channelOf } from './request-channel.js';
 
@@ -92,8 +99,15 @@ export class GroupMessage {
   }
 }
 
+interface PollStream {
+  stream: TransportStream;
+  frames: FrameStream;
+}
+
 export class Group {
   readonly shard: number;
+  private pollPool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
+  private nextPollId = 1;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -123,31 +137,58 @@ export class Group {
   async poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
     const bc = await this.host.connection(opts.signal);
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
-    const { stream, frames } = await bc.openStream();
-    const onAbort = () => stream.reset(0);
+    // A poll waits on a stream of its own; idle poll streams are kept and reused, so a consume
+    // loop costs one stream (and one auth), not one per poll.
+    const pool = this.pollStreams(bc);
+    const ps = pool.pop() ?? (await bc.openStream());
+    let reusable = false;
+    const onAbort = () => ps.stream.reset(0);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      await stream.write(
+      await ps.stream.write(
         encodeMessage({
           type: 'group_poll',
           ...this.scope(bc),
           max_records: opts.max ?? GROUP_POLL_RECORDS_DEFAULT,
           wait_ms: opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT,
-          request_id: 1,
+          request_id: this.nextPollId++,
           reclaim: false,
           ...(opts.visibilityMs !== undefined ? { visibility_ms: opts.visibilityMs } : {}),
         }),
       );
-      const frame = await frames.next();
+      const frame = await ps.frames.next();
       if (frame === null) throw new ConnectionLostError(bc.server);
       const msg = decodeMessage(frame.payload);
       if (msg.type === 'error') throw answerError(msg);
       if (msg.type !== 'group_records')
         throw new ProtocolError(`expected group_records, got ${msg.type}`);
+      reusable = true;
       return msg.records.map((r) => new GroupMessage(this, r.offset, r.payload, r.attempts));
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
-      stream.end().catch(() => undefined);
+      if (reusable && !opts.signal?.aborted && pool.length < GROUP_POLL_STREAMS_IDLE_MAX) {
+        pool.push(ps);
+      } else {
+        // Finish both directions so the transport can retire the stream.
+        ps.stream.end().catch(() => undefined);
+        void ps.frames.release().catch(() => undefined);
+      }
+    }
+  }
+
+  private pollStreams(bc: BrokerConnection): PollStream[] {
+    if (this.pollPool?.bc !== bc) {
+      for (const ps of this.pollPool?.idle.splice(0) ?? []) ps.stream.reset(0);
+      this.pollPool = { bc, idle: [] };
+    }
+    return this.pollPool.idle;
+  }
+
+  /** Releases idle poll streams (a consume loop ending calls this). */
+  release(): void {
+    for (const ps of this.pollPool?.idle.splice(0) ?? []) {
+      ps.stream.end().catch(() => undefined);
+      void ps.frames.release().catch(() => undefined);
     }
   }
 
@@ -156,17 +197,21 @@ export class Group {
     const self = this;
     return {
       async *[Symbol.asyncIterator]() {
-        while (!opts.signal?.aborted && !self.host.closed) {
-          let batch: GroupMessage[];
-          try {
-            batch = await self.poll(opts);
-          } catch (err) {
-            if (opts.signal?.aborted || self.host.closed) return;
-            // A lost connection: the next poll waits for the reconnect.
-            if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
-            throw err;
+        try {
+          while (!opts.signal?.aborted && !self.host.closed) {
+            let batch: GroupMessage[];
+            try {
+              batch = await self.poll(opts);
+            } catch (err) {
+              if (opts.signal?.aborted || self.host.closed) return;
+              // A lost connection: the next poll waits for the reconnect.
+              if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
+              throw err;
+            }
+            for (const m of batch) yield m;
           }
-          for (const m of batch) yield m;
+        } finally {
+          self.release();
         }
       },
     };
