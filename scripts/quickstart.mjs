@@ -1,25 +1,40 @@
 #!/usr/bin/env node
-// Quickstart: starts a felix-broker with its data under ./.felix/, runs demos/simple-pubsub
-// against it, prints what happened, and stops the broker. Needs the workspace built
-// (`pnpm install && pnpm build`). Set FELIX_QUICKSTART_TRANSPORT=tls to use TLS over TCP.
+// Quickstart: starts a control plane on SQLite under ./.felix/controlplane, one felix-broker
+// registered with it (data under ./.felix/data), creates the demo streams through the control
+// plane's REST API, runs demos/simple-pubsub against the broker, prints what happened, and stops
+// both (the broker deregisters on SIGTERM). Needs the workspace built (`pnpm run quickstart` does
+// that first). Set FELIX_QUICKSTART_TRANSPORT=tls to use TLS over TCP instead of QUIC.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, relative, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
 const felixDir = join(root, '.felix');
+const cpDir = join(felixDir, 'controlplane');
 const dataDir = join(felixDir, 'data');
-const configPath = join(felixDir, 'broker.yaml');
+const cpMain = join(root, 'services', 'control-plane', 'dist', 'main.js');
 const brokerMain = join(root, 'services', 'broker', 'dist', 'main.js');
 const demoMain = join(root, 'demos', 'simple-pubsub', 'main.mjs');
 const transport = process.env.FELIX_QUICKSTART_TRANSPORT === 'tls' ? 'tls' : 'quic';
+const NODE_ID = 'quickstart-broker';
+const TENANT = 't1';
+const NAMESPACE = 'default';
+/** The streams the demos use: [name, settings]. */
+const STREAMS = [
+  ['demo', { shards: 1, durable: true }],
+  ['orders', { shards: 4, durable: true }],
+  ['ticks', { shards: 1, durable: false }],
+];
 const STARTUP_MS_MAX = 30_000;
+const rel = (p) => relative(process.cwd(), p) || '.';
 
-if (!existsSync(brokerMain)) {
-  console.error(`quickstart: ${brokerMain} is missing; build first: npx --yes pnpm@10.34.9 build`);
-  process.exit(1);
+for (const main of [cpMain, brokerMain]) {
+  if (!existsSync(main)) {
+    console.error(`quickstart: ${main} is missing; build first: npx --yes pnpm@10.34.9 build`);
+    process.exit(1);
+  }
 }
 
 const portFree = (port) =>
@@ -43,63 +58,150 @@ async function pickPort(preferred) {
   throw new Error('no free port');
 }
 
+const children = [];
+function start(name, main, env) {
+  const child = spawn(process.execPath, [main], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (c) => {
+    out = (out + c).slice(-65_536);
+  });
+  child.stderr.setEncoding('utf8').on('data', (c) => {
+    err = (err + c).slice(-65_536);
+  });
+  const exited = new Promise((done) => child.once('exit', (code) => done(code)));
+  const handle = { name, child, exited, out: () => out, err: () => err };
+  children.push(handle);
+  return handle;
+}
+
+function fail(message) {
+  console.error(`quickstart: ${message}`);
+  for (const c of children) c.child.kill('SIGKILL');
+  process.exit(1);
+}
+
+/** Resolves with the first stdout JSON line containing `marker`. */
+function waitForLine(h, marker) {
+  return new Promise((done, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${h.name} did not start in ${STARTUP_MS_MAX / 1000} s`)),
+      STARTUP_MS_MAX,
+    );
+    const check = () => {
+      const line = h
+        .out()
+        .split('\n')
+        .find((l) => l.includes(marker));
+      if (!line) return;
+      clearTimeout(timer);
+      h.child.stdout.off('data', check);
+      done(JSON.parse(line));
+    };
+    h.child.stdout.on('data', check);
+    h.exited.then((code) => reject(new Error(`${h.name} exited (${code}): ${h.err().trim()}`)));
+    check();
+  });
+}
+
+async function until(what, cond) {
+  const deadline = Date.now() + STARTUP_MS_MAX;
+  while (Date.now() < deadline) {
+    if (await cond().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+mkdirSync(cpDir, { recursive: true });
 mkdirSync(dataDir, { recursive: true });
-writeFileSync(
-  configPath,
-  [
-    '# Written by scripts/quickstart.mjs: the streams the demos use.',
-    'streams:',
-    '  - { tenant: t1, name: demo, durable: true, fsync: periodic }',
-    '  - { tenant: t1, name: orders, durable: true, fsync: onCommit }',
-    '  - { tenant: t1, name: ticks }',
-    '',
-  ].join('\n'),
-);
+const cpPort = await pickPort(8443);
 const port = await pickPort(5000);
 const httpPort = await pickPort(8080);
+const cpUrl = `http://127.0.0.1:${cpPort}`;
 
-console.log(
-  `quickstart: starting felix-broker on ${transport}://127.0.0.1:${port} (data in ${dataDir})`,
-);
-const broker = spawn(process.execPath, [brokerMain], {
-  cwd: root,
-  env: {
-    ...process.env,
-    FELIX_BROKER_CONFIG: configPath,
-    FELIX_DURABLE_STORAGE_DIR: dataDir,
-    FELIX_BROKER_PORT: String(port),
-    FELIX_BROKER_HTTP_PORT: String(httpPort),
-  },
-  stdio: ['ignore', 'pipe', 'pipe'],
-});
-let brokerErr = '';
-broker.stderr.on('data', (c) => {
-  brokerErr += c;
-});
-
-const listening = await new Promise((done, fail) => {
-  let buf = '';
-  const timer = setTimeout(
-    () => fail(new Error('the broker did not start in time')),
-    STARTUP_MS_MAX,
-  );
-  broker.once('exit', (code) => fail(new Error(`the broker exited (${code}): ${brokerErr}`)));
-  broker.stdout.on('data', (chunk) => {
-    buf += chunk;
-    for (const line of buf.split('\n')) {
-      if (!line.includes('"msg":"listening"')) continue;
-      clearTimeout(timer);
-      done(JSON.parse(line));
-    }
+async function api(method, path, body) {
+  const res = await fetch(`${cpUrl}${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   });
-}).catch((err) => {
-  console.error(`quickstart: ${err.message}`);
-  broker.kill('SIGKILL');
-  process.exit(1);
+  const json = await res.json().catch(() => null);
+  if (res.status >= 400)
+    throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return { status: res.status, body: json };
+}
+
+console.log(`quickstart: starting felix-controlplane on ${cpUrl} (SQLite in ${rel(cpDir)})`);
+const cp = start('the control plane', cpMain, {
+  FELIX_CONTROLPLANE_BIND: `127.0.0.1:${cpPort}`,
+  FELIX_CONTROLPLANE_DATA_DIR: cpDir,
+  FELIX_CONTROLPLANE_POSTGRES_URL: '',
+  FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
 });
+await waitForLine(cp, '"event":"listening"').catch((err) => fail(err.message));
+
 console.log(
-  `quickstart: broker is up (QUIC ${listening.quic_port}, TLS ${listening.tls_port}, HTTP ${listening.http_port}, certificate ${listening.cert_fingerprint.slice(0, 23)}...)`,
+  `quickstart: starting felix-broker ${NODE_ID} on ${transport}://127.0.0.1:${port} (data in ${rel(dataDir)})`,
 );
+const broker = start('the broker', brokerMain, {
+  FELIX_CONTROLPLANE_URL: cpUrl,
+  FELIX_NODE_ID: NODE_ID,
+  FELIX_DURABLE_STORAGE_DIR: dataDir,
+  FELIX_BROKER_PORT: String(port),
+  FELIX_BROKER_HTTP_PORT: String(httpPort),
+  FELIX_BROKER_CONFIG: '',
+});
+const listening = await waitForLine(broker, '"msg":"listening"').catch((err) => fail(err.message));
+await until('the broker to be ready', async () => {
+  const r = await fetch(`http://127.0.0.1:${httpPort}/ready`);
+  return r.status === 200;
+}).catch((err) => fail(`${err.message}\n${broker.out().slice(-2000)}`));
+const node = (await api('GET', `/v1/nodes/${NODE_ID}`)).body;
+console.log(
+  `quickstart: broker registered: ${NODE_ID} is ${node.node.status.lifecycle} (incarnation ${node.node.status.incarnation}, client address ${node.node.spec.client_addr})`,
+);
+
+// The catalog, through the REST API (felixctl does the same); re-running finds it already there.
+try {
+  const created = [];
+  const t = await api('POST', '/v1/tenants', { tenant_id: TENANT });
+  if (t.status === 201) created.push(`tenant ${TENANT}`);
+  const n = await api('POST', `/v1/tenants/${TENANT}/namespaces`, { namespace: NAMESPACE });
+  if (n.status === 201) created.push(`namespace ${NAMESPACE}`);
+  for (const [stream, settings] of STREAMS) {
+    const s = await api('POST', `/v1/tenants/${TENANT}/namespaces/${NAMESPACE}/streams`, {
+      stream,
+      ...settings,
+    });
+    if (s.status === 201) created.push(`stream ${stream}`);
+  }
+  console.log(
+    `quickstart: catalog via ${cpUrl}/v1: ${created.length > 0 ? `created ${created.join(', ')}` : 'already there from an earlier run'}`,
+  );
+} catch (err) {
+  fail(`creating the demo streams failed: ${err.message}`);
+}
+const shardCount = STREAMS.reduce((n, [, s]) => n + s.shards, 0);
+await until('the broker to open its shards', async () => {
+  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  return Number(/felix_broker_cluster_shards_held (\d+)/.exec(text)?.[1] ?? 0) >= shardCount;
+}).catch((err) => fail(err.message));
+const assignments = (await api('GET', '/v1/shard-assignments')).body.items.filter(
+  (a) => a.tenant_id === TENANT && a.namespace === NAMESPACE && a.kind === 'stream',
+);
+for (const [stream] of STREAMS) {
+  const mine = assignments.filter((a) => a.stream === stream);
+  const leaders = [...new Set(mine.map((a) => a.leader))].join(', ');
+  console.log(
+    `quickstart:   ${TENANT}/${NAMESPACE}/${stream}: ${mine.length} shard(s) led by ${leaders}`,
+  );
+}
 console.log('quickstart: running demos/simple-pubsub\n');
 
 const demo = spawn(process.execPath, [demoMain], {
@@ -108,6 +210,8 @@ const demo = spawn(process.execPath, [demoMain], {
     ...process.env,
     FELIX_SERVERS: `${transport}://127.0.0.1:${port}`,
     FELIX_FINGERPRINT: listening.cert_fingerprint,
+    FELIX_TENANT: TENANT,
+    FELIX_STREAM: 'demo',
   },
   stdio: 'inherit',
 });
@@ -119,20 +223,29 @@ const metrics = await fetch(`http://127.0.0.1:${httpPort}/metrics`)
 const published = /felix_broker_published_records_total (\d+)/.exec(metrics)?.[1] ?? '?';
 const delivered = /felix_broker_delivered_records_total (\d+)/.exec(metrics)?.[1] ?? '?';
 
-broker.kill('SIGTERM');
-const brokerCode = await new Promise((done) => broker.once('exit', (code) => done(code)));
+broker.child.kill('SIGTERM');
+const brokerCode = await broker.exited;
+const after = await api('GET', `/v1/nodes/${NODE_ID}`).catch(() => null);
+cp.child.kill('SIGTERM');
+const cpCode = await cp.exited;
 console.log(
-  `\nquickstart: broker metrics said ${published} records published, ${delivered} delivered; broker stopped (exit ${brokerCode})`,
+  `\nquickstart: broker metrics said ${published} records published, ${delivered} delivered`,
+);
+console.log(
+  `quickstart: broker stopped (exit ${brokerCode}; the control plane now lists it as ${after?.body?.node?.status?.lifecycle ?? '?'}), control plane stopped (exit ${cpCode})`,
 );
 console.log(`
-What next:
-  - Start a broker yourself and keep it running:
-      FELIX_BROKER_CONFIG=.felix/broker.yaml FELIX_DURABLE_STORAGE_DIR=.felix/data node services/broker/dist/main.js
-    (its first log line prints cert_fingerprint; metrics at http://127.0.0.1:8080/metrics)
-  - Run the demos against it:
-      FELIX_SERVERS=quic://127.0.0.1:5000 FELIX_FINGERPRINT=<fingerprint> node demos/simple-pubsub/main.mjs
-      node demos/durable-restart/main.mjs   # SIGKILLs its own broker mid-stream; nothing acked is lost
-      node demos/latency/main.mjs           # p50/p99/p999 and an SVG chart
-  - Use the client in your code: packages/client/README.md. Broker settings: docs/broker-config.md.
+What next (state stays in ./.felix; delete it to start over):
+  - Keep a control plane and a broker running, each in its own terminal:
+      FELIX_CONTROLPLANE_DATA_DIR=.felix/controlplane node services/control-plane/dist/main.js
+      FELIX_CONTROLPLANE_URL=http://127.0.0.1:8443 FELIX_NODE_ID=${NODE_ID} FELIX_DURABLE_STORAGE_DIR=.felix/data node services/broker/dist/main.js
+    (the broker's "listening" log line prints cert_fingerprint; metrics at http://127.0.0.1:8080/metrics)
+  - Create a stream with felixctl, then use it:
+      node services/control-plane/dist/felixctl.js --url http://127.0.0.1:8443 streams create ${TENANT} ${NAMESPACE} clicks --shards 2
+      FELIX_SERVERS=quic://127.0.0.1:5000 FELIX_FINGERPRINT=<fingerprint> FELIX_STREAM=clicks node demos/simple-pubsub/main.mjs
+  - Other demos (each starts its own standalone broker): node demos/orders/main.mjs,
+    demos/cache, demos/queue-semantics, demos/notifications, demos/durable-restart, demos/latency.
+  - Use the client in your code: packages/client/README.md. Broker settings: docs/broker-config.md;
+    control plane: docs/control-plane.md.
 `);
-process.exit(demoCode === 0 && brokerCode === 0 ? 0 : 1);
+process.exit(demoCode === 0 && brokerCode === 0 && cpCode === 0 ? 0 : 1);
