@@ -173,6 +173,36 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     }
   });
 
+  it('streams_first_written_out_of_order_all_arrive', async () => {
+    const p = await connectPair(transport);
+    try {
+      const [a, b, c] = [
+        await p.client.openBidi(),
+        await p.client.openBidi(),
+        await p.client.openBidi(),
+      ];
+      // The newest stream speaks first; the older ones only afterwards.
+      for (const [s, text] of [
+        [c, 'third'],
+        [a, 'first'],
+        [b, 'second'],
+      ] as const) {
+        await s.write(enc.encode(text));
+        await s.end();
+      }
+      const got = new Map<number, string>();
+      for (let i = 0; i < 3; i++) {
+        const s = await nextStream(p.server);
+        got.set(s.id, dec.decode(await readAll(s)));
+      }
+      expect(got.get(a.id)).toBe('first');
+      expect(got.get(b.id)).toBe('second');
+      expect(got.get(c.id)).toBe('third');
+    } finally {
+      await p.cleanup();
+    }
+  });
+
   it('half_close_ends_the_peer_read_and_leaves_the_other_direction_open', async () => {
     const p = await connectPair(transport);
     try {
@@ -290,7 +320,7 @@ describe.each(transports)('transport conformance over %s', (transport) => {
   });
 
   it('keepalive_holds_an_idle_connection_open', async () => {
-    const t = { idleTimeoutMs: 400, keepAliveIntervalMs: 50 };
+    const t = { idleTimeoutMs: 1500, keepAliveIntervalMs: 100 };
     const p = await connectPair(transport, t, t);
     try {
       let closed = false;
@@ -298,12 +328,13 @@ describe.each(transports)('transport conformance over %s', (transport) => {
         closed = true;
       });
       const start = p.client.stats().packetsReceived;
-      // Enough keep-alive traffic to span several idle timeouts (each packet is >= 25 ms apart
-      // from the server's own keep-alives, so 60 of them cover more than 3 timeouts).
+      // Wait for enough keep-alive traffic to span two idle timeouts: each side sends one
+      // keep-alive per 100 ms, so the client hears at most ~20 packets a second and 60 of them
+      // take about 3 s. The timeout is generous so a loaded machine's pauses cannot trip it.
       await waitFor(
         () => closed || p.client.stats().packetsReceived - start >= 60,
         'keep-alive traffic',
-        20_000,
+        30_000,
       );
       expect(closed).toBe(false);
       const c = await p.client.openBidi();

@@ -381,14 +381,18 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     if (index >= this.peerAllowed[k]!) {
       throw new ProtocolError(`peer opened stream ${id} beyond its ${kind} stream limit`);
     }
-    // Ids the peer skipped count as opened and finished; their slots go straight back.
-    const skipped = index - this.peerNext[k]!;
+    // As in QUIC, a frame for stream N opens every lower stream of that kind the peer has not
+    // used yet: the opener may write to its streams in any order. Each is delivered in order.
+    for (let i = this.peerNext[k]!; i < index; i++) this.acceptStream(i * 4 + (id & 3), kind);
     this.peerNext[k] = index + 1;
-    if (skipped > 0) this.grant(k, skipped);
     if (type === FRAME_RESET) {
       this.grant(k, 1); // opened and reset before any data: nothing to deliver
       return null;
     }
+    return this.acceptStream(id, kind);
+  }
+
+  private acceptStream(id: number, kind: StreamKind): MuxStream {
     const stream = new MuxStream(
       this,
       id,
