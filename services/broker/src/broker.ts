@@ -129,6 +129,7 @@ export class Broker {
         metrics: m,
         log: this.log,
         clientPort: ports.quic ?? ports.tls ?? cfg.broker.port,
+        ...(this.projections ? { caches: this.projections.caches } : {}),
       });
     }
     this.ready = true;

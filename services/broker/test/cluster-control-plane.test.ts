@@ -148,13 +148,13 @@ describe('broker with a control plane', () => {
     return text === '' ? null : JSON.parse(text);
   }
 
-  async function leaders(stream: string): Promise<Map<number, string>> {
+  async function leaders(stream: string, kind = 'stream'): Promise<Map<number, string>> {
     const page = (await api('GET', '/v1/shard-assignments?limit=10000')) as {
       items: { namespace: string; kind: string; stream: string; shard: number; leader: string }[];
     };
     return new Map(
       page.items
-        .filter((a) => a.kind === 'stream' && a.stream === stream)
+        .filter((a) => a.kind === kind && a.stream === stream)
         .map((a) => [a.shard, a.leader]),
     );
   }
@@ -256,10 +256,46 @@ describe('broker with a control plane', () => {
       // The shards it does lead serve as usual.
       const ok = await felix.publish('wide', 'y', { key: keyFor(mine[0]!) });
       expect(ok.offset).toBe(0);
+
+      // The same for a cache: a key on the other node's shard is refused, one on ours is kept.
+      await api('POST', '/v1/tenants/acme/namespaces/prod/caches', { cache: 'wide', shards: 16 });
+      const cacheOwners = await leaders('wide', 'cache');
+      const cacheTheirs = [...cacheOwners].find(([, l]) => l === 'ghost')![0];
+      const cacheMine = [...cacheOwners].find(([, l]) => l === 'broker-a')![0];
+      const cache = felix.cache('wide');
+      await waitFor(async () => {
+        await cache.put(keyFor(cacheMine), 'kept');
+        return true;
+      }, 'the cache to be served');
+      expect(TEXT.decode((await cache.get(keyFor(cacheMine)))!)).toBe('kept');
+      const cacheRefused = await refusal(cache.put(keyFor(cacheTheirs), 'nope'));
+      expect(cacheRefused.brokerCode).toBe('not_leader');
       await felix.close();
     } finally {
       await api('POST', '/v1/nodes/ghost/deregister', {});
     }
+  });
+
+  it('a_cache_created_through_the_api_is_served_by_its_broker', async () => {
+    await api('POST', '/v1/tenants/acme/namespaces/prod/caches', { cache: 'sessions', shards: 2 });
+    expect([...(await leaders('sessions', 'cache')).values()]).toEqual(['broker-a', 'broker-a']);
+    const felix = await client(broker, 'prod');
+    const sessions = felix.cache('sessions');
+    await waitFor(async () => {
+      await sessions.put('user-1', 'token-1');
+      return true;
+    }, 'the cache to be served');
+    await sessions.put('user-2', 'token-2');
+    expect(TEXT.decode((await sessions.get('user-1'))!)).toBe('token-1');
+    expect(TEXT.decode((await sessions.get('user-2'))!)).toBe('token-2');
+    // Deleting it through the API makes it unknown here too.
+    await api('DELETE', '/v1/tenants/acme/namespaces/prod/caches/sessions');
+    await waitFor(
+      async () =>
+        (await refusal(sessions.get('user-1')).catch(() => null))?.brokerCode === 'not_found',
+      'the cache to be forgotten',
+    );
+    await felix.close();
   });
 
   it('deleting_a_stream_through_the_api_closes_it_on_its_broker', async () => {

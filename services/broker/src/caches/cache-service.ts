@@ -59,6 +59,16 @@ export class CacheService {
     return this.logCaches !== null;
   }
 
+  /** Control-plane mode: serves a cache the catalog feed announced (replacing its config). */
+  define(c: CacheConfig): void {
+    this.configs.set(cacheKey(c.tenant, c.namespace, c.name), c);
+  }
+
+  /** Control-plane mode: the cache was deleted; requests for it answer `not_found`. */
+  forget(tenant: string, namespace: string, name: string): void {
+    this.configs.delete(cacheKey(tenant, namespace, name));
+  }
+
   /** The declared cache, or a `not_found` refusal. */
   lookup(tenant: string, namespace: string, name: string): CacheConfig {
     const c = this.configs.get(cacheKey(tenant, namespace, name));

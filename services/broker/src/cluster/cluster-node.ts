@@ -1,8 +1,8 @@
 /**
  * The broker as a member of a control-plane cluster (cluster.controlplane_url set): follows the
- * streams and shard-assignments feeds into the ShardTable, and once both first snapshots are
+ * streams, caches and shard-assignments feeds into the ShardTable, and once the first snapshots are
  * applied registers and heartbeats (so placement never counts a broker that cannot serve yet).
- * Readiness is both snapshots applied, one reconcile pass done, and a registration accepted.
+ * Readiness is every first snapshot applied, one reconcile pass done, and a registration accepted.
  * `leave()` at SIGTERM stops the heartbeats, deregisters (bounded) and stops the feeds.
  */
 import { hostname } from 'node:os';
@@ -17,7 +17,7 @@ import type { ShardHooks } from '../streams/shard.js';
 import { ControlPlaneClient } from './control-plane-client.js';
 import { FeedFollower } from './feed-follower.js';
 import { Membership, type NodeSpec } from './membership.js';
-import { ShardTable } from './shard-table.js';
+import { type CacheRegistry, ShardTable } from './shard-table.js';
 
 export interface ClusterNodeDeps {
   config: BrokerConfig;
@@ -28,6 +28,8 @@ export interface ClusterNodeDeps {
   log: Logger;
   /** The client port the listeners bound (for the default node id and client address). */
   clientPort: number;
+  /** Where caches from the catalog feed are defined (the broker's cache service). */
+  caches?: CacheRegistry;
 }
 
 /** The control-plane URL when clustering is configured (an empty value means unset). */
@@ -107,6 +109,7 @@ export class ClusterNode {
       clog,
       metrics.registry,
     );
+    this.table.cacheRegistry = deps.caches ?? null;
     const resyncs = new Counter({
       name: 'felix_broker_shard_watch_resyncs_total',
       help: 'Control-plane feeds resnapshotted, by reason',
@@ -117,6 +120,7 @@ export class ClusterNode {
     const onResync = (reason: string) => resyncs.inc({ reason });
     this.feeds = [
       new FeedFollower(client, 'streams', wait, this.table.streamsFeed, clog, onResync),
+      new FeedFollower(client, 'caches', wait, this.table.cachesFeed, clog, onResync),
       new FeedFollower(
         client,
         'shard-assignments',
@@ -130,7 +134,7 @@ export class ClusterNode {
     void this.follow(clog, url);
   }
 
-  /** Starts the feeds; registers once both first snapshots are applied and reconciled. */
+  /** Starts the feeds; registers once every first snapshot is applied and reconciled. */
   private async follow(log: Logger, url: string): Promise<void> {
     for (const f of this.feeds) f.start();
     await Promise.all(this.feeds.map((f) => f.whenSynced()));

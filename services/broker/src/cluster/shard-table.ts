@@ -5,6 +5,8 @@
  * node leads is opened (its SegmentLog for a durable stream), any other shard is an idle
  * placeholder the session never touches, because `refuse()` answers for it first: `not_leader`
  * naming the leader, or `shard_unavailable` while no one (or not yet this node) serves it.
+ * Caches of the catalog feed are defined in the broker's cache service, which opens their shards
+ * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests).
  *
  * Reconciling runs one pass at a time; feed changes arriving meanwhile mark it dirty and one more
  * pass follows. A shard stops being served (refused) before its in-flight appends settle and its
@@ -13,7 +15,8 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
-import type { BrokerConfig, StreamConfig } from '../config/types.js';
+import { type Message, shardForKey } from '@felix/wire';
+import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
@@ -78,6 +81,35 @@ export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfi
   };
 }
 
+/** The broker's cache config for a catalog-feed cache item, or null when it is malformed. */
+export function cacheFromCatalog(item: unknown, cfg: BrokerConfig): CacheConfig | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const c = item as Record<string, unknown>;
+  const tenant = str(c.tenant_id);
+  const namespace = str(c.namespace);
+  const name = str(c.cache);
+  const shards = posInt(c.shards);
+  if (tenant === null || namespace === null || name === null || shards === null || shards < 1)
+    return null;
+  // Caches are log-backed exactly when the broker has a data dir (as in standalone mode).
+  return {
+    tenant,
+    namespace,
+    name,
+    shards,
+    durable: cfg.durable.data_dir !== null,
+    default_ttl_ms: null,
+  };
+}
+
+/** Where the caches of the catalog feed go (the broker's CacheService). */
+export interface CacheRegistry {
+  define(c: CacheConfig): void;
+  forget(tenant: string, namespace: string, name: string): void;
+}
+
+const UTF8 = new TextEncoder();
+
 function assignmentFrom(item: unknown): AssignmentRecord | null {
   if (typeof item !== 'object' || item === null) return null;
   const a = item as Record<string, unknown>;
@@ -103,6 +135,9 @@ function assignmentFrom(item: unknown): AssignmentRecord | null {
 
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
+  private readonly caches = new Map<string, CacheConfig>();
+  /** Set by the broker once its cache service exists (absent: caches are not served). */
+  cacheRegistry: CacheRegistry | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
   private readonly held = new Map<string, HeldShard>();
@@ -146,6 +181,70 @@ export class ShardTable {
       this.kick();
     },
   };
+
+  /** Handler of the caches catalog feed: caches are defined at once, their shards gated by `refuse`. */
+  readonly cachesFeed: FeedHandler = {
+    snapshot: (items) => {
+      const before = new Map(this.caches);
+      this.caches.clear();
+      for (const item of items) this.putCache(item);
+      for (const [key, c] of before) {
+        if (!this.caches.has(key)) this.cacheRegistry?.forget(c.tenant, c.namespace, c.name);
+      }
+    },
+    changes: (items) => {
+      for (const c of items) {
+        if (c.op !== 'deleted') {
+          this.putCache(c.value);
+          continue;
+        }
+        const t = String(c.key.tenant_id);
+        const ns = String(c.key.namespace);
+        const name = String(c.key.cache);
+        this.caches.delete(streamKey(t, ns, name));
+        this.cacheRegistry?.forget(t, ns, name);
+      }
+    },
+  };
+
+  private putCache(item: unknown): void {
+    const c = cacheFromCatalog(item, this.cfg);
+    if (c === null) {
+      this.log.warn({ item }, 'ignoring a malformed cache from the catalog feed');
+      return;
+    }
+    this.caches.set(streamKey(c.tenant, c.namespace, c.name), c);
+    this.cacheRegistry?.define(c);
+  }
+
+  /**
+   * The refusal for a cache, counter, watch or group request on a shard this node does not serve,
+   * or null (also for an unknown cache, which its handler answers `not_found`).
+   */
+  refuseMessage(msg: Message): Refusal | null {
+    const m = msg as unknown as Record<string, unknown>;
+    const t = str(m.tenant_id);
+    const ns = str(m.namespace);
+    if (t === null || ns === null) return null;
+    const cacheName = str(m.cache);
+    if (cacheName !== null) {
+      const c = this.caches.get(streamKey(t, ns, cacheName));
+      if (c === undefined) return null;
+      const key = str(m.key);
+      const shard =
+        key !== null && key !== ''
+          ? shardForKey(UTF8.encode(key), c.shards, 'modulo')
+          : (posInt(m.shard) ?? 0);
+      if (shard >= c.shards) return null;
+      return this.refuse('cache', t, ns, cacheName, shard);
+    }
+    const streamName = str(m.stream);
+    const shard = posInt(m.shard);
+    if (streamName === null || shard === null) return null;
+    const s = this.streams.get(streamKey(t, ns, streamName));
+    if (s === undefined || shard >= s.shards) return null;
+    return this.refuse('stream', t, ns, streamName, shard);
+  }
 
   /** Handler of the shard-assignments feed. */
   readonly assignmentsFeed: FeedHandler = {
@@ -208,6 +307,8 @@ export class ShardTable {
   refuse(kind: ShardKind, t: string, ns: string, name: string, shard: number): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     if (this.held.has(key)) return null;
+    // Cache shards open lazily in the cache service: leading one is serving it.
+    if (kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId) return null;
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
     const a = this.assignments.get(key);
     if (a === undefined)

@@ -385,6 +385,11 @@ export class ClientSession {
         return new Refusal('invalid_request', 'a second auth on one stream', 'second_auth', true);
       default:
         if (!quiet && this.ctx.projections?.handles(msg)) {
+          const unheld = this.ctx.ownership?.refuseMessage(msg);
+          if (unheld) {
+            await answers.drain();
+            return unheld;
+          }
           await this.ctx.projections.serve({ conn: this.conn, stream, auth, msg, answers });
           return null;
         }

@@ -4,6 +4,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import type { Projections } from '../caches/projection-requests.js';
 import type { BrokerMetrics } from '../metrics.js';
+import type { Message } from '@felix/wire';
 import type { Refusal } from './refusal.js';
 
 /** Control-plane mode: which shards this broker serves (cluster/shard-table.ts). */
@@ -16,6 +17,8 @@ export interface ShardOwnership {
     name: string,
     shard: number,
   ): Refusal | null;
+  /** The same for a cache, counter, watch or group request (null when served or unknown). */
+  refuseMessage(msg: Message): Refusal | null;
 }
 
 export interface SessionContext {
