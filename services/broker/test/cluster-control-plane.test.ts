@@ -21,6 +21,8 @@ const REPO = resolve(import.meta.dirname, '..', '..', '..');
 const BROKER_MAIN = join(REPO, 'services', 'broker', 'dist', 'main.js');
 const CP_MAIN = join(REPO, 'services', 'control-plane', 'dist', 'main.js');
 const TEXT = new TextDecoder();
+/** Deadline of each wait: generous, because the machine running the suite may be loaded. */
+const SETTLE_MS = 30_000;
 
 interface Running {
   child: Child;
@@ -178,7 +180,11 @@ describe('broker with a control plane', () => {
       FELIX_NODE_ZONE: 'z1',
       FELIX_NODE_LABELS: 'rack=r1',
     });
-    await waitFor(async () => (await readyStatus(broker)) === 200, 'the broker to be ready');
+    await waitFor(
+      async () => (await readyStatus(broker)) === 200,
+      'the broker to be ready',
+      SETTLE_MS,
+    );
     await api('POST', '/v1/tenants', { tenant_id: 'acme' });
     await api('POST', '/v1/tenants/acme/namespaces', { namespace: 'prod' });
   }, 60_000);
@@ -210,7 +216,7 @@ describe('broker with a control plane', () => {
       durable: true,
     });
     expect([...(await leaders('orders')).values()]).toEqual(['broker-a', 'broker-a']);
-    await waitFor(async () => (await heldShards(broker)) >= 2, 'both shards to open');
+    await waitFor(async () => (await heldShards(broker)) >= 2, 'both shards to open', SETTLE_MS);
 
     const felix = await client(broker, 'prod');
     const first = await felix.publish('orders', 'first');
@@ -234,7 +240,11 @@ describe('broker with a control plane', () => {
       expect(mine.length).toBeGreaterThan(0);
       expect(theirs.length).toBeGreaterThan(0);
       // 2 from `orders`, plus this stream's shards that broker-a leads.
-      await waitFor(async () => (await heldShards(broker)) >= 2 + mine.length, 'my shards to open');
+      await waitFor(
+        async () => (await heldShards(broker)) >= 2 + mine.length,
+        'my shards to open',
+        SETTLE_MS,
+      );
 
       const felix = await client(broker, 'prod');
       const keyFor = (shard: number) => {
@@ -263,10 +273,14 @@ describe('broker with a control plane', () => {
       const cacheTheirs = [...cacheOwners].find(([, l]) => l === 'ghost')![0];
       const cacheMine = [...cacheOwners].find(([, l]) => l === 'broker-a')![0];
       const cache = felix.cache('wide');
-      await waitFor(async () => {
-        await cache.put(keyFor(cacheMine), 'kept');
-        return true;
-      }, 'the cache to be served');
+      await waitFor(
+        async () => {
+          await cache.put(keyFor(cacheMine), 'kept');
+          return true;
+        },
+        'the cache to be served',
+        SETTLE_MS,
+      );
       expect(TEXT.decode((await cache.get(keyFor(cacheMine)))!)).toBe('kept');
       const cacheRefused = await refusal(cache.put(keyFor(cacheTheirs), 'nope'));
       expect(cacheRefused.brokerCode).toBe('not_leader');
@@ -281,10 +295,14 @@ describe('broker with a control plane', () => {
     expect([...(await leaders('sessions', 'cache')).values()]).toEqual(['broker-a', 'broker-a']);
     const felix = await client(broker, 'prod');
     const sessions = felix.cache('sessions');
-    await waitFor(async () => {
-      await sessions.put('user-1', 'token-1');
-      return true;
-    }, 'the cache to be served');
+    await waitFor(
+      async () => {
+        await sessions.put('user-1', 'token-1');
+        return true;
+      },
+      'the cache to be served',
+      SETTLE_MS,
+    );
     await sessions.put('user-2', 'token-2');
     expect(TEXT.decode((await sessions.get('user-1'))!)).toBe('token-1');
     expect(TEXT.decode((await sessions.get('user-2'))!)).toBe('token-2');
@@ -294,6 +312,7 @@ describe('broker with a control plane', () => {
       async () =>
         (await refusal(sessions.get('user-1')).catch(() => null))?.brokerCode === 'not_found',
       'the cache to be forgotten',
+      SETTLE_MS,
     );
     await felix.close();
   });
@@ -304,6 +323,7 @@ describe('broker with a control plane', () => {
     await waitFor(
       async () => (await heldShards(broker)) === before + 1,
       'temp to be assigned and opened',
+      SETTLE_MS,
     );
     expect((await leaders('temp')).get(0)).toBe('broker-a');
     const felix = await client(broker, 'prod');
@@ -312,7 +332,11 @@ describe('broker with a control plane', () => {
     expect(TEXT.decode((await it.next()).value!.data)).toBe('kept until deleted');
 
     await api('DELETE', '/v1/tenants/acme/namespaces/prod/streams/temp');
-    await waitFor(async () => (await heldShards(broker)) === before, 'the shard to close');
+    await waitFor(
+      async () => (await heldShards(broker)) === before,
+      'the shard to close',
+      SETTLE_MS,
+    );
     // The subscription ends (done, or an error naming the loss), and the stream is gone.
     const end = await it.next().then(
       (r) => (r.done ? 'done' : 'event'),
@@ -348,7 +372,11 @@ describe('broker readiness and standalone mode', () => {
       expect((await fetch(`http://127.0.0.1:${b.httpPort}/live`)).status).toBe(200);
       expect(await readyStatus(b)).toBe(503);
       cp = await startControlPlane(join(dir.path, 'cp'), cpPort);
-      await waitFor(async () => (await readyStatus(b)) === 200, 'ready once the feeds answer');
+      await waitFor(
+        async () => (await readyStatus(b)) === 200,
+        'ready once the feeds answer',
+        SETTLE_MS,
+      );
       const node = (await (await fetch(`http://127.0.0.1:${cpPort}/v1/nodes/late`)).json()) as {
         node: { status: { lifecycle: string } };
       };
@@ -358,7 +386,7 @@ describe('broker readiness and standalone mode', () => {
       await cp?.kill();
       await dir.cleanup();
     }
-  }, 30_000);
+  });
 
   it('the_standalone_yaml_catalog_still_serves_without_a_control_plane', async () => {
     const dir = await tempDir('felix-standalone');
