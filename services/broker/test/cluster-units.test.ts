@@ -1,0 +1,158 @@
+// Goal: the pieces of control-plane mode that need no processes: the resnapshot signals of a feed,
+// a feed follower that resnapshots on a gap and survives failed calls, membership that
+// re-registers with a newer incarnation when the control plane stops counting the node live, and
+// catalog-feed parsing that never throws on any item shape.
+// Method: in-process fakes of the control-plane client (same method shapes), fast-check for items.
+import { waitFor } from '@felix/testing-harness';
+import fc from 'fast-check';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import type {
+  ControlPlaneClient,
+  FeedPage,
+  RegisterRequest,
+  Snapshot,
+} from '../src/cluster/control-plane-client.js';
+import { FeedFollower, resnapshotReason } from '../src/cluster/feed-follower.js';
+import { Membership } from '../src/cluster/membership.js';
+import { cacheFromCatalog, streamFromCatalog } from '../src/cluster/shard-table.js';
+import { loadConfig } from '../src/config/load.js';
+import { ControlPlaneUnavailableError } from '../src/errors.js';
+
+const silent = pino({ level: 'silent' });
+
+describe('control-plane feed signals', () => {
+  it('a_feed_page_signals_a_resnapshot_on_a_gap_or_a_reset', () => {
+    expect(resnapshotReason(5, { items: [{ seq: 5 }], nextSeq: 6 })).toBeNull();
+    expect(resnapshotReason(5, { items: [], nextSeq: 5 })).toBeNull();
+    expect(resnapshotReason(5, { items: [{ seq: 7 }], nextSeq: 8 })).toBe('gap_in_history');
+    expect(resnapshotReason(5, { items: [], nextSeq: 9 })).toBe('gap_in_history');
+    expect(resnapshotReason(5, { items: [], nextSeq: 2 })).toBe('sequence_reset');
+  });
+
+  it('a_feed_follower_resnapshots_after_trimmed_history_and_retries_failed_calls', async () => {
+    const calls: string[] = [];
+    let snapshots = 0;
+    let pages = 0;
+    const fake = {
+      async snapshot(): Promise<Snapshot> {
+        snapshots++;
+        calls.push('snapshot');
+        return { items: [`s${snapshots}`], nextSeq: snapshots === 1 ? 10 : 50 };
+      },
+      async changes(_feed: string, since: number): Promise<FeedPage> {
+        pages++;
+        calls.push(`changes@${since}`);
+        if (pages === 1) throw new ControlPlaneUnavailableError('changes', 'connection refused');
+        if (pages === 2) return { items: [], nextSeq: 40 }; // history trimmed past `since`
+        if (pages === 3)
+          return { items: [{ seq: 50, op: 'created', key: {}, value: 'c50' }], nextSeq: 51 };
+        await new Promise((r) => setTimeout(r, 5));
+        return { items: [], nextSeq: since };
+      },
+    } as unknown as ControlPlaneClient;
+    const applied: unknown[] = [];
+    const resyncs: string[] = [];
+    const follower = new FeedFollower(
+      fake,
+      'streams',
+      0,
+      {
+        snapshot: (items) => applied.push(['snapshot', ...items]),
+        changes: (items) => applied.push(['changes', ...items.map((c) => c.value)]),
+      },
+      silent,
+      (reason) => resyncs.push(reason),
+    );
+    follower.start();
+    await waitFor(() => applied.length >= 3, 'snapshot, resnapshot and a change');
+    await follower.stop();
+    expect(applied.slice(0, 3)).toEqual([
+      ['snapshot', 's1'],
+      ['snapshot', 's2'],
+      ['changes', 'c50'],
+    ]);
+    expect(resyncs).toEqual(['gap_in_history']);
+    // The failed call was retried from the same position before the gap was seen.
+    expect(calls.slice(0, 5)).toEqual([
+      'snapshot',
+      'changes@10',
+      'changes@10',
+      'snapshot',
+      'changes@50',
+    ]);
+  });
+});
+
+describe('control-plane membership', () => {
+  it('a_node_answered_down_re_registers_with_a_newer_incarnation', async () => {
+    const registrations: number[] = [];
+    let heartbeats = 0;
+    const fake = {
+      url: 'fake',
+      async register(req: RegisterRequest) {
+        registrations.push(req.incarnation);
+        return { lifecycle: 'live', heartbeatIntervalMs: 5, expiryTimeoutMs: 50 };
+      },
+      async heartbeat(_id: string, incarnation: number) {
+        heartbeats++;
+        expect(incarnation).toBe(registrations[registrations.length - 1]);
+        // The second heartbeat learns the node was marked down meanwhile.
+        return { lifecycle: heartbeats === 2 ? 'down' : 'live', heartbeatIntervalMs: 5 };
+      },
+      async deregister() {},
+    } as unknown as ControlPlaneClient;
+    const m = new Membership(
+      fake,
+      {
+        node_id: 'n1',
+        advertise_addr: 'a:1',
+        client_addr: 'a:1',
+        zone: null,
+        labels: {},
+        capacity: { max_shards: 0, weight: 1 },
+      },
+      silent,
+      new Registry(),
+    );
+    m.start();
+    await waitFor(() => registrations.length >= 2 && heartbeats >= 3, 'a re-registration');
+    await m.leave(100);
+    expect(registrations[1]!).toBeGreaterThan(registrations[0]!);
+    expect(m.isRegistered).toBe(false);
+  });
+});
+
+describe('control-plane catalog items', () => {
+  it('catalog_feed_items_of_any_shape_never_throw', () => {
+    const cfg = loadConfig({});
+    fc.assert(
+      fc.property(fc.anything(), (item) => {
+        const s = streamFromCatalog(item, cfg);
+        const c = cacheFromCatalog(item, cfg);
+        if (s !== null) expect(s.shards).toBeGreaterThanOrEqual(1);
+        if (c !== null) expect(c.shards).toBeGreaterThanOrEqual(1);
+      }),
+    );
+    expect(
+      streamFromCatalog(
+        {
+          tenant_id: 't',
+          namespace: 'n',
+          stream: 's',
+          shards: 3,
+          durable: true,
+          retention: { max_age_seconds: 60, max_size_bytes: null },
+          routing: 'jump_hash',
+        },
+        cfg,
+      ),
+    ).toMatchObject({
+      shards: 3,
+      durable: true,
+      retention: { max_age_seconds: 60, max_bytes: null },
+      routing: 'jump_hash',
+    });
+  });
+});
