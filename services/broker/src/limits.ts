@@ -132,3 +132,7 @@ export const CONTROLPLANE_RETRY_MS_MIN = 100;
 export const CONTROLPLANE_RETRY_MS_MAX = 2_000;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
+/** How often the node address book (`GET /v1/nodes`) is refreshed (reference sync interval: 2 s). */
+export const NODE_BOOK_REFRESH_MS = 2_000;
+/** Nodes read per address-book refresh (one page; the control plane's page ceiling). */
+export const NODE_BOOK_NODES_MAX = 10_000;

@@ -256,6 +256,15 @@ describe('broker with a control plane', () => {
       const refused = await refusal(felix.publish('wide', 'x', { key: keyFor(theirs[0]!) }));
       expect(refused.brokerCode).toBe('not_leader');
       expect(refused.message).toContain('ghost');
+      // Once the address book has been read, the refusal names where the leader listens.
+      await waitFor(
+        async () =>
+          (await refusal(felix.publish('wide', 'x', { key: keyFor(theirs[0]!) }))).message.includes(
+            'client address 127.0.0.1:1',
+          ),
+        'the refusal to name the address',
+        SETTLE_MS,
+      );
       // A subscribe is answered with an error carrying the code (the client would keep
       // retrying a redirect-class refusal, so this one is read off a raw stream).
       expect(await rawSubscribe(broker, 'wide', theirs[0]!)).toMatchObject({

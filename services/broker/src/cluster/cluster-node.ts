@@ -11,11 +11,11 @@ import { Counter } from 'prom-client';
 import type { Catalog, OpenStore } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
-import { CONTROLPLANE_DEREGISTER_MS_MAX } from '../limits.js';
+import { CONTROLPLANE_DEREGISTER_MS_MAX, NODE_BOOK_REFRESH_MS } from '../limits.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
 import { ControlPlaneClient } from './control-plane-client.js';
-import { FeedFollower } from './feed-follower.js';
+import { FeedFollower, sleep } from './feed-follower.js';
 import { Membership, type NodeSpec } from './membership.js';
 import { type CacheRegistry, ShardTable } from './shard-table.js';
 
@@ -91,6 +91,8 @@ export class ClusterNode {
   readonly membership: Membership;
   private readonly feeds: FeedFollower[];
   private readied = false;
+  private readonly stopBook = new AbortController();
+  private book: Promise<void> | null = null;
 
   constructor(deps: ClusterNodeDeps) {
     const { config, log, metrics } = deps;
@@ -131,6 +133,7 @@ export class ClusterNode {
       ),
     ];
     this.membership = new Membership(client, spec, clog, metrics.registry);
+    this.book = this.refreshNodeBook(client);
     void this.follow(clog, url);
   }
 
@@ -141,6 +144,19 @@ export class ClusterNode {
     await this.table.settled();
     this.membership.start();
     log.info({ controlplane: url }, 'first catalog and assignment snapshots applied');
+  }
+
+  /** Keeps the address book fresh; a failed refresh keeps the previous one. */
+  private async refreshNodeBook(client: ControlPlaneClient): Promise<void> {
+    const signal = this.stopBook.signal;
+    while (!signal.aborted) {
+      try {
+        this.table.nodeAddresses = await client.nodeAddresses(signal);
+      } catch {
+        // kept: the previous book (refusals then name the leader without its address)
+      }
+      await sleep(NODE_BOOK_REFRESH_MS, signal);
+    }
   }
 
   get nodeId(): string {
@@ -157,6 +173,8 @@ export class ClusterNode {
   /** SIGTERM: deregister (bounded), then stop following the feeds and reconciling. */
   async leave(): Promise<void> {
     await this.membership.leave(CONTROLPLANE_DEREGISTER_MS_MAX);
+    this.stopBook.abort();
+    await this.book;
     await Promise.all(this.feeds.map((f) => f.stop()));
     await this.table.close();
   }

@@ -13,6 +13,7 @@ import {
   CONTROLPLANE_POLL_SLACK_MS,
   CONTROLPLANE_REQUEST_MS_MAX,
   CONTROLPLANE_SNAPSHOT_ITEMS_MAX,
+  NODE_BOOK_NODES_MAX,
 } from '../limits.js';
 
 export interface RegisterRequest {
@@ -150,6 +151,28 @@ export class ControlPlaneClient {
       {},
       timeoutMs,
     );
+  }
+
+  /** Client addresses of the registered nodes (one page of `GET /v1/nodes`), by node id. */
+  async nodeAddresses(signal?: AbortSignal): Promise<Map<string, string>> {
+    const a = await this.call(
+      'nodes',
+      'GET',
+      `/v1/nodes?limit=${NODE_BOOK_NODES_MAX}`,
+      undefined,
+      CONTROLPLANE_REQUEST_MS_MAX,
+      signal,
+    );
+    if (!isObject(a) || !Array.isArray(a.items))
+      throw new ControlPlaneAnswerError('nodes', 'no items');
+    const out = new Map<string, string>();
+    for (const v of a.items) {
+      if (!isObject(v) || !isObject(v.node) || !isObject(v.node.spec)) continue;
+      const id = v.node.node_id;
+      const addr = v.node.spec.client_addr;
+      if (typeof id === 'string' && typeof addr === 'string') out.set(id, addr);
+    }
+    return out;
   }
 
   /** `feed` is the path under /v1: `streams`, `caches` or `shard-assignments`. */

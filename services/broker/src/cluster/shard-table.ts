@@ -136,6 +136,8 @@ function assignmentFrom(item: unknown): AssignmentRecord | null {
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
   private readonly caches = new Map<string, CacheConfig>();
+  /** Client addresses of the other nodes (the address book), named in `not_leader` refusals. */
+  nodeAddresses = new Map<string, string>();
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
@@ -318,9 +320,10 @@ export class ShardTable {
         'not_assigned',
       );
     if (a.leader !== this.nodeId) {
+      const addr = this.nodeAddresses.get(a.leader);
       return new Refusal(
         'not_leader',
-        `${where} is led by node ${a.leader} at generation ${a.generation}, not ${this.nodeId}; forwarding is not built yet`,
+        `${where} is led by node ${a.leader}${addr ? ` (client address ${addr})` : ''} at generation ${a.generation}, not ${this.nodeId}; forwarding is not built yet`,
         'not_leader',
       );
     }
