@@ -238,14 +238,16 @@ export class FelixClient {
     return view;
   }
 
-  /** Publishes one record; by default resolves with its offset once the broker acknowledged it. */
+  /**
+   * Publishes one record; by default resolves with its offset once the broker acknowledged it.
+   * Acked publishes to one stream and key made in the same turn share one frame and one append.
+   */
   async publish(
     stream: string,
     data: Uint8Array | string,
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
-    const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
-    return this.publishBatch(stream, [bytesOf(data)], { ...opts, ...(key ? { key } : {}) });
+    return this.send(stream, [data], opts, true);
   }
 
   /** Publishes records as one batch (one append, contiguous offsets, one shard). */
@@ -253,6 +255,15 @@ export class FelixClient {
     stream: string,
     data: Array<Uint8Array | string>,
     opts: PublishOptions = {},
+  ): Promise<PublishResult> {
+    return this.send(stream, data, opts, false);
+  }
+
+  private async send(
+    stream: string,
+    data: Array<Uint8Array | string>,
+    opts: PublishOptions,
+    gather: boolean,
   ): Promise<PublishResult> {
     if (stream === '') throw new InvalidArgumentError('stream must not be empty');
     const payloads = data.map(bytesOf);
@@ -264,7 +275,7 @@ export class FelixClient {
     const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
     const ack = opts.ack ?? true;
     const conn = await this.connection(opts.signal);
-    const sent = conn.publish(stream, payloads, { ack, ...(key ? { key } : {}) });
+    const sent = conn.publish(stream, payloads, { ack, gather, ...(key ? { key } : {}) });
     // An ack that never comes is an unknown outcome, not a hang.
     const timeoutMs = this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
     const r = await abortable(

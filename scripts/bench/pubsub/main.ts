@@ -7,11 +7,14 @@
  * against NATS request/reply; durable publish with an fsync before every ack (`onCommit`, 64 in
  * flight) against JetStream `js.publish` with 64 in flight. Prints a Markdown table, writes
  * results.json and pubsub.svg next to this file, and records the broker's RSS.
- * FELIX_BENCH_QUICK=1 shrinks every count for a smoke run.
+ * FELIX_BENCH_QUICK=1 shrinks every count for a smoke run. FELIX_BENCH_ROUNDS=N (default 1)
+ * runs every scenario N times, the systems interleaved within each round, and reports the median.
+ * FELIX_BENCH_ONLY=throughput,latency,durable picks scenario groups. FELIX_BENCH_BROKER_ARGS adds
+ * node flags to the broker (say `--cpu-prof --cpu-prof-dir=/tmp/prof`; written at its exit).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg as osLoadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type FelixClient, connect as felixConnect } from '@felix/client';
 import { type NatsConnection, connect as natsConnect } from 'nats';
@@ -22,6 +25,14 @@ const BROKER_MAIN = join(ROOT, 'services', 'broker', 'dist', 'main.js');
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
 const TIMEOUT_MS = 60_000;
+const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 1));
+const ONLY = new Set(
+  (process.env.FELIX_BENCH_ONLY ?? 'throughput,latency,durable').split(',').map((s) => s.trim()),
+);
+const TRANSPORTS = (process.env.FELIX_BENCH_TRANSPORTS ?? 'tls,quic')
+  .split(',')
+  .map((s) => s.trim()) as Array<'tls' | 'quic'>;
+const BROKER_ARGS = (process.env.FELIX_BENCH_BROKER_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 interface Row {
   scenario: string;
@@ -43,6 +54,11 @@ function fmt(n: number): string {
   return n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1);
 }
 
+const loadavg = () =>
+  osLoadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -51,6 +67,7 @@ const pct = (sorted: number[], p: number) =>
 interface Broker {
   proc: ChildProcess;
   port: number;
+  httpPort: number;
   fingerprint: string;
   dir: string;
 }
@@ -67,7 +84,7 @@ async function startBroker(): Promise<Broker> {
       '',
     ].join('\n'),
   );
-  const proc = spawn(process.execPath, [BROKER_MAIN], {
+  const proc = spawn(process.execPath, [...BROKER_ARGS, BROKER_MAIN], {
     env: {
       ...process.env,
       FELIX_BROKER_CONFIG: config,
@@ -78,20 +95,39 @@ async function startBroker(): Promise<Broker> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const line = await new Promise<{ tls_port: number; cert_fingerprint: string }>((done, fail) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error('broker did not start')), 30_000);
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const l = out.split('\n').find((x) => x.includes('"msg":"listening"'));
-      if (l) {
-        clearTimeout(timer);
-        out = '';
-        done(JSON.parse(l));
-      }
-    });
-  });
-  return { proc, port: line.tls_port, fingerprint: line.cert_fingerprint, dir };
+  const line = await new Promise<{ tls_port: number; http_port: number; cert_fingerprint: string }>(
+    (done, fail) => {
+      let out = '';
+      const timer = setTimeout(() => fail(new Error('broker did not start')), 30_000);
+      proc.stdout!.on('data', (c: Buffer) => {
+        out += c.toString();
+        const l = out.split('\n').find((x) => x.includes('"msg":"listening"'));
+        if (l) {
+          clearTimeout(timer);
+          out = '';
+          done(JSON.parse(l));
+        }
+      });
+    },
+  );
+  return {
+    proc,
+    port: line.tls_port,
+    httpPort: line.http_port,
+    fingerprint: line.cert_fingerprint,
+    dir,
+  };
+}
+
+/** Sums of the broker's Prometheus samples whose name (with labels) starts with each prefix. */
+async function metrics(b: Broker, prefixes: string[]): Promise<number[]> {
+  const text = await (await fetch(`http://127.0.0.1:${b.httpPort}/metrics`)).text();
+  return prefixes.map((p) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(p))
+      .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0),
+  );
 }
 
 function rssMiB(pid: number): { rss: number; peak: number } {
@@ -224,6 +260,12 @@ async function felixDurable(
   const c = await felix(b, transport);
   const payload = new Uint8Array(100);
   let n = 0;
+  const watched = [
+    'felix_broker_durable_advances_total',
+    'felix_broker_append_seconds_sum{durable="true"',
+    'felix_broker_append_seconds_count{durable="true"',
+  ];
+  const before = await metrics(b, watched);
   const until = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: 64 }, async () => {
@@ -233,7 +275,12 @@ async function felixDurable(
       }
     }),
   );
+  const after = await metrics(b, watched);
   await c.close();
+  const [syncs, sum, count] = after.map((v, i) => v - before[i]!) as [number, number, number];
+  console.log(
+    `    ${transport}: ${Math.round(syncs / seconds)} fsyncs/s, ${(n / Math.max(1, syncs)).toFixed(1)} records per fsync, broker append ${((sum / Math.max(1, count)) * 1e3).toFixed(2)} ms mean`,
+  );
   return n / seconds;
 }
 
@@ -277,78 +324,110 @@ async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<
 
 const broker = await startBroker();
 console.log(
-  `broker pid ${broker.proc.pid}, port ${broker.port}; NATS at ${NATS_URL}${QUICK ? '; QUICK run' : ''}\n`,
+  `broker pid ${broker.proc.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
 );
+/** Samples per scenario and system across rounds; the median becomes the row. */
+const samples = new Map<string, { row: Omit<Row, 'value'>; values: number[] }>();
+function sample(row: Row): void {
+  console.log(
+    `  ${row.scenario.padEnd(34)} ${row.system.padEnd(16)} ${fmt(row.value).padStart(10)} ${row.unit}`,
+  );
+  const k = `${row.scenario}\u0000${row.system}`;
+  const { value, ...rest } = row;
+  const s = samples.get(k) ?? { row: rest, values: [] };
+  s.values.push(value);
+  samples.set(k, s);
+}
 try {
-  for (const [size, label] of [
-    [1024, '1 KiB'],
-    [100, '100 B'],
-  ] as const) {
-    for (const fanout of [1, 10]) {
-      const scenario = `pub→sub ${label}, fanout ${fanout}`;
-      const base = size === 1024 ? 100_000 : 200_000;
-      const n = QUICK ? 5_000 : fanout === 10 ? base / 4 : base;
-      record({
-        scenario,
-        system: 'NATS core',
-        value: await natsThroughput(size, fanout, n),
+  for (let round = 1; round <= ROUNDS; round++) {
+    console.log(`round ${round}/${ROUNDS} (load average ${loadavg()})`);
+    if (ONLY.has('throughput')) {
+      for (const [size, label] of [
+        [1024, '1 KiB'],
+        [100, '100 B'],
+      ] as const) {
+        for (const fanout of [1, 10]) {
+          const scenario = `pub→sub ${label}, fanout ${fanout}`;
+          const base = size === 1024 ? 100_000 : 200_000;
+          const n = QUICK ? 5_000 : fanout === 10 ? base / 4 : base;
+          sample({
+            scenario,
+            system: 'NATS core',
+            value: await natsThroughput(size, fanout, n),
+            unit: 'msgs/s',
+          });
+          if (TRANSPORTS.includes('tls')) {
+            sample({
+              scenario,
+              system: 'Felix TLS',
+              value: await felixThroughput(broker, 'tls', size, fanout, n),
+              unit: 'msgs/s',
+            });
+          }
+          if (TRANSPORTS.includes('quic')) {
+            sample({
+              scenario,
+              system: 'Felix QUIC',
+              value: await felixThroughput(broker, 'quic', size, fanout, Math.max(2_000, n / 10)),
+              unit: 'msgs/s',
+              note: 'n/10',
+            });
+          }
+        }
+      }
+    }
+    if (ONLY.has('latency')) {
+      const count = QUICK ? 500 : 5_000;
+      const nats = await natsRequestLatency(count);
+      for (const p of [50, 99]) {
+        sample({
+          scenario: `acked publish p${p} (100 B)`,
+          system: 'NATS req/reply',
+          value: pct(nats, p),
+          unit: 'µs',
+        });
+      }
+      for (const transport of TRANSPORTS) {
+        const s = await felixAckLatency(
+          broker,
+          transport,
+          transport === 'quic' ? count / 5 : count,
+        );
+        const system = `Felix ${transport.toUpperCase()}`;
+        for (const p of [50, 99]) {
+          sample({
+            scenario: `acked publish p${p} (100 B)`,
+            system,
+            value: pct(s, p),
+            unit: 'µs',
+          });
+        }
+      }
+    }
+    if (ONLY.has('durable')) {
+      const secs = QUICK ? 2 : 5;
+      sample({
+        scenario: 'durable publish, 64 in flight',
+        system: 'JetStream',
+        value: await jetstreamDurable(secs),
         unit: 'msgs/s',
+        note: 'no fsync per message',
       });
-      record({
-        scenario,
-        system: 'Felix TLS',
-        value: await felixThroughput(broker, 'tls', size, fanout, n),
-        unit: 'msgs/s',
-      });
-      record({
-        scenario,
-        system: 'Felix QUIC',
-        value: await felixThroughput(broker, 'quic', size, fanout, Math.max(2_000, n / 10)),
-        unit: 'msgs/s',
-        note: 'n/10',
-      });
+      for (const transport of TRANSPORTS) {
+        sample({
+          scenario: 'durable publish, 64 in flight',
+          system: `Felix ${transport.toUpperCase()}`,
+          value: await felixDurable(broker, transport, secs),
+          unit: 'msgs/s',
+          note: 'onCommit: fsync before every ack',
+        });
+      }
     }
   }
-  const samples = QUICK ? 500 : 5_000;
-  const nats = await natsRequestLatency(samples);
-  record({
-    scenario: 'acked publish p50 (100 B)',
-    system: 'NATS req/reply',
-    value: pct(nats, 50),
-    unit: 'µs',
-  });
-  record({
-    scenario: 'acked publish p99 (100 B)',
-    system: 'NATS req/reply',
-    value: pct(nats, 99),
-    unit: 'µs',
-  });
-  for (const transport of ['tls', 'quic'] as const) {
-    const s = await felixAckLatency(
-      broker,
-      transport,
-      transport === 'quic' ? samples / 5 : samples,
-    );
-    const system = `Felix ${transport.toUpperCase()}`;
-    record({ scenario: 'acked publish p50 (100 B)', system, value: pct(s, 50), unit: 'µs' });
-    record({ scenario: 'acked publish p99 (100 B)', system, value: pct(s, 99), unit: 'µs' });
-  }
-  const secs = QUICK ? 2 : 5;
-  record({
-    scenario: 'durable publish, 64 in flight',
-    system: 'JetStream',
-    value: await jetstreamDurable(secs),
-    unit: 'msgs/s',
-    note: 'no fsync per message',
-  });
-  for (const transport of ['tls', 'quic'] as const) {
-    record({
-      scenario: 'durable publish, 64 in flight',
-      system: `Felix ${transport.toUpperCase()}`,
-      value: await felixDurable(broker, transport, secs),
-      unit: 'msgs/s',
-      note: 'onCommit: fsync before every ack',
-    });
+  console.log('');
+  for (const { row, values } of samples.values()) {
+    const sorted = [...values].sort((a, z) => a - z);
+    record({ ...row, value: sorted[Math.floor((sorted.length - 1) / 2)]! });
   }
 } finally {
   const mem = rssMiB(broker.proc.pid!);
@@ -369,7 +448,7 @@ for (const r of rows)
 if (!QUICK) {
   writeFileSync(
     join(HERE, 'results.json'),
-    `${JSON.stringify({ at: new Date().toISOString(), rows }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), rounds: ROUNDS, rows }, null, 2)}\n`,
   );
   writeFileSync(join(HERE, 'pubsub.svg'), chart(rows));
   console.log(`\nwrote ${join(HERE, 'results.json')} and ${join(HERE, 'pubsub.svg')}`);

@@ -51,4 +51,32 @@ describe('client behaviour', () => {
     await felix.close();
     await expect(felix.publish('s', 'x')).rejects.toBeInstanceOf(ClientClosedError);
   });
+
+  it('acked_publishes_made_together_share_one_frame_and_keep_their_own_offsets', async () => {
+    const felix = await connect({
+      servers: [broker.url('tls')],
+      tenant: 't1',
+      tls: { fingerprint: broker.fingerprint },
+    });
+    await felix.publish('s', 'warm-up');
+    const frames = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith('felix_broker_publishes_total{'));
+      return Number(line?.slice(line.lastIndexOf(' ') + 1) ?? 0);
+    };
+    const before = await frames();
+    const results = await Promise.all(
+      Array.from({ length: 64 }, (_, i) => felix.publish('s', `r${i}`)),
+    );
+    expect(await frames()).toBe(before + 1);
+    const offsets = results.map((r) => r.offset!);
+    expect(offsets).toEqual(offsets.map((_, i) => offsets[0]! + i));
+    const seen: string[] = [];
+    for await (const ev of felix.subscribe('s', { from: offsets[0]!, shard: 0 })) {
+      seen.push(new TextDecoder().decode(ev.data));
+      if (ev.offset === offsets[63]) break;
+    }
+    expect(seen).toEqual(offsets.map((_, i) => `r${i}`));
+    await felix.close();
+  });
 });

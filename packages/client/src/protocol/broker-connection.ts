@@ -2,6 +2,9 @@
  * One authenticated connection to one broker: the pipelined publish stream (answers in request
  * order, at most `window` unanswered), `stream_shards` queries on it, and subscriptions (a bidi
  * stream each, events on the uni stream the broker opens and names in `event_stream_hello`).
+ * Acked single publishes (`gather`) to the same stream and key made in one turn of the event loop
+ * go out as one batch frame (one append and one ack at the broker); each caller still gets its
+ * own offset. Batches the caller formed itself (`publishBatch`, `publisher()`) go out as formed.
  * When the connection dies every unanswered acked publish fails with OutcomeUnknownError:
  * it may or may not be in the log, and it is never silently re-sent.
  */
@@ -27,6 +30,8 @@ import {
   brokerError,
 } from '../errors.js';
 import {
+  PUBLISH_COALESCE_BYTES_MAX,
+  PUBLISH_COALESCE_RECORDS_MAX,
   PUBLISH_WINDOW_DEFAULT,
   UNCLAIMED_EVENT_STREAMS_MAX,
   WRITE_QUEUE_BYTES_MAX,
@@ -63,6 +68,20 @@ export interface OpenSubscription {
   close(): void;
 }
 
+/** Acked publishes to one stream and key waiting for the end of this turn to go out together. */
+interface Gather {
+  stream: string;
+  key: Uint8Array | undefined;
+  payloads: Uint8Array[];
+  bytes: number;
+  /** Each caller and the index of its first record in `payloads`. */
+  callers: Array<{
+    index: number;
+    resolve(r: { offset: number | undefined }): void;
+    reject(err: Error): void;
+  }>;
+}
+
 interface Pending {
   resolve(value: Message | { offset: number | undefined }): void;
   reject(err: Error): void;
@@ -75,6 +94,10 @@ export class BrokerConnection {
   private nextRequestId = 1;
   private nextSubscriptionId = 1;
   private windowWaiters: Array<() => void> = [];
+  /** Publish frames sent or gathering whose answer has not come: bounded by the window. */
+  private publishesInFlight = 0;
+  private readonly gathers = new Map<string, Gather>();
+  private gatherScheduled = false;
   private readonly eventWaiters = new Map<number, (fs: FrameStream) => void>();
   private readonly unclaimed = new Map<number, FrameStream>();
   private lostError: Error | null = null;
@@ -149,6 +172,9 @@ export class BrokerConnection {
       p.reject(p.publish ? new OutcomeUnknownError(p.stream, { cause: err }) : err);
     }
     this.pending.clear();
+    this.publishesInFlight = 0;
+    for (const g of this.gathers.values()) for (const c of g.callers) c.reject(err);
+    this.gathers.clear();
     for (const w of this.windowWaiters.splice(0)) w();
     for (const fs of this.unclaimed.values()) fs.stream.reset(0);
     this.unclaimed.clear();
@@ -267,22 +293,30 @@ export class BrokerConnection {
     const p = this.pending.get(id);
     if (p) {
       this.pending.delete(id);
-      if (p.publish) this.windowWaiters.shift()?.();
+      if (p.publish) this.publishDone();
     }
     return p;
   }
 
-  private inFlightPublishes(): number {
-    let n = 0;
-    for (const p of this.pending.values()) if (p.publish) n++;
-    return n;
+  private publishDone(): void {
+    this.publishesInFlight--;
+    this.windowWaiters.shift()?.();
+  }
+
+  /** Waits for a window slot and takes it. */
+  private async reserveWindow(): Promise<void> {
+    while (this.publishesInFlight >= this.negotiated.window && !this.lostError) {
+      await new Promise<void>((resolve) => this.windowWaiters.push(resolve));
+    }
+    if (this.lostError) throw this.lostError;
+    this.publishesInFlight++;
   }
 
   /** Publishes one batch; resolves with the first offset (when the broker sent one). */
   async publish(
     stream: string,
     payloads: Uint8Array[],
-    opts: { key?: Uint8Array; ack: boolean },
+    opts: { key?: Uint8Array; ack: boolean; gather?: boolean },
   ): Promise<{ offset: number | undefined }> {
     if (this.lostError) throw this.lostError;
     const base = {
@@ -296,10 +330,9 @@ export class BrokerConnection {
       await this.write(encodePublishBatch(base));
       return { offset: undefined };
     }
-    while (this.inFlightPublishes() >= this.negotiated.window && !this.lostError) {
-      await new Promise<void>((resolve) => this.windowWaiters.push(resolve));
-    }
-    if (this.lostError) throw this.lostError;
+    const binary = has(this.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED);
+    if (binary && opts.gather === true) return this.gather(stream, payloads, opts.key);
+    await this.reserveWindow();
     const requestId = this.nextRequestId++;
     const answer = new Promise<{ offset: number | undefined }>((resolve, reject) => {
       this.pending.set(requestId, {
@@ -309,7 +342,7 @@ export class BrokerConnection {
         publish: true,
       });
     });
-    const bytes = has(this.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED)
+    const bytes = binary
       ? encodePublishBatch({ ...base, requestId, ackMode: 'per_batch' })
       : encodeMessage({
           type: 'publish_batch',
@@ -325,6 +358,82 @@ export class BrokerConnection {
       .write(bytes)
       .catch((err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })));
     return answer;
+  }
+
+  /**
+   * Joins the batch this turn is gathering for `stream` and `key` (opening one takes a window
+   * slot); it is sent once the turn's callbacks and promise reactions have run, so publishes
+   * made together share one frame, one append and one ack, and a lone publish waits for nothing.
+   */
+  private async gather(
+    stream: string,
+    payloads: Uint8Array[],
+    key: Uint8Array | undefined,
+  ): Promise<{ offset: number | undefined }> {
+    let bytes = 0;
+    for (const p of payloads) bytes += p.byteLength;
+    const id = key === undefined ? stream : `${stream}\u0000${Buffer.from(key).toString('latin1')}`;
+    let g = this.gathers.get(id);
+    if (!g || !fits(g, payloads.length, bytes)) {
+      if (g) this.sendGather(id, g);
+      await this.reserveWindow();
+      g = this.gathers.get(id);
+      if (g && !fits(g, payloads.length, bytes)) this.sendGather(id, g);
+      else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
+      if (!g || !this.gathers.has(id)) {
+        g = { stream, key, payloads: [], bytes: 0, callers: [] };
+        this.gathers.set(id, g);
+        if (!this.gatherScheduled) {
+          this.gatherScheduled = true;
+          setImmediate(() => this.sendGathers());
+        }
+      }
+    }
+    const gathered = g;
+    const index = gathered.payloads.length;
+    for (const p of payloads) gathered.payloads.push(p);
+    gathered.bytes += bytes;
+    return new Promise((resolve, reject) => gathered.callers.push({ index, resolve, reject }));
+  }
+
+  private sendGathers(): void {
+    this.gatherScheduled = false;
+    for (const [id, g] of this.gathers) this.sendGather(id, g);
+  }
+
+  /** Sends a gathered batch on the window slot its opener took. */
+  private sendGather(id: string, g: Gather): void {
+    this.gathers.delete(id);
+    if (this.lostError) {
+      for (const c of g.callers) c.reject(this.lostError);
+      return;
+    }
+    const requestId = this.nextRequestId++;
+    const callers = g.callers;
+    this.pending.set(requestId, {
+      resolve: (r) => {
+        const first = (r as { offset: number | undefined }).offset;
+        for (const c of callers)
+          c.resolve({ offset: first === undefined ? undefined : first + c.index });
+      },
+      reject: (err) => {
+        for (const c of callers) c.reject(err);
+      },
+      stream: g.stream,
+      publish: true,
+    });
+    const bytes = encodePublishBatch({
+      tenantId: this.opts.tenant,
+      namespace: this.opts.namespace,
+      stream: g.stream,
+      payloads: g.payloads,
+      ...(g.key !== undefined ? { key: g.key } : {}),
+      requestId,
+      ackMode: 'per_batch',
+    });
+    this.pub
+      .write(bytes)
+      .catch((err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })));
   }
 
   /** The shard count of a stream (0: unknown stream) and its routing. */
@@ -505,6 +614,13 @@ const CODE_NAMES: Record<number, string> = {
   14: 'storage',
   15: 'stale_claim',
 };
+
+function fits(g: Gather, records: number, bytes: number): boolean {
+  return (
+    g.payloads.length + records <= PUBLISH_COALESCE_RECORDS_MAX &&
+    g.bytes + bytes <= PUBLISH_COALESCE_BYTES_MAX
+  );
+}
 
 function codeName(code: number): string {
   return CODE_NAMES[code] ?? `code_${code}`;
