@@ -166,6 +166,9 @@ const node = (await api('GET', `/v1/nodes/${NODE_ID}`)).body;
 console.log(
   `quickstart: broker registered: ${NODE_ID} is ${node.node.status.lifecycle} (incarnation ${node.node.status.incarnation}, client address ${node.node.spec.client_addr})`,
 );
+console.log(
+  `quickstart: broker listening on QUIC ${listening.quic_port} and TLS ${listening.tls_port}, HTTP ${httpPort}, certificate ${listening.cert_fingerprint}`,
+);
 
 // The catalog, through the REST API (felixctl does the same); re-running finds it already there.
 try {
