@@ -51,7 +51,9 @@ export async function startBenchBroker(
   const dir = mkdtempSync(join(tmpdir(), 'felix-bench-broker-'));
   writeFileSync(join(dir, 'broker.yaml'), yaml);
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  // FELIX_BENCH_BROKER_NODE_ARGS: extra node flags for the broker (e.g. --cpu-prof).
+  const nodeArgs = (process.env.FELIX_BENCH_BROKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: {
       ...process.env,
       FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
