@@ -62,12 +62,25 @@ export class Publisher {
   }
 
   /** Queues one record; resolves with its offset once its batch is acknowledged. */
-  async publish(data: Uint8Array, opts: { key?: Uint8Array } = {}): Promise<PublishResult> {
-    if (this.closed) throw new ClientClosedError();
+  publish(data: Uint8Array, opts: { key?: Uint8Array } = {}): Promise<PublishResult> {
+    if (this.closed) return Promise.reject(new ClientClosedError());
+    // The common case queues without an await of its own: one promise per record, no more.
+    if (this.pendingRecords < PUBLISHER_PENDING_RECORDS_MAX) return this.enqueue(data, opts);
+    return this.publishWhenRoom(data, opts);
+  }
+
+  private async publishWhenRoom(
+    data: Uint8Array,
+    opts: { key?: Uint8Array },
+  ): Promise<PublishResult> {
     while (this.pendingRecords >= PUBLISHER_PENDING_RECORDS_MAX) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       if (this.closed) throw new ClientClosedError();
     }
+    return this.enqueue(data, opts);
+  }
+
+  private enqueue(data: Uint8Array, opts: { key?: Uint8Array }): Promise<PublishResult> {
     const id = opts.key ? Buffer.from(opts.key).toString('hex') : '';
     let batch = this.batches.get(id);
     if (!batch) {
@@ -95,8 +108,9 @@ export class Publisher {
     for (const w of this.roomWaiters.splice(0)) w();
     const sent = this.send(batch.payloads, batch.key).then(
       (r) => {
-        for (const [i, w] of batch.waiting.entries()) {
-          w.resolve({ ...r, offset: r.offset === null ? null : r.offset + i });
+        const waiting = batch.waiting;
+        for (let i = 0; i < waiting.length; i++) {
+          waiting[i]!.resolve({ offset: r.offset === null ? null : r.offset + i, shard: r.shard });
         }
       },
       (err: unknown) => {

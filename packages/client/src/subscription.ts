@@ -249,22 +249,18 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   [Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
     if (this.used) throw new ClientClosedError();
     this.used = true;
-    return this.iterate();
+    const signal = this.controller.signal;
+    return new EventIterator(() => this.batches(signal), signal);
   }
 
-  private async *iterate(): AsyncGenerator<StreamEvent> {
-    const signal = this.controller.signal;
+  /** Decoded batches from the shard readers (merged when there are several). */
+  private async *batches(signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
     const readers = await this.makeReaders(signal);
     try {
       if (readers.length === 1) {
-        const it = readers[0]!.events();
-        signal.addEventListener('abort', () => readers[0]!.close(), { once: true });
-        for await (const batch of it) {
-          for (const ev of batch) {
-            if (signal.aborted) return;
-            yield ev;
-          }
-        }
+        const reader = readers[0]!;
+        signal.addEventListener('abort', () => reader.close(), { once: true });
+        yield* reader.events();
         return;
       }
       yield* this.merge(readers, signal);
@@ -273,7 +269,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     }
   }
 
-  private async *merge(readers: ShardReader[], signal: AbortSignal): AsyncGenerator<StreamEvent> {
+  private async *merge(readers: ShardReader[], signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
     const queue = new BoundedQueue<StreamEvent[]>(this.bufferBatches);
     let running = readers.length;
     const pumps = readers.map(async (r) => {
@@ -295,16 +291,79 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     try {
       for (;;) {
         const batch = await queue.pull();
-        if (batch === undefined) return;
-        for (const ev of batch) {
-          if (signal.aborted) return;
-          yield ev;
-        }
+        if (batch === undefined || signal.aborted) return;
+        yield batch;
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
       onAbort();
       await Promise.allSettled(pumps);
     }
+  }
+}
+
+const DONE: IteratorResult<StreamEvent> = { value: undefined, done: true };
+
+/**
+ * Hands out the events of each decoded batch one by one: an event already decoded costs one
+ * resolved promise, not an async-generator step, so reading is paid per batch, not per event.
+ */
+class EventIterator implements AsyncIterator<StreamEvent> {
+  private batch: StreamEvent[] = [];
+  private index = 0;
+  private source: AsyncGenerator<StreamEvent[]> | null = null;
+  private finished = false;
+  private pulling: Promise<IteratorResult<StreamEvent>> | null = null;
+
+  constructor(
+    private readonly open: () => AsyncGenerator<StreamEvent[]>,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  next(): Promise<IteratorResult<StreamEvent>> {
+    if (this.pulling) return this.pulling.then(() => this.next());
+    if (this.signal.aborted || this.finished) return this.end();
+    if (this.index < this.batch.length)
+      return Promise.resolve({ value: this.batch[this.index++]!, done: false });
+    const pulling = this.pull();
+    this.pulling = pulling;
+    const clear = () => {
+      if (this.pulling === pulling) this.pulling = null;
+    };
+    pulling.then(clear, clear);
+    return pulling;
+  }
+
+  private async pull(): Promise<IteratorResult<StreamEvent>> {
+    this.source ??= this.open();
+    for (;;) {
+      let r: IteratorResult<StreamEvent[]>;
+      try {
+        r = await this.source.next();
+      } catch (err) {
+        this.finished = true;
+        throw err;
+      }
+      if (r.done || this.signal.aborted) return this.end();
+      if (r.value.length === 0) continue;
+      this.batch = r.value;
+      this.index = 1;
+      return { value: r.value[0]!, done: false };
+    }
+  }
+
+  /** Ends the iteration and lets the readers go (a `break` out of `for await` lands here). */
+  async return(): Promise<IteratorResult<StreamEvent>> {
+    return this.end();
+  }
+
+  private async end(): Promise<IteratorResult<StreamEvent>> {
+    this.finished = true;
+    this.batch = [];
+    this.index = 0;
+    const source = this.source;
+    this.source = null;
+    await source?.return(undefined);
+    return DONE;
   }
 }
