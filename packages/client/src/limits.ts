@@ -56,3 +56,6 @@ export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
 export const WRITE_QUEUE_BYTES_MAX = 4 * 1024 * 1024;
 /** Idle poll streams one Group keeps for reuse (a consume loop needs one; extra ones are closed). */
 export const GROUP_POLL_STREAMS_IDLE_MAX = 4;
+/** Cache, counter and settle requests unanswered on one connection's request stream; callers
+ *  beyond it wait (the broker answers a stream in order and reads at most its window ahead). */
+export const REQUESTS_IN_FLIGHT_MAX = 4096;

@@ -121,6 +121,14 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(back.map(text)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
     });
 
+    it('a_burst_of_requests_beyond_the_client_bound_is_answered_in_full', async () => {
+      // 5,000 concurrent gets: more than the client keeps unanswered (4,096), so some wait.
+      const users = felix.cache('users');
+      await users.put('burst', 'b');
+      const all = await Promise.all(Array.from({ length: 5000 }, () => users.get('burst')));
+      expect(all.every((v) => text(v) === 'b')).toBe(true);
+    });
+
     it('a_deleted_key_answers_with_its_removed_value', async () => {
       const users = felix.cache('users');
       await users.put('u-del', 'bob');

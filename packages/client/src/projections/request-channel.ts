@@ -9,6 +9,7 @@ import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, brokerError } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
+import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
 
 interface Waiting {
   id: number;
@@ -33,6 +34,8 @@ export class RequestChannel {
   private readonly waiting: Waiting[] = [];
   private nextId = 1;
   private failed: Error | null = null;
+  /** Callers waiting for room under REQUESTS_IN_FLIGHT_MAX. */
+  private roomWaiters: Array<() => void> = [];
 
   get broken(): boolean {
     return this.failed !== null;
@@ -53,6 +56,9 @@ export class RequestChannel {
       );
     }
     const s = await this.opened;
+    while (this.waiting.length >= REQUESTS_IN_FLIGHT_MAX && !this.failed) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
     if (this.failed) throw this.failed;
     const id = this.nextId++;
     const answer = new Promise<Message>((resolve, reject) => {
@@ -71,6 +77,7 @@ export class RequestChannel {
         if (frame === null) throw new ConnectionLostError(this.bc.server);
         const msg = decodeMessage(frame.payload);
         const head = this.waiting.shift();
+        this.roomWaiters.shift()?.();
         if (head === undefined)
           throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
         if (msg.type === 'error') {
@@ -103,6 +110,7 @@ export class RequestChannel {
     if (this.failed) return;
     this.failed = err;
     for (const w of this.waiting.splice(0)) w.reject(err);
+    for (const r of this.roomWaiters.splice(0)) r();
     void this.opened?.then((s) => s.stream.reset(0)).catch(() => undefined);
   }
 }
