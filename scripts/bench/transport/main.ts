@@ -5,7 +5,7 @@
 // messages on 1, 8 and 64 streams (one awaited write per message); server push (1 KiB messages
 // on a server-opened uni stream).
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/transport/main.ts [--seconds 1] [--rounds 3]
-//      [--only quic,quic-stock,tls,raw-tls]
+//      [--only quic,quic-stock,tls,raw-tls] [--pairs 5]
 // Imports the package source (not dist) so a stale build can never be measured.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -349,6 +349,69 @@ function medianResult(list: Result[]): Result {
 
 const fmt = (n: number | null) => (n === null ? 'n/a' : Math.round(n).toLocaleString('en-US'));
 
+/** Starts a receiver child process and waits for its ports. */
+async function startReceiver(
+  dataDir: string,
+): Promise<{ child: ReturnType<typeof spawn>; target: Target }> {
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, process.argv[1]!, '--serve', '--data', dataDir],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    const target = await new Promise<Target>((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (c: Buffer) => {
+        out += c.toString();
+        const line = out.split('\n')[0];
+        if (out.includes('\n') && line) resolve(JSON.parse(line) as Target);
+      });
+      child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
+    });
+    return { child, target };
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+}
+
+/**
+ * TLS mux against raw node:tls in back-to-back pairs on one receiver (order alternating), so
+ * both sides of each ratio see the same outside load; reports the median of the pair ratios.
+ */
+async function pairedTls(dataDir: string, pairs: number): Promise<void> {
+  const { child, target } = await startReceiver(dataDir);
+  try {
+    const conn = await dialKind(target, 'tls');
+    for (const size of [1024, 100]) {
+      const ratios: number[] = [];
+      for (let i = 0; i < pairs; i++) {
+        let mux = 0;
+        let raw = 0;
+        if (i % 2 === 0) {
+          mux = await onewayMux(conn, size, 1);
+          raw = await onewayRaw(target, size);
+        } else {
+          raw = await onewayRaw(target, size);
+          mux = await onewayMux(conn, size, 1);
+        }
+        ratios.push(mux / raw);
+        process.stderr.write(
+          `pair ${i + 1}/${pairs}, ${size} B: mux ${fmt(mux)}, raw ${fmt(raw)}\n`,
+        );
+      }
+      const pct = (x: number) => `${Math.round(100 * x)}%`;
+      const sorted = [...ratios].sort((a, b) => a - b);
+      console.log(
+        `TLS mux / raw node:tls, ${size} B x1, ${pairs} back-to-back pairs: median ${pct(median(ratios))} (range ${pct(sorted[0]!)}-${pct(sorted[sorted.length - 1]!)})`,
+      );
+    }
+    await conn.close();
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--serve')) {
     await serve(arg('--data', ''));
@@ -357,6 +420,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'felix-bench-transport-'));
   const only = arg('--only', 'quic,quic-stock,tls,raw-tls').split(',') as Kind[];
   const ROUNDS = Number(arg('--rounds', '3'));
+  const PAIRS = Number(arg('--pairs', '5'));
   const rounds = new Map<Kind, Result[]>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
@@ -364,21 +428,8 @@ async function main(): Promise<void> {
       // library can keep a closed connection busy) disturbs the next.
       for (const kind of only) {
         process.stderr.write(`round ${round + 1}/${ROUNDS}: measuring ${kind}...\n`);
-        const child = spawn(
-          process.execPath,
-          [...process.execArgv, process.argv[1]!, '--serve', '--data', dataDir],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
+        const { child, target } = await startReceiver(dataDir);
         try {
-          const target = await new Promise<Target>((resolve, reject) => {
-            let out = '';
-            child.stdout.on('data', (c: Buffer) => {
-              out += c.toString();
-              const line = out.split('\n')[0];
-              if (out.includes('\n') && line) resolve(JSON.parse(line) as Target);
-            });
-            child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
-          });
           const list = rounds.get(kind) ?? [];
           list.push(await measure(target, kind));
           rounds.set(kind, list);
@@ -424,6 +475,10 @@ async function main(): Promise<void> {
       console.log(
         `TLS mux / raw node:tls, 1 KiB x1: ${((100 * tl.oneway['1024x1']!) / raw.oneway['1024x1']!).toFixed(0)}%; 100 B x1: ${((100 * tl.oneway['100x1']!) / raw.oneway['100x1']!).toFixed(0)}%`,
       );
+    }
+    if (PAIRS > 0 && only.includes('tls') && only.includes('raw-tls')) {
+      process.stderr.write('paired TLS mux / raw node:tls...\n');
+      await pairedTls(dataDir, PAIRS);
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
