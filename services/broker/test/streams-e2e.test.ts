@@ -15,7 +15,7 @@ import {
 } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { type Connection, type TransportStream, dial } from '@felix/transport';
-import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage } from '@felix/wire';
+import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage, shardForKey } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, startBroker } from './broker-process.js';
 
@@ -29,6 +29,7 @@ streams:
   - { tenant: t1, name: mem-slow }
   - { tenant: t1, name: log, durable: true, fsync: periodic }
   - { tenant: t1, name: keyed, shards: 4, durable: true }
+  - { tenant: t1, name: keyed-together, shards: 4 }
   - { tenant: t1, name: retained, durable: true, fsync: none, retention: { max_bytes: 8192 } }
 `;
 
@@ -305,6 +306,30 @@ for (const transport of TRANSPORTS) {
         lastOffset.set(e.shard, e.offset);
       }
       expect(new Set(shardOf.values()).size).toBeGreaterThan(1);
+      await felix.close();
+    });
+
+    it('keyed_publishes_made_together_land_on_their_own_keys_shards', async () => {
+      const felix = await client(shared, transport);
+      const { shards, routing } = await felix.shards('keyed-together');
+      const enc = new TextEncoder();
+      const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+      const it = felix.subscribe('keyed-together', { from: 'earliest' })[Symbol.asyncIterator]();
+      const firstP = it.next();
+      // One turn, keys interleaved: the client may gather per key, never across keys.
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          keys.map((k) => felix.publish('keyed-together', `${k}:${i}`, { key: k })),
+        ).flat(),
+      );
+      const events = [(await firstP).value as StreamEvent, ...(await take(it, 63))];
+      const seen = new Map<string, number[]>();
+      for (const e of events) {
+        const [k, seq] = text(e.data).split(':') as [string, string];
+        expect(e.shard).toBe(shardForKey(enc.encode(k), shards, routing));
+        seen.set(k, [...(seen.get(k) ?? []), Number(seq)]);
+      }
+      for (const k of keys) expect(seen.get(k)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
       await felix.close();
     });
 
