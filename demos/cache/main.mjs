@@ -3,7 +3,7 @@
 // values, then a "state complete" marker, then live changes) and a counter beside the cache.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { connect } from '@felix/client';
-import { runBroker } from './broker.mjs';
+import { runBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const text = (b) => (b === undefined ? '(absent)' : new TextDecoder().decode(b));

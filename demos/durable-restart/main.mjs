@@ -7,7 +7,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { OutcomeUnknownError, connect } from '@felix/client';
-import { freePort, startBroker } from './broker.mjs';
+import { freePort, startBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const dir = resolve(process.cwd(), '.felix', 'durable-restart');

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { connect } from '@felix/client';
-import { freePort, startBroker } from './broker.mjs';
+import { freePort, startBroker } from '@felix/demo-support';
 
 const SAMPLES = Number(process.env.FELIX_LATENCY_SAMPLES ?? 5000);
 const WARMUP = 500;

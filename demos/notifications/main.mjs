@@ -5,7 +5,7 @@
 // the last N alerts at once, then keeps receiving new ones.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { connect } from '@felix/client';
-import { runBroker } from './broker.mjs';
+import { runBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const TENANTS = ['acme', 'globex'];

@@ -5,7 +5,7 @@
 // billed orders shipped; a watch on the status cache prints every change as it happens.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { connect } from '@felix/client';
-import { runBroker } from './broker.mjs';
+import { runBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const broker = await runBroker(

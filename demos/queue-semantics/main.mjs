@@ -4,7 +4,7 @@
 // waiting for a gap, describe. The broker runs with a 3-attempt bound to keep it short.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { StaleClaimError, connect } from '@felix/client';
-import { runBroker } from './broker.mjs';
+import { runBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const broker = await runBroker(
