@@ -59,3 +59,7 @@ export const GROUP_POLL_STREAMS_IDLE_MAX = 4;
 /** Cache, counter and settle requests unanswered on one connection's request stream; callers
  *  beyond it wait (the broker answers a stream in order and reads at most its window ahead). */
 export const REQUESTS_IN_FLIGHT_MAX = 4096;
+/** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on: one hides
+ *  the poll round trip behind the caller's work, more would only claim records that sit waiting
+ *  (their visibility clock running) in the client. */
+export const GROUP_CONSUME_POLLS_AHEAD_MAX = 1;

@@ -23,6 +23,7 @@ import {
   brokerError,
 } from '../errors.js';
 import {
+  GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_POLL_RECORDS_DEFAULT,
   GROUP_POLL_STREAMS_IDLE_MAX,
   GROUP_POLL_WAIT_MS_DEFAULT,
@@ -192,26 +193,58 @@ export class Group {
     }
   }
 
-  /** Yields messages as they are handed out, polling again whenever a poll comes back. */
+  /**
+   * Yields messages as they are handed out. While the caller works through one batch the next
+   * poll is already in flight (at most GROUP_CONSUME_POLLS_AHEAD_MAX), so the poll round trip
+   * overlaps the caller's work and acks. Records of a poll made ahead that the loop never
+   * yields (it ended first) are handed back with a nack.
+   */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
     const self = this;
     return {
       async *[Symbol.asyncIterator]() {
+        const stop = new AbortController();
+        const onAbort = () => stop.abort();
+        opts.signal?.addEventListener('abort', onAbort, { once: true });
+        const pollOpts: PollOptions = { ...opts, signal: stop.signal };
+        const ahead: Array<Promise<GroupMessage[]>> = [];
+        const pollAhead = () => {
+          const p = self.poll(pollOpts);
+          p.catch(() => undefined); // observed when it is awaited (or dropped at the end)
+          ahead.push(p);
+        };
         try {
           while (!opts.signal?.aborted && !self.host.closed) {
+            if (ahead.length === 0) pollAhead();
             let batch: GroupMessage[];
             try {
-              batch = await self.poll(opts);
+              batch = await ahead.shift()!;
             } catch (err) {
               if (opts.signal?.aborted || self.host.closed) return;
               // A lost connection: the next poll waits for the reconnect.
               if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
               throw err;
             }
+            if (batch.length > 0) {
+              while (ahead.length < GROUP_CONSUME_POLLS_AHEAD_MAX) pollAhead();
+            }
             for (const m of batch) yield m;
           }
         } finally {
-          self.release();
+          opts.signal?.removeEventListener('abort', onAbort);
+          const left = ahead.splice(0);
+          if (left.length === 0) self.release();
+          else {
+            // A poll made ahead may already hold claims: hand its records back, then stop it.
+            void Promise.allSettled(left).then((rs) => {
+              for (const r of rs) {
+                if (r.status !== 'fulfilled') continue;
+                for (const m of r.value) m.nack().catch(() => undefined);
+              }
+              self.release();
+            });
+            stop.abort();
+          }
         }
       },
     };
@@ -239,8 +272,10 @@ export class Group {
           : FEATURE_GROUP_CLAIM_CONTROL,
       type,
     );
+    // Acks and the other settles made in one turn (a consume loop's) share one write.
     return channelOf(bc).request(
       (request_id) => ({ type, ...this.scope(bc), offset, ...extra, request_id }) as Message,
+      true,
     );
   }
 

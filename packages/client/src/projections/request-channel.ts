@@ -2,7 +2,9 @@
  * One request stream per broker connection for cache, counter and group-settle requests: a
  * stream of its own (authenticated once), requests pipelined with a `request_id`, answers read
  * in request order. The broker answers this stream in request order, so an `error` (which
- * carries no request id) belongs to the oldest unanswered request.
+ * carries no request id) belongs to the oldest unanswered request. Gathered requests (settles)
+ * made in one event-loop turn leave in one write; any other request flushes them first, so the
+ * stream carries requests in the order their ids were given.
  */
 import type { TransportStream } from '@felix/transport';
 import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
@@ -36,6 +38,9 @@ export class RequestChannel {
   private failed: Error | null = null;
   /** Callers waiting for room under REQUESTS_IN_FLIGHT_MAX. */
   private roomWaiters: Array<() => void> = [];
+  /** Encoded requests not yet written (each is also in `waiting`, so REQUESTS_IN_FLIGHT_MAX bounds it). */
+  private unsent: Uint8Array[] = [];
+  private flushScheduled = false;
 
   get broken(): boolean {
     return this.failed !== null;
@@ -45,8 +50,12 @@ export class RequestChannel {
     void bc.lost.then((err) => this.fail(err));
   }
 
-  /** Sends one request (built with its request id) and resolves with its answer. */
-  async request(build: (requestId: number) => Message): Promise<Message> {
+  /**
+   * Sends one request (built with its request id) and resolves with its answer. With `gather`
+   * the write waits for the end of the event-loop turn so that requests made in the same turn
+   * (a consume loop's acks) share one write.
+   */
+  async request(build: (requestId: number) => Message, gather = false): Promise<Message> {
     if (this.failed) throw this.failed;
     if (this.opened === null) {
       this.opened = this.bc.openStream();
@@ -64,10 +73,27 @@ export class RequestChannel {
     const answer = new Promise<Message>((resolve, reject) => {
       this.waiting.push({ id, resolve, reject });
     });
-    s.stream
-      .write(encodeMessage(build(id)))
-      .catch((err: unknown) => this.fail(new ConnectionLostError(this.bc.server, { cause: err })));
+    this.unsent.push(encodeMessage(build(id)));
+    if (!gather) this.flush(s.stream);
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush(s.stream);
+      });
+    }
     return answer;
+  }
+
+  /** Writes every unsent request in one write. */
+  private flush(stream: TransportStream): void {
+    const n = this.unsent.length;
+    if (n === 0 || this.failed) return;
+    const bytes = n === 1 ? this.unsent[0]! : Buffer.concat(this.unsent);
+    this.unsent = [];
+    stream
+      .write(bytes)
+      .catch((err: unknown) => this.fail(new ConnectionLostError(this.bc.server, { cause: err })));
   }
 
   private async read(frames: FrameStream): Promise<void> {
@@ -109,6 +135,7 @@ export class RequestChannel {
   private fail(err: Error): void {
     if (this.failed) return;
     this.failed = err;
+    this.unsent = [];
     for (const w of this.waiting.splice(0)) w.reject(err);
     for (const r of this.roomWaiters.splice(0)) r();
     void this.opened?.then((s) => s.stream.reset(0)).catch(() => undefined);

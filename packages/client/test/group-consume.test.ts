@@ -1,0 +1,130 @@
+// Goal: a consume loop keeps its pipeline full: acks made in one event-loop turn leave in one
+// write on the request stream, and the next poll is in flight while the caller works on a batch.
+// Method: a Group over a fake broker connection whose streams record every write and answer
+// requests from the test; waiting is by waitFor on what the fake saw.
+import { waitFor } from '@felix/testing-harness';
+import {
+  FEATURE_CONSUMER_GROUP,
+  FrameDecoder,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
+import { describe, expect, it } from 'vitest';
+import { Group } from '../src/projections/group.js';
+
+/** A transport stream stand-in: records writes, hands out chunks the test pushes. */
+class FakeStream {
+  readonly writes: Uint8Array[] = [];
+  private readonly chunks: Uint8Array[] = [];
+  private wake: (() => void) | undefined;
+  private ended = false;
+  async write(b: Uint8Array): Promise<void> {
+    this.writes.push(b);
+  }
+  push(m: Message): void {
+    this.chunks.push(encodeMessage(m));
+    this.wake?.();
+  }
+  async end(): Promise<void> {
+    this.ended = true;
+    this.wake?.();
+  }
+  reset(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return {
+      next: async () => {
+        while (this.chunks.length === 0 && !this.ended)
+          await new Promise<void>((r) => {
+            this.wake = r;
+          });
+        const c = this.chunks.shift();
+        return c === undefined ? { done: true, value: undefined } : { done: false, value: c };
+      },
+      return: async () => ({ done: true, value: undefined }),
+    };
+  }
+}
+
+function decodeAll(writes: Uint8Array[]): Message[] {
+  const d = new FrameDecoder();
+  return writes.flatMap((w) => d.push(w).map((f) => decodeMessage(f.payload)));
+}
+
+/** A broker connection stand-in: every opened stream is kept for the test to drive. */
+function fakeHost() {
+  const streams: FakeStream[] = [];
+  const bc = {
+    server: 'fake',
+    scope: { tenant: 't1', namespace: 'default' },
+    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, window: 1 },
+    lost: new Promise<Error>(() => undefined),
+    openStream: async () => {
+      const stream = new FakeStream();
+      streams.push(stream);
+      const { FrameStream } = await import('../src/protocol/frame-stream.js');
+      return { stream, frames: new FrameStream(stream as never) };
+    },
+  };
+  const host = { closed: false, connection: async () => bc as never };
+  return { host, streams };
+}
+
+const records = (from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    offset: from + i,
+    payload: new Uint8Array([i]),
+    attempts: 1,
+    skipped_before: 0,
+  }));
+
+describe('group consume pipeline', () => {
+  it('acks_made_in_one_turn_leave_in_one_write', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const poll = g.poll({ max: 3, waitMs: 0 });
+    await waitFor(() => streams[0]?.writes.length === 1, 'the poll is sent', 5_000);
+    const req = decodeAll(streams[0]!.writes)[0] as Extract<Message, { type: 'group_poll' }>;
+    streams[0]!.push({ type: 'group_records', request_id: req.request_id, records: records(0, 3) });
+    const msgs = await poll;
+    const acks = msgs.map((m) => m.ack());
+    const channel = () => streams[1];
+    await waitFor(() => (channel()?.writes.length ?? 0) > 0, 'the acks are sent', 5_000);
+    const sent = decodeAll(channel()!.writes);
+    expect(channel()!.writes.length).toBe(1);
+    expect(sent.map((m) => [m.type, (m as { offset: number }).offset])).toEqual([
+      ['group_ack', 0],
+      ['group_ack', 1],
+      ['group_ack', 2],
+    ]);
+    for (const m of sent)
+      channel()!.push({ type: 'cache_ok', request_id: (m as { request_id: number }).request_id });
+    await Promise.all(acks);
+  });
+
+  it('consume_has_the_next_poll_in_flight_while_the_caller_holds_a_batch', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const polls = () =>
+      streams.flatMap((stream) =>
+        decodeAll(stream.writes)
+          .filter((m) => m.type === 'group_poll')
+          .map((m) => ({ stream, id: (m as { request_id: number }).request_id })),
+      );
+    const ctl = new AbortController();
+    const it = g.consume({ max: 2, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    const [p0] = polls();
+    p0!.stream.push({ type: 'group_records', request_id: p0!.id, records: records(0, 2) });
+    const m0 = await first;
+    expect(m0.value?.offset).toBe(0);
+    // The caller has not asked for the next message, yet the next poll is already out.
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
+    ctl.abort();
+    await it.return?.();
+  });
+});
