@@ -12,6 +12,7 @@ import {
 } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { Group } from '../src/projections/group.js';
+import { RequestChannel } from '../src/projections/request-channel.js';
 
 /** A transport stream stand-in: records writes, hands out chunks the test pushes. */
 class FakeStream {
@@ -126,5 +127,46 @@ describe('group consume pipeline', () => {
     await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
     ctl.abort();
     await it.return?.();
+  });
+
+  it('a_request_that_cannot_be_built_leaves_later_answers_matched', async () => {
+    const { host, streams } = fakeHost();
+    const bc = await host.connection();
+    const ch = new RequestChannel(bc);
+    const ask = (key: string) =>
+      ch.request((request_id) => ({
+        type: 'cache_get',
+        tenant_id: 't1',
+        namespace: 'default',
+        cache: 'users',
+        key,
+        request_id,
+      }));
+    const answer = (m: Message) => {
+      const id = (m as { request_id: number }).request_id;
+      streams[0]!.push({
+        type: 'cache_value',
+        tenant_id: 't1',
+        namespace: 'default',
+        cache: 'users',
+        key: (m as { key: string }).key,
+        request_id: id,
+      });
+    };
+    const first = ask('first');
+    await waitFor(() => streams[0]?.writes.length === 1, 'the first request is sent', 5_000);
+    answer(decodeAll(streams[0]!.writes)[0]!);
+    expect((await first).type).toBe('cache_value');
+    const broken = Promise.resolve().then(() =>
+      ch.request(() => {
+        throw new Error('cannot build');
+      }),
+    );
+    await expect(broken).rejects.toThrow('cannot build');
+    const second = ask('second');
+    await waitFor(() => streams[0]!.writes.length === 2, 'the second request is sent', 5_000);
+    answer(decodeAll(streams[0]!.writes)[1]!);
+    const got = await second;
+    expect((got as { key: string }).key).toBe('second');
   });
 });

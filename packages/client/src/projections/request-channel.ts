@@ -33,6 +33,8 @@ export function channelOf(bc: BrokerConnection): RequestChannel {
 
 export class RequestChannel {
   private opened: Promise<{ stream: TransportStream; frames: FrameStream }> | null = null;
+  /** The opened stream, once `opened` has resolved. */
+  private ready: { stream: TransportStream; frames: FrameStream } | null = null;
   private readonly waiting: Waiting[] = [];
   private nextId = 1;
   private failed: Error | null = null;
@@ -55,12 +57,28 @@ export class RequestChannel {
    * the write waits for the end of the event-loop turn so that requests made in the same turn
    * (a consume loop's acks) share one write.
    */
-  async request(build: (requestId: number) => Message, gather = false): Promise<Message> {
-    if (this.failed) throw this.failed;
+  request(build: (requestId: number) => Message, gather = false): Promise<Message> {
+    if (this.failed) return Promise.reject(this.failed);
+    // The common case (stream open, room under the bound) sends without an async hop.
+    const s = this.ready;
+    if (s !== null && this.waiting.length < REQUESTS_IN_FLIGHT_MAX) {
+      return this.send(s.stream, build, gather);
+    }
+    return this.requestSlowly(build, gather);
+  }
+
+  /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
+  private async requestSlowly(
+    build: (requestId: number) => Message,
+    gather: boolean,
+  ): Promise<Message> {
     if (this.opened === null) {
       this.opened = this.bc.openStream();
       this.opened.then(
-        (s) => void this.read(s.frames),
+        (s) => {
+          this.ready = s;
+          void this.read(s.frames);
+        },
         (err: unknown) => this.fail(err as Error),
       );
     }
@@ -69,17 +87,28 @@ export class RequestChannel {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
     if (this.failed) throw this.failed;
+    return this.send(s.stream, build, gather);
+  }
+
+  /** Gives the request its id, queues its answer slot and its bytes, and writes or gathers. */
+  private send(
+    stream: TransportStream,
+    build: (requestId: number) => Message,
+    gather: boolean,
+  ): Promise<Message> {
     const id = this.nextId++;
+    // Encoded before its answer slot is queued: a request that cannot be encoded owes no answer.
+    const bytes = encodeMessage(build(id));
     const answer = new Promise<Message>((resolve, reject) => {
       this.waiting.push({ id, resolve, reject });
     });
-    this.unsent.push(encodeMessage(build(id)));
-    if (!gather) this.flush(s.stream);
+    this.unsent.push(bytes);
+    if (!gather) this.flush(stream);
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => {
         this.flushScheduled = false;
-        this.flush(s.stream);
+        this.flush(stream);
       });
     }
     return answer;

@@ -54,6 +54,11 @@ export class CacheService {
     return `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}\u0000${key}`;
   }
 
+  /** True once the service is closing (every request is refused). */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** True when caches are log-backed (watches by offset, counters). */
   get durable(): boolean {
     return this.logCaches !== null;
