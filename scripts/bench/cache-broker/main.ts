@@ -10,9 +10,13 @@
  * watcher's latency counted); retained-join time for 100, 1,000 and 10,000 keys (watch opened ->
  * `state_complete`). The broker runs with durable storage: every put and add is acknowledged
  * after its fsync (group-committed), while Redis here acknowledges from memory.
- * FELIX_BENCH_QUICK=1 shrinks the counts for a smoke run.
+ * FELIX_BENCH_QUICK=1 shrinks the counts for a smoke run. FELIX_BENCH_ONLY=get runs only the
+ * get comparison: FELIX_BENCH_ROUNDS (default 5) interleaved rounds of Felix TLS get and Redis GET
+ * (one at a time, a hot key set of 1,000), each row the median of the round p50s with the load
+ * average per round.
  */
 import { setMaxListeners } from 'node:events';
+import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import { Redis } from 'ioredis';
 import { latencies, pct, startBenchBroker } from './broker.js';
@@ -63,6 +67,38 @@ for (const t of ['tls', 'quic'] as const) {
     tenant: 'bench',
     tls: { fingerprint: broker.fingerprint },
   });
+}
+
+if (process.env.FELIX_BENCH_ONLY === 'get') {
+  const rounds = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 5));
+  const kv = clients.tls!.cache('kv');
+  for (let i = 0; i < 1000; i++) await kv.put(`k${i}`, VALUE);
+  for (let i = 0; i < 1000; i++) await redis.set(`k${i}`, REDIS_VALUE);
+  const felixP50: number[] = [];
+  const redisP50: number[] = [];
+  const ratios: number[] = [];
+  const loads: string[] = [];
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  for (let r = 0; r < rounds; r++) {
+    const before = loadavg()[0]!.toFixed(1);
+    const f = pct(await latencies(N, (i) => kv.get(`k${i % 1000}`)), 50);
+    const g = pct(await latencies(N, (i) => redis.getBuffer(`k${i % 1000}`)), 50);
+    felixP50.push(f);
+    redisP50.push(g);
+    ratios.push(f / g);
+    loads.push(`${before} → ${loadavg()[0]!.toFixed(1)}`);
+    console.log(
+      `round ${r + 1}: Felix TLS get p50 ${us(f)}, Redis GET p50 ${us(g)} (load ${before})`,
+    );
+  }
+  console.log(`\nload average (1 min) per round: ${loads.join('; ')}`);
+  console.log(
+    `median of ${rounds}: Felix TLS get p50 ${us(median(felixP50))}, Redis GET p50 ${us(median(redisP50))}, ratio of pairs ${median(ratios).toFixed(2)}x`,
+  );
+  for (const c of Object.values(clients)) await c.close();
+  redis.disconnect();
+  await broker.stop();
+  process.exit(0);
 }
 
 // ---- get / put one at a time ----

@@ -4,44 +4,61 @@
  *
  *   npx pnpm@10.34.9 build && node --import tsx scripts/bench/queue/main.ts
  *
- * Each system is loaded with the same N records of 100 bytes, then drained by 1 and by 4
- * consumers: poll up to 100 records, acknowledge each (acks in flight together), repeat until
- * every record is acknowledged. Felix acknowledgements are durable (the group's cursor is written
- * with an fsync before the ack is answered, coalesced across the acks in flight); Redis Streams
- * here acknowledge from memory; JetStream acks are fire-and-forget (`m.ack()`), its default.
- * Also prints the poll -> ack round trip p50/p99 for one consumer taking one record at a time.
- * FELIX_BENCH_QUICK=1 shrinks the counts.
+ * Each system is loaded once with 2N records of 100 bytes; every round then drains N of them
+ * into fresh groups with 1 and with 4 consumers, the systems interleaved within the round.
+ * FELIX_BENCH_ROUNDS (default 3) rounds; each row is the median, with the range. Felix is
+ * drained two ways: `group.consume()` (the next poll in flight while the batch is acked, acks
+ * of one turn sharing a write) and a poll loop (poll 100, ack each, await all, poll again).
+ * Felix acknowledgements are durable (the group's cursor is written with an fsync before the ack
+ * is answered, coalesced across the acks in flight); Redis Streams here acknowledge from memory;
+ * JetStream acks are fire-and-forget (`m.ack()`), its default. Also prints the poll -> ack round
+ * trip p50/p99 for one consumer taking one record at a time. FELIX_BENCH_QUICK=1 shrinks the
+ * counts; FELIX_BENCH_SYSTEMS=felix,redis (default felix,redis,nats) picks systems.
  */
-import { connect } from '@felix/client';
+import { loadavg } from 'node:os';
+import { type FelixClient, connect } from '@felix/client';
 import { Redis } from 'ioredis';
-import { AckPolicy, connect as natsConnect } from 'nats';
+import {
+  AckPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  connect as natsConnect,
+} from 'nats';
 import { latencies, pct, startBenchBroker } from '../cache-broker/broker.js';
 
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const N = QUICK ? 2000 : 20_000;
 const BATCH = 100;
+const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 3));
+const SYSTEMS = (process.env.FELIX_BENCH_SYSTEMS ?? 'felix,redis,nats').split(',');
 const PAYLOAD = new Uint8Array(100).fill(7);
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
 
-const rows: string[] = [];
-function row(scenario: string, system: string, value: string, note = ''): void {
-  rows.push(`| ${scenario} | ${system} | ${value} | ${note} |`);
-  console.log(`${scenario.padEnd(34)} ${system.padEnd(24)} ${value.padStart(14)} ${note}`);
+/** Samples per "scenario|system|note|unit" across rounds. */
+const samples = new Map<string, number[]>();
+function sample(scenario: string, system: string, value: number, unit: '/s' | 'µs', note = '') {
+  const key = `${scenario}|${system}|${note}|${unit}`;
+  samples.set(key, [...(samples.get(key) ?? []), value]);
+  const shown = unit === '/s' ? `${fmt(value)}/s` : `${fmt(value)} µs`;
+  console.log(`${scenario.padEnd(34)} ${system.padEnd(26)} ${shown.padStart(12)} ${note}`);
 }
-const rate = (n: number, ms: number) => `${Math.round((n * 1000) / ms).toLocaleString('en-US')}/s`;
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const perSec = (n: number, ms: number) => (n * 1000) / ms;
+const drainName = (c: number) =>
+  `drain ${N.toLocaleString('en-US')}, ${c} consumer${c > 1 ? 's' : ''}`;
 
 /** Runs `consumers` loops of `drainOnce` until `n` records were acknowledged; answers ms. */
 async function drain(
   consumers: number,
   n: number,
-  drainOnce: () => Promise<number>,
+  drainOnce: (i: number) => Promise<number>,
 ): Promise<number> {
   let acked = 0;
   const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: consumers }, async () => {
+    Array.from({ length: consumers }, async (_, i) => {
       while (acked < n) {
-        const got = await drainOnce(); // read-after-await: `acked += await` would lose updates
+        const got = await drainOnce(i); // read-after-await: `acked += await` would lose updates
         acked += got;
       }
     }),
@@ -50,75 +67,66 @@ async function drain(
 }
 
 // ---- Felix ----
-const broker = await startBenchBroker(
-  'streams:\n  - { tenant: bench, name: q, durable: true, fsync: none }\n',
-);
-const felix = await connect({
-  servers: [broker.url('tls')],
-  tenant: 'bench',
-  tls: { fingerprint: broker.fingerprint },
-});
-console.log(`broker pid ${broker.pid}; Redis 127.0.0.1:6379; NATS ${NATS_URL}; N=${N}\n`);
-{
-  const pub = felix.publisher('q', { lingerMs: 1 });
-  await Promise.all(Array.from({ length: N * 2 }, () => pub.publish(PAYLOAD)));
-  for (const [consumers, name] of [
-    [1, 'g1'],
-    [4, 'g4'],
-  ] as const) {
-    const group = felix.group('q', name);
+async function felixRound(felix: FelixClient, round: number): Promise<void> {
+  for (const consumers of [1, 4]) {
+    // consume(): each consumer runs a loop and acks without awaiting; done when N acks resolved.
+    const group = felix.group('q', `c${consumers}-r${round}`);
+    await group.seek('earliest');
+    const stop = new AbortController();
+    let acked = 0;
+    let done!: () => void;
+    const all = new Promise<void>((r) => {
+      done = r;
+    });
+    const t0 = performance.now();
+    const loops = Array.from({ length: consumers }, async () => {
+      for await (const m of group.consume({ max: BATCH, waitMs: 1000, signal: stop.signal })) {
+        m.ack().then(() => {
+          if (++acked === N) done();
+        });
+        if (acked >= N) break;
+      }
+    });
+    await all;
+    const ms = performance.now() - t0;
+    stop.abort();
+    await Promise.allSettled(loops);
+    sample(drainName(consumers), 'Felix consume() (TLS)', perSec(N, ms), '/s', 'durable cursor');
+  }
+  for (const consumers of [1, 4]) {
+    const group = felix.group('q', `p${consumers}-r${round}`);
     await group.seek('earliest');
     const ms = await drain(consumers, N, async () => {
       const msgs = await group.poll({ max: BATCH, waitMs: 1000 });
       await Promise.all(msgs.map((m) => m.ack()));
       return msgs.length;
     });
-    row(
-      `drain ${N.toLocaleString('en-US')}, ${consumers} consumer${consumers > 1 ? 's' : ''}`,
-      'Felix group (TLS)',
-      rate(N, ms),
-      'durable cursor',
-    );
+    sample(drainName(consumers), 'Felix poll loop (TLS)', perSec(N, ms), '/s', 'durable cursor');
   }
-  const group = felix.group('q', 'one');
+  const group = felix.group('q', `one-r${round}`);
   await group.seek('earliest');
   const lat = await latencies(QUICK ? 200 : 2000, async () => {
     const [m] = await group.poll({ max: 1, waitMs: 1000 });
     await m!.ack();
   });
-  row(
-    'poll 1 + ack, one at a time',
-    'Felix group (TLS)',
-    `p50 ${Math.round(pct(lat, 50))} µs`,
-    `p99 ${Math.round(pct(lat, 99))} µs`,
-  );
+  sample('poll 1 + ack, one at a time, p50', 'Felix group (TLS)', pct(lat, 50), 'µs');
 }
-await felix.close();
-await broker.stop();
 
 // ---- Redis Streams ----
-{
-  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-  const key = `felix-bench-q-${Date.now()}`;
-  for (let i = 0; i < N * 2; i += 1000) {
-    const p = redis.pipeline();
-    for (let j = 0; j < 1000; j++) p.xaddBuffer(key, '*', 'p', Buffer.from(PAYLOAD));
-    await p.exec();
-  }
+async function redisRound(redis: Redis, key: string, round: number): Promise<void> {
   for (const consumers of [1, 4]) {
-    const group = `g${consumers}`;
+    const group = `g${consumers}-r${round}`;
     await redis.xgroup('CREATE', key, group, '0');
     const conns = Array.from(
       { length: consumers },
       () => new Redis({ host: '127.0.0.1', port: 6379 }),
     );
-    let c = 0;
-    const ms = await drain(consumers, N, async () => {
-      const r = conns[c++ % consumers]!;
+    const ms = await drain(consumers, N, async (i) => {
+      const r = conns[i]!;
       const res = (await r.xreadgroup(
         'GROUP',
         group,
-        `c${c}`,
+        `c${i}`,
         'COUNT',
         BATCH,
         'STREAMS',
@@ -129,54 +137,30 @@ await broker.stop();
       if (ids.length > 0) await r.xack(key, group, ...ids);
       return ids.length;
     });
-    row(
-      `drain ${N.toLocaleString('en-US')}, ${consumers} consumer${consumers > 1 ? 's' : ''}`,
-      'Redis Streams',
-      rate(N, ms),
-      'in memory',
-    );
+    sample(drainName(consumers), 'Redis Streams', perSec(N, ms), '/s', 'in memory');
     for (const r of conns) r.disconnect();
   }
-  {
-    await redis.xgroup('CREATE', key, 'one', '0');
-    const lat = await latencies(QUICK ? 200 : 2000, async () => {
-      const res = (await redis.xreadgroup(
-        'GROUP',
-        'one',
-        'c',
-        'COUNT',
-        1,
-        'STREAMS',
-        key,
-        '>',
-      )) as [string, [string, string[]][]][];
-      await redis.xack(key, 'one', res[0]![1][0]![0]);
-    });
-    row(
-      'poll 1 + ack, one at a time',
-      'Redis Streams',
-      `p50 ${Math.round(pct(lat, 50))} µs`,
-      `p99 ${Math.round(pct(lat, 99))} µs`,
-    );
-  }
-  await redis.del(key);
-  redis.disconnect();
+  const one = `one-r${round}`;
+  await redis.xgroup('CREATE', key, one, '0');
+  const lat = await latencies(QUICK ? 200 : 2000, async () => {
+    const res = (await redis.xreadgroup('GROUP', one, 'c', 'COUNT', 1, 'STREAMS', key, '>')) as [
+      string,
+      [string, string[]][],
+    ][];
+    await redis.xack(key, one, res[0]![1][0]![0]);
+  });
+  sample('poll 1 + ack, one at a time, p50', 'Redis Streams', pct(lat, 50), 'µs');
 }
 
 // ---- NATS JetStream ----
-{
-  const nc = await natsConnect({ servers: NATS_URL });
-  const jsm = await nc.jetstreamManager();
-  const js = nc.jetstream();
-  const name = `FELIXQ${Date.now()}`;
-  await jsm.streams.add({ name, subjects: [`${name}.x`] });
-  await Promise.all(
-    Array.from({ length: 64 }, async (_, w) => {
-      for (let i = w; i < N * 2; i += 64) await js.publish(`${name}.x`, PAYLOAD);
-    }),
-  );
+async function natsRound(
+  jsm: JetStreamManager,
+  js: JetStreamClient,
+  name: string,
+  round: number,
+): Promise<void> {
   for (const consumers of [1, 4]) {
-    const durable = `g${consumers}`;
+    const durable = `g${consumers}-r${round}`;
     await jsm.consumers.add(name, { durable_name: durable, ack_policy: AckPolicy.Explicit });
     const consumer = await js.consumers.get(name, durable);
     const ms = await drain(consumers, N, async () => {
@@ -188,30 +172,83 @@ await broker.stop();
       }
       return n;
     });
-    row(
-      `drain ${N.toLocaleString('en-US')}, ${consumers} consumer${consumers > 1 ? 's' : ''}`,
-      'JetStream pull',
-      rate(N, ms),
-      'acks not awaited',
-    );
+    sample(drainName(consumers), 'JetStream pull', perSec(N, ms), '/s', 'acks not awaited');
   }
-  {
-    await jsm.consumers.add(name, { durable_name: 'one', ack_policy: AckPolicy.Explicit });
-    const consumer = await js.consumers.get(name, 'one');
-    const lat = await latencies(QUICK ? 200 : 2000, async () => {
-      const m = await consumer.next({ expires: 1000 });
-      await m!.ackAck();
-    });
-    row(
-      'poll 1 + ack, one at a time',
-      'JetStream (ackAck)',
-      `p50 ${Math.round(pct(lat, 50))} µs`,
-      `p99 ${Math.round(pct(lat, 99))} µs`,
-    );
-  }
-  await jsm.streams.delete(name);
-  await nc.close();
+  const one = `one-r${round}`;
+  await jsm.consumers.add(name, { durable_name: one, ack_policy: AckPolicy.Explicit });
+  const consumer = await js.consumers.get(name, one);
+  const lat = await latencies(QUICK ? 200 : 2000, async () => {
+    const m = await consumer.next({ expires: 1000 });
+    await m!.ackAck();
+  });
+  sample('poll 1 + ack, one at a time, p50', 'JetStream (ackAck)', pct(lat, 50), 'µs');
 }
 
-console.log('\n| scenario | system | result | note |\n| --- | --- | ---: | --- |');
-console.log(rows.join('\n'));
+// ---- setup, rounds, medians ----
+const loads: string[] = [];
+const broker = await startBenchBroker(
+  'streams:\n  - { tenant: bench, name: q, durable: true, fsync: none }\n',
+);
+const felix = await connect({
+  servers: [broker.url('tls')],
+  tenant: 'bench',
+  tls: { fingerprint: broker.fingerprint },
+});
+console.log(
+  `broker pid ${broker.pid}; Redis 127.0.0.1:6379; NATS ${NATS_URL}; N=${N}; ${ROUNDS} round(s)\n`,
+);
+{
+  const pub = felix.publisher('q', { lingerMs: 1 });
+  await Promise.all(Array.from({ length: N * 2 }, () => pub.publish(PAYLOAD)));
+}
+const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+const key = `felix-bench-q-${Date.now()}`;
+if (SYSTEMS.includes('redis')) {
+  for (let i = 0; i < N * 2; i += 1000) {
+    const p = redis.pipeline();
+    for (let j = 0; j < 1000; j++) p.xaddBuffer(key, '*', 'p', Buffer.from(PAYLOAD));
+    await p.exec();
+  }
+}
+const nc = SYSTEMS.includes('nats') ? await natsConnect({ servers: NATS_URL }) : undefined;
+const jsm = await nc?.jetstreamManager();
+const js = nc?.jetstream();
+const natsName = `FELIXQ${Date.now()}`;
+if (jsm && js) {
+  await jsm.streams.add({ name: natsName, subjects: [`${natsName}.x`] });
+  await Promise.all(
+    Array.from({ length: 64 }, async (_, w) => {
+      for (let i = w; i < N * 2; i += 64) await js.publish(`${natsName}.x`, PAYLOAD);
+    }),
+  );
+}
+for (let round = 0; round < ROUNDS; round++) {
+  const before = loadavg()[0]!.toFixed(1);
+  console.log(`-- round ${round + 1} (load ${before})`);
+  if (SYSTEMS.includes('felix')) await felixRound(felix, round);
+  if (SYSTEMS.includes('redis')) await redisRound(redis, key, round);
+  if (jsm && js) await natsRound(jsm, js, natsName, round);
+  loads.push(`${before} → ${loadavg()[0]!.toFixed(1)}`);
+}
+await felix.close();
+await broker.stop();
+if (SYSTEMS.includes('redis')) await redis.del(key);
+redis.disconnect();
+if (jsm) await jsm.streams.delete(natsName);
+await nc?.close();
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+console.log(`\nload average (1 min) per round: ${loads.join('; ')}`);
+console.log(
+  `\n| scenario | system | median of ${ROUNDS} | range | note |\n| --- | --- | ---: | ---: | --- |`,
+);
+for (const [k, xs] of samples) {
+  const [scenario, system, note, unit] = k.split('|') as [string, string, string, string];
+  const u = unit === '/s' ? '/s' : ' µs';
+  console.log(
+    `| ${scenario} | ${system} | ${fmt(median(xs))}${u} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}${u} | ${note} |`,
+  );
+}
