@@ -129,6 +129,34 @@ describe('group consume pipeline', () => {
     await it.return?.();
   });
 
+  it('records_a_poll_made_ahead_never_yielded_are_handed_back_when_the_loop_ends', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const sent = () =>
+      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+    const polls = () => sent().filter((x) => x.m.type === 'group_poll');
+    const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    const answerPoll = (i: number, from: number) => {
+      const p = polls()[i]!;
+      const id = (p.m as { request_id: number }).request_id;
+      p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
+    };
+    answerPoll(0, 0);
+    expect((await first).value?.offset).toBe(0);
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
+    answerPoll(1, 2);
+    await it.return?.();
+    const nacked = () =>
+      sent()
+        .filter((x) => x.m.type === 'group_nack')
+        .map((x) => (x.m as { offset: number }).offset)
+        .sort();
+    await waitFor(() => nacked().length === 2, 'the records made ahead are handed back', 5_000);
+    expect(nacked()).toEqual([2, 3]);
+  });
+
   it('a_request_that_cannot_be_built_leaves_later_answers_matched', async () => {
     const { host, streams } = fakeHost();
     const bc = await host.connection();
