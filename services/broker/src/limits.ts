@@ -100,6 +100,8 @@ export const GROUP_POLL_BYTES_CEILING = 8 * 1024 * 1024;
 export const GROUP_WAIT_MS_MAX_DEFAULT = 30_000;
 /** A waiting poll re-checks its group at least this often (reference self-check: 100 ms). */
 export const GROUP_WAIT_RECHECK_MS = 100;
+/** Ceiling for `groups.wait_recheck_ms`: a slower self-check only delays lapses nobody woke. */
+export const GROUP_WAIT_RECHECK_MS_MAX = 600_000;
 /** Group names, in UTF-8 bytes. */
 export const GROUP_NAME_BYTES_MAX = 255;
 /** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound). */

@@ -11,7 +11,7 @@ import {
   StaleClaimError,
   connect,
 } from '@felix/client';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import { FrameDecoder, decodeMessage, encodeMessage } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,7 +98,13 @@ for (const transport of ['tls', 'quic'] as const) {
         yaml: YAML,
         dir: dir.path,
         durable: true,
-        env: { FELIX_BROKER_WATCH_QUEUE_CAPACITY: '8', FELIX_GROUP_MAX_IN_FLIGHT: '4' },
+        env: {
+          FELIX_BROKER_WATCH_QUEUE_CAPACITY: '8',
+          FELIX_GROUP_MAX_IN_FLIGHT: '4',
+          // No self-check inside a test's wait: a waiting poll answers early only when a
+          // publish, a settle or a lapse wakes it, so the wake tests fail if a wake is lost.
+          FELIX_GROUP_WAIT_RECHECK_MS: '600000',
+        },
       });
       felix = await client(shared, transport);
     });
@@ -482,9 +488,11 @@ for (const transport of ['tls', 'quic'] as const) {
 
     it('a_waiting_poll_is_woken_by_a_publish', async () => {
       const g = await freshGroup('wake');
-      const waiting = g.poll({ max: 1, waitMs: 20_000 });
+      // The poll may wait 30 s and the broker never re-checks on its own inside that (see
+      // FELIX_GROUP_WAIT_RECHECK_MS above): only the publish's wake can answer it within 15 s.
+      const waiting = g.poll({ max: 1, waitMs: 30_000 });
       const [offset] = await publishJobs(1, 'wake');
-      const got = await waiting;
+      const got = await withDeadline(waiting, 15_000, 'the publish to wake the waiting poll');
       expect(got.map((m) => m.offset)).toEqual([offset]);
       await got[0]!.ack();
     });
@@ -507,9 +515,9 @@ for (const transport of ['tls', 'quic'] as const) {
       const offsets = await publishJobs(5, 'capwake');
       const held = await g.poll({ max: 4, waitMs: 5_000 });
       expect(held).toHaveLength(4);
-      const waiting = g.poll({ max: 4, waitMs: 20_000 });
+      const waiting = g.poll({ max: 4, waitMs: 30_000 });
       await held[0]!.ack();
-      const got = await waiting;
+      const got = await withDeadline(waiting, 15_000, 'the ack to wake the poll at the cap');
       expect(got.map((m) => m.offset)).toEqual([offsets[4]]);
       await Promise.all([...held.slice(1), ...got].map((m) => m.ack()));
     });

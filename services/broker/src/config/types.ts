@@ -64,6 +64,7 @@ export interface BrokerConfig {
     max_poll_records: number;
     max_poll_bytes: number;
     max_wait_ms: number;
+    wait_recheck_ms: number;
   };
   cluster: {
     controlplane_url: string | null;

@@ -29,7 +29,6 @@ import {
   GROUP_IDLE_EVICT_MS,
   GROUP_NAME_BYTES_MAX,
   GROUP_SWEEP_INTERVAL_MS,
-  GROUP_WAIT_RECHECK_MS,
   GROUPS_IN_MEMORY_MAX,
 } from '../limits.js';
 import type { Negotiated } from '../session/negotiation.js';
@@ -294,7 +293,7 @@ export class GroupService {
         return { type: 'group_records', records, request_id: msg.request_id };
       }
       const lapse = st.earliestDeadline();
-      const wakeAt = Math.min(until, lapse ?? until, now + GROUP_WAIT_RECHECK_MS);
+      const wakeAt = Math.min(until, lapse ?? until, now + g.wait_recheck_ms);
       await this.sleep(Math.max(1, wakeAt - now));
     }
   }
