@@ -9,8 +9,8 @@ import { assert } from '@felix/common';
 import {
   type CompactionOptions,
   type CompactionResult,
-  type CompactionTarget,
   type CopyBatch,
+  keyedCompactionTarget,
   runCompaction,
 } from '../compaction/compactor.js';
 import { type CacheEntry, type PutOptions, expiryFor, isExpired } from './ephemeral-cache.js';
@@ -265,17 +265,12 @@ export class LogCache {
   /** Runs (or joins) one compaction pass now, whatever the trigger says. */
   compact(): Promise<CompactionResult> {
     if (this.compactionRun === undefined) {
-      const target: CompactionTarget = {
+      const target = keyedCompactionTarget({
         log: this.log,
-        pendingBelow: (cut) => this.keysBelow(cut).length,
-        batches: (cut) => this.copyBatches(cut),
-        seal: () => this.log.seal(),
-        trim: (cut) =>
-          this.keysBelow(cut).length > 0
-            ? Promise.resolve(false)
-            : this.log.trimBelow(cut).then(() => true),
+        keysBelow: (cut) => this.keysBelow(cut),
+        copyBatches: (cut) => this.copyBatches(cut),
         stopping: () => this.stoppingFlag,
-      };
+      });
       this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
         this.compactionRun = undefined;
       });

@@ -33,6 +33,32 @@ export interface CompactionTarget {
   stopping(): boolean;
 }
 
+/** What a key-indexed projection (cache, counters) gives the compactor. */
+export interface KeyedProjection {
+  readonly log: ProjectionLog;
+  /** Keys whose current state still lives below `cut`. */
+  keysBelow(cut: number): readonly string[];
+  /** One round of copies restating those keys at the tail. */
+  copyBatches(cut: number): AsyncIterable<CopyBatch>;
+  stopping(): boolean;
+}
+
+/**
+ * The compaction target of a key-indexed projection: nothing below the cut may be trimmed while
+ * a key there still holds current state, so `trim` re-checks with the projection quiesced.
+ */
+export function keyedCompactionTarget(p: KeyedProjection): CompactionTarget {
+  return {
+    log: p.log,
+    pendingBelow: (cut) => p.keysBelow(cut).length,
+    batches: (cut) => p.copyBatches(cut),
+    seal: () => p.log.seal(),
+    trim: (cut) =>
+      p.keysBelow(cut).length > 0 ? Promise.resolve(false) : p.log.trimBelow(cut).then(() => true),
+    stopping: () => p.stopping(),
+  };
+}
+
 export interface CompactionOptions {
   /** Copy budget in bytes per second; 0 = unlimited. */
   bytesPerSec?: number;

@@ -19,8 +19,8 @@ import { ProjectionWriter } from '../cache/projection-writer.js';
 import {
   type CompactionOptions,
   type CompactionResult,
-  type CompactionTarget,
   type CopyBatch,
+  keyedCompactionTarget,
   runCompaction,
 } from '../compaction/compactor.js';
 import {
@@ -120,17 +120,12 @@ export class CounterLog {
 
   compact(): Promise<CompactionResult> {
     if (this.compactionRun === undefined) {
-      const target: CompactionTarget = {
+      const target = keyedCompactionTarget({
         log: this.log,
-        pendingBelow: (cut) => this.keysBelow(cut).length,
-        batches: (cut) => this.copyBatches(cut),
-        seal: () => this.log.seal(),
-        trim: (cut) =>
-          this.keysBelow(cut).length > 0
-            ? Promise.resolve(false)
-            : this.log.trimBelow(cut).then(() => true),
+        keysBelow: (cut) => this.keysBelow(cut),
+        copyBatches: (cut) => this.copyBatches(cut),
         stopping: () => this.stoppingFlag,
-      };
+      });
       this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
         this.compactionRun = undefined;
       });
