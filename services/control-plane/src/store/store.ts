@@ -166,6 +166,30 @@ function assignmentOf(r: Row): AssignmentRecord {
   if (r.routing !== null && r.routing !== undefined) a.routing = s(r.routing) as Routing;
   return a;
 }
+
+/** A feed's snapshot: every row in key order (keyset order is the feed's item order). */
+const SNAPSHOT_QUERIES: Record<FeedName, { sql: string; item: (r: Row) => unknown }> = {
+  tenants: {
+    sql: 'SELECT tenant_id, display_name FROM tenants ORDER BY tenant_id LIMIT $1',
+    item: tenantOf,
+  },
+  namespaces: {
+    sql: 'SELECT * FROM namespaces ORDER BY tenant_id, namespace LIMIT $1',
+    item: namespaceOf,
+  },
+  streams: {
+    sql: 'SELECT * FROM streams ORDER BY tenant_id, namespace, stream LIMIT $1',
+    item: streamOf,
+  },
+  caches: {
+    sql: 'SELECT * FROM caches ORDER BY tenant_id, namespace, cache LIMIT $1',
+    item: cacheOf,
+  },
+  assignments: {
+    sql: 'SELECT * FROM shard_assignments ORDER BY tenant_id, namespace, kind, name, shard LIMIT $1',
+    item: assignmentOf,
+  },
+};
 function assignmentKey(a: AssignmentKey): Record<string, string | number> {
   return {
     tenant_id: a.tenant_id,
@@ -1332,49 +1356,8 @@ export class ControlStore {
         const seq = await q.query<Row>('SELECT last_seq FROM feed_seq WHERE feed = $1', [feed]);
         const next_seq = n(seq[0]?.last_seq) + 1;
         const limit = this.snapshotRowsMax + 1;
-        let items: unknown[];
-        switch (feed) {
-          case 'tenants':
-            items = (
-              await q.query<Row>(
-                'SELECT tenant_id, display_name FROM tenants ORDER BY tenant_id LIMIT $1',
-                [limit],
-              )
-            ).map(tenantOf);
-            break;
-          case 'namespaces':
-            items = (
-              await q.query<Row>(
-                'SELECT * FROM namespaces ORDER BY tenant_id, namespace LIMIT $1',
-                [limit],
-              )
-            ).map(namespaceOf);
-            break;
-          case 'streams':
-            items = (
-              await q.query<Row>(
-                'SELECT * FROM streams ORDER BY tenant_id, namespace, stream LIMIT $1',
-                [limit],
-              )
-            ).map(streamOf);
-            break;
-          case 'caches':
-            items = (
-              await q.query<Row>(
-                'SELECT * FROM caches ORDER BY tenant_id, namespace, cache LIMIT $1',
-                [limit],
-              )
-            ).map(cacheOf);
-            break;
-          case 'assignments':
-            items = (
-              await q.query<Row>(
-                'SELECT * FROM shard_assignments ORDER BY tenant_id, namespace, kind, name, shard LIMIT $1',
-                [limit],
-              )
-            ).map(assignmentOf);
-            break;
-        }
+        const { sql, item } = SNAPSHOT_QUERIES[feed];
+        const items = (await q.query<Row>(sql, [limit])).map(item);
         if (items.length > this.snapshotRowsMax)
           throw new InternalError(`the ${feed} snapshot exceeds ${this.snapshotRowsMax} rows`);
         return { items, next_seq };
