@@ -210,6 +210,50 @@ function sameStream(a: Stream, b: Stream): boolean {
 }
 
 /** Runs a keyset page: `where` gets the cursor placeholders after `fixed` parameters. */
+/** A resource named inside a namespace: its table, its name column and its row reader. */
+interface NamedKind<T> {
+  table: 'streams' | 'caches';
+  nameCol: 'stream' | 'cache';
+  of: (r: Row) => T;
+}
+const STREAM_KIND: NamedKind<Stream> = { table: 'streams', nameCol: 'stream', of: streamOf };
+const CACHE_KIND: NamedKind<Cache> = { table: 'caches', nameCol: 'cache', of: cacheOf };
+
+async function getNamedIn<T>(
+  q: Sql,
+  kind: NamedKind<T>,
+  t: string,
+  ns: string,
+  name: string,
+): Promise<T | undefined> {
+  const r = await q.query<Row>(
+    `SELECT * FROM ${kind.table} WHERE tenant_id = $1 AND namespace = $2 AND ${kind.nameCol} = $3`,
+    [t, ns, name],
+  );
+  return r[0] ? kind.of(r[0]) : undefined;
+}
+
+function listNamed<T>(
+  q: Sql,
+  kind: NamedKind<T>,
+  t: string,
+  ns: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<Page<T>> {
+  return page(q, {
+    select: `SELECT * FROM ${kind.table}`,
+    fixedWhere: ['tenant_id = $1', 'namespace = $2'],
+    fixed: [t, ns],
+    keyCols: [kind.nameCol],
+    shape: ['s'],
+    limit,
+    cursor,
+    map: kind.of,
+    keyOf: (r) => [s(r[kind.nameCol])],
+  });
+}
+
 async function page<T>(
   q: Sql,
   opts: {
@@ -574,17 +618,8 @@ export class ControlStore {
     });
   }
 
-  private async getStreamIn(
-    q: Sql,
-    t: string,
-    ns: string,
-    name: string,
-  ): Promise<Stream | undefined> {
-    const r = await q.query<Row>(
-      'SELECT * FROM streams WHERE tenant_id = $1 AND namespace = $2 AND stream = $3',
-      [t, ns, name],
-    );
-    return r[0] ? streamOf(r[0]) : undefined;
+  private getStreamIn(q: Sql, t: string, ns: string, name: string): Promise<Stream | undefined> {
+    return getNamedIn(q, STREAM_KIND, t, ns, name);
   }
 
   async getStream(t: string, ns: string, name: string): Promise<Stream> {
@@ -596,17 +631,7 @@ export class ControlStore {
 
   async listStreams(t: string, ns: string, limit: number, cursor?: string): Promise<Page<Stream>> {
     await this.requireNamespace(this.driver, t, ns);
-    return page(this.driver, {
-      select: 'SELECT * FROM streams',
-      fixedWhere: ['tenant_id = $1', 'namespace = $2'],
-      fixed: [t, ns],
-      keyCols: ['stream'],
-      shape: ['s'],
-      limit,
-      cursor,
-      map: streamOf,
-      keyOf: (r) => [s(r.stream)],
-    });
+    return listNamed(this.driver, STREAM_KIND, t, ns, limit, cursor);
   }
 
   /** Changes retention, consistency and durability; shards, replication and routing are fixed. */
@@ -717,17 +742,8 @@ export class ControlStore {
     });
   }
 
-  private async getCacheIn(
-    q: Sql,
-    t: string,
-    ns: string,
-    name: string,
-  ): Promise<Cache | undefined> {
-    const r = await q.query<Row>(
-      'SELECT * FROM caches WHERE tenant_id = $1 AND namespace = $2 AND cache = $3',
-      [t, ns, name],
-    );
-    return r[0] ? cacheOf(r[0]) : undefined;
+  private getCacheIn(q: Sql, t: string, ns: string, name: string): Promise<Cache | undefined> {
+    return getNamedIn(q, CACHE_KIND, t, ns, name);
   }
 
   async getCache(t: string, ns: string, name: string): Promise<Cache> {
@@ -739,17 +755,7 @@ export class ControlStore {
 
   async listCaches(t: string, ns: string, limit: number, cursor?: string): Promise<Page<Cache>> {
     await this.requireNamespace(this.driver, t, ns);
-    return page(this.driver, {
-      select: 'SELECT * FROM caches',
-      fixedWhere: ['tenant_id = $1', 'namespace = $2'],
-      fixed: [t, ns],
-      keyCols: ['cache'],
-      shape: ['s'],
-      limit,
-      cursor,
-      map: cacheOf,
-      keyOf: (r) => [s(r.cache)],
-    });
+    return listNamed(this.driver, CACHE_KIND, t, ns, limit, cursor);
   }
 
   /** Only the display name of a cache may change. */
