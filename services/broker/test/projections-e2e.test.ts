@@ -13,9 +13,10 @@ import {
 } from '@felix/client';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
-import { FrameDecoder, decodeMessage, encodeMessage } from '@felix/wire';
+import { encodeMessage } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, type BrokerSpec, startBroker } from './broker-process.js';
+import { rawAuthed } from './raw-session.js';
 
 const YAML = `
 streams:
@@ -160,28 +161,7 @@ for (const transport of ['tls', 'quic'] as const) {
 
     it('bad_cache_and_group_requests_get_typed_errors_and_the_broker_keeps_serving', async () => {
       const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
-      const stream = await conn.openBidi();
-      const decoder = new FrameDecoder();
-      const it = stream[Symbol.asyncIterator]();
-      const queue: unknown[] = [];
-      const next = async () => {
-        while (queue.length === 0) {
-          const r = await it.next();
-          if (r.done) return null;
-          for (const f of decoder.push(r.value)) queue.push(decodeMessage(f.payload));
-        }
-        return queue.shift();
-      };
-      await stream.write(
-        encodeMessage({
-          type: 'auth',
-          tenant_id: 't1',
-          token: '',
-          client_flags: 0x1fff,
-          client_features: 0x0fff_ffff,
-        }),
-      );
-      expect(await next()).toMatchObject({ type: 'auth_ok' });
+      const { stream, next } = await rawAuthed(conn, 0x0fff_ffff);
       const scope = { tenant_id: 't1', namespace: 'default' };
       const group = { ...scope, stream: 'jobs', shard: 0, group: 'bad-input' };
       const bad: Array<[Parameters<typeof encodeMessage>[0], string]> = [

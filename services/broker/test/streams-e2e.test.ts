@@ -14,10 +14,11 @@ import {
   connect,
 } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
-import { type Connection, type TransportStream, dial } from '@felix/transport';
+import { dial } from '@felix/transport';
 import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage, shardForKey } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, startBroker } from './broker-process.js';
+import { rawAuthed } from './raw-session.js';
 
 const TRANSPORTS = ['tls', 'quic'] as const;
 type Transport = (typeof TRANSPORTS)[number];
@@ -71,35 +72,6 @@ async function metric(broker: BrokerProcess, pattern: RegExp): Promise<number> {
   const body = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
   const m = pattern.exec(body);
   return m ? Number(m[1]) : 0;
-}
-
-/** A raw stream that has authenticated, for bad-input tests. */
-async function rawAuthed(
-  conn: Connection,
-): Promise<{ stream: TransportStream; next(): Promise<unknown | null> }> {
-  const stream = await conn.openBidi();
-  const decoder = new FrameDecoder();
-  const it = stream[Symbol.asyncIterator]();
-  const queue: unknown[] = [];
-  const next = async () => {
-    while (queue.length === 0) {
-      const r = await it.next();
-      if (r.done) return null;
-      for (const f of decoder.push(r.value)) queue.push(decodeMessage(f.payload));
-    }
-    return queue.shift();
-  };
-  await stream.write(
-    encodeMessage({
-      type: 'auth',
-      tenant_id: 't1',
-      token: '',
-      client_flags: 0x1fff,
-      client_features: 0x0800,
-    }),
-  );
-  expect(await next()).toMatchObject({ type: 'auth_ok' });
-  return { stream, next };
 }
 
 for (const transport of TRANSPORTS) {
@@ -335,7 +307,7 @@ for (const transport of TRANSPORTS) {
 
     it('a_frame_with_an_unknown_flag_is_refused', async () => {
       const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
-      const raw = await rawAuthed(conn);
+      const raw = await rawAuthed(conn, 0x0800);
       const before = await metric(
         shared,
         /felix_broker_bad_input_total\{reason="unknown_flag"\} (\d+)/,
@@ -349,7 +321,7 @@ for (const transport of TRANSPORTS) {
         await metric(shared, /felix_broker_bad_input_total\{reason="unknown_flag"\} (\d+)/),
       ).toBe(before + 1);
       // The connection and the broker carry on.
-      const again = await rawAuthed(conn);
+      const again = await rawAuthed(conn, 0x0800);
       again.stream.reset(0);
       await conn.close();
     });
@@ -402,7 +374,7 @@ for (const transport of TRANSPORTS) {
 
     it('a_json_publish_is_acknowledged_with_its_offset', async () => {
       const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
-      const raw = await rawAuthed(conn);
+      const raw = await rawAuthed(conn, 0x0800);
       await raw.stream.write(
         encodeMessage({
           type: 'publish_batch',
