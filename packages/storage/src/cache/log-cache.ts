@@ -3,15 +3,15 @@
  * in-memory index maps key -> (offset, version, expiry, record bytes) and is rebuilt by replay on
  * open, never read from disk; get reads the value from the log at the indexed offset. The write
  * path is ProjectionWriter's (claim + turn under a short lock, shared fsync, in-order apply), the
- * watch core is WatchHub's, and compaction is runCompaction's with cache copies carrying versions.
+ * watch core is WatchHub's, and compaction is a CompactionPass (runCompaction) with cache copies carrying versions.
  */
 import { assert } from '@felix/common';
 import {
   type CompactionOptions,
   type CompactionResult,
   type CopyBatch,
+  CompactionPass,
   keyedCompactionTarget,
-  runCompaction,
 } from '../compaction/compactor.js';
 import { type CacheEntry, type PutOptions, expiryFor, isExpired } from './ephemeral-cache.js';
 import type { PortRecord, ProjectionLog } from './log-port.js';
@@ -86,7 +86,7 @@ export class LogCache {
   private readonly writer: ProjectionWriter;
   private readonly hub: WatchHub;
   private readonly now: () => number;
-  private compactionRun: Promise<CompactionResult> | undefined;
+  private readonly compactionPass = new CompactionPass();
   private stoppingFlag = false;
 
   private constructor(
@@ -264,23 +264,21 @@ export class LogCache {
 
   /** Runs (or joins) one compaction pass now, whatever the trigger says. */
   compact(): Promise<CompactionResult> {
-    if (this.compactionRun === undefined) {
-      const target = keyedCompactionTarget({
-        log: this.log,
-        keysBelow: (cut) => this.keysBelow(cut),
-        copyBatches: (cut) => this.copyBatches(cut),
-        stopping: () => this.stoppingFlag,
-      });
-      this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
-        this.compactionRun = undefined;
-      });
-    }
-    return this.compactionRun;
+    return this.compactionPass.run(
+      () =>
+        keyedCompactionTarget({
+          log: this.log,
+          keysBelow: (cut) => this.keysBelow(cut),
+          copyBatches: (cut) => this.copyBatches(cut),
+          stopping: () => this.stoppingFlag,
+        }),
+      this.opts.compaction,
+    );
   }
 
   /** The pass in progress, if any. */
   get compacting(): Promise<CompactionResult> | undefined {
-    return this.compactionRun;
+    return this.compactionPass.current;
   }
 
   /** True when the log holds more than 4x its live bytes and more than the floor. */
@@ -295,13 +293,13 @@ export class LogCache {
     if (this.writer.closed) return;
     this.stoppingFlag = true;
     await this.writer.close();
-    await this.compactionRun?.catch(() => undefined);
+    await this.compactionPass.current?.catch(() => undefined);
     this.hub.closeAll();
     await this.log.close();
   }
 
   private maybeCompact(): void {
-    if (this.opts.compaction?.auto === false || this.compactionRun !== undefined) return;
+    if (this.opts.compaction?.auto === false || this.compactionPass.current !== undefined) return;
     if (this.stoppingFlag || !this.wantsCompaction()) return;
     // Off the write path: nobody awaits this; a failed pass is retried by a later trigger.
     this.compact().catch(() => undefined);

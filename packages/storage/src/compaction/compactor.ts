@@ -59,6 +59,26 @@ export function keyedCompactionTarget(p: KeyedProjection): CompactionTarget {
   };
 }
 
+/** At most one compaction pass at a time per projection: a second request joins the first. */
+export class CompactionPass {
+  private running: Promise<CompactionResult> | undefined;
+
+  /** The pass in progress, if any. */
+  get current(): Promise<CompactionResult> | undefined {
+    return this.running;
+  }
+
+  /** Starts `target`'s pass unless one is running, and answers the pass in progress. */
+  run(target: () => CompactionTarget, opts?: CompactionOptions): Promise<CompactionResult> {
+    if (this.running === undefined) {
+      this.running = runCompaction(target(), opts).finally(() => {
+        this.running = undefined;
+      });
+    }
+    return this.running;
+  }
+}
+
 export interface CompactionOptions {
   /** Copy budget in bytes per second; 0 = unlimited. */
   bytesPerSec?: number;

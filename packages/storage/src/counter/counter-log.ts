@@ -20,8 +20,8 @@ import {
   type CompactionOptions,
   type CompactionResult,
   type CopyBatch,
+  CompactionPass,
   keyedCompactionTarget,
-  runCompaction,
 } from '../compaction/compactor.js';
 import {
   COUNTER_RECORD_HEADER_BYTES,
@@ -53,7 +53,7 @@ export class CounterLog {
   private readonly stagedDelta = new Map<string, bigint>();
   private liveBytesTotal = 0;
   private readonly writer: ProjectionWriter;
-  private compactionRun: Promise<CompactionResult> | undefined;
+  private readonly compactionPass = new CompactionPass();
   private stoppingFlag = false;
 
   private constructor(
@@ -119,22 +119,20 @@ export class CounterLog {
   }
 
   compact(): Promise<CompactionResult> {
-    if (this.compactionRun === undefined) {
-      const target = keyedCompactionTarget({
-        log: this.log,
-        keysBelow: (cut) => this.keysBelow(cut),
-        copyBatches: (cut) => this.copyBatches(cut),
-        stopping: () => this.stoppingFlag,
-      });
-      this.compactionRun = runCompaction(target, this.opts.compaction).finally(() => {
-        this.compactionRun = undefined;
-      });
-    }
-    return this.compactionRun;
+    return this.compactionPass.run(
+      () =>
+        keyedCompactionTarget({
+          log: this.log,
+          keysBelow: (cut) => this.keysBelow(cut),
+          copyBatches: (cut) => this.copyBatches(cut),
+          stopping: () => this.stoppingFlag,
+        }),
+      this.opts.compaction,
+    );
   }
 
   get compacting(): Promise<CompactionResult> | undefined {
-    return this.compactionRun;
+    return this.compactionPass.current;
   }
 
   wantsCompaction(): boolean {
@@ -147,12 +145,12 @@ export class CounterLog {
     if (this.writer.closed) return;
     this.stoppingFlag = true;
     await this.writer.close();
-    await this.compactionRun?.catch(() => undefined);
+    await this.compactionPass.current?.catch(() => undefined);
     await this.log.close();
   }
 
   private maybeCompact(): void {
-    if (this.opts.compaction?.auto === false || this.compactionRun !== undefined) return;
+    if (this.opts.compaction?.auto === false || this.compactionPass.current !== undefined) return;
     if (this.stoppingFlag || !this.wantsCompaction()) return;
     this.compact().catch(() => undefined);
   }
