@@ -51,8 +51,15 @@ export async function startBenchBroker(
   const dir = mkdtempSync(join(tmpdir(), 'felix-bench-broker-'));
   writeFileSync(join(dir, 'broker.yaml'), yaml);
   const port = await freePort();
-  // FELIX_BENCH_BROKER_NODE_ARGS: extra node flags for the broker (e.g. --cpu-prof).
-  const nodeArgs = (process.env.FELIX_BENCH_BROKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  // Extra node flags for the broker (e.g. --cpu-prof); FELIX_BENCH_BROKER_ARGS is the name the
+  // pubsub bench reads, FELIX_BENCH_BROKER_NODE_ARGS the older one here.
+  const nodeArgs = (
+    process.env.FELIX_BENCH_BROKER_ARGS ??
+    process.env.FELIX_BENCH_BROKER_NODE_ARGS ??
+    ''
+  )
+    .split(' ')
+    .filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: {
       ...process.env,
