@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { HotValues } from '../src/caches/hot-values.js';
 
 const v = (s: string) => new TextEncoder().encode(s);
-const hot = (s: string, expiresAtMillis = 0) => ({ value: v(s), expiresAtMillis });
+const hot = (s: string, expiresAtMillis = 0) => ({ head: v(s), expiresAtMillis });
+const text = (h: { head: Uint8Array } | undefined) =>
+  h === undefined ? undefined : new TextDecoder().decode(h.head);
 
 describe('HotValues', () => {
   it('a_read_that_raced_a_write_is_not_remembered', () => {
@@ -25,7 +27,7 @@ describe('HotValues', () => {
     // A read after the write is remembered.
     const after = h.capture('k');
     h.remember('k', after, hot('new'));
-    expect(new TextDecoder().decode(h.get('k', 0)!.value)).toBe('new');
+    expect(text(h.get('k', 0))).toBe('new');
   });
 
   it('a_write_forgets_the_remembered_value_at_once', () => {
@@ -55,5 +57,55 @@ describe('HotValues', () => {
     const h = new HotValues(0);
     h.remember('k', h.capture('k'), hot('v'));
     expect(h.get('k', 0)).toBeUndefined();
+  });
+
+  it('a_write_that_ran_alone_leaves_its_value_hot', () => {
+    const h = new HotValues(1 << 20);
+    h.remember('k', h.capture('k'), hot('old'));
+    const begun = h.beginWrite('k');
+    expect(h.get('k', 0)).toBeUndefined();
+    h.endWrite('k', begun, hot('new'));
+    expect(text(h.get('k', 0))).toBe('new');
+  });
+
+  it('a_write_overlapping_another_leaves_nothing_hot', () => {
+    const h = new HotValues(1 << 20);
+    // Two puts in flight at once: whichever lands last in the log is current, so neither
+    // may leave its value behind, in either order of ending.
+    for (const firstEnds of [true, false]) {
+      const a = h.beginWrite('k');
+      const b = h.beginWrite('k');
+      if (firstEnds) {
+        h.endWrite('k', a, hot('a'));
+        expect(h.get('k', 0)).toBeUndefined();
+        h.endWrite('k', b, hot('b'));
+      } else {
+        h.endWrite('k', b, hot('b'));
+        expect(h.get('k', 0)).toBeUndefined();
+        h.endWrite('k', a, hot('a'));
+      }
+      expect(h.get('k', 0)).toBeUndefined();
+    }
+    // A write that began and ended inside another one's span voids the outer one too.
+    const outer = h.beginWrite('k');
+    h.endWrite('k', h.beginWrite('k'), hot('inner'));
+    h.endWrite('k', outer, hot('outer'));
+    expect(h.get('k', 0)).toBeUndefined();
+  });
+
+  it('a_failed_write_leaves_nothing_hot', () => {
+    const h = new HotValues(1 << 20);
+    h.remember('k', h.capture('k'), hot('old'));
+    h.endWrite('k', h.beginWrite('k'));
+    expect(h.get('k', 0)).toBeUndefined();
+  });
+
+  it('a_read_overlapping_a_write_is_not_remembered_after_the_write_leaves_its_value', () => {
+    const h = new HotValues(1 << 20);
+    const begun = h.beginWrite('k');
+    const read = h.capture('k'); // a get reads the log while the put is in flight
+    h.endWrite('k', begun, hot('new'));
+    h.remember('k', read, hot('old'));
+    expect(text(h.get('k', 0))).toBe('new');
   });
 });

@@ -9,6 +9,8 @@ import { RequestRefusedError } from '../errors.js';
 import { CACHE_TTL_MS_MAX } from '../limits.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
+import type { Hot } from './hot-values.js';
+import { valueAnswerFrame, valueAnswerHead } from './value-answer.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 
@@ -41,20 +43,44 @@ export async function cachePut(
     );
   }
   const cache = await svc.cache(cfg, shard);
+  const hot = svc.hot;
   const hk = svc.hotKey(cfg, shard, msg.key);
-  svc.hot?.invalidate(hk);
+  const begun = hot?.beginWrite(hk);
+  // Taken before the cache takes its own clock reading, so the hot copy never outlives the value.
+  const expiresAtMillis = ttl === undefined || ttl === 0 ? 0 : Date.now() + ttl;
+  let written: Hot | undefined;
   try {
     await cache.put(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
+    // The value just written is the key's current one: the next get answers it from memory.
+    if (hot !== null) written = { head: valueAnswerHead(msg, msg.key, msg.value), expiresAtMillis };
   } catch (err) {
     throw storageRefusal('cache put', err);
   } finally {
-    svc.hot?.invalidate(hk);
+    if (begun !== undefined) hot!.endWrite(hk, begun, written);
   }
   return msg.request_id === undefined
     ? { type: 'ok' }
     : { type: 'cache_ok', request_id: msg.request_id };
 }
 
+/**
+ * The answer frame of a get whose key is hot, built without awaiting anything; undefined when
+ * it is not (then `cacheGet` reads the shard). Throws a refusal for a request it cannot serve.
+ */
+export function hotGetFrame(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'cache_get'>,
+): Uint8Array | undefined {
+  const hot = svc.hot;
+  if (hot === null || svc.isClosed) return undefined;
+  checkTenant(auth, msg.tenant_id);
+  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+  const known = hot.get(svc.hotKey(cfg, svc.shardOf(cfg, msg.key), msg.key), Date.now());
+  return known === undefined ? undefined : valueAnswerFrame(known.head, msg.request_id);
+}
+
+/** A get read from the shard (remembered as hot when no write raced it), or a delete. */
 export async function cacheGet(
   svc: CacheService,
   auth: Negotiated,
@@ -63,37 +89,33 @@ export async function cacheGet(
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
   const shard = svc.shardOf(cfg, msg.key);
+  const cache = await svc.cache(cfg, shard);
   const hot = svc.hot;
   const hk = svc.hotKey(cfg, shard, msg.key);
-  // A hot value answers without opening (or awaiting) the shard's cache.
-  const known = msg.type === 'cache_get' && !svc.isClosed ? hot?.get(hk, Date.now()) : undefined;
-  const cache = known === undefined ? await svc.cache(cfg, shard) : undefined;
   let value: Uint8Array | undefined;
   try {
-    if (known !== undefined) {
-      value = known.value;
-    } else if (msg.type === 'cache_get') {
+    if (msg.type === 'cache_get') {
       const at = hot?.capture(hk);
-      const entry = await cache!.getEntry(msg.key);
+      const entry = await cache.getEntry(msg.key);
       value = entry?.value;
       if (entry !== undefined && at !== undefined) {
         hot!.remember(hk, at, {
-          value: entry.value.slice(),
+          head: valueAnswerHead(msg, msg.key, entry.value),
           expiresAtMillis: entry.expiresAtMillis,
         });
       }
     } else {
-      hot?.invalidate(hk);
+      const begun = hot?.beginWrite(hk);
       try {
-        value = await cache!.delete(msg.key);
+        value = await cache.delete(msg.key);
       } finally {
-        hot?.invalidate(hk);
+        if (begun !== undefined) hot!.endWrite(hk, begun);
       }
     }
   } catch (err) {
     throw storageRefusal(msg.type === 'cache_get' ? 'cache get' : 'cache delete', err);
   }
-  // Built field by field (no spread objects): this answer is on the hottest request path.
+  // Built field by field (no spread objects).
   const out: Msg<'cache_value'> = {
     type: 'cache_value',
     tenant_id: msg.tenant_id,

@@ -31,7 +31,10 @@ function cacheKey(tenant: string, namespace: string, name: string): string {
 }
 
 export class CacheService {
-  private readonly configs = new Map<string, CacheConfig>();
+  /** Declared caches by tenant, namespace, name (no key string is built per request). */
+  private readonly byScope = new Map<string, Map<string, Map<string, CacheConfig>>>();
+  /** Per cache config, the hot-key prefix of each shard (built once, not per request). */
+  private readonly hotPrefixes = new WeakMap<CacheConfig, string[]>();
   private readonly logCaches: ProjectionShards<LogCache> | null;
   private readonly counterLogs: ProjectionShards<CounterLog> | null;
   private readonly ephemeral = new Map<string, EphemeralCache>();
@@ -40,7 +43,7 @@ export class CacheService {
   readonly hot: HotValues | null;
 
   constructor(cfg: BrokerConfig) {
-    for (const c of cfg.caches) this.configs.set(cacheKey(c.tenant, c.namespace, c.name), c);
+    for (const c of cfg.caches) this.define(c);
     const root = cfg.durable.data_dir;
     // Acknowledged only once durable: a cache write is an append like an onCommit publish.
     const store = root === null ? null : { root, fsync: 'onCommit' as const };
@@ -51,7 +54,17 @@ export class CacheService {
 
   /** The hot-value key of a cache key on its shard. */
   hotKey(cache: CacheConfig, shard: number, key: string): string {
-    return `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}\u0000${key}`;
+    let prefixes = this.hotPrefixes.get(cache);
+    if (prefixes === undefined) {
+      prefixes = [];
+      this.hotPrefixes.set(cache, prefixes);
+    }
+    let prefix = prefixes[shard];
+    if (prefix === undefined) {
+      prefix = `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}\u0000`;
+      prefixes[shard] = prefix;
+    }
+    return prefix + key;
   }
 
   /** True once the service is closing (every request is refused). */
@@ -66,17 +79,31 @@ export class CacheService {
 
   /** Control-plane mode: serves a cache the catalog feed announced (replacing its config). */
   define(c: CacheConfig): void {
-    this.configs.set(cacheKey(c.tenant, c.namespace, c.name), c);
+    let namespaces = this.byScope.get(c.tenant);
+    if (namespaces === undefined) {
+      namespaces = new Map();
+      this.byScope.set(c.tenant, namespaces);
+    }
+    let names = namespaces.get(c.namespace);
+    if (names === undefined) {
+      names = new Map();
+      namespaces.set(c.namespace, names);
+    }
+    names.set(c.name, c);
   }
 
   /** Control-plane mode: the cache was deleted; requests for it answer `not_found`. */
   forget(tenant: string, namespace: string, name: string): void {
-    this.configs.delete(cacheKey(tenant, namespace, name));
+    const namespaces = this.byScope.get(tenant);
+    const names = namespaces?.get(namespace);
+    names?.delete(name);
+    if (names?.size === 0) namespaces!.delete(namespace);
+    if (namespaces?.size === 0) this.byScope.delete(tenant);
   }
 
   /** The declared cache, or a `not_found` refusal. */
   lookup(tenant: string, namespace: string, name: string): CacheConfig {
-    const c = this.configs.get(cacheKey(tenant, namespace, name));
+    const c = this.byScope.get(tenant)?.get(namespace)?.get(name);
     if (c === undefined) {
       throw new RequestRefusedError(
         'not_found',
@@ -91,7 +118,8 @@ export class CacheService {
   /** The shard a key belongs to; refuses keys the store cannot hold. */
   shardOf(cache: CacheConfig, key: string): number {
     checkKey(key);
-    return shardForKey(UTF8.encode(key), cache.shards, 'modulo');
+    // One shard needs no hash (and no encoded copy of the key).
+    return cache.shards === 1 ? 0 : shardForKey(UTF8.encode(key), cache.shards, 'modulo');
   }
 
   async cache(cache: CacheConfig, shard: number): Promise<ServedCache> {

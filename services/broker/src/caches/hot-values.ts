@@ -1,24 +1,46 @@
 /**
  * A bounded, least-recently-used map of current cache values in front of a LogCache shard, so a
- * get of a hot key answers from memory instead of reading the log. It is only ever a copy: every
- * write to the shard goes through the broker, which bumps the key's generation when the write
- * starts and again when it ends; a value read from the log is remembered only if the key's
- * generation did not move while it was read, so a read racing a write can never leave a stale
- * value behind. Expiry is checked on every hit against the value's own absolute expiry.
+ * get of a hot key answers from memory instead of reading the log. Each value is held as the
+ * encoded head of its `cache_value` answer (value-answer.ts), so a hit encodes nothing.
+ *
+ * It is only ever a copy: every write to the shard goes through the broker, which calls
+ * `beginWrite` when the write starts and `endWrite` when it ends; each moves the key's
+ * generation. A value read from the log is remembered only if the generation did not move while
+ * it was read, so a read racing a write can never leave a stale value behind. A write that
+ * succeeded leaves its own value behind only when no other write to the key began, ended or was
+ * in flight since it began: then nothing can have replaced it. Expiry is checked on every hit
+ * against the value's own absolute expiry.
  */
 import { HOT_GENERATIONS_MAX } from '../limits.js';
 
-interface Hot {
-  value: Uint8Array;
+export interface Hot {
+  /** The `cache_value` answer's UTF-8 JSON up to its request id (see value-answer.ts). */
+  head: Uint8Array;
+  /** Absolute expiry in ms, 0 for none; never later than the stored value's own. */
   expiresAtMillis: number;
 }
 
+interface Slot extends Hot {
+  /** The `uses` count when the slot last moved to the recent end of the order. */
+  touched: number;
+}
+
+/** A point in a key's write history: pass it back to `remember` or `endWrite`. */
+export interface HotMark {
+  era: number;
+  gen: number;
+}
+
 export class HotValues {
-  private readonly values = new Map<string, Hot>();
+  private readonly values = new Map<string, Slot>();
   private readonly generations = new Map<string, number>();
-  /** Bumped when the generation map is cleared (its bound): every capture before it is void. */
+  /** Writes in flight per key (an entry only while one is); bounded by requests in flight. */
+  private readonly writing = new Map<string, number>();
+  /** Bumped when the generation map is cleared (its bound): every mark before it is void. */
   private era = 0;
   private bytes = 0;
+  /** Hits so far: a slot's age in the recency order without a clock. */
+  private uses = 0;
 
   constructor(private readonly maxBytes: number) {}
 
@@ -30,25 +52,34 @@ export class HotValues {
       this.drop(key);
       return undefined;
     }
-    // Refresh its place in the recency order.
-    this.values.delete(key);
-    this.values.set(key, hot);
+    // Move it to the recent end only once it is older than half the map: a re-insert per hit
+    // costs a delete and a set, and the order need not be finer than which half a key is in.
+    this.uses++;
+    if (this.uses - hot.touched > this.values.size >>> 1) {
+      hot.touched = this.uses;
+      this.values.delete(key);
+      this.values.set(key, hot);
+    }
     return hot;
   }
 
   /** The key's generation now; pass it to `remember` after the read. */
-  capture(key: string): { era: number; gen: number } {
+  capture(key: string): HotMark {
     return { era: this.era, gen: this.generations.get(key) ?? 0 };
   }
 
   /** Remembers a value read from the log, unless a write to the key started since `at`. */
-  remember(key: string, at: { era: number; gen: number }, hot: Hot): void {
+  remember(key: string, at: HotMark, hot: Hot): void {
     if (this.maxBytes === 0 || at.era !== this.era) return;
     if ((this.generations.get(key) ?? 0) !== at.gen) return;
-    const size = hot.value.byteLength + key.length;
+    const size = hot.head.byteLength + key.length;
     if (size > this.maxBytes / 4) return;
     this.drop(key);
-    this.values.set(key, hot);
+    this.values.set(key, {
+      head: hot.head,
+      expiresAtMillis: hot.expiresAtMillis,
+      touched: this.uses,
+    });
     this.bytes += size;
     for (const [k] of this.values) {
       if (this.bytes <= this.maxBytes) break;
@@ -56,7 +87,28 @@ export class HotValues {
     }
   }
 
-  /** A write to `key` starts or ends: forget its value and move its generation. */
+  /** A write to `key` starts: its value is forgotten. Pass the mark to `endWrite`. */
+  beginWrite(key: string): HotMark {
+    this.invalidate(key);
+    this.writing.set(key, (this.writing.get(key) ?? 0) + 1);
+    return this.capture(key);
+  }
+
+  /**
+   * The write that `beginWrite` answered `begun` for has ended. `written` is the value it left
+   * (absent when it failed or left none); it is remembered only if the write was alone.
+   */
+  endWrite(key: string, begun: HotMark, written?: Hot): void {
+    const left = (this.writing.get(key) ?? 1) - 1;
+    if (left > 0) this.writing.set(key, left);
+    else this.writing.delete(key);
+    const alone =
+      left === 0 && begun.era === this.era && (this.generations.get(key) ?? 0) === begun.gen;
+    this.invalidate(key);
+    if (alone && written !== undefined) this.remember(key, this.capture(key), written);
+  }
+
+  /** Forgets the key's value and moves its generation (a write starts or ends). */
   invalidate(key: string): void {
     this.drop(key);
     if (this.generations.size >= HOT_GENERATIONS_MAX && !this.generations.has(key)) {
@@ -73,6 +125,6 @@ export class HotValues {
     const hot = this.values.get(key);
     if (hot === undefined) return;
     this.values.delete(key);
-    this.bytes -= hot.value.byteLength + key.length;
+    this.bytes -= hot.head.byteLength + key.length;
   }
 }

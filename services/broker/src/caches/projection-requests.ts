@@ -22,7 +22,7 @@ import type { AnswerPipe } from '../session/answer-pipe.js';
 import { jsonFrame } from '../session/codec.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { GROUP_FEATURES, GroupService, isGroupMessage } from '../groups/group-service.js';
-import { cacheGet, cachePut, counterOp, openWatch } from './cache-requests.js';
+import { cacheGet, cachePut, counterOp, hotGetFrame, openWatch } from './cache-requests.js';
 import { CacheService, storageRefusal } from './cache-service.js';
 import { ProjectionMetrics } from './projection-metrics.js';
 import { WatchWriter } from './watch-writer.js';
@@ -90,6 +90,19 @@ export class Projections {
       return;
     }
     await a.answers.room();
+    if (msg.type === 'cache_get') {
+      // A hot key is answered in this turn, with bytes encoded when the value was remembered.
+      let ready: Uint8Array | undefined;
+      try {
+        ready = hotGetFrame(this.caches, a.auth, msg);
+      } catch (err) {
+        ready = this.errorFrame(a.auth, msg.type, err);
+      }
+      if (ready !== undefined) {
+        a.answers.push(Promise.resolve(ready));
+        return;
+      }
+    }
     a.answers.push(
       this.answer(a).then(
         (m) => (m === null ? null : jsonFrame(m)),
