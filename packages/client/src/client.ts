@@ -351,6 +351,10 @@ export class FelixClient {
     const client = this;
     return {
       connection: (signal?: AbortSignal) => client.connection(signal),
+      live: () => {
+        const c = client.current;
+        return c && !c.isLost && !client.isClosed ? c : undefined;
+      },
       get closed() {
         return client.isClosed;
       },

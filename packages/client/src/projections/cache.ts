@@ -22,6 +22,7 @@ import {
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
+import { encodeGetRequest, getRequestPrefix, readValueAnswer } from './get-codec.js';
 import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
 import { channelOf } from './request-channel.js';
 
@@ -56,6 +57,8 @@ export type CacheWatchEvent =
 type Answer<T extends Message['type']> = Extract<Message, { type: T }>;
 
 export class Cache {
+  private getPrefixMemo: { tenant: string; namespace: string; text: string } | null = null;
+
   constructor(
     private readonly host: ProjectionHost,
     readonly name: string,
@@ -92,14 +95,25 @@ export class Cache {
   /** The value, or undefined when the key is absent or expired. A failed read throws. */
   async get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
     checkKey(key);
-    const bc = await this.host.connection(opts.signal);
-    const msg = await channelOf(bc).request((request_id) => ({
-      type: 'cache_get',
-      ...this.scope(bc),
-      key,
-      request_id,
-    }));
+    const bc =
+      (opts.signal?.aborted ? undefined : this.host.live?.()) ??
+      (await this.host.connection(opts.signal));
+    const prefix = this.getPrefix(bc);
+    const msg = await channelOf(bc).requestPrepared((requestId) => {
+      const req = encodeGetRequest(prefix, key, requestId);
+      return { bytes: req.frame, quick: (payload) => readValueAnswer(req, key, payload) };
+    });
     return cacheValueOf(msg);
+  }
+
+  /** The start of this cache's `cache_get` text on `bc` (built once per scope). */
+  private getPrefix(bc: BrokerConnection): string {
+    const { tenant, namespace } = bc.scope;
+    const memo = this.getPrefixMemo;
+    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.text;
+    const text = getRequestPrefix(tenant, namespace, this.name);
+    this.getPrefixMemo = { tenant, namespace, text };
+    return text;
   }
 
   /** Removes a key; resolves with the value it removed (undefined when there was none). */

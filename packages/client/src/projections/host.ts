@@ -6,6 +6,8 @@ import { has } from '../protocol/negotiation.js';
 export interface ProjectionHost {
   /** The live connection, waiting through a reconnect (bounded by the request timeout). */
   connection(signal?: AbortSignal): Promise<BrokerConnection>;
+  /** The live connection when there is one now (no wait, no await); else undefined. */
+  live?(): BrokerConnection | undefined;
   readonly closed: boolean;
 }
 

@@ -17,6 +17,14 @@ interface Waiting {
   id: number;
   resolve(msg: Message): void;
   reject(err: Error): void;
+  /** Reads this request's answer without the general decoder; undefined hands it to that. */
+  quick: ((payload: Uint8Array) => Message | undefined) | undefined;
+}
+
+/** A request the caller encoded itself, and optionally a quick reader of its answer. */
+export interface Prepared {
+  bytes: Uint8Array;
+  quick?: (payload: Uint8Array) => Message | undefined;
 }
 
 const channels = new WeakMap<BrokerConnection, RequestChannel>();
@@ -58,18 +66,27 @@ export class RequestChannel {
    * (a consume loop's acks) share one write.
    */
   request(build: (requestId: number) => Message, gather = false): Promise<Message> {
+    return this.enqueue((id) => ({ bytes: encodeMessage(build(id)) }), gather);
+  }
+
+  /** Sends one request the caller encodes (given its request id); written at once. */
+  requestPrepared(prepare: (requestId: number) => Prepared): Promise<Message> {
+    return this.enqueue(prepare, false);
+  }
+
+  private enqueue(prepare: (requestId: number) => Prepared, gather: boolean): Promise<Message> {
     if (this.failed) return Promise.reject(this.failed);
     // The common case (stream open, room under the bound) sends without an async hop.
     const s = this.ready;
     if (s !== null && this.waiting.length < REQUESTS_IN_FLIGHT_MAX) {
-      return this.send(s.stream, build, gather);
+      return this.send(s.stream, prepare, gather);
     }
-    return this.requestSlowly(build, gather);
+    return this.requestSlowly(prepare, gather);
   }
 
   /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
   private async requestSlowly(
-    build: (requestId: number) => Message,
+    prepare: (requestId: number) => Prepared,
     gather: boolean,
   ): Promise<Message> {
     if (this.opened === null) {
@@ -87,20 +104,20 @@ export class RequestChannel {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
     if (this.failed) throw this.failed;
-    return this.send(s.stream, build, gather);
+    return this.send(s.stream, prepare, gather);
   }
 
   /** Gives the request its id, queues its answer slot and its bytes, and writes or gathers. */
   private send(
     stream: TransportStream,
-    build: (requestId: number) => Message,
+    prepare: (requestId: number) => Prepared,
     gather: boolean,
   ): Promise<Message> {
     const id = this.nextId++;
     // Encoded before its answer slot is queued: a request that cannot be encoded owes no answer.
-    const bytes = encodeMessage(build(id));
+    const { bytes, quick } = prepare(id);
     const answer = new Promise<Message>((resolve, reject) => {
-      this.waiting.push({ id, resolve, reject });
+      this.waiting.push({ id, resolve, reject, quick });
     });
     this.unsent.push(bytes);
     if (!gather) this.flush(stream);
@@ -130,7 +147,7 @@ export class RequestChannel {
       for (;;) {
         const frame = await frames.next();
         if (frame === null) throw new ConnectionLostError(this.bc.server);
-        const msg = decodeMessage(frame.payload);
+        const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
         const head = this.waiting.shift();
         this.roomWaiters.shift()?.();
         if (head === undefined)
