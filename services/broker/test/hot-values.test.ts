@@ -46,6 +46,16 @@ describe('HotValues', () => {
     expect(kept[0]).toBe(false);
   });
 
+  it('a_hot_value_read_since_it_was_remembered_outlives_older_unread_ones', () => {
+    const h = new HotValues(4400);
+    for (let i = 0; i < 4; i++) h.remember(`k${i}`, h.capture(`k${i}`), hot('x'.repeat(999)));
+    expect(h.get('k0', 0)).toBeDefined(); // the oldest, but read
+    h.remember('k4', h.capture('k4'), hot('x'.repeat(999)));
+    expect(h.get('k0', 0)).toBeDefined();
+    expect(h.get('k1', 0)).toBeUndefined(); // the oldest unread one went instead
+    expect(h.get('k4', 0)).toBeDefined();
+  });
+
   it('an_expired_hot_value_is_not_answered', () => {
     const h = new HotValues(1 << 20);
     h.remember('k', h.capture('k'), hot('v', 1000));

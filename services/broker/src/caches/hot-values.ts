@@ -1,7 +1,8 @@
 /**
- * A bounded, least-recently-used map of current cache values in front of a LogCache shard, so a
- * get of a hot key answers from memory instead of reading the log. Each value is held as the
- * encoded head of its `cache_value` answer (value-answer.ts), so a hit encodes nothing.
+ * A bounded map of current cache values in front of the LogCache shards, least recently used
+ * out first (approximately: a clock), so a get of a hot key answers from memory instead of
+ * reading the log. Each value is held as the encoded head of its `cache_value` answer
+ * (value-answer.ts), so a hit encodes nothing.
  *
  * It is only ever a copy: every write to the shard goes through the broker, which calls
  * `beginWrite` when the write starts and `endWrite` when it ends; each moves the key's
@@ -21,8 +22,8 @@ export interface Hot {
 }
 
 interface Slot extends Hot {
-  /** The `uses` count when the slot last moved to the recent end of the order. */
-  touched: number;
+  /** Hit since it was last placed at the recent end (its second chance at eviction). */
+  hit: boolean;
 }
 
 /** A point in a key's write history: pass it back to `remember` or `endWrite`. */
@@ -39,8 +40,6 @@ export class HotValues {
   /** Bumped when the generation map is cleared (its bound): every mark before it is void. */
   private era = 0;
   private bytes = 0;
-  /** Hits so far: a slot's age in the recency order without a clock. */
-  private uses = 0;
 
   constructor(private readonly maxBytes: number) {}
 
@@ -52,14 +51,9 @@ export class HotValues {
       this.drop(key);
       return undefined;
     }
-    // Move it to the recent end only once it is older than half the map: a re-insert per hit
-    // costs a delete and a set, and the order need not be finer than which half a key is in.
-    this.uses++;
-    if (this.uses - hot.touched > this.values.size >>> 1) {
-      hot.touched = this.uses;
-      this.values.delete(key);
-      this.values.set(key, hot);
-    }
+    // Marked, not moved: eviction gives a hit slot a second chance (a clock), so a hit costs no
+    // map delete and re-insert.
+    hot.hit = true;
     return hot;
   }
 
@@ -75,16 +69,9 @@ export class HotValues {
     const size = hot.head.byteLength + key.length;
     if (size > this.maxBytes / 4) return;
     this.drop(key);
-    this.values.set(key, {
-      head: hot.head,
-      expiresAtMillis: hot.expiresAtMillis,
-      touched: this.uses,
-    });
+    this.values.set(key, { head: hot.head, expiresAtMillis: hot.expiresAtMillis, hit: false });
     this.bytes += size;
-    for (const [k] of this.values) {
-      if (this.bytes <= this.maxBytes) break;
-      this.drop(k);
-    }
+    this.evict();
   }
 
   /** A write to `key` starts: its value is forgotten. Pass the mark to `endWrite`. */
@@ -119,6 +106,23 @@ export class HotValues {
       this.era++;
     }
     this.generations.set(key, (this.generations.get(key) ?? 0) + 1);
+  }
+
+  /** Least recently placed out first; a slot hit since it was placed moves to the end once. */
+  private evict(): void {
+    // Each turn evicts a slot or clears a mark, so this ends within two passes over the map.
+    while (this.bytes > this.maxBytes) {
+      const oldest = this.values.entries().next();
+      if (oldest.done) return;
+      const [k, slot] = oldest.value;
+      this.values.delete(k);
+      if (slot.hit) {
+        slot.hit = false;
+        this.values.set(k, slot);
+      } else {
+        this.bytes -= slot.head.byteLength + k.length;
+      }
+    }
   }
 
   private drop(key: string): void {

@@ -36,9 +36,10 @@ export function valueAnswerFrame(head: Uint8Array, requestId: number | undefined
   // The request id was decoded as a u64 within OFFSET_MAX, so its decimal text is all ASCII.
   const tail = requestId === undefined ? '}' : `,"request_id":${requestId}}`;
   const length = head.byteLength + tail.length;
-  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
+  const out = new Uint8Array(FRAME_HEADER_BYTES + length);
   writeFrameHeader(out, 0, 0, length);
   out.set(head, FRAME_HEADER_BYTES);
-  out.write(tail, FRAME_HEADER_BYTES + head.byteLength, 'latin1');
+  let at = FRAME_HEADER_BYTES + head.byteLength;
+  for (let i = 0; i < tail.length; i++) out[at++] = tail.charCodeAt(i);
   return out;
 }
