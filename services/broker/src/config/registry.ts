@@ -289,7 +289,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: CACHE_HOT_BYTES_DEFAULT,
     min: 0,
     max: CACHE_HOT_BYTES_MAX,
-    doc: 'Bytes of current cache values kept in memory in front of the cache logs, least recently used out first; 0 turns it off (every get reads the log).',
+    doc: 'Bytes of current cache values kept in memory in front of the cache logs (each held as its encoded `cache_value` answer, about 4/3 of the value plus key and cache names), least recently used out first; 0 turns it off (every get reads the log).',
   },
   {
     key: 'groups.visibility_timeout_ms',
