@@ -15,6 +15,12 @@ export class ProjectionMetrics {
   readonly groupPollsCapped: Counter;
   readonly groupClaimsLapsed: Counter;
   readonly groupsInMemory: Gauge;
+  /**
+   * Requests counted since the last scrape, by type: a Map increment per request instead of
+   * prom-client's label hashing, added to `requests` when it is collected. Its keys are the
+   * request types this service handles, so it stays a handful of entries.
+   */
+  private readonly uncounted = new Map<string, number>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -23,6 +29,7 @@ export class ProjectionMetrics {
       help: 'Cache, counter, watch and group requests, by type',
       labelNames: ['type'],
       registers,
+      collect: () => this.flushRequests(),
     });
     this.refusals = new Counter({
       name: 'felix_broker_projection_refusals_total',
@@ -70,5 +77,15 @@ export class ProjectionMetrics {
       help: 'Consumer groups with in-flight state held in memory',
       registers,
     });
+  }
+
+  /** Counts one request of `type` (read by `requests` at the next scrape). */
+  countRequest(type: string): void {
+    this.uncounted.set(type, (this.uncounted.get(type) ?? 0) + 1);
+  }
+
+  private flushRequests(): void {
+    for (const [type, n] of this.uncounted) this.requests.inc({ type }, n);
+    this.uncounted.clear();
   }
 }

@@ -83,7 +83,7 @@ export class Projections {
   /** Serves one request; answers are queued on the stream's pipe in request order. */
   async serve(a: ServeArgs): Promise<void> {
     const { msg } = a;
-    this.metrics.requests.inc({ type: msg.type });
+    this.metrics.countRequest(msg.type);
     if (msg.type === 'cache_watch') {
       await a.answers.drain();
       await this.watch(a, msg);

@@ -36,7 +36,9 @@ export function valueAnswerFrame(head: Uint8Array, requestId: number | undefined
   // The request id was decoded as a u64 within OFFSET_MAX, so its decimal text is all ASCII.
   const tail = requestId === undefined ? '}' : `,"request_id":${requestId}}`;
   const length = head.byteLength + tail.length;
-  const out = new Uint8Array(FRAME_HEADER_BYTES + length);
+  // From Node's pool: a fresh ArrayBuffer per answer costs more than the rest of this function,
+  // and the frame lives only until the transport has copied or written it.
+  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
   writeFrameHeader(out, 0, 0, length);
   out.set(head, FRAME_HEADER_BYTES);
   let at = FRAME_HEADER_BYTES + head.byteLength;
