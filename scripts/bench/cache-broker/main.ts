@@ -11,9 +11,10 @@
  * `state_complete`). The broker runs with durable storage: every put and add is acknowledged
  * after its fsync (group-committed), while Redis here acknowledges from memory.
  * FELIX_BENCH_QUICK=1 shrinks the counts for a smoke run. FELIX_BENCH_ONLY=get runs only the
- * get comparison: FELIX_BENCH_ROUNDS (default 5) paired rounds of Felix TLS get and Redis GET
- * (one at a time, a hot key set of 1,000, the order alternating per round), printing each
- * round's p50/p99 with the load average and the median of the per-round ratios.
+ * get comparison: FELIX_BENCH_ROUNDS (default 5) rounds of Felix TLS get, Redis GET and a raw
+ * node:tls ping-pong of a get's sizes (raw-tls.ts, the floor), one at a time over a hot key set
+ * of 1,000, the order rotating per round; it prints each round's p50/p99 with the load average
+ * and the median of the per-round ratios.
  * FELIX_BENCH_BROKER_ARGS (or FELIX_BENCH_BROKER_NODE_ARGS) passes node flags to the broker,
  * e.g. "--cpu-prof --cpu-prof-dir=/tmp/p", as in the pubsub bench.
  */
@@ -22,6 +23,7 @@ import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import { Redis } from 'ioredis';
 import { latencies, pct, startBenchBroker } from './broker.js';
+import { startRawTls } from './raw-tls.js';
 
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const N = QUICK ? 300 : 5000;
@@ -72,47 +74,44 @@ for (const t of ['tls', 'quic'] as const) {
 }
 
 if (process.env.FELIX_BENCH_ONLY === 'get') {
-  // Paired rounds: Felix and Redis alternate (which goes first alternates too), so load from the
-  // other processes on this shared machine lands on both; the verdict is the median of the
-  // per-round ratios, not a ratio of medians taken at different moments.
+  // Paired rounds: Felix, Redis and a raw node:tls ping-pong (the floor under any TLS get) take
+  // turns, the order rotating per round, so load from the other processes on this shared machine
+  // lands on all of them; the verdict is the median of the per-round ratios, not a ratio of
+  // medians taken at different moments.
   const rounds = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 5));
   const kv = clients.tls!.cache('kv');
+  const raw = await startRawTls();
   for (let i = 0; i < 1000; i++) await kv.put(`k${i}`, VALUE);
   for (let i = 0; i < 1000; i++) await redis.set(`k${i}`, REDIS_VALUE);
-  // Warm both paths (JIT, hot values) before the first timed round.
-  await latencies(QUICK ? 200 : 2000, (i) => kv.get(`k${i % 1000}`));
-  await latencies(QUICK ? 200 : 2000, (i) => redis.getBuffer(`k${i % 1000}`));
+  const systems = [
+    { name: 'Felix TLS get', op: (i: number) => kv.get(`k${i % 1000}`) },
+    { name: 'Redis GET', op: (i: number) => redis.getBuffer(`k${i % 1000}`) },
+    { name: 'raw node:tls', op: () => raw.ping() },
+  ];
+  // Warm every path (JIT, hot values) before the first timed round.
+  for (const sys of systems) await latencies(QUICK ? 200 : 2000, sys.op);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const felix: number[][] = [[], []];
-  const red: number[][] = [[], []];
-  const ratios: number[][] = [[], []];
+  const at = (r: number, p: number) => (xs: number[][]) => pct(xs[r]!, p);
+  const runs: number[][][] = systems.map(() => []);
   for (let r = 0; r < rounds; r++) {
     const load = loadavg()[0]!.toFixed(1);
-    const felixRun = async () => latencies(N, (i) => kv.get(`k${i % 1000}`));
-    const redisRun = async () => latencies(N, (i) => redis.getBuffer(`k${i % 1000}`));
-    let f: number[];
-    let g: number[];
-    if (r % 2 === 0) {
-      f = await felixRun();
-      g = await redisRun();
-    } else {
-      g = await redisRun();
-      f = await felixRun();
+    for (let k = 0; k < systems.length; k++) {
+      const s = (k + r) % systems.length;
+      runs[s]!.push(await latencies(N, systems[s]!.op));
     }
-    for (const [k, p] of [50, 99].entries()) {
-      felix[k]!.push(pct(f, p));
-      red[k]!.push(pct(g, p));
-      ratios[k]!.push(pct(f, p) / pct(g, p));
-    }
+    const [f, g, t] = runs.map(at(r, 50));
     console.log(
-      `round ${r + 1}: Felix TLS get p50 ${us(pct(f, 50))} p99 ${us(pct(f, 99))}; Redis GET p50 ${us(pct(g, 50))} p99 ${us(pct(g, 99))}; ratio p50 ${ratios[0]!.at(-1)!.toFixed(2)}x (load ${load})`,
+      `round ${r + 1} (load ${load}): p50 Felix ${us(f!)}, Redis ${us(g!)}, raw TLS ${us(t!)}; p99 Felix ${us(at(r, 99)(runs[0]!))}, Redis ${us(at(r, 99)(runs[1]!))}, raw TLS ${us(at(r, 99)(runs[2]!))}`,
     );
   }
-  for (const [k, p] of [50, 99].entries()) {
+  for (const p of [50, 99]) {
+    const per = runs.map((rs) => rs.map((xs) => pct(xs, p)));
+    const ratio = (a: number, b: number) => median(per[a]!.map((v, r) => v / per[b]![r]!));
     console.log(
-      `median of ${rounds} rounds, p${p}: Felix TLS get ${us(median(felix[k]!))}, Redis GET ${us(median(red[k]!))}, median ratio of pairs ${median(ratios[k]!).toFixed(2)}x`,
+      `median of ${rounds} rounds, p${p}: ${systems.map((sys, k) => `${sys.name} ${us(median(per[k]!))}`).join(', ')}; median ratio of pairs Felix/Redis ${ratio(0, 1).toFixed(2)}x, raw TLS/Redis ${ratio(2, 1).toFixed(2)}x`,
     );
   }
+  await raw.stop();
   for (const c of Object.values(clients)) await c.close();
   redis.disconnect();
   await broker.stop();
