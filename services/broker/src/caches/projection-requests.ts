@@ -89,7 +89,8 @@ export class Projections {
       await this.watch(a, msg);
       return;
     }
-    await a.answers.room();
+    // Nothing unanswered means room (a window is at least 1): a lone request skips the await.
+    if (a.answers.pending > 0) await a.answers.room();
     if (msg.type === 'cache_get') {
       // A hot key is answered in this turn, with bytes encoded when the value was remembered.
       let ready: Uint8Array | undefined;
