@@ -63,6 +63,19 @@ describe('HotValues', () => {
     expect(h.get('k', 1000)).toBeUndefined();
   });
 
+  it('a_cleared_hot_map_answers_nothing_and_voids_reads_and_writes_in_flight', () => {
+    const h = new HotValues(1 << 20);
+    h.remember('a', h.capture('a'), hot('1'));
+    const read = h.capture('b');
+    const write = h.beginWrite('c');
+    h.clear();
+    expect(h.get('a', 0)).toBeUndefined();
+    h.remember('b', read, hot('2'));
+    h.endWrite('c', write, hot('3'));
+    expect(h.get('b', 0)).toBeUndefined();
+    expect(h.get('c', 0)).toBeUndefined();
+  });
+
   it('a_zero_byte_bound_remembers_nothing', () => {
     const h = new HotValues(0);
     h.remember('k', h.capture('k'), hot('v'));

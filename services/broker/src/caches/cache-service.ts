@@ -92,8 +92,12 @@ export class CacheService {
     names.set(c.name, c);
   }
 
-  /** Control-plane mode: the cache was deleted; requests for it answer `not_found`. */
+  /**
+   * Control-plane mode: the cache was deleted; requests for it answer `not_found`, and no value
+   * it held stays hot for a cache of the same name created later (deletes are rare: all go).
+   */
   forget(tenant: string, namespace: string, name: string): void {
+    this.hot?.clear();
     const namespaces = this.byScope.get(tenant);
     const names = namespaces?.get(namespace);
     names?.delete(name);

@@ -98,14 +98,17 @@ export class HotValues {
   /** Forgets the key's value and moves its generation (a write starts or ends). */
   invalidate(key: string): void {
     this.drop(key);
-    if (this.generations.size >= HOT_GENERATIONS_MAX && !this.generations.has(key)) {
-      // Bounded: forget every generation at once and void every read in flight instead.
-      this.generations.clear();
-      this.values.clear();
-      this.bytes = 0;
-      this.era++;
-    }
+    // Bounded: forget every generation at once and void every read in flight instead.
+    if (this.generations.size >= HOT_GENERATIONS_MAX && !this.generations.has(key)) this.clear();
     this.generations.set(key, (this.generations.get(key) ?? 0) + 1);
+  }
+
+  /** Forgets every value and voids every read and write in flight (a cache was deleted). */
+  clear(): void {
+    this.generations.clear();
+    this.values.clear();
+    this.bytes = 0;
+    this.era++;
   }
 
   /** Least recently placed out first; a slot hit since it was placed moves to the end once. */
