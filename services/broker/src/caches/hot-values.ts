@@ -35,7 +35,7 @@ export interface HotMark {
 export class HotValues {
   private readonly values = new Map<string, Slot>();
   private readonly generations = new Map<string, number>();
-  /** Writes in flight per key (an entry only while one is); bounded by requests in flight. */
+  /** Writes in flight per key (an entry only while one is); HOT_GENERATIONS_MAX bounds it too. */
   private readonly writing = new Map<string, number>();
   /** Bumped when the generation map is cleared (its bound): every mark before it is void. */
   private era = 0;
@@ -77,6 +77,11 @@ export class HotValues {
   /** A write to `key` starts: its value is forgotten. Pass the mark to `endWrite`. */
   beginWrite(key: string): HotMark {
     this.invalidate(key);
+    if (this.writing.size >= HOT_GENERATIONS_MAX && !this.writing.has(key)) {
+      // Bounded: void every mark (no write in flight can then leave its value) and start over.
+      this.clear();
+      this.writing.clear();
+    }
     this.writing.set(key, (this.writing.get(key) ?? 0) + 1);
     return this.capture(key);
   }
