@@ -120,7 +120,10 @@ export const EVENT_WRITE_BYTES_MAX = 256 * 1024;
 export const CACHE_HOT_BYTES_DEFAULT = 64 * 1024 * 1024;
 /** Ceiling on the hot-value bound (values are copies of what the log holds). */
 export const CACHE_HOT_BYTES_MAX = 16 * 1024 * 1024 * 1024;
-/** Keys whose write generation (or writes in flight) the hot-value map tracks before it forgets them all at once. */
+/**
+ * Keys whose write generation (or writes in flight) the hot-value map tracks before it forgets
+ * them all at once.
+ */
 export const HOT_GENERATIONS_MAX = 1_000_000;
 /** Connect + answer bound of one ordinary control-plane call (reference: 2 s connect, 5 s request). */
 export const CONTROLPLANE_REQUEST_MS_MAX = 5_000;
