@@ -3,13 +3,15 @@
  * and carrying unfinished records between chunks never changes what recovery decides.
  * Method: fast-check builds segment files of random records (some larger than a chunk and
  * than the carry room), optionally damages one byte or cuts the tail, and compares a scan in
- * small chunks with one that holds the whole file at once.
+ * small chunks with one that holds the whole file at once. A second property puts a zero
+ * tail (a preallocated segment's unused bytes) after whole or torn records.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nodeIo } from '../src/io/node-io.js';
+import { ZERO_TAIL_BLOCK_BYTES } from '../src/limits.js';
 import { SEGMENT_HEADER_BYTES, encodeRecord, encodeSegmentHeader } from '../src/segment/format.js';
 import { ScanBuffer, scanSegment } from '../src/segment/scan.js';
 import { SparseIndex } from '../src/segment/sparse-index.js';
@@ -72,6 +74,71 @@ describe('segment scan', () => {
         },
       ),
       { numRuns: 60 },
+    );
+  });
+
+  it('a_zero_tail_ends_the_data_and_never_hides_a_torn_record', async () => {
+    const root = await scratchRoot();
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.nat({ max: 2000 }), { minLength: 1, maxLength: 30 }),
+        fc.nat(),
+        fc.integer({ min: 1, max: 20_000 }),
+        fc.integer({ min: 29, max: 20_000 }),
+        async (sizes, cutAt, zeros, chunk) => {
+          const parts = [encodeSegmentHeader({ baseOffset: 7, createdAtMicros: 1 })];
+          const ends: number[] = [];
+          let at = SEGMENT_HEADER_BYTES;
+          sizes.forEach((size, i) => {
+            const rec = encodeRecord(7 + i, i, new Uint8Array(size).fill((i % 255) + 1));
+            parts.push(rec);
+            at += rec.length;
+            ends.push(at);
+          });
+          const records = Buffer.concat(parts);
+          // Keep the records up to any byte (a whole record or part of one), then zeros.
+          const cut = SEGMENT_HEADER_BYTES + (cutAt % (records.length - SEGMENT_HEADER_BYTES + 1));
+          const bytes = Buffer.concat([records.subarray(0, cut), new Uint8Array(zeros)]);
+          const whole = ends.filter((e) => e <= cut).length;
+          const boundary = whole === 0 ? SEGMENT_HEADER_BYTES : ends[whole - 1]!;
+          const path = join(root, `zero-${n++}.log`);
+          await writeFile(path, bytes);
+          const file = await nodeIo.open(path, 'read');
+          try {
+            const r = await scanSegment(
+              file,
+              bytes.length,
+              { position: SEGMENT_HEADER_BYTES, expectedOffset: 7, version: 3 },
+              new ScanBuffer(chunk),
+            );
+            // Every whole record before the zeros is kept, nothing past them is made up.
+            expect(r.records).toBe(whole);
+            expect(r.nextOffset).toBe(7 + whole);
+            expect(r.endPosition).toBe(boundary);
+            expect(r.damage?.position).toBe(boundary);
+            const torn = bytes.subarray(boundary, cut);
+            if (torn.every((b) => b === 0)) {
+              // Nothing of the next record was written: the data simply ends here.
+              expect(r.damage?.allZero).toBe(true);
+              expect(r.damage?.zeroTail).toBe(true);
+            } else {
+              // Part of a record was written: never taken for a clean end. It is a lost-block
+              // tail only when its zeros start on a block boundary inside the record.
+              expect(r.damage?.allZero).toBe(false);
+              let last = cut - 1;
+              while (bytes[last] === 0) last--;
+              const zeroStart = last + 1;
+              expect(r.damage?.zeroTail).toBe(
+                zeroStart % ZERO_TAIL_BLOCK_BYTES === 0 && zeroStart < ends[whole]!,
+              );
+            }
+          } finally {
+            await file.close();
+          }
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });

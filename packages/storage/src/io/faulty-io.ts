@@ -44,6 +44,15 @@ export class FaultyIo implements Io {
   private writeFaults: WriteFault[] = [];
   private syncFaults: SyncFault[] = [];
   private truncateFaults = 0;
+  private preallocateFaults: Array<'write' | 'sync'> = [];
+  /** Preallocation steps that completed (counted apart from data writes and syncs). */
+  preallocations = 0;
+  private preallocateHold: Promise<void> | undefined;
+  /** Preallocation steps currently blocked by `holdPreallocations`. */
+  heldPreallocations = 0;
+  /** Data writes that overlapped a preallocation step in flight on the same file (a bug). */
+  writesIntoPreallocation = 0;
+  private readonly preallocating = new Map<string, { from: number; to: number }>();
   private hold: { promise: Promise<void>; release: () => void } | undefined;
   private held = 0;
 
@@ -70,6 +79,55 @@ export class FaultyIo implements Io {
   /** The next `times` fdatasyncs of matching files fail with `code`. */
   failDatasyncs(code: FaultCode = 'EIO', opts: { times?: number; match?: PathMatch } = {}): void {
     this.syncFaults.push({ code, times: opts.times ?? 1, match: opts.match ?? anyLog });
+  }
+
+  /**
+   * The next preallocation fails: `write` as if the zeros found no space (it resolves false),
+   * `sync` as if its fdatasync failed with EIO (it rejects).
+   */
+  failPreallocation(phase: 'write' | 'sync'): void {
+    this.preallocateFaults.push(phase);
+  }
+
+  /** Preallocation steps block from now until `release()` (before writing their zeros). */
+  holdPreallocations(): { release: () => void } {
+    let release!: () => void;
+    this.preallocateHold = new Promise<void>((r) => {
+      release = r;
+    });
+    return {
+      release: () => {
+        this.preallocateHold = undefined;
+        release();
+      },
+    };
+  }
+
+  /** @internal */
+  async beforePreallocate(): Promise<'write' | 'sync' | undefined> {
+    if (this.preallocateHold !== undefined) {
+      this.heldPreallocations++;
+      try {
+        await this.preallocateHold;
+      } finally {
+        this.heldPreallocations--;
+      }
+    }
+    return this.preallocateFaults.shift();
+  }
+
+  /** @internal */
+  trackPreallocation(path: string, range: { from: number; to: number } | undefined): void {
+    if (range === undefined) this.preallocating.delete(path);
+    else this.preallocating.set(path, range);
+  }
+
+  /** @internal */
+  checkWrite(path: string, position: number, length: number): void {
+    const r = this.preallocating.get(path);
+    if (r !== undefined && position < r.to && position + length > r.from) {
+      this.writesIntoPreallocation++;
+    }
   }
 
   /** The next `times` truncations fail with EIO. */
@@ -158,6 +216,8 @@ export class FaultyIo implements Io {
 }
 
 class FaultyFile implements IoFile {
+  /** The data write in flight, if any (the log issues one at a time per file). */
+  private writing: { from: number; to: number } | undefined;
   constructor(
     private readonly io: FaultyIo,
     private readonly inner: IoFile,
@@ -175,17 +235,42 @@ class FaultyFile implements IoFile {
     position: number,
   ): Promise<number> {
     this.io.writes++;
-    const fault = this.io.takeWriteFault(this.inner.path);
-    if (fault !== undefined) {
-      const partial = Math.min(fault.partialBytes, length);
-      if (partial > 0) await this.inner.write(buffer, offset, partial, position);
-      throw systemError(fault.code, 'write', this.inner.path);
+    this.io.checkWrite(this.inner.path, position, length);
+    this.writing = { from: position, to: position + length };
+    try {
+      const fault = this.io.takeWriteFault(this.inner.path);
+      if (fault !== undefined) {
+        const partial = Math.min(fault.partialBytes, length);
+        if (partial > 0) await this.inner.write(buffer, offset, partial, position);
+        throw systemError(fault.code, 'write', this.inner.path);
+      }
+      return await this.inner.write(buffer, offset, length, position);
+    } finally {
+      this.writing = undefined;
     }
-    return this.inner.write(buffer, offset, length, position);
   }
   async datasync(): Promise<void> {
     await this.io.onDatasync(this.inner.path);
     return this.inner.datasync();
+  }
+  async preallocate(position: number, length: number): Promise<boolean> {
+    const w = this.writing;
+    if (w !== undefined && position < w.to && position + length > w.from) {
+      this.io.writesIntoPreallocation++;
+    }
+    this.io.trackPreallocation(this.inner.path, { from: position, to: position + length });
+    let ok: boolean;
+    let fault: 'write' | 'sync' | undefined;
+    try {
+      fault = await this.io.beforePreallocate();
+      if (fault === 'write') return false;
+      ok = await this.inner.preallocate(position, length);
+    } finally {
+      this.io.trackPreallocation(this.inner.path, undefined);
+    }
+    if (fault === 'sync') throw systemError('EIO', 'fdatasync', this.inner.path);
+    if (ok) this.io.preallocations++;
+    return ok;
   }
   truncate(length: number): Promise<void> {
     if (this.io.takeTruncateFault()) {

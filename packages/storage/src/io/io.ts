@@ -13,6 +13,13 @@ export interface IoFile {
   write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   /** fdatasync: data and the size needed to read it back, not other metadata. */
   datasync(): Promise<void>;
+  /**
+   * Writes zeros over `[position, position + length)` and fdatasyncs, so later writes there
+   * change no file size. Only ever called past the last byte of data. Resolves false when
+   * the zeros could not be written (nothing was synced; some zeros may exist past
+   * `position`); rejects when the sync failed, which the log must treat as a failed flush.
+   */
+  preallocate(position: number, length: number): Promise<boolean>;
   truncate(length: number): Promise<void>;
   size(): Promise<number>;
   close(): Promise<void>;

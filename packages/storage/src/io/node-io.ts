@@ -11,7 +11,11 @@ import {
   rm,
   unlink,
 } from 'node:fs/promises';
+import { PREALLOCATE_WRITE_BYTES } from '../limits.js';
 import type { Io, IoFile, OpenMode } from './io.js';
+
+/** Shared source of zeros for preallocation; nothing ever writes into it. */
+const ZEROS = new Uint8Array(PREALLOCATE_WRITE_BYTES);
 
 const FLAGS: Record<OpenMode, number> = {
   read: constants.O_RDONLY,
@@ -48,6 +52,21 @@ class NodeFile implements IoFile {
 
   datasync(): Promise<void> {
     return this.handle.datasync();
+  }
+
+  async preallocate(position: number, length: number): Promise<boolean> {
+    try {
+      for (let done = 0; done < length; ) {
+        const n = Math.min(ZEROS.length, length - done);
+        const { bytesWritten } = await this.handle.write(ZEROS, 0, n, position + done);
+        if (bytesWritten <= 0) return false;
+        done += bytesWritten;
+      }
+    } catch {
+      return false;
+    }
+    await this.handle.datasync();
+    return true;
   }
 
   truncate(length: number): Promise<void> {

@@ -3,7 +3,12 @@
  *
  * Contract:
  * - A torn tail is repaired: in the newest segment, a short final record (`Truncated`), a
- *   zero-filled tail (lost blocks), or anything past the durable mark is cut away.
+ *   zero-filled tail (lost blocks, or the zeros preallocated past its data), or anything past
+ *   the durable mark is cut away. In a sealed segment only zeros from a record boundary to
+ *   its end are cut (a seal whose cut of the preallocated zeros did not survive a power
+ *   loss); the next segment must still start at the offset after its last record.
+ * - A zero tail that starts below the durable mark is damage: the mark says data was synced
+ *   there.
  * - Committed data is never silently discarded: any other damage (a bad header CRC or
  *   checksum inside the log, an offset gap between segments, a bad segment header) refuses to
  *   open with a CorruptionError naming the shard directory, segment, byte position and kind.
@@ -209,7 +214,7 @@ async function plan(
           (newest && mark.segmentId < c.id));
       const repairable = newest
         ? damage.kind === 'Truncated' || damage.zeroTail || pastMark
-        : pastMark && mark?.segmentId === c.id;
+        : (pastMark && mark?.segmentId === c.id) || damage.allZero;
       if (!repairable || markCovers(c.id, damage.position)) {
         throw corrupt(damage.kind, c.id, damage.position, damage.detail);
       }

@@ -13,6 +13,10 @@
  *   byte and consumes no offsets; if that truncation fails, writes stay refused until reopen.
  * - Every written batch reserves its range in the log's CommitSequencer, so projections can
  *   apply in offset order (see `stage`).
+ * - Once the active segment takes writes, zeros are written and synced ahead of its data
+ *   (preallocation, off the write path): a group write then overwrites bytes the file already
+ *   has, and its fdatasync commits no size change. A write never reaches into a range being
+ *   preallocated; rollover and close cut the zeros off, recovery cuts what a crash left.
  */
 import { join } from 'node:path';
 import { assert } from '@felix/common';
@@ -45,6 +49,7 @@ import {
   SEGMENT_BYTES_DEFAULT,
   SEGMENT_BYTES_MAX,
   SEGMENT_BYTES_MIN,
+  SEGMENT_PREALLOCATE_BYTES_DEFAULT,
   WRITE_COALESCE_BYTES_MAX,
 } from '../limits.js';
 import {
@@ -82,6 +87,8 @@ export interface LogOptions {
   /** Rollover size, default 256 MiB. */
   segmentBytes?: number;
   indexSpacingBytes?: number;
+  /** Zeros written ahead of the active segment's data per step; default 4 MiB, 0 = none. */
+  preallocateBytes?: number;
   /** Check every record of every sealed segment at open, not only past its last index entry. */
   verifyAllOnOpen?: boolean;
   retention?: { maxBytes?: number; maxAgeMs?: number; checkIntervalMs?: number };
@@ -147,6 +154,7 @@ interface Normalized {
   flushIntervalMs: number;
   segmentBytes: number;
   indexSpacingBytes: number;
+  preallocateBytes: number;
   retention: RetentionPolicy;
   retentionCheckMs: number;
 }
@@ -178,6 +186,12 @@ function normalize(opts: LogOptions): Normalized {
       `indexSpacingBytes ${indexSpacingBytes} must be a positive integer`,
     );
   }
+  const preallocateBytes = opts.preallocateBytes ?? SEGMENT_PREALLOCATE_BYTES_DEFAULT;
+  if (!Number.isSafeInteger(preallocateBytes) || preallocateBytes < 0) {
+    throw new InvalidLogOptionsError(
+      `preallocateBytes ${preallocateBytes} must be a non-negative integer`,
+    );
+  }
   const r = opts.retention ?? {};
   for (const [k, v] of Object.entries(r)) {
     if (v !== undefined && !(typeof v === 'number' && v > 0)) {
@@ -189,6 +203,7 @@ function normalize(opts: LogOptions): Normalized {
     flushIntervalMs,
     segmentBytes,
     indexSpacingBytes,
+    preallocateBytes,
     retention: { maxBytes: r.maxBytes, maxAgeMs: r.maxAgeMs },
     retentionCheckMs: r.checkIntervalMs ?? RETENTION_CHECK_INTERVAL_MS_DEFAULT,
   };
@@ -230,6 +245,14 @@ export class SegmentLog {
   private writeBuffer = new Uint8Array(0);
   private writeView = viewOf(this.writeBuffer);
   private readonly openSealed = new Map<Segment, true>();
+  /** Active-segment bytes known to be synced zeros or data (writes below it grow nothing). */
+  private allocated: number;
+  /** Highest byte the active file may hold: past `active.bytes` it is preallocated zeros. */
+  private extent: number;
+  /** The preallocation step in flight; writes stay below `allocated` while it runs. */
+  private filling: Promise<void> | undefined;
+  /** Set when zeros found no space: this segment grows by its writes alone. */
+  private preallocateOff = false;
 
   private constructor(
     dir: string,
@@ -249,6 +272,8 @@ export class SegmentLog {
     this.markFile = markFile;
     this.recovered = recovered;
     const tail = segments[segments.length - 1]!.nextOffset;
+    this.allocated = segments[segments.length - 1]!.bytes;
+    this.extent = this.allocated;
     this.claimed = tail;
     this.written = tail;
     this.sequencer = new CommitSequencer(tail);
@@ -596,6 +621,10 @@ export class SegmentLog {
       // Also after refused writes: what was written before them is still synced and marked;
       // partial bytes past the mark are cut by the next open.
       try {
+        // Cut the preallocated zeros first, so the final sync (when there is one) covers it;
+        // an unsynced cut that a power loss undoes leaves a zero tail recovery cuts again.
+        // After refused writes the file is left as it is, for recovery to repair.
+        if (this.refusedBy === undefined) await this.cutPreallocated();
         await this.commit.waitFor(this.written);
         const active = this.active;
         await this.writeIndexEntries(active);
@@ -605,6 +634,7 @@ export class SegmentLog {
         failure = this.commit.poisoned ?? err;
       }
     }
+    await this.filling;
     this.closed = true;
     await this.closeFiles();
     if (failure !== undefined) {
@@ -693,6 +723,11 @@ export class SegmentLog {
           }
           continue;
         }
+        if (this.filling !== undefined && active.bytes + head.bytes > this.allocated) {
+          // The step in flight is writing zeros where this batch would go: let it finish.
+          await this.filling;
+          continue;
+        }
         await this.writeGroup(active);
       }
     } finally {
@@ -738,7 +773,10 @@ export class SegmentLog {
       if (p.payloads === null) break;
       const fitsWrite = total + p.bytes <= WRITE_COALESCE_BYTES_MAX;
       const fitsSegment = active.bytes + total + p.bytes <= this.cfg.segmentBytes;
-      if (endIdx > startIdx && (!fitsWrite || !fitsSegment)) break;
+      // Never into the range a preallocation step in flight is zeroing.
+      const clearOfFill =
+        this.filling === undefined || active.bytes + total + p.bytes <= this.allocated;
+      if (endIdx > startIdx && (!fitsWrite || !fitsSegment || !clearOfFill)) break;
       total += p.bytes;
       endIdx++;
     }
@@ -790,7 +828,10 @@ export class SegmentLog {
     } catch (err) {
       this.claimed = first;
       try {
+        await this.filling;
         await active.file!.truncate(basePos);
+        this.allocated = Math.min(this.allocated, basePos);
+        this.extent = basePos;
       } catch (truncateErr) {
         this.refusedBy = truncateErr;
       }
@@ -799,6 +840,7 @@ export class SegmentLog {
       return;
     }
     active.bytes = basePos + total;
+    if (active.bytes > this.extent) this.extent = active.bytes;
     active.nextOffset = offset;
     active.newestTimestampMicros = newest;
     for (let k = 0; k < indexOffsets.length; k++)
@@ -821,6 +863,48 @@ export class SegmentLog {
       await this.writeIndexEntries(active);
     }
     if (this.cfg.fsync === 'periodic') this.armPeriodicFlush();
+    this.preallocateAhead();
+  }
+
+  /**
+   * Starts the next preallocation step when less than half a step of zeros is left ahead of
+   * the active segment's data. Never past the rollover size; an idle log never starts one.
+   */
+  private preallocateAhead(): void {
+    const step = this.cfg.preallocateBytes;
+    if (step === 0 || this.filling !== undefined || this.preallocateOff) return;
+    if (this.closing || this.commit.poisoned !== undefined || this.refusedBy !== undefined) return;
+    const seg = this.active;
+    if (this.allocated - seg.bytes >= step / 2) return;
+    const from = Math.max(this.allocated, seg.bytes);
+    const to = Math.min(from + step, this.cfg.segmentBytes);
+    if (to <= from) return;
+    this.filling = this.fill(seg, from, to);
+  }
+
+  private async fill(seg: Segment, from: number, to: number): Promise<void> {
+    if (to > this.extent) this.extent = to;
+    try {
+      if (await seg.file!.preallocate(from, to - from)) this.allocated = to;
+      else this.preallocateOff = true;
+    } catch (err) {
+      // Its fdatasync may have consumed a write-back error of our data, which the next flush
+      // would then not report: treat it as a failed flush.
+      this.commit.fail(err);
+    } finally {
+      this.filling = undefined;
+    }
+  }
+
+  /** Waits for a preallocation step, then cuts any zeros past the active segment's data. */
+  private async cutPreallocated(): Promise<void> {
+    await this.filling;
+    const seg = this.active;
+    if (this.extent > seg.bytes) {
+      await seg.file!.truncate(seg.bytes);
+      this.extent = seg.bytes;
+      this.allocated = seg.bytes;
+    }
   }
 
   private armPeriodicFlush(): void {
@@ -877,6 +961,8 @@ export class SegmentLog {
   /** Seals the active segment (data and index synced) and starts the next one. */
   private async roll(): Promise<void> {
     const old = this.active;
+    // A sealed segment holds its data only: the zeros are cut before the sync that seals it.
+    await this.cutPreallocated();
     try {
       await old.file!.datasync();
     } catch (err) {
@@ -895,6 +981,9 @@ export class SegmentLog {
     );
     this.segments.push(created.segment);
     this.activeFiles = created.files;
+    this.allocated = SEGMENT_HEADER_BYTES;
+    this.extent = SEGMENT_HEADER_BYTES;
+    this.preallocateOff = false;
     this.openSealed.set(old, true);
     this.evictSealed();
     void this.writeMark(created.segment.id, SEGMENT_HEADER_BYTES).catch(() => undefined);

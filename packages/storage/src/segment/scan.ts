@@ -35,6 +35,11 @@ export interface ScanDamage {
   detail: string;
   /** Every byte from `position` to the end of the file is a lost-block zero tail. */
   zeroTail: boolean;
+  /**
+   * Every byte from `position` (a record boundary) to the end of the file is zero: nothing
+   * was written there, as past a preallocated segment's data. Implies `zeroTail`.
+   */
+  allZero: boolean;
 }
 
 export interface ScanResult {
@@ -160,11 +165,13 @@ export async function scanSegment(
   });
   const damaged = async (kind: CorruptionKind, detail: string, recordEnd: number | undefined) => {
     await settle();
+    const zeros = await zeroTailKind(file, fileSize, pos, recordEnd, buffer);
     return result({
       kind,
       position: pos,
       detail,
-      zeroTail: await isZeroTail(file, fileSize, pos, recordEnd, buffer),
+      zeroTail: zeros !== 'none',
+      allZero: zeros === 'all',
     });
   };
 
@@ -241,24 +248,24 @@ export async function scanSegment(
 }
 
 /**
- * Whether the bytes from `from` to the end of the file are a lost-block tail: all zero, or
- * zero from a block boundary inside the damaged record onwards (power loss with the size on
- * disk but the blocks not). Zeros followed by anything non-zero are not.
+ * Whether the bytes from `from` to the end of the file are a lost-block tail: `all` zero, or
+ * zero from a `block` boundary inside the damaged record onwards (power loss with the size on
+ * disk but the blocks not). Zeros followed by anything non-zero are `none`.
  */
-async function isZeroTail(
+async function zeroTailKind(
   file: IoFile,
   fileSize: number,
   from: number,
   recordEnd: number | undefined,
   buffer: ScanBuffer,
-): Promise<boolean> {
+): Promise<'all' | 'block' | 'none'> {
   // Find where the final run of zeros starts, reading backwards from the end.
   let zeroStart = fileSize;
   let end = fileSize;
   while (end > from) {
     const start = Math.max(from, end - buffer.bytes.length);
     const n = await readFully(file, buffer.bytes, 0, end - start, start);
-    if (n < end - start) return false;
+    if (n < end - start) return 'none';
     let i = n - 1;
     while (i >= 0 && buffer.bytes[i] === 0) i--;
     if (i >= 0) {
@@ -268,8 +275,8 @@ async function isZeroTail(
     zeroStart = start;
     end = start;
   }
-  if (zeroStart === from) return true;
-  if (zeroStart >= fileSize || zeroStart % ZERO_TAIL_BLOCK_BYTES !== 0) return false;
+  if (zeroStart === from) return 'all';
+  if (zeroStart >= fileSize || zeroStart % ZERO_TAIL_BLOCK_BYTES !== 0) return 'none';
   const damagedEnd = recordEnd ?? from + RECORD_HEADER_BYTES;
-  return zeroStart > from && zeroStart < damagedEnd;
+  return zeroStart > from && zeroStart < damagedEnd ? 'block' : 'none';
 }
