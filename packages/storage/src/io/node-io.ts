@@ -14,8 +14,8 @@ import {
 import { PREALLOCATE_WRITE_BYTES } from '../limits.js';
 import type { Io, IoFile, OpenMode } from './io.js';
 
-/** Shared source of zeros for preallocation; nothing ever writes into it. */
-const ZEROS = new Uint8Array(PREALLOCATE_WRITE_BYTES);
+/** Shared source of zeros for preallocation, made on first use; nothing writes into it. */
+let zeros: Uint8Array | undefined;
 
 const FLAGS: Record<OpenMode, number> = {
   read: constants.O_RDONLY,
@@ -55,10 +55,11 @@ class NodeFile implements IoFile {
   }
 
   async preallocate(position: number, length: number): Promise<boolean> {
+    zeros ??= new Uint8Array(PREALLOCATE_WRITE_BYTES);
     try {
       for (let done = 0; done < length; ) {
-        const n = Math.min(ZEROS.length, length - done);
-        const { bytesWritten } = await this.handle.write(ZEROS, 0, n, position + done);
+        const n = Math.min(zeros.length, length - done);
+        const { bytesWritten } = await this.handle.write(zeros, 0, n, position + done);
         if (bytesWritten <= 0) return false;
         done += bytesWritten;
       }
