@@ -5,7 +5,8 @@
  * Method: the log runs on PowerLossIo (an in-memory disk that keeps only what was synced,
  * plus any subset of unsynced sector writes and directory changes). fast-check picks the
  * fsync mode, the batches, the moment of the crash, whether the process dies first (page
- * cache kept) and when a second power loss interrupts the next open; the final disk is
+ * cache kept), when a second power loss interrupts the next open and the preallocation step
+ * (zeros written and synced ahead of the data, or none); the final disk is
  * reopened and every record checked against what was acknowledged.
  */
 import fc from 'fast-check';
@@ -25,13 +26,14 @@ function prng(seed: number): () => number {
 }
 
 type Mode = 'onCommit' | 'periodic' | 'none';
-const open = (io: PowerLossIo, fsync: Mode) =>
+const open = (io: PowerLossIo, fsync: Mode, preallocateBytes: number) =>
   SegmentLog.open({
     root: '/data',
     shard: SHARD,
     fsync,
     io,
     segmentBytes: 4096,
+    preallocateBytes,
     flushIntervalMs: 1,
   });
 
@@ -48,10 +50,20 @@ describe('power loss', () => {
         fc.integer(),
         fc.boolean(),
         fc.option(fc.nat({ max: 60 }), { nil: undefined }),
-        async (fsync, batches, crashAfterAcks, seed, processDiesFirst, lossDuringOpenAfterOps) => {
+        // Preallocation off, in steps smaller than a segment, or a whole segment at once.
+        fc.constantFrom(0, 512, 1536, 4096),
+        async (
+          fsync,
+          batches,
+          crashAfterAcks,
+          seed,
+          processDiesFirst,
+          lossDuringOpenAfterOps,
+          preallocateBytes,
+        ) => {
           const io = new PowerLossIo();
           await io.mkdir('/data');
-          const log = await open(io, fsync);
+          const log = await open(io, fsync, preallocateBytes);
           const acked: Array<{ first: number; payloads: Uint8Array[] }> = [];
           let crash: { disk: PowerLossIo; durable: number; acked: number } | undefined;
           const crashNow = () => {
@@ -81,7 +93,7 @@ describe('power loss', () => {
           let reopenedBeforeLoss = false;
           if (lossDuringOpenAfterOps !== undefined) {
             disk.failAfter(lossDuringOpenAfterOps, prng(seed + 1));
-            const interrupted = await open(disk, fsync).catch(() => undefined);
+            const interrupted = await open(disk, fsync, preallocateBytes).catch(() => undefined);
             reopenedBeforeLoss = interrupted !== undefined;
             await interrupted?.close().catch(() => undefined);
             disk = disk.lost ?? disk.crash(prng(seed + 2));
@@ -89,7 +101,7 @@ describe('power loss', () => {
             disk = disk.crash(prng(seed + 2));
           }
 
-          const reopened = await open(disk, fsync);
+          const reopened = await open(disk, fsync, preallocateBytes);
           try {
             for (const [n, a] of acked.entries()) {
               const acknowledgedBeforeCrash = n < crash!.acked;
