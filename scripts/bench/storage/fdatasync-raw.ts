@@ -138,6 +138,8 @@ function rollingCase(name: string, chunk: number, ownSync: boolean): Case {
 
 const cases: Case[] = [
   rollingCase('rolling 4 MiB, unsynced fill', 4 * 1024 * 1024, false),
+  rollingCase('rolling 1 MiB, fill synced apart', 1024 * 1024, true),
+  rollingCase('rolling 2 MiB, fill synced apart', 2 * 1024 * 1024, true),
   rollingCase('rolling 4 MiB, fill synced apart', 4 * 1024 * 1024, true),
   rollingCase('rolling 16 MiB, fill synced apart', 16 * 1024 * 1024, true),
   asyncCase('append, write+fdatasync', false, false),
