@@ -247,6 +247,24 @@ describe('preallocation', () => {
     await reopened.close();
   });
 
+  it('a_close_whose_cut_of_the_zeros_fails_still_closes_and_the_next_open_cuts_them', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, preallocateBytes: 64 * 1024 });
+    for (let i = 0; i < 5; i++) await log.append([payload(i, 100)]);
+    await waitFor(() => io.preallocations >= 1, 'a preallocation step');
+    io.failTruncates(1);
+    await log.close();
+    const data = SEGMENT_HEADER_BYTES + 5 * RECORD;
+    expect(await segSize(root, 0)).toBeGreaterThan(data);
+    const reopened = await openLog(root);
+    expect(reopened.recovered).toContainEqual(
+      expect.objectContaining({ kind: 'truncate', segmentId: 0, to: data }),
+    );
+    expect(reopened.tailOffset).toBe(5);
+    await reopened.close();
+  });
+
   it('a_log_with_preallocation_off_writes_no_zeros', async () => {
     const root = await scratchRoot();
     const io = new FaultyIo(nodeIo);

@@ -621,10 +621,10 @@ export class SegmentLog {
       // Also after refused writes: what was written before them is still synced and marked;
       // partial bytes past the mark are cut by the next open.
       try {
-        // Cut the preallocated zeros first, so the final sync (when there is one) covers it;
-        // an unsynced cut that a power loss undoes leaves a zero tail recovery cuts again.
-        // After refused writes the file is left as it is, for recovery to repair.
-        if (this.refusedBy === undefined) await this.cutPreallocated();
+        // Cut the preallocated zeros first, so the final sync (when there is one) covers it.
+        // A cut that fails, or that a power loss undoes, leaves a zero tail the next open
+        // cuts. After refused writes the file is left as it is, for recovery to repair.
+        if (this.refusedBy === undefined) await this.cutPreallocated().catch(() => undefined);
         await this.commit.waitFor(this.written);
         const active = this.active;
         await this.writeIndexEntries(active);
