@@ -4,9 +4,19 @@
 // zeros and synced (preallocated: the size does not change, so fdatasync has no size to commit);
 // two thread-pool hops (write, then fdatasync) vs one (O_DSYNC write); and the same through
 // synchronous calls, to separate the syscall cost from the thread-pool round trip.
+// Device counters per group (write requests, KiB, cache flushes) come from /sys/dev/block
+// and count every writer on the disk, so they are exact only on an otherwise idle disk.
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/storage/fdatasync-raw.ts [--dir <parent>]
 //   [--group-bytes 8192] [--ops 2000] [--rounds 3]
-import { constants, fdatasyncSync, openSync, closeSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fdatasyncSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +34,42 @@ const PREALLOC_CHUNK = 1024 * 1024;
 
 const buf = new Uint8Array(groupBytes).fill(97);
 
+/**
+ * Device counters of the disk under `parent` (Linux /sys/dev/block): write requests, sectors
+ * written and cache flushes. Device-wide, so other writers on the machine add to them.
+ */
+interface DeviceStats {
+  writes: number;
+  sectors: number;
+  flushes: number;
+}
+const devStatPath = (() => {
+  const dev = statSync(parent).dev;
+  return `/sys/dev/block/${Math.floor(dev / 256) & 0xfff}:${(dev & 0xff) | ((dev >> 12) & 0xfff00)}/stat`;
+})();
+function deviceStats(): DeviceStats | undefined {
+  try {
+    const f = readFileSync(devStatPath, 'utf8').trim().split(/\s+/).map(Number);
+    return { writes: f[4]!, sectors: f[6]!, flushes: f[15] ?? Number.NaN };
+  } catch {
+    return undefined;
+  }
+}
+interface IoPerOp {
+  writes: number;
+  kib: number;
+  flushes: number;
+}
+function ioSince(before: DeviceStats | undefined, n: number): IoPerOp | undefined {
+  const after = deviceStats();
+  if (before === undefined || after === undefined) return undefined;
+  return {
+    writes: (after.writes - before.writes) / n,
+    kib: ((after.sectors - before.sectors) * 512) / 1024 / n,
+    flushes: (after.flushes - before.flushes) / n,
+  };
+}
+
 async function prefill(h: FileHandle, bytes: number): Promise<void> {
   const zeros = new Uint8Array(PREALLOC_CHUNK);
   for (let at = 0; at < bytes; at += PREALLOC_CHUNK) await h.write(zeros, 0, PREALLOC_CHUNK, at);
@@ -32,7 +78,7 @@ async function prefill(h: FileHandle, bytes: number): Promise<void> {
 
 interface Case {
   name: string;
-  run(dir: string): Promise<number[]>;
+  run(dir: string): Promise<{ lat: number[]; io: IoPerOp | undefined }>;
 }
 
 function asyncCase(name: string, prealloc: boolean, dsync: boolean): Case {
@@ -47,6 +93,7 @@ function asyncCase(name: string, prealloc: boolean, dsync: boolean): Case {
       await prep.datasync();
       await prep.close();
       const h = await open(path, flags);
+      const io0 = deviceStats();
       const lat: number[] = [];
       let pos = 32;
       for (let i = 0; i < ops; i++) {
@@ -57,7 +104,7 @@ function asyncCase(name: string, prealloc: boolean, dsync: boolean): Case {
         pos += groupBytes;
       }
       await h.close();
-      return lat;
+      return { lat, io: ioSince(io0, ops) };
     },
   };
 }
@@ -76,6 +123,7 @@ function syncCase(name: string, prealloc: boolean, dsync: boolean): Case {
         path,
         constants.O_RDWR | constants.O_CREAT | (dsync ? constants.O_DSYNC : 0),
       );
+      const io0 = deviceStats();
       const lat: number[] = [];
       let pos = 32;
       for (let i = 0; i < ops; i++) {
@@ -86,7 +134,7 @@ function syncCase(name: string, prealloc: boolean, dsync: boolean): Case {
         pos += groupBytes;
       }
       closeSync(fd);
-      return lat;
+      return { lat, io: ioSince(io0, ops) };
     },
   };
 }
@@ -118,6 +166,7 @@ function rollingCase(name: string, chunk: number, ownSync: boolean): Case {
       };
       filling = fill();
       await filling;
+      const io0 = deviceStats();
       const lat: number[] = [];
       let pos = 32;
       for (let i = 0; i < ops; i++) {
@@ -131,7 +180,7 @@ function rollingCase(name: string, chunk: number, ownSync: boolean): Case {
       }
       await filling;
       await h.close();
-      return lat;
+      return { lat, io: ioSince(io0, ops) };
     },
   };
 }
@@ -153,16 +202,17 @@ const cases: Case[] = [
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
-const results = new Map<string, { mean: number[]; p50: number[]; p99: number[] }>();
+const results = new Map<string, { mean: number[]; p50: number[]; p99: number[]; io: IoPerOp[] }>();
 const load0 = loadavg()[0]!.toFixed(2);
 for (let r = 0; r < rounds; r++) {
   for (const c of cases) {
     const dir = await mkdtemp(join(parent, 'felix-fdatasync-'));
     try {
-      const lat = await c.run(dir);
+      const { lat, io } = await c.run(dir);
       const sorted = [...lat].sort((a, b) => a - b);
       const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
-      const e = results.get(c.name) ?? { mean: [], p50: [], p99: [] };
+      const e = results.get(c.name) ?? { mean: [], p50: [], p99: [], io: [] };
+      if (io !== undefined) e.io.push(io);
       e.mean.push(mean);
       e.p50.push(pct(sorted, 50));
       e.p99.push(pct(sorted, 99));
@@ -174,13 +224,15 @@ for (let r = 0; r < rounds; r++) {
 }
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(
-  `| case (${groupBytes} B per group, ${ops} ops x ${rounds} rounds, median) | mean µs | p50 µs | p99 µs | groups/s |`,
+  `| case (${groupBytes} B per group, ${ops} ops x ${rounds} rounds, median) | mean µs | p50 µs | p99 µs | groups/s | device writes/group | KiB/group | flushes/group |`,
 );
-console.log('| --- | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+const io = (e: { io: IoPerOp[] }, k: keyof IoPerOp, digits: number) =>
+  e.io.length === 0 ? '' : med(e.io.map((x) => x[k])).toFixed(digits);
 for (const [name, e] of results) {
   const m = med(e.mean);
   console.log(
-    `| ${name} | ${m.toFixed(0)} | ${med(e.p50).toFixed(0)} | ${med(e.p99).toFixed(0)} | ${(1e6 / m).toFixed(0)} |`,
+    `| ${name} | ${m.toFixed(0)} | ${med(e.p50).toFixed(0)} | ${med(e.p99).toFixed(0)} | ${(1e6 / m).toFixed(0)} | ${io(e, 'writes', 2)} | ${io(e, 'kib', 1)} | ${io(e, 'flushes', 2)} |`,
   );
 }
 console.log(
