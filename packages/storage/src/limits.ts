@@ -59,6 +59,14 @@ export const FLUSH_WAIT_QUEUED_BYTES_MAX = 1024 * 1024;
  */
 export const SEGMENT_PREALLOCATE_BYTES_DEFAULT = 4 * 1024 * 1024;
 
+/**
+ * When a segment's data has outgrown its zeros (its first writes, or after preallocation fell
+ * behind), the next step starts this far past the data (at most a quarter of what is left of
+ * the segment), so writes keep landing in the gap instead of waiting for the step. Gap
+ * writes grow nothing but still allocate blocks.
+ */
+export const PREALLOCATE_GAP_BYTES = 256 * 1024;
+
 /** Zero bytes written per call while preallocating (one shared, never written-to buffer). */
 export const PREALLOCATE_WRITE_BYTES = 1024 * 1024;
 

@@ -16,6 +16,7 @@ import { CorruptionError, LogPoisonedError } from '../src/errors.js';
 import { FaultyIo } from '../src/io/faulty-io.js';
 import { nodeIo } from '../src/io/node-io.js';
 import { DURABLE_MARK_FILE, segmentFileName } from '../src/log/layout.js';
+import { PREALLOCATE_GAP_BYTES } from '../src/limits.js';
 import { planRecovery } from '../src/log/recovery.js';
 import type { SegmentLog } from '../src/log/segment-log.js';
 import { SEGMENT_HEADER_BYTES } from '../src/segment/format.js';
@@ -78,8 +79,8 @@ describe('preallocation', () => {
       }
       await Promise.all(batch);
     }
-    expect(io.preallocations).toBeGreaterThan(10);
     expect(io.writesIntoPreallocation).toBe(0);
+    expect(io.preallocations).toBeGreaterThan(3);
     expect(await readAll(log)).toEqual(expected);
     await log.close();
     const reopened = await openLog(root);
@@ -90,18 +91,40 @@ describe('preallocation', () => {
   it('a_write_waits_for_the_preallocation_step_zeroing_its_range', async () => {
     const root = await scratchRoot();
     const io = new FaultyIo(nodeIo);
-    const log = await openLog(root, { io, preallocateBytes: 8 * 1024 });
+    const log = await openLog(root, { io, preallocateBytes: 64 * 1024 });
     const gate = io.holdPreallocations();
-    // The first write grows the file and starts a step, held before its zeros.
-    await log.append([payload(0, 100)]);
+    // The first write grows the file and starts a step past a gap; the step is held.
+    const big = (i: number) => payload(i, 8192);
+    await log.append([big(0)]);
     await waitFor(() => io.heldPreallocations === 1, 'the step to start');
-    const rest = Array.from({ length: 40 }, (_, i) => log.append([payload(i + 1, 100)]));
+    const rest = Array.from({ length: 40 }, (_, i) => log.append([big(i + 1)]));
+    // Writes fill the gap up to where the step's zeros start, and go no further while it runs.
+    const record = 28 + 8192;
+    const fitInGap = Math.floor(PREALLOCATE_GAP_BYTES / record);
+    await waitFor(() => log.writtenOffset === 1 + fitInGap, 'the gap to fill');
+    expect(io.heldPreallocations).toBe(1);
     gate.release();
     await Promise.all(rest);
     expect(io.writesIntoPreallocation).toBe(0);
-    const expected = Array.from({ length: 41 }, (_, i) => `${i}:${text(payload(i, 100))}`);
+    const expected = Array.from({ length: 41 }, (_, i) => `${i}:${text(big(i))}`);
     expect(await readAll(log)).toEqual(expected);
     await log.close();
+  });
+
+  it('the_first_writes_of_a_segment_land_in_a_gap_instead_of_waiting_for_its_first_step', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, preallocateBytes: 64 * 1024 });
+    const gate = io.holdPreallocations();
+    await log.append([payload(0, 100)]);
+    await waitFor(() => io.heldPreallocations === 1, 'the step to start');
+    // These resolve (written and synced) while the step is still held.
+    await Promise.all(Array.from({ length: 20 }, (_, i) => log.append([payload(i + 1, 100)])));
+    expect(io.heldPreallocations).toBe(1);
+    expect(log.durableOffset).toBe(21);
+    gate.release();
+    await log.close();
+    expect(io.writesIntoPreallocation).toBe(0);
   });
 
   it('a_sealed_segment_holds_its_data_and_no_preallocated_zeros', async () => {

@@ -42,6 +42,7 @@ import {
   INDEX_ENTRIES_FLUSH_BATCH,
   INDEX_SPACING_BYTES_DEFAULT,
   OPEN_SEALED_SEGMENTS_MAX,
+  PREALLOCATE_GAP_BYTES,
   READ_BYTES_MAX_DEFAULT,
   READ_RECORDS_MAX_DEFAULT,
   RECORD_PAYLOAD_BYTES_MAX,
@@ -249,8 +250,10 @@ export class SegmentLog {
   private allocated: number;
   /** Highest byte the active file may hold: past `active.bytes` it is preallocated zeros. */
   private extent: number;
-  /** The preallocation step in flight; writes stay below `allocated` while it runs. */
+  /** The preallocation step in flight; writes stay below `fillFrom` while it runs. */
   private filling: Promise<void> | undefined;
+  /** Where the step in flight starts writing zeros. */
+  private fillFrom = 0;
   /** Set when zeros found no space: this segment grows by its writes alone. */
   private preallocateOff = false;
 
@@ -723,7 +726,7 @@ export class SegmentLog {
           }
           continue;
         }
-        if (this.filling !== undefined && active.bytes + head.bytes > this.allocated) {
+        if (this.filling !== undefined && active.bytes + head.bytes > this.fillFrom) {
           // The step in flight is writing zeros where this batch would go: let it finish.
           await this.filling;
           continue;
@@ -775,7 +778,7 @@ export class SegmentLog {
       const fitsSegment = active.bytes + total + p.bytes <= this.cfg.segmentBytes;
       // Never into the range a preallocation step in flight is zeroing.
       const clearOfFill =
-        this.filling === undefined || active.bytes + total + p.bytes <= this.allocated;
+        this.filling === undefined || active.bytes + total + p.bytes <= this.fillFrom;
       if (endIdx > startIdx && (!fitsWrite || !fitsSegment || !clearOfFill)) break;
       total += p.bytes;
       endIdx++;
@@ -876,9 +879,16 @@ export class SegmentLog {
     if (this.closing || this.commit.poisoned !== undefined || this.refusedBy !== undefined) return;
     const seg = this.active;
     if (this.allocated - seg.bytes >= step / 2) return;
-    const from = Math.max(this.allocated, seg.bytes);
+    // Behind the data, start past a gap the writes can keep using while the step runs (a
+    // quarter of what is left of a small segment at most).
+    const gap = Math.min(
+      PREALLOCATE_GAP_BYTES,
+      Math.floor((this.cfg.segmentBytes - seg.bytes) / 4),
+    );
+    const from = this.allocated >= seg.bytes ? this.allocated : seg.bytes + gap;
     const to = Math.min(from + step, this.cfg.segmentBytes);
     if (to <= from) return;
+    this.fillFrom = from;
     this.filling = this.fill(seg, from, to);
   }
 
