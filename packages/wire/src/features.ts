@@ -40,3 +40,8 @@ export const FEATURE_EXTENDED = 0x8000_0000;
 
 /** Bit 0 of the `_hi` word (bit 32 of the set): `shard_inspect`, `subscriptions_list`. */
 export const FEATURE_HI_INSPECT = 0x0000_0001;
+/**
+ * Bit 1 of the `_hi` word (bit 33 of the set): `group_ack_batch` (many offsets in one request,
+ * answered `group_acked`). A Felix extension; plain `group_ack` stays fully supported.
+ */
+export const FEATURE_HI_GROUP_ACK_BATCH = 0x0000_0002;

@@ -143,6 +143,8 @@ export const MESSAGE_SAMPLES: Message[] = [
     request_id: 30,
   },
   { type: 'group_ack', ...G, offset: 3, request_id: 31 },
+  { type: 'group_ack_batch', ...G, offsets: [3, 4, 7], request_id: 41 },
+  { type: 'group_acked', stale: [7], request_id: 41 },
   { type: 'group_nack', ...G, offset: 3, request_id: 32, delay_ms: 500, attempts: 1 },
   { type: 'group_extend', ...G, offset: 3, attempts: 1, extend_ms: 10000, request_id: 33 },
   { type: 'group_extended', visible_ms: 10000, request_id: 33 },

@@ -252,6 +252,8 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
   ],
   group_records: [['records', { list: GROUP_RECORD }, 'req'], RID],
   group_ack: [...GROUP, ['offset', 'u64', 'req'], RID],
+  group_ack_batch: [...GROUP, ['offsets', 'u64_list', 'req'], RID],
+  group_acked: [['stale', 'u64_list', 'req'], RID],
   group_nack: [
     ...GROUP,
     ['offset', 'u64', 'req'],

@@ -350,6 +350,21 @@ export interface GroupAckMessage extends GroupScope {
   offset: number;
   request_id: number;
 }
+/**
+ * Felix extension (FEATURE_HI_GROUP_ACK_BATCH): each offset acknowledged as one `group_ack`
+ * would be, answered once with `group_acked` when every finished offset's position is durable.
+ */
+export interface GroupAckBatchMessage extends GroupScope {
+  type: 'group_ack_batch';
+  offsets: number[];
+  request_id: number;
+}
+/** The answer to `group_ack_batch`: `stale` names the offsets whose claim no longer stood. */
+export interface GroupAckedMessage {
+  type: 'group_acked';
+  stale: number[];
+  request_id: number;
+}
 export interface GroupNackMessage extends GroupScope {
   type: 'group_nack';
   offset: number;
@@ -486,6 +501,8 @@ export type Message =
   | GroupPollMessage
   | GroupRecordsMessage
   | GroupAckMessage
+  | GroupAckBatchMessage
+  | GroupAckedMessage
   | GroupNackMessage
   | GroupExtendMessage
   | GroupExtendedMessage
