@@ -59,6 +59,9 @@ export const GROUP_POLL_STREAMS_IDLE_MAX = 4;
 /** Cache, counter and settle requests unanswered on one connection's request stream; callers
  *  beyond it wait (the broker answers a stream in order and reads at most its window ahead). */
 export const REQUESTS_IN_FLIGHT_MAX = 4096;
+/** Offsets one `group_ack_batch` names (the broker's bound is 1,000); acks of one turn beyond
+ *  it go in further batches. */
+export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
 /** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on: one hides
  *  the poll round trip behind the caller's work, more would only claim records that sit waiting
  *  (their visibility clock running) in the client. */

@@ -61,7 +61,7 @@ function fakeHost() {
   const bc = {
     server: 'fake',
     scope: { tenant: 't1', namespace: 'default' },
-    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, window: 1 },
+    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi: 0, window: 1 },
     lost: new Promise<Error>(() => undefined),
     openStream: async () => {
       const stream = new FakeStream();

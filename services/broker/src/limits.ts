@@ -102,6 +102,10 @@ export const GROUP_WAIT_MS_MAX_DEFAULT = 30_000;
 export const GROUP_WAIT_RECHECK_MS = 100;
 /** Ceiling for `groups.wait_recheck_ms`: a slower self-check only delays lapses nobody woke. */
 export const GROUP_WAIT_RECHECK_MS_MAX = 600_000;
+/** Offsets one `group_ack_batch` may name (a poll hands out at most GROUP_POLL_RECORDS_MAX). */
+export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
+/** Dead entries a group's claim-deadline heap may hold beyond twice its claims before a rebuild. */
+export const GROUP_DEADLINE_HEAP_SLACK = 1024;
 /** Group names, in UTF-8 bytes. */
 export const GROUP_NAME_BYTES_MAX = 255;
 /** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound). */

@@ -12,6 +12,7 @@ import {
   FEATURE_GROUP_ADMIN,
   FEATURE_GROUP_CLAIM_CONTROL,
   FEATURE_GROUP_DEAD_LETTERS,
+  FEATURE_HI_GROUP_ACK_BATCH,
   type Message,
   decodeMessage,
   encodeMessage,
@@ -23,6 +24,7 @@ import {
   brokerError,
 } from '../errors.js';
 import {
+  GROUP_ACK_BATCH_OFFSETS_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_POLL_RECORDS_DEFAULT,
   GROUP_POLL_STREAMS_IDLE_MAX,
@@ -71,7 +73,7 @@ export class GroupMessage {
 
   /** Finishes the record; the group's position moves once every lower record is finished. */
   ack(): Promise<void> {
-    return this.group.settle('group_ack', this.offset).then(() => undefined);
+    return this.group.ack(this.offset);
   }
 
   /** Hands the record back: redelivered now, or after `delayMs` (it stays in flight meanwhile). */
@@ -105,10 +107,19 @@ interface PollStream {
   frames: FrameStream;
 }
 
+interface PendingAck {
+  offset: number;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
 export class Group {
   readonly shard: number;
   private pollPool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
   private nextPollId = 1;
+  /** Acks made this turn on `bc`, sent together at its end (bounded per request by
+   *  GROUP_ACK_BATCH_OFFSETS_MAX; the caller's own messages bound the list). */
+  private acks: { bc: BrokerConnection; items: PendingAck[] } | undefined;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -250,6 +261,61 @@ export class Group {
     };
   }
 
+  /**
+   * @internal Acknowledges `offset`. With a broker that offers FEATURE_HI_GROUP_ACK_BATCH, the
+   * acks of one event-loop turn go as one `group_ack_batch` (one request, one answer, one cursor
+   * write on the broker); otherwise each is a plain `group_ack`. Either way each ack resolves
+   * once the position covering it is durable, or rejects alone (stale_claim) if its claim lapsed
+   * and was handed out again.
+   */
+  async ack(offset: number): Promise<void> {
+    const bc = await this.host.connection();
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_ack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
+      await this.settle('group_ack', offset);
+      return;
+    }
+    return new Promise<void>((resolve, reject) => {
+      if (this.acks?.bc !== bc) {
+        if (this.acks !== undefined) this.sendAcks(this.acks.bc, this.acks.items);
+        this.acks = { bc, items: [] };
+        const batch = this.acks;
+        setImmediate(() => {
+          if (this.acks === batch) this.acks = undefined;
+          this.sendAcks(batch.bc, batch.items);
+        });
+      }
+      this.acks.items.push({ offset, resolve, reject });
+    });
+  }
+
+  private sendAcks(bc: BrokerConnection, items: PendingAck[]): void {
+    for (let i = 0; i < items.length; i += GROUP_ACK_BATCH_OFFSETS_MAX) {
+      const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
+      const offsets = part.map((a) => a.offset);
+      channelOf(bc)
+        .request((request_id) => ({
+          type: 'group_ack_batch',
+          ...this.scope(bc),
+          offsets,
+          request_id,
+        }))
+        .then((msg) => {
+          if (msg.type !== 'group_acked') {
+            throw new ProtocolError(`expected group_acked, got ${msg.type}`);
+          }
+          const stale = msg.stale.length === 0 ? undefined : new Set(msg.stale);
+          for (const a of part) {
+            if (stale?.has(a.offset)) a.reject(staleClaim(a.offset));
+            else a.resolve();
+          }
+        })
+        .catch((err: unknown) => {
+          for (const a of part) a.reject(err as Error);
+        });
+    }
+  }
+
   /** @internal Sends a settle or another group request over the request stream. */
   async settle(
     type:
@@ -345,6 +411,15 @@ function answerError(msg: Extract<Message, { type: 'error' }>) {
     message: msg.message,
     retry: msg.retry,
     detail: msg.detail,
+  });
+}
+
+/** The error a plain `group_ack` gets for an offset whose claim no longer stands. */
+function staleClaim(offset: number) {
+  return brokerError({
+    brokerCode: 'stale_claim',
+    message: `the claim on offset ${offset} no longer stands`,
+    retry: 'retry',
   });
 }
 

@@ -10,6 +10,7 @@
  */
 import { type Connection, type TransportStream, dial } from '@felix/transport';
 import {
+  FEATURE_EXTENDED,
   FLAG_BINARY_PUBLISH_ACK,
   FLAG_BINARY_PUBLISH_ACKED,
   type Message,
@@ -37,7 +38,14 @@ import {
   WRITE_QUEUE_BYTES_MAX,
 } from '../limits.js';
 import { FrameStream } from './frame-stream.js';
-import { CLIENT_FEATURES, CLIENT_FLAGS, type Negotiated, has } from './negotiation.js';
+import {
+  CLIENT_FEATURES,
+  CLIENT_FEATURES_HI,
+  CLIENT_FEATURES_SENT,
+  CLIENT_FLAGS,
+  type Negotiated,
+  has,
+} from './negotiation.js';
 
 export interface TlsOptions {
   /** PEM CA bundle that signed the broker's certificate. */
@@ -638,7 +646,8 @@ async function authStream(
       tenant_id: opts.tenant,
       token: opts.token,
       client_flags: CLIENT_FLAGS,
-      client_features: CLIENT_FEATURES,
+      client_features: CLIENT_FEATURES_SENT,
+      client_features_hi: CLIENT_FEATURES_HI,
     }),
   );
   const frame = await frames.next();
@@ -651,12 +660,20 @@ async function authStream(
       negotiated: {
         flags: msg.server_flags & CLIENT_FLAGS,
         features: (msg.server_features ?? 0) & CLIENT_FEATURES,
+        featuresHi:
+          ((msg.server_features ?? 0) & FEATURE_EXTENDED) !== 0
+            ? (msg.server_features_hi ?? 0) & CLIENT_FEATURES_HI
+            : 0,
         window: Math.max(1, msg.publish_window ?? PUBLISH_WINDOW_DEFAULT),
       },
     };
   }
   if (msg.type === 'ok') {
-    return { stream, frames, negotiated: { flags: ORIGINAL_V1_FLAGS, features: 0, window: 1 } };
+    return {
+      stream,
+      frames,
+      negotiated: { flags: ORIGINAL_V1_FLAGS, features: 0, featuresHi: 0, window: 1 },
+    };
   }
   if (msg.type === 'error') {
     throw new UnauthenticatedError({

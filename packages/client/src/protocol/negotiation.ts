@@ -10,6 +10,8 @@ import {
   FEATURE_GROUP_CLAIM_CONTROL,
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_ERROR_CODES,
+  FEATURE_EXTENDED,
+  FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_PUBLISH_PIPELINE,
   FEATURE_STREAM_PUBLISH_WINDOW,
   FEATURE_STREAM_SHARDS,
@@ -56,9 +58,17 @@ export const CLIENT_FEATURES =
   FEATURE_GROUP_ADMIN |
   FEATURE_GROUP_CLAIM_CONTROL;
 
+/** The high feature word the client offers (sent with FEATURE_EXTENDED in the low word). */
+export const CLIENT_FEATURES_HI = FEATURE_HI_GROUP_ACK_BATCH;
+
+/** The low word as sent: the marker says a `_hi` word follows. */
+export const CLIENT_FEATURES_SENT = (CLIENT_FEATURES | FEATURE_EXTENDED) >>> 0;
+
 export interface Negotiated {
   flags: number;
   features: number;
+  /** High word the broker advertised too (0 unless its low word carried the marker). */
+  featuresHi: number;
   window: number;
 }
 

@@ -21,7 +21,12 @@ import { WATCHES_PER_CONNECTION_MAX } from '../limits.js';
 import type { AnswerPipe } from '../session/answer-pipe.js';
 import { jsonFrame } from '../session/codec.js';
 import { type Negotiated, has } from '../session/negotiation.js';
-import { GROUP_FEATURES, GroupService, isGroupMessage } from '../groups/group-service.js';
+import {
+  GROUP_FEATURES,
+  GROUP_FEATURES_HI,
+  GroupService,
+  isGroupMessage,
+} from '../groups/group-service.js';
 import { cacheGet, cachePut, counterOp, hotGetFrame, openWatch } from './cache-requests.js';
 import { CacheService, storageRefusal } from './cache-service.js';
 import { ProjectionMetrics } from './projection-metrics.js';
@@ -69,6 +74,11 @@ export class Projections {
     }
     if (this.groups !== null) bits |= GROUP_FEATURES;
     return bits;
+  }
+
+  /** High-word feature bits this broker offers for these requests. */
+  get featuresHi(): number {
+    return this.groups !== null ? GROUP_FEATURES_HI : 0;
   }
 
   handles(msg: Message): boolean {

@@ -18,6 +18,7 @@ import {
   FEATURE_GROUP_ADMIN,
   FEATURE_GROUP_CLAIM_CONTROL,
   FEATURE_GROUP_DEAD_LETTERS,
+  FEATURE_HI_GROUP_ACK_BATCH,
   type GroupRecord,
   type Message,
 } from '@felix/wire';
@@ -25,6 +26,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import { RequestRefusedError } from '../errors.js';
 import {
+  GROUP_ACK_BATCH_OFFSETS_MAX,
   GROUP_DEAD_LETTER_LIST_MAX,
   GROUP_IDLE_EVICT_MS,
   GROUP_NAME_BYTES_MAX,
@@ -44,9 +46,13 @@ export const GROUP_FEATURES =
   FEATURE_GROUP_ADMIN |
   FEATURE_GROUP_CLAIM_CONTROL;
 
+/** High-word bits: `group_ack_batch` (a Felix extension; plain `group_ack` stays). */
+export const GROUP_FEATURES_HI = FEATURE_HI_GROUP_ACK_BATCH;
+
 const GROUP_REQUESTS = new Set([
   'group_poll',
   'group_ack',
+  'group_ack_batch',
   'group_nack',
   'group_extend',
   'group_dead_letter',
@@ -70,6 +76,31 @@ interface Scope {
   id: GroupShard;
   group: string;
   key: string;
+}
+
+/**
+ * Records [from, until) the shard's ring holds, in offset order; empty when the ring does not
+ * hold `from` (or retention already trimmed it from the log: the log decides what is gone).
+ */
+function ringRecords(shard: Shard, from: number, until: number): HeldRecord[] {
+  const ring = shard.ring;
+  const store = shard.store!;
+  if (ring.size === 0 || from < ring.base || from < store.baseOffset || from >= until) return [];
+  const out: HeldRecord[] = [];
+  for (const b of ring.range(from, until)) {
+    const first = Math.max(b.first, from);
+    const payloads = b.payloads;
+    const skip = first - b.first;
+    for (let i = 0; i < payloads.length - skip && first + i < until; i++) {
+      out.push({ offset: first + i, payload: payloads[i + skip]! });
+    }
+  }
+  return out;
+}
+
+interface HeldRecord {
+  offset: number;
+  payload: Uint8Array;
 }
 
 const bad = (message: string, reason: string) =>
@@ -149,6 +180,8 @@ export class GroupService {
         case 'group_nack':
         case 'group_dead_letter':
           return await this.settle(scope, msg);
+        case 'group_ack_batch':
+          return await this.ackBatch(auth, scope, msg);
         case 'group_extend':
           return await this.extend(scope, msg);
         case 'group_dead_letters':
@@ -340,9 +373,12 @@ export class GroupService {
         await this.giveUp(scope, st, offset);
         continue;
       }
-      const r = await store.read(offset, { maxRecords: 1, maxBytes: 1 });
-      if (!st.owed.has(offset)) continue; // settled while we read
-      const rec = r.kind === 'records' ? r.records[0] : undefined;
+      let rec = ringRecords(scope.shard, offset, offset + 1)[0];
+      if (rec === undefined) {
+        const r = await store.read(offset, { maxRecords: 1, maxBytes: 1 });
+        if (!st.owed.has(offset)) continue; // settled while we read
+        rec = r.kind === 'records' ? r.records[0] : undefined;
+      }
       if (rec === undefined || rec.offset !== offset) {
         // Retention outranks a group: a record that is gone cannot be delivered again.
         await this.finish(scope, st, offset);
@@ -356,10 +392,16 @@ export class GroupService {
     const tail = scope.shard.appliedNext;
     while (out.length < want && st.next < tail) {
       const from = st.next;
-      const r = await store.read(from, {
-        maxRecords: want - out.length,
-        maxBytes: Math.max(1, g.max_poll_bytes - bytes),
-      });
+      // The shard's ring holds the newest records in memory: a group near the tail reads
+      // them from there, with no disk read and no await (the log path is the fallback).
+      const held = ringRecords(scope.shard, from, Math.min(tail, from + want - out.length));
+      const r =
+        held.length > 0
+          ? { kind: 'records' as const, records: held }
+          : await store.read(from, {
+              maxRecords: want - out.length,
+              maxBytes: Math.max(1, g.max_poll_bytes - bytes),
+            });
       if (r.kind === 'trimmed') {
         st.skipTo(r.oldest);
         await this.commit(scope, st);
@@ -413,8 +455,12 @@ export class GroupService {
       }
       const delay = msg.delay_ms ?? 0;
       if (delay > 0) {
-        claim.deadline = Date.now() + Math.min(delay, this.cfg.groups.max_visibility_ms);
         claim.delayed = true;
+        st.reschedule(
+          offset,
+          claim,
+          Date.now() + Math.min(delay, this.cfg.groups.max_visibility_ms),
+        );
       } else {
         st.claims.delete(offset);
         st.owed.set(offset, claim.attempts);
@@ -429,6 +475,53 @@ export class GroupService {
     if (msg.type === 'group_dead_letter') await this.giveUp(scope, st, offset);
     else await this.finish(scope, st, offset);
     return ok;
+  }
+
+  /**
+   * `group_ack_batch`: every offset is acknowledged as a `group_ack` naming it would be, and the
+   * one answer goes once the position covering them is durable (one cursor write for the batch,
+   * coalesced with the writes of other settles in flight). Offsets whose claim no longer stands
+   * are named in `stale` instead of failing the batch; an offset past the tail refuses the whole
+   * request before anything is settled.
+   */
+  private async ackBatch(
+    auth: Negotiated,
+    scope: Scope,
+    msg: Msg<'group_ack_batch'>,
+  ): Promise<Message> {
+    if ((auth.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
+      throw bad('group_ack_batch was not negotiated', 'ack_batch_not_negotiated');
+    }
+    const offsets = msg.offsets;
+    if (offsets.length === 0 || offsets.length > GROUP_ACK_BATCH_OFFSETS_MAX) {
+      throw bad(`a batch names 1..${GROUP_ACK_BATCH_OFFSETS_MAX} offsets`, 'bad_ack_batch');
+    }
+    for (const offset of offsets) this.tailCheck(scope, offset);
+    const st = await this.existing(scope);
+    st.lastUsedMs = Date.now();
+    const stale: number[] = [];
+    let finished = false;
+    for (const offset of offsets) {
+      const claim = st.claims.get(offset);
+      if (claim === undefined) {
+        if (st.isUnknown(offset)) {
+          stale.push(offset);
+          continue;
+        }
+        const pending = st.owed.has(offset) || st.redriven.has(offset);
+        if (!pending && (offset < st.position || st.done.has(offset))) continue; // finished
+      }
+      const redriven = st.redriven.delete(offset);
+      st.finish(offset);
+      // A redriven entry goes durably before the position can pass it (as a single ack does).
+      if (redriven) await this.deadLetters.finish(scope.id, scope.group, offset);
+      finished = true;
+    }
+    if (finished) {
+      await this.commit(scope, st);
+      this.wake();
+    }
+    return { type: 'group_acked', stale, request_id: msg.request_id };
   }
 
   /** Records `offset` as a dead letter, then finishes it (the cursor never passes it first). */
@@ -487,7 +580,7 @@ export class GroupService {
       throw stale(msg.offset, true);
     }
     const visible = Math.min(msg.extend_ms, this.cfg.groups.max_visibility_ms);
-    claim.deadline = Date.now() + visible;
+    st.reschedule(msg.offset, claim, Date.now() + visible);
     return { type: 'group_extended', visible_ms: visible, request_id: msg.request_id };
   }
 

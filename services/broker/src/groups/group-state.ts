@@ -7,6 +7,8 @@
  * position and everything above it is delivered again (at-least-once).
  */
 
+import { GROUP_DEADLINE_HEAP_SLACK } from '../limits.js';
+
 export interface Claim {
   /** Deliveries of this record including the one this claim is for. */
   attempts: number;
@@ -40,6 +42,12 @@ export class GroupState {
   lastUsedMs: number;
   /** The cursor write in flight, if any (settles behind it wait and then write once). */
   commitRun: Promise<void> | undefined;
+  /**
+   * Claim deadlines as a binary min-heap. An entry is live while its claim is still the one
+   * standing for the offset with that deadline; others are dropped when they surface, and the
+   * heap is rebuilt when dead entries would outnumber claims (GROUP_DEADLINE_HEAP_SLACK).
+   */
+  private readonly deadlines: DeadlineEntry[] = [];
 
   constructor(position: number, committed: number | undefined, tail: number, nowMs: number) {
     this.position = position;
@@ -49,13 +57,20 @@ export class GroupState {
     this.lastUsedMs = nowMs;
   }
 
-  /** Moves lapsed claims (and delayed nacks that came due) to the owed set; answers how many lapsed. */
+  /**
+   * Moves lapsed claims (and delayed nacks that came due) to the owed set; answers how many
+   * lapsed. Only the claims that came due are visited (the deadline heap), so a poll costs the
+   * same with ten or ten thousand records in flight.
+   */
   expire(nowMs: number): number {
     let lapsed = 0;
-    for (const [offset, c] of this.claims) {
-      if (c.deadline > nowMs) continue;
-      this.claims.delete(offset);
-      this.owed.set(offset, c.attempts);
+    const heap = this.deadlines;
+    while (heap.length > 0 && heap[0]!.deadline <= nowMs) {
+      const e = popHeap(heap);
+      const c = this.claims.get(e.offset);
+      if (c !== e.claim || c.deadline !== e.deadline) continue; // settled or rescheduled since
+      this.claims.delete(e.offset);
+      this.owed.set(e.offset, c.attempts);
       if (!c.delayed) lapsed++;
     }
     return lapsed;
@@ -63,10 +78,14 @@ export class GroupState {
 
   /** Earliest claim deadline, or undefined with nothing in flight. */
   earliestDeadline(): number | undefined {
-    let min: number | undefined;
-    for (const c of this.claims.values())
-      if (min === undefined || c.deadline < min) min = c.deadline;
-    return min;
+    const heap = this.deadlines;
+    while (heap.length > 0) {
+      const e = heap[0]!;
+      const c = this.claims.get(e.offset);
+      if (c === e.claim && c.deadline === e.deadline) return e.deadline;
+      popHeap(heap); // a settled or rescheduled claim's old entry
+    }
+    return undefined;
   }
 
   /** Owed offsets, lowest first. */
@@ -74,9 +93,27 @@ export class GroupState {
     return [...this.owed.keys()].sort((a, b) => a - b);
   }
 
+  /** Moves a standing claim's deadline (extend, delayed nack). */
+  reschedule(offset: number, claim: Claim, deadline: number): void {
+    claim.deadline = deadline;
+    this.schedule(offset, claim);
+  }
+
+  private schedule(offset: number, claim: Claim): void {
+    const heap = this.deadlines;
+    // Entries of settled claims stay until they surface; rebuild before they outnumber claims.
+    if (heap.length >= 2 * this.claims.size + GROUP_DEADLINE_HEAP_SLACK) {
+      heap.length = 0;
+      for (const [o, c] of this.claims) if (o !== offset) pushHeap(heap, o, c);
+    }
+    pushHeap(heap, offset, claim);
+  }
+
   claim(offset: number, attempts: number, deadline: number): void {
     this.owed.delete(offset);
-    this.claims.set(offset, { attempts, deadline, delayed: false });
+    const claim: Claim = { attempts, deadline, delayed: false };
+    this.claims.set(offset, claim);
+    this.schedule(offset, claim);
   }
 
   /** Stops tracking an offset being given up on (its dead letter is being written). */
@@ -109,6 +146,7 @@ export class GroupState {
   /** A seek: every standing claim is void, the position is `offset`; redriven records stay owed. */
   reset(offset: number): void {
     this.claims.clear();
+    this.deadlines.length = 0;
     for (const o of [...this.owed.keys()]) if (!this.redriven.has(o)) this.owed.delete(o);
     this.done.clear();
     this.position = offset;
@@ -125,4 +163,43 @@ export class GroupState {
       while (this.done.delete(this.position)) this.position++;
     }
   }
+}
+
+interface DeadlineEntry {
+  deadline: number;
+  offset: number;
+  claim: Claim;
+}
+
+function pushHeap(heap: DeadlineEntry[], offset: number, claim: Claim): void {
+  const e: DeadlineEntry = { deadline: claim.deadline, offset, claim };
+  let i = heap.length;
+  heap.push(e);
+  while (i > 0) {
+    const up = (i - 1) >> 1;
+    if (heap[up]!.deadline <= e.deadline) break;
+    heap[i] = heap[up]!;
+    i = up;
+  }
+  heap[i] = e;
+}
+
+function popHeap(heap: DeadlineEntry[]): DeadlineEntry {
+  const top = heap[0]!;
+  const last = heap.pop()!;
+  if (heap.length > 0) {
+    let i = 0;
+    const n = heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const c = r < n && heap[r]!.deadline < heap[l]!.deadline ? r : l;
+      if (heap[c]!.deadline >= last.deadline) break;
+      heap[i] = heap[c]!;
+      i = c;
+    }
+    heap[i] = last;
+  }
+  return top;
 }

@@ -11,6 +11,7 @@ import {
   FEATURE_ERROR_CODES,
   FEATURE_SUBSCRIBE_QUEUE,
   FEATURE_SUBSCRIPTION_LAGGED,
+  FEATURE_EXTENDED,
   FEATURE_UNSUPPORTED,
   FLAG_BINARY_PUBLISH_ACK_OFFSET,
   FLAG_EVENT_BATCH_OFFSETS,
@@ -208,7 +209,15 @@ export class ClientSession {
     }
     // Until the authorization issue lands, a token is accepted as given.
     const offered = SERVER_FEATURES | (this.ctx.projections?.features ?? 0);
-    const negotiated = negotiateAuth(msg.tenant_id, msg.client_flags, msg.client_features, offered);
+    const offeredHi = this.ctx.projections?.featuresHi ?? 0;
+    const negotiated = negotiateAuth(
+      msg.tenant_id,
+      msg.client_flags,
+      msg.client_features,
+      offered,
+      msg.client_features_hi,
+      offeredHi,
+    );
     this.authenticated = true;
     if (this.authTimer) {
       clearTimeout(this.authTimer);
@@ -220,6 +229,14 @@ export class ClientSession {
             type: 'auth_ok',
             server_flags: SERVER_FLAGS & (msg.client_flags ?? 0),
             server_features: offered & (msg.client_features ?? 0),
+            // The hi word (and its marker) only to a client that set FEATURE_EXTENDED.
+            ...(negotiated.featuresHi !== 0
+              ? {
+                  server_features:
+                    ((offered & (msg.client_features ?? 0)) | FEATURE_EXTENDED) >>> 0,
+                  server_features_hi: negotiated.featuresHi,
+                }
+              : {}),
             publish_window: Math.max(1, this.ctx.config.broker.publish_window),
           }
         : { type: 'ok' };

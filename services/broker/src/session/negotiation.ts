@@ -5,6 +5,7 @@
  */
 import {
   FEATURE_ACK_ON_COMMIT,
+  FEATURE_EXTENDED,
   FEATURE_ERROR_CODES,
   FEATURE_PUBLISH_PIPELINE,
   FEATURE_STREAM_PUBLISH_WINDOW,
@@ -50,6 +51,8 @@ export interface Negotiated {
   /** Layouts both sides parse; `ORIGINAL_V1_FLAGS` when the client offered nothing. */
   flags: number;
   features: number;
+  /** High feature word both sides offered (only when the client set FEATURE_EXTENDED). */
+  featuresHi: number;
   /** The client sent `client_flags` (and got `auth_ok`). */
   negotiating: boolean;
 }
@@ -59,14 +62,24 @@ export function negotiateAuth(
   clientFlags: number | undefined,
   clientFeatures: number | undefined,
   offered: number = SERVER_FEATURES,
+  clientFeaturesHi?: number,
+  offeredHi = 0,
 ): Negotiated {
   if (clientFlags === undefined) {
-    return { tenant, flags: ORIGINAL_V1_FLAGS & SERVER_FLAGS, features: 0, negotiating: false };
+    return {
+      tenant,
+      flags: ORIGINAL_V1_FLAGS & SERVER_FLAGS,
+      features: 0,
+      featuresHi: 0,
+      negotiating: false,
+    };
   }
+  const extended = ((clientFeatures ?? 0) & FEATURE_EXTENDED) !== 0;
   return {
     tenant,
     flags: clientFlags & SERVER_FLAGS,
     features: (clientFeatures ?? 0) & offered,
+    featuresHi: extended ? ((clientFeaturesHi ?? 0) & offeredHi) >>> 0 : 0,
     negotiating: true,
   };
 }
