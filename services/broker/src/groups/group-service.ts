@@ -87,14 +87,7 @@ function ringRecords(shard: Shard, from: number, until: number): HeldRecord[] {
   const store = shard.store!;
   if (ring.size === 0 || from < ring.base || from < store.baseOffset || from >= until) return [];
   const out: HeldRecord[] = [];
-  for (const b of ring.range(from, until)) {
-    const first = Math.max(b.first, from);
-    const payloads = b.payloads;
-    const skip = first - b.first;
-    for (let i = 0; i < payloads.length - skip && first + i < until; i++) {
-      out.push({ offset: first + i, payload: payloads[i + skip]! });
-    }
-  }
+  ring.visit(from, until, (offset, payload) => out.push({ offset, payload }));
   return out;
 }
 

@@ -54,6 +54,27 @@ export class Ring {
     }
   }
 
+  /**
+   * Visits the payloads of [from, until) in offset order without copying any batch (a consumer
+   * group reads a few records out of batches that may hold thousands). Needs from >= base.
+   */
+  visit(from: number, until: number, fn: (offset: number, payload: Uint8Array) => void): void {
+    assert(from >= this.base || this.size === 0, 'visit below the ring base');
+    let lo = this.head;
+    let hi = this.batches.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.batches[mid]!.next <= from) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.batches.length; i++) {
+      const b = this.batches[i]!;
+      if (b.first >= until) break;
+      const end = Math.min(b.next, until);
+      for (let o = Math.max(b.first, from); o < end; o++) fn(o, b.payloads[o - b.first]!);
+    }
+  }
+
   /** Batches covering [from, until), the first sliced to start at `from`. Needs from >= base. */
   range(from: number, until: number): EventBatch[] {
     assert(from >= this.base || this.size === 0, 'range below the ring base');
