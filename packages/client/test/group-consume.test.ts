@@ -5,6 +5,7 @@
 import { waitFor } from '@felix/testing-harness';
 import {
   FEATURE_CONSUMER_GROUP,
+  FEATURE_HI_GROUP_ACK_BATCH,
   FrameDecoder,
   type Message,
   decodeMessage,
@@ -56,12 +57,12 @@ function decodeAll(writes: Uint8Array[]): Message[] {
 }
 
 /** A broker connection stand-in: every opened stream is kept for the test to drive. */
-function fakeHost() {
+function fakeHost(featuresHi = 0) {
   const streams: FakeStream[] = [];
   const bc = {
     server: 'fake',
     scope: { tenant: 't1', namespace: 'default' },
-    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi: 0, window: 1 },
+    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi, window: 1 },
     lost: new Promise<Error>(() => undefined),
     openStream: async () => {
       const stream = new FakeStream();
@@ -104,6 +105,31 @@ describe('group consume pipeline', () => {
     for (const m of sent)
       channel()!.push({ type: 'cache_ok', request_id: (m as { request_id: number }).request_id });
     await Promise.all(acks);
+  });
+
+  it('acks_of_one_turn_go_as_one_batch_when_the_broker_offers_it', async () => {
+    const { host, streams } = fakeHost(FEATURE_HI_GROUP_ACK_BATCH);
+    const g = new Group(host, 'jobs', 'billing');
+    const poll = g.poll({ max: 3, waitMs: 0 });
+    await waitFor(() => streams[0]?.writes.length === 1, 'the poll is sent', 5_000);
+    const req = decodeAll(streams[0]!.writes)[0] as Extract<Message, { type: 'group_poll' }>;
+    streams[0]!.push({ type: 'group_records', request_id: req.request_id, records: records(0, 3) });
+    const msgs = await poll;
+    const acks = msgs.map((m) =>
+      m.ack().then(
+        () => 'ok',
+        (err: Error) => err.name,
+      ),
+    );
+    await waitFor(() => (streams[1]?.writes.length ?? 0) > 0, 'the batch is sent', 5_000);
+    const sent = decodeAll(streams[1]!.writes);
+    expect(sent).toHaveLength(1);
+    const batch = sent[0] as Extract<Message, { type: 'group_ack_batch' }>;
+    expect(batch.type).toBe('group_ack_batch');
+    expect(batch.offsets).toEqual([0, 1, 2]);
+    // The broker says offset 1's claim no longer stood: only that ack fails.
+    streams[1]!.push({ type: 'group_acked', stale: [1], request_id: batch.request_id });
+    expect(await Promise.all(acks)).toEqual(['ok', 'StaleClaimError', 'ok']);
   });
 
   it('consume_has_the_next_poll_in_flight_while_the_caller_holds_a_batch', async () => {

@@ -13,7 +13,7 @@ import {
 } from '@felix/client';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
-import { encodeMessage } from '@felix/wire';
+import { FEATURE_EXTENDED, FEATURE_HI_GROUP_ACK_BATCH, encodeMessage } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, type BrokerSpec, startBroker } from './broker-process.js';
 import { rawAuthed } from './raw-session.js';
@@ -433,6 +433,74 @@ for (const transport of ['tls', 'quic'] as const) {
       expect((await g.describe()).committed).toBe(offsets[0]);
       await msgs[0]!.ack();
       expect((await g.describe()).committed).toBe(offsets[2]! + 1);
+    });
+
+    it('a_batched_ack_names_stale_offsets_and_finishes_the_rest', async () => {
+      const g = await freshGroup('ack-batch');
+      const offsets = await publishJobs(2, 'ack-batch');
+      const old = await g.poll({ max: 2, waitMs: 5_000 });
+      expect(old.map((m) => m.offset)).toEqual(offsets);
+      // A seek voids both claims; the first record is handed out again, the second is not.
+      await g.seek({ offset: offsets[0]! });
+      const again = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(again.map((m) => m.offset)).toEqual([offsets[0]]);
+      const batches = () =>
+        metric(shared, /felix_broker_projection_requests_total\{type="group_ack_batch"\} (\d+)/);
+      const before = await batches();
+      // Both acks are made in one turn, so they travel as one group_ack_batch.
+      const [first, second] = await Promise.allSettled(old.map((m) => m.ack()));
+      expect(first.status).toBe('fulfilled');
+      expect(second.status === 'rejected' && second.reason).toBeInstanceOf(StaleClaimError);
+      expect(await batches()).toBe(before + 1);
+      expect((await g.describe()).committed).toBe(offsets[0]! + 1);
+    });
+
+    it('an_ack_batch_is_refused_unless_negotiated_and_plain_acks_still_serve', async () => {
+      const g = await freshGroup('ack-batch-raw');
+      const offsets = await publishJobs(2, 'ack-batch-raw');
+      const held = await g.poll({ max: 2, waitMs: 5_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      const group = {
+        tenant_id: 't1',
+        namespace: 'default',
+        stream: 'jobs',
+        shard: 0,
+        group: 'ack-batch-raw',
+      };
+      const plain = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const a = await rawAuthed(plain, 0x0fff_ffff);
+      await a.stream.write(
+        encodeMessage({ type: 'group_ack_batch', ...group, offsets: [offsets[0]!], request_id: 1 }),
+      );
+      expect(await a.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      await a.stream.write(
+        encodeMessage({ type: 'group_ack', ...group, offset: offsets[0]!, request_id: 2 }),
+      );
+      expect(await a.next()).toMatchObject({ type: 'cache_ok', request_id: 2 });
+      await plain.close();
+      const ext = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const b = await rawAuthed(
+        ext,
+        (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
+        FEATURE_HI_GROUP_ACK_BATCH,
+      );
+      // One offset past the tail refuses the whole batch: the valid one is not settled either.
+      await b.stream.write(
+        encodeMessage({
+          type: 'group_ack_batch',
+          ...group,
+          offsets: [offsets[1]!, 2 ** 50],
+          request_id: 3,
+        }),
+      );
+      expect(await b.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      expect((await g.describe()).committed).toBe(offsets[1]);
+      await b.stream.write(
+        encodeMessage({ type: 'group_ack_batch', ...group, offsets: [offsets[1]!], request_id: 4 }),
+      );
+      expect(await b.next()).toEqual({ type: 'group_acked', stale: [], request_id: 4 });
+      expect((await g.describe()).committed).toBe(offsets[1]! + 1);
+      await ext.close();
     });
 
     it('owed_records_go_out_before_new_ones', async () => {

@@ -9,6 +9,7 @@ import { expect } from 'vitest';
 export async function rawAuthed(
   conn: Connection,
   clientFeatures: number,
+  clientFeaturesHi?: number,
 ): Promise<{ stream: TransportStream; next(): Promise<unknown | null> }> {
   const stream = await conn.openBidi();
   const decoder = new FrameDecoder();
@@ -29,6 +30,7 @@ export async function rawAuthed(
       token: '',
       client_flags: 0x1fff,
       client_features: clientFeatures,
+      ...(clientFeaturesHi !== undefined ? { client_features_hi: clientFeaturesHi } : {}),
     }),
   );
   expect(await next()).toMatchObject({ type: 'auth_ok' });
