@@ -65,4 +65,4 @@ export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
 /** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on: one hides
  *  the poll round trip behind the caller's work, more would only claim records that sit waiting
  *  (their visibility clock running) in the client. */
-export const GROUP_CONSUME_POLLS_AHEAD_MAX = 4;
+export const GROUP_CONSUME_POLLS_AHEAD_MAX = 1;
