@@ -1,6 +1,7 @@
 // Goal: JSON messages encode byte-identically to the reference (type first, declared field
 // order, absent optionals omitted, nullable fields written as null) and decode strictly.
 // Method: reference texts written out by hand, plus targeted malformed payloads.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   InvalidJsonError,
@@ -24,7 +25,55 @@ const REFERENCE_TEXTS = [
   '{"type":"auth_ok","server_flags":25,"server_features":2147483649,"server_features_hi":1}',
 ];
 
+/** Standard padded base64, written out here so the test does not share the codec's. */
+function b64(bytes: Uint8Array): string {
+  const abc = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    out += abc[n >> 18]! + abc[(n >> 12) & 63]!;
+    out += i + 1 < bytes.length ? abc[(n >> 6) & 63]! : '=';
+    out += i + 2 < bytes.length ? abc[n & 63]! : '=';
+  }
+  return out;
+}
+
 describe('json messages', () => {
+  it('group_records_take_the_short_path_to_the_same_bytes_and_values', () => {
+    const record = fc.record({
+      offset: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
+      payload: fc.uint8Array({ maxLength: 200 }),
+      attempts: fc.nat({ max: 0xffff_ffff }),
+      skipped_before: fc.constant(0),
+    });
+    fc.assert(
+      fc.property(fc.array(record, { maxLength: 20 }), fc.nat(), (records, request_id) => {
+        const msg: Message = { type: 'group_records', records, request_id };
+        // The table path's text: fields in declared order, skipped_before omitted when 0.
+        const text = JSON.stringify({
+          type: 'group_records',
+          records: records.map((r) => ({
+            offset: r.offset,
+            payload: b64(r.payload),
+            attempts: r.attempts,
+          })),
+          request_id,
+        });
+        expect(messageJson(msg)).toBe(text);
+        expect(decodeMessage(utf8(text))).toEqual(msg);
+      }),
+    );
+    // Shapes the short path leaves to the table: still decoded, or refused typed.
+    const withPublisher =
+      '{"type":"group_records","records":[{"offset":1,"payload":"YQ==","attempts":1,"publisher":"p"}],"request_id":2}';
+    expect(messageJson(decodeMessage(utf8(withPublisher)))).toBe(withPublisher);
+    const badPayload =
+      '{"type":"group_records","records":[{"offset":1,"payload":"YQ="}],"request_id":2}';
+    expect(() => decodeMessage(utf8(badPayload))).toThrow(InvalidMessageError);
+    const noOffset = '{"type":"group_records","records":[{"payload":"YQ=="}],"request_id":2}';
+    expect(() => decodeMessage(utf8(noOffset))).toThrow(InvalidMessageError);
+  });
+
   it('reference_texts_survive_a_decode_and_re_encode_unchanged', () => {
     for (const text of REFERENCE_TEXTS) {
       expect(messageJson(decodeMessage(utf8(text)))).toBe(text);

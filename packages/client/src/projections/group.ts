@@ -113,13 +113,19 @@ interface PendingAck {
   reject(err: Error): void;
 }
 
+interface AckBatch {
+  bc: BrokerConnection;
+  items: PendingAck[];
+  sent: boolean;
+}
+
 export class Group {
   readonly shard: number;
   private pollPool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
   private nextPollId = 1;
   /** Acks made this turn on `bc`, sent together at its end (bounded per request by
    *  GROUP_ACK_BATCH_OFFSETS_MAX; the caller's own messages bound the list). */
-  private acks: { bc: BrokerConnection; items: PendingAck[] } | undefined;
+  private acks: AckBatch | undefined;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -268,25 +274,42 @@ export class Group {
    * once the position covering it is durable, or rejects alone (stale_claim) if its claim lapsed
    * and was handed out again.
    */
-  async ack(offset: number): Promise<void> {
+  ack(offset: number): Promise<void> {
+    // A batch already gathering this turn takes the ack without another connection lookup.
+    const open = this.acks;
+    if (open !== undefined) {
+      return new Promise<void>((resolve, reject) => {
+        open.items.push({ offset, resolve, reject });
+      });
+    }
+    return this.ackOnConnection(offset);
+  }
+
+  private async ackOnConnection(offset: number): Promise<void> {
     const bc = await this.host.connection();
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_ack');
     if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
       await this.settle('group_ack', offset);
       return;
     }
+    let batch = this.acks;
+    if (batch?.bc !== bc) {
+      if (batch !== undefined) this.flushAcks(batch); // made on a connection since replaced
+      const opened: AckBatch = { bc, items: [], sent: false };
+      setImmediate(() => this.flushAcks(opened));
+      this.acks = batch = opened;
+    }
+    const items = batch.items;
     return new Promise<void>((resolve, reject) => {
-      if (this.acks?.bc !== bc) {
-        if (this.acks !== undefined) this.sendAcks(this.acks.bc, this.acks.items);
-        this.acks = { bc, items: [] };
-        const batch = this.acks;
-        setImmediate(() => {
-          if (this.acks === batch) this.acks = undefined;
-          this.sendAcks(batch.bc, batch.items);
-        });
-      }
-      this.acks.items.push({ offset, resolve, reject });
+      items.push({ offset, resolve, reject });
     });
+  }
+
+  private flushAcks(batch: AckBatch): void {
+    if (batch.sent) return;
+    batch.sent = true;
+    if (this.acks === batch) this.acks = undefined;
+    this.sendAcks(batch.bc, batch.items);
   }
 
   private sendAcks(bc: BrokerConnection, items: PendingAck[]): void {

@@ -12,7 +12,7 @@ import { OFFSET_MAX } from '../limits.js';
 import { base64Decode, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
 import { type JsonObject, type JsonValue, parseJsonFast } from './parse.js';
-import type { Message, UnknownMessage } from './message-types.js';
+import type { GroupRecord, GroupRecordsMessage, Message, UnknownMessage } from './message-types.js';
 
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
 const I64_MIN = -(2n ** 63n);
@@ -32,6 +32,10 @@ export function encodeMessage(message: Message): Uint8Array {
 
 /** The JSON text of a message, byte-identical to the reference encoder's. */
 export function messageJson(message: Message): string {
+  if (message.type === 'group_records') {
+    const fast = groupRecordsJson(message);
+    if (fast !== undefined) return fast;
+  }
   const spec = MESSAGE_SPECS[message.type];
   if (spec === undefined || message.type === 'unknown') {
     throw new FieldRangeError('message type', `${JSON.stringify(message.type)} cannot be encoded`);
@@ -39,6 +43,40 @@ export function messageJson(message: Message): string {
   let out = `{"type":${JSON.stringify(message.type)}`;
   out += writeFields(spec, message as unknown as Fields, message.type, true);
   return `${out}}`;
+}
+
+/**
+ * `group_records` is a queue's hot answer (up to 1,000 records): the common shape (no
+ * publisher, no timestamp, nothing skipped) is written without walking the field table, to the
+ * same bytes. Anything else answers undefined and takes the table path, which also reports
+ * bad fields.
+ */
+function groupRecordsJson(message: GroupRecordsMessage): string | undefined {
+  const records: unknown = message.records;
+  const rid = message.request_id;
+  if (!Array.isArray(records) || !isUint(rid, OFFSET_MAX)) return undefined;
+  let out = '{"type":"group_records","records":[';
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i] as GroupRecord | null;
+    if (typeof r !== 'object' || r === null) return undefined;
+    const attempts = r.attempts ?? 0;
+    if (
+      !isUint(r.offset, OFFSET_MAX) ||
+      !isUint(attempts, 0xffff_ffff) ||
+      !(r.payload instanceof Uint8Array) ||
+      (r.skipped_before !== undefined && r.skipped_before !== null && r.skipped_before !== 0) ||
+      (r.publisher !== undefined && r.publisher !== null) ||
+      (r.timestamp_micros !== undefined && r.timestamp_micros !== null)
+    ) {
+      return undefined;
+    }
+    out += `${i === 0 ? '' : ','}{"offset":${r.offset},"payload":"${base64Encode(r.payload)}","attempts":${attempts}}`;
+  }
+  return `${out}],"request_id":${rid}}`;
+}
+
+function isUint(value: unknown, max: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max;
 }
 
 function writeFields(spec: FieldSpec[], fields: Fields, where: string, after: boolean): string {
@@ -212,11 +250,54 @@ export function decodeMessage(payload: Uint8Array): Message {
   if (typeof type !== 'string') {
     throw new InvalidMessageError('message', 'type', 'is missing or not a string');
   }
+  if (type === 'group_records') {
+    const fast = readGroupRecords(obj);
+    if (fast !== undefined) return fast;
+  }
   const spec = Object.hasOwn(MESSAGE_SPECS, type) ? MESSAGE_SPECS[type] : undefined;
   if (spec === undefined) return unknownMessage(type, obj);
   const out: Fields = { type };
   readFields(spec, obj, out, type);
   return out as unknown as Message;
+}
+
+/**
+ * The common `group_records` shape read without walking the field table, to the same value the
+ * table path gives. Anything it does not take (a bigint, a publisher, a bad payload) answers
+ * undefined, and the table path decodes it or reports the typed error.
+ */
+function readGroupRecords(obj: JsonObject): GroupRecordsMessage | undefined {
+  const raw = obj.records;
+  const rid = obj.request_id;
+  if (!Array.isArray(raw) || !isUint(rid, OFFSET_MAX)) return undefined;
+  const records: GroupRecord[] = new Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const item = raw[i];
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined;
+    const r = item as JsonObject;
+    const attempts = Object.hasOwn(r, 'attempts') ? r.attempts : null;
+    const skipped = Object.hasOwn(r, 'skipped_before') ? r.skipped_before : null;
+    if (
+      !isUint(r.offset, OFFSET_MAX) ||
+      typeof r.payload !== 'string' ||
+      !Object.hasOwn(r, 'offset') ||
+      (attempts !== null && !isUint(attempts, 0xffff_ffff)) ||
+      (skipped !== null && skipped !== 0) ||
+      (Object.hasOwn(r, 'publisher') && r.publisher !== null) ||
+      (Object.hasOwn(r, 'timestamp_micros') && r.timestamp_micros !== null)
+    ) {
+      return undefined;
+    }
+    const payload = base64Decode(r.payload);
+    if (payload === undefined) return undefined;
+    records[i] = {
+      offset: r.offset,
+      payload,
+      attempts: (attempts as number | null) ?? 0,
+      skipped_before: 0,
+    };
+  }
+  return { type: 'group_records', records, request_id: rid };
 }
 
 function unknownMessage(type: string, obj: JsonObject): UnknownMessage {
