@@ -7,8 +7,10 @@
  * Each system is loaded once with 2N records of 100 bytes; every round then drains N of them
  * into fresh groups with 1 and with 4 consumers, the systems interleaved within the round.
  * FELIX_BENCH_ROUNDS (default 3) rounds; each row is the median, with the range. Felix is
- * drained two ways: `group.consume()` (the next poll in flight while the batch is acked, acks
- * of one turn sharing a write) and a poll loop (poll 100, ack each, await all, poll again).
+ * drained two ways: `group.consume()` (the next poll in flight while the batch is acked, the
+ * acks of one turn sent as one `group_ack_batch` when the broker offers it) and a poll loop
+ * (poll 100, ack each, await all, poll again; `waitMs: 0`, like XREADGROUP without BLOCK, so a
+ * consumer that finds everything claimed by the others does not sit out a long poll at the end).
  * Felix acknowledgements are durable (the group's cursor is written with an fsync before the ack
  * is answered, coalesced across the acks in flight); Redis Streams here acknowledge from memory;
  * JetStream acks are fire-and-forget (`m.ack()`), its default. Also prints the poll -> ack round
@@ -97,7 +99,7 @@ async function felixRound(felix: FelixClient, round: number): Promise<void> {
     const group = felix.group('q', `p${consumers}-r${round}`);
     await group.seek('earliest');
     const ms = await drain(consumers, N, async () => {
-      const msgs = await group.poll({ max: BATCH, waitMs: 1000 });
+      const msgs = await group.poll({ max: BATCH, waitMs: 0 });
       await Promise.all(msgs.map((m) => m.ack()));
       return msgs.length;
     });
