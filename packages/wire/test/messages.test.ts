@@ -70,6 +70,8 @@ describe('json messages', () => {
     const badPayload =
       '{"type":"group_records","records":[{"offset":1,"payload":"YQ="}],"request_id":2}';
     expect(() => decodeMessage(utf8(badPayload))).toThrow(InvalidMessageError);
+    const longBad = `{"type":"group_records","records":[{"offset":1,"payload":"${'A'.repeat(67)}*"}],"request_id":2}`;
+    expect(() => decodeMessage(utf8(longBad))).toThrow(InvalidMessageError);
     const noOffset = '{"type":"group_records","records":[{"payload":"YQ=="}],"request_id":2}';
     expect(() => decodeMessage(utf8(noOffset))).toThrow(InvalidMessageError);
   });

@@ -19,7 +19,11 @@ const hasNative = typeof btoa === 'function' && typeof atob === 'function';
 
 /** Node's `Buffer`, found as a global when running on Node (never imported). */
 interface BufferLike {
-  from(data: ArrayBufferLike, offset: number, length: number): { toString(enc: string): string };
+  from(
+    data: ArrayBufferLike,
+    offset: number,
+    length: number,
+  ): { toString(enc: string): string; write(text: string, enc: string): number };
   from(data: string, enc: string): Uint8Array;
 }
 const NodeBuffer = (globalThis as { Buffer?: BufferLike }).Buffer;
@@ -72,6 +76,31 @@ export function base64Decode(text: string): Uint8Array | undefined {
   const out = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
   return out;
+}
+
+/** Bytes `text` decodes to if it is canonical padded base64 of that length shape, else -1. */
+export function base64DecodedLength(text: string): number {
+  if (text.length % 4 !== 0) return -1;
+  const pad = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  return (text.length / 4) * 3 - pad;
+}
+
+/**
+ * Decodes canonical padded base64 into `out` at `at` (which must have room for
+ * base64DecodedLength(text) bytes), so many payloads can share one allocation. Answers false,
+ * having written nothing meaningful, for anything `base64Decode` would refuse.
+ */
+export function base64DecodeInto(text: string, out: Uint8Array, at: number): boolean {
+  const n = base64DecodedLength(text);
+  if (n < 0) return false;
+  if (text.length < 64 || !NodeBuffer) {
+    const bytes = base64Decode(text);
+    if (bytes === undefined) return false;
+    out.set(bytes, at);
+    return true;
+  }
+  if (!CANONICAL.test(text) || !canonicalTail(text)) return false;
+  return NodeBuffer.from(out.buffer, out.byteOffset + at, n).write(text, 'base64') === n;
 }
 
 /** The unused low bits of the last sextet before padding must be zero. */

@@ -9,7 +9,7 @@ import { decodeUtf8 } from '../bytes/reader.js';
 import { utf8Bytes } from '../bytes/writer.js';
 import { encodeFrame } from '../frame/header.js';
 import { OFFSET_MAX } from '../limits.js';
-import { base64Decode, base64Encode } from './base64.js';
+import { base64Decode, base64DecodeInto, base64DecodedLength, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
 import { type JsonObject, type JsonValue, parseJsonFast } from './parse.js';
 import type { GroupRecord, GroupRecordsMessage, Message, UnknownMessage } from './message-types.js';
@@ -270,7 +270,7 @@ function readGroupRecords(obj: JsonObject): GroupRecordsMessage | undefined {
   const raw = obj.records;
   const rid = obj.request_id;
   if (!Array.isArray(raw) || !isUint(rid, OFFSET_MAX)) return undefined;
-  const records: GroupRecord[] = new Array(raw.length);
+  let total = 0;
   for (let i = 0; i < raw.length; i++) {
     const item = raw[i];
     if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined;
@@ -278,9 +278,9 @@ function readGroupRecords(obj: JsonObject): GroupRecordsMessage | undefined {
     const attempts = Object.hasOwn(r, 'attempts') ? r.attempts : null;
     const skipped = Object.hasOwn(r, 'skipped_before') ? r.skipped_before : null;
     if (
+      !Object.hasOwn(r, 'offset') ||
       !isUint(r.offset, OFFSET_MAX) ||
       typeof r.payload !== 'string' ||
-      !Object.hasOwn(r, 'offset') ||
       (attempts !== null && !isUint(attempts, 0xffff_ffff)) ||
       (skipped !== null && skipped !== 0) ||
       (Object.hasOwn(r, 'publisher') && r.publisher !== null) ||
@@ -288,14 +288,26 @@ function readGroupRecords(obj: JsonObject): GroupRecordsMessage | undefined {
     ) {
       return undefined;
     }
-    const payload = base64Decode(r.payload);
-    if (payload === undefined) return undefined;
+    const n = base64DecodedLength(r.payload);
+    if (n < 0) return undefined;
+    total += n;
+  }
+  // One allocation for every payload of the answer; each record's payload is a view into it.
+  const slab = new Uint8Array(total);
+  const records: GroupRecord[] = new Array(raw.length);
+  let at = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const r = raw[i] as JsonObject;
+    const text = r.payload as string;
+    const n = base64DecodedLength(text);
+    if (!base64DecodeInto(text, slab, at)) return undefined;
     records[i] = {
-      offset: r.offset,
-      payload,
-      attempts: (attempts as number | null) ?? 0,
+      offset: r.offset as number,
+      payload: slab.subarray(at, at + n),
+      attempts: (r.attempts as number | null | undefined) ?? 0,
       skipped_before: 0,
     };
+    at += n;
   }
   return { type: 'group_records', records, request_id: rid };
 }

@@ -90,6 +90,7 @@ export class GroupState {
 
   /** Owed offsets, lowest first. */
   owedInOrder(): number[] {
+    if (this.owed.size === 0) return [];
     return [...this.owed.keys()].sort((a, b) => a - b);
   }
 
@@ -129,9 +130,11 @@ export class GroupState {
   finish(offset: number): boolean {
     this.release(offset);
     if (offset < this.position) return false;
-    this.done.add(offset);
     const before = this.position;
-    while (this.done.delete(this.position)) this.position++;
+    // In-order acks (the common case) move the position without touching the done set.
+    if (offset === this.position) this.position++;
+    else this.done.add(offset);
+    while (this.done.size > 0 && this.done.delete(this.position)) this.position++;
     if (this.next < this.position) this.next = this.position;
     return this.position !== before;
   }
