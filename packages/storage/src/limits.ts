@@ -162,6 +162,10 @@ export const COMPACTION_BYTES_PER_SEC_DEFAULT = 64 * 1024 * 1024;
  */
 export const EXPIRY_DELETES_PER_PASS_MAX = 1024;
 
+/** Group positions a cursor store remembers (what it last read or wrote), so a commit need not
+ *  read the cursor back from its log first; beyond it the oldest remembered is forgotten. */
+export const CURSOR_MEMO_ENTRIES_MAX = 100_000;
+
 /** Dead letters one list call answers at most: listing walks the index and reads each entry. */
 export const DEAD_LETTER_LIST_MAX = 1000;
 

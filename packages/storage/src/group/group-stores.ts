@@ -12,7 +12,7 @@ import {
   cacheShards,
 } from '../cache/projection-store.js';
 import { GroupStateCorruptError, ProjectionInputError } from '../errors.js';
-import { DEAD_LETTER_LIST_MAX } from '../limits.js';
+import { CURSOR_MEMO_ENTRIES_MAX, DEAD_LETTER_LIST_MAX } from '../limits.js';
 import { ShortLock } from '../cache/short-lock.js';
 
 /** A stream shard, as the segment log names it. */
@@ -30,6 +30,8 @@ export interface ShardCaches {
 }
 
 const shardKey = (s: GroupShard) => JSON.stringify([s.tenant, s.namespace, s.stream, s.shard]);
+const memoKey = (s: GroupShard, group: string) =>
+  JSON.stringify([s.tenant, s.namespace, s.stream, s.shard, group]);
 
 function checkOffset(offset: number): void {
   if (!Number.isSafeInteger(offset) || offset < 0) {
@@ -59,6 +61,12 @@ export function decodeCursor(value: Uint8Array): number {
 
 export class CursorStore {
   private readonly locks = new Map<string, ShortLock>();
+  /**
+   * Positions as this store last read or wrote them (every write goes through this store, under
+   * the shard's lock), so a commit checks "never backwards" without reading its log. Bounded by
+   * CURSOR_MEMO_ENTRIES_MAX; a forgotten entry is read from the log again.
+   */
+  private readonly memo = new Map<string, number>();
 
   constructor(private readonly caches: ShardCaches) {}
 
@@ -71,27 +79,48 @@ export class CursorStore {
   /** Moves the cursor forward to `offset`; a lower offset is ignored. Answers the position. */
   async commit(shard: GroupShard, group: string, offset: number): Promise<number> {
     checkOffset(offset);
+    const key = memoKey(shard, group);
     return this.lockFor(shard).run(async () => {
       const cache = await this.caches.cache(shard);
-      const current = await cache.get(group);
-      const at = current === undefined ? undefined : decodeCursor(current);
-      if (at !== undefined && at >= offset) return at;
+      let at = this.memo.get(key);
+      if (at === undefined) {
+        const current = await cache.get(group);
+        at = current === undefined ? undefined : decodeCursor(current);
+      }
+      if (at !== undefined && at >= offset) {
+        this.remember(key, at);
+        return at;
+      }
       await cache.put(group, encodeCursor(offset));
+      this.remember(key, offset);
       return offset;
     });
   }
 
   /** Sets the cursor to any offset (seek), backwards included. */
   async seek(shard: GroupShard, group: string, offset: number): Promise<void> {
+    const key = memoKey(shard, group);
     await this.lockFor(shard).run(async () => {
+      this.memo.delete(key); // a failed write leaves nothing remembered
       await (await this.caches.cache(shard)).put(group, encodeCursor(offset));
+      this.remember(key, offset);
     });
   }
 
   async delete(shard: GroupShard, group: string): Promise<void> {
+    const key = memoKey(shard, group);
     await this.lockFor(shard).run(async () => {
+      this.memo.delete(key);
       await (await this.caches.cache(shard)).delete(group);
     });
+  }
+
+  private remember(key: string, offset: number): void {
+    this.memo.delete(key); // re-inserted last: the Map's order is oldest first
+    this.memo.set(key, offset);
+    if (this.memo.size > CURSOR_MEMO_ENTRIES_MAX) {
+      this.memo.delete(this.memo.keys().next().value!);
+    }
   }
 
   close(): Promise<void> {
