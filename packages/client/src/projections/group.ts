@@ -271,8 +271,8 @@ export class Group {
    * @internal Acknowledges `offset`. With a broker that offers FEATURE_HI_GROUP_ACK_BATCH, the
    * acks of one event-loop turn go as one `group_ack_batch` (one request, one answer, one cursor
    * write on the broker); otherwise each is a plain `group_ack`. Either way each ack resolves
-   * once the position covering it is durable, or rejects alone (stale_claim) if its claim lapsed
-   * and was handed out again.
+   * once the position covering it is durable, or rejects alone (stale_claim) when the broker no
+   * longer knows the claim (a seek voided it, say).
    */
   ack(offset: number): Promise<void> {
     // A batch already gathering this turn takes the ack without another connection lookup.
