@@ -14,9 +14,12 @@
  * Felix acknowledgements are durable (the group's cursor is written with an fsync before the ack
  * is answered, coalesced across the acks in flight); Redis Streams here acknowledge from memory;
  * JetStream acks are fire-and-forget (`m.ack()`), its default. Also prints the poll -> ack round
- * trip p50/p99 for one consumer taking one record at a time. FELIX_BENCH_QUICK=1 shrinks the
+ * trip p50/p99 for one consumer taking one record at a time, and for each Felix drain the CPU
+ * time per record of this process and of the broker (utime + stime from /proc, 10 ms ticks), a
+ * figure a shared machine disturbs less than a rate. FELIX_BENCH_QUICK=1 shrinks the
  * counts; FELIX_BENCH_SYSTEMS=felix,redis (default felix,redis,nats) picks systems.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import { Redis } from 'ioredis';
@@ -41,10 +44,12 @@ const samples = new Map<string, number[]>();
 function sample(scenario: string, system: string, value: number, unit: '/s' | 'µs', note = '') {
   const key = `${scenario}|${system}|${note}|${unit}`;
   samples.set(key, [...(samples.get(key) ?? []), value]);
-  const shown = unit === '/s' ? `${fmt(value)}/s` : `${fmt(value)} µs`;
+  const shown = unit === '/s' ? `${fmt(value)}/s` : `${fmtUs(value)} µs`;
   console.log(`${scenario.padEnd(34)} ${system.padEnd(26)} ${shown.padStart(12)} ${note}`);
 }
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+/** Microseconds: small values (CPU per record) keep two decimals. */
+const fmtUs = (n: number) => (n < 100 ? n.toFixed(2) : fmt(n));
 const perSec = (n: number, ms: number) => (n * 1000) / ms;
 const drainName = (c: number) =>
   `drain ${N.toLocaleString('en-US')}, ${c} consumer${c > 1 ? 's' : ''}`;
@@ -68,6 +73,32 @@ async function drain(
   return performance.now() - t0;
 }
 
+// ---- CPU per record (a shared machine's throughput is noisy; CPU spent per record is less so) ----
+/** CPU µs used so far by this process and (Linux /proc, 10 ms ticks) by the broker process. */
+function cpuNow(): { client: number; broker: number | undefined } {
+  const c = process.cpuUsage();
+  const stat = `/proc/${broker.pid}/stat`;
+  let brokerUs: number | undefined;
+  if (existsSync(stat)) {
+    const f = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
+    brokerUs = (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, in clock ticks
+  }
+  return { client: c.user + c.system, broker: brokerUs };
+}
+
+function sampleCpu(scenario: string, system: string, since: ReturnType<typeof cpuNow>) {
+  const now = cpuNow();
+  sample(`${scenario}, CPU per record`, `${system} client`, (now.client - since.client) / N, 'µs');
+  if (now.broker !== undefined && since.broker !== undefined) {
+    sample(
+      `${scenario}, CPU per record`,
+      `${system} broker`,
+      (now.broker - since.broker) / N,
+      'µs',
+    );
+  }
+}
+
 // ---- Felix ----
 async function felixRound(felix: FelixClient, round: number): Promise<void> {
   for (const consumers of [1, 4]) {
@@ -80,6 +111,7 @@ async function felixRound(felix: FelixClient, round: number): Promise<void> {
     const all = new Promise<void>((r) => {
       done = r;
     });
+    const cpu0 = cpuNow();
     const t0 = performance.now();
     const loops = Array.from({ length: consumers }, async () => {
       for await (const m of group.consume({ max: BATCH, waitMs: 1000, signal: stop.signal })) {
@@ -94,16 +126,19 @@ async function felixRound(felix: FelixClient, round: number): Promise<void> {
     stop.abort();
     await Promise.allSettled(loops);
     sample(drainName(consumers), 'Felix consume() (TLS)', perSec(N, ms), '/s', 'durable cursor');
+    sampleCpu(drainName(consumers), 'Felix consume()', cpu0);
   }
   for (const consumers of [1, 4]) {
     const group = felix.group('q', `p${consumers}-r${round}`);
     await group.seek('earliest');
+    const cpu0 = cpuNow();
     const ms = await drain(consumers, N, async () => {
       const msgs = await group.poll({ max: BATCH, waitMs: 0 });
       await Promise.all(msgs.map((m) => m.ack()));
       return msgs.length;
     });
     sample(drainName(consumers), 'Felix poll loop (TLS)', perSec(N, ms), '/s', 'durable cursor');
+    sampleCpu(drainName(consumers), 'Felix poll loop', cpu0);
   }
   const group = felix.group('q', `one-r${round}`);
   await group.seek('earliest');
@@ -250,7 +285,8 @@ console.log(
 for (const [k, xs] of samples) {
   const [scenario, system, note, unit] = k.split('|') as [string, string, string, string];
   const u = unit === '/s' ? '/s' : ' µs';
+  const f = unit === '/s' ? fmt : fmtUs;
   console.log(
-    `| ${scenario} | ${system} | ${fmt(median(xs))}${u} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}${u} | ${note} |`,
+    `| ${scenario} | ${system} | ${f(median(xs))}${u} | ${f(Math.min(...xs))}-${f(Math.max(...xs))}${u} | ${note} |`,
   );
 }
