@@ -39,6 +39,24 @@ function b64(bytes: Uint8Array): string {
 }
 
 describe('json messages', () => {
+  it('a_message_frame_holds_its_text_as_utf8_whether_ascii_or_not', () => {
+    for (const key of ['plain-key', 'ключ', 'k\u00e9y-\u{1F600}']) {
+      const msg: Message = {
+        type: 'cache_get',
+        tenant_id: 't1',
+        namespace: 'default',
+        cache: 'users',
+        key,
+        request_id: 7,
+      };
+      const payload = utf8(messageJson(msg));
+      const frame = encodeMessage(msg);
+      expect(hex(frame.subarray(12))).toBe(hex(payload));
+      expect(new DataView(frame.buffer, frame.byteOffset).getUint32(8)).toBe(payload.length);
+      expect(decodeMessage(frame.subarray(12))).toEqual(msg);
+    }
+  });
+
   it('group_records_take_the_short_path_to_the_same_bytes_and_values', () => {
     const record = fc.record({
       offset: fc.nat({ max: Number.MAX_SAFE_INTEGER }),

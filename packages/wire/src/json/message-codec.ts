@@ -7,8 +7,8 @@
 import { FieldRangeError, InvalidMessageError, OffsetOutOfRangeError } from '../errors.js';
 import { decodeUtf8 } from '../bytes/reader.js';
 import { utf8Bytes } from '../bytes/writer.js';
-import { encodeFrame } from '../frame/header.js';
-import { OFFSET_MAX } from '../limits.js';
+import { encodeFrame, writeFrameHeader } from '../frame/header.js';
+import { FRAME_HEADER_BYTES, FRAME_PAYLOAD_BYTES_MAX_DEFAULT, OFFSET_MAX } from '../limits.js';
 import { base64Decode, base64DecodeInto, base64DecodedLength, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
 import { type JsonObject, type JsonValue, parseJsonFast } from './parse.js';
@@ -25,9 +25,22 @@ export function encodeMessagePayload(message: Message): Uint8Array {
   return utf8Bytes(messageJson(message));
 }
 
+const UTF8 = new TextEncoder();
+
 /** A complete FLX1 frame (flags 0) carrying the message as JSON. */
 export function encodeMessage(message: Message): Uint8Array {
-  return encodeFrame(0, encodeMessagePayload(message));
+  const text = messageJson(message);
+  // ASCII text (base64, digits, plain names: a poll answer's kilobytes) is its own UTF-8, so it
+  // is encoded straight into the frame instead of into a buffer that is then copied. Text with
+  // other characters does not fit the room left and takes the copying path.
+  if (text.length <= FRAME_PAYLOAD_BYTES_MAX_DEFAULT) {
+    const frame = new Uint8Array(FRAME_HEADER_BYTES + text.length);
+    if (UTF8.encodeInto(text, frame.subarray(FRAME_HEADER_BYTES)).read === text.length) {
+      writeFrameHeader(frame, 0, 0, text.length);
+      return frame;
+    }
+  }
+  return encodeFrame(0, utf8Bytes(text));
 }
 
 /** The JSON text of a message, byte-identical to the reference encoder's. */
