@@ -90,6 +90,11 @@ describe('json messages', () => {
     expect(() => decodeMessage(utf8(badPayload))).toThrow(InvalidMessageError);
     const longBad = `{"type":"group_records","records":[{"offset":1,"payload":"${'A'.repeat(67)}*"}],"request_id":2}`;
     expect(() => decodeMessage(utf8(longBad))).toThrow(InvalidMessageError);
+    const hugeOffset =
+      '{"type":"group_records","records":[{"offset":18446744073709551615,"payload":"YQ=="}],"request_id":2}';
+    expect(() => decodeMessage(utf8(hugeOffset))).toThrow(OffsetOutOfRangeError);
+    const retyped = '{"type":"group_records","records":[],"request_id":2,"type":"cache_ok"}';
+    expect(decodeMessage(utf8(retyped)).type).toBe('cache_ok');
     const noOffset = '{"type":"group_records","records":[{"payload":"YQ=="}],"request_id":2}';
     expect(() => decodeMessage(utf8(noOffset))).toThrow(InvalidMessageError);
   });
