@@ -41,6 +41,9 @@ export const MUX_SOCKET_BUFFER_BYTES_MAX = 1024 * 1024;
 /** Queued frames of one stream are merged into one read chunk up to this size: fewer promises
  *  per byte for small messages, and still one bounded copy. */
 export const MUX_READ_MERGE_BYTES_MAX = 64 * 1024;
+/** Only queued pieces smaller than this are merged: a larger piece (a slice of a big DATA frame,
+ *  handed on without assembly) already pays for its promise, and merging would copy it. */
+export const MUX_READ_MERGE_PIECE_BYTES_MAX = 4 * 1024;
 /** Bytes of the CLOSE reason sent on the wire; longer reasons are cut. */
 export const CLOSE_REASON_BYTES_MAX = 1024;
 

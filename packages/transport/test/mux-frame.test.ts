@@ -19,7 +19,19 @@ function collect(): {
   sink: { onFrame(t: number, id: number, p: Uint8Array): void };
 } {
   const frames: Array<[number, number, number[]]> = [];
-  return { frames, sink: { onFrame: (t, id, p) => frames.push([t, id, [...p]]) } };
+  // A DATA frame split across chunks arrives in pieces: join consecutive pieces of one frame.
+  let dataOpen = false;
+  return {
+    frames,
+    sink: {
+      onFrame: (t, id, p) => {
+        const last = frames[frames.length - 1];
+        if (t === FRAME_DATA && dataOpen && last?.[1] === id) last[2].push(...p);
+        else frames.push([t, id, [...p]]);
+        dataOpen = t === FRAME_DATA;
+      },
+    },
+  };
 }
 
 describe('MuxDecoder', () => {
@@ -47,6 +59,17 @@ describe('MuxDecoder', () => {
         expect(part.frames).toEqual(whole.frames);
       }
     }
+  });
+
+  it('a_split_data_frame_is_handed_on_as_views_of_the_incoming_chunks', () => {
+    const payload = new Uint8Array(3000).map((_, i) => i % 251);
+    const bytes = new Uint8Array([...MUX_PREFACE, ...frame(FRAME_DATA, 4, payload)]);
+    const pieces: Uint8Array[] = [];
+    const d = new MuxDecoder({ onFrame: (_t, _id, p) => pieces.push(p) });
+    const chunks = [bytes.slice(0, 1000), bytes.slice(1000, 2000), bytes.slice(2000)];
+    for (const c of chunks) d.push(c);
+    expect(pieces.map((p) => p.buffer)).toEqual(chunks.map((c) => c.buffer));
+    expect(pieces.flatMap((p) => [...p])).toEqual([...payload]);
   });
 
   it('mux_decoder_raises_only_protocol_errors_on_arbitrary_bytes', () => {

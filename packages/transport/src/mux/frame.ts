@@ -45,7 +45,9 @@ export interface Settings {
   streamWindowBytes: number;
 }
 
-/** Receives decoded frames. `payload` may view the input chunk: copy it to keep it past the call. */
+/** Receives decoded frames. `payload` may view the input chunk (the socket never reuses a chunk
+ *  it handed out). A DATA frame split across chunks arrives as several DATA calls, one per
+ *  piece, in order: only control frames are assembled. */
 export interface FrameSink {
   onFrame(type: number, streamId: number, payload: Uint8Array): void;
 }
@@ -53,7 +55,8 @@ export interface FrameSink {
 /**
  * Incremental decoder. `push` feeds bytes; every complete frame goes to the sink in order. Any
  * malformed input throws `ProtocolError` (and only that); lengths are checked before any
- * allocation, so a hostile length cannot make it buffer more than one legal frame.
+ * allocation, so a hostile length cannot make it buffer more than one legal control frame (DATA
+ * is never buffered here).
  */
 export class MuxDecoder {
   private prefaceSeen = 0;
@@ -63,6 +66,8 @@ export class MuxDecoder {
   private streamId = 0;
   private partial: Uint8Array | null = null;
   private partialHave = 0;
+  /** Bytes of the current DATA frame still to come (delivered piece by piece). */
+  private dataLeft = 0;
   private failed: ProtocolError | null = null;
 
   constructor(private readonly sink: FrameSink) {}
@@ -93,6 +98,16 @@ export class MuxDecoder {
       pos++;
     }
     while (pos < end) {
+      if (this.dataLeft > 0) {
+        // A DATA frame larger than what has arrived: hand each piece on as a view of its chunk
+        // (a stream is a byte stream; assembling the frame would only add a copy).
+        const take = Math.min(this.dataLeft, end - pos);
+        this.dataLeft -= take;
+        const piece = chunk.subarray(pos, pos + take);
+        pos += take;
+        this.sink.onFrame(FRAME_DATA, this.streamId, piece);
+        continue;
+      }
       if (this.partial !== null) {
         const need = this.partial.length - this.partialHave;
         const take = Math.min(need, end - pos);
@@ -128,6 +143,8 @@ export class MuxDecoder {
         const payload = chunk.subarray(pos, pos + length);
         pos += length;
         this.sink.onFrame(this.type, this.streamId, payload);
+      } else if (this.type === FRAME_DATA) {
+        this.dataLeft = length;
       } else {
         this.partial = new Uint8Array(length); // bounded by checkHeader
         this.partialHave = 0;

@@ -3,7 +3,10 @@
  * the state that decides when the stream is finished. All I/O goes through the session.
  */
 import { type ConnectionClosedError, StreamResetError, StreamStateError } from '../errors.js';
-import { MUX_READ_MERGE_BYTES_MAX as READ_MERGE_BYTES_MAX } from '../limits.js';
+import {
+  MUX_READ_MERGE_PIECE_BYTES_MAX as MERGE_PIECE_BYTES_MAX,
+  MUX_READ_MERGE_BYTES_MAX as READ_MERGE_BYTES_MAX,
+} from '../limits.js';
 import type { StreamKind, TransportStream } from '../types.js';
 
 /** What a stream needs from its session. */
@@ -196,7 +199,7 @@ export class MuxStream implements TransportStream {
       let value = this.queue[this.queueHead]!;
       this.queue[this.queueHead] = EMPTY;
       this.queueHead++;
-      if (this.queueHead < this.queue.length && value.length < READ_MERGE_BYTES_MAX) {
+      if (this.queueHead < this.queue.length && value.length < MERGE_PIECE_BYTES_MAX) {
         // Several frames are waiting: hand them over as one chunk (one copy is cheaper than a
         // promise per frame, and a byte stream keeps no boundaries).
         value = this.mergeQueued(value);
@@ -227,8 +230,10 @@ export class MuxStream implements TransportStream {
   private mergeQueued(first: Uint8Array): Uint8Array {
     let end = this.queueHead;
     let total = first.length;
-    while (end < this.queue.length && total + this.queue[end]!.length <= READ_MERGE_BYTES_MAX) {
-      total += this.queue[end]!.length;
+    while (end < this.queue.length) {
+      const n = this.queue[end]!.length;
+      if (n >= MERGE_PIECE_BYTES_MAX || total + n > READ_MERGE_BYTES_MAX) break;
+      total += n;
       end++;
     }
     if (end === this.queueHead) return first;
