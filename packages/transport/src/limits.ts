@@ -22,9 +22,10 @@ export const STREAMS_PER_CONNECTION_DEFAULT = 1024;
 export const STREAMS_PER_CONNECTION_MAX = 65_536;
 
 /** Per-stream receive window of the TLS multiplexer: the most unread bytes a peer may push on
- *  one stream. 256 KiB keeps one stream at loopback line rate (a credit round trip is ~50 µs)
- *  while bounding memory per stream. */
-export const MUX_STREAM_WINDOW_BYTES_DEFAULT = 256 * 1024;
+ *  one stream (QUIC's per-stream window is the same). Credit goes back per half window, and each
+ *  CREDIT is a TLS record and a socket write of its own when the receiver has nothing else to
+ *  send: at 256 KiB that was four small writes per 512 KiB publish batch on each side. */
+export const MUX_STREAM_WINDOW_BYTES_DEFAULT = 1024 * 1024;
 /** Ceiling on the per-stream window a peer may announce. */
 export const MUX_STREAM_WINDOW_BYTES_MAX = 16 * 1024 * 1024;
 /** Largest DATA frame payload; larger writes are split. 64 KiB amortises the 9-byte header and

@@ -11,6 +11,7 @@ import {
   CLOSE_CODE_PROTOCOL_ERROR,
   type Connection,
   MUX_PREFACE,
+  MUX_STREAM_WINDOW_BYTES_DEFAULT,
   ProtocolError,
 } from '../src/index.js';
 import {
@@ -99,7 +100,12 @@ describe('multiplexer garbage handling', () => {
       big[0] = 0;
       big.writeUInt32BE(0, 1);
       big.writeUInt32BE(65536, 5);
-      const overrun = Buffer.concat([MUX_PREFACE, settingsFrame(), big, big, big, big, big]);
+      const frames = MUX_STREAM_WINDOW_BYTES_DEFAULT / 65536 + 1; // one more than the window
+      const overrun = Buffer.concat([
+        MUX_PREFACE,
+        settingsFrame(),
+        ...Array.from({ length: frames }, () => big),
+      ]);
       const c = await withDeadline(rawExchange(listener.port, overrun), 10_000, 'window overrun');
       expect(closeCode(c)).toBe(CLOSE_CODE_PROTOCOL_ERROR);
 
