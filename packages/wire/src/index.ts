@@ -27,13 +27,23 @@ export { base64Decode, base64Encode } from './json/base64.js';
 export type * from './json/message-types.js';
 export {
   decodePublishBatch,
+  decodePublishBatchList,
+  decodePublishBatchListPieces,
   encodePublishBatch,
   publishBatchFlags,
 } from './binary/publish-batch.js';
-export type { BinaryAckMode, PublishBatch } from './binary/publish-batch.js';
+export type { BinaryAckMode, PublishBatch, PublishBatchList } from './binary/publish-batch.js';
+export { payloadListViews } from './binary/strings.js';
+export type { PayloadList } from './binary/strings.js';
 export { decodePublishAck, encodePublishAck, publishAckFlags } from './binary/publish-ack.js';
 export type { AckOwner, PublishAck } from './binary/publish-ack.js';
-export { decodeEventBatch, encodeEventBatch, eventBatchFlags } from './binary/event-batch.js';
+export {
+  decodeEventBatch,
+  decodeEventBatchPieces,
+  encodeEventBatch,
+  encodeEventBatchHead,
+  eventBatchFlags,
+} from './binary/event-batch.js';
 export type { EventBatch } from './binary/event-batch.js';
 export { decodeFramePayload } from './binary/any-frame.js';
 export type { DecodedFrame } from './binary/any-frame.js';

@@ -11,13 +11,18 @@ import {
   TrailingBytesError,
   TruncatedError,
   decodeEventBatch,
+  decodeEventBatchPieces,
   decodeFrame,
   decodeFramePayload,
   decodePublishAck,
   decodePublishBatch,
   encodeEventBatch,
+  encodeEventBatchHead,
   encodePublishAck,
+  decodePublishBatchList,
+  decodePublishBatchListPieces,
   encodePublishBatch,
+  payloadListViews,
 } from '../src/index.js';
 import { hex, unhex, utf8 } from './helpers.js';
 
@@ -65,6 +70,28 @@ describe('binary publish batch', () => {
   it('a_count_larger_than_the_remaining_bytes_is_refused_before_allocation', () => {
     const payload = unhex('0002 7431 0007 64656661756c74 0004 64656d6f ffffffff');
     expect(() => decodePublishBatch(0x0001, payload)).toThrow(CountTooLargeError);
+  });
+
+  it('the_list_decoder_refuses_what_the_eager_decoder_refuses', () => {
+    const good = decodeFrame(encodePublishBatch({ ...SCOPE, payloads: [utf8('hello')] })).payload;
+    const errorOf = (decode: () => unknown) => {
+      try {
+        decode();
+      } catch (err) {
+        return (err as Error).constructor;
+      }
+      return null;
+    };
+    const lying = new Uint8Array([...good.subarray(0, good.length - 10), 0xff, 0xff, 0xff, 0xff]);
+    const bad = [lying, ...Array.from({ length: good.length }, (_, cut) => good.subarray(0, cut))];
+    for (const payload of bad) {
+      const eager = errorOf(() => decodePublishBatch(0x0001, payload));
+      expect(eager).not.toBeNull();
+      expect(errorOf(() => decodePublishBatchList(0x0001, payload))).toBe(eager);
+    }
+    expect(() => decodePublishBatchList(0x0001, new Uint8Array([...good, 0]))).toThrow(
+      TrailingBytesError,
+    );
   });
 
   it('truncated_and_overlong_batches_are_typed_errors', () => {
@@ -170,6 +197,49 @@ describe('binary event batch', () => {
       ' 00000000000003e8 00000001 61 00000000000003e9 00000002 6263';
     expect(hex(payload)).toBe(expected.replace(/ /g, ''));
     expect(decodeEventBatch(flags, payload)).toEqual(batch);
+  });
+
+  it('a_publish_list_forwarded_behind_an_event_head_is_the_encoded_event_batch', () => {
+    const payloads = [utf8('a'), utf8(''), utf8('xyz')];
+    const pub = decodeFrame(encodePublishBatch({ ...SCOPE, payloads, key: utf8('k') }));
+    const lazy = decodePublishBatchList(pub.flags, pub.payload);
+    const { payloads: eager, ...rest } = decodePublishBatch(pub.flags, pub.payload);
+    expect(lazy).toMatchObject(rest);
+    expect(lazy.payloads).toMatchObject({ count: 3, bytes: 4, listBytes: 20 });
+    expect(payloadListViews(lazy.payloads)).toEqual(eager);
+    const [list] = lazy.payloads.list;
+    expect(lazy.payloads.list).toHaveLength(1);
+    expect(list!.buffer).toBe(pub.payload.buffer); // a view, not a copy
+    // In pieces (the frame as it came off a stream), the same list, as views of the pieces.
+    const pieces = [pub.payload.slice(0, 23), pub.payload.slice(23, 30), pub.payload.slice(30)];
+    const split = decodePublishBatchListPieces(pub.flags, pieces, pub.payload.length);
+    expect(split).toMatchObject(rest);
+    expect(payloadListViews(split.payloads)).toEqual(eager);
+    expect(new Uint8Array(split.payloads.list.flatMap((p) => [...p]))).toEqual(list);
+    for (const baseOffset of [undefined, 41]) {
+      const head = encodeEventBatchHead(
+        baseOffset === undefined ? {} : { baseOffset },
+        list!.length,
+      );
+      const joined = new Uint8Array([...head, ...list!]);
+      const whole = encodeEventBatch(
+        baseOffset === undefined ? { payloads } : { baseOffset, payloads },
+      );
+      expect(hex(joined)).toBe(hex(whole));
+    }
+  });
+
+  it('a_split_event_batch_copies_only_the_event_that_straddles_two_pieces', () => {
+    const payloads = [utf8('aaaa'), utf8('bbbb'), utf8('cccc')];
+    const { flags, payload } = decodeFrame(encodeEventBatch({ baseOffset: 1, payloads }));
+    // base_offset 8 + count 4, then 8 bytes per event: cut inside the second event.
+    const pieces = [payload.slice(0, 25), payload.slice(25)];
+    const got = decodeEventBatchPieces(flags, pieces, payload.length).payloads;
+    expect(got).toEqual(payloads);
+    expect(got[0]!.buffer).toBe(pieces[0]!.buffer);
+    expect(got[1]!.buffer).not.toBe(pieces[0]!.buffer);
+    expect(got[1]!.buffer).not.toBe(pieces[1]!.buffer);
+    expect(got[2]!.buffer).toBe(pieces[1]!.buffer);
   });
 
   it('a_legacy_batch_starts_with_its_subscription_id', () => {

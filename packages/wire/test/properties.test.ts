@@ -10,6 +10,7 @@ import {
   UnknownFlagsError,
   WireError,
   decodeEventBatch,
+  decodeEventBatchPieces,
   decodeFrame,
   decodeFrameHeader,
   decodeFramePayload,
@@ -107,6 +108,40 @@ describe('codec properties', () => {
         const { flags, payload } = decodeFrame(encodeEventBatch(batch));
         expect(decodeEventBatch(flags, payload)).toEqual(batch);
       }),
+    );
+  });
+
+  it('an_event_batch_split_anywhere_decodes_as_it_does_whole', () => {
+    const errorOf = (decode: () => unknown) => {
+      try {
+        decode();
+      } catch (err) {
+        return (err as Error).constructor;
+      }
+      return null;
+    };
+    fc.assert(
+      fc.property(
+        eventBatchArb,
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.nat(),
+        (batch, cuts, shorten) => {
+          const { flags, payload } = decodeFrame(encodeEventBatch(batch));
+          // Split at the cuts (empty pieces included), whole and with its tail cut off.
+          for (const bytes of [payload, payload.subarray(0, payload.length - (shorten % 9))]) {
+            const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, z) => a - z);
+            const pieces = [0, ...at].map((from, i) => bytes.slice(from, [...at, bytes.length][i]));
+            const eager = errorOf(() => decodeEventBatch(flags, bytes));
+            const split = errorOf(() => decodeEventBatchPieces(flags, pieces, bytes.length));
+            expect(split).toBe(eager);
+            if (eager === null) {
+              expect(decodeEventBatchPieces(flags, pieces, bytes.length)).toEqual(
+                decodeEventBatch(flags, bytes),
+              );
+            }
+          }
+        },
+      ),
     );
   });
 

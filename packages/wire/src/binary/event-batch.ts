@@ -8,6 +8,7 @@
  * then u32 count and count × {u32 len, bytes}, or with 0x4000 count × {u64 timestamp_micros,
  * u32 len, bytes}.
  */
+import { PiecesReader } from '../bytes/pieces-reader.js';
 import { ByteReader } from '../bytes/reader.js';
 import { ByteWriter, utf8Bytes } from '../bytes/writer.js';
 import { FieldRangeError, InvalidEnumError } from '../errors.js';
@@ -88,10 +89,47 @@ export function encodeEventBatch(batch: EventBatch): Uint8Array {
   return writer.finish();
 }
 
+/**
+ * The head of a shared event batch (0x0004, offsets flagged when `baseOffset` is given, nothing
+ * else) whose `u32 count, count × {u32 len, bytes}` list follows as separate bytes of
+ * `listBytes` length: the frame header and `base_offset`. Head then list is exactly the frame
+ * `encodeEventBatch` builds, so a broker can forward a publish batch's list
+ * (`decodePublishBatchList`) without copying the payloads again.
+ */
+export function encodeEventBatchHead(head: { baseOffset?: number }, listBytes: number): Uint8Array {
+  let flags = FLAG_BINARY_EVENT_BATCH_SHARED;
+  let size = listBytes;
+  if (head.baseOffset !== undefined) {
+    flags |= FLAG_EVENT_BATCH_OFFSETS;
+    size += 8;
+  }
+  const writer = new ByteWriter(FRAME_HEADER_BYTES + size - listBytes);
+  writeFrameHeader(writer.bytes, 0, flags, size);
+  writer.position = FRAME_HEADER_BYTES;
+  if (head.baseOffset !== undefined) writer.u64(head.baseOffset, 'base_offset');
+  return writer.finish();
+}
+
 /** Decodes an event batch payload under its frame flags. Payloads are views of `payload`. */
 export function decodeEventBatch(flags: number, payload: Uint8Array): EventBatch {
+  return decodeWith(flags, new ByteReader(payload, 'event batch'));
+}
+
+/**
+ * `decodeEventBatch` over a payload of `length` bytes held as `pieces` (a frame read off a stream
+ * in chunks, never joined): the same checks and errors; an event is a view of its piece unless it
+ * straddles two, and only then copied.
+ */
+export function decodeEventBatchPieces(
+  flags: number,
+  pieces: readonly Uint8Array[],
+  length: number,
+): EventBatch {
+  return decodeWith(flags, new PiecesReader(pieces, length, 'event batch'));
+}
+
+function decodeWith(flags: number, reader: ByteReader | PiecesReader): EventBatch {
   if (frameLayout(flags) !== 'event_batch') throw new InvalidEnumError('event batch flags', flags);
-  const reader = new ByteReader(payload, 'event batch');
   const batch: EventBatch = { payloads: [] };
   if (flags & FLAG_BINARY_EVENT_BATCH) batch.subscriptionId = reader.u64('subscription_id');
   if (flags & FLAG_EVENT_BATCH_OFFSETS) batch.baseOffset = reader.u64('base_offset');

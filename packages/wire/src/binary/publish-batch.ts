@@ -7,6 +7,7 @@
  *                       u32 count, count × {u32 len, bytes}
  * The correlation prefix comes first so `request_id` is always at offset 0.
  */
+import { PiecesReader } from '../bytes/pieces-reader.js';
 import { ByteReader } from '../bytes/reader.js';
 import { ByteWriter } from '../bytes/writer.js';
 import { FieldRangeError, InvalidEnumError } from '../errors.js';
@@ -20,9 +21,11 @@ import {
 import { writeFrameHeader } from '../frame/header.js';
 import { FRAME_HEADER_BYTES } from '../limits.js';
 import {
+  type PayloadList,
   checkU16Bytes,
   payloadListBytes,
   readPayloadList,
+  readPayloadListBytes,
   readU16Bytes,
   readU16String,
   u16Field,
@@ -110,13 +113,47 @@ function checkPrefixes(batch: PublishBatch, flags: number): void {
   }
 }
 
+/** A publish batch whose payloads stay one checked list (see `decodePublishBatchList`). */
+export type PublishBatchList = Omit<PublishBatch, 'payloads'> & { payloads: PayloadList };
+
 /** Decodes a publish batch payload under its frame flags. Payloads are views of `payload`. */
 export function decodePublishBatch(flags: number, payload: Uint8Array): PublishBatch {
+  return decodeWith(flags, new ByteReader(payload, 'publish batch'), (reader) =>
+    readPayloadList(reader, Number.MAX_SAFE_INTEGER),
+  );
+}
+
+/**
+ * Decodes a publish batch with the same checks as `decodePublishBatch`, but leaves the payloads
+ * as one list (a view of `payload`): a broker that forwards the list as it arrived pays nothing
+ * per record. `payloadListViews` splits it when the records are needed one by one.
+ */
+export function decodePublishBatchList(flags: number, payload: Uint8Array): PublishBatchList {
+  return decodeWith(flags, new ByteReader(payload, 'publish batch'), (reader) =>
+    readPayloadListBytes(reader, Number.MAX_SAFE_INTEGER),
+  );
+}
+
+/** `decodePublishBatchList` over a payload of `length` bytes held as `pieces` (never joined). */
+export function decodePublishBatchListPieces(
+  flags: number,
+  pieces: readonly Uint8Array[],
+  length: number,
+): PublishBatchList {
+  return decodeWith(flags, new PiecesReader(pieces, length, 'publish batch'), (reader) =>
+    readPayloadListBytes(reader, Number.MAX_SAFE_INTEGER),
+  );
+}
+
+function decodeWith<R extends ByteReader | PiecesReader, P>(
+  flags: number,
+  reader: R,
+  readPayloads: (reader: R) => P,
+): Omit<PublishBatch, 'payloads'> & { payloads: P } {
   if (frameLayout(flags) !== 'publish_batch') {
     throw new InvalidEnumError('publish batch flags', flags);
   }
-  const reader = new ByteReader(payload, 'publish batch');
-  const out: Partial<PublishBatch> = {};
+  const out: Partial<Omit<PublishBatch, 'payloads'>> = {};
   if (flags & FLAG_BINARY_PUBLISH_ACKED) {
     out.requestId = reader.u64('request_id');
     const mode = reader.u8('ack_mode');
@@ -129,11 +166,11 @@ export function decodePublishBatch(flags: number, payload: Uint8Array): PublishB
     out.sequence = reader.u64('sequence');
   }
   if (flags & FLAG_BINARY_PUBLISH_KEYED) out.key = readU16Bytes(reader, 'key');
-  const batch: PublishBatch = {
+  const batch = {
     tenantId: readU16String(reader, 'tenant'),
     namespace: readU16String(reader, 'namespace'),
     stream: readU16String(reader, 'stream'),
-    payloads: readPayloadList(reader, Number.MAX_SAFE_INTEGER),
+    payloads: readPayloads(reader),
     ...out,
   };
   reader.end();

@@ -1,4 +1,5 @@
 /** u16-length-prefixed UTF-8 strings and byte fields of the binary client layouts. */
+import { PiecesReader } from '../bytes/pieces-reader.js';
 import type { ByteReader } from '../bytes/reader.js';
 import { type ByteWriter, utf8Bytes } from '../bytes/writer.js';
 import { FieldRangeError } from '../errors.js';
@@ -22,12 +23,54 @@ export function writeU16Bytes(writer: ByteWriter, bytes: Uint8Array): void {
   writer.raw(bytes);
 }
 
-export function readU16String(reader: ByteReader, field: string): string {
+export function readU16String(reader: ByteReader | PiecesReader, field: string): string {
   return reader.utf8(reader.u16(`${field} length`), field);
 }
 
-export function readU16Bytes(reader: ByteReader, field: string): Uint8Array {
+export function readU16Bytes(reader: ByteReader | PiecesReader, field: string): Uint8Array {
   return reader.bytesView(reader.u16(`${field} length`), field);
+}
+
+/**
+ * A checked payload list kept as its bytes: `list` holds `u32 count, count × {u32 len, bytes}`
+ * (views of the frame, in order; several when the frame arrived in pieces), `listBytes` their
+ * total, `bytes` the sum of the payload lengths. Views of the payloads are made only when asked
+ * for (`payloadListViews`).
+ */
+export interface PayloadList {
+  list: readonly Uint8Array[];
+  listBytes: number;
+  count: number;
+  bytes: number;
+}
+
+/** Checks `u32 count` then count × `{u32 len, bytes}` and returns it unsplit: no allocation per
+ *  payload, the same bounds as `readPayloadList`. */
+export function readPayloadListBytes(
+  reader: ByteReader | PiecesReader,
+  maxCount: number,
+): PayloadList {
+  const start = reader.position;
+  const count = reader.count(reader.u32('payload count'), 4, maxCount, 'payload count');
+  let bytes = 0;
+  for (let i = 0; i < count; i++) {
+    const len = reader.u32('payload length');
+    reader.need(len, 'payload');
+    reader.skip(len);
+    bytes += len;
+  }
+  return { list: reader.viewsSince(start), listBytes: reader.position - start, count, bytes };
+}
+
+/** The payloads of a list checked by `readPayloadListBytes`, as views of its bytes (a payload
+ *  split across two pieces is copied). */
+export function payloadListViews(payloads: PayloadList): Uint8Array[] {
+  const reader = new PiecesReader(payloads.list, payloads.listBytes, 'payload list');
+  const count = reader.u32('payload count');
+  const out = new Array<Uint8Array>(count);
+  for (let i = 0; i < count; i++)
+    out[i] = reader.bytesView(reader.u32('payload length'), 'payload');
+  return out;
 }
 
 /** Reads `u32 count` then count × `{u32 len, bytes}` as views; count checked before allocating. */

@@ -45,6 +45,16 @@ export class ByteReader {
     }
   }
 
+  /** Steps over `count` bytes already checked with `need`. */
+  skip(count: number): void {
+    this.position += count;
+  }
+
+  /** The bytes from position `from` up to the current position, as (one) view. */
+  viewsSince(from: number): Uint8Array[] {
+    return [this.bytes.subarray(from, this.position)];
+  }
+
   u8(field: string): number {
     this.need(1, field);
     return this.bytes[this.position++]!;
