@@ -4,6 +4,7 @@
 // Method: Shards over an in-memory fake store whose appends resolve out of order.
 import { describe, expect, it } from 'vitest';
 import { EventBatch, Ring, Shard, type ShardStore, SubscriberQueue } from '../src/index.js';
+import type { EncodedFrame } from '../src/streams/event-batch.js';
 
 const enc = new TextEncoder();
 const hooks = { onDrop: () => undefined, onApply: () => undefined };
@@ -82,7 +83,7 @@ describe('shard core', () => {
     const subs = Array.from({ length: 10 }, () => shard.subscribe({ kind: 'latest' }, 100, false));
     await shard.publish([enc.encode('one'), enc.encode('two')], 0);
     let encodings = 0;
-    const frames = new Set<Uint8Array>();
+    const frames = new Set<EncodedFrame>();
     for (const s of subs) {
       if (!s.ok) throw new Error('subscribe failed');
       const item = await s.sub.queue.take();
@@ -90,7 +91,7 @@ describe('shard core', () => {
       frames.add(
         item.batch.encoded(
           4,
-          () => new Uint8Array(8),
+          () => [new Uint8Array(8)],
           () => encodings++,
         ),
       );

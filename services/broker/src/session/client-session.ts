@@ -18,6 +18,7 @@ import {
   type Message,
 } from '@felix/wire';
 import { IDENT_BYTES_MAX, SUBSCRIPTIONS_PER_CONNECTION_MAX, TOKEN_BYTES_MAX } from '../limits.js';
+import { type Payloads, payloadCount } from '../streams/event-batch.js';
 import type { StartSpec } from '../streams/shard.js';
 import { AnswerPipe } from './answer-pipe.js';
 import {
@@ -50,7 +51,8 @@ interface PublishRequest {
   namespace: string;
   stream: string;
   key: Uint8Array | undefined;
-  payloads: Uint8Array[];
+  /** Views (JSON), or the binary frame's unsplit list (forwarded to subscribers as it is). */
+  payloads: Payloads;
   /** Present when an answer is owed. */
   requestId: number | undefined;
   json: boolean;
@@ -304,7 +306,7 @@ export class ClientSession {
       }
       let req: PublishRequest;
       try {
-        const p = readPublish(frame.flags, frame.payload);
+        const p = readPublish(frame);
         req = { ...p, json: false };
       } catch (err) {
         return new Refusal('invalid_request', (err as Error).message, 'malformed_publish', true);
@@ -470,7 +472,8 @@ export class ClientSession {
         ),
       );
     }
-    if (req.payloads.length === 0)
+    const { records, bytes } = payloadCount(req.payloads);
+    if (records === 0)
       return answerError(new Refusal('invalid_request', 'empty publish batch', 'empty_batch'));
     const shardIndex = req.key ? routeKey(req.key, stream.shards.length, stream.config.routing) : 0;
     const unheld = this.ctx.ownership?.refuse(
@@ -497,9 +500,7 @@ export class ClientSession {
       { durable: String(shard.durable) },
       Number(process.hrtime.bigint() - started) / 1e9,
     );
-    m.publishedRecords.inc(req.payloads.length);
-    let bytes = 0;
-    for (const p of req.payloads) bytes += p.byteLength;
+    m.publishedRecords.inc(records);
     m.publishedBytes.inc(bytes);
     if (req.requestId === undefined) return null;
     const withOffset = has(auth.flags, FLAG_BINARY_PUBLISH_ACK_OFFSET);

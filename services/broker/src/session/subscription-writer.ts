@@ -11,7 +11,7 @@ import {
   FLAG_EVENT_BATCH_SKIPPED,
 } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
-import type { EventBatch, EventVariant } from '../streams/event-batch.js';
+import type { EncodedFrame, EventBatch, EventVariant } from '../streams/event-batch.js';
 import type { ShardSubscription } from '../streams/shard.js';
 import { JSON_VARIANT, eventsFrame, jsonFrame } from './codec.js';
 import type { SessionContext } from './context.js';
@@ -22,7 +22,7 @@ export class SubscriptionWriter {
   private stopped = false;
   private uni: TransportStream | null = null;
   private readonly variant: EventVariant;
-  private readonly encode: (batch: EventBatch, variant: EventVariant) => Uint8Array;
+  private readonly encode: (batch: EventBatch, variant: EventVariant) => EncodedFrame;
 
   constructor(
     private readonly conn: Connection,
@@ -61,7 +61,8 @@ export class SubscriptionWriter {
       await uni.write(jsonFrame({ type: 'event_stream_hello', subscription_id: this.id }));
       for await (const batch of this.sub.history()) {
         if (this.stopped) return;
-        await this.write(uni, this.historyBytes(batch), batch.payloads.length);
+        const parts = this.historyBytes(batch);
+        await this.write(uni, parts, frameBytes(parts), batch.count);
       }
       while (!this.stopped) {
         const item = await this.sub.queue.take();
@@ -77,19 +78,20 @@ export class SubscriptionWriter {
           );
           break;
         }
-        // Batches already queued behind this one go out in the same write.
-        const parts = [this.live(item.batch)];
-        let bytes = parts[0]!.byteLength;
-        let records = item.batch.payloads.length;
+        // Batches already queued behind this one go out in the same turn (the transport
+        // coalesces the writes of one turn into one socket write; nothing is copied here).
+        const parts = [...this.live(item.batch)];
+        let bytes = frameBytes(parts);
+        let records = item.batch.count;
         while (bytes < EVENT_WRITE_BYTES_MAX) {
           const more = this.sub.queue.poll();
           if (!more) break;
           const encoded = this.live(more);
-          parts.push(encoded);
-          bytes += encoded.byteLength;
-          records += more.payloads.length;
+          for (const part of encoded) parts.push(part);
+          bytes += frameBytes(encoded);
+          records += more.count;
         }
-        await this.write(uni, parts.length === 1 ? parts[0]! : concat(parts, bytes), records);
+        await this.write(uni, parts, bytes, records);
       }
       if (!this.stopped) await uni.end();
     } catch (err) {
@@ -102,7 +104,7 @@ export class SubscriptionWriter {
   }
 
   /** The batch's shared encoding; taking it hands back this queue's reference. */
-  private live(batch: EventBatch): Uint8Array {
+  private live(batch: EventBatch): EncodedFrame {
     const bytes = batch.encoded(this.variant, this.encode, () =>
       this.ctx.metrics.eventBatchesEncoded.inc(),
     );
@@ -110,7 +112,7 @@ export class SubscriptionWriter {
     return bytes;
   }
 
-  private historyBytes(batch: EventBatch): Uint8Array {
+  private historyBytes(batch: EventBatch): EncodedFrame {
     let variant = this.variant;
     if (
       batch.skippedBefore > 0 &&
@@ -122,10 +124,19 @@ export class SubscriptionWriter {
     return this.encode(batch, variant);
   }
 
-  private async write(uni: TransportStream, bytes: Uint8Array, records: number): Promise<void> {
-    await uni.write(bytes);
+  /** Writes the parts back to back; the stream keeps write order, so waiting for the last one
+   *  waits for all (and a failed write fails the last one too). */
+  private async write(
+    uni: TransportStream,
+    parts: readonly Uint8Array[],
+    bytes: number,
+    records: number,
+  ): Promise<void> {
+    const last = parts.length - 1;
+    for (let i = 0; i < last; i++) uni.write(parts[i]!).catch(() => undefined);
+    await uni.write(parts[last]!);
     this.ctx.metrics.deliveredRecords.inc(records);
-    this.ctx.metrics.deliveredBytes.inc(bytes.byteLength);
+    this.ctx.metrics.deliveredBytes.inc(bytes);
   }
 
   get queueDepth(): number {
@@ -133,12 +144,8 @@ export class SubscriptionWriter {
   }
 }
 
-function concat(parts: Uint8Array[], bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+function frameBytes(parts: readonly Uint8Array[]): number {
+  let n = 0;
+  for (const p of parts) n += p.byteLength;
+  return n;
 }

@@ -4,29 +4,70 @@
  * subscribers, and every subscriber's queue holds a reference to the same bytes.
  */
 
+import { type PayloadList, payloadListViews } from '@felix/wire';
+
+/** A batch's records: payload views, or one checked wire list split only when needed. */
+export type Payloads = readonly Uint8Array[] | PayloadList;
+
 /** Frame variant key: the subset of event flags a subscriber negotiated, or -1 for JSON. */
 export type EventVariant = number;
 
-export type EventEncoder = (batch: EventBatch, variant: EventVariant) => Uint8Array;
+/** One encoded frame as parts written back to back (a head and the published list, say). */
+export type EncodedFrame = readonly Uint8Array[];
+
+export type EventEncoder = (batch: EventBatch, variant: EventVariant) => EncodedFrame;
 
 export class EventBatch {
-  private readonly encodings = new Map<EventVariant, Uint8Array>();
+  private readonly encodings = new Map<EventVariant, EncodedFrame>();
+  /** Records in the batch. */
+  readonly count: number;
+  /** Payload bytes in the batch. */
   readonly bytes: number;
+  /** The publish frame's `u32 count, count × {u32 len, bytes}` bytes (views, in order), when
+   *  the batch arrived as one binary frame: the binary event encoding forwards them as they are. */
+  readonly list: readonly Uint8Array[] | undefined;
+  /** Total bytes of `list`. */
+  readonly listBytes: number;
+  private views: readonly Uint8Array[] | null;
+  private readonly wire: PayloadList | null;
 
   constructor(
     readonly first: number,
-    readonly payloads: readonly Uint8Array[],
+    payloads: Payloads,
     readonly timestampMicros: number,
     /** Offsets immediately before `first` that hold no event (history only). */
     readonly skippedBefore = 0,
   ) {
-    let bytes = 0;
-    for (const p of payloads) bytes += p.byteLength;
-    this.bytes = bytes;
+    if (isList(payloads)) {
+      // Live fanout needs only the list; the per-record views (for history, JSON subscribers
+      // and the durable log) are made on first use, so a ring of in-memory records holds one
+      // object per batch instead of one per record.
+      this.wire = payloads;
+      this.views = null;
+      this.list = payloads.list;
+      this.listBytes = payloads.listBytes;
+      this.count = payloads.count;
+      this.bytes = payloads.bytes;
+    } else {
+      this.wire = null;
+      this.views = payloads;
+      this.list = undefined;
+      this.listBytes = 0;
+      this.count = payloads.length;
+      let bytes = 0;
+      for (const p of payloads) bytes += p.byteLength;
+      this.bytes = bytes;
+    }
+  }
+
+  /** The payloads one by one (views of the published frame). */
+  get payloads(): readonly Uint8Array[] {
+    this.views ??= payloadListViews(this.wire!);
+    return this.views;
   }
 
   get next(): number {
-    return this.first + this.payloads.length;
+    return this.first + this.count;
   }
 
   /** Subscriber queues still holding this batch; at 0 the encodings are let go. */
@@ -47,7 +88,7 @@ export class EventBatch {
   }
 
   /** The encoding for `variant`, built on first use and shared afterwards. */
-  encoded(variant: EventVariant, encode: EventEncoder, onEncode?: () => void): Uint8Array {
+  encoded(variant: EventVariant, encode: EventEncoder, onEncode?: () => void): EncodedFrame {
     let bytes = this.encodings.get(variant);
     if (!bytes) {
       bytes = encode(this, variant);
@@ -62,4 +103,21 @@ export class EventBatch {
     if (from <= this.first) return this;
     return new EventBatch(from, this.payloads.slice(from - this.first), this.timestampMicros);
   }
+}
+
+/** The records of a batch as an array of views (what the durable log appends). */
+export function payloadArray(payloads: Payloads): Uint8Array[] {
+  return isList(payloads) ? payloadListViews(payloads) : (payloads as Uint8Array[]);
+}
+
+/** Records and payload bytes of a batch. */
+export function payloadCount(payloads: Payloads): { records: number; bytes: number } {
+  if (isList(payloads)) return { records: payloads.count, bytes: payloads.bytes };
+  let bytes = 0;
+  for (const p of payloads) bytes += p.byteLength;
+  return { records: payloads.length, bytes };
+}
+
+function isList(payloads: Payloads): payloads is PayloadList {
+  return !Array.isArray(payloads);
 }

@@ -39,12 +39,12 @@ export class Ring {
     }
     if (this.size === 0) this.base = batch.first;
     this.batches.push(batch);
-    this.records += batch.payloads.length;
+    this.records += batch.count;
     this.bytes += batch.bytes;
     while (this.size > 1 && (this.records > this.recordsMax || this.bytes > this.bytesMax)) {
       const old = this.batches[this.head]!;
       this.head++;
-      this.records -= old.payloads.length;
+      this.records -= old.count;
       this.bytes -= old.bytes;
       this.base = this.batches[this.head]!.first;
     }

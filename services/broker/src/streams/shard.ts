@@ -13,7 +13,7 @@
  * nothing is delivered twice.
  */
 import { HISTORY_PAGE_BYTES_MAX, HISTORY_PAGE_RECORDS_MAX } from '../limits.js';
-import { EventBatch } from './event-batch.js';
+import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
 import { Ring } from './ring.js';
 import { SubscriberQueue } from './subscriber.js';
 
@@ -94,19 +94,18 @@ export class Shard {
     return this.inFlight;
   }
 
-  /** Appends a batch; resolves once it is durable under the stream's mode and applied. */
-  publish(
-    payloads: Uint8Array[],
-    timestampMicros: number,
-  ): Promise<{ first: number; next: number }> {
+  /** Appends a batch; resolves once it is durable under the stream's mode and applied. A wire
+   *  payload list goes to subscribers as it arrived (and is split only for the durable log). */
+  publish(payloads: Payloads, timestampMicros: number): Promise<{ first: number; next: number }> {
     if (!this.store) {
       const first = this.nextMemoryOffset;
-      this.nextMemoryOffset += payloads.length;
-      this.apply(new EventBatch(first, payloads, timestampMicros));
-      return Promise.resolve({ first, next: first + payloads.length });
+      const batch = new EventBatch(first, payloads, timestampMicros);
+      this.nextMemoryOffset += batch.count;
+      this.apply(batch);
+      return Promise.resolve({ first, next: batch.next });
     }
     this.inFlight++;
-    const appended = this.store.append(payloads, timestampMicros);
+    const appended = this.store.append(payloadArray(payloads), timestampMicros);
     const applied = this.chain
       .then(() => appended)
       .then((r) => {

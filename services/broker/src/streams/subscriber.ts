@@ -12,7 +12,8 @@ export type SubscriberItem<B> =
 
 interface Batchish {
   first: number;
-  payloads: readonly unknown[];
+  /** Records in the batch. */
+  count: number;
   retain(): void;
   release(): void;
 }
@@ -56,8 +57,8 @@ export class SubscriberQueue<B extends Batchish> {
   }
 
   private drop(batch: B): void {
-    this.droppedRecords += batch.payloads.length;
-    this.onDrop(batch.payloads.length);
+    this.droppedRecords += batch.count;
+    this.onDrop(batch.count);
   }
 
   /** Ends the queue: `take()` answers `end` once what is queued is taken. */
