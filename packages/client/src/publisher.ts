@@ -25,14 +25,19 @@ export interface PublisherOptions {
 
 type SendBatch = (payloads: Uint8Array[], key: Uint8Array | undefined) => Promise<PublishResult>;
 
-interface Waiting {
-  resolve(r: PublishResult): void;
-  reject(err: unknown): void;
-}
+type Resolve = (r: PublishResult | PromiseLike<PublishResult>) => void;
+
+/** Set by `capture` while `new Promise(capture)` runs: one shared executor instead of a closure
+ *  and a {resolve, reject} pair per record (the publisher's per-record garbage). */
+let captured: Resolve | null = null;
+const capture = (resolve: Resolve): void => {
+  captured = resolve;
+};
 
 class Batch {
   payloads: Uint8Array[] = [];
-  waiting: Waiting[] = [];
+  /** One resolver per record; a failure resolves each with the rejected outcome. */
+  resolvers: Resolve[] = [];
   bytes = 0;
   timer: ReturnType<typeof setTimeout> | null = null;
   constructor(readonly key: Uint8Array | undefined) {}
@@ -88,9 +93,9 @@ export class Publisher {
       this.batches.set(id, batch);
     }
     const b = batch;
-    const result = new Promise<PublishResult>((resolve, reject) =>
-      b.waiting.push({ resolve, reject }),
-    );
+    const result = new Promise<PublishResult>(capture);
+    b.resolvers.push(captured!);
+    captured = null;
     b.payloads.push(data);
     b.bytes += data.byteLength;
     this.pendingRecords++;
@@ -108,13 +113,16 @@ export class Publisher {
     for (const w of this.roomWaiters.splice(0)) w();
     const sent = this.send(batch.payloads, batch.key).then(
       (r) => {
-        const waiting = batch.waiting;
-        for (let i = 0; i < waiting.length; i++) {
-          waiting[i]!.resolve({ offset: r.offset === null ? null : r.offset + i, shard: r.shard });
+        const resolvers = batch.resolvers;
+        const first = r.offset;
+        for (let i = 0; i < resolvers.length; i++) {
+          resolvers[i]!({ offset: first === null ? null : first + i, shard: r.shard });
         }
       },
       (err: unknown) => {
-        for (const w of batch.waiting) w.reject(err);
+        const failed = Promise.reject(err);
+        failed.catch(() => undefined); // observed through each record's own promise
+        for (const resolve of batch.resolvers) resolve(failed);
       },
     );
     this.inFlight.add(sent);

@@ -8,7 +8,7 @@
 import {
   FLAG_BINARY_EVENT_BATCH_SHARED,
   FLAG_BINARY_EVENT_BATCH,
-  decodeEventBatch,
+  decodeEventBatchPieces,
   decodeMessage,
 } from '@felix/wire';
 import {
@@ -25,6 +25,7 @@ import type {
   OpenSubscription,
   StartPosition,
 } from './protocol/broker-connection.js';
+import { join } from './protocol/frame-stream.js';
 import type { StatusEvent } from './status.js';
 import { BoundedQueue } from './util/bounded-queue.js';
 
@@ -36,6 +37,33 @@ export interface StreamEvent {
   data: Uint8Array;
   /** Offsets lost immediately before this event (0 when none): see `status()` `gap`. */
   lostBefore: number;
+}
+
+/**
+ * The events of one decoded batch, built one by one as the caller reaches them (a batch of
+ * 1,000 records is not turned into 1,000 objects up front): `payloads[i]` is at `base + i`.
+ */
+export class EventRun {
+  constructor(
+    readonly stream: string,
+    readonly shard: number,
+    readonly base: number,
+    readonly payloads: Uint8Array[],
+    /** Index of the first payload to deliver (earlier ones were delivered before). */
+    readonly start: number,
+    /** Offsets lost just before the first delivered event. */
+    readonly lost: number,
+  ) {}
+
+  event(i: number): StreamEvent {
+    return {
+      stream: this.stream,
+      shard: this.shard,
+      offset: this.base + i,
+      data: this.payloads[i]!,
+      lostBefore: i === this.start ? this.lost : 0,
+    };
+  }
 }
 
 export interface ReaderHost {
@@ -67,7 +95,7 @@ export class ShardReader {
     this.open = null;
   }
 
-  async *events(): AsyncGenerator<StreamEvent[]> {
+  async *events(): AsyncGenerator<EventRun> {
     let first = true;
     try {
       while (!this.signal?.aborted && !this.host.closed) {
@@ -143,17 +171,18 @@ export class ShardReader {
 
   private async *drain(
     open: OpenSubscription,
-  ): AsyncGenerator<StreamEvent[], 'lagged' | 'ended' | 'lost'> {
+  ): AsyncGenerator<EventRun, 'lagged' | 'ended' | 'lost'> {
     for (;;) {
-      let frame: Awaited<ReturnType<typeof open.events.next>>;
+      let frame: Awaited<ReturnType<typeof open.events.nextPieces>>;
       try {
-        frame = await open.events.next();
+        // Event frames are decoded from the chunks they arrived in: never joined into one copy.
+        frame = await open.events.nextPieces();
       } catch {
         return 'lost';
       }
       if (!frame) return 'ended';
       if (frame.flags === 0) {
-        const msg = decodeMessage(frame.payload);
+        const msg = decodeMessage(join(frame));
         if (msg.type === 'subscription_lagged') {
           this.host.emit({
             type: 'lagged',
@@ -177,27 +206,17 @@ export class ShardReader {
           `unexpected frame 0x${frame.flags.toString(16)} on an event stream`,
         );
       }
-      const batch = decodeEventBatch(frame.flags, frame.payload);
+      const batch = decodeEventBatchPieces(frame.flags, frame.pieces, frame.length);
       yield this.toEvents(batch.baseOffset, batch.skippedBefore ?? 0, batch.payloads);
     }
   }
 
-  private toEvents(
-    base: number | undefined,
-    skipped: number,
-    payloads: Uint8Array[],
-  ): StreamEvent[] {
+  private toEvents(base: number | undefined, skipped: number, payloads: Uint8Array[]): EventRun {
     if (base === undefined) {
       // Without offsets (a broker that did not negotiate them) loss cannot be seen.
       const from = this.cursor ?? 0;
       this.cursor = from + payloads.length;
-      return payloads.map((data, i) => ({
-        stream: this.stream,
-        shard: this.shard,
-        offset: from + i,
-        data,
-        lostBefore: 0,
-      }));
+      return new EventRun(this.stream, this.shard, from, payloads, 0, 0);
     }
     let lost = 0;
     let skip = 0;
@@ -213,18 +232,8 @@ export class ShardReader {
         from: this.cursor!,
         count: lost,
       });
-    const out: StreamEvent[] = [];
-    for (let i = skip; i < payloads.length; i++) {
-      out.push({
-        stream: this.stream,
-        shard: this.shard,
-        offset: base + i,
-        data: payloads[i]!,
-        lostBefore: i === skip && lost > 0 ? lost : 0,
-      });
-    }
     this.cursor = Math.max(this.cursor ?? 0, base + payloads.length);
-    return out;
+    return new EventRun(this.stream, this.shard, base, payloads, skip, Math.max(lost, 0));
   }
 }
 
@@ -254,7 +263,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   }
 
   /** Decoded batches from the shard readers (merged when there are several). */
-  private async *batches(signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
+  private async *batches(signal: AbortSignal): AsyncGenerator<EventRun> {
     const readers = await this.makeReaders(signal);
     try {
       if (readers.length === 1) {
@@ -269,8 +278,8 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     }
   }
 
-  private async *merge(readers: ShardReader[], signal: AbortSignal): AsyncGenerator<StreamEvent[]> {
-    const queue = new BoundedQueue<StreamEvent[]>(this.bufferBatches);
+  private async *merge(readers: ShardReader[], signal: AbortSignal): AsyncGenerator<EventRun> {
+    const queue = new BoundedQueue<EventRun>(this.bufferBatches);
     let running = readers.length;
     const pumps = readers.map(async (r) => {
       try {
@@ -305,26 +314,28 @@ export class Subscription implements AsyncIterable<StreamEvent> {
 const DONE: IteratorResult<StreamEvent> = { value: undefined, done: true };
 
 /**
- * Hands out the events of each decoded batch one by one: an event already decoded costs one
- * resolved promise, not an async-generator step, so reading is paid per batch, not per event.
+ * Hands out the events of each decoded batch one by one: an event of a batch already decoded
+ * costs its own object and one resolved promise, not an async-generator step, so reading is
+ * paid per batch, not per event.
  */
 class EventIterator implements AsyncIterator<StreamEvent> {
-  private batch: StreamEvent[] = [];
+  private run: EventRun | null = null;
   private index = 0;
-  private source: AsyncGenerator<StreamEvent[]> | null = null;
+  private source: AsyncGenerator<EventRun> | null = null;
   private finished = false;
   private pulling: Promise<IteratorResult<StreamEvent>> | null = null;
 
   constructor(
-    private readonly open: () => AsyncGenerator<StreamEvent[]>,
+    private readonly open: () => AsyncGenerator<EventRun>,
     private readonly signal: AbortSignal,
   ) {}
 
   next(): Promise<IteratorResult<StreamEvent>> {
     if (this.pulling) return this.pulling.then(() => this.next());
     if (this.signal.aborted || this.finished) return this.end();
-    if (this.index < this.batch.length)
-      return Promise.resolve({ value: this.batch[this.index++]!, done: false });
+    const run = this.run;
+    if (run !== null && this.index < run.payloads.length)
+      return Promise.resolve({ value: run.event(this.index++), done: false });
     const pulling = this.pull();
     this.pulling = pulling;
     const clear = () => {
@@ -337,7 +348,7 @@ class EventIterator implements AsyncIterator<StreamEvent> {
   private async pull(): Promise<IteratorResult<StreamEvent>> {
     this.source ??= this.open();
     for (;;) {
-      let r: IteratorResult<StreamEvent[]>;
+      let r: IteratorResult<EventRun>;
       try {
         r = await this.source.next();
       } catch (err) {
@@ -345,10 +356,11 @@ class EventIterator implements AsyncIterator<StreamEvent> {
         throw err;
       }
       if (r.done || this.signal.aborted) return this.end();
-      if (r.value.length === 0) continue;
-      this.batch = r.value;
-      this.index = 1;
-      return { value: r.value[0]!, done: false };
+      const run = r.value;
+      if (run.start >= run.payloads.length) continue;
+      this.run = run;
+      this.index = run.start + 1;
+      return { value: run.event(run.start), done: false };
     }
   }
 
@@ -359,7 +371,7 @@ class EventIterator implements AsyncIterator<StreamEvent> {
 
   private async end(): Promise<IteratorResult<StreamEvent>> {
     this.finished = true;
-    this.batch = [];
+    this.run = null;
     this.index = 0;
     const source = this.source;
     this.source = null;

@@ -1,6 +1,12 @@
 // Goal: the client's pure parts keep their bounds. Method: direct calls with pinned randomness.
 import { describe, expect, it } from 'vitest';
-import { BoundedQueue, Publisher, backoffDelayMs, brokerErrorFor } from './units.js';
+import {
+  decodeEventBatch,
+  decodeEventBatchPieces,
+  encodeEventBatch,
+  encodeMessage,
+} from '@felix/wire';
+import { BoundedQueue, FrameStream, Publisher, backoffDelayMs, brokerErrorFor } from './units.js';
 
 describe('client units', () => {
   it('reconnect_delays_are_full_jitter_below_a_capped_exponential', () => {
@@ -48,6 +54,45 @@ describe('client units', () => {
     expect(results.map((r) => r.offset)).toEqual([100, 101, 102, 103, 104]);
     expect(sent).toEqual([3, 2]);
     await pub.close();
+  });
+
+  it('a_failed_publisher_batch_rejects_each_of_its_records_with_the_error', async () => {
+    const boom = new Error('append failed');
+    const pub = new Publisher('s', async () => Promise.reject(boom), { lingerMs: 0 });
+    const enc = new TextEncoder();
+    const outcomes = await Promise.allSettled(
+      [1, 2, 3].map((i) => pub.publish(enc.encode(`${i}`))),
+    );
+    expect(outcomes).toEqual([1, 2, 3].map(() => ({ status: 'rejected', reason: boom })));
+    await pub.close();
+  });
+
+  it('a_frame_stream_reads_frames_split_anywhere_in_pieces_or_joined', async () => {
+    const frames = [
+      encodeMessage({ type: 'event_stream_hello', subscription_id: 3 }),
+      encodeEventBatch({
+        baseOffset: 7,
+        payloads: [new Uint8Array(40).fill(1), new Uint8Array(0)],
+      }),
+    ];
+    const bytes = new Uint8Array(frames.flatMap((f) => [...f]));
+    for (let step = 1; step <= bytes.length; step += 5) {
+      const chunks: Uint8Array[] = [];
+      for (let at = 0; at < bytes.length; at += step) chunks.push(bytes.slice(at, at + step));
+      const stream = {
+        [Symbol.asyncIterator]: async function* () {
+          yield* chunks;
+        },
+      };
+      const fs = new FrameStream(stream as never);
+      const hello = await fs.next();
+      expect(hello!.payload).toEqual(frames[0]!.subarray(12));
+      const batch = await fs.nextPieces();
+      expect(decodeEventBatchPieces(batch!.flags, batch!.pieces, batch!.length)).toEqual(
+        decodeEventBatch(frames[1]![7]!, frames[1]!.subarray(12)),
+      );
+      expect(await fs.next()).toBeNull();
+    }
   });
 
   it('broker_answers_map_to_typed_errors_with_their_retry_class', () => {

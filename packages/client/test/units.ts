@@ -6,3 +6,4 @@ export {
   getRequestPrefix,
   readValueAnswer,
 } from '../src/projections/get-codec.js';
+export { FrameStream } from '../src/protocol/frame-stream.js';
