@@ -37,13 +37,34 @@ export class PiecesReader {
     }
   }
 
-  /** The next `count` bytes (already checked): a view when they lie in one piece, else a copy. */
-  private take(count: number): Uint8Array {
-    while (this.at === this.pieces[this.piece]!.length && count > 0) {
+  /** The piece holding the next byte (skipping used-up and empty ones); needs a byte left. */
+  private current(): Uint8Array {
+    let p = this.pieces[this.piece]!;
+    while (this.at === p.length) {
       this.piece++;
       this.at = 0;
+      p = this.pieces[this.piece]!;
     }
-    const p = this.pieces[this.piece]!;
+    return p;
+  }
+
+  /** A big-endian u32 at the reader (already checked), read in place when it lies in one piece. */
+  private readU32(): number {
+    const p = this.current();
+    const a = this.at;
+    if (p.length - a < 4) {
+      const b = this.take(4);
+      return ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
+    }
+    this.at = a + 4;
+    this.position += 4;
+    return ((p[a]! << 24) | (p[a + 1]! << 16) | (p[a + 2]! << 8) | p[a + 3]!) >>> 0;
+  }
+
+  /** The next `count` bytes (already checked): a view when they lie in one piece, else a copy. */
+  private take(count: number): Uint8Array {
+    if (count === 0) return new Uint8Array(0);
+    const p = this.current();
     this.position += count;
     if (p.length - this.at >= count) {
       const out = p.subarray(this.at, this.at + count);
@@ -98,7 +119,9 @@ export class PiecesReader {
 
   u8(field: string): number {
     this.need(1, field);
-    return this.take(1)[0]!;
+    const p = this.current();
+    this.position++;
+    return p[this.at++]!;
   }
 
   u16(field: string): number {
@@ -109,16 +132,14 @@ export class PiecesReader {
 
   u32(field: string): number {
     this.need(4, field);
-    const b = this.take(4);
-    return ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
+    return this.readU32();
   }
 
   /** A u64 that must fit a safe integer (offsets, ids); larger is `OffsetOutOfRangeError`. */
   u64(field: string): number {
     this.need(8, field);
-    const b = this.take(8);
-    const hi = ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
-    const lo = ((b[4]! << 24) | (b[5]! << 16) | (b[6]! << 8) | b[7]!) >>> 0;
+    const hi = this.readU32();
+    const lo = this.readU32();
     const value = hi * TWO_32 + lo;
     if (value > OFFSET_MAX) {
       throw new OffsetOutOfRangeError(`${this.what} ${field}`, (BigInt(hi) << 32n) | BigInt(lo));
