@@ -289,7 +289,9 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     this.counters.packetsReceived++;
     if (this.closeInfo) return;
     try {
-      this.decoder.push(chunk);
+      // A plain Uint8Array view of the socket's Buffer: every slice taken downstream (DATA
+      // pieces, frames, records) is then a typed-array builtin, not Buffer's JS subarray.
+      this.decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
     } catch (err) {
       this.protocolFailure(err);
     }
