@@ -324,15 +324,27 @@ class EventIterator implements AsyncIterator<StreamEvent> {
   private source: AsyncGenerator<EventRun> | null = null;
   private finished = false;
   private pulling: Promise<IteratorResult<StreamEvent>> | null = null;
+  /** The signal's state, kept as a field: `signal.aborted` is a getter paid on every event. */
+  private aborted: boolean;
 
   constructor(
     private readonly open: () => AsyncGenerator<EventRun>,
-    private readonly signal: AbortSignal,
-  ) {}
+    signal: AbortSignal,
+  ) {
+    this.aborted = signal.aborted;
+    if (!this.aborted)
+      signal.addEventListener(
+        'abort',
+        () => {
+          this.aborted = true;
+        },
+        { once: true },
+      );
+  }
 
   next(): Promise<IteratorResult<StreamEvent>> {
     if (this.pulling) return this.pulling.then(() => this.next());
-    if (this.signal.aborted || this.finished) return this.end();
+    if (this.aborted || this.finished) return this.end();
     const run = this.run;
     if (run !== null && this.index < run.payloads.length)
       return Promise.resolve({ value: run.event(this.index++), done: false });
@@ -355,7 +367,7 @@ class EventIterator implements AsyncIterator<StreamEvent> {
         this.finished = true;
         throw err;
       }
-      if (r.done || this.signal.aborted) return this.end();
+      if (r.done || this.aborted) return this.end();
       const run = r.value;
       if (run.start >= run.payloads.length) continue;
       this.run = run;

@@ -68,7 +68,7 @@ export class FrameStream {
     } else {
       let have = 0;
       while (have < FRAME_HEADER_BYTES) {
-        if (!(await this.fill())) return null;
+        if (this.at >= this.chunk.length && !(await this.fill())) return null;
         const n = Math.min(FRAME_HEADER_BYTES - have, this.chunk.length - this.at);
         this.header.set(this.chunk.subarray(this.at, this.at + n), have);
         have += n;
@@ -80,7 +80,8 @@ export class FrameStream {
     const pieces: Uint8Array[] = [];
     let left = length;
     while (left > 0) {
-      if (!(await this.fill())) return null;
+      // Only an exhausted chunk costs an await: the pieces already here are taken in this turn.
+      if (this.at >= this.chunk.length && !(await this.fill())) return null;
       const n = Math.min(left, this.chunk.length - this.at);
       pieces.push(this.chunk.subarray(this.at, this.at + n));
       this.at += n;
