@@ -11,6 +11,8 @@
  * runs every scenario N times, the systems interleaved within each round, and reports the median.
  * FELIX_BENCH_ONLY=throughput,latency,durable picks scenario groups. FELIX_BENCH_BROKER_ARGS adds
  * node flags to the broker (say `--cpu-prof --cpu-prof-dir=/tmp/prof`; written at its exit).
+ * The throughput publisher keeps a sliding window of acked publishes (FELIX_BENCH_WINDOW_CHUNKS
+ * chunks of 1,024, default 16), awaiting the oldest chunk only when the window is full.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -169,12 +171,23 @@ async function felixThroughput(
   const payload = new Uint8Array(size).fill(97);
   const t0 = performance.now();
   const pub = pubClient.publisher('bench', { lingerMs: 1, maxBatchRecords: 512, ack: true });
-  const inflight: Promise<unknown>[] = [];
+  // A sliding window of acked publishes: chunks of CHUNK records, at most WINDOW_CHUNKS of them
+  // unacknowledged; the oldest chunk is awaited only when the window is full, so the pipe never
+  // drains to empty the way a barrier every N records would.
+  const CHUNK = 1024;
+  const WINDOW_CHUNKS = Number(process.env.FELIX_BENCH_WINDOW_CHUNKS ?? 16);
+  const window: Promise<unknown>[] = [];
+  let chunk: Promise<unknown>[] = [];
   for (let i = 0; i < count; i++) {
-    inflight.push(pub.publish(payload));
-    if (inflight.length >= 16_384) await Promise.all(inflight.splice(0));
+    chunk.push(pub.publish(payload));
+    if (chunk.length === CHUNK) {
+      window.push(Promise.all(chunk));
+      chunk = [];
+      if (window.length >= WINDOW_CHUNKS) await window.shift();
+    }
   }
-  await Promise.all(inflight);
+  window.push(Promise.all(chunk));
+  await Promise.all(window);
   const received = await withTimeout(Promise.all(done), TIMEOUT_MS, 'subscribers');
   const secs = (performance.now() - t0) / 1000;
   await Promise.all([...subs, pubClient].map((c) => c.close()));
