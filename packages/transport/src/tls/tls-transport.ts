@@ -20,6 +20,14 @@ import { warnInsecure } from '../util/warn.js';
 
 export const ALPN = 'felix/1';
 
+/** TLS 1.3 suites in preference order. OpenSSL's default puts AES-256-GCM first; AES-128-GCM is
+ *  the suite TLS 1.3 requires every peer to support, is not weaker in any practical sense, and
+ *  encrypts about 1.5x faster here (2.6 vs 1.75 GB/s), which is most of a 1 KiB message's cost
+ *  on each hop. OpenSSL servers choose TLS 1.3 suites by their own order, so the listener's
+ *  order decides. */
+export const TLS13_CIPHER_SUITES =
+  'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256';
+
 function hostPort(host: string | undefined, port: number | undefined): string {
   const h = host ?? '?';
   return `${h.includes(':') ? `[${h}]` : h}:${port ?? 0}`;
@@ -41,6 +49,8 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
     key: material.keyPem,
     ALPNProtocols: [ALPN],
     minVersion: 'TLSv1.3',
+    ciphers: TLS13_CIPHER_SUITES,
+    honorCipherOrder: true,
     handshakeTimeout: timeouts.idleTimeoutMs,
   });
   server.on('tlsClientError', () => {}); // a failed handshake concerns only that client
