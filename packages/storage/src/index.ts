@@ -19,7 +19,7 @@ export {
 } from './errors.js';
 export type { CorruptionKind, CorruptionSite, LockHolderInfo } from './errors.js';
 export { lockDir } from './lock/dir-lock.js';
-export type { DirLock } from './lock/dir-lock.js';
+export type { DirLock, LockDirOptions } from './lock/dir-lock.js';
 export * from './limits.js';
 export { SegmentLog } from './log/segment-log.js';
 export type { FsyncMode, LogOptions, ReadBudget, ReadResult, Staged } from './log/segment-log.js';

@@ -2,7 +2,8 @@
  * The exclusive-writer lock of a directory. Two processes appending to one shard directory
  * would interleave their writes and corrupt the log silently, and Node has no flock, so the
  * lock is a file, `felix.lock`, naming its holder: pid, process start time (field 22 of
- * /proc/<pid>/stat, where there is one), boot id, and a random nonce.
+ * /proc/<pid>/stat, where there is one), boot id, the directory's device and inode, and a
+ * random nonce.
  *
  * - Creation is atomic: the content is written to a uniquely named temp file that is then
  *   hard-linked to the lock name; link fails when the name exists, so the lock name never
@@ -11,7 +12,8 @@
  *   not exist or is a zombie, when the pid now belongs to a process with another start time
  *   (pid reuse), or when the lock was written during another boot. A dead holder's lock is
  *   stale and taken over; so is a file that does not parse (only a power loss leaves one,
- *   since the content is complete before the name appears).
+ *   since the content is complete before the name appears), and one written for another
+ *   directory (a copy of a live directory carries its lock along).
  * - Take-over is race-free: to remove a stale lock with nonce N a process must first create
  *   `felix.lock.claim.N` (atomically, as above); only the claim's creator unlinks the lock,
  *   and only after re-reading that it still holds N. A nonce is never reused, so no claim can
@@ -20,7 +22,7 @@
  * The liveness check holds within one pid namespace on one host (see docs/durable-storage.md).
  */
 import { randomBytes } from 'node:crypto';
-import { link, open, readFile, readdir, unlink } from 'node:fs/promises';
+import { link, open, readFile, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fnv1a64 } from '@felix/common';
 import { DataDirLockBusyError, DataDirLockedError } from '../errors.js';
@@ -39,6 +41,8 @@ interface Holder {
   /** Start time in clock ticks since boot, as /proc/<pid>/stat field 22 gives it. */
   start: string | null;
   boot: string | null;
+  /** `<dev>:<ino>` of the locked directory. */
+  dirId: string | null;
   nonce: string;
 }
 
@@ -58,7 +62,8 @@ function newNonce(): string {
 }
 
 function encode(h: Holder): string {
-  return `${VERSION_LINE}\npid ${h.pid}\nstart ${h.start ?? '-'}\nboot ${h.boot ?? '-'}\nnonce ${h.nonce}\n`;
+  const opt = (v: string | null) => v ?? '-';
+  return `${VERSION_LINE}\npid ${h.pid}\nstart ${opt(h.start)}\nboot ${opt(h.boot)}\ndir ${opt(h.dirId)}\nnonce ${h.nonce}\n`;
 }
 
 /** Lenient on the version (a newer writer's lock is still judged by its pid), strict on pid and nonce. */
@@ -77,7 +82,7 @@ function decode(text: string): Holder | null {
     const v = fields.get(k);
     return v === undefined || v === '-' || v === '' ? null : v;
   };
-  return { pid, start: opt('start'), boot: opt('boot'), nonce };
+  return { pid, start: opt('start'), boot: opt('boot'), dirId: opt('dir'), nonce };
 }
 
 function errnoOf(err: unknown): string | undefined {
@@ -121,7 +126,14 @@ function identity(): Promise<{ start: string | null; boot: string | null }> {
   return selfIdentity;
 }
 
-async function isAlive(h: Holder): Promise<boolean> {
+async function dirIdOf(dir: string): Promise<string> {
+  const st = await stat(dir, { bigint: true });
+  return `${st.dev}:${st.ino}`;
+}
+
+/** Whether `h` is a running process holding a lock on the directory `dirId`. */
+async function isAlive(h: Holder, dirId: string): Promise<boolean> {
+  if (h.dirId !== null && h.dirId !== dirId) return false;
   const self = await identity();
   if (h.boot !== null && self.boot !== null && h.boot !== self.boot) return false;
   try {
@@ -166,11 +178,11 @@ function instanceId(bytes: Buffer): string {
   return decodeBytes(bytes)?.nonce ?? `x${fnv1a64(bytes).toString(16)}`;
 }
 
-async function judge(path: string): Promise<Seen> {
+async function judge(path: string, dirId: string): Promise<Seen> {
   const bytes = await readBounded(path);
   if (bytes === null) return { kind: 'missing' };
   const holder = decodeBytes(bytes);
-  if (holder !== null && (await isAlive(holder))) return { kind: 'live', holder };
+  if (holder !== null && (await isAlive(holder, dirId))) return { kind: 'live', holder };
   return { kind: 'stale', id: instanceId(bytes) };
 }
 
@@ -194,9 +206,9 @@ async function createExclusive(dir: string, path: string, content: string): Prom
   }
 }
 
-async function holderRecord(): Promise<Holder> {
+async function holderRecord(dirId: string): Promise<Holder> {
   const me = await identity();
-  return { pid: process.pid, start: me.start, boot: me.boot, nonce: newNonce() };
+  return { pid: process.pid, start: me.start, boot: me.boot, dirId, nonce: newNonce() };
 }
 
 function refused(dir: string, pid: number): DataDirLockedError {
@@ -208,13 +220,19 @@ function refused(dir: string, pid: number): DataDirLockedError {
  * Returns having removed it, or having found someone else did; throws when a live process
  * holds the claim (it is taking the lock over) or when the claims nest past the bound.
  */
-async function removeStale(dir: string, target: string, id: string, depth: number): Promise<void> {
+async function removeStale(
+  dir: string,
+  dirId: string,
+  target: string,
+  id: string,
+  depth: number,
+): Promise<void> {
   if (depth >= DIR_LOCK_ATTEMPTS_MAX) throw new DataDirLockBusyError(dir, depth);
   const claim = join(dir, `${CLAIM_PREFIX}${id}`);
-  if (!(await createExclusive(dir, claim, encode(await holderRecord())))) {
-    const seen = await judge(claim);
+  if (!(await createExclusive(dir, claim, encode(await holderRecord(dirId))))) {
+    const seen = await judge(claim, dirId);
     if (seen.kind === 'live') throw refused(dir, seen.holder.pid);
-    if (seen.kind === 'stale') await removeStale(dir, claim, seen.id, depth + 1);
+    if (seen.kind === 'stale') await removeStale(dir, dirId, claim, seen.id, depth + 1);
     return;
   }
   try {
@@ -269,22 +287,34 @@ class HeldLock implements DirLock {
   }
 }
 
+export interface LockDirOptions {
+  /**
+   * Test hook: awaited after the lock was judged stale and before the take-over starts, so a
+   * test can let another process take it over first.
+   */
+  onStale?: () => Promise<void>;
+}
+
 /**
  * Takes the lock of `dir` (which must exist) for this process. Refuses a live holder, this
  * process included, with DataDirLockedError; takes over a dead holder's lock.
  */
-export async function lockDir(dir: string): Promise<DirLock> {
+export async function lockDir(dir: string, opts: LockDirOptions = {}): Promise<DirLock> {
   const path = join(dir, DIR_LOCK_FILE);
-  const me = await holderRecord();
+  const dirId = await dirIdOf(dir);
+  const me = await holderRecord(dirId);
   const content = encode(me);
   for (let attempt = 0; attempt < DIR_LOCK_ATTEMPTS_MAX; attempt++) {
     if (await createExclusive(dir, path, content)) {
       await sweep(dir);
       return new HeldLock(dir, path, me.nonce);
     }
-    const seen = await judge(path);
+    const seen = await judge(path, dirId);
     if (seen.kind === 'live') throw refused(dir, seen.holder.pid);
-    if (seen.kind === 'stale') await removeStale(dir, path, seen.id, 0);
+    if (seen.kind === 'stale') {
+      await opts.onStale?.();
+      await removeStale(dir, dirId, path, seen.id, 0);
+    }
   }
   throw new DataDirLockBusyError(dir, DIR_LOCK_ATTEMPTS_MAX);
 }
