@@ -25,7 +25,7 @@ afterEach(async () => {
   await Promise.all(children.splice(0).map((c) => c.kill()));
 });
 
-function spawnHolder(mode: 'log' | 'race', path: string): Child {
+function spawnHolder(mode: 'log' | 'race' | 'paused', path: string): Child {
   const c = spawnNode(['--import', 'tsx', HOLDER, mode, path], { cwd: REPO });
   children.push(c);
   return c;
