@@ -6,23 +6,27 @@
  * Method: real child processes hold, die by SIGKILL and race (released together by SIGUSR1);
  * crafted lock files stand in for the dead holders a child cannot fake.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type Child, spawnNode, waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CorruptionError, DataDirLockedError } from '../src/errors.js';
+import { cacheShards, projectionRoot } from '../src/cache/projection-store.js';
+import { CacheRecordCorruptError, CorruptionError, DataDirLockedError } from '../src/errors.js';
 import { lockDir } from '../src/lock/dir-lock.js';
 import { DIR_LOCK_FILE } from '../src/log/layout.js';
-import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
+import { SHARD, openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
 
 const HOLDER = resolve(import.meta.dirname, 'fixtures/lock-holder.ts');
 const REPO = resolve(import.meta.dirname, '../../..');
 const HAS_PROC = existsSync('/proc/self/stat');
 
 const children: Child[] = [];
+const others: ChildProcess[] = [];
 afterEach(async () => {
   await Promise.all(children.splice(0).map((c) => c.kill()));
+  for (const p of others.splice(0)) p.kill('SIGKILL');
 });
 
 function spawnHolder(mode: 'log' | 'race' | 'paused', path: string): Child {
@@ -138,6 +142,19 @@ describe('directory lock', () => {
     await expect(openLog(root)).rejects.toBeInstanceOf(CorruptionError);
     expect(await readdir(shardDir(root))).not.toContain(DIR_LOCK_FILE);
     await expect(openLog(root)).rejects.toBeInstanceOf(CorruptionError);
+  });
+
+  it('a_projection_that_fails_to_open_releases_its_shard_log', async () => {
+    const root = await scratchRoot();
+    // A record that is not a cache record: the cache's replay refuses it.
+    const raw = await openLog(projectionRoot(root, 'caches'));
+    await raw.append([payload(0)]);
+    await raw.close();
+    const caches = cacheShards({ root });
+    await expect(caches.get(SHARD)).rejects.toBeInstanceOf(CacheRecordCorruptError);
+    // The retry meets the same damage, not a lock its own failed attempt left held.
+    await expect(caches.get(SHARD)).rejects.toBeInstanceOf(CacheRecordCorruptError);
+    await caches.close();
   });
 
   it('two_processes_racing_for_a_stale_lock_end_with_one_holder', async () => {
@@ -273,6 +290,37 @@ describe('directory lock', () => {
     const lock = await lockDir(dir);
     expect(await lockPid(dir)).toBe(process.pid);
     await lock.release();
+  });
+
+  it.skipIf(!HAS_PROC)('a_lock_held_by_a_zombie_process_is_taken_over', async () => {
+    const root = await scratchRoot();
+    // The holder's parent execs `sleep`, which never reaps it: once killed it stays a zombie,
+    // and signal 0 still reaches a zombie's pid.
+    const parent = spawn(
+      'sh',
+      ['-c', '"$0" --import tsx "$1" log "$2" & exec sleep 600', process.execPath, HOLDER, root],
+      { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    others.push(parent);
+    let out = '';
+    parent.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+    });
+    const pid = await waitFor(
+      () => Number(/"ready":true,"pid":(\d+)/.exec(out)?.[1]) || undefined,
+      'the holder to open its log',
+      30_000,
+    );
+    process.kill(pid, 'SIGKILL');
+    const state = async () => {
+      const s = await readFile(`/proc/${pid}/stat`, 'utf8');
+      return s.slice(s.lastIndexOf(')') + 2)[0];
+    };
+    await waitFor(async () => (await state()) === 'Z', 'the holder to be a zombie', 30_000);
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    const log = await openLog(root);
+    expect(await lockPid(shardDir(root))).toBe(process.pid);
+    await log.close();
   });
 
   it.skipIf(!HAS_PROC)('a_lock_written_during_another_boot_is_taken_over', async () => {
