@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { root, walk, workspacePackages } from './workspace.mjs';
 
 const TEST_NAME =
-  /\b(?:it|test)(?:\.(?:each\([^)]*\)|only|skip|concurrent|sequential|fails))*\(\s*(['"`])([a-z0-9_]+)\1/g;
+  /\b(?:it|test)(?:\.(?:each\([^)]*\)|skipIf\([^)]*\)|runIf\([^)]*\)|only|skip|concurrent|sequential|fails))*\(\s*(['"`])([a-z0-9_]+)\1/g;
 const CITATION = /`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`/g;
 const VERBS = new Set([
   'is',

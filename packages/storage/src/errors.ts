@@ -134,6 +134,42 @@ export class TurnCancelledError extends StorageError {
   }
 }
 
+/** Who holds a directory lock, as its lock file records it. */
+export interface LockHolderInfo {
+  pid: number;
+  /** The holder is this very process (a second open of the same directory). */
+  self: boolean;
+}
+
+/**
+ * A directory (a broker's data directory or a shard's log directory) is locked by a live
+ * process, possibly this one: two writers would interleave appends and corrupt the log.
+ */
+export class DataDirLockedError extends StorageError {
+  readonly code = 'FELIX_STORAGE_DATA_DIR_LOCKED';
+  constructor(
+    readonly dir: string,
+    readonly holder: LockHolderInfo,
+  ) {
+    super(
+      `${dir} is locked by ${holder.self ? `this process (pid ${holder.pid}); it is already open here` : `pid ${holder.pid}, a running process`}; refusing a second writer`,
+    );
+  }
+}
+
+/** The lock file kept changing under a take-over (other processes racing); try again. */
+export class DataDirLockBusyError extends StorageError {
+  readonly code = 'FELIX_STORAGE_DATA_DIR_LOCK_BUSY';
+  constructor(
+    readonly dir: string,
+    attempts: number,
+  ) {
+    super(`${dir}: the lock could not be settled in ${attempts} attempts`, {
+      retry: 'retry_after_backoff',
+    });
+  }
+}
+
 /** Options passed to open are invalid (bad segment size, zero retention bound, ...). */
 export class InvalidLogOptionsError extends StorageError {
   readonly code = 'FELIX_STORAGE_INVALID_OPTIONS';

@@ -4,6 +4,8 @@ export type { Turn } from './commit-sequencer.js';
 export {
   AppendQueueFullError,
   CorruptionError,
+  DataDirLockBusyError,
+  DataDirLockedError,
   EmptyBatchError,
   InvalidLogOptionsError,
   LogClosedError,
@@ -15,11 +17,13 @@ export {
   WriteFailedError,
   WritesRefusedError,
 } from './errors.js';
-export type { CorruptionKind, CorruptionSite } from './errors.js';
+export type { CorruptionKind, CorruptionSite, LockHolderInfo } from './errors.js';
+export { lockDir } from './lock/dir-lock.js';
+export type { DirLock, LockDirOptions } from './lock/dir-lock.js';
 export * from './limits.js';
 export { SegmentLog } from './log/segment-log.js';
 export type { FsyncMode, LogOptions, ReadBudget, ReadResult, Staged } from './log/segment-log.js';
-export { shardDirName } from './log/layout.js';
+export { DIR_LOCK_FILE, shardDirName } from './log/layout.js';
 export type { ShardId } from './log/layout.js';
 export type { LogRecord } from './segment/reader.js';
 export type { CommitBody, ProducerTag } from './segment/format.js';

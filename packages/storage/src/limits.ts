@@ -103,6 +103,16 @@ export const SEGMENTS_PER_LOG_MAX = 1_000_000;
 /** Zero runs that start on this boundary inside a damaged record are a lost-block tail. */
 export const ZERO_TAIL_BLOCK_BYTES = 512;
 
+/**
+ * Steps one directory-lock acquisition may take (create, judge the holder, take over a dead
+ * holder's file) before giving up: each step either wins, refuses a live holder, or follows
+ * a change another process made, so only processes racing in a loop exhaust it.
+ */
+export const DIR_LOCK_ATTEMPTS_MAX = 16;
+
+/** Largest lock file read: a valid one is under 200 bytes; anything longer is garbage. */
+export const DIR_LOCK_FILE_BYTES_MAX = 512;
+
 // ---- projections (cache, counters, group state) ----
 
 /** Longest cache/counter key in bytes: keys live in memory for every entry, so they stay small. */

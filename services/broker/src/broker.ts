@@ -4,7 +4,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import {
   type Connection,
@@ -12,6 +12,7 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '@felix/transport';
+import { type DirLock, lockDir } from '@felix/storage';
 import type { Logger } from 'pino';
 import { Catalog } from './catalog/catalog.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
@@ -46,6 +47,8 @@ export class Broker {
   private http: Server | null = null;
   private catalog: Catalog | null = null;
   private projections: Projections | null = null;
+  /** The data directory's lock, held from start until every log is closed. */
+  private dataDirLock: DirLock | null = null;
   /** Set when a control plane is configured (cluster.controlplane_url). */
   cluster: ClusterNode | null = null;
   readonly metrics = new BrokerMetrics();
@@ -71,6 +74,12 @@ export class Broker {
     const cfg = this.config;
     const m = this.metrics;
     checkClusterConfig(cfg);
+    if (cfg.durable.data_dir !== null) {
+      // Before anything opens a log: a second broker on this directory stops here, naming the
+      // holder, instead of appending to the same segments.
+      await mkdir(cfg.durable.data_dir, { recursive: true });
+      this.dataDirLock = await lockDir(cfg.durable.data_dir);
+    }
     const openStore: OpenStore = (s, i) => openDurableStore(cfg, s, i, m);
     const hooks: ShardHooks = {
       onDrop: (n) => m.fanoutDropped.inc(n),
@@ -251,6 +260,7 @@ export class Broker {
     await Promise.allSettled(this.listeners.map((l) => l.close()));
     await this.projections?.close();
     await this.catalog?.close();
+    await this.dataDirLock?.release();
     await new Promise<void>((resolve) => {
       if (!this.http) resolve();
       else {

@@ -61,7 +61,15 @@ export class ProjectionShards<T extends Closable> {
         flushIntervalMs: this.opts.flushIntervalMs,
         segmentBytes: this.opts.segmentBytes ?? PROJECTION_SEGMENT_BYTES_DEFAULT,
         io: this.opts.io,
-      }).then((log) => this.make(log, shard));
+      }).then(async (log) => {
+        try {
+          return await this.make(log, shard);
+        } catch (err) {
+          // Close the log (and release its directory lock) so the next call can open it again.
+          await log.close().catch(() => undefined);
+          throw err;
+        }
+      });
       // A failed open is not cached: the next call tries again.
       p.catch(() => this.open.delete(key));
       this.open.set(key, p);

@@ -4,6 +4,7 @@
  * real short write before an error would). Counts syncs and writes so tests can assert on
  * group commit. Lives in src so other packages' tests can inject the same faults.
  */
+import type { DirLock } from '../lock/dir-lock.js';
 import type { Io, IoFile, OpenMode } from './io.js';
 
 export type FaultCode = 'ENOSPC' | 'EIO';
@@ -212,6 +213,10 @@ export class FaultyIo implements Io {
   }
   removeTree(path: string): Promise<void> {
     return this.inner.removeTree(path);
+  }
+
+  lockDir(path: string): Promise<DirLock> {
+    return this.inner.lockDir(path);
   }
 }
 

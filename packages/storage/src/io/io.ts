@@ -1,8 +1,9 @@
 /**
  * The I/O seam of the segment log. Everything the log does to the disk goes through `Io`, so
  * tests can inject fsync failures and delays and write errors (ENOSPC, EIO) without root or
- * real disk faults. Only node-io.ts touches node:fs.
+ * real disk faults. Only node-io.ts (and the directory lock it uses) touches node:fs.
  */
+import type { DirLock } from '../lock/dir-lock.js';
 
 /** An open file. Positions are absolute byte positions; nothing uses a file cursor. */
 export interface IoFile {
@@ -49,6 +50,11 @@ export interface Io {
   makeTempDir(parent: string, prefix: string): Promise<string>;
   /** Removes a directory tree (benchmark scratch space only). */
   removeTree(path: string): Promise<void>;
+  /**
+   * Takes the exclusive-writer lock of an existing directory for this process; a live holder
+   * (this process included) is refused with DataDirLockedError (lock/dir-lock.ts).
+   */
+  lockDir(path: string): Promise<DirLock>;
 }
 
 /** Writes all of `buffer[offset, offset+length)` at `position`, looping over short writes. */

@@ -1,4 +1,4 @@
-/** The real Io over node:fs/promises; the only file in this package that imports node:fs. */
+/** The real Io over node:fs/promises; with lock/dir-lock.ts the only files that import node:fs. */
 import { join } from 'node:path';
 import {
   constants,
@@ -12,6 +12,7 @@ import {
   unlink,
 } from 'node:fs/promises';
 import { PREALLOCATE_WRITE_BYTES } from '../limits.js';
+import { type DirLock, lockDir } from '../lock/dir-lock.js';
 import type { Io, IoFile, OpenMode } from './io.js';
 
 /** Shared source of zeros for preallocation, made on first use; nothing writes into it. */
@@ -121,6 +122,10 @@ export class NodeIo implements Io {
 
   removeTree(path: string): Promise<void> {
     return rm(path, { recursive: true, force: true });
+  }
+
+  lockDir(path: string): Promise<DirLock> {
+    return lockDir(path);
   }
 
   async syncDir(path: string): Promise<void> {

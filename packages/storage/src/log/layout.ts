@@ -56,6 +56,9 @@ export function indexFileName(id: number): string {
 
 export const DURABLE_MARK_FILE = 'durable.mark';
 
+/** The exclusive-writer lock of a directory (a shard's, or a broker's data directory). */
+export const DIR_LOCK_FILE = 'felix.lock';
+
 /** Segment ids named in a directory listing, numerically sorted; unsafe ids reported apart. */
 export function listSegmentIds(names: string[]): { ids: number[]; unsafe: string[] } {
   const ids: number[] = [];

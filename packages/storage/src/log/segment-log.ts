@@ -34,6 +34,7 @@ import {
 } from '../errors.js';
 import { type Io, type IoFile, writeFully } from '../io/io.js';
 import { nodeIo } from '../io/node-io.js';
+import type { DirLock } from '../lock/dir-lock.js';
 import {
   APPEND_QUEUE_BYTES_MAX,
   FLUSH_INTERVAL_MS_DEFAULT,
@@ -265,6 +266,7 @@ export class SegmentLog {
     activeFiles: ActiveFiles,
     markFile: IoFile,
     recovered: RecoveryAction[],
+    private readonly lock: DirLock,
   ) {
     this.dir = dir;
     this.io = io;
@@ -304,6 +306,23 @@ export class SegmentLog {
     const io = opts.io ?? nodeIo;
     const dir = join(opts.root, shardDirName(opts.shard));
     await ensureDurableDir(io, dir);
+    // One writer per shard directory, across processes and within this one.
+    const lock = await io.lockDir(dir);
+    try {
+      return await SegmentLog.openLocked(opts, cfg, io, dir, lock);
+    } catch (err) {
+      await lock.release().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private static async openLocked(
+    opts: LogOptions,
+    cfg: Normalized,
+    io: Io,
+    dir: string,
+    lock: DirLock,
+  ): Promise<SegmentLog> {
     const plan = await planRecovery(io, dir, {
       indexSpacingBytes: cfg.indexSpacingBytes,
       verifyAll: opts.verifyAllOnOpen === true,
@@ -343,7 +362,7 @@ export class SegmentLog {
     await writeFully(markFile, mark, 0, DURABLE_MARK_BYTES, 0);
     await markFile.datasync();
     if (!markExisted) await io.syncDir(dir);
-    const log = new SegmentLog(dir, io, cfg, segments, activeFiles, markFile, plan.actions);
+    const log = new SegmentLog(dir, io, cfg, segments, activeFiles, markFile, plan.actions, lock);
     log.startRetentionTimer();
     return log;
   }
@@ -640,6 +659,11 @@ export class SegmentLog {
     await this.filling;
     this.closed = true;
     await this.closeFiles();
+    try {
+      await this.lock.release();
+    } catch (err) {
+      failure ??= err;
+    }
     if (failure !== undefined) {
       throw failure instanceof Error ? failure : new LogPoisonedError(this.dir, { cause: failure });
     }

@@ -7,7 +7,9 @@
  * syncs each new one into its parent anyway).
  */
 import { dirname } from 'node:path';
+import { DataDirLockedError } from '../../src/errors.js';
 import type { Io, IoFile, OpenMode } from '../../src/io/io.js';
+import type { DirLock } from '../../src/lock/dir-lock.js';
 
 const SECTOR = 512;
 
@@ -82,6 +84,7 @@ export class PowerLossIo implements Io {
   private opsLeft = Number.POSITIVE_INFINITY;
   private lossRandom: () => number = Math.random;
   private dirs = new Set<string>(['/']);
+  private readonly locked = new Set<string>();
   /** Live and durable directory entries: file path -> inode. */
   private live = new Map<string, Inode>();
   private durable = new Map<string, Inode>();
@@ -208,6 +211,19 @@ export class PowerLossIo implements Io {
   }
   async removeTree(): Promise<void> {
     throw new Error('not supported');
+  }
+  /** Locks live with this process's view of the disk: a crash copy starts with none held. */
+  async lockDir(path: string): Promise<DirLock> {
+    if (this.locked.has(path)) throw new DataDirLockedError(path, { pid: process.pid, self: true });
+    this.locked.add(path);
+    let held = true;
+    return {
+      dir: path,
+      release: async () => {
+        if (held) this.locked.delete(path);
+        held = false;
+      },
+    };
   }
 }
 
