@@ -62,7 +62,9 @@ export const REQUESTS_IN_FLIGHT_MAX = 4096;
 /** Offsets one `group_ack_batch` names (the broker's bound is 1,000); acks of one turn beyond
  *  it go in further batches. */
 export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
-/** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on: one hides
- *  the poll round trip behind the caller's work, more would only claim records that sit waiting
- *  (their visibility clock running) in the client. */
-export const GROUP_CONSUME_POLLS_AHEAD_MAX = 1;
+/** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on. More
+ *  than one lets the poll round trips overlap one another as well as the caller's work (the
+ *  broker answers them one after another from the group's queue); each holds at most one poll's
+ *  records whose visibility clock runs while they wait in the client, so this stays small.
+ *  GROUP_POLL_STREAMS_IDLE_MAX keeps a stream for each. */
+export const GROUP_CONSUME_POLLS_AHEAD_MAX = 3;

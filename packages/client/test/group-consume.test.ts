@@ -12,6 +12,7 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
+import { GROUP_CONSUME_POLLS_AHEAD_MAX } from '../src/limits.js';
 import { Group } from '../src/projections/group.js';
 import { RequestChannel } from '../src/projections/request-channel.js';
 
@@ -149,8 +150,12 @@ describe('group consume pipeline', () => {
     p0!.stream.push({ type: 'group_records', request_id: p0!.id, records: records(0, 2) });
     const m0 = await first;
     expect(m0.value?.offset).toBe(0);
-    // The caller has not asked for the next message, yet the next poll is already out.
-    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
+    // The caller has not asked for the next message, yet the next polls are already out.
+    await waitFor(
+      () => polls().length === 1 + GROUP_CONSUME_POLLS_AHEAD_MAX,
+      'the polls made ahead',
+      5_000,
+    );
     ctl.abort();
     await it.return?.();
   });
@@ -171,16 +176,24 @@ describe('group consume pipeline', () => {
     };
     answerPoll(0, 0);
     expect((await first).value?.offset).toBe(0);
-    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
-    answerPoll(1, 2);
+    const ahead = GROUP_CONSUME_POLLS_AHEAD_MAX;
+    await waitFor(() => polls().length === 1 + ahead, 'the polls made ahead', 5_000);
+    // Every poll made ahead is answered with two records before the loop ends.
+    for (let i = 1; i <= ahead; i++) answerPoll(i, 2 * i);
     await it.return?.();
     const nacked = () =>
       sent()
         .filter((x) => x.m.type === 'group_nack')
         .map((x) => (x.m as { offset: number }).offset)
-        .sort();
-    await waitFor(() => nacked().length === 2, 'the records made ahead are handed back', 5_000);
-    expect(nacked()).toEqual([2, 3]);
+        .sort((a, b) => a - b);
+    await waitFor(
+      () => nacked().length === 2 * ahead,
+      'the records made ahead are handed back',
+      5_000,
+    );
+    // Offset 1 was polled but never yielded too: it belongs to the yielded batch, whose
+    // records stay the caller's (they lapse); only the polls made ahead are handed back.
+    expect(nacked()).toEqual(Array.from({ length: 2 * ahead }, (_, i) => 2 + i));
   });
 
   it('a_request_that_cannot_be_built_leaves_later_answers_matched', async () => {
