@@ -7,6 +7,7 @@ import {
   batchChecksum,
   decodeFrame,
   encodeEventBatch,
+  encodeGroupRecordsFrame,
   encodeInternalMessage,
   encodeMessage,
   encodePublishAck,
@@ -15,6 +16,7 @@ import {
 } from '../src/index.js';
 import {
   eventBatchToFields,
+  groupRecordsToFields,
   internalToJson,
   publishAckToFields,
   publishBatchToFields,
@@ -22,6 +24,7 @@ import {
 import { toHex } from '../src/vectors/hex.js';
 import {
   EVENT_BATCH_SAMPLES,
+  GROUP_RECORDS_SAMPLES,
   INTERNAL_MESSAGE_SAMPLES,
   MESSAGE_SAMPLES,
   PUBLISH_ACK_SAMPLES,
@@ -61,6 +64,12 @@ for (const [name, batch] of Object.entries(EVENT_BATCH_SAMPLES)) {
   write(
     { name, kind: 'binary_event_batch', ...eventBatchToFields(batch) },
     encodeEventBatch(batch),
+  );
+}
+for (const [name, message] of Object.entries(GROUP_RECORDS_SAMPLES)) {
+  write(
+    { name, kind: 'binary_group_records', ...groupRecordsToFields(message) },
+    encodeGroupRecordsFrame(message),
   );
 }
 for (const [name, sample] of Object.entries(INTERNAL_MESSAGE_SAMPLES)) {

@@ -45,3 +45,9 @@ export const FEATURE_HI_INSPECT = 0x0000_0001;
  * answered `group_acked`). A Felix extension; plain `group_ack` stays fully supported.
  */
 export const FEATURE_HI_GROUP_ACK_BATCH = 0x0000_0002;
+/**
+ * Bit 2 of the `_hi` word (bit 34 of the set): the broker answers `group_poll` with a binary
+ * `group_records` frame (flag 0x8000) when the flag was negotiated too. A Felix extension; the
+ * JSON answer stays fully served to a client that offered neither.
+ */
+export const FEATURE_HI_GROUP_RECORDS_BINARY = 0x0000_0004;

@@ -20,9 +20,16 @@ export const FLAG_EVENT_BATCH_SKIPPED = 0x0800;
 export const FLAG_BINARY_PUBLISH_ACK_OFFSET = 0x1000;
 export const FLAG_EVENT_BATCH_PUBLISHER = 0x2000;
 export const FLAG_EVENT_BATCH_TIMESTAMPS = 0x4000;
+/**
+ * A Felix extension: a `group_records` answer in the binary layout of binary/group-records.ts
+ * (broker to client only, and only when both sides offered this flag). The last free bit, so it
+ * names a layout only alone: 0x8000 together with any other bit is reserved for further
+ * extension layouts and refused today.
+ */
+export const FLAG_BINARY_GROUP_RECORDS = 0x8000;
 
 /** Every bit this codec understands; anything else is rejected. */
-export const KNOWN_FLAGS = 0x7fff;
+export const KNOWN_FLAGS = 0xffff;
 
 /** Frozen: what a peer that advertised nothing is assumed to parse. */
 export const ORIGINAL_V1_FLAGS =
@@ -42,7 +49,12 @@ const EVENT_MODIFIERS =
   FLAG_EVENT_BATCH_TIMESTAMPS;
 
 /** Which payload layout a valid flag word selects. */
-export type FrameLayout = 'json' | 'publish_batch' | 'publish_ack' | 'event_batch';
+export type FrameLayout =
+  | 'json'
+  | 'publish_batch'
+  | 'publish_ack'
+  | 'event_batch'
+  | 'group_records';
 
 /**
  * Checks a flag word names exactly one layout with only that layout's modifiers, and
@@ -55,6 +67,12 @@ export function frameLayout(flags: number): FrameLayout {
     throw new UnknownFlagsError(flags, unknown || flags);
   }
   if (flags === 0) return 'json';
+  if (flags & FLAG_BINARY_GROUP_RECORDS) {
+    if (flags !== FLAG_BINARY_GROUP_RECORDS) {
+      throw new InvalidFlagCombinationError(flags, '0x8000 with another bit is reserved');
+    }
+    return 'group_records';
+  }
   if (flags & FLAG_BINARY_PUBLISH_BATCH) return publishLayout(flags);
   if (flags & FLAG_BINARY_PUBLISH_ACK) return ackLayout(flags);
   if (flags & (FLAG_BINARY_EVENT_BATCH | FLAG_BINARY_EVENT_BATCH_SHARED)) return eventLayout(flags);

@@ -45,6 +45,11 @@ export {
   eventBatchFlags,
 } from './binary/event-batch.js';
 export type { EventBatch } from './binary/event-batch.js';
+export {
+  decodeGroupRecords,
+  encodeGroupRecordsFrame,
+  fitsBinaryGroupRecords,
+} from './binary/group-records.js';
 export { decodeFramePayload } from './binary/any-frame.js';
 export type { DecodedFrame } from './binary/any-frame.js';
 export {

@@ -49,3 +49,7 @@ export const JSON_DEPTH_MAX = 64;
 
 /** Largest offset (and any u64 position) representable exactly as a JavaScript number. */
 export const OFFSET_MAX = Number.MAX_SAFE_INTEGER;
+
+/** Records one binary `group_records` frame (flag 0x8000) may declare; a broker sends at most
+ *  its poll cap (1,000 by default). The decoder also checks the count against the bytes left. */
+export const GROUP_RECORDS_BINARY_MAX = 65_536;

@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import type {
   EventBatch,
+  GroupRecordsMessage,
   InternalMessage,
   Message,
   PublishAck,
@@ -243,3 +244,19 @@ export const internalMessageArb: fc.Arbitrary<InternalMessage> = fc.oneof(
     lastGeneration: safe,
   }),
 );
+
+/** Binary `group_records` answers: only what the 0x8000 layout carries. */
+export const groupRecordsArb: fc.Arbitrary<GroupRecordsMessage> = fc
+  .record({
+    request_id: safe,
+    records: fc.array(
+      fc.record({
+        offset: safe,
+        payload: bytes,
+        attempts: fc.integer({ min: 0, max: 0xffff_ffff }),
+        skipped_before: fc.constant(0),
+      }),
+      { maxLength: 6 },
+    ),
+  })
+  .map((m) => ({ type: 'group_records' as const, ...m }));

@@ -2,6 +2,7 @@
 // the round-trip tests and by scripts/generate-vectors.ts to write the package's vectors.
 import type {
   EventBatch,
+  GroupRecordsMessage,
   InternalMessage,
   Message,
   PublishAck,
@@ -250,6 +251,25 @@ export const EVENT_BATCH_SAMPLES: Record<string, EventBatch> = {
   },
   bin_event_batch_legacy: { subscriptionId: 7, payloads: PAYLOADS },
   bin_event_batch_legacy_offsets: { subscriptionId: 7, baseOffset: 9, payloads: PAYLOADS },
+};
+
+/** Binary `group_records` answers (flag 0x8000): empty, one record, several with a redelivery. */
+export const GROUP_RECORDS_SAMPLES: Record<string, GroupRecordsMessage> = {
+  bin_group_records_empty: { type: 'group_records', records: [], request_id: 7 },
+  bin_group_records: {
+    type: 'group_records',
+    records: [{ offset: 42, payload: b('hello'), attempts: 1, skipped_before: 0 }],
+    request_id: 8,
+  },
+  bin_group_records_redelivered: {
+    type: 'group_records',
+    records: [
+      { offset: 100, payload: new Uint8Array([0, 255, 7]), attempts: 3, skipped_before: 0 },
+      { offset: 101, payload: new Uint8Array(0), attempts: 1, skipped_before: 0 },
+      { offset: 2 ** 40, payload: b('x'), attempts: 1, skipped_before: 0 },
+    ],
+    request_id: 9,
+  },
 };
 
 const SHARD = { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation: 2 };

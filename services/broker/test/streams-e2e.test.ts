@@ -310,15 +310,15 @@ for (const transport of TRANSPORTS) {
       const raw = await rawAuthed(conn, 0x0800);
       const before = await metric(
         shared,
-        /felix_broker_bad_input_total\{reason="unknown_flag"\} (\d+)/,
+        /felix_broker_bad_input_total\{reason="invalid_flags"\} (\d+)/,
       );
       const bad = encodeFrame(0, new Uint8Array(4));
-      new DataView(bad.buffer, bad.byteOffset).setUint16(6, 0x8000); // a flag bit no one defines
+      new DataView(bad.buffer, bad.byteOffset).setUint16(6, 0x8001); // 0x8000 with another bit: reserved, no layout
       await raw.stream.write(bad);
       expect(await raw.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
       expect(await raw.next()).toBeNull(); // the broker ended the stream
       expect(
-        await metric(shared, /felix_broker_bad_input_total\{reason="unknown_flag"\} (\d+)/),
+        await metric(shared, /felix_broker_bad_input_total\{reason="invalid_flags"\} (\d+)/),
       ).toBe(before + 1);
       // The connection and the broker carry on.
       const again = await rawAuthed(conn, 0x0800);

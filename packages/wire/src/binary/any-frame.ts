@@ -7,6 +7,7 @@ import type { Frame } from '../frame/header.js';
 import { decodeMessage } from '../json/message-codec.js';
 import type { Message } from '../json/message-types.js';
 import { type EventBatch, decodeEventBatch } from './event-batch.js';
+import { decodeGroupRecords } from './group-records.js';
 import { type PublishAck, decodePublishAck } from './publish-ack.js';
 import { type PublishBatch, decodePublishBatch } from './publish-batch.js';
 
@@ -14,7 +15,8 @@ export type DecodedFrame =
   | { layout: 'json'; message: Message }
   | { layout: 'publish_batch'; flags: number; batch: PublishBatch }
   | { layout: 'publish_ack'; flags: number; ack: PublishAck }
-  | { layout: 'event_batch'; flags: number; batch: EventBatch };
+  | { layout: 'event_batch'; flags: number; batch: EventBatch }
+  | { layout: 'group_records'; message: Message };
 
 /** Decodes any client frame. Throws only `WireError`. */
 export function decodeFramePayload(frame: Frame): DecodedFrame {
@@ -28,5 +30,7 @@ export function decodeFramePayload(frame: Frame): DecodedFrame {
       return { layout: 'publish_ack', flags, ack: decodePublishAck(flags, payload) };
     case 'event_batch':
       return { layout: 'event_batch', flags, batch: decodeEventBatch(flags, payload) };
+    case 'group_records':
+      return { layout: 'group_records', message: decodeGroupRecords(flags, payload) };
   }
 }

@@ -4,6 +4,7 @@
  * never throws: every failure is a result with a reason.
  */
 import { decodeEventBatch, encodeEventBatch } from '../binary/event-batch.js';
+import { decodeGroupRecords, encodeGroupRecordsFrame } from '../binary/group-records.js';
 import { decodePublishAck, encodePublishAck } from '../binary/publish-ack.js';
 import { decodePublishBatch, encodePublishBatch } from '../binary/publish-batch.js';
 import { decodeFrame, encodeFrame } from '../frame/header.js';
@@ -14,6 +15,8 @@ import {
   type VectorFields,
   eventBatchFromFields,
   eventBatchToFields,
+  groupRecordsFromFields,
+  groupRecordsToFields,
   internalFromJson,
   internalToJson,
   publishAckFromFields,
@@ -39,11 +42,13 @@ export const VECTOR_KINDS = [
   'binary_idempotent_publish_batch',
   'binary_publish_ack',
   'binary_event_batch',
+  'binary_group_records',
   'internal_message',
 ] as const;
 
 const BATCH_KEYS = ['request_id', 'ack_mode', 'producer_id', 'sequence', 'key_utf8', 'tenant_id', 'namespace', 'stream', 'payloads'];
 const ACK_KEYS = ['status', 'request_id', 'message', 'owner_node_id', 'owner_addr', 'owner_generation', 'code', 'retry', 'reason', 'retry_after_ms', 'offset'];
+const GROUP_RECORDS_KEYS = ['request_id', 'records'];
 const EVENT_KEYS = ['subscription_id', 'base_offset', 'skipped_before', 'publisher', 'timestamps_micros', 'payloads'];
 
 class Mismatch extends Error {}
@@ -94,6 +99,15 @@ function checkFields(v: VectorFields, hexText: string | undefined): void {
     case 'binary_event_batch': {
       compare(v, eventBatchToFields(decodeEventBatch(flags, decoded.payload)), EVENT_KEYS);
       same(toHex(encodeEventBatch(eventBatchFromFields(v))), frameHex, 're-encoded event batch');
+      return;
+    }
+    case 'binary_group_records': {
+      compare(v, groupRecordsToFields(decodeGroupRecords(flags, decoded.payload)), GROUP_RECORDS_KEYS);
+      same(
+        toHex(encodeGroupRecordsFrame(groupRecordsFromFields(v))),
+        frameHex,
+        're-encoded group records',
+      );
       return;
     }
     default: {

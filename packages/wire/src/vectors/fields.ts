@@ -6,6 +6,7 @@ import type { EventBatch } from '../binary/event-batch.js';
 import type { PublishAck } from '../binary/publish-ack.js';
 import type { BinaryAckMode, PublishBatch } from '../binary/publish-batch.js';
 import type { InternalMessage } from '../internal/messages.js';
+import type { GroupRecordsMessage } from '../json/message-types.js';
 import { fromHex, toHex } from './hex.js';
 
 export type VectorFields = { [key: string]: unknown };
@@ -112,6 +113,32 @@ export function eventBatchFromFields(v: VectorFields): EventBatch {
   if (v.publisher !== undefined) b.publisher = String(v.publisher);
   if (Array.isArray(v.timestamps_micros)) b.timestampsMicros = v.timestamps_micros.map(Number);
   return b;
+}
+
+/** A binary `group_records` answer: `request_id`, and `records` as {offset, attempts, payload_hex}. */
+export function groupRecordsToFields(m: GroupRecordsMessage): VectorFields {
+  return {
+    request_id: m.request_id,
+    records: m.records.map((r) => ({
+      offset: r.offset,
+      attempts: r.attempts,
+      payload_hex: toHex(r.payload),
+    })),
+  };
+}
+
+export function groupRecordsFromFields(v: VectorFields): GroupRecordsMessage {
+  const records = Array.isArray(v.records) ? (v.records as VectorFields[]) : [];
+  return {
+    type: 'group_records',
+    request_id: Number(v.request_id),
+    records: records.map((r) => ({
+      offset: Number(r.offset),
+      attempts: Number(r.attempts),
+      payload: fromHex(String(r.payload_hex)) ?? new Uint8Array(0),
+      skipped_before: 0,
+    })),
+  };
 }
 
 /** Internal messages as JSON: bytes become `{"hex": ...}`, bigints `{"u64": "..."}`. */
