@@ -13,7 +13,13 @@ import {
 } from '@felix/client';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
-import { FEATURE_EXTENDED, FEATURE_HI_GROUP_ACK_BATCH, encodeMessage } from '@felix/wire';
+import {
+  FEATURE_EXTENDED,
+  FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_RECORDS_BINARY,
+  FLAG_BINARY_GROUP_RECORDS,
+  encodeMessage,
+} from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, type BrokerSpec, startBroker } from './broker-process.js';
 import { rawAuthed } from './raw-session.js';
@@ -508,6 +514,64 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(await b.next()).toEqual({ type: 'group_acked', stale: [], request_id: 4 });
       expect((await g.describe()).committed).toBe(offsets[1]! + 1);
       await ext.close();
+    });
+
+    it('a_poll_is_answered_in_binary_only_when_the_client_offered_it', async () => {
+      await freshGroup('binary-records');
+      const offsets = await publishJobs(3, 'binary-records');
+      const group = {
+        tenant_id: 't1',
+        namespace: 'default',
+        stream: 'jobs',
+        shard: 0,
+        group: 'binary-records',
+      };
+      const poll = (request_id: number) =>
+        encodeMessage({
+          type: 'group_poll',
+          ...group,
+          max_records: 1,
+          wait_ms: 5_000,
+          request_id,
+          reclaim: false,
+        });
+      const low = (0x0fff_ffff | FEATURE_EXTENDED) >>> 0;
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      // Both the flag and the feature bit: the answer is a binary frame.
+      const both = await rawAuthed(
+        conn,
+        low,
+        FEATURE_HI_GROUP_RECORDS_BINARY,
+        0x1fff | FLAG_BINARY_GROUP_RECORDS,
+      );
+      await both.stream.write(poll(1));
+      const bin = (await both.next()) as {
+        binary?: boolean;
+        request_id: number;
+        records: { offset: number; attempts: number; payload: Uint8Array }[];
+      };
+      expect(bin.binary).toBe(true);
+      expect(bin.request_id).toBe(1);
+      expect(bin.records.map((r) => [r.offset, r.attempts, text(r.payload)])).toEqual([
+        [offsets[0], 1, 'binary-records-0'],
+      ]);
+      // The feature bit without the flag, and the flag without the feature bit: JSON.
+      const noFlag = await rawAuthed(conn, low, FEATURE_HI_GROUP_RECORDS_BINARY);
+      await noFlag.stream.write(poll(2));
+      const a = (await noFlag.next()) as { binary?: boolean; records: { offset: number }[] };
+      expect(a.binary).toBeUndefined();
+      expect(a.records.map((r) => r.offset)).toEqual([offsets[1]]);
+      const noBit = await rawAuthed(
+        conn,
+        0x0fff_ffff,
+        undefined,
+        0x1fff | FLAG_BINARY_GROUP_RECORDS,
+      );
+      await noBit.stream.write(poll(3));
+      const b = (await noBit.next()) as { binary?: boolean; records: { offset: number }[] };
+      expect(b.binary).toBeUndefined();
+      expect(b.records.map((r) => r.offset)).toEqual([offsets[2]]);
+      await conn.close();
     });
 
     it('owed_records_go_out_before_new_ones', async () => {

@@ -13,7 +13,9 @@ import {
   FEATURE_GROUP_CLAIM_CONTROL,
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FLAG_BINARY_GROUP_RECORDS,
   type Message,
+  decodeGroupRecords,
   decodeMessage,
   encodeMessage,
 } from '@felix/wire';
@@ -176,7 +178,11 @@ export class Group {
       );
       const frame = await ps.frames.next();
       if (frame === null) throw new ConnectionLostError(bc.server);
-      const msg = decodeMessage(frame.payload);
+      // A broker that granted the 0x8000 flag answers in binary; errors stay JSON.
+      const msg =
+        frame.flags === FLAG_BINARY_GROUP_RECORDS && (bc.negotiated.flags & frame.flags) !== 0
+          ? decodeGroupRecords(frame.flags, frame.payload)
+          : decodeMessage(frame.payload);
       if (msg.type === 'error') throw answerError(msg);
       if (msg.type !== 'group_records')
         throw new ProtocolError(`expected group_records, got ${msg.type}`);

@@ -25,6 +25,7 @@ import {
   GROUP_FEATURES,
   GROUP_FEATURES_HI,
   GroupService,
+  groupAnswerFrame,
   isGroupMessage,
 } from '../groups/group-service.js';
 import { cacheGet, cachePut, counterOp, hotGetFrame, openWatch } from './cache-requests.js';
@@ -116,7 +117,7 @@ export class Projections {
     }
     a.answers.push(
       this.answer(a).then(
-        (m) => (m === null ? null : jsonFrame(m)),
+        (m) => (m === null ? null : (groupAnswerFrame(a.auth, m) ?? jsonFrame(m))),
         (err: unknown) => this.errorFrame(a.auth, msg.type, err),
       ),
     );

@@ -19,8 +19,12 @@ import {
   FEATURE_GROUP_CLAIM_CONTROL,
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_RECORDS_BINARY,
+  FLAG_BINARY_GROUP_RECORDS,
   type GroupRecord,
   type Message,
+  encodeGroupRecordsFrame,
+  fitsBinaryGroupRecords,
 } from '@felix/wire';
 import type { Catalog } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
@@ -46,8 +50,21 @@ export const GROUP_FEATURES =
   FEATURE_GROUP_ADMIN |
   FEATURE_GROUP_CLAIM_CONTROL;
 
-/** High-word bits: `group_ack_batch` (a Felix extension; plain `group_ack` stays). */
-export const GROUP_FEATURES_HI = FEATURE_HI_GROUP_ACK_BATCH;
+/** High-word bits, Felix extensions: `group_ack_batch` (plain `group_ack` stays) and binary
+ *  `group_records` answers (the JSON answer stays). */
+export const GROUP_FEATURES_HI = FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_RECORDS_BINARY;
+
+/**
+ * A poll's answer as a binary `group_records` frame (flag 0x8000) when the client offered both
+ * the flag and FEATURE_HI_GROUP_RECORDS_BINARY and the answer fits the layout; otherwise
+ * undefined and the answer goes as JSON. Never a flag-bearing frame the client did not offer.
+ */
+export function groupAnswerFrame(auth: Negotiated, m: Message): Uint8Array | undefined {
+  if (m.type !== 'group_records') return undefined;
+  if ((auth.flags & FLAG_BINARY_GROUP_RECORDS) === 0) return undefined;
+  if ((auth.featuresHi & FEATURE_HI_GROUP_RECORDS_BINARY) === 0) return undefined;
+  return fitsBinaryGroupRecords(m) ? encodeGroupRecordsFrame(m) : undefined;
+}
 
 const GROUP_REQUESTS = new Set([
   'group_poll',
