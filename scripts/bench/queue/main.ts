@@ -7,8 +7,9 @@
  * Each system is loaded once with 2N records of 100 bytes; every round then drains N of them
  * into fresh groups with 1 and with 4 consumers, the systems interleaved within the round.
  * FELIX_BENCH_ROUNDS (default 3) rounds; each row is the median, with the range. Felix is
- * drained two ways: `group.consume()` (the next poll in flight while the batch is acked, the
- * acks of one turn sent as one `group_ack_batch` when the broker offers it) and a poll loop
+ * drained two ways: `group.consume()` (up to three polls in flight ahead while the batch is
+ * acked, polls answered as binary group_records frames when the broker offers them, the acks
+ * of one turn sent as one `group_ack_batch` when the broker offers it) and a poll loop
  * (poll 100, ack each, await all, poll again; `waitMs: 0`, like XREADGROUP without BLOCK, so a
  * consumer that finds everything claimed by the others does not sit out a long poll at the end).
  * Felix acknowledgements are durable (the group's cursor is written with an fsync before the ack
