@@ -18,7 +18,8 @@
  * trip p50/p99 for one consumer taking one record at a time, and for each Felix drain the CPU
  * time per record of this process and of the broker (utime + stime from /proc, 10 ms ticks), a
  * figure a shared machine disturbs less than a rate. FELIX_BENCH_QUICK=1 shrinks the
- * counts; FELIX_BENCH_SYSTEMS=felix,redis (default felix,redis,nats) picks systems.
+ * counts; FELIX_BENCH_SYSTEMS=felix,redis (default felix,redis,nats) picks systems;
+ * FELIX_BENCH_CONSUME_ONLY=1 runs only the consume() drains for Felix (for profiles).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -39,6 +40,9 @@ const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 3));
 const SYSTEMS = (process.env.FELIX_BENCH_SYSTEMS ?? 'felix,redis,nats').split(',');
 const PAYLOAD = new Uint8Array(100).fill(7);
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
+/** Felix drains with consume() only (no poll loop, no one-at-a-time latency), so a client
+ *  profile (`node --cpu-prof`) holds the consume path and the load alone. */
+const CONSUME_ONLY = process.env.FELIX_BENCH_CONSUME_ONLY === '1';
 
 /** Samples per "scenario|system|note|unit" across rounds. */
 const samples = new Map<string, number[]>();
@@ -129,6 +133,7 @@ async function felixRound(felix: FelixClient, round: number): Promise<void> {
     sample(drainName(consumers), 'Felix consume() (TLS)', perSec(N, ms), '/s', 'durable cursor');
     sampleCpu(drainName(consumers), 'Felix consume()', cpu0);
   }
+  if (CONSUME_ONLY) return;
   for (const consumers of [1, 4]) {
     const group = felix.group('q', `p${consumers}-r${round}`);
     await group.seek('earliest');
