@@ -419,6 +419,10 @@ export class GroupService {
       }
       if (r.records.length === 0) break;
       let full = false;
+      // One deadline for the records of this read (no await between them).
+      const deadline = Date.now() + visibility;
+      const done = st.done;
+      const owed = st.owed;
       for (const rec of r.records) {
         if (rec.offset >= tail || out.length >= want) break;
         if (!fits(rec.payload.byteLength)) {
@@ -426,9 +430,13 @@ export class GroupService {
           break;
         }
         st.next = Math.max(st.next, rec.offset + 1);
-        if (st.done.has(rec.offset) || st.claims.has(rec.offset) || st.owed.has(rec.offset))
+        if (
+          (done.size > 0 && done.has(rec.offset)) ||
+          st.claims.has(rec.offset) ||
+          (owed.size > 0 && owed.has(rec.offset))
+        )
           continue;
-        st.claim(rec.offset, 1, Date.now() + visibility);
+        st.claim(rec.offset, 1, deadline);
         bytes += rec.payload.byteLength;
         out.push({ offset: rec.offset, payload: rec.payload, attempts: 1, skipped_before: 0 });
       }
@@ -465,12 +473,7 @@ export class GroupService {
       }
       const delay = msg.delay_ms ?? 0;
       if (delay > 0) {
-        claim.delayed = true;
-        st.reschedule(
-          offset,
-          claim,
-          Date.now() + Math.min(delay, this.cfg.groups.max_visibility_ms),
-        );
+        st.reschedule(claim, Date.now() + Math.min(delay, this.cfg.groups.max_visibility_ms), true);
       } else {
         st.claims.delete(offset);
         st.owed.set(offset, claim.attempts);
@@ -590,7 +593,7 @@ export class GroupService {
       throw stale(msg.offset, true);
     }
     const visible = Math.min(msg.extend_ms, this.cfg.groups.max_visibility_ms);
-    st.reschedule(msg.offset, claim, Date.now() + visible);
+    st.reschedule(claim, Date.now() + visible);
     return { type: 'group_extended', visible_ms: visible, request_id: msg.request_id };
   }
 

@@ -9,13 +9,19 @@
 
 import { GROUP_DEADLINE_HEAP_SLACK } from '../limits.js';
 
+/**
+ * One standing claim. It is also its own deadline-heap entry: its deadline never changes (a
+ * reschedule replaces the claim), so an entry is live exactly while `claims` maps its offset
+ * to it, and one object per record in flight is all the bookkeeping a claim costs.
+ */
 export interface Claim {
+  readonly offset: number;
   /** Deliveries of this record including the one this claim is for. */
-  attempts: number;
+  readonly attempts: number;
   /** Unix ms at which the claim lapses (or a delayed nack becomes owed). */
-  deadline: number;
+  readonly deadline: number;
   /** A nack with a delay: still counted in flight, but it cannot be extended. */
-  delayed: boolean;
+  readonly delayed: boolean;
 }
 
 export class GroupState {
@@ -43,11 +49,11 @@ export class GroupState {
   /** The cursor write in flight, if any (settles behind it wait and then write once). */
   commitRun: Promise<void> | undefined;
   /**
-   * Claim deadlines as a binary min-heap. An entry is live while its claim is still the one
-   * standing for the offset with that deadline; others are dropped when they surface, and the
-   * heap is rebuilt when dead entries would outnumber claims (GROUP_DEADLINE_HEAP_SLACK).
+   * Claims by deadline as a binary min-heap. An entry is live while it is still the claim
+   * standing for its offset; others are dropped when they surface, and the heap is rebuilt when
+   * dead entries would outnumber claims (GROUP_DEADLINE_HEAP_SLACK).
    */
-  private readonly deadlines: DeadlineEntry[] = [];
+  private readonly deadlines: Claim[] = [];
 
   constructor(position: number, committed: number | undefined, tail: number, nowMs: number) {
     this.position = position;
@@ -66,11 +72,10 @@ export class GroupState {
     let lapsed = 0;
     const heap = this.deadlines;
     while (heap.length > 0 && heap[0]!.deadline <= nowMs) {
-      const e = popHeap(heap);
-      const c = this.claims.get(e.offset);
-      if (c !== e.claim || c.deadline !== e.deadline) continue; // settled or rescheduled since
-      this.claims.delete(e.offset);
-      this.owed.set(e.offset, c.attempts);
+      const c = popHeap(heap);
+      if (this.claims.get(c.offset) !== c) continue; // settled or rescheduled since
+      this.claims.delete(c.offset);
+      this.owed.set(c.offset, c.attempts);
       if (!c.delayed) lapsed++;
     }
     return lapsed;
@@ -80,9 +85,8 @@ export class GroupState {
   earliestDeadline(): number | undefined {
     const heap = this.deadlines;
     while (heap.length > 0) {
-      const e = heap[0]!;
-      const c = this.claims.get(e.offset);
-      if (c === e.claim && c.deadline === e.deadline) return e.deadline;
+      const c = heap[0]!;
+      if (this.claims.get(c.offset) === c) return c.deadline;
       popHeap(heap); // a settled or rescheduled claim's old entry
     }
     return undefined;
@@ -94,27 +98,32 @@ export class GroupState {
     return [...this.owed.keys()].sort((a, b) => a - b);
   }
 
-  /** Moves a standing claim's deadline (extend, delayed nack). */
-  reschedule(offset: number, claim: Claim, deadline: number): void {
-    claim.deadline = deadline;
-    this.schedule(offset, claim);
+  /**
+   * Moves a standing claim's deadline (extend; a delayed nack with `delayed`): the claim is
+   * replaced, so the old one's heap entry is dead from here on. Answers the new claim.
+   */
+  reschedule(claim: Claim, deadline: number, delayed = claim.delayed): Claim {
+    const next: Claim = { offset: claim.offset, attempts: claim.attempts, deadline, delayed };
+    this.claims.set(claim.offset, next);
+    this.schedule(next);
+    return next;
   }
 
-  private schedule(offset: number, claim: Claim): void {
+  private schedule(claim: Claim): void {
     const heap = this.deadlines;
     // Entries of settled claims stay until they surface; rebuild before they outnumber claims.
     if (heap.length >= 2 * this.claims.size + GROUP_DEADLINE_HEAP_SLACK) {
       heap.length = 0;
-      for (const [o, c] of this.claims) if (o !== offset) pushHeap(heap, o, c);
+      for (const c of this.claims.values()) if (c !== claim) pushHeap(heap, c);
     }
-    pushHeap(heap, offset, claim);
+    pushHeap(heap, claim);
   }
 
   claim(offset: number, attempts: number, deadline: number): void {
-    this.owed.delete(offset);
-    const claim: Claim = { attempts, deadline, delayed: false };
+    if (this.owed.size > 0) this.owed.delete(offset);
+    const claim: Claim = { offset, attempts, deadline, delayed: false };
     this.claims.set(offset, claim);
-    this.schedule(offset, claim);
+    this.schedule(claim);
   }
 
   /** Stops tracking an offset being given up on (its dead letter is being written). */
@@ -168,14 +177,7 @@ export class GroupState {
   }
 }
 
-interface DeadlineEntry {
-  deadline: number;
-  offset: number;
-  claim: Claim;
-}
-
-function pushHeap(heap: DeadlineEntry[], offset: number, claim: Claim): void {
-  const e: DeadlineEntry = { deadline: claim.deadline, offset, claim };
+function pushHeap(heap: Claim[], e: Claim): void {
   let i = heap.length;
   heap.push(e);
   while (i > 0) {
@@ -187,7 +189,7 @@ function pushHeap(heap: DeadlineEntry[], offset: number, claim: Claim): void {
   heap[i] = e;
 }
 
-function popHeap(heap: DeadlineEntry[]): DeadlineEntry {
+function popHeap(heap: Claim[]): Claim {
   const top = heap[0]!;
   const last = heap.pop()!;
   if (heap.length > 0) {
