@@ -62,9 +62,15 @@ export const REQUESTS_IN_FLIGHT_MAX = 4096;
 /** Offsets one `group_ack_batch` names (the broker's bound is 1,000); acks of one turn beyond
  *  it go in further batches. */
 export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
-/** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on. More
+/** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on, while
+ *  the caller works through batches quickly (GROUP_CONSUME_QUICK_BATCH_MS); otherwise one. More
  *  than one lets the poll round trips overlap one another as well as the caller's work (the
- *  broker answers them one after another from the group's queue); each holds at most one poll's
- *  records whose visibility clock runs while they wait in the client, so this stays small.
+ *  broker answers them one after another from the group's queue). Records polled ahead wait in
+ *  the client with their visibility clock running, so this stays small.
  *  GROUP_POLL_STREAMS_IDLE_MAX keeps a stream for each. */
 export const GROUP_CONSUME_POLLS_AHEAD_MAX = 3;
+/** A batch the caller worked through within this is quick: only then does `consume()` poll more
+ *  than one ahead, so records polled ahead wait in the client for about
+ *  GROUP_CONSUME_POLLS_AHEAD_MAX x this at most, a small part of any visibility timeout, and a
+ *  slow caller keeps the single poll ahead it had before. */
+export const GROUP_CONSUME_QUICK_BATCH_MS = 250;

@@ -12,7 +12,7 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { GROUP_CONSUME_POLLS_AHEAD_MAX } from '../src/limits.js';
+import { GROUP_CONSUME_POLLS_AHEAD_MAX, GROUP_CONSUME_QUICK_BATCH_MS } from '../src/limits.js';
 import { Group } from '../src/projections/group.js';
 import { RequestChannel } from '../src/projections/request-channel.js';
 
@@ -150,12 +150,8 @@ describe('group consume pipeline', () => {
     p0!.stream.push({ type: 'group_records', request_id: p0!.id, records: records(0, 2) });
     const m0 = await first;
     expect(m0.value?.offset).toBe(0);
-    // The caller has not asked for the next message, yet the next polls are already out.
-    await waitFor(
-      () => polls().length === 1 + GROUP_CONSUME_POLLS_AHEAD_MAX,
-      'the polls made ahead',
-      5_000,
-    );
+    // The caller has not asked for the next message, yet the next poll is already out.
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
     ctl.abort();
     await it.return?.();
   });
@@ -167,19 +163,25 @@ describe('group consume pipeline', () => {
       streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
     const polls = () => sent().filter((x) => x.m.type === 'group_poll');
     const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
-    const first = it.next();
-    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
     const answerPoll = (i: number, from: number) => {
       const p = polls()[i]!;
       const id = (p.m as { request_id: number }).request_id;
       p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
     };
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
     answerPoll(0, 0);
     expect((await first).value?.offset).toBe(0);
+    expect((await it.next()).value?.offset).toBe(1);
+    // The first batch was worked through quickly: the next batch brings the full depth ahead.
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
+    const third = it.next();
+    answerPoll(1, 2);
+    expect((await third).value?.offset).toBe(2);
     const ahead = GROUP_CONSUME_POLLS_AHEAD_MAX;
-    await waitFor(() => polls().length === 1 + ahead, 'the polls made ahead', 5_000);
+    await waitFor(() => polls().length === 2 + ahead, 'the polls made ahead', 5_000);
     // Every poll made ahead is answered with two records before the loop ends.
-    for (let i = 1; i <= ahead; i++) answerPoll(i, 2 * i);
+    for (let i = 2; i < 2 + ahead; i++) answerPoll(i, 2 * i);
     await it.return?.();
     const nacked = () =>
       sent()
@@ -191,9 +193,40 @@ describe('group consume pipeline', () => {
       'the records made ahead are handed back',
       5_000,
     );
-    // Offset 1 was polled but never yielded too: it belongs to the yielded batch, whose
-    // records stay the caller's (they lapse); only the polls made ahead are handed back.
-    expect(nacked()).toEqual(Array.from({ length: 2 * ahead }, (_, i) => 2 + i));
+    // Offset 3 belongs to the batch being yielded, which stays the caller's (it lapses); only
+    // the polls made ahead are handed back.
+    expect(nacked()).toEqual(Array.from({ length: 2 * ahead }, (_, i) => 4 + i));
+  });
+
+  it('a_caller_slow_with_its_batches_keeps_a_single_poll_ahead', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const sent = () =>
+      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+    const polls = () => sent().filter((x) => x.m.type === 'group_poll');
+    const it = g.consume({ max: 1, waitMs: 1_000 })[Symbol.asyncIterator]();
+    const answerPoll = (i: number, from: number) => {
+      const p = polls()[i]!;
+      const id = (p.m as { request_id: number }).request_id;
+      p.stream.push({ type: 'group_records', request_id: id, records: records(from, 1) });
+    };
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    answerPoll(0, 0);
+    expect((await first).value?.offset).toBe(0);
+    // The caller's work on this batch outlasts a quick batch (a stand-in for slow work).
+    await new Promise((r) => setTimeout(r, GROUP_CONSUME_QUICK_BATCH_MS + 50));
+    const second = it.next();
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
+    answerPoll(1, 1);
+    expect((await second).value?.offset).toBe(1);
+    await waitFor(() => polls().length === 3, 'one poll ahead again', 5_000);
+    answerPoll(2, 2);
+    await it.return?.();
+    const nacked = () => sent().filter((x) => x.m.type === 'group_nack');
+    await waitFor(() => nacked().length === 1, 'the record made ahead is handed back', 5_000);
+    // Only one poll went ahead after the slow batch, not GROUP_CONSUME_POLLS_AHEAD_MAX.
+    expect(polls()).toHaveLength(3);
   });
 
   it('a_request_that_cannot_be_built_leaves_later_answers_matched', async () => {

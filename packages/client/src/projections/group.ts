@@ -28,6 +28,7 @@ import {
 import {
   GROUP_ACK_BATCH_OFFSETS_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
+  GROUP_CONSUME_QUICK_BATCH_MS,
   GROUP_POLL_RECORDS_DEFAULT,
   GROUP_POLL_STREAMS_IDLE_MAX,
   GROUP_POLL_WAIT_MS_DEFAULT,
@@ -218,9 +219,10 @@ export class Group {
 
   /**
    * Yields messages as they are handed out. While the caller works through one batch the next
-   * poll is already in flight (at most GROUP_CONSUME_POLLS_AHEAD_MAX), so the poll round trip
-   * overlaps the caller's work and acks. Records of a poll made ahead that the loop never
-   * yields (it ended first) are handed back with a nack.
+   * poll is already in flight, so the poll round trip overlaps the caller's work and acks; a
+   * caller that works through its batches quickly (GROUP_CONSUME_QUICK_BATCH_MS) gets up to
+   * GROUP_CONSUME_POLLS_AHEAD_MAX polls ahead, so round trips overlap one another too. Records
+   * of a poll made ahead that the loop never yields (it ended first) are handed back with a nack.
    */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
     const self = this;
@@ -231,6 +233,8 @@ export class Group {
         opts.signal?.addEventListener('abort', onAbort, { once: true });
         const pollOpts: PollOptions = { ...opts, signal: stop.signal };
         const ahead: Array<Promise<GroupMessage[]>> = [];
+        // Whether the caller worked through its last batch quickly: only then poll further ahead.
+        let quick = false;
         const pollAhead = () => {
           const p = self.poll(pollOpts);
           p.catch(() => undefined); // observed when it is awaited (or dropped at the end)
@@ -248,10 +252,12 @@ export class Group {
               if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
               throw err;
             }
-            if (batch.length > 0) {
-              while (ahead.length < GROUP_CONSUME_POLLS_AHEAD_MAX) pollAhead();
-            }
+            if (batch.length === 0) continue;
+            const depth = quick ? GROUP_CONSUME_POLLS_AHEAD_MAX : 1;
+            while (ahead.length < depth) pollAhead();
+            const started = performance.now();
             for (const m of batch) yield m;
+            quick = performance.now() - started <= GROUP_CONSUME_QUICK_BATCH_MS;
           }
         } finally {
           opts.signal?.removeEventListener('abort', onAbort);
