@@ -34,7 +34,7 @@ export {
 export type { ValidatedMaterial } from './material/certificate.js';
 export { MUX_PREFACE, MuxDecoder } from './mux/frame.js';
 export type { FrameSink, Settings } from './mux/frame.js';
-export { ALPN } from './tls/tls-transport.js';
+export { ALPN, TLS13_CIPHER_SUITES } from './tls/tls-transport.js';
 export { dial, listen } from './transport.js';
 export type {
   Connection,

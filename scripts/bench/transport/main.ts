@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { type TLSSocket, connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
 import {
   type Connection,
+  TLS13_CIPHER_SUITES,
   type TransportStream,
   dial,
   listen,
@@ -48,7 +49,15 @@ async function serve(dataDir: string): Promise<void> {
       for await (const conn of l.connections()) void serveConnection(conn);
     })();
   }
-  const raw = createTlsServer({ cert: tls.certPem, key: tls.keyPem, ALPNProtocols: ['felix/1'] });
+  // The raw peer settles on the same cipher suite as the mux listener, so the comparison is of
+  // the multiplexer alone.
+  const raw = createTlsServer({
+    cert: tls.certPem,
+    key: tls.keyPem,
+    ALPNProtocols: ['felix/1'],
+    ciphers: TLS13_CIPHER_SUITES,
+    honorCipherOrder: true,
+  });
   raw.on('secureConnection', serveRaw);
   await new Promise<void>((r) => raw.listen(0, '127.0.0.1', () => r()));
   const addr = raw.address();
