@@ -62,6 +62,11 @@ export const REQUESTS_IN_FLIGHT_MAX = 4096;
 /** Offsets one `group_ack_batch` names (the broker's bound is 1,000); acks of one turn beyond
  *  it go in further batches. */
 export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
+/** `group_ack_batch` requests one Group keeps unanswered; the acks made meanwhile gather and go
+ *  together when one is answered (a full batch goes at once). The broker answers a batch after
+ *  the cursor write covering it and would hold acks arriving meanwhile for the next write, so
+ *  gathering them costs no cursor write and saves a request and an answer per turn. */
+export const GROUP_ACK_BATCHES_IN_FLIGHT_MAX = 1;
 /** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on, while
  *  the caller works through batches quickly (GROUP_CONSUME_QUICK_BATCH_MS); otherwise one. More
  *  than one lets the poll round trips overlap one another as well as the caller's work (the

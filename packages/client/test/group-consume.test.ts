@@ -133,6 +133,47 @@ describe('group consume pipeline', () => {
     expect(await Promise.all(acks)).toEqual(['ok', 'StaleClaimError', 'ok']);
   });
 
+  it('acks_made_while_a_batch_is_unanswered_go_together_once_it_is_answered', async () => {
+    const { host, streams } = fakeHost(FEATURE_HI_GROUP_ACK_BATCH);
+    const g = new Group(host, 'jobs', 'billing');
+    const poll = g.poll({ max: 5, waitMs: 0 });
+    await waitFor(() => streams[0]?.writes.length === 1, 'the poll is sent', 5_000);
+    const req = decodeAll(streams[0]!.writes)[0] as Extract<Message, { type: 'group_poll' }>;
+    streams[0]!.push({ type: 'group_records', request_id: req.request_id, records: records(0, 5) });
+    const msgs = await poll;
+    const sent = () =>
+      decodeAll(streams[1]?.writes ?? []) as Extract<Message, { type: 'group_ack_batch' }>[];
+    const first = msgs[0]!.ack();
+    await waitFor(() => sent().length === 1, 'the first batch is sent', 5_000);
+    // Three more turns of acks while the first batch is unanswered: none of them is sent yet.
+    const later: Promise<void>[] = [];
+    for (const m of msgs.slice(1, 4)) {
+      later.push(m.ack());
+      await new Promise<void>((r) => setImmediate(r));
+    }
+    expect(sent()).toHaveLength(1);
+    streams[1]!.push({ type: 'group_acked', stale: [], request_id: sent()[0]!.request_id });
+    await first;
+    // Answered: what gathered meanwhile goes as one request.
+    await waitFor(() => sent().length === 2, 'the gathered batch is sent', 5_000);
+    expect(sent()[1]!.offsets).toEqual([1, 2, 3]);
+    streams[1]!.push({ type: 'group_acked', stale: [3], request_id: sent()[1]!.request_id });
+    const outcomes = await Promise.all(
+      later.map((p) =>
+        p.then(
+          () => 'ok',
+          (e: Error) => e.name,
+        ),
+      ),
+    );
+    expect(outcomes).toEqual(['ok', 'ok', 'StaleClaimError']);
+    // Nothing is unanswered any more: the next ack goes at the end of its turn.
+    const last = msgs[4]!.ack();
+    await waitFor(() => sent().length === 3, 'the next ack goes at once', 5_000);
+    streams[1]!.push({ type: 'group_acked', stale: [], request_id: sent()[2]!.request_id });
+    await last;
+  });
+
   it('consume_has_the_next_poll_in_flight_while_the_caller_holds_a_batch', async () => {
     const { host, streams } = fakeHost();
     const g = new Group(host, 'jobs', 'billing');

@@ -26,6 +26,7 @@ import {
   brokerError,
 } from '../errors.js';
 import {
+  GROUP_ACK_BATCHES_IN_FLIGHT_MAX,
   GROUP_ACK_BATCH_OFFSETS_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_CONSUME_QUICK_BATCH_MS,
@@ -120,6 +121,9 @@ interface AckBatch {
   bc: BrokerConnection;
   items: PendingAck[];
   sent: boolean;
+  /** Its turn ended while GROUP_ACK_BATCHES_IN_FLIGHT_MAX batches were unanswered: it keeps
+   *  gathering and goes when one is answered (or once it is full). */
+  held: boolean;
 }
 
 export class Group {
@@ -129,6 +133,8 @@ export class Group {
   /** Acks made this turn on `bc`, sent together at its end (bounded per request by
    *  GROUP_ACK_BATCH_OFFSETS_MAX; the caller's own messages bound the list). */
   private acks: AckBatch | undefined;
+  /** `group_ack_batch` requests sent and not yet answered. */
+  private ackBatchesOut = 0;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -290,9 +296,11 @@ export class Group {
     // A batch already gathering this turn takes the ack without another connection lookup.
     const open = this.acks;
     if (open !== undefined) {
-      return new Promise<void>((resolve, reject) => {
+      const p = new Promise<void>((resolve, reject) => {
         open.items.push({ offset, resolve, reject });
       });
+      if (open.held && open.items.length >= GROUP_ACK_BATCH_OFFSETS_MAX) this.flushAcks(open);
+      return p;
     }
     return this.ackOnConnection(offset);
   }
@@ -306,8 +314,8 @@ export class Group {
     }
     let batch = this.acks;
     if (batch?.bc !== bc) {
-      if (batch !== undefined) this.flushAcks(batch); // made on a connection since replaced
-      const opened: AckBatch = { bc, items: [], sent: false };
+      if (batch !== undefined) this.flushAcks(batch, true); // made on a connection since replaced
+      const opened: AckBatch = { bc, items: [], sent: false, held: false };
       setImmediate(() => this.flushAcks(opened));
       this.acks = batch = opened;
     }
@@ -317,8 +325,19 @@ export class Group {
     });
   }
 
-  private flushAcks(batch: AckBatch): void {
+  private flushAcks(batch: AckBatch, now = false): void {
     if (batch.sent) return;
+    // While a batch is unanswered (its cursor write is under way on the broker, which would hold
+    // these acks for the next write anyway) the acks of later turns keep gathering and go as one
+    // request when it is answered: one request and answer per cursor write, not one per turn.
+    if (
+      !now &&
+      this.ackBatchesOut >= GROUP_ACK_BATCHES_IN_FLIGHT_MAX &&
+      batch.items.length < GROUP_ACK_BATCH_OFFSETS_MAX
+    ) {
+      batch.held = true;
+      return;
+    }
     batch.sent = true;
     if (this.acks === batch) this.acks = undefined;
     this.sendAcks(batch.bc, batch.items);
@@ -328,6 +347,7 @@ export class Group {
     for (let i = 0; i < items.length; i += GROUP_ACK_BATCH_OFFSETS_MAX) {
       const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
       const offsets = part.map((a) => a.offset);
+      this.ackBatchesOut++;
       channelOf(bc)
         .request((request_id) => ({
           type: 'group_ack_batch',
@@ -347,6 +367,11 @@ export class Group {
         })
         .catch((err: unknown) => {
           for (const a of part) a.reject(err as Error);
+        })
+        .finally(() => {
+          this.ackBatchesOut--;
+          const held = this.acks;
+          if (held?.held === true) this.flushAcks(held);
         });
     }
   }
