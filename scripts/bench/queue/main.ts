@@ -6,7 +6,10 @@
  *
  * Each system is loaded once with 2N records of 100 bytes; every round then drains N of them
  * into fresh groups with 1 and with 4 consumers, the systems interleaved within the round.
- * FELIX_BENCH_ROUNDS (default 3) rounds; each row is the median, with the range. Felix is
+ * FELIX_BENCH_ROUNDS (default 3) rounds; each row is the median, with the range. Before them,
+ * FELIX_BENCH_WARMUP (default 4) untimed rounds of the same drains, for every system: a drain
+ * lasts 30-100 ms, so without them the first rounds time Node's JIT compiling the client and
+ * broker paths (a cold Felix round drained at a quarter of a warm one's rate). Felix is
  * drained two ways: `group.consume()` (up to three polls in flight ahead while the batch is
  * acked, polls answered as binary group_records frames when the broker offers them, the acks
  * of one turn sent as one `group_ack_batch` when the broker offers it) and a poll loop
@@ -37,6 +40,10 @@ const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const N = QUICK ? 2000 : 20_000;
 const BATCH = 100;
 const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 3));
+/** Untimed rounds first (same drains, every system), so timed rounds measure warm code. */
+const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? (QUICK ? 1 : 4)));
+/** True while the warm-up rounds run: nothing is recorded or printed. */
+let warming = false;
 const SYSTEMS = (process.env.FELIX_BENCH_SYSTEMS ?? 'felix,redis,nats').split(',');
 const PAYLOAD = new Uint8Array(100).fill(7);
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
@@ -47,6 +54,7 @@ const CONSUME_ONLY = process.env.FELIX_BENCH_CONSUME_ONLY === '1';
 /** Samples per "scenario|system|note|unit" across rounds. */
 const samples = new Map<string, number[]>();
 function sample(scenario: string, system: string, value: number, unit: '/s' | 'µs', note = '') {
+  if (warming) return;
   const key = `${scenario}|${system}|${note}|${unit}`;
   samples.set(key, [...(samples.get(key) ?? []), value]);
   const shown = unit === '/s' ? `${fmt(value)}/s` : `${fmtUs(value)} µs`;
@@ -269,6 +277,15 @@ if (jsm && js) {
     }),
   );
 }
+warming = true;
+for (let w = 0; w < WARMUP; w++) {
+  // Negative round numbers: the warm-up's groups never share a name with a timed round's.
+  if (SYSTEMS.includes('felix')) await felixRound(felix, -1 - w);
+  if (SYSTEMS.includes('redis')) await redisRound(redis, key, -1 - w);
+  if (jsm && js) await natsRound(jsm, js, natsName, -1 - w);
+}
+warming = false;
+if (WARMUP > 0) console.log(`${WARMUP} warm-up round(s) done (not timed)`);
 for (let round = 0; round < ROUNDS; round++) {
   const before = loadavg()[0]!.toFixed(1);
   console.log(`-- round ${round + 1} (load ${before})`);
