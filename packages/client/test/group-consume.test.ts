@@ -197,6 +197,28 @@ describe('group consume pipeline', () => {
     await it.return?.();
   });
 
+  it('next_calls_made_together_are_answered_in_order_and_once_each', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const polls = () =>
+      streams.flatMap((stream) =>
+        decodeAll(stream.writes)
+          .filter((m) => m.type === 'group_poll')
+          .map((m) => ({ stream, id: (m as { request_id: number }).request_id })),
+      );
+    const ctl = new AbortController();
+    const it = g.consume({ max: 3, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
+    // Three calls before any poll is answered: one poll goes, and they wait behind it.
+    const asked = [it.next(), it.next(), it.next()];
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    const [p0] = polls();
+    p0!.stream.push({ type: 'group_records', request_id: p0!.id, records: records(0, 3) });
+    const got = await Promise.all(asked);
+    expect(got.map((r) => r.value?.offset)).toEqual([0, 1, 2]);
+    ctl.abort();
+    await it.return?.();
+  });
+
   it('records_a_poll_made_ahead_never_yielded_are_handed_back_when_the_loop_ends', async () => {
     const { host, streams } = fakeHost();
     const g = new Group(host, 'jobs', 'billing');

@@ -231,56 +231,103 @@ export class Group {
    * of a poll made ahead that the loop never yields (it ended first) are handed back with a nack.
    */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
-    const self = this;
-    return {
-      async *[Symbol.asyncIterator]() {
-        const stop = new AbortController();
-        const onAbort = () => stop.abort();
-        opts.signal?.addEventListener('abort', onAbort, { once: true });
-        const pollOpts: PollOptions = { ...opts, signal: stop.signal };
-        const ahead: Array<Promise<GroupMessage[]>> = [];
-        // Whether the caller worked through its last batch quickly: only then poll further ahead.
-        let quick = false;
-        const pollAhead = () => {
-          const p = self.poll(pollOpts);
-          p.catch(() => undefined); // observed when it is awaited (or dropped at the end)
-          ahead.push(p);
-        };
-        try {
-          while (!opts.signal?.aborted && !self.host.closed) {
-            if (ahead.length === 0) pollAhead();
-            let batch: GroupMessage[];
-            try {
-              batch = await ahead.shift()!;
-            } catch (err) {
-              if (opts.signal?.aborted || self.host.closed) return;
-              // A lost connection: the next poll waits for the reconnect.
-              if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
-              throw err;
-            }
-            if (batch.length === 0) continue;
-            const depth = quick ? GROUP_CONSUME_POLLS_AHEAD_MAX : 1;
-            while (ahead.length < depth) pollAhead();
-            const started = performance.now();
-            for (const m of batch) yield m;
-            quick = performance.now() - started <= GROUP_CONSUME_QUICK_BATCH_MS;
+    return { [Symbol.asyncIterator]: () => this.consumer(opts) };
+  }
+
+  /**
+   * consume()'s iterator. A message of the batch in hand is answered at once (no generator
+   * hop per message); only the step to the next batch awaits a poll, and calls to next() made
+   * while it runs wait behind it, so messages come out in order and once each.
+   */
+  private consumer(opts: PollOptions): AsyncIterator<GroupMessage> {
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const pollOpts: PollOptions = { ...opts, signal: stop.signal };
+    const ahead: Array<Promise<GroupMessage[]>> = [];
+    let batch: GroupMessage[] = [];
+    let at = 0;
+    let started = 0;
+    // Whether the caller worked through its last batch quickly: only then poll further ahead.
+    let quick = false;
+    let finished = false;
+    let step: Promise<IteratorResult<GroupMessage>> | undefined;
+    const pollAhead = () => {
+      const p = this.poll(pollOpts);
+      p.catch(() => undefined); // observed when it is awaited (or dropped at the end)
+      ahead.push(p);
+    };
+    const handBack = (msgs: GroupMessage[]) => {
+      for (const m of msgs) m.nack().catch(() => undefined);
+    };
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      opts.signal?.removeEventListener('abort', onAbort);
+      batch = [];
+      const left = ahead.splice(0);
+      if (left.length === 0) this.release();
+      else {
+        // A poll made ahead may already hold claims: hand its records back, then stop it.
+        void Promise.allSettled(left).then((rs) => {
+          for (const r of rs) if (r.status === 'fulfilled') handBack(r.value);
+          this.release();
+        });
+        stop.abort();
+      }
+    };
+    const advance = async (): Promise<IteratorResult<GroupMessage>> => {
+      if (batch.length > 0) quick = performance.now() - started <= GROUP_CONSUME_QUICK_BATCH_MS;
+      batch = [];
+      at = 0;
+      try {
+        while (!finished && !opts.signal?.aborted && !this.host.closed) {
+          if (ahead.length === 0) pollAhead();
+          let next: GroupMessage[];
+          try {
+            next = await ahead.shift()!;
+          } catch (err) {
+            if (finished || opts.signal?.aborted || this.host.closed) break;
+            // A lost connection: the next poll waits for the reconnect.
+            if (err instanceof ConnectionLostError || isStreamReset(err)) continue;
+            throw err;
           }
-        } finally {
-          opts.signal?.removeEventListener('abort', onAbort);
-          const left = ahead.splice(0);
-          if (left.length === 0) self.release();
-          else {
-            // A poll made ahead may already hold claims: hand its records back, then stop it.
-            void Promise.allSettled(left).then((rs) => {
-              for (const r of rs) {
-                if (r.status !== 'fulfilled') continue;
-                for (const m of r.value) m.nack().catch(() => undefined);
-              }
-              self.release();
-            });
-            stop.abort();
+          if (finished) {
+            handBack(next); // the loop ended while this poll was out
+            break;
           }
+          if (next.length === 0) continue;
+          const depth = quick ? GROUP_CONSUME_POLLS_AHEAD_MAX : 1;
+          while (ahead.length < depth) pollAhead();
+          started = performance.now();
+          batch = next;
+          at = 1;
+          return { value: next[0]!, done: false };
         }
+      } catch (err) {
+        finish();
+        throw err;
+      }
+      finish();
+      return { value: undefined, done: true };
+    };
+    const next = (): Promise<IteratorResult<GroupMessage>> => {
+      if (step !== undefined) return step.then(next, next);
+      if (at < batch.length) return Promise.resolve({ value: batch[at++]!, done: false });
+      if (finished) return Promise.resolve({ value: undefined, done: true });
+      const s = advance();
+      step = s;
+      const clear = () => {
+        if (step === s) step = undefined;
+      };
+      s.then(clear, clear);
+      return s;
+    };
+    return {
+      next,
+      return: () => {
+        finish();
+        return Promise.resolve({ value: undefined, done: true });
       },
     };
   }
