@@ -13,6 +13,9 @@
  * node flags to the broker (say `--cpu-prof --cpu-prof-dir=/tmp/prof`; written at its exit).
  * The throughput publisher keeps a sliding window of acked publishes (FELIX_BENCH_WINDOW_CHUNKS
  * chunks of 1,024, default 16), awaiting the oldest chunk only when the window is full.
+ * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
+ * throughput run prints the CPU per message of the bench process (publisher and subscribers) and
+ * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,6 +38,12 @@ const TRANSPORTS = (process.env.FELIX_BENCH_TRANSPORTS ?? 'tls,quic')
   .split(',')
   .map((s) => s.trim()) as Array<'tls' | 'quic'>;
 const BROKER_ARGS = (process.env.FELIX_BENCH_BROKER_ARGS ?? '').split(' ').filter((a) => a !== '');
+/** FELIX_BENCH_NATS=0 skips the NATS throughput runs (a profile of the bench then shows Felix alone). */
+const NO_NATS = process.env.FELIX_BENCH_NATS === '0';
+/** FELIX_BENCH_CASES=1024x1,1024x10 keeps only those throughput cases (size x fanout). */
+const CASES = process.env.FELIX_BENCH_CASES
+  ? new Set(process.env.FELIX_BENCH_CASES.split(',').map((s) => s.trim()))
+  : null;
 
 interface Row {
   scenario: string;
@@ -132,6 +141,13 @@ async function metrics(b: Broker, prefixes: string[]): Promise<number[]> {
   );
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (10 ms ticks). */
+function procCpuSecs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 function rssMiB(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
@@ -169,6 +185,8 @@ async function felixThroughput(
     return n;
   });
   const payload = new Uint8Array(size).fill(97);
+  const cpu0 = process.cpuUsage();
+  const brokerCpu0 = procCpuSecs(b.proc.pid!);
   const t0 = performance.now();
   const pub = pubClient.publisher('bench', { lingerMs: 1, maxBatchRecords: 512, ack: true });
   // A sliding window of acked publishes: chunks of CHUNK records, at most WINDOW_CHUNKS of them
@@ -190,6 +208,11 @@ async function felixThroughput(
   await Promise.all(window);
   const received = await withTimeout(Promise.all(done), TIMEOUT_MS, 'subscribers');
   const secs = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const brokerCpu = procCpuSecs(b.proc.pid!) - brokerCpu0;
+  console.log(
+    `    CPU per message: client ${((cpu.user + cpu.system) / count).toFixed(2)} µs, broker ${((brokerCpu * 1e6) / count).toFixed(2)} µs (wall ${((secs * 1e6) / count).toFixed(2)} µs)`,
+  );
   await Promise.all([...subs, pubClient].map((c) => c.close()));
   const lost = received.reduce((a, n) => a + (count - n), 0);
   if (lost > 0) console.log(`  note: ${lost} records missing across subscribers`);
@@ -360,15 +383,18 @@ try {
         [100, '100 B'],
       ] as const) {
         for (const fanout of [1, 10]) {
+          if (CASES !== null && !CASES.has(`${size}x${fanout}`)) continue;
           const scenario = `pub→sub ${label}, fanout ${fanout}`;
           const base = size === 1024 ? 100_000 : 200_000;
           const n = QUICK ? 5_000 : fanout === 10 ? base / 4 : base;
-          sample({
-            scenario,
-            system: 'NATS core',
-            value: await natsThroughput(size, fanout, n),
-            unit: 'msgs/s',
-          });
+          if (!NO_NATS) {
+            sample({
+              scenario,
+              system: 'NATS core',
+              value: await natsThroughput(size, fanout, n),
+              unit: 'msgs/s',
+            });
+          }
           if (TRANSPORTS.includes('tls')) {
             sample({
               scenario,
