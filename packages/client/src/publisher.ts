@@ -34,6 +34,8 @@ const capture = (resolve: Resolve): void => {
   captured = resolve;
 };
 
+const NO_OPTIONS: { key?: Uint8Array } = Object.freeze({});
+
 class Batch {
   payloads: Uint8Array[] = [];
   /** One resolver per record; a failure resolves each with the rejected outcome. */
@@ -45,6 +47,8 @@ class Batch {
 
 export class Publisher {
   private readonly batches = new Map<string, Batch>();
+  /** The batch without a key (also in `batches`), found without a map lookup per record. */
+  private unkeyed: Batch | undefined = undefined;
   private pendingRecords = 0;
   private roomWaiters: Array<() => void> = [];
   private inFlight = new Set<Promise<unknown>>();
@@ -67,7 +71,7 @@ export class Publisher {
   }
 
   /** Queues one record; resolves with its offset once its batch is acknowledged. */
-  publish(data: Uint8Array, opts: { key?: Uint8Array } = {}): Promise<PublishResult> {
+  publish(data: Uint8Array, opts: { key?: Uint8Array } = NO_OPTIONS): Promise<PublishResult> {
     if (this.closed) return Promise.reject(new ClientClosedError());
     // The common case queues without an await of its own: one promise per record, no more.
     if (this.pendingRecords < PUBLISHER_PENDING_RECORDS_MAX) return this.enqueue(data, opts);
@@ -87,10 +91,11 @@ export class Publisher {
 
   private enqueue(data: Uint8Array, opts: { key?: Uint8Array }): Promise<PublishResult> {
     const id = opts.key ? Buffer.from(opts.key).toString('hex') : '';
-    let batch = this.batches.get(id);
+    let batch = id === '' ? this.unkeyed : this.batches.get(id);
     if (!batch) {
       batch = new Batch(opts.key);
       this.batches.set(id, batch);
+      if (id === '') this.unkeyed = batch;
     }
     const b = batch;
     const result = new Promise<PublishResult>(capture);
@@ -108,6 +113,7 @@ export class Publisher {
     if (batch.timer) clearTimeout(batch.timer);
     batch.timer = null;
     if (this.batches.get(id) === batch) this.batches.delete(id);
+    if (this.unkeyed === batch) this.unkeyed = undefined;
     if (batch.payloads.length === 0) return;
     this.pendingRecords -= batch.payloads.length;
     for (const w of this.roomWaiters.splice(0)) w();
