@@ -42,23 +42,6 @@ describe('binary publish batch', () => {
     expect(hex(frame)).toBe(`464c5831 0001 0049 0000002d ${expected}`.replace(/ /g, ''));
   });
 
-  it('a_large_batch_written_without_a_zero_fill_still_matches_the_layout_byte_for_byte', () => {
-    // Above 64 KiB the writer skips the zero fill, so every byte must come from the encoder.
-    const a = new Uint8Array(40_000).fill(0x11);
-    const b = new Uint8Array(40_000).fill(0x22);
-    const frame = encodePublishBatch({
-      ...SCOPE,
-      payloads: [a, b],
-      requestId: 9,
-      ackMode: 'per_batch',
-    });
-    const scope = '0002 7431 0007 64656661756c74 0004 64656d6f';
-    const body = `0000000000000009 02 ${scope} 00000002 00009c40 ${hex(a)} 00009c40 ${hex(b)}`;
-    const length = (9 + 2 + 2 + 2 + 7 + 2 + 4 + 4 + 8 + 80_000).toString(16).padStart(8, '0');
-    expect(hex(frame)).toBe(`464c5831 0001 0009 ${length} ${body}`.replace(/ /g, ''));
-    expect(frame.constructor).toBe(Uint8Array);
-  });
-
   it('an_idempotent_batch_puts_producer_and_sequence_before_the_key', () => {
     const batch = {
       ...SCOPE,

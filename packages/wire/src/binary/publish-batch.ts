@@ -77,8 +77,7 @@ export function encodePublishBatch(batch: PublishBatch): Uint8Array {
   if (flags & FLAG_BINARY_PUBLISH_ACKED) size += 9;
   if (flags & FLAG_BINARY_PUBLISH_IDEMPOTENT) size += 16;
   if (batch.key !== undefined) size += 2 + batch.key.length;
-  // Every byte is written below (header, then fields back to back; finish() checks the count).
-  const writer = new ByteWriter(FRAME_HEADER_BYTES + size, true);
+  const writer = new ByteWriter(FRAME_HEADER_BYTES + size);
   writeFrameHeader(writer.bytes, 0, flags, size);
   writer.position = FRAME_HEADER_BYTES;
   if (flags & FLAG_BINARY_PUBLISH_ACKED) {

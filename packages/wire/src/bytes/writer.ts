@@ -20,29 +20,14 @@ export function checkUint(value: number, max: number, what: string): void {
   }
 }
 
-/** Node's `Buffer`, found as a global when running on Node (the codec never imports `node:`). */
-const NodeBuffer = (globalThis as { Buffer?: { allocUnsafeSlow(size: number): Uint8Array } })
-  .Buffer;
-/** From this size on, a writer whose encoder fills every byte skips the zero fill: a 512 KiB
- *  publish batch paid a memset as long as a third of its payload copy. */
-const UNZEROED_BYTES_MIN = 64 * 1024;
-
 export class ByteWriter {
   readonly bytes: Uint8Array;
   private readonly view: DataView;
   position = 0;
 
-  /** `writesEveryByte`: the encoder writes bytes `[0, size)` in full before `finish()` (so the
-   *  buffer's prior contents can never leak), which lets a large buffer skip the zero fill. */
-  constructor(size: number, writesEveryByte = false) {
-    if (writesEveryByte && size >= UNZEROED_BYTES_MIN && NodeBuffer !== undefined) {
-      // allocUnsafeSlow is never pooled: the view below is the whole of its own ArrayBuffer.
-      const b = NodeBuffer.allocUnsafeSlow(size);
-      this.bytes = new Uint8Array(b.buffer, b.byteOffset, size);
-    } else {
-      this.bytes = new Uint8Array(size);
-    }
-    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, size);
+  constructor(size: number) {
+    this.bytes = new Uint8Array(size);
+    this.view = new DataView(this.bytes.buffer);
   }
 
   u8(value: number): void {
