@@ -42,33 +42,43 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger(config.broker.log_level);
-  let broker: Broker;
-  try {
-    broker = await Broker.start(config, log);
-  } catch (err) {
-    log.fatal({ err }, 'startup failed');
-    fail(err, 1);
-  }
+  // The signal handlers go in before the broker starts: a SIGTERM that lands while it opens its
+  // logs and binds its ports must still drain (and release the data directory), not take the
+  // default action of killing the process mid-start.
+  let started: Promise<Broker> | null = null;
+  let ready = false;
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'shutting down');
+    log.info({ signal, starting: !ready }, 'shutting down');
     // The drain is bounded by drain_timeout_ms; this is the backstop if closing itself hangs.
     setTimeout(() => {
       log.error('shutdown exceeded its bound; exiting');
       process.exit(1);
     }, config.broker.drain_timeout_ms + 5_000).unref();
-    broker.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    // During startup, wait for the start to finish, then drain what it opened.
+    (started ?? Promise.reject(new Error('signalled before the start began')))
+      .then((broker) => broker.stop())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  log.info({ pid: process.pid }, 'starting');
+  started = Broker.start(config, log);
+  try {
+    await started;
+    ready = true;
+  } catch (err) {
+    log.fatal({ err }, 'startup failed');
+    fail(err, 1);
+  }
 }
 
 void main();

@@ -4,6 +4,7 @@
 // taken over by the next start.
 // Method: real broker processes (broker-process.ts) over one temp directory.
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { connect } from '@felix/client';
 import { type Child, freePort, spawnNode, tempDir, withDeadline } from '@felix/testing-harness';
@@ -85,5 +86,26 @@ describe('data directory lock', () => {
     });
     expect((await felix.publish('orders', 'x')).offset).toBe(0);
     await felix.close();
+  });
+  it('a_sigterm_during_startup_still_drains_and_releases_the_data_dir', async () => {
+    const dir = await scratch();
+    const dataDir = join(dir, 'data');
+    await writeFile(join(dir, 'broker.yaml'), YAML);
+    const child = spawnNode(brokerArgs(), {
+      cwd: REPO,
+      env: {
+        FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
+        FELIX_DURABLE_STORAGE_DIR: dataDir,
+        FELIX_BROKER_PORT: String(await freePort()),
+        FELIX_BROKER_HTTP_PORT: String(await freePort()),
+      },
+    });
+    children.push(child);
+    // "starting" is logged before the broker opens anything: the signal lands mid-start.
+    await child.waitForOutput('"msg":"starting"', 'the broker to begin starting', 30_000);
+    child.proc.kill('SIGTERM');
+    const exit = await withDeadline(child.exited, 30_000, 'the broker to exit');
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(existsSync(join(dataDir, 'felix.lock'))).toBe(false);
   });
 });
