@@ -90,7 +90,9 @@ export class Publisher {
   }
 
   private enqueue(data: Uint8Array, opts: { key?: Uint8Array }): Promise<PublishResult> {
-    const id = opts.key ? Buffer.from(opts.key).toString('hex') : '';
+    // '' is the unkeyed batch; a keyed one (an empty key included, which routes by the hash of
+    // no bytes) is 'k' + hex, so the two never share a batch.
+    const id = opts.key === undefined ? '' : `k${Buffer.from(opts.key).toString('hex')}`;
     let batch = id === '' ? this.unkeyed : this.batches.get(id);
     if (!batch) {
       batch = new Batch(opts.key);

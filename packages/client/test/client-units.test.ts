@@ -56,6 +56,31 @@ describe('client units', () => {
     await pub.close();
   });
 
+  it('an_empty_key_and_no_key_go_in_separate_batches', async () => {
+    const sent: Array<{ n: number; key: string }> = [];
+    const pub = new Publisher(
+      's',
+      async (payloads, key) => {
+        sent.push({ n: payloads.length, key: key === undefined ? 'none' : `[${key.length}]` });
+        return { offset: 0, shard: 0 };
+      },
+      { lingerMs: 5 },
+    );
+    const enc = new TextEncoder();
+    // An empty key routes by the hash of no bytes; no key does not: they must not share a batch.
+    await Promise.all([
+      pub.publish(enc.encode('a'), { key: new Uint8Array(0) }),
+      pub.publish(enc.encode('b')),
+      pub.publish(enc.encode('c'), { key: new Uint8Array(0) }),
+      pub.publish(enc.encode('d')),
+    ]);
+    expect(sent.sort((x, y) => x.key.localeCompare(y.key))).toEqual([
+      { n: 2, key: '[0]' },
+      { n: 2, key: 'none' },
+    ]);
+    await pub.close();
+  });
+
   it('a_failed_publisher_batch_rejects_each_of_its_records_with_the_error', async () => {
     const boom = new Error('append failed');
     const pub = new Publisher('s', async () => Promise.reject(boom), { lingerMs: 0 });
