@@ -13,6 +13,8 @@
  * node flags to the broker (say `--cpu-prof --cpu-prof-dir=/tmp/prof`; written at its exit).
  * The throughput publisher keeps a sliding window of acked publishes (FELIX_BENCH_WINDOW_CHUNKS
  * chunks of 1,024, default 16), awaiting the oldest chunk only when the window is full.
+ * FELIX_BENCH_WARMUP=N (default 1) runs N untimed passes of the throughput cases for every system
+ * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike).
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
  * throughput run prints the CPU per message of the bench process (publisher and subscribers) and
  * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput runs.
@@ -31,6 +33,8 @@ const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
 const TIMEOUT_MS = 60_000;
 const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 1));
+/** Untimed warm-up passes of the throughput cases before the timed rounds (FELIX_BENCH_WARMUP). */
+const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? 1));
 const ONLY = new Set(
   (process.env.FELIX_BENCH_ONLY ?? 'throughput,latency,durable').split(',').map((s) => s.trim()),
 );
@@ -375,6 +379,21 @@ function sample(row: Row): void {
   samples.set(k, s);
 }
 try {
+  // Untimed warm-up drains of every throughput case, for NATS and Felix alike, so the timed
+  // rounds measure steady state rather than the JIT compiling both clients and the broker.
+  if (ONLY.has('throughput') && WARMUP > 0) {
+    console.log(`warm-up: ${WARMUP} untimed pass(es) of the throughput cases`);
+    for (let w = 0; w < WARMUP; w++) {
+      for (const size of [1024, 100]) {
+        for (const fanout of [1, 10]) {
+          if (CASES !== null && !CASES.has(`${size}x${fanout}`)) continue;
+          const n = QUICK ? 2_000 : 20_000;
+          if (!NO_NATS) await natsThroughput(size, fanout, n);
+          for (const t of TRANSPORTS) await felixThroughput(broker, t, size, fanout, n);
+        }
+      }
+    }
+  }
   for (let round = 1; round <= ROUNDS; round++) {
     console.log(`round ${round}/${ROUNDS} (load average ${loadavg()})`);
     if (ONLY.has('throughput')) {
