@@ -6,7 +6,11 @@
  */
 import { assert } from '@felix/common';
 import { ProjectionInputError, WatchHistoryTrimmedError } from '../errors.js';
-import { WATCH_QUEUE_CAPACITY_DEFAULT, WATCH_QUEUE_CAPACITY_MAX } from '../limits.js';
+import {
+  WATCH_QUEUE_CAPACITY_DEFAULT,
+  WATCH_QUEUE_CAPACITY_MAX,
+  WATCH_SNAPSHOT_READS_IN_FLIGHT_MAX,
+} from '../limits.js';
 
 /** One applied write as a watcher sees it. */
 export interface CacheChange {
@@ -232,8 +236,16 @@ async function* snapshotValues(
   src: WatchSource,
   entries: SnapshotEntry[],
 ): AsyncIterable<CacheChange> {
+  // Reads run up to WATCH_SNAPSHOT_READS_IN_FLIGHT_MAX ahead; values are yielded in entry order.
+  const ahead: Array<Promise<Uint8Array | undefined>> = [];
+  let next = 0;
   for (const e of entries) {
-    const value = await src.snapshotValue(e);
+    while (next < entries.length && ahead.length < WATCH_SNAPSHOT_READS_IN_FLIGHT_MAX) {
+      const read = src.snapshotValue(entries[next++]!);
+      read.catch(() => undefined); // a read left behind by a closed watch must not go unhandled
+      ahead.push(read);
+    }
+    const value = await ahead.shift()!;
     // A value replaced since the snapshot arrives as a live change (its offset is past the frontier).
     if (value === undefined) continue;
     yield { offset: e.version, key: e.key, op: 'put', value, expiresAtMillis: e.expiresAtMillis };
