@@ -96,13 +96,18 @@ interface Scope {
 }
 
 /**
- * Records [from, until) the shard's ring holds, in offset order; empty when the ring does not
- * hold `from` (or retention already trimmed it from the log: the log decides what is gone).
+ * Whether the shard's ring holds `from` (a non-empty range [from, until)) and retention has not
+ * trimmed it from the log (the log decides what is gone).
  */
-function ringRecords(shard: Shard, from: number, until: number): HeldRecord[] {
+function ringHolds(shard: Shard, from: number, until: number): boolean {
   const ring = shard.ring;
-  const store = shard.store!;
-  if (ring.size === 0 || from < ring.base || from < store.baseOffset || from >= until) return [];
+  return ring.size > 0 && from >= ring.base && from >= shard.store!.baseOffset && from < until;
+}
+
+/** Records [from, until) the shard's ring holds, in offset order; empty when it holds none. */
+function ringRecords(shard: Shard, from: number, until: number): HeldRecord[] {
+  if (!ringHolds(shard, from, until)) return [];
+  const ring = shard.ring;
   const out: HeldRecord[] = [];
   ring.visit(from, until, (offset, payload) => out.push({ offset, payload }));
   return out;
@@ -402,43 +407,54 @@ export class GroupService {
     const tail = scope.shard.appliedNext;
     while (out.length < want && st.next < tail) {
       const from = st.next;
-      // The shard's ring holds the newest records in memory: a group near the tail reads
-      // them from there, with no disk read and no await (the log path is the fallback).
-      const held = ringRecords(scope.shard, from, Math.min(tail, from + want - out.length));
-      const r =
-        held.length > 0
-          ? { kind: 'records' as const, records: held }
-          : await store.read(from, {
-              maxRecords: want - out.length,
-              maxBytes: Math.max(1, g.max_poll_bytes - bytes),
-            });
-      if (r.kind === 'trimmed') {
-        st.skipTo(r.oldest);
-        await this.commit(scope, st);
-        continue;
-      }
-      if (r.records.length === 0) break;
-      let full = false;
+      const until = Math.min(tail, from + want - out.length);
       // One deadline for the records of this read (no await between them).
       const deadline = Date.now() + visibility;
       const done = st.done;
       const owed = st.owed;
-      for (const rec of r.records) {
-        if (rec.offset >= tail || out.length >= want) break;
-        if (!fits(rec.payload.byteLength)) {
+      let full = false;
+      // Claims one record of this read and hands it out, unless it is already finished,
+      // claimed or owed; false once the answer is full.
+      const take = (offset: number, payload: Uint8Array): boolean => {
+        if (!fits(payload.byteLength)) {
           full = true;
-          break;
+          return false;
         }
-        st.next = Math.max(st.next, rec.offset + 1);
+        st.next = Math.max(st.next, offset + 1);
         if (
-          (done.size > 0 && done.has(rec.offset)) ||
-          st.claims.has(rec.offset) ||
-          (owed.size > 0 && owed.has(rec.offset))
+          (done.size > 0 && done.has(offset)) ||
+          st.claims.has(offset) ||
+          (owed.size > 0 && owed.has(offset))
         )
+          return true;
+        st.claim(offset, 1, deadline);
+        bytes += payload.byteLength;
+        out.push({ offset, payload, attempts: 1, skipped_before: 0 });
+        return true;
+      };
+      // The shard's ring holds the newest records in memory: a group near the tail takes them
+      // from there in place (no disk read, no await, no copy per record); the log is the
+      // fallback.
+      if (ringHolds(scope.shard, from, until)) {
+        scope.shard.ring.visit(from, until, (offset, payload) => {
+          if (!full) take(offset, payload);
+        });
+      }
+      if (st.next === from && !full) {
+        const r = await store.read(from, {
+          maxRecords: want - out.length,
+          maxBytes: Math.max(1, g.max_poll_bytes - bytes),
+        });
+        if (r.kind === 'trimmed') {
+          st.skipTo(r.oldest);
+          await this.commit(scope, st);
           continue;
-        st.claim(rec.offset, 1, deadline);
-        bytes += rec.payload.byteLength;
-        out.push({ offset: rec.offset, payload: rec.payload, attempts: 1, skipped_before: 0 });
+        }
+        if (r.records.length === 0) break;
+        for (const rec of r.records) {
+          if (rec.offset >= tail || out.length >= want) break;
+          if (!take(rec.offset, rec.payload)) break;
+        }
       }
       if (full || st.next === from) break;
     }
