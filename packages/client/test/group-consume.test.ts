@@ -251,14 +251,43 @@ describe('group consume pipeline', () => {
         .filter((x) => x.m.type === 'group_nack')
         .map((x) => (x.m as { offset: number }).offset)
         .sort((a, b) => a - b);
+    // The records of every poll made ahead go back, and so does offset 3, the unyielded rest
+    // of the batch in hand.
     await waitFor(
-      () => nacked().length === 2 * ahead,
-      'the records made ahead are handed back',
+      () => nacked().length === 2 * ahead + 1,
+      'the records never yielded are handed back',
       5_000,
     );
-    // Offset 3 belongs to the batch being yielded, which stays the caller's (it lapses); only
-    // the polls made ahead are handed back.
-    expect(nacked()).toEqual(Array.from({ length: 2 * ahead }, (_, i) => 4 + i));
+    expect(nacked()).toEqual(Array.from({ length: 2 * ahead + 1 }, (_, i) => 3 + i));
+  });
+
+  it('a_poll_still_out_when_the_loop_breaks_is_answered_and_handed_back', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const sent = () =>
+      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+    const polls = () => sent().filter((x) => x.m.type === 'group_poll');
+    const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
+    const answerPoll = (i: number, from: number) => {
+      const p = polls()[i]!;
+      const id = (p.m as { request_id: number }).request_id;
+      p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
+    };
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    answerPoll(0, 0);
+    expect((await first).value?.offset).toBe(0);
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 5_000);
+    expect((await it.next()).value?.offset).toBe(1);
+    await it.return?.(); // the caller breaks while the poll made ahead is still out
+    answerPoll(1, 2); // the broker had claimed offsets 2 and 3 for it
+    const nacked = () =>
+      sent()
+        .filter((x) => x.m.type === 'group_nack')
+        .map((x) => (x.m as { offset: number }).offset)
+        .sort((a, b) => a - b);
+    await waitFor(() => nacked().length === 2, 'the late answer is handed back', 5_000);
+    expect(nacked()).toEqual([2, 3]);
   });
 
   it('a_caller_slow_with_its_batches_keeps_a_single_poll_ahead', async () => {

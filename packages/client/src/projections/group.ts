@@ -228,7 +228,9 @@ export class Group {
    * poll is already in flight, so the poll round trip overlaps the caller's work and acks; a
    * caller that works through its batches quickly (GROUP_CONSUME_QUICK_BATCH_MS) gets up to
    * GROUP_CONSUME_POLLS_AHEAD_MAX polls ahead, so round trips overlap one another too. Records
-   * of a poll made ahead that the loop never yields (it ended first) are handed back with a nack.
+   * the loop never yields (the rest of the batch in hand, and whatever the polls still out when
+   * it ends by break or return bring back) are handed back with a nack. A poll cancelled by the
+   * caller's `signal` may leave its claims to lapse after the visibility timeout.
    */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
     return { [Symbol.asyncIterator]: () => this.consumer(opts) };
@@ -264,16 +266,20 @@ export class Group {
       if (finished) return;
       finished = true;
       opts.signal?.removeEventListener('abort', onAbort);
+      // The rest of the batch in hand was never yielded: it goes back, not out to lapse.
+      handBack(batch.slice(at));
       batch = [];
       const left = ahead.splice(0);
       if (left.length === 0) this.release();
       else {
-        // A poll made ahead may already hold claims: hand its records back, then stop it.
+        // A poll made ahead may hold claims the broker already made for it. When the loop ends
+        // by break or return, let it answer and hand its records back; cancelling it would
+        // leave those claims to lapse. Only the caller's own abort (or a closed client) stops it.
         void Promise.allSettled(left).then((rs) => {
           for (const r of rs) if (r.status === 'fulfilled') handBack(r.value);
           this.release();
         });
-        stop.abort();
+        if (opts.signal?.aborted || this.host.closed) stop.abort();
       }
     };
     const advance = async (): Promise<IteratorResult<GroupMessage>> => {
