@@ -374,9 +374,12 @@ export class ShardTable {
     for (const [key, rt] of this.installed) {
       const want = this.streams.get(key);
       if (want !== undefined && sameShape(want, rt.config)) continue;
-      for (let i = 0; i < rt.shards.length; i++) await this.release(rt, i);
+      // Out of the catalog first: a subscriber ended by the release below that subscribes
+      // again must hear not_found, not find the stream still listed with a placeholder shard
+      // that never ends its subscription (or not_leader, which a client retries for ever).
       this.catalog.removeStream(rt.config.tenant, rt.config.namespace, rt.config.name);
       this.installed.delete(key);
+      for (let i = 0; i < rt.shards.length; i++) await this.release(rt, i);
       this.log.info(
         { stream: `${rt.config.tenant}/${rt.config.namespace}/${rt.config.name}` },
         'stream closed',
