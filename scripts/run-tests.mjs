@@ -27,7 +27,13 @@ let skipped = 0;
 if (existsSync(outFile)) {
   const report = JSON.parse(readFileSync(outFile, 'utf8'));
   passed = report.numPassedTests ?? 0;
-  failed = (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0);
+  // Failed tests, plus files that failed without a failing test of their own (an import error,
+  // a failed hook). numFailedTestSuites also counts every describe around a failed test, which
+  // would report one failure as three.
+  const fileOnly = (report.testResults ?? []).filter(
+    (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
+  ).length;
+  failed = (report.numFailedTests ?? 0) + fileOnly;
   skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 } else {
   failed = 1;
