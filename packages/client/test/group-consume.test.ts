@@ -84,6 +84,28 @@ const records = (from: number, n: number) =>
     skipped_before: 0,
   }));
 
+/** A consume loop taking 2 records per poll over a fake broker: what it sent, how to answer its
+ *  polls, and the offsets it handed back. */
+function consumeRig() {
+  const { host, streams } = fakeHost();
+  const g = new Group(host, 'jobs', 'billing');
+  const sent = () =>
+    streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+  const polls = () => sent().filter((x) => x.m.type === 'group_poll');
+  const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
+  const answerPoll = (i: number, from: number) => {
+    const p = polls()[i]!;
+    const id = (p.m as { request_id: number }).request_id;
+    p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
+  };
+  const nacked = () =>
+    sent()
+      .filter((x) => x.m.type === 'group_nack')
+      .map((x) => (x.m as { offset: number }).offset)
+      .sort((a, b) => a - b);
+  return { it, polls, answerPoll, nacked };
+}
+
 describe('group consume pipeline', () => {
   it('acks_made_in_one_turn_leave_in_one_write', async () => {
     const { host, streams } = fakeHost();
@@ -220,17 +242,7 @@ describe('group consume pipeline', () => {
   });
 
   it('records_a_poll_made_ahead_never_yielded_are_handed_back_when_the_loop_ends', async () => {
-    const { host, streams } = fakeHost();
-    const g = new Group(host, 'jobs', 'billing');
-    const sent = () =>
-      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
-    const polls = () => sent().filter((x) => x.m.type === 'group_poll');
-    const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
-    const answerPoll = (i: number, from: number) => {
-      const p = polls()[i]!;
-      const id = (p.m as { request_id: number }).request_id;
-      p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
-    };
+    const { it, polls, answerPoll, nacked } = consumeRig();
     const first = it.next();
     await waitFor(() => polls().length === 1, 'the first poll', 5_000);
     answerPoll(0, 0);
@@ -246,11 +258,6 @@ describe('group consume pipeline', () => {
     // Every poll made ahead is answered with two records before the loop ends.
     for (let i = 2; i < 2 + ahead; i++) answerPoll(i, 2 * i);
     await it.return?.();
-    const nacked = () =>
-      sent()
-        .filter((x) => x.m.type === 'group_nack')
-        .map((x) => (x.m as { offset: number }).offset)
-        .sort((a, b) => a - b);
     // The records of every poll made ahead go back, and so does offset 3, the unyielded rest
     // of the batch in hand.
     await waitFor(
@@ -262,17 +269,7 @@ describe('group consume pipeline', () => {
   });
 
   it('a_poll_still_out_when_the_loop_breaks_is_answered_and_handed_back', async () => {
-    const { host, streams } = fakeHost();
-    const g = new Group(host, 'jobs', 'billing');
-    const sent = () =>
-      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
-    const polls = () => sent().filter((x) => x.m.type === 'group_poll');
-    const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
-    const answerPoll = (i: number, from: number) => {
-      const p = polls()[i]!;
-      const id = (p.m as { request_id: number }).request_id;
-      p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
-    };
+    const { it, polls, answerPoll, nacked } = consumeRig();
     const first = it.next();
     await waitFor(() => polls().length === 1, 'the first poll', 5_000);
     answerPoll(0, 0);
@@ -281,11 +278,6 @@ describe('group consume pipeline', () => {
     expect((await it.next()).value?.offset).toBe(1);
     await it.return?.(); // the caller breaks while the poll made ahead is still out
     answerPoll(1, 2); // the broker had claimed offsets 2 and 3 for it
-    const nacked = () =>
-      sent()
-        .filter((x) => x.m.type === 'group_nack')
-        .map((x) => (x.m as { offset: number }).offset)
-        .sort((a, b) => a - b);
     await waitFor(() => nacked().length === 2, 'the late answer is handed back', 5_000);
     expect(nacked()).toEqual([2, 3]);
   });

@@ -35,21 +35,27 @@ async function start(dir: string): Promise<BrokerProcess> {
   return b;
 }
 
+/** A broker process on `dir`'s broker.yaml and `dir/data`, with no wait for it to listen. */
+async function spawnBroker(dir: string): Promise<Child> {
+  const child = spawnNode(brokerArgs(), {
+    cwd: REPO,
+    env: {
+      FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
+      FELIX_DURABLE_STORAGE_DIR: join(dir, 'data'),
+      FELIX_BROKER_PORT: String(await freePort()),
+      FELIX_BROKER_HTTP_PORT: String(await freePort()),
+    },
+  });
+  children.push(child);
+  return child;
+}
+
 describe('data directory lock', () => {
   it('a_second_broker_on_the_same_data_dir_fails_at_start_naming_the_holder', async () => {
     const dir = await scratch();
     const first = await start(dir);
     const dataDir = join(dir, 'data');
-    const second = spawnNode(brokerArgs(), {
-      cwd: REPO,
-      env: {
-        FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
-        FELIX_DURABLE_STORAGE_DIR: dataDir,
-        FELIX_BROKER_PORT: String(await freePort()),
-        FELIX_BROKER_HTTP_PORT: String(await freePort()),
-      },
-    });
-    children.push(second);
+    const second = await spawnBroker(dir);
     const exit = await withDeadline(second.exited, 30_000, 'the second broker to exit');
     expect(exit.code).toBe(1);
     expect(second.stderr()).toContain(
@@ -91,16 +97,7 @@ describe('data directory lock', () => {
     const dir = await scratch();
     const dataDir = join(dir, 'data');
     await writeFile(join(dir, 'broker.yaml'), YAML);
-    const child = spawnNode(brokerArgs(), {
-      cwd: REPO,
-      env: {
-        FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
-        FELIX_DURABLE_STORAGE_DIR: dataDir,
-        FELIX_BROKER_PORT: String(await freePort()),
-        FELIX_BROKER_HTTP_PORT: String(await freePort()),
-      },
-    });
-    children.push(child);
+    const child = await spawnBroker(dir);
     // "starting" is logged before the broker opens anything: the signal lands mid-start.
     await child.waitForOutput('"msg":"starting"', 'the broker to begin starting', 30_000);
     child.proc.kill('SIGTERM');
