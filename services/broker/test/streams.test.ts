@@ -78,6 +78,18 @@ describe('shard core', () => {
     expect(await q.take()).toEqual({ kind: 'lagged', resumeFrom: 1 });
   });
 
+  it('a_subscriber_that_registers_on_a_retired_shard_is_ended_at_once', async () => {
+    const shard = new Shard('t', null, { records: 1000, bytes: 1 << 20 }, hooks);
+    const before = shard.subscribe({ kind: 'latest' }, 100, false);
+    shard.retire();
+    // A session that passed the leadership check just before the release subscribes now.
+    const after = shard.subscribe({ kind: 'latest' }, 100, false);
+    for (const s of [before, after]) {
+      if (!s.ok) throw new Error('subscribe failed');
+      expect(await s.sub.queue.take()).toEqual({ kind: 'end' });
+    }
+  });
+
   it('one_encoding_serves_every_subscriber', async () => {
     const shard = new Shard('t', null, { records: 1000, bytes: 1 << 20 }, hooks);
     const subs = Array.from({ length: 10 }, () => shard.subscribe({ kind: 'latest' }, 100, false));

@@ -72,7 +72,7 @@ export class Catalog {
     const closes: Promise<void>[] = [];
     for (const s of this.streams.values()) {
       for (const sh of s.shards) {
-        for (const q of sh.subscribers) q.end();
+        sh.retire();
         if (sh.store) closes.push(sh.store.close());
       }
     }

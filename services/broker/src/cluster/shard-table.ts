@@ -456,7 +456,7 @@ export class ShardTable {
     rt.shards[i] = this.placeholder(s, i);
     if (shard === undefined) return;
     await shard.settled().catch(() => undefined);
-    for (const q of shard.subscribers) q.end();
+    shard.retire();
     await shard.store?.close().catch((err: unknown) => {
       this.log.warn({ err, shard: shard.name }, 'closing a released shard failed');
     });

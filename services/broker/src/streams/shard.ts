@@ -67,6 +67,10 @@ export class Shard {
   private chain: Promise<unknown> = Promise.resolve();
   private inFlight = 0;
   readonly subscribers = new Set<SubscriberQueue<EventBatch>>();
+  /** Set once this node stops serving the shard: a subscriber that registers afterwards (its
+   *  session passed the leadership check just before) is ended at once instead of waiting on
+   *  a shard nothing will publish to or end again. */
+  private retired = false;
 
   constructor(
     readonly name: string,
@@ -119,6 +123,12 @@ export class Shard {
     return applied;
   }
 
+  /** Stops serving: ends every subscriber, and any that registers later. */
+  retire(): void {
+    this.retired = true;
+    for (const q of this.subscribers) q.end();
+  }
+
   /** Resolves once every publish issued so far has settled. */
   settled(): Promise<unknown> {
     return this.chain;
@@ -147,6 +157,7 @@ export class Shard {
     );
     // Register and snapshot in one synchronous step: the join point is `tail`.
     this.subscribers.add(queue);
+    if (this.retired) queue.end();
     const ringCovers = this.ring.size > 0 ? from >= this.ring.base : from === tail;
     const snapshot = ringCovers ? this.ring.range(from, tail) : null;
     const startOffset = from;
