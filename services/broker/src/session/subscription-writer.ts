@@ -96,6 +96,9 @@ export class SubscriptionWriter {
       if (!this.stopped) await uni.end();
     } catch (err) {
       this.ctx.log.debug({ err, subscription: this.id }, 'subscription writer ended');
+      // A failure here (the shard's log closed under a history read, say) must still end the
+      // client's stream: left open, its reader would wait for ever instead of resubscribing.
+      this.uni?.reset(0);
     } finally {
       this.stopped = true;
       this.sub.unsubscribe();
