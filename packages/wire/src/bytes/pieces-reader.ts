@@ -11,7 +11,7 @@ import {
   TruncatedError,
 } from '../errors.js';
 import { OFFSET_MAX } from '../limits.js';
-import { decodeUtf8 } from './reader.js';
+import { checkCount, decodeUtf8 } from './reader.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -162,15 +162,7 @@ export class PiecesReader {
 
   /** A count that will drive `count` items of at least `minItemBytes` each. */
   count(count: number, minItemBytes: number, max: number, field: string): number {
-    if (count > max) throw new CountTooLargeError(`${this.what} ${field}`, count, max);
-    if (count * minItemBytes > this.remaining) {
-      throw new CountTooLargeError(
-        `${this.what} ${field}`,
-        count,
-        Math.floor(this.remaining / minItemBytes),
-      );
-    }
-    return count;
+    return checkCount(`${this.what} ${field}`, count, minItemBytes, max, this.remaining);
   }
 
   utf8(count: number, field: string): string {

@@ -105,15 +105,7 @@ export class ByteReader {
 
   /** A count that will drive `count` items of at least `minItemBytes` each. */
   count(count: number, minItemBytes: number, max: number, field: string): number {
-    if (count > max) throw new CountTooLargeError(`${this.what} ${field}`, count, max);
-    if (count * minItemBytes > this.remaining) {
-      throw new CountTooLargeError(
-        `${this.what} ${field}`,
-        count,
-        Math.floor(this.remaining / minItemBytes),
-      );
-    }
-    return count;
+    return checkCount(`${this.what} ${field}`, count, minItemBytes, max, this.remaining);
   }
 
   utf8(count: number, field: string): string {
@@ -123,4 +115,20 @@ export class ByteReader {
   end(): void {
     if (this.remaining !== 0) throw new TrailingBytesError(this.what, this.remaining);
   }
+}
+
+/** Bounds a count before anything is allocated for it: at most `max` items, and no more than
+ *  the `remaining` bytes could hold at `minItemBytes` each. Shared by both byte readers. */
+export function checkCount(
+  what: string,
+  count: number,
+  minItemBytes: number,
+  max: number,
+  remaining: number,
+): number {
+  if (count > max) throw new CountTooLargeError(what, count, max);
+  if (count * minItemBytes > remaining) {
+    throw new CountTooLargeError(what, count, Math.floor(remaining / minItemBytes));
+  }
+  return count;
 }

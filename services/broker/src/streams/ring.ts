@@ -54,12 +54,8 @@ export class Ring {
     }
   }
 
-  /**
-   * Visits the payloads of [from, until) in offset order without copying any batch (a consumer
-   * group reads a few records out of batches that may hold thousands). Needs from >= base.
-   */
-  visit(from: number, until: number, fn: (offset: number, payload: Uint8Array) => void): void {
-    assert(from >= this.base || this.size === 0, 'visit below the ring base');
+  /** Index of the first batch whose `next` is past `from` (binary search over the live ones). */
+  private firstCovering(from: number): number {
     let lo = this.head;
     let hi = this.batches.length;
     while (lo < hi) {
@@ -67,7 +63,16 @@ export class Ring {
       if (this.batches[mid]!.next <= from) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < this.batches.length; i++) {
+    return lo;
+  }
+
+  /**
+   * Visits the payloads of [from, until) in offset order without copying any batch (a consumer
+   * group reads a few records out of batches that may hold thousands). Needs from >= base.
+   */
+  visit(from: number, until: number, fn: (offset: number, payload: Uint8Array) => void): void {
+    assert(from >= this.base || this.size === 0, 'visit below the ring base');
+    for (let i = this.firstCovering(from); i < this.batches.length; i++) {
       const b = this.batches[i]!;
       if (b.first >= until) break;
       const end = Math.min(b.next, until);
@@ -79,15 +84,7 @@ export class Ring {
   range(from: number, until: number): EventBatch[] {
     assert(from >= this.base || this.size === 0, 'range below the ring base');
     const out: EventBatch[] = [];
-    // Binary search the first batch whose next > from.
-    let lo = this.head;
-    let hi = this.batches.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.batches[mid]!.next <= from) lo = mid + 1;
-      else hi = mid;
-    }
-    for (let i = lo; i < this.batches.length; i++) {
+    for (let i = this.firstCovering(from); i < this.batches.length; i++) {
       const b = this.batches[i]!;
       if (b.first >= until) break;
       out.push(b.sliceFrom(from));
