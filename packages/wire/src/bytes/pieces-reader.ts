@@ -5,7 +5,6 @@
  * a frame never has to be assembled into one buffer to be decoded.
  */
 import {
-  CountTooLargeError,
   OffsetOutOfRangeError,
   TrailingBytesError,
   TruncatedError,
