@@ -4,11 +4,7 @@
  * whenever the bytes lie inside one chunk. Only a field that straddles two chunks is copied, so
  * a frame never has to be assembled into one buffer to be decoded.
  */
-import {
-  OffsetOutOfRangeError,
-  TrailingBytesError,
-  TruncatedError,
-} from '../errors.js';
+import { OffsetOutOfRangeError, TrailingBytesError, TruncatedError } from '../errors.js';
 import { OFFSET_MAX } from '../limits.js';
 import { checkCount, decodeUtf8 } from './reader.js';
 
