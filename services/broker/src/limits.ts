@@ -38,6 +38,9 @@ export const CLIENT_CONNECTIONS_DEFAULT = 4096;
 export const RING_RECORDS_DEFAULT = 65_536;
 /** Bytes of payload the ring of one shard keeps before evicting its oldest batches. */
 export const RING_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Cleared slots a ring, answer pipe or similar head-indexed queue lets pile up before it
+ *  compacts its array (a copy of the live part); small, as the live part is small too. */
+export const RING_COMPACT_SLOTS_MIN = 64;
 /** Ceiling on the ring record bound: rings live in the heap. */
 export const RING_RECORDS_MAX = 16 * 1024 * 1024;
 

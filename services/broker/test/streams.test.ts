@@ -2,9 +2,22 @@
 // subscriber queue drops (never waits), one encoding serves every subscriber, and the
 // register-before-read join yields history then live with no gap and no duplicate.
 // Method: Shards over an in-memory fake store whose appends resolve out of order.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { TransportStream } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
 import { EventBatch, Ring, Shard, type ShardStore, SubscriberQueue } from '../src/index.js';
+import { AnswerPipe } from '../src/session/answer-pipe.js';
 import type { EncodedFrame } from '../src/streams/event-batch.js';
+
+// A full collection on demand, to show what a structure no longer keeps reachable.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+/** Collects once the current job has ended (a WeakRef keeps its target until then). */
+async function collectedAfterThisJob(): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  collectGarbage();
+}
 
 const enc = new TextEncoder();
 const hooks = { onDrop: () => undefined, onApply: () => undefined };
@@ -54,6 +67,50 @@ describe('shard core', () => {
       ring.push(new EventBatch(i * 3, [enc.encode('a'), enc.encode('b'), enc.encode('c')], 0));
     expect(ring.base).toBe(9); // 18 records pushed, at most 10 kept, whole batches
     expect(ring.range(10, 18).map((b) => b.first)).toEqual([10, 12, 15]);
+  });
+
+  it('a_batch_the_ring_evicted_is_no_longer_reachable_from_it', async () => {
+    // Before the fix, evicted slots stayed filled until 1,024 of them piled up: with batches
+    // of 512 KiB that pinned half a gigabyte of socket chunks and made every major GC walk it.
+    const ring = new Ring(4, 1 << 20, 0);
+    const payloads = ((): WeakRef<Uint8Array>[] => {
+      const refs: WeakRef<Uint8Array>[] = [];
+      for (let i = 0; i < 8; i++) {
+        const p = new Uint8Array(1024);
+        refs.push(new WeakRef(p));
+        ring.push(new EventBatch(i * 2, [p, new Uint8Array(1)], 0));
+      }
+      return refs;
+    })();
+    await collectedAfterThisJob();
+    expect(ring.base).toBe(12); // 16 records pushed in batches of 2, at most 4 kept
+    const held = payloads.map((r) => r.deref() !== undefined);
+    expect(held).toEqual([false, false, false, false, false, false, true, true]);
+    expect(ring.range(12, 16).map((b) => b.first)).toEqual([12, 14]);
+  });
+
+  it('an_answer_written_by_the_answer_pipe_is_no_longer_reachable_from_it', async () => {
+    const written: number[] = [];
+    const stream = {
+      write: async (chunk: Uint8Array) => {
+        written.push(chunk.byteLength);
+      },
+    } as unknown as TransportStream;
+    const pipe = new AnswerPipe(stream, 16);
+    // Made in a plain function, so no frame of this async test keeps the last one alive.
+    const answers = ((): WeakRef<Uint8Array>[] => {
+      const refs: WeakRef<Uint8Array>[] = [];
+      for (let i = 0; i < 4; i++) {
+        const bytes = new Uint8Array(100 + i);
+        refs.push(new WeakRef(bytes));
+        pipe.push(Promise.resolve(bytes));
+      }
+      return refs;
+    })();
+    await pipe.drain();
+    await collectedAfterThisJob();
+    expect(written.reduce((a, n) => a + n, 0)).toBe(100 + 101 + 102 + 103);
+    expect(answers.map((r) => r.deref() !== undefined)).toEqual([false, false, false, false]);
   });
 
   it('a_full_subscriber_queue_drops_new_batches_and_never_waits', async () => {

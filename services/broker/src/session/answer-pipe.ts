@@ -6,12 +6,15 @@
  * TLS record or QUIC packet train instead of one per ack).
  */
 import type { TransportStream } from '@felix/transport';
-import { ANSWER_WRITE_BYTES_MAX } from '../limits.js';
+import { ANSWER_WRITE_BYTES_MAX, RING_COMPACT_SLOTS_MIN } from '../limits.js';
 
 interface Entry {
   done: boolean;
   bytes: Uint8Array | null;
 }
+
+/** What a taken slot holds instead of its entry. */
+const DONE: Entry = Object.freeze({ done: true, bytes: null }) as Entry;
 
 export class AnswerPipe {
   private readonly entries: Entry[] = [];
@@ -57,13 +60,17 @@ export class AnswerPipe {
       this.entries[this.head]!.done &&
       bytes < ANSWER_WRITE_BYTES_MAX
     ) {
-      const e = this.entries[this.head++]!;
+      const e = this.entries[this.head]!;
+      // Cleared as it is taken: a written answer must not stay reachable (with the buffer its
+      // bytes view) until the array is next compacted.
+      this.entries[this.head] = DONE;
+      this.head++;
       if (e.bytes && this.broken === null) {
         parts.push(e.bytes);
         bytes += e.bytes.byteLength;
       }
     }
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+    if (this.head >= RING_COMPACT_SLOTS_MIN && this.head * 2 > this.entries.length) {
       this.entries.splice(0, this.head);
       this.head = 0;
     }

@@ -4,10 +4,13 @@
  * durable one it is the replay window that lets a near-tail subscriber skip the disk.
  */
 import { assert } from '@felix/common';
+import { RING_COMPACT_SLOTS_MIN } from '../limits.js';
 import type { EventBatch } from './event-batch.js';
 
 export class Ring {
-  private batches: EventBatch[] = [];
+  /** Slots below `head` are cleared as they are evicted: an evicted batch must not stay
+   *  reachable (its payloads pin whole socket chunks) until the array is next compacted. */
+  private batches: Array<EventBatch | undefined> = [];
   private head = 0; // index of the oldest live batch in `batches`
   private records = 0;
   private bytes = 0;
@@ -43,12 +46,13 @@ export class Ring {
     this.bytes += batch.bytes;
     while (this.size > 1 && (this.records > this.recordsMax || this.bytes > this.bytesMax)) {
       const old = this.batches[this.head]!;
+      this.batches[this.head] = undefined;
       this.head++;
       this.records -= old.count;
       this.bytes -= old.bytes;
       this.base = this.batches[this.head]!.first;
     }
-    if (this.head > 1024 && this.head * 2 > this.batches.length) {
+    if (this.head >= RING_COMPACT_SLOTS_MIN && this.head * 2 > this.batches.length) {
       this.batches = this.batches.slice(this.head);
       this.head = 0;
     }
