@@ -32,6 +32,14 @@ export const PUBLISHER_BATCH_BYTES_MAX_DEFAULT = 1024 * 1024;
 /** Publishes a publisher holds waiting to be batched; callers wait beyond it (backpressure). */
 export const PUBLISHER_PENDING_RECORDS_MAX = 65_536;
 
+/** First resubscribe delay cap after a refusal the broker says to retry (shard unavailable,
+ *  draining, led elsewhere); the delay is uniform in [0, min(max, base * 2^refusal)]. */
+export const RESUBSCRIBE_BASE_MS = 50;
+/** Largest delay between such resubscribes: a refusal may last (a shard being moved), and without
+ *  a delay a subscription resubscribed as fast as round trips allowed; a second bounds how late a
+ *  shard that comes back is picked up again. */
+export const RESUBSCRIBE_DELAY_MS_MAX = 1_000;
+
 /** Events a merged (multi-shard) subscription buffers between its shard readers and the caller. */
 export const SUBSCRIPTION_BUFFER_BATCHES_DEFAULT = 64;
 /** Envelopes the client asks the broker to queue per subscription (`queue_capacity`). */

@@ -25,8 +25,10 @@ import type {
   OpenSubscription,
   StartPosition,
 } from './protocol/broker-connection.js';
+import { RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX } from './limits.js';
 import { join } from './protocol/frame-stream.js';
 import type { StatusEvent } from './status.js';
+import { backoffDelayMs, sleep } from './util/backoff.js';
 import { BoundedQueue } from './util/bounded-queue.js';
 
 export interface StreamEvent {
@@ -72,10 +74,18 @@ export interface ReaderHost {
   readonly closed: boolean;
 }
 
+/** How a reader waits between resubscribes (real timers unless a test pins them). */
+export interface ReaderTiming {
+  random?: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
 export class ShardReader {
   /** Next offset to deliver; known once the broker answered the first subscribe. */
   private cursor: number | undefined;
   private open: OpenSubscription | null = null;
+  /** Retryable refusals since the last subscribe that succeeded (drives the backoff). */
+  private refusals = 0;
 
   constructor(
     private readonly host: ReaderHost,
@@ -84,6 +94,7 @@ export class ShardReader {
     private start: StartPosition,
     private readonly queueCapacity: number,
     private readonly signal: AbortSignal | undefined,
+    private readonly timing: ReaderTiming = {},
   ) {}
 
   private startPosition(): StartPosition {
@@ -121,6 +132,7 @@ export class ShardReader {
           continue;
         }
         first = false;
+        this.refusals = 0;
         if (this.cursor === undefined && this.open.startOffset !== undefined)
           this.cursor = this.open.startOffset;
         yield* this.drain(this.open);
@@ -164,8 +176,18 @@ export class ShardReader {
       await conn.lost;
       return true;
     }
-    if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect'))
+    if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect')) {
+      // Such a refusal may last (a shard being opened or moved, a draining broker): wait a
+      // full-jitter delay first, or the reader resubscribes as fast as round trips allow.
+      const delayMs = backoffDelayMs(this.refusals++, {
+        baseMs: RESUBSCRIBE_BASE_MS,
+        maxMs: RESUBSCRIBE_DELAY_MS_MAX,
+        ...(this.timing.random ? { random: this.timing.random } : {}),
+      });
+      // An abort ends the wait early; the loop then sees the signal and stops.
+      await (this.timing.sleep ?? sleep)(delayMs, this.signal).catch(() => undefined);
       return true;
+    }
     return false;
   }
 

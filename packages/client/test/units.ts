@@ -7,3 +7,6 @@ export {
   readValueAnswer,
 } from '../src/projections/get-codec.js';
 export { FrameStream } from '../src/protocol/frame-stream.js';
+export { ShardReader } from '../src/subscription.js';
+export type { ReaderHost } from '../src/subscription.js';
+export { RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX } from '../src/limits.js';

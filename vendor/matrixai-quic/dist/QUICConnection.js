@@ -247,6 +247,14 @@ let QUICConnection = class QUICConnection {
     }
     runScheduledSend = () => {
         this.sendScheduled = false;
+        this.sendNow();
+    };
+    /**
+     * [felix patch 7] Flushes at once rather than at the end of the turn: quiche's send loop
+     * runs synchronously in this call. Used by `QUICStream.writableClose`, whose FIN must be on
+     * the wire before any ACK is processed (see there).
+     */
+    sendNow() {
         if (this.forceDestroyed)
             return;
         const s = this[startStop.status];
@@ -256,7 +264,7 @@ let QUICConnection = class QUICConnection {
             if (!(e instanceof errors.ErrorQUICConnectionNotRunning))
                 this.logger.debug(utils.formatError(e));
         });
-    };
+    }
     /**
      * [felix patch 5] Ends the connection at once without further I/O: cancels both timers,
      * errors every stream, forgets the connection in the socket map and resolves `closedP`.

@@ -586,7 +586,11 @@ let QUICStream = class QUICStream {
             }
         }
         this.dispatchEvent(new events.EventQUICStreamCloseWrite());
-        this.connection.scheduleSend(); // [felix patch 2]
+        // [felix patch 7] Flush now, not at the end of the turn. quiche 0.18 counts the send side
+        // complete once the data is acked and the final size known, whether or not the FIN was
+        // sent, and collects the stream on that ACK (cloudflare/quiche#2525): an ACK processed
+        // before a deferred flush dropped a zero-length FIN, and the peer never saw the end.
+        this.connection.sendNow();
         return;
     }
     /**
