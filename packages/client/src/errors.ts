@@ -209,6 +209,18 @@ export class AbortedError extends ClientError {
   }
 }
 
+/** A publisher's `send()` found PUBLISHER_UNACKED_RECORDS_MAX records unacknowledged: the caller
+ *  kept sending after `send()` answered false instead of awaiting `ready()`. Nothing was queued. */
+export class PublisherFullError extends ClientError {
+  readonly code = 'FELIX_CLIENT_PUBLISHER_FULL';
+  constructor(stream: string, limit: number) {
+    super(
+      `publisher for ${stream} holds ${limit} unacknowledged records; await ready() when send() answers false`,
+      { retry: 'retry_after_backoff' },
+    );
+  }
+}
+
 /** The client was closed. */
 export class ClientClosedError extends ClientError {
   readonly code = 'FELIX_CLIENT_CLOSED';

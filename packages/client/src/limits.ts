@@ -31,6 +31,12 @@ export const PUBLISHER_BATCH_RECORDS_MAX_DEFAULT = 1024;
 export const PUBLISHER_BATCH_BYTES_MAX_DEFAULT = 1024 * 1024;
 /** Publishes a publisher holds waiting to be batched; callers wait beyond it (backpressure). */
 export const PUBLISHER_PENDING_RECORDS_MAX = 65_536;
+/** Unacknowledged records (queued or in flight) at which a publisher's `send()` answers false:
+ *  the caller should await `ready()`, as with a stream's `write()`. */
+export const PUBLISHER_UNACKED_RECORDS_HIGH = 65_536;
+/** Unacknowledged records beyond which `send()` refuses (PublisherFullError): the bound on what
+ *  a caller that ignores false can pile up. */
+export const PUBLISHER_UNACKED_RECORDS_MAX = 4 * PUBLISHER_UNACKED_RECORDS_HIGH;
 
 /** First resubscribe delay cap after a refusal the broker says to retry (shard unavailable,
  *  draining, led elsewhere); the delay is uniform in [0, min(max, base * 2^refusal)]. */

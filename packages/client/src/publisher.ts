@@ -3,12 +3,19 @@
  * key, sent when `lingerMs` passes or a batch fills. Each call resolves with its own offset
  * (the batch's first offset plus its index). At most PUBLISHER_PENDING_RECORDS_MAX records
  * wait to be batched; callers beyond it wait for room.
+ *
+ * `send()` is the same path without a promise per record (NATS's `publish`, a Kafka producer's
+ * batched send): the broker still acknowledges every batch, and `flush()` waits for those acks
+ * and reports the first failure among them. It answers false once PUBLISHER_UNACKED_RECORDS_HIGH
+ * records are unacknowledged (await `ready()`), and refuses beyond PUBLISHER_UNACKED_RECORDS_MAX.
  */
-import { ClientClosedError, InvalidArgumentError } from './errors.js';
+import { ClientClosedError, InvalidArgumentError, PublisherFullError } from './errors.js';
 import {
   PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
   PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,
   PUBLISHER_PENDING_RECORDS_MAX,
+  PUBLISHER_UNACKED_RECORDS_HIGH,
+  PUBLISHER_UNACKED_RECORDS_MAX,
 } from './limits.js';
 import type { PublishResult } from './client.js';
 
@@ -35,12 +42,16 @@ const capture = (resolve: Resolve): void => {
 };
 
 const NO_OPTIONS: { key?: Uint8Array } = Object.freeze({});
+/** The resolver of a record queued by `send()`: nobody waits on it. */
+const UNWATCHED: Resolve = () => undefined;
 
 class Batch {
   payloads: Uint8Array[] = [];
   /** One resolver per record; a failure resolves each with the rejected outcome. */
   resolvers: Resolve[] = [];
   bytes = 0;
+  /** Records of this batch queued by `send()`: a failure must reach `flush()` for them. */
+  unwatched = 0;
   timer: ReturnType<typeof setTimeout> | null = null;
   constructor(readonly key: Uint8Array | undefined) {}
 }
@@ -51,6 +62,11 @@ export class Publisher {
   private unkeyed: Batch | undefined = undefined;
   private pendingRecords = 0;
   private roomWaiters: Array<() => void> = [];
+  /** Records queued (either way) whose batch is not answered yet. */
+  private unacked = 0;
+  private readyWaiters: Array<() => void> = [];
+  /** The first failure of a batch holding `send()` records since the last `flush()`. */
+  private sendFailure: { error: unknown } | null = null;
   private inFlight = new Set<Promise<unknown>>();
   private closed = false;
   private readonly lingerMs: number;
@@ -59,7 +75,7 @@ export class Publisher {
 
   constructor(
     readonly stream: string,
-    private readonly send: SendBatch,
+    private readonly sendRecords: SendBatch,
     opts: PublisherOptions,
   ) {
     this.lingerMs = opts.lingerMs ?? 1;
@@ -89,7 +105,35 @@ export class Publisher {
     return this.enqueue(data, opts);
   }
 
+  /**
+   * Queues one record without a promise of its own. The broker acknowledges it with its batch;
+   * `flush()` waits for that and throws the first failure of such a batch. Answers false when
+   * PUBLISHER_UNACKED_RECORDS_HIGH records are unacknowledged: await `ready()` before more.
+   * Throws PublisherFullError at PUBLISHER_UNACKED_RECORDS_MAX (a caller ignoring false).
+   */
+  send(data: Uint8Array, opts: { key?: Uint8Array } = NO_OPTIONS): boolean {
+    if (this.closed) throw new ClientClosedError();
+    if (this.unacked >= PUBLISHER_UNACKED_RECORDS_MAX)
+      throw new PublisherFullError(this.stream, PUBLISHER_UNACKED_RECORDS_MAX);
+    this.enqueueRecord(data, opts, UNWATCHED);
+    return this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH;
+  }
+
+  /** Resolves once fewer than PUBLISHER_UNACKED_RECORDS_HIGH records are unacknowledged. */
+  ready(): Promise<void> {
+    if (this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+
   private enqueue(data: Uint8Array, opts: { key?: Uint8Array }): Promise<PublishResult> {
+    const result = new Promise<PublishResult>(capture);
+    const resolve = captured!;
+    captured = null;
+    this.enqueueRecord(data, opts, resolve);
+    return result;
+  }
+
+  private enqueueRecord(data: Uint8Array, opts: { key?: Uint8Array }, resolve: Resolve): void {
     // '' is the unkeyed batch; a keyed one (an empty key included, which routes by the hash of
     // no bytes) is 'k' + hex, so the two never share a batch.
     const id = opts.key === undefined ? '' : `k${Buffer.from(opts.key).toString('hex')}`;
@@ -100,15 +144,20 @@ export class Publisher {
       if (id === '') this.unkeyed = batch;
     }
     const b = batch;
-    const result = new Promise<PublishResult>(capture);
-    b.resolvers.push(captured!);
-    captured = null;
+    b.resolvers.push(resolve);
+    if (resolve === UNWATCHED) b.unwatched++;
     b.payloads.push(data);
     b.bytes += data.byteLength;
     this.pendingRecords++;
+    this.unacked++;
     if (b.payloads.length >= this.maxRecords || b.bytes >= this.maxBytes) this.sendBatch(id, b);
     else if (!b.timer) b.timer = setTimeout(() => this.sendBatch(id, b), this.lingerMs);
-    return result;
+  }
+
+  private settled(batch: Batch): void {
+    this.unacked -= batch.payloads.length;
+    if (this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH && this.readyWaiters.length > 0)
+      for (const w of this.readyWaiters.splice(0)) w();
   }
 
   private sendBatch(id: string, batch: Batch): void {
@@ -119,15 +168,22 @@ export class Publisher {
     if (batch.payloads.length === 0) return;
     this.pendingRecords -= batch.payloads.length;
     for (const w of this.roomWaiters.splice(0)) w();
-    const sent = this.send(batch.payloads, batch.key).then(
+    const sent = this.sendRecords(batch.payloads, batch.key).then(
       (r) => {
+        this.settled(batch);
         const resolvers = batch.resolvers;
+        if (batch.unwatched === resolvers.length) return;
         const first = r.offset;
         for (let i = 0; i < resolvers.length; i++) {
-          resolvers[i]!({ offset: first === null ? null : first + i, shard: r.shard });
+          const resolve = resolvers[i]!;
+          if (resolve !== UNWATCHED)
+            resolve({ offset: first === null ? null : first + i, shard: r.shard });
         }
       },
       (err: unknown) => {
+        this.settled(batch);
+        if (batch.unwatched > 0) this.sendFailure ??= { error: err };
+        if (batch.unwatched === batch.resolvers.length) return;
         const failed = Promise.reject(err);
         failed.catch(() => undefined); // observed through each record's own promise
         for (const resolve of batch.resolvers) resolve(failed);
@@ -137,16 +193,27 @@ export class Publisher {
     void sent.finally(() => this.inFlight.delete(sent));
   }
 
-  /** Sends every waiting batch now and resolves once all sent batches are answered. */
+  /**
+   * Sends every waiting batch now and resolves once all sent batches are answered. Throws the
+   * first failure of a batch holding `send()` records since the last flush (an acked publish
+   * whose connection died is an OutcomeUnknownError: it may or may not have been appended).
+   */
   async flush(): Promise<void> {
     for (const [id, b] of [...this.batches]) this.sendBatch(id, b);
     await Promise.allSettled([...this.inFlight]);
+    const failure = this.sendFailure;
+    this.sendFailure = null;
+    if (failure !== null) throw failure.error;
   }
 
-  /** Flushes, then refuses further publishes. */
+  /** Flushes, then refuses further publishes (throwing what the flush threw, once closed). */
   async close(): Promise<void> {
-    await this.flush();
-    this.closed = true;
-    for (const w of this.roomWaiters.splice(0)) w();
+    try {
+      await this.flush();
+    } finally {
+      this.closed = true;
+      for (const w of this.roomWaiters.splice(0)) w();
+      for (const w of this.readyWaiters.splice(0)) w();
+    }
   }
 }

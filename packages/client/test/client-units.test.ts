@@ -6,7 +6,25 @@ import {
   encodeEventBatch,
   encodeMessage,
 } from '@felix/wire';
-import { BoundedQueue, FrameStream, Publisher, backoffDelayMs, brokerErrorFor } from './units.js';
+import {
+  BoundedQueue,
+  FrameStream,
+  PUBLISHER_UNACKED_RECORDS_HIGH,
+  PUBLISHER_UNACKED_RECORDS_MAX,
+  Publisher,
+  PublisherFullError,
+  backoffDelayMs,
+  brokerErrorFor,
+} from './units.js';
+
+/** Waits (by turns of the event loop, with a deadline) until `cond` holds. */
+async function waitUntil(cond: () => boolean, deadlineMs = 5000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met before the deadline');
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
 
 describe('client units', () => {
   it('reconnect_delays_are_full_jitter_below_a_capped_exponential', () => {
@@ -89,6 +107,97 @@ describe('client units', () => {
       [1, 2, 3].map((i) => pub.publish(enc.encode(`${i}`))),
     );
     expect(outcomes).toEqual([1, 2, 3].map(() => ({ status: 'rejected', reason: boom })));
+    await pub.close();
+  });
+
+  it('records_sent_without_a_promise_are_acknowledged_in_batches_and_flush_waits_for_them', async () => {
+    const sent: number[] = [];
+    const acks: Array<() => void> = [];
+    const pub = new Publisher(
+      's',
+      (payloads) => {
+        sent.push(payloads.length);
+        return new Promise((resolve) => acks.push(() => resolve({ offset: 0, shard: 0 })));
+      },
+      { lingerMs: 1000, maxBatchRecords: 2 },
+    );
+    const enc = new TextEncoder();
+    for (const i of [1, 2, 3, 4, 5]) expect(pub.send(enc.encode(String(i)))).toBe(true);
+    expect(sent).toEqual([2, 2]); // full batches go at once; the fifth waits for linger
+    let flushed = false;
+    const flush = pub.flush().then(() => {
+      flushed = true;
+    });
+    await waitUntil(() => sent.length === 3);
+    expect(sent).toEqual([2, 2, 1]); // flush sent the waiting batch
+    acks[0]!();
+    acks[1]!();
+    await Promise.resolve();
+    expect(flushed).toBe(false); // one batch still unanswered
+    acks[2]!();
+    await flush;
+    expect(flushed).toBe(true);
+    await pub.close();
+  });
+
+  it('a_failed_batch_of_sent_records_is_thrown_by_the_next_flush_once', async () => {
+    const boom = new Error('append failed');
+    let fail = true;
+    const pub = new Publisher(
+      's',
+      async () => {
+        if (fail) throw boom;
+        return { offset: 0, shard: 0 };
+      },
+      { lingerMs: 0 },
+    );
+    pub.send(new Uint8Array(1));
+    await expect(pub.flush()).rejects.toBe(boom);
+    fail = false;
+    pub.send(new Uint8Array(1));
+    await expect(pub.flush()).resolves.toBeUndefined(); // reported once, not again
+    // A record with its own promise in the same failed batch still gets the error itself.
+    fail = true;
+    const own = pub.publish(new Uint8Array(1));
+    pub.send(new Uint8Array(1));
+    await expect(own).rejects.toBe(boom);
+    await expect(pub.close()).rejects.toBe(boom);
+  });
+
+  it('send_answers_false_at_the_unacked_bound_and_ready_waits_for_acks', async () => {
+    const acks: Array<() => void> = [];
+    let ackAtOnce = false;
+    const pub = new Publisher(
+      's',
+      () =>
+        ackAtOnce
+          ? Promise.resolve({ offset: 0, shard: 0 })
+          : new Promise((resolve) => acks.push(() => resolve({ offset: 0, shard: 0 }))),
+      { lingerMs: 1000, maxBatchRecords: 1024 },
+    );
+    const one = new Uint8Array(1);
+    let answered = true;
+    let n = 0;
+    while (answered) {
+      answered = pub.send(one);
+      n++;
+    }
+    expect(n).toBe(PUBLISHER_UNACKED_RECORDS_HIGH);
+    let ready = false;
+    const waiting = pub.ready().then(() => {
+      ready = true;
+    });
+    await Promise.resolve();
+    expect(ready).toBe(false);
+    acks[0]!(); // one batch of 1,024 answered: below the bound again
+    await waiting;
+    expect(ready).toBe(true);
+    // A caller that ignores false is refused at the hard bound, and nothing is queued.
+    expect(() => {
+      for (let i = 0; i <= PUBLISHER_UNACKED_RECORDS_MAX; i++) pub.send(one);
+    }).toThrow(PublisherFullError);
+    ackAtOnce = true;
+    for (const ack of acks) ack();
     await pub.close();
   });
 

@@ -1,5 +1,12 @@
 // Re-exports for the unit tests: the package's public entry plus internals not exported.
-export { BoundedQueue, Publisher, backoffDelayMs } from '@felix/client';
+export {
+  BoundedQueue,
+  PUBLISHER_UNACKED_RECORDS_HIGH,
+  PUBLISHER_UNACKED_RECORDS_MAX,
+  Publisher,
+  PublisherFullError,
+  backoffDelayMs,
+} from '@felix/client';
 export { brokerError as brokerErrorFor } from '../src/errors.js';
 export {
   encodeGetRequest,
