@@ -11,8 +11,9 @@
  * runs every scenario N times, the systems interleaved within each round, and reports the median.
  * FELIX_BENCH_ONLY=throughput,latency,durable picks scenario groups. FELIX_BENCH_BROKER_ARGS adds
  * node flags to the broker (say `--cpu-prof --cpu-prof-dir=/tmp/prof`; written at its exit).
- * The throughput publisher keeps a sliding window of acked publishes (FELIX_BENCH_WINDOW_CHUNKS
- * chunks of 1,024, default 16), awaiting the oldest chunk only when the window is full.
+ * The throughput publisher uses `publisher().send()` (acked per batch, no promise per message,
+ * `ready()` when it answers false, one `flush()` at the end), the NATS one `publish()` with a
+ * `flush()` every 10,000 messages: each client's own fire-and-forget idiom.
  * FELIX_BENCH_WARMUP=N (default 1) runs N untimed passes of the throughput cases for every system
  * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike).
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
@@ -20,7 +21,14 @@
  * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { loadavg as osLoadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type FelixClient, connect as felixConnect } from '@felix/client';
@@ -42,6 +50,8 @@ const TRANSPORTS = (process.env.FELIX_BENCH_TRANSPORTS ?? 'tls,quic')
   .split(',')
   .map((s) => s.trim()) as Array<'tls' | 'quic'>;
 const BROKER_ARGS = (process.env.FELIX_BENCH_BROKER_ARGS ?? '').split(' ').filter((a) => a !== '');
+/** FELIX_BENCH_SCALE=N multiplies the throughput cases' message counts (longer, steadier rounds). */
+const SCALE = Math.max(1, Number(process.env.FELIX_BENCH_SCALE ?? 1));
 /** FELIX_BENCH_NATS=0 skips the NATS throughput runs (a profile of the bench then shows Felix alone). */
 const NO_NATS = process.env.FELIX_BENCH_NATS === '0';
 /** FELIX_BENCH_CASES=1024x1,1024x10 keeps only those throughput cases (size x fanout). */
@@ -110,6 +120,9 @@ async function startBroker(): Promise<Broker> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // FELIX_BENCH_BROKER_STDOUT=path keeps the broker's stdout (say, with --trace-gc in its args).
+  const keep = process.env.FELIX_BENCH_BROKER_STDOUT;
+  if (keep) proc.stdout!.pipe(createWriteStream(keep));
   const line = await new Promise<{ tls_port: number; http_port: number; cert_fingerprint: string }>(
     (done, fail) => {
       let out = '';
@@ -150,6 +163,20 @@ function procCpuSecs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** The local nats-server's pid (its CPU is read from /proc like the broker's), or null. */
+function natsServerPid(): number | null {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server')
+        return Number(entry);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return null;
 }
 
 function rssMiB(pid: number): { rss: number; peak: number } {
@@ -193,23 +220,13 @@ async function felixThroughput(
   const brokerCpu0 = procCpuSecs(b.proc.pid!);
   const t0 = performance.now();
   const pub = pubClient.publisher('bench', { lingerMs: 1, maxBatchRecords: 512, ack: true });
-  // A sliding window of acked publishes: chunks of CHUNK records, at most WINDOW_CHUNKS of them
-  // unacknowledged; the oldest chunk is awaited only when the window is full, so the pipe never
-  // drains to empty the way a barrier every N records would.
-  const CHUNK = 1024;
-  const WINDOW_CHUNKS = Number(process.env.FELIX_BENCH_WINDOW_CHUNKS ?? 16);
-  const window: Promise<unknown>[] = [];
-  let chunk: Promise<unknown>[] = [];
+  // Like the NATS loop: publish without a promise per message. Every batch is still acked by the
+  // broker; `ready()` is the publisher's backpressure (at most PUBLISHER_UNACKED_RECORDS_HIGH
+  // records unacknowledged) and `flush()` waits for every ack and throws any failure.
   for (let i = 0; i < count; i++) {
-    chunk.push(pub.publish(payload));
-    if (chunk.length === CHUNK) {
-      window.push(Promise.all(chunk));
-      chunk = [];
-      if (window.length >= WINDOW_CHUNKS) await window.shift();
-    }
+    if (!pub.send(payload)) await pub.ready();
   }
-  window.push(Promise.all(chunk));
-  await Promise.all(window);
+  await pub.flush();
   const received = await withTimeout(Promise.all(done), TIMEOUT_MS, 'subscribers');
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
@@ -242,6 +259,9 @@ async function natsThroughput(size: number, fanout: number, count: number): Prom
   );
   await Promise.all(subs.map((nc) => nc.flush()));
   const payload = new Uint8Array(size).fill(97);
+  const server = natsServerPid();
+  const cpu0 = process.cpuUsage();
+  const serverCpu0 = server === null ? 0 : procCpuSecs(server);
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
     pubConn.publish(subject, payload);
@@ -250,6 +270,11 @@ async function natsThroughput(size: number, fanout: number, count: number): Prom
   await pubConn.flush();
   await withTimeout(Promise.all(done), TIMEOUT_MS, 'nats subscribers');
   const secs = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const serverCpu = server === null ? Number.NaN : procCpuSecs(server) - serverCpu0;
+  console.log(
+    `    CPU per message: client ${((cpu.user + cpu.system) / count).toFixed(2)} µs, nats-server ${((serverCpu * 1e6) / count).toFixed(2)} µs (wall ${((secs * 1e6) / count).toFixed(2)} µs)`,
+  );
   await Promise.all([...subs, pubConn].map((nc) => nc.close()));
   return count / secs;
 }
@@ -404,7 +429,7 @@ try {
         for (const fanout of [1, 10]) {
           if (CASES !== null && !CASES.has(`${size}x${fanout}`)) continue;
           const scenario = `pub→sub ${label}, fanout ${fanout}`;
-          const base = size === 1024 ? 100_000 : 200_000;
+          const base = (size === 1024 ? 100_000 : 200_000) * SCALE;
           const n = QUICK ? 5_000 : fanout === 10 ? base / 4 : base;
           if (!NO_NATS) {
             sample({
