@@ -37,6 +37,9 @@ export const PUBLISHER_UNACKED_RECORDS_HIGH = 65_536;
 /** Unacknowledged records beyond which `send()` refuses (PublisherFullError): the bound on what
  *  a caller that ignores false can pile up. */
 export const PUBLISHER_UNACKED_RECORDS_MAX = 4 * PUBLISHER_UNACKED_RECORDS_HIGH;
+/** Unacknowledged payload bytes at which `send()` answers false: enough to keep a connection busy
+ *  across a round trip at hundreds of MB/s, small enough that encoded batches die young. */
+export const PUBLISHER_UNACKED_BYTES_HIGH = 8 * 1024 * 1024;
 
 /** First resubscribe delay cap after a refusal the broker says to retry (shard unavailable,
  *  draining, led elsewhere); the delay is uniform in [0, min(max, base * 2^refusal)]. */

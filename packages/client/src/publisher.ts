@@ -7,13 +7,15 @@
  * `send()` is the same path without a promise per record (NATS's `publish`, a Kafka producer's
  * batched send): the broker still acknowledges every batch, and `flush()` waits for those acks
  * and reports the first failure among them. It answers false once PUBLISHER_UNACKED_RECORDS_HIGH
- * records are unacknowledged (await `ready()`), and refuses beyond PUBLISHER_UNACKED_RECORDS_MAX.
+ * records or PUBLISHER_UNACKED_BYTES_HIGH payload bytes are unacknowledged (await `ready()`),
+ * and refuses beyond PUBLISHER_UNACKED_RECORDS_MAX.
  */
 import { ClientClosedError, InvalidArgumentError, PublisherFullError } from './errors.js';
 import {
   PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
   PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,
   PUBLISHER_PENDING_RECORDS_MAX,
+  PUBLISHER_UNACKED_BYTES_HIGH,
   PUBLISHER_UNACKED_RECORDS_HIGH,
   PUBLISHER_UNACKED_RECORDS_MAX,
 } from './limits.js';
@@ -62,8 +64,9 @@ export class Publisher {
   private unkeyed: Batch | undefined = undefined;
   private pendingRecords = 0;
   private roomWaiters: Array<() => void> = [];
-  /** Records queued (either way) whose batch is not answered yet. */
+  /** Records queued (either way) whose batch is not answered yet, and their payload bytes. */
   private unacked = 0;
+  private unackedBytes = 0;
   private readyWaiters: Array<() => void> = [];
   /** The first failure of a batch holding `send()` records since the last `flush()`. */
   private sendFailure: { error: unknown } | null = null;
@@ -108,7 +111,9 @@ export class Publisher {
   /**
    * Queues one record without a promise of its own. The broker acknowledges it with its batch;
    * `flush()` waits for that and throws the first failure of such a batch. Answers false when
-   * PUBLISHER_UNACKED_RECORDS_HIGH records are unacknowledged: await `ready()` before more.
+   * PUBLISHER_UNACKED_RECORDS_HIGH records or PUBLISHER_UNACKED_BYTES_HIGH bytes are
+   * unacknowledged: await `ready()` before more. (A window of a few MiB keeps a connection busy;
+   * a larger one only holds encoded batches longer, which costs the process major GCs.)
    * Throws PublisherFullError at PUBLISHER_UNACKED_RECORDS_MAX (a caller ignoring false).
    */
   send(data: Uint8Array, opts: { key?: Uint8Array } = NO_OPTIONS): boolean {
@@ -116,12 +121,19 @@ export class Publisher {
     if (this.unacked >= PUBLISHER_UNACKED_RECORDS_MAX)
       throw new PublisherFullError(this.stream, PUBLISHER_UNACKED_RECORDS_MAX);
     this.enqueueRecord(data, opts, UNWATCHED);
-    return this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH;
+    return this.hasRoom();
   }
 
-  /** Resolves once fewer than PUBLISHER_UNACKED_RECORDS_HIGH records are unacknowledged. */
+  private hasRoom(): boolean {
+    return (
+      this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH &&
+      this.unackedBytes < PUBLISHER_UNACKED_BYTES_HIGH
+    );
+  }
+
+  /** Resolves once the unacknowledged records and bytes are below their bounds again. */
   ready(): Promise<void> {
-    if (this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH || this.closed) return Promise.resolve();
+    if (this.hasRoom() || this.closed) return Promise.resolve();
     return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
@@ -150,13 +162,15 @@ export class Publisher {
     b.bytes += data.byteLength;
     this.pendingRecords++;
     this.unacked++;
+    this.unackedBytes += data.byteLength;
     if (b.payloads.length >= this.maxRecords || b.bytes >= this.maxBytes) this.sendBatch(id, b);
     else if (!b.timer) b.timer = setTimeout(() => this.sendBatch(id, b), this.lingerMs);
   }
 
   private settled(batch: Batch): void {
     this.unacked -= batch.payloads.length;
-    if (this.unacked < PUBLISHER_UNACKED_RECORDS_HIGH && this.readyWaiters.length > 0)
+    this.unackedBytes -= batch.bytes;
+    if (this.readyWaiters.length > 0 && this.hasRoom())
       for (const w of this.readyWaiters.splice(0)) w();
   }
 

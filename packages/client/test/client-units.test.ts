@@ -9,6 +9,7 @@ import {
 import {
   BoundedQueue,
   FrameStream,
+  PUBLISHER_UNACKED_BYTES_HIGH,
   PUBLISHER_UNACKED_RECORDS_HIGH,
   PUBLISHER_UNACKED_RECORDS_MAX,
   Publisher,
@@ -199,6 +200,14 @@ describe('client units', () => {
     ackAtOnce = true;
     for (const ack of acks) ack();
     await pub.close();
+
+    // The bytes bound answers false first for large records.
+    const big = new Publisher('s', () => new Promise(() => undefined), { lingerMs: 1000 });
+    const mib = new Uint8Array(1024 * 1024);
+    const answers = Array.from({ length: PUBLISHER_UNACKED_BYTES_HIGH / mib.length }, () =>
+      big.send(mib),
+    );
+    expect(answers.indexOf(false)).toBe(answers.length - 1);
   });
 
   it('a_frame_stream_reads_frames_split_anywhere_in_pieces_or_joined', async () => {

@@ -1,6 +1,7 @@
 // Re-exports for the unit tests: the package's public entry plus internals not exported.
 export {
   BoundedQueue,
+  PUBLISHER_UNACKED_BYTES_HIGH,
   PUBLISHER_UNACKED_RECORDS_HIGH,
   PUBLISHER_UNACKED_RECORDS_MAX,
   Publisher,
