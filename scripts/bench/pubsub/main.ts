@@ -13,7 +13,8 @@
  * node flags to the broker (say `--cpu-prof --cpu-prof-dir=/tmp/prof`; written at its exit).
  * The throughput publisher uses `publisher().send()` (acked per batch, no promise per message,
  * `ready()` when it answers false, one `flush()` at the end), the NATS one `publish()` with a
- * `flush()` every 10,000 messages: each client's own fire-and-forget idiom.
+ * `flush()` every 10,000 messages: each client's own fire-and-forget idiom. FELIX_BENCH_BATCH
+ * (default 512) is the Felix publisher's records per batch.
  * FELIX_BENCH_WARMUP=N (default 1) runs N untimed passes of the throughput cases for every system
  * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike).
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
@@ -219,7 +220,11 @@ async function felixThroughput(
   const cpu0 = process.cpuUsage();
   const brokerCpu0 = procCpuSecs(b.proc.pid!);
   const t0 = performance.now();
-  const pub = pubClient.publisher('bench', { lingerMs: 1, maxBatchRecords: 512, ack: true });
+  const pub = pubClient.publisher('bench', {
+    lingerMs: 1,
+    maxBatchRecords: Number(process.env.FELIX_BENCH_BATCH ?? 512),
+    ack: true,
+  });
   // Like the NATS loop: publish without a promise per message. Every batch is still acked by the
   // broker; `ready()` is the publisher's backpressure (at most PUBLISHER_UNACKED_RECORDS_HIGH
   // records unacknowledged) and `flush()` waits for every ack and throws any failure.
