@@ -51,8 +51,9 @@ const TRANSPORTS = (process.env.FELIX_BENCH_TRANSPORTS ?? 'tls,quic')
   .split(',')
   .map((s) => s.trim()) as Array<'tls' | 'quic'>;
 const BROKER_ARGS = (process.env.FELIX_BENCH_BROKER_ARGS ?? '').split(' ').filter((a) => a !== '');
-/** FELIX_BENCH_SCALE=N multiplies the throughput cases' message counts (longer, steadier rounds). */
-const SCALE = Math.max(1, Number(process.env.FELIX_BENCH_SCALE ?? 1));
+/** FELIX_BENCH_SCALE=N (default 3) multiplies the throughput cases' message counts: 300,000 1 KiB
+ *  messages make a round of about a second; a third of that was decided by single GC pauses. */
+const SCALE = Math.max(1, Number(process.env.FELIX_BENCH_SCALE ?? 3));
 /** FELIX_BENCH_NATS=0 skips the NATS throughput runs (a profile of the bench then shows Felix alone). */
 const NO_NATS = process.env.FELIX_BENCH_NATS === '0';
 /** FELIX_BENCH_CASES=1024x1,1024x10 keeps only those throughput cases (size x fanout). */
@@ -397,6 +398,13 @@ console.log(
   `broker pid ${broker.proc.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
 );
 /** Samples per scenario and system across rounds; the median becomes the row. */
+/** Messages one throughput run publishes (fanout 10 delivers ten times as many). */
+function throughputCount(size: number, fanout: number): number {
+  if (QUICK) return 5_000;
+  const base = (size === 1024 ? 100_000 : 200_000) * SCALE;
+  return fanout === 10 ? base / 4 : base;
+}
+
 const samples = new Map<string, { row: Omit<Row, 'value'>; values: number[] }>();
 function sample(row: Row): void {
   console.log(
@@ -417,7 +425,9 @@ try {
       for (const size of [1024, 100]) {
         for (const fanout of [1, 10]) {
           if (CASES !== null && !CASES.has(`${size}x${fanout}`)) continue;
-          const n = QUICK ? 2_000 : 20_000;
+          // As many messages as a timed round: a shorter pass left Felix's later rounds faster
+          // than its first (the JIT and V8's young generation still growing), NATS's flat.
+          const n = throughputCount(size, fanout);
           if (!NO_NATS) await natsThroughput(size, fanout, n);
           for (const t of TRANSPORTS) await felixThroughput(broker, t, size, fanout, n);
         }
@@ -434,8 +444,7 @@ try {
         for (const fanout of [1, 10]) {
           if (CASES !== null && !CASES.has(`${size}x${fanout}`)) continue;
           const scenario = `pub→sub ${label}, fanout ${fanout}`;
-          const base = (size === 1024 ? 100_000 : 200_000) * SCALE;
-          const n = QUICK ? 5_000 : fanout === 10 ? base / 4 : base;
+          const n = throughputCount(size, fanout);
           if (!NO_NATS) {
             sample({
               scenario,
