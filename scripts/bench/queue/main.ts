@@ -4,13 +4,22 @@
  *
  *   npx pnpm@10.34.9 build && node --import tsx scripts/bench/queue/main.ts
  *
- * Each system is loaded once with 2N records of 100 bytes; every round then drains N of them
- * into fresh groups with 1 and with 4 consumers, Felix and Redis interleaved within the round
- * and JetStream in a block of its own after them (its server keeps working after a drain).
- * FELIX_BENCH_ROUNDS (default 3) rounds; each row is the median, with the range. Before them,
- * FELIX_BENCH_WARMUP (default 4) untimed rounds of the same drains, for every system: a drain
- * lasts 30-100 ms, so without them the first rounds time Node's JIT compiling the client and
- * broker paths (a cold Felix round drained at a quarter of a warm one's rate). Felix is
+ * Each system is loaded once with 2N records of 100 bytes (N = FELIX_BENCH_RECORDS, default
+ * 100,000); every round then drains N of them into fresh groups with 1 and with 4 consumers,
+ * Felix and Redis interleaved within the round and JetStream in a block of its own after them
+ * (its server keeps working after a drain). FELIX_BENCH_ROUNDS (default 3) rounds; each row is
+ * the median, with the range. Before them, FELIX_BENCH_WARMUP untimed rounds of the same drains,
+ * for every system (default: enough to drain 400,000 records per configuration, 4 rounds at the
+ * default N): Node's JIT keeps compiling the client's and the broker's paths over the first few
+ * hundred thousand records (ten back-to-back drains of 100,000 with four consumers on a fresh
+ * client and broker went from 241k/s to 672k/s, CPU per record falling from 3.5 to 1.3 µs in
+ * the client and from 3.3 to 1.1 µs in the broker), and a running queue is warm. N was 20,000
+ * before 2026-11-30: such a drain lasts 30-50 ms, so a single GC pause (client scavenges of
+ * 2-10 ms, tens of ms on a loaded machine) or scheduler hiccup decided a round, and the fixed
+ * costs of starting and ending a drain weighed five times as much. Every system gets the same N,
+ * warm-up, record size and batch size. The broker's in-memory ring is sized to hold the whole
+ * backlog (FELIX_MEMORY_RING_RECORDS = 2N; the default ring holds 65,536 records), as Redis
+ * holds its stream in memory, so Felix drains from memory rather than from its log. Felix is
  * drained two ways: `group.consume()` (up to three polls in flight ahead while the batch is
  * acked, polls answered as binary group_records frames when the broker offers them, the acks
  * of one turn sent as one `group_ack_batch` when the broker offers it) and a poll loop
@@ -19,12 +28,13 @@
  * Felix acknowledgements are durable (the group's cursor is written with an fsync before the ack
  * is answered, coalesced across the acks in flight); Redis Streams here acknowledge from memory;
  * JetStream acks are fire-and-forget (`m.ack()`), its default. Also prints the poll -> ack round
- * trip p50/p99 for one consumer taking one record at a time, and for each Felix drain the CPU
- * time per record of this process and of the broker (utime + stime from /proc, 10 ms ticks; the
- * table also gives the mean over rounds, finer than one round's ticks), a
- * figure a shared machine disturbs less than a rate. FELIX_BENCH_QUICK=1 shrinks the
- * counts; FELIX_BENCH_SYSTEMS=felix,redis (default felix,redis,nats) picks systems;
- * FELIX_BENCH_CONSUME_ONLY=1 runs only the consume() drains for Felix (for profiles).
+ * trip p50/p99 for one consumer taking one record at a time, and for each drain the CPU time
+ * per record of this process and of the server: the Felix broker (utime + stime from /proc,
+ * 10 ms ticks; the table also gives the mean over rounds, finer than one round's ticks) or the
+ * Redis server (`INFO cpu`), a figure a shared machine disturbs less than a rate.
+ * FELIX_BENCH_QUICK=1 shrinks the counts; FELIX_BENCH_SYSTEMS=felix,redis (default
+ * felix,redis,nats) picks systems; FELIX_BENCH_CONSUME_ONLY=1 runs only the consume() drains
+ * for Felix (for profiles).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -39,11 +49,16 @@ import {
 import { latencies, pct, startBenchBroker } from '../cache-broker/broker.js';
 
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
-const N = QUICK ? 2000 : 20_000;
+/** Records per drain (FELIX_BENCH_RECORDS); each system is loaded with twice as many. */
+const N = Math.max(1000, Number(process.env.FELIX_BENCH_RECORDS ?? (QUICK ? 2000 : 100_000)));
 const BATCH = 100;
 const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 3));
-/** Untimed rounds first (same drains, every system), so timed rounds measure warm code. */
-const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? (QUICK ? 1 : 4)));
+/** Untimed rounds first (same drains, every system), so timed rounds measure warm code: by
+ *  default enough to drain 400,000 records per configuration. */
+const WARMUP = Math.max(
+  0,
+  Number(process.env.FELIX_BENCH_WARMUP ?? (QUICK ? 1 : Math.ceil(400_000 / N))),
+);
 /** True while the warm-up rounds run: nothing is recorded or printed. */
 let warming = false;
 const SYSTEMS = (process.env.FELIX_BENCH_SYSTEMS ?? 'felix,redis,nats').split(',');
@@ -89,8 +104,13 @@ async function drain(
 }
 
 // ---- CPU per record (a shared machine's throughput is noisy; CPU spent per record is less so) ----
+interface CpuMark {
+  client: number;
+  server: number | undefined;
+}
+
 /** CPU µs used so far by this process and (Linux /proc, 10 ms ticks) by the broker process. */
-function cpuNow(): { client: number; broker: number | undefined } {
+function felixCpu(): CpuMark {
   const c = process.cpuUsage();
   const stat = `/proc/${broker.pid}/stat`;
   let brokerUs: number | undefined;
@@ -98,17 +118,32 @@ function cpuNow(): { client: number; broker: number | undefined } {
     const f = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
     brokerUs = (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, in clock ticks
   }
-  return { client: c.user + c.system, broker: brokerUs };
+  return { client: c.user + c.system, server: brokerUs };
 }
 
-function sampleCpu(scenario: string, system: string, since: ReturnType<typeof cpuNow>) {
-  const now = cpuNow();
+/** CPU µs used so far by this process and by the Redis server (`INFO cpu`, µs resolution; the
+ *  INFO call itself is a few µs of server CPU per drain). */
+async function redisCpu(redis: Redis): Promise<CpuMark> {
+  const c = process.cpuUsage();
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1]);
+  const server = (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
+  return { client: c.user + c.system, server: Number.isFinite(server) ? server : undefined };
+}
+
+function sampleCpu(
+  scenario: string,
+  system: string,
+  since: CpuMark,
+  now: CpuMark,
+  serverName = 'broker',
+) {
   sample(`${scenario}, CPU per record`, `${system} client`, (now.client - since.client) / N, 'µs');
-  if (now.broker !== undefined && since.broker !== undefined) {
+  if (now.server !== undefined && since.server !== undefined) {
     sample(
       `${scenario}, CPU per record`,
-      `${system} broker`,
-      (now.broker - since.broker) / N,
+      `${system} ${serverName}`,
+      (now.server - since.server) / N,
       'µs',
     );
   }
@@ -130,7 +165,7 @@ async function felixRound(felix: FelixClient, round: number): Promise<void> {
     const all = new Promise<void>((r) => {
       done = r;
     });
-    const cpu0 = cpuNow();
+    const cpu0 = felixCpu();
     const t0 = performance.now();
     const loops = Array.from({ length: consumers }, async () => {
       for await (const m of group.consume({ max: BATCH, waitMs: 1000, signal: stop.signal })) {
@@ -148,20 +183,20 @@ async function felixRound(felix: FelixClient, round: number): Promise<void> {
     stop.abort();
     await Promise.allSettled(loops);
     sample(drainName(consumers), 'Felix consume() (TLS)', perSec(N, ms), '/s', 'durable cursor');
-    sampleCpu(drainName(consumers), 'Felix consume()', cpu0);
+    sampleCpu(drainName(consumers), 'Felix consume()', cpu0, felixCpu());
   }
   if (CONSUME_ONLY) return;
   for (const consumers of [1, 4]) {
     const group = felix.group('q', `p${consumers}-r${round}`);
     await group.seek('earliest');
-    const cpu0 = cpuNow();
+    const cpu0 = felixCpu();
     const ms = await drain(consumers, N, async () => {
       const msgs = await group.poll({ max: BATCH, waitMs: 0 });
       await Promise.all(msgs.map((m) => m.ack()));
       return msgs.length;
     });
     sample(drainName(consumers), 'Felix poll loop (TLS)', perSec(N, ms), '/s', 'durable cursor');
-    sampleCpu(drainName(consumers), 'Felix poll loop', cpu0);
+    sampleCpu(drainName(consumers), 'Felix poll loop', cpu0, felixCpu());
   }
   const group = felix.group('q', `one-r${round}`);
   await group.seek('earliest');
@@ -181,6 +216,7 @@ async function redisRound(redis: Redis, key: string, round: number): Promise<voi
       { length: consumers },
       () => new Redis({ host: '127.0.0.1', port: 6379 }),
     );
+    const cpu0 = await redisCpu(redis);
     const ms = await drain(consumers, N, async (i) => {
       const r = conns[i]!;
       const res = (await r.xreadgroup(
@@ -197,7 +233,9 @@ async function redisRound(redis: Redis, key: string, round: number): Promise<voi
       if (ids.length > 0) await r.xack(key, group, ...ids);
       return ids.length;
     });
+    const cpu1 = await redisCpu(redis);
     sample(drainName(consumers), 'Redis Streams', perSec(N, ms), '/s', 'in memory');
+    sampleCpu(drainName(consumers), 'Redis Streams', cpu0, cpu1, 'server');
     for (const r of conns) r.disconnect();
   }
   const one = `one-r${round}`;
@@ -261,6 +299,9 @@ async function natsRound(
 const loads: string[] = [];
 const broker = await startBenchBroker(
   'streams:\n  - { tenant: bench, name: q, durable: true, fsync: none }\n',
+  // The shard's in-memory ring holds the whole backlog (Redis holds it in memory too), so a
+  // larger FELIX_BENCH_RECORDS still drains from memory rather than from the log.
+  { FELIX_MEMORY_RING_RECORDS: String(Math.max(65_536, 2 * N)) },
 );
 const felix = await connect({
   servers: [broker.url('tls')],
@@ -339,8 +380,8 @@ for (const [k, xs] of samples) {
   const [scenario, system, note, unit] = k.split('|') as [string, string, string, string];
   const u = unit === '/s' ? '/s' : ' µs';
   const f = unit === '/s' ? fmt : fmtUs;
-  // A round's broker figure is whole 10 ms ticks over one drain (steps of 0.5 µs per record at
-  // N = 20,000); the mean over rounds is the CPU of all rounds over all their records, finer.
+  // A round's broker figure is whole 10 ms ticks over one drain (steps of 0.1 µs per record at
+  // N = 100,000); the mean over rounds is the CPU of all rounds over all their records, finer.
   const shown = scenario.endsWith('CPU per record')
     ? `mean ${fmtUs(xs.reduce((a, b) => a + b, 0) / xs.length)} µs${note ? `; ${note}` : ''}`
     : note;
