@@ -282,6 +282,44 @@ describe('group consume pipeline', () => {
     expect(nacked()).toEqual([2, 3]);
   });
 
+  it('acks_a_loop_gathered_are_sent_before_its_hand_back_when_it_ends', async () => {
+    const { host, streams } = fakeHost(FEATURE_HI_GROUP_ACK_BATCH);
+    const g = new Group(host, 'jobs', 'billing');
+    const sent = () =>
+      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+    const settles = () => sent().filter((x) => x.m.type !== 'group_poll');
+    const ctl = new AbortController();
+    const it = g.consume({ max: 3, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
+    const first = it.next();
+    await waitFor(() => sent().length === 1, 'the first poll', 5_000);
+    const poll = sent()[0]!;
+    const id = (poll.m as { request_id: number }).request_id;
+    poll.stream.push({ type: 'group_records', request_id: id, records: records(0, 3) });
+    const m0 = (await first).value!;
+    void m0.ack().catch(() => undefined);
+    await waitFor(() => settles().length === 1, 'the first ack batch is sent', 5_000);
+    // The first batch is unanswered, so the next ack gathers for later.
+    const m1 = (await it.next()).value!;
+    void m1.ack().catch(() => undefined);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(settles()).toHaveLength(1);
+    // The loop ends with offset 2 unyielded: the gathered ack goes before its nack.
+    ctl.abort();
+    await it.return?.();
+    await waitFor(() => settles().length === 3, 'the gathered ack and the hand-back', 5_000);
+    expect(
+      settles().map(({ m }) =>
+        m.type === 'group_ack_batch'
+          ? [m.type, m.offsets]
+          : [m.type, (m as { offset: number }).offset],
+      ),
+    ).toEqual([
+      ['group_ack_batch', [0]],
+      ['group_ack_batch', [1]],
+      ['group_nack', 2],
+    ]);
+  });
+
   it('a_caller_slow_with_its_batches_keeps_a_single_poll_ahead', async () => {
     const { host, streams } = fakeHost();
     const g = new Group(host, 'jobs', 'billing');

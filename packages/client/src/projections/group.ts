@@ -267,6 +267,9 @@ export class Group {
       finished = true;
       opts.signal?.removeEventListener('abort', onAbort);
       // The rest of the batch in hand was never yielded: it goes back, not out to lapse.
+      // Acks this loop made that the group still gathers go first: on the request stream the
+      // last acks would otherwise queue behind the hand-back's nacks (and wait for an answer).
+      this.sendGatheredAcks();
       handBack(batch.slice(at));
       batch = [];
       const left = ahead.splice(0);
@@ -376,6 +379,12 @@ export class Group {
     return new Promise<void>((resolve, reject) => {
       items.push({ offset, resolve, reject });
     });
+  }
+
+  /** Sends the acks gathering now, without waiting for the turn's end or an answer. */
+  private sendGatheredAcks(): void {
+    const open = this.acks;
+    if (open !== undefined) this.flushAcks(open, true);
   }
 
   private flushAcks(batch: AckBatch, now = false): void {
