@@ -1,0 +1,64 @@
+/**
+ * Goal: a stream's answer pipe writes answers in request order and lets go of each answer's
+ * bytes once written, so a long-lived stream (a consumer's poll stream answers thousands of
+ * polls of up to megabytes each) holds no more than the answers not yet written. Method: a
+ * stand-in stream that records writes; WeakRefs to written answers, checked after a full GC.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { waitFor } from '@felix/testing-harness';
+import type { TransportStream } from '@felix/transport';
+import { describe, expect, it } from 'vitest';
+import { AnswerPipe } from '../src/session/answer-pipe.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const ANSWER_BYTES = 64 * 1024;
+
+/** Records which answers were written (each is ANSWER_BYTES of its index), keeping no chunk. */
+function recordingStream() {
+  const seen: number[] = [];
+  const stream = {
+    write: async (chunk: Uint8Array) => {
+      // Answers ready together go out as one write.
+      for (let at = 0; at < chunk.length; at += ANSWER_BYTES) seen.push(chunk[at]!);
+    },
+  } as unknown as TransportStream;
+  return { stream, seen };
+}
+
+/** Settles the answers out of order, keeping only WeakRefs (in a frame of its own: a suspended
+ *  async test would keep the last answer alive in its saved registers). */
+function settleOutOfOrder(settle: Array<(b: Uint8Array) => void>, refs: WeakRef<Uint8Array>[]) {
+  for (const i of [3, 1, 0, 2, 9, 4, 5, 8, 6, 7]) {
+    const bytes = new Uint8Array(ANSWER_BYTES).fill(i);
+    refs.push(new WeakRef(bytes));
+    settle[i]!(bytes);
+  }
+}
+
+describe('answer pipe', () => {
+  it('an_answer_pipe_keeps_no_written_answer_alive', async () => {
+    const { stream, seen } = recordingStream();
+    const pipe = new AnswerPipe(stream, 64);
+    const refs: WeakRef<Uint8Array>[] = [];
+    // Answers settle out of order (below); they are still written in request order.
+    const settle: Array<(b: Uint8Array) => void> = [];
+    for (let i = 0; i < 10; i++) {
+      pipe.push(new Promise<Uint8Array>((r) => settle.push(r)));
+    }
+    settleOutOfOrder(settle, refs);
+    await waitFor(() => seen.length === 10, 'every answer is written', 5_000);
+    await pipe.drain();
+    expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // The resolvers hold their settled promises (and so the bytes): drop them. WeakRef targets
+    // stay alive for the job that created them: let it end before collecting.
+    settle.length = 0;
+    await new Promise<void>((r) => setImmediate(r));
+    gc();
+    expect(refs.map((r, i) => (r.deref() === undefined ? -1 : i)).filter((i) => i >= 0)).toEqual(
+      [],
+    );
+  });
+});
