@@ -4,10 +4,8 @@
 // Method: Shards over an in-memory fake store whose appends resolve out of order.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { TransportStream } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
 import { EventBatch, Ring, Shard, type ShardStore, SubscriberQueue } from '../src/index.js';
-import { AnswerPipe } from '../src/session/answer-pipe.js';
 import type { EncodedFrame } from '../src/streams/event-batch.js';
 
 // A full collection on demand, to show what a structure no longer keeps reachable.
@@ -87,30 +85,6 @@ describe('shard core', () => {
     const held = payloads.map((r) => r.deref() !== undefined);
     expect(held).toEqual([false, false, false, false, false, false, true, true]);
     expect(ring.range(12, 16).map((b) => b.first)).toEqual([12, 14]);
-  });
-
-  it('an_answer_written_by_the_answer_pipe_is_no_longer_reachable_from_it', async () => {
-    const written: number[] = [];
-    const stream = {
-      write: async (chunk: Uint8Array) => {
-        written.push(chunk.byteLength);
-      },
-    } as unknown as TransportStream;
-    const pipe = new AnswerPipe(stream, 16);
-    // Made in a plain function, so no frame of this async test keeps the last one alive.
-    const answers = ((): WeakRef<Uint8Array>[] => {
-      const refs: WeakRef<Uint8Array>[] = [];
-      for (let i = 0; i < 4; i++) {
-        const bytes = new Uint8Array(100 + i);
-        refs.push(new WeakRef(bytes));
-        pipe.push(Promise.resolve(bytes));
-      }
-      return refs;
-    })();
-    await pipe.drain();
-    await collectedAfterThisJob();
-    expect(written.reduce((a, n) => a + n, 0)).toBe(100 + 101 + 102 + 103);
-    expect(answers.map((r) => r.deref() !== undefined)).toEqual([false, false, false, false]);
   });
 
   it('a_full_subscriber_queue_drops_new_batches_and_never_waits', async () => {

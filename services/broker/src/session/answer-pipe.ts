@@ -69,10 +69,6 @@ export class AnswerPipe {
         parts.push(e.bytes);
         bytes += e.bytes.byteLength;
       }
-      // Written entries stay in `entries` until the next compaction (up to 1,024 of them): let
-      // go of their bytes now, or a long-lived stream (a poll stream answering polls of up to
-      // megabytes each) keeps its last thousand answers alive.
-      e.bytes = null;
     }
     if (this.head >= RING_COMPACT_SLOTS_MIN && this.head * 2 > this.entries.length) {
       this.entries.splice(0, this.head);
