@@ -60,6 +60,25 @@ describe('binary publish batch', () => {
     expect(decodePublishBatch(flags, payload)).toEqual(batch);
   });
 
+  it('a_batch_above_the_unzeroed_size_holds_exactly_its_own_bytes', () => {
+    // From 64 KiB the writer's buffer is not zeroed first: dirty the allocator with a large
+    // buffer of 0xff, drop it, and check a large encoding decodes to exactly what was encoded
+    // (the writer also asserts it wrote every byte of its buffer).
+    let dirt: Uint8Array | null = Buffer.allocUnsafeSlow(1 << 20).fill(0xff);
+    expect(dirt[0]).toBe(0xff);
+    dirt = null;
+    const batch = {
+      ...SCOPE,
+      payloads: Array.from({ length: 96 }, (_, i) => new Uint8Array(1024).fill(i)),
+      requestId: 9,
+      ackMode: 'per_batch' as const,
+    };
+    const big = encodePublishBatch(batch);
+    expect(big.byteLength).toBeGreaterThan(64 * 1024);
+    const { flags, payload } = decodeFrame(big);
+    expect(decodePublishBatch(flags, payload)).toEqual(batch);
+  });
+
   it('an_empty_key_is_carried_as_a_real_key', () => {
     const frame = encodePublishBatch({ ...SCOPE, payloads: [], key: new Uint8Array(0) });
     const { flags, payload } = decodeFrame(frame);
