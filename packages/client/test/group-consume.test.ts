@@ -76,6 +76,15 @@ function fakeHost(featuresHi = 0) {
   return { host, streams };
 }
 
+/** Every group_poll written so far, with the stream it went on and its request id. */
+function pollsOn(streams: ReturnType<typeof fakeHost>['streams']) {
+  return streams.flatMap((stream) =>
+    decodeAll(stream.writes)
+      .filter((m) => m.type === 'group_poll')
+      .map((m) => ({ stream, id: (m as { request_id: number }).request_id })),
+  );
+}
+
 const records = (from: number, n: number) =>
   Array.from({ length: n }, (_, i) => ({
     offset: from + i,
@@ -199,12 +208,7 @@ describe('group consume pipeline', () => {
   it('consume_has_the_next_poll_in_flight_while_the_caller_holds_a_batch', async () => {
     const { host, streams } = fakeHost();
     const g = new Group(host, 'jobs', 'billing');
-    const polls = () =>
-      streams.flatMap((stream) =>
-        decodeAll(stream.writes)
-          .filter((m) => m.type === 'group_poll')
-          .map((m) => ({ stream, id: (m as { request_id: number }).request_id })),
-      );
+    const polls = () => pollsOn(streams);
     const ctl = new AbortController();
     const it = g.consume({ max: 2, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
     const first = it.next();
@@ -222,12 +226,7 @@ describe('group consume pipeline', () => {
   it('next_calls_made_together_are_answered_in_order_and_once_each', async () => {
     const { host, streams } = fakeHost();
     const g = new Group(host, 'jobs', 'billing');
-    const polls = () =>
-      streams.flatMap((stream) =>
-        decodeAll(stream.writes)
-          .filter((m) => m.type === 'group_poll')
-          .map((m) => ({ stream, id: (m as { request_id: number }).request_id })),
-      );
+    const polls = () => pollsOn(streams);
     const ctl = new AbortController();
     const it = g.consume({ max: 3, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
     // Three calls before any poll is answered: one poll goes, and they wait behind it.

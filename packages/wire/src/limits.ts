@@ -53,3 +53,8 @@ export const OFFSET_MAX = Number.MAX_SAFE_INTEGER;
 /** Records one binary `group_records` frame (flag 0x8000) may declare; a broker sends at most
  *  its poll cap (1,000 by default). The decoder also checks the count against the bytes left. */
 export const GROUP_RECORDS_BINARY_MAX = 65_536;
+
+/** From this size an encoder's buffer is not zeroed first (every byte is written before
+ *  `finish()` returns it, which asserts so): zeroing a 512 KiB publish batch cost about as much
+ *  as filling it. */
+export const WRITER_UNZEROED_BYTES_MIN = 64 * 1024;

@@ -24,7 +24,7 @@ import {
   encodePublishBatch,
   payloadListViews,
 } from '../src/index.js';
-import { hex, unhex, utf8 } from './helpers.js';
+import { errorOf, hex, unhex, utf8 } from './helpers.js';
 
 const BODY = '0002 7431 0007 64656661756c74 0004 64656d6f 00000001 00000005 68656c6c6f';
 const SCOPE = { tenantId: 't1', namespace: 'default', stream: 'demo' };
@@ -93,14 +93,6 @@ describe('binary publish batch', () => {
 
   it('the_list_decoder_refuses_what_the_eager_decoder_refuses', () => {
     const good = decodeFrame(encodePublishBatch({ ...SCOPE, payloads: [utf8('hello')] })).payload;
-    const errorOf = (decode: () => unknown) => {
-      try {
-        decode();
-      } catch (err) {
-        return (err as Error).constructor;
-      }
-      return null;
-    };
     const lying = new Uint8Array([...good.subarray(0, good.length - 10), 0xff, 0xff, 0xff, 0xff]);
     const bad = [lying, ...Array.from({ length: good.length }, (_, cut) => good.subarray(0, cut))];
     for (const payload of bad) {

@@ -26,3 +26,14 @@ export function handFrame(flags: number, payload: Uint8Array, magic = 0x464c5831
   out.set(payload, 12);
   return out;
 }
+
+/** The class of the error `decode` throws, or null when it returns: comparing decoders'
+ *  refusals by class. */
+export function errorOf(decode: () => unknown): unknown {
+  try {
+    decode();
+  } catch (err) {
+    return (err as Error).constructor;
+  }
+  return null;
+}

@@ -4,19 +4,16 @@
  */
 import { assert } from '@felix/common';
 import { FieldRangeError } from '../errors.js';
-import { OFFSET_MAX } from '../limits.js';
+import { OFFSET_MAX, WRITER_UNZEROED_BYTES_MIN } from '../limits.js';
 
 const UTF8 = new TextEncoder();
 const TWO_32 = 0x1_0000_0000;
-/** From this size a writer's buffer is not zeroed first (every byte is written before `finish()`
- *  returns it, which asserts so): zeroing a 512 KiB publish batch cost as much as encoding it. */
-const UNZEROED_BYTES_MIN = 64 * 1024;
 const NodeBuffer = (globalThis as { Buffer?: { allocUnsafeSlow(size: number): Uint8Array } })
   .Buffer;
 
 /** A plain Uint8Array of `size` bytes, left unzeroed when large and the runtime allows it. */
 function allocate(size: number): Uint8Array {
-  if (size < UNZEROED_BYTES_MIN || NodeBuffer === undefined) return new Uint8Array(size);
+  if (size < WRITER_UNZEROED_BYTES_MIN || NodeBuffer === undefined) return new Uint8Array(size);
   const b = NodeBuffer.allocUnsafeSlow(size);
   return new Uint8Array(b.buffer, b.byteOffset, size);
 }
