@@ -139,6 +139,15 @@ export const WATCH_SNAPSHOT_READ_ATTEMPTS_MAX = 4;
  *  yields. One read at a time made a 10,000-key join take over a second (one pread round trip
  *  per key); a window overlaps them while values still come out in key order. */
 export const WATCH_SNAPSHOT_READS_IN_FLIGHT_MAX = 64;
+/** Snapshot entries whose values a log-backed cache fetches in one go (one chunk): their
+ *  records are read in pages of the log, not one read per key. */
+export const WATCH_SNAPSHOT_CHUNK_ENTRIES_MAX = 1024;
+/** Record bytes one snapshot chunk may hold (a chunk has at least one entry, whatever its size);
+ *  a watch holds at most two chunks, the one it yields and the one read ahead. */
+export const WATCH_SNAPSHOT_CHUNK_BYTES_MAX = 4 * 1024 * 1024;
+/** Records one page read of a snapshot chunk may span: wanted records further apart than this
+ *  start a page of their own, so a sparse chunk never reads long runs it does not need. */
+export const WATCH_SNAPSHOT_PAGE_RECORDS_MAX = 512;
 
 /** Records read per page when an index or fold is rebuilt by replay (the log's read default). */
 export const REPLAY_PAGE_RECORDS_MAX = 10_000;

@@ -25,6 +25,23 @@ describe('EphemeralCache', () => {
     expect(await cache.delete('p')).toBeUndefined();
   });
 
+  it('an_in_memory_retained_watch_answers_in_write_order', async () => {
+    const cache = new EphemeralCache();
+    await cache.put('zebra', bytes('1'));
+    await cache.put('apple', bytes('2'));
+    await cache.put('mango', bytes('3'));
+    await cache.put('apple', bytes('4'));
+    const w = collect(cache.watch({ prefix: '' }, { kind: 'retained' }));
+    await waitFor(() => w.events.length === 3, 'the snapshot');
+    // Each key's current value, oldest write first (not key order).
+    expect(w.events.map((e) => (e.kind === 'change' ? e.change.key : ''))).toEqual([
+      'zebra',
+      'mango',
+      'apple',
+    ]);
+    await cache.close();
+  });
+
   it('an_in_memory_watch_starts_live_or_retained_only', async () => {
     const cache = new EphemeralCache();
     await cache.put('a:1', bytes('x'));

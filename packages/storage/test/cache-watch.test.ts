@@ -7,9 +7,24 @@ import { describe, expect, it } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
 import { decodeCacheRecord } from '../src/cache/record.js';
 import type { WatchEvent } from '../src/cache/watch.js';
-import { bytes, collect, describeChanges } from './projection-support/cache-fixture.js';
+import { bytes, collect, describeChanges, text } from './projection-support/cache-fixture.js';
 import { openDiskCache, tempDir } from './projection-support/disk.js';
 import { MemoryLog } from './projection-support/memory-log.js';
+
+/** A memory log that counts reads and, while `hold` is set, parks each read until released. */
+class CountingLog extends MemoryLog {
+  reads = 0;
+  hold = false;
+  readonly held: Array<() => void> = [];
+  override async read(
+    from: number,
+    budget?: { maxRecords?: number },
+  ): ReturnType<MemoryLog['read']> {
+    this.reads++;
+    if (this.hold) await new Promise<void>((resolve) => this.held.push(resolve));
+    return super.read(from, budget);
+  }
+}
 
 async function openCache(log = new MemoryLog()) {
   return LogCache.open({ log, compaction: { auto: false, bytesPerSec: 0 } });
@@ -192,6 +207,68 @@ describe('cache watch', () => {
     await cache.put('empty', bytes('now'));
     await waitFor(() => w.events.length === 1, 'the first live value');
     expect(describeChanges(w.events)).toEqual(['empty=now@1']);
+    await cache.close();
+  });
+
+  it('retained_values_arrive_in_write_order', async () => {
+    const cache = await openCache();
+    await cache.put('zebra', bytes('1'));
+    await cache.put('apple', bytes('2'));
+    await cache.put('mango', bytes('3'));
+    await cache.put('apple', bytes('4'));
+    const watch = cache.watch({ prefix: '' }, { kind: 'retained' });
+    const w = collect(watch);
+    await waitFor(() => w.events.length === 3, 'the snapshot');
+    // Each key's current value, oldest write first (not key order).
+    expect(describeChanges(w.events)).toEqual(['zebra=1@0', 'mango=3@2', 'apple=4@3']);
+    await cache.close();
+  });
+
+  it('a_retained_snapshot_reads_the_log_in_pages_not_once_per_key', async () => {
+    const log = new CountingLog();
+    const cache = await openCache(log);
+    const keys = 2000;
+    // Interleaved writers: key order and write order differ, as with concurrent producers.
+    await Promise.all(
+      [...Array(8).keys()].map(async (w) => {
+        for (let i = w; i < keys; i += 8) await cache.put(`k${i}`, bytes(`v${i}`));
+      }),
+    );
+    await cache.put('other', bytes('not watched'));
+    log.reads = 0;
+    const watch = cache.watch({ prefix: 'k' }, { kind: 'retained' });
+    expect(watch.retainedCount).toBe(keys);
+    const w = collect(watch);
+    await waitFor(() => w.events.length === keys, 'every retained value');
+    const seen = new Map<string, string | undefined>();
+    for (const ev of w.events)
+      if (ev.kind === 'change') seen.set(ev.change.key, text(ev.change.value));
+    for (let i = 0; i < keys; i++) expect(seen.get(`k${i}`)).toBe(`v${i}`);
+    // 2,000 values 512 records to a page: a handful of reads, where one per key took 2,000.
+    expect(log.reads).toBeLessThanOrEqual(8);
+    await cache.close();
+  });
+
+  it('a_retained_snapshot_read_across_a_compaction_still_yields_every_value', async () => {
+    const log = new CountingLog();
+    const cache = await openCache(log);
+    for (let i = 0; i < 50; i++) await cache.put(`c${i % 10}`, bytes(`old${i}`));
+    for (let i = 0; i < 10; i++) await cache.put(`c${i}`, bytes(`v${i}`));
+    // The snapshot is taken now; its reads are held until compaction has moved every record.
+    log.hold = true;
+    const watch = cache.watch({ prefix: 'c' }, { kind: 'retained' });
+    const w = collect(watch);
+    await waitFor(() => log.held.length > 0, 'the snapshot read to start');
+    log.hold = false;
+    const result = await cache.compact();
+    expect(result.trimmed).toBe(true);
+    for (const release of log.held.splice(0)) release();
+    await waitFor(() => w.events.length === 10, 'every retained value');
+    expect(
+      w.events.map((ev) =>
+        ev.kind === 'change' ? `${ev.change.key}=${text(ev.change.value)}` : '',
+      ),
+    ).toEqual([...Array(10).keys()].map((i) => `c${i}=v${i}`));
     await cache.close();
   });
 

@@ -129,7 +129,12 @@ export class EphemeralCache {
     const out: SnapshotEntry[] = [];
     const pick = (key: string, s: Slot) => {
       if (!isExpired(s.expiresAtMillis, nowMs)) {
-        out.push({ key, version: s.version, expiresAtMillis: s.expiresAtMillis });
+        out.push({
+          key,
+          version: s.version,
+          expiresAtMillis: s.expiresAtMillis,
+          bytes: s.value.byteLength,
+        });
       }
     };
     if ('key' in filter) {
@@ -138,7 +143,8 @@ export class EphemeralCache {
       return out;
     }
     for (const [key, s] of this.slots) if (matchesFilter(filter, key)) pick(key, s);
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // Write order, as a log-backed cache answers it.
+    return out.sort((a, b) => a.version - b.version);
   }
 
   private checkOpen(): void {

@@ -33,6 +33,8 @@ import {
   REPLAY_PAGE_RECORDS_MAX,
   WATCH_REPLAY_PAGE_RECORDS_MAX,
   WATCH_SNAPSHOT_READ_ATTEMPTS_MAX,
+  WATCH_SNAPSHOT_CHUNK_BYTES_MAX,
+  WATCH_SNAPSHOT_PAGE_RECORDS_MAX,
 } from '../limits.js';
 import { ProjectionWriter } from './projection-writer.js';
 import { type CacheRecord, decodeCacheRecord, encodeCacheRecord, encodeKey } from './record.js';
@@ -102,6 +104,7 @@ export class LogCache {
       baseOffset: () => this.log.baseOffset,
       snapshot: (filter, nowMs) => this.snapshot(filter, nowMs),
       snapshotValue: (e) => this.snapshotValue(e),
+      snapshotValues: (entries) => this.snapshotValues(entries),
       replay: (from, to, filter) => this.history(from, to, filter),
     });
   }
@@ -382,7 +385,12 @@ export class LogCache {
     const out: SnapshotEntry[] = [];
     const pick = (key: string, e: IndexEntry) => {
       if (!isExpired(e.expiresAtMillis, nowMs)) {
-        out.push({ key, version: e.version, expiresAtMillis: e.expiresAtMillis });
+        out.push({
+          key,
+          version: e.version,
+          expiresAtMillis: e.expiresAtMillis,
+          bytes: e.bytes,
+        });
       }
     };
     if ('key' in filter) {
@@ -391,7 +399,9 @@ export class LogCache {
       return out;
     }
     for (const [key, e] of this.index) if (matchesFilter(filter, key)) pick(key, e);
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // Write order: values written together sit together in the log, so a chunk of the snapshot
+    // is a few page reads (key order scattered them over the whole log).
+    return out.sort((a, b) => a.version - b.version);
   }
 
   private async snapshotValue(s: SnapshotEntry): Promise<Uint8Array | undefined> {
@@ -402,6 +412,54 @@ export class LogCache {
       if (rec !== undefined) return rec.value;
     }
     throw new ProjectionReadMovedError(s.key);
+  }
+
+  /**
+   * The values of a chunk of snapshot entries, read in pages of the log: the records still
+   * current are visited lowest offset first, and one read covers every wanted record within
+   * WATCH_SNAPSHOT_PAGE_RECORDS_MAX of the first. A record compaction moved meanwhile (the read
+   * finds it trimmed, or skipped over) is fetched on its own, with the single read's retries.
+   */
+  private async snapshotValues(chunk: SnapshotEntry[]): Promise<Array<Uint8Array | undefined>> {
+    const out = new Array<Uint8Array | undefined>(chunk.length).fill(undefined);
+    const wanted: Array<{ at: number; i: number }> = [];
+    for (let i = 0; i < chunk.length; i++) {
+      const s = chunk[i]!;
+      const e = this.index.get(s.key);
+      if (e !== undefined && e.version === s.version) wanted.push({ at: e.offset, i });
+    }
+    wanted.sort((a, b) => a.at - b.at);
+    const alone: number[] = [];
+    let w = 0;
+    while (w < wanted.length) {
+      const from = wanted[w]!.at;
+      let last = w;
+      while (
+        last + 1 < wanted.length &&
+        wanted[last + 1]!.at - from < WATCH_SNAPSHOT_PAGE_RECORDS_MAX
+      ) {
+        last++;
+      }
+      const res = await this.log.read(from, {
+        maxRecords: wanted[last]!.at - from + 1,
+        maxBytes: WATCH_SNAPSHOT_CHUNK_BYTES_MAX,
+      });
+      if (res.kind === 'trimmed') {
+        while (w < wanted.length && wanted[w]!.at < res.oldest) alone.push(wanted[w++]!.i);
+        continue;
+      }
+      const before = w;
+      for (const r of res.records) {
+        while (w <= last && wanted[w]!.at < r.offset) alone.push(wanted[w++]!.i);
+        if (w > last) break;
+        if (wanted[w]!.at === r.offset)
+          out[wanted[w++]!.i] = decodeCacheRecord(r.payload, r.offset).value;
+      }
+      // A read that answered nothing usable must still move on (the record is fetched alone).
+      if (w === before) alone.push(wanted[w++]!.i);
+    }
+    for (const i of alone) out[i] = await this.snapshotValue(chunk[i]!);
+    return out;
   }
 
   private async *history(

@@ -9,6 +9,8 @@ import { ProjectionInputError, WatchHistoryTrimmedError } from '../errors.js';
 import {
   WATCH_QUEUE_CAPACITY_DEFAULT,
   WATCH_QUEUE_CAPACITY_MAX,
+  WATCH_SNAPSHOT_CHUNK_BYTES_MAX,
+  WATCH_SNAPSHOT_CHUNK_ENTRIES_MAX,
   WATCH_SNAPSHOT_READS_IN_FLIGHT_MAX,
 } from '../limits.js';
 
@@ -39,6 +41,8 @@ export interface SnapshotEntry {
   key: string;
   version: number;
   expiresAtMillis: number;
+  /** Approximate bytes of the value's record (bounds how many values one read holds). */
+  bytes: number;
 }
 
 /** What the watch core needs from a cache. `frontier` and `snapshot` must be synchronous. */
@@ -47,10 +51,15 @@ export interface WatchSource {
   frontier(): number;
   /** Oldest offset history can be replayed from. */
   baseOffset(): number;
-  /** Current entries matching the filter, not expired at `nowMs`, in key order. */
+  /** Current entries matching the filter, not expired at `nowMs`, in write (version) order. */
   snapshot(filter: WatchFilter, nowMs: number): SnapshotEntry[];
   /** The value of a snapshot entry, or undefined when it was replaced since. */
   snapshotValue(entry: SnapshotEntry): Promise<Uint8Array | undefined>;
+  /**
+   * The values of several snapshot entries at once, in their order (undefined: replaced
+   * since). A log-backed source reads them in pages of the log instead of one read per key.
+   */
+  snapshotValues?(entries: SnapshotEntry[]): Promise<Array<Uint8Array | undefined>>;
   /** Changes in `[from, to)` matching the filter, in offset order (compaction copies skipped). */
   replay(from: number, to: number, filter: WatchFilter): AsyncIterable<CacheChange>;
 }
@@ -236,6 +245,10 @@ async function* snapshotValues(
   src: WatchSource,
   entries: SnapshotEntry[],
 ): AsyncIterable<CacheChange> {
+  if (src.snapshotValues !== undefined) {
+    yield* snapshotChunks(src.snapshotValues.bind(src), entries);
+    return;
+  }
   // Reads run up to WATCH_SNAPSHOT_READS_IN_FLIGHT_MAX ahead; values are yielded in entry order.
   const ahead: Array<Promise<Uint8Array | undefined>> = [];
   let next = 0;
@@ -249,5 +262,50 @@ async function* snapshotValues(
     // A value replaced since the snapshot arrives as a live change (its offset is past the frontier).
     if (value === undefined) continue;
     yield { offset: e.version, key: e.key, op: 'put', value, expiresAtMillis: e.expiresAtMillis };
+  }
+}
+
+/**
+ * Values fetched a chunk at a time (bounded in entries and bytes), the next chunk's read running
+ * while this one's values are yielded: two chunks in memory at most.
+ */
+async function* snapshotChunks(
+  readChunk: (entries: SnapshotEntry[]) => Promise<Array<Uint8Array | undefined>>,
+  entries: SnapshotEntry[],
+): AsyncIterable<CacheChange> {
+  let at = 0;
+  const nextChunk = (): {
+    chunk: SnapshotEntry[];
+    values: Promise<Array<Uint8Array | undefined>>;
+  } | null => {
+    if (at >= entries.length) return null;
+    const start = at;
+    let bytes = 0;
+    // At least one entry per chunk, whatever its size.
+    do {
+      bytes += entries[at]!.bytes;
+      at++;
+    } while (
+      at < entries.length &&
+      at - start < WATCH_SNAPSHOT_CHUNK_ENTRIES_MAX &&
+      bytes + entries[at]!.bytes <= WATCH_SNAPSHOT_CHUNK_BYTES_MAX
+    );
+    const chunk = entries.slice(start, at);
+    const values = readChunk(chunk);
+    values.catch(() => undefined); // a read left behind by a closed watch must not go unhandled
+    return { chunk, values };
+  };
+  let current = nextChunk();
+  while (current !== null) {
+    const values = await current.values;
+    const ahead = nextChunk();
+    for (let i = 0; i < current.chunk.length; i++) {
+      const value = values[i];
+      // A value replaced since the snapshot arrives as a live change (past the frontier).
+      if (value === undefined) continue;
+      const e = current.chunk[i]!;
+      yield { offset: e.version, key: e.key, op: 'put', value, expiresAtMillis: e.expiresAtMillis };
+    }
+    current = ahead;
   }
 }
