@@ -3,7 +3,9 @@
 // Method: reference texts written out by hand, plus targeted malformed payloads.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { decodeMessageByTable, messageJsonByTable } from '../src/json/message-codec.js';
 import {
+  FieldRangeError,
   InvalidJsonError,
   InvalidMessageError,
   InvalidUtf8Error,
@@ -97,6 +99,82 @@ describe('json messages', () => {
     expect(decodeMessage(utf8(retyped)).type).toBe('cache_ok');
     const noOffset = '{"type":"group_records","records":[{"payload":"YQ=="}],"request_id":2}';
     expect(() => decodeMessage(utf8(noOffset))).toThrow(InvalidMessageError);
+  });
+
+  it('cache_events_take_the_short_path_to_the_same_bytes', () => {
+    const event = fc.record(
+      {
+        key: fc.string({ unit: 'binary', maxLength: 40 }),
+        value: fc.uint8Array({ maxLength: 200 }),
+        offset: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
+        expires_at_millis: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
+      },
+      { requiredKeys: ['key', 'offset', 'expires_at_millis'] },
+    );
+    fc.assert(
+      fc.property(event, (e) => {
+        const msg = { type: 'cache_event', ...e } as Message;
+        expect(messageJson(msg)).toBe(messageJsonByTable(msg));
+        expect(decodeMessage(utf8(messageJson(msg)))).toEqual(msg);
+      }),
+    );
+    // A shape the short path leaves to the table is still refused there, typed.
+    const bad = {
+      type: 'cache_event',
+      key: 'k',
+      value: 'not bytes',
+      offset: 1,
+    } as unknown as Message;
+    expect(() => messageJson(bad)).toThrow(FieldRangeError);
+  });
+
+  it('cache_events_are_read_by_the_short_path_as_the_table_reads_them', () => {
+    // Field values the short path must take exactly as the table does, or leave to it.
+    const num = fc.oneof(
+      fc.nat({ max: Number.MAX_SAFE_INTEGER }).map(String),
+      fc.constantFrom('-0', '-1', '1.5', '1e3', '9007199254740993', '18446744073709551615', '0'),
+    );
+    const jsonish = fc.oneof(
+      num,
+      fc.string({ unit: 'binary', maxLength: 12 }).map((x) => JSON.stringify(x)),
+      fc
+        .uint8Array({ maxLength: 30 })
+        .map((b) => JSON.stringify(Buffer.from(b).toString('base64'))),
+      fc.constantFrom('null', 'true', '[]', '{}', '"YQ="', '"YQ=="', '"Y Q=="', '"YR=="'),
+    );
+    const field = (name: string) =>
+      fc.option(
+        jsonish.map((v) => `"${name}":${v}`),
+        { nil: undefined },
+      );
+    const text = fc
+      .tuple(
+        field('key'),
+        field('value'),
+        field('offset'),
+        field('expires_at_millis'),
+        fc.option(fc.constantFrom('"type":"cache_ok"', '"extra":1', '"key":"again"'), {
+          nil: undefined,
+        }),
+      )
+      .map((fields) => `{"type":"cache_event",${fields.filter((f) => f !== undefined).join(',')}}`)
+      .map((t) => t.replace(',}', '}'));
+    const outcome = (f: () => Message): unknown => {
+      try {
+        return f();
+      } catch (err) {
+        return (err as Error).constructor.name;
+      }
+    };
+    fc.assert(
+      fc.property(text, (t) => {
+        const payload = utf8(t);
+        expect(outcome(() => decodeMessage(payload))).toEqual(
+          outcome(() => decodeMessageByTable(payload)),
+        );
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('reference_texts_survive_a_decode_and_re_encode_unchanged', () => {

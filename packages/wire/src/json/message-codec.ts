@@ -12,7 +12,13 @@ import { FRAME_HEADER_BYTES, FRAME_PAYLOAD_BYTES_MAX_DEFAULT, OFFSET_MAX } from 
 import { base64Decode, base64DecodeInto, base64DecodedLength, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
 import { type JsonObject, type JsonValue, parseJsonFast } from './parse.js';
-import type { GroupRecord, GroupRecordsMessage, Message, UnknownMessage } from './message-types.js';
+import type {
+  CacheEventMessage,
+  GroupRecord,
+  GroupRecordsMessage,
+  Message,
+  UnknownMessage,
+} from './message-types.js';
 
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
 const I64_MIN = -(2n ** 63n);
@@ -48,7 +54,15 @@ export function messageJson(message: Message): string {
   if (message.type === 'group_records') {
     const fast = groupRecordsJson(message);
     if (fast !== undefined) return fast;
+  } else if (message.type === 'cache_event') {
+    const fast = cacheEventJson(message);
+    if (fast !== undefined) return fast;
   }
+  return messageJsonByTable(message);
+}
+
+/** The JSON text of a message by its field table (what the fast paths must equal). */
+export function messageJsonByTable(message: Message): string {
   const spec = MESSAGE_SPECS[message.type];
   if (spec === undefined || message.type === 'unknown') {
     throw new FieldRangeError('message type', `${JSON.stringify(message.type)} cannot be encoded`);
@@ -86,6 +100,26 @@ function groupRecordsJson(message: GroupRecordsMessage): string | undefined {
     out += `${i === 0 ? '' : ','}{"offset":${r.offset},"payload":"${base64Encode(r.payload)}","attempts":${attempts}}`;
   }
   return `${out}],"request_id":${rid}}`;
+}
+
+/**
+ * `cache_event` is sent once per change to every watcher, and a retained join sends one per key:
+ * written without walking the field table, to the same bytes. An unusual value answers
+ * undefined and takes the table path, which also reports bad fields.
+ */
+function cacheEventJson(message: CacheEventMessage): string | undefined {
+  const expires = message.expires_at_millis ?? 0;
+  const value: unknown = message.value;
+  if (
+    typeof message.key !== 'string' ||
+    !isUint(message.offset, OFFSET_MAX) ||
+    !isUint(expires, OFFSET_MAX) ||
+    (value !== undefined && value !== null && !(value instanceof Uint8Array))
+  ) {
+    return undefined;
+  }
+  const v = value === undefined || value === null ? '' : `,"value":"${base64Encode(value)}"`;
+  return `{"type":"cache_event","key":${JSON.stringify(message.key)}${v},"offset":${message.offset},"expires_at_millis":${expires}}`;
 }
 
 function isUint(value: unknown, max: number): value is number {
@@ -261,7 +295,19 @@ export function decodeMessage(payload: Uint8Array): Message {
     // is refused by the short path, and then the exact path below decodes it afresh.
     const fast = readGroupRecordsText(text);
     if (fast !== undefined) return fast;
+  } else if (text.startsWith(CACHE_EVENT_PREFIX)) {
+    const fast = readCacheEventText(text);
+    if (fast !== undefined) return fast;
   }
+  return decodeText(text);
+}
+
+/** Decodes a JSON message payload by its field table only (what the fast paths must equal). */
+export function decodeMessageByTable(payload: Uint8Array): Message {
+  return decodeText(decodeUtf8(payload, 'message payload'));
+}
+
+function decodeText(text: string): Message {
   const parsed = parseJsonFast(text);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new InvalidMessageError('message', 'payload', 'is not a JSON object');
@@ -283,6 +329,51 @@ export function decodeMessage(payload: Uint8Array): Message {
 }
 
 const GROUP_RECORDS_PREFIX = '{"type":"group_records",';
+const CACHE_EVENT_PREFIX = '{"type":"cache_event",';
+
+/**
+ * A watcher reads one `cache_event` per change (and per key of a retained join): the common
+ * shape is parsed natively and checked field by field, to the same value the table path gives.
+ * Anything it does not take answers undefined, and the table path decodes it or reports the
+ * typed error. Numbers are bounded by 2^53 - 1, so one the engine rounded is refused here.
+ */
+function readCacheEventText(text: string): CacheEventMessage | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+  const obj = parsed as JsonObject;
+  // A repeated "type" key: the last one counts, as on the exact path.
+  if (obj.type !== 'cache_event') return undefined;
+  const key = obj.key;
+  const offset = obj.offset;
+  const expires = Object.hasOwn(obj, 'expires_at_millis') ? obj.expires_at_millis : null;
+  const value = Object.hasOwn(obj, 'value') ? obj.value : null;
+  if (
+    typeof key !== 'string' ||
+    !isUint(offset, OFFSET_MAX) ||
+    Object.is(offset, -0) ||
+    (expires !== null && (!isUint(expires, OFFSET_MAX) || Object.is(expires, -0))) ||
+    (value !== null && typeof value !== 'string')
+  ) {
+    return undefined;
+  }
+  const out: CacheEventMessage = {
+    type: 'cache_event',
+    key,
+    offset,
+    expires_at_millis: (expires as number | null) ?? 0,
+  };
+  if (value !== null) {
+    const bytes = base64Decode(value as string);
+    if (bytes === undefined) return undefined;
+    out.value = bytes;
+  }
+  return out;
+}
 
 function readGroupRecordsText(text: string): GroupRecordsMessage | undefined {
   let parsed: unknown;
