@@ -61,4 +61,32 @@ describe('answer pipe', () => {
       [],
     );
   });
+
+  it('a_ready_answer_waits_behind_earlier_ones_and_alone_is_written_in_the_same_turn', async () => {
+    // Each write records the first byte of each one-byte answer in it.
+    const seen: number[] = [];
+    const stream = {
+      write: async (chunk: Uint8Array) => {
+        seen.push(...chunk);
+      },
+    } as unknown as TransportStream;
+    const pipe = new AnswerPipe(stream, 4);
+    let settle!: (b: Uint8Array) => void;
+    pipe.push(new Promise<Uint8Array>((r) => (settle = r)));
+    pipe.pushReady(Uint8Array.of(2));
+    pipe.pushReady(Uint8Array.of(3));
+    expect(pipe.hasRoom).toBe(true);
+    pipe.pushReady(Uint8Array.of(4));
+    // A window of 4 is full with the unsettled answer and three ready ones behind it.
+    expect(pipe.hasRoom).toBe(false);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(seen).toEqual([]);
+    settle(Uint8Array.of(1));
+    await pipe.drain();
+    expect(seen).toEqual([1, 2, 3, 4]);
+    // Nothing queued and no write in progress: written before pushReady returns.
+    pipe.pushReady(Uint8Array.of(5));
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    await pipe.drain();
+  });
 });

@@ -103,15 +103,9 @@ export class Projections {
     // Nothing unanswered means room (a window is at least 1): a lone request skips the await.
     if (a.answers.pending > 0) await a.answers.room();
     if (msg.type === 'cache_get') {
-      // A hot key is answered in this turn, with bytes encoded when the value was remembered.
-      let ready: Uint8Array | undefined;
-      try {
-        ready = hotGetFrame(this.caches, a.auth, msg);
-      } catch (err) {
-        ready = this.errorFrame(a.auth, msg.type, err);
-      }
+      const ready = this.hotAnswer(a.auth, msg);
       if (ready !== undefined) {
-        a.answers.push(Promise.resolve(ready));
+        a.answers.pushReady(ready);
         return;
       }
     }
@@ -121,6 +115,39 @@ export class Projections {
         (err: unknown) => this.errorFrame(a.auth, msg.type, err),
       ),
     );
+  }
+
+  /**
+   * Serves a `cache_get` in this turn when its key is hot (the session's path for a get it read
+   * itself): true once the answer, or the refusal, is queued on the pipe. False, with nothing
+   * counted or queued, when `serve` must take it: the key is not hot or the pipe has no room.
+   */
+  answerHotGet(
+    auth: Negotiated,
+    msg: Extract<Message, { type: 'cache_get' }>,
+    answers: AnswerPipe,
+  ): boolean {
+    if (!answers.hasRoom) return false;
+    const ready = this.hotAnswer(auth, msg);
+    if (ready === undefined) return false;
+    this.metrics.countRequest(msg.type);
+    answers.pushReady(ready);
+    return true;
+  }
+
+  /**
+   * A hot key's answer, with bytes encoded when the value was remembered, or the refusal of a get
+   * that cannot be served; undefined when the key is not hot (the shard is read instead).
+   */
+  private hotAnswer(
+    auth: Negotiated,
+    msg: Extract<Message, { type: 'cache_get' }>,
+  ): Uint8Array | undefined {
+    try {
+      return hotGetFrame(this.caches, auth, msg);
+    } catch (err) {
+      return this.errorFrame(auth, msg.type, err);
+    }
   }
 
   private answer(a: ServeArgs): Promise<Message | null> {

@@ -3,7 +3,8 @@
  * request order whatever order their appends finish in; at `window` unanswered publishes the
  * reader waits in `room()`, so the broker stops reading that stream and transport flow control
  * backs the client off. Answers that are ready together go out in one write (one syscall, one
- * TLS record or QUIC packet train instead of one per ack).
+ * TLS record or QUIC packet train instead of one per ack). An answer that is ready when it is
+ * queued (a hot cache get) is written in that turn when nothing is queued ahead of it.
  */
 import type { TransportStream } from '@felix/transport';
 import { ANSWER_WRITE_BYTES_MAX, RING_COMPACT_SLOTS_MIN } from '../limits.js';
@@ -33,6 +34,11 @@ export class AnswerPipe {
     return this.entries.length - this.head;
   }
 
+  /** True while fewer than `window` answers are unanswered (`room()` would not wait). */
+  get hasRoom(): boolean {
+    return this.entries.length - this.head < this.window;
+  }
+
   /** Queues an answer; `null` means the publish owes none (still counts until it settles). */
   push(answer: Promise<Uint8Array | null>): void {
     const entry: Entry = { done: false, bytes: null };
@@ -49,6 +55,20 @@ export class AnswerPipe {
         this.pump();
       },
     );
+  }
+
+  /**
+   * Queues an answer whose bytes are ready. With nothing queued ahead of it and no write in
+   * progress it is written at once (no promise of its own, no extra turn); otherwise it waits
+   * behind the answers before it, so answers keep request order.
+   */
+  pushReady(bytes: Uint8Array): void {
+    if (this.head === this.entries.length && !this.writing && this.broken === null) {
+      this.write(bytes);
+      return;
+    }
+    this.entries.push({ done: true, bytes });
+    this.pump();
   }
 
   private pump(): void {
@@ -79,20 +99,24 @@ export class AnswerPipe {
       if (this.pending === 0) for (const d of this.drained.splice(0)) d();
       return;
     }
-    this.writing = true;
-    const chunk = parts.length === 1 ? parts[0]! : concat(parts, bytes);
-    this.stream.write(chunk).then(
-      () => {
-        this.writing = false;
-        this.pump();
-      },
-      (err: unknown) => {
-        this.broken ??= err;
-        this.writing = false;
-        this.pump();
-      },
-    );
+    this.write(parts.length === 1 ? parts[0]! : concat(parts, bytes));
   }
+
+  private write(chunk: Uint8Array): void {
+    this.writing = true;
+    this.stream.write(chunk).then(this.written, this.writeFailed);
+  }
+
+  private readonly written = (): void => {
+    this.writing = false;
+    this.pump();
+  };
+
+  private readonly writeFailed = (err: unknown): void => {
+    this.broken ??= err;
+    this.writing = false;
+    this.pump();
+  };
 
   private wakeReader(): void {
     const w = this.waiter;

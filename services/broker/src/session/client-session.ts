@@ -18,6 +18,7 @@ import {
   type Message,
 } from '@felix/wire';
 import { IDENT_BYTES_MAX, SUBSCRIPTIONS_PER_CONNECTION_MAX, TOKEN_BYTES_MAX } from '../limits.js';
+import { type GetRequest, GetRequestReader } from '../caches/get-request.js';
 import { type Payloads, payloadCount } from '../streams/event-batch.js';
 import type { StartSpec } from '../streams/shard.js';
 import { AnswerPipe } from './answer-pipe.js';
@@ -117,6 +118,7 @@ export class ClientSession {
     let auth: Negotiated | null = null;
     const window = Math.max(1, cfg.publish_window);
     const answers = new AnswerPipe(stream, window);
+    const gets = new GetRequestReader();
     this.pipes.add(answers);
     const owned: number[] = [];
     const quiet = stream.kind === 'uni'; // a publish-only stream: the broker never answers on it
@@ -141,7 +143,14 @@ export class ClientSession {
             reader.setMax(cfg.max_frame_bytes);
             continue;
           }
-          const refusal = await this.dispatch(stream, auth, frame, answers, owned, quiet);
+          // A get in the exact form our client writes skips the general decoder (the reader
+          // declines anything else), and a hot one is answered in this turn.
+          const get = frame.flags === 0 && !quiet ? gets.read(frame.payload) : undefined;
+          if (get !== undefined && this.answerHotGet(auth, get, answers)) continue;
+          const refusal =
+            get !== undefined
+              ? await this.dispatchMessage(stream, auth, get, answers, owned, quiet)
+              : await this.dispatch(stream, auth, frame, answers, owned, quiet);
           if (refusal) {
             await answers.drain();
             await this.refuse(stream, auth, refusal, quiet);
@@ -278,6 +287,16 @@ export class ClientSession {
     } catch {
       // the peer already went away; the refusal is counted
     }
+  }
+
+  /**
+   * A `cache_get` answered in this turn when its key is hot, as `dispatchMessage` would answer it
+   * (same ownership check, same answer or refusal); false when that must take it.
+   */
+  private answerHotGet(auth: Negotiated, msg: GetRequest, answers: AnswerPipe): boolean {
+    const projections = this.ctx.projections;
+    if (!projections || this.ctx.ownership?.refuseMessage(msg)) return false;
+    return projections.answerHotGet(auth, msg, answers);
   }
 
   /** Handles one authenticated frame; returns a refusal to answer with, if any. */
