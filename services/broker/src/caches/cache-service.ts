@@ -172,6 +172,8 @@ function shardId(cache: CacheConfig, shard: number): ShardId {
 }
 
 export function checkKey(key: string): void {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: a short key needs no byte count.
+  if (key.length > 0 && key.length * 3 <= CACHE_KEY_BYTES_MAX) return;
   const bytes = Buffer.byteLength(key);
   if (bytes === 0 || bytes > CACHE_KEY_BYTES_MAX) {
     throw new RequestRefusedError(

@@ -2,17 +2,21 @@
  * The `cache_value` answer of a hot get, built from bytes encoded once per remembered value.
  * The JSON codec writes `cache_value` fields in a fixed order (tenant_id, namespace, cache, key,
  * value, request_id, version), so everything before `request_id` depends only on the key and its
- * value: the head is that text, encoded by the codec itself, and an answer is the frame header,
- * the head and `,"request_id":N}`. The bytes are the ones `encodeMessage` writes for the same
- * message (`a_hot_answer_is_the_bytes_the_codec_writes`).
+ * value: the head is the frame header and that text, encoded by the codec itself, and an answer
+ * is the head (its header's length set), `,"request_id":N` and `}`. The bytes are the ones
+ * `encodeMessage` writes for the same message (`a_hot_answer_is_the_bytes_the_codec_writes`).
  */
 import { FRAME_HEADER_BYTES, type Message, messageJson, writeFrameHeader } from '@felix/wire';
 
 type CacheValue = Extract<Message, { type: 'cache_value' }>;
 
 const UTF8 = new TextEncoder();
+const RID_FIELD = Uint8Array.from(',"request_id":', (c) => c.charCodeAt(0));
+const CLOSE = 0x7d;
+/** Where the frame header keeps the payload length (u32, big-endian). */
+const LENGTH_AT = 8;
 
-/** The UTF-8 JSON of a `cache_value` without request_id, less its closing brace. */
+/** A frame header, then the UTF-8 JSON of a `cache_value` without request_id less its `}`. */
 export function valueAnswerHead(
   scope: { tenant_id: string; namespace: string; cache: string },
   key: string,
@@ -28,20 +32,40 @@ export function valueAnswerHead(
   };
   // Its own allocation: a pooled Buffer slice would pin a shared 8 KiB slab for as long as the
   // value stays hot.
-  return UTF8.encode(messageJson(msg).slice(0, -1));
+  const json = UTF8.encode(messageJson(msg).slice(0, -1));
+  const head = new Uint8Array(FRAME_HEADER_BYTES + json.length);
+  // The length written here is the head's own; each answer sets its own.
+  writeFrameHeader(head, 0, 0, json.length);
+  head.set(json, FRAME_HEADER_BYTES);
+  return head;
 }
 
-/** A complete frame: header, head, then the request id (when the request carried one). */
+/** A complete frame: the head, then the request id (when the request carried one) and `}`. */
 export function valueAnswerFrame(head: Uint8Array, requestId: number | undefined): Uint8Array {
-  // The request id was decoded as a u64 within OFFSET_MAX, so its decimal text is all ASCII.
-  const tail = requestId === undefined ? '}' : `,"request_id":${requestId}}`;
-  const length = head.byteLength + tail.length;
+  // The request id was decoded as a u64 within OFFSET_MAX (a safe integer): written as its
+  // decimal digits straight into the frame, last digit first.
+  const digits = requestId === undefined ? 0 : decimalDigits(requestId);
+  const size = head.byteLength + (requestId === undefined ? 0 : RID_FIELD.length + digits) + 1;
   // From Node's pool: a fresh ArrayBuffer per answer costs more than the rest of this function,
   // and the frame lives only until the transport has copied or written it.
-  const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
-  writeFrameHeader(out, 0, 0, length);
-  out.set(head, FRAME_HEADER_BYTES);
-  let at = FRAME_HEADER_BYTES + head.byteLength;
-  for (let i = 0; i < tail.length; i++) out[at++] = tail.charCodeAt(i);
+  const out = Buffer.allocUnsafe(size);
+  out.set(head, 0);
+  out.writeUInt32BE(size - FRAME_HEADER_BYTES, LENGTH_AT);
+  let at = head.byteLength;
+  if (requestId !== undefined) {
+    out.set(RID_FIELD, at);
+    at += RID_FIELD.length + digits;
+    for (let i = at - 1, v = requestId; i >= at - digits; i--) {
+      out[i] = 0x30 + (v % 10);
+      v = Math.floor(v / 10);
+    }
+  }
+  out[at] = CLOSE;
   return out;
+}
+
+function decimalDigits(n: number): number {
+  let digits = 1;
+  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+  return digits;
 }
