@@ -238,6 +238,56 @@ describe('client units', () => {
     }
   });
 
+  it('frames_taken_whole_from_their_chunk_are_the_frames_next_reads', async () => {
+    // Several frames per chunk, frames split over chunks, an empty payload and empty chunks.
+    const frames = [
+      encodeMessage({ type: 'ok' }),
+      encodeMessage({ type: 'cache_ok', request_id: 1 }),
+      encodeEventBatch({ baseOffset: 7, payloads: [new Uint8Array(40).fill(1)] }),
+      encodeMessage({ type: 'cache_ok', request_id: 2 }),
+    ];
+    const bytes = Uint8Array.from(frames.flatMap((f) => [...f]));
+    const want = frames.map((f) => ({ flags: f[7]!, payload: f.subarray(12) }));
+    for (let step = 1; step <= bytes.length; step += 3) {
+      const chunks: Uint8Array[] = [new Uint8Array(0)];
+      for (let at = 0; at < bytes.length; at += step) chunks.push(bytes.slice(at, at + step));
+      const stream = {
+        [Symbol.asyncIterator]: async function* () {
+          yield* chunks;
+        },
+      };
+      const fs = new FrameStream(stream as never);
+      const got: Array<{ flags: number; payload: Uint8Array }> = [];
+      let whole = 0;
+      for (;;) {
+        let f = fs.takeWhole();
+        if (f !== null) whole++;
+        else if (fs.exhausted) {
+          if (!(await fs.pull())) break;
+          continue;
+        } else {
+          f = await fs.next();
+          if (f === null) break;
+        }
+        got.push(f);
+      }
+      expect(got, `chunks of ${step}`).toEqual(want);
+      // In one chunk, every frame is taken whole.
+      if (step >= bytes.length) expect(whole).toBe(frames.length);
+    }
+    // A bad header fails the stream for good, on either path.
+    const bad = Uint8Array.from(frames[0]!);
+    bad[0] = 0;
+    const fs = new FrameStream({
+      [Symbol.asyncIterator]: async function* () {
+        yield bad;
+      },
+    } as never);
+    expect(await fs.pull()).toBe(true);
+    expect(() => fs.takeWhole()).toThrow();
+    await expect(fs.next()).rejects.toThrow();
+  });
+
   it('broker_answers_map_to_typed_errors_with_their_retry_class', () => {
     const e = brokerErrorFor({ brokerCode: 'not_found', message: 'no stream' });
     expect(e.code).toBe('FELIX_CLIENT_NOT_FOUND');

@@ -15,16 +15,22 @@ import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
 
 interface Waiting {
   id: number;
-  resolve(msg: Message): void;
+  resolve(result: unknown): void;
   reject(err: Error): void;
   /** Reads this request's answer without the general decoder; undefined hands it to that. */
   quick: ((payload: Uint8Array) => Message | undefined) | undefined;
+  /** The caller's result from its answer (may throw); absent: the answer itself. */
+  finish: ((msg: Message) => unknown) | undefined;
 }
 
-/** A request the caller encoded itself, and optionally a quick reader of its answer. */
-export interface Prepared {
+/**
+ * A request the caller encoded itself, optionally a quick reader of its answer, and what the
+ * request resolves with: `finish` of the answer (an error answer rejects before it).
+ */
+export interface Prepared<T = Message> {
   bytes: Uint8Array;
   quick?: (payload: Uint8Array) => Message | undefined;
+  finish?: (msg: Message) => T;
 }
 
 const channels = new WeakMap<BrokerConnection, RequestChannel>();
@@ -70,11 +76,11 @@ export class RequestChannel {
   }
 
   /** Sends one request the caller encodes (given its request id); written at once. */
-  requestPrepared(prepare: (requestId: number) => Prepared): Promise<Message> {
+  requestPrepared<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
     return this.enqueue(prepare, false);
   }
 
-  private enqueue(prepare: (requestId: number) => Prepared, gather: boolean): Promise<Message> {
+  private enqueue<T>(prepare: (requestId: number) => Prepared<T>, gather: boolean): Promise<T> {
     if (this.failed) return Promise.reject(this.failed);
     // The common case (stream open, room under the bound) sends without an async hop.
     const s = this.ready;
@@ -85,10 +91,10 @@ export class RequestChannel {
   }
 
   /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
-  private async requestSlowly(
-    prepare: (requestId: number) => Prepared,
+  private async requestSlowly<T>(
+    prepare: (requestId: number) => Prepared<T>,
     gather: boolean,
-  ): Promise<Message> {
+  ): Promise<T> {
     if (this.opened === null) {
       this.opened = this.bc.openStream();
       this.opened.then(
@@ -108,16 +114,16 @@ export class RequestChannel {
   }
 
   /** Gives the request its id, queues its answer slot and its bytes, and writes or gathers. */
-  private send(
+  private send<T>(
     stream: TransportStream,
-    prepare: (requestId: number) => Prepared,
+    prepare: (requestId: number) => Prepared<T>,
     gather: boolean,
-  ): Promise<Message> {
+  ): Promise<T> {
     const id = this.nextId++;
     // Encoded before its answer slot is queued: a request that cannot be encoded owes no answer.
-    const { bytes, quick } = prepare(id);
-    const answer = new Promise<Message>((resolve, reject) => {
-      this.waiting.push({ id, resolve, reject, quick });
+    const { bytes, quick, finish } = prepare(id);
+    const answer = new Promise<T>((resolve, reject) => {
+      this.waiting.push({ id, resolve: resolve as (r: unknown) => void, reject, quick, finish });
     });
     this.unsent.push(bytes);
     if (!gather) this.flush(stream);
@@ -145,8 +151,17 @@ export class RequestChannel {
   private async read(frames: FrameStream): Promise<void> {
     try {
       for (;;) {
-        const frame = await frames.next();
-        if (frame === null) throw new ConnectionLostError(this.bc.server);
+        // A frame that arrived whole in its chunk (an answer usually does) is taken without an
+        // await; only a used-up chunk costs one (`pull`), a frame split over chunks `next()`.
+        let frame = frames.takeWhole();
+        if (frame === null) {
+          if (frames.exhausted) {
+            if (!(await frames.pull())) throw new ConnectionLostError(this.bc.server);
+            continue;
+          }
+          frame = await frames.next();
+          if (frame === null) throw new ConnectionLostError(this.bc.server);
+        }
         const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
         const head = this.waiting.shift();
         this.roomWaiters.shift()?.();
@@ -169,7 +184,8 @@ export class RequestChannel {
           head.reject(err);
           throw err;
         }
-        head.resolve(msg);
+        if (head.finish === undefined) head.resolve(msg);
+        else settleWith(head, msg);
       }
     } catch (err) {
       this.fail(
@@ -186,4 +202,16 @@ export class RequestChannel {
     for (const r of this.roomWaiters.splice(0)) r();
     void this.opened?.then((s) => s.stream.reset(0)).catch(() => undefined);
   }
+}
+
+/** Resolves the request with `finish` of its answer, or rejects with what `finish` threw. */
+function settleWith(w: Waiting, msg: Message): void {
+  let result: unknown;
+  try {
+    result = w.finish!(msg);
+  } catch (err) {
+    w.reject(err as Error);
+    return;
+  }
+  w.resolve(result);
 }

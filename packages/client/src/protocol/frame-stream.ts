@@ -90,6 +90,48 @@ export class FrameStream {
     return { flags, length, pieces };
   }
 
+  /**
+   * The next frame when the chunk in hand holds all of it, as a view (no await, no copy); null
+   * when it does not. Then `pull()` (the chunk is used up) or `next()` (a frame begun in it)
+   * reads on. Throws on a bad header, as `next()` does.
+   */
+  takeWhole(): InFrame | null {
+    if (this.failure !== null) throw this.failure;
+    const chunk = this.chunk;
+    const from = this.at + FRAME_HEADER_BYTES;
+    if (from > chunk.length) return null;
+    let length: number;
+    let flags: number;
+    try {
+      ({ flags, length } = decodeFrameHeader(chunk, this.at, FRAME_BYTES_MAX));
+    } catch (err) {
+      this.failure = err;
+      throw err;
+    }
+    if (from + length > chunk.length) return null;
+    this.at = from + length;
+    return { flags, payload: chunk.subarray(from, this.at) };
+  }
+
+  /** True when every byte of the chunk in hand has been taken. */
+  get exhausted(): boolean {
+    return this.at >= this.chunk.length;
+  }
+
+  /**
+   * Takes the stream's next chunk once the one in hand is used up (see `takeWhole`); false at
+   * the peer's clean half-close. Throws on reset, as `next()` does.
+   */
+  async pull(): Promise<boolean> {
+    if (this.failure !== null) throw this.failure;
+    try {
+      return await this.fill();
+    } catch (err) {
+      this.failure = err;
+      throw err;
+    }
+  }
+
   /** The next frame with its payload in one piece (joined if it arrived in several). */
   async next(): Promise<InFrame | null> {
     const f = await this.nextPieces();
