@@ -3,6 +3,7 @@
 // Method: compare against @felix/wire's encodeMessage/decodeMessage over awkward keys and
 // values, then feed answers that differ from the common form in one way each.
 import { type Message, decodeMessage, encodeMessage, messageJson } from '@felix/wire';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeGetRequest, getRequestPrefix, readValueAnswer } from './units.js';
 
@@ -23,6 +24,32 @@ describe('cache get codec', () => {
         expect(Buffer.from(req.frame).equals(Buffer.from(want))).toBe(true);
       }
     }
+  });
+
+  it('a_get_request_for_any_key_and_id_is_the_bytes_the_codec_writes', () => {
+    // Printable ASCII keys are written byte by byte, any other through JSON.stringify.
+    const key = fc.oneof(
+      fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) }),
+      fc.string({ unit: 'binary' }),
+      fc.constantFrom('k', '"', '\\', '\u007f', '~', ' ', 'ключ'),
+    );
+    const id = fc.oneof(fc.nat(), fc.constantFrom(0, 9, 10, 99, 100, 2 ** 53 - 1));
+    fc.assert(
+      fc.property(key, id, (k, i) => {
+        const req = encodeGetRequest(prefix, k, i);
+        const want = encodeMessage({ type: 'cache_get', ...scope, key: k, request_id: i });
+        expect(Buffer.from(req.frame).equals(Buffer.from(want))).toBe(true);
+        // The echo the answer reader compares is exactly `"tenant_id":…,"key":"…"`.
+        const echo = Buffer.from(req.frame.subarray(req.echoFrom, req.echoTo)).toString();
+        expect(echo).toBe(
+          messageJson({ type: 'cache_value', ...scope, key: k }).slice(
+            '{"type":"cache_value",'.length,
+            -',"value":null}'.length,
+          ),
+        );
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('a_common_cache_value_is_read_as_the_codec_reads_it', () => {

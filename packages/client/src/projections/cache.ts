@@ -22,7 +22,12 @@ import {
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
-import { encodeGetRequest, getRequestPrefix, readValueAnswer } from './get-codec.js';
+import {
+  type GetPrefix,
+  encodeGetRequest,
+  getRequestPrefix,
+  readValueAnswer,
+} from './get-codec.js';
 import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
 import { channelOf } from './request-channel.js';
 
@@ -57,7 +62,7 @@ export type CacheWatchEvent =
 type Answer<T extends Message['type']> = Extract<Message, { type: T }>;
 
 export class Cache {
-  private getPrefixMemo: { tenant: string; namespace: string; text: string } | null = null;
+  private getPrefixMemo: { tenant: string; namespace: string; prefix: GetPrefix } | null = null;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -93,27 +98,45 @@ export class Cache {
   }
 
   /** The value, or undefined when the key is absent or expired. A failed read throws. */
-  async get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
-    checkKey(key);
-    const bc =
-      (opts.signal?.aborted ? undefined : this.host.live?.()) ??
-      (await this.host.connection(opts.signal));
-    const prefix = this.getPrefix(bc);
-    const msg = await channelOf(bc).requestPrepared((requestId) => {
-      const req = encodeGetRequest(prefix, key, requestId);
-      return { bytes: req.frame, quick: (payload) => readValueAnswer(req, key, payload) };
-    });
-    return cacheValueOf(msg);
+  get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
+    // Not an async function: on a live connection the promise returned is the request's own,
+    // resolved with the value (no promise or turn of its own per get).
+    try {
+      checkKey(key);
+      const bc = opts.signal?.aborted ? undefined : this.host.live?.();
+      return bc !== undefined ? this.getOn(bc, key) : this.getConnecting(key, opts.signal);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  /** The start of this cache's `cache_get` text on `bc` (built once per scope). */
-  private getPrefix(bc: BrokerConnection): string {
+  private async getConnecting(
+    key: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array | undefined> {
+    return this.getOn(await this.host.connection(signal), key);
+  }
+
+  private getOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
+    const prefix = this.getPrefix(bc);
+    return channelOf(bc).requestPrepared((requestId) => {
+      const req = encodeGetRequest(prefix, key, requestId);
+      return {
+        bytes: req.frame,
+        quick: (payload) => readValueAnswer(req, key, payload),
+        finish: cacheValueOf,
+      };
+    });
+  }
+
+  /** The start of this cache's `cache_get` on `bc` (built once per scope). */
+  private getPrefix(bc: BrokerConnection): GetPrefix {
     const { tenant, namespace } = bc.scope;
     const memo = this.getPrefixMemo;
-    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.text;
-    const text = getRequestPrefix(tenant, namespace, this.name);
-    this.getPrefixMemo = { tenant, namespace, text };
-    return text;
+    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.prefix;
+    const prefix = getRequestPrefix(tenant, namespace, this.name);
+    this.getPrefixMemo = { tenant, namespace, prefix };
+    return prefix;
   }
 
   /** Removes a key; resolves with the value it removed (undefined when there was none). */

@@ -18,11 +18,27 @@ const VALUE_FIELD = asciiBytes(',"value":');
 const NULL = asciiBytes('null');
 const RID_FIELD = asciiBytes(',"request_id":');
 const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 const CLOSE = 0x7d;
+/** Where the frame header keeps the payload length (u32, big-endian). */
+const LENGTH_AT = 8;
 
-/** `{"type":"cache_get",` and the scope fields, up to the key's value. */
-export function getRequestPrefix(tenant: string, namespace: string, cache: string): string {
-  return `${GET_OPEN}"tenant_id":${JSON.stringify(tenant)},"namespace":${JSON.stringify(namespace)},"cache":${JSON.stringify(cache)},"key":`;
+/**
+ * `{"type":"cache_get",` and the scope fields, up to the key's value: as text, and as a frame
+ * header followed by that text's UTF-8 (the header's length is set per request).
+ */
+export interface GetPrefix {
+  text: string;
+  frameHead: Uint8Array;
+}
+
+export function getRequestPrefix(tenant: string, namespace: string, cache: string): GetPrefix {
+  const text = `${GET_OPEN}"tenant_id":${JSON.stringify(tenant)},"namespace":${JSON.stringify(namespace)},"cache":${JSON.stringify(cache)},"key":`;
+  const utf8 = Buffer.from(text, 'utf8');
+  const frameHead = new Uint8Array(FRAME_HEADER_BYTES + utf8.length);
+  writeFrameHeader(frameHead, 0, 0, utf8.length);
+  frameHead.set(utf8, FRAME_HEADER_BYTES);
+  return { text, frameHead };
 }
 
 /** A sent `cache_get` frame, with what reading its answer needs. */
@@ -34,8 +50,39 @@ export interface GetRequest {
   requestId: number;
 }
 
-export function encodeGetRequest(prefix: string, key: string, requestId: number): GetRequest {
-  const head = `${prefix}${JSON.stringify(key)}`;
+export function encodeGetRequest(prefix: GetPrefix, key: string, requestId: number): GetRequest {
+  // A key of printable ASCII without `"` or `\` is its own JSON text, quoted: its bytes are
+  // written straight into the frame. Any other key goes through JSON.stringify.
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === QUOTE || c === BACKSLASH) {
+      return encodeGetRequestText(prefix, key, requestId);
+    }
+  }
+  const head = prefix.frameHead;
+  const digits = decimalDigits(requestId);
+  const size = head.length + key.length + 2 + RID_FIELD.length + digits + 1;
+  const frame = Buffer.allocUnsafe(size);
+  frame.set(head, 0);
+  frame.writeUInt32BE(size - FRAME_HEADER_BYTES, LENGTH_AT);
+  let at = head.length;
+  frame[at++] = QUOTE;
+  for (let i = 0; i < key.length; i++) frame[at++] = key.charCodeAt(i);
+  frame[at++] = QUOTE;
+  const echoTo = at;
+  frame.set(RID_FIELD, at);
+  at += RID_FIELD.length + digits;
+  // The request id is a safe integer: its decimal digits, last first.
+  for (let i = at - 1, v = requestId; i >= at - digits; i--) {
+    frame[i] = 0x30 + (v % 10);
+    v = Math.floor(v / 10);
+  }
+  frame[at] = CLOSE;
+  return { frame, echoFrom: FRAME_HEADER_BYTES + GET_OPEN.length, echoTo, requestId };
+}
+
+function encodeGetRequestText(prefix: GetPrefix, key: string, requestId: number): GetRequest {
+  const head = `${prefix.text}${JSON.stringify(key)}`;
   const text = `${head},"request_id":${requestId}}`;
   const length = Buffer.byteLength(text);
   const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
@@ -44,6 +91,12 @@ export function encodeGetRequest(prefix: string, key: string, requestId: number)
   // The request id and its field name are ASCII: the echo ends where they begin.
   const echoTo = FRAME_HEADER_BYTES + length - (text.length - head.length);
   return { frame, echoFrom: FRAME_HEADER_BYTES + GET_OPEN.length, echoTo, requestId };
+}
+
+function decimalDigits(n: number): number {
+  let digits = 1;
+  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+  return digits;
 }
 
 /**
