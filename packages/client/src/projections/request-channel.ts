@@ -143,10 +143,12 @@ export class RequestChannel {
     if (n === 0 || this.failed) return;
     const bytes = n === 1 ? this.unsent[0]! : Buffer.concat(this.unsent);
     this.unsent = [];
-    stream
-      .write(bytes)
-      .catch((err: unknown) => this.fail(new ConnectionLostError(this.bc.server, { cause: err })));
+    stream.write(bytes).catch(this.writeFailed);
   }
+
+  private readonly writeFailed = (err: unknown): void => {
+    this.fail(new ConnectionLostError(this.bc.server, { cause: err }));
+  };
 
   private async read(frames: FrameStream): Promise<void> {
     try {

@@ -463,11 +463,14 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    process.nextTick(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
+    process.nextTick(this.scheduledFlush);
   }
+
+  /** The flush `scheduleFlush` queues (one function for the session, not a closure per turn). */
+  private readonly scheduledFlush = (): void => {
+    this.flushScheduled = false;
+    this.flush();
+  };
 
   private flush(): void {
     if (this.pendingGrant[0]! > 0 || this.pendingGrant[1]! > 0) {
