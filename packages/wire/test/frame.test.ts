@@ -9,9 +9,11 @@ import {
   FrameTooLargeError,
   InvalidFlagCombinationError,
   TrailingBytesError,
+  TruncatedError,
   UnknownFlagsError,
   UnsupportedVersionError,
   decodeFrame,
+  decodeFrameHeader,
   encodeFrame,
   frameLayout,
 } from '../src/index.js';
@@ -23,6 +25,27 @@ describe('frame header', () => {
     expect(hex(frame)).toBe(
       `464c583100010000 0000000d`.replace(' ', '') + hex(utf8('{"type":"ok"}')),
     );
+  });
+
+  it('a_header_is_read_big_endian_at_its_offset_in_a_view_with_high_bits_unsigned', () => {
+    // The header sits at offset 3 of a view that itself starts 5 bytes into its buffer.
+    const buffer = new Uint8Array(5 + 3 + 12);
+    const view = buffer.subarray(5);
+    view.set([0x46, 0x4c, 0x58, 0x31, 0x00, 0x01, 0x00, 0x00, 0x80, 0x00, 0x00, 0x01], 3);
+    expect(decodeFrameHeader(view, 3, 0xffff_ffff)).toEqual({ flags: 0, length: 0x8000_0001 });
+    view.set([0xc6, 0x4c, 0x58, 0x31], 3);
+    const err = (() => {
+      try {
+        decodeFrameHeader(view, 3, 0xffff_ffff);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(BadMagicError);
+    expect((err as BadMagicError).found).toBe(0xc64c5831);
+    view.set([0x46, 0x4c, 0x58, 0x31, 0x01, 0x01], 3);
+    expect(() => decodeFrameHeader(view, 3)).toThrow(UnsupportedVersionError);
+    expect(() => decodeFrameHeader(view, 9)).toThrow(TruncatedError);
   });
 
   it('a_wrong_magic_is_refused_from_the_header', () => {

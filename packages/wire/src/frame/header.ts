@@ -75,14 +75,17 @@ export function decodeFrameHeader(
   if (bytes.length - offset < FRAME_HEADER_BYTES) {
     throw new TruncatedError('frame header', offset, FRAME_HEADER_BYTES, bytes.length - offset);
   }
-  const view = new DataView(bytes.buffer, bytes.byteOffset + offset, FRAME_HEADER_BYTES);
-  const magic = view.getUint32(0);
+  // Byte arithmetic, not a DataView: this runs for every frame either side reads.
+  const o = offset;
+  const magic =
+    ((bytes[o]! << 24) | (bytes[o + 1]! << 16) | (bytes[o + 2]! << 8) | bytes[o + 3]!) >>> 0;
   if (magic !== FRAME_MAGIC) throw new BadMagicError(magic, FRAME_MAGIC);
-  const version = view.getUint16(4);
+  const version = (bytes[o + 4]! << 8) | bytes[o + 5]!;
   if (version !== FRAME_VERSION) throw new UnsupportedVersionError(version);
-  const flags = view.getUint16(6);
+  const flags = (bytes[o + 6]! << 8) | bytes[o + 7]!;
   frameLayout(flags);
-  const length = view.getUint32(8);
+  const length =
+    ((bytes[o + 8]! << 24) | (bytes[o + 9]! << 16) | (bytes[o + 10]! << 8) | bytes[o + 11]!) >>> 0;
   if (length > maxPayloadBytes) throw new FrameTooLargeError(length, maxPayloadBytes);
   return { flags, length };
 }
