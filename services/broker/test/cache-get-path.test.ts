@@ -91,6 +91,26 @@ describe('cache get path', () => {
     expect(await Promise.all([next(), stream.end()])).toEqual([null, undefined]);
   });
 
+  it('hot_gets_are_counted_once_each_in_the_requests_metric_across_scrapes', async () => {
+    const gets = async (): Promise<number> => {
+      const body = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
+      const m = /felix_broker_projection_requests_total\{type="cache_get"\} (\d+)/.exec(body);
+      return m === null ? 0 : Number(m[1]);
+    };
+    const { stream, next } = await rawAuthed(conn, 0x0fff_ffff);
+    const get: Message = { type: 'cache_get', ...scope, cache: 'users', key: 'hot', request_id: 9 };
+    await stream.write(getFrame(get, 'client'));
+    await next();
+    const before = await gets();
+    for (let i = 0; i < 3; i++) {
+      await stream.write(getFrame(get, 'client'));
+      expect(await next()).toMatchObject({ type: 'cache_value', key: 'hot' });
+    }
+    expect(await gets()).toBe(before + 3);
+    expect(await gets()).toBe(before + 3);
+    await stream.end();
+  });
+
   it('a_hot_get_behind_slower_requests_on_one_stream_is_answered_after_them', async () => {
     const { stream, next } = await rawAuthed(conn, 0x0fff_ffff);
     const hot = (request_id: number) =>

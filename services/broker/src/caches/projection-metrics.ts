@@ -4,6 +4,11 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 
+/** Requests of one type counted since the last scrape. */
+export interface RequestCount {
+  n: number;
+}
+
 export class ProjectionMetrics {
   readonly requests: Counter<'type'>;
   readonly refusals: Counter<'type' | 'code'>;
@@ -16,11 +21,11 @@ export class ProjectionMetrics {
   readonly groupClaimsLapsed: Counter;
   readonly groupsInMemory: Gauge;
   /**
-   * Requests counted since the last scrape, by type: a Map increment per request instead of
+   * Requests counted since the last scrape, by type: a cell increment per request instead of
    * prom-client's label hashing, added to `requests` when it is collected. Its keys are the
    * request types this service handles, so it stays a handful of entries.
    */
-  private readonly uncounted = new Map<string, number>();
+  private readonly uncounted = new Map<string, RequestCount>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -81,11 +86,27 @@ export class ProjectionMetrics {
 
   /** Counts one request of `type` (read by `requests` at the next scrape). */
   countRequest(type: string): void {
-    this.uncounted.set(type, (this.uncounted.get(type) ?? 0) + 1);
+    this.requestCount(type).n++;
+  }
+
+  /**
+   * The count of `type`'s requests not yet scraped: a hot path keeps it and increments `n`
+   * itself (no lookup per request).
+   */
+  requestCount(type: string): RequestCount {
+    let count = this.uncounted.get(type);
+    if (count === undefined) {
+      count = { n: 0 };
+      this.uncounted.set(type, count);
+    }
+    return count;
   }
 
   private flushRequests(): void {
-    for (const [type, n] of this.uncounted) this.requests.inc({ type }, n);
-    this.uncounted.clear();
+    for (const [type, count] of this.uncounted) {
+      if (count.n === 0) continue;
+      this.requests.inc({ type }, count.n);
+      count.n = 0;
+    }
   }
 }

@@ -30,7 +30,7 @@ import {
 } from '../groups/group-service.js';
 import { cacheGet, cachePut, counterOp, hotGetFrame, openWatch } from './cache-requests.js';
 import { CacheService, storageRefusal } from './cache-service.js';
-import { ProjectionMetrics } from './projection-metrics.js';
+import { ProjectionMetrics, type RequestCount } from './projection-metrics.js';
 import { WatchWriter } from './watch-writer.js';
 
 const CACHE_TYPES = new Set([
@@ -55,6 +55,8 @@ export class Projections {
   readonly caches: CacheService;
   readonly groups: GroupService | null;
   private readonly watchIds = new WeakMap<Connection, Set<number>>();
+  /** The hot get path's own request count (no per-type lookup per get). */
+  private readonly hotGets: RequestCount;
 
   constructor(
     private readonly cfg: BrokerConfig,
@@ -62,6 +64,7 @@ export class Projections {
     private readonly brokerMetrics: BrokerMetrics,
   ) {
     this.metrics = new ProjectionMetrics(brokerMetrics.registry);
+    this.hotGets = this.metrics.requestCount('cache_get');
     this.caches = new CacheService(cfg);
     this.groups =
       cfg.durable.data_dir === null ? null : new GroupService(cfg, catalog, this.metrics);
@@ -130,7 +133,7 @@ export class Projections {
     if (!answers.hasRoom) return false;
     const ready = this.hotAnswer(auth, msg);
     if (ready === undefined) return false;
-    this.metrics.countRequest(msg.type);
+    this.hotGets.n++;
     answers.pushReady(ready);
     return true;
   }
