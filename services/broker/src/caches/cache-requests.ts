@@ -44,8 +44,8 @@ export async function cachePut(
   }
   const cache = await svc.cache(cfg, shard);
   const hot = svc.hot;
-  const hk = svc.hotKey(cfg, shard, msg.key);
-  const begun = hot?.beginWrite(hk);
+  const scope = svc.hotScope(cfg, shard);
+  const begun = hot?.beginWrite(scope, msg.key);
   // Taken before the cache takes its own clock reading, so the hot copy never outlives the value.
   const expiresAtMillis = ttl === undefined || ttl === 0 ? 0 : Date.now() + ttl;
   let written: Hot | undefined;
@@ -56,7 +56,7 @@ export async function cachePut(
   } catch (err) {
     throw storageRefusal('cache put', err);
   } finally {
-    if (begun !== undefined) hot!.endWrite(hk, begun, written);
+    if (begun !== undefined) hot!.endWrite(scope, msg.key, begun, written);
   }
   return msg.request_id === undefined
     ? { type: 'ok' }
@@ -76,7 +76,7 @@ export function hotGetFrame(
   if (hot === null || svc.isClosed) return undefined;
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
-  const known = hot.get(svc.hotKey(cfg, svc.shardOf(cfg, msg.key), msg.key), Date.now());
+  const known = hot.get(svc.hotScope(cfg, svc.shardOf(cfg, msg.key)), msg.key, Date.now());
   return known === undefined ? undefined : valueAnswerFrame(known.head, msg.request_id);
 }
 
@@ -91,25 +91,25 @@ export async function cacheGet(
   const shard = svc.shardOf(cfg, msg.key);
   const cache = await svc.cache(cfg, shard);
   const hot = svc.hot;
-  const hk = svc.hotKey(cfg, shard, msg.key);
+  const scope = svc.hotScope(cfg, shard);
   let value: Uint8Array | undefined;
   try {
     if (msg.type === 'cache_get') {
-      const at = hot?.capture(hk);
+      const at = hot?.capture(scope, msg.key);
       const entry = await cache.getEntry(msg.key);
       value = entry?.value;
       if (entry !== undefined && at !== undefined) {
-        hot!.remember(hk, at, {
+        hot!.remember(scope, msg.key, at, {
           head: valueAnswerHead(msg, msg.key, entry.value),
           expiresAtMillis: entry.expiresAtMillis,
         });
       }
     } else {
-      const begun = hot?.beginWrite(hk);
+      const begun = hot?.beginWrite(scope, msg.key);
       try {
         value = await cache.delete(msg.key);
       } finally {
-        if (begun !== undefined) hot!.endWrite(hk, begun);
+        if (begun !== undefined) hot!.endWrite(scope, msg.key, begun);
       }
     }
   } catch (err) {

@@ -20,7 +20,7 @@ import { shardForKey } from '@felix/wire';
 import type { BrokerConfig, CacheConfig } from '../config/types.js';
 import { RequestRefusedError } from '../errors.js';
 import { CACHE_KEY_BYTES_MAX } from '../limits.js';
-import { HotValues } from './hot-values.js';
+import { HotScope, HotValues } from './hot-values.js';
 
 export type ServedCache = LogCache | EphemeralCache;
 
@@ -33,8 +33,15 @@ function cacheKey(tenant: string, namespace: string, name: string): string {
 export class CacheService {
   /** Declared caches by tenant, namespace, name (no key string is built per request). */
   private readonly byScope = new Map<string, Map<string, Map<string, CacheConfig>>>();
-  /** Per cache config, the hot-key prefix of each shard (built once, not per request). */
-  private readonly hotPrefixes = new WeakMap<CacheConfig, string[]>();
+  /**
+   * The hot-value scope of each shard, per cache name (tenant, namespace, name): a config that
+   * replaces another of the same name shares its scopes, so a write under one config voids a
+   * read racing it under the other. Kept for every name ever served (forgetting a cache clears
+   * the values but not the scopes, which a request in flight may still hold).
+   */
+  private readonly hotScopesByName = new Map<string, HotScope[]>();
+  /** The same arrays per config object (no name string built per request). */
+  private readonly hotScopes = new WeakMap<CacheConfig, HotScope[]>();
   private readonly logCaches: ProjectionShards<LogCache> | null;
   private readonly counterLogs: ProjectionShards<CounterLog> | null;
   private readonly ephemeral = new Map<string, EphemeralCache>();
@@ -52,19 +59,24 @@ export class CacheService {
     this.hot = store ? new HotValues(cfg.broker.cache_hot_bytes) : null;
   }
 
-  /** The hot-value key of a cache key on its shard. */
-  hotKey(cache: CacheConfig, shard: number, key: string): string {
-    let prefixes = this.hotPrefixes.get(cache);
-    if (prefixes === undefined) {
-      prefixes = [];
-      this.hotPrefixes.set(cache, prefixes);
+  /** The hot values of the cache's shard (keys are the cache keys themselves). */
+  hotScope(cache: CacheConfig, shard: number): HotScope {
+    let scopes = this.hotScopes.get(cache);
+    if (scopes === undefined) {
+      const name = cacheKey(cache.tenant, cache.namespace, cache.name);
+      scopes = this.hotScopesByName.get(name);
+      if (scopes === undefined) {
+        scopes = [];
+        this.hotScopesByName.set(name, scopes);
+      }
+      this.hotScopes.set(cache, scopes);
     }
-    let prefix = prefixes[shard];
-    if (prefix === undefined) {
-      prefix = `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}\u0000`;
-      prefixes[shard] = prefix;
+    let scope = scopes[shard];
+    if (scope === undefined) {
+      scope = this.hot === null ? new HotScope() : this.hot.scope();
+      scopes[shard] = scope;
     }
-    return prefix + key;
+    return scope;
   }
 
   /** True once the service is closing (every request is refused). */
