@@ -16,6 +16,7 @@ import {
   decodeFrameHeader,
   encodeFrame,
   frameLayout,
+  writeFrameHeader,
 } from '../src/index.js';
 import { handFrame, hex, utf8 } from './helpers.js';
 
@@ -27,7 +28,7 @@ describe('frame header', () => {
     );
   });
 
-  it('a_header_is_read_big_endian_at_its_offset_in_a_view_with_high_bits_unsigned', () => {
+  it('a_header_is_read_and_written_big_endian_at_its_offset_in_a_view_with_high_bits_unsigned', () => {
     // The header sits at offset 3 of a view that itself starts 5 bytes into its buffer.
     const buffer = new Uint8Array(5 + 3 + 12);
     const view = buffer.subarray(5);
@@ -46,6 +47,11 @@ describe('frame header', () => {
     view.set([0x46, 0x4c, 0x58, 0x31, 0x01, 0x01], 3);
     expect(() => decodeFrameHeader(view, 3)).toThrow(UnsupportedVersionError);
     expect(() => decodeFrameHeader(view, 9)).toThrow(TruncatedError);
+    // Written the same way: big-endian at its offset, the bytes around it untouched.
+    view.fill(0xee);
+    writeFrameHeader(view, 3, 0x0102, 0x8000_0001);
+    expect(hex(buffer)).toBe(`${'00'.repeat(5)}${'ee'.repeat(3)}464c58310001010280000001`);
+    expect(() => writeFrameHeader(view, 4, 0, 0)).toThrow(RangeError);
   });
 
   it('a_wrong_magic_is_refused_from_the_header', () => {
