@@ -10,7 +10,15 @@
  * is exactly this request's id; anything else (another field, another order, an error) goes
  * to the general decoder, which keeps its strictness (`an_unusual_cache_value_falls_back_to_the_codec`).
  */
-import { FRAME_HEADER_BYTES, type Message, writeFrameHeader } from '@felix/wire';
+import {
+  FRAME_HEADER_BYTES,
+  type Message,
+  asciiBytes,
+  bytesStartWith as startsWith,
+  decimalDigits,
+  writeDecimal,
+  writeFrameHeader,
+} from '@felix/wire';
 
 const GET_OPEN = '{"type":"cache_get",';
 const VALUE_OPEN = asciiBytes('{"type":"cache_value",');
@@ -72,11 +80,8 @@ export function encodeGetRequest(prefix: GetPrefix, key: string, requestId: numb
   const echoTo = at;
   frame.set(RID_FIELD, at);
   at += RID_FIELD.length + digits;
-  // The request id is a safe integer: its decimal digits, last first.
-  for (let i = at - 1, v = requestId; i >= at - digits; i--) {
-    frame[i] = 0x30 + (v % 10);
-    v = Math.floor(v / 10);
-  }
+  // The request id is a safe integer: its decimal digits, straight into the frame.
+  writeDecimal(frame, at, requestId);
   frame[at] = CLOSE;
   return { frame, echoFrom: FRAME_HEADER_BYTES + GET_OPEN.length, echoTo, requestId };
 }
@@ -91,12 +96,6 @@ function encodeGetRequestText(prefix: GetPrefix, key: string, requestId: number)
   // The request id and its field name are ASCII: the echo ends where they begin.
   const echoTo = FRAME_HEADER_BYTES + length - (text.length - head.length);
   return { frame, echoFrom: FRAME_HEADER_BYTES + GET_OPEN.length, echoTo, requestId };
-}
-
-function decimalDigits(n: number): number {
-  let digits = 1;
-  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
-  return digits;
 }
 
 /**
@@ -136,16 +135,6 @@ export function readValueAnswer(req: GetRequest, key: string, p: Uint8Array): Me
   const msg: Message = { type: 'cache_value', key, request_id: req.requestId };
   if (value !== undefined) msg.value = value;
   return msg;
-}
-
-function startsWith(p: Uint8Array, at: number, what: Uint8Array): boolean {
-  if (p.length < at + what.length) return false;
-  for (let i = 0; i < what.length; i++) if (p[at + i] !== what[i]) return false;
-  return true;
-}
-
-function asciiBytes(s: string): Uint8Array {
-  return Uint8Array.from(s, (c) => c.charCodeAt(0));
 }
 
 const SEXTET = new Int8Array(256).fill(-1);

@@ -15,7 +15,7 @@
  * It never throws and reads each byte at most twice (one scan, one decode), so its cost is
  * bounded by the frame, which the frame reader already bounded.
  */
-import type { Message } from '@felix/wire';
+import { type Message, asciiBytes as ascii, bytesStartWith as startsWith } from '@felix/wire';
 import { GET_SCOPE_MEMO_BYTES_MAX } from '../limits.js';
 
 export type GetRequest = Extract<Message, { type: 'cache_get' }>;
@@ -152,14 +152,4 @@ function digitsValue(p: Uint8Array, from: number, to: number): number | undefine
     v = v * 10 + d;
   }
   return v;
-}
-
-function startsWith(p: Uint8Array, at: number, what: Uint8Array): boolean {
-  if (p.length < at + what.length) return false;
-  for (let i = 0; i < what.length; i++) if (p[at + i] !== what[i]) return false;
-  return true;
-}
-
-function ascii(s: string): Uint8Array {
-  return Uint8Array.from(s, (c) => c.charCodeAt(0));
 }

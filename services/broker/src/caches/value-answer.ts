@@ -6,12 +6,20 @@
  * is the head (its header's length set), `,"request_id":N` and `}`. The bytes are the ones
  * `encodeMessage` writes for the same message (`a_hot_answer_is_the_bytes_the_codec_writes`).
  */
-import { FRAME_HEADER_BYTES, type Message, messageJson, writeFrameHeader } from '@felix/wire';
+import {
+  FRAME_HEADER_BYTES,
+  type Message,
+  asciiBytes,
+  decimalDigits,
+  messageJson,
+  writeDecimal,
+  writeFrameHeader,
+} from '@felix/wire';
 
 type CacheValue = Extract<Message, { type: 'cache_value' }>;
 
 const UTF8 = new TextEncoder();
-const RID_FIELD = Uint8Array.from(',"request_id":', (c) => c.charCodeAt(0));
+const RID_FIELD = asciiBytes(',"request_id":');
 const CLOSE = 0x7d;
 /** Where the frame header keeps the payload length (u32, big-endian). */
 const LENGTH_AT = 8;
@@ -55,17 +63,8 @@ export function valueAnswerFrame(head: Uint8Array, requestId: number | undefined
   if (requestId !== undefined) {
     out.set(RID_FIELD, at);
     at += RID_FIELD.length + digits;
-    for (let i = at - 1, v = requestId; i >= at - digits; i--) {
-      out[i] = 0x30 + (v % 10);
-      v = Math.floor(v / 10);
-    }
+    writeDecimal(out, at, requestId);
   }
   out[at] = CLOSE;
   return out;
-}
-
-function decimalDigits(n: number): number {
-  let digits = 1;
-  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
-  return digits;
 }
