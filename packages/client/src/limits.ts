@@ -67,6 +67,8 @@ export const SHARD_CACHE_STREAMS_MAX = 4096;
 
 /** Records a consumer-group poll asks for when the caller names none (the broker caps at 1,000). */
 export const GROUP_POLL_RECORDS_DEFAULT = 100;
+/** A named consumer (`felix.group(…, { consumer })`), in UTF-8 bytes (the broker's bound too). */
+export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
 /** Long-poll wait of a group poll: long enough to idle cheaply, inside the broker's 30 s cap. */
 export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
 /** Bytes of publish frames queued for one coalesced write; callers wait beyond it. */

@@ -115,6 +115,8 @@ export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
 export const GROUP_DEADLINE_HEAP_SLACK = 1024;
 /** Group names, in UTF-8 bytes. */
 export const GROUP_NAME_BYTES_MAX = 255;
+/** Named consumers (`group_poll` `consumer`), in UTF-8 bytes (reference §5: 1–128). */
+export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
 /** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound). */
 export const GROUP_DEAD_LETTER_LIST_MAX = 1000;
 /** Groups held in memory per broker; beyond it polls for new groups are refused (limit). */

@@ -55,4 +55,54 @@ describe('group claim bookkeeping', () => {
     expect(st.expire(5_000)).toBe(live.length / 2);
     expect(st.claims.size).toBe(0);
   });
+  it('a_reclaim_reserves_a_members_claims_from_its_other_connections_lowest_first', () => {
+    const st = new GroupState(0, undefined, 100, 0);
+    const old = { name: 'w1', conn: {} };
+    const other = { name: 'w2', conn: old.conn };
+    st.claim(7, 1, 500, old);
+    st.claim(3, 2, 400, old);
+    st.claim(5, 1, 500, other); // another member on the same connection
+    st.claim(6, 1, 500); // anonymous
+    const fresh = { name: 'w1', conn: {} };
+    expect(st.reclaim(fresh)).toBe(2);
+    expect(st.nextReserved(fresh.conn)).toMatchObject({ offset: 3, attempts: 2, deadline: 400 });
+    expect(st.nextReserved(fresh.conn)).toMatchObject({ offset: 7, attempts: 1 });
+    expect(st.nextReserved(fresh.conn)).toBeUndefined();
+    // Reserved claims keep their deadlines: one nobody picks up lapses as any other.
+    expect(st.expire(400)).toBe(1);
+    expect(st.owed.get(3)).toBe(2);
+    expect(st.claims.get(5)?.member).toBe('w2');
+  });
+
+  it('a_connection_reclaims_for_a_member_only_once_and_skips_settled_reservations', () => {
+    const st = new GroupState(0, undefined, 100, 0);
+    const a = { name: 'w1', conn: {} };
+    st.claim(1, 1, 500, a);
+    st.claim(2, 1, 500, a);
+    const b = { name: 'w1', conn: {} };
+    expect(st.reclaim(b)).toBe(2);
+    st.finish(1); // settled while reserved: dropped when its turn comes
+    expect(st.nextReserved(b.conn)?.offset).toBe(2);
+    // The original connection takes a new record; b asking again reclaims nothing.
+    st.claim(3, 1, 500, a);
+    expect(st.reclaim(b)).toBe(0);
+    expect(st.nextReserved(b.conn)).toBeUndefined();
+    // A third connection under the same name still may, from both older ones.
+    const c = { name: 'w1', conn: {} };
+    expect(st.reclaim(c)).toBe(2);
+    expect(st.nextReserved(c.conn)?.offset).toBe(2);
+    expect(st.nextReserved(c.conn)?.offset).toBe(3);
+  });
+
+  it('records_retention_skipped_are_reported_once_by_the_next_new_record', () => {
+    const st = new GroupState(0, undefined, 100, 0);
+    st.next = 4;
+    expect(st.skipTo(10)).toBe(6);
+    expect(st.skipTo(8)).toBe(0); // already past it
+    expect(st.takeSkipped()).toBe(6);
+    expect(st.takeSkipped()).toBe(0);
+    st.skipTo(12);
+    st.reset(20); // a seek forgets what was skipped before it
+    expect(st.takeSkipped()).toBe(0);
+  });
 });

@@ -4,8 +4,10 @@
 // requests the client never sends (bad input). Waiting is by waitFor or by the broker's answers.
 import {
   type CacheWatchEvent,
+  CursorTooOldError,
   type FelixClient,
   FeatureUnsupportedError,
+  InvalidArgumentError,
   InvalidRequestError,
   NotFoundError,
   StaleClaimError,
@@ -687,6 +689,121 @@ for (const transport of ['tls', 'quic'] as const) {
       await m!.ack();
     });
 
+    // ---- named consumers (FEATURE_GROUP_CONSUMER) ----
+
+    it('a_named_consumer_on_a_new_connection_gets_its_claims_back_at_once', async () => {
+      const g = await freshGroup('reclaim', { consumer: 'worker-1' });
+      const offsets = await publishJobs(2, 'reclaim');
+      // Claims that would stand for a minute: only a reclaim can hand them out again now.
+      const held = await g.poll({ max: 2, waitMs: 5_000, visibilityMs: 60_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      const anon = felix.group('jobs', 'reclaim', { shard: 0 });
+      expect(await anon.poll({ max: 2, waitMs: 0 })).toEqual([]);
+      // The same worker, restarted: a new connection under the same name.
+      const restarted = await client(shared, transport);
+      try {
+        const again = await restarted
+          .group('jobs', 'reclaim', { shard: 0, consumer: 'worker-1' })
+          .poll({ max: 4, waitMs: 0 });
+        expect(again.map((m) => [m.offset, m.attempts])).toEqual(offsets.map((o) => [o, 2]));
+        // The first delivery's claims no longer stand.
+        await expect(held[0]!.nack()).rejects.toBeInstanceOf(StaleClaimError);
+        await Promise.all(again.map((m) => m.ack()));
+        expect((await g.describe()).committed).toBe(offsets[1]! + 1);
+      } finally {
+        await restarted.close();
+      }
+    });
+
+    it('a_reclaim_takes_only_its_own_names_claims', async () => {
+      const mine = await freshGroup('reclaim-own', { consumer: 'w-a' });
+      const [a, b] = await publishJobs(2, 'reclaim-own');
+      const [ma] = await mine.poll({ max: 1, waitMs: 5_000, visibilityMs: 60_000 });
+      const theirs = felix.group('jobs', 'reclaim-own', { shard: 0, consumer: 'w-b' });
+      const [mb] = await theirs.poll({ max: 1, waitMs: 5_000, visibilityMs: 60_000 });
+      expect([ma!.offset, mb!.offset]).toEqual([a, b]);
+      const other = await client(shared, transport);
+      try {
+        const got = await other
+          .group('jobs', 'reclaim-own', { shard: 0, consumer: 'w-a' })
+          .poll({ max: 4, waitMs: 0 });
+        expect(got.map((m) => m.offset)).toEqual([a]);
+        await got[0]!.ack();
+        await mb!.ack(); // w-b's claim was left alone
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('reclaimed_records_beyond_one_poll_go_to_the_reclaiming_connection_first', async () => {
+      const g = await freshGroup('reclaim-rest', { consumer: 'w-r' });
+      const offsets = await publishJobs(3, 'reclaim-rest');
+      const held = await g.poll({ max: 3, waitMs: 5_000, visibilityMs: 60_000 });
+      expect(held).toHaveLength(3);
+      const [fresh] = await publishJobs(1, 'reclaim-rest-new');
+      const other = await client(shared, transport);
+      try {
+        const og = other.group('jobs', 'reclaim-rest', { shard: 0, consumer: 'w-r' });
+        const first = await og.poll({ max: 2, waitMs: 0 });
+        expect(first.map((m) => m.offset)).toEqual(offsets.slice(0, 2));
+        // The group is at its cap of 4 with the new record not yet handed out; the third
+        // reclaimed record still comes, ahead of the new one, then the new one.
+        const second = await og.poll({ max: 4, waitMs: 0 });
+        expect(second.map((m) => [m.offset, m.attempts])).toEqual([
+          [offsets[2], 2],
+          [fresh, 1],
+        ]);
+        await Promise.all([...first, ...second].map((m) => m.ack()));
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('a_consumer_name_is_checked_and_reclaim_needs_one', async () => {
+      expect(() => felix.group('jobs', 'names', { consumer: '' })).toThrow(InvalidArgumentError);
+      expect(() => felix.group('jobs', 'names', { consumer: 'x'.repeat(129) })).toThrow(
+        InvalidArgumentError,
+      );
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const { stream, next } = await rawAuthed(conn, 0x0fff_ffff);
+      const group = {
+        tenant_id: 't1',
+        namespace: 'default',
+        stream: 'jobs',
+        shard: 0,
+        group: 'names',
+        max_records: 1,
+        wait_ms: 0,
+      };
+      const cases: Array<[Parameters<typeof encodeMessage>[0], string]> = [
+        [
+          { type: 'group_poll', ...group, request_id: 1, reclaim: true },
+          'reclaim_without_consumer',
+        ],
+        [
+          { type: 'group_poll', ...group, request_id: 2, reclaim: false, consumer: 'é'.repeat(65) },
+          'a consumer name',
+        ],
+      ];
+      for (const [msg, words] of cases) {
+        await stream.write(encodeMessage(msg));
+        const answer = (await next()) as { type: string; code?: string; message?: string };
+        expect(answer).toMatchObject({ type: 'error', code: 'invalid_request' });
+        if (words !== 'reclaim_without_consumer') expect(answer.message).toContain(words);
+      }
+      await stream.write(
+        encodeMessage({
+          type: 'group_poll',
+          ...group,
+          request_id: 3,
+          reclaim: false,
+          consumer: 'ok',
+        }),
+      );
+      expect(await next()).toMatchObject({ type: 'group_records', request_id: 3 });
+      await conn.close();
+    });
+
     it('a_group_on_an_in_memory_stream_is_refused', async () => {
       await expect(felix.group('memjobs', 'x').poll({ waitMs: 0 })).rejects.toBeInstanceOf(
         InvalidRequestError,
@@ -694,6 +811,65 @@ for (const transport of ['tls', 'quic'] as const) {
     });
   });
 }
+
+describe('a consumer group behind retention', () => {
+  it('a_record_after_a_retention_skip_reports_how_many_were_skipped', async () => {
+    const dir = await tempDir();
+    const broker = await startBroker({
+      yaml: `
+durable: { segment_bytes: 4096, retention_check_interval_ms: 50 }
+streams:
+  - { tenant: t1, name: trimmed, durable: true, fsync: none, retention: { max_bytes: 8192 } }
+`,
+      dir: dir.path,
+      durable: true,
+    });
+    const felix = await client(broker);
+    try {
+      const g = felix.group('trimmed', 'behind', { shard: 0 });
+      await g.seek('earliest');
+      const first = (await felix.publish('trimmed', 'first')).offset;
+      const [m] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(m).toMatchObject({ offset: first, skippedBefore: 0 });
+      await m!.ack();
+      // Publish until retention has removed records the group never reached.
+      const payload = new Uint8Array(512).fill(7);
+      const next = first! + 1;
+      const available = await waitFor(
+        async () => {
+          await felix.publishBatch(
+            'trimmed',
+            Array.from({ length: 10 }, () => payload),
+          );
+          const it = felix.subscribe('trimmed', { from: next, shard: 0 })[Symbol.asyncIterator]();
+          try {
+            await it.next();
+            await it.return?.();
+            return null;
+          } catch (e) {
+            return e instanceof CursorTooOldError ? e.available : null;
+          }
+        },
+        'retention to trim past the group',
+        20_000,
+      );
+      const [after] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(after!.offset).toBeGreaterThanOrEqual(available);
+      expect(after!.skippedBefore).toBe(after!.offset - next);
+      expect(after!.skippedBefore).toBeGreaterThan(0);
+      await after!.ack();
+      const [later] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(later).toMatchObject({ offset: after!.offset + 1, skippedBefore: 0 });
+      expect(await metric(broker, /^felix_group_records_skipped_total (\d+)/m)).toBe(
+        after!.skippedBefore,
+      );
+    } finally {
+      await felix.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+});
 
 describe('broker projections across restarts', () => {
   it('a_cache_survives_a_broker_restart', async () => {

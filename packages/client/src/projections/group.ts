@@ -11,6 +11,7 @@ import {
   FEATURE_CONSUMER_GROUP,
   FEATURE_GROUP_ADMIN,
   FEATURE_GROUP_CLAIM_CONTROL,
+  FEATURE_GROUP_CONSUMER,
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_HI_GROUP_ACK_BATCH,
   FLAG_BINARY_GROUP_RECORDS,
@@ -28,6 +29,7 @@ import {
 import {
   GROUP_ACK_BATCHES_IN_FLIGHT_MAX,
   GROUP_ACK_BATCH_OFFSETS_MAX,
+  GROUP_CONSUMER_NAME_BYTES_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_CONSUME_QUICK_BATCH_MS,
   GROUP_POLL_RECORDS_DEFAULT,
@@ -42,6 +44,17 @@ import { channelOf } from './request-channel.js';
 export interface GroupOptions {
   /** The stream shard this group reads (default 0). */
   shard?: number;
+  /**
+   * A name for this consumer (1–128 bytes), stable across its restarts: claims handed to it are
+   * its own, and a new connection under the same name reclaims them (see `reclaim`).
+   */
+  consumer?: string;
+  /**
+   * With `consumer`: the first poll on each connection reclaims the claims this name still holds
+   * on older connections (a restarted worker gets its in-flight records back at once, each as a
+   * new delivery, instead of after their visibility timeout). Default true.
+   */
+  reclaim?: boolean;
 }
 
 export interface PollOptions {
@@ -73,6 +86,8 @@ export class GroupMessage {
     readonly payload: Uint8Array,
     /** Deliveries of this record including this one. */
     readonly attempts: number,
+    /** Records retention removed just before this one, before the group reached them. */
+    readonly skippedBefore = 0,
   ) {}
 
   /** Finishes the record; the group's position moves once every lower record is finished. */
@@ -128,6 +143,11 @@ interface AckBatch {
 
 export class Group {
   readonly shard: number;
+  /** The named consumer this group polls as (undefined: anonymous). */
+  readonly consumerName: string | undefined;
+  private readonly reclaim: boolean;
+  /** The connection whose first poll asked to reclaim (each connection asks once). */
+  private reclaimedOn: BrokerConnection | undefined;
   private pollPool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
   private nextPollId = 1;
   /** Acks made this turn on `bc`, sent together at its end (bounded per request by
@@ -147,6 +167,15 @@ export class Group {
     this.shard = opts.shard ?? 0;
     if (!Number.isInteger(this.shard) || this.shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
+    this.consumerName = opts.consumer;
+    if (this.consumerName !== undefined) {
+      const bytes = new TextEncoder().encode(this.consumerName).length;
+      if (bytes === 0 || bytes > GROUP_CONSUMER_NAME_BYTES_MAX)
+        throw new InvalidArgumentError(
+          `a consumer name is 1..${GROUP_CONSUMER_NAME_BYTES_MAX} bytes`,
+        );
+    }
+    this.reclaim = this.consumerName !== undefined && opts.reclaim !== false;
   }
 
   private scope(bc: BrokerConnection) {
@@ -164,6 +193,11 @@ export class Group {
   async poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
     const bc = await this.host.connection(opts.signal);
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
+    if (this.consumerName !== undefined)
+      requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');
+    // The first poll on a connection reclaims; polls already in flight beside it need not.
+    const reclaim = this.reclaim && this.reclaimedOn !== bc;
+    if (reclaim) this.reclaimedOn = bc;
     // A poll waits on a stream of its own; idle poll streams are kept and reused, so a consume
     // loop costs one stream (and one auth), not one per poll.
     const pool = this.pollStreams(bc);
@@ -179,7 +213,8 @@ export class Group {
           max_records: opts.max ?? GROUP_POLL_RECORDS_DEFAULT,
           wait_ms: opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT,
           request_id: this.nextPollId++,
-          reclaim: false,
+          reclaim,
+          ...(this.consumerName !== undefined ? { consumer: this.consumerName } : {}),
           ...(opts.visibilityMs !== undefined ? { visibility_ms: opts.visibilityMs } : {}),
         }),
       );
@@ -194,7 +229,9 @@ export class Group {
       if (msg.type !== 'group_records')
         throw new ProtocolError(`expected group_records, got ${msg.type}`);
       reusable = true;
-      return msg.records.map((r) => new GroupMessage(this, r.offset, r.payload, r.attempts));
+      return msg.records.map(
+        (r) => new GroupMessage(this, r.offset, r.payload, r.attempts, r.skipped_before),
+      );
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);
       if (reusable && !opts.signal?.aborted && pool.length < GROUP_POLL_STREAMS_IDLE_MAX) {

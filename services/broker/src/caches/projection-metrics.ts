@@ -19,6 +19,8 @@ export class ProjectionMetrics {
   readonly groupDeadLettered: Counter;
   readonly groupPollsCapped: Counter;
   readonly groupClaimsLapsed: Counter;
+  readonly groupClaimsReclaimed: Counter;
+  readonly groupRecordsSkipped: Counter;
   readonly groupsInMemory: Gauge;
   /**
    * Requests counted since the last scrape, by type: a cell increment per request instead of
@@ -75,6 +77,16 @@ export class ProjectionMetrics {
     this.groupClaimsLapsed = new Counter({
       name: 'felix_group_claims_lapsed_total',
       help: 'Claims whose visibility timeout passed; the record became owed',
+      registers,
+    });
+    this.groupClaimsReclaimed = new Counter({
+      name: 'felix_group_claims_reclaimed_total',
+      help: 'Claims a named consumer reclaimed from its older connections',
+      registers,
+    });
+    this.groupRecordsSkipped = new Counter({
+      name: 'felix_group_records_skipped_total',
+      help: 'Records retention removed before a group handed them out (reported as skipped_before)',
       registers,
     });
     this.groupsInMemory = new Gauge({

@@ -176,7 +176,7 @@ export class Projections {
             ),
           );
         }
-        return this.groups.answer(auth, msg);
+        return this.groups.answer(auth, msg, a.conn);
     }
   }
 

@@ -17,7 +17,9 @@ import {
   FEATURE_CONSUMER_GROUP,
   FEATURE_GROUP_ADMIN,
   FEATURE_GROUP_CLAIM_CONTROL,
+  FEATURE_GROUP_CONSUMER,
   FEATURE_GROUP_DEAD_LETTERS,
+  FEATURE_GROUP_SKIPPED,
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FLAG_BINARY_GROUP_RECORDS,
@@ -31,6 +33,7 @@ import type { BrokerConfig } from '../config/types.js';
 import { RequestRefusedError } from '../errors.js';
 import {
   GROUP_ACK_BATCH_OFFSETS_MAX,
+  GROUP_CONSUMER_NAME_BYTES_MAX,
   GROUP_DEAD_LETTER_LIST_MAX,
   GROUP_IDLE_EVICT_MS,
   GROUP_NAME_BYTES_MAX,
@@ -42,13 +45,15 @@ import type { Shard } from '../streams/shard.js';
 import type { ProjectionMetrics } from '../caches/projection-metrics.js';
 import { checkTenant } from '../caches/cache-requests.js';
 import { storageRefusal } from '../caches/cache-service.js';
-import { GroupState } from './group-state.js';
+import { GroupState, type Member } from './group-state.js';
 
 export const GROUP_FEATURES =
   FEATURE_CONSUMER_GROUP |
   FEATURE_GROUP_DEAD_LETTERS |
   FEATURE_GROUP_ADMIN |
-  FEATURE_GROUP_CLAIM_CONTROL;
+  FEATURE_GROUP_CLAIM_CONTROL |
+  FEATURE_GROUP_CONSUMER |
+  FEATURE_GROUP_SKIPPED;
 
 /** High-word bits, Felix extensions: `group_ack_batch` (plain `group_ack` stays) and binary
  *  `group_records` answers (the JSON answer stays). */
@@ -118,6 +123,16 @@ interface HeldRecord {
   payload: Uint8Array;
 }
 
+/** Who is polling and what it asked for beyond the records themselves. */
+interface PollParty {
+  /** A named consumer on its connection; undefined for an anonymous poll. */
+  member: Member | undefined;
+  /** The poll asked to reclaim the member's claims from its older connections. */
+  reclaim: boolean;
+  /** The client negotiated FEATURE_GROUP_SKIPPED (it reads `skipped_before`). */
+  reportsSkips: boolean;
+}
+
 const bad = (message: string, reason: string) =>
   new RequestRefusedError('invalid_request', 'fatal', message, reason);
 const stale = (offset: number, fatal: boolean) =>
@@ -183,14 +198,15 @@ export class GroupService {
     await this.deadLetters.close();
   }
 
-  async answer(auth: Negotiated, m: Message): Promise<Message> {
+  /** `conn` identifies the client's connection (named consumers' claims are per connection). */
+  async answer(auth: Negotiated, m: Message, conn: object): Promise<Message> {
     const msg = m as GroupMsg;
     checkTenant(auth, msg.tenant_id);
     const scope = this.scope(msg);
     try {
       switch (msg.type) {
         case 'group_poll':
-          return await this.poll(scope, msg);
+          return await this.poll(scope, msg, this.party(auth, msg, conn));
         case 'group_ack':
         case 'group_nack':
         case 'group_dead_letter':
@@ -289,6 +305,11 @@ export class GroupService {
           scope.shard.appliedNext,
           Date.now(),
         );
+        // Retention passed the group's cursor while nothing held it in memory.
+        if (committed !== undefined && committed < base) {
+          st.skippedPending = base - committed;
+          this.metrics.groupRecordsSkipped.inc(base - committed);
+        }
         for (const d of await this.deadLetters.list(scope.id, scope.group)) {
           if (d.state !== 'redriven') continue;
           st.redriven.add(d.offset);
@@ -324,7 +345,27 @@ export class GroupService {
 
   // ---- poll ----
 
-  private async poll(scope: Scope, msg: Msg<'group_poll'>): Promise<Message> {
+  /** Checks a poll's `consumer` and `reclaim` (reference §5: 1–128 bytes; reclaim needs a name). */
+  private party(auth: Negotiated, msg: Msg<'group_poll'>, conn: object): PollParty {
+    const name = msg.consumer;
+    if (name !== undefined) {
+      const bytes = Buffer.byteLength(name);
+      if (bytes === 0 || bytes > GROUP_CONSUMER_NAME_BYTES_MAX) {
+        throw bad(`a consumer name is 1..${GROUP_CONSUMER_NAME_BYTES_MAX} bytes`, 'bad_consumer');
+      }
+    } else if (msg.reclaim) {
+      throw bad('reclaim needs a consumer name', 'reclaim_without_consumer');
+    }
+    return {
+      // Names are scoped to the authenticated principal; until authorization lands that is the
+      // tenant, which the group's scope already holds.
+      member: name === undefined ? undefined : { name, conn },
+      reclaim: msg.reclaim,
+      reportsSkips: (auth.features & FEATURE_GROUP_SKIPPED) !== 0,
+    };
+  }
+
+  private async poll(scope: Scope, msg: Msg<'group_poll'>, party: PollParty): Promise<Message> {
     const g = this.cfg.groups;
     if (msg.max_records === 0) throw bad('max_records must be at least 1', 'bad_max_records');
     if (msg.visibility_ms === 0) throw bad('visibility_ms must be at least 1', 'bad_visibility');
@@ -333,7 +374,7 @@ export class GroupService {
     const until = Date.now() + Math.min(msg.wait_ms, g.max_wait_ms);
     const st = await this.state(scope);
     for (;;) {
-      const turn = st.pollChain.then(() => this.handOut(scope, st, max, visibility));
+      const turn = st.pollChain.then(() => this.handOut(scope, st, max, visibility, party));
       st.pollChain = turn.catch(() => undefined);
       const records = await turn;
       const now = Date.now();
@@ -358,28 +399,44 @@ export class GroupService {
     });
   }
 
-  /** One hand-out decision: owed records first (lowest offset first), then new ones. */
+  /**
+   * One hand-out decision: records a reclaim reserved for this connection first, then owed
+   * records (lowest offset first), then new ones.
+   */
   private async handOut(
     scope: Scope,
     st: GroupState,
     max: number,
     visibility: number,
+    party: PollParty,
   ): Promise<GroupRecord[]> {
     const g = this.cfg.groups;
     const now = Date.now();
     st.lastUsedMs = now;
     const lapsed = st.expire(now);
     if (lapsed > 0) this.metrics.groupClaimsLapsed.inc(lapsed);
-    const room = g.max_in_flight - st.claims.size;
-    if (room <= 0) {
-      this.metrics.groupPollsCapped.inc();
-      return [];
-    }
-    const want = Math.min(max, room);
+    const member = party.member;
     const out: GroupRecord[] = [];
     let bytes = 0;
     const store = scope.shard.store!;
     const fits = (len: number) => out.length === 0 || bytes + len <= g.max_poll_bytes;
+    if (member !== undefined) {
+      if (party.reclaim) {
+        const n = st.reclaim(member);
+        if (n > 0) this.metrics.groupClaimsReclaimed.inc(n);
+      }
+      // Reserved records are already in flight: they go out even at the in-flight cap.
+      await this.handOutReserved(scope, st, member, max, visibility, out, fits, (len) => {
+        bytes += len;
+      });
+    }
+    const room = g.max_in_flight - st.claims.size;
+    if (room <= 0) {
+      if (out.length === 0) this.metrics.groupPollsCapped.inc();
+      this.metrics.groupDelivered.inc(out.length);
+      return out;
+    }
+    const want = Math.min(max, out.length + room);
     for (const offset of st.owedInOrder()) {
       if (out.length >= want) break;
       const attempts = st.owed.get(offset);
@@ -400,7 +457,7 @@ export class GroupService {
         continue;
       }
       if (!fits(rec.payload.byteLength)) break;
-      st.claim(offset, attempts + 1, Date.now() + visibility);
+      st.claim(offset, attempts + 1, Date.now() + visibility, member);
       bytes += rec.payload.byteLength;
       out.push({ offset, payload: rec.payload, attempts: attempts + 1, skipped_before: 0 });
     }
@@ -427,9 +484,16 @@ export class GroupService {
           (owed.size > 0 && owed.has(offset))
         )
           return true;
-        st.claim(offset, 1, deadline);
+        st.claim(offset, 1, deadline, member);
         bytes += payload.byteLength;
-        out.push({ offset, payload, attempts: 1, skipped_before: 0 });
+        // The first new record after a retention skip says how many records it skipped.
+        const skipped = st.skippedPending > 0 ? st.takeSkipped() : 0;
+        out.push({
+          offset,
+          payload,
+          attempts: 1,
+          skipped_before: party.reportsSkips ? skipped : 0,
+        });
         return true;
       };
       // The shard's ring holds the newest records in memory: a group near the tail takes them
@@ -446,7 +510,8 @@ export class GroupService {
           maxBytes: Math.max(1, g.max_poll_bytes - bytes),
         });
         if (r.kind === 'trimmed') {
-          st.skipTo(r.oldest);
+          const skipped = st.skipTo(r.oldest);
+          if (skipped > 0) this.metrics.groupRecordsSkipped.inc(skipped);
           await this.commit(scope, st);
           continue;
         }
@@ -460,6 +525,50 @@ export class GroupService {
     }
     this.metrics.groupDelivered.inc(out.length);
     return out;
+  }
+
+  /**
+   * Hands this connection the records a reclaim reserved for it, lowest offset first, each as a
+   * new delivery (attempts + 1, a fresh visibility). One past the attempt bound becomes a dead
+   * letter instead, as an owed record would.
+   */
+  private async handOutReserved(
+    scope: Scope,
+    st: GroupState,
+    member: Member,
+    max: number,
+    visibility: number,
+    out: GroupRecord[],
+    fits: (len: number) => boolean,
+    took: (len: number) => void,
+  ): Promise<void> {
+    const g = this.cfg.groups;
+    while (out.length < max) {
+      const claim = st.nextReserved(member.conn);
+      if (claim === undefined) return;
+      const offset = claim.offset;
+      if (claim.attempts >= g.max_attempts) {
+        await this.giveUp(scope, st, offset);
+        continue;
+      }
+      let rec = ringRecords(scope.shard, offset, offset + 1)[0];
+      if (rec === undefined) {
+        const r = await scope.shard.store!.read(offset, { maxRecords: 1, maxBytes: 1 });
+        if (st.claims.get(offset) !== claim) continue; // settled or lapsed while we read
+        rec = r.kind === 'records' ? r.records[0] : undefined;
+      }
+      if (rec === undefined || rec.offset !== offset) {
+        await this.finish(scope, st, offset); // retention removed it
+        continue;
+      }
+      if (!fits(rec.payload.byteLength)) {
+        st.unreserve(member.conn, offset);
+        return;
+      }
+      st.claim(offset, claim.attempts + 1, Date.now() + visibility, member);
+      took(rec.payload.byteLength);
+      out.push({ offset, payload: rec.payload, attempts: claim.attempts + 1, skipped_before: 0 });
+    }
   }
 
   // ---- settles ----

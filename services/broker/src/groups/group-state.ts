@@ -22,6 +22,16 @@ export interface Claim {
   readonly deadline: number;
   /** A nack with a delay: still counted in flight, but it cannot be extended. */
   readonly delayed: boolean;
+  /** The named consumer (FEATURE_GROUP_CONSUMER) it was handed to; undefined when anonymous. */
+  readonly member?: string;
+  /** The connection it was handed to (or reserved for by a reclaim); only for named members. */
+  readonly conn?: object;
+}
+
+/** Who a poll hands records to: a named consumer on one connection. */
+export interface Member {
+  readonly name: string;
+  readonly conn: object;
 }
 
 export class GroupState {
@@ -43,6 +53,19 @@ export class GroupState {
   readonly done = new Set<number>();
   /** Offsets redriven from the dead letters and not yet finished. */
   readonly redriven = new Set<number>();
+  /**
+   * Records skipped because retention removed them before the group reached them, not yet
+   * reported: the next new record handed out carries the count as `skipped_before`.
+   */
+  skippedPending = 0;
+  /**
+   * Offsets (ascending) a reclaim reserved for a connection: still claimed, handed to that
+   * connection's next polls before anything else. Weakly held: a connection that goes away
+   * takes its list with it, and the claims lapse as any other would.
+   */
+  readonly reserved = new WeakMap<object, number[]>();
+  /** Members each connection has reclaimed for: a reclaim happens once per connection. */
+  private readonly reclaimedBy = new WeakMap<object, Set<string>>();
   /** Serialises polls of this group: one hand-out decision at a time. */
   pollChain: Promise<unknown> = Promise.resolve();
   lastUsedMs: number;
@@ -103,7 +126,7 @@ export class GroupState {
    * replaced, so the old one's heap entry is dead from here on. Answers the new claim.
    */
   reschedule(claim: Claim, deadline: number, delayed = claim.delayed): Claim {
-    const next: Claim = { offset: claim.offset, attempts: claim.attempts, deadline, delayed };
+    const next: Claim = { ...claim, deadline, delayed };
     this.claims.set(claim.offset, next);
     this.schedule(next);
     return next;
@@ -119,11 +142,68 @@ export class GroupState {
     pushHeap(heap, claim);
   }
 
-  claim(offset: number, attempts: number, deadline: number): void {
+  claim(offset: number, attempts: number, deadline: number, member?: Member): void {
     if (this.owed.size > 0) this.owed.delete(offset);
-    const claim: Claim = { offset, attempts, deadline, delayed: false };
+    const claim: Claim =
+      member === undefined
+        ? { offset, attempts, deadline, delayed: false }
+        : { offset, attempts, deadline, delayed: false, member: member.name, conn: member.conn };
     this.claims.set(offset, claim);
     this.schedule(claim);
+  }
+
+  /**
+   * A named consumer's reclaim (reference §5): the first time `member.conn` asks, every claim
+   * standing for `member.name` on another connection is reserved for this one, lowest offset
+   * first. The claims keep their deadlines (a reservation nobody picks up lapses as usual).
+   * Answers how many were reserved; 0 on every later ask from the same connection.
+   */
+  reclaim(member: Member): number {
+    let names = this.reclaimedBy.get(member.conn);
+    if (names === undefined) {
+      names = new Set();
+      this.reclaimedBy.set(member.conn, names);
+    }
+    if (names.has(member.name)) return 0;
+    names.add(member.name);
+    const taken: Claim[] = [];
+    for (const c of this.claims.values()) {
+      if (c.member === member.name && c.conn !== member.conn && !c.delayed) taken.push(c);
+    }
+    if (taken.length === 0) return 0;
+    taken.sort((a, b) => a.offset - b.offset);
+    const list = this.reserved.get(member.conn) ?? [];
+    for (const c of taken) {
+      const next: Claim = { ...c, conn: member.conn };
+      this.claims.set(c.offset, next);
+      this.schedule(next);
+      list.push(c.offset);
+    }
+    list.sort((a, b) => a - b);
+    this.reserved.set(member.conn, list);
+    return taken.length;
+  }
+
+  /**
+   * Takes the next offset reserved for `conn` whose claim still stands for it (settled or lapsed
+   * ones are dropped on the way); undefined when none is left.
+   */
+  nextReserved(conn: object): Claim | undefined {
+    const list = this.reserved.get(conn);
+    if (list === undefined) return undefined;
+    while (list.length > 0) {
+      const c = this.claims.get(list.shift()!);
+      if (c !== undefined && c.conn === conn && !c.delayed) return c;
+    }
+    this.reserved.delete(conn);
+    return undefined;
+  }
+
+  /** Puts an offset taken by `nextReserved` back at the front (the answer was full). */
+  unreserve(conn: object, offset: number): void {
+    const list = this.reserved.get(conn);
+    if (list === undefined) this.reserved.set(conn, [offset]);
+    else list.unshift(offset);
   }
 
   /** Stops tracking an offset being given up on (its dead letter is being written). */
@@ -164,16 +244,33 @@ export class GroupState {
     this.position = offset;
     this.next = offset;
     this.freshFloor = offset;
+    this.skippedPending = 0;
   }
 
-  /** Skips what retention removed: nothing below `oldest` can be handed out any more. */
-  skipTo(oldest: number): void {
-    if (this.next < oldest) this.next = oldest;
+  /**
+   * Skips what retention removed: nothing below `oldest` can be handed out any more. The records
+   * never handed out are counted for the next record's `skipped_before`; answers that count.
+   */
+  skipTo(oldest: number): number {
+    let skipped = 0;
+    if (this.next < oldest) {
+      skipped = oldest - this.next;
+      this.skippedPending += skipped;
+      this.next = oldest;
+    }
     if (this.position < oldest) {
       for (const o of this.done) if (o < oldest) this.done.delete(o);
       this.position = oldest;
       while (this.done.delete(this.position)) this.position++;
     }
+    return skipped;
+  }
+
+  /** The skip count the next new record reports (and clears). */
+  takeSkipped(): number {
+    const n = this.skippedPending;
+    this.skippedPending = 0;
+    return n;
   }
 }
 
