@@ -1,7 +1,7 @@
 // queue-semantics: a consumer group on a durable stream, shown one rule at a time. Each step
 // prints what it does and what the broker answered: claims, a claim lapsing, nack, owed records
 // going first, the attempt bound turning a poison record into a dead letter, redrive, the cursor
-// waiting for a gap, describe. The broker runs with a 3-attempt bound to keep it short.
+// waiting for a gap, describe, and a named consumer reclaiming its claims after a restart. The broker runs with a 3-attempt bound to keep it short.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { StaleClaimError, connect } from '@felix/client';
 import { runBroker } from '@felix/demo-support';
@@ -93,6 +93,24 @@ const [slow] = await group.poll({ max: 1, waitMs: 1000, visibilityMs: 1000 });
 console.log(`   extended ${text(slow.payload)} by`, await slow.extend(60_000), 'ms');
 await slow.deadLetter();
 console.log('   dead letters:', await group.deadLetters(), '| describe:', await group.describe());
+
+say('A named consumer that restarts gets its own claims back at once, not after their timeout.');
+const worker = felix.group('jobs', 'workers', { shard: 0, consumer: 'worker-7' });
+await felix.publish('jobs', 'thumbnail');
+await felix.publish('jobs', 'digest');
+const held = await worker.poll({ max: 2, waitMs: 1000, visibilityMs: 60_000 });
+console.log('   worker-7 got:', show(held), '(claimed for 60 s), then its process dies');
+const restarted = await connect({
+  servers: [broker.url(transport)],
+  tenant: 't1',
+  tls: { fingerprint: broker.fingerprint },
+});
+const reborn = restarted.group('jobs', 'workers', { shard: 0, consumer: 'worker-7' });
+const back = await reborn.poll({ max: 2, waitMs: 0 });
+console.log('   worker-7 on a new connection reclaims:', show(back));
+await Promise.all(back.map((m) => m.ack()));
+console.log('   acked; describe:', await reborn.describe());
+await restarted.close();
 
 await felix.close();
 await broker.stop();
