@@ -41,6 +41,8 @@ const BROKER_MAIN = join(ROOT, 'services', 'broker', 'dist', 'main.js');
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
 const TIMEOUT_MS = 60_000;
+/** How long subscribers get after the last ack before an end marker is published for them. */
+const MARKER_GRACE_MS = 2_000;
 const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 1));
 /** Untimed warm-up passes of the throughput cases before the timed rounds (FELIX_BENCH_WARMUP). */
 const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? 1));
@@ -212,7 +214,7 @@ async function felixThroughput(
   const done = subs.map(async (c) => {
     let n = 0;
     for await (const ev of c.subscribe('bench', { from, shard: 0 })) {
-      n++;
+      if (ev.offset <= last) n++; // an end marker past `last` is not a record of the run
       if (ev.offset >= last) break;
     }
     return n;
@@ -233,7 +235,27 @@ async function felixThroughput(
     if (!pub.send(payload)) await pub.ready();
   }
   await pub.flush();
-  const received = await withTimeout(Promise.all(done), TIMEOUT_MS, 'subscribers');
+  // A subscriber whose queue overflowed may have lost the last batch, and with it the offset it
+  // stops at: after a grace, publish a marker past `last` now and then so it ends (what it lost
+  // is reported below) instead of waiting out the timeout.
+  let finished = false;
+  let timer: NodeJS.Timeout | undefined;
+  const nudge = (): void => {
+    timer = setTimeout(() => {
+      if (finished) return;
+      void pubClient
+        .publish('bench', 'end-marker')
+        .catch(() => undefined)
+        .finally(() => {
+          if (!finished) nudge();
+        });
+    }, MARKER_GRACE_MS);
+  };
+  nudge();
+  const received = await withTimeout(Promise.all(done), TIMEOUT_MS, 'subscribers').finally(() => {
+    finished = true;
+    clearTimeout(timer);
+  });
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const brokerCpu = procCpuSecs(b.proc.pid!) - brokerCpu0;
