@@ -113,6 +113,10 @@ export const GROUP_WAIT_RECHECK_MS_MAX = 600_000;
 export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
 /** Dead entries a group's claim-deadline heap may hold beyond twice its claims before a rebuild. */
 export const GROUP_DEADLINE_HEAP_SLACK = 1024;
+/** Smallest table of a group's offset maps and sets (claims, owed, done), in slots (a power of
+ *  two; small, as an idle group keeps three). A table holds at most half its slots, so it grows
+ *  with the records in flight, which `groups.max_in_flight` bounds, and shrinks below an eighth. */
+export const OFFSET_TABLE_SLOTS_MIN = 8;
 /** Group names, in UTF-8 bytes. */
 export const GROUP_NAME_BYTES_MAX = 255;
 /** Named consumers (`group_poll` `consumer`), in UTF-8 bytes (reference §5: 1–128). */

@@ -8,6 +8,7 @@
  */
 
 import { GROUP_DEADLINE_HEAP_SLACK } from '../limits.js';
+import { OffsetMap, OffsetSet } from './offset-map.js';
 
 /**
  * One standing claim. It is also its own deadline-heap entry: its deadline never changes (a
@@ -46,11 +47,12 @@ export class GroupState {
    * state never handed out is accepted (it was handed out before a restart or eviction).
    */
   freshFloor: number;
-  readonly claims = new Map<number, Claim>();
+  /** Offset tables, not Map/Set: every record handed out passes through them (offset-map.ts). */
+  readonly claims = new OffsetMap<Claim>();
   /** Owed offset -> deliveries so far. Handed out, lowest first, before new records. */
-  readonly owed = new Map<number, number>();
+  readonly owed = new OffsetMap<number>();
   /** Finished offsets at or above `position`, waiting for the gap below them to close. */
-  readonly done = new Set<number>();
+  readonly done = new OffsetSet();
   /** Offsets redriven from the dead letters and not yet finished. */
   readonly redriven = new Set<number>();
   /**
@@ -118,7 +120,7 @@ export class GroupState {
   /** Owed offsets, lowest first. */
   owedInOrder(): number[] {
     if (this.owed.size === 0) return [];
-    return [...this.owed.keys()].sort((a, b) => a - b);
+    return this.owed.keys().sort((a, b) => a - b);
   }
 
   /**
@@ -239,7 +241,7 @@ export class GroupState {
   reset(offset: number): void {
     this.claims.clear();
     this.deadlines.length = 0;
-    for (const o of [...this.owed.keys()]) if (!this.redriven.has(o)) this.owed.delete(o);
+    for (const o of this.owed.keys()) if (!this.redriven.has(o)) this.owed.delete(o);
     this.done.clear();
     this.position = offset;
     this.next = offset;
