@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -26,6 +26,8 @@ export interface BenchBroker {
   url(transport: 'tls' | 'quic'): string;
   fingerprint: string;
   pid: number;
+  /** The operator HTTP port (/metrics). */
+  httpPort: number;
   stop(): Promise<void>;
 }
 
@@ -51,6 +53,7 @@ export async function startBenchBroker(
   const dir = mkdtempSync(join(tmpdir(), 'felix-bench-broker-'));
   writeFileSync(join(dir, 'broker.yaml'), yaml);
   const port = await freePort();
+  const httpPort = await freePort();
   // Extra node flags for the broker (e.g. --cpu-prof); FELIX_BENCH_BROKER_ARGS is the name the
   // pubsub bench reads, FELIX_BENCH_BROKER_NODE_ARGS the older one here.
   const nodeArgs = (
@@ -66,7 +69,7 @@ export async function startBenchBroker(
       FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
       FELIX_DURABLE_STORAGE_DIR: join(dir, 'data'),
       FELIX_BROKER_PORT: String(port),
-      FELIX_BROKER_HTTP_PORT: String(await freePort()),
+      FELIX_BROKER_HTTP_PORT: String(httpPort),
       FELIX_BROKER_LOG_LEVEL: 'info',
       ...env,
     },
@@ -90,11 +93,18 @@ export async function startBenchBroker(
       }
     });
   });
+  // FELIX_BENCH_BROKER_STDOUT=path keeps the broker's stdout (say, with --trace-gc in its args).
+  const keep = process.env.FELIX_BENCH_BROKER_STDOUT;
+  if (keep !== undefined) {
+    const out = createWriteStream(keep);
+    child.stdout!.pipe(out);
+  }
   const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
   return {
     url: (t) => `${t}://127.0.0.1:${port}`,
     fingerprint: line.cert_fingerprint,
     pid: child.pid!,
+    httpPort,
     stop: async () => {
       process.off('exit', killOnExit);
       child.kill('SIGTERM');
