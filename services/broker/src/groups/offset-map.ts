@@ -6,8 +6,8 @@
  * take that well past about 2,000 entries: in a micro-run of a four-consumer drain's pattern
  * (Node 20) a set plus a delete cost about 0.1 µs up to 2,000 standing and 0.6-2.3 µs from
  * 2,100 on, where four consumers with polls ahead and acks in transit keep it. These tables grow
- * at half full and shrink only below an eighth, so a size that swings back and forth never
- * resizes them. Iteration walks a snapshot, not insertion order (no caller needs that order).
+ * at half full and shrink only after staying below an eighth full for as many deletes as they have
+ * slots, so a size that swings back and forth, or empties and refills, does not resize them. Iteration walks a snapshot, not insertion order (no caller needs that order).
  */
 import { OFFSET_TABLE_SLOTS_MIN } from '../limits.js';
 
@@ -21,6 +21,9 @@ class OffsetTable<V> {
   private mask: number;
   private shift: number;
   private count = 0;
+  /** Most entries held, and deletes made, since shrinking was last considered. */
+  private peak = 0;
+  private deletes = 0;
 
   constructor() {
     this.slots = new Float64Array(0);
@@ -83,6 +86,7 @@ class OffsetTable<V> {
     keys[i] = key;
     this.vals[i] = value;
     this.count++;
+    if (this.count > this.peak) this.peak = this.count;
     if (this.count * 2 > keys.length) this.resize(keys.length * 2);
   }
 
@@ -110,14 +114,25 @@ class OffsetTable<V> {
     keys[hole] = EMPTY;
     vals[hole] = undefined;
     this.count--;
-    if (this.count * 8 < keys.length && keys.length > OFFSET_TABLE_SLOTS_MIN) {
-      this.resize(keys.length / 2);
+    // Shrink only a table that stayed under an eighth full for as many deletes as it has slots:
+    // a set that empties and refills (finished offsets above a gap) keeps its table, one whose
+    // size settled low gives the memory back, and the work stays O(1) per delete.
+    if (++this.deletes >= keys.length) {
+      if (this.peak * 8 < keys.length && keys.length > OFFSET_TABLE_SLOTS_MIN) {
+        let slots = OFFSET_TABLE_SLOTS_MIN;
+        while (slots < this.peak * 4) slots *= 2;
+        this.resize(slots);
+      }
+      this.deletes = 0;
+      this.peak = this.count;
     }
     return true;
   }
 
   clear(): void {
     this.count = 0;
+    this.peak = 0;
+    this.deletes = 0;
     this.alloc(OFFSET_TABLE_SLOTS_MIN);
   }
 
