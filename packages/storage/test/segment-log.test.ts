@@ -17,6 +17,7 @@ import {
 } from '../src/errors.js';
 import { FaultyIo } from '../src/io/faulty-io.js';
 import { nodeIo } from '../src/io/node-io.js';
+import { WRITE_INLINE_BYTES_MAX } from '../src/limits.js';
 import { indexFileName } from '../src/log/layout.js';
 import type { SegmentLog } from '../src/log/segment-log.js';
 import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
@@ -409,6 +410,50 @@ describe('SegmentLog', () => {
     const reopened = await openLog(root, { io: again });
     expect(again.syncedDirs[0]).toBe(root); // an existing shard directory re-syncs its parent
     await reopened.close();
+  });
+
+  it('an_on_commit_batch_up_to_the_inline_bound_is_written_on_the_calling_thread', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, preallocateBytes: 0 });
+    await log.append([payload(0, 100), payload(1, 100)]);
+    expect(io.inlineWrites).toBe(1);
+    // A batch past the bound goes through the thread pool; so does every write when no sync
+    // follows it at once.
+    await log.append([payload(2, WRITE_INLINE_BYTES_MAX)]);
+    expect(io.inlineWrites).toBe(1);
+    await log.close();
+    const lazy = await openLog(root, { io, fsync: 'periodic', preallocateBytes: 0 });
+    await lazy.append([payload(3, 100)]);
+    expect(io.inlineWrites).toBe(1);
+    await lazy.close();
+    const reopened = await openLog(root);
+    expect(await readAll(reopened)).toHaveLength(4);
+    await reopened.close();
+  });
+
+  it('an_on_commit_append_is_answered_before_its_durable_mark_write_starts', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, preallocateBytes: 0 });
+    const before = io.writes;
+    await log.append([payload(0)]);
+    // The data write only: the mark's write waits until the answer's turn is over.
+    expect(io.writes - before).toBe(1);
+    await waitFor(() => io.writes - before === 2, 'the durable mark to be written');
+    await log.close();
+  });
+
+  it('an_append_is_written_before_the_event_loop_moves_to_its_next_phase', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, preallocateBytes: 0 });
+    const before = io.writes;
+    const nextPhase = new Promise<number>((resolve) => setImmediate(() => resolve(io.writes)));
+    const appended = log.append([payload(0)]);
+    expect(await nextPhase).toBe(before + 1);
+    await appended;
+    await log.close();
   });
 
   it('an_append_after_close_is_refused', async () => {

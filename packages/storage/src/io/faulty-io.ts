@@ -39,6 +39,8 @@ export class FaultyIo implements Io {
   /** fdatasync calls on matching files that completed or failed (not counting held ones). */
   datasyncs = 0;
   writes = 0;
+  /** Of `writes`, those made on the calling thread (`writeNow`). */
+  inlineWrites = 0;
   /** Every directory synced, in order. */
   readonly syncedDirs: string[] = [];
   private syncMatch: PathMatch = anyLog;
@@ -226,7 +228,9 @@ class FaultyFile implements IoFile {
   constructor(
     private readonly io: FaultyIo,
     private readonly inner: IoFile,
-  ) {}
+  ) {
+    this.writeNow = inner.writeNow === undefined ? undefined : this.writeInline.bind(this);
+  }
   get path(): string {
     return this.inner.path;
   }
@@ -253,6 +257,27 @@ class FaultyFile implements IoFile {
     } finally {
       this.writing = undefined;
     }
+  }
+  /** Present when the wrapped file has it, as the log sees a real file. */
+  readonly writeNow:
+    | ((buffer: Uint8Array, offset: number, length: number, position: number) => number)
+    | undefined;
+  private writeInline(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): number {
+    this.io.writes++;
+    this.io.inlineWrites++;
+    this.io.checkWrite(this.inner.path, position, length);
+    const fault = this.io.takeWriteFault(this.inner.path);
+    if (fault !== undefined) {
+      const partial = Math.min(fault.partialBytes, length);
+      if (partial > 0) this.inner.writeNow!(buffer, offset, partial, position);
+      throw systemError(fault.code, 'write', this.inner.path);
+    }
+    return this.inner.writeNow!(buffer, offset, length, position);
   }
   async datasync(): Promise<void> {
     await this.io.onDatasync(this.inner.path);

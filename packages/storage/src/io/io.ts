@@ -12,6 +12,11 @@ export interface IoFile {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   /** Writes up to `length` bytes; returns how many were written (may be short). */
   write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  /**
+   * `write` on the calling thread, for small writes into the page cache that are about to be
+   * synced: no thread-pool round trip before the sync. Optional; the log falls back to `write`.
+   */
+  writeNow?(buffer: Uint8Array, offset: number, length: number, position: number): number;
   /** fdatasync: data and the size needed to read it back, not other metadata. */
   datasync(): Promise<void>;
   /**
@@ -68,6 +73,22 @@ export async function writeFully(
   let done = 0;
   while (done < length) {
     const n = await file.write(buffer, offset + done, length - done, position + done);
+    if (n <= 0) throw new Error(`write to ${file.path} made no progress`);
+    done += n;
+  }
+}
+
+/** `writeFully` through `writeNow` (the caller checked the file has it). */
+export function writeFullyNow(
+  file: IoFile,
+  buffer: Uint8Array,
+  offset: number,
+  length: number,
+  position: number,
+): void {
+  let done = 0;
+  while (done < length) {
+    const n = file.writeNow!(buffer, offset + done, length - done, position + done);
     if (n <= 0) throw new Error(`write to ${file.path} made no progress`);
     done += n;
   }

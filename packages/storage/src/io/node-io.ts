@@ -1,4 +1,8 @@
-/** The real Io over node:fs/promises; with lock/dir-lock.ts the only files that import node:fs. */
+/**
+ * The real Io over node:fs/promises (and `writeSync` for `writeNow`); with lock/dir-lock.ts the
+ * only files that import node:fs.
+ */
+import { writeSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   constants,
@@ -49,6 +53,10 @@ class NodeFile implements IoFile {
   ): Promise<number> {
     const { bytesWritten } = await this.handle.write(buffer, offset, length, position);
     return bytesWritten;
+  }
+
+  writeNow(buffer: Uint8Array, offset: number, length: number, position: number): number {
+    return writeSync(this.handle.fd, buffer, offset, length, position);
   }
 
   datasync(): Promise<void> {

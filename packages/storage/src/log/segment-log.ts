@@ -32,7 +32,7 @@ import {
   WriteFailedError,
   WritesRefusedError,
 } from '../errors.js';
-import { type Io, type IoFile, writeFully } from '../io/io.js';
+import { type Io, type IoFile, writeFully, writeFullyNow } from '../io/io.js';
 import { nodeIo } from '../io/node-io.js';
 import type { DirLock } from '../lock/dir-lock.js';
 import {
@@ -53,6 +53,7 @@ import {
   SEGMENT_BYTES_MIN,
   SEGMENT_PREALLOCATE_BYTES_DEFAULT,
   WRITE_COALESCE_BYTES_MAX,
+  WRITE_INLINE_BYTES_MAX,
 } from '../limits.js';
 import {
   RECORD_HEADER_BYTES,
@@ -226,6 +227,8 @@ export class SegmentLog {
   private activeFiles: ActiveFiles;
   private markFile: IoFile;
   private markChain: Promise<void> = Promise.resolve();
+  /** The newest synced extent whose mark write is scheduled (`markSoon`) and not yet started. */
+  private markDue: { segmentId: number; syncedBytes: number } | undefined;
   private readonly sequencer: CommitSequencer;
   private readonly commit: GroupCommit;
   private readonly listeners = new Set<(durable: number) => void>();
@@ -710,10 +713,14 @@ export class SegmentLog {
   private kickWriter(): void {
     if (this.writing) return;
     this.writing = true;
-    // Start on the next turn of the event loop: appends made in this turn (say, every writer
-    // woken by one flush) then go out in one write instead of one alone and the rest after.
-    setImmediate(() => void this.writeLoop());
+    // Start once this turn's callbacks and promise reactions have run: appends made in this
+    // turn (say, every writer woken by one flush) then go out in one write instead of one
+    // alone and the rest after. Not a later phase of the event loop (setImmediate): that waits
+    // behind whatever else the loop has to do before the write and its sync can start.
+    process.nextTick(this.startWriteLoop);
   }
+
+  private readonly startWriteLoop = (): void => void this.writeLoop();
 
   private async writeLoop(): Promise<void> {
     try {
@@ -851,7 +858,16 @@ export class SegmentLog {
     assert(pos === total, 'encoded size matches the planned size');
     this.claimed = offset;
     try {
-      await writeFully(active.file!, buf, 0, total, basePos);
+      const file = active.file!;
+      if (
+        this.cfg.fsync === 'onCommit' &&
+        total <= WRITE_INLINE_BYTES_MAX &&
+        file.writeNow !== undefined
+      ) {
+        writeFullyNow(file, buf, 0, total, basePos);
+      } else {
+        await writeFully(file, buf, 0, total, basePos);
+      }
     } catch (err) {
       this.claimed = first;
       try {
@@ -979,11 +995,30 @@ export class SegmentLog {
     const bytes = seg.bytes;
     if (bound <= this.commit.durable) return bound;
     await seg.file!.datasync();
-    void this.writeMark(seg.id, bytes).catch(() => undefined);
+    this.markSoon(seg.id, bytes);
     return bound;
   }
 
+  /**
+   * Records a synced extent in the durable mark once this turn is over: the mark is advisory
+   * (recovery checks what lies past it), and starting its write before the woken appenders'
+   * answers go out would put a thread-pool submission ahead of them.
+   */
+  private markSoon(segmentId: number, syncedBytes: number): void {
+    const scheduled = this.markDue !== undefined;
+    this.markDue = { segmentId, syncedBytes };
+    if (!scheduled) setImmediate(this.writeDueMark);
+  }
+
+  private readonly writeDueMark = (): void => {
+    const due = this.markDue;
+    if (due === undefined || this.closed) return;
+    void this.writeMark(due.segmentId, due.syncedBytes).catch(() => undefined);
+  };
+
   private writeMark(segmentId: number, syncedBytes: number): Promise<void> {
+    // Every mark written now is at least as new as one still due, which must not follow it.
+    this.markDue = undefined;
     const bytes = encodeDurableMark({ segmentId, syncedBytes });
     const next = this.markChain.then(() =>
       writeFully(this.markFile, bytes, 0, DURABLE_MARK_BYTES, 0),
