@@ -1,10 +1,11 @@
 // Goal: client behaviours a user leans on: several servers are seeds (a dead one is skipped),
-// an AbortSignal ends a subscription's iterator and a waiting call, and a closed client fails
-// calls with its typed error. Method: one real broker process over TLS, plus a port nothing
-// listens on as the dead seed.
-import { AbortedError, ClientClosedError, connect } from '@felix/client';
+// an AbortSignal ends a subscription's iterator and a waiting call, a closed client fails
+// calls with its typed error, and an ack that never comes is an unknown outcome, not a hang.
+// Method: one real broker process over TLS (stopped with SIGSTOP where it must not answer),
+// plus a port nothing listens on as the dead seed.
+import { AbortedError, ClientClosedError, TimeoutError, connect } from '@felix/client';
 import { freePort, tempDir } from '@felix/testing-harness';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type BrokerProcess, startBroker } from './broker-process.js';
 
 describe('client behaviour', () => {
@@ -77,6 +78,38 @@ describe('client behaviour', () => {
       if (ev.offset === offsets[63]) break;
     }
     expect(seen).toEqual(offsets.map((_, i) => `r${i}`));
+    await felix.close();
+  });
+
+  it('gathered_publishes_whose_ack_never_comes_fail_as_unknown_outcomes_on_one_timer', async () => {
+    const felix = await connect({
+      servers: [broker.url('tls')],
+      tenant: 't1',
+      tls: { fingerprint: broker.fingerprint },
+      requestTimeoutMs: 400,
+    });
+    await felix.publish('s', 'warm-up');
+    // A stopped broker answers nothing while the connection stays up.
+    broker.child.proc.kill('SIGSTOP');
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const settled = await Promise.allSettled(
+        Array.from({ length: 16 }, (_, i) => felix.publish('s', `late${i}`)),
+      );
+      for (const s of settled) {
+        expect(s.status).toBe('rejected');
+        const err = (s as PromiseRejectedResult).reason as TimeoutError;
+        expect(err).toBeInstanceOf(TimeoutError);
+        expect(err.retry).toBe('unknown_outcome');
+      }
+      // One ack timer for the batch the sixteen shared, not one per caller.
+      expect(timers.mock.calls.filter(([, ms]) => ms === 400)).toHaveLength(1);
+    } finally {
+      timers.mockRestore();
+      broker.child.proc.kill('SIGCONT');
+    }
+    // The late ack is taken in stride: the connection carries on.
+    expect((await felix.publish('s', 'after')).offset).not.toBeNull();
     await felix.close();
   });
 });

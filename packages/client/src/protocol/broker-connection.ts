@@ -82,6 +82,8 @@ interface Gather {
   key: Uint8Array | undefined;
   payloads: Uint8Array[];
   bytes: number;
+  /** The ack deadline of every caller, kept by one timer for the batch (the shortest asked). */
+  timeoutMs: number;
   /** Each caller and the index of its first record in `payloads`. */
   callers: Array<{
     index: number;
@@ -320,13 +322,50 @@ export class BrokerConnection {
     this.publishesInFlight++;
   }
 
-  /** Publishes one batch; resolves with the first offset (when the broker sent one). */
-  async publish(
+  /**
+   * Publishes one batch; resolves with the first offset (when the broker sent one), or fails
+   * with a TimeoutError of unknown outcome when no ack (or, unacked, no write) came within
+   * `timeoutMs`. Gathered callers share their batch's timer, started when it is sent.
+   */
+  publish(
     stream: string,
     payloads: Uint8Array[],
-    opts: { key?: Uint8Array; ack: boolean; gather?: boolean },
+    opts: { key?: Uint8Array; ack: boolean; gather?: boolean; timeoutMs: number },
   ): Promise<{ offset: number | undefined }> {
-    if (this.lostError) throw this.lostError;
+    if (this.lostError) return Promise.reject(this.lostError);
+    if (opts.ack && opts.gather === true && has(this.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED)) {
+      // The common case joins this turn's batch with no promise but the caller's own.
+      let bytes = 0;
+      for (const p of payloads) bytes += p.byteLength;
+      const key = opts.key;
+      const id =
+        key === undefined ? stream : `${stream}\u0000${Buffer.from(key).toString('latin1')}`;
+      const g = this.gathers.get(id);
+      if (g !== undefined) {
+        if (fits(g, payloads.length, bytes)) return this.join(g, payloads, bytes, opts.timeoutMs);
+        this.sendGather(id, g);
+      }
+      if (this.publishesInFlight < this.negotiated.window) {
+        // A slot is free: open the batch in this call, so the rest of the turn joins it.
+        this.publishesInFlight++;
+        const opened = this.openGather(id, stream, key, opts.timeoutMs);
+        return this.join(opened, payloads, bytes, opts.timeoutMs);
+      }
+      // Waiting for a window slot has a timer of its own.
+      return ackWithin(
+        this.gatherAfterWindow(id, stream, payloads, bytes, key, opts.timeoutMs),
+        opts.timeoutMs,
+        stream,
+      );
+    }
+    return ackWithin(this.publishAlone(stream, payloads, opts), opts.timeoutMs, stream);
+  }
+
+  private async publishAlone(
+    stream: string,
+    payloads: Uint8Array[],
+    opts: { key?: Uint8Array; ack: boolean },
+  ): Promise<{ offset: number | undefined }> {
     const base = {
       tenantId: this.opts.tenant,
       namespace: this.opts.namespace,
@@ -339,7 +378,6 @@ export class BrokerConnection {
       return { offset: undefined };
     }
     const binary = has(this.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED);
-    if (binary && opts.gather === true) return this.gather(stream, payloads, opts.key);
     await this.reserveWindow();
     const requestId = this.nextRequestId++;
     const answer = new Promise<{ offset: number | undefined }>((resolve, reject) => {
@@ -369,47 +407,66 @@ export class BrokerConnection {
   }
 
   /**
-   * Joins the batch this turn is gathering for `stream` and `key` (opening one takes a window
-   * slot); it is sent once the turn's callbacks and promise reactions have run, so publishes
-   * made together share one frame, one append and one ack, and a lone publish waits for nothing.
+   * Joins the batch this turn gathers for `stream` and `key` once a window slot is free, opening
+   * it when no other caller did meanwhile.
    */
-  private async gather(
+  private async gatherAfterWindow(
+    id: string,
     stream: string,
     payloads: Uint8Array[],
+    bytes: number,
     key: Uint8Array | undefined,
+    timeoutMs: number,
   ): Promise<{ offset: number | undefined }> {
-    let bytes = 0;
-    for (const p of payloads) bytes += p.byteLength;
-    const id = key === undefined ? stream : `${stream}\u0000${Buffer.from(key).toString('latin1')}`;
+    await this.reserveWindow();
     let g = this.gathers.get(id);
-    if (!g || !fits(g, payloads.length, bytes)) {
-      if (g) this.sendGather(id, g);
-      await this.reserveWindow();
-      g = this.gathers.get(id);
-      if (g && !fits(g, payloads.length, bytes)) this.sendGather(id, g);
-      else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
-      if (!g || !this.gathers.has(id)) {
-        g = { stream, key, payloads: [], bytes: 0, callers: [] };
-        this.gathers.set(id, g);
-        if (!this.gatherScheduled) {
-          this.gatherScheduled = true;
-          setImmediate(() => this.sendGathers());
-        }
-      }
-    }
-    const gathered = g;
-    const index = gathered.payloads.length;
-    for (const p of payloads) gathered.payloads.push(p);
-    gathered.bytes += bytes;
-    return new Promise((resolve, reject) => gathered.callers.push({ index, resolve, reject }));
+    if (g && !fits(g, payloads.length, bytes)) this.sendGather(id, g);
+    else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
+    if (!g || !this.gathers.has(id)) g = this.openGather(id, stream, key, timeoutMs);
+    return this.join(g, payloads, bytes, timeoutMs);
   }
 
-  private sendGathers(): void {
+  /**
+   * Opens a batch on the window slot the caller took; it is sent once the turn's callbacks and
+   * promise reactions have run, so publishes made together share one frame, one append and one
+   * ack, and a lone publish waits for nothing.
+   */
+  private openGather(
+    id: string,
+    stream: string,
+    key: Uint8Array | undefined,
+    timeoutMs: number,
+  ): Gather {
+    const g: Gather = { stream, key, payloads: [], bytes: 0, timeoutMs, callers: [] };
+    this.gathers.set(id, g);
+    if (!this.gatherScheduled) {
+      this.gatherScheduled = true;
+      // Once this turn's callbacks and promise reactions have run, not in a later phase of the
+      // event loop (setImmediate), which can come tens of microseconds later.
+      process.nextTick(this.sendGathers);
+    }
+    return g;
+  }
+
+  private join(
+    g: Gather,
+    payloads: Uint8Array[],
+    bytes: number,
+    timeoutMs: number,
+  ): Promise<{ offset: number | undefined }> {
+    const index = g.payloads.length;
+    for (const p of payloads) g.payloads.push(p);
+    g.bytes += bytes;
+    if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
+    return new Promise((resolve, reject) => g.callers.push({ index, resolve, reject }));
+  }
+
+  private readonly sendGathers = (): void => {
     this.gatherScheduled = false;
     for (const [id, g] of this.gathers) this.sendGather(id, g);
-  }
+  };
 
-  /** Sends a gathered batch on the window slot its opener took. */
+  /** Sends a gathered batch on the window slot its opener took, and starts its ack timer. */
   private sendGather(id: string, g: Gather): void {
     this.gathers.delete(id);
     if (this.lostError) {
@@ -418,13 +475,25 @@ export class BrokerConnection {
     }
     const requestId = this.nextRequestId++;
     const callers = g.callers;
+    // An ack that never comes is an unknown outcome, not a hang: one timer for the batch. The
+    // request stays pending (its window slot taken) until the ack or the connection's loss.
+    const timer = setTimeout(() => {
+      const err = new TimeoutError(
+        `the ack of a publish to ${g.stream}`,
+        g.timeoutMs,
+        'unknown_outcome',
+      );
+      for (const c of callers) c.reject(err);
+    }, g.timeoutMs);
     this.pending.set(requestId, {
       resolve: (r) => {
+        clearTimeout(timer);
         const first = (r as { offset: number | undefined }).offset;
         for (const c of callers)
           c.resolve({ offset: first === undefined ? undefined : first + c.index });
       },
       reject: (err) => {
+        clearTimeout(timer);
         for (const c of callers) c.reject(err);
       },
       stream: g.stream,
@@ -685,13 +754,23 @@ async function authStream(
   throw new ProtocolError(`expected auth_ok, got ${msg.type}`);
 }
 
-async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+/** `p`, or a TimeoutError of unknown outcome once `ms` pass: a publish's ack that never came. */
+function ackWithin<T>(p: Promise<T>, ms: number, stream: string): Promise<T> {
+  return withTimeout(p, ms, `the ack of a publish to ${stream}`, 'unknown_outcome');
+}
+
+async function withTimeout<T>(
+  p: Promise<T>,
+  ms: number,
+  what: string,
+  retry: 'retry' | 'unknown_outcome' = 'retry',
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     return await Promise.race([
       p,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
+        timer = setTimeout(() => reject(new TimeoutError(what, ms, retry)), ms);
       }),
     ]);
   } finally {
