@@ -19,7 +19,7 @@
  * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike).
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
  * throughput run prints the CPU per message of the bench process (publisher and subscribers) and
- * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput runs.
+ * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput and durable runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import {
@@ -56,7 +56,7 @@ const BROKER_ARGS = (process.env.FELIX_BENCH_BROKER_ARGS ?? '').split(' ').filte
 /** FELIX_BENCH_SCALE=N (default 3) multiplies the throughput cases' message counts: 300,000 1 KiB
  *  messages make a round of about a second; a third of that was decided by single GC pauses. */
 const SCALE = Math.max(1, Number(process.env.FELIX_BENCH_SCALE ?? 3));
-/** FELIX_BENCH_NATS=0 skips the NATS throughput runs (a profile of the bench then shows Felix alone). */
+/** FELIX_BENCH_NATS=0 skips the NATS throughput and durable runs (a profile then shows Felix alone). */
 const NO_NATS = process.env.FELIX_BENCH_NATS === '0';
 /** FELIX_BENCH_CASES=1024x1,1024x10 keeps only those throughput cases (size x fanout). */
 const CASES = process.env.FELIX_BENCH_CASES
@@ -359,6 +359,8 @@ async function felixDurable(
     'felix_broker_append_seconds_count{durable="true"',
   ];
   const before = await metrics(b, watched);
+  const cpu0 = process.cpuUsage();
+  const brokerCpu0 = procCpuSecs(b.proc.pid!);
   const until = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: 64 }, async () => {
@@ -368,11 +370,18 @@ async function felixDurable(
       }
     }),
   );
+  const cpu = process.cpuUsage(cpu0);
+  const brokerCpu = procCpuSecs(b.proc.pid!) - brokerCpu0;
   const after = await metrics(b, watched);
   await c.close();
   const [syncs, sum, count] = after.map((v, i) => v - before[i]!) as [number, number, number];
+  // A cycle is one group commit: the append (write and fdatasync, the disk's share) and the
+  // rest (acks out, the client's turnaround, publishes in), which the disk's drift leaves alone.
+  const cycleUs = (seconds * 1e6) / Math.max(1, syncs);
+  const appendUs = (sum / Math.max(1, count)) * 1e6;
+  const perRecord = (secs: number) => ((secs * 1e6) / Math.max(1, n)).toFixed(1);
   console.log(
-    `    ${transport}: ${Math.round(syncs / seconds)} fsyncs/s, ${(n / Math.max(1, syncs)).toFixed(1)} records per fsync, broker append ${((sum / Math.max(1, count)) * 1e3).toFixed(2)} ms mean`,
+    `    ${transport}: ${Math.round(syncs / seconds)} fsyncs/s, ${(n / Math.max(1, syncs)).toFixed(1)} records per fsync, broker append ${(appendUs / 1e3).toFixed(2)} ms mean; cycle ${Math.round(cycleUs)} µs, outside the append ${Math.round(cycleUs - appendUs)} µs; CPU per record: bench ${perRecord((cpu.user + cpu.system) / 1e6)} µs, broker ${perRecord(brokerCpu)} µs`,
   );
   return n / seconds;
 }
@@ -525,13 +534,15 @@ try {
     }
     if (ONLY.has('durable')) {
       const secs = QUICK ? 2 : 5;
-      sample({
-        scenario: 'durable publish, 64 in flight',
-        system: 'JetStream',
-        value: await jetstreamDurable(secs),
-        unit: 'msgs/s',
-        note: 'no fsync per message',
-      });
+      if (!NO_NATS) {
+        sample({
+          scenario: 'durable publish, 64 in flight',
+          system: 'JetStream',
+          value: await jetstreamDurable(secs),
+          unit: 'msgs/s',
+          note: 'no fsync per message',
+        });
+      }
       for (const transport of TRANSPORTS) {
         sample({
           scenario: 'durable publish, 64 in flight',
