@@ -41,6 +41,8 @@ export class FaultyIo implements Io {
   writes = 0;
   /** Of `writes`, those made on the calling thread (`writeNow`). */
   inlineWrites = 0;
+  /** The file of each inline write, in order. */
+  readonly inlineWritePaths: string[] = [];
   /** Every directory synced, in order. */
   readonly syncedDirs: string[] = [];
   private syncMatch: PathMatch = anyLog;
@@ -270,6 +272,7 @@ class FaultyFile implements IoFile {
   ): number {
     this.io.writes++;
     this.io.inlineWrites++;
+    this.io.inlineWritePaths.push(this.inner.path);
     this.io.checkWrite(this.inner.path, position, length);
     const fault = this.io.takeWriteFault(this.inner.path);
     if (fault !== undefined) {

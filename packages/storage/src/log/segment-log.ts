@@ -227,6 +227,8 @@ export class SegmentLog {
   private activeFiles: ActiveFiles;
   private markFile: IoFile;
   private markChain: Promise<void> = Promise.resolve();
+  /** Mark writes queued on the thread pool and not yet done (an inline one waits for none). */
+  private marksQueued = 0;
   /** The newest synced extent whose mark write is scheduled (`markSoon`) and not yet started. */
   private markDue: { segmentId: number; syncedBytes: number } | undefined;
   private readonly sequencer: CommitSequencer;
@@ -1020,9 +1022,24 @@ export class SegmentLog {
     // Every mark written now is at least as new as one still due, which must not follow it.
     this.markDue = undefined;
     const bytes = encodeDurableMark({ segmentId, syncedBytes });
-    const next = this.markChain.then(() =>
-      writeFully(this.markFile, bytes, 0, DURABLE_MARK_BYTES, 0),
-    );
+    const file = this.markFile;
+    if (file.writeNow !== undefined && this.marksQueued === 0) {
+      // A few bytes into the page cache (the mark is not synced here): on the calling thread,
+      // not a thread-pool round trip whose two wakeups cost more than the write. Only with no
+      // queued write ahead of it, so marks land in the order they were made.
+      try {
+        writeFullyNow(file, bytes, 0, DURABLE_MARK_BYTES, 0);
+        return Promise.resolve();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    this.marksQueued++;
+    const next = this.markChain
+      .then(() => writeFully(file, bytes, 0, DURABLE_MARK_BYTES, 0))
+      .finally(() => {
+        this.marksQueued--;
+      });
     this.markChain = next.catch(() => undefined);
     return next;
   }
