@@ -445,13 +445,9 @@ export class GroupService {
         await this.giveUp(scope, st, offset);
         continue;
       }
-      let rec = ringRecords(scope.shard, offset, offset + 1)[0];
-      if (rec === undefined) {
-        const r = await store.read(offset, { maxRecords: 1, maxBytes: 1 });
-        if (!st.owed.has(offset)) continue; // settled while we read
-        rec = r.kind === 'records' ? r.records[0] : undefined;
-      }
-      if (rec === undefined || rec.offset !== offset) {
+      const rec = await this.recordAt(scope, offset, () => st.owed.has(offset));
+      if (rec === 'settled') continue;
+      if (rec === 'gone') {
         // Retention outranks a group: a record that is gone cannot be delivered again.
         await this.finish(scope, st, offset);
         continue;
@@ -528,6 +524,24 @@ export class GroupService {
   }
 
   /**
+   * The record at `offset`, from the shard's ring or else its log: 'gone' when retention removed
+   * it, 'settled' when `stillOut` says it stopped being the caller's to hand out while the log
+   * was read.
+   */
+  private async recordAt(
+    scope: Scope,
+    offset: number,
+    stillOut: () => boolean,
+  ): Promise<HeldRecord | 'gone' | 'settled'> {
+    const held = ringRecords(scope.shard, offset, offset + 1)[0];
+    if (held !== undefined) return held;
+    const r = await scope.shard.store!.read(offset, { maxRecords: 1, maxBytes: 1 });
+    if (!stillOut()) return 'settled';
+    const rec = r.kind === 'records' ? r.records[0] : undefined;
+    return rec === undefined || rec.offset !== offset ? 'gone' : rec;
+  }
+
+  /**
    * Hands this connection the records a reclaim reserved for it, lowest offset first, each as a
    * new delivery (attempts + 1, a fresh visibility). One past the attempt bound becomes a dead
    * letter instead, as an owed record would.
@@ -551,13 +565,9 @@ export class GroupService {
         await this.giveUp(scope, st, offset);
         continue;
       }
-      let rec = ringRecords(scope.shard, offset, offset + 1)[0];
-      if (rec === undefined) {
-        const r = await scope.shard.store!.read(offset, { maxRecords: 1, maxBytes: 1 });
-        if (st.claims.get(offset) !== claim) continue; // settled or lapsed while we read
-        rec = r.kind === 'records' ? r.records[0] : undefined;
-      }
-      if (rec === undefined || rec.offset !== offset) {
+      const rec = await this.recordAt(scope, offset, () => st.claims.get(offset) === claim);
+      if (rec === 'settled') continue; // settled or lapsed while the log was read
+      if (rec === 'gone') {
         await this.finish(scope, st, offset); // retention removed it
         continue;
       }
