@@ -51,3 +51,9 @@ export const FEATURE_HI_GROUP_ACK_BATCH = 0x0000_0002;
  * JSON answer stays fully served to a client that offered neither.
  */
 export const FEATURE_HI_GROUP_RECORDS_BINARY = 0x0000_0004;
+/**
+ * Bit 3 of the `_hi` word (bit 35 of the set): `group_nack_batch` (many offsets handed back in
+ * one request, answered `group_nacked`). A Felix extension; plain `group_nack` stays fully
+ * supported.
+ */
+export const FEATURE_HI_GROUP_NACK_BATCH = 0x0000_0008;

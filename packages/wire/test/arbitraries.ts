@@ -55,6 +55,8 @@ function kindArb(kind: Kind): fc.Arbitrary<unknown> {
       return fc.array(safe, { maxLength: 4 });
     case 'u16_list':
       return fc.array(fc.integer({ min: 0, max: 0xffff }), { maxLength: 4 });
+    case 'u32_list':
+      return fc.array(fc.integer({ min: 0, max: 0xffff_ffff }), { maxLength: 4 });
     case 'start':
       return fc.oneof(
         fc.constantFrom('latest', 'earliest'),

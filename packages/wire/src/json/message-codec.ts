@@ -191,6 +191,10 @@ function writeValue(kind: Kind, value: unknown, what: string): string {
       return `[${asArray(value, what)
         .map((n) => writeUint(n, 0xffff, what))
         .join(',')}]`;
+    case 'u32_list':
+      return `[${asArray(value, what)
+        .map((n) => writeUint(n, 0xffff_ffff, what))
+        .join(',')}]`;
     case 'start':
       return writeStart(value, what);
     case 'refusal':
@@ -506,6 +510,10 @@ function readValue(kind: Kind, raw: JsonValue, where: string, name: string): unk
         : bad('is not an array');
     case 'u16_list':
       return Array.isArray(raw) ? raw.map((n) => readUint(n, 0xffff, bad)) : bad('is not an array');
+    case 'u32_list':
+      return Array.isArray(raw)
+        ? raw.map((n) => readUint(n, 0xffff_ffff, bad))
+        : bad('is not an array');
     case 'start':
       return readStart(raw, where, name, bad);
     case 'refusal':

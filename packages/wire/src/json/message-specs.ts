@@ -25,6 +25,7 @@ export type Kind =
   | 'bytes_list'
   | 'u64_list'
   | 'u16_list'
+  | 'u32_list'
   | 'start'
   | 'refusal'
   | 'raw'
@@ -261,6 +262,14 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['delay_ms', 'u64', 'opt'],
     ['attempts', 'u32', 'opt'],
   ],
+  group_nack_batch: [
+    ...GROUP,
+    ['offsets', 'u64_list', 'req'],
+    RID,
+    ['delay_ms', 'u64', 'opt'],
+    ['attempts', 'u32_list', 'opt'],
+  ],
+  group_nacked: [['stale', 'u64_list', 'req'], RID],
   group_extend: [
     ...GROUP,
     ['offset', 'u64', 'req'],

@@ -372,6 +372,24 @@ export interface GroupNackMessage extends GroupScope {
   delay_ms?: number;
   attempts?: number;
 }
+/**
+ * Felix extension (FEATURE_HI_GROUP_NACK_BATCH): each offset handed back as one `group_nack`
+ * naming it would be (`attempts[i]`, when given, names the delivery of `offsets[i]`; one
+ * `delay_ms` for all), answered once with `group_nacked`.
+ */
+export interface GroupNackBatchMessage extends GroupScope {
+  type: 'group_nack_batch';
+  offsets: number[];
+  request_id: number;
+  delay_ms?: number;
+  attempts?: number[];
+}
+/** The answer to `group_nack_batch`: `stale` names the offsets whose claim no longer stood. */
+export interface GroupNackedMessage {
+  type: 'group_nacked';
+  stale: number[];
+  request_id: number;
+}
 export interface GroupExtendMessage extends GroupScope {
   type: 'group_extend';
   offset: number;
@@ -504,6 +522,8 @@ export type Message =
   | GroupAckBatchMessage
   | GroupAckedMessage
   | GroupNackMessage
+  | GroupNackBatchMessage
+  | GroupNackedMessage
   | GroupExtendMessage
   | GroupExtendedMessage
   | GroupDeadLetterMessage
