@@ -111,6 +111,8 @@ export const GROUP_WAIT_RECHECK_MS = 100;
 export const GROUP_WAIT_RECHECK_MS_MAX = 600_000;
 /** Offsets one `group_ack_batch` may name (a poll hands out at most GROUP_POLL_RECORDS_MAX). */
 export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
+/** Offsets one `group_nack_batch` may name (a consume loop hands back at most a poll's worth). */
+export const GROUP_NACK_BATCH_OFFSETS_MAX = 1000;
 /** Dead entries a group's claim-deadline heap may hold beyond twice its claims before a rebuild. */
 export const GROUP_DEADLINE_HEAP_SLACK = 1024;
 /** Smallest table of a group's offset maps and sets (claims, owed, done), in slots (a power of

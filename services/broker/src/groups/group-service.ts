@@ -21,6 +21,7 @@ import {
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_GROUP_SKIPPED,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FLAG_BINARY_GROUP_RECORDS,
   type GroupRecord,
@@ -36,6 +37,7 @@ import {
   GROUP_CONSUMER_NAME_BYTES_MAX,
   GROUP_DEAD_LETTER_LIST_MAX,
   GROUP_IDLE_EVICT_MS,
+  GROUP_NACK_BATCH_OFFSETS_MAX,
   GROUP_NAME_BYTES_MAX,
   GROUP_SWEEP_INTERVAL_MS,
   GROUPS_IN_MEMORY_MAX,
@@ -55,9 +57,10 @@ export const GROUP_FEATURES =
   FEATURE_GROUP_CONSUMER |
   FEATURE_GROUP_SKIPPED;
 
-/** High-word bits, Felix extensions: `group_ack_batch` (plain `group_ack` stays) and binary
- *  `group_records` answers (the JSON answer stays). */
-export const GROUP_FEATURES_HI = FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_RECORDS_BINARY;
+/** High-word bits, Felix extensions: `group_ack_batch` and `group_nack_batch` (plain
+ *  `group_ack` and `group_nack` stay) and binary `group_records` answers (the JSON answer stays). */
+export const GROUP_FEATURES_HI =
+  FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_NACK_BATCH | FEATURE_HI_GROUP_RECORDS_BINARY;
 
 /**
  * A poll's answer as a binary `group_records` frame (flag 0x8000) when the client offered both
@@ -76,6 +79,7 @@ const GROUP_REQUESTS = new Set([
   'group_ack',
   'group_ack_batch',
   'group_nack',
+  'group_nack_batch',
   'group_extend',
   'group_dead_letter',
   'group_dead_letters',
@@ -213,6 +217,8 @@ export class GroupService {
           return await this.settle(scope, msg);
         case 'group_ack_batch':
           return await this.ackBatch(auth, scope, msg);
+        case 'group_nack_batch':
+          return await this.nackBatch(auth, scope, msg);
         case 'group_extend':
           return await this.extend(scope, msg);
         case 'group_dead_letters':
@@ -597,25 +603,14 @@ export class GroupService {
     const st = await this.existing(scope);
     st.lastUsedMs = Date.now();
     const offset = msg.offset;
-    const named = msg.type === 'group_nack' ? msg.attempts : undefined;
-    const claim = st.claims.get(offset);
-    if (named !== undefined && claim?.attempts !== named) throw stale(offset, true);
     const ok: Message = { type: 'cache_ok', request_id: msg.request_id };
     if (msg.type === 'group_nack') {
-      if (claim === undefined) {
-        if (st.owed.has(offset)) return ok; // already handed back
-        throw stale(offset, false);
-      }
-      const delay = msg.delay_ms ?? 0;
-      if (delay > 0) {
-        st.reschedule(claim, Date.now() + Math.min(delay, this.cfg.groups.max_visibility_ms), true);
-      } else {
-        st.claims.delete(offset);
-        st.owed.set(offset, claim.attempts);
-      }
+      const handed = this.handBack(st, offset, msg.attempts, msg.delay_ms ?? 0, Date.now());
+      if (handed !== 'handed') throw stale(offset, handed === 'stale_named');
       this.wake();
       return ok;
     }
+    const claim = st.claims.get(offset);
     if (claim === undefined && st.isUnknown(offset)) throw stale(offset, false);
     if (claim === undefined && !st.owed.has(offset) && !st.redriven.has(offset)) {
       if (offset < st.position || st.done.has(offset)) return ok; // already finished
@@ -670,6 +665,67 @@ export class GroupService {
       this.wake();
     }
     return { type: 'group_acked', stale, request_id: msg.request_id };
+  }
+
+  /**
+   * One nack of `offset`: 'stale_named' when `attempts` names a delivery other than the standing
+   * claim's, 'stale' when no claim stands and the offset is not owed already (handed back, so
+   * 'handed' again), else the claim goes back: owed now, or after `delayMs` (bounded by the
+   * visibility maximum; it stays in flight meanwhile).
+   */
+  private handBack(
+    st: GroupState,
+    offset: number,
+    attempts: number | undefined,
+    delayMs: number,
+    nowMs: number,
+  ): 'handed' | 'stale' | 'stale_named' {
+    const claim = st.claims.get(offset);
+    if (attempts !== undefined && claim?.attempts !== attempts) return 'stale_named';
+    if (claim === undefined) return st.owed.has(offset) ? 'handed' : 'stale';
+    if (delayMs > 0) {
+      st.reschedule(claim, nowMs + Math.min(delayMs, this.cfg.groups.max_visibility_ms), true);
+    } else {
+      st.claims.delete(offset);
+      st.owed.set(offset, claim.attempts);
+    }
+    return 'handed';
+  }
+
+  /**
+   * `group_nack_batch`: every offset is handed back as a `group_nack` naming it (with
+   * `attempts[i]` when given, and the request's one `delay_ms`) would be, answered once.
+   * Offsets whose claim no longer stands are named in `stale` instead of failing the batch; an
+   * empty or oversized list, an attempts list of another length or an offset past the tail
+   * refuses the whole request before anything is handed back.
+   */
+  private async nackBatch(
+    auth: Negotiated,
+    scope: Scope,
+    msg: Msg<'group_nack_batch'>,
+  ): Promise<Message> {
+    if ((auth.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
+      throw bad('group_nack_batch was not negotiated', 'nack_batch_not_negotiated');
+    }
+    const { offsets, attempts } = msg;
+    if (offsets.length === 0 || offsets.length > GROUP_NACK_BATCH_OFFSETS_MAX) {
+      throw bad(`a batch names 1..${GROUP_NACK_BATCH_OFFSETS_MAX} offsets`, 'bad_nack_batch');
+    }
+    if (attempts !== undefined && attempts.length !== offsets.length) {
+      throw bad('attempts names one delivery per offset', 'bad_nack_batch');
+    }
+    for (const offset of offsets) this.tailCheck(scope, offset);
+    const st = await this.existing(scope);
+    const now = Date.now();
+    st.lastUsedMs = now;
+    const delay = msg.delay_ms ?? 0;
+    const stale: number[] = [];
+    for (let i = 0; i < offsets.length; i++) {
+      const offset = offsets[i]!;
+      if (this.handBack(st, offset, attempts?.[i], delay, now) !== 'handed') stale.push(offset);
+    }
+    if (stale.length < offsets.length) this.wake();
+    return { type: 'group_nacked', stale, request_id: msg.request_id };
   }
 
   /** Records `offset` as a dead letter, then finishes it (the cursor never passes it first). */
