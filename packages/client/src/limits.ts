@@ -86,6 +86,9 @@ export const GROUP_ACK_BATCH_OFFSETS_MAX = 1000;
  *  the cursor write covering it and would hold acks arriving meanwhile for the next write, so
  *  gathering them costs no cursor write and saves a request and an answer per turn. */
 export const GROUP_ACK_BATCHES_IN_FLIGHT_MAX = 1;
+/** Offsets one `group_nack_batch` names (the broker's bound is 1,000); a consume loop's
+ *  hand-back beyond it goes in further batches. */
+export const GROUP_NACK_BATCH_OFFSETS_MAX = 1000;
 /** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on, while
  *  the caller works through batches quickly (GROUP_CONSUME_QUICK_BATCH_MS); otherwise one. More
  *  than one lets the poll round trips overlap one another as well as the caller's work (the

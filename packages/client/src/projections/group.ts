@@ -14,6 +14,7 @@ import {
   FEATURE_GROUP_CONSUMER,
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
   FLAG_BINARY_GROUP_RECORDS,
   type Message,
   decodeGroupRecords,
@@ -29,6 +30,7 @@ import {
 import {
   GROUP_ACK_BATCHES_IN_FLIGHT_MAX,
   GROUP_ACK_BATCH_OFFSETS_MAX,
+  GROUP_NACK_BATCH_OFFSETS_MAX,
   GROUP_CONSUMER_NAME_BYTES_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_CONSUME_QUICK_BATCH_MS,
@@ -297,7 +299,8 @@ export class Group {
       ahead.push(p);
     };
     const handBack = (msgs: GroupMessage[]) => {
-      for (const m of msgs) m.nack().catch(() => undefined);
+      // Nobody holds these messages: each one's outcome (stale or not) is only observed here.
+      for (const p of this.handBack(msgs)) p.catch(() => undefined);
     };
     const finish = () => {
       if (finished) return;
@@ -306,6 +309,7 @@ export class Group {
       // The rest of the batch in hand was never yielded: it goes back, not out to lapse.
       // Acks this loop made that the group still gathers go first: on the request stream the
       // last acks would otherwise queue behind the hand-back's nacks (and wait for an answer).
+      // The hand-back looks its connection up first, so it is sent after them.
       this.sendGatheredAcks();
       handBack(batch.slice(at));
       batch = [];
@@ -473,6 +477,76 @@ export class Group {
           if (held?.held === true) this.flushAcks(held);
         });
     }
+  }
+
+  /**
+   * @internal Hands `msgs` back, each as its own `nack()` would (no delay), and answers one
+   * promise per message, in order: resolved once handed back, rejected alone (stale_claim) when
+   * its claim no longer stood. With a broker that offers FEATURE_HI_GROUP_NACK_BATCH they go as
+   * `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX offsets each (one request
+   * and one answer per batch, not per record); otherwise each is a plain `group_nack`.
+   */
+  handBack(msgs: readonly GroupMessage[]): Promise<void>[] {
+    if (msgs.length === 0) return [];
+    const waits = msgs.map(() => {
+      let resolve!: () => void;
+      let reject!: (err: Error) => void;
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      return { promise, resolve, reject };
+    });
+    this.handBackOnConnection(msgs, waits).catch((err: Error) => {
+      for (const w of waits) w.reject(err);
+    });
+    return waits.map((w) => w.promise);
+  }
+
+  private async handBackOnConnection(
+    msgs: readonly GroupMessage[],
+    waits: readonly { resolve(): void; reject(err: Error): void }[],
+  ): Promise<void> {
+    const bc = await this.host.connection();
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_nack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
+      for (const [i, m] of msgs.entries()) m.nack().then(waits[i]!.resolve, waits[i]!.reject);
+      return;
+    }
+    for (let i = 0; i < msgs.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
+      const end = Math.min(i + GROUP_NACK_BATCH_OFFSETS_MAX, msgs.length);
+      this.sendNacks(bc, msgs.slice(i, end), waits.slice(i, end));
+    }
+  }
+
+  private sendNacks(
+    bc: BrokerConnection,
+    part: readonly GroupMessage[],
+    waits: readonly { resolve(): void; reject(err: Error): void }[],
+  ): void {
+    const offsets = part.map((m) => m.offset);
+    const attempts = part.map((m) => m.attempts);
+    channelOf(bc)
+      .request((request_id) => ({
+        type: 'group_nack_batch',
+        ...this.scope(bc),
+        offsets,
+        attempts,
+        request_id,
+      }))
+      .then((msg) => {
+        if (msg.type !== 'group_nacked') {
+          throw new ProtocolError(`expected group_nacked, got ${msg.type}`);
+        }
+        const stale = msg.stale.length === 0 ? undefined : new Set(msg.stale);
+        part.forEach((m, i) => {
+          if (stale?.has(m.offset)) waits[i]!.reject(staleClaim(m.offset));
+          else waits[i]!.resolve();
+        });
+      })
+      .catch((err: unknown) => {
+        for (const w of waits) w.reject(err as Error);
+      });
   }
 
   /** @internal Sends a settle or another group request over the request stream. */
