@@ -6,14 +6,19 @@ import { waitFor } from '@felix/testing-harness';
 import {
   FEATURE_CONSUMER_GROUP,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
   FrameDecoder,
   type Message,
   decodeMessage,
   encodeMessage,
 } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { GROUP_CONSUME_POLLS_AHEAD_MAX, GROUP_CONSUME_QUICK_BATCH_MS } from '../src/limits.js';
-import { Group } from '../src/projections/group.js';
+import {
+  GROUP_CONSUME_POLLS_AHEAD_MAX,
+  GROUP_CONSUME_QUICK_BATCH_MS,
+  GROUP_NACK_BATCH_OFFSETS_MAX,
+} from '../src/limits.js';
+import { Group, GroupMessage } from '../src/projections/group.js';
 import { RequestChannel } from '../src/projections/request-channel.js';
 
 /** A transport stream stand-in: records writes, hands out chunks the test pushes. */
@@ -317,6 +322,64 @@ describe('group consume pipeline', () => {
       ['group_ack_batch', [1]],
       ['group_nack', 2],
     ]);
+  });
+
+  it('a_loop_that_ends_hands_back_in_one_nack_batch_after_its_gathered_acks', async () => {
+    const { host, streams } = fakeHost(FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_NACK_BATCH);
+    const g = new Group(host, 'jobs', 'billing');
+    const sent = () =>
+      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+    const settles = () => sent().filter((x) => x.m.type !== 'group_poll');
+    const ctl = new AbortController();
+    const it = g.consume({ max: 4, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
+    const first = it.next();
+    await waitFor(() => sent().length === 1, 'the first poll', 5_000);
+    const poll = sent()[0]!;
+    const id = (poll.m as { request_id: number }).request_id;
+    poll.stream.push({ type: 'group_records', request_id: id, records: records(0, 4) });
+    const m0 = (await first).value!;
+    void m0.ack().catch(() => undefined);
+    await waitFor(() => settles().length === 1, 'the first ack batch is sent', 5_000);
+    // The first batch is unanswered, so the next ack gathers for later.
+    const m1 = (await it.next()).value!;
+    void m1.ack().catch(() => undefined);
+    await new Promise<void>((r) => setImmediate(r));
+    expect(settles()).toHaveLength(1);
+    // The loop ends with offsets 2 and 3 unyielded: one nack batch, after the gathered ack.
+    ctl.abort();
+    await it.return?.();
+    await waitFor(() => settles().length === 3, 'the gathered ack and the hand-back', 5_000);
+    expect(settles().map(({ m }) => [m.type, (m as { offsets: number[] }).offsets])).toEqual([
+      ['group_ack_batch', [0]],
+      ['group_ack_batch', [1]],
+      ['group_nack_batch', [2, 3]],
+    ]);
+    expect((settles()[2]!.m as { attempts?: number[] }).attempts).toEqual([1, 1]);
+  });
+
+  it('a_hand_back_past_the_bound_goes_in_several_batches_each_message_settled_alone', async () => {
+    const { host, streams } = fakeHost(FEATURE_HI_GROUP_NACK_BATCH);
+    const g = new Group(host, 'jobs', 'billing');
+    const n = GROUP_NACK_BATCH_OFFSETS_MAX + 1;
+    const msgs = Array.from({ length: n }, (_, i) => new GroupMessage(g, i, new Uint8Array(), 1));
+    const outcomes = Promise.all(
+      g.handBack(msgs).map((p) =>
+        p.then(
+          () => 'ok',
+          (e: Error) => e.name,
+        ),
+      ),
+    );
+    const batches = () =>
+      decodeAll(streams[0]?.writes ?? []) as Extract<Message, { type: 'group_nack_batch' }>[];
+    await waitFor(() => batches().length === 2, 'both batches are sent', 5_000);
+    expect(batches().map((b) => b.offsets.length)).toEqual([GROUP_NACK_BATCH_OFFSETS_MAX, 1]);
+    // The broker names offset 5 of the first batch stale: only that message fails.
+    streams[0]!.push({ type: 'group_nacked', stale: [5], request_id: batches()[0]!.request_id });
+    streams[0]!.push({ type: 'group_nacked', stale: [], request_id: batches()[1]!.request_id });
+    const got = await outcomes;
+    expect(got.filter((o) => o !== 'ok')).toEqual(['StaleClaimError']);
+    expect(got[5]).toBe('StaleClaimError');
   });
 
   it('a_caller_slow_with_its_batches_keeps_a_single_poll_ahead', async () => {

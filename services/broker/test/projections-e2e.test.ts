@@ -7,6 +7,7 @@ import {
   CursorTooOldError,
   type FelixClient,
   FeatureUnsupportedError,
+  type GroupMessage,
   InvalidArgumentError,
   InvalidRequestError,
   NotFoundError,
@@ -18,6 +19,7 @@ import { dial } from '@felix/transport';
 import {
   FEATURE_EXTENDED,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FLAG_BINARY_GROUP_RECORDS,
   encodeMessage,
@@ -516,6 +518,127 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(await b.next()).toEqual({ type: 'group_acked', stale: [], request_id: 4 });
       expect((await g.describe()).committed).toBe(offsets[1]! + 1);
       await ext.close();
+    });
+
+    /** Requests of `type` the broker has counted. */
+    const requests = (type: string) =>
+      metric(
+        shared,
+        new RegExp(`felix_broker_projection_requests_total\\{type="${type}"\\} (\\d+)`),
+      );
+
+    it('a_batched_nack_names_stale_offsets_and_hands_the_rest_back', async () => {
+      const g = await freshGroup('nack-batch');
+      const offsets = await publishJobs(2, 'nack-batch');
+      const [kept] = await g.poll({ max: 1, waitMs: 5_000 });
+      const [lapsing] = await g.poll({ max: 1, waitMs: 5_000, visibilityMs: 50 });
+      expect([kept?.offset, lapsing?.offset]).toEqual(offsets);
+      // The second claim lapses and its record goes out again: the first delivery's claim is gone.
+      const again = await g.poll({ max: 1, waitMs: 10_000 });
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual([[offsets[1], 2]]);
+      const batchesBefore = await requests('group_nack_batch');
+      const nacksBefore = await requests('group_nack');
+      const settled = await Promise.all(
+        g.handBack([kept!, lapsing!]).map((p) =>
+          p.then(
+            () => 'handed back',
+            (err: unknown) => err,
+          ),
+        ),
+      );
+      expect(settled[0]).toBe('handed back');
+      expect(settled[1]).toBeInstanceOf(StaleClaimError);
+      expect(await requests('group_nack_batch')).toBe(batchesBefore + 1);
+      expect(await requests('group_nack')).toBe(nacksBefore);
+      // The record handed back goes out again; the other's second delivery still stands.
+      const redelivered = await g.poll({ max: 4, waitMs: 5_000 });
+      expect(redelivered.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 2]]);
+      await Promise.all([...redelivered, ...again].map((m) => m.ack()));
+      expect((await g.describe()).committed).toBe(offsets[1]! + 1);
+    });
+
+    it('a_nack_batch_is_refused_unless_negotiated_and_a_bad_one_changes_nothing', async () => {
+      const g = await freshGroup('nack-batch-raw');
+      const offsets = await publishJobs(2, 'nack-batch-raw');
+      const held = await g.poll({ max: 2, waitMs: 5_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      const group = {
+        tenant_id: 't1',
+        namespace: 'default',
+        stream: 'jobs',
+        shard: 0,
+        group: 'nack-batch-raw',
+      };
+      const nackBatch = (request_id: number, offsets: number[], more = {}) =>
+        encodeMessage({ type: 'group_nack_batch', ...group, offsets, request_id, ...more });
+      const plain = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const a = await rawAuthed(
+        plain,
+        (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
+        FEATURE_HI_GROUP_ACK_BATCH,
+      );
+      await a.stream.write(nackBatch(1, [offsets[0]!]));
+      expect(await a.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      await plain.close();
+      const ext = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const b = await rawAuthed(
+        ext,
+        (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
+        FEATURE_HI_GROUP_NACK_BATCH,
+      );
+      // An empty list, one past the bound, an offset past the tail and an attempts list of
+      // another length each refuse the whole batch: the valid offsets are not handed back.
+      const bad = [
+        nackBatch(2, []),
+        nackBatch(
+          3,
+          Array.from({ length: 1001 }, () => offsets[0]!),
+        ),
+        nackBatch(4, [offsets[0]!, 2 ** 50]),
+        nackBatch(5, offsets, { attempts: [1] }),
+      ];
+      for (const frame of bad) {
+        await b.stream.write(frame);
+        expect(await b.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      }
+      expect(await g.describe()).toMatchObject({ inFlight: 2, owed: 0 });
+      // The first goes back now; the second is delayed, so it stays in flight meanwhile.
+      await b.stream.write(nackBatch(6, [offsets[0]!], { attempts: [1] }));
+      expect(await b.next()).toEqual({ type: 'group_nacked', stale: [], request_id: 6 });
+      await b.stream.write(nackBatch(7, [offsets[1]!], { attempts: [1], delay_ms: 600_000 }));
+      expect(await b.next()).toEqual({ type: 'group_nacked', stale: [], request_id: 7 });
+      expect(await g.describe()).toMatchObject({ inFlight: 1, owed: 1 });
+      const again = await g.poll({ max: 4, waitMs: 0 });
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 2]]);
+      // Naming the first delivery again: its claim no longer stands.
+      await b.stream.write(nackBatch(8, [offsets[0]!], { attempts: [1] }));
+      expect(await b.next()).toEqual({ type: 'group_nacked', stale: [offsets[0]], request_id: 8 });
+      await ext.close();
+      await again[0]!.ack();
+    });
+
+    it('a_consume_loop_that_stops_hands_its_batch_back_in_one_request', async () => {
+      const g = await freshGroup('nack-batch-loop');
+      const offsets = await publishJobs(4, 'nack-batch-loop');
+      const capped = () => metric(shared, /felix_group_polls_capped_total (\d+)/);
+      const cappedBefore = await capped();
+      const batchesBefore = await requests('group_nack_batch');
+      const nacksBefore = await requests('group_nack');
+      // The first poll takes all four (the group's in-flight cap), so the poll made ahead is
+      // answered empty; only then does the loop stop, with three records never yielded.
+      let first: GroupMessage | undefined;
+      for await (const m of g.consume({ max: 4, waitMs: 0 })) {
+        first = m;
+        await waitFor(async () => (await capped()) > cappedBefore, 'the poll ahead is answered');
+        break;
+      }
+      expect(first?.offset).toBe(offsets[0]);
+      await waitFor(async () => (await g.describe()).owed === 3, 'the rest is handed back');
+      expect(await requests('group_nack_batch')).toBe(batchesBefore + 1);
+      expect(await requests('group_nack')).toBe(nacksBefore);
+      const again = await g.poll({ max: 4, waitMs: 5_000 });
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual(offsets.slice(1).map((o) => [o, 2]));
+      await Promise.all([first!, ...again].map((m) => m.ack()));
     });
 
     it('a_poll_is_answered_in_binary_only_when_the_client_offered_it', async () => {
