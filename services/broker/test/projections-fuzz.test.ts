@@ -7,7 +7,14 @@
 import { connect } from '@felix/client';
 import { tempDir } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
-import { FrameDecoder, type Message, decodeMessage, encodeMessage } from '@felix/wire';
+import {
+  FEATURE_EXTENDED,
+  FEATURE_HI_GROUP_NACK_BATCH,
+  FrameDecoder,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, startBroker } from './broker-process.js';
@@ -30,6 +37,7 @@ const ANSWERS = new Set([
   'subscribe_cursor_error',
   'group_records',
   'group_extended',
+  'group_nacked',
   'group_dead_letter_list',
   'group_position',
   'group_info',
@@ -142,6 +150,7 @@ const request: fc.Arbitrary<Message> = fc.oneof(
         'group_poll',
         'group_ack',
         'group_nack',
+        'group_nack_batch',
         'group_extend',
         'group_dead_letter',
         'group_dead_letters',
@@ -153,6 +162,10 @@ const request: fc.Arbitrary<Message> = fc.oneof(
       ),
       offset,
       n: small,
+      offsets: fc.oneof(
+        fc.array(offset, { maxLength: 4 }),
+        fc.constant(Array.from({ length: 1001 }, (_, i) => i)),
+      ),
       start: fc.oneof(
         fc.constantFrom('earliest' as const, 'latest' as const),
         offset.map((o) => ({ offset: o })),
@@ -183,6 +196,15 @@ const request: fc.Arbitrary<Message> = fc.oneof(
             ...scope,
             offset: r.offset,
             ...(r.n % 2 ? { delay_ms: r.n, attempts: r.n } : {}),
+          };
+        case 'group_nack_batch':
+          return {
+            type: 'group_nack_batch',
+            ...scope,
+            offsets: r.offsets,
+            ...(r.n % 2
+              ? { delay_ms: r.n, attempts: r.offsets.slice(r.n % 3).map(() => r.n) }
+              : {}),
           };
         case 'group_extend':
           return {
@@ -232,7 +254,8 @@ describe('projection requests under fuzzing', () => {
       tenant_id: 't1',
       token: '',
       client_flags: 0x1fff,
-      client_features: 0x0fff_ffff,
+      client_features: (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
+      client_features_hi: FEATURE_HI_GROUP_NACK_BATCH,
     });
     await fc.assert(
       fc.asyncProperty(request, async (msg) => {
