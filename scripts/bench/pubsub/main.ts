@@ -566,6 +566,22 @@ try {
     const sorted = [...values].sort((a, z) => a - z);
     record({ ...row, value: sorted[Math.floor((sorted.length - 1) / 2)]! });
   }
+  // Each round measures the peer and Felix back to back, so a round's ratio cancels most of the
+  // drift of a shared machine between rounds: the median of those ratios is the verdict.
+  const peers = ['NATS core', 'NATS req/reply', 'JetStream'];
+  for (const [, peer] of samples) {
+    if (!peers.includes(peer.row.system)) continue;
+    for (const [, felixRow] of samples) {
+      if (felixRow.row.scenario !== peer.row.scenario || !felixRow.row.system.startsWith('Felix'))
+        continue;
+      const n = Math.min(peer.values.length, felixRow.values.length);
+      const ratios = Array.from({ length: n }, (_, i) => felixRow.values[i]! / peer.values[i]!);
+      const mid = [...ratios].sort((a, z) => a - z)[Math.floor((n - 1) / 2)]!;
+      console.log(
+        `paired: ${felixRow.row.scenario}, ${felixRow.row.system} / ${peer.row.system} per round ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${mid.toFixed(2)}${felixRow.row.unit === 'µs' ? ' (lower is better)' : ''}`,
+      );
+    }
+  }
 } finally {
   const mem = rssMiB(broker.proc.pid!);
   console.log(`\nbroker RSS ${mem.rss.toFixed(0)} MiB (peak ${mem.peak.toFixed(0)} MiB)`);
