@@ -6,7 +6,6 @@ export * from './error-codes.js';
 export * from './negotiation.js';
 export { shardForKey, fnv1a64 as routingHash64 } from './routing.js';
 export { asciiBytes, bytesStartWith, decimalDigits, writeDecimal } from './bytes/ascii.js';
-export { viewOf } from './bytes/view.js';
 export {
   FRAME_MAGIC,
   FRAME_VERSION,

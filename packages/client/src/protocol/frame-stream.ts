@@ -5,7 +5,7 @@
  * batch is decoded from them directly) or joined into one payload (`next`).
  */
 import type { TransportStream } from '@felix/transport';
-import { FRAME_HEADER_BYTES, decodeFrameHeader, viewOf } from '@felix/wire';
+import { FRAME_HEADER_BYTES, decodeFrameHeader } from '@felix/wire';
 import { FRAME_BYTES_MAX } from '../limits.js';
 
 export interface InFrame {
@@ -83,7 +83,7 @@ export class FrameStream {
       // Only an exhausted chunk costs an await: the pieces already here are taken in this turn.
       if (this.at >= this.chunk.length && !(await this.fill())) return null;
       const n = Math.min(left, this.chunk.length - this.at);
-      pieces.push(viewOf(this.chunk, this.at, this.at + n));
+      pieces.push(this.chunk.subarray(this.at, this.at + n));
       this.at += n;
       left -= n;
     }
@@ -110,7 +110,7 @@ export class FrameStream {
     }
     if (from + length > chunk.length) return null;
     this.at = from + length;
-    return { flags, payload: viewOf(chunk, from, this.at) };
+    return { flags, payload: chunk.subarray(from, this.at) };
   }
 
   /** True when every byte of the chunk in hand has been taken. */

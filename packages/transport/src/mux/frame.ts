@@ -9,7 +9,6 @@ import {
   MUX_FRAME_PAYLOAD_BYTES_MAX,
 } from '../limits.js';
 import { ProtocolError } from '../errors.js';
-import { viewOf } from '../util/view.js';
 
 export const MUX_PREFACE = new Uint8Array([0x46, 0x4c, 0x58, 0x4d, 0x55, 0x58, 0x00, 0x01]); // "FLXMUX" 0 1
 export const MUX_HEADER_BYTES = 9;
@@ -104,7 +103,7 @@ export class MuxDecoder {
         // (a stream is a byte stream; assembling the frame would only add a copy).
         const take = Math.min(this.dataLeft, end - pos);
         this.dataLeft -= take;
-        const piece = viewOf(chunk, pos, pos + take);
+        const piece = chunk.subarray(pos, pos + take);
         pos += take;
         this.sink.onFrame(FRAME_DATA, this.streamId, piece);
         continue;
@@ -141,7 +140,7 @@ export class MuxDecoder {
       }
       checkHeader(this.type, this.streamId, length);
       if (end - pos >= length) {
-        const payload = viewOf(chunk, pos, pos + length);
+        const payload = chunk.subarray(pos, pos + length);
         pos += length;
         this.sink.onFrame(this.type, this.streamId, payload);
       } else if (this.type === FRAME_DATA) {

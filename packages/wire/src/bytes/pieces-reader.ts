@@ -7,7 +7,6 @@
 import { OffsetOutOfRangeError, TrailingBytesError, TruncatedError } from '../errors.js';
 import { OFFSET_MAX } from '../limits.js';
 import { checkCount, decodeUtf8 } from './reader.js';
-import { viewOf } from './view.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -63,7 +62,7 @@ export class PiecesReader {
     const p = this.current();
     this.position += count;
     if (p.length - this.at >= count) {
-      const out = viewOf(p, this.at, this.at + count);
+      const out = p.subarray(this.at, this.at + count);
       this.at += count;
       return out;
     }
@@ -106,7 +105,7 @@ export class PiecesReader {
     for (const p of this.pieces) {
       const start = Math.max(from, pos);
       const end = Math.min(this.position, pos + p.length);
-      if (start < end) out.push(viewOf(p, start - pos, end - pos));
+      if (start < end) out.push(p.subarray(start - pos, end - pos));
       pos += p.length;
       if (pos >= this.position) break;
     }

@@ -11,7 +11,6 @@ import {
   TruncatedError,
 } from '../errors.js';
 import { OFFSET_MAX } from '../limits.js';
-import { viewOf } from './view.js';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const TWO_32 = 0x1_0000_0000;
@@ -53,7 +52,7 @@ export class ByteReader {
 
   /** The bytes from position `from` up to the current position, as (one) view. */
   viewsSince(from: number): Uint8Array[] {
-    return [viewOf(this.bytes, from, this.position)];
+    return [this.bytes.subarray(from, this.position)];
   }
 
   u8(field: string): number {
@@ -99,7 +98,7 @@ export class ByteReader {
   /** `count` bytes as a view into the input (no copy). */
   bytesView(count: number, field: string): Uint8Array {
     this.need(count, field);
-    const out = viewOf(this.bytes, this.position, this.position + count);
+    const out = this.bytes.subarray(this.position, this.position + count);
     this.position += count;
     return out;
   }

@@ -21,7 +21,6 @@ import {
   encodePublishAck,
   frameLayout,
   shardForKey,
-  viewOf,
 } from '@felix/wire';
 import type { EventBatch, EventVariant } from '../streams/event-batch.js';
 import {
@@ -113,7 +112,7 @@ export class FrameReader {
         this.left = length;
       }
       const n = Math.min(this.left, chunk.length - pos);
-      if (n > 0) this.pieces.push(viewOf(chunk, pos, pos + n));
+      if (n > 0) this.pieces.push(chunk.subarray(pos, pos + n));
       pos += n;
       this.left -= n;
       if (this.left === 0) {
