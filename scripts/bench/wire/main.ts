@@ -6,6 +6,7 @@
 // Imports the package source (not dist) so a stale build can never be measured.
 import {
   decodeEventBatch,
+  decodeEventBatchPieces,
   decodeFrame,
   decodeMessage,
   decodePublishBatch,
@@ -26,6 +27,10 @@ const payloads = Array.from({ length: BATCH }, (_, i) => {
   return p;
 });
 const scope = { tenantId: 'acme', namespace: 'default', stream: 'orders' };
+/** Node's TLS read size: the chunks a socket hands over are at most this. */
+const SOCKET_CHUNK_BYTES = 16 * 1024;
+/** Each frame's payload cut into socket-sized chunks once, outside the timed decode. */
+const socketChunks = new WeakMap<Uint8Array, Uint8Array[]>();
 let sink = 0;
 
 interface Case {
@@ -80,6 +85,27 @@ const cases: Case[] = [
     decode: (frame) => {
       const { flags, payload } = decodeFrame(frame);
       return decodeEventBatch(flags, payload).payloads.length;
+    },
+  },
+  {
+    // The client's path: a subscription's bytes arrive in chunks of up to 16 KiB (one TLS read
+    // each, handed on by the mux as plain Uint8Arrays) and the batch is decoded from them in
+    // place, one view per record, a copy only for a record cut by a chunk's end.
+    name: 'shared event batch from 16 KiB chunks',
+    encode: () => encodeEventBatch({ baseOffset: 1_000_000, payloads }),
+    decode: (frame) => {
+      let pieces = socketChunks.get(frame);
+      if (pieces === undefined) {
+        // Views of the frame's own memory (no copy), as the mux would have handed them.
+        const { payload } = decodeFrame(frame);
+        const whole = new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength);
+        pieces = [];
+        for (let at = 0; at < whole.length; at += SOCKET_CHUNK_BYTES)
+          pieces.push(whole.subarray(at, at + SOCKET_CHUNK_BYTES));
+        socketChunks.set(frame, pieces);
+      }
+      const flags = decodeFrame(frame).flags;
+      return decodeEventBatchPieces(flags, pieces, PAYLOAD_BYTES + 12 + BATCH * 4).payloads.length;
     },
   },
   {
