@@ -33,6 +33,8 @@ export const MESSAGE_SAMPLES: Message[] = [
   { type: 'topology_view', brokers: [{ node_id: 'b1', addr: '10.0.0.1:7000' }] },
   { type: 'stream_shards', ...S, request_id: 1 },
   { type: 'stream_shards_view', shards: 8, request_id: 1, routing: 'jump_hash' },
+  { type: 'offset_for_time', ...S, shard: 2, at_micros: 1_700_000_000_000_000, request_id: 50 },
+  { type: 'offset_value', offset: 42, request_id: 50 },
   { type: 'cache_shards', tenant_id: 't1', namespace: 'default', cache: 'sessions', request_id: 2 },
   { type: 'cache_shards_view', shards: 1, request_id: 2 },
   {

@@ -113,6 +113,8 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     RID,
     ['routing', { enum: ['modulo', 'jump_hash'] }, 'opt'],
   ],
+  offset_for_time: [...STREAM, ['shard', 'u32', 'req'], ['at_micros', 'u64', 'req'], RID],
+  offset_value: [['offset', 'u64', 'opt'], RID],
   cache_shards: [
     ['tenant_id', 'str', 'req'],
     ['namespace', 'str', 'req'],

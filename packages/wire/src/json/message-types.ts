@@ -130,6 +130,22 @@ export interface StreamShardsViewMessage {
   /** Absent means `modulo`. */
   routing?: ShardRouting;
 }
+/**
+ * FEATURE_RECORD_TIMESTAMPS: the first offset of `shard` whose append time (µs since the epoch,
+ * the leader's clock) is at or after `at_micros`, answered `offset_value`.
+ */
+export interface OffsetForTimeMessage extends StreamScope {
+  type: 'offset_for_time';
+  shard: number;
+  at_micros: number;
+  request_id: number;
+}
+/** The answer to `offset_for_time`; `offset` is absent when no record is that new yet. */
+export interface OffsetValueMessage {
+  type: 'offset_value';
+  offset?: number;
+  request_id: number;
+}
 export interface CacheShardsMessage {
   type: 'cache_shards';
   tenant_id: string;
@@ -484,6 +500,8 @@ export type Message =
   | TopologyViewMessage
   | StreamShardsMessage
   | StreamShardsViewMessage
+  | OffsetForTimeMessage
+  | OffsetValueMessage
   | CacheShardsMessage
   | CacheShardsViewMessage
   | ShardOwnersMessage
