@@ -98,6 +98,12 @@ export const READ_CHUNK_SLACK_BYTES = 64 * 1024;
 /** `felix-log-tool dump` reads this many bytes of records per step. */
 export const DUMP_CHUNK_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Record reads one `offsetForTime` may make: its binary search halves a range of safe-integer
+ * offsets per read, so it needs at most 54; anything past this is a bug, not a big log.
+ */
+export const OFFSET_FOR_TIME_PROBES_MAX = 64;
+
 /** Retention checks run on their own timer at this interval (reference default). */
 export const RETENTION_CHECK_INTERVAL_MS_DEFAULT = 60_000;
 

@@ -42,6 +42,7 @@ import {
   FLUSH_WAIT_QUEUED_BYTES_MAX,
   INDEX_ENTRIES_FLUSH_BATCH,
   INDEX_SPACING_BYTES_DEFAULT,
+  OFFSET_FOR_TIME_PROBES_MAX,
   OPEN_SEALED_SEGMENTS_MAX,
   PREALLOCATE_GAP_BYTES,
   READ_BYTES_MAX_DEFAULT,
@@ -262,6 +263,8 @@ export class SegmentLog {
   private fillFrom = 0;
   /** Set when zeros found no space: this segment grows by its writes alone. */
   private preallocateOff = false;
+  /** Append time of the newest batch queued: no later batch is stamped below it. */
+  private newestStampMicros: number;
 
   private constructor(
     dir: string,
@@ -286,6 +289,10 @@ export class SegmentLog {
     this.extent = this.allocated;
     this.claimed = tail;
     this.written = tail;
+    this.newestStampMicros = 0;
+    for (const seg of segments)
+      if (seg.newestTimestampMicros > this.newestStampMicros)
+        this.newestStampMicros = seg.newestTimestampMicros;
     this.sequencer = new CommitSequencer(tail);
     this.commit = new GroupCommit(tail, {
       flush: () => this.flushActive(),
@@ -392,6 +399,11 @@ export class SegmentLog {
     return this.commit.durable;
   }
 
+  /** Append time (µs) of the newest batch appended, 0 for an empty log; never decreases. */
+  get newestTimestampMicros(): number {
+    return this.newestStampMicros;
+  }
+
   /** Readers see offsets below this: the durable bound under `onCommit` or once poisoned. */
   get readableOffset(): number {
     if (this.commit.poisoned !== undefined || this.cfg.fsync === 'onCommit')
@@ -475,7 +487,10 @@ export class SegmentLog {
     if (this.queuedBytes + bytes > APPEND_QUEUE_BYTES_MAX) {
       return Promise.reject(new AppendQueueFullError(this.queuedBytes, APPEND_QUEUE_BYTES_MAX));
     }
-    const ts = opts?.timestampMicros ?? nowMicros();
+    // Times never go backwards within a log (a clock stepped back stamps the newest time again),
+    // so offsetForTime can binary-search them.
+    const ts = Math.max(opts?.timestampMicros ?? nowMicros(), this.newestStampMicros);
+    this.newestStampMicros = ts;
     return new Promise<Staged | { first: number; next: number }>((resolve, reject) => {
       this.queue.push({
         payloads,
@@ -615,6 +630,55 @@ export class SegmentLog {
       if (next < seg.nextOffset || seg === this.active) break;
     }
     return { kind: 'records', records, next };
+  }
+
+  /**
+   * The first readable offset whose record was appended at or after `atMicros`; undefined when
+   * none is (the time is past every readable record). Append times never decrease within a log
+   * (`append` stamps a batch whose time is below the newest with the newest), so this is a
+   * binary search: over the segments by their newest time (no I/O), then over the offsets of one
+   * segment, one record read per probe, at most OFFSET_FOR_TIME_PROBES_MAX reads. Over a log
+   * written before times were kept non-decreasing, it answers a record at or after `atMicros`
+   * whose predecessor is older than `atMicros`. Below the retained base nothing is searched: the
+   * oldest retained record is the earliest answer.
+   */
+  async offsetForTime(atMicros: number): Promise<number | undefined> {
+    this.checkOpen();
+    assert(
+      Number.isSafeInteger(atMicros) && atMicros >= 0,
+      'a time must be a safe non-negative integer',
+    );
+    const limit = this.readableOffset;
+    let first = 0;
+    let end = this.segments.length;
+    while (first < end) {
+      const mid = (first + end) >>> 1;
+      if (this.segments[mid]!.newestTimestampMicros >= atMicros) end = mid;
+      else first = mid + 1;
+    }
+    const seg = this.segments[first];
+    if (seg === undefined) return undefined;
+    let lo = Math.max(seg.baseOffset, this.baseOffset);
+    let hi = Math.min(seg.nextOffset, limit);
+    let found: number | undefined;
+    let probes = 0;
+    while (lo < hi) {
+      probes++;
+      assert(probes <= OFFSET_FOR_TIME_PROBES_MAX, 'offsetForTime probes stay bounded');
+      const mid = lo + Math.floor((hi - lo) / 2);
+      const r = await this.read(mid, { maxRecords: 1 });
+      if (r.kind === 'trimmed') {
+        lo = Math.max(mid + 1, r.oldest);
+        continue;
+      }
+      const rec = r.records[0];
+      if (rec === undefined || rec.offset >= hi) hi = mid;
+      else if (rec.timestampMicros >= atMicros) {
+        found = rec.offset;
+        hi = mid;
+      } else lo = rec.offset + 1;
+    }
+    return found;
   }
 
   /** Deletes whole sealed segments from the head as the retention bounds say; returns how many. */
