@@ -25,18 +25,15 @@ import {
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
 } from './limits.js';
-import {
-  BrokerConnection,
-  type StartPosition,
-  type TlsOptions,
-} from './protocol/broker-connection.js';
+import { BrokerConnection, type TlsOptions } from './protocol/broker-connection.js';
+import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher, type PublisherOptions } from './publisher.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
 import { Group, type GroupOptions } from './projections/group.js';
 import type { ProjectionHost } from './projections/host.js';
 import { type StatusEvent, StatusHub } from './status.js';
-import { ShardReader, Subscription } from './subscription.js';
+import { type ReaderStart, ShardReader, Subscription } from './subscription.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
 
 export interface ConnectOptions {
@@ -71,9 +68,10 @@ export interface PublishResult {
 }
 
 export interface SubscribeOptions {
-  /** `latest` (default), `earliest` (oldest retained), or an exact offset (needs `shard`
-   *  on a multi-shard stream). */
-  from?: 'latest' | 'earliest' | number;
+  /** `latest` (default), `earliest` (oldest retained), an exact offset (needs `shard` on a
+   *  multi-shard stream), or `{ time }` (a Date or µs since the epoch): each shard from its first
+   *  record appended at or after it (`offsetForTime`), or from its tail when none is yet. */
+  from?: 'latest' | 'earliest' | number | { time: Date | number };
   /** Read one shard; default every shard of the stream, merged. */
   shard?: number;
   signal?: AbortSignal;
@@ -299,6 +297,27 @@ export class FelixClient {
     return { offset: r.offset ?? null, shard };
   }
 
+  /**
+   * The first offset of a shard (default 0) whose record was appended at or after `at` (a Date,
+   * or microseconds since the epoch, the broker's clock at append); undefined when no record is
+   * that new yet. A binary search on the broker (bounded reads); an in-memory stream answers from
+   * the records it still holds. FeatureUnsupportedError from a broker without
+   * FEATURE_RECORD_TIMESTAMPS.
+   */
+  async offsetForTime(
+    stream: string,
+    at: Date | number,
+    opts: { shard?: number; signal?: AbortSignal } = {},
+  ): Promise<number | undefined> {
+    if (stream === '') throw new InvalidArgumentError('stream must not be empty');
+    const atMicros = microsOf(at);
+    const shard = opts.shard ?? 0;
+    if (!Number.isSafeInteger(shard) || shard < 0)
+      throw new InvalidArgumentError('shard must be a non-negative integer');
+    const conn = await this.connection(opts.signal);
+    return offsetForTimeOn(conn, stream, shard, atMicros);
+  }
+
   /** A batching publisher: many `publish()` calls, few frames. */
   publisher(stream: string, opts: PublisherOptions = {}): Publisher {
     const ack = opts.ack ?? true;
@@ -312,7 +331,12 @@ export class FelixClient {
   /** Subscribes to a stream (every shard, merged) or one shard. A bounded async iterable. */
   subscribe(stream: string, opts: SubscribeOptions = {}): Subscription {
     const from = opts.from ?? 'latest';
-    const start: StartPosition = typeof from === 'number' ? { offset: from } : from;
+    const start: ReaderStart =
+      typeof from === 'number'
+        ? { offset: from }
+        : typeof from === 'string'
+          ? from
+          : { time: microsOf(from.time) };
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
     const isClosed = () => this.isClosed;
     const host = {

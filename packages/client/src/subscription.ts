@@ -25,6 +25,7 @@ import type {
   OpenSubscription,
   StartPosition,
 } from './protocol/broker-connection.js';
+import { offsetForTimeOn } from './offset-for-time.js';
 import { RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX } from './limits.js';
 import { join } from './protocol/frame-stream.js';
 import type { StatusEvent } from './status.js';
@@ -68,6 +69,10 @@ export class EventRun {
   }
 }
 
+/** Where a reader starts: a position the broker knows, or a time (µs) resolved through
+ *  `offset_for_time` before the first subscribe. */
+export type ReaderStart = StartPosition | { time: number };
+
 export interface ReaderHost {
   connection(signal?: AbortSignal): Promise<BrokerConnection>;
   emit(event: StatusEvent): void;
@@ -86,30 +91,62 @@ export class ShardReader {
   private open: OpenSubscription | null = null;
   /** Retryable refusals since the last subscribe that succeeded (drives the backoff). */
   private refusals = 0;
+  private stopped = false;
 
   constructor(
     private readonly host: ReaderHost,
     readonly stream: string,
     readonly shard: number,
-    private start: StartPosition,
+    private start: ReaderStart,
     private readonly queueCapacity: number,
     private readonly signal: AbortSignal | undefined,
     private readonly timing: ReaderTiming = {},
   ) {}
 
-  private startPosition(): StartPosition {
-    return this.cursor === undefined ? this.start : { offset: this.cursor };
+  /**
+   * The position to subscribe at. A time is resolved to the first offset appended at or after
+   * it, which becomes the cursor; when no record is that new yet the reader subscribes at the
+   * tail and `recheckAt` asks for the time again once subscribed (a record appended between the
+   * answer and the subscribe would otherwise be skipped).
+   */
+  private async startPosition(
+    conn: BrokerConnection,
+  ): Promise<{ start: StartPosition; recheckAt?: number }> {
+    if (this.cursor !== undefined) return { start: { offset: this.cursor } };
+    const s = this.start;
+    if (typeof s === 'string' || !('time' in s)) return { start: s };
+    const found = await offsetForTimeOn(conn, this.stream, this.shard, s.time);
+    if (found === undefined) return { start: 'latest', recheckAt: s.time };
+    this.cursor = found;
+    return { start: { offset: found } };
   }
 
+  /** After a subscribe at the tail for a time nothing matched: true when it must start over
+   *  from an offset the time now names (below the tail it started at). */
+  private async startsEarlier(conn: BrokerConnection, atMicros: number): Promise<boolean> {
+    if (this.cursor === undefined) return false; // a broker without offsets: nothing to compare
+    const again = await offsetForTimeOn(conn, this.stream, this.shard, atMicros);
+    if (again === undefined || again >= this.cursor) return false;
+    this.cursor = again;
+    return true;
+  }
+
+  /** Closes the subscription open now (the reader then resubscribes from its cursor). */
   close(): void {
     this.open?.close();
     this.open = null;
   }
 
+  /** Ends the reader for good: the open subscription closes and no other is opened. */
+  stop(): void {
+    this.stopped = true;
+    this.close();
+  }
+
   async *events(): AsyncGenerator<EventRun> {
     let first = true;
     try {
-      while (!this.signal?.aborted && !this.host.closed) {
+      while (!this.stopped && !this.signal?.aborted && !this.host.closed) {
         let conn: BrokerConnection;
         try {
           conn = await this.host.connection(this.signal);
@@ -121,20 +158,22 @@ export class ShardReader {
           throw err;
         }
         try {
-          this.open = await conn.subscribe(
-            this.stream,
-            this.shard,
-            this.startPosition(),
-            this.queueCapacity,
-          );
+          const { start, recheckAt } = await this.startPosition(conn);
+          this.open = await conn.subscribe(this.stream, this.shard, start, this.queueCapacity);
+          if (this.cursor === undefined && this.open.startOffset !== undefined)
+            this.cursor = this.open.startOffset;
+          if (recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt))) {
+            this.close();
+            continue;
+          }
         } catch (err) {
+          this.close();
           if (!(await this.onSubscribeError(err, first, conn))) throw err;
           continue;
         }
         first = false;
         this.refusals = 0;
-        if (this.cursor === undefined && this.open.startOffset !== undefined)
-          this.cursor = this.open.startOffset;
+        if (this.stopped) return; // stopped while the subscribe was on its way
         yield* this.drain(this.open);
         this.open?.close();
         this.open = null;
@@ -290,13 +329,13 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     try {
       if (readers.length === 1) {
         const reader = readers[0]!;
-        signal.addEventListener('abort', () => reader.close(), { once: true });
+        signal.addEventListener('abort', () => reader.stop(), { once: true });
         yield* reader.events();
         return;
       }
       yield* this.merge(readers, signal);
     } finally {
-      for (const r of readers) r.close();
+      for (const r of readers) r.stop();
     }
   }
 
@@ -315,7 +354,8 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       }
     });
     const onAbort = () => {
-      for (const r of readers) r.close();
+      // Stopped, not just closed: a closed reader resubscribes, and its pump would never end.
+      for (const r of readers) r.stop();
       queue.close();
     };
     signal.addEventListener('abort', onAbort, { once: true });

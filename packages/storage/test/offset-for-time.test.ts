@@ -40,7 +40,8 @@ describe('offset for a time', () => {
       return i === -1 ? undefined : i;
     };
     const check = async () => {
-      for (let at = 990; at <= 1310; at += 5) expect(await log.offsetForTime(at)).toBe(expected(at));
+      for (let at = 990; at <= 1310; at += 5)
+        expect(await log.offsetForTime(at)).toBe(expected(at));
       expect(await log.offsetForTime(0)).toBe(0);
     };
     await check();

@@ -24,6 +24,7 @@ class FakeStore implements ShardStore {
   records: { offset: number; timestampMicros: number; payload: Uint8Array }[] = [];
   baseOffset = 0;
   tailOffset = 0;
+  newestTimestampMicros = 0;
   /** Appends wait here until `release()`, so tests control durability order. */
   held: Array<() => void> = [];
   hold = false;
@@ -41,6 +42,10 @@ class FakeStore implements ShardStore {
     if (from < this.baseOffset) return { kind: 'trimmed' as const, oldest: this.baseOffset };
     const records = this.records.filter((r) => r.offset >= from).slice(0, budget.maxRecords);
     return { kind: 'records' as const, records, next: from + records.length };
+  }
+  async offsetForTime(atMicros: number) {
+    return this.records.find((r) => r.offset >= this.baseOffset && r.timestampMicros >= atMicros)
+      ?.offset;
   }
   async close() {}
 }

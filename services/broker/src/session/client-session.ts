@@ -419,6 +419,17 @@ export class ClientSession {
         await stream.write(jsonFrame(view));
         return null;
       }
+      case 'offset_for_time': {
+        if (quiet)
+          return new Refusal(
+            'invalid_request',
+            'a publish-only stream carries only publishes',
+            'uni_request',
+            true,
+          );
+        await answers.drain();
+        return this.offsetForTime(stream, auth, msg);
+      }
       case 'auth':
         return new Refusal('invalid_request', 'a second auth on one stream', 'second_auth', true);
       default:
@@ -535,6 +546,59 @@ export class ClientSession {
       requestId: req.requestId,
       offset: withOffset ? result.first : undefined,
     });
+  }
+
+  /** Answers `offset_for_time` on the shard's leader: `offset_value`, or a refusal. */
+  private async offsetForTime(
+    stream: TransportStream,
+    auth: Negotiated,
+    msg: Extract<Message, { type: 'offset_for_time' }>,
+  ): Promise<Refusal | null> {
+    if (msg.tenant_id !== auth.tenant) {
+      return new Refusal(
+        'forbidden',
+        `stream authenticated for tenant ${auth.tenant}`,
+        'wrong_tenant',
+      );
+    }
+    const s = this.ctx.catalog.get(msg.tenant_id, msg.namespace, msg.stream);
+    if (!s)
+      return new Refusal(
+        'not_found',
+        `stream ${msg.namespace}/${msg.stream} not found`,
+        'unknown_stream',
+      );
+    const shard = s.shards[msg.shard];
+    if (!shard) {
+      return new Refusal(
+        'invalid_request',
+        `shard ${msg.shard} out of range (stream has ${s.shards.length})`,
+        'shard_out_of_range',
+      );
+    }
+    const unheld = this.ctx.ownership?.refuse(
+      'stream',
+      msg.tenant_id,
+      msg.namespace,
+      msg.stream,
+      msg.shard,
+    );
+    if (unheld) return unheld;
+    let offset: number | undefined;
+    try {
+      offset = await shard.offsetForTime(msg.at_micros);
+    } catch (err) {
+      this.ctx.log.error({ err, shard: shard.name }, 'offset_for_time failed');
+      return new Refusal('storage', `read failed: ${(err as Error).message}`, 'storage_error');
+    }
+    await stream.write(
+      jsonFrame({
+        type: 'offset_value',
+        request_id: msg.request_id,
+        ...(offset !== undefined ? { offset } : {}),
+      }),
+    );
+    return null;
   }
 
   private async subscribe(

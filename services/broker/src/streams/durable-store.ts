@@ -41,6 +41,10 @@ export async function openDurableStore(
     get tailOffset() {
       return log.tailOffset;
     },
+    get newestTimestampMicros() {
+      return log.newestTimestampMicros;
+    },
+    offsetForTime: (atMicros) => log.offsetForTime(atMicros),
     append: (payloads, timestampMicros) => log.append(payloads, { timestampMicros }),
     async read(from, budget): Promise<StoreRead> {
       const r = await log.read(from, budget);

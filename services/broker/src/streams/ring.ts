@@ -71,6 +71,21 @@ export class Ring {
   }
 
   /**
+   * First offset of the oldest batch appended at or after `atMicros` (binary search: batch times
+   * never decrease within a shard), or undefined when every batch held is older.
+   */
+  firstAtOrAfter(atMicros: number): number | undefined {
+    let lo = this.head;
+    let hi = this.batches.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.batches[mid]!.timestampMicros >= atMicros) hi = mid;
+      else lo = mid + 1;
+    }
+    return this.batches[lo]?.first;
+  }
+
+  /**
    * Visits the payloads of [from, until) in offset order without copying any batch (a consumer
    * group reads a few records out of batches that may hold thousands). Needs from >= base.
    */

@@ -31,8 +31,12 @@ export type StoreRead =
 export interface ShardStore {
   readonly baseOffset: number;
   readonly tailOffset: number;
+  /** Append time (µs) of the newest record, 0 when empty; never decreases. */
+  readonly newestTimestampMicros: number;
   append(payloads: Uint8Array[], timestampMicros: number): Promise<{ first: number; next: number }>;
   read(from: number, budget: { maxRecords: number; maxBytes: number }): Promise<StoreRead>;
+  /** First readable offset appended at or after `atMicros` (binary search), if any. */
+  offsetForTime(atMicros: number): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -71,6 +75,9 @@ export class Shard {
    *  session passed the leadership check just before) is ended at once instead of waiting on
    *  a shard nothing will publish to or end again. */
   private retired = false;
+  /** Append time of the newest batch published: a clock stepped back stamps this again, so
+   *  times never decrease within a shard (what `offsetForTime` searches relies on it). */
+  private newestStampMicros: number;
 
   constructor(
     readonly name: string,
@@ -82,6 +89,7 @@ export class Shard {
     this.ring = new Ring(ring.records, ring.bytes, start);
     this.appliedNext = start;
     this.nextMemoryOffset = start;
+    this.newestStampMicros = store ? store.newestTimestampMicros : 0;
   }
 
   get durable(): boolean {
@@ -100,7 +108,9 @@ export class Shard {
 
   /** Appends a batch; resolves once it is durable under the stream's mode and applied. A wire
    *  payload list goes to subscribers as it arrived (and is split only for the durable log). */
-  publish(payloads: Payloads, timestampMicros: number): Promise<{ first: number; next: number }> {
+  publish(payloads: Payloads, stampMicros: number): Promise<{ first: number; next: number }> {
+    const timestampMicros = Math.max(stampMicros, this.newestStampMicros);
+    this.newestStampMicros = timestampMicros;
     if (!this.store) {
       const first = this.nextMemoryOffset;
       const batch = new EventBatch(first, payloads, timestampMicros);
@@ -121,6 +131,18 @@ export class Shard {
       });
     this.chain = applied.catch(() => undefined);
     return applied;
+  }
+
+  /**
+   * The first offset a subscriber can read whose batch was appended at or after `atMicros`;
+   * undefined when none is visible yet. Durable shards search the log (bounded reads, see
+   * SegmentLog.offsetForTime) and answer only offsets already applied; in-memory shards search
+   * their ring, so a time older than the oldest record held answers the oldest record held.
+   */
+  async offsetForTime(atMicros: number): Promise<number | undefined> {
+    if (!this.store) return this.ring.firstAtOrAfter(atMicros);
+    const found = await this.store.offsetForTime(atMicros);
+    return found !== undefined && found < this.appliedNext ? found : undefined;
   }
 
   /** Stops serving: ends every subscriber, and any that registers later. */

@@ -1,0 +1,148 @@
+// Goal: record append times end to end: `offsetForTime` answers the first offset appended at or
+// after a time (durable and in-memory streams), and a subscription can start from a time.
+// Method: a real felix-broker process and real clients over TLS. Batches are published on either
+// side of a moment the test waits past (the broker stamps with the same machine clock), so each
+// batch's time is known to fall before or after it.
+import { type FelixClient, NotFoundError, type StreamEvent, connect } from '@felix/client';
+import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrokerProcess, startBroker } from './broker-process.js';
+
+const YAML = `
+streams:
+  - { tenant: t1, name: mem }
+  - { tenant: t1, name: log, durable: true, fsync: onCommit }
+  - { tenant: t1, name: later, durable: true, fsync: onCommit }
+  - { tenant: t1, name: keyed, shards: 2, durable: true }
+`;
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function client(broker: BrokerProcess): Promise<FelixClient> {
+  return connect({
+    servers: [broker.url('tls')],
+    tenant: 't1',
+    tls: { fingerprint: broker.fingerprint },
+    reconnect: { baseMs: 20, maxDelayMs: 200 },
+  });
+}
+
+/** A moment strictly after everything published so far and strictly before anything published
+ *  after this resolves, as microseconds (the broker stamps whole milliseconds × 1000). */
+async function moment(): Promise<number> {
+  const ms = Date.now();
+  await waitFor(() => Date.now() > ms + 1, 'the clock to move past a millisecond');
+  return (ms + 1) * 1000;
+}
+
+async function take(it: AsyncIterator<StreamEvent>, n: number): Promise<StreamEvent[]> {
+  const out: StreamEvent[] = [];
+  while (out.length < n) {
+    const r = await it.next();
+    if (r.done) break;
+    out.push(r.value);
+  }
+  return out;
+}
+
+describe('record timestamps', () => {
+  let broker: BrokerProcess;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    const dir = await tempDir();
+    cleanup = dir.cleanup;
+    broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
+  });
+  afterAll(async () => {
+    await broker?.stop();
+    await cleanup?.();
+  });
+
+  it('an_offset_for_a_time_is_the_first_record_appended_at_or_after_it', async () => {
+    const felix = await client(broker);
+    const before = await moment();
+    const a = await felix.publishBatch('log', ['a0', 'a1', 'a2']);
+    const ab = await moment();
+    const b = await felix.publishBatch('log', ['b0', 'b1']);
+    const bc = await moment();
+    const c = await felix.publish('log', 'c0');
+    expect(await felix.offsetForTime('log', 0)).toBe(a.offset);
+    expect(await felix.offsetForTime('log', before)).toBe(a.offset);
+    expect(await felix.offsetForTime('log', ab)).toBe(b.offset);
+    expect(await felix.offsetForTime('log', new Date(ab / 1000))).toBe(b.offset);
+    expect(await felix.offsetForTime('log', bc)).toBe(c.offset);
+    // An in-memory stream answers from the records it holds, by the same rule.
+    const m1 = await felix.publish('mem', 'm1');
+    const mm = await moment();
+    const m2 = await felix.publish('mem', 'm2');
+    expect(await felix.offsetForTime('mem', 0)).toBe(m1.offset);
+    expect(await felix.offsetForTime('mem', mm)).toBe(m2.offset);
+    await felix.close();
+  });
+
+  it('an_offset_for_a_time_past_the_tail_is_absent', async () => {
+    const felix = await client(broker);
+    await felix.publish('log', 'x');
+    await felix.publish('mem', 'x');
+    const after = await moment();
+    expect(await felix.offsetForTime('log', after)).toBeUndefined();
+    expect(await felix.offsetForTime('mem', after)).toBeUndefined();
+    expect(await felix.offsetForTime('log', new Date(Date.now() + 3_600_000))).toBeUndefined();
+    await expect(felix.offsetForTime('nope', 0)).rejects.toBeInstanceOf(NotFoundError);
+    // The request channel still serves after the refusal.
+    expect(await felix.offsetForTime('log', after)).toBeUndefined();
+    await felix.close();
+  });
+
+  it('a_subscription_can_start_from_a_time', async () => {
+    const felix = await client(broker);
+    await felix.publishBatch('log', ['old0', 'old1']);
+    const at = await moment();
+    const sent = await felix.publishBatch('log', ['new0', 'new1', 'new2']);
+    const it = felix
+      .subscribe('log', { from: { time: new Date(at / 1000) } })
+      [Symbol.asyncIterator]();
+    const got = await take(it, 3);
+    expect(got.map((e) => text(e.data))).toEqual(['new0', 'new1', 'new2']);
+    expect(got[0]!.offset).toBe(sent.offset);
+    await it.return?.();
+    // Every shard of a multi-shard stream starts at its own first record at or after the time.
+    await felix.publish('keyed', 'k-old', { key: 'a' });
+    await felix.publish('keyed', 'k-old', { key: 'b' });
+    const kt = await moment();
+    await felix.publish('keyed', 'k-new-a', { key: 'a' });
+    await felix.publish('keyed', 'k-new-b', { key: 'b' });
+    const keyed = felix.subscribe('keyed', { from: { time: kt } })[Symbol.asyncIterator]();
+    const both = await take(keyed, 2);
+    expect(both.map((e) => text(e.data)).sort()).toEqual(['k-new-a', 'k-new-b']);
+    await withDeadline(keyed.return!(), 5_000, 'leaving the merged subscription');
+    await felix.close();
+  });
+
+  it('a_subscription_from_a_time_nothing_matches_yet_starts_at_the_tail', async () => {
+    const felix = await client(broker);
+    await felix.publish('later', 'before');
+    const at = await moment();
+    const it = felix.subscribe('later', { from: { time: at } })[Symbol.asyncIterator]();
+    const first = it.next();
+    // Subscribed (or about to be): what is published now is at or after the time, and arrives.
+    const sent = await felix.publish('later', 'after');
+    const got = (await first).value as StreamEvent;
+    expect(text(got.data)).toBe('after');
+    expect(got.offset).toBe(sent.offset);
+    await it.return?.();
+    await felix.close();
+  });
+
+  it('leaving_a_merged_subscription_ends_every_shard_reader', async () => {
+    // Before the fix a merged subscription's readers were closed, not stopped, on `return()`:
+    // each resubscribed, and `return()` waited for ever on readers that would never end.
+    const felix = await client(broker);
+    await felix.publish('keyed', 'x', { key: 'a' });
+    await felix.publish('keyed', 'y', { key: 'b' });
+    const it = felix.subscribe('keyed', { from: 'earliest' })[Symbol.asyncIterator]();
+    expect((await take(it, 1)).length).toBe(1);
+    await withDeadline(it.return!(), 5_000, 'leaving the merged subscription');
+    await felix.close();
+  });
+});
