@@ -79,6 +79,9 @@ export interface SubscribeOptions {
   queueCapacity?: number;
   /** Batches a merged subscription buffers between its shards and the caller. */
   bufferBatches?: number;
+  /** Each event carries `timestampMicros`, its record's append time (the broker sends the
+   *  timestamped layout to this subscription only). Default false. */
+  timestamps?: boolean;
 }
 
 const TEXT = new TextEncoder();
@@ -338,6 +341,7 @@ export class FelixClient {
           ? from
           : { time: microsOf(from.time) };
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
+    const timestamps = opts.timestamps === true;
     const isClosed = () => this.isClosed;
     const host = {
       connection: (signal?: AbortSignal) => this.connection(signal),
@@ -349,14 +353,16 @@ export class FelixClient {
     return new Subscription(
       async (signal) => {
         if (opts.shard !== undefined)
-          return [new ShardReader(host, stream, opts.shard, start, capacity, signal)];
+          return [
+            new ShardReader(host, stream, opts.shard, start, capacity, signal, {}, timestamps),
+          ];
         const { shards } = await this.shards(stream, signal);
         if (shards > 1 && typeof from === 'number') {
           throw new InvalidArgumentError('an exact offset needs `shard` on a multi-shard stream');
         }
         return Array.from(
           { length: shards },
-          (_, i) => new ShardReader(host, stream, i, start, capacity, signal),
+          (_, i) => new ShardReader(host, stream, i, start, capacity, signal, {}, timestamps),
         );
       },
       opts.bufferBatches ?? SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,

@@ -40,6 +40,9 @@ export interface StreamEvent {
   data: Uint8Array;
   /** Offsets lost immediately before this event (0 when none): see `status()` `gap`. */
   lostBefore: number;
+  /** When the record was appended (µs since the epoch, the broker's clock), on a subscription
+   *  made with `timestamps: true` to a broker that sends them; absent otherwise. */
+  timestampMicros?: number;
 }
 
 /**
@@ -56,16 +59,20 @@ export class EventRun {
     readonly start: number,
     /** Offsets lost just before the first delivered event. */
     readonly lost: number,
+    /** Append time of each payload, when the subscription carries them. */
+    readonly timesMicros?: number[],
   ) {}
 
   event(i: number): StreamEvent {
-    return {
+    const ev: StreamEvent = {
       stream: this.stream,
       shard: this.shard,
       offset: this.base + i,
       data: this.payloads[i]!,
       lostBefore: i === this.start ? this.lost : 0,
     };
+    if (this.timesMicros !== undefined) ev.timestampMicros = this.timesMicros[i]!;
+    return ev;
   }
 }
 
@@ -101,6 +108,8 @@ export class ShardReader {
     private readonly queueCapacity: number,
     private readonly signal: AbortSignal | undefined,
     private readonly timing: ReaderTiming = {},
+    /** Ask for each record's append time (the timestamped event layout). */
+    private readonly timestamps = false,
   ) {}
 
   /**
@@ -159,7 +168,13 @@ export class ShardReader {
         }
         try {
           const { start, recheckAt } = await this.startPosition(conn);
-          this.open = await conn.subscribe(this.stream, this.shard, start, this.queueCapacity);
+          this.open = await conn.subscribe(
+            this.stream,
+            this.shard,
+            start,
+            this.queueCapacity,
+            this.timestamps,
+          );
           if (this.cursor === undefined && this.open.startOffset !== undefined)
             this.cursor = this.open.startOffset;
           if (recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt))) {
@@ -268,16 +283,26 @@ export class ShardReader {
         );
       }
       const batch = decodeEventBatchPieces(frame.flags, frame.pieces, frame.length);
-      yield this.toEvents(batch.baseOffset, batch.skippedBefore ?? 0, batch.payloads);
+      yield this.toEvents(
+        batch.baseOffset,
+        batch.skippedBefore ?? 0,
+        batch.payloads,
+        batch.timestampsMicros,
+      );
     }
   }
 
-  private toEvents(base: number | undefined, skipped: number, payloads: Uint8Array[]): EventRun {
+  private toEvents(
+    base: number | undefined,
+    skipped: number,
+    payloads: Uint8Array[],
+    times?: number[],
+  ): EventRun {
     if (base === undefined) {
       // Without offsets (a broker that did not negotiate them) loss cannot be seen.
       const from = this.cursor ?? 0;
       this.cursor = from + payloads.length;
-      return new EventRun(this.stream, this.shard, from, payloads, 0, 0);
+      return new EventRun(this.stream, this.shard, from, payloads, 0, 0, times);
     }
     let lost = 0;
     let skip = 0;
@@ -294,7 +319,7 @@ export class ShardReader {
         count: lost,
       });
     this.cursor = Math.max(this.cursor ?? 0, base + payloads.length);
-    return new EventRun(this.stream, this.shard, base, payloads, skip, Math.max(lost, 0));
+    return new EventRun(this.stream, this.shard, base, payloads, skip, Math.max(lost, 0), times);
   }
 }
 

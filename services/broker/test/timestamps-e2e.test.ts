@@ -146,3 +146,71 @@ describe('record timestamps', () => {
     await felix.close();
   });
 });
+
+const RESTART_YAML = `
+streams:
+  - { tenant: t1, name: orders, durable: true, fsync: onCommit }
+`;
+
+describe('event timestamps', () => {
+  it('a_subscriber_that_asks_for_timestamps_gets_each_records_append_time', async () => {
+    const dir = await tempDir();
+    try {
+      let broker = await startBroker({ yaml: RESTART_YAML, dir: dir.path, durable: true });
+      const felix = await client(broker);
+      // From earliest on a fresh stream: each sees every record, live or from the ring.
+      const timed = felix
+        .subscribe('orders', { from: 'earliest', timestamps: true })
+        [Symbol.asyncIterator]();
+      const plain = felix.subscribe('orders', { from: 'earliest' })[Symbol.asyncIterator]();
+      await felix.publish('orders', 'marker');
+      const [markerTimed] = await take(timed, 1);
+      const [markerPlain] = await take(plain, 1);
+      expect(markerTimed!.timestampMicros).toBeGreaterThan(0);
+      expect(markerPlain!.timestampMicros).toBeUndefined();
+      const t0 = Date.now() * 1000;
+      const first = await felix.publishBatch('orders', ['a', 'b']);
+      const t1 = await moment();
+      const second = await felix.publish('orders', 'c');
+      const t2 = Date.now() * 1000;
+      const live = await take(timed, 3);
+      expect(live.map((e) => e.offset)).toEqual([first.offset, first.offset! + 1, second.offset]);
+      const [a, b, c] = live.map((e) => e.timestampMicros!);
+      expect(a).toBe(b); // one time per published batch
+      expect(a).toBeGreaterThanOrEqual(t0 - 1000);
+      expect(a).toBeLessThan(t1);
+      expect(c).toBeGreaterThanOrEqual(t1);
+      expect(c).toBeLessThanOrEqual(t2);
+      expect(markerTimed!.timestampMicros).toBeLessThanOrEqual(a!);
+      // The times are the ones offsetForTime searches.
+      expect(await felix.offsetForTime('orders', a!)).toBe(first.offset);
+      expect(await felix.offsetForTime('orders', c!)).toBe(second.offset);
+      const untimed = await take(plain, 3);
+      expect(untimed.every((e) => e.timestampMicros === undefined)).toBe(true);
+      await felix.close();
+      await broker.stop();
+      // From disk after a restart: one history run spans both batches, each record keeps its time.
+      broker = await startBroker({
+        yaml: RESTART_YAML,
+        dir: dir.path,
+        durable: true,
+        port: broker.port,
+        httpPort: broker.httpPort,
+      });
+      const again = await client(broker);
+      const replay = again
+        .subscribe('orders', { from: 'earliest', timestamps: true })
+        [Symbol.asyncIterator]();
+      const history = await take(replay, 4);
+      expect(history.map((e) => [e.offset, e.timestampMicros])).toEqual([
+        [markerTimed!.offset, markerTimed!.timestampMicros],
+        ...live.map((e) => [e.offset, e.timestampMicros]),
+      ]);
+      await replay.return?.();
+      await again.close();
+      await broker.stop();
+    } finally {
+      await dir.cleanup();
+    }
+  });
+});

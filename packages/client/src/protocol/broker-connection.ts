@@ -13,6 +13,7 @@ import {
   FEATURE_EXTENDED,
   FLAG_BINARY_PUBLISH_ACK,
   FLAG_BINARY_PUBLISH_ACKED,
+  FLAG_EVENT_BATCH_TIMESTAMPS,
   type Message,
   ORIGINAL_V1_FLAGS,
   decodeMessage,
@@ -612,6 +613,8 @@ export class BrokerConnection {
     shard: number,
     start: StartPosition,
     queueCapacity: number,
+    /** Offer the timestamped event layout (0x4000) on this subscription's stream. */
+    timestamps = false,
   ): Promise<OpenSubscription> {
     if (this.lostError) throw this.lostError;
     const id = this.nextSubscriptionId++;
@@ -624,7 +627,11 @@ export class BrokerConnection {
     });
     let control: Awaited<ReturnType<typeof authStream>> | null = null;
     try {
-      control = await authStream(this.conn, this.opts);
+      control = await authStream(
+        this.conn,
+        this.opts,
+        timestamps ? CLIENT_FLAGS | FLAG_EVENT_BATCH_TIMESTAMPS : CLIENT_FLAGS,
+      );
       await control.stream.write(
         encodeMessage({
           type: 'subscribe',
@@ -706,6 +713,8 @@ function codeName(code: number): string {
 async function authStream(
   conn: Connection,
   opts: ConnectionOptions,
+  /** The layouts offered on this stream (a subscription may add the timestamped events). */
+  flags: number = CLIENT_FLAGS,
 ): Promise<{ stream: TransportStream; frames: FrameStream; negotiated: Negotiated }> {
   const stream = await conn.openBidi();
   const frames = new FrameStream(stream);
@@ -714,7 +723,7 @@ async function authStream(
       type: 'auth',
       tenant_id: opts.tenant,
       token: opts.token,
-      client_flags: CLIENT_FLAGS,
+      client_flags: flags,
       client_features: CLIENT_FEATURES_SENT,
       client_features_hi: CLIENT_FEATURES_HI,
     }),
@@ -727,7 +736,7 @@ async function authStream(
       stream,
       frames,
       negotiated: {
-        flags: msg.server_flags & CLIENT_FLAGS,
+        flags: msg.server_flags & flags,
         features: (msg.server_features ?? 0) & CLIENT_FEATURES,
         featuresHi:
           ((msg.server_features ?? 0) & FEATURE_EXTENDED) !== 0

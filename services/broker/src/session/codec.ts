@@ -8,6 +8,7 @@ import {
   FLAG_BINARY_PUBLISH_ACK_OFFSET,
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
+  FLAG_EVENT_BATCH_TIMESTAMPS,
   FRAME_HEADER_BYTES,
   WireError,
   type Message,
@@ -197,7 +198,8 @@ export function eventsFrame(
     ];
   }
   const offsets = (variant & FLAG_EVENT_BATCH_OFFSETS) !== 0;
-  if (batch.list !== undefined && !(variant & FLAG_EVENT_BATCH_SKIPPED)) {
+  const timed = (variant & FLAG_EVENT_BATCH_TIMESTAMPS) !== 0;
+  if (batch.list !== undefined && !(variant & FLAG_EVENT_BATCH_SKIPPED) && !timed) {
     // The published list goes out as it arrived, behind a small head: no copy of the payloads.
     const head = encodeEventBatchHead(offsets ? { baseOffset: batch.first } : {}, batch.listBytes);
     return [head, ...batch.list];
@@ -207,6 +209,7 @@ export function eventsFrame(
     encodeEventBatch({
       ...(offsets ? { baseOffset: batch.first } : {}),
       ...(variant & FLAG_EVENT_BATCH_SKIPPED ? { skippedBefore: batch.skippedBefore } : {}),
+      ...(timed ? { timestampsMicros: batch.timesMicros() } : {}),
       payloads: batch.payloads as Uint8Array[],
     }),
   ];

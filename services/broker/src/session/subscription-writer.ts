@@ -9,6 +9,7 @@ import {
   FLAG_BINARY_EVENT_BATCH_SHARED,
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
+  FLAG_EVENT_BATCH_TIMESTAMPS,
 } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import type { EncodedFrame, EventBatch, EventVariant } from '../streams/event-batch.js';
@@ -34,7 +35,8 @@ export class SubscriptionWriter {
     private readonly sub: ShardSubscription,
   ) {
     this.variant = has(auth.flags, FLAG_BINARY_EVENT_BATCH_SHARED)
-      ? FLAG_BINARY_EVENT_BATCH_SHARED | (auth.flags & FLAG_EVENT_BATCH_OFFSETS)
+      ? FLAG_BINARY_EVENT_BATCH_SHARED |
+        (auth.flags & (FLAG_EVENT_BATCH_OFFSETS | FLAG_EVENT_BATCH_TIMESTAMPS))
       : JSON_VARIANT;
     const scope = { tenant_id: stream.tenant, namespace: stream.namespace, stream: stream.name };
     this.encode = (batch, variant) => eventsFrame(batch, variant, scope);

@@ -37,6 +37,9 @@ export class EventBatch {
     readonly timestampMicros: number,
     /** Offsets immediately before `first` that hold no event (history only). */
     readonly skippedBefore = 0,
+    /** One append time per record, when they differ (history read from the log spans several
+     *  published batches); absent: every record has `timestampMicros`. */
+    private readonly recordTimesMicros?: readonly number[],
   ) {
     if (isList(payloads)) {
       // Live fanout needs only the list; the per-record views (for history, JSON subscribers
@@ -70,6 +73,13 @@ export class EventBatch {
     return this.first + this.count;
   }
 
+  /** The append time of each record, in order (what the timestamped event variant carries). */
+  timesMicros(): number[] {
+    return this.recordTimesMicros !== undefined
+      ? [...this.recordTimesMicros]
+      : new Array<number>(this.count).fill(this.timestampMicros);
+  }
+
   /** Subscriber queues still holding this batch; at 0 the encodings are let go. */
   private holders = 0;
 
@@ -101,7 +111,14 @@ export class EventBatch {
   /** The records at and after `from` as a new (unshared) batch. */
   sliceFrom(from: number): EventBatch {
     if (from <= this.first) return this;
-    return new EventBatch(from, this.payloads.slice(from - this.first), this.timestampMicros);
+    const at = from - this.first;
+    return new EventBatch(
+      from,
+      this.payloads.slice(at),
+      this.recordTimesMicros?.[at] ?? this.timestampMicros,
+      0,
+      this.recordTimesMicros?.slice(at),
+    );
   }
 }
 

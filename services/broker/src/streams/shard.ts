@@ -233,11 +233,16 @@ export class Shard {
       for (const run of contiguousRuns(records)) {
         const first = run[0]!.offset;
         skipped += first - from;
+        const stamp = run[0]!.timestampMicros;
         yield new EventBatch(
           first,
           run.map((r) => r.payload),
-          run[0]!.timestampMicros,
+          stamp,
           skipped,
+          // A run read from the log may span published batches: keep each record's own time.
+          run.every((r) => r.timestampMicros === stamp)
+            ? undefined
+            : run.map((r) => r.timestampMicros),
         );
         skipped = 0;
         from = first + run.length;
