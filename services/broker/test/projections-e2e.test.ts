@@ -660,7 +660,8 @@ for (const transport of ['tls', 'quic'] as const) {
           request_id,
           reclaim: false,
         });
-      const low = (0x0fff_ffff | FEATURE_EXTENDED) >>> 0;
+      // Every low feature but RECORD_TIMESTAMPS (0x400_0000): records with times go as JSON.
+      const low = ((0x0fff_ffff & ~0x0400_0000) | FEATURE_EXTENDED) >>> 0;
       const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
       // Both the flag and the feature bit: the answer is a binary frame.
       const both = await rawAuthed(

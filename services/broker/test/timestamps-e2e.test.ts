@@ -5,8 +5,18 @@
 // batch's time is known to fall before or after it.
 import { type FelixClient, NotFoundError, type StreamEvent, connect } from '@felix/client';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
+import { dial } from '@felix/transport';
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_EXTENDED,
+  FEATURE_HI_GROUP_RECORDS_BINARY,
+  FEATURE_RECORD_TIMESTAMPS,
+  FLAG_BINARY_GROUP_RECORDS,
+  encodeMessage,
+} from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, startBroker } from './broker-process.js';
+import { rawAuthed } from './raw-session.js';
 
 const YAML = `
 streams:
@@ -14,6 +24,7 @@ streams:
   - { tenant: t1, name: log, durable: true, fsync: onCommit }
   - { tenant: t1, name: later, durable: true, fsync: onCommit }
   - { tenant: t1, name: keyed, shards: 2, durable: true }
+  - { tenant: t1, name: grouped, durable: true, fsync: onCommit }
 `;
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -133,6 +144,95 @@ describe('record timestamps', () => {
     await it.return?.();
     await felix.close();
   });
+
+  it('a_group_record_carries_its_append_time_when_negotiated', async () => {
+    const felix = await client(broker);
+    const first = await felix.publishBatch('grouped', ['g0', 'g1']);
+    const between = await moment();
+    const second = await felix.publish('grouped', 'g2');
+    const timed = felix.group('grouped', 'timed', { timestamps: true });
+    const got = await timed.poll({ max: 10, waitMs: 1_000 });
+    expect(got.map((m) => m.offset)).toEqual([first.offset, first.offset! + 1, second.offset]);
+    const [t0, t1, t2] = got.map((m) => m.timestampMicros!);
+    expect(t0).toBe(t1); // one time per published batch
+    expect(t0).toBeLessThan(between);
+    expect(t2).toBeGreaterThanOrEqual(between);
+    // The same times offsetForTime searches and a timestamped subscription shows.
+    expect(await felix.offsetForTime('grouped', t2!)).toBe(second.offset);
+    const sub = felix
+      .subscribe('grouped', { from: first.offset!, shard: 0, timestamps: true })
+      [Symbol.asyncIterator]();
+    expect((await take(sub, 3)).map((e) => e.timestampMicros)).toEqual([t0, t1, t2]);
+    await sub.return?.();
+    // A record handed back and delivered again keeps its time.
+    await got[2]!.nack();
+    const again = await timed.poll({ max: 10, waitMs: 1_000 });
+    expect(again.map((m) => [m.offset, m.attempts, m.timestampMicros])).toEqual([
+      [second.offset, 2, t2],
+    ]);
+    // A group that did not ask gets no times.
+    const plain = await felix.group('grouped', 'plain').poll({ max: 10, waitMs: 1_000 });
+    expect(plain.length).toBe(3);
+    expect(plain.every((m) => m.timestampMicros === undefined)).toBe(true);
+    await felix.close();
+  });
+
+  it('a_poll_that_carries_record_times_is_answered_as_json_even_when_binary_was_offered', async () => {
+    const felix = await client(broker);
+    const sent = await felix.publish('grouped', 'raw');
+    await felix.close();
+    const conn = await dial(broker.url('tls'), { fingerprint: broker.fingerprint });
+    const poll = (group: string) =>
+      encodeMessage({
+        type: 'group_poll',
+        tenant_id: 't1',
+        namespace: 'default',
+        stream: 'grouped',
+        shard: 0,
+        group,
+        max_records: 1000,
+        wait_ms: 1_000,
+        request_id: 1,
+        reclaim: false,
+      });
+    const binary = 0x1fff | FLAG_BINARY_GROUP_RECORDS;
+    const features = (FEATURE_CONSUMER_GROUP | FEATURE_EXTENDED) >>> 0;
+    // The binary layout offered, and record times too: the answer goes as JSON with the times.
+    const timed = await rawAuthed(
+      conn,
+      (features | FEATURE_RECORD_TIMESTAMPS) >>> 0,
+      FEATURE_HI_GROUP_RECORDS_BINARY,
+      binary,
+    );
+    await timed.stream.write(poll('raw-timed'));
+    const json = (await timed.next()) as {
+      binary?: boolean;
+      records: { offset: number; timestamp_micros?: number }[];
+    };
+    expect(json.binary).toBeUndefined();
+    const last = json.records[json.records.length - 1]!;
+    expect(last.offset).toBe(sent.offset);
+    expect(last.timestamp_micros).toBe(await recordTime(sent.offset!));
+    // Without the feature: binary, and no times.
+    const plain = await rawAuthed(conn, features, FEATURE_HI_GROUP_RECORDS_BINARY, binary);
+    await plain.stream.write(poll('raw-plain'));
+    const bin = (await plain.next()) as { binary?: boolean; records: object[] };
+    expect(bin.binary).toBe(true);
+    expect(bin.records.every((r) => !('timestamp_micros' in r))).toBe(true);
+    await conn.close();
+  });
+
+  /** The append time of one record of 'grouped', as a timestamped subscription shows it. */
+  async function recordTime(offset: number): Promise<number> {
+    const felix = await client(broker);
+    const sub = felix
+      .subscribe('grouped', { from: offset, shard: 0, timestamps: true })
+      [Symbol.asyncIterator]();
+    const [ev] = await take(sub, 1);
+    await sub.return?.();
+    await felix.close();
+    return ev!.timestampMicros!;
+  }
 
   it('leaving_a_merged_subscription_ends_every_shard_reader', async () => {
     // Before the fix a merged subscription's readers were closed, not stopped, on `return()`:

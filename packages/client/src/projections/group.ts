@@ -15,6 +15,7 @@ import {
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_NACK_BATCH,
+  FEATURE_RECORD_TIMESTAMPS,
   FLAG_BINARY_GROUP_RECORDS,
   type Message,
   decodeGroupRecords,
@@ -57,6 +58,11 @@ export interface GroupOptions {
    * new delivery, instead of after their visibility timeout). Default true.
    */
   reclaim?: boolean;
+  /**
+   * Each message carries `timestampMicros`, its record's append time. Such polls are answered
+   * as JSON (the binary answer cannot carry times). Default false.
+   */
+  timestamps?: boolean;
 }
 
 export interface PollOptions {
@@ -90,6 +96,9 @@ export class GroupMessage {
     readonly attempts: number,
     /** Records retention removed just before this one, before the group reached them. */
     readonly skippedBefore = 0,
+    /** When the record was appended (µs since the epoch), for a group made with
+     *  `timestamps: true` on a broker that sends it; undefined otherwise. */
+    readonly timestampMicros?: number,
   ) {}
 
   /** Finishes the record; the group's position moves once every lower record is finished. */
@@ -148,6 +157,8 @@ export class Group {
   /** The named consumer this group polls as (undefined: anonymous). */
   readonly consumerName: string | undefined;
   private readonly reclaim: boolean;
+  /** Polls offer FEATURE_RECORD_TIMESTAMPS (messages carry their append time). */
+  private readonly timestamps: boolean;
   /** The connection whose first poll asked to reclaim (each connection asks once). */
   private reclaimedOn: BrokerConnection | undefined;
   private pollPool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
@@ -178,6 +189,7 @@ export class Group {
         );
     }
     this.reclaim = this.consumerName !== undefined && opts.reclaim !== false;
+    this.timestamps = opts.timestamps === true;
   }
 
   private scope(bc: BrokerConnection) {
@@ -203,7 +215,7 @@ export class Group {
     // A poll waits on a stream of its own; idle poll streams are kept and reused, so a consume
     // loop costs one stream (and one auth), not one per poll.
     const pool = this.pollStreams(bc);
-    const ps = pool.pop() ?? (await bc.openStream());
+    const ps = pool.pop() ?? (await bc.openStream(this.timestamps ? 0 : FEATURE_RECORD_TIMESTAMPS));
     let reusable = false;
     const onAbort = () => ps.stream.reset(0);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -232,7 +244,15 @@ export class Group {
         throw new ProtocolError(`expected group_records, got ${msg.type}`);
       reusable = true;
       return msg.records.map(
-        (r) => new GroupMessage(this, r.offset, r.payload, r.attempts, r.skipped_before),
+        (r) =>
+          new GroupMessage(
+            this,
+            r.offset,
+            r.payload,
+            r.attempts,
+            r.skipped_before,
+            r.timestamp_micros,
+          ),
       );
     } finally {
       opts.signal?.removeEventListener('abort', onAbort);

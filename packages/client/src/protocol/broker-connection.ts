@@ -582,10 +582,19 @@ export class BrokerConnection {
     return { tenant: this.opts.tenant, namespace: this.opts.namespace };
   }
 
-  /** Opens a new stream and authenticates it (for requests that need a stream of their own). */
-  async openStream(): Promise<{ stream: TransportStream; frames: FrameStream }> {
+  /**
+   * Opens a new stream and authenticates it (for requests that need a stream of their own).
+   * `withoutFeatures` are left out of what the stream offers (a group poll stream offers
+   * FEATURE_RECORD_TIMESTAMPS only when the group asked for record times).
+   */
+  async openStream(withoutFeatures = 0): Promise<{ stream: TransportStream; frames: FrameStream }> {
     if (this.lostError) throw this.lostError;
-    const { stream, frames } = await authStream(this.conn, this.opts);
+    const { stream, frames } = await authStream(
+      this.conn,
+      this.opts,
+      CLIENT_FLAGS,
+      (CLIENT_FEATURES_SENT & ~withoutFeatures) >>> 0,
+    );
     return { stream, frames };
   }
 
@@ -715,6 +724,7 @@ async function authStream(
   opts: ConnectionOptions,
   /** The layouts offered on this stream (a subscription may add the timestamped events). */
   flags: number = CLIENT_FLAGS,
+  features: number = CLIENT_FEATURES_SENT,
 ): Promise<{ stream: TransportStream; frames: FrameStream; negotiated: Negotiated }> {
   const stream = await conn.openBidi();
   const frames = new FrameStream(stream);
@@ -724,7 +734,7 @@ async function authStream(
       tenant_id: opts.tenant,
       token: opts.token,
       client_flags: flags,
-      client_features: CLIENT_FEATURES_SENT,
+      client_features: features,
       client_features_hi: CLIENT_FEATURES_HI,
     }),
   );
@@ -737,7 +747,7 @@ async function authStream(
       frames,
       negotiated: {
         flags: msg.server_flags & flags,
-        features: (msg.server_features ?? 0) & CLIENT_FEATURES,
+        features: (msg.server_features ?? 0) & features & CLIENT_FEATURES,
         featuresHi:
           ((msg.server_features ?? 0) & FEATURE_EXTENDED) !== 0
             ? (msg.server_features_hi ?? 0) & CLIENT_FEATURES_HI

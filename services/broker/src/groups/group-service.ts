@@ -23,6 +23,7 @@ import {
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RECORDS_BINARY,
+  FEATURE_RECORD_TIMESTAMPS,
   FLAG_BINARY_GROUP_RECORDS,
   type GroupRecord,
   type Message,
@@ -118,13 +119,16 @@ function ringRecords(shard: Shard, from: number, until: number): HeldRecord[] {
   if (!ringHolds(shard, from, until)) return [];
   const ring = shard.ring;
   const out: HeldRecord[] = [];
-  ring.visit(from, until, (offset, payload) => out.push({ offset, payload }));
+  ring.visit(from, until, (offset, payload, timestampMicros) =>
+    out.push({ offset, payload, timestampMicros }),
+  );
   return out;
 }
 
 interface HeldRecord {
   offset: number;
   payload: Uint8Array;
+  timestampMicros: number;
 }
 
 /** Who is polling and what it asked for beyond the records themselves. */
@@ -135,6 +139,13 @@ interface PollParty {
   reclaim: boolean;
   /** The client negotiated FEATURE_GROUP_SKIPPED (it reads `skipped_before`). */
   reportsSkips: boolean;
+  /** The client negotiated FEATURE_RECORD_TIMESTAMPS (it reads `timestamp_micros`). */
+  reportsTimes: boolean;
+}
+
+/** A record's append time as `group_records` carries it, for a client that reads it. */
+function timeField(party: PollParty, timestampMicros: number): { timestamp_micros?: number } {
+  return party.reportsTimes ? { timestamp_micros: timestampMicros } : {};
 }
 
 const bad = (message: string, reason: string) =>
@@ -368,6 +379,7 @@ export class GroupService {
       member: name === undefined ? undefined : { name, conn },
       reclaim: msg.reclaim,
       reportsSkips: (auth.features & FEATURE_GROUP_SKIPPED) !== 0,
+      reportsTimes: (auth.features & FEATURE_RECORD_TIMESTAMPS) !== 0,
     };
   }
 
@@ -432,7 +444,7 @@ export class GroupService {
         if (n > 0) this.metrics.groupClaimsReclaimed.inc(n);
       }
       // Reserved records are already in flight: they go out even at the in-flight cap.
-      await this.handOutReserved(scope, st, member, max, visibility, out, fits, (len) => {
+      await this.handOutReserved(scope, st, member, max, visibility, out, fits, party, (len) => {
         bytes += len;
       });
     }
@@ -461,7 +473,13 @@ export class GroupService {
       if (!fits(rec.payload.byteLength)) break;
       st.claim(offset, attempts + 1, Date.now() + visibility, member);
       bytes += rec.payload.byteLength;
-      out.push({ offset, payload: rec.payload, attempts: attempts + 1, skipped_before: 0 });
+      out.push({
+        offset,
+        payload: rec.payload,
+        attempts: attempts + 1,
+        skipped_before: 0,
+        ...timeField(party, rec.timestampMicros),
+      });
     }
     const tail = scope.shard.appliedNext;
     while (out.length < want && st.next < tail) {
@@ -474,7 +492,7 @@ export class GroupService {
       let full = false;
       // Claims one record of this read and hands it out, unless it is already finished,
       // claimed or owed; false once the answer is full.
-      const take = (offset: number, payload: Uint8Array): boolean => {
+      const take = (offset: number, payload: Uint8Array, timestampMicros: number): boolean => {
         if (!fits(payload.byteLength)) {
           full = true;
           return false;
@@ -495,6 +513,7 @@ export class GroupService {
           payload,
           attempts: 1,
           skipped_before: party.reportsSkips ? skipped : 0,
+          ...timeField(party, timestampMicros),
         });
         return true;
       };
@@ -502,8 +521,8 @@ export class GroupService {
       // from there in place (no disk read, no await, no copy per record); the log is the
       // fallback.
       if (ringHolds(scope.shard, from, until)) {
-        scope.shard.ring.visit(from, until, (offset, payload) => {
-          if (!full) take(offset, payload);
+        scope.shard.ring.visit(from, until, (offset, payload, timestampMicros) => {
+          if (!full) take(offset, payload, timestampMicros);
         });
       }
       if (st.next === from && !full) {
@@ -520,7 +539,7 @@ export class GroupService {
         if (r.records.length === 0) break;
         for (const rec of r.records) {
           if (rec.offset >= tail || out.length >= want) break;
-          if (!take(rec.offset, rec.payload)) break;
+          if (!take(rec.offset, rec.payload, rec.timestampMicros)) break;
         }
       }
       if (full || st.next === from) break;
@@ -560,6 +579,7 @@ export class GroupService {
     visibility: number,
     out: GroupRecord[],
     fits: (len: number) => boolean,
+    party: PollParty,
     took: (len: number) => void,
   ): Promise<void> {
     const g = this.cfg.groups;
@@ -583,7 +603,13 @@ export class GroupService {
       }
       st.claim(offset, claim.attempts + 1, Date.now() + visibility, member);
       took(rec.payload.byteLength);
-      out.push({ offset, payload: rec.payload, attempts: claim.attempts + 1, skipped_before: 0 });
+      out.push({
+        offset,
+        payload: rec.payload,
+        attempts: claim.attempts + 1,
+        skipped_before: 0,
+        ...timeField(party, rec.timestampMicros),
+      });
     }
   }
 

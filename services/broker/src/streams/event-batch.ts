@@ -73,6 +73,11 @@ export class EventBatch {
     return this.first + this.count;
   }
 
+  /** The append time of record `i` of the batch. */
+  timeAt(i: number): number {
+    return this.recordTimesMicros?.[i] ?? this.timestampMicros;
+  }
+
   /** The append time of each record, in order (what the timestamped event variant carries). */
   timesMicros(): number[] {
     return this.recordTimesMicros !== undefined

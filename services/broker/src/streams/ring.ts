@@ -89,13 +89,18 @@ export class Ring {
    * Visits the payloads of [from, until) in offset order without copying any batch (a consumer
    * group reads a few records out of batches that may hold thousands). Needs from >= base.
    */
-  visit(from: number, until: number, fn: (offset: number, payload: Uint8Array) => void): void {
+  visit(
+    from: number,
+    until: number,
+    fn: (offset: number, payload: Uint8Array, timestampMicros: number) => void,
+  ): void {
     assert(from >= this.base || this.size === 0, 'visit below the ring base');
     for (let i = this.firstCovering(from); i < this.batches.length; i++) {
       const b = this.batches[i]!;
       if (b.first >= until) break;
       const end = Math.min(b.next, until);
-      for (let o = Math.max(b.first, from); o < end; o++) fn(o, b.payloads[o - b.first]!);
+      for (let o = Math.max(b.first, from); o < end; o++)
+        fn(o, b.payloads[o - b.first]!, b.timeAt(o - b.first));
     }
   }
 
