@@ -983,9 +983,11 @@ streams:
       expect(after!.skippedBefore).toBeGreaterThan(0);
       await after!.ack();
       const [later] = await g.poll({ max: 1, waitMs: 5_000 });
-      expect(later).toMatchObject({ offset: after!.offset + 1, skippedBefore: 0 });
+      // Retention may trim once more after the last publish (its pass runs every 50 ms): what
+      // it removed since is reported on `later`, and nothing is reported twice.
+      expect(later!.offset).toBe(after!.offset + 1 + later!.skippedBefore);
       expect(await metric(broker, /^felix_group_records_skipped_total (\d+)/m)).toBe(
-        after!.skippedBefore,
+        after!.skippedBefore + later!.skippedBefore,
       );
     } finally {
       await felix.close();
