@@ -20,6 +20,7 @@ import {
 import { IDENT_BYTES_MAX, SUBSCRIPTIONS_PER_CONNECTION_MAX, TOKEN_BYTES_MAX } from '../limits.js';
 import { type GetRequest, GetRequestReader } from '../caches/get-request.js';
 import { type Payloads, payloadCount } from '../streams/event-batch.js';
+import type { StreamRuntime } from '../catalog/catalog.js';
 import type { StartSpec } from '../streams/shard.js';
 import { AnswerPipe } from './answer-pipe.js';
 import {
@@ -554,36 +555,9 @@ export class ClientSession {
     auth: Negotiated,
     msg: Extract<Message, { type: 'offset_for_time' }>,
   ): Promise<Refusal | null> {
-    if (msg.tenant_id !== auth.tenant) {
-      return new Refusal(
-        'forbidden',
-        `stream authenticated for tenant ${auth.tenant}`,
-        'wrong_tenant',
-      );
-    }
-    const s = this.ctx.catalog.get(msg.tenant_id, msg.namespace, msg.stream);
-    if (!s)
-      return new Refusal(
-        'not_found',
-        `stream ${msg.namespace}/${msg.stream} not found`,
-        'unknown_stream',
-      );
-    const shard = s.shards[msg.shard];
-    if (!shard) {
-      return new Refusal(
-        'invalid_request',
-        `shard ${msg.shard} out of range (stream has ${s.shards.length})`,
-        'shard_out_of_range',
-      );
-    }
-    const unheld = this.ctx.ownership?.refuse(
-      'stream',
-      msg.tenant_id,
-      msg.namespace,
-      msg.stream,
-      msg.shard,
-    );
-    if (unheld) return unheld;
+    const served = this.servedShard(auth, msg, msg.shard);
+    if (served instanceof Refusal) return served;
+    const { shard } = served;
     let offset: number | undefined;
     try {
       offset = await shard.offsetForTime(msg.at_micros);
@@ -601,13 +575,16 @@ export class ClientSession {
     return null;
   }
 
-  private async subscribe(
-    stream: TransportStream,
+  /**
+   * The shard of a stream this broker serves to this connection (`subscribe`, `offset_for_time`),
+   * or the refusal: another tenant's stream, an unknown stream, a shard out of range, or a shard
+   * this broker does not hold.
+   */
+  private servedShard(
     auth: Negotiated,
-    msg: Extract<Message, { type: 'subscribe' }>,
-    owned: number[],
-  ): Promise<Refusal | null> {
-    if (this.ctx.draining()) return new Refusal('draining', 'broker is shutting down', 'draining');
+    msg: { tenant_id: string; namespace: string; stream: string },
+    index: number,
+  ): { stream: StreamRuntime; shard: StreamRuntime['shards'][number] } | Refusal {
     if (msg.tenant_id !== auth.tenant) {
       return new Refusal(
         'forbidden',
@@ -622,23 +599,33 @@ export class ClientSession {
         `stream ${msg.namespace}/${msg.stream} not found`,
         'unknown_stream',
       );
-    const shardIndex = msg.shard ?? 0;
-    const shard = s.shards[shardIndex];
+    const shard = s.shards[index];
     if (!shard) {
       return new Refusal(
         'invalid_request',
-        `shard ${shardIndex} out of range (stream has ${s.shards.length})`,
+        `shard ${index} out of range (stream has ${s.shards.length})`,
         'shard_out_of_range',
       );
     }
-    const unheld = this.ctx.ownership?.refuse(
-      'stream',
-      msg.tenant_id,
-      msg.namespace,
-      msg.stream,
-      shardIndex,
+    return (
+      this.ctx.ownership?.refuse('stream', msg.tenant_id, msg.namespace, msg.stream, index) ?? {
+        stream: s,
+        shard,
+      }
     );
-    if (unheld) return unheld;
+  }
+
+  private async subscribe(
+    stream: TransportStream,
+    auth: Negotiated,
+    msg: Extract<Message, { type: 'subscribe' }>,
+    owned: number[],
+  ): Promise<Refusal | null> {
+    if (this.ctx.draining()) return new Refusal('draining', 'broker is shutting down', 'draining');
+    const shardIndex = msg.shard ?? 0;
+    const served = this.servedShard(auth, msg, shardIndex);
+    if (served instanceof Refusal) return served;
+    const { stream: s, shard } = served;
     if (this.subscriptions.size >= SUBSCRIPTIONS_PER_CONNECTION_MAX) {
       return new Refusal(
         'limit_exceeded',
