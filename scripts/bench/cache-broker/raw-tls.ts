@@ -50,13 +50,36 @@ export async function startRawTls(): Promise<RawTls> {
     workerData: { cert: material.certPem, key: material.keyPem },
   });
   const port = await new Promise<number>((ok) => worker.once('message', ok));
+  const client = await rawTlsClient(port, REQUEST_BYTES, ANSWER_BYTES);
+  return {
+    ping: client.ping,
+    stop: async () => {
+      client.socket.destroy();
+      const exited = new Promise((ok) => worker.once('exit', ok));
+      worker.postMessage('stop');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A raw node:tls client on loopback whose `ping()` writes `requestBytes` and resolves once
+ * `answerBytes` have come back (one request at a time). Shared by the benches that compare a
+ * Felix round trip with a bare TLS one.
+ */
+export async function rawTlsClient(
+  port: number,
+  requestBytes: number,
+  answerBytes: number,
+): Promise<{ ping(): Promise<void>; socket: ReturnType<typeof connect> }> {
   const socket = await new Promise<ReturnType<typeof connect>>((ok, fail) => {
     // Benchmark only: same machine, a certificate made a moment ago.
     const s = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => ok(s));
     s.once('error', fail);
   });
   socket.setNoDelay(true);
-  const request = Buffer.alloc(REQUEST_BYTES, 1);
+  const request = Buffer.alloc(requestBytes, 1);
   let need = 0;
   let done: (() => void) | null = null;
   socket.on('data', (c: Buffer) => {
@@ -64,18 +87,12 @@ export async function startRawTls(): Promise<RawTls> {
     if (need <= 0) done?.();
   });
   return {
+    socket,
     ping: () =>
       new Promise<void>((ok) => {
-        need = ANSWER_BYTES;
+        need = answerBytes;
         done = ok;
         socket.write(request);
       }),
-    stop: async () => {
-      socket.destroy();
-      const exited = new Promise((ok) => worker.once('exit', ok));
-      worker.postMessage('stop');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
   };
 }

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
+import { createServer as createTlsServer } from 'node:tls';
 import {
   type Connection,
   TLS13_CIPHER_SUITES,
@@ -21,6 +21,7 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '../../../packages/transport/src/index.js';
+import { rawTlsClient } from '../cache-broker/raw-tls.js';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(name);
@@ -99,28 +100,11 @@ async function muxPinger(port: number, fingerprint: string): Promise<Pinger> {
 }
 
 async function rawPinger(port: number): Promise<Pinger> {
-  // Benchmark only: loopback, a certificate the child made a moment ago.
-  const socket = await new Promise<ReturnType<typeof tlsConnect>>((ok, fail) => {
-    const s = tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => ok(s));
-    s.once('error', fail);
-  });
-  socket.setNoDelay(true);
-  const msg = Buffer.alloc(SIZE, 1);
-  let need = 0;
-  let done: (() => void) | null = null;
-  socket.on('data', (c: Buffer) => {
-    need -= c.length;
-    if (need <= 0) done?.();
-  });
+  const client = await rawTlsClient(port, SIZE, SIZE);
   return {
-    ping: () =>
-      new Promise<void>((ok) => {
-        need = SIZE;
-        done = ok;
-        socket.write(msg);
-      }),
+    ping: client.ping,
     async close() {
-      socket.destroy();
+      client.socket.destroy();
     },
   };
 }
