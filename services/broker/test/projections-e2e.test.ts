@@ -557,6 +557,42 @@ for (const transport of ['tls', 'quic'] as const) {
       expect((await g.describe()).committed).toBe(offsets[1]! + 1);
     });
 
+    it('nacks_made_in_one_turn_go_as_one_batch_and_each_fails_as_its_own_nack_would', async () => {
+      const g = await freshGroup('nack-turn');
+      const offsets = await publishJobs(3, 'nack-turn');
+      const held = await g.poll({ max: 2, waitMs: 5_000 });
+      const [lapsing] = await g.poll({ max: 1, waitMs: 5_000, visibilityMs: 50 });
+      expect([...held, lapsing].map((m) => m?.offset)).toEqual(offsets);
+      // The third claim lapses and goes out again: its first delivery is no longer the one that
+      // stands, which a single nack refuses as a fatal stale_claim.
+      const again = await g.poll({ max: 1, waitMs: 10_000 });
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual([[offsets[2], 2]]);
+      const single = await g.settle('group_nack', offsets[2]!, { attempts: 1 }).catch((e) => e);
+      expect(single).toBeInstanceOf(StaleClaimError);
+      const batchesBefore = await requests('group_nack_batch');
+      const nacksBefore = await requests('group_nack');
+      const settled = await Promise.all(
+        [held[0]!, held[1]!, lapsing!].map((m) =>
+          m.nack().then(
+            () => 'handed back',
+            (err: unknown) => err,
+          ),
+        ),
+      );
+      expect(settled.slice(0, 2)).toEqual(['handed back', 'handed back']);
+      expect(settled[2]).toBeInstanceOf(StaleClaimError);
+      expect((settled[2] as StaleClaimError).retry).toBe((single as StaleClaimError).retry);
+      expect(await requests('group_nack_batch')).toBe(batchesBefore + 1);
+      expect(await requests('group_nack')).toBe(nacksBefore);
+      const redelivered = await g.poll({ max: 4, waitMs: 5_000 });
+      expect(redelivered.map((m) => [m.offset, m.attempts])).toEqual([
+        [offsets[0], 2],
+        [offsets[1], 2],
+      ]);
+      await Promise.all([...redelivered, ...again].map((m) => m.ack()));
+      expect((await g.describe()).committed).toBe(offsets[2]! + 1);
+    });
+
     it('a_nack_batch_is_refused_unless_negotiated_and_a_bad_one_changes_nothing', async () => {
       const g = await freshGroup('nack-batch-raw');
       const offsets = await publishJobs(2, 'nack-batch-raw');
@@ -610,9 +646,15 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(await g.describe()).toMatchObject({ inFlight: 1, owed: 1 });
       const again = await g.poll({ max: 4, waitMs: 0 });
       expect(again.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 2]]);
-      // Naming the first delivery again: its claim no longer stands.
+      // Naming the first delivery again: its claim no longer stands, and another delivery's does
+      // (`superseded`: a single nack would refuse it as fatal).
       await b.stream.write(nackBatch(8, [offsets[0]!], { attempts: [1] }));
-      expect(await b.next()).toEqual({ type: 'group_nacked', stale: [offsets[0]], request_id: 8 });
+      expect(await b.next()).toEqual({
+        type: 'group_nacked',
+        stale: [offsets[0]],
+        superseded: [offsets[0]],
+        request_id: 8,
+      });
       await ext.close();
       await again[0]!.ack();
     });

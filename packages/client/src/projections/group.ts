@@ -108,12 +108,7 @@ export class GroupMessage {
 
   /** Hands the record back: redelivered now, or after `delayMs` (it stays in flight meanwhile). */
   nack(opts: { delayMs?: number } = {}): Promise<void> {
-    return this.group
-      .settle('group_nack', this.offset, {
-        attempts: this.attempts,
-        ...(opts.delayMs !== undefined ? { delay_ms: opts.delayMs } : {}),
-      })
-      .then(() => undefined);
+    return this.group.nack(this.offset, this.attempts, opts.delayMs);
   }
 
   /** Keeps the claim for `ms` more; resolves with the visibility the broker granted. */
@@ -143,6 +138,23 @@ interface PendingAck {
   reject(err: Error): void;
 }
 
+/** One nack waiting for its batch's answer. */
+interface PendingNack {
+  offset: number;
+  /** The delivery it names (a claim for another one is not handed back). */
+  attempts: number;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/** Nacks made in one turn on `bc` with one delay, sent together at the turn's end. */
+interface NackBatch {
+  bc: BrokerConnection;
+  delayMs: number | undefined;
+  items: PendingNack[];
+  sent: boolean;
+}
+
 interface AckBatch {
   bc: BrokerConnection;
   items: PendingAck[];
@@ -168,6 +180,8 @@ export class Group {
   private acks: AckBatch | undefined;
   /** `group_ack_batch` requests sent and not yet answered. */
   private ackBatchesOut = 0;
+  /** Nacks made this turn, by delay (a batch carries one), sent together at its end. */
+  private readonly nacks = new Map<number | undefined, NackBatch>();
 
   constructor(
     private readonly host: ProjectionHost,
@@ -500,73 +514,112 @@ export class Group {
   }
 
   /**
-   * @internal Hands `msgs` back, each as its own `nack()` would (no delay), and answers one
-   * promise per message, in order: resolved once handed back, rejected alone (stale_claim) when
-   * its claim no longer stood. With a broker that offers FEATURE_HI_GROUP_NACK_BATCH they go as
-   * `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX offsets each (one request
-   * and one answer per batch, not per record); otherwise each is a plain `group_nack`.
+   * @internal Hands `offset` (the delivery `attempts` names) back, now or after `delayMs`. With a
+   * broker that offers FEATURE_HI_GROUP_NACK_BATCH the nacks of one event-loop turn with the same
+   * delay go as one `group_nack_batch` (one request and one answer); otherwise each is a plain
+   * `group_nack`. Each settles as its own nack would: rejected alone with `stale_claim` when its
+   * claim no longer stood (fatal when it named another delivery than the standing one).
    */
-  handBack(msgs: readonly GroupMessage[]): Promise<void>[] {
-    if (msgs.length === 0) return [];
-    const waits = msgs.map(() => {
-      let resolve!: () => void;
-      let reject!: (err: Error) => void;
-      const promise = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      return { promise, resolve, reject };
+  nack(offset: number, attempts: number, delayMs?: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.nackOnConnection({ offset, attempts, resolve, reject }, delayMs).catch(reject);
     });
-    this.handBackOnConnection(msgs, waits).catch((err: Error) => {
-      for (const w of waits) w.reject(err);
-    });
-    return waits.map((w) => w.promise);
   }
 
-  private async handBackOnConnection(
-    msgs: readonly GroupMessage[],
-    waits: readonly { resolve(): void; reject(err: Error): void }[],
-  ): Promise<void> {
+  private async nackOnConnection(item: PendingNack, delayMs: number | undefined): Promise<void> {
     const bc = await this.host.connection();
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_nack');
     if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
-      for (const [i, m] of msgs.entries()) m.nack().then(waits[i]!.resolve, waits[i]!.reject);
+      await this.settle('group_nack', item.offset, {
+        attempts: item.attempts,
+        ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+      });
+      item.resolve();
       return;
     }
-    for (let i = 0; i < msgs.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
-      const end = Math.min(i + GROUP_NACK_BATCH_OFFSETS_MAX, msgs.length);
-      this.sendNacks(bc, msgs.slice(i, end), waits.slice(i, end));
+    let batch = this.nacks.get(delayMs);
+    if (batch?.bc !== bc) {
+      if (batch !== undefined) this.flushNacks(batch); // made on a connection since replaced
+      const opened: NackBatch = { bc, delayMs, items: [], sent: false };
+      setImmediate(() => this.flushNacks(opened));
+      this.nacks.set(delayMs, opened);
+      batch = opened;
     }
+    batch.items.push(item);
+    if (batch.items.length >= GROUP_NACK_BATCH_OFFSETS_MAX) this.flushNacks(batch);
   }
 
-  private sendNacks(
-    bc: BrokerConnection,
-    part: readonly GroupMessage[],
-    waits: readonly { resolve(): void; reject(err: Error): void }[],
-  ): void {
-    const offsets = part.map((m) => m.offset);
-    const attempts = part.map((m) => m.attempts);
-    channelOf(bc)
-      .request((request_id) => ({
-        type: 'group_nack_batch',
-        ...this.scope(bc),
-        offsets,
-        attempts,
-        request_id,
-      }))
-      .then((msg) => {
-        if (msg.type !== 'group_nacked') {
-          throw new ProtocolError(`expected group_nacked, got ${msg.type}`);
-        }
-        const stale = msg.stale.length === 0 ? undefined : new Set(msg.stale);
-        part.forEach((m, i) => {
-          if (stale?.has(m.offset)) waits[i]!.reject(staleClaim(m.offset));
-          else waits[i]!.resolve();
+  private flushNacks(batch: NackBatch): void {
+    if (batch.sent) return;
+    batch.sent = true;
+    if (this.nacks.get(batch.delayMs) === batch) this.nacks.delete(batch.delayMs);
+    this.sendNacks(batch.bc, batch.items, batch.delayMs);
+  }
+
+  /**
+   * @internal Hands `msgs` back, each as its own `nack()` would (no delay), and answers one
+   * promise per message, in order. With a broker that offers FEATURE_HI_GROUP_NACK_BATCH they go
+   * as `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX offsets each (one
+   * request and one answer per batch, not per record); otherwise each is a plain `group_nack`.
+   */
+  handBack(msgs: readonly GroupMessage[]): Promise<void>[] {
+    if (msgs.length === 0) return [];
+    const items: PendingNack[] = [];
+    const promises = msgs.map(
+      (m) =>
+        new Promise<void>((resolve, reject) => {
+          items.push({ offset: m.offset, attempts: m.attempts, resolve, reject });
+        }),
+    );
+    this.handBackOnConnection(items).catch((err: Error) => {
+      for (const it of items) it.reject(err);
+    });
+    return promises;
+  }
+
+  private async handBackOnConnection(items: PendingNack[]): Promise<void> {
+    const bc = await this.host.connection();
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_nack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
+      for (const it of items) {
+        this.settle('group_nack', it.offset, { attempts: it.attempts }).then(
+          () => it.resolve(),
+          it.reject,
+        );
+      }
+      return;
+    }
+    this.sendNacks(bc, items, undefined);
+  }
+
+  /** Sends `items` as `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX. */
+  private sendNacks(bc: BrokerConnection, items: PendingNack[], delayMs: number | undefined): void {
+    for (let i = 0; i < items.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
+      const part = items.slice(i, i + GROUP_NACK_BATCH_OFFSETS_MAX);
+      channelOf(bc)
+        .request((request_id) => ({
+          type: 'group_nack_batch',
+          ...this.scope(bc),
+          offsets: part.map((it) => it.offset),
+          attempts: part.map((it) => it.attempts),
+          ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+          request_id,
+        }))
+        .then((msg) => {
+          if (msg.type !== 'group_nacked') {
+            throw new ProtocolError(`expected group_nacked, got ${msg.type}`);
+          }
+          const stale = msg.stale.length === 0 ? undefined : new Set(msg.stale);
+          const superseded = msg.superseded === undefined ? undefined : new Set(msg.superseded);
+          for (const it of part) {
+            if (!stale?.has(it.offset)) it.resolve();
+            else it.reject(staleClaim(it.offset, superseded?.has(it.offset) === true));
+          }
+        })
+        .catch((err: unknown) => {
+          for (const it of part) it.reject(err as Error);
         });
-      })
-      .catch((err: unknown) => {
-        for (const w of waits) w.reject(err as Error);
-      });
+    }
   }
 
   /** @internal Sends a settle or another group request over the request stream. */
@@ -668,11 +721,13 @@ function answerError(msg: Extract<Message, { type: 'error' }>) {
 }
 
 /** The error a plain `group_ack` gets for an offset whose claim no longer stands. */
-function staleClaim(offset: number) {
+/** The error a single settle's `stale_claim` answer gives: fatal when the settle named another
+ *  delivery than the standing claim's, retryable otherwise (as the broker classes it). */
+function staleClaim(offset: number, fatal = false) {
   return brokerError({
     brokerCode: 'stale_claim',
     message: `the claim on offset ${offset} no longer stands`,
-    retry: 'retry',
+    retry: fatal ? 'fatal' : 'retry',
   });
 }
 

@@ -271,7 +271,7 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['delay_ms', 'u64', 'opt'],
     ['attempts', 'u32_list', 'opt'],
   ],
-  group_nacked: [['stale', 'u64_list', 'req'], RID],
+  group_nacked: [['stale', 'u64_list', 'req'], RID, ['superseded', 'u64_list', 'opt']],
   group_extend: [
     ...GROUP,
     ['offset', 'u64', 'req'],

@@ -400,11 +400,17 @@ export interface GroupNackBatchMessage extends GroupScope {
   delay_ms?: number;
   attempts?: number[];
 }
-/** The answer to `group_nack_batch`: `stale` names the offsets whose claim no longer stood. */
+/**
+ * The answer to `group_nack_batch`: `stale` names every offset not handed back (its claim no
+ * longer stood); `superseded`, when present, the ones among them whose `attempts` named another
+ * delivery than the standing claim's (what a single `group_nack` refuses as a fatal
+ * `stale_claim`, where the others are retryable).
+ */
 export interface GroupNackedMessage {
   type: 'group_nacked';
   stale: number[];
   request_id: number;
+  superseded?: number[];
 }
 export interface GroupExtendMessage extends GroupScope {
   type: 'group_extend';

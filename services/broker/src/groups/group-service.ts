@@ -721,7 +721,9 @@ export class GroupService {
   /**
    * `group_nack_batch`: every offset is handed back as a `group_nack` naming it (with
    * `attempts[i]` when given, and the request's one `delay_ms`) would be, answered once.
-   * Offsets whose claim no longer stands are named in `stale` instead of failing the batch; an
+   * Offsets whose claim no longer stands are named in `stale` instead of failing the batch, and
+   * those whose `attempts` named another delivery also in `superseded` (a single nack's fatal
+   * case); an
    * empty or oversized list, an attempts list of another length or an offset past the tail
    * refuses the whole request before anything is handed back.
    */
@@ -746,12 +748,22 @@ export class GroupService {
     st.lastUsedMs = now;
     const delay = msg.delay_ms ?? 0;
     const stale: number[] = [];
+    // The offsets a single nack would refuse as fatal (its `attempts` named another delivery).
+    const superseded: number[] = [];
     for (let i = 0; i < offsets.length; i++) {
       const offset = offsets[i]!;
-      if (this.handBack(st, offset, attempts?.[i], delay, now) !== 'handed') stale.push(offset);
+      const handed = this.handBack(st, offset, attempts?.[i], delay, now);
+      if (handed === 'handed') continue;
+      stale.push(offset);
+      if (handed === 'stale_named') superseded.push(offset);
     }
     if (stale.length < offsets.length) this.wake();
-    return { type: 'group_nacked', stale, request_id: msg.request_id };
+    return {
+      type: 'group_nacked',
+      stale,
+      request_id: msg.request_id,
+      ...(superseded.length > 0 ? { superseded } : {}),
+    };
   }
 
   /** Records `offset` as a dead letter, then finishes it (the cursor never passes it first). */
