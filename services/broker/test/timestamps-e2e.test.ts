@@ -313,4 +313,47 @@ describe('event timestamps', () => {
       await dir.cleanup();
     }
   });
+
+  it('a_group_record_read_from_the_log_after_a_restart_keeps_its_append_time', async () => {
+    const dir = await tempDir();
+    try {
+      let broker = await startBroker({ yaml: RESTART_YAML, dir: dir.path, durable: true });
+      const felix = await client(broker);
+      const first = await felix.publishBatch('orders', ['a', 'b']);
+      await moment();
+      const second = await felix.publish('orders', 'c');
+      // Served from the ring: the times each record was appended at.
+      const fromRing = await felix
+        .group('orders', 'timed', { timestamps: true })
+        .poll({ max: 10, waitMs: 1_000 });
+      expect(fromRing.map((m) => m.offset)).toEqual([
+        first.offset,
+        first.offset! + 1,
+        second.offset,
+      ]);
+      await felix.close();
+      await broker.stop();
+      // After a restart the ring is empty and nothing was acked: the same records come from the
+      // log, first deliveries again, with the same times.
+      broker = await startBroker({
+        yaml: RESTART_YAML,
+        dir: dir.path,
+        durable: true,
+        port: broker.port,
+        httpPort: broker.httpPort,
+      });
+      const again = await client(broker);
+      const fromLog = await again
+        .group('orders', 'timed', { timestamps: true })
+        .poll({ max: 10, waitMs: 1_000 });
+      expect(fromLog.map((m) => [m.offset, m.attempts, m.timestampMicros])).toEqual(
+        fromRing.map((m) => [m.offset, 1, m.timestampMicros]),
+      );
+      expect(fromLog[0]!.timestampMicros).toBeLessThan(fromLog[2]!.timestampMicros!);
+      await again.close();
+      await broker.stop();
+    } finally {
+      await dir.cleanup();
+    }
+  });
 });
