@@ -60,6 +60,16 @@ interface PublishRequest {
   json: boolean;
 }
 
+/** A publish-only stream (a uni stream) carries only publishes: any request on it is refused. */
+function uniRequest(): Refusal {
+  return new Refusal(
+    'invalid_request',
+    'a publish-only stream carries only publishes',
+    'uni_request',
+    true,
+  );
+}
+
 export class ClientSession {
   private authenticated = false;
   private authTimer: NodeJS.Timeout | null = null;
@@ -389,23 +399,11 @@ export class ClientSession {
         return null;
       }
       case 'subscribe':
-        if (quiet)
-          return new Refusal(
-            'invalid_request',
-            'a publish-only stream carries only publishes',
-            'uni_request',
-            true,
-          );
+        if (quiet) return uniRequest();
         await answers.drain();
         return this.subscribe(stream, auth, msg, owned);
       case 'stream_shards': {
-        if (quiet)
-          return new Refusal(
-            'invalid_request',
-            'a publish-only stream carries only publishes',
-            'uni_request',
-            true,
-          );
+        if (quiet) return uniRequest();
         await answers.drain();
         const s =
           msg.tenant_id === auth.tenant
@@ -421,13 +419,7 @@ export class ClientSession {
         return null;
       }
       case 'offset_for_time': {
-        if (quiet)
-          return new Refusal(
-            'invalid_request',
-            'a publish-only stream carries only publishes',
-            'uni_request',
-            true,
-          );
+        if (quiet) return uniRequest();
         await answers.drain();
         return this.offsetForTime(stream, auth, msg);
       }
