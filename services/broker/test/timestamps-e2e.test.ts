@@ -252,6 +252,17 @@ streams:
   - { tenant: t1, name: orders, durable: true, fsync: onCommit }
 `;
 
+/** A stopped broker of RESTART_YAML started again on its data directory and ports. */
+function restartOrders(stopped: BrokerProcess, dir: string): Promise<BrokerProcess> {
+  return startBroker({
+    yaml: RESTART_YAML,
+    dir,
+    durable: true,
+    port: stopped.port,
+    httpPort: stopped.httpPort,
+  });
+}
+
 describe('event timestamps', () => {
   it('a_subscriber_that_asks_for_timestamps_gets_each_records_append_time', async () => {
     const dir = await tempDir();
@@ -290,13 +301,7 @@ describe('event timestamps', () => {
       await felix.close();
       await broker.stop();
       // From disk after a restart: one history run spans both batches, each record keeps its time.
-      broker = await startBroker({
-        yaml: RESTART_YAML,
-        dir: dir.path,
-        durable: true,
-        port: broker.port,
-        httpPort: broker.httpPort,
-      });
+      broker = await restartOrders(broker, dir.path);
       const again = await client(broker);
       const replay = again
         .subscribe('orders', { from: 'earliest', timestamps: true })
@@ -335,13 +340,7 @@ describe('event timestamps', () => {
       await broker.stop();
       // After a restart the ring is empty and nothing was acked: the same records come from the
       // log, first deliveries again, with the same times.
-      broker = await startBroker({
-        yaml: RESTART_YAML,
-        dir: dir.path,
-        durable: true,
-        port: broker.port,
-        httpPort: broker.httpPort,
-      });
+      broker = await restartOrders(broker, dir.path);
       const again = await client(broker);
       const fromLog = await again
         .group('orders', 'timed', { timestamps: true })
