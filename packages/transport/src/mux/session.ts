@@ -70,6 +70,8 @@ export interface MuxSessionOptions {
   remote: string;
   timeouts: ResolvedTimeouts;
   settings: Settings;
+  /** Where the socket's reads come from; absent: its 'data' events. */
+  feed?: { attach(sink: (chunk: Uint8Array) => void): void };
 }
 
 const KINDS = { bidi: 0, uni: 1 } as const;
@@ -145,7 +147,13 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     this.ready.catch(() => {}); // observed by dial/accept; never an unhandled rejection
     this.socketClosed = new Promise((r) => socket.once('close', () => r()));
 
-    socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
+    if (opts.feed === undefined) {
+      socket.on('data', (chunk: Buffer) =>
+        // A plain Uint8Array view of the socket's Buffer: every slice taken downstream (DATA
+        // pieces, frames, records) is then a typed-array builtin, not Buffer's JS subarray.
+        this.onSocketData(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)),
+      );
+    }
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err: Error) => this.onSocketGone(err));
     socket.on('end', () => this.onSocketGone(null));
@@ -155,6 +163,13 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     this.appendRaw(MUX_PREFACE);
     this.appendFrame(FRAME_SETTINGS, 0, encodeSettings(opts.settings));
     this.flush();
+    if (opts.feed !== undefined) {
+      try {
+        opts.feed.attach((chunk) => this.onSocketData(chunk));
+      } catch (err) {
+        this.protocolFailure(err);
+      }
+    }
     this.armIdle();
     if (opts.timeouts.keepAliveIntervalMs > 0) {
       this.keepAliveTimer = setInterval(() => this.sendPing(), opts.timeouts.keepAliveIntervalMs);
@@ -283,15 +298,13 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
 
   // ---- inbound ------------------------------------------------------------------------------
 
-  private onSocketData(chunk: Buffer): void {
+  private onSocketData(chunk: Uint8Array): void {
     this.lastReceivedAt = Date.now();
     this.counters.bytesReceived += chunk.length;
     this.counters.packetsReceived++;
     if (this.closeInfo) return;
     try {
-      // A plain Uint8Array view of the socket's Buffer: every slice taken downstream (DATA
-      // pieces, frames, records) is then a typed-array builtin, not Buffer's JS subarray.
-      this.decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+      this.decoder.push(chunk);
     } catch (err) {
       this.protocolFailure(err);
     }

@@ -3,7 +3,7 @@
  */
 import { isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
-import { type TLSSocket, connect, createServer } from 'node:tls';
+import { type ConnectionOptions, type TLSSocket, connect, createServer } from 'node:tls';
 import { CLOSE_CODE_NORMAL } from '../codes.js';
 import { DialError, FingerprintMismatchError } from '../errors.js';
 import { ACCEPT_BACKLOG_MAX } from '../limits.js';
@@ -17,6 +17,7 @@ import { resolveDialTimeout, resolveLimits, resolveTimeouts } from '../options.j
 import type { Connection, DialOptions, ListenOptions, Listener } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
 import { warnInsecure } from '../util/warn.js';
+import { ReadFeed, feedAcceptedSocket } from './read-feed.js';
 
 export const ALPN = 'felix/1';
 
@@ -60,11 +61,14 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
       return;
     }
     socket.setNoDelay(true);
+    const feed = new ReadFeed();
+    feedAcceptedSocket(socket, feed);
     const session = new MuxSession(socket, {
       role: 'server',
       remote: hostPort(socket.remoteAddress, socket.remotePort),
       timeouts,
       settings,
+      feed,
     });
     live.add(session);
     session.closed.then(() => live.delete(session));
@@ -115,16 +119,20 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
   const verifyChain = pinned === null && !opts.insecureSkipVerify;
   const serverName = opts.serverName ?? (isIP(host) ? undefined : host);
 
+  const feed = new ReadFeed();
   const socket = await new Promise<TLSSocket>((resolve, reject) => {
-    const s = connect({
+    // `onread` is documented for tls.connect (net.Socket's option) but missing from its types.
+    const options: ConnectionOptions & { onread: ReadFeed['onread'] } = {
       host,
       port,
+      onread: feed.onread,
       ...(serverName === undefined ? {} : { servername: serverName }),
       ALPNProtocols: [ALPN],
       minVersion: 'TLSv1.3',
       ...(opts.ca === undefined ? {} : { ca: opts.ca }),
       rejectUnauthorized: verifyChain,
-    });
+    };
+    const s = connect(options);
     const timer = setTimeout(() => {
       s.destroy();
       reject(new DialError(address, `no handshake within ${dialTimeoutMs} ms`));
@@ -167,6 +175,7 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
       maxStreamsUni: limits.maxStreams,
       streamWindowBytes: limits.streamWindowBytes,
     },
+    feed,
   });
   try {
     await session.ready;

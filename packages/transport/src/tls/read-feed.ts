@@ -1,0 +1,145 @@
+/**
+ * Plaintext from a TLS socket handed to the multiplexer without Node's Readable machinery.
+ *
+ * By default every TLS read costs Node a managed buffer of its own, a Buffer around it, and the
+ * stream path (push, addChunk, emit('data'), maybeReadMore on the next tick) before the
+ * multiplexer sees a byte. On this project's machines that was 6-10 µs of CPU per small read on
+ * each side of a round trip (docs/perf.md, session 7). Here the socket decrypts straight into a
+ * region of ours (Node's documented `onread` option on the dialing side; the same hook installed
+ * on an accepted socket), and a view the multiplexer hands on stays valid: see `ReadFeed`.
+ */
+import type { TLSSocket } from 'node:tls';
+import { ProtocolError } from '../errors.js';
+import {
+  TLS_EARLY_READ_BYTES_MAX,
+  TLS_READ_HANDOFF_BYTES_MIN,
+  TLS_READ_REGION_BYTES,
+} from '../limits.js';
+
+/** A region the socket decrypts into, as a plain Uint8Array (not zero-filled: it is written first). */
+function newRegion(): Uint8Array {
+  const b = Buffer.allocUnsafeSlow(TLS_READ_REGION_BYTES);
+  return new Uint8Array(b.buffer, b.byteOffset, TLS_READ_REGION_BYTES);
+}
+
+/** A copy of `buf[0, n)` the caller may keep (Buffer's pool for small reads, like Node's own). */
+function copyOut(buf: Uint8Array, n: number): Uint8Array {
+  const b = Buffer.allocUnsafe(n);
+  b.set(buf.subarray(0, n));
+  // A plain Uint8Array view: slices taken downstream are then typed-array builtins.
+  return new Uint8Array(b.buffer, b.byteOffset, n);
+}
+
+/**
+ * Where a socket's reads go. A large read is handed on as a view of its region and the next read
+ * gets a fresh region; a small one is copied out at its exact size and the region is reused, so
+ * a kept view never pins much more than it holds. Reads that arrive before the multiplexer
+ * attaches (the peer's preface can land in the same turn as the handshake) are held, bounded,
+ * and delivered first.
+ */
+export class ReadFeed {
+  private sink: ((chunk: Uint8Array) => void) | null = null;
+  private early: Uint8Array[] = [];
+  private earlyBytes = 0;
+  private overflowed = false;
+  private region = newRegion();
+  private handedOff = false;
+
+  /** The `onread` option for `tls.connect` (`buffer` as a function: a region per read). */
+  readonly onread = {
+    buffer: (): Uint8Array => this.nextRegion(),
+    callback: (n: number, buf: Uint8Array): boolean => {
+      this.onRead(n, buf);
+      return true;
+    },
+  };
+
+  /** The region the next read goes to: the same one unless the last read was handed on. */
+  readonly nextRegion = (): Uint8Array => {
+    if (this.handedOff) {
+      this.region = newRegion();
+      this.handedOff = false;
+    }
+    return this.region;
+  };
+
+  private onRead(n: number, buf: Uint8Array): void {
+    if (n >= TLS_READ_HANDOFF_BYTES_MIN) {
+      this.handedOff = true;
+      this.push(buf.subarray(0, n));
+    } else {
+      this.push(copyOut(buf, n));
+    }
+  }
+
+  push(chunk: Uint8Array): void {
+    const sink = this.sink;
+    if (sink !== null) {
+      sink(chunk);
+      return;
+    }
+    this.earlyBytes += chunk.length;
+    if (this.earlyBytes > TLS_EARLY_READ_BYTES_MAX) {
+      this.overflowed = true;
+      this.early = [];
+      return;
+    }
+    if (!this.overflowed) this.early.push(chunk);
+  }
+
+  /** Delivers what was held, then every later read, to `sink`. Throws if too much was held. */
+  attach(sink: (chunk: Uint8Array) => void): void {
+    if (this.overflowed) {
+      throw new ProtocolError(
+        `peer sent more than ${TLS_EARLY_READ_BYTES_MAX} bytes before the multiplexer started`,
+      );
+    }
+    const early = this.early;
+    this.early = [];
+    this.sink = sink;
+    for (const c of early) sink(c);
+  }
+}
+
+/** Node's private slots behind the `onread` option; looked up once, by their descriptions. */
+let slots: { buffer: symbol; callback: symbol; gen: symbol } | null | undefined;
+
+function onreadSlots(socket: TLSSocket): typeof slots {
+  if (slots !== undefined) return slots;
+  const own = Object.getOwnPropertySymbols(socket);
+  const find = (d: string) => own.find((s) => s.description === d);
+  const buffer = find('kBuffer');
+  const callback = find('kBufferCb');
+  const gen = find('kBufferGen');
+  slots = buffer && callback && gen ? { buffer, callback, gen } : null;
+  return slots;
+}
+
+/**
+ * Feeds an accepted socket's reads to `feed` the way `onread` feeds a dialed one. Node offers
+ * `onread` only to sockets it opens itself, so the same three slots are set here and the handle
+ * is pointed at the scratch region. Whatever the socket had already buffered is taken first, so
+ * no byte is reordered. Falls back to 'data' events where this Node keeps the slots elsewhere;
+ * answers whether the hook was installed.
+ */
+export function feedAcceptedSocket(socket: TLSSocket, feed: ReadFeed): boolean {
+  const s = onreadSlots(socket);
+  const handle = (socket as unknown as { _handle?: { useUserBuffer?(b: Uint8Array): void } })
+    ._handle;
+  const target = socket as unknown as Record<symbol, unknown>;
+  if (s === null || s === undefined || typeof handle?.useUserBuffer !== 'function') {
+    socket.on('data', (chunk: Buffer) =>
+      feed.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)),
+    );
+    return false;
+  }
+  for (let c = socket.read() as Buffer | null; c !== null; c = socket.read() as Buffer | null) {
+    feed.push(new Uint8Array(c.buffer, c.byteOffset, c.length));
+  }
+  const region = feed.nextRegion();
+  target[s.buffer] = region;
+  target[s.gen] = feed.nextRegion;
+  target[s.callback] = feed.onread.callback;
+  handle.useUserBuffer(region);
+  return true;
+}
