@@ -2,7 +2,13 @@
 // cache_value reader answers what the codec would, or declines so the codec decides.
 // Method: compare against @felix/wire's encodeMessage/decodeMessage over awkward keys and
 // values, then feed answers that differ from the common form in one way each.
-import { type Message, decodeMessage, encodeMessage, messageJson } from '@felix/wire';
+import {
+  FRAME_HEADER_BYTES,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+  messageJson,
+} from '@felix/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeGetRequest, getRequestPrefix, readValueAnswer } from './units.js';
@@ -108,5 +114,23 @@ describe('cache get codec', () => {
       request_id: 42,
       value: Uint8Array.of(1, 2, 3, 4),
     });
+  });
+
+  it('a_quickly_read_value_is_a_plain_uint8array_of_exactly_its_bytes_that_later_reads_leave_alone', () => {
+    const key = 'k';
+    const req = encodeGetRequest(prefix, key, 7);
+    const read = (value: Uint8Array) => {
+      const payload = encodeMessage({ type: 'cache_value', ...scope, key, value, request_id: 7 });
+      const msg = readValueAnswer(req, key, payload.subarray(FRAME_HEADER_BYTES));
+      if (msg?.type !== 'cache_value' || msg.value === undefined) throw new Error('declined');
+      return msg.value;
+    };
+    const first = read(Uint8Array.of(1, 2, 3));
+    const second = read(Uint8Array.of(9, 9, 9, 9));
+    // A plain Uint8Array (no Buffer methods leak out), its own length, untouched by the next read.
+    expect(Object.getPrototypeOf(first)).toBe(Uint8Array.prototype);
+    expect(first.byteLength).toBe(3);
+    expect([...first]).toEqual([1, 2, 3]);
+    expect([...second]).toEqual([9, 9, 9, 9]);
   });
 });
