@@ -49,9 +49,9 @@ export const MUX_READ_MERGE_PIECE_BYTES_MAX = 4 * 1024;
  *  a record arrives in one read. */
 export const TLS_READ_REGION_BYTES = 16 * 1024;
 /** A read this large is handed on as a view of its region (a fresh region takes its place); a
- *  smaller one is copied out at its size and the region reused. So a view the application keeps
- *  pins at most 4x its bytes, and a small round trip allocates no region of its own. */
-export const TLS_READ_HANDOFF_BYTES_MIN = 4 * 1024;
+ *  smaller one is copied out at its exact size and the region reused. So a view the application
+ *  keeps pins at most 2x its bytes, and a small round trip allocates no region of its own. */
+export const TLS_READ_HANDOFF_BYTES_MIN = 8 * 1024;
 /** Plaintext a TLS peer may send before the multiplexer starts reading its socket (in practice
  *  the preface and SETTINGS that can share a turn with the handshake); more closes it. */
 export const TLS_EARLY_READ_BYTES_MAX = 1024 * 1024;

@@ -9,7 +9,11 @@ import { createServer as createTlsServer, connect as tlsConnect } from 'node:tls
 import { waitFor, withDeadline } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { ProtocolError } from '../src/errors.js';
-import { TLS_EARLY_READ_BYTES_MAX, TLS_READ_HANDOFF_BYTES_MIN } from '../src/limits.js';
+import {
+  TLS_EARLY_READ_BYTES_MAX,
+  TLS_READ_HANDOFF_BYTES_MIN,
+  TLS_READ_REGION_BYTES,
+} from '../src/limits.js';
 import { ReadFeed, feedAcceptedSocket } from '../src/tls/read-feed.js';
 import { connectPair, devMaterial, nextStream } from './helpers.js';
 
@@ -153,5 +157,31 @@ describe('tls read feed', () => {
     flooded.push(new Uint8Array(TLS_EARLY_READ_BYTES_MAX));
     flooded.push(new Uint8Array(1));
     expect(() => flooded.attach(() => {})).toThrow(ProtocolError);
+  });
+
+  it('a_kept_read_pins_memory_of_its_own_at_most_twice_its_size', () => {
+    const feed = new ReadFeed();
+    const got: Uint8Array[] = [];
+    feed.attach((c) => got.push(c));
+    const read = (n: number) => {
+      const region = feed.nextRegion();
+      region.fill(n & 0xff, 0, n);
+      feed.onread.callback(n, region);
+      return region;
+    };
+    const small = read(100);
+    const again = read(TLS_READ_HANDOFF_BYTES_MIN - 1);
+    const large = read(TLS_READ_HANDOFF_BYTES_MIN);
+    const after = feed.nextRegion();
+    // Small reads: copies in buffers of exactly their size; the region is used again.
+    expect(got[0]!.buffer.byteLength).toBe(100);
+    expect(got[1]!.buffer.byteLength).toBe(TLS_READ_HANDOFF_BYTES_MIN - 1);
+    expect(again).toBe(small);
+    // A large read: its region itself (at most twice its size), and the next read gets another.
+    expect(got[2]!.buffer).toBe(large.buffer);
+    expect(large.byteLength).toBe(TLS_READ_REGION_BYTES);
+    expect(TLS_READ_REGION_BYTES).toBeLessThanOrEqual(2 * TLS_READ_HANDOFF_BYTES_MIN);
+    expect(after.buffer).not.toBe(large.buffer);
+    expect([...got[0]!.subarray(0, 3)]).toEqual([100, 100, 100]);
   });
 });

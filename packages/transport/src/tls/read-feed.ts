@@ -22,9 +22,12 @@ function newRegion(): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, TLS_READ_REGION_BYTES);
 }
 
-/** A copy of `buf[0, n)` the caller may keep (Buffer's pool for small reads, like Node's own). */
+/**
+ * A copy of `buf[0, n)` in memory of its own, as Node's own read buffer was: a view a reader
+ * keeps (a record in a ring) then pins exactly its read, never a slab shared with other reads.
+ */
 function copyOut(buf: Uint8Array, n: number): Uint8Array {
-  const b = Buffer.allocUnsafe(n);
+  const b = Buffer.allocUnsafeSlow(n);
   b.set(buf.subarray(0, n));
   // A plain Uint8Array view: slices taken downstream are then typed-array builtins.
   return new Uint8Array(b.buffer, b.byteOffset, n);
@@ -32,8 +35,8 @@ function copyOut(buf: Uint8Array, n: number): Uint8Array {
 
 /**
  * Where a socket's reads go. A large read is handed on as a view of its region and the next read
- * gets a fresh region; a small one is copied out at its exact size and the region is reused, so
- * a kept view never pins much more than it holds. Reads that arrive before the multiplexer
+ * gets a fresh region; a smaller one is copied out at its exact size and the region is reused, so
+ * a kept view never pins more than twice what it holds. Reads that arrive before the multiplexer
  * attaches (the peer's preface can land in the same turn as the handshake) are held, bounded,
  * and delivered first.
  */
