@@ -37,15 +37,7 @@ function firstDifference(a: Uint8Array, b: Uint8Array): number {
   return a.length === b.length ? -1 : n;
 }
 
-function join(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+const join = (parts: Uint8Array[]): Uint8Array => Buffer.concat(parts);
 
 /** Sizes on both sides of the hand-off bound, and several reads' worth. */
 const SIZES = [
