@@ -120,6 +120,38 @@ function consumeRig() {
   return { it, polls, answerPoll, nacked };
 }
 
+/**
+ * A consume loop over `n` records whose first ack is sent and whose second is gathered behind
+ * it (the first is unanswered); then the loop is stopped. Returns every request it sent after
+ * the poll, once the gathered ack and the hand-back are out.
+ */
+async function stopAfterTwoAcks(features: number, n: number) {
+  const { host, streams } = fakeHost(features);
+  const g = new Group(host, 'jobs', 'billing');
+  const sent = () =>
+    streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+  const settles = () => sent().filter((x) => x.m.type !== 'group_poll');
+  const ctl = new AbortController();
+  const it = g.consume({ max: n, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
+  const first = it.next();
+  await waitFor(() => sent().length === 1, 'the first poll', 5_000);
+  const poll = sent()[0]!;
+  const id = (poll.m as { request_id: number }).request_id;
+  poll.stream.push({ type: 'group_records', request_id: id, records: records(0, n) });
+  const m0 = (await first).value!;
+  void m0.ack().catch(() => undefined);
+  await waitFor(() => settles().length === 1, 'the first ack batch is sent', 5_000);
+  // The first batch is unanswered, so the next ack gathers for later.
+  const m1 = (await it.next()).value!;
+  void m1.ack().catch(() => undefined);
+  await new Promise<void>((r) => setImmediate(r));
+  expect(settles()).toHaveLength(1);
+  ctl.abort();
+  await it.return?.();
+  await waitFor(() => settles().length === 3, 'the gathered ack and the hand-back', 5_000);
+  return settles();
+}
+
 describe('group consume pipeline', () => {
   it('acks_made_in_one_turn_leave_in_one_write', async () => {
     const { host, streams } = fakeHost();
@@ -287,32 +319,10 @@ describe('group consume pipeline', () => {
   });
 
   it('acks_a_loop_gathered_are_sent_before_its_hand_back_when_it_ends', async () => {
-    const { host, streams } = fakeHost(FEATURE_HI_GROUP_ACK_BATCH);
-    const g = new Group(host, 'jobs', 'billing');
-    const sent = () =>
-      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
-    const settles = () => sent().filter((x) => x.m.type !== 'group_poll');
-    const ctl = new AbortController();
-    const it = g.consume({ max: 3, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
-    const first = it.next();
-    await waitFor(() => sent().length === 1, 'the first poll', 5_000);
-    const poll = sent()[0]!;
-    const id = (poll.m as { request_id: number }).request_id;
-    poll.stream.push({ type: 'group_records', request_id: id, records: records(0, 3) });
-    const m0 = (await first).value!;
-    void m0.ack().catch(() => undefined);
-    await waitFor(() => settles().length === 1, 'the first ack batch is sent', 5_000);
-    // The first batch is unanswered, so the next ack gathers for later.
-    const m1 = (await it.next()).value!;
-    void m1.ack().catch(() => undefined);
-    await new Promise<void>((r) => setImmediate(r));
-    expect(settles()).toHaveLength(1);
     // The loop ends with offset 2 unyielded: the gathered ack goes before its nack.
-    ctl.abort();
-    await it.return?.();
-    await waitFor(() => settles().length === 3, 'the gathered ack and the hand-back', 5_000);
+    const settles = await stopAfterTwoAcks(FEATURE_HI_GROUP_ACK_BATCH, 3);
     expect(
-      settles().map(({ m }) =>
+      settles.map(({ m }) =>
         m.type === 'group_ack_batch'
           ? [m.type, m.offsets]
           : [m.type, (m as { offset: number }).offset],
@@ -325,36 +335,17 @@ describe('group consume pipeline', () => {
   });
 
   it('a_loop_that_ends_hands_back_in_one_nack_batch_after_its_gathered_acks', async () => {
-    const { host, streams } = fakeHost(FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_NACK_BATCH);
-    const g = new Group(host, 'jobs', 'billing');
-    const sent = () =>
-      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
-    const settles = () => sent().filter((x) => x.m.type !== 'group_poll');
-    const ctl = new AbortController();
-    const it = g.consume({ max: 4, waitMs: 1_000, signal: ctl.signal })[Symbol.asyncIterator]();
-    const first = it.next();
-    await waitFor(() => sent().length === 1, 'the first poll', 5_000);
-    const poll = sent()[0]!;
-    const id = (poll.m as { request_id: number }).request_id;
-    poll.stream.push({ type: 'group_records', request_id: id, records: records(0, 4) });
-    const m0 = (await first).value!;
-    void m0.ack().catch(() => undefined);
-    await waitFor(() => settles().length === 1, 'the first ack batch is sent', 5_000);
-    // The first batch is unanswered, so the next ack gathers for later.
-    const m1 = (await it.next()).value!;
-    void m1.ack().catch(() => undefined);
-    await new Promise<void>((r) => setImmediate(r));
-    expect(settles()).toHaveLength(1);
     // The loop ends with offsets 2 and 3 unyielded: one nack batch, after the gathered ack.
-    ctl.abort();
-    await it.return?.();
-    await waitFor(() => settles().length === 3, 'the gathered ack and the hand-back', 5_000);
-    expect(settles().map(({ m }) => [m.type, (m as { offsets: number[] }).offsets])).toEqual([
+    const settles = await stopAfterTwoAcks(
+      FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_NACK_BATCH,
+      4,
+    );
+    expect(settles.map(({ m }) => [m.type, (m as { offsets: number[] }).offsets])).toEqual([
       ['group_ack_batch', [0]],
       ['group_ack_batch', [1]],
       ['group_nack_batch', [2, 3]],
     ]);
-    expect((settles()[2]!.m as { attempts?: number[] }).attempts).toEqual([1, 1]);
+    expect((settles[2]!.m as { attempts?: number[] }).attempts).toEqual([1, 1]);
   });
 
   it('a_hand_back_past_the_bound_goes_in_several_batches_each_message_settled_alone', async () => {

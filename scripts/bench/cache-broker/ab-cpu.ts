@@ -12,10 +12,11 @@
  * Both trees must be built. ROUNDS (default 24) and BURST (default 2000 operations) size it.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
+import { procCpuSecs } from '../support.js';
 
 const HERE = resolve(import.meta.dirname, '..', '..', '..');
 const A = resolve(process.env.A ?? HERE);
@@ -24,12 +25,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 24);
 const BURST = Number(process.env.BURST ?? 2000);
 const WARM = 20_000;
 
-/** CPU seconds (user + system) a process has used, from /proc (10 ms ticks). */
-const cpu = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(x[11]) + Number(x[12])) / 100;
-};
+const cpu = procCpuSecs;
 
 interface Side {
   name: string;

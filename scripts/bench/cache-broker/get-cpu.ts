@@ -1,22 +1,7 @@
-/**
- * CPU per cache get, client and broker: one TLS client doing N sequential gets of 1,000 hot keys
- * (100-byte values) against a fresh broker, after 20,000 untimed ones. Prints the wall time per
- * get and the CPU each process spent per get (`process.cpuUsage()`, /proc for the broker).
- *
- *   node --import tsx scripts/bench/cache-broker/get-cpu.ts      (N=60000 for more gets)
- *
- * It separates what a get costs in CPU from what a round trip costs in waiting, which the
- * paired latency rounds of main.ts cannot (see docs/perf.md, session 3).
- */
-import { readFileSync } from 'node:fs';
 import { connect } from '@felix/client';
 import { startBenchBroker } from './broker.js';
-/** CPU seconds (user + system) a process has used, from /proc (10 ms ticks). */
-const cpu = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(x[11]) + Number(x[12])) / 100;
-};
+import { procCpuSecs } from '../support.js';
+const cpu = procCpuSecs;
 const broker = await startBenchBroker('caches:\n  - { tenant: bench, name: kv }\n');
 const c = await connect({
   servers: [broker.url('tls')],

@@ -18,11 +18,9 @@ import {
   SegmentLogPort,
   projectionRoot,
 } from '../../../packages/storage/src/index.js';
+import { argValue } from '../support.js';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-};
+const arg = (name: string, def: number) => Number(argValue(name, String(def)));
 const KEYS = arg('--keys', 1_000_000);
 const SECONDS = arg('--seconds', 2);
 const VALUE_BYTES = 100;

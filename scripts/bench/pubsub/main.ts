@@ -34,6 +34,7 @@ import { loadavg as osLoadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type FelixClient, connect as felixConnect } from '@felix/client';
 import { type NatsConnection, connect as natsConnect } from 'nats';
+import { procCpuSecs } from '../support.js';
 
 const HERE = import.meta.dirname;
 const ROOT = resolve(HERE, '..', '..', '..');
@@ -160,13 +161,6 @@ async function metrics(b: Broker, prefixes: string[]): Promise<number[]> {
       .filter((l) => l.startsWith(p))
       .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0),
   );
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (10 ms ticks). */
-function procCpuSecs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 /** The local nats-server's pid (its CPU is read from /proc like the broker's), or null. */

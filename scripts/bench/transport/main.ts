@@ -20,11 +20,9 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '../../../packages/transport/src/index.js';
+import { argValue } from '../support.js';
 
-const arg = (name: string, dflt: string) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1]! : dflt;
-};
+const arg = argValue;
 const SECONDS = Number(arg('--seconds', '1'));
 const OP_ECHO = 0x45;
 const OP_SINK = 0x53;

@@ -10,7 +10,7 @@
  * A cache get is one such round trip plus the codecs and the cache: see docs/perf.md (session 6).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
@@ -22,21 +22,12 @@ import {
   loadOrCreateDevCertificate,
 } from '../../../packages/transport/src/index.js';
 import { rawTlsClient } from '../cache-broker/raw-tls.js';
+import { argValue, procCpuSecs } from '../support.js';
 
-const arg = (name: string, dflt: string) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1]! : dflt;
-};
+const arg = argValue;
 const PINGS = Number(arg('--pings', '20000'));
 const ROUNDS = Number(arg('--rounds', '3'));
 const SIZE = 100;
-
-/** CPU seconds (user + system) a process has used, from /proc (10 ms ticks). */
-function procCpuSecs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(x[11]) + Number(x[12])) / 100;
-}
 
 async function serve(dir: string): Promise<void> {
   const tls = await loadOrCreateDevCertificate(dir);

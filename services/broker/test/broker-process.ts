@@ -6,7 +6,8 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type Child, freePort, spawnNode } from '@felix/testing-harness';
+import { type Child, freePort, spawnNode, tempDir } from '@felix/testing-harness';
+import { afterAll, beforeAll } from 'vitest';
 
 const PKG = resolve(import.meta.dirname, '..');
 const REPO = resolve(PKG, '..', '..');
@@ -77,5 +78,29 @@ export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
       await child.stop();
     },
     kill: () => child.kill(),
+  };
+}
+
+/**
+ * One durable broker of `yaml` in a temp dir for the enclosing describe block: started before
+ * its tests, stopped and its directory removed after them. Tests read `suite.broker`.
+ */
+export function durableBrokerForSuite(yaml: string): { readonly broker: BrokerProcess } {
+  let broker: BrokerProcess | undefined;
+  let cleanup: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const dir = await tempDir();
+    cleanup = dir.cleanup;
+    broker = await startBroker({ yaml, dir: dir.path, durable: true });
+  });
+  afterAll(async () => {
+    await broker?.stop();
+    await cleanup?.();
+  });
+  return {
+    get broker() {
+      if (broker === undefined) throw new Error('the suite broker has not started');
+      return broker;
+    },
   };
 }

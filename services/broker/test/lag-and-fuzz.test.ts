@@ -3,12 +3,12 @@
 // the broker. Method: a real broker process per transport, a client that does not read while
 // records are published, and fast-check byte strings written raw to fresh streams.
 import { type StatusEvent, type StreamEvent, connect } from '@felix/client';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { waitFor } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import { FrameDecoder, decodeMessage, encodeMessage } from '@felix/wire';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
+import { describe, expect, it } from 'vitest';
+import { type BrokerProcess, durableBrokerForSuite } from './broker-process.js';
 
 const YAML = `
 streams:
@@ -23,23 +23,13 @@ async function metric(broker: BrokerProcess, pattern: RegExp): Promise<number> {
 
 for (const transport of ['tls', 'quic'] as const) {
   describe(`lag and bad bytes over ${transport}`, () => {
-    let broker: BrokerProcess;
-    let cleanup: () => Promise<void>;
-    beforeAll(async () => {
-      const dir = await tempDir();
-      cleanup = dir.cleanup;
-      broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
-    });
-    afterAll(async () => {
-      await broker?.stop();
-      await cleanup?.();
-    });
+    const suite = durableBrokerForSuite(YAML);
 
     it('a_lagging_durable_subscriber_resumes_from_disk_without_loss', async () => {
       const felix = await connect({
-        servers: [broker.url(transport)],
+        servers: [suite.broker.url(transport)],
         tenant: 't1',
-        tls: { fingerprint: broker.fingerprint },
+        tls: { fingerprint: suite.broker.fingerprint },
       });
       const statuses: StatusEvent[] = [];
       void (async () => {
@@ -56,7 +46,8 @@ for (const transport of ['tls', 'quic'] as const) {
       await Promise.all(Array.from({ length: count }, () => pub.publish(payload)));
       // Its broker queue overflowed: the subscription will end with subscription_lagged.
       await waitFor(
-        async () => (await metric(broker, /felix_broker_fanout_dropped_records_total (\d+)/)) > 0,
+        async () =>
+          (await metric(suite.broker, /felix_broker_fanout_dropped_records_total (\d+)/)) > 0,
         'the queue to overflow',
       );
       const got: StreamEvent[] = [head.value as StreamEvent];
@@ -66,14 +57,16 @@ for (const transport of ['tls', 'quic'] as const) {
       );
       expect(got.every((e) => e.lostBefore === 0)).toBe(true);
       expect(statuses.some((s) => s.type === 'lagged')).toBe(true);
-      expect(await metric(broker, /felix_broker_subscriptions_lagged_total (\d+)/)).toBeGreaterThan(
-        0,
-      );
+      expect(
+        await metric(suite.broker, /felix_broker_subscriptions_lagged_total (\d+)/),
+      ).toBeGreaterThan(0);
       await felix.close();
     });
 
     it('random_bytes_never_crash_the_broker', async () => {
-      const conn = await dial(broker.url(transport), { fingerprint: broker.fingerprint });
+      const conn = await dial(suite.broker.url(transport), {
+        fingerprint: suite.broker.fingerprint,
+      });
       const auth = encodeMessage({
         type: 'auth',
         tenant_id: 't1',
@@ -99,11 +92,11 @@ for (const transport of ['tls', 'quic'] as const) {
         { numRuns: transport === 'quic' ? 25 : 60 },
       );
       await conn.close();
-      expect((await fetch(`http://127.0.0.1:${broker.httpPort}/live`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${suite.broker.httpPort}/live`)).status).toBe(200);
       const felix = await connect({
-        servers: [broker.url(transport)],
+        servers: [suite.broker.url(transport)],
         tenant: 't1',
-        tls: { fingerprint: broker.fingerprint },
+        tls: { fingerprint: suite.broker.fingerprint },
       });
       expect((await felix.publish('lagging', 'still serving')).offset).not.toBeNull();
       await felix.close();

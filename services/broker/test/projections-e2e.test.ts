@@ -14,7 +14,7 @@ import {
   StaleClaimError,
   connect,
 } from '@felix/client';
-import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
+import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import {
   FEATURE_EXTENDED,
@@ -58,16 +58,6 @@ async function metric(broker: BrokerProcess, pattern: RegExp): Promise<number> {
 }
 
 /** Pulls `n` events from a watch iterator. */
-async function take(it: AsyncIterator<CacheWatchEvent>, n: number): Promise<CacheWatchEvent[]> {
-  const out: CacheWatchEvent[] = [];
-  while (out.length < n) {
-    const r = await it.next();
-    if (r.done) break;
-    out.push(r.value);
-  }
-  return out;
-}
-
 /** Runs `before` against a durable broker, restarts it on the same data and ports, runs `after`. */
 async function acrossRestart(
   extra: Partial<BrokerSpec>,
@@ -409,6 +399,31 @@ for (const transport of ['tls', 'quic'] as const) {
       return out;
     }
 
+    /** A group's scope as a raw request names it. */
+    const rawGroup = (group: string) => ({
+      tenant_id: 't1',
+      namespace: 'default',
+      stream: 'jobs',
+      shard: 0,
+      group,
+    });
+
+    /** A fresh group holding `n` new jobs from one poll, and its scope for raw requests. */
+    async function heldJobs(name: string, n: number) {
+      const g = await freshGroup(name);
+      const offsets = await publishJobs(n, name);
+      const held = await g.poll({ max: n, waitMs: 5_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      return { g, offsets, group: rawGroup(name) };
+    }
+
+    /** A raw session that offers every low feature, the extended word and `hi`. */
+    async function extendedRaw(hi: number) {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const raw = await rawAuthed(conn, (0x0fff_ffff | FEATURE_EXTENDED) >>> 0, hi);
+      return { conn, ...raw };
+    }
+
     it('an_offset_in_flight_is_not_handed_out_again', async () => {
       const g = await freshGroup('inflight');
       const offsets = await publishJobs(2, 'inflight');
@@ -473,17 +488,7 @@ for (const transport of ['tls', 'quic'] as const) {
     });
 
     it('an_ack_batch_is_refused_unless_negotiated_and_plain_acks_still_serve', async () => {
-      const g = await freshGroup('ack-batch-raw');
-      const offsets = await publishJobs(2, 'ack-batch-raw');
-      const held = await g.poll({ max: 2, waitMs: 5_000 });
-      expect(held.map((m) => m.offset)).toEqual(offsets);
-      const group = {
-        tenant_id: 't1',
-        namespace: 'default',
-        stream: 'jobs',
-        shard: 0,
-        group: 'ack-batch-raw',
-      };
+      const { g, offsets, group } = await heldJobs('ack-batch-raw', 2);
       const plain = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
       const a = await rawAuthed(plain, 0x0fff_ffff);
       await a.stream.write(
@@ -495,12 +500,7 @@ for (const transport of ['tls', 'quic'] as const) {
       );
       expect(await a.next()).toMatchObject({ type: 'cache_ok', request_id: 2 });
       await plain.close();
-      const ext = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
-      const b = await rawAuthed(
-        ext,
-        (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
-        FEATURE_HI_GROUP_ACK_BATCH,
-      );
+      const b = await extendedRaw(FEATURE_HI_GROUP_ACK_BATCH);
       // One offset past the tail refuses the whole batch: the valid one is not settled either.
       await b.stream.write(
         encodeMessage({
@@ -517,7 +517,7 @@ for (const transport of ['tls', 'quic'] as const) {
       );
       expect(await b.next()).toEqual({ type: 'group_acked', stale: [], request_id: 4 });
       expect((await g.describe()).committed).toBe(offsets[1]! + 1);
-      await ext.close();
+      await b.conn.close();
     });
 
     /** Requests of `type` the broker has counted. */
@@ -594,34 +594,14 @@ for (const transport of ['tls', 'quic'] as const) {
     });
 
     it('a_nack_batch_is_refused_unless_negotiated_and_a_bad_one_changes_nothing', async () => {
-      const g = await freshGroup('nack-batch-raw');
-      const offsets = await publishJobs(2, 'nack-batch-raw');
-      const held = await g.poll({ max: 2, waitMs: 5_000 });
-      expect(held.map((m) => m.offset)).toEqual(offsets);
-      const group = {
-        tenant_id: 't1',
-        namespace: 'default',
-        stream: 'jobs',
-        shard: 0,
-        group: 'nack-batch-raw',
-      };
+      const { g, offsets, group } = await heldJobs('nack-batch-raw', 2);
       const nackBatch = (request_id: number, offsets: number[], more = {}) =>
         encodeMessage({ type: 'group_nack_batch', ...group, offsets, request_id, ...more });
-      const plain = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
-      const a = await rawAuthed(
-        plain,
-        (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
-        FEATURE_HI_GROUP_ACK_BATCH,
-      );
+      const a = await extendedRaw(FEATURE_HI_GROUP_ACK_BATCH);
       await a.stream.write(nackBatch(1, [offsets[0]!]));
       expect(await a.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
-      await plain.close();
-      const ext = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
-      const b = await rawAuthed(
-        ext,
-        (0x0fff_ffff | FEATURE_EXTENDED) >>> 0,
-        FEATURE_HI_GROUP_NACK_BATCH,
-      );
+      await a.conn.close();
+      const b = await extendedRaw(FEATURE_HI_GROUP_NACK_BATCH);
       // An empty list, one past the bound, an offset past the tail and an attempts list of
       // another length each refuse the whole batch: the valid offsets are not handed back.
       const bad = [
@@ -655,7 +635,7 @@ for (const transport of ['tls', 'quic'] as const) {
         superseded: [offsets[0]],
         request_id: 8,
       });
-      await ext.close();
+      await b.conn.close();
       await again[0]!.ack();
     });
 
@@ -686,13 +666,7 @@ for (const transport of ['tls', 'quic'] as const) {
     it('a_poll_is_answered_in_binary_only_when_the_client_offered_it', async () => {
       await freshGroup('binary-records');
       const offsets = await publishJobs(3, 'binary-records');
-      const group = {
-        tenant_id: 't1',
-        namespace: 'default',
-        stream: 'jobs',
-        shard: 0,
-        group: 'binary-records',
-      };
+      const group = rawGroup('binary-records');
       const poll = (request_id: number) =>
         encodeMessage({
           type: 'group_poll',

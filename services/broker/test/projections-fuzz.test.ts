@@ -5,7 +5,6 @@
 // each goes to a real broker on a fresh stream, must be answered with exactly one frame of an
 // expected type (or end the stream), and afterwards known values still read back correctly.
 import { connect } from '@felix/client';
-import { tempDir } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import {
   FEATURE_EXTENDED,
@@ -16,8 +15,8 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
+import { describe, expect, it } from 'vitest';
+import { durableBrokerForSuite } from './broker-process.js';
 
 const YAML = `
 streams:
@@ -227,28 +226,18 @@ const request: fc.Arbitrary<Message> = fc.oneof(
 );
 
 describe('projection requests under fuzzing', () => {
-  let broker: BrokerProcess;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    const dir = await tempDir();
-    cleanup = dir.cleanup;
-    broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
-  });
-  afterAll(async () => {
-    await broker?.stop();
-    await cleanup?.();
-  });
+  const suite = durableBrokerForSuite(YAML);
 
   it('hostile_projection_requests_get_answers_and_never_crash_the_broker', async () => {
     const felix = await connect({
-      servers: [broker.url('tls')],
+      servers: [suite.broker.url('tls')],
       tenant: 't1',
-      tls: { fingerprint: broker.fingerprint },
+      tls: { fingerprint: suite.broker.fingerprint },
     });
     await felix.cache('users').put('anchor', 'kept');
     await felix.counter('users').add('anchor', 7n);
     for (let i = 0; i < 5; i++) await felix.publish('jobs', `j${i}`);
-    const conn = await dial(broker.url('tls'), { fingerprint: broker.fingerprint });
+    const conn = await dial(suite.broker.url('tls'), { fingerprint: suite.broker.fingerprint });
     const auth = encodeMessage({
       type: 'auth',
       tenant_id: 't1',
@@ -280,7 +269,7 @@ describe('projection requests under fuzzing', () => {
     expect(new TextDecoder().decode(await felix.cache('users').get('anchor'))).toBe('kept');
     expect(await felix.counter('users').get('anchor')).toBe(7n);
     expect((await felix.publish('jobs', 'after')).offset).toBeGreaterThanOrEqual(5);
-    expect((await fetch(`http://127.0.0.1:${broker.httpPort}/live`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${suite.broker.httpPort}/live`)).status).toBe(200);
     await felix.close();
   });
 });

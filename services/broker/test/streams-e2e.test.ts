@@ -13,7 +13,7 @@ import {
   UnknownStreamError,
   connect,
 } from '@felix/client';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { take, tempDir, waitFor } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage, shardForKey } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,16 +58,6 @@ function client(
 }
 
 /** Pulls `n` events from a subscription's iterator. */
-async function take(it: AsyncIterator<StreamEvent>, n: number): Promise<StreamEvent[]> {
-  const out: StreamEvent[] = [];
-  while (out.length < n) {
-    const r = await it.next();
-    if (r.done) break;
-    out.push(r.value);
-  }
-  return out;
-}
-
 async function metric(broker: BrokerProcess, pattern: RegExp): Promise<number> {
   const body = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
   const m = pattern.exec(body);

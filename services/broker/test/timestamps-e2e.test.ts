@@ -4,7 +4,7 @@
 // side of a moment the test waits past (the broker stamps with the same machine clock), so each
 // batch's time is known to fall before or after it.
 import { type FelixClient, NotFoundError, type StreamEvent, connect } from '@felix/client';
-import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
+import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import {
   FEATURE_CONSUMER_GROUP,
@@ -14,8 +14,8 @@ import {
   FLAG_BINARY_GROUP_RECORDS,
   encodeMessage,
 } from '@felix/wire';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
+import { describe, expect, it } from 'vitest';
+import { type BrokerProcess, durableBrokerForSuite, startBroker } from './broker-process.js';
 import { rawAuthed } from './raw-session.js';
 
 const YAML = `
@@ -46,31 +46,11 @@ async function moment(): Promise<number> {
   return (ms + 1) * 1000;
 }
 
-async function take(it: AsyncIterator<StreamEvent>, n: number): Promise<StreamEvent[]> {
-  const out: StreamEvent[] = [];
-  while (out.length < n) {
-    const r = await it.next();
-    if (r.done) break;
-    out.push(r.value);
-  }
-  return out;
-}
-
 describe('record timestamps', () => {
-  let broker: BrokerProcess;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    const dir = await tempDir();
-    cleanup = dir.cleanup;
-    broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
-  });
-  afterAll(async () => {
-    await broker?.stop();
-    await cleanup?.();
-  });
+  const suite = durableBrokerForSuite(YAML);
 
   it('an_offset_for_a_time_is_the_first_record_appended_at_or_after_it', async () => {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     const before = await moment();
     const a = await felix.publishBatch('log', ['a0', 'a1', 'a2']);
     const ab = await moment();
@@ -92,7 +72,7 @@ describe('record timestamps', () => {
   });
 
   it('an_offset_for_a_time_past_the_tail_is_absent', async () => {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     await felix.publish('log', 'x');
     await felix.publish('mem', 'x');
     const after = await moment();
@@ -106,7 +86,7 @@ describe('record timestamps', () => {
   });
 
   it('a_subscription_can_start_from_a_time', async () => {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     await felix.publishBatch('log', ['old0', 'old1']);
     const at = await moment();
     const sent = await felix.publishBatch('log', ['new0', 'new1', 'new2']);
@@ -131,7 +111,7 @@ describe('record timestamps', () => {
   });
 
   it('a_subscription_from_a_time_nothing_matches_yet_starts_at_the_tail', async () => {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     await felix.publish('later', 'before');
     const at = await moment();
     const it = felix.subscribe('later', { from: { time: at } })[Symbol.asyncIterator]();
@@ -146,7 +126,7 @@ describe('record timestamps', () => {
   });
 
   it('a_group_record_carries_its_append_time_when_negotiated', async () => {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     const first = await felix.publishBatch('grouped', ['g0', 'g1']);
     const between = await moment();
     const second = await felix.publish('grouped', 'g2');
@@ -178,10 +158,10 @@ describe('record timestamps', () => {
   });
 
   it('a_poll_that_carries_record_times_is_answered_as_json_even_when_binary_was_offered', async () => {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     const sent = await felix.publish('grouped', 'raw');
     await felix.close();
-    const conn = await dial(broker.url('tls'), { fingerprint: broker.fingerprint });
+    const conn = await dial(suite.broker.url('tls'), { fingerprint: suite.broker.fingerprint });
     const poll = (group: string) =>
       encodeMessage({
         type: 'group_poll',
@@ -224,7 +204,7 @@ describe('record timestamps', () => {
 
   /** The append time of one record of 'grouped', as a timestamped subscription shows it. */
   async function recordTime(offset: number): Promise<number> {
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     const sub = felix
       .subscribe('grouped', { from: offset, shard: 0, timestamps: true })
       [Symbol.asyncIterator]();
@@ -237,7 +217,7 @@ describe('record timestamps', () => {
   it('leaving_a_merged_subscription_ends_every_shard_reader', async () => {
     // Before the fix a merged subscription's readers were closed, not stopped, on `return()`:
     // each resubscribed, and `return()` waited for ever on readers that would never end.
-    const felix = await client(broker);
+    const felix = await client(suite.broker);
     await felix.publish('keyed', 'x', { key: 'a' });
     await felix.publish('keyed', 'y', { key: 'b' });
     const it = felix.subscribe('keyed', { from: 'earliest' })[Symbol.asyncIterator]();

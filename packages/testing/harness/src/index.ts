@@ -10,3 +10,4 @@ export {
 } from './limits.js';
 export { freePort } from './net.js';
 export { waitFor, withDeadline } from './wait.js';
+export { take } from './iterators.js';
