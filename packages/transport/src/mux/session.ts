@@ -70,8 +70,8 @@ export interface MuxSessionOptions {
   remote: string;
   timeouts: ResolvedTimeouts;
   settings: Settings;
-  /** Where the socket's reads come from; absent: its 'data' events. */
-  feed?: { attach(sink: (chunk: Uint8Array) => void): void };
+  /** Where the socket's reads come from (the socket itself is only written to). */
+  feed: { attach(sink: (chunk: Uint8Array) => void): void };
 }
 
 const KINDS = { bidi: 0, uni: 1 } as const;
@@ -147,13 +147,6 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     this.ready.catch(() => {}); // observed by dial/accept; never an unhandled rejection
     this.socketClosed = new Promise((r) => socket.once('close', () => r()));
 
-    if (opts.feed === undefined) {
-      socket.on('data', (chunk: Buffer) =>
-        // A plain Uint8Array view of the socket's Buffer: every slice taken downstream (DATA
-        // pieces, frames, records) is then a typed-array builtin, not Buffer's JS subarray.
-        this.onSocketData(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)),
-      );
-    }
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err: Error) => this.onSocketGone(err));
     socket.on('end', () => this.onSocketGone(null));
@@ -163,12 +156,10 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     this.appendRaw(MUX_PREFACE);
     this.appendFrame(FRAME_SETTINGS, 0, encodeSettings(opts.settings));
     this.flush();
-    if (opts.feed !== undefined) {
-      try {
-        opts.feed.attach((chunk) => this.onSocketData(chunk));
-      } catch (err) {
-        this.protocolFailure(err);
-      }
+    try {
+      opts.feed.attach((chunk) => this.onSocketData(chunk));
+    } catch (err) {
+      this.protocolFailure(err);
     }
     this.armIdle();
     if (opts.timeouts.keepAliveIntervalMs > 0) {

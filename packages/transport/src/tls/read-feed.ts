@@ -44,7 +44,6 @@ export class ReadFeed {
   private sink: ((chunk: Uint8Array) => void) | null = null;
   private early: Uint8Array[] = [];
   private earlyBytes = 0;
-  private overflowed = false;
   private region = newRegion();
   private handedOff = false;
 
@@ -82,17 +81,14 @@ export class ReadFeed {
       return;
     }
     this.earlyBytes += chunk.length;
-    if (this.earlyBytes > TLS_EARLY_READ_BYTES_MAX) {
-      this.overflowed = true;
-      this.early = [];
-      return;
-    }
-    if (!this.overflowed) this.early.push(chunk);
+    // Past the bound nothing more is held: `attach` then refuses the connection.
+    if (this.earlyBytes > TLS_EARLY_READ_BYTES_MAX) this.early = [];
+    else this.early.push(chunk);
   }
 
   /** Delivers what was held, then every later read, to `sink`. Throws if too much was held. */
   attach(sink: (chunk: Uint8Array) => void): void {
-    if (this.overflowed) {
+    if (this.earlyBytes > TLS_EARLY_READ_BYTES_MAX) {
       throw new ProtocolError(
         `peer sent more than ${TLS_EARLY_READ_BYTES_MAX} bytes before the multiplexer started`,
       );
@@ -131,6 +127,7 @@ export function feedAcceptedSocket(socket: TLSSocket, feed: ReadFeed): boolean {
     ._handle;
   const target = socket as unknown as Record<symbol, unknown>;
   if (s === null || s === undefined || typeof handle?.useUserBuffer !== 'function') {
+    // A plain Uint8Array view: slices taken downstream are then typed-array builtins.
     socket.on('data', (chunk: Buffer) =>
       feed.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)),
     );

@@ -143,9 +143,21 @@ interface PollParty {
   reportsTimes: boolean;
 }
 
-/** A record's append time as `group_records` carries it, for a client that reads it. */
-function timeField(party: PollParty, timestampMicros: number): { timestamp_micros?: number } {
-  return party.reportsTimes ? { timestamp_micros: timestampMicros } : {};
+/**
+ * One record of a poll's answer, with its append time only for a client that reads it (set
+ * after the fact: no object spread per record on the poll path).
+ */
+function groupRecord(
+  party: PollParty,
+  offset: number,
+  payload: Uint8Array,
+  attempts: number,
+  skipped: number,
+  timestampMicros: number,
+): GroupRecord {
+  const r: GroupRecord = { offset, payload, attempts, skipped_before: skipped };
+  if (party.reportsTimes) r.timestamp_micros = timestampMicros;
+  return r;
 }
 
 const bad = (message: string, reason: string) =>
@@ -473,13 +485,7 @@ export class GroupService {
       if (!fits(rec.payload.byteLength)) break;
       st.claim(offset, attempts + 1, Date.now() + visibility, member);
       bytes += rec.payload.byteLength;
-      out.push({
-        offset,
-        payload: rec.payload,
-        attempts: attempts + 1,
-        skipped_before: 0,
-        ...timeField(party, rec.timestampMicros),
-      });
+      out.push(groupRecord(party, offset, rec.payload, attempts + 1, 0, rec.timestampMicros));
     }
     const tail = scope.shard.appliedNext;
     while (out.length < want && st.next < tail) {
@@ -508,13 +514,8 @@ export class GroupService {
         bytes += payload.byteLength;
         // The first new record after a retention skip says how many records it skipped.
         const skipped = st.skippedPending > 0 ? st.takeSkipped() : 0;
-        out.push({
-          offset,
-          payload,
-          attempts: 1,
-          skipped_before: party.reportsSkips ? skipped : 0,
-          ...timeField(party, timestampMicros),
-        });
+        const skips = party.reportsSkips ? skipped : 0;
+        out.push(groupRecord(party, offset, payload, 1, skips, timestampMicros));
         return true;
       };
       // The shard's ring holds the newest records in memory: a group near the tail takes them
@@ -603,13 +604,8 @@ export class GroupService {
       }
       st.claim(offset, claim.attempts + 1, Date.now() + visibility, member);
       took(rec.payload.byteLength);
-      out.push({
-        offset,
-        payload: rec.payload,
-        attempts: claim.attempts + 1,
-        skipped_before: 0,
-        ...timeField(party, rec.timestampMicros),
-      });
+      const attempts = claim.attempts + 1;
+      out.push(groupRecord(party, offset, rec.payload, attempts, 0, rec.timestampMicros));
     }
   }
 
@@ -723,9 +719,8 @@ export class GroupService {
    * `attempts[i]` when given, and the request's one `delay_ms`) would be, answered once.
    * Offsets whose claim no longer stands are named in `stale` instead of failing the batch, and
    * those whose `attempts` named another delivery also in `superseded` (a single nack's fatal
-   * case); an
-   * empty or oversized list, an attempts list of another length or an offset past the tail
-   * refuses the whole request before anything is handed back.
+   * case); an empty or oversized list, an attempts list of another length or an offset past the
+   * tail refuses the whole request before anything is handed back.
    */
   private async nackBatch(
     auth: Negotiated,
