@@ -1,6 +1,13 @@
 // Goal: the shared checksums match their published check values, and assert stays on.
 import { describe, expect, it } from 'vitest';
-import { AssertionError, assert, crc32, fnv1a64 } from '../src/index.js';
+import {
+  AssertionError,
+  POOLED_COPY_BYTES_MAX,
+  assert,
+  crc32,
+  fnv1a64,
+  ownBytes,
+} from '../src/index.js';
 
 const enc = new TextEncoder();
 
@@ -24,5 +31,20 @@ describe('common', () => {
   it('assert_throws_an_assertion_error_when_false', () => {
     expect(() => assert(false, 'boom')).toThrow(AssertionError);
     expect(() => assert(true)).not.toThrow();
+  });
+
+  it('owned_bytes_are_exactly_their_size_and_later_ones_never_overlap_them', () => {
+    const kept = Array.from({ length: 64 }, (_, i) => {
+      const b = ownBytes(100 + i);
+      expect(Buffer.isBuffer(b)).toBe(false);
+      expect(b.length).toBe(100 + i);
+      b.fill(i);
+      return b;
+    });
+    // Sixty-four allocations span several pool slabs; none may have written over another.
+    kept.forEach((b, i) => expect(b.every((x) => x === i)).toBe(true));
+    const big = ownBytes(POOLED_COPY_BYTES_MAX + 1);
+    expect(big.byteOffset).toBe(0);
+    expect(big.buffer.byteLength).toBe(POOLED_COPY_BYTES_MAX + 1);
   });
 });

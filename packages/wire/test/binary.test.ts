@@ -253,6 +253,26 @@ describe('binary event batch', () => {
     expect(got[2]!.buffer).toBe(pieces[1]!.buffer);
   });
 
+  it('a_straddling_event_copy_is_exactly_its_bytes_and_later_decodes_leave_it_alone', () => {
+    const payloads = Array.from({ length: 40 }, (_, i) => new Uint8Array(300).fill(i));
+    const { flags, payload } = decodeFrame(encodeEventBatch({ baseOffset: 1, payloads }));
+    // Cut every 1,000 bytes: about one event in three straddles two pieces and is copied.
+    const cut = (p: Uint8Array) => {
+      const out: Uint8Array[] = [];
+      for (let at = 0; at < p.length; at += 1000) out.push(p.slice(at, at + 1000));
+      return out;
+    };
+    const first = decodeEventBatchPieces(flags, cut(payload), payload.length).payloads;
+    const other = encodeEventBatch({
+      baseOffset: 1,
+      payloads: payloads.map(() => new Uint8Array(300).fill(0xee)),
+    });
+    const o = decodeFrame(other);
+    decodeEventBatchPieces(o.flags, cut(o.payload), o.payload.length);
+    expect(first.every((p) => p.constructor === Uint8Array && p.length === 300)).toBe(true);
+    first.forEach((p, i) => expect(p.every((x) => x === i)).toBe(true));
+  });
+
   it('a_legacy_batch_starts_with_its_subscription_id', () => {
     const batch = { subscriptionId: 5, baseOffset: 1, payloads: [utf8('x')] };
     const { flags, payload } = decodeFrame(encodeEventBatch(batch));

@@ -10,6 +10,7 @@
  * is exactly this request's id; anything else (another field, another order, an error) goes
  * to the general decoder, which keeps its strictness (`an_unusual_cache_value_falls_back_to_the_codec`).
  */
+import { ownBytes } from '@felix/common';
 import {
   FRAME_HEADER_BYTES,
   type Message,
@@ -145,24 +146,14 @@ for (const [i, c] of [
 }
 const PAD = 0x3d;
 
-/**
- * Room for a decoded value: from Buffer's pool below its 4 KiB bound, as a plain Uint8Array
- * view. A fresh ArrayBuffer cost 330-800 ns per small value here (docs/perf.md, session 7),
- * more than decoding it; a value kept by the caller pins its 8 KiB pool slab, as any small
- * Node Buffer does.
- */
-function valueBytes(n: number): Uint8Array {
-  const b = Buffer.allocUnsafe(n);
-  return new Uint8Array(b.buffer, b.byteOffset, n);
-}
-
 /** Canonical padded base64 in p[from, to) (what the codec accepts), else undefined. */
 function base64Bytes(p: Uint8Array, from: number, to: number): Uint8Array | undefined {
   const n = to - from;
   if (n % 4 !== 0) return undefined;
   let pad = 0;
   if (n > 0 && p[to - 1] === PAD) pad = p[to - 2] === PAD ? 2 : 1;
-  const out = valueBytes((n / 4) * 3 - pad);
+  // Room from Buffer's pool (ownBytes): a fresh ArrayBuffer cost more than the decode.
+  const out = ownBytes((n / 4) * 3 - pad);
   let o = 0;
   const full = n - (pad > 0 ? 4 : 0);
   for (let i = from; i < from + full; i += 4) {

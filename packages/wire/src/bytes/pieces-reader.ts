@@ -4,6 +4,7 @@
  * whenever the bytes lie inside one chunk. Only a field that straddles two chunks is copied, so
  * a frame never has to be assembled into one buffer to be decoded.
  */
+import { ownBytes } from '@felix/common';
 import { OffsetOutOfRangeError, TrailingBytesError, TruncatedError } from '../errors.js';
 import { OFFSET_MAX } from '../limits.js';
 import { checkCount, decodeUtf8 } from './reader.js';
@@ -66,7 +67,7 @@ export class PiecesReader {
       this.at += count;
       return out;
     }
-    const out = new Uint8Array(count);
+    const out = ownBytes(count); // pooled: a fresh ArrayBuffer per straddle doubled the decode
     let filled = 0;
     while (filled < count) {
       const cur = this.pieces[this.piece]!;
