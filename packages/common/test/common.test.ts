@@ -42,7 +42,7 @@ describe('common', () => {
       return b;
     });
     // Sixty-four allocations span several pool slabs; none may have written over another.
-    kept.forEach((b, i) => expect(b.every((x) => x === i)).toBe(true));
+    for (const [i, b] of kept.entries()) expect(b.every((x) => x === i)).toBe(true);
     const big = ownBytes(POOLED_COPY_BYTES_MAX + 1);
     expect(big.byteOffset).toBe(0);
     expect(big.buffer.byteLength).toBe(POOLED_COPY_BYTES_MAX + 1);

@@ -270,7 +270,7 @@ describe('binary event batch', () => {
     const o = decodeFrame(other);
     decodeEventBatchPieces(o.flags, cut(o.payload), o.payload.length);
     expect(first.every((p) => p.constructor === Uint8Array && p.length === 300)).toBe(true);
-    first.forEach((p, i) => expect(p.every((x) => x === i)).toBe(true));
+    for (const [i, p] of first.entries()) expect(p.every((x) => x === i)).toBe(true);
   });
 
   it('a_legacy_batch_starts_with_its_subscription_id', () => {
