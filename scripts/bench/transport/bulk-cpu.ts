@@ -5,7 +5,7 @@
  * Felix-over-TLS against NATS-over-TCP comparison: a 1 KiB pub/sub message crosses two hops and
  * so pays it twice on each side (docs/perf.md, session 8).
  *
- *   node --import tsx scripts/bench/transport/bulk-cpu.ts [--mib 512] [--rounds 3]
+ *   node --import tsx scripts/bench/transport/bulk-cpu.ts [--mib 512] [--rounds 3] [--only tcp,tls,mux]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,6 +26,8 @@ const ROUNDS = Number(argValue('--rounds', '3'));
 /** Bytes per write: a 512-record publish batch of 1 KiB records. */
 const BATCH_BYTES = 512 * 1024;
 const TOTAL_BYTES = MIB * 1024 * 1024;
+/** Which transports run (a profile of one alone is easier to read). */
+const ONLY = new Set(argValue('--only', 'tcp,tls,mux').split(','));
 
 interface Ports {
   tcp: number;
@@ -172,18 +174,21 @@ if (process.argv.includes('--serve')) {
       ciphers: TLS13_CIPHER_SUITES,
     });
     await new Promise((r) => tlsSocket.once('secureConnect', r));
-    const senders: Array<[string, Sender]> = [
-      ['plain TCP        ', socketSender(tcpSocket)],
-      ['raw node:tls     ', socketSender(tlsSocket)],
-      ['TLS multiplexer  ', await muxSender(ports.mux, ports.fingerprint)],
+    const all: Array<[string, string, () => Sender | Promise<Sender>]> = [
+      ['tcp', 'plain TCP        ', () => socketSender(tcpSocket)],
+      ['tls', 'raw node:tls     ', () => socketSender(tlsSocket)],
+      ['mux', 'TLS multiplexer  ', () => muxSender(ports.mux, ports.fingerprint)],
     ];
+    const senders: Array<[string, Sender]> = [];
+    for (const [key, name, make] of all) if (ONLY.has(key)) senders.push([name, await make()]);
     console.log(
       `${MIB} MiB one way per run in ${BATCH_BYTES / 1024} KiB writes; receiver pid ${child.pid}`,
     );
     for (const [, s] of senders) await s.transfer(); // warm-up, untimed
     for (let r = 1; r <= ROUNDS; r++) {
       // Rotate the order so drift on the shared machine falls on all alike.
-      const order = [...senders.slice(r % 3), ...senders.slice(0, r % 3)];
+      const k = r % senders.length;
+      const order = [...senders.slice(k), ...senders.slice(0, k)];
       for (const [name, s] of order) console.log(`round ${r}: ${name} ${await run(s, child.pid!)}`);
     }
     for (const [, s] of senders) await s.close();
