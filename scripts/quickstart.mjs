@@ -6,7 +6,7 @@
 // that first). Set FELIX_QUICKSTART_TRANSPORT=tls to use TLS over TCP instead of QUIC.
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative, resolve } from 'node:path';
 
@@ -16,6 +16,10 @@ const cpDir = join(felixDir, 'controlplane');
 const dataDir = join(felixDir, 'data');
 const cpMain = join(root, 'services', 'control-plane', 'dist', 'main.js');
 const brokerMain = join(root, 'services', 'broker', 'dist', 'main.js');
+/** The node flags every broker launcher passes (services/broker/node-flags.json says why). */
+const brokerNodeFlags = JSON.parse(
+  readFileSync(join(root, 'services', 'broker', 'node-flags.json'), 'utf8'),
+).flags;
 const demoMain = join(root, 'demos', 'simple-pubsub', 'main.mjs');
 const transport = process.env.FELIX_QUICKSTART_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const NODE_ID = 'quickstart-broker';
@@ -59,8 +63,8 @@ async function pickPort(preferred) {
 }
 
 const children = [];
-function start(name, main, env) {
-  const child = spawn(process.execPath, [main], {
+function start(name, main, env, nodeFlags = []) {
+  const child = spawn(process.execPath, [...nodeFlags, main], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -149,14 +153,19 @@ await waitForLine(cp, '"event":"listening"').catch((err) => fail(err.message));
 console.log(
   `quickstart: starting felix-broker ${NODE_ID} on ${transport}://127.0.0.1:${port} (data in ${rel(dataDir)})`,
 );
-const broker = start('the broker', brokerMain, {
-  FELIX_CONTROLPLANE_URL: cpUrl,
-  FELIX_NODE_ID: NODE_ID,
-  FELIX_DURABLE_STORAGE_DIR: dataDir,
-  FELIX_BROKER_PORT: String(port),
-  FELIX_BROKER_HTTP_PORT: String(httpPort),
-  FELIX_BROKER_CONFIG: '',
-});
+const broker = start(
+  'the broker',
+  brokerMain,
+  {
+    FELIX_CONTROLPLANE_URL: cpUrl,
+    FELIX_NODE_ID: NODE_ID,
+    FELIX_DURABLE_STORAGE_DIR: dataDir,
+    FELIX_BROKER_PORT: String(port),
+    FELIX_BROKER_HTTP_PORT: String(httpPort),
+    FELIX_BROKER_CONFIG: '',
+  },
+  brokerNodeFlags,
+);
 const listening = await waitForLine(broker, '"msg":"listening"').catch((err) => fail(err.message));
 await until('the broker to be ready', async () => {
   const r = await fetch(`http://127.0.0.1:${httpPort}/ready`);
@@ -241,7 +250,7 @@ console.log(`
 What next (state stays in ./.felix; delete it to start over):
   - Keep a control plane and a broker running, each in its own terminal:
       FELIX_CONTROLPLANE_DATA_DIR=.felix/controlplane node services/control-plane/dist/main.js
-      FELIX_CONTROLPLANE_URL=http://127.0.0.1:8443 FELIX_NODE_ID=${NODE_ID} FELIX_DURABLE_STORAGE_DIR=.felix/data node services/broker/dist/main.js
+      FELIX_CONTROLPLANE_URL=http://127.0.0.1:8443 FELIX_NODE_ID=${NODE_ID} FELIX_DURABLE_STORAGE_DIR=.felix/data node ${brokerNodeFlags.join(' ')} services/broker/dist/main.js
     (the broker's "listening" log line prints cert_fingerprint; metrics at http://127.0.0.1:8080/metrics)
   - Create a stream with felixctl, then use it:
       node services/control-plane/dist/felixctl.js --url http://127.0.0.1:8443 streams create ${TENANT} ${NAMESPACE} clicks --shards 2

@@ -3,10 +3,17 @@
 // FELIX_BROKER_MAIN overrides the path of the built broker (default services/broker/dist/main.js).
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 
+/** The node flags every broker launcher passes (services/broker/node-flags.json says why). */
+const BROKER_NODE_FLAGS = JSON.parse(
+  readFileSync(
+    resolve(import.meta.dirname, '..', '..', 'services', 'broker', 'node-flags.json'),
+    'utf8',
+  ),
+).flags;
 const BROKER_MAIN =
   process.env.FELIX_BROKER_MAIN ??
   resolve(import.meta.dirname, '..', '..', 'services', 'broker', 'dist', 'main.js');
@@ -36,7 +43,7 @@ export async function startBroker({ dir, yaml, port, httpPort, env = {} }) {
   mkdirSync(dir, { recursive: true });
   const configPath = join(dir, 'broker.yaml');
   writeFileSync(configPath, yaml);
-  const child = spawn(process.execPath, [BROKER_MAIN], {
+  const child = spawn(process.execPath, [...BROKER_NODE_FLAGS, BROKER_MAIN], {
     env: {
       ...process.env,
       FELIX_BROKER_CONFIG: configPath,

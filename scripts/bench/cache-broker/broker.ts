@@ -6,10 +6,24 @@
  */
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+
+/** The node flags every broker launcher passes (services/broker/node-flags.json says why). */
+export function brokerNodeFlags(): string[] {
+  const file = resolve(
+    import.meta.dirname,
+    '..',
+    '..',
+    '..',
+    'services',
+    'broker',
+    'node-flags.json',
+  );
+  return (JSON.parse(readFileSync(file, 'utf8')) as { flags: string[] }).flags;
+}
 
 const MAIN = resolve(
   import.meta.dirname,
@@ -63,7 +77,7 @@ export async function startBenchBroker(
   )
     .split(' ')
     .filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(process.execPath, [...brokerNodeFlags(), ...nodeArgs, MAIN], {
     env: {
       ...process.env,
       FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),

@@ -34,6 +34,7 @@ import { loadavg as osLoadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type FelixClient, connect as felixConnect } from '@felix/client';
 import { type NatsConnection, connect as natsConnect } from 'nats';
+import { brokerNodeFlags } from '../cache-broker/broker.js';
 import { procCpuSecs } from '../support.js';
 
 const HERE = import.meta.dirname;
@@ -114,7 +115,7 @@ async function startBroker(): Promise<Broker> {
       '',
     ].join('\n'),
   );
-  const proc = spawn(process.execPath, [...BROKER_ARGS, BROKER_MAIN], {
+  const proc = spawn(process.execPath, [...brokerNodeFlags(), ...BROKER_ARGS, BROKER_MAIN], {
     env: {
       ...process.env,
       FELIX_BROKER_CONFIG: config,

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --initial-old-space-size=256
 /**
  * `felix-broker`: loads the config (defaults, FELIX_* environment, FELIX_BROKER_CONFIG YAML),
  * `--print-config` prints it, otherwise starts the broker and drains on SIGTERM/SIGINT.
