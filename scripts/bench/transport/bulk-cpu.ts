@@ -7,7 +7,6 @@
  *
  *   node --import tsx scripts/bench/transport/bulk-cpu.ts [--mib 512] [--rounds 3] [--only tcp,tls,mux]
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, connect as netConnect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,7 +18,7 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '../../../packages/transport/src/index.js';
-import { argValue, procCpuSecs } from '../support.js';
+import { argValue, procCpuSecs, serveSelf } from '../support.js';
 
 const MIB = Number(argValue('--mib', '512'));
 const ROUNDS = Number(argValue('--rounds', '3'));
@@ -151,20 +150,11 @@ if (process.argv.includes('--serve')) {
   await serve(argValue('--data', '.'));
 } else {
   const dir = mkdtempSync(join(tmpdir(), 'felix-bench-bulk-'));
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, process.argv[1]!, '--serve', '--data', dir, '--mib', String(MIB)],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+  const { child, info: ports } = await serveSelf<Ports>(
+    ['--data', dir, '--mib', String(MIB)],
+    'receiver',
   );
   try {
-    const ports = await new Promise<Ports>((ok, fail) => {
-      let out = '';
-      child.stdout!.on('data', (c: Buffer) => {
-        out += c.toString();
-        if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]!));
-      });
-      child.once('exit', (code) => fail(new Error(`receiver exited with ${code}`)));
-    });
     const tcpSocket = netConnect({ port: ports.tcp, host: '127.0.0.1' });
     await new Promise((r) => tcpSocket.once('connect', r));
     const tlsSocket = tlsConnect({

@@ -7,7 +7,7 @@
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/transport/main.ts [--seconds 1] [--rounds 3]
 //      [--only quic,quic-stock,tls,raw-tls] [--pairs 5]
 // Imports the package source (not dist) so a stale build can never be measured.
-import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '../../../packages/transport/src/index.js';
-import { argValue } from '../support.js';
+import { argValue, serveSelf } from '../support.js';
 
 const arg = argValue;
 const SECONDS = Number(arg('--seconds', '1'));
@@ -357,29 +357,9 @@ function medianResult(list: Result[]): Result {
 const fmt = (n: number | null) => (n === null ? 'n/a' : Math.round(n).toLocaleString('en-US'));
 
 /** Starts a receiver child process and waits for its ports. */
-async function startReceiver(
-  dataDir: string,
-): Promise<{ child: ReturnType<typeof spawn>; target: Target }> {
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, process.argv[1]!, '--serve', '--data', dataDir],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  try {
-    const target = await new Promise<Target>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (c: Buffer) => {
-        out += c.toString();
-        const line = out.split('\n')[0];
-        if (out.includes('\n') && line) resolve(JSON.parse(line) as Target);
-      });
-      child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
-    });
-    return { child, target };
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
+async function startReceiver(dataDir: string): Promise<{ child: ChildProcess; target: Target }> {
+  const { child, info } = await serveSelf<Target>(['--data', dataDir], 'receiver');
+  return { child, target: info };
 }
 
 /**

@@ -9,7 +9,6 @@
  *
  * A cache get is one such round trip plus the codecs and the cache: see docs/perf.md (session 6).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +21,7 @@ import {
   loadOrCreateDevCertificate,
 } from '../../../packages/transport/src/index.js';
 import { rawTlsClient } from '../cache-broker/raw-tls.js';
-import { argValue, procCpuSecs } from '../support.js';
+import { argValue, procCpuSecs, serveSelf } from '../support.js';
 
 const arg = argValue;
 const PINGS = Number(arg('--pings', '20000'));
@@ -121,24 +120,12 @@ if (process.argv.includes('--serve')) {
   await serve(arg('--data', '.'));
 } else {
   const dir = mkdtempSync(join(tmpdir(), 'felix-bench-rtt-'));
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, process.argv[1]!, '--serve', '--data', dir],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const { child, info: target } = await serveSelf<{
+    mux: number;
+    raw: number;
+    fingerprint: string;
+  }>(['--data', dir], 'echo side');
   try {
-    const target = await new Promise<{ mux: number; raw: number; fingerprint: string }>(
-      (ok, fail) => {
-        let out = '';
-        child.stdout!.on('data', (c: Buffer) => {
-          out += c.toString();
-          if (out.includes('\n')) ok(JSON.parse(out.split('\n')[0]!));
-        });
-        child.once('exit', (code) => fail(new Error(`echo side exited with ${code}`)));
-      },
-    );
     const mux = await muxPinger(target.mux, target.fingerprint);
     const raw = await rawPinger(target.raw);
     console.log(`${PINGS} pings of ${SIZE} B per run, echo side pid ${child.pid}`);

@@ -16,10 +16,15 @@ import {
   TLS_READ_REGION_BYTES,
 } from '../limits.js';
 
-/** A region the socket decrypts into, as a plain Uint8Array (not zero-filled: it is written first). */
+/** A plain Uint8Array over a Buffer's bytes: slices taken downstream (DATA pieces, frames,
+ *  records) are then typed-array builtins, not Buffer's own subarray. */
+function plain(b: Buffer): Uint8Array {
+  return new Uint8Array(b.buffer, b.byteOffset, b.length);
+}
+
+/** A region the socket decrypts into (not zero-filled: it is written first). */
 function newRegion(): Uint8Array {
-  const b = Buffer.allocUnsafeSlow(TLS_READ_REGION_BYTES);
-  return new Uint8Array(b.buffer, b.byteOffset, TLS_READ_REGION_BYTES);
+  return plain(Buffer.allocUnsafeSlow(TLS_READ_REGION_BYTES));
 }
 
 /**
@@ -29,8 +34,7 @@ function newRegion(): Uint8Array {
 function copyOut(buf: Uint8Array, n: number): Uint8Array {
   const b = Buffer.allocUnsafeSlow(n);
   b.set(buf.subarray(0, n));
-  // A plain Uint8Array view: slices taken downstream are then typed-array builtins.
-  return new Uint8Array(b.buffer, b.byteOffset, n);
+  return plain(b);
 }
 
 /**
@@ -127,14 +131,11 @@ export function feedAcceptedSocket(socket: TLSSocket, feed: ReadFeed): boolean {
     ._handle;
   const target = socket as unknown as Record<symbol, unknown>;
   if (s === null || s === undefined || typeof handle?.useUserBuffer !== 'function') {
-    // A plain Uint8Array view: slices taken downstream are then typed-array builtins.
-    socket.on('data', (chunk: Buffer) =>
-      feed.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)),
-    );
+    socket.on('data', (chunk: Buffer) => feed.push(plain(chunk)));
     return false;
   }
   for (let c = socket.read() as Buffer | null; c !== null; c = socket.read() as Buffer | null) {
-    feed.push(new Uint8Array(c.buffer, c.byteOffset, c.length));
+    feed.push(plain(c));
   }
   const region = feed.nextRegion();
   target[s.buffer] = region;
