@@ -15,8 +15,13 @@
  * `ready()` when it answers false, one `flush()` at the end), the NATS one `publish()` with a
  * `flush()` every 10,000 messages: each client's own fire-and-forget idiom. FELIX_BENCH_BATCH
  * (default 512) is the Felix publisher's records per batch.
- * FELIX_BENCH_WARMUP=N (default 1) runs N untimed passes of the throughput cases for every system
- * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike).
+ * FELIX_BENCH_WARMUP=N (default 3) runs N untimed passes of the throughput cases for every system
+ * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike; on two busy
+ * cores one pass left Felix's rounds still speeding up, docs/perf.md session 9).
+ * The throughput clients of each system run in a process of their own (this script again, with
+ * FELIX_BENCH_CLIENT_ROLE=nats or felix, answering one run per stdin line), so neither client's
+ * garbage and heap sizing weigh on the other's rounds; FELIX_BENCH_CLIENTS=shared runs them all in
+ * this process, as before session 9.
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
  * throughput run prints the CPU per message of the bench process (publisher and subscribers) and
  * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput and durable runs.
@@ -32,6 +37,7 @@ import {
 } from 'node:fs';
 import { loadavg as osLoadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { type FelixClient, connect as felixConnect } from '@felix/client';
 import { type NatsConnection, connect as natsConnect } from 'nats';
 import { brokerNodeFlags } from '../cache-broker/broker.js';
@@ -47,7 +53,12 @@ const TIMEOUT_MS = 60_000;
 const MARKER_GRACE_MS = 2_000;
 const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 1));
 /** Untimed warm-up passes of the throughput cases before the timed rounds (FELIX_BENCH_WARMUP). */
-const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? 1));
+const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? 3));
+/** FELIX_BENCH_CLIENTS=shared: every client in this process (the default gives each system's
+ *  throughput clients a process of their own). */
+const SHARED_CLIENTS = process.env.FELIX_BENCH_CLIENTS === 'shared';
+/** Set in a client process: which system's throughput runs it serves. */
+const ROLE = process.env.FELIX_BENCH_CLIENT_ROLE as 'nats' | 'felix' | undefined;
 const ONLY = new Set(
   (process.env.FELIX_BENCH_ONLY ?? 'throughput,latency,durable').split(',').map((s) => s.trim()),
 );
@@ -95,7 +106,14 @@ const pct = (sorted: number[], p: number) =>
 
 // ---- the broker ----------------------------------------------------------------------------
 
-interface Broker {
+/** What a client process needs of the broker: where it listens and whose CPU to read. */
+interface BrokerRef {
+  pid: number;
+  port: number;
+  fingerprint: string;
+}
+
+interface Broker extends BrokerRef {
   proc: ChildProcess;
   port: number;
   httpPort: number;
@@ -146,6 +164,7 @@ async function startBroker(): Promise<Broker> {
   );
   return {
     proc,
+    pid: proc.pid!,
     port: line.tls_port,
     httpPort: line.http_port,
     fingerprint: line.cert_fingerprint,
@@ -184,7 +203,7 @@ function rssMiB(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
-function felix(b: Broker, transport: 'tls' | 'quic'): Promise<FelixClient> {
+function felix(b: BrokerRef, transport: 'tls' | 'quic'): Promise<FelixClient> {
   return felixConnect({
     servers: [`${transport}://127.0.0.1:${b.port}`],
     tenant: 't1',
@@ -195,7 +214,7 @@ function felix(b: Broker, transport: 'tls' | 'quic'): Promise<FelixClient> {
 // ---- pub→sub throughput --------------------------------------------------------------------
 
 async function felixThroughput(
-  b: Broker,
+  b: BrokerRef,
   transport: 'tls' | 'quic',
   size: number,
   fanout: number,
@@ -216,7 +235,7 @@ async function felixThroughput(
   });
   const payload = new Uint8Array(size).fill(97);
   const cpu0 = process.cpuUsage();
-  const brokerCpu0 = procCpuSecs(b.proc.pid!);
+  const brokerCpu0 = procCpuSecs(b.pid);
   const t0 = performance.now();
   const pub = pubClient.publisher('bench', {
     lingerMs: 1,
@@ -253,7 +272,7 @@ async function felixThroughput(
   });
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const brokerCpu = procCpuSecs(b.proc.pid!) - brokerCpu0;
+  const brokerCpu = procCpuSecs(b.pid) - brokerCpu0;
   console.log(
     `    CPU per message: client ${((cpu.user + cpu.system) / count).toFixed(2)} µs, broker ${((brokerCpu * 1e6) / count).toFixed(2)} µs (wall ${((secs * 1e6) / count).toFixed(2)} µs)`,
   );
@@ -417,9 +436,98 @@ async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<
   }
 }
 
+// ---- client processes ----------------------------------------------------------------------
+
+interface ThroughputJob {
+  transport: 'tls' | 'quic';
+  size: number;
+  fanout: number;
+  count: number;
+}
+
+/** This script again, serving one system's throughput runs: a job per stdin line, each answered
+ *  by a `@@`-prefixed JSON line; its other output (the CPU lines) is passed on as it comes. */
+class ClientProcess {
+  private readonly proc: ChildProcess;
+  private answer: ((line: string) => void) | null = null;
+  private readonly exited: Promise<number | null>;
+
+  constructor(role: 'nats' | 'felix', broker: BrokerRef) {
+    this.proc = spawn(process.execPath, [...process.execArgv, process.argv[1]!], {
+      env: {
+        ...process.env,
+        FELIX_BENCH_CLIENT_ROLE: role,
+        FELIX_BENCH_BROKER_REF: JSON.stringify({
+          pid: broker.pid,
+          port: broker.port,
+          fingerprint: broker.fingerprint,
+        }),
+      },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    this.exited = new Promise((r) => this.proc.once('exit', (code) => r(code)));
+    createInterface({ input: this.proc.stdout! }).on('line', (line) => {
+      if (line.startsWith('@@')) this.answer?.(line.slice(2));
+      else console.log(line);
+    });
+  }
+
+  async run(job: ThroughputJob): Promise<number> {
+    const line = await Promise.race([
+      new Promise<string>((r) => {
+        this.answer = r;
+        this.proc.stdin!.write(`${JSON.stringify(job)}\n`);
+      }),
+      this.exited.then((code) => {
+        throw new Error(`a client process exited with ${code}`);
+      }),
+    ]);
+    this.answer = null;
+    const a = JSON.parse(line) as { rate?: number; error?: string };
+    if (a.error !== undefined) throw new Error(a.error);
+    return a.rate!;
+  }
+
+  async close(): Promise<void> {
+    this.proc.stdin!.end();
+    await this.exited;
+  }
+}
+
+if (ROLE !== undefined) {
+  const ref = JSON.parse(process.env.FELIX_BENCH_BROKER_REF!) as BrokerRef;
+  for await (const line of createInterface({ input: process.stdin })) {
+    const job = JSON.parse(line) as ThroughputJob;
+    try {
+      const rate =
+        ROLE === 'nats'
+          ? await natsThroughput(job.size, job.fanout, job.count)
+          : await felixThroughput(ref, job.transport, job.size, job.fanout, job.count);
+      process.stdout.write(`@@${JSON.stringify({ rate })}\n`);
+    } catch (err) {
+      process.stdout.write(`@@${JSON.stringify({ error: String(err) })}\n`);
+    }
+  }
+  process.exit(0);
+}
+
 // ---- main ----------------------------------------------------------------------------------
 
 const broker = await startBroker();
+/** One process per system for the throughput runs (none when FELIX_BENCH_CLIENTS=shared). */
+const clients = new Map<'nats' | 'felix', ClientProcess>();
+if (!SHARED_CLIENTS && ONLY.has('throughput')) {
+  if (!NO_NATS) clients.set('nats', new ClientProcess('nats', broker));
+  clients.set('felix', new ClientProcess('felix', broker));
+}
+/** A throughput run of `system`: in its client process, or here when the clients are shared. */
+function throughput(system: 'nats' | 'felix', job: ThroughputJob): Promise<number> {
+  const c = clients.get(system);
+  if (c !== undefined) return c.run(job);
+  return system === 'nats'
+    ? natsThroughput(job.size, job.fanout, job.count)
+    : felixThroughput(broker, job.transport, job.size, job.fanout, job.count);
+}
 console.log(
   `broker pid ${broker.proc.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
 );
@@ -454,8 +562,9 @@ try {
           // As many messages as a timed round: a shorter pass left Felix's later rounds faster
           // than its first (the JIT and V8's young generation still growing), NATS's flat.
           const n = throughputCount(size, fanout);
-          if (!NO_NATS) await natsThroughput(size, fanout, n);
-          for (const t of TRANSPORTS) await felixThroughput(broker, t, size, fanout, n);
+          if (!NO_NATS) await throughput('nats', { transport: 'tls', size, fanout, count: n });
+          for (const t of TRANSPORTS)
+            await throughput('felix', { transport: t, size, fanout, count: n });
         }
       }
     }
@@ -482,7 +591,7 @@ try {
             sample({
               scenario,
               system: 'NATS core',
-              value: await natsThroughput(size, fanout, n),
+              value: await throughput('nats', { transport: 'tls', size, fanout, count: n }),
               unit: 'msgs/s',
             });
           }
@@ -490,7 +599,7 @@ try {
             sample({
               scenario,
               system: 'Felix TLS',
-              value: await felixThroughput(broker, 'tls', size, fanout, n),
+              value: await throughput('felix', { transport: 'tls', size, fanout, count: n }),
               unit: 'msgs/s',
             });
           }
@@ -498,7 +607,12 @@ try {
             sample({
               scenario,
               system: 'Felix QUIC',
-              value: await felixThroughput(broker, 'quic', size, fanout, Math.max(2_000, n / 10)),
+              value: await throughput('felix', {
+                transport: 'quic',
+                size,
+                fanout,
+                count: Math.max(2_000, n / 10),
+              }),
               unit: 'msgs/s',
               note: 'n/10',
             });
@@ -578,6 +692,7 @@ try {
     }
   }
 } finally {
+  await Promise.all([...clients.values()].map((c) => c.close()));
   const mem = rssMiB(broker.proc.pid!);
   console.log(`\nbroker RSS ${mem.rss.toFixed(0)} MiB (peak ${mem.peak.toFixed(0)} MiB)`);
   rows.push({ scenario: 'broker memory', system: 'Felix', value: mem.peak, unit: 'MiB peak RSS' });
