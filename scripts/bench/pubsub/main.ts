@@ -18,9 +18,9 @@
  * FELIX_BENCH_WARMUP=N (default 3) runs N untimed passes of the throughput cases for every system
  * first, so the rounds measure warm code (a cold JIT costs Felix and nats.js alike; on two busy
  * cores one pass left Felix's rounds still speeding up, docs/perf.md session 9).
- * The throughput clients of each system run in a process of their own (this script again, with
- * FELIX_BENCH_CLIENT_ROLE=nats or felix, answering one run per stdin line), so neither client's
- * garbage and heap sizing weigh on the other's rounds; FELIX_BENCH_CLIENTS=shared runs them all in
+ * The throughput clients of each system (NATS core, Felix TLS, Felix QUIC) run in a process of
+ * their own (this script again, with FELIX_BENCH_CLIENT_ROLE=nats, tls or quic, answering one run
+ * per stdin line), so no client's garbage and heap sizing weigh on another's rounds; FELIX_BENCH_CLIENTS=shared runs them all in
  * this process, as before session 9.
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
  * throughput run prints the CPU per message of the bench process (publisher and subscribers) and
@@ -57,8 +57,10 @@ const WARMUP = Math.max(0, Number(process.env.FELIX_BENCH_WARMUP ?? 3));
 /** FELIX_BENCH_CLIENTS=shared: every client in this process (the default gives each system's
  *  throughput clients a process of their own). */
 const SHARED_CLIENTS = process.env.FELIX_BENCH_CLIENTS === 'shared';
+/** A system whose throughput clients get a process of their own: NATS core, Felix over each transport. */
+type ClientSystem = 'nats' | 'tls' | 'quic';
 /** Set in a client process: which system's throughput runs it serves. */
-const ROLE = process.env.FELIX_BENCH_CLIENT_ROLE as 'nats' | 'felix' | undefined;
+const ROLE = process.env.FELIX_BENCH_CLIENT_ROLE as ClientSystem | undefined;
 const ONLY = new Set(
   (process.env.FELIX_BENCH_ONLY ?? 'throughput,latency,durable').split(',').map((s) => s.trim()),
 );
@@ -452,7 +454,7 @@ class ClientProcess {
   private answer: ((line: string) => void) | null = null;
   private readonly exited: Promise<number | null>;
 
-  constructor(role: 'nats' | 'felix', broker: BrokerRef) {
+  constructor(role: ClientSystem, broker: BrokerRef) {
     this.proc = spawn(process.execPath, [...process.execArgv, process.argv[1]!], {
       env: {
         ...process.env,
@@ -515,14 +517,14 @@ if (ROLE !== undefined) {
 
 const broker = await startBroker();
 /** One process per system for the throughput runs (none when FELIX_BENCH_CLIENTS=shared). */
-const clients = new Map<'nats' | 'felix', ClientProcess>();
+const clients = new Map<ClientSystem, ClientProcess>();
 if (!SHARED_CLIENTS && ONLY.has('throughput')) {
-  if (!NO_NATS) clients.set('nats', new ClientProcess('nats', broker));
-  clients.set('felix', new ClientProcess('felix', broker));
+  for (const system of [...(NO_NATS ? [] : ['nats' as const]), ...TRANSPORTS])
+    clients.set(system, new ClientProcess(system, broker));
 }
 /** A throughput run of `system`: in its client process, or here when the clients are shared. */
 function throughput(system: 'nats' | 'felix', job: ThroughputJob): Promise<number> {
-  const c = clients.get(system);
+  const c = clients.get(system === 'nats' ? 'nats' : job.transport);
   if (c !== undefined) return c.run(job);
   return system === 'nats'
     ? natsThroughput(job.size, job.fanout, job.count)
