@@ -57,7 +57,22 @@ async function metric(broker: BrokerProcess, pattern: RegExp): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
-/** Pulls `n` events from a watch iterator. */
+const WATCHES = /felix_broker_cache_watches (\d+)/;
+const WATCHES_OPENED = /felix_broker_cache_watches_opened_total (\d+)/;
+
+/**
+ * Opens a watch with `open` (which must start reading it) and waits until the broker has started
+ * it. The open gauge is no sign of that: a watch of an earlier test that is still counted (one
+ * over QUIC is released only when its connection closes) made a bare `>= 1` pass before this
+ * watch was registered, so its first writes went unseen and the test hung. The opened counter
+ * only grows.
+ */
+async function openWatch(broker: BrokerProcess, open: () => void): Promise<void> {
+  const before = await metric(broker, WATCHES_OPENED);
+  open();
+  await waitFor(async () => (await metric(broker, WATCHES_OPENED)) > before, 'the watch');
+}
+
 /** Runs `before` against a durable broker, restarts it on the same data and ports, runs `after`. */
 async function acrossRestart(
   extra: Partial<BrokerSpec>,
@@ -277,12 +292,11 @@ for (const transport of ['tls', 'quic'] as const) {
     it('a_cache_watch_does_not_see_counter_changes', async () => {
       const alerts = felix.cache('alerts');
       const watch = alerts.watch({ prefix: 'cw-' })[Symbol.asyncIterator]();
-      const first = watch.next();
       // The watch is registered once the broker counts it.
-      await waitFor(
-        async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
-        'a watch',
-      );
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = watch.next();
+      });
       await felix.counter('alerts').add('cw-1', 7n);
       await felix.counter('alerts').add('cw-2', 7n);
       await alerts.put('cw-marker', 'm');
@@ -298,11 +312,10 @@ for (const transport of ['tls', 'quic'] as const) {
       const alerts = felix.cache('alerts');
       const ac = new AbortController();
       const w1 = alerts.watch({ prefix: 'gap-' }, { signal: ac.signal })[Symbol.asyncIterator]();
-      const firstEv = w1.next();
-      await waitFor(
-        async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
-        'a watch',
-      );
+      let firstEv!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        firstEv = w1.next();
+      });
       for (let i = 0; i < 5; i++) await alerts.put(`gap-${i}`, `v${i}`);
       const part = [(await firstEv).value as CacheWatchEvent, ...(await take(w1, 2))];
       ac.abort();
@@ -323,6 +336,21 @@ for (const transport of ['tls', 'quic'] as const) {
       const offsets = [...part, ...rest].map((e) => (e as { offset: number }).offset);
       expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
       expect(new Set(offsets).size).toBe(offsets.length);
+    });
+
+    it('a_watch_the_client_closes_is_released_by_the_broker', async () => {
+      const alerts = felix.cache('alerts');
+      const open = await metric(shared, WATCHES);
+      const it = alerts.watch({ prefix: 'released-' })[Symbol.asyncIterator]();
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = it.next();
+      });
+      await alerts.put('released-a', 'x');
+      expect((await first).value).toMatchObject({ type: 'put', key: 'released-a' });
+      await it.return?.();
+      // Nothing written matches the prefix any more: the broker must see the close itself.
+      await waitFor(async () => (await metric(shared, WATCHES)) <= open, 'the watch released');
     });
 
     it('a_retained_watch_on_an_empty_key_reports_zero_retained', async () => {
@@ -364,11 +392,10 @@ for (const transport of ['tls', 'quic'] as const) {
     it('a_lagging_watch_is_ended_with_the_first_missed_offset', async () => {
       const alerts = felix.cache('alerts');
       const it = alerts.watch({ prefix: 'lag-' })[Symbol.asyncIterator]();
-      const first = it.next();
-      await waitFor(
-        async () => (await metric(shared, /felix_broker_cache_watches (\d+)/)) >= 1,
-        'a watch',
-      );
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = it.next();
+      });
       // Large values fill the transport while the watcher reads nothing, so the broker's writer
       // stalls and the watcher's queue (8 changes) overflows: far more is written than fits.
       const big = new Uint8Array(256 * 1024).fill(1);
@@ -1142,10 +1169,7 @@ describe('broker projections across restarts', () => {
       const alerts = f.cache('alerts');
       const it = alerts.watch({ prefix: 'rs-' })[Symbol.asyncIterator]();
       const first = it.next();
-      await waitFor(
-        async () => (await metric(broker, /felix_broker_cache_watches (\d+)/)) >= 1,
-        'a watch',
-      );
+      await waitFor(async () => (await metric(broker, WATCHES)) >= 1, 'a watch');
       for (let i = 0; i < 3; i++) await alerts.put(`rs-${i}`, `v${i}`);
       const before = [(await first).value as CacheWatchEvent, ...(await take(it, 2))];
       await broker.kill();

@@ -50,6 +50,7 @@ export class QuicStreamAdapter implements TransportStream {
   private peerReset: StreamResetError | null = null;
   private ended = false;
   private iterated = false;
+  private peerGone!: () => void;
 
   constructor(
     private readonly stream: QUICStream,
@@ -65,10 +66,19 @@ export class QuicStreamAdapter implements TransportStream {
       const code = detail?.data?.code;
       if (typeof code === 'number' && isPeerError(detail)) this.onPeerReset(code);
     });
-    this.closed = stream.closedP.then(
-      () => {},
-      () => {},
-    );
+    // A peer reset ends the stream for us as the multiplexer's RESET does, whether or not we
+    // still read or write it. The library settles closedP only once both sides are closed, and
+    // a side nobody reads or writes again stays open: a broker writer with nothing to send (an
+    // idle watch) never learned that its reader had gone.
+    this.closed = Promise.race([
+      stream.closedP.then(
+        () => {},
+        () => {},
+      ),
+      new Promise<void>((resolve) => {
+        this.peerGone = resolve;
+      }),
+    ]);
   }
 
   private get canRead(): boolean {
@@ -82,6 +92,7 @@ export class QuicStreamAdapter implements TransportStream {
   private onPeerReset(code: number): void {
     if (this.peerReset || this.localReset) return;
     this.peerReset = new StreamResetError(this.id, code, true);
+    this.peerGone();
     const internals = this.stream as unknown as StreamInternals;
     try {
       internals.writableController?.error(this.peerReset);

@@ -13,6 +13,7 @@ export class ProjectionMetrics {
   readonly requests: Counter<'type'>;
   readonly refusals: Counter<'type' | 'code'>;
   readonly watches: Gauge;
+  readonly watchesOpened: Counter;
   readonly watchesLagged: Counter;
   readonly watchEvents: Counter;
   readonly groupDelivered: Counter;
@@ -47,6 +48,11 @@ export class ProjectionMetrics {
     this.watches = new Gauge({
       name: 'felix_broker_cache_watches',
       help: 'Open cache watches',
+      registers,
+    });
+    this.watchesOpened = new Counter({
+      name: 'felix_broker_cache_watches_opened_total',
+      help: 'Cache watches started (the gauge minus this counter is how many have ended)',
       registers,
     });
     this.watchesLagged = new Counter({

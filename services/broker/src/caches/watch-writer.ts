@@ -30,6 +30,7 @@ export class WatchWriter {
   async run(): Promise<void> {
     const m = this.metrics;
     m.watches.inc();
+    m.watchesOpened.inc();
     try {
       const uni = await this.conn.openUni();
       this.uni = uni;
