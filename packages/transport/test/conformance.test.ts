@@ -250,6 +250,23 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     }
   });
 
+  it('a_reset_closes_the_peers_bidi_stream_even_when_the_peer_neither_reads_nor_writes_it', async () => {
+    const p = await connectPair(transport);
+    try {
+      // A request the server has read; from then on it only waits (an idle watch's control
+      // stream), and the client goes away.
+      const c = await p.client.openBidi();
+      await c.write(enc.encode('watch'));
+      const s = await nextStream(p.server);
+      const sIt = s[Symbol.asyncIterator]();
+      expect(dec.decode((await sIt.next()).value as Uint8Array)).toBe('watch');
+      c.reset(7);
+      await withDeadline(s.closed, 5000, 'the server sees its stream closed');
+    } finally {
+      await p.cleanup();
+    }
+  });
+
   it('a_server_opened_uni_stream_reaches_the_client', async () => {
     const p = await connectPair(transport);
     try {
