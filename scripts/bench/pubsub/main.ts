@@ -20,10 +20,10 @@
  * cores one pass left Felix's rounds still speeding up, docs/perf.md session 9).
  * The throughput clients of each system (NATS core, Felix TLS, Felix QUIC) run in a process of
  * their own (this script again, with FELIX_BENCH_CLIENT_ROLE=nats, tls or quic, answering one run
- * per stdin line), so no client's garbage and heap sizing weigh on another's rounds; FELIX_BENCH_CLIENTS=shared runs them all in
- * this process, as before session 9.
+ * per stdin line), so no client's garbage and heap sizing weigh on another's rounds;
+ * FELIX_BENCH_CLIENTS=shared runs them all in this process, as before session 9.
  * FELIX_BENCH_CASES=1024x1,100x10 keeps only those throughput cases (bytes x fanout). Every Felix
- * throughput run prints the CPU per message of the bench process (publisher and subscribers) and
+ * throughput run prints the CPU per message of its client process (publisher and subscribers) and
  * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput and durable runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -117,7 +117,6 @@ interface BrokerRef {
 
 interface Broker extends BrokerRef {
   proc: ChildProcess;
-  port: number;
   httpPort: number;
   fingerprint: string;
   dir: string;
@@ -441,7 +440,6 @@ async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<
 // ---- client processes ----------------------------------------------------------------------
 
 interface ThroughputJob {
-  transport: 'tls' | 'quic';
   size: number;
   fanout: number;
   count: number;
@@ -504,7 +502,7 @@ if (ROLE !== undefined) {
       const rate =
         ROLE === 'nats'
           ? await natsThroughput(job.size, job.fanout, job.count)
-          : await felixThroughput(ref, job.transport, job.size, job.fanout, job.count);
+          : await felixThroughput(ref, ROLE, job.size, job.fanout, job.count);
       process.stdout.write(`@@${JSON.stringify({ rate })}\n`);
     } catch (err) {
       process.stdout.write(`@@${JSON.stringify({ error: String(err) })}\n`);
@@ -523,12 +521,12 @@ if (!SHARED_CLIENTS && ONLY.has('throughput')) {
     clients.set(system, new ClientProcess(system, broker));
 }
 /** A throughput run of `system`: in its client process, or here when the clients are shared. */
-function throughput(system: 'nats' | 'felix', job: ThroughputJob): Promise<number> {
-  const c = clients.get(system === 'nats' ? 'nats' : job.transport);
+function throughput(system: ClientSystem, job: ThroughputJob): Promise<number> {
+  const c = clients.get(system);
   if (c !== undefined) return c.run(job);
   return system === 'nats'
     ? natsThroughput(job.size, job.fanout, job.count)
-    : felixThroughput(broker, job.transport, job.size, job.fanout, job.count);
+    : felixThroughput(broker, system, job.size, job.fanout, job.count);
 }
 console.log(
   `broker pid ${broker.proc.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
@@ -564,9 +562,8 @@ try {
           // As many messages as a timed round: a shorter pass left Felix's later rounds faster
           // than its first (the JIT and V8's young generation still growing), NATS's flat.
           const n = throughputCount(size, fanout);
-          if (!NO_NATS) await throughput('nats', { transport: 'tls', size, fanout, count: n });
-          for (const t of TRANSPORTS)
-            await throughput('felix', { transport: t, size, fanout, count: n });
+          if (!NO_NATS) await throughput('nats', { size, fanout, count: n });
+          for (const t of TRANSPORTS) await throughput(t, { size, fanout, count: n });
         }
       }
     }
@@ -593,7 +590,7 @@ try {
             sample({
               scenario,
               system: 'NATS core',
-              value: await throughput('nats', { transport: 'tls', size, fanout, count: n }),
+              value: await throughput('nats', { size, fanout, count: n }),
               unit: 'msgs/s',
             });
           }
@@ -601,7 +598,7 @@ try {
             sample({
               scenario,
               system: 'Felix TLS',
-              value: await throughput('felix', { transport: 'tls', size, fanout, count: n }),
+              value: await throughput('tls', { size, fanout, count: n }),
               unit: 'msgs/s',
             });
           }
@@ -609,12 +606,7 @@ try {
             sample({
               scenario,
               system: 'Felix QUIC',
-              value: await throughput('felix', {
-                transport: 'quic',
-                size,
-                fanout,
-                count: Math.max(2_000, n / 10),
-              }),
+              value: await throughput('quic', { size, fanout, count: Math.max(2_000, n / 10) }),
               unit: 'msgs/s',
               note: 'n/10',
             });

@@ -52,7 +52,7 @@ export class ProjectionMetrics {
     });
     this.watchesOpened = new Counter({
       name: 'felix_broker_cache_watches_opened_total',
-      help: 'Cache watches started (the gauge minus this counter is how many have ended)',
+      help: 'Cache watches started (this counter minus the open gauge is how many have ended)',
       registers,
     });
     this.watchesLagged = new Counter({
