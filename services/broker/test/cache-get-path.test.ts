@@ -9,8 +9,7 @@ import { tempDir } from '@felix/testing-harness';
 import { type Connection, dial } from '@felix/transport';
 import { type Message, decodeMessage, encodeFrame, encodeMessage } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
-import { rawAuthed } from './raw-session.js';
+import { type BrokerProcess, rawAuthed, startBroker } from '@felix/testing-e2e';
 
 const YAML = `
 caches:

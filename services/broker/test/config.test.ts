@@ -9,7 +9,7 @@ import { tempDir } from '@felix/testing-harness';
 import { parse } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CONFIG_VARS, loadConfig } from '../src/index.js';
-import { brokerArgs } from './broker-process.js';
+import { brokerArgs } from '@felix/testing-e2e';
 
 const REPO = resolve(import.meta.dirname, '..', '..', '..');
 const cleanups: Array<() => Promise<void>> = [];

@@ -2,14 +2,14 @@
 // fails at start (non-zero exit, the directory and the holder's pid on stderr) and leaves the
 // first one serving; a SIGTERM drain releases the directory, and a SIGKILLed broker's lock is
 // taken over by the next start.
-// Method: real broker processes (broker-process.ts) over one temp directory.
+// Method: real broker processes (started by @felix/testing-e2e) over one temp directory.
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { connect } from '@felix/client';
 import { type Child, freePort, spawnNode, tempDir, withDeadline } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BrokerProcess, brokerArgs, startBroker } from './broker-process.js';
+import { type BrokerProcess, brokerArgs, startBroker } from '@felix/testing-e2e';
 
 const YAML = 'streams:\n  - { tenant: t1, name: orders, durable: true, fsync: onCommit }\n';
 const REPO = resolve(import.meta.dirname, '../../..');

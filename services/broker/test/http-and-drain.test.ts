@@ -4,7 +4,7 @@
 import { connect } from '@felix/client';
 import { tempDir } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
+import { type BrokerProcess, startBroker } from '@felix/testing-e2e';
 
 const YAML = 'streams:\n  - { tenant: t1, name: demo }\n';
 let broker: BrokerProcess | undefined;

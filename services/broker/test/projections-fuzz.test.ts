@@ -16,7 +16,7 @@ import {
 } from '@felix/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { durableBrokerForSuite } from './broker-process.js';
+import { durableBrokerForSuite } from '@felix/testing-e2e';
 
 const YAML = `
 streams:

@@ -1,22 +1,13 @@
-// Goal: record append times end to end: `offsetForTime` answers the first offset appended at or
-// after a time (durable and in-memory streams), and a subscription can start from a time.
-// Method: a real felix-broker process and real clients over TLS. Batches are published on either
-// side of a moment the test waits past (the broker stamps with the same machine clock), so each
-// batch's time is known to fall before or after it.
+// Goal: record append times as the client sees them end to end: `offsetForTime` answers the first
+// offset appended at or after a time (durable and in-memory streams), a subscription can start
+// from a time, and subscribers and consumer groups that ask get each record's append time (kept
+// across a restart). Method: a real felix-broker process and real clients over TLS. Batches are
+// published on either side of a moment the test waits past (the broker stamps with the same
+// machine clock), so each batch's time is known to fall before or after it.
 import { type FelixClient, NotFoundError, type StreamEvent, connect } from '@felix/client';
 import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
-import { dial } from '@felix/transport';
-import {
-  FEATURE_CONSUMER_GROUP,
-  FEATURE_EXTENDED,
-  FEATURE_HI_GROUP_RECORDS_BINARY,
-  FEATURE_RECORD_TIMESTAMPS,
-  FLAG_BINARY_GROUP_RECORDS,
-  encodeMessage,
-} from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { type BrokerProcess, durableBrokerForSuite, startBroker } from './broker-process.js';
-import { rawAuthed } from './raw-session.js';
+import { type BrokerProcess, durableBrokerForSuite, startBroker } from '../src/index.js';
 
 const YAML = `
 streams:
@@ -156,63 +147,6 @@ describe('record timestamps', () => {
     expect(plain.every((m) => m.timestampMicros === undefined)).toBe(true);
     await felix.close();
   });
-
-  it('a_poll_that_carries_record_times_is_answered_as_json_even_when_binary_was_offered', async () => {
-    const felix = await client(suite.broker);
-    const sent = await felix.publish('grouped', 'raw');
-    await felix.close();
-    const conn = await dial(suite.broker.url('tls'), { fingerprint: suite.broker.fingerprint });
-    const poll = (group: string) =>
-      encodeMessage({
-        type: 'group_poll',
-        tenant_id: 't1',
-        namespace: 'default',
-        stream: 'grouped',
-        shard: 0,
-        group,
-        max_records: 1000,
-        wait_ms: 1_000,
-        request_id: 1,
-        reclaim: false,
-      });
-    const binary = 0x1fff | FLAG_BINARY_GROUP_RECORDS;
-    const features = (FEATURE_CONSUMER_GROUP | FEATURE_EXTENDED) >>> 0;
-    // The binary layout offered, and record times too: the answer goes as JSON with the times.
-    const timed = await rawAuthed(
-      conn,
-      (features | FEATURE_RECORD_TIMESTAMPS) >>> 0,
-      FEATURE_HI_GROUP_RECORDS_BINARY,
-      binary,
-    );
-    await timed.stream.write(poll('raw-timed'));
-    const json = (await timed.next()) as {
-      binary?: boolean;
-      records: { offset: number; timestamp_micros?: number }[];
-    };
-    expect(json.binary).toBeUndefined();
-    const last = json.records[json.records.length - 1]!;
-    expect(last.offset).toBe(sent.offset);
-    expect(last.timestamp_micros).toBe(await recordTime(sent.offset!));
-    // Without the feature: binary, and no times.
-    const plain = await rawAuthed(conn, features, FEATURE_HI_GROUP_RECORDS_BINARY, binary);
-    await plain.stream.write(poll('raw-plain'));
-    const bin = (await plain.next()) as { binary?: boolean; records: object[] };
-    expect(bin.binary).toBe(true);
-    expect(bin.records.every((r) => !('timestamp_micros' in r))).toBe(true);
-    await conn.close();
-  });
-
-  /** The append time of one record of 'grouped', as a timestamped subscription shows it. */
-  async function recordTime(offset: number): Promise<number> {
-    const felix = await client(suite.broker);
-    const sub = felix
-      .subscribe('grouped', { from: offset, shard: 0, timestamps: true })
-      [Symbol.asyncIterator]();
-    const [ev] = await take(sub, 1);
-    await sub.return?.();
-    await felix.close();
-    return ev!.timestampMicros!;
-  }
 
   it('leaving_a_merged_subscription_ends_every_shard_reader', async () => {
     // Before the fix a merged subscription's readers were closed, not stopped, on `return()`:

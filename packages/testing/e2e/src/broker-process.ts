@@ -1,19 +1,23 @@
 /**
- * Test support: runs a real felix-broker process (the source through tsx, or the built
- * dist/main.js when FELIX_TEST_BROKER_DIST=1), waits for its `listening` log line, and hands
- * back its addresses. Tests stop or SIGKILL it through the returned handle.
+ * Runs a real felix-broker process by path (the source through tsx, or the built dist/main.js
+ * when FELIX_TEST_BROKER_DIST=1), waits for its `listening` log line, and hands back its
+ * addresses. Nothing here imports the broker: tests meet it only over the wire and its HTTP port.
  */
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type Child, freePort, spawnNode, tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll } from 'vitest';
+import { BrokerStartError } from './errors.js';
+import { BROKER_START_DEADLINE_MS } from './limits.js';
 
-const PKG = resolve(import.meta.dirname, '..');
-const REPO = resolve(PKG, '..', '..');
-const DIST_MAIN = join(PKG, 'dist', 'main.js');
-const SRC_MAIN = join(PKG, 'src', 'main.ts');
+/** The repository root, the same from src/ (tests) and from dist/ (a build). */
+export const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');
+const BROKER_DIR = join(REPO_ROOT, 'services', 'broker');
+const DIST_MAIN = join(BROKER_DIR, 'dist', 'main.js');
+const SRC_MAIN = join(BROKER_DIR, 'src', 'main.ts');
 
+/** Node arguments that run felix-broker, followed by `extra`. */
 export function brokerArgs(extra: string[] = []): string[] {
   if (process.env.FELIX_TEST_BROKER_DIST === '1' && existsSync(DIST_MAIN))
     return [DIST_MAIN, ...extra];
@@ -50,7 +54,7 @@ export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
   const configPath = join(spec.dir, 'broker.yaml');
   await writeFile(configPath, spec.yaml);
   const child = spawnNode(brokerArgs(), {
-    cwd: REPO,
+    cwd: REPO_ROOT,
     env: {
       FELIX_BROKER_CONFIG: configPath,
       FELIX_BROKER_PORT: String(port),
@@ -60,14 +64,14 @@ export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
       ...spec.env,
     },
   });
-  await child.waitForOutput('"msg":"listening"', 'the broker to listen', 30_000);
+  await child.waitForOutput('"msg":"listening"', 'the broker to listen', BROKER_START_DEADLINE_MS);
   const line = child
     .jsonLines()
     .find(
       (l): l is { msg: string; cert_fingerprint: string } =>
         (l as { msg?: string }).msg === 'listening',
     );
-  if (!line) throw new Error('no listening line');
+  if (!line) throw new BrokerStartError('the broker logged no parseable listening line');
   return {
     child,
     port,
@@ -85,13 +89,16 @@ export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
  * One durable broker of `yaml` in a temp dir for the enclosing describe block: started before
  * its tests, stopped and its directory removed after them. Tests read `suite.broker`.
  */
-export function durableBrokerForSuite(yaml: string): { readonly broker: BrokerProcess } {
+export function durableBrokerForSuite(
+  yaml: string,
+  env?: NodeJS.ProcessEnv,
+): { readonly broker: BrokerProcess } {
   let broker: BrokerProcess | undefined;
   let cleanup: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const dir = await tempDir();
     cleanup = dir.cleanup;
-    broker = await startBroker({ yaml, dir: dir.path, durable: true });
+    broker = await startBroker({ yaml, dir: dir.path, durable: true, ...(env ? { env } : {}) });
   });
   afterAll(async () => {
     await broker?.stop();
@@ -99,8 +106,15 @@ export function durableBrokerForSuite(yaml: string): { readonly broker: BrokerPr
   });
   return {
     get broker() {
-      if (broker === undefined) throw new Error('the suite broker has not started');
+      if (broker === undefined) throw new BrokerStartError('the suite broker has not started');
       return broker;
     },
   };
+}
+
+/** The first capture group of `pattern` in the broker's /metrics page as a number, else 0. */
+export async function brokerMetric(broker: BrokerProcess, pattern: RegExp): Promise<number> {
+  const body = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
+  const m = pattern.exec(body);
+  return m ? Number(m[1]) : 0;
 }

@@ -6,7 +6,7 @@
 import { AbortedError, ClientClosedError, TimeoutError, connect } from '@felix/client';
 import { freePort, tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
+import { type BrokerProcess, startBroker } from '../src/index.js';
 
 describe('client behaviour', () => {
   let broker: BrokerProcess;

@@ -1,0 +1,199 @@
+// Goal: cache watches served by the broker, as the client sees them: a watch sees cache changes
+// only (not counter adds), resumes gaplessly by offset (also across a broker restart), is
+// released when the client closes it, a retained watch yields current values then
+// state_complete then changes, and a lagging watch ends with the first offset it missed.
+// Method: one shared durable felix-broker process per transport (watch queues of 8 changes)
+// driven through @felix/client, and a fresh broker (TLS) for the restart. A watch is known to
+// be registered once the broker's opened-watches counter has grown.
+import type { CacheWatchEvent, FelixClient } from '@felix/client';
+import { take, tempDir, waitFor } from '@felix/testing-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type BrokerProcess,
+  type BrokerSpec,
+  brokerMetric as metric,
+  startBroker,
+} from '../src/index.js';
+import {
+  PROJECTIONS_YAML as YAML,
+  TRANSPORTS,
+  WATCHES,
+  client,
+  openWatch,
+  startProjectionsBroker,
+  text,
+} from './support.js';
+
+for (const transport of TRANSPORTS) {
+  describe(`broker cache watches over ${transport}`, () => {
+    let shared: BrokerProcess;
+    let felix: FelixClient;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      ({ broker: shared, cleanup } = await startProjectionsBroker());
+      felix = await client(shared, transport);
+    });
+    afterAll(async () => {
+      await felix?.close();
+      await shared?.stop();
+      await cleanup?.();
+    });
+
+    it('a_cache_watch_does_not_see_counter_changes', async () => {
+      const alerts = felix.cache('alerts');
+      const watch = alerts.watch({ prefix: 'cw-' })[Symbol.asyncIterator]();
+      // The watch is registered once the broker counts it.
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = watch.next();
+      });
+      await felix.counter('alerts').add('cw-1', 7n);
+      await felix.counter('alerts').add('cw-2', 7n);
+      await alerts.put('cw-marker', 'm');
+      const ev = (await first).value as CacheWatchEvent;
+      // The first change the watch sees is the put: the counter adds before it never reach it.
+      expect(ev).toMatchObject({ type: 'put', key: 'cw-marker' });
+      await watch.return?.();
+    });
+
+    it('a_broker_watch_resumes_gaplessly_by_offset', async () => {
+      const alerts = felix.cache('alerts');
+      const ac = new AbortController();
+      const w1 = alerts.watch({ prefix: 'gap-' }, { signal: ac.signal })[Symbol.asyncIterator]();
+      let firstEv!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        firstEv = w1.next();
+      });
+      for (let i = 0; i < 5; i++) await alerts.put(`gap-${i}`, `v${i}`);
+      const part = [(await firstEv).value as CacheWatchEvent, ...(await take(w1, 2))];
+      ac.abort();
+      const last = part[part.length - 1] as { offset: number };
+      // Writes made while nobody watched, then a resume from the offset after the last one seen.
+      for (let i = 5; i < 8; i++) await alerts.put(`gap-${i}`, `v${i}`);
+      await alerts.delete('gap-0');
+      const w2 = alerts
+        .watch({ prefix: 'gap-' }, { fromOffset: last.offset + 1 })
+        [Symbol.asyncIterator]();
+      const rest = await take(w2, 6);
+      await w2.return?.();
+      const keys = [...part, ...rest].map((e) => `${e.type}:${(e as { key: string }).key}`);
+      expect(keys).toEqual([
+        ...Array.from({ length: 8 }, (_, i) => `put:gap-${i}`),
+        'delete:gap-0',
+      ]);
+      const offsets = [...part, ...rest].map((e) => (e as { offset: number }).offset);
+      expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+      expect(new Set(offsets).size).toBe(offsets.length);
+    });
+
+    it('a_watch_the_client_closes_is_released_by_the_broker', async () => {
+      const alerts = felix.cache('alerts');
+      const open = await metric(shared, WATCHES);
+      const it = alerts.watch({ prefix: 'released-' })[Symbol.asyncIterator]();
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = it.next();
+      });
+      await alerts.put('released-a', 'x');
+      expect((await first).value).toMatchObject({ type: 'put', key: 'released-a' });
+      await it.return?.();
+      // Nothing written matches the prefix any more: the broker must see the close itself.
+      await waitFor(async () => (await metric(shared, WATCHES)) <= open, 'the watch released');
+    });
+
+    it('a_retained_watch_on_an_empty_key_reports_zero_retained', async () => {
+      const it = felix
+        .cache('users')
+        .watch({ key: 'nobody-here' }, { retained: true })
+        [Symbol.asyncIterator]();
+      const first = (await it.next()).value as CacheWatchEvent;
+      expect(first).toMatchObject({ type: 'state_complete', retainedCount: 0 });
+      await it.return?.();
+    });
+
+    it('a_retained_watch_yields_current_values_then_state_complete_then_changes', async () => {
+      const users = felix.cache('users');
+      await users.put('ret-a', '1');
+      await users.put('ret-b', '2');
+      await users.put('ret-b', '3');
+      await users.put('ret-c', 'gone');
+      await users.delete('ret-c');
+      const it = users.watch({ prefix: 'ret-' }, { retained: true })[Symbol.asyncIterator]();
+      const head = await take(it, 3);
+      expect(
+        head.map((e) => [
+          e.type,
+          (e as { key?: string }).key,
+          text((e as { value?: Uint8Array }).value),
+        ]),
+      ).toEqual([
+        ['put', 'ret-a', '1'],
+        ['put', 'ret-b', '3'],
+        ['state_complete', undefined, undefined],
+      ]);
+      expect(head[2]).toMatchObject({ retainedCount: 2 });
+      await users.put('ret-d', '4');
+      expect((await it.next()).value).toMatchObject({ type: 'put', key: 'ret-d' });
+      await it.return?.();
+    });
+
+    it('a_lagging_watch_is_ended_with_the_first_missed_offset', async () => {
+      const alerts = felix.cache('alerts');
+      const it = alerts.watch({ prefix: 'lag-' })[Symbol.asyncIterator]();
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = it.next();
+      });
+      // Large values fill the transport while the watcher reads nothing, so the broker's writer
+      // stalls and the watcher's queue (8 changes) overflows: far more is written than fits.
+      const big = new Uint8Array(256 * 1024).fill(1);
+      for (let i = 0; i < 80; i++) await alerts.put(`lag-${i}`, big);
+      const events: CacheWatchEvent[] = [(await first).value as CacheWatchEvent];
+      while (events[events.length - 1]!.type !== 'lagged') events.push((await it.next()).value);
+      const lagged = events.pop() as { type: 'lagged'; resumeFrom: number };
+      const lastSeen = events[events.length - 1] as { offset: number };
+      // Every write matched the prefix, so the first missed offset follows the last one delivered.
+      expect(lagged.resumeFrom).toBe(lastSeen.offset + 1);
+      // And the watch carries on from there without a gap.
+      const after = (await it.next()).value as { type: string; offset: number };
+      expect(after.offset).toBe(lagged.resumeFrom);
+      await it.return?.();
+    });
+  });
+}
+
+describe('broker cache watches across restarts', () => {
+  it('a_watch_resumes_by_offset_after_the_broker_restarts', async () => {
+    const dir = await tempDir();
+    const spec: BrokerSpec = { yaml: YAML, dir: dir.path, durable: true };
+    let broker = await startBroker(spec);
+    const f = await client(broker);
+    try {
+      const alerts = f.cache('alerts');
+      const it = alerts.watch({ prefix: 'rs-' })[Symbol.asyncIterator]();
+      const first = it.next();
+      await waitFor(async () => (await metric(broker, WATCHES)) >= 1, 'a watch');
+      for (let i = 0; i < 3; i++) await alerts.put(`rs-${i}`, `v${i}`);
+      const before = [(await first).value as CacheWatchEvent, ...(await take(it, 2))];
+      await broker.kill();
+      broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+      // The client reconnects on its own; these writes land while the watch is away or back.
+      await alerts.put('rs-3', 'v3');
+      await alerts.delete('rs-0');
+      const after = await take(it, 3);
+      await it.return?.();
+      expect(after[0]).toMatchObject({
+        type: 'resumed',
+        resumeFrom: (before[2] as { offset: number }).offset + 1,
+      });
+      const seen = [...before, ...after.slice(1)].map(
+        (e) => `${e.type}:${(e as { key: string }).key}`,
+      );
+      expect(seen).toEqual(['put:rs-0', 'put:rs-1', 'put:rs-2', 'put:rs-3', 'delete:rs-0']);
+    } finally {
+      await f.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+});

@@ -1,0 +1,142 @@
+// Goal: caches and counters served by the broker, as the client sees them: a put value reads
+// back, a delete answers the removed value, a burst beyond the client's bound is answered in
+// full, an unknown cache is a typed refusal, an add answers the sum including it, counters and
+// cache values under one key are unrelated, both survive a restart, and an in-memory broker
+// serves caches only. Method: one shared durable felix-broker process per transport driven
+// through @felix/client, and fresh brokers (TLS) for the restart and in-memory cases.
+import { FeatureUnsupportedError, type FelixClient, NotFoundError } from '@felix/client';
+import { tempDir } from '@felix/testing-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrokerProcess, brokerMetric as metric, startBroker } from '../src/index.js';
+import { TRANSPORTS, acrossRestart, client, startProjectionsBroker, text } from './support.js';
+
+for (const transport of TRANSPORTS) {
+  describe(`broker caches and counters over ${transport}`, () => {
+    let shared: BrokerProcess;
+    let felix: FelixClient;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      ({ broker: shared, cleanup } = await startProjectionsBroker());
+      felix = await client(shared, transport);
+    });
+    afterAll(async () => {
+      await felix?.close();
+      await shared?.stop();
+      await cleanup?.();
+    });
+
+    it('a_put_value_is_read_back_and_an_absent_key_reads_undefined', async () => {
+      const users = felix.cache('users');
+      await users.put('u-read', 'alice');
+      expect(text(await users.get('u-read'))).toBe('alice');
+      expect(await users.get('u-never-written')).toBeUndefined();
+      const sharded = felix.cache('sharded');
+      await Promise.all(Array.from({ length: 20 }, (_, i) => sharded.put(`k${i}`, `v${i}`)));
+      const back = await Promise.all(Array.from({ length: 20 }, (_, i) => sharded.get(`k${i}`)));
+      expect(back.map(text)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
+    });
+
+    it('a_burst_of_requests_beyond_the_client_bound_is_answered_in_full', async () => {
+      // 5,000 concurrent gets: more than the client keeps unanswered (4,096), so some wait.
+      const users = felix.cache('users');
+      await users.put('burst', 'b');
+      const all = await Promise.all(Array.from({ length: 5000 }, () => users.get('burst')));
+      expect(all.every((v) => text(v) === 'b')).toBe(true);
+    });
+
+    it('a_deleted_key_answers_with_its_removed_value', async () => {
+      const users = felix.cache('users');
+      await users.put('u-del', 'bob');
+      expect(text(await users.delete('u-del'))).toBe('bob');
+      expect(await users.get('u-del')).toBeUndefined();
+      // Deleting an absent key is an answer, not a failure.
+      expect(await users.delete('u-del')).toBeUndefined();
+    });
+
+    it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
+      const before = await metric(
+        shared,
+        /felix_broker_bad_input_total\{reason="unknown_cache"\} (\d+)/,
+      );
+      await expect(felix.cache('nope').get('k')).rejects.toBeInstanceOf(NotFoundError);
+      // The request stream stays usable after a refusal.
+      await felix.cache('users').put('u-after', 'x');
+      expect(text(await felix.cache('users').get('u-after'))).toBe('x');
+      expect(
+        await metric(shared, /felix_broker_bad_input_total\{reason="unknown_cache"\} (\d+)/),
+      ).toBe(before + 1);
+    });
+
+    it('an_add_answers_with_the_sum_including_it', async () => {
+      const hits = felix.counter('users');
+      expect(await hits.get('page:/')).toBeUndefined();
+      expect(await hits.add('page:/', 1n)).toBe(1n);
+      expect(await hits.add('page:/', 41n)).toBe(42n);
+      expect(await hits.add('page:/', -50n)).toBe(-8n);
+      expect(await hits.get('page:/')).toBe(-8n);
+      const sums = await Promise.all(Array.from({ length: 10 }, () => hits.add('page:/c', 2n)));
+      expect([...sums].sort((a, b) => Number(a - b))).toEqual(
+        Array.from({ length: 10 }, (_, i) => BigInt(2 * (i + 1))),
+      );
+    });
+
+    it('a_counter_and_a_cache_value_with_one_key_are_unrelated', async () => {
+      await felix.cache('users').put('shared-key', 'cached');
+      expect(await felix.counter('users').add('shared-key', 5n)).toBe(5n);
+      expect(text(await felix.cache('users').get('shared-key'))).toBe('cached');
+    });
+  });
+}
+
+describe('broker caches and counters across restarts', () => {
+  it('a_cache_survives_a_broker_restart', async () => {
+    await acrossRestart(
+      {},
+      async (f) => {
+        await f.cache('users').put('keep', 'kept');
+        await f.cache('users').put('drop', 'x');
+        await f.cache('users').delete('drop');
+      },
+      async (f) => {
+        expect(text(await f.cache('users').get('keep'))).toBe('kept');
+        expect(await f.cache('users').get('drop')).toBeUndefined();
+      },
+      'kill',
+    );
+  });
+
+  it('a_counter_survives_a_restart', async () => {
+    await acrossRestart(
+      {},
+      async (f) => {
+        await f.counter('users').add('visits', 40n);
+        await f.counter('users').add('visits', 2n);
+      },
+      async (f) => {
+        expect(await f.counter('users').get('visits')).toBe(42n);
+        expect(await f.counter('users').add('visits', 1n)).toBe(43n);
+      },
+      'kill',
+    );
+  });
+
+  it('an_in_memory_broker_serves_caches_but_not_counters_or_groups', async () => {
+    const dir = await tempDir();
+    const broker = await startBroker({
+      yaml: 'caches:\n  - { tenant: t1, name: users }\nstreams:\n  - { tenant: t1, name: memjobs }\n',
+      dir: dir.path,
+    });
+    const f = await client(broker);
+    try {
+      await f.cache('users').put('k', 'v', { ttlMs: 60_000 });
+      expect(text(await f.cache('users').get('k'))).toBe('v');
+      expect(text(await f.cache('users').delete('k'))).toBe('v');
+      await expect(f.counter('users').add('k', 1n)).rejects.toBeInstanceOf(FeatureUnsupportedError);
+      await expect(f.group('memjobs', 'g').poll()).rejects.toBeInstanceOf(FeatureUnsupportedError);
+    } finally {
+      await f.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+});

@@ -1,0 +1,173 @@
+// Goal: the broker's session edge meets bad or raw input as specified, over both transports: a
+// frame with an unknown flag and an oversized frame before auth are refused and counted, a
+// connection that never authenticates is closed, a JSON publish is acknowledged with its offset,
+// and no byte sequence a client can send crashes the broker.
+// Method: one real felix-broker process per transport (@felix/testing-e2e starts it by path),
+// raw transport streams writing frames the client never sends, fast-check byte strings.
+import { type FelixClient, connect } from '@felix/client';
+import {
+  type BrokerProcess,
+  brokerMetric as metric,
+  durableBrokerForSuite,
+  rawAuthed,
+  startBroker,
+} from '@felix/testing-e2e';
+import { take, tempDir } from '@felix/testing-harness';
+import { dial } from '@felix/transport';
+import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage } from '@felix/wire';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const YAML = `
+streams:
+  - { tenant: t1, name: log, durable: true, fsync: periodic }
+`;
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function client(broker: BrokerProcess, transport: 'tls' | 'quic'): Promise<FelixClient> {
+  return connect({
+    servers: [broker.url(transport)],
+    tenant: 't1',
+    tls: { fingerprint: broker.fingerprint },
+  });
+}
+
+for (const transport of ['tls', 'quic'] as const) {
+  describe(`session frames over ${transport}`, () => {
+    let shared: BrokerProcess;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      const dir = await tempDir();
+      cleanup = dir.cleanup;
+      shared = await startBroker({
+        yaml: YAML,
+        dir: dir.path,
+        durable: true,
+        env: { FELIX_BROKER_AUTH_TIMEOUT_MS: '1500' },
+      });
+    });
+    afterAll(async () => {
+      await shared?.stop();
+      await cleanup?.();
+    });
+
+    it('a_frame_with_an_unknown_flag_is_refused', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const raw = await rawAuthed(conn, 0x0800);
+      const before = await metric(
+        shared,
+        /felix_broker_bad_input_total\{reason="invalid_flags"\} (\d+)/,
+      );
+      const bad = encodeFrame(0, new Uint8Array(4));
+      new DataView(bad.buffer, bad.byteOffset).setUint16(6, 0x8001); // 0x8000 with another bit: reserved, no layout
+      await raw.stream.write(bad);
+      expect(await raw.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      expect(await raw.next()).toBeNull(); // the broker ended the stream
+      expect(
+        await metric(shared, /felix_broker_bad_input_total\{reason="invalid_flags"\} (\d+)/),
+      ).toBe(before + 1);
+      // The connection and the broker carry on.
+      const again = await rawAuthed(conn, 0x0800);
+      again.stream.reset(0);
+      await conn.close();
+    });
+
+    it('an_oversized_frame_before_auth_is_refused', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const stream = await conn.openBidi();
+      const header = encodeFrame(0, new Uint8Array(0));
+      new DataView(header.buffer, header.byteOffset).setUint32(8, 64 * 1024 + 1);
+      await stream.write(header); // the header alone: no body is ever sent
+      const decoder = new FrameDecoder();
+      const frames: unknown[] = [];
+      for await (const chunk of stream)
+        for (const f of decoder.push(chunk)) frames.push(decodeMessage(f.payload));
+      expect(frames).toEqual([expect.objectContaining({ type: 'error' })]);
+      expect(
+        await metric(shared, /felix_broker_bad_input_total\{reason="frame_too_large"\} (\d+)/),
+      ).toBeGreaterThan(0);
+      await conn.close();
+    });
+
+    it('a_connection_that_never_authenticates_is_closed', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const info = await conn.closed;
+      expect(info.code).toBe(1);
+      expect(info.reason).toBe('authentication timeout');
+    });
+
+    it('a_json_publish_is_acknowledged_with_its_offset', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const raw = await rawAuthed(conn, 0x0800);
+      await raw.stream.write(
+        encodeMessage({
+          type: 'publish_batch',
+          tenant_id: 't1',
+          namespace: 'default',
+          stream: 'log',
+          payloads: [new TextEncoder().encode('j1'), new TextEncoder().encode('j2')],
+          request_id: 7,
+          ack: 'per_batch',
+        }),
+      );
+      const ok = (await raw.next()) as { type: string; request_id: number; offset: number };
+      expect(ok).toMatchObject({ type: 'publish_ok', request_id: 7 });
+      expect(typeof ok.offset).toBe('number');
+      const felix = await client(shared, transport);
+      const got = await take(
+        felix.subscribe('log', { from: ok.offset, shard: 0 })[Symbol.asyncIterator](),
+        2,
+      );
+      expect(got.map((e) => text(e.data))).toEqual(['j1', 'j2']);
+      await felix.close();
+      raw.stream.reset(0);
+      await conn.close();
+    });
+  });
+
+  // Its own broker: the shared one's short auth timeout could close the connection the fuzz
+  // uses when its first runs happen not to authenticate.
+  describe(`bad bytes over ${transport}`, () => {
+    const suite = durableBrokerForSuite(YAML);
+
+    it('random_bytes_never_crash_the_broker', async () => {
+      const conn = await dial(suite.broker.url(transport), {
+        fingerprint: suite.broker.fingerprint,
+      });
+      const auth = encodeMessage({
+        type: 'auth',
+        tenant_id: 't1',
+        token: '',
+        client_flags: 0x1fff,
+        client_features: 0x0800,
+      });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.boolean(),
+          fc.uint8Array({ maxLength: 512 }),
+          async (authFirst, junk) => {
+            const stream = await conn.openBidi();
+            if (authFirst) await stream.write(auth);
+            await stream.write(junk);
+            await stream.end();
+            // Whatever the broker makes of it, it answers only with frames, then ends the stream.
+            const decoder = new FrameDecoder();
+            for await (const chunk of stream)
+              for (const f of decoder.push(chunk)) decodeMessage(f.payload);
+          },
+        ),
+        { numRuns: transport === 'quic' ? 25 : 60 },
+      );
+      await conn.close();
+      expect((await fetch(`http://127.0.0.1:${suite.broker.httpPort}/live`)).status).toBe(200);
+      const felix = await connect({
+        servers: [suite.broker.url(transport)],
+        tenant: 't1',
+        tls: { fingerprint: suite.broker.fingerprint },
+      });
+      expect((await felix.publish('log', 'still serving')).offset).not.toBeNull();
+      await felix.close();
+    });
+  });
+}
