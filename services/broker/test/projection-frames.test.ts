@@ -3,7 +3,8 @@
 // errors and the broker keeps serving, batched settles are refused unless negotiated and a bad
 // batch changes nothing, a group poll is answered in binary only when the client offered it (and
 // as JSON when it carries record times), and consumer names are checked.
-// Method: a real felix-broker process per transport (@felix/testing-e2e starts it by path);
+// Method: a real felix-broker process per transport, and one over TLS for the record times
+// (@felix/testing-e2e starts them by path);
 // @felix/client sets up state (groups holding records), raw authenticated streams send the
 // requests under test and read every answer frame.
 import { type FelixClient, InvalidArgumentError, connect } from '@felix/client';

@@ -2,8 +2,9 @@
 // frame with an unknown flag and an oversized frame before auth are refused and counted, a
 // connection that never authenticates is closed, a JSON publish is acknowledged with its offset,
 // and no byte sequence a client can send crashes the broker.
-// Method: one real felix-broker process per transport (@felix/testing-e2e starts it by path),
-// raw transport streams writing frames the client never sends, fast-check byte strings.
+// Method: real felix-broker processes per transport (@felix/testing-e2e starts them by path;
+// the fuzz gets its own), raw transport streams writing frames the client never sends,
+// fast-check byte strings. The client only reads back what a raw publish appended.
 import { type FelixClient, connect } from '@felix/client';
 import {
   type BrokerProcess,
