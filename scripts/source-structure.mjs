@@ -46,7 +46,7 @@ export function importGraph(packages) {
       for (const { fileName } of info.importedFiles) {
         if (!fileName.startsWith('.')) continue;
         const target = resolveRelative(file, fileName);
-        if (target && target.startsWith(p.dir + sep)) targets.add(target);
+        if (target?.startsWith(p.dir + sep)) targets.add(target);
       }
       graph.set(file, targets);
     }
