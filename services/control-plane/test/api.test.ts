@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PostgresDriver } from '../src/store/postgres.js';
 import { ControlStore } from '../src/store/store.js';
-import { type OpenedStore, openTestStore, testApp } from './helpers.js';
+import { ManualClock, type OpenedStore, openTestStore, testApp } from './helpers.js';
 
 let opened: OpenedStore;
 let built: Awaited<ReturnType<typeof testApp>>;
@@ -134,6 +134,28 @@ describe('api', () => {
     const ui = await built.app.inject({ method: 'GET', url: '/docs/' });
     expect(ui.statusCode).toBe(200);
     expect(ui.body).toContain('swagger');
+  });
+
+  it('a_node_view_ages_on_the_stores_clock', async () => {
+    // The app has no clock of its own: it reads the store's, so a node's heartbeat age is
+    // measured against the very clock that stamped the heartbeat.
+    const clock = new ManualClock(86_400_000);
+    const own = await openTestStore('sqlite', { clock });
+    const app = (await testApp(own.store, { background: false })).app;
+    try {
+      const reg = await app.inject({
+        method: 'POST',
+        url: '/v1/nodes',
+        payload: { node_id: 'n1', advertise_addr: 'n1:1', incarnation: 1 },
+      });
+      expect(reg.json().node.status.last_heartbeat_at_ms).toBe(86_400_000);
+      clock.advance(2500);
+      const view = (await app.inject({ method: 'GET', url: '/v1/nodes/n1' })).json();
+      expect(view.placement.heartbeat_age_ms).toBe(2500);
+    } finally {
+      await app.close();
+      await own.cleanup();
+    }
   });
 
   it('readiness_fails_while_the_store_is_unreachable', async () => {

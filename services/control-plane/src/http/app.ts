@@ -15,7 +15,6 @@ import { FeedHub } from '../feeds/hub.js';
 import { BODY_BYTES_MAX } from '../limits.js';
 import { type Metrics, createMetrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
-import { type Clock, systemClock } from '../store/types.js';
 import type { RouteContext } from './context.js';
 import { notFound, sendError } from './errors.js';
 import { assignmentRoutes } from './routes/assignments.js';
@@ -31,7 +30,6 @@ export interface AppDeps {
   liveness: LivenessConfig;
   regionId?: string;
   changesLimit?: number;
-  clock?: Clock;
   /** A pino logger; `false` (the default in tests) logs nothing. */
   logger?: FastifyBaseLogger | false;
   /** Run the expiry sweep and periodic placement (default true). */
@@ -50,7 +48,8 @@ export interface ControlPlaneApp {
 }
 
 export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
-  const clock = deps.clock ?? systemClock;
+  // One clock for the process: the store's, which stamps every row the sweep later judges.
+  const clock = deps.store.clock;
   const metrics = deps.metrics ?? createMetrics();
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
