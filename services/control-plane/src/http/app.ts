@@ -17,6 +17,7 @@ import { type Metrics, createMetrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
 import type { RouteContext } from './context.js';
 import { notFound, sendError } from './errors.js';
+import { convertQueryNumbers } from './query-numbers.js';
 import { assignmentRoutes } from './routes/assignments.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { nodeRoutes } from './routes/nodes.js';
@@ -59,7 +60,9 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     ajv: {
       customOptions: {
         removeAdditional: false,
-        coerceTypes: 'array',
+        // A wrong JSON type is refused, never converted (docs/control-plane.md promises 400);
+        // numeric query parameters are converted explicitly by convertQueryNumbers instead.
+        coerceTypes: false,
         useDefaults: true,
         allErrors: false,
       },
@@ -101,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
 
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => notFound(req, reply));
+  app.addHook('preValidation', convertQueryNumbers);
   app.addHook('onSend', async (req, reply, payload) => {
     reply.header('x-request-id', String(req.id));
     return payload;
