@@ -211,6 +211,7 @@ export class PostgresDriver implements SqlDriver {
   async close(): Promise<void> {
     const l = this.listener;
     this.listener = undefined;
+    // A listener whose connection already broke has nothing left to end; the pools still must.
     if (l) await l.end().catch(() => undefined);
     await this.pool.end();
     await this.relaxedPool.end();
