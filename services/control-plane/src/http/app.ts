@@ -26,6 +26,15 @@ import { ErrorBody } from './schemas.js';
 
 export const VERSION = '0.1.0';
 
+const VALIDATOR_OPTIONS = {
+  removeAdditional: false,
+  // A wrong JSON type is refused, never converted (docs/control-plane.md promises 400); numeric
+  // query parameters are converted explicitly by convertQueryNumbers instead.
+  coerceTypes: false,
+  useDefaults: true,
+  allErrors: false,
+} as const;
+
 export interface AppDeps {
   store: ControlStore;
   liveness: LivenessConfig;
@@ -57,16 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     bodyLimit: BODY_BYTES_MAX,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    ajv: {
-      customOptions: {
-        removeAdditional: false,
-        // A wrong JSON type is refused, never converted (docs/control-plane.md promises 400);
-        // numeric query parameters are converted explicitly by convertQueryNumbers instead.
-        coerceTypes: false,
-        useDefaults: true,
-        allErrors: false,
-      },
-    },
+    ajv: { customOptions: VALIDATOR_OPTIONS },
   });
   const hub = new FeedHub(deps.store, metrics, deps.longPollRereadMs);
   const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);

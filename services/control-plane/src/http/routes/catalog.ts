@@ -4,11 +4,18 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
-import type { FeedName } from '../../store/types.js';
+import type { FeedName, Retention } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
 
 type Page = Static<typeof S.PageQuery>;
+
+/** A stream's retention as stored: a limit left out (or no retention object) is no limit. */
+function retentionOf(
+  r: { max_age_seconds?: number | null; max_size_bytes?: number | null } | null | undefined,
+): Retention {
+  return { max_age_seconds: r?.max_age_seconds ?? null, max_size_bytes: r?.max_size_bytes ?? null };
+}
 
 /** Registers `GET /v1/<feed>/snapshot` and `GET /v1/<feed>/changes` for one feed. */
 export function feedRoutes(
@@ -73,10 +80,8 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req, reply) => {
       const b = req.body as Static<typeof S.CreateTenant>;
       const tenant_id = checkName('tenant_id', b.tenant_id);
-      const r = await store.tenants.create({
-        tenant_id,
-        display_name: b.display_name ?? tenant_id,
-      });
+      const display_name = b.display_name ?? tenant_id;
+      const r = await store.tenants.create({ tenant_id, display_name });
       return reply.code(r.created ? 201 : 200).send(r.item);
     },
   });
@@ -204,10 +209,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
           kind: 'Stream',
           shards: b.shards ?? 1,
           replication_factor: b.replication_factor ?? 1,
-          retention: {
-            max_age_seconds: b.retention?.max_age_seconds ?? null,
-            max_size_bytes: b.retention?.max_size_bytes ?? null,
-          },
+          retention: retentionOf(b.retention),
           consistency: b.consistency ?? 'Leader',
           durable: b.durable ?? false,
           routing: b.routing ?? 'modulo',
@@ -245,13 +247,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
         checkName('namespace', p.namespace),
         checkName('stream', p.stream),
         {
-          retention:
-            b.retention === undefined
-              ? undefined
-              : {
-                  max_age_seconds: b.retention?.max_age_seconds ?? null,
-                  max_size_bytes: b.retention?.max_size_bytes ?? null,
-                },
+          retention: b.retention === undefined ? undefined : retentionOf(b.retention),
           consistency: b.consistency,
           durable: b.durable,
         },
