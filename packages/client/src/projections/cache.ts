@@ -18,7 +18,8 @@ import {
   InvalidArgumentError,
   OutcomeUnknownError,
   ProtocolError,
-  brokerError,
+  isStreamGone,
+  refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
@@ -29,7 +30,6 @@ import {
   readValueAnswer,
 } from './get-codec.js';
 import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
-import { channelOf } from './request-channel.js';
 
 export interface CachePutOptions {
   /** Time to live in ms; absent: the cache's default (or never). */
@@ -81,8 +81,7 @@ export class Cache {
     if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
       throw new InvalidArgumentError('ttlMs must be a non-negative integer');
     const bc = await this.host.connection(opts.signal);
-    await channelOf(bc)
-      .request((request_id) => ({
+    await bc.requests.request((request_id) => ({
         type: 'cache_put',
         ...this.scope(bc),
         key,
@@ -119,7 +118,7 @@ export class Cache {
 
   private getOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
     const prefix = this.getPrefix(bc);
-    return channelOf(bc).requestPrepared((requestId) => {
+    return bc.requests.requestPrepared((requestId) => {
       const req = encodeGetRequest(prefix, key, requestId);
       return {
         bytes: req.frame,
@@ -144,8 +143,7 @@ export class Cache {
     checkKey(key);
     const bc = await this.host.connection(opts.signal);
     requireFeature(bc, FEATURE_CACHE_DELETE, 'cache_delete');
-    const msg = await channelOf(bc)
-      .request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
+    const msg = await bc.requests.request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
       .catch((err: unknown) => {
         throw err instanceof ConnectionLostError
           ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
@@ -208,14 +206,7 @@ export class Cache {
           const first = await frames.next();
           if (first === null) throw new ConnectionLostError(bc.server);
           const started = decodeMessage(first.payload);
-          if (started.type === 'error') {
-            throw brokerError({
-              brokerCode: started.code ?? 'unknown',
-              message: started.message,
-              retry: started.retry,
-              detail: started.detail,
-            });
-          }
+          if (started.type === 'error') throw refusalOf(started);
           if (started.type === 'subscribe_cursor_error')
             throw new CursorInFutureError(started.requested, started.available);
           if (started.type !== 'cache_watch_started')
@@ -263,7 +254,7 @@ export class Cache {
         } catch (err) {
           if (signal?.aborted) return;
           // A lost connection re-watches from the next unseen offset; anything else ends the watch.
-          if (!(err instanceof ConnectionLostError) && !bc.isLost && !isStreamReset(err)) throw err;
+          if (!(err instanceof ConnectionLostError) && !bc.isLost && !isStreamGone(err)) throw err;
         } finally {
           reservation.cancel();
           stopStreams();
@@ -274,11 +265,6 @@ export class Cache {
       stopStreams();
     }
   }
-}
-
-function isStreamReset(err: unknown): boolean {
-  const code = (err as { code?: string }).code ?? '';
-  return code.includes('RESET') || code.includes('CLOSED');
 }
 
 function checkKey(key: string): void {

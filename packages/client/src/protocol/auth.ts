@@ -1,0 +1,109 @@
+/**
+ * `auth` on a new bidi stream: every stream the client opens to a broker starts with it (the
+ * publish stream, the request stream, a subscription's or a poll's control stream). Answers the
+ * stream, its frame reader and what the broker granted on it.
+ */
+import type { Connection, TransportStream } from '@felix/transport';
+import { FEATURE_EXTENDED, ORIGINAL_V1_FLAGS, decodeMessage, encodeMessage } from '@felix/wire';
+import { ProtocolError, TimeoutError, UnauthenticatedError } from '../errors.js';
+import { PUBLISH_WINDOW_DEFAULT } from '../limits.js';
+import type { TlsOptions } from '../types.js';
+import { FrameStream } from './frame-stream.js';
+import {
+  CLIENT_FEATURES,
+  CLIENT_FEATURES_HI,
+  CLIENT_FEATURES_SENT,
+  CLIENT_FLAGS,
+  type Negotiated,
+} from './negotiation.js';
+
+export interface ConnectionOptions {
+  tenant: string;
+  token: string;
+  namespace: string;
+  tls: TlsOptions;
+  connectTimeoutMs: number;
+  /** Declare the broker dead after this long without hearing from it. */
+  idleTimeoutMs: number;
+}
+
+export interface AuthedStream {
+  stream: TransportStream;
+  frames: FrameStream;
+  negotiated: Negotiated;
+}
+
+export async function authStream(
+  conn: Connection,
+  opts: ConnectionOptions,
+  /** The layouts offered on this stream (a subscription may add the timestamped events). */
+  flags: number = CLIENT_FLAGS,
+  features: number = CLIENT_FEATURES_SENT,
+): Promise<AuthedStream> {
+  const stream = await conn.openBidi();
+  const frames = new FrameStream(stream);
+  await stream.write(
+    encodeMessage({
+      type: 'auth',
+      tenant_id: opts.tenant,
+      token: opts.token,
+      client_flags: flags,
+      client_features: features,
+      client_features_hi: CLIENT_FEATURES_HI,
+    }),
+  );
+  const frame = await frames.next();
+  if (!frame) throw new ProtocolError('the broker closed the stream during auth');
+  const msg = decodeMessage(frame.payload);
+  if (msg.type === 'auth_ok') {
+    const serverFeatures = msg.server_features ?? 0;
+    return {
+      stream,
+      frames,
+      negotiated: {
+        flags: msg.server_flags & flags,
+        features: serverFeatures & features & CLIENT_FEATURES,
+        featuresHi:
+          (serverFeatures & FEATURE_EXTENDED) !== 0
+            ? (msg.server_features_hi ?? 0) & CLIENT_FEATURES_HI
+            : 0,
+        window: Math.max(1, msg.publish_window ?? PUBLISH_WINDOW_DEFAULT),
+      },
+    };
+  }
+  if (msg.type === 'ok') {
+    return {
+      stream,
+      frames,
+      negotiated: { flags: ORIGINAL_V1_FLAGS, features: 0, featuresHi: 0, window: 1 },
+    };
+  }
+  if (msg.type === 'error') {
+    throw new UnauthenticatedError({
+      brokerCode: msg.code ?? 'unauthenticated',
+      message: msg.message,
+      retry: msg.retry,
+    });
+  }
+  throw new ProtocolError(`expected auth_ok, got ${msg.type}`);
+}
+
+/** `p`, or a TimeoutError (of class `retry` unless told) once `ms` pass. */
+export async function withTimeout<T>(
+  p: Promise<T>,
+  ms: number,
+  what: string,
+  retry: 'retry' | 'unknown_outcome' = 'retry',
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TimeoutError(what, ms, retry)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
