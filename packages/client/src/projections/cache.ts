@@ -81,7 +81,8 @@ export class Cache {
     if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
       throw new InvalidArgumentError('ttlMs must be a non-negative integer');
     const bc = await this.host.connection(opts.signal);
-    await bc.requests.request((request_id) => ({
+    await bc.requests
+      .request((request_id) => ({
         type: 'cache_put',
         ...this.scope(bc),
         key,
@@ -143,7 +144,8 @@ export class Cache {
     checkKey(key);
     const bc = await this.host.connection(opts.signal);
     requireFeature(bc, FEATURE_CACHE_DELETE, 'cache_delete');
-    const msg = await bc.requests.request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
+    const msg = await bc.requests
+      .request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
       .catch((err: unknown) => {
         throw err instanceof ConnectionLostError
           ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
@@ -158,6 +160,39 @@ export class Cache {
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
     return { [Symbol.asyncIterator]: () => this.watchLoop(filter, opts) };
+  }
+
+  /** Sends `cache_watch` on a stream of its own (kept in `current` so an abort resets it) and
+   *  reads its `cache_watch_started`; a refusal or an unexpected answer throws. */
+  private async startWatch(
+    bc: BrokerConnection,
+    req: { filter: WatchFilterSpec; shard?: number; next?: number; retained: boolean },
+    subscriptionId: number,
+    current: { ctl?: FrameStream },
+  ): Promise<Answer<'cache_watch_started'>> {
+    const { stream, frames } = await bc.openStream();
+    current.ctl = frames;
+    const filter = req.filter;
+    await stream.write(
+      encodeMessage({
+        type: 'cache_watch',
+        ...this.scope(bc),
+        ...('key' in filter ? { key: filter.key } : { prefix: filter.prefix }),
+        ...(req.shard !== undefined ? { shard: req.shard } : {}),
+        ...(req.next !== undefined && !req.retained ? { from_offset: req.next } : {}),
+        retained: req.retained,
+        subscription_id: subscriptionId,
+      }),
+    );
+    const first = await frames.next();
+    if (first === null) throw new ConnectionLostError(bc.server);
+    const started = decodeMessage(first.payload);
+    if (started.type === 'error') throw refusalOf(started);
+    if (started.type === 'subscribe_cursor_error')
+      throw new CursorInFutureError(started.requested, started.available);
+    if (started.type !== 'cache_watch_started')
+      throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+    return started;
   }
 
   private async *watchLoop(
@@ -190,27 +225,8 @@ export class Cache {
         const reservation = bc.reserveEventStream();
         current = {};
         try {
-          const { stream, frames } = await bc.openStream();
-          current.ctl = frames;
-          await stream.write(
-            encodeMessage({
-              type: 'cache_watch',
-              ...this.scope(bc),
-              ...('key' in filter ? { key: filter.key } : { prefix: filter.prefix }),
-              ...(opts.shard !== undefined ? { shard: opts.shard } : {}),
-              ...(next !== undefined && !retainedPhase ? { from_offset: next } : {}),
-              retained: retainedPhase,
-              subscription_id: reservation.id,
-            }),
-          );
-          const first = await frames.next();
-          if (first === null) throw new ConnectionLostError(bc.server);
-          const started = decodeMessage(first.payload);
-          if (started.type === 'error') throw refusalOf(started);
-          if (started.type === 'subscribe_cursor_error')
-            throw new CursorInFutureError(started.requested, started.available);
-          if (started.type !== 'cache_watch_started')
-            throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+          const request = { filter, shard: opts.shard, next, retained: retainedPhase };
+          const started = await this.startWatch(bc, request, reservation.id, current);
           let retainedLeft = retainedPhase ? (started.retained_count ?? 0) : 0;
           const floor = started.resume_offset;
           if (retainedPhase && retainedLeft === 0) {
@@ -232,15 +248,7 @@ export class Cache {
             }
             if (msg.type !== 'cache_event') continue;
             if (!retainedPhase) next = Math.max(next ?? 0, msg.offset + 1);
-            yield msg.value !== undefined
-              ? {
-                  type: 'put',
-                  key: msg.key,
-                  value: msg.value,
-                  offset: msg.offset,
-                  expiresAtMillis: msg.expires_at_millis,
-                }
-              : { type: 'delete', key: msg.key, offset: msg.offset };
+            yield changeOf(msg);
             if (retainedPhase && --retainedLeft === 0) {
               retainedPhase = false;
               next = Math.max(next ?? 0, floor);
@@ -265,6 +273,19 @@ export class Cache {
       stopStreams();
     }
   }
+}
+
+/** A `cache_event` as the watcher's put or delete. */
+function changeOf(msg: Answer<'cache_event'>): CacheWatchEvent {
+  return msg.value !== undefined
+    ? {
+        type: 'put',
+        key: msg.key,
+        value: msg.value,
+        offset: msg.offset,
+        expiresAtMillis: msg.expires_at_millis,
+      }
+    : { type: 'delete', key: msg.key, offset: msg.offset };
 }
 
 function checkKey(key: string): void {

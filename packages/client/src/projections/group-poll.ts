@@ -64,7 +64,8 @@ export class GroupPolls {
     const who = this.who;
     const bc = await who.host.connection(opts.signal);
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
-    if (who.consumerName !== undefined) requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');
+    if (who.consumerName !== undefined)
+      requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');
     // The first poll on a connection reclaims; polls already in flight beside it need not.
     const reclaim = who.reclaim && this.reclaimedOn !== bc;
     if (reclaim) this.reclaimedOn = bc;

@@ -130,12 +130,15 @@ export class GroupSettles implements GroupSettler {
       const offsets = part.map((a) => a.offset);
       this.ackBatchesOut++;
       bc.requests
-        .request((request_id) => ({
-          type: 'group_ack_batch',
-          ...this.scope(bc),
-          offsets,
-          request_id,
-        }) as Message)
+        .request(
+          (request_id) =>
+            ({
+              type: 'group_ack_batch',
+              ...this.scope(bc),
+              offsets,
+              request_id,
+            }) as Message,
+        )
         .then((msg) => {
           if (msg.type !== 'group_acked') {
             throw new ProtocolError(`expected group_acked, got ${msg.type}`);
@@ -237,14 +240,17 @@ export class GroupSettles implements GroupSettler {
     for (let i = 0; i < items.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
       const part = items.slice(i, i + GROUP_NACK_BATCH_OFFSETS_MAX);
       bc.requests
-        .request((request_id) => ({
-          type: 'group_nack_batch',
-          ...this.scope(bc),
-          offsets: part.map((it) => it.offset),
-          attempts: part.map((it) => it.attempts),
-          ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
-          request_id,
-        }) as Message)
+        .request(
+          (request_id) =>
+            ({
+              type: 'group_nack_batch',
+              ...this.scope(bc),
+              offsets: part.map((it) => it.offset),
+              attempts: part.map((it) => it.attempts),
+              ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+              request_id,
+            }) as Message,
+        )
         .then((msg) => {
           if (msg.type !== 'group_nacked') {
             throw new ProtocolError(`expected group_nacked, got ${msg.type}`);

@@ -16,11 +16,7 @@ import { type PublishAnswer, type PublishCall, PublishPipe } from './publish-pip
 import { RequestLane } from './request-lane.js';
 import { RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
-import {
-  type OpenSubscription,
-  type StartPosition,
-  openSubscription,
-} from './subscribe.js';
+import { type OpenSubscription, type StartPosition, openSubscription } from './subscribe.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type { ConnectionOptions } from './auth.js';

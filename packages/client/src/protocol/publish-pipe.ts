@@ -8,7 +8,6 @@
  * (one append and one ack at the broker); each caller still gets its own offset. When a window
  * slot is not free the publish waits for one, and may then leave after later calls.
  */
-import type { TransportStream } from '@felix/transport';
 import {
   FLAG_BINARY_PUBLISH_ACK,
   FLAG_BINARY_PUBLISH_ACKED,
@@ -18,12 +17,7 @@ import {
   encodeMessage,
   encodePublishBatch,
 } from '@felix/wire';
-import {
-  ProtocolError,
-  TimeoutError,
-  ackRefusalOf,
-  refusalOf,
-} from '../errors.js';
+import { ProtocolError, TimeoutError, ackRefusalOf, refusalOf } from '../errors.js';
 import { PUBLISH_COALESCE_BYTES_MAX, PUBLISH_COALESCE_RECORDS_MAX } from '../limits.js';
 import { withTimeout } from './auth.js';
 import type { FrameStream } from './frame-stream.js';

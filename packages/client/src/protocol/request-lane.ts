@@ -181,7 +181,11 @@ export class RequestLane {
     for (const r of this.roomWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.
-    if (this.stream === null) void this.opened?.then((w) => this.stream?.reset(0), () => undefined);
+    if (this.stream === null)
+      void this.opened?.then(
+        () => this.stream?.reset(0),
+        () => undefined, // it failed to open: nothing to reset
+      );
   }
 }
 

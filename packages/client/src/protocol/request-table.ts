@@ -37,7 +37,9 @@ export class RequestTable {
   /** Fails every waiting request: the connection is gone. */
   failAll(err: Error): void {
     for (const p of this.pending.values()) {
-      p.reject(p.publishTo !== undefined ? new OutcomeUnknownError(p.publishTo, { cause: err }) : err);
+      p.reject(
+        p.publishTo !== undefined ? new OutcomeUnknownError(p.publishTo, { cause: err }) : err,
+      );
     }
     this.pending.clear();
   }

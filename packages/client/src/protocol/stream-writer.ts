@@ -61,13 +61,10 @@ export class StreamWriter {
       });
       w = { promise, resolve, reject, timer: undefined };
       const ww = w;
-      w.timer = setTimeout(
-        () => {
-          const what = `the ack of a publish to ${stream}`;
-          ww.reject(new TimeoutError(what, timeoutMs, 'unknown_outcome'));
-        },
-        timeoutMs,
-      );
+      w.timer = setTimeout(() => {
+        const what = `the ack of a publish to ${stream}`;
+        ww.reject(new TimeoutError(what, timeoutMs, 'unknown_outcome'));
+      }, timeoutMs);
       this.written = w;
     }
     return w.promise;
@@ -103,7 +100,8 @@ export class StreamWriter {
    * alone, uncopied); the transport keeps writes in call order, so only the last is awaited.
    */
   private writeRuns(parts: Uint8Array[], bytes: number): Promise<void> {
-    if (bytes <= WRITE_COALESCE_BYTES_MAX) return this.stream.write(joined(parts, 0, parts.length, bytes));
+    if (bytes <= WRITE_COALESCE_BYTES_MAX)
+      return this.stream.write(joined(parts, 0, parts.length, bytes));
     let from = 0;
     let runBytes = 0;
     let last: Promise<void> | undefined;
