@@ -4,13 +4,18 @@
  * stream, its frame reader and what the broker granted on it.
  */
 import type { Connection, TransportStream } from '@felix/transport';
-import { FEATURE_EXTENDED, ORIGINAL_V1_FLAGS, decodeMessage, encodeMessage } from '@felix/wire';
+import {
+  authCapabilityFields,
+  authOkCapabilities,
+  decodeMessage,
+  encodeMessage,
+  negotiate,
+} from '@felix/wire';
 import { ProtocolError, TimeoutError, UnauthenticatedError } from '../errors.js';
 import { PUBLISH_WINDOW_DEFAULT } from '../limits.js';
 import type { TlsOptions } from '../types.js';
 import { FrameStream } from './frame-stream.js';
 import {
-  CLIENT_FEATURES,
   CLIENT_FEATURES_HI,
   CLIENT_FEATURES_SENT,
   CLIENT_FLAGS,
@@ -42,41 +47,25 @@ export async function authStream(
 ): Promise<AuthedStream> {
   const stream = await conn.openBidi();
   const frames = new FrameStream(stream);
+  // What this stream offers; @felix/wire writes it on `auth` and negotiates the answer.
+  const offered = { flags, features, featuresHi: CLIENT_FEATURES_HI };
   await stream.write(
     encodeMessage({
       type: 'auth',
       tenant_id: opts.tenant,
       token: opts.token,
-      client_flags: flags,
-      client_features: features,
-      client_features_hi: CLIENT_FEATURES_HI,
+      ...authCapabilityFields(offered),
     }),
   );
   const frame = await frames.next();
   if (!frame) throw new ProtocolError('the broker closed the stream during auth');
   const msg = decodeMessage(frame.payload);
-  if (msg.type === 'auth_ok') {
-    const serverFeatures = msg.server_features ?? 0;
-    return {
-      stream,
-      frames,
-      negotiated: {
-        flags: msg.server_flags & flags,
-        features: serverFeatures & features & CLIENT_FEATURES,
-        featuresHi:
-          (serverFeatures & FEATURE_EXTENDED) !== 0
-            ? (msg.server_features_hi ?? 0) & CLIENT_FEATURES_HI
-            : 0,
-        window: Math.max(1, msg.publish_window ?? PUBLISH_WINDOW_DEFAULT),
-      },
-    };
-  }
-  if (msg.type === 'ok') {
-    return {
-      stream,
-      frames,
-      negotiated: { flags: ORIGINAL_V1_FLAGS, features: 0, featuresHi: 0, window: 1 },
-    };
+  if (msg.type === 'auth_ok' || msg.type === 'ok') {
+    const granted = negotiate(offered, authOkCapabilities(msg));
+    // A broker that answers a plain `ok` predates the publish window: one at a time.
+    const window =
+      msg.type === 'ok' ? 1 : Math.max(1, msg.publish_window ?? PUBLISH_WINDOW_DEFAULT);
+    return { stream, frames, negotiated: { ...granted, window } };
   }
   if (msg.type === 'error') {
     throw new UnauthenticatedError({
