@@ -30,11 +30,17 @@ export class TurnBatcher {
     this.scheduled = false;
     this.running = true;
     const due = this.due;
-    try {
-      for (let i = 0; i < due.length; i++) due[i]!();
-    } finally {
-      this.running = false;
-      if (this.due === due) this.due = [];
+    let failure: { error: unknown } | undefined;
+    for (let i = 0; i < due.length; i++) {
+      // One batch that cannot be sent (a programmer error) must not hold the others back.
+      try {
+        due[i]!();
+      } catch (error) {
+        failure ??= { error };
+      }
     }
+    this.running = false;
+    if (this.due === due) this.due = [];
+    if (failure !== undefined) throw failure.error;
   };
 }
