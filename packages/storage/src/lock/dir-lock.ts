@@ -78,7 +78,12 @@ async function judge(io: Io, path: string, dirId: string): Promise<Seen> {
 }
 
 /** Creates `path` holding `content`, atomically; false when the name already exists. */
-async function createExclusive(io: Io, dir: string, path: string, content: string): Promise<boolean> {
+async function createExclusive(
+  io: Io,
+  dir: string,
+  path: string,
+  content: string,
+): Promise<boolean> {
   const temp = join(dir, `${TEMP_PREFIX}${process.pid}.${newNonce()}`);
   try {
     const file = await io.open(temp, 'create');
@@ -177,7 +182,8 @@ class HeldLock implements DirLock {
     this.released = true;
     const now = await readLockFile(this.io, this.path);
     // Never remove a lock that is not ours (someone deleted ours by hand and another took it).
-    if (now !== null && instanceId(now) === this.nonce) await ignoreMissing(this.io.unlink(this.path));
+    if (now !== null && instanceId(now) === this.nonce)
+      await ignoreMissing(this.io.unlink(this.path));
   }
 }
 

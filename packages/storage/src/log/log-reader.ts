@@ -54,7 +54,8 @@ export class LogReader {
   async read(from: number, budget: ReadBudget): Promise<ReadResult> {
     this.checkOpen();
     const files = this.files;
-    if (from < files.baseOffset) return { kind: 'trimmed', requested: from, oldest: files.baseOffset };
+    if (from < files.baseOffset)
+      return { kind: 'trimmed', requested: from, oldest: files.baseOffset };
     const s: ReadState = {
       from,
       next: from,

@@ -96,7 +96,8 @@ export class SegmentLog {
       advanced: (d) => this.announceDurable(d),
     });
     let newest = 0;
-    for (const seg of p.files.list) if (seg.newestTimestampMicros > newest) newest = seg.newestTimestampMicros;
+    for (const seg of p.files.list)
+      if (seg.newestTimestampMicros > newest) newest = seg.newestTimestampMicros;
     this.writer = new LogWriter({
       dir: p.dir,
       cfg: p.cfg,
@@ -105,7 +106,12 @@ export class SegmentLog {
       commit: this.commit,
       newestStampMicros: newest,
     });
-    this.reader = new LogReader(p.dir, p.files, () => this.readableOffset, () => this.checkOpen());
+    this.reader = new LogReader(
+      p.dir,
+      p.files,
+      () => this.readableOffset,
+      () => this.checkOpen(),
+    );
     this.head = new HeadTrimmer(p.io, p.dir, p.cfg, p.files);
   }
 
@@ -143,9 +149,7 @@ export class SegmentLog {
     const files = await SegmentFiles.open(io, dir, plan, cfg.indexSpacingBytes);
     const marks = await MarkWriter.open(io, dir, files.active);
     const log = new SegmentLog({ dir, io, cfg, files, marks, recovered: plan.actions, lock });
-    log.head.startTimer(() =>
-      log.closing ? Promise.resolve(0) : log.enforceRetention(),
-    );
+    log.head.startTimer(() => (log.closing ? Promise.resolve(0) : log.enforceRetention()));
     return log;
   }
 

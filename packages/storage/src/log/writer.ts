@@ -12,7 +12,6 @@
  * - Sealing syncs the segment's data before its index, and the durable bound advances past
  *   the sealed segment only once its data is synced.
  */
-import { assert } from '@felix/common';
 import { CommitSequencer, type Turn } from '../commit-sequencer.js';
 import {
   AppendQueueFullError,
