@@ -153,6 +153,7 @@ export class CounterLog {
   private maybeCompact(): void {
     if (this.opts.compaction?.auto === false || this.compactionPass.current !== undefined) return;
     if (this.stoppingFlag || !this.wantsCompaction()) return;
+    // Off the write path: nobody awaits this; a failed pass is retried by a later trigger.
     this.compact().catch(() => undefined);
   }
 

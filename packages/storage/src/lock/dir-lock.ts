@@ -153,8 +153,8 @@ async function sweep(io: Io, dir: string): Promise<void> {
     return;
   }
   for (const name of names) {
-    // Leftovers only: one that cannot be removed now is tried again by the next holder.
     if (name.startsWith(CLAIM_PREFIX)) {
+      // A leftover claim: one that cannot be removed now is tried again by the next holder.
       await io.unlink(join(dir, name)).catch(() => undefined);
     } else if (name.startsWith(TEMP_PREFIX)) {
       const pid = Number(name.slice(TEMP_PREFIX.length).split('.')[0]);
@@ -162,6 +162,7 @@ async function sweep(io: Io, dir: string): Promise<void> {
       try {
         process.kill(pid, 0);
       } catch (err) {
+        // A dead process's temp file: one that cannot be removed now is tried again later.
         if (errnoOf(err) === 'ESRCH') await io.unlink(join(dir, name)).catch(() => undefined);
       }
     }

@@ -215,6 +215,7 @@ export class LogWriter {
         // A cut that fails, or that a power loss undoes, leaves a zero tail the next open
         // cuts. After refused writes the file is left as it is, for recovery to repair.
         if (this.refusedBy === undefined) {
+          // A failed cut leaves zeros the next open cuts (see above).
           await this.prealloc.cut(this.files.active).catch(() => undefined);
         }
         await this.commit.waitFor(this.writtenBound);
