@@ -35,7 +35,9 @@ function newestUnder(dir: string): { path: string; mtimeMs: number } | null {
  */
 export function assertFreshBuild(builtFile: string | URL): void {
   const file =
-    builtFile instanceof URL || builtFile.startsWith('file:') ? fileURLToPath(builtFile) : builtFile;
+    builtFile instanceof URL || builtFile.startsWith('file:')
+      ? fileURLToPath(builtFile)
+      : builtFile;
   const src = join(dirname(dirname(file)), 'src');
   if (!existsSync(src)) return; // an installed package: nothing to compare with
   const built = statSync(file).mtimeMs;

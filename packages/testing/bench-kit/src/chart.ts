@@ -33,7 +33,7 @@ const BAR_HEIGHT = 14;
 const BAR_X = 150;
 const BAR_MARGIN = 330;
 
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const xmlText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** The SVG text of `bars`, groups in their first appearance's order. */
 export function barChartSvg(bars: readonly ChartBar[], options: ChartOptions): string {
@@ -46,15 +46,15 @@ export function barChartSvg(bars: readonly ChartBar[], options: ChartOptions): s
     const rs = bars.filter((b) => b.group === g);
     const max = Math.max(...rs.map((r) => r.value));
     const unit = rs[0]!.unit;
-    body += `<text x="10" y="${y}" font-weight="bold">${escape(g)} (${escape(unit)}${lower.has(unit) ? ', lower is better' : ''})</text>`;
+    body += `<text x="10" y="${y}" font-weight="bold">${xmlText(g)} (${xmlText(unit)}${lower.has(unit) ? ', lower is better' : ''})</text>`;
     y += 6;
     for (const r of rs) {
       const w = Math.max(1, ((WIDTH - BAR_MARGIN) * r.value) / max);
       const color = options.colors?.[r.label] ?? options.otherColor ?? '#2ca02c';
-      body += `<text x="20" y="${y + 11}">${escape(r.label)}</text><rect x="${BAR_X}" y="${y}" width="${w.toFixed(1)}" height="${BAR_HEIGHT}" fill="${color}"/><text x="${(BAR_X + 5 + w).toFixed(1)}" y="${y + 11}">${escape(format(r.value))}</text>`;
+      body += `<text x="20" y="${y + 11}">${xmlText(r.label)}</text><rect x="${BAR_X}" y="${y}" width="${w.toFixed(1)}" height="${BAR_HEIGHT}" fill="${color}"/><text x="${(BAR_X + 5 + w).toFixed(1)}" y="${y + 11}">${xmlText(format(r.value))}</text>`;
       y += BAR_HEIGHT + 3;
     }
     y += 18;
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${y}" font-family="sans-serif" font-size="11"><title>${escape(options.title)}</title><rect width="${WIDTH}" height="${y}" fill="white"/><text x="10" y="20" font-size="14">${escape(options.heading)}</text>${body}</svg>\n`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${y}" font-family="sans-serif" font-size="11"><title>${xmlText(options.title)}</title><rect width="${WIDTH}" height="${y}" fill="white"/><text x="10" y="20" font-size="14">${xmlText(options.heading)}</text>${body}</svg>\n`;
 }

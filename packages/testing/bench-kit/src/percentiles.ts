@@ -35,10 +35,7 @@ export function pairedRatios(
 }
 
 /** Runs `op` `n` times one at a time; answers its latencies in µs, ascending. */
-export async function latencies(
-  n: number,
-  op: (i: number) => Promise<unknown>,
-): Promise<number[]> {
+export async function latencies(n: number, op: (i: number) => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();

@@ -32,11 +32,7 @@ export function markdownTable(
   const line = (cells: readonly string[]) =>
     `| ${cells.map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
   const rule = `| ${widths.map((w, i) => (right[i] ? `${'-'.repeat(Math.max(3, w - 1))}:` : '-'.repeat(Math.max(3, w)))).join(' | ')} |`;
-  return [
-    line(cols.map((c) => c.title)),
-    rule,
-    ...rows.map((r) => line(r)),
-  ].join('\n');
+  return [line(cols.map((c) => c.title)), rule, ...rows.map((r) => line(r))].join('\n');
 }
 
 /**

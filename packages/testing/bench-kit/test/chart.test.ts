@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { barChartSvg } from '../src/index.js';
 
-const widths = (svg: string) => [...svg.matchAll(/<rect x="150"[^>]* width="([\d.]+)"/g)].map((m) => Number(m[1]));
+const widths = (svg: string) =>
+  [...svg.matchAll(/<rect x="150"[^>]* width="([\d.]+)"/g)].map((m) => Number(m[1]));
 
 describe('bar chart', () => {
   it('bars_are_scaled_within_their_scenario_and_lower_is_better_is_said', () => {
