@@ -11,14 +11,14 @@ import {
   FEATURE_ERROR_CODES,
   FEATURE_SUBSCRIBE_QUEUE,
   FEATURE_SUBSCRIPTION_LAGGED,
-  FEATURE_EXTENDED,
   FEATURE_UNSUPPORTED,
   FLAG_BINARY_PUBLISH_ACK_OFFSET,
   FLAG_EVENT_BATCH_OFFSETS,
+  type CacheGetMessage as GetRequest,
+  GetRequestReader,
   type Message,
 } from '@felix/wire';
 import { IDENT_BYTES_MAX, SUBSCRIPTIONS_PER_CONNECTION_MAX, TOKEN_BYTES_MAX } from '../limits.js';
-import { type GetRequest, GetRequestReader } from '../caches/get-request.js';
 import { type Payloads, payloadCount } from '../streams/event-batch.js';
 import type { StreamRuntime } from '../catalog/catalog.js';
 import type { StartSpec } from '../streams/shard.js';
@@ -38,6 +38,7 @@ import {
   type Negotiated,
   SERVER_FEATURES,
   SERVER_FLAGS,
+  authAnswer,
   has,
   negotiateAuth,
 } from './negotiation.js';
@@ -246,23 +247,9 @@ export class ClientSession {
       this.authTimer = null;
     }
     if (!quiet) {
-      const answer: Message = negotiated.negotiating
-        ? {
-            type: 'auth_ok',
-            server_flags: SERVER_FLAGS & (msg.client_flags ?? 0),
-            server_features: offered & (msg.client_features ?? 0),
-            // The hi word (and its marker) only to a client that set FEATURE_EXTENDED.
-            ...(negotiated.featuresHi !== 0
-              ? {
-                  server_features:
-                    ((offered & (msg.client_features ?? 0)) | FEATURE_EXTENDED) >>> 0,
-                  server_features_hi: negotiated.featuresHi,
-                }
-              : {}),
-            publish_window: Math.max(1, this.ctx.config.broker.publish_window),
-          }
-        : { type: 'ok' };
-      await stream.write(jsonFrame(answer));
+      await stream.write(
+        jsonFrame(authAnswer(negotiated, Math.max(1, this.ctx.config.broker.publish_window))),
+      );
     }
     return negotiated;
   }
