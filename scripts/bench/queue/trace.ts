@@ -185,9 +185,14 @@ proto.poll = async function (this: Obj, ...a: unknown[]) {
   if (out.length === 0) stats.empty++;
   return out;
 };
-const sendAcks = proto.sendAcks as ((bc: unknown, items: PendingAck[]) => void) | undefined;
-if (typeof sendAcks === 'function') {
-  proto.sendAcks = function (this: Obj, bc: unknown, items: PendingAck[]) {
+// The ack batches leave through `sendAcks(bc, items)`: on the group's settles part since the
+// client's split (group-settles.ts), on the Group itself before it.
+const ackProto = [probe.settles, probe]
+  .map((o) => (o === undefined ? undefined : (Object.getPrototypeOf(o) as Obj)))
+  .find((p) => typeof p?.sendAcks === 'function');
+const sendAcks = ackProto?.sendAcks as ((bc: unknown, items: PendingAck[]) => void) | undefined;
+if (ackProto !== undefined && typeof sendAcks === 'function') {
+  ackProto.sendAcks = function (this: Obj, bc: unknown, items: PendingAck[]) {
     stats.ackBatches++;
     stats.ackOffsets += items.length;
     const t = performance.now();
@@ -199,7 +204,7 @@ if (typeof sendAcks === 'function') {
     };
     return sendAcks.call(this, bc, items);
   };
-} else missing.push('Group.sendAcks (ack batches)');
+} else missing.push('sendAcks (ack batches)');
 const host = probe.host as { connection?(): Promise<unknown> } | undefined;
 const bc = (typeof host?.connection === 'function' ? await host.connection() : undefined) as
   | Obj
