@@ -17,22 +17,25 @@ import type { Negotiated } from './negotiation.js';
 
 /**
  * The code names the broker answers with: each one is a row of wire's ERROR_CODES (checked by
- * `every_refusal_code_is_a_row_of_the_wire_table`). Only the name list lives here, for type
- * checking; numbers and retry classes are wire's.
+ * `every_refusal_code_is_a_row_of_the_wire_table`). Only the names live here, so a handler
+ * cannot misspell one; numbers and retry classes are wire's.
  */
-export type ErrorCodeName =
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'not_found'
-  | 'invalid_request'
-  | 'shard_unavailable'
-  | 'not_leader'
-  | 'overloaded'
-  | 'limit_exceeded'
-  | 'draining'
-  | 'internal'
-  | 'storage'
-  | 'stale_claim';
+export const REFUSAL_CODES = [
+  'unauthenticated',
+  'forbidden',
+  'not_found',
+  'invalid_request',
+  'shard_unavailable',
+  'not_leader',
+  'overloaded',
+  'limit_exceeded',
+  'draining',
+  'internal',
+  'storage',
+  'stale_claim',
+] as const;
+
+export type ErrorCodeName = (typeof REFUSAL_CODES)[number];
 
 export type RetryName = RetryClassName;
 
