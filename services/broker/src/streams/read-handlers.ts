@@ -164,11 +164,7 @@ export class ReadHandlers {
       const message = `subscription id ${id} is in use`;
       return new Refusal('invalid_request', message, 'duplicate_subscription');
     }
-    const cfg = this.deps.config.broker;
-    const capacity =
-      has(auth.features, FEATURE_SUBSCRIBE_QUEUE) && msg.queue_capacity !== undefined
-        ? Math.min(Math.max(1, msg.queue_capacity), cfg.subscriber_queue_capacity)
-        : cfg.subscriber_queue_capacity;
+    const capacity = this.queueCapacity(auth, msg);
     const endOnLag =
       has(auth.features, FEATURE_SUBSCRIPTION_LAGGED) && has(auth.flags, FLAG_EVENT_BATCH_OFFSETS);
     const outcome = shard.subscribe(startSpec(msg.start), capacity, endOnLag);
@@ -204,17 +200,31 @@ export class ReadHandlers {
       shardIndex,
       outcome.sub,
     );
-    subs.byId.set(id, writer);
-    // The subscription ends with the stream that opened it (or the connection).
-    rc.onStreamEnd(() => {
-      writer.stop();
-      if (subs.byId.get(id) === writer) subs.byId.delete(id);
-    });
-    void writer.run().finally(() => {
-      if (subs.byId.get(id) === writer) subs.byId.delete(id);
-    });
+    start(subs, id, writer, rc);
     return null;
   }
+
+  /** The subscriber queue's capacity: the client's ask when negotiated, within the bound. */
+  private queueCapacity(auth: Negotiated, msg: Msg<'subscribe'>): number {
+    const bound = this.deps.config.broker.subscriber_queue_capacity;
+    if (!has(auth.features, FEATURE_SUBSCRIBE_QUEUE) || msg.queue_capacity === undefined) {
+      return bound;
+    }
+    return Math.min(Math.max(1, msg.queue_capacity), bound);
+  }
+}
+
+/** Serves the subscription until it ends, or until the stream that opened it ends. */
+function start(subs: Subscriptions, id: number, writer: SubscriptionWriter, rc: RequestContext) {
+  subs.byId.set(id, writer);
+  const forget = () => {
+    if (subs.byId.get(id) === writer) subs.byId.delete(id);
+  };
+  rc.onStreamEnd(() => {
+    writer.stop();
+    forget();
+  });
+  void writer.run().finally(forget);
 }
 
 function startSpec(start: Msg<'subscribe'>['start']): StartSpec {
