@@ -5,7 +5,17 @@ export * from './features.js';
 export * from './error-codes.js';
 export * from './negotiation.js';
 export { shardForKey, fnv1a64 as routingHash64 } from './routing.js';
-export { asciiBytes, bytesStartWith, decimalDigits, writeDecimal } from './bytes/ascii.js';
+export {
+  asciiBytes,
+  asciiText,
+  bytesStartWith,
+  decimalDigits,
+  utf8Length,
+  writeDecimal,
+} from './bytes/ascii.js';
+export { GetRequestReader, encodeGetRequest, getRequestPrefix } from './fast/cache-get.js';
+export type { GetPrefix, SentGetRequest } from './fast/cache-get.js';
+export { readValueAnswer, valueAnswerFrame, valueAnswerHead } from './fast/cache-value.js';
 export {
   FRAME_MAGIC,
   FRAME_VERSION,
@@ -15,6 +25,8 @@ export {
   writeFrameHeader,
 } from './frame/header.js';
 export type { Frame, FrameHeader } from './frame/header.js';
+export { InboundFrame, PiecesDecoder, joinPieces } from './frame/decoder.js';
+export type { HeaderCheck } from './frame/decoder.js';
 export { FrameDecoder } from './frame/frame-decoder.js';
 export type { FrameDecoderOptions } from './frame/frame-decoder.js';
 export {

@@ -58,3 +58,9 @@ export const GROUP_RECORDS_BINARY_MAX = 65_536;
  *  `finish()` returns it, which asserts so): zeroing a 512 KiB publish batch cost about as much
  *  as filling it. */
 export const WRITER_UNZEROED_BYTES_MIN = 64 * 1024;
+
+/** Bytes of a get request's scope (tenant, namespace and cache with the JSON between them) a
+ *  `GetRequestReader` keeps to reuse their decoded strings on the next get: three identifiers of
+ *  the broker's 255-byte bound and the field names between them; a longer scope is decoded per
+ *  request. */
+export const GET_SCOPE_MEMO_BYTES_MAX = 3 * 255 + 32;

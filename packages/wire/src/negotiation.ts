@@ -64,7 +64,9 @@ export function authCapabilityFields(
 }
 
 /** What the client advertised in its `auth`; `undefined` for a pre-negotiation client. */
-export function authCapabilities(auth: AuthMessage): Capabilities | undefined {
+export function authCapabilities(
+  auth: Pick<AuthMessage, 'client_flags' | 'client_features' | 'client_features_hi'>,
+): Capabilities | undefined {
   if (auth.client_flags === undefined) return undefined;
   const low = auth.client_features ?? 0;
   const extended = (low & FEATURE_EXTENDED) !== 0;
@@ -92,6 +94,28 @@ export function brokerAuthAnswer(
   const low = wordWithMarker({ ...broker, featuresHi: hi });
   if (low !== 0) answer.server_features = low;
   if (hi !== 0) answer.server_features_hi = hi;
+  if (extra.publish_window !== undefined) answer.publish_window = extra.publish_window;
+  return answer;
+}
+
+/**
+ * The broker's answer once it has negotiated (`negotiate(broker, authCapabilities(auth))`):
+ * `ok` to a client that offered nothing (`negotiated` undefined), else `auth_ok` advertising
+ * exactly the negotiated set, so the broker never names a layout or request the client did not
+ * offer. `server_features` is always present; the `_hi` word and its marker only when a high
+ * bit was negotiated (which needs the client's `FEATURE_EXTENDED`).
+ */
+export function negotiatedAuthAnswer(
+  negotiated: Capabilities | undefined,
+  extra: { publish_window?: number } = {},
+): AuthOkMessage | OkMessage {
+  if (negotiated === undefined) return { type: 'ok' };
+  const answer: AuthOkMessage = {
+    type: 'auth_ok',
+    server_flags: negotiated.flags & KNOWN_FLAGS,
+    server_features: wordWithMarker(negotiated),
+  };
+  if (negotiated.featuresHi !== 0) answer.server_features_hi = negotiated.featuresHi >>> 0;
   if (extra.publish_window !== undefined) answer.publish_window = extra.publish_window;
   return answer;
 }

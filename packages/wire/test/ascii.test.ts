@@ -1,8 +1,15 @@
 // Goal: the byte helpers hand-written JSON codecs share write and match what the string forms
-// would. Method: fast-check against String(n) and string prefixes.
+// would. Method: fast-check against String(n), string prefixes, TextEncoder and TextDecoder.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { asciiBytes, bytesStartWith, decimalDigits, writeDecimal } from '../src/index.js';
+import {
+  asciiBytes,
+  asciiText,
+  bytesStartWith,
+  decimalDigits,
+  utf8Length,
+  writeDecimal,
+} from '../src/index.js';
 
 describe('ascii byte helpers', () => {
   it('a_number_written_as_decimal_digits_is_its_string_form_in_place', () => {
@@ -35,6 +42,20 @@ describe('ascii byte helpers', () => {
           );
         },
       ),
+    );
+  });
+
+  it('utf8_length_is_what_the_text_encoder_writes_and_ascii_text_reads_back', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 24 }), (s) => {
+        expect(utf8Length(s)).toBe(new TextEncoder().encode(s).length);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary-ascii', maxLength: 24 }), (s) => {
+        const bytes = asciiBytes(`[${s}]`);
+        expect(asciiText(bytes, 1, bytes.length - 1)).toBe(s);
+      }),
     );
   });
 });

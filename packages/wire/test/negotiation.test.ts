@@ -20,6 +20,7 @@ import {
   hasFeature,
   hasFeatureHi,
   negotiate,
+  negotiatedAuthAnswer,
 } from '../src/index.js';
 
 const broker = {
@@ -104,5 +105,32 @@ describe('negotiation', () => {
       { flags: 0x7fff, features: 0x7fff, featuresHi: 0 },
     );
     expect(used.features).toBe(0);
+  });
+
+  it('a_negotiated_answer_advertises_only_what_both_sides_offered', () => {
+    const auth: AuthMessage = {
+      type: 'auth',
+      tenant_id: 't',
+      token: 'x',
+      client_flags: 25,
+      client_features: (FEATURE_TOPOLOGY | FEATURE_CACHE_DELETE | FEATURE_EXTENDED) >>> 0,
+      client_features_hi: FEATURE_HI_INSPECT,
+    };
+    const used = negotiate(broker, authCapabilities(auth));
+    expect(negotiatedAuthAnswer(used, { publish_window: 8 })).toEqual({
+      type: 'auth_ok',
+      server_flags: 25,
+      server_features: (FEATURE_TOPOLOGY | FEATURE_EXTENDED) >>> 0,
+      server_features_hi: FEATURE_HI_INSPECT,
+      publish_window: 8,
+    });
+    // Nothing in common still names the (empty) feature word; no marker without a hi bit.
+    const none = negotiate(broker, { flags: 1, features: 0, featuresHi: 0 });
+    expect(negotiatedAuthAnswer(none)).toEqual({
+      type: 'auth_ok',
+      server_flags: 1,
+      server_features: 0,
+    });
+    expect(negotiatedAuthAnswer(undefined)).toEqual({ type: 'ok' });
   });
 });

@@ -1,8 +1,46 @@
 /**
- * Small byte helpers for codecs that write or match JSON text by hand (the client's and the
- * broker's quick `cache_get` / `cache_value` paths): ASCII constants, prefix matching and
- * decimal digits written straight into a frame.
+ * Small byte helpers for codecs that write or match JSON text by hand (the quick `cache_get` /
+ * `cache_value` codecs in src/fast/): ASCII constants, prefix matching, ASCII text read
+ * without a decoder, and decimal digits and lengths written straight into a frame.
  */
+
+/** Node's `latin1Slice` where the runtime has Buffer: an ASCII string without a decoder call. */
+const latin1Slice = (globalThis as { Buffer?: { prototype: { latin1Slice?: unknown } } }).Buffer
+  ?.prototype.latin1Slice as ((this: Uint8Array, start: number, end: number) => string) | undefined;
+
+/** p[from, to) as a string, for bytes the caller checked are ASCII (below 0x80). */
+export function asciiText(p: Uint8Array, from: number, to: number): string {
+  if (latin1Slice !== undefined) return latin1Slice.call(p, from, to);
+  let out = '';
+  for (let i = from; i < to; i++) out += String.fromCharCode(p[i]!);
+  return out;
+}
+
+/** Writes a u32 big-endian at `at` (a frame header's length field). */
+export function writeU32(out: Uint8Array, at: number, value: number): void {
+  out[at] = value >>> 24;
+  out[at + 1] = (value >>> 16) & 0xff;
+  out[at + 2] = (value >>> 8) & 0xff;
+  out[at + 3] = value & 0xff;
+}
+
+/** How many bytes `s` takes as UTF-8 (a lone surrogate counts as U+FFFD's three). */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
 
 /** The bytes of an ASCII string (one byte per UTF-16 unit; callers pass ASCII only). */
 export function asciiBytes(s: string): Uint8Array {

@@ -1,11 +1,12 @@
 /**
- * `FrameDecoder`: the push decoder for client FLX1 frames. The payload cap can be lowered
- * before authentication and raised after it (`setMaxPayloadBytes`); a header announcing
- * more is refused before any of its body is held.
+ * `FrameDecoder`: the decoder of client FLX1 frames that the broker and the client both read
+ * with (frame/decoder.ts holds the mechanics). The payload cap can be lowered before
+ * authentication and raised after it (`setMaxPayloadBytes`); a header announcing more is
+ * refused before any of its body is held.
  */
 import { FieldRangeError } from '../errors.js';
 import { FRAME_PAYLOAD_BYTES_LIMIT, FRAME_PAYLOAD_BYTES_MAX_DEFAULT } from '../limits.js';
-import { PushDecoder } from './decoder.js';
+import { PiecesDecoder } from './decoder.js';
 import { type Frame, decodeFrameHeader } from './header.js';
 
 export interface FrameDecoderOptions {
@@ -13,39 +14,26 @@ export interface FrameDecoderOptions {
   maxPayloadBytes?: number;
 }
 
-export class FrameDecoder {
+export class FrameDecoder extends PiecesDecoder {
   private maxPayloadBytes: number;
-  private readonly inner: PushDecoder<Frame>;
 
   constructor(options: FrameDecoderOptions = {}) {
+    super((bytes, offset) => {
+      const { flags, length } = decodeFrameHeader(bytes, offset, this.maxPayloadBytes);
+      return { code: flags, length };
+    });
     this.maxPayloadBytes = checkMax(options.maxPayloadBytes ?? FRAME_PAYLOAD_BYTES_MAX_DEFAULT);
-    this.inner = new PushDecoder<Frame>(
-      (header) => {
-        const { flags, length } = decodeFrameHeader(header, 0, this.maxPayloadBytes);
-        return { code: flags, length };
-      },
-      (flags, payload) => ({ flags, payload }),
-    );
   }
 
-  /** Feeds a chunk; returns the frames it completes. Throws only `WireError`. */
+  /** Feeds a chunk; returns the frames it completes, each payload in one piece (a frame split
+   *  across chunks is joined: `pushPieces` keeps it as its pieces). */
   push(chunk: Uint8Array): Frame[] {
-    return this.inner.push(chunk);
+    return this.pushPieces(chunk).map((f) => ({ flags: f.flags, payload: f.payload }));
   }
 
   /** Changes the cap for headers not yet read (e.g. after the stream authenticates). */
   setMaxPayloadBytes(maxPayloadBytes: number): void {
     this.maxPayloadBytes = checkMax(maxPayloadBytes);
-  }
-
-  /** Bytes held for an incomplete frame; never above 12 + the cap in force at its header. */
-  get bufferedBytes(): number {
-    return this.inner.bufferedBytes;
-  }
-
-  /** True when no partial frame is held, i.e. the stream may end here cleanly. */
-  get idle(): boolean {
-    return this.inner.idle;
   }
 }
 

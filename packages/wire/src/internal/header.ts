@@ -10,7 +10,7 @@ import {
   FrameTooLargeError,
   UnsupportedVersionError,
 } from '../errors.js';
-import { PushDecoder } from '../frame/decoder.js';
+import { PiecesDecoder } from '../frame/decoder.js';
 import { FRAME_HEADER_BYTES, INTERNAL_BODY_BYTES_MAX } from '../limits.js';
 
 /** "FLXI". */
@@ -25,8 +25,9 @@ export interface InternalFrame {
 export function checkInternalHeader(
   header: Uint8Array,
   maxBodyBytes = INTERNAL_BODY_BYTES_MAX,
+  offset = 0,
 ): { code: number; length: number } {
-  const view = new DataView(header.buffer, header.byteOffset, FRAME_HEADER_BYTES);
+  const view = new DataView(header.buffer, header.byteOffset + offset, FRAME_HEADER_BYTES);
   const magic = view.getUint32(0);
   if (magic !== INTERNAL_MAGIC) throw new BadMagicError(magic, INTERNAL_MAGIC);
   const version = view.getUint16(4);
@@ -56,18 +57,15 @@ export function encodeInternalFrame(kind: number, body: Uint8Array): Uint8Array 
 
 /** Push decoder for FLXI streams; buffering bounded by one frame of at most the body cap. */
 export class InternalFrameDecoder {
-  private readonly inner: PushDecoder<InternalFrame>;
+  private readonly inner: PiecesDecoder;
 
   constructor(options: { maxBodyBytes?: number } = {}) {
     const max = options.maxBodyBytes ?? INTERNAL_BODY_BYTES_MAX;
-    this.inner = new PushDecoder(
-      (header) => checkInternalHeader(header, max),
-      (kind, body) => ({ kind, body }),
-    );
+    this.inner = new PiecesDecoder((bytes, offset) => checkInternalHeader(bytes, max, offset));
   }
 
   push(chunk: Uint8Array): InternalFrame[] {
-    return this.inner.push(chunk);
+    return this.inner.pushPieces(chunk).map((f) => ({ kind: f.flags, body: f.payload }));
   }
 
   get bufferedBytes(): number {

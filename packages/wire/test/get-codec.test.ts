@@ -2,16 +2,18 @@
 // cache_value reader answers what the codec would, or declines so the codec decides.
 // Method: compare against @felix/wire's encodeMessage/decodeMessage over awkward keys and
 // values, then feed answers that differ from the common form in one way each.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import {
   FRAME_HEADER_BYTES,
   type Message,
   decodeMessage,
+  encodeGetRequest,
   encodeMessage,
+  getRequestPrefix,
   messageJson,
-} from '@felix/wire';
-import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { encodeGetRequest, getRequestPrefix, readValueAnswer } from './units.js';
+  readValueAnswer,
+} from '../src/index.js';
 
 const scope = { tenant_id: 't"1', namespace: 'n\\s', cache: 'câché' };
 const prefix = getRequestPrefix(scope.tenant_id, scope.namespace, scope.cache);

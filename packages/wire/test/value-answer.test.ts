@@ -2,9 +2,8 @@
 // the frame the JSON codec writes for the same `cache_value`. Method: compare both encodings
 // byte for byte over keys and values that need escaping, multi-byte UTF-8 and every base64
 // padding, with and without a request id.
-import { type Message, encodeMessage } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { valueAnswerFrame, valueAnswerHead } from '../src/caches/value-answer.js';
+import { type Message, encodeMessage, valueAnswerFrame, valueAnswerHead } from '../src/index.js';
 
 describe('valueAnswerFrame', () => {
   it('a_hot_answer_is_the_bytes_the_codec_writes', () => {

@@ -1,4 +1,4 @@
-// Goal: the session's quick read of a `cache_get` (caches/get-request.ts) never answers anything
+// Goal: the broker's quick read of a `cache_get` (src/fast/cache-get.ts) never answers anything
 // the general decoder would not: on any bytes it either declines (undefined, and the session
 // decodes them with @felix/wire) or answers exactly the message `decodeMessage` gives, and it
 // never throws. Method: fast-check, over requests in the client's exact form with hostile
@@ -7,10 +7,9 @@
 // dropped or replaced, whitespace, repeated and extra fields, other field orders, escapes);
 // and over arbitrary bytes behind the request's opening. One reader serves every run, so its
 // memo of the last scope is exercised across changing scopes.
-import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GetRequestReader } from '../src/caches/get-request.js';
+import { GetRequestReader, type Message, decodeMessage, encodeMessage } from '../src/index.js';
 
 const FRAME_HEADER_BYTES = 12;
 const UTF8 = new TextEncoder();
