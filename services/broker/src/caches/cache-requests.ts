@@ -4,13 +4,17 @@
  * a refusal, never a `null` value.
  */
 import type { CacheWatch, LogCache, WatchFilter, WatchStart } from '@felix/storage';
-import { FEATURE_CACHE_WATCH_RETAINED, type Message } from '@felix/wire';
+import {
+  FEATURE_CACHE_WATCH_RETAINED,
+  type Message,
+  valueAnswerFrame,
+  valueAnswerHead,
+} from '@felix/wire';
 import { CACHE_TTL_MS_MAX } from '../limits.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, checkTenant } from '../session/refusal.js';
 import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
 import type { Hot } from './hot-values.js';
-import { valueAnswerFrame, valueAnswerHead } from './value-answer.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 

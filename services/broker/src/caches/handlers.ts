@@ -10,6 +10,7 @@ import {
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
   FEATURE_COUNTERS,
+  GetRequestReader,
   type Message,
 } from '@felix/wire';
 import { WATCHES_PER_CONNECTION_MAX } from '../limits.js';
@@ -21,7 +22,6 @@ import { Refusal } from '../session/refusal.js';
 import type { ProjectionAnswers } from './answers.js';
 import { cacheGet, cachePut, hotGetFrame, openWatch } from './cache-requests.js';
 import { type CacheService, storageRefusal } from './cache-service.js';
-import { GetRequestReader } from './get-request.js';
 import type { RequestCount } from './projection-metrics.js';
 import { WatchWriter } from './watch-writer.js';
 

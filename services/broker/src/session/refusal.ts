@@ -5,49 +5,20 @@
  * (an `error`, a `publish_error` or a binary ack) is decided where the answer is encoded.
  */
 import {
-  ERROR_CODES,
   FEATURE_ERROR_CODES,
-  RETRY_NAMES,
-  type RetryClassName,
+  type KnownErrorCodeName,
+  type RetryName,
   defaultRetryFor,
   encodeMessage,
 } from '@felix/wire';
 import { BrokerError } from '../errors.js';
 import type { Negotiated } from './negotiation.js';
 
-/**
- * The code names the broker answers with: each one is a row of wire's ERROR_CODES (checked by
- * `every_refusal_code_is_a_row_of_the_wire_table`). Only the names live here, so a handler
- * cannot misspell one; numbers and retry classes are wire's.
- */
-export const REFUSAL_CODES = [
-  'unauthenticated',
-  'forbidden',
-  'not_found',
-  'invalid_request',
-  'shard_unavailable',
-  'not_leader',
-  'overloaded',
-  'limit_exceeded',
-  'draining',
-  'internal',
-  'storage',
-  'stale_claim',
-] as const;
+/** A code name of wire's table: a refusal cannot carry a code the table does not hold. */
+export type ErrorCodeName = KnownErrorCodeName;
 
-export type ErrorCodeName = (typeof REFUSAL_CODES)[number];
-
-export type RetryName = RetryClassName;
-
-/** Each name's wire number, read from wire's table (the binary publish ack carries numbers). */
-export const ERROR_CODE_NUMBERS = Object.fromEntries(
-  ERROR_CODES.map((row) => [row.name, row.code]),
-) as Readonly<Record<ErrorCodeName, number>>;
-
-/** Each retry class's wire byte, read from wire's table. */
-export const RETRY_NUMBERS = Object.fromEntries(
-  Object.entries(RETRY_NAMES).map(([byte, name]) => [name, Number(byte)]),
-) as Readonly<Record<RetryName, number>>;
+/** Each code's and retry class's wire number (the binary publish ack carries numbers). */
+export { ERROR_CODE_NUMBERS, RETRY_BYTES as RETRY_NUMBERS, type RetryName } from '@felix/wire';
 
 export interface RefusalOptions {
   /** End the stream after answering (its bytes can no longer be trusted). */
