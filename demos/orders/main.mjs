@@ -39,6 +39,7 @@ const ORDERS = [
 
 // The status board: a watch over both shards of the status cache.
 const status = felix.cache('status');
+// ac.abort() at the end may reject a watch: that is how the board stops, so it is dropped.
 const board = [0, 1].map((shard) =>
   (async () => {
     for await (const ev of status.watch({ prefix: 'order:' }, { shard, signal: ac.signal })) {

@@ -9,11 +9,6 @@ export {
   backoffDelayMs,
 } from '@felix/client';
 export { brokerError as brokerErrorFor } from '../src/errors.js';
-export {
-  encodeGetRequest,
-  getRequestPrefix,
-  readValueAnswer,
-} from '../src/projections/get-codec.js';
 export { FrameStream } from '../src/protocol/frame-stream.js';
 export { ShardReader } from '../src/subscription.js';
 export type { ReaderHost } from '../src/subscription.js';

@@ -300,8 +300,9 @@ describe.each(transports)('transport conformance over %s', (transport) => {
         for await (const s of p.server.incoming()) {
           serverStreams.push(s);
           void (async () => {
+            // Random resets make a failing echo expected; the checks come after the storm.
             for await (const c of s) if (rnd() < 0.3) await s.write(c).catch(() => {});
-          })().catch(() => {});
+          })().catch(() => {}); // as above: a reset stream ends the echo with an error
         }
       })();
       const streams: TransportStream[] = [];
@@ -310,20 +311,22 @@ describe.each(transports)('transport conformance over %s', (transport) => {
           if (rnd() < 0.2 || streams.length === 0) {
             const ns = rnd() < 0.8 ? await p.client.openBidi() : await p.client.openUni();
             streams.push(ns);
-            if (ns.kind === 'bidi') void readAll(ns).catch(() => {});
+            if (ns.kind === 'bidi') void readAll(ns).catch(() => {}); // may be reset: expected
             continue;
           }
           const s = streams[Math.floor(rnd() * streams.length)]!;
           const r = rnd();
           if (r < 0.6) {
+            // Writes and ends on a stream the storm has reset fail by design.
             const w = s.write(new Uint8Array(Math.floor(rnd() * 100_000))).catch(() => {});
             if (rnd() < 0.5) await w;
+            // (and so may the end below)
           } else if (r < 0.75) await s.end().catch(() => {});
           else if (r < 0.9) s.reset(Math.floor(rnd() * 100));
           else {
             const ss = serverStreams[Math.floor(rnd() * serverStreams.length)];
             if (ss && rnd() < 0.5) ss.reset(7);
-            else if (ss) await ss.end().catch(() => {});
+            else if (ss) await ss.end().catch(() => {}); // may already be reset
           }
         }
       };

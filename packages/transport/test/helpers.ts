@@ -70,7 +70,7 @@ export async function connectPair(
     client,
     server,
     async cleanup() {
-      await client.close().catch(() => {});
+      await client.close().catch(() => {}); // a test may have closed or broken it already
       await listener.close();
     },
   };

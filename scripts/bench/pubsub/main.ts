@@ -260,6 +260,7 @@ async function felixThroughput(
       if (finished) return;
       void pubClient
         .publish('bench', 'end-marker')
+        // The marker only wakes the subscriber; a failure is seen as the round timing out.
         .catch(() => undefined)
         .finally(() => {
           if (!finished) nudge();

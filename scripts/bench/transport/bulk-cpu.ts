@@ -72,9 +72,9 @@ async function serve(dir: string): Promise<void> {
                 await s.write(Uint8Array.of(1));
               }
             }
-          })().catch(() => undefined);
+          })().catch(() => undefined); // the client tearing down mid-stream ends the echo
         }
-      })().catch(() => undefined);
+      })().catch(() => undefined); // as does the connection closing at the end of the run
     }
   })();
   await Promise.all([

@@ -124,7 +124,7 @@ async function serveConnection(conn: Connection): Promise<void> {
         await u.end();
         await s.end();
       }
-    })().catch(() => {});
+    })().catch(() => {}); // a peer closing mid-echo at the end of a round is expected
   }
 }
 

@@ -38,9 +38,9 @@ async function serve(dir: string): Promise<void> {
           void (async () => {
             for await (const chunk of s) await s.write(chunk);
             await s.end();
-          })().catch(() => undefined);
+          })().catch(() => undefined); // the client tearing down mid-stream ends the echo
         }
-      })().catch(() => undefined);
+      })().catch(() => undefined); // as does the connection closing at the end of the run
     }
   })();
   const raw = createTlsServer({

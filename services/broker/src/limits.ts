@@ -78,10 +78,6 @@ export const WATCH_QUEUE_CAPACITY_MAX = 65_536;
 export const WATCHES_PER_CONNECTION_MAX = 1024;
 /** Cache and counter keys, in UTF-8 bytes (the storage record carries a u16 length). */
 export const CACHE_KEY_BYTES_MAX = 1024;
-/** Bytes of a get request's scope (tenant, namespace and cache with the JSON between them) a
- *  stream keeps to reuse their decoded strings on the next get: three identifiers and the
- *  field names between them; a longer scope is decoded per request. */
-export const GET_SCOPE_MEMO_BYTES_MAX = 3 * IDENT_BYTES_MAX + 32;
 /** Largest TTL a put may carry: about a thousand years keeps expiry inside a safe integer. */
 export const CACHE_TTL_MS_MAX = 2 ** 45;
 

@@ -2,12 +2,12 @@
 // are rows of @felix/wire's error-code table (numbers and retry classes are wire's), a request
 // type has one handler, and a wake reaches only the group polls waiting on that shard.
 // Method: compare against wire's table; register twice; park polls on two sources and wake one.
-import { ERROR_CODES, defaultRetryFor } from '@felix/wire';
+import { ERROR_CODES, ERROR_CODE_NUMBERS, RETRY_BYTES, defaultRetryFor } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import type { RecordSource } from '../src/groups/record-source.js';
 import { PollWaiters } from '../src/groups/waiters.js';
 import { HandlerTable } from '../src/session/handler.js';
-import { ERROR_CODE_NUMBERS, RETRY_NUMBERS, Refusal } from '../src/session/refusal.js';
+import { Refusal } from '../src/session/refusal.js';
 
 describe('request edge', () => {
   it('every_refusal_code_is_a_row_of_the_wire_table', () => {
@@ -15,7 +15,7 @@ describe('request edge', () => {
       const refusal = new Refusal(row.name, 'm', 'r');
       expect(ERROR_CODE_NUMBERS[refusal.wireCode]).toBe(row.code);
       expect(refusal.wireRetry).toBe(defaultRetryFor(row.name));
-      expect(RETRY_NUMBERS[refusal.wireRetry]).toBe(row.retry);
+      expect(RETRY_BYTES[refusal.wireRetry]).toBe(row.retry);
     }
     expect(new Refusal('stale_claim', 'm', 'r', { retry: 'fatal' }).wireRetry).toBe('fatal');
   });

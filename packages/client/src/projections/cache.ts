@@ -8,9 +8,13 @@ import {
   FEATURE_CACHE_DELETE,
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
+  type GetPrefix,
   type Message,
   decodeMessage,
+  encodeGetRequest,
   encodeMessage,
+  getRequestPrefix,
+  readValueAnswer,
 } from '@felix/wire';
 import {
   ConnectionLostError,
@@ -22,12 +26,6 @@ import {
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
-import {
-  type GetPrefix,
-  encodeGetRequest,
-  getRequestPrefix,
-  readValueAnswer,
-} from './get-codec.js';
 import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
 import { channelOf } from './request-channel.js';
 

@@ -10,12 +10,10 @@
  */
 import { type Connection, type TransportStream, dial } from '@felix/transport';
 import {
-  FEATURE_EXTENDED,
   FLAG_BINARY_PUBLISH_ACK,
   FLAG_BINARY_PUBLISH_ACKED,
   FLAG_EVENT_BATCH_TIMESTAMPS,
   type Message,
-  ORIGINAL_V1_FLAGS,
   decodeMessage,
   decodePublishAck,
   encodeMessage,
@@ -34,18 +32,17 @@ import {
 import {
   PUBLISH_COALESCE_BYTES_MAX,
   PUBLISH_COALESCE_RECORDS_MAX,
-  PUBLISH_WINDOW_DEFAULT,
   UNCLAIMED_EVENT_STREAMS_MAX,
   WRITE_QUEUE_BYTES_MAX,
 } from '../limits.js';
 import { FrameStream } from './frame-stream.js';
 import {
-  CLIENT_FEATURES,
   CLIENT_FEATURES_HI,
   CLIENT_FEATURES_SENT,
   CLIENT_FLAGS,
   type Negotiated,
   has,
+  negotiateAnswer,
 } from './negotiation.js';
 
 export interface TlsOptions {
@@ -741,27 +738,8 @@ async function authStream(
   const frame = await frames.next();
   if (!frame) throw new ProtocolError('the broker closed the stream during auth');
   const msg = decodeMessage(frame.payload);
-  if (msg.type === 'auth_ok') {
-    return {
-      stream,
-      frames,
-      negotiated: {
-        flags: msg.server_flags & flags,
-        features: (msg.server_features ?? 0) & features & CLIENT_FEATURES,
-        featuresHi:
-          ((msg.server_features ?? 0) & FEATURE_EXTENDED) !== 0
-            ? (msg.server_features_hi ?? 0) & CLIENT_FEATURES_HI
-            : 0,
-        window: Math.max(1, msg.publish_window ?? PUBLISH_WINDOW_DEFAULT),
-      },
-    };
-  }
-  if (msg.type === 'ok') {
-    return {
-      stream,
-      frames,
-      negotiated: { flags: ORIGINAL_V1_FLAGS, features: 0, featuresHi: 0, window: 1 },
-    };
+  if (msg.type === 'auth_ok' || msg.type === 'ok') {
+    return { stream, frames, negotiated: negotiateAnswer(msg, flags, features) };
   }
   if (msg.type === 'error') {
     throw new UnauthenticatedError({

@@ -1,48 +1,46 @@
 /**
  * Frames read from one transport stream, one at a time on demand: the next chunk is pulled only
- * when the frames already read are used up, so a slow consumer backs off the broker. A frame
- * that arrives in several chunks can be taken as those chunks (`nextPieces`, no copy: an event
- * batch is decoded from them directly) or joined into one payload (`next`).
+ * when the frames already read are used up, so a slow consumer backs off the broker. Decoding is
+ * @felix/wire's `FrameDecoder` (the broker reads with the same one); this file owns only the
+ * pulling. A frame that arrives in several chunks can be taken as those chunks (`nextPieces`,
+ * no copy: an event batch is decoded from them directly) or as one payload (`next`, joined on
+ * first use of `payload`).
  */
 import type { TransportStream } from '@felix/transport';
-import { FRAME_HEADER_BYTES, decodeFrameHeader } from '@felix/wire';
+import { FrameDecoder, InboundFrame, joinPieces } from '@felix/wire';
 import { FRAME_BYTES_MAX } from '../limits.js';
 
 export interface InFrame {
-  flags: number;
-  payload: Uint8Array;
+  readonly flags: number;
+  readonly payload: Uint8Array;
 }
 
 /** A frame as the chunks it arrived in: `pieces` hold exactly `length` payload bytes. */
 export interface PiecedFrame {
-  flags: number;
-  length: number;
-  pieces: Uint8Array[];
+  readonly flags: number;
+  readonly length: number;
+  readonly pieces: readonly Uint8Array[];
 }
-
-const EMPTY = new Uint8Array(0);
 
 export class FrameStream {
   private readonly iterator: AsyncIterator<Uint8Array>;
-  private chunk: Uint8Array = EMPTY;
-  private at = 0;
-  private readonly header = new Uint8Array(FRAME_HEADER_BYTES);
-  /** A bad header leaves the stream misaligned for good: every later read fails with it. */
+  private readonly decoder = new FrameDecoder({ maxPayloadBytes: FRAME_BYTES_MAX });
+  /** A bad header or a reset leaves the stream unusable for good: every later read fails with it. */
   private failure: unknown = null;
 
   constructor(readonly stream: TransportStream) {
     this.iterator = stream[Symbol.asyncIterator]();
   }
 
-  /** Makes the current chunk non-empty; false at the end of the stream. */
+  /** Feeds the decoder the stream's next non-empty chunk; false at the end of the stream. */
   private async fill(): Promise<boolean> {
-    while (this.at >= this.chunk.length) {
+    for (;;) {
       const r = await this.iterator.next();
       if (r.done) return false;
-      this.chunk = r.value;
-      this.at = 0;
+      if (r.value.length === 0) continue;
+      this.decoder.feed(r.value);
+      return true;
     }
-    return true;
   }
 
   /**
@@ -50,44 +48,19 @@ export class FrameStream {
    * partial frame at the end is dropped, as before). Throws on reset or a bad header; the
    * header's length is checked against the client's frame bound before anything is held.
    */
-  async nextPieces(): Promise<PiecedFrame | null> {
+  async nextPieces(): Promise<InboundFrame | null> {
     if (this.failure !== null) throw this.failure;
     try {
-      return await this.read();
+      for (;;) {
+        // Only an exhausted chunk costs an await: the frames already here are taken in this turn.
+        const frame = this.decoder.next();
+        if (frame !== null) return frame;
+        if (!(await this.fill())) return null;
+      }
     } catch (err) {
       this.failure = err;
       throw err;
     }
-  }
-
-  private async read(): Promise<PiecedFrame | null> {
-    let header: Uint8Array;
-    if (this.chunk.length - this.at >= FRAME_HEADER_BYTES) {
-      header = this.chunk.subarray(this.at, this.at + FRAME_HEADER_BYTES);
-      this.at += FRAME_HEADER_BYTES;
-    } else {
-      let have = 0;
-      while (have < FRAME_HEADER_BYTES) {
-        if (this.at >= this.chunk.length && !(await this.fill())) return null;
-        const n = Math.min(FRAME_HEADER_BYTES - have, this.chunk.length - this.at);
-        this.header.set(this.chunk.subarray(this.at, this.at + n), have);
-        have += n;
-        this.at += n;
-      }
-      header = this.header;
-    }
-    const { flags, length } = decodeFrameHeader(header, 0, FRAME_BYTES_MAX);
-    const pieces: Uint8Array[] = [];
-    let left = length;
-    while (left > 0) {
-      // Only an exhausted chunk costs an await: the pieces already here are taken in this turn.
-      if (this.at >= this.chunk.length && !(await this.fill())) return null;
-      const n = Math.min(left, this.chunk.length - this.at);
-      pieces.push(this.chunk.subarray(this.at, this.at + n));
-      this.at += n;
-      left -= n;
-    }
-    return { flags, length, pieces };
   }
 
   /**
@@ -97,25 +70,17 @@ export class FrameStream {
    */
   takeWhole(): InFrame | null {
     if (this.failure !== null) throw this.failure;
-    const chunk = this.chunk;
-    const from = this.at + FRAME_HEADER_BYTES;
-    if (from > chunk.length) return null;
-    let length: number;
-    let flags: number;
     try {
-      ({ flags, length } = decodeFrameHeader(chunk, this.at, FRAME_BYTES_MAX));
+      return this.decoder.nextWhole();
     } catch (err) {
       this.failure = err;
       throw err;
     }
-    if (from + length > chunk.length) return null;
-    this.at = from + length;
-    return { flags, payload: chunk.subarray(from, this.at) };
   }
 
   /** True when every byte of the chunk in hand has been taken. */
   get exhausted(): boolean {
-    return this.at >= this.chunk.length;
+    return this.decoder.exhausted;
   }
 
   /**
@@ -124,6 +89,7 @@ export class FrameStream {
    */
   async pull(): Promise<boolean> {
     if (this.failure !== null) throw this.failure;
+    if (!this.decoder.exhausted) return true;
     try {
       return await this.fill();
     } catch (err) {
@@ -134,9 +100,7 @@ export class FrameStream {
 
   /** The next frame with its payload in one piece (joined if it arrived in several). */
   async next(): Promise<InFrame | null> {
-    const f = await this.nextPieces();
-    if (!f) return null;
-    return { flags: f.flags, payload: join(f) };
+    return this.nextPieces();
   }
 
   /** Stops reading (the iterator's return lets the transport release the stream). */
@@ -147,13 +111,7 @@ export class FrameStream {
 
 /** The payload of a pieced frame as one view (a copy only when it has several pieces). */
 export function join(frame: PiecedFrame): Uint8Array {
-  if (frame.pieces.length === 1) return frame.pieces[0]!;
-  if (frame.pieces.length === 0) return EMPTY;
-  const out = new Uint8Array(frame.length);
-  let at = 0;
-  for (const p of frame.pieces) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  // A decoded frame joins once and keeps it; one that lay whole in a chunk needs no list.
+  if (frame instanceof InboundFrame) return frame.payload;
+  return joinPieces(frame.pieces, frame.length);
 }

@@ -1,5 +1,9 @@
-/** What the client offers in `auth`: the layouts it parses and the requests it understands. */
+/**
+ * What the client offers in `auth`: the layouts it parses and the requests it understands.
+ * Negotiating them against the broker's answer is @felix/wire's `negotiate`.
+ */
 import {
+  type AuthOkMessage,
   FEATURE_ACK_ON_COMMIT,
   FEATURE_CACHE_DELETE,
   FEATURE_CACHE_WATCH,
@@ -33,7 +37,11 @@ import {
   FLAG_BINARY_PUBLISH_KEYED,
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
+  type OkMessage,
+  authOkCapabilities,
+  negotiate,
 } from '@felix/wire';
+import { PUBLISH_WINDOW_DEFAULT } from '../limits.js';
 
 export const CLIENT_FLAGS =
   FLAG_BINARY_PUBLISH_BATCH |
@@ -81,6 +89,27 @@ export interface Negotiated {
   /** High word the broker advertised too (0 unless its low word carried the marker). */
   featuresHi: number;
   window: number;
+}
+
+/**
+ * What this stream may use after the broker's answer to an `auth` that offered `flags` and
+ * `features` (the low word as sent): only what both sides advertised, the original v1 layouts
+ * against a broker that answered a plain `ok`, and the publish window it granted (1 for `ok`).
+ */
+export function negotiateAnswer(
+  answer: AuthOkMessage | OkMessage,
+  flags: number = CLIENT_FLAGS,
+  features: number = CLIENT_FEATURES_SENT,
+): Negotiated {
+  const local = {
+    flags,
+    features: (features & CLIENT_FEATURES) >>> 0,
+    featuresHi: CLIENT_FEATURES_HI,
+  };
+  const used = negotiate(local, authOkCapabilities(answer));
+  const window =
+    answer.type === 'auth_ok' ? Math.max(1, answer.publish_window ?? PUBLISH_WINDOW_DEFAULT) : 1;
+  return { ...used, window };
 }
 
 export function has(bits: number, bit: number): boolean {

@@ -343,6 +343,7 @@ class QuicConnectionAdapter implements Connection {
       c.keepAliveIntervalTimer?.cancel();
       c.resolveClosedP?.();
     }
+    // A forced close reports nothing: the socket's own stop failing leaves nothing to undo.
     if (this.forceTeardown) void this.forceTeardown().catch(() => {});
   }
 
@@ -444,7 +445,7 @@ export async function listenQuic(opts: ListenOptions): Promise<Listener> {
         );
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
-          server.stop({ force: true }).catch(() => {}),
+          server.stop({ force: true }).catch(() => {}), // closing anyway; the timer bounds it
           new Promise<void>((r) => {
             timer = setTimeout(r, timeouts.closeTimeoutMs);
           }),
@@ -521,7 +522,7 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
   const teardown = async () => {
     const socket = (client as unknown as { socket: { stop(o: { force: boolean }): Promise<void> } })
       .socket;
-    await socket.stop({ force: true }).catch(() => {});
+    await socket.stop({ force: true }).catch(() => {}); // teardown of a closed client: best effort
   };
   return new QuicConnectionAdapter(quic, client.connection, timeouts, limits, teardown);
 }

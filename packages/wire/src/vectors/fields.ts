@@ -33,6 +33,16 @@ export function readPayloads(v: VectorFields): Uint8Array[] {
   return [];
 }
 
+/**
+ * The reference writes an absent optional field as `null` (serde's `Option::None`), this
+ * package leaves it out: both mean absent, so a `null` field is dropped before reading.
+ */
+export function withoutNulls(v: VectorFields): VectorFields {
+  const out: VectorFields = {};
+  for (const [key, value] of Object.entries(v)) if (value !== null) out[key] = value;
+  return out;
+}
+
 function setIf(out: VectorFields, key: string, value: unknown): void {
   if (value !== undefined) out[key] = value;
 }
@@ -48,7 +58,8 @@ export function publishBatchToFields(b: PublishBatch): VectorFields {
   return { ...out, ...payloadFields(b.payloads) };
 }
 
-export function publishBatchFromFields(v: VectorFields): PublishBatch {
+export function publishBatchFromFields(fields: VectorFields): PublishBatch {
+  const v = withoutNulls(fields);
   const b: PublishBatch = {
     tenantId: String(v.tenant_id),
     namespace: String(v.namespace),
@@ -77,7 +88,8 @@ export function publishAckToFields(a: PublishAck): VectorFields {
   return out;
 }
 
-export function publishAckFromFields(v: VectorFields): PublishAck {
+export function publishAckFromFields(fields: VectorFields): PublishAck {
+  const v = withoutNulls(fields);
   const a: PublishAck = {
     status: v.status === 'error' ? 'error' : 'ok',
     requestId: Number(v.request_id),
@@ -105,7 +117,8 @@ export function eventBatchToFields(b: EventBatch): VectorFields {
   return { ...out, ...payloadFields(b.payloads) };
 }
 
-export function eventBatchFromFields(v: VectorFields): EventBatch {
+export function eventBatchFromFields(fields: VectorFields): EventBatch {
+  const v = withoutNulls(fields);
   const b: EventBatch = { payloads: readPayloads(v) };
   if (v.subscription_id !== undefined) b.subscriptionId = Number(v.subscription_id);
   if (v.base_offset !== undefined) b.baseOffset = Number(v.base_offset);

@@ -2,7 +2,7 @@
  * A bounded map of current cache values in front of the LogCache shards, least recently used
  * out first (approximately: a clock), so a get of a hot key answers from memory instead of
  * reading the log. Each value is held as the encoded head of its `cache_value` answer
- * (value-answer.ts, with its frame header), so a hit encodes nothing.
+ * (@felix/wire's `valueAnswerHead`, with its frame header), so a hit encodes nothing.
  *
  * It is only ever a copy: every write to the shard goes through the broker, which calls
  * `beginWrite` when the write starts and `endWrite` when it ends; each moves the key's
@@ -15,7 +15,8 @@
 import { HOT_GENERATIONS_MAX } from '../limits.js';
 
 export interface Hot {
-  /** The `cache_value` answer's frame header and UTF-8 JSON up to its request id (value-answer.ts). */
+  /** The `cache_value` answer's frame header and UTF-8 JSON up to its request id
+   *  (`valueAnswerHead`). */
   head: Uint8Array;
   /** Absolute expiry in ms, 0 for none; never later than the stored value's own. */
   expiresAtMillis: number;

@@ -3,11 +3,11 @@
  * (frame layouts, features, the publish window), with the answer to write. Until the
  * authorization issue lands a token is accepted as given; its check will sit here.
  */
-import { FEATURE_EXTENDED, type Message } from '@felix/wire';
+import type { Message } from '@felix/wire';
 import { IDENT_BYTES_MAX, TOKEN_BYTES_MAX } from '../limits.js';
 import { type InboundFrame, readMessage } from './codec.js';
 import type { SessionContext } from './context.js';
-import { type Negotiated, SERVER_FEATURES, SERVER_FLAGS, negotiateAuth } from './negotiation.js';
+import { type Negotiated, SERVER_FEATURES, authAnswer, negotiateAuth } from './negotiation.js';
 import { Refusal } from './refusal.js';
 
 export type AuthOutcome =
@@ -53,20 +53,6 @@ export function authenticate(ctx: SessionContext, frame: InboundFrame): AuthOutc
     msg.client_features_hi,
     offeredHi,
   );
-  const answer: Message = negotiated.negotiating
-    ? {
-        type: 'auth_ok',
-        server_flags: SERVER_FLAGS & (msg.client_flags ?? 0),
-        server_features: offered & (msg.client_features ?? 0),
-        // The hi word (and its marker) only to a client that set FEATURE_EXTENDED.
-        ...(negotiated.featuresHi !== 0
-          ? {
-              server_features: ((offered & (msg.client_features ?? 0)) | FEATURE_EXTENDED) >>> 0,
-              server_features_hi: negotiated.featuresHi,
-            }
-          : {}),
-        publish_window: Math.max(1, ctx.config.broker.publish_window),
-      }
-    : { type: 'ok' };
+  const answer = authAnswer(negotiated, Math.max(1, ctx.config.broker.publish_window));
   return { ok: true, negotiated, answer };
 }

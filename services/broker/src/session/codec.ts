@@ -3,126 +3,49 @@
  * messages, publish batches, acks and event batches.
  */
 import {
-  DecoderFailedError,
   FLAG_BINARY_PUBLISH_ACK_CODE,
   FLAG_BINARY_PUBLISH_ACK_OFFSET,
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
   FLAG_EVENT_BATCH_TIMESTAMPS,
-  FRAME_HEADER_BYTES,
-  WireError,
+  FrameDecoder,
+  InboundFrame,
   type Message,
   type PayloadList,
-  decodeFrameHeader,
   decodeMessage,
   decodePublishBatchListPieces,
   encodeEventBatch,
   encodeEventBatchHead,
   encodeMessage,
+  ERROR_CODE_NUMBERS,
+  RETRY_BYTES,
   encodePublishAck,
   frameLayout,
   shardForKey,
 } from '@felix/wire';
 import type { EventBatch, EventVariant } from '../streams/event-batch.js';
-import {
-  ERROR_CODE_NUMBERS,
-  type ErrorCodeName,
-  RETRY_NUMBERS,
-  type RetryName,
-} from './refusal.js';
+import type { ErrorCodeName, RetryName } from './refusal.js';
 
-/** One frame as the chunks it arrived in; `payload` joins them on first use (a copy only when
- *  there are several). Publish batches are decoded from the pieces and never joined. */
-export class InboundFrame {
-  private joined: Uint8Array | null = null;
-  constructor(
-    readonly flags: number,
-    readonly length: number,
-    readonly pieces: readonly Uint8Array[],
-  ) {}
-
-  get payload(): Uint8Array {
-    if (this.joined === null) {
-      if (this.pieces.length === 1) this.joined = this.pieces[0]!;
-      else {
-        const out = new Uint8Array(this.length);
-        let at = 0;
-        for (const p of this.pieces) {
-          out.set(p, at);
-          at += p.length;
-        }
-        this.joined = out;
-      }
-    }
-    return this.joined;
-  }
-}
+export { InboundFrame };
 
 /**
- * Frames from one client stream; the payload bound is raised once the stream authenticates. A
- * frame split across chunks is kept as views of them (no assembly copy): what is held between
- * pushes is one incomplete frame, never more than its header's checked length. After an error
- * the reader is failed for good (the stream is no longer aligned on frames).
+ * Frames from one client stream, read by @felix/wire's decoder: a frame split across chunks is
+ * kept as views of them (no assembly copy), a bad header is refused before its body is held,
+ * and the payload bound is raised once the stream authenticates.
  */
 export class FrameReader {
-  private readonly header = new Uint8Array(FRAME_HEADER_BYTES);
-  private headerFill = 0;
-  private flags = 0;
-  private length = 0;
-  private left = -1; // payload bytes still to come for the frame being read; -1: none
-  private pieces: Uint8Array[] = [];
-  private failure: WireError | null = null;
+  private readonly decoder: FrameDecoder;
 
-  constructor(private maxPayloadBytes: number) {}
+  constructor(maxPayloadBytes: number) {
+    this.decoder = new FrameDecoder({ maxPayloadBytes });
+  }
 
   push(chunk: Uint8Array): InboundFrame[] {
-    if (this.failure) throw new DecoderFailedError(this.failure);
-    try {
-      return this.consume(chunk);
-    } catch (err) {
-      if (err instanceof WireError) this.failure = err;
-      throw err;
-    }
+    return this.decoder.pushPieces(chunk);
   }
 
   setMax(maxPayloadBytes: number): void {
-    this.maxPayloadBytes = maxPayloadBytes;
-  }
-
-  private consume(chunk: Uint8Array): InboundFrame[] {
-    const frames: InboundFrame[] = [];
-    let pos = 0;
-    while (pos < chunk.length) {
-      if (this.left < 0) {
-        let header: Uint8Array;
-        if (this.headerFill === 0 && chunk.length - pos >= FRAME_HEADER_BYTES) {
-          header = chunk.subarray(pos, pos + FRAME_HEADER_BYTES);
-          pos += FRAME_HEADER_BYTES;
-        } else {
-          const n = Math.min(FRAME_HEADER_BYTES - this.headerFill, chunk.length - pos);
-          this.header.set(chunk.subarray(pos, pos + n), this.headerFill);
-          this.headerFill += n;
-          pos += n;
-          if (this.headerFill < FRAME_HEADER_BYTES) break;
-          this.headerFill = 0;
-          header = this.header;
-        }
-        const { flags, length } = decodeFrameHeader(header, 0, this.maxPayloadBytes);
-        this.flags = flags;
-        this.length = length;
-        this.left = length;
-      }
-      const n = Math.min(this.left, chunk.length - pos);
-      if (n > 0) this.pieces.push(chunk.subarray(pos, pos + n));
-      pos += n;
-      this.left -= n;
-      if (this.left === 0) {
-        frames.push(new InboundFrame(this.flags, this.length, this.pieces));
-        this.pieces = [];
-        this.left = -1;
-      }
-    }
-    return frames;
+    this.decoder.setMaxPayloadBytes(maxPayloadBytes);
   }
 }
 
@@ -172,7 +95,7 @@ export function ackFrame(negotiated: number, ack: AckOut): Uint8Array {
     requestId: ack.requestId,
     message: ack.message ?? '',
     ...(withCode
-      ? { code: ERROR_CODE_NUMBERS[ack.code!], retry: RETRY_NUMBERS[ack.retry ?? 'fatal'] }
+      ? { code: ERROR_CODE_NUMBERS[ack.code!], retry: RETRY_BYTES[ack.retry ?? 'fatal'] }
       : {}),
     ...(withOffset ? { offset: ack.offset } : {}),
   });

@@ -1,11 +1,12 @@
 /**
  * What this broker offers in `auth_ok`: frame layouts (flags) and request types (features).
- * The answer is always the intersection with what the client offered, so the broker never sends
- * a layout or a message the client did not ask for.
+ * Negotiating them is @felix/wire's (`negotiate`, `negotiatedAuthAnswer`): the answer is always
+ * the intersection with what the client offered, so the broker never sends a layout or a
+ * message the client did not ask for.
  */
 import {
+  type AuthOkMessage,
   FEATURE_ACK_ON_COMMIT,
-  FEATURE_EXTENDED,
   FEATURE_ERROR_CODES,
   FEATURE_PUBLISH_PIPELINE,
   FEATURE_RECORD_TIMESTAMPS,
@@ -25,7 +26,10 @@ import {
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
   FLAG_EVENT_BATCH_TIMESTAMPS,
-  ORIGINAL_V1_FLAGS,
+  type OkMessage,
+  authCapabilities,
+  negotiate,
+  negotiatedAuthAnswer,
 } from '@felix/wire';
 
 export const SERVER_FLAGS =
@@ -63,6 +67,7 @@ export interface Negotiated {
   negotiating: boolean;
 }
 
+/** What this stream may use: @felix/wire's `negotiate` of this broker's offer and the `auth`'s. */
 export function negotiateAuth(
   tenant: string,
   clientFlags: number | undefined,
@@ -71,23 +76,26 @@ export function negotiateAuth(
   clientFeaturesHi?: number,
   offeredHi = 0,
 ): Negotiated {
-  if (clientFlags === undefined) {
-    return {
-      tenant,
-      flags: ORIGINAL_V1_FLAGS & SERVER_FLAGS,
-      features: 0,
-      featuresHi: 0,
-      negotiating: false,
-    };
-  }
-  const extended = ((clientFeatures ?? 0) & FEATURE_EXTENDED) !== 0;
-  return {
-    tenant,
-    flags: clientFlags & SERVER_FLAGS,
-    features: (clientFeatures ?? 0) & offered,
-    featuresHi: extended ? ((clientFeaturesHi ?? 0) & offeredHi) >>> 0 : 0,
-    negotiating: true,
-  };
+  const client =
+    clientFlags === undefined
+      ? undefined
+      : authCapabilities({
+          client_flags: clientFlags,
+          client_features: clientFeatures ?? 0,
+          client_features_hi: clientFeaturesHi ?? 0,
+        });
+  const used = negotiate({ flags: SERVER_FLAGS, features: offered, featuresHi: offeredHi }, client);
+  return { tenant, ...used, negotiating: client !== undefined };
+}
+
+/** The answer to the `auth`: `auth_ok` naming exactly what was negotiated, or `ok` to a client
+ *  that offered nothing. */
+export function authAnswer(
+  negotiated: Negotiated,
+  publishWindow: number,
+): AuthOkMessage | OkMessage {
+  if (!negotiated.negotiating) return negotiatedAuthAnswer(undefined);
+  return negotiatedAuthAnswer(negotiated, { publish_window: publishWindow });
 }
 
 export function has(bits: number, bit: number): boolean {

@@ -17,8 +17,7 @@ import type { Negotiated } from './negotiation.js';
 /** A code name of wire's table: a refusal cannot carry a code the table does not hold. */
 export type ErrorCodeName = KnownErrorCodeName;
 
-/** Each code's and retry class's wire number (the binary publish ack carries numbers). */
-export { ERROR_CODE_NUMBERS, RETRY_BYTES as RETRY_NUMBERS, type RetryName } from '@felix/wire';
+export type { RetryName };
 
 export interface RefusalOptions {
   /** End the stream after answering (its bytes can no longer be trusted). */
