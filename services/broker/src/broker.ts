@@ -96,31 +96,7 @@ export class Broker {
     m.streams.set({ durable: 'true' }, cfg.streams.filter((s) => s.durable).length);
     m.streams.set({ durable: 'false' }, cfg.streams.filter((s) => !s.durable).length);
     const tls = await this.tlsMaterial();
-    const ports: Record<TransportName, number | null> = { quic: null, tls: null };
-    // TLS first: with port 0 it picks the number QUIC then shares.
-    for (const transport of ['tls', 'quic'] as const) {
-      if (!cfg.broker.transports.includes(transport)) continue;
-      const explicit = transport === 'quic' ? cfg.broker.quic_port : cfg.broker.tls_port;
-      const port =
-        explicit ?? (cfg.broker.port === 0 && ports.tls !== null ? ports.tls : cfg.broker.port);
-      let listener: Listener;
-      try {
-        listener = await listen({
-          transport,
-          host: cfg.broker.host,
-          port,
-          tls: { certPem: tls.certPem, keyPem: tls.keyPem },
-          idleTimeoutMs: IDLE_TIMEOUT_MS,
-          keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
-          closeTimeoutMs: CLOSE_TIMEOUT_MS,
-        });
-      } catch (err) {
-        throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });
-      }
-      this.listeners.push(listener);
-      ports[transport] = listener.port;
-      void this.acceptLoop(listener);
-    }
+    const ports = await this.listenAll(tls);
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
       refreshGauges: () => this.refreshGauges(),
@@ -162,6 +138,40 @@ export class Broker {
       },
       'listening',
     );
+  }
+
+  /** Starts the configured client listeners (TLS first: with port 0 it picks the number QUIC
+   *  then shares); answers the port of each. */
+  private async listenAll(tls: {
+    certPem: string;
+    keyPem: string;
+  }): Promise<Record<TransportName, number | null>> {
+    const cfg = this.config;
+    const ports: Record<TransportName, number | null> = { quic: null, tls: null };
+    for (const transport of ['tls', 'quic'] as const) {
+      if (!cfg.broker.transports.includes(transport)) continue;
+      const explicit = transport === 'quic' ? cfg.broker.quic_port : cfg.broker.tls_port;
+      const port =
+        explicit ?? (cfg.broker.port === 0 && ports.tls !== null ? ports.tls : cfg.broker.port);
+      let listener: Listener;
+      try {
+        listener = await listen({
+          transport,
+          host: cfg.broker.host,
+          port,
+          tls: { certPem: tls.certPem, keyPem: tls.keyPem },
+          idleTimeoutMs: IDLE_TIMEOUT_MS,
+          keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
+          closeTimeoutMs: CLOSE_TIMEOUT_MS,
+        });
+      } catch (err) {
+        throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });
+      }
+      this.listeners.push(listener);
+      ports[transport] = listener.port;
+      void this.acceptLoop(listener);
+    }
+    return ports;
   }
 
   private async tlsMaterial(): Promise<{

@@ -63,6 +63,7 @@ export class CacheExpiry {
   async stop(): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    // A failed pass was logged per shard; stopping only waits for it to end.
     await this.running?.catch(() => undefined);
   }
 }

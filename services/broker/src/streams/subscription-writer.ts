@@ -138,6 +138,7 @@ export class SubscriptionWriter {
     records: number,
   ): Promise<void> {
     const last = parts.length - 1;
+    // A failed part write fails the last one too, which is awaited and reported.
     for (let i = 0; i < last; i++) uni.write(parts[i]!).catch(() => undefined);
     await uni.write(parts[last]!);
     this.ctx.metrics.deliveredRecords.inc(records);
