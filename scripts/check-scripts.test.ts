@@ -96,6 +96,19 @@ describe('repository checks', () => {
     expect(res.stderr).toContain('without declaring it');
   });
 
+  it('check_deps_fails_when_a_bench_imports_a_package_source_path', async () => {
+    const root = fakeRepo();
+    write(root, 'scripts/bench/package.json', JSON.stringify({ name: '@felix/bench' }));
+    write(
+      root,
+      'scripts/bench/wire/main.ts',
+      "import { x } from '../../../packages/wire/src/index.js';\nconsole.log(x);\n",
+    );
+    const res = await run('check-deps.mjs', root);
+    expect(res.status).toBe(1);
+    expect(res.stderr).toContain("relative import '../../../packages/wire/src/index.js' leaves");
+  });
+
   it('check_doc_citations_fails_when_a_cited_test_is_missing', async () => {
     const root = fakeRepo();
     write(

@@ -25,64 +25,24 @@ import {
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
 } from './limits.js';
-import { BrokerConnection, type TlsOptions } from './protocol/broker-connection.js';
+import { BrokerConnection } from './protocol/broker-connection.js';
+import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
-import { Publisher, type PublisherOptions } from './publisher.js';
+import { Publisher } from './publisher.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
 import { Group, type GroupOptions } from './projections/group.js';
 import type { ProjectionHost } from './projections/host.js';
 import { type StatusEvent, StatusHub } from './status.js';
 import { type ReaderStart, ShardReader, Subscription } from './subscription.js';
+import type {
+  ConnectOptions,
+  PublishOptions,
+  PublishResult,
+  PublisherOptions,
+  SubscribeOptions,
+} from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
-
-export interface ConnectOptions {
-  /** Broker addresses, `quic://host:port` or `tls://host:port`; several are seeds tried in turn. */
-  servers: string[];
-  tenant: string;
-  token?: string;
-  namespace?: string;
-  tls?: TlsOptions;
-  reconnect?: { baseMs?: number; maxDelayMs?: number; attemptsMax?: number };
-  connectTimeoutMs?: number;
-  /** A broker silent this long is declared dead and the client reconnects (default 15 s). */
-  idleTimeoutMs?: number;
-  /** How long a call waits for a connection during a reconnect. */
-  requestTimeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-export interface PublishOptions {
-  /** Routing key: records with one key land on one shard, in order. */
-  key?: Uint8Array | string;
-  /** Wait for the broker's ack (default true). Unacked publishes resolve once written. */
-  ack?: boolean;
-  signal?: AbortSignal;
-}
-
-export interface PublishResult {
-  /** Offset of the record in its shard; null for an unacked publish. */
-  offset: number | null;
-  /** The shard the record went to, when known (unkeyed: 0). */
-  shard: number | null;
-}
-
-export interface SubscribeOptions {
-  /** `latest` (default), `earliest` (oldest retained), an exact offset (needs `shard` on a
-   *  multi-shard stream), or `{ time }` (a Date or µs since the epoch): each shard from its first
-   *  record appended at or after it (`offsetForTime`), or from its tail when none is yet. */
-  from?: 'latest' | 'earliest' | number | { time: Date | number };
-  /** Read one shard; default every shard of the stream, merged. */
-  shard?: number;
-  signal?: AbortSignal;
-  /** Envelopes the broker queues for this subscriber before it drops (and reports). */
-  queueCapacity?: number;
-  /** Batches a merged subscription buffers between its shards and the caller. */
-  bufferBatches?: number;
-  /** Each event carries `timestampMicros`, its record's append time (the broker sends the
-   *  timestamped layout to this subscription only). Default false. */
-  timestamps?: boolean;
-}
 
 const TEXT = new TextEncoder();
 
@@ -102,6 +62,8 @@ export class FelixClient {
     { shards: number; routing: 'modulo' | 'jump_hash' }
   >();
   private readonly closeController = new AbortController();
+  /** The end of the turn, shared by every batch this client makes (publishes, writes, settles). */
+  private readonly turn = new TurnBatcher();
   readonly namespace: string;
 
   private constructor(private readonly opts: ConnectOptions) {
@@ -140,14 +102,15 @@ export class FelixClient {
   }
 
   private open(server: string): Promise<BrokerConnection> {
-    return BrokerConnection.open(server, {
+    const opts = {
       tenant: this.opts.tenant,
       token: this.opts.token ?? '',
       namespace: this.namespace,
       tls: this.opts.tls ?? {},
       connectTimeoutMs: this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
       idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS_DEFAULT,
-    });
+    };
+    return BrokerConnection.open(server, opts, this.turn);
   }
 
   private adopt(conn: BrokerConnection): void {
@@ -328,6 +291,7 @@ export class FelixClient {
       stream,
       (payloads, key) => this.publishBatch(stream, payloads, { ack, ...(key ? { key } : {}) }),
       opts,
+      this.turn,
     );
   }
 

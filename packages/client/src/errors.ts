@@ -3,35 +3,25 @@
  * (`brokerCode`, with the retry class the broker sent); client-side failures have their own.
  */
 import { FelixError, type FelixErrorOptions, type RetryClass } from '@felix/common';
+import { ConnectionClosedError, StreamResetError } from '@felix/transport';
+import { defaultRetryFor, errorCodeName, retryClass } from '@felix/wire';
 
 export abstract class ClientError extends FelixError {}
 
-/** Wire retry classes mapped onto the shared RetryClass. */
-export function retryFromWire(
-  retry: string | number | undefined,
-  fallback: RetryClass,
-): RetryClass {
-  switch (retry) {
-    case 'retry':
-    case 1:
-      return 'retry';
-    case 'retry_after':
-    case 2:
-      return 'retry_after_backoff';
-    case 'redirect':
-    case 3:
-      return 'reconnect';
-    case 'outcome_unknown':
-    case 4:
-      return 'unknown_outcome';
-    case 'fatal':
-    case 5:
-      return 'never';
-    case undefined:
-      return fallback;
-    default:
-      return 'never'; // an unknown retry class is fatal (protocol rule)
-  }
+/** Wire retry class names (as @felix/wire reads them) on the shared RetryClass. */
+const RETRY_OF_WIRE: Readonly<Record<string, RetryClass>> = {
+  retry: 'retry',
+  retry_after: 'retry_after_backoff',
+  redirect: 'reconnect',
+  outcome_unknown: 'unknown_outcome',
+  fatal: 'never',
+};
+
+/** A wire retry class (name or byte) as a RetryClass; absent: the default of the broker code in
+ *  @felix/wire's table. Anything unknown is fatal (protocol rule). */
+export function retryFromWire(retry: string | number | undefined, brokerCode: string): RetryClass {
+  const name = retryClass(retry ?? defaultRetryFor(brokerCode));
+  return RETRY_OF_WIRE[name] ?? 'never';
 }
 
 /** Facts every broker refusal carries. */
@@ -46,8 +36,8 @@ export interface BrokerAnswer {
 export abstract class BrokerRefusedError extends ClientError {
   readonly brokerCode: string;
   readonly detail: unknown;
-  constructor(answer: BrokerAnswer, fallback: RetryClass, options?: FelixErrorOptions) {
-    super(answer.message, { ...options, retry: retryFromWire(answer.retry, fallback) });
+  constructor(answer: BrokerAnswer, options?: FelixErrorOptions) {
+    super(answer.message, { ...options, retry: retryFromWire(answer.retry, answer.brokerCode) });
     this.brokerCode = answer.brokerCode;
     this.detail = answer.detail;
   }
@@ -55,78 +45,42 @@ export abstract class BrokerRefusedError extends ClientError {
 
 export class UnauthenticatedError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_UNAUTHENTICATED';
-  constructor(a: BrokerAnswer) {
-    super(a, 'never');
-  }
 }
 export class ForbiddenError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_FORBIDDEN';
-  constructor(a: BrokerAnswer) {
-    super(a, 'never');
-  }
 }
 export class NotFoundError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_NOT_FOUND';
-  constructor(a: BrokerAnswer) {
-    super(a, 'retry_after_backoff');
-  }
 }
 export class InvalidRequestError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_INVALID_REQUEST';
-  constructor(a: BrokerAnswer) {
-    super(a, 'never');
-  }
 }
 export class ShardUnavailableError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_SHARD_UNAVAILABLE';
-  constructor(a: BrokerAnswer) {
-    super(a, 'retry');
-  }
 }
 export class OverloadedError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_OVERLOADED';
-  constructor(a: BrokerAnswer) {
-    super(a, 'retry_after_backoff');
-  }
 }
 export class LimitExceededError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_LIMIT_EXCEEDED';
-  constructor(a: BrokerAnswer) {
-    super(a, 'never');
-  }
 }
 export class DrainingError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_DRAINING';
-  constructor(a: BrokerAnswer) {
-    super(a, 'retry');
-  }
 }
 export class BrokerInternalError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_BROKER_INTERNAL';
-  constructor(a: BrokerAnswer) {
-    super(a, 'unknown_outcome');
-  }
 }
 export class BrokerStorageError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_BROKER_STORAGE';
-  constructor(a: BrokerAnswer) {
-    super(a, 'unknown_outcome');
-  }
 }
 /** A broker answer with a code this client does not know; it still obeys the retry class. */
 export class BrokerUnknownCodeError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_BROKER_UNKNOWN_CODE';
-  constructor(a: BrokerAnswer) {
-    super(a, 'never');
-  }
 }
 
 /** A group settle named a claim that no longer stands (it lapsed, or the group was sought). */
 export class StaleClaimError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_STALE_CLAIM';
-  constructor(a: BrokerAnswer) {
-    super(a, 'retry');
-  }
 }
 
 const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
@@ -147,6 +101,40 @@ const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
 export function brokerError(answer: BrokerAnswer): BrokerRefusedError {
   const Cls = BY_CODE[answer.brokerCode] ?? BrokerUnknownCodeError;
   return new Cls(answer);
+}
+
+/** The typed error of a JSON refusal (`error`, `publish_error`); `code` absent reads `unknown`. */
+export function refusalOf(msg: {
+  code?: string | undefined;
+  message: string;
+  retry?: string | number | undefined;
+  detail?: unknown;
+}): BrokerRefusedError {
+  return brokerError({
+    brokerCode: msg.code ?? 'unknown',
+    message: msg.message,
+    retry: msg.retry,
+    detail: msg.detail,
+  });
+}
+
+/** The typed error of a binary publish ack's refusal: its u16 code named by @felix/wire. */
+export function ackRefusalOf(ack: {
+  code?: number | undefined;
+  message?: string | undefined;
+  retry?: string | number | undefined;
+}): BrokerRefusedError {
+  return brokerError({
+    brokerCode: ack.code !== undefined ? errorCodeName(ack.code) : 'unknown',
+    message: ack.message ?? '',
+    ...(ack.retry !== undefined ? { retry: ack.retry } : {}),
+  });
+}
+
+/** A transport stream or its connection went away under a call (reset or closed): a loss to
+ *  recover from by re-watching or re-polling, not a refusal. */
+export function isStreamGone(err: unknown): boolean {
+  return err instanceof StreamResetError || err instanceof ConnectionClosedError;
 }
 
 /** A subscribe cursor below the oldest retained offset. `available` is the oldest. */

@@ -1,5 +1,5 @@
 export { FelixClient, connect } from './client.js';
-export type { ConnectOptions, PublishOptions, PublishResult, SubscribeOptions } from './client.js';
+export type { ConnectOptions, PublishOptions, PublishResult, SubscribeOptions } from './types.js';
 export {
   AbortedError,
   BrokerInternalError,
@@ -45,9 +45,9 @@ export {
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
 } from './limits.js';
-export type { TlsOptions } from './protocol/broker-connection.js';
+export type { TlsOptions } from './types.js';
 export { Publisher } from './publisher.js';
-export type { PublisherOptions } from './publisher.js';
+export type { PublisherOptions } from './types.js';
 export type { StatusEvent } from './status.js';
 export { Subscription } from './subscription.js';
 export type { StreamEvent } from './subscription.js';

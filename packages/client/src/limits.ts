@@ -71,8 +71,14 @@ export const GROUP_POLL_RECORDS_DEFAULT = 100;
 export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
 /** Long-poll wait of a group poll: long enough to idle cheaply, inside the broker's 30 s cap. */
 export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
-/** Bytes of publish frames queued for one coalesced write; callers wait beyond it. */
-export const WRITE_QUEUE_BYTES_MAX = 4 * 1024 * 1024;
+/** Bytes of frames one stream write joins into one copy at the end of a turn (small requests,
+ *  settles and unacked publishes: one write instead of one each); frames queued beyond it are
+ *  written one after another as they are, so a large publish frame is never copied. */
+export const WRITE_COALESCE_BYTES_MAX = 256 * 1024;
+/** Flushes one client's turn batcher holds for the end of a turn: one per open batch (a gathered
+ *  publish holds a window slot, a writer one per stream, a group one per delay), so far more than
+ *  a turn opens; past it the turn's batches go at once rather than hold more. */
+export const TURN_FLUSHES_MAX = 65_536;
 /** Idle poll streams one Group keeps for reuse (a consume loop needs one; extra ones are closed). */
 export const GROUP_POLL_STREAMS_IDLE_MAX = 4;
 /** Cache, counter and settle requests unanswered on one connection's request stream; callers

@@ -5,7 +5,6 @@
 import { FEATURE_RECORD_TIMESTAMPS } from '@felix/wire';
 import { InvalidArgumentError, ProtocolError } from './errors.js';
 import { requireFeature } from './projections/host.js';
-import { channelOf } from './projections/request-channel.js';
 import type { BrokerConnection } from './protocol/broker-connection.js';
 
 /** A time as the wire carries it: whole microseconds since the epoch, from a Date or as given. */
@@ -28,7 +27,7 @@ export async function offsetForTimeOn(
 ): Promise<number | undefined> {
   requireFeature(bc, FEATURE_RECORD_TIMESTAMPS, 'offset_for_time');
   const { tenant, namespace } = bc.scope;
-  const msg = await channelOf(bc).request((request_id) => ({
+  const msg = await bc.requests.request((request_id) => ({
     type: 'offset_for_time',
     tenant_id: tenant,
     namespace,

@@ -1,6 +1,8 @@
 /**
  * `felix.publisher(stream, { lingerMs })`: gathers many `publish()` calls into batches, one per
- * key, sent when `lingerMs` passes or a batch fills. Each call resolves with its own offset
+ * key, sent when `lingerMs` passes (0: at the end of the turn, on the client's TurnBatcher) or a
+ * batch fills; a batch then leaves through the connection's publish pipe like any `publishBatch`.
+ * Each call resolves with its own offset
  * (the batch's first offset plus its index). At most PUBLISHER_PENDING_RECORDS_MAX records
  * wait to be batched; callers beyond it wait for room.
  *
@@ -19,18 +21,10 @@ import {
   PUBLISHER_UNACKED_RECORDS_HIGH,
   PUBLISHER_UNACKED_RECORDS_MAX,
 } from './limits.js';
-import type { PublishResult } from './client.js';
+import { TurnBatcher } from './protocol/turn-batcher.js';
+import type { PublishResult, PublisherOptions } from './types.js';
 
-export interface PublisherOptions {
-  /** How long the first record of a batch waits for company (default 1 ms; 0 = next tick). */
-  lingerMs?: number;
-  /** Send a batch once it holds this many records. */
-  maxBatchRecords?: number;
-  /** Send a batch once it holds this many payload bytes. */
-  maxBatchBytes?: number;
-  /** Wait for acks (default true). */
-  ack?: boolean;
-}
+export type { PublisherOptions } from './types.js';
 
 type SendBatch = (payloads: Uint8Array[], key: Uint8Array | undefined) => Promise<PublishResult>;
 
@@ -55,6 +49,9 @@ class Batch {
   /** Records of this batch queued by `send()`: a failure must reach `flush()` for them. */
   unwatched = 0;
   timer: ReturnType<typeof setTimeout> | null = null;
+  /** Waiting for the end of the turn (`lingerMs: 0`) or already sent: never sent twice. */
+  queued = false;
+  sent = false;
   constructor(readonly key: Uint8Array | undefined) {}
 }
 
@@ -80,6 +77,8 @@ export class Publisher {
     readonly stream: string,
     private readonly sendRecords: SendBatch,
     opts: PublisherOptions,
+    /** The client's end-of-turn batcher (`lingerMs: 0` sends a batch when the turn ends). */
+    private readonly turn: TurnBatcher = new TurnBatcher(),
   ) {
     this.lingerMs = opts.lingerMs ?? 1;
     this.maxRecords = opts.maxBatchRecords ?? PUBLISHER_BATCH_RECORDS_MAX_DEFAULT;
@@ -164,7 +163,12 @@ export class Publisher {
     this.unacked++;
     this.unackedBytes += data.byteLength;
     if (b.payloads.length >= this.maxRecords || b.bytes >= this.maxBytes) this.sendBatch(id, b);
-    else if (!b.timer) b.timer = setTimeout(() => this.sendBatch(id, b), this.lingerMs);
+    else if (this.lingerMs === 0) {
+      if (!b.queued) {
+        b.queued = true;
+        this.turn.atTurnEnd(() => this.sendBatch(id, b));
+      }
+    } else if (!b.timer) b.timer = setTimeout(() => this.sendBatch(id, b), this.lingerMs);
   }
 
   private settled(batch: Batch): void {
@@ -175,6 +179,8 @@ export class Publisher {
   }
 
   private sendBatch(id: string, batch: Batch): void {
+    if (batch.sent) return;
+    batch.sent = true;
     if (batch.timer) clearTimeout(batch.timer);
     batch.timer = null;
     if (this.batches.get(id) === batch) this.batches.delete(id);

@@ -19,7 +19,9 @@ import {
   GROUP_NACK_BATCH_OFFSETS_MAX,
 } from '../src/limits.js';
 import { Group, GroupMessage } from '../src/projections/group.js';
-import { RequestChannel } from '../src/projections/request-channel.js';
+import { RequestLane } from '../src/protocol/request-lane.js';
+import { RequestTable } from '../src/protocol/request-table.js';
+import { TurnBatcher } from '../src/protocol/turn-batcher.js';
 
 /** A transport stream stand-in: records writes, hands out chunks the test pushes. */
 class FakeStream {
@@ -65,17 +67,24 @@ function decodeAll(writes: Uint8Array[]): Message[] {
 /** A broker connection stand-in: every opened stream is kept for the test to drive. */
 function fakeHost(featuresHi = 0) {
   const streams: FakeStream[] = [];
+  const openStream = async () => {
+    const stream = new FakeStream();
+    streams.push(stream);
+    const { FrameStream } = await import('../src/protocol/frame-stream.js');
+    return { stream: stream as never, frames: new FrameStream(stream as never) };
+  };
+  const turn = new TurnBatcher();
+  const table = new RequestTable();
   const bc = {
     server: 'fake',
     scope: { tenant: 't1', namespace: 'default' },
     negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi, window: 1 },
     lost: new Promise<Error>(() => undefined),
-    openStream: async () => {
-      const stream = new FakeStream();
-      streams.push(stream);
-      const { FrameStream } = await import('../src/protocol/frame-stream.js');
-      return { stream, frames: new FrameStream(stream as never) };
-    },
+    turn,
+    table,
+    openStream,
+    // The connection's request stream, over a fake stream of its own opened on first use.
+    requests: new RequestLane({ server: 'fake', table, turn, open: openStream }),
   };
   const host = { closed: false, connection: async () => bc as never };
   return { host, streams };
@@ -406,8 +415,8 @@ describe('group consume pipeline', () => {
 
   it('a_request_that_cannot_be_built_leaves_later_answers_matched', async () => {
     const { host, streams } = fakeHost();
-    const bc = await host.connection();
-    const ch = new RequestChannel(bc);
+    const bc = (await host.connection()) as { requests: RequestLane };
+    const ch = bc.requests;
     const ask = (key: string) =>
       ch.request((request_id) => ({
         type: 'cache_get',

@@ -94,5 +94,4 @@ export { runLogTool } from './tool/cli.js';
 export type { ToolOutput } from './tool/cli.js';
 export { dumpShardDir, recordJson, verifyShardDir } from './tool/inspect.js';
 export type { VerifySummary } from './tool/inspect.js';
-export { formatBenchReport, runStorageBench } from './tool/bench.js';
-export type { BenchOptions, BenchReport, BenchRow } from './tool/bench.js';
+// The storage benchmark is not API: it runs as `felix-log-tool bench` (tool/cli.ts).

@@ -126,6 +126,12 @@ export const DIR_LOCK_ATTEMPTS_MAX = 16;
 /** Largest lock file read: a valid one is under 200 bytes; anything longer is garbage. */
 export const DIR_LOCK_FILE_BYTES_MAX = 512;
 
+/**
+ * Largest /proc file the lock reads to tell a live holder (`/proc/<pid>/stat`, the boot id):
+ * a stat line is a few hundred bytes, with a command name of 64 bytes at most.
+ */
+export const PROC_FILE_BYTES_MAX = 4096;
+
 // ---- projections (cache, counters, group state) ----
 
 /** Longest cache/counter key in bytes: keys live in memory for every entry, so they stay small. */

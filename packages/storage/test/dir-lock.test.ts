@@ -2,18 +2,22 @@
  * Goal: one writer per directory. A live holder (another process, or this one) is refused
  * with DataDirLockedError naming the directory and its pid; a lock whose holder is dead
  * (SIGKILLed, pid reused, another boot, garbled by a power loss, copied from elsewhere) is
- * taken over; openers racing for a stale lock end with exactly one holder.
+ * taken over; openers racing for a stale lock end with exactly one holder; the lock's file
+ * operations go through the log's Io, so injected faults reach it.
  * Method: real child processes hold, die by SIGKILL and race (released together by SIGUSR1);
- * crafted lock files stand in for the dead holders a child cannot fake.
+ * crafted lock files stand in for the dead holders a child cannot fake; FaultyIo injects
+ * write faults into the lock's files only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { type Child, spawnNode, waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cacheShards, projectionRoot } from '../src/cache/projection-store.js';
 import { CacheRecordCorruptError, CorruptionError, DataDirLockedError } from '../src/errors.js';
+import { FaultyIo } from '../src/io/faulty-io.js';
+import { nodeIo } from '../src/io/node-io.js';
 import { lockDir } from '../src/lock/dir-lock.js';
 import { DIR_LOCK_FILE } from '../src/log/layout.js';
 import { SHARD, openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
@@ -336,6 +340,31 @@ describe('directory lock', () => {
     const lock = await lockDir(dir);
     expect(await lockPid(dir)).toBe(process.pid);
     await lock.release();
+  });
+
+  it('a_fault_injected_through_io_reaches_the_directory_lock', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const lockFiles = (p: string) => basename(p).startsWith(DIR_LOCK_FILE);
+    // Only the lock's files fail: the log's own writes stay healthy.
+    io.failWrites('ENOSPC', { match: lockFiles });
+    const err = await openLog(root, { io }).then(
+      () => undefined,
+      (e: unknown) => e as NodeJS.ErrnoException,
+    );
+    expect(err?.code).toBe('ENOSPC');
+    expect(err?.message).toContain('injected fault');
+    // The failed take left neither a lock nor its temp file behind.
+    const leftovers = async () => (await readdir(shardDir(root))).filter((n) => lockFiles(n));
+    expect(await leftovers()).toEqual([]);
+    // lockDir given the same Io meets the same faults.
+    io.failWrites('EIO', { match: lockFiles });
+    await expect(lockDir(shardDir(root), { io })).rejects.toMatchObject({ code: 'EIO' });
+    expect(await leftovers()).toEqual([]);
+    // Once the faults are spent, the same Io takes the lock.
+    const log = await openLog(root, { io });
+    expect(await lockPid(shardDir(root))).toBe(process.pid);
+    await log.close();
   });
 
   it('a_copy_of_a_locked_directory_is_not_locked', async () => {

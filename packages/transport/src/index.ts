@@ -34,6 +34,8 @@ export {
 export type { ValidatedMaterial } from './material/certificate.js';
 export { MUX_PREFACE, MuxDecoder } from './mux/frame.js';
 export type { FrameSink, Settings } from './mux/frame.js';
+export { multiplex } from './mux/multiplex.js';
+export type { MultiplexOptions } from './mux/multiplex.js';
 export { ALPN, TLS13_CIPHER_SUITES } from './tls/tls-transport.js';
 export { dial, listen } from './transport.js';
 export type {

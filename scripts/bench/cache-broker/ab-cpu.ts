@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { procCpuSecs } from '../support.js';
+import { procCpuSecs, startBroker } from '@felix/testing-bench-kit';
 
 const HERE = resolve(import.meta.dirname, '..', '..', '..');
 const A = resolve(process.env.A ?? HERE);
@@ -43,9 +43,9 @@ function side(name: string, serverPid: number, op: Side['op'], stop: Side['stop'
 }
 
 async function felix(name: string, root: string): Promise<Side> {
-  const { startBenchBroker } = await import(join(root, 'scripts/bench/cache-broker/broker.ts'));
+  // Each build's own broker (started the same way for both) and its client's public entry.
   const { connect } = await import(join(root, 'packages/client/dist/index.js'));
-  const broker = await startBenchBroker('caches:\n  - { tenant: bench, name: kv }\n');
+  const broker = await startBroker({ root, config: 'caches:\n  - { tenant: bench, name: kv }\n' });
   const c = await connect({
     servers: [broker.url('tls')],
     tenant: 'bench',

@@ -1,8 +1,13 @@
+/**
+ * CPU per cache get over TLS, this process and the broker's, one at a time over 1,000 hot keys.
+ *
+ *   N=30000 node --import tsx scripts/bench/cache-broker/get-cpu.ts
+ */
 import { connect } from '@felix/client';
-import { startBenchBroker } from './broker.js';
-import { procCpuSecs } from '../support.js';
+import { procCpuSecs, startBroker } from '@felix/testing-bench-kit';
+
 const cpu = procCpuSecs;
-const broker = await startBenchBroker('caches:\n  - { tenant: bench, name: kv }\n');
+const broker = await startBroker({ config: 'caches:\n  - { tenant: bench, name: kv }\n' });
 const c = await connect({
   servers: [broker.url('tls')],
   tenant: 'bench',

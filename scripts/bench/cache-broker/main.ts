@@ -22,7 +22,16 @@ import { setMaxListeners } from 'node:events';
 import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import { Redis } from 'ioredis';
-import { latencies, pct, startBenchBroker } from './broker.js';
+import {
+  latencies,
+  markdownTable,
+  median,
+  opsPerSecond,
+  padCells,
+  pairedRatios,
+  percentile as pct,
+  startBroker,
+} from '@felix/testing-bench-kit';
 import { startRawTls } from './raw-tls.js';
 
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
@@ -31,35 +40,22 @@ const SECONDS = QUICK ? 1 : 3;
 const VALUE = new Uint8Array(100).fill(42);
 const REDIS_VALUE = Buffer.from(VALUE);
 
-const rows: string[] = [];
+const rows: string[][] = [];
 function row(scenario: string, system: string, p50: string, p99: string, note = ''): void {
-  rows.push(`| ${scenario} | ${system} | ${p50} | ${p99} | ${note} |`);
-  console.log(
-    `${scenario.padEnd(36)} ${system.padEnd(14)} ${p50.padStart(12)} ${p99.padStart(12)} ${note}`,
-  );
+  rows.push([scenario, system, p50, p99, note]);
+  console.log(padCells([scenario, system, p50, p99, note], [36, 14, -12, -12, 0]));
 }
 const us = (v: number) => `${Math.round(v)} µs`;
 const perSec = (v: number) => `${Math.round(v).toLocaleString('en-US')}/s`;
 
-async function throughput(inFlight: number, op: (i: number) => Promise<unknown>): Promise<number> {
-  let done = 0;
-  const until = performance.now() + SECONDS * 1000;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async (_, w) => {
-      for (let i = 0; performance.now() < until; i++) {
-        await op(w * 1_000_000 + i);
-        done++;
-      }
-    }),
-  );
-  return done / ((performance.now() - start) / 1000);
-}
+/** `inFlight` loops of `op` for SECONDS; `op` gets a number unique across the loops. */
+const throughput = (inFlight: number, op: (i: number) => Promise<unknown>) =>
+  opsPerSecond(inFlight, SECONDS, (w, i) => op(w * 1_000_000 + i));
 
-const broker = await startBenchBroker(
-  'caches:\n  - { tenant: bench, name: kv }\n  - { tenant: bench, name: watched }\n',
-  { FELIX_BROKER_WATCH_QUEUE_CAPACITY: '65536' },
-);
+const broker = await startBroker({
+  config: 'caches:\n  - { tenant: bench, name: kv }\n  - { tenant: bench, name: watched }\n',
+  env: { FELIX_BROKER_WATCH_QUEUE_CAPACITY: '65536' },
+});
 const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
 await redis.connect();
 console.log(`broker pid ${broker.pid}; Redis 127.0.0.1:6379${QUICK ? '; QUICK run' : ''}\n`);
@@ -90,7 +86,6 @@ if (process.env.FELIX_BENCH_ONLY === 'get') {
   ];
   // Warm every path (JIT, hot values) before the first timed round.
   for (const sys of systems) await latencies(QUICK ? 200 : 2000, sys.op);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const at = (r: number, p: number) => (xs: number[][]) => pct(xs[r]!, p);
   const runs: number[][][] = systems.map(() => []);
   for (let r = 0; r < rounds; r++) {
@@ -106,7 +101,7 @@ if (process.env.FELIX_BENCH_ONLY === 'get') {
   }
   for (const p of [50, 99]) {
     const per = runs.map((rs) => rs.map((xs) => pct(xs, p)));
-    const ratio = (a: number, b: number) => median(per[a]!.map((v, r) => v / per[b]![r]!));
+    const ratio = (a: number, b: number) => pairedRatios(per[a]!, per[b]!).median;
     console.log(
       `median of ${rounds} rounds, p${p}: ${systems.map((sys, k) => `${sys.name} ${us(median(per[k]!))}`).join(', ')}; median ratio of pairs Felix/Redis ${ratio(0, 1).toFixed(2)}x, raw TLS/Redis ${ratio(2, 1).toFixed(2)}x`,
     );
@@ -280,10 +275,10 @@ for (const keys of [100, 1000, 10_000]) {
   );
 }
 
+const right = (title: string) => ({ title, align: 'right' as const });
 console.log(
-  '\n| scenario | system | p50 (or rate) | p99 | note |\n| --- | --- | ---: | ---: | --- |',
+  `\n${markdownTable(['scenario', 'system', right('p50 (or rate)'), right('p99'), 'note'], rows)}`,
 );
-console.log(rows.join('\n'));
 await Promise.all(Object.values(clients).map((c) => c.close()));
 redis.disconnect();
 await broker.stop();

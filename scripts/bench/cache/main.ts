@@ -6,7 +6,7 @@
 //  - compaction throughput (one overwrite of every key, then a pass with no pacing);
 //  - counter add throughput under onCommit (1 and 64 writers) and with fsync none.
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/cache/main.ts [--keys 1000000] [--seconds 2]
-// Imports the package source (not dist) so a stale build can never be measured.
+// Imports @felix/storage's public entry (its dist): a src/ newer than the build stops the run.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,8 +17,16 @@ import {
   SegmentLog,
   SegmentLogPort,
   projectionRoot,
-} from '../../../packages/storage/src/index.js';
-import { argValue } from '../support.js';
+} from '@felix/storage';
+import {
+  argValue,
+  assertFreshBuild,
+  markdownTable,
+  opsPerSecond,
+  percentile,
+} from '@felix/testing-bench-kit';
+
+assertFreshBuild(import.meta.resolve('@felix/storage'));
 
 const arg = (name: string, def: number) => Number(argValue(name, String(def)));
 const KEYS = arg('--keys', 1_000_000);
@@ -34,34 +42,12 @@ async function scratch(): Promise<{ path: string; done: () => Promise<void> }> {
 }
 
 /** Runs `writers` loops of `op` for SECONDS; answers completed ops per second. */
-async function rate(
-  writers: number,
-  op: (w: number, i: number) => Promise<unknown>,
-): Promise<number> {
-  let done = 0;
-  const until = performance.now() + SECONDS * 1000;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: writers }, async (_, w) => {
-      for (let i = 0; performance.now() < until; i++) {
-        await op(w, i);
-        done++;
-      }
-    }),
-  );
-  return done / ((performance.now() - start) / 1000);
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
-}
+const rate = (writers: number, op: (w: number, i: number) => Promise<unknown>) =>
+  opsPerSecond(writers, SECONDS, op);
 
 async function putScaling(): Promise<void> {
   console.log('\n### put under onCommit (100-byte values)\n');
-  console.log(
-    '| writers | LogCache put/s | records per fsync | SegmentLog.append/s (1 record) | ratio to 1 writer |',
-  );
-  console.log('| ---: | ---: | ---: | ---: | ---: |');
+  const rows: string[][] = [];
   let single = 0;
   for (const writers of [1, 8, 64]) {
     const dir = await scratch();
@@ -84,10 +70,27 @@ async function putScaling(): Promise<void> {
     await stream.close();
     await dir.done();
     if (writers === 1) single = putRate;
-    console.log(
-      `| ${writers} | ${putRate.toFixed(0)} | ${perFlush.toFixed(1)} | ${appendRate.toFixed(0)} | ${(putRate / single).toFixed(1)}x |`,
-    );
+    rows.push([
+      String(writers),
+      putRate.toFixed(0),
+      perFlush.toFixed(1),
+      appendRate.toFixed(0),
+      `${(putRate / single).toFixed(1)}x`,
+    ]);
   }
+  const right = (title: string) => ({ title, align: 'right' as const });
+  console.log(
+    markdownTable(
+      [
+        right('writers'),
+        right('LogCache put/s'),
+        right('records per fsync'),
+        right('SegmentLog.append/s (1 record)'),
+        right('ratio to 1 writer'),
+      ],
+      rows,
+    ),
+  );
 }
 
 async function fill(cache: LogCache, keys: number): Promise<void> {
@@ -127,13 +130,15 @@ async function readsRebuildCompaction(): Promise<void> {
   const logLat = await lat((k) => cache.get(k));
   const memLat = await lat((k) => ephemeral.get(k));
   console.log(`\n### get latency, ${KEYS} keys, ${samples} random gets (µs)\n`);
-  console.log('| cache | p50 | p99 |');
-  console.log('| --- | ---: | ---: |');
+  const p = (sorted: number[], q: number) => percentile(sorted, q).toFixed(1);
   console.log(
-    `| LogCache (index in memory, value read from the log) | ${percentile(logLat, 50).toFixed(1)} | ${percentile(logLat, 99).toFixed(1)} |`,
-  );
-  console.log(
-    `| EphemeralCache (in-memory map) | ${percentile(memLat, 50).toFixed(1)} | ${percentile(memLat, 99).toFixed(1)} |`,
+    markdownTable(
+      ['cache', { title: 'p50', align: 'right' }, { title: 'p99', align: 'right' }],
+      [
+        ['LogCache (index in memory, value read from the log)', p(logLat, 50), p(logLat, 99)],
+        ['EphemeralCache (in-memory map)', p(memLat, 50), p(memLat, 99)],
+      ],
+    ),
   );
 
   await cache.close();
@@ -161,8 +166,7 @@ async function readsRebuildCompaction(): Promise<void> {
 
 async function counters(): Promise<void> {
   console.log('\n### counter add\n');
-  console.log('| fsync | writers | adds/s |');
-  console.log('| --- | ---: | ---: |');
+  const rows: string[][] = [];
   for (const [fsync, writers] of [
     ['onCommit', 1],
     ['onCommit', 64],
@@ -179,8 +183,10 @@ async function counters(): Promise<void> {
     const r = await rate(writers, (w, i) => c.add(`c${(w * 7 + i) % 1000}`, 1n));
     await c.close();
     await dir.done();
-    console.log(`| ${fsync} | ${writers} | ${r.toFixed(0)} |`);
+    rows.push([fsync, String(writers), r.toFixed(0)]);
   }
+  const right = (title: string) => ({ title, align: 'right' as const });
+  console.log(markdownTable(['fsync', right('writers'), right('adds/s')], rows));
 }
 
 console.log(`cache bench: keys=${KEYS} seconds=${SECONDS} node=${process.version}`);

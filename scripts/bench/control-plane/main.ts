@@ -12,11 +12,16 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import {
+  markdownTable,
+  percentile as pct,
+  procCpuSecs as cpuSeconds,
+} from '@felix/testing-bench-kit';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const CP_DIR = join(ROOT, 'services/control-plane');
@@ -50,19 +55,7 @@ function parseArgs(argv: string[]): Args {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function pct(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 const fmt = (ms: number) => (Number.isNaN(ms) ? '-' : ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
-
-/** User+system CPU seconds a process has used so far (Linux /proc). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return ticks / 100;
-}
 
 class Client {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
@@ -496,6 +489,7 @@ async function main(): Promise<void> {
   }
   const all: Row[] = [];
   const loads: string[] = [];
+  const right = (title: string) => ({ title, align: 'right' as const });
   for (const backend of args.backends) {
     const before = loadavg()[0]!.toFixed(1);
     all.push(...(await runBackend(backend, args, deadline)));
@@ -505,11 +499,31 @@ async function main(): Promise<void> {
     `${args.brokers} brokers heartbeating every second; ${args.streams} streams; node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
     `1-minute load average on the 2-core machine at start → end of each run (other work shares it): ${loads.join('; ')}`,
     '',
-    '| store | phase | requests | req/s | client p50 / p99 ms | server p50 / p99 ms (≤ bucket) | server CPU (cores) | errors | note |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-    ...all.map(
-      (r) =>
-        `| ${r.backend} | ${r.phase} | ${r.requests || '-'} | ${r.seconds > 0 && r.requests ? Math.round(r.requests / r.seconds) : '-'} | ${fmt(r.p50)} / ${fmt(r.p99)} | ${r.serverP50 === undefined || Number.isNaN(r.serverP50) ? '-' : `${fmt(r.serverP50)} / ${fmt(r.serverP99 ?? Number.NaN)}`} | ${Number.isNaN(r.cpu) ? '-' : r.cpu.toFixed(2)} | ${r.errors} | ${r.note ?? ''} |`,
+    markdownTable(
+      [
+        'store',
+        'phase',
+        right('requests'),
+        right('req/s'),
+        right('client p50 / p99 ms'),
+        right('server p50 / p99 ms (≤ bucket)'),
+        right('server CPU (cores)'),
+        right('errors'),
+        'note',
+      ],
+      all.map((r) => [
+        r.backend,
+        r.phase,
+        String(r.requests || '-'),
+        String(r.seconds > 0 && r.requests ? Math.round(r.requests / r.seconds) : '-'),
+        `${fmt(r.p50)} / ${fmt(r.p99)}`,
+        r.serverP50 === undefined || Number.isNaN(r.serverP50)
+          ? '-'
+          : `${fmt(r.serverP50)} / ${fmt(r.serverP99 ?? Number.NaN)}`,
+        Number.isNaN(r.cpu) ? '-' : r.cpu.toFixed(2),
+        String(r.errors),
+        r.note ?? '',
+      ]),
     ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

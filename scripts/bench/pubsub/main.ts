@@ -27,25 +27,27 @@
  * of the broker (from /proc, 10 ms ticks). FELIX_BENCH_NATS=0 skips NATS in the throughput and durable runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import {
-  createWriteStream,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { loadavg as osLoadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { loadavg as osLoadavg } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { type FelixClient, connect as felixConnect } from '@felix/client';
+import {
+  type BenchBroker,
+  barChartSvg,
+  markdownTable,
+  median,
+  padCells,
+  pairedRatios,
+  percentile as pct,
+  pidNamed,
+  procCpuSecs,
+  rssMiB,
+  startBroker,
+} from '@felix/testing-bench-kit';
 import { type NatsConnection, connect as natsConnect } from 'nats';
-import { brokerNodeFlags } from '../cache-broker/broker.js';
-import { procCpuSecs } from '../support.js';
 
 const HERE = import.meta.dirname;
-const ROOT = resolve(HERE, '..', '..', '..');
-const BROKER_MAIN = join(ROOT, 'services', 'broker', 'dist', 'main.js');
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
 const TIMEOUT_MS = 60_000;
@@ -67,7 +69,6 @@ const ONLY = new Set(
 const TRANSPORTS = (process.env.FELIX_BENCH_TRANSPORTS ?? 'tls,quic')
   .split(',')
   .map((s) => s.trim()) as Array<'tls' | 'quic'>;
-const BROKER_ARGS = (process.env.FELIX_BENCH_BROKER_ARGS ?? '').split(' ').filter((a) => a !== '');
 /** FELIX_BENCH_SCALE=N (default 3) multiplies the throughput cases' message counts: 300,000 1 KiB
  *  messages make a round of about a second; a third of that was decided by single GC pauses. */
 const SCALE = Math.max(1, Number(process.env.FELIX_BENCH_SCALE ?? 3));
@@ -90,7 +91,7 @@ const rows: Row[] = [];
 function record(row: Row): void {
   rows.push(row);
   console.log(
-    `${row.scenario.padEnd(34)} ${row.system.padEnd(16)} ${fmt(row.value).padStart(10)} ${row.unit}${row.note ? `  (${row.note})` : ''}`,
+    `${padCells([row.scenario, row.system, fmt(row.value), row.unit], [34, 16, -10, 0])}${row.note ? `  (${row.note})` : ''}`,
   );
 }
 
@@ -103,9 +104,6 @@ const loadavg = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 
-const pct = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
 // ---- the broker ----------------------------------------------------------------------------
 
 /** What a client process needs of the broker: where it listens and whose CPU to read. */
@@ -115,67 +113,20 @@ interface BrokerRef {
   fingerprint: string;
 }
 
-interface Broker extends BrokerRef {
-  proc: ChildProcess;
-  httpPort: number;
-  fingerprint: string;
-  dir: string;
-}
-
-async function startBroker(): Promise<Broker> {
-  const dir = mkdtempSync(join(tmpdir(), 'felix-bench-pubsub-'));
-  const config = join(dir, 'broker.yaml');
-  writeFileSync(
-    config,
-    [
+function startPubsubBroker(): Promise<BenchBroker> {
+  return startBroker({
+    config: [
       'streams:',
       '  - { tenant: t1, name: bench }',
       '  - { tenant: t1, name: durable, durable: true, fsync: onCommit }',
       '',
     ].join('\n'),
-  );
-  const proc = spawn(process.execPath, [...brokerNodeFlags(), ...BROKER_ARGS, BROKER_MAIN], {
-    env: {
-      ...process.env,
-      FELIX_BROKER_CONFIG: config,
-      FELIX_DURABLE_STORAGE_DIR: join(dir, 'data'),
-      FELIX_BROKER_PORT: '0',
-      FELIX_BROKER_HTTP_PORT: '0',
-      FELIX_BROKER_LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  // FELIX_BENCH_BROKER_STDOUT=path keeps the broker's stdout (say, with --trace-gc in its args).
-  const keep = process.env.FELIX_BENCH_BROKER_STDOUT;
-  if (keep) proc.stdout!.pipe(createWriteStream(keep));
-  const line = await new Promise<{ tls_port: number; http_port: number; cert_fingerprint: string }>(
-    (done, fail) => {
-      let out = '';
-      const timer = setTimeout(() => fail(new Error('broker did not start')), 30_000);
-      proc.stdout!.on('data', (c: Buffer) => {
-        out += c.toString();
-        const l = out.split('\n').find((x) => x.includes('"msg":"listening"'));
-        if (l) {
-          clearTimeout(timer);
-          out = '';
-          done(JSON.parse(l));
-        }
-      });
-    },
-  );
-  return {
-    proc,
-    pid: proc.pid!,
-    port: line.tls_port,
-    httpPort: line.http_port,
-    fingerprint: line.cert_fingerprint,
-    dir,
-  };
 }
 
 /** Sums of the broker's Prometheus samples whose name (with labels) starts with each prefix. */
-async function metrics(b: Broker, prefixes: string[]): Promise<number[]> {
-  const text = await (await fetch(`http://127.0.0.1:${b.httpPort}/metrics`)).text();
+async function metrics(b: BenchBroker, prefixes: string[]): Promise<number[]> {
+  const text = await b.metricsText();
   return prefixes.map((p) =>
     text
       .split('\n')
@@ -185,24 +136,7 @@ async function metrics(b: Broker, prefixes: string[]): Promise<number[]> {
 }
 
 /** The local nats-server's pid (its CPU is read from /proc like the broker's), or null. */
-function natsServerPid(): number | null {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server')
-        return Number(entry);
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return null;
-}
-
-function rssMiB(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-}
+const natsServerPid = () => pidNamed('nats-server');
 
 function felix(b: BrokerRef, transport: 'tls' | 'quic'): Promise<FelixClient> {
   return felixConnect({
@@ -326,7 +260,7 @@ async function natsThroughput(size: number, fanout: number, count: number): Prom
 // ---- acked publish latency -----------------------------------------------------------------
 
 async function felixAckLatency(
-  b: Broker,
+  b: BenchBroker,
   transport: 'tls' | 'quic',
   samples: number,
 ): Promise<number[]> {
@@ -362,7 +296,7 @@ async function natsRequestLatency(samples: number): Promise<number[]> {
 // ---- durable publishes, 64 in flight -------------------------------------------------------
 
 async function felixDurable(
-  b: Broker,
+  b: BenchBroker,
   transport: 'tls' | 'quic',
   seconds: number,
 ): Promise<number> {
@@ -376,7 +310,7 @@ async function felixDurable(
   ];
   const before = await metrics(b, watched);
   const cpu0 = process.cpuUsage();
-  const brokerCpu0 = procCpuSecs(b.proc.pid!);
+  const brokerCpu0 = procCpuSecs(b.pid);
   const until = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: 64 }, async () => {
@@ -387,7 +321,7 @@ async function felixDurable(
     }),
   );
   const cpu = process.cpuUsage(cpu0);
-  const brokerCpu = procCpuSecs(b.proc.pid!) - brokerCpu0;
+  const brokerCpu = procCpuSecs(b.pid) - brokerCpu0;
   const after = await metrics(b, watched);
   await c.close();
   const [syncs, sum, count] = after.map((v, i) => v - before[i]!) as [number, number, number];
@@ -514,7 +448,7 @@ if (ROLE !== undefined) {
 
 // ---- main ----------------------------------------------------------------------------------
 
-const broker = await startBroker();
+const broker = await startPubsubBroker();
 /** One process per system for the throughput runs (none when FELIX_BENCH_CLIENTS=shared). */
 const clients = new Map<ClientSystem, ClientProcess>();
 if (!SHARED_CLIENTS && ONLY.has('throughput')) {
@@ -530,7 +464,7 @@ function throughput(system: ClientSystem, job: ThroughputJob): Promise<number> {
     : felixThroughput(broker, system, job.size, job.fanout, job.count);
 }
 console.log(
-  `broker pid ${broker.proc.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
+  `broker pid ${broker.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
 );
 /** Samples per scenario and system across rounds; the median becomes the row. */
 /** Messages one throughput run publishes (fanout 10 delivers ten times as many). */
@@ -543,7 +477,7 @@ function throughputCount(size: number, fanout: number): number {
 const samples = new Map<string, { row: Omit<Row, 'value'>; values: number[] }>();
 function sample(row: Row): void {
   console.log(
-    `  ${row.scenario.padEnd(34)} ${row.system.padEnd(16)} ${fmt(row.value).padStart(10)} ${row.unit}`,
+    `  ${padCells([row.scenario, row.system, fmt(row.value), row.unit], [34, 16, -10, 0])}`,
   );
   const k = `${row.scenario}\u0000${row.system}`;
   const { value, ...rest } = row;
@@ -666,10 +600,7 @@ try {
     }
   }
   console.log('');
-  for (const { row, values } of samples.values()) {
-    const sorted = [...values].sort((a, z) => a - z);
-    record({ ...row, value: sorted[Math.floor((sorted.length - 1) / 2)]! });
-  }
+  for (const { row, values } of samples.values()) record({ ...row, value: median(values) });
   // Each round measures the peer and Felix back to back, so a round's ratio cancels most of the
   // drift of a shared machine between rounds: the median of those ratios is the verdict.
   const peers = ['NATS core', 'NATS req/reply', 'JetStream'];
@@ -678,9 +609,7 @@ try {
     for (const [, felixRow] of samples) {
       if (felixRow.row.scenario !== peer.row.scenario || !felixRow.row.system.startsWith('Felix'))
         continue;
-      const n = Math.min(peer.values.length, felixRow.values.length);
-      const ratios = Array.from({ length: n }, (_, i) => felixRow.values[i]! / peer.values[i]!);
-      const mid = [...ratios].sort((a, z) => a - z)[Math.floor((n - 1) / 2)]!;
+      const { ratios, median: mid } = pairedRatios(felixRow.values, peer.values);
       console.log(
         `paired: ${felixRow.row.scenario}, ${felixRow.row.system} / ${peer.row.system} per round ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${mid.toFixed(2)}${felixRow.row.unit === 'µs' ? ' (lower is better)' : ''}`,
       );
@@ -688,21 +617,24 @@ try {
   }
 } finally {
   await Promise.all([...clients.values()].map((c) => c.close()));
-  const mem = rssMiB(broker.proc.pid!);
+  const mem = rssMiB(broker.pid);
   console.log(`\nbroker RSS ${mem.rss.toFixed(0)} MiB (peak ${mem.peak.toFixed(0)} MiB)`);
   rows.push({ scenario: 'broker memory', system: 'Felix', value: mem.peak, unit: 'MiB peak RSS' });
-  broker.proc.kill('SIGTERM');
-  await new Promise((r) => broker.proc.once('exit', r));
-  rmSync(broker.dir, { recursive: true, force: true });
+  await broker.stop();
 }
 
 // ---- outputs -------------------------------------------------------------------------------
 
-console.log('\n| scenario | system | result |\n| --- | --- | --- |');
-for (const r of rows)
-  console.log(
-    `| ${r.scenario} | ${r.system} | ${fmt(r.value)} ${r.unit}${r.note ? ` (${r.note})` : ''} |`,
-  );
+console.log(
+  `\n${markdownTable(
+    ['scenario', 'system', 'result'],
+    rows.map((r) => [
+      r.scenario,
+      r.system,
+      `${fmt(r.value)} ${r.unit}${r.note ? ` (${r.note})` : ''}`,
+    ]),
+  )}`,
+);
 if (!QUICK) {
   writeFileSync(
     join(HERE, 'results.json'),
@@ -715,31 +647,22 @@ process.exit(0);
 
 /** Horizontal bars, one group per scenario, each bar scaled within its scenario. */
 function chart(all: Row[]): string {
-  const groups = [
-    ...new Set(all.filter((r) => r.scenario !== 'broker memory').map((r) => r.scenario)),
-  ];
-  const colors: Record<string, string> = {
-    'NATS core': '#7f7f7f',
-    'NATS req/reply': '#7f7f7f',
-    JetStream: '#7f7f7f',
-    'Felix TLS': '#d62728',
-    'Felix QUIC': '#1f77b4',
-  };
-  const W = 760;
-  const barH = 14;
-  let y = 40;
-  let body = '';
-  for (const g of groups) {
-    const rs = all.filter((r) => r.scenario === g);
-    const max = Math.max(...rs.map((r) => r.value));
-    body += `<text x="10" y="${y}" font-weight="bold">${g} (${rs[0]!.unit}${rs[0]!.unit === 'µs' ? ', lower is better' : ''})</text>`;
-    y += 6;
-    for (const r of rs) {
-      const w = Math.max(1, ((W - 330) * r.value) / max);
-      body += `<text x="20" y="${y + 11}">${r.system}</text><rect x="150" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${colors[r.system] ?? '#2ca02c'}"/><text x="${(155 + w).toFixed(1)}" y="${y + 11}">${fmt(r.value)}</text>`;
-      y += barH + 3;
-    }
-    y += 18;
-  }
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${y}" font-family="sans-serif" font-size="11"><title>Felix vs NATS pub/sub benchmark</title><rect width="${W}" height="${y}" fill="white"/><text x="10" y="20" font-size="14">Felix vs NATS on this machine (scripts/bench/pubsub)</text>${body}</svg>\n`;
+  const grey = '#7f7f7f';
+  return barChartSvg(
+    all
+      .filter((r) => r.scenario !== 'broker memory')
+      .map((r) => ({ group: r.scenario, label: r.system, value: r.value, unit: r.unit })),
+    {
+      title: 'Felix vs NATS pub/sub benchmark',
+      heading: 'Felix vs NATS on this machine (scripts/bench/pubsub)',
+      colors: {
+        'NATS core': grey,
+        'NATS req/reply': grey,
+        JetStream: grey,
+        'Felix TLS': '#d62728',
+        'Felix QUIC': '#1f77b4',
+      },
+      format: fmt,
+    },
+  );
 }

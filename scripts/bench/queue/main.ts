@@ -36,7 +36,7 @@
  * felix,redis,nats) picks systems; FELIX_BENCH_CONSUME_ONLY=1 runs only the consume() drains
  * for Felix (for profiles).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import { Redis } from 'ioredis';
@@ -46,7 +46,15 @@ import {
   type JetStreamManager,
   connect as natsConnect,
 } from 'nats';
-import { latencies, pct, startBenchBroker } from '../cache-broker/broker.js';
+import {
+  latencies,
+  markdownTable,
+  median,
+  padCells,
+  percentile as pct,
+  procCpuSecs,
+  startBroker,
+} from '@felix/testing-bench-kit';
 
 const QUICK = process.env.FELIX_BENCH_QUICK === '1';
 /** Records per drain (FELIX_BENCH_RECORDS); each system is loaded with twice as many. */
@@ -75,7 +83,7 @@ function sample(scenario: string, system: string, value: number, unit: '/s' | '�
   const key = `${scenario}|${system}|${note}|${unit}`;
   samples.set(key, [...(samples.get(key) ?? []), value]);
   const shown = unit === '/s' ? `${fmt(value)}/s` : `${fmtUs(value)} µs`;
-  console.log(`${scenario.padEnd(34)} ${system.padEnd(26)} ${shown.padStart(12)} ${note}`);
+  console.log(padCells([scenario, system, shown, note], [34, 26, -12, 0]));
 }
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 /** Microseconds: small values (CPU per record) keep two decimals. */
@@ -112,12 +120,9 @@ interface CpuMark {
 /** CPU µs used so far by this process and (Linux /proc, 10 ms ticks) by the broker process. */
 function felixCpu(): CpuMark {
   const c = process.cpuUsage();
-  const stat = `/proc/${broker.pid}/stat`;
-  let brokerUs: number | undefined;
-  if (existsSync(stat)) {
-    const f = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
-    brokerUs = (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, in clock ticks
-  }
+  const brokerUs = existsSync(`/proc/${broker.pid}/stat`)
+    ? procCpuSecs(broker.pid) * 1e6
+    : undefined;
   return { client: c.user + c.system, server: brokerUs };
 }
 
@@ -297,12 +302,12 @@ async function natsRound(
 
 // ---- setup, rounds, medians ----
 const loads: string[] = [];
-const broker = await startBenchBroker(
-  'streams:\n  - { tenant: bench, name: q, durable: true, fsync: none }\n',
+const broker = await startBroker({
+  config: 'streams:\n  - { tenant: bench, name: q, durable: true, fsync: none }\n',
   // The shard's in-memory ring holds the whole backlog (Redis holds it in memory too), so a
   // larger FELIX_BENCH_RECORDS still drains from memory rather than from the log.
-  { FELIX_MEMORY_RING_RECORDS: String(Math.max(65_536, 2 * N)) },
-);
+  env: { FELIX_MEMORY_RING_RECORDS: String(Math.max(65_536, 2 * N)) },
+});
 const felix = await connect({
   servers: [broker.url('tls')],
   tenant: 'bench',
@@ -368,14 +373,8 @@ redis.disconnect();
 if (jsm) await jsm.streams.delete(natsName);
 await nc?.close();
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 console.log(`\nload average (1 min) per round: ${loads.join('; ')}`);
-console.log(
-  `\n| scenario | system | median of ${ROUNDS} | range | note |\n| --- | --- | ---: | ---: | --- |`,
-);
+const table: string[][] = [];
 for (const [k, xs] of samples) {
   const [scenario, system, note, unit] = k.split('|') as [string, string, string, string];
   const u = unit === '/s' ? '/s' : ' µs';
@@ -385,7 +384,15 @@ for (const [k, xs] of samples) {
   const shown = scenario.endsWith('CPU per record')
     ? `mean ${fmtUs(xs.reduce((a, b) => a + b, 0) / xs.length)} µs${note ? `; ${note}` : ''}`
     : note;
-  console.log(
-    `| ${scenario} | ${system} | ${f(median(xs))}${u} | ${f(Math.min(...xs))}-${f(Math.max(...xs))}${u} | ${shown} |`,
-  );
+  table.push([
+    scenario,
+    system,
+    `${f(median(xs))}${u}`,
+    `${f(Math.min(...xs))}-${f(Math.max(...xs))}${u}`,
+    shown,
+  ]);
 }
+const right = (title: string) => ({ title, align: 'right' as const });
+console.log(
+  `\n${markdownTable(['scenario', 'system', right(`median of ${ROUNDS}`), right('range'), 'note'], table)}`,
+);

@@ -9,6 +9,8 @@
  *
  *   node --import tsx scripts/bench/queue/map-churn.ts
  */
+import { markdownTable, padCells } from '@felix/testing-bench-kit';
+
 const N = 2_000_000;
 
 function churn(standing: number, make: () => { add(k: number): void; delete(k: number): boolean }) {
@@ -40,11 +42,14 @@ const doneSet = () => {
   return { add: (k: number) => void s.add(k), delete: (k: number) => s.delete(k) };
 };
 
-console.log(
-  '| standing | Map (claims), ns per record | Set, ns per record |\n| ---: | ---: | ---: |',
-);
+const rows: string[][] = [];
 for (const w of [500, 1_000, 1_500, 2_000, 2_100, 2_400, 3_000, 4_000, 6_000]) {
   const runs = (make: typeof claimMap) => [churn(w, make), churn(w, make), churn(w, make)];
   const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' / ');
-  console.log(`| ${w} | ${fmt(runs(claimMap))} | ${fmt(runs(doneSet))} |`);
+  rows.push([String(w), fmt(runs(claimMap)), fmt(runs(doneSet))]);
+  console.log(padCells(rows[rows.length - 1]!, [-6, 16, 16]));
 }
+const right = (title: string) => ({ title, align: 'right' as const });
+console.log(
+  `\n${markdownTable([right('standing'), right('Map (claims), ns per record'), right('Set, ns per record')], rows)}`,
+);

@@ -12,13 +12,10 @@ import { type Socket, connect as netConnect, createServer as createNetServer } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
-import {
-  TLS13_CIPHER_SUITES,
-  dial,
-  listen,
-  loadOrCreateDevCertificate,
-} from '../../../packages/transport/src/index.js';
-import { argValue, procCpuSecs, serveSelf } from '../support.js';
+import { TLS13_CIPHER_SUITES, dial, listen, loadOrCreateDevCertificate } from '@felix/transport';
+import { argValue, assertFreshBuild, procCpuSecs, serveSelf } from '@felix/testing-bench-kit';
+
+assertFreshBuild(import.meta.resolve('@felix/transport'));
 
 const MIB = Number(argValue('--mib', '512'));
 const ROUNDS = Number(argValue('--rounds', '3'));

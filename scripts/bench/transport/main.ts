@@ -6,7 +6,7 @@
 // on a server-opened uni stream).
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/transport/main.ts [--seconds 1] [--rounds 3]
 //      [--only quic,quic-stock,tls,raw-tls] [--pairs 5]
-// Imports the package source (not dist) so a stale build can never be measured.
+// Imports @felix/transport's public entry (its dist): a src/ newer than the build stops the run.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,8 +19,17 @@ import {
   dial,
   listen,
   loadOrCreateDevCertificate,
-} from '../../../packages/transport/src/index.js';
-import { argValue, serveSelf } from '../support.js';
+} from '@felix/transport';
+import {
+  argValue,
+  assertFreshBuild,
+  markdownTable,
+  median,
+  percentile,
+  serveSelf,
+} from '@felix/testing-bench-kit';
+
+assertFreshBuild(import.meta.resolve('@felix/transport'));
 
 const arg = argValue;
 const SECONDS = Number(arg('--seconds', '1'));
@@ -164,10 +173,6 @@ async function dialKind(t: Target, kind: Exclude<Kind, 'raw-tls'>): Promise<Conn
     quicStock: kind === 'quic-stock',
     maxStreams: 1024,
   });
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 async function readExactly(it: AsyncIterator<Uint8Array>, n: number): Promise<void> {
@@ -336,11 +341,6 @@ async function measure(t: Target, kind: Kind): Promise<Result> {
   return { rtt: [percentile(samples, 50), percentile(samples, 99)], oneway, push };
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
-
 function medianResult(list: Result[]): Result {
   const first = list[0]!;
   const oneway: Record<string, number | null> = {};
@@ -438,16 +438,22 @@ async function main(): Promise<void> {
     console.log(
       `seconds per case: ${SECONDS}; rounds: ${ROUNDS} (median shown); node ${process.version}; messages/s received\n`,
     );
+    const cases = ['1024x1', '1024x8', '1024x64', '100x1', '100x8', '100x64'];
+    const numbers = ['RTT p50 (µs)', 'RTT p99 (µs)', '1 KiB ×1', '1 KiB ×8', '1 KiB ×64']
+      .concat(['100 B ×1', '100 B ×8', '100 B ×64', 'push 1 KiB'])
+      .map((title) => ({ title, align: 'right' as const }));
     console.log(
-      '| transport | RTT p50 (µs) | RTT p99 (µs) | 1 KiB ×1 | 1 KiB ×8 | 1 KiB ×64 | 100 B ×1 | 100 B ×8 | 100 B ×64 | push 1 KiB |',
+      markdownTable(
+        ['transport', ...numbers],
+        [...results].map(([kind, r]) => [
+          names[kind],
+          fmt(r.rtt[0]),
+          fmt(r.rtt[1]),
+          ...cases.map((c) => fmt(r.oneway[c]!)),
+          fmt(r.push),
+        ]),
+      ),
     );
-    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-    for (const [kind, r] of results) {
-      const o = r.oneway;
-      console.log(
-        `| ${names[kind]} | ${fmt(r.rtt[0])} | ${fmt(r.rtt[1])} | ${fmt(o['1024x1']!)} | ${fmt(o['1024x8']!)} | ${fmt(o['1024x64']!)} | ${fmt(o['100x1']!)} | ${fmt(o['100x8']!)} | ${fmt(o['100x64']!)} | ${fmt(r.push)} |`,
-      );
-    }
     const q = results.get('quic');
     const qs = results.get('quic-stock');
     const tl = results.get('tls');

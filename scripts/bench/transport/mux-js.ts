@@ -1,20 +1,23 @@
 /**
  * The multiplexer's own JavaScript per 100 B echo, with no socket, no TLS and no kernel: two
- * MuxSessions joined by fake sockets that copy each write and deliver it on the next
- * setImmediate, against the same fake pair echoing the bytes raw. Both run hot in one process.
- * So the difference is what the multiplexer costs when nothing sleeps between round trips.
- * Compare it with rtt-cpu.ts, where each round trip wakes both processes (docs/perf.md,
+ * multiplexed connections (`multiplex()` from @felix/transport, the TLS transport's multiplexer
+ * over any Duplex) joined by fake sockets that copy each write and emit it as `'data'` on the
+ * next setImmediate, against the same fake pair echoing the bytes raw. Both run hot in one
+ * process. So the difference is what the multiplexer costs when nothing sleeps between round
+ * trips. Compare it with rtt-cpu.ts, where each round trip wakes both processes (docs/perf.md,
  * session 7).
  *
  *   node --import tsx scripts/bench/transport/mux-js.ts
  */
 import { EventEmitter } from 'node:events';
-import { MuxSession } from '../../../packages/transport/src/mux/session.js';
-import { resolveTimeouts } from '../../../packages/transport/src/options.js';
+import type { Duplex } from 'node:stream';
+import { multiplex } from '@felix/transport';
+import { assertFreshBuild } from '@felix/testing-bench-kit';
+
+assertFreshBuild(import.meta.resolve('@felix/transport'));
 
 class FakeSocket extends EventEmitter {
   peer!: FakeSocket;
-  sink: ((c: Uint8Array) => void) | null = null;
   destroyed = false;
   writableLength = 0;
   private corked = 0;
@@ -25,7 +28,7 @@ class FakeSocket extends EventEmitter {
       return true;
     }
     const copy = new Uint8Array(b); // the kernel copies
-    setImmediate(() => this.peer.sink?.(copy));
+    setImmediate(() => this.peer.emit('data', copy));
     return true;
   }
   cork() {
@@ -51,38 +54,25 @@ class FakeSocket extends EventEmitter {
     this.emit('close');
   }
 }
-function pair() {
-  const a = new FakeSocket(),
-    b = new FakeSocket();
+function pair(): [FakeSocket, FakeSocket] {
+  const a = new FakeSocket();
+  const b = new FakeSocket();
   a.peer = b;
   b.peer = a;
   return [a, b];
 }
-const settings = { maxStreamsBidi: 16, maxStreamsUni: 16, streamWindowBytes: 1 << 20 };
-const timeouts = resolveTimeouts({});
-const feed = (s: FakeSocket) => ({
-  attach(sink: (c: Uint8Array) => void) {
-    s.sink = sink;
-  },
-});
+/** The fake socket as the Duplex `multiplex()` takes: it uses only write, cork, end, destroy,
+ *  writableLength and the socket events, which the fake provides. */
+const duplex = (s: FakeSocket) => s as unknown as Duplex;
+/** Sixteen streams each way, as before; the default window (1 MiB) and timeouts. */
+const limits = { maxStreams: 16, streamWindowBytes: 1 << 20 };
 
 async function muxEcho(): Promise<() => Promise<void>> {
   const [a, b] = pair();
-  const client = new MuxSession(a as never, {
-    role: 'client',
-    remote: 'a',
-    timeouts,
-    settings,
-    feed: feed(a),
-  });
-  const server = new MuxSession(b as never, {
-    role: 'server',
-    remote: 'b',
-    timeouts,
-    settings,
-    feed: feed(b),
-  });
-  await Promise.all([client.ready, server.ready]);
+  const [client, server] = await Promise.all([
+    multiplex(duplex(a), { role: 'client', remote: 'a', ...limits }),
+    multiplex(duplex(b), { role: 'server', remote: 'b', ...limits }),
+  ]);
   void (async () => {
     for await (const s of server.incoming())
       void (async () => {
@@ -103,9 +93,9 @@ async function muxEcho(): Promise<() => Promise<void>> {
 }
 async function rawEcho(): Promise<() => Promise<void>> {
   const [a, b] = pair();
-  b.sink = (c) => b.write(c);
+  b.on('data', (c: Uint8Array) => b.write(c));
   let done: (() => void) | null = null;
-  a.sink = () => done?.();
+  a.on('data', () => done?.());
   const msg = new Uint8Array(100).fill(1);
   return () =>
     new Promise<void>((r) => {

@@ -19,9 +19,17 @@ import {
   dial,
   listen,
   loadOrCreateDevCertificate,
-} from '../../../packages/transport/src/index.js';
+} from '@felix/transport';
+import {
+  argValue,
+  assertFreshBuild,
+  percentile,
+  procCpuSecs,
+  serveSelf,
+} from '@felix/testing-bench-kit';
 import { rawTlsClient } from '../cache-broker/raw-tls.js';
-import { argValue, procCpuSecs, serveSelf } from '../support.js';
+
+assertFreshBuild(import.meta.resolve('@felix/transport'));
 
 const arg = argValue;
 const PINGS = Number(arg('--pings', '20000'));
@@ -112,7 +120,7 @@ async function run(p: Pinger, childPid: number): Promise<string> {
   const c = process.cpuUsage(c0);
   const b = procCpuSecs(childPid) - b0;
   lat.sort();
-  const p50 = lat[Math.floor(PINGS / 2)]!;
+  const p50 = percentile(lat, 50);
   return `p50 ${p50.toFixed(0)} µs, CPU per round trip: here ${((c.user + c.system) / PINGS).toFixed(1)} µs, echo side ${((b * 1e6) / PINGS).toFixed(1)} µs`;
 }
 

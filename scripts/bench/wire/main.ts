@@ -3,7 +3,7 @@
 // JSON.stringify/parse of the same content with base64 payloads, and (c) a plain copy of
 // the same bytes (the memory-bandwidth limit). Reports MB/s of payload bytes and frames/s.
 // Run: npx pnpm@10.34.9 exec tsx scripts/bench/wire/main.ts [--seconds 1]
-// Imports the package source (not dist) so a stale build can never be measured.
+// Imports @felix/wire's public entry (its dist): a src/ newer than the build stops the run.
 import {
   decodeEventBatch,
   decodeEventBatchPieces,
@@ -13,7 +13,10 @@ import {
   encodeEventBatch,
   encodeMessage,
   encodePublishBatch,
-} from '../../../packages/wire/src/index.js';
+} from '@felix/wire';
+import { assertFreshBuild, markdownTable } from '@felix/testing-bench-kit';
+
+assertFreshBuild(import.meta.resolve('@felix/wire'));
 
 const BATCH = 64;
 const RECORD_BYTES = 1024;
@@ -53,9 +56,10 @@ function rate(fn: () => void, ms: number): number {
   return ops / ((performance.now() - start) / 1000);
 }
 
-function row(name: string, opsPerSecond: number): string {
+/** A table row: the case, MB/s of payload bytes, frames per second. */
+function row(name: string, opsPerSecond: number): string[] {
   const mbs = (opsPerSecond * PAYLOAD_BYTES) / 1e6;
-  return `| ${name.padEnd(44)} | ${mbs.toFixed(0).padStart(7)} | ${opsPerSecond.toFixed(0).padStart(9)} |`;
+  return [name, mbs.toFixed(0), opsPerSecond.toFixed(0)];
 }
 
 const b64 = (p: Uint8Array) => Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('base64');
@@ -156,8 +160,6 @@ console.log(
 );
 console.log('MB/s counts payload bytes (64 KiB per batch); frames/s = batches per second;');
 console.log(`each figure is the best of ${ROUNDS} interleaved rounds.\n`);
-console.log(`| ${'case'.padEnd(44)} | ${'MB/s'.padStart(7)} | ${'frames/s'.padStart(9)} |`);
-console.log(`|${'-'.repeat(46)}|${'-'.repeat(9)}|${'-'.repeat(11)}|`);
 // Rounds interleave every case, and each figure is the best of its rounds: the machine is
 // shared, so the fastest round is the least disturbed, and interleaving spreads any
 // disturbance over all cases alike rather than penalising whichever ran during it.
@@ -188,12 +190,20 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
 }
+const table: string[][] = [];
 for (const { name } of ops) {
   const r = results[name]!;
-  console.log(row(`${name}: encode`, r.enc));
-  console.log(row(`${name}: decode`, r.dec));
-  console.log(row(`${name}: encode+decode`, r.both));
+  table.push(row(`${name}: encode`, r.enc));
+  table.push(row(`${name}: decode`, r.dec));
+  table.push(row(`${name}: encode+decode`, r.both));
 }
+console.log(
+  markdownTable(
+    ['case', { title: 'MB/s', align: 'right' }, { title: 'frames/s', align: 'right' }],
+    table,
+    { aligned: true },
+  ),
+);
 const copy = results['plain copy of the same bytes']!;
 const bin = results['binary publish batch (0x0049 acked+keyed)']!;
 const ev = results['binary shared event batch (0x0024 offsets)']!;

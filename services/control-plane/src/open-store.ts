@@ -1,4 +1,5 @@
 /** Opens the configured store (SQLite file or Postgres) and applies its migrations. */
+import type { Clock } from './clock.js';
 import type { ControlPlaneConfig } from './config.js';
 import { PostgresDriver } from './store/postgres.js';
 import type { SqlDriver } from './store/sql.js';
@@ -16,6 +17,7 @@ export async function openStore(
     | 'postgresConnectTimeoutMs'
     | 'changeRetentionRows'
   >,
+  opts: { clock?: Clock } = {},
 ): Promise<ControlStore> {
   let driver: SqlDriver;
   if (config.backend === 'postgres') {
@@ -28,10 +30,14 @@ export async function openStore(
   } else {
     driver = new SqliteDriver(config.sqlitePath);
   }
-  const store = new ControlStore(driver, { changeRetentionRows: config.changeRetentionRows });
+  const store = new ControlStore(driver, {
+    changeRetentionRows: config.changeRetentionRows,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
   try {
     await store.migrate();
   } catch (err) {
+    // The migration error is the one worth reporting; a failed close adds nothing to it.
     await store.close().catch(() => undefined);
     throw err;
   }

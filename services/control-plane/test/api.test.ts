@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PostgresDriver } from '../src/store/postgres.js';
 import { ControlStore } from '../src/store/store.js';
-import { type OpenedStore, openTestStore, testApp } from './helpers.js';
+import { ManualClock, type OpenedStore, openTestStore, testApp } from './helpers.js';
 
 let opened: OpenedStore;
 let built: Awaited<ReturnType<typeof testApp>>;
@@ -76,6 +76,56 @@ describe('api', () => {
     expect(nothing.json().code).toBe('FELIX_CONTROLPLANE_STREAM_NOT_FOUND');
   });
 
+  it('a_wrong_json_type_is_refused_not_converted', async () => {
+    const refused = async (r: Awaited<ReturnType<typeof post>>) => {
+      expect(r.statusCode).toBe(400);
+      expect(r.json()).toMatchObject({
+        code: 'FELIX_CONTROLPLANE_INVALID_REQUEST',
+        request_id: r.headers['x-request-id'],
+      });
+    };
+    // A number is not a name: no tenant "123" appears.
+    await refused(await post('/v1/tenants', { tenant_id: 123 }));
+    expect((await built.app.inject({ method: 'GET', url: '/v1/tenants/123' })).statusCode).toBe(
+      404,
+    );
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    const streams = '/v1/tenants/t1/namespaces/ns/streams';
+    await refused(await post(streams, { stream: 'a', shards: true }));
+    await refused(await post(streams, { stream: 'b', shards: '2' }));
+    await refused(await post(streams, { stream: 'c', durable: 'false' }));
+    await refused(await post(streams, { stream: 'd', retention: { max_age_seconds: '60' } }));
+    await refused(await post('/v1/tenants/t1/namespaces/ns/caches', { cache: 'e', shards: '1' }));
+    await refused(
+      await post('/v1/nodes', { node_id: 'n1', advertise_addr: 'n1:1', incarnation: '1' }),
+    );
+    expect((await built.app.inject({ method: 'GET', url: streams })).json().items).toEqual([]);
+    expect((await post(streams, { stream: 's', durable: true })).statusCode).toBe(201);
+    const patch = await built.app.inject({
+      method: 'PATCH',
+      url: `${streams}/s`,
+      payload: { durable: 0 },
+    });
+    await refused(patch);
+    expect((await built.app.inject({ method: 'GET', url: `${streams}/s` })).json().durable).toBe(
+      true,
+    );
+    // Query strings are text: their numbers still read as numbers, and non-numbers are refused.
+    await post('/v1/tenants', { tenant_id: 't2' });
+    const page = await built.app.inject({ method: 'GET', url: '/v1/tenants?limit=1' });
+    expect(page.statusCode).toBe(200);
+    expect(page.json().items).toHaveLength(1);
+    const changes = await built.app.inject({
+      method: 'GET',
+      url: '/v1/streams/changes?since=1&limit=1&wait_ms=0',
+    });
+    expect(changes.json()).toMatchObject({ items: [{ seq: 1, op: 'created' }], next_seq: 2 });
+    await refused(await built.app.inject({ method: 'GET', url: '/v1/tenants?limit=many' }));
+    const zero = await built.app.inject({ method: 'GET', url: '/v1/tenants?limit=0' });
+    expect(zero.json().code).toBe('FELIX_CONTROLPLANE_OUT_OF_RANGE');
+  });
+
   it('an_unknown_parent_is_refused_with_its_not_found_code', async () => {
     const a = await post('/v1/tenants/nope/namespaces', { namespace: 'ns' });
     expect(a.statusCode).toBe(404);
@@ -134,6 +184,28 @@ describe('api', () => {
     const ui = await built.app.inject({ method: 'GET', url: '/docs/' });
     expect(ui.statusCode).toBe(200);
     expect(ui.body).toContain('swagger');
+  });
+
+  it('a_node_view_ages_on_the_stores_clock', async () => {
+    // The app has no clock of its own: it reads the store's, so a node's heartbeat age is
+    // measured against the very clock that stamped the heartbeat.
+    const clock = new ManualClock(86_400_000);
+    const own = await openTestStore('sqlite', { clock });
+    const app = (await testApp(own.store, { background: false })).app;
+    try {
+      const reg = await app.inject({
+        method: 'POST',
+        url: '/v1/nodes',
+        payload: { node_id: 'n1', advertise_addr: 'n1:1', incarnation: 1 },
+      });
+      expect(reg.json().node.status.last_heartbeat_at_ms).toBe(86_400_000);
+      clock.advance(2500);
+      const view = (await app.inject({ method: 'GET', url: '/v1/nodes/n1' })).json();
+      expect(view.placement.heartbeat_age_ms).toBe(2500);
+    } finally {
+      await app.close();
+      await own.cleanup();
+    }
   });
 
   it('readiness_fails_while_the_store_is_unreachable', async () => {

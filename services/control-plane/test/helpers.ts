@@ -1,6 +1,7 @@
 /** Test support: stores on both backends (Postgres in a fresh schema per store) and apps over them. */
 import { randomBytes } from 'node:crypto';
 import { tempDir } from '@felix/testing-harness';
+import type { Clock } from '../src/clock.js';
 import type { LivenessConfig } from '../src/config.js';
 import { type AppDeps, buildApp } from '../src/http/app.js';
 import { MIGRATIONS } from '../src/store/migrations.js';
@@ -18,19 +19,39 @@ export interface OpenedStore {
   cleanup(): Promise<void>;
 }
 
+/** A clock that moves only when told to (wall and monotonic together). */
+export class ManualClock implements Clock {
+  constructor(
+    private wallMs = Date.now(),
+    private mono = 0,
+  ) {}
+  nowMs(): number {
+    return this.wallMs;
+  }
+  monoMs(): number {
+    return this.mono;
+  }
+  advance(ms: number): void {
+    this.wallMs += ms;
+    this.mono += ms;
+  }
+}
+
 export function freshSchema(): string {
   return `felix_cp_test_${randomBytes(6).toString('hex')}`;
 }
 
 export async function openTestStore(
   backend: Backend,
-  opts: { changeRetentionRows?: number; schema?: string } = {},
+  opts: { changeRetentionRows?: number; schema?: string; clock?: Clock } = {},
 ): Promise<OpenedStore> {
   const changeRetentionRows = opts.changeRetentionRows ?? 10_000;
+  const clock = opts.clock ? { clock: opts.clock } : {};
   if (backend === 'sqlite') {
     const dir = await tempDir('felix-cp');
     const store = new ControlStore(new SqliteDriver(`${dir.path}/cp.sqlite`), {
       changeRetentionRows,
+      ...clock,
     });
     await store.migrate();
     return {
@@ -48,7 +69,7 @@ export async function openTestStore(
     maxConnections: 8,
     connectTimeoutMs: 5000,
   });
-  const store = new ControlStore(driver, { changeRetentionRows });
+  const store = new ControlStore(driver, { changeRetentionRows, ...clock });
   await store.migrate();
   return {
     store,

@@ -212,19 +212,16 @@ describe('control plane placement', () => {
       'unplaceable',
     ]);
     // Write a node straight into the store so no pass runs, then ask for the plan.
-    await opened!.store.registerNode(
-      {
-        node_id: 'n1',
-        advertise_addr: 'n1:1',
-        client_addr: null,
-        region: 'local',
-        zone: null,
-        labels: {},
-        capacity: { max_shards: 0, weight: 1 },
-        incarnation: 1,
-      },
-      Date.now(),
-    );
+    await opened!.store.nodes.register({
+      node_id: 'n1',
+      advertise_addr: 'n1:1',
+      client_addr: null,
+      region: 'local',
+      zone: null,
+      labels: {},
+      capacity: { max_shards: 0, weight: 1 },
+      incarnation: 1,
+    });
     const plan = (await built!.app.inject({ method: 'GET', url: '/v1/placement/plan' })).json();
     expect(plan.items.map((i: { action: string; leader: string }) => [i.action, i.leader])).toEqual(
       [

@@ -22,12 +22,12 @@ import {
   InvalidArgumentError,
   OutcomeUnknownError,
   ProtocolError,
-  brokerError,
+  isStreamGone,
+  refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
 import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
-import { channelOf } from './request-channel.js';
 
 export interface CachePutOptions {
   /** Time to live in ms; absent: the cache's default (or never). */
@@ -79,7 +79,7 @@ export class Cache {
     if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
       throw new InvalidArgumentError('ttlMs must be a non-negative integer');
     const bc = await this.host.connection(opts.signal);
-    await channelOf(bc)
+    await bc.requests
       .request((request_id) => ({
         type: 'cache_put',
         ...this.scope(bc),
@@ -117,7 +117,7 @@ export class Cache {
 
   private getOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
     const prefix = this.getPrefix(bc);
-    return channelOf(bc).requestPrepared((requestId) => {
+    return bc.requests.requestPrepared((requestId) => {
       const req = encodeGetRequest(prefix, key, requestId);
       return {
         bytes: req.frame,
@@ -142,7 +142,7 @@ export class Cache {
     checkKey(key);
     const bc = await this.host.connection(opts.signal);
     requireFeature(bc, FEATURE_CACHE_DELETE, 'cache_delete');
-    const msg = await channelOf(bc)
+    const msg = await bc.requests
       .request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
       .catch((err: unknown) => {
         throw err instanceof ConnectionLostError
@@ -158,6 +158,39 @@ export class Cache {
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
     return { [Symbol.asyncIterator]: () => this.watchLoop(filter, opts) };
+  }
+
+  /** Sends `cache_watch` on a stream of its own (kept in `current` so an abort resets it) and
+   *  reads its `cache_watch_started`; a refusal or an unexpected answer throws. */
+  private async startWatch(
+    bc: BrokerConnection,
+    req: { filter: WatchFilterSpec; shard?: number; next?: number; retained: boolean },
+    subscriptionId: number,
+    current: { ctl?: FrameStream },
+  ): Promise<Answer<'cache_watch_started'>> {
+    const { stream, frames } = await bc.openStream();
+    current.ctl = frames;
+    const filter = req.filter;
+    await stream.write(
+      encodeMessage({
+        type: 'cache_watch',
+        ...this.scope(bc),
+        ...('key' in filter ? { key: filter.key } : { prefix: filter.prefix }),
+        ...(req.shard !== undefined ? { shard: req.shard } : {}),
+        ...(req.next !== undefined && !req.retained ? { from_offset: req.next } : {}),
+        retained: req.retained,
+        subscription_id: subscriptionId,
+      }),
+    );
+    const first = await frames.next();
+    if (first === null) throw new ConnectionLostError(bc.server);
+    const started = decodeMessage(first.payload);
+    if (started.type === 'error') throw refusalOf(started);
+    if (started.type === 'subscribe_cursor_error')
+      throw new CursorInFutureError(started.requested, started.available);
+    if (started.type !== 'cache_watch_started')
+      throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+    return started;
   }
 
   private async *watchLoop(
@@ -190,34 +223,8 @@ export class Cache {
         const reservation = bc.reserveEventStream();
         current = {};
         try {
-          const { stream, frames } = await bc.openStream();
-          current.ctl = frames;
-          await stream.write(
-            encodeMessage({
-              type: 'cache_watch',
-              ...this.scope(bc),
-              ...('key' in filter ? { key: filter.key } : { prefix: filter.prefix }),
-              ...(opts.shard !== undefined ? { shard: opts.shard } : {}),
-              ...(next !== undefined && !retainedPhase ? { from_offset: next } : {}),
-              retained: retainedPhase,
-              subscription_id: reservation.id,
-            }),
-          );
-          const first = await frames.next();
-          if (first === null) throw new ConnectionLostError(bc.server);
-          const started = decodeMessage(first.payload);
-          if (started.type === 'error') {
-            throw brokerError({
-              brokerCode: started.code ?? 'unknown',
-              message: started.message,
-              retry: started.retry,
-              detail: started.detail,
-            });
-          }
-          if (started.type === 'subscribe_cursor_error')
-            throw new CursorInFutureError(started.requested, started.available);
-          if (started.type !== 'cache_watch_started')
-            throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+          const request = { filter, shard: opts.shard, next, retained: retainedPhase };
+          const started = await this.startWatch(bc, request, reservation.id, current);
           let retainedLeft = retainedPhase ? (started.retained_count ?? 0) : 0;
           const floor = started.resume_offset;
           if (retainedPhase && retainedLeft === 0) {
@@ -239,15 +246,7 @@ export class Cache {
             }
             if (msg.type !== 'cache_event') continue;
             if (!retainedPhase) next = Math.max(next ?? 0, msg.offset + 1);
-            yield msg.value !== undefined
-              ? {
-                  type: 'put',
-                  key: msg.key,
-                  value: msg.value,
-                  offset: msg.offset,
-                  expiresAtMillis: msg.expires_at_millis,
-                }
-              : { type: 'delete', key: msg.key, offset: msg.offset };
+            yield changeOf(msg);
             if (retainedPhase && --retainedLeft === 0) {
               retainedPhase = false;
               next = Math.max(next ?? 0, floor);
@@ -261,7 +260,7 @@ export class Cache {
         } catch (err) {
           if (signal?.aborted) return;
           // A lost connection re-watches from the next unseen offset; anything else ends the watch.
-          if (!(err instanceof ConnectionLostError) && !bc.isLost && !isStreamReset(err)) throw err;
+          if (!(err instanceof ConnectionLostError) && !bc.isLost && !isStreamGone(err)) throw err;
         } finally {
           reservation.cancel();
           stopStreams();
@@ -274,9 +273,17 @@ export class Cache {
   }
 }
 
-function isStreamReset(err: unknown): boolean {
-  const code = (err as { code?: string }).code ?? '';
-  return code.includes('RESET') || code.includes('CLOSED');
+/** A `cache_event` as the watcher's put or delete. */
+function changeOf(msg: Answer<'cache_event'>): CacheWatchEvent {
+  return msg.value !== undefined
+    ? {
+        type: 'put',
+        key: msg.key,
+        value: msg.value,
+        offset: msg.offset,
+        expiresAtMillis: msg.expires_at_millis,
+      }
+    : { type: 'delete', key: msg.key, offset: msg.offset };
 }
 
 function checkKey(key: string): void {

@@ -11,7 +11,6 @@ import {
   ProtocolError,
 } from '../errors.js';
 import { type ProjectionHost, requireFeature } from './host.js';
-import { channelOf } from './request-channel.js';
 
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
@@ -53,7 +52,7 @@ export class Counter {
     requireFeature(bc, FEATURE_COUNTERS, 'counters');
     const { tenant, namespace } = bc.scope;
     const scope = { tenant_id: tenant, namespace, cache: this.name, key };
-    const msg = await channelOf(bc).request((request_id) =>
+    const msg = await bc.requests.request((request_id) =>
       delta === undefined
         ? { type: 'counter_get', ...scope, request_id }
         : { type: 'counter_add', ...scope, delta, request_id },

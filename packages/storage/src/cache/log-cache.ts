@@ -296,6 +296,7 @@ export class LogCache {
     if (this.writer.closed) return;
     this.stoppingFlag = true;
     await this.writer.close();
+    // Close only waits for the pass to stop: its failure is its starter's (an auto pass retries).
     await this.compactionPass.current?.catch(() => undefined);
     this.hub.closeAll();
     await this.log.close();

@@ -81,6 +81,7 @@ export class ProjectionShards<T extends Closable> {
     this.closed = true;
     const all = [...this.open.values()];
     this.open.clear();
+    // A shard that failed to open has nothing to close, and its opener saw the failure.
     for (const p of all) await (await p.catch(() => undefined))?.close();
   }
 }

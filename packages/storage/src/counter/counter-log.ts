@@ -145,6 +145,7 @@ export class CounterLog {
     if (this.writer.closed) return;
     this.stoppingFlag = true;
     await this.writer.close();
+    // Close only waits for the pass to stop: its failure is its starter's (an auto pass retries).
     await this.compactionPass.current?.catch(() => undefined);
     await this.log.close();
   }
@@ -152,6 +153,7 @@ export class CounterLog {
   private maybeCompact(): void {
     if (this.opts.compaction?.auto === false || this.compactionPass.current !== undefined) return;
     if (this.stoppingFlag || !this.wantsCompaction()) return;
+    // Off the write path: nobody awaits this; a failed pass is retried by a later trigger.
     this.compact().catch(() => undefined);
   }
 

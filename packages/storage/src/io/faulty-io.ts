@@ -4,7 +4,6 @@
  * real short write before an error would). Counts syncs and writes so tests can assert on
  * group commit. Lives in src so other packages' tests can inject the same faults.
  */
-import type { DirLock } from '../lock/dir-lock.js';
 import type { Io, IoFile, OpenMode } from './io.js';
 
 export type FaultCode = 'ENOSPC' | 'EIO';
@@ -219,8 +218,11 @@ export class FaultyIo implements Io {
     return this.inner.removeTree(path);
   }
 
-  lockDir(path: string): Promise<DirLock> {
-    return this.inner.lockDir(path);
+  link(existing: string, path: string): Promise<void> {
+    return this.inner.link(existing, path);
+  }
+  dirId(path: string): Promise<string> {
+    return this.inner.dirId(path);
   }
 }
 

@@ -1,9 +1,9 @@
 /**
  * The I/O seam of the segment log. Everything the log does to the disk goes through `Io`, so
  * tests can inject fsync failures and delays and write errors (ENOSPC, EIO) without root or
- * real disk faults. Only node-io.ts (and the directory lock it uses) touches node:fs.
+ * real disk faults. The directory lock (lock/dir-lock.ts) works through it too. Only
+ * node-io.ts touches node:fs.
  */
-import type { DirLock } from '../lock/dir-lock.js';
 
 /** An open file. Positions are absolute byte positions; nothing uses a file cursor. */
 export interface IoFile {
@@ -56,10 +56,16 @@ export interface Io {
   /** Removes a directory tree (benchmark scratch space only). */
   removeTree(path: string): Promise<void>;
   /**
-   * Takes the exclusive-writer lock of an existing directory for this process; a live holder
-   * (this process included) is refused with DataDirLockedError (lock/dir-lock.ts).
+   * Gives the file `existing` the second name `path`; fails with EEXIST when `path` exists.
+   * The directory lock creates its file atomically this way (written under a temp name, then
+   * linked).
    */
-  lockDir(path: string): Promise<DirLock>;
+  link(existing: string, path: string): Promise<void>;
+  /**
+   * The identity of a directory on this host (device and inode on a real disk): a copy of the
+   * directory has another, so a lock copied along with it is not taken for the original's.
+   */
+  dirId(path: string): Promise<string>;
 }
 
 /** Writes all of `buffer[offset, offset+length)` at `position`, looping over short writes. */

@@ -1,6 +1,6 @@
 /**
- * The real Io over node:fs/promises (and `writeSync` for `writeNow`); with lock/dir-lock.ts the
- * only files that import node:fs.
+ * The real Io over node:fs/promises (and `writeSync` for `writeNow`): the only file that
+ * imports node:fs.
  */
 import { writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,15 +8,16 @@ import {
   constants,
   type FileHandle,
   access,
+  link,
   mkdir,
   mkdtemp,
   open,
   readdir,
   rm,
+  stat,
   unlink,
 } from 'node:fs/promises';
 import { PREALLOCATE_WRITE_BYTES } from '../limits.js';
-import { type DirLock, lockDir } from '../lock/dir-lock.js';
 import type { Io, IoFile, OpenMode } from './io.js';
 
 /** Shared source of zeros for preallocation, made on first use; nothing writes into it. */
@@ -132,8 +133,13 @@ export class NodeIo implements Io {
     return rm(path, { recursive: true, force: true });
   }
 
-  lockDir(path: string): Promise<DirLock> {
-    return lockDir(path);
+  link(existing: string, path: string): Promise<void> {
+    return link(existing, path);
+  }
+
+  async dirId(path: string): Promise<string> {
+    const st = await stat(path, { bigint: true });
+    return `${st.dev}:${st.ino}`;
   }
 
   async syncDir(path: string): Promise<void> {

@@ -7,11 +7,10 @@
  * syncs each new one into its parent anyway).
  */
 import { dirname } from 'node:path';
-import { DataDirLockedError } from '../../src/errors.js';
 import type { Io, IoFile, OpenMode } from '../../src/io/io.js';
-import type { DirLock } from '../../src/lock/dir-lock.js';
 
 const SECTOR = 512;
+let instances = 0;
 
 type Op =
   | { kind: 'write'; position: number; bytes: Uint8Array }
@@ -84,7 +83,8 @@ export class PowerLossIo implements Io {
   private opsLeft = Number.POSITIVE_INFINITY;
   private lossRandom: () => number = Math.random;
   private dirs = new Set<string>(['/']);
-  private readonly locked = new Set<string>();
+  /** Tells this disk's directories from a crash copy's: a lock copied along is stale there. */
+  private readonly instance = ++instances;
   /** Live and durable directory entries: file path -> inode. */
   private live = new Map<string, Inode>();
   private durable = new Map<string, Inode>();
@@ -212,18 +212,25 @@ export class PowerLossIo implements Io {
   async removeTree(): Promise<void> {
     throw new Error('not supported');
   }
-  /** Locks live with this process's view of the disk: a crash copy starts with none held. */
-  async lockDir(path: string): Promise<DirLock> {
-    if (this.locked.has(path)) throw new DataDirLockedError(path, { pid: process.pid, self: true });
-    this.locked.add(path);
-    let held = true;
-    return {
-      dir: path,
-      release: async () => {
-        if (held) this.locked.delete(path);
-        held = false;
-      },
-    };
+  async link(existing: string, path: string): Promise<void> {
+    this.tick();
+    const inode = this.live.get(existing);
+    if (inode === undefined) throw enoent(existing);
+    if (this.live.has(path) || this.dirs.has(path)) {
+      throw Object.assign(new Error(`EEXIST: ${path}`), { code: 'EEXIST' });
+    }
+    if (!this.dirs.has(dirname(path))) throw enoent(dirname(path));
+    this.live.set(path, inode);
+  }
+  /**
+   * Each disk is its own host's view: a crash copy (and the disk after a process crash) names
+   * its directories anew, so the lock a dead writer left there is stale, as it would be once
+   * the writer is gone.
+   */
+  async dirId(path: string): Promise<string> {
+    this.tick();
+    if (!this.dirs.has(path)) throw enoent(path);
+    return `mem${this.instance}:${path}`;
   }
 }
 

@@ -5,9 +5,10 @@
  * restart of the sweeper never expires a live broker.
  */
 import type { PlacementNode } from '@felix/router';
+import type { Clock } from '../clock.js';
 import type { LivenessConfig } from '../config.js';
 import type { ControlStore } from '../store/store.js';
-import type { Clock, NodeLiveness, NodeRecord } from '../store/types.js';
+import type { NodeLiveness, NodeRecord } from '../store/types.js';
 
 export interface NodePlacementView {
   eligible: boolean;
@@ -84,7 +85,7 @@ export class Sweeper {
   /** One sweep: returns the ids it marked down. */
   async sweep(): Promise<string[]> {
     const window = downAfterMs(this.liveness);
-    const stamps = await this.store.liveStamps();
+    const stamps = await this.store.nodes.liveStamps();
     const mono = this.clock.monoMs();
     const wall = this.clock.nowMs();
     const present = new Set<string>();
@@ -101,7 +102,7 @@ export class Sweeper {
       const silentOnWall = wall - c.stamp > window;
       const silentOnMono = mono - since >= window;
       if (!silentOnWall || !silentOnMono) continue;
-      if (await this.store.markDown(c.node_id, c.stamp)) down.push(c.node_id);
+      if (await this.store.nodes.markDown(c.node_id, c.stamp)) down.push(c.node_id);
       this.seen.delete(c.node_id);
     }
     for (const id of this.seen.keys()) if (!present.has(id)) this.seen.delete(id);

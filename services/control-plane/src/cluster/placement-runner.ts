@@ -3,10 +3,11 @@
  * runs cause exactly one more pass. Writes that change what placement sees trigger a pass.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import type { LivenessConfig } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import type { ControlStore, PlacementOutcome } from '../store/store.js';
-import type { Clock } from '../store/types.js';
+import type { PlacementOutcome } from '../store/assignments.js';
+import type { ControlStore } from '../store/store.js';
 import { placementNodes } from './liveness.js';
 
 export class PlacementRunner {
@@ -52,7 +53,7 @@ export class PlacementRunner {
     while (this.dirty) {
       this.dirty = false;
       try {
-        const out = await this.store.placementPass((nodes) =>
+        const out = await this.store.assignments.pass((nodes) =>
           placementNodes(nodes, this.liveness, this.clock.nowMs()),
         );
         this.last = out;

@@ -68,7 +68,7 @@ export class FeedHub {
     try {
       for (;;) {
         ticket.woken = false;
-        const page = await this.store.changes(feed, since, limit);
+        const page = await this.store.feeds.changes(feed, since, limit);
         const remaining = deadline - performance.now();
         if (page.items.length > 0 || page.next_seq !== since || remaining <= 0 || this.closing)
           return page;

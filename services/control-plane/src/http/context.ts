@@ -1,10 +1,11 @@
 /** What every route module receives. */
+import type { Clock } from '../clock.js';
 import type { LivenessConfig } from '../config.js';
 import type { PlacementRunner } from '../cluster/placement-runner.js';
 import type { FeedHub } from '../feeds/hub.js';
 import type { Metrics } from '../metrics.js';
-import type { ControlStore, PlacementView } from '../store/store.js';
-import type { Clock } from '../store/types.js';
+import type { PlacementView } from '../store/assignments.js';
+import type { ControlStore } from '../store/store.js';
 
 export interface RouteContext {
   store: ControlStore;

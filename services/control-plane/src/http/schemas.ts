@@ -68,8 +68,8 @@ export const CreateNamespace = Type.Object({
 });
 export const NamespacePage = paged(Namespace);
 
-// One `type: [integer, null]` rather than anyOf: with type coercion on, anyOf lets 0 coerce to
-// null and slip past `minimum`.
+// One `type: [integer, null]` rather than anyOf: should type coercion ever be turned on, anyOf
+// would let 0 coerce to null and slip past `minimum`.
 const PositiveOrNull = Type.Unsafe<number | null>({
   type: ['integer', 'null'],
   minimum: 1,

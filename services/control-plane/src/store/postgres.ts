@@ -131,7 +131,7 @@ export class PostgresDriver implements SqlDriver {
     ]);
   }
 
-  async migrate(migrations: readonly Migration[]): Promise<number[]> {
+  async migrate(migrations: readonly Migration[], appliedAtMs: number): Promise<number[]> {
     const client = new pg.Client({ ...this.clientConfig(), types });
     try {
       await client.connect();
@@ -157,7 +157,7 @@ export class PostgresDriver implements SqlDriver {
           for (const s of m.statements) await client.query(s);
           await client.query(
             'INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)',
-            [m.version, m.name, Date.now()],
+            [m.version, m.name, appliedAtMs],
           );
           await client.query('COMMIT');
         } catch (err) {
@@ -211,6 +211,7 @@ export class PostgresDriver implements SqlDriver {
   async close(): Promise<void> {
     const l = this.listener;
     this.listener = undefined;
+    // A listener whose connection already broke has nothing left to end; the pools still must.
     if (l) await l.end().catch(() => undefined);
     await this.pool.end();
     await this.relaxedPool.end();

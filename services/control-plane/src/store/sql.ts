@@ -33,8 +33,11 @@ export interface SqlDriver extends Sql {
    * database (an advisory transaction lock on Postgres; SQLite is single-writer already).
    */
   lockPlacement(q: Sql): Promise<void>;
-  /** Applies the migrations not yet applied, once, even when several instances start together. */
-  migrate(migrations: readonly Migration[]): Promise<number[]>;
+  /**
+   * Applies the migrations not yet applied, once, even when several instances start together;
+   * each is recorded as applied at `appliedAtMs` (the store's clock).
+   */
+  migrate(migrations: readonly Migration[], appliedAtMs: number): Promise<number[]>;
   /** Highest applied migration version (0 when none). */
   schemaVersion(): Promise<number>;
   /** Calls `fn` with a feed name whenever another process commits a change to it. */

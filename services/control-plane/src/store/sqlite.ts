@@ -185,7 +185,7 @@ export class SqliteDriver implements SqlDriver {
     if (!this.inTx) throw new StoreUnavailableError('lockPlacement outside a transaction');
   }
 
-  async migrate(migrations: readonly Migration[]): Promise<number[]> {
+  async migrate(migrations: readonly Migration[], appliedAtMs: number): Promise<number[]> {
     return this.tx(async (q) => {
       await q.query(MIGRATIONS_TABLE);
       const done = new Set(
@@ -199,7 +199,7 @@ export class SqliteDriver implements SqlDriver {
         for (const s of m.statements) await q.query(s);
         await q.query(
           'INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)',
-          [m.version, m.name, Date.now()],
+          [m.version, m.name, appliedAtMs],
         );
         applied.push(m.version);
       }

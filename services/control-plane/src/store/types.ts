@@ -129,15 +129,3 @@ export interface Snapshot {
   items: unknown[];
   next_seq: number;
 }
-
-export interface Clock {
-  /** Wall clock (ms since epoch): stamps heartbeats. */
-  nowMs(): number;
-  /** Monotonic clock (ms): measures silence without trusting wall-clock steps. */
-  monoMs(): number;
-}
-
-export const systemClock: Clock = {
-  nowMs: () => Date.now(),
-  monoMs: () => performance.now(),
-};

@@ -26,7 +26,7 @@ export function assignmentRoutes(app: FastifyInstance, ctx: RouteContext): void 
     },
     handler: async (req) => {
       const q = req.query as Static<typeof S.AssignmentQuery>;
-      return ctx.store.listAssignments(q.limit ?? PAGE_LIMIT_DEFAULT, q.cursor, q.leader);
+      return ctx.store.assignments.list(q.limit ?? PAGE_LIMIT_DEFAULT, q.cursor, q.leader);
     },
   });
 
@@ -37,7 +37,7 @@ export function assignmentRoutes(app: FastifyInstance, ctx: RouteContext): void 
       response: S.responses({ 200: S.PlanReply }),
     },
     handler: async () => {
-      const entries = await ctx.store.planDryRun((nodes) =>
+      const entries = await ctx.store.assignments.plan((nodes) =>
         placementNodes(nodes, ctx.liveness, ctx.clock.nowMs()),
       );
       const items = [];

@@ -4,11 +4,18 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
-import type { FeedName } from '../../store/types.js';
+import type { FeedName, Retention } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
 
 type Page = Static<typeof S.PageQuery>;
+
+/** A stream's retention as stored: a limit left out (or no retention object) is no limit. */
+function retentionOf(
+  r: { max_age_seconds?: number | null; max_size_bytes?: number | null } | null | undefined,
+): Retention {
+  return { max_age_seconds: r?.max_age_seconds ?? null, max_size_bytes: r?.max_size_bytes ?? null };
+}
 
 /** Registers `GET /v1/<feed>/snapshot` and `GET /v1/<feed>/changes` for one feed. */
 export function feedRoutes(
@@ -26,7 +33,7 @@ export function feedRoutes(
       summary: `Every ${feed} item and the sequence to follow changes from`,
       response: S.responses({ 200: S.Snapshot(item) }),
     },
-    handler: async () => ctx.store.snapshot(feed),
+    handler: async () => ctx.store.feeds.snapshot(feed),
   });
   app.get(`${path}/changes`, {
     schema: {
@@ -61,7 +68,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const q = req.query as Page;
-      return store.listTenants(limitOf(q), q.cursor);
+      return store.tenants.list(limitOf(q), q.cursor);
     },
   });
   app.post('/v1/tenants', {
@@ -73,7 +80,8 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req, reply) => {
       const b = req.body as Static<typeof S.CreateTenant>;
       const tenant_id = checkName('tenant_id', b.tenant_id);
-      const r = await store.createTenant({ tenant_id, display_name: b.display_name ?? tenant_id });
+      const display_name = b.display_name ?? tenant_id;
+      const r = await store.tenants.create({ tenant_id, display_name });
       return reply.code(r.created ? 201 : 200).send(r.item);
     },
   });
@@ -81,7 +89,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     schema: { tags: ['tenants'], params: S.TenantParams, response: S.responses({ 200: S.Tenant }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.TenantParams>;
-      return store.getTenant(checkName('tenant_id', p.tenant_id));
+      return store.tenants.get(checkName('tenant_id', p.tenant_id));
     },
   });
   app.delete('/v1/tenants/:tenant_id', {
@@ -93,7 +101,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.TenantParams>;
-      await store.deleteTenant(checkName('tenant_id', p.tenant_id));
+      await store.tenants.delete(checkName('tenant_id', p.tenant_id));
       return reply.code(204).send();
     },
   });
@@ -110,7 +118,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.TenantParams>;
       const q = req.query as Page;
-      return store.listNamespaces(checkName('tenant_id', p.tenant_id), limitOf(q), q.cursor);
+      return store.namespaces.list(checkName('tenant_id', p.tenant_id), limitOf(q), q.cursor);
     },
   });
   app.post(nsBase, {
@@ -124,7 +132,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const p = req.params as Static<typeof S.TenantParams>;
       const b = req.body as Static<typeof S.CreateNamespace>;
       const namespace = checkName('namespace', b.namespace);
-      const r = await store.createNamespace({
+      const r = await store.namespaces.create({
         tenant_id: checkName('tenant_id', p.tenant_id),
         namespace,
         display_name: b.display_name ?? namespace,
@@ -140,7 +148,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const p = req.params as Static<typeof S.NamespaceParams>;
-      return store.getNamespace(
+      return store.namespaces.get(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
       );
@@ -155,7 +163,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.NamespaceParams>;
-      await store.deleteNamespace(
+      await store.namespaces.delete(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
       );
@@ -175,7 +183,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.NamespaceParams>;
       const q = req.query as Page;
-      return store.listStreams(
+      return store.streams.list(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         limitOf(q),
@@ -193,7 +201,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.NamespaceParams>;
       const b = req.body as Static<typeof S.CreateStream>;
-      const r = await store.createStream(
+      const r = await store.streams.create(
         {
           tenant_id: checkName('tenant_id', p.tenant_id),
           namespace: checkName('namespace', p.namespace),
@@ -201,10 +209,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
           kind: 'Stream',
           shards: b.shards ?? 1,
           replication_factor: b.replication_factor ?? 1,
-          retention: {
-            max_age_seconds: b.retention?.max_age_seconds ?? null,
-            max_size_bytes: b.retention?.max_size_bytes ?? null,
-          },
+          retention: retentionOf(b.retention),
           consistency: b.consistency ?? 'Leader',
           durable: b.durable ?? false,
           routing: b.routing ?? 'modulo',
@@ -218,7 +223,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     schema: { tags: ['streams'], params: S.StreamParams, response: S.responses({ 200: S.Stream }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.StreamParams>;
-      return store.getStream(
+      return store.streams.get(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         checkName('stream', p.stream),
@@ -237,18 +242,12 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.StreamParams>;
       const b = req.body as Static<typeof S.PatchStream>;
-      return store.patchStream(
+      return store.streams.patch(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         checkName('stream', p.stream),
         {
-          retention:
-            b.retention === undefined
-              ? undefined
-              : {
-                  max_age_seconds: b.retention?.max_age_seconds ?? null,
-                  max_size_bytes: b.retention?.max_size_bytes ?? null,
-                },
+          retention: b.retention === undefined ? undefined : retentionOf(b.retention),
           consistency: b.consistency,
           durable: b.durable,
         },
@@ -264,7 +263,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.StreamParams>;
-      await store.deleteStream(
+      await store.streams.delete(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         checkName('stream', p.stream),
@@ -285,7 +284,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.NamespaceParams>;
       const q = req.query as Page;
-      return store.listCaches(
+      return store.caches.list(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         limitOf(q),
@@ -304,7 +303,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const p = req.params as Static<typeof S.NamespaceParams>;
       const b = req.body as Static<typeof S.CreateCache>;
       const cache = checkName('cache', b.cache);
-      const r = await store.createCache(
+      const r = await store.caches.create(
         {
           tenant_id: checkName('tenant_id', p.tenant_id),
           namespace: checkName('namespace', p.namespace),
@@ -323,7 +322,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     schema: { tags: ['caches'], params: S.CacheParams, response: S.responses({ 200: S.Cache }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.CacheParams>;
-      return store.getCache(
+      return store.caches.get(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         checkName('cache', p.cache),
@@ -341,11 +340,11 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.CacheParams>;
       const b = req.body as Static<typeof S.PatchCache>;
-      return store.patchCache(
+      return store.caches.patch(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         checkName('cache', p.cache),
-        b.display_name,
+        { display_name: b.display_name },
       );
     },
   });
@@ -358,7 +357,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.CacheParams>;
-      await store.deleteCache(
+      await store.caches.delete(
         checkName('tenant_id', p.tenant_id),
         checkName('namespace', p.namespace),
         checkName('cache', p.cache),

@@ -13,7 +13,8 @@ import * as S from '../schemas.js';
 export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { store, liveness } = ctx;
   const view = async (node: NodeRecord) => {
-    const load = node.spec.capacity.max_shards > 0 ? await store.copiesHeldBy(node.node_id) : 0;
+    const load =
+      node.spec.capacity.max_shards > 0 ? await store.nodes.copiesHeldBy(node.node_id) : 0;
     return { node, placement: placementView(node, liveness, ctx.clock.nowMs(), load) };
   };
 
@@ -26,19 +27,16 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const b = req.body as Static<typeof S.RegisterNode>;
-      const { node, revived } = await store.registerNode(
-        {
-          node_id: checkName('node_id', b.node_id),
-          advertise_addr: b.advertise_addr,
-          client_addr: b.client_addr ?? null,
-          region: b.region ?? ctx.regionId,
-          zone: b.zone ?? null,
-          labels: b.labels ?? {},
-          capacity: { max_shards: b.capacity?.max_shards ?? 0, weight: b.capacity?.weight ?? 1 },
-          incarnation: b.incarnation,
-        },
-        ctx.clock.nowMs(),
-      );
+      const { node, revived } = await store.nodes.register({
+        node_id: checkName('node_id', b.node_id),
+        advertise_addr: b.advertise_addr,
+        client_addr: b.client_addr ?? null,
+        region: b.region ?? ctx.regionId,
+        zone: b.zone ?? null,
+        labels: b.labels ?? {},
+        capacity: { max_shards: b.capacity?.max_shards ?? 0, weight: b.capacity?.weight ?? 1 },
+        incarnation: b.incarnation,
+      });
       if (revived) void ctx.placement.trigger();
       return {
         node,
@@ -61,10 +59,9 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const p = req.params as Static<typeof S.NodeParams>;
       const b = req.body as Static<typeof S.Heartbeat>;
       try {
-        const lifecycle = await store.heartbeat(
+        const lifecycle = await store.nodes.heartbeat(
           checkName('node_id', p.node_id),
           b.incarnation,
-          ctx.clock.nowMs(),
         );
         ctx.metrics.heartbeats.inc({ outcome: lifecycle });
         return {
@@ -92,7 +89,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const p = req.params as Static<typeof S.NodeParams>;
-      const node = await store.drainNode(checkName('node_id', p.node_id));
+      const node = await store.nodes.drain(checkName('node_id', p.node_id));
       void ctx.placement.trigger();
       return view(node);
     },
@@ -108,7 +105,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const p = req.params as Static<typeof S.NodeParams>;
-      const node = await store.deregisterNode(checkName('node_id', p.node_id));
+      const node = await store.nodes.deregister(checkName('node_id', p.node_id));
       void ctx.placement.trigger();
       return view(node);
     },
@@ -123,7 +120,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.NodeParams>;
-      await store.deleteNode(checkName('node_id', p.node_id));
+      await store.nodes.delete(checkName('node_id', p.node_id));
       return reply.code(204).send();
     },
   });
@@ -137,7 +134,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const q = req.query as Static<typeof S.NodeListQuery>;
-      const page = await store.listNodes(q.limit ?? PAGE_LIMIT_DEFAULT, q.cursor, q.lifecycle);
+      const page = await store.nodes.list(q.limit ?? PAGE_LIMIT_DEFAULT, q.cursor, q.lifecycle);
       return { items: await Promise.all(page.items.map(view)), next_cursor: page.next_cursor };
     },
   });
@@ -146,7 +143,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     schema: { tags: ['nodes'], params: S.NodeParams, response: S.responses({ 200: S.NodeView }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.NodeParams>;
-      return view(await store.getNode(checkName('node_id', p.node_id)));
+      return view(await store.nodes.get(checkName('node_id', p.node_id)));
     },
   });
 }

@@ -1,0 +1,142 @@
+/**
+ * A consumer group's long polls: each poll waits on a stream of its own, and idle poll streams
+ * are kept (at most GROUP_POLL_STREAMS_IDLE_MAX, on the current connection) and reused, so a
+ * consume loop costs one stream and one auth, not one per poll. A named consumer's first poll
+ * on each connection reclaims what the name still holds on older connections.
+ */
+import type { TransportStream } from '@felix/transport';
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_GROUP_CONSUMER,
+  FEATURE_RECORD_TIMESTAMPS,
+  FLAG_BINARY_GROUP_RECORDS,
+  decodeGroupRecords,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
+import { ConnectionLostError, ProtocolError, refusalOf } from '../errors.js';
+import {
+  GROUP_POLL_RECORDS_DEFAULT,
+  GROUP_POLL_STREAMS_IDLE_MAX,
+  GROUP_POLL_WAIT_MS_DEFAULT,
+} from '../limits.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import type { FrameStream } from '../protocol/frame-stream.js';
+import { GroupMessage, type GroupSettler } from './group-message.js';
+import type { GroupScope } from './group-settles.js';
+import { type ProjectionHost, requireFeature } from './host.js';
+
+export interface PollOptions {
+  /** Records per poll (the broker caps it at 1,000). */
+  max?: number;
+  /** Long-poll wait when nothing is ready (the broker caps it). */
+  waitMs?: number;
+  /** Claim length for the records handed out (default: the broker's). */
+  visibilityMs?: number;
+  signal?: AbortSignal;
+}
+
+interface PollStream {
+  stream: TransportStream;
+  frames: FrameStream;
+}
+
+/** Who polls: the group's name on the wire, its consumer and what its messages settle with. */
+export interface Poller {
+  host: ProjectionHost;
+  scope: GroupScope;
+  settler: GroupSettler;
+  consumerName: string | undefined;
+  reclaim: boolean;
+  timestamps: boolean;
+}
+
+export class GroupPolls {
+  /** The connection whose first poll asked to reclaim (each connection asks once). */
+  private reclaimedOn: BrokerConnection | undefined;
+  private pool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
+  private nextPollId = 1;
+
+  constructor(private readonly who: Poller) {}
+
+  /** Polls until records are ready or the wait ends; may resolve empty. */
+  async poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
+    const who = this.who;
+    const bc = await who.host.connection(opts.signal);
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
+    if (who.consumerName !== undefined)
+      requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');
+    // The first poll on a connection reclaims; polls already in flight beside it need not.
+    const reclaim = who.reclaim && this.reclaimedOn !== bc;
+    if (reclaim) this.reclaimedOn = bc;
+    const idle = this.idleOn(bc);
+    const ps = idle.pop() ?? (await bc.openStream(who.timestamps ? 0 : FEATURE_RECORD_TIMESTAMPS));
+    let reusable = false;
+    const onAbort = () => ps.stream.reset(0);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      await ps.stream.write(this.pollRequest(bc, opts, reclaim));
+      const frame = await ps.frames.next();
+      if (frame === null) throw new ConnectionLostError(bc.server);
+      // A broker that granted the 0x8000 flag answers in binary; errors stay JSON.
+      const msg =
+        frame.flags === FLAG_BINARY_GROUP_RECORDS && (bc.negotiated.flags & frame.flags) !== 0
+          ? decodeGroupRecords(frame.flags, frame.payload)
+          : decodeMessage(frame.payload);
+      if (msg.type === 'error') throw refusalOf(msg);
+      if (msg.type !== 'group_records')
+        throw new ProtocolError(`expected group_records, got ${msg.type}`);
+      reusable = true;
+      return msg.records.map(
+        (r) =>
+          new GroupMessage(
+            who.settler,
+            r.offset,
+            r.payload,
+            r.attempts,
+            r.skipped_before,
+            r.timestamp_micros,
+          ),
+      );
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (reusable && !opts.signal?.aborted && idle.length < GROUP_POLL_STREAMS_IDLE_MAX) {
+        idle.push(ps);
+      } else finish(ps);
+    }
+  }
+
+  private pollRequest(bc: BrokerConnection, opts: PollOptions, reclaim: boolean): Uint8Array {
+    const name = this.who.consumerName;
+    return encodeMessage({
+      type: 'group_poll',
+      ...this.who.scope(bc),
+      max_records: opts.max ?? GROUP_POLL_RECORDS_DEFAULT,
+      wait_ms: opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT,
+      request_id: this.nextPollId++,
+      reclaim,
+      ...(name !== undefined ? { consumer: name } : {}),
+      ...(opts.visibilityMs !== undefined ? { visibility_ms: opts.visibilityMs } : {}),
+    } as Parameters<typeof encodeMessage>[0]);
+  }
+
+  /** The idle poll streams on `bc` (those of a replaced connection are reset). */
+  private idleOn(bc: BrokerConnection): PollStream[] {
+    if (this.pool?.bc !== bc) {
+      for (const ps of this.pool?.idle.splice(0) ?? []) ps.stream.reset(0);
+      this.pool = { bc, idle: [] };
+    }
+    return this.pool.idle;
+  }
+
+  /** Releases idle poll streams (a consume loop ending calls this). */
+  release(): void {
+    for (const ps of this.pool?.idle.splice(0) ?? []) finish(ps);
+  }
+}
+
+/** Finishes both directions of a poll stream so the transport can retire it. */
+function finish(ps: PollStream): void {
+  ps.stream.end().catch(() => undefined); // a stream already reset has nothing to end
+  void ps.frames.release().catch(() => undefined); // nor anything left to read
+}

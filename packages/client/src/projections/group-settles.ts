@@ -1,0 +1,313 @@
+/**
+ * A consumer group's settles: acks and nacks batched per turn on the client's TurnBatcher (one
+ * `group_ack_batch` or `group_nack_batch` request where the broker offers it, plain `group_ack`
+ * and `group_nack` requests otherwise), the consume loop's hand-back, and the other settles.
+ * Every request goes over the connection's request stream; each ack or nack settles as its own
+ * would (rejected alone with `stale_claim` when its claim no longer stands).
+ */
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_GROUP_CLAIM_CONTROL,
+  FEATURE_GROUP_DEAD_LETTERS,
+  FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
+  type Message,
+} from '@felix/wire';
+import { ProtocolError, brokerError } from '../errors.js';
+import {
+  GROUP_ACK_BATCHES_IN_FLIGHT_MAX,
+  GROUP_ACK_BATCH_OFFSETS_MAX,
+  GROUP_NACK_BATCH_OFFSETS_MAX,
+} from '../limits.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
+import { type ProjectionHost, requireFeature } from './host.js';
+
+/** One ack or nack waiting for its batch's answer. */
+interface PendingSettle {
+  offset: number;
+  /** The delivery a nack names (a claim for another one is not handed back); acks: 0. */
+  attempts: number;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/** Acks or nacks made in one turn on `bc` (nacks: with one delay), sent together at its end. */
+interface Batch {
+  bc: BrokerConnection;
+  delayMs: number | undefined;
+  items: PendingSettle[];
+  sent: boolean;
+  /** Acks: the turn ended while GROUP_ACK_BATCHES_IN_FLIGHT_MAX batches were unanswered: it
+   *  keeps gathering and goes when one is answered (or once it is full). */
+  held: boolean;
+}
+
+/** The group's name on the wire, as each request carries it. */
+export type GroupScope = (bc: BrokerConnection) => Record<string, string | number>;
+
+export class GroupSettles implements GroupSettler {
+  /** Acks made this turn on `bc`, sent together at its end (bounded per request by
+   *  GROUP_ACK_BATCH_OFFSETS_MAX; the caller's own messages bound the list). */
+  private acks: Batch | undefined;
+  /** `group_ack_batch` requests sent and not yet answered. */
+  private ackBatchesOut = 0;
+  /** Nacks made this turn, by delay (a batch carries one), sent together at its end. */
+  private readonly nacks = new Map<number | undefined, Batch>();
+
+  constructor(
+    private readonly host: ProjectionHost,
+    private readonly scope: GroupScope,
+  ) {}
+
+  /**
+   * Acknowledges `offset`. With a broker that offers FEATURE_HI_GROUP_ACK_BATCH, the acks of one
+   * turn go as one `group_ack_batch` (one request, one answer, one cursor write on the broker);
+   * otherwise each is a plain `group_ack`. Either way each ack resolves once the position
+   * covering it is durable, or rejects alone (stale_claim) when the broker no longer knows the
+   * claim (a seek voided it, say).
+   */
+  ack(offset: number): Promise<void> {
+    // A batch already gathering this turn takes the ack without another connection lookup.
+    const open = this.acks;
+    if (open !== undefined) {
+      const p = new Promise<void>((resolve, reject) => {
+        open.items.push({ offset, attempts: 0, resolve, reject });
+      });
+      if (open.held && open.items.length >= GROUP_ACK_BATCH_OFFSETS_MAX) this.flushAcks(open);
+      return p;
+    }
+    return this.ackOnConnection(offset);
+  }
+
+  private async ackOnConnection(offset: number): Promise<void> {
+    const bc = await this.host.connection();
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_ack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
+      await this.settle('group_ack', offset);
+      return;
+    }
+    let batch = this.acks;
+    if (batch?.bc !== bc) {
+      if (batch !== undefined) this.flushAcks(batch, true); // made on a connection since replaced
+      const opened = newBatch(bc, undefined);
+      bc.turn.atTurnEnd(() => this.flushAcks(opened));
+      this.acks = batch = opened;
+    }
+    const items = batch.items;
+    return new Promise<void>((resolve, reject) => {
+      items.push({ offset, attempts: 0, resolve, reject });
+    });
+  }
+
+  /** Sends the acks gathering now, without waiting for the turn's end or an answer. */
+  sendGatheredAcks(): void {
+    const open = this.acks;
+    if (open !== undefined) this.flushAcks(open, true);
+  }
+
+  private flushAcks(batch: Batch, now = false): void {
+    if (batch.sent) return;
+    // While a batch is unanswered (its cursor write is under way on the broker, which would hold
+    // these acks for the next write anyway) the acks of later turns keep gathering and go as one
+    // request when it is answered: one request and answer per cursor write, not one per turn.
+    if (
+      !now &&
+      this.ackBatchesOut >= GROUP_ACK_BATCHES_IN_FLIGHT_MAX &&
+      batch.items.length < GROUP_ACK_BATCH_OFFSETS_MAX
+    ) {
+      batch.held = true;
+      return;
+    }
+    batch.sent = true;
+    if (this.acks === batch) this.acks = undefined;
+    this.sendAcks(batch.bc, batch.items);
+  }
+
+  private sendAcks(bc: BrokerConnection, items: PendingSettle[]): void {
+    for (let i = 0; i < items.length; i += GROUP_ACK_BATCH_OFFSETS_MAX) {
+      const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
+      const offsets = part.map((a) => a.offset);
+      this.ackBatchesOut++;
+      bc.requests
+        .request(
+          (request_id) =>
+            ({
+              type: 'group_ack_batch',
+              ...this.scope(bc),
+              offsets,
+              request_id,
+            }) as Message,
+        )
+        .then((msg) => {
+          if (msg.type !== 'group_acked') {
+            throw new ProtocolError(`expected group_acked, got ${msg.type}`);
+          }
+          settleEach(part, msg.stale, undefined);
+        })
+        .catch((err: unknown) => {
+          for (const a of part) a.reject(err as Error);
+        })
+        .finally(() => {
+          this.ackBatchesOut--;
+          const held = this.acks;
+          if (held?.held === true) this.flushAcks(held);
+        });
+    }
+  }
+
+  /**
+   * Hands `offset` (the delivery `attempts` names) back, now or after `delayMs`. With a broker
+   * that offers FEATURE_HI_GROUP_NACK_BATCH the nacks of one turn with the same delay go as one
+   * `group_nack_batch` (one request and one answer); otherwise each is a plain `group_nack`.
+   * Each settles as its own nack would: rejected alone with `stale_claim` when its claim no
+   * longer stood (fatal when it named another delivery than the standing one).
+   */
+  nack(offset: number, attempts: number, delayMs?: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.nackOnConnection({ offset, attempts, resolve, reject }, delayMs).catch(reject);
+    });
+  }
+
+  private async nackOnConnection(item: PendingSettle, delayMs: number | undefined): Promise<void> {
+    const bc = await this.host.connection();
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_nack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
+      await this.settle('group_nack', item.offset, {
+        attempts: item.attempts,
+        ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+      });
+      item.resolve();
+      return;
+    }
+    let batch = this.nacks.get(delayMs);
+    if (batch?.bc !== bc) {
+      if (batch !== undefined) this.flushNacks(batch); // made on a connection since replaced
+      const opened = newBatch(bc, delayMs);
+      bc.turn.atTurnEnd(() => this.flushNacks(opened));
+      this.nacks.set(delayMs, opened);
+      batch = opened;
+    }
+    batch.items.push(item);
+    if (batch.items.length >= GROUP_NACK_BATCH_OFFSETS_MAX) this.flushNacks(batch);
+  }
+
+  private flushNacks(batch: Batch): void {
+    if (batch.sent) return;
+    batch.sent = true;
+    if (this.nacks.get(batch.delayMs) === batch) this.nacks.delete(batch.delayMs);
+    this.sendNacks(batch.bc, batch.items, batch.delayMs);
+  }
+
+  /**
+   * Hands `msgs` back, each as its own `nack()` would (no delay), and answers one promise per
+   * message, in order. With a broker that offers FEATURE_HI_GROUP_NACK_BATCH they go as
+   * `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX offsets each (one request
+   * and one answer per batch, not per record); otherwise each is a plain `group_nack`.
+   */
+  handBack(msgs: readonly GroupMessage[]): Promise<void>[] {
+    if (msgs.length === 0) return [];
+    const items: PendingSettle[] = [];
+    const promises = msgs.map(
+      (m) =>
+        new Promise<void>((resolve, reject) => {
+          items.push({ offset: m.offset, attempts: m.attempts, resolve, reject });
+        }),
+    );
+    this.handBackOnConnection(items).catch((err: Error) => {
+      for (const it of items) it.reject(err);
+    });
+    return promises;
+  }
+
+  private async handBackOnConnection(items: PendingSettle[]): Promise<void> {
+    const bc = await this.host.connection();
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_nack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
+      for (const it of items) {
+        this.settle('group_nack', it.offset, { attempts: it.attempts }).then(
+          () => it.resolve(),
+          it.reject,
+        );
+      }
+      return;
+    }
+    this.sendNacks(bc, items, undefined);
+  }
+
+  /** Sends `items` as `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX. */
+  private sendNacks(bc: BrokerConnection, items: PendingSettle[], delayMs: number | undefined) {
+    for (let i = 0; i < items.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
+      const part = items.slice(i, i + GROUP_NACK_BATCH_OFFSETS_MAX);
+      bc.requests
+        .request(
+          (request_id) =>
+            ({
+              type: 'group_nack_batch',
+              ...this.scope(bc),
+              offsets: part.map((it) => it.offset),
+              attempts: part.map((it) => it.attempts),
+              ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+              request_id,
+            }) as Message,
+        )
+        .then((msg) => {
+          if (msg.type !== 'group_nacked') {
+            throw new ProtocolError(`expected group_nacked, got ${msg.type}`);
+          }
+          settleEach(part, msg.stale, msg.superseded);
+        })
+        .catch((err: unknown) => {
+          for (const it of part) it.reject(err as Error);
+        });
+    }
+  }
+
+  /** Sends a settle or another group request over the request stream. */
+  async settle(
+    type: SettleType,
+    offset: number,
+    extra: Record<string, number> = {},
+  ): Promise<Message> {
+    const bc = await this.host.connection();
+    requireFeature(bc, featureOf(type), type);
+    // Settles made in one turn (a consume loop's) share the request stream's one write.
+    return bc.requests.request(
+      (request_id) => ({ type, ...this.scope(bc), offset, ...extra, request_id }) as Message,
+    );
+  }
+}
+
+function newBatch(bc: BrokerConnection, delayMs: number | undefined): Batch {
+  return { bc, delayMs, items: [], sent: false, held: false };
+}
+
+function featureOf(type: SettleType): number {
+  if (type === 'group_ack' || type === 'group_nack') return FEATURE_CONSUMER_GROUP;
+  if (type === 'group_discard' || type === 'group_redrive') return FEATURE_GROUP_DEAD_LETTERS;
+  return FEATURE_GROUP_CLAIM_CONTROL;
+}
+
+/** Settles each item of a batch's answer: stale ones reject alone, the rest resolve. */
+function settleEach(
+  part: PendingSettle[],
+  staleOffsets: number[],
+  supersededOffsets: number[] | undefined,
+): void {
+  const stale = staleOffsets.length === 0 ? undefined : new Set(staleOffsets);
+  const superseded = supersededOffsets === undefined ? undefined : new Set(supersededOffsets);
+  for (const it of part) {
+    if (!stale?.has(it.offset)) it.resolve();
+    else it.reject(staleClaim(it.offset, superseded?.has(it.offset) === true));
+  }
+}
+
+/** The error a single settle's `stale_claim` answer gives: fatal when the settle named another
+ *  delivery than the standing claim's, retryable otherwise (as the broker classes it). */
+function staleClaim(offset: number, fatal: boolean) {
+  return brokerError({
+    brokerCode: 'stale_claim',
+    message: `the claim on offset ${offset} no longer stands`,
+    retry: fatal ? 'fatal' : 'retry',
+  });
+}

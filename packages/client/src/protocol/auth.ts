@@ -1,0 +1,88 @@
+/**
+ * `auth` on a new bidi stream: every stream the client opens to a broker starts with it (the
+ * publish stream, the request stream, a subscription's or a poll's control stream). Answers the
+ * stream, its frame reader and what the broker granted on it.
+ */
+import type { Connection, TransportStream } from '@felix/transport';
+import { authCapabilityFields, decodeMessage, encodeMessage } from '@felix/wire';
+import { ProtocolError, TimeoutError, UnauthenticatedError } from '../errors.js';
+import type { TlsOptions } from '../types.js';
+import { FrameStream } from './frame-stream.js';
+import {
+  CLIENT_FEATURES_HI,
+  CLIENT_FEATURES_SENT,
+  CLIENT_FLAGS,
+  type Negotiated,
+  negotiateAnswer,
+} from './negotiation.js';
+
+export interface ConnectionOptions {
+  tenant: string;
+  token: string;
+  namespace: string;
+  tls: TlsOptions;
+  connectTimeoutMs: number;
+  /** Declare the broker dead after this long without hearing from it. */
+  idleTimeoutMs: number;
+}
+
+export interface AuthedStream {
+  stream: TransportStream;
+  frames: FrameStream;
+  negotiated: Negotiated;
+}
+
+export async function authStream(
+  conn: Connection,
+  opts: ConnectionOptions,
+  /** The layouts offered on this stream (a subscription may add the timestamped events). */
+  flags: number = CLIENT_FLAGS,
+  features: number = CLIENT_FEATURES_SENT,
+): Promise<AuthedStream> {
+  const stream = await conn.openBidi();
+  const frames = new FrameStream(stream);
+  // What this stream offers; @felix/wire writes it on `auth` and negotiates the answer.
+  const offered = { flags, features, featuresHi: CLIENT_FEATURES_HI };
+  await stream.write(
+    encodeMessage({
+      type: 'auth',
+      tenant_id: opts.tenant,
+      token: opts.token,
+      ...authCapabilityFields(offered),
+    }),
+  );
+  const frame = await frames.next();
+  if (!frame) throw new ProtocolError('the broker closed the stream during auth');
+  const msg = decodeMessage(frame.payload);
+  if (msg.type === 'auth_ok' || msg.type === 'ok') {
+    return { stream, frames, negotiated: negotiateAnswer(msg, flags, features) };
+  }
+  if (msg.type === 'error') {
+    throw new UnauthenticatedError({
+      brokerCode: msg.code ?? 'unauthenticated',
+      message: msg.message,
+      retry: msg.retry,
+    });
+  }
+  throw new ProtocolError(`expected auth_ok, got ${msg.type}`);
+}
+
+/** `p`, or a TimeoutError (of class `retry` unless told) once `ms` pass. */
+export async function withTimeout<T>(
+  p: Promise<T>,
+  ms: number,
+  what: string,
+  retry: 'retry' | 'unknown_outcome' = 'retry',
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new TimeoutError(what, ms, retry)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

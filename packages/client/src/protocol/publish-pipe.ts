@@ -1,0 +1,367 @@
+/**
+ * The publish stream of one connection: pipelined publishes (at most the broker's `window`
+ * unanswered), `stream_shards` queries, and the reader of their answers. Every frame leaves
+ * through the stream's one writer at the end of the turn, so publishes to one stream and key
+ * reach the broker in call order whether acked or not: a publish that goes in a frame of its own
+ * (unacked, a caller's batch) first seals the batch this turn gathers for that stream and key.
+ * Acked single publishes (`gather`) to one stream and key made in one turn go as one batch frame
+ * (one append and one ack at the broker); each caller still gets its own offset. When a window
+ * slot is not free the publish waits for one, and may then leave after later calls.
+ */
+import {
+  FLAG_BINARY_PUBLISH_ACK,
+  FLAG_BINARY_PUBLISH_ACKED,
+  type Message,
+  decodeMessage,
+  decodePublishAck,
+  encodeMessage,
+  encodePublishBatch,
+} from '@felix/wire';
+import { ProtocolError, TimeoutError, ackRefusalOf, refusalOf } from '../errors.js';
+import { PUBLISH_COALESCE_BYTES_MAX, PUBLISH_COALESCE_RECORDS_MAX } from '../limits.js';
+import { withTimeout } from './auth.js';
+import type { FrameStream } from './frame-stream.js';
+import { type Negotiated, has } from './negotiation.js';
+import type { RequestTable } from './request-table.js';
+import type { StreamWriter } from './stream-writer.js';
+import type { TurnBatcher } from './turn-batcher.js';
+
+export type PublishAnswer = { offset: number | undefined };
+
+export interface PublishCall {
+  key?: Uint8Array;
+  ack: boolean;
+  gather?: boolean;
+  timeoutMs: number;
+}
+
+/** Acked publishes to one stream and key waiting for the end of this turn to go out together. */
+interface Gather {
+  stream: string;
+  key: Uint8Array | undefined;
+  payloads: Uint8Array[];
+  bytes: number;
+  /** The ack deadline of every caller, kept by one timer for the batch (the shortest asked). */
+  timeoutMs: number;
+  /** Each caller and the index of its first record in `payloads`. */
+  callers: Array<{ index: number; resolve(r: PublishAnswer): void; reject(err: Error): void }>;
+}
+
+export interface PipeParts {
+  server: string;
+  tenant: string;
+  namespace: string;
+  frames: FrameStream;
+  negotiated: Negotiated;
+  table: RequestTable;
+  writer: StreamWriter;
+  turn: TurnBatcher;
+}
+
+export class PublishPipe {
+  private windowWaiters: Array<() => void> = [];
+  /** Publish frames sent or gathering whose answer has not come: bounded by the window. */
+  private publishesInFlight = 0;
+  private readonly gathers = new Map<string, Gather>();
+  private gatherScheduled = false;
+  private failure: Error | null = null;
+  private readonly binary: boolean;
+
+  constructor(private readonly p: PipeParts) {
+    this.binary = has(p.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED);
+  }
+
+  /** Fails what waits here for a window slot or the end of the turn (the table fails the rest). */
+  fail(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.publishesInFlight = 0;
+    for (const g of this.gathers.values()) for (const c of g.callers) c.reject(err);
+    this.gathers.clear();
+    for (const w of this.windowWaiters.splice(0)) w();
+  }
+
+  /**
+   * Publishes one batch; resolves with the first offset (when the broker sent one), or fails
+   * with a TimeoutError of unknown outcome when no ack (or, unacked, no write) came within
+   * `timeoutMs`. Gathered callers share their batch's timer, started when it is sent.
+   */
+  publish(stream: string, payloads: Uint8Array[], opts: PublishCall): Promise<PublishAnswer> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (opts.ack && opts.gather === true && this.binary) {
+      return this.gather(stream, payloads, opts.key, opts.timeoutMs);
+    }
+    // A frame of its own goes after what this turn gathered for the same stream and key.
+    if (this.gathers.size > 0) {
+      const id = gatherId(stream, opts.key);
+      const g = this.gathers.get(id);
+      if (g !== undefined) this.sendGather(id, g);
+    }
+    if (!opts.ack) {
+      this.p.writer.push(
+        encodePublishBatch({
+          tenantId: this.p.tenant,
+          namespace: this.p.namespace,
+          stream,
+          payloads,
+          ...(opts.key !== undefined ? { key: opts.key } : {}),
+        }),
+      );
+      return this.p.writer.whenWritten(opts.timeoutMs, stream);
+    }
+    return ackWithin(this.publishAlone(stream, payloads, opts.key), opts.timeoutMs, stream);
+  }
+
+  /** The common case joins this turn's batch with no promise but the caller's own. */
+  private gather(
+    stream: string,
+    payloads: Uint8Array[],
+    key: Uint8Array | undefined,
+    timeoutMs: number,
+  ): Promise<PublishAnswer> {
+    let bytes = 0;
+    for (const p of payloads) bytes += p.byteLength;
+    const id = gatherId(stream, key);
+    const g = this.gathers.get(id);
+    if (g !== undefined) {
+      if (fits(g, payloads.length, bytes)) return join(g, payloads, bytes, timeoutMs);
+      this.sendGather(id, g);
+    }
+    if (this.publishesInFlight < this.p.negotiated.window) {
+      // A slot is free: open the batch in this call, so the rest of the turn joins it.
+      this.publishesInFlight++;
+      return join(this.openGather(id, stream, key, timeoutMs), payloads, bytes, timeoutMs);
+    }
+    // Waiting for a window slot has a timer of its own.
+    return ackWithin(
+      this.gatherAfterWindow(id, stream, payloads, bytes, key, timeoutMs),
+      timeoutMs,
+      stream,
+    );
+  }
+
+  private async publishAlone(
+    stream: string,
+    payloads: Uint8Array[],
+    key: Uint8Array | undefined,
+  ): Promise<PublishAnswer> {
+    await this.reserveWindow();
+    const requestId = this.p.table.nextId();
+    const answer = this.answerOf(requestId, stream);
+    const keyed = key !== undefined ? { key } : {};
+    const { tenant, namespace } = this.p;
+    this.p.writer.push(
+      this.binary
+        ? encodePublishBatch({
+            ...{ tenantId: tenant, namespace, stream, payloads, ...keyed },
+            requestId,
+            ackMode: 'per_batch',
+          })
+        : encodeMessage({
+            ...{ type: 'publish_batch', tenant_id: tenant, namespace, stream, payloads, ...keyed },
+            request_id: requestId,
+            ack: 'per_batch',
+          }),
+    );
+    return answer;
+  }
+
+  private answerOf(requestId: number, stream: string): Promise<PublishAnswer> {
+    return new Promise<PublishAnswer>((resolve, reject) => {
+      this.p.table.add(requestId, {
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        publishTo: stream,
+      });
+    });
+  }
+
+  /** Waits for a window slot and takes it. */
+  private async reserveWindow(): Promise<void> {
+    while (this.publishesInFlight >= this.p.negotiated.window && !this.failure) {
+      await new Promise<void>((resolve) => this.windowWaiters.push(resolve));
+    }
+    if (this.failure) throw this.failure;
+    this.publishesInFlight++;
+  }
+
+  private publishDone(): void {
+    this.publishesInFlight--;
+    this.windowWaiters.shift()?.();
+  }
+
+  /**
+   * Joins the batch this turn gathers for `stream` and `key` once a window slot is free, opening
+   * it when no other caller did meanwhile.
+   */
+  private async gatherAfterWindow(
+    id: string,
+    stream: string,
+    payloads: Uint8Array[],
+    bytes: number,
+    key: Uint8Array | undefined,
+    timeoutMs: number,
+  ): Promise<PublishAnswer> {
+    await this.reserveWindow();
+    let g = this.gathers.get(id);
+    if (g && !fits(g, payloads.length, bytes)) this.sendGather(id, g);
+    else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
+    if (!g || !this.gathers.has(id)) g = this.openGather(id, stream, key, timeoutMs);
+    return join(g, payloads, bytes, timeoutMs);
+  }
+
+  /**
+   * Opens a batch on the window slot the caller took; it is sealed at the end of the turn, so
+   * publishes made together share one frame, one append and one ack.
+   */
+  private openGather(
+    id: string,
+    stream: string,
+    key: Uint8Array | undefined,
+    timeoutMs: number,
+  ): Gather {
+    const g: Gather = { stream, key, payloads: [], bytes: 0, timeoutMs, callers: [] };
+    this.gathers.set(id, g);
+    if (!this.gatherScheduled) {
+      this.gatherScheduled = true;
+      this.p.turn.atTurnEnd(this.sendGathers);
+    }
+    return g;
+  }
+
+  private readonly sendGathers = (): void => {
+    this.gatherScheduled = false;
+    for (const [id, g] of this.gathers) this.sendGather(id, g);
+  };
+
+  /** Queues a gathered batch on the window slot its opener took, and starts its ack timer. */
+  private sendGather(id: string, g: Gather): void {
+    this.gathers.delete(id);
+    if (this.failure) {
+      for (const c of g.callers) c.reject(this.failure);
+      return;
+    }
+    const requestId = this.p.table.nextId();
+    const callers = g.callers;
+    // An ack that never comes is an unknown outcome, not a hang: one timer for the batch. The
+    // request stays pending (its window slot taken) until the ack or the connection's loss.
+    const timer = setTimeout(() => {
+      const what = `the ack of a publish to ${g.stream}`;
+      const err = new TimeoutError(what, g.timeoutMs, 'unknown_outcome');
+      for (const c of callers) c.reject(err);
+    }, g.timeoutMs);
+    this.p.table.add(requestId, {
+      resolve: (r) => {
+        clearTimeout(timer);
+        const first = (r as PublishAnswer).offset;
+        for (const c of callers)
+          c.resolve({ offset: first === undefined ? undefined : first + c.index });
+      },
+      reject: (err) => {
+        clearTimeout(timer);
+        for (const c of callers) c.reject(err);
+      },
+      publishTo: g.stream,
+    });
+    this.p.writer.push(
+      encodePublishBatch({
+        tenantId: this.p.tenant,
+        namespace: this.p.namespace,
+        stream: g.stream,
+        payloads: g.payloads,
+        ...(g.key !== undefined ? { key: g.key } : {}),
+        requestId,
+        ackMode: 'per_batch',
+      }),
+    );
+  }
+
+  /** The shard count of a stream (0: unknown stream) and its routing. */
+  async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
+    if (this.failure) throw this.failure;
+    const requestId = this.p.table.nextId();
+    const answer = new Promise<Message>((resolve, reject) => {
+      this.p.table.add(requestId, {
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        publishTo: undefined,
+      });
+    });
+    this.p.writer.push(
+      encodeMessage({
+        type: 'stream_shards',
+        tenant_id: this.p.tenant,
+        namespace: this.p.namespace,
+        stream,
+        request_id: requestId,
+      }),
+    );
+    const msg = await answer;
+    if (msg.type !== 'stream_shards_view')
+      throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
+    return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
+  }
+
+  /** Reads the publish stream's answers until it ends; throws what ends the connection. */
+  async readAnswers(): Promise<void> {
+    for (;;) {
+      const frame = await this.p.frames.next();
+      if (!frame) return;
+      if (frame.flags & FLAG_BINARY_PUBLISH_ACK) {
+        const ack = decodePublishAck(frame.flags, frame.payload);
+        const p = this.take(ack.requestId);
+        if (!p) throw new ProtocolError(`ack for unknown request ${ack.requestId}`);
+        if (ack.status === 'ok') p.resolve({ offset: ack.offset });
+        else p.reject(ackRefusalOf(ack));
+        continue;
+      }
+      if (frame.flags !== 0)
+        throw new ProtocolError(`unexpected frame flags 0x${frame.flags.toString(16)}`);
+      const msg = decodeMessage(frame.payload);
+      if (msg.type === 'error') throw refusalOf(msg);
+      const id =
+        'request_id' in msg && typeof msg.request_id === 'number' ? msg.request_id : undefined;
+      const p = id !== undefined ? this.take(id) : undefined;
+      if (!p) throw new ProtocolError(`unexpected ${msg.type} on the publish stream`);
+      if (msg.type === 'publish_error') p.reject(refusalOf(msg));
+      else if (msg.type === 'publish_ok') p.resolve({ offset: msg.offset });
+      else p.resolve(msg);
+    }
+  }
+
+  private take(id: number) {
+    const p = this.p.table.take(id);
+    if (p?.publishTo !== undefined) this.publishDone();
+    return p;
+  }
+}
+
+/** The gather of a stream and key: '' joins them, never ambiguous (a stream name has no NUL). */
+function gatherId(stream: string, key: Uint8Array | undefined): string {
+  return key === undefined ? stream : `${stream}\u0000${Buffer.from(key).toString('latin1')}`;
+}
+
+function fits(g: Gather, records: number, bytes: number): boolean {
+  return (
+    g.payloads.length + records <= PUBLISH_COALESCE_RECORDS_MAX &&
+    g.bytes + bytes <= PUBLISH_COALESCE_BYTES_MAX
+  );
+}
+
+function join(
+  g: Gather,
+  payloads: Uint8Array[],
+  bytes: number,
+  timeoutMs: number,
+): Promise<PublishAnswer> {
+  const index = g.payloads.length;
+  for (const p of payloads) g.payloads.push(p);
+  g.bytes += bytes;
+  if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
+  return new Promise((resolve, reject) => g.callers.push({ index, resolve, reject }));
+}
+
+/** `p`, or a TimeoutError of unknown outcome once `ms` pass: a publish's ack that never came. */
+function ackWithin<T>(p: Promise<T>, ms: number, stream: string): Promise<T> {
+  return withTimeout(p, ms, `the ack of a publish to ${stream}`, 'unknown_outcome');
+}

@@ -1,0 +1,202 @@
+/**
+ * The request stream of one connection, for cache, counter, group and `offset_for_time`
+ * requests: a stream of its own (authenticated once, on first use), requests pipelined with ids
+ * from the connection's RequestTable and written through the stream's one writer at the end of
+ * the turn (a consume loop's settles of one turn leave in one write), answers read in request
+ * order. The broker answers this stream in order, so an `error` (which carries no request id)
+ * belongs to the oldest unanswered request, and a request's quick decoder reads its answer.
+ */
+import type { TransportStream } from '@felix/transport';
+import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
+import { ConnectionLostError, ProtocolError, refusalOf } from '../errors.js';
+import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
+import type { FrameStream } from './frame-stream.js';
+import type { Pending, RequestTable } from './request-table.js';
+import { StreamWriter } from './stream-writer.js';
+import type { TurnBatcher } from './turn-batcher.js';
+
+interface Waiting extends Pending {
+  id: number;
+  /** Reads this request's answer without the general decoder; undefined hands it to that. */
+  quick: ((payload: Uint8Array) => Message | undefined) | undefined;
+  /** The caller's result from its answer (may throw); absent: the answer itself. */
+  finish: ((msg: Message) => unknown) | undefined;
+}
+
+/**
+ * A request the caller encoded itself, optionally a quick reader of its answer, and what the
+ * request resolves with: `finish` of the answer (an error answer rejects before it).
+ */
+export interface Prepared<T = Message> {
+  bytes: Uint8Array;
+  quick?: (payload: Uint8Array) => Message | undefined;
+  finish?: (msg: Message) => T;
+}
+
+/** What the lane needs from its connection. */
+export interface LaneHost {
+  readonly server: string;
+  readonly table: RequestTable;
+  readonly turn: TurnBatcher;
+  /** Opens and authenticates the lane's stream. */
+  open(): Promise<{ stream: TransportStream; frames: FrameStream }>;
+}
+
+export class RequestLane {
+  private opened: Promise<StreamWriter> | null = null;
+  /** The stream's writer, once `opened` has resolved. */
+  private writer: StreamWriter | null = null;
+  private stream: TransportStream | null = null;
+  private readonly waiting: Waiting[] = [];
+  private failed: Error | null = null;
+  /** Callers waiting for room under REQUESTS_IN_FLIGHT_MAX. */
+  private roomWaiters: Array<() => void> = [];
+
+  constructor(private readonly host: LaneHost) {}
+
+  get broken(): boolean {
+    return this.failed !== null;
+  }
+
+  /** Sends one request (built with its request id) and resolves with its answer. */
+  request(build: (requestId: number) => Message): Promise<Message> {
+    return this.enqueue((id) => ({ bytes: encodeMessage(build(id)) }));
+  }
+
+  /** Sends one request the caller encodes (given its request id). */
+  requestPrepared<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
+    return this.enqueue(prepare);
+  }
+
+  private enqueue<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
+    if (this.failed) return Promise.reject(this.failed);
+    // The common case (stream open, room under the bound) sends without an async hop.
+    const w = this.writer;
+    if (w !== null && this.waiting.length < REQUESTS_IN_FLIGHT_MAX) return this.send(w, prepare);
+    return this.requestSlowly(prepare);
+  }
+
+  /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
+  private async requestSlowly<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
+    this.opened ??= this.openWriter();
+    const w = await this.opened;
+    while (this.waiting.length >= REQUESTS_IN_FLIGHT_MAX && !this.failed) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+    if (this.failed) throw this.failed;
+    return this.send(w, prepare);
+  }
+
+  private async openWriter(): Promise<StreamWriter> {
+    try {
+      const { stream, frames } = await this.host.open();
+      this.stream = stream;
+      const w = new StreamWriter(stream, this.host.turn, this.writeFailed);
+      this.writer = w;
+      void this.read(frames);
+      return w;
+    } catch (err) {
+      this.fail(err as Error);
+      throw err;
+    }
+  }
+
+  /** Gives the request its id, registers its answer and queues its bytes for the turn's end. */
+  private send<T>(writer: StreamWriter, prepare: (requestId: number) => Prepared<T>): Promise<T> {
+    const id = this.host.table.nextId();
+    // Encoded before its answer is registered: a request that cannot be encoded owes no answer.
+    const { bytes, quick, finish } = prepare(id);
+    const answer = new Promise<T>((resolve, reject) => {
+      const w: Waiting = {
+        id,
+        resolve: resolve as (r: unknown) => void,
+        reject,
+        publishTo: undefined,
+        quick,
+        finish,
+      };
+      this.waiting.push(w);
+      this.host.table.add(id, w);
+    });
+    writer.push(bytes);
+    return answer;
+  }
+
+  private readonly writeFailed = (err: unknown): void => {
+    this.fail(new ConnectionLostError(this.host.server, { cause: err }));
+  };
+
+  private async read(frames: FrameStream): Promise<void> {
+    try {
+      for (;;) {
+        // A frame that arrived whole in its chunk (an answer usually does) is taken without an
+        // await; only a used-up chunk costs one (`pull`), a frame split over chunks `next()`.
+        let frame = frames.takeWhole();
+        if (frame === null) {
+          if (frames.exhausted) {
+            if (!(await frames.pull())) throw new ConnectionLostError(this.host.server);
+            continue;
+          }
+          frame = await frames.next();
+          if (frame === null) throw new ConnectionLostError(this.host.server);
+        }
+        const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
+        this.answer(msg);
+      }
+    } catch (err) {
+      this.fail(
+        err instanceof Error ? err : new ConnectionLostError(this.host.server, { cause: err }),
+      );
+    }
+  }
+
+  /** Settles the oldest request with `msg`; throws when the answer cannot be its own. */
+  private answer(msg: Message): void {
+    const head = this.waiting.shift();
+    this.roomWaiters.shift()?.();
+    if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
+    this.host.table.take(head.id);
+    if (msg.type === 'error') {
+      head.reject(refusalOf(msg));
+      return;
+    }
+    const rid = 'request_id' in msg ? msg.request_id : undefined;
+    if (rid !== undefined && rid !== head.id) {
+      const err = new ProtocolError(`answer for request ${rid} while ${head.id} was oldest`);
+      head.reject(err);
+      throw err;
+    }
+    if (head.finish === undefined) head.resolve(msg);
+    else settleWith(head, msg);
+  }
+
+  /** Fails this lane's requests (the connection's loss fails the table's rest). */
+  fail(err: Error): void {
+    if (this.failed) return;
+    this.failed = err;
+    for (const w of this.waiting.splice(0)) {
+      this.host.table.take(w.id);
+      w.reject(err);
+    }
+    for (const r of this.roomWaiters.splice(0)) r();
+    this.stream?.reset(0);
+    // A stream still opening is reset once it is open.
+    if (this.stream === null)
+      void this.opened?.then(
+        () => this.stream?.reset(0),
+        () => undefined, // it failed to open: nothing to reset
+      );
+  }
+}
+
+/** Resolves the request with `finish` of its answer, or rejects with what `finish` threw. */
+function settleWith(w: Waiting, msg: Message): void {
+  let result: unknown;
+  try {
+    result = w.finish!(msg);
+  } catch (err) {
+    w.reject(err as Error);
+    return;
+  }
+  w.resolve(result);
+}

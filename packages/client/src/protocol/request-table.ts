@@ -1,0 +1,46 @@
+/**
+ * The one correlation table of a broker connection: every request on it (publishes and
+ * `stream_shards` on the publish stream; cache, counter, group and `offset_for_time` requests
+ * on the request stream) takes its id from one counter and waits here for its answer. The
+ * connection's loss fails every entry at once: an acked publish as OutcomeUnknownError (it may
+ * or may not be in the log), anything else with the loss itself.
+ */
+import { OutcomeUnknownError } from '../errors.js';
+
+export interface Pending {
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+  /** The stream of an acked publish (its loss is an unknown outcome); undefined otherwise. */
+  publishTo: string | undefined;
+}
+
+export class RequestTable {
+  private readonly pending = new Map<number, Pending>();
+  private lastId = 0;
+
+  /** The id for the next request (answers name it). */
+  nextId(): number {
+    return ++this.lastId;
+  }
+
+  add(id: number, entry: Pending): void {
+    this.pending.set(id, entry);
+  }
+
+  /** The entry for `id`, removed; undefined when no request of that id waits. */
+  take(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (p !== undefined) this.pending.delete(id);
+    return p;
+  }
+
+  /** Fails every waiting request: the connection is gone. */
+  failAll(err: Error): void {
+    for (const p of this.pending.values()) {
+      p.reject(
+        p.publishTo !== undefined ? new OutcomeUnknownError(p.publishTo, { cause: err }) : err,
+      );
+    }
+    this.pending.clear();
+  }
+}

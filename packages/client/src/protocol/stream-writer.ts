@@ -1,0 +1,152 @@
+/**
+ * The one write path of a stream: frames pushed during a turn leave together at its end (on the
+ * client's TurnBatcher), in push order, as one write when they are small together
+ * (WRITE_COALESCE_BYTES_MAX) or as written frames one after another otherwise (a large frame is
+ * never copied). A failed write is the stream's failure: `onError` hears it once.
+ */
+import type { TransportStream } from '@felix/transport';
+import { TimeoutError } from '../errors.js';
+import { WRITE_COALESCE_BYTES_MAX } from '../limits.js';
+import type { TurnBatcher } from './turn-batcher.js';
+
+/** The answer of an unacked publish: written, no offset. Shared, never mutated. */
+export const WRITTEN: { offset: number | undefined } = Object.freeze({ offset: undefined });
+
+interface Written {
+  promise: Promise<{ offset: number | undefined }>;
+  resolve(v: { offset: number | undefined }): void;
+  reject(err: unknown): void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export class StreamWriter {
+  private parts: Uint8Array[] = [];
+  private partsBytes = 0;
+  private queued = false;
+  /** The promise of the frames pushed since the last flush, made when a caller asks for it. */
+  private written: Written | null = null;
+  private failure: unknown = null;
+
+  constructor(
+    private readonly stream: TransportStream,
+    private readonly turn: TurnBatcher,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** Queues `frame` for the end of this turn. */
+  push(frame: Uint8Array): void {
+    this.parts.push(frame);
+    this.partsBytes += frame.byteLength;
+    if (!this.queued) {
+      this.queued = true;
+      this.turn.atTurnEnd(this.flush);
+    }
+  }
+
+  /**
+   * Resolves with WRITTEN once the frames pushed so far (an unacked publish to `stream` among
+   * them) are accepted by the stream; one promise and at most one timer for every caller of the
+   * turn. Past `timeoutMs` it fails with a TimeoutError of unknown outcome (the bytes may still
+   * go out).
+   */
+  whenWritten(timeoutMs: number, stream: string): Promise<{ offset: number | undefined }> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    let w = this.written;
+    if (w === null) {
+      let resolve!: Written['resolve'];
+      let reject!: Written['reject'];
+      const promise = new Promise<{ offset: number | undefined }>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      w = { promise, resolve, reject, timer: undefined };
+      const ww = w;
+      w.timer = setTimeout(() => {
+        const what = `the ack of a publish to ${stream}`;
+        ww.reject(new TimeoutError(what, timeoutMs, 'unknown_outcome'));
+      }, timeoutMs);
+      this.written = w;
+    }
+    return w.promise;
+  }
+
+  private readonly flush = (): void => {
+    this.queued = false;
+    const parts = this.parts;
+    const n = parts.length;
+    const w = this.written;
+    this.written = null;
+    if (n === 0) {
+      if (w !== null) settle(w, null);
+      return;
+    }
+    const bytes = this.partsBytes;
+    this.parts = [];
+    this.partsBytes = 0;
+    const done = n === 1 ? this.stream.write(parts[0]!) : this.writeRuns(parts, bytes);
+    if (w === null) done.catch(this.failed);
+    else
+      done.then(
+        () => settle(w, null),
+        (err: unknown) => {
+          settle(w, err);
+          this.failed(err);
+        },
+      );
+  };
+
+  /**
+   * Writes `parts` as runs joined up to WRITE_COALESCE_BYTES_MAX (a part larger than that goes
+   * alone, uncopied); the transport keeps writes in call order, so only the last is awaited.
+   */
+  private writeRuns(parts: Uint8Array[], bytes: number): Promise<void> {
+    if (bytes <= WRITE_COALESCE_BYTES_MAX)
+      return this.stream.write(joined(parts, 0, parts.length, bytes));
+    let from = 0;
+    let runBytes = 0;
+    let last: Promise<void> | undefined;
+    for (let i = 0; i <= parts.length; i++) {
+      const size = i < parts.length ? parts[i]!.byteLength : 0;
+      if (i < parts.length && runBytes + size <= WRITE_COALESCE_BYTES_MAX) {
+        runBytes += size;
+        continue;
+      }
+      if (i > from) {
+        last?.catch(this.failed);
+        const run = i - from === 1 ? parts[from]! : joined(parts, from, i, runBytes);
+        last = this.stream.write(run);
+      }
+      from = i;
+      runBytes = size;
+    }
+    return last ?? Promise.resolve();
+  }
+
+  private readonly failed = (err: unknown): void => {
+    if (this.failure !== null) return;
+    this.failure = err;
+    this.parts = [];
+    this.partsBytes = 0;
+    const w = this.written;
+    this.written = null;
+    if (w !== null) settle(w, err);
+    this.onError(err);
+  };
+}
+
+/** Ends a turn's wait: written (`err` null) or failed. */
+function settle(w: Written, err: unknown): void {
+  clearTimeout(w.timer);
+  if (err === null) w.resolve(WRITTEN);
+  else w.reject(err);
+}
+
+function joined(parts: Uint8Array[], from: number, to: number, bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    out.set(parts[i]!, at);
+    at += parts[i]!.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,86 @@
+/**
+ * `subscribe` on one shard: a control stream of its own (authenticated, optionally offering the
+ * timestamped event layout) carries the request and its answer; the events come on the uni
+ * stream the broker opens and names in `event_stream_hello`.
+ */
+import type { Connection } from '@felix/transport';
+import { FLAG_EVENT_BATCH_TIMESTAMPS, decodeMessage, encodeMessage } from '@felix/wire';
+import {
+  ConnectionLostError,
+  CursorInFutureError,
+  CursorTooOldError,
+  ProtocolError,
+  refusalOf,
+} from '../errors.js';
+import { type AuthedStream, type ConnectionOptions, authStream } from './auth.js';
+import type { EventStreams } from './event-streams.js';
+import type { FrameStream } from './frame-stream.js';
+import { CLIENT_FLAGS } from './negotiation.js';
+
+export type StartPosition = 'latest' | 'earliest' | { offset: number };
+
+export interface OpenSubscription {
+  events: FrameStream;
+  startOffset: number | undefined;
+  liveOffset: number | undefined;
+  close(): void;
+}
+
+export interface SubscribeRequest {
+  stream: string;
+  shard: number;
+  start: StartPosition;
+  queueCapacity: number;
+  /** Offer the timestamped event layout (0x4000) on this subscription's stream. */
+  timestamps: boolean;
+}
+
+/** Opens a subscription on one shard. Cursor errors throw CursorTooOld/InFutureError. */
+export async function openSubscription(
+  at: { server: string; conn: Connection; opts: ConnectionOptions; events: EventStreams },
+  req: SubscribeRequest,
+): Promise<OpenSubscription> {
+  const reservation = at.events.reserve();
+  let control: AuthedStream | null = null;
+  try {
+    const flags = req.timestamps ? CLIENT_FLAGS | FLAG_EVENT_BATCH_TIMESTAMPS : CLIENT_FLAGS;
+    control = await authStream(at.conn, at.opts, flags);
+    await control.stream.write(
+      encodeMessage({
+        type: 'subscribe',
+        tenant_id: at.opts.tenant,
+        namespace: at.opts.namespace,
+        stream: req.stream,
+        subscription_id: reservation.id,
+        start: req.start,
+        shard: req.shard,
+        queue_capacity: req.queueCapacity,
+      }),
+    );
+    const frame = await control.frames.next();
+    if (!frame) throw new ConnectionLostError(at.server);
+    const msg = decodeMessage(frame.payload);
+    if (msg.type === 'subscribe_cursor_error') {
+      throw msg.reason === 'too_old'
+        ? new CursorTooOldError(msg.requested, msg.available)
+        : new CursorInFutureError(msg.requested, msg.available);
+    }
+    if (msg.type === 'error') throw refusalOf(msg);
+    if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
+    const fs = await reservation.events;
+    const ctl = control;
+    return {
+      events: fs,
+      startOffset: msg.start_offset,
+      liveOffset: msg.live_offset,
+      close: () => {
+        ctl.stream.end().catch(() => undefined); // the events stream's reset ends it anyway
+        fs.stream.reset(0);
+      },
+    };
+  } catch (err) {
+    reservation.cancel();
+    control?.stream.reset(0);
+    throw err;
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The public option and result types of the client, in a module of their own so that the files
+ * using them (client, publisher, connection) import types without importing one another.
+ */
+
+export interface TlsOptions {
+  /** PEM CA bundle that signed the broker's certificate. */
+  ca?: string;
+  /** SHA-256 fingerprint of the broker's certificate (hex). */
+  fingerprint?: string;
+  /** Accept any certificate: development only. */
+  insecure?: boolean;
+  serverName?: string;
+}
+
+export interface ConnectOptions {
+  /** Broker addresses, `quic://host:port` or `tls://host:port`; several are seeds tried in turn. */
+  servers: string[];
+  tenant: string;
+  token?: string;
+  namespace?: string;
+  tls?: TlsOptions;
+  reconnect?: { baseMs?: number; maxDelayMs?: number; attemptsMax?: number };
+  connectTimeoutMs?: number;
+  /** A broker silent this long is declared dead and the client reconnects (default 15 s). */
+  idleTimeoutMs?: number;
+  /** How long a call waits for a connection during a reconnect. */
+  requestTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface PublishOptions {
+  /** Routing key: records with one key land on one shard, in order. */
+  key?: Uint8Array | string;
+  /** Wait for the broker's ack (default true). Unacked publishes resolve once written. */
+  ack?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface PublishResult {
+  /** Offset of the record in its shard; null for an unacked publish. */
+  offset: number | null;
+  /** The shard the record went to, when known (unkeyed: 0). */
+  shard: number | null;
+}
+
+export interface SubscribeOptions {
+  /** `latest` (default), `earliest` (oldest retained), an exact offset (needs `shard` on a
+   *  multi-shard stream), or `{ time }` (a Date or µs since the epoch): each shard from its first
+   *  record appended at or after it (`offsetForTime`), or from its tail when none is yet. */
+  from?: 'latest' | 'earliest' | number | { time: Date | number };
+  /** Read one shard; default every shard of the stream, merged. */
+  shard?: number;
+  signal?: AbortSignal;
+  /** Envelopes the broker queues for this subscriber before it drops (and reports). */
+  queueCapacity?: number;
+  /** Batches a merged subscription buffers between its shards and the caller. */
+  bufferBatches?: number;
+  /** Each event carries `timestampMicros`, its record's append time (the broker sends the
+   *  timestamped layout to this subscription only). Default false. */
+  timestamps?: boolean;
+}
+
+export interface PublisherOptions {
+  /** How long the first record of a batch waits for company (default 1 ms; 0 = the end of the
+   *  turn, on the client's turn batcher). */
+  lingerMs?: number;
+  /** Send a batch once it holds this many records. */
+  maxBatchRecords?: number;
+  /** Send a batch once it holds this many payload bytes. */
+  maxBatchBytes?: number;
+  /** Wait for acks (default true). */
+  ack?: boolean;
+}

@@ -1,0 +1,80 @@
+// Goal: one connection has one write path per stream and one correlation table: publishes to one
+// stream and key leave in call order whether acked or not, frames of one turn leave in one
+// write, and a lost connection fails every request of its table (acked publishes as unknown
+// outcomes).
+// Method: a PublishPipe over a fake transport stream that records every write; the frames are
+// decoded with @felix/wire's FrameDecoder; waiting is by waitFor on what the fake saw.
+import { waitFor } from '@felix/testing-harness';
+import { FLAG_BINARY_PUBLISH_ACKED, FrameDecoder, decodePublishBatch } from '@felix/wire';
+import { describe, expect, it } from 'vitest';
+import { ConnectionLostError, OutcomeUnknownError } from '../src/errors.js';
+import { FrameStream } from '../src/protocol/frame-stream.js';
+import { PublishPipe } from '../src/protocol/publish-pipe.js';
+import { RequestTable } from '../src/protocol/request-table.js';
+import { StreamWriter } from '../src/protocol/stream-writer.js';
+import { TurnBatcher } from '../src/protocol/turn-batcher.js';
+
+/** A transport stream stand-in that records writes and never answers. */
+class FakeStream {
+  readonly writes: Uint8Array[] = [];
+  async write(b: Uint8Array): Promise<void> {
+    this.writes.push(b);
+  }
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return { next: () => new Promise(() => undefined) };
+  }
+}
+
+function rig() {
+  const stream = new FakeStream();
+  const table = new RequestTable();
+  const turn = new TurnBatcher();
+  const writer = new StreamWriter(stream as never, turn, () => undefined);
+  const pipe = new PublishPipe({
+    server: 'fake',
+    tenant: 't1',
+    namespace: 'default',
+    frames: new FrameStream(stream as never),
+    negotiated: { flags: FLAG_BINARY_PUBLISH_ACKED, features: 0, featuresHi: 0, window: 16 },
+    table,
+    writer,
+    turn,
+  });
+  const frames = () => {
+    const d = new FrameDecoder();
+    return stream.writes.flatMap((w) => d.push(w));
+  };
+  return { stream, table, pipe, frames };
+}
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+describe('publish pipe', () => {
+  it('acked_and_unacked_publishes_to_one_stream_and_key_leave_in_call_order', async () => {
+    const { stream, pipe, frames } = rig();
+    const key = bytes('k');
+    const call = (s: string, ack: boolean) =>
+      pipe.publish('orders', [bytes(s)], { key, ack, gather: true, timeoutMs: 60_000 });
+    const answers = [call('a1', true), call('a2', true), call('u3', false), call('a4', true)];
+    for (const a of answers) a.catch(() => undefined); // acked ones are never answered here
+    await waitFor(() => frames().length === 3, 'three frames are written', 5_000);
+    const sent = frames().map((f) => decodePublishBatch(f.flags, f.payload));
+    expect(sent.map((b) => b.payloads.map(text))).toEqual([['a1', 'a2'], ['u3'], ['a4']]);
+    expect(sent.map((b) => b.requestId !== undefined)).toEqual([true, false, true]);
+    // The turn's frames left in one write, and the unacked publish resolved once written.
+    expect(stream.writes).toHaveLength(1);
+    expect(await answers[2]).toEqual({ offset: undefined });
+  });
+
+  it('a_lost_connection_fails_every_request_of_its_table_and_acked_publishes_as_unknown_outcomes', async () => {
+    const { table, pipe, frames } = rig();
+    const acked = pipe.publish('orders', [bytes('x')], { ack: true, timeoutMs: 60_000 });
+    const shards = pipe.streamShards('orders');
+    await waitFor(() => frames().length === 2, 'both requests are written', 5_000);
+    const lost = new ConnectionLostError('fake');
+    table.failAll(lost);
+    await expect(acked).rejects.toBeInstanceOf(OutcomeUnknownError);
+    await expect(shards).rejects.toBe(lost);
+  });
+});

@@ -1,0 +1,257 @@
+/**
+ * The segment files of one log, oldest first (the last is the active segment): creating the
+ * next segment, reopening the active one after recovery, the active segment's index file, and
+ * the bounded set of open sealed-segment files that reads share (least recently used closed
+ * first, never one a read holds). Dropping a head segment keeps its file open until its last
+ * reader is done.
+ */
+import { OPEN_SEALED_SEGMENTS_MAX } from '../limits.js';
+import { type Io, type IoFile, writeFully } from '../io/io.js';
+import { SEGMENT_HEADER_BYTES, encodeSegmentHeader } from '../segment/format.js';
+import { INDEX_HEADER_BYTES, SparseIndex } from '../segment/sparse-index.js';
+import { indexPath, segmentPath } from './layout.js';
+import { nowMicros } from './log-options.js';
+import type { RecoveryPlan } from './recovery.js';
+
+export interface Segment {
+  id: number;
+  baseOffset: number;
+  nextOffset: number;
+  /** Written (readable) bytes. */
+  bytes: number;
+  version: number;
+  newestTimestampMicros: number;
+  index: SparseIndex;
+  file: IoFile | undefined;
+  opening: Promise<IoFile> | undefined;
+  readers: number;
+  deleted: boolean;
+}
+
+interface ActiveFiles {
+  indexFile: IoFile;
+  /** Index entries already written to the index file. */
+  indexEntriesWritten: number;
+}
+
+export class SegmentFiles {
+  private readonly openSealed = new Map<Segment, true>();
+
+  private constructor(
+    private readonly io: Io,
+    private readonly dir: string,
+    private readonly indexSpacingBytes: number,
+    /** Oldest first; never empty. */
+    readonly list: Segment[],
+    private activeFiles: ActiveFiles,
+  ) {}
+
+  /** The segments recovery left, with the active one open for writing (or a first one made). */
+  static async open(
+    io: Io,
+    dir: string,
+    plan: RecoveryPlan,
+    indexSpacingBytes: number,
+  ): Promise<SegmentFiles> {
+    const list: Segment[] = plan.segments.map((s) => ({
+      id: s.id,
+      baseOffset: s.baseOffset,
+      nextOffset: s.nextOffset,
+      bytes: s.bytes,
+      version: s.version,
+      newestTimestampMicros: s.newestTimestampMicros,
+      index: s.index,
+      file: undefined,
+      opening: undefined,
+      readers: 0,
+      deleted: false,
+    }));
+    if (list.length === 0) {
+      const created = await createSegment(io, dir, 0, 0, indexSpacingBytes);
+      list.push(created.segment);
+      return new SegmentFiles(io, dir, indexSpacingBytes, list, created.files);
+    }
+    const active = list[list.length - 1]!;
+    active.file = await io.open(segmentPath(dir, active.id), 'write');
+    // Whatever an earlier process left in the page cache is made durable before the mark says so.
+    await active.file.datasync();
+    const indexFile = await io.open(indexPath(dir, active.id), 'write');
+    const files = { indexFile, indexEntriesWritten: active.index.length };
+    return new SegmentFiles(io, dir, indexSpacingBytes, list, files);
+  }
+
+  get active(): Segment {
+    return this.list[this.list.length - 1]!;
+  }
+
+  /** Oldest retained offset. */
+  get baseOffset(): number {
+    return this.list[0]!.baseOffset;
+  }
+
+  /** Index entries of the active segment not yet in its index file. */
+  get indexEntriesPending(): number {
+    return this.active.index.length - this.activeFiles.indexEntriesWritten;
+  }
+
+  /** Index in `list` of the segment holding `offset` (the last whose base is at or below it). */
+  indexFor(offset: number): number {
+    let lo = 0;
+    let hi = this.list.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.list[mid]!.baseOffset <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** Appends not-yet-written index entries to the index file (not synced; indexes are derived). */
+  async writeIndexEntries(seg: Segment): Promise<void> {
+    const files = this.activeFiles;
+    const from = files.indexEntriesWritten;
+    const to = seg.index.length;
+    if (to === from) return;
+    const bytes = seg.index.encodeRange(from, to);
+    try {
+      await writeFully(files.indexFile, bytes, 0, bytes.length, INDEX_HEADER_BYTES + from * 16);
+      files.indexEntriesWritten = to;
+    } catch {
+      // A failed index write loses nothing: the index is rebuilt from the segment when needed.
+    }
+  }
+
+  /**
+   * Finishes the active segment's index file (written, synced, closed). The caller has synced
+   * the segment's data first: an index must never point past data on disk.
+   */
+  async sealActiveIndex(): Promise<void> {
+    await this.writeIndexEntries(this.active);
+    // Indexes are derived: a failed sync loses nothing recovery cannot rebuild.
+    await this.activeFiles.indexFile.datasync().catch(() => undefined);
+    await this.activeFiles.indexFile.close();
+  }
+
+  /** Creates the segment after the active one (synced, in the synced directory) and makes it active. */
+  async startNext(): Promise<Segment> {
+    const old = this.active;
+    const created = await createSegment(
+      this.io,
+      this.dir,
+      old.id + 1,
+      old.nextOffset,
+      this.indexSpacingBytes,
+    );
+    this.list.push(created.segment);
+    this.activeFiles = created.files;
+    this.openSealed.set(old, true);
+    this.evictSealed();
+    return created.segment;
+  }
+
+  /** The open file of `seg` for a read; pair with `release`. */
+  async acquire(seg: Segment): Promise<IoFile> {
+    seg.readers++;
+    try {
+      if (seg.file !== undefined) {
+        if (this.openSealed.has(seg)) {
+          this.openSealed.delete(seg);
+          this.openSealed.set(seg, true);
+        }
+        return seg.file;
+      }
+      seg.opening ??= this.io.open(segmentPath(this.dir, seg.id), 'read');
+      const file = await seg.opening;
+      seg.opening = undefined;
+      seg.file = file;
+      this.openSealed.set(seg, true);
+      this.evictSealed();
+      return file;
+    } catch (err) {
+      seg.opening = undefined;
+      seg.readers--;
+      throw err;
+    }
+  }
+
+  release(seg: Segment): void {
+    seg.readers--;
+    if (seg.deleted && seg.readers === 0) this.closeSegmentFile(seg);
+  }
+
+  /** Takes the oldest segment out of the log, so no new read starts in it. */
+  dropHead(): Segment {
+    const seg = this.list[0]!;
+    this.list.shift();
+    seg.deleted = true;
+    return seg;
+  }
+
+  /** Closes a dropped segment's file unless a read still holds it (its release closes it). */
+  closeIfUnread(seg: Segment): void {
+    if (seg.readers === 0) this.closeSegmentFile(seg);
+  }
+
+  /** Closes the index file and every segment file. */
+  async closeAll(): Promise<void> {
+    const files: Array<IoFile | undefined> = [this.activeFiles.indexFile];
+    for (const seg of this.list) {
+      files.push(seg.file);
+      seg.file = undefined;
+    }
+    this.openSealed.clear();
+    // Closing: nothing is left to write through these handles, and a failed close loses nothing.
+    await Promise.all(files.map((f) => f?.close().catch(() => undefined)));
+  }
+
+  private evictSealed(): void {
+    if (this.openSealed.size <= OPEN_SEALED_SEGMENTS_MAX) return;
+    for (const seg of this.openSealed.keys()) {
+      if (this.openSealed.size <= OPEN_SEALED_SEGMENTS_MAX) break;
+      if (seg.readers > 0) continue;
+      this.closeSegmentFile(seg);
+    }
+  }
+
+  private closeSegmentFile(seg: Segment): void {
+    this.openSealed.delete(seg);
+    const f = seg.file;
+    seg.file = undefined;
+    // A sealed segment's file is only read: a failed close loses nothing.
+    void f?.close().catch(() => undefined);
+  }
+}
+
+async function createSegment(
+  io: Io,
+  dir: string,
+  id: number,
+  baseOffset: number,
+  spacing: number,
+): Promise<{ segment: Segment; files: ActiveFiles }> {
+  const file = await io.open(segmentPath(dir, id), 'create');
+  const header = encodeSegmentHeader({ baseOffset, createdAtMicros: nowMicros() });
+  await writeFully(file, header, 0, header.length, 0);
+  await file.datasync();
+  const index = new SparseIndex(baseOffset, spacing);
+  const indexFile = await io.open(indexPath(dir, id), 'replace');
+  const indexHeader = index.encode();
+  await writeFully(indexFile, indexHeader, 0, indexHeader.length, 0);
+  await io.syncDir(dir);
+  return {
+    segment: {
+      id,
+      baseOffset,
+      nextOffset: baseOffset,
+      bytes: SEGMENT_HEADER_BYTES,
+      version: 3,
+      newestTimestampMicros: -1,
+      index,
+      file,
+      opening: undefined,
+      readers: 0,
+      deleted: false,
+    },
+    files: { indexFile, indexEntriesWritten: 0 },
+  };
+}

@@ -1,0 +1,486 @@
+/**
+ * The writer of a SegmentLog: the append queue, the single write loop, rollover and the flush
+ * step the group commit runs.
+ *
+ * - Appends queue in call order; one writer loop takes the queue, assigns offsets, encodes
+ *   every queued batch (up to a bound) into one buffer and issues one positioned write. A
+ *   batch never splits across segments; rollover is decided before the write.
+ * - A failed write truncates back to the last good byte and consumes no offsets; if that
+ *   truncation fails, writes stay refused until reopen. A failed fdatasync (the group commit's,
+ *   a seal's or a preallocation step's) poisons the log: the loop then rejects what is queued.
+ * - Every staged batch reserves its range in the log's CommitSequencer as it is written.
+ * - Sealing syncs the segment's data before its index, and the durable bound advances past
+ *   the sealed segment only once its data is synced.
+ */
+import { CommitSequencer, type Turn } from '../commit-sequencer.js';
+import {
+  AppendQueueFullError,
+  EmptyBatchError,
+  RecordTooLargeError,
+  WriteFailedError,
+  WritesRefusedError,
+} from '../errors.js';
+import { writeFully, writeFullyNow } from '../io/io.js';
+import {
+  APPEND_QUEUE_BYTES_MAX,
+  FLUSH_WAIT_QUEUED_BYTES_MAX,
+  INDEX_ENTRIES_FLUSH_BATCH,
+  RECORD_PAYLOAD_BYTES_MAX,
+  WRITE_COALESCE_BYTES_MAX,
+  WRITE_INLINE_BYTES_MAX,
+} from '../limits.js';
+import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../segment/format.js';
+import { type Encoded, GroupEncoder } from './group-encoder.js';
+import { type LogConfig, nowMicros } from './log-options.js';
+import type { MarkWriter } from './mark-writer.js';
+import { Preallocator } from './preallocator.js';
+import type { Segment, SegmentFiles } from './segment-files.js';
+import type { GroupCommit } from './sync.js';
+
+/** A written batch: its offsets and its turn in the log's CommitSequencer. */
+export interface Staged {
+  first: number;
+  next: number;
+  /** Release after applying (or abandon); later turns wait for it. */
+  turn: Turn;
+}
+
+type Written = Staged | { first: number; next: number } | number;
+
+/** One queued batch, or a barrier (flush or seal). */
+export interface Pending {
+  /** null for a barrier (flush or seal). */
+  payloads: Uint8Array[] | null;
+  /** A barrier that seals the active segment when it is reached. */
+  seal?: boolean;
+  /** Reserve a CommitSequencer turn for the batch (stage) or not (append). */
+  wantsTurn?: boolean;
+  bytes: number;
+  timestampMicros: number;
+  resolve: (s: Written) => void;
+  reject: (err: Error) => void;
+}
+
+export interface WriterParts {
+  dir: string;
+  cfg: LogConfig;
+  files: SegmentFiles;
+  marks: MarkWriter;
+  commit: GroupCommit;
+  /** Append time of the newest batch in the log. */
+  newestStampMicros: number;
+}
+
+export class LogWriter {
+  private readonly dir: string;
+  private readonly cfg: LogConfig;
+  private readonly files: SegmentFiles;
+  private readonly marks: MarkWriter;
+  private readonly commit: GroupCommit;
+  private readonly sequencer: CommitSequencer;
+  private readonly encoder = new GroupEncoder();
+  readonly prealloc: Preallocator;
+
+  private queue: Pending[] = [];
+  private queueHead = 0;
+  private queuedBytes = 0;
+  private writing = false;
+  private idleWaiters: Array<() => void> = [];
+  private claimed: number;
+  private writtenBound: number;
+  private refusedBy: unknown;
+  private closing = false;
+  private periodicTimer: NodeJS.Timeout | undefined;
+  /** Append time of the newest batch queued: no later batch is stamped below it. */
+  private newestStamp: number;
+
+  constructor(parts: WriterParts) {
+    this.dir = parts.dir;
+    this.cfg = parts.cfg;
+    this.files = parts.files;
+    this.marks = parts.marks;
+    this.commit = parts.commit;
+    this.newestStamp = parts.newestStampMicros;
+    const active = parts.files.active;
+    this.claimed = active.nextOffset;
+    this.writtenBound = active.nextOffset;
+    this.sequencer = new CommitSequencer(active.nextOffset);
+    this.prealloc = new Preallocator(
+      this.cfg.preallocateBytes,
+      this.cfg.segmentBytes,
+      active.bytes,
+      (err) => this.commit.fail(err),
+    );
+  }
+
+  /** Next offset to be assigned (includes a write in flight). */
+  get tail(): number {
+    return this.claimed;
+  }
+
+  /** Every offset below this is written (in the page cache at least). */
+  get written(): number {
+    return this.writtenBound;
+  }
+
+  get newestStampMicros(): number {
+    return this.newestStamp;
+  }
+
+  /** Throws when no batch may be queued: poisoned, or writes refused after a failed repair. */
+  checkWritable(): void {
+    const poison = this.commit.poisoned;
+    if (poison !== undefined) throw poison;
+    if (this.refusedBy !== undefined)
+      throw new WritesRefusedError(this.dir, { cause: this.refusedBy });
+  }
+
+  /** Queues one batch; resolves as `append` or `stage` promise (see SegmentLog). */
+  enqueue(
+    payloads: Uint8Array[],
+    timestampMicros: number | undefined,
+    wantsTurn: boolean,
+  ): Promise<Staged | { first: number; next: number }> {
+    if (payloads.length === 0) return Promise.reject(new EmptyBatchError());
+    let bytes = 0;
+    for (const p of payloads) {
+      if (p.length > RECORD_PAYLOAD_BYTES_MAX) {
+        return Promise.reject(new RecordTooLargeError(p.length, RECORD_PAYLOAD_BYTES_MAX));
+      }
+      bytes += RECORD_HEADER_BYTES + p.length;
+    }
+    if (bytes > APPEND_QUEUE_BYTES_MAX) {
+      return Promise.reject(new RecordTooLargeError(bytes, APPEND_QUEUE_BYTES_MAX));
+    }
+    if (this.queuedBytes + bytes > APPEND_QUEUE_BYTES_MAX) {
+      return Promise.reject(new AppendQueueFullError(this.queuedBytes, APPEND_QUEUE_BYTES_MAX));
+    }
+    // Times never go backwards within a log (a clock stepped back stamps the newest time again),
+    // so offsetForTime can binary-search them.
+    const ts = Math.max(timestampMicros ?? nowMicros(), this.newestStamp);
+    this.newestStamp = ts;
+    return new Promise<Staged | { first: number; next: number }>((resolve, reject) => {
+      this.queue.push({
+        payloads,
+        wantsTurn,
+        bytes,
+        timestampMicros: ts,
+        resolve: resolve as (s: Written) => void,
+        reject,
+      });
+      this.queuedBytes += bytes;
+      this.kickWriter();
+    });
+  }
+
+  /** Resolves with the written tail once every batch queued before it is written. */
+  barrier(seal = false): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.queue.push({
+        payloads: null,
+        seal,
+        bytes: 0,
+        timestampMicros: 0,
+        resolve: resolve as (s: Written) => void,
+        reject,
+      });
+      this.kickWriter();
+    });
+  }
+
+  /** The start of close: no preallocation step starts from now on; the periodic flush stops. */
+  beginClose(): void {
+    this.closing = true;
+    clearTimeout(this.periodicTimer);
+  }
+
+  /** Resolves once the queue is drained and no write is in flight. */
+  idle(): Promise<void> {
+    if (!this.writing && this.queueHead === this.queue.length) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /**
+   * The end of close, once the queue is drained: cuts the preallocated zeros, makes everything
+   * written durable, writes the index entries and the durable mark and syncs the mark. Resolves
+   * with what failed (the poison first), or undefined; no step is in flight once it resolves.
+   */
+  async finishForClose(): Promise<unknown> {
+    let failure: unknown = this.commit.poisoned;
+    if (failure === undefined) {
+      // Also after refused writes: what was written before them is still synced and marked;
+      // partial bytes past the mark are cut by the next open.
+      try {
+        // Cut the preallocated zeros first, so the final sync (when there is one) covers it.
+        // A cut that fails, or that a power loss undoes, leaves a zero tail the next open
+        // cuts. After refused writes the file is left as it is, for recovery to repair.
+        if (this.refusedBy === undefined) {
+          // A failed cut leaves zeros the next open cuts (see above).
+          await this.prealloc.cut(this.files.active).catch(() => undefined);
+        }
+        await this.commit.waitFor(this.writtenBound);
+        const active = this.files.active;
+        await this.files.writeIndexEntries(active);
+        await this.marks.write(active.id, active.bytes);
+        await this.marks.sync();
+      } catch (err) {
+        failure = this.commit.poisoned ?? err;
+      }
+    }
+    await this.prealloc.inFlight;
+    return failure;
+  }
+
+  private kickWriter(): void {
+    if (this.writing) return;
+    this.writing = true;
+    // Start once this turn's callbacks and promise reactions have run: appends made in this
+    // turn (say, every writer woken by one flush) then go out in one write instead of one
+    // alone and the rest after. Not a later phase of the event loop (setImmediate): that waits
+    // behind whatever else the loop has to do before the write and its sync can start.
+    process.nextTick(this.startWriteLoop);
+  }
+
+  private readonly startWriteLoop = (): void => void this.writeLoop();
+
+  private async writeLoop(): Promise<void> {
+    try {
+      while (this.queueHead < this.queue.length) {
+        const failure = this.commit.poisoned ?? this.refusedError();
+        if (failure !== undefined) {
+          this.rejectQueued(failure);
+          break;
+        }
+        const head = this.queue[this.queueHead]!;
+        if (head.payloads === null) {
+          this.queueHead++;
+          await this.passBarrier(head);
+          continue;
+        }
+        const active = this.files.active;
+        if (
+          active.bytes > SEGMENT_HEADER_BYTES &&
+          active.bytes + head.bytes > this.cfg.segmentBytes
+        ) {
+          try {
+            await this.roll();
+          } catch (err) {
+            this.refusedBy ??= err;
+          }
+          continue;
+        }
+        if (this.prealloc.blocks(active.bytes + head.bytes)) {
+          // The step in flight is writing zeros where this batch would go: let it finish.
+          await this.prealloc.inFlight;
+          continue;
+        }
+        await this.writeGroup(active);
+      }
+    } finally {
+      this.compactQueue();
+      this.writing = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /** A barrier reached the head of the queue: seal if it asks to, then resolve it. */
+  private async passBarrier(head: Pending): Promise<void> {
+    if (head.seal === true && this.files.active.bytes > SEGMENT_HEADER_BYTES) {
+      try {
+        await this.roll();
+      } catch (err) {
+        this.refusedBy ??= err;
+        head.reject(this.commit.poisoned ?? this.refusedError()!);
+        return;
+      }
+    }
+    head.resolve(this.writtenBound);
+  }
+
+  private refusedError(): Error | undefined {
+    return this.refusedBy === undefined
+      ? undefined
+      : new WritesRefusedError(this.dir, { cause: this.refusedBy });
+  }
+
+  private rejectQueued(err: Error): void {
+    while (this.queueHead < this.queue.length) {
+      const p = this.queue[this.queueHead++]!;
+      this.queuedBytes -= p.bytes;
+      p.reject(err);
+    }
+  }
+
+  private compactQueue(): void {
+    if (this.queueHead === this.queue.length) {
+      this.queue = [];
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+  }
+
+  /** Takes queued batches that fit one write and this segment, encodes them, writes once. */
+  private async writeGroup(active: Segment): Promise<void> {
+    const { group, total } = this.takeGroup(active);
+    const first = this.claimed;
+    const basePos = active.bytes;
+    const encoded = this.encoder.encode(group, total, {
+      segment: active,
+      first,
+      indexSpacingBytes: this.cfg.indexSpacingBytes,
+    });
+    this.claimed = encoded.next;
+    if (!(await this.writeEncoded(active, group, encoded, first, basePos))) return;
+    this.publish(active, group, encoded, first, basePos);
+    if (this.files.indexEntriesPending >= INDEX_ENTRIES_FLUSH_BATCH) {
+      await this.files.writeIndexEntries(active);
+    }
+    if (this.cfg.fsync === 'periodic') this.armPeriodicFlush();
+    if (!this.closing && this.commit.poisoned === undefined && this.refusedBy === undefined) {
+      this.prealloc.ahead(active);
+    }
+  }
+
+  /** Dequeues the batches of one write: up to the coalescing bound, this segment's room, and
+   * the range a preallocation step in flight leaves free (the first batch always). */
+  private takeGroup(active: Segment): { group: Pending[]; total: number } {
+    const startIdx = this.queueHead;
+    let endIdx = startIdx;
+    let total = 0;
+    while (endIdx < this.queue.length) {
+      const p = this.queue[endIdx]!;
+      if (p.payloads === null) break;
+      const fitsWrite = total + p.bytes <= WRITE_COALESCE_BYTES_MAX;
+      const fitsSegment = active.bytes + total + p.bytes <= this.cfg.segmentBytes;
+      // Never into the range a preallocation step in flight is zeroing.
+      const clearOfFill = !this.prealloc.blocks(active.bytes + total + p.bytes);
+      if (endIdx > startIdx && (!fitsWrite || !fitsSegment || !clearOfFill)) break;
+      total += p.bytes;
+      endIdx++;
+    }
+    const group = this.queue.slice(startIdx, endIdx);
+    this.queueHead = endIdx;
+    this.queuedBytes -= total;
+    return { group, total };
+  }
+
+  /**
+   * Writes the encoded group at `basePos`; false (every batch rejected, offsets from `first`
+   * unclaimed) when the write failed, after cutting the file back to `basePos` (or refusing
+   * writes when that cut failed too).
+   */
+  private async writeEncoded(
+    active: Segment,
+    group: Pending[],
+    encoded: Encoded,
+    first: number,
+    basePos: number,
+  ): Promise<boolean> {
+    const { buffer, bytes } = encoded;
+    try {
+      const file = active.file!;
+      if (
+        this.cfg.fsync === 'onCommit' &&
+        bytes <= WRITE_INLINE_BYTES_MAX &&
+        file.writeNow !== undefined
+      ) {
+        writeFullyNow(file, buffer, 0, bytes, basePos);
+      } else {
+        await writeFully(file, buffer, 0, bytes, basePos);
+      }
+      return true;
+    } catch (err) {
+      this.claimed = first;
+      try {
+        await this.prealloc.truncateTo(active, basePos);
+      } catch (truncateErr) {
+        this.refusedBy = truncateErr;
+      }
+      const failure = new WriteFailedError(this.dir, { cause: err });
+      for (const p of group) p.reject(failure);
+      return false;
+    }
+  }
+
+  /** The group is written: the segment grows, and each batch is answered as its mode says. */
+  private publish(
+    active: Segment,
+    group: Pending[],
+    encoded: Encoded,
+    first: number,
+    basePos: number,
+  ): void {
+    active.bytes = basePos + encoded.bytes;
+    this.prealloc.wrote(active.bytes);
+    active.nextOffset = encoded.next;
+    active.newestTimestampMicros = encoded.newestMicros;
+    for (let k = 0; k < encoded.indexOffsets.length; k++)
+      active.index.offer(encoded.indexOffsets[k]!, encoded.indexPositions[k]!);
+    this.writtenBound = encoded.next;
+    let at = first;
+    for (const p of group) {
+      const n = p.payloads!.length;
+      if (p.wantsTurn === true) {
+        p.resolve({ first: at, next: at + n, turn: this.sequencer.reserve(at, at + n) });
+      } else if (this.cfg.fsync === 'onCommit') {
+        const written = { first: at, next: at + n };
+        this.commit.notify(at + n, () => p.resolve(written), p.reject);
+      } else {
+        p.resolve({ first: at, next: at + n });
+      }
+      at += n;
+    }
+  }
+
+  private armPeriodicFlush(): void {
+    if (this.periodicTimer !== undefined) return;
+    this.periodicTimer = setTimeout(() => {
+      this.periodicTimer = undefined;
+      // A failed flush poisons the log, and every later call reports it: nothing waits here.
+      this.commit.waitFor(this.writtenBound).catch(() => undefined);
+    }, this.cfg.flushIntervalMs);
+    this.periodicTimer.unref();
+  }
+
+  /** Flush-loop step: sync the active segment; the bound is what was written before the sync. */
+  async flushActive(): Promise<number> {
+    // Small batches already queued or being written land within microseconds of a sync that
+    // takes a millisecond or more: let the writer reach them first, so this one sync covers
+    // them too. Only what is queued now is waited for, so a busy writer cannot starve the flush;
+    // a large queue is instead encoded while this sync runs.
+    if (this.writing && this.queuedBytes <= FLUSH_WAIT_QUEUED_BYTES_MAX) {
+      // A barrier fails only when the log is poisoned or refusing writes; the sync below
+      // still covers whatever was written.
+      await this.barrier().catch(() => undefined);
+    }
+    const seg = this.files.active;
+    const bound = this.writtenBound;
+    const bytes = seg.bytes;
+    if (bound <= this.commit.durable) return bound;
+    await seg.file!.datasync();
+    this.marks.soon(seg.id, bytes);
+    return bound;
+  }
+
+  /** Seals the active segment (data and index synced) and starts the next one. */
+  private async roll(): Promise<void> {
+    const old = this.files.active;
+    // A sealed segment holds its data only: the zeros are cut before the sync that seals it.
+    await this.prealloc.cut(old);
+    try {
+      await old.file!.datasync();
+    } catch (err) {
+      throw this.commit.fail(err);
+    }
+    await this.files.sealActiveIndex();
+    this.commit.advance(old.nextOffset);
+    const created = await this.files.startNext();
+    this.prealloc.reset();
+    // Advisory: a lost mark only leaves recovery checking the new segment from its header.
+    void this.marks.write(created.id, SEGMENT_HEADER_BYTES).catch(() => undefined);
+  }
+}

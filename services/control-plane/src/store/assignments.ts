@@ -1,0 +1,236 @@
+/**
+ * Shard assignments: listing them, placement passes (plan from nodes, catalog and current
+ * assignments, then write what changed with bumped generations), placing a new resource inside
+ * its creating write, and removing the assignments of deleted resources. Every write records its
+ * change on the assignments feed.
+ */
+import {
+  type Assignment,
+  type PlacementNode,
+  type PlanEntry,
+  type ShardKind,
+  type ShardRequest,
+  placeShard,
+  planPlacement,
+} from '@felix/router';
+import {
+  copiesHeldBy,
+  deleteAssignmentIf,
+  deleteAssignments,
+  insertAssignmentsIfAbsent,
+  updateAssignmentIf,
+  upsertAssignments,
+} from './assignment-rows.js';
+import { type CatalogKind, type ShardedResource, shardedResources } from './catalog-kinds.js';
+import { livenessRows } from './membership.js';
+import { page } from './paging.js';
+import {
+  type Row,
+  assignmentKeyOf,
+  assignmentOf,
+  assignmentRowKey,
+  num,
+  shardId,
+  str,
+} from './rows.js';
+import type { Sql } from './sql.js';
+import type { Transactions, Write } from './transaction.js';
+import type { AssignmentRecord, NodeLiveness, Page, Routing } from './types.js';
+
+export interface PlacementOutcome {
+  entries: PlanEntry[];
+  written: AssignmentRecord[];
+  unplaced: number;
+}
+
+/** How placement sees the nodes right now (liveness applied); supplied by the service. */
+export type PlacementView = (nodes: readonly NodeLiveness[]) => PlacementNode[];
+
+/** Everything one pass plans from, read in one transaction. */
+interface PlacementInputs {
+  nodes: PlacementNode[];
+  requests: ShardRequest[];
+  /** Each stream shard's routing, by `shardId` (placement carries it into the assignment). */
+  routing: Map<string, Routing | undefined>;
+  /** Assignments whose resource no longer exists. */
+  orphans: AssignmentRecord[];
+}
+
+/** The record for shard `key` placed as `placed`; routing is kept only where it is not the default. */
+function assignmentFor(
+  key: { kind: ShardKind; tenant: string; namespace: string; name: string; shard: number },
+  placed: Assignment,
+  routing: Routing | undefined,
+): AssignmentRecord {
+  const a: AssignmentRecord = {
+    tenant_id: key.tenant,
+    namespace: key.namespace,
+    kind: key.kind,
+    stream: key.name,
+    shard: key.shard,
+    leader: placed.leader,
+    replicas: placed.replicas,
+    generation: placed.generation,
+    state: 'active',
+  };
+  if (key.kind === 'stream' && routing && routing !== 'modulo') a.routing = routing;
+  return a;
+}
+
+export class AssignmentRepository {
+  constructor(
+    private readonly tx: Transactions,
+    /** The resources placement places, read whole on every pass. */
+    private readonly kinds: readonly CatalogKind<unknown, unknown>[],
+  ) {}
+
+  list(limit: number, cursor?: string, leader?: string): Promise<Page<AssignmentRecord>> {
+    return page(this.tx.driver, {
+      select: 'SELECT * FROM shard_assignments',
+      fixedWhere: leader ? ['leader = $1'] : [],
+      fixed: leader ? [leader] : [],
+      keyCols: ['tenant_id', 'namespace', 'kind', 'name', 'shard'],
+      shape: ['s', 's', 's', 's', 'n'],
+      limit,
+      cursor,
+      map: assignmentOf,
+      keyOf: (r) => [str(r.tenant_id), str(r.namespace), str(r.kind), str(r.name), num(r.shard)],
+    });
+  }
+
+  /** The plan placement would carry out now, without writing it. */
+  plan(view: PlacementView): Promise<PlanEntry[]> {
+    return this.tx.driver.tx(
+      async (q) => {
+        const { nodes, requests } = await this.placementInputs(q, view);
+        return planPlacement(requests, nodes);
+      },
+      { snapshot: true },
+    );
+  }
+
+  /**
+   * One placement pass: reads nodes, resources and assignments under the placement lock, plans,
+   * and writes every changed assignment (generation bumped) with its change row.
+   */
+  pass(view: PlacementView): Promise<PlacementOutcome> {
+    return this.tx.write(async (w) => {
+      await this.tx.driver.lockPlacement(w.q);
+      const inputs = await this.placementInputs(w.q, view);
+      const entries = planPlacement(inputs.requests, inputs.nodes);
+      const fresh: AssignmentRecord[] = [];
+      const written: AssignmentRecord[] = [];
+      let unplaced = 0;
+      for (const e of entries) {
+        if (!e.placement.placed) {
+          unplaced++;
+          continue;
+        }
+        if (!e.placement.changed) continue;
+        const k = e.key;
+        const routing = inputs.routing.get(shardId(k.kind, k.tenant, k.namespace, k.name, k.shard));
+        const a = assignmentFor(k, e.placement.assignment, routing);
+        // Conditional writes: a fresh placement only if no one placed the shard meanwhile, a
+        // change only over the generation it was planned from; a lost race writes nothing and
+        // the next pass plans again from what is there.
+        if (!e.current) fresh.push(a);
+        else if (await updateAssignmentIf(w.q, a, e.current.generation, w.nowMs())) {
+          written.push(a);
+          w.change('assignments', 'updated', assignmentKeyOf(a), a);
+        }
+      }
+      for (const a of await insertAssignmentsIfAbsent(w.q, fresh, w.nowMs())) {
+        written.push(a);
+        w.change('assignments', 'assigned', assignmentKeyOf(a), a);
+      }
+      // Assignments whose resource is gone (a delete that raced a pass) are removed.
+      for (const o of inputs.orphans) {
+        if (await deleteAssignmentIf(w.q, o))
+          w.change('assignments', 'unassigned', assignmentKeyOf(o));
+      }
+      return { entries, written, unplaced };
+    });
+  }
+
+  /** Places a new resource's shards inside its creating write. */
+  async placeNew(w: Write, view: PlacementView, r: ShardedResource): Promise<void> {
+    const nodes = view(await livenessRows(w.q));
+    if (!nodes.some((node) => node.eligible)) return; // a later pass places it
+    // Only capacity needs the placement lock: new shards touch no existing assignment, so
+    // without caps a create need not wait for (or block) a pass or another create.
+    if (nodes.some((node) => node.maxShards > 0)) await this.tx.driver.lockPlacement(w.q);
+    const load = new Map<string, number>();
+    for (const node of nodes) {
+      if (node.maxShards > 0) load.set(node.nodeId, await copiesHeldBy(w.q, node.nodeId));
+    }
+    // Rows left by a delete that raced a pass: replace them, continuing their generations.
+    const stale = await deleteAssignments(w.q, r.tenant_id, r.namespace, r);
+    const base = stale.reduce((m, row) => Math.max(m, num(row.generation)), 0);
+    const written: AssignmentRecord[] = [];
+    for (let shard = 0; shard < r.shards; shard++) {
+      const key = {
+        kind: r.kind,
+        tenant: r.tenant_id,
+        namespace: r.namespace,
+        name: r.name,
+        shard,
+      };
+      const p = placeShard({ key, replicationFactor: r.replication_factor }, nodes, load);
+      if (!p.placed) continue;
+      for (const id of p.assignment.replicas) if (load.has(id)) load.set(id, load.get(id)! + 1);
+      const placed = { ...p.assignment, generation: base + p.assignment.generation };
+      const a = assignmentFor(key, placed, r.routing);
+      written.push(a);
+      w.change('assignments', 'assigned', assignmentKeyOf(a), a);
+    }
+    await upsertAssignments(w.q, written, w.nowMs());
+  }
+
+  /** Removes the assignments of one resource (its delete), recording each. */
+  async removeFor(w: Write, t: string, ns: string, kind: ShardKind, name: string): Promise<void> {
+    for (const r of await deleteAssignments(w.q, t, ns, { kind, name }))
+      w.change('assignments', 'unassigned', assignmentRowKey(r));
+  }
+
+  /** Removes every assignment under `t/ns` (its namespace's delete), recording each. */
+  async removeIn(w: Write, t: string, ns: string): Promise<void> {
+    for (const r of await deleteAssignments(w.q, t, ns))
+      w.change('assignments', 'unassigned', assignmentRowKey(r));
+  }
+
+  private async placementInputs(q: Sql, view: PlacementView): Promise<PlacementInputs> {
+    const nodes = view(await livenessRows(q));
+    const current = new Map<string, AssignmentRecord>();
+    for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
+      const a = assignmentOf(r);
+      current.set(shardId(a.kind, a.tenant_id, a.namespace, a.stream, a.shard), a);
+    }
+    const requests: ShardRequest[] = [];
+    const routing = new Map<string, Routing | undefined>();
+    for (const kind of this.kinds) {
+      for (const res of await shardedResources(q, kind)) {
+        for (let shard = 0; shard < res.shards; shard++) {
+          const id = shardId(res.kind, res.tenant_id, res.namespace, res.name, shard);
+          const cur = current.get(id);
+          current.delete(id);
+          routing.set(id, res.routing);
+          requests.push({
+            key: {
+              kind: res.kind,
+              tenant: res.tenant_id,
+              namespace: res.namespace,
+              name: res.name,
+              shard,
+            },
+            replicationFactor: res.replication_factor,
+            current: cur
+              ? { leader: cur.leader, replicas: cur.replicas, generation: cur.generation }
+              : undefined,
+          });
+        }
+      }
+    }
+    // What is left in `current` matched no resource.
+    return { nodes, requests, routing, orphans: [...current.values()] };
+  }
+}

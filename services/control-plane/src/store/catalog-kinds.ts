@@ -1,0 +1,126 @@
+/**
+ * The sharded catalog resources, streams and caches, described as data: table, name column,
+ * columns, which of them a patch may change, and how the record reads back. One generic
+ * repository (`catalog.ts`) and placement (`assignments.ts`) work from these descriptions.
+ */
+import type { ShardKind } from '@felix/router';
+import { CacheNotFoundError, type ControlPlaneError, StreamNotFoundError } from '../errors.js';
+import { type Row, cacheOf, num, str, streamOf } from './rows.js';
+import type { Sql, SqlParam } from './sql.js';
+import type { Cache, Consistency, Retention, Routing, Stream } from './types.js';
+
+export interface CatalogKind<T, P> {
+  /** The shard kind placement and assignments use; also the word in messages. */
+  kind: ShardKind;
+  feed: 'streams' | 'caches';
+  table: 'streams' | 'caches';
+  nameCol: 'stream' | 'cache';
+  /** Whether the resource chooses its routing (placement carries it into assignments). */
+  routed: boolean;
+  /** Every stored column with the item's value, key columns first (created_at_ms excluded). */
+  columns(item: T): Record<string, SqlParam>;
+  /** The columns a patch may change. */
+  mutable: readonly string[];
+  of(r: Row): T;
+  nameOf(item: T): string;
+  routingOf(item: T): Routing | undefined;
+  applyPatch(cur: T, patch: P): T;
+  notFound(message: string): ControlPlaneError;
+}
+
+/** What a stream's PATCH may change: shards, replication and routing are fixed. */
+export interface StreamPatch {
+  retention?: Retention | undefined;
+  consistency?: Consistency | undefined;
+  durable?: boolean | undefined;
+}
+
+/** What a cache's PATCH may change: only its display name. */
+export interface CachePatch {
+  display_name: string;
+}
+
+export const STREAMS: CatalogKind<Stream, StreamPatch> = {
+  kind: 'stream',
+  feed: 'streams',
+  table: 'streams',
+  nameCol: 'stream',
+  routed: true,
+  columns: (st) => ({
+    tenant_id: st.tenant_id,
+    namespace: st.namespace,
+    stream: st.stream,
+    shards: st.shards,
+    replication_factor: st.replication_factor,
+    retention_max_age_seconds: st.retention.max_age_seconds,
+    retention_max_size_bytes: st.retention.max_size_bytes,
+    consistency: st.consistency,
+    durable: st.durable ? 1 : 0,
+    routing: st.routing,
+  }),
+  mutable: ['retention_max_age_seconds', 'retention_max_size_bytes', 'consistency', 'durable'],
+  of: streamOf,
+  nameOf: (st) => st.stream,
+  routingOf: (st) => st.routing,
+  applyPatch: (cur, patch) => ({
+    ...cur,
+    retention: patch.retention ?? cur.retention,
+    consistency: patch.consistency ?? cur.consistency,
+    durable: patch.durable ?? cur.durable,
+  }),
+  notFound: (message) => new StreamNotFoundError(message),
+};
+
+export const CACHES: CatalogKind<Cache, CachePatch> = {
+  kind: 'cache',
+  feed: 'caches',
+  table: 'caches',
+  nameCol: 'cache',
+  routed: false,
+  columns: (c) => ({
+    tenant_id: c.tenant_id,
+    namespace: c.namespace,
+    cache: c.cache,
+    display_name: c.display_name,
+    shards: c.shards,
+    replication_factor: c.replication_factor,
+    consistency: c.consistency,
+  }),
+  mutable: ['display_name'],
+  of: cacheOf,
+  nameOf: (c) => c.cache,
+  routingOf: () => undefined,
+  applyPatch: (cur, patch) => ({ ...cur, display_name: patch.display_name }),
+  notFound: (message) => new CacheNotFoundError(message),
+};
+
+/** What placement needs of one resource. */
+export interface ShardedResource {
+  kind: ShardKind;
+  tenant_id: string;
+  namespace: string;
+  name: string;
+  shards: number;
+  replication_factor: number;
+  routing?: Routing | undefined;
+}
+
+/** Every resource of `kind`, read narrowly (placement reads the whole catalog each pass). */
+export async function shardedResources(
+  q: Sql,
+  kind: CatalogKind<unknown, unknown>,
+): Promise<ShardedResource[]> {
+  const cols = `tenant_id, namespace, ${kind.nameCol}, shards, replication_factor`;
+  const rows = await q.query<Row>(
+    `SELECT ${kind.routed ? `${cols}, routing` : cols} FROM ${kind.table}`,
+  );
+  return rows.map((r) => ({
+    kind: kind.kind,
+    tenant_id: str(r.tenant_id),
+    namespace: str(r.namespace),
+    name: str(r[kind.nameCol]),
+    shards: num(r.shards),
+    replication_factor: num(r.replication_factor),
+    routing: kind.routed ? (str(r.routing) as Routing) : undefined,
+  }));
+}
