@@ -10,10 +10,11 @@ import {
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
   FLAG_EVENT_BATCH_TIMESTAMPS,
+  encodeMessage as jsonFrame,
 } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import { EVENT_WRITE_BYTES_MAX } from '../limits.js';
-import { JSON_VARIANT, eventsFrame, jsonFrame } from '../session/codec.js';
+import { JSON_VARIANT, eventsFrame } from './event-frame.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import type { EncodedFrame, EventBatch, EventVariant } from './event-batch.js';
 import type { StreamDeps } from './deps.js';
