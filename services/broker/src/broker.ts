@@ -21,7 +21,7 @@ import { startHttp } from './http/http-server.js';
 import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
 import { openDurableStore } from './streams/durable-store.js';
-import { Projections } from './caches/projection-requests.js';
+import { BrokerRequests } from './requests.js';
 import { ClusterNode, checkClusterConfig, controlPlaneUrl } from './cluster/cluster-node.js';
 import type { OpenStore } from './catalog/catalog.js';
 import type { ShardHooks } from './streams/shard.js';
@@ -46,7 +46,7 @@ export class Broker {
   private listeners: Listener[] = [];
   private http: Server | null = null;
   private catalog: Catalog | null = null;
-  private projections: Projections | null = null;
+  private requests: BrokerRequests | null = null;
   /** The data directory's lock, held from start until every log is closed. */
   private dataDirLock: DirLock | null = null;
   /** Set when a control plane is configured (cluster.controlplane_url). */
@@ -83,38 +83,20 @@ export class Broker {
     const openStore: OpenStore = (s, i) => openDurableStore(cfg, s, i, m);
     const hooks: ShardHooks = {
       onDrop: (n) => m.fanoutDropped.inc(n),
-      onApply: () => this.projections?.onApply(),
+      onApply: (shard) => this.requests?.onApply(shard),
     };
     this.catalog = await Catalog.open(cfg, openStore, hooks);
-    this.projections = new Projections(cfg, this.catalog, m);
+    this.requests = new BrokerRequests({
+      config: cfg,
+      catalog: this.catalog,
+      metrics: m,
+      log: this.log,
+      draining: () => this.draining,
+    });
     m.streams.set({ durable: 'true' }, cfg.streams.filter((s) => s.durable).length);
     m.streams.set({ durable: 'false' }, cfg.streams.filter((s) => !s.durable).length);
     const tls = await this.tlsMaterial();
-    const ports: Record<TransportName, number | null> = { quic: null, tls: null };
-    // TLS first: with port 0 it picks the number QUIC then shares.
-    for (const transport of ['tls', 'quic'] as const) {
-      if (!cfg.broker.transports.includes(transport)) continue;
-      const explicit = transport === 'quic' ? cfg.broker.quic_port : cfg.broker.tls_port;
-      const port =
-        explicit ?? (cfg.broker.port === 0 && ports.tls !== null ? ports.tls : cfg.broker.port);
-      let listener: Listener;
-      try {
-        listener = await listen({
-          transport,
-          host: cfg.broker.host,
-          port,
-          tls: { certPem: tls.certPem, keyPem: tls.keyPem },
-          idleTimeoutMs: IDLE_TIMEOUT_MS,
-          keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
-          closeTimeoutMs: CLOSE_TIMEOUT_MS,
-        });
-      } catch (err) {
-        throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });
-      }
-      this.listeners.push(listener);
-      ports[transport] = listener.port;
-      void this.acceptLoop(listener);
-    }
+    const ports = await this.listenAll(tls);
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
       refreshGauges: () => this.refreshGauges(),
@@ -138,8 +120,9 @@ export class Broker {
         metrics: m,
         log: this.log,
         clientPort: ports.quic ?? ports.tls ?? cfg.broker.port,
-        ...(this.projections ? { caches: this.projections.caches } : {}),
+        caches: this.requests.caches,
       });
+      this.requests.ownership = this.cluster.table;
     }
     this.ready = true;
     this.log.info(
@@ -155,6 +138,40 @@ export class Broker {
       },
       'listening',
     );
+  }
+
+  /** Starts the configured client listeners (TLS first: with port 0 it picks the number QUIC
+   *  then shares); answers the port of each. */
+  private async listenAll(tls: {
+    certPem: string;
+    keyPem: string;
+  }): Promise<Record<TransportName, number | null>> {
+    const cfg = this.config;
+    const ports: Record<TransportName, number | null> = { quic: null, tls: null };
+    for (const transport of ['tls', 'quic'] as const) {
+      if (!cfg.broker.transports.includes(transport)) continue;
+      const explicit = transport === 'quic' ? cfg.broker.quic_port : cfg.broker.tls_port;
+      const port =
+        explicit ?? (cfg.broker.port === 0 && ports.tls !== null ? ports.tls : cfg.broker.port);
+      let listener: Listener;
+      try {
+        listener = await listen({
+          transport,
+          host: cfg.broker.host,
+          port,
+          tls: { certPem: tls.certPem, keyPem: tls.keyPem },
+          idleTimeoutMs: IDLE_TIMEOUT_MS,
+          keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
+          closeTimeoutMs: CLOSE_TIMEOUT_MS,
+        });
+      } catch (err) {
+        throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });
+      }
+      this.listeners.push(listener);
+      ports[transport] = listener.port;
+      void this.acceptLoop(listener);
+    }
+    return ports;
   }
 
   private async tlsMaterial(): Promise<{
@@ -199,11 +216,10 @@ export class Broker {
   private async serve(conn: Connection): Promise<void> {
     const session = new ClientSession(conn, {
       config: this.config,
-      catalog: this.catalog!,
       metrics: this.metrics,
       log: this.log,
       draining: () => this.draining,
-      ...(this.projections ? { projections: this.projections } : {}),
+      handlers: this.requests!.table,
       ...(this.cluster ? { ownership: this.cluster.table } : {}),
     });
     this.sessions.add(session);
@@ -242,7 +258,7 @@ export class Broker {
     // Leave the cluster first, so placement stops counting this node before its shards close.
     await this.cluster?.leave();
     // Waiting group polls answer (empty) now instead of holding the drain for their wait.
-    this.projections?.drain();
+    this.requests?.drain();
     const bound = new Promise<'timeout'>((resolve) => {
       setTimeout(() => resolve('timeout'), this.config.broker.drain_timeout_ms).unref();
     });
@@ -258,7 +274,7 @@ export class Broker {
       ),
     );
     await Promise.allSettled(this.listeners.map((l) => l.close()));
-    await this.projections?.close();
+    await this.requests?.close();
     await this.catalog?.close();
     await this.dataDirLock?.release();
     await new Promise<void>((resolve) => {

@@ -1,6 +1,7 @@
 /**
- * Broker operating errors. Wire-level refusals are answered to the client with a wire error code
- * (see session/answers.ts); these classes are what broker code throws and logs.
+ * Broker operating errors: what broker code throws and logs. A request the broker declines is a
+ * `Refusal` (session/refusal.ts, a BrokerError too), answered to the client with a wire error
+ * code from @felix/wire's table.
  */
 import { FelixError, type FelixErrorOptions } from '@felix/common';
 
@@ -81,31 +82,6 @@ export class DrainingError extends BrokerError {
   readonly code = 'FELIX_BROKER_DRAINING';
   constructor() {
     super('broker is draining', { retry: 'retry' });
-  }
-}
-
-/**
- * A cache, counter, watch or group request the broker answers with a wire `error` (reference
- * §1.8): `wireCode` and `wireRetry` go on the wire, `reason` labels the bad-input metric.
- */
-export class RequestRefusedError extends BrokerError {
-  readonly code = 'FELIX_BROKER_REQUEST_REFUSED';
-  constructor(
-    readonly wireCode:
-      | 'forbidden'
-      | 'not_found'
-      | 'invalid_request'
-      | 'limit_exceeded'
-      | 'draining'
-      | 'internal'
-      | 'storage'
-      | 'stale_claim',
-    readonly wireRetry: 'retry' | 'retry_after' | 'outcome_unknown' | 'fatal',
-    message: string,
-    readonly reason: string,
-    options?: FelixErrorOptions,
-  ) {
-    super(message, options);
   }
 }
 

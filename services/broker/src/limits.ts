@@ -136,6 +136,16 @@ export const CACHE_HOT_BYTES_DEFAULT = 64 * 1024 * 1024;
 /** Ceiling on the hot-value bound (values are copies of what the log holds). */
 export const CACHE_HOT_BYTES_MAX = 16 * 1024 * 1024 * 1024;
 /**
+ * Expired keys one cache expiry pass deletes at most, over every cache shard this broker leads:
+ * a pass is a few appends, so a backlog of expiries cannot hold a shard's writer for long; the
+ * rest go in the next passes. Within storage's own per-call bound (EXPIRY_DELETES_PER_PASS_MAX).
+ */
+export const CACHE_EXPIRY_DELETES_PER_PASS_MAX = 1024;
+/** Default interval of the cache expiry pass: an expired key is deleted about this late. */
+export const CACHE_EXPIRY_INTERVAL_MS_DEFAULT = 1_000;
+/** Ceiling on the expiry interval (an hour: expiries that late are not expiries). */
+export const CACHE_EXPIRY_INTERVAL_MS_MAX = 3_600_000;
+/**
  * Keys whose write generation (or writes in flight) the hot-value map tracks before it forgets
  * them all at once.
  */

@@ -11,7 +11,7 @@ import {
 } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { EventBatch, Shard } from '../src/index.js';
-import { eventsFrame } from '../src/session/codec.js';
+import { eventsFrame } from '../src/streams/event-frame.js';
 
 const enc = new TextEncoder();
 const hooks = { onDrop: () => undefined, onApply: () => undefined };

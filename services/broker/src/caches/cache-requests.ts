@@ -1,7 +1,7 @@
 /**
- * Answers `cache_put`, `cache_get`, `cache_delete`, `counter_add` and `counter_get`, and opens
- * `cache_watch`es. Each handler checks its input, finds the shard and answers the message to
- * write, or throws a RequestRefusedError; a failed read is a refusal, never a `null` value.
+ * Answers `cache_put`, `cache_get` and `cache_delete`, and opens `cache_watch`es. Each checks its
+ * input, finds the shard and answers the message to write, or throws a Refusal; a failed read is
+ * a refusal, never a `null` value.
  */
 import type { CacheWatch, LogCache, WatchFilter, WatchStart } from '@felix/storage';
 import {
@@ -10,24 +10,13 @@ import {
   valueAnswerFrame,
   valueAnswerHead,
 } from '@felix/wire';
-import { RequestRefusedError } from '../errors.js';
 import { CACHE_TTL_MS_MAX } from '../limits.js';
 import { type Negotiated, has } from '../session/negotiation.js';
+import { Refusal, checkTenant } from '../session/refusal.js';
 import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
 import type { Hot } from './hot-values.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
-
-export function checkTenant(auth: Negotiated, tenant: string): void {
-  if (tenant !== auth.tenant) {
-    throw new RequestRefusedError(
-      'forbidden',
-      'fatal',
-      `stream authenticated for tenant ${auth.tenant}`,
-      'wrong_tenant',
-    );
-  }
-}
 
 export async function cachePut(
   svc: CacheService,
@@ -39,12 +28,7 @@ export async function cachePut(
   const shard = svc.shardOf(cfg, msg.key);
   const ttl = msg.ttl_ms ?? cfg.default_ttl_ms ?? undefined;
   if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 0 || ttl > CACHE_TTL_MS_MAX)) {
-    throw new RequestRefusedError(
-      'invalid_request',
-      'fatal',
-      `ttl_ms ${ttl} outside 0..${CACHE_TTL_MS_MAX}`,
-      'bad_ttl',
-    );
+    throw new Refusal('invalid_request', `ttl_ms ${ttl} outside 0..${CACHE_TTL_MS_MAX}`, 'bad_ttl');
   }
   const cache = await svc.cache(cfg, shard);
   const hot = svc.hot;
@@ -132,30 +116,6 @@ export async function cacheGet(
   return out;
 }
 
-export async function counterOp(
-  svc: CacheService,
-  auth: Negotiated,
-  msg: Msg<'counter_add'> | Msg<'counter_get'>,
-): Promise<Message> {
-  checkTenant(auth, msg.tenant_id);
-  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
-  const counters = await svc.counters(cfg, svc.shardOf(cfg, msg.key));
-  let value: bigint | undefined;
-  try {
-    value =
-      msg.type === 'counter_add'
-        ? await counters.add(msg.key, msg.delta)
-        : await counters.get(msg.key);
-  } catch (err) {
-    throw storageRefusal(msg.type === 'counter_add' ? 'counter add' : 'counter get', err);
-  }
-  return {
-    type: 'counter_value',
-    ...(value !== undefined ? { value } : {}),
-    request_id: msg.request_id,
-  };
-}
-
 export type WatchOpening =
   | {
       kind: 'started';
@@ -175,8 +135,7 @@ export async function openWatch(
 ): Promise<WatchOpening> {
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
-  const bad = (message: string, reason: string) =>
-    new RequestRefusedError('invalid_request', 'fatal', message, reason);
+  const bad = (message: string, reason: string) => new Refusal('invalid_request', message, reason);
   if ((msg.key === undefined) === (msg.prefix === undefined))
     throw bad('a watch names exactly one of key and prefix', 'watch_filter');
   if (msg.retained && !has(auth.features, FEATURE_CACHE_WATCH_RETAINED))

@@ -18,8 +18,8 @@ import {
 } from '@felix/storage';
 import { shardForKey } from '@felix/wire';
 import type { BrokerConfig, CacheConfig } from '../config/types.js';
-import { RequestRefusedError } from '../errors.js';
 import { CACHE_KEY_BYTES_MAX } from '../limits.js';
+import { Refusal } from '../session/refusal.js';
 import { HotScope, HotValues } from './hot-values.js';
 
 export type ServedCache = LogCache | EphemeralCache;
@@ -45,6 +45,8 @@ export class CacheService {
   private readonly logCaches: ProjectionShards<LogCache> | null;
   private readonly counterLogs: ProjectionShards<CounterLog> | null;
   private readonly ephemeral = new Map<string, EphemeralCache>();
+  /** Log-backed shards opened since start, per config (what the expiry pass visits). */
+  private readonly opened = new Map<CacheConfig, Set<number>>();
   private closed = false;
   /** Hot values in front of the log-backed caches (null without durable storage). */
   readonly hot: HotValues | null;
@@ -121,12 +123,7 @@ export class CacheService {
   lookup(tenant: string, namespace: string, name: string): CacheConfig {
     const c = this.byScope.get(tenant)?.get(namespace)?.get(name);
     if (c === undefined) {
-      throw new RequestRefusedError(
-        'not_found',
-        'retry_after',
-        `cache ${namespace}/${name} not found`,
-        'unknown_cache',
-      );
+      throw new Refusal('not_found', `cache ${namespace}/${name} not found`, 'unknown_cache');
     }
     return c;
   }
@@ -150,17 +147,43 @@ export class CacheService {
       }
       return c;
     }
+    let shards = this.opened.get(cache);
+    if (shards === undefined) {
+      shards = new Set();
+      this.opened.set(cache, shards);
+    }
+    shards.add(shard);
     return this.logCaches.get(id).catch((err: unknown) => {
       throw storageRefusal('open cache shard', err);
     });
   }
 
+  /**
+   * The log-backed cache shards opened since start whose cache is still served, for the expiry
+   * pass. A shard nobody opened holds no watcher and no hot value; its expired keys read as
+   * absent, and are deleted once something opens it.
+   */
+  *openLogShards(): Generator<{ cache: CacheConfig; shard: number }> {
+    for (const [cache, shards] of this.opened) {
+      if (this.byScope.get(cache.tenant)?.get(cache.namespace)?.get(cache.name) !== cache) {
+        this.opened.delete(cache); // replaced or forgotten: its successor is tracked itself
+        continue;
+      }
+      for (const shard of shards) yield { cache, shard };
+    }
+  }
+
+  /** An opened log-backed shard (never opens one); undefined without durable storage. */
+  openedLog(cache: CacheConfig, shard: number): Promise<LogCache> | undefined {
+    if (this.logCaches === null || this.closed) return undefined;
+    return this.logCaches.get(shardId(cache, shard));
+  }
+
   async counters(cache: CacheConfig, shard: number): Promise<CounterLog> {
     if (this.closed) throw closedRefusal();
     if (this.counterLogs === null) {
-      throw new RequestRefusedError(
+      throw new Refusal(
         'invalid_request',
-        'fatal',
         'counters need durable storage (durable.data_dir)',
         'counters_not_durable',
       );
@@ -188,36 +211,28 @@ export function checkKey(key: string): void {
   if (key.length > 0 && key.length * 3 <= CACHE_KEY_BYTES_MAX) return;
   const bytes = Buffer.byteLength(key);
   if (bytes === 0 || bytes > CACHE_KEY_BYTES_MAX) {
-    throw new RequestRefusedError(
+    throw new Refusal(
       'invalid_request',
-      'fatal',
       `a key must be 1..${CACHE_KEY_BYTES_MAX} bytes, got ${bytes}`,
       'bad_key',
     );
   }
 }
 
-function closedRefusal(): RequestRefusedError {
-  return new RequestRefusedError('draining', 'retry', 'broker is shutting down', 'draining');
+function closedRefusal(): Refusal {
+  return new Refusal('draining', 'broker is shutting down', 'draining');
 }
 
 /**
  * Maps a storage failure to its wire answer: bad input stays invalid_request, a closing store is
  * draining, anything else is a storage error (a failed read is never reported as a miss).
  */
-export function storageRefusal(what: string, err: unknown): RequestRefusedError {
-  if (err instanceof RequestRefusedError) return err;
+export function storageRefusal(what: string, err: unknown): Refusal {
+  if (err instanceof Refusal) return err;
   if (err instanceof ProjectionInputError || err instanceof CounterOverflowError) {
-    return new RequestRefusedError('invalid_request', 'fatal', err.message, 'bad_value', {
-      cause: err,
-    });
+    return new Refusal('invalid_request', err.message, 'bad_value', { cause: err });
   }
   if (err instanceof ProjectionClosedError) return closedRefusal();
-  return new RequestRefusedError(
-    'storage',
-    'outcome_unknown',
-    `${what} failed: ${(err as Error).message}`,
-    'storage_error',
-    { cause: err },
-  );
+  const message = `${what} failed: ${(err as Error).message}`;
+  return new Refusal('storage', message, 'storage_error', { cause: err });
 }

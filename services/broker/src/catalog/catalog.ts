@@ -4,12 +4,9 @@
  * startup (durable ones through `openStore`) and closed on shutdown.
  */
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
-import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
+import { Shard, type ShardHooks, type ShardStore, type StreamRuntime } from '../streams/shard.js';
 
-export interface StreamRuntime {
-  config: StreamConfig;
-  shards: Shard[];
-}
+export type { StreamRuntime };
 
 export type OpenStore = (stream: StreamConfig, shard: number) => Promise<ShardStore>;
 

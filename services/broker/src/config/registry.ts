@@ -5,6 +5,8 @@
  */
 import {
   AUTH_TIMEOUT_MS_DEFAULT,
+  CACHE_EXPIRY_INTERVAL_MS_DEFAULT,
+  CACHE_EXPIRY_INTERVAL_MS_MAX,
   CACHE_HOT_BYTES_DEFAULT,
   CACHE_HOT_BYTES_MAX,
   CLIENT_CONNECTIONS_DEFAULT,
@@ -290,6 +292,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     min: 0,
     max: CACHE_HOT_BYTES_MAX,
     doc: 'Bytes of current cache values kept in memory in front of the cache logs (each held as its encoded `cache_value` answer, about 4/3 of the value plus key and cache names), least recently used out first; 0 turns it off (every get reads the log).',
+  },
+  {
+    key: 'broker.cache_expiry_interval_ms',
+    env: 'FELIX_BROKER_CACHE_EXPIRY_INTERVAL_MS',
+    type: 'int',
+    default: CACHE_EXPIRY_INTERVAL_MS_DEFAULT,
+    min: 10,
+    max: CACHE_EXPIRY_INTERVAL_MS_MAX,
+    doc: 'How often the broker deletes the expired keys of the log-backed cache shards it leads (at most CACHE_EXPIRY_DELETES_PER_PASS_MAX per pass), so watchers see each expiry as a delete without any read.',
   },
   {
     key: 'groups.visibility_timeout_ms',

@@ -47,6 +47,7 @@ export interface BrokerConfig {
     log_level: LogLevel;
     watch_queue_capacity: number;
     cache_hot_bytes: number;
+    cache_expiry_interval_ms: number;
   };
   durable: {
     data_dir: string | null;

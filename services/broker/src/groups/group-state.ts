@@ -2,7 +2,7 @@
  * The in-memory half of one consumer group on one stream shard (reference §5): standing claims
  * with their visibility deadlines, owed records (lapsed or handed back) with their attempt
  * counts, finished offsets above the cursor, and redriven dead letters. Pure bookkeeping: no I/O
- * and no clock of its own. The durable half (cursor, dead letters) is written by GroupService.
+ * and no clock of its own. The durable half (cursor, dead letters) is written by the group registry and settles.
  * This state is deliberately not durable: after a restart a group resumes from its committed
  * position and everything above it is delivered again (at-least-once).
  */

@@ -1,21 +1,16 @@
 /**
  * The broker's use of @felix/wire in one place: frame reading with the pre-auth bound, JSON
- * messages, publish batches, acks and event batches.
+ * messages, publish batches and acks (event frames are streams/event-frame.ts).
  */
 import {
   FLAG_BINARY_PUBLISH_ACK_CODE,
   FLAG_BINARY_PUBLISH_ACK_OFFSET,
-  FLAG_EVENT_BATCH_OFFSETS,
-  FLAG_EVENT_BATCH_SKIPPED,
-  FLAG_EVENT_BATCH_TIMESTAMPS,
   FrameDecoder,
   InboundFrame,
   type Message,
   type PayloadList,
   decodeMessage,
   decodePublishBatchListPieces,
-  encodeEventBatch,
-  encodeEventBatchHead,
   encodeMessage,
   ERROR_CODE_NUMBERS,
   RETRY_BYTES,
@@ -23,7 +18,6 @@ import {
   frameLayout,
   shardForKey,
 } from '@felix/wire';
-import type { EventBatch, EventVariant } from '../streams/event-batch.js';
 import type { ErrorCodeName, RetryName } from './refusal.js';
 
 export { InboundFrame };
@@ -99,43 +93,6 @@ export function ackFrame(negotiated: number, ack: AckOut): Uint8Array {
       : {}),
     ...(withOffset ? { offset: ack.offset } : {}),
   });
-}
-
-/** JSON `event_batch` for clients that parse no binary event layout. */
-export const JSON_VARIANT: EventVariant = -1;
-
-/** The bytes of one event frame, in parts written back to back (the frame is their join). */
-export function eventsFrame(
-  batch: EventBatch,
-  variant: EventVariant,
-  scope: { tenant_id: string; namespace: string; stream: string },
-): Uint8Array[] {
-  if (variant === JSON_VARIANT) {
-    return [
-      encodeMessage({
-        type: 'event_batch',
-        ...scope,
-        payloads: [...batch.payloads],
-        base_offset: batch.first,
-      }),
-    ];
-  }
-  const offsets = (variant & FLAG_EVENT_BATCH_OFFSETS) !== 0;
-  const timed = (variant & FLAG_EVENT_BATCH_TIMESTAMPS) !== 0;
-  if (batch.list !== undefined && !(variant & FLAG_EVENT_BATCH_SKIPPED) && !timed) {
-    // The published list goes out as it arrived, behind a small head: no copy of the payloads.
-    const head = encodeEventBatchHead(offsets ? { baseOffset: batch.first } : {}, batch.listBytes);
-    return [head, ...batch.list];
-  }
-  // The shared form (0x0004): no subscription id, so one encoding serves every subscriber.
-  return [
-    encodeEventBatch({
-      ...(offsets ? { baseOffset: batch.first } : {}),
-      ...(variant & FLAG_EVENT_BATCH_SKIPPED ? { skippedBefore: batch.skippedBefore } : {}),
-      ...(timed ? { timestampsMicros: batch.timesMicros() } : {}),
-      payloads: batch.payloads as Uint8Array[],
-    }),
-  ];
 }
 
 export function routeKey(key: Uint8Array, shards: number, routing: 'modulo' | 'jump_hash'): number {

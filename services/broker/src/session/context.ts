@@ -1,10 +1,9 @@
-/** What a client session needs from the broker: config, catalog, metrics, logger, drain state. */
+/** What a client session needs from the broker: config, handlers, metrics, logger, drain state. */
 import type { Logger } from 'pino';
-import type { Catalog } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
-import type { Projections } from '../caches/projection-requests.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { Message } from '@felix/wire';
+import type { HandlerTable } from './handler.js';
 import type { Refusal } from './refusal.js';
 
 /** Control-plane mode: which shards this broker serves (cluster/shard-table.ts). */
@@ -23,12 +22,11 @@ export interface ShardOwnership {
 
 export interface SessionContext {
   config: BrokerConfig;
-  catalog: Catalog;
   metrics: BrokerMetrics;
   log: Logger;
   draining(): boolean;
-  /** Caches, counters, watches and consumer groups (absent in tests that serve streams only). */
-  projections?: Projections;
+  /** Every request type this broker serves, registered by streams, caches, counters, groups. */
+  handlers: HandlerTable;
   /** Control-plane mode only: refuses shards this broker does not hold. */
   ownership?: ShardOwnership;
 }

@@ -1,67 +1,75 @@
-/** Wire error codes and retry classes the broker answers with (reference §1.8). */
+/**
+ * The one refusal every request handler answers with, returned or thrown (a thrown one is caught
+ * where the request's answer is built). Its code and default retry class come from
+ * @felix/wire's error-code table; `reason` labels the bad-input metric. How a refusal is written
+ * (an `error`, a `publish_error` or a binary ack) is decided where the answer is encoded.
+ */
+import {
+  FEATURE_ERROR_CODES,
+  type KnownErrorCodeName,
+  type RetryName,
+  defaultRetryFor,
+  encodeMessage,
+} from '@felix/wire';
+import { BrokerError } from '../errors.js';
+import type { Negotiated } from './negotiation.js';
 
-export type ErrorCodeName =
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'not_found'
-  | 'invalid_request'
-  | 'shard_unavailable'
-  | 'not_leader'
-  | 'overloaded'
-  | 'limit_exceeded'
-  | 'draining'
-  | 'internal'
-  | 'storage';
+/** A code name of wire's table: a refusal cannot carry a code the table does not hold. */
+export type ErrorCodeName = KnownErrorCodeName;
 
-export type RetryName = 'retry' | 'retry_after' | 'redirect' | 'outcome_unknown' | 'fatal';
+export type { RetryName };
 
-export const ERROR_CODE_NUMBERS: Record<ErrorCodeName, number> = {
-  unauthenticated: 1,
-  forbidden: 2,
-  not_found: 3,
-  invalid_request: 4,
-  shard_unavailable: 5,
-  not_leader: 6,
-  overloaded: 10,
-  limit_exceeded: 11,
-  draining: 12,
-  internal: 13,
-  storage: 14,
-};
+export interface RefusalOptions {
+  /** End the stream after answering (its bytes can no longer be trusted). */
+  fatalToStream?: boolean;
+  /** A retry class other than the code's default (e.g. a stale claim that may not be retried). */
+  retry?: RetryName;
+  cause?: unknown;
+}
 
-export const DEFAULT_RETRY: Record<ErrorCodeName, RetryName> = {
-  unauthenticated: 'fatal',
-  forbidden: 'fatal',
-  not_found: 'retry_after',
-  invalid_request: 'fatal',
-  shard_unavailable: 'retry',
-  not_leader: 'redirect',
-  overloaded: 'retry_after',
-  limit_exceeded: 'fatal',
-  draining: 'retry',
-  internal: 'outcome_unknown',
-  storage: 'outcome_unknown',
-};
+/** A request the broker answers with a wire error instead of doing it. */
+export class Refusal extends BrokerError {
+  readonly code = 'FELIX_BROKER_REQUEST_REFUSED';
+  readonly fatalToStream: boolean;
+  readonly wireRetry: RetryName;
 
-export const RETRY_NUMBERS: Record<RetryName, number> = {
-  retry: 1,
-  retry_after: 2,
-  redirect: 3,
-  outcome_unknown: 4,
-  fatal: 5,
-};
-
-/** A refusal the session answers with; `reason` labels the bad-input metric. */
-export class Refusal {
   constructor(
-    readonly code: ErrorCodeName,
-    readonly message: string,
+    readonly wireCode: ErrorCodeName,
+    message: string,
     readonly reason: string,
-    /** End the stream after answering (its bytes can no longer be trusted). */
-    readonly fatalToStream = false,
-  ) {}
-
-  get retry(): RetryName {
-    return DEFAULT_RETRY[this.code];
+    options: RefusalOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.fatalToStream = options.fatalToStream ?? false;
+    this.wireRetry = options.retry ?? defaultRetryFor(wireCode);
   }
+}
+
+/** The `error` frame of a refusal: with its code and retry class when the client reads them. */
+export function errorFrame(auth: Negotiated | null, refusal: Refusal): Uint8Array {
+  const withCodes = auth !== null && (auth.features & FEATURE_ERROR_CODES) !== 0;
+  return encodeMessage(
+    withCodes
+      ? {
+          type: 'error',
+          message: refusal.message,
+          code: refusal.wireCode,
+          retry: refusal.wireRetry,
+        }
+      : { type: 'error', message: refusal.message },
+  );
+}
+
+/** Refuses a request naming another tenant than the one its stream authenticated for. */
+export function checkTenant(auth: Negotiated, tenant: string): void {
+  if (tenant !== auth.tenant) throw wrongTenant(auth);
+}
+
+export function wrongTenant(auth: Negotiated): Refusal {
+  return new Refusal('forbidden', `stream authenticated for tenant ${auth.tenant}`, 'wrong_tenant');
+}
+
+/** The broker is shutting down: retried elsewhere or later. */
+export function drainingRefusal(): Refusal {
+  return new Refusal('draining', 'broker is shutting down', 'draining');
 }

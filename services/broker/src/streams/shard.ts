@@ -12,10 +12,17 @@
  * the ring covers it, otherwise paged from the store. Nothing falls between the halves and
  * nothing is delivered twice.
  */
+import type { StreamConfig } from '../config/types.js';
 import { HISTORY_PAGE_BYTES_MAX, HISTORY_PAGE_RECORDS_MAX } from '../limits.js';
 import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
 import { Ring } from './ring.js';
 import { SubscriberQueue } from './subscriber.js';
+
+/** One stream as the broker serves it: its config and its shards (by index). */
+export interface StreamRuntime {
+  config: StreamConfig;
+  shards: Shard[];
+}
 
 export interface StoredRecord {
   offset: number;
@@ -51,7 +58,8 @@ export type SubscribeOutcome =
 
 export interface ShardHooks {
   onDrop(records: number): void;
-  onApply(batch: EventBatch): void;
+  /** Records became visible on `shard` (consumer groups wake that shard's waiting polls). */
+  onApply(shard: Shard, batch: EventBatch): void;
 }
 
 export interface ShardSubscription {
@@ -145,6 +153,36 @@ export class Shard {
     return found !== undefined && found < this.appliedNext ? found : undefined;
   }
 
+  // What a consumer group reads (groups/record-source.ts): durable shards only.
+
+  /** Oldest offset the durable log still holds (retention moves it). */
+  get logBaseOffset(): number {
+    return this.store!.baseOffset;
+  }
+
+  /**
+   * Visits records [from, until) in place from the ring (no disk read, no copy) when it holds
+   * `from` and retention has not trimmed it from the log (the log decides what is gone); false,
+   * visiting nothing, otherwise.
+   */
+  visitHeld(
+    from: number,
+    until: number,
+    visit: (offset: number, payload: Uint8Array, timestampMicros: number) => void,
+  ): boolean {
+    const ring = this.ring;
+    if (ring.size === 0 || from < ring.base || from < this.store!.baseOffset || from >= until) {
+      return false;
+    }
+    ring.visit(from, until, visit);
+    return true;
+  }
+
+  /** Reads the durable log from `from` within the budget. */
+  readLog(from: number, budget: { maxRecords: number; maxBytes: number }): Promise<StoreRead> {
+    return this.store!.read(from, budget);
+  }
+
   /** Stops serving: ends every subscriber, and any that registers later. */
   retire(): void {
     this.retired = true;
@@ -159,7 +197,7 @@ export class Shard {
   private apply(batch: EventBatch): void {
     this.ring.push(batch);
     this.appliedNext = batch.next;
-    this.hooks.onApply(batch);
+    this.hooks.onApply(this, batch);
     for (const q of this.subscribers) q.offer(batch);
   }
 

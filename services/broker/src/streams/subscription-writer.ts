@@ -10,14 +10,15 @@ import {
   FLAG_EVENT_BATCH_OFFSETS,
   FLAG_EVENT_BATCH_SKIPPED,
   FLAG_EVENT_BATCH_TIMESTAMPS,
+  encodeMessage as jsonFrame,
 } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
-import type { EncodedFrame, EventBatch, EventVariant } from '../streams/event-batch.js';
-import type { ShardSubscription } from '../streams/shard.js';
-import { JSON_VARIANT, eventsFrame, jsonFrame } from './codec.js';
-import type { SessionContext } from './context.js';
 import { EVENT_WRITE_BYTES_MAX } from '../limits.js';
-import { type Negotiated, has } from './negotiation.js';
+import { JSON_VARIANT, eventsFrame } from './event-frame.js';
+import { type Negotiated, has } from '../session/negotiation.js';
+import type { EncodedFrame, EventBatch, EventVariant } from './event-batch.js';
+import type { StreamDeps } from './deps.js';
+import type { ShardSubscription } from './shard.js';
 
 export class SubscriptionWriter {
   private stopped = false;
@@ -27,7 +28,7 @@ export class SubscriptionWriter {
 
   constructor(
     private readonly conn: Connection,
-    private readonly ctx: SessionContext,
+    private readonly ctx: Pick<StreamDeps, 'metrics' | 'log'>,
     private readonly auth: Negotiated,
     readonly id: number,
     stream: StreamConfig,
@@ -138,6 +139,7 @@ export class SubscriptionWriter {
     records: number,
   ): Promise<void> {
     const last = parts.length - 1;
+    // A failed part write fails the last one too, which is awaited and reported.
     for (let i = 0; i < last; i++) uni.write(parts[i]!).catch(() => undefined);
     await uni.write(parts[last]!);
     this.ctx.metrics.deliveredRecords.inc(records);

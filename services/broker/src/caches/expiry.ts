@@ -1,0 +1,69 @@
+/**
+ * The cache TTL expiry pass, run by the leader of each log-backed cache shard: on a timer
+ * (`broker.cache_expiry_interval_ms`) it deletes keys whose expiry has passed, at most
+ * CACHE_EXPIRY_DELETES_PER_PASS_MAX per pass over every shard it leads, as appended deletes
+ * (LogCache.expireDue), so a watcher sees an expiry as a delete without anyone reading the key.
+ * A pass never overlaps the previous one.
+ */
+import type { Logger } from 'pino';
+import type { CacheConfig } from '../config/types.js';
+import { CACHE_EXPIRY_DELETES_PER_PASS_MAX } from '../limits.js';
+import type { CacheService } from './cache-service.js';
+
+/** Whether this broker leads the cache shard (always, outside control-plane mode). */
+export type LeadsCacheShard = (cache: CacheConfig, shard: number) => boolean;
+
+export class CacheExpiry {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<number> | null = null;
+
+  constructor(
+    private readonly caches: CacheService,
+    private readonly leads: LeadsCacheShard,
+    private readonly log: Logger,
+  ) {}
+
+  start(intervalMs: number): void {
+    if (!this.caches.durable || this.timer !== null) return;
+    this.timer = setInterval(() => {
+      if (this.running === null) void this.pass();
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** One pass; answers how many keys it deleted. */
+  pass(): Promise<number> {
+    if (this.running !== null) return this.running;
+    const run = this.expire().finally(() => {
+      this.running = null;
+    });
+    this.running = run;
+    return run;
+  }
+
+  private async expire(): Promise<number> {
+    let deleted = 0;
+    for (const { cache, shard } of this.caches.openLogShards()) {
+      if (deleted >= CACHE_EXPIRY_DELETES_PER_PASS_MAX) break;
+      if (!this.leads(cache, shard)) continue;
+      const opened = this.caches.openedLog(cache, shard);
+      if (opened === undefined) break; // closing
+      try {
+        const logCache = await opened;
+        deleted += await logCache.expireDue(CACHE_EXPIRY_DELETES_PER_PASS_MAX - deleted);
+      } catch (err) {
+        // A closing or failed shard: its requests answer for it; the next pass tries again.
+        this.log.debug({ err, cache: cache.name, shard }, 'cache expiry pass skipped a shard');
+      }
+    }
+    return deleted;
+  }
+
+  /** Stops the timer and waits for a pass in progress. */
+  async stop(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    // A failed pass was logged per shard; stopping only waits for it to end.
+    await this.running?.catch(() => undefined);
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * Registers the cache requests on the edge's HandlerTable: `cache_put`, `cache_get` (with the
+ * fast reader for the exact form the client writes, and the hot path that answers a hot key in
+ * the request's own turn), `cache_delete` and `cache_watch`, and the feature bits they offer.
+ * Answers go through the stream's AnswerPipe in request order (answers.ts).
+ */
+import type { Connection } from '@felix/transport';
+import {
+  FEATURE_CACHE_DELETE,
+  FEATURE_CACHE_WATCH,
+  FEATURE_CACHE_WATCH_RETAINED,
+  FEATURE_COUNTERS,
+  GetRequestReader,
+  type Message,
+} from '@felix/wire';
+import { WATCHES_PER_CONNECTION_MAX } from '../limits.js';
+import type { BrokerConfig } from '../config/types.js';
+import type { BrokerMetrics } from '../metrics.js';
+import { jsonFrame } from '../session/codec.js';
+import type { Handler, HandlerTable, Outcome, RequestContext } from '../session/handler.js';
+import { Refusal } from '../session/refusal.js';
+import type { ProjectionAnswers } from './answers.js';
+import { cacheGet, cachePut, hotGetFrame, openWatch } from './cache-requests.js';
+import { type CacheService, storageRefusal } from './cache-service.js';
+import type { RequestCount } from './projection-metrics.js';
+import { WatchWriter } from './watch-writer.js';
+
+type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
+
+export interface CacheDeps {
+  config: BrokerConfig;
+  brokerMetrics: BrokerMetrics;
+  caches: CacheService;
+  answers: ProjectionAnswers;
+}
+
+export function registerCacheHandlers(table: HandlerTable, deps: CacheDeps): void {
+  const h = new CacheHandlers(deps);
+  table.register('cache_put', h.put);
+  table.register('cache_get', h.get);
+  table.register('cache_delete', h.remove);
+  table.register('cache_watch', h.watch);
+  table.registerFastReader(() => new GetRequestReader());
+  let bits = FEATURE_CACHE_DELETE;
+  if (deps.caches.durable) {
+    bits |= FEATURE_CACHE_WATCH | FEATURE_CACHE_WATCH_RETAINED | FEATURE_COUNTERS;
+  }
+  table.offer(bits);
+}
+
+class CacheHandlers {
+  private readonly svc: CacheService;
+  private readonly answers: ProjectionAnswers;
+  /** The get path's own request count (no per-type lookup per get). */
+  private readonly gets: RequestCount;
+  private readonly watchIds = new WeakMap<Connection, Set<number>>();
+
+  constructor(private readonly deps: CacheDeps) {
+    this.svc = deps.caches;
+    this.answers = deps.answers;
+    this.gets = deps.answers.metrics.requestCount('cache_get');
+  }
+
+  private readonly putAnswer = (msg: Msg<'cache_put'>, rc: RequestContext) =>
+    cachePut(this.svc, rc.auth, msg);
+
+  private readonly readAnswer = (
+    msg: Msg<'cache_get'> | Msg<'cache_delete'>,
+    rc: RequestContext,
+  ): Promise<Message> => cacheGet(this.svc, rc.auth, msg);
+
+  readonly put: Handler<Msg<'cache_put'>> = {
+    onPublishOnly: 'unsupported',
+    shardLocation: 'message',
+    handle: (msg, rc) => this.answers.queue(rc, msg, this.putAnswer),
+  };
+
+  readonly remove: Handler<Msg<'cache_delete'>> = {
+    onPublishOnly: 'unsupported',
+    shardLocation: 'message',
+    handle: (msg, rc) => this.answers.queue(rc, msg, this.readAnswer),
+  };
+
+  /**
+   * A get: answered in this turn when its key is hot (the remembered answer bytes, or the
+   * refusal of a get that cannot be served), else read from the shard behind earlier answers.
+   */
+  readonly get: Handler<Msg<'cache_get'>> = {
+    onPublishOnly: 'unsupported',
+    shardLocation: 'message',
+    handle: (msg, rc) => {
+      if (!rc.answers.hasRoom) return this.getAfterRoom(msg, rc);
+      this.gets.n++;
+      this.getNow(msg, rc);
+      return null;
+    },
+  };
+
+  private async getAfterRoom(msg: Msg<'cache_get'>, rc: RequestContext): Promise<Outcome> {
+    this.gets.n++;
+    await rc.answers.room();
+    this.getNow(msg, rc);
+    return null;
+  }
+
+  private getNow(msg: Msg<'cache_get'>, rc: RequestContext): void {
+    const ready = this.hotAnswer(rc, msg);
+    if (ready !== undefined) rc.answers.pushReady(ready);
+    else this.answers.push(rc, msg.type, cacheGet(this.svc, rc.auth, msg));
+  }
+
+  /** A hot key's answer (or the refusal of the get); undefined when the key is not hot. */
+  private hotAnswer(rc: RequestContext, msg: Msg<'cache_get'>): Uint8Array | undefined {
+    try {
+      return hotGetFrame(this.svc, rc.auth, msg);
+    } catch (err) {
+      return this.answers.errorFrame(rc.auth, msg.type, err);
+    }
+  }
+
+  readonly watch: Handler<Msg<'cache_watch'>> = {
+    onPublishOnly: 'unsupported',
+    shardLocation: 'message',
+    handle: async (msg, rc) => {
+      this.answers.metrics.countRequest(msg.type);
+      await rc.answers.drain();
+      await this.openWatch(msg, rc);
+      return null;
+    },
+  };
+
+  private watchIdsOf(conn: Connection): Set<number> {
+    let ids = this.watchIds.get(conn);
+    if (ids === undefined) {
+      ids = new Set();
+      this.watchIds.set(conn, ids);
+    }
+    return ids;
+  }
+
+  /** Opens a watch served on its own uni stream; answers `cache_watch_started` or a refusal. */
+  private async openWatch(msg: Msg<'cache_watch'>, rc: RequestContext): Promise<void> {
+    const ids = this.watchIdsOf(rc.conn);
+    try {
+      if (ids.size >= WATCHES_PER_CONNECTION_MAX) {
+        const message = `at most ${WATCHES_PER_CONNECTION_MAX} watches per connection`;
+        throw new Refusal('limit_exceeded', message, 'watch_limit');
+      }
+      const id = msg.subscription_id ?? firstFree(ids);
+      if (ids.has(id)) {
+        throw new Refusal('invalid_request', `watch id ${id} is in use`, 'duplicate_watch');
+      }
+      const capacity = this.deps.config.broker.watch_queue_capacity;
+      const opening = await openWatch(this.svc, rc.auth, msg, capacity).catch((err: unknown) => {
+        throw storageRefusal('cache watch', err);
+      });
+      if (opening.kind === 'cursor_error') {
+        this.deps.brokerMetrics.badInput.inc({ reason: 'cursor_in_future' });
+        await rc.stream.write(
+          jsonFrame({
+            type: 'subscribe_cursor_error',
+            reason: 'in_future',
+            requested: opening.requested,
+            available: opening.available,
+          }),
+        );
+        return;
+      }
+      ids.add(id);
+      const writer = new WatchWriter(rc.conn, id, opening.watch, this.answers.metrics);
+      await rc.stream.write(
+        jsonFrame({
+          type: 'cache_watch_started',
+          subscription_id: id,
+          resume_offset: opening.resumeOffset,
+          resnapshot: opening.resnapshot,
+          ...(opening.retainedCount !== undefined ? { retained_count: opening.retainedCount } : {}),
+        }),
+      );
+      void rc.stream.closed.then(() => writer.stop());
+      void writer.run().finally(() => ids.delete(id));
+    } catch (err) {
+      const frame = this.answers.errorFrame(rc.auth, msg.type, err);
+      // The stream may be gone already; the refusal is counted.
+      await rc.stream.write(frame).catch(() => undefined);
+    }
+  }
+}
+
+function firstFree(ids: Set<number>): number {
+  // Ids the broker picks sit far above the ones clients count up from 1.
+  let id = 0x4000_0000;
+  while (ids.has(id)) id++;
+  return id;
+}

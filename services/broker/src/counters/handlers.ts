@@ -1,0 +1,53 @@
+/**
+ * Registers `counter_add` and `counter_get` on the edge's HandlerTable. Counters live beside the
+ * caches (CacheService, `<data_dir>/counters/`, durable storage only) and answer through the same
+ * ordered pipe (caches/answers.ts). Their feature bit is offered with the durable caches'.
+ */
+import type { Message } from '@felix/wire';
+import type { ProjectionAnswers } from '../caches/answers.js';
+import { type CacheService, storageRefusal } from '../caches/cache-service.js';
+import type { Handler, HandlerTable, RequestContext } from '../session/handler.js';
+import type { Negotiated } from '../session/negotiation.js';
+import { checkTenant } from '../session/refusal.js';
+
+type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
+type CounterMsg = Msg<'counter_add'> | Msg<'counter_get'>;
+
+export function registerCounterHandlers(
+  table: HandlerTable,
+  caches: CacheService,
+  answers: ProjectionAnswers,
+): void {
+  const answer = (msg: CounterMsg, rc: RequestContext) => counterOp(caches, rc.auth, msg);
+  const handler: Handler<CounterMsg> = {
+    onPublishOnly: 'unsupported',
+    shardLocation: 'message',
+    handle: (msg, rc) => answers.queue(rc, msg, answer),
+  };
+  table.register('counter_add', handler);
+  table.register('counter_get', handler);
+}
+
+export async function counterOp(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'counter_add'> | Msg<'counter_get'>,
+): Promise<Message> {
+  checkTenant(auth, msg.tenant_id);
+  const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+  const counters = await svc.counters(cfg, svc.shardOf(cfg, msg.key));
+  let value: bigint | undefined;
+  try {
+    value =
+      msg.type === 'counter_add'
+        ? await counters.add(msg.key, msg.delta)
+        : await counters.get(msg.key);
+  } catch (err) {
+    throw storageRefusal(msg.type === 'counter_add' ? 'counter add' : 'counter get', err);
+  }
+  return {
+    type: 'counter_value',
+    ...(value !== undefined ? { value } : {}),
+    request_id: msg.request_id,
+  };
+}

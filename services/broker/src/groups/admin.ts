@@ -1,0 +1,127 @@
+/**
+ * Group administration: dead-letter listing, discard and redrive, `group_seek`,
+ * `group_describe` and `group_delete`. Each durable change is made before its answer.
+ */
+import type { Message } from '@felix/wire';
+import { GROUP_DEAD_LETTER_LIST_MAX } from '../limits.js';
+import type { GroupCore } from './core.js';
+import { type Msg, type Scope, bad, unknownGroup } from './requests.js';
+
+export async function listDeadLetters(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_dead_letters'>,
+): Promise<Message> {
+  const page = await core.registry.deadLetters.list(
+    scope.id,
+    scope.group,
+    GROUP_DEAD_LETTER_LIST_MAX,
+  );
+  return {
+    type: 'group_dead_letter_list',
+    offsets: page.filter((d) => d.state === 'dead').map((d) => d.offset),
+    request_id: msg.request_id,
+  };
+}
+
+export async function discard(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_discard'>,
+): Promise<Message> {
+  if (!(await core.registry.deadLetters.discard(scope.id, scope.group, msg.offset))) {
+    throw bad(`no dead letter at offset ${msg.offset}`, 'no_dead_letter');
+  }
+  return { type: 'cache_ok', request_id: msg.request_id };
+}
+
+export async function redrive(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_redrive'>,
+): Promise<Message> {
+  const st = await core.registry.state(scope);
+  // Durable first: a redrive answered is a redrive that survives a restart.
+  if (!(await core.registry.deadLetters.redrive(scope.id, scope.group, msg.offset))) {
+    throw bad(`no dead letter at offset ${msg.offset}`, 'no_dead_letter');
+  }
+  st.done.delete(msg.offset);
+  st.redriven.add(msg.offset);
+  st.owed.set(msg.offset, 0);
+  core.waiters.wake(scope.source);
+  return { type: 'cache_ok', request_id: msg.request_id };
+}
+
+export async function seek(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_seek'>,
+): Promise<Message> {
+  const tail = scope.source.appliedNext;
+  const st = await core.registry.state(scope);
+  if (msg.if_new && st.committed !== undefined) {
+    return {
+      type: 'group_position',
+      offset: st.position,
+      moved: false,
+      request_id: msg.request_id,
+    };
+  }
+  const start = msg.start;
+  const base = scope.source.logBaseOffset;
+  const target = start === 'earliest' ? base : start === 'latest' ? tail : start.offset;
+  if (target > tail) throw bad(`offset ${target} is past the tail ${tail}`, 'offset_past_tail');
+  const at = Math.max(target, scope.source.logBaseOffset);
+  await core.registry.cursors.seek(scope.id, scope.group, at);
+  st.reset(at);
+  st.committed = at;
+  core.waiters.wake(scope.source);
+  return { type: 'group_position', offset: at, moved: true, request_id: msg.request_id };
+}
+
+export async function describe(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_describe'>,
+): Promise<Message> {
+  const { registry } = core;
+  const st = registry.held(scope);
+  const committed = st?.committed ?? (await registry.cursors.position(scope.id, scope.group));
+  st?.expire(Date.now());
+  const dead = (await registry.deadLetters.list(scope.id, scope.group)).filter(
+    (d) => d.state === 'dead',
+  ).length;
+  if (st === undefined && committed === undefined && dead === 0) throw unknownGroup(scope.group);
+  return {
+    type: 'group_info',
+    ...(committed !== undefined ? { committed } : {}),
+    tail: scope.source.appliedNext,
+    in_flight: st?.claims.size ?? 0,
+    owed: st?.owed.size ?? 0,
+    dead_letters: dead,
+    request_id: msg.request_id,
+  };
+}
+
+export async function remove(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_delete'>,
+): Promise<Message> {
+  const { registry } = core;
+  const inMemory = registry.forget(scope);
+  const committed = await registry.cursors.position(scope.id, scope.group);
+  let existed = inMemory || committed !== undefined;
+  if (committed !== undefined) await registry.cursors.delete(scope.id, scope.group);
+  for (;;) {
+    const page = await registry.deadLetters.list(scope.id, scope.group);
+    if (page.length === 0) break;
+    existed = true;
+    for (const d of page) {
+      if (d.state === 'dead') await registry.deadLetters.discard(scope.id, scope.group, d.offset);
+      else await registry.deadLetters.finish(scope.id, scope.group, d.offset);
+    }
+  }
+  core.waiters.wake(scope.source);
+  return { type: 'group_deleted', existed, request_id: msg.request_id };
+}

@@ -1,0 +1,100 @@
+/**
+ * Registers the consumer-group requests on the edge's HandlerTable, with the feature bits they
+ * offer and their answer encoding: a poll's answer goes as a binary `group_records` frame to a
+ * client that offered it. Without durable storage groups are not served: each request is
+ * refused (`groups_not_durable`) and no group feature is offered.
+ */
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_GROUP_ADMIN,
+  FEATURE_GROUP_CLAIM_CONTROL,
+  FEATURE_GROUP_CONSUMER,
+  FEATURE_GROUP_DEAD_LETTERS,
+  FEATURE_GROUP_SKIPPED,
+  FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
+  FEATURE_HI_GROUP_RECORDS_BINARY,
+  FLAG_BINARY_GROUP_RECORDS,
+  type Message,
+  encodeGroupRecordsFrame,
+  encodeMessage,
+  fitsBinaryGroupRecords,
+} from '@felix/wire';
+import type { ProjectionAnswers } from '../caches/answers.js';
+import type { Handler, HandlerTable, RequestContext } from '../session/handler.js';
+import type { Negotiated } from '../session/negotiation.js';
+import { Refusal } from '../session/refusal.js';
+import type { GroupService } from './group-service.js';
+
+export const GROUP_FEATURES =
+  FEATURE_CONSUMER_GROUP |
+  FEATURE_GROUP_DEAD_LETTERS |
+  FEATURE_GROUP_ADMIN |
+  FEATURE_GROUP_CLAIM_CONTROL |
+  FEATURE_GROUP_CONSUMER |
+  FEATURE_GROUP_SKIPPED;
+
+/** High-word bits, Felix extensions: `group_ack_batch` and `group_nack_batch` (plain
+ *  `group_ack` and `group_nack` stay) and binary `group_records` answers (the JSON answer stays). */
+export const GROUP_FEATURES_HI =
+  FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_NACK_BATCH | FEATURE_HI_GROUP_RECORDS_BINARY;
+
+const GROUP_REQUESTS = [
+  'group_poll',
+  'group_ack',
+  'group_ack_batch',
+  'group_nack',
+  'group_nack_batch',
+  'group_extend',
+  'group_dead_letter',
+  'group_dead_letters',
+  'group_discard',
+  'group_redrive',
+  'group_seek',
+  'group_describe',
+  'group_delete',
+] as const;
+
+type GroupRequest = Extract<Message, { type: (typeof GROUP_REQUESTS)[number] }>;
+
+/**
+ * A poll's answer as a binary `group_records` frame (flag 0x8000) when the client offered both
+ * the flag and FEATURE_HI_GROUP_RECORDS_BINARY and the answer fits the layout; otherwise JSON.
+ * Never a flag-bearing frame the client did not offer.
+ */
+export function groupAnswerFrame(auth: Negotiated, m: Message): Uint8Array {
+  if (
+    m.type === 'group_records' &&
+    (auth.flags & FLAG_BINARY_GROUP_RECORDS) !== 0 &&
+    (auth.featuresHi & FEATURE_HI_GROUP_RECORDS_BINARY) !== 0 &&
+    fitsBinaryGroupRecords(m)
+  ) {
+    return encodeGroupRecordsFrame(m);
+  }
+  return encodeMessage(m);
+}
+
+export function registerGroupHandlers(
+  table: HandlerTable,
+  groups: GroupService | null,
+  answers: ProjectionAnswers,
+): void {
+  const answer =
+    groups === null
+      ? () =>
+          Promise.reject(
+            new Refusal(
+              'invalid_request',
+              'consumer groups need durable storage (durable.data_dir)',
+              'groups_not_durable',
+            ),
+          )
+      : (msg: GroupRequest, rc: RequestContext) => groups.answer(rc.auth, msg, rc.conn);
+  const handler: Handler<GroupRequest> = {
+    onPublishOnly: 'unsupported',
+    shardLocation: 'message',
+    handle: (msg, rc) => answers.queue(rc, msg, answer, groupAnswerFrame),
+  };
+  for (const type of GROUP_REQUESTS) table.register(type, handler);
+  if (groups !== null) table.offer(GROUP_FEATURES, GROUP_FEATURES_HI);
+}

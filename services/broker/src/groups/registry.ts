@@ -1,0 +1,144 @@
+/**
+ * The groups held in memory and their durable halves: each group's GroupState (loaded from its
+ * committed cursor and its redriven dead letters on first use, evicted when idle with no claim
+ * standing, at most GROUPS_IN_MEMORY_MAX), the cursor store (`<data_dir>/groups/`) and the
+ * dead-letter store (`<data_dir>/dead-letters/`), and the coalesced cursor commit.
+ */
+import {
+  type CursorStore,
+  type DeadLetterStore,
+  openCursorStore,
+  openDeadLetterStore,
+} from '@felix/storage';
+import type { ProjectionMetrics } from '../caches/projection-metrics.js';
+import { GROUP_IDLE_EVICT_MS, GROUPS_IN_MEMORY_MAX } from '../limits.js';
+import { Refusal } from '../session/refusal.js';
+import { GroupState } from './group-state.js';
+import { type Scope, unknownGroup } from './requests.js';
+
+export class GroupRegistry {
+  readonly cursors: CursorStore;
+  readonly deadLetters: DeadLetterStore;
+  private readonly states = new Map<string, GroupState>();
+  private readonly loading = new Map<string, Promise<GroupState>>();
+
+  constructor(
+    dataDir: string,
+    private readonly metrics: ProjectionMetrics,
+  ) {
+    const store = { root: dataDir, fsync: 'onCommit' as const };
+    this.cursors = openCursorStore(store);
+    this.deadLetters = openDeadLetterStore(store);
+  }
+
+  /** The group's state when it is in memory (nothing is loaded). */
+  held(scope: Scope): GroupState | undefined {
+    return this.states.get(scope.key);
+  }
+
+  /** Forgets the group's in-memory state; true when it was held. */
+  forget(scope: Scope): boolean {
+    const held = this.states.delete(scope.key);
+    this.metrics.groupsInMemory.set(this.states.size);
+    return held;
+  }
+
+  /**
+   * Drops in-memory states idle for GROUP_IDLE_EVICT_MS with no claim standing. A state loaded
+   * again starts from the durable cursor and accepts settles for anything below the tail.
+   */
+  evictIdle(nowMs: number): void {
+    for (const [key, st] of this.states) {
+      if (st.claims.size === 0 && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
+        this.states.delete(key);
+      }
+    }
+    this.metrics.groupsInMemory.set(this.states.size);
+  }
+
+  /** The group's in-memory state, loading it from the durable cursor and dead letters. */
+  state(scope: Scope): Promise<GroupState> {
+    const held = this.states.get(scope.key);
+    if (held !== undefined) return Promise.resolve(held);
+    let p = this.loading.get(scope.key);
+    if (p === undefined) {
+      if (this.states.size >= GROUPS_IN_MEMORY_MAX) {
+        const message = `at most ${GROUPS_IN_MEMORY_MAX} groups in memory`;
+        return Promise.reject(
+          new Refusal('limit_exceeded', message, 'group_limit', { retry: 'retry_after' }),
+        );
+      }
+      p = this.load(scope).finally(() => this.loading.delete(scope.key));
+      this.loading.set(scope.key, p);
+    }
+    return p;
+  }
+
+  private async load(scope: Scope): Promise<GroupState> {
+    const committed = await this.cursors.position(scope.id, scope.group);
+    const base = scope.source.logBaseOffset;
+    const st = new GroupState(
+      Math.max(committed ?? base, base),
+      committed,
+      scope.source.appliedNext,
+      Date.now(),
+    );
+    // Retention passed the group's cursor while nothing held it in memory.
+    if (committed !== undefined && committed < base) {
+      st.skippedPending = base - committed;
+      this.metrics.groupRecordsSkipped.inc(base - committed);
+    }
+    for (const d of await this.deadLetters.list(scope.id, scope.group)) {
+      if (d.state !== 'redriven') continue;
+      st.redriven.add(d.offset);
+      st.owed.set(d.offset, 0);
+    }
+    this.states.set(scope.key, st);
+    this.metrics.groupsInMemory.set(this.states.size);
+    return st;
+  }
+
+  /** The state when the group exists (in memory, a cursor, or dead letters); else not_found. */
+  async existing(scope: Scope): Promise<GroupState> {
+    const held = this.states.get(scope.key);
+    if (held !== undefined) return held;
+    const committed = await this.cursors.position(scope.id, scope.group);
+    if (committed === undefined) {
+      const dl = await this.deadLetters.list(scope.id, scope.group, 1);
+      if (dl.length === 0) throw unknownGroup(scope.group);
+    }
+    return this.state(scope);
+  }
+
+  /**
+   * Makes the position durable (never backwards) before the settle is answered. Commits
+   * coalesce: while one cursor write is in flight, every settle behind it waits for it and then
+   * one write covers them all, so a burst of acks costs one write, not one each.
+   */
+  async commit(scope: Scope, st: GroupState): Promise<void> {
+    const target = st.position;
+    for (;;) {
+      if (st.committed !== undefined && st.committed >= target) return;
+      const running = st.commitRun;
+      if (running !== undefined) {
+        // Its failure is its own settle's answer; this one writes again.
+        await running.catch(() => undefined);
+        continue;
+      }
+      const run = this.cursors.commit(scope.id, scope.group, st.position).then((at) => {
+        st.committed = Math.max(st.committed ?? 0, at);
+      });
+      st.commitRun = run;
+      try {
+        await run;
+      } finally {
+        if (st.commitRun === run) st.commitRun = undefined;
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.cursors.close();
+    await this.deadLetters.close();
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * Settling claims: `group_ack`, `group_nack`, `group_dead_letter`, their batch forms, and
+ * `group_extend`. A finished offset's cursor position is durable before the settle is answered,
+ * a dead letter is recorded before the cursor passes it, and a settle that frees a record wakes
+ * the polls waiting on the group's shard.
+ */
+import { FEATURE_HI_GROUP_ACK_BATCH, FEATURE_HI_GROUP_NACK_BATCH, type Message } from '@felix/wire';
+import { GROUP_ACK_BATCH_OFFSETS_MAX, GROUP_NACK_BATCH_OFFSETS_MAX } from '../limits.js';
+import type { Negotiated } from '../session/negotiation.js';
+import type { GroupCore } from './core.js';
+import type { GroupState } from './group-state.js';
+import { type Msg, type Scope, bad, stale, tailCheck } from './requests.js';
+
+type SettleMsg = Msg<'group_ack'> | Msg<'group_nack'> | Msg<'group_dead_letter'>;
+
+export async function settle(core: GroupCore, scope: Scope, msg: SettleMsg): Promise<Message> {
+  tailCheck(scope, msg.offset);
+  const st = await core.registry.existing(scope);
+  st.lastUsedMs = Date.now();
+  const offset = msg.offset;
+  const ok: Message = { type: 'cache_ok', request_id: msg.request_id };
+  if (msg.type === 'group_nack') {
+    const handed = handBack(core, st, offset, msg.attempts, msg.delay_ms ?? 0, Date.now());
+    if (handed !== 'handed') throw stale(offset, handed === 'stale_named');
+    core.waiters.wake(scope.source);
+    return ok;
+  }
+  const claim = st.claims.get(offset);
+  if (claim === undefined && st.isUnknown(offset)) throw stale(offset, false);
+  if (claim === undefined && !st.owed.has(offset) && !st.redriven.has(offset)) {
+    if (offset < st.position || st.done.has(offset)) return ok; // already finished
+  }
+  if (msg.type === 'group_dead_letter') await giveUp(core, scope, st, offset);
+  else await finish(core, scope, st, offset);
+  return ok;
+}
+
+/**
+ * `group_ack_batch`: every offset is acknowledged as a `group_ack` naming it would be, and the
+ * one answer goes once the position covering them is durable (one cursor write for the batch,
+ * coalesced with the writes of other settles in flight). Offsets whose claim no longer stands
+ * are named in `stale` instead of failing the batch; an offset past the tail refuses the whole
+ * request before anything is settled.
+ */
+export async function ackBatch(
+  core: GroupCore,
+  auth: Negotiated,
+  scope: Scope,
+  msg: Msg<'group_ack_batch'>,
+): Promise<Message> {
+  if ((auth.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
+    throw bad('group_ack_batch was not negotiated', 'ack_batch_not_negotiated');
+  }
+  const offsets = msg.offsets;
+  if (offsets.length === 0 || offsets.length > GROUP_ACK_BATCH_OFFSETS_MAX) {
+    throw bad(`a batch names 1..${GROUP_ACK_BATCH_OFFSETS_MAX} offsets`, 'bad_ack_batch');
+  }
+  for (const offset of offsets) tailCheck(scope, offset);
+  const st = await core.registry.existing(scope);
+  st.lastUsedMs = Date.now();
+  const staleOffsets: number[] = [];
+  let finished = false;
+  for (const offset of offsets) {
+    const claim = st.claims.get(offset);
+    if (claim === undefined) {
+      if (st.isUnknown(offset)) {
+        staleOffsets.push(offset);
+        continue;
+      }
+      const pending = st.owed.has(offset) || st.redriven.has(offset);
+      if (!pending && (offset < st.position || st.done.has(offset))) continue; // finished
+    }
+    const redriven = st.redriven.delete(offset);
+    st.finish(offset);
+    // A redriven entry goes durably before the position can pass it (as a single ack does).
+    if (redriven) await core.registry.deadLetters.finish(scope.id, scope.group, offset);
+    finished = true;
+  }
+  if (finished) {
+    await core.registry.commit(scope, st);
+    core.waiters.wake(scope.source);
+  }
+  return { type: 'group_acked', stale: staleOffsets, request_id: msg.request_id };
+}
+
+/**
+ * One nack of `offset`: 'stale_named' when `attempts` names a delivery other than the standing
+ * claim's, 'stale' when no claim stands and the offset is not owed already (handed back, so
+ * 'handed' again), else the claim goes back: owed now, or after `delayMs` (bounded by the
+ * visibility maximum; it stays in flight meanwhile).
+ */
+function handBack(
+  core: GroupCore,
+  st: GroupState,
+  offset: number,
+  attempts: number | undefined,
+  delayMs: number,
+  nowMs: number,
+): 'handed' | 'stale' | 'stale_named' {
+  const claim = st.claims.get(offset);
+  if (attempts !== undefined && claim?.attempts !== attempts) return 'stale_named';
+  if (claim === undefined) return st.owed.has(offset) ? 'handed' : 'stale';
+  if (delayMs > 0) {
+    st.reschedule(claim, nowMs + Math.min(delayMs, core.groups.max_visibility_ms), true);
+  } else {
+    st.claims.delete(offset);
+    st.owed.set(offset, claim.attempts);
+  }
+  return 'handed';
+}
+
+/**
+ * `group_nack_batch`: every offset is handed back as a `group_nack` naming it (with
+ * `attempts[i]` when given, and the request's one `delay_ms`) would be, answered once.
+ * Offsets whose claim no longer stands are named in `stale` instead of failing the batch, and
+ * those whose `attempts` named another delivery also in `superseded` (a single nack's fatal
+ * case); an empty or oversized list, an attempts list of another length or an offset past the
+ * tail refuses the whole request before anything is handed back.
+ */
+export async function nackBatch(
+  core: GroupCore,
+  auth: Negotiated,
+  scope: Scope,
+  msg: Msg<'group_nack_batch'>,
+): Promise<Message> {
+  if ((auth.featuresHi & FEATURE_HI_GROUP_NACK_BATCH) === 0) {
+    throw bad('group_nack_batch was not negotiated', 'nack_batch_not_negotiated');
+  }
+  const { offsets, attempts } = msg;
+  if (offsets.length === 0 || offsets.length > GROUP_NACK_BATCH_OFFSETS_MAX) {
+    throw bad(`a batch names 1..${GROUP_NACK_BATCH_OFFSETS_MAX} offsets`, 'bad_nack_batch');
+  }
+  if (attempts !== undefined && attempts.length !== offsets.length) {
+    throw bad('attempts names one delivery per offset', 'bad_nack_batch');
+  }
+  for (const offset of offsets) tailCheck(scope, offset);
+  const st = await core.registry.existing(scope);
+  const now = Date.now();
+  st.lastUsedMs = now;
+  const delay = msg.delay_ms ?? 0;
+  const staleOffsets: number[] = [];
+  // The offsets a single nack would refuse as fatal (its `attempts` named another delivery).
+  const superseded: number[] = [];
+  for (let i = 0; i < offsets.length; i++) {
+    const offset = offsets[i]!;
+    const handed = handBack(core, st, offset, attempts?.[i], delay, now);
+    if (handed === 'handed') continue;
+    staleOffsets.push(offset);
+    if (handed === 'stale_named') superseded.push(offset);
+  }
+  if (staleOffsets.length < offsets.length) core.waiters.wake(scope.source);
+  return {
+    type: 'group_nacked',
+    stale: staleOffsets,
+    request_id: msg.request_id,
+    ...(superseded.length > 0 ? { superseded } : {}),
+  };
+}
+
+export async function extend(
+  core: GroupCore,
+  scope: Scope,
+  msg: Msg<'group_extend'>,
+): Promise<Message> {
+  if (msg.extend_ms === 0) throw bad('extend_ms must be at least 1', 'bad_extend');
+  tailCheck(scope, msg.offset);
+  const st = await core.registry.existing(scope);
+  st.expire(Date.now());
+  const claim = st.claims.get(msg.offset);
+  if (claim === undefined || claim.delayed || claim.attempts !== msg.attempts) {
+    throw stale(msg.offset, true);
+  }
+  const visible = Math.min(msg.extend_ms, core.groups.max_visibility_ms);
+  st.reschedule(claim, Date.now() + visible);
+  return { type: 'group_extended', visible_ms: visible, request_id: msg.request_id };
+}
+
+/** Records `offset` as a dead letter, then finishes it (the cursor never passes it first). */
+export async function giveUp(
+  core: GroupCore,
+  scope: Scope,
+  st: GroupState,
+  offset: number,
+): Promise<void> {
+  st.release(offset);
+  st.redriven.delete(offset);
+  await core.registry.deadLetters.record(scope.id, scope.group, offset);
+  core.metrics.groupDeadLettered.inc();
+  st.finish(offset);
+  await core.registry.commit(scope, st);
+  core.waiters.wake(scope.source);
+}
+
+/** Finishes `offset`: a redriven entry is removed durably, then the cursor advances. */
+export async function finish(
+  core: GroupCore,
+  scope: Scope,
+  st: GroupState,
+  offset: number,
+): Promise<void> {
+  const redriven = st.redriven.delete(offset);
+  st.finish(offset);
+  if (redriven) await core.registry.deadLetters.finish(scope.id, scope.group, offset);
+  await core.registry.commit(scope, st);
+  core.waiters.wake(scope.source);
+}

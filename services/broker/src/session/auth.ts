@@ -1,0 +1,58 @@
+/**
+ * A stream's first frame: the `auth` request, checked and negotiated into what both sides use
+ * (frame layouts, features, the publish window), with the answer to write. Until the
+ * authorization issue lands a token is accepted as given; its check will sit here.
+ */
+import type { Message } from '@felix/wire';
+import { IDENT_BYTES_MAX, TOKEN_BYTES_MAX } from '../limits.js';
+import { type InboundFrame, readMessage } from './codec.js';
+import type { SessionContext } from './context.js';
+import { type Negotiated, SERVER_FEATURES, authAnswer, negotiateAuth } from './negotiation.js';
+import { Refusal } from './refusal.js';
+
+export type AuthOutcome =
+  | { ok: true; negotiated: Negotiated; answer: Message }
+  | { ok: false; refusal: Refusal };
+
+const refused = (message: string, reason: string): AuthOutcome => ({
+  ok: false,
+  refusal: new Refusal('unauthenticated', message, reason, { fatalToStream: true }),
+});
+
+export function authenticate(ctx: SessionContext, frame: InboundFrame): AuthOutcome {
+  let msg: Message;
+  try {
+    if (frame.flags !== 0) throw new Error('the first frame on a stream must be a JSON auth');
+    msg = readMessage(frame.payload);
+  } catch (err) {
+    return refused((err as Error).message, 'preauth_frame');
+  }
+  if (msg.type !== 'auth') return refused(`expected auth, got ${msg.type}`, 'preauth_message');
+  if (
+    msg.tenant_id === '' ||
+    Buffer.byteLength(msg.tenant_id) > IDENT_BYTES_MAX ||
+    msg.token.length > TOKEN_BYTES_MAX
+  ) {
+    return refused('bad tenant or token', 'auth_fields');
+  }
+  if (ctx.draining()) {
+    return {
+      ok: false,
+      refusal: new Refusal('draining', 'broker is shutting down', 'draining', {
+        fatalToStream: true,
+      }),
+    };
+  }
+  const offered = SERVER_FEATURES | ctx.handlers.features;
+  const offeredHi = ctx.handlers.featuresHi;
+  const negotiated = negotiateAuth(
+    msg.tenant_id,
+    msg.client_flags,
+    msg.client_features,
+    offered,
+    msg.client_features_hi,
+    offeredHi,
+  );
+  const answer = authAnswer(negotiated, Math.max(1, ctx.config.broker.publish_window));
+  return { ok: true, negotiated, answer };
+}

@@ -1,0 +1,133 @@
+/**
+ * The request edge's contract. Every authenticated request enters through one `HandlerTable`:
+ * streams, caches, counters and groups register a handler per message type (and the publish
+ * frame layout), and the session looks the request up once, passes it through `admit`
+ * (admission.ts) and calls the handler with the stream's `RequestContext`.
+ *
+ * A handler answers in request order through the context's AnswerPipe (or, for a request that
+ * first drains it, on the stream), and returns null; or it returns one `Refusal`, which the
+ * session writes as an `error` (ending the stream when the refusal says so). Handlers that answer
+ * later (an append, a read) build their answers in their pipe entry, refusals included.
+ */
+import { assert } from '@felix/common';
+import type { Connection, TransportStream } from '@felix/transport';
+import type { Message } from '@felix/wire';
+import type { AnswerPipe } from './answer-pipe.js';
+import type { InboundFrame } from './codec.js';
+import type { Negotiated } from './negotiation.js';
+import { Refusal } from './refusal.js';
+
+/** What a handler is told about the request's stream: one object per client stream. */
+export interface RequestContext {
+  /** The tenant, frame layouts and features the stream authenticated with. */
+  readonly auth: Negotiated;
+  /**
+   * Who sent it. Until the authorization issue lands a token is accepted as given, so the
+   * principal is the tenant; authorization will set it in the session's `authenticate`.
+   */
+  readonly principal: string;
+  readonly conn: Connection;
+  readonly stream: TransportStream;
+  /** Answers in request order, within the publish window. */
+  readonly answers: AnswerPipe;
+  /** A publish-only (uni) stream: the broker never answers on it. */
+  readonly quiet: boolean;
+  /** Runs `release` when this stream ends (e.g. subscriptions it opened stop). */
+  onStreamEnd(release: () => void): void;
+}
+
+export type Outcome = Refusal | null;
+
+/** How a request type may arrive on a publish-only stream, which carries only publishes. */
+export type OnPublishOnly =
+  /** Served (publishes). */
+  | 'serve'
+  /** Refused as a request on a publish-only stream (`uni_request`). */
+  | 'refuse'
+  /** Refused as an unsupported request, as the broker always answered caches and groups there. */
+  | 'unsupported';
+
+/**
+ * Where the edge finds the shard a request names, for the ownership decision in `admit`:
+ * 'message' when the message names it (cache key or shard, a group's shard); 'handler' when
+ * only the handler can (a publish routes its key first) and the handler asks the ownership
+ * check itself, after the tenant and stream checks it answers first.
+ */
+export type ShardLocation = 'message' | 'handler';
+
+export interface Handler<M extends Message = Message> {
+  readonly onPublishOnly: OnPublishOnly;
+  readonly shardLocation: ShardLocation;
+  /** Answers (a promise only when it must wait: a full pipe, an earlier answer, a write). */
+  handle(req: M, rc: RequestContext): Outcome | Promise<Outcome>;
+}
+
+/** A handler of a binary frame layout (the publish batch). */
+export interface FrameHandler {
+  handle(frame: InboundFrame, rc: RequestContext): Outcome | Promise<Outcome>;
+}
+
+/**
+ * Reads a JSON request without the general decoder when its bytes are in one exact form (the
+ * cache get), or answers undefined. One per stream: it may remember what it read last.
+ */
+export interface FastReader {
+  read(payload: Uint8Array): Message | undefined;
+}
+
+type MessageOf<T extends Message['type']> = Extract<Message, { type: T }>;
+
+export class HandlerTable {
+  private readonly byType = new Map<string, Handler>();
+  private readonly byLayout = new Map<string, FrameHandler>();
+  private fastReaders: Array<() => FastReader> = [];
+  /** Feature bits offered in `auth_ok` for the registered requests (low and high words). */
+  features = 0;
+  featuresHi = 0;
+
+  constructor() {
+    // The session's own request: a stream authenticates once, with its first frame.
+    this.register('auth', {
+      onPublishOnly: 'serve',
+      shardLocation: 'handler',
+      handle: () =>
+        new Refusal('invalid_request', 'a second auth on one stream', 'second_auth', {
+          fatalToStream: true,
+        }),
+    });
+  }
+
+  register<T extends Message['type']>(type: T, handler: Handler<MessageOf<T>>): void {
+    assert(!this.byType.has(type), `a handler for ${type} is registered twice`);
+    this.byType.set(type, handler as unknown as Handler);
+  }
+
+  registerFrame(layout: string, handler: FrameHandler): void {
+    assert(!this.byLayout.has(layout), `a handler for ${layout} frames is registered twice`);
+    this.byLayout.set(layout, handler);
+  }
+
+  /** A fast reader is tried on every JSON frame of a stream that is not publish-only. */
+  registerFastReader(create: () => FastReader): void {
+    assert(this.fastReaders.length === 0, 'one fast reader per table');
+    this.fastReaders.push(create);
+  }
+
+  offer(features: number, featuresHi = 0): void {
+    this.features |= features;
+    this.featuresHi = (this.featuresHi | featuresHi) >>> 0;
+  }
+
+  handler(type: string): Handler | undefined {
+    return this.byType.get(type);
+  }
+
+  frameHandler(layout: string): FrameHandler | undefined {
+    return this.byLayout.get(layout);
+  }
+
+  /** A new stream's fast reader, or undefined when none is registered. */
+  fastReader(): FastReader | undefined {
+    return this.fastReaders[0]?.();
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Publishes, JSON and binary: each is appended to the shard its key routes to and answered in
+ * request order through the stream's AnswerPipe (within the publish window), as `publish_ok` /
+ * `publish_error` or a binary ack using only the modifiers the client negotiated. A publish on a
+ * publish-only stream, or one that asked for no ack, owes no answer.
+ */
+import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
+import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '../session/codec.js';
+import type { FrameHandler, Handler, Outcome, RequestContext } from '../session/handler.js';
+import { SERVER_FLAGS, type Negotiated, has } from '../session/negotiation.js';
+import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
+import { type Payloads, payloadCount } from './event-batch.js';
+import type { StreamDeps } from './deps.js';
+
+interface PublishRequest {
+  tenant: string;
+  namespace: string;
+  stream: string;
+  key: Uint8Array | undefined;
+  /** Views (JSON), or the binary frame's unsplit list (forwarded to subscribers as it is). */
+  payloads: Payloads;
+  /** Present when an answer is owed. */
+  requestId: number | undefined;
+  json: boolean;
+}
+
+type JsonPublish = Extract<Message, { type: 'publish' | 'publish_batch' }>;
+
+export class PublishHandlers {
+  constructor(private readonly deps: StreamDeps) {}
+
+  readonly json: Handler<JsonPublish> = {
+    onPublishOnly: 'serve',
+    shardLocation: 'handler',
+    handle: (msg, rc) => this.publishJson(msg, rc),
+  };
+
+  readonly binary: FrameHandler = {
+    handle: (frame, rc) => this.publishBinary(frame, rc),
+  };
+
+  private async publishJson(msg: JsonPublish, rc: RequestContext): Promise<Outcome> {
+    const payloads = msg.type === 'publish' ? [msg.payload] : msg.payloads;
+    const acked = msg.ack !== undefined && msg.ack !== 'none';
+    if (acked && msg.request_id === undefined) {
+      return new Refusal(
+        'invalid_request',
+        'an acked publish needs a request_id',
+        'missing_request_id',
+      );
+    }
+    this.deps.metrics.publishes.inc({ frame: 'json' });
+    await rc.answers.room();
+    rc.answers.push(
+      this.publish(rc.auth, {
+        tenant: msg.tenant_id,
+        namespace: msg.namespace,
+        stream: msg.stream,
+        key: msg.key,
+        payloads,
+        requestId: acked && !rc.quiet ? msg.request_id : undefined,
+        json: true,
+      }),
+    );
+    return null;
+  }
+
+  private async publishBinary(frame: InboundFrame, rc: RequestContext): Promise<Outcome> {
+    if ((frame.flags & ~SERVER_FLAGS) !== 0) {
+      return new Refusal(
+        'invalid_request',
+        `publish flags 0x${frame.flags.toString(16)} not supported`,
+        'unsupported_flag',
+        { fatalToStream: true },
+      );
+    }
+    let req: PublishRequest;
+    try {
+      const p = readPublish(frame);
+      req = { ...p, json: false };
+    } catch (err) {
+      return new Refusal('invalid_request', (err as Error).message, 'malformed_publish', {
+        fatalToStream: true,
+      });
+    }
+    if (rc.quiet) req.requestId = undefined;
+    await rc.answers.room();
+    rc.answers.push(this.publish(rc.auth, req));
+    return null;
+  }
+
+  /** Appends and builds the answer bytes (or null when none is owed). */
+  private async publish(auth: Negotiated, req: PublishRequest): Promise<Uint8Array | null> {
+    const { metrics: m, ownership } = this.deps;
+    if (this.deps.draining()) return this.answerError(auth, req, drainingRefusal());
+    if (req.tenant !== auth.tenant) return this.answerError(auth, req, wrongTenant(auth));
+    const stream = this.deps.streams.get(req.tenant, req.namespace, req.stream);
+    if (!stream) {
+      const message = `stream ${req.namespace}/${req.stream} not found`;
+      return this.answerError(auth, req, new Refusal('not_found', message, 'unknown_stream'));
+    }
+    const { records, bytes } = payloadCount(req.payloads);
+    if (records === 0) {
+      const refusal = new Refusal('invalid_request', 'empty publish batch', 'empty_batch');
+      return this.answerError(auth, req, refusal);
+    }
+    const shardIndex = req.key ? routeKey(req.key, stream.shards.length, stream.config.routing) : 0;
+    // The ownership half of admission (admission.ts): the shard is known only after routing.
+    const unheld = ownership?.refuse('stream', req.tenant, req.namespace, req.stream, shardIndex);
+    if (unheld) return this.answerError(auth, req, unheld);
+    const shard = stream.shards[shardIndex]!;
+    if (!req.json) m.publishes.inc({ frame: 'binary' });
+    const started = process.hrtime.bigint();
+    let result: { first: number; next: number };
+    try {
+      result = await shard.publish(req.payloads, Date.now() * 1000);
+    } catch (err) {
+      this.deps.log.error({ err, shard: shard.name }, 'append failed');
+      const message = `append failed: ${(err as Error).message}`;
+      return this.answerError(auth, req, new Refusal('storage', message, 'storage_error'));
+    }
+    m.appendLatency.observe(
+      { durable: String(shard.durable) },
+      Number(process.hrtime.bigint() - started) / 1e9,
+    );
+    m.publishedRecords.inc(records);
+    m.publishedBytes.inc(bytes);
+    if (req.requestId === undefined) return null;
+    const withOffset = has(auth.flags, FLAG_BINARY_PUBLISH_ACK_OFFSET);
+    if (req.json) {
+      return jsonFrame({
+        type: 'publish_ok',
+        request_id: req.requestId,
+        ...(withOffset ? { offset: result.first } : {}),
+      });
+    }
+    return ackFrame(auth.flags, {
+      ok: true,
+      requestId: req.requestId,
+      offset: withOffset ? result.first : undefined,
+    });
+  }
+
+  /** A refused publish: counted, and answered when an answer is owed. */
+  private answerError(auth: Negotiated, req: PublishRequest, refusal: Refusal): Uint8Array | null {
+    this.deps.metrics.publishErrors.inc({ code: refusal.wireCode });
+    if (req.requestId === undefined) return null;
+    if (req.json) {
+      const withCodes = (auth.features & FEATURE_ERROR_CODES) !== 0;
+      return jsonFrame({
+        type: 'publish_error',
+        request_id: req.requestId,
+        message: refusal.message,
+        ...(withCodes ? { code: refusal.wireCode, retry: refusal.wireRetry } : {}),
+      });
+    }
+    return ackFrame(auth.flags, {
+      ok: false,
+      requestId: req.requestId,
+      message: refusal.message,
+      code: refusal.wireCode,
+      retry: refusal.wireRetry,
+    });
+  }
+}

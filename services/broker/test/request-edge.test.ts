@@ -1,0 +1,50 @@
+// Goal: the pieces of the broker's request edge that no end-to-end test isolates: refusal codes
+// are rows of @felix/wire's error-code table (numbers and retry classes are wire's), a request
+// type has one handler, and a wake reaches only the group polls waiting on that shard.
+// Method: compare against wire's table; register twice; park polls on two sources and wake one.
+import { ERROR_CODES, ERROR_CODE_NUMBERS, RETRY_BYTES, defaultRetryFor } from '@felix/wire';
+import { describe, expect, it } from 'vitest';
+import type { RecordSource } from '../src/groups/record-source.js';
+import { PollWaiters } from '../src/groups/waiters.js';
+import { HandlerTable } from '../src/session/handler.js';
+import { Refusal } from '../src/session/refusal.js';
+
+describe('request edge', () => {
+  it('every_refusal_code_is_a_row_of_the_wire_table', () => {
+    for (const row of ERROR_CODES) {
+      const refusal = new Refusal(row.name, 'm', 'r');
+      expect(ERROR_CODE_NUMBERS[refusal.wireCode]).toBe(row.code);
+      expect(refusal.wireRetry).toBe(defaultRetryFor(row.name));
+      expect(RETRY_BYTES[refusal.wireRetry]).toBe(row.retry);
+    }
+    expect(new Refusal('stale_claim', 'm', 'r', { retry: 'fatal' }).wireRetry).toBe('fatal');
+  });
+
+  it('a_request_type_has_one_handler', () => {
+    const table = new HandlerTable();
+    const handler = { onPublishOnly: 'unsupported', shardLocation: 'message', handle: () => null };
+    table.register('cache_put', handler as never);
+    expect(() => table.register('cache_put', handler as never)).toThrow(/twice/);
+    // The session's own `auth` is registered by the table itself.
+    expect(table.handler('auth')).toBeDefined();
+  });
+
+  it('a_wake_reaches_only_the_polls_waiting_on_that_shard', async () => {
+    const waiters = new PollWaiters();
+    const a = {} as RecordSource;
+    const b = {} as RecordSource;
+    let bWoke = false;
+    const onA = waiters.sleep(a, 60_000);
+    const onB = waiters.sleep(b, 60_000).then(() => {
+      bWoke = true;
+    });
+    waiters.wake(a);
+    await onA;
+    expect(bWoke).toBe(false);
+    expect(waiters.size).toBe(1);
+    waiters.wakeAll();
+    await onB;
+    expect(bWoke).toBe(true);
+    expect(waiters.size).toBe(0);
+  });
+});
