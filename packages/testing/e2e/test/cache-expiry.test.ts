@@ -7,7 +7,7 @@
 import { type CacheWatchEvent, connect } from '@felix/client';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from './broker-process.js';
+import { type BrokerProcess, startBroker } from '../src/index.js';
 
 const YAML = `
 caches:
