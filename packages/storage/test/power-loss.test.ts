@@ -84,6 +84,7 @@ describe('power loss', () => {
           });
           await Promise.allSettled(appends);
           crashNow();
+          // The disk is already "lost": closing may fail, and only the reopen below is judged.
           await log.close().catch(() => undefined);
 
           const { durable } = crash!;
@@ -93,8 +94,10 @@ describe('power loss', () => {
           let reopenedBeforeLoss = false;
           if (lossDuringOpenAfterOps !== undefined) {
             disk.failAfter(lossDuringOpenAfterOps, prng(seed + 1));
+            // An open cut by the power loss may fail; either outcome is a valid history.
             const interrupted = await open(disk, fsync, preallocateBytes).catch(() => undefined);
             reopenedBeforeLoss = interrupted !== undefined;
+            // Same disk, same loss: its close may fail too.
             await interrupted?.close().catch(() => undefined);
             disk = disk.lost ?? disk.crash(prng(seed + 2));
           } else if (processDiesFirst) {

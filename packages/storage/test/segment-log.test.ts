@@ -176,6 +176,7 @@ describe('SegmentLog', () => {
     io.failTruncates(1);
     await expect(log.append([payload(1)])).rejects.toBeInstanceOf(WriteFailedError);
     await expect(log.append([payload(2)])).rejects.toBeInstanceOf(WritesRefusedError);
+    // The log refused writes after the injected fault; its close may fail the same way.
     await log.close().catch(() => undefined);
     const reopened = await openLog(root);
     expect(reopened.tailOffset).toBe(1);
@@ -198,6 +199,7 @@ describe('SegmentLog', () => {
     const after = await log.read(0);
     expect(after.kind === 'records' && after.records.map((r) => r.offset)).toEqual([0, 1]);
     expect(after.kind === 'records' && after.next).toBe(2);
+    // The log refused writes after the injected fault; its close may fail the same way.
     await log.close().catch(() => undefined);
   });
 

@@ -64,6 +64,7 @@ export class Broker {
     try {
       await broker.startAll();
     } catch (err) {
+      // The start failure is what the caller must hear; a failed cleanup would hide it.
       await broker.stop().catch(() => undefined);
       throw err;
     }
@@ -203,6 +204,7 @@ export class Broker {
               code: CLOSE_SHUTDOWN,
               reason: this.draining ? 'broker shutting down' : 'too many connections',
             })
+            // A refused connection that is already gone needs no close.
             .catch(() => undefined);
           continue;
         }

@@ -15,6 +15,7 @@ async function instance(backend: 'sqlite' | 'postgres', schema?: string) {
   const built = await testApp(opened.store, { longPollRereadMs: 60_000 });
   cleanups.push(async () => {
     await built.app.close();
+    // Best-effort removal of the test's store; a leftover temp dir is harmless.
     await opened.cleanup().catch(() => undefined);
   });
   return built;

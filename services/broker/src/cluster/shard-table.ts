@@ -455,6 +455,7 @@ export class ShardTable {
     const shard = rt.shards[i];
     rt.shards[i] = this.placeholder(s, i);
     if (shard === undefined) return;
+    // A failed append was answered to its publisher already; release only waits for quiet.
     await shard.settled().catch(() => undefined);
     shard.retire();
     await shard.store?.close().catch((err: unknown) => {

@@ -137,6 +137,7 @@ export class Shard {
       .finally(() => {
         this.inFlight--;
       });
+    // The chain only orders applies; each append's failure reaches its own caller via `applied`.
     this.chain = applied.catch(() => undefined);
     return applied;
   }
