@@ -53,6 +53,8 @@ const throughput = (inFlight: number, op: (i: number) => Promise<unknown>) =>
   opsPerSecond(inFlight, SECONDS, (w, i) => op(w * 1_000_000 + i));
 
 const broker = await startBroker({
+  // Another checkout's built broker, for a client-vs-broker A/B (FELIX_BENCH_BROKER_ROOT).
+  ...(process.env.FELIX_BENCH_BROKER_ROOT ? { root: process.env.FELIX_BENCH_BROKER_ROOT } : {}),
   config: 'caches:\n  - { tenant: bench, name: kv }\n  - { tenant: bench, name: watched }\n',
   env: { FELIX_BROKER_WATCH_QUEUE_CAPACITY: '65536' },
 });
