@@ -51,7 +51,7 @@ const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
 describe('publish pipe', () => {
-  it('acked_and_unacked_publishes_to_one_stream_and_key_leave_in_call_order', async () => {
+  it('acked_and_unacked_publishes_to_one_key_keep_call_order', async () => {
     const { stream, pipe, frames } = rig();
     const key = bytes('k');
     const call = (s: string, ack: boolean) =>
