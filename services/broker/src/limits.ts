@@ -17,6 +17,14 @@ export const FRAME_BYTES_DEFAULT = 16 * 1024 * 1024;
 export const FRAME_BYTES_MAX = 64 * 1024 * 1024;
 /** A connection that authenticates no stream within this is closed (reference: 10 s). */
 export const AUTH_TIMEOUT_MS_DEFAULT = 10_000;
+/**
+ * A stream holding one incomplete frame (header or body) longer than this is refused and ended:
+ * a peer cannot pin up to `max_frame_bytes` per stream by never sending a frame's last byte.
+ * Seconds, not milliseconds: a healthy 16 MiB frame arrives well within it on a slow link.
+ */
+export const PARTIAL_FRAME_DEADLINE_MS_DEFAULT = 5_000;
+/** Ceiling on the partial-frame deadline. */
+export const PARTIAL_FRAME_DEADLINE_MS_MAX = 600_000;
 
 /** Unanswered publishes per stream before the broker stops reading it (reference: 256). */
 export const PUBLISH_WINDOW_DEFAULT = 256;

@@ -1,7 +1,9 @@
 // Goal: the broker's session edge meets bad or raw input as specified, over both transports: a
 // frame with an unknown flag and an oversized frame before auth are refused and counted, a
 // connection that never authenticates is closed, a JSON publish is acknowledged with its offset,
-// and no byte sequence a client can send crashes the broker.
+// a large publish written in the same read as `auth` is read under the post-auth bound, a frame
+// left partial past its deadline ends its stream, and no byte sequence a client can send crashes
+// the broker.
 // Method: real felix-broker processes per transport (@felix/testing-e2e starts them by path;
 // the fuzz gets its own), raw transport streams writing frames the client never sends,
 // fast-check byte strings. The client only reads back what a raw publish appended.
@@ -13,7 +15,7 @@ import {
   rawAuthed,
   startBroker,
 } from '@felix/testing-e2e';
-import { take, tempDir } from '@felix/testing-harness';
+import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage } from '@felix/wire';
 import fc from 'fast-check';
@@ -25,6 +27,16 @@ streams:
 `;
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+/** Short, so the deadline test is quick; long enough that no healthy frame in a test meets it. */
+const PARTIAL_DEADLINE_MS = 1000;
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
 
 function client(broker: BrokerProcess, transport: 'tls' | 'quic'): Promise<FelixClient> {
   return connect({
@@ -45,7 +57,10 @@ for (const transport of ['tls', 'quic'] as const) {
         yaml: YAML,
         dir: dir.path,
         durable: true,
-        env: { FELIX_BROKER_AUTH_TIMEOUT_MS: '1500' },
+        env: {
+          FELIX_BROKER_AUTH_TIMEOUT_MS: '1500',
+          FELIX_BROKER_PARTIAL_FRAME_DEADLINE_MS: String(PARTIAL_DEADLINE_MS),
+        },
       });
     });
     afterAll(async () => {
@@ -123,6 +138,62 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(got.map((e) => text(e.data))).toEqual(['j1', 'j2']);
       await felix.close();
       raw.stream.reset(0);
+      await conn.close();
+    });
+
+    it('a_large_publish_in_the_same_read_as_auth_is_accepted', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const stream = await conn.openBidi();
+      const auth = encodeMessage({
+        type: 'auth',
+        tenant_id: 't1',
+        token: '',
+        client_flags: 0x1fff,
+        client_features: 0x0800,
+      });
+      const publish = encodeMessage({
+        type: 'publish_batch',
+        tenant_id: 't1',
+        namespace: 'default',
+        stream: 'log',
+        payloads: [new Uint8Array(100 * 1024).fill(0x61)],
+        request_id: 9,
+        ack: 'per_batch',
+      });
+      expect(publish.length).toBeGreaterThan(64 * 1024 + 12); // above the pre-auth bound
+      await stream.write(concat(auth, publish)); // one write: the broker reads both at once
+      const decoder = new FrameDecoder();
+      const answers: Array<{ type: string; request_id?: number }> = [];
+      const it = stream[Symbol.asyncIterator]();
+      await waitFor(async () => {
+        const r = await it.next();
+        if (r.done) return true;
+        for (const f of decoder.push(r.value)) answers.push(decodeMessage(f.payload) as never);
+        return answers.length >= 2;
+      }, 'the answers to auth and the publish');
+      expect(answers.map((a) => a.type)).toEqual(['auth_ok', 'publish_ok']);
+      expect(answers[1]).toMatchObject({ request_id: 9 });
+      stream.reset(0);
+      await conn.close();
+    });
+
+    it('a_partial_frame_past_its_deadline_closes_its_stream', async () => {
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const raw = await rawAuthed(conn, 0x0800);
+      const pattern = /felix_broker_bad_input_total\{reason="partial_frame_deadline"\} (\d+)/;
+      const before = await metric(shared, pattern);
+      const frame = encodeFrame(0, new Uint8Array(100));
+      await raw.stream.write(frame.subarray(0, 50)); // the header and part of the body; never the rest
+      const within = PARTIAL_DEADLINE_MS * 10;
+      expect(await withDeadline(raw.next(), within, 'the refusal')).toMatchObject({
+        type: 'error',
+        code: 'invalid_request',
+      });
+      expect(await withDeadline(raw.next(), within, 'the stream to end')).toBeNull();
+      await waitFor(async () => (await metric(shared, pattern)) === before + 1, 'the count');
+      // The connection carries on.
+      const again = await rawAuthed(conn, 0x0800);
+      again.stream.reset(0);
       await conn.close();
     });
   });

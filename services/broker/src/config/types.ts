@@ -38,6 +38,7 @@ export interface BrokerConfig {
     http_host: string;
     http_port: number;
     auth_timeout_ms: number;
+    partial_frame_deadline_ms: number;
     preauth_max_frame_bytes: number;
     max_frame_bytes: number;
     publish_window: number;

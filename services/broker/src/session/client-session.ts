@@ -8,7 +8,7 @@
  * it never reaches a log and never takes the broker down.
  */
 import type { Connection, TransportStream } from '@felix/transport';
-import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
+import { FEATURE_UNSUPPORTED, type Message, WireError, encodeMessage } from '@felix/wire';
 import { admit } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
 import { authenticate } from './auth.js';
@@ -16,11 +16,24 @@ import { FrameReader, type InboundFrame, layoutOf, readMessage } from './codec.j
 import type { SessionContext } from './context.js';
 import type { FastReader, Outcome, RequestContext } from './handler.js';
 import { type Negotiated, has } from './negotiation.js';
+import { PartialDeadline } from './partial-deadline.js';
 import { Refusal, errorFrame } from './refusal.js';
 
 /** Connection close codes (reference §1.1). */
 export const CLOSE_SHUTDOWN = 0;
 export const CLOSE_AUTH_TIMEOUT = 1;
+
+/** What the session keeps for one stream it reads. */
+interface StreamState {
+  readonly stream: TransportStream;
+  readonly reader: FrameReader;
+  readonly answers: AnswerPipe;
+  readonly quiet: boolean;
+  /** Set once the stream authenticates. */
+  rc: StreamRequests | null;
+  /** Set once a partial frame outlived its deadline: the stream is being ended. */
+  expired: boolean;
+}
 
 /** The RequestContext of one authenticated stream. */
 class StreamRequests implements RequestContext {
@@ -102,47 +115,77 @@ export class ClientSession {
     this.pipes.add(answers);
     const quiet = stream.kind === 'uni'; // a publish-only stream: the broker never answers on it
     const fast = quiet ? undefined : this.ctx.handlers.fastReader();
-    let rc: StreamRequests | null = null;
+    const st: StreamState = { stream, reader, answers, quiet, rc: null, expired: false };
+    const deadline = new PartialDeadline(cfg.partial_frame_deadline_ms, () => this.expire(st));
     try {
       for await (const chunk of stream) {
-        let frames: InboundFrame[];
-        try {
-          frames = reader.push(chunk);
-        } catch (err) {
-          const reason = frameReason(err);
-          const refusal = new Refusal('invalid_request', (err as Error).message, reason, {
-            fatalToStream: true,
-          });
-          await this.refuse(stream, rc?.auth ?? null, refusal, quiet);
-          return;
-        }
+        if (st.expired) return;
+        deadline.begin();
+        const wasAuthed = st.rc !== null;
+        const frames = await this.readChunk(st, chunk);
+        if (frames === null) return;
         for (const frame of frames) {
-          if (rc === null) {
-            const auth = await this.authenticate(stream, frame, quiet);
-            if (!auth) return;
-            reader.setMax(cfg.max_frame_bytes);
-            rc = new StreamRequests(auth, this.conn, stream, answers, quiet);
-            this.open.add(rc);
-            continue;
-          }
-          const outcome = this.dispatch(rc, frame, fast);
+          const outcome = this.dispatch(st.rc!, frame, fast);
           const refusal = outcome instanceof Promise ? await outcome : outcome;
           if (refusal) {
             await answers.drain();
-            await this.refuse(stream, rc.auth, refusal, quiet);
+            await this.refuse(stream, st.rc!.auth, refusal, quiet);
             if (refusal.fatalToStream) return;
           }
         }
+        deadline.note(reader.partial, frames.length > 0 || !wasAuthed);
       }
       await answers.drain();
       if (!quiet) await stream.end();
     } finally {
+      deadline.stop();
       this.pipes.delete(answers);
-      if (rc !== null) {
-        this.open.delete(rc);
-        release(rc);
+      if (st.rc !== null) {
+        this.open.delete(st.rc);
+        release(st.rc);
       }
     }
+  }
+
+  /**
+   * The frames of one chunk to dispatch, or null when the stream was refused. Before auth the
+   * chunk's first frame is the `auth`, answered here, and the rest of the chunk is read only
+   * after the bound is raised: a large request in the same read as `auth` is not held to the
+   * pre-auth bound.
+   */
+  private async readChunk(st: StreamState, chunk: Uint8Array): Promise<InboundFrame[] | null> {
+    try {
+      if (st.rc !== null) return st.reader.push(chunk);
+      const first = st.reader.first(chunk);
+      if (first === null) return [];
+      const auth = await this.authenticate(st.stream, first, st.quiet);
+      if (!auth) return null;
+      st.reader.setMax(this.ctx.config.broker.max_frame_bytes);
+      st.rc = new StreamRequests(auth, this.conn, st.stream, st.answers, st.quiet);
+      this.open.add(st.rc);
+      return st.reader.rest();
+    } catch (err) {
+      if (!(err instanceof WireError)) throw err; // the stream failed answering `auth`
+      const refusal = new Refusal('invalid_request', err.message, frameReason(err), {
+        fatalToStream: true,
+      });
+      await this.refuse(st.stream, st.rc?.auth ?? null, refusal, st.quiet);
+      return null;
+    }
+  }
+
+  /** A frame stayed partial past its deadline: let go of it, refuse, end the stream (its read
+   *  loop returns at the peer's next chunk or end). */
+  private expire(st: StreamState): void {
+    st.expired = true;
+    st.reader.drop();
+    const refusal = invalid(
+      `a frame stayed incomplete for over ${this.ctx.config.broker.partial_frame_deadline_ms} ms`,
+      'partial_frame_deadline',
+    );
+    void st.answers
+      .drain()
+      .then(() => this.refuse(st.stream, st.rc?.auth ?? null, refusal, st.quiet));
   }
 
   /** The stream's first frame: an `auth`, answered here; null when the stream is refused. */

@@ -25,10 +25,12 @@ export { InboundFrame };
 /**
  * Frames from one client stream, read by @felix/wire's decoder: a frame split across chunks is
  * kept as views of them (no assembly copy), a bad header is refused before its body is held,
- * and the payload bound is raised once the stream authenticates.
+ * and the payload bound is raised once the stream authenticates. Before auth a chunk is read
+ * one frame at a time (`first`, then `rest`), so frames that follow `auth` in the same read are
+ * checked against the bound raised by it; after auth a chunk is read whole (`push`).
  */
 export class FrameReader {
-  private readonly decoder: FrameDecoder;
+  private decoder: FrameDecoder;
 
   constructor(maxPayloadBytes: number) {
     this.decoder = new FrameDecoder({ maxPayloadBytes });
@@ -38,8 +40,32 @@ export class FrameReader {
     return this.decoder.pushPieces(chunk);
   }
 
+  /** Feeds a chunk and reads only its first frame (null when it completes none: the chunk is
+   *  then used up); `rest` reads the others. */
+  first(chunk: Uint8Array): InboundFrame | null {
+    this.decoder.feed(chunk);
+    return this.decoder.next();
+  }
+
+  /** The frames left in the chunk `first` was given, read under the bound now in force. */
+  rest(): InboundFrame[] {
+    const frames: InboundFrame[] = [];
+    for (let f = this.decoder.next(); f !== null; f = this.decoder.next()) frames.push(f);
+    return frames;
+  }
+
   setMax(maxPayloadBytes: number): void {
     this.decoder.setMaxPayloadBytes(maxPayloadBytes);
+  }
+
+  /** True while an incomplete frame (header or body) is held. */
+  get partial(): boolean {
+    return !this.decoder.idle;
+  }
+
+  /** Lets go of what is held for a partial frame, once the stream is being ended over it. */
+  drop(): void {
+    this.decoder = new FrameDecoder({ maxPayloadBytes: 0 });
   }
 }
 
