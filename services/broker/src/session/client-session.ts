@@ -8,7 +8,7 @@
  * it never reaches a log and never takes the broker down.
  */
 import type { Connection, TransportStream } from '@felix/transport';
-import { FEATURE_UNSUPPORTED, type Message, WireError, encodeMessage } from '@felix/wire';
+import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
 import { admit } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
 import { authenticate } from './auth.js';
@@ -122,8 +122,12 @@ export class ClientSession {
         if (st.expired) return;
         deadline.begin();
         const wasAuthed = st.rc !== null;
-        const frames = await this.readChunk(st, chunk);
-        if (frames === null) return;
+        // After auth the chunk is read without an await: no extra turn per chunk.
+        const frames = st.rc !== null ? pushChunk(reader, chunk) : await this.readFirst(st, chunk);
+        if (!Array.isArray(frames)) {
+          if (frames !== null) await this.refuse(stream, st.rc?.auth ?? null, frames, quiet);
+          return;
+        }
         for (const frame of frames) {
           const outcome = this.dispatch(st.rc!, frame, fast);
           const refusal = outcome instanceof Promise ? await outcome : outcome;
@@ -133,7 +137,8 @@ export class ClientSession {
             if (refusal.fatalToStream) return;
           }
         }
-        deadline.note(reader.partial, frames.length > 0 || !wasAuthed);
+        // The held frame is a new one when this chunk completed a frame (an `auth` included).
+        deadline.note(reader.partial, frames.length > 0 || (!wasAuthed && st.rc !== null));
       }
       await answers.drain();
       if (!quiet) await stream.end();
@@ -148,29 +153,28 @@ export class ClientSession {
   }
 
   /**
-   * The frames of one chunk to dispatch, or null when the stream was refused. Before auth the
-   * chunk's first frame is the `auth`, answered here, and the rest of the chunk is read only
-   * after the bound is raised: a large request in the same read as `auth` is not held to the
-   * pre-auth bound.
+   * Reads a chunk that arrives before auth: its first frame is the `auth`, answered here, and
+   * the rest of the chunk is read only once the bound is raised, so a large request in the
+   * same read as `auth` is not held to the pre-auth bound. The frames to dispatch, the refusal
+   * of a bad frame, or null when `auth` was refused (already answered).
    */
-  private async readChunk(st: StreamState, chunk: Uint8Array): Promise<InboundFrame[] | null> {
+  private async readFirst(st: StreamState, chunk: Uint8Array): Promise<ReadOutcome> {
+    let first: InboundFrame | null;
     try {
-      if (st.rc !== null) return st.reader.push(chunk);
-      const first = st.reader.first(chunk);
-      if (first === null) return [];
-      const auth = await this.authenticate(st.stream, first, st.quiet);
-      if (!auth) return null;
-      st.reader.setMax(this.ctx.config.broker.max_frame_bytes);
-      st.rc = new StreamRequests(auth, this.conn, st.stream, st.answers, st.quiet);
-      this.open.add(st.rc);
+      first = st.reader.first(chunk);
+    } catch (err) {
+      return frameRefusal(err);
+    }
+    if (first === null) return [];
+    const auth = await this.authenticate(st.stream, first, st.quiet);
+    if (!auth) return null;
+    st.reader.setMax(this.ctx.config.broker.max_frame_bytes);
+    st.rc = new StreamRequests(auth, this.conn, st.stream, st.answers, st.quiet);
+    this.open.add(st.rc);
+    try {
       return st.reader.rest();
     } catch (err) {
-      if (!(err instanceof WireError)) throw err; // the stream failed answering `auth`
-      const refusal = new Refusal('invalid_request', err.message, frameReason(err), {
-        fatalToStream: true,
-      });
-      await this.refuse(st.stream, st.rc?.auth ?? null, refusal, st.quiet);
-      return null;
+      return frameRefusal(err);
     }
   }
 
@@ -179,6 +183,7 @@ export class ClientSession {
   private expire(st: StreamState): void {
     st.expired = true;
     st.reader.drop();
+    if (st.rc !== null) release(st.rc); // what the stream opened ends with it, not at its next read
     const refusal = invalid(
       `a frame stayed incomplete for over ${this.ctx.config.broker.partial_frame_deadline_ms} ms`,
       'partial_frame_deadline',
@@ -298,6 +303,25 @@ function unsupportedRefusal(msg: Message): Refusal {
 /** Releases what the stream's requests opened (each release runs once). */
 function release(rc: StreamRequests): void {
   for (const r of rc.releases.splice(0)) r();
+}
+
+/** What reading a chunk gives: frames, the refusal of a bad one, or null (already answered). */
+type ReadOutcome = InboundFrame[] | Refusal | null;
+
+/** An authenticated stream's chunk: its frames, or the refusal of a bad one. */
+function pushChunk(reader: FrameReader, chunk: Uint8Array): InboundFrame[] | Refusal {
+  try {
+    return reader.push(chunk);
+  } catch (err) {
+    return frameRefusal(err);
+  }
+}
+
+/** The decoder's typed error as the refusal that ends the stream. */
+function frameRefusal(err: unknown): Refusal {
+  return new Refusal('invalid_request', (err as Error).message, frameReason(err), {
+    fatalToStream: true,
+  });
 }
 
 function frameReason(err: unknown): string {
