@@ -67,6 +67,22 @@ describe('publish pipe', () => {
     expect(await answers[2]).toEqual({ offset: undefined });
   });
 
+  it('unacknowledged_publishes_made_in_one_turn_travel_as_one_frame', async () => {
+    const { stream, pipe, frames } = rig();
+    const n = 100;
+    const call = (i: number) =>
+      pipe.publish('orders', [bytes(`u${i}`)], { ack: false, gather: true, timeoutMs: 60_000 });
+    const answers = Array.from({ length: n }, (_, i) => call(i));
+    // Every caller of the frame shares its one promise, settled once the frame is written.
+    expect(new Set(answers).size).toBe(1);
+    expect(await Promise.all(answers)).toEqual(Array(n).fill({ offset: undefined }));
+    const sent = frames().map((f) => decodePublishBatch(f.flags, f.payload));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.requestId).toBeUndefined();
+    expect(sent[0]!.payloads.map(text)).toEqual(Array.from({ length: n }, (_, i) => `u${i}`));
+    expect(stream.writes).toHaveLength(1);
+  });
+
   it('a_lost_connection_fails_every_request_of_its_table_and_acked_publishes_as_unknown_outcomes', async () => {
     const { table, pipe, frames } = rig();
     const acked = pipe.publish('orders', [bytes('x')], { ack: true, timeoutMs: 60_000 });
