@@ -131,7 +131,9 @@ for (const transport of TRANSPORTS) {
       const got = [first, ...(await take(it, n - 1))];
       expect(got.map((e) => text(e.data))).toEqual(Array.from({ length: n }, (_, i) => `u${i}`));
       // No gap: the offsets run on one by one from the first.
-      expect(got.map((e) => e.offset - first.offset)).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(got.map((e) => e.offset - first.offset)).toEqual(
+        Array.from({ length: n }, (_, i) => i),
+      );
       // They travelled as one frame, so the broker appended and encoded one batch, not n (the
       // bound leaves room for another test's stray publish).
       expect((await metric(shared, encoded)) - encodedBefore).toBeLessThan(n / 100);
