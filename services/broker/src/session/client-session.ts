@@ -26,6 +26,7 @@ export const CLOSE_AUTH_TIMEOUT = 1;
 class StreamRequests implements RequestContext {
   readonly principal: string;
   readonly releases: Array<() => void> = [];
+  ended = false;
 
   constructor(
     readonly auth: Negotiated,
@@ -254,6 +255,7 @@ function unsupportedRefusal(msg: Message): Refusal {
 
 /** Releases what the stream's requests opened (each release runs once). */
 function release(rc: StreamRequests): void {
+  rc.ended = true;
   for (const r of rc.releases.splice(0)) r();
 }
 
