@@ -19,9 +19,9 @@ export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
 
 /** Unanswered publishes per connection when the broker grants no window (its default 256). */
 export const PUBLISH_WINDOW_DEFAULT = 256;
-/** Records of acked publishes made in one turn that one frame may gather (each caller keeps its
- *  own offset): large enough that 64 or 256 concurrent callers share a frame, small enough that
- *  one frame's append stays short. */
+/** Records of single publishes (acked or not) made in one turn that one frame may gather (each
+ *  acked caller keeps its own offset): large enough that 64 or 256 concurrent callers share a
+ *  frame, small enough that one frame's append stays short. */
 export const PUBLISH_COALESCE_RECORDS_MAX = 1024;
 /** Payload bytes one gathered publish frame may carry: well under the broker's frame bound. */
 export const PUBLISH_COALESCE_BYTES_MAX = 1024 * 1024;

@@ -1,13 +1,14 @@
 // Goal: one connection has one write path per stream and one correlation table: publishes to one
-// stream and key leave in call order whether acked or not, frames of one turn leave in one
-// write, and a lost connection fails every request of its table (acked publishes as unknown
-// outcomes).
+// stream and key leave in call order whether acked or not, unacked ones of one turn in one frame
+// (within the coalesce bound), frames of one turn leave in one write, and a lost connection
+// fails every request of its table (acked publishes as unknown outcomes).
 // Method: a PublishPipe over a fake transport stream that records every write; the frames are
 // decoded with @felix/wire's FrameDecoder; waiting is by waitFor on what the fake saw.
 import { waitFor } from '@felix/testing-harness';
 import { FLAG_BINARY_PUBLISH_ACKED, FrameDecoder, decodePublishBatch } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { ConnectionLostError, OutcomeUnknownError } from '../src/errors.js';
+import { PUBLISH_COALESCE_RECORDS_MAX } from '../src/limits.js';
 import { FrameStream } from '../src/protocol/frame-stream.js';
 import { PublishPipe } from '../src/protocol/publish-pipe.js';
 import { RequestTable } from '../src/protocol/request-table.js';
@@ -65,6 +66,34 @@ describe('publish pipe', () => {
     // The turn's frames left in one write, and the unacked publish resolved once written.
     expect(stream.writes).toHaveLength(1);
     expect(await answers[2]).toEqual({ offset: undefined });
+  });
+
+  it('unacknowledged_publishes_made_in_one_turn_travel_as_one_frame', async () => {
+    const { stream, pipe, frames } = rig();
+    const n = 100;
+    const call = (i: number) =>
+      pipe.publish('orders', [bytes(`u${i}`)], { ack: false, gather: true, timeoutMs: 60_000 });
+    const answers = Array.from({ length: n }, (_, i) => call(i));
+    // Every caller of the frame shares its one promise, settled once the frame is written.
+    expect(new Set(answers).size).toBe(1);
+    expect(await Promise.all(answers)).toEqual(Array(n).fill({ offset: undefined }));
+    const sent = frames().map((f) => decodePublishBatch(f.flags, f.payload));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.requestId).toBeUndefined();
+    expect(sent[0]!.payloads.map(text)).toEqual(Array.from({ length: n }, (_, i) => `u${i}`));
+    expect(stream.writes).toHaveLength(1);
+  });
+
+  it('unacknowledged_publishes_past_the_coalesce_bound_start_a_new_frame', async () => {
+    const { pipe, frames } = rig();
+    const n = PUBLISH_COALESCE_RECORDS_MAX + 1;
+    const answers = Array.from({ length: n }, (_, i) =>
+      pipe.publish('orders', [bytes(`u${i}`)], { ack: false, gather: true, timeoutMs: 60_000 }),
+    );
+    await Promise.all(answers);
+    const sent = frames().map((f) => decodePublishBatch(f.flags, f.payload));
+    expect(sent.map((b) => b.payloads.length)).toEqual([PUBLISH_COALESCE_RECORDS_MAX, 1]);
+    expect(sent[1]!.payloads.map(text)).toEqual([`u${n - 1}`]);
   });
 
   it('a_lost_connection_fails_every_request_of_its_table_and_acked_publishes_as_unknown_outcomes', async () => {

@@ -4,9 +4,11 @@
  * through the stream's one writer at the end of the turn, so publishes to one stream and key
  * reach the broker in call order whether acked or not: a publish that goes in a frame of its own
  * (unacked, a caller's batch) first seals the batch this turn gathers for that stream and key.
- * Acked single publishes (`gather`) to one stream and key made in one turn go as one batch frame
- * (one append and one ack at the broker); each caller still gets its own offset. When a window
- * slot is not free the publish waits for one, and may then leave after later calls.
+ * Single publishes (`gather`) to one stream and key made in one turn go as one batch frame (one
+ * append at the broker), acked ones with one ack (each caller still gets its own offset), unacked
+ * ones with one promise settled once the frame is written. An acked gather and an unacked one for
+ * the same stream and key seal each other, so the frames keep call order. When a window slot is
+ * not free an acked publish waits for one, and may then leave after later calls.
  */
 import {
   FLAG_BINARY_PUBLISH_ACK,
@@ -35,16 +37,27 @@ export interface PublishCall {
   timeoutMs: number;
 }
 
-/** Acked publishes to one stream and key waiting for the end of this turn to go out together. */
+/** Publishes to one stream and key waiting for the end of this turn to go out together. */
 interface Gather {
+  /** Unacked gathers take no window slot and no request id. */
+  ack: boolean;
   stream: string;
   key: Uint8Array | undefined;
   payloads: Uint8Array[];
   bytes: number;
   /** The ack deadline of every caller, kept by one timer for the batch (the shortest asked). */
   timeoutMs: number;
-  /** Each caller and the index of its first record in `payloads`. */
+  /** Acked: each caller and the index of its first record in `payloads`. */
   callers: Array<{ index: number; resolve(r: PublishAnswer): void; reject(err: Error): void }>;
+  /** Unacked: the one promise every caller shares, settled once the frame is written. */
+  written: Shared | undefined;
+}
+
+/** One promise for every unacked caller of a frame, and how to settle it. */
+interface Shared {
+  promise: Promise<PublishAnswer>;
+  resolve(r: PublishAnswer): void;
+  reject(err: unknown): void;
 }
 
 export interface PipeParts {
@@ -76,7 +89,7 @@ export class PublishPipe {
     if (this.failure) return;
     this.failure = err;
     this.publishesInFlight = 0;
-    for (const g of this.gathers.values()) for (const c of g.callers) c.reject(err);
+    for (const g of this.gathers.values()) rejectAll(g, err);
     this.gathers.clear();
     for (const w of this.windowWaiters.splice(0)) w();
   }
@@ -88,8 +101,9 @@ export class PublishPipe {
    */
   publish(stream: string, payloads: Uint8Array[], opts: PublishCall): Promise<PublishAnswer> {
     if (this.failure) return Promise.reject(this.failure);
-    if (opts.ack && opts.gather === true && this.binary) {
-      return this.gather(stream, payloads, opts.key, opts.timeoutMs);
+    if (opts.gather === true) {
+      if (!opts.ack) return this.gatherUnacked(stream, payloads, opts.key, opts.timeoutMs);
+      if (this.binary) return this.gather(stream, payloads, opts.key, opts.timeoutMs);
     }
     // A frame of its own goes after what this turn gathered for the same stream and key.
     if (this.gathers.size > 0) {
@@ -124,13 +138,13 @@ export class PublishPipe {
     const id = gatherId(stream, key);
     const g = this.gathers.get(id);
     if (g !== undefined) {
-      if (fits(g, payloads.length, bytes)) return join(g, payloads, bytes, timeoutMs);
+      if (g.ack && fits(g, payloads.length, bytes)) return join(g, payloads, bytes, timeoutMs);
       this.sendGather(id, g);
     }
     if (this.publishesInFlight < this.p.negotiated.window) {
       // A slot is free: open the batch in this call, so the rest of the turn joins it.
       this.publishesInFlight++;
-      return join(this.openGather(id, stream, key, timeoutMs), payloads, bytes, timeoutMs);
+      return join(this.openGather(id, true, stream, key, timeoutMs), payloads, bytes, timeoutMs);
     }
     // Waiting for a window slot has a timer of its own.
     return ackWithin(
@@ -204,9 +218,9 @@ export class PublishPipe {
   ): Promise<PublishAnswer> {
     await this.reserveWindow();
     let g = this.gathers.get(id);
-    if (g && !fits(g, payloads.length, bytes)) this.sendGather(id, g);
+    if (g && (!g.ack || !fits(g, payloads.length, bytes))) this.sendGather(id, g);
     else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
-    if (!g || !this.gathers.has(id)) g = this.openGather(id, stream, key, timeoutMs);
+    if (!g || !this.gathers.has(id)) g = this.openGather(id, true, stream, key, timeoutMs);
     return join(g, payloads, bytes, timeoutMs);
   }
 
@@ -216,11 +230,13 @@ export class PublishPipe {
    */
   private openGather(
     id: string,
+    ack: boolean,
     stream: string,
     key: Uint8Array | undefined,
     timeoutMs: number,
   ): Gather {
-    const g: Gather = { stream, key, payloads: [], bytes: 0, timeoutMs, callers: [] };
+    const written = ack ? undefined : shared();
+    const g: Gather = { ack, stream, key, payloads: [], bytes: 0, timeoutMs, callers: [], written };
     this.gathers.set(id, g);
     if (!this.gatherScheduled) {
       this.gatherScheduled = true;
@@ -234,11 +250,54 @@ export class PublishPipe {
     for (const [id, g] of this.gathers) this.sendGather(id, g);
   };
 
-  /** Queues a gathered batch on the window slot its opener took, and starts its ack timer. */
+  /**
+   * Unacked single publishes join this turn's frame for their stream and key (sealing an acked
+   * batch gathering there first, for call order); they take no window slot, as a frame of their
+   * own takes none. Every caller of the frame shares its one promise.
+   */
+  private gatherUnacked(
+    stream: string,
+    payloads: Uint8Array[],
+    key: Uint8Array | undefined,
+    timeoutMs: number,
+  ): Promise<PublishAnswer> {
+    let bytes = 0;
+    for (const p of payloads) bytes += p.byteLength;
+    const id = gatherId(stream, key);
+    let g = this.gathers.get(id);
+    if (g !== undefined && (g.ack || !fits(g, payloads.length, bytes))) {
+      this.sendGather(id, g);
+      g = undefined;
+    }
+    g ??= this.openGather(id, false, stream, key, timeoutMs);
+    for (const p of payloads) g.payloads.push(p);
+    g.bytes += bytes;
+    if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
+    return g.written!.promise;
+  }
+
+  /**
+   * Queues a gathered batch: acked, on the window slot its opener took, starting its ack timer;
+   * unacked, settling its callers' promise once the writer has written it.
+   */
   private sendGather(id: string, g: Gather): void {
     this.gathers.delete(id);
     if (this.failure) {
-      for (const c of g.callers) c.reject(this.failure);
+      rejectAll(g, this.failure);
+      return;
+    }
+    if (!g.ack) {
+      this.p.writer.push(
+        encodePublishBatch({
+          tenantId: this.p.tenant,
+          namespace: this.p.namespace,
+          stream: g.stream,
+          payloads: g.payloads,
+          ...(g.key !== undefined ? { key: g.key } : {}),
+        }),
+      );
+      const w = g.written!;
+      this.p.writer.whenWritten(g.timeoutMs, g.stream).then(w.resolve, w.reject);
       return;
     }
     const requestId = this.p.table.nextId();
@@ -346,6 +405,21 @@ function fits(g: Gather, records: number, bytes: number): boolean {
     g.payloads.length + records <= PUBLISH_COALESCE_RECORDS_MAX &&
     g.bytes + bytes <= PUBLISH_COALESCE_BYTES_MAX
   );
+}
+
+function rejectAll(g: Gather, err: Error): void {
+  for (const c of g.callers) c.reject(err);
+  g.written?.reject(err);
+}
+
+function shared(): Shared {
+  let resolve!: Shared['resolve'];
+  let reject!: Shared['reject'];
+  const promise = new Promise<PublishAnswer>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
 }
 
 function join(

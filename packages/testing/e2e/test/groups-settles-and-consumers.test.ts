@@ -177,6 +177,25 @@ for (const transport of TRANSPORTS) {
       }
     });
 
+    it('a_poll_whose_client_has_gone_claims_nothing', async () => {
+      const g = await freshGroup('gone');
+      const connections = () => metric(shared, /^felix_broker_connections (\d+)/m);
+      const open = await connections();
+      const polls = await requests('group_poll');
+      // A worker parks a long poll (nothing to hand out yet), then its process goes away.
+      const gone = await client(shared, transport);
+      const parked = gone.group('jobs', 'gone', { shard: 0 }).poll({ max: 1, waitMs: 20_000 });
+      parked.catch(() => undefined); // its connection is closed under it on purpose
+      await waitFor(async () => (await requests('group_poll')) > polls, 'the poll arrives', 10_000);
+      await gone.close();
+      await waitFor(async () => (await connections()) === open, 'its connection ends', 10_000);
+      // The next record goes to a live consumer now, not to the dead poll's 30 s claim.
+      const [offset] = await publishJobs(1, 'gone');
+      const got = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(got.map((m) => [m.offset, m.attempts])).toEqual([[offset, 1]]);
+      await got[0]!.ack();
+    });
+
     it('a_reclaim_takes_only_its_own_names_claims', async () => {
       const mine = await freshGroup('reclaim-own', { consumer: 'w-a' });
       const [a, b] = await publishJobs(2, 'reclaim-own');

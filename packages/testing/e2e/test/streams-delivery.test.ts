@@ -1,6 +1,7 @@
 // Goal: the stream guarantees @felix/client gives against a real broker, over both transports:
 // delivery to every subscriber, gapless resume, a slow subscriber never blocking a publisher,
-// cursor refusals, per-shard order, keyed routing, typed refusals, and unacknowledged publishes.
+// cursor refusals, per-shard order, keyed routing, typed refusals, and unacknowledged publishes
+// (alone, and many made in one turn).
 // Method: one real felix-broker process per transport shared by these tests, real clients; a
 // raw session only where the test must see every frame the broker answers with.
 import {
@@ -29,6 +30,7 @@ streams:
   - { tenant: t1, name: mem }
   - { tenant: t1, name: mem-slow }
   - { tenant: t1, name: unacked }
+  - { tenant: t1, name: unacked-turn }
   - { tenant: t1, name: log, durable: true, fsync: periodic }
   - { tenant: t1, name: keyed, shards: 4, durable: true }
   - { tenant: t1, name: keyed-together, shards: 4 }
@@ -110,6 +112,32 @@ for (const transport of TRANSPORTS) {
       expect([unacked!.offset, acked!.offset]).toEqual([answer.offset - 1, answer.offset]);
       await it.return?.();
       await conn.close();
+      await felix.close();
+    });
+
+    it('unacknowledged_publishes_in_one_turn_reach_a_subscriber_in_order', async () => {
+      const felix = await client(shared, transport);
+      // From earliest: only this test writes the stream, so the subscriber sees exactly this.
+      const it = felix.subscribe('unacked-turn', { from: 'earliest' })[Symbol.asyncIterator]();
+      const firstP = it.next();
+      const n = 1_000;
+      const encoded = /felix_broker_event_batches_encoded_total (\d+)/;
+      const encodedBefore = await metric(shared, encoded);
+      const sent = await Promise.all(
+        Array.from({ length: n }, (_, i) => felix.publish('unacked-turn', `u${i}`, { ack: false })),
+      );
+      expect(sent.every((s) => s.offset === null)).toBe(true);
+      const first = (await firstP).value as StreamEvent;
+      const got = [first, ...(await take(it, n - 1))];
+      expect(got.map((e) => text(e.data))).toEqual(Array.from({ length: n }, (_, i) => `u${i}`));
+      // No gap: the offsets run on one by one from the first.
+      expect(got.map((e) => e.offset - first.offset)).toEqual(
+        Array.from({ length: n }, (_, i) => i),
+      );
+      // They travelled as one frame, so the broker appended and encoded one batch, not n (the
+      // bound leaves room for another test's stray publish).
+      expect((await metric(shared, encoded)) - encodedBefore).toBeLessThan(n / 100);
+      await it.return?.();
       await felix.close();
     });
 

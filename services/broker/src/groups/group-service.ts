@@ -30,6 +30,9 @@ import {
 import { ackBatch, extend, nackBatch, settle } from './settles.js';
 import { PollWaiters } from './waiters.js';
 
+/** The asker of a request that has no stream (tests, admin): never ends. */
+const OPEN = { ended: false } as const;
+
 export class GroupService {
   private readonly core: GroupCore;
   private readonly registry: GroupRegistry;
@@ -71,8 +74,16 @@ export class GroupService {
     await this.registry.close();
   }
 
-  /** `conn` identifies the client's connection (named consumers' claims are per connection). */
-  async answer(auth: Negotiated, m: Message, conn: object): Promise<Message> {
+  /**
+   * `conn` identifies the client's connection (named consumers' claims are per connection);
+   * `asker` is the stream the request came on: a poll whose stream has ended claims nothing.
+   */
+  async answer(
+    auth: Negotiated,
+    m: Message,
+    conn: object,
+    asker: { readonly ended: boolean } = OPEN,
+  ): Promise<Message> {
     const msg = m as GroupMsg;
     checkTenant(auth, msg.tenant_id);
     const scope = scopeOf(this.streams, msg);
@@ -80,7 +91,7 @@ export class GroupService {
     try {
       switch (msg.type) {
         case 'group_poll':
-          return await this.poll(scope, msg, pollParty(auth, msg, conn));
+          return await this.poll(scope, msg, pollParty(auth, msg, conn), asker);
         case 'group_ack':
         case 'group_nack':
         case 'group_dead_letter':
@@ -115,7 +126,12 @@ export class GroupService {
    * A long poll: hands out what it can now; with nothing to hand out it waits (bounded by its
    * `wait_ms`) until its shard wakes it, a claim lapses or the periodic re-check comes.
    */
-  private async poll(scope: Scope, msg: Msg<'group_poll'>, party: PollParty): Promise<Message> {
+  private async poll(
+    scope: Scope,
+    msg: Msg<'group_poll'>,
+    party: PollParty,
+    asker: { readonly ended: boolean },
+  ): Promise<Message> {
     const g = this.core.groups;
     if (msg.max_records === 0) throw bad('max_records must be at least 1', 'bad_max_records');
     if (msg.visibility_ms === 0) throw bad('visibility_ms must be at least 1', 'bad_visibility');
@@ -124,6 +140,9 @@ export class GroupService {
     const until = Date.now() + Math.min(msg.wait_ms, g.max_wait_ms);
     const st = await this.registry.state(scope);
     for (;;) {
+      // A poll whose client has gone (its stream ended while it waited) must not claim records
+      // nobody will receive: they would wait out their visibility timeout.
+      if (asker.ended) return { type: 'group_records', records: [], request_id: msg.request_id };
       const turn = st.pollChain.then(() => handOut(this.core, scope, st, max, visibility, party));
       // The chain only orders hand-outs; each turn's failure is its own poll's answer.
       st.pollChain = turn.catch(() => undefined);

@@ -89,7 +89,7 @@ export function registerGroupHandlers(
               'groups_not_durable',
             ),
           )
-      : (msg: GroupRequest, rc: RequestContext) => groups.answer(rc.auth, msg, rc.conn);
+      : (msg: GroupRequest, rc: RequestContext) => groups.answer(rc.auth, msg, rc.conn, rc);
   const handler: Handler<GroupRequest> = {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',

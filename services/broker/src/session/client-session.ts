@@ -39,6 +39,7 @@ interface StreamState {
 class StreamRequests implements RequestContext {
   readonly principal: string;
   readonly releases: Array<() => void> = [];
+  ended = false;
 
   constructor(
     readonly auth: Negotiated,
@@ -302,6 +303,7 @@ function unsupportedRefusal(msg: Message): Refusal {
 
 /** Releases what the stream's requests opened (each release runs once). */
 function release(rc: StreamRequests): void {
+  rc.ended = true;
   for (const r of rc.releases.splice(0)) r();
 }
 

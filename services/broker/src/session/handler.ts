@@ -32,6 +32,8 @@ export interface RequestContext {
   readonly answers: AnswerPipe;
   /** A publish-only (uni) stream: the broker never answers on it. */
   readonly quiet: boolean;
+  /** The stream has ended: a request still waiting (a long poll) must not act for it. */
+  readonly ended: boolean;
   /** Runs `release` when this stream ends (e.g. subscriptions it opened stop). */
   onStreamEnd(release: () => void): void;
 }
