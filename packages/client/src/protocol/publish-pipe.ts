@@ -133,8 +133,7 @@ export class PublishPipe {
     key: Uint8Array | undefined,
     timeoutMs: number,
   ): Promise<PublishAnswer> {
-    let bytes = 0;
-    for (const p of payloads) bytes += p.byteLength;
+    const bytes = bytesOf(payloads);
     const id = gatherId(stream, key);
     const g = this.gathers.get(id);
     if (g !== undefined) {
@@ -261,8 +260,7 @@ export class PublishPipe {
     key: Uint8Array | undefined,
     timeoutMs: number,
   ): Promise<PublishAnswer> {
-    let bytes = 0;
-    for (const p of payloads) bytes += p.byteLength;
+    const bytes = bytesOf(payloads);
     const id = gatherId(stream, key);
     let g = this.gathers.get(id);
     if (g !== undefined && (g.ack || !fits(g, payloads.length, bytes))) {
@@ -438,4 +436,11 @@ function join(
 /** `p`, or a TimeoutError of unknown outcome once `ms` pass: a publish's ack that never came. */
 function ackWithin<T>(p: Promise<T>, ms: number, stream: string): Promise<T> {
   return withTimeout(p, ms, `the ack of a publish to ${stream}`, 'unknown_outcome');
+}
+
+/** The payloads' bytes together. */
+function bytesOf(payloads: readonly Uint8Array[]): number {
+  let bytes = 0;
+  for (const p of payloads) bytes += p.byteLength;
+  return bytes;
 }

@@ -13,6 +13,23 @@ const COLUMNS =
   'tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms';
 const COLUMN_COUNT = 11;
 
+/** An assignment's column values in table order (COLUMN_COUNT of them), stamped `nowMs`. */
+function rowParams(a: AssignmentRecord, nowMs: number): SqlParam[] {
+  return [
+    a.tenant_id,
+    a.namespace,
+    a.kind,
+    a.stream,
+    a.shard,
+    a.leader,
+    JSON.stringify(a.replicas),
+    a.generation,
+    a.state,
+    a.routing ?? null,
+    nowMs,
+  ];
+}
+
 /** A multi-row VALUES list for `chunk`, stamped `nowMs`, and its parameters. */
 function valuesOf(
   chunk: readonly AssignmentRecord[],
@@ -20,19 +37,7 @@ function valuesOf(
 ): { values: string; params: SqlParam[] } {
   const params: SqlParam[] = [];
   const rows = chunk.map((a) => {
-    params.push(
-      a.tenant_id,
-      a.namespace,
-      a.kind,
-      a.stream,
-      a.shard,
-      a.leader,
-      JSON.stringify(a.replicas),
-      a.generation,
-      a.state,
-      a.routing ?? null,
-      nowMs,
-    );
+    params.push(...rowParams(a, nowMs));
     const b = params.length - COLUMN_COUNT;
     return `(${Array.from({ length: COLUMN_COUNT }, (_, k) => `$${b + k + 1}`).join(', ')})`;
   });
@@ -51,20 +56,7 @@ export async function updateAssignmentIf(
        updated_at_ms = $11
      WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 AND shard = $5 AND generation = $12
      RETURNING shard`,
-    [
-      a.tenant_id,
-      a.namespace,
-      a.kind,
-      a.stream,
-      a.shard,
-      a.leader,
-      JSON.stringify(a.replicas),
-      a.generation,
-      a.state,
-      a.routing ?? null,
-      nowMs,
-      fromGeneration,
-    ],
+    [...rowParams(a, nowMs), fromGeneration],
   );
   return rows.length > 0;
 }
