@@ -200,4 +200,3 @@ export function compilePermissions(
 ): PermissionSet {
   return PermissionSet.compile(tenant, permissions);
 }
-

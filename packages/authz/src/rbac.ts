@@ -12,11 +12,7 @@ import {
   UnknownRoleError,
 } from './errors.js';
 import { type Permission, isName, printPermission, tenantOf } from './grammar.js';
-import {
-  BINDINGS_PER_TENANT_MAX,
-  POLICIES_PER_ROLE_MAX,
-  ROLES_PER_TENANT_MAX,
-} from './limits.js';
+import { BINDINGS_PER_TENANT_MAX, POLICIES_PER_ROLE_MAX, ROLES_PER_TENANT_MAX } from './limits.js';
 import { PermissionSet } from './matcher.js';
 import { assertWithinScope } from './scope.js';
 

@@ -26,7 +26,11 @@ const IMPLIES: Record<string, string[]> = {
     'cache.manage/cache',
     'group.manage/group',
   ],
-  'namespace.manage/namespace': ['stream.manage/stream', 'cache.manage/cache', 'group.manage/group'],
+  'namespace.manage/namespace': [
+    'stream.manage/stream',
+    'cache.manage/cache',
+    'group.manage/group',
+  ],
   'stream.manage/stream': ['group.manage/group'],
   'stream.subscribe/stream': ['group.consume/group'],
   'rbac.manage/tenant': ['rbac.view/tenant'],
@@ -120,14 +124,16 @@ describe('compiled permission set', () => {
   it('no_permission_ever_matches_another_tenants_object', () => {
     // Every grant a token of `home` may hold (its own objects, cluster:*, node:ID) misses every
     // object of another tenant; a grant naming another tenant cannot even be compiled.
-    const arb = fc.constantFrom(...TENANTS).chain((home) =>
-      fc.tuple(
-        fc.constant(home),
-        fc.array(permissionArb(home), { maxLength: 8 }),
-        permissionArb(),
-        checkArb,
-      ),
-    );
+    const arb = fc
+      .constantFrom(...TENANTS)
+      .chain((home) =>
+        fc.tuple(
+          fc.constant(home),
+          fc.array(permissionArb(home), { maxLength: 8 }),
+          permissionArb(),
+          checkArb,
+        ),
+      );
     fc.assert(
       fc.property(arb, ([home, perms, foreign, c]) => {
         const s = PermissionSet.compile(home, perms);
