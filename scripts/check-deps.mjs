@@ -79,7 +79,9 @@ for (const p of packages) {
       if (!name.startsWith('@felix/')) {
         const outside = OUTSIDE_ALLOWED.get(p.name);
         if (outside && file.startsWith(join(p.dir, 'src', '')) && !outside.has(name)) {
-          problems.push(`${rel}: ${p.name} may import only ${[...outside].join(', ')} from outside`);
+          problems.push(
+            `${rel}: ${p.name} may import only ${[...outside].join(', ')} from outside`,
+          );
         }
         continue;
       }
