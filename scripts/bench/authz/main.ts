@@ -1,23 +1,30 @@
 // Authorization benchmark: what a broker pays to verify a Felix token at auth and to check a
 // permission on every request, side by side in one run with what a user would write instead.
 // Tokens: @felix/authz verifyToken (jose + Felix's claim rules + compiling the permissions)
-// against jose's jwtVerify alone, node:crypto's synchronous Ed25519 verify of the same bytes (the
-// signature's own cost, the ceiling), and a VerifiedTokenCache hit. Each row reports wall-clock
-// ops/s and CPU time per op (user+system of the whole process, so threadpool work counts):
-// 1e6 / CPU µs is the rate one core sustains. Checks: PermissionSet.allows against a plain matcher
-// that splits the granted strings on every check. Allocation: 10M checks with GC exposed; the
-// number of collections during the loop and the heap growth per check (see README.md).
-// Run: node --expose-gc --import tsx scripts/bench/authz/main.ts [--seconds 1] [--rounds 3]
+// against jose's jwtVerify alone, node:crypto's synchronous Ed25519 verify of the same bytes
+// (the signature's own cost, the ceiling), and a VerifiedTokenCache hit. Each row reports
+// wall-clock ops/s and CPU time per op (user+system of the whole process, so thread-pool work
+// counts): 1e6 / CPU µs is the rate one core sustains. Checks: PermissionSet.allows against a
+// plain matcher that splits the granted strings on every check, and casbin (RBAC with domains,
+// keyMatch2, fed the same grants with inheritance expanded: the library the issue weighed).
+// Allocation: after a full GC, N checks in a loop; the collections V8 ran meanwhile and the
+// heap growth per check. A 64 MiB young generation keeps the other matchers' garbage (up to
+// about 20 MB) uncollected, so their growth is their allocation; a row that saw a collection
+// prints n/a.
+// Run: node --expose-gc --min-semi-space-size=64 --max-semi-space-size=64 --import tsx \
+//        scripts/bench/authz/main.ts [--seconds 1] [--rounds 3]
 // Imports @felix/authz's public entry (its dist): a src/ newer than the build stops the run.
 import { verify as edVerify, createPublicKey } from 'node:crypto';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { GCProfiler } from 'node:v8';
 import {
   type Action,
   BROKER_AUDIENCE,
   InMemoryKeySet,
   PermissionSet,
   type TenantObjectKind,
+  KIND_DEPTH,
   VerifiedTokenCache,
+  expandPermission,
   exportPublicJwk,
   generateSigningKey,
   parsePermission,
@@ -25,6 +32,7 @@ import {
   verifyToken,
 } from '@felix/authz';
 import { argValue, assertFreshBuild, markdownTable, median } from '@felix/testing-bench-kit';
+import { type Enforcer, newEnforcer, newModelFromString } from 'casbin';
 import { jwtVerify } from 'jose';
 
 assertFreshBuild(import.meta.resolve('@felix/authz'));
@@ -34,6 +42,8 @@ const ROUNDS = Number(argValue('--rounds', '3'));
 const ALLOC_CHECKS = 10_000_000;
 /** Few enough split-per-check checks that their garbage fits in the young generation unswept. */
 const NAIVE_ALLOC_CHECKS = 10_000;
+/** Casbin allocates several KB per check: fewer of them fit. */
+const CASBIN_ALLOC_CHECKS = 1_000;
 const gc = (globalThis as { gc?: () => void }).gc;
 
 const PERMS = [
@@ -99,6 +109,36 @@ function naiveAllows(perms: readonly string[], k: CheckCase): boolean {
   return false;
 }
 
+/** Casbin's RBAC-with-domains model, the tenant as the domain (as the reference uses it). */
+const CASBIN_MODEL = `
+[request_definition]
+r = sub, dom, obj, act
+[policy_definition]
+p = sub, dom, obj, act
+[role_definition]
+g = _, _, _
+[policy_effect]
+e = some(where (p.eft == allow))
+[matchers]
+m = g(r.sub, p.sub, r.dom) && r.dom == p.dom && keyMatch2(r.obj, p.obj) && r.act == p.act
+`;
+
+/** An enforcer holding PERMS (inheritance expanded) on one role bound to `alice` in `acme`. */
+async function casbinEnforcer(): Promise<Enforcer> {
+  const e = await newEnforcer(newModelFromString(CASBIN_MODEL));
+  for (const entry of PERMS.map(parsePermission).flatMap(expandPermission)) {
+    const stars = Array(KIND_DEPTH[entry.kind] - entry.prefix.length).fill('*');
+    await e.addPolicy(
+      'role',
+      'acme',
+      `${entry.kind}:${[...entry.prefix, ...stars].join('/')}`,
+      entry.action,
+    );
+  }
+  await e.addGroupingPolicy('alice', 'role', 'acme');
+  return e;
+}
+
 interface Row {
   name: string;
   wallOps: number;
@@ -124,8 +164,10 @@ async function measure(inFlight: number, op: () => Promise<unknown> | unknown): 
   return { name: '', wallOps: ops / secs, cpuUs: (cpu.user + cpu.system) / ops };
 }
 
+/** Medians over ROUNDS rounds of `measure`, after one uncounted warm-up round. */
 async function rounds(name: string, inFlight: number, op: () => unknown): Promise<Row> {
   const rows: Row[] = [];
+  await measure(inFlight, op); // warm-up round, not counted: the first rows ran colder JIT code
   for (let r = 0; r < ROUNDS; r++) rows.push(await measure(inFlight, op));
   const row = {
     name,
@@ -192,22 +234,34 @@ function checkRate(check: (k: CheckCase) => boolean): number {
   return median(rates);
 }
 
-/** Runs `count` checks after a full GC; collections seen during the loop and heap growth. */
-async function allocation(count: number, check: (k: CheckCase) => boolean) {
-  let collections = 0;
-  const obs = new PerformanceObserver((list) => {
-    collections += list.getEntries().length;
-  });
+/**
+ * Runs `count` checks after a full GC: the collections V8 ran during the loop (GCProfiler, read
+ * synchronously) and the heap growth per check. With no collection in between, the growth is
+ * exactly what the loop allocated.
+ */
+function allocation(count: number, check: (k: CheckCase) => boolean) {
   gc?.();
-  await new Promise((r) => setImmediate(r));
-  obs.observe({ entryTypes: ['gc'] });
+  const profiler = new GCProfiler();
+  profiler.start();
   const before = process.memoryUsage().heapUsed;
   let hits = 0;
   for (let i = 0; i < count; i++) if (check(CHECKS[i & 15] as CheckCase)) hits++;
   const grown = process.memoryUsage().heapUsed - before;
-  await new Promise((r) => setImmediate(r)); // let the observer deliver its entries
-  obs.disconnect();
+  const collections = profiler.stop().statistics.length;
   return { collections, bytesPerCheck: grown / count, hits };
+}
+
+/** A check-table row; heap growth per check means allocation only when no collection ran. */
+function checkRow(
+  name: string,
+  rate: number,
+  alloc: { collections: number; bytesPerCheck: number },
+  count: number,
+): string[] {
+  const during = count >= 1e6 ? `${count / 1e6}M` : `${count / 1e3}k`;
+  const bytes =
+    alloc.collections === 0 ? alloc.bytesPerCheck.toFixed(alloc.bytesPerCheck < 1 ? 4 : 1) : 'n/a';
+  return [name, rate.toFixed(0), `${alloc.collections} in ${during}`, bytes];
 }
 
 async function main(): Promise<void> {
@@ -216,6 +270,14 @@ async function main(): Promise<void> {
   const set = PermissionSet.compile('acme', PERMS.map(parsePermission));
   const compiled = (k: CheckCase) => set.allows(k.action, k.kind, k.t, k.n, k.s, k.g);
   const naive = (k: CheckCase) => naiveAllows(PERMS, k);
+  const enforcer = await casbinEnforcer();
+  const casbin = (k: CheckCase) => {
+    const path = [k.t, k.n, k.s, k.g].filter((x) => x !== undefined).join('/');
+    return enforcer.enforceSync('alice', k.t, `${k.kind}:${path}`, k.action);
+  };
+  for (const k of CHECKS) {
+    if (compiled(k) !== casbin(k)) throw new Error(`casbin disagrees on ${JSON.stringify(k)}`);
+  }
   for (const k of CHECKS) {
     if (k.action.endsWith('.manage') || k.action === 'group.consume') continue;
     if (compiled(k) !== naive(k)) throw new Error(`matchers disagree on ${JSON.stringify(k)}`);
@@ -223,8 +285,10 @@ async function main(): Promise<void> {
   console.error('checks:');
   const compiledRate = checkRate(compiled);
   const naiveRate = checkRate(naive);
-  const compiledAlloc = await allocation(ALLOC_CHECKS, compiled);
-  const naiveAlloc = await allocation(NAIVE_ALLOC_CHECKS, naive);
+  const casbinRate = checkRate(casbin);
+  const compiledAlloc = allocation(ALLOC_CHECKS, compiled);
+  const naiveAlloc = allocation(NAIVE_ALLOC_CHECKS, naive);
+  const casbinAlloc = allocation(CASBIN_ALLOC_CHECKS, casbin);
 
   const tokenTable = tokens.map((r) => [
     r.name,
@@ -253,18 +317,14 @@ async function main(): Promise<void> {
         { title: 'heap bytes/check', align: 'right' },
       ],
       [
-        [
-          'PermissionSet.allows',
-          compiledRate.toFixed(0),
-          `${compiledAlloc.collections} in ${ALLOC_CHECKS / 1e6}M`,
-          compiledAlloc.bytesPerCheck.toFixed(4),
-        ],
-        [
-          'split-per-check matcher',
-          naiveRate.toFixed(0),
-          `${naiveAlloc.collections} in ${NAIVE_ALLOC_CHECKS / 1e3}k`,
-          naiveAlloc.bytesPerCheck.toFixed(1),
-        ],
+        checkRow('PermissionSet.allows', compiledRate, compiledAlloc, ALLOC_CHECKS),
+        checkRow('split-per-check matcher', naiveRate, naiveAlloc, NAIVE_ALLOC_CHECKS),
+        checkRow(
+          'casbin enforceSync (domains, keyMatch2)',
+          casbinRate,
+          casbinAlloc,
+          CASBIN_ALLOC_CHECKS,
+        ),
       ],
     ),
   );
