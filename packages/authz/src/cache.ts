@@ -2,9 +2,10 @@
  * A bounded cache of verified tokens. An Ed25519 check costs tens of microseconds (about 11,000
  * per second per core on the reference machine, by `openssl speed`), so a broker facing a
  * reconnect storm of clients that share a token checks each distinct token once. A hit still
- * re-checks audience, tenant and expiry; the owner clears the cache when a key is retired.
+ * re-checks audience, tenant, expiry and that the tenant still has the signing key (so a
+ * retired key stops its tokens at once); `clear()` drops everything.
  */
-import { TokenExpiredError } from './errors.js';
+import { TokenExpiredError, TokenUnknownKidError } from './errors.js';
 import { TOKEN_CLOCK_SKEW_S, VERIFIED_TOKEN_CACHE_ENTRIES_MAX } from './limits.js';
 import { type VerifiedToken, type VerifyTokenOptions, verifyToken } from './token.js';
 
@@ -26,6 +27,10 @@ export class VerifiedTokenCache {
         this.entries.delete(token);
         throw new TokenExpiredError();
       }
+      if ((await opts.keys.resolve(opts.tenant, hit.kid)) === null) {
+        this.entries.delete(token);
+        throw new TokenUnknownKidError(hit.kid);
+      }
       return hit;
     }
     const verified = await verifyToken(token, opts);
@@ -38,7 +43,7 @@ export class VerifiedTokenCache {
     return verified;
   }
 
-  /** Forgets every entry (call when a signing key is retired or removed). */
+  /** Forgets every entry. */
   clear(): void {
     this.entries.clear();
   }

@@ -217,4 +217,17 @@ describe('felix tokens', () => {
     await cache.verify(await mint({ subject: 'c' }), forT1);
     expect(cache.size).toBe(2);
   });
+
+  it('a_cached_token_is_refused_once_its_signing_key_is_removed', async () => {
+    const pair = await generateSigningKey();
+    const set = new InMemoryKeySet();
+    set.add('t5', pair.kid, pair.publicKey);
+    const opts = { ...forT1, tenant: 't5', keys: set };
+    const cache = new VerifiedTokenCache();
+    const token = await mint({ tenant: 't5', permissions: [] }, pair);
+    await cache.verify(token, opts);
+    set.remove('t5', pair.kid);
+    await expect(cache.verify(token, opts)).rejects.toMatchObject({ reason: 'unknown_kid' });
+    expect(cache.size).toBe(0);
+  });
 });
