@@ -24,8 +24,16 @@ export interface GrantEntry {
   readonly prefix: readonly string[];
 }
 
-/** Manage actions implied by managing a container (tenant ⊃ namespace ⊃ stream ⊃ group, cache). */
-function expandManage(action: Action, prefix: readonly string[], out: GrantEntry[]): void {
+/** The manage actions of containers: each implies managing what the container holds. */
+type ContainerManage = 'tenant.manage' | 'namespace.manage' | 'stream.manage';
+const CONTAINER_MANAGE: ReadonlySet<Action> = new Set<Action>([
+  'tenant.manage',
+  'namespace.manage',
+  'stream.manage',
+]);
+
+/** tenant ⊃ namespace ⊃ (stream ⊃ group, cache): one entry per kind below the container. */
+function expandManage(action: ContainerManage, prefix: readonly string[], out: GrantEntry[]) {
   switch (action) {
     case 'tenant.manage':
       out.push({ action, kind: 'tenant', prefix });
@@ -33,20 +41,13 @@ function expandManage(action: Action, prefix: readonly string[], out: GrantEntry
       return;
     case 'namespace.manage':
       out.push({ action, kind: 'namespace', prefix });
-      expandManage('stream.manage', prefix, out);
       out.push({ action: 'cache.manage', kind: 'cache', prefix });
+      expandManage('stream.manage', prefix, out);
       return;
     case 'stream.manage':
       out.push({ action, kind: 'stream', prefix });
       out.push({ action: 'group.manage', kind: 'group', prefix });
-      return;
-    default:
-      out.push({ action, kind: kindOfManage(action), prefix });
   }
-}
-
-function kindOfManage(action: Action): ObjectKind {
-  return action === 'cache.manage' ? 'cache' : 'group';
 }
 
 /** Expands inheritance. Islands never expand into a tenant: `tenant.manage:cluster:*` stays put. */
@@ -61,8 +62,8 @@ export function expandPermission(p: Permission): GrantEntry[] {
     }
     return out;
   }
-  if (p.action.endsWith('.manage') && p.kind !== 'node' && p.action !== 'rbac.manage') {
-    expandManage(p.action, prefix, out);
+  if (CONTAINER_MANAGE.has(p.action)) {
+    expandManage(p.action as ContainerManage, prefix, out);
     return out;
   }
   out.push({ action: p.action, kind: p.kind, prefix });
