@@ -1,6 +1,7 @@
 // Goal: a tenant's RBAC resolves a principal's permissions from its own and its IdP groups'
 // bindings, refuses other tenants' objects, and enforces the delegation rule on every change.
 // Method: direct calls on TenantRbac with callers compiled from hand-written grants.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   CrossTenantPermissionError,
@@ -12,6 +13,7 @@ import {
   parsePermission,
   printPermission,
 } from '../src/index.js';
+import { checkArb, permissionArb } from './arbitraries.js';
 
 const perms = (...s: string[]) => s.map(parsePermission);
 const caller = (...s: string[]) => PermissionSet.compile('t1', perms(...s));
@@ -99,5 +101,30 @@ describe('tenant rbac', () => {
       DelegationRefusedError,
     );
     expect(() => r.bindAs(tenantAdmin, alice, 'publisher')).toThrow(DelegationRefusedError);
+  });
+
+  it('a_role_a_caller_creates_and_binds_never_allows_more_than_the_caller', () => {
+    const grants = fc.array(permissionArb('t1'), { maxLength: 6 });
+    fc.assert(
+      fc.property(grants, grants, fc.array(checkArb, { maxLength: 16 }), (held, wanted, checks) => {
+        const grantor = PermissionSet.compile('t1', [...perms('rbac.manage:tenant:t1'), ...held]);
+        const r = new TenantRbac('t1');
+        try {
+          r.putRoleAs(grantor, 'delegated', wanted);
+          r.bindAs(grantor, alice, 'delegated');
+        } catch (err) {
+          if (err instanceof DelegationRefusedError) return; // refused: nothing was granted
+          throw err;
+        }
+        const got = r.permissionSetFor('alice');
+        for (const c of checks) {
+          const [t, n, s1, s2] = c.path as [string, string?, string?, string?];
+          if (got.allows(c.action, c.kind, t, n, s1, s2)) {
+            expect(grantor.allows(c.action, c.kind, t, n, s1, s2)).toBe(true);
+          }
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
