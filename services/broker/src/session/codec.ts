@@ -63,6 +63,12 @@ export class FrameReader {
     return !this.decoder.idle;
   }
 
+  /** Bytes held for the incomplete frame (its header, or its payload so far): what the
+   *  connection's partial-frame budget counts. */
+  get heldBytes(): number {
+    return this.decoder.bufferedBytes;
+  }
+
   /** Lets go of what is held for a partial frame, once the stream is being ended over it. */
   drop(): void {
     this.decoder = new FrameDecoder({ maxPayloadBytes: 0 });
