@@ -38,7 +38,8 @@ const FIT = Math.floor(CONNECTION_BYTES / HELD_BYTES);
 const ANSWER_WITHIN_MS = 20_000;
 
 const INFLIGHT = /felix_broker_inflight_request_bytes (\d+)/;
-const OVER_CONNECTION = /felix_broker_bad_input_total\{reason="connection_partial_frame_bytes"\} (\d+)/;
+const OVER_CONNECTION =
+  /felix_broker_bad_input_total\{reason="connection_partial_frame_bytes"\} (\d+)/;
 const OVERLOADED = /felix_broker_requests_overloaded_total (\d+)/;
 const STREAM_AUTH = /felix_broker_bad_input_total\{reason="stream_auth_timeout"\} (\d+)/;
 

@@ -333,7 +333,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: CONNECTION_ANSWER_BYTES_DEFAULT,
     min: 1024,
     max: REQUEST_BUDGET_BYTES_MAX,
-    doc: 'Bytes one connection\'s complete requests may pin until answered (a publish batch until its ack is written); past it the broker stops reading the connection\'s streams until answers drain (nothing is dropped). At least `max_frame_bytes`.',
+    doc: "Bytes one connection's complete requests may pin until answered (a publish batch until its ack is written); past it the broker stops reading the connection's streams until answers drain (nothing is dropped). At least `max_frame_bytes`.",
   },
   {
     key: 'broker.inflight_request_bytes',
