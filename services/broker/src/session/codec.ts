@@ -33,7 +33,9 @@ export class FrameReader {
   private decoder: FrameDecoder;
 
   constructor(maxPayloadBytes: number) {
-    this.decoder = new FrameDecoder({ maxPayloadBytes });
+    // Compacting: a held piece costs at most twice its bytes, so the connection's partial-frame
+    // budget, which counts held bytes, bounds memory (a byte cannot pin a whole read buffer).
+    this.decoder = new FrameDecoder({ maxPayloadBytes, compactHeldPieces: true });
   }
 
   push(chunk: Uint8Array): InboundFrame[] {
