@@ -47,6 +47,7 @@ const STREAM_AUTH = /felix_broker_bad_input_total\{reason="stream_auth_timeout"\
  *  may stop reading the stream (a refusal), and the write would then never be accepted. */
 function writeUnfinished(raw: RawSession): void {
   const frame = encodeFrame(0, new Uint8Array(FRAME_BYTES));
+  // A refused stream's write may fail or never finish: what the broker answers is the check.
   raw.stream.write(frame.subarray(0, 12 + HELD_BYTES)).catch(() => undefined);
 }
 

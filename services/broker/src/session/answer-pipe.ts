@@ -8,7 +8,13 @@
  */
 import type { TransportStream } from '@felix/transport';
 import { ANSWER_WRITE_BYTES_MAX, RING_COMPACT_SLOTS_MIN } from '../limits.js';
-import type { AnswerCharges } from './byte-budget.js';
+
+/** What an answer pipe tells its connection's ledger (byte-budget.ts) about the bytes its
+ *  entries pin. */
+export interface AnswerCharges {
+  charge(bytes: number): void;
+  release(bytes: number): void;
+}
 
 interface Entry {
   done: boolean;

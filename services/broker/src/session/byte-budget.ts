@@ -11,6 +11,7 @@
  * answer, no timer and no allocation.
  */
 import type { BrokerMetrics } from '../metrics.js';
+import type { AnswerCharges } from './answer-pipe.js';
 import type { SessionContext } from './context.js';
 
 /** Request bytes in flight over every connection of one broker. */
@@ -38,12 +39,6 @@ export function brokerInflight(ctx: SessionContext): InflightBytes {
     ledger = made;
   }
   return ledger;
-}
-
-/** What an answer pipe tells about the bytes its entries pin. */
-export interface AnswerCharges {
-  charge(bytes: number): void;
-  release(bytes: number): void;
 }
 
 /** One connection's ledger; every byte it counts is the broker's too. */
