@@ -13,6 +13,7 @@ import { waitFor } from '@felix/testing-harness';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
+import * as L from '../src/limits.js';
 import { BrokerMetrics } from '../src/metrics.js';
 import { ClientSession } from '../src/session/client-session.js';
 import { HandlerTable } from '../src/session/handler.js';
@@ -135,6 +136,35 @@ describe('answer byte budget', () => {
     expect(handled).toEqual([...Array(REQUESTS).keys()]);
     expect(answered()).toEqual([...Array(REQUESTS).keys()]);
     expect(session.bytes.answers).toBe(0);
+  });
+});
+
+describe('request budget config', () => {
+  it('request_budgets_that_do_not_nest_are_refused_at_startup', () => {
+    const mib = (n: number) => String(n * 1024 * 1024);
+    expect(() => loadConfig({ FELIX_BROKER_CONNECTION_PARTIAL_FRAME_BYTES: mib(8) })).toThrow(
+      /broker\.connection_partial_frame_bytes.*broker\.max_frame_bytes/,
+    );
+    expect(() => loadConfig({ FELIX_BROKER_CONNECTION_ANSWER_BYTES: mib(8) })).toThrow(
+      /broker\.connection_answer_bytes.*broker\.max_frame_bytes/,
+    );
+    expect(() => loadConfig({ FELIX_BROKER_INFLIGHT_REQUEST_BYTES: mib(32) })).toThrow(
+      /broker\.inflight_request_bytes/,
+    );
+    const ok = loadConfig({
+      FELIX_BROKER_MAX_FRAME_BYTES: mib(1),
+      FELIX_BROKER_CONNECTION_PARTIAL_FRAME_BYTES: mib(1),
+      FELIX_BROKER_CONNECTION_ANSWER_BYTES: mib(2),
+      FELIX_BROKER_INFLIGHT_REQUEST_BYTES: mib(2),
+    });
+    expect(ok.broker.inflight_request_bytes).toBe(2 * 1024 * 1024);
+    // The defaults nest as the loader demands.
+    expect(L.CONNECTION_PARTIAL_FRAME_BYTES_DEFAULT).toBeGreaterThanOrEqual(L.FRAME_BYTES_DEFAULT);
+    expect(L.CONNECTION_ANSWER_BYTES_DEFAULT).toBeGreaterThanOrEqual(L.FRAME_BYTES_DEFAULT);
+    expect(L.INFLIGHT_REQUEST_BYTES_DEFAULT).toBeGreaterThanOrEqual(
+      Math.max(L.CONNECTION_PARTIAL_FRAME_BYTES_DEFAULT, L.CONNECTION_ANSWER_BYTES_DEFAULT),
+    );
+    expect(L.INFLIGHT_REQUEST_BYTES_DEFAULT).toBeLessThanOrEqual(L.REQUEST_BUDGET_BYTES_MAX);
   });
 });
 
