@@ -157,7 +157,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: AUTH_TIMEOUT_MS_DEFAULT,
     min: 1,
     max: 600_000,
-    doc: 'A connection that authenticates no stream within this is closed with code 1 (`authentication timeout`).',
+    doc: 'A connection that authenticates no stream within this is closed with code 1 (`authentication timeout`); a stream that has not authenticated within it is refused (`unauthenticated`) and ended, even once another stream of its connection has.',
   },
   {
     key: 'broker.partial_frame_deadline_ms',
