@@ -107,3 +107,12 @@ export const GROUP_CONSUME_POLLS_AHEAD_MAX = 3;
  *  GROUP_CONSUME_POLLS_AHEAD_MAX x this at most, a small part of any visibility timeout, and a
  *  slow caller keeps the single poll ahead it had before. */
 export const GROUP_CONSUME_QUICK_BATCH_MS = 250;
+/** Bytes of frames one stream's writer holds for the end of a turn: past it the turn's frames
+ *  so far are written at once (the transport's buffer bound and `whenWritten` then pace the
+ *  caller), so a loop publishing many large records in one turn does not hold them all until
+ *  the turn ends. Well above WRITE_COALESCE_BYTES_MAX, so ordinary turns still coalesce. */
+export const TURN_WRITE_BYTES_MAX = 4 * 1024 * 1024;
+/** Payload bytes one connection's publish pipe gathers over all streams and keys in one turn:
+ *  past it every open gather is sealed and handed to the writer at once (each gather alone is
+ *  bounded by PUBLISH_COALESCE_BYTES_MAX, their number by the keys a turn names). */
+export const TURN_GATHER_BYTES_MAX = TURN_WRITE_BYTES_MAX;

@@ -64,3 +64,8 @@ export const WRITER_UNZEROED_BYTES_MIN = 64 * 1024;
  *  the broker's 255-byte bound and the field names between them; a longer scope is decoded per
  *  request. */
 export const GET_SCOPE_MEMO_BYTES_MAX = 3 * 255 + 32;
+/** A decoder asked to compact (`compactHeldPieces`) copies a piece of a partial frame it keeps
+ *  across chunks when the memory behind the piece is more than this many times its bytes: a
+ *  byte of a frame then never pins a whole read buffer, so what the bytes held count is what
+ *  they cost, within this factor. */
+export const HELD_PIECE_BACKING_RATIO_MAX = 2;

@@ -174,3 +174,26 @@ export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 export const NODE_BOOK_REFRESH_MS = 2_000;
 /** Nodes read per address-book refresh (one page; the control plane's page ceiling). */
 export const NODE_BOOK_NODES_MAX = 10_000;
+
+// ---- request-edge memory budgets (bytes a client's requests may pin in the broker) ----
+
+/**
+ * Bytes one connection may hold in partially received frames over all its streams (a frame
+ * held while its last bytes are on their way). Four full frames: a client sending large frames
+ * on a few streams at once is served, one leaving a frame one byte short on many streams is not.
+ */
+export const CONNECTION_PARTIAL_FRAME_BYTES_DEFAULT = 4 * FRAME_BYTES_DEFAULT;
+/**
+ * Bytes one connection's complete requests may pin until answered (a publish batch until its
+ * append is acknowledged, an answer until it is written); past it the broker stops reading
+ * the connection's streams until answers drain. Four full frames, as the partial bound.
+ */
+export const CONNECTION_ANSWER_BYTES_DEFAULT = 4 * FRAME_BYTES_DEFAULT;
+/**
+ * Request bytes in flight over every connection (partial frames plus unanswered requests);
+ * past it new request bytes are refused with `overloaded`. Eight connections at their budgets:
+ * a broker that pins this much in requests is overloaded, not busy.
+ */
+export const INFLIGHT_REQUEST_BYTES_DEFAULT = 512 * 1024 * 1024;
+/** Ceiling on the request-edge budgets (config validator): 64 GiB, beyond any one machine. */
+export const REQUEST_BUDGET_BYTES_MAX = 64 * 1024 * 1024 * 1024;

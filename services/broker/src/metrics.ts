@@ -109,6 +109,20 @@ export class BrokerMetrics {
     registers: [this.registry],
   });
 
+  readonly requestsOverloaded = new Counter({
+    name: 'felix_broker_requests_overloaded_total',
+    help: 'Streams refused with overloaded: their read would take the broker past broker.inflight_request_bytes',
+    registers: [this.registry],
+  });
+  /** The request bytes in flight now; the session's broker-wide ledger sets it (read at scrape). */
+  inflightRequestBytesNow: () => number = () => 0;
+  readonly inflightRequestBytes: Gauge = new Gauge({
+    name: 'felix_broker_inflight_request_bytes',
+    help: 'Request bytes in flight at scrape time: partial frames plus requests not yet answered',
+    registers: [this.registry],
+    collect: (): void => this.inflightRequestBytes.set(this.inflightRequestBytesNow()),
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'felix_broker_process_' });
   }

@@ -20,7 +20,11 @@ import {
   encodePublishBatch,
 } from '@felix/wire';
 import { ProtocolError, TimeoutError, ackRefusalOf, refusalOf } from '../errors.js';
-import { PUBLISH_COALESCE_BYTES_MAX, PUBLISH_COALESCE_RECORDS_MAX } from '../limits.js';
+import {
+  PUBLISH_COALESCE_BYTES_MAX,
+  PUBLISH_COALESCE_RECORDS_MAX,
+  TURN_GATHER_BYTES_MAX,
+} from '../limits.js';
 import { withTimeout } from './auth.js';
 import type { FrameStream } from './frame-stream.js';
 import { type Negotiated, has } from './negotiation.js';
@@ -76,6 +80,8 @@ export class PublishPipe {
   /** Publish frames sent or gathering whose answer has not come: bounded by the window. */
   private publishesInFlight = 0;
   private readonly gathers = new Map<string, Gather>();
+  /** Payload bytes of the open gathers: past TURN_GATHER_BYTES_MAX they are all sealed now. */
+  private gatheredBytes = 0;
   private gatherScheduled = false;
   private failure: Error | null = null;
   private readonly binary: boolean;
@@ -91,6 +97,7 @@ export class PublishPipe {
     this.publishesInFlight = 0;
     for (const g of this.gathers.values()) rejectAll(g, err);
     this.gathers.clear();
+    this.gatheredBytes = 0;
     for (const w of this.windowWaiters.splice(0)) w();
   }
 
@@ -137,13 +144,15 @@ export class PublishPipe {
     const id = gatherId(stream, key);
     const g = this.gathers.get(id);
     if (g !== undefined) {
-      if (g.ack && fits(g, payloads.length, bytes)) return join(g, payloads, bytes, timeoutMs);
+      if (g.ack && fits(g, payloads.length, bytes))
+        return this.joined(g, payloads, bytes, timeoutMs);
       this.sendGather(id, g);
     }
     if (this.publishesInFlight < this.p.negotiated.window) {
       // A slot is free: open the batch in this call, so the rest of the turn joins it.
       this.publishesInFlight++;
-      return join(this.openGather(id, true, stream, key, timeoutMs), payloads, bytes, timeoutMs);
+      const opened = this.openGather(id, true, stream, key, timeoutMs);
+      return this.joined(opened, payloads, bytes, timeoutMs);
     }
     // Waiting for a window slot has a timer of its own.
     return ackWithin(
@@ -220,7 +229,27 @@ export class PublishPipe {
     if (g && (!g.ack || !fits(g, payloads.length, bytes))) this.sendGather(id, g);
     else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
     if (!g || !this.gathers.has(id)) g = this.openGather(id, true, stream, key, timeoutMs);
-    return join(g, payloads, bytes, timeoutMs);
+    return this.joined(g, payloads, bytes, timeoutMs);
+  }
+
+  /** Joins an acked gather, then seals every gather if the turn holds too much. */
+  private joined(
+    g: Gather,
+    payloads: Uint8Array[],
+    bytes: number,
+    timeoutMs: number,
+  ): Promise<PublishAnswer> {
+    const answer = join(g, payloads, bytes, timeoutMs);
+    this.gathered(bytes);
+    return answer;
+  }
+
+  /** Counts bytes joined to a gather; past the turn's bound every gather goes to the writer
+   *  now (each keeps call order for its stream and key: its frame goes before any later one). */
+  private gathered(bytes: number): void {
+    this.gatheredBytes += bytes;
+    if (this.gatheredBytes <= TURN_GATHER_BYTES_MAX) return;
+    for (const [id, g] of this.gathers) this.sendGather(id, g);
   }
 
   /**
@@ -271,7 +300,9 @@ export class PublishPipe {
     for (const p of payloads) g.payloads.push(p);
     g.bytes += bytes;
     if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
-    return g.written!.promise;
+    const written = g.written!.promise;
+    this.gathered(bytes);
+    return written;
   }
 
   /**
@@ -280,6 +311,7 @@ export class PublishPipe {
    */
   private sendGather(id: string, g: Gather): void {
     this.gathers.delete(id);
+    this.gatheredBytes -= g.bytes;
     if (this.failure) {
       rejectAll(g, this.failure);
       return;

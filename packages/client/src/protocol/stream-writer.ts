@@ -2,11 +2,13 @@
  * The one write path of a stream: frames pushed during a turn leave together at its end (on the
  * client's TurnBatcher), in push order, as one write when they are small together
  * (WRITE_COALESCE_BYTES_MAX) or as written frames one after another otherwise (a large frame is
- * never copied). A failed write is the stream's failure: `onError` hears it once.
+ * never copied). A turn holds at most TURN_WRITE_BYTES_MAX (plus the frame that would pass it):
+ * past it the frames so far are written at once, in order, and the turn goes on gathering.
+ * A failed write is the stream's failure: `onError` hears it once.
  */
 import type { TransportStream } from '@felix/transport';
 import { TimeoutError } from '../errors.js';
-import { WRITE_COALESCE_BYTES_MAX } from '../limits.js';
+import { TURN_WRITE_BYTES_MAX, WRITE_COALESCE_BYTES_MAX } from '../limits.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 /** The answer of an unacked publish: written, no offset. Shared, never mutated. */
@@ -33,8 +35,17 @@ export class StreamWriter {
     private readonly onError: (err: unknown) => void,
   ) {}
 
+  /** Bytes of frames held for the end of this turn (at most TURN_WRITE_BYTES_MAX plus one). */
+  get heldBytes(): number {
+    return this.partsBytes;
+  }
+
   /** Queues `frame` for the end of this turn. */
   push(frame: Uint8Array): void {
+    // Written before `frame` joins: a caller's `whenWritten` right after this push covers it.
+    if (this.partsBytes > 0 && this.partsBytes + frame.byteLength > TURN_WRITE_BYTES_MAX) {
+      this.writeOut();
+    }
     this.parts.push(frame);
     this.partsBytes += frame.byteLength;
     if (!this.queued) {
@@ -72,6 +83,11 @@ export class StreamWriter {
 
   private readonly flush = (): void => {
     this.queued = false;
+    this.writeOut();
+  };
+
+  /** Writes the frames pushed so far and settles the promise of their callers once written. */
+  private writeOut(): void {
     const parts = this.parts;
     const n = parts.length;
     const w = this.written;
@@ -93,7 +109,7 @@ export class StreamWriter {
           this.failed(err);
         },
       );
-  };
+  }
 
   /**
    * Writes `parts` as runs joined up to WRITE_COALESCE_BYTES_MAX (a part larger than that goes

@@ -12,7 +12,7 @@
  */
 import { assert } from '@felix/common';
 import { DecoderFailedError, WireError } from '../errors.js';
-import { FRAME_HEADER_BYTES } from '../limits.js';
+import { FRAME_HEADER_BYTES, HELD_PIECE_BACKING_RATIO_MAX } from '../limits.js';
 
 /** Reads and validates the 12-byte header at `offset` (FLX1 or FLXI); throws a `WireError`. */
 export type HeaderCheck = (bytes: Uint8Array, offset: number) => { code: number; length: number };
@@ -76,7 +76,12 @@ export class PiecesDecoder {
   private pieces: Uint8Array[] = [];
   private failure: WireError | undefined;
 
-  constructor(private readonly check: HeaderCheck) {}
+  constructor(
+    private readonly check: HeaderCheck,
+    /** Copy a piece kept across chunks whose backing memory is over
+     *  HELD_PIECE_BACKING_RATIO_MAX times its bytes (a reader that budgets `bufferedBytes`). */
+    private readonly compactHeld = false,
+  ) {}
 
   /** Hands over the next chunk; only once the one in hand is used up (`exhausted`). */
   feed(chunk: Uint8Array): void {
@@ -160,7 +165,7 @@ export class PiecesDecoder {
       }
     }
     const n = Math.min(this.left, chunk.length - this.at);
-    if (n > 0) this.pieces.push(chunk.subarray(this.at, this.at + n));
+    if (n > 0) this.pieces.push(this.held(chunk.subarray(this.at, this.at + n), n < this.left));
     this.at += n;
     this.left -= n;
     if (this.left > 0) return null;
@@ -169,6 +174,14 @@ export class PiecesDecoder {
     this.left = -1;
     if (pieces.length === 1) return new InboundFrame(this.code, this.length, pieces[0], undefined);
     return new InboundFrame(this.code, this.length, undefined, pieces);
+  }
+
+  /** `piece`, or a copy of it when it stays held past this chunk (`kept`) and would otherwise
+   *  pin much more memory than its bytes (compacting decoders only). */
+  private held(piece: Uint8Array, kept: boolean): Uint8Array {
+    if (!kept || !this.compactHeld) return piece;
+    if (piece.buffer.byteLength <= HELD_PIECE_BACKING_RATIO_MAX * piece.byteLength) return piece;
+    return piece.slice();
   }
 
   /** Copies header bytes from the chunk; true once a whole header is read and checked. */

@@ -12,6 +12,9 @@ import { type Frame, decodeFrameHeader } from './header.js';
 export interface FrameDecoderOptions {
   /** Largest payload accepted; default `FRAME_PAYLOAD_BYTES_MAX_DEFAULT` (16 MiB). */
   maxPayloadBytes?: number;
+  /** Copy a piece of a partial frame kept across chunks when it would pin over
+   *  HELD_PIECE_BACKING_RATIO_MAX times its bytes (default false: pieces stay views). */
+  compactHeldPieces?: boolean;
 }
 
 export class FrameDecoder extends PiecesDecoder {
@@ -21,7 +24,7 @@ export class FrameDecoder extends PiecesDecoder {
     super((bytes, offset) => {
       const { flags, length } = decodeFrameHeader(bytes, offset, this.maxPayloadBytes);
       return { code: flags, length };
-    });
+    }, options.compactHeldPieces ?? false);
     this.maxPayloadBytes = checkMax(options.maxPayloadBytes ?? FRAME_PAYLOAD_BYTES_MAX_DEFAULT);
   }
 

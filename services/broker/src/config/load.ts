@@ -320,6 +320,25 @@ function validateCombinations(cfg: BrokerConfig): void {
   });
 }
 
+/** The request-edge budgets nest: a frame fits a connection's budgets, which fit the broker's. */
+function validateBudgets(cfg: BrokerConfig): void {
+  const b = cfg.broker;
+  for (const key of ['connection_partial_frame_bytes', 'connection_answer_bytes'] as const) {
+    if (b[key] < b.max_frame_bytes) {
+      throw new ConfigInvalidCombinationError(
+        [`broker.${key}`, 'broker.max_frame_bytes'],
+        'a connection budget must hold at least one whole frame',
+      );
+    }
+    if (b.inflight_request_bytes < b[key]) {
+      throw new ConfigInvalidCombinationError(
+        ['broker.inflight_request_bytes', `broker.${key}`],
+        'the broker-wide budget must hold at least one connection budget',
+      );
+    }
+  }
+}
+
 /** Loads and validates the config from `env` (and the file it names). Throws a BrokerError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrokerConfig {
   const flat: Flat = new Map(CONFIG_VARS.map((v) => [v.key, v.default]));
@@ -343,5 +362,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BrokerConfig {
     caches: cachesRaw.map((e, i) => parseCache(e, i, source)),
   } as unknown as BrokerConfig;
   validateCombinations(cfg);
+  validateBudgets(cfg);
   return cfg;
 }

@@ -49,6 +49,9 @@ export interface BrokerConfig {
     watch_queue_capacity: number;
     cache_hot_bytes: number;
     cache_expiry_interval_ms: number;
+    connection_partial_frame_bytes: number;
+    connection_answer_bytes: number;
+    inflight_request_bytes: number;
   };
   durable: {
     data_dir: string | null;

@@ -9,13 +9,22 @@
 import type { TransportStream } from '@felix/transport';
 import { ANSWER_WRITE_BYTES_MAX, RING_COMPACT_SLOTS_MIN } from '../limits.js';
 
+/** What an answer pipe tells its connection's ledger (byte-budget.ts) about the bytes its
+ *  entries pin. */
+export interface AnswerCharges {
+  charge(bytes: number): void;
+  release(bytes: number): void;
+}
+
 interface Entry {
   done: boolean;
   bytes: Uint8Array | null;
+  /** Request bytes the entry pins until it is taken (its frame: a publish batch's views). */
+  charge: number;
 }
 
 /** What a taken slot holds instead of its entry. */
-const DONE: Entry = Object.freeze({ done: true, bytes: null }) as Entry;
+const DONE: Entry = Object.freeze({ done: true, bytes: null, charge: 0 }) as Entry;
 
 export class AnswerPipe {
   private readonly entries: Entry[] = [];
@@ -24,11 +33,33 @@ export class AnswerPipe {
   private waiter: (() => void) | null = null;
   private drained: Array<() => void> = [];
   broken: unknown = null;
+  /** The bytes of the request being dispatched, charged to the entry it queues. */
+  private nextCharge = 0;
 
   constructor(
     private readonly stream: TransportStream,
     private readonly window: number,
+    /** The connection's ledger: each entry's request bytes count there until it is written. */
+    private readonly charges?: AnswerCharges,
   ) {}
+
+  /**
+   * Names the bytes of the request about to be handed to its handler: the entry it queues
+   * (if any) pins them until its answer is written. The session sets it per request and clears
+   * it (0) once the handler returned, so handlers need not know.
+   */
+  chargeNext(bytes: number): void {
+    this.nextCharge = bytes;
+  }
+
+  /** The pending charge, taken by the entry being queued (counted in the ledger). */
+  private takeCharge(): number {
+    const charge = this.nextCharge;
+    if (charge === 0) return 0;
+    this.nextCharge = 0;
+    this.charges?.charge(charge);
+    return charge;
+  }
 
   get pending(): number {
     return this.entries.length - this.head;
@@ -41,7 +72,7 @@ export class AnswerPipe {
 
   /** Queues an answer; `null` means the publish owes none (still counts until it settles). */
   push(answer: Promise<Uint8Array | null>): void {
-    const entry: Entry = { done: false, bytes: null };
+    const entry: Entry = { done: false, bytes: null, charge: this.takeCharge() };
     this.entries.push(entry);
     answer.then(
       (bytes) => {
@@ -64,10 +95,11 @@ export class AnswerPipe {
    */
   pushReady(bytes: Uint8Array): void {
     if (this.head === this.entries.length && !this.writing && this.broken === null) {
+      this.nextCharge = 0; // written at once: it pins nothing past this call
       this.write(bytes);
       return;
     }
-    this.entries.push({ done: true, bytes });
+    this.entries.push({ done: true, bytes, charge: this.takeCharge() });
     this.pump();
   }
 
@@ -75,6 +107,7 @@ export class AnswerPipe {
     if (this.writing) return;
     const parts: Uint8Array[] = [];
     let bytes = 0;
+    let released = 0;
     while (
       this.head < this.entries.length &&
       this.entries[this.head]!.done &&
@@ -85,6 +118,7 @@ export class AnswerPipe {
       // bytes view) until the array is next compacted.
       this.entries[this.head] = DONE;
       this.head++;
+      released += e.charge;
       if (e.bytes && this.broken === null) {
         parts.push(e.bytes);
         bytes += e.bytes.byteLength;
@@ -94,6 +128,7 @@ export class AnswerPipe {
       this.entries.splice(0, this.head);
       this.head = 0;
     }
+    if (released > 0) this.charges?.release(released);
     this.wakeReader();
     if (parts.length === 0) {
       if (this.pending === 0) for (const d of this.drained.splice(0)) d();

@@ -6,12 +6,24 @@
  * stream's RequestContext. A refusal is answered here as an `error`.
  * Bad input gets a typed answer and, when the stream can no longer be trusted, ends that stream;
  * it never reaches a log and never takes the broker down.
+ *
+ * Memory (byte-budget.ts): a stream that has not authenticated within `auth_timeout_ms` is
+ * ended even when another stream of its connection has; the bytes held in partial frames count
+ * against the connection's budget, and the stream whose read takes the connection past it is
+ * refused (`limit_exceeded`) and ended: that stream is the one growing, so refusing it is
+ * decided with what is in hand (no search for the greediest), and every stream of a connection
+ * belongs to one client anyway. Complete requests pin their bytes until answered; past the
+ * connection's answer budget its streams are not read until answers drain. A read that would
+ * take the broker past its in-flight budget ends its stream with `overloaded` (retry after a
+ * delay): shedding the new bytes costs nothing already served, where closing the greediest
+ * connection would throw away work that is nearly done and punish one client for everyone's load.
  */
 import type { Connection, TransportStream } from '@felix/transport';
 import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
 import { admit } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
 import { authenticate } from './auth.js';
+import { ConnectionBytes, type InflightBytes, brokerInflight } from './byte-budget.js';
 import { FrameReader, type InboundFrame, layoutOf, readMessage } from './codec.js';
 import type { SessionContext } from './context.js';
 import type { FastReader, Outcome, RequestContext } from './handler.js';
@@ -33,6 +45,10 @@ interface StreamState {
   rc: StreamRequests | null;
   /** Set once a partial frame outlived its deadline: the stream is being ended. */
   expired: boolean;
+  /** Bytes of its partial frame counted in the connection's ledger. */
+  held: number;
+  /** Ends the stream if it has not authenticated in time; cleared once its `auth` arrives. */
+  authTimer: NodeJS.Timeout | null;
 }
 
 /** The RequestContext of one authenticated stream. */
@@ -63,11 +79,22 @@ export class ClientSession {
   private readonly pipes = new Set<AnswerPipe>();
   /** Streams being served: what they opened is released when the connection ends. */
   private readonly open = new Set<StreamRequests>();
+  private readonly inflight: InflightBytes;
+  /** Bytes this connection's streams pin: partial frames and unanswered requests. */
+  readonly bytes: ConnectionBytes;
 
   constructor(
     readonly conn: Connection,
     private readonly ctx: SessionContext,
-  ) {}
+  ) {
+    const b = ctx.config.broker;
+    this.inflight = brokerInflight(ctx);
+    this.bytes = new ConnectionBytes(
+      b.connection_partial_frame_bytes,
+      b.connection_answer_bytes,
+      this.inflight,
+    );
+  }
 
   /** Serves the connection until it closes. */
   async run(): Promise<void> {
@@ -112,15 +139,18 @@ export class ClientSession {
   private async serveStream(stream: TransportStream): Promise<void> {
     const cfg = this.ctx.config.broker;
     const reader = new FrameReader(cfg.preauth_max_frame_bytes);
-    const answers = new AnswerPipe(stream, Math.max(1, cfg.publish_window));
+    const answers = new AnswerPipe(stream, Math.max(1, cfg.publish_window), this.bytes);
     this.pipes.add(answers);
     const quiet = stream.kind === 'uni'; // a publish-only stream: the broker never answers on it
     const fast = quiet ? undefined : this.ctx.handlers.fastReader();
-    const st: StreamState = { stream, reader, answers, quiet, rc: null, expired: false };
+    const st: StreamState = newStreamState(stream, reader, answers, quiet);
     const deadline = new PartialDeadline(cfg.partial_frame_deadline_ms, () => this.expire(st));
+    st.authTimer = setTimeout(() => this.authExpired(st), cfg.auth_timeout_ms).unref();
     try {
       for await (const chunk of stream) {
         if (st.expired) return;
+        const shed = this.inflight.wouldExceed(chunk.length) ? this.overloaded() : null;
+        if (shed !== null) return await this.shed(st, shed);
         deadline.begin();
         const wasAuthed = st.rc !== null;
         // After auth the chunk is read without an await: no extra turn per chunk.
@@ -129,9 +159,13 @@ export class ClientSession {
           if (frames !== null) await this.refuse(stream, st.rc?.auth ?? null, frames, quiet);
           return;
         }
+        const over = this.hold(st);
+        if (over !== null) return await this.shed(st, over);
         for (const frame of frames) {
+          answers.chargeNext(frame.length);
           const outcome = this.dispatch(st.rc!, frame, fast);
           const refusal = outcome instanceof Promise ? await outcome : outcome;
+          answers.chargeNext(0);
           if (refusal) {
             await answers.drain();
             await this.refuse(stream, st.rc!.auth, refusal, quiet);
@@ -140,11 +174,14 @@ export class ClientSession {
         }
         // The held frame is a new one when this chunk completed a frame (an `auth` included).
         deadline.note(reader.partial, frames.length > 0 || (!wasAuthed && st.rc !== null));
+        if (this.bytes.answersOver) await this.answerRoom(deadline);
       }
       await answers.drain();
       if (!quiet) await stream.end();
     } finally {
       deadline.stop();
+      if (st.authTimer !== null) clearTimeout(st.authTimer);
+      this.letGo(st);
       this.pipes.delete(answers);
       if (st.rc !== null) {
         this.open.delete(st.rc);
@@ -167,6 +204,8 @@ export class ClientSession {
       return frameRefusal(err);
     }
     if (first === null) return [];
+    if (st.authTimer !== null) clearTimeout(st.authTimer); // its `auth` came in time
+    st.authTimer = null;
     const auth = await this.authenticate(st.stream, first, st.quiet);
     if (!auth) return null;
     st.reader.setMax(this.ctx.config.broker.max_frame_bytes);
@@ -183,7 +222,7 @@ export class ClientSession {
    *  loop returns at the peer's next chunk or end). */
   private expire(st: StreamState): void {
     st.expired = true;
-    st.reader.drop();
+    this.letGo(st);
     if (st.rc !== null) release(st.rc); // what the stream opened ends with it, not at its next read
     const refusal = invalid(
       `a frame stayed incomplete for over ${this.ctx.config.broker.partial_frame_deadline_ms} ms`,
@@ -192,6 +231,76 @@ export class ClientSession {
     void st.answers
       .drain()
       .then(() => this.refuse(st.stream, st.rc?.auth ?? null, refusal, st.quiet));
+  }
+
+  /** The stream did not authenticate in time: it is ended, whatever its connection's others did. */
+  private authExpired(st: StreamState): void {
+    st.authTimer = null;
+    if (st.rc !== null || st.expired) return;
+    st.expired = true;
+    this.letGo(st);
+    const ms = this.ctx.config.broker.auth_timeout_ms;
+    const refusal = new Refusal(
+      'unauthenticated',
+      `a stream must authenticate within ${ms} ms`,
+      'stream_auth_timeout',
+      { fatalToStream: true },
+    );
+    void this.refuse(st.stream, null, refusal, st.quiet);
+  }
+
+  /**
+   * Counts what the stream's reader holds now in the connection's ledger; the refusal when that
+   * takes the connection past its partial-frame budget.
+   */
+  private hold(st: StreamState): Refusal | null {
+    const held = st.reader.heldBytes;
+    if (held === st.held) return null;
+    this.bytes.addPartial(held - st.held);
+    st.held = held;
+    if (!this.bytes.partialOver) return null;
+    const budget = this.bytes.partialBudget;
+    return new Refusal(
+      'limit_exceeded',
+      `a connection may hold at most ${budget} bytes in partially received frames; ` +
+        `this stream's frame took it to ${this.bytes.partial}`,
+      'connection_partial_frame_bytes',
+      { fatalToStream: true },
+    );
+  }
+
+  /** Lets go of the stream's partial frame and its count. */
+  private letGo(st: StreamState): void {
+    st.reader.drop();
+    if (st.held !== 0) this.bytes.addPartial(-st.held);
+    st.held = 0;
+  }
+
+  private overloaded(): Refusal {
+    this.ctx.metrics.requestsOverloaded.inc();
+    return new Refusal(
+      'overloaded',
+      `the broker holds ${this.inflight.bytes} request bytes in flight, ` +
+        `its budget is ${this.inflight.budget}`,
+      'overloaded',
+      { fatalToStream: true },
+    );
+  }
+
+  /** Ends a stream over a budget: what it holds is let go at once, then the refusal is written
+   *  after the answers it is owed. */
+  private async shed(st: StreamState, refusal: Refusal): Promise<void> {
+    st.expired = true;
+    this.letGo(st);
+    await st.answers.drain();
+    await this.refuse(st.stream, st.rc?.auth ?? null, refusal, st.quiet);
+  }
+
+  /** The connection is over its answer budget: reads wait (backpressure) until answers drain. */
+  private async answerRoom(deadline: PartialDeadline): Promise<void> {
+    deadline.begin();
+    await this.bytes.answerRoom();
+    deadline.resumed();
   }
 
   /** The stream's first frame: an `auth`, answered here; null when the stream is refused. */
@@ -220,7 +329,8 @@ export class ClientSession {
     refusal: Refusal,
     quiet: boolean,
   ): Promise<void> {
-    this.ctx.metrics.badInput.inc({ reason: refusal.reason });
+    // Shedding load is not bad input: it is counted in requestsOverloaded.
+    if (refusal.reason !== 'overloaded') this.ctx.metrics.badInput.inc({ reason: refusal.reason });
     this.ctx.log.debug(
       { remote: this.conn.remote, reason: refusal.reason, msg: refusal.message },
       'refused client input',
@@ -291,6 +401,15 @@ export class ClientSession {
     }
     return unsupportedRefusal(msg);
   }
+}
+
+function newStreamState(
+  stream: TransportStream,
+  reader: FrameReader,
+  answers: AnswerPipe,
+  quiet: boolean,
+): StreamState {
+  return { stream, reader, answers, quiet, rc: null, expired: false, held: 0, authTimer: null };
 }
 
 function invalid(message: string, reason: string): Refusal {

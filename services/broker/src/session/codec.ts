@@ -33,7 +33,9 @@ export class FrameReader {
   private decoder: FrameDecoder;
 
   constructor(maxPayloadBytes: number) {
-    this.decoder = new FrameDecoder({ maxPayloadBytes });
+    // Compacting: a held piece costs at most twice its bytes, so the connection's partial-frame
+    // budget, which counts held bytes, bounds memory (a byte cannot pin a whole read buffer).
+    this.decoder = new FrameDecoder({ maxPayloadBytes, compactHeldPieces: true });
   }
 
   push(chunk: Uint8Array): InboundFrame[] {
@@ -61,6 +63,12 @@ export class FrameReader {
   /** True while an incomplete frame (header or body) is held. */
   get partial(): boolean {
     return !this.decoder.idle;
+  }
+
+  /** Bytes held for the incomplete frame (its header, or its payload so far): what the
+   *  connection's partial-frame budget counts. */
+  get heldBytes(): number {
+    return this.decoder.bufferedBytes;
   }
 
   /** Lets go of what is held for a partial frame, once the stream is being ended over it. */

@@ -39,6 +39,16 @@ export class PartialDeadline {
     if (this.timer === null && !this.stopped) this.arm(this.ms);
   }
 
+  /**
+   * The session read nothing for a while of its own accord (a connection over its answer
+   * budget, begun with `begin()`): the peer could not send meanwhile, so the held frame's clock
+   * starts again now.
+   */
+  resumed(): void {
+    this.busy = false;
+    if (this.since !== 0) this.since = Date.now();
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
