@@ -174,3 +174,10 @@ export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 export const NODE_BOOK_REFRESH_MS = 2_000;
 /** Nodes read per address-book refresh (one page; the control plane's page ceiling). */
 export const NODE_BOOK_NODES_MAX = 10_000;
+/**
+ * Default write interval of a `periodic` group cursor: acks answered within the last interval
+ * may be redelivered after a crash (the streams' periodic default, the same window).
+ */
+export const GROUP_CURSOR_FSYNC_INTERVAL_MS_DEFAULT = 250;
+/** Longest cursor write interval: a crash redelivers at most this much acknowledged work. */
+export const GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX = 60_000;

@@ -72,6 +72,7 @@ export async function seek(
   const target = start === 'earliest' ? base : start === 'latest' ? tail : start.offset;
   if (target > tail) throw bad(`offset ${target} is past the tail ${tail}`, 'offset_past_tail');
   const at = Math.max(target, scope.source.logBaseOffset);
+  await core.registry.quiesce(st);
   await core.registry.cursors.seek(scope.id, scope.group, at);
   st.reset(at);
   st.committed = at;
