@@ -12,7 +12,9 @@
  *   `consumer.next()` then `m.ackAck()` (the ack awaits the server's answer).
  *
  * Each round gives every system a fresh group over the same N jobs, one after another; rows are
- * the medians over rounds (jobs/s, and p50/p99 of one job's poll + ack). Before the timed rounds,
+ * the medians over rounds (jobs/s, p50/p99 of one job's poll + ack, and CPU per job of this
+ * process and of the server: /proc for the broker and nats-server, `INFO cpu` for Redis; the
+ * Redis and NATS servers are shared, so theirs counts anyone else's use too). Before the timed rounds,
  * one untimed round of FELIX_BENCH_WARMUP jobs per system (a running worker is warm).
  *
  *   node --import tsx scripts/bench/natural/consume.ts
@@ -26,6 +28,8 @@ import {
   markdownTable,
   median,
   percentile,
+  pidNamed,
+  procCpuSecs,
   startBroker,
 } from '@felix/testing-bench-kit';
 import { Redis } from 'ioredis';
@@ -47,6 +51,8 @@ const data = new Uint8Array(1024).fill(7);
 interface System {
   name: string;
   durability: string;
+  /** CPU seconds the server process has used so far. */
+  serverCpu(): Promise<number>;
   /** A fresh group over the N jobs; answers the loop's one step (take one job, ack it). */
   group(label: string): Promise<() => Promise<void>>;
 }
@@ -55,6 +61,9 @@ interface Row {
   rate: number[];
   p50: number[];
   p99: number[];
+  /** CPU µs per job of this process and of the server. */
+  clientCpu: number[];
+  serverCpu: number[];
 }
 
 // ---- Felix ----
@@ -81,6 +90,7 @@ async function felixSystem(
   return {
     name,
     durability,
+    serverCpu: async () => procCpuSecs(broker.pid),
     async group(label) {
       const group = felix.group(stream, label, { shard: 0 });
       return async () => {
@@ -102,6 +112,11 @@ async function redisSystem(redis: Redis): Promise<System> {
   return {
     name: 'Redis Streams, XREADGROUP COUNT 1 + XACK',
     durability: 'memory only (this server: no AOF, no RDB)',
+    async serverCpu() {
+      const info = await redis.info('cpu');
+      const field = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(info)?.[1]);
+      return field('used_cpu_user') + field('used_cpu_sys');
+    },
     cleanup: () => redis.del(key),
     async group(label) {
       await redis.xgroup('CREATE', key, label, '0');
@@ -134,8 +149,11 @@ async function jetStreamSystem(jsm: JetStreamManager, js: JetStreamClient): Prom
   }
   return {
     name: 'JetStream pull consumer, next() + ackAck()',
-    durability:
-      'file store, written as it goes, fsynced every 2 min (server default sync_interval)',
+    durability: 'file store; no fsync per ack (nats-server syncs its files on a timer)',
+    serverCpu: async () => {
+      const pid = pidNamed('nats-server');
+      return pid === null ? Number.NaN : procCpuSecs(pid);
+    },
     cleanup: () => jsm.streams.delete(stream),
     async group(label) {
       await jsm.consumers.add(stream, { durable_name: label, ack_policy: AckPolicy.Explicit });
@@ -177,7 +195,9 @@ if (SYSTEMS.includes('redis')) systems.push(await redisSystem(redis));
 if (SYSTEMS.includes('jetstream'))
   systems.push(await jetStreamSystem(await nc.jetstreamManager(), nc.jetstream()));
 
-const rows = new Map<System, Row>(systems.map((s) => [s, { rate: [], p50: [], p99: [] }]));
+const rows = new Map<System, Row>(
+  systems.map((s) => [s, { rate: [], p50: [], p99: [], clientCpu: [], serverCpu: [] }]),
+);
 for (const s of systems) {
   const step = await s.group('warmup');
   await latencies(Math.min(WARMUP, N), step);
@@ -187,10 +207,15 @@ for (let r = 0; r < ROUNDS; r++) {
   const load = loadavg()[0]!.toFixed(1);
   for (const s of systems) {
     const step = await s.group(`round${r}`);
+    const server0 = await s.serverCpu();
+    const client0 = process.cpuUsage();
     const t0 = performance.now();
     const lat = await latencies(N, step);
     const rate = N / ((performance.now() - t0) / 1000);
+    const client = process.cpuUsage(client0);
     const row = rows.get(s)!;
+    row.clientCpu.push((client.user + client.system) / N);
+    row.serverCpu.push((((await s.serverCpu()) - server0) * 1e6) / N);
     row.rate.push(rate);
     row.p50.push(percentile(lat, 50));
     row.p99.push(percentile(lat, 99));
@@ -202,7 +227,14 @@ for (let r = 0; r < ROUNDS; r++) {
 const us = (x: number) => `${Math.round(x).toLocaleString('en-US')} µs`;
 console.log(
   `\n${markdownTable(
-    ['loop', 'jobs/s, median', 'p50 per job', 'p99 per job', 'durability of an answered ack'],
+    [
+      'loop',
+      'jobs/s, median',
+      'p50 per job',
+      'p99 per job',
+      'CPU per job: client / server',
+      'durability of an answered ack',
+    ],
     systems.map((s) => {
       const row = rows.get(s)!;
       return [
@@ -210,6 +242,7 @@ console.log(
         Math.round(median(row.rate)).toLocaleString('en-US'),
         us(median(row.p50)),
         us(median(row.p99)),
+        `${us(median(row.clientCpu))} / ${us(median(row.serverCpu))}`,
         s.durability,
       ];
     }),
