@@ -110,6 +110,9 @@ export async function remove(
   msg: Msg<'group_delete'>,
 ): Promise<Message> {
   const { registry } = core;
+  // A periodic cursor write in flight lands first, so it cannot bring the cursor back.
+  const held = registry.held(scope);
+  if (held !== undefined) await registry.quiesce(held);
   const inMemory = registry.forget(scope);
   const committed = await registry.cursors.position(scope.id, scope.group);
   let existed = inMemory || committed !== undefined;
