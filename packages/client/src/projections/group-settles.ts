@@ -66,9 +66,10 @@ export class GroupSettles implements GroupSettler {
   /**
    * Acknowledges `offset`. With a broker that offers FEATURE_HI_GROUP_ACK_BATCH, the acks of one
    * turn go as one `group_ack_batch` (one request, one answer, one cursor write on the broker);
-   * otherwise each is a plain `group_ack`. Either way each ack resolves once the position
-   * covering it is durable, or rejects alone (stale_claim) when the broker no longer knows the
-   * claim (a seek voided it, say).
+   * otherwise each is a plain `group_ack`. Either way each ack resolves once the broker has
+   * settled it under the stream's cursor durability (`onCommit`: the position covering it is
+   * durable; `periodic`: it is settled, and the cursor is written within the interval), or
+   * rejects alone (stale_claim) when the broker no longer knows the claim (a seek voided it, say).
    */
   ack(offset: number): Promise<void> {
     // A batch already gathering this turn takes the ack without another connection lookup.
