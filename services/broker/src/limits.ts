@@ -197,3 +197,11 @@ export const CONNECTION_ANSWER_BYTES_DEFAULT = 4 * FRAME_BYTES_DEFAULT;
 export const INFLIGHT_REQUEST_BYTES_DEFAULT = 512 * 1024 * 1024;
 /** Ceiling on the request-edge budgets (config validator): 64 GiB, beyond any one machine. */
 export const REQUEST_BUDGET_BYTES_MAX = 64 * 1024 * 1024 * 1024;
+
+/**
+ * Default write interval of a `periodic` group cursor: acks answered within the last interval
+ * may be redelivered after a crash (the streams' periodic default, the same window).
+ */
+export const GROUP_CURSOR_FSYNC_INTERVAL_MS_DEFAULT = 250;
+/** Longest cursor write interval: a crash redelivers at most this much acknowledged work. */
+export const GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX = 60_000;

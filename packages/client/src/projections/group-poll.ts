@@ -11,8 +11,8 @@ import {
   FEATURE_RECORD_TIMESTAMPS,
   FLAG_BINARY_GROUP_RECORDS,
   decodeGroupRecords,
+  type Message,
   decodeMessage,
-  encodeMessage,
 } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, refusalOf } from '../errors.js';
 import {
@@ -22,6 +22,7 @@ import {
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
+import { FrameTemplate } from './group-frames.js';
 import { GroupMessage, type GroupSettler } from './group-message.js';
 import type { GroupScope } from './group-settles.js';
 import { type ProjectionHost, requireFeature } from './host.js';
@@ -56,6 +57,17 @@ export class GroupPolls {
   private reclaimedOn: BrokerConnection | undefined;
   private pool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
   private nextPollId = 1;
+  /** The last poll's request template and what it was made for. */
+  private template:
+    | {
+        bc: BrokerConnection;
+        max: number;
+        wait: number;
+        visibility: number | undefined;
+        reclaim: boolean;
+        frames: FrameTemplate;
+      }
+    | undefined;
 
   constructor(private readonly who: Poller) {}
 
@@ -106,18 +118,37 @@ export class GroupPolls {
     }
   }
 
+  /**
+   * The poll request: its JSON is made once per connection and options (a loop polls with the
+   * same ones) and each poll splices its request id in, rather than encoding it afresh.
+   */
   private pollRequest(bc: BrokerConnection, opts: PollOptions, reclaim: boolean): Uint8Array {
-    const name = this.who.consumerName;
-    return encodeMessage({
-      type: 'group_poll',
-      ...this.who.scope(bc),
-      max_records: opts.max ?? GROUP_POLL_RECORDS_DEFAULT,
-      wait_ms: opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT,
-      request_id: this.nextPollId++,
-      reclaim,
-      ...(name !== undefined ? { consumer: name } : {}),
-      ...(opts.visibilityMs !== undefined ? { visibility_ms: opts.visibilityMs } : {}),
-    } as Parameters<typeof encodeMessage>[0]);
+    const max = opts.max ?? GROUP_POLL_RECORDS_DEFAULT;
+    const wait = opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT;
+    const visibility = opts.visibilityMs;
+    let t = this.template;
+    if (
+      t?.bc !== bc ||
+      t.max !== max ||
+      t.wait !== wait ||
+      t.visibility !== visibility ||
+      t.reclaim !== reclaim
+    ) {
+      const name = this.who.consumerName;
+      const shape = {
+        type: 'group_poll',
+        ...this.who.scope(bc),
+        max_records: max,
+        wait_ms: wait,
+        request_id: 0,
+        reclaim,
+        ...(name !== undefined ? { consumer: name } : {}),
+        ...(visibility !== undefined ? { visibility_ms: visibility } : {}),
+      } as Message;
+      t = { bc, max, wait, visibility, reclaim, frames: new FrameTemplate(shape, ['request_id']) };
+      this.template = t;
+    }
+    return t.frames.frame([this.nextPollId++]);
   }
 
   /** The idle poll streams on `bc` (those of a replaced connection are reset). */

@@ -20,6 +20,7 @@ import {
   GROUP_NACK_BATCH_OFFSETS_MAX,
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { FrameTemplate, QUICK_ACKED_MATCHES, quickAcked } from './group-frames.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 
@@ -54,6 +55,8 @@ export class GroupSettles implements GroupSettler {
   private ackBatchesOut = 0;
   /** Nacks made this turn, by delay (a batch carries one), sent together at its end. */
   private readonly nacks = new Map<number | undefined, Batch>();
+  /** The ack batch request template of the connection last used. */
+  private acksShape: { bc: BrokerConnection; template: FrameTemplate } | undefined;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -63,9 +66,10 @@ export class GroupSettles implements GroupSettler {
   /**
    * Acknowledges `offset`. With a broker that offers FEATURE_HI_GROUP_ACK_BATCH, the acks of one
    * turn go as one `group_ack_batch` (one request, one answer, one cursor write on the broker);
-   * otherwise each is a plain `group_ack`. Either way each ack resolves once the position
-   * covering it is durable, or rejects alone (stale_claim) when the broker no longer knows the
-   * claim (a seek voided it, say).
+   * otherwise each is a plain `group_ack`. Either way each ack resolves once the broker has
+   * settled it under the stream's cursor durability (`onCommit`: the position covering it is
+   * durable; `periodic`: it is settled, and the cursor is written within the interval), or
+   * rejects alone (stale_claim) when the broker no longer knows the claim (a seek voided it, say).
    */
   ack(offset: number): Promise<void> {
     // A batch already gathering this turn takes the ack without another connection lookup.
@@ -129,16 +133,12 @@ export class GroupSettles implements GroupSettler {
       const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
       const offsets = part.map((a) => a.offset);
       this.ackBatchesOut++;
+      const template = this.ackTemplate(bc);
       bc.requests
-        .request(
-          (request_id) =>
-            ({
-              type: 'group_ack_batch',
-              ...this.scope(bc),
-              offsets,
-              request_id,
-            }) as Message,
-        )
+        .requestPrepared<Message>((request_id) => ({
+          bytes: template.frame([`[${offsets.join(',')}]`, request_id]),
+          quick: QUICK_ACKED_MATCHES ? quickAcked : undefined,
+        }))
         .then((msg) => {
           if (msg.type !== 'group_acked') {
             throw new ProtocolError(`expected group_acked, got ${msg.type}`);
@@ -154,6 +154,16 @@ export class GroupSettles implements GroupSettler {
           if (held?.held === true) this.flushAcks(held);
         });
     }
+  }
+
+  /** The `group_ack_batch` JSON of this group on `bc`, made once per connection. */
+  private ackTemplate(bc: BrokerConnection): FrameTemplate {
+    const held = this.acksShape;
+    if (held?.bc === bc) return held.template;
+    const shape = { type: 'group_ack_batch', ...this.scope(bc), offsets: [0], request_id: 0 };
+    const template = new FrameTemplate(shape as Message, ['offsets', 'request_id']);
+    this.acksShape = { bc, template };
+    return template;
   }
 
   /**

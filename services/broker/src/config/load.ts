@@ -14,6 +14,7 @@ import {
 import {
   CATALOG_STREAMS_MAX,
   CONFIG_FILE_BYTES_MAX,
+  GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX,
   IDENT_BYTES_MAX,
   STREAM_SHARDS_MAX,
 } from '../limits.js';
@@ -24,12 +25,19 @@ import {
   type ConfigValue,
   type ConfigVar,
   FSYNC_MODES,
+  GROUP_CURSOR_FSYNC_MODES,
   OWNED_ENV_PREFIXES,
   RETENTION_KEYS,
   STREAM_KEYS,
   TOP_KEYS,
 } from './registry.js';
-import type { BrokerConfig, CacheConfig, FsyncModeName, StreamConfig } from './types.js';
+import type {
+  BrokerConfig,
+  CacheConfig,
+  FsyncModeName,
+  GroupCursorFsyncName,
+  StreamConfig,
+} from './types.js';
 
 type Flat = Map<string, ConfigValue>;
 
@@ -217,7 +225,42 @@ function parseStream(entry: unknown, i: number, flat: Flat, source: string): Str
       ),
     },
     routing,
+    ...groupCursorOf(entry, at, source),
   };
+}
+
+/** A stream entry's own group cursor durability; what it leaves out follows the `groups` section. */
+function groupCursorOf(
+  entry: Record<string, unknown>,
+  at: string,
+  source: string,
+): Pick<StreamConfig, 'group_cursor_fsync' | 'group_cursor_fsync_interval_ms'> {
+  const out: Pick<StreamConfig, 'group_cursor_fsync' | 'group_cursor_fsync_interval_ms'> = {};
+  const mode = entry.group_cursor_fsync;
+  if (mode !== undefined && mode !== null) {
+    if (
+      typeof mode !== 'string' ||
+      !(GROUP_CURSOR_FSYNC_MODES as readonly string[]).includes(mode)
+    ) {
+      const allowed = GROUP_CURSOR_FSYNC_MODES.join(', ');
+      throw new ConfigInvalidValueError(
+        `${at}.group_cursor_fsync`,
+        source,
+        `expected one of ${allowed}`,
+      );
+    }
+    out.group_cursor_fsync = mode as GroupCursorFsyncName;
+  }
+  const key = `${at}.group_cursor_fsync_interval_ms`;
+  const interval = optInt(
+    entry.group_cursor_fsync_interval_ms,
+    key,
+    source,
+    1,
+    GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX,
+  );
+  if (interval !== null) out.group_cursor_fsync_interval_ms = interval;
+  return out;
 }
 
 function parseCache(entry: unknown, i: number, source: string): CacheConfig {

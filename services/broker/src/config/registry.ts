@@ -17,6 +17,8 @@ import {
   FRAME_BYTES_MAX,
   FSYNC_INTERVAL_MS_DEFAULT,
   GROUP_ATTEMPTS_MAX_DEFAULT,
+  GROUP_CURSOR_FSYNC_INTERVAL_MS_DEFAULT,
+  GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX,
   GROUP_IN_FLIGHT_CEILING,
   GROUP_IN_FLIGHT_MAX_DEFAULT,
   GROUP_POLL_BYTES_CEILING,
@@ -66,6 +68,8 @@ export interface ConfigVar {
 }
 
 export const FSYNC_MODES = ['none', 'periodic', 'onCommit'] as const;
+/** When a group's cursor is written: before each settle's answer, or every interval. */
+export const GROUP_CURSOR_FSYNC_MODES = ['onCommit', 'periodic'] as const;
 export const TRANSPORTS = ['quic', 'tls'] as const;
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
@@ -417,6 +421,23 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     doc: 'How often a waiting poll re-checks its group even when nothing woke it (a publish, a settle or a claim lapsing wakes it at once).',
   },
   {
+    key: 'groups.cursor_fsync',
+    env: 'FELIX_GROUP_CURSOR_FSYNC',
+    type: 'enum',
+    default: 'onCommit',
+    values: GROUP_CURSOR_FSYNC_MODES,
+    doc: "When a group's cursor is made durable, for streams that name no `group_cursor_fsync`: `onCommit` (an ack is answered after the cursor covering it is fsynced; an acked record is never redelivered) or `periodic` (an ack is answered once settled in memory; the cursor is written and fsynced every `cursor_fsync_interval_ms` and at a clean shutdown, so a crash may redeliver what was acked in the last interval, never lose a record).",
+  },
+  {
+    key: 'groups.cursor_fsync_interval_ms',
+    env: 'FELIX_GROUP_CURSOR_FSYNC_INTERVAL_MS',
+    type: 'int',
+    default: GROUP_CURSOR_FSYNC_INTERVAL_MS_DEFAULT,
+    min: 1,
+    max: GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX,
+    doc: 'Cursor write interval of `periodic` groups, for streams that name no `group_cursor_fsync_interval_ms`.',
+  },
+  {
     key: 'cluster.controlplane_url',
     env: 'FELIX_CONTROLPLANE_URL',
     type: 'string',
@@ -489,6 +510,8 @@ export const STREAM_KEYS = [
   'fsync_interval_ms',
   'retention',
   'routing',
+  'group_cursor_fsync',
+  'group_cursor_fsync_interval_ms',
 ] as const;
 export const RETENTION_KEYS = ['max_bytes', 'max_age_seconds'] as const;
 /** Keys allowed inside one `caches[]` entry. */

@@ -1,9 +1,10 @@
 /** The merged, validated broker configuration, shaped like the YAML file that can express it. */
-import type { FSYNC_MODES, LOG_LEVELS, TRANSPORTS } from './registry.js';
+import type { FSYNC_MODES, GROUP_CURSOR_FSYNC_MODES, LOG_LEVELS, TRANSPORTS } from './registry.js';
 
 export type FsyncModeName = (typeof FSYNC_MODES)[number];
 export type TransportName = (typeof TRANSPORTS)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export type GroupCursorFsyncName = (typeof GROUP_CURSOR_FSYNC_MODES)[number];
 
 export interface StreamConfig {
   tenant: string;
@@ -15,6 +16,10 @@ export interface StreamConfig {
   fsync_interval_ms: number;
   retention: { max_bytes: number | null; max_age_seconds: number | null };
   routing: 'modulo' | 'jump_hash';
+  /** Its groups' cursor durability; absent: `groups.cursor_fsync` (catalog streams too). */
+  group_cursor_fsync?: GroupCursorFsyncName;
+  /** Its `periodic` groups' cursor write interval; absent: `groups.cursor_fsync_interval_ms`. */
+  group_cursor_fsync_interval_ms?: number;
 }
 
 export interface CacheConfig {
@@ -70,6 +75,8 @@ export interface BrokerConfig {
     max_poll_bytes: number;
     max_wait_ms: number;
     wait_recheck_ms: number;
+    cursor_fsync: GroupCursorFsyncName;
+    cursor_fsync_interval_ms: number;
   };
   cluster: {
     controlplane_url: string | null;

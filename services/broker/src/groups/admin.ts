@@ -72,6 +72,7 @@ export async function seek(
   const target = start === 'earliest' ? base : start === 'latest' ? tail : start.offset;
   if (target > tail) throw bad(`offset ${target} is past the tail ${tail}`, 'offset_past_tail');
   const at = Math.max(target, scope.source.logBaseOffset);
+  await core.registry.quiesce(st);
   await core.registry.cursors.seek(scope.id, scope.group, at);
   st.reset(at);
   st.committed = at;
@@ -109,6 +110,9 @@ export async function remove(
   msg: Msg<'group_delete'>,
 ): Promise<Message> {
   const { registry } = core;
+  // A periodic cursor write in flight lands first, so it cannot bring the cursor back.
+  const held = registry.held(scope);
+  if (held !== undefined) await registry.quiesce(held);
   const inMemory = registry.forget(scope);
   const committed = await registry.cursors.position(scope.id, scope.group);
   let existed = inMemory || committed !== undefined;

@@ -45,7 +45,7 @@ export class GroupService {
     private readonly streams: StreamLookup,
     metrics: ProjectionMetrics,
   ) {
-    this.registry = new GroupRegistry(cfg.durable.data_dir!, metrics);
+    this.registry = new GroupRegistry(cfg.durable.data_dir!, metrics, cfg.groups);
     this.core = { groups: cfg.groups, metrics, registry: this.registry, waiters: this.waiters };
     this.sweeper = setInterval(() => this.registry.evictIdle(Date.now()), GROUP_SWEEP_INTERVAL_MS);
     this.sweeper.unref();

@@ -15,10 +15,13 @@ import {
   FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FLAG_BINARY_GROUP_RECORDS,
+  FRAME_HEADER_BYTES,
   type Message,
   encodeGroupRecordsFrame,
   encodeMessage,
   fitsBinaryGroupRecords,
+  messageJson,
+  writeFrameHeader,
 } from '@felix/wire';
 import type { ProjectionAnswers } from '../caches/answers.js';
 import type { Handler, HandlerTable, RequestContext } from '../session/handler.js';
@@ -63,6 +66,7 @@ type GroupRequest = Extract<Message, { type: (typeof GROUP_REQUESTS)[number] }>;
  * Never a flag-bearing frame the client did not offer.
  */
 export function groupAnswerFrame(auth: Negotiated, m: Message): Uint8Array {
+  if (m.type === 'group_acked' && m.stale.length === 0) return ackedFrame(m.request_id);
   if (
     m.type === 'group_records' &&
     (auth.flags & FLAG_BINARY_GROUP_RECORDS) !== 0 &&
@@ -72,6 +76,27 @@ export function groupAnswerFrame(auth: Negotiated, m: Message): Uint8Array {
     return encodeGroupRecordsFrame(m);
   }
   return encodeMessage(m);
+}
+
+const ASCII = new TextEncoder();
+
+/** The JSON text of a `group_acked` naming no stale offset, around its request id (made once). */
+const ACKED = (() => {
+  const text = messageJson({ type: 'group_acked', stale: [], request_id: 0 });
+  const at = text.lastIndexOf('0');
+  return { head: text.slice(0, at), tail: text.slice(at + 1) };
+})();
+
+/**
+ * The answer to an ack batch that finished everything it named, the one a consumer acking each
+ * job waits for: its text is spliced, not encoded field by field (byte-identical either way).
+ */
+function ackedFrame(requestId: number): Uint8Array {
+  const text = `${ACKED.head}${requestId}${ACKED.tail}`;
+  const frame = new Uint8Array(FRAME_HEADER_BYTES + text.length);
+  ASCII.encodeInto(text, frame.subarray(FRAME_HEADER_BYTES)); // digits and names: all ASCII
+  writeFrameHeader(frame, 0, 0, text.length);
+  return frame;
 }
 
 export function registerGroupHandlers(

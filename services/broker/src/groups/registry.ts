@@ -1,8 +1,10 @@
 /**
  * The groups held in memory and their durable halves: each group's GroupState (loaded from its
  * committed cursor and its redriven dead letters on first use, evicted when idle with no claim
- * standing, at most GROUPS_IN_MEMORY_MAX), the cursor store (`<data_dir>/groups/`) and the
- * dead-letter store (`<data_dir>/dead-letters/`), and the coalesced cursor commit.
+ * standing and no cursor write owed, at most GROUPS_IN_MEMORY_MAX), the cursor store
+ * (`<data_dir>/groups/`) and the dead-letter store (`<data_dir>/dead-letters/`), and the cursor
+ * commit: coalesced and awaited by the settle under `onCommit`, or written on a timer per group
+ * under `periodic` (and at close), the stream's `group_cursor_fsync` or `groups.cursor_fsync`.
  */
 import {
   type CursorStore,
@@ -11,6 +13,7 @@ import {
   openDeadLetterStore,
 } from '@felix/storage';
 import type { ProjectionMetrics } from '../caches/projection-metrics.js';
+import type { BrokerConfig } from '../config/types.js';
 import { GROUP_IDLE_EVICT_MS, GROUPS_IN_MEMORY_MAX } from '../limits.js';
 import { Refusal } from '../session/refusal.js';
 import { GroupState } from './group-state.js';
@@ -21,10 +24,16 @@ export class GroupRegistry {
   readonly deadLetters: DeadLetterStore;
   private readonly states = new Map<string, GroupState>();
   private readonly loading = new Map<string, Promise<GroupState>>();
+  /** Periodic groups whose position is ahead of their cursor: the timer that will write it. */
+  private readonly owed = new Map<GroupState, { scope: Scope; timer: NodeJS.Timeout }>();
 
   constructor(
     dataDir: string,
     private readonly metrics: ProjectionMetrics,
+    private readonly defaults: Pick<
+      BrokerConfig['groups'],
+      'cursor_fsync' | 'cursor_fsync_interval_ms'
+    >,
   ) {
     const store = { root: dataDir, fsync: 'onCommit' as const };
     this.cursors = openCursorStore(store);
@@ -36,8 +45,10 @@ export class GroupRegistry {
     return this.states.get(scope.key);
   }
 
-  /** Forgets the group's in-memory state; true when it was held. */
+  /** Forgets the group's in-memory state (and a periodic write it owed); true when it was held. */
   forget(scope: Scope): boolean {
+    const st = this.states.get(scope.key);
+    if (st !== undefined) this.cancel(st);
     const held = this.states.delete(scope.key);
     this.metrics.groupsInMemory.set(this.states.size);
     return held;
@@ -49,7 +60,9 @@ export class GroupRegistry {
    */
   evictIdle(nowMs: number): void {
     for (const [key, st] of this.states) {
-      if (st.claims.size === 0 && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
+      // A state owing a cursor write stays until it is written (its interval is far shorter).
+      const writing = this.owed.has(st) || st.commitRun !== undefined;
+      if (!writing && st.claims.size === 0 && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
         this.states.delete(key);
       }
     }
@@ -111,11 +124,62 @@ export class GroupRegistry {
   }
 
   /**
-   * Makes the position durable (never backwards) before the settle is answered. Commits
-   * coalesce: while one cursor write is in flight, every settle behind it waits for it and then
-   * one write covers them all, so a burst of acks costs one write, not one each.
+   * A settle moved the position. `onCommit`: the position is durable before the settle is
+   * answered. `periodic`: the settle is answered now and the position is written within the
+   * group's interval (a crash redelivers what was acked since the last write, never less).
    */
-  async commit(scope: Scope, st: GroupState): Promise<void> {
+  commit(scope: Scope, st: GroupState): Promise<void> | undefined {
+    const interval = this.periodicMs(scope);
+    if (interval === undefined) return this.persist(scope, st);
+    this.writeLater(scope, st, interval);
+    return undefined;
+  }
+
+  /** The scope's cursor write interval when its groups are `periodic`, else undefined. */
+  private periodicMs(scope: Scope): number | undefined {
+    const s = scope.stream;
+    if ((s.group_cursor_fsync ?? this.defaults.cursor_fsync) !== 'periodic') return undefined;
+    return s.group_cursor_fsync_interval_ms ?? this.defaults.cursor_fsync_interval_ms;
+  }
+
+  private writeLater(scope: Scope, st: GroupState, intervalMs: number): void {
+    if (this.owed.has(st) || (st.committed !== undefined && st.committed >= st.position)) return;
+    const timer = setTimeout(() => {
+      this.owed.delete(st);
+      this.persist(scope, st).catch(() => {
+        // Not written (storage refused): try again next interval while the group is held; until
+        // then a crash redelivers more, and nothing is lost.
+        if (this.states.get(scope.key) === st) this.writeLater(scope, st, intervalMs);
+      });
+    }, intervalMs);
+    timer.unref(); // close() writes what is owed; a timer alone keeps no process alive
+    this.owed.set(st, { scope, timer });
+  }
+
+  /** Drops the periodic write `st` owes (a seek or a delete sets the cursor itself). */
+  private cancel(st: GroupState): void {
+    const owed = this.owed.get(st);
+    if (owed === undefined) return;
+    clearTimeout(owed.timer);
+    this.owed.delete(st);
+  }
+
+  /**
+   * Before a seek writes the cursor: no periodic write is owed any more, and one in flight has
+   * landed (so it cannot carry the old position past the seek's).
+   */
+  async quiesce(st: GroupState): Promise<void> {
+    this.cancel(st);
+    // Its failure was its own settle's answer (or is retried); the seek writes regardless.
+    await st.commitRun?.catch(() => undefined);
+  }
+
+  /**
+   * Writes the position durably (never backwards). Writes coalesce: while one cursor write is
+   * in flight, every settle behind it waits for it and then one write covers them all, so a
+   * burst of acks costs one write, not one each.
+   */
+  private async persist(scope: Scope, st: GroupState): Promise<void> {
     const target = st.position;
     for (;;) {
       if (st.committed !== undefined && st.committed >= target) return;
@@ -137,7 +201,13 @@ export class GroupRegistry {
     }
   }
 
+  /** Writes what periodic groups owe (a clean shutdown loses no acknowledged position), then closes. */
   async close(): Promise<void> {
+    const owed = [...this.owed];
+    for (const [, o] of owed) clearTimeout(o.timer);
+    this.owed.clear();
+    // A write that fails here only means redelivery after the restart; the stores close anyway.
+    await Promise.allSettled(owed.map(([st, o]) => this.persist(o.scope, st)));
     await this.cursors.close();
     await this.deadLetters.close();
   }

@@ -8,6 +8,7 @@ import { FEATURE_GROUP_SKIPPED, FEATURE_RECORD_TIMESTAMPS, type Message } from '
 import { GROUP_CONSUMER_NAME_BYTES_MAX, GROUP_NAME_BYTES_MAX } from '../limits.js';
 import type { Negotiated } from '../session/negotiation.js';
 import { Refusal } from '../session/refusal.js';
+import type { StreamConfig } from '../config/types.js';
 import type { StreamRuntime } from '../streams/shard.js';
 import type { Member } from './group-state.js';
 import type { RecordSource } from './record-source.js';
@@ -22,6 +23,8 @@ export interface Scope {
   group: string;
   /** The group's key in the registry. */
   key: string;
+  /** The stream's config: its groups' cursor durability, when it names one. */
+  stream: StreamConfig;
 }
 
 /** Who is polling and what it asked for beyond the records themselves. */
@@ -84,6 +87,7 @@ export function scopeOf(streams: StreamLookup, msg: GroupMsg): Scope {
     id,
     group: msg.group,
     key: JSON.stringify([msg.tenant_id, msg.namespace, msg.stream, msg.shard, msg.group]),
+    stream: s.config,
   };
 }
 
