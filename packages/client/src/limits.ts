@@ -107,3 +107,7 @@ export const GROUP_CONSUME_POLLS_AHEAD_MAX = 3;
  *  GROUP_CONSUME_POLLS_AHEAD_MAX x this at most, a small part of any visibility timeout, and a
  *  slow caller keeps the single poll ahead it had before. */
 export const GROUP_CONSUME_QUICK_BATCH_MS = 250;
+/** Payload bytes a merged (multi-shard) subscription buffers between its shard readers and the
+ *  caller (besides SUBSCRIPTION_BUFFER_BATCHES_DEFAULT): batches may be one record or thousands,
+ *  so a count alone bounds nothing; past it the readers wait and the broker's queues absorb. */
+export const SUBSCRIPTION_BUFFER_BYTES_MAX = 8 * 1024 * 1024;

@@ -174,3 +174,20 @@ export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 export const NODE_BOOK_REFRESH_MS = 2_000;
 /** Nodes read per address-book refresh (one page; the control plane's page ceiling). */
 export const NODE_BOOK_NODES_MAX = 10_000;
+
+/** Bytes one subscriber may have queued (payload bytes plus each record's 4-byte length prefix,
+ *  what the queued records occupy in the event frames they leave in): a stalled subscriber costs
+ *  at most this, however large the published batches. 8 MiB is several round trips' worth at
+ *  hundreds of MB/s, so only a subscriber slower than the stream for that long loses records. */
+export const SUBSCRIBER_QUEUE_BYTES_DEFAULT = 8 * 1024 * 1024;
+/** Ceiling on the per-subscriber byte budget: 1,024 subscriptions per connection at this bound
+ *  would already be 256 GiB, so it only stops a typo from unbounding the queue. */
+export const SUBSCRIBER_QUEUE_BYTES_MAX = 256 * 1024 * 1024;
+/** Floor on the byte budget: one ordinary batch must fit, or nothing could be queued behind one. */
+export const SUBSCRIBER_QUEUE_BYTES_MIN = 64 * 1024;
+/** Payload bytes of contiguous queued batches merged into one event frame for a subscriber that
+ *  fell behind (fewer frames and client wake-ups); a subscriber that keeps up gets each batch's
+ *  shared encoding instead. Well under the client's frame bound. */
+export const EVENT_COALESCE_BYTES_MAX = 256 * 1024;
+/** Records merged into one event frame for a subscriber that fell behind (decode cost per frame). */
+export const EVENT_COALESCE_RECORDS_MAX = 4096;
