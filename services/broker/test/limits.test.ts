@@ -24,8 +24,8 @@ describe('broker limits', () => {
     expect(L.SUBSCRIBER_QUEUE_BYTES_MIN).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BYTES_DEFAULT);
     expect(L.SUBSCRIBER_QUEUE_BYTES_DEFAULT).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BYTES_MAX);
     // A merged frame (head, count, the records with their prefixes) fits the client's bound.
-    expect(
-      L.EVENT_COALESCE_BYTES_MAX + 4 * L.EVENT_COALESCE_RECORDS_MAX + 32,
-    ).toBeLessThanOrEqual(CLIENT_FRAME_BYTES_MAX);
+    expect(L.EVENT_COALESCE_BYTES_MAX + 4 * L.EVENT_COALESCE_RECORDS_MAX + 32).toBeLessThanOrEqual(
+      CLIENT_FRAME_BYTES_MAX,
+    );
   });
 });

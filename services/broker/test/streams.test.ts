@@ -65,7 +65,8 @@ async function collect(sub: ReturnType<Shard['subscribe']>, until: number): Prom
   while (seen.length === 0 || seen[seen.length - 1]! < until - 1) {
     const item = await sub.sub.queue.take();
     if (item.kind !== 'batches') break;
-    for (const b of item.batches) for (let i = 0; i < b.payloads.length; i++) seen.push(b.first + i);
+    for (const b of item.batches)
+      for (let i = 0; i < b.payloads.length; i++) seen.push(b.first + i);
   }
   return seen;
 }
@@ -114,11 +115,7 @@ describe('shard core', () => {
   });
 
   it('a_lagging_durable_subscriber_is_ended_naming_the_first_dropped_offset', async () => {
-    const q = new SubscriberQueue<EventBatch>(
-      { ...bounds(1), bytesMax: 5 },
-      true,
-      () => undefined,
-    );
+    const q = new SubscriberQueue<EventBatch>({ ...bounds(1), bytesMax: 5 }, true, () => undefined);
     q.offer(new EventBatch(0, [enc.encode('x')], 0));
     q.offer(new EventBatch(1, [enc.encode('y')], 0));
     q.offer(new EventBatch(2, [enc.encode('z')], 0));

@@ -52,7 +52,9 @@ describe('a stalled subscriber', () => {
   it('a_stalled_subscriber_costs_at_most_its_byte_budget', async () => {
     const reader = await client(broker);
     const writer = await client(broker);
-    const events = reader.subscribe('firehose', { from: 'latest', shard: 0 })[Symbol.asyncIterator]();
+    const events = reader
+      .subscribe('firehose', { from: 'latest', shard: 0 })
+      [Symbol.asyncIterator]();
     const head = events.next(); // starts the subscription; nothing is read after its first event
     await waitFor(async () => (await metric(broker, SUBSCRIPTIONS)) > 0, 'the subscription');
     const rssBefore = await metric(broker, RSS);

@@ -30,7 +30,9 @@ export class BoundedQueue<T> {
 
   private full(w: number): boolean {
     if (this.items.length >= this.capacity) return true;
-    return this.bytes !== undefined && this.items.length > 0 && this.weight + w > this.bytes.bytesMax;
+    return (
+      this.bytes !== undefined && this.items.length > 0 && this.weight + w > this.bytes.bytesMax
+    );
   }
 
   get closed(): boolean {

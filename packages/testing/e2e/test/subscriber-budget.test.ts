@@ -62,44 +62,47 @@ describe('a subscriber that keeps up, with the default budget', () => {
   const suite = brokerForSuite();
 
   for (const transport of ['tls', 'quic'] as const) {
-    it(`a_subscriber_that_keeps_up_loses_nothing_when_each_record_is_published_alone (${transport})`, async () => {
-      const broker = suite.broker;
-      const stream = `alone_${transport}`; // a fresh stream: its first record is offset 0
-      const pub = await client(broker, transport);
-      const sub = await client(broker, transport);
-      let gaps = 0;
-      void (async () => {
-        for await (const s of sub.status()) if (s.type === 'gap') gaps += s.count;
-      })();
-      const before = await metric(broker, SUBSCRIPTIONS);
-      let got = 0;
-      let lostBefore = 0;
-      let inOrder = true;
-      const reading = (async () => {
-        for await (const ev of sub.subscribe(stream, { from: 'latest', shard: 0 })) {
-          inOrder &&= ev.offset === got + lostBefore + ev.lostBefore;
-          got++;
-          lostBefore += ev.lostBefore;
-          if (ev.offset === ALONE_RECORDS - 1) return;
-        }
-      })();
-      await subscribed(broker, before);
-      const data = new Uint8Array(RECORD_BYTES).fill(7);
-      const sent: Promise<unknown>[] = [];
-      for (let i = 0; i < ALONE_RECORDS; i++) sent.push(pub.publish(stream, data, { ack: false }));
-      await Promise.all(sent);
-      // Every record either arrives or is reported lost (a loss notice covers a lost tail).
-      await waitFor(() => got + gaps >= ALONE_RECORDS, 'every record or its loss', 120_000);
-      expect({ got, gaps, lostBefore, inOrder }).toEqual({
-        got: ALONE_RECORDS,
-        gaps: 0,
-        lostBefore: 0,
-        inOrder: true,
-      });
-      await reading;
-      await pub.close();
-      await sub.close();
-    }, 180_000);
+    describe(`over ${transport}`, () => {
+      it('a_subscriber_that_keeps_up_loses_nothing_when_each_record_is_published_alone', async () => {
+        const broker = suite.broker;
+        const stream = `alone_${transport}`; // a fresh stream: its first record is offset 0
+        const pub = await client(broker, transport);
+        const sub = await client(broker, transport);
+        let gaps = 0;
+        void (async () => {
+          for await (const s of sub.status()) if (s.type === 'gap') gaps += s.count;
+        })();
+        const before = await metric(broker, SUBSCRIPTIONS);
+        let got = 0;
+        let lostBefore = 0;
+        let inOrder = true;
+        const reading = (async () => {
+          for await (const ev of sub.subscribe(stream, { from: 'latest', shard: 0 })) {
+            inOrder &&= ev.offset === got + lostBefore + ev.lostBefore;
+            got++;
+            lostBefore += ev.lostBefore;
+            if (ev.offset === ALONE_RECORDS - 1) return;
+          }
+        })();
+        await subscribed(broker, before);
+        const data = new Uint8Array(RECORD_BYTES).fill(7);
+        const sent: Promise<unknown>[] = [];
+        for (let i = 0; i < ALONE_RECORDS; i++)
+          sent.push(pub.publish(stream, data, { ack: false }));
+        await Promise.all(sent);
+        // Every record either arrives or is reported lost (a loss notice covers a lost tail).
+        await waitFor(() => got + gaps >= ALONE_RECORDS, 'every record or its loss', 120_000);
+        expect({ got, gaps, lostBefore, inOrder }).toEqual({
+          got: ALONE_RECORDS,
+          gaps: 0,
+          lostBefore: 0,
+          inOrder: true,
+        });
+        await reading;
+        await pub.close();
+        await sub.close();
+      }, 180_000);
+    });
   }
 });
 

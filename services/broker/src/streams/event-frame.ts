@@ -121,7 +121,11 @@ function entriesOf(list: readonly Uint8Array[], out: Uint8Array[]): void {
  * dropped for this subscriber, so a client's offset check counts them at once. Undefined when the
  * subscriber negotiated no offsets (it cannot be told).
  */
-export function lossFrame(next: number, variant: EventVariant, scope: Scope): Uint8Array | undefined {
+export function lossFrame(
+  next: number,
+  variant: EventVariant,
+  scope: Scope,
+): Uint8Array | undefined {
   if (variant === JSON_VARIANT) {
     return encodeMessage({ type: 'event_batch', ...scope, payloads: [], base_offset: next });
   }
