@@ -208,7 +208,7 @@ export class Shard {
     for (const q of this.subscribers) q.offer(batch);
   }
 
-  /** Registers a subscriber at `start`; `queue` bounds its live queue (envelopes and bytes; a
+  /** Registers a subscriber at `start`; `bounds` limit its live queue (envelopes and bytes; a
    *  bare number is an envelope count with the default byte budget). */
   subscribe(
     start: StartSpec,
