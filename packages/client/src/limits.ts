@@ -116,3 +116,8 @@ export const TURN_WRITE_BYTES_MAX = 4 * 1024 * 1024;
  *  past it every open gather is sealed and handed to the writer at once (each gather alone is
  *  bounded by PUBLISH_COALESCE_BYTES_MAX, their number by the keys a turn names). */
 export const TURN_GATHER_BYTES_MAX = TURN_WRITE_BYTES_MAX;
+
+/** Payload bytes a merged (multi-shard) subscription buffers between its shard readers and the
+ *  caller (besides SUBSCRIPTION_BUFFER_BATCHES_DEFAULT): batches may be one record or thousands,
+ *  so a count alone bounds nothing; past it the readers wait and the broker's queues absorb. */
+export const SUBSCRIPTION_BUFFER_BYTES_MAX = 8 * 1024 * 1024;

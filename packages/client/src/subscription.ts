@@ -26,7 +26,11 @@ import type {
   StartPosition,
 } from './protocol/broker-connection.js';
 import { offsetForTimeOn } from './offset-for-time.js';
-import { RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX } from './limits.js';
+import {
+  RESUBSCRIBE_BASE_MS,
+  RESUBSCRIBE_DELAY_MS_MAX,
+  SUBSCRIPTION_BUFFER_BYTES_MAX,
+} from './limits.js';
 import { join } from './protocol/frame-stream.js';
 import type { StatusEvent } from './status.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
@@ -38,7 +42,8 @@ export interface StreamEvent {
   /** The record's offset in its shard (per-shard order). */
   offset: number;
   data: Uint8Array;
-  /** Offsets lost immediately before this event (0 when none): see `status()` `gap`. */
+  /** Offsets lost immediately before this event (0 when none): see `status()` `gap`, emitted
+   *  once for the same loss, as soon as the broker reports it (possibly before this event). */
   lostBefore: number;
   /** When the record was appended (µs since the epoch, the broker's clock), on a subscription
    *  made with `timestamps: true` to a broker that sends them; absent otherwise. */
@@ -62,6 +67,18 @@ export class EventRun {
     /** Append time of each payload, when the subscription carries them. */
     readonly timesMicros?: number[],
   ) {}
+
+  private payloadBytes = -1;
+
+  /** Payload bytes of the run (what a merged subscription's buffer counts). */
+  get bytes(): number {
+    if (this.payloadBytes < 0) {
+      let n = 0;
+      for (const p of this.payloads) n += p.byteLength;
+      this.payloadBytes = n;
+    }
+    return this.payloadBytes;
+  }
 
   event(i: number): StreamEvent {
     const ev: StreamEvent = {
@@ -99,6 +116,9 @@ export class ShardReader {
   /** Retryable refusals since the last subscribe that succeeded (drives the backoff). */
   private refusals = 0;
   private stopped = false;
+  /** Offsets a loss notice (an event batch of no records) reported: `gap` went out at once, and
+   *  the next event delivered carries them in `lostBefore` too. */
+  private pendingLost = 0;
 
   constructor(
     private readonly host: ReaderHost,
@@ -307,7 +327,7 @@ export class ShardReader {
     let lost = 0;
     let skip = 0;
     if (this.cursor !== undefined) {
-      lost = base - this.cursor - skipped;
+      lost = Math.max(base - this.cursor - skipped, 0);
       if (base < this.cursor) skip = this.cursor - base; // already delivered: never twice
     }
     if (lost > 0)
@@ -319,7 +339,15 @@ export class ShardReader {
         count: lost,
       });
     this.cursor = Math.max(this.cursor ?? 0, base + payloads.length);
-    return new EventRun(this.stream, this.shard, base, payloads, skip, Math.max(lost, 0), times);
+    if (skip >= payloads.length) {
+      // A loss notice (no records) or records all delivered before: nothing to hand out, so a
+      // loss waits for the next event that is.
+      this.pendingLost += lost;
+      return new EventRun(this.stream, this.shard, base, payloads, skip, 0, times);
+    }
+    lost += this.pendingLost;
+    this.pendingLost = 0;
+    return new EventRun(this.stream, this.shard, base, payloads, skip, lost, times);
   }
 }
 
@@ -365,7 +393,10 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   }
 
   private async *merge(readers: ShardReader[], signal: AbortSignal): AsyncGenerator<EventRun> {
-    const queue = new BoundedQueue<EventRun>(this.bufferBatches);
+    const queue = new BoundedQueue<EventRun>(this.bufferBatches, {
+      bytesMax: SUBSCRIPTION_BUFFER_BYTES_MAX,
+      weigh: (run) => run.bytes,
+    });
     let running = readers.length;
     const pumps = readers.map(async (r) => {
       try {

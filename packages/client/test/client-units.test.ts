@@ -53,6 +53,24 @@ describe('client units', () => {
     expect([await q.pull(), await q.pull(), await q.pull()]).toEqual([2, 3, undefined]);
   });
 
+  it('a_bounded_queue_with_a_byte_bound_makes_the_writer_wait_on_bytes_not_items', async () => {
+    const q = new BoundedQueue<Uint8Array>(64, { bytesMax: 1000, weigh: (b) => b.length });
+    await q.push(new Uint8Array(600));
+    let pushed = false;
+    const second = q.push(new Uint8Array(600)).then(() => {
+      pushed = true;
+    });
+    await Promise.resolve();
+    expect(pushed).toBe(false); // 1,200 bytes would exceed 1,000 with only two items queued
+    expect((await q.pull())?.length).toBe(600);
+    await second;
+    expect(q.queuedBytes).toBe(600);
+    // An empty queue takes an item heavier than the bound: nothing could ever carry it otherwise.
+    await q.pull();
+    await q.push(new Uint8Array(5000));
+    expect(q.queuedBytes).toBe(5000);
+  });
+
   it('a_publisher_batches_and_gives_each_record_its_own_offset', async () => {
     const sent: number[] = [];
     let next = 100;

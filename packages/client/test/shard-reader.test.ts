@@ -2,7 +2,9 @@
 // unavailable, led elsewhere) waits between resubscribes instead of looping as fast as round
 // trips allow, and still ends on a final refusal. Method: a fake connection answering a scripted
 // list of refusals, with the reader's random source and sleep pinned.
+import { decodeFrame, encodeEventBatch } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
+import type { StatusEvent } from '../src/status.js';
 import {
   RESUBSCRIBE_BASE_MS,
   RESUBSCRIBE_DELAY_MS_MAX,
@@ -51,5 +53,49 @@ describe('shard reader', () => {
       ),
     );
     expect(Math.max(...waits)).toBeLessThanOrEqual(RESUBSCRIBE_DELAY_MS_MAX);
+  });
+});
+
+/** A fake connection whose one subscription delivers `frames` (encoded), then waits. */
+function scripted(frames: Uint8Array[]) {
+  let i = 0;
+  const events = {
+    nextPieces: async () => {
+      const f = frames[i++];
+      if (f === undefined) return new Promise<never>(() => {});
+      const { flags, payload } = decodeFrame(f);
+      return { flags, length: payload.length, pieces: [payload] };
+    },
+  };
+  const open = { events, startOffset: 0, liveOffset: 0, close: () => {} };
+  return { isLost: false, lost: new Promise<Error>(() => {}), subscribe: async () => open };
+}
+
+describe('shard reader loss reports', () => {
+  it('a_loss_notice_emits_one_gap_at_once_and_the_next_event_carries_the_count', async () => {
+    const data = new Uint8Array([1]);
+    const conn = scripted([
+      encodeEventBatch({ baseOffset: 0, payloads: [data, data] }),
+      encodeEventBatch({ baseOffset: 7, payloads: [] }), // offsets 2..6 were dropped
+      encodeEventBatch({ baseOffset: 7, payloads: [data] }),
+    ]);
+    const gaps: StatusEvent[] = [];
+    const host: ReaderHost = {
+      closed: false,
+      emit: (e) => gaps.push(e),
+      connection: async () => conn as never,
+    };
+    const reader = new ShardReader(host, 's', 0, 'earliest', 16, undefined);
+    const runs = reader.events();
+    const first = (await runs.next()).value!;
+    expect(first.event(0).lostBefore).toBe(0);
+    const notice = (await runs.next()).value!;
+    expect(notice.payloads.length).toBe(0);
+    // Reported as the notice is read, before any later record.
+    expect(gaps).toEqual([{ type: 'gap', stream: 's', shard: 0, from: 2, count: 5 }]);
+    const next = (await runs.next()).value!;
+    expect(next.event(0)).toMatchObject({ offset: 7, lostBefore: 5 });
+    expect(gaps.length).toBe(1); // not reported twice
+    reader.stop();
   });
 });

@@ -237,16 +237,22 @@ export class Broker {
   private refreshGauges(): void {
     let max = 0;
     let total = 0;
+    let bytesMax = 0;
+    let bytes = 0;
     for (const s of this.catalog?.all() ?? []) {
       for (const sh of s.shards) {
         for (const q of sh.subscribers) {
           max = Math.max(max, q.depth);
           total += q.depth;
+          bytesMax = Math.max(bytesMax, q.bytes);
+          bytes += q.bytes;
         }
       }
     }
     this.metrics.fanoutQueueDepth.set(max);
     this.metrics.fanoutQueued.set(total);
+    this.metrics.fanoutQueuedBytesMax.set(bytesMax);
+    this.metrics.fanoutQueuedBytes.set(bytes);
   }
 
   /**

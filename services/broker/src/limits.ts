@@ -205,3 +205,22 @@ export const REQUEST_BUDGET_BYTES_MAX = 64 * 1024 * 1024 * 1024;
 export const GROUP_CURSOR_FSYNC_INTERVAL_MS_DEFAULT = 250;
 /** Longest cursor write interval: a crash redelivers at most this much acknowledged work. */
 export const GROUP_CURSOR_FSYNC_INTERVAL_MS_MAX = 60_000;
+
+/** Bytes one subscriber may have queued (payload bytes plus each record's 4-byte length prefix,
+ *  what the queued records occupy in the event frames they leave in): a stalled subscriber costs
+ *  at most this, however large the published batches. 64 MiB (NATS's default pending bound per
+ *  connection) absorbs the burst of a plain 100,000 x 1 KiB fire-and-forget loop read by a plain
+ *  subscriber (backlog peaks measured at 10-13 MiB over TLS, 28-38 MiB over QUIC), so only a
+ *  subscriber slower than the stream for longer than that loses records. */
+export const SUBSCRIBER_QUEUE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Ceiling on the per-subscriber byte budget: 1,024 subscriptions per connection at this bound
+ *  would already be 256 GiB, so it only stops a typo from unbounding the queue. */
+export const SUBSCRIBER_QUEUE_BYTES_MAX = 256 * 1024 * 1024;
+/** Floor on the byte budget: one ordinary batch must fit, or nothing could be queued behind one. */
+export const SUBSCRIBER_QUEUE_BYTES_MIN = 64 * 1024;
+/** Payload bytes of contiguous queued batches merged into one event frame for a subscriber that
+ *  fell behind (fewer frames and client wake-ups); a subscriber that keeps up gets each batch's
+ *  shared encoding instead. Well under the client's frame bound. */
+export const EVENT_COALESCE_BYTES_MAX = 256 * 1024;
+/** Records merged into one event frame for a subscriber that fell behind (decode cost per frame). */
+export const EVENT_COALESCE_RECORDS_MAX = 4096;

@@ -78,6 +78,26 @@ export class BrokerMetrics {
     help: 'Records dropped for a slow subscriber (drop-new policy)',
     registers: [this.registry],
   });
+  readonly fanoutQueuedBytes = new Gauge({
+    name: 'felix_broker_fanout_queued_bytes',
+    help: 'Bytes (payloads plus 4 per record) queued across all subscribers at scrape time',
+    registers: [this.registry],
+  });
+  readonly fanoutQueuedBytesMax = new Gauge({
+    name: 'felix_broker_fanout_queued_bytes_max',
+    help: 'Bytes queued for the fullest subscriber at scrape time (within broker.subscriber_queue_bytes)',
+    registers: [this.registry],
+  });
+  readonly eventBatchesMerged = new Counter({
+    name: 'felix_broker_event_batches_merged_total',
+    help: 'Published batches sent merged with contiguous ones to a subscriber that fell behind',
+    registers: [this.registry],
+  });
+  readonly lossNotices = new Counter({
+    name: 'felix_broker_loss_notices_total',
+    help: 'Loss notices (empty event batches) sent to subscribers whose queue dropped records',
+    registers: [this.registry],
+  });
   readonly subscriptionsLagged = new Counter({
     name: 'felix_broker_subscriptions_lagged_total',
     help: 'Subscriptions ended with subscription_lagged',

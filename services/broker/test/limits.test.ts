@@ -19,4 +19,13 @@ describe('broker limits', () => {
     expect(L.RING_RECORDS_DEFAULT).toBeLessThanOrEqual(L.RING_RECORDS_MAX);
     expect(L.IDENT_BYTES_MAX).toBeLessThanOrEqual(0xffff); // u16-prefixed on the wire
   });
+
+  it('the_subscriber_byte_budget_and_merged_frames_fit_their_bounds', () => {
+    expect(L.SUBSCRIBER_QUEUE_BYTES_MIN).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BYTES_DEFAULT);
+    expect(L.SUBSCRIBER_QUEUE_BYTES_DEFAULT).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BYTES_MAX);
+    // A merged frame (head, count, the records with their prefixes) fits the client's bound.
+    expect(L.EVENT_COALESCE_BYTES_MAX + 4 * L.EVENT_COALESCE_RECORDS_MAX + 32).toBeLessThanOrEqual(
+      CLIENT_FRAME_BYTES_MAX,
+    );
+  });
 });

@@ -19,6 +19,13 @@ async function collectedAfterThisJob(): Promise<void> {
 
 const enc = new TextEncoder();
 const hooks = { onDrop: () => undefined, onApply: () => undefined };
+/** Queue bounds of `capacity` envelopes and bytes enough for any test here. */
+const bounds = (capacity: number) => ({
+  capacity,
+  bytesMax: 1 << 20,
+  runBytesMax: 1 << 16,
+  runRecordsMax: 1024,
+});
 
 class FakeStore implements ShardStore {
   records: { offset: number; timestampMicros: number; payload: Uint8Array }[] = [];
@@ -57,8 +64,9 @@ async function collect(sub: ReturnType<Shard['subscribe']>, until: number): Prom
     for (let i = 0; i < b.payloads.length; i++) seen.push(b.first + i);
   while (seen.length === 0 || seen[seen.length - 1]! < until - 1) {
     const item = await sub.sub.queue.take();
-    if (item.kind !== 'batch') break;
-    for (let i = 0; i < item.batch.payloads.length; i++) seen.push(item.batch.first + i);
+    if (item.kind !== 'batches') break;
+    for (const b of item.batches)
+      for (let i = 0; i < b.payloads.length; i++) seen.push(b.first + i);
   }
   return seen;
 }
@@ -94,23 +102,24 @@ describe('shard core', () => {
 
   it('a_full_subscriber_queue_drops_new_batches_and_never_waits', async () => {
     let dropped = 0;
-    const q = new SubscriberQueue<EventBatch>(2, false, (n) => {
+    const q = new SubscriberQueue<EventBatch>(bounds(2), false, (n) => {
       dropped += n;
     });
-    for (let i = 0; i < 5; i++) q.offer(new EventBatch(i, [enc.encode('x')], 0));
+    // Offsets 0, 2, 4, 6, 8: no two contiguous, so each is an envelope of its own.
+    for (let i = 0; i < 5; i++) q.offer(new EventBatch(i * 2, [enc.encode('x')], 0));
     expect(q.depth).toBe(2);
     expect(dropped).toBe(3);
-    expect(q.firstDropped).toBe(2);
+    expect(q.firstDropped).toBe(4);
     const a = await q.take();
-    expect(a.kind === 'batch' && a.batch.first).toBe(0);
+    expect(a.kind === 'batches' && a.batches[0]!.first).toBe(0);
   });
 
   it('a_lagging_durable_subscriber_is_ended_naming_the_first_dropped_offset', async () => {
-    const q = new SubscriberQueue<EventBatch>(1, true, () => undefined);
+    const q = new SubscriberQueue<EventBatch>({ ...bounds(1), bytesMax: 5 }, true, () => undefined);
     q.offer(new EventBatch(0, [enc.encode('x')], 0));
     q.offer(new EventBatch(1, [enc.encode('y')], 0));
     q.offer(new EventBatch(2, [enc.encode('z')], 0));
-    expect((await q.take()).kind).toBe('batch');
+    expect((await q.take()).kind).toBe('batches');
     expect(await q.take()).toEqual({ kind: 'lagged', resumeFrom: 1 });
   });
 
@@ -135,9 +144,9 @@ describe('shard core', () => {
     for (const s of subs) {
       if (!s.ok) throw new Error('subscribe failed');
       const item = await s.sub.queue.take();
-      if (item.kind !== 'batch') throw new Error('expected a batch');
+      if (item.kind !== 'batches') throw new Error('expected a batch');
       frames.add(
-        item.batch.encoded(
+        item.batches[0]!.encoded(
           4,
           () => [new Uint8Array(8)],
           () => encodings++,

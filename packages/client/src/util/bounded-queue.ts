@@ -1,19 +1,38 @@
 /**
  * A bounded async FIFO: `push` waits while full (backpressure, never drops), `pull` waits while
- * empty. `close()` lets readers drain what is queued, then they see the end; `fail(err)` makes
- * the next pull throw once drained.
+ * empty. Full means `capacity` items, or, when given a `weigh` and `bytesMax`, items weighing
+ * that many bytes (an empty queue takes any one item, so a heavy item cannot wedge it).
+ * `close()` lets readers drain what is queued, then they see the end; `fail(err)` makes the next
+ * pull throw once drained.
  */
 export class BoundedQueue<T> {
   private items: T[] = [];
+  /** What the queued items weigh (0 without a `weigh`). */
+  private weight = 0;
   private readers: Array<() => void> = [];
   private writers: Array<() => void> = [];
   private done = false;
   private error: unknown = null;
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    private readonly bytes?: { bytesMax: number; weigh: (item: T) => number },
+  ) {}
 
   get length(): number {
     return this.items.length;
+  }
+
+  /** Bytes the queued items weigh. */
+  get queuedBytes(): number {
+    return this.weight;
+  }
+
+  private full(w: number): boolean {
+    if (this.items.length >= this.capacity) return true;
+    return (
+      this.bytes !== undefined && this.items.length > 0 && this.weight + w > this.bytes.bytesMax
+    );
   }
 
   get closed(): boolean {
@@ -21,7 +40,8 @@ export class BoundedQueue<T> {
   }
 
   async push(item: T, signal?: AbortSignal): Promise<boolean> {
-    while (this.items.length >= this.capacity && !this.done) {
+    const w = this.bytes?.weigh(item) ?? 0;
+    while (this.full(w) && !this.done) {
       if (signal?.aborted) return false;
       await new Promise<void>((resolve) => {
         this.writers.push(resolve);
@@ -30,6 +50,7 @@ export class BoundedQueue<T> {
     }
     if (this.done) return false;
     this.items.push(item);
+    this.weight += w;
     this.readers.shift()?.();
     return true;
   }
@@ -39,7 +60,9 @@ export class BoundedQueue<T> {
     for (;;) {
       if (this.items.length > 0) {
         const item = this.items.shift() as T;
-        this.writers.shift()?.();
+        if (this.bytes !== undefined) this.weight -= this.bytes.weigh(item);
+        // Every waiting writer re-checks: an item of many bytes may make room for several.
+        for (const w of this.writers.splice(0)) w();
         return item;
       }
       if (this.done) {

@@ -46,6 +46,9 @@ import {
   SEGMENT_BYTES_DEFAULT,
   SUBSCRIBER_QUEUE_BATCHES_DEFAULT,
   SUBSCRIBER_QUEUE_BATCHES_MAX,
+  SUBSCRIBER_QUEUE_BYTES_DEFAULT,
+  SUBSCRIBER_QUEUE_BYTES_MAX,
+  SUBSCRIBER_QUEUE_BYTES_MIN,
   WATCH_QUEUE_CAPACITY_DEFAULT,
   WATCH_QUEUE_CAPACITY_MAX,
 } from '../limits.js';
@@ -206,7 +209,16 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: SUBSCRIBER_QUEUE_BATCHES_DEFAULT,
     min: 1,
     max: SUBSCRIBER_QUEUE_BATCHES_MAX,
-    doc: 'Envelopes (published batches) one subscriber may have queued; past it new events are dropped for that subscriber.',
+    doc: 'Envelopes (event frames: one published batch, or contiguous batches merged for a subscriber that fell behind) one subscriber may have queued; past it new events are dropped for that subscriber. A client may ask for fewer with `queue_capacity`.',
+  },
+  {
+    key: 'broker.subscriber_queue_bytes',
+    env: 'FELIX_BROKER_SUBSCRIBER_QUEUE_BYTES',
+    type: 'int',
+    default: SUBSCRIBER_QUEUE_BYTES_DEFAULT,
+    min: SUBSCRIBER_QUEUE_BYTES_MIN,
+    max: SUBSCRIBER_QUEUE_BYTES_MAX,
+    doc: 'Bytes (payloads plus 4 per record) one subscriber may have queued; past it new events are dropped for that subscriber and a loss notice follows once its queue drains. A batch larger than this is still queued for a subscriber whose queue is empty.',
   },
   {
     key: 'broker.max_client_connections',

@@ -48,6 +48,7 @@ export interface BrokerConfig {
     max_frame_bytes: number;
     publish_window: number;
     subscriber_queue_capacity: number;
+    subscriber_queue_bytes: number;
     max_client_connections: number;
     drain_timeout_ms: number;
     log_level: LogLevel;

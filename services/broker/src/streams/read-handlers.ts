@@ -167,7 +167,11 @@ export class ReadHandlers {
     const capacity = this.queueCapacity(auth, msg);
     const endOnLag =
       has(auth.features, FEATURE_SUBSCRIPTION_LAGGED) && has(auth.flags, FLAG_EVENT_BATCH_OFFSETS);
-    const outcome = shard.subscribe(startSpec(msg.start), capacity, endOnLag);
+    const outcome = shard.subscribe(
+      startSpec(msg.start),
+      { capacity, bytesMax: this.deps.config.broker.subscriber_queue_bytes },
+      endOnLag,
+    );
     if (!outcome.ok) {
       this.deps.metrics.badInput.inc({ reason: `cursor_${outcome.reason}` });
       await rc.stream.write(

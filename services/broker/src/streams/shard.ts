@@ -13,10 +13,16 @@
  * nothing is delivered twice.
  */
 import type { StreamConfig } from '../config/types.js';
-import { HISTORY_PAGE_BYTES_MAX, HISTORY_PAGE_RECORDS_MAX } from '../limits.js';
+import {
+  EVENT_COALESCE_BYTES_MAX,
+  EVENT_COALESCE_RECORDS_MAX,
+  HISTORY_PAGE_BYTES_MAX,
+  HISTORY_PAGE_RECORDS_MAX,
+  SUBSCRIBER_QUEUE_BYTES_DEFAULT,
+} from '../limits.js';
 import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
 import { Ring } from './ring.js';
-import { SubscriberQueue } from './subscriber.js';
+import { type SubscriberBounds, SubscriberQueue } from './subscriber.js';
 
 /** One stream as the broker serves it: its config and its shards (by index). */
 export interface StreamRuntime {
@@ -202,7 +208,13 @@ export class Shard {
     for (const q of this.subscribers) q.offer(batch);
   }
 
-  subscribe(start: StartSpec, queueCapacity: number, endOnLag: boolean): SubscribeOutcome {
+  /** Registers a subscriber at `start`; `bounds` limit its live queue (envelopes and bytes; a
+   *  bare number is an envelope count with the default byte budget). */
+  subscribe(
+    start: StartSpec,
+    bounds: number | { capacity: number; bytesMax: number },
+    endOnLag: boolean,
+  ): SubscribeOutcome {
     const tail = this.appliedNext;
     const base = this.baseOffset;
     let from: number;
@@ -213,8 +225,10 @@ export class Shard {
       if (from < base) return { ok: false, reason: 'too_old', requested: from, available: base };
       if (from > tail) return { ok: false, reason: 'in_future', requested: from, available: tail };
     }
-    const queue = new SubscriberQueue<EventBatch>(queueCapacity, endOnLag && this.durable, (n) =>
-      this.hooks.onDrop(n),
+    const queue = new SubscriberQueue<EventBatch>(
+      subscriberBounds(bounds),
+      endOnLag && this.durable,
+      (n) => this.hooks.onDrop(n),
     );
     // Register and snapshot in one synchronous step: the join point is `tail`.
     this.subscribers.add(queue);
@@ -288,6 +302,16 @@ export class Shard {
       }
     }
   }
+}
+
+function subscriberBounds(
+  bounds: number | { capacity: number; bytesMax: number },
+): SubscriberBounds {
+  const b =
+    typeof bounds === 'number'
+      ? { capacity: bounds, bytesMax: SUBSCRIBER_QUEUE_BYTES_DEFAULT }
+      : bounds;
+  return { ...b, runBytesMax: EVENT_COALESCE_BYTES_MAX, runRecordsMax: EVENT_COALESCE_RECORDS_MAX };
 }
 
 function contiguousRuns(records: StoredRecord[]): StoredRecord[][] {

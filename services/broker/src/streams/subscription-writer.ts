@@ -1,8 +1,11 @@
 /**
  * Serves one subscription on a broker-opened uni stream: `event_stream_hello`, then history
  * `[start, live)` under backpressure (never dropped), then the live queue. Live batches go out as
- * the batch's shared encoding, so N subscribers cost one encoding. A durable subscription whose
- * queue overflowed ends with `subscription_lagged` naming the first dropped offset.
+ * the batch's shared encoding, so N subscribers cost one encoding; contiguous batches queued for
+ * a subscriber that fell behind go as one larger frame of its own. A durable subscription whose
+ * queue overflowed ends with `subscription_lagged` naming the first dropped offset; any other
+ * learns of records dropped for it from a loss notice (an empty event batch at the offset after
+ * them) sent once its queue drains.
  */
 import type { Connection, TransportStream } from '@felix/transport';
 import {
@@ -14,7 +17,7 @@ import {
 } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import { EVENT_WRITE_BYTES_MAX } from '../limits.js';
-import { JSON_VARIANT, eventsFrame } from './event-frame.js';
+import { JSON_VARIANT, eventsFrame, lossFrame, runFrame } from './event-frame.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import type { EncodedFrame, EventBatch, EventVariant } from './event-batch.js';
 import type { StreamDeps } from './deps.js';
@@ -25,6 +28,7 @@ export class SubscriptionWriter {
   private uni: TransportStream | null = null;
   private readonly variant: EventVariant;
   private readonly encode: (batch: EventBatch, variant: EventVariant) => EncodedFrame;
+  private readonly scope: { tenant_id: string; namespace: string; stream: string };
 
   constructor(
     private readonly conn: Connection,
@@ -40,6 +44,7 @@ export class SubscriptionWriter {
         (auth.flags & (FLAG_EVENT_BATCH_OFFSETS | FLAG_EVENT_BATCH_TIMESTAMPS))
       : JSON_VARIANT;
     const scope = { tenant_id: stream.tenant, namespace: stream.namespace, stream: stream.name };
+    this.scope = scope;
     this.encode = (batch, variant) => eventsFrame(batch, variant, scope);
   }
 
@@ -81,20 +86,8 @@ export class SubscriptionWriter {
           );
           break;
         }
-        // Batches already queued behind this one go out in the same turn (the transport
-        // coalesces the writes of one turn into one socket write; nothing is copied here).
-        const parts = [...this.live(item.batch)];
-        let bytes = frameBytes(parts);
-        let records = item.batch.count;
-        while (bytes < EVENT_WRITE_BYTES_MAX) {
-          const more = this.sub.queue.poll();
-          if (!more) break;
-          const encoded = this.live(more);
-          for (const part of encoded) parts.push(part);
-          bytes += frameBytes(encoded);
-          records += more.count;
-        }
-        await this.write(uni, parts, bytes, records);
+        if (item.kind === 'loss') await this.reportLoss(uni, item.next);
+        else await this.writeQueued(uni, item.batches);
       }
       if (!this.stopped) await uni.end();
     } catch (err) {
@@ -109,13 +102,50 @@ export class SubscriptionWriter {
     }
   }
 
-  /** The batch's shared encoding; taking it hands back this queue's reference. */
-  private live(batch: EventBatch): EncodedFrame {
-    const bytes = batch.encoded(this.variant, this.encode, () =>
-      this.ctx.metrics.eventBatchesEncoded.inc(),
-    );
-    batch.release();
+  /**
+   * Writes an envelope and, in the same turn, the envelopes queued behind it (the transport
+   * coalesces the writes of one turn into one socket write; nothing is copied here).
+   */
+  private async writeQueued(uni: TransportStream, batches: EventBatch[]): Promise<void> {
+    const parts = [...this.live(batches)];
+    let bytes = frameBytes(parts);
+    let records = recordsOf(batches);
+    while (bytes < EVENT_WRITE_BYTES_MAX) {
+      const more = this.sub.queue.poll();
+      if (!more) break;
+      const encoded = this.live(more);
+      for (const part of encoded) parts.push(part);
+      bytes += frameBytes(encoded);
+      records += recordsOf(more);
+    }
+    await this.write(uni, parts, bytes, records);
+  }
+
+  /**
+   * One envelope's frame: a lone batch's shared encoding (N subscribers that keep up cost one
+   * encoding), or, for a subscriber that fell behind, its contiguous batches merged into one
+   * larger frame of its own. Taking it hands back this queue's references.
+   */
+  private live(batches: readonly EventBatch[]): EncodedFrame {
+    let bytes: EncodedFrame;
+    if (batches.length === 1) {
+      bytes = batches[0]!.encoded(this.variant, this.encode, () =>
+        this.ctx.metrics.eventBatchesEncoded.inc(),
+      );
+    } else {
+      bytes = runFrame(batches, this.variant, this.scope);
+      this.ctx.metrics.eventBatchesMerged.inc(batches.length);
+    }
+    for (const b of batches) b.release();
     return bytes;
+  }
+
+  /** Tells the subscriber records were dropped before `next` (nothing when it has no offsets). */
+  private async reportLoss(uni: TransportStream, next: number): Promise<void> {
+    const frame = lossFrame(next, this.variant, this.scope);
+    if (frame === undefined) return;
+    this.ctx.metrics.lossNotices.inc();
+    await uni.write(frame);
   }
 
   private historyBytes(batch: EventBatch): EncodedFrame {
@@ -149,6 +179,17 @@ export class SubscriptionWriter {
   get queueDepth(): number {
     return this.sub.queue.depth;
   }
+
+  /** Bytes queued for this subscriber (see `queuedBytesOf`). */
+  get queuedBytes(): number {
+    return this.sub.queue.bytes;
+  }
+}
+
+function recordsOf(batches: readonly EventBatch[]): number {
+  let n = 0;
+  for (const b of batches) n += b.count;
+  return n;
 }
 
 function frameBytes(parts: readonly Uint8Array[]): number {
