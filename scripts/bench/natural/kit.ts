@@ -53,6 +53,8 @@ export interface Ctx {
   felix(broker: BenchBroker): Promise<FelixClient>;
   nats(): Promise<NatsConnection>;
   redis(): Promise<Redis>;
+  /** The pids of the brokers opened so far (for CPU per call). */
+  brokerPids(): number[];
   close(): Promise<void>;
 }
 
@@ -88,24 +90,27 @@ export function makeCtx(): Ctx {
     return () => (p ??= open());
   };
   const opened: Array<() => Promise<void>> = [];
+  const pids: number[] = [];
+  const started = (b: BenchBroker) => {
+    pids.push(b.pid);
+    return track(b, (x) => x.stop());
+  };
   const track = <T>(v: T, close: (v: T) => Promise<void>): T => {
     opened.push(() => close(v));
     return v;
   };
   const ctx: Ctx = {
-    durableBroker: once(async () =>
-      track(await startBroker({ config: catalog(true) }), (b) => b.stop()),
-    ),
+    durableBroker: once(async () => started(await startBroker({ config: catalog(true) }))),
     memoryBroker: once(async () =>
-      track(
+      started(
         await startBroker({
           config: catalog(false),
           // The launcher always names a data dir; an undefined value leaves it out of the env.
           env: { FELIX_DURABLE_STORAGE_DIR: undefined as unknown as string },
         }),
-        (b) => b.stop(),
       ),
     ),
+    brokerPids: () => [...pids],
     felix: (b) =>
       felixConnect({ servers: [b.url('tls')], tenant: TENANT, tls: { fingerprint: b.fingerprint } }),
     nats: once(async () => track(await natsConnect({ servers: NATS_URL }), (c) => c.close())),
