@@ -2,7 +2,8 @@
  * The natural bench's verdicts: per side, the median rate of the rounds (and their range), the
  * median p50/p99 for awaited loops, what a subscriber received; per Felix side, the median of the
  * per-round ratios to the peer (rounds ran back to back, so a pair shares the machine's load)
- * against the row's goal. The first Felix side of a row is the one its goal judges.
+ * against the row's goal; for awaited loops also the ratio of p50s (peer / Felix), which a
+ * loaded machine's stalls move less than a rate. The first Felix side of a row is the one its goal judges.
  */
 import { markdownTable, median, pairedRatios } from '@felix/testing-bench-kit';
 import type { Row, Sample } from './kit.js';
@@ -33,6 +34,13 @@ function receivedCell(xs: Sample[]): string {
   return lost === 0 ? 'all, every round' : xs.map((x) => `${x.got}/${x.sent}`).join(', ');
 }
 
+/** For awaited loops, the peer's p50 over Felix's (above 1: Felix answers sooner), per-round median. */
+function p50Ratio(xs: Sample[], peer: Sample[]): string {
+  if (xs[0]?.p50 === undefined || peer[0]?.p50 === undefined) return '';
+  const r = pairedRatios(peer.map((x) => x.p50!), xs.map((x) => x.p50!));
+  return `; p50 ${r.median.toFixed(2)}x`;
+}
+
 export function report(results: readonly RowResult[]) {
   const cells: string[][] = [];
   const json: unknown[] = [];
@@ -50,7 +58,7 @@ export function report(results: readonly RowResult[]) {
       const ratio =
         pr === null
           ? 'peer'
-          : `${pr.median.toFixed(2)}x (${Math.min(...pr.ratios).toFixed(2)}–${Math.max(...pr.ratios).toFixed(2)})`;
+          : `${pr.median.toFixed(2)}x (${Math.min(...pr.ratios).toFixed(2)}–${Math.max(...pr.ratios).toFixed(2)})${p50Ratio(xs, peer)}`;
       cells.push([
         k === 0 ? row.title : '',
         s.system,
