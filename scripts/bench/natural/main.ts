@@ -19,7 +19,8 @@
  * FELIX_BENCH_WARMUP=0 skips the untimed tenth of a round each side runs first;
  * FELIX_BENCH_BROKER_ARGS passes node flags to the brokers (say "--cpu-prof --cpu-prof-dir=/tmp/p").
  * Prints each round, then a Markdown table (rates are medians of the rounds, ratios the median of
- * the per-round pairs), and writes results.json beside this file.
+ * the per-round pairs; an awaited loop meets its goal on its rate and on its p50), and writes
+ * results.json beside this file. NATS rows use a subject of this run's own (`natural.<pid>`).
  */
 import { execSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';

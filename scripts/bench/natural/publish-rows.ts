@@ -10,6 +10,9 @@ import type { BenchBroker } from '@felix/testing-bench-kit';
 import { connect as natsConnect } from 'nats';
 import { type Ctx, DATA, NATS_URL, type Row, type Sample, type Side, arrivals, pause } from './kit.js';
 
+/** This run's own subject: another run on the shared nats-server must not feed its subscriber. */
+const SUBJECT = `natural.${process.pid}`;
+
 async function subscriptions(broker: BenchBroker): Promise<number> {
   const line = (await broker.metricsText())
     .split('\n')
@@ -51,13 +54,13 @@ function natsBurst(ctx: Ctx): Side {
       const nc = await ctx.nats();
       const subNc = await natsConnect({ servers: NATS_URL });
       const c = arrivals(n);
-      const sub = subNc.subscribe('natural');
+      const sub = subNc.subscribe(SUBJECT);
       const reading = (async () => {
         for await (const _m of sub) c.hit();
       })();
       await subNc.flush();
       const t0 = performance.now();
-      for (let i = 0; i < n; i++) nc.publish('natural', DATA);
+      for (let i = 0; i < n; i++) nc.publish(SUBJECT, DATA);
       await nc.flush();
       const rate = n / ((performance.now() - t0) / 1000);
       const got = await c.settled();
