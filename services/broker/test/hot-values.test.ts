@@ -215,10 +215,17 @@ describe('hot values of an in-memory cache', () => {
     const get = { type: 'cache_get' as const, ...scope, request_id: 7 };
     expect(hotGetFrame(svc, auth, get)).toBeUndefined();
     await cachePut(svc, auth, { type: 'cache_put', ...scope, value: v('v1'), request_id: 1 });
-    // The hot answer is the frame the general path encodes for the same get.
+    // A put leaves nothing to encode; the first get reads the cache and remembers its answer,
+    // and the next is the frame the general path encodes for the same get.
+    expect(hotGetFrame(svc, auth, get)).toBeUndefined();
     const general = jsonFrame(await cacheGet(svc, auth, get));
     expect(hotGetFrame(svc, auth, get)).toEqual(general);
+    // A later put forgets it: no get is answered with the replaced value.
     await cachePut(svc, auth, { type: 'cache_put', ...scope, value: v('v2'), request_id: 2 });
+    expect(hotGetFrame(svc, auth, get)).toBeUndefined();
+    expect(new TextDecoder().decode(jsonFrame(await cacheGet(svc, auth, get)))).toContain(
+      Buffer.from('v2').toString('base64'),
+    );
     expect(hotGetFrame(svc, auth, get)).toEqual(jsonFrame(await cacheGet(svc, auth, get)));
     await svc.close();
   });
