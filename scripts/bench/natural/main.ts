@@ -1,120 +1,134 @@
 /**
- * The first loop a newcomer writes, from each client's README, side by side in one run: a
- * fire-and-forget publish loop of 1 KiB records to an in-memory stream, read by a plain
- * `for await` subscriber on another connection; against the nats.js loop (`nc.publish` in a
- * loop, `for await (const m of sub)`). Defaults only, no batching options. Reports the publish
- * rate (first publish until the loop's promises settle, or NATS's flush) and how many records
- * the subscriber had when all were in or nothing more came for a second.
+ * The loops a newcomer writes first, from each client's README (defaults, no batching options),
+ * side by side with the peer's loop in one run, the order of the systems alternating per round:
  *
- *   node --import tsx scripts/bench/natural/main.ts   (FELIX_BENCH_N, FELIX_BENCH_ROUNDS)
+ * | row       | Felix loop (TLS)                                   | peer loop                          | goal   |
+ * | fire      | `publish(s, data, { ack: false })` × N, awaited at the end → `for await` subscriber | nats.js `nc.publish` × N → `for await` | ≥ 1.0x, no loss |
+ * | burst     | `publish(s, data)` × N, awaited at the end → subscriber | the same nats.js loop        | ≥ 0.8x |
+ * | awaited   | `await publish(s, data)` on a durable stream (periodic fsync) | JetStream `await js.publish` (file storage) | ≥ 1.0x |
+ * | get / put | `await felix.cache('kv').get(k)` / `.put(k, v)`     | ioredis `await redis.get/set`      | ≥ 1.0x |
  *
- * Issue 20's other natural rows (acked bursts, cache loops, consume-and-ack one at a time) are
- * still to come.
+ * Each row lives in a module of its own (publish-rows.ts, durable-row.ts, cache-rows.ts; kit.ts
+ * has what they share). A `consume.ts` beside this file that exports `row(ctx: Ctx, n: number):
+ * Promise<Row>` joins the run as row `consume`; without it the consume-and-ack row runs alone.
+ *
+ *   node --import tsx scripts/bench/natural/main.ts [--only fire,burst,awaited,get,put]
+ *
+ * FELIX_BENCH_ONLY does what --only does; FELIX_BENCH_ROUNDS (default 3); FELIX_BENCH_N (burst
+ * records, default 100,000); FELIX_BENCH_AWAITED_N (awaited calls per round, default 10,000);
+ * FELIX_BENCH_WARMUP=0 skips the untimed tenth of a round each side runs first;
+ * FELIX_BENCH_BROKER_ARGS passes node flags to the brokers (say "--cpu-prof --cpu-prof-dir=/tmp/p").
+ * Prints each round, then a Markdown table (rates are medians of the rounds, ratios the median of
+ * the per-round pairs; an awaited loop meets its goal on its rate and on its p50), and writes
+ * results.json beside this file. NATS rows use a subject of this run's own (`natural.<pid>`).
  */
-import { connect as felixConnect } from '@felix/client';
-import { markdownTable, median, startBroker } from '@felix/testing-bench-kit';
-import { connect as natsConnect } from 'nats';
+import { execSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { argValue } from '@felix/testing-bench-kit';
+import { cacheRow } from './cache-rows.js';
+import { awaitedAckedRow } from './durable-row.js';
+import { type Ctx, type Row, type Sample, makeCtx } from './kit.js';
+import { ackedBurstRow, fireAndForgetRow } from './publish-rows.js';
+import { type RowResult, report } from './report.js';
 
-const N = Number(process.env.FELIX_BENCH_N ?? 100_000);
-const ROUNDS = Number(process.env.FELIX_BENCH_ROUNDS ?? 3);
-const QUIET_MS = 1_000;
-const POLL_MS = 20;
-const data = new Uint8Array(1024).fill(7);
-const pause = () => new Promise((r) => setTimeout(r, POLL_MS));
+const env = process.env;
+const ROUNDS = Math.max(1, Number(env.FELIX_BENCH_ROUNDS ?? 3));
+const N = Number(env.FELIX_BENCH_N ?? 100_000);
+const AWAITED_N = Number(env.FELIX_BENCH_AWAITED_N ?? 10_000);
+const WARMUP = env.FELIX_BENCH_WARMUP !== '0';
 
-/** Counts arrivals; `settled` waits until N are in or none came for QUIET_MS. */
-function counter() {
-  const c = {
-    got: 0,
-    last: Date.now(),
-    hit() {
-      c.got++;
-      c.last = Date.now();
-    },
-    async settled(): Promise<number> {
-      while (c.got < N && Date.now() - c.last < QUIET_MS) await pause();
-      return c.got;
-    },
-  };
-  return c;
+const CONSUME = new URL('./consume.ts', import.meta.url);
+
+/** consume.ts, when another change has put it here and it exports `row`. */
+async function consumeRow(ctx: Ctx, n: number): Promise<Row> {
+  const mod = (await import(CONSUME.href)) as { row?: (c: Ctx, n: number) => Promise<Row> };
+  if (typeof mod.row !== 'function') {
+    console.error('consume.ts exports no row(ctx, n): run it on its own');
+    process.exit(2);
+  }
+  return mod.row(ctx, n);
 }
 
-const broker = await startBroker({ config: 'streams:\n  - { tenant: t1, name: natural }\n' });
-const nc = await natsConnect({ servers: '127.0.0.1:4222' });
-const rows: Array<{ system: string; rate: number; got: number }> = [];
+const ROWS: Record<string, (ctx: Ctx) => Promise<Row>> = {
+  fire: (ctx) => fireAndForgetRow(ctx, N),
+  burst: (ctx) => ackedBurstRow(ctx, N),
+  awaited: (ctx) => awaitedAckedRow(ctx, AWAITED_N),
+  get: (ctx) => cacheRow(ctx, 'get', AWAITED_N),
+  put: (ctx) => cacheRow(ctx, 'put', AWAITED_N),
+  ...(existsSync(CONSUME) ? { consume: (ctx: Ctx) => consumeRow(ctx, AWAITED_N) } : {}),
+};
 
-async function subscriptions(): Promise<number> {
-  const line = (await broker.metricsText())
-    .split('\n')
-    .find((l) => l.startsWith('felix_broker_subscriptions '));
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+const only = argValue('--only', env.FELIX_BENCH_ONLY ?? Object.keys(ROWS).join(','))
+  .split(',')
+  .map((s) => s.trim())
+  .filter((s) => s !== '');
+for (const id of only) {
+  if (!(id in ROWS)) {
+    console.error(`unknown row ${id}; rows: ${Object.keys(ROWS).join(', ')}`);
+    process.exit(2);
+  }
 }
 
-async function felixRound(): Promise<void> {
-  const opts = { tenant: 't1', tls: { fingerprint: broker.fingerprint } };
-  const pub = await felixConnect({ servers: [broker.url('tls')], ...opts });
-  const sub = await felixConnect({ servers: [broker.url('tls')], ...opts });
-  const c = counter();
-  const before = await subscriptions();
-  const reading = (async () => {
-    for await (const _ev of sub.subscribe('natural', { from: 'latest', shard: 0 })) {
-      c.hit();
-      if (c.got >= N) return;
+const ctx = makeCtx();
+const results: RowResult[] = [];
+const loads: number[] = [loadavg()[0]!];
+const started = new Date();
+try {
+  for (const id of only) {
+    const row = await ROWS[id]!(ctx);
+    const sides = [...row.felix, row.peer];
+    const samples: Sample[][] = sides.map(() => []);
+    console.log(`\n${row.title}`);
+    // An untimed tenth of a round of each side first: the first timed round used to run slower.
+    if (WARMUP) for (const s of sides) await s.run(Math.ceil(row.n / 10));
+    for (let r = 0; r < ROUNDS; r++) {
+      // Alternate who goes first: the peer in even rounds, Felix in odd ones.
+      const order = sides.map((_, k) => k);
+      if (r % 2 === 0) order.unshift(order.pop()!);
+      for (const k of order) samples[k]!.push(await sides[k]!.run(row.n));
+      loads.push(loadavg()[0]!);
+      console.log(`  round ${r + 1} (load ${loads.at(-1)!.toFixed(1)}): ${roundLine(sides, samples, r)}`);
     }
-  })();
-  while ((await subscriptions()) <= before) await pause();
-  const t0 = performance.now();
-  const sent: Promise<unknown>[] = [];
-  for (let i = 0; i < N; i++) sent.push(pub.publish('natural', data, { ack: false }));
-  await Promise.all(sent);
-  const rate = N / ((performance.now() - t0) / 1000);
-  c.last = Date.now();
-  const got = await c.settled();
-  rows.push({ system: 'Felix TLS, publish(ack: false) loop', rate, got });
-  await pub.close();
-  await sub.close();
-  await reading.catch(() => undefined); // closing the client ends the subscription either way
+    await row.close();
+    results.push({ row, samples });
+  }
+} finally {
+  await ctx.close();
 }
 
-async function natsRound(): Promise<void> {
-  const subNc = await natsConnect({ servers: '127.0.0.1:4222' });
-  const c = counter();
-  const sub = subNc.subscribe('natural');
-  const reading = (async () => {
-    for await (const _m of sub) c.hit();
-  })();
-  await subNc.flush();
-  const t0 = performance.now();
-  for (let i = 0; i < N; i++) nc.publish('natural', data);
-  await nc.flush();
-  const rate = N / ((performance.now() - t0) / 1000);
-  c.last = Date.now();
-  const got = await c.settled();
-  rows.push({ system: 'NATS core, nc.publish loop', rate, got });
-  sub.unsubscribe();
-  await reading;
-  await subNc.close();
+function roundLine(sides: Row['felix'], samples: Sample[][], r: number): string {
+  return sides
+    .map((s, k) => {
+      const x = samples[k]![r]!;
+      const lat = x.p50 === undefined ? '' : ` p50 ${Math.round(x.p50)} µs p99 ${Math.round(x.p99!)} µs`;
+      const got = x.got === undefined ? '' : ` got ${x.got}/${x.sent}`;
+      return `${s.system} ${Math.round(x.rate)}/s${lat}${got}`;
+    })
+    .join('; ');
 }
 
-for (let r = 0; r < ROUNDS; r++) {
-  await natsRound();
-  await felixRound();
-  const pair = rows.slice(-2);
-  const line = pair.map((x) => `${x.system} ${Math.round(x.rate)}/s, got ${x.got}/${N}`);
-  console.log(`round ${r + 1}: ${line.join('; ')}`);
-}
-const of = (s: string) => rows.filter((x) => x.system.startsWith(s));
+const commit = (() => {
+  try {
+    return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown'; // a checkout without git still prints its figures
+  }
+})();
+const { table, json } = report(results);
+console.log(`\n${table}`);
+const meta = {
+  at: started.toISOString(),
+  commit,
+  machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`,
+  loadavg1: { min: Math.min(...loads), max: Math.max(...loads) },
+  rounds: ROUNDS,
+  n: { burst: N, awaited: AWAITED_N },
+};
 console.log(
-  `\n${markdownTable(
-    ['loop', 'publish rate, median', 'received, each round'],
-    ['NATS', 'Felix'].map((s) => [
-      of(s)[0]!.system,
-      `${Math.round(median(of(s).map((x) => x.rate))).toLocaleString('en-US')} msgs/s`,
-      of(s)
-        .map((x) => `${x.got}/${N}`)
-        .join(', '),
-    ]),
-  )}`,
+  `\n${meta.at}, commit ${meta.commit}, ${meta.machine}, load ${meta.loadavg1.min.toFixed(1)}–${meta.loadavg1.max.toFixed(1)}`,
 );
-await nc.close();
-await broker.stop();
+writeFileSync(
+  new URL('./results.json', import.meta.url),
+  `${JSON.stringify({ ...meta, rows: json }, null, 2)}\n`,
+);

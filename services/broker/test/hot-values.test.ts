@@ -3,9 +3,11 @@
 // with the interleavings a get racing a put can produce (capture, write start/end, remember).
 import { describe, expect, it } from 'vitest';
 import { tmpdir } from 'node:os';
+import { cacheGet, cachePut, hotGetFrame } from '../src/caches/cache-requests.js';
 import { CacheService } from '../src/caches/cache-service.js';
 import { HotValues } from '../src/caches/hot-values.js';
 import type { BrokerConfig, CacheConfig } from '../src/config/types.js';
+import { jsonFrame } from '../src/session/codec.js';
 
 const v = (s: string) => new TextEncoder().encode(s);
 const hot = (s: string, expiresAtMillis = 0) => ({ head: v(s), expiresAtMillis });
@@ -196,5 +198,35 @@ describe('HotValues', () => {
     expect(text(h.get(svc.hotScope(second, 1), 'k', 0))).toBe('v');
     expect(h.get(svc.hotScope(second, 0), 'k', 0)).toBeUndefined();
     expect(h.get(svc.hotScope(other, 1), 'k', 0)).toBeUndefined();
+  });
+});
+
+describe('hot values of an in-memory cache', () => {
+  it('an_in_memory_cache_answers_a_get_after_a_put_from_its_hot_values', async () => {
+    const cache = { tenant: 't', namespace: 'n', name: 'c', shards: 1 } as CacheConfig;
+    const cfg = {
+      caches: [cache],
+      durable: { data_dir: null },
+      broker: { cache_hot_bytes: 1 << 20 },
+    } as unknown as BrokerConfig;
+    const svc = new CacheService(cfg);
+    const auth = { tenant: 't', flags: 0, features: 0, featuresHi: 0, negotiating: false };
+    const scope = { tenant_id: 't', namespace: 'n', cache: 'c', key: 'k' };
+    const get = { type: 'cache_get' as const, ...scope, request_id: 7 };
+    expect(hotGetFrame(svc, auth, get)).toBeUndefined();
+    await cachePut(svc, auth, { type: 'cache_put', ...scope, value: v('v1'), request_id: 1 });
+    // A put leaves nothing to encode; the first get reads the cache and remembers its answer,
+    // and the next is the frame the general path encodes for the same get.
+    expect(hotGetFrame(svc, auth, get)).toBeUndefined();
+    const general = jsonFrame(await cacheGet(svc, auth, get));
+    expect(hotGetFrame(svc, auth, get)).toEqual(general);
+    // A later put forgets it: no get is answered with the replaced value.
+    await cachePut(svc, auth, { type: 'cache_put', ...scope, value: v('v2'), request_id: 2 });
+    expect(hotGetFrame(svc, auth, get)).toBeUndefined();
+    expect(new TextDecoder().decode(jsonFrame(await cacheGet(svc, auth, get)))).toContain(
+      Buffer.from('v2').toString('base64'),
+    );
+    expect(hotGetFrame(svc, auth, get)).toEqual(jsonFrame(await cacheGet(svc, auth, get)));
+    await svc.close();
   });
 });

@@ -39,8 +39,11 @@ export async function cachePut(
   let written: Hot | undefined;
   try {
     await cache.put(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
-    // The value just written is the key's current one: the next get answers it from memory.
-    if (hot !== null) written = { head: valueAnswerHead(msg, msg.key, msg.value), expiresAtMillis };
+    // The value just written is the key's current one: the next get answers it from memory
+    // instead of reading the log. An in-memory cache has no log read to save: its first get
+    // builds the answer instead, so a put that is never read costs no encoding.
+    if (hot !== null && svc.durable)
+      written = { head: valueAnswerHead(msg, msg.key, msg.value), expiresAtMillis };
   } catch (err) {
     throw storageRefusal('cache put', err);
   } finally {

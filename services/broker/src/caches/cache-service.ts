@@ -48,7 +48,12 @@ export class CacheService {
   /** Log-backed shards opened since start, per config (what the expiry pass visits). */
   private readonly opened = new Map<CacheConfig, Set<number>>();
   private closed = false;
-  /** Hot values in front of the log-backed caches (null without durable storage). */
+  /**
+   * Hot values in front of the caches: each held as its encoded `cache_value` answer, so a hot
+   * get encodes nothing. In memory too, where the value itself is already in memory: the
+   * answer's encoding is what a get would otherwise build again each time. Null only when the
+   * bound is 0.
+   */
   readonly hot: HotValues | null;
 
   constructor(cfg: BrokerConfig) {
@@ -58,7 +63,7 @@ export class CacheService {
     const store = root === null ? null : { root, fsync: 'onCommit' as const };
     this.logCaches = store ? cacheShards(store) : null;
     this.counterLogs = store ? counterShards(store) : null;
-    this.hot = store ? new HotValues(cfg.broker.cache_hot_bytes) : null;
+    this.hot = cfg.broker.cache_hot_bytes > 0 ? new HotValues(cfg.broker.cache_hot_bytes) : null;
   }
 
   /** The hot values of the cache's shard (keys are the cache keys themselves). */

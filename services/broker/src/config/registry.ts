@@ -322,7 +322,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: CACHE_HOT_BYTES_DEFAULT,
     min: 0,
     max: CACHE_HOT_BYTES_MAX,
-    doc: 'Bytes of current cache values kept in memory in front of the cache logs (each held as its encoded `cache_value` answer, about 4/3 of the value plus key and cache names), least recently used out first; 0 turns it off (every get reads the log).',
+    doc: 'Bytes of current cache values kept in memory in front of the caches (log-backed or in memory) (each held as its encoded `cache_value` answer, about 4/3 of the value plus key and cache names), least recently used out first; 0 turns it off (every get reads the log).',
   },
   {
     key: 'broker.cache_expiry_interval_ms',
