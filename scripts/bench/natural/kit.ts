@@ -112,7 +112,11 @@ export function makeCtx(): Ctx {
     ),
     brokerPids: () => [...pids],
     felix: (b) =>
-      felixConnect({ servers: [b.url('tls')], tenant: TENANT, tls: { fingerprint: b.fingerprint } }),
+      felixConnect({
+        servers: [b.url('tls')],
+        tenant: TENANT,
+        tls: { fingerprint: b.fingerprint },
+      }),
     nats: once(async () => track(await natsConnect({ servers: NATS_URL }), (c) => c.close())),
     redis: once(async () => {
       const r = new Redis({ host: '127.0.0.1', port: 6379 });

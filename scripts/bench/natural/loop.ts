@@ -45,7 +45,10 @@ try {
       self: procCpuSecs('self'),
       brokers: ctx.brokerPids().reduce((a, pid) => a + procCpuSecs(pid), 0),
       selfIo: syscalls('self'),
-      brokerIo: ctx.brokerPids().map(syscalls).reduce((a, b) => [a[0]! + b[0]!, a[1]! + b[1]!], [0, 0]),
+      brokerIo: ctx
+        .brokerPids()
+        .map(syscalls)
+        .reduce((a, b) => [a[0]! + b[0]!, a[1]! + b[1]!], [0, 0]),
     });
     const before = cpu();
     const x = await side.run(n);
@@ -56,7 +59,8 @@ try {
     console.log(
       `CPU per call: this process ${per(before.self, after.self)}, brokers ${per(before.brokers, after.brokers)} (10 ms ticks); syscalls per call: this process ${calls(before.selfIo, after.selfIo)}, brokers ${calls(before.brokerIo, after.brokerIo)}`,
     );
-    const lat = x.p50 === undefined ? '' : `, p50 ${Math.round(x.p50)} µs, p99 ${Math.round(x.p99!)} µs`;
+    const lat =
+      x.p50 === undefined ? '' : `, p50 ${Math.round(x.p50)} µs, p99 ${Math.round(x.p99!)} µs`;
     const got = x.got === undefined ? '' : `, got ${x.got}/${x.sent}`;
     console.log(`${side.system}: ${Math.round(x.rate)}/s${lat}${got}`);
   }

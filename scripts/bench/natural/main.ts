@@ -9,8 +9,8 @@
  * | get / put | `await felix.cache('kv').get(k)` / `.put(k, v)`     | ioredis `await redis.get/set`      | ≥ 1.0x |
  *
  * Each row lives in a module of its own (publish-rows.ts, durable-row.ts, cache-rows.ts; kit.ts
- * has what they share). A `consume.ts` beside this file that exports `row(ctx: Ctx, n: number):
- * Promise<Row>` joins the run as row `consume`; without it the consume-and-ack row runs alone.
+ * has what they share). The consume-and-ack row is its own script, `consume.ts` beside this one
+ * (it needs a durable broker per cursor durability and a fresh group per round).
  *
  *   node --import tsx scripts/bench/natural/main.ts [--only fire,burst,awaited,get,put]
  *
@@ -23,7 +23,7 @@
  * results.json beside this file. NATS rows use a subject of this run's own (`natural.<pid>`).
  */
 import { execSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { argValue } from '@felix/testing-bench-kit';
 import { cacheRow } from './cache-rows.js';
@@ -38,25 +38,12 @@ const N = Number(env.FELIX_BENCH_N ?? 100_000);
 const AWAITED_N = Number(env.FELIX_BENCH_AWAITED_N ?? 10_000);
 const WARMUP = env.FELIX_BENCH_WARMUP !== '0';
 
-const CONSUME = new URL('./consume.ts', import.meta.url);
-
-/** consume.ts, when another change has put it here and it exports `row`. */
-async function consumeRow(ctx: Ctx, n: number): Promise<Row> {
-  const mod = (await import(CONSUME.href)) as { row?: (c: Ctx, n: number) => Promise<Row> };
-  if (typeof mod.row !== 'function') {
-    console.error('consume.ts exports no row(ctx, n): run it on its own');
-    process.exit(2);
-  }
-  return mod.row(ctx, n);
-}
-
 const ROWS: Record<string, (ctx: Ctx) => Promise<Row>> = {
   fire: (ctx) => fireAndForgetRow(ctx, N),
   burst: (ctx) => ackedBurstRow(ctx, N),
   awaited: (ctx) => awaitedAckedRow(ctx, AWAITED_N),
   get: (ctx) => cacheRow(ctx, 'get', AWAITED_N),
   put: (ctx) => cacheRow(ctx, 'put', AWAITED_N),
-  ...(existsSync(CONSUME) ? { consume: (ctx: Ctx) => consumeRow(ctx, AWAITED_N) } : {}),
 };
 
 const only = argValue('--only', env.FELIX_BENCH_ONLY ?? Object.keys(ROWS).join(','))
@@ -88,7 +75,9 @@ try {
       if (r % 2 === 0) order.unshift(order.pop()!);
       for (const k of order) samples[k]!.push(await sides[k]!.run(row.n));
       loads.push(loadavg()[0]!);
-      console.log(`  round ${r + 1} (load ${loads.at(-1)!.toFixed(1)}): ${roundLine(sides, samples, r)}`);
+      console.log(
+        `  round ${r + 1} (load ${loads.at(-1)!.toFixed(1)}): ${roundLine(sides, samples, r)}`,
+      );
     }
     await row.close();
     results.push({ row, samples });
@@ -101,7 +90,8 @@ function roundLine(sides: Row['felix'], samples: Sample[][], r: number): string 
   return sides
     .map((s, k) => {
       const x = samples[k]![r]!;
-      const lat = x.p50 === undefined ? '' : ` p50 ${Math.round(x.p50)} µs p99 ${Math.round(x.p99!)} µs`;
+      const lat =
+        x.p50 === undefined ? '' : ` p50 ${Math.round(x.p50)} µs p99 ${Math.round(x.p99!)} µs`;
       const got = x.got === undefined ? '' : ` got ${x.got}/${x.sent}`;
       return `${s.system} ${Math.round(x.rate)}/s${lat}${got}`;
     })

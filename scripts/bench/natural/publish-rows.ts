@@ -8,7 +8,16 @@
  */
 import type { BenchBroker } from '@felix/testing-bench-kit';
 import { connect as natsConnect } from 'nats';
-import { type Ctx, DATA, NATS_URL, type Row, type Sample, type Side, arrivals, pause } from './kit.js';
+import {
+  type Ctx,
+  DATA,
+  NATS_URL,
+  type Row,
+  type Sample,
+  type Side,
+  arrivals,
+  pause,
+} from './kit.js';
 
 /** This run's own subject: another run on the shared nats-server must not feed its subscriber. */
 const SUBJECT = `natural.${process.pid}`;

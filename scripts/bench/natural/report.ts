@@ -37,7 +37,10 @@ function receivedCell(xs: Sample[]): string {
 /** For awaited loops, the peer's p50 over Felix's (above 1: Felix answers sooner), per-round median. */
 function p50Pairs(xs: Sample[], peer: Sample[]): number | null {
   if (xs[0]?.p50 === undefined || peer[0]?.p50 === undefined) return null;
-  return pairedRatios(peer.map((x) => x.p50!), xs.map((x) => x.p50!)).median;
+  return pairedRatios(
+    peer.map((x) => x.p50!),
+    xs.map((x) => x.p50!),
+  ).median;
 }
 
 function p50Ratio(xs: Sample[], peer: Sample[]): string {
@@ -54,7 +57,12 @@ export function report(results: readonly RowResult[]) {
     const out = sides.map((s, k) => {
       const xs = samples[k]!;
       const isPeer = k === sides.length - 1;
-      const pr = isPeer ? null : pairedRatios(xs.map((x) => x.rate), peer.map((x) => x.rate));
+      const pr = isPeer
+        ? null
+        : pairedRatios(
+            xs.map((x) => x.rate),
+            peer.map((x) => x.rate),
+          );
       const judged = k === 0;
       const lossFree = xs.every((x) => x.got === undefined || x.got === x.sent);
       // An awaited loop meets its goal on both its rate and its p50: on a loaded machine a peer's
@@ -74,7 +82,9 @@ export function report(results: readonly RowResult[]) {
         latencyCell(xs),
         receivedCell(xs),
         ratio,
-        judged ? `≥ ${row.goal.toFixed(1)}x${row.id === 'fire' ? ', no loss' : ''}: ${verdict}` : verdict,
+        judged
+          ? `≥ ${row.goal.toFixed(1)}x${row.id === 'fire' ? ', no loss' : ''}: ${verdict}`
+          : verdict,
       ]);
       return { system: s.system, durability: s.durability, rounds: xs, ratio: pr, verdict };
     });
