@@ -75,3 +75,16 @@ export const QUIC_LOOPBACK_DATAGRAM_BYTES = 65_507;
 /** QUIC per-connection and per-stream flow-control windows. */
 export const QUIC_CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 export const QUIC_STREAM_WINDOW_BYTES = 1024 * 1024;
+
+/** Closed connections after which the transport asks for a full garbage collection (when the
+ *  process gave it a collector): each one leaves native memory (quiche's connection and TLS
+ *  state, Node's TLS socket) that V8 cannot see and frees only when it collects the JavaScript
+ *  object that owns it. Under churn that memory otherwise piles up to the old-space limit and
+ *  stays in the allocator's arenas after it is freed (docs/perf.md, Memory). */
+export const RECLAIM_AFTER_CLOSED_CONNECTIONS = 256;
+/** Least time between two such collections: churn at any rate costs at most one full
+ *  collection per interval. */
+export const RECLAIM_INTERVAL_MS_MIN = 2_000;
+/** Free buffers the TLS transport keeps for new connections (read regions and write slabs);
+ *  more are left to the garbage collector. */
+export const TLS_BUFFER_POOL_MAX = 256;
