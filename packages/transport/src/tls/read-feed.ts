@@ -136,9 +136,10 @@ function onreadSlots(socket: TLSSocket): typeof slots {
  * `onread` only to sockets it opens itself, so the same three slots are set here and the handle
  * is pointed at the scratch region. Whatever the socket had already buffered is taken first, so
  * no byte is reordered. Falls back to 'data' events where this Node keeps the slots elsewhere;
- * answers whether the hook was installed.
+ * answers whether the hook was installed. The region goes back to the pool when the socket closes.
  */
 export function feedAcceptedSocket(socket: TLSSocket, feed: ReadFeed): boolean {
+  socket.once('close', () => feed.release());
   const s = onreadSlots(socket);
   const handle = (socket as unknown as { _handle?: { useUserBuffer?(b: Uint8Array): void } })
     ._handle;

@@ -72,7 +72,6 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
     }
     socket.setNoDelay(true);
     const feed = new ReadFeed();
-    socket.once('close', () => feed.release());
     feedAcceptedSocket(socket, feed);
     const session = new MuxSession(socket, {
       role: 'server',
@@ -143,8 +142,7 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
       ...(opts.ca === undefined ? {} : { ca: opts.ca }),
       rejectUnauthorized: verifyChain,
     };
-    const s = connect(options);
-    s.once('close', () => feed.release());
+    const s = connect(options).once('close', () => feed.release());
     const timer = setTimeout(() => {
       s.destroy();
       reject(new DialError(address, `no handshake within ${dialTimeoutMs} ms`));
