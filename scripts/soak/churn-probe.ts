@@ -10,12 +10,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { type BenchBroker, argValue, brokerArgsFromEnv, startBroker } from '@felix/testing-bench-kit';
+import {
+  type BenchBroker,
+  argValue,
+  brokerArgsFromEnv,
+  startBroker,
+} from '@felix/testing-bench-kit';
 import { formatFigures, memoryFigures } from './broker-memory.js';
 import { type TransportName, churn } from './churn.js';
 
 const cycles = Number(argValue('--cycles', '3000'));
-const transports = (argValue('--transport', 'tls,quic')).split(',') as TransportName[];
+const transports = argValue('--transport', 'tls,quic').split(',') as TransportName[];
 const concurrency = Number(argValue('--concurrency', '4'));
 const settleMs = Number(argValue('--settle-ms', '10000'));
 
@@ -27,7 +32,19 @@ const gcEvery = Number(argValue('--gc-every', String(Number.MAX_SAFE_INTEGER)));
 
 /** glibc's malloc_trim(0) in the broker through gdb: what RSS is free malloc memory not returned. */
 function mallocTrim(pid: number): void {
-  execFileSync('gdb', ['-p', String(pid), '-batch', '-ex', 'call (void)malloc_stats()', '-ex', 'call (int)malloc_trim(0)'], { stdio: 'ignore' });
+  execFileSync(
+    'gdb',
+    [
+      '-p',
+      String(pid),
+      '-batch',
+      '-ex',
+      'call (void)malloc_stats()',
+      '-ex',
+      'call (int)malloc_trim(0)',
+    ],
+    { stdio: 'ignore' },
+  );
 }
 
 /** Full collections in the broker (SIGUSR2 to the gc-on-signal preload), then a pause for them. */
@@ -69,6 +86,8 @@ for (const transport of transports) {
     console.log(`  trimmed ${formatFigures(await memoryFigures(broker))}`);
   }
   const per = ((settled.rssMiB - before.rssMiB) * 1024) / n;
-  console.log(`  settled - before: ${(settled.rssMiB - before.rssMiB).toFixed(1)} MiB (${per.toFixed(1)} KiB per cycle)`);
+  console.log(
+    `  settled - before: ${(settled.rssMiB - before.rssMiB).toFixed(1)} MiB (${per.toFixed(1)} KiB per cycle)`,
+  );
   await broker.stop();
 }

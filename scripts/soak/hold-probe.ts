@@ -32,7 +32,8 @@ for (const transport of transports) {
   for (const c of await Promise.all(Array.from({ length: 20 }, open))) await c.close();
   const before = await settledFigures(broker);
   const held = [];
-  for (let i = 0; i < clients; i += 10) held.push(...(await Promise.all(Array.from({ length: 10 }, open))));
+  for (let i = 0; i < clients; i += 10)
+    held.push(...(await Promise.all(Array.from({ length: 10 }, open))));
   const during = await settledFigures(broker);
   if (process.argv.includes('--snapshot-open')) {
     // with FELIX_BENCH_BROKER_ARGS="--heapsnapshot-signal=SIGUSR1 --diagnostic-dir=DIR"
