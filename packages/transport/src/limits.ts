@@ -85,6 +85,13 @@ export const RECLAIM_AFTER_CLOSED_CONNECTIONS = 256;
 /** Least time between two such collections: churn at any rate costs at most one full
  *  collection per interval. */
 export const RECLAIM_INTERVAL_MS_MIN = 2_000;
+/** Once closes stop, the closed connections still waiting for a collection (at least
+ *  `RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS` of them) get one after this quiet time, so memory
+ *  returns after a burst of churn too, not only every 256 closes. */
+export const RECLAIM_QUIET_MS = 5_000;
+/** Fewer closed connections than this wait for the next burst: a collection per sporadic close
+ *  would cost more than their memory. */
+export const RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS = 32;
 /** Free buffers the TLS transport keeps for new connections (read regions and write slabs);
  *  more are left to the garbage collector. */
 export const TLS_BUFFER_POOL_MAX = 256;

@@ -7,10 +7,13 @@ import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import {
   type Connection,
+  RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS,
   type TransportKind,
   liveConnections,
+  setNativeMemoryCollector,
   tlsBufferStats,
 } from '../src/index.js';
+import { trackConnection } from '../src/util/reclaim.js';
 import { dialListener, startListener } from './helpers.js';
 
 const CYCLES = 20;
@@ -116,6 +119,19 @@ describe('quic per-connection memory', () => {
     } finally {
       await Promise.all(clients.map((c) => c.close()));
       await listener.close();
+    }
+  }, 30_000);
+});
+
+describe('native memory collection', () => {
+  it('a_full_collection_follows_a_burst_of_closed_connections_once_closes_go_quiet', async () => {
+    let collections = 0;
+    setNativeMemoryCollector(() => collections++);
+    try {
+      for (let i = 0; i < RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS; i++) trackConnection('tls')();
+      await waitFor(() => collections === 1, 'one collection after the burst', 20_000);
+    } finally {
+      setNativeMemoryCollector(null);
     }
   }, 30_000);
 });

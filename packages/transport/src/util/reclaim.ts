@@ -7,14 +7,21 @@
  * (docs/perf.md, Memory). The process decides whether a collector exists (the broker passes
  * one); a library user without one pays nothing.
  */
-import { RECLAIM_AFTER_CLOSED_CONNECTIONS, RECLAIM_INTERVAL_MS_MIN } from '../limits.js';
+import {
+  RECLAIM_AFTER_CLOSED_CONNECTIONS,
+  RECLAIM_INTERVAL_MS_MIN,
+  RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS,
+  RECLAIM_QUIET_MS,
+} from '../limits.js';
 import type { TransportKind } from '../types.js';
 
 const live: Record<TransportKind, number> = { quic: 0, tls: 0 };
 let collector: (() => void) | null = null;
 let closedSinceCollection = 0;
 let lastCollectionAt = 0;
+let lastCloseAt = 0;
 let timer: NodeJS.Timeout | null = null;
+let timerDue = 0;
 
 /** Connections of each transport whose native handles are not yet released (the socket closed,
  *  or the QUIC connection stopped): returns to zero once every connection is gone. */
@@ -40,20 +47,37 @@ export function trackConnection(kind: TransportKind): () => void {
     released = true;
     live[kind]--;
     closedSinceCollection++;
-    if (
-      collector !== null &&
-      timer === null &&
-      closedSinceCollection >= RECLAIM_AFTER_CLOSED_CONNECTIONS
-    ) {
-      const wait = Math.max(0, lastCollectionAt + RECLAIM_INTERVAL_MS_MIN - Date.now());
-      timer = setTimeout(collect, wait);
-      timer.unref();
-    }
+    lastCloseAt = Date.now();
+    schedule();
   };
 }
 
-function collect(): void {
+/** When the next collection is due: soon after enough closes, else once closes went quiet. */
+function dueAt(): number | null {
+  const earliest = lastCollectionAt + RECLAIM_INTERVAL_MS_MIN;
+  if (closedSinceCollection >= RECLAIM_AFTER_CLOSED_CONNECTIONS) return earliest;
+  if (closedSinceCollection < RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS) return null;
+  return Math.max(earliest, lastCloseAt + RECLAIM_QUIET_MS);
+}
+
+function schedule(): void {
+  const due = collector === null ? null : dueAt();
+  if (due === null || (timer !== null && timerDue <= due)) return;
+  if (timer !== null) clearTimeout(timer);
+  timerDue = due;
+  timer = setTimeout(fire, Math.max(0, due - Date.now()));
+  timer.unref();
+}
+
+/** Collects if still due (a close since the timer was set may have moved the quiet time). */
+function fire(): void {
   timer = null;
+  const due = dueAt();
+  if (due === null) return;
+  if (due > Date.now()) {
+    schedule();
+    return;
+  }
   closedSinceCollection = 0;
   lastCollectionAt = Date.now();
   collector?.();
