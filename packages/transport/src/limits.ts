@@ -92,6 +92,7 @@ export const RECLAIM_QUIET_MS = 5_000;
 /** Fewer closed connections than this wait for the next burst: a collection per sporadic close
  *  would cost more than their memory. */
 export const RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS = 32;
-/** Free buffers the TLS transport keeps for new connections (read regions and write slabs);
- *  more are left to the garbage collector. */
-export const TLS_BUFFER_POOL_MAX = 256;
+/** Free buffers the TLS transport keeps for new connections, per kind (16 KiB read regions,
+ *  64 KiB write slabs): enough for the connections that open at once under churn, and at most
+ *  5 MiB kept after a burst; more are left to the garbage collector. */
+export const TLS_BUFFER_POOL_MAX = 64;
