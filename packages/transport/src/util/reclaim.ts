@@ -11,6 +11,7 @@ import {
   RECLAIM_AFTER_CLOSED_CONNECTIONS,
   RECLAIM_INTERVAL_MS_MIN,
   RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS,
+  RECLAIM_QUIET_INTERVAL_MS_MIN,
   RECLAIM_QUIET_MS,
 } from '../limits.js';
 import type { TransportKind } from '../types.js';
@@ -57,7 +58,8 @@ function dueAt(): number | null {
   const earliest = lastCollectionAt + RECLAIM_INTERVAL_MS_MIN;
   if (closedSinceCollection >= RECLAIM_AFTER_CLOSED_CONNECTIONS) return earliest;
   if (closedSinceCollection < RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS) return null;
-  return Math.max(earliest, lastCloseAt + RECLAIM_QUIET_MS);
+  const quietEarliest = lastCollectionAt + RECLAIM_QUIET_INTERVAL_MS_MIN;
+  return Math.max(earliest, quietEarliest, lastCloseAt + RECLAIM_QUIET_MS);
 }
 
 function schedule(): void {
