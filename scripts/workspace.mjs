@@ -4,7 +4,14 @@ import { join, relative } from 'node:path';
 
 export const root = process.env.FELIX_CHECK_ROOT ?? join(import.meta.dirname, '..');
 
-const GROUPS = ['packages', 'packages/testing', 'services', 'demos', 'scripts/bench'];
+const GROUPS = [
+  'packages',
+  'packages/testing',
+  'services',
+  'demos',
+  'scripts/bench',
+  'scripts/soak',
+];
 
 /** Every workspace package: { name, dir, pkg }. */
 export function workspacePackages() {
@@ -12,7 +19,7 @@ export function workspacePackages() {
   for (const group of GROUPS) {
     const dir = join(root, group);
     if (!existsSync(dir)) continue;
-    const candidates = group === 'scripts/bench' ? [''] : readdirSync(dir);
+    const candidates = group.startsWith('scripts/') ? [''] : readdirSync(dir);
     for (const name of candidates) {
       const pkgDir = join(dir, name);
       const pkgFile = join(pkgDir, 'package.json');

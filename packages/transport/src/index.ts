@@ -36,7 +36,8 @@ export { MUX_PREFACE, MuxDecoder } from './mux/frame.js';
 export type { FrameSink, Settings } from './mux/frame.js';
 export { multiplex } from './mux/multiplex.js';
 export type { MultiplexOptions } from './mux/multiplex.js';
-export { ALPN, TLS13_CIPHER_SUITES } from './tls/tls-transport.js';
+export { ALPN, TLS13_CIPHER_SUITES, tlsBufferStats } from './tls/tls-transport.js';
+export { liveConnections, setNativeMemoryCollector } from './util/reclaim.js';
 export { dial, listen } from './transport.js';
 export type {
   Connection,

@@ -75,3 +75,27 @@ export const QUIC_LOOPBACK_DATAGRAM_BYTES = 65_507;
 /** QUIC per-connection and per-stream flow-control windows. */
 export const QUIC_CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 export const QUIC_STREAM_WINDOW_BYTES = 1024 * 1024;
+
+/** Closed connections after which the transport asks for a full garbage collection (when the
+ *  process gave it a collector): each one leaves native memory (quiche's connection and TLS
+ *  state, Node's TLS socket) that V8 cannot see and frees only when it collects the JavaScript
+ *  object that owns it. Under churn that memory otherwise piles up to the old-space limit and
+ *  stays in the allocator's arenas after it is freed (docs/perf.md, Memory). 64 left QUIC churn
+ *  at +19 MiB where 256 left +43 MiB. */
+export const RECLAIM_AFTER_CLOSED_CONNECTIONS = 64;
+/** Least time between two such collections: churn at any rate costs at most one full
+ *  collection per interval. */
+export const RECLAIM_INTERVAL_MS_MIN = 2_000;
+/** Once closes stop, the closed connections still waiting for a collection get one after this
+ *  quiet time: an idle process never collects on its own, so without it what the last closed
+ *  connections held (a stalled subscriber's queue, say) stayed until the next load. */
+export const RECLAIM_QUIET_MS = 5_000;
+/** Closed connections that make a quiet-time collection worth it. */
+export const RECLAIM_QUIET_AFTER_CLOSED_CONNECTIONS = 1;
+/** Least time between two quiet-time collections: sporadic closes cost at most one full
+ *  collection per interval. */
+export const RECLAIM_QUIET_INTERVAL_MS_MIN = 30_000;
+/** Free buffers the TLS transport keeps for new connections, per kind (16 KiB read regions,
+ *  64 KiB write slabs): enough for the connections that open at once under churn, and at most
+ *  5 MiB kept after a burst; more are left to the garbage collector. */
+export const TLS_BUFFER_POOL_MAX = 64;

@@ -3,7 +3,10 @@
  * `felix-broker`: loads the config (defaults, FELIX_* environment, FELIX_BROKER_CONFIG YAML),
  * `--print-config` prints it, otherwise starts the broker and drains on SIGTERM/SIGINT.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { FelixError } from '@felix/common';
+import { setNativeMemoryCollector } from '@felix/transport';
 import { stringify } from 'yaml';
 import { Broker } from './broker.js';
 import { loadConfig } from './config/load.js';
@@ -19,6 +22,20 @@ function fail(err: unknown, exitCode: number): never {
   const code = err instanceof FelixError ? err.code : 'FELIX_BROKER_STARTUP';
   process.stderr.write(`felix-broker: ${(err as Error).message} [${code}]\n`);
   process.exit(exitCode);
+}
+
+/**
+ * V8's full collection, for the transport to run after many connections closed: their native
+ * memory is freed only when V8 collects the objects owning it, and V8 does not count it, so
+ * under churn it waited for the old space (256 MiB here, node-flags.json) to fill
+ * (docs/perf.md, Memory). `--expose-gc` set at run time exposes `gc` in a new context only.
+ */
+function fullCollection(): (() => void) | null {
+  const own = (globalThis as { gc?: () => void }).gc;
+  if (typeof own === 'function') return own;
+  setFlagsFromString('--expose-gc');
+  const gc: unknown = runInNewContext('gc');
+  return typeof gc === 'function' ? (gc as () => void) : null;
 }
 
 async function main(): Promise<void> {
@@ -70,6 +87,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  setNativeMemoryCollector(fullCollection());
   log.info({ pid: process.pid }, 'starting');
   started = Broker.start(config, log);
   try {

@@ -64,9 +64,8 @@ let QUICConnection = class QUICConnection {
     connTimerDeadline = Infinity;
     /** [felix patch 5] Set by `forceDestroy`: no further I/O of any kind. */
     forceDestroyed = false;
-    /** [felix patch 6] The send slab, kept across flushes; only bytes past `sendSlabUsed` are ever written. */
-    sendSlab = null;
-    sendSlabUsed = 0;
+    // [felix patch 6] [felix patch 8] The send slab is kept across flushes on the socket
+    // (`socket.sendSlab`), shared by every connection on it.
     /** [felix patch 2] Called with socket send errors (set by QUICClient/QUICServer). */
     sendErrorHandler = null;
     /**
@@ -322,7 +321,7 @@ let QUICConnection = class QUICConnection {
      *
      * @throws {errors.ErrorQUICConnectionConfigInvalid}
      */
-    constructor({ type, scid, dcid, serverName = null, remoteInfo, config, socket, reasonToCode = () => 0, codeToReason = (type, code) => new Error(`${type} ${code}`), logger, }) {
+    constructor({ type, scid, dcid, serverName = null, remoteInfo, config, quicheConfig: sharedQuicheConfig, socket, reasonToCode = () => 0, codeToReason = (type, code) => new Error(`${type} ${code}`), logger, }) {
         this.logger = logger ?? new Logger(`${this.constructor.name} ${scid}`);
         this.sendId = scid.toString();
         if (config.keepAliveIntervalTime != null &&
@@ -330,7 +329,10 @@ let QUICConnection = class QUICConnection {
             config.keepAliveIntervalTime >= config.maxIdleTimeout) {
             throw new errors.ErrorQUICConnectionConfigInvalid('`keepAliveIntervalTime` must be less than `maxIdleTimeout`');
         }
-        const quicheConfig = buildQuicheConfig(config);
+        // [felix patch 8] A server passes the quiche config it built once: building one per
+        // connection parsed the key and certificate into a new BoringSSL SSL_CTX every time,
+        // native memory freed only when the connection object was garbage collected.
+        const quicheConfig = sharedQuicheConfig ?? buildQuicheConfig(config);
         let conn;
         if (type === 'client') {
             this.logger.info(`Connect ${this.constructor.name}`);
@@ -712,8 +714,10 @@ let QUICConnection = class QUICConnection {
         // [felix patch 6] Reuse the slab across flushes: a fresh 256 KiB buffer per flush cost
         // an allocation (and, as external memory, extra GC) per round trip. Datagrams already
         // handed to the socket view regions before `used`, which are never written again.
-        let slab = this.sendSlab;
-        let used = this.sendSlabUsed;
+        // [felix patch 8] The slab is the socket's, not this connection's.
+        const socket = this.socket;
+        let slab = socket.sendSlab;
+        let used = socket.sendSlabUsed;
         let packets = 0;
         while (true) {
             if (packets >= 512) {
@@ -741,8 +745,8 @@ let QUICConnection = class QUICConnection {
             const to = result[1].to;
             this.socket.sendDatagram(sendBuffer.subarray(0, sendLength), to.port, to.host, this.sendErrorHandler);
             used += sendLength;
-            this.sendSlab = slab; // [felix patch 6] saved per datagram, so no exit path reuses a sent region
-            this.sendSlabUsed = used;
+            socket.sendSlab = slab; // [felix patch 6] saved per datagram, so no exit path reuses a sent region
+            socket.sendSlabUsed = used;
             packets++;
         }
         // Resets the `this.connTimeoutTimer` because quiche timeout becomes

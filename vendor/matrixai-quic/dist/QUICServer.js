@@ -12,7 +12,7 @@ import QUICConnection from './QUICConnection.js';
 import QUICConnectionId from './QUICConnectionId.js';
 import { ConnectionErrorCode } from './native/types.js';
 import quiche from './native/quiche.js';
-import { serverDefault } from './config.js';
+import { buildQuicheConfig, serverDefault } from './config.js';
 import * as utils from './utils.js';
 import * as events from './events.js';
 import * as errors from './errors.js';
@@ -191,6 +191,8 @@ let QUICServer = class QUICServer {
      * Handles `EventQUICConnectionStopped`.
      * Registered once.
      */
+    /** [felix patch 8] The quiche config every accepted connection shares (built on first use). */
+    quicheConfig;
     handleEventQUICConnectionStopped = (evt) => {
         const quicConnection = evt.target;
         quicConnection.removeEventListener(events.EventQUICConnectionSend.name, this.handleEventQUICConnectionSend);
@@ -395,6 +397,7 @@ let QUICServer = class QUICServer {
         }
         // Here we shall re-use the originally-derived DCID as the SCID
         const newScid = new QUICConnectionId(header.dcid);
+        this.quicheConfig ??= buildQuicheConfig(this.config); // [felix patch 8]
         // Construct a QUIC connection that isn't yet started
         const connection = new QUICConnection({
             type: 'server',
@@ -403,6 +406,7 @@ let QUICServer = class QUICServer {
             socket: this.socket,
             remoteInfo,
             config: { ...this.config },
+            quicheConfig: this.quicheConfig, // [felix patch 8]
             reasonToCode: this.reasonToCode,
             codeToReason: this.codeToReason,
             logger: this.logger.getChild(`${QUICConnection.name} ${scid.toString()}`),
@@ -453,6 +457,7 @@ let QUICServer = class QUICServer {
             ...this.config,
             ...config,
         };
+        this.quicheConfig = undefined; // [felix patch 8] rebuilt from the new config on next use
     }
     /**
      * Creates a retry token.

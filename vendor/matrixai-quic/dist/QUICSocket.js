@@ -24,6 +24,14 @@ let QUICSocket = class QUICSocket {
      * @internal
      */
     connectionMap = new QUICConnectionMap();
+    /**
+     * [felix patch 8] The slab every connection on this socket cuts its datagrams from (patch 6
+     * kept one per connection: 256 KiB each, alive until the connection was collected). Sends
+     * are synchronous loops, so connections never interleave inside it; only bytes past
+     * `sendSlabUsed` are ever written.
+     */
+    sendSlab = null;
+    sendSlabUsed = 0;
     logger;
     /**
      * Registered server for this socket.

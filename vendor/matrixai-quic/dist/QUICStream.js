@@ -11,6 +11,16 @@ import quiche from './native/quiche.js';
 import * as utils from './utils.js';
 import * as events from './events.js';
 import * as errors from './errors.js';
+/** [felix patch 8] Read scratch buffers, one per chunk size, shared by every stream. */
+const readScratches = new Map();
+function readScratch(size) {
+    let b = readScratches.get(size);
+    if (b === undefined) {
+        b = Buffer.allocUnsafe(size);
+        readScratches.set(size, b);
+    }
+    return b;
+}
 const abortReadablePReason = Symbol('abort readableP reason');
 let QUICStream = class QUICStream {
     /**
@@ -166,7 +176,10 @@ let QUICStream = class QUICStream {
             this.readableChunk = undefined;
         }
         else {
-            this.readableChunk = Buffer.allocUnsafe(config.readableChunkSize);
+            // [felix patch 8] `streamRecv` fills this synchronously and the bytes are copied out
+            // before anything else runs, so every stream can share one scratch of this size
+            // (one per stream cost its 64 KiB until the stream was garbage collected).
+            this.readableChunk = readScratch(config.readableChunkSize);
         }
         if (this.type === 'uni' && initiated === 'local') {
             // This is just a dummy stream that will be auto-closed during creation

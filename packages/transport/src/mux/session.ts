@@ -22,6 +22,7 @@ import {
   MUX_SOCKET_BUFFER_BYTES_MAX,
   MUX_STREAM_WINDOW_BYTES_MAX,
   MUX_WRITE_BATCH_BYTES_MAX,
+  TLS_BUFFER_POOL_MAX,
 } from '../limits.js';
 import type { ResolvedTimeouts } from '../options.js';
 import type {
@@ -32,6 +33,8 @@ import type {
   TransportStream,
 } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
+import { BufferPool } from '../util/buffer-pool.js';
+import { trackConnection } from '../util/reclaim.js';
 import {
   FRAME_CLOSE,
   FRAME_CREDIT,
@@ -61,9 +64,13 @@ import { MuxStream, type StreamHost } from './stream.js';
 /** Payloads up to this size are copied into the batch slab; larger ones are written by reference. */
 const COPY_PAYLOAD_BYTES_MAX = 2048;
 const SLAB_BYTES = 64 * 1024;
+/** Write slabs reused across connections: a session takes one when it starts and gives its
+ *  last one back when its socket closed (earlier ones may still be viewed by queued writes). */
+export const writeSlabPool = new BufferPool(SLAB_BYTES, TLS_BUFFER_POOL_MAX);
 /** Stream indexes stay below 2^30 so ids fit in u32. */
 const STREAM_INDEX_LIMIT = 2 ** 30;
 const RESOLVED = Promise.resolve();
+const EMPTY_SLAB = Buffer.alloc(0);
 
 export interface MuxSessionOptions {
   role: 'client' | 'server';
@@ -101,7 +108,7 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
   private readonly pendingGrant = [0, 0];
 
   // write batching
-  private slab = Buffer.allocUnsafe(SLAB_BYTES);
+  private slab = writeSlabPool.take();
   private slabUsed = 0;
   private slabSealed = 0;
   private out: Uint8Array[] = [];
@@ -146,6 +153,8 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     });
     this.ready.catch(() => {}); // observed by dial/accept; never an unhandled rejection
     this.socketClosed = new Promise((r) => socket.once('close', () => r()));
+    void this.socketClosed.then(trackConnection('tls'));
+    void this.socketClosed.then(() => this.releaseSlab());
 
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err: Error) => this.onSocketGone(err));
@@ -436,7 +445,9 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     const need = MUX_HEADER_BYTES + (copy ? len : 0);
     if (SLAB_BYTES - this.slabUsed < need) {
       this.sealSlab();
-      this.slab = Buffer.allocUnsafe(SLAB_BYTES);
+      // Queued writes may still view the full slab: the GC frees it.
+      if (this.slab !== EMPTY_SLAB) writeSlabPool.forget();
+      this.slab = writeSlabPool.take();
       this.slabUsed = 0;
       this.slabSealed = 0;
     }
@@ -612,6 +623,15 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
       info?.reason ?? 'connection closed',
       info?.error ? { cause: info.error } : undefined,
     );
+  }
+
+  /** Once the socket closed no write views the slab: it goes back to the pool, and a late
+   *  append (none is expected) takes a fresh one. */
+  private releaseSlab(): void {
+    writeSlabPool.give(this.slab);
+    this.slab = EMPTY_SLAB;
+    this.slabUsed = SLAB_BYTES;
+    this.slabSealed = SLAB_BYTES;
   }
 
   /** Destroys at once, no CLOSE frame: the forced path used by listeners on shutdown. */

@@ -60,6 +60,7 @@ import type {
   TransportStream,
 } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
+import { trackConnection } from '../util/reclaim.js';
 import { warnInsecure } from '../util/warn.js';
 import { PeerResetReason, QuicStreamAdapter, ResetReason } from './quic-stream.js';
 import { tuneQuicSocket } from './tuning.js';
@@ -167,6 +168,8 @@ class QuicConnectionAdapter implements Connection {
   private opened = 0;
   private accepted = 0;
   private closing: Promise<void> | null = null;
+  /** Counts this connection's native handle as released (once the library stopped it). */
+  private readonly release = trackConnection('quic');
 
   private readonly errs: QuicLib['errors'];
 
@@ -196,7 +199,10 @@ class QuicConnectionAdapter implements Connection {
     });
     conn.addEventListener(
       quicEvents.EventQUICConnectionStopped.name,
-      () => this.finish({ code: CLOSE_CODE_INTERNAL, reason: 'connection stopped' }),
+      () => {
+        this.finish({ code: CLOSE_CODE_INTERNAL, reason: 'connection stopped' });
+        this.release();
+      },
       { once: true },
     );
   }
@@ -336,8 +342,10 @@ class QuicConnectionAdapter implements Connection {
     // this one connection's send is replaced by a no-op and its timers cancelled: whatever
     // the library still runs for it can no longer put a packet on the wire or loop.
     const c = this.conn as unknown as StockInternals;
-    if (c.forceDestroy) c.forceDestroy();
-    else {
+    if (c.forceDestroy) {
+      c.forceDestroy(); // forgets the connection in the socket's map: nothing holds it now
+      this.release();
+    } else {
       c.send = async () => {};
       c.connTimeoutTimer?.cancel();
       c.keepAliveIntervalTimer?.cancel();

@@ -10,7 +10,9 @@
  */
 import type { TLSSocket } from 'node:tls';
 import { ProtocolError } from '../errors.js';
+import { BufferPool } from '../util/buffer-pool.js';
 import {
+  TLS_BUFFER_POOL_MAX,
   TLS_EARLY_READ_BYTES_MAX,
   TLS_READ_HANDOFF_BYTES_MIN,
   TLS_READ_REGION_BYTES,
@@ -22,10 +24,9 @@ function plain(b: Buffer): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.length);
 }
 
-/** A region the socket decrypts into (not zero-filled: it is written first). */
-function newRegion(): Uint8Array {
-  return plain(Buffer.allocUnsafeSlow(TLS_READ_REGION_BYTES));
-}
+/** Regions sockets decrypt into (not zero-filled: they are written first), reused across
+ *  connections. */
+export const readRegionPool = new BufferPool(TLS_READ_REGION_BYTES, TLS_BUFFER_POOL_MAX);
 
 /**
  * A copy of `buf[0, n)` in memory of its own, as Node's own read buffer was: a view a reader
@@ -48,7 +49,8 @@ export class ReadFeed {
   private sink: ((chunk: Uint8Array) => void) | null = null;
   private early: Uint8Array[] = [];
   private earlyBytes = 0;
-  private region = newRegion();
+  private regionBuffer: Buffer | null = readRegionPool.take();
+  private region = plain(this.regionBuffer!);
   private handedOff = false;
 
   /** The `onread` option for `tls.connect` (`buffer` as a function: a region per read). */
@@ -63,15 +65,26 @@ export class ReadFeed {
   /** The region the next read goes to: the same one unless the last read was handed on. */
   readonly nextRegion = (): Uint8Array => {
     if (this.handedOff) {
-      this.region = newRegion();
+      this.regionBuffer = readRegionPool.take();
+      this.region = plain(this.regionBuffer);
       this.handedOff = false;
     }
     return this.region;
   };
 
+  /** Gives the region back once the socket closed (no read can land in it any more); a region
+   *  handed on belongs to its reader. Idempotent. */
+  release(): void {
+    if (this.regionBuffer !== null && !this.handedOff) readRegionPool.give(this.regionBuffer);
+    this.regionBuffer = null;
+    this.handedOff = true; // a late nextRegion() then takes a fresh region instead of this one
+  }
+
   private onRead(n: number, buf: Uint8Array): void {
     if (n >= TLS_READ_HANDOFF_BYTES_MIN) {
       this.handedOff = true;
+      readRegionPool.forget();
+      this.regionBuffer = null;
       this.push(buf.subarray(0, n));
     } else {
       this.push(copyOut(buf, n));
@@ -123,9 +136,10 @@ function onreadSlots(socket: TLSSocket): typeof slots {
  * `onread` only to sockets it opens itself, so the same three slots are set here and the handle
  * is pointed at the scratch region. Whatever the socket had already buffered is taken first, so
  * no byte is reordered. Falls back to 'data' events where this Node keeps the slots elsewhere;
- * answers whether the hook was installed.
+ * answers whether the hook was installed. The region goes back to the pool when the socket closes.
  */
 export function feedAcceptedSocket(socket: TLSSocket, feed: ReadFeed): boolean {
+  socket.once('close', () => feed.release());
   const s = onreadSlots(socket);
   const handle = (socket as unknown as { _handle?: { useUserBuffer?(b: Uint8Array): void } })
     ._handle;

@@ -12,12 +12,12 @@ import {
   normalizeFingerprint,
   validateTlsMaterial,
 } from '../material/certificate.js';
-import { MuxSession } from '../mux/session.js';
+import { MuxSession, writeSlabPool } from '../mux/session.js';
 import { resolveDialTimeout, resolveLimits, resolveTimeouts } from '../options.js';
 import type { Connection, DialOptions, ListenOptions, Listener } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
 import { warnInsecure } from '../util/warn.js';
-import { ReadFeed, feedAcceptedSocket } from './read-feed.js';
+import { ReadFeed, feedAcceptedSocket, readRegionPool } from './read-feed.js';
 
 export const ALPN = 'felix/1';
 
@@ -28,6 +28,16 @@ export const ALPN = 'felix/1';
  *  order decides. */
 export const TLS13_CIPHER_SUITES =
   'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256';
+
+/** The TLS transport's pooled buffers: how many connections hold now (`out`, back to zero
+ *  once every connection closed) and how many were ever allocated. */
+export function tlsBufferStats(): Record<
+  'readRegions' | 'writeSlabs',
+  { out: number; allocated: number }
+> {
+  const of = (p: { out: number; allocated: number }) => ({ out: p.out, allocated: p.allocated });
+  return { readRegions: of(readRegionPool), writeSlabs: of(writeSlabPool) };
+}
 
 function hostPort(host: string | undefined, port: number | undefined): string {
   const h = host ?? '?';
@@ -132,7 +142,7 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
       ...(opts.ca === undefined ? {} : { ca: opts.ca }),
       rejectUnauthorized: verifyChain,
     };
-    const s = connect(options);
+    const s = connect(options).once('close', () => feed.release());
     const timer = setTimeout(() => {
       s.destroy();
       reject(new DialError(address, `no handshake within ${dialTimeoutMs} ms`));
