@@ -8,6 +8,7 @@
  *   node --import tsx scripts/soak/main.ts [--minutes 4] [--settle-s 60] [--tolerance 0.10]
  *     [--phases churn-tls,churn-quic,slow-subscribers,bad-frames] [--out scripts/soak/results]
  *     [--broker-env FELIX_X=1,FELIX_Y=2] [--subscribers 4] [--batch-records 64]
+ *     [--slow-transports tls,quic]
  *
  * --minutes is the active time, shared equally by the phases; the warm-up before the baseline
  * and each settle come on top. The baseline is the broker's RSS after a warm-up that runs every
@@ -34,6 +35,10 @@ const phaseNames = argValue('--phases', 'churn-tls,churn-quic,slow-subscribers,b
 const outDir = argValue('--out', join(REPO_ROOT, 'scripts', 'soak', 'results'));
 const subscribers = Number(argValue('--subscribers', '4'));
 const batchRecords = Number(argValue('--batch-records', '64'));
+/** Transports the slow subscribers use (one of them alone tells which one keeps memory). */
+const slowTransports = argValue('--slow-transports', 'tls,quic').split(',') as Array<
+  'tls' | 'quic'
+>;
 const brokerEnv = Object.fromEntries(
   argValue('--broker-env', '')
     .split(',')
@@ -65,10 +70,10 @@ const runs: Record<string, Run> = {
       recordBytes: 1024,
       batchRecords,
     };
-    const tls = slowSubscribers(broker, { ...o, transport: 'tls' });
-    const quic = slowSubscribers(broker, { ...o, transport: 'quic' });
-    const [a, b] = await Promise.all([tls, quic]);
-    return `${a + b} records of 1 KiB to ${subscribers} TLS and ${subscribers} QUIC subscribers that stopped reading`;
+    const runs = slowTransports.map((transport) => slowSubscribers(broker, { ...o, transport }));
+    const records = (await Promise.all(runs)).reduce((a, b) => a + b, 0);
+    const who = slowTransports.map((t) => `${subscribers} ${t.toUpperCase()}`).join(' and ');
+    return `${records} records of 1 KiB to ${who} subscribers that stopped reading`;
   },
   'bad-frames': async (until) => {
     const o = { transports: ['tls', 'quic'] as const, tenant: TENANT, until, concurrency: 4 };
