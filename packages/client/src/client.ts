@@ -26,6 +26,7 @@ import {
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
 } from './limits.js';
 import { BrokerConnection } from './protocol/broker-connection.js';
+import type { PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
@@ -46,12 +47,29 @@ import { backoffDelayMs, sleep } from './util/backoff.js';
 
 const TEXT = new TextEncoder();
 
+/** What every unacked publish resolves with: shared by the callers of a frame, so frozen. */
+const WRITTEN_RESULT: PublishResult = Object.freeze({ offset: null, shard: 0 });
+const writtenResult = (): PublishResult => WRITTEN_RESULT;
+/** An unkeyed acked publish's answer, made by the pipe (no promise on top of its own). */
+const unkeyedResult = (offset: number | undefined): PublishResult => ({
+  offset: offset ?? null,
+  shard: 0,
+});
+
 function bytesOf(data: Uint8Array | string): Uint8Array {
   return typeof data === 'string' ? TEXT.encode(data) : data;
 }
 
 export class FelixClient {
   private current: BrokerConnection | null = null;
+  /** The options of every unkeyed single publish, made once (the pipe never changes them). */
+  private readonly ackedCall: PublishCall;
+  private readonly unackedCall: PublishCall;
+  /** The last unacked publish's frame promise and its callers' shared result promise. */
+  private lastUnacked: { sent: Promise<unknown> | null; result: Promise<PublishResult> } = {
+    sent: null,
+    result: Promise.resolve(WRITTEN_RESULT),
+  };
   private connectedWaiters: Array<() => void> = [];
   private isClosed = false;
   private terminal: Error | null = null;
@@ -68,6 +86,9 @@ export class FelixClient {
 
   private constructor(private readonly opts: ConnectOptions) {
     this.namespace = opts.namespace ?? 'default';
+    const timeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
+    this.ackedCall = { ack: true, gather: true, timeoutMs, shape: unkeyedResult };
+    this.unackedCall = { ack: false, gather: true, timeoutMs };
   }
 
   /** @internal use `connect()`. */
@@ -212,7 +233,31 @@ export class FelixClient {
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
-    return this.send(stream, [data], opts, true);
+    const current = this.current;
+    if (opts.signal !== undefined || opts.key !== undefined || stream === '' || current === null)
+      return this.send(stream, [data], opts, true);
+    const payload = bytesOf(data);
+    if (this.isClosed || current.isLost || payload.byteLength > PAYLOAD_BYTES_MAX)
+      return this.send(stream, [data], opts, true);
+    return this.publishUnkeyed(current, stream, payload, opts.ack ?? true);
+  }
+
+  /**
+   * The common publish (live connection, no key, no signal) without send's async frame and
+   * per-call objects: unacked callers of one frame share one promise and one frozen result.
+   */
+  private publishUnkeyed(
+    conn: BrokerConnection,
+    stream: string,
+    payload: Uint8Array,
+    ack: boolean,
+  ): Promise<PublishResult> {
+    const sent = conn.publish(stream, [payload], ack ? this.ackedCall : this.unackedCall);
+    // The acked call's shape made the answer a PublishResult (unkeyedResult).
+    if (ack) return sent as Promise<PublishResult>;
+    if (sent !== this.lastUnacked.sent)
+      this.lastUnacked = { sent, result: sent.then(writtenResult) };
+    return this.lastUnacked.result;
   }
 
   /** Publishes records as one batch (one append, contiguous offsets, one shard). */

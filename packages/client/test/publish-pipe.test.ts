@@ -96,6 +96,26 @@ describe('publish pipe', () => {
     expect(sent[1]!.payloads.map(text)).toEqual([`u${n - 1}`]);
   });
 
+  it('acked_callers_of_one_frame_get_consecutive_offsets_each_in_its_own_shape', async () => {
+    const { table, pipe, frames } = rig();
+    const call = (records: string[], shape?: (o: number | undefined) => { offset: number }) =>
+      pipe.publish('orders', records.map(bytes), {
+        ...{ ack: true, gather: true, timeoutMs: 60_000 },
+        ...(shape !== undefined ? { shape } : {}),
+      });
+    const tagged = (o: number | undefined) => ({ offset: o!, shard: 7 });
+    const answers = [call(['a']), call(['b1', 'b2'], tagged), call(['c'])];
+    await waitFor(() => frames().length === 1, 'one frame is written', 5_000);
+    const [frame] = frames().map((f) => decodePublishBatch(f.flags, f.payload));
+    expect(frame!.payloads.map(text)).toEqual(['a', 'b1', 'b2', 'c']);
+    table.take(frame!.requestId!)!.resolve({ offset: 100 });
+    expect(await Promise.all(answers)).toEqual([
+      { offset: 100 },
+      { offset: 101, shard: 7 },
+      { offset: 103 },
+    ]);
+  });
+
   it('a_lost_connection_fails_every_request_of_its_table_and_acked_publishes_as_unknown_outcomes', async () => {
     const { table, pipe, frames } = rig();
     const acked = pipe.publish('orders', [bytes('x')], { ack: true, timeoutMs: 60_000 });

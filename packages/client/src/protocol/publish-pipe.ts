@@ -32,13 +32,19 @@ import type { RequestTable } from './request-table.js';
 import type { StreamWriter } from './stream-writer.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
-export type PublishAnswer = { offset: number | undefined };
+export type PublishAnswer = { offset: number | null | undefined };
+
+/** Makes an acked caller's answer from its offset (undefined: the broker sent none). */
+export type AnswerShape = (offset: number | undefined) => PublishAnswer;
 
 export interface PublishCall {
   key?: Uint8Array;
   ack: boolean;
   gather?: boolean;
   timeoutMs: number;
+  /** Acked: what the call resolves with (default `{ offset }`), so a caller that reshapes the
+   *  answer needs no promise of its own on top of this one. */
+  shape?: AnswerShape;
 }
 
 /** Publishes to one stream and key waiting for the end of this turn to go out together. */
@@ -51,16 +57,23 @@ interface Gather {
   bytes: number;
   /** The ack deadline of every caller, kept by one timer for the batch (the shortest asked). */
   timeoutMs: number;
-  /** Acked: each caller and the index of its first record in `payloads`. */
-  callers: Array<{ index: number; resolve(r: PublishAnswer): void; reject(err: Error): void }>;
+  /** Acked: the first offset of the frame, shared; each caller's promise derives from it. */
+  acked: Shared<number | undefined> | undefined;
+  /** Acked: each caller's first record in `payloads` and its shape, in call order (the derived
+   *  promises settle in the order they were made, so `answered` walks these). */
+  indices: number[];
+  shapes: AnswerShape[];
+  answered: number;
+  /** Acked: the one reaction every caller's promise runs, made once per gather. */
+  next: (first: number | undefined) => PublishAnswer;
   /** Unacked: the one promise every caller shares, settled once the frame is written. */
-  written: Shared | undefined;
+  written: Shared<PublishAnswer> | undefined;
 }
 
-/** One promise for every unacked caller of a frame, and how to settle it. */
-interface Shared {
-  promise: Promise<PublishAnswer>;
-  resolve(r: PublishAnswer): void;
+/** One promise for every caller of a frame, and how to settle it. */
+interface Shared<T> {
+  promise: Promise<T>;
+  resolve(r: T): void;
   reject(err: unknown): void;
 }
 
@@ -110,7 +123,7 @@ export class PublishPipe {
     if (this.failure) return Promise.reject(this.failure);
     if (opts.gather === true) {
       if (!opts.ack) return this.gatherUnacked(stream, payloads, opts.key, opts.timeoutMs);
-      if (this.binary) return this.gather(stream, payloads, opts.key, opts.timeoutMs);
+      if (this.binary) return this.gather(stream, payloads, opts.key, opts.timeoutMs, opts.shape);
     }
     // A frame of its own goes after what this turn gathered for the same stream and key.
     if (this.gathers.size > 0) {
@@ -130,7 +143,9 @@ export class PublishPipe {
       );
       return this.p.writer.whenWritten(opts.timeoutMs, stream);
     }
-    return ackWithin(this.publishAlone(stream, payloads, opts.key), opts.timeoutMs, stream);
+    const answer = ackWithin(this.publishAlone(stream, payloads, opts.key), opts.timeoutMs, stream);
+    const shape = opts.shape;
+    return shape === undefined ? answer : answer.then((r) => shape(r.offset ?? undefined));
   }
 
   /** The common case joins this turn's batch with no promise but the caller's own. */
@@ -139,24 +154,25 @@ export class PublishPipe {
     payloads: Uint8Array[],
     key: Uint8Array | undefined,
     timeoutMs: number,
+    shape: AnswerShape = plainAnswer,
   ): Promise<PublishAnswer> {
     const bytes = bytesOf(payloads);
     const id = gatherId(stream, key);
     const g = this.gathers.get(id);
     if (g !== undefined) {
       if (g.ack && fits(g, payloads.length, bytes))
-        return this.joined(g, payloads, bytes, timeoutMs);
+        return this.joined(g, payloads, bytes, timeoutMs, shape);
       this.sendGather(id, g);
     }
     if (this.publishesInFlight < this.p.negotiated.window) {
       // A slot is free: open the batch in this call, so the rest of the turn joins it.
       this.publishesInFlight++;
       const opened = this.openGather(id, true, stream, key, timeoutMs);
-      return this.joined(opened, payloads, bytes, timeoutMs);
+      return this.joined(opened, payloads, bytes, timeoutMs, shape);
     }
     // Waiting for a window slot has a timer of its own.
     return ackWithin(
-      this.gatherAfterWindow(id, stream, payloads, bytes, key, timeoutMs),
+      this.gatherAfterWindow(id, stream, { payloads, bytes, shape }, key, timeoutMs),
       timeoutMs,
       stream,
     );
@@ -219,17 +235,17 @@ export class PublishPipe {
   private async gatherAfterWindow(
     id: string,
     stream: string,
-    payloads: Uint8Array[],
-    bytes: number,
+    call: { payloads: Uint8Array[]; bytes: number; shape: AnswerShape },
     key: Uint8Array | undefined,
     timeoutMs: number,
   ): Promise<PublishAnswer> {
+    const { payloads, bytes, shape } = call;
     await this.reserveWindow();
     let g = this.gathers.get(id);
     if (g && (!g.ack || !fits(g, payloads.length, bytes))) this.sendGather(id, g);
     else if (g) this.publishDone(); // another caller opened one while we waited: give ours back
     if (!g || !this.gathers.has(id)) g = this.openGather(id, true, stream, key, timeoutMs);
-    return this.joined(g, payloads, bytes, timeoutMs);
+    return this.joined(g, payloads, bytes, timeoutMs, shape);
   }
 
   /** Joins an acked gather, then seals every gather if the turn holds too much. */
@@ -238,8 +254,9 @@ export class PublishPipe {
     payloads: Uint8Array[],
     bytes: number,
     timeoutMs: number,
+    shape: AnswerShape,
   ): Promise<PublishAnswer> {
-    const answer = join(g, payloads, bytes, timeoutMs);
+    const answer = join(g, payloads, bytes, timeoutMs, shape);
     this.gathered(bytes);
     return answer;
   }
@@ -263,8 +280,13 @@ export class PublishPipe {
     key: Uint8Array | undefined,
     timeoutMs: number,
   ): Gather {
-    const written = ack ? undefined : shared();
-    const g: Gather = { ack, stream, key, payloads: [], bytes: 0, timeoutMs, callers: [], written };
+    const g: Gather = {
+      ...{ ack, stream, key, payloads: [], bytes: 0, timeoutMs },
+      ...{ acked: ack ? shared() : undefined, indices: [], shapes: [], answered: 0 },
+      written: ack ? undefined : shared(),
+      next: plainAnswer,
+    };
+    g.next = (first) => answerOf(g, first);
     this.gathers.set(id, g);
     if (!this.gatherScheduled) {
       this.gatherScheduled = true;
@@ -331,24 +353,21 @@ export class PublishPipe {
       return;
     }
     const requestId = this.p.table.nextId();
-    const callers = g.callers;
+    const acked = g.acked!;
     // An ack that never comes is an unknown outcome, not a hang: one timer for the batch. The
     // request stays pending (its window slot taken) until the ack or the connection's loss.
     const timer = setTimeout(() => {
       const what = `the ack of a publish to ${g.stream}`;
-      const err = new TimeoutError(what, g.timeoutMs, 'unknown_outcome');
-      for (const c of callers) c.reject(err);
+      acked.reject(new TimeoutError(what, g.timeoutMs, 'unknown_outcome'));
     }, g.timeoutMs);
     this.p.table.add(requestId, {
       resolve: (r) => {
         clearTimeout(timer);
-        const first = (r as PublishAnswer).offset;
-        for (const c of callers)
-          c.resolve({ offset: first === undefined ? undefined : first + c.index });
+        acked.resolve((r as PublishAnswer).offset ?? undefined);
       },
       reject: (err) => {
         clearTimeout(timer);
-        for (const c of callers) c.reject(err);
+        acked.reject(err);
       },
       publishTo: g.stream,
     });
@@ -438,14 +457,14 @@ function fits(g: Gather, records: number, bytes: number): boolean {
 }
 
 function rejectAll(g: Gather, err: Error): void {
-  for (const c of g.callers) c.reject(err);
+  g.acked?.reject(err);
   g.written?.reject(err);
 }
 
-function shared(): Shared {
-  let resolve!: Shared['resolve'];
-  let reject!: Shared['reject'];
-  const promise = new Promise<PublishAnswer>((res, rej) => {
+function shared<T>(): Shared<T> {
+  let resolve!: Shared<T>['resolve'];
+  let reject!: Shared<T>['reject'];
+  const promise = new Promise<T>((res, rej) => {
     resolve = res;
     reject = rej;
   });
@@ -457,12 +476,26 @@ function join(
   payloads: Uint8Array[],
   bytes: number,
   timeoutMs: number,
+  shape: AnswerShape,
 ): Promise<PublishAnswer> {
-  const index = g.payloads.length;
+  g.indices.push(g.payloads.length);
+  g.shapes.push(shape);
   for (const p of payloads) g.payloads.push(p);
   g.bytes += bytes;
   if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
-  return new Promise((resolve, reject) => g.callers.push({ index, resolve, reject }));
+  // No promise or closure of the caller's own beyond this reaction: reactions to one promise
+  // run in the order they were added, so the k-th to run is the k-th caller's.
+  return g.acked!.promise.then(g.next);
+}
+
+/** The next caller's answer of an acked gather whose first offset is `first`. */
+function answerOf(g: Gather, first: number | undefined): PublishAnswer {
+  const k = g.answered++;
+  return g.shapes[k]!(first === undefined ? undefined : first + g.indices[k]!);
+}
+
+function plainAnswer(offset: number | undefined): PublishAnswer {
+  return { offset };
 }
 
 /** `p`, or a TimeoutError of unknown outcome once `ms` pass: a publish's ack that never came. */
