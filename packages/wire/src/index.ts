@@ -17,6 +17,14 @@ export { GetRequestReader, encodeGetRequest, getRequestPrefix } from './fast/cac
 export type { GetPrefix, SentGetRequest } from './fast/cache-get.js';
 export { readValueAnswer, valueAnswerFrame, valueAnswerHead } from './fast/cache-value.js';
 export {
+  PutRequestReader,
+  encodePutRequest,
+  okAnswerFrame,
+  putRequestPrefix,
+  readOkAnswer,
+} from './fast/cache-put.js';
+export type { PutPrefix } from './fast/cache-put.js';
+export {
   FRAME_MAGIC,
   FRAME_VERSION,
   decodeFrame,

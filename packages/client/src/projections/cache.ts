@@ -10,10 +10,14 @@ import {
   FEATURE_CACHE_WATCH_RETAINED,
   type GetPrefix,
   type Message,
+  type PutPrefix,
   decodeMessage,
   encodeGetRequest,
   encodeMessage,
+  encodePutRequest,
   getRequestPrefix,
+  putRequestPrefix,
+  readOkAnswer,
   readValueAnswer,
 } from '@felix/wire';
 import {
@@ -61,6 +65,7 @@ type Answer<T extends Message['type']> = Extract<Message, { type: T }>;
 
 export class Cache {
   private getPrefixMemo: { tenant: string; namespace: string; prefix: GetPrefix } | null = null;
+  private putPrefixMemo: { tenant: string; namespace: string; prefix: PutPrefix } | null = null;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -79,14 +84,13 @@ export class Cache {
     if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
       throw new InvalidArgumentError('ttlMs must be a non-negative integer');
     const bc = await this.host.connection(opts.signal);
+    const bytes = bytesOf(value);
+    const prefix = this.putPrefix(bc);
+    const scope = this.scope(bc);
     await bc.requests
-      .request((request_id) => ({
-        type: 'cache_put',
-        ...this.scope(bc),
-        key,
-        value: bytesOf(value),
-        request_id,
-        ...(opts.ttlMs !== undefined ? { ttl_ms: opts.ttlMs } : {}),
+      .requestPrepared((requestId) => ({
+        bytes: encodePutRequest(prefix, scope, key, bytes, requestId, opts.ttlMs),
+        quick: (payload) => readOkAnswer(requestId, payload),
       }))
       .catch((err: unknown) => {
         throw err instanceof ConnectionLostError
@@ -134,6 +138,16 @@ export class Cache {
     if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.prefix;
     const prefix = getRequestPrefix(tenant, namespace, this.name);
     this.getPrefixMemo = { tenant, namespace, prefix };
+    return prefix;
+  }
+
+  /** The start of this cache's `cache_put` on `bc` (built once per scope). */
+  private putPrefix(bc: BrokerConnection): PutPrefix {
+    const { tenant, namespace } = bc.scope;
+    const memo = this.putPrefixMemo;
+    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.prefix;
+    const prefix = putRequestPrefix(tenant, namespace, this.name);
+    this.putPrefixMemo = { tenant, namespace, prefix };
     return prefix;
   }
 

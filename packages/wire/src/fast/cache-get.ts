@@ -20,7 +20,6 @@
 import { ownBytes } from '@felix/common';
 import {
   asciiBytes,
-  asciiText,
   bytesStartWith,
   decimalDigits,
   utf8Length,
@@ -30,6 +29,7 @@ import {
 import { writeFrameHeader } from '../frame/header.js';
 import type { CacheGetMessage } from '../json/message-types.js';
 import { FRAME_HEADER_BYTES, GET_SCOPE_MEMO_BYTES_MAX } from '../limits.js';
+import { digitsValue, stringEnd, text } from './json-bytes.js';
 
 const GET_OPEN = '{"type":"cache_get",';
 const OPEN = asciiBytes('{"type":"cache_get","tenant_id":"');
@@ -43,12 +43,8 @@ const BACKSLASH = 0x5c;
 const CLOSE = 0x7d;
 /** Where the frame header keeps the payload length (u32, big-endian). */
 const LENGTH_AT = 8;
-/** Digits of a request id taken here: 15 always fit a safe integer (the codec's u64 bound). */
-const RID_DIGITS_MAX = 15;
 
 const UTF8_OUT = new TextEncoder();
-// ignoreBOM: a string that starts with U+FEFF keeps it, as it does inside the whole payload.
-const UTF8_IN = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * `{"type":"cache_get",` and the scope fields, up to the key's value: as text, and as a frame
@@ -123,15 +119,47 @@ function encodeGetRequestText(prefix: GetPrefix, key: string, requestId: number)
 }
 
 /**
+ * The scope (tenant, namespace, cache) of a cache request read from its bytes, reused while the
+ * next request's scope bytes are the same: consecutive requests on a stream usually name one
+ * cache. The get and put readers share it.
+ */
+export class ScopeReader {
+  private scope: Uint8Array | null = null;
+  protected tenant = '';
+  protected namespace = '';
+  protected cache = '';
+
+  /** Sets tenant, namespace and cache (reused while their bytes repeat); false on bad UTF-8. */
+  protected readScope(
+    p: Uint8Array,
+    tenantAt: number,
+    tenantEnd: number,
+    namespaceAt: number,
+    namespaceEnd: number,
+    cacheAt: number,
+    cacheEnd: number,
+  ): boolean {
+    const memo = this.scope;
+    if (memo !== null && memo.length === cacheEnd - tenantAt && bytesStartWith(p, tenantAt, memo))
+      return true;
+    const tenant = text(p, tenantAt, tenantEnd);
+    const namespace = text(p, namespaceAt, namespaceEnd);
+    const cache = text(p, cacheAt, cacheEnd);
+    if (tenant === undefined || namespace === undefined || cache === undefined) return false;
+    this.tenant = tenant;
+    this.namespace = namespace;
+    this.cache = cache;
+    this.scope =
+      cacheEnd - tenantAt <= GET_SCOPE_MEMO_BYTES_MAX ? p.slice(tenantAt, cacheEnd) : null;
+    return true;
+  }
+}
+
+/**
  * Reads get requests on one stream. The scope (tenant, namespace, cache) of consecutive gets is
  * usually the same bytes: it is decoded once and its strings reused while the bytes match.
  */
-export class GetRequestReader {
-  private scope: Uint8Array | null = null;
-  private tenant = '';
-  private namespace = '';
-  private cache = '';
-
+export class GetRequestReader extends ScopeReader {
   /** The request, or undefined when the payload is not in the exact form (see above). */
   read(p: Uint8Array): CacheGetMessage | undefined {
     if (!bytesStartWith(p, 0, OPEN)) return undefined;
@@ -169,69 +197,4 @@ export class GetRequestReader {
     if (requestId !== undefined) msg.request_id = requestId;
     return msg;
   }
-
-  /** Sets tenant, namespace and cache (reused while their bytes repeat); false on bad UTF-8. */
-  private readScope(
-    p: Uint8Array,
-    tenantAt: number,
-    tenantEnd: number,
-    namespaceAt: number,
-    namespaceEnd: number,
-    cacheAt: number,
-    cacheEnd: number,
-  ): boolean {
-    const memo = this.scope;
-    if (memo !== null && memo.length === cacheEnd - tenantAt && bytesStartWith(p, tenantAt, memo))
-      return true;
-    const tenant = text(p, tenantAt, tenantEnd);
-    const namespace = text(p, namespaceAt, namespaceEnd);
-    const cache = text(p, cacheAt, cacheEnd);
-    if (tenant === undefined || namespace === undefined || cache === undefined) return false;
-    this.tenant = tenant;
-    this.namespace = namespace;
-    this.cache = cache;
-    this.scope =
-      cacheEnd - tenantAt <= GET_SCOPE_MEMO_BYTES_MAX ? p.slice(tenantAt, cacheEnd) : null;
-    return true;
-  }
-}
-
-/**
- * Where the string starting at `at` (just after its opening quote) ends: the index of its
- * closing quote, or -1 when it holds an escape or a control character or is unterminated.
- */
-function stringEnd(p: Uint8Array, at: number): number {
-  for (let i = at; i < p.length; i++) {
-    const c = p[i]!;
-    if (c === QUOTE) return i;
-    if (c === BACKSLASH || c < 0x20) return -1;
-  }
-  return -1;
-}
-
-/** p[from, to) as a string: ASCII directly, anything else through strict UTF-8. */
-function text(p: Uint8Array, from: number, to: number): string | undefined {
-  for (let i = from; i < to; i++) {
-    if (p[i]! >= 0x80) {
-      try {
-        return UTF8_IN.decode(p.subarray(from, to));
-      } catch {
-        return undefined; // declined: the codec reports the invalid UTF-8 as its typed error
-      }
-    }
-  }
-  return asciiText(p, from, to);
-}
-
-/** The integer written in p[from, to) as plain digits (no sign, no leading zero), else undefined. */
-function digitsValue(p: Uint8Array, from: number, to: number): number | undefined {
-  const n = to - from;
-  if (n < 1 || n > RID_DIGITS_MAX || (n > 1 && p[from] === 0x30)) return undefined;
-  let v = 0;
-  for (let i = from; i < to; i++) {
-    const d = p[i]! - 0x30;
-    if (d < 0 || d > 9) return undefined;
-    v = v * 10 + d;
-  }
-  return v;
 }

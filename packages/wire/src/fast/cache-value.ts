@@ -29,6 +29,7 @@ import { messageJson } from '../json/message-codec.js';
 import type { CacheValueMessage } from '../json/message-types.js';
 import { FRAME_HEADER_BYTES } from '../limits.js';
 import type { SentGetRequest } from './cache-get.js';
+import { base64Bytes } from './json-bytes.js';
 
 const UTF8 = new TextEncoder();
 const VALUE_OPEN = asciiBytes('{"type":"cache_value",');
@@ -37,7 +38,6 @@ const NULL = asciiBytes('null');
 const RID_FIELD = asciiBytes(',"request_id":');
 const QUOTE = 0x22;
 const CLOSE = 0x7d;
-const PAD = 0x3d;
 /** Where the frame header keeps the payload length (u32, big-endian). */
 const LENGTH_AT = 8;
 
@@ -109,7 +109,8 @@ export function readValueAnswer(
   if (p[at] === QUOTE) {
     const end = p.indexOf(QUOTE, at + 1);
     if (end < 0) return undefined;
-    value = base64Bytes(p, at + 1, end);
+    // Room from Buffer's pool (ownBytes): a fresh ArrayBuffer cost more than the decode.
+    value = base64Bytes(p, at + 1, end, ownBytes);
     if (value === undefined) return undefined;
     at = end + 1;
   } else if (bytesStartWith(p, at, NULL)) {
@@ -127,47 +128,4 @@ export function readValueAnswer(
   const msg: CacheValueMessage = { type: 'cache_value', key, request_id: req.requestId };
   if (value !== undefined) msg.value = value;
   return msg;
-}
-
-const SEXTET = new Int8Array(256).fill(-1);
-for (const [i, c] of [
-  ...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/',
-].entries()) {
-  SEXTET[c.charCodeAt(0)] = i;
-}
-
-/** Canonical padded base64 in p[from, to) (what the codec accepts), else undefined. */
-function base64Bytes(p: Uint8Array, from: number, to: number): Uint8Array | undefined {
-  const n = to - from;
-  if (n % 4 !== 0) return undefined;
-  let pad = 0;
-  if (n > 0 && p[to - 1] === PAD) pad = p[to - 2] === PAD ? 2 : 1;
-  // Room from Buffer's pool (ownBytes): a fresh ArrayBuffer cost more than the decode.
-  const out = ownBytes((n / 4) * 3 - pad);
-  let o = 0;
-  const full = n - (pad > 0 ? 4 : 0);
-  for (let i = from; i < from + full; i += 4) {
-    const a = SEXTET[p[i]!]!;
-    const b = SEXTET[p[i + 1]!]!;
-    const c = SEXTET[p[i + 2]!]!;
-    const d = SEXTET[p[i + 3]!]!;
-    if ((a | b | c | d) < 0) return undefined;
-    const v = (a << 18) | (b << 12) | (c << 6) | d;
-    out[o++] = v >> 16;
-    out[o++] = (v >> 8) & 0xff;
-    out[o++] = v & 0xff;
-  }
-  if (pad > 0) {
-    const i = from + full;
-    const a = SEXTET[p[i]!]!;
-    const b = SEXTET[p[i + 1]!]!;
-    const c = pad === 1 ? SEXTET[p[i + 2]!]! : 0;
-    if ((a | b | c) < 0) return undefined;
-    // The bits past the last byte must be zero (canonical), as the codec requires.
-    if (pad === 2 ? (b & 0x0f) !== 0 : (c & 0x03) !== 0) return undefined;
-    const v = (a << 18) | (b << 12) | (c << 6);
-    out[o++] = v >> 16;
-    if (pad === 1) out[o++] = (v >> 8) & 0xff;
-  }
-  return out;
 }
