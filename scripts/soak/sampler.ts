@@ -11,6 +11,8 @@ export interface Sample {
   phase: string;
   rssMiB: number;
   heapUsedMiB: number | null;
+  /** V8's committed heap (what the heap holds of RSS, used or not). */
+  heapTotalMiB: number | null;
   externalMiB: number | null;
 }
 
@@ -44,12 +46,14 @@ export class RssSampler {
       phase: this.phase,
       rssMiB: this.rss(),
       heapUsedMiB: null,
+      heapTotalMiB: null,
       externalMiB: null,
     };
     this.samples.push(s);
     try {
       const text = await this.broker.metricsText();
       s.heapUsedMiB = metricSum(text, 'felix_broker_process_nodejs_heap_size_used_bytes') / MIB;
+      s.heapTotalMiB = metricSum(text, 'felix_broker_process_nodejs_heap_size_total_bytes') / MIB;
       s.externalMiB = metricSum(text, 'felix_broker_process_nodejs_external_memory_bytes') / MIB;
     } catch {
       // a broker too busy to answer /metrics still has its RSS sampled
