@@ -339,15 +339,7 @@ export class PublishPipe {
       return;
     }
     if (!g.ack) {
-      this.p.writer.push(
-        encodePublishBatch({
-          tenantId: this.p.tenant,
-          namespace: this.p.namespace,
-          stream: g.stream,
-          payloads: g.payloads,
-          ...(g.key !== undefined ? { key: g.key } : {}),
-        }),
-      );
+      this.p.writer.push(this.gatherFrame(g));
       const w = g.written!;
       this.p.writer.whenWritten(g.timeoutMs, g.stream).then(w.resolve, w.reject);
       return;
@@ -371,17 +363,19 @@ export class PublishPipe {
       },
       publishTo: g.stream,
     });
-    this.p.writer.push(
-      encodePublishBatch({
-        tenantId: this.p.tenant,
-        namespace: this.p.namespace,
-        stream: g.stream,
-        payloads: g.payloads,
-        ...(g.key !== undefined ? { key: g.key } : {}),
-        requestId,
-        ackMode: 'per_batch',
-      }),
-    );
+    this.p.writer.push(this.gatherFrame(g, requestId));
+  }
+
+  /** A gather's publish frame: acked (one ack for the batch) when it has a request id. */
+  private gatherFrame(g: Gather, requestId?: number): Uint8Array {
+    return encodePublishBatch({
+      tenantId: this.p.tenant,
+      namespace: this.p.namespace,
+      stream: g.stream,
+      payloads: g.payloads,
+      ...(g.key !== undefined ? { key: g.key } : {}),
+      ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
+    });
   }
 
   /** The shard count of a stream (0: unknown stream) and its routing. */
