@@ -57,3 +57,8 @@ export const FEATURE_HI_GROUP_RECORDS_BINARY = 0x0000_0004;
  * supported.
  */
 export const FEATURE_HI_GROUP_NACK_BATCH = 0x0000_0008;
+/**
+ * Bit 4 of the `_hi` word (bit 36 of the set): `reauth` (a fresh token for a live connection,
+ * answered `reauth_ok`). A Felix extension; without it a client reconnects to renew a token.
+ */
+export const FEATURE_HI_REAUTH = 0x0000_0010;

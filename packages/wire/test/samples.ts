@@ -179,6 +179,8 @@ export const MESSAGE_SAMPLES: Message[] = [
   },
   { type: 'group_delete', ...G, request_id: 40 },
   { type: 'group_deleted', existed: true, request_id: 40 },
+  { type: 'reauth', token: 'eyJhbGciOiJFZERTQSJ9.e30.c2ln', request_id: 41 },
+  { type: 'reauth_ok', request_id: 41, expires_at_ms: 1_800_000_000_000 },
 ];
 
 const SCOPE = { tenantId: 't1', namespace: 'default', stream: 'orders' };

@@ -40,6 +40,8 @@ const DETAIL: Kind = {
   obj: [
     ['reason', 'str', 'opt'],
     ['retry_after_ms', 'u64', 'opt'],
+    ['action', 'str', 'opt'],
+    ['object', 'str', 'opt'],
   ],
 };
 const STREAM: FieldSpec[] = [
@@ -298,6 +300,8 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
   ],
   group_delete: [...GROUP, RID],
   group_deleted: [['existed', 'bool', 'req'], RID],
+  reauth: [['token', 'str', 'req'], RID],
+  reauth_ok: [RID, ['expires_at_ms', 'u64', 'opt']],
 };
 
 /** Every message `type` the codec knows, in table order. */

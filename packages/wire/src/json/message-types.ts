@@ -21,6 +21,10 @@ export type RetryClassName = string;
 export interface ErrorDetail {
   reason?: string;
   retry_after_ms?: number;
+  /** On `forbidden`: the action refused (`stream.publish`, `cache.write`, ...). */
+  action?: string;
+  /** On `forbidden`: the object it was refused on (`stream:t1/ns/orders`). */
+  object?: string;
 }
 export interface BrokerEndpoint {
   node_id: string;
@@ -412,6 +416,24 @@ export interface GroupNackedMessage {
   request_id: number;
   superseded?: number[];
 }
+/**
+ * Felix extension (FEATURE_HI_REAUTH): a fresh token for the connection, sent on any
+ * authenticated stream before the current one expires. It must name the same tenant and
+ * principal; the broker answers `reauth_ok` and from then on checks requests and
+ * subscriptions of every stream of the connection against the new token, or answers an
+ * `error` (`unauthenticated`) and keeps the old token.
+ */
+export interface ReauthMessage {
+  type: 'reauth';
+  token: string;
+  request_id: number;
+}
+/** The answer to `reauth`: the new token's expiry (unix milliseconds), when it has one. */
+export interface ReauthOkMessage {
+  type: 'reauth_ok';
+  request_id: number;
+  expires_at_ms?: number;
+}
 export interface GroupExtendMessage extends GroupScope {
   type: 'group_extend';
   offset: number;
@@ -548,6 +570,8 @@ export type Message =
   | GroupNackMessage
   | GroupNackBatchMessage
   | GroupNackedMessage
+  | ReauthMessage
+  | ReauthOkMessage
   | GroupExtendMessage
   | GroupExtendedMessage
   | GroupDeadLetterMessage
