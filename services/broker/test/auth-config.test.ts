@@ -1,13 +1,18 @@
 // Goal: the broker is secure by default (issue 21): `auth.mode` is `tokens` unless a config says
 // `dev`, dev with a control plane needs its own explicit setting, a `tokens` broker without a key
 // source refuses to start naming the settings, and the JWKS fetcher keeps the reference's guards
-// (shared in-flight fetches, remembered failures, bounded concurrency, the node credential sent).
+// (shared in-flight fetches, remembered failures, bounded concurrency, the node credential sent),
+// and one address cannot hold more connections than its bound.
 // Method: loadConfig on env maps; a real broker process started without keys; the JWKS resolver
-// with an injected fetch and clock, counting and holding requests.
+// with an injected fetch and clock, counting and holding requests; a broker with a per-IP bound
+// of one, dialled twice over TLS.
 import { spawnSync } from 'node:child_process';
 import { exportPublicJwk, generateSigningKey } from '@felix/authz';
-import { REPO_ROOT, brokerArgs } from '@felix/testing-e2e';
+import { REPO_ROOT, brokerArgs, brokerMetric, rawAuthed, startBroker } from '@felix/testing-e2e';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import { type Connection, dial } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
+import { ipOf } from '../src/broker.js';
 import { JwksKeyResolver } from '../src/session/jwks.js';
 import { loadConfig } from '../src/config/load.js';
 import { JWKS_FAILURE_MEMORY_MS, JWKS_FETCHES_IN_FLIGHT_MAX } from '../src/limits.js';
@@ -120,5 +125,55 @@ describe('jwks resolver', () => {
     await Promise.all(tenants.map((t) => r.resolve(t, 'k')));
     expect(peak).toBe(JWKS_FETCHES_IN_FLIGHT_MAX);
     expect(r.fetches).toBe(30);
+  });
+});
+
+describe('per-ip connection bound', () => {
+  it('connections_past_the_per_ip_bound_are_closed_before_auth', async () => {
+    const dir = await tempDir();
+    const broker = await startBroker({
+      yaml: 'streams:\n  - { tenant: t1, name: s }\n',
+      dir: dir.path,
+      env: { FELIX_BROKER_CONNECTIONS_PER_IP_MAX: '1' },
+    });
+    const conns: Connection[] = [];
+    try {
+      const first = await dial(broker.url('tls'), { fingerprint: broker.fingerprint });
+      conns.push(first);
+      await rawAuthed(first, 0x0fff_ffff); // the first is served
+      const second = await dial(broker.url('tls'), { fingerprint: broker.fingerprint });
+      conns.push(second);
+      await expect(rawAuthed(second, 0x0fff_ffff)).rejects.toThrow();
+      await waitFor(
+        async () =>
+          (await brokerMetric(
+            broker,
+            /felix_broker_connections_refused_total\{reason="per_ip"\} (\d+)/,
+          )) === 1,
+        'the per-ip refusal to be counted',
+        10_000,
+      );
+      // Once the first goes, the address may connect again.
+      await first.close();
+      await waitFor(
+        async () =>
+          (await brokerMetric(broker, /felix_broker_connections\{transport="tls"\} (\d+)/)) === 0,
+        'the first connection to be gone',
+        10_000,
+      );
+      const third = await dial(broker.url('tls'), { fingerprint: broker.fingerprint });
+      conns.push(third);
+      await rawAuthed(third, 0x0fff_ffff);
+    } finally {
+      await Promise.allSettled(conns.map((c) => c.close()));
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+
+  it('the_address_of_a_remote_is_its_host_without_the_port', () => {
+    expect(ipOf('127.0.0.1:5000')).toBe('127.0.0.1');
+    expect(ipOf('[::1]:5000')).toBe('::1');
+    expect(ipOf('::ffff:10.0.0.1:77')).toBe('::ffff:10.0.0.1');
   });
 });
