@@ -12,7 +12,8 @@
  * the pubsub bench's publisher idiom: `publisher().send()`, acked per batch) and cache get
  * latency one at a time over TLS on a hot set of 1,000 keys. It prints every round with the load
  * average, the medians and ranges, and the median of the per-round on/off ratios (or
- * differences, for p50). FELIX_BENCH_ROUNDS (default 6) rounds; FELIX_BENCH_QUICK=1 shrinks the
+ * differences, for p50), and the broker's CPU per record and per get from /proc (steadier than
+ * wall-clock figures on a loaded machine). FELIX_BENCH_ROUNDS (default 6) rounds; FELIX_BENCH_QUICK=1 shrinks the
  * counts for a smoke run.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ import {
   median,
   pairedRatios,
   percentile as pct,
+  procCpuSecs,
   startBroker,
 } from '@felix/testing-bench-kit';
 
@@ -72,6 +74,9 @@ interface Side {
   throughput: number[];
   getP50: number[];
   getP99: number[];
+  /** The broker's CPU (user+system, /proc, 10 ms ticks) per published record and per get, µs. */
+  cpuPerRecord: number[];
+  cpuPerGet: number[];
 }
 
 function client(side: Side): Promise<FelixClient> {
@@ -97,6 +102,7 @@ async function throughput(side: Side, count: number): Promise<number> {
       }
     })();
     const payload = new Uint8Array(1024).fill(97);
+    const cpu0 = procCpuSecs(side.broker.pid);
     const t0 = performance.now();
     const pub = pubClient.publisher('ab', { lingerMs: 1, maxBatchRecords: 512, ack: true });
     for (let i = 0; i < count; i++) {
@@ -104,7 +110,9 @@ async function throughput(side: Side, count: number): Promise<number> {
     }
     await pub.flush();
     await done;
-    return count / ((performance.now() - t0) / 1000);
+    const rate = count / ((performance.now() - t0) / 1000);
+    side.cpuPerRecord.push(((procCpuSecs(side.broker.pid) - cpu0) * 1e6) / count);
+    return rate;
   } finally {
     await Promise.allSettled([sub.close(), pubClient.close()]);
   }
@@ -117,7 +125,9 @@ async function gets(side: Side, n: number): Promise<{ p50: number; p99: number }
     const kv = c.cache('kv');
     for (let i = 0; i < 1000; i++) await kv.put(`k${i}`, new Uint8Array(100).fill(42));
     for (let i = 0; i < 2000; i++) await kv.get(`k${i % 1000}`); // warm
+    const cpu0 = procCpuSecs(side.broker.pid);
     const lat = (await latencies(n, (i) => kv.get(`k${i % 1000}`))).sort((a, b) => a - b);
+    side.cpuPerGet.push(((procCpuSecs(side.broker.pid) - cpu0) * 1e6) / n);
     return { p50: pct(lat, 50), p99: pct(lat, 99) };
   } finally {
     await c.close();
@@ -140,6 +150,13 @@ async function round(sides: Side[], r: number): Promise<void> {
   );
 }
 
+/** The median of the per-round differences (on − off), with each pair's. */
+function diffCell(on: number[], off: number[], digits: number): string {
+  const d = on.map((v, i) => v - off[i]!);
+  const m = median(d);
+  return `${m >= 0 ? '+' : ''}${m.toFixed(digits)} µs (pairs ${d.map((x) => x.toFixed(digits)).join(', ')})`;
+}
+
 const range = (v: number[], digits = 0) =>
   `${Math.min(...v).toFixed(digits)}–${Math.max(...v).toFixed(digits)}`;
 
@@ -153,6 +170,8 @@ async function main(): Promise<void> {
     throughput: [],
     getP50: [],
     getP99: [],
+    cpuPerRecord: [],
+    cpuPerGet: [],
   };
   const on: Side = {
     name: 'on',
@@ -164,6 +183,8 @@ async function main(): Promise<void> {
     throughput: [],
     getP50: [],
     getP99: [],
+    cpuPerRecord: [],
+    cpuPerGet: [],
   };
   const sides = [off, on];
   try {
@@ -171,6 +192,8 @@ async function main(): Promise<void> {
     for (const s of sides) {
       await throughput(s, Math.min(MESSAGES, 20_000));
       await gets(s, Math.min(GETS, 2_000));
+      s.cpuPerRecord.length = 0;
+      s.cpuPerGet.length = 0;
     }
     for (let r = 0; r < ROUNDS; r++) await round(sides, r);
   } finally {
@@ -202,6 +225,18 @@ async function main(): Promise<void> {
           `${median(off.getP50).toFixed(1)} µs (${range(off.getP50, 1)})`,
           `${median(on.getP50).toFixed(1)} µs (${range(on.getP50, 1)})`,
           `${median(p50Diffs) >= 0 ? '+' : ''}${median(p50Diffs).toFixed(1)} µs (pairs ${p50Diffs.map((d) => d.toFixed(1)).join(', ')})`,
+        ],
+        [
+          'broker CPU per 1 KiB record (pub→sub)',
+          `${median(off.cpuPerRecord).toFixed(2)} µs (${range(off.cpuPerRecord, 2)})`,
+          `${median(on.cpuPerRecord).toFixed(2)} µs (${range(on.cpuPerRecord, 2)})`,
+          diffCell(on.cpuPerRecord, off.cpuPerRecord, 2),
+        ],
+        [
+          'broker CPU per cache get',
+          `${median(off.cpuPerGet).toFixed(1)} µs (${range(off.cpuPerGet, 1)})`,
+          `${median(on.cpuPerGet).toFixed(1)} µs (${range(on.cpuPerGet, 1)})`,
+          diffCell(on.cpuPerGet, off.cpuPerGet, 1),
         ],
         [
           'cache get p99, TLS',
