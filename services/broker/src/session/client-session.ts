@@ -61,28 +61,25 @@ class StreamRequests implements RequestContext {
   /** It opened a subscription or a watch: it ends when the connection's token expires. */
   longLived = false;
 
+  // Plain fields, not getters over `state`: handlers read them on every request.
+  readonly stream: TransportStream;
+  readonly answers: AnswerPipe;
+  readonly quiet: boolean;
+
   constructor(
     readonly auth: Negotiated,
     readonly grant: ConnectionGrant,
     readonly state: StreamState,
     readonly conn: Connection,
     private readonly session: ClientSession,
-  ) {}
+  ) {
+    this.stream = state.stream;
+    this.answers = state.answers;
+    this.quiet = state.quiet;
+  }
 
   get principal(): string {
     return this.grant.subject;
-  }
-
-  get stream(): TransportStream {
-    return this.state.stream;
-  }
-
-  get answers(): AnswerPipe {
-    return this.state.answers;
-  }
-
-  get quiet(): boolean {
-    return this.state.quiet;
   }
 
   onStreamEnd(release: () => void): void {
