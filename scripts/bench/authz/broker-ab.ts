@@ -13,7 +13,8 @@
  * latency one at a time over TLS on a hot set of 1,000 keys. It prints every round with the load
  * average, the medians and ranges, and the median of the per-round on/off ratios (or
  * differences, for p50), and the broker's CPU per record and per get from /proc (steadier than
- * wall-clock figures on a loaded machine). FELIX_BENCH_ROUNDS (default 6) rounds; FELIX_BENCH_QUICK=1 shrinks the
+ * wall-clock figures on a loaded machine). FELIX_BENCH_ONLY=get runs the gets alone;
+ * FELIX_BENCH_AA=1 runs both brokers with auth off (a control). FELIX_BENCH_ROUNDS (default 6) rounds; FELIX_BENCH_QUICK=1 shrinks the
  * counts for a smoke run.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -37,6 +38,10 @@ const ROUNDS = Math.max(1, Number(process.env.FELIX_BENCH_ROUNDS ?? 6));
 const MESSAGES = QUICK ? 5_000 : 100_000;
 const GETS = QUICK ? 1_000 : 10_000;
 const TENANT = 'bench';
+/** FELIX_BENCH_ONLY=get: the get scenario alone. */
+const GETS_ONLY = process.env.FELIX_BENCH_ONLY === 'get';
+/** FELIX_BENCH_AA=1: both brokers run auth off (an A/A control: how far two processes differ). */
+const AA = process.env.FELIX_BENCH_AA === '1';
 const CONFIG = `streams:\n  - { tenant: ${TENANT}, name: ab }\ncaches:\n  - { tenant: ${TENANT}, name: kv }\n`;
 const load = () => loadavg()[0]!.toFixed(1);
 
@@ -136,7 +141,7 @@ async function gets(side: Side, n: number): Promise<{ p50: number; p99: number }
 
 async function round(sides: Side[], r: number): Promise<void> {
   const order = r % 2 === 0 ? sides : [...sides].reverse();
-  for (const s of order) s.throughput.push(await throughput(s, MESSAGES));
+  for (const s of order) s.throughput.push(GETS_ONLY ? 0 : await throughput(s, MESSAGES));
   for (const s of [...order].reverse()) {
     const g = await gets(s, GETS);
     s.getP50.push(g.p50);
@@ -177,7 +182,9 @@ async function main(): Promise<void> {
     name: 'on',
     broker: await startBroker({
       config: CONFIG,
-      env: { FELIX_AUTH_MODE: 'tokens', FELIX_AUTH_KEYS_FILE: keysFile },
+      env: AA
+        ? { FELIX_AUTH_MODE: 'dev' }
+        : { FELIX_AUTH_MODE: 'tokens', FELIX_AUTH_KEYS_FILE: keysFile },
     }),
     token,
     throughput: [],
@@ -190,7 +197,7 @@ async function main(): Promise<void> {
   try {
     // One untimed pass each: the rounds measure warm code on both brokers.
     for (const s of sides) {
-      await throughput(s, Math.min(MESSAGES, 20_000));
+      if (!GETS_ONLY) await throughput(s, Math.min(MESSAGES, 20_000));
       await gets(s, Math.min(GETS, 2_000));
       s.cpuPerRecord.length = 0;
       s.cpuPerGet.length = 0;
