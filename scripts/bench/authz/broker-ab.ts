@@ -209,7 +209,7 @@ async function main(): Promise<void> {
   const tput = pairedRatios(on.throughput, off.throughput);
   const p50Diffs = on.getP50.map((v, i) => v - off.getP50[i]!);
   console.log(
-    `\n${ROUNDS} alternated pairs, ${MESSAGES} x 1 KiB pub→sub and ${GETS} gets per run; ` +
+    `\n${ROUNDS} alternated pairs, ${GETS_ONLY ? 0 : MESSAGES} x 1 KiB pub→sub and ${GETS} gets per run${AA ? ' (A/A control: both auth off)' : ''}; ` +
       `load average ${loadBefore} before, ${load()} after (2 cores shared with other work)\n`,
   );
   console.log(
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
           `${median(on.getP99).toFixed(1)} µs (${range(on.getP99, 1)})`,
           '',
         ],
-      ],
+      ].filter((row) => !GETS_ONLY || !row[0]!.includes('pub→sub')),
     ),
   );
 }
