@@ -250,3 +250,6 @@ export const NODE_TOKEN_REREAD_MS = 30_000;
 export const NODE_TOKEN_FILE_BYTES_MAX = 16 * 1024;
 /** Default per-IP connection bound: a quarter of the broker's, so one host cannot take them all. */
 export const CONNECTIONS_PER_IP_DEFAULT = 1024;
+/** How long the expiry notice on a control stream may take to write before the subscriptions
+ *  and watches it opened are ended anyway (a peer that stopped reading cannot keep them). */
+export const TOKEN_EXPIRY_NOTICE_MS_MAX = 1_000;

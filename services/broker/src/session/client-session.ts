@@ -20,6 +20,7 @@
  */
 import type { Connection, TransportStream } from '@felix/transport';
 import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
+import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
 import { ConnectionGrant, type Principal } from './grant.js';
 import { admit } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
@@ -426,14 +427,22 @@ export class ClientSession {
       const st = rc.state;
       st.expired = true;
       this.letGo(st);
-      release(rc);
       const refusal = new Refusal(
         'unauthenticated',
         'the connection token expired; its subscriptions and watches end',
         'token_expired',
         { fatalToStream: true },
       );
-      void st.answers.drain().then(() => this.refuse(st.stream, rc.auth, refusal, st.quiet));
+      // The reason goes out on the control stream before the subscriptions' own streams are
+      // reset, so the client reads why they end; a peer that does not read gets them reset anyway.
+      const bound = setTimeout(() => release(rc), TOKEN_EXPIRY_NOTICE_MS_MAX).unref();
+      void st.answers
+        .drain()
+        .then(() => this.refuse(st.stream, rc.auth, refusal, st.quiet))
+        .finally(() => {
+          clearTimeout(bound);
+          release(rc);
+        });
     }
   }
 
