@@ -19,6 +19,7 @@ import {
   CursorTooOldError,
   ProtocolError,
   TimeoutError,
+  refusalOf,
 } from './errors.js';
 import type {
   BrokerConnection,
@@ -293,8 +294,13 @@ export class ShardReader {
           yield this.toEvents(msg.base_offset, 0, msg.payloads);
           continue;
         }
-        if (msg.type === 'error')
+        // The broker ended the subscription: its code says why (`unauthenticated` when the
+        // connection's token expired, `forbidden` when a permission was withdrawn), and the
+        // iterator ends with that typed error.
+        if (msg.type === 'error') {
+          if (msg.code !== undefined) throw refusalOf(msg);
           throw new ProtocolError(`subscription ended by the broker: ${msg.message}`);
+        }
         continue; // other end-of-stream frames this client did not negotiate are ignored
       }
       if (!(frame.flags & (FLAG_BINARY_EVENT_BATCH_SHARED | FLAG_BINARY_EVENT_BATCH))) {

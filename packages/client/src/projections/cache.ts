@@ -258,6 +258,8 @@ export class Cache {
               yield { type: 'lagged', resumeFrom: msg.resume_from };
               break;
             }
+            // Ended by the broker (`unauthenticated` at the token's expiry): the typed error.
+            if (msg.type === 'error') throw refusalOf(msg);
             if (msg.type !== 'cache_event') continue;
             if (!retainedPhase) next = Math.max(next ?? 0, msg.offset + 1);
             yield changeOf(msg);
