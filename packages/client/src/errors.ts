@@ -47,7 +47,8 @@ export abstract class BrokerRefusedError extends ClientError {
 
 /** The `action` and `object` an authorization refusal names in its detail, when it does. */
 function authzNames(detail: unknown): { action: string | undefined; object: string | undefined } {
-  const d = typeof detail === 'object' && detail !== null ? (detail as Record<string, unknown>) : {};
+  const d =
+    typeof detail === 'object' && detail !== null ? (detail as Record<string, unknown>) : {};
   return {
     action: typeof d.action === 'string' ? d.action : undefined,
     object: typeof d.object === 'string' ? d.object : undefined,

@@ -101,16 +101,15 @@ export class FakeBroker {
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
       this.closeConn = resolve;
     });
-    const broker = this;
     this.conn = {
       remote: 'fake:1',
       transport: 'quic',
-      openBidi: async () => broker.open(),
+      openBidi: async () => this.open(),
       openUni: async () => {
         throw new Error('the client opens no uni stream');
       },
-      incoming: () => ({ [Symbol.asyncIterator]: () => broker.uniStreams() }),
-      close: async () => broker.closeConn({ code: 0, reason: 'closed' }),
+      incoming: () => ({ [Symbol.asyncIterator]: () => this.uniStreams() }),
+      close: async () => this.closeConn({ code: 0, reason: 'closed' }),
       closed,
       stats: () => ({}) as never,
     };

@@ -21,38 +21,8 @@ import {
 } from '../src/limits.js';
 import type { StatusEvent } from '../src/status.js';
 import { tokenTimes } from '../src/token/claims.js';
-import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from '../src/token/keeper.js';
-
-/** A clock whose timers run only when a test fires them. */
-export class FakeClock implements KeeperClock {
-  t = 1_700_000_000_000;
-  timers: Array<{ at: number; ms: number; fn: () => void }> = [];
-  random = () => 0.5;
-  now(): number {
-    return this.t;
-  }
-  after(ms: number, fn: () => void): () => void {
-    const timer = { at: this.t + ms, ms, fn };
-    this.timers.push(timer);
-    return () => {
-      this.timers = this.timers.filter((x) => x !== timer);
-    };
-  }
-  /** The earliest timer: the clock moves to it and runs it. */
-  fire(): void {
-    this.timers.sort((a, b) => a.at - b.at);
-    const next = this.timers.shift();
-    if (next === undefined) throw new Error('no timer is armed');
-    this.t = Math.max(this.t, next.at);
-    next.fn();
-  }
-}
-
-const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-/** A compact JWT with these claims (unsigned: the client never verifies). */
-export function jwt(claims: Record<string, unknown>): string {
-  return `${b64({ alg: 'EdDSA', kid: 'k1' })}.${b64(claims)}.c2ln`;
-}
+import { type Presented, REAL_CLOCK, TokenKeeper } from '../src/token/keeper.js';
+import { FakeClock, b64, jwt } from './fake-clock.js';
 
 /** Resolves once the microtasks and I/O callbacks queued so far have run. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
