@@ -211,6 +211,8 @@ export class ShardReader {
         this.refusals = 0;
         if (this.stopped) return; // stopped while the subscribe was on its way
         yield* this.drain(this.open);
+        const refused = this.open?.refusal?.();
+        if (refused) throw refused; // ended by the broker for good (its token expired)
         this.open?.close();
         this.open = null;
         // Lagged, ended by the broker, or the connection died: loop and resume from the cursor

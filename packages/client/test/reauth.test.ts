@@ -158,4 +158,21 @@ describe('authorization refusals on a live connection', () => {
     expect(broker.received.filter(({ msg }) => msg.type === 'subscribe')).toHaveLength(1);
     await client.close();
   });
+
+  it('a_subscription_ended_by_an_unauthenticated_error_on_its_control_stream_is_not_resubscribed', async () => {
+    const { broker, client } = await rig({ reauth: true });
+    const it = client.subscribe('orders', { shard: 0 })[Symbol.asyncIterator]();
+    const next = it.next();
+    const control = await waitFor(
+      () => broker.received.find(({ msg }) => msg.type === 'subscribe')?.stream,
+      'the subscription is open',
+    );
+    await waitFor(() => broker.events.get(1), 'its event stream is open');
+    // As the broker does at expiry: the refusal on the control stream, then the events end.
+    control.send({ type: 'error', code: 'unauthenticated', message: 'expired' });
+    broker.events.get(1)!.inbound.end();
+    await expect(next).rejects.toBeInstanceOf(UnauthenticatedError);
+    expect(broker.received.filter(({ msg }) => msg.type === 'subscribe')).toHaveLength(1);
+    await client.close();
+  });
 });
