@@ -115,6 +115,11 @@ export class FakeBroker {
     };
   }
 
+  /** Ends the connection as a dead broker would. */
+  kill(): void {
+    this.closeConn({ code: 1, reason: 'killed' });
+  }
+
   /** The `token` of every `auth` the client sent, in order. */
   get authTokens(): string[] {
     return this.received.flatMap(({ msg }) => (msg.type === 'auth' ? [msg.token] : []));

@@ -10,7 +10,8 @@ import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { ForbiddenError, UnauthenticatedError } from '../src/errors.js';
-import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
+import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
 import type { StatusEvent } from '../src/status.js';
 import { FakeBroker } from './fake-broker.js';
 import { FakeClock, jwt } from './fake-clock.js';
@@ -101,6 +102,47 @@ describe('in-band reauthentication', () => {
     expect(await refresh(r)).toMatchObject({ type: 'token_refreshed', reauthenticated: true });
     expect(broker.reauths.map((m) => m.token)).toEqual([issued[1], issued[2]]);
     await r.client.close();
+  });
+});
+
+describe('reconnecting with a token provider', () => {
+  it('a_reconnect_refused_as_unauthenticated_asks_the_provider_for_a_fresh_token', async () => {
+    const clock = new FakeClock();
+    const issued: string[] = [];
+    const provider = async () => {
+      const iat = Math.floor(clock.now() / 1000);
+      issued.push(jwt({ n: issued.length + 1, iat, exp: iat + 900 }));
+      return issued.at(-1)!;
+    };
+    const brokers: FakeBroker[] = [];
+    const open = (server: string, o: ConnectionOptions, turn: TurnBatcher) => {
+      const b = new FakeBroker({ reauth: true });
+      brokers.push(b);
+      // The second broker refuses the token it is shown (revoked, say).
+      if (brokers.length === 2)
+        b.answer = (at, msg) => {
+          if (msg.type !== 'auth') return false;
+          at.send({ type: 'error', code: 'unauthenticated', message: 'revoked' });
+          return true;
+        };
+      return BrokerConnection.over(server, b.conn, o, turn);
+    };
+    const client = await FelixClient.create(
+      {
+        servers: ['quic://fake:1'],
+        tenant: 't1',
+        token: provider,
+        reconnect: { baseMs: 1, maxDelayMs: 2 },
+      },
+      { open, clock },
+    );
+    brokers[0]!.kill();
+    await waitFor(() => brokers[2]?.authTokens.length, 'a third connection authenticated');
+    // The token was not due (900 s): only the refusal made the client ask for another.
+    expect(brokers[1]!.authTokens).toEqual([issued[0]]);
+    expect(brokers[2]!.authTokens[0]).toBe(issued[1]);
+    expect(issued).toHaveLength(2);
+    await client.close();
   });
 });
 

@@ -101,7 +101,11 @@ export class TokenKeeper {
   async forConnect(): Promise<string> {
     if (!this.refreshes || this.stopped) return this.token;
     const due = this.refreshAtMs();
-    if (this.stale || (due !== undefined && this.clock.now() >= due)) {
+    const now = this.clock.now();
+    // A token got within the floor is not asked for again (a provider handing out tokens already
+    // past their refresh point would otherwise be called on every connect attempt).
+    const fresh = now - this.gotAtMs < TOKEN_REFRESH_DELAY_MS_MIN;
+    if (this.stale || (due !== undefined && now >= due && !fresh)) {
       this.adopt(await this.fetch());
       this.stale = false;
       this.failures = 0;
