@@ -154,16 +154,27 @@ export function refusalOf(msg: {
   });
 }
 
-/** The typed error of a binary publish ack's refusal: its u16 code named by @felix/wire. */
-export function ackRefusalOf(ack: {
-  code?: number | undefined;
-  message?: string | undefined;
-  retry?: string | number | undefined;
-}): BrokerRefusedError {
+/**
+ * The typed error of a binary publish ack's refusal: its u16 code named by @felix/wire. The ack
+ * carries no detail, so a `forbidden` one is given what the publish itself names: the action
+ * `stream.publish` on `object` (`stream:T/N/S`, the stream it was sent to), when known.
+ */
+export function ackRefusalOf(
+  ack: {
+    code?: number | undefined;
+    message?: string | undefined;
+    retry?: string | number | undefined;
+  },
+  object?: string,
+): BrokerRefusedError {
+  const brokerCode = ack.code !== undefined ? errorCodeName(ack.code) : 'unknown';
   return brokerError({
-    brokerCode: ack.code !== undefined ? errorCodeName(ack.code) : 'unknown',
+    brokerCode,
     message: ack.message ?? '',
     ...(ack.retry !== undefined ? { retry: ack.retry } : {}),
+    ...(brokerCode === 'forbidden' && object !== undefined
+      ? { detail: { action: 'stream.publish', object } }
+      : {}),
   });
 }
 

@@ -178,10 +178,25 @@ export class BrokerConnection {
     return this.pipe.publish(stream, payloads, opts);
   }
 
-  /** The shard count of a stream (0: unknown stream) and its routing. */
-  streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
-    if (this.lostError) return Promise.reject(this.lostError);
-    return this.pipe.streamShards(stream);
+  /**
+   * The shard count of a stream (0: unknown stream) and its routing. Asked on the request stream,
+   * whose answers come in order: a refusal there (`forbidden` without stream.subscribe or
+   * stream.publish, `unauthenticated` after expiry) is an `error` with no request id, which on
+   * the publish stream could belong to no request and would end the connection.
+   */
+  async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
+    if (this.lostError) throw this.lostError;
+    const { tenant, namespace } = this.opts;
+    const msg = await this.requests.request((id) => ({
+      type: 'stream_shards',
+      tenant_id: tenant,
+      namespace,
+      stream,
+      request_id: id,
+    }));
+    if (msg.type !== 'stream_shards_view')
+      throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
+    return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
   }
 
   /** The request stream (opened on first use; a new one after a failure of the stream alone). */

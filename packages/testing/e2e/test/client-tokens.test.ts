@@ -6,13 +6,13 @@
 // minted in the test; each token's acceptance ends a few seconds after it is minted (its `exp`
 // lies in the past, inside the broker's clock skew), so its refresh point has passed and the
 // client renews at TOKEN_REFRESH_DELAY_MS_MIN; the test waits, by condition, past the end.
-import { type StatusEvent, UnauthenticatedError } from '@felix/client';
+import { ForbiddenError, type StatusEvent, UnauthenticatedError } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, TestTenants, startBroker } from '../src/index.js';
 import { TRANSPORTS, client, text } from './support.js';
 
-const YAML = 'streams:\n  - { tenant: t1, name: orders }\n';
+const YAML = 'streams:\n  - { tenant: t1, name: orders }\n  - { tenant: t1, name: audit }\n';
 /** The broker accepts a token until its `exp` plus this (@felix/authz TOKEN_CLOCK_SKEW_S). */
 const BROKER_SKEW_S = 30;
 
@@ -70,6 +70,44 @@ for (const transport of TRANSPORTS) {
       // One connection, one subscription throughout: no loss, no reconnect, no failed renewal.
       expect(seen.filter((e) => e.type === 'disconnected' || e.type === 'gap')).toEqual([]);
       expect(seen.filter((e) => e.type === 'token_refresh_failed')).toEqual([]);
+      await felix.close();
+    });
+
+    it('a_forbidden_client_call_fails_at_once_naming_its_action_and_object_and_the_client_goes_on', async () => {
+      const token = await tenants.mint('t1', {
+        permissions: [
+          'stream.publish:stream:t1/default/audit',
+          'stream.subscribe:stream:t1/default/audit',
+        ],
+      });
+      const felix = await client(broker, transport, { token });
+      const seen = record(felix);
+      const audit = felix.subscribe('audit', { from: 'earliest' })[Symbol.asyncIterator]();
+      await felix.publish('audit', 'first');
+      expect(text((await audit.next()).value.data)).toBe('first');
+
+      // A publish (binary, acked) and a subscribe without their permissions: each fails alone.
+      const publish = felix.publish('orders', 'x');
+      await expect(publish).rejects.toBeInstanceOf(ForbiddenError);
+      await expect(publish).rejects.toMatchObject({
+        action: 'stream.publish',
+        object: 'stream:t1/default/orders',
+        retry: 'never',
+      });
+      const denied = felix.subscribe('orders', { shard: 0 })[Symbol.asyncIterator]().next();
+      await expect(denied).rejects.toMatchObject({
+        code: 'FELIX_CLIENT_FORBIDDEN',
+        action: 'stream.subscribe',
+        object: 'stream:t1/default/orders',
+      });
+      // A merged subscribe asks for the shard count first: refused as well, the connection kept.
+      const merged = felix.subscribe('orders')[Symbol.asyncIterator]().next();
+      await expect(merged).rejects.toBeInstanceOf(ForbiddenError);
+
+      // The connection and the subscription that was allowed go on.
+      await felix.publish('audit', 'second');
+      expect(text((await audit.next()).value.data)).toBe('second');
+      expect(seen.filter((e) => e.type === 'disconnected')).toEqual([]);
       await felix.close();
     });
 
