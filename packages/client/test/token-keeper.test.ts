@@ -11,6 +11,7 @@ import {
   InvalidTokenError,
   TokenProviderError,
   UnauthenticatedError,
+  ackRefusalOf,
   brokerError,
 } from '../src/errors.js';
 import {
@@ -230,10 +231,20 @@ describe('authorization errors', () => {
       action: undefined,
       object: undefined,
     });
-    // A binary publish ack names no detail: the fields are absent, not invented.
+    // A refusal naming no detail leaves the fields absent; a binary publish ack (no detail) is
+    // given the publish's own action and stream.
     expect(brokerError({ brokerCode: 'forbidden', message: '' })).toMatchObject({
       action: undefined,
       object: undefined,
+    });
+    expect(ackRefusalOf({ code: 2, message: 'no' }, 'stream:t1/default/orders')).toMatchObject({
+      code: 'FELIX_CLIENT_FORBIDDEN',
+      action: 'stream.publish',
+      object: 'stream:t1/default/orders',
+    });
+    expect(ackRefusalOf({ code: 3, message: 'gone' }, 'stream:t1/default/x')).toMatchObject({
+      brokerCode: 'not_found',
+      detail: undefined,
     });
   });
 });
