@@ -122,7 +122,10 @@ export class FelixClient {
     await client.keeper.start();
     const errors: unknown[] = [];
     for (let i = 0; i < opts.servers.length; i++) {
-      if (opts.signal?.aborted) throw new AbortedError('connect', { cause: opts.signal.reason });
+      if (opts.signal?.aborted) {
+        client.keeper.stop();
+        throw new AbortedError('connect', { cause: opts.signal.reason });
+      }
       try {
         client.adopt(await client.open(client.nextServer()));
         return client;

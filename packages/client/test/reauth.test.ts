@@ -83,7 +83,9 @@ describe('in-band reauthentication', () => {
     expect(broker.reauths).toEqual([]);
     expect(await client.counter('hits').add('k', 1n)).toBe(1n);
     expect(broker.authTokens).toEqual([issued[0], issued[1]]);
+    expect(r.clock.timers).toHaveLength(1); // the next refresh
     await client.close();
+    expect(r.clock.timers).toEqual([]); // stopped with the client
   });
 
   it('a_refused_reauth_is_reported_and_tried_again_with_a_fresh_token', async () => {
