@@ -2,17 +2,20 @@
 // acceptance: it renews the token and re-authenticates the live connection in band (`reauth`),
 // so the broker never ends the subscription, nothing reconnects and nothing is lost; the same
 // subscription under a fixed token ends with UnauthenticatedError at that point (so the first
-// test can fail). Method: a real broker on real tenant keys (`auth` in the broker spec), tokens
+// test can fail); a call refused `forbidden` fails alone, naming its action and object, and the
+// client goes on. Method: a real broker on real tenant keys (`auth` in the broker spec), tokens
 // minted in the test; each token's acceptance ends a few seconds after it is minted (its `exp`
 // lies in the past, inside the broker's clock skew), so its refresh point has passed and the
 // client renews at TOKEN_REFRESH_DELAY_MS_MIN; the test waits, by condition, past the end.
 import { ForbiddenError, type StatusEvent, UnauthenticatedError } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, TestTenants, startBroker } from '../src/index.js';
+import { type BrokerProcess, TestTenants, brokerMetric, startBroker } from '../src/index.js';
 import { TRANSPORTS, client, text } from './support.js';
 
 const YAML = 'streams:\n  - { tenant: t1, name: orders }\n  - { tenant: t1, name: audit }\n';
+/** Connections whose token ran out while open (their subscriptions were ended). */
+const EXPIRED = /felix_broker_connection_tokens_expired_total (\d+)/;
 /** The broker accepts a token until its `exp` plus this (@felix/authz TOKEN_CLOCK_SKEW_S). */
 const BROKER_SKEW_S = 30;
 
@@ -48,6 +51,7 @@ for (const transport of TRANSPORTS) {
 
     it('a_client_reauthenticates_in_band_before_expiry_without_losing_subscriptions', async () => {
       const acceptedS = 4;
+      const expiredBefore = await brokerMetric(broker, EXPIRED);
       const felix = await client(broker, transport, {
         token: () => acceptedFor(tenants, acceptedS),
       });
@@ -70,6 +74,8 @@ for (const transport of TRANSPORTS) {
       // One connection, one subscription throughout: no loss, no reconnect, no failed renewal.
       expect(seen.filter((e) => e.type === 'disconnected' || e.type === 'gap')).toEqual([]);
       expect(seen.filter((e) => e.type === 'token_refresh_failed')).toEqual([]);
+      // The broker never saw the connection's token run out (it would have ended the subscription).
+      expect(await brokerMetric(broker, EXPIRED)).toBe(expiredBefore);
       await felix.close();
     });
 
@@ -112,9 +118,12 @@ for (const transport of TRANSPORTS) {
     });
 
     it('a_subscription_under_a_fixed_token_ends_unauthenticated_once_the_broker_stops_accepting_it', async () => {
+      const expiredBefore = await brokerMetric(broker, EXPIRED);
       const felix = await client(broker, transport, { token: await acceptedFor(tenants, 3) });
       const it = felix.subscribe('orders')[Symbol.asyncIterator]();
       await expect(it.next()).rejects.toBeInstanceOf(UnauthenticatedError);
+      // What the test above checks stays at zero is counted here.
+      expect(await brokerMetric(broker, EXPIRED)).toBeGreaterThan(expiredBefore);
       await felix.close();
     });
   });
