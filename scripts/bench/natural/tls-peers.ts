@@ -114,6 +114,12 @@ export async function startTlsPeers(): Promise<TlsPeers> {
   );
   // nats-server logs every start to stderr; its failures show as the start deadline's error.
   const natsServer = spawn('nats-server', ['-c', conf], { stdio: 'ignore' });
+  // A bench that dies before `stop` must not leave its servers running: kill them as it exits.
+  const orphaned = () => {
+    redisServer.kill('SIGKILL');
+    natsServer.kill('SIGKILL');
+  };
+  process.once('exit', orphaned);
   const redis = () =>
     new Redis({ host: '127.0.0.1', port: redisPort, tls: { ca: material.certPem } });
   const nats = () =>
@@ -144,6 +150,7 @@ export async function startTlsPeers(): Promise<TlsPeers> {
     redis,
     nats,
     stop: async () => {
+      process.off('exit', orphaned);
       await Promise.all([stopChild(redisServer), stopChild(natsServer)]);
       rmSync(dir, { recursive: true, force: true });
     },
