@@ -29,6 +29,7 @@
  * The table's last column is Felix periodic's rate over each peer's (judged: the TLS peers),
  * medians of per-round pairs (each round runs every system back to back).
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import {
@@ -37,7 +38,6 @@ import {
   median,
   pairedRatios,
   percentile,
-  pidNamed,
   procCpuSecs,
   startBroker,
 } from '@felix/testing-bench-kit';
@@ -208,6 +208,20 @@ if (SYSTEMS.includes('felix-periodic')) {
     ),
   );
 }
+/** The shared nats-server (127.0.0.1:4222): a process named nats-server that is not ours. */
+function sharedNatsPid(ours: number | undefined): number | null {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === ours) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server')
+        return Number(entry);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return null;
+}
+
 const peers = SYSTEMS.some((s) => s.endsWith('-tls')) ? await startTlsPeers() : null;
 const redisTls = peers?.redis() ?? null;
 const ncTls = peers === null ? null : await peers.nats();
@@ -224,7 +238,7 @@ if (SYSTEMS.includes('jetstream-tls')) {
 }
 if (SYSTEMS.includes('jetstream')) {
   const js = await jetStreamSystem(await nc.jetstreamManager(), nc.jetstream(), false, () =>
-    pidNamed('nats-server'),
+    sharedNatsPid(peers?.natsPid),
   );
   systems.push(js);
 }
