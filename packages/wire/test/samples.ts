@@ -175,6 +175,7 @@ export const MESSAGE_SAMPLES: Message[] = [
     in_flight: 2,
     owed: 1,
     dead_letters: 2,
+    cursor_fsync: 'periodic',
     request_id: 39,
   },
   { type: 'group_delete', ...G, request_id: 40 },

@@ -1,14 +1,17 @@
 /**
  * The cache loops: `await cache.get(key)` and `await cache.put(key, value)` one at a time over
  * 1,000 keys of 1 KiB values, against ioredis `await redis.get(key)` / `await redis.set(key, v)`
- * (127.0.0.1:6379). Same durability: the Redis server here keeps data in memory only
+ * Judged against a redis-server of this run's own with TLS on (tls-peers.ts; ioredis with
+ * `tls: { ca }`, nothing else), since every Felix connection is TLS; the shared plaintext server
+ * (127.0.0.1:6379) is shown beside. Same durability: both Redis servers keep data in memory only
  * (`appendonly no`, no `save` points), so the judged Felix loop runs on a broker without durable
  * storage, whose caches are held in memory. Labelled variants: the durable broker, where every
  * put is acknowledged after its fsync, and a raw node:tls ping-pong of the same bytes
  * (raw-tls-floor.ts), the floor under any Node loop over TLS.
  */
 import type { BenchBroker } from '@felix/testing-bench-kit';
-import { type Ctx, DATA, type Row, type Sample, awaitedLoop } from './kit.js';
+import type { Redis } from 'ioredis';
+import { type Ctx, DATA, type Row, type Sample, type Side, awaitedLoop } from './kit.js';
 import { startRawFloor } from './raw-tls-floor.js';
 
 const KEYS = 1_000;
@@ -29,9 +32,22 @@ async function felixSide(ctx: Ctx, broker: BenchBroker, op: Op, share = 1) {
   return { run, close: () => felix.close() };
 }
 
-export async function cacheRow(ctx: Ctx, op: Op, n: number): Promise<Row> {
-  const redis = await ctx.redis();
+async function redisSide(redis: Redis, op: Op, tls: boolean): Promise<Side> {
   for (let i = 0; i < KEYS; i++) await redis.set(key(i), REDIS_DATA);
+  const call = op === 'get' ? 'get(key)' : 'set(key, value)';
+  return {
+    system: `ioredis ${tls ? 'TLS' : 'plaintext'}, await redis.${call}`,
+    durability: 'memory only (appendonly no, no save points)',
+    run: (n) =>
+      op === 'get'
+        ? awaitedLoop(n, (i) => redis.get(key(i)))
+        : awaitedLoop(n, (i) => redis.set(key(i), REDIS_DATA)),
+  };
+}
+
+export async function cacheRow(ctx: Ctx, op: Op, n: number): Promise<Row> {
+  const peer = await redisSide(await ctx.redisTls(), op, true);
+  const plainPeer = await redisSide(await ctx.redis(), op, false);
   const memory = await felixSide(ctx, await ctx.memoryBroker(), op);
   const durable = await felixSide(ctx, await ctx.durableBroker(), op, op === 'put' ? 0.2 : 1);
   const floor = await startRawFloor(op);
@@ -58,14 +74,8 @@ export async function cacheRow(ctx: Ctx, op: Op, n: number): Promise<Row> {
         run: (n) => awaitedLoop(n, () => floor.ping()),
       },
     ],
-    peer: {
-      system: `ioredis, await redis.${op === 'get' ? 'get(key)' : 'set(key, value)'}`,
-      durability: 'memory only (appendonly no, no save points)',
-      run: (n) =>
-        op === 'get'
-          ? awaitedLoop(n, (i) => redis.get(key(i)))
-          : awaitedLoop(n, (i) => redis.set(key(i), REDIS_DATA)),
-    },
+    peer,
+    plainPeer,
     close: async () => {
       await memory.close();
       await durable.close();

@@ -10,6 +10,10 @@
  * - Redis Streams (ioredis, 127.0.0.1:6379): `XREADGROUP ... COUNT 1 ... >` then `XACK`.
  * - JetStream (nats.js, 127.0.0.1:4222): a durable pull consumer with explicit acks,
  *   `consumer.next()` then `m.ackAck()` (the ack awaits the server's answer).
+ * - The same two with TLS on (`redis-tls`, `jetstream-tls`): a redis-server and a nats-server
+ *   this run starts itself with the broker's development certificate (tls-peers.ts), the
+ *   clients given `tls: { ca }` and nothing else. Every Felix connection is TLS, so these are
+ *   the judged peers (the same channel security); the plaintext shared servers are shown.
  *
  * Each round gives every system a fresh group over the same N jobs, one after another; rows are
  * the medians over rounds (jobs/s, p50/p99 of one job's poll + ack, and CPU per job of this
@@ -19,16 +23,21 @@
  *
  *   node --import tsx scripts/bench/natural/consume.ts
  *   (FELIX_BENCH_N jobs, default 10,000; FELIX_BENCH_ROUNDS, default 3; FELIX_BENCH_WARMUP,
- *    default 2,000; FELIX_BENCH_SYSTEMS, default felix-commit,felix-periodic,redis,jetstream)
+ *    default 2,000; FELIX_BENCH_SYSTEMS, default
+ *    felix-commit,felix-periodic,redis-tls,redis,jetstream-tls,jetstream)
+ *
+ * The table's last column is Felix periodic's rate over each peer's (judged: the TLS peers),
+ * medians of per-round pairs (each round runs every system back to back).
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { type FelixClient, connect } from '@felix/client';
 import {
   latencies,
   markdownTable,
   median,
+  pairedRatios,
   percentile,
-  pidNamed,
   procCpuSecs,
   startBroker,
 } from '@felix/testing-bench-kit';
@@ -39,12 +48,14 @@ import {
   type JetStreamManager,
   connect as natsConnect,
 } from 'nats';
+import { startTlsPeers } from './tls-peers.js';
 
 const N = Number(process.env.FELIX_BENCH_N ?? 10_000);
 const ROUNDS = Number(process.env.FELIX_BENCH_ROUNDS ?? 3);
 const WARMUP = Number(process.env.FELIX_BENCH_WARMUP ?? 2_000);
 const SYSTEMS = (
-  process.env.FELIX_BENCH_SYSTEMS ?? 'felix-commit,felix-periodic,redis,jetstream'
+  process.env.FELIX_BENCH_SYSTEMS ??
+  'felix-commit,felix-periodic,redis-tls,redis,jetstream-tls,jetstream'
 ).split(',');
 const data = new Uint8Array(1024).fill(7);
 
@@ -103,7 +114,7 @@ async function felixSystem(
 }
 
 // ---- Redis Streams ----
-async function redisSystem(redis: Redis): Promise<System> {
+async function redisSystem(redis: Redis, tls: boolean): Promise<System> {
   const key = `felix-bench-consume-${Date.now()}`;
   for (let i = 0; i < N; i += 500) {
     const p = redis.pipeline();
@@ -111,8 +122,8 @@ async function redisSystem(redis: Redis): Promise<System> {
     await p.exec();
   }
   return {
-    name: 'Redis Streams, XREADGROUP COUNT 1 + XACK',
-    durability: 'memory only (this server: no AOF, no RDB)',
+    name: `Redis Streams ${tls ? 'TLS' : 'plaintext'}, XREADGROUP COUNT 1 + XACK`,
+    durability: 'memory only (no AOF, no RDB)',
     async serverCpu() {
       const info = await redis.info('cpu');
       const field = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(info)?.[1]);
@@ -139,7 +150,12 @@ async function redisSystem(redis: Redis): Promise<System> {
 }
 
 // ---- JetStream ----
-async function jetStreamSystem(jsm: JetStreamManager, js: JetStreamClient): Promise<System> {
+async function jetStreamSystem(
+  jsm: JetStreamManager,
+  js: JetStreamClient,
+  tls: boolean,
+  pid: () => number | null,
+): Promise<System> {
   const stream = `FELIXCONSUME${Date.now()}`;
   await jsm.streams.add({ name: stream, subjects: [`${stream}.jobs`] });
   for (let i = 0; i < N; i += 256) {
@@ -149,11 +165,11 @@ async function jetStreamSystem(jsm: JetStreamManager, js: JetStreamClient): Prom
     await Promise.all(part);
   }
   return {
-    name: 'JetStream pull consumer, next() + ackAck()',
+    name: `JetStream ${tls ? 'TLS' : 'plaintext'} pull consumer, next() + ackAck()`,
     durability: 'file store; no fsync per ack (nats-server syncs its files on a timer)',
     serverCpu: async () => {
-      const pid = pidNamed('nats-server');
-      return pid === null ? Number.NaN : procCpuSecs(pid);
+      const p = pid();
+      return p === null ? Number.NaN : procCpuSecs(p);
     },
     cleanup: () => jsm.streams.delete(stream),
     async group(label) {
@@ -192,9 +208,40 @@ if (SYSTEMS.includes('felix-periodic')) {
     ),
   );
 }
-if (SYSTEMS.includes('redis')) systems.push(await redisSystem(redis));
-if (SYSTEMS.includes('jetstream'))
-  systems.push(await jetStreamSystem(await nc.jetstreamManager(), nc.jetstream()));
+/** The shared nats-server (127.0.0.1:4222): a process named nats-server that is not ours. */
+function sharedNatsPid(ours: number | undefined): number | null {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === ours) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server')
+        return Number(entry);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return null;
+}
+
+const peers = SYSTEMS.some((s) => s.endsWith('-tls')) ? await startTlsPeers() : null;
+const redisTls = peers?.redis() ?? null;
+const ncTls = peers === null ? null : await peers.nats();
+if (SYSTEMS.includes('redis-tls')) systems.push(await redisSystem(redisTls!, true));
+if (SYSTEMS.includes('redis')) systems.push(await redisSystem(redis, false));
+if (SYSTEMS.includes('jetstream-tls')) {
+  const js = await jetStreamSystem(
+    await ncTls!.jetstreamManager(),
+    ncTls!.jetstream(),
+    true,
+    () => peers!.natsPid,
+  );
+  systems.push(js);
+}
+if (SYSTEMS.includes('jetstream')) {
+  const js = await jetStreamSystem(await nc.jetstreamManager(), nc.jetstream(), false, () =>
+    sharedNatsPid(peers?.natsPid),
+  );
+  systems.push(js);
+}
 
 const rows = new Map<System, Row>(
   systems.map((s) => [s, { rate: [], p50: [], p99: [], clientCpu: [], serverCpu: [] }]),
@@ -225,6 +272,17 @@ for (let r = 0; r < ROUNDS; r++) {
     );
   }
 }
+/** Felix periodic's rate over `s`'s and `s`'s p50 over Felix's, medians of per-round pairs. */
+function versus(s: System): string {
+  const felix = systems.find((x) => x.name.endsWith('periodic'));
+  if (felix === undefined || s.name.startsWith('Felix')) return '';
+  const f = rows.get(felix)!;
+  const o = rows.get(s)!;
+  const rate = pairedRatios(f.rate, o.rate).median;
+  const p50 = pairedRatios(o.p50, f.p50).median;
+  const role = s.name.includes(' TLS') ? 'judged' : 'shown';
+  return `${rate.toFixed(2)}x; ${p50.toFixed(2)}x (${role})`;
+}
 const us = (x: number) => `${Math.round(x).toLocaleString('en-US')} µs`;
 console.log(
   `\n${markdownTable(
@@ -235,6 +293,7 @@ console.log(
       'p99 per job',
       'CPU per job: client / server',
       'durability of an answered ack',
+      'Felix periodic / this (rate; p50)',
     ],
     systems.map((s) => {
       const row = rows.get(s)!;
@@ -245,6 +304,7 @@ console.log(
         us(median(row.p99)),
         `${us(median(row.clientCpu))} / ${us(median(row.serverCpu))}`,
         s.durability,
+        versus(s),
       ];
     }),
   )}`,
@@ -252,5 +312,8 @@ console.log(
 for (const s of systems) await s.cleanup?.();
 await felix.close();
 redis.disconnect();
+redisTls?.disconnect();
 await nc.close();
+await ncTls?.close();
+await peers?.stop();
 await broker.stop();

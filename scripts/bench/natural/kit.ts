@@ -7,6 +7,7 @@ import { type FelixClient, connect as felixConnect } from '@felix/client';
 import { type BenchBroker, percentile, startBroker } from '@felix/testing-bench-kit';
 import { Redis } from 'ioredis';
 import { type NatsConnection, connect as natsConnect } from 'nats';
+import { type TlsPeers, startTlsPeers } from './tls-peers.js';
 
 /** One loop's result in one round. */
 export interface Sample {
@@ -39,8 +40,19 @@ export interface Row {
   goal: number;
   /** Felix's loop that the goal judges first; any further ones are labelled variants. */
   felix: Side[];
+  /**
+   * The judged peer: the same server and client loop with TLS on (tls-peers.ts), the channel
+   * security every Felix connection has.
+   */
   peer: Side;
+  /** The same peer loop in plaintext (the shared servers): shown beside, not judged. */
+  plainPeer?: Side;
   close(): Promise<void>;
+}
+
+/** A row's sides in the order they run and are reported: Felix's, the judged peer, the shown one. */
+export function rowSides(row: Row): Side[] {
+  return [...row.felix, row.peer, ...(row.plainPeer ? [row.plainPeer] : [])];
 }
 
 /** Everything a row may need, opened on first use and closed once at the end of the run. */
@@ -51,8 +63,14 @@ export interface Ctx {
   memoryBroker(): Promise<BenchBroker>;
   /** A new client over TLS; the caller closes it. */
   felix(broker: BenchBroker): Promise<FelixClient>;
+  /** Plaintext connections to the shared servers (127.0.0.1:4222, :6379). */
   nats(): Promise<NatsConnection>;
   redis(): Promise<Redis>;
+  /** This run's own redis-server and nats-server with TLS on, started on first use. */
+  tlsPeers(): Promise<TlsPeers>;
+  /** One shared TLS connection to each (as `nats()` and `redis()`). */
+  natsTls(): Promise<NatsConnection>;
+  redisTls(): Promise<Redis>;
   /** The pids of the brokers opened so far (for CPU per call). */
   brokerPids(): number[];
   close(): Promise<void>;
@@ -120,6 +138,12 @@ export function makeCtx(): Ctx {
     nats: once(async () => track(await natsConnect({ servers: NATS_URL }), (c) => c.close())),
     redis: once(async () => {
       const r = new Redis({ host: '127.0.0.1', port: 6379 });
+      return track(r, async (x) => void x.disconnect());
+    }),
+    tlsPeers: once(async () => track(await startTlsPeers(), (p) => p.stop())),
+    natsTls: once(async () => track(await (await ctx.tlsPeers()).nats(), (c) => c.close())),
+    redisTls: once(async () => {
+      const r = (await ctx.tlsPeers()).redis();
       return track(r, async (x) => void x.disconnect());
     }),
     close: async () => {

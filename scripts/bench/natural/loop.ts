@@ -6,13 +6,13 @@
  *     --row put [--side 0] [--n 50000] [--rounds 1]
  *
  * It prints the CPU per call of this process and of the brokers (from /proc), which a loaded
- * machine disturbs less than a rate. `--side` counts Felix's sides of the row from 0 (the judged one), the peer last.
+ * machine disturbs less than a rate. `--side` counts Felix's sides of the row from 0 (the judged one), then the TLS peer, then the plaintext one.
  */
 import { readFileSync } from 'node:fs';
 import { argValue, procCpuSecs } from '@felix/testing-bench-kit';
 import { cacheRow } from './cache-rows.js';
 import { awaitedAckedRow } from './durable-row.js';
-import { type Ctx, type Row, makeCtx } from './kit.js';
+import { type Ctx, type Row, makeCtx, rowSides } from './kit.js';
 import { ackedBurstRow, fireAndForgetRow } from './publish-rows.js';
 
 const n = Number(argValue('--n', '50000'));
@@ -38,7 +38,7 @@ if (make === undefined) {
 const ctx = makeCtx();
 try {
   const row = await make(ctx);
-  const sides = [...row.felix, row.peer];
+  const sides = rowSides(row);
   const side = sides[Number(argValue('--side', '0'))]!;
   for (let r = 0; r < Number(argValue('--rounds', '1')); r++) {
     const cpu = () => ({

@@ -8,6 +8,13 @@
  * | awaited   | `await publish(s, data)` on a durable stream (periodic fsync) | JetStream `await js.publish` (file storage) | ≥ 1.0x |
  * | get / put | `await felix.cache('kv').get(k)` / `.put(k, v)`     | ioredis `await redis.get/set`      | ≥ 1.0x |
  *
+ * Every Felix connection is TLS (there is no plaintext transport), so each goal is judged against
+ * the peer with TLS on: a redis-server and a nats-server (JetStream on) this run starts itself
+ * with the broker's development certificate (tls-peers.ts), their clients given only `tls: { ca }`
+ * beyond the README's defaults. The same loops against the shared plaintext servers are shown
+ * beside (not judged), and the get/put rows show a raw node:tls ping-pong of the same bytes,
+ * the floor under any Node client over TLS.
+ *
  * Each row lives in a module of its own (publish-rows.ts, durable-row.ts, cache-rows.ts; kit.ts
  * has what they share). The consume-and-ack row is its own script, `consume.ts` beside this one
  * (it needs a durable broker per cursor durability and a fresh group per round).
@@ -28,7 +35,7 @@ import { cpus, loadavg } from 'node:os';
 import { argValue } from '@felix/testing-bench-kit';
 import { cacheRow } from './cache-rows.js';
 import { awaitedAckedRow } from './durable-row.js';
-import { type Ctx, type Row, type Sample, makeCtx } from './kit.js';
+import { type Ctx, type Row, type Sample, makeCtx, rowSides } from './kit.js';
 import { ackedBurstRow, fireAndForgetRow } from './publish-rows.js';
 import { type RowResult, report } from './report.js';
 
@@ -64,7 +71,7 @@ const started = new Date();
 try {
   for (const id of only) {
     const row = await ROWS[id]!(ctx);
-    const sides = [...row.felix, row.peer];
+    const sides = rowSides(row);
     const samples: Sample[][] = sides.map(() => []);
     console.log(`\n${row.title}`);
     // An untimed tenth of a round of each side first: the first timed round used to run slower.

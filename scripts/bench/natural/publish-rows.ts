@@ -4,10 +4,12 @@
  * `for await` subscriber on another connection over TLS; against the nats.js loop (`nc.publish`
  * in a loop, then `flush()`, read by `for await (const m of sub)`). The rate runs from the first
  * publish until the loop's promises settle (NATS: its flush); `got` is what the subscriber had
- * when all were in or nothing more came for a second.
+ * when all were in or nothing more came for a second. The judged nats.js loop runs against a
+ * nats-server of this run's own with TLS on (tls-peers.ts, `tls: { ca }` on both connections);
+ * the shared plaintext server (127.0.0.1:4222) is shown beside.
  */
 import type { BenchBroker } from '@felix/testing-bench-kit';
-import { connect as natsConnect } from 'nats';
+import { type NatsConnection, connect as natsConnect } from 'nats';
 import {
   type Ctx,
   DATA,
@@ -56,12 +58,16 @@ async function felixBurst(ctx: Ctx, broker: BenchBroker, n: number, ack: boolean
 }
 
 /** One round of the nats.js loop, its subscriber on a connection of its own. */
-function natsBurst(ctx: Ctx): Side {
+function natsBurst(
+  system: string,
+  publisher: () => Promise<NatsConnection>,
+  subscriber: () => Promise<NatsConnection>,
+): Side {
   return {
-    system: 'NATS core, nc.publish loop',
+    system,
     run: async (n) => {
-      const nc = await ctx.nats();
-      const subNc = await natsConnect({ servers: NATS_URL });
+      const nc = await publisher();
+      const subNc = await subscriber();
       const c = arrivals(n);
       const sub = subNc.subscribe(SUBJECT);
       const reading = (async () => {
@@ -81,6 +87,18 @@ function natsBurst(ctx: Ctx): Side {
   };
 }
 
+/** The judged nats.js loop over TLS, and the plaintext one shown beside it. */
+function natsPeers(ctx: Ctx): Pick<Row, 'peer' | 'plainPeer'> {
+  return {
+    peer: natsBurst('NATS core TLS, nc.publish loop', ctx.natsTls, async () =>
+      (await ctx.tlsPeers()).nats(),
+    ),
+    plainPeer: natsBurst('NATS core plaintext, nc.publish loop', ctx.nats, () =>
+      natsConnect({ servers: NATS_URL }),
+    ),
+  };
+}
+
 export async function fireAndForgetRow(ctx: Ctx, n: number): Promise<Row> {
   const broker = await ctx.memoryBroker();
   return {
@@ -94,7 +112,7 @@ export async function fireAndForgetRow(ctx: Ctx, n: number): Promise<Row> {
         run: (m) => felixBurst(ctx, broker, m, false),
       },
     ],
-    peer: natsBurst(ctx),
+    ...natsPeers(ctx),
     close: async () => undefined,
   };
 }
@@ -112,7 +130,7 @@ export async function ackedBurstRow(ctx: Ctx, n: number): Promise<Row> {
         run: (m) => felixBurst(ctx, broker, m, true),
       },
     ],
-    peer: natsBurst(ctx),
+    ...natsPeers(ctx),
     close: async () => undefined,
   };
 }

@@ -4,9 +4,12 @@
  * per-round ratios to the peer (rounds ran back to back, so a pair shares the machine's load)
  * against the row's goal; for awaited loops also the ratio of p50s (peer / Felix), which a
  * loaded machine's stalls move less than a rate. The first Felix side of a row is the one its goal judges.
+ *
+ * Judged: against the peer with TLS on (the same channel security; Felix has no plaintext
+ * transport). Shown: the judged Felix side against the plaintext peer, in a column of its own.
  */
 import { markdownTable, median, pairedRatios } from '@felix/testing-bench-kit';
-import type { Row, Sample } from './kit.js';
+import { type Row, type Sample, rowSides } from './kit.js';
 
 export interface RowResult {
   row: Row;
@@ -48,32 +51,37 @@ function p50Ratio(xs: Sample[], peer: Sample[]): string {
   return r === null ? '' : `; p50 ${r.toFixed(2)}x`;
 }
 
+/** Felix's rate over the peer's (median of per-round pairs, with their range), and p50s for awaited loops. */
+function ratioCell(xs: Sample[], peer: Sample[]) {
+  const pr = pairedRatios(
+    xs.map((x) => x.rate),
+    peer.map((x) => x.rate),
+  );
+  const text = `${pr.median.toFixed(2)}x (${Math.min(...pr.ratios).toFixed(2)}–${Math.max(...pr.ratios).toFixed(2)})${p50Ratio(xs, peer)}`;
+  return { pr, p50: p50Pairs(xs, peer), text };
+}
+
 export function report(results: readonly RowResult[]) {
   const cells: string[][] = [];
   const json: unknown[] = [];
   for (const { row, samples } of results) {
-    const peer = samples.at(-1)!;
-    const sides = [...row.felix, row.peer];
-    const out = sides.map((s, k) => {
+    const judgedPeer = row.felix.length;
+    const peer = samples[judgedPeer]!;
+    const plain = row.plainPeer ? samples[judgedPeer + 1]! : null;
+    const out = rowSides(row).map((s, k) => {
       const xs = samples[k]!;
-      const isPeer = k === sides.length - 1;
-      const pr = isPeer
-        ? null
-        : pairedRatios(
-            xs.map((x) => x.rate),
-            peer.map((x) => x.rate),
-          );
+      const isPeer = k >= judgedPeer;
+      const vs = isPeer ? null : ratioCell(xs, peer);
+      const vsPlain = k === 0 && plain !== null ? ratioCell(xs, plain) : null;
       const judged = k === 0;
       const lossFree = xs.every((x) => x.got === undefined || x.got === x.sent);
       // An awaited loop meets its goal on both its rate and its p50: on a loaded machine a peer's
       // stalls can sink its rate while each of its calls is still the faster one.
-      const p50 = pr === null ? null : p50Pairs(xs, peer);
-      const met = pr !== null && pr.median >= row.goal && lossFree && (p50 ?? row.goal) >= row.goal;
-      const verdict = pr === null ? '' : judged ? (met ? 'met' : 'not met') : 'label only';
-      const ratio =
-        pr === null
-          ? 'peer'
-          : `${pr.median.toFixed(2)}x (${Math.min(...pr.ratios).toFixed(2)}–${Math.max(...pr.ratios).toFixed(2)})${p50Ratio(xs, peer)}`;
+      const met =
+        vs !== null && vs.pr.median >= row.goal && lossFree && (vs.p50 ?? row.goal) >= row.goal;
+      const verdict = vs === null ? '' : judged ? (met ? 'met' : 'not met') : 'label only';
+      const role =
+        k === judgedPeer ? 'judged peer (TLS)' : k > judgedPeer ? 'shown peer (plaintext)' : '';
       cells.push([
         k === 0 ? row.title : '',
         s.system,
@@ -81,14 +89,29 @@ export function report(results: readonly RowResult[]) {
         rateCell(xs),
         latencyCell(xs),
         receivedCell(xs),
-        ratio,
+        vs === null ? role : vs.text,
+        vsPlain?.text ?? '',
         judged
-          ? `≥ ${row.goal.toFixed(1)}x${row.id === 'fire' ? ', no loss' : ''}: ${verdict}`
+          ? `≥ ${row.goal.toFixed(1)}x vs TLS peer${row.id === 'fire' ? ', no loss' : ''}: ${verdict}`
           : verdict,
       ]);
-      return { system: s.system, durability: s.durability, rounds: xs, ratio: pr, verdict };
+      return {
+        system: s.system,
+        role: isPeer ? role : judged ? 'judged Felix loop' : 'Felix variant (label only)',
+        durability: s.durability,
+        rounds: xs,
+        ratio: vs?.pr ?? null,
+        ...(vsPlain !== null ? { ratioToPlaintextPeer: vsPlain.pr } : {}),
+        verdict,
+      };
     });
-    json.push({ id: row.id, title: row.title, goal: row.goal, sides: out });
+    json.push({
+      id: row.id,
+      title: row.title,
+      goal: row.goal,
+      judgedAgainst: 'the peer with TLS on (same channel security as Felix)',
+      sides: out,
+    });
   }
   const table = markdownTable(
     [
@@ -98,7 +121,8 @@ export function report(results: readonly RowResult[]) {
       { title: 'rate, median (range)', align: 'right' },
       { title: 'p50 / p99', align: 'right' },
       'received',
-      { title: 'Felix / peer', align: 'right' },
+      { title: 'Felix / TLS peer (judged)', align: 'right' },
+      { title: 'Felix / plaintext peer (shown)', align: 'right' },
       'goal',
     ],
     cells,

@@ -172,6 +172,17 @@ describe('group cursor durability settings', () => {
     ...extra,
   });
 
+  it('a_group_describe_names_the_groups_cursor_durability', async () => {
+    const a = await clientOf(await broker(await scratch()));
+    for (const stream of ['strict', 'quick']) {
+      await publish(a, stream, 1);
+      await ackOneAtATime(a, stream, 1);
+    }
+    const info = (stream: string) => a.group(stream, 'workers', { shard: 0 }).describe();
+    expect((await info('strict')).cursorFsync).toBe('onCommit');
+    expect((await info('quick')).cursorFsync).toBe('periodic');
+  });
+
   it('a_group_cursor_durability_is_on_commit_unless_the_broker_or_the_stream_names_periodic', async () => {
     const path = await yaml(`
 streams:

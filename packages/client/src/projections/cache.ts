@@ -63,9 +63,17 @@ export type CacheWatchEvent =
 
 type Answer<T extends Message['type']> = Extract<Message, { type: T }>;
 
+/** A cache's `cache_put` start and scope fields on one tenant and namespace. */
+interface PutMemo {
+  tenant: string;
+  namespace: string;
+  prefix: PutPrefix;
+  scope: { tenant_id: string; namespace: string; cache: string };
+}
+
 export class Cache {
   private getPrefixMemo: { tenant: string; namespace: string; prefix: GetPrefix } | null = null;
-  private putPrefixMemo: { tenant: string; namespace: string; prefix: PutPrefix } | null = null;
+  private putPrefixMemo: PutMemo | null = null;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -79,25 +87,50 @@ export class Cache {
     return { tenant_id: s.tenant, namespace: s.namespace, cache: this.name };
   }
 
-  async put(key: string, value: Uint8Array | string, opts: CachePutOptions = {}): Promise<void> {
-    checkKey(key);
-    if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
-      throw new InvalidArgumentError('ttlMs must be a non-negative integer');
-    const bc = await this.host.connection(opts.signal);
-    const bytes = bytesOf(value);
-    const prefix = this.putPrefix(bc);
-    const scope = this.scope(bc);
-    await bc.requests
+  put(key: string, value: Uint8Array | string, opts: CachePutOptions = {}): Promise<void> {
+    // Not an async function (as `get`): on a live connection the promise returned is the
+    // request's own with one step that maps its outcome (no await, no turn of its own per put).
+    try {
+      checkKey(key);
+      if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
+        throw new InvalidArgumentError('ttlMs must be a non-negative integer');
+      const bytes = bytesOf(value);
+      const bc = opts.signal?.aborted ? undefined : this.host.live?.();
+      return bc !== undefined
+        ? this.putOn(bc, key, bytes, opts.ttlMs)
+        : this.putConnecting(key, bytes, opts);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private async putConnecting(key: string, bytes: Uint8Array, opts: CachePutOptions) {
+    return this.putOn(await this.host.connection(opts.signal), key, bytes, opts.ttlMs);
+  }
+
+  private putOn(
+    bc: BrokerConnection,
+    key: string,
+    bytes: Uint8Array,
+    ttlMs: number | undefined,
+  ): Promise<void> {
+    const { prefix, scope } = this.putPrefix(bc);
+    return bc.requests
       .requestPrepared((requestId) => ({
-        bytes: encodePutRequest(prefix, scope, key, bytes, requestId, opts.ttlMs),
+        bytes: encodePutRequest(prefix, scope, key, bytes, requestId, ttlMs),
         quick: (payload) => readOkAnswer(requestId, payload),
       }))
-      .catch((err: unknown) => {
-        throw err instanceof ConnectionLostError
-          ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
-          : err;
-      });
+      .then(this.putDone, this.putFailed);
   }
+
+  private readonly putDone = (): void => undefined;
+
+  /** A put whose connection was lost may or may not have been applied. */
+  private readonly putFailed = (err: unknown): never => {
+    throw err instanceof ConnectionLostError
+      ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
+      : err;
+  };
 
   /** The value, or undefined when the key is absent or expired. A failed read throws. */
   get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
@@ -141,14 +174,14 @@ export class Cache {
     return prefix;
   }
 
-  /** The start of this cache's `cache_put` on `bc` (built once per scope). */
-  private putPrefix(bc: BrokerConnection): PutPrefix {
+  /** The start of this cache's `cache_put` on `bc` and its scope (built once per scope). */
+  private putPrefix(bc: BrokerConnection): PutMemo {
     const { tenant, namespace } = bc.scope;
     const memo = this.putPrefixMemo;
-    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.prefix;
+    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo;
     const prefix = putRequestPrefix(tenant, namespace, this.name);
-    this.putPrefixMemo = { tenant, namespace, prefix };
-    return prefix;
+    this.putPrefixMemo = { tenant, namespace, prefix, scope: this.scope(bc) };
+    return this.putPrefixMemo;
   }
 
   /** Removes a key; resolves with the value it removed (undefined when there was none). */

@@ -47,6 +47,10 @@ export interface GroupInfo {
   inFlight: number;
   owed: number;
   deadLetters: number;
+  /** When an answered ack's cursor is durable (the group's `cursor_fsync`): `onCommit`
+   *  (fsynced before the ack is answered) or `periodic` (written on the group's interval);
+   *  undefined from a broker that does not say. */
+  cursorFsync: 'onCommit' | 'periodic' | undefined;
 }
 
 type GroupAnswer<T extends Message['type']> = Extract<Message, { type: T }>;
@@ -177,6 +181,7 @@ export class Group implements GroupSettler {
       inFlight: msg.in_flight,
       owed: msg.owed,
       deadLetters: msg.dead_letters,
+      cursorFsync: msg.cursor_fsync,
     };
   }
 

@@ -71,6 +71,14 @@ export class EphemeralCache {
   }
 
   async put(key: string, value: Uint8Array, opts: PutOptions = {}): Promise<number> {
+    return this.putNow(key, value, opts);
+  }
+
+  /**
+   * `put` without a promise: stored (and published to watches) before it returns, its failures
+   * thrown here. The broker answers an in-memory put in the turn its request arrived with it.
+   */
+  putNow(key: string, value: Uint8Array, opts: PutOptions = {}): number {
     this.checkOpen();
     encodeKey(key);
     if (value.length > CACHE_VALUE_BYTES_MAX) {

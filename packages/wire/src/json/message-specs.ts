@@ -296,6 +296,8 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['in_flight', 'u64', 'req'],
     ['owed', 'u64', 'req'],
     ['dead_letters', 'u64', 'req'],
+    // The group's cursor durability (absent from brokers before it was named here).
+    ['cursor_fsync', { enum: ['onCommit', 'periodic'] }, 'opt'],
     RID,
   ],
   group_delete: [...GROUP, RID],

@@ -494,6 +494,9 @@ export interface GroupInfoMessage {
   in_flight: number;
   owed: number;
   dead_letters: number;
+  /** When an answered ack's cursor is durable: `onCommit` (fsynced before the answer) or
+   *  `periodic` (written on the group's interval). Absent from older brokers. */
+  cursor_fsync?: 'onCommit' | 'periodic';
   request_id: number;
 }
 export interface GroupDeleteMessage extends GroupScope {

@@ -18,11 +18,8 @@ import type { Hot } from './hot-values.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 
-export async function cachePut(
-  svc: CacheService,
-  auth: Negotiated,
-  msg: Msg<'cache_put'>,
-): Promise<Message | null> {
+/** What a put names, checked: its cache, shard and ttl (a Refusal for what is not served). */
+function checkPut(svc: CacheService, auth: Negotiated, msg: Msg<'cache_put'>) {
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
   const shard = svc.shardOf(cfg, msg.key);
@@ -30,6 +27,45 @@ export async function cachePut(
   if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 0 || ttl > CACHE_TTL_MS_MAX)) {
     throw new Refusal('invalid_request', `ttl_ms ${ttl} outside 0..${CACHE_TTL_MS_MAX}`, 'bad_ttl');
   }
+  return { cfg, shard, ttl };
+}
+
+function putAnswer(msg: Msg<'cache_put'>): Message {
+  return msg.request_id === undefined
+    ? { type: 'ok' }
+    : { type: 'cache_ok', request_id: msg.request_id };
+}
+
+/**
+ * A put on an in-memory cache, done before it returns: the answer to write, or a thrown
+ * refusal. Undefined when caches are log-backed (their puts append and wait for an fsync:
+ * `cachePut`). Its hot value is forgotten, as by any write; an in-memory cache remembers none
+ * of its own (the first get builds the answer).
+ */
+export function cachePutNow(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'cache_put'>,
+): Message | undefined {
+  if (svc.durable) return undefined;
+  const { cfg, shard, ttl } = checkPut(svc, auth, msg);
+  const cache = svc.memoryCache(cfg, shard)!;
+  // Moved before the write: a get's read racing it (none can in one turn) would not be kept.
+  if (svc.hot !== null) svc.hot.invalidate(svc.hotScope(cfg, shard), msg.key);
+  try {
+    cache.putNow(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
+  } catch (err) {
+    throw storageRefusal('cache put', err);
+  }
+  return putAnswer(msg);
+}
+
+export async function cachePut(
+  svc: CacheService,
+  auth: Negotiated,
+  msg: Msg<'cache_put'>,
+): Promise<Message | null> {
+  const { cfg, shard, ttl } = checkPut(svc, auth, msg);
   const cache = await svc.cache(cfg, shard);
   const hot = svc.hot;
   const scope = svc.hotScope(cfg, shard);
@@ -49,9 +85,7 @@ export async function cachePut(
   } finally {
     if (begun !== undefined) hot!.endWrite(scope, msg.key, begun, written);
   }
-  return msg.request_id === undefined
-    ? { type: 'ok' }
-    : { type: 'cache_ok', request_id: msg.request_id };
+  return putAnswer(msg);
 }
 
 /**

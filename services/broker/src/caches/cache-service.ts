@@ -44,7 +44,12 @@ export class CacheService {
   private readonly hotScopes = new WeakMap<CacheConfig, HotScope[]>();
   private readonly logCaches: ProjectionShards<LogCache> | null;
   private readonly counterLogs: ProjectionShards<CounterLog> | null;
-  private readonly ephemeral = new Map<string, EphemeralCache>();
+  /** Every in-memory shard made (closed with the service). */
+  private readonly ephemeral = new Set<EphemeralCache>();
+  /** In-memory shards per cache name (tenant, namespace, name), and the same arrays per config
+   *  object (no name string built per request). */
+  private readonly ephemeralByName = new Map<string, EphemeralCache[]>();
+  private readonly ephemeralShards = new WeakMap<CacheConfig, EphemeralCache[]>();
   /** Log-backed shards opened since start, per config (what the expiry pass visits). */
   private readonly opened = new Map<CacheConfig, Set<number>>();
   private closed = false;
@@ -140,25 +145,45 @@ export class CacheService {
     return cache.shards === 1 ? 0 : shardForKey(UTF8.encode(key), cache.shards, 'modulo');
   }
 
-  async cache(cache: CacheConfig, shard: number): Promise<ServedCache> {
+  /**
+   * The in-memory shard, without a promise (made on first use); null when caches are log-backed.
+   * A `draining` refusal once the service is closing.
+   */
+  memoryCache(cache: CacheConfig, shard: number): EphemeralCache | null {
     if (this.closed) throw closedRefusal();
-    const id = shardId(cache, shard);
-    if (this.logCaches === null) {
-      const k = `${cacheKey(cache.tenant, cache.namespace, cache.name)}\u0000${shard}`;
-      let c = this.ephemeral.get(k);
-      if (c === undefined) {
-        c = new EphemeralCache();
-        this.ephemeral.set(k, c);
+    if (this.logCaches !== null) return null;
+    let shards = this.ephemeralShards.get(cache);
+    if (shards === undefined) {
+      // Shared by every config object of the same name: a replaced config serves the same data.
+      const name = cacheKey(cache.tenant, cache.namespace, cache.name);
+      shards = this.ephemeralByName.get(name);
+      if (shards === undefined) {
+        shards = [];
+        this.ephemeralByName.set(name, shards);
       }
-      return c;
+      this.ephemeralShards.set(cache, shards);
     }
+    let c = shards[shard];
+    if (c === undefined) {
+      c = new EphemeralCache();
+      shards[shard] = c;
+      this.ephemeral.add(c);
+    }
+    return c;
+  }
+
+  async cache(cache: CacheConfig, shard: number): Promise<ServedCache> {
+    const memory = this.memoryCache(cache, shard);
+    const logCaches = this.logCaches;
+    if (memory !== null || logCaches === null) return memory!;
+    const id = shardId(cache, shard);
     let shards = this.opened.get(cache);
     if (shards === undefined) {
       shards = new Set();
       this.opened.set(cache, shards);
     }
     shards.add(shard);
-    return this.logCaches.get(id).catch((err: unknown) => {
+    return logCaches.get(id).catch((err: unknown) => {
       throw storageRefusal('open cache shard', err);
     });
   }
@@ -200,8 +225,9 @@ export class CacheService {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const c of this.ephemeral.values()) await c.close();
+    for (const c of this.ephemeral) await c.close();
     this.ephemeral.clear();
+    this.ephemeralByName.clear();
     await this.logCaches?.close();
     await this.counterLogs?.close();
   }

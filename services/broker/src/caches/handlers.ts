@@ -1,6 +1,7 @@
 /**
  * Registers the cache requests on the edge's HandlerTable: `cache_put` (with the fast reader for
- * the exact form the client writes and its `cache_ok` written without the codec), `cache_get`
+ * the exact form the client writes and its `cache_ok` written without the codec; an in-memory
+ * put answered in the request's own turn), `cache_get`
  * (with its fast reader, and the hot path that answers a hot key in the request's own turn),
  * `cache_delete` and `cache_watch`, and the feature bits they offer.
  * Answers go through the stream's AnswerPipe in request order (answers.ts).
@@ -23,7 +24,7 @@ import { jsonFrame } from '../session/codec.js';
 import type { Handler, HandlerTable, Outcome, RequestContext } from '../session/handler.js';
 import { Refusal } from '../session/refusal.js';
 import type { AnswerEncoder, ProjectionAnswers } from './answers.js';
-import { cacheGet, cachePut, hotGetFrame, openWatch } from './cache-requests.js';
+import { cacheGet, cachePut, cachePutNow, hotGetFrame, openWatch } from './cache-requests.js';
 import { type CacheService, storageRefusal } from './cache-service.js';
 import type { RequestCount } from './projection-metrics.js';
 import { WatchWriter } from './watch-writer.js';
@@ -56,14 +57,16 @@ export function registerCacheHandlers(table: HandlerTable, deps: CacheDeps): voi
 class CacheHandlers {
   private readonly svc: CacheService;
   private readonly answers: ProjectionAnswers;
-  /** The get path's own request count (no per-type lookup per get). */
+  /** The get and in-memory put paths' own request counts (no per-type lookup per request). */
   private readonly gets: RequestCount;
+  private readonly puts: RequestCount;
   private readonly watchIds = new WeakMap<Connection, Set<number>>();
 
   constructor(private readonly deps: CacheDeps) {
     this.svc = deps.caches;
     this.answers = deps.answers;
     this.gets = deps.answers.metrics.requestCount('cache_get');
+    this.puts = deps.answers.metrics.requestCount('cache_put');
   }
 
   private readonly putAnswer = (msg: Msg<'cache_put'>, rc: RequestContext) =>
@@ -74,11 +77,32 @@ class CacheHandlers {
     rc: RequestContext,
   ): Promise<Message> => cacheGet(this.svc, rc.auth, msg);
 
+  /**
+   * A put: on an in-memory cache with nothing unanswered ahead of it on the stream, stored and
+   * answered in this turn (no promise, as a hot get); otherwise queued behind earlier answers
+   * (a log-backed put is answered once its append is fsynced). Only with nothing ahead: a
+   * request still queued may not have made its change yet, and changes keep request order.
+   */
   readonly put: Handler<Msg<'cache_put'>> = {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
-    handle: (msg, rc) => this.answers.queue(rc, msg, this.putAnswer, putAnswerFrame),
+    handle: (msg, rc) => {
+      if (this.svc.durable || rc.answers.pending > 0)
+        return this.answers.queue(rc, msg, this.putAnswer, putAnswerFrame);
+      this.puts.n++;
+      rc.answers.pushReady(this.putNowFrame(msg, rc));
+      return null;
+    },
   };
+
+  /** The answer frame of an in-memory put made now: `cache_ok`, or the refusal's `error`. */
+  private putNowFrame(msg: Msg<'cache_put'>, rc: RequestContext): Uint8Array {
+    try {
+      return putAnswerFrame(rc.auth, cachePutNow(this.svc, rc.auth, msg)!);
+    } catch (err) {
+      return this.answers.errorFrame(rc.auth, msg.type, err);
+    }
+  }
 
   readonly remove: Handler<Msg<'cache_delete'>> = {
     onPublishOnly: 'unsupported',

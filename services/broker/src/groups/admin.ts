@@ -100,6 +100,7 @@ export async function describe(
     in_flight: st?.claims.size ?? 0,
     owed: st?.owed.size ?? 0,
     dead_letters: dead,
+    cursor_fsync: registry.cursorFsync(scope),
     request_id: msg.request_id,
   };
 }

@@ -135,10 +135,17 @@ export class GroupRegistry {
     return undefined;
   }
 
+  /** The scope's groups' cursor durability: the stream's own, else the broker's default. */
+  cursorFsync(scope: Scope): 'onCommit' | 'periodic' {
+    return (scope.stream.group_cursor_fsync ?? this.defaults.cursor_fsync) === 'periodic'
+      ? 'periodic'
+      : 'onCommit';
+  }
+
   /** The scope's cursor write interval when its groups are `periodic`, else undefined. */
   private periodicMs(scope: Scope): number | undefined {
+    if (this.cursorFsync(scope) !== 'periodic') return undefined;
     const s = scope.stream;
-    if ((s.group_cursor_fsync ?? this.defaults.cursor_fsync) !== 'periodic') return undefined;
     return s.group_cursor_fsync_interval_ms ?? this.defaults.cursor_fsync_interval_ms;
   }
 
