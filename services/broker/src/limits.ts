@@ -225,3 +225,7 @@ export const SUBSCRIBER_QUEUE_BYTES_MIN = 64 * 1024;
 export const EVENT_COALESCE_BYTES_MAX = 256 * 1024;
 /** Records merged into one event frame for a subscriber that fell behind (decode cost per frame). */
 export const EVENT_COALESCE_RECORDS_MAX = 4096;
+/** Wait after the native-memory collector's full collection before glibc's malloc_trim(0): V8
+ *  frees dead ArrayBuffers' backing stores on a background sweeper and N-API finalizers run in
+ *  a later turn, so a trim at once would find the memory still allocated (util/reclaim.ts). */
+export const TRIM_AFTER_COLLECTION_MS = 1_000;
