@@ -225,7 +225,11 @@ export const SUBSCRIBER_QUEUE_BYTES_MIN = 64 * 1024;
 export const EVENT_COALESCE_BYTES_MAX = 256 * 1024;
 /** Records merged into one event frame for a subscriber that fell behind (decode cost per frame). */
 export const EVENT_COALESCE_RECORDS_MAX = 4096;
-/** Wait after the native-memory collector's full collection before glibc's malloc_trim(0): V8
- *  frees dead ArrayBuffers' backing stores on a background sweeper and N-API finalizers run in
- *  a later turn, so a trim at once would find the memory still allocated (util/reclaim.ts). */
-export const TRIM_AFTER_COLLECTION_MS = 1_000;
+/** Quiet time after the native-memory collector's last full collection before glibc's
+ *  malloc_trim(0) (util/reclaim.ts): longer than the transport's least interval between two
+ *  collections (2 s), so steady churn, which reuses what it freed, postpones the trim, and long
+ *  enough for V8's background sweeper and N-API finalizers to have freed the dead buffers. */
+export const TRIM_QUIET_MS = 3_000;
+/** Longest a trim waits behind a steady stream of collections: under constant churn the freed
+ *  memory still goes back at least this often. */
+export const TRIM_DEFER_MS_MAX = 60_000;

@@ -34,9 +34,12 @@ function collector(log: ReturnType<typeof createLogger>): (() => void) | null {
   if (collect === null) return null;
   const trim = loadMallocTrim();
   if (trim === null) log.warn('malloc-trim addon not built: freed native memory stays resident');
-  const onTrim = (released: boolean, ms: number) =>
-    log.debug({ released, ms: Math.round(ms * 10) / 10 }, 'native memory trimmed');
-  return nativeMemoryCollector({ collect, trim, onTrim });
+  return nativeMemoryCollector({
+    collect,
+    trim,
+    onTrim: (released, ms) => log.debug({ released, ms: Math.round(ms) }, 'native memory trimmed'),
+    onTrimError: (err) => log.warn({ err }, 'malloc_trim failed'),
+  });
 }
 
 async function main(): Promise<void> {

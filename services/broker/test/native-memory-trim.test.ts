@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { type FelixClient, connect } from '@felix/client';
 import { type BrokerProcess, brokerMetric as metric, startBroker } from '@felix/testing-e2e';
 import { tempDir, waitFor } from '@felix/testing-harness';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadMallocTrim, nativeMemoryCollector } from '../src/util/reclaim.js';
 
 const MIB = 1024 * 1024;
@@ -27,26 +27,50 @@ const SUBSCRIPTIONS = /felix_broker_subscriptions (\d+)/;
 const SETTLED_GROWTH_MAX = 40 * MIB;
 
 describe('the native-memory collector', () => {
-  it('the_native_memory_collector_trims_once_after_its_full_collection', async () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A collector with stand-ins, on fake timers: what ran, in order. */
+  function standIns(deferMsMax = 60_000) {
+    vi.useFakeTimers();
     const calls: string[] = [];
-    const trims: boolean[] = [];
     const collector = nativeMemoryCollector({
       collect: () => calls.push('collect'),
-      trim: () => {
+      trim: async () => {
         calls.push('trim');
         return true;
       },
-      trimAfterMs: 20,
-      onTrim: (released) => trims.push(released),
+      quietMs: 3_000,
+      deferMsMax,
     });
+    return { calls, collector };
+  }
+
+  it('the_native_memory_collector_trims_once_collections_go_quiet', async () => {
+    const { calls, collector } = standIns();
     collector();
-    collector(); // a second collection while the trim waits is covered by that trim
+    await vi.advanceTimersByTimeAsync(2_000);
+    collector(); // a collection while the trim waits postpones it
+    await vi.advanceTimersByTimeAsync(2_999);
     expect(calls).toEqual(['collect', 'collect']);
-    await waitFor(() => trims.length === 1, 'the trim');
+    await vi.advanceTimersByTimeAsync(1);
     expect(calls).toEqual(['collect', 'collect', 'trim']);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls).toEqual(['collect', 'collect', 'trim']); // nothing new to trim
     collector();
-    await waitFor(() => trims.length === 2, 'the next trim');
+    await vi.advanceTimersByTimeAsync(3_000);
     expect(calls).toEqual(['collect', 'collect', 'trim', 'collect', 'trim']);
+  });
+
+  it('a_steady_stream_of_collections_still_trims_within_its_deferral_bound', async () => {
+    const { calls, collector } = standIns(10_000);
+    for (let t = 0; t <= 10_000; t += 2_000) {
+      collector();
+      await vi.advanceTimersByTimeAsync(2_000);
+    }
+    expect(calls.filter((c) => c === 'trim')).toHaveLength(1);
+    expect(calls.indexOf('trim')).toBe(5); // at 10 s, the bound after the first collection
   });
 
   it('the_native_memory_collector_only_collects_without_a_trim', () => {
@@ -69,13 +93,12 @@ describe.runIf(glibc)('malloc_trim through the broker addon (glibc)', () => {
     const script = `
       const trim = require(${JSON.stringify(ADDON)}).trim;
       const rss = () => process.memoryUsage().rss;
-      let all = Array.from({ length: 20480 }, () => Buffer.allocUnsafeSlow(4096).fill(1));
-      const kept = all.filter((_, i) => i % 32 === 0);
-      all = null;
+      const fill = () => Array.from({ length: 20480 }, () => Buffer.allocUnsafeSlow(4096).fill(1));
+      const kept = fill().filter((_, i) => i % 32 === 0);
       globalThis.gc(); globalThis.gc();
-      setTimeout(() => {
+      setTimeout(async () => {
         const before = rss();
-        const released = trim();
+        const released = await trim();
         console.log(JSON.stringify({ before, after: rss(), released, kept: kept.length }));
       }, 500);`;
     const out = execFileSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
@@ -126,7 +149,7 @@ describe.runIf(glibc)('a broker after a stalled subscriber', () => {
       const peak = await metric(broker, RSS);
       await reader.close();
       await writer.close();
-      // The transport collects once closes went quiet (5 s); the trim follows the collection.
+      // The transport collects once closes went quiet (5 s); the trim follows 3 s later.
       const settled = await waitFor(
         async () => {
           const rss = await metric(broker, RSS);

@@ -1,31 +1,39 @@
 /**
  * The broker's native-memory collector, which @felix/transport runs after connections closed
  * (packages/transport/src/util/reclaim.ts decides when): V8's full collection, so the closed
- * connections' objects and what they own natively are freed, then glibc's `malloc_trim(0)`,
- * so what was freed goes back to the system.
+ * connections' objects and what they own natively are freed, then, once collections went quiet,
+ * glibc's `malloc_trim(0)`, so what was freed goes back to the system.
  *
  * Why the trim: glibc returns freed memory from its main heap only at the top of the heap.
  * After slow subscribers left, their queued frames (about 150 MiB of buffers) were freed among
  * longer-lived allocations: the heap kept 243 MiB with 25 MiB in use and RSS stayed ~200 MiB
  * above what the process used, until malloc_trim(0) released the free pages in the middle
- * (docs/perf.md, the soak). The trim comes from a small addon of our own (native/malloc-trim.c,
- * built with the broker); where it could not be built or the C library is not glibc, the
- * collector only collects.
+ * (docs/perf.md, the soak). Why it waits for quiet: steady churn reuses what it freed, and each
+ * trim costs system time (releasing pages, then faulting them in again when reused). The trim
+ * comes from a small addon of our own (native/malloc-trim.c, built with the broker) and runs on
+ * the libuv threadpool; where it could not be built or the C library is not glibc, the collector
+ * only collects.
  */
 import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { TRIM_AFTER_COLLECTION_MS } from '../limits.js';
+import { TRIM_DEFER_MS_MAX, TRIM_QUIET_MS } from '../limits.js';
+
+/** Returns freed memory to the system off the event loop; answers whether any was released. */
+export type Trim = () => Promise<boolean>;
 
 export interface CollectorParts {
   /** V8's full collection. */
   collect: () => void;
-  /** Returns freed memory to the system; answers whether any was released. Null: none. */
-  trim: (() => boolean) | null;
-  /** Wait between the collection and the trim. */
-  trimAfterMs?: number;
-  /** Told after each trim, with whether memory was released and how long the trim took. */
+  /** The trim; null where there is none (the collector then only collects). */
+  trim: Trim | null;
+  /** Quiet time after the last collection before the trim (TRIM_QUIET_MS). */
+  quietMs?: number;
+  /** Longest a trim waits behind further collections (TRIM_DEFER_MS_MAX). */
+  deferMsMax?: number;
+  /** Told after each trim: whether memory was released, how long it took, or its failure. */
   onTrim?: (released: boolean, ms: number) => void;
+  onTrimError?: (err: unknown) => void;
 }
 
 /**
@@ -46,7 +54,7 @@ const ADDON_PATHS = ['./malloc-trim.node', '../../dist/malloc-trim.node'];
 
 /** glibc's malloc_trim(0) from the broker's addon (dist/malloc-trim.node), or null where the
  *  addon was not built (no C compiler at build time, not Linux) or does not load. */
-export function loadMallocTrim(from: string = import.meta.url): (() => boolean) | null {
+export function loadMallocTrim(from: string = import.meta.url): Trim | null {
   const require = createRequire(from);
   for (const path of ADDON_PATHS) {
     let addon: { trim?: unknown };
@@ -55,30 +63,52 @@ export function loadMallocTrim(from: string = import.meta.url): (() => boolean) 
     } catch {
       continue; // not at this path (or not loadable): the next, else the collector only collects
     }
-    if (typeof addon.trim === 'function') return addon.trim as () => boolean;
+    if (typeof addon.trim === 'function') return addon.trim as Trim;
   }
   return null;
 }
 
 /**
- * The collector the transport runs: the full collection now, the trim `trimAfterMs` later (one
- * trim pending at a time; a collection while it waits is covered by it). The timer does not
- * keep the process alive.
+ * The collector the transport runs: the full collection at once; the trim once collections
+ * went quiet for `quietMs` (a collection while it waits postpones it, but never past
+ * `deferMsMax` after the first), one trim at a time. Timers do not keep the process alive.
  */
 export function nativeMemoryCollector(parts: CollectorParts): () => void {
-  const { collect, trim, onTrim } = parts;
-  const delay = parts.trimAfterMs ?? TRIM_AFTER_COLLECTION_MS;
-  let pending: NodeJS.Timeout | null = null;
+  const { collect, trim, onTrim, onTrimError } = parts;
+  const quietMs = parts.quietMs ?? TRIM_QUIET_MS;
+  const deferMsMax = parts.deferMsMax ?? TRIM_DEFER_MS_MAX;
+  let timer: NodeJS.Timeout | null = null;
+  /** When the first collection the next trim covers ran; null when none is waiting. */
+  let waitingSince: number | null = null;
+  let trimming = false;
+
+  const schedule = () => {
+    if (timer !== null) clearTimeout(timer);
+    const latest = waitingSince! + deferMsMax;
+    timer = setTimeout(runTrim, Math.max(0, Math.min(quietMs, latest - Date.now())));
+    timer.unref();
+  };
   const runTrim = () => {
-    pending = null;
+    timer = null;
+    if (trimming) return; // the trim in flight reschedules when it ends
+    trimming = true;
+    waitingSince = null;
     const t0 = performance.now();
-    const released = trim!();
-    onTrim?.(released, performance.now() - t0);
+    // A synchronous throw (the job could not be queued) becomes a rejection.
+    new Promise<boolean>((ok) => ok(trim!()))
+      .then(
+        (released) => onTrim?.(released, performance.now() - t0),
+        (err: unknown) => onTrimError?.(err),
+      )
+      .finally(() => {
+        trimming = false;
+        if (waitingSince !== null) schedule(); // collections ran while it trimmed
+      });
   };
   return () => {
     collect();
-    if (trim === null || pending !== null) return;
-    pending = setTimeout(runTrim, delay);
-    pending.unref();
+    if (trim === null) return;
+    waitingSince ??= Date.now();
+    if (!trimming) schedule();
   };
 }
