@@ -14,8 +14,8 @@
  * and each settle come on top. The baseline is the broker's RSS after a warm-up that runs every
  * phase briefly (code compiled, pools and the ring filled) and a settle. Build first
  * (`npx pnpm@10.34.9 run build`); FELIX_BENCH_BROKER_ARGS passes node flags to the broker.
- * --broker-env sets broker settings, e.g. FELIX_BROKER_SUBSCRIBER_QUEUE_BYTES once that
- * budget exists: the slow-subscriber phase's peak then shows it.
+ * --broker-env sets broker settings, e.g. FELIX_BROKER_SUBSCRIBER_QUEUE_BYTES: the
+ * slow-subscriber phase's peak then shows it.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,8 +1,8 @@
 /**
  * Slow subscribers: `subscribers` clients subscribe to an in-memory stream and stop reading
  * after their first event, while one publisher publishes batches as fast as the broker takes
- * them. The broker's per-subscriber queue then fills to its bound: today 1,024 batches; with a
- * byte budget (`broker.subscriber_queue_bytes`, pass it with --broker-env) at most the budget.
+ * them. The broker's per-subscriber queue then fills to its byte budget
+ * (`broker.subscriber_queue_bytes`, pass it with --broker-env).
  */
 import { type FelixClient, connect } from '@felix/client';
 import type { BenchBroker } from '@felix/testing-bench-kit';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds native/malloc-trim.c into dist/malloc-trim.node (run by `pnpm run build` after tsup).
-// Only a C compiler and Node's headers are needed, no node-gyp. Where either is missing the
+// Builds native/malloc-trim.cc into dist/malloc-trim.node (run by `pnpm run build` after tsup).
+// Only a C++ compiler and Node's headers are needed, no node-gyp. Where either is missing the
 // broker still runs, without returning freed native memory (reclaim.ts logs it once), so a
 // missing compiler is a warning here, not a failure.
 import { execFileSync } from 'node:child_process';
@@ -28,11 +28,11 @@ if (includeDirs.length === 0) {
   process.exit(0);
 }
 mkdirSync(dirname(out), { recursive: true });
-const cc = process.env.CC ?? 'cc';
-const args = ['-O2', '-shared', '-fPIC', '-Wall', '-Werror', `-I${includeDirs[0]}`];
+const cxx = process.env.CXX ?? 'c++';
+const args = ['-std=c++17', '-O2', '-shared', '-fPIC', '-Wall', `-I${includeDirs[0]}`];
 try {
-  execFileSync(cc, [...args, '-o', out, join(here, 'malloc-trim.c')], { stdio: 'inherit' });
+  execFileSync(cxx, [...args, '-o', out, join(here, 'malloc-trim.cc')], { stdio: 'inherit' });
   console.log(`malloc-trim: built ${out}`);
 } catch (err) {
-  console.warn(`malloc-trim: ${cc} failed (${err.message}); broker built without it`);
+  console.warn(`malloc-trim: ${cxx} failed (${err.message}); broker built without it`);
 }

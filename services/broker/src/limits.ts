@@ -225,11 +225,13 @@ export const SUBSCRIBER_QUEUE_BYTES_MIN = 64 * 1024;
 export const EVENT_COALESCE_BYTES_MAX = 256 * 1024;
 /** Records merged into one event frame for a subscriber that fell behind (decode cost per frame). */
 export const EVENT_COALESCE_RECORDS_MAX = 4096;
-/** Quiet time after the native-memory collector's last full collection before glibc's
- *  malloc_trim(0) (util/reclaim.ts): longer than the transport's least interval between two
- *  collections (2 s), so steady churn, which reuses what it freed, postpones the trim, and long
- *  enough for V8's background sweeper and N-API finalizers to have freed the dead buffers. */
-export const TRIM_QUIET_MS = 3_000;
+/** Quiet time after the native-memory collector's last full collection before it returns memory
+ *  (V8's memory-reducing collections, then glibc's malloc_trim(0): util/reclaim.ts). Churn that
+ *  brings a collection within this time (64 closes in 10 s) reuses what it freed, so it postpones
+ *  the return (up to TRIM_DEFER_MS_MAX); slower churn gets quiet-time collections at most every
+ *  30 s (@felix/transport), so a return costs at most once per 30 s. At 3 s, 20-cycle/s TLS
+ *  churn under load returned memory every 4-18 s at 460-690 ms each (the soak, 2026-12-02). */
+export const TRIM_QUIET_MS = 10_000;
 /** Longest a trim waits behind a steady stream of collections: under constant churn the freed
  *  memory still goes back at least this often. */
 export const TRIM_DEFER_MS_MAX = 60_000;

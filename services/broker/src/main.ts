@@ -37,7 +37,8 @@ function collector(log: ReturnType<typeof createLogger>): (() => void) | null {
   return nativeMemoryCollector({
     collect,
     trim,
-    onTrim: (released, ms) => log.debug({ released, ms: Math.round(ms) }, 'native memory trimmed'),
+    onTrim: (released, ms) =>
+      log.info({ released, ms: Math.round(ms), rss: process.memoryUsage.rss() }, 'memory returned'),
     onTrimError: (err) => log.warn({ err }, 'malloc_trim failed'),
   });
 }

@@ -22,8 +22,9 @@ const report = process.report.getReport() as { header?: { glibcVersionRuntime?: 
 const glibc = process.platform === 'linux' && report.header?.glibcVersionRuntime !== undefined;
 const RSS = /felix_broker_process_process_resident_memory_bytes (\d+)/;
 const SUBSCRIPTIONS = /felix_broker_subscriptions (\d+)/;
-/** RSS a broker may keep once the stalled subscriber left. Measured: a peak of +124 MiB; after it
- *  left +138 MiB without the trim (freed, kept by glibc), +19 MiB with it. */
+/** RSS a broker may keep once the stalled subscriber left. Measured: a peak of +124 to +141 MiB;
+ *  after it left +138 MiB without the addon (freed, kept by glibc), +19 MiB with malloc_trim
+ *  alone, -15 MiB with the young generation shrunk as well. */
 const SETTLED_GROWTH_MAX = 40 * MIB;
 
 describe('the native-memory collector', () => {
@@ -149,14 +150,14 @@ describe.runIf(glibc)('a broker after a stalled subscriber', () => {
       const peak = await metric(broker, RSS);
       await reader.close();
       await writer.close();
-      // The transport collects once closes went quiet (5 s); the trim follows 3 s later.
+      // The transport collects once closes went quiet (5 s); the return follows 10 s later.
       const settled = await waitFor(
         async () => {
           const rss = await metric(broker, RSS);
           return rss <= before + SETTLED_GROWTH_MAX ? rss : null;
         },
         'RSS back near where it was before the subscriber',
-        30_000,
+        45_000,
       ).catch(async () => metric(broker, RSS));
       const mib = (n: number) => `${(n / MIB).toFixed(1)} MiB`;
       console.log(

@@ -8,18 +8,20 @@
  * After slow subscribers left, their queued frames (about 150 MiB of buffers) were freed among
  * longer-lived allocations: the heap kept 243 MiB with 25 MiB in use and RSS stayed ~200 MiB
  * above what the process used, until malloc_trim(0) released the free pages in the middle
- * (docs/perf.md, the soak). Why it waits for quiet: steady churn reuses what it freed, and each
- * trim costs system time (releasing pages, then faulting them in again when reused). The trim
- * comes from a small addon of our own (native/malloc-trim.c, built with the broker) and runs on
- * the libuv threadpool; where it could not be built or the C library is not glibc, the collector
- * only collects.
+ * (docs/perf.md, the soak). Before the trim, V8's low-memory notification shrinks the young
+ * generation, which a plain full collection leaves at its grown size (up to 32 MiB of RSS after
+ * a busy phase). Why it waits for quiet: steady churn reuses what it freed, and each trim costs
+ * time (memory-reducing collections on the JS thread, releasing pages, then faulting them in
+ * again when reused). Both come from a small addon of our own (native/malloc-trim.cc, built with
+ * the broker; malloc_trim runs on the libuv threadpool); where it could not be built, the
+ * collector only collects.
  */
 import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { TRIM_DEFER_MS_MAX, TRIM_QUIET_MS } from '../limits.js';
 
-/** Returns freed memory to the system off the event loop; answers whether any was released. */
+/** Returns freed memory to the system; answers whether malloc_trim released any. */
 export type Trim = () => Promise<boolean>;
 
 export interface CollectorParts {
@@ -52,18 +54,27 @@ export function fullCollection(): (() => void) | null {
  *  when the broker runs from its sources (src/util/, as the tests run it). */
 const ADDON_PATHS = ['./malloc-trim.node', '../../dist/malloc-trim.node'];
 
-/** glibc's malloc_trim(0) from the broker's addon (dist/malloc-trim.node), or null where the
- *  addon was not built (no C compiler at build time, not Linux) or does not load. */
+/**
+ * The broker addon's return of memory (dist/malloc-trim.node): V8's memory-reducing collections
+ * (which also shrink the young generation a plain full collection leaves grown, on the JS
+ * thread), then glibc's malloc_trim(0) on the threadpool. Null where the addon was not built
+ * (no C++ compiler at build time, not Linux) or does not load.
+ */
 export function loadMallocTrim(from: string = import.meta.url): Trim | null {
   const require = createRequire(from);
   for (const path of ADDON_PATHS) {
-    let addon: { trim?: unknown };
+    let addon: { trim?: unknown; reduceHeap?: unknown };
     try {
-      addon = require(path) as { trim?: unknown };
+      addon = require(path) as typeof addon;
     } catch {
       continue; // not at this path (or not loadable): the next, else the collector only collects
     }
-    if (typeof addon.trim === 'function') return addon.trim as Trim;
+    const { trim, reduceHeap } = addon;
+    if (typeof trim !== 'function' || typeof reduceHeap !== 'function') continue;
+    return () => {
+      (reduceHeap as () => void)();
+      return (trim as () => Promise<boolean>)();
+    };
   }
   return null;
 }

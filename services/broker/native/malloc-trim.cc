@@ -1,6 +1,10 @@
 /*
- * trim(): glibc's malloc_trim(0) on a libuv threadpool thread, answered as a Promise<boolean>
- * (whether memory was released), for the broker's native-memory collector (src/util/reclaim.ts).
+ * For the broker's native-memory collector (src/util/reclaim.ts):
+ * - reduceHeap(): V8's low-memory notification, the memory-reducing full collections that also
+ *   shrink the young generation (a plain full collection leaves it at its grown size, up to
+ *   32 MiB); on the JS thread, as V8 requires.
+ * - trim(): glibc's malloc_trim(0) on a libuv threadpool thread, answered as a Promise<boolean>
+ *   (whether memory was released).
  * glibc returns freed memory to the system only from the top of its main heap; memory freed in
  * the middle (a slow subscriber's queued frames, freed among longer-lived allocations) stays
  * resident until malloc_trim walks the free lists and releases their whole pages
@@ -9,7 +13,9 @@
  * there is nothing to call and the answer is false.
  */
 #include <node_api.h>
-#include <stdlib.h>
+#include <v8.h>
+
+#include <cstdlib>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -22,7 +28,7 @@ typedef struct {
 
 static void execute(napi_env env, void *data) {
   (void)env;
-  trim_job *job = data;
+  trim_job *job = static_cast<trim_job *>(data);
 #ifdef __GLIBC__
   job->released = malloc_trim(0);
 #else
@@ -31,7 +37,7 @@ static void execute(napi_env env, void *data) {
 }
 
 static void complete(napi_env env, napi_status status, void *data) {
-  trim_job *job = data;
+  trim_job *job = static_cast<trim_job *>(data);
   napi_value answer;
   napi_get_boolean(env, status == napi_ok && job->released != 0, &answer);
   napi_resolve_deferred(env, job->deferred, answer);
@@ -41,7 +47,7 @@ static void complete(napi_env env, napi_status status, void *data) {
 
 static napi_value trim(napi_env env, napi_callback_info info) {
   (void)info;
-  trim_job *job = calloc(1, sizeof *job);
+  trim_job *job = static_cast<trim_job *>(calloc(1, sizeof *job));
   napi_value promise, name;
   if (job == NULL) {
     napi_throw_error(env, NULL, "malloc_trim: no memory for the job");
@@ -59,9 +65,22 @@ static napi_value trim(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-NAPI_MODULE_INIT() {
+static napi_value reduce_heap(napi_env env, napi_callback_info info) {
+  (void)env;
+  (void)info;
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  if (isolate != nullptr) isolate->LowMemoryNotification();
+  return nullptr;
+}
+
+static bool export_fn(napi_env env, napi_value exports, const char *name, napi_callback cb) {
   napi_value fn;
-  if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, trim, NULL, &fn) != napi_ok) return NULL;
-  if (napi_set_named_property(env, exports, "trim", fn) != napi_ok) return NULL;
+  return napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, nullptr, &fn) == napi_ok &&
+         napi_set_named_property(env, exports, name, fn) == napi_ok;
+}
+
+NAPI_MODULE_INIT() {
+  if (!export_fn(env, exports, "trim", trim)) return nullptr;
+  if (!export_fn(env, exports, "reduceHeap", reduce_heap)) return nullptr;
   return exports;
 }
