@@ -70,3 +70,31 @@ export async function slowSubscribers(
   await Promise.all(subs.map((s) => s.close()));
   return sent;
 }
+
+/**
+ * Publishes `bytes` of records to `stream` and waits until the broker took them: the warm-up
+ * fills the stream's in-memory ring with it, so what the ring keeps is part of the baseline
+ * however few records the timed warm-up got through on a loaded machine.
+ */
+export async function fillStream(
+  broker: BenchBroker,
+  o: Pick<
+    SlowSubscriberOptions,
+    'transport' | 'stream' | 'tenant' | 'recordBytes' | 'batchRecords'
+  >,
+  bytes: number,
+): Promise<void> {
+  const c = await connect({
+    servers: [broker.url(o.transport)],
+    tenant: o.tenant,
+    tls: { fingerprint: broker.fingerprint },
+  });
+  const pub = c.publisher(o.stream, { maxBatchRecords: o.batchRecords });
+  const data = new Uint8Array(o.recordBytes).fill(4);
+  for (let sent = 0; sent * o.recordBytes < bytes; ) {
+    if (pub.send(data)) sent++;
+    else await pub.ready();
+  }
+  await pub.flush();
+  await c.close();
+}
