@@ -1,8 +1,8 @@
 /**
  * Slow subscribers: `subscribers` clients subscribe to an in-memory stream and stop reading
  * after their first event, while one publisher publishes batches as fast as the broker takes
- * them. The broker's per-subscriber queue then fills to its bound: today 1,024 batches; with a
- * byte budget (`broker.subscriber_queue_bytes`, pass it with --broker-env) at most the budget.
+ * them. The broker's per-subscriber queue then fills to its byte budget
+ * (`broker.subscriber_queue_bytes`, pass it with --broker-env).
  */
 import { type FelixClient, connect } from '@felix/client';
 import type { BenchBroker } from '@felix/testing-bench-kit';
@@ -69,4 +69,32 @@ export async function slowSubscribers(
   await pubClient.close();
   await Promise.all(subs.map((s) => s.close()));
   return sent;
+}
+
+/**
+ * Publishes `bytes` of records to `stream` and waits until the broker took them: the warm-up
+ * fills the stream's in-memory ring with it, so what the ring keeps is part of the baseline
+ * however few records the timed warm-up got through on a loaded machine.
+ */
+export async function fillStream(
+  broker: BenchBroker,
+  o: Pick<
+    SlowSubscriberOptions,
+    'transport' | 'stream' | 'tenant' | 'recordBytes' | 'batchRecords'
+  >,
+  bytes: number,
+): Promise<void> {
+  const c = await connect({
+    servers: [broker.url(o.transport)],
+    tenant: o.tenant,
+    tls: { fingerprint: broker.fingerprint },
+  });
+  const pub = c.publisher(o.stream, { maxBatchRecords: o.batchRecords });
+  const data = new Uint8Array(o.recordBytes).fill(4);
+  for (let sent = 0; sent * o.recordBytes < bytes; ) {
+    if (pub.send(data)) sent++;
+    else await pub.ready();
+  }
+  await pub.flush();
+  await c.close();
 }

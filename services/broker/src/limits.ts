@@ -253,3 +253,13 @@ export const CONNECTIONS_PER_IP_DEFAULT = 1024;
 /** How long the expiry notice on a control stream may take to write before the subscriptions
  *  and watches it opened are ended anyway (a peer that stopped reading cannot keep them). */
 export const TOKEN_EXPIRY_NOTICE_MS_MAX = 1_000;
+/** Quiet time after the native-memory collector's last full collection before it returns memory
+ *  (V8's memory-reducing collections, then glibc's malloc_trim(0): util/reclaim.ts). Churn that
+ *  brings a collection within this time (64 closes in 10 s) reuses what it freed, so it postpones
+ *  the return (up to TRIM_DEFER_MS_MAX); slower churn gets quiet-time collections at most every
+ *  30 s (@felix/transport), so a return costs at most once per 30 s. At 3 s, 20-cycle/s TLS
+ *  churn under load returned memory every 4-18 s at 460-690 ms each (the soak, 2026-12-02). */
+export const TRIM_QUIET_MS = 10_000;
+/** Longest a trim waits behind a steady stream of collections: under constant churn the freed
+ *  memory still goes back at least this often. */
+export const TRIM_DEFER_MS_MAX = 60_000;

@@ -3,8 +3,6 @@
  * `felix-broker`: loads the config (defaults, FELIX_* environment, FELIX_BROKER_CONFIG YAML),
  * `--print-config` prints it, otherwise starts the broker and drains on SIGTERM/SIGINT.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { FelixError } from '@felix/common';
 import { setNativeMemoryCollector } from '@felix/transport';
 import { stringify } from 'yaml';
@@ -12,6 +10,7 @@ import { Broker } from './broker.js';
 import { loadConfig } from './config/load.js';
 import { UnknownFlagError } from './errors.js';
 import { createLogger } from './log.js';
+import { fullCollection, loadMallocTrim, nativeMemoryCollector } from './util/reclaim.js';
 
 const USAGE = `usage: felix-broker [--print-config]
 
@@ -25,17 +24,23 @@ function fail(err: unknown, exitCode: number): never {
 }
 
 /**
- * V8's full collection, for the transport to run after many connections closed: their native
- * memory is freed only when V8 collects the objects owning it, and V8 does not count it, so
- * under churn it waited for the old space (256 MiB here, node-flags.json) to fill
- * (docs/perf.md, Memory). `--expose-gc` set at run time exposes `gc` in a new context only.
+ * The collector the transport runs after many connections closed (or once closes went quiet):
+ * their native memory is freed only when V8 collects the objects owning it, and V8 does not
+ * count it, so under churn it waited for the old space (256 MiB here, node-flags.json) to fill;
+ * then glibc kept what was freed until a trim (docs/perf.md, Memory and the soak).
  */
-function fullCollection(): (() => void) | null {
-  const own = (globalThis as { gc?: () => void }).gc;
-  if (typeof own === 'function') return own;
-  setFlagsFromString('--expose-gc');
-  const gc: unknown = runInNewContext('gc');
-  return typeof gc === 'function' ? (gc as () => void) : null;
+function collector(log: ReturnType<typeof createLogger>): (() => void) | null {
+  const collect = fullCollection();
+  if (collect === null) return null;
+  const trim = loadMallocTrim();
+  if (trim === null) log.warn('malloc-trim addon not built: freed native memory stays resident');
+  return nativeMemoryCollector({
+    collect,
+    trim,
+    onTrim: (released, ms) =>
+      log.info({ released, ms: Math.round(ms), rss: process.memoryUsage.rss() }, 'memory returned'),
+    onTrimError: (err) => log.warn({ err }, 'malloc_trim failed'),
+  });
 }
 
 async function main(): Promise<void> {
@@ -87,7 +92,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  setNativeMemoryCollector(fullCollection());
+  setNativeMemoryCollector(collector(log));
   log.info({ pid: process.pid }, 'starting');
   started = Broker.start(config, log);
   try {
