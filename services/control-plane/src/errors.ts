@@ -150,3 +150,71 @@ export class InternalError extends ControlPlaneError {
   readonly code = 'FELIX_CONTROLPLANE_INTERNAL';
   readonly status = 500;
 }
+
+// ---- tokens, OIDC exchange and RBAC routes (issue 21)
+
+/**
+ * An upstream OIDC token was refused: unknown issuer, bad signature, wrong audience, expired,
+ * an algorithm outside the allow-list, an unreachable JWKS. `reason` says which (logged).
+ */
+export class OidcTokenRefusedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_OIDC_TOKEN_REFUSED';
+  readonly status = 401;
+  constructor(
+    readonly reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`upstream token refused: ${reason}`, options);
+  }
+}
+
+/** An IdP issuer configuration the control plane will not use (http, `#`, no key source). */
+export class IdpIssuerInvalidError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_IDP_ISSUER_INVALID';
+  readonly status = 400;
+}
+
+/** No such IdP issuer configured for the tenant. */
+export class IdpIssuerNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_IDP_ISSUER_NOT_FOUND';
+  readonly status = 404;
+}
+
+/**
+ * A refresh failed. Every failure (unknown id, wrong secret, spent, replayed, expired, revoked,
+ * nothing left to grant) carries this one code and message, so a caller learns nothing from it.
+ */
+export class RefreshTokenRefusedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_REFRESH_TOKEN_REFUSED';
+  readonly status = 403;
+  constructor() {
+    super('refresh token refused');
+  }
+}
+
+/** RBAC (after any narrowing) grants the principal nothing, so no token is issued. */
+export class NoPermissionsError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NO_PERMISSIONS';
+  readonly status = 403;
+}
+
+/**
+ * The caller may not make this grant: it lacks `rbac.manage` or `token.delegate`, or the rule,
+ * role or token lies outside its own scope (the delegation rule).
+ */
+export class DelegationRefusedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_DELEGATION_REFUSED';
+  readonly status = 403;
+}
+
+/** A permission or object string outside the grammar of @felix/authz. */
+export class InvalidPermissionError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_INVALID_PERMISSION';
+  readonly status = 400;
+}
+
+/** A binding named a role that has no policy. */
+export class RoleNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ROLE_NOT_FOUND';
+  readonly status = 404;
+}

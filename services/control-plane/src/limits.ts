@@ -87,3 +87,50 @@ export const INSERT_BATCH_ROWS = 200;
 
 /** Rows one feed snapshot may return; a larger catalog is refused rather than buffered whole. */
 export const SNAPSHOT_ROWS_MAX = 1_000_000;
+
+// ---- tokens, OIDC exchange and RBAC routes (src/auth/, issue 21)
+
+/** Longest upstream OIDC token accepted before any parsing (an IdP token with groups fits). */
+export const OIDC_TOKEN_BYTES_MAX = 16_384;
+
+/** A JWKS or discovery fetch gives up after this long (the reference's 10 s). */
+export const OIDC_FETCH_TIMEOUT_MS = 10_000;
+
+/** An unknown `kid` refetches an issuer's JWKS at most this often (the reference's 30 s). */
+export const OIDC_JWKS_COOLDOWN_MS = 30_000;
+
+/** A fetched JWKS is trusted this long before it is fetched again. */
+export const OIDC_JWKS_MAX_AGE_MS = 600_000;
+
+/** Largest JWKS or discovery document read; more is refused without parsing. */
+export const OIDC_DOCUMENT_BYTES_MAX = 256 * 1024;
+
+/** Remote key sets (one per JWKS URL) kept at once; the oldest is dropped past this. */
+export const OIDC_KEY_SETS_MAX = 1024;
+
+/** Issuers one tenant may configure. */
+export const IDP_ISSUERS_PER_TENANT_MAX = 16;
+
+/** Audiences one issuer may list. */
+export const IDP_AUDIENCES_MAX = 16;
+
+/** Longest issuer, audience, URL or claim name in an issuer's configuration. */
+export const IDP_FIELD_CHARS_MAX = 512;
+
+/** IdP groups read from one token; more are refused (a token listing thousands is a mistake). */
+export const OIDC_GROUPS_MAX = 256;
+
+/** Longest subject or group name taken from an upstream token. */
+export const OIDC_CLAIM_CHARS_MAX = 256;
+
+/** Lifetime of an exchanged, refreshed or delegated Felix token (FELIX_EXCHANGE_TOKEN_TTL_SECONDS). */
+export const ACCESS_TOKEN_TTL_S_DEFAULT = 900;
+
+/** Lifetime of a refresh token (FELIX_REFRESH_TOKEN_TTL_SECONDS): 30 days. */
+export const REFRESH_TOKEN_TTL_S_DEFAULT = 30 * 86_400;
+
+/** Permissions or resources one exchange, refresh or delegation may name to narrow its token. */
+export const NARROWING_ENTRIES_MAX = 256;
+
+/** Longest refresh token string accepted (`<id>.<secret>`, both base64url). */
+export const REFRESH_TOKEN_CHARS_MAX = 256;
