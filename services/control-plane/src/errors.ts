@@ -151,6 +151,61 @@ export class InternalError extends ControlPlaneError {
   readonly status = 500;
 }
 
+/** No bearer token, or a token that does not verify (expired, foreign key, wrong audience). */
+export class UnauthenticatedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_UNAUTHENTICATED';
+  readonly status = 401;
+}
+
+/** A valid token whose permissions do not allow the action on the object (both are named). */
+export class ForbiddenError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_FORBIDDEN';
+  readonly status = 403;
+  constructor(
+    readonly action: string,
+    readonly object: string,
+    message = `${action} on ${object} is not allowed`,
+  ) {
+    super(message);
+  }
+}
+
+/** The tenant's auth was initialized before: bootstrap runs exactly once per tenant. */
+export class AlreadyInitializedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ALREADY_INITIALIZED';
+  readonly status = 409;
+}
+
+/** No signing key with that kid in the tenant. */
+export class SigningKeyNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_SIGNING_KEY_NOT_FOUND';
+  readonly status = 404;
+}
+
+/** The key's status does not allow the change (retiring the active key, activating a retired one). */
+export class SigningKeyStateError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_SIGNING_KEY_STATE';
+  readonly status = 409;
+}
+
+/** The tenant has no active signing key, so no token can be signed for it. */
+export class NoActiveKeyError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NO_ACTIVE_KEY';
+  readonly status = 409;
+}
+
+/** No IdP issuer with that name in the tenant. */
+export class IssuerNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ISSUER_NOT_FOUND';
+  readonly status = 404;
+}
+
+/** A per-tenant auth bound (keys, issuers, policies, bindings, refresh tokens) would be exceeded. */
+export class AuthLimitError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_AUTH_LIMIT';
+  readonly status = 409;
+}
+
 // ---- tokens, OIDC exchange and RBAC routes (issue 21)
 
 /**
@@ -172,12 +227,6 @@ export class OidcTokenRefusedError extends ControlPlaneError {
 export class IdpIssuerInvalidError extends ControlPlaneError {
   readonly code = 'FELIX_CONTROLPLANE_IDP_ISSUER_INVALID';
   readonly status = 400;
-}
-
-/** No such IdP issuer configured for the tenant. */
-export class IdpIssuerNotFoundError extends ControlPlaneError {
-  readonly code = 'FELIX_CONTROLPLANE_IDP_ISSUER_NOT_FOUND';
-  readonly status = 404;
 }
 
 /**

@@ -88,6 +88,22 @@ export const INSERT_BATCH_ROWS = 200;
 /** Rows one feed snapshot may return; a larger catalog is refused rather than buffered whole. */
 export const SNAPSHOT_ROWS_MAX = 1_000_000;
 
+/**
+ * Rows one auth listing returns at most (policies, bindings, issuers, keys). The authz limits
+ * bound what a tenant may hold (1024 roles × 256 policies in theory); a listing past this is cut
+ * and says so rather than building a huge answer.
+ */
+export const AUTH_LIST_ROWS_MAX = 10_000;
+
+/** Signing keys a tenant may hold staged or active (the JWKS size); matches @felix/authz KEYS_PER_TENANT_MAX. */
+export const SIGNING_KEYS_PUBLISHED_MAX = 16;
+
+/** Issuers per tenant: a handful of IdPs is normal; the bound keeps exchange lookups small. */
+export const IDP_ISSUERS_PER_TENANT_MAX = 32;
+
+/** Live refresh tokens per principal: devices and sessions of one user; older ones must be revoked. */
+export const REFRESH_TOKENS_PER_PRINCIPAL_MAX = 1000;
+
 // ---- tokens, OIDC exchange and RBAC routes (src/auth/, issue 21)
 
 /** Longest upstream OIDC token accepted before any parsing (an IdP token with groups fits). */
@@ -107,9 +123,6 @@ export const OIDC_DOCUMENT_BYTES_MAX = 256 * 1024;
 
 /** Remote key sets (one per JWKS URL) kept at once; the oldest is dropped past this. */
 export const OIDC_KEY_SETS_MAX = 1024;
-
-/** Issuers one tenant may configure. */
-export const IDP_ISSUERS_PER_TENANT_MAX = 16;
 
 /** Audiences one issuer may list. */
 export const IDP_AUDIENCES_MAX = 16;
