@@ -5,17 +5,17 @@
 // Method: a fake IdP on loopback (node:http, jose keys); OidcVerifier called directly.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type IdpIssuer, checkIdpUrl, parseIdpIssuer } from '../src/auth/idp-issuer.js';
+import { type IdpIssuerConfig, checkIdpUrl, parseIdpIssuer } from '../src/auth/idp-issuer.js';
 import { OidcVerifier, parseOidcAlgorithms, principalIdOf } from '../src/auth/oidc.js';
 import { IdpIssuerInvalidError, OidcTokenRefusedError } from '../src/errors.js';
 import { type FakeIdp, startFakeIdp } from './fake-idp.js';
 
 let idp: FakeIdp;
-let issuer: IdpIssuer;
+let issuer: IdpIssuerConfig;
 
 beforeAll(async () => {
   idp = await startFakeIdp();
-  issuer = parseIdpIssuer({
+  issuer = parseIdpIssuer('t1', {
     issuer: idp.issuer,
     audiences: ['felix'],
     jwks_url: idp.jwksUrl,
@@ -73,7 +73,7 @@ describe('upstream OIDC verification', () => {
 
   it('discovery_supplies_the_jwks_only_when_it_names_the_same_issuer', async () => {
     const v = new OidcVerifier();
-    const viaDiscovery = parseIdpIssuer({
+    const viaDiscovery = parseIdpIssuer('t1', {
       issuer: idp.issuer,
       audiences: ['felix'],
       discovery_url: idp.discoveryUrl,
@@ -104,7 +104,7 @@ describe('upstream OIDC verification', () => {
   });
 
   it('a_redirecting_jwks_url_is_not_followed', async () => {
-    const redirecting = { ...issuer, jwksUrl: idp.redirectUrl };
+    const redirecting = { ...issuer, jwks_url: idp.redirectUrl };
     const before = idp.jwksFetches;
     const token = await idp.token({ sub: 'a' });
     const reason = await refusal(new OidcVerifier().verify(token, [redirecting]));
@@ -115,21 +115,21 @@ describe('upstream OIDC verification', () => {
   it('issuer_urls_must_be_https_except_on_loopback_and_an_issuer_may_not_contain_a_hash', () => {
     const base = { issuer: 'https://idp.example.com/', audiences: ['felix'] };
     expect(() =>
-      parseIdpIssuer({ ...base, issuer: 'https://idp#x', jwks_url: 'https://a/k' }),
+      parseIdpIssuer('t1', { ...base, issuer: 'https://idp#x', jwks_url: 'https://a/k' }),
     ).toThrow(IdpIssuerInvalidError);
-    expect(() => parseIdpIssuer({ ...base, jwks_url: 'http://idp.example.com/k' })).toThrow(
+    expect(() => parseIdpIssuer('t1', { ...base, jwks_url: 'http://idp.example.com/k' })).toThrow(
       /https/,
     );
-    expect(() => parseIdpIssuer({ ...base })).toThrow(/exactly one/);
+    expect(() => parseIdpIssuer('t1', { ...base })).toThrow(/exactly one/);
     expect(() =>
-      parseIdpIssuer({ ...base, jwks_url: 'https://a/k', discovery_url: 'https://a/d' }),
+      parseIdpIssuer('t1', { ...base, jwks_url: 'https://a/k', discovery_url: 'https://a/d' }),
     ).toThrow(/exactly one/);
     expect(() => checkIdpUrl('https://169.254.169.254/keys', 'jwks_url')).toThrow(/private/);
     expect(() => checkIdpUrl('https://10.1.2.3/keys', 'jwks_url')).toThrow(/private/);
     expect(() => checkIdpUrl('https://user:pw@idp.example.com/k', 'jwks_url')).toThrow(/user/);
     expect(checkIdpUrl('http://127.0.0.1:9/k', 'jwks_url').port).toBe('9');
-    expect(parseIdpIssuer({ ...base, jwks_url: 'https://idp.example.com/k' }).subjectClaim).toBe(
-      'sub',
-    );
+    expect(
+      parseIdpIssuer('t1', { ...base, jwks_url: 'https://idp.example.com/k' }).subject_claim,
+    ).toBe('sub');
   });
 });

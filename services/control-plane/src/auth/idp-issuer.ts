@@ -8,21 +8,15 @@
 import { isIP } from 'node:net';
 import { IdpIssuerInvalidError } from '../errors.js';
 import { IDP_AUDIENCES_MAX, IDP_FIELD_CHARS_MAX } from '../limits.js';
+import type { IdpIssuer } from '../store/types.js';
 
-/** One trusted upstream issuer of a tenant (the `idp_issuers` row). */
-export interface IdpIssuer {
-  /** The `iss` value, compared exactly. */
-  readonly issuer: string;
-  /** Accepted `aud` values; a token must name at least one of them, compared exactly. */
-  readonly audiences: readonly string[];
-  /** Where the keys are: a JWKS URL, or a discovery document naming one. Exactly one is set. */
-  readonly jwksUrl: string | null;
-  readonly discoveryUrl: string | null;
-  /** The claim holding the subject (default `sub`). */
-  readonly subjectClaim: string;
-  /** The claim holding the IdP groups (a string array), or null to ignore groups. */
-  readonly groupsClaim: string | null;
-}
+/**
+ * One trusted upstream issuer of a tenant, as stored (`idp_issuers`): `issuer` and `audiences`
+ * are compared exactly; keys come from `jwks_url`, or from the discovery document at
+ * `discovery_url` (exactly one is set); `subject_claim` (default `sub`) names the subject and
+ * `groups_claim` (optional) a string array of IdP groups.
+ */
+export type IdpIssuerConfig = Omit<IdpIssuer, 'tenant_id'>;
 
 /** The issuer configuration as the API carries it. */
 export interface IdpIssuerBody {
@@ -89,8 +83,8 @@ function field(value: string, name: string): string {
   return value;
 }
 
-/** Checks an issuer configuration from the API (or bootstrap) and returns it normalised. */
-export function parseIdpIssuer(body: IdpIssuerBody): IdpIssuer {
+/** Checks an issuer configuration from the API (or bootstrap) and returns it as stored. */
+export function parseIdpIssuer(tenant: string, body: IdpIssuerBody): IdpIssuer {
   const issuer = field(body.issuer, 'issuer');
   // `#` separates issuer and group name in `group:<issuer>#<name>` subjects.
   if (issuer.includes('#')) throw new IdpIssuerInvalidError('an issuer may not contain #');
@@ -106,23 +100,12 @@ export function parseIdpIssuer(body: IdpIssuerBody): IdpIssuer {
   if (jwks !== null) checkIdpUrl(jwks, 'jwks_url');
   if (discovery !== null) checkIdpUrl(discovery, 'discovery_url');
   return {
+    tenant_id: tenant,
     issuer,
     audiences,
-    jwksUrl: jwks,
-    discoveryUrl: discovery,
-    subjectClaim: field(body.subject_claim ?? 'sub', 'subject_claim'),
-    groupsClaim: body.groups_claim ? field(body.groups_claim, 'groups_claim') : null,
-  };
-}
-
-/** The issuer as the API shows it. */
-export function idpIssuerBody(i: IdpIssuer): Required<IdpIssuerBody> {
-  return {
-    issuer: i.issuer,
-    audiences: [...i.audiences],
-    jwks_url: i.jwksUrl,
-    discovery_url: i.discoveryUrl,
-    subject_claim: i.subjectClaim,
-    groups_claim: i.groupsClaim,
+    jwks_url: jwks,
+    discovery_url: discovery,
+    subject_claim: field(body.subject_claim ?? 'sub', 'subject_claim'),
+    groups_claim: body.groups_claim ? field(body.groups_claim, 'groups_claim') : null,
   };
 }

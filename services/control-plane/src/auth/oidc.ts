@@ -26,7 +26,7 @@ import {
   OIDC_KEY_SETS_MAX,
   OIDC_TOKEN_BYTES_MAX,
 } from '../limits.js';
-import { type IdpIssuer, checkIdpUrl } from './idp-issuer.js';
+import { type IdpIssuerConfig, checkIdpUrl } from './idp-issuer.js';
 
 /** Algorithms an upstream token may use; anything else is refused before key lookup. */
 export const OIDC_ALGORITHMS_SUPPORTED = [
@@ -155,9 +155,9 @@ export class OidcVerifier {
   }
 
   /** The JWKS URL of an issuer, reading (and caching) its discovery document if it has one. */
-  private async jwksUrlOf(idp: IdpIssuer): Promise<string> {
-    if (idp.jwksUrl !== null) return idp.jwksUrl;
-    const discoveryUrl = idp.discoveryUrl as string;
+  private async jwksUrlOf(idp: IdpIssuerConfig): Promise<string> {
+    if (idp.jwks_url !== null) return idp.jwks_url;
+    const discoveryUrl = idp.discovery_url as string;
     const key = `${discoveryUrl}\u0000${idp.issuer}`;
     const hit = this.discovered.get(key);
     if (hit && Date.now() - hit.atMs < this.maxAgeMs) return hit.jwksUrl;
@@ -187,7 +187,7 @@ export class OidcVerifier {
    * Verifies an upstream token against a tenant's issuers and returns who it names. Throws
    * OidcTokenRefusedError on any failure.
    */
-  async verify(token: string, issuers: readonly IdpIssuer[]): Promise<UpstreamIdentity> {
+  async verify(token: string, issuers: readonly IdpIssuerConfig[]): Promise<UpstreamIdentity> {
     if (token.length === 0 || token.length > OIDC_TOKEN_BYTES_MAX) {
       throw new OidcTokenRefusedError('token missing or too long');
     }
@@ -215,13 +215,13 @@ export class OidcVerifier {
     return this.identityOf(idp, payload);
   }
 
-  private identityOf(idp: IdpIssuer, payload: JWTPayload): UpstreamIdentity {
-    const subject = payload[idp.subjectClaim];
+  private identityOf(idp: IdpIssuerConfig, payload: JWTPayload): UpstreamIdentity {
+    const subject = payload[idp.subject_claim];
     if (typeof subject !== 'string' || subject.length === 0) {
-      throw new OidcTokenRefusedError(`claim ${idp.subjectClaim} missing`);
+      throw new OidcTokenRefusedError(`claim ${idp.subject_claim} missing`);
     }
     if (subject.length > OIDC_CLAIM_CHARS_MAX) {
-      throw new OidcTokenRefusedError(`claim ${idp.subjectClaim} too long`);
+      throw new OidcTokenRefusedError(`claim ${idp.subject_claim} too long`);
     }
     return {
       issuer: idp.issuer,
@@ -232,17 +232,17 @@ export class OidcVerifier {
   }
 }
 
-function groupsOf(idp: IdpIssuer, payload: JWTPayload): string[] {
-  if (idp.groupsClaim === null) return [];
-  const raw = payload[idp.groupsClaim];
+function groupsOf(idp: IdpIssuerConfig, payload: JWTPayload): string[] {
+  if (idp.groups_claim === null) return [];
+  const raw = payload[idp.groups_claim];
   if (raw === undefined) return [];
   if (!Array.isArray(raw) || raw.length > OIDC_GROUPS_MAX) {
-    throw new OidcTokenRefusedError(`claim ${idp.groupsClaim} is not a list of groups`);
+    throw new OidcTokenRefusedError(`claim ${idp.groups_claim} is not a list of groups`);
   }
   const out = new Set<string>();
   for (const g of raw) {
     if (typeof g !== 'string' || g.length === 0 || g.length > OIDC_CLAIM_CHARS_MAX) {
-      throw new OidcTokenRefusedError(`claim ${idp.groupsClaim} holds a bad group name`);
+      throw new OidcTokenRefusedError(`claim ${idp.groups_claim} holds a bad group name`);
     }
     out.add(`${idp.issuer}#${g}`);
   }
