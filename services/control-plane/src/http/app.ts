@@ -18,10 +18,13 @@ import type { ControlStore } from '../store/store.js';
 import type { RouteContext } from './context.js';
 import { notFound, sendError } from './errors.js';
 import { convertQueryNumbers } from './query-numbers.js';
+import { type TokenSettings, TokenService } from '../auth/tokens.js';
 import { assignmentRoutes } from './routes/assignments.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { nodeRoutes } from './routes/nodes.js';
+import { rbacRoutes } from './routes/rbac.js';
 import { systemRoutes } from './routes/system.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { ErrorBody } from './schemas.js';
 
 export const VERSION = '0.1.0';
@@ -47,6 +50,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** How often a parked long poll re-reads without a wake-up (tests raise it to prove the wake). */
   longPollRereadMs?: number;
+  /** Token lifetimes and the upstream OIDC verifier (src/auth/tokens.ts). */
+  tokens?: TokenSettings;
 }
 
 export interface ControlPlaneApp {
@@ -124,6 +129,8 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   catalogRoutes(app, ctx);
   nodeRoutes(app, ctx);
   assignmentRoutes(app, ctx);
+  tokenRoutes(app, ctx, new TokenService(deps.store, clock, app.log, deps.tokens));
+  rbacRoutes(app, ctx);
 
   const timers: NodeJS.Timeout[] = [];
   app.addHook('onReady', async () => {
