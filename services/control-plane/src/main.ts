@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** felix-controlplane: reads FELIX_CONTROLPLANE_*, opens the store, serves the API until SIGTERM. */
 import pino from 'pino';
+import { tokenSettingsFromEnv } from './auth/settings.js';
 import { loadConfig } from './config.js';
 import { buildApp } from './http/app.js';
 import { openStore } from './open-store.js';
@@ -15,6 +16,7 @@ async function main(): Promise<void> {
     regionId: config.regionId,
     changesLimit: config.changesLimit,
     logger,
+    tokens: tokenSettingsFromEnv(process.env),
   });
   const address = await app.listen({ host: config.host, port: config.port });
   logger.info({ address, backend: config.backend }, 'felix-controlplane listening');
