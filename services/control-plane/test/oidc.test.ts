@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type IdpIssuerConfig, checkIdpUrl, parseIdpIssuer } from '../src/auth/idp-issuer.js';
 import { OidcVerifier, parseOidcAlgorithms, principalIdOf } from '../src/auth/oidc.js';
+import { tokenSettingsFromEnv } from '../src/auth/settings.js';
 import { IdpIssuerInvalidError, OidcTokenRefusedError } from '../src/errors.js';
 import { type FakeIdp, startFakeIdp } from './fake-idp.js';
 
@@ -131,5 +132,24 @@ describe('upstream OIDC verification', () => {
     expect(
       parseIdpIssuer('t1', { ...base, jwks_url: 'https://idp.example.com/k' }).subject_claim,
     ).toBe('sub');
+  });
+
+  it('token_settings_come_from_the_environment_and_refuse_bad_values', async () => {
+    const d = tokenSettingsFromEnv({});
+    expect([d.accessTtlS, d.refreshTtlS]).toEqual([900, 2_592_000]);
+    const s = tokenSettingsFromEnv({
+      FELIX_EXCHANGE_TOKEN_TTL_SECONDS: '300',
+      FELIX_REFRESH_TOKEN_TTL_SECONDS: '3600',
+      FELIX_CONTROLPLANE_OIDC_ALLOWED_ALGORITHMS: 'ES384',
+    });
+    expect([s.accessTtlS, s.refreshTtlS]).toEqual([300, 3600]);
+    const es256 = await idp.token({ sub: 'a' });
+    expect(await refusal(s.oidc!.verify(es256, [issuer]))).toBe('algorithm not allowed');
+    expect(() => tokenSettingsFromEnv({ FELIX_EXCHANGE_TOKEN_TTL_SECONDS: '90000' })).toThrow(
+      /FELIX_EXCHANGE_TOKEN_TTL_SECONDS/,
+    );
+    expect(() =>
+      tokenSettingsFromEnv({ FELIX_CONTROLPLANE_OIDC_ALLOWED_ALGORITHMS: 'none' }),
+    ).toThrow(/unsupported none/);
   });
 });
