@@ -104,6 +104,29 @@ export const IDP_ISSUERS_PER_TENANT_MAX = 32;
 /** Live refresh tokens per principal: devices and sessions of one user; older ones must be revoked. */
 export const REFRESH_TOKENS_PER_PRINCIPAL_MAX = 1000;
 
+/**
+ * How long the guard trusts a tenant's public keys read from the store. Short, because a
+ * retired key must stop verifying soon on every instance (this instance forgets at once on its
+ * own key changes); long enough that a burst of requests reads the keys once.
+ */
+export const TENANT_KEYS_CACHE_TTL_MS = 5000;
+
+/** Tenants whose keys are cached at once (unknown tenants too, so random `tid`s cannot hammer the store). */
+export const TENANT_KEYS_CACHE_ENTRIES_MAX = 4096;
+
+/** Imported private keys kept for signing (one per tenant that signs). */
+export const SIGNING_KEYS_CACHE_ENTRIES_MAX = 1024;
+
+/** Lifetime of a control-plane or broker token minted by the control plane (reference: 900 s). */
+export const ACCESS_TOKEN_TTL_S_DEFAULT = 900;
+
+/** Shortest bootstrap token accepted: 32 characters, as the reference asks of its static peer tokens. */
+export const BOOTSTRAP_TOKEN_CHARS_MIN = 32;
+
+/** Bootstrap body bounds: issuers, admin principals and dev-token permissions per request. */
+export const BOOTSTRAP_ISSUERS_MAX = 16;
+export const BOOTSTRAP_PRINCIPALS_MAX = 64;
+
 // ---- tokens, OIDC exchange and RBAC routes (src/auth/, issue 21)
 
 /** Longest upstream OIDC token accepted before any parsing (an IdP token with groups fits). */
@@ -135,9 +158,6 @@ export const OIDC_GROUPS_MAX = 256;
 
 /** Longest subject or group name taken from an upstream token. */
 export const OIDC_CLAIM_CHARS_MAX = 256;
-
-/** Lifetime of an exchanged, refreshed or delegated Felix token (FELIX_EXCHANGE_TOKEN_TTL_SECONDS). */
-export const ACCESS_TOKEN_TTL_S_DEFAULT = 900;
 
 /** Lifetime of a refresh token (FELIX_REFRESH_TOKEN_TTL_SECONDS): 30 days. */
 export const REFRESH_TOKEN_TTL_S_DEFAULT = 30 * 86_400;

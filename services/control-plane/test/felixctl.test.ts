@@ -27,13 +27,22 @@ afterAll(async () => {
   await home.cleanup();
 });
 
+/** fetch with the token the test helpers pick for the path (no token is stored for these runs). */
+const authedFetch: typeof fetch = async (input, init) => {
+  const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
+  const token = await built.tokens.forUrl(path);
+  const headers = new Headers(init?.headers);
+  if (token && !headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
+  return fetch(input, { ...init, headers });
+};
+
 async function ctl(...args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await runFelixctl(['--url', url, ...args], {
     out: (l) => out.push(l),
     err: (l) => err.push(l),
-    fetch,
+    fetch: authedFetch,
     env: { FELIX_CONFIG: join(home.path, 'catalog.json') },
   });
   return { code, out, err };
@@ -102,7 +111,9 @@ describe('felixctl', () => {
   });
 
   it('felixctl_reports_an_api_error_with_its_code', async () => {
-    const r = await ctl('namespaces', 'create', 'missing', 'ns');
+    // An operator may delete any tenant, so a missing one is a 404 (a route inside a missing
+    // tenant would be a 401: no token can name it).
+    const r = await ctl('tenants', 'delete', 'missing');
     expect(r.code).toBe(1);
     expect(r.err.join('\n')).toContain('404 FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
   });

@@ -15,6 +15,7 @@ import {
 } from '@felix/authz';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RbacChanges } from '../src/auth/rbac-changes.js';
+import { TokenSigner } from '../src/auth/signer.js';
 import { TokenService } from '../src/auth/tokens.js';
 import {
   DelegationRefusedError,
@@ -66,7 +67,12 @@ beforeAll(async () => {
   });
   changes = new RbacChanges(opened.store);
   const silent = { warn() {}, info() {}, error() {} } as never;
-  tokens = new TokenService(opened.store, opened.store.clock, silent);
+  tokens = new TokenService(
+    opened.store,
+    new TokenSigner(opened.store, opened.store.clock),
+    opened.store.clock,
+    silent,
+  );
 });
 afterAll(() => opened.cleanup());
 

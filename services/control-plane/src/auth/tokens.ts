@@ -13,16 +13,13 @@ import {
   BROKER_AUDIENCE,
   CONTROL_PLANE_AUDIENCE,
   type Permission,
-  type SigningKey,
-  importPrivateJwk,
-  signToken,
+  printPermission,
 } from '@felix/authz';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import {
   DelegationRefusedError,
   InvalidRequestError,
-  NoActiveKeyError,
   NoPermissionsError,
   RefreshTokenRefusedError,
 } from '../errors.js';
@@ -43,6 +40,7 @@ import {
   parseNarrowing,
 } from './grants.js';
 import { OidcVerifier } from './oidc.js';
+import type { TokenSigner } from './signer.js';
 
 export interface TokenSettings {
   /** Lifetime of issued Felix tokens (FELIX_EXCHANGE_TOKEN_TTL_SECONDS, 900). */
@@ -68,9 +66,6 @@ export interface DelegateBody extends NarrowingBody {
   ttl_seconds?: number;
 }
 
-/** Private keys decoded from the store, by tenant and kid (a key never changes under its kid). */
-const SIGNING_KEY_CACHE_MAX = 1024;
-
 /** Longest principal id a delegation may name (the @felix/authz `sub` bound). */
 const SUBJECT_CHARS_MAX = 256;
 
@@ -93,10 +88,9 @@ export class TokenService {
   readonly accessTtlS: number;
   readonly refreshTtlS: number;
   readonly oidc: OidcVerifier;
-  private readonly keys = new Map<string, SigningKey>();
-
   constructor(
     private readonly store: ControlStore,
+    private readonly signer: TokenSigner,
     private readonly clock: Clock,
     private readonly log: FastifyBaseLogger,
     settings: TokenSettings = {},
@@ -106,19 +100,7 @@ export class TokenService {
     this.oidc = settings.oidc ?? new OidcVerifier();
   }
 
-  private async signingKey(tenant: string): Promise<SigningKey> {
-    const stored = await this.store.signingKeys.active(tenant);
-    if (!stored) throw new NoActiveKeyError(`tenant ${tenant} has no active signing key`);
-    const cacheKey = `${tenant}\u0000${stored.kid}`;
-    const hit = this.keys.get(cacheKey);
-    if (hit) return hit;
-    const key = await importPrivateJwk({ ...stored.private_jwk, kid: stored.kid });
-    if (this.keys.size >= SIGNING_KEY_CACHE_MAX) this.keys.clear();
-    this.keys.set(cacheKey, key);
-    return key;
-  }
-
-  /** Signs a token for `subject` carrying `permissions`. */
+  /** Signs a token for `subject` carrying `permissions` (the signer picks the active key). */
   async mint(
     tenant: string,
     subject: string,
@@ -126,13 +108,14 @@ export class TokenService {
     audience: Audience,
     lifetimeS = this.accessTtlS,
   ): Promise<{ felix_token: string; expires_in: number; token_type: 'Bearer' }> {
-    const key = await this.signingKey(tenant);
-    const nowS = Math.floor(this.clock.nowMs() / 1000);
-    const felix_token = await signToken(
-      { audience, subject, tenant, permissions, lifetimeS, nowS },
-      key,
-    );
-    return { felix_token, expires_in: lifetimeS, token_type: 'Bearer' };
+    const m = await this.signer.mint({
+      tenant,
+      subject,
+      audience,
+      permissions: permissions.map(printPermission),
+      lifetimeS,
+    });
+    return { felix_token: m.token, expires_in: m.expires_in, token_type: 'Bearer' };
   }
 
   /** The principal's RBAC permissions now, narrowed. */

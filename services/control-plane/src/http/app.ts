@@ -16,12 +16,18 @@ import { BODY_BYTES_MAX } from '../limits.js';
 import { type Metrics, createMetrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
 import type { RouteContext } from './context.js';
+import { TenantKeyCache } from '../auth/keys.js';
+import { TokenSigner } from '../auth/signer.js';
+import type { RouteAuth } from './auth/contract.js';
+import { installGuard } from './auth/guard.js';
+import { OPEN, describeAuth } from './auth/permissions.js';
 import { notFound, sendError } from './errors.js';
 import { convertQueryNumbers } from './query-numbers.js';
 import { type TokenSettings, TokenService } from '../auth/tokens.js';
 import { assignmentRoutes } from './routes/assignments.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { nodeRoutes } from './routes/nodes.js';
+import { signingKeyRoutes } from './routes/signing-keys.js';
 import { rbacRoutes } from './routes/rbac.js';
 import { systemRoutes } from './routes/system.js';
 import { tokenRoutes } from './routes/tokens.js';
@@ -50,6 +56,10 @@ export interface AppDeps {
   metrics?: Metrics;
   /** How often a parked long poll re-reads without a wake-up (tests raise it to prove the wake). */
   longPollRereadMs?: number;
+  /** The tenants' public keys for the guard (default: read from `store`, cached briefly). */
+  keys?: TenantKeyCache;
+  /** Signs tokens with a tenant's active key (default: over `store`). */
+  signer?: TokenSigner;
   /** Token lifetimes and the upstream OIDC verifier (src/auth/tokens.ts). */
   tokens?: TokenSettings;
 }
@@ -60,6 +70,8 @@ export interface ControlPlaneApp {
   sweeper: Sweeper;
   hub: FeedHub;
   metrics: Metrics;
+  keys: TenantKeyCache;
+  signer: TokenSigner;
 }
 
 export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
@@ -76,7 +88,11 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   const hub = new FeedHub(deps.store, metrics, deps.longPollRereadMs);
   const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);
   const sweeper = new Sweeper(deps.store, deps.liveness, clock);
+  const keys = deps.keys ?? new TenantKeyCache(deps.store, clock);
+  const signer = deps.signer ?? new TokenSigner(deps.store, clock);
   const ctx: RouteContext = {
+    keys,
+    signer,
     store: deps.store,
     hub,
     placement,
@@ -100,12 +116,32 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
         description:
           'Catalog, membership, placement and change feeds. Errors share one body; see docs/control-plane.md.',
       },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+    },
+    // Each operation carries its RouteAuth as `x-felix-auth` and, unless open, a bearer
+    // requirement: the permission table in docs/control-plane.md is checked against this.
+    transform: ({ schema, url, route }) => {
+      const auth = route.config?.auth as RouteAuth | undefined;
+      if (!auth) return { schema, url };
+      return {
+        url,
+        schema: {
+          ...schema,
+          'x-felix-auth': describeAuth(auth),
+          security: auth.kind === 'open' || auth.kind === 'credential' ? [] : [{ bearer: [] }],
+        } as typeof schema,
+      };
     },
     refResolver: {
       buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`),
     },
   });
+  // The UI under /docs is registered before the guard and stays open (it serves the document,
+  // which names routes and permissions, never data).
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  installGuard(app, { keys, metrics, clock });
 
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => notFound(req, reply));
@@ -121,6 +157,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   });
 
   app.get('/v1/openapi.json', {
+    config: { auth: OPEN },
     schema: { hide: true, response: { 200: Type.Unknown() } },
     handler: async (_req, reply) =>
       reply.type('application/json').send(JSON.stringify(app.swagger())),
@@ -129,7 +166,8 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   catalogRoutes(app, ctx);
   nodeRoutes(app, ctx);
   assignmentRoutes(app, ctx);
-  tokenRoutes(app, ctx, new TokenService(deps.store, clock, app.log, deps.tokens));
+  signingKeyRoutes(app, ctx);
+  tokenRoutes(app, ctx, new TokenService(deps.store, signer, clock, app.log, deps.tokens));
   rbacRoutes(app, ctx);
 
   const timers: NodeJS.Timeout[] = [];
@@ -169,5 +207,5 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     hub.close();
   });
 
-  return { app, placement, sweeper, hub, metrics };
+  return { app, placement, sweeper, hub, metrics, keys, signer };
 }

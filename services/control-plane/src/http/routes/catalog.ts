@@ -6,7 +6,23 @@ import { checkName } from '../../catalog-names.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { FeedName, Retention } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
+import { bodyField, onCluster, param, perm } from '../auth/permissions.js';
 import * as S from '../schemas.js';
+
+const streamAuth = perm(
+  'stream.manage',
+  'stream',
+  param('tenant_id'),
+  param('namespace'),
+  param('stream'),
+);
+const cacheAuth = perm(
+  'cache.manage',
+  'cache',
+  param('tenant_id'),
+  param('namespace'),
+  param('cache'),
+);
 
 type Page = Static<typeof S.PageQuery>;
 
@@ -28,6 +44,7 @@ export function feedRoutes(
   tag: string,
 ): void {
   app.get(`${path}/snapshot`, {
+    config: { auth: onCluster('node.view') },
     schema: {
       tags: [tag],
       summary: `Every ${feed} item and the sequence to follow changes from`,
@@ -36,6 +53,7 @@ export function feedRoutes(
     handler: async () => ctx.store.feeds.snapshot(feed),
   });
   app.get(`${path}/changes`, {
+    config: { auth: onCluster('node.view') },
     schema: {
       tags: [tag],
       summary: `Changes to ${feed} from seq \`since\`; long-polls up to wait_ms (at most 25000)`,
@@ -61,6 +79,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
 
   // ---- tenants
   app.get('/v1/tenants', {
+    config: { auth: onCluster('tenant.manage') },
     schema: {
       tags: ['tenants'],
       querystring: S.PageQuery,
@@ -72,6 +91,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post('/v1/tenants', {
+    config: { auth: onCluster('tenant.manage') },
     schema: {
       tags: ['tenants'],
       body: S.CreateTenant,
@@ -86,6 +106,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get('/v1/tenants/:tenant_id', {
+    config: { auth: onCluster('tenant.manage') },
     schema: { tags: ['tenants'], params: S.TenantParams, response: S.responses({ 200: S.Tenant }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.TenantParams>;
@@ -93,6 +114,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete('/v1/tenants/:tenant_id', {
+    config: { auth: onCluster('tenant.manage') },
     schema: {
       tags: ['tenants'],
       summary: 'Deletes a tenant with its namespaces, streams, caches and assignments',
@@ -109,6 +131,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // ---- namespaces
   const nsBase = '/v1/tenants/:tenant_id/namespaces';
   app.get(nsBase, {
+    config: { auth: perm('namespace.manage', 'namespace', param('tenant_id'), '*') },
     schema: {
       tags: ['namespaces'],
       params: S.TenantParams,
@@ -122,6 +145,9 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post(nsBase, {
+    config: {
+      auth: perm('namespace.manage', 'namespace', param('tenant_id'), bodyField('namespace')),
+    },
     schema: {
       tags: ['namespaces'],
       params: S.TenantParams,
@@ -141,6 +167,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get(`${nsBase}/:namespace`, {
+    config: { auth: perm('namespace.manage', 'namespace', param('tenant_id'), param('namespace')) },
     schema: {
       tags: ['namespaces'],
       params: S.NamespaceParams,
@@ -155,6 +182,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete(`${nsBase}/:namespace`, {
+    config: { auth: perm('namespace.manage', 'namespace', param('tenant_id'), param('namespace')) },
     schema: {
       tags: ['namespaces'],
       summary: 'Deletes a namespace with its streams, caches and assignments',
@@ -174,6 +202,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // ---- streams
   const stBase = `${nsBase}/:namespace/streams`;
   app.get(stBase, {
+    config: { auth: perm('stream.manage', 'stream', param('tenant_id'), param('namespace'), '*') },
     schema: {
       tags: ['streams'],
       params: S.NamespaceParams,
@@ -192,6 +221,15 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post(stBase, {
+    config: {
+      auth: perm(
+        'stream.manage',
+        'stream',
+        param('tenant_id'),
+        param('namespace'),
+        bodyField('stream'),
+      ),
+    },
     schema: {
       tags: ['streams'],
       params: S.NamespaceParams,
@@ -220,6 +258,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get(`${stBase}/:stream`, {
+    config: { auth: streamAuth },
     schema: { tags: ['streams'], params: S.StreamParams, response: S.responses({ 200: S.Stream }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.StreamParams>;
@@ -231,6 +270,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.patch(`${stBase}/:stream`, {
+    config: { auth: streamAuth },
     schema: {
       tags: ['streams'],
       summary:
@@ -255,6 +295,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete(`${stBase}/:stream`, {
+    config: { auth: streamAuth },
     schema: {
       tags: ['streams'],
       summary: 'Deletes a stream and its shard assignments',
@@ -275,6 +316,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // ---- caches
   const caBase = `${nsBase}/:namespace/caches`;
   app.get(caBase, {
+    config: { auth: perm('cache.manage', 'cache', param('tenant_id'), param('namespace'), '*') },
     schema: {
       tags: ['caches'],
       params: S.NamespaceParams,
@@ -293,6 +335,15 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post(caBase, {
+    config: {
+      auth: perm(
+        'cache.manage',
+        'cache',
+        param('tenant_id'),
+        param('namespace'),
+        bodyField('cache'),
+      ),
+    },
     schema: {
       tags: ['caches'],
       params: S.NamespaceParams,
@@ -319,6 +370,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get(`${caBase}/:cache`, {
+    config: { auth: cacheAuth },
     schema: { tags: ['caches'], params: S.CacheParams, response: S.responses({ 200: S.Cache }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.CacheParams>;
@@ -330,6 +382,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.patch(`${caBase}/:cache`, {
+    config: { auth: cacheAuth },
     schema: {
       tags: ['caches'],
       summary: 'Changes the display name only',
@@ -349,6 +402,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete(`${caBase}/:cache`, {
+    config: { auth: cacheAuth },
     schema: {
       tags: ['caches'],
       summary: 'Deletes a cache and its shard assignments',
