@@ -4,19 +4,11 @@
 // Method: the app over a SQLite store (and Postgres for the replay rule), a tenant bootstrapped
 // through the store with a fake IdP (loopback node:http) as its issuer; tokens verified with
 // @felix/authz against the tenant's key.
-import {
-  CONTROL_PLANE_AUDIENCE,
-  BROKER_AUDIENCE,
-  InMemoryKeySet,
-  exportPrivateJwk,
-  generateSigningKey,
-  verifyToken,
-  type Audience,
-} from '@felix/authz';
+import { BROKER_AUDIENCE, CONTROL_PLANE_AUDIENCE, verifyToken } from '@felix/authz';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { principalIdOf } from '../src/auth/oidc.js';
 import { type FakeIdp, startFakeIdp } from './fake-idp.js';
-import { type Backend, type OpenedStore, openTestStore, testApp } from './helpers.js';
+import { type TokenEnv, exchange, permsOf, refresh, tokenEnv } from './token-fixture.js';
 
 let idp: FakeIdp;
 beforeAll(async () => {
@@ -24,91 +16,12 @@ beforeAll(async () => {
 });
 afterAll(() => idp.close());
 
-interface Env {
-  opened: OpenedStore;
-  built: Awaited<ReturnType<typeof testApp>>;
-  keys: InMemoryKeySet;
-  close(): Promise<void>;
-}
-
-/** A tenant t1 whose `admin` role holds rbac/token rights and whose `app` role can publish. */
-async function setUp(backend: Backend): Promise<Env> {
-  const opened = await openTestStore(backend);
-  const key = await generateSigningKey();
-  const keys = new InMemoryKeySet();
-  keys.add('t1', key.kid, key.publicKey);
-  await opened.store.bootstrap.initialize({
-    tenant_id: 't1',
-    display_name: 'T1',
-    key: { kid: key.kid, private_jwk: { ...(await exportPrivateJwk(key.privateKey, key.kid)) } },
-    issuers: [
-      {
-        issuer: idp.issuer,
-        audiences: ['felix'],
-        jwks_url: idp.jwksUrl,
-        discovery_url: null,
-        subject_claim: 'sub',
-        groups_claim: 'groups',
-      },
-    ],
-    roles: [
-      {
-        role: 'admin',
-        permissions: [
-          'rbac.manage:tenant:t1',
-          'token.delegate:tenant:t1',
-          'namespace.manage:namespace:t1/*',
-        ],
-      },
-      {
-        role: 'app',
-        permissions: ['stream.publish:stream:t1/orders/*', 'cache.read:cache:t1/orders/*'],
-      },
-    ],
-    bindings: [
-      { subject: principalIdOf(idp.issuer, 'alice'), role: 'admin' },
-      { subject: `group:${idp.issuer}#apps`, role: 'app' },
-    ],
-  });
-  const built = await testApp(opened.store);
-  return {
-    opened,
-    built,
-    keys,
-    async close() {
-      await built.app.close();
-      await opened.cleanup();
-    },
-  };
-}
-
-async function exchange(env: Env, sub: string, body?: unknown, groups: string[] = []) {
-  const upstream = await idp.token({ sub, groups });
-  return env.built.app.inject({
-    method: 'POST',
-    url: '/v1/tenants/t1/token/exchange',
-    headers: { authorization: `Bearer ${upstream}` },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-}
-
-async function refresh(env: Env, refreshToken: string, audience?: string) {
-  return env.built.app.inject({
-    method: 'POST',
-    url: '/v1/tenants/t1/token/refresh',
-    payload: { refresh_token: refreshToken, ...(audience ? { audience } : {}) },
-  });
-}
-
-async function permsOf(env: Env, token: string, audience: Audience = CONTROL_PLANE_AUDIENCE) {
-  const v = await verifyToken(token, { audience, tenant: 't1', keys: env.keys });
-  return [...v.claims.perms].sort();
-}
+type Env = TokenEnv;
 
 describe('token exchange and refresh', () => {
   let env: Env;
   beforeAll(async () => {
-    env = await setUp('sqlite');
+    env = await tokenEnv('sqlite', idp);
   });
   afterAll(() => env.close());
 
@@ -199,7 +112,7 @@ describe('token exchange and refresh', () => {
 describe.each(['sqlite', 'postgres'] as const)('refresh tokens on %s', (backend) => {
   let env: Env;
   beforeAll(async () => {
-    env = await setUp(backend);
+    env = await tokenEnv(backend, idp);
   });
   afterAll(() => env.close());
 
