@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, runFelixctl } from '../src/cli/felixctl.js';
+import { startFakeIdp } from './fake-idp.js';
+import { tokenEnv } from './token-fixture.js';
 import { type OpenedStore, openTestStore, testApp } from './helpers.js';
 
 let opened: OpenedStore;
@@ -235,5 +237,65 @@ describe('felixctl', () => {
       token: 'new',
       refresh_token: 'r2.s2',
     });
+  });
+});
+
+describe('felixctl against the token and RBAC routes', () => {
+  it('felixctl_logs_in_by_oidc_and_manages_rbac_against_a_live_server', async () => {
+    const idp = await startFakeIdp();
+    const env = await tokenEnv('sqlite', idp);
+    try {
+      const live = await env.built.app.listen({ host: '127.0.0.1', port: 0 });
+      const config = { FELIX_CONFIG: join(home.path, 'live.json') };
+      const run = async (...argv: string[]) => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const code = await runFelixctl(argv, {
+          out: (l) => out.push(l),
+          err: (l) => err.push(l),
+          fetch,
+          env: config,
+        });
+        return { code, out, err };
+      };
+      const upstream = await idp.token({ sub: 'alice' });
+      const login = await run('--url', live, 'login', '--tenant', 't1', '--oidc-token', upstream);
+      expect(login.code, login.err.join()).toBe(0);
+      // From here on the URL, tenant and token come from the credentials file.
+      const add = await run(
+        'rbac',
+        'policies',
+        'add',
+        't1',
+        'pub',
+        'stream.publish:stream:t1/orders/*',
+      );
+      expect(add.code, add.err.join()).toBe(0);
+      const listed = await run('--json', 'rbac', 'policies', 'list', 't1', '--role', 'pub');
+      expect(JSON.parse(listed.out.join('\n'))).toEqual([
+        { role: 'pub', permission: 'stream.publish:stream:t1/orders/*' },
+      ]);
+      expect((await run('rbac', 'bindings', 'add', 't1', 'some-app', 'pub')).code).toBe(0);
+      const minted = await run(
+        'token',
+        'mint',
+        '--subject',
+        'some-app',
+        '--permission',
+        'stream.publish:stream:t1/orders/eu',
+      );
+      expect(minted.code, minted.err.join()).toBe(0);
+      expect(minted.out[0]).toMatch(/^ey/);
+      const refreshed = await run('--json', 'token', 'refresh');
+      expect(refreshed.code, refreshed.err.join()).toBe(0);
+      // The stored refresh token was spent and replaced: a second refresh works too.
+      expect((await run('token', 'refresh')).code).toBe(0);
+      const denied = await run('rbac', 'policies', 'add', 't1', 'pub', 'cache.write:cache:t1/x/y');
+      expect(denied.code).toBe(1);
+      expect(denied.err.join()).toContain('403 FELIX_CONTROLPLANE_DELEGATION_REFUSED');
+    } finally {
+      await env.close();
+      await idp.close();
+    }
   });
 });
