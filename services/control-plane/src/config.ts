@@ -151,6 +151,25 @@ export function loadBootstrapConfig(env: Env, readFile: (p: string) => string): 
   return c;
 }
 
+function feedLimits(env: Env): Pick<ControlPlaneConfig, 'changesLimit' | 'changeRetentionRows'> {
+  return {
+    changesLimit: int(
+      env,
+      'FELIX_CONTROLPLANE_CHANGES_LIMIT',
+      CHANGES_LIMIT_DEFAULT,
+      1,
+      PAGE_LIMIT_MAX,
+    ),
+    changeRetentionRows: int(
+      env,
+      'FELIX_CONTROLPLANE_CHANGE_RETENTION_MAX_ROWS',
+      CHANGE_RETENTION_ROWS_DEFAULT,
+      1,
+      100_000_000,
+    ),
+  };
+}
+
 export function loadConfig(
   env: Env = process.env,
   readFile: (p: string) => string = (p) => readFileSync(p, 'utf8'),
@@ -239,20 +258,7 @@ export function loadConfig(
       1,
       600_000,
     ),
-    changesLimit: int(
-      env,
-      'FELIX_CONTROLPLANE_CHANGES_LIMIT',
-      CHANGES_LIMIT_DEFAULT,
-      1,
-      PAGE_LIMIT_MAX,
-    ),
-    changeRetentionRows: int(
-      env,
-      'FELIX_CONTROLPLANE_CHANGE_RETENTION_MAX_ROWS',
-      CHANGE_RETENTION_ROWS_DEFAULT,
-      1,
-      100_000_000,
-    ),
+    ...feedLimits(env),
     liveness,
     bootstrap: loadBootstrapConfig(env, readFile),
   };

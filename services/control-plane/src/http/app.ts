@@ -20,7 +20,7 @@ import { TenantKeyCache } from '../auth/keys.js';
 import { TokenSigner } from '../auth/signer.js';
 import type { RouteAuth } from './auth/contract.js';
 import { installGuard } from './auth/guard.js';
-import { OPEN, describeAuth } from './auth/permissions.js';
+import { describeAuth } from './auth/permissions.js';
 import { notFound, sendError } from './errors.js';
 import { convertQueryNumbers } from './query-numbers.js';
 import { type TokenSettings, TokenService } from '../auth/tokens.js';
@@ -74,6 +74,43 @@ export interface ControlPlaneApp {
   signer: TokenSigner;
 }
 
+/**
+ * The OpenAPI document and its UI. Each operation carries its RouteAuth as `x-felix-auth` and,
+ * unless open, a bearer requirement: the permission table in docs/control-plane.md is checked
+ * against this (`every_v1_route_requires_a_permission`).
+ */
+async function registerDocs(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Felix control plane',
+        version: VERSION,
+        description:
+          'Catalog, membership, placement and change feeds. Errors share one body; see docs/control-plane.md.',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const auth = route.config?.auth as RouteAuth | undefined;
+      if (!auth) return { schema, url };
+      return {
+        url,
+        schema: {
+          ...schema,
+          'x-felix-auth': describeAuth(auth),
+          security: auth.kind === 'open' || auth.kind === 'credential' ? [] : [{ bearer: [] }],
+        } as typeof schema,
+      };
+    },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`),
+    },
+  });
+}
+
 export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   // One clock for the process: the store's, which stamps every row the sweep later judges.
   const clock = deps.store.clock;
@@ -107,37 +144,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   let closing = false;
 
   app.addSchema(ErrorBody);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'Felix control plane',
-        version: VERSION,
-        description:
-          'Catalog, membership, placement and change feeds. Errors share one body; see docs/control-plane.md.',
-      },
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-      },
-    },
-    // Each operation carries its RouteAuth as `x-felix-auth` and, unless open, a bearer
-    // requirement: the permission table in docs/control-plane.md is checked against this.
-    transform: ({ schema, url, route }) => {
-      const auth = route.config?.auth as RouteAuth | undefined;
-      if (!auth) return { schema, url };
-      return {
-        url,
-        schema: {
-          ...schema,
-          'x-felix-auth': describeAuth(auth),
-          security: auth.kind === 'open' || auth.kind === 'credential' ? [] : [{ bearer: [] }],
-        } as typeof schema,
-      };
-    },
-    refResolver: {
-      buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`),
-    },
-  });
+  await registerDocs(app);
   // The UI under /docs is registered before the guard and stays open (it serves the document,
   // which names routes and permissions, never data).
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -157,7 +164,6 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   });
 
   app.get('/v1/openapi.json', {
-    config: { auth: OPEN },
     schema: { hide: true, response: { 200: Type.Unknown() } },
     handler: async (_req, reply) =>
       reply.type('application/json').send(JSON.stringify(app.swagger())),

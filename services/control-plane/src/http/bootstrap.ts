@@ -116,7 +116,7 @@ function roleSet(t: string, operator: boolean) {
 }
 
 export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyInstance> {
-  const { store, config, metrics } = deps;
+  const { config, metrics } = deps;
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: BODY_BYTES_MAX,
@@ -127,7 +127,7 @@ export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyIns
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => notFound(req, reply));
 
-  const audit = (req: FastifyRequest, outcome: string, extra: Record<string, unknown> = {}) => {
+  const audit: Audit = (req, outcome, extra = {}) => {
     metrics.bootstrapAttempts.inc({ outcome });
     const t = (req.params as { tenant_id?: string } | undefined)?.tenant_id;
     req.log.warn(
@@ -158,6 +158,15 @@ export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyIns
     if (code !== 'FELIX_CONTROLPLANE_UNAUTHENTICATED') audit(req, 'refused', { code });
   });
 
+  initializeRoute(app, deps, audit);
+  if (config.devTokens) devTokenRoute(app, deps, audit);
+  return app;
+}
+
+type Audit = (req: FastifyRequest, outcome: string, extra?: Record<string, unknown>) => void;
+
+function initializeRoute(app: FastifyInstance, deps: BootstrapDeps, audit: Audit): void {
+  const { store } = deps;
   app.post('/internal/bootstrap/tenants/:tenant_id/initialize', {
     schema: {
       params: TenantParams,
@@ -196,33 +205,33 @@ export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyIns
       };
     },
   });
+}
 
-  if (config.devTokens) {
-    app.post('/internal/bootstrap/tenants/:tenant_id/dev-token', {
-      schema: {
-        params: TenantParams,
-        body: DevTokenBody,
-        response: responses({ 200: DevTokenReply }),
-      },
-      handler: async (req) => {
-        const t = checkName('tenant_id', (req.params as Static<typeof TenantParams>).tenant_id);
-        const b = req.body as Static<typeof DevTokenBody>;
-        const minted = await deps.signer.mint({
-          tenant: t,
-          subject: b.principal,
-          audience: b.audience,
-          permissions: b.permissions,
-          ...(b.ttl_seconds === undefined ? {} : { lifetimeS: b.ttl_seconds }),
-        });
-        audit(req, 'dev_token', { principal: b.principal, audience: b.audience, kid: minted.kid });
-        return {
-          token: minted.token,
-          token_type: 'Bearer' as const,
-          expires_in: minted.expires_in,
-          kid: minted.kid,
-        };
-      },
-    });
-  }
-  return app;
+/** Development only (FELIX_BOOTSTRAP_DEV_TOKENS, loopback): any token of an initialized tenant. */
+function devTokenRoute(app: FastifyInstance, deps: BootstrapDeps, audit: Audit): void {
+  app.post('/internal/bootstrap/tenants/:tenant_id/dev-token', {
+    schema: {
+      params: TenantParams,
+      body: DevTokenBody,
+      response: responses({ 200: DevTokenReply }),
+    },
+    handler: async (req) => {
+      const t = checkName('tenant_id', (req.params as Static<typeof TenantParams>).tenant_id);
+      const b = req.body as Static<typeof DevTokenBody>;
+      const minted = await deps.signer.mint({
+        tenant: t,
+        subject: b.principal,
+        audience: b.audience,
+        permissions: b.permissions,
+        ...(b.ttl_seconds === undefined ? {} : { lifetimeS: b.ttl_seconds }),
+      });
+      audit(req, 'dev_token', { principal: b.principal, audience: b.audience, kid: minted.kid });
+      return {
+        token: minted.token,
+        token_type: 'Bearer' as const,
+        expires_in: minted.expires_in,
+        kid: minted.kid,
+      };
+    },
+  });
 }

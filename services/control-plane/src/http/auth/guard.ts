@@ -24,6 +24,7 @@ import type { Clock } from '../../clock.js';
 import { ForbiddenError, UnauthenticatedError } from '../../errors.js';
 import type { Metrics } from '../../metrics.js';
 import type { RouteAuth, RouteRequestParts } from './contract.js';
+import { tableAuth } from './route-table.js';
 
 export interface GuardDeps {
   keys: TenantKeyCache;
@@ -33,15 +34,19 @@ export interface GuardDeps {
   verified?: VerifiedTokenCache;
 }
 
-/** Refuses, at registration, a route that does not say who may call it. */
+/**
+ * At registration: gives a route its entry of the permission table (route-table.ts) unless it
+ * declares `config.auth` itself, and refuses a route that has neither, which fails the start.
+ */
 export function requireRouteAuth(route: RouteOptions): void {
-  const auth = route.config?.auth;
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const auth = route.config?.auth ?? tableAuth(String(methods[0]), route.url);
   if (!auth || typeof auth !== 'object' || !('kind' in auth)) {
-    const methods = Array.isArray(route.method) ? route.method.join(',') : route.method;
     throw new Error(
-      `route ${methods} ${route.url} declares no config.auth (see http/auth/contract.ts)`,
+      `route ${methods.join(',')} ${route.url} declares no config.auth and has no entry in the permission table (see http/auth/contract.ts)`,
     );
   }
+  route.config = { ...route.config, auth };
 }
 
 /** The tenant a token claims, read without verifying (it only selects keys to verify with). */
@@ -123,7 +128,10 @@ export function installGuard(app: FastifyInstance, deps: GuardDeps): void {
         refuse(req, err.reason, {});
         throw new UnauthenticatedError(`token refused: ${err.message}`, { cause: err });
       }
-      if (err instanceof UnauthenticatedError) refuse(req, 'no_token', {});
+      if (err instanceof UnauthenticatedError) {
+        const h = req.headers.authorization;
+        refuse(req, typeof h === 'string' && h !== '' ? 'malformed' : 'no_token', {});
+      }
       throw err;
     }
   });

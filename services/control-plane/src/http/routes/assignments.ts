@@ -4,7 +4,6 @@ import type { FastifyInstance } from 'fastify';
 import { placementNodes } from '../../cluster/liveness.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { RouteContext } from '../context.js';
-import { onCluster } from '../auth/permissions.js';
 import * as S from '../schemas.js';
 import { feedRoutes } from './catalog.js';
 
@@ -20,7 +19,6 @@ export function assignmentRoutes(app: FastifyInstance, ctx: RouteContext): void 
   );
 
   app.get('/v1/shard-assignments', {
-    config: { auth: onCluster('node.view') },
     schema: {
       tags: ['placement'],
       querystring: S.AssignmentQuery,
@@ -33,7 +31,6 @@ export function assignmentRoutes(app: FastifyInstance, ctx: RouteContext): void 
   });
 
   app.get('/v1/placement/plan', {
-    config: { auth: onCluster('node.view') },
     schema: {
       tags: ['placement'],
       summary: 'What a placement pass would change now, without writing it',

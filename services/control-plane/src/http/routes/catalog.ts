@@ -6,23 +6,7 @@ import { checkName } from '../../catalog-names.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { FeedName, Retention } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
-import { bodyField, onCluster, param, perm } from '../auth/permissions.js';
 import * as S from '../schemas.js';
-
-const streamAuth = perm(
-  'stream.manage',
-  'stream',
-  param('tenant_id'),
-  param('namespace'),
-  param('stream'),
-);
-const cacheAuth = perm(
-  'cache.manage',
-  'cache',
-  param('tenant_id'),
-  param('namespace'),
-  param('cache'),
-);
 
 type Page = Static<typeof S.PageQuery>;
 
@@ -44,7 +28,6 @@ export function feedRoutes(
   tag: string,
 ): void {
   app.get(`${path}/snapshot`, {
-    config: { auth: onCluster('node.view') },
     schema: {
       tags: [tag],
       summary: `Every ${feed} item and the sequence to follow changes from`,
@@ -53,7 +36,6 @@ export function feedRoutes(
     handler: async () => ctx.store.feeds.snapshot(feed),
   });
   app.get(`${path}/changes`, {
-    config: { auth: onCluster('node.view') },
     schema: {
       tags: [tag],
       summary: `Changes to ${feed} from seq \`since\`; long-polls up to wait_ms (at most 25000)`,
@@ -79,7 +61,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
 
   // ---- tenants
   app.get('/v1/tenants', {
-    config: { auth: onCluster('tenant.manage') },
     schema: {
       tags: ['tenants'],
       querystring: S.PageQuery,
@@ -91,7 +72,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post('/v1/tenants', {
-    config: { auth: onCluster('tenant.manage') },
     schema: {
       tags: ['tenants'],
       body: S.CreateTenant,
@@ -106,7 +86,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get('/v1/tenants/:tenant_id', {
-    config: { auth: onCluster('tenant.manage') },
     schema: { tags: ['tenants'], params: S.TenantParams, response: S.responses({ 200: S.Tenant }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.TenantParams>;
@@ -114,7 +93,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete('/v1/tenants/:tenant_id', {
-    config: { auth: onCluster('tenant.manage') },
     schema: {
       tags: ['tenants'],
       summary: 'Deletes a tenant with its namespaces, streams, caches and assignments',
@@ -131,7 +109,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // ---- namespaces
   const nsBase = '/v1/tenants/:tenant_id/namespaces';
   app.get(nsBase, {
-    config: { auth: perm('namespace.manage', 'namespace', param('tenant_id'), '*') },
     schema: {
       tags: ['namespaces'],
       params: S.TenantParams,
@@ -145,9 +122,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post(nsBase, {
-    config: {
-      auth: perm('namespace.manage', 'namespace', param('tenant_id'), bodyField('namespace')),
-    },
     schema: {
       tags: ['namespaces'],
       params: S.TenantParams,
@@ -167,7 +141,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get(`${nsBase}/:namespace`, {
-    config: { auth: perm('namespace.manage', 'namespace', param('tenant_id'), param('namespace')) },
     schema: {
       tags: ['namespaces'],
       params: S.NamespaceParams,
@@ -182,7 +155,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete(`${nsBase}/:namespace`, {
-    config: { auth: perm('namespace.manage', 'namespace', param('tenant_id'), param('namespace')) },
     schema: {
       tags: ['namespaces'],
       summary: 'Deletes a namespace with its streams, caches and assignments',
@@ -202,7 +174,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // ---- streams
   const stBase = `${nsBase}/:namespace/streams`;
   app.get(stBase, {
-    config: { auth: perm('stream.manage', 'stream', param('tenant_id'), param('namespace'), '*') },
     schema: {
       tags: ['streams'],
       params: S.NamespaceParams,
@@ -221,15 +192,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post(stBase, {
-    config: {
-      auth: perm(
-        'stream.manage',
-        'stream',
-        param('tenant_id'),
-        param('namespace'),
-        bodyField('stream'),
-      ),
-    },
     schema: {
       tags: ['streams'],
       params: S.NamespaceParams,
@@ -258,7 +220,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get(`${stBase}/:stream`, {
-    config: { auth: streamAuth },
     schema: { tags: ['streams'], params: S.StreamParams, response: S.responses({ 200: S.Stream }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.StreamParams>;
@@ -270,7 +231,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.patch(`${stBase}/:stream`, {
-    config: { auth: streamAuth },
     schema: {
       tags: ['streams'],
       summary:
@@ -295,7 +255,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete(`${stBase}/:stream`, {
-    config: { auth: streamAuth },
     schema: {
       tags: ['streams'],
       summary: 'Deletes a stream and its shard assignments',
@@ -316,7 +275,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // ---- caches
   const caBase = `${nsBase}/:namespace/caches`;
   app.get(caBase, {
-    config: { auth: perm('cache.manage', 'cache', param('tenant_id'), param('namespace'), '*') },
     schema: {
       tags: ['caches'],
       params: S.NamespaceParams,
@@ -335,15 +293,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.post(caBase, {
-    config: {
-      auth: perm(
-        'cache.manage',
-        'cache',
-        param('tenant_id'),
-        param('namespace'),
-        bodyField('cache'),
-      ),
-    },
     schema: {
       tags: ['caches'],
       params: S.NamespaceParams,
@@ -370,7 +319,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.get(`${caBase}/:cache`, {
-    config: { auth: cacheAuth },
     schema: { tags: ['caches'], params: S.CacheParams, response: S.responses({ 200: S.Cache }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.CacheParams>;
@@ -382,7 +330,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.patch(`${caBase}/:cache`, {
-    config: { auth: cacheAuth },
     schema: {
       tags: ['caches'],
       summary: 'Changes the display name only',
@@ -402,7 +349,6 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
   app.delete(`${caBase}/:cache`, {
-    config: { auth: cacheAuth },
     schema: {
       tags: ['caches'],
       summary: 'Deletes a cache and its shard assignments',

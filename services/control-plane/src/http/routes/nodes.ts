@@ -8,14 +8,7 @@ import { ControlPlaneError } from '../../errors.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { NodeRecord } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
-import { bodyField, onCluster, param, perm } from '../auth/permissions.js';
 import * as S from '../schemas.js';
-
-/**
- * Node writes: `node.manage` on the node's own id (a broker's credential) or on `cluster:*`
- * (an operator; `node.manage:cluster:*` covers every `node:ID`).
- */
-const ownNode = perm('node.manage', 'node', param('node_id'));
 
 export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { store, liveness } = ctx;
@@ -26,7 +19,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   };
 
   app.post('/v1/nodes', {
-    config: { auth: perm('node.manage', 'node', bodyField('node_id')) },
     schema: {
       tags: ['nodes'],
       summary: 'Registers a broker, or re-registers it with a newer incarnation',
@@ -56,7 +48,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   });
 
   app.post('/v1/nodes/:node_id/heartbeat', {
-    config: { auth: ownNode },
     schema: {
       tags: ['nodes'],
       summary: 'Renews the lease; an older incarnation gets 409; a down node must re-register',
@@ -90,7 +81,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   });
 
   app.post('/v1/nodes/:node_id/drain', {
-    config: { auth: ownNode },
     schema: {
       tags: ['nodes'],
       summary: 'Marks a live node draining: it keeps its shards and receives no new ones',
@@ -106,7 +96,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   });
 
   app.post('/v1/nodes/:node_id/deregister', {
-    config: { auth: ownNode },
     schema: {
       tags: ['nodes'],
       summary:
@@ -123,7 +112,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   });
 
   app.delete('/v1/nodes/:node_id', {
-    config: { auth: onCluster('node.manage') },
     schema: {
       tags: ['nodes'],
       summary: 'Forgets a node that is down or left and named in no assignment',
@@ -138,7 +126,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   });
 
   app.get('/v1/nodes', {
-    config: { auth: onCluster('node.view') },
     schema: {
       tags: ['nodes'],
       summary: 'Nodes with their placement view (eligible, routable, heartbeat age, reasons)',
@@ -153,7 +140,6 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   });
 
   app.get('/v1/nodes/:node_id', {
-    config: { auth: onCluster('node.view') },
     schema: { tags: ['nodes'], params: S.NodeParams, response: S.responses({ 200: S.NodeView }) },
     handler: async (req) => {
       const p = req.params as Static<typeof S.NodeParams>;

