@@ -60,7 +60,7 @@ const onTenant = (action: 'rbac.view' | 'tenant.manage'): RouteAuth => ({
 });
 const RBAC_WRITE: RouteAuth = {
   kind: 'principal',
-  describe: 'rbac.manage:tenant:{t}, and the delegation rule',
+  describe: "rbac.manage on tenant:{tenant_id}, within the caller's scope (delegation rule)",
 };
 
 const RBAC_BASE = '/v1/tenants/:tenant_id/rbac';

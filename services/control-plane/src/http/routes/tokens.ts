@@ -81,19 +81,19 @@ function bearerOf(req: FastifyRequest): string {
 
 const EXCHANGE_AUTH: RouteAuth = {
   kind: 'credential',
-  describe: "Authorization: Bearer <upstream OIDC token of one of the tenant's issuers>",
+  describe: 'Authorization: Bearer <upstream OIDC token of a tenant issuer>',
 };
 const REFRESH_AUTH: RouteAuth = {
   kind: 'credential',
-  describe: 'the refresh token in the body (no Authorization header)',
+  describe: 'the refresh token in the body, no Authorization header',
 };
 const DELEGATE_AUTH: RouteAuth = {
   kind: 'principal',
-  describe: "token.delegate:tenant:{t}; the token lies within the caller's own scope",
+  describe: "token.delegate on tenant:{tenant_id}, within the caller's scope",
 };
 const REVOKE_AUTH: RouteAuth = {
   kind: 'principal',
-  describe: 'the principal itself, or rbac.manage:tenant:{t}',
+  describe: 'the principal itself, or rbac.manage on tenant:{tenant_id}',
 };
 
 export function tokenRoutes(app: FastifyInstance, _ctx: RouteContext, tokens: TokenService): void {
