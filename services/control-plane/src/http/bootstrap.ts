@@ -155,7 +155,8 @@ export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyIns
   });
   app.addHook('onError', async (req, _reply, err) => {
     const code = err instanceof ControlPlaneError ? err.code : 'error';
-    if (code !== 'FELIX_CONTROLPLANE_UNAUTHENTICATED') audit(req, 'refused', { code });
+    if (code === 'FELIX_CONTROLPLANE_ALREADY_INITIALIZED') audit(req, 'already_initialized');
+    else if (code !== 'FELIX_CONTROLPLANE_UNAUTHENTICATED') audit(req, 'refused', { code });
   });
 
   initializeRoute(app, deps, audit);
