@@ -6,7 +6,9 @@ import { PermissionSet, parsePermission, printPermission, withinScope } from '@f
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { grantedPermissions, parseNarrowing } from '../src/auth/grants.js';
-import { InvalidPermissionError, InvalidRequestError } from '../src/errors.js';
+import { checkSubject } from '../src/auth/rbac-changes.js';
+import { splitRefreshToken } from '../src/auth/tokens.js';
+import { InvalidNameError, InvalidPermissionError, InvalidRequestError } from '../src/errors.js';
 
 const HELD = [
   'stream.publish:stream:t1/orders/*',
@@ -115,6 +117,39 @@ describe('token grants', () => {
           for (const p of grantedPermissions('t1', held, n)) {
             expect(withinScope(p, heldSet)).toBe(true);
           }
+        },
+      ),
+    );
+  });
+
+  it('request_parsers_meet_arbitrary_input_with_their_typed_errors_only', () => {
+    const typed = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        const ok =
+          err instanceof InvalidPermissionError ||
+          err instanceof InvalidRequestError ||
+          err instanceof InvalidNameError;
+        if (!ok) throw err;
+      }
+    };
+    const text = fc.oneof(
+      fc.string({ maxLength: 700 }),
+      fc.string({ unit: 'binary', maxLength: 200 }),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(text, { maxLength: 4 }),
+        fc.array(text, { maxLength: 4 }),
+        text,
+        (req, res, aud) => {
+          typed(() =>
+            parseNarrowing({ requested: req, resources: res, audience: aud }, 'felix-broker'),
+          );
+          typed(() => checkSubject(aud));
+          const split = splitRefreshToken(aud);
+          if (split !== null) expect(`${split.id}.${split.secret}`).toBe(aud);
         },
       ),
     );
