@@ -103,6 +103,49 @@ describe('control-plane auth', () => {
     await app.close();
   });
 
+  it('a_principal_route_takes_only_tokens_of_its_own_tenant_and_a_credential_route_takes_none', async () => {
+    const app = Fastify();
+    installGuard(app, {
+      keys: new TenantKeyCache(opened.store, clock),
+      metrics: createMetrics(),
+      clock,
+    });
+    app.post('/v1/tenants/:tenant_id/whoami', {
+      config: { auth: { kind: 'principal', describe: 'any principal of the tenant' } },
+      handler: async (req) => ({ sub: req.principal?.claims.sub }),
+    });
+    app.post('/v1/tenants/:tenant_id/refresh', {
+      config: { auth: { kind: 'credential', describe: 'a refresh token in the body' } },
+      handler: async (req) => ({ principal: req.principal ?? null }),
+    });
+    app.setErrorHandler((err, _req, reply) =>
+      reply
+        .code((err as { status?: number }).status ?? 500)
+        .send({ code: (err as { code?: string }).code }),
+    );
+    await built.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 't1' } });
+    await built.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 't2' } });
+    const t1 = await built.tokens.mint('t1', [], { subject: 'alice' });
+    const mine = await app.inject({
+      method: 'POST',
+      url: '/v1/tenants/t1/whoami',
+      headers: bearer(t1),
+    });
+    expect(mine.json()).toEqual({ sub: 'alice' });
+    const theirs = await app.inject({
+      method: 'POST',
+      url: '/v1/tenants/t2/whoami',
+      headers: bearer(t1),
+    });
+    expect(theirs.statusCode).toBe(403);
+    expect((await app.inject({ method: 'POST', url: '/v1/tenants/t1/whoami' })).statusCode).toBe(
+      401,
+    );
+    const open = await app.inject({ method: 'POST', url: '/v1/tenants/t1/refresh' });
+    expect(open.json()).toEqual({ principal: null });
+    await app.close();
+  });
+
   it('a_request_without_a_token_is_unauthenticated_and_names_what_it_needs', async () => {
     const r = await built.inject({
       method: 'GET',

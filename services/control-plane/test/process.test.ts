@@ -35,7 +35,8 @@ async function start(dataDir: string, postgresSchema?: string) {
     },
   });
   cleanups.push(() => child.kill());
-  await child.waitForOutput('"event":"listening"', 'the control plane to listen', 20_000);
+  // Generous: the suite runs on a shared, often loaded machine (start waits on the store too).
+  await child.waitForOutput('"event":"listening"', 'the control plane to listen', 60_000);
   return { child, url: `http://127.0.0.1:${port}`, boot: `http://127.0.0.1:${bootPort}` };
 }
 
