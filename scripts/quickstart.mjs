@@ -4,7 +4,11 @@
 // plane's REST API, runs demos/simple-pubsub against the broker, prints what happened, and stops
 // both (the broker deregisters on SIGTERM). Needs the workspace built (`pnpm run quickstart` does
 // that first). Set FELIX_QUICKSTART_TRANSPORT=tls to use TLS over TCP instead of QUIC.
+// It takes the secure path: the control plane's bootstrap listener (loopback, a random token,
+// dev tokens on) initializes an operator tenant and the demo tenant; every REST call, the
+// broker's registration and the demo's connection carry tokens minted from them.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -32,6 +36,14 @@ const STREAMS = [
   ['ticks', { shards: 1, durable: false }],
 ];
 const STARTUP_MS_MAX = 30_000;
+const OPERATOR_TENANT = 'operator';
+const OPERATOR_PERMISSIONS = [
+  'tenant.manage:cluster:*',
+  'node.view:cluster:*',
+  'node.manage:cluster:*',
+];
+/** Random per run: it only guards the bootstrap listener, which lives as long as this script. */
+const BOOTSTRAP_TOKEN = randomBytes(24).toString('hex');
 const rel = (p) => relative(process.cwd(), p) || '.';
 
 for (const main of [cpMain, brokerMain]) {
@@ -126,14 +138,21 @@ mkdirSync(dataDir, { recursive: true });
 const cpPort = await pickPort(8443);
 const port = await pickPort(5000);
 const httpPort = await pickPort(8080);
+const bootPort = await pickPort(9095);
 const cpUrl = `http://127.0.0.1:${cpPort}`;
+const bootUrl = `http://127.0.0.1:${bootPort}`;
+/** Control-plane tokens: the operator's, and the demo tenant's admin (set once minted). */
+const tokens = { operator: '', tenant: '' };
 
 async function api(method, path, body) {
+  const token = path.startsWith(`/v1/tenants/${TENANT}/`) ? tokens.tenant : tokens.operator;
   const res = await fetch(`${cpUrl}${path}`, {
     method,
-    ...(body === undefined
-      ? {}
-      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const json = await res.json().catch(() => null);
   if (res.status >= 400)
@@ -141,14 +160,55 @@ async function api(method, path, body) {
   return { status: res.status, body: json };
 }
 
+/** A bootstrap-listener call; `initialize` answers 409 on a re-run (the tenant kept its keys). */
+async function bootstrap(tenant, path, body) {
+  const res = await fetch(`${bootUrl}/internal/bootstrap/tenants/${tenant}/${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-felix-bootstrap-token': BOOTSTRAP_TOKEN },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json().catch(() => null);
+  if (res.status >= 400 && !(path === 'initialize' && res.status === 409))
+    throw new Error(`bootstrap ${tenant} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return { status: res.status, body: json };
+}
+
+const mint = async (tenant, principal, permissions, audience = 'felix-controlplane') =>
+  (await bootstrap(tenant, 'dev-token', { principal, permissions, audience })).body.token;
+
 console.log(`quickstart: starting felix-controlplane on ${cpUrl} (SQLite in ${rel(cpDir)})`);
 const cp = start('the control plane', cpMain, {
   FELIX_CONTROLPLANE_BIND: `127.0.0.1:${cpPort}`,
   FELIX_CONTROLPLANE_DATA_DIR: cpDir,
   FELIX_CONTROLPLANE_POSTGRES_URL: '',
   FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
+  FELIX_BOOTSTRAP_ENABLED: 'true',
+  FELIX_BOOTSTRAP_BIND_ADDR: `127.0.0.1:${bootPort}`,
+  FELIX_BOOTSTRAP_TOKEN: BOOTSTRAP_TOKEN,
+  FELIX_BOOTSTRAP_DEV_TOKENS: 'true',
 });
 await waitForLine(cp, '"event":"listening"').catch((err) => fail(err.message));
+
+// Day 0: an operator tenant (cluster rights: tenants and nodes), its operator's token, and the
+// broker's node credential (its own node, and the cluster reads brokers follow).
+let nodeToken = '';
+try {
+  const op = await bootstrap(OPERATOR_TENANT, 'initialize', {
+    display_name: 'Operators',
+    initial_admin_principals: ['quickstart-operator'],
+    operator: true,
+  });
+  tokens.operator = await mint(OPERATOR_TENANT, 'quickstart-operator', OPERATOR_PERMISSIONS);
+  nodeToken = await mint(OPERATOR_TENANT, `node-${NODE_ID}`, [
+    `node.manage:node:${NODE_ID}`,
+    'node.view:cluster:*',
+  ]);
+  console.log(
+    `quickstart: bootstrap on ${bootUrl}: operator tenant ${op.status === 200 ? 'initialized' : 'already initialized'}; minted the operator's token and the broker's node credential`,
+  );
+} catch (err) {
+  fail(`bootstrap failed: ${err.message}`);
+}
 
 console.log(
   `quickstart: starting felix-broker ${NODE_ID} on ${transport}://127.0.0.1:${port} (data in ${rel(dataDir)})`,
@@ -158,6 +218,7 @@ const broker = start(
   brokerMain,
   {
     FELIX_CONTROLPLANE_URL: cpUrl,
+    FELIX_NODE_TOKEN: nodeToken,
     FELIX_NODE_ID: NODE_ID,
     FELIX_DURABLE_STORAGE_DIR: dataDir,
     FELIX_BROKER_PORT: String(port),
@@ -188,6 +249,9 @@ try {
   const created = [];
   const t = await api('POST', '/v1/tenants', { tenant_id: TENANT });
   if (t.status === 201) created.push(`tenant ${TENANT}`);
+  // The operator made the tenant; bootstrap gives it its key and admin, whose token runs it.
+  await bootstrap(TENANT, 'initialize', { initial_admin_principals: ['quickstart-admin'] });
+  tokens.tenant = await mint(TENANT, 'quickstart-admin', [`tenant.manage:tenant:${TENANT}`]);
   const n = await api('POST', `/v1/tenants/${TENANT}/namespaces`, { namespace: NAMESPACE });
   if (n.status === 201) created.push(`namespace ${NAMESPACE}`);
   for (const [stream, settings] of STREAMS) {
@@ -218,7 +282,17 @@ for (const [stream] of STREAMS) {
     `quickstart:   ${TENANT}/${NAMESPACE}/${stream}: ${mine.length} shard(s) led by ${leaders}`,
   );
 }
-console.log('quickstart: running demos/simple-pubsub\n');
+// The demo's client token: broker audience, publish and subscribe in the demo namespace only.
+const clientToken = await mint(
+  TENANT,
+  'quickstart-demo',
+  [
+    `stream.publish:stream:${TENANT}/${NAMESPACE}/*`,
+    `stream.subscribe:stream:${TENANT}/${NAMESPACE}/*`,
+  ],
+  'felix-broker',
+).catch((err) => fail(err.message));
+console.log('quickstart: running demos/simple-pubsub with a client token\n');
 
 const demo = spawn(process.execPath, [demoMain], {
   cwd: root,
@@ -228,6 +302,7 @@ const demo = spawn(process.execPath, [demoMain], {
     FELIX_FINGERPRINT: listening.cert_fingerprint,
     FELIX_TENANT: TENANT,
     FELIX_STREAM: 'demo',
+    FELIX_TOKEN: clientToken,
   },
   stdio: 'inherit',
 });
@@ -252,9 +327,10 @@ console.log(
 );
 console.log(`
 What next (state stays in ./.felix; delete it to start over):
-  - Keep a control plane and a broker running, each in its own terminal:
-      FELIX_CONTROLPLANE_DATA_DIR=.felix/controlplane node services/control-plane/dist/main.js
-      FELIX_CONTROLPLANE_URL=http://127.0.0.1:8443 FELIX_NODE_ID=${NODE_ID} FELIX_DURABLE_STORAGE_DIR=.felix/data node ${brokerNodeFlags.join(' ')} services/broker/dist/main.js
+  - Keep a control plane and a broker running, each in its own terminal (every /v1 call needs a
+    token: run the control plane with its bootstrap listener to mint them, docs/security.md):
+      FELIX_CONTROLPLANE_DATA_DIR=.felix/controlplane FELIX_BOOTSTRAP_ENABLED=true FELIX_BOOTSTRAP_DEV_TOKENS=true FELIX_BOOTSTRAP_TOKEN=<32+ chars> node services/control-plane/dist/main.js
+      FELIX_CONTROLPLANE_URL=http://127.0.0.1:8443 FELIX_NODE_TOKEN=<node credential> FELIX_NODE_ID=${NODE_ID} FELIX_DURABLE_STORAGE_DIR=.felix/data node ${brokerNodeFlags.join(' ')} services/broker/dist/main.js
     (the broker's "listening" log line prints cert_fingerprint; metrics at http://127.0.0.1:8080/metrics)
   - Create a stream with felixctl, then use it:
       node services/control-plane/dist/felixctl.js --url http://127.0.0.1:8443 streams create ${TENANT} ${NAMESPACE} clicks --shards 2

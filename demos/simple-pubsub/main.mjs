@@ -12,7 +12,9 @@ const tls = process.env.FELIX_FINGERPRINT
   : { insecure: process.env.FELIX_INSECURE === '1' };
 const COUNT = 10;
 
-const felix = await connect({ servers, tenant, tls });
+// A Felix token (the quickstart mints one); without it the broker must be in dev auth mode.
+const token = process.env.FELIX_TOKEN;
+const felix = await connect({ servers, tenant, tls, ...(token ? { token } : {}) });
 console.log(`connected to ${servers.join(', ')} as tenant ${tenant}`);
 
 const sent = [];

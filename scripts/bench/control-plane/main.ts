@@ -59,7 +59,14 @@ const fmt = (ms: number) => (Number.isNaN(ms) ? '-' : ms < 10 ? ms.toFixed(2) : 
 
 class Client {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  /** Control-plane tokens: the operator's (cluster routes) and each tenant admin's. */
+  readonly tokens = { operator: '', tenants: new Map<string, string>() };
   constructor(private readonly base: URL) {}
+
+  private tokenFor(path: string): string {
+    const t = /^\/v1\/tenants\/([^/]+)\//.exec(path)?.[1];
+    return (t === undefined ? undefined : this.tokens.tenants.get(t)) ?? this.tokens.operator;
+  }
 
   request(
     method: string,
@@ -76,9 +83,12 @@ class Client {
           port: this.base.port,
           method,
           path,
-          headers: payload
-            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
-            : {},
+          headers: {
+            authorization: `Bearer ${this.tokenFor(path)}`,
+            ...(payload
+              ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+              : {}),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -121,7 +131,40 @@ async function pool<T>(
 interface Server {
   child: ChildProcess;
   url: URL;
+  /** The bootstrap listener (dev tokens on), guarded by `bootToken`. */
+  bootUrl: URL;
+  bootToken: string;
   stop(): Promise<void>;
+}
+
+/**
+ * Initializes `tenant` through the bootstrap listener (operator rights when `operator`) and
+ * mints its admin's control-plane token. Every simulated broker uses the operator's token: its
+ * `node.manage:cluster:*` covers every node, and one token verifies once (the guard caches it).
+ */
+async function bootstrapToken(server: Server, tenant: string, operator: boolean): Promise<string> {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(
+      new URL(`/internal/bootstrap/tenants/${tenant}/${path}`, server.bootUrl),
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-felix-bootstrap-token': server.bootToken,
+        },
+        body: JSON.stringify(body),
+      },
+    );
+    if (res.status >= 400) throw new Error(`bootstrap ${tenant} ${path}: ${res.status}`);
+    return (await res.json()) as { token: string };
+  };
+  await post('initialize', { initial_admin_principals: ['bench'], operator });
+  const permissions = operator
+    ? ['tenant.manage:cluster:*', 'node.view:cluster:*', 'node.manage:cluster:*']
+    : [`tenant.manage:tenant:${tenant}`];
+  return (
+    await post('dev-token', { principal: 'bench', permissions, audience: 'felix-controlplane' })
+  ).token;
 }
 
 async function startServer(
@@ -130,7 +173,13 @@ async function startServer(
   dataDir: string,
 ): Promise<Server> {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const bootPort = port + 1;
+  const bootToken = randomBytes(24).toString('hex');
   const env: NodeJS.ProcessEnv = {
+    FELIX_BOOTSTRAP_ENABLED: 'true',
+    FELIX_BOOTSTRAP_BIND_ADDR: `127.0.0.1:${bootPort}`,
+    FELIX_BOOTSTRAP_TOKEN: bootToken,
+    FELIX_BOOTSTRAP_DEV_TOKENS: 'true',
     ...process.env,
     FELIX_CONTROLPLANE_BIND: `127.0.0.1:${port}`,
     FELIX_CONTROLPLANE_DATA_DIR: dataDir,
@@ -157,6 +206,8 @@ async function startServer(
   return {
     child,
     url: new URL(`http://127.0.0.1:${port}`),
+    bootUrl: new URL(`http://127.0.0.1:${bootPort}`),
+    bootToken,
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
@@ -231,6 +282,7 @@ async function runBackend(
   const server = await startServer(backend, schema, dataDir);
   const pid = server.child.pid!;
   const client = new Client(server.url);
+  client.tokens.operator = await bootstrapToken(server, 'operator', true);
   // Heartbeat latencies recorded since the last take (filled once the brokers start beating).
   let takeHeartbeats: (() => { lat: number[]; errors: number; note: string }) | undefined;
   const scrape = async () => parseBuckets(String((await client.request('GET', '/metrics')).json));
@@ -396,6 +448,7 @@ async function runBackend(
     });
 
     await client.request('POST', '/v1/tenants', { tenant_id: 'bench' });
+    client.tokens.tenants.set('bench', await bootstrapToken(server, 'bench', false));
     await client.request('POST', '/v1/tenants/bench/namespaces', { namespace: 'ns' });
     const names = Array.from(
       { length: args.streams },

@@ -3,6 +3,7 @@
 // after its first snapshots, deregisters on SIGTERM; without the variable the YAML catalog serves.
 // Method: real processes from the built dist/ of both services (control plane on SQLite in a
 // temp dir), streams made through the REST API, @felix/client for publish and subscribe.
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type BrokerRefusedError, type FelixClient, connect } from '@felix/client';
@@ -31,7 +32,15 @@ interface Running {
   fingerprint: string;
 }
 
-async function startControlPlane(dir: string, port: number): Promise<Child> {
+/** The control plane's bootstrap listener token: random per run, at least 32 characters. */
+const BOOTSTRAP_TOKEN = randomBytes(24).toString('hex');
+const OPERATOR_PERMISSIONS = [
+  'tenant.manage:cluster:*',
+  'node.view:cluster:*',
+  'node.manage:cluster:*',
+];
+
+async function startControlPlane(dir: string, port: number, bootPort: number): Promise<Child> {
   const child = spawnNode([CP_MAIN], {
     cwd: REPO,
     env: {
@@ -39,11 +48,58 @@ async function startControlPlane(dir: string, port: number): Promise<Child> {
       FELIX_CONTROLPLANE_DATA_DIR: dir,
       FELIX_CONTROLPLANE_POSTGRES_URL: '',
       FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
+      FELIX_BOOTSTRAP_ENABLED: 'true',
+      FELIX_BOOTSTRAP_BIND_ADDR: `127.0.0.1:${bootPort}`,
+      FELIX_BOOTSTRAP_TOKEN: BOOTSTRAP_TOKEN,
+      FELIX_BOOTSTRAP_DEV_TOKENS: 'true',
     },
   });
   await child.waitForOutput('"event":"listening"', 'the control plane to listen', 20_000);
   return child;
 }
+
+/**
+ * Initializes `tenant` through the bootstrap listener (a 409 means it already was) and mints a
+ * token of it: the operator tenant's for node credentials and cluster routes, a tenant's admin
+ * for its catalog.
+ */
+async function bootstrapToken(
+  bootPort: number,
+  tenant: string,
+  permissions: readonly string[],
+  opts: { operator?: boolean; principal?: string } = {},
+): Promise<string> {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(
+      `http://127.0.0.1:${bootPort}/internal/bootstrap/tenants/${tenant}/${path}`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-felix-bootstrap-token': BOOTSTRAP_TOKEN },
+        body: JSON.stringify(body),
+      },
+    );
+    if (res.status >= 400 && res.status !== 409)
+      throw new Error(`bootstrap ${path}: ${res.status} ${await res.text()}`);
+    return res.json() as Promise<{ token?: string }>;
+  };
+  await post('initialize', {
+    initial_admin_principals: ['admin'],
+    operator: opts.operator ?? false,
+  });
+  const minted = await post('dev-token', {
+    principal: opts.principal ?? 'admin',
+    permissions,
+    audience: 'felix-controlplane',
+  });
+  return minted.token!;
+}
+
+/** A broker's node credential: manage its own node, view the cluster (what brokers poll). */
+const nodeToken = (bootPort: number, nodeId: string) =>
+  bootstrapToken(bootPort, 'operator', [`node.manage:node:${nodeId}`, 'node.view:cluster:*'], {
+    operator: true,
+    principal: `node-${nodeId}`,
+  });
 
 async function startBroker(dir: string, env: NodeJS.ProcessEnv, yaml = ''): Promise<Running> {
   const port = await freePort();
@@ -138,15 +194,21 @@ async function refusal(p: Promise<unknown>): Promise<BrokerRefusedError> {
 describe('broker with a control plane', () => {
   let cpUrl = '';
   let cp: Child;
+  let operatorToken = '';
+  let acmeToken = '';
   let broker: Running;
   let cleanup: () => Promise<void>;
 
   async function api(method: string, path: string, body?: unknown): Promise<unknown> {
+    // Inside a tenant, that tenant's admin; everything else (tenants, nodes, placement) the operator.
+    const token = path.startsWith('/v1/tenants/acme/') ? acmeToken : operatorToken;
     const res = await fetch(`${cpUrl}${path}`, {
       method,
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.text();
     if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${text}`);
@@ -175,10 +237,15 @@ describe('broker with a control plane', () => {
     const dir = await tempDir('felix-cluster');
     cleanup = dir.cleanup;
     const cpPort = await freePort();
+    const bootPort = await freePort();
     cpUrl = `http://127.0.0.1:${cpPort}`;
-    cp = await startControlPlane(join(dir.path, 'cp'), cpPort);
+    cp = await startControlPlane(join(dir.path, 'cp'), cpPort, bootPort);
+    operatorToken = await bootstrapToken(bootPort, 'operator', OPERATOR_PERMISSIONS, {
+      operator: true,
+    });
     broker = await startBroker(dir.path, {
       FELIX_CONTROLPLANE_URL: cpUrl,
+      FELIX_NODE_TOKEN: await nodeToken(bootPort, 'broker-a'),
       FELIX_NODE_ID: 'broker-a',
       FELIX_NODE_ZONE: 'z1',
       FELIX_NODE_LABELS: 'rack=r1',
@@ -189,6 +256,8 @@ describe('broker with a control plane', () => {
       SETTLE_MS,
     );
     await api('POST', '/v1/tenants', { tenant_id: 'acme' });
+    // The tenant made through the API gets its keys and its admin through bootstrap.
+    acmeToken = await bootstrapToken(bootPort, 'acme', ['tenant.manage:tenant:acme']);
     await api('POST', '/v1/tenants/acme/namespaces', { namespace: 'prod' });
   }, 60_000);
 
@@ -374,22 +443,36 @@ describe('broker readiness and standalone mode', () => {
   it('a_clustered_broker_is_ready_only_after_its_first_snapshots', async () => {
     const dir = await tempDir('felix-cluster-ready');
     const cpPort = await freePort();
+    const bootPort = await freePort();
+    // The node credential comes from a first run of the control plane (its keys stay in its
+    // store), which then stops.
+    const first = await startControlPlane(join(dir.path, 'cp'), cpPort, bootPort);
+    const token = await nodeToken(bootPort, 'late');
+    const operator = await bootstrapToken(bootPort, 'operator', OPERATOR_PERMISSIONS, {
+      operator: true,
+    });
+    await first.stop();
     // Nothing listens on the control plane's port yet: live, but not ready.
     const b = await startBroker(dir.path, {
       FELIX_CONTROLPLANE_URL: `http://127.0.0.1:${cpPort}`,
+      FELIX_NODE_TOKEN: token,
       FELIX_NODE_ID: 'late',
     });
     let cp: Child | null = null;
     try {
       expect((await fetch(`http://127.0.0.1:${b.httpPort}/live`)).status).toBe(200);
       expect(await readyStatus(b)).toBe(503);
-      cp = await startControlPlane(join(dir.path, 'cp'), cpPort);
+      cp = await startControlPlane(join(dir.path, 'cp'), cpPort, bootPort);
       await waitFor(
         async () => (await readyStatus(b)) === 200,
         'ready once the feeds answer',
         SETTLE_MS,
       );
-      const node = (await (await fetch(`http://127.0.0.1:${cpPort}/v1/nodes/late`)).json()) as {
+      const node = (await (
+        await fetch(`http://127.0.0.1:${cpPort}/v1/nodes/late`, {
+          headers: { authorization: `Bearer ${operator}` },
+        })
+      ).json()) as {
         node: { status: { lifecycle: string } };
       };
       expect(node.node.status.lifecycle).toBe('live');

@@ -2,9 +2,11 @@
  * Configuration from FELIX_CONTROLPLANE_* environment variables (documented in
  * docs/control-plane.md and the package README). Parsing is pure: it takes the env object.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigInvalidError } from './errors.js';
 import {
+  BOOTSTRAP_TOKEN_CHARS_MIN,
   CHANGE_RETENTION_ROWS_DEFAULT,
   CHANGES_LIMIT_DEFAULT,
   EXPIRY_SWEEP_INTERVAL_MS_DEFAULT,
@@ -26,6 +28,21 @@ export interface LivenessConfig {
   reconcileIntervalMs: number;
 }
 
+/** The bootstrap listener (docs/security.md, "Bootstrap"): off unless enabled. */
+export interface BootstrapConfig {
+  enabled: boolean;
+  host: string;
+  port: number;
+  /** The static token (FELIX_BOOTSTRAP_TOKEN or the content of FELIX_BOOTSTRAP_TOKEN_FILE). */
+  token: string | undefined;
+  /** The token being rotated out, still accepted (FELIX_BOOTSTRAP_TOKEN_PREVIOUS). */
+  tokenPrevious: string | undefined;
+  /** Bind a non-loopback address (FELIX_BOOTSTRAP_ALLOW_NON_LOOPBACK=true); refused otherwise. */
+  allowNonLoopback: boolean;
+  /** Serve `…/dev-token` (FELIX_BOOTSTRAP_DEV_TOKENS=true; only on a loopback bind). */
+  devTokens: boolean;
+}
+
 export interface ControlPlaneConfig {
   host: string;
   port: number;
@@ -41,6 +58,7 @@ export interface ControlPlaneConfig {
   changesLimit: number;
   changeRetentionRows: number;
   liveness: LivenessConfig;
+  bootstrap: BootstrapConfig;
 }
 
 type Env = Record<string, string | undefined>;
@@ -55,11 +73,11 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   return n;
 }
 
-function bind(raw: string): { host: string; port: number } {
+function bind(raw: string, name = 'FELIX_CONTROLPLANE_BIND'): { host: string; port: number } {
   const at = raw.lastIndexOf(':');
   const port = Number(raw.slice(at + 1));
   if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigInvalidError(`FELIX_CONTROLPLANE_BIND=${raw} must be host:port`);
+    throw new ConfigInvalidError(`${name}=${raw} must be host:port`);
   }
   return { host: raw.slice(0, at).replace(/^\[|\]$/g, ''), port };
 }
@@ -79,7 +97,83 @@ export function checkLiveness(l: LivenessConfig): LivenessConfig {
   return l;
 }
 
-export function loadConfig(env: Env = process.env): ControlPlaneConfig {
+function bool(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new ConfigInvalidError(`${name}=${raw} must be true or false`);
+}
+
+/** True for an address only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** Reads and checks the bootstrap settings; an enabled listener needs a strong token and a loopback bind unless allowed. */
+export function loadBootstrapConfig(env: Env, readFile: (p: string) => string): BootstrapConfig {
+  const { host, port } = bind(
+    env.FELIX_BOOTSTRAP_BIND_ADDR || '127.0.0.1:9095',
+    'FELIX_BOOTSTRAP_BIND_ADDR',
+  );
+  const file = env.FELIX_BOOTSTRAP_TOKEN_FILE;
+  const token = env.FELIX_BOOTSTRAP_TOKEN || (file ? readFile(file).trim() : undefined);
+  const c: BootstrapConfig = {
+    enabled: bool(env, 'FELIX_BOOTSTRAP_ENABLED'),
+    host,
+    port,
+    token,
+    tokenPrevious: env.FELIX_BOOTSTRAP_TOKEN_PREVIOUS || undefined,
+    allowNonLoopback: bool(env, 'FELIX_BOOTSTRAP_ALLOW_NON_LOOPBACK'),
+    devTokens: bool(env, 'FELIX_BOOTSTRAP_DEV_TOKENS'),
+  };
+  if (!c.enabled) return c;
+  for (const [name, t] of [
+    ['FELIX_BOOTSTRAP_TOKEN', c.token],
+    ['FELIX_BOOTSTRAP_TOKEN_PREVIOUS', c.tokenPrevious],
+  ] as const) {
+    if (name === 'FELIX_BOOTSTRAP_TOKEN' && t === undefined)
+      throw new ConfigInvalidError(
+        'FELIX_BOOTSTRAP_ENABLED=true needs FELIX_BOOTSTRAP_TOKEN[_FILE]',
+      );
+    if (t !== undefined && t.length < BOOTSTRAP_TOKEN_CHARS_MIN)
+      throw new ConfigInvalidError(
+        `${name} must be at least ${BOOTSTRAP_TOKEN_CHARS_MIN} characters`,
+      );
+  }
+  if (!isLoopback(host) && !c.allowNonLoopback)
+    throw new ConfigInvalidError(
+      `FELIX_BOOTSTRAP_BIND_ADDR=${host}:${port} is not loopback; set FELIX_BOOTSTRAP_ALLOW_NON_LOOPBACK=true to allow it`,
+    );
+  if (c.devTokens && !isLoopback(host))
+    throw new ConfigInvalidError(
+      'FELIX_BOOTSTRAP_DEV_TOKENS needs a loopback FELIX_BOOTSTRAP_BIND_ADDR',
+    );
+  return c;
+}
+
+function feedLimits(env: Env): Pick<ControlPlaneConfig, 'changesLimit' | 'changeRetentionRows'> {
+  return {
+    changesLimit: int(
+      env,
+      'FELIX_CONTROLPLANE_CHANGES_LIMIT',
+      CHANGES_LIMIT_DEFAULT,
+      1,
+      PAGE_LIMIT_MAX,
+    ),
+    changeRetentionRows: int(
+      env,
+      'FELIX_CONTROLPLANE_CHANGE_RETENTION_MAX_ROWS',
+      CHANGE_RETENTION_ROWS_DEFAULT,
+      1,
+      100_000_000,
+    ),
+  };
+}
+
+export function loadConfig(
+  env: Env = process.env,
+  readFile: (p: string) => string = (p) => readFileSync(p, 'utf8'),
+): ControlPlaneConfig {
   const { host, port } = bind(env.FELIX_CONTROLPLANE_BIND ?? '0.0.0.0:8443');
   const postgresUrl = env.FELIX_CONTROLPLANE_POSTGRES_URL || undefined;
   const declared = env.FELIX_CONTROLPLANE_STORAGE_BACKEND;
@@ -164,20 +258,8 @@ export function loadConfig(env: Env = process.env): ControlPlaneConfig {
       1,
       600_000,
     ),
-    changesLimit: int(
-      env,
-      'FELIX_CONTROLPLANE_CHANGES_LIMIT',
-      CHANGES_LIMIT_DEFAULT,
-      1,
-      PAGE_LIMIT_MAX,
-    ),
-    changeRetentionRows: int(
-      env,
-      'FELIX_CONTROLPLANE_CHANGE_RETENTION_MAX_ROWS',
-      CHANGE_RETENTION_ROWS_DEFAULT,
-      1,
-      100_000_000,
-    ),
+    ...feedLimits(env),
     liveness,
+    bootstrap: loadBootstrapConfig(env, readFile),
   };
 }

@@ -150,3 +150,120 @@ export class InternalError extends ControlPlaneError {
   readonly code = 'FELIX_CONTROLPLANE_INTERNAL';
   readonly status = 500;
 }
+
+/** No bearer token, or a token that does not verify (expired, foreign key, wrong audience). */
+export class UnauthenticatedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_UNAUTHENTICATED';
+  readonly status = 401;
+}
+
+/** A valid token whose permissions do not allow the action on the object (both are named). */
+export class ForbiddenError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_FORBIDDEN';
+  readonly status = 403;
+  constructor(
+    readonly action: string,
+    readonly object: string,
+    message = `${action} on ${object} is not allowed`,
+  ) {
+    super(message);
+  }
+}
+
+/** The tenant's auth was initialized before: bootstrap runs exactly once per tenant. */
+export class AlreadyInitializedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ALREADY_INITIALIZED';
+  readonly status = 409;
+}
+
+/** No signing key with that kid in the tenant. */
+export class SigningKeyNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_SIGNING_KEY_NOT_FOUND';
+  readonly status = 404;
+}
+
+/** The key's status does not allow the change (retiring the active key, activating a retired one). */
+export class SigningKeyStateError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_SIGNING_KEY_STATE';
+  readonly status = 409;
+}
+
+/** The tenant has no active signing key, so no token can be signed for it. */
+export class NoActiveKeyError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NO_ACTIVE_KEY';
+  readonly status = 409;
+}
+
+/** No IdP issuer with that name in the tenant. */
+export class IssuerNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ISSUER_NOT_FOUND';
+  readonly status = 404;
+}
+
+/** A per-tenant auth bound (keys, issuers, policies, bindings, refresh tokens) would be exceeded. */
+export class AuthLimitError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_AUTH_LIMIT';
+  readonly status = 409;
+}
+
+// ---- tokens, OIDC exchange and RBAC routes (issue 21)
+
+/**
+ * An upstream OIDC token was refused: unknown issuer, bad signature, wrong audience, expired,
+ * an algorithm outside the allow-list, an unreachable JWKS. `reason` says which (logged).
+ */
+export class OidcTokenRefusedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_OIDC_TOKEN_REFUSED';
+  readonly status = 401;
+  constructor(
+    readonly reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`upstream token refused: ${reason}`, options);
+  }
+}
+
+/** An IdP issuer configuration the control plane will not use (http, `#`, no key source). */
+export class IdpIssuerInvalidError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_IDP_ISSUER_INVALID';
+  readonly status = 400;
+}
+
+/**
+ * A refresh failed. Every failure (unknown id, wrong secret, spent, replayed, expired, revoked,
+ * nothing left to grant) carries this one code and message, so a caller learns nothing from it.
+ */
+export class RefreshTokenRefusedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_REFRESH_TOKEN_REFUSED';
+  readonly status = 403;
+  constructor() {
+    super('refresh token refused');
+  }
+}
+
+/** RBAC (after any narrowing) grants the principal nothing, so no token is issued. */
+export class NoPermissionsError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_NO_PERMISSIONS';
+  readonly status = 403;
+}
+
+/**
+ * The caller may not make this grant: it lacks `rbac.manage` or `token.delegate`, or the rule,
+ * role or token lies outside its own scope (the delegation rule).
+ */
+export class DelegationRefusedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_DELEGATION_REFUSED';
+  readonly status = 403;
+}
+
+/** A permission or object string outside the grammar of @felix/authz. */
+export class InvalidPermissionError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_INVALID_PERMISSION';
+  readonly status = 400;
+}
+
+/** A binding named a role that has no policy. */
+export class RoleNotFoundError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_ROLE_NOT_FOUND';
+  readonly status = 404;
+}

@@ -87,3 +87,83 @@ export const INSERT_BATCH_ROWS = 200;
 
 /** Rows one feed snapshot may return; a larger catalog is refused rather than buffered whole. */
 export const SNAPSHOT_ROWS_MAX = 1_000_000;
+
+/**
+ * Rows one auth listing returns at most (policies, bindings, issuers, keys). The authz limits
+ * bound what a tenant may hold (1024 roles × 256 policies in theory); a listing past this is cut
+ * and says so rather than building a huge answer.
+ */
+export const AUTH_LIST_ROWS_MAX = 10_000;
+
+/** Signing keys a tenant may hold staged or active (the JWKS size); matches @felix/authz KEYS_PER_TENANT_MAX. */
+export const SIGNING_KEYS_PUBLISHED_MAX = 16;
+
+/** Issuers per tenant: a handful of IdPs is normal; the bound keeps exchange lookups small. */
+export const IDP_ISSUERS_PER_TENANT_MAX = 32;
+
+/** Live refresh tokens per principal: devices and sessions of one user; older ones must be revoked. */
+export const REFRESH_TOKENS_PER_PRINCIPAL_MAX = 1000;
+
+/**
+ * How long the guard trusts a tenant's public keys read from the store. Short, because a
+ * retired key must stop verifying soon on every instance (this instance forgets at once on its
+ * own key changes); long enough that a burst of requests reads the keys once.
+ */
+export const TENANT_KEYS_CACHE_TTL_MS = 5000;
+
+/** Tenants whose keys are cached at once (unknown tenants too, so random `tid`s cannot hammer the store). */
+export const TENANT_KEYS_CACHE_ENTRIES_MAX = 4096;
+
+/** Imported private keys kept for signing (one per tenant that signs). */
+export const SIGNING_KEYS_CACHE_ENTRIES_MAX = 1024;
+
+/** Lifetime of a control-plane or broker token minted by the control plane (reference: 900 s). */
+export const ACCESS_TOKEN_TTL_S_DEFAULT = 900;
+
+/** Shortest bootstrap token accepted: 32 characters, as the reference asks of its static peer tokens. */
+export const BOOTSTRAP_TOKEN_CHARS_MIN = 32;
+
+/** Bootstrap body bounds: issuers, admin principals and dev-token permissions per request. */
+export const BOOTSTRAP_ISSUERS_MAX = 16;
+export const BOOTSTRAP_PRINCIPALS_MAX = 64;
+
+// ---- tokens, OIDC exchange and RBAC routes (src/auth/, issue 21)
+
+/** Longest upstream OIDC token accepted before any parsing (an IdP token with groups fits). */
+export const OIDC_TOKEN_BYTES_MAX = 16_384;
+
+/** A JWKS or discovery fetch gives up after this long (the reference's 10 s). */
+export const OIDC_FETCH_TIMEOUT_MS = 10_000;
+
+/** An unknown `kid` refetches an issuer's JWKS at most this often (the reference's 30 s). */
+export const OIDC_JWKS_COOLDOWN_MS = 30_000;
+
+/** A fetched JWKS is trusted this long before it is fetched again. */
+export const OIDC_JWKS_MAX_AGE_MS = 600_000;
+
+/** Largest JWKS or discovery document read; more is refused without parsing. */
+export const OIDC_DOCUMENT_BYTES_MAX = 256 * 1024;
+
+/** Remote key sets (one per JWKS URL) kept at once; the oldest is dropped past this. */
+export const OIDC_KEY_SETS_MAX = 1024;
+
+/** Audiences one issuer may list. */
+export const IDP_AUDIENCES_MAX = 16;
+
+/** Longest issuer, audience, URL or claim name in an issuer's configuration. */
+export const IDP_FIELD_CHARS_MAX = 512;
+
+/** IdP groups read from one token; more are refused (a token listing thousands is a mistake). */
+export const OIDC_GROUPS_MAX = 256;
+
+/** Longest subject or group name taken from an upstream token. */
+export const OIDC_CLAIM_CHARS_MAX = 256;
+
+/** Lifetime of a refresh token (FELIX_REFRESH_TOKEN_TTL_SECONDS): 30 days. */
+export const REFRESH_TOKEN_TTL_S_DEFAULT = 30 * 86_400;
+
+/** Permissions or resources one exchange, refresh or delegation may name to narrow its token. */
+export const NARROWING_ENTRIES_MAX = 256;
+
+/** Longest refresh token string accepted (`<id>.<secret>`, both base64url). */
+export const REFRESH_TOKEN_CHARS_MAX = 256;

@@ -1,32 +1,48 @@
 #!/usr/bin/env node
 /** felix-controlplane: reads FELIX_CONTROLPLANE_*, opens the store, serves the API until SIGTERM. */
 import pino from 'pino';
+import { tokenSettingsFromEnv } from './auth/settings.js';
 import { loadConfig } from './config.js';
 import { buildApp } from './http/app.js';
+import { buildBootstrapApp } from './http/bootstrap.js';
 import { openStore } from './open-store.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel, base: { service: 'felix-controlplane' } });
   const store = await openStore(config);
-  const { app } = await buildApp({
+  const { app, signer, metrics } = await buildApp({
     store,
     liveness: config.liveness,
     regionId: config.regionId,
     changesLimit: config.changesLimit,
     logger,
+    tokens: tokenSettingsFromEnv(process.env),
   });
+  const bootstrap = config.bootstrap.enabled
+    ? await buildBootstrapApp({ store, config: config.bootstrap, signer, metrics, logger })
+    : undefined;
+  let bootstrapAddress: string | undefined;
+  if (bootstrap) {
+    const at = await bootstrap.listen({ host: config.bootstrap.host, port: config.bootstrap.port });
+    logger.warn(
+      { address: at, dev_tokens: config.bootstrap.devTokens },
+      'bootstrap listener enabled; disable it once tenants are initialized',
+    );
+    bootstrapAddress = at;
+  }
   const address = await app.listen({ host: config.host, port: config.port });
   logger.info({ address, backend: config.backend }, 'felix-controlplane listening');
-  // One line on stdout that scripts and tests can wait for.
+  // One line on stdout that scripts and tests can wait for, once every listener is up.
   process.stdout.write(
-    `${JSON.stringify({ event: 'listening', address, backend: config.backend })}\n`,
+    `${JSON.stringify({ event: 'listening', address, backend: config.backend, bootstrap_address: bootstrapAddress })}\n`,
   );
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
+    await bootstrap?.close();
     await app.close();
     await store.close();
     process.exit(0);

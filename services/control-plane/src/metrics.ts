@@ -12,6 +12,8 @@ export interface Metrics {
   unplacedShards: Gauge;
   nodesMarkedDown: Counter;
   heartbeats: Counter<'outcome'>;
+  authRefusals: Counter<'reason'>;
+  bootstrapAttempts: Counter<'outcome'>;
 }
 
 export function createMetrics(): Metrics {
@@ -66,6 +68,18 @@ export function createMetrics(): Metrics {
     heartbeats: new Counter({
       name: 'felix_controlplane_heartbeats_total',
       help: 'Heartbeats answered, by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    authRefusals: new Counter({
+      name: 'felix_controlplane_auth_refusals_total',
+      help: 'Requests refused by the guard, by reason (no_token, a token refusal reason, forbidden)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    bootstrapAttempts: new Counter({
+      name: 'felix_controlplane_bootstrap_attempts_total',
+      help: 'Bootstrap listener requests, by outcome (initialized, already_initialized, bad_token, dev_token, refused)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PostgresDriver } from '../src/store/postgres.js';
 import { ControlStore } from '../src/store/store.js';
-import { ManualClock, type OpenedStore, openTestStore, testApp } from './helpers.js';
+import { ManualClock, type OpenedStore, openTestStore, testApp, unsignedToken } from './helpers.js';
 
 let opened: OpenedStore;
 let built: Awaited<ReturnType<typeof testApp>>;
@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 async function post(url: string, payload: unknown) {
-  return built.app.inject({ method: 'POST', url, payload: payload as object });
+  return built.inject({ method: 'POST', url, payload: payload as object });
 }
 
 describe('api', () => {
@@ -38,7 +38,7 @@ describe('api', () => {
   });
 
   it('malformed_json_is_refused_with_its_code', async () => {
-    const r = await built.app.inject({
+    const r = await built.inject({
       method: 'POST',
       url: '/v1/tenants',
       headers: { 'content-type': 'application/json' },
@@ -69,7 +69,7 @@ describe('api', () => {
       consistency: 'Eventual',
     });
     expect(wrongType.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
-    const nothing = await built.app.inject({
+    const nothing = await built.inject({
       method: 'GET',
       url: '/v1/tenants/t1/namespaces/ns/streams/s',
     });
@@ -86,9 +86,7 @@ describe('api', () => {
     };
     // A number is not a name: no tenant "123" appears.
     await refused(await post('/v1/tenants', { tenant_id: 123 }));
-    expect((await built.app.inject({ method: 'GET', url: '/v1/tenants/123' })).statusCode).toBe(
-      404,
-    );
+    expect((await built.inject({ method: 'GET', url: '/v1/tenants/123' })).statusCode).toBe(404);
     await post('/v1/tenants', { tenant_id: 't1' });
     await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
     const streams = '/v1/tenants/t1/namespaces/ns/streams';
@@ -100,36 +98,36 @@ describe('api', () => {
     await refused(
       await post('/v1/nodes', { node_id: 'n1', advertise_addr: 'n1:1', incarnation: '1' }),
     );
-    expect((await built.app.inject({ method: 'GET', url: streams })).json().items).toEqual([]);
+    expect((await built.inject({ method: 'GET', url: streams })).json().items).toEqual([]);
     expect((await post(streams, { stream: 's', durable: true })).statusCode).toBe(201);
-    const patch = await built.app.inject({
+    const patch = await built.inject({
       method: 'PATCH',
       url: `${streams}/s`,
       payload: { durable: 0 },
     });
     await refused(patch);
-    expect((await built.app.inject({ method: 'GET', url: `${streams}/s` })).json().durable).toBe(
-      true,
-    );
+    expect((await built.inject({ method: 'GET', url: `${streams}/s` })).json().durable).toBe(true);
     // Query strings are text: their numbers still read as numbers, and non-numbers are refused.
     await post('/v1/tenants', { tenant_id: 't2' });
-    const page = await built.app.inject({ method: 'GET', url: '/v1/tenants?limit=1' });
+    const page = await built.inject({ method: 'GET', url: '/v1/tenants?limit=1' });
     expect(page.statusCode).toBe(200);
     expect(page.json().items).toHaveLength(1);
-    const changes = await built.app.inject({
+    const changes = await built.inject({
       method: 'GET',
       url: '/v1/streams/changes?since=1&limit=1&wait_ms=0',
     });
     expect(changes.json()).toMatchObject({ items: [{ seq: 1, op: 'created' }], next_seq: 2 });
-    await refused(await built.app.inject({ method: 'GET', url: '/v1/tenants?limit=many' }));
-    const zero = await built.app.inject({ method: 'GET', url: '/v1/tenants?limit=0' });
+    await refused(await built.inject({ method: 'GET', url: '/v1/tenants?limit=many' }));
+    const zero = await built.inject({ method: 'GET', url: '/v1/tenants?limit=0' });
     expect(zero.json().code).toBe('FELIX_CONTROLPLANE_OUT_OF_RANGE');
   });
 
   it('an_unknown_parent_is_refused_with_its_not_found_code', async () => {
+    // No token can name a tenant that does not exist (it has no keys), so an unknown tenant is
+    // refused before its existence is looked at: 401, as the reference answers.
     const a = await post('/v1/tenants/nope/namespaces', { namespace: 'ns' });
-    expect(a.statusCode).toBe(404);
-    expect(a.json().code).toBe('FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
+    expect(a.statusCode).toBe(401);
+    expect(a.json().code).toBe('FELIX_CONTROLPLANE_UNAUTHENTICATED');
     await post('/v1/tenants', { tenant_id: 't1' });
     const b = await post('/v1/tenants/t1/namespaces/nope/caches', { cache: 'c' });
     expect(b.statusCode).toBe(404);
@@ -140,14 +138,14 @@ describe('api', () => {
     await post('/v1/tenants', { tenant_id: 't1' });
     await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
     await post('/v1/tenants/t1/namespaces/ns/streams', { stream: 's', shards: 2 });
-    const bad = await built.app.inject({
+    const bad = await built.inject({
       method: 'PATCH',
       url: '/v1/tenants/t1/namespaces/ns/streams/s',
       payload: { shards: 4 },
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
-    const ok = await built.app.inject({
+    const ok = await built.inject({
       method: 'PATCH',
       url: '/v1/tenants/t1/namespaces/ns/streams/s',
       payload: { consistency: 'Quorum', retention: { max_age_seconds: 60 } },
@@ -161,13 +159,13 @@ describe('api', () => {
   });
 
   it('an_unknown_route_answers_the_error_body', async () => {
-    const r = await built.app.inject({ method: 'GET', url: '/v1/nothing-here' });
+    const r = await built.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(r.statusCode).toBe(404);
     expect(r.json()).toMatchObject({ code: 'FELIX_CONTROLPLANE_ROUTE_NOT_FOUND' });
   });
 
   it('the_openapi_document_lists_every_v1_route_and_swagger_ui_is_served', async () => {
-    const doc = (await built.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    const doc = (await built.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     expect(doc.openapi).toMatch(/^3\./);
     for (const path of [
       '/v1/tenants',
@@ -181,7 +179,7 @@ describe('api', () => {
     ]) {
       expect(Object.keys(doc.paths)).toContain(path);
     }
-    const ui = await built.app.inject({ method: 'GET', url: '/docs/' });
+    const ui = await built.inject({ method: 'GET', url: '/docs/' });
     expect(ui.statusCode).toBe(200);
     expect(ui.body).toContain('swagger');
   });
@@ -191,7 +189,7 @@ describe('api', () => {
     // measured against the very clock that stamped the heartbeat.
     const clock = new ManualClock(86_400_000);
     const own = await openTestStore('sqlite', { clock });
-    const app = (await testApp(own.store, { background: false })).app;
+    const app = await testApp(own.store, { background: false });
     try {
       const reg = await app.inject({
         method: 'POST',
@@ -203,7 +201,7 @@ describe('api', () => {
       const view = (await app.inject({ method: 'GET', url: '/v1/nodes/n1' })).json();
       expect(view.placement.heartbeat_age_ms).toBe(2500);
     } finally {
-      await app.close();
+      await app.app.close();
       await own.cleanup();
     }
   });
@@ -217,13 +215,19 @@ describe('api', () => {
     const store = new ControlStore(driver, { changeRetentionRows: 10 });
     const down = await testApp(store, { background: false });
     try {
-      expect((await down.app.inject({ method: 'GET', url: '/v1/system/live' })).statusCode).toBe(
-        200,
-      );
-      const ready = await down.app.inject({ method: 'GET', url: '/v1/system/ready' });
+      const open = { authorization: '' };
+      expect(
+        (await down.inject({ method: 'GET', url: '/v1/system/live', headers: open })).statusCode,
+      ).toBe(200);
+      const ready = await down.inject({ method: 'GET', url: '/v1/system/ready', headers: open });
       expect(ready.statusCode).toBe(503);
       expect(ready.json().code).toBe('FELIX_CONTROLPLANE_NOT_READY');
-      const list = await down.app.inject({ method: 'GET', url: '/v1/tenants' });
+      // A well-formed token: the guard must read the tenant's keys, and the store is down.
+      const list = await down.inject({
+        method: 'GET',
+        url: '/v1/tenants',
+        headers: { authorization: `Bearer ${unsignedToken('operator')}` },
+      });
       expect(list.statusCode).toBe(503);
       expect(list.json().code).toBe('FELIX_CONTROLPLANE_STORE_UNAVAILABLE');
     } finally {
@@ -233,15 +237,15 @@ describe('api', () => {
   });
 
   it('the_system_probes_and_metrics_answer', async () => {
-    expect((await built.app.inject({ method: 'GET', url: '/v1/system/live' })).json()).toEqual({
+    expect((await built.inject({ method: 'GET', url: '/v1/system/live' })).json()).toEqual({
       status: 'ok',
     });
-    const ready = await built.app.inject({ method: 'GET', url: '/v1/system/ready' });
+    const ready = await built.inject({ method: 'GET', url: '/v1/system/ready' });
     expect(ready.statusCode).toBe(200);
     expect(ready.json().status).toBe('ready');
-    const info = (await built.app.inject({ method: 'GET', url: '/v1/system/info' })).json();
+    const info = (await built.inject({ method: 'GET', url: '/v1/system/info' })).json();
     expect(info).toMatchObject({ api_version: 'v1', store: 'sqlite', region_id: 'local' });
-    const metrics = await built.app.inject({ method: 'GET', url: '/metrics' });
+    const metrics = await built.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toContain('felix_controlplane_http_requests_total');
   });
 });

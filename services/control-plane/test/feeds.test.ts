@@ -23,14 +23,14 @@ async function instance(backend: 'sqlite' | 'postgres', schema?: string) {
 
 describe('feeds', () => {
   it('a_long_poll_wakes_on_a_change', async () => {
-    const { app, hub } = await instance('sqlite');
-    const snap = (await app.inject({ method: 'GET', url: '/v1/tenants/snapshot' })).json();
-    const poll = app.inject({
+    const { inject, hub } = await instance('sqlite');
+    const snap = (await inject({ method: 'GET', url: '/v1/tenants/snapshot' })).json();
+    const poll = inject({
       method: 'GET',
       url: `/v1/tenants/changes?since=${snap.next_seq}&wait_ms=20000`,
     });
     await waitFor(() => hub.parkedCount === 1, 'the poll to park');
-    await app.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 'woken' } });
+    await inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 'woken' } });
     const r = await withDeadline(poll, 10_000, 'the long poll to wake before its 20 s wait');
     expect(r.statusCode).toBe(200);
     const body = r.json();
@@ -44,9 +44,9 @@ describe('feeds', () => {
   });
 
   it('a_long_poll_with_nothing_new_answers_an_empty_page_at_its_wait', async () => {
-    const { app } = await instance('sqlite');
+    const { inject } = await instance('sqlite');
     const r = (
-      await app.inject({ method: 'GET', url: '/v1/shard-assignments/changes?since=1&wait_ms=50' })
+      await inject({ method: 'GET', url: '/v1/shard-assignments/changes?since=1&wait_ms=50' })
     ).json();
     expect(r).toEqual({ items: [], next_seq: 1 });
   });
@@ -55,13 +55,13 @@ describe('feeds', () => {
     const schema = freshSchema();
     const a = await instance('postgres', schema);
     const b = await instance('postgres', schema);
-    const snap = (await a.app.inject({ method: 'GET', url: '/v1/tenants/snapshot' })).json();
-    const poll = a.app.inject({
+    const snap = (await a.inject({ method: 'GET', url: '/v1/tenants/snapshot' })).json();
+    const poll = a.inject({
       method: 'GET',
       url: `/v1/tenants/changes?since=${snap.next_seq}&wait_ms=20000`,
     });
     await waitFor(() => a.hub.parkedCount === 1, 'the poll to park');
-    await b.app.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 'remote' } });
+    await b.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 'remote' } });
     const r = await withDeadline(poll, 10_000, 'the long poll to wake on a NOTIFY');
     expect(r.json().items.map((c: { item: { tenant_id: string } }) => c.item.tenant_id)).toEqual([
       'remote',

@@ -1,15 +1,24 @@
 // Goal: felixctl creates, lists and deletes catalog resources against a live server, prints
-// tables by default and JSON with --json, and reports API errors with their code.
-// Method: the app listening on a loopback port; felixctl run in-process with captured output.
+// tables by default and JSON with --json, and reports API errors with their code; `login`
+// stores its token in a file only its owner can read, and every command sends the token.
+// Method: the app listening on a loopback port; felixctl run in-process with captured output;
+// a recording fetch for the requests' headers.
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runFelixctl } from '../src/cli/felixctl.js';
+import { type CliIo, runFelixctl } from '../src/cli/felixctl.js';
+import { startFakeIdp } from './fake-idp.js';
+import { tokenEnv } from './token-fixture.js';
 import { type OpenedStore, openTestStore, testApp } from './helpers.js';
 
 let opened: OpenedStore;
 let built: Awaited<ReturnType<typeof testApp>>;
 let url: string;
+let home: Awaited<ReturnType<typeof tempDir>>;
 
 beforeAll(async () => {
+  home = await tempDir('felixctl');
   opened = await openTestStore('sqlite');
   built = await testApp(opened.store);
   url = await built.app.listen({ host: '127.0.0.1', port: 0 });
@@ -17,7 +26,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await built.app.close();
   await opened.cleanup();
+  await home.cleanup();
 });
+
+/** fetch with the token the test helpers pick for the path (no token is stored for these runs). */
+const authedFetch: typeof fetch = async (input, init) => {
+  const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
+  const token = await built.tokens.forUrl(path);
+  const headers = new Headers(init?.headers);
+  if (token && !headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
+  return fetch(input, { ...init, headers });
+};
 
 async function ctl(...args: string[]) {
   const out: string[] = [];
@@ -25,10 +44,39 @@ async function ctl(...args: string[]) {
   const code = await runFelixctl(['--url', url, ...args], {
     out: (l) => out.push(l),
     err: (l) => err.push(l),
-    fetch,
-    env: {},
+    fetch: authedFetch,
+    env: { FELIX_CONFIG: join(home.path, 'catalog.json') },
   });
   return { code, out, err };
+}
+
+/** Runs felixctl against a fetch that records each request and answers `answer(path)`. */
+async function recorded(
+  env: CliIo['env'],
+  argv: string[],
+  answer: (path: string) => unknown = () => ({}),
+) {
+  const requests: { method: string; path: string; auth: string | null; body: unknown }[] = [];
+  const out: string[] = [];
+  const err: string[] = [];
+  const fakeFetch = (async (input: URL | string, init?: RequestInit) => {
+    const u = new URL(String(input));
+    const headers = new Headers(init?.headers);
+    requests.push({
+      method: init?.method ?? 'GET',
+      path: u.pathname + u.search,
+      auth: headers.get('authorization'),
+      body: init?.body ? JSON.parse(String(init.body)) : undefined,
+    });
+    return new Response(JSON.stringify(answer(u.pathname)), { status: 200 });
+  }) as typeof fetch;
+  const code = await runFelixctl(argv, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    fetch: fakeFetch,
+    env,
+  });
+  return { code, out, err, requests };
 }
 
 describe('felixctl', () => {
@@ -65,8 +113,189 @@ describe('felixctl', () => {
   });
 
   it('felixctl_reports_an_api_error_with_its_code', async () => {
-    const r = await ctl('namespaces', 'create', 'missing', 'ns');
+    // An operator may delete any tenant, so a missing one is a 404 (a route inside a missing
+    // tenant would be a 401: no token can name it).
+    const r = await ctl('tenants', 'delete', 'missing');
     expect(r.code).toBe(1);
     expect(r.err.join('\n')).toContain('404 FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
+  });
+
+  it('felixctl_login_stores_the_token_in_a_file_only_its_owner_can_read', async () => {
+    const path = join(home.path, 'nested', 'credentials.json');
+    const env = { FELIX_CONFIG: path };
+    const r = await recorded(env, [
+      '--url',
+      'http://127.0.0.1:1',
+      '--token',
+      'tok-1',
+      'login',
+      '--tenant',
+      't1',
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.requests).toEqual([]);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
+      url: 'http://127.0.0.1:1',
+      tenant: 't1',
+      token: 'tok-1',
+    });
+    // A login by OIDC exchange stores the Felix token and the refresh token it got.
+    const ex = await recorded(env, ['login', '--tenant', 't1', '--oidc-token', 'upstream'], () => ({
+      felix_token: 'tok-2',
+      refresh_token: 'rid.secret',
+    }));
+    expect(ex.requests[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/tenants/t1/token/exchange',
+      auth: 'Bearer upstream',
+    });
+    expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({
+      token: 'tok-2',
+      refresh_token: 'rid.secret',
+    });
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+  });
+
+  it('every_felixctl_command_sends_the_stored_token', async () => {
+    const path = join(home.path, 'every.json');
+    const env = { FELIX_CONFIG: path };
+    await recorded(env, [
+      '--url',
+      'http://127.0.0.1:1',
+      '--token',
+      'stored-tok',
+      'login',
+      '--tenant',
+      't1',
+    ]);
+    const answer = (p: string) =>
+      p.endsWith('/token/refresh') || p.endsWith('/token/delegate')
+        ? { felix_token: 'minted', refresh_token: 'r2.s2' }
+        : p.endsWith('/revoke')
+          ? { revoked: 0 }
+          : { items: [], next_cursor: null };
+    const commands = [
+      ['tenants', 'list'],
+      ['namespaces', 'create', 't1', 'ns'],
+      ['streams', 'list', 't1', 'ns'],
+      ['nodes'],
+      ['rbac', 'policies', 'list', 't1'],
+      ['rbac', 'policies', 'add', 't1', 'app', 'stream.publish:stream:t1/ns/*'],
+      ['rbac', 'policies', 'remove', 't1', 'app', 'stream.publish:stream:t1/ns/*'],
+      ['rbac', 'bindings', 'add', 't1', 'group:https://idp#ops', 'app'],
+      ['rbac', 'bindings', 'remove', 't1', 'p1', 'app'],
+      ['idp-issuers', 'list', 't1'],
+      ['token', 'mint', '--permission', 'stream.publish:stream:t1/ns/*'],
+      ['token', 'revoke', 'p1'],
+    ];
+    for (const argv of commands) {
+      const r = await recorded(env, argv, answer);
+      expect(r.code, argv.join(' ')).toBe(0);
+      expect(r.requests.length, argv.join(' ')).toBeGreaterThan(0);
+      for (const q of r.requests)
+        expect(q.auth, `${argv.join(' ')}: ${q.path}`).toBe('Bearer stored-tok');
+    }
+    const minted = await recorded(env, ['token', 'mint', '--subject', 'p2', '--ttl', '60'], answer);
+    expect(minted.out).toEqual(['minted']);
+    expect(minted.requests[0]?.body).toEqual({ subject: 'p2', ttl_seconds: 60 });
+    // --token and FELIX_TOKEN take precedence over the stored token.
+    const flag = await recorded(env, ['--token', 'flag-tok', 'tenants', 'list'], answer);
+    expect(flag.requests[0]?.auth).toBe('Bearer flag-tok');
+    const envTok = await recorded({ ...env, FELIX_TOKEN: 'env-tok' }, ['tenants', 'list'], answer);
+    expect(envTok.requests[0]?.auth).toBe('Bearer env-tok');
+  });
+
+  it('felixctl_token_refresh_sends_no_bearer_and_keeps_the_successor_refresh_token', async () => {
+    const path = join(home.path, 'refresh.json');
+    const env = { FELIX_CONFIG: path };
+    await recorded(env, [
+      '--url',
+      'http://127.0.0.1:1',
+      '--token',
+      'old',
+      'login',
+      '--tenant',
+      't1',
+    ]);
+    const none = await recorded(env, ['token', 'refresh']);
+    expect(none.code).toBe(2);
+    expect(none.err.join('\n')).toContain('no refresh token');
+    const { writeCredentials, readCredentials } = await import('../src/cli/credentials.js');
+    await writeCredentials(path, { ...(await readCredentials(path)), refresh_token: 'r1.s1' });
+    const r = await recorded(env, ['token', 'refresh'], () => ({
+      felix_token: 'new',
+      refresh_token: 'r2.s2',
+    }));
+    expect(r.code).toBe(0);
+    expect(r.requests[0]).toMatchObject({
+      path: '/v1/tenants/t1/token/refresh',
+      auth: null,
+      body: { refresh_token: 'r1.s1' },
+    });
+    expect(JSON.parse(await readFile(path, 'utf8'))).toMatchObject({
+      token: 'new',
+      refresh_token: 'r2.s2',
+    });
+  });
+});
+
+describe('felixctl against the token and RBAC routes', () => {
+  it('felixctl_logs_in_by_oidc_and_manages_rbac_against_a_live_server', async () => {
+    const idp = await startFakeIdp();
+    const env = await tokenEnv('sqlite', idp);
+    try {
+      const live = await env.built.app.listen({ host: '127.0.0.1', port: 0 });
+      const config = { FELIX_CONFIG: join(home.path, 'live.json') };
+      const run = async (...argv: string[]) => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const code = await runFelixctl(argv, {
+          out: (l) => out.push(l),
+          err: (l) => err.push(l),
+          fetch,
+          env: config,
+        });
+        return { code, out, err };
+      };
+      const upstream = await idp.token({ sub: 'alice' });
+      const login = await run('--url', live, 'login', '--tenant', 't1', '--oidc-token', upstream);
+      expect(login.code, login.err.join()).toBe(0);
+      // From here on the URL, tenant and token come from the credentials file.
+      const add = await run(
+        'rbac',
+        'policies',
+        'add',
+        't1',
+        'pub',
+        'stream.publish:stream:t1/orders/*',
+      );
+      expect(add.code, add.err.join()).toBe(0);
+      const listed = await run('--json', 'rbac', 'policies', 'list', 't1', '--role', 'pub');
+      expect(JSON.parse(listed.out.join('\n'))).toEqual([
+        { role: 'pub', permission: 'stream.publish:stream:t1/orders/*' },
+      ]);
+      expect((await run('rbac', 'bindings', 'add', 't1', 'some-app', 'pub')).code).toBe(0);
+      const minted = await run(
+        'token',
+        'mint',
+        '--subject',
+        'some-app',
+        '--permission',
+        'stream.publish:stream:t1/orders/eu',
+      );
+      expect(minted.code, minted.err.join()).toBe(0);
+      expect(minted.out[0]).toMatch(/^ey/);
+      const refreshed = await run('--json', 'token', 'refresh');
+      expect(refreshed.code, refreshed.err.join()).toBe(0);
+      // The stored refresh token was spent and replaced: a second refresh works too.
+      expect((await run('token', 'refresh')).code).toBe(0);
+      const denied = await run('rbac', 'policies', 'add', 't1', 'pub', 'cache.write:cache:t1/x/y');
+      expect(denied.code).toBe(1);
+      expect(denied.err.join()).toContain('403 FELIX_CONTROLPLANE_DELEGATION_REFUSED');
+    } finally {
+      await env.close();
+      await idp.close();
+    }
   });
 });

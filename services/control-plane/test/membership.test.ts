@@ -20,21 +20,21 @@ afterEach(async () => {
 });
 
 function register(id: string, incarnation: number, zone: string | null = null) {
-  return built.app.inject({
+  return built.inject({
     method: 'POST',
     url: '/v1/nodes',
     payload: { node_id: id, advertise_addr: `${id}:5001`, zone, incarnation },
   });
 }
 function heartbeat(id: string, incarnation: number) {
-  return built.app.inject({
+  return built.inject({
     method: 'POST',
     url: `/v1/nodes/${id}/heartbeat`,
     payload: { incarnation },
   });
 }
 async function nodeView(id: string) {
-  return (await built.app.inject({ method: 'GET', url: `/v1/nodes/${id}` })).json();
+  return (await built.inject({ method: 'GET', url: `/v1/nodes/${id}` })).json();
 }
 
 describe('membership', () => {
@@ -86,7 +86,7 @@ describe('membership', () => {
 
   it('a_drained_node_stays_routable_but_takes_no_new_shards', async () => {
     await register('n1', 1);
-    const drained = await built.app.inject({ method: 'POST', url: '/v1/nodes/n1/drain' });
+    const drained = await built.inject({ method: 'POST', url: '/v1/nodes/n1/drain' });
     expect(drained.statusCode).toBe(200);
     expect(drained.json().placement).toMatchObject({
       eligible: false,
@@ -95,21 +95,19 @@ describe('membership', () => {
     });
     const other = await register('n2', 1);
     expect(other.statusCode).toBe(200);
-    const dup = await built.app.inject({
+    const dup = await built.inject({
       method: 'POST',
       url: '/v1/nodes',
       payload: { node_id: 'n3', advertise_addr: 'n2:5001', incarnation: 1 },
     });
     expect(dup.statusCode).toBe(409);
     expect(dup.json().code).toBe('FELIX_CONTROLPLANE_ADDRESS_IN_USE');
-    const live = await built.app.inject({ method: 'DELETE', url: '/v1/nodes/n2' });
+    const live = await built.inject({ method: 'DELETE', url: '/v1/nodes/n2' });
     expect(live.json().code).toBe('FELIX_CONTROLPLANE_NODE_STATE_CONFLICT');
-    const left = await built.app.inject({ method: 'POST', url: '/v1/nodes/n2/deregister' });
+    const left = await built.inject({ method: 'POST', url: '/v1/nodes/n2/deregister' });
     expect(left.json().node.status.lifecycle).toBe('left');
-    expect((await built.app.inject({ method: 'DELETE', url: '/v1/nodes/n2' })).statusCode).toBe(
-      204,
-    );
-    const list = (await built.app.inject({ method: 'GET', url: '/v1/nodes' })).json();
+    expect((await built.inject({ method: 'DELETE', url: '/v1/nodes/n2' })).statusCode).toBe(204);
+    const list = (await built.inject({ method: 'GET', url: '/v1/nodes' })).json();
     expect(list.items.map((v: { node: { node_id: string } }) => v.node.node_id)).toEqual(['n1']);
   });
 });

@@ -23,7 +23,7 @@ afterEach(async () => {
 async function start(liveness?: typeof FAST_LIVENESS) {
   opened = await openTestStore('sqlite');
   built = await testApp(opened.store, liveness ? { liveness } : {});
-  const app = built.app;
+  const app = built;
   await app.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 't1' } });
   await app.inject({
     method: 'POST',
@@ -34,7 +34,7 @@ async function start(liveness?: typeof FAST_LIVENESS) {
 }
 
 async function register(id: string, zone: string | null) {
-  const r = await built!.app.inject({
+  const r = await built!.inject({
     method: 'POST',
     url: '/v1/nodes',
     payload: { node_id: id, advertise_addr: `${id}:5001`, zone, incarnation: 1 },
@@ -43,7 +43,7 @@ async function register(id: string, zone: string | null) {
 }
 
 async function assignments(): Promise<AssignmentRecord[]> {
-  return (await built!.app.inject({ method: 'GET', url: '/v1/shard-assignments' })).json().items;
+  return (await built!.inject({ method: 'GET', url: '/v1/shard-assignments' })).json().items;
 }
 
 describe('control plane placement', () => {
@@ -58,7 +58,7 @@ describe('control plane placement', () => {
       ['c2', 'zc'],
     ] as const;
     for (const [id, zone] of nodes) await register(id, zone);
-    const created = await built!.app.inject({
+    const created = await built!.inject({
       method: 'POST',
       url: '/v1/tenants/t1/namespaces/ns/streams',
       payload: { stream: 'orders', shards: 12, replication_factor: 3 },
@@ -96,7 +96,7 @@ describe('control plane placement', () => {
   it('a_stream_and_a_cache_with_one_name_are_different_shards', async () => {
     await start();
     for (let i = 0; i < 8; i++) await register(`n${i}`, null);
-    const app = built!.app;
+    const app = built!;
     await app.inject({
       method: 'POST',
       url: '/v1/tenants/t1/namespaces/ns/streams',
@@ -132,7 +132,7 @@ describe('control plane placement', () => {
   it('a_dead_leaders_shards_move_to_a_live_replica', async () => {
     await start(FAST_LIVENESS);
     for (const id of ['n1', 'n2', 'n3']) await register(id, id);
-    await built!.app.inject({
+    await built!.inject({
       method: 'POST',
       url: '/v1/tenants/t1/namespaces/ns/streams',
       payload: { stream: 'failover', shards: 6, replication_factor: 2 },
@@ -146,7 +146,7 @@ describe('control plane placement', () => {
       timers.push(
         setInterval(
           () =>
-            void built?.app.inject({
+            void built?.inject({
               method: 'POST',
               url: `/v1/nodes/${id}/heartbeat`,
               payload: { incarnation: 1 },
@@ -170,7 +170,7 @@ describe('control plane placement', () => {
       expect(next.replicas).toHaveLength(2);
     }
     const feed = (
-      await built!.app.inject({ method: 'GET', url: '/v1/shard-assignments/changes?since=1' })
+      await built!.inject({ method: 'GET', url: '/v1/shard-assignments/changes?since=1' })
     ).json();
     expect(feed.items.some((c: { op: string }) => c.op === 'updated')).toBe(true);
   });
@@ -180,7 +180,7 @@ describe('control plane placement', () => {
     for (const id of ['n1', 'n2']) await register(id, id);
     await built!.placement.trigger(); // settle the passes registration asked for
     const passes = built!.placement.passes;
-    const r = await built!.app.inject({
+    const r = await built!.inject({
       method: 'POST',
       url: '/v1/tenants/t1/namespaces/ns/streams',
       payload: { stream: 'now', shards: 3, replication_factor: 2 },
@@ -198,15 +198,13 @@ describe('control plane placement', () => {
 
   it('the_dry_run_plan_shows_pending_placements_without_writing_them', async () => {
     await start();
-    await built!.app.inject({
+    await built!.inject({
       method: 'POST',
       url: '/v1/tenants/t1/namespaces/ns/streams',
       payload: { stream: 'p', shards: 2 },
     });
     await built!.placement.trigger();
-    const unplaceable = (
-      await built!.app.inject({ method: 'GET', url: '/v1/placement/plan' })
-    ).json();
+    const unplaceable = (await built!.inject({ method: 'GET', url: '/v1/placement/plan' })).json();
     expect(unplaceable.items.map((i: { action: string }) => i.action)).toEqual([
       'unplaceable',
       'unplaceable',
@@ -222,7 +220,7 @@ describe('control plane placement', () => {
       capacity: { max_shards: 0, weight: 1 },
       incarnation: 1,
     });
-    const plan = (await built!.app.inject({ method: 'GET', url: '/v1/placement/plan' })).json();
+    const plan = (await built!.inject({ method: 'GET', url: '/v1/placement/plan' })).json();
     expect(plan.items.map((i: { action: string; leader: string }) => [i.action, i.leader])).toEqual(
       [
         ['place', 'n1'],

@@ -2,6 +2,7 @@
 // stops cleanly on SIGTERM, and finds its catalog again after a restart (a SIGKILL loses nothing
 // acknowledged either); two processes on one Postgres serve one state and one survives the
 // other's SIGKILL. Method: real child processes from dist/ (built by `pnpm test`).
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort, spawnNode, tempDir, withDeadline } from '@felix/testing-harness';
@@ -15,8 +16,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+const BOOTSTRAP_TOKEN = randomBytes(24).toString('hex');
+
 async function start(dataDir: string, postgresSchema?: string) {
   const port = await freePort();
+  const bootPort = await freePort();
   const child = spawnNode([MAIN], {
     env: {
       FELIX_CONTROLPLANE_BIND: `127.0.0.1:${port}`,
@@ -24,12 +28,44 @@ async function start(dataDir: string, postgresSchema?: string) {
       FELIX_CONTROLPLANE_POSTGRES_URL: postgresSchema ? POSTGRES_URL : '',
       FELIX_CONTROLPLANE_POSTGRES_SCHEMA: postgresSchema ?? '',
       FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
+      FELIX_BOOTSTRAP_ENABLED: 'true',
+      FELIX_BOOTSTRAP_BIND_ADDR: `127.0.0.1:${bootPort}`,
+      FELIX_BOOTSTRAP_TOKEN: BOOTSTRAP_TOKEN,
+      FELIX_BOOTSTRAP_DEV_TOKENS: 'true',
     },
   });
   cleanups.push(() => child.kill());
-  await child.waitForOutput('"event":"listening"', 'the control plane to listen', 20_000);
-  return { child, url: `http://127.0.0.1:${port}` };
+  // Generous: the suite runs on a shared, often loaded machine (start waits on the store too).
+  await child.waitForOutput('"event":"listening"', 'the control plane to listen', 60_000);
+  return { child, url: `http://127.0.0.1:${port}`, boot: `http://127.0.0.1:${bootPort}` };
 }
+
+/**
+ * Initializes `tenant` through the bootstrap listener (once; a 409 means it already was) and
+ * mints a control-plane token of its admin: the operator's when `operator` is set.
+ */
+async function adminToken(boot: string, tenant: string, operator = false): Promise<string> {
+  const post = (path: string, body: unknown) =>
+    fetch(`${boot}/internal/bootstrap/tenants/${tenant}/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-felix-bootstrap-token': BOOTSTRAP_TOKEN },
+      body: JSON.stringify(body),
+    });
+  const init = await post('initialize', { initial_admin_principals: ['admin'], operator });
+  expect([200, 409]).toContain(init.status);
+  const permissions = operator
+    ? ['tenant.manage:cluster:*', 'node.view:cluster:*', 'node.manage:cluster:*']
+    : [`tenant.manage:tenant:${tenant}`];
+  const minted = await post('dev-token', {
+    principal: 'admin',
+    permissions,
+    audience: 'felix-controlplane',
+  });
+  expect(minted.status).toBe(200);
+  return ((await minted.json()) as { token: string }).token;
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('felix-controlplane process', () => {
   it('the_control_plane_process_keeps_its_catalog_across_restarts', async () => {
@@ -38,9 +74,10 @@ describe('felix-controlplane process', () => {
     cleanups.push(dir.cleanup);
     const first = await start(dir.path);
     expect((await fetch(`${first.url}/v1/system/ready`)).status).toBe(200);
+    const op = await adminToken(first.boot, 'operator', true);
     const created = await fetch(`${first.url}/v1/tenants`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...bearer(op) },
       body: JSON.stringify({ tenant_id: 'kept' }),
     });
     expect(created.status).toBe(201);
@@ -48,19 +85,22 @@ describe('felix-controlplane process', () => {
     expect((await first.child.stop()).code).toBe(0);
 
     const second = await start(dir.path);
+    // The token minted by the first process still verifies: the key lives in the store.
     const killed = await fetch(`${second.url}/v1/tenants`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...bearer(op) },
       body: JSON.stringify({ tenant_id: 'acked-before-kill' }),
     });
     expect(killed.status).toBe(201);
     await second.child.kill();
 
     const third = await start(dir.path);
-    const list = (await (await fetch(`${third.url}/v1/tenants`)).json()) as {
+    const list = (await (
+      await fetch(`${third.url}/v1/tenants`, { headers: bearer(op) })
+    ).json()) as {
       items: { tenant_id: string }[];
     };
-    expect(list.items.map((t) => t.tenant_id)).toEqual(['acked-before-kill', 'kept']);
+    expect(list.items.map((t) => t.tenant_id)).toEqual(['acked-before-kill', 'kept', 'operator']);
     expect((await third.child.stop()).code).toBe(0);
   });
 
@@ -77,13 +117,20 @@ describe('felix-controlplane process', () => {
     cleanups.push(dir.cleanup);
     // Both start at once on an empty schema: the migrations run once, under the advisory lock.
     const [a, b] = await Promise.all([start(dir.path, schema), start(dir.path, schema)]);
+    const op = await adminToken(a.boot, 'operator', true);
+    let token = op;
     const json = (url: string, method = 'GET', body?: unknown) =>
       fetch(url, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: {
+          ...bearer(url.includes('/v1/tenants/t1/') ? token : op),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     expect((await json(`${a.url}/v1/tenants`, 'POST', { tenant_id: 't1' })).status).toBe(201);
+    // The tenant made through the API gets its keys and admin through B's bootstrap listener.
+    token = await adminToken(b.boot, 't1');
     expect(
       (await json(`${b.url}/v1/tenants/t1/namespaces`, 'POST', { namespace: 'ns' })).status,
     ).toBe(201);

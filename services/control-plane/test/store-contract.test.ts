@@ -13,7 +13,13 @@ import {
 } from '../src/errors.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
-import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
+import {
+  type Backend,
+  MIGRATIONS,
+  ManualClock,
+  type OpenedStore,
+  openTestStore,
+} from './helpers.js';
 
 export function stream(name: string, extra: Partial<Stream> = {}): Stream {
   return {
@@ -386,7 +392,9 @@ function storeContract(backend: Backend): void {
       );
       clock.advance(1000);
       expect(await store.nodes.heartbeat('n1', 1)).toBe('live');
-      expect(await stamps('SELECT applied_at_ms AS ms FROM schema_migrations')).toEqual([start]);
+      expect(await stamps('SELECT applied_at_ms AS ms FROM schema_migrations')).toEqual(
+        MIGRATIONS.map(() => start),
+      );
       expect(await stamps('SELECT created_at_ms AS ms FROM tenants')).toEqual([start]);
       expect(await stamps('SELECT created_at_ms AS ms FROM namespaces')).toEqual([start]);
       expect(await stamps('SELECT created_at_ms AS ms FROM streams')).toEqual([start + 1000]);

@@ -16,12 +16,21 @@ import { BODY_BYTES_MAX } from '../limits.js';
 import { type Metrics, createMetrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
 import type { RouteContext } from './context.js';
+import { TenantKeyCache } from '../auth/keys.js';
+import { TokenSigner } from '../auth/signer.js';
+import type { RouteAuth } from './auth/contract.js';
+import { installGuard } from './auth/guard.js';
+import { describeAuth } from './auth/permissions.js';
 import { notFound, sendError } from './errors.js';
 import { convertQueryNumbers } from './query-numbers.js';
+import { type TokenSettings, TokenService } from '../auth/tokens.js';
 import { assignmentRoutes } from './routes/assignments.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { nodeRoutes } from './routes/nodes.js';
+import { signingKeyRoutes } from './routes/signing-keys.js';
+import { rbacRoutes } from './routes/rbac.js';
 import { systemRoutes } from './routes/system.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { ErrorBody } from './schemas.js';
 
 export const VERSION = '0.1.0';
@@ -47,6 +56,12 @@ export interface AppDeps {
   metrics?: Metrics;
   /** How often a parked long poll re-reads without a wake-up (tests raise it to prove the wake). */
   longPollRereadMs?: number;
+  /** The tenants' public keys for the guard (default: read from `store`, cached briefly). */
+  keys?: TenantKeyCache;
+  /** Signs tokens with a tenant's active key (default: over `store`). */
+  signer?: TokenSigner;
+  /** Token lifetimes and the upstream OIDC verifier (src/auth/tokens.ts). */
+  tokens?: TokenSettings;
 }
 
 export interface ControlPlaneApp {
@@ -55,6 +70,45 @@ export interface ControlPlaneApp {
   sweeper: Sweeper;
   hub: FeedHub;
   metrics: Metrics;
+  keys: TenantKeyCache;
+  signer: TokenSigner;
+}
+
+/**
+ * The OpenAPI document and its UI. Each operation carries its RouteAuth as `x-felix-auth` and,
+ * unless open, a bearer requirement: the permission table in docs/control-plane.md is checked
+ * against this (`every_v1_route_requires_a_permission`).
+ */
+async function registerDocs(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Felix control plane',
+        version: VERSION,
+        description:
+          'Catalog, membership, placement and change feeds. Errors share one body; see docs/control-plane.md.',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const auth = route.config?.auth as RouteAuth | undefined;
+      if (!auth) return { schema, url };
+      return {
+        url,
+        schema: {
+          ...schema,
+          'x-felix-auth': describeAuth(auth),
+          security: auth.kind === 'open' || auth.kind === 'credential' ? [] : [{ bearer: [] }],
+        } as typeof schema,
+      };
+    },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`),
+    },
+  });
 }
 
 export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
@@ -71,7 +125,11 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   const hub = new FeedHub(deps.store, metrics, deps.longPollRereadMs);
   const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);
   const sweeper = new Sweeper(deps.store, deps.liveness, clock);
+  const keys = deps.keys ?? new TenantKeyCache(deps.store, clock);
+  const signer = deps.signer ?? new TokenSigner(deps.store, clock);
   const ctx: RouteContext = {
+    keys,
+    signer,
     store: deps.store,
     hub,
     placement,
@@ -86,21 +144,11 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   let closing = false;
 
   app.addSchema(ErrorBody);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'Felix control plane',
-        version: VERSION,
-        description:
-          'Catalog, membership, placement and change feeds. Errors share one body; see docs/control-plane.md.',
-      },
-    },
-    refResolver: {
-      buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`),
-    },
-  });
+  await registerDocs(app);
+  // The UI under /docs is registered before the guard and stays open (it serves the document,
+  // which names routes and permissions, never data).
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  installGuard(app, { keys, metrics, clock });
 
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => notFound(req, reply));
@@ -124,6 +172,9 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   catalogRoutes(app, ctx);
   nodeRoutes(app, ctx);
   assignmentRoutes(app, ctx);
+  signingKeyRoutes(app, ctx);
+  tokenRoutes(app, ctx, new TokenService(deps.store, signer, clock, app.log, deps.tokens));
+  rbacRoutes(app, ctx);
 
   const timers: NodeJS.Timeout[] = [];
   app.addHook('onReady', async () => {
@@ -162,5 +213,5 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     hub.close();
   });
 
-  return { app, placement, sweeper, hub, metrics };
+  return { app, placement, sweeper, hub, metrics, keys, signer };
 }

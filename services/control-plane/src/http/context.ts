@@ -1,4 +1,6 @@
 /** What every route module receives. */
+import type { TenantKeyCache } from '../auth/keys.js';
+import type { TokenSigner } from '../auth/signer.js';
 import type { Clock } from '../clock.js';
 import type { LivenessConfig } from '../config.js';
 import type { PlacementRunner } from '../cluster/placement-runner.js';
@@ -19,4 +21,8 @@ export interface RouteContext {
   version: string;
   /** The nodes as placement sees them now (liveness applied). */
   placementView: PlacementView;
+  /** The tenants' public keys as the guard sees them (forget a tenant after changing its keys). */
+  keys: TenantKeyCache;
+  /** Signs Felix tokens with a tenant's active key. */
+  signer: TokenSigner;
 }

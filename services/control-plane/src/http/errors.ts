@@ -1,13 +1,16 @@
 /** Maps anything a handler or fastify throws to the one error body `{code, message, request_id}`. */
+import { AuthzError, DelegationRefusedError, TokenError } from '@felix/authz';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
   ControlPlaneError,
+  ForbiddenError,
   InternalError,
   InvalidRequestError,
   MalformedJsonError,
   OutOfRangeError,
   PayloadTooLargeError,
   RouteNotFoundError,
+  UnauthenticatedError,
 } from '../errors.js';
 
 const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
@@ -15,6 +18,7 @@ const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclu
 /** Translates fastify's own failures (validation, body parsing) into catalogue errors. */
 export function toControlPlaneError(err: unknown): ControlPlaneError {
   if (err instanceof ControlPlaneError) return err;
+  if (err instanceof AuthzError) return fromAuthz(err);
   const fe = err as Partial<FastifyError> & { validation?: { keyword: string }[] };
   if (Array.isArray(fe.validation)) {
     const range = fe.validation.some((v) => RANGE_KEYWORDS.has(v.keyword));
@@ -34,6 +38,16 @@ export function toControlPlaneError(err: unknown): ControlPlaneError {
     return new InvalidRequestError(fe.message ?? 'invalid request');
   }
   return new InternalError('internal error', { cause: err });
+}
+
+/** @felix/authz failures thrown by handlers (token routes, RBAC writes, dev tokens). */
+function fromAuthz(err: AuthzError): ControlPlaneError {
+  if (err instanceof TokenError) return new UnauthenticatedError(err.message, { cause: err });
+  if (err instanceof DelegationRefusedError)
+    return new ForbiddenError('delegate', 'scope', err.message);
+  // The rest are bad input: a permission that does not parse or names another tenant, claims a
+  // verifier would refuse, a role name, a limit.
+  return new InvalidRequestError(err.message, { cause: err });
 }
 
 export function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {

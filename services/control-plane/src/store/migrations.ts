@@ -86,6 +86,65 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (feed, seq))`,
     ],
   },
+  {
+    version: 2,
+    name: 'auth: signing keys, bootstrap flag, idp issuers, rbac, refresh tokens',
+    statements: [
+      'ALTER TABLE tenants ADD COLUMN bootstrapped BIGINT NOT NULL DEFAULT 0',
+      `CREATE TABLE tenant_signing_keys (
+        tenant_id TEXT NOT NULL REFERENCES tenants(tenant_id) ON DELETE CASCADE,
+        kid TEXT NOT NULL,
+        alg TEXT NOT NULL,
+        private_jwk TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, kid))`,
+      // At most one active key per tenant, whatever races: the index refuses a second.
+      `CREATE UNIQUE INDEX tenant_signing_keys_one_active ON tenant_signing_keys (tenant_id)
+        WHERE status = 'active'`,
+      `CREATE TABLE idp_issuers (
+        tenant_id TEXT NOT NULL REFERENCES tenants(tenant_id) ON DELETE CASCADE,
+        issuer TEXT NOT NULL,
+        audiences TEXT NOT NULL,
+        jwks_url TEXT,
+        discovery_url TEXT,
+        subject_claim TEXT NOT NULL,
+        groups_claim TEXT,
+        created_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, issuer))`,
+      `CREATE TABLE rbac_policies (
+        tenant_id TEXT NOT NULL REFERENCES tenants(tenant_id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        action TEXT NOT NULL,
+        object TEXT NOT NULL,
+        created_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, role, action, object))`,
+      `CREATE TABLE rbac_bindings (
+        tenant_id TEXT NOT NULL REFERENCES tenants(tenant_id) ON DELETE CASCADE,
+        subject TEXT NOT NULL,
+        role TEXT NOT NULL,
+        created_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, subject, role))`,
+      'CREATE INDEX rbac_bindings_by_role ON rbac_bindings (tenant_id, role)',
+      `CREATE TABLE refresh_tokens (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(tenant_id) ON DELETE CASCADE,
+        principal_id TEXT NOT NULL,
+        secret_sha256 TEXT NOT NULL,
+        chain_id TEXT NOT NULL,
+        parent_id TEXT,
+        state TEXT NOT NULL,
+        created_at_ms BIGINT NOT NULL,
+        expires_at_ms BIGINT NOT NULL,
+        groups_json TEXT NOT NULL,
+        requested_json TEXT,
+        resources_json TEXT,
+        audience TEXT)`,
+      'CREATE INDEX refresh_tokens_by_chain ON refresh_tokens (chain_id)',
+      'CREATE INDEX refresh_tokens_by_principal ON refresh_tokens (tenant_id, principal_id)',
+      'CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at_ms)',
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -1,17 +1,23 @@
 /**
  * `ControlStore`: the control plane's state over one SQL driver, as one repository per resource
- * (tenants and namespaces, the stream and cache catalog, membership, assignments, feeds) sharing
+ * (tenants and namespaces, the stream and cache catalog, membership, assignments, feeds, and the
+ * auth state: signing keys, IdP issuers, RBAC, refresh tokens, bootstrap) sharing
  * one `Transactions`: every write is one transaction whose change rows are appended before
  * commit, and every stamp comes from the injected clock. This file only wires them together.
  */
 import { type Clock, systemClock } from '../clock.js';
 import { SNAPSHOT_ROWS_MAX } from '../limits.js';
 import { AssignmentRepository } from './assignments.js';
+import { BootstrapRepository } from './bootstrap.js';
 import { CatalogRepository } from './catalog.js';
 import { CACHES, type CachePatch, STREAMS, type StreamPatch } from './catalog-kinds.js';
 import { FeedRepository } from './feeds.js';
 import { MembershipRepository } from './membership.js';
+import { IssuerRepository } from './issuers.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { RbacRepository } from './rbac.js';
+import { RefreshTokenRepository } from './refresh-tokens.js';
+import { SigningKeyRepository } from './signing-keys.js';
 import type { SqlDriver } from './sql.js';
 import { NamespaceRepository, TenantRepository } from './tenants.js';
 import { Transactions } from './transaction.js';
@@ -35,6 +41,11 @@ export class ControlStore {
   readonly nodes: MembershipRepository;
   readonly assignments: AssignmentRepository;
   readonly feeds: FeedRepository;
+  readonly signingKeys: SigningKeyRepository;
+  readonly issuers: IssuerRepository;
+  readonly rbac: RbacRepository;
+  readonly refreshTokens: RefreshTokenRepository;
+  readonly bootstrap: BootstrapRepository;
   private readonly tx: Transactions;
 
   constructor(driver: SqlDriver, opts: StoreOptions) {
@@ -53,6 +64,11 @@ export class ControlStore {
     this.tenants = new TenantRepository(this.tx, this.namespaces);
     this.nodes = new MembershipRepository(this.tx);
     this.feeds = new FeedRepository(driver, opts.snapshotRowsMax ?? SNAPSHOT_ROWS_MAX);
+    this.signingKeys = new SigningKeyRepository(this.tx);
+    this.issuers = new IssuerRepository(this.tx);
+    this.rbac = new RbacRepository(this.tx);
+    this.refreshTokens = new RefreshTokenRepository(this.tx);
+    this.bootstrap = new BootstrapRepository(this.tx);
   }
 
   get backend(): 'sqlite' | 'postgres' {

@@ -129,3 +129,103 @@ export interface Snapshot {
   items: unknown[];
   next_seq: number;
 }
+
+// ---- auth state (migration 2)
+
+/** `staged`: published in the JWKS, verifies, does not sign; `active`: signs; `retired`: gone from the JWKS. */
+export type SigningKeyStatus = 'staged' | 'active' | 'retired';
+
+/** A tenant's signing key as listed (public part only). */
+export interface SigningKeyInfo {
+  tenant_id: string;
+  kid: string;
+  alg: 'EdDSA';
+  status: SigningKeyStatus;
+  created_at_ms: number;
+  /** The public JWK (`kty`, `crv`, `x`, `kid`, `alg`, `use`). */
+  public_jwk: {
+    kty: 'OKP';
+    crv: 'Ed25519';
+    x: string;
+    kid: string;
+    alg: 'EdDSA';
+    use: 'sig';
+  };
+}
+
+/** A signing key with its private JWK: only the token-signing module reads this. */
+export interface StoredSigningKey extends SigningKeyInfo {
+  private_jwk: Record<string, unknown>;
+}
+
+/** An upstream OIDC issuer a tenant accepts for token exchange. */
+export interface IdpIssuer {
+  tenant_id: string;
+  issuer: string;
+  audiences: string[];
+  jwks_url: string | null;
+  discovery_url: string | null;
+  subject_claim: string;
+  groups_claim: string | null;
+}
+
+/** One RBAC policy row: `role` may do `action` on `object` (`action:object` is a permission). */
+export interface RbacPolicy {
+  tenant_id: string;
+  role: string;
+  action: string;
+  object: string;
+}
+
+/** One binding: `subject` (a principal id, or `group:<issuer>#<name>`) holds `role`. */
+export interface RbacBinding {
+  tenant_id: string;
+  subject: string;
+  role: string;
+}
+
+export type RefreshTokenState = 'live' | 'spent' | 'revoked';
+
+/** A stored refresh token (the secret itself is never stored, only its SHA-256). */
+export interface RefreshTokenRecord {
+  id: string;
+  tenant_id: string;
+  principal_id: string;
+  chain_id: string;
+  parent_id: string | null;
+  state: RefreshTokenState;
+  created_at_ms: number;
+  expires_at_ms: number;
+  /** IdP groups at exchange (`<issuer>#<name>`), so a refresh re-evaluates group bindings. */
+  groups: string[];
+  /** The narrowing asked for at exchange, re-applied on every refresh (null: none). */
+  requested: string[] | null;
+  resources: string[] | null;
+  audience: string | null;
+}
+
+export interface NewRefreshToken {
+  id: string;
+  /** The secret handed to the caller; the store keeps only its SHA-256. */
+  secret: string;
+  tenant_id: string;
+  principal_id: string;
+  chain_id: string;
+  parent_id: string | null;
+  expires_at_ms: number;
+  groups?: string[];
+  requested?: string[] | null;
+  resources?: string[] | null;
+  audience?: string | null;
+}
+
+/** What spending a refresh token found; only `spent` carries the token. */
+export type SpendOutcome =
+  | { outcome: 'spent'; token: RefreshTokenRecord }
+  /** Already spent: the whole chain is now revoked. */
+  | { outcome: 'replayed'; revoked: number }
+  /** The secret did not match: the token is spent anyway (no guessing twice). */
+  | { outcome: 'wrong_secret' }
+  | { outcome: 'expired' }
+  | { outcome: 'revoked' }
+  | { outcome: 'unknown' };

@@ -1,0 +1,177 @@
+/** felixctl's catalog and cluster commands: tenants, namespaces, streams, caches, nodes, assignments. */
+import type { Command } from 'commander';
+import { type Api, type Json, seg } from './api.js';
+
+function tenantCommands(program: Command, api: Api): void {
+  const tenants = program.command('tenants').description('tenants');
+  tenants
+    .command('list')
+    .action(async () => api.show(await api.listAll('/v1/tenants'), ['tenant_id', 'display_name']));
+  tenants
+    .command('create <tenant>')
+    .option('--display-name <name>')
+    .action(async (t: string, o: { displayName?: string }) =>
+      api.show(
+        await api.call('POST', '/v1/tenants', { tenant_id: t, display_name: o.displayName }),
+        ['tenant_id', 'display_name'],
+      ),
+    );
+  tenants.command('delete <tenant>').action(async (t: string) => {
+    await api.call('DELETE', `/v1/tenants/${seg(t)}`);
+    api.out(`deleted tenant ${t}`);
+  });
+
+  const namespaces = program.command('namespaces').description('namespaces');
+  namespaces
+    .command('list <tenant>')
+    .action(async (t: string) =>
+      api.show(await api.listAll(`/v1/tenants/${seg(t)}/namespaces`), [
+        'tenant_id',
+        'namespace',
+        'display_name',
+      ]),
+    );
+  namespaces
+    .command('create <tenant> <namespace>')
+    .action(async (t: string, ns: string) =>
+      api.show(await api.call('POST', `/v1/tenants/${seg(t)}/namespaces`, { namespace: ns }), [
+        'tenant_id',
+        'namespace',
+      ]),
+    );
+  namespaces.command('delete <tenant> <namespace>').action(async (t: string, ns: string) => {
+    await api.call('DELETE', `/v1/tenants/${seg(t)}/namespaces/${seg(ns)}`);
+    api.out(`deleted namespace ${t}/${ns}`);
+  });
+}
+
+const STREAM_COLUMNS = [
+  'tenant_id',
+  'namespace',
+  'stream',
+  'shards',
+  'replication_factor',
+  'consistency',
+  'durable',
+  'routing',
+];
+
+function streamCommands(program: Command, api: Api): void {
+  const streams = program.command('streams').description('streams');
+  const base = (t: string, ns: string) => `/v1/tenants/${seg(t)}/namespaces/${seg(ns)}/streams`;
+  streams
+    .command('list <tenant> <namespace>')
+    .action(async (t: string, ns: string) =>
+      api.show(await api.listAll(base(t, ns)), STREAM_COLUMNS),
+    );
+  streams
+    .command('create <tenant> <namespace> <stream>')
+    .option('--shards <n>', 'shard count', Number)
+    .option('--replication-factor <n>', 'copies of each shard', Number)
+    .option('--consistency <c>', 'Leader or Quorum')
+    .option('--durable', 'keep records on disk')
+    .option('--routing <r>', 'modulo or jump_hash')
+    .option('--max-age-seconds <n>', 'retention by age', Number)
+    .option('--max-size-bytes <n>', 'retention by size', Number)
+    .action(async (t: string, ns: string, name: string, o: Json) => {
+      const retention =
+        o.maxAgeSeconds !== undefined || o.maxSizeBytes !== undefined
+          ? { max_age_seconds: o.maxAgeSeconds ?? null, max_size_bytes: o.maxSizeBytes ?? null }
+          : undefined;
+      const body = {
+        stream: name,
+        shards: o.shards,
+        replication_factor: o.replicationFactor,
+        consistency: o.consistency,
+        durable: o.durable,
+        routing: o.routing,
+        retention,
+      };
+      api.show(await api.call('POST', base(t, ns), body), STREAM_COLUMNS);
+    });
+  streams
+    .command('delete <tenant> <namespace> <stream>')
+    .action(async (t: string, ns: string, name: string) => {
+      await api.call('DELETE', `${base(t, ns)}/${seg(name)}`);
+      api.out(`deleted stream ${t}/${ns}/${name}`);
+    });
+}
+
+const CACHE_COLUMNS = [
+  'tenant_id',
+  'namespace',
+  'cache',
+  'shards',
+  'replication_factor',
+  'consistency',
+];
+
+function cacheCommands(program: Command, api: Api): void {
+  const caches = program.command('caches').description('caches');
+  const base = (t: string, ns: string) => `/v1/tenants/${seg(t)}/namespaces/${seg(ns)}/caches`;
+  caches
+    .command('list <tenant> <namespace>')
+    .action(async (t: string, ns: string) =>
+      api.show(await api.listAll(base(t, ns)), CACHE_COLUMNS),
+    );
+  caches
+    .command('create <tenant> <namespace> <cache>')
+    .option('--shards <n>', 'shard count', Number)
+    .option('--replication-factor <n>', 'copies of each shard', Number)
+    .option('--consistency <c>', 'Leader or Quorum')
+    .action(async (t: string, ns: string, name: string, o: Json) =>
+      api.show(
+        await api.call('POST', base(t, ns), {
+          cache: name,
+          shards: o.shards,
+          replication_factor: o.replicationFactor,
+          consistency: o.consistency,
+        }),
+        CACHE_COLUMNS,
+      ),
+    );
+  caches
+    .command('delete <tenant> <namespace> <cache>')
+    .action(async (t: string, ns: string, name: string) => {
+      await api.call('DELETE', `${base(t, ns)}/${seg(name)}`);
+      api.out(`deleted cache ${t}/${ns}/${name}`);
+    });
+}
+
+function clusterCommands(program: Command, api: Api): void {
+  program
+    .command('nodes')
+    .description('nodes with their placement view')
+    .action(async () =>
+      api.show(await api.listAll('/v1/nodes'), [
+        'node.node_id',
+        'node.spec.advertise_addr',
+        'node.spec.zone',
+        'node.status.lifecycle',
+        'node.status.incarnation',
+        'placement.eligible',
+        'placement.routable',
+        'placement.heartbeat_age_ms',
+        'placement.reasons',
+      ]),
+    );
+  program
+    .command('assignments')
+    .description('shard assignments')
+    .option('--leader <node>', 'only shards this node leads')
+    .action(async (o: { leader?: string }) =>
+      api.show(
+        await api.listAll(
+          o.leader ? `/v1/shard-assignments?leader=${seg(o.leader)}` : '/v1/shard-assignments',
+        ),
+        ['kind', 'tenant_id', 'namespace', 'stream', 'shard', 'leader', 'replicas', 'generation'],
+      ),
+    );
+}
+
+export function catalogCommands(program: Command, api: Api): void {
+  tenantCommands(program, api);
+  streamCommands(program, api);
+  cacheCommands(program, api);
+  clusterCommands(program, api);
+}
