@@ -47,6 +47,7 @@ async function bootApp(store: ControlStore, extra: Partial<BootstrapConfig> = {}
 
 async function opened(backend: 'sqlite' | 'postgres', schema?: string): Promise<OpenedStore> {
   const o = await openTestStore(backend, schema ? { schema } : {});
+  // Two stores may share one schema: the second drop finds it gone, which is fine.
   cleanups.push(() => o.cleanup().catch(() => undefined));
   return o;
 }
