@@ -5,7 +5,7 @@
  * request, a failure is remembered for JWKS_FAILURE_MEMORY_MS, at most JWKS_FETCHES_IN_FLIGHT_MAX
  * fetches run at once, each has JWKS_FETCH_TIMEOUT_MS, and a key set is kept JWKS_CACHE_MS.
  * An unknown kid never triggers a refetch: a forged kid costs the broker nothing, and a new key
- * is staged an hour before it signs (the rotation steps in docs/security-broker.md).
+ * is staged an hour before it signs (the rotation steps in docs/security.md ("Broker")).
  */
 import { type KeyResolver, importPublicJwk } from '@felix/authz';
 import { JwksFetchError } from '../errors.js';
