@@ -64,20 +64,16 @@ export function publishBatchFlags(batch: PublishBatch): number {
   return flags;
 }
 
-/** Encodes a complete frame (header + payload) in one allocation. */
-export function encodePublishBatch(batch: PublishBatch): Uint8Array {
+/**
+ * Encodes a complete frame (header + payload) in one allocation, or, when `arena` is given and
+ * large enough, into its first bytes (no allocation: the frame is a view of the arena, so
+ * `frame.buffer === arena.buffer` tells the caller which happened).
+ */
+export function encodePublishBatch(batch: PublishBatch, arena?: Uint8Array): Uint8Array {
   const flags = publishBatchFlags(batch);
   checkPrefixes(batch, flags);
-  const tenant = u16Field(batch.tenantId, 'tenant');
-  const namespace = u16Field(batch.namespace, 'namespace');
-  const stream = u16Field(batch.stream, 'stream');
-  if (batch.key !== undefined) checkU16Bytes(batch.key, 'key');
-  let size =
-    6 + tenant.length + namespace.length + stream.length + payloadListBytes(batch.payloads);
-  if (flags & FLAG_BINARY_PUBLISH_ACKED) size += 9;
-  if (flags & FLAG_BINARY_PUBLISH_IDEMPOTENT) size += 16;
-  if (batch.key !== undefined) size += 2 + batch.key.length;
-  const writer = new ByteWriter(FRAME_HEADER_BYTES + size);
+  const { size, tenant, namespace, stream } = payloadSize(batch, flags);
+  const writer = new ByteWriter(FRAME_HEADER_BYTES + size, arena);
   writeFrameHeader(writer.bytes, 0, flags, size);
   writer.position = FRAME_HEADER_BYTES;
   if (flags & FLAG_BINARY_PUBLISH_ACKED) {
@@ -94,6 +90,20 @@ export function encodePublishBatch(batch: PublishBatch): Uint8Array {
   writeU16Bytes(writer, stream);
   writePayloadList(writer, batch.payloads);
   return writer.finish();
+}
+
+/** The payload's size under `flags`, with the checked string fields it is made of. */
+function payloadSize(batch: PublishBatch, flags: number) {
+  const tenant = u16Field(batch.tenantId, 'tenant');
+  const namespace = u16Field(batch.namespace, 'namespace');
+  const stream = u16Field(batch.stream, 'stream');
+  if (batch.key !== undefined) checkU16Bytes(batch.key, 'key');
+  let size =
+    6 + tenant.length + namespace.length + stream.length + payloadListBytes(batch.payloads);
+  if (flags & FLAG_BINARY_PUBLISH_ACKED) size += 9;
+  if (flags & FLAG_BINARY_PUBLISH_IDEMPOTENT) size += 16;
+  if (batch.key !== undefined) size += 2 + batch.key.length;
+  return { size, tenant, namespace, stream };
 }
 
 function checkPrefixes(batch: PublishBatch, flags: number): void {
