@@ -21,6 +21,7 @@ import {
 } from '@felix/wire';
 import { ProtocolError, TimeoutError, ackRefusalOf, refusalOf } from '../errors.js';
 import {
+  FRAME_ARENA_RECORD_BYTES_MIN,
   PUBLISH_COALESCE_BYTES_MAX,
   PUBLISH_COALESCE_RECORDS_MAX,
   TURN_GATHER_BYTES_MAX,
@@ -30,6 +31,7 @@ import type { FrameStream } from './frame-stream.js';
 import { type Negotiated, has } from './negotiation.js';
 import type { RequestTable } from './request-table.js';
 import type { StreamWriter } from './stream-writer.js';
+import { type FrameArenas, frameArenas } from '../util/frame-arenas.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type PublishAnswer = { offset: number | null | undefined };
@@ -86,6 +88,8 @@ export interface PipeParts {
   table: RequestTable;
   writer: StreamWriter;
   turn: TurnBatcher;
+  /** Where large gathered frames are encoded (default: the process's shared arenas). */
+  arenas?: FrameArenas;
 }
 
 export class PublishPipe {
@@ -98,9 +102,11 @@ export class PublishPipe {
   private gatherScheduled = false;
   private failure: Error | null = null;
   private readonly binary: boolean;
+  private readonly arenas: FrameArenas;
 
   constructor(private readonly p: PipeParts) {
     this.binary = has(p.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED);
+    this.arenas = p.arenas ?? frameArenas;
   }
 
   /** Fails what waits here for a window slot or the end of the turn (the table fails the rest). */
@@ -339,7 +345,7 @@ export class PublishPipe {
       return;
     }
     if (!g.ack) {
-      this.p.writer.push(this.gatherFrame(g));
+      this.pushGather(g);
       const w = g.written!;
       this.p.writer.whenWritten(g.timeoutMs, g.stream).then(w.resolve, w.reject);
       return;
@@ -363,19 +369,35 @@ export class PublishPipe {
       },
       publishTo: g.stream,
     });
-    this.p.writer.push(this.gatherFrame(g, requestId));
+    this.pushGather(g, requestId);
   }
 
-  /** A gather's publish frame: acked (one ack for the batch) when it has a request id. */
-  private gatherFrame(g: Gather, requestId?: number): Uint8Array {
-    return encodePublishBatch({
-      tenantId: this.p.tenant,
-      namespace: this.p.namespace,
-      stream: g.stream,
-      payloads: g.payloads,
-      ...(g.key !== undefined ? { key: g.key } : {}),
-      ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
-    });
+  /**
+   * Queues a gather's publish frame: acked (one ack for the batch) when it has a request id. A
+   * large one is encoded into a reused arena (the records are copied there, as into any frame:
+   * a caller may reuse its buffer once publish() returned), given back once the writer and the
+   * transport are done with it.
+   */
+  private pushGather(g: Gather, requestId?: number): void {
+    const arenas = this.arenas;
+    const arena = g.bytes >= FRAME_ARENA_RECORD_BYTES_MIN ? arenas.take() : undefined;
+    const frame = encodePublishBatch(
+      {
+        tenantId: this.p.tenant,
+        namespace: this.p.namespace,
+        stream: g.stream,
+        payloads: g.payloads,
+        ...(g.key !== undefined ? { key: g.key } : {}),
+        ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
+      },
+      arena,
+    );
+    if (arena === undefined || frame.buffer !== arena.buffer) {
+      if (arena !== undefined) arenas.give(arena); // too small for this frame: never used
+      this.p.writer.push(frame);
+      return;
+    }
+    this.p.writer.push(frame, () => arenas.give(arena));
   }
 
   /** The shard count of a stream (0: unknown stream) and its routing. */
