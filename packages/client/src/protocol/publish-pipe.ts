@@ -18,10 +18,11 @@ import {
   decodePublishAck,
   encodeMessage,
   encodePublishBatch,
+  publishBatchHeadBytes,
+  writePublishBatchHead,
 } from '@felix/wire';
 import { ProtocolError, TimeoutError, ackRefusalOf, refusalOf } from '../errors.js';
 import {
-  FRAME_ARENA_RECORD_BYTES_MIN,
   PUBLISH_COALESCE_BYTES_MAX,
   PUBLISH_COALESCE_RECORDS_MAX,
   TURN_GATHER_BYTES_MAX,
@@ -31,7 +32,7 @@ import type { FrameStream } from './frame-stream.js';
 import { type Negotiated, has } from './negotiation.js';
 import type { RequestTable } from './request-table.js';
 import type { StreamWriter } from './stream-writer.js';
-import { type FrameArenas, frameArenas } from '../util/frame-arenas.js';
+import { type FrameArenas, FrameBuilder, frameArenas } from '../util/frame-arenas.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type PublishAnswer = { offset: number | null | undefined };
@@ -55,13 +56,15 @@ interface Gather {
   ack: boolean;
   stream: string;
   key: Uint8Array | undefined;
-  payloads: Uint8Array[];
+  /** The frame, its records copied in at each call (a caller may then reuse its buffers). */
+  frame: FrameBuilder;
+  /** Record bytes (lengths not counted), for the coalesce and turn bounds. */
   bytes: number;
   /** The ack deadline of every caller, kept by one timer for the batch (the shortest asked). */
   timeoutMs: number;
   /** Acked: the first offset of the frame, shared; each caller's promise derives from it. */
   acked: Shared<number | undefined> | undefined;
-  /** Acked: each caller's first record in `payloads` and its shape, in call order (the derived
+  /** Acked: each caller's first record in the frame and its shape, in call order (the derived
    *  promises settle in the order they were made, so `answered` walks these). */
   indices: number[];
   shapes: AnswerShape[];
@@ -287,7 +290,7 @@ export class PublishPipe {
     timeoutMs: number,
   ): Gather {
     const g: Gather = {
-      ...{ ack, stream, key, payloads: [], bytes: 0, timeoutMs },
+      ...{ ack, stream, key, frame: this.newFrame(ack, stream, key), bytes: 0, timeoutMs },
       ...{ acked: ack ? shared() : undefined, indices: [], shapes: [], answered: 0 },
       written: ack ? undefined : shared(),
       next: plainAnswer,
@@ -299,6 +302,16 @@ export class PublishPipe {
       this.p.turn.atTurnEnd(this.sendGathers);
     }
     return g;
+  }
+
+  /** A frame with room for the head of a batch to `stream` and `key`, acked or not. */
+  private newFrame(ack: boolean, stream: string, key: Uint8Array | undefined): FrameBuilder {
+    const head = publishBatchHeadBytes({
+      ...{ tenantId: this.p.tenant, namespace: this.p.namespace, stream },
+      ...(key !== undefined ? { key } : {}),
+      ...(ack ? { requestId: 0, ackMode: 'per_batch' as const } : {}),
+    });
+    return new FrameBuilder(this.arenas, head, FRAME_RECORDS_BYTES_MAX);
   }
 
   private readonly sendGathers = (): void => {
@@ -325,7 +338,7 @@ export class PublishPipe {
       g = undefined;
     }
     g ??= this.openGather(id, false, stream, key, timeoutMs);
-    for (const p of payloads) g.payloads.push(p);
+    g.frame.append(payloads, bytes);
     g.bytes += bytes;
     if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
     const written = g.written!.promise;
@@ -373,31 +386,22 @@ export class PublishPipe {
   }
 
   /**
-   * Queues a gather's publish frame: acked (one ack for the batch) when it has a request id. A
-   * large one is encoded into a reused arena (the records are copied there, as into any frame:
-   * a caller may reuse its buffer once publish() returned), given back once the writer and the
-   * transport are done with it.
+   * Queues a gather's publish frame, acked (one ack for the batch) when it has a request id: the
+   * head goes in front of the records copied in so far. A frame in a reused arena gives it back
+   * once the writer and the transport are done with it.
    */
   private pushGather(g: Gather, requestId?: number): void {
-    const arenas = this.arenas;
-    const arena = g.bytes >= FRAME_ARENA_RECORD_BYTES_MIN ? arenas.take() : undefined;
-    const frame = encodePublishBatch(
+    const frame = g.frame.frame();
+    writePublishBatchHead(
+      frame,
       {
-        tenantId: this.p.tenant,
-        namespace: this.p.namespace,
-        stream: g.stream,
-        payloads: g.payloads,
+        ...{ tenantId: this.p.tenant, namespace: this.p.namespace, stream: g.stream },
         ...(g.key !== undefined ? { key: g.key } : {}),
         ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
       },
-      arena,
+      g.frame.count,
     );
-    if (arena === undefined || frame.buffer !== arena.buffer) {
-      if (arena !== undefined) arenas.give(arena); // too small for this frame: never used
-      this.p.writer.push(frame);
-      return;
-    }
-    this.p.writer.push(frame, () => arenas.give(arena));
+    this.p.writer.push(frame, g.frame.release());
   }
 
   /** The shard count of a stream (0: unknown stream) and its routing. */
@@ -460,6 +464,10 @@ export class PublishPipe {
   }
 }
 
+/** The most record bytes a gathered frame holds: its coalesce bounds, lengths included (one
+ *  record alone may be larger: the frame then grows to fit it). */
+const FRAME_RECORDS_BYTES_MAX = PUBLISH_COALESCE_BYTES_MAX + 4 * PUBLISH_COALESCE_RECORDS_MAX;
+
 /** The gather of a stream and key: '' joins them, never ambiguous (a stream name has no NUL). */
 function gatherId(stream: string, key: Uint8Array | undefined): string {
   return key === undefined ? stream : `${stream}\u0000${Buffer.from(key).toString('latin1')}`;
@@ -467,7 +475,7 @@ function gatherId(stream: string, key: Uint8Array | undefined): string {
 
 function fits(g: Gather, records: number, bytes: number): boolean {
   return (
-    g.payloads.length + records <= PUBLISH_COALESCE_RECORDS_MAX &&
+    g.frame.count + records <= PUBLISH_COALESCE_RECORDS_MAX &&
     g.bytes + bytes <= PUBLISH_COALESCE_BYTES_MAX
   );
 }
@@ -494,9 +502,9 @@ function join(
   timeoutMs: number,
   shape: AnswerShape,
 ): Promise<PublishAnswer> {
-  g.indices.push(g.payloads.length);
+  g.indices.push(g.frame.count);
   g.shapes.push(shape);
-  for (const p of payloads) g.payloads.push(p);
+  g.frame.append(payloads, bytes);
   g.bytes += bytes;
   if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
   // No promise or closure of the caller's own beyond this reaction: reactions to one promise
