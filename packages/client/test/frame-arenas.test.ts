@@ -76,8 +76,11 @@ async function devMaterial() {
   }
 }
 
-const TURNS = 24;
 const PER_TURN = 200; // 200 KiB of records: past FRAME_ARENA_RECORD_BYTES_MIN, one frame a turn
+/** Records per turn: small turns (one frame each), then bursts of 1 MiB frames that wait for
+ *  the stream's credit and leave in pieces. */
+const TURNS = [...Array<number>(24).fill(PER_TURN), 4000, 4000, 4000];
+const RECORDS = TURNS.reduce((a, b) => a + b, 0);
 
 describe('frame arenas', () => {
   it.each<TransportKind>(['tls', 'quic'])(
@@ -97,7 +100,7 @@ describe('frame arenas', () => {
               for await (const chunk of s) {
                 for (const f of d.push(chunk)) {
                   records.push(...decodePublishBatch(f.flags, f.payload).payloads);
-                  if (records.length === TURNS * PER_TURN) return records;
+                  if (records.length === RECORDS) return records;
                 }
               }
               return records;
@@ -108,16 +111,17 @@ describe('frame arenas', () => {
         const stream = await conn.openBidi();
         const arenas = new ScribblingArenas(undefined, 2);
         const pipe = pipeOver(stream, arenas);
-        for (let t = 0; t < TURNS; t++) {
+        let next = 0;
+        for (const n of TURNS) {
           const sent: Promise<unknown>[] = [];
-          for (let i = 0; i < PER_TURN; i++) {
+          for (let i = 0; i < n; i++) {
             const call = { ack: false, gather: true, timeoutMs: 30_000 };
-            sent.push(pipe.publish('s', [record(t * PER_TURN + i)], call));
+            sent.push(pipe.publish('s', [record(next++)], call));
           }
           await Promise.all(sent);
         }
         const records = await received;
-        expect(records).toHaveLength(TURNS * PER_TURN);
+        expect(records).toHaveLength(RECORDS);
         expect(records.every((r, i) => intact(r, i))).toBe(true);
         // The pool did its job: frames after the first few were encoded into released arenas.
         expect(arenas.reused).toBeGreaterThan(0);
