@@ -14,56 +14,64 @@ import { connectPair, nextStream, readAll } from './helpers.js';
 const transports: TransportKind[] = ['tls', 'quic'];
 const MIB = 1024 * 1024;
 
-describe.each(transports)('write release over %s', (transport) => {
-  it(`a_written_chunk_is_released_only_once_the_${transport}_transport_is_done_with_it`, async () => {
-    const p = await connectPair(transport);
-    try {
-      const received = (async () => readAll(await nextStream(p.server)))();
-      const c = await p.client.openBidi();
-      const sizes = [3 * MIB + 17, 100, 2 * MIB, 5, MIB + 1];
-      const chunks = sizes.map((n, i) => new Uint8Array(n).fill(i + 1));
-      let released = 0;
-      const writes = chunks.map((chunk) =>
-        c.write(chunk, () => {
-          chunk.fill(0xee); // a reuse: had the transport still held it, the peer reads 0xee
-          released++;
-        }),
-      );
-      await Promise.all(writes);
-      await c.end();
-      const got = await received;
-      expect(got.byteLength).toBe(sizes.reduce((a, b) => a + b, 0));
-      let at = 0;
-      sizes.forEach((n, i) => {
-        const part = got.subarray(at, at + n);
-        expect(part.every((b) => b === i + 1)).toBe(true);
-        at += n;
-      });
-      await waitFor(() => released === chunks.length, 'every chunk is released', 5_000);
-    } finally {
-      await p.cleanup();
-    }
+describe('write release', () => {
+  it('a_written_chunk_is_released_only_once_the_transport_is_done_with_it', async () => {
+    for (const transport of transports) await releasedOnlyWhenDone(transport);
   });
 
-  it(`a_chunk_still_queued_when_its_${transport}_stream_is_reset_is_never_released`, async () => {
-    const p = await connectPair(transport);
-    try {
-      const c = await p.client.openBidi();
-      // Larger than the peer's window and nobody reads: most of it cannot leave.
-      let released = false;
-      const w = c.write(new Uint8Array(8 * MIB), () => {
-        released = true;
-      });
-      c.reset(7);
-      // Rejected by the reset (or resolved, had it all left): either way it must not release.
-      await w.then(
-        () => undefined,
-        () => undefined,
-      );
-      await c.closed;
-      expect(released).toBe(false);
-    } finally {
-      await p.cleanup();
-    }
+  it('a_chunk_still_queued_when_its_stream_is_reset_is_never_released', async () => {
+    for (const transport of transports) await neverReleasedOnReset(transport);
   });
 });
+
+async function releasedOnlyWhenDone(transport: TransportKind): Promise<void> {
+  const p = await connectPair(transport);
+  try {
+    const received = (async () => readAll(await nextStream(p.server)))();
+    const c = await p.client.openBidi();
+    const sizes = [3 * MIB + 17, 100, 2 * MIB, 5, MIB + 1];
+    const chunks = sizes.map((n, i) => new Uint8Array(n).fill(i + 1));
+    let released = 0;
+    const writes = chunks.map((chunk) =>
+      c.write(chunk, () => {
+        chunk.fill(0xee); // a reuse: had the transport still held it, the peer reads 0xee
+        released++;
+      }),
+    );
+    await Promise.all(writes);
+    await c.end();
+    const got = await received;
+    expect(got.byteLength).toBe(sizes.reduce((a, b) => a + b, 0));
+    let at = 0;
+    sizes.forEach((n, i) => {
+      const part = got.subarray(at, at + n);
+      expect(part.every((b) => b === i + 1)).toBe(true);
+      at += n;
+    });
+    await waitFor(() => released === chunks.length, 'every chunk is released', 5_000);
+  } finally {
+    await p.cleanup();
+  }
+}
+
+async function neverReleasedOnReset(transport: TransportKind): Promise<void> {
+  const p = await connectPair(transport);
+  try {
+    const c = await p.client.openBidi();
+    // Larger than the peer's window and nobody reads: most of it cannot leave.
+    let released = false;
+    const w = c.write(new Uint8Array(8 * MIB), () => {
+      released = true;
+    });
+    c.reset(7);
+    // Rejected by the reset (or resolved, had it all left): either way it must not release.
+    await w.then(
+      () => undefined,
+      () => undefined,
+    );
+    await c.closed;
+    expect(released).toBe(false);
+  } finally {
+    await p.cleanup();
+  }
+}
