@@ -11,7 +11,8 @@ import type { StreamKind, TransportStream } from '../types.js';
 
 /** What a stream needs from its session. */
 export interface StreamHost {
-  sendData(id: number, chunk: Uint8Array): void;
+  /** `released` runs once the socket no longer holds `chunk` (never if the socket fails). */
+  sendData(id: number, chunk: Uint8Array, released?: () => void): void;
   sendFin(id: number): void;
   sendReset(id: number, code: number): void;
   sendCredit(id: number, bytes: number): void;
@@ -27,6 +28,7 @@ export interface StreamHost {
 interface PendingWrite {
   chunk: Uint8Array;
   offset: number;
+  released: (() => void) | undefined;
   resolve: () => void;
   reject: (e: Error) => void;
 }
@@ -270,7 +272,7 @@ export class MuxStream implements TransportStream {
     }
   }
 
-  write(chunk: Uint8Array): Promise<void> {
+  write(chunk: Uint8Array, released?: () => void): Promise<void> {
     if (this.error) return Promise.reject(this.error);
     if (!this.canWrite)
       return Promise.reject(new StreamStateError(`stream ${this.id} is receive-only`));
@@ -279,11 +281,12 @@ export class MuxStream implements TransportStream {
     }
     if (this.writes.length === 0 && chunk.length <= this.sendCredit) {
       this.sendCredit -= chunk.length;
-      if (chunk.length > 0) this.host.sendData(this.id, chunk);
+      if (chunk.length > 0) this.host.sendData(this.id, chunk, released);
+      else released?.();
       return this.host.writeReady();
     }
     return new Promise((resolve, reject) => {
-      this.writes.push({ chunk, offset: 0, resolve, reject });
+      this.writes.push({ chunk, offset: 0, released, resolve, reject });
       this.pumpWrites();
     });
   }
@@ -293,9 +296,12 @@ export class MuxStream implements TransportStream {
       const w = this.writes[0]!;
       const left = w.chunk.length - w.offset;
       const n = Math.min(left, this.sendCredit);
+      // Only the piece that carries the last byte releases the chunk: the socket completes its
+      // writes in order, so by then every earlier piece is done too.
       this.host.sendData(
         this.id,
         w.offset === 0 && n === left ? w.chunk : w.chunk.subarray(w.offset, w.offset + n),
+        n === left ? w.released : undefined,
       );
       this.sendCredit -= n;
       w.offset += n;
