@@ -50,6 +50,9 @@ export async function startBroker({ dir, yaml, port, httpPort, env = {} }) {
       FELIX_DURABLE_STORAGE_DIR: join(dir, 'data'),
       FELIX_BROKER_PORT: String(port),
       FELIX_BROKER_HTTP_PORT: String(httpPort),
+      // Explicit dev mode (tokens accepted as given) until the demos mint real tokens through
+      // the control plane's bootstrap (issue 21); a demo may pass its own FELIX_AUTH_* in `env`.
+      FELIX_AUTH_MODE: 'dev',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

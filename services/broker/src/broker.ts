@@ -14,7 +14,9 @@ import {
 } from '@felix/transport';
 import { type DirLock, lockDir } from '@felix/storage';
 import type { Logger } from 'pino';
+import { Authenticator } from './session/authenticator.js';
 import { Catalog } from './catalog/catalog.js';
+import { NodeToken } from './cluster/node-token.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
 import { ListenError } from './errors.js';
 import { startHttp } from './http/http-server.js';
@@ -43,6 +45,11 @@ export class Broker {
   private draining = false;
   private ready = false;
   private readonly sessions = new Set<ClientSession>();
+  /** Open client connections per remote IP (broker.connections_per_ip_max). */
+  private readonly perIp = new Map<string, number>();
+  private authenticator: Authenticator | null = null;
+  private readonly nodeToken: NodeToken;
+  private readonly bearer = () => this.nodeToken.get();
   private listeners: Listener[] = [];
   private http: Server | null = null;
   private catalog: Catalog | null = null;
@@ -57,7 +64,9 @@ export class Broker {
   private constructor(
     readonly config: BrokerConfig,
     readonly log: Logger,
-  ) {}
+  ) {
+    this.nodeToken = NodeToken.of(config);
+  }
 
   static async start(config: BrokerConfig, log: Logger): Promise<Broker> {
     const broker = new Broker(config, log);
@@ -74,13 +83,7 @@ export class Broker {
   private async startAll(): Promise<void> {
     const cfg = this.config;
     const m = this.metrics;
-    checkClusterConfig(cfg);
-    if (cfg.durable.data_dir !== null) {
-      // Before anything opens a log: a second broker on this directory stops here, naming the
-      // holder, instead of appending to the same segments.
-      await mkdir(cfg.durable.data_dir, { recursive: true });
-      this.dataDirLock = await lockDir(cfg.durable.data_dir);
-    }
+    await this.prepare();
     const openStore: OpenStore = (s, i) => openDurableStore(cfg, s, i, m);
     const hooks: ShardHooks = {
       onDrop: (n) => m.fanoutDropped.inc(n),
@@ -94,8 +97,7 @@ export class Broker {
       log: this.log,
       draining: () => this.draining,
     });
-    m.streams.set({ durable: 'true' }, cfg.streams.filter((s) => s.durable).length);
-    m.streams.set({ durable: 'false' }, cfg.streams.filter((s) => !s.durable).length);
+    this.countStreams();
     const tls = await this.tlsMaterial();
     const ports = await this.listenAll(tls);
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
@@ -122,6 +124,7 @@ export class Broker {
         log: this.log,
         clientPort: ports.quic ?? ports.tls ?? cfg.broker.port,
         caches: this.requests.caches,
+        bearer: this.bearer,
       });
       this.requests.ownership = this.cluster.table;
     }
@@ -139,6 +142,26 @@ export class Broker {
       },
       'listening',
     );
+  }
+
+  /** What must hold before anything listens or opens a log. */
+  private async prepare(): Promise<void> {
+    const cfg = this.config;
+    checkClusterConfig(cfg);
+    // A `tokens` broker without a key source refuses to start (never a silent dev mode).
+    this.authenticator = await Authenticator.create(cfg, this.log, this.bearer);
+    if (cfg.durable.data_dir !== null) {
+      // Before anything opens a log: a second broker on this directory stops here, naming the
+      // holder, instead of appending to the same segments.
+      await mkdir(cfg.durable.data_dir, { recursive: true });
+      this.dataDirLock = await lockDir(cfg.durable.data_dir);
+    }
+  }
+
+  private countStreams(): void {
+    const streams = this.config.streams;
+    this.metrics.streams.set({ durable: 'true' }, streams.filter((s) => s.durable).length);
+    this.metrics.streams.set({ durable: 'false' }, streams.filter((s) => !s.durable).length);
   }
 
   /** Starts the configured client listeners (TLS first: with port 0 it picks the number QUIC
@@ -197,13 +220,11 @@ export class Broker {
     const m = this.metrics;
     try {
       for await (const conn of listener.connections()) {
-        if (this.draining || this.sessions.size >= this.config.broker.max_client_connections) {
-          m.connectionsRefused.inc({ reason: this.draining ? 'draining' : 'limit' });
+        const refused = this.refusal(conn);
+        if (refused !== null) {
+          m.connectionsRefused.inc({ reason: refused.reason });
           void conn
-            .close({
-              code: CLOSE_SHUTDOWN,
-              reason: this.draining ? 'broker shutting down' : 'too many connections',
-            })
+            .close({ code: CLOSE_SHUTDOWN, reason: refused.message })
             // A refused connection that is already gone needs no close.
             .catch(() => undefined);
           continue;
@@ -215,13 +236,29 @@ export class Broker {
     }
   }
 
+  /** Why a new connection is closed on arrival, before it may authenticate; null to serve it. */
+  private refusal(conn: Connection): { reason: string; message: string } | null {
+    if (this.draining) return { reason: 'draining', message: 'broker shutting down' };
+    if (this.sessions.size >= this.config.broker.max_client_connections) {
+      return { reason: 'limit', message: 'too many connections' };
+    }
+    const perIp = this.config.broker.connections_per_ip_max;
+    if (perIp > 0 && (this.perIp.get(ipOf(conn.remote)) ?? 0) >= perIp) {
+      return { reason: 'per_ip', message: `at most ${perIp} connections from one address` };
+    }
+    return null;
+  }
+
   private async serve(conn: Connection): Promise<void> {
+    const ip = ipOf(conn.remote);
+    this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
     const session = new ClientSession(conn, {
       config: this.config,
       metrics: this.metrics,
       log: this.log,
       draining: () => this.draining,
       handlers: this.requests!.table,
+      authenticator: this.authenticator!,
       ...(this.cluster ? { ownership: this.cluster.table } : {}),
     });
     this.sessions.add(session);
@@ -230,6 +267,9 @@ export class Broker {
       await session.run();
     } finally {
       this.sessions.delete(session);
+      const left = (this.perIp.get(ip) ?? 1) - 1;
+      if (left <= 0) this.perIp.delete(ip);
+      else this.perIp.set(ip, left);
       this.metrics.connections.dec({ transport: conn.transport });
     }
   }
@@ -294,4 +334,11 @@ export class Broker {
     });
     this.log.info('stopped');
   }
+}
+
+/** The address part of a transport's `host:port` (IPv6 addresses keep their colons). */
+export function ipOf(remote: string): string {
+  const at = remote.lastIndexOf(':');
+  const host = at < 0 ? remote : remote.slice(0, at);
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }

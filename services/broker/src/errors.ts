@@ -120,3 +120,32 @@ export class ControlPlaneAnswerError extends BrokerError {
     super(`control plane ${what}: unexpected answer: ${reason}`, { retry: 'retry' });
   }
 }
+
+/** The auth settings cannot work together (e.g. `tokens` with no key source). */
+export class AuthConfigError extends BrokerError {
+  readonly code = 'FELIX_BROKER_AUTH_CONFIG';
+}
+
+/** `auth.keys_file` could not be read or is not a `{tenants: {t: {keys: [...]}}}` document. */
+export class KeysFileError extends BrokerError {
+  readonly code = 'FELIX_BROKER_KEYS_FILE';
+  constructor(
+    readonly path: string,
+    reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`auth.keys_file ${path}: ${reason}`, options);
+  }
+}
+
+/** A tenant's JWKS could not be fetched or read (remembered for JWKS_FAILURE_MEMORY_MS). */
+export class JwksFetchError extends BrokerError {
+  readonly code = 'FELIX_BROKER_JWKS_FETCH';
+  constructor(
+    readonly tenant: string,
+    reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`JWKS of tenant ${tenant}: ${reason}`, { retry: 'retry', ...options });
+  }
+}

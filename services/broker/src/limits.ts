@@ -225,3 +225,31 @@ export const SUBSCRIBER_QUEUE_BYTES_MIN = 64 * 1024;
 export const EVENT_COALESCE_BYTES_MAX = 256 * 1024;
 /** Records merged into one event frame for a subscriber that fell behind (decode cost per frame). */
 export const EVENT_COALESCE_RECORDS_MAX = 4096;
+
+/** Tenant key sets fetched from the control plane's JWKS (issue 21, reference §4.2). */
+/** How long a fetched JWKS is kept: the reference's 1 h, which key rotation waits out (stage,
+ *  wait 1 h, activate). An unknown kid does not refetch, so a forged kid costs no fetch. */
+export const JWKS_CACHE_MS = 60 * 60 * 1000;
+/** How long a failed fetch is remembered: a burst of connections for a tenant whose JWKS does
+ *  not answer costs one fetch per 5 s, not one per connection. */
+export const JWKS_FAILURE_MEMORY_MS = 5_000;
+/** JWKS fetches running at once; further tenants wait for a slot (a connect storm across many
+ *  tenants cannot open hundreds of requests to the control plane). */
+export const JWKS_FETCHES_IN_FLIGHT_MAX = 8;
+/** Deadline of one JWKS fetch. */
+export const JWKS_FETCH_TIMEOUT_MS = 5_000;
+/** Bytes of a JWKS answer read: a tenant has at most a few keys (KEYS_PER_TENANT_MAX). */
+export const JWKS_BYTES_MAX = 64 * 1024;
+/** Tenants whose key sets are cached at once; the least recently fetched is dropped past it. */
+export const JWKS_TENANTS_MAX = 10_000;
+/** Bytes of `auth.keys_file` read at start. */
+export const KEYS_FILE_BYTES_MAX = 1024 * 1024;
+/** How often `cluster.node_token_file` is re-read (a rotated credential is picked up within). */
+export const NODE_TOKEN_REREAD_MS = 30_000;
+/** Bytes of a node token file read. */
+export const NODE_TOKEN_FILE_BYTES_MAX = 16 * 1024;
+/** Default per-IP connection bound: a quarter of the broker's, so one host cannot take them all. */
+export const CONNECTIONS_PER_IP_DEFAULT = 1024;
+/** How long the expiry notice on a control stream may take to write before the subscriptions
+ *  and watches it opened are ended anyway (a peer that stopped reading cannot keep them). */
+export const TOKEN_EXPIRY_NOTICE_MS_MAX = 1_000;

@@ -123,6 +123,23 @@ export class BrokerMetrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
+  readonly requestsForbidden = new Counter({
+    name: 'felix_broker_requests_forbidden_total',
+    help: 'Requests refused `forbidden`: the token does not grant the action on the object',
+    labelNames: ['action'],
+    registers: [this.registry],
+  });
+  readonly authentications = new Counter({
+    name: 'felix_broker_authentications_total',
+    help: 'Stream auth and reauth outcomes (ok, or the refusal reason)',
+    labelNames: ['kind', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly tokensExpired = new Counter({
+    name: 'felix_broker_connection_tokens_expired_total',
+    help: 'Connections whose token expired while open (their subscriptions and watches ended)',
+    registers: [this.registry],
+  });
   readonly authTimeouts = new Counter({
     name: 'felix_broker_auth_timeouts_total',
     help: 'Connections closed for authenticating nothing in time',

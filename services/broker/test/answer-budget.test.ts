@@ -12,6 +12,7 @@ import { decodeMessage, encodeMessage } from '@felix/wire';
 import { waitFor } from '@felix/testing-harness';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { Authenticator } from '../src/session/authenticator.js';
 import { loadConfig } from '../src/config/load.js';
 import * as L from '../src/limits.js';
 import { BrokerMetrics } from '../src/metrics.js';
@@ -110,6 +111,7 @@ describe('answer byte budget', () => {
       log: pino({ level: 'silent' }),
       draining: () => false,
       handlers,
+      authenticator: Authenticator.dev(),
     });
     void session.run();
     s.feed(encodeMessage({ type: 'auth', tenant_id: 't1', token: '', client_flags: 0 }));

@@ -115,6 +115,9 @@ async function startBroker(dir: string, env: NodeJS.ProcessEnv, yaml = ''): Prom
       FELIX_BROKER_HTTP_PORT: String(httpPort),
       FELIX_DURABLE_STORAGE_DIR: join(dir, `data-${port}`),
       FELIX_BROKER_LOG_LEVEL: 'info',
+      // Placement and ownership are under test here, not tokens: explicit dev mode.
+      FELIX_AUTH_MODE: 'dev',
+      FELIX_AUTH_DEV_WITH_CONTROLPLANE: 'true',
       ...env,
     },
   });

@@ -41,6 +41,7 @@ async function spawnBroker(dir: string): Promise<Child> {
     cwd: REPO,
     env: {
       FELIX_BROKER_CONFIG: join(dir, 'broker.yaml'),
+      FELIX_AUTH_MODE: 'dev', // the lock is under test, not authentication
       FELIX_DURABLE_STORAGE_DIR: join(dir, 'data'),
       FELIX_BROKER_PORT: String(await freePort()),
       FELIX_BROKER_HTTP_PORT: String(await freePort()),

@@ -20,6 +20,17 @@ describe('broker limits', () => {
     expect(L.IDENT_BYTES_MAX).toBeLessThanOrEqual(0xffff); // u16-prefixed on the wire
   });
 
+  it('the_key_fetch_and_connection_bounds_are_consistent', () => {
+    // A failure is remembered for less time than a key set is kept, and a fetch gives up
+    // before its failure would be forgotten.
+    expect(L.JWKS_FAILURE_MEMORY_MS).toBeLessThan(L.JWKS_CACHE_MS);
+    expect(L.JWKS_FETCH_TIMEOUT_MS).toBeLessThanOrEqual(L.JWKS_CACHE_MS);
+    expect(L.JWKS_FETCHES_IN_FLIGHT_MAX).toBeGreaterThan(0);
+    // One address can hold at most the broker's connections.
+    expect(L.CONNECTIONS_PER_IP_DEFAULT).toBeLessThanOrEqual(L.CLIENT_CONNECTIONS_DEFAULT);
+    expect(L.NODE_TOKEN_REREAD_MS).toBeGreaterThan(0);
+  });
+
   it('the_subscriber_byte_budget_and_merged_frames_fit_their_bounds', () => {
     expect(L.SUBSCRIBER_QUEUE_BYTES_MIN).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BYTES_DEFAULT);
     expect(L.SUBSCRIBER_QUEUE_BYTES_DEFAULT).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BYTES_MAX);

@@ -1,8 +1,14 @@
 // Goal: the pieces of the broker's request edge that no end-to-end test isolates: refusal codes
 // are rows of @felix/wire's error-code table (numbers and retry classes are wire's), a request
-// type has one handler, and a wake reaches only the group polls waiting on that shard.
+// type has one handler and a row in the permission table, and a wake reaches only the group polls waiting on that shard.
 // Method: compare against wire's table; register twice; park polls on two sources and wake one.
-import { ERROR_CODES, ERROR_CODE_NUMBERS, RETRY_BYTES, defaultRetryFor } from '@felix/wire';
+import {
+  ERROR_CODES,
+  ERROR_CODE_NUMBERS,
+  FEATURE_HI_REAUTH,
+  RETRY_BYTES,
+  defaultRetryFor,
+} from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import type { RecordSource } from '../src/groups/record-source.js';
 import { PollWaiters } from '../src/groups/waiters.js';
@@ -27,6 +33,19 @@ describe('request edge', () => {
     expect(() => table.register('cache_put', handler as never)).toThrow(/twice/);
     // The session's own `auth` is registered by the table itself.
     expect(table.handler('auth')).toBeDefined();
+  });
+
+  it('a_request_type_without_a_permission_row_cannot_be_registered', () => {
+    const table = new HandlerTable();
+    const handler = { onPublishOnly: 'unsupported', shardLocation: 'message', handle: () => null };
+    expect(() => table.register('shard_owners' as never, handler as never)).toThrow(
+      /permission table/,
+    );
+    // Every served type has its row: the table itself registers `reauth`, and offers it.
+    expect(table.entry('reauth')?.access).toBeNull();
+    expect(table.featuresHi & FEATURE_HI_REAUTH).toBe(FEATURE_HI_REAUTH);
+    table.register('cache_put', handler as never);
+    expect(table.entry('cache_put')?.access).toMatchObject({ action: 'cache.write' });
   });
 
   it('a_wake_reaches_only_the_polls_waiting_on_that_shard', async () => {

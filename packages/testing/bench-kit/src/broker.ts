@@ -79,6 +79,9 @@ export async function startBroker(options: BrokerOptions): Promise<BenchBroker> 
       FELIX_BROKER_PORT: '0',
       FELIX_BROKER_HTTP_PORT: '0',
       FELIX_BROKER_LOG_LEVEL: 'info',
+      // Explicit dev mode (tokens accepted as given): a bench measures the data path; the authz
+      // bench passes real keys (FELIX_AUTH_MODE=tokens, FELIX_AUTH_KEYS_FILE) to measure auth on.
+      FELIX_AUTH_MODE: 'dev',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -10,6 +10,7 @@ import { type Child, freePort, spawnNode, tempDir } from '@felix/testing-harness
 import { afterAll, beforeAll } from 'vitest';
 import { BrokerStartError } from './errors.js';
 import { BROKER_START_DEADLINE_MS } from './limits.js';
+import type { TestTenants } from './tokens.js';
 
 /** The repository root, the same from src/ (tests) and from dist/ (a build). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');
@@ -46,6 +47,12 @@ export interface BrokerSpec {
   /** Reuse these ports (a restart). */
   port?: number;
   httpPort?: number;
+  /**
+   * Real tenant keys: the broker verifies tokens minted by `auth.mint` (auth.mode tokens).
+   * Without it (and without FELIX_AUTH_MODE in `env`) the broker runs in explicit dev mode,
+   * accepting every token as given, as the suites written before issue 21 expect.
+   */
+  auth?: TestTenants;
 }
 
 export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
@@ -53,9 +60,11 @@ export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
   const httpPort = spec.httpPort ?? (await freePort());
   const configPath = join(spec.dir, 'broker.yaml');
   await writeFile(configPath, spec.yaml);
+  const authEnv = spec.auth ? await spec.auth.brokerEnv(spec.dir) : { FELIX_AUTH_MODE: 'dev' };
   const child = spawnNode(brokerArgs(), {
     cwd: REPO_ROOT,
     env: {
+      ...authEnv,
       FELIX_BROKER_CONFIG: configPath,
       FELIX_BROKER_PORT: String(port),
       FELIX_BROKER_HTTP_PORT: String(httpPort),

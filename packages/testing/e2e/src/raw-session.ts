@@ -30,11 +30,18 @@ function decodeAnswer(flags: number, payload: Uint8Array): unknown {
   return decodeMessage(payload);
 }
 
+/** The tenant and token a raw stream authenticates with (t1 and an empty token by default). */
+export interface RawCredentials {
+  tenant: string;
+  token: string;
+}
+
 export async function rawAuthed(
   conn: Connection,
   clientFeatures: number,
   clientFeaturesHi?: number,
   clientFlags = 0x1fff,
+  credentials: RawCredentials = { tenant: 't1', token: '' },
 ): Promise<RawSession> {
   const stream = await conn.openBidi();
   const decoder = new FrameDecoder();
@@ -51,8 +58,8 @@ export async function rawAuthed(
   await stream.write(
     encodeMessage({
       type: 'auth',
-      tenant_id: 't1',
-      token: '',
+      tenant_id: credentials.tenant,
+      token: credentials.token,
       client_flags: clientFlags,
       client_features: clientFeatures,
       ...(clientFeaturesHi !== undefined ? { client_features_hi: clientFeaturesHi } : {}),

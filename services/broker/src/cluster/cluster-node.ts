@@ -14,7 +14,7 @@ import { ConfigInvalidCombinationError } from '../errors.js';
 import { CONTROLPLANE_DEREGISTER_MS_MAX, NODE_BOOK_REFRESH_MS } from '../limits.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
-import { ControlPlaneClient } from './control-plane-client.js';
+import { type Bearer, ControlPlaneClient } from './control-plane-client.js';
 import { FeedFollower, sleep } from './feed-follower.js';
 import { Membership, type NodeSpec } from './membership.js';
 import { type CacheRegistry, ShardTable } from './shard-table.js';
@@ -30,6 +30,8 @@ export interface ClusterNodeDeps {
   clientPort: number;
   /** Where caches from the catalog feed are defined (the broker's cache service). */
   caches?: CacheRegistry;
+  /** The node credential for every control-plane call (cluster/node-token.ts). */
+  bearer?: Bearer;
 }
 
 /** The control-plane URL when clustering is configured (an empty value means unset). */
@@ -99,7 +101,7 @@ export class ClusterNode {
     const url = controlPlaneUrl(config);
     if (url === null)
       throw new ConfigInvalidCombinationError(['cluster.controlplane_url'], 'unset');
-    const client = new ControlPlaneClient(url);
+    const client = new ControlPlaneClient(url, deps.bearer);
     const spec = nodeSpec(config, deps.clientPort);
     const clog = log.child({ node_id: spec.node_id });
     this.table = new ShardTable(

@@ -65,10 +65,18 @@ function int(x: unknown, what: string, field: string): number {
   return x;
 }
 
+/** The node credential sent on every call (cluster/node-token.ts); null sends none. */
+export type Bearer = () => Promise<string | null>;
+
+const noBearer: Bearer = () => Promise.resolve(null);
+
 export class ControlPlaneClient {
   private readonly base: string;
 
-  constructor(url: string) {
+  constructor(
+    url: string,
+    private readonly bearer: Bearer = noBearer,
+  ) {
     this.base = url.replace(/\/+$/, '');
   }
 
@@ -87,9 +95,14 @@ export class ControlPlaneClient {
     const deadline = AbortSignal.timeout(timeoutMs);
     let res: Response;
     try {
+      const token = await this.bearer();
+      const headers: Record<string, string> = {};
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      // The control plane requires the node credential on every call (issue 21).
+      if (token !== null) headers.authorization = `Bearer ${token}`;
       res = await fetch(`${this.base}${path}`, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers,
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
       });

@@ -326,6 +326,7 @@ function validateCombinations(cfg: BrokerConfig): void {
       'the pre-auth bound cannot exceed the frame bound',
     );
   }
+  validateAuth(cfg);
   const seen = new Set<string>();
   cfg.streams.forEach((s, i) => {
     const id = `${s.tenant}/${s.namespace}/${s.name}`;
@@ -361,6 +362,27 @@ function validateCombinations(cfg: BrokerConfig): void {
       );
     }
   });
+}
+
+/**
+ * Dev mode is never what a clustered broker gets by accident (`dev_mode_is_never_the_default`):
+ * with a control-plane URL it needs its own explicit setting. Whether `tokens` has a key source
+ * is checked when the broker starts (session/key-source.ts), so the config loads for printing.
+ */
+function validateAuth(cfg: BrokerConfig): void {
+  if (cfg.auth.mode === 'dev' && cfg.cluster.controlplane_url && !cfg.auth.dev_with_controlplane) {
+    throw new ConfigInvalidCombinationError(
+      ['auth.mode', 'cluster.controlplane_url', 'auth.dev_with_controlplane'],
+      'auth.mode dev (tokens accepted as given) with a control plane needs ' +
+        'auth.dev_with_controlplane: true; a clustered broker verifies tokens by default',
+    );
+  }
+  if (cfg.cluster.node_token !== null && cfg.cluster.node_token_file !== null) {
+    throw new ConfigInvalidCombinationError(
+      ['cluster.node_token', 'cluster.node_token_file'],
+      'set one or neither',
+    );
+  }
 }
 
 /** The request-edge budgets nest: a frame fits a connection's budgets, which fit the broker's. */

@@ -10,6 +10,7 @@ import {
   CACHE_HOT_BYTES_DEFAULT,
   CACHE_HOT_BYTES_MAX,
   CLIENT_CONNECTIONS_DEFAULT,
+  CONNECTIONS_PER_IP_DEFAULT,
   CONNECTION_ANSWER_BYTES_DEFAULT,
   CONNECTION_PARTIAL_FRAME_BYTES_DEFAULT,
   DRAIN_TIMEOUT_MS_DEFAULT,
@@ -74,6 +75,8 @@ export const FSYNC_MODES = ['none', 'periodic', 'onCommit'] as const;
 /** When a group's cursor is written: before each settle's answer, or every interval. */
 export const GROUP_CURSOR_FSYNC_MODES = ['onCommit', 'periodic'] as const;
 export const TRANSPORTS = ['quic', 'tls'] as const;
+/** `tokens` (the default: verified tokens, per-request permissions) or `dev` (accept as given). */
+export const AUTH_MODES = ['tokens', 'dev'] as const;
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
 /** Environment variable naming the YAML config file (not itself a config key). */
@@ -84,6 +87,7 @@ export const OWNED_ENV_PREFIXES = [
   'FELIX_DURABLE_',
   'FELIX_MEMORY_',
   'FELIX_GROUP_',
+  'FELIX_AUTH_',
 ] as const;
 
 const PORT = { min: 0, max: 65_535 };
@@ -228,6 +232,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     min: 1,
     max: 1_000_000,
     doc: 'Client connections held at once; further ones are closed on arrival.',
+  },
+  {
+    key: 'broker.connections_per_ip_max',
+    env: 'FELIX_BROKER_CONNECTIONS_PER_IP_MAX',
+    type: 'int',
+    default: CONNECTIONS_PER_IP_DEFAULT,
+    min: 0,
+    max: 1_000_000,
+    doc: 'Client connections held at once from one IP address; further ones are closed on arrival, before they authenticate (`felix_broker_connections_refused_total{reason="per_ip"}`). 0 means no per-IP bound.',
   },
   {
     key: 'broker.drain_timeout_ms',
@@ -509,6 +522,42 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     max: 25_000,
     doc: 'Long-poll wait of each change-feed request (the control plane caps it at 25 s).',
   },
+  {
+    key: 'cluster.node_token',
+    env: 'FELIX_NODE_TOKEN',
+    type: 'string',
+    default: null,
+    doc: "This broker's node credential (a control-plane token with `node.manage:node:<id>`), sent as `Authorization: Bearer` on every control-plane call. Prefer `node_token_file`.",
+  },
+  {
+    key: 'cluster.node_token_file',
+    env: 'FELIX_NODE_TOKEN_FILE',
+    type: 'string',
+    default: null,
+    doc: 'File holding the node credential; re-read every 30 s so a rotated token is picked up without a restart. Not together with `node_token`.',
+  },
+  {
+    key: 'auth.mode',
+    env: 'FELIX_AUTH_MODE',
+    type: 'enum',
+    default: 'tokens',
+    values: AUTH_MODES,
+    doc: "`tokens`: every stream authenticates with a Felix token (EdDSA, audience `felix-broker`) verified against its tenant's keys (`auth.keys_file`, or the JWKS of `cluster.controlplane_url`), and every request is checked against its permissions. `dev`: tokens are accepted as given and every request is allowed; logs a warning at start; refused with a control-plane URL unless `auth.dev_with_controlplane` is set. A `tokens` broker with no key source refuses to start.",
+  },
+  {
+    key: 'auth.keys_file',
+    env: 'FELIX_AUTH_KEYS_FILE',
+    type: 'string',
+    default: null,
+    doc: 'Standalone key source: a JSON file `{"tenants": {"<tenant>": {"keys": [<public Ed25519 JWK>...]}}}` (each tenant\'s JWKS). Read at start. With a control-plane URL too, tenants in the file are served from it and others from the control plane.',
+  },
+  {
+    key: 'auth.dev_with_controlplane',
+    env: 'FELIX_AUTH_DEV_WITH_CONTROLPLANE',
+    type: 'bool',
+    default: false,
+    doc: 'Allows `auth.mode: dev` on a broker with a control-plane URL (tests of the cluster only): without it that combination refuses to start.',
+  },
 ];
 
 /** Keys allowed inside one `streams[]` entry of the YAML file. */
@@ -542,6 +591,7 @@ export const TOP_KEYS = [
   'memory',
   'groups',
   'cluster',
+  'auth',
   'streams',
   'caches',
 ] as const;

@@ -1,8 +1,15 @@
 /** The merged, validated broker configuration, shaped like the YAML file that can express it. */
-import type { FSYNC_MODES, GROUP_CURSOR_FSYNC_MODES, LOG_LEVELS, TRANSPORTS } from './registry.js';
+import type {
+  AUTH_MODES,
+  FSYNC_MODES,
+  GROUP_CURSOR_FSYNC_MODES,
+  LOG_LEVELS,
+  TRANSPORTS,
+} from './registry.js';
 
 export type FsyncModeName = (typeof FSYNC_MODES)[number];
 export type TransportName = (typeof TRANSPORTS)[number];
+export type AuthModeName = (typeof AUTH_MODES)[number];
 export type LogLevel = (typeof LOG_LEVELS)[number];
 export type GroupCursorFsyncName = (typeof GROUP_CURSOR_FSYNC_MODES)[number];
 
@@ -50,6 +57,7 @@ export interface BrokerConfig {
     subscriber_queue_capacity: number;
     subscriber_queue_bytes: number;
     max_client_connections: number;
+    connections_per_ip_max: number;
     drain_timeout_ms: number;
     log_level: LogLevel;
     watch_queue_capacity: number;
@@ -88,6 +96,13 @@ export interface BrokerConfig {
     labels: string | null;
     max_shards: number;
     feed_wait_ms: number;
+    node_token: string | null;
+    node_token_file: string | null;
+  };
+  auth: {
+    mode: AuthModeName;
+    keys_file: string | null;
+    dev_with_controlplane: boolean;
   };
   streams: StreamConfig[];
   caches: CacheConfig[];

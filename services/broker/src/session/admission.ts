@@ -4,23 +4,31 @@
  * on this resource?) and the shard-ownership decision (serve here, refuse with `not_leader`, or,
  * once replication lands, forward to the leader) sit here, once, instead of in each handler.
  *
- * Today: tokens are accepted as given (no authorization yet), and in control-plane mode a
- * request whose message names its shard is refused when this broker does not hold that shard.
+ * Authorization first: the connection's grant (auth/grant.ts) against the request type's row of
+ * the permission table (auth/access.ts): `unauthenticated` once the token expired, `forbidden`
+ * naming the action and object when it is not granted. Publishes are checked in their handler
+ * (their refusal is a `publish_error` or binary ack with the request id). Then, in control-plane
+ * mode, a request whose message names its shard is refused when this broker does not hold it.
  * A publish names its shard only after routing its key: its handler asks the same ownership
  * check after the tenant and stream checks whose answers come first (`ShardLocation`).
  */
 import type { Message } from '@felix/wire';
 import type { SessionContext } from './context.js';
-import type { Handler, RequestContext } from './handler.js';
+import type { HandlerEntry, RequestContext } from './handler.js';
 import type { Refusal } from './refusal.js';
 
 export function admit(
   ctx: SessionContext,
-  _rc: RequestContext,
-  handler: Handler,
+  rc: RequestContext,
+  entry: HandlerEntry,
   req: Message,
 ): Refusal | null {
-  // Authorization of `_rc.principal` for `req` goes here.
+  const access = entry.access;
+  if (access !== null && access.inHandler !== true) {
+    const refused = rc.grant.check(access, req);
+    if (refused !== null) return refused;
+  }
+  const handler = entry.handler;
   if (handler.shardLocation === 'message' && ctx.ownership !== undefined) {
     return ctx.ownership.refuseMessage(req);
   }

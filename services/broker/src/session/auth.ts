@@ -1,9 +1,11 @@
 /**
- * A stream's first frame: the `auth` request, checked and negotiated into what both sides use
- * (frame layouts, features, the publish window), with the answer to write. Until the
- * authorization issue lands a token is accepted as given; its check will sit here.
+ * A stream's first frame: the `auth` request, its token verified (auth/authenticator.ts: the
+ * tenant's key, audience, issuer, expiry, `tid` equal to the tenant the stream names) and
+ * negotiated into what both sides use (frame layouts, features, the publish window), with the
+ * answer to write. Which principal the connection already has is the session's business.
  */
 import type { Message } from '@felix/wire';
+import type { Principal } from './grant.js';
 import { IDENT_BYTES_MAX, TOKEN_BYTES_MAX } from '../limits.js';
 import { type InboundFrame, readMessage } from './codec.js';
 import type { SessionContext } from './context.js';
@@ -11,15 +13,20 @@ import { type Negotiated, SERVER_FEATURES, authAnswer, negotiateAuth } from './n
 import { Refusal } from './refusal.js';
 
 export type AuthOutcome =
-  | { ok: true; negotiated: Negotiated; answer: Message }
-  | { ok: false; refusal: Refusal };
+  | { ok: true; negotiated: Negotiated; answer: Message; principal: Principal }
+  | {
+      ok: false;
+      refusal: Refusal;
+      /** The features the `auth` offered: its refusal carries a code when they include codes. */
+      offered?: Pick<Negotiated, 'features'>;
+    };
 
 const refused = (message: string, reason: string): AuthOutcome => ({
   ok: false,
   refusal: new Refusal('unauthenticated', message, reason, { fatalToStream: true }),
 });
 
-export function authenticate(ctx: SessionContext, frame: InboundFrame): AuthOutcome {
+export async function authenticate(ctx: SessionContext, frame: InboundFrame): Promise<AuthOutcome> {
   let msg: Message;
   try {
     if (frame.flags !== 0) throw new Error('the first frame on a stream must be a JSON auth');
@@ -43,6 +50,12 @@ export function authenticate(ctx: SessionContext, frame: InboundFrame): AuthOutc
       }),
     };
   }
+  let principal: Principal;
+  try {
+    principal = await ctx.authenticator.verify(msg.token, msg.tenant_id);
+  } catch (err) {
+    return { ok: false, refusal: err as Refusal, offered: { features: msg.client_features ?? 0 } };
+  }
   const offered = SERVER_FEATURES | ctx.handlers.features;
   const offeredHi = ctx.handlers.featuresHi;
   const negotiated = negotiateAuth(
@@ -54,5 +67,5 @@ export function authenticate(ctx: SessionContext, frame: InboundFrame): AuthOutc
     offeredHi,
   );
   const answer = authAnswer(negotiated, Math.max(1, ctx.config.broker.publish_window));
-  return { ok: true, negotiated, answer };
+  return { ok: true, negotiated, answer, principal };
 }

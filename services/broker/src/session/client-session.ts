@@ -20,6 +20,8 @@
  */
 import type { Connection, TransportStream } from '@felix/transport';
 import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
+import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
+import { ConnectionGrant, type Principal } from './grant.js';
 import { admit } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
 import { authenticate } from './auth.js';
@@ -51,29 +53,49 @@ interface StreamState {
   authTimer: NodeJS.Timeout | null;
 }
 
+type ReauthMessage = Extract<Message, { type: 'reauth' }>;
+
 /** The RequestContext of one authenticated stream. */
 class StreamRequests implements RequestContext {
-  readonly principal: string;
   readonly releases: Array<() => void> = [];
   ended = false;
+  /** It opened a subscription or a watch: it ends when the connection's token expires. */
+  longLived = false;
+
+  // Plain fields, not getters over `state`: handlers read them on every request.
+  readonly stream: TransportStream;
+  readonly answers: AnswerPipe;
+  readonly quiet: boolean;
 
   constructor(
     readonly auth: Negotiated,
+    readonly grant: ConnectionGrant,
+    readonly state: StreamState,
     readonly conn: Connection,
-    readonly stream: TransportStream,
-    readonly answers: AnswerPipe,
-    readonly quiet: boolean,
+    private readonly session: ClientSession,
   ) {
-    this.principal = auth.tenant;
+    this.stream = state.stream;
+    this.answers = state.answers;
+    this.quiet = state.quiet;
+  }
+
+  get principal(): string {
+    return this.grant.subject;
   }
 
   onStreamEnd(release: () => void): void {
     this.releases.push(release);
   }
+
+  reauthenticate(msg: ReauthMessage): Promise<Outcome> {
+    return this.session.reauthenticate(this, msg);
+  }
 }
 
 export class ClientSession {
   private authenticated = false;
+  /** The connection's principal, set by its first stream's `auth`. */
+  private grant: ConnectionGrant | null = null;
   private authTimer: NodeJS.Timeout | null = null;
   private readonly readers = new Set<Promise<void>>();
   private readonly pipes = new Set<AnswerPipe>();
@@ -111,6 +133,7 @@ export class ClientSession {
       this.ctx.log.debug({ err, remote: this.conn.remote }, 'connection ended');
     } finally {
       if (this.authTimer) clearTimeout(this.authTimer);
+      this.grant?.stop();
       for (const rc of this.open) release(rc);
       this.open.clear();
     }
@@ -206,10 +229,10 @@ export class ClientSession {
     if (first === null) return [];
     if (st.authTimer !== null) clearTimeout(st.authTimer); // its `auth` came in time
     st.authTimer = null;
-    const auth = await this.authenticate(st.stream, first, st.quiet);
-    if (!auth) return null;
+    const authed = await this.authenticate(st.stream, first, st.quiet);
+    if (!authed) return null;
     st.reader.setMax(this.ctx.config.broker.max_frame_bytes);
-    st.rc = new StreamRequests(auth, this.conn, st.stream, st.answers, st.quiet);
+    st.rc = new StreamRequests(authed.negotiated, authed.grant, st, this.conn, this);
     this.open.add(st.rc);
     try {
       return st.reader.rest();
@@ -303,29 +326,129 @@ export class ClientSession {
     deadline.resumed();
   }
 
-  /** The stream's first frame: an `auth`, answered here; null when the stream is refused. */
+  /**
+   * The stream's first frame: an `auth`, answered here; null when the stream is refused. A
+   * connection carries one principal: a later stream's token must name the same tenant and
+   * subject, and (being newer) applies to every stream from then on, as a `reauth` does.
+   */
   private async authenticate(
     stream: TransportStream,
     frame: InboundFrame,
     quiet: boolean,
-  ): Promise<Negotiated | null> {
-    const outcome = authenticate(this.ctx, frame);
-    if (!outcome.ok) {
-      await this.refuse(stream, null, outcome.refusal, quiet);
+  ): Promise<{ negotiated: Negotiated; grant: ConnectionGrant } | null> {
+    const outcome = await authenticate(this.ctx, frame);
+    const adopted = outcome.ok ? this.adopt(outcome.principal) : null;
+    if (!outcome.ok || adopted instanceof Refusal) {
+      const refusal = outcome.ok ? (adopted as Refusal) : outcome.refusal;
+      this.ctx.metrics.authentications.inc({ kind: 'auth', outcome: refusal.reason });
+      const offered = outcome.ok ? outcome.negotiated : (outcome.offered ?? null);
+      await this.refuse(stream, offered, refusal, quiet);
       return null;
     }
+    this.ctx.metrics.authentications.inc({ kind: 'auth', outcome: 'ok' });
     this.authenticated = true;
     if (this.authTimer) {
       clearTimeout(this.authTimer);
       this.authTimer = null;
     }
     if (!quiet) await stream.write(encodeMessage(outcome.answer));
-    return outcome.negotiated;
+    return { negotiated: outcome.negotiated, grant: adopted as ConnectionGrant };
+  }
+
+  /** The connection's grant for a verified principal, or the refusal of a second principal. */
+  private adopt(p: Principal): ConnectionGrant | Refusal {
+    if (this.grant === null) {
+      this.grant = new ConnectionGrant(
+        p,
+        () => this.onTokenExpired(),
+        (action) => this.ctx.metrics.requestsForbidden.inc({ action }),
+      );
+      return this.grant;
+    }
+    if (!this.grant.samePrincipal(p)) {
+      return new Refusal(
+        'unauthenticated',
+        `this connection is authenticated as ${this.grant.subject} of tenant ` +
+          `${this.grant.tenant}; every stream of a connection carries that principal`,
+        'second_principal',
+        { fatalToStream: true },
+      );
+    }
+    this.grant.replace(p);
+    return this.grant;
+  }
+
+  /**
+   * `reauth`: a fresh token of the same tenant and subject, verified like `auth`, replaces the
+   * connection's token for every stream; answered `reauth_ok` with its expiry, in order. A
+   * refused reauth keeps the old token and the stream (the refusal is not fatal).
+   */
+  async reauthenticate(rc: StreamRequests, msg: ReauthMessage): Promise<Outcome> {
+    const grant = rc.grant;
+    let p: Principal;
+    try {
+      p = await this.ctx.authenticator.verify(msg.token, grant.tenant);
+    } catch (err) {
+      const r = err as Refusal;
+      this.ctx.metrics.authentications.inc({ kind: 'reauth', outcome: r.reason });
+      return new Refusal(r.wireCode, r.message, r.reason, { retry: r.wireRetry });
+    }
+    if (!grant.samePrincipal(p)) {
+      this.ctx.metrics.authentications.inc({ kind: 'reauth', outcome: 'second_principal' });
+      return new Refusal(
+        'unauthenticated',
+        `a reauth must name ${grant.subject} of tenant ${grant.tenant}`,
+        'second_principal',
+      );
+    }
+    grant.replace(p);
+    this.ctx.metrics.authentications.inc({ kind: 'reauth', outcome: 'ok' });
+    await rc.answers.drain();
+    const expMs = grant.expMs;
+    await rc.stream.write(
+      encodeMessage({
+        type: 'reauth_ok',
+        request_id: msg.request_id,
+        ...(expMs !== undefined ? { expires_at_ms: expMs } : {}),
+      }),
+    );
+    return null;
+  }
+
+  /**
+   * The connection's token expired: requests are refused `unauthenticated` from now on (the
+   * grant says so), and each stream that opened a subscription or a watch is ended with that
+   * refusal, which ends what it opened.
+   */
+  private onTokenExpired(): void {
+    this.ctx.metrics.tokensExpired.inc();
+    for (const rc of this.open) {
+      if (!rc.longLived || rc.ended) continue;
+      const st = rc.state;
+      st.expired = true;
+      this.letGo(st);
+      const refusal = new Refusal(
+        'unauthenticated',
+        'the connection token expired; its subscriptions and watches end',
+        'token_expired',
+        { fatalToStream: true },
+      );
+      // The reason goes out on the control stream before the subscriptions' own streams are
+      // reset, so the client reads why they end; a peer that does not read gets them reset anyway.
+      const bound = setTimeout(() => release(rc), TOKEN_EXPIRY_NOTICE_MS_MAX).unref();
+      void st.answers
+        .drain()
+        .then(() => this.refuse(st.stream, rc.auth, refusal, st.quiet))
+        .finally(() => {
+          clearTimeout(bound);
+          release(rc);
+        });
+    }
   }
 
   private async refuse(
     stream: TransportStream,
-    auth: Negotiated | null,
+    auth: Pick<Negotiated, 'features'> | null,
     refusal: Refusal,
     quiet: boolean,
   ): Promise<void> {
@@ -362,14 +485,18 @@ export class ClientSession {
         return invalid((err as Error).message, 'malformed_json');
       }
     }
-    const handler = this.ctx.handlers.handler(msg.type);
-    if (handler === undefined) return this.unsupported(rc, msg);
+    const entry = this.ctx.handlers.entry(msg.type);
+    if (entry === undefined) return this.unsupported(rc, msg);
+    const handler = entry.handler;
     if (rc.quiet && handler.onPublishOnly !== 'serve') {
       return handler.onPublishOnly === 'refuse'
         ? invalid('a publish-only stream carries only publishes', 'uni_request')
         : unsupportedRefusal(msg);
     }
-    return admit(this.ctx, rc, handler, msg) ?? handler.handle(msg, rc);
+    const refused = admit(this.ctx, rc, entry, msg);
+    if (refused !== null) return refused;
+    if (entry.access?.longLived === true) rc.longLived = true;
+    return handler.handle(msg, rc);
   }
 
   private dispatchFrame(rc: StreamRequests, frame: InboundFrame): Outcome | Promise<Outcome> {

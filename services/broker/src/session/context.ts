@@ -1,5 +1,6 @@
 /** What a client session needs from the broker: config, handlers, metrics, logger, drain state. */
 import type { Logger } from 'pino';
+import type { Authenticator } from './authenticator.js';
 import type { BrokerConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { Message } from '@felix/wire';
@@ -27,6 +28,8 @@ export interface SessionContext {
   draining(): boolean;
   /** Every request type this broker serves, registered by streams, caches, counters, groups. */
   handlers: HandlerTable;
+  /** Verifies tokens (or, in dev mode, accepts them as given). */
+  authenticator: Authenticator;
   /** Control-plane mode only: refuses shards this broker does not hold. */
   ownership?: ShardOwnership;
 }

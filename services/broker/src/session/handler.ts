@@ -11,7 +11,9 @@
  */
 import { assert } from '@felix/common';
 import type { Connection, TransportStream } from '@felix/transport';
-import type { Message } from '@felix/wire';
+import { FEATURE_HI_REAUTH, type Message } from '@felix/wire';
+import { type Access, OPEN, REQUEST_ACCESS } from './access.js';
+import type { ConnectionGrant } from './grant.js';
 import type { AnswerPipe } from './answer-pipe.js';
 import type { InboundFrame } from './codec.js';
 import type { Negotiated } from './negotiation.js';
@@ -21,11 +23,12 @@ import { Refusal } from './refusal.js';
 export interface RequestContext {
   /** The tenant, frame layouts and features the stream authenticated with. */
   readonly auth: Negotiated;
-  /**
-   * Who sent it. Until the authorization issue lands a token is accepted as given, so the
-   * principal is the tenant; authorization will set it in the session's `authenticate`.
-   */
+  /** Who sent it: the token's subject (the tenant in dev mode). */
   readonly principal: string;
+  /** The connection's principal and permissions (shared by its streams; a reauth replaces it). */
+  readonly grant: ConnectionGrant;
+  /** Verifies a fresh token of the same principal and answers `reauth_ok` (or refuses). */
+  reauthenticate(msg: Extract<Message, { type: 'reauth' }>): Promise<Outcome>;
   readonly conn: Connection;
   readonly stream: TransportStream;
   /** Answers in request order, within the publish window. */
@@ -99,8 +102,15 @@ class FastReaders implements FastReader {
 
 type MessageOf<T extends Message['type']> = Extract<Message, { type: T }>;
 
+/** A registered request type: its handler and what it needs (auth/access.ts). */
+export interface HandlerEntry {
+  readonly handler: Handler;
+  /** Null for a request any authenticated stream may send. */
+  readonly access: Access | null;
+}
+
 export class HandlerTable {
-  private readonly byType = new Map<string, Handler>();
+  private readonly byType = new Map<string, HandlerEntry>();
   private readonly byLayout = new Map<string, FrameHandler>();
   private readonly fastReaders = new Map<string, () => FastReader>();
   /** Feature bits offered in `auth_ok` for the registered requests (low and high words). */
@@ -117,11 +127,27 @@ export class HandlerTable {
           fatalToStream: true,
         }),
     });
+    // A fresh token for the connection, on any stream that may answer (issue 21).
+    this.register('reauth', {
+      onPublishOnly: 'refuse',
+      shardLocation: 'handler',
+      handle: (msg, rc) => rc.reauthenticate(msg),
+    });
+    this.offer(0, FEATURE_HI_REAUTH);
   }
 
+  /**
+   * Registers `type`'s handler. The type must have a row in the permission table
+   * (REQUEST_ACCESS): a request cannot be served without saying what it needs.
+   */
   register<T extends Message['type']>(type: T, handler: Handler<MessageOf<T>>): void {
     assert(!this.byType.has(type), `a handler for ${type} is registered twice`);
-    this.byType.set(type, handler as unknown as Handler);
+    const access = REQUEST_ACCESS[type];
+    assert(access !== undefined, `request ${type} has no row in the permission table`);
+    this.byType.set(type, {
+      handler: handler as unknown as Handler,
+      access: access === OPEN ? null : access,
+    });
   }
 
   registerFrame(layout: string, handler: FrameHandler): void {
@@ -144,6 +170,10 @@ export class HandlerTable {
   }
 
   handler(type: string): Handler | undefined {
+    return this.byType.get(type)?.handler;
+  }
+
+  entry(type: string): HandlerEntry | undefined {
     return this.byType.get(type);
   }
 

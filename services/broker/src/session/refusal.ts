@@ -5,6 +5,7 @@
  * (an `error`, a `publish_error` or a binary ack) is decided where the answer is encoded.
  */
 import {
+  type ErrorDetail,
   FEATURE_ERROR_CODES,
   type KnownErrorCodeName,
   type RetryName,
@@ -25,6 +26,8 @@ export interface RefusalOptions {
   /** A retry class other than the code's default (e.g. a stale claim that may not be retried). */
   retry?: RetryName;
   cause?: unknown;
+  /** Structured detail sent with the code (a `forbidden` names its action and object). */
+  detail?: ErrorDetail;
 }
 
 /** A request the broker answers with a wire error instead of doing it. */
@@ -32,6 +35,7 @@ export class Refusal extends BrokerError {
   readonly code = 'FELIX_BROKER_REQUEST_REFUSED';
   readonly fatalToStream: boolean;
   readonly wireRetry: RetryName;
+  readonly detail: ErrorDetail | undefined;
 
   constructor(
     readonly wireCode: ErrorCodeName,
@@ -42,11 +46,15 @@ export class Refusal extends BrokerError {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.fatalToStream = options.fatalToStream ?? false;
     this.wireRetry = options.retry ?? defaultRetryFor(wireCode);
+    this.detail = options.detail;
   }
 }
 
 /** The `error` frame of a refusal: with its code and retry class when the client reads them. */
-export function errorFrame(auth: Negotiated | null, refusal: Refusal): Uint8Array {
+export function errorFrame(
+  auth: Pick<Negotiated, 'features'> | null,
+  refusal: Refusal,
+): Uint8Array {
   const withCodes = auth !== null && (auth.features & FEATURE_ERROR_CODES) !== 0;
   return encodeMessage(
     withCodes
@@ -55,6 +63,7 @@ export function errorFrame(auth: Negotiated | null, refusal: Refusal): Uint8Arra
           message: refusal.message,
           code: refusal.wireCode,
           retry: refusal.wireRetry,
+          ...(refusal.detail !== undefined ? { detail: refusal.detail } : {}),
         }
       : { type: 'error', message: refusal.message },
   );

@@ -5,6 +5,7 @@
  * publish-only stream, or one that asked for no ack, owes no answer.
  */
 import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
+import type { ConnectionGrant } from '../session/grant.js';
 import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '../session/codec.js';
 import type { FrameHandler, Handler, Outcome, RequestContext } from '../session/handler.js';
 import { SERVER_FLAGS, type Negotiated, has } from '../session/negotiation.js';
@@ -52,7 +53,7 @@ export class PublishHandlers {
     this.deps.metrics.publishes.inc({ frame: 'json' });
     await rc.answers.room();
     rc.answers.push(
-      this.publish(rc.auth, {
+      this.publish(rc.auth, rc.grant, {
         tenant: msg.tenant_id,
         namespace: msg.namespace,
         stream: msg.stream,
@@ -85,15 +86,22 @@ export class PublishHandlers {
     }
     if (rc.quiet) req.requestId = undefined;
     await rc.answers.room();
-    rc.answers.push(this.publish(rc.auth, req));
+    rc.answers.push(this.publish(rc.auth, rc.grant, req));
     return null;
   }
 
   /** Appends and builds the answer bytes (or null when none is owed). */
-  private async publish(auth: Negotiated, req: PublishRequest): Promise<Uint8Array | null> {
+  private async publish(
+    auth: Negotiated,
+    grant: ConnectionGrant,
+    req: PublishRequest,
+  ): Promise<Uint8Array | null> {
     const { metrics: m, ownership } = this.deps;
     if (this.deps.draining()) return this.answerError(auth, req, drainingRefusal());
     if (req.tenant !== auth.tenant) return this.answerError(auth, req, wrongTenant(auth));
+    // Authorization (admission.ts, auth/access.ts): checked here, where the answer's form is known.
+    const denied = grant.checkPublish(req.tenant, req.namespace, req.stream);
+    if (denied !== null) return this.answerError(auth, req, denied);
     const stream = this.deps.streams.get(req.tenant, req.namespace, req.stream);
     if (!stream) {
       const message = `stream ${req.namespace}/${req.stream} not found`;
@@ -152,6 +160,7 @@ export class PublishHandlers {
         request_id: req.requestId,
         message: refusal.message,
         ...(withCodes ? { code: refusal.wireCode, retry: refusal.wireRetry } : {}),
+        ...(withCodes && refusal.detail !== undefined ? { detail: refusal.detail } : {}),
       });
     }
     return ackFrame(auth.flags, {

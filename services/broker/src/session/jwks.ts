@@ -1,0 +1,164 @@
+/**
+ * Tenant public keys fetched from the control plane: `GET {url}/v1/tenants/{t}/.well-known/
+ * jwks.json` (unauthenticated there; the node credential is sent anyway, as on every call).
+ * The reference's guards (cluster-control.md §4.2): concurrent misses for a tenant share one
+ * request, a failure is remembered for JWKS_FAILURE_MEMORY_MS, at most JWKS_FETCHES_IN_FLIGHT_MAX
+ * fetches run at once, each has JWKS_FETCH_TIMEOUT_MS, and a key set is kept JWKS_CACHE_MS.
+ * An unknown kid never triggers a refetch: a forged kid costs the broker nothing, and a new key
+ * is staged an hour before it signs (the rotation steps in docs/security-broker.md).
+ */
+import { type KeyResolver, importPublicJwk } from '@felix/authz';
+import { JwksFetchError } from '../errors.js';
+import {
+  JWKS_BYTES_MAX,
+  JWKS_CACHE_MS,
+  JWKS_FAILURE_MEMORY_MS,
+  JWKS_FETCHES_IN_FLIGHT_MAX,
+  JWKS_FETCH_TIMEOUT_MS,
+  JWKS_TENANTS_MAX,
+} from '../limits.js';
+
+/** A tenant's public key as the verifier takes it (jose's key type, through authz's resolver). */
+export type PublicKey = NonNullable<Awaited<ReturnType<KeyResolver['resolve']>>>;
+type JWK = Parameters<typeof importPublicJwk>[0];
+export type TenantKeys = ReadonlyMap<string, PublicKey>;
+
+type Entry =
+  | { kind: 'keys'; keys: TenantKeys; untilMs: number }
+  | { kind: 'failed'; error: JwksFetchError; untilMs: number };
+
+/** Parses a JWKS document into kid → key; a key that does not import is skipped, not fatal. */
+export async function importJwks(doc: unknown, tenant: string): Promise<Map<string, PublicKey>> {
+  const keys = (doc as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys)) throw new JwksFetchError(tenant, 'no keys array');
+  const out = new Map<string, PublicKey>();
+  for (const jwk of keys) {
+    try {
+      const { kid, publicKey } = await importPublicJwk(jwk as JWK);
+      out.set(kid, publicKey);
+    } catch {
+      // A key of another type (or a malformed one) verifies nothing; the others still do.
+    }
+  }
+  return out;
+}
+
+export interface JwksOptions {
+  baseUrl: string;
+  /** The node credential, sent as `Authorization: Bearer` when set. */
+  bearer: () => Promise<string | null>;
+  /** Injected in tests; the global fetch otherwise. */
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+export class JwksKeyResolver implements KeyResolver {
+  private readonly entries = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<TenantKeys>>();
+  private running = 0;
+  private readonly slots: Array<() => void> = [];
+  private readonly base: string;
+  private readonly fetchFn: typeof fetch;
+  private readonly now: () => number;
+  /** Fetches started (for tests of the sharing and failure memory). */
+  fetches = 0;
+
+  constructor(private readonly opts: JwksOptions) {
+    this.base = opts.baseUrl.replace(/\/+$/, '');
+    this.fetchFn = opts.fetch ?? fetch;
+    this.now = opts.now ?? Date.now;
+  }
+
+  async resolve(tenant: string, kid: string): Promise<PublicKey | null> {
+    const keys = await this.keysOf(tenant);
+    return keys.get(kid) ?? null;
+  }
+
+  /** The tenant's keys: cached, shared with a fetch in flight, or fetched. */
+  keysOf(tenant: string): Promise<TenantKeys> {
+    const entry = this.entries.get(tenant);
+    const now = this.now();
+    if (entry !== undefined && entry.untilMs > now) {
+      return entry.kind === 'keys' ? Promise.resolve(entry.keys) : Promise.reject(entry.error);
+    }
+    const pending = this.inflight.get(tenant);
+    if (pending !== undefined) return pending;
+    if (this.inflight.size >= JWKS_TENANTS_MAX) {
+      return Promise.reject(new JwksFetchError(tenant, 'too many key sets being fetched'));
+    }
+    const started = this.fetchGuarded(tenant).finally(() => this.inflight.delete(tenant));
+    this.inflight.set(tenant, started);
+    return started;
+  }
+
+  private async fetchGuarded(tenant: string): Promise<TenantKeys> {
+    await this.slot();
+    try {
+      const keys = await this.fetchOnce(tenant);
+      this.remember(tenant, { kind: 'keys', keys, untilMs: this.now() + JWKS_CACHE_MS });
+      return keys;
+    } catch (err) {
+      const error =
+        err instanceof JwksFetchError
+          ? err
+          : new JwksFetchError(tenant, (err as Error).message, { cause: err });
+      this.remember(tenant, {
+        kind: 'failed',
+        error,
+        untilMs: this.now() + JWKS_FAILURE_MEMORY_MS,
+      });
+      throw error;
+    } finally {
+      this.release();
+    }
+  }
+
+  private async fetchOnce(tenant: string): Promise<TenantKeys> {
+    this.fetches++;
+    const url = `${this.base}/v1/tenants/${encodeURIComponent(tenant)}/.well-known/jwks.json`;
+    const token = await this.opts.bearer();
+    const res = await this.fetchFn(url, {
+      headers: token === null ? {} : { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS),
+      redirect: 'error',
+    });
+    if (res.status === 404) return new Map(); // an unknown tenant has no keys: its tokens fail
+    if (!res.ok) throw new JwksFetchError(tenant, `HTTP ${res.status}`);
+    const text = await res.text();
+    if (text.length > JWKS_BYTES_MAX) {
+      throw new JwksFetchError(tenant, `answer over ${JWKS_BYTES_MAX} bytes`);
+    }
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch (err) {
+      throw new JwksFetchError(tenant, 'not JSON', { cause: err });
+    }
+    return importJwks(doc, tenant);
+  }
+
+  private remember(tenant: string, entry: Entry): void {
+    this.entries.delete(tenant);
+    if (this.entries.size >= JWKS_TENANTS_MAX) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(tenant, entry);
+  }
+
+  private async slot(): Promise<void> {
+    if (this.running < JWKS_FETCHES_IN_FLIGHT_MAX) {
+      this.running++;
+      return;
+    }
+    // Waiters are bounded by the tenants in flight (one shared fetch per tenant).
+    await new Promise<void>((resolve) => this.slots.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.slots.shift();
+    if (next !== undefined)
+      next(); // the slot passes straight to the next waiter
+    else this.running--;
+  }
+}
