@@ -11,6 +11,7 @@ import {
   ConnectError,
   InvalidArgumentError,
   TimeoutError,
+  UnauthenticatedError,
   UnknownStreamError,
 } from './errors.js';
 import {
@@ -25,7 +26,7 @@ import {
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
 } from './limits.js';
-import { BrokerConnection } from './protocol/broker-connection.js';
+import { BrokerConnection, type ConnectionOptions } from './protocol/broker-connection.js';
 import type { PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
@@ -35,6 +36,7 @@ import { Counter } from './projections/counter.js';
 import { Group, type GroupOptions } from './projections/group.js';
 import type { ProjectionHost } from './projections/host.js';
 import { type StatusEvent, StatusHub } from './status.js';
+import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from './token/keeper.js';
 import { type ReaderStart, ShardReader, Subscription } from './subscription.js';
 import type {
   ConnectOptions,
@@ -44,6 +46,12 @@ import type {
   SubscribeOptions,
 } from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
+
+/** What tests replace: how a connection is made (a fake broker) and the token keeper's clock. */
+export interface ClientInternals {
+  open?: (server: string, opts: ConnectionOptions, turn: TurnBatcher) => Promise<BrokerConnection>;
+  clock?: KeeperClock;
+}
 
 const TEXT = new TextEncoder();
 
@@ -83,23 +91,41 @@ export class FelixClient {
   /** The end of the turn, shared by every batch this client makes (publishes, writes, settles). */
   private readonly turn = new TurnBatcher();
   readonly namespace: string;
+  /** The token (fixed, or refreshed from the provider) every stream authenticates with. */
+  private readonly keeper: TokenKeeper;
 
-  private constructor(private readonly opts: ConnectOptions) {
+  private constructor(
+    private readonly opts: ConnectOptions,
+    private readonly internals: ClientInternals,
+  ) {
     this.namespace = opts.namespace ?? 'default';
+    this.keeper = new TokenKeeper(
+      opts.token ?? '',
+      { present: (token) => this.present(token), emit: (e) => this.hub.emit(e) },
+      internals.clock ?? REAL_CLOCK,
+    );
     const timeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
     this.ackedCall = { ack: true, gather: true, timeoutMs, shape: unkeyedResult };
     this.unackedCall = { ack: false, gather: true, timeoutMs };
   }
 
   /** @internal use `connect()`. */
-  static async create(opts: ConnectOptions): Promise<FelixClient> {
+  static async create(opts: ConnectOptions, internals: ClientInternals = {}): Promise<FelixClient> {
     if (opts.servers.length === 0)
       throw new InvalidArgumentError('servers must name at least one broker');
     if (opts.tenant === '') throw new InvalidArgumentError('tenant must not be empty');
-    const client = new FelixClient(opts);
+    const token: unknown = opts.token;
+    if (token !== undefined && typeof token !== 'string' && typeof token !== 'function')
+      throw new InvalidArgumentError('token must be a string or a function answering one');
+    const client = new FelixClient(opts, internals);
+    // A provider's first token (TokenProviderError when it fails: nothing to connect with).
+    await client.keeper.start();
     const errors: unknown[] = [];
     for (let i = 0; i < opts.servers.length; i++) {
-      if (opts.signal?.aborted) throw new AbortedError('connect', { cause: opts.signal.reason });
+      if (opts.signal?.aborted) {
+        client.keeper.stop();
+        throw new AbortedError('connect', { cause: opts.signal.reason });
+      }
       try {
         client.adopt(await client.open(client.nextServer()));
         return client;
@@ -107,6 +133,7 @@ export class FelixClient {
         errors.push(err);
       }
     }
+    client.keeper.stop();
     throw new ConnectError(opts.servers, {
       cause: errors.length === 1 ? errors[0] : new AggregateError(errors),
     });
@@ -122,16 +149,37 @@ export class FelixClient {
     return s;
   }
 
-  private open(server: string): Promise<BrokerConnection> {
+  private async open(server: string): Promise<BrokerConnection> {
     const opts = {
       tenant: this.opts.tenant,
-      token: this.opts.token ?? '',
+      // The newest token; a fresh one first when it is due or the broker refused it.
+      token: await this.keeper.forConnect(),
       namespace: this.namespace,
       tls: this.opts.tls ?? {},
       connectTimeoutMs: this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
       idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS_DEFAULT,
     };
-    return BrokerConnection.open(server, opts, this.turn);
+    try {
+      return await (this.internals.open ?? BrokerConnection.open)(server, opts, this.turn);
+    } catch (err) {
+      if (err instanceof UnauthenticatedError) this.keeper.markRefused();
+      throw err;
+    }
+  }
+
+  /**
+   * Presents a provider's fresh token to the live connection (`reauth` when the broker offers
+   * it). No live connection, or one lost under the `reauth`: the next one authenticates with it.
+   */
+  private async present(token: string): Promise<Presented> {
+    const c = this.current;
+    if (c === null || c.isLost || this.isClosed) return { reauthenticated: false };
+    try {
+      return await c.reauth(token, this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT);
+    } catch (err) {
+      if (c.isLost) return { reauthenticated: false };
+      throw err;
+    }
   }
 
   private adopt(conn: BrokerConnection): void {
@@ -412,6 +460,7 @@ export class FelixClient {
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.keeper.stop();
     this.closeController.abort();
     for (const w of this.connectedWaiters.splice(0)) w();
     const c = this.current;

@@ -37,17 +37,53 @@ export abstract class BrokerRefusedError extends ClientError {
   readonly brokerCode: string;
   readonly detail: unknown;
   constructor(answer: BrokerAnswer, options?: FelixErrorOptions) {
-    super(answer.message, { ...options, retry: retryFromWire(answer.retry, answer.brokerCode) });
+    // A class whose failure is fatal by nature passes `retry` itself; others obey the broker.
+    const retry = options?.retry ?? retryFromWire(answer.retry, answer.brokerCode);
+    super(answer.message, { ...options, retry });
     this.brokerCode = answer.brokerCode;
     this.detail = answer.detail;
   }
 }
 
+/** The `action` and `object` an authorization refusal names in its detail, when it does. */
+function authzNames(detail: unknown): { action: string | undefined; object: string | undefined } {
+  const d =
+    typeof detail === 'object' && detail !== null ? (detail as Record<string, unknown>) : {};
+  return {
+    action: typeof d.action === 'string' ? d.action : undefined,
+    object: typeof d.object === 'string' ? d.object : undefined,
+  };
+}
+
+/**
+ * The broker does not accept this connection's token (refused at `auth`, refused in a `reauth`,
+ * or expired: a later request or a subscription ended at expiry). Fatal: the same call with the
+ * same token fails the same way; a token provider's fresh token is what helps.
+ */
 export class UnauthenticatedError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_UNAUTHENTICATED';
+  readonly action: string | undefined;
+  readonly object: string | undefined;
+  constructor(answer: BrokerAnswer, options?: FelixErrorOptions) {
+    super(answer, { ...options, retry: 'never' });
+    ({ action: this.action, object: this.object } = authzNames(answer.detail));
+  }
 }
+
+/**
+ * The token is valid but lacks the permission the call needs: `action` (`stream.publish`,
+ * `cache.write`, ...) on `object` (`stream:t1/default/orders`), as the broker named them (absent
+ * when it did not, as in a binary publish ack). Fatal and local to the call: the connection and
+ * every other operation on it go on.
+ */
 export class ForbiddenError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_FORBIDDEN';
+  readonly action: string | undefined;
+  readonly object: string | undefined;
+  constructor(answer: BrokerAnswer, options?: FelixErrorOptions) {
+    super(answer, { ...options, retry: 'never' });
+    ({ action: this.action, object: this.object } = authzNames(answer.detail));
+  }
 }
 export class NotFoundError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_NOT_FOUND';
@@ -118,16 +154,27 @@ export function refusalOf(msg: {
   });
 }
 
-/** The typed error of a binary publish ack's refusal: its u16 code named by @felix/wire. */
-export function ackRefusalOf(ack: {
-  code?: number | undefined;
-  message?: string | undefined;
-  retry?: string | number | undefined;
-}): BrokerRefusedError {
+/**
+ * The typed error of a binary publish ack's refusal: its u16 code named by @felix/wire. The ack
+ * carries no detail, so a `forbidden` one is given what the publish itself names: the action
+ * `stream.publish` on `object` (`stream:T/N/S`, the stream it was sent to), when known.
+ */
+export function ackRefusalOf(
+  ack: {
+    code?: number | undefined;
+    message?: string | undefined;
+    retry?: string | number | undefined;
+  },
+  object?: string,
+): BrokerRefusedError {
+  const brokerCode = ack.code !== undefined ? errorCodeName(ack.code) : 'unknown';
   return brokerError({
-    brokerCode: ack.code !== undefined ? errorCodeName(ack.code) : 'unknown',
+    brokerCode,
     message: ack.message ?? '',
     ...(ack.retry !== undefined ? { retry: ack.retry } : {}),
+    ...(brokerCode === 'forbidden' && object !== undefined
+      ? { detail: { action: 'stream.publish', object } }
+      : {}),
   });
 }
 
@@ -251,5 +298,23 @@ export class FeatureUnsupportedError extends ClientError {
   readonly code = 'FELIX_CLIENT_FEATURE_UNSUPPORTED';
   constructor(readonly feature: string) {
     super(`the broker does not offer ${feature}`);
+  }
+}
+
+/** A token that is not a JWT the client can read the times of (`iat`, `exp`); it is not verified,
+ *  only read to schedule its refresh. */
+export class InvalidTokenError extends ClientError {
+  readonly code = 'FELIX_CLIENT_INVALID_TOKEN';
+  constructor(reason: string) {
+    super(`invalid token: ${reason}`);
+  }
+}
+
+/** The token provider threw, answered something other than a non-empty string, or did not
+ *  answer within TOKEN_PROVIDER_TIMEOUT_MS. The client tries again after a backoff. */
+export class TokenProviderError extends ClientError {
+  readonly code = 'FELIX_CLIENT_TOKEN_PROVIDER';
+  constructor(reason: string, options?: FelixErrorOptions) {
+    super(`the token provider failed: ${reason}`, { retry: 'retry_after_backoff', ...options });
   }
 }

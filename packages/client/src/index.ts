@@ -1,5 +1,11 @@
 export { FelixClient, connect } from './client.js';
-export type { ConnectOptions, PublishOptions, PublishResult, SubscribeOptions } from './types.js';
+export type {
+  ConnectOptions,
+  PublishOptions,
+  PublishResult,
+  SubscribeOptions,
+  TokenProvider,
+} from './types.js';
 export {
   AbortedError,
   BrokerInternalError,
@@ -16,6 +22,7 @@ export {
   ForbiddenError,
   InvalidArgumentError,
   InvalidRequestError,
+  InvalidTokenError,
   LimitExceededError,
   NotFoundError,
   OutcomeUnknownError,
@@ -24,6 +31,7 @@ export {
   PublisherFullError,
   ShardUnavailableError,
   TimeoutError,
+  TokenProviderError,
   UnauthenticatedError,
   UnknownStreamError,
 } from './errors.js';
@@ -44,6 +52,12 @@ export {
   STATUS_BUFFER_EVENTS_MAX,
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
+  TOKEN_PROVIDER_TIMEOUT_MS,
+  TOKEN_REFRESH_AT_LIFETIME_FRACTION,
+  TOKEN_REFRESH_ATTEMPTS_MAX,
+  TOKEN_REFRESH_DELAY_MS_MIN,
+  TOKEN_REFRESH_RETRY_BASE_MS,
+  TOKEN_REFRESH_RETRY_DELAY_MS_MAX,
 } from './limits.js';
 export type { TlsOptions } from './types.js';
 export { Publisher } from './publisher.js';

@@ -121,3 +121,27 @@ export const TURN_GATHER_BYTES_MAX = TURN_WRITE_BYTES_MAX;
  *  caller (besides SUBSCRIPTION_BUFFER_BATCHES_DEFAULT): batches may be one record or thousands,
  *  so a count alone bounds nothing; past it the readers wait and the broker's queues absorb. */
 export const SUBSCRIPTION_BUFFER_BYTES_MAX = 8 * 1024 * 1024;
+
+/** Largest token the client reads the times of (the broker's pre-auth frame bound is larger): a
+ *  JWT with a long permission list is a few KiB; anything past this is refused before decoding. */
+export const TOKEN_BYTES_MAX = 64 * 1024;
+/** A token is refreshed this far into its lifetime (from `iat`, or from when the client got it,
+ *  to `exp`): a third of the lifetime is left for the provider and the `reauth` round trip. */
+export const TOKEN_REFRESH_AT_LIFETIME_FRACTION = 2 / 3;
+/** The shortest wait before a refresh: a token already past its refresh point (a short-lived one,
+ *  or a provider handing out the same near-expiry token) is refreshed at most this often. */
+export const TOKEN_REFRESH_DELAY_MS_MIN = 1_000;
+/** The longest single refresh timer: a token living longer is re-checked after it (a timer
+ *  beyond 2^31 - 1 ms would fire at once). */
+export const TOKEN_REFRESH_TIMER_MS_MAX = 24 * 60 * 60 * 1_000;
+/** How long one call of the token provider may take before it counts as failed. */
+export const TOKEN_PROVIDER_TIMEOUT_MS = 30_000;
+/** First retry delay cap after a failed refresh (provider failure or a refused `reauth`); the
+ *  delay is uniform in [TOKEN_REFRESH_DELAY_MS_MIN, min(max, base * 2^failure)]. */
+export const TOKEN_REFRESH_RETRY_BASE_MS = 1_000;
+/** Largest delay between refresh retries: short against a token's lifetime (minutes), long
+ *  enough not to hammer a failing identity provider. */
+export const TOKEN_REFRESH_RETRY_DELAY_MS_MAX = 30_000;
+/** Consecutive failed refreshes after which the client stops trying on its timer (about an hour
+ *  at the cap); a reconnect refused as unauthenticated still asks the provider again. */
+export const TOKEN_REFRESH_ATTEMPTS_MAX = 120;

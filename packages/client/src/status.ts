@@ -16,6 +16,13 @@ export type StatusEvent =
   | { type: 'gap'; stream: string; shard: number; from: number; count: number }
   /** An in-memory stream restarted its offsets (its broker restarted); reading from its start. */
   | { type: 'reset'; stream: string; shard: number }
+  /** A token provider's fresh token was taken: `reauthenticated` when the live connection now
+   *  runs on it (`reauth_ok`), false when it waits for the next connection (a broker without
+   *  in-band reauth, or no live connection); `expiresAtMs` as known (unix ms). */
+  | { type: 'token_refreshed'; reauthenticated: boolean; expiresAtMs?: number }
+  /** A refresh failed (the provider, or the broker refused the fresh token); tried again after
+   *  `retryInMs`, or not on the timer any more when absent (see TOKEN_REFRESH_ATTEMPTS_MAX). */
+  | { type: 'token_refresh_failed'; attempt: number; error: Error; retryInMs?: number }
   /** Status events this listener missed because it read too slowly. */
   | { type: 'status_dropped'; count: number };
 

@@ -19,6 +19,7 @@ import {
   CursorTooOldError,
   ProtocolError,
   TimeoutError,
+  refusalOf,
 } from './errors.js';
 import type {
   BrokerConnection,
@@ -210,6 +211,8 @@ export class ShardReader {
         this.refusals = 0;
         if (this.stopped) return; // stopped while the subscribe was on its way
         yield* this.drain(this.open);
+        const refused = this.open?.refusal?.();
+        if (refused) throw refused; // ended by the broker for good (its token expired)
         this.open?.close();
         this.open = null;
         // Lagged, ended by the broker, or the connection died: loop and resume from the cursor
@@ -293,8 +296,13 @@ export class ShardReader {
           yield this.toEvents(msg.base_offset, 0, msg.payloads);
           continue;
         }
-        if (msg.type === 'error')
+        // The broker ended the subscription: its code says why (`unauthenticated` when the
+        // connection's token expired, `forbidden` when a permission was withdrawn), and the
+        // iterator ends with that typed error.
+        if (msg.type === 'error') {
+          if (msg.code !== undefined) throw refusalOf(msg);
           throw new ProtocolError(`subscription ended by the broker: ${msg.message}`);
+        }
         continue; // other end-of-stream frames this client did not negotiate are ignored
       }
       if (!(frame.flags & (FLAG_BINARY_EVENT_BATCH_SHARED | FLAG_BINARY_EVENT_BATCH))) {

@@ -13,11 +13,20 @@ export interface TlsOptions {
   serverName?: string;
 }
 
+/** Answers a fresh token (a JWT whose `iat`/`exp` the client reads to schedule the next call). */
+export type TokenProvider = () => Promise<string> | string;
+
 export interface ConnectOptions {
   /** Broker addresses, `quic://host:port` or `tls://host:port`; several are seeds tried in turn. */
   servers: string[];
   tenant: string;
-  token?: string;
+  /**
+   * The token every stream authenticates with: a string (used as is, for the client's life), or
+   * a provider asked for a fresh one at connect and again about two thirds into each token's
+   * lifetime; the fresh one re-authenticates the live connection in band (`reauth`) when the
+   * broker offers it, else it is used from the next reconnect on.
+   */
+  token?: string | TokenProvider;
   namespace?: string;
   tls?: TlsOptions;
   reconnect?: { baseMs?: number; maxDelayMs?: number; attemptsMax?: number };

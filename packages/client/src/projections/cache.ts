@@ -258,7 +258,7 @@ export class Cache {
               yield { type: 'lagged', resumeFrom: msg.resume_from };
               break;
             }
-            if (msg.type !== 'cache_event') continue;
+            if (!isCacheEvent(msg)) continue;
             if (!retainedPhase) next = Math.max(next ?? 0, msg.offset + 1);
             yield changeOf(msg);
             if (retainedPhase && --retainedLeft === 0) {
@@ -285,6 +285,13 @@ export class Cache {
       stopStreams();
     }
   }
+}
+
+/** Whether a watch frame is an event; an `error` (the broker ended the watch: `unauthenticated`
+ *  once the connection's token expired) throws its typed error. */
+function isCacheEvent(msg: Message): msg is Answer<'cache_event'> {
+  if (msg.type === 'error') throw refusalOf(msg);
+  return msg.type === 'cache_event';
 }
 
 /** A `cache_event` as the watcher's put or delete. */

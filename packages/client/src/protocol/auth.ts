@@ -18,6 +18,8 @@ import {
 
 export interface ConnectionOptions {
   tenant: string;
+  /** The newest token: a refresh replaces it (BrokerConnection.reauth), and every stream opened
+   *  afterwards authenticates with it. */
   token: string;
   namespace: string;
   tls: TlsOptions;
@@ -62,6 +64,7 @@ export async function authStream(
       brokerCode: msg.code ?? 'unauthenticated',
       message: msg.message,
       retry: msg.retry,
+      detail: msg.detail,
     });
   }
   throw new ProtocolError(`expected auth_ok, got ${msg.type}`);

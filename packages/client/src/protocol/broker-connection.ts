@@ -7,11 +7,12 @@
  * publish as OutcomeUnknownError: it may or may not be in the log, and it is never re-sent.
  */
 import { type Connection, type TransportStream, dial } from '@felix/transport';
-import { ConnectionLostError } from '../errors.js';
+import { FEATURE_HI_REAUTH } from '@felix/wire';
+import { ConnectionLostError, ProtocolError } from '../errors.js';
 import { type ConnectionOptions, authStream, withTimeout } from './auth.js';
 import { type EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
-import { CLIENT_FEATURES_SENT, CLIENT_FLAGS, type Negotiated } from './negotiation.js';
+import { CLIENT_FEATURES_SENT, CLIENT_FLAGS, type Negotiated, has } from './negotiation.js';
 import { type PublishAnswer, type PublishCall, PublishPipe } from './publish-pipe.js';
 import { RequestLane } from './request-lane.js';
 import { RequestTable } from './request-table.js';
@@ -74,6 +75,16 @@ export class BrokerConnection {
       // Keep-alives well inside the idle bound so a quiet but live broker is never dropped.
       keepAliveIntervalMs: Math.max(100, Math.floor(opts.idleTimeoutMs / 3)),
     });
+    return BrokerConnection.over(server, conn, opts, turn);
+  }
+
+  /** Authenticates a connection already made (`open` after dialing; tests over a fake). */
+  static async over(
+    server: string,
+    conn: Connection,
+    opts: ConnectionOptions,
+    turn: TurnBatcher,
+  ): Promise<BrokerConnection> {
     try {
       const authed = await withTimeout(
         authStream(conn, opts),
@@ -131,16 +142,61 @@ export class BrokerConnection {
     return { tenant: this.opts.tenant, namespace: this.opts.namespace };
   }
 
+  /** Whether the broker takes a fresh token in band (`reauth`, FEATURE_HI_REAUTH). */
+  get canReauth(): boolean {
+    return has(this.negotiated.featuresHi, FEATURE_HI_REAUTH);
+  }
+
+  /**
+   * Makes `token` this connection's token. Streams opened from now on authenticate with it; a
+   * broker offering FEATURE_HI_REAUTH is sent `reauth` on the request stream, after whose
+   * `reauth_ok` it checks every stream of the connection (subscriptions included) against it.
+   * Answers whether that happened and the expiry the broker named; rejects with the broker's
+   * refusal (UnauthenticatedError: it keeps the old token) or a TimeoutError.
+   */
+  async reauth(
+    token: string,
+    timeoutMs: number,
+  ): Promise<{ reauthenticated: boolean; expiresAtMs?: number }> {
+    if (this.lostError) throw this.lostError;
+    // Set first: a request stream opened for the `reauth` itself must not present the old token
+    // (it may have expired while the provider kept failing).
+    this.opts.token = token;
+    if (!this.canReauth) return { reauthenticated: false };
+    const asked = this.requests.request((id) => ({ type: 'reauth', token, request_id: id }));
+    const answer = await withTimeout(asked, timeoutMs, `reauth with ${this.server}`);
+    if (answer.type !== 'reauth_ok')
+      throw new ProtocolError(`expected reauth_ok, got ${answer.type}`);
+    return answer.expires_at_ms !== undefined
+      ? { reauthenticated: true, expiresAtMs: answer.expires_at_ms }
+      : { reauthenticated: true };
+  }
+
   /** Publishes one batch on the publish stream (see PublishPipe.publish). */
   publish(stream: string, payloads: Uint8Array[], opts: PublishCall): Promise<PublishAnswer> {
     if (this.lostError) return Promise.reject(this.lostError);
     return this.pipe.publish(stream, payloads, opts);
   }
 
-  /** The shard count of a stream (0: unknown stream) and its routing. */
-  streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
-    if (this.lostError) return Promise.reject(this.lostError);
-    return this.pipe.streamShards(stream);
+  /**
+   * The shard count of a stream (0: unknown stream) and its routing. Asked on the request stream,
+   * whose answers come in order: a refusal there (`forbidden` without stream.subscribe or
+   * stream.publish, `unauthenticated` after expiry) is an `error` with no request id, which on
+   * the publish stream could belong to no request and would end the connection.
+   */
+  async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
+    if (this.lostError) throw this.lostError;
+    const { tenant, namespace } = this.opts;
+    const msg = await this.requests.request((id) => ({
+      type: 'stream_shards',
+      tenant_id: tenant,
+      namespace,
+      stream,
+      request_id: id,
+    }));
+    if (msg.type !== 'stream_shards_view')
+      throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
+    return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
   }
 
   /** The request stream (opened on first use; a new one after a failure of the stream alone). */

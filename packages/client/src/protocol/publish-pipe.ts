@@ -414,7 +414,8 @@ export class PublishPipe {
         const p = this.take(ack.requestId);
         if (!p) throw new ProtocolError(`ack for unknown request ${ack.requestId}`);
         if (ack.status === 'ok') p.resolve({ offset: ack.offset });
-        else p.reject(ackRefusalOf(ack));
+        else
+          p.reject(ackRefusalOf(ack, `stream:${this.p.tenant}/${this.p.namespace}/${p.publishTo}`));
         continue;
       }
       if (frame.flags !== 0)

@@ -23,6 +23,9 @@ export interface OpenSubscription {
   events: FrameStream;
   startOffset: number | undefined;
   liveOffset: number | undefined;
+  /** The refusal the broker ended the subscription with on its control stream (`unauthenticated`
+   *  once the connection's token expired), once read; null until then. */
+  refusal?(): Error | null;
   close(): void;
 }
 
@@ -69,10 +72,26 @@ export async function openSubscription(
     if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
     const fs = await reservation.events;
     const ctl = control;
+    let refusal: Error | null = null;
+    // The broker ends a subscription it will not serve any more (the token expired) with an
+    // `error` on this stream; it is kept to end the iterator with, instead of resubscribing.
+    ctl.frames.next().then(
+      (f) => {
+        if (f?.flags !== 0) return;
+        try {
+          const end = decodeMessage(f.payload);
+          if (end.type === 'error') refusal = refusalOf(end);
+        } catch (err) {
+          refusal = err as Error; // an undecodable frame ends the subscription as broken
+        }
+      },
+      () => undefined, // the stream was reset (closed by us, or the connection went): no refusal
+    );
     return {
       events: fs,
       startOffset: msg.start_offset,
       liveOffset: msg.live_offset,
+      refusal: () => refusal,
       close: () => {
         ctl.stream.end().catch(() => undefined); // the events stream's reset ends it anyway
         fs.stream.reset(0);

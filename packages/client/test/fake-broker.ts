@@ -1,0 +1,207 @@
+/**
+ * A scripted broker behind a fake transport Connection, for unit tests of the client's whole
+ * path (auth, requests, subscriptions, reauth) without sockets. It speaks the JSON layouts only
+ * (it grants no binary flag), records every message the client sent with the stream it came on,
+ * and answers what a test's `answer` hook does not take over with a plain success.
+ */
+import type { Connection, TransportStream } from '@felix/transport';
+import {
+  FEATURE_EXTENDED,
+  FEATURE_HI_REAUTH,
+  FrameDecoder,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
+import { CLIENT_FEATURES, CLIENT_FEATURES_HI } from '../src/protocol/negotiation.js';
+
+/** One direction of a fake stream: chunks in order, then an end. */
+class Chunks implements AsyncIterator<Uint8Array> {
+  private readonly queued: Uint8Array[] = [];
+  private wake: (() => void) | null = null;
+  private ended = false;
+
+  push(c: Uint8Array): void {
+    this.queued.push(c);
+    this.wake?.();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  async next(): Promise<IteratorResult<Uint8Array>> {
+    for (;;) {
+      const c = this.queued.shift();
+      if (c !== undefined) return { value: c, done: false };
+      if (this.ended) return { value: undefined, done: true };
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      this.wake = null;
+    }
+  }
+
+  async return(): Promise<IteratorResult<Uint8Array>> {
+    this.end();
+    return { value: undefined, done: true };
+  }
+}
+
+let nextStreamId = 1;
+
+/** The client's end of a fake stream; what it writes goes to `onWrite`. */
+export class FakeStream implements TransportStream {
+  readonly id = nextStreamId++;
+  readonly inbound = new Chunks();
+  readonly closed = Promise.resolve();
+  isReset = false;
+
+  constructor(
+    readonly kind: 'bidi' | 'uni',
+    private readonly onWrite: (bytes: Uint8Array) => void,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return this.inbound;
+  }
+  async write(chunk: Uint8Array): Promise<void> {
+    this.onWrite(chunk);
+  }
+  async end(): Promise<void> {}
+  reset(): void {
+    this.isReset = true;
+    this.inbound.end();
+  }
+  /** Sends a message from the broker on this stream. */
+  send(msg: Message): void {
+    this.inbound.push(encodeMessage(msg));
+  }
+}
+
+export interface Received {
+  stream: FakeStream;
+  msg: Message;
+}
+
+export class FakeBroker {
+  /** Every message the client sent, in order, with its stream. */
+  readonly received: Received[] = [];
+  /** Event streams by subscription id. */
+  readonly events = new Map<number, FakeStream>();
+  private readonly opened: FakeStream[] = [];
+  private accept: ((s: FakeStream) => void) | null = null;
+  private closeConn!: (info: { code: number; reason: string }) => void;
+  readonly conn: Connection;
+  /** A test's own answer to a message; returning true means it answered (or chose silence). */
+  answer: (at: FakeStream, msg: Message) => boolean = () => false;
+
+  constructor(readonly opts: { reauth: boolean }) {
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => {
+      this.closeConn = resolve;
+    });
+    this.conn = {
+      remote: 'fake:1',
+      transport: 'quic',
+      openBidi: async () => this.open(),
+      openUni: async () => {
+        throw new Error('the client opens no uni stream');
+      },
+      incoming: () => ({ [Symbol.asyncIterator]: () => this.uniStreams() }),
+      close: async () => this.closeConn({ code: 0, reason: 'closed' }),
+      closed,
+      stats: () => ({}) as never,
+    };
+  }
+
+  /** Ends the connection as a dead broker would. */
+  kill(): void {
+    this.closeConn({ code: 1, reason: 'killed' });
+  }
+
+  /** The `token` of every `auth` the client sent, in order. */
+  get authTokens(): string[] {
+    return this.received.flatMap(({ msg }) => (msg.type === 'auth' ? [msg.token] : []));
+  }
+
+  /** Every `reauth` the client sent. */
+  get reauths(): Array<Extract<Message, { type: 'reauth' }>> {
+    return this.received.flatMap(({ msg }) => (msg.type === 'reauth' ? [msg] : []));
+  }
+
+  private open(): FakeStream {
+    const decoder = new FrameDecoder();
+    const s: FakeStream = new FakeStream('bidi', (bytes) => {
+      for (const f of decoder.push(bytes)) this.handle(s, decodeMessage(f.payload));
+    });
+    return s;
+  }
+
+  private uniStreams(): AsyncIterator<TransportStream> {
+    const pending = this.opened;
+    return {
+      next: async () => {
+        const s = pending.shift();
+        if (s !== undefined) return { value: s, done: false };
+        return new Promise((resolve) => {
+          this.accept = (stream) => resolve({ value: stream, done: false });
+        });
+      },
+    };
+  }
+
+  private openUni(): FakeStream {
+    const s = new FakeStream('uni', () => undefined);
+    const accept = this.accept;
+    this.accept = null;
+    if (accept) accept(s);
+    else this.opened.push(s);
+    return s;
+  }
+
+  /** Sends records on a subscription's event stream (JSON `event_batch`). */
+  emit(subscriptionId: number, baseOffset: number, payloads: string[]): void {
+    const s = this.events.get(subscriptionId)!;
+    const scope = { tenant_id: 't1', namespace: 'default', stream: 'orders' };
+    const bytes = payloads.map((p) => new TextEncoder().encode(p));
+    s.send({ type: 'event_batch', ...scope, payloads: bytes, base_offset: baseOffset });
+  }
+
+  private handle(at: FakeStream, msg: Message): void {
+    this.received.push({ stream: at, msg });
+    if (this.answer(at, msg)) return;
+    switch (msg.type) {
+      case 'auth': {
+        const hi = this.opts.reauth ? CLIENT_FEATURES_HI : CLIENT_FEATURES_HI & ~FEATURE_HI_REAUTH;
+        at.send({
+          type: 'auth_ok',
+          server_flags: 0,
+          server_features: (CLIENT_FEATURES | FEATURE_EXTENDED) >>> 0,
+          server_features_hi: hi,
+          publish_window: 16,
+        });
+        return;
+      }
+      case 'reauth':
+        at.send({ type: 'reauth_ok', request_id: msg.request_id });
+        return;
+      case 'subscribe': {
+        const id = msg.subscription_id!;
+        at.send({ type: 'subscribed', subscription_id: id, start_offset: 0, live_offset: 0 });
+        const events = this.openUni();
+        this.events.set(id, events);
+        events.send({ type: 'event_stream_hello', subscription_id: id });
+        return;
+      }
+      case 'publish_batch':
+        at.send({ type: 'publish_ok', request_id: msg.request_id!, offset: 0 });
+        return;
+      case 'counter_add':
+        at.send({ type: 'counter_value', value: msg.delta, request_id: msg.request_id });
+        return;
+      default:
+        throw new Error(`the fake broker has no answer to ${msg.type}`);
+    }
+  }
+}
