@@ -12,7 +12,7 @@ import {
   firstRecord,
   startSecureCluster,
   steps,
-} from '@felix/demo-support/secure-cluster';
+} from '@felix/demo-support';
 
 const POSTGRES_URL =
   process.env.FELIX_DEMO_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

@@ -14,7 +14,7 @@ import {
   startSecureCluster,
   steps,
   until,
-} from '@felix/demo-support/secure-cluster';
+} from '@felix/demo-support';
 import { IDP_AUDIENCE, startIdp } from './idp.mjs';
 
 const [TENANT, NS, STREAM, CACHE] = ['acme', 'shop', 'orders', 'carts'];
