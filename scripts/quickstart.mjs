@@ -224,10 +224,7 @@ const broker = start(
     FELIX_BROKER_PORT: String(port),
     FELIX_BROKER_HTTP_PORT: String(httpPort),
     FELIX_BROKER_CONFIG: '',
-    // Explicit dev mode for now: the control-plane engineer (h-cpa) is changing the quickstart to
-    // bootstrap a tenant and mint a real token, after which this goes (issue 21).
-    FELIX_AUTH_MODE: 'dev',
-    FELIX_AUTH_DEV_WITH_CONTROLPLANE: 'true',
+    // No FELIX_AUTH_MODE: the broker verifies the demo's token (auth.mode tokens, the default).
   },
   brokerNodeFlags,
 );
