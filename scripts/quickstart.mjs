@@ -324,14 +324,9 @@ console.log(
 );
 console.log(`
 What next (state stays in ./.felix; delete it to start over):
-  - Keep a control plane and a broker running, each in its own terminal (every /v1 call needs a
-    token: run the control plane with its bootstrap listener to mint them, docs/security.md):
-      FELIX_CONTROLPLANE_DATA_DIR=.felix/controlplane FELIX_BOOTSTRAP_ENABLED=true FELIX_BOOTSTRAP_DEV_TOKENS=true FELIX_BOOTSTRAP_TOKEN=<32+ chars> node services/control-plane/dist/main.js
-      FELIX_CONTROLPLANE_URL=http://127.0.0.1:8443 FELIX_NODE_TOKEN=<node credential> FELIX_NODE_ID=${NODE_ID} FELIX_DURABLE_STORAGE_DIR=.felix/data node ${brokerNodeFlags.join(' ')} services/broker/dist/main.js
-    (the broker's "listening" log line prints cert_fingerprint; metrics at http://127.0.0.1:8080/metrics)
-  - Create a stream with felixctl, then use it:
-      node services/control-plane/dist/felixctl.js --url http://127.0.0.1:8443 streams create ${TENANT} ${NAMESPACE} clicks --shards 2
-      FELIX_SERVERS=quic://127.0.0.1:5000 FELIX_FINGERPRINT=<fingerprint> FELIX_STREAM=clicks node demos/simple-pubsub/main.mjs
+  - Keep a control plane and a broker running, mint tokens with scripts/dev-token.mjs, create a
+    stream with felixctl and publish to it: the README's "What to type next" has the commands.
+  - Permissions live (deny, grant, allow, revoke, no restart): node demos/rbac-live/main.mjs
   - Other demos (each starts its own standalone broker): node demos/orders/main.mjs,
     demos/cache, demos/queue-semantics, demos/notifications, demos/durable-restart, demos/latency.
   - Use the client in your code: packages/client/README.md. Broker settings: docs/broker-config.md;

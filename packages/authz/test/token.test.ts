@@ -93,7 +93,7 @@ describe('felix tokens', () => {
     expect(v.permissions.allows('stream.subscribe', 'stream', 't1', 'ns', 'orders')).toBe(false);
   });
 
-  it('a_token_signed_by_another_tenants_key_is_refused', async () => {
+  it('a_token_signed_by_another_tenants_key_fails_verification', async () => {
     // t2's key under a kid t1 does not have: unknown kid. Under t1's own kid: bad signature.
     expect(await failure(mint({}, t2))).toBe('unknown_kid');
     expect(await failure(mint({}, { kid: t1.kid, privateKey: t2.privateKey }))).toBe(
