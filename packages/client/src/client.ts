@@ -8,6 +8,7 @@ import { shardForKey } from '@felix/wire';
 import {
   AbortedError,
   ClientClosedError,
+  ClientError,
   ConnectError,
   InvalidArgumentError,
   TimeoutError,
@@ -134,8 +135,11 @@ export class FelixClient {
       }
     }
     client.keeper.stop();
+    // Every server refused the credentials: retrying with the same token cannot succeed.
+    const refused = errors.every((e) => e instanceof ClientError && e.retry === 'never');
     throw new ConnectError(opts.servers, {
       cause: errors.length === 1 ? errors[0] : new AggregateError(errors),
+      ...(refused ? { retry: 'never' as const } : {}),
     });
   }
 

@@ -9,7 +9,7 @@ import { waitFor } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
-import { ForbiddenError, UnauthenticatedError } from '../src/errors.js';
+import { ConnectError, ForbiddenError, UnauthenticatedError } from '../src/errors.js';
 import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
 import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
 import type { StatusEvent } from '../src/status.js';
@@ -145,6 +145,28 @@ describe('reconnecting with a token provider', () => {
     expect(brokers[2]!.authTokens[0]).toBe(issued[1]);
     expect(issued).toHaveLength(2);
     await client.close();
+  });
+});
+
+describe('connecting with a refused token', () => {
+  it('a_connect_refused_for_its_token_fails_as_not_retryable', async () => {
+    const open = (server: string, o: ConnectionOptions, turn: TurnBatcher) => {
+      const b = new FakeBroker({ reauth: true });
+      b.answer = (at, msg) => {
+        if (msg.type !== 'auth') return false;
+        at.send({ type: 'error', code: 'unauthenticated', message: 'no token given' });
+        return true;
+      };
+      return BrokerConnection.over(server, b.conn, o, turn);
+    };
+    const err = await FelixClient.create(
+      { servers: ['quic://fake:1'], tenant: 't1', token: '' },
+      { open, clock: new FakeClock() },
+    ).catch((e: unknown) => e);
+    // The same token cannot succeed on a retry: the outer error says so, like its cause.
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).retry).toBe('never');
+    expect((err as ConnectError).cause).toBeInstanceOf(UnauthenticatedError);
   });
 });
 

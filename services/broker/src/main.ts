@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   setNativeMemoryCollector(collector(log));
-  log.info({ pid: process.pid }, 'starting');
+  log.info('starting'); // pid is in every line (log.ts)
   started = Broker.start(config, log);
   try {
     await started;

@@ -132,6 +132,14 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(empty.code).toBe('unauthenticated');
     });
 
+    it('a_connection_without_a_token_is_told_that_a_token_is_missing', async () => {
+      const conn = await open();
+      const answer = (await authAnswer(conn, 't1', '')) as Record<string, unknown>;
+      expect(answer.code).toBe('unauthenticated');
+      expect(String(answer.message)).toMatch(/no token given/);
+      expect(String(answer.message)).not.toMatch(/malformed/);
+    });
+
     it('a_token_carrying_a_non_client_action_is_refused_as_a_whole', async () => {
       const conn = await open();
       const admin = await tenants.mint('t1', {

@@ -152,6 +152,13 @@ export class Authenticator {
         expMs: undefined,
       };
     }
+    if (token === '') {
+      // Said plainly: a client that passed no token would otherwise read "malformed token".
+      throw unauthenticated(
+        `no token given: this broker verifies Felix tokens (auth.mode tokens); pass a broker-audience token of tenant ${tenant}`,
+        'token_missing',
+      );
+    }
     try {
       await this.keys.prefetch(tenant);
       const v = await this.cache.verify(token, {
