@@ -25,19 +25,6 @@ export const PUBLISH_WINDOW_DEFAULT = 256;
 export const PUBLISH_COALESCE_RECORDS_MAX = 1024;
 /** Payload bytes one gathered publish frame may carry: well under the broker's frame bound. */
 export const PUBLISH_COALESCE_BYTES_MAX = 1024 * 1024;
-/** Bytes of one reusable publish-frame arena: the largest gathered frame (its records, their
- *  u32 lengths) plus room for the header, prefixes and names; a larger frame gets a fresh
- *  buffer. */
-export const FRAME_ARENA_BYTES =
-  PUBLISH_COALESCE_BYTES_MAX + 4 * PUBLISH_COALESCE_RECORDS_MAX + 8 * 1024;
-/** Free frame arenas a process keeps for reuse (about 8 MiB): enough for the frames a stream
- *  has in flight while a loop keeps publishing (the turn's TURN_WRITE_BYTES_MAX, the transport's
- *  socket buffer and stream window); a burst needing more allocates, and the extra arenas go to
- *  the garbage collector once written. */
-export const FRAME_ARENAS_KEPT_MAX = 8;
-/** A gathered frame takes an arena only from this many record bytes: a smaller frame is cheap
- *  to allocate, and would hold a 1 MiB arena for a few bytes. */
-export const FRAME_ARENA_RECORD_BYTES_MIN = 64 * 1024;
 /** Records one `publisher()` batch may carry before it is sent without waiting for linger. */
 export const PUBLISHER_BATCH_RECORDS_MAX_DEFAULT = 1024;
 /** Payload bytes one publisher batch may carry: well under the broker's 16 MiB frame bound. */

@@ -13,12 +13,8 @@ export interface TransportStream {
    *  ConnectionClosedError. Only one iterator per stream. */
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array>;
   /** Resolves once the bytes are accepted within the buffer bound (not once delivered). The
-   *  caller must not mutate `chunk` afterwards, unless it passed `released`: that runs once the
-   *  transport holds no reference to `chunk` any more (TLS: the socket's write of its last byte
-   *  has completed; QUIC: quiche has copied it), and from then on the caller may reuse it. It
-   *  never runs when the write fails or the stream or connection ends first: such a chunk is
-   *  left to the garbage collector. */
-  write(chunk: Uint8Array, released?: () => void): Promise<void>;
+   *  caller must not mutate `chunk` afterwards. */
+  write(chunk: Uint8Array): Promise<void>;
   /** Half-closes our side; the peer's reads end after the bytes already written. */
   end(): Promise<void>;
   /** Aborts both directions with an application code. */

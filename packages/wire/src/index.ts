@@ -52,15 +52,8 @@ export {
   decodePublishBatchListPieces,
   encodePublishBatch,
   publishBatchFlags,
-  publishBatchHeadBytes,
-  writePublishBatchHead,
 } from './binary/publish-batch.js';
-export type {
-  BinaryAckMode,
-  PublishBatch,
-  PublishBatchHead,
-  PublishBatchList,
-} from './binary/publish-batch.js';
+export type { BinaryAckMode, PublishBatch, PublishBatchList } from './binary/publish-batch.js';
 export { payloadListViews } from './binary/strings.js';
 export type { PayloadList } from './binary/strings.js';
 export { decodePublishAck, encodePublishAck, publishAckFlags } from './binary/publish-ack.js';

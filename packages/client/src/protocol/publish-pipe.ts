@@ -18,8 +18,6 @@ import {
   decodePublishAck,
   encodeMessage,
   encodePublishBatch,
-  publishBatchHeadBytes,
-  writePublishBatchHead,
 } from '@felix/wire';
 import { ProtocolError, TimeoutError, ackRefusalOf, refusalOf } from '../errors.js';
 import {
@@ -32,7 +30,6 @@ import type { FrameStream } from './frame-stream.js';
 import { type Negotiated, has } from './negotiation.js';
 import type { RequestTable } from './request-table.js';
 import type { StreamWriter } from './stream-writer.js';
-import { type FrameArenas, FrameBuilder, frameArenas } from '../util/frame-arenas.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type PublishAnswer = { offset: number | null | undefined };
@@ -56,15 +53,13 @@ interface Gather {
   ack: boolean;
   stream: string;
   key: Uint8Array | undefined;
-  /** The frame, its records copied in at each call (a caller may then reuse its buffers). */
-  frame: FrameBuilder;
-  /** Record bytes (lengths not counted), for the coalesce and turn bounds. */
+  payloads: Uint8Array[];
   bytes: number;
   /** The ack deadline of every caller, kept by one timer for the batch (the shortest asked). */
   timeoutMs: number;
   /** Acked: the first offset of the frame, shared; each caller's promise derives from it. */
   acked: Shared<number | undefined> | undefined;
-  /** Acked: each caller's first record in the frame and its shape, in call order (the derived
+  /** Acked: each caller's first record in `payloads` and its shape, in call order (the derived
    *  promises settle in the order they were made, so `answered` walks these). */
   indices: number[];
   shapes: AnswerShape[];
@@ -91,8 +86,6 @@ export interface PipeParts {
   table: RequestTable;
   writer: StreamWriter;
   turn: TurnBatcher;
-  /** Where large gathered frames are encoded (default: the process's shared arenas). */
-  arenas?: FrameArenas;
 }
 
 export class PublishPipe {
@@ -105,11 +98,9 @@ export class PublishPipe {
   private gatherScheduled = false;
   private failure: Error | null = null;
   private readonly binary: boolean;
-  private readonly arenas: FrameArenas;
 
   constructor(private readonly p: PipeParts) {
     this.binary = has(p.negotiated.flags, FLAG_BINARY_PUBLISH_ACKED);
-    this.arenas = p.arenas ?? frameArenas;
   }
 
   /** Fails what waits here for a window slot or the end of the turn (the table fails the rest). */
@@ -290,7 +281,7 @@ export class PublishPipe {
     timeoutMs: number,
   ): Gather {
     const g: Gather = {
-      ...{ ack, stream, key, frame: this.newFrame(ack, stream, key), bytes: 0, timeoutMs },
+      ...{ ack, stream, key, payloads: [], bytes: 0, timeoutMs },
       ...{ acked: ack ? shared() : undefined, indices: [], shapes: [], answered: 0 },
       written: ack ? undefined : shared(),
       next: plainAnswer,
@@ -302,16 +293,6 @@ export class PublishPipe {
       this.p.turn.atTurnEnd(this.sendGathers);
     }
     return g;
-  }
-
-  /** A frame with room for the head of a batch to `stream` and `key`, acked or not. */
-  private newFrame(ack: boolean, stream: string, key: Uint8Array | undefined): FrameBuilder {
-    const head = publishBatchHeadBytes({
-      ...{ tenantId: this.p.tenant, namespace: this.p.namespace, stream },
-      ...(key !== undefined ? { key } : {}),
-      ...(ack ? { requestId: 0, ackMode: 'per_batch' as const } : {}),
-    });
-    return new FrameBuilder(this.arenas, head, FRAME_RECORDS_BYTES_MAX);
   }
 
   private readonly sendGathers = (): void => {
@@ -338,7 +319,7 @@ export class PublishPipe {
       g = undefined;
     }
     g ??= this.openGather(id, false, stream, key, timeoutMs);
-    g.frame.append(payloads, bytes);
+    for (const p of payloads) g.payloads.push(p);
     g.bytes += bytes;
     if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
     const written = g.written!.promise;
@@ -358,7 +339,7 @@ export class PublishPipe {
       return;
     }
     if (!g.ack) {
-      this.pushGather(g);
+      this.p.writer.push(this.gatherFrame(g));
       const w = g.written!;
       this.p.writer.whenWritten(g.timeoutMs, g.stream).then(w.resolve, w.reject);
       return;
@@ -382,26 +363,19 @@ export class PublishPipe {
       },
       publishTo: g.stream,
     });
-    this.pushGather(g, requestId);
+    this.p.writer.push(this.gatherFrame(g, requestId));
   }
 
-  /**
-   * Queues a gather's publish frame, acked (one ack for the batch) when it has a request id: the
-   * head goes in front of the records copied in so far. A frame in a reused arena gives it back
-   * once the writer and the transport are done with it.
-   */
-  private pushGather(g: Gather, requestId?: number): void {
-    const frame = g.frame.frame();
-    writePublishBatchHead(
-      frame,
-      {
-        ...{ tenantId: this.p.tenant, namespace: this.p.namespace, stream: g.stream },
-        ...(g.key !== undefined ? { key: g.key } : {}),
-        ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
-      },
-      g.frame.count,
-    );
-    this.p.writer.push(frame, g.frame.release());
+  /** A gather's publish frame: acked (one ack for the batch) when it has a request id. */
+  private gatherFrame(g: Gather, requestId?: number): Uint8Array {
+    return encodePublishBatch({
+      tenantId: this.p.tenant,
+      namespace: this.p.namespace,
+      stream: g.stream,
+      payloads: g.payloads,
+      ...(g.key !== undefined ? { key: g.key } : {}),
+      ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
+    });
   }
 
   /** The shard count of a stream (0: unknown stream) and its routing. */
@@ -465,10 +439,6 @@ export class PublishPipe {
   }
 }
 
-/** The most record bytes a gathered frame holds: its coalesce bounds, lengths included (one
- *  record alone may be larger: the frame then grows to fit it). */
-const FRAME_RECORDS_BYTES_MAX = PUBLISH_COALESCE_BYTES_MAX + 4 * PUBLISH_COALESCE_RECORDS_MAX;
-
 /** The gather of a stream and key: '' joins them, never ambiguous (a stream name has no NUL). */
 function gatherId(stream: string, key: Uint8Array | undefined): string {
   return key === undefined ? stream : `${stream}\u0000${Buffer.from(key).toString('latin1')}`;
@@ -476,7 +446,7 @@ function gatherId(stream: string, key: Uint8Array | undefined): string {
 
 function fits(g: Gather, records: number, bytes: number): boolean {
   return (
-    g.frame.count + records <= PUBLISH_COALESCE_RECORDS_MAX &&
+    g.payloads.length + records <= PUBLISH_COALESCE_RECORDS_MAX &&
     g.bytes + bytes <= PUBLISH_COALESCE_BYTES_MAX
   );
 }
@@ -503,9 +473,9 @@ function join(
   timeoutMs: number,
   shape: AnswerShape,
 ): Promise<PublishAnswer> {
-  g.indices.push(g.frame.count);
+  g.indices.push(g.payloads.length);
   g.shapes.push(shape);
-  g.frame.append(payloads, bytes);
+  for (const p of payloads) g.payloads.push(p);
   g.bytes += bytes;
   if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
   // No promise or closure of the caller's own beyond this reaction: reactions to one promise

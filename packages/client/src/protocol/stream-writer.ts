@@ -5,9 +5,6 @@
  * never copied). A turn holds at most TURN_WRITE_BYTES_MAX (plus the frame that would pass it):
  * past it the frames so far are written at once, in order, and the turn goes on gathering.
  * A failed write is the stream's failure: `onError` hears it once.
- * A frame pushed with `released` (a view of a reused arena) gets it called once nothing refers
- * to the frame any more: when it was copied into a joined write, or when the transport says it
- * is done with the write that carries it; never when the write fails.
  */
 import type { TransportStream } from '@felix/transport';
 import { TimeoutError } from '../errors.js';
@@ -26,8 +23,6 @@ interface Written {
 
 export class StreamWriter {
   private parts: Uint8Array[] = [];
-  /** Beside `parts`: each frame's release, or undefined for a frame of its own allocation. */
-  private releases: Array<(() => void) | undefined> = [];
   private partsBytes = 0;
   private queued = false;
   /** The promise of the frames pushed since the last flush, made when a caller asks for it. */
@@ -45,15 +40,13 @@ export class StreamWriter {
     return this.partsBytes;
   }
 
-  /** Queues `frame` for the end of this turn; `released`, if given, runs once nothing refers
-   *  to `frame` any more (see the class comment). */
-  push(frame: Uint8Array, released?: () => void): void {
+  /** Queues `frame` for the end of this turn. */
+  push(frame: Uint8Array): void {
     // Written before `frame` joins: a caller's `whenWritten` right after this push covers it.
     if (this.partsBytes > 0 && this.partsBytes + frame.byteLength > TURN_WRITE_BYTES_MAX) {
       this.writeOut();
     }
     this.parts.push(frame);
-    this.releases.push(released);
     this.partsBytes += frame.byteLength;
     if (!this.queued) {
       this.queued = true;
@@ -104,12 +97,9 @@ export class StreamWriter {
       return;
     }
     const bytes = this.partsBytes;
-    const releases = this.releases;
     this.parts = [];
-    this.releases = [];
     this.partsBytes = 0;
-    const done =
-      n === 1 ? this.stream.write(parts[0]!, releases[0]) : this.writeRuns(parts, releases, bytes);
+    const done = n === 1 ? this.stream.write(parts[0]!) : this.writeRuns(parts, bytes);
     if (w === null) done.catch(this.failed);
     else
       done.then(
@@ -125,13 +115,9 @@ export class StreamWriter {
    * Writes `parts` as runs joined up to WRITE_COALESCE_BYTES_MAX (a part larger than that goes
    * alone, uncopied); the transport keeps writes in call order, so only the last is awaited.
    */
-  private writeRuns(
-    parts: Uint8Array[],
-    releases: Array<(() => void) | undefined>,
-    bytes: number,
-  ): Promise<void> {
+  private writeRuns(parts: Uint8Array[], bytes: number): Promise<void> {
     if (bytes <= WRITE_COALESCE_BYTES_MAX)
-      return this.stream.write(joined(parts, releases, 0, parts.length, bytes));
+      return this.stream.write(joined(parts, 0, parts.length, bytes));
     let from = 0;
     let runBytes = 0;
     let last: Promise<void> | undefined;
@@ -143,10 +129,8 @@ export class StreamWriter {
       }
       if (i > from) {
         last?.catch(this.failed);
-        last =
-          i - from === 1
-            ? this.stream.write(parts[from]!, releases[from])
-            : this.stream.write(joined(parts, releases, from, i, runBytes));
+        const run = i - from === 1 ? parts[from]! : joined(parts, from, i, runBytes);
+        last = this.stream.write(run);
       }
       from = i;
       runBytes = size;
@@ -158,7 +142,6 @@ export class StreamWriter {
     if (this.failure !== null) return;
     this.failure = err;
     this.parts = [];
-    this.releases = [];
     this.partsBytes = 0;
     const w = this.written;
     this.written = null;
@@ -174,20 +157,12 @@ function settle(w: Written, err: unknown): void {
   else w.reject(err);
 }
 
-/** One copy of `parts[from..to)`; a copied frame's arena is free again at once. */
-function joined(
-  parts: Uint8Array[],
-  releases: Array<(() => void) | undefined>,
-  from: number,
-  to: number,
-  bytes: number,
-): Uint8Array {
+function joined(parts: Uint8Array[], from: number, to: number, bytes: number): Uint8Array {
   const out = new Uint8Array(bytes);
   let at = 0;
   for (let i = from; i < to; i++) {
     out.set(parts[i]!, at);
     at += parts[i]!.byteLength;
-    releases[i]?.();
   }
   return out;
 }

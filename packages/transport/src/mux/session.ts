@@ -113,9 +113,6 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
   private slabSealed = 0;
   private out: Uint8Array[] = [];
   private outBytes = 0;
-  /** Releases of written chunks whose last byte is in `out`: they run when the socket's write
-   *  of `out` completes (at most one per queued piece of `out`, so bounded with it). */
-  private releases: Array<() => void> = [];
   private flushScheduled = false;
   private drainWaiter: Promise<void> | null = null;
   private resolveDrain: (() => void) | null = null;
@@ -244,16 +241,13 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
 
   // ---- StreamHost ---------------------------------------------------------------------------
 
-  sendData(id: number, chunk: Uint8Array, released?: () => void): void {
+  sendData(id: number, chunk: Uint8Array): void {
     if (this.closeInfo) return;
     let at = 0;
     while (chunk.length - at > MUX_FRAME_PAYLOAD_BYTES_MAX) {
       this.appendFrame(FRAME_DATA, id, chunk.subarray(at, at + MUX_FRAME_PAYLOAD_BYTES_MAX));
       at += MUX_FRAME_PAYLOAD_BYTES_MAX;
     }
-    // Queued before the last piece: whichever flush writes that piece (this append's own, when
-    // it fills the batch, or the turn's) carries the release with it.
-    if (released !== undefined) this.releases.push(released);
     this.appendFrame(FRAME_DATA, id, at === 0 ? chunk : chunk.subarray(at));
   }
 
@@ -507,18 +501,12 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     this.counters.bytesSent += this.outBytes;
     this.outBytes = 0;
     this.counters.packetsSent++;
-    const releases = this.releases;
-    if (releases.length > 0) this.releases = [];
     if (this.socket.destroyed) return;
-    // Node completes a socket's writes in order: the last one's callback means all are done.
-    const done = releases.length > 0 ? releaseAll(releases) : undefined;
     if (out.length === 1) {
-      this.socket.write(out[0]!, done);
+      this.socket.write(out[0]!);
     } else {
       this.socket.cork();
-      const last = out.length - 1;
-      for (let i = 0; i < last; i++) this.socket.write(out[i]!);
-      this.socket.write(out[last]!, done);
+      for (const c of out) this.socket.write(c);
       this.socket.uncork();
     }
   }
@@ -611,7 +599,6 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     if (abrupt || this.socket.destroyed) {
       this.out = [];
       this.outBytes = 0;
-      this.releases = [];
       this.socket.destroy();
     } else {
       this.flush();
@@ -651,13 +638,4 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
   destroy(): void {
     this.finish({ code: CLOSE_CODE_FORCED, reason: 'forced close' }, true);
   }
-}
-
-/** The socket write callback that runs `releases` once the write succeeded (never on failure:
- *  a destroyed socket may still have held the chunks, so they go to the garbage collector). */
-function releaseAll(releases: Array<() => void>): (err?: Error | null) => void {
-  return (err) => {
-    if (err) return;
-    for (const r of releases) r();
-  };
 }

@@ -11,8 +11,7 @@ import type { StreamKind, TransportStream } from '../types.js';
 
 /** What a stream needs from its session. */
 export interface StreamHost {
-  /** `released` runs once the socket no longer holds `chunk` (never if the socket fails). */
-  sendData(id: number, chunk: Uint8Array, released?: () => void): void;
+  sendData(id: number, chunk: Uint8Array): void;
   sendFin(id: number): void;
   sendReset(id: number, code: number): void;
   sendCredit(id: number, bytes: number): void;
@@ -28,7 +27,6 @@ export interface StreamHost {
 interface PendingWrite {
   chunk: Uint8Array;
   offset: number;
-  released: (() => void) | undefined;
   resolve: () => void;
   reject: (e: Error) => void;
 }
@@ -272,7 +270,7 @@ export class MuxStream implements TransportStream {
     }
   }
 
-  write(chunk: Uint8Array, released?: () => void): Promise<void> {
+  write(chunk: Uint8Array): Promise<void> {
     if (this.error) return Promise.reject(this.error);
     if (!this.canWrite)
       return Promise.reject(new StreamStateError(`stream ${this.id} is receive-only`));
@@ -281,12 +279,11 @@ export class MuxStream implements TransportStream {
     }
     if (this.writes.length === 0 && chunk.length <= this.sendCredit) {
       this.sendCredit -= chunk.length;
-      if (chunk.length > 0) this.host.sendData(this.id, chunk, released);
-      else released?.();
+      if (chunk.length > 0) this.host.sendData(this.id, chunk);
       return this.host.writeReady();
     }
     return new Promise((resolve, reject) => {
-      this.writes.push({ chunk, offset: 0, released, resolve, reject });
+      this.writes.push({ chunk, offset: 0, resolve, reject });
       this.pumpWrites();
     });
   }
@@ -296,12 +293,9 @@ export class MuxStream implements TransportStream {
       const w = this.writes[0]!;
       const left = w.chunk.length - w.offset;
       const n = Math.min(left, this.sendCredit);
-      // Only the piece that carries the last byte releases the chunk: the socket completes its
-      // writes in order, so by then every earlier piece is done too.
       this.host.sendData(
         this.id,
         w.offset === 0 && n === left ? w.chunk : w.chunk.subarray(w.offset, w.offset + n),
-        n === left ? w.released : undefined,
       );
       this.sendCredit -= n;
       w.offset += n;

@@ -147,7 +147,7 @@ export class QuicStreamAdapter implements TransportStream {
     return this.writer;
   }
 
-  async write(chunk: Uint8Array, released?: () => void): Promise<void> {
+  async write(chunk: Uint8Array): Promise<void> {
     if (this.localReset) throw this.localReset;
     if (this.peerReset) throw this.peerReset;
     if (!this.canWrite) throw new StreamStateError(`stream ${this.id} is receive-only`);
@@ -159,8 +159,6 @@ export class QuicStreamAdapter implements TransportStream {
     try {
       // A peer reset errors the library's writable (see onPeerReset), which rejects this too.
       await w.write(chunk);
-      // The library's sink resolves once quiche's streamSend took every byte (it copies them).
-      released?.();
     } catch (err) {
       throw this.mapError(err);
     } finally {

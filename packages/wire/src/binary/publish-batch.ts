@@ -64,68 +64,21 @@ export function publishBatchFlags(batch: PublishBatch): number {
   return flags;
 }
 
-/**
- * Encodes a complete frame (header + payload) in one allocation, or, when `arena` is given and
- * large enough, into its first bytes (no allocation: the frame is a view of the arena, so
- * `frame.buffer === arena.buffer` tells the caller which happened).
- */
-export function encodePublishBatch(batch: PublishBatch, arena?: Uint8Array): Uint8Array {
+/** Encodes a complete frame (header + payload) in one allocation. */
+export function encodePublishBatch(batch: PublishBatch): Uint8Array {
   const flags = publishBatchFlags(batch);
   checkPrefixes(batch, flags);
-  const fields = payloadSize(batch, flags);
-  const writer = new ByteWriter(FRAME_HEADER_BYTES + fields.size, arena);
-  writeHead(writer, batch, flags, fields, fields.size);
-  writePayloadList(writer, batch.payloads);
-  return writer.finish();
-}
-
-/** What a frame built in place is about: a publish batch without its records. */
-export type PublishBatchHead = Omit<PublishBatch, 'payloads'>;
-
-const NO_PAYLOADS: Uint8Array[] = [];
-
-/**
- * Bytes of a publish batch frame before its first record (header, prefixes, names, record
- * count): a caller building the frame in place puts its records, each `{u32 len, bytes}`, from
- * there on. Its size does not depend on the request id's value.
- */
-export function publishBatchHeadBytes(head: PublishBatchHead): number {
-  const batch = { ...head, payloads: NO_PAYLOADS };
-  return FRAME_HEADER_BYTES + payloadSize(batch, publishBatchFlags(batch)).size;
-}
-
-/**
- * Completes a frame built in place: `frame` holds `publishBatchHeadBytes(head)` bytes of room,
- * then `count` records; this writes the head into the room. The result is the frame
- * `encodePublishBatch` makes of the same batch.
- */
-export function writePublishBatchHead(
-  frame: Uint8Array,
-  head: PublishBatchHead,
-  count: number,
-): void {
-  const batch = { ...head, payloads: NO_PAYLOADS };
-  const flags = publishBatchFlags(batch);
-  checkPrefixes(batch, flags);
-  const fields = payloadSize(batch, flags);
-  const headBytes = FRAME_HEADER_BYTES + fields.size;
-  if (frame.byteLength < headBytes)
-    throw new FieldRangeError('publish batch frame', `is shorter than its ${headBytes}-byte head`);
-  const writer = new ByteWriter(headBytes, frame);
-  writeHead(writer, batch, flags, fields, frame.byteLength - FRAME_HEADER_BYTES);
-  writer.u32(count);
-  writer.finish();
-}
-
-/** The frame header, prefixes and names (everything before the record list). */
-function writeHead(
-  writer: ByteWriter,
-  batch: PublishBatch,
-  flags: number,
-  fields: { tenant: Uint8Array; namespace: Uint8Array; stream: Uint8Array },
-  payloadBytes: number,
-): void {
-  writeFrameHeader(writer.bytes, 0, flags, payloadBytes);
+  const tenant = u16Field(batch.tenantId, 'tenant');
+  const namespace = u16Field(batch.namespace, 'namespace');
+  const stream = u16Field(batch.stream, 'stream');
+  if (batch.key !== undefined) checkU16Bytes(batch.key, 'key');
+  let size =
+    6 + tenant.length + namespace.length + stream.length + payloadListBytes(batch.payloads);
+  if (flags & FLAG_BINARY_PUBLISH_ACKED) size += 9;
+  if (flags & FLAG_BINARY_PUBLISH_IDEMPOTENT) size += 16;
+  if (batch.key !== undefined) size += 2 + batch.key.length;
+  const writer = new ByteWriter(FRAME_HEADER_BYTES + size);
+  writeFrameHeader(writer.bytes, 0, flags, size);
   writer.position = FRAME_HEADER_BYTES;
   if (flags & FLAG_BINARY_PUBLISH_ACKED) {
     writer.u64(batch.requestId!, 'request_id');
@@ -136,23 +89,11 @@ function writeHead(
     writer.u64(batch.sequence!, 'sequence');
   }
   if (batch.key !== undefined) writeU16Bytes(writer, batch.key);
-  writeU16Bytes(writer, fields.tenant);
-  writeU16Bytes(writer, fields.namespace);
-  writeU16Bytes(writer, fields.stream);
-}
-
-/** The payload's size under `flags`, with the checked string fields it is made of. */
-function payloadSize(batch: PublishBatch, flags: number) {
-  const tenant = u16Field(batch.tenantId, 'tenant');
-  const namespace = u16Field(batch.namespace, 'namespace');
-  const stream = u16Field(batch.stream, 'stream');
-  if (batch.key !== undefined) checkU16Bytes(batch.key, 'key');
-  let size =
-    6 + tenant.length + namespace.length + stream.length + payloadListBytes(batch.payloads);
-  if (flags & FLAG_BINARY_PUBLISH_ACKED) size += 9;
-  if (flags & FLAG_BINARY_PUBLISH_IDEMPOTENT) size += 16;
-  if (batch.key !== undefined) size += 2 + batch.key.length;
-  return { size, tenant, namespace, stream };
+  writeU16Bytes(writer, tenant);
+  writeU16Bytes(writer, namespace);
+  writeU16Bytes(writer, stream);
+  writePayloadList(writer, batch.payloads);
+  return writer.finish();
 }
 
 function checkPrefixes(batch: PublishBatch, flags: number): void {

@@ -34,11 +34,8 @@ export class ByteWriter {
   private readonly view: DataView;
   position = 0;
 
-  /** Writes into a fresh buffer of `size` bytes, or into the first `size` bytes of `into` (an
-   *  arena the caller reuses: the frame is a view of it, valid until the caller reuses it). */
-  constructor(size: number, into?: Uint8Array) {
-    this.bytes =
-      into !== undefined && into.byteLength >= size ? into.subarray(0, size) : allocate(size);
+  constructor(size: number) {
+    this.bytes = allocate(size);
     this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, size);
   }
 
