@@ -84,6 +84,26 @@ describe('publish pipe', () => {
     expect(stream.writes).toHaveLength(1);
   });
 
+  it('a_buffer_reused_after_publish_returns_does_not_change_what_was_published', async () => {
+    const { pipe, frames } = rig();
+    const buf = bytes('a1');
+    const calls: Promise<unknown>[] = [];
+    for (const ack of [false, true]) {
+      for (const s of ['a1', 'b2', 'c3']) {
+        buf.set(bytes(s)); // the caller reuses its buffer once publish() returned
+        calls.push(pipe.publish('orders', [buf], { ack, gather: true, timeoutMs: 60_000 }));
+      }
+    }
+    buf.set(bytes('zz'));
+    for (const c of calls) c.catch(() => undefined); // acked ones are never answered here
+    await waitFor(() => frames().length === 2, 'both frames are written', 5_000);
+    const sent = frames().map((f) => decodePublishBatch(f.flags, f.payload).payloads.map(text));
+    expect(sent).toEqual([
+      ['a1', 'b2', 'c3'],
+      ['a1', 'b2', 'c3'],
+    ]);
+  });
+
   it('unacknowledged_publishes_past_the_coalesce_bound_start_a_new_frame', async () => {
     const { pipe, frames } = rig();
     const n = PUBLISH_COALESCE_RECORDS_MAX + 1;

@@ -319,7 +319,9 @@ export class PublishPipe {
       g = undefined;
     }
     g ??= this.openGather(id, false, stream, key, timeoutMs);
-    for (const p of payloads) g.payloads.push(p);
+    // Copied at the call: the caller may reuse its buffer once publish() returns.
+    // Copied at the call: the caller may reuse its buffer once publish() returns.
+  for (const p of payloads) g.payloads.push(p.slice());
     g.bytes += bytes;
     if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
     const written = g.written!.promise;
@@ -475,7 +477,7 @@ function join(
 ): Promise<PublishAnswer> {
   g.indices.push(g.payloads.length);
   g.shapes.push(shape);
-  for (const p of payloads) g.payloads.push(p);
+  for (const p of payloads) g.payloads.push(p.slice());
   g.bytes += bytes;
   if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
   // No promise or closure of the caller's own beyond this reaction: reactions to one promise
