@@ -16,6 +16,7 @@ const broker = await runBroker(
 const felix = await connect({
   servers: [broker.url(transport)],
   tenant: 't1',
+  token: await broker.tokenFor('t1'),
   tls: { fingerprint: broker.fingerprint },
 });
 console.log(`broker up at ${broker.url(transport)}`);

@@ -26,6 +26,7 @@ console.log(`broker up on ${transport}://127.0.0.1:${port}, data in ${dir}`);
 const felix = await connect({
   servers: [`${transport}://127.0.0.1:${port}`],
   tenant: 't1',
+  token: await broker.tokenFor('t1'),
   tls: { fingerprint: broker.fingerprint },
   idleTimeoutMs: 2000,
   reconnect: { baseMs: 50, maxDelayMs: 500 },

@@ -29,6 +29,7 @@ async function measure(transport) {
   const felix = await connect({
     servers: [`${transport}://127.0.0.1:${port}`],
     tenant: 't1',
+    token: await broker.tokenFor('t1'),
     tls: { fingerprint: broker.fingerprint },
   });
   const first = await felix.publish('ticks', 'start');

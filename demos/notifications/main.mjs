@@ -22,8 +22,13 @@ const yaml = [
 ].join('\n');
 const broker = await runBroker('notifications', yaml);
 const text = (b) => new TextDecoder().decode(b);
-const open = (tenant) =>
-  connect({ servers: [broker.url(transport)], tenant, tls: { fingerprint: broker.fingerprint } });
+const open = async (tenant) =>
+  connect({
+    servers: [broker.url(transport)],
+    tenant,
+    token: await broker.tokenFor(tenant),
+    tls: { fingerprint: broker.fingerprint },
+  });
 
 const ac = new AbortController();
 const received = new Map(); // "tenant/dashboard" -> alerts seen

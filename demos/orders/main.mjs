@@ -19,10 +19,12 @@ const broker = await runBroker(
     '',
   ].join('\n'),
 );
+const shopToken = await broker.tokenFor('shop');
 const connectShop = () =>
   connect({
     servers: [broker.url(transport)],
     tenant: 'shop',
+    token: shopToken,
     tls: { fingerprint: broker.fingerprint },
   });
 const felix = await connectShop();

@@ -15,6 +15,7 @@ const broker = await runBroker(
 const felix = await connect({
   servers: [broker.url(transport)],
   tenant: 't1',
+  token: await broker.tokenFor('t1'),
   tls: { fingerprint: broker.fingerprint },
 });
 const text = (b) => new TextDecoder().decode(b);
@@ -103,6 +104,7 @@ console.log('   worker-7 got:', show(held), '(claimed for 60 s), then its proces
 const restarted = await connect({
   servers: [broker.url(transport)],
   tenant: 't1',
+  token: await broker.tokenFor('t1'),
   tls: { fingerprint: broker.fingerprint },
 });
 const reborn = restarted.group('jobs', 'workers', { shard: 0, consumer: 'worker-7' });

@@ -1,6 +1,7 @@
 // Starts and stops a standalone felix-broker child process for a demo. The demo itself talks to
 // the broker only through @felix/client; this file is the one place the demos share.
 // FELIX_BROKER_MAIN overrides the path of the built broker (default services/broker/dist/main.js).
+import { demoCredentials, tenantsOf } from './tokens.mjs';
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,6 +44,9 @@ export async function startBroker({ dir, yaml, port, httpPort, env = {} }) {
   mkdirSync(dir, { recursive: true });
   const configPath = join(dir, 'broker.yaml');
   writeFileSync(configPath, yaml);
+  // The secure path unless the demo asks otherwise: the broker verifies tokens signed with the
+  // tenants' keys kept here, and the demo connects with `tokenFor(tenant)`.
+  const creds = await demoCredentials(dir, tenantsOf(yaml));
   const child = spawn(process.execPath, [...BROKER_NODE_FLAGS, BROKER_MAIN], {
     env: {
       ...process.env,
@@ -50,9 +54,8 @@ export async function startBroker({ dir, yaml, port, httpPort, env = {} }) {
       FELIX_DURABLE_STORAGE_DIR: join(dir, 'data'),
       FELIX_BROKER_PORT: String(port),
       FELIX_BROKER_HTTP_PORT: String(httpPort),
-      // Explicit dev mode (tokens accepted as given) until the demos mint real tokens through
-      // the control plane's bootstrap (issue 21); a demo may pass its own FELIX_AUTH_* in `env`.
-      FELIX_AUTH_MODE: 'dev',
+      FELIX_AUTH_MODE: 'tokens',
+      FELIX_AUTH_KEYS_FILE: creds.keysFile,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -95,6 +98,8 @@ export async function startBroker({ dir, yaml, port, httpPort, env = {} }) {
   return {
     url: (transport = 'quic') => `${transport}://127.0.0.1:${port}`,
     fingerprint: listening.cert_fingerprint,
+    /** A token of `tenant` for this broker (the data permissions a demo uses). */
+    tokenFor: creds.tokenFor,
     kill: () => end('SIGKILL'),
     stop: () => end('SIGTERM'),
   };

@@ -321,7 +321,7 @@ export class PublishPipe {
     g ??= this.openGather(id, false, stream, key, timeoutMs);
     // Copied at the call: the caller may reuse its buffer once publish() returns.
     // Copied at the call: the caller may reuse its buffer once publish() returns.
-  for (const p of payloads) g.payloads.push(p.slice());
+    for (const p of payloads) g.payloads.push(p.slice());
     g.bytes += bytes;
     if (timeoutMs < g.timeoutMs) g.timeoutMs = timeoutMs;
     const written = g.written!.promise;
