@@ -12,6 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
+import { fnv1a64 } from '@felix/common';
 import { type Child, spawnNode, waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cacheShards, projectionRoot } from '../src/cache/projection-store.js';
@@ -337,6 +338,19 @@ describe('directory lock', () => {
   it('a_garbled_lock_file_left_by_a_power_loss_is_taken_over', async () => {
     const dir = await scratchRoot();
     await writeFile(join(dir, DIR_LOCK_FILE), new Uint8Array(64));
+    const lock = await lockDir(dir);
+    expect(await lockPid(dir)).toBe(process.pid);
+    await lock.release();
+  });
+
+  it('a_torn_lock_and_a_torn_claim_on_it_left_by_a_power_loss_are_taken_over', async () => {
+    // A power loss mid take-over: the lock file and the claim on it both came back empty. Named
+    // by content alone, the empty claim was the claim of its own instance, and every attempt
+    // claimed it again until the bound (found by power_loss's property, seed -361136311).
+    const dir = await scratchRoot();
+    await writeFile(join(dir, DIR_LOCK_FILE), new Uint8Array(0));
+    const empty = `x${fnv1a64(new Uint8Array(0)).toString(16)}`;
+    await writeFile(join(dir, `${DIR_LOCK_FILE}.claim.${empty}`), new Uint8Array(0));
     const lock = await lockDir(dir);
     expect(await lockPid(dir)).toBe(process.pid);
     await lock.release();

@@ -23,7 +23,7 @@
  * Every file operation goes through the `Io` seam (holder.ts reads /proc through it too), so
  * a fault injected there reaches the lock as it reaches the log.
  */
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { DataDirLockBusyError, DataDirLockedError } from '../errors.js';
 import { type Io, writeFully } from '../io/io.js';
 import { nodeIo } from '../io/node-io.js';
@@ -74,7 +74,7 @@ async function judge(io: Io, path: string, dirId: string): Promise<Seen> {
   if (bytes === null) return { kind: 'missing' };
   const holder = decodeHolder(bytes);
   if (holder !== null && (await isAlive(io, holder, dirId))) return { kind: 'live', holder };
-  return { kind: 'stale', id: instanceId(bytes) };
+  return { kind: 'stale', id: instanceId(bytes, basename(path)) };
 }
 
 /** Creates `path` holding `content`, atomically; false when the name already exists. */
@@ -133,7 +133,9 @@ async function removeStale(site: Site, target: string, id: string, depth: number
   try {
     const now = await readLockFile(io, target);
     // Only this claim's creator may remove instance `id`, so it cannot change under us here.
-    if (now !== null && instanceId(now) === id) await ignoreMissing(io.unlink(target));
+    if (now !== null && instanceId(now, basename(target)) === id) {
+      await ignoreMissing(io.unlink(target));
+    }
   } finally {
     // Our own claim: one left behind names a gone instance, and the next holder sweeps it.
     await io.unlink(claim).catch(() => undefined);

@@ -57,8 +57,15 @@ export function decodeHolder(bytes: Uint8Array): Holder | null {
 }
 
 /** What identifies one lock (or claim) instance: its nonce, else a hash of its bytes. */
-export function instanceId(bytes: Uint8Array): string {
-  return decodeHolder(bytes)?.nonce ?? `x${fnv1a64(bytes).toString(16)}`;
+export function instanceId(bytes: Uint8Array, name = ''): string {
+  const nonce = decodeHolder(bytes)?.nonce;
+  if (nonce !== undefined) return nonce;
+  // Torn content is named by the file's name too: after a power loss a lock file and its claim
+  // can both be empty, and one id for both would make the claim claim itself forever.
+  const named = new Uint8Array(name.length + bytes.length);
+  for (let i = 0; i < name.length; i++) named[i] = name.charCodeAt(i) & 0xff;
+  named.set(bytes, name.length);
+  return `x${fnv1a64(named).toString(16)}`;
 }
 
 export function errnoOf(err: unknown): string | undefined {
