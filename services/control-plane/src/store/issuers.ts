@@ -11,7 +11,7 @@ import {
 } from '../errors.js';
 import { IDP_ISSUERS_PER_TENANT_MAX } from '../limits.js';
 import { type Row, num, str } from './rows.js';
-import type { Sql } from './sql.js';
+import type { Sql, SqlParam } from './sql.js';
 import { findTenant } from './tenants.js';
 import type { Transactions, Write } from './transaction.js';
 import type { IdpIssuer } from './types.js';
@@ -47,6 +47,15 @@ async function findIssuer(q: Sql, tenant: string, issuer: string): Promise<IdpIs
  * Adds an issuer inside an open write. An identical existing one is left alone (created false);
  * a different one under the same name conflicts (changing an issuer is `replace`).
  */
+/** An issuer's columns in COLUMNS order ($1..$7 of its insert and update). */
+function issuerParams(i: IdpIssuer): SqlParam[] {
+  const { tenant_id, issuer, audiences, jwks_url, discovery_url, subject_claim, groups_claim } = i;
+  return [
+    ...[tenant_id, issuer, JSON.stringify(audiences), jwks_url, discovery_url],
+    ...[subject_claim, groups_claim],
+  ];
+}
+
 export async function insertIssuer(w: Write, i: IdpIssuer): Promise<boolean> {
   const count = await w.q.query<Row>('SELECT COUNT(*) AS n FROM idp_issuers WHERE tenant_id = $1', [
     i.tenant_id,
@@ -54,16 +63,7 @@ export async function insertIssuer(w: Write, i: IdpIssuer): Promise<boolean> {
   const ins = await w.q.query(
     `INSERT INTO idp_issuers (${COLUMNS}, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (tenant_id, issuer) DO NOTHING RETURNING issuer`,
-    [
-      i.tenant_id,
-      i.issuer,
-      JSON.stringify(i.audiences),
-      i.jwks_url,
-      i.discovery_url,
-      i.subject_claim,
-      i.groups_claim,
-      w.nowMs(),
-    ],
+    [...issuerParams(i), w.nowMs()],
   );
   if (ins.length === 0) {
     const existing = await findIssuer(w.q, i.tenant_id, i.issuer);
@@ -94,15 +94,7 @@ export class IssuerRepository {
         `UPDATE idp_issuers SET audiences = $3, jwks_url = $4, discovery_url = $5,
            subject_claim = $6, groups_claim = $7
          WHERE tenant_id = $1 AND issuer = $2 RETURNING issuer`,
-        [
-          i.tenant_id,
-          i.issuer,
-          JSON.stringify(i.audiences),
-          i.jwks_url,
-          i.discovery_url,
-          i.subject_claim,
-          i.groups_claim,
-        ],
+        issuerParams(i),
       );
       if (upd.length === 0)
         throw new IssuerNotFoundError(`tenant ${i.tenant_id} has no issuer ${i.issuer}`);

@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newSigningKey } from '../../auth/keys.js';
 import { checkName } from '../../catalog-names.js';
 import type { RouteContext } from '../context.js';
@@ -108,6 +108,20 @@ function keyListAndStageRoutes(app: FastifyInstance, ctx: RouteContext): void {
 
 function keyChangeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { store, keys } = ctx;
+  /** One key's change: made in the store, the tenant's cached keys dropped, logged with who. */
+  const change =
+    (
+      act: (tenant: string, kid: string) => ReturnType<typeof store.signingKeys.retire>,
+      what: string,
+    ) =>
+    async (req: FastifyRequest) => {
+      const p = req.params as Static<typeof KeyParams>;
+      const t = checkName('tenant_id', p.tenant_id);
+      const k = await act(t, p.kid);
+      keys.invalidate(t);
+      req.log.info({ tenant: t, kid: k.kid, by: req.principal?.claims.sub }, `signing key ${what}`);
+      return view(k);
+    };
   app.post(`${base}/:kid/activate`, {
     schema: {
       tags: ['auth'],
@@ -115,17 +129,7 @@ function keyChangeRoutes(app: FastifyInstance, ctx: RouteContext): void {
       params: KeyParams,
       response: S.responses({ 200: SigningKey }),
     },
-    handler: async (req) => {
-      const p = req.params as Static<typeof KeyParams>;
-      const t = checkName('tenant_id', p.tenant_id);
-      const k = await store.signingKeys.activate(t, p.kid);
-      keys.invalidate(t);
-      req.log.info(
-        { tenant: t, kid: k.kid, by: req.principal?.claims.sub },
-        'signing key activated',
-      );
-      return view(k);
-    },
+    handler: change((t, kid) => store.signingKeys.activate(t, kid), 'activated'),
   });
 
   app.delete(`${base}/:kid`, {
@@ -135,13 +139,6 @@ function keyChangeRoutes(app: FastifyInstance, ctx: RouteContext): void {
       params: KeyParams,
       response: S.responses({ 200: SigningKey }),
     },
-    handler: async (req) => {
-      const p = req.params as Static<typeof KeyParams>;
-      const t = checkName('tenant_id', p.tenant_id);
-      const k = await store.signingKeys.retire(t, p.kid);
-      keys.invalidate(t);
-      req.log.info({ tenant: t, kid: k.kid, by: req.principal?.claims.sub }, 'signing key retired');
-      return view(k);
-    },
+    handler: change((t, kid) => store.signingKeys.retire(t, kid), 'retired'),
   });
 }
