@@ -1,1 +1,4 @@
 export * from './types.js';
+export { FelixCluster, startCluster } from './cluster.js';
+export * from './errors.js';
+export { scaled, timeoutScale } from './limits.js';
