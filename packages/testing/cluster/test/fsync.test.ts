@@ -24,7 +24,7 @@ async function refusalOf(p: Promise<unknown>): Promise<string | null> {
 describe('startCluster storage faults', () => {
   const held = clusterPerTest();
 
-  it('fsync_faults_of_a_cluster_broker_delay_then_refuse_its_publishes_until_it_restarts', async () => {
+  it('a_cluster_brokers_fsync_faults_delay_then_refuse_publishes_until_a_restart', async () => {
     const c = await startCluster({
       brokers: 1,
       streams: [{ name: 'audit', shards: 1 }],
