@@ -4,12 +4,22 @@
 // restart on the same schema.
 // Method: real clusters from startCluster (built dist/ of the broker and the control plane), one
 // small cluster per test, @felix/client for publishes and subscriptions from offset 0.
+import { existsSync } from 'node:fs';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { NodeStateError, UnknownNodeError, scaled, startCluster } from '../src/index.js';
 import { clusterPerTest, readUpTo } from './support.js';
 
 const SETTLE_MS = 30_000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false; // ESRCH: no such process
+  }
+}
 
 describe('startCluster process faults', () => {
   const held = clusterPerTest();
@@ -54,6 +64,13 @@ describe('startCluster process faults', () => {
     } finally {
       await felix.close();
     }
+    // Shutdown resumes a paused broker, ends every process and removes the dir.
+    await c.pause(0);
+    const pids = [c.nodes[0]?.pid, c.controlPlane.proc.pid];
+    await c.shutdown();
+    held.cluster = undefined;
+    for (const pid of pids) expect(alive(pid as number)).toBe(false);
+    expect(existsSync(c.dir)).toBe(false);
   });
 
   it('a_killed_broker_restarts_on_its_data_and_serves_what_it_acked', async () => {

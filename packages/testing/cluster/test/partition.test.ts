@@ -4,6 +4,8 @@
 // Method: a real 3-broker cluster from startCluster; the brokers' own gauges
 // (felix_broker_peer_reachable{peer}, felix_broker_controlplane_reachable) read from /metrics.
 // Needs the broker's fault seams (docs/reliability.md, "Fault seams in the broker").
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
@@ -42,6 +44,13 @@ describe('startCluster partitions', () => {
   it('a_partitioned_broker_cannot_reach_its_peers_or_the_control_plane', async () => {
     const c = await startCluster({ brokers: 3, streams: [{ name: 'events', shards: 3 }] });
     held.cluster = c;
+    // Every broker was started with its own fault files (their paths are in its log).
+    for (const n of c.nodes) {
+      const log = await readFile(n.logPath, 'utf8');
+      expect(log).toContain(`"partition_file":${JSON.stringify(join(c.dir, n.id, 'partition'))}`);
+      const storage = join(c.dir, n.id, 'storage-faults');
+      expect(log).toContain(`"storage_fault_file":${JSON.stringify(storage)}`);
+    }
     const all: [number, number][] = [
       [0, 1],
       [0, 2],
