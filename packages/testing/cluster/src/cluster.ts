@@ -229,18 +229,41 @@ export class FelixCluster implements Cluster {
     if (!ok) throw new NotServedError(`not every broker registered live within the deadline`);
   }
 
+  /** Every shard assignment of the control plane (all tenants). */
+  async assignments(): Promise<Assignment[]> {
+    this.open();
+    const page = (await this.controlPlane.api(
+      this.operatorToken,
+      'GET',
+      '/v1/shard-assignments?limit=10000',
+    )) as { items: Assignment[] };
+    return page.items;
+  }
+
+  /**
+   * The broker the control plane names leader of a shard of the cluster's namespace, or
+   * undefined. The client does not follow `not_leader` refusals yet: a workload on several
+   * brokers connects to the leader of what it uses (`connect({ servers: [leader.url()] })`).
+   */
+  async leaderOf(name: string, shard = 0, kind: 'stream' | 'cache' = 'stream') {
+    const a = (await this.assignments()).find(
+      (x) =>
+        x.tenant_id === this.tenant &&
+        x.namespace === this.namespace &&
+        x.kind === kind &&
+        x.stream === name &&
+        x.shard === shard,
+    );
+    return a === undefined ? undefined : this.brokers.find((b) => b.id === a.leader);
+  }
+
   async waitServed(deadlineMs = scaled(SERVED_DEADLINE_MS)): Promise<void> {
     this.open();
     let why: string | null = 'not asked yet';
     const where = { tenant: this.tenant, namespace: this.namespace };
     const ok = await pollUntil(
       async () => {
-        const page = (await this.controlPlane.api(
-          this.operatorToken,
-          'GET',
-          '/v1/shard-assignments?limit=10000',
-        )) as { items: Assignment[] };
-        why = await unserved(this.expected, page.items, where, this.brokers);
+        why = await unserved(this.expected, await this.assignments(), where, this.brokers);
         return why === null;
       },
       deadlineMs,

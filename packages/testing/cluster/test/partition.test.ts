@@ -51,6 +51,9 @@ describe('startCluster partitions', () => {
       const storage = join(c.dir, n.id, 'storage-faults');
       expect(log).toContain(`"storage_fault_file":${JSON.stringify(storage)}`);
     }
+    for (const shard of [0, 1, 2]) {
+      expect(c.nodes).toContain(await c.leaderOf('events', shard));
+    }
     const all: [number, number][] = [
       [0, 1],
       [0, 2],
