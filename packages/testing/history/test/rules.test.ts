@@ -120,6 +120,28 @@ describe('history rules', () => {
     expect(brokenRules(verdictOf(h))).toEqual([]);
   });
 
+  it('two_acks_of_one_hand_out_count_as_one_completion', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('a_record_given_back_by_a_nack_may_be_completed_by_the_next_consumer', () => {
+    const given = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    given.publish('pub-0', 's', 'a').ok(0, 0);
+    given.at(100).poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    given.nack('group-0', 's', 'g', 0, 0).ok();
+    given.poll('group-1', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    given.ack('group-0', 's', 'g', 0, 0).ok();
+    given.ack('group-1', 's', 'g', 0, 0).ok();
+    given.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(given))).toEqual([]);
+  });
+
   it('an_acked_record_handed_out_again_by_an_on_commit_cursor_is_caught', () => {
     const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
     h.publish('pub-0', 's', 'a').ok(0, 0);

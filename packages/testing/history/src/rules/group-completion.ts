@@ -45,13 +45,20 @@ export function handOutsOf(index: HistoryIndex): Map<string, Map<number, HandOut
   return all;
 }
 
+/** Acks or nacks per stream, group, shard and offset (NUL-joined). */
+function settlesOf(index: HistoryIndex, f: 'group_ack' | 'group_nack'): Map<string, Op[]> {
+  const settles = new Map<string, Op[]>();
+  for (const op of index.opsByF.get(f) ?? []) {
+    const a = op.invoke as GroupSettleInvoke;
+    pushTo(settles, `${a.stream}\u0000${a.group}\u0000${a.shard}\u0000${a.offset}`, op);
+  }
+  return settles;
+}
+
 export function checkGroupCompletion(index: HistoryIndex, findings: Findings): void {
   const handOuts = handOutsOf(index);
-  const acks = new Map<string, Op[]>();
-  for (const op of index.opsByF.get('group_ack') ?? []) {
-    const a = op.invoke as GroupSettleInvoke;
-    pushTo(acks, `${a.stream}\u0000${a.group}\u0000${a.shard}\u0000${a.offset}`, op);
-  }
+  const acks = settlesOf(index, 'group_ack');
+  const nacks = settlesOf(index, 'group_nack');
   const faults = (index.opsByF.get('nemesis') ?? []).map((op) => op.invoke as NemesisInvoke);
   for (const final of observed<GroupFinalLine>(index, 'group_final')) {
     checkFinal(index, final, acks, findings);
@@ -71,6 +78,7 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
         meta,
         outs,
         faults,
+        nacks: nacks.get(`${key}\u0000${offset}`) ?? [],
         findings,
         where: `group ${group} of stream ${stream} shard ${shard} offset ${offset}`,
       };
@@ -111,6 +119,7 @@ interface OffsetContext {
   meta: GroupMeta;
   outs: HandOut[];
   faults: NemesisInvoke[];
+  nacks: Op[];
   findings: Findings;
   where: string;
 }
@@ -124,31 +133,61 @@ function faultBetween(
   return faults.some((f) => kinds.has(f.fault) && f.t >= from && f.t <= to);
 }
 
-/** A second ok ack needs its hand-out to follow a lapsed claim or a fault. */
+/** The hand-out an ack settles: the latest one to its consumer before the ack began. */
+function handOutSettled(outs: HandOut[], ack: GroupSettleInvoke): HandOut | undefined {
+  let found: HandOut | undefined;
+  for (const h of outs) if (h.poll.consumer === ack.consumer && h.ok.t <= ack.t) found = h;
+  return found;
+}
+
+/** Whether `before`'s holder gave the record back (nack ok) before `out` handed it out again. */
+function givenBack(nacks: Op[], before: HandOut, out: HandOut): boolean {
+  return nacks.some((n) => {
+    const nack = n.invoke as GroupSettleInvoke;
+    const done = n.completion?.t;
+    return (
+      n.outcome === 'ok' &&
+      nack.consumer === before.poll.consumer &&
+      nack.t >= before.ok.t &&
+      done !== undefined &&
+      done <= out.ok.t
+    );
+  });
+}
+
+/**
+ * Two hand-outs acked ok is two completions: each hand-out after the first must follow a
+ * lapsed claim, a fault, or a nack of the hand-out before it. Two acks of one hand-out are one.
+ */
 function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
-  if (settled.length < 2) return;
-  for (const ack of settled.slice(1)) {
+  const acked = new Set<HandOut>();
+  for (const ack of settled) {
     const a = ack.invoke as GroupSettleInvoke;
-    const mine = ctx.outs.filter((h) => h.poll.consumer === a.consumer && h.ok.t <= a.t);
-    const out = mine[mine.length - 1];
-    if (out === undefined) {
+    const out = handOutSettled(ctx.outs, a);
+    if (out !== undefined) acked.add(out);
+    else {
       ctx.findings.add(
         'group-completion',
         `${ctx.where} acked by ${a.consumer}, who was never handed it`,
         [a, ack.completion],
       );
-      continue;
     }
+  }
+  if (acked.size < 2) return;
+  const completions = [...acked].sort((x, y) => ctx.outs.indexOf(x) - ctx.outs.indexOf(y));
+  for (const out of completions.slice(1)) {
     const before = ctx.outs[ctx.outs.indexOf(out) - 1];
     if (before === undefined) continue;
     const lapsed = out.ok.t >= before.poll.t + ctx.meta.visibilityMs;
     if (lapsed || faultBetween(ctx.faults, CLAIM_LOSS_FAULTS, before.poll.t, out.ok.t)) continue;
+    if (givenBack(ctx.nacks, before, out)) continue;
     ctx.findings.add(
       'group-completion',
       `${ctx.where} (value of attempt ${out.attempt}) was completed twice: handed to ` +
         `${out.poll.consumer} at ${out.ok.t} while ${before.poll.consumer}'s claim from ` +
-        `${before.poll.t} had not lapsed (visibility ${ctx.meta.visibilityMs} ms) and no fault came between`,
-      [before.ok, out.ok, settled[0]?.completion, ack.completion],
+        `${before.poll.t} had not lapsed (visibility ${ctx.meta.visibilityMs} ms), was not ` +
+        'given back, and no fault came between',
+      [before.ok, out.ok, ...settled.map((a) => a.completion)],
     );
   }
 }

@@ -49,9 +49,14 @@ export class History {
     });
   }
 
-  /** Moves the clock to `t` (the next line is written at it). */
+  /** The time of the last line written. */
+  clock(): number {
+    return this.now;
+  }
+
+  /** Moves the clock so the next line is written at `t`. */
   at(t: number): this {
-    this.now = t;
+    this.now = t - 1;
     return this;
   }
 
