@@ -15,7 +15,7 @@ import { checkPerShardOrder } from './rules/per-shard-order.js';
 import { computeStats } from './stats.js';
 
 export interface CheckOptions {
-  /** Violations kept per rule (byRule still counts them all); VIOLATIONS_PER_RULE_MAX by default. */
+  /** Violations kept per rule (byRule counts them all); VIOLATIONS_PER_RULE_MAX by default. */
   violationsPerRuleMax?: number;
 }
 

@@ -129,7 +129,8 @@ function pairCompletion(index: HistoryIndex, line: HistoryLine, findings: Findin
   if (op.invoke.f !== line.f || op.invoke.process !== line.process) {
     findings.add(
       'malformed-history',
-      `${line.id} was invoked as ${op.invoke.f} by ${op.invoke.process} but completed as ${line.f} by ${line.process}`,
+      `${line.id} was invoked as ${op.invoke.f} by ${op.invoke.process} ` +
+        `but completed as ${line.f} by ${line.process}`,
       [op.invoke, line],
     );
     return;

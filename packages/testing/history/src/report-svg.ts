@@ -111,34 +111,53 @@ function faultsOf(lines: readonly HistoryLine[], endT: number) {
   return faults.slice(0, SVG_FAULTS_MAX);
 }
 
+/** An element with attributes (numbers kept to one decimal) and escaped text content. */
+function el(tag: string, attrs: Record<string, string | number>, text = ''): string {
+  const list = Object.entries(attrs)
+    .map(([k, v]) => `${k}="${typeof v === 'number' ? v.toFixed(1) : escapeXml(v)}"`)
+    .join(' ');
+  return `<${tag} ${list}>${text}</${tag}>`;
+}
+
+function title(text: string): string {
+  return `<title>${escapeXml(text)}</title>`;
+}
+
+function headerText(report: Report, endT: number): string {
+  const total = Object.values(report.byRule).reduce((a, b) => a + b, 0);
+  const verdict = report.valid ? 'VALID' : `INVALID: ${total} violation(s)`;
+  return el('text', { x: 4, y: 16, 'font-size': 13 }, escapeXml(`${verdict}, ${endT} ms`));
+}
+
+function faultShade(f: { from: number; to: number; name: string }, x: Scale, height: number) {
+  const band = { x: x(f.from), y: HEADER_PX - 14, width: Math.max(1, x(f.to) - x(f.from)) };
+  const shade = el('rect', { ...band, height, fill: '#90caf9', opacity: 0.3 }, title(f.name));
+  const label = el('text', { x: x(f.from), y: HEADER_PX - 4, fill: '#1565c0' }, escapeXml(f.name));
+  return `<g class="fault">${shade}${label}</g>`;
+}
+
+type Scale = (t: number) => number;
+
 export function renderSvg(lines: readonly HistoryLine[], report: Report): string {
   const marked = new Set(report.violations.flatMap((v) => v.lines));
   const endT = lines.reduce((max, l) => Math.max(max, l.t), 1);
-  const x = (t: number) => LABEL_WIDTH_PX + (t / endT) * SVG_PLOT_WIDTH_PX;
+  const x: Scale = (t) => LABEL_WIDTH_PX + (t / endT) * SVG_PLOT_WIDTH_PX;
   const rows = [...rowsOf(lines, marked, endT)];
   const shown = rows.slice(0, SVG_ROWS_MAX);
   const height = HEADER_PX + (shown.length + 1) * SVG_ROW_HEIGHT_PX;
   const width = LABEL_WIDTH_PX + SVG_PLOT_WIDTH_PX + 20;
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
-    `<text x="4" y="16" font-size="13">${escapeXml(report.valid ? 'VALID' : `INVALID: ${report.violations.length} violation(s) shown`)}, ${endT} ms</text>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
+      'font-family="sans-serif" font-size="11">',
+    headerText(report, endT),
   ];
-  for (const f of faultsOf(lines, endT)) {
-    const w = Math.max(1, x(f.to) - x(f.from));
-    out.push(
-      `<g class="fault"><rect x="${x(f.from).toFixed(1)}" y="${HEADER_PX - 14}" width="${w.toFixed(1)}" height="${height - HEADER_PX + 14}" fill="#90caf9" opacity="0.3"><title>${escapeXml(f.name)}</title></rect>` +
-        `<text x="${x(f.from).toFixed(1)}" y="${HEADER_PX - 4}" fill="#1565c0">${escapeXml(f.name)}</text></g>`,
-    );
-  }
+  for (const f of faultsOf(lines, endT)) out.push(faultShade(f, x, height - HEADER_PX + 14));
   let marks = 0;
   shown.forEach(([process, items], r) => {
     const y = HEADER_PX + r * SVG_ROW_HEIGHT_PX;
-    out.push(`<text x="4" y="${y + SVG_ROW_HEIGHT_PX - 5}">${escapeXml(process)}</text>`);
-    const drawn =
-      items.length > SVG_OPS_PER_ROW_MAX
-        ? bucketRects(items, y, endT, x)
-        : items.map((it) => itemRect(it, y, x, false));
-    out.push(...drawn);
+    out.push(el('text', { x: 4, y: y + SVG_ROW_HEIGHT_PX - 5 }, escapeXml(process)));
+    const crowded = items.length > SVG_OPS_PER_ROW_MAX;
+    out.push(...(crowded ? bucketRects(items, y, endT, x) : items.map((it) => itemRect(it, y, x))));
     for (const it of items) {
       if (!it.violating || marks >= SVG_MARKS_MAX) continue;
       marks += 1;
@@ -146,23 +165,27 @@ export function renderSvg(lines: readonly HistoryLine[], report: Report): string
     }
   });
   if (rows.length > shown.length) {
-    out.push(
-      `<text x="4" y="${height - 4}">… ${rows.length - shown.length} more processes not drawn</text>`,
-    );
+    const more = `… ${rows.length - shown.length} more processes not drawn`;
+    out.push(el('text', { x: 4, y: height - 4 }, escapeXml(more)));
   }
   out.push('</svg>');
   return out.join('\n');
 }
 
-function itemRect(it: Item, y: number, x: (t: number) => number, violation: boolean): string {
-  const w = Math.max(2, x(it.to) - x(it.from));
-  const fill = violation ? VIOLATION_COLOUR : COLOURS[it.outcome];
-  const cls = violation ? ' class="violation" stroke="#000" stroke-width="0.5"' : '';
-  return `<rect${cls} x="${x(it.from).toFixed(1)}" y="${y + 3}" width="${w.toFixed(1)}" height="${SVG_ROW_HEIGHT_PX - 6}" fill="${fill}"><title>${escapeXml(it.label)}</title></rect>`;
+function itemRect(it: Item, y: number, x: Scale, violation = false): string {
+  const box = {
+    x: x(it.from),
+    y: y + 3,
+    width: Math.max(2, x(it.to) - x(it.from)),
+    height: SVG_ROW_HEIGHT_PX - 6,
+  };
+  if (!violation) return el('rect', { ...box, fill: COLOURS[it.outcome] }, title(it.label));
+  const mark = { class: 'violation', stroke: '#000', 'stroke-width': 0.5, fill: VIOLATION_COLOUR };
+  return el('rect', { ...mark, ...box }, title(it.label));
 }
 
-/** One rect per time bucket, coloured by its worst outcome, titled with its counts. */
-function bucketRects(items: Item[], y: number, endT: number, x: (t: number) => number): string[] {
+/** One rect per time bucket, coloured by its most doubtful outcome, titled with its counts. */
+function bucketRects(items: Item[], y: number, endT: number, x: Scale): string[] {
   const span = endT / SVG_BUCKETS_PER_ROW;
   const buckets = Array.from({ length: SVG_BUCKETS_PER_ROW }, () => ({ ok: 0, fail: 0, info: 0 }));
   for (const it of items) {
@@ -173,9 +196,14 @@ function bucketRects(items: Item[], y: number, endT: number, x: (t: number) => n
     const n = b.ok + b.fail + b.info;
     if (n === 0) return [];
     const outcome: Outcome = b.info > 0 ? 'info' : b.fail > 0 ? 'fail' : 'ok';
-    const title = `${n} ops: ok ${b.ok}, fail ${b.fail}, info ${b.info}`;
-    return [
-      `<rect class="bucket" x="${x(i * span).toFixed(1)}" y="${y + 3}" width="${Math.max(1, x((i + 1) * span) - x(i * span)).toFixed(1)}" height="${SVG_ROW_HEIGHT_PX - 6}" fill="${COLOURS[outcome]}"><title>${title}</title></rect>`,
-    ];
+    const box = {
+      class: 'bucket',
+      x: x(i * span),
+      y: y + 3,
+      width: Math.max(1, x((i + 1) * span) - x(i * span)),
+      height: SVG_ROW_HEIGHT_PX - 6,
+      fill: COLOURS[outcome],
+    };
+    return [el('rect', box, title(`${n} ops: ok ${b.ok}, fail ${b.fail}, info ${b.info}`))];
   });
 }

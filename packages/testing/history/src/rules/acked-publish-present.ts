@@ -30,7 +30,8 @@ export function checkAckedPublishPresent(index: HistoryIndex, findings: Findings
     } else if (found !== invoke.value) {
       findings.add(
         'acked-publish-present',
-        `acknowledged value ${invoke.value} at ${where} is not in the final read, which has ${found} there`,
+        `acknowledged value ${invoke.value} at ${where} is not in the final read, ` +
+          `which has ${found} there`,
         [invoke, ok, read],
       );
     }
@@ -52,7 +53,8 @@ function checkFinalReadsComplete(index: HistoryIndex, acked: Set<string>, findin
       if (index.finalReads.has(shardKey(stream, shard))) continue;
       findings.add(
         'malformed-history',
-        `incomplete final read: stream ${stream} shard ${shard} had acked publishes but no final_read`,
+        `incomplete final read: stream ${stream} shard ${shard} had acked publishes ` +
+          'but no final_read',
         [index.meta],
       );
     }

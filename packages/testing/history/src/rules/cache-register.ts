@@ -101,7 +101,8 @@ function checkGet(get: Op, puts: Op[], findings: Findings) {
     const value = (later.invoke as CachePutInvoke).value;
     findings.add(
       'cache-register',
-      `${where} returned stale ${ok.value}: the put of ${value} had overwritten it before the get began`,
+      `${where} returned stale ${ok.value}: the put of ${value} had overwritten it ` +
+        'before the get began',
       [put.completion, later.invoke, later.completion, ok],
     );
   }

@@ -39,7 +39,8 @@ export function checkCounterSum(index: HistoryIndex, findings: Findings): void {
     findings.add(
       'counter-sum',
       `${where} ended at ${final.value}, but its ok adds sum to ${acked} and no subset of its ` +
-        `${unknown.length} unknown adds (${unknown.slice(0, 8).join(', ')}) makes up the difference`,
+        `${unknown.length} unknown adds (${unknown.slice(0, 8).join(', ')}) ` +
+        'makes up the difference',
       [final, ...ops.filter((o) => o.outcome === 'ok').map((o) => o.invoke)],
     );
   }

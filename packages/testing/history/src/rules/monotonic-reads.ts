@@ -19,7 +19,8 @@ export function checkMonotonicReads(index: HistoryIndex, findings: Findings): vo
     if (top.sub === d.sub) continue;
     findings.add(
       'monotonic-reads',
-      `${d.process} read stream ${d.stream} shard ${d.shard} offset ${d.offset} (value ${d.value}) ` +
+      `${d.process} read stream ${d.stream} shard ${d.shard} offset ${d.offset} ` +
+        `(value ${d.value}) ` +
         `in ${d.sub} after it had read offset ${top.offset} in ${top.sub}`,
       [top, d],
     );

@@ -57,7 +57,8 @@ function checkSubscription(
       continue;
     }
     const o = event.offset;
-    const where = `${subscribe.id} (${subscribe.process}) on stream ${event.stream} shard ${event.shard}`;
+    const place = `stream ${event.stream} shard ${event.shard}`;
+    const where = `${subscribe.id} (${subscribe.process}) on ${place}`;
     if (o < expected) {
       findings.add(
         'per-shard-order',
