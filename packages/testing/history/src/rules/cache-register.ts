@@ -7,36 +7,92 @@
  */
 import type { Findings } from '../findings.js';
 import type { CacheFinalLine } from '../history.js';
-import { type HistoryIndex, type Op, observed, pushTo } from '../index-ops.js';
+import { type HistoryIndex, type Op, observed } from '../index-ops.js';
 import type { CacheGetInvoke, CacheGetOk, CachePutInvoke } from './types.js';
 
+/** One key's puts, indexed so each get and final value is judged in logarithmic time. */
+class KeyPuts {
+  readonly byValue = new Map<string, Op>();
+  /** Ok puts by invoke time, with the earliest completion among each suffix. */
+  private readonly oks: Op[] = [];
+  private suffixDone: number[] = [];
+  private suffixAt: number[] = [];
+
+  add(op: Op): void {
+    this.byValue.set((op.invoke as CachePutInvoke).value, op);
+    if (op.outcome === 'ok') this.oks.push(op);
+  }
+
+  seal(): void {
+    this.oks.sort((a, b) => a.invoke.t - b.invoke.t);
+    const n = this.oks.length;
+    this.suffixDone = new Array<number>(n);
+    this.suffixAt = new Array<number>(n);
+    for (let i = n - 1; i >= 0; i--) {
+      const done = this.oks[i]?.completion?.t ?? Number.POSITIVE_INFINITY;
+      const next = i + 1 < n ? (this.suffixDone[i + 1] as number) : Number.POSITIVE_INFINITY;
+      this.suffixDone[i] = Math.min(done, next);
+      this.suffixAt[i] = done <= next ? i : (this.suffixAt[i + 1] as number);
+    }
+  }
+
+  firstOk(): Op | undefined {
+    return this.oks[0];
+  }
+
+  /** Position of the first ok put invoked strictly after `t`. */
+  private after(t: number): number {
+    let lo = 0;
+    let hi = this.oks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.oks[mid] as Op).invoke.t > t) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  /** An ok put invoked after `t` (it supersedes an ok put completed at `t`). */
+  invokedAfter(t: number): Op | undefined {
+    return this.oks[this.after(t)];
+  }
+
+  /** An ok put invoked after `from` that completed before `to`. */
+  overwroteBetween(from: number, to: number): Op | undefined {
+    const i = this.after(from);
+    if (i >= this.oks.length || (this.suffixDone[i] as number) >= to) return undefined;
+    return this.oks[this.suffixAt[i] as number];
+  }
+}
+
 export function checkCacheRegister(index: HistoryIndex, findings: Findings): void {
-  const puts = new Map<string, Op[]>();
+  const keys = new Map<string, KeyPuts>();
   for (const op of index.opsByF.get('cache_put') ?? []) {
     const invoke = op.invoke as CachePutInvoke;
-    pushTo(puts, `${invoke.cache}\u0000${invoke.key}`, op);
+    const name = `${invoke.cache}\u0000${invoke.key}`;
+    let puts = keys.get(name);
+    if (puts === undefined) {
+      puts = new KeyPuts();
+      keys.set(name, puts);
+    }
+    puts.add(op);
   }
+  for (const puts of keys.values()) puts.seal();
+  const none = new KeyPuts();
   for (const final of observed<CacheFinalLine>(index, 'cache_final')) {
-    checkFinal(final, puts.get(`${final.cache}\u0000${final.key}`) ?? [], findings);
+    checkFinal(final, keys.get(`${final.cache}\u0000${final.key}`) ?? none, findings);
   }
   for (const get of index.opsByF.get('cache_get') ?? []) {
     if (get.outcome !== 'ok') continue;
     const invoke = get.invoke as CacheGetInvoke;
-    checkGet(get, puts.get(`${invoke.cache}\u0000${invoke.key}`) ?? [], findings);
+    checkGet(get, keys.get(`${invoke.cache}\u0000${invoke.key}`) ?? none, findings);
   }
 }
 
-/** The ok put invoked after `put` completed, if any (an info put is never superseded). */
-function supersededBy(put: Op, puts: Op[]): Op | undefined {
-  if (put.outcome !== 'ok' || put.completion === undefined) return undefined;
-  const done = put.completion.t;
-  return puts.find((q) => q !== put && q.outcome === 'ok' && q.invoke.t > done);
-}
-
-function checkFinal(final: CacheFinalLine, puts: Op[], findings: Findings) {
+function checkFinal(final: CacheFinalLine, puts: KeyPuts, findings: Findings) {
   const where = `cache ${final.cache} key ${final.key}`;
   if (final.value === null) {
-    const ok = puts.find((p) => p.outcome === 'ok');
+    const ok = puts.firstOk();
     if (ok !== undefined) {
       const value = (ok.invoke as CachePutInvoke).value;
       findings.add('cache-register', `${where} ended empty though put of ${value} was ok`, [
@@ -47,7 +103,7 @@ function checkFinal(final: CacheFinalLine, puts: Op[], findings: Findings) {
     }
     return;
   }
-  const put = puts.find((p) => (p.invoke as CachePutInvoke).value === final.value);
+  const put = puts.byValue.get(final.value);
   if (put === undefined || put.outcome === 'fail') {
     const why = put === undefined ? 'no put wrote it' : 'its put failed';
     findings.add('cache-register', `${where} ended with ${final.value}, but ${why}`, [
@@ -57,7 +113,9 @@ function checkFinal(final: CacheFinalLine, puts: Op[], findings: Findings) {
     ]);
     return;
   }
-  const later = supersededBy(put, puts);
+  // An info put has no completion, so nothing is known to come after it: never superseded.
+  const done = put.outcome === 'ok' ? put.completion?.t : undefined;
+  const later = done === undefined ? undefined : puts.invokedAfter(done);
   if (later !== undefined) {
     const value = (later.invoke as CachePutInvoke).value;
     findings.add(
@@ -68,12 +126,12 @@ function checkFinal(final: CacheFinalLine, puts: Op[], findings: Findings) {
   }
 }
 
-function checkGet(get: Op, puts: Op[], findings: Findings) {
+function checkGet(get: Op, puts: KeyPuts, findings: Findings) {
   const ok = get.completion as CacheGetOk;
   if (ok.value === null) return;
   const invoke = get.invoke as CacheGetInvoke;
   const where = `${invoke.id} of cache ${invoke.cache} key ${invoke.key}`;
-  const put = puts.find((p) => (p.invoke as CachePutInvoke).value === ok.value);
+  const put = puts.byValue.get(ok.value);
   if (put === undefined || put.outcome === 'fail' || put.invoke.t > ok.t) {
     const why =
       put === undefined
@@ -89,14 +147,7 @@ function checkGet(get: Op, puts: Op[], findings: Findings) {
     return;
   }
   const done = put.outcome === 'ok' ? put.completion?.t : undefined;
-  const later = puts.find(
-    (q) =>
-      done !== undefined &&
-      q !== put &&
-      q.outcome === 'ok' &&
-      q.invoke.t > done &&
-      (q.completion?.t ?? Number.POSITIVE_INFINITY) < invoke.t,
-  );
+  const later = done === undefined ? undefined : puts.overwroteBetween(done, invoke.t);
   if (later !== undefined) {
     const value = (later.invoke as CachePutInvoke).value;
     findings.add(
