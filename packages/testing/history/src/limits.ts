@@ -2,7 +2,7 @@
 
 /** Longest accepted history line; a final read of a whole shard is the largest line. */
 export const HISTORY_LINE_BYTES_MAX = 8 * 1024 * 1024;
-/** Largest accepted history file (below V8's longest string); a campaign of minutes is far below. */
+/** Largest accepted history file (under V8's longest string); campaigns stay far below it. */
 export const HISTORY_BYTES_MAX = 256 * 1024 * 1024;
 /** Most lines a history may have (bounds every per-line map the checker builds). */
 export const HISTORY_LINES_MAX = 5_000_000;
