@@ -6,8 +6,10 @@ export const HISTORY_LINE_BYTES_MAX = 8 * 1024 * 1024;
 export const HISTORY_BYTES_MAX = 256 * 1024 * 1024;
 /** Most lines a history may have (bounds every per-line map the checker builds). */
 export const HISTORY_LINES_MAX = 5_000_000;
-/** Most reachable sums the counter rule keeps for one key before it gives up (DP bound). */
-export const COUNTER_REACHABLE_SUMS_MAX = 200_000;
+/** Widest range of sums (lowest to highest subset sum) the counter rule searches for one key. */
+export const COUNTER_SUM_RANGE_MAX = 1_000_000;
+/** Most cells (range width times distinct unknown deltas) the counter rule visits for one key. */
+export const COUNTER_SEARCH_CELLS_MAX = 50_000_000;
 /** Violations kept per rule in a report; the count in byRule goes on past it. */
 export const VIOLATIONS_PER_RULE_MAX = 200;
 /** Lines a violation quotes. */

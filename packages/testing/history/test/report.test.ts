@@ -1,14 +1,17 @@
 // Goal: the text report opens with its verdict and the SVG timeline marks violating operations
 // in red, shades faults with their names and stays bounded; the stats measure what they say.
-// Method: small built histories, one valid and one broken, rendered and searched.
+// Method: small built histories, one valid and one broken, rendered and searched; the counter
+// rule's subset search is compared with brute force over generated deltas.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  COUNTER_REACHABLE_SUMS_MAX,
+  COUNTER_SUM_RANGE_MAX,
   check,
   renderSvg,
   renderText,
   SVG_BUCKETS_PER_ROW,
 } from '../src/index.js';
+import { subsetSumReaches } from '../src/rules/counter-sum.js';
 import { brokenRules, history, verdictOf } from './support/builder.js';
 
 function brokenWithFault() {
@@ -73,11 +76,31 @@ describe('reports', () => {
 
   it('a_counter_with_too_many_unknown_adds_is_reported_unjudged_not_hung', () => {
     const h = history({ counters: ['n'] });
-    const adds = Math.ceil(Math.log2(COUNTER_REACHABLE_SUMS_MAX)) + 2;
+    const adds = Math.ceil(Math.log2(COUNTER_SUM_RANGE_MAX)) + 1;
     for (let i = 0; i < adds; i++) h.counterAdd('counter-0', 'n', 'k', 2 ** i).info();
     h.counterFinal('n', 'k', 3);
     const report = verdictOf(h);
     expect(brokenRules(report)).toEqual(['malformed-history']);
     expect(report.violations[0]?.message).toMatch(/counter n key k not judged/);
+  });
+});
+
+describe('the counter search', () => {
+  it('the_counter_subset_search_agrees_with_brute_force', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: -6, max: 9 }), { maxLength: 10 }),
+        fc.integer({ min: -40, max: 60 }),
+        (deltas, target) => {
+          let brute = false;
+          for (let mask = 0; mask < 1 << deltas.length && !brute; mask++) {
+            const sum = deltas.reduce((s, d, i) => (mask & (1 << i) ? s + d : s), 0);
+            brute = sum === target;
+          }
+          expect(subsetSumReaches(deltas, target)).toBe(brute ? 'yes' : 'no');
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
