@@ -39,7 +39,7 @@ function checkSubscription(
 ) {
   const read = index.finalReads.get(shardKey(subscribe.stream, subscribe.shard));
   const trimmedTo = read !== undefined && subscribe.from < read.start ? read.start : subscribe.from;
-  const told: GapLine[] = [];
+  let told: GapLine[] = [];
   let expected = subscribe.from;
   let first = true;
   for (const event of events) {
@@ -78,6 +78,8 @@ function checkSubscription(
     }
     expected = o + 1;
     first = false;
+    // Expected only rises, so gaps wholly below it can never be needed again.
+    told = told.filter((g) => g.to > expected);
   }
 }
 
