@@ -129,6 +129,24 @@ function headerText(report: Report, endT: number): string {
   return el('text', { x: 4, y: 16, 'font-size': 13 }, escapeXml(`${verdict}, ${endT} ms`));
 }
 
+/** The colour key, top right: outcomes, violations and faults. */
+function legend(width: number): string {
+  const keys: [string, string][] = [
+    ['ok', COLOURS.ok],
+    ['fail', COLOURS.fail],
+    ['info (unknown)', COLOURS.info],
+    ['violation', VIOLATION_COLOUR],
+    ['fault', '#90caf9'],
+  ];
+  return keys
+    .map(([name, fill], i) => {
+      const x = width - 520 + i * 100;
+      const swatch = el('rect', { x, y: 6, width: 10, height: 10, fill });
+      return swatch + el('text', { x: x + 14, y: 15 }, escapeXml(name));
+    })
+    .join('');
+}
+
 function faultShade(f: { from: number; to: number; name: string }, x: Scale, height: number) {
   const band = { x: x(f.from), y: HEADER_PX - 14, width: Math.max(1, x(f.to) - x(f.from)) };
   const shade = el('rect', { ...band, height, fill: '#90caf9', opacity: 0.3 }, title(f.name));
@@ -150,6 +168,7 @@ export function renderSvg(lines: readonly HistoryLine[], report: Report): string
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
       'font-family="sans-serif" font-size="11">',
     headerText(report, endT),
+    legend(width),
   ];
   for (const f of faultsOf(lines, endT)) out.push(faultShade(f, x, height - HEADER_PX + 14));
   let marks = 0;
