@@ -3,14 +3,7 @@
  * each rule reads one prepared index. Problems with the pairing itself are malformed-history.
  */
 import type { Findings } from './findings.js';
-import type {
-  DeliverLine,
-  FinalReadLine,
-  GapLine,
-  HistoryLine,
-  MetaLine,
-  Phase,
-} from './history.js';
+import type { FinalReadLine, HistoryLine, MetaLine, Phase } from './history.js';
 
 /** One request: its invoke and its completion (none when its process stopped first). */
 export interface Op {
@@ -158,17 +151,13 @@ function checkPending(index: HistoryIndex, findings: Findings) {
   }
 }
 
-function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+export function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);
   if (list === undefined) map.set(key, [value]);
   else list.push(value);
 }
 
-export { pushTo };
-
 /** Observations of one kind, typed. */
 export function observed<T extends HistoryLine>(index: HistoryIndex, f: T['f']): T[] {
   return (index.observed.get(f) ?? []) as T[];
 }
-
-export type { DeliverLine, GapLine };
