@@ -51,6 +51,36 @@ describe('history rules', () => {
     expect(brokenRules(verdictOf(h))).toEqual([]);
   });
 
+  it('a_subscription_from_a_trimmed_offset_may_start_at_the_retained_start', () => {
+    const h = history();
+    for (const [i, v] of ['a', 'b', 'c'].entries()) h.publish('pub-0', 's', v).ok(0, i);
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 2, 'c');
+    h.finalRead('s', 0, 2, ['c']);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+    const skipped = history();
+    for (const [i, v] of ['a', 'b', 'c'].entries()) skipped.publish('pub-0', 's', v).ok(0, i);
+    const late = skipped.subscribe('sub-0', 's', 0, 0);
+    skipped.deliver(late, 'sub-0', 's', 0, 2, 'c');
+    skipped.finalRead('s', 0, 1, ['b', 'c']);
+    expect(brokenRules(verdictOf(skipped))).toEqual(['per-shard-order']);
+  });
+
+  it('a_cache_read_of_a_value_no_put_wrote_is_caught', () => {
+    const h = history({ caches: ['c'] });
+    h.cachePut('cache-0', 'c', 'k', 'v1').ok();
+    h.cachePut('cache-0', 'c', 'k', 'v2').fail();
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v9' });
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v2' });
+    h.cacheFinal('c', 'k', 'v1');
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['cache-register']);
+    expect(report.violations.map((v) => v.message)).toEqual([
+      'cache-1:1 of cache c key k returned v9, but no put wrote it',
+      'cache-1:2 of cache c key k returned v2, but its put failed',
+    ]);
+  });
+
   it('the_checker_catches_a_stale_cache_read', () => {
     const h = history({ caches: ['c'] });
     h.cachePut('cache-0', 'c', 'k', 'v1').ok();
