@@ -268,6 +268,9 @@ let QUICConnection = class QUICConnection {
     verifyPeerIp() {
         if (this.verifyIp == null)
             return true;
+        // Refused already: later datagrams of the closing connection are not checked again.
+        if (this.conn.isDraining() || this.conn.isClosed())
+            return false;
         const leaf = this.conn.peerCertChain()?.[0];
         let matched = false;
         try {
