@@ -7,6 +7,8 @@ var __decorate = (this && this.__decorate) || function (decorators, target, key,
 var __param = (this && this.__param) || function (paramIndex, decorator) {
     return function (target, key) { decorator(target, key, paramIndex); }
 };
+import { X509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
 import Logger from '@matrixai/logger';
 import { Timer } from '@matrixai/timer';
 import { Lock } from '@matrixai/async-locks';
@@ -244,6 +246,47 @@ let QUICConnection = class QUICConnection {
         this.sendScheduled = true;
         setImmediate(this.runScheduledSend);
     }
+    /** [felix patch 9] Streams that arrived during start(), once the connection runs. */
+    streamsDeferred = false;
+    processDeferredStreams = () => {
+        this.streamsDeferred = false;
+        if (this.forceDestroyed ||
+            !this[startStop.running] ||
+            this[startStop.status] === 'stopping' ||
+            this.conn.isClosed())
+            return;
+        this.processStreams();
+        this.scheduleSend();
+    };
+    /** [felix patch 10] The IP literal a client dialled, when it verifies the peer natively. */
+    verifyIp = null;
+    /**
+     * [felix patch 10] Matches `verifyIp` against the peer certificate's IP address SANs, as
+     * Node's tls does; on a mismatch, closes with the TLS alert bad_certificate (42) and
+     * reports a local TLS error, as a failed native verification does.
+     */
+    verifyPeerIp() {
+        if (this.verifyIp == null)
+            return true;
+        // Refused already: later datagrams of the closing connection are not checked again.
+        if (this.conn.isDraining() || this.conn.isClosed())
+            return false;
+        const leaf = this.conn.peerCertChain()?.[0];
+        let matched = false;
+        try {
+            matched = leaf != null && new X509Certificate(leaf).checkIP(this.verifyIp) != null;
+        }
+        catch {
+            matched = false; // an unparsable certificate matches nothing
+        }
+        if (matched)
+            return true;
+        this.conn.close(false, quiche.CRYPTO_ERROR_START + 42, Buffer.from(''));
+        const e_ = new errors.ErrorQUICConnectionLocalTLS(`Peer certificate is not valid for IP address ${this.verifyIp}`, { data: this.conn.localError() });
+        this.dispatchEvent(new events.EventQUICConnectionError({ detail: e_ }));
+        this.scheduleSend();
+        return false;
+    }
     runScheduledSend = () => {
         this.sendScheduled = false;
         this.sendNow();
@@ -336,6 +379,15 @@ let QUICConnection = class QUICConnection {
         let conn;
         if (type === 'client') {
             this.logger.info(`Connect ${this.constructor.name}`);
+            // [felix patch 10] quiche gives its server name to BoringSSL as a DNS host name to
+            // match (and as SNI). An IP literal never matches a certificate's IP address SANs
+            // that way, so a server reached by address failed native verification. An address
+            // is not sent and is matched against the IP SANs here once the chain has verified.
+            if (serverName != null && isIP(serverName) !== 0) {
+                if (config.verifyPeer && config.verifyCallback == null)
+                    this.verifyIp = serverName;
+                serverName = null;
+            }
             conn = quiche.Connection.connect(serverName, scid, {
                 host: socket.host,
                 port: socket.port,
@@ -501,6 +553,10 @@ let QUICConnection = class QUICConnection {
         if (this.config.keepAliveIntervalTime != null) {
             this.startKeepAliveIntervalTimer(this.config.keepAliveIntervalTime);
         }
+        // [felix patch 9] Next turn: whoever awaited start() (the server's accept, the client's
+        // caller) has then attached its stream listener.
+        if (this.streamsDeferred)
+            setImmediate(this.processDeferredStreams);
         this.logger.info(`Started ${this.constructor.name}`);
     }
     /**
@@ -675,6 +731,8 @@ let QUICConnection = class QUICConnection {
             if (!this.secureEstablished &&
                 this.conn.isEstablished() &&
                 this.config.verifyCallback == null) {
+                if (!this.verifyPeerIp())
+                    return;
                 this.resolveSecureEstablishedP();
             }
             // If we are securely established we can process streams.
@@ -889,6 +947,15 @@ let QUICConnection = class QUICConnection {
         }
     }
     processStreams() {
+        // [felix patch 9] A peer stream can arrive in the same datagram as the end of the
+        // handshake (patch 2 coalesces a client's Finished with its first stream data), i.e.
+        // while start() has not returned. Upstream then shut it down as if the connection were
+        // stopping, and no listener for it was attached yet anyway. It is left in quiche and
+        // taken once the connection runs (see start).
+        if (this[startStop.status] === 'starting') {
+            this.streamsDeferred = true;
+            return;
+        }
         for (const streamId of this.conn.readable()) {
             let quicStream = this.streamMap.get(streamId);
             if (quicStream == null) {

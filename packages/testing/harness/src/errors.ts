@@ -4,3 +4,8 @@ import { FelixError } from '@felix/common';
 export class DeadlineExceededError extends FelixError {
   readonly code = 'FELIX_TEST_DEADLINE_EXCEEDED';
 }
+
+/** The openssl command line could not make a test CA or certificate. */
+export class TestPkiError extends FelixError {
+  readonly code = 'FELIX_TEST_PKI';
+}

@@ -6,3 +6,7 @@ export const WAIT_FOR_POLL_INTERVAL_MS = 5;
 export const CHILD_OUTPUT_BYTES_MAX = 1024 * 1024;
 /** Grace period for a child to exit after SIGTERM before it is SIGKILLed. */
 export const CHILD_STOP_GRACE_MS = 10_000;
+/** Deadline for one openssl command making test certificates. */
+export const OPENSSL_COMMAND_DEADLINE_MS = 20_000;
+/** Validity of a test CA and the certificates it signs. */
+export const TEST_CERT_DAYS = 2;
