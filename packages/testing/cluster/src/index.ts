@@ -1,1 +1,14 @@
 export * from './types.js';
+export { Recorder, classifyError } from './recorder.js';
+export type { InvokeFields, ObserveFields, OutcomePhase } from './recorder.js';
+export { Rng, randomSeed } from './rng.js';
+export { NEMESES, schedule } from './campaign/schedule.js';
+export type { NemesisName, ScheduleOptions, Step, StepFault } from './campaign/schedule.js';
+export { healAll, runNemesis } from './campaign/nemesis.js';
+export type { FaultTarget, NemesisOptions } from './campaign/nemesis.js';
+export { CAMPAIGN_NAMES, runCampaign, verdictLine } from './campaign/run.js';
+export type { CampaignDeps, CampaignOptions, CampaignResult } from './campaign/run.js';
+export { CampaignOptionError, FinalReadError, RecorderStateError } from './campaign/errors.js';
+export { WORKLOADS, finalScope, planWorkloads, runWorkloads } from './workloads/plan.js';
+export type { WorkloadName } from './workloads/plan.js';
+export type { WorkloadContext, WorkloadNames, WorkloadTarget } from './workloads/common.js';

@@ -1,0 +1,180 @@
+// Goal: the workloads record a history the checker can read: every invoke has exactly one
+// completion, an operation whose outcome is unknown (its connection died before the answer) is
+// `info` and never `fail`, a refusal that applied nothing is `fail`, and after a broker restart
+// the final reads hold every acknowledged publish at the offset its ack named.
+// Method: a standalone durable felix-broker process (test/workloads-broker.ts) wrapped as the
+// workloads' target; the recorder writes to a temp file, read back as the contract's lines.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import type { HistoryLine } from '@felix/testing-history';
+import { describe, expect, it } from 'vitest';
+import { CAMPAIGN_NAMES } from '../src/campaign/run.js';
+import { classifyError, Recorder } from '../src/recorder.js';
+import { Rng } from '../src/rng.js';
+import type { WorkloadContext } from '../src/workloads/common.js';
+import { finalReads } from '../src/workloads/final.js';
+import { planWorkloads, runWorkloads } from '../src/workloads/plan.js';
+import { recordedPublish } from '../src/workloads/publishers.js';
+import { startStandalone } from './workloads-broker.js';
+
+const META = { seed: 11, streams: [], groups: [], caches: [], counters: [] };
+
+async function readLines(path: string): Promise<HistoryLine[]> {
+  return (await readFile(path, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as HistoryLine);
+}
+
+/** Invokes without exactly one completion, and completions without an invoke. */
+function unpaired(lines: HistoryLine[]): string[] {
+  const open = new Map<string, number>();
+  const bad: string[] = [];
+  for (const l of lines) {
+    if (l.phase === 'invoke') open.set(l.id, 0);
+    else if (open.has(l.id)) {
+      if (open.get(l.id) !== 0) bad.push(`${l.id} completed twice`);
+      open.set(l.id, 1);
+    } else if (l.f === 'publish' || l.f === 'cache_put' || l.f === 'group_poll')
+      bad.push(`${l.id} completed without an invoke`);
+  }
+  for (const [id, n] of open) if (n === 0) bad.push(`${id} never completed`);
+  return bad;
+}
+
+/** Acked publishes missing from the final reads at the (shard, offset) their ack named. */
+function missingAcked(lines: HistoryLine[]): string[] {
+  const invoked = new Map<string, { stream: string; value: string }>();
+  const finals = new Map<string, { start: number; values: string[] }>();
+  for (const l of lines) if (l.f === 'final_read') finals.set(`${l.stream}/${l.shard}`, l);
+  const missing: string[] = [];
+  for (const l of lines) {
+    if (l.f !== 'publish') continue;
+    if (l.phase === 'invoke') invoked.set(l.id, { stream: l.stream, value: l.value });
+    if (l.phase !== 'ok') continue;
+    const p = invoked.get(l.id)!;
+    const read = finals.get(`${p.stream}/${l.shard}`);
+    if (read?.values[l.offset - read.start] !== p.value)
+      missing.push(`${p.value} acked at ${p.stream}/${l.shard}@${l.offset}`);
+  }
+  return missing;
+}
+
+describe('workload histories', () => {
+  it('a_publish_whose_connection_dies_before_its_ack_is_recorded_info_not_fail', async () => {
+    const dir = await tempDir();
+    const broker = await startStandalone(dir.path);
+    const recorder = new Recorder(join(dir.path, 'h.jsonl'), META);
+    const client = await broker.connect({ idleTimeoutMs: 1_000, requestTimeoutMs: 3_000 });
+    const ctx = {
+      target: broker,
+      recorder,
+      names: CAMPAIGN_NAMES,
+      signal: new AbortController().signal,
+    };
+    try {
+      const send = { stream: 'history-0', key: 'a', value: 'v-1', attempt: 1 };
+      expect((await recordedPublish(ctx, client, 'pub-0', send)).phase).toBe('ok');
+      // Frozen, then killed: the publish is on the wire when the connection goes.
+      process.kill(broker.child.proc.pid!, 'SIGSTOP');
+      const pending = recordedPublish(ctx, client, 'pub-0', { ...send, value: 'v-2' });
+      await waitFor(() => recorder.lines >= 4, 'the second publish to be invoked', 5_000);
+      await broker.kill();
+      expect((await pending).phase).toBe('info');
+      // Nothing was sent for a stream the catalog does not hold: a sure refusal.
+      await broker.start();
+      const unknown = { stream: 'no-such-stream', key: 'a', value: 'v-3', attempt: 1 };
+      expect((await recordedPublish(ctx, client, 'pub-0', unknown)).phase).toBe('fail');
+      recorder.close();
+      const lines = await readLines(join(dir.path, 'h.jsonl'));
+      expect(lines[0]).toMatchObject({ f: 'meta', id: 'meta', t: 0, phase: 'ok' });
+      expect(lines.filter((l) => l.f === 'publish').map((l) => l.phase)).toEqual([
+        'invoke',
+        'ok',
+        'invoke',
+        'info',
+        'invoke',
+        'fail',
+      ]);
+      expect(unpaired(lines)).toEqual([]);
+    } finally {
+      await client.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  }, 60_000);
+
+  it('an_unknown_error_and_a_storage_refusal_are_info_and_a_stale_claim_is_fail', () => {
+    expect(classifyError(new Error('boom')).phase).toBe('info');
+    expect(classifyError('a string').phase).toBe('info');
+    const refusal = (brokerCode: string, retry: string) =>
+      Object.assign(new Error(brokerCode), { code: 'X', brokerCode, retry });
+    expect(classifyError(refusal('storage', 'retry')).phase).toBe('info');
+    expect(classifyError(refusal('internal', 'retry')).phase).toBe('info');
+    expect(classifyError(refusal('not_found', 'never')).phase).toBe('fail');
+    expect(classifyError(refusal('stale_claim', 'never')).phase).toBe('fail');
+    // A refusal the broker itself marks outcome-unknown stays unknown, whatever its code.
+    expect(classifyError(refusal('overloaded', 'unknown_outcome')).phase).toBe('info');
+  });
+
+  it('workloads_across_a_broker_kill_leave_every_acked_publish_in_the_final_reads', async () => {
+    const dir = await tempDir();
+    const broker = await startStandalone(dir.path);
+    const path = join(dir.path, 'history.jsonl');
+    const recorder = new Recorder(path, META);
+    const stop = new AbortController();
+    const ctx: WorkloadContext = {
+      target: broker,
+      recorder,
+      names: CAMPAIGN_NAMES,
+      signal: stop.signal,
+    };
+    const all = ['streams', 'caches', 'counters', 'groups'] as const;
+    try {
+      const running = runWorkloads(planWorkloads(all, CAMPAIGN_NAMES, new Rng(11)), ctx);
+      const okPublishes = async (n: number) =>
+        (await readLines(path).catch(() => [])).filter((l) => l.f === 'publish' && l.phase === 'ok')
+          .length >= n;
+      await waitFor(() => okPublishes(20), 'acked publishes before the kill', 20_000);
+      await broker.kill();
+      await broker.start();
+      const before = (await readLines(path)).length;
+      await waitFor(
+        async () => (await readLines(path)).length > before + 200,
+        'the workloads to go on after the restart',
+        30_000,
+      );
+      stop.abort();
+      expect(await runWorkloads([], ctx)).toEqual([]);
+      expect(await running).toEqual([]);
+      await finalReads(
+        { ...ctx, signal: new AbortController().signal },
+        { logs: true, caches: true, groups: true },
+      );
+      recorder.close();
+      const lines = await readLines(path);
+      expect(unpaired(lines)).toEqual([]);
+      expect(missingAcked(lines)).toEqual([]);
+      const kinds = new Set(lines.filter((l) => l.phase === 'ok').map((l) => l.f));
+      for (const f of [
+        'publish',
+        'deliver',
+        'cache_put',
+        'cache_get',
+        'counter_add',
+        'group_poll',
+        'group_ack',
+      ])
+        expect(kinds).toContain(f);
+      for (const f of ['final_read', 'cache_final', 'counter_final', 'group_final'])
+        expect(kinds).toContain(f);
+      expect(lines.filter((l) => l.f === 'final_read')).toHaveLength(4);
+      expect(lines.filter((l) => l.f === 'group_final')).toHaveLength(2);
+    } finally {
+      stop.abort();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  }, 90_000);
+});
