@@ -75,12 +75,11 @@ async function main(argv: string[]): Promise<number> {
   return result.exitCode;
 }
 
+// Exits explicitly: a client of a broker that never answered may still hold a timer.
 main(process.argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
+  (code) => process.exit(code),
   (err: unknown) => {
     console.error(err instanceof Error ? err.message : String(err));
-    process.exitCode = 2;
+    process.exit(2);
   },
 );

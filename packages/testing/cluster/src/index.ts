@@ -6,7 +6,7 @@ export { NEMESES, schedule } from './campaign/schedule.js';
 export type { NemesisName, ScheduleOptions, Step, StepFault } from './campaign/schedule.js';
 export { healAll, runNemesis } from './campaign/nemesis.js';
 export type { FaultTarget, NemesisOptions } from './campaign/nemesis.js';
-export { CAMPAIGN_NAMES, runCampaign, verdictLine } from './campaign/run.js';
+export { CAMPAIGN_NAMES, campaignMeta, runCampaign, verdictLine } from './campaign/run.js';
 export type { CampaignDeps, CampaignOptions, CampaignResult } from './campaign/run.js';
 export { CampaignOptionError, FinalReadError, RecorderStateError } from './campaign/errors.js';
 export { WORKLOADS, finalScope, planWorkloads, runWorkloads } from './workloads/plan.js';

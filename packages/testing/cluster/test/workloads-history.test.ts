@@ -4,12 +4,13 @@
 // the final reads hold every acknowledged publish at the offset its ack named.
 // Method: a standalone durable felix-broker process (test/workloads-broker.ts) wrapped as the
 // workloads' target; the recorder writes to a temp file, read back as the contract's lines.
+import { setMaxListeners } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import type { HistoryLine } from '@felix/testing-history';
 import { describe, expect, it } from 'vitest';
-import { CAMPAIGN_NAMES } from '../src/campaign/run.js';
+import { CAMPAIGN_NAMES, campaignMeta } from '../src/campaign/run.js';
 import { classifyError, Recorder } from '../src/recorder.js';
 import { Rng } from '../src/rng.js';
 import type { WorkloadContext } from '../src/workloads/common.js';
@@ -18,7 +19,7 @@ import { planWorkloads, runWorkloads } from '../src/workloads/plan.js';
 import { recordedPublish } from '../src/workloads/publishers.js';
 import { startStandalone } from './workloads-broker.js';
 
-const META = { seed: 11, streams: [], groups: [], caches: [], counters: [] };
+const META = campaignMeta(11, ['streams', 'caches', 'counters', 'groups']);
 
 async function readLines(path: string): Promise<HistoryLine[]> {
   return (await readFile(path, 'utf8'))
@@ -124,6 +125,7 @@ describe('workload histories', () => {
     const path = join(dir.path, 'history.jsonl');
     const recorder = new Recorder(path, META);
     const stop = new AbortController();
+    setMaxListeners(100, stop.signal);
     const ctx: WorkloadContext = {
       target: broker,
       recorder,

@@ -71,5 +71,7 @@ export const SCHEDULE_STEPS_MAX = 10_000;
 
 /** After healing, every shard must be served again within this. */
 export const CAMPAIGN_SERVED_DEADLINE_MS = 60_000;
+/** Listeners on the campaign's stop signal (one or two per workload process). */
+export const SIGNAL_LISTENERS_MAX = 100;
 /** Lines of each process log printed with a failed campaign. */
 export const CAMPAIGN_LOG_TAIL_LINES = 40;

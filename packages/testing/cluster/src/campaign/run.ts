@@ -4,6 +4,7 @@
  * (`history.jsonl`, `report.txt`, `timeline.svg`, `faults.json`, `logs/`). The seed alone
  * decides the fault schedule and every workload's choices.
  */
+import { setMaxListeners } from 'node:events';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { HistoryLine, Report } from '@felix/testing-history';
@@ -19,6 +20,7 @@ import {
   CAMPAIGN_SERVED_DEADLINE_MS,
   GROUP_ATTEMPTS_MAX,
   GROUP_VISIBILITY_MS,
+  SIGNAL_LISTENERS_MAX,
   WORKLOAD_SHUTDOWN_MS,
 } from './limits.js';
 import { healAll, runNemesis } from './nemesis.js';
@@ -79,12 +81,13 @@ function clusterSpec(opts: CampaignOptions): ClusterSpec {
   };
 }
 
-function meta(opts: CampaignOptions) {
+/** The meta line's facts for a campaign of `seed` running `workloads`. */
+export function campaignMeta(seed: number, workloads: readonly WorkloadName[]) {
   const g = CAMPAIGN_NAMES.group;
   return {
-    seed: opts.seed,
+    seed,
     streams: CAMPAIGN_NAMES.streams.map((s) => ({ ...s, durable: true })),
-    groups: opts.workloads.includes('groups')
+    groups: workloads.includes('groups')
       ? [
           {
             stream: g.stream,
@@ -121,6 +124,8 @@ async function record(
 ): Promise<{ injected: number; workloadErrors: string[] }> {
   const rng = new Rng(opts.seed);
   const stop = new AbortController();
+  // Every workload process and pause listens on this one signal.
+  setMaxListeners(SIGNAL_LISTENERS_MAX, stop.signal);
   const ctx: WorkloadContext = {
     target: cluster,
     recorder,
@@ -220,7 +225,10 @@ export async function runCampaign(
     cluster = await deps.startCluster(clusterSpec(opts));
     await cluster.waitServed(CAMPAIGN_SERVED_DEADLINE_MS);
     if (opts.workloads.includes('groups')) await prepareGroups(cluster);
-    const recorder = new Recorder(join(opts.out, 'history.jsonl'), meta(opts));
+    const recorder = new Recorder(
+      join(opts.out, 'history.jsonl'),
+      campaignMeta(opts.seed, opts.workloads),
+    );
     try {
       const recorded = await record(cluster, opts, recorder, steps);
       result.injected = recorded.injected;
