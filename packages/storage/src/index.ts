@@ -33,6 +33,10 @@ export type { Io, IoFile, OpenMode } from './io/io.js';
 export { NodeIo, nodeIo } from './io/node-io.js';
 export { FaultyIo, systemError } from './io/faulty-io.js';
 export type { FaultCode } from './io/faulty-io.js';
+export { FaultFileIo } from './io/fault-file-io.js';
+export type { FaultFileIoOptions } from './io/fault-file-io.js';
+export { FSYNC_FAULTS, NO_STORAGE_FAULTS, parseStorageFaults } from './io/fault-file.js';
+export type { FsyncFault, ParsedStorageFaults, StorageFaults } from './io/fault-file.js';
 // Projections read from the log: caches, counters, group state.
 export { LogCache } from './cache/log-cache.js';
 export type { LogCacheCompactionOptions, LogCacheOptions } from './cache/log-cache.js';

@@ -216,3 +216,14 @@ export const DEAD_LETTER_LIST_MAX = 1000;
  * its newest segment in full, so projection logs roll far sooner than stream logs (256 MiB).
  */
 export const PROJECTION_SEGMENT_BYTES_DEFAULT = 16 * 1024 * 1024;
+
+/**
+ * How long a fault file's contents (FaultFileIo, test only) are trusted before the next
+ * fdatasync reads it again: a harness's change takes effect within this, and a busy log reads
+ * the file at most 20 times a second.
+ */
+export const FAULT_FILE_POLL_MS = 50;
+/** Bytes of a fault file read; the rest is ignored (the file holds a few short lines). */
+export const FAULT_FILE_BYTES_MAX = 4096;
+/** Longest `fsync_delay_ms` honoured: a typo cannot park a log's flush for hours. */
+export const FAULT_FSYNC_DELAY_MS_MAX = 60_000;

@@ -12,13 +12,15 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '@felix/transport';
-import { type DirLock, lockDir } from '@felix/storage';
+import { type DirLock, type Io, lockDir } from '@felix/storage';
 import type { Logger } from 'pino';
 import { Authenticator } from './session/authenticator.js';
 import { Catalog } from './catalog/catalog.js';
 import { NodeToken } from './cluster/node-token.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
 import { ListenError } from './errors.js';
+import { Partition, partitionedFetch } from './faults/partition.js';
+import { storageIoFor } from './faults/storage-faults.js';
 import { startHttp } from './http/http-server.js';
 import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
@@ -56,6 +58,9 @@ export class Broker {
   private requests: BrokerRequests | null = null;
   /** The data directory's lock, held from start until every log is closed. */
   private dataDirLock: DirLock | null = null;
+  /** Test-only fault seams (docs/reliability.md): both absent unless their variable is set. */
+  private storageIo: Io | undefined;
+  private partition: Partition | null = null;
   /** Set when a control plane is configured (cluster.controlplane_url). */
   cluster: ClusterNode | null = null;
   readonly metrics = new BrokerMetrics();
@@ -84,7 +89,7 @@ export class Broker {
     const cfg = this.config;
     const m = this.metrics;
     await this.prepare();
-    const openStore: OpenStore = (s, i) => openDurableStore(cfg, s, i, m);
+    const openStore: OpenStore = (s, i) => openDurableStore(cfg, s, i, m, this.storageIo);
     const hooks: ShardHooks = {
       onDrop: (n) => m.fanoutDropped.inc(n),
       onApply: (shard) => this.requests?.onApply(shard),
@@ -96,6 +101,7 @@ export class Broker {
       metrics: m,
       log: this.log,
       draining: () => this.draining,
+      storageIo: this.storageIo,
     });
     this.countStreams();
     const tls = await this.tlsMaterial();
@@ -125,6 +131,7 @@ export class Broker {
         clientPort: ports.quic ?? ports.tls ?? cfg.broker.port,
         caches: this.requests.caches,
         bearer: this.bearer,
+        partition: this.partition,
       });
       this.requests.ownership = this.cluster.table;
     }
@@ -148,8 +155,11 @@ export class Broker {
   private async prepare(): Promise<void> {
     const cfg = this.config;
     checkClusterConfig(cfg);
+    this.storageIo = storageIoFor(cfg.testing.storage_fault_file, this.log);
+    this.partition = Partition.fromConfig(cfg.testing.partition_file, this.log);
+    const fetchFn = this.partition ? partitionedFetch(this.partition) : undefined;
     // A `tokens` broker without a key source refuses to start (never a silent dev mode).
-    this.authenticator = await Authenticator.create(cfg, this.log, this.bearer);
+    this.authenticator = await Authenticator.create(cfg, this.log, this.bearer, fetchFn);
     if (cfg.durable.data_dir !== null) {
       // Before anything opens a log: a second broker on this directory stops here, naming the
       // holder, instead of appending to the same segments.
@@ -325,6 +335,7 @@ export class Broker {
     await this.requests?.close();
     await this.catalog?.close();
     await this.dataDirLock?.release();
+    this.partition?.stop();
     await new Promise<void>((resolve) => {
       if (!this.http) resolve();
       else {

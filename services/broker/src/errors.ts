@@ -77,6 +77,14 @@ export class ShardFailedError extends BrokerError {
   }
 }
 
+/** A call cut by the test partition file (docs/reliability.md): failed without being sent. */
+export class PartitionedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_TEST_PARTITIONED';
+  constructor(readonly target: string) {
+    super(`${target} is unreachable: cut by the test partition file`, { retry: 'retry' });
+  }
+}
+
 /** The broker is draining and takes no new work. */
 export class DrainingError extends BrokerError {
   readonly code = 'FELIX_BROKER_DRAINING';

@@ -263,3 +263,21 @@ export const TRIM_QUIET_MS = 10_000;
 /** Longest a trim waits behind a steady stream of collections: under constant churn the freed
  *  memory still goes back at least this often. */
 export const TRIM_DEFER_MS_MAX = 60_000;
+
+// ---- test-only fault seams (docs/reliability.md, "Fault seams in the broker") and peer probes ----
+
+/** How often the partition file is re-read (the storage fault file is read on demand with the
+ *  same age bound, @felix/storage FAULT_FILE_POLL_MS): a harness's cut takes effect within it. */
+export const FAULT_FILE_POLL_MS = 50;
+/** Bytes of the partition file read; the rest is ignored. */
+export const PARTITION_FILE_BYTES_MAX = 64 * 1024;
+/** `node:<id>` entries the partition file may name; further ones are ignored (and counted). */
+export const PARTITION_PEERS_MAX = 1024;
+/** Default interval of the peer probes (`cluster.peer_probe_interval_ms`); 0 turns them off. */
+export const PEER_PROBE_INTERVAL_MS_DEFAULT = 1_000;
+/** Ceiling on the probe interval. */
+export const PEER_PROBE_INTERVAL_MS_MAX = 600_000;
+/** Peers probed per round, in node-id order; the rest are not probed (and have no gauge). */
+export const PEER_PROBE_PEERS_MAX = 64;
+/** One probe's TCP connect gives up after this (or the interval, if shorter). */
+export const PEER_PROBE_CONNECT_MS_MAX = 1_000;

@@ -4,6 +4,7 @@
  * dispatches through. Also owns the services behind those handlers for the broker's lifecycle:
  * waking a shard's group polls on publish, the cache expiry timer, drain and close.
  */
+import type { Io } from '@felix/storage';
 import type { Logger } from 'pino';
 import { ProjectionAnswers } from './caches/answers.js';
 import { CacheService } from './caches/cache-service.js';
@@ -27,6 +28,8 @@ export interface RequestDeps {
   metrics: BrokerMetrics;
   log: Logger;
   draining(): boolean;
+  /** The storage Io every log goes through; absent: the real file system. */
+  storageIo?: Io | undefined;
 }
 
 export class BrokerRequests {
@@ -43,7 +46,7 @@ export class BrokerRequests {
     registerStreamHandlers(this.table, this.streamDeps);
     const metrics = new ProjectionMetrics(deps.metrics.registry);
     const answers = new ProjectionAnswers(metrics, deps.metrics);
-    this.caches = new CacheService(cfg);
+    this.caches = new CacheService(cfg, deps.storageIo);
     registerCacheHandlers(this.table, {
       config: cfg,
       brokerMetrics: deps.metrics,
@@ -51,7 +54,10 @@ export class BrokerRequests {
       answers,
     });
     registerCounterHandlers(this.table, this.caches, answers);
-    this.groups = cfg.durable.data_dir === null ? null : new GroupService(cfg, streams, metrics);
+    this.groups =
+      cfg.durable.data_dir === null
+        ? null
+        : new GroupService(cfg, streams, metrics, deps.storageIo);
     registerGroupHandlers(this.table, this.groups, answers);
     this.expiry = new CacheExpiry(this.caches, this.leadsCacheShard, deps.log);
     this.expiry.start(cfg.broker.cache_expiry_interval_ms);

@@ -1,4 +1,7 @@
 export * from './types.js';
+export { FelixCluster, startCluster } from './cluster.js';
+export * from './errors.js';
+export { scaled, timeoutScale } from './limits.js';
 export { Recorder, classifyError } from './recorder.js';
 export type { InvokeFields, ObserveFields, OutcomePhase } from './recorder.js';
 export { Rng, randomSeed } from './rng.js';
@@ -8,7 +11,6 @@ export { healAll, runNemesis } from './campaign/nemesis.js';
 export type { FaultTarget, NemesisOptions } from './campaign/nemesis.js';
 export { CAMPAIGN_NAMES, campaignMeta, runCampaign, verdictLine } from './campaign/run.js';
 export type { CampaignDeps, CampaignOptions, CampaignResult } from './campaign/run.js';
-export { CampaignOptionError, FinalReadError, RecorderStateError } from './campaign/errors.js';
 export { WORKLOADS, finalScope, planWorkloads, runWorkloads } from './workloads/plan.js';
 export type { WorkloadName } from './workloads/plan.js';
 export type { WorkloadContext, WorkloadNames, WorkloadTarget } from './workloads/common.js';

@@ -6,12 +6,12 @@
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { HistoryLine, MetaLine } from '@felix/testing-history';
-import { RecorderStateError } from './campaign/errors.js';
+import { RecorderStateError } from './errors.js';
 import {
   RECORDER_BUFFER_LINES_MAX,
   RECORDER_ERROR_CHARS_MAX,
   RECORDER_FLUSH_INTERVAL_MS,
-} from './campaign/limits.js';
+} from './limits.js';
 
 /** A line without the fields the recorder fills in (distributed over the union's members). */
 type Fields<L> = L extends unknown ? Omit<L, 't' | 'process' | 'phase' | 'id'> : never;

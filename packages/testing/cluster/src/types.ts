@@ -27,6 +27,8 @@ export interface ClusterSpec {
   caches?: CacheSpec[];
   /** Added to every broker's environment. */
   env?: NodeJS.ProcessEnv;
+  /** Added to the control plane's environment (e.g. its liveness timings). */
+  controlPlaneEnv?: NodeJS.ProcessEnv;
   /** Where data, logs, certificates and fault files go; default a new temp dir. */
   dir?: string;
   /** Default `campaign` / `default`. */

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type ConnectOptions, type FelixClient, connect } from '@felix/client';
 import { type Child, freePort, spawnNode } from '@felix/testing-harness';
-import { GROUP_ATTEMPTS_MAX } from '../src/campaign/limits.js';
+import { GROUP_ATTEMPTS_MAX } from '../src/limits.js';
 import { CAMPAIGN_NAMES } from '../src/campaign/run.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');

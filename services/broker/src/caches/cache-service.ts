@@ -8,6 +8,7 @@ import {
   type CounterLog,
   CounterOverflowError,
   EphemeralCache,
+  type Io,
   type LogCache,
   ProjectionClosedError,
   ProjectionInputError,
@@ -61,11 +62,12 @@ export class CacheService {
    */
   readonly hot: HotValues | null;
 
-  constructor(cfg: BrokerConfig) {
+  constructor(cfg: BrokerConfig, io?: Io) {
     for (const c of cfg.caches) this.define(c);
     const root = cfg.durable.data_dir;
     // Acknowledged only once durable: a cache write is an append like an onCommit publish.
-    const store = root === null ? null : { root, fsync: 'onCommit' as const };
+    const store =
+      root === null ? null : { root, fsync: 'onCommit' as const, ...(io ? { io } : {}) };
     this.logCaches = store ? cacheShards(store) : null;
     this.counterLogs = store ? counterShards(store) : null;
     this.hot = cfg.broker.cache_hot_bytes > 0 ? new HotValues(cfg.broker.cache_hot_bytes) : null;

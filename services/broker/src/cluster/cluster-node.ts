@@ -7,16 +7,19 @@
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { Counter } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import type { Catalog, OpenStore } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
 import { CONTROLPLANE_DEREGISTER_MS_MAX, NODE_BOOK_REFRESH_MS } from '../limits.js';
+import type { Partition } from '../faults/partition.js';
+import { partitionedFetch } from '../faults/partition.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
 import { type Bearer, ControlPlaneClient } from './control-plane-client.js';
 import { FeedFollower, sleep } from './feed-follower.js';
 import { Membership, type NodeSpec } from './membership.js';
+import { PeerLinks } from './peer-links.js';
 import { type CacheRegistry, ShardTable } from './shard-table.js';
 
 export interface ClusterNodeDeps {
@@ -32,6 +35,8 @@ export interface ClusterNodeDeps {
   caches?: CacheRegistry;
   /** The node credential for every control-plane call (cluster/node-token.ts). */
   bearer?: Bearer;
+  /** The test partition file's reader (faults/partition.ts); null or absent when unset. */
+  partition?: Partition | null;
 }
 
 /** The control-plane URL when clustering is configured (an empty value means unset). */
@@ -91,6 +96,8 @@ export function nodeSpec(cfg: BrokerConfig, clientPort: number): NodeSpec {
 export class ClusterNode {
   readonly table: ShardTable;
   readonly membership: Membership;
+  /** The other brokers: the peer probe and the gate every peer connection dials through. */
+  readonly peers: PeerLinks;
   private readonly feeds: FeedFollower[];
   private readied = false;
   private readonly stopBook = new AbortController();
@@ -101,9 +108,16 @@ export class ClusterNode {
     const url = controlPlaneUrl(config);
     if (url === null)
       throw new ConfigInvalidCombinationError(['cluster.controlplane_url'], 'unset');
-    const client = new ControlPlaneClient(url, deps.bearer);
     const spec = nodeSpec(config, deps.clientPort);
     const clog = log.child({ node_id: spec.node_id });
+    const client = this.controlPlaneClient(deps, url);
+    this.peers = new PeerLinks({
+      selfId: spec.node_id,
+      intervalMs: config.cluster.peer_probe_interval_ms,
+      partition: deps.partition ?? null,
+      registry: metrics.registry,
+      log: clog,
+    });
     this.table = new ShardTable(
       config,
       deps.catalog,
@@ -136,7 +150,22 @@ export class ClusterNode {
     ];
     this.membership = new Membership(client, spec, clog, metrics.registry);
     this.book = this.refreshNodeBook(client);
+    this.peers.start();
     void this.follow(clog, url);
+  }
+
+  /** The client every control-plane call goes through, through the test partition when set. */
+  private controlPlaneClient(deps: ClusterNodeDeps, url: string): ControlPlaneClient {
+    const reachable = new Gauge({
+      name: 'felix_broker_controlplane_reachable',
+      help: 'Whether the last control-plane call got an answer (0: network error, timeout or 5xx)',
+      registers: [deps.metrics.registry],
+    });
+    reachable.set(0);
+    return new ControlPlaneClient(url, deps.bearer, {
+      ...(deps.partition ? { fetch: partitionedFetch(deps.partition) } : {}),
+      onOutcome: (ok) => reachable.set(ok ? 1 : 0),
+    });
   }
 
   /** Starts the feeds; registers once every first snapshot is applied and reconciled. */
@@ -153,7 +182,9 @@ export class ClusterNode {
     const signal = this.stopBook.signal;
     while (!signal.aborted) {
       try {
-        this.table.nodeAddresses = await client.nodeAddresses(signal);
+        const nodes = await client.nodes(signal);
+        this.table.nodeAddresses = new Map(nodes.map((n) => [n.nodeId, n.clientAddr]));
+        this.peers.setNodes(nodes);
       } catch {
         // kept: the previous book (refusals then name the leader without its address)
       }
@@ -175,6 +206,7 @@ export class ClusterNode {
   /** SIGTERM: deregister (bounded), then stop following the feeds and reconciling. */
   async leave(): Promise<void> {
     await this.membership.leave(CONTROLPLANE_DEREGISTER_MS_MAX);
+    this.peers.stop();
     this.stopBook.abort();
     await this.book;
     await Promise.all(this.feeds.map((f) => f.stop()));

@@ -37,6 +37,16 @@ export interface HeartbeatReply {
   heartbeatIntervalMs: number;
 }
 
+/** One registered node as `GET /v1/nodes` lists it. */
+export interface NodeEntry {
+  nodeId: string;
+  clientAddr: string;
+  /** Broker-internal address (the client address while there is no internal listener). */
+  advertiseAddr: string;
+  /** `joining`, `live`, `draining`, `down`, `left`, ... */
+  lifecycle: string;
+}
+
 export interface FeedChange {
   seq: number;
   op: string;
@@ -70,14 +80,24 @@ export type Bearer = () => Promise<string | null>;
 
 const noBearer: Bearer = () => Promise.resolve(null);
 
+export interface ControlPlaneClientOptions {
+  /** The fetch calls go through (the test partition's, faults/partition.ts); the global one. */
+  fetch?: typeof fetch;
+  /** Told after each call whether the control plane answered (false: network, timeout, 5xx). */
+  onOutcome?: (reachable: boolean) => void;
+}
+
 export class ControlPlaneClient {
   private readonly base: string;
+  private readonly fetchFn: typeof fetch;
 
   constructor(
     url: string,
     private readonly bearer: Bearer = noBearer,
+    private readonly opts: ControlPlaneClientOptions = {},
   ) {
     this.base = url.replace(/\/+$/, '');
+    this.fetchFn = opts.fetch ?? fetch;
   }
 
   get url(): string {
@@ -85,6 +105,24 @@ export class ControlPlaneClient {
   }
 
   private async call(
+    what: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    try {
+      const answer = await this.send(what, method, path, body, timeoutMs, signal);
+      this.opts.onOutcome?.(true);
+      return answer;
+    } catch (err) {
+      this.opts.onOutcome?.(!(err instanceof ControlPlaneUnavailableError));
+      throw err;
+    }
+  }
+
+  private async send(
     what: string,
     method: 'GET' | 'POST',
     path: string,
@@ -100,7 +138,7 @@ export class ControlPlaneClient {
       if (body !== undefined) headers['content-type'] = 'application/json';
       // The control plane requires the node credential on every call (issue 21).
       if (token !== null) headers.authorization = `Bearer ${token}`;
-      res = await fetch(`${this.base}${path}`, {
+      res = await this.fetchFn(`${this.base}${path}`, {
         method,
         headers,
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -166,8 +204,8 @@ export class ControlPlaneClient {
     );
   }
 
-  /** Client addresses of the registered nodes (one page of `GET /v1/nodes`), by node id. */
-  async nodeAddresses(signal?: AbortSignal): Promise<Map<string, string>> {
+  /** The registered nodes (one page of `GET /v1/nodes`): the address book and the peers. */
+  async nodes(signal?: AbortSignal): Promise<NodeEntry[]> {
     const a = await this.call(
       'nodes',
       'GET',
@@ -178,12 +216,19 @@ export class ControlPlaneClient {
     );
     if (!isObject(a) || !Array.isArray(a.items))
       throw new ControlPlaneAnswerError('nodes', 'no items');
-    const out = new Map<string, string>();
+    const out: NodeEntry[] = [];
     for (const v of a.items) {
       if (!isObject(v) || !isObject(v.node) || !isObject(v.node.spec)) continue;
-      const id = v.node.node_id;
-      const addr = v.node.spec.client_addr;
-      if (typeof id === 'string' && typeof addr === 'string') out.set(id, addr);
+      const { node_id: nodeId } = v.node;
+      const { client_addr: clientAddr, advertise_addr: advertiseAddr } = v.node.spec;
+      const status = isObject(v.node.status) ? v.node.status : {};
+      if (typeof nodeId !== 'string' || typeof clientAddr !== 'string') continue;
+      out.push({
+        nodeId,
+        clientAddr,
+        advertiseAddr: typeof advertiseAddr === 'string' ? advertiseAddr : clientAddr,
+        lifecycle: typeof status.lifecycle === 'string' ? status.lifecycle : 'unknown',
+      });
     }
     return out;
   }

@@ -36,6 +36,8 @@ import {
   LISTEN_PORT_DEFAULT,
   PARTIAL_FRAME_DEADLINE_MS_DEFAULT,
   PARTIAL_FRAME_DEADLINE_MS_MAX,
+  PEER_PROBE_INTERVAL_MS_DEFAULT,
+  PEER_PROBE_INTERVAL_MS_MAX,
   PREAUTH_FRAME_BYTES_DEFAULT,
   PUBLISH_WINDOW_DEFAULT,
   PUBLISH_WINDOW_MAX,
@@ -537,6 +539,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     doc: 'File holding the node credential; re-read every 30 s so a rotated token is picked up without a restart. Not together with `node_token`.',
   },
   {
+    key: 'cluster.peer_probe_interval_ms',
+    env: 'FELIX_NODE_PEER_PROBE_INTERVAL_MS',
+    type: 'int',
+    default: PEER_PROBE_INTERVAL_MS_DEFAULT,
+    min: 0,
+    max: PEER_PROBE_INTERVAL_MS_MAX,
+    doc: 'With a control plane: how often this broker opens (and at once closes) a TCP connection to the advertised address of each other live node, reported as `felix_broker_peer_reachable{peer}`; 0 turns the probes off.',
+  },
+  {
     key: 'auth.mode',
     env: 'FELIX_AUTH_MODE',
     type: 'enum',
@@ -557,6 +568,20 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'bool',
     default: false,
     doc: 'Allows `auth.mode: dev` on a broker with a control-plane URL (tests of the cluster only): without it that combination refuses to start.',
+  },
+  {
+    key: 'testing.storage_fault_file',
+    env: 'FELIX_TEST_STORAGE_FAULT_FILE',
+    type: 'string',
+    default: null,
+    doc: 'Test only: a file of `key=value` storage faults (`fsync_delay_ms`, `fsync=ok|fail|fail_once`, `generation`) applied to every fdatasync of a segment file, re-read every 50 ms (docs/reliability.md, "Fault seams in the broker"). Unset: the plain file system, no wrapper.',
+  },
+  {
+    key: 'testing.partition_file',
+    env: 'FELIX_TEST_PARTITION_FILE',
+    type: 'string',
+    default: null,
+    doc: 'Test only: a file naming what this broker cannot reach (`controlplane`, `node:<id>`), re-read every 50 ms; control-plane calls and peer connections it names fail at once (docs/reliability.md, "Fault seams in the broker"). Unset: nothing is cut and nothing is read.',
   },
 ];
 
@@ -592,6 +617,7 @@ export const TOP_KEYS = [
   'groups',
   'cluster',
   'auth',
+  'testing',
   'streams',
   'caches',
 ] as const;

@@ -98,12 +98,15 @@ export interface BrokerConfig {
     feed_wait_ms: number;
     node_token: string | null;
     node_token_file: string | null;
+    peer_probe_interval_ms: number;
   };
   auth: {
     mode: AuthModeName;
     keys_file: string | null;
     dev_with_controlplane: boolean;
   };
+  /** Test-only fault seams (docs/reliability.md); both null in production. */
+  testing: { storage_fault_file: string | null; partition_file: string | null };
   streams: StreamConfig[];
   caches: CacheConfig[];
 }

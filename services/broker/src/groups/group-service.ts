@@ -5,6 +5,7 @@
  * durable cursor and dead letters (registry.ts). Groups read a shard only as a RecordSource.
  * Claims live in memory (GroupState); a dead letter is recorded before the cursor moves past it.
  */
+import type { Io } from '@felix/storage';
 import type { Message } from '@felix/wire';
 import type { ProjectionMetrics } from '../caches/projection-metrics.js';
 import { storageRefusal } from '../caches/cache-service.js';
@@ -44,8 +45,9 @@ export class GroupService {
     cfg: BrokerConfig,
     private readonly streams: StreamLookup,
     metrics: ProjectionMetrics,
+    io?: Io,
   ) {
-    this.registry = new GroupRegistry(cfg.durable.data_dir!, metrics, cfg.groups);
+    this.registry = new GroupRegistry(cfg.durable.data_dir!, metrics, cfg.groups, io);
     this.core = { groups: cfg.groups, metrics, registry: this.registry, waiters: this.waiters };
     this.sweeper = setInterval(() => this.registry.evictIdle(Date.now()), GROUP_SWEEP_INTERVAL_MS);
     this.sweeper.unref();

@@ -9,6 +9,7 @@
 import {
   type CursorStore,
   type DeadLetterStore,
+  type Io,
   openCursorStore,
   openDeadLetterStore,
 } from '@felix/storage';
@@ -34,8 +35,9 @@ export class GroupRegistry {
       BrokerConfig['groups'],
       'cursor_fsync' | 'cursor_fsync_interval_ms'
     >,
+    io?: Io,
   ) {
-    const store = { root: dataDir, fsync: 'onCommit' as const };
+    const store = { root: dataDir, fsync: 'onCommit' as const, ...(io ? { io } : {}) };
     this.cursors = openCursorStore(store);
     this.deadLetters = openDeadLetterStore(store);
   }

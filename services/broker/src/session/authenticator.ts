@@ -120,6 +120,8 @@ export class Authenticator {
     cfg: BrokerConfig,
     log: Logger,
     bearer: () => Promise<string | null>,
+    /** The fetch of JWKS calls (the test partition's when set); the global one otherwise. */
+    fetchFn?: typeof fetch,
   ): Promise<Authenticator> {
     if (cfg.auth.mode === 'dev') {
       log.warn(
@@ -137,7 +139,9 @@ export class Authenticator {
       );
     }
     const file = cfg.auth.keys_file === null ? null : await readKeysFile(cfg.auth.keys_file);
-    const jwks = url ? new JwksKeyResolver({ baseUrl: url, bearer }) : null;
+    const jwks = url
+      ? new JwksKeyResolver({ baseUrl: url, bearer, ...(fetchFn ? { fetch: fetchFn } : {}) })
+      : null;
     return new Authenticator('tokens', new LayeredKeys(file, jwks));
   }
 

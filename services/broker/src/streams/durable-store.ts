@@ -3,7 +3,7 @@
  * fsync mode and retention, under `<data_dir>/streams/`. Also feeds the fsync metric.
  */
 import { join } from 'node:path';
-import { SegmentLog } from '@felix/storage';
+import { type Io, SegmentLog } from '@felix/storage';
 import type { BrokerConfig, StreamConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardStore, StoreRead } from './shard.js';
@@ -13,6 +13,7 @@ export async function openDurableStore(
   stream: StreamConfig,
   shard: number,
   metrics: BrokerMetrics,
+  io?: Io,
 ): Promise<ShardStore> {
   const root = join(cfg.durable.data_dir!, 'streams');
   const retention =
@@ -32,6 +33,7 @@ export async function openDurableStore(
     flushIntervalMs: stream.fsync_interval_ms,
     segmentBytes: cfg.durable.segment_bytes,
     ...(retention ? { retention } : {}),
+    ...(io ? { io } : {}),
   });
   const unsubscribe = log.onDurable(() => metrics.fsyncs.inc());
   return {

@@ -8,7 +8,7 @@ import { withDeadline } from '@felix/testing-harness';
 import type { Recorder } from '../recorder.js';
 import type { Cluster } from '../types.js';
 import { pause } from '../workloads/common.js';
-import { NEMESIS_CALL_TIMEOUT_MS } from './limits.js';
+import { NEMESIS_CALL_TIMEOUT_MS } from '../limits.js';
 import type { Step } from './schedule.js';
 
 /** The part of a Cluster the nemesis drives. */

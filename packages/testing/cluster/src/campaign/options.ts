@@ -3,7 +3,7 @@
  * nemeses and workloads, broker counts. Bad input is a CampaignOptionError naming the option.
  */
 import { WORKLOADS, type WorkloadName } from '../workloads/plan.js';
-import { CampaignOptionError } from './errors.js';
+import { CampaignOptionError } from '../errors.js';
 import { NEMESES, type NemesisName } from './schedule.js';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };

@@ -22,7 +22,7 @@ import {
   GROUP_VISIBILITY_MS,
   SIGNAL_LISTENERS_MAX,
   WORKLOAD_SHUTDOWN_MS,
-} from './limits.js';
+} from '../limits.js';
 import { healAll, runNemesis } from './nemesis.js';
 import { type NemesisName, type Step, schedule } from './schedule.js';
 

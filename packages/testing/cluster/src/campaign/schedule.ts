@@ -4,7 +4,7 @@
  * seed and options always give the same steps, so a campaign's faults replay exactly.
  */
 import { Rng } from '../rng.js';
-import { CampaignOptionError } from './errors.js';
+import { CampaignOptionError } from '../errors.js';
 import {
   NEMESIS_HOLD_MS_MAX,
   NEMESIS_HOLD_MS_MIN,
@@ -13,7 +13,7 @@ import {
   SCHEDULE_STEPS_MAX,
   SLOW_FSYNC_MS_MAX,
   SLOW_FSYNC_MS_MIN,
-} from './limits.js';
+} from '../limits.js';
 
 export const NEMESES = ['kill', 'pause', 'partition', 'fsync'] as const;
 export type NemesisName = (typeof NEMESES)[number];

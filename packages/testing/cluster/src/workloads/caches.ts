@@ -8,7 +8,7 @@ import {
   COUNTER_DELTA_ABS_MAX,
   COUNTER_KEYS,
   WORKLOAD_ERROR_BACKOFF_MS,
-} from '../campaign/limits.js';
+} from '../limits.js';
 import type { Rng } from '../rng.js';
 import {
   type WorkloadContext,

@@ -11,7 +11,7 @@ import {
   WORKLOAD_RECONNECT_BASE_MS,
   WORKLOAD_RECONNECT_DELAY_MS_MAX,
   WORKLOAD_REQUEST_TIMEOUT_MS,
-} from '../campaign/limits.js';
+} from '../limits.js';
 import type { Recorder } from '../recorder.js';
 import type { Rng } from '../rng.js';
 

@@ -7,7 +7,7 @@
  * is a FinalReadError (the history would be incomplete, a harness failure).
  */
 import type { FelixClient } from '@felix/client';
-import { FinalReadError } from '../campaign/errors.js';
+import { FinalReadError } from '../errors.js';
 import {
   FINAL_GROUP_VISIBILITY_MS,
   FINAL_READ_RECORDS_MAX,
@@ -16,7 +16,7 @@ import {
   SENTINEL_PUBLISHES_MAX,
   WORKLOAD_ERROR_BACKOFF_MS,
   WORKLOAD_OP_TIMEOUT_MS,
-} from '../campaign/limits.js';
+} from '../limits.js';
 import { cacheKeys, counterKeys } from './caches.js';
 import { type WorkloadContext, closeClient, pause, text, workloadClient } from './common.js';
 import { recordedPoll, recordedSettle } from './groups.js';

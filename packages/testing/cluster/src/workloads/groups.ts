@@ -4,11 +4,7 @@
  * sometimes nack, now and then nothing (the claim lapses and the record is handed out again).
  */
 import type { FelixClient } from '@felix/client';
-import {
-  GROUP_POLL_WAIT_MS,
-  GROUP_VISIBILITY_MS,
-  WORKLOAD_ERROR_BACKOFF_MS,
-} from '../campaign/limits.js';
+import { GROUP_POLL_WAIT_MS, GROUP_VISIBILITY_MS, WORKLOAD_ERROR_BACKOFF_MS } from '../limits.js';
 import type { Rng } from '../rng.js';
 import {
   type WorkloadContext,

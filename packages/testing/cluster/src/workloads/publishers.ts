@@ -4,11 +4,7 @@
  * while its outcome is unknown, up to PUBLISH_ATTEMPTS_MAX sends.
  */
 import type { FelixClient } from '@felix/client';
-import {
-  PUBLISH_ATTEMPTS_MAX,
-  PUBLISH_KEYS,
-  WORKLOAD_ERROR_BACKOFF_MS,
-} from '../campaign/limits.js';
+import { PUBLISH_ATTEMPTS_MAX, PUBLISH_KEYS, WORKLOAD_ERROR_BACKOFF_MS } from '../limits.js';
 import type { Rng } from '../rng.js';
 import {
   type WorkloadContext,

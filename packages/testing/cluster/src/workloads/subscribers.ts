@@ -9,7 +9,7 @@ import {
   RESUBSCRIBE_AFTER_MS_MAX,
   RESUBSCRIBE_AFTER_MS_MIN,
   WORKLOAD_ERROR_BACKOFF_MS,
-} from '../campaign/limits.js';
+} from '../limits.js';
 import type { Rng } from '../rng.js';
 import { type WorkloadContext, closeClient, pause, text, workloadClient } from './common.js';
 

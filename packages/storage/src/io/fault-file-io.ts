@@ -1,0 +1,158 @@
+/**
+ * An Io driven by a fault file (test only): wraps another Io and, before each fdatasync of a
+ * segment file (`*.log`), applies what the file says (fault-file.ts): a delay, a failure with
+ * EIO on every call, or one failure per distinct `generation`. The file is read through the
+ * wrapped Io on demand, at most once per FAULT_FILE_POLL_MS (no timer: an idle log reads
+ * nothing), so a harness can change faults while the process runs. Everything else passes
+ * through untouched; preallocation's own sync (off the write path) is not faulted.
+ */
+import { FAULT_FILE_BYTES_MAX, FAULT_FILE_POLL_MS } from '../limits.js';
+import { NO_STORAGE_FAULTS, type StorageFaults, parseStorageFaults } from './fault-file.js';
+import { systemError } from './faulty-io.js';
+import type { Io, IoFile, OpenMode } from './io.js';
+
+export interface FaultFileIoOptions {
+  /** Milliseconds clock for the read cache (tests inject one). */
+  now?: () => number;
+  /** Called after each read of the file that had lines it did not understand. */
+  onIgnored?: (lines: number) => void;
+}
+
+const decoder = new TextDecoder();
+const isSegment = (path: string) => path.endsWith('.log');
+
+export class FaultFileIo implements Io {
+  private cached: StorageFaults = NO_STORAGE_FAULTS;
+  private readAtMs = Number.NEGATIVE_INFINITY;
+  private reading: Promise<StorageFaults> | null = null;
+  /** The generation whose one `fail_once` failure was already handed out. */
+  private failedGeneration: number | null = null;
+  private readonly now: () => number;
+  /** fdatasyncs failed on purpose (tests and logs read it). */
+  injectedFailures = 0;
+
+  constructor(
+    private readonly inner: Io,
+    readonly faultFile: string,
+    private readonly opts: FaultFileIoOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** The faults in force: the cached reading, or a fresh one once it is FAULT_FILE_POLL_MS old. */
+  faults(): Promise<StorageFaults> {
+    if (this.now() - this.readAtMs < FAULT_FILE_POLL_MS) return Promise.resolve(this.cached);
+    this.reading ??= this.readFile().finally(() => {
+      this.reading = null;
+    });
+    return this.reading;
+  }
+
+  private async readFile(): Promise<StorageFaults> {
+    let text = '';
+    try {
+      const file = await this.inner.open(this.faultFile, 'read');
+      try {
+        const buf = new Uint8Array(FAULT_FILE_BYTES_MAX);
+        const n = await file.read(buf, 0, buf.length, 0);
+        text = decoder.decode(buf.subarray(0, n));
+      } finally {
+        await file.close();
+      }
+    } catch {
+      // A missing or unreadable file means no fault (the documented contract).
+      text = '';
+    }
+    const parsed = parseStorageFaults(text);
+    if (parsed.ignored > 0) this.opts.onIgnored?.(parsed.ignored);
+    this.cached = parsed.faults;
+    this.readAtMs = this.now();
+    return parsed.faults;
+  }
+
+  /** @internal Waits and fails as the file says, before the real fdatasync of `path`. */
+  async beforeDatasync(path: string): Promise<void> {
+    const f = await this.faults();
+    if (f.fsyncDelayMs > 0) {
+      await new Promise<void>((resolve) => setTimeout(resolve, f.fsyncDelayMs));
+    }
+    const failOnce = f.fsync === 'fail_once' && this.failedGeneration !== f.generation;
+    if (failOnce) this.failedGeneration = f.generation;
+    if (f.fsync === 'fail' || failOnce) {
+      this.injectedFailures++;
+      throw systemError('EIO', 'fdatasync', path);
+    }
+  }
+
+  async open(path: string, mode: OpenMode): Promise<IoFile> {
+    const file = await this.inner.open(path, mode);
+    return isSegment(path) ? new FaultFileFile(this, file) : file;
+  }
+  readdir(path: string): Promise<string[]> {
+    return this.inner.readdir(path);
+  }
+  mkdir(path: string): Promise<boolean> {
+    return this.inner.mkdir(path);
+  }
+  unlink(path: string): Promise<void> {
+    return this.inner.unlink(path);
+  }
+  exists(path: string): Promise<boolean> {
+    return this.inner.exists(path);
+  }
+  syncDir(path: string): Promise<void> {
+    return this.inner.syncDir(path);
+  }
+  makeTempDir(parent: string, prefix: string): Promise<string> {
+    return this.inner.makeTempDir(parent, prefix);
+  }
+  removeTree(path: string): Promise<void> {
+    return this.inner.removeTree(path);
+  }
+  link(existing: string, path: string): Promise<void> {
+    return this.inner.link(existing, path);
+  }
+  dirId(path: string): Promise<string> {
+    return this.inner.dirId(path);
+  }
+}
+
+/** A segment file whose fdatasync goes through the fault file first. */
+class FaultFileFile implements IoFile {
+  readonly writeNow:
+    | ((buffer: Uint8Array, offset: number, length: number, position: number) => number)
+    | undefined;
+
+  constructor(
+    private readonly io: FaultFileIo,
+    private readonly inner: IoFile,
+  ) {
+    // Present exactly when the wrapped file has it, so the log takes the same write path.
+    this.writeNow = inner.writeNow?.bind(inner);
+  }
+  get path(): string {
+    return this.inner.path;
+  }
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    return this.inner.read(buffer, offset, length, position);
+  }
+  write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    return this.inner.write(buffer, offset, length, position);
+  }
+  async datasync(): Promise<void> {
+    await this.io.beforeDatasync(this.inner.path);
+    return this.inner.datasync();
+  }
+  preallocate(position: number, length: number): Promise<boolean> {
+    return this.inner.preallocate(position, length);
+  }
+  truncate(length: number): Promise<void> {
+    return this.inner.truncate(length);
+  }
+  size(): Promise<number> {
+    return this.inner.size();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,162 @@
+// Goal: the test-only fault seams' pieces that need no process: both fault-file parsers never
+// throw on any text and count what they ignore; the storage fault Io fails fdatasyncs as its file
+// says (every time, or once per generation) and leaves other files alone; the partition aborts a
+// control-plane call in flight when the cut appears and fails new ones without sending them; the
+// peer links report a cut peer unreachable without dialling it; unset variables build nothing.
+// Method: the parsers fuzzed with fast-check; FaultFileIo over the real Io in a temp dir; the
+// partition and peer links with an injected fetch and probe.
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { FaultFileIo, nodeIo, parseStorageFaults } from '@felix/storage';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import fc from 'fast-check';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { PeerLinks } from '../src/cluster/peer-links.js';
+import { loadConfig } from '../src/config/load.js';
+import { PartitionedError } from '../src/errors.js';
+import { Partition, parsePartition, partitionedFetch } from '../src/faults/partition.js';
+import { storageIoFor } from '../src/faults/storage-faults.js';
+
+const silent = pino({ level: 'silent' });
+
+describe('fault file parsers', () => {
+  it('the_fault_file_parsers_never_throw_and_count_the_lines_they_ignore', () => {
+    const line = fc.oneof(
+      fc.string(),
+      fc.constantFrom('fsync=fail', 'fsync=fail_once', 'fsync_delay_ms=5', 'generation=3'),
+      fc.constantFrom('controlplane', 'node:b', '# note', '', 'bogus=1', 'node:'),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), (lines) => {
+        const text = lines.join('\n');
+        const s = parseStorageFaults(text);
+        const p = parsePartition(text);
+        expect(s.faults.fsyncDelayMs).toBeGreaterThanOrEqual(0);
+        expect(['ok', 'fail', 'fail_once']).toContain(s.faults.fsync);
+        expect(s.ignored).toBeGreaterThanOrEqual(lines.filter((l) => l === 'bogus=1').length);
+        expect(p.ignored).toBeGreaterThanOrEqual(lines.filter((l) => l === 'bogus=1').length);
+        if (lines.includes('controlplane')) expect(p.cut.controlPlane).toBe(true);
+      }),
+    );
+  });
+
+  it('the_fault_file_parsers_read_the_documented_lines', () => {
+    expect(
+      parseStorageFaults('# x\nfsync_delay_ms=20\nfsync=fail_once\ngeneration=4\nx=1'),
+    ).toEqual({ faults: { fsyncDelayMs: 20, fsync: 'fail_once', generation: 4 }, ignored: 1 });
+    expect(parseStorageFaults('fsync=sometimes\nfsync_delay_ms=-1').ignored).toBe(2);
+    const p = parsePartition('controlplane\n\n# c\nnode:b\nnode:c\nnonsense');
+    expect(p.cut.controlPlane).toBe(true);
+    expect([...p.cut.peers].sort()).toEqual(['b', 'c']);
+    expect(p.ignored).toBe(1);
+  });
+
+  it('the_fault_files_are_ignored_when_their_variables_are_unset', () => {
+    const cfg = loadConfig({});
+    expect(cfg.testing).toEqual({ storage_fault_file: null, partition_file: null });
+    expect(storageIoFor(cfg.testing.storage_fault_file, silent)).toBeUndefined();
+    expect(Partition.fromConfig(cfg.testing.partition_file, silent)).toBeNull();
+    const set = loadConfig({
+      FELIX_TEST_PARTITION_FILE: '/x',
+      FELIX_TEST_STORAGE_FAULT_FILE: '/y',
+    });
+    expect(set.testing).toEqual({ storage_fault_file: '/y', partition_file: '/x' });
+  });
+});
+
+describe('storage fault Io', () => {
+  it('the_storage_fault_io_fails_fdatasyncs_as_its_file_says', async () => {
+    const dir = await tempDir();
+    try {
+      const faults = join(dir.path, 'faults');
+      let now = 0;
+      const io = new FaultFileIo(nodeIo, faults, { now: () => now });
+      const seg = await io.open(join(dir.path, '00000000000000000000.log'), 'replace');
+      const other = await io.open(join(dir.path, 'durable.mark'), 'replace');
+      await seg.datasync(); // no file: no fault
+      await writeFile(faults, 'fsync=fail\n');
+      await seg.datasync(); // the cached reading is still fresh
+      now += 50;
+      await expect(seg.datasync()).rejects.toMatchObject({ code: 'EIO', syscall: 'fdatasync' });
+      await expect(seg.datasync()).rejects.toMatchObject({ code: 'EIO' });
+      await other.datasync(); // only segment files are faulted
+      await writeFile(faults, 'fsync=fail_once\ngeneration=1\n');
+      now += 50;
+      await expect(seg.datasync()).rejects.toMatchObject({ code: 'EIO' });
+      await seg.datasync();
+      await writeFile(faults, 'fsync=fail_once\ngeneration=2\n');
+      now += 50;
+      await expect(seg.datasync()).rejects.toMatchObject({ code: 'EIO' });
+      await seg.datasync();
+      expect(io.injectedFailures).toBe(4);
+      await seg.close();
+      await other.close();
+    } finally {
+      await dir.cleanup();
+    }
+  });
+});
+
+describe('test partition', () => {
+  it('a_control_plane_cut_aborts_calls_in_flight_and_fails_new_ones_unsent', async () => {
+    const p = new Partition('/unused', silent);
+    let sent = 0;
+    const inner = ((_url: string, init?: RequestInit) => {
+      sent++;
+      return new Promise<Response>((_resolve, reject) => {
+        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      });
+    }) as typeof fetch;
+    const gated = partitionedFetch(p, inner);
+    const inFlight = gated('http://cp/v1/x');
+    p.apply(parsePartition('controlplane\n'));
+    await expect(inFlight).rejects.toBeInstanceOf(PartitionedError);
+    await expect(gated('http://cp/v1/y')).rejects.toBeInstanceOf(PartitionedError);
+    expect(sent).toBe(1);
+    p.apply(parsePartition(''));
+    void gated('http://cp/v1/z').catch(() => undefined); // left pending: only `sent` matters
+    expect(sent).toBe(2);
+  });
+
+  it('a_peer_named_in_the_partition_is_reported_unreachable_without_a_dial', async () => {
+    const p = new Partition('/unused', silent);
+    const registry = new Registry();
+    const dialled: string[] = [];
+    const links = new PeerLinks({
+      selfId: 'a',
+      intervalMs: 1000,
+      partition: p,
+      registry,
+      log: silent,
+      probe: (addr) => {
+        dialled.push(addr);
+        return Promise.resolve(true);
+      },
+    });
+    links.setNodes([
+      { nodeId: 'a', clientAddr: 'h:1', advertiseAddr: 'h:1', lifecycle: 'live' },
+      { nodeId: 'b', clientAddr: 'h:2', advertiseAddr: 'h:2', lifecycle: 'live' },
+      { nodeId: 'c', clientAddr: 'h:3', advertiseAddr: 'h:3', lifecycle: 'live' },
+      { nodeId: 'd', clientAddr: 'h:4', advertiseAddr: 'h:4', lifecycle: 'left' },
+    ]);
+    p.apply(parsePartition('node:b\n'));
+    expect(links.dialAllowed('b')).toBe(false);
+    expect(links.dialAllowed('c')).toBe(true);
+    await links.round();
+    expect(dialled).toEqual(['h:3']);
+    const text = await registry.metrics();
+    expect(text).toContain('felix_broker_peer_reachable{peer="b"} 0');
+    expect(text).toContain('felix_broker_peer_reachable{peer="c"} 1');
+    expect(text).not.toContain('peer="a"');
+    expect(text).not.toContain('peer="d"');
+    p.apply(parsePartition(''));
+    await links.round();
+    await waitFor(
+      async () => (await registry.metrics()).includes('felix_broker_peer_reachable{peer="b"} 1'),
+      'b reachable again',
+      5_000,
+    );
+  });
+});
