@@ -17,6 +17,7 @@ import type { WorkloadContext } from '../src/workloads/common.js';
 import { finalReads } from '../src/workloads/final.js';
 import { planWorkloads, runWorkloads } from '../src/workloads/plan.js';
 import { recordedPublish } from '../src/workloads/publishers.js';
+import { NodeClients } from '../src/workloads/router.js';
 import { startStandalone } from './workloads-broker.js';
 
 const META = campaignMeta(11, ['streams', 'caches', 'counters', 'groups']);
@@ -67,7 +68,7 @@ describe('workload histories', () => {
     const dir = await tempDir();
     const broker = await startStandalone(dir.path);
     const recorder = new Recorder(join(dir.path, 'h.jsonl'), META);
-    const client = await broker.connect({ idleTimeoutMs: 1_000, requestTimeoutMs: 3_000 });
+    const nodes = new NodeClients(broker);
     const ctx = {
       target: broker,
       recorder,
@@ -76,17 +77,17 @@ describe('workload histories', () => {
     };
     try {
       const send = { stream: 'history-0', key: 'a', value: 'v-1', attempt: 1 };
-      expect((await recordedPublish(ctx, client, 'pub-0', send)).phase).toBe('ok');
+      expect((await recordedPublish(ctx, nodes, 'pub-0', send)).phase).toBe('ok');
       // Frozen, then killed: the publish is on the wire when the connection goes.
       process.kill(broker.child.proc.pid!, 'SIGSTOP');
-      const pending = recordedPublish(ctx, client, 'pub-0', { ...send, value: 'v-2' });
+      const pending = recordedPublish(ctx, nodes, 'pub-0', { ...send, value: 'v-2' });
       await waitFor(() => recorder.lines >= 4, 'the second publish to be invoked', 5_000);
       await broker.kill();
       expect((await pending).phase).toBe('info');
       // Nothing was sent for a stream the catalog does not hold: a sure refusal.
       await broker.start();
       const unknown = { stream: 'no-such-stream', key: 'a', value: 'v-3', attempt: 1 };
-      expect((await recordedPublish(ctx, client, 'pub-0', unknown)).phase).toBe('fail');
+      expect((await recordedPublish(ctx, nodes, 'pub-0', unknown)).phase).toBe('fail');
       recorder.close();
       const lines = await readLines(join(dir.path, 'h.jsonl'));
       expect(lines[0]).toMatchObject({ f: 'meta', id: 'meta', t: 0, phase: 'ok' });
@@ -100,7 +101,7 @@ describe('workload histories', () => {
       ]);
       expect(unpaired(lines)).toEqual([]);
     } finally {
-      await client.close();
+      await nodes.close();
       await broker.stop();
       await dir.cleanup();
     }

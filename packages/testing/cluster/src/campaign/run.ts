@@ -103,18 +103,6 @@ export function campaignMeta(seed: number, workloads: readonly WorkloadName[]) {
   };
 }
 
-/** Starts the group at its first record before anyone polls (a no-op for an existing group). */
-async function prepareGroups(cluster: Cluster): Promise<void> {
-  const client = await cluster.connect();
-  try {
-    const g = CAMPAIGN_NAMES.group;
-    for (let shard = 0; shard < g.shards; shard++)
-      await client.group(g.stream, g.name, { shard }).seek('earliest', { ifNew: true });
-  } finally {
-    await client.close();
-  }
-}
-
 /** The recorded part: workloads and nemesis for the duration, then heal and final reads. */
 async function record(
   cluster: Cluster,
@@ -224,7 +212,6 @@ export async function runCampaign(
   try {
     cluster = await deps.startCluster(clusterSpec(opts));
     await cluster.waitServed(CAMPAIGN_SERVED_DEADLINE_MS);
-    if (opts.workloads.includes('groups')) await prepareGroups(cluster);
     const recorder = new Recorder(
       join(opts.out, 'history.jsonl'),
       campaignMeta(opts.seed, opts.workloads),

@@ -13,11 +13,13 @@ import {
   WORKLOAD_REQUEST_TIMEOUT_MS,
 } from '../limits.js';
 import type { Recorder } from '../recorder.js';
+import type { ClusterNode } from '../types.js';
 import type { Rng } from '../rng.js';
 
-/** What a workload needs of a cluster: a client of its tenant. */
+/** What a workload needs of a cluster: a client of its tenant, and its brokers when several. */
 export interface WorkloadTarget {
   connect(extra?: Partial<ConnectOptions>): Promise<FelixClient>;
+  readonly nodes?: readonly Pick<ClusterNode, 'index' | 'id' | 'url'>[];
 }
 
 /** The names the workloads use; the campaign declares them in the cluster and the meta line. */
@@ -38,15 +40,21 @@ export interface WorkloadContext {
 }
 
 /** A workload's client: answers within WORKLOAD_REQUEST_TIMEOUT_MS, reconnects quickly. */
-export function workloadClient(target: WorkloadTarget): Promise<FelixClient> {
+export function workloadClient(
+  target: WorkloadTarget,
+  extra: Partial<ConnectOptions> = {},
+): Promise<FelixClient> {
   return target.connect({
+    ...extra,
     requestTimeoutMs: WORKLOAD_REQUEST_TIMEOUT_MS,
     idleTimeoutMs: WORKLOAD_IDLE_TIMEOUT_MS,
     reconnect: { baseMs: WORKLOAD_RECONNECT_BASE_MS, maxDelayMs: WORKLOAD_RECONNECT_DELAY_MS_MAX },
   });
 }
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; phase: 'fail' | 'info' };
+export type Outcome<T> =
+  | { ok: true; value: T }
+  | { ok: false; phase: 'fail' | 'info'; error: unknown };
 
 /**
  * Runs the operation invoked as `id` and completes it: `ok` with `fields(value)`, or the error's
@@ -68,13 +76,14 @@ export async function recorded<T>(
     const value = await Promise.race([op(ac.signal), timeout]);
     if (value === 'timeout') {
       ac.abort();
-      recorder.complete(id, 'info', { error: `no answer within ${WORKLOAD_OP_TIMEOUT_MS} ms` });
-      return { ok: false, phase: 'info' };
+      const error = `no answer within ${WORKLOAD_OP_TIMEOUT_MS} ms`;
+      recorder.complete(id, 'info', { error });
+      return { ok: false, phase: 'info', error };
     }
     recorder.complete(id, 'ok', fields(value as T));
     return { ok: true, value: value as T };
   } catch (err) {
-    return { ok: false, phase: recorder.completeError(id, err) };
+    return { ok: false, phase: recorder.completeError(id, err), error: err };
   } finally {
     clearTimeout(timer);
   }

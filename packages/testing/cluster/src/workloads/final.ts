@@ -13,47 +13,71 @@ import {
   FINAL_READ_RECORDS_MAX,
   FINAL_READS_DEADLINE_MS,
   GROUP_DRAIN_POLL_RECORDS,
+  PUBLISH_ATTEMPTS_MAX,
   SENTINEL_PUBLISHES_MAX,
   WORKLOAD_ERROR_BACKOFF_MS,
   WORKLOAD_OP_TIMEOUT_MS,
 } from '../limits.js';
 import { cacheKeys, counterKeys } from './caches.js';
-import { type WorkloadContext, closeClient, pause, text, workloadClient } from './common.js';
-import { recordedPoll, recordedSettle } from './groups.js';
+import { type WorkloadContext, pause, text } from './common.js';
+import { groupOn, recordedPoll, recordedSettle } from './groups.js';
 import { recordedPublish } from './publishers.js';
+import { NodeClients, clientFor, shardClient } from './router.js';
 
 const FINAL = 'final';
 
-/** Calls `op` until it succeeds or `until` (Date.now()) passes; then a FinalReadError. */
-async function retrying<T>(what: string, until: number, op: () => Promise<T>): Promise<T> {
+/** Runs `op` on the client of `route` until it succeeds or `until` passes; then a FinalReadError. */
+async function retrying<T>(
+  nodes: NodeClients,
+  route: string,
+  until: number,
+  op: (client: FelixClient) => Promise<T>,
+  pick: () => Promise<FelixClient | undefined> = () => clientFor(nodes, route),
+): Promise<T> {
   let last: unknown;
   while (Date.now() < until) {
+    const client = await pick();
+    if (client === undefined) continue;
     try {
-      return await op();
+      return await op(client);
     } catch (err) {
       last = err;
-      await pause(WORKLOAD_ERROR_BACKOFF_MS);
+      if (!nodes.learn(route, err)) await pause(WORKLOAD_ERROR_BACKOFF_MS);
     }
   }
-  throw new FinalReadError(`the final read of ${what} did not succeed in time`, { cause: last });
+  throw new FinalReadError(`the final read of ${route} did not succeed in time`, { cause: last });
 }
 
-/** Publishes sentinels (keys `sentinel-<i>`) until one landed on every shard; their offsets. */
+/**
+ * Publishes sentinels until one landed on every shard; their offsets. Each key is tried again
+ * while its publish fails (a refusal such as `not_leader` moves it to its leader), each send a
+ * value of its own: keys `sentinel-<i>`, values `final-<stream>-<n>`.
+ */
 async function sentinels(
   ctx: WorkloadContext,
-  client: FelixClient,
+  nodes: NodeClients,
   stream: { name: string; shards: number },
 ): Promise<Map<number, number>> {
   const landed = new Map<number, number>();
-  for (let i = 0; i < SENTINEL_PUBLISHES_MAX && landed.size < stream.shards; i++) {
-    const send = {
-      stream: stream.name,
-      key: `sentinel-${i}`,
-      value: `${FINAL}-${stream.name}-${i}`,
-    };
-    const r = await recordedPublish(ctx, client, FINAL, { ...send, attempt: 1 });
-    if (r.phase === 'ok') landed.set(r.shard, r.offset);
-    else await pause(WORKLOAD_ERROR_BACKOFF_MS);
+  let n = 0;
+  for (let i = 0; n < SENTINEL_PUBLISHES_MAX && landed.size < stream.shards; i++) {
+    for (
+      let attempt = 1;
+      attempt <= PUBLISH_ATTEMPTS_MAX && n < SENTINEL_PUBLISHES_MAX;
+      attempt++
+    ) {
+      const send = {
+        stream: stream.name,
+        key: `sentinel-${i}`,
+        value: `${FINAL}-${stream.name}-${n++}`,
+      };
+      const r = await recordedPublish(ctx, nodes, FINAL, { ...send, attempt: 1 });
+      if (r.phase === 'ok') {
+        landed.set(r.shard, r.offset);
+        break;
+      }
+      await pause(WORKLOAD_ERROR_BACKOFF_MS);
+    }
   }
   if (landed.size < stream.shards)
     throw new FinalReadError(`no sentinel landed on every shard of ${stream.name}`);
@@ -75,11 +99,8 @@ async function readShard(
   let start: number | undefined;
   const values: string[] = [];
   try {
-    for await (const ev of client.subscribe(stream, {
-      shard,
-      from: 'earliest',
-      signal: ac.signal,
-    })) {
+    const from = 'earliest';
+    for await (const ev of client.subscribe(stream, { shard, from, signal: ac.signal })) {
       start ??= ev.offset;
       if (ev.offset !== start + values.length) break;
       values.push(text(ev.data));
@@ -92,47 +113,52 @@ async function readShard(
   return { start, values };
 }
 
-async function finalLogs(ctx: WorkloadContext, client: FelixClient, until: number): Promise<void> {
+async function finalLogs(ctx: WorkloadContext, nodes: NodeClients, until: number): Promise<void> {
   for (const stream of ctx.names.streams) {
-    const ends = await sentinels(ctx, client, stream);
+    const ends = await sentinels(ctx, nodes, stream);
     for (let shard = 0; shard < stream.shards; shard++) {
       const end = ends.get(shard) ?? 0;
-      const read = await retrying(`${stream.name}/${shard}`, until, () =>
-        readShard(client, stream.name, shard, end),
+      const read = await retrying(
+        nodes,
+        `${stream.name}/${shard}`,
+        until,
+        (client) => readShard(client, stream.name, shard, end),
+        () => shardClient(nodes, stream.name, shard),
       );
       ctx.recorder.observe(FINAL, { f: 'final_read', stream: stream.name, shard, ...read });
     }
   }
 }
 
-async function finalKeys(ctx: WorkloadContext, client: FelixClient, until: number): Promise<void> {
-  const cache = client.cache(ctx.names.cache);
+async function finalKeys(ctx: WorkloadContext, nodes: NodeClients, until: number): Promise<void> {
+  const { cache, counter } = ctx.names;
+  const signal = () => AbortSignal.timeout(WORKLOAD_OP_TIMEOUT_MS);
   for (const key of cacheKeys()) {
-    const v = await retrying(`cache key ${key}`, until, () =>
-      cache.get(key, { signal: AbortSignal.timeout(WORKLOAD_OP_TIMEOUT_MS) }),
+    const v = await retrying(nodes, `cache:${cache}`, until, (client) =>
+      client.cache(cache).get(key, { signal: signal() }),
     );
     const value = v === undefined ? null : text(v);
-    ctx.recorder.observe(FINAL, { f: 'cache_final', cache: ctx.names.cache, key, value });
+    ctx.recorder.observe(FINAL, { f: 'cache_final', cache, key, value });
   }
-  const counter = client.counter(ctx.names.counter);
   for (const key of counterKeys()) {
-    const sum = await retrying(`counter key ${key}`, until, () =>
-      counter.get(key, { signal: AbortSignal.timeout(WORKLOAD_OP_TIMEOUT_MS) }),
+    const sum = await retrying(nodes, `cache:${counter}`, until, (client) =>
+      client.counter(counter).get(key, { signal: signal() }),
     );
-    const value = Number(sum ?? 0n);
-    ctx.recorder.observe(FINAL, { f: 'counter_final', counter: ctx.names.counter, key, value });
+    ctx.recorder.observe(FINAL, { f: 'counter_final', counter, key, value: Number(sum ?? 0n) });
   }
 }
 
 /** Drains one group shard as consumer `final` until nothing is owed or in flight. */
 async function drainGroup(
   ctx: WorkloadContext,
-  client: FelixClient,
+  nodes: NodeClients,
   shard: number,
   until: number,
 ): Promise<void> {
   const { stream, name } = ctx.names.group;
-  const group = client.group(stream, name, { shard, consumer: FINAL });
+  const route = `${stream}/${shard}`;
+  const groups = new Map<FelixClient, ReturnType<FelixClient['group']>>();
+  const on = (client: FelixClient) => groupOn(groups, client, ctx, shard, FINAL);
   const spec = {
     process: FINAL,
     shard,
@@ -140,11 +166,9 @@ async function drainGroup(
     visibilityMs: FINAL_GROUP_VISIBILITY_MS,
   };
   for (;;) {
-    const info = await retrying(`group ${name}/${shard}`, until, () => group.describe());
+    const info = await retrying(nodes, route, until, (client) => on(client).describe());
     if (info.owed === 0 && info.inFlight === 0 && (info.committed ?? 0) >= info.tail) {
-      const deadLettered = await retrying(`dead letters of ${name}/${shard}`, until, () =>
-        group.deadLetters(),
-      );
+      const deadLettered = await retrying(nodes, route, until, (c) => on(c).deadLetters());
       const end = info.committed ?? info.tail;
       ctx.recorder.observe(FINAL, {
         f: 'group_final',
@@ -158,7 +182,11 @@ async function drainGroup(
     }
     if (Date.now() >= until)
       throw new FinalReadError(`group ${name}/${shard} did not drain in time`);
-    for (const msg of (await recordedPoll(ctx, group, spec)) ?? [])
+    const client = await clientFor(nodes, route);
+    if (client === undefined) continue;
+    const polled = await recordedPoll(ctx, on(client), spec);
+    if (!polled.ok) nodes.learn(route, polled.error);
+    for (const msg of polled.ok ? polled.value : [])
       await recordedSettle(ctx, FINAL, msg, 'ack', shard);
   }
 }
@@ -173,14 +201,14 @@ export interface FinalScope {
 /** Every final read, in the order the module comment names. */
 export async function finalReads(ctx: WorkloadContext, scope: FinalScope): Promise<void> {
   const until = Date.now() + FINAL_READS_DEADLINE_MS;
-  const client = await workloadClient(ctx.target);
+  const nodes = new NodeClients(ctx.target);
   try {
-    if (scope.logs) await finalLogs(ctx, client, until);
-    if (scope.caches) await finalKeys(ctx, client, until);
+    if (scope.logs) await finalLogs(ctx, nodes, until);
+    if (scope.caches) await finalKeys(ctx, nodes, until);
     if (scope.groups)
       for (let shard = 0; shard < ctx.names.group.shards; shard++)
-        await drainGroup(ctx, client, shard, until);
+        await drainGroup(ctx, nodes, shard, until);
   } finally {
-    await closeClient(client);
+    await nodes.close();
   }
 }

@@ -6,15 +6,8 @@
 import type { FelixClient } from '@felix/client';
 import { GROUP_POLL_WAIT_MS, GROUP_VISIBILITY_MS, WORKLOAD_ERROR_BACKOFF_MS } from '../limits.js';
 import type { Rng } from '../rng.js';
-import {
-  type WorkloadContext,
-  closeClient,
-  pace,
-  pause,
-  recorded,
-  text,
-  workloadClient,
-} from './common.js';
+import { type Outcome, type WorkloadContext, pace, pause, recorded, text } from './common.js';
+import { NodeClients, clientFor } from './router.js';
 
 export interface GroupConsumerOptions {
   process: string;
@@ -32,12 +25,12 @@ export interface PollSpec {
   visibilityMs: number;
 }
 
-/** One recorded poll; answers the messages handed out (undefined when it failed). */
-export async function recordedPoll(
+/** One recorded poll of `group` as consumer `spec.process`. */
+export function recordedPoll(
   ctx: WorkloadContext,
   group: Group,
   spec: PollSpec,
-): Promise<Message[] | undefined> {
+): Promise<Outcome<Message[]>> {
   const { stream, name } = ctx.names.group;
   const id = ctx.recorder.invoke(spec.process, {
     f: 'group_poll',
@@ -46,31 +39,25 @@ export async function recordedPoll(
     shard: spec.shard,
     consumer: spec.process,
   });
-  const out = await recorded(
+  const poll = { max: spec.max, waitMs: GROUP_POLL_WAIT_MS, visibilityMs: spec.visibilityMs };
+  return recorded(
     ctx.recorder,
     id,
-    (signal) =>
-      group.poll({
-        max: spec.max,
-        waitMs: GROUP_POLL_WAIT_MS,
-        visibilityMs: spec.visibilityMs,
-        signal,
-      }),
+    (signal) => group.poll({ ...poll, signal }),
     (msgs) => ({
       records: msgs.map((m) => ({ offset: m.offset, value: text(m.payload), attempt: m.attempts })),
     }),
   );
-  return out.ok ? out.value : undefined;
 }
 
-/** One recorded ack or nack of `msg`; answers whether it was ok. */
-export async function recordedSettle(
+/** One recorded ack or nack of `msg`. */
+export function recordedSettle(
   ctx: WorkloadContext,
   process: string,
   msg: Message,
   how: 'ack' | 'nack',
   shard: number,
-): Promise<boolean> {
+): Promise<Outcome<void>> {
   const { stream, name } = ctx.names.group;
   const id = ctx.recorder.invoke(process, {
     f: how === 'ack' ? 'group_ack' : 'group_nack',
@@ -80,37 +67,77 @@ export async function recordedSettle(
     offset: msg.offset,
     consumer: process,
   });
-  const out = await recorded(ctx.recorder, id, () => (how === 'ack' ? msg.ack() : msg.nack()));
-  return out.ok;
+  return recorded(ctx.recorder, id, () => (how === 'ack' ? msg.ack() : msg.nack()));
 }
 
-export async function runGroupConsumer(
+/** The group of the campaign on `client`, one per client (a client per broker when routed). */
+export function groupOn(
+  groups: Map<FelixClient, Group>,
+  client: FelixClient,
+  ctx: WorkloadContext,
+  shard: number,
+  consumer: string,
+): Group {
+  let group = groups.get(client);
+  if (group === undefined) {
+    group = client.group(ctx.names.group.stream, ctx.names.group.name, { shard, consumer });
+    groups.set(client, group);
+  }
+  return group;
+}
+
+/** Polls once and settles what came: answers whether every call was ok. */
+async function pollAndSettle(
   ctx: WorkloadContext,
   opts: GroupConsumerOptions,
-): Promise<void> {
-  const client = await workloadClient(ctx.target);
-  const { stream, name } = ctx.names.group;
-  const group = client.group(stream, name, { shard: opts.shard, consumer: opts.process });
+  nodes: NodeClients,
+  group: Group,
+): Promise<boolean> {
+  const route = `${ctx.names.group.stream}/${opts.shard}`;
   const spec = {
     process: opts.process,
     shard: opts.shard,
     max: 1,
     visibilityMs: GROUP_VISIBILITY_MS,
   };
+  const polled = await recordedPoll(ctx, group, spec);
+  if (!polled.ok) {
+    nodes.learn(route, polled.error);
+    return false;
+  }
+  let ok = true;
+  for (const msg of polled.value) {
+    const roll = opts.rng.float();
+    // About one in ten left alone: its claim lapses and the group hands it out again.
+    if (roll < 0.1) continue;
+    const settled = await recordedSettle(
+      ctx,
+      opts.process,
+      msg,
+      roll < 0.2 ? 'nack' : 'ack',
+      opts.shard,
+    );
+    ok = settled.ok && ok;
+  }
+  return ok;
+}
+
+export async function runGroupConsumer(
+  ctx: WorkloadContext,
+  opts: GroupConsumerOptions,
+): Promise<void> {
+  const nodes = new NodeClients(ctx.target);
+  const groups = new Map<FelixClient, Group>();
+  const route = `${ctx.names.group.stream}/${opts.shard}`;
   try {
     while (!ctx.signal.aborted) {
-      const msgs = await recordedPoll(ctx, group, spec);
-      let ok = msgs !== undefined;
-      for (const msg of msgs ?? []) {
-        const roll = opts.rng.float();
-        // About one in ten left alone: its claim lapses and the group hands it out again.
-        if (roll < 0.1) continue;
-        const how = roll < 0.2 ? 'nack' : 'ack';
-        ok = (await recordedSettle(ctx, opts.process, msg, how, opts.shard)) && ok;
-      }
+      const client = await clientFor(nodes, route, ctx.signal);
+      if (client === undefined) continue;
+      const group = groupOn(groups, client, ctx, opts.shard, opts.process);
+      const ok = await pollAndSettle(ctx, opts, nodes, group);
       await (ok ? pace(opts.rng, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
     }
   } finally {
-    await closeClient(client);
+    await nodes.close();
   }
 }

@@ -3,17 +3,10 @@
  * seeded key, to a seeded stream. The at-least-once variant sends a value again (attempt + 1)
  * while its outcome is unknown, up to PUBLISH_ATTEMPTS_MAX sends.
  */
-import type { FelixClient } from '@felix/client';
 import { PUBLISH_ATTEMPTS_MAX, PUBLISH_KEYS, WORKLOAD_ERROR_BACKOFF_MS } from '../limits.js';
 import type { Rng } from '../rng.js';
-import {
-  type WorkloadContext,
-  closeClient,
-  pace,
-  pause,
-  recorded,
-  workloadClient,
-} from './common.js';
+import { type WorkloadContext, pace, pause, recorded } from './common.js';
+import { NodeClients, clientFor } from './router.js';
 
 export interface PublisherOptions {
   process: string;
@@ -22,13 +15,22 @@ export interface PublisherOptions {
   resend: boolean;
 }
 
-/** One acked publish, recorded; answers the outcome's phase. */
+export type PublishOutcome =
+  | { phase: 'ok'; shard: number; offset: number }
+  | { phase: 'fail' | 'info' }
+  /** No client could be had for its broker: nothing was invoked. */
+  | { phase: 'skipped' };
+
+/** One acked publish, recorded; answers its outcome. */
 export async function recordedPublish(
   ctx: WorkloadContext,
-  client: FelixClient,
+  nodes: NodeClients,
   process: string,
   send: { stream: string; key: string; value: string; attempt: number },
-): Promise<{ phase: 'ok'; shard: number; offset: number } | { phase: 'fail' | 'info' }> {
+): Promise<PublishOutcome> {
+  const route = `${send.stream}/${send.key}`;
+  const client = await clientFor(nodes, route, ctx.signal);
+  if (client === undefined) return { phase: 'skipped' };
   const id = ctx.recorder.invoke(process, { f: 'publish', ...send });
   const out = await recorded(
     ctx.recorder,
@@ -41,12 +43,15 @@ export async function recordedPublish(
     },
     (r) => ({ shard: r.shard, offset: r.offset }),
   );
-  if (!out.ok) return { phase: out.phase };
+  if (!out.ok) {
+    nodes.learn(route, out.error);
+    return { phase: out.phase };
+  }
   return { phase: 'ok', shard: out.value.shard ?? 0, offset: out.value.offset ?? 0 };
 }
 
 export async function runPublisher(ctx: WorkloadContext, opts: PublisherOptions): Promise<void> {
-  const client = await workloadClient(ctx.target);
+  const nodes = new NodeClients(ctx.target);
   try {
     for (let n = 0; !ctx.signal.aborted; n++) {
       const stream = opts.rng.pick(ctx.names.streams).name;
@@ -54,19 +59,16 @@ export async function runPublisher(ctx: WorkloadContext, opts: PublisherOptions)
       const value = `${opts.process}-${n}`;
       const sends = opts.resend ? PUBLISH_ATTEMPTS_MAX : 1;
       for (let attempt = 1; attempt <= sends; attempt++) {
-        const { phase } = await recordedPublish(ctx, client, opts.process, {
-          stream,
-          key,
-          value,
-          attempt,
-        });
-        if (phase !== 'ok') await pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal);
+        const send = { stream, key, value, attempt };
+        const { phase } = await recordedPublish(ctx, nodes, opts.process, send);
+        if (phase === 'fail' || phase === 'info')
+          await pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal);
         // A refusal says nothing was written: a new value is as good; resend only the unknown.
         if (phase !== 'info' || ctx.signal.aborted) break;
       }
       await pace(opts.rng, ctx.signal);
     }
   } finally {
-    await closeClient(client);
+    await nodes.close();
   }
 }

@@ -11,7 +11,8 @@ import {
   WORKLOAD_ERROR_BACKOFF_MS,
 } from '../limits.js';
 import type { Rng } from '../rng.js';
-import { type WorkloadContext, closeClient, pause, text, workloadClient } from './common.js';
+import { type WorkloadContext, pause, text } from './common.js';
+import { NodeClients, shardClient } from './router.js';
 
 export interface SubscriberOptions {
   process: string;
@@ -23,7 +24,11 @@ export interface SubscriberOptions {
 interface Reader {
   ctx: WorkloadContext;
   opts: SubscriberOptions;
-  client: FelixClient;
+  nodes: NodeClients;
+  /** Clients whose `gap` status events are recorded (one per broker when routed). */
+  watched: Set<FelixClient>;
+  /** Ends the status watches. */
+  watching: AbortController;
   /** The offset after the last delivery. */
   next: number;
   /** The subscribe line the deliveries now belong to. */
@@ -40,10 +45,10 @@ function recordGap(r: Reader, from: number, to: number): void {
   r.ctx.recorder.observe(r.opts.process, { f: 'gap', sub: r.sub, stream, shard, from, to });
 }
 
-/** Records the client's `gap` status events of this reader's shard until `signal`. */
-async function watchGaps(r: Reader, signal: AbortSignal): Promise<void> {
+/** Records `client`'s `gap` status events of this reader's shard until the reader ends. */
+async function watchGaps(r: Reader, client: FelixClient): Promise<void> {
   try {
-    for await (const ev of r.client.status({ signal })) {
+    for await (const ev of client.status({ signal: r.watching.signal })) {
       if (ev.type === 'gap' && ev.stream === r.opts.stream && ev.shard === r.opts.shard)
         recordGap(r, ev.from, ev.from + ev.count);
     }
@@ -53,7 +58,7 @@ async function watchGaps(r: Reader, signal: AbortSignal): Promise<void> {
 }
 
 /** One subscription, from `r.next` until its seeded time is up, the campaign ends or it fails. */
-async function subscribeOnce(r: Reader): Promise<void> {
+async function subscribeOnce(r: Reader, client: FelixClient): Promise<void> {
   const { ctx, opts } = r;
   const { stream, shard } = opts;
   const sub = ctx.recorder.invoke(opts.process, { f: 'subscribe', stream, shard, from: r.next });
@@ -65,7 +70,7 @@ async function subscribeOnce(r: Reader): Promise<void> {
   const timer = setTimeout(stop, opts.rng.int(RESUBSCRIBE_AFTER_MS_MIN, RESUBSCRIBE_AFTER_MS_MAX));
   let answered = false;
   try {
-    for await (const ev of r.client.subscribe(stream, { shard, from: r.next, signal: ac.signal })) {
+    for await (const ev of client.subscribe(stream, { shard, from: r.next, signal: ac.signal })) {
       if (!answered) {
         ctx.recorder.complete(sub, 'ok');
         answered = true;
@@ -97,15 +102,30 @@ async function subscribeOnce(r: Reader): Promise<void> {
 }
 
 export async function runSubscriber(ctx: WorkloadContext, opts: SubscriberOptions): Promise<void> {
-  const client = await workloadClient(ctx.target);
-  const r: Reader = { ctx, opts, client, next: 0, sub: undefined, gaps: new Set() };
-  const statusAc = new AbortController();
-  const gaps = watchGaps(r, statusAc.signal);
+  const r: Reader = {
+    ctx,
+    opts,
+    nodes: new NodeClients(ctx.target),
+    watched: new Set(),
+    watching: new AbortController(),
+    next: 0,
+    sub: undefined,
+    gaps: new Set(),
+  };
+  const watches: Promise<void>[] = [];
   try {
-    while (!ctx.signal.aborted) await subscribeOnce(r);
+    while (!ctx.signal.aborted) {
+      const client = await shardClient(r.nodes, opts.stream, opts.shard, ctx.signal);
+      if (client === undefined) continue;
+      if (!r.watched.has(client)) {
+        r.watched.add(client);
+        watches.push(watchGaps(r, client));
+      }
+      await subscribeOnce(r, client);
+    }
   } finally {
-    statusAc.abort();
-    await closeClient(client);
-    await gaps;
+    r.watching.abort();
+    await r.nodes.close();
+    await Promise.all(watches);
   }
 }
