@@ -155,7 +155,7 @@ export class Broker {
   private async prepare(): Promise<void> {
     const cfg = this.config;
     checkClusterConfig(cfg);
-    this.storageIo = storageIoFor(cfg.testing.storage_fault_file, this.log);
+    this.storageIo = await storageIoFor(cfg.testing.storage_fault_file, this.log);
     this.partition = Partition.fromConfig(cfg.testing.partition_file, this.log);
     const fetchFn = this.partition ? partitionedFetch(this.partition) : undefined;
     // A `tokens` broker without a key source refuses to start (never a silent dev mode).

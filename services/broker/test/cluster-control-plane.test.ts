@@ -3,11 +3,10 @@
 // after its first snapshots, deregisters on SIGTERM; without the variable the YAML catalog serves.
 // Method: real processes from the built dist/ of both services (control plane on SQLite in a
 // temp dir), streams made through the REST API, @felix/client for publish and subscribe.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type BrokerRefusedError, type FelixClient, connect } from '@felix/client';
-import { type Child, freePort, spawnNode, tempDir, waitFor } from '@felix/testing-harness';
+import { type Child, freePort, tempDir, waitFor } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import {
   FEATURE_ERROR_CODES,
@@ -17,126 +16,21 @@ import {
   shardForKey,
 } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BROKER_MAIN,
+  CP_MAIN,
+  OPERATOR_PERMISSIONS,
+  type Running,
+  SETTLE_MS,
+  bootstrapToken,
+  heldShards,
+  nodeToken,
+  readyStatus,
+  startClusterBroker,
+  startControlPlane,
+} from './support/cluster.js';
 
-const REPO = resolve(import.meta.dirname, '..', '..', '..');
-const BROKER_MAIN = join(REPO, 'services', 'broker', 'dist', 'main.js');
-const CP_MAIN = join(REPO, 'services', 'control-plane', 'dist', 'main.js');
 const TEXT = new TextDecoder();
-/** Deadline of each wait: generous, because the machine running the suite may be loaded. */
-const SETTLE_MS = 30_000;
-
-interface Running {
-  child: Child;
-  port: number;
-  httpPort: number;
-  fingerprint: string;
-}
-
-/** The control plane's bootstrap listener token: random per run, at least 32 characters. */
-const BOOTSTRAP_TOKEN = randomBytes(24).toString('hex');
-const OPERATOR_PERMISSIONS = [
-  'tenant.manage:cluster:*',
-  'node.view:cluster:*',
-  'node.manage:cluster:*',
-];
-
-async function startControlPlane(dir: string, port: number, bootPort: number): Promise<Child> {
-  const child = spawnNode([CP_MAIN], {
-    cwd: REPO,
-    env: {
-      FELIX_CONTROLPLANE_BIND: `127.0.0.1:${port}`,
-      FELIX_CONTROLPLANE_DATA_DIR: dir,
-      FELIX_CONTROLPLANE_POSTGRES_URL: '',
-      FELIX_CONTROLPLANE_LOG_LEVEL: 'warn',
-      FELIX_BOOTSTRAP_ENABLED: 'true',
-      FELIX_BOOTSTRAP_BIND_ADDR: `127.0.0.1:${bootPort}`,
-      FELIX_BOOTSTRAP_TOKEN: BOOTSTRAP_TOKEN,
-      FELIX_BOOTSTRAP_DEV_TOKENS: 'true',
-    },
-  });
-  await child.waitForOutput('"event":"listening"', 'the control plane to listen', 20_000);
-  return child;
-}
-
-/**
- * Initializes `tenant` through the bootstrap listener (a 409 means it already was) and mints a
- * token of it: the operator tenant's for node credentials and cluster routes, a tenant's admin
- * for its catalog.
- */
-async function bootstrapToken(
-  bootPort: number,
-  tenant: string,
-  permissions: readonly string[],
-  opts: { operator?: boolean; principal?: string } = {},
-): Promise<string> {
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(
-      `http://127.0.0.1:${bootPort}/internal/bootstrap/tenants/${tenant}/${path}`,
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-felix-bootstrap-token': BOOTSTRAP_TOKEN },
-        body: JSON.stringify(body),
-      },
-    );
-    if (res.status >= 400 && res.status !== 409)
-      throw new Error(`bootstrap ${path}: ${res.status} ${await res.text()}`);
-    return res.json() as Promise<{ token?: string }>;
-  };
-  await post('initialize', {
-    initial_admin_principals: ['admin'],
-    operator: opts.operator ?? false,
-  });
-  const minted = await post('dev-token', {
-    principal: opts.principal ?? 'admin',
-    permissions,
-    audience: 'felix-controlplane',
-  });
-  return minted.token!;
-}
-
-/** A broker's node credential: manage its own node, view the cluster (what brokers poll). */
-const nodeToken = (bootPort: number, nodeId: string) =>
-  bootstrapToken(bootPort, 'operator', [`node.manage:node:${nodeId}`, 'node.view:cluster:*'], {
-    operator: true,
-    principal: `node-${nodeId}`,
-  });
-
-async function startBroker(dir: string, env: NodeJS.ProcessEnv, yaml = ''): Promise<Running> {
-  const port = await freePort();
-  const httpPort = await freePort();
-  const configPath = join(dir, `broker-${port}.yaml`);
-  const { writeFile } = await import('node:fs/promises');
-  await writeFile(configPath, yaml);
-  const child = spawnNode([BROKER_MAIN], {
-    cwd: REPO,
-    env: {
-      FELIX_BROKER_CONFIG: configPath,
-      FELIX_BROKER_PORT: String(port),
-      FELIX_BROKER_HTTP_PORT: String(httpPort),
-      FELIX_DURABLE_STORAGE_DIR: join(dir, `data-${port}`),
-      FELIX_BROKER_LOG_LEVEL: 'info',
-      // Placement and ownership are under test here, not tokens: explicit dev mode.
-      FELIX_AUTH_MODE: 'dev',
-      FELIX_AUTH_DEV_WITH_CONTROLPLANE: 'true',
-      ...env,
-    },
-  });
-  await child.waitForOutput('"msg":"listening"', 'the broker to listen', 20_000);
-  const line = child.jsonLines().find((l): l is { msg: string; cert_fingerprint: string } => {
-    return (l as { msg?: string }).msg === 'listening';
-  });
-  if (!line) throw new Error('no listening line');
-  return { child, port, httpPort, fingerprint: line.cert_fingerprint };
-}
-
-async function readyStatus(b: Running): Promise<number> {
-  return (await fetch(`http://127.0.0.1:${b.httpPort}/ready`)).status;
-}
-
-async function heldShards(b: Running): Promise<number> {
-  const body = await (await fetch(`http://127.0.0.1:${b.httpPort}/metrics`)).text();
-  return Number(/felix_broker_cluster_shards_held (\d+)/.exec(body)?.[1] ?? -1);
-}
 
 function client(b: Running, namespace: string): Promise<FelixClient> {
   return connect({
@@ -243,7 +137,7 @@ describe('broker with a control plane', () => {
     operatorToken = await bootstrapToken(bootPort, 'operator', OPERATOR_PERMISSIONS, {
       operator: true,
     });
-    broker = await startBroker(dir.path, {
+    broker = await startClusterBroker(dir.path, {
       FELIX_CONTROLPLANE_URL: cpUrl,
       FELIX_NODE_TOKEN: await nodeToken(bootPort, 'broker-a'),
       FELIX_NODE_ID: 'broker-a',
@@ -453,7 +347,7 @@ describe('broker readiness and standalone mode', () => {
     });
     await first.stop();
     // Nothing listens on the control plane's port yet: live, but not ready.
-    const b = await startBroker(dir.path, {
+    const b = await startClusterBroker(dir.path, {
       FELIX_CONTROLPLANE_URL: `http://127.0.0.1:${cpPort}`,
       FELIX_NODE_TOKEN: token,
       FELIX_NODE_ID: 'late',
@@ -485,7 +379,7 @@ describe('broker readiness and standalone mode', () => {
 
   it('the_standalone_yaml_catalog_still_serves_without_a_control_plane', async () => {
     const dir = await tempDir('felix-standalone');
-    const b = await startBroker(
+    const b = await startClusterBroker(
       dir.path,
       { FELIX_CONTROLPLANE_URL: '' },
       'streams:\n  - { tenant: acme, name: local, durable: true }\n',

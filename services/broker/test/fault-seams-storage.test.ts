@@ -107,6 +107,34 @@ describe('storage fault file', () => {
     expect(texts.at(-1)).toBe('after-restart');
   });
 
+  it('a_fail_once_fault_refuses_a_flush_per_new_generation_and_not_again_after_a_restart', async () => {
+    const dir = await tempDir();
+    cleanups.push(dir.cleanup);
+    const faults = join(dir.path, 'storage-faults');
+    await writeFile(faults, 'fsync=fail_once\ngeneration=0\n');
+    let broker = await start(dir.path, faults);
+    let felix = await client(broker);
+    await felix.publish('orders', 'baseline'); // the generation read at start arms nothing
+    const refusedUnder = async (generation: number) => {
+      await writeFile(faults, `fsync=fail_once\ngeneration=${generation}\n`);
+      let n = 0;
+      await waitFor(
+        async () => (await refusalOf(felix.publish('orders', `g${generation}-${n++}`))) !== null,
+        `a publish refused under generation ${generation}`,
+        SETTLE_MS,
+      );
+    };
+    await refusedUnder(1);
+    await felix.close();
+    await broker.stop();
+    // Restarted on the unchanged file: its generation is the new baseline, nothing fails.
+    broker = await start(dir.path, faults, broker);
+    felix = await client(broker);
+    for (let i = 0; i < 5; i++)
+      expect(await refusalOf(felix.publish('orders', `ok-${i}`))).toBe(null);
+    await refusedUnder(2);
+  });
+
   it('a_slow_fsync_injected_through_the_fault_file_delays_acknowledged_publishes', async () => {
     const dir = await tempDir();
     cleanups.push(dir.cleanup);

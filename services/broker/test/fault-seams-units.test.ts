@@ -53,10 +53,10 @@ describe('fault file parsers', () => {
     expect(p.ignored).toBe(1);
   });
 
-  it('the_fault_files_are_ignored_when_their_variables_are_unset', () => {
+  it('the_fault_files_are_ignored_when_their_variables_are_unset', async () => {
     const cfg = loadConfig({});
     expect(cfg.testing).toEqual({ storage_fault_file: null, partition_file: null });
-    expect(storageIoFor(cfg.testing.storage_fault_file, silent)).toBeUndefined();
+    expect(await storageIoFor(cfg.testing.storage_fault_file, silent)).toBeUndefined();
     expect(Partition.fromConfig(cfg.testing.partition_file, silent)).toBeNull();
     const set = loadConfig({
       FELIX_TEST_PARTITION_FILE: '/x',
@@ -93,6 +93,17 @@ describe('storage fault Io', () => {
       expect(io.injectedFailures).toBe(4);
       await seg.close();
       await other.close();
+      // A process started on an unchanged file takes its generation as the baseline: a broker
+      // restarted after a fail_once does not fail again until the generation changes.
+      const restarted = new FaultFileIo(nodeIo, faults, { now: () => now });
+      await restarted.start();
+      const again = await restarted.open(join(dir.path, '00000000000000000000.log'), 'write');
+      await again.datasync();
+      await writeFile(faults, 'fsync=fail_once\ngeneration=3\n');
+      now += 50;
+      await expect(again.datasync()).rejects.toMatchObject({ code: 'EIO' });
+      await again.datasync();
+      await again.close();
     } finally {
       await dir.cleanup();
     }

@@ -1,7 +1,9 @@
 /**
  * An Io driven by a fault file (test only): wraps another Io and, before each fdatasync of a
  * segment file (`*.log`), applies what the file says (fault-file.ts): a delay, a failure with
- * EIO on every call, or one failure per distinct `generation`. The file is read through the
+ * EIO on every call, or one failure after each change of `generation` (the generation of the
+ * first reading is the baseline, so a process restarted on an unchanged file does not fail
+ * again; `start()` takes that reading at once). The file is read through the
  * wrapped Io on demand, at most once per FAULT_FILE_POLL_MS (no timer: an idle log reads
  * nothing), so a harness can change faults while the process runs. Everything else passes
  * through untouched; preallocation's own sync (off the write path) is not faulted.
@@ -25,7 +27,7 @@ export class FaultFileIo implements Io {
   private cached: StorageFaults = NO_STORAGE_FAULTS;
   private readAtMs = Number.NEGATIVE_INFINITY;
   private reading: Promise<StorageFaults> | null = null;
-  /** The generation whose one `fail_once` failure was already handed out. */
+  /** The generation whose one `fail_once` failure was handed out (or the baseline's). */
   private failedGeneration: number | null = null;
   private readonly now: () => number;
   /** fdatasyncs failed on purpose (tests and logs read it). */
@@ -65,9 +67,16 @@ export class FaultFileIo implements Io {
     }
     const parsed = parseStorageFaults(text);
     if (parsed.ignored > 0) this.opts.onIgnored?.(parsed.ignored);
+    // The first reading is the baseline: only a later change of generation arms `fail_once`.
+    this.failedGeneration ??= parsed.faults.generation;
     this.cached = parsed.faults;
     this.readAtMs = this.now();
     return parsed.faults;
+  }
+
+  /** Takes the baseline reading now (the owner awaits it at start, before any log opens). */
+  async start(): Promise<void> {
+    await this.faults();
   }
 
   /** @internal Waits and fails as the file says, before the real fdatasync of `path`. */

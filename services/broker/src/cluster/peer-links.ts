@@ -72,7 +72,7 @@ export class PeerLinks {
   constructor(private readonly deps: PeerLinksDeps) {
     this.gauge = new Gauge({
       name: 'felix_broker_peer_reachable',
-      help: 'Whether the last probe of each other live node (a TCP connect to its advertised address) succeeded',
+      help: 'Whether the last TCP probe of each other live node (its advertised address) connected',
       labelNames: ['peer'],
       registers: [deps.registry],
     });

@@ -7,11 +7,12 @@
 import { FaultFileIo, type Io, nodeIo } from '@felix/storage';
 import type { Logger } from 'pino';
 
-export function storageIoFor(path: string | null, log: Logger): Io | undefined {
+/** The fault Io the config names, its baseline reading taken; undefined when unset. */
+export async function storageIoFor(path: string | null, log: Logger): Promise<Io | undefined> {
   if (path === null || path.trim() === '') return undefined;
   log.warn({ storage_fault_file: path }, 'fault injection enabled');
   let warned = 0;
-  return new FaultFileIo(nodeIo, path, {
+  const io = new FaultFileIo(nodeIo, path, {
     onIgnored: (lines) => {
       // Once per change of the count: the file is re-read up to 20 times a second.
       if (lines === warned) return;
@@ -19,4 +20,6 @@ export function storageIoFor(path: string | null, log: Logger): Io | undefined {
       log.warn({ storage_fault_file: path, ignored: lines }, 'lines ignored');
     },
   });
+  await io.start();
+  return io;
 }
