@@ -33,6 +33,7 @@ function fakeCluster(brokers: number) {
     nodes: nodes as never,
     kill: call('kill', 'stopped'),
     start: call('start', 'running'),
+    restart: call('restart', 'running'),
     pause: call('pause', 'paused'),
     resume: call('resume', 'running'),
     partition: call('partition'),

@@ -17,6 +17,7 @@ export type FaultTarget = Pick<
   | 'nodes'
   | 'kill'
   | 'start'
+  | 'restart'
   | 'pause'
   | 'resume'
   | 'partition'
@@ -91,9 +92,25 @@ function heal(cluster: FaultTarget, recorder: Recorder, step: Step): Promise<boo
     case 'partition':
       return act(recorder, 'heal', 'all', {}, () => cluster.heal());
     case 'slow_fsync':
-    case 'fail_fsync':
       return act(recorder, 'heal_fsync', step.target, {}, () => cluster.healFsync(node));
+    case 'fail_fsync':
+      return healFailedFsync(cluster, recorder, step.target, node);
   }
+}
+
+/**
+ * A failed fsync poisons that log until the broker restarts (docs/reliability.md, "What the
+ * broker does on a failed fsync"), so healing it is clearing the fault and restarting.
+ */
+async function healFailedFsync(
+  cluster: FaultTarget,
+  recorder: Recorder,
+  target: string,
+  node: number,
+): Promise<boolean> {
+  const healed = await act(recorder, 'heal_fsync', target, {}, () => cluster.healFsync(node));
+  const restarted = await act(recorder, 'restart', target, {}, () => cluster.restart(node));
+  return healed && restarted;
 }
 
 /** Runs `steps` in order until they end or `opts.signal` aborts; answers the faults injected. */
