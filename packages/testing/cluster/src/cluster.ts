@@ -229,18 +229,41 @@ export class FelixCluster implements Cluster {
     if (!ok) throw new NotServedError(`not every broker registered live within the deadline`);
   }
 
+  /** Every shard assignment of the control plane (all tenants). */
+  async assignments(): Promise<Assignment[]> {
+    this.open();
+    const page = (await this.controlPlane.api(
+      this.operatorToken,
+      'GET',
+      '/v1/shard-assignments?limit=10000',
+    )) as { items: Assignment[] };
+    return page.items;
+  }
+
+  /**
+   * The broker the control plane names leader of a shard of the cluster's namespace, or
+   * undefined. The client does not follow `not_leader` refusals yet: a workload on several
+   * brokers connects to the leader of what it uses (`connect({ servers: [leader.url()] })`).
+   */
+  async leaderOf(name: string, shard = 0, kind: 'stream' | 'cache' = 'stream') {
+    const a = (await this.assignments()).find(
+      (x) =>
+        x.tenant_id === this.tenant &&
+        x.namespace === this.namespace &&
+        x.kind === kind &&
+        x.stream === name &&
+        x.shard === shard,
+    );
+    return a === undefined ? undefined : this.brokers.find((b) => b.id === a.leader);
+  }
+
   async waitServed(deadlineMs = scaled(SERVED_DEADLINE_MS)): Promise<void> {
     this.open();
     let why: string | null = 'not asked yet';
     const where = { tenant: this.tenant, namespace: this.namespace };
     const ok = await pollUntil(
       async () => {
-        const page = (await this.controlPlane.api(
-          this.operatorToken,
-          'GET',
-          '/v1/shard-assignments?limit=10000',
-        )) as { items: Assignment[] };
-        why = await unserved(this.expected, page.items, where, this.brokers);
+        why = await unserved(this.expected, await this.assignments(), where, this.brokers);
         return why === null;
       },
       deadlineMs,
@@ -302,17 +325,17 @@ export class FelixCluster implements Cluster {
     this.faults.push({ fault, target, ...(params ? { params } : {}), startedAt, doneAt });
   }
 
-  kill(ref: NodeRef): Promise<void> {
+  async kill(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     return this.fault('kill', b.id, scaled(PROCESS_EXIT_DEADLINE_MS) * 2, () => b.proc.kill());
   }
 
-  stop(ref: NodeRef): Promise<void> {
+  async stop(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     return this.fault('stop', b.id, stopDeadline(), () => b.proc.stop());
   }
 
-  start(ref: NodeRef): Promise<void> {
+  async start(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     return this.fault('start', b.id, scaled(PROCESS_LISTEN_DEADLINE_MS) * 2, () => {
       if (b.state !== 'stopped') throw new NodeStateError(`cannot start ${b.id}: it is ${b.state}`);
@@ -320,7 +343,7 @@ export class FelixCluster implements Cluster {
     });
   }
 
-  restart(ref: NodeRef): Promise<void> {
+  async restart(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     const deadline = stopDeadline() + scaled(PROCESS_LISTEN_DEADLINE_MS) * 2;
     return this.fault('restart', b.id, deadline, async () => {
@@ -329,12 +352,12 @@ export class FelixCluster implements Cluster {
     });
   }
 
-  pause(ref: NodeRef): Promise<void> {
+  async pause(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     return this.fault('pause', b.id, scaled(FAULT_DEADLINE_MS) * 2, () => b.proc.pause());
   }
 
-  resume(ref: NodeRef): Promise<void> {
+  async resume(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     return this.fault('resume', b.id, scaled(FAULT_DEADLINE_MS) * 2, () => {
       if (b.state !== 'paused') throw new NodeStateError(`cannot resume ${b.id}: it is ${b.state}`);
@@ -342,7 +365,7 @@ export class FelixCluster implements Cluster {
     });
   }
 
-  partition(a: NodeRef, b: NodeRef | 'controlplane'): Promise<void> {
+  async partition(a: NodeRef, b: NodeRef | 'controlplane'): Promise<void> {
     const from = this.node(a);
     const to = b === CONTROLPLANE ? CONTROLPLANE : this.node(b);
     const target = `${from.id} | ${to === CONTROLPLANE ? CONTROLPLANE : to.id}`;
@@ -355,14 +378,14 @@ export class FelixCluster implements Cluster {
     });
   }
 
-  heal(): Promise<void> {
+  async heal(): Promise<void> {
     return this.fault('heal', 'all', scaled(FAULT_DEADLINE_MS), async () => {
       await this.partitions.heal();
       await settle();
     });
   }
 
-  slowFsync(ref: NodeRef, ms: number): Promise<void> {
+  async slowFsync(ref: NodeRef, ms: number): Promise<void> {
     const b = this.node(ref);
     if (!Number.isInteger(ms) || ms < 0) {
       throw new BadClusterSpecError(`slowFsync: ms must be an integer ≥ 0, got ${ms}`);
@@ -374,7 +397,7 @@ export class FelixCluster implements Cluster {
     return this.fault('slow_fsync', b.id, scaled(FAULT_DEADLINE_MS), run, { ms });
   }
 
-  failFsync(ref: NodeRef, mode: 'always' | 'once'): Promise<void> {
+  async failFsync(ref: NodeRef, mode: 'always' | 'once'): Promise<void> {
     const b = this.node(ref);
     if (mode !== 'always' && mode !== 'once') {
       throw new BadClusterSpecError(`failFsync: mode must be always or once, got ${String(mode)}`);
@@ -386,7 +409,7 @@ export class FelixCluster implements Cluster {
     return this.fault('fail_fsync', b.id, scaled(FAULT_DEADLINE_MS), run, { mode });
   }
 
-  healFsync(ref: NodeRef): Promise<void> {
+  async healFsync(ref: NodeRef): Promise<void> {
     const b = this.node(ref);
     return this.fault('heal_fsync', b.id, scaled(FAULT_DEADLINE_MS), async () => {
       await this.storage.heal(b);
@@ -394,7 +417,7 @@ export class FelixCluster implements Cluster {
     });
   }
 
-  restartControlPlane(): Promise<void> {
+  async restartControlPlane(): Promise<void> {
     const deadline = stopDeadline() + scaled(PROCESS_LISTEN_DEADLINE_MS) * 2;
     return this.fault('restart_controlplane', CONTROLPLANE, deadline, () =>
       this.controlPlane.restart(),

@@ -2,6 +2,7 @@ export * from './types.js';
 export { FelixCluster, startCluster } from './cluster.js';
 export * from './errors.js';
 export { scaled, timeoutScale } from './limits.js';
+export type { Assignment } from './cluster/served.js';
 export { Recorder, classifyError } from './recorder.js';
 export type { InvokeFields, ObserveFields, OutcomePhase } from './recorder.js';
 export { Rng, randomSeed } from './rng.js';

@@ -69,12 +69,15 @@ export class Broker implements ClusterNode {
     return `http://127.0.0.1:${this.httpPort}`;
   }
 
-  /** The first start: fresh ports, retried on fresh ones when the broker fails to listen. */
-  async firstStart(): Promise<void> {
+  /**
+   * The first start: fresh ports (from `allocate`), retried on fresh ones when the broker fails
+   * to listen (a port taken between the pick and the bind).
+   */
+  async firstStart(allocate: () => Promise<number> = freePort): Promise<void> {
     let last: unknown;
     for (let attempt = 0; attempt < BROKER_START_ATTEMPTS_MAX; attempt++) {
-      this.port = await freePort();
-      this.httpPort = await freePort();
+      this.port = await allocate();
+      this.httpPort = await allocate();
       try {
         await this.start();
         return;

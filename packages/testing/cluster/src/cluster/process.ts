@@ -80,11 +80,16 @@ export class ManagedProcess {
   async start(spec: SpawnSpec): Promise<Record<string, unknown>> {
     if (this.child !== null) throw new NodeStateError(`${this.name} is already ${this.state}`);
     const log = createWriteStream(this.logPath, { flags: 'a' });
+    // A log that cannot be written (its dir removed under it) must not crash the test run: the
+    // in-memory tail still has the lines.
+    log.on('error', (err) => this.keep(`(log file ${this.logPath}: ${err.message})`));
     const child = spawn(process.execPath, spec.args, {
       cwd: spec.cwd,
       env: definedEnv({ ...process.env, ...spec.env }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // A spawn or signal failure is an 'error' event: kept in the tail, never an uncaught throw.
+    child.on('error', (err) => this.keep(`(${this.name}: ${err.message})`));
     this.child = child;
     this.paused = false;
     process.once('exit', this.killOnExit);
