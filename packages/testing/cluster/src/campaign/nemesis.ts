@@ -8,7 +8,7 @@ import { withDeadline } from '@felix/testing-harness';
 import type { Recorder } from '../recorder.js';
 import type { Cluster } from '../types.js';
 import { pause } from '../workloads/common.js';
-import { NEMESIS_CALL_TIMEOUT_MS } from '../limits.js';
+import { NEMESIS_CALL_TIMEOUT_MS, scaled } from '../limits.js';
 import type { Step } from './schedule.js';
 
 /** The part of a Cluster the nemesis drives. */
@@ -53,7 +53,7 @@ async function act(
   const withParams = Object.keys(params).length > 0 ? { params } : {};
   const id = recorder.invoke('nemesis', { f: 'nemesis', fault, target, ...withParams });
   try {
-    await withDeadline(call(), NEMESIS_CALL_TIMEOUT_MS, `${fault} ${target}`);
+    await withDeadline(call(), scaled(NEMESIS_CALL_TIMEOUT_MS), `${fault} ${target}`);
     recorder.complete(id, 'ok');
     return true;
   } catch (err) {

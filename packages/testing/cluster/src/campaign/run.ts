@@ -22,6 +22,7 @@ import {
   GROUP_VISIBILITY_MS,
   SIGNAL_LISTENERS_MAX,
   WORKLOAD_SHUTDOWN_MS,
+  scaled,
 } from '../limits.js';
 import { healAll, runNemesis } from './nemesis.js';
 import { type NemesisName, type Step, schedule } from './schedule.js';
@@ -127,11 +128,15 @@ async function record(
   stop.abort();
   const injected = await nemesis;
   await healAll(cluster, recorder);
-  const failed = await withDeadline(workloads, WORKLOAD_SHUTDOWN_MS, 'the workloads to stop').catch(
+  const failed = await withDeadline(
+    workloads,
+    scaled(WORKLOAD_SHUTDOWN_MS),
+    'the workloads to stop',
+  ).catch(
     // Stragglers keep recording until the recorder closes; their open operations end as info.
     () => [],
   );
-  await cluster.waitServed(CAMPAIGN_SERVED_DEADLINE_MS);
+  await cluster.waitServed(scaled(CAMPAIGN_SERVED_DEADLINE_MS));
   const finalCtx = { ...ctx, signal: new AbortController().signal };
   await finalReads(finalCtx, finalScope(opts.workloads));
   const workloadErrors = failed.map((f) => `${f.process}: ${String(f.error)}`);
@@ -184,9 +189,13 @@ async function writeResults(
 async function keepLogs(opts: CampaignOptions, cluster: Cluster): Promise<string> {
   const dir = join(opts.out, 'logs');
   await mkdir(dir, { recursive: true });
-  for (const node of cluster.nodes)
-    await copyFile(node.logPath, join(dir, `n${node.index}-${basename(node.logPath)}`)).catch(
-      () => undefined, // a node that never wrote a log has nothing to keep
+  const logs = [
+    ...cluster.nodes.map((n) => ({ from: n.logPath, to: `n${n.index}-${basename(n.logPath)}` })),
+    { from: join(cluster.dir, 'controlplane.log'), to: 'controlplane.log' },
+  ];
+  for (const log of logs)
+    await copyFile(log.from, join(dir, log.to)).catch(
+      () => undefined, // a process that never wrote a log has nothing to keep
     );
   const tails = await cluster.logTails(CAMPAIGN_LOG_TAIL_LINES);
   await writeFile(join(dir, 'tails.txt'), tails);
@@ -211,7 +220,7 @@ export async function runCampaign(
   let cluster: Cluster | undefined;
   try {
     cluster = await deps.startCluster(clusterSpec(opts));
-    await cluster.waitServed(CAMPAIGN_SERVED_DEADLINE_MS);
+    await cluster.waitServed(scaled(CAMPAIGN_SERVED_DEADLINE_MS));
     const recorder = new Recorder(
       join(opts.out, 'history.jsonl'),
       campaignMeta(opts.seed, opts.workloads),

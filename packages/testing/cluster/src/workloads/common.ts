@@ -11,6 +11,7 @@ import {
   WORKLOAD_RECONNECT_BASE_MS,
   WORKLOAD_RECONNECT_DELAY_MS_MAX,
   WORKLOAD_REQUEST_TIMEOUT_MS,
+  scaled,
 } from '../limits.js';
 import type { Recorder } from '../recorder.js';
 import type { ClusterNode } from '../types.js';
@@ -46,7 +47,7 @@ export function workloadClient(
 ): Promise<FelixClient> {
   return target.connect({
     ...extra,
-    requestTimeoutMs: WORKLOAD_REQUEST_TIMEOUT_MS,
+    requestTimeoutMs: scaled(WORKLOAD_REQUEST_TIMEOUT_MS),
     idleTimeoutMs: WORKLOAD_IDLE_TIMEOUT_MS,
     reconnect: { baseMs: WORKLOAD_RECONNECT_BASE_MS, maxDelayMs: WORKLOAD_RECONNECT_DELAY_MS_MAX },
   });
@@ -69,14 +70,15 @@ export async function recorded<T>(
 ): Promise<Outcome<T>> {
   const ac = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  const opTimeoutMs = scaled(WORKLOAD_OP_TIMEOUT_MS);
   const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), WORKLOAD_OP_TIMEOUT_MS);
+    timer = setTimeout(() => resolve('timeout'), opTimeoutMs);
   });
   try {
     const value = await Promise.race([op(ac.signal), timeout]);
     if (value === 'timeout') {
       ac.abort();
-      const error = `no answer within ${WORKLOAD_OP_TIMEOUT_MS} ms`;
+      const error = `no answer within ${opTimeoutMs} ms`;
       recorder.complete(id, 'info', { error });
       return { ok: false, phase: 'info', error };
     }

@@ -17,6 +17,7 @@ import {
   SENTINEL_PUBLISHES_MAX,
   WORKLOAD_ERROR_BACKOFF_MS,
   WORKLOAD_OP_TIMEOUT_MS,
+  scaled,
 } from '../limits.js';
 import { cacheKeys, counterKeys } from './caches.js';
 import { type WorkloadContext, pause, text } from './common.js';
@@ -95,7 +96,7 @@ async function readShard(
   until: number,
 ): Promise<{ start: number; values: string[] }> {
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), FINAL_READS_DEADLINE_MS);
+  const timer = setTimeout(() => ac.abort(), scaled(FINAL_READS_DEADLINE_MS));
   let start: number | undefined;
   const values: string[] = [];
   try {
@@ -132,7 +133,7 @@ async function finalLogs(ctx: WorkloadContext, nodes: NodeClients, until: number
 
 async function finalKeys(ctx: WorkloadContext, nodes: NodeClients, until: number): Promise<void> {
   const { cache, counter } = ctx.names;
-  const signal = () => AbortSignal.timeout(WORKLOAD_OP_TIMEOUT_MS);
+  const signal = () => AbortSignal.timeout(scaled(WORKLOAD_OP_TIMEOUT_MS));
   for (const key of cacheKeys()) {
     const v = await retrying(nodes, `cache:${cache}`, until, (client) =>
       client.cache(cache).get(key, { signal: signal() }),
@@ -200,7 +201,7 @@ export interface FinalScope {
 
 /** Every final read, in the order the module comment names. */
 export async function finalReads(ctx: WorkloadContext, scope: FinalScope): Promise<void> {
-  const until = Date.now() + FINAL_READS_DEADLINE_MS;
+  const until = Date.now() + scaled(FINAL_READS_DEADLINE_MS);
   const nodes = new NodeClients(ctx.target);
   try {
     if (scope.logs) await finalLogs(ctx, nodes, until);

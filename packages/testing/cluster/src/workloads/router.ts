@@ -8,7 +8,7 @@
  */
 import type { FelixClient } from '@felix/client';
 import type { ClusterNode } from '../types.js';
-import { WORKLOAD_ERROR_BACKOFF_MS, WORKLOAD_OP_TIMEOUT_MS } from '../limits.js';
+import { WORKLOAD_ERROR_BACKOFF_MS, WORKLOAD_OP_TIMEOUT_MS, scaled } from '../limits.js';
 import { type WorkloadTarget, closeClient, pause, workloadClient } from './common.js';
 
 type Node = Pick<ClusterNode, 'index' | 'id' | 'url'>;
@@ -100,7 +100,7 @@ export async function shardClient(
   try {
     await client.offsetForTime(stream, 0, {
       shard,
-      signal: AbortSignal.timeout(WORKLOAD_OP_TIMEOUT_MS),
+      signal: AbortSignal.timeout(scaled(WORKLOAD_OP_TIMEOUT_MS)),
     });
   } catch (err) {
     if (nodes.learn(route, err)) return clientFor(nodes, route, signal);
