@@ -1,0 +1,214 @@
+/**
+ * Rule 8: consumer groups. Every retained offset below a group's final end is completed (an ack
+ * ok or of unknown outcome) or dead-lettered. A record acked ok twice is allowed only when its
+ * second hand-out came after the previous claim lapsed (visibilityMs after that poll began) or
+ * after a fault that took claims away. An onCommit cursor never hands out a record again after
+ * an ack of it completed ok; a periodic cursor may, after a kill or restart that followed the ack.
+ */
+import type { Findings } from '../findings.js';
+import type { GroupFinalLine, MetaLine } from '../history.js';
+import { type HistoryIndex, type Op, observed, pushTo, shardKey } from '../index-ops.js';
+import {
+  CLAIM_LOSS_FAULTS,
+  CURSOR_LOSS_FAULTS,
+  type GroupPollInvoke,
+  type GroupPollOk,
+  type GroupSettleInvoke,
+  type NemesisInvoke,
+} from './types.js';
+
+export interface HandOut {
+  poll: GroupPollInvoke;
+  ok: GroupPollOk;
+  offset: number;
+  attempt: number;
+}
+
+type GroupMeta = MetaLine['groups'][number];
+
+/** Hand-outs per stream, group and shard (NUL-joined), then per offset, in history order. */
+export function handOutsOf(index: HistoryIndex): Map<string, Map<number, HandOut[]>> {
+  const all = new Map<string, Map<number, HandOut[]>>();
+  for (const op of index.opsByF.get('group_poll') ?? []) {
+    if (op.outcome !== 'ok') continue;
+    const poll = op.invoke as GroupPollInvoke;
+    const key = `${poll.stream}\u0000${poll.group}\u0000${poll.shard}`;
+    let byOffset = all.get(key);
+    if (byOffset === undefined) {
+      byOffset = new Map();
+      all.set(key, byOffset);
+    }
+    const ok = op.completion as GroupPollOk;
+    for (const r of ok.records)
+      pushTo(byOffset, r.offset, { poll, ok, offset: r.offset, attempt: r.attempt });
+  }
+  return all;
+}
+
+/** Acks or nacks per stream, group, shard and offset (NUL-joined). */
+function settlesOf(index: HistoryIndex, f: 'group_ack' | 'group_nack'): Map<string, Op[]> {
+  const settles = new Map<string, Op[]>();
+  for (const op of index.opsByF.get(f) ?? []) {
+    const a = op.invoke as GroupSettleInvoke;
+    pushTo(settles, `${a.stream}\u0000${a.group}\u0000${a.shard}\u0000${a.offset}`, op);
+  }
+  return settles;
+}
+
+export function checkGroupCompletion(index: HistoryIndex, findings: Findings): void {
+  const handOuts = handOutsOf(index);
+  const acks = settlesOf(index, 'group_ack');
+  const nacks = settlesOf(index, 'group_nack');
+  const faults = (index.opsByF.get('nemesis') ?? []).map((op) => op.invoke as NemesisInvoke);
+  for (const final of observed<GroupFinalLine>(index, 'group_final')) {
+    checkFinal(index, final, acks, findings);
+  }
+  for (const [key, byOffset] of handOuts) {
+    const [stream, group, shard] = key.split('\u0000');
+    const meta = index.meta?.groups.find((g) => g.stream === stream && g.group === group);
+    if (meta === undefined) {
+      findings.add('malformed-history', `group ${group} of stream ${stream} is not in meta`, [
+        index.meta,
+      ]);
+      continue;
+    }
+    for (const [offset, outs] of byOffset) {
+      const settled = (acks.get(`${key}\u0000${offset}`) ?? []).filter((a) => a.outcome === 'ok');
+      const ctx = {
+        meta,
+        outs,
+        faults,
+        nacks: nacks.get(`${key}\u0000${offset}`) ?? [],
+        findings,
+        where: `group ${group} of stream ${stream} shard ${shard} offset ${offset}`,
+      };
+      checkTwiceAcked(ctx, settled);
+      checkAckedRedelivered(ctx, settled);
+    }
+  }
+}
+
+function checkFinal(
+  index: HistoryIndex,
+  final: GroupFinalLine,
+  acks: Map<string, Op[]>,
+  findings: Findings,
+) {
+  const read = index.finalReads.get(shardKey(final.stream, final.shard));
+  const where = `group ${final.group} of stream ${final.stream} shard ${final.shard}`;
+  if (read === undefined) {
+    findings.add('malformed-history', `incomplete final read: ${where} has no final_read`, [final]);
+    return;
+  }
+  const dead = new Set(final.deadLettered);
+  const end = Math.min(final.end, read.start + read.values.length);
+  for (let offset = read.start; offset < end; offset++) {
+    if (dead.has(offset)) continue;
+    const key = `${final.stream}\u0000${final.group}\u0000${final.shard}\u0000${offset}`;
+    if ((acks.get(key) ?? []).some((a) => a.outcome !== 'fail')) continue;
+    findings.add(
+      'group-completion',
+      `${where} offset ${offset} (value ${read.values[offset - read.start]}) was neither ` +
+        `completed nor dead-lettered`,
+      [final],
+    );
+  }
+}
+
+interface OffsetContext {
+  meta: GroupMeta;
+  outs: HandOut[];
+  faults: NemesisInvoke[];
+  nacks: Op[];
+  findings: Findings;
+  where: string;
+}
+
+function faultBetween(
+  faults: NemesisInvoke[],
+  kinds: ReadonlySet<string>,
+  from: number,
+  to: number,
+) {
+  return faults.some((f) => kinds.has(f.fault) && f.t >= from && f.t <= to);
+}
+
+/** The hand-out an ack settles: the latest one to its consumer before the ack began. */
+function handOutSettled(outs: HandOut[], ack: GroupSettleInvoke): HandOut | undefined {
+  let found: HandOut | undefined;
+  for (const h of outs) if (h.poll.consumer === ack.consumer && h.ok.t <= ack.t) found = h;
+  return found;
+}
+
+/** Whether `before`'s holder gave the record back (nack ok) before `out` handed it out again. */
+function givenBack(nacks: Op[], before: HandOut, out: HandOut): boolean {
+  return nacks.some((n) => {
+    const nack = n.invoke as GroupSettleInvoke;
+    const done = n.completion?.t;
+    return (
+      n.outcome === 'ok' &&
+      nack.consumer === before.poll.consumer &&
+      nack.t >= before.ok.t &&
+      done !== undefined &&
+      done <= out.ok.t
+    );
+  });
+}
+
+/**
+ * Two hand-outs acked ok is two completions: each hand-out after the first must follow a
+ * lapsed claim, a fault, or a nack of the hand-out before it. Two acks of one hand-out are one.
+ */
+function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
+  const acked = new Set<HandOut>();
+  for (const ack of settled) {
+    const a = ack.invoke as GroupSettleInvoke;
+    const out = handOutSettled(ctx.outs, a);
+    if (out !== undefined) acked.add(out);
+    else {
+      ctx.findings.add(
+        'group-completion',
+        `${ctx.where} acked by ${a.consumer}, who was never handed it`,
+        [a, ack.completion],
+      );
+    }
+  }
+  if (acked.size < 2) return;
+  const completions = [...acked].sort((x, y) => ctx.outs.indexOf(x) - ctx.outs.indexOf(y));
+  for (const out of completions.slice(1)) {
+    const before = ctx.outs[ctx.outs.indexOf(out) - 1];
+    if (before === undefined) continue;
+    const lapsed = out.ok.t >= before.poll.t + ctx.meta.visibilityMs;
+    if (lapsed || faultBetween(ctx.faults, CLAIM_LOSS_FAULTS, before.poll.t, out.ok.t)) continue;
+    if (givenBack(ctx.nacks, before, out)) continue;
+    ctx.findings.add(
+      'group-completion',
+      `${ctx.where} (value of attempt ${out.attempt}) was completed twice: handed to ` +
+        `${out.poll.consumer} at ${out.ok.t} while ${before.poll.consumer}'s claim from ` +
+        `${before.poll.t} had not lapsed (visibility ${ctx.meta.visibilityMs} ms), was not ` +
+        'given back, and no fault came between',
+      [before.ok, out.ok, ...settled.map((a) => a.completion)],
+    );
+  }
+}
+
+/** Acked work handed out again: never with onCommit; with periodic only after a kill/restart. */
+function checkAckedRedelivered(ctx: OffsetContext, settled: Op[]) {
+  const first = settled.find((a) => a.completion !== undefined);
+  if (first?.completion === undefined) return;
+  const ackedAt = first.completion.t;
+  for (const out of ctx.outs) {
+    if (out.poll.t <= ackedAt) continue;
+    const excused =
+      ctx.meta.cursor === 'periodic' &&
+      faultBetween(ctx.faults, CURSOR_LOSS_FAULTS, ackedAt, out.ok.t);
+    if (excused) continue;
+    ctx.findings.add(
+      'group-completion',
+      `${ctx.where} was handed out again to ${out.poll.consumer} (attempt ${out.attempt}) after ` +
+        `its ack completed ok at ${ackedAt} (cursor ${ctx.meta.cursor})`,
+      [first.invoke, first.completion, out.ok],
+    );
+    return;
+  }
+}

@@ -1,0 +1,38 @@
+/** The phases of each request line the rules read, named once. */
+import type {
+  CacheGetLine,
+  CachePutLine,
+  CounterAddLine,
+  GroupPollLine,
+  GroupSettleLine,
+  NemesisLine,
+  PublishLine,
+  SubscribeLine,
+} from '../history.js';
+
+type Phase<L, P> = Extract<L, { phase: P }>;
+
+export type PublishInvoke = Phase<PublishLine, 'invoke'>;
+export type PublishOk = Phase<PublishLine, 'ok'>;
+export type SubscribeInvoke = Phase<SubscribeLine, 'invoke'>;
+export type CachePutInvoke = Phase<CachePutLine, 'invoke'>;
+export type CacheGetInvoke = Phase<CacheGetLine, 'invoke'>;
+export type CacheGetOk = Phase<CacheGetLine, 'ok'>;
+export type CounterAddInvoke = Phase<CounterAddLine, 'invoke'>;
+export type GroupPollInvoke = Phase<GroupPollLine, 'invoke'>;
+export type GroupPollOk = Phase<GroupPollLine, 'ok'>;
+export type GroupSettleInvoke = Phase<GroupSettleLine, 'invoke'>;
+export type NemesisInvoke = Phase<NemesisLine, 'invoke'>;
+
+/** Faults that take a broker away (its clients see it gone until it is back). */
+export const OUTAGE_FAULTS: ReadonlySet<string> = new Set(['kill', 'stop', 'restart', 'pause']);
+/** Faults after which a group may hand a claimed record out again. */
+export const CLAIM_LOSS_FAULTS: ReadonlySet<string> = new Set([
+  'kill',
+  'stop',
+  'restart',
+  'pause',
+  'partition',
+]);
+/** Faults after which a periodic cursor may have forgotten acks. */
+export const CURSOR_LOSS_FAULTS: ReadonlySet<string> = new Set(['kill', 'restart']);

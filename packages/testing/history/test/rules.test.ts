@@ -1,0 +1,342 @@
+// Goal: each rule of the checker catches the broken history it exists for, and lets the
+// legitimate look-alikes pass (a resend, an unknown outcome, a lapsed claim, a told gap).
+// Method: small histories written as stories with the builders in support/builder.ts; each
+// expectation names exactly the rules the history breaks, so a removed rule fails its test.
+import { describe, expect, it } from 'vitest';
+import { brokenRules, history, verdictOf } from './support/builder.js';
+
+const GROUP = { stream: 's', group: 'g', visibilityMs: 1000, attemptsMax: 5 };
+
+describe('history rules', () => {
+  it('the_checker_catches_a_lost_acknowledged_publish', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-0', 's', 'b').ok(0, 1);
+    h.finalRead('s', 0, 0, ['a']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['acked-publish-present']);
+    expect(report.violations[0]?.message).toMatch(/value b at stream s shard 0 offset 1/);
+  });
+
+  it('the_checker_catches_two_values_at_one_offset', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-1', 's', 'b').info();
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 0, 'b');
+    h.finalRead('s', 0, 0, ['a']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['offset-agreement']);
+    expect(report.violations[0]?.message).toMatch(/offset 0 holds a and also b/);
+  });
+
+  it('the_checker_catches_a_gap_a_reader_was_not_told_about', () => {
+    const h = history();
+    for (const [i, v] of ['a', 'b', 'c'].entries()) h.publish('pub-0', 's', v).ok(0, i);
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 0, 'a').deliver(sub, 'sub-0', 's', 0, 2, 'c');
+    h.finalRead('s', 0, 0, ['a', 'b', 'c']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['per-shard-order']);
+    expect(report.violations[0]?.message).toMatch(/skipped offsets 1\.\.1/);
+  });
+
+  it('a_gap_the_reader_was_told_about_passes', () => {
+    const h = history({ streams: [{ name: 's', shards: 1, durable: false }] });
+    for (const [i, v] of ['a', 'b', 'c'].entries()) h.publish('pub-0', 's', v).ok(0, i);
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 0, 'a').gap(sub, 'sub-0', 's', 0, 1, 2);
+    h.deliver(sub, 'sub-0', 's', 0, 2, 'c');
+    h.finalRead('s', 0, 0, ['a', 'b', 'c']);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('a_subscription_from_a_trimmed_offset_may_start_at_the_retained_start', () => {
+    const h = history();
+    for (const [i, v] of ['a', 'b', 'c'].entries()) h.publish('pub-0', 's', v).ok(0, i);
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 2, 'c');
+    h.finalRead('s', 0, 2, ['c']);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+    const skipped = history();
+    for (const [i, v] of ['a', 'b', 'c'].entries()) skipped.publish('pub-0', 's', v).ok(0, i);
+    const late = skipped.subscribe('sub-0', 's', 0, 0);
+    skipped.deliver(late, 'sub-0', 's', 0, 2, 'c');
+    skipped.finalRead('s', 0, 1, ['b', 'c']);
+    expect(brokenRules(verdictOf(skipped))).toEqual(['per-shard-order']);
+  });
+
+  it('a_cache_read_of_a_value_no_put_wrote_is_caught', () => {
+    const h = history({ caches: ['c'] });
+    h.cachePut('cache-0', 'c', 'k', 'v1').ok();
+    h.cachePut('cache-0', 'c', 'k', 'v2').fail();
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v9' });
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v2' });
+    h.cacheFinal('c', 'k', 'v1');
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['cache-register']);
+    expect(report.violations.map((v) => v.message)).toEqual([
+      'cache-1:1 of cache c key k returned v9, but no put wrote it',
+      'cache-1:2 of cache c key k returned v2, but its put failed',
+    ]);
+  });
+
+  it('the_checker_catches_a_stale_cache_read', () => {
+    const h = history({ caches: ['c'] });
+    h.cachePut('cache-0', 'c', 'k', 'v1').ok();
+    h.cachePut('cache-0', 'c', 'k', 'v2').ok();
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v1' });
+    h.cacheFinal('c', 'k', 'v2');
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['cache-register']);
+    expect(report.violations[0]?.message).toMatch(/returned stale v1/);
+  });
+
+  it('a_cache_read_concurrent_with_an_overwrite_may_return_either_value', () => {
+    const h = history({ caches: ['c'] });
+    h.cachePut('cache-0', 'c', 'k', 'v1').ok();
+    const put = h.cachePut('cache-0', 'c', 'k', 'v2');
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v1' });
+    put.ok();
+    h.cacheGet('cache-1', 'c', 'k').ok({ value: 'v2' });
+    h.cacheFinal('c', 'k', 'v2');
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('the_checker_catches_a_counter_sum_off_by_an_acked_add', () => {
+    const h = history({ counters: ['n'] });
+    h.counterAdd('counter-0', 'n', 'k', 1).ok();
+    h.counterAdd('counter-0', 'n', 'k', 2).ok();
+    h.counterAdd('counter-0', 'n', 'k', 4).info();
+    h.counterAdd('counter-1', 'n', 'k', 8).fail();
+    h.counterFinal('n', 'k', 5);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['counter-sum']);
+    expect(report.violations[0]?.message).toMatch(/counter n key k ended at 5/);
+  });
+
+  it('a_counter_sum_with_some_unknown_adds_applied_passes', () => {
+    const h = history({ counters: ['n'] });
+    h.counterAdd('counter-0', 'n', 'k', 1).ok();
+    h.counterAdd('counter-0', 'n', 'k', 2).info();
+    h.counterAdd('counter-0', 'n', 'k', 4).info();
+    h.counterAdd('counter-0', 'n', 'k', 8).fail();
+    h.counterFinal('n', 'k', 5);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('the_checker_catches_a_record_completed_twice_without_a_lapse', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.at(100).poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.at(200).poll('group-1', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-1', 's', 'g', 0, 0).ok();
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['group-completion']);
+    expect(report.violations[0]?.message).toMatch(/offset 0 .*completed twice/);
+    expect(report.stats.redeliveries).toBe(1);
+  });
+
+  it('a_record_completed_twice_after_its_claim_lapsed_passes', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.at(100).poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.at(1200).poll('group-1', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-1', 's', 'g', 0, 0).ok();
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('two_acks_of_one_hand_out_count_as_one_completion', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('a_record_given_back_by_a_nack_may_be_completed_by_the_next_consumer', () => {
+    const given = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    given.publish('pub-0', 's', 'a').ok(0, 0);
+    given.at(100).poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    given.nack('group-0', 's', 'g', 0, 0).ok();
+    given.poll('group-1', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    given.ack('group-0', 's', 'g', 0, 0).ok();
+    given.ack('group-1', 's', 'g', 0, 0).ok();
+    given.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(given))).toEqual([]);
+  });
+
+  it('an_acked_record_handed_out_again_by_an_on_commit_cursor_is_caught', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.nemesis('kill', 'broker-0');
+    h.nemesis('restart', 'broker-0');
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['group-completion']);
+    expect(report.violations[0]?.message).toMatch(/handed out again .*cursor onCommit/);
+  });
+
+  it('a_periodic_cursor_may_hand_out_acked_work_again_after_a_kill', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'periodic' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.nemesis('kill', 'broker-0');
+    h.nemesis('restart', 'broker-0');
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('an_unacked_record_neither_completed_nor_dead_lettered_is_caught', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-0', 's', 'b').ok(0, 1);
+    h.publish('pub-0', 's', 'c').ok(0, 2);
+    h.poll('group-0', 's', 'g', 0, [
+      { offset: 0, value: 'a', attempt: 1 },
+      { offset: 1, value: 'b', attempt: 1 },
+      { offset: 2, value: 'c', attempt: 1 },
+    ]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-0', 's', 'g', 0, 2).fail();
+    h.finalRead('s', 0, 0, ['a', 'b', 'c']).groupFinal('s', 'g', 0, 3, [1]);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['group-completion']);
+    expect(report.violations[0]?.message).toMatch(/offset 2 \(value c\) was neither completed/);
+  });
+
+  it('a_value_nobody_published_is_caught_as_a_phantom', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.finalRead('s', 0, 0, ['a', 'ghost']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['no-phantom-or-duplicate']);
+    expect(report.violations[0]?.message).toMatch(/value ghost .* was never published/);
+  });
+
+  it('a_value_at_two_offsets_without_a_resend_is_caught_as_a_duplicate', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.finalRead('s', 0, 0, ['a', 'a']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['no-phantom-or-duplicate']);
+    expect(report.violations[0]?.message).toMatch(/value a .* at 2 offsets/);
+  });
+
+  it('a_resent_value_may_appear_at_two_offsets', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').info();
+    h.publish('pub-0', 's', 'a', 2).ok(0, 1);
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 0, 'a').deliver(sub, 'sub-0', 's', 0, 1, 'a');
+    h.finalRead('s', 0, 0, ['a', 'a']);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('an_info_publish_may_be_present_or_absent_in_the_final_read', () => {
+    for (const values of [['a'], ['a', 'b']]) {
+      const h = history();
+      h.publish('pub-0', 's', 'a').ok(0, 0);
+      h.publish('pub-0', 's', 'b').info();
+      h.finalRead('s', 0, 0, values);
+      expect(brokenRules(verdictOf(h))).toEqual([]);
+    }
+  });
+
+  it('a_reader_going_back_across_a_resubscribe_is_caught', () => {
+    const h = history();
+    for (const [i, v] of ['a', 'b', 'c'].entries()) h.publish('pub-0', 's', v).ok(0, i);
+    const first = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(first, 'sub-0', 's', 0, 0, 'a').deliver(first, 'sub-0', 's', 0, 1, 'b');
+    const again = h.subscribe('sub-0', 's', 0, 1);
+    h.deliver(again, 'sub-0', 's', 0, 1, 'b').deliver(again, 'sub-0', 's', 0, 2, 'c');
+    h.finalRead('s', 0, 0, ['a', 'b', 'c']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['monotonic-reads']);
+    expect(report.violations[0]?.message).toMatch(/sub-0 read stream s shard 0 offset 1/);
+  });
+
+  it('a_final_cache_value_superseded_by_a_later_acked_put_is_caught', () => {
+    const h = history({ caches: ['c'] });
+    h.cachePut('cache-0', 'c', 'k', 'v1').ok();
+    h.cachePut('cache-0', 'c', 'k', 'v2').ok();
+    h.cacheFinal('c', 'k', 'v1');
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['cache-register']);
+    expect(report.violations[0]?.message).toMatch(
+      /ended with v1, which the ok put of v2 superseded/,
+    );
+  });
+
+  it('a_final_cache_value_from_a_put_of_unknown_outcome_is_allowed', () => {
+    const h = history({ caches: ['c'] });
+    h.cachePut('cache-0', 'c', 'k', 'v1').ok();
+    h.cachePut('cache-0', 'c', 'k', 'v2').ok();
+    h.cachePut('cache-0', 'c', 'k', 'v0').info();
+    h.cacheFinal('c', 'k', 'v0');
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+});
+
+describe('malformed histories', () => {
+  it('an_unpaired_completion_is_caught_as_malformed_history', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.emit({ f: 'publish', process: 'pub-0', phase: 'ok', id: 'pub-0:99', shard: 0, offset: 1 });
+    h.finalRead('s', 0, 0, ['a']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['malformed-history']);
+    expect(report.violations[0]?.message).toMatch(/pub-0:99 without an invoke/);
+  });
+
+  it('a_shard_missing_from_the_final_read_is_caught_as_malformed_history', () => {
+    const h = history({ streams: [{ name: 's', shards: 2, durable: true }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.finalRead('s', 0, 0, ['a']);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['malformed-history']);
+    expect(report.violations[0]?.message).toMatch(/stream s shard 1 had acked publishes/);
+  });
+
+  it('an_invoke_left_open_is_unknown_only_when_its_process_stopped_there', () => {
+    const stopped = history();
+    stopped.publish('pub-0', 's', 'a').ok(0, 0);
+    stopped.publish('pub-0', 's', 'b');
+    stopped.finalRead('s', 0, 0, ['a', 'b']);
+    expect(brokenRules(verdictOf(stopped))).toEqual([]);
+    const wentOn = history();
+    wentOn.publish('pub-0', 's', 'b');
+    wentOn.publish('pub-0', 's', 'a').ok(0, 0);
+    wentOn.finalRead('s', 0, 0, ['a']);
+    expect(brokenRules(verdictOf(wentOn))).toEqual(['malformed-history']);
+  });
+
+  it('a_history_whose_meta_line_is_not_first_is_malformed', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.finalRead('s', 0, 0, ['a']);
+    const [meta, ...rest] = h.lines;
+    const report = verdictOf({ lines: [...rest, meta] } as never);
+    expect(brokenRules(report)).toEqual(['malformed-history']);
+    expect(report.violations[0]?.message).toMatch(/meta line is line 4, not the first/);
+  });
+
+  it('two_completions_of_one_request_are_caught_as_malformed_history', () => {
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0).ok(0, 0);
+    h.finalRead('s', 0, 0, ['a']);
+    expect(brokenRules(verdictOf(h))).toEqual(['malformed-history']);
+  });
+});
