@@ -5,22 +5,13 @@
  * violation, 2 when the harness itself failed.
  */
 import { resolve } from 'node:path';
+import { check, renderSvg, renderText } from '@felix/testing-history';
 import { Command } from 'commander';
-import type { CampaignDeps } from './campaign/run.js';
 import { CampaignOptionError } from './errors.js';
 import { parseCount, parseDuration, parseNemeses, parseWorkloads } from './campaign/options.js';
 import { runCampaign } from './campaign/run.js';
 import { startCluster } from './cluster.js';
 import { randomSeed } from './rng.js';
-
-/** The harness and the checker, loaded when the command runs. */
-async function loadDeps(): Promise<CampaignDeps> {
-  const history = (await import('@felix/testing-history')) as Partial<CampaignDeps>;
-  const { check, renderText, renderSvg } = history;
-  if (!check || !renderText || !renderSvg)
-    throw new CampaignOptionError('this build of @felix/testing-history has no checker');
-  return { check, renderText, renderSvg, startCluster };
-}
 
 interface RawOptions {
   seed?: string;
@@ -68,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
     controlPlane: raw.controlplane,
   } as const;
   console.log(`felix-campaign seed=${seed} out=${opts.out}`);
-  const result = await runCampaign(opts, await loadDeps());
+  const result = await runCampaign(opts, { startCluster, check, renderText, renderSvg });
   if (result.exitCode !== 0 && result.logTails) console.error(result.logTails);
   console.log(result.verdict);
   return result.exitCode;

@@ -8,7 +8,7 @@ import { setMaxListeners } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir, waitFor } from '@felix/testing-harness';
-import type { HistoryLine } from '@felix/testing-history';
+import { type HistoryLine, check, parseHistory, renderText } from '@felix/testing-history';
 import { describe, expect, it } from 'vitest';
 import { CAMPAIGN_NAMES, campaignMeta } from '../src/campaign/run.js';
 import { classifyError, Recorder } from '../src/recorder.js';
@@ -22,45 +22,9 @@ import { startStandalone } from './workloads-broker.js';
 
 const META = campaignMeta(11, ['streams', 'caches', 'counters', 'groups']);
 
+/** The history as the checker reads it (parseHistory: bounded, every line's shape checked). */
 async function readLines(path: string): Promise<HistoryLine[]> {
-  return (await readFile(path, 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as HistoryLine);
-}
-
-/** Invokes without exactly one completion, and completions without an invoke. */
-function unpaired(lines: HistoryLine[]): string[] {
-  const open = new Map<string, number>();
-  const bad: string[] = [];
-  for (const l of lines) {
-    if (l.phase === 'invoke') open.set(l.id, 0);
-    else if (open.has(l.id)) {
-      if (open.get(l.id) !== 0) bad.push(`${l.id} completed twice`);
-      open.set(l.id, 1);
-    } else if (l.f === 'publish' || l.f === 'cache_put' || l.f === 'group_poll')
-      bad.push(`${l.id} completed without an invoke`);
-  }
-  for (const [id, n] of open) if (n === 0) bad.push(`${id} never completed`);
-  return bad;
-}
-
-/** Acked publishes missing from the final reads at the (shard, offset) their ack named. */
-function missingAcked(lines: HistoryLine[]): string[] {
-  const invoked = new Map<string, { stream: string; value: string }>();
-  const finals = new Map<string, { start: number; values: string[] }>();
-  for (const l of lines) if (l.f === 'final_read') finals.set(`${l.stream}/${l.shard}`, l);
-  const missing: string[] = [];
-  for (const l of lines) {
-    if (l.f !== 'publish') continue;
-    if (l.phase === 'invoke') invoked.set(l.id, { stream: l.stream, value: l.value });
-    if (l.phase !== 'ok') continue;
-    const p = invoked.get(l.id)!;
-    const read = finals.get(`${p.stream}/${l.shard}`);
-    if (read?.values[l.offset - read.start] !== p.value)
-      missing.push(`${p.value} acked at ${p.stream}/${l.shard}@${l.offset}`);
-  }
-  return missing;
+  return parseHistory(await readFile(path, 'utf8'));
 }
 
 describe('workload histories', () => {
@@ -99,7 +63,6 @@ describe('workload histories', () => {
         'invoke',
         'fail',
       ]);
-      expect(unpaired(lines)).toEqual([]);
     } finally {
       await nodes.close();
       await broker.stop();
@@ -140,8 +103,13 @@ describe('workload histories', () => {
         (await readLines(path).catch(() => [])).filter((l) => l.f === 'publish' && l.phase === 'ok')
           .length >= n;
       await waitFor(() => okPublishes(20), 'acked publishes before the kill', 20_000);
+      // Recorded as the nemesis would, so the checker knows when the broker was down.
+      const kill = recorder.invoke('nemesis', { f: 'nemesis', fault: 'kill', target: 'n0' });
       await broker.kill();
+      recorder.complete(kill, 'ok');
+      const start = recorder.invoke('nemesis', { f: 'nemesis', fault: 'start', target: 'n0' });
       await broker.start();
+      recorder.complete(start, 'ok');
       const before = (await readLines(path)).length;
       await waitFor(
         async () => (await readLines(path)).length > before + 200,
@@ -157,8 +125,11 @@ describe('workload histories', () => {
       );
       recorder.close();
       const lines = await readLines(path);
-      expect(unpaired(lines)).toEqual([]);
-      expect(missingAcked(lines)).toEqual([]);
+      // The checker's reading: every invoke paired, every line of the contract's shape, and
+      // every acknowledged publish in the final read at the (shard, offset) its ack named.
+      const report = check(lines);
+      expect(report.byRule['malformed-history'], renderText(report)).toBe(0);
+      expect(report.byRule['acked-publish-present'], renderText(report)).toBe(0);
       const kinds = new Set(lines.filter((l) => l.phase === 'ok').map((l) => l.f));
       for (const f of [
         'publish',

@@ -5,9 +5,9 @@
  * decides the fault schedule and every workload's choices.
  */
 import { setMaxListeners } from 'node:events';
-import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import type { HistoryLine, Report } from '@felix/testing-history';
+import { type HistoryLine, type Report, readHistory } from '@felix/testing-history';
 import { withDeadline } from '@felix/testing-harness';
 import { Recorder } from '../recorder.js';
 import { Rng } from '../rng.js';
@@ -143,13 +143,6 @@ async function record(
   return { injected, workloadErrors };
 }
 
-function parseLines(text: string): HistoryLine[] {
-  return text
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as HistoryLine);
-}
-
 export function verdictLine(
   opts: CampaignOptions,
   report: Report | undefined,
@@ -175,7 +168,7 @@ async function writeResults(
   cluster: Cluster,
   steps: Step[],
 ): Promise<Report> {
-  const lines = parseLines(await readFile(join(opts.out, 'history.jsonl'), 'utf8'));
+  const lines = await readHistory(join(opts.out, 'history.jsonl'));
   const report = deps.check(lines);
   await writeFile(join(opts.out, 'report.txt'), deps.renderText(report));
   await writeFile(join(opts.out, 'timeline.svg'), deps.renderSvg(lines, report));
