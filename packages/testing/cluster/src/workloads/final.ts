@@ -27,7 +27,7 @@ import { NodeClients, clientFor, shardClient } from './router.js';
 
 const FINAL = 'final';
 
-/** Runs `op` on the client of `route` until it succeeds or `until` passes; then a FinalReadError. */
+/** Runs `op` on the client of `route` until it succeeds or `until` passes (a FinalReadError). */
 async function retrying<T>(
   nodes: NodeClients,
   route: string,

@@ -64,7 +64,8 @@ export class NodeClients {
   async close(): Promise<void> {
     const all = [...this.clients.values()];
     this.clients.clear();
-    for (const c of all) await c.then(closeClient, () => undefined); // never connected: nothing to close
+    // A client that never connected has nothing to close.
+    for (const c of all) await c.then(closeClient, () => undefined);
   }
 }
 
