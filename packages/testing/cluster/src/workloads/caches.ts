@@ -47,6 +47,8 @@ function cacheOp(
 
 export async function runCacheClient(ctx: WorkloadContext, opts: KeyedOptions): Promise<void> {
   const nodes = new NodeClients(ctx.target);
+  // Pauses draw from a generator of their own, so the choices depend on the seed alone.
+  const pacing = opts.rng.fork('pace');
   const route = `cache:${ctx.names.cache}`;
   try {
     for (let n = 0; !ctx.signal.aborted; ) {
@@ -55,7 +57,7 @@ export async function runCacheClient(ctx: WorkloadContext, opts: KeyedOptions): 
       const put = opts.rng.chance(0.6) ? `${opts.process}-${n++}` : undefined;
       const out = await cacheOp(ctx, client, opts, put);
       if (!out.ok) nodes.learn(route, out.error);
-      await (out.ok ? pace(opts.rng, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
+      await (out.ok ? pace(pacing, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
     }
   } finally {
     await nodes.close();
@@ -64,6 +66,8 @@ export async function runCacheClient(ctx: WorkloadContext, opts: KeyedOptions): 
 
 export async function runCounterAdder(ctx: WorkloadContext, opts: KeyedOptions): Promise<void> {
   const nodes = new NodeClients(ctx.target);
+  // Pauses draw from a generator of their own, so the choices depend on the seed alone.
+  const pacing = opts.rng.fork('pace');
   const name = ctx.names.counter;
   const route = `cache:${name}`;
   try {
@@ -78,7 +82,7 @@ export async function runCounterAdder(ctx: WorkloadContext, opts: KeyedOptions):
         client.counter(name).add(key, BigInt(delta), { signal }),
       );
       if (!out.ok) nodes.learn(route, out.error);
-      await (out.ok ? pace(opts.rng, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
+      await (out.ok ? pace(pacing, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
     }
   } finally {
     await nodes.close();

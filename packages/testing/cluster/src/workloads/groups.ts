@@ -127,6 +127,8 @@ export async function runGroupConsumer(
   opts: GroupConsumerOptions,
 ): Promise<void> {
   const nodes = new NodeClients(ctx.target);
+  // Pauses draw from a generator of their own, so the choices depend on the seed alone.
+  const pacing = opts.rng.fork('pace');
   const groups = new Map<FelixClient, Group>();
   const route = `${ctx.names.group.stream}/${opts.shard}`;
   try {
@@ -135,7 +137,7 @@ export async function runGroupConsumer(
       if (client === undefined) continue;
       const group = groupOn(groups, client, ctx, opts.shard, opts.process);
       const ok = await pollAndSettle(ctx, opts, nodes, group);
-      await (ok ? pace(opts.rng, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
+      await (ok ? pace(pacing, ctx.signal) : pause(WORKLOAD_ERROR_BACKOFF_MS, ctx.signal));
     }
   } finally {
     await nodes.close();

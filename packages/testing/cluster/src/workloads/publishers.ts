@@ -52,6 +52,8 @@ export async function recordedPublish(
 
 export async function runPublisher(ctx: WorkloadContext, opts: PublisherOptions): Promise<void> {
   const nodes = new NodeClients(ctx.target);
+  // Pauses draw from a generator of their own, so the choices depend on the seed alone.
+  const pacing = opts.rng.fork('pace');
   try {
     for (let n = 0; !ctx.signal.aborted; n++) {
       const stream = opts.rng.pick(ctx.names.streams).name;
@@ -66,7 +68,7 @@ export async function runPublisher(ctx: WorkloadContext, opts: PublisherOptions)
         // A refusal says nothing was written: a new value is as good; resend only the unknown.
         if (phase !== 'info' || ctx.signal.aborted) break;
       }
-      await pace(opts.rng, ctx.signal);
+      await pace(pacing, ctx.signal);
     }
   } finally {
     await nodes.close();
