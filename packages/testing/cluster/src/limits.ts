@@ -114,6 +114,9 @@ export const PUBLISH_ATTEMPTS_MAX = 3;
 /** A subscriber closes and re-subscribes after a seeded time within these. */
 export const RESUBSCRIBE_AFTER_MS_MIN = 1_500;
 export const RESUBSCRIBE_AFTER_MS_MAX = 8_000;
+/** Losses one subscription remembers so as not to record one told twice (as status and as
+ *  `lostBefore`). */
+export const SUBSCRIBER_GAPS_REMEMBERED_MAX = 1_024;
 /** A group consumer's claims last this long (the poll's `visibilityMs`). */
 export const GROUP_VISIBILITY_MS = 2_000;
 /** A group poll waits at most this long for a record. */

@@ -8,6 +8,7 @@ import type { FelixClient } from '@felix/client';
 import {
   RESUBSCRIBE_AFTER_MS_MAX,
   RESUBSCRIBE_AFTER_MS_MIN,
+  SUBSCRIBER_GAPS_REMEMBERED_MAX,
   WORKLOAD_ERROR_BACKOFF_MS,
 } from '../limits.js';
 import type { Rng } from '../rng.js';
@@ -40,6 +41,8 @@ interface Reader {
 function recordGap(r: Reader, from: number, to: number): void {
   const key = `${from}-${to}`;
   if (r.sub === undefined || to <= from || r.gaps.has(key)) return;
+  // Past the bound the set starts over: a loss told twice is recorded twice, which is harmless.
+  if (r.gaps.size >= SUBSCRIBER_GAPS_REMEMBERED_MAX) r.gaps.clear();
   r.gaps.add(key);
   const { stream, shard } = r.opts;
   r.ctx.recorder.observe(r.opts.process, { f: 'gap', sub: r.sub, stream, shard, from, to });
