@@ -1,3 +1,75 @@
 #!/usr/bin/env node
-// felix-campaign: filled by issue 22's campaign work.
-process.exitCode = 2;
+/**
+ * felix-campaign: one seeded fault campaign against a real cluster (src/campaign/run.ts).
+ * Prints the seed first and one verdict line last; exits 0 when the history is valid, 1 on any
+ * violation, 2 when the harness itself failed.
+ */
+import { resolve } from 'node:path';
+import { check, renderSvg, renderText } from '@felix/testing-history';
+import { Command } from 'commander';
+import { CampaignOptionError } from './errors.js';
+import { parseCount, parseDuration, parseNemeses, parseWorkloads } from './campaign/options.js';
+import { runCampaign } from './campaign/run.js';
+import { startCluster } from './cluster.js';
+import { randomSeed } from './rng.js';
+
+interface RawOptions {
+  seed?: string;
+  duration: string;
+  brokers: string;
+  nemesis: string;
+  workload: string;
+  out?: string;
+  controlplane: string;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const cmd = new Command('felix-campaign')
+    .description('Run a seeded fault campaign against a real Felix cluster and check its history')
+    .option(
+      '--seed <n>',
+      'decides the fault schedule and every workload choice (random if omitted)',
+    )
+    .option('--duration <d>', 'how long workloads and faults run (60s, 10m)', '60s')
+    .option('--brokers <n>', 'brokers in the cluster', '1')
+    .option(
+      '--nemesis <list>',
+      'fault families: kill,pause,partition,fsync (or none)',
+      'kill,pause,partition,fsync',
+    )
+    .option(
+      '--workload <list>',
+      'workloads: streams,caches,counters,groups',
+      'streams,caches,counters,groups',
+    )
+    .option('--out <dir>', 'where the history, report, timeline, faults and logs go')
+    .option('--controlplane <kind>', 'sqlite or postgres', 'sqlite');
+  cmd.parse(argv);
+  const raw = cmd.opts<RawOptions>();
+  const seed = raw.seed === undefined ? randomSeed() : parseCount('--seed', raw.seed, 0);
+  if (raw.controlplane !== 'sqlite' && raw.controlplane !== 'postgres')
+    throw new CampaignOptionError(`--controlplane: sqlite or postgres, got "${raw.controlplane}"`);
+  const opts = {
+    seed,
+    durationMs: parseDuration(raw.duration),
+    brokers: parseCount('--brokers', raw.brokers, 1),
+    nemeses: parseNemeses(raw.nemesis),
+    workloads: parseWorkloads(raw.workload),
+    out: resolve(raw.out ?? `.campaign/${seed}`),
+    controlPlane: raw.controlplane,
+  } as const;
+  console.log(`felix-campaign seed=${seed} out=${opts.out}`);
+  const result = await runCampaign(opts, { startCluster, check, renderText, renderSvg });
+  if (result.exitCode !== 0 && result.logTails) console.error(result.logTails);
+  console.log(result.verdict);
+  return result.exitCode;
+}
+
+// Exits explicitly: a client of a broker that never answered may still hold a timer.
+main(process.argv).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(2);
+  },
+);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The long fault campaign (issue 22): 10 minutes of every nemesis against a real cluster, every
+# workload recorded and checked. Builds first when the campaign command or the broker is not
+# built. Output: .campaign/<seed>/ (history.jsonl, report.txt, timeline.svg, faults.json, logs/).
+# Exit code: 0 valid, 1 a violation, 2 a harness failure.
+#
+# Environment overrides:
+#   SEED          the seed (default: random, printed; rerun with it to replay the faults)
+#   DURATION      default 10m
+#   BROKERS       default 1
+#   NEMESIS       default kill,pause,partition,fsync
+#   WORKLOAD      default streams,caches,counters,groups
+#   CONTROLPLANE  sqlite (default) or postgres
+#   OUT           default .campaign/<seed>
+#   BUILD=1       build even when everything is built
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export COREPACK_ENABLE_DOWNLOAD_PROMPT=0 TURBO_TELEMETRY_DISABLED=1 npm_config_nodedir=/usr
+
+cli="packages/testing/cluster/dist/campaign-cli.js"
+if [[ "${BUILD:-0}" == "1" || ! -f "$cli" || ! -f services/broker/dist/main.js ]]; then
+  echo "campaign: building"
+  npx --yes pnpm@10.34.9 run build
+fi
+
+seed="${SEED:-$(node -e 'console.log(Math.floor(Math.random() * 0x7fffffff))')}"
+out="${OUT:-.campaign/$seed}"
+mkdir -p "$out"
+
+exec node "$cli" \
+  --seed "$seed" \
+  --duration "${DURATION:-10m}" \
+  --brokers "${BROKERS:-1}" \
+  --nemesis "${NEMESIS:-kill,pause,partition,fsync}" \
+  --workload "${WORKLOAD:-streams,caches,counters,groups}" \
+  --controlplane "${CONTROLPLANE:-sqlite}" \
+  --out "$out"
