@@ -186,6 +186,47 @@ describe('history rules', () => {
     expect(report.violations[0]?.message).toMatch(/handed out again .*cursor onCommit/);
   });
 
+  it('an_acked_record_above_an_unfinished_one_may_come_back_after_a_kill', () => {
+    // The cursor is one offset: acks above the first unfinished record are not durable.
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-0', 's', 'b').ok(0, 1);
+    h.poll('group-0', 's', 'g', 0, [
+      { offset: 0, value: 'a', attempt: 1 },
+      { offset: 1, value: 'b', attempt: 1 },
+    ]);
+    h.ack('group-0', 's', 'g', 0, 1).ok();
+    h.nemesis('kill', 'broker-0');
+    h.nemesis('restart', 'broker-0');
+    h.poll('group-0', 's', 'g', 0, [
+      { offset: 0, value: 'a', attempt: 1 },
+      { offset: 1, value: 'b', attempt: 1 },
+    ]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-0', 's', 'g', 0, 1).ok();
+    h.finalRead('s', 0, 0, ['a', 'b']).groupFinal('s', 'g', 0, 2);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
+  it('an_acked_record_below_the_durable_cursor_handed_out_after_a_kill_is_caught', () => {
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-0', 's', 'b').ok(0, 1);
+    h.poll('group-0', 's', 'g', 0, [
+      { offset: 0, value: 'a', attempt: 1 },
+      { offset: 1, value: 'b', attempt: 1 },
+    ]);
+    h.ack('group-0', 's', 'g', 0, 1).ok();
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.nemesis('kill', 'broker-0');
+    h.nemesis('restart', 'broker-0');
+    h.poll('group-0', 's', 'g', 0, [{ offset: 1, value: 'b', attempt: 1 }]);
+    h.finalRead('s', 0, 0, ['a', 'b']).groupFinal('s', 'g', 0, 2);
+    const report = verdictOf(h);
+    expect(brokenRules(report)).toEqual(['group-completion']);
+    expect(report.violations[0]?.message).toMatch(/offset 1 .*handed out again/);
+  });
+
   it('a_periodic_cursor_may_hand_out_acked_work_again_after_a_kill', () => {
     const h = history({ groups: [{ ...GROUP, cursor: 'periodic' }] });
     h.publish('pub-0', 's', 'a').ok(0, 0);

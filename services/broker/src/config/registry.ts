@@ -453,7 +453,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'enum',
     default: 'onCommit',
     values: GROUP_CURSOR_FSYNC_MODES,
-    doc: "When a group's cursor is made durable, for streams that name no `group_cursor_fsync`: `onCommit` (an ack is answered after the cursor covering it is fsynced; an acked record is never redelivered) or `periodic` (an ack is answered once settled in memory; the cursor is written and fsynced every `cursor_fsync_interval_ms` and at a clean shutdown, so a crash may redeliver what was acked in the last interval, never lose a record).",
+    doc: "When a group's cursor is made durable, for streams that name no `group_cursor_fsync`: `onCommit` (an ack is answered after the cursor covering it is fsynced; a record acked with every record before it is never redelivered) or `periodic` (an ack is answered once settled in memory; the cursor is written and fsynced every `cursor_fsync_interval_ms` and at a clean shutdown, so a crash may redeliver what was acked in the last interval, never lose a record).",
   },
   {
     key: 'groups.cursor_fsync_interval_ms',

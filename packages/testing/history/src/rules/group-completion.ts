@@ -3,12 +3,16 @@
  * ok or of unknown outcome) or dead-lettered. A record acked ok twice is allowed only when its
  * second hand-out came after the previous claim lapsed (visibilityMs after that poll began) or
  * after a fault that took claims away. An onCommit cursor never hands out a record again after
- * an ack of it completed ok; a periodic cursor may, after a kill or restart that followed the ack.
+ * an ack of it completed ok, except after a kill, stop or restart at whose time the record was
+ * above the group's durable cursor: the first offset not yet acked (the cursor is one offset and
+ * moves only over a contiguous run of acks, so acks above a hole live in memory only). A
+ * periodic cursor may hand acked work out again after any kill or restart that followed the ack.
  */
 import type { Findings } from '../findings.js';
 import type { GroupFinalLine, MetaLine } from '../history.js';
 import { type HistoryIndex, type Op, observed, pushTo, shardKey } from '../index-ops.js';
 import {
+  ABOVE_CURSOR_LOSS_FAULTS,
   CLAIM_LOSS_FAULTS,
   CURSOR_LOSS_FAULTS,
   type GroupPollInvoke,
@@ -72,6 +76,8 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
       ]);
       continue;
     }
+    const read = index.finalReads.get(shardKey(stream!, Number(shard)));
+    const prefix = durablePrefix(acks, key, read?.start ?? 0);
     for (const [offset, outs] of byOffset) {
       const settled = (acks.get(`${key}\u0000${offset}`) ?? []).filter((a) => a.outcome === 'ok');
       const ctx = {
@@ -81,6 +87,8 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
         nacks: nacks.get(`${key}\u0000${offset}`) ?? [],
         findings,
         where: `group ${group} of stream ${stream} shard ${shard} offset ${offset}`,
+        offset,
+        prefix,
       };
       checkTwiceAcked(ctx, settled);
       checkAckedRedelivered(ctx, settled);
@@ -122,6 +130,29 @@ interface OffsetContext {
   nacks: Op[];
   findings: Findings;
   where: string;
+  offset: number;
+  /** The group's durable cursor at a time: the first offset whose ack had not completed ok. */
+  prefix: (t: number) => number;
+}
+
+/**
+ * The durable cursor as a function of time: offsets from `start` up, each covered from the
+ * earliest completion of an ok ack of it; the cursor at t is the first offset not yet covered.
+ */
+function durablePrefix(acks: Map<string, Op[]>, key: string, start: number): (t: number) => number {
+  const coveredAt: number[] = [];
+  for (let offset = start; ; offset++) {
+    const oks = (acks.get(`${key}\u0000${offset}`) ?? []).filter((a) => a.outcome === 'ok');
+    const times = oks.map((a) => a.completion?.t ?? Number.POSITIVE_INFINITY);
+    if (times.length === 0) break;
+    coveredAt.push(Math.min(...times));
+  }
+  // The prefix at t: the contiguous run from `start` whose acks all completed by t.
+  return (t) => {
+    let n = 0;
+    while (n < coveredAt.length && coveredAt[n]! <= t) n++;
+    return start + n;
+  };
 }
 
 function faultBetween(
@@ -192,17 +223,31 @@ function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
   }
 }
 
-/** Acked work handed out again: never with onCommit; with periodic only after a kill/restart. */
+/**
+ * Whether acked work handed out again between `from` and `to` is explained by a fault: with
+ * periodic, any kill or restart; with onCommit, a kill, stop or restart while the record was
+ * above the durable cursor.
+ */
+function cursorForgot(ctx: OffsetContext, from: number, to: number): boolean {
+  if (ctx.meta.cursor === 'periodic' && faultBetween(ctx.faults, CURSOR_LOSS_FAULTS, from, to))
+    return true;
+  return ctx.faults.some(
+    (f) =>
+      ABOVE_CURSOR_LOSS_FAULTS.has(f.fault) &&
+      f.t >= from &&
+      f.t <= to &&
+      ctx.prefix(f.t) <= ctx.offset,
+  );
+}
+
+/** Acked work handed out again: only after a fault that made the cursor forget the ack. */
 function checkAckedRedelivered(ctx: OffsetContext, settled: Op[]) {
   const first = settled.find((a) => a.completion !== undefined);
   if (first?.completion === undefined) return;
   const ackedAt = first.completion.t;
   for (const out of ctx.outs) {
     if (out.poll.t <= ackedAt) continue;
-    const excused =
-      ctx.meta.cursor === 'periodic' &&
-      faultBetween(ctx.faults, CURSOR_LOSS_FAULTS, ackedAt, out.ok.t);
-    if (excused) continue;
+    if (cursorForgot(ctx, ackedAt, out.ok.t)) continue;
     ctx.findings.add(
       'group-completion',
       `${ctx.where} was handed out again to ${out.poll.consumer} (attempt ${out.attempt}) after ` +

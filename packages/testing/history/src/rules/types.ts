@@ -36,3 +36,8 @@ export const CLAIM_LOSS_FAULTS: ReadonlySet<string> = new Set([
 ]);
 /** Faults after which a periodic cursor may have forgotten acks. */
 export const CURSOR_LOSS_FAULTS: ReadonlySet<string> = new Set(['kill', 'restart']);
+/**
+ * Faults after which any cursor forgets acks above its first unfinished record: the cursor is
+ * one offset (wire-storage §3.7), so only the contiguous acked run below it is durable.
+ */
+export const ABOVE_CURSOR_LOSS_FAULTS: ReadonlySet<string> = new Set(['kill', 'stop', 'restart']);
