@@ -163,11 +163,6 @@ export class FelixCluster implements Cluster {
     return this.pki?.caPem ?? '';
   }
 
-  /** SHA-256 fingerprint of the certificate every broker serves (what clients pin). */
-  get certFingerprint(): string {
-    return this.pki?.fingerprint ?? '';
-  }
-
   /** The client token of the cluster's tenant (every data permission). */
   get clientToken(): string {
     return this.token;
@@ -185,7 +180,7 @@ export class FelixCluster implements Cluster {
     const admin = await initTenant(cp, this.operatorToken, this.tenant, this.namespace);
     const cursorEnv = groupCursorEnv(this.spec.streams ?? []);
     for (const [i, n] of nodeDirs.entries()) {
-      const tls = this.pki.broker;
+      const tls = await this.pki.issue(n.id);
       const env = {
         FELIX_CONTROLPLANE_URL: cp.url,
         FELIX_NODE_TOKEN: await nodeToken(cp, n.id),
@@ -278,8 +273,8 @@ export class FelixCluster implements Cluster {
       tenant: this.tenant,
       namespace: this.namespace,
       token: this.token,
-      // The pin (pki.ts says why not the CA alone); the name is the certificate's SAN.
-      tls: { ca: this.caPem, fingerprint: this.certFingerprint, serverName: 'localhost' },
+      // Every broker by the cluster's CA; the name is the certificates' SAN.
+      tls: { ca: this.caPem, serverName: 'localhost' },
       reconnect: { baseMs: CLIENT_RECONNECT_BASE_MS, maxDelayMs: CLIENT_RECONNECT_MAX_DELAY_MS },
       connectTimeoutMs: scaled(CLIENT_CONNECT_TIMEOUT_MS),
       requestTimeoutMs: scaled(CLIENT_REQUEST_TIMEOUT_MS),

@@ -25,7 +25,7 @@ describe('a broker first start', () => {
     undo.push(dir.cleanup);
     const pki = await makeClusterPki(dir.path);
     await mkdir(join(dir.path, 'n0'));
-    const b = new Broker({ index: 0, dir: join(dir.path, 'n0'), tls: pki.broker, env });
+    const b = new Broker({ index: 0, dir: join(dir.path, 'n0'), tls: await pki.issue('n0'), env });
     undo.push(() => b.proc.kill());
     return b;
   }

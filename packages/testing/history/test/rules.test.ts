@@ -208,6 +208,29 @@ describe('history rules', () => {
     expect(brokenRules(verdictOf(h))).toEqual([]);
   });
 
+  it('an_ack_answered_while_its_broker_was_stopping_may_come_back_above_an_unfinished_record', () => {
+    // Found by the long campaign (seed 220): a restart's SIGTERM drain still answered an ack
+    // above a claimed record; the fault was under way before the ack completed.
+    const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-0', 's', 'b').ok(0, 1);
+    h.poll('group-0', 's', 'g', 0, [
+      { offset: 0, value: 'a', attempt: 1 },
+      { offset: 1, value: 'b', attempt: 1 },
+    ]);
+    const restart = h.invoke('nemesis', 'nemesis', { fault: 'restart', target: 'broker-0' });
+    h.ack('group-0', 's', 'g', 0, 1).ok();
+    restart.ok();
+    h.poll('group-0', 's', 'g', 0, [
+      { offset: 0, value: 'a', attempt: 1 },
+      { offset: 1, value: 'b', attempt: 1 },
+    ]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.ack('group-0', 's', 'g', 0, 1).ok();
+    h.finalRead('s', 0, 0, ['a', 'b']).groupFinal('s', 'g', 0, 2);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+  });
+
   it('an_acked_record_below_the_durable_cursor_handed_out_after_a_kill_is_caught', () => {
     const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
     h.publish('pub-0', 's', 'a').ok(0, 0);

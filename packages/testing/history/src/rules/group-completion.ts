@@ -63,7 +63,12 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
   const handOuts = handOutsOf(index);
   const acks = settlesOf(index, 'group_ack');
   const nacks = settlesOf(index, 'group_nack');
-  const faults = (index.opsByF.get('nemesis') ?? []).map((op) => op.invoke as NemesisInvoke);
+  const faults = (index.opsByF.get('nemesis') ?? []).map((op) => ({
+    ...(op.invoke as NemesisInvoke),
+    // A fault is under way from its invoke until it took effect (a restart's SIGTERM drain may
+    // still answer requests); one never confirmed lasts to the end.
+    end: op.completion?.t ?? Number.POSITIVE_INFINITY,
+  }));
   for (const final of observed<GroupFinalLine>(index, 'group_final')) {
     checkFinal(index, final, acks, findings);
   }
@@ -123,10 +128,12 @@ function checkFinal(
   }
 }
 
+type Fault = NemesisInvoke & { end: number };
+
 interface OffsetContext {
   meta: GroupMeta;
   outs: HandOut[];
-  faults: NemesisInvoke[];
+  faults: Fault[];
   nacks: Op[];
   findings: Findings;
   where: string;
@@ -155,13 +162,9 @@ function durablePrefix(acks: Map<string, Op[]>, key: string, start: number): (t:
   };
 }
 
-function faultBetween(
-  faults: NemesisInvoke[],
-  kinds: ReadonlySet<string>,
-  from: number,
-  to: number,
-) {
-  return faults.some((f) => kinds.has(f.fault) && f.t >= from && f.t <= to);
+/** Whether a fault of `kinds` was under way at some time in [from, to]. */
+function faultBetween(faults: Fault[], kinds: ReadonlySet<string>, from: number, to: number) {
+  return faults.some((f) => kinds.has(f.fault) && f.t <= to && f.end >= from);
 }
 
 /** The hand-out an ack settles: the latest one to its consumer before the ack began. */
@@ -231,12 +234,13 @@ function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
 function cursorForgot(ctx: OffsetContext, from: number, to: number): boolean {
   if (ctx.meta.cursor === 'periodic' && faultBetween(ctx.faults, CURSOR_LOSS_FAULTS, from, to))
     return true;
+  // The process died somewhere in [max(f.t, from), f.end]; the cursor is least there at the start.
   return ctx.faults.some(
     (f) =>
       ABOVE_CURSOR_LOSS_FAULTS.has(f.fault) &&
-      f.t >= from &&
       f.t <= to &&
-      ctx.prefix(f.t) <= ctx.offset,
+      f.end >= from &&
+      ctx.prefix(Math.max(f.t, from)) <= ctx.offset,
   );
 }
 
