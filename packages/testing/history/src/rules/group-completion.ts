@@ -82,7 +82,7 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
       continue;
     }
     const read = index.finalReads.get(shardKey(stream!, Number(shard)));
-    const prefix = durablePrefix(acks, key, read?.start ?? 0);
+    const cursorAt = cursorAtCrashes(acks, key, read?.start ?? 0, faults);
     for (const [offset, outs] of byOffset) {
       const settled = (acks.get(`${key}\u0000${offset}`) ?? []).filter((a) => a.outcome === 'ok');
       const ctx = {
@@ -93,7 +93,7 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
         findings,
         where: `group ${group} of stream ${stream} shard ${shard} offset ${offset}`,
         offset,
-        prefix,
+        cursorAt,
       };
       checkTwiceAcked(ctx, settled);
       checkAckedRedelivered(ctx, settled);
@@ -138,28 +138,49 @@ interface OffsetContext {
   findings: Findings;
   where: string;
   offset: number;
-  /** The group's durable cursor at a time: the first offset whose ack had not completed ok. */
-  prefix: (t: number) => number;
+  /** The group's durable cursor at each crash (cursorAtCrashes). */
+  cursorAt: Map<Fault, number>;
 }
 
 /**
- * The durable cursor as a function of time: offsets from `start` up, each covered from the
- * earliest completion of an ok ack of it; the cursor at t is the first offset not yet covered.
+ * The group's durable cursor at each crash (kill, stop, restart), replayed from the ok acks in
+ * completion order: the cursor moves over a contiguous run of acked offsets from `start`; a
+ * crash keeps only the acks below the cursor and forgets the rest, as the broker does. Where the
+ * history cannot say (an ack completed while the crash was under way, a dead letter whose time
+ * is unknown) the replay takes the lower cursor, so the rule never blames a correct broker.
  */
-function durablePrefix(acks: Map<string, Op[]>, key: string, start: number): (t: number) => number {
-  const coveredAt: number[] = [];
-  for (let offset = start; ; offset++) {
-    const oks = (acks.get(`${key}\u0000${offset}`) ?? []).filter((a) => a.outcome === 'ok');
-    const times = oks.map((a) => a.completion?.t ?? Number.POSITIVE_INFINITY);
-    if (times.length === 0) break;
-    coveredAt.push(Math.min(...times));
+function cursorAtCrashes(
+  acks: Map<string, Op[]>,
+  key: string,
+  start: number,
+  faults: Fault[],
+): Map<Fault, number> {
+  const done: { t: number; offset: number }[] = [];
+  const prefix = `${key}\u0000`;
+  for (const [k, ops] of acks) {
+    if (!k.startsWith(prefix)) continue;
+    const offset = Number(k.slice(prefix.length));
+    for (const a of ops) {
+      if (a.outcome === 'ok' && a.completion !== undefined)
+        done.push({ t: a.completion.t, offset });
+    }
   }
-  // The prefix at t: the contiguous run from `start` whose acks all completed by t.
-  return (t) => {
-    let n = 0;
-    while (n < coveredAt.length && coveredAt[n]! <= t) n++;
-    return start + n;
-  };
+  done.sort((x, y) => x.t - y.t);
+  const crashes = faults.filter((f) => ABOVE_CURSOR_LOSS_FAULTS.has(f.fault));
+  crashes.sort((x, y) => x.t - y.t);
+  const acked = new Set<number>();
+  const at = new Map<Fault, number>();
+  let cursor = start;
+  let next = 0;
+  for (const crash of crashes) {
+    for (; next < done.length && done[next]!.t < crash.t; next++) acked.add(done[next]!.offset);
+    while (acked.has(cursor)) cursor++;
+    at.set(crash, cursor);
+    for (const o of acked) if (o >= cursor) acked.delete(o);
+    // Acks answered while the crash was under way count as forgotten.
+    while (next < done.length && done[next]!.t <= crash.end) next++;
+  }
+  return at;
 }
 
 /** Whether a fault of `kinds` was under way at some time in [from, to]. */
@@ -174,17 +195,19 @@ function handOutSettled(outs: HandOut[], ack: GroupSettleInvoke): HandOut | unde
   return found;
 }
 
-/** Whether `before`'s holder gave the record back (nack ok) before `out` handed it out again. */
+/**
+ * Whether `before`'s holder gave the record back (a nack not refused) before `out` handed it
+ * out again. The nack took effect somewhere between its invoke and its answer, so one invoked
+ * before the next hand-out was answered may explain it even if its own answer came later.
+ */
 function givenBack(nacks: Op[], before: HandOut, out: HandOut): boolean {
   return nacks.some((n) => {
     const nack = n.invoke as GroupSettleInvoke;
-    const done = n.completion?.t;
     return (
-      n.outcome === 'ok' &&
+      n.outcome !== 'fail' &&
       nack.consumer === before.poll.consumer &&
       nack.t >= before.ok.t &&
-      done !== undefined &&
-      done <= out.ok.t
+      nack.t <= out.ok.t
     );
   });
 }
@@ -234,23 +257,29 @@ function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
 function cursorForgot(ctx: OffsetContext, from: number, to: number): boolean {
   if (ctx.meta.cursor === 'periodic' && faultBetween(ctx.faults, CURSOR_LOSS_FAULTS, from, to))
     return true;
-  // The process died somewhere in [max(f.t, from), f.end]; the cursor is least there at the start.
   return ctx.faults.some(
     (f) =>
       ABOVE_CURSOR_LOSS_FAULTS.has(f.fault) &&
       f.t <= to &&
       f.end >= from &&
-      ctx.prefix(Math.max(f.t, from)) <= ctx.offset,
+      (ctx.cursorAt.get(f) ?? Number.POSITIVE_INFINITY) <= ctx.offset,
   );
 }
 
-/** Acked work handed out again: only after a fault that made the cursor forget the ack. */
+/**
+ * Acked work handed out again: only after a fault that made the cursor forget the ack. Each
+ * hand-out is judged against the latest ok ack that completed before its poll began.
+ */
 function checkAckedRedelivered(ctx: OffsetContext, settled: Op[]) {
-  const first = settled.find((a) => a.completion !== undefined);
-  if (first?.completion === undefined) return;
-  const ackedAt = first.completion.t;
   for (const out of ctx.outs) {
-    if (out.poll.t <= ackedAt) continue;
+    let first: Op | undefined;
+    for (const a of settled) {
+      const t = a.completion?.t;
+      if (t !== undefined && t < out.poll.t && (first === undefined || t > first.completion!.t))
+        first = a;
+    }
+    if (first?.completion === undefined) continue;
+    const ackedAt = first.completion.t;
     if (cursorForgot(ctx, ackedAt, out.ok.t)) continue;
     ctx.findings.add(
       'group-completion',
