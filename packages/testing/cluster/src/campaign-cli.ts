@@ -2,9 +2,9 @@
 /**
  * felix-campaign: one seeded fault campaign against a real cluster (src/campaign/run.ts).
  * Prints the seed first and one verdict line last; exits 0 when the history is valid, 1 on any
- * violation, 2 when the harness itself failed.
+ * violation, 2 when it could not run (a bad option, a harness failure).
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { check, renderSvg, renderText } from '@felix/testing-history';
 import { Command } from 'commander';
 import { CampaignOptionError } from './errors.js';
@@ -44,7 +44,16 @@ async function main(argv: string[]): Promise<number> {
     )
     .option('--out <dir>', 'where the history, report, timeline, faults and logs go')
     .option('--controlplane <kind>', 'sqlite or postgres', 'sqlite');
-  cmd.parse(argv);
+  // A bad option exits 2 like any unusable invocation (1 means a violation); --help exits 0.
+  cmd.exitOverride();
+  cmd.configureOutput({ writeErr: () => undefined }); // the message is printed once, below
+  try {
+    cmd.parse(argv);
+  } catch (err) {
+    const exitCode = (err as { exitCode?: number }).exitCode;
+    if (exitCode === 0) return 0;
+    throw new CampaignOptionError((err as Error).message, { cause: err });
+  }
   const raw = cmd.opts<RawOptions>();
   const seed = raw.seed === undefined ? randomSeed() : parseCount('--seed', raw.seed, 0);
   if (raw.controlplane !== 'sqlite' && raw.controlplane !== 'postgres')
@@ -60,7 +69,9 @@ async function main(argv: string[]): Promise<number> {
   } as const;
   console.log(`felix-campaign seed=${seed} out=${opts.out}`);
   const result = await runCampaign(opts, { startCluster, check, renderText, renderSvg });
-  if (result.exitCode !== 0 && result.logTails) console.error(result.logTails);
+  // The tails are kept in the output dir; a terminal gets where, not 70 KiB of JSON.
+  if (result.exitCode !== 0)
+    console.error(`process log tails: ${join(opts.out, 'logs', 'tails.txt')}`);
   console.log(result.verdict);
   return result.exitCode;
 }
