@@ -153,9 +153,11 @@ export function verdictLine(
     return `${head} HARNESS-FAILURE ${failure ?? 'no report'}`;
   const ops = Object.values(report.stats.ops).reduce((n, o) => n + o.ok + o.fail + o.info, 0);
   const s = report.stats;
+  // Every violation, not the few per rule the report quotes.
+  const violations = Object.values(report.byRule).reduce((n, c) => n + c, 0);
   return (
     `${head} ops=${ops} ok/s=${s.okPerSecond.toFixed(1)} faults=${s.faults} ` +
-    `violations=${report.violations.length} ` +
+    `violations=${violations} ` +
     `longest_unavailability_ms=${Math.round(s.longestUnavailabilityMs)} ` +
     (report.valid ? 'VALID' : 'INVALID')
   );
