@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The long fault campaign (issue 22): 10 minutes of every nemesis against a real cluster, every
-# workload recorded and checked. Builds first when the campaign command or the broker is not
-# built. Output: .campaign/<seed>/ (history.jsonl, report.txt, timeline.svg, faults.json, logs/).
+# workload recorded and checked. Builds first (turbo's cache makes that seconds when nothing
+# changed), so a campaign never runs a stale checker or broker; SKIP_BUILD=1 skips it.
+# Output: .campaign/<seed>/ (history.jsonl, report.txt, timeline.svg, faults.json, logs/).
 # Exit code: 0 valid, 1 a violation, 2 a harness failure.
 #
 # Environment overrides:
@@ -12,7 +13,7 @@
 #   WORKLOAD      default streams,caches,counters,groups
 #   CONTROLPLANE  sqlite (default) or postgres
 #   OUT           default .campaign/<seed>
-#   BUILD=1       build even when everything is built
+#   SKIP_BUILD=1  run what is built without building first
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,9 +21,9 @@ cd "$root"
 export COREPACK_ENABLE_DOWNLOAD_PROMPT=0 TURBO_TELEMETRY_DISABLED=1 npm_config_nodedir=/usr
 
 cli="packages/testing/cluster/dist/campaign-cli.js"
-if [[ "${BUILD:-0}" == "1" || ! -f "$cli" || ! -f services/broker/dist/main.js ]]; then
+if [[ "${SKIP_BUILD:-0}" != "1" || ! -f "$cli" || ! -f services/broker/dist/main.js ]]; then
   echo "campaign: building"
-  npx --yes pnpm@10.34.9 run build
+  npx --yes pnpm@10.34.9 run build >/dev/null
 fi
 
 seed="${SEED:-$(node -e 'console.log(Math.floor(Math.random() * 0x7fffffff))')}"
