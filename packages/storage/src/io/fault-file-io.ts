@@ -11,6 +11,7 @@
 import { FAULT_FILE_BYTES_MAX, FAULT_FILE_POLL_MS } from '../limits.js';
 import { NO_STORAGE_FAULTS, type StorageFaults, parseStorageFaults } from './fault-file.js';
 import { systemError } from './faulty-io.js';
+import { DelegatingFile, DelegatingIo } from './delegating-io.js';
 import type { Io, IoFile, OpenMode } from './io.js';
 
 export interface FaultFileIoOptions {
@@ -23,7 +24,7 @@ export interface FaultFileIoOptions {
 const decoder = new TextDecoder();
 const isSegment = (path: string) => path.endsWith('.log');
 
-export class FaultFileIo implements Io {
+export class FaultFileIo extends DelegatingIo {
   private cached: StorageFaults = NO_STORAGE_FAULTS;
   private readAtMs = Number.NEGATIVE_INFINITY;
   private reading: Promise<StorageFaults> | null = null;
@@ -34,10 +35,11 @@ export class FaultFileIo implements Io {
   injectedFailures = 0;
 
   constructor(
-    private readonly inner: Io,
+    inner: Io,
     readonly faultFile: string,
     private readonly opts: FaultFileIoOptions = {},
   ) {
+    super(inner);
     this.now = opts.now ?? Date.now;
   }
 
@@ -93,75 +95,22 @@ export class FaultFileIo implements Io {
     }
   }
 
-  async open(path: string, mode: OpenMode): Promise<IoFile> {
+  override async open(path: string, mode: OpenMode): Promise<IoFile> {
     const file = await this.inner.open(path, mode);
     return isSegment(path) ? new FaultFileFile(this, file) : file;
-  }
-  readdir(path: string): Promise<string[]> {
-    return this.inner.readdir(path);
-  }
-  mkdir(path: string): Promise<boolean> {
-    return this.inner.mkdir(path);
-  }
-  unlink(path: string): Promise<void> {
-    return this.inner.unlink(path);
-  }
-  exists(path: string): Promise<boolean> {
-    return this.inner.exists(path);
-  }
-  syncDir(path: string): Promise<void> {
-    return this.inner.syncDir(path);
-  }
-  makeTempDir(parent: string, prefix: string): Promise<string> {
-    return this.inner.makeTempDir(parent, prefix);
-  }
-  removeTree(path: string): Promise<void> {
-    return this.inner.removeTree(path);
-  }
-  link(existing: string, path: string): Promise<void> {
-    return this.inner.link(existing, path);
-  }
-  dirId(path: string): Promise<string> {
-    return this.inner.dirId(path);
   }
 }
 
 /** A segment file whose fdatasync goes through the fault file first. */
-class FaultFileFile implements IoFile {
-  readonly writeNow:
-    | ((buffer: Uint8Array, offset: number, length: number, position: number) => number)
-    | undefined;
-
+class FaultFileFile extends DelegatingFile {
   constructor(
     private readonly io: FaultFileIo,
-    private readonly inner: IoFile,
+    inner: IoFile,
   ) {
-    // Present exactly when the wrapped file has it, so the log takes the same write path.
-    this.writeNow = inner.writeNow?.bind(inner);
+    super(inner);
   }
-  get path(): string {
-    return this.inner.path;
-  }
-  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
-    return this.inner.read(buffer, offset, length, position);
-  }
-  write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
-    return this.inner.write(buffer, offset, length, position);
-  }
-  async datasync(): Promise<void> {
+  override async datasync(): Promise<void> {
     await this.io.beforeDatasync(this.inner.path);
     return this.inner.datasync();
-  }
-  preallocate(position: number, length: number): Promise<boolean> {
-    return this.inner.preallocate(position, length);
-  }
-  truncate(length: number): Promise<void> {
-    return this.inner.truncate(length);
-  }
-  size(): Promise<number> {
-    return this.inner.size();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }

@@ -1,7 +1,7 @@
 // Goal: felix-campaign reads its options strictly: durations with units, comma lists of known
 // nemeses and workloads, counts; anything else is a CampaignOptionError naming the option.
 // Method: the option readers of src/campaign/options.ts called directly.
-import type { Report, RuleName } from '@felix/testing-history';
+import { RULES, type Report } from '@felix/testing-history';
 import { describe, expect, it } from 'vitest';
 import { verdictLine } from '../src/campaign/run.js';
 import {
@@ -34,18 +34,7 @@ describe('felix-campaign options', () => {
 describe('felix-campaign verdict', () => {
   it('the_verdict_line_counts_every_violation_not_only_those_the_report_quotes', () => {
     // Found by a 3-broker run: the line said 609 where the report counted 5,912.
-    const rules: RuleName[] = [
-      'acked-publish-present',
-      'offset-agreement',
-      'per-shard-order',
-      'no-phantom-or-duplicate',
-      'monotonic-reads',
-      'cache-register',
-      'counter-sum',
-      'group-completion',
-      'malformed-history',
-    ];
-    const byRule = Object.fromEntries(rules.map((r) => [r, 0])) as Report['byRule'];
+    const byRule = Object.fromEntries(RULES.map((r) => [r, 0])) as Report['byRule'];
     byRule['acked-publish-present'] = 300;
     byRule['offset-agreement'] = 12;
     const report: Report = {
