@@ -124,6 +124,8 @@ describe('cache watch', () => {
     expect(log.baseOffset).toBeGreaterThan(0);
     const watch = cache.watch({ prefix: '' }, { kind: 'from', offset: 0 });
     expect(watch.resnapshot).toBe(true);
+    // The count tells the watcher where the current values end and live changes begin.
+    expect(watch.retainedCount).toBe(2);
     const w = collect(watch);
     await waitFor(() => w.events.length === 2, 'the snapshot');
     expect(describeChanges(w.events)).toEqual([`a=3@${vA}`, 'c=4@4']);

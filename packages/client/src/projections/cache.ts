@@ -54,7 +54,10 @@ export interface CacheWatchOptions {
 export type CacheWatchEvent =
   | { type: 'put'; key: string; value: Uint8Array; offset: number; expiresAtMillis: number }
   | { type: 'delete'; key: string; offset: number }
-  /** The retained phase is over: everything before this was current state. */
+  /** The history the watch resumed from was compacted away: drop what you hold for this
+   *  filter; the current values follow, then `state_complete`, then changes. */
+  | { type: 'resnapshot'; resumeOffset: number }
+  /** The retained (or resnapshot) phase is over: everything before this was current state. */
   | { type: 'state_complete'; retainedCount: number; resumeOffset: number }
   /** The broker ended the watch for lag; the watch continues from `resumeFrom`, gaplessly. */
   | { type: 'lagged'; resumeFrom: number }
@@ -272,13 +275,19 @@ export class Cache {
         try {
           const request = { filter, shard: opts.shard, next, retained: retainedPhase };
           const started = await this.startWatch(bc, request, reservation.id, current);
-          let retainedLeft = retainedPhase ? (started.retained_count ?? 0) : 0;
           const floor = started.resume_offset;
-          if (retainedPhase && retainedLeft === 0) {
+          if (started.resnapshot) yield { type: 'resnapshot', resumeOffset: floor };
+          // Current values come first on a retained or resnapshot start (`left` of them; -1 once
+          // live); they are not history, so `next` moves past them only when the phase ends.
+          let left = retainedPhase || started.resnapshot ? (started.retained_count ?? 0) : -1;
+          const complete = (): CacheWatchEvent => {
+            left = -1;
             retainedPhase = false;
             next = Math.max(next ?? 0, floor);
-            yield { type: 'state_complete', retainedCount: 0, resumeOffset: floor };
-          }
+            const retainedCount = started.retained_count ?? 0;
+            return { type: 'state_complete', retainedCount, resumeOffset: floor };
+          };
+          if (left === 0) yield complete();
           const events = await reservation.events;
           current.events = events;
           for (;;) {
@@ -292,17 +301,9 @@ export class Cache {
               break;
             }
             if (!isCacheEvent(msg)) continue;
-            if (!retainedPhase) next = Math.max(next ?? 0, msg.offset + 1);
+            if (left < 0) next = Math.max(next ?? 0, msg.offset + 1);
             yield changeOf(msg);
-            if (retainedPhase && --retainedLeft === 0) {
-              retainedPhase = false;
-              next = Math.max(next ?? 0, floor);
-              yield {
-                type: 'state_complete',
-                retainedCount: started.retained_count ?? 0,
-                resumeOffset: floor,
-              };
-            }
+            if (left > 0 && --left === 0) yield complete();
           }
         } catch (err) {
           if (signal?.aborted) return;

@@ -117,7 +117,7 @@ export class CacheWatch implements AsyncIterable<WatchEvent> {
     readonly resumeOffset: number,
     /** True when the requested offset was compacted away and current state is served instead. */
     readonly resnapshot: boolean,
-    /** For retained starts: how many current values precede the live changes (0 = none). */
+    /** For retained and resnapshot starts: how many current values precede the live changes. */
     readonly retainedCount: number | undefined,
     private readonly head: AsyncIterable<CacheChange>,
     private readonly queue: WatchQueue,
@@ -234,8 +234,8 @@ export class WatchHub {
     }
     const entries = src.snapshot(filter, nowMs());
     const head = snapshotValues(src, entries);
-    const retained = start.kind === 'retained' ? entries.length : undefined;
-    return new CacheWatch(frontier, start.kind === 'from', retained, head, queue, detach);
+    // A resnapshot counts its values too: the watcher must know where current state ends.
+    return new CacheWatch(frontier, start.kind === 'from', entries.length, head, queue, detach);
   }
 }
 

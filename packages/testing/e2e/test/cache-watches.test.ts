@@ -137,6 +137,43 @@ for (const transport of TRANSPORTS) {
       await it.return?.();
     });
 
+    it('a_watch_resumed_below_compacted_history_starts_over_from_current_state', async () => {
+      const history = felix.cache('history');
+      const ac = new AbortController();
+      const w1 = history.watch({ prefix: 'rs-' }, { signal: ac.signal })[Symbol.asyncIterator]();
+      let first!: Promise<IteratorResult<CacheWatchEvent>>;
+      await openWatch(shared, () => {
+        first = w1.next();
+      });
+      await history.put('rs-kept', 'a');
+      await history.put('rs-gone', 'b');
+      const seen = [(await first).value, (await w1.next()).value] as { offset: number }[];
+      ac.abort();
+      // While the watcher is away its key is deleted and 20 MiB of overwrites make the cache
+      // compact, trimming the history the delete was in (cache segments are 16 MiB).
+      await history.delete('rs-gone');
+      const big = new Uint8Array(512 * 1024).fill(7);
+      for (let i = 0; i < 40; i++) await history.put('filler', big);
+      const resumeFrom = seen[1]!.offset + 1;
+      let events: CacheWatchEvent[] = [];
+      await waitFor(async () => {
+        const w = history.watch({ prefix: 'rs-' }, { fromOffset: resumeFrom });
+        const it = w[Symbol.asyncIterator]();
+        events = await take(it, 1);
+        // Before the pass trims, the replay's first event is the delete itself.
+        if (events[0]?.type === 'resnapshot') events.push(...(await take(it, 2)));
+        await it.return?.();
+        return events[0]?.type === 'resnapshot';
+      }, 'history to be compacted away');
+      // The watcher is told to drop what it holds, then gets the current state.
+      expect(events.map((e) => [e.type, (e as { key?: string }).key])).toEqual([
+        ['resnapshot', undefined],
+        ['put', 'rs-kept'],
+        ['state_complete', undefined],
+      ]);
+      expect(events[2]).toMatchObject({ retainedCount: 1 });
+    });
+
     it('a_lagging_watch_is_ended_with_the_first_missed_offset', async () => {
       const alerts = felix.cache('alerts');
       const it = alerts.watch({ prefix: 'lag-' })[Symbol.asyncIterator]();

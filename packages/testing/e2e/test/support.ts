@@ -41,6 +41,7 @@ caches:
   - { tenant: t1, name: users }
   - { tenant: t1, name: sharded, shards: 4 }
   - { tenant: t1, name: alerts }
+  - { tenant: t1, name: history }
 `;
 
 /** Small bounds so that overflow and caps are reached by a test's few records. */
