@@ -268,3 +268,15 @@ export class ProjectionLogFailedError extends StorageError {
     super(`${what}: records below offset ${offset} could not be read back; reopen it`);
   }
 }
+
+/** The shard's `replica` file is present but does not decode. It is authoritative (it holds
+ *  the highest generation this replica accepted), so the shard does not open without it. */
+export class ReplicaStateCorruptError extends StorageError {
+  readonly code = 'FELIX_STORAGE_REPLICA_STATE_CORRUPT';
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`corrupt replica state ${path}: ${reason}; restore the file or rebuild the replica`);
+  }
+}

@@ -11,6 +11,7 @@ export {
   LogClosedError,
   LogPoisonedError,
   RecordTooLargeError,
+  ReplicaStateCorruptError,
   StorageError,
   SupersededError,
   TurnCancelledError,
@@ -22,6 +23,14 @@ export { lockDir } from './lock/dir-lock.js';
 export type { DirLock, LockDirOptions } from './lock/dir-lock.js';
 export * from './limits.js';
 export { SegmentLog } from './log/segment-log.js';
+export { ReplicaFile } from './replica/replica-file.js';
+export {
+  REPLICA_STATE_BYTES,
+  REPLICA_STATE_INITIAL,
+  type ReplicaState,
+  decodeReplicaState,
+  encodeReplicaState,
+} from './replica/replica-state.js';
 export type { FsyncMode, LogOptions, ReadBudget, ReadResult, Staged } from './log/segment-log.js';
 export { DIR_LOCK_FILE, shardDirName } from './log/layout.js';
 export type { ShardId } from './log/layout.js';

@@ -19,6 +19,9 @@ export class DelegatingIo implements Io {
   unlink(path: string): Promise<void> {
     return this.inner.unlink(path);
   }
+  rename(from: string, to: string): Promise<void> {
+    return this.inner.rename(from, to);
+  }
   exists(path: string): Promise<boolean> {
     return this.inner.exists(path);
   }

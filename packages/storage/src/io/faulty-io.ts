@@ -204,6 +204,9 @@ export class FaultyIo implements Io {
   unlink(path: string): Promise<void> {
     return this.inner.unlink(path);
   }
+  rename(from: string, to: string): Promise<void> {
+    return this.inner.rename(from, to);
+  }
   exists(path: string): Promise<boolean> {
     return this.inner.exists(path);
   }

@@ -48,6 +48,9 @@ export interface Io {
   /** Creates one directory level; returns false when it already existed. */
   mkdir(path: string): Promise<boolean>;
   unlink(path: string): Promise<void>;
+  /** Replaces `to` with `from` in one step (a crash leaves one or the other); durable once the
+   *  directory is synced. Small state files are saved this way (written aside, then renamed). */
+  rename(from: string, to: string): Promise<void>;
   exists(path: string): Promise<boolean>;
   /** Makes the directory's entries (creations, unlinks) durable. */
   syncDir(path: string): Promise<void>;

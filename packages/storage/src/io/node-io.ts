@@ -9,6 +9,7 @@ import {
   type FileHandle,
   access,
   link,
+  rename,
   mkdir,
   mkdtemp,
   open,
@@ -114,6 +115,10 @@ export class NodeIo implements Io {
 
   unlink(path: string): Promise<void> {
     return unlink(path);
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    return rename(from, to);
   }
 
   async exists(path: string): Promise<boolean> {

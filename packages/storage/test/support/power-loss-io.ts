@@ -195,6 +195,16 @@ export class PowerLossIo implements Io {
     this.tick();
     if (!this.live.delete(path)) throw enoent(path);
   }
+  async rename(from: string, to: string): Promise<void> {
+    this.tick();
+    const inode = this.live.get(from);
+    if (inode === undefined) throw enoent(from);
+    if (!this.dirs.has(dirname(to))) throw enoent(dirname(to));
+    // Both entry changes stay unsynced until the directory is: a crash keeps either name's
+    // old or new entry (crash() picks per path), as a real rename before its dir sync may.
+    this.live.set(to, inode);
+    this.live.delete(from);
+  }
   async exists(path: string): Promise<boolean> {
     this.tick();
     return this.dirs.has(path) || this.live.has(path);
