@@ -280,3 +280,34 @@ export class ReplicaStateCorruptError extends StorageError {
     super(`corrupt replica state ${path}: ${reason}; restore the file or rebuild the replica`);
   }
 }
+
+// ---- replication (tail truncation) ----
+
+/** A truncation that would remove records at or below the commit offset: a majority holds
+ *  them and a reader may have seen them, so they are never rewritten. */
+export class BelowCommitError extends StorageError {
+  readonly code = 'FELIX_STORAGE_BELOW_COMMIT';
+  constructor(
+    readonly shardDir: string,
+    readonly offset: number,
+    readonly commitOffset: number,
+  ) {
+    super(
+      `refusing to truncate ${shardDir} above ${offset}: records below the commit offset ${commitOffset} are never rewritten`,
+    );
+  }
+}
+
+/** A truncation target below the log's oldest retained record: nothing there to keep. */
+export class TruncateBelowBaseError extends StorageError {
+  readonly code = 'FELIX_STORAGE_TRUNCATE_BELOW_BASE';
+  constructor(
+    readonly shardDir: string,
+    readonly offset: number,
+    readonly baseOffset: number,
+  ) {
+    super(
+      `cannot truncate ${shardDir} above ${offset}: the log starts at ${baseOffset}; rebuild the replica instead`,
+    );
+  }
+}

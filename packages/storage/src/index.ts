@@ -3,6 +3,7 @@ export { CommitSequencer } from './commit-sequencer.js';
 export type { Turn } from './commit-sequencer.js';
 export {
   AppendQueueFullError,
+  BelowCommitError,
   CorruptionError,
   DataDirLockBusyError,
   DataDirLockedError,
@@ -14,6 +15,7 @@ export {
   ReplicaStateCorruptError,
   StorageError,
   SupersededError,
+  TruncateBelowBaseError,
   TurnCancelledError,
   WriteFailedError,
   WritesRefusedError,
@@ -24,6 +26,7 @@ export type { DirLock, LockDirOptions } from './lock/dir-lock.js';
 export * from './limits.js';
 export { SegmentLog } from './log/segment-log.js';
 export { ReplicaFile } from './replica/replica-file.js';
+export { type TruncateResult, truncateLogAbove } from './log/tail-truncation.js';
 export {
   REPLICA_STATE_BYTES,
   REPLICA_STATE_INITIAL,

@@ -59,8 +59,15 @@ export interface ScanOptions {
   version: number;
   /** Records found are offered to this index. */
   index?: SparseIndex;
-  /** Called for every good record; `bytes` is only valid during the call. */
-  onRecord?: (bytes: Uint8Array, view: DataView, at: number, head: RecordHead) => void;
+  /** Called for every good record; `bytes` is only valid during the call, `at` indexes it,
+   *  `position` is the record's place in the file. */
+  onRecord?: (
+    bytes: Uint8Array,
+    view: DataView,
+    at: number,
+    head: RecordHead,
+    position: number,
+  ) => void;
 }
 
 const LARGEST_RECORD_BYTES = RECORD_HEADER_BYTES + PRODUCER_TAG_BYTES + RECORD_PAYLOAD_BYTES_MAX;
@@ -237,7 +244,7 @@ export async function scanSegment(
       );
     }
     opts.index?.offer(offset, pos);
-    opts.onRecord?.(buffer.bytes, buffer.view, rel, head);
+    opts.onRecord?.(buffer.bytes, buffer.view, rel, head, pos);
     if (head.timestampMicros > newest) newest = head.timestampMicros;
     pos = recordEnd;
     offset++;

@@ -112,9 +112,13 @@ export class PowerLossIo implements Io {
     this.lossRandom = random;
   }
 
+  /** Operations made so far (a test sizes its cut points by a dry run's count). */
+  operations = 0;
+
   /** @internal Counts one operation; throws once the power is gone. */
   tick(): void {
     if (this.lost !== undefined) throw new Error('power lost');
+    this.operations++;
     if (this.opsLeft-- > 0) return;
     this.lost = this.crash(this.lossRandom);
     throw new Error('power lost');
