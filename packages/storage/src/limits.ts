@@ -227,3 +227,7 @@ export const FAULT_FILE_POLL_MS = 50;
 export const FAULT_FILE_BYTES_MAX = 4096;
 /** Longest `fsync_delay_ms` honoured: a typo cannot park a log's flush for hours. */
 export const FAULT_FSYNC_DELAY_MS_MAX = 60_000;
+
+/** Records a follower append reads per page while comparing a batch's overlap with what the
+ *  log holds (a resend is usually a few records; a new leader's overlap one). */
+export const FOLLOWER_COMPARE_READ_RECORDS_MAX = 512;
