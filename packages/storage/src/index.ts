@@ -27,6 +27,7 @@ export * from './limits.js';
 export { SegmentLog } from './log/segment-log.js';
 export { ReplicaFile } from './replica/replica-file.js';
 export { type TruncateResult, truncateLogAbove } from './log/tail-truncation.js';
+export { type BootstrapResult, bootstrapLogAt } from './log/bootstrap.js';
 export { type FollowerAppendResult, FollowerAppender } from './log/follower-append.js';
 export {
   REPLICA_STATE_BYTES,

@@ -9,21 +9,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { text } from './projection-support/cache-fixture.js';
 import { cacheState, counterSums } from './projection-support/crash-dataset.js';
 import { openDiskCache, openDiskCounters, tempDir } from './projection-support/disk.js';
+import { prng } from './helpers.js';
 
 const CHILD = resolve(import.meta.dirname, 'projection-support/compaction-crash-child.ts');
 const REPO = resolve(import.meta.dirname, '../../..');
 const ROUNDS = 6;
 const SEED = Number(process.env.FELIX_CRASH_SEED ?? Date.now() % 1_000_000);
-
-function prng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 let child: Child | undefined;
 let dir: { path: string; cleanup: () => Promise<void> };

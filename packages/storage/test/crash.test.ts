@@ -17,23 +17,12 @@ import { shardDirName } from '../src/log/layout.js';
 import { applyRecovery, planRecovery } from '../src/log/recovery.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { SHARD_FOR_CRASH_TESTS, payloadFor } from './fixtures/crash-payload.js';
-import { scratchRoot } from './helpers.js';
+import { prng, scratchRoot } from './helpers.js';
 
 const WRITER = resolve(import.meta.dirname, 'fixtures/crash-writer.ts');
 const REPO = resolve(import.meta.dirname, '../../..');
 const ROUNDS = Number(process.env.FELIX_CRASH_ROUNDS ?? 20);
 const SEED = Number(process.env.FELIX_CRASH_SEED ?? Date.now() % 1_000_000);
-
-/** Small deterministic PRNG so a seed replays the same kill points. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 interface Ack {
   first: number;

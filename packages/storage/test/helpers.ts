@@ -40,3 +40,14 @@ export function payload(i: number, size = 0): Uint8Array {
 export function text(b: Uint8Array): string {
   return new TextDecoder().decode(b);
 }
+
+/** Small deterministic PRNG (xorshift32) so a seed replays the same cut or kill points. */
+export function prng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}

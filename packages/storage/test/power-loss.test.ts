@@ -12,18 +12,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SegmentLog } from '../src/log/segment-log.js';
-import { SHARD, payload } from './helpers.js';
+import { payload, prng, SHARD } from './helpers.js';
 import { PowerLossIo } from './support/power-loss-io.js';
-
-function prng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 type Mode = 'onCommit' | 'periodic' | 'none';
 const open = (io: PowerLossIo, fsync: Mode, preallocateBytes: number) =>

@@ -23,6 +23,7 @@ import {
   encodeReplicaState,
 } from '../src/replica/replica-state.js';
 import { PowerLossIo } from './support/power-loss-io.js';
+import { prng } from './helpers.js';
 
 const REPO = resolve(import.meta.dirname, '../../..');
 const WRITER = resolve(import.meta.dirname, 'fixtures/replica-writer.ts');
@@ -193,15 +194,4 @@ function flip(bytes: Uint8Array, at: number): Uint8Array {
   const out = bytes.slice();
   out[at]! ^= 0x10;
   return out;
-}
-
-/** Small deterministic PRNG so each cut point replays. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
 }

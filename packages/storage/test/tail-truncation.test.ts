@@ -15,7 +15,7 @@ import { BelowCommitError, TruncateBelowBaseError } from '../src/errors.js';
 import { type LogOptions, SegmentLog } from '../src/log/segment-log.js';
 import { truncateLogAbove } from '../src/log/tail-truncation.js';
 import { decodeSegmentHeader, isHeaderVerdict } from '../src/segment/format.js';
-import { SHARD, payload, scratchRoot, shardDir } from './helpers.js';
+import { payload, prng, scratchRoot, SHARD, shardDir } from './helpers.js';
 import { PowerLossIo } from './support/power-loss-io.js';
 
 const SMALL: Partial<LogOptions> = { segmentBytes: 4096, preallocateBytes: 0 };
@@ -168,14 +168,4 @@ async function firstOffsetOfSegment(opts: LogOptions, n: number): Promise<number
   const header = decodeSegmentHeader(await readFile(join(dir, logs[n]!)));
   if (isHeaderVerdict(header)) throw new Error(`segment ${logs[n]} has a bad header`);
   return header.baseOffset;
-}
-
-function prng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
 }
