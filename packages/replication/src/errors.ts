@@ -1,0 +1,14 @@
+/** Errors raised by @felix/replication. The shipping protocol's refusals are answers
+ *  (ReplicateError codes), not exceptions; these are failures of the caller's input. */
+import { FelixError } from '@felix/common';
+
+/** Base of every replication failure. */
+export abstract class ReplicationError extends FelixError {}
+
+/** A commit mark was asked over more members than REPLICA_SET_SIZE_MAX, or fewer than one. */
+export class InvalidReplicaSetError extends ReplicationError {
+  readonly code = 'FELIX_REPLICATION_INVALID_REPLICA_SET';
+  constructor(readonly size: number) {
+    super(`a replica set of ${size} members is outside 1..16`);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The commit mark of a quorum shard: one past the last record a majority of the generation's
+ * replica set holds durably, the leader counted. It only moves forward: a member whose
+ * confirmed offset is reported late or lower (a new cursor, a restarted follower) cannot pull
+ * back what readers may already have seen.
+ */
+import { InvalidReplicaSetError } from '../errors.js';
+import { REPLICA_SET_SIZE_MAX } from '../limits.js';
+
+/**
+ * The highest offset a majority of `setSize` members hold, from the durable offsets of the
+ * members that reported (members missing from `held` count as holding nothing).
+ */
+export function majorityHeld(held: readonly number[], setSize: number): number {
+  checkSetSize(setSize);
+  const majority = Math.floor(setSize / 2) + 1;
+  if (held.length < majority) return 0;
+  const sorted = [...held].sort((a, b) => b - a).slice(0, setSize);
+  return sorted[majority - 1]!;
+}
+
+export class CommitMark {
+  private mark: number;
+
+  constructor(
+    private readonly setSize: number,
+    start = 0,
+  ) {
+    checkSetSize(setSize);
+    this.mark = start;
+  }
+
+  get offset(): number {
+    return this.mark;
+  }
+
+  /** Recomputes from every member's durable offset; returns true when the mark moved. */
+  advance(held: readonly number[]): boolean {
+    const m = majorityHeld(held, this.setSize);
+    if (m <= this.mark) return false;
+    this.mark = m;
+    return true;
+  }
+}
+
+function checkSetSize(size: number): void {
+  if (!Number.isInteger(size) || size < 1 || size > REPLICA_SET_SIZE_MAX)
+    throw new InvalidReplicaSetError(size);
+}

@@ -1,0 +1,98 @@
+/**
+ * The leader's view of one follower of one shard's log: where to ship from next, how far the
+ * follower confirmed it holds the log durably, and whether shipping must stop. A pure state
+ * machine: `plan` names the next range to send (at most one batch in flight), `onAnswer` and
+ * `onTimeout` take what came back; sending, timers and backoff are the caller's.
+ *
+ * The follower's answer moves the cursor: ok sets both `next` and `confirmed` to its durable
+ * offset (one past its last durable record, also the next offset it wants); a gap moves `next`
+ * to the offset it expected; a conflict halts the cursor (`diverged`: its uncommitted suffix
+ * differs and repairing it is the fence's job); `FencedEpoch` stops it for good (this broker
+ * is no longer the leader); transient refusals and timeouts resend from `next`. An answer to
+ * anything but the batch in flight (a late answer to a timed-out batch) is ignored, so a slow
+ * follower is never counted past what it confirmed.
+ */
+import { INTERNAL_ERROR } from '@felix/wire';
+
+export type HaltReason = 'diverged' | 'needs_bootstrap' | 'refused';
+
+export type Shipment =
+  /** Send records [first, next) of the leader's log. */
+  | { kind: 'records'; correlationId: number; first: number; next: number }
+  /** The follower wants records the leader no longer holds: offer the log's base instead. */
+  | { kind: 'bootstrap'; correlationId: number; base: number };
+
+export type FollowerAnswer =
+  | { kind: 'ok'; durableOffset: number }
+  | { kind: 'error'; code: number; expectedOffset: number };
+
+/** Codes after which the same range is sent again (after the caller's backoff). */
+const RESEND = new Set<number>([
+  INTERNAL_ERROR.StaleRoute,
+  INTERNAL_ERROR.Unavailable,
+  INTERNAL_ERROR.Overload,
+  INTERNAL_ERROR.Malformed,
+  INTERNAL_ERROR.StorageFailed,
+]);
+
+export class FollowerCursor {
+  /** Next offset to ship. */
+  next: number;
+  /** One past the last record the follower confirmed durable; never moves back. */
+  confirmed = 0;
+  /** Set when shipping to this follower stopped until someone repairs it. */
+  halted: HaltReason | undefined;
+  /** Set when the follower answered that a newer leader exists: this one must stop. */
+  fenced = false;
+  private inFlight: Shipment | undefined;
+  private lastCorrelation = 0;
+
+  /** `start` is where shipping begins: the follower's reported tail, or one record below the
+   *  leader's own generation start so the first batch overlaps a known-good record. */
+  constructor(start: number) {
+    this.next = start;
+  }
+
+  /** True while a batch waits for its answer. */
+  get busy(): boolean {
+    return this.inFlight !== undefined;
+  }
+
+  /**
+   * The next shipment for a leader log holding [base, tail), at most `maxRecords` records, or
+   * null when one is in flight, the follower is caught up, or shipping stopped.
+   */
+  plan(log: { base: number; tail: number }, maxRecords: number): Shipment | null {
+    if (this.inFlight !== undefined || this.halted !== undefined || this.fenced) return null;
+    if (this.next < log.base) {
+      this.inFlight = { kind: 'bootstrap', correlationId: ++this.lastCorrelation, base: log.base };
+    } else if (this.next < log.tail) {
+      const next = Math.min(log.tail, this.next + Math.max(1, maxRecords));
+      const correlationId = ++this.lastCorrelation;
+      this.inFlight = { kind: 'records', correlationId, first: this.next, next };
+    }
+    return this.inFlight ?? null;
+  }
+
+  onAnswer(correlationId: number, answer: FollowerAnswer): void {
+    const sent = this.inFlight;
+    if (sent === undefined || sent.correlationId !== correlationId) return;
+    this.inFlight = undefined;
+    if (answer.kind === 'ok') {
+      this.confirmed = Math.max(this.confirmed, answer.durableOffset);
+      this.next = answer.durableOffset;
+      return;
+    }
+    const code = answer.code;
+    if (code === INTERNAL_ERROR.LogGap) this.next = answer.expectedOffset;
+    else if (code === INTERNAL_ERROR.FencedEpoch) this.fenced = true;
+    else if (code === INTERNAL_ERROR.LogConflict)
+      this.halted = sent.kind === 'bootstrap' ? 'needs_bootstrap' : 'diverged';
+    else if (!RESEND.has(code)) this.halted = 'refused';
+  }
+
+  /** The batch in flight got no answer in time: the next plan sends from `next` again. */
+  onTimeout(correlationId: number): void {
+    if (this.inFlight?.correlationId === correlationId) this.inFlight = undefined;
+  }
+}
