@@ -90,7 +90,10 @@ function makeBootstrapToken() {
 
 mkdirSync(OUT, { recursive: true });
 await makeCa();
-const ca = { key: await readFile(`${PKI}/ca.key`, 'utf8'), cert: await readFile(`${PKI}/ca.pem`, 'utf8') };
+const ca = {
+  key: await readFile(`${PKI}/ca.key`, 'utf8'),
+  cert: await readFile(`${PKI}/ca.pem`, 'utf8'),
+};
 for (const name of BROKERS) await makeBrokerCert(name, ca);
 makeBootstrapToken();
 put(`${OUT}/ca.pem`, ca.cert, 0o644, hostOwner.uid, hostOwner.gid);

@@ -108,7 +108,9 @@ export async function until<T>(
 }
 
 export async function brokerReady(httpPort: number): Promise<true | undefined> {
-  const res = await fetch(`http://127.0.0.1:${httpPort}/ready`, { signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+  const res = await fetch(`http://127.0.0.1:${httpPort}/ready`, {
+    signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+  });
   return res.status === 200 ? true : undefined;
 }
 
@@ -127,7 +129,8 @@ export async function api(
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const json: unknown = await res.json().catch(() => null);
-  if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  if (res.status >= 400)
+    throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return { status: res.status, body: json };
 }
 

@@ -35,7 +35,9 @@ beforeAll(async () => {
   const started = Date.now();
   cluster.up();
   await Promise.all(
-    BROKERS.map((b) => until(`${b.name} to be ready`, () => brokerReady(b.http), COLD_START_MS_MAX)),
+    BROKERS.map((b) =>
+      until(`${b.name} to be ready`, () => brokerReady(b.http), COLD_START_MS_MAX),
+    ),
   );
   console.log(`deploy: cold start to 3 ready brokers: ${Date.now() - started} ms`);
   for (const image of ['felix-broker', 'felix-control-plane']) {
@@ -112,8 +114,19 @@ describe('the compose cluster', () => {
       const felix = await connectTo(b.client, i === 1 ? 'tls' : 'quic');
       try {
         const body = `hello from the host to ${b.name}`;
-        const ack = await publishWhenOpen(felix, 'every-broker', body, keyFor(shard as number, shards));
-        const got = await readRecords(felix, 'every-broker', shard as number, ack.offset as number, 1);
+        const ack = await publishWhenOpen(
+          felix,
+          'every-broker',
+          body,
+          keyFor(shard as number, shards),
+        );
+        const got = await readRecords(
+          felix,
+          'every-broker',
+          shard as number,
+          ack.offset as number,
+          1,
+        );
         expect(got).toEqual([body]);
       } finally {
         await felix.close();
@@ -150,9 +163,17 @@ describe('the compose cluster', () => {
   it('the_containers_run_as_a_non_root_user', () => {
     for (const service of ['control-plane', ...BROKERS.map((b) => b.name)]) {
       const id = cluster.containerId(service);
-      expect(docker('inspect', '-f', '{{.Config.User}}', id).trim()).toBe(`${FELIX_UID}:${FELIX_UID}`);
+      expect(docker('inspect', '-f', '{{.Config.User}}', id).trim()).toBe(
+        `${FELIX_UID}:${FELIX_UID}`,
+      );
       // The running process itself, not only the configuration: PID 1's real and effective uid.
-      const status = docker('exec', id, 'node', '-p', "require('fs').readFileSync('/proc/1/status','utf8')");
+      const status = docker(
+        'exec',
+        id,
+        'node',
+        '-p',
+        "require('fs').readFileSync('/proc/1/status','utf8')",
+      );
       const uids = /^Uid:\s+(\d+)\s+(\d+)/m.exec(status);
       expect(uids?.slice(1, 3), service).toEqual([String(FELIX_UID), String(FELIX_UID)]);
     }
