@@ -4,7 +4,7 @@
  * a user would (CA file, client token, the control plane's REST API, @felix/client). Prints the
  * cold start to three ready brokers and the image sizes.
  */
-import { type Felix, connect } from '@felix/client';
+import { type FelixClient as Felix, connect } from '@felix/client';
 import { shardForKey } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
