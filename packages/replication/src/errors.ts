@@ -12,3 +12,11 @@ export class InvalidReplicaSetError extends ReplicationError {
     super(`a replica set of ${size} members is outside 1..16`);
   }
 }
+
+/** A peer sent bytes that are not one whole FLXI request: the caller closes its link. */
+export class MalformedPeerFrameError extends ReplicationError {
+  readonly code = 'FELIX_REPLICATION_MALFORMED_FRAME';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`malformed peer frame: ${detail}`, options);
+  }
+}

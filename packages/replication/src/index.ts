@@ -1,11 +1,13 @@
 // @felix/replication public surface: exports only.
-export { InvalidReplicaSetError, ReplicationError } from './errors.js';
+export { InvalidReplicaSetError, MalformedPeerFrameError, ReplicationError } from './errors.js';
 export {
   type BatchVerdict,
   type ReplicaView,
   answerFor,
   checkBatch,
 } from './follower/batch-check.js';
+export { ReplicaServer, type ReplicaServerOptions } from './follower/replica-server.js';
+export { answerOf } from './leader/answers.js';
 export { CommitMark, majorityHeld } from './leader/commit-mark.js';
 export {
   type FollowerAnswer,
@@ -13,4 +15,10 @@ export {
   type HaltReason,
   type Shipment,
 } from './leader/follower-cursor.js';
+export {
+  type PeerLink,
+  ShardShipper,
+  type ShipperFollower,
+  type ShipperOptions,
+} from './leader/shard-shipper.js';
 export * from './limits.js';

@@ -11,3 +11,23 @@ export const REPLICATE_BATCH_BYTES_MAX = 1024 * 1024;
 
 /** Largest replica set a commit mark is computed over (the router's bound). */
 export const REPLICA_SET_SIZE_MAX = 16;
+
+/** How long a leader waits for a follower's answer to one batch before sending it again. */
+export const REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT = 2_000;
+
+/** Backoff between attempts to a follower whose link failed or that refused transiently:
+ *  doubling from the first to the last. */
+export const REPLICATE_RETRY_MS_MIN = 50;
+export const REPLICATE_RETRY_MS_MAX = 2_000;
+
+/** A caught-up shipper looks at its log again at least this often (it is also woken when the
+ *  log's durable offset moves). */
+export const REPLICATE_IDLE_CHECK_MS = 100;
+
+/** Requests a follower queues per shard (a leader has one in flight; a deposed one may add
+ *  one more); past this the follower answers `Overload`. */
+export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
+
+/** Shards one replica server keeps open logs for; past this a new shard is refused as
+ *  `Overload` until one is released. */
+export const REPLICA_SHARDS_OPEN_MAX = 4096;

@@ -55,6 +55,7 @@ describe('follower bootstrap', () => {
       const opts: LogOptions = { root: '/data', shard: SHARD, fsync: 'onCommit', io };
       await (await SegmentLog.open(opts)).close();
       io.failAfter(cut, prng(cut + 1));
+      // The power loss fails the bootstrap; the disk it left is what is judged.
       await bootstrapLogAt(opts, 1000).catch(() => undefined);
       const disk = io.lost ?? io.crash(prng(cut + 7));
       const after: LogOptions = { ...opts, io: disk };

@@ -46,6 +46,8 @@ export class FollowerCursor {
   fenced = false;
   private inFlight: Shipment | undefined;
   private lastCorrelation = 0;
+  /** Whether the follower has said where its log ends (an ok or a gap answer). */
+  private heard = false;
 
   /** `start` is where shipping begins: the follower's reported tail, or one record below the
    *  leader's own generation start so the first batch overlaps a known-good record. */
@@ -64,6 +66,9 @@ export class FollowerCursor {
    */
   plan(log: { base: number; tail: number }, maxRecords: number): Shipment | null {
     if (this.inFlight !== undefined || this.halted !== undefined || this.fenced) return null;
+    // `start` is a guess until the follower answers: a guess at the tail would send nothing,
+    // so the first batch overlaps the last record and the answer says where the follower is.
+    if (!this.heard && this.next >= log.tail && log.tail > log.base) this.next = log.tail - 1;
     if (this.next < log.base) {
       this.inFlight = { kind: 'bootstrap', correlationId: ++this.lastCorrelation, base: log.base };
     } else if (this.next < log.tail) {
@@ -78,6 +83,7 @@ export class FollowerCursor {
     const sent = this.inFlight;
     if (sent === undefined || sent.correlationId !== correlationId) return;
     this.inFlight = undefined;
+    if (answer.kind === 'ok' || answer.code === INTERNAL_ERROR.LogGap) this.heard = true;
     if (answer.kind === 'ok') {
       this.confirmed = Math.max(this.confirmed, answer.durableOffset);
       this.next = answer.durableOffset;

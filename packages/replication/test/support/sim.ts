@@ -1,28 +1,33 @@
 /**
- * Test support: a follower that answers FLXI replication frames with the real pieces (batch
- * checks, the replica file, a segment log and its FollowerAppender), and the leader's side of
- * one exchange (a cursor's shipment as a frame, an answer frame back into the cursor).
+ * Test support: a follower (a ReplicaServer over real segment logs in a temp dir) and the
+ * leader's side of one exchange (a cursor's shipment as a frame; an answer frame back into
+ * the cursor), plus an in-memory PeerLink that can lose requests and answers.
  */
+import { type LogOptions, SegmentLog } from '@felix/storage';
 import {
-  FollowerAppender,
-  type LogOptions,
-  ReplicaFile,
-  SegmentLog,
-  bootstrapLogAt,
-  nodeIo,
-} from '@felix/storage';
-import {
-  INTERNAL_ERROR,
-  type InternalMessage,
   InternalFrameDecoder,
+  type InternalMessage,
+  type ShardRef,
   batchChecksum,
   decodeInternalMessage,
   encodeInternalMessage,
 } from '@felix/wire';
-import { answerFor, checkBatch } from '../../src/follower/batch-check.js';
-import type { FollowerAnswer, FollowerCursor, Shipment } from '../../src/leader/follower-cursor.js';
+import { ReplicaServer } from '../../src/follower/replica-server.js';
+import { answerOf } from '../../src/leader/answers.js';
+import type { FollowerCursor, Shipment } from '../../src/leader/follower-cursor.js';
+import type { PeerLink } from '../../src/leader/shard-shipper.js';
 
 export const SHARD = { tenant: 't1', namespace: 'default', stream: 'orders', shard: 0 };
+
+export function shardRef(generation: number): ShardRef {
+  return {
+    tenantId: SHARD.tenant,
+    namespace: SHARD.namespace,
+    stream: SHARD.stream,
+    shard: SHARD.shard,
+    generation,
+  };
+}
 
 export function decodeFrame(bytes: Uint8Array): InternalMessage {
   const frames = new InternalFrameDecoder().push(bytes);
@@ -30,7 +35,7 @@ export function decodeFrame(bytes: Uint8Array): InternalMessage {
   return decodeInternalMessage(frames[0]!);
 }
 
-/** A leader's log: payloads by offset from `base`. */
+/** A leader's log kept in memory: payloads by offset, the first `base` trimmed. */
 export class LeaderLog {
   base = 0;
   readonly records: Uint8Array[] = [];
@@ -42,15 +47,9 @@ export class LeaderLog {
   }
 }
 
-/** The frame a shipment becomes under `generation`. */
+/** The frame a shipment of `leader` becomes under `generation`. */
 export function shipmentFrame(s: Shipment, leader: LeaderLog, generation: number): Uint8Array {
-  const shard = {
-    tenantId: SHARD.tenant,
-    namespace: SHARD.namespace,
-    stream: SHARD.stream,
-    shard: SHARD.shard,
-    generation,
-  };
+  const shard = shardRef(generation);
   if (s.kind === 'bootstrap')
     return encodeInternalMessage({
       kind: 'ReplicateBootstrap',
@@ -71,71 +70,79 @@ export function shipmentFrame(s: Shipment, leader: LeaderLog, generation: number
 
 /** Feeds an answer frame to the cursor. */
 export function takeAnswer(cursor: FollowerCursor, bytes: Uint8Array): void {
-  const m = decodeFrame(bytes);
-  let answer: FollowerAnswer;
-  if (m.kind === 'ReplicateOk') answer = { kind: 'ok', durableOffset: m.durableOffset };
-  else if (m.kind === 'ReplicateError')
-    answer = { kind: 'error', code: m.code, expectedOffset: m.expectedOffset };
-  else throw new Error(`unexpected answer ${m.kind}`);
-  cursor.onAnswer(m.correlationId, answer);
+  const a = answerOf(bytes);
+  if (a === null) throw new Error('not a replication answer');
+  cursor.onAnswer(a.correlationId, a.answer);
 }
 
+/** A follower of the one test shard: its server, and its log read after a release. */
 export class SimFollower {
-  private constructor(
+  readonly server: ReplicaServer;
+  /** The generation of the assignment this follower knows. */
+  assigned: number;
+
+  constructor(
     readonly opts: LogOptions,
-    public log: SegmentLog,
-    private appender: FollowerAppender,
-    readonly replica: ReplicaFile,
-    /** The generation of the assignment this follower knows. */
-    public assigned: number,
-  ) {}
-
-  static async open(opts: LogOptions, assigned: number): Promise<SimFollower> {
-    const log = await SegmentLog.open(opts);
-    const replica = await ReplicaFile.open(opts.io ?? nodeIo, log.dir);
-    return new SimFollower(opts, log, new FollowerAppender(log), replica, assigned);
-  }
-
-  /** Answers one request frame. */
-  async handle(bytes: Uint8Array): Promise<Uint8Array> {
-    const m = decodeFrame(bytes);
-    if (m.kind === 'ReplicateBootstrap') return this.bootstrap(m.correlationId, m.baseOffset);
-    if (m.kind !== 'ReplicateRecords') throw new Error(`unexpected request ${m.kind}`);
-    const verdict = checkBatch(
-      { generation: m.shard.generation, checksum: m.checksum, payloads: m.payloads },
-      { accepted: this.replica.state.generation, assigned: this.assigned },
-    );
-    if (verdict.kind === 'refuse')
-      return encodeInternalMessage({
-        kind: 'ReplicateError',
-        correlationId: m.correlationId,
-        code: verdict.code,
-        expectedOffset: this.log.tailOffset,
-        detail: verdict.detail,
-      });
-    // A raised generation is durable before any record it carries is stored.
-    if (verdict.raise) await this.replica.accept(m.shard.generation);
-    const result = await this.appender.appendAt(m.firstOffset, m.payloads);
-    return encodeInternalMessage(answerFor(m.correlationId, result, this.log.durableOffset));
-  }
-
-  private async bootstrap(correlationId: number, base: number): Promise<Uint8Array> {
-    await this.log.close();
-    const r = await bootstrapLogAt(this.opts, base);
-    this.log = await SegmentLog.open(this.opts);
-    this.appender = new FollowerAppender(this.log);
-    if (r.kind === 'ready')
-      return encodeInternalMessage({ kind: 'ReplicateOk', correlationId, durableOffset: r.tail });
-    return encodeInternalMessage({
-      kind: 'ReplicateError',
-      correlationId,
-      code: INTERNAL_ERROR.LogConflict,
-      expectedOffset: r.tail,
-      detail: `holds records ${r.base}..${r.tail}`,
+    assigned: number,
+  ) {
+    this.assigned = assigned;
+    this.server = new ReplicaServer({
+      logOptions: () => opts,
+      assignment: () => ({ generation: this.assigned }),
     });
   }
 
-  async close(): Promise<void> {
-    await this.log.close();
+  handle(bytes: Uint8Array): Promise<Uint8Array> {
+    return this.server.handle(bytes);
+  }
+
+  /** What the follower holds durably now (0 before its log opened). */
+  get durable(): number {
+    return this.server.status(shardRef(0))?.durable ?? 0;
+  }
+
+  get generation(): number {
+    return this.server.status(shardRef(0))?.generation ?? 0;
+  }
+
+  /** Every record the follower's log holds, from its base. */
+  async records(): Promise<{ base: number; payloads: Uint8Array[] }> {
+    await this.server.release(shardRef(0));
+    const log = await SegmentLog.open(this.opts);
+    try {
+      const payloads: Uint8Array[] = [];
+      let at = log.baseOffset;
+      while (at < log.tailOffset) {
+        const r = await log.read(at);
+        if (r.kind !== 'records') throw new Error(`trimmed at ${at}`);
+        for (const rec of r.records) payloads.push(rec.payload.slice());
+        at = r.next;
+      }
+      return { base: log.baseOffset, payloads };
+    } finally {
+      await log.close();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+}
+
+/** A link to a follower that loses each request or answer with the given odds. */
+export class LossyLink implements PeerLink {
+  sent = 0;
+  constructor(
+    private readonly follower: SimFollower,
+    private readonly random: () => number,
+    private readonly loss: number,
+  ) {}
+
+  async request(frame: Uint8Array, _timeoutMs: number): Promise<Uint8Array> {
+    this.sent++;
+    if (this.random() < this.loss) throw new Error('request lost');
+    const answer = await this.follower.handle(frame);
+    if (this.random() < this.loss) throw new Error('answer lost');
+    return answer;
   }
 }

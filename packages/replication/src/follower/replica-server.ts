@@ -1,0 +1,217 @@
+/**
+ * A follower broker's side of log shipping: answers each FLXI replication request for the
+ * shards it follows. Per shard it keeps the follower log (opened on first use), its
+ * FollowerAppender and its `replica` file, and runs one request at a time, in arrival order
+ * (a bounded queue; past it the answer is `Overload`). A batch is checked (checksum,
+ * generation), a raised generation is made durable before any record it carries is stored, and
+ * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
+ * leader's base when it is empty, and opens it again.
+ */
+import {
+  FollowerAppender,
+  type LogOptions,
+  ReplicaFile,
+  SegmentLog,
+  bootstrapLogAt,
+  nodeIo,
+} from '@felix/storage';
+import {
+  INTERNAL_ERROR,
+  type InternalMessage,
+  InternalFrameDecoder,
+  type ShardRef,
+  decodeInternalMessage,
+  encodeInternalMessage,
+} from '@felix/wire';
+import { MalformedPeerFrameError } from '../errors.js';
+import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
+import { answerFor, checkBatch } from './batch-check.js';
+
+export interface ReplicaServerOptions {
+  /** Where and how the follower log of `shard` lives (the broker's own layout). */
+  logOptions(shard: ShardRef): LogOptions;
+  /** The shard's assignment as this broker knows it, when it is in the replica set. */
+  assignment(shard: ShardRef): { generation: number } | undefined;
+}
+
+interface ShardState {
+  opts: LogOptions;
+  log: SegmentLog;
+  appender: FollowerAppender;
+  replica: ReplicaFile;
+  tail: Promise<unknown>;
+  queued: number;
+}
+
+type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
+
+export class ReplicaServer {
+  private readonly shards = new Map<string, Promise<ShardState>>();
+  /** The shards whose open finished (for `status`). */
+  private readonly open = new Map<string, ShardState>();
+  private closed = false;
+
+  constructor(private readonly opts: ReplicaServerOptions) {}
+
+  /** Answers one request frame; throws MalformedPeerFrameError when it is none. */
+  async handle(bytes: Uint8Array): Promise<Uint8Array> {
+    const m = decodeRequest(bytes);
+    if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap')
+      return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `${m.kind} is not served`);
+    const assigned = this.opts.assignment(m.shard);
+    if (assigned === undefined || this.closed)
+      return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, 'not a replica of this shard');
+    const key = shardKey(m.shard);
+    if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)
+      return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'too many shards open');
+    const state = await this.state(key, m.shard);
+    if (state.queued >= REPLICA_SHARD_REQUESTS_QUEUED_MAX)
+      return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'shard request queue full');
+    state.queued++;
+    const run = state.tail.then(() =>
+      'checksum' in m
+        ? this.records(state, m, assigned.generation)
+        : this.bootstrap(state, m.correlationId, m.baseOffset),
+    );
+    // The chain only orders requests; each request's own failure is answered below.
+    state.tail = run.catch(() => undefined);
+    try {
+      return await run;
+    } catch (err) {
+      // The log failed under this request: answer so the leader retries, and reopen next time.
+      this.shards.delete(key);
+      this.open.delete(key);
+      // The log already failed; the answer below carries that failure, not the close's.
+      await state.log.close().catch(() => undefined);
+      const detail = err instanceof Error ? err.message : String(err);
+      return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, detail);
+    } finally {
+      state.queued--;
+    }
+  }
+
+  /** What this follower holds of `shard` (what it reports to the control plane), when open. */
+  status(
+    shard: ShardRef,
+  ): { base: number; tail: number; durable: number; generation: number } | undefined {
+    const s = this.open.get(shardKey(shard));
+    if (s === undefined) return undefined;
+    return {
+      base: s.log.baseOffset,
+      tail: s.log.tailOffset,
+      durable: s.log.durableOffset,
+      generation: s.replica.state.generation,
+    };
+  }
+
+  /** Closes the follower log of `shard` (before this broker opens it as the leader's). */
+  async release(shard: ShardRef): Promise<void> {
+    const key = shardKey(shard);
+    const p = this.shards.get(key);
+    if (p === undefined) return;
+    this.shards.delete(key);
+    this.open.delete(key);
+    const state = await p;
+    await state.tail;
+    await state.log.close();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.open.clear();
+    for (const [key, p] of [...this.shards]) {
+      this.shards.delete(key);
+      // A shard whose open failed holds nothing to close.
+      const state = await p.catch(() => undefined);
+      if (state === undefined) continue;
+      await state.tail;
+      // Closing at shutdown: a log that fails to close is recovered at its next open.
+      await state.log.close().catch(() => undefined);
+    }
+  }
+
+  private state(key: string, shard: ShardRef): Promise<ShardState> {
+    let p = this.shards.get(key);
+    if (p === undefined) {
+      p = openShard(this.opts.logOptions(shard)).then((s) => {
+        this.open.set(key, s);
+        return s;
+      });
+      // A failed open is not kept: the next request tries again.
+      p.catch(() => this.shards.delete(key));
+      this.shards.set(key, p);
+    }
+    return p;
+  }
+
+  private async records(
+    state: ShardState,
+    m: RecordsRequest,
+    assigned: number,
+  ): Promise<Uint8Array> {
+    const verdict = checkBatch(
+      { generation: m.shard.generation, checksum: m.checksum, payloads: m.payloads },
+      { accepted: state.replica.state.generation, assigned },
+    );
+    if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
+    if (verdict.raise) await state.replica.accept(m.shard.generation);
+    const result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
+  }
+
+  private async bootstrap(state: ShardState, correlationId: number, base: number) {
+    await state.log.close();
+    const r = await bootstrapLogAt(state.opts, base);
+    state.log = await SegmentLog.open(state.opts);
+    state.appender = new FollowerAppender(state.log);
+    if (r.kind === 'ready')
+      return encodeInternalMessage({ kind: 'ReplicateOk', correlationId, durableOffset: r.tail });
+    return refuse(correlationId, INTERNAL_ERROR.LogConflict, `holds records ${r.base}..${r.tail}`);
+  }
+}
+
+async function openShard(opts: LogOptions): Promise<ShardState> {
+  const log = await SegmentLog.open(opts);
+  try {
+    const replica = await ReplicaFile.open(opts.io ?? nodeIo, log.dir);
+    return {
+      opts,
+      log,
+      appender: new FollowerAppender(log),
+      replica,
+      tail: Promise.resolve(),
+      queued: 0,
+    };
+  } catch (err) {
+    // The replica file's failure is what the caller needs; the log is recovered at next open.
+    await log.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+function decodeRequest(bytes: Uint8Array): InternalMessage {
+  try {
+    const frames = new InternalFrameDecoder().push(bytes);
+    if (frames.length !== 1) throw new MalformedPeerFrameError(`${frames.length} frames`);
+    return decodeInternalMessage(frames[0]!);
+  } catch (err) {
+    if (err instanceof MalformedPeerFrameError) throw err;
+    throw new MalformedPeerFrameError(err instanceof Error ? err.message : String(err), {
+      cause: err,
+    });
+  }
+}
+
+function refuse(correlationId: number, code: number, detail: string): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateError',
+    correlationId,
+    code,
+    expectedOffset: 0,
+    detail,
+  });
+}
+
+function shardKey(s: ShardRef): string {
+  return `${s.tenantId}\u0000${s.namespace}\u0000${s.stream}\u0000${s.shard}`;
+}

@@ -1,0 +1,196 @@
+/**
+ * Ships one shard's log from its leader to each follower: one loop per follower around a
+ * FollowerCursor, reading bounded batches from the leader's log, sending them over the
+ * follower's PeerLink and feeding the answer back. A slow or unreachable follower delays only
+ * its own loop. A loop stops when its follower halts (reported) or when any follower answers
+ * that a newer leader exists (the whole shipper stops: this broker was deposed).
+ */
+import type { SegmentLog } from '@felix/storage';
+import { INTERNAL_ERROR, type ShardRef, batchChecksum, encodeInternalMessage } from '@felix/wire';
+import {
+  REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
+  REPLICATE_BATCH_BYTES_MAX,
+  REPLICATE_BATCH_RECORDS_MAX,
+  REPLICATE_IDLE_CHECK_MS,
+  REPLICATE_RETRY_MS_MAX,
+  REPLICATE_RETRY_MS_MIN,
+} from '../limits.js';
+import { FollowerCursor, type HaltReason, type Shipment } from './follower-cursor.js';
+import { answerOf } from './answers.js';
+
+/** A request/answer channel to one follower broker. */
+export interface PeerLink {
+  /** Sends one FLXI request frame; resolves with the answer frame, rejects when the link fails
+   *  or no answer came within `timeoutMs`. */
+  request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+}
+
+export interface ShipperFollower {
+  nodeId: string;
+  link: PeerLink;
+  /** Where shipping to it starts (its reported tail, or just below this generation's start). */
+  start: number;
+}
+
+export interface ShipperOptions {
+  log: SegmentLog;
+  /** The shard, with the generation this broker leads it at. */
+  shard: ShardRef;
+  followers: ShipperFollower[];
+  answerTimeoutMs?: number;
+  /** A follower confirmed it holds [.., offset) durably. */
+  onConfirmed?: (nodeId: string, offset: number) => void;
+  /** A follower's loop stopped: it halted, or it said this broker is no longer the leader. */
+  onStopped?: (nodeId: string, reason: HaltReason | 'fenced') => void;
+}
+
+interface Loop {
+  follower: ShipperFollower;
+  cursor: FollowerCursor;
+  done: Promise<void>;
+}
+
+export class ShardShipper {
+  private readonly loops = new Map<string, Loop>();
+  private stopping = false;
+  private wake: (() => void) | undefined;
+  private readonly unlisten: () => void;
+
+  constructor(private readonly opts: ShipperOptions) {
+    this.unlisten = opts.log.onDurable(() => this.poke());
+    for (const f of opts.followers) {
+      const cursor = new FollowerCursor(f.start);
+      const loop: Loop = { follower: f, cursor, done: Promise.resolve() };
+      this.loops.set(f.nodeId, loop);
+      loop.done = this.run(loop);
+    }
+  }
+
+  /** What each follower confirmed durable so far. */
+  confirmed(nodeId: string): number {
+    return this.loops.get(nodeId)?.cursor.confirmed ?? 0;
+  }
+
+  /** True once a follower answered that a newer leader exists. */
+  get fenced(): boolean {
+    for (const l of this.loops.values()) if (l.cursor.fenced) return true;
+    return false;
+  }
+
+  /** Stops every loop; resolves once none will send again. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.unlisten();
+    this.poke();
+    await Promise.all([...this.loops.values()].map((l) => l.done));
+  }
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /** Waits for the log to move, a stop, or the idle check. */
+  private idle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const previous = this.wake;
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        previous?.();
+        done();
+      };
+    });
+  }
+
+  private async run(loop: Loop): Promise<void> {
+    const { cursor, follower } = loop;
+    const timeoutMs = this.opts.answerTimeoutMs ?? REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT;
+    let retryMs = REPLICATE_RETRY_MS_MIN;
+    while (!this.stopping && !this.fenced) {
+      const log = this.opts.log;
+      const shipment = cursor.plan(
+        { base: log.baseOffset, tail: log.readableOffset },
+        REPLICATE_BATCH_RECORDS_MAX,
+      );
+      if (shipment === null) {
+        if (cursor.halted !== undefined) {
+          this.opts.onStopped?.(follower.nodeId, cursor.halted);
+          return;
+        }
+        await this.idle(REPLICATE_IDLE_CHECK_MS);
+        continue;
+      }
+      const sent = await this.exchange(loop, shipment, timeoutMs);
+      if (sent) {
+        retryMs = REPLICATE_RETRY_MS_MIN;
+        this.opts.onConfirmed?.(follower.nodeId, cursor.confirmed);
+      } else {
+        await this.idle(retryMs);
+        retryMs = Math.min(REPLICATE_RETRY_MS_MAX, retryMs * 2);
+      }
+    }
+    if (cursor.fenced) this.opts.onStopped?.(follower.nodeId, 'fenced');
+  }
+
+  /** One request and its answer; false when it must be retried after a backoff. */
+  private async exchange(loop: Loop, s: Shipment, timeoutMs: number): Promise<boolean> {
+    const frame = await this.frameFor(s);
+    if (frame === null) {
+      // Retention trimmed the range between the plan and the read: plan again (a bootstrap).
+      loop.cursor.onTimeout(s.correlationId);
+      return true;
+    }
+    let answer: Uint8Array;
+    try {
+      answer = await loop.follower.link.request(frame, timeoutMs);
+    } catch {
+      // No answer (link down or timed out): the same range goes again after a backoff.
+      loop.cursor.onTimeout(s.correlationId);
+      return false;
+    }
+    const parsed = answerOf(answer);
+    if (parsed === null) {
+      loop.cursor.onTimeout(s.correlationId);
+      return false;
+    }
+    loop.cursor.onAnswer(parsed.correlationId, parsed.answer);
+    if (loop.cursor.busy) {
+      // An answer to another batch than the one sent: treat the batch as unanswered.
+      loop.cursor.onTimeout(s.correlationId);
+      return false;
+    }
+    // A gap is no failure (send from where the follower is); other refusals back off.
+    const a = parsed.answer;
+    return a.kind === 'ok' || a.code === INTERNAL_ERROR.LogGap;
+  }
+
+  private async frameFor(s: Shipment): Promise<Uint8Array | null> {
+    const shard = this.opts.shard;
+    if (s.kind === 'bootstrap')
+      return encodeInternalMessage({
+        kind: 'ReplicateBootstrap',
+        correlationId: s.correlationId,
+        shard,
+        baseOffset: s.base,
+      });
+    const r = await this.opts.log.read(s.first, {
+      maxRecords: s.next - s.first,
+      maxBytes: REPLICATE_BATCH_BYTES_MAX,
+    });
+    if (r.kind === 'trimmed') return null;
+    const payloads = r.records.map((rec) => rec.payload);
+    return encodeInternalMessage({
+      kind: 'ReplicateRecords',
+      correlationId: s.correlationId,
+      shard,
+      firstOffset: s.first,
+      checksum: batchChecksum(payloads),
+      payloads,
+    });
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Goal: a ShardShipper brings every follower to its leader's log while the leader keeps
+ * appending, over links that lose requests and answers; it reports only what followers made
+ * durable; it stops for good when a follower says a newer leader exists; and stop() ends it.
+ * Method: a real leader segment log, followers that are ReplicaServers over real logs, and
+ * in-memory links that fail a seeded fraction of requests and answers.
+ */
+import { SegmentLog } from '@felix/storage';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CommitMark } from '../src/leader/commit-mark.js';
+import { FollowerCursor } from '../src/leader/follower-cursor.js';
+import { ShardShipper } from '../src/leader/shard-shipper.js';
+import {
+  LeaderLog,
+  LossyLink,
+  SHARD,
+  SimFollower,
+  shardRef,
+  shipmentFrame,
+  takeAnswer,
+} from './support/sim.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function root(): Promise<string> {
+  const dir = await tempDir('felix-shipper-');
+  cleanups.push(dir.cleanup);
+  return dir.path;
+}
+
+async function follower(assigned: number): Promise<SimFollower> {
+  const f = new SimFollower({ root: await root(), shard: SHARD, fsync: 'onCommit' }, assigned);
+  cleanups.push(() => f.close());
+  return f;
+}
+
+async function leaderLog(): Promise<SegmentLog> {
+  const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+  cleanups.push(() => log.close());
+  return log;
+}
+
+function seeded(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return s / 2 ** 31;
+  };
+}
+
+const record = (i: number) => new TextEncoder().encode(`record-${i}-${'x'.repeat(i % 50)}`);
+
+describe('shard shipper', () => {
+  it('a_shipper_brings_every_follower_to_its_leaders_log_while_the_leader_appends', async () => {
+    const log = await leaderLog();
+    const followers = [await follower(1), await follower(1)];
+    const links = followers.map((f, i) => new LossyLink(f, seeded(i + 7), 0.2));
+    const confirmed = new Map<string, number[]>();
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      followers: links.map((link, i) => ({ nodeId: `b${i}`, link, start: 0 })),
+      answerTimeoutMs: 1_000,
+      onConfirmed: (node, offset) => confirmed.set(node, [...(confirmed.get(node) ?? []), offset]),
+    });
+    cleanups.push(() => shipper.stop());
+    const written: Uint8Array[] = [];
+    for (let batch = 0; batch < 40; batch++) {
+      const payloads = Array.from({ length: 1 + (batch % 5) }, (_, k) =>
+        record(written.length + k),
+      );
+      await log.append(payloads);
+      written.push(...payloads);
+    }
+    await waitFor(
+      () => followers.every((_, i) => shipper.confirmed(`b${i}`) === written.length),
+      'both followers to confirm the whole log',
+      20_000,
+    );
+    await shipper.stop();
+    const mark = new CommitMark(3);
+    mark.advance([log.durableOffset, shipper.confirmed('b0'), shipper.confirmed('b1')]);
+    expect(mark.offset).toBe(written.length);
+    for (const [node, offsets] of confirmed) {
+      // Reported offsets only grow.
+      expect(offsets, node).toEqual([...offsets].sort((a, b) => a - b));
+    }
+    for (const f of followers) expect((await f.records()).payloads).toEqual(written);
+    // The links did lose frames: the resends were exercised.
+    expect(links.every((l) => l.sent > 0)).toBe(true);
+  });
+
+  it('a_shipper_stops_when_a_follower_says_a_newer_leader_exists', async () => {
+    const log = await leaderLog();
+    const f = await follower(3);
+    // A newer leader (generation 3) already shipped to this follower.
+    const newer = new LeaderLog();
+    newer.append(record(0));
+    const c = new FollowerCursor(0);
+    takeAnswer(c, await f.handle(shipmentFrame(c.plan(newer, 8)!, newer, 3)));
+    await log.append([record(100), record(101)]);
+    const stopped: string[] = [];
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(2),
+      followers: [{ nodeId: 'b0', link: new LossyLink(f, seeded(1), 0), start: 0 }],
+      onStopped: (node, reason) => stopped.push(`${node}:${reason}`),
+    });
+    cleanups.push(() => shipper.stop());
+    await waitFor(() => shipper.fenced, 'the shipper to learn it was deposed');
+    await shipper.stop();
+    expect(stopped).toEqual(['b0:fenced']);
+    expect((await f.records()).payloads).toEqual(newer.records);
+  });
+});
