@@ -64,7 +64,13 @@ export class ReplicaServer {
     const key = shardKey(m.shard);
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'too many shards open');
-    const state = await this.state(key, m.shard);
+    let state: ShardState;
+    try {
+      state = await this.state(key, m.shard);
+    } catch (err) {
+      // The log did not open (locked, damaged, disk failure): the leader retries later.
+      return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
+    }
     if (state.queued >= REPLICA_SHARD_REQUESTS_QUEUED_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'shard request queue full');
     state.queued++;
@@ -83,8 +89,7 @@ export class ReplicaServer {
       this.open.delete(key);
       // The log already failed; the answer below carries that failure, not the close's.
       await state.log.close().catch(() => undefined);
-      const detail = err instanceof Error ? err.message : String(err);
-      return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, detail);
+      return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
       state.queued--;
     }
@@ -196,9 +201,7 @@ function decodeRequest(bytes: Uint8Array): InternalMessage {
     return decodeInternalMessage(frames[0]!);
   } catch (err) {
     if (err instanceof MalformedPeerFrameError) throw err;
-    throw new MalformedPeerFrameError(err instanceof Error ? err.message : String(err), {
-      cause: err,
-    });
+    throw new MalformedPeerFrameError(messageOf(err), { cause: err });
   }
 }
 
@@ -210,6 +213,10 @@ function refuse(correlationId: number, code: number, detail: string): Uint8Array
     expectedOffset: 0,
     detail,
   });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function shardKey(s: ShardRef): string {
