@@ -58,6 +58,9 @@ export interface Connection {
   close(opts?: { code?: number; reason?: string }): Promise<void>;
   readonly closed: Promise<ConnectionCloseInfo>;
   stats(): ConnectionStats;
+  /** The peer's leaf certificate (DER), when it presented one: a listener's always, a dialer's
+   *  only to a listener that requires one (`clientCa`). Identity checks are the caller's. */
+  peerCertificate(): Uint8Array | undefined;
 }
 
 export interface Listener {
@@ -96,6 +99,9 @@ export interface ListenOptions extends TimeoutOptions, LimitOptions {
   /** 0 picks a free port. */
   port: number;
   tls: TlsMaterial;
+  /** Mutual TLS: every dialer must present a certificate signed by this CA (PEM); a dialer
+   *  without one, or with one from another CA, fails its handshake. */
+  clientCa?: string;
   /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
   quicStock?: boolean;
 }
@@ -111,6 +117,8 @@ export interface DialOptions extends TimeoutOptions, LimitOptions {
   serverName?: string;
   /** Bound on connecting plus handshaking. */
   dialTimeoutMs?: number;
+  /** The certificate this dialer presents, for listeners that require one (mutual TLS). */
+  clientTls?: TlsMaterial;
   /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
   quicStock?: boolean;
 }

@@ -11,7 +11,7 @@ export {
   WAIT_FOR_POLL_INTERVAL_MS,
 } from './limits.js';
 export { freePort } from './net.js';
-export { TEST_CERT_SANS_DEFAULT, makeTestCa } from './pki.js';
+export { TEST_CERT_SANS_DEFAULT, issueTestCert, makeTestCa } from './pki.js';
 export type { TestCa } from './pki.js';
 export { waitFor, withDeadline } from './wait.js';
 export { take } from './iterators.js';

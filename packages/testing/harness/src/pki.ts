@@ -49,14 +49,15 @@ async function makeCa(dir: string): Promise<void> {
 /** What the leaf certificate is valid for unless a test says otherwise. */
 export const TEST_CERT_SANS_DEFAULT = 'DNS:localhost,IP:127.0.0.1,IP:::1';
 
-async function issueLeaf(dir: string, sans: string): Promise<void> {
-  await ecKey(join(dir, 'server.key'));
+async function issueLeaf(dir: string, sans: string, name = 'server'): Promise<void> {
+  const file = (ext: string) => join(dir, `${name}.${ext}`);
+  await ecKey(file('key'));
   await openssl([
-    ...['req', '-new', '-key', join(dir, 'server.key'), '-subj', '/CN=felix-test-server'],
-    ...['-out', join(dir, 'server.csr')],
+    ...['req', '-new', '-key', file('key'), '-subj', `/CN=felix-test-${name}`],
+    ...['-out', file('csr')],
   ]);
   await writeFile(
-    join(dir, 'server.ext'),
+    file('ext'),
     [
       'basicConstraints=critical,CA:FALSE',
       'keyUsage=critical,digitalSignature',
@@ -66,12 +67,12 @@ async function issueLeaf(dir: string, sans: string): Promise<void> {
     ].join('\n'),
   );
   await openssl([
-    ...['x509', '-req', '-in', join(dir, 'server.csr')],
+    ...['x509', '-req', '-in', file('csr')],
     ...['-CA', join(dir, 'ca.pem'), '-CAkey', join(dir, 'ca.key')],
     // A random serial: no serial file shared between calls.
     ...['-set_serial', `0x${randomBytes(16).toString('hex')}`],
     ...['-days', String(TEST_CERT_DAYS), '-sha256'],
-    ...['-extfile', join(dir, 'server.ext'), '-out', join(dir, 'server.pem')],
+    ...['-extfile', file('ext'), '-out', file('pem')],
   ]);
 }
 
@@ -91,4 +92,21 @@ export async function makeTestCa(dir: string, sans = TEST_CERT_SANS_DEFAULT): Pr
     readFile(keyPath, 'utf8'),
   ]);
   return { caPem, caPath, certPem, keyPem, certPath, keyPath };
+}
+
+/**
+ * Issues one more certificate from the CA `makeTestCa` made in `dir`: `<dir>/<name>.{pem,key}`,
+ * valid for `sans` (openssl subjectAltName syntax), for server and client use (mutual TLS).
+ */
+export async function issueTestCert(
+  dir: string,
+  name: string,
+  sans: string,
+): Promise<{ certPem: string; keyPem: string }> {
+  await issueLeaf(dir, sans, name);
+  const [certPem, keyPem] = await Promise.all([
+    readFile(join(dir, `${name}.pem`), 'utf8'),
+    readFile(join(dir, `${name}.key`), 'utf8'),
+  ]);
+  return { certPem, keyPem };
 }

@@ -142,3 +142,11 @@ export async function loadOrCreateDevCertificate(dataDir: string): Promise<Valid
   await writeFile(join(dir, DEV_FINGERPRINT_FILE), `${material.fingerprint}\n`);
   return material;
 }
+
+/** The certificate a dialer presents to a listener that requires one (mutual TLS), checked
+ *  first, as both transports' TLS configs take it. */
+export function presentedCertificate(m: TlsMaterial | undefined): { cert?: string; key?: string } {
+  if (m === undefined) return {};
+  const v = validateTlsMaterial(m);
+  return { cert: v.certPem, key: v.keyPem };
+}

@@ -3,6 +3,7 @@
  * keep-alive, idle timeout, bounded close, and per-turn write coalescing. Implements Connection.
  */
 import type { Duplex } from 'node:stream';
+import { TLSSocket } from 'node:tls';
 import {
   CLOSE_CODE_FORCED,
   CLOSE_CODE_IDLE_TIMEOUT,
@@ -223,6 +224,12 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
       this.finish({ code, reason });
     }
     await this.socketClosed;
+  }
+
+  peerCertificate(): Uint8Array | undefined {
+    // Only a TLS socket has one; a multiplexer over a plain Duplex has no peer identity.
+    if (!(this.socket instanceof TLSSocket)) return undefined;
+    return this.socket.getPeerX509Certificate()?.raw;
   }
 
   stats(): ConnectionStats {

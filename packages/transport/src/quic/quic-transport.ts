@@ -40,6 +40,7 @@ import {
 import {
   fingerprintsEqual,
   normalizeFingerprint,
+  presentedCertificate,
   validateTlsMaterial,
 } from '../material/certificate.js';
 import {
@@ -355,6 +356,10 @@ class QuicConnectionAdapter implements Connection {
     if (this.forceTeardown) void this.forceTeardown().catch(() => {});
   }
 
+  peerCertificate(): Uint8Array | undefined {
+    return this.conn.getRemoteCertsChain()[0];
+  }
+
   stats(): ConnectionStats {
     let s: { sent: number; recv: number; sentBytes: number; recvBytes: number } | null = null;
     try {
@@ -422,7 +427,9 @@ export async function listenQuic(opts: ListenOptions): Promise<Listener> {
     config: {
       key: opts.tls.keyPem,
       cert: opts.tls.certPem,
-      verifyPeer: false,
+      // Mutual TLS: the handshake refuses a dialer without a certificate of this CA.
+      verifyPeer: opts.clientCa !== undefined,
+      ...(opts.clientCa === undefined ? {} : { ca: opts.clientCa }),
       ...quicConfig(timeouts, limits, stock, isLoopback(host)),
     },
     reasonToCode,
@@ -506,6 +513,7 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
         config: {
           verifyPeer: !opts.insecureSkipVerify,
           ...(opts.ca === undefined ? {} : { ca: opts.ca }),
+          ...presentedCertificate(opts.clientTls),
           ...verify,
           ...quicConfig(timeouts, limits, stock, isLoopback(host)),
         } as Parameters<typeof stockQuic.QUICClient.createQUICClient>[0]['config'],

@@ -10,11 +10,12 @@ import { ACCEPT_BACKLOG_MAX } from '../limits.js';
 import {
   fingerprintsEqual,
   normalizeFingerprint,
+  presentedCertificate,
   validateTlsMaterial,
 } from '../material/certificate.js';
 import { MuxSession, writeSlabPool } from '../mux/session.js';
 import { resolveDialTimeout, resolveLimits, resolveTimeouts } from '../options.js';
-import type { Connection, DialOptions, ListenOptions, Listener } from '../types.js';
+import type { Connection, DialOptions, ListenOptions, Listener, TlsMaterial } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
 import { warnInsecure } from '../util/warn.js';
 import { ReadFeed, feedAcceptedSocket, readRegionPool } from './read-feed.js';
@@ -44,6 +45,22 @@ function hostPort(host: string | undefined, port: number | undefined): string {
   return `${h.includes(':') ? `[${h}]` : h}:${port ?? 0}`;
 }
 
+function serverOptions(material: TlsMaterial, clientCa: string | undefined, handshakeMs: number) {
+  return {
+    cert: material.certPem,
+    key: material.keyPem,
+    ALPNProtocols: [ALPN],
+    minVersion: 'TLSv1.3' as const,
+    ciphers: TLS13_CIPHER_SUITES,
+    honorCipherOrder: true,
+    handshakeTimeout: handshakeMs,
+    // Mutual TLS: the handshake itself refuses a dialer without a certificate of this CA.
+    ...(clientCa === undefined
+      ? {}
+      : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
+  };
+}
+
 export async function listenTls(opts: ListenOptions): Promise<Listener> {
   const material = validateTlsMaterial(opts.tls);
   const timeouts = resolveTimeouts(opts);
@@ -55,15 +72,7 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
   };
   const accepted = new AsyncQueue<Connection>(ACCEPT_BACKLOG_MAX);
   const live = new Set<MuxSession>();
-  const server = createServer({
-    cert: material.certPem,
-    key: material.keyPem,
-    ALPNProtocols: [ALPN],
-    minVersion: 'TLSv1.3',
-    ciphers: TLS13_CIPHER_SUITES,
-    honorCipherOrder: true,
-    handshakeTimeout: timeouts.idleTimeoutMs,
-  });
+  const server = createServer(serverOptions(material, opts.clientCa, timeouts.idleTimeoutMs));
   server.on('tlsClientError', () => {}); // a failed handshake concerns only that client
   server.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol !== ALPN) {
@@ -128,7 +137,6 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
   // A pinned fingerprint replaces chain verification; a CA (or the system store) otherwise.
   const verifyChain = pinned === null && !opts.insecureSkipVerify;
   const serverName = opts.serverName ?? (isIP(host) ? undefined : host);
-
   const feed = new ReadFeed();
   const socket = await new Promise<TLSSocket>((resolve, reject) => {
     // `onread` is documented for tls.connect (net.Socket's option) but missing from its types.
@@ -140,6 +148,7 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
       ALPNProtocols: [ALPN],
       minVersion: 'TLSv1.3',
       ...(opts.ca === undefined ? {} : { ca: opts.ca }),
+      ...presentedCertificate(opts.clientTls),
       rejectUnauthorized: verifyChain,
     };
     const s = connect(options).once('close', () => feed.release());
