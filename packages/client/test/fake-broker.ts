@@ -112,6 +112,7 @@ export class FakeBroker {
       close: async () => this.closeConn({ code: 0, reason: 'closed' }),
       closed,
       stats: () => ({}) as never,
+      peerCertificate: () => undefined,
     };
   }
 
