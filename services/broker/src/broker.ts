@@ -26,7 +26,13 @@ import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
 import { openDurableStore } from './streams/durable-store.js';
 import { BrokerRequests } from './requests.js';
-import { ClusterNode, checkClusterConfig, controlPlaneUrl } from './cluster/cluster-node.js';
+import {
+  ClusterNode,
+  checkClusterConfig,
+  controlPlaneUrl,
+  nodeSpec,
+} from './cluster/cluster-node.js';
+import { type InternalNode, startInternalNode } from './cluster/internal-node.js';
 import type { OpenStore } from './catalog/catalog.js';
 import type { ShardHooks } from './streams/shard.js';
 
@@ -53,6 +59,8 @@ export class Broker {
   private readonly nodeToken: NodeToken;
   private readonly bearer = () => this.nodeToken.get();
   private listeners: Listener[] = [];
+  /** The broker-to-broker listener, when `cluster.internal_bind` is set. */
+  internal: InternalNode | null = null;
   private http: Server | null = null;
   private catalog: Catalog | null = null;
   private requests: BrokerRequests | null = null;
@@ -106,6 +114,8 @@ export class Broker {
     this.countStreams();
     const tls = await this.tlsMaterial();
     const ports = await this.listenAll(tls);
+    const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
+    this.internal = await startInternalNode(cfg, selfId, tls, this.log);
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
       refreshGauges: () => this.refreshGauges(),
@@ -332,6 +342,7 @@ export class Broker {
       ),
     );
     await Promise.allSettled(this.listeners.map((l) => l.close()));
+    await this.internal?.close();
     await this.requests?.close();
     await this.catalog?.close();
     await this.dataDirLock?.release();

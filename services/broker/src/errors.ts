@@ -157,3 +157,23 @@ export class JwksFetchError extends BrokerError {
     super(`JWKS of tenant ${tenant}: ${reason}`, { retry: 'retry', ...options });
   }
 }
+
+/** A peer broker that is not who it says: its Hello names another node than its certificate
+ *  (or the listener dialled), or it answered the Hello with something else. */
+export class PeerIdentityError extends BrokerError {
+  readonly code = 'FELIX_BROKER_PEER_IDENTITY';
+  constructor(
+    readonly peer: string,
+    detail: string,
+  ) {
+    super(`peer ${peer} refused: ${detail}`);
+  }
+}
+
+/** A request to a peer broker got no answer in time, or its link failed under it. */
+export class PeerRequestError extends BrokerError {
+  readonly code = 'FELIX_BROKER_PEER_REQUEST';
+  constructor(peer: string, detail: string, options?: FelixErrorOptions) {
+    super(`request to peer ${peer} failed: ${detail}`, options);
+  }
+}

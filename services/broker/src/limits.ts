@@ -281,3 +281,13 @@ export const PEER_PROBE_INTERVAL_MS_MAX = 600_000;
 export const PEER_PROBE_PEERS_MAX = 64;
 /** One probe's TCP connect gives up after this (or the interval, if shorter). */
 export const PEER_PROBE_CONNECT_MS_MAX = 1_000;
+
+/** Connections the internal (broker-to-broker) listener serves at once; more are closed on
+ *  arrival. A cluster of tens of brokers needs a few per peer. */
+export const INTERNAL_CONNECTIONS_MAX = 512;
+
+/** Time a peer has to send its Hello on a new internal connection. */
+export const INTERNAL_HELLO_TIMEOUT_MS = 5_000;
+
+/** Streams a peer may have open on one internal connection (one request per stream). */
+export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;

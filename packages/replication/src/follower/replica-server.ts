@@ -17,6 +17,7 @@ import {
 } from '@felix/storage';
 import {
   INTERNAL_ERROR,
+  type InternalFrame,
   type InternalMessage,
   InternalFrameDecoder,
   type ShardRef,
@@ -54,8 +55,22 @@ export class ReplicaServer {
   constructor(private readonly opts: ReplicaServerOptions) {}
 
   /** Answers one request frame; throws MalformedPeerFrameError when it is none. */
-  async handle(bytes: Uint8Array): Promise<Uint8Array> {
-    const m = decodeRequest(bytes);
+  handle(bytes: Uint8Array): Promise<Uint8Array> {
+    let frames: InternalFrame[];
+    try {
+      frames = new InternalFrameDecoder().push(bytes);
+    } catch (err) {
+      return Promise.reject(new MalformedPeerFrameError(messageOf(err), { cause: err }));
+    }
+    if (frames.length !== 1)
+      return Promise.reject(new MalformedPeerFrameError(`${frames.length} frames`));
+    return this.handleFrame(frames[0]!);
+  }
+
+  /** Answers one decoded frame (a listener's reader already split it); throws
+   *  MalformedPeerFrameError when its body is no valid message. */
+  async handleFrame(frame: InternalFrame): Promise<Uint8Array> {
+    const m = decodeRequest(frame);
     if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap')
       return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `${m.kind} is not served`);
     const assigned = this.opts.assignment(m.shard);
@@ -194,13 +209,10 @@ async function openShard(opts: LogOptions): Promise<ShardState> {
   }
 }
 
-function decodeRequest(bytes: Uint8Array): InternalMessage {
+function decodeRequest(frame: InternalFrame): InternalMessage {
   try {
-    const frames = new InternalFrameDecoder().push(bytes);
-    if (frames.length !== 1) throw new MalformedPeerFrameError(`${frames.length} frames`);
-    return decodeInternalMessage(frames[0]!);
+    return decodeInternalMessage(frame);
   } catch (err) {
-    if (err instanceof MalformedPeerFrameError) throw err;
     throw new MalformedPeerFrameError(messageOf(err), { cause: err });
   }
 }

@@ -327,6 +327,7 @@ function validateCombinations(cfg: BrokerConfig): void {
     );
   }
   validateAuth(cfg);
+  validateInternal(cfg);
   const seen = new Set<string>();
   cfg.streams.forEach((s, i) => {
     const id = `${s.tenant}/${s.namespace}/${s.name}`;
@@ -383,6 +384,30 @@ function validateAuth(cfg: BrokerConfig): void {
       'set one or neither',
     );
   }
+}
+
+/**
+ * A broker joins a cluster's internal network only with the cluster certificate (all three
+ * files), unless running unauthenticated was asked for by name:
+ * `a_broker_configured_for_a_cluster_without_the_certificate_refuses_to_start`.
+ */
+function validateInternal(cfg: BrokerConfig): void {
+  const c = cfg.cluster;
+  const files = [c.internal_tls_cert, c.internal_tls_key, c.internal_tls_ca];
+  const keys = ['cluster.internal_tls_cert', 'cluster.internal_tls_key', 'cluster.internal_tls_ca'];
+  const given = files.filter((f) => f !== null).length;
+  if (given !== 0 && given !== 3)
+    throw new ConfigInvalidCombinationError(
+      keys,
+      'set all three cluster certificate files or none',
+    );
+  if (c.internal_bind !== null && given === 0 && !c.internal_allow_unauthenticated)
+    throw new ConfigInvalidCombinationError(
+      ['cluster.internal_bind', ...keys, 'cluster.internal_allow_unauthenticated'],
+      'refusing to join a cluster without the cluster certificate: set the three ' +
+        'FELIX_INTERNAL_TLS_* files, or FELIX_INTERNAL_ALLOW_UNAUTHENTICATED=true to run ' +
+        'unauthenticated (any host that reaches the port could act as a peer)',
+    );
 }
 
 /** The request-edge budgets nest: a frame fits a connection's budgets, which fit the broker's. */

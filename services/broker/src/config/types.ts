@@ -99,6 +99,12 @@ export interface BrokerConfig {
     node_token: string | null;
     node_token_file: string | null;
     peer_probe_interval_ms: number;
+    internal_bind: string | null;
+    internal_transport: 'quic' | 'tls';
+    internal_tls_cert: string | null;
+    internal_tls_key: string | null;
+    internal_tls_ca: string | null;
+    internal_allow_unauthenticated: boolean;
   };
   auth: {
     mode: AuthModeName;

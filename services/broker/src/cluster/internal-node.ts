@@ -1,0 +1,79 @@
+/**
+ * This broker's place on the cluster's internal network: its internal listener (when
+ * `cluster.internal_bind` is set) serving a ReplicaServer over the broker's own data directory.
+ * Which shards it replicates comes from the assignments' replica sets; until the shard table
+ * names them here, every replication request is refused `Unauthorized` (docs/replication.md).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { ReplicaServer } from '@felix/replication';
+import type { TlsMaterial } from '@felix/transport';
+import type { ShardRef } from '@felix/wire';
+import type { BrokerConfig } from '../config/types.js';
+import { ConfigInvalidCombinationError } from '../errors.js';
+import { splitAddr } from './peer-links.js';
+import { InternalListener } from './internal-listener.js';
+
+export interface InternalNode {
+  listener: InternalListener;
+  replicas: ReplicaServer;
+  close(): Promise<void>;
+}
+
+/** The cluster certificate (cert, key, CA) the config names, or null when unauthenticated. */
+export async function clusterMaterial(
+  cfg: BrokerConfig,
+): Promise<{ tls: TlsMaterial; ca: string } | null> {
+  const c = cfg.cluster;
+  if (c.internal_tls_cert === null || c.internal_tls_key === null || c.internal_tls_ca === null)
+    return null;
+  const [certPem, keyPem, ca] = await Promise.all([
+    readFile(c.internal_tls_cert, 'utf8'),
+    readFile(c.internal_tls_key, 'utf8'),
+    readFile(c.internal_tls_ca, 'utf8'),
+  ]);
+  return { tls: { certPem, keyPem }, ca };
+}
+
+export async function startInternalNode(
+  cfg: BrokerConfig,
+  selfId: string,
+  clientTls: TlsMaterial,
+  log: Logger,
+): Promise<InternalNode | null> {
+  const bind = cfg.cluster.internal_bind;
+  if (bind === null) return null;
+  const at = splitAddr(bind);
+  if (at === null)
+    throw new ConfigInvalidCombinationError(['cluster.internal_bind'], `${bind} is not host:port`);
+  const material = await clusterMaterial(cfg);
+  const root = cfg.durable.data_dir;
+  const replicas = new ReplicaServer({
+    logOptions: (s: ShardRef) => ({
+      root: root ?? '',
+      shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
+      fsync: 'onCommit',
+    }),
+    // No replica sets reach this broker yet: nothing is replicated here (refused Unauthorized).
+    assignment: () => undefined,
+  });
+  const listener = await InternalListener.start({
+    host: at.host,
+    port: at.port,
+    transport: cfg.cluster.internal_transport,
+    selfId,
+    tls: material?.tls ?? clientTls,
+    clusterCa: material?.ca ?? null,
+    serve: (frame) => replicas.handleFrame(frame),
+    log,
+  });
+  log.info({ port: listener.port, node_id: selfId, mtls: material !== null }, 'internal listener');
+  return {
+    listener,
+    replicas,
+    async close() {
+      await listener.close();
+      await replicas.close();
+    },
+  };
+}

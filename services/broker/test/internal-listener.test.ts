@@ -1,0 +1,174 @@
+// Goal: brokers know each other by node id. The internal listener admits only peers with a
+// certificate of the cluster CA whose DNS name is the node id their Hello claims, serves their
+// requests once greeted, and a dialer reaches only the node it meant; a broker told to join a
+// cluster without the cluster certificate refuses to start unless told to run unauthenticated.
+// Method: one test CA (b1, b2) and a foreign one; InternalListener and PeerConnection in
+// process over both transports, and a real broker process for the join test.
+import { tempDir, freePort, issueTestCert, makeTestCa } from '@felix/testing-harness';
+import { startBroker } from '@felix/testing-e2e';
+import type { TlsMaterial } from '@felix/transport';
+import { ReplicaServer } from '@felix/replication';
+import {
+  batchChecksum,
+  encodeInternalMessage,
+  InternalFrameDecoder,
+  decodeInternalMessage,
+} from '@felix/wire';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InternalListener } from '../src/cluster/internal-listener.js';
+import { PeerConnection } from '../src/cluster/peer-dial.js';
+import { loadConfig } from '../src/config/load.js';
+import { ConfigInvalidCombinationError, PeerIdentityError } from '../src/errors.js';
+
+const log = pino({ level: 'silent' });
+let dir: { path: string; cleanup: () => Promise<void> };
+let other: { path: string; cleanup: () => Promise<void> };
+let ca: string;
+let b1: TlsMaterial;
+let b2: TlsMaterial;
+let foreign: TlsMaterial;
+let paths: { cert: string; key: string; ca: string };
+
+beforeAll(async () => {
+  dir = await tempDir('felix-internal-');
+  other = await tempDir('felix-internal-other-');
+  const made = await makeTestCa(dir.path, 'DNS:b1,IP:127.0.0.1');
+  ca = made.caPem;
+  b1 = { certPem: made.certPem, keyPem: made.keyPem };
+  paths = { cert: made.certPath, key: made.keyPath, ca: made.caPath };
+  b2 = await issueTestCert(dir.path, 'b2', 'DNS:b2');
+  const f = await makeTestCa(other.path, 'DNS:b2');
+  foreign = { certPem: f.certPem, keyPem: f.keyPem };
+});
+afterAll(async () => {
+  await dir.cleanup();
+  await other.cleanup();
+});
+
+const shard = { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation: 1 };
+const records = encodeInternalMessage({
+  kind: 'ReplicateRecords',
+  correlationId: 7,
+  shard,
+  firstOffset: 0,
+  checksum: batchChecksum([new Uint8Array([1])]),
+  payloads: [new Uint8Array([1])],
+});
+
+function decode(bytes: Uint8Array) {
+  return decodeInternalMessage(new InternalFrameDecoder().push(bytes)[0]!);
+}
+
+for (const transport of ['tls', 'quic'] as const) {
+  describe(`internal listener over ${transport}`, () => {
+    let listener: InternalListener;
+    let replicas: ReplicaServer;
+    let data: { path: string; cleanup: () => Promise<void> };
+    beforeAll(async () => {
+      data = await tempDir('felix-internal-data-');
+      replicas = new ReplicaServer({
+        logOptions: (s) => ({
+          root: data.path,
+          shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
+          fsync: 'onCommit',
+        }),
+        assignment: () => ({ generation: 1 }),
+      });
+      listener = await InternalListener.start({
+        host: '127.0.0.1',
+        port: 0,
+        transport,
+        selfId: 'b1',
+        tls: b1,
+        clusterCa: ca,
+        serve: (frame) => replicas.handleFrame(frame),
+        log,
+      });
+    });
+    afterAll(async () => {
+      await listener.close();
+      await replicas.close();
+      await data.cleanup();
+    });
+
+    const dialAs = (selfId: string, tls: TlsMaterial, nodeId = 'b1') =>
+      PeerConnection.dial({
+        address: `127.0.0.1:${listener.port}`,
+        transport,
+        nodeId,
+        selfId,
+        tls,
+        clusterCa: ca,
+        timeoutMs: 3_000,
+      });
+
+    it('a_peer_with_the_cluster_certificate_is_greeted_and_its_requests_served', async () => {
+      const peer = await dialAs('b2', b2);
+      try {
+        expect(decode(await peer.request(records, 3_000))).toMatchObject({
+          kind: 'ReplicateOk',
+          correlationId: 7,
+          durableOffset: 1,
+        });
+      } finally {
+        await peer.close();
+      }
+    });
+
+    it('a_peer_claiming_another_node_than_its_certificate_names_is_refused', async () => {
+      await expect(dialAs('b3', b2)).rejects.toBeInstanceOf(PeerIdentityError);
+    });
+
+    it('a_dialer_reaches_only_the_node_it_meant', async () => {
+      // The listener's certificate names b1, not b9: the handshake fails.
+      await expect(dialAs('b2', b2, 'b9')).rejects.toThrow();
+    });
+  });
+}
+
+describe('joining a cluster', () => {
+  it('a_broker_configured_for_a_cluster_without_the_certificate_refuses_to_start', () => {
+    const base = { FELIX_INTERNAL_BIND: '127.0.0.1:7001' };
+    expect(() => loadConfig(base)).toThrow(ConfigInvalidCombinationError);
+    expect(() => loadConfig({ ...base, FELIX_INTERNAL_TLS_CERT: paths.cert })).toThrow(/all three/);
+    const unauthenticated = loadConfig({ ...base, FELIX_INTERNAL_ALLOW_UNAUTHENTICATED: 'true' });
+    expect(unauthenticated.cluster.internal_allow_unauthenticated).toBe(true);
+  });
+
+  it('a_broker_without_the_cluster_certificate_cannot_join', async () => {
+    const brokerDir = await tempDir('felix-internal-broker-');
+    const port = await freePort();
+    const broker = await startBroker({
+      yaml: 'streams:\n  - { tenant: t1, name: orders }\n',
+      dir: brokerDir.path,
+      env: {
+        FELIX_NODE_ID: 'b1',
+        FELIX_INTERNAL_BIND: `127.0.0.1:${port}`,
+        FELIX_INTERNAL_TLS_CERT: paths.cert,
+        FELIX_INTERNAL_TLS_KEY: paths.key,
+        FELIX_INTERNAL_TLS_CA: paths.ca,
+      },
+    });
+    const dialAs = (tls: TlsMaterial | null) =>
+      PeerConnection.dial({
+        address: `127.0.0.1:${port}`,
+        transport: 'tls',
+        nodeId: 'b1',
+        selfId: 'b2',
+        tls: tls ?? b2,
+        clusterCa: tls === null ? null : ca,
+        timeoutMs: 3_000,
+      });
+    try {
+      // A certificate of another CA, and none at all (an unauthenticated dialer), are refused.
+      await expect(dialAs(foreign)).rejects.toThrow();
+      await expect(dialAs(null)).rejects.toThrow();
+      const member = await dialAs(b2);
+      await member.close();
+    } finally {
+      await broker.stop();
+      await brokerDir.cleanup();
+    }
+  });
+});
