@@ -9,11 +9,14 @@
 // EXPOSE lines of deploy/docker/*.Dockerfile when those exist. Without kubectl the suite skips
 // with a printed reason, except under CI=true, where it fails.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { loadConfig as loadBrokerConfig } from '../services/broker/src/config/load.js';
 import { CONFIG_FILE_ENV, CONFIG_VARS } from '../services/broker/src/config/registry.js';
+import { loadConfig as loadControlPlaneConfig } from '../services/control-plane/src/config.js';
 import { ROUTE_AUTH } from '../services/control-plane/src/http/auth/route-table.js';
 import { controlPlaneEnvNames } from '../services/control-plane/src/env-names.js';
 
@@ -155,6 +158,26 @@ function expectRestricted(w: Obj): void {
   }
 }
 
+/** What a pod sees: envFrom, then env in order, `$(NAME)` expanded, Secrets and fields faked. */
+function podEnv(objs: Obj[], c: Obj): Record<string, string> {
+  const fields: Record<string, string> = {
+    'metadata.name': 'felix-broker-0',
+    'metadata.namespace': 'felix',
+  };
+  const out: Record<string, string> = {};
+  for (const [k, v] of envOf(objs, c)) if (v !== undefined) out[k] = v;
+  for (const e of c.env ?? []) {
+    const from = e.valueFrom;
+    const raw =
+      e.value ??
+      (from?.fieldRef ? fields[from.fieldRef.fieldPath] : undefined) ??
+      (from?.secretKeyRef ? `postgres://felix@db:5432/${from.secretKeyRef.key}` : undefined);
+    expect(raw, `${e.name} has a value this test can fake`).toBeDefined();
+    out[e.name] = String(raw).replace(/\$\((\w+)\)/g, (_, n: string) => out[n] ?? '');
+  }
+  return out;
+}
+
 function matches(selector: Record<string, string>, labels: Record<string, string>): boolean {
   return Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
@@ -226,6 +249,29 @@ describe.skipIf(!HAVE_KUBECTL && !IN_CI)('kubernetes manifests', () => {
       const unknown = dottedKeys(parse(body)).filter((k) => !keys.has(k));
       expect(unknown, `${t}: keys of ${file}`).toEqual([]);
     }
+  });
+
+  it('every_rendered_configuration_loads_in_the_services_own_config_loaders', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'felix-k8s-'));
+    for (const [t, objs] of each()) {
+      const b = broker(objs).spec.template.spec.containers[0];
+      const env = podEnv(objs, b);
+      const mapped = b.volumeMounts.find((m: Obj) => m.mountPath === '/etc/felix/broker');
+      const vol = broker(objs).spec.template.spec.volumes.find((v: Obj) => v.name === mapped.name);
+      const file = join(dir, `${t.replace('/', '-')}.yaml`);
+      writeFileSync(file, one(objs, 'ConfigMap', vol.configMap.name).data['broker.yaml']);
+      const cfg = loadBrokerConfig({ ...env, [CONFIG_FILE_ENV]: file });
+      expect(cfg.cluster.node_id, t).toBe('felix-broker-0');
+      expect(cfg.cluster.client_advertise_addr, t).toBe(
+        'felix-broker-0.felix-broker.felix.svc.cluster.local:5000',
+      );
+      expect(cfg.durable.data_dir, t).toBe('/var/lib/felix');
+      const cp = controlPlane(objs).spec.template.spec.containers[0];
+      const cpCfg = loadControlPlaneConfig(podEnv(objs, cp), () => 'x'.repeat(48));
+      expect(cpCfg.port, t).toBe(8443);
+      expect(cpCfg.backend, t).toBe(t === 'overlays/prod' ? 'postgres' : 'sqlite');
+    }
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('every_probe_and_scrape_annotation_targets_a_declared_port_and_a_served_path', () => {
