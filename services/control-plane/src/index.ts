@@ -2,6 +2,7 @@ export { checkName, isValidName } from './catalog-names.js';
 export { Sweeper, downAfterMs, placementNodes, placementView } from './cluster/liveness.js';
 export { PlacementRunner } from './cluster/placement-runner.js';
 export { checkLiveness, loadConfig } from './config.js';
+export { controlPlaneEnvNames } from './env-names.js';
 export type { BootstrapConfig, ControlPlaneConfig, LivenessConfig } from './config.js';
 export * from './errors.js';
 export { FeedHub } from './feeds/hub.js';
