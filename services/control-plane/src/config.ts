@@ -116,9 +116,11 @@ export function loadBootstrapConfig(env: Env, readFile: (p: string) => string): 
     'FELIX_BOOTSTRAP_BIND_ADDR',
   );
   const file = env.FELIX_BOOTSTRAP_TOKEN_FILE;
-  const token = env.FELIX_BOOTSTRAP_TOKEN || (file ? readFile(file).trim() : undefined);
+  const enabled = bool(env, 'FELIX_BOOTSTRAP_ENABLED');
+  // The file is read only for a listener that runs: a deployment may name it everywhere.
+  const token = env.FELIX_BOOTSTRAP_TOKEN || (file && enabled ? readFile(file).trim() : undefined);
   const c: BootstrapConfig = {
-    enabled: bool(env, 'FELIX_BOOTSTRAP_ENABLED'),
+    enabled,
     host,
     port,
     token,

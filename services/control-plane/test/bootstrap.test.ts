@@ -300,4 +300,19 @@ describe('bootstrap', () => {
     );
     expect(fromFile.token).toBe(read());
   });
+
+  it('a_missing_bootstrap_token_file_does_not_stop_a_control_plane_whose_bootstrap_is_off', () => {
+    const missing = () => {
+      throw Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' });
+    };
+    // Deployments set the variable everywhere and enable the listener in one place.
+    const off = loadBootstrapConfig({ FELIX_BOOTSTRAP_TOKEN_FILE: '/run/secrets/none' }, missing);
+    expect(off.enabled).toBe(false);
+    expect(() =>
+      loadBootstrapConfig(
+        { FELIX_BOOTSTRAP_ENABLED: 'true', FELIX_BOOTSTRAP_TOKEN_FILE: '/run/secrets/none' },
+        missing,
+      ),
+    ).toThrow(/ENOENT/);
+  });
 });
