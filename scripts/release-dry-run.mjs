@@ -19,6 +19,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { freePort } from '../demos/support/broker.mjs';
@@ -44,6 +45,28 @@ const run = (cmd, args, cwd, env = process.env) =>
 const git = (cwd, ...args) =>
   run('git', ['-c', 'user.name=dry-run', '-c', 'user.email=dry-run@localhost', ...args], cwd);
 const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
+
+/**
+ * One HTTP request on a connection of its own: verdaccio closes idle keep-alive connections,
+ * and a pooled client (fetch) then fails a request it sent on one ("other side closed").
+ */
+function request(method, url, body) {
+  return new Promise((done, fail) => {
+    const headers = body === undefined ? {} : { 'content-type': 'application/json' };
+    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => done({ status: res.statusCode, body: Buffer.concat(chunks) }));
+      res.on('error', fail);
+    });
+    req.on('error', fail);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+const getJson = async (url) => {
+  const res = await request('GET', url);
+  return res.status === 200 ? JSON.parse(res.body.toString('utf8')) : null;
+};
 
 /** The working tree as a fresh one-commit git repository under `scratch/repo`. */
 function copyTree(scratch) {
@@ -123,7 +146,7 @@ async function startRegistry(scratch) {
   try {
     await until('verdaccio to answer', () => {
       if (child.exitCode !== null) throw new Error(`verdaccio exited (${child.exitCode})`);
-      return fetch(`${url}-/ping`).then((r) => r.ok);
+      return request('GET', `${url}-/ping`).then((r) => r.status === 200);
     });
   } catch (err) {
     await stop();
@@ -150,14 +173,13 @@ async function until(what, cond) {
 
 /** Registers a throwaway publisher with the scratch registry and answers its token. */
 async function addUser(url) {
-  const res = await fetch(`${url}-/user/org.couchdb.user:dry-run`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'dry-run', password: 'dry-run-password' }),
+  const res = await request('PUT', `${url}-/user/org.couchdb.user:dry-run`, {
+    name: 'dry-run',
+    password: 'dry-run-password',
   });
-  const body = await res.json();
-  if (!res.ok || !body.token)
-    throw new Error(`verdaccio refused the user: ${JSON.stringify(body)}`);
+  const body = JSON.parse(res.body.toString('utf8'));
+  if (res.status !== 201 || !body.token)
+    throw new Error(`verdaccio refused the user: ${res.status} ${res.body}`);
   return body.token;
 }
 
@@ -205,19 +227,19 @@ async function published(registry) {
   }
   const out = {};
   for (const name of names.sort()) {
-    const res = await fetch(`${registry.url}${name.replace('/', '%2f')}`);
-    out[name] = res.ok ? await res.json() : null;
+    out[name] = await getJson(`${registry.url}${name.replace('/', '%2f')}`);
   }
   return out;
 }
 
 /** Downloads and unpacks one published version; answers the unpacked directory. */
 async function unpack(scratch, packument, version) {
-  const res = await fetch(packument.versions[version].dist.tarball);
+  const res = await request('GET', packument.versions[version].dist.tarball);
   const dir = join(scratch, 'unpacked', packument.name, version);
   mkdirSync(dir, { recursive: true });
   const tgz = join(dir, 'package.tgz');
-  writeFileSync(tgz, Buffer.from(await res.arrayBuffer()));
+  if (res.status !== 200) throw new Error(`tarball of ${packument.name}: HTTP ${res.status}`);
+  writeFileSync(tgz, res.body);
   run('tar', ['-xzf', tgz, '-C', dir], dir);
   return join(dir, 'package');
 }
