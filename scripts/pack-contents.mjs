@@ -3,7 +3,7 @@
 // specifier, and every module its dist imports either built into Node, itself, or declared.
 // Used by check-pack.mjs (on the installed tarballs) and release-dry-run.mjs (on the registry's
 // copies).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join } from 'node:path';
 
@@ -27,6 +27,7 @@ const DEP_FIELDS = ['dependencies', 'optionalDependencies', 'peerDependencies'];
 
 function jsFiles(dir) {
   const out = [];
+  if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) out.push(...jsFiles(p));
@@ -82,6 +83,7 @@ function dependencyProblems(pkg, privateNames) {
 export function packageProblems(dir, privateNames) {
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   const problems = [...metadataProblems(pkg), ...dependencyProblems(pkg, privateNames)];
+  if (!existsSync(join(dir, 'dist'))) problems.push(`${pkg.name}: has no dist`);
   const declared = new Set(DEP_FIELDS.flatMap((f) => Object.keys(pkg[f] ?? {})));
   const imported = importedPackages(dir);
   for (const name of imported) {
