@@ -49,7 +49,8 @@ const HINTS: Record<string, string> = {
   FELIX_CLIENT_UNAUTHENTICATED:
     'the broker refused the token: mint one for the broker audience (felixctl token mint --audience broker) and pass --token or store it in a context',
   FELIX_CLIENT_FORBIDDEN: 'the token lacks this permission: grant it through felixctl rbac',
-  FELIX_CLIENT_NOT_FOUND: 'is it in the catalog? felixctl streams list / caches list',
+  FELIX_CLIENT_NOT_FOUND:
+    'check the name: streams and caches are in the catalog (felixctl streams list, caches list); a group exists from its first poll',
   FELIX_CLIENT_UNKNOWN_STREAM: 'is it in the catalog? felixctl streams list',
   FELIX_CLIENT_TIMEOUT: 'the broker did not answer in time; raise --timeout or check its load',
   FELIX_CLIENT_FEATURE_UNSUPPORTED:
