@@ -211,9 +211,16 @@ describe('felixctl data verbs', () => {
   it('felixctl_context_stores_settings_only_its_owner_can_read_and_never_prints_the_token', async () => {
     const o = cluster.clientOptions();
     const noEnv = { PATH: process.env.PATH ?? '' };
-    const args = ['--server', ...o.servers, '--tenant', o.tenant, '--token', String(o.token)];
+    const args = [
+      '--server',
+      o.servers.join(','),
+      '--tenant',
+      o.tenant,
+      '--token',
+      String(o.token),
+    ];
     const add = await start(
-      [...args, '--ca', env.FELIX_CA!, '--server-name', 'localhost', 'context', 'add', 'local'],
+      ['context', 'add', 'local', ...args, '--ca', env.FELIX_CA!, '--server-name', 'localhost'],
       { env: noEnv },
     ).done;
     expect(add.code, add.err).toBe(0);
@@ -254,13 +261,13 @@ describe('felixctl data verbs', () => {
     expect(badToken.err).toContain('FELIX_CLIENT_UNAUTHENTICATED');
     oneLine(badToken);
     const down = await ctl(
+      'pub',
+      'events',
+      'x',
       '--server',
       'quic://127.0.0.1:1',
       '--timeout',
       '1000',
-      'pub',
-      'events',
-      'x',
     );
     expect(down.code).toBe(3);
     expect(down.err).toContain('FELIX_CLIENT_CONNECT');

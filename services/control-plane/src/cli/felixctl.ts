@@ -14,7 +14,6 @@ import {
   type ConnFlags,
   type DataIo,
   EXIT,
-  connectionOptions,
   dataCommands,
   describeError,
   exitCodeOf,
@@ -39,6 +38,7 @@ function buildProgram(io: DataIo, stored: Credentials, path: string): Command {
       'Felix token to send (FELIX_TOKEN; else the stored login for catalog commands, the context for data verbs)',
     )
     .option('--json', 'print JSON instead of tables', false)
+    .option('--debug', 'print the stack of an error')
     .exitOverride()
     .configureOutput({
       writeOut: (s) => io.out(s.trimEnd()),
@@ -55,12 +55,13 @@ function buildProgram(io: DataIo, stored: Credentials, path: string): Command {
   const api = new Api(io, target);
   catalogCommands(program, api);
   authCommands(program, { api, credentialsPath: path, stored: () => stored, explicitToken, url });
-  connectionOptions(program);
-  const flags = () => program.opts<ConnFlags & { json: boolean }>();
-  dataCommands(program, {
-    io,
-    flags: () => ({ ...flags(), tenant: flags().tenant ?? stored.tenant }),
+  // The data verbs read their own flags merged with the program's (--token, --json).
+  let verb: Command = program;
+  program.hook('preAction', (_, action) => {
+    verb = action;
   });
+  const flags = () => verb.optsWithGlobals<ConnFlags & { json: boolean }>();
+  dataCommands(program, { io, flags });
   return program;
 }
 

@@ -13,7 +13,8 @@ import { UsageError } from './report.js';
 
 /** The global flags that say where and how to connect. */
 export interface ConnFlags {
-  server?: string[];
+  /** Comma-separated broker addresses. */
+  server?: string;
   tenant?: string;
   namespace?: string;
   token?: string;
@@ -25,10 +26,16 @@ export interface ConnFlags {
   timeout?: string;
 }
 
-/** Declares the connection flags on the program (they are read before and after the verb). */
-export function connectionOptions(program: Command): void {
-  program
-    .option('-s, --server <url...>', 'broker address(es), quic:// or tls:// (FELIX_SERVERS)')
+/**
+ * Declares the connection flags on every data verb (after the verb: `felixctl pub --tenant t1`).
+ * They are not the program's: `login` and `token` have a `--tenant` of their own.
+ */
+export function connectionOptions(verb: Command): void {
+  verb
+    .option(
+      '-s, --server <urls>',
+      'broker addresses, comma-separated, quic:// or tls:// (FELIX_SERVERS)',
+    )
     .option('--tenant <tenant>', 'tenant of the data verbs (FELIX_TENANT)')
     .option('--namespace <ns>', 'namespace of the data verbs (FELIX_NAMESPACE, default "default")')
     .option(
@@ -39,8 +46,7 @@ export function connectionOptions(program: Command): void {
     .option('--server-name <name>', 'TLS server name to verify (FELIX_SERVER_NAME)')
     .option('--insecure', 'accept any broker certificate: development only (FELIX_INSECURE=1)')
     .option('--context <name>', 'connection context to use (FELIX_CONTEXT, else the current one)')
-    .option('--timeout <ms>', `connect and request timeout in ms (default ${TIMEOUT_MS_DEFAULT})`)
-    .option('--debug', 'print stack traces of errors');
+    .option('--timeout <ms>', `connect and request timeout in ms (default ${TIMEOUT_MS_DEFAULT})`);
 }
 
 /** The settings in force: flags over env over the context. */
@@ -51,7 +57,7 @@ export async function resolveSettings(flags: ConnFlags, io: CliIo): Promise<Cont
     vals.find((v) => v !== undefined && v !== '') as T | undefined;
   const envServers = env.FELIX_SERVERS ? env.FELIX_SERVERS.split(',') : undefined;
   const s: ContextSettings = {};
-  const servers = pick(flags.server, envServers, ctx.servers);
+  const servers = pick(flags.server?.split(','), envServers, ctx.servers);
   if (servers) s.servers = servers;
   const set = <K extends keyof ContextSettings>(k: K, v: ContextSettings[K] | undefined) => {
     if (v !== undefined) s[k] = v;

@@ -18,7 +18,7 @@ import { UsageError } from './report.js';
 
 function fromFlags(f: ConnFlags): ContextSettings {
   const s: ContextSettings = {};
-  if (f.server) s.servers = f.server;
+  if (f.server) s.servers = f.server.split(',');
   for (const k of ['tenant', 'namespace', 'token', 'fingerprint', 'ca', 'serverName'] as const) {
     if (f[k] !== undefined) s[k] = f[k];
   }

@@ -85,11 +85,8 @@ function line(ev: StreamEvent, json: boolean, merged: boolean): string {
 
 /** Calls `fire` once `ms` pass without a `touch()`. */
 class IdleTimer {
-  private timer: NodeJS.Timeout;
-  constructor(
-    private readonly ms: number,
-    private readonly fire: () => void,
-  ) {
+  private readonly timer: NodeJS.Timeout;
+  constructor(ms: number, fire: () => void) {
     this.timer = setTimeout(fire, ms);
   }
   touch(): void {
