@@ -67,7 +67,8 @@ export function summarize(
   h: Histogram,
 ): BenchSummary {
   const s = ms / 1000;
-  const at = (p: number) => h.getValueAtPercentile(p);
+  // A percentile is its bucket's highest equivalent value: never report one above the max.
+  const at = (p: number) => Math.min(h.getValueAtPercentile(p), h.maxValue);
   return {
     bench,
     records,
