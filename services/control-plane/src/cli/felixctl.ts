@@ -28,7 +28,9 @@ const DEFAULT_URL = 'http://127.0.0.1:8443';
 function buildProgram(io: DataIo, stored: Credentials, path: string): Command {
   const program = new Command('felixctl');
   program
-    .description('Manage a Felix control plane, and publish, read and benchmark through its brokers')
+    .description(
+      'Manage a Felix control plane, and publish, read and benchmark through its brokers',
+    )
     .option(
       '--url <url>',
       `control-plane URL (FELIX_CONTROLPLANE_URL, the stored one, ${DEFAULT_URL})`,
