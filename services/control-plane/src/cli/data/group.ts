@@ -1,0 +1,106 @@
+/**
+ * `felixctl group describe|poll|redrive <stream> <group>`: inspect a consumer group on one shard,
+ * take records from it (acked unless `--no-ack`), and send dead letters back to be handed out.
+ */
+import type { FelixClient, Group, GroupMessage } from '@felix/client';
+import type { Command } from 'commander';
+import { table } from '../api.js';
+import { type DataEnv, withClient } from './connection.js';
+import { durationMs, intArg, isoOfMicros, valueFields, valueText } from './values.js';
+
+interface GroupOpts {
+  shard?: string;
+  consumer?: string;
+}
+
+function groupOf(c: FelixClient, stream: string, name: string, o: GroupOpts): Group {
+  return c.group(stream, name, {
+    shard: o.shard === undefined ? 0 : intArg('--shard', o.shard),
+    ...(o.consumer === undefined ? {} : { consumer: o.consumer }),
+  });
+}
+
+export function groupCommands(program: Command, env: DataEnv): void {
+  const group = program.command('group').description('inspect and drive consumer groups');
+  group
+    .command('describe <stream> <group>')
+    .description("a group's position, claims and dead letters on one shard")
+    .option('--shard <n>', 'the shard (default 0)')
+    .action((stream: string, name: string, o: GroupOpts) =>
+      withClient(env, async (c) => {
+        const g = groupOf(c, stream, name, o);
+        const info = await g.describe();
+        const row = {
+          stream,
+          group: name,
+          shard: g.shard,
+          ...info,
+          deadLetterOffsets: await g.deadLetters(),
+        };
+        if (env.flags().json) env.io.out(JSON.stringify(row));
+        else
+          for (const l of table(
+            [row],
+            ['group', 'shard', 'committed', 'tail', 'inFlight', 'owed', 'deadLetters'],
+          ))
+            env.io.out(l);
+      }),
+    );
+  pollCommand(group, env);
+  group
+    .command('redrive <stream> <group> [offsets...]')
+    .description('hand dead letters out again: the offsets given, else every one')
+    .option('--shard <n>', 'the shard (default 0)')
+    .action((stream: string, name: string, offsets: string[], o: GroupOpts) =>
+      withClient(env, async (c) => {
+        const g = groupOf(c, stream, name, o);
+        const chosen = offsets.length
+          ? offsets.map((t) => intArg('offset', t))
+          : await g.deadLetters();
+        for (const off of chosen) await g.redrive(off);
+        env.io.out(`redrove ${chosen.length} dead letter(s) of ${name}`);
+      }),
+    );
+}
+
+interface PollOpts extends GroupOpts {
+  max: string;
+  wait: string;
+  visibility?: string;
+  ack: boolean;
+}
+
+function pollCommand(group: Command, env: DataEnv): void {
+  group
+    .command('poll <stream> <group>')
+    .description('take records from a group and print them (acked unless --no-ack)')
+    .option('--shard <n>', 'the shard (default 0)')
+    .option('--max <n>', 'records to take', '10')
+    .option('--wait <duration>', 'wait this long when none is ready', '1s')
+    .option('--visibility <duration>', 'claim length (default the broker’s)')
+    .option('--consumer <name>', 'poll as this named consumer')
+    .option('--no-ack', 'leave the records claimed (they come back after their visibility)')
+    .action((stream: string, name: string, o: PollOpts) =>
+      withClient(env, async (c) => {
+        const g = groupOf(c, stream, name, o);
+        const msgs = await g.poll({
+          max: intArg('--max', o.max, 1),
+          waitMs: durationMs('--wait', o.wait),
+          ...(o.visibility ? { visibilityMs: durationMs('--visibility', o.visibility) } : {}),
+        });
+        for (const m of msgs) env.io.out(pollLine(m, env.flags().json));
+        if (o.ack) await Promise.all(msgs.map((m) => m.ack()));
+        g.release();
+      }),
+    );
+}
+
+function pollLine(m: GroupMessage, json: boolean): string {
+  if (!json) return `${m.offset} attempts=${m.attempts} ${valueText(m.payload)}`;
+  return JSON.stringify({
+    offset: m.offset,
+    attempts: m.attempts,
+    ...valueFields(m.payload),
+    time: isoOfMicros(m.timestampMicros),
+  });
+}

@@ -1,0 +1,41 @@
+// Goal: felixctl's data verbs read start positions and durations as documented and turn any
+// error into one line and an exit code by its `code` (never by class). Method: the pure
+// functions of src/cli/data/ called directly; plain objects stand in for the client's errors.
+import { describe, expect, it } from 'vitest';
+import { EXIT, describeError, exitCodeOf } from '../src/cli/data/report.js';
+import { durationMs, parseFrom } from '../src/cli/data/values.js';
+
+describe('felixctl data arguments', () => {
+  it('felixctl_from_reads_earliest_latest_offsets_iso_times_and_ages', () => {
+    const now = Date.parse('2026-12-03T02:00:00Z');
+    expect(parseFrom('earliest', now)).toBe('earliest');
+    expect(parseFrom('latest', now)).toBe('latest');
+    expect(parseFrom('42', now)).toBe(42);
+    expect(parseFrom('5m', now)).toEqual({ time: new Date(now - 300_000) });
+    expect(parseFrom('2026-12-01T00:00:00Z', now)).toEqual({
+      time: new Date('2026-12-01T00:00:00Z'),
+    });
+    expect(() => parseFrom('soon', now)).toThrow(/not a start position/);
+    expect(durationMs('--ttl', '1h')).toBe(3_600_000);
+    expect(durationMs('--ttl', '250')).toBe(250);
+    expect(() => durationMs('--ttl', '-1s')).toThrow(/not a duration/);
+  });
+
+  it('felixctl_reports_a_connect_failure_caused_by_a_refused_token_as_the_refusal', () => {
+    const refused = { code: 'FELIX_CLIENT_UNAUTHENTICATED', brokerCode: 'unauthenticated' };
+    const connect = Object.assign(new Error('could not connect to quic://h:5000'), {
+      code: 'FELIX_CLIENT_CONNECT',
+      cause: Object.assign(new Error('token refused'), refused),
+    });
+    expect(describeError(connect)).toMatch(
+      /^FELIX_CLIENT_UNAUTHENTICATED \(unauthenticated\): token refused; hint: .*token mint/,
+    );
+    expect(exitCodeOf(connect)).toBe(EXIT.refused);
+    const unreachable = Object.assign(new Error('could not connect'), {
+      code: 'FELIX_CLIENT_CONNECT',
+      cause: Object.assign(new Error('ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+    expect(exitCodeOf(unreachable)).toBe(EXIT.unavailable);
+    expect(exitCodeOf(new Error('no code at all'))).toBe(EXIT.usage);
+  });
+});
