@@ -5,7 +5,7 @@
 // billed orders shipped; a watch on the status cache prints every change as it happens.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { connect } from '@felix/client';
-import { runBroker } from '@felix/demo-support';
+import { check, finish, runBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const broker = await runBroker(
@@ -61,6 +61,7 @@ const billing = (async () => {
   const revenue = client.counter('customers');
   const failedOnce = new Set();
   let billed = 0;
+  let charges = 0;
   for await (const msg of group.consume({ max: 10, waitMs: 1000, signal: ac.signal })) {
     const order = json(msg.payload);
     if (order.flaky && !failedOnce.has(order.id)) {
@@ -73,6 +74,7 @@ const billing = (async () => {
     if (charged === undefined) {
       const total = await revenue.add(`revenue:${order.customer}`, BigInt(order.cents));
       await client.cache('status').put(`charged:${order.id}`, 'yes');
+      charges++;
       console.log(
         `  [billing] ${order.id} charged ${order.cents}c to ${order.customer} (total ${total}c, try ${msg.attempts})`,
       );
@@ -82,6 +84,11 @@ const billing = (async () => {
     if (++billed === ORDERS.length) break;
   }
   await client.close();
+  check(
+    charges === ORDERS.length && failedOnce.size === 1,
+    'billing charged each order once, the declined one after its redelivery',
+    `${charges} charges, ${failedOnce.size} declined once`,
+  );
 })();
 
 // Shipping: the same stream, its own cursor; it ships an order once billing has marked it.
@@ -106,13 +113,31 @@ const shipping = (async () => {
 await Promise.all([billing, shipping]);
 console.log('\nrevenue per customer:');
 for (const customer of ['ada', 'grace', 'linus']) {
-  console.log(`  ${customer}: ${await felix.counter('customers').get(`revenue:${customer}`)}c`);
+  const total = await felix.counter('customers').get(`revenue:${customer}`);
+  console.log(`  ${customer}: ${total}c`);
+  const owed = ORDERS.filter((o) => o.customer === customer).reduce((n, o) => n + o.cents, 0);
+  check(total === BigInt(owed), `${customer}'s revenue is the sum of their orders`, `${owed}c`);
 }
+const states = [];
+for (const order of ORDERS) {
+  const state = await felix.cache('status').get(`order:${order.id}`);
+  states.push(state === undefined ? '(absent)' : new TextDecoder().decode(state));
+}
+check(
+  states.every((s) => s === 'shipped'),
+  'every order ends shipped',
+  states.join(' '),
+);
 for (const name of ['billing', 'shipping']) {
-  console.log(`${name}:`, await felix.group('orders', name).describe());
+  const d = await felix.group('orders', name).describe();
+  console.log(`${name}:`, d);
+  check(
+    d.committed === ORDERS.length && d.inFlight === 0 && d.deadLetters === 0,
+    `the ${name} group's cursor is past every order, with nothing in flight or dead`,
+  );
 }
 ac.abort();
 await Promise.all(board);
 await felix.close();
 await broker.stop();
-console.log('done');
+finish();
