@@ -113,6 +113,10 @@ const TESTS: Record<string, { name: string; body: () => Promise<void> }> = {
     name: 'the_queue_semantics_demo_shows_each_queue_rule_holding',
     body: async () => expectChecksHeld(await runDemo('queue-semantics')),
   },
+  'slow-consumer': {
+    name: 'the_slow_consumer_demo_keeps_the_publisher_and_the_steady_subscribers_whole_and_tells_the_stalled_one_its_loss',
+    body: async () => expectChecksHeld(await runDemo('slow-consumer')),
+  },
   'rbac-live': {
     name: 'the_rbac_live_demo_denies_then_allows_then_denies_again_without_a_restart',
     body: async () =>
