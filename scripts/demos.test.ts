@@ -117,6 +117,10 @@ const TESTS: Record<string, { name: string; body: () => Promise<void> }> = {
     name: 'the_slow_consumer_demo_keeps_the_publisher_and_the_steady_subscribers_whole_and_tells_the_stalled_one_its_loss',
     body: async () => expectChecksHeld(await runDemo('slow-consumer')),
   },
+  'state-divergence': {
+    name: 'the_state_divergence_demo_rebuilds_exact_state_from_a_retained_watch_while_a_lossy_subscriber_diverges',
+    body: async () => expectChecksHeld(await runDemo('state-divergence')),
+  },
   'rbac-live': {
     name: 'the_rbac_live_demo_denies_then_allows_then_denies_again_without_a_restart',
     body: async () =>
