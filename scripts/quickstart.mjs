@@ -328,7 +328,8 @@ What next (state stays in ./.felix; delete it to start over):
     stream with felixctl and publish to it: the README's "What to type next" has the commands.
   - Permissions live (deny, grant, allow, revoke, no restart): node demos/rbac-live/main.mjs
   - Other demos (each starts its own standalone broker): node demos/orders/main.mjs,
-    demos/cache, demos/queue-semantics, demos/notifications, demos/durable-restart, demos/latency.
+    demos/cache, demos/queue-semantics, demos/notifications, demos/durable-restart, demos/latency,
+    demos/slow-consumer, demos/state-divergence.
   - Use the client in your code: packages/client/README.md. Broker settings: docs/broker-config.md;
     control plane: docs/control-plane.md.
 `);
