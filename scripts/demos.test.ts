@@ -5,7 +5,8 @@
 // Method: run each demo's main.mjs as a child process from its own folder (its state goes to
 // that folder's .felix/, gitignored) against the built services, a few at once; a demo passes
 // when it exits 0, printed at least one PASS and no FAIL (the security demos: exactly their
-// steps, in order). simple-pubsub needs a broker it is pointed at: the quickstart starts a
+// steps, in order); one still running after RUN_DEADLINE_MS is stopped and fails with what it
+// printed. simple-pubsub needs a broker it is pointed at: the quickstart starts a
 // control plane and a broker and runs it. Needs the workspace built and, for
 // cross-tenant-isolation, Postgres on 127.0.0.1:5432 (trust, database `test`).
 import { spawn } from 'node:child_process';
@@ -15,7 +16,12 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..');
 const DEMOS = join(ROOT, 'demos');
-const DEMO_TIMEOUT_MS = 120_000;
+/** How long one demo may run before it is stopped (SIGTERM) and fails with what it printed. */
+const RUN_DEADLINE_MS = 90_000;
+/** A test's bound: its turn in the queue (DEMOS_AT_ONCE at a time) plus its own run. */
+const DEMO_TIMEOUT_MS = 300_000;
+/** After SIGTERM, how long a demo gets to stop its broker before it is killed. */
+const STOP_GRACE_MS = 5_000;
 /** Demos run at once: each is a broker (or two services) plus the demo on a 2-core machine. */
 const DEMOS_AT_ONCE = 3;
 /** Folders under demos/ that are not demos. */
@@ -56,8 +62,16 @@ function run(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<
         child.stderr.setEncoding('utf8').on('data', (c: string) => {
           out += c;
         });
+        const deadline = setTimeout(() => {
+          out += `\nFAIL (demos test) still running after ${RUN_DEADLINE_MS} ms: stopped\n`;
+          child.kill('SIGTERM');
+          setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS).unref();
+        }, RUN_DEADLINE_MS);
         child.once('error', fail);
-        child.once('exit', (code) => done({ code, out }));
+        child.once('exit', (code) => {
+          clearTimeout(deadline);
+          done({ code, out });
+        });
       }),
   );
 }

@@ -100,6 +100,8 @@ function fail(message) {
   for (const c of children) c.child.kill('SIGKILL');
   process.exit(1);
 }
+// Ctrl-C, or the demos test's deadline: take the control plane, broker and demo down too.
+for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => fail(`stopped by ${sig}`));
 
 /** Resolves with the first stdout JSON line containing `marker`. */
 function waitForLine(h, marker) {

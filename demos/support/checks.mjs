@@ -51,3 +51,11 @@ process.on('unhandledRejection', (err) => {
   console.log(`FAIL the demo ran to its end: ${err?.stack ?? err}`);
   process.exit(1);
 });
+// Stopped from outside (Ctrl-C, or the demos test's deadline): exiting through process.exit runs
+// the exit hooks that kill the demo's broker and control plane.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, () => {
+    console.log(`FAIL the demo ran to its end: stopped by ${sig}`);
+    process.exit(130);
+  });
+}
