@@ -5,7 +5,7 @@
 // billed orders shipped; a watch on the status cache prints every change as it happens.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { connect } from '@felix/client';
-import { check, finish, runBroker } from '@felix/demo-support';
+import { check, finish, runBroker, waitUntil } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const broker = await runBroker(
@@ -30,6 +30,8 @@ const connectShop = () =>
 const felix = await connectShop();
 const json = (b) => JSON.parse(new TextDecoder().decode(b));
 const ac = new AbortController();
+/** How long shipping holds an order waiting for billing: well inside its 30 s claim. */
+const SHIP_WAIT_MS = 20_000;
 
 const ORDERS = [
   { id: 'o1', customer: 'ada', cents: 1250 },
@@ -98,10 +100,16 @@ const shipping = (async () => {
   let shipped = 0;
   for await (const msg of group.consume({ max: 10, waitMs: 1000, signal: ac.signal })) {
     const order = json(msg.payload);
-    const state = await client.cache('status').get(`order:${order.id}`);
-    if (state === undefined || new TextDecoder().decode(state) !== 'billed') {
-      await msg.nack({ delayMs: 100 }); // not billed yet: try again shortly
-      continue;
+    const billed = async () => {
+      const state = await client.cache('status').get(`order:${order.id}`);
+      return state !== undefined && new TextDecoder().decode(state) === 'billed';
+    };
+    // Not billed yet: hold the claim and wait, rather than nack. Each nack spends one of the
+    // record's attempts (5 by default), and a slow billing would turn the order into a dead
+    // letter for shipping.
+    if (!(await billed())) {
+      console.log(`  [shipping] ${order.id} not billed yet; holding it until it is`);
+      await waitUntil(`${order.id} to be billed`, billed, SHIP_WAIT_MS);
     }
     await client.cache('status').put(`order:${order.id}`, 'shipped');
     await msg.ack();

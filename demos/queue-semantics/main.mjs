@@ -30,17 +30,18 @@ const group = felix.group('jobs', 'workers', { shard: 0 });
 for (const job of ['resize', 'email']) await felix.publish('jobs', job);
 
 say('A poll claims records; they are not handed out again while the claim stands.');
-const a = await group.poll({ max: 2, waitMs: 1000, visibilityMs: 300 });
+// 1 s: B's poll below lands well inside the claim even on a busy machine.
+const a = await group.poll({ max: 2, waitMs: 1000, visibilityMs: 1000 });
 console.log('   consumer A got:', show(a));
 const none = await group.poll({ max: 2, waitMs: 0 });
 console.log('   consumer B got:', show(none));
 check(a.length === 2 && none.length === 0, 'claimed records are not handed out twice');
 
 say(
-  'A claims for 300 ms and goes quiet: its claims lapse and the records are owed to the next poller.',
+  'A claims for 1 s and goes quiet: its claims lapse and the records are owed to the next poller.',
 );
 await felix.publish('jobs', 'invoice');
-await new Promise((r) => setTimeout(r, 400)); // let A's 300 ms claims lapse
+await new Promise((r) => setTimeout(r, 1200)); // let A's 1 s claims lapse: time is what this shows
 const b = await group.poll({ max: 3, waitMs: 2000 });
 console.log('   consumer B got:', show(b), '(owed records first, then new ones)');
 check(
