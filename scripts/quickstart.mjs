@@ -100,6 +100,8 @@ function fail(message) {
   for (const c of children) c.child.kill('SIGKILL');
   process.exit(1);
 }
+// Ctrl-C, or the demos test's deadline: take the control plane, broker and demo down too.
+for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => fail(`stopped by ${sig}`));
 
 /** Resolves with the first stdout JSON line containing `marker`. */
 function waitForLine(h, marker) {
@@ -328,7 +330,8 @@ What next (state stays in ./.felix; delete it to start over):
     stream with felixctl and publish to it: the README's "What to type next" has the commands.
   - Permissions live (deny, grant, allow, revoke, no restart): node demos/rbac-live/main.mjs
   - Other demos (each starts its own standalone broker): node demos/orders/main.mjs,
-    demos/cache, demos/queue-semantics, demos/notifications, demos/durable-restart, demos/latency.
+    demos/cache, demos/queue-semantics, demos/notifications, demos/durable-restart, demos/latency,
+    demos/slow-consumer, demos/state-divergence.
   - Use the client in your code: packages/client/README.md. Broker settings: docs/broker-config.md;
     control plane: docs/control-plane.md.
 `);

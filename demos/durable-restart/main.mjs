@@ -7,7 +7,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { OutcomeUnknownError, connect } from '@felix/client';
-import { freePort, startBroker } from '@felix/demo-support';
+import { check, finish, freePort, startBroker, waitUntil } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const dir = resolve(process.cwd(), '.felix', 'durable-restart');
@@ -68,27 +68,17 @@ const writers = Array.from({ length: WRITERS }, async () => {
   }
 });
 
-const until = (cond) =>
-  new Promise((done) => {
-    const t = setInterval(() => {
-      if (cond()) {
-        clearInterval(t);
-        done();
-      }
-    }, 5);
-  });
-
-await until(() => acked.size >= BEFORE_KILL);
+await waitUntil(`${BEFORE_KILL} acknowledged records`, () => acked.size >= BEFORE_KILL);
 const killedAt = acked.size;
 const killed = await broker.kill();
 console.log(`SIGKILLed the broker (${killed.signal}) after ${killedAt} acknowledged records`);
 broker = await startBroker({ dir, yaml: YAML, port, httpPort });
 console.log('restarted the broker on the same data dir; the client reconnects by itself');
-await until(() => acked.size >= TOTAL);
+await waitUntil(`${TOTAL} acknowledged records`, () => acked.size >= TOTAL);
 stop = true;
 await Promise.all(writers);
 const maxAcked = Math.max(...acked.keys());
-await until(() => seen.has(maxAcked));
+await waitUntil('the subscriber to reach the last acknowledged record', () => seen.has(maxAcked));
 ac.abort();
 await reading;
 
@@ -104,9 +94,10 @@ console.log(
   `acknowledged ${acked.size}, outcome-unknown ${unknown}, subscriber received ${seen.size} ` +
     `(duplicates ${duplicates}); acknowledged but missing: ${missing}, with other bytes: ${wrong}`,
 );
-console.log(
-  missing === 0 && wrong === 0 && duplicates === 0
-    ? 'nothing acknowledged was lost'
-    : 'LOSS DETECTED',
+check(acked.size >= TOTAL, 'publishing went on after the restart', `${acked.size} acknowledged`);
+check(
+  missing === 0 && wrong === 0,
+  'every acknowledged record is in the log at its offset with its bytes',
 );
-process.exit(missing === 0 && wrong === 0 && duplicates === 0 ? 0 : 1);
+check(duplicates === 0, 'the resumed subscription delivered no record twice');
+finish();

@@ -3,11 +3,11 @@
 // p50/p99/p999 per transport and writes an SVG chart of the latency distribution.
 // Environment: FELIX_LATENCY_SAMPLES (default 5000), FELIX_LATENCY_SVG (default
 // ./.felix/latency.svg). The demo starts its own broker (in-memory stream `ticks`).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { connect } from '@felix/client';
-import { freePort, startBroker } from '@felix/demo-support';
+import { check, finish, freePort, startBroker } from '@felix/demo-support';
 
 const SAMPLES = Number(process.env.FELIX_LATENCY_SAMPLES ?? 5000);
 const WARMUP = 500;
@@ -63,6 +63,11 @@ for (const transport of ['quic', 'tls']) {
     `${transport.padEnd(4)}  samples ${s.length}  p50 ${pct(s, 50).toFixed(0)} µs  p99 ${pct(s, 99).toFixed(0)} µs  ` +
       `p999 ${pct(s, 99.9).toFixed(0)} µs  max ${s[s.length - 1].toFixed(0)} µs`,
   );
+  check(
+    s.length === SAMPLES && s[0] > 0,
+    `every ${transport} sample was a record published and received`,
+    `${s.length} samples`,
+  );
 }
 await broker.stop();
 rmSync(dir, { recursive: true, force: true });
@@ -116,4 +121,5 @@ svg += '</svg>\n';
 mkdirSync(dirname(svgPath), { recursive: true });
 writeFileSync(svgPath, svg);
 console.log(`chart written to ${svgPath}`);
-process.exit(0);
+check(existsSync(svgPath), 'the chart was written', svgPath);
+finish();

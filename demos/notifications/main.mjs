@@ -5,7 +5,7 @@
 // the last N alerts at once, then keeps receiving new ones.
 // Environment: FELIX_TRANSPORT (quic | tls, default quic).
 import { connect } from '@felix/client';
-import { runBroker } from '@felix/demo-support';
+import { check, finish, runBroker } from '@felix/demo-support';
 
 const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
 const TENANTS = ['acme', 'globex'];
@@ -40,7 +40,9 @@ for (const tenant of TENANTS) {
     clients.push(felix);
     const name = `${tenant}/dash${d}`;
     received.set(name, []);
-    const sub = felix.subscribe('alerts', { from: 'latest', signal: ac.signal });
+    // The streams are new, so reading from the earliest record misses nothing published after
+    // this line, with no wait for the subscription to register.
+    const sub = felix.subscribe('alerts', { from: 'earliest', signal: ac.signal });
     const it = sub[Symbol.asyncIterator]();
     const first = it.next(); // registers the subscription
     readers.push(
@@ -55,9 +57,6 @@ for (const tenant of TENANTS) {
     );
   }
 }
-// Give the subscriptions a moment to register before publishing from `latest`.
-await new Promise((r) => setTimeout(r, 300));
-
 const publishers = Object.fromEntries(
   await Promise.all(TENANTS.map(async (t) => [t, await open(t)])),
 );
@@ -74,6 +73,11 @@ for (const [name, alerts] of received) {
   const tenant = name.split('/')[0];
   const foreign = alerts.filter((a) => !a.startsWith(tenant)).length;
   console.log(`${name}: ${alerts.length} alerts, ${foreign} from another tenant`);
+  const expected = Array.from({ length: ALERTS }, (_, i) => `${tenant} alert #${i}`);
+  check(
+    alerts.join('|') === expected.join('|'),
+    `${name} got every ${tenant} alert in order and none of another tenant`,
+  );
 }
 
 // A dashboard joining late: a retained watch gives it the last N alerts immediately.
@@ -89,9 +93,14 @@ for (const tenant of TENANTS) {
   }
   latest.sort((x, y) => Number(x.split('#')[1]) - Number(y.split('#')[1]));
   console.log(`late ${tenant} dashboard holds its last ${latest.length}:`, latest.join(' | '));
+  const lastN = Array.from({ length: LAST_N }, (_, i) => `${tenant} alert #${ALERTS - LAST_N + i}`);
+  check(
+    latest.join('|') === lastN.join('|'),
+    `a late ${tenant} dashboard holds exactly its last ${LAST_N} alerts at once`,
+  );
 }
 
 ac.abort();
 await Promise.all([...clients, ...Object.values(publishers)].map((c) => c.close()));
 await broker.stop();
-console.log('done');
+finish();

@@ -3,6 +3,7 @@
 // certificate fingerprint, printed in its `listening` log line) or FELIX_INSECURE=1,
 // FELIX_TENANT (t1), FELIX_STREAM (demo).
 import { connect } from '@felix/client';
+import { check, finish } from '@felix/demo-support';
 
 const servers = (process.env.FELIX_SERVERS ?? 'quic://127.0.0.1:5000').split(',');
 const tenant = process.env.FELIX_TENANT ?? 't1';
@@ -18,10 +19,12 @@ const felix = await connect({ servers, tenant, tls, ...(token ? { token } : {}) 
 console.log(`connected to ${servers.join(', ')} as tenant ${tenant}`);
 
 const sent = [];
+const bodies = [];
 for (let i = 1; i <= COUNT; i++) {
   const body = `hello #${i} at ${new Date().toISOString()}`;
   const { offset, shard } = await felix.publish(stream, body);
   sent.push(offset);
+  bodies.push(body);
   console.log(`published  shard ${shard} offset ${offset}: ${body}`);
 }
 
@@ -33,23 +36,23 @@ const iterator = subscription[Symbol.asyncIterator]();
 const first = iterator.next();
 
 let received = 0;
+let inOrder = true;
 let next = await first;
 while (!next.done) {
   const ev = next.value;
+  const body = new TextDecoder().decode(ev.data);
+  inOrder &&= ev.offset === sent[received] && body === bodies[received];
   received++;
-  console.log(
-    `received   shard ${ev.shard} offset ${ev.offset}: ${new TextDecoder().decode(ev.data)}`,
-  );
+  console.log(`received   shard ${ev.shard} offset ${ev.offset}: ${body}`);
   if (received === COUNT) break;
   next = await iterator.next();
 }
 ac.abort();
 await felix.close();
 
-const ok = received === COUNT;
-console.log(
-  ok
-    ? `done: ${COUNT} records published (offsets ${sent[0]}..${sent[sent.length - 1]}) and all ${COUNT} received in order`
-    : `done: published ${COUNT}, received only ${received}`,
+check(
+  received === COUNT && inOrder,
+  `all ${COUNT} acknowledged records were received, in order, at their offsets, with their bytes`,
+  `offsets ${sent[0]}..${sent[sent.length - 1]}, received ${received}`,
 );
-process.exit(ok ? 0 : 1);
+finish();

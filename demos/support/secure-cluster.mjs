@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from './broker.mjs';
+import { allHeld, check } from './checks.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CP_MAIN = join(ROOT, 'services', 'control-plane', 'dist', 'main.js');
@@ -167,22 +168,20 @@ export async function startSecureCluster({ name, postgres, cpEnv = {} }) {
 }
 
 /**
- * Runs demo steps: each prints PASS or FAIL with its detail, and a failed step does not stop the
- * ones after it. `exitCode()` is 1 when any step failed.
+ * Runs demo steps: each is a check (PASS or FAIL with its detail, checks.mjs), and a failed step
+ * does not stop the ones after it. `exitCode()` is 1 when any check failed.
  */
 export function steps() {
-  let failed = 0;
   return {
     async step(name, fn) {
       try {
         const detail = await fn();
-        console.log(`PASS ${name}${detail ? `: ${detail}` : ''}`);
+        check(true, name, detail || undefined);
       } catch (err) {
-        failed++;
-        console.log(`FAIL ${name}: ${err?.message ?? err}`);
+        check(false, name, err?.message ?? err);
       }
     },
-    exitCode: () => (failed === 0 ? 0 : 1),
+    exitCode: () => (allHeld() ? 0 : 1),
   };
 }
 
