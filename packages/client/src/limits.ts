@@ -145,3 +145,7 @@ export const TOKEN_REFRESH_RETRY_DELAY_MS_MAX = 30_000;
 /** Consecutive failed refreshes after which the client stops trying on its timer (about an hour
  *  at the cap); a reconnect refused as unauthenticated still asks the provider again. */
 export const TOKEN_REFRESH_ATTEMPTS_MAX = 120;
+
+/** How long `close()` waits for the broker to read (and answer) the publishes made before it,
+ *  so fire-and-forget records are not dropped with the connection; then it closes anyway. */
+export const CLOSE_DRAIN_MS_MAX = 5_000;

@@ -9,6 +9,7 @@
 import { type Connection, type TransportStream, dial } from '@felix/transport';
 import { FEATURE_HI_REAUTH } from '@felix/wire';
 import { ConnectionLostError, ProtocolError } from '../errors.js';
+import { CLOSE_DRAIN_MS_MAX } from '../limits.js';
 import { type ConnectionOptions, authStream, withTimeout } from './auth.js';
 import { type EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
@@ -132,7 +133,12 @@ export class BrokerConnection {
     void this.conn.close().catch(() => undefined); // already lost: nothing more to report
   }
 
+  /** Closes after the broker has read what was published (bounded by CLOSE_DRAIN_MS_MAX). */
   async close(): Promise<void> {
+    if (this.lostError === null) {
+      // A drain that fails or runs out of time (the connection is going) leaves nothing to wait for.
+      await withTimeout(this.pipe.drain(), CLOSE_DRAIN_MS_MAX, 'close').catch(() => undefined);
+    }
     this.fail(new ConnectionLostError(this.server));
     await this.conn.close().catch(() => undefined); // closing a lost connection may fail
   }

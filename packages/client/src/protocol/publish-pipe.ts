@@ -97,6 +97,10 @@ export class PublishPipe {
   private gatheredBytes = 0;
   private gatherScheduled = false;
   private failure: Error | null = null;
+  /** The stream of the last publish: `drain` asks about it (publishing there is allowed). */
+  private lastStream: string | undefined;
+  /** `drain` callers waiting for the acked publishes in flight to be answered. */
+  private idleWaiters: Array<() => void> = [];
   private readonly binary: boolean;
 
   constructor(private readonly p: PipeParts) {
@@ -112,6 +116,21 @@ export class PublishPipe {
     this.gathers.clear();
     this.gatheredBytes = 0;
     for (const w of this.windowWaiters.splice(0)) w();
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Resolves once the broker has read every publish made before this call and has answered the
+   * acked ones: this turn's gathers are sent now, then a `stream_shards` query follows them on
+   * the publish stream, whose answers come in order. What `close()` waits for, so publishes a
+   * caller did not await (unacked ones above all) are not dropped with the connection.
+   */
+  async drain(): Promise<void> {
+    if (this.failure || this.lastStream === undefined) return;
+    this.sendGathers();
+    await this.streamShards(this.lastStream);
+    while (this.publishesInFlight > 0 && !this.failure)
+      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
@@ -121,6 +140,7 @@ export class PublishPipe {
    */
   publish(stream: string, payloads: Uint8Array[], opts: PublishCall): Promise<PublishAnswer> {
     if (this.failure) return Promise.reject(this.failure);
+    this.lastStream = stream;
     if (opts.gather === true) {
       if (!opts.ack) return this.gatherUnacked(stream, payloads, opts.key, opts.timeoutMs);
       if (this.binary) return this.gather(stream, payloads, opts.key, opts.timeoutMs, opts.shape);
@@ -226,6 +246,8 @@ export class PublishPipe {
   private publishDone(): void {
     this.publishesInFlight--;
     this.windowWaiters.shift()?.();
+    if (this.publishesInFlight === 0 && this.idleWaiters.length > 0)
+      for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /**

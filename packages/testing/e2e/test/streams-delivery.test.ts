@@ -31,6 +31,7 @@ streams:
   - { tenant: t1, name: mem-slow }
   - { tenant: t1, name: unacked }
   - { tenant: t1, name: unacked-turn }
+  - { tenant: t1, name: unacked-close, durable: true, fsync: onCommit }
   - { tenant: t1, name: log, durable: true, fsync: periodic }
   - { tenant: t1, name: keyed, shards: 4, durable: true }
   - { tenant: t1, name: keyed-together, shards: 4 }
@@ -74,6 +75,19 @@ for (const transport of TRANSPORTS) {
         expect(got.map((e) => e.offset)).toEqual(offsets);
       }
       await Promise.all([...subscribers, publisher].map((c) => c.close()));
+    });
+
+    it('unacknowledged_publishes_made_before_close_reach_the_broker', async () => {
+      const felix = await client(shared, transport);
+      const n = 2_000;
+      // The newcomer's loop: fire and forget, then close at once.
+      for (let i = 0; i < n; i++) void felix.publish('unacked-close', `c${i}`, { ack: false });
+      await felix.close();
+      const reader = await client(shared, transport);
+      const it = reader.subscribe('unacked-close', { from: 'earliest' })[Symbol.asyncIterator]();
+      const got = await take(it, n);
+      expect(got.map((e) => text(e.data))).toEqual(Array.from({ length: n }, (_, i) => `c${i}`));
+      await reader.close();
     });
 
     it('an_unacknowledged_publish_is_delivered_and_never_answered', async () => {
