@@ -5,6 +5,7 @@
  * names them here, every replication request is refused `Unauthorized` (docs/replication.md).
  */
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ReplicaServer } from '@felix/replication';
 import type { TlsMaterial } from '@felix/transport';
@@ -47,10 +48,13 @@ export async function startInternalNode(
   if (at === null)
     throw new ConfigInvalidCombinationError(['cluster.internal_bind'], `${bind} is not host:port`);
   const material = await clusterMaterial(cfg);
-  const root = cfg.durable.data_dir;
+  // The same directories the broker's own stream logs use (streams/durable-store.ts), so a
+  // follower promoted to leader opens what it replicated.
+  const root = cfg.durable.data_dir === null ? null : join(cfg.durable.data_dir, 'streams');
   const replicas = new ReplicaServer({
     logOptions: (s: ShardRef) => ({
       root: root ?? '',
+      segmentBytes: cfg.durable.segment_bytes,
       shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
       fsync: 'onCommit',
     }),
