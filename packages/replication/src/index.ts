@@ -7,6 +7,7 @@ export {
   checkBatch,
 } from './follower/batch-check.js';
 export { ReplicaServer, type ReplicaServerOptions } from './follower/replica-server.js';
+export { bootstrapFrame, recordsFrame } from './frames.js';
 export { answerOf } from './leader/answers.js';
 export { CommitMark, majorityHeld } from './leader/commit-mark.js';
 export {

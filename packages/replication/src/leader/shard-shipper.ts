@@ -6,7 +6,8 @@
  * that a newer leader exists (the whole shipper stops: this broker was deposed).
  */
 import type { SegmentLog } from '@felix/storage';
-import { INTERNAL_ERROR, type ShardRef, batchChecksum, encodeInternalMessage } from '@felix/wire';
+import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
+import { bootstrapFrame, recordsFrame } from '../frames.js';
 import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
   REPLICATE_BATCH_BYTES_MAX,
@@ -171,26 +172,17 @@ export class ShardShipper {
 
   private async frameFor(s: Shipment): Promise<Uint8Array | null> {
     const shard = this.opts.shard;
-    if (s.kind === 'bootstrap')
-      return encodeInternalMessage({
-        kind: 'ReplicateBootstrap',
-        correlationId: s.correlationId,
-        shard,
-        baseOffset: s.base,
-      });
+    if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base);
     const r = await this.opts.log.read(s.first, {
       maxRecords: s.next - s.first,
       maxBytes: REPLICATE_BATCH_BYTES_MAX,
     });
     if (r.kind === 'trimmed') return null;
-    const payloads = r.records.map((rec) => rec.payload);
-    return encodeInternalMessage({
-      kind: 'ReplicateRecords',
-      correlationId: s.correlationId,
+    return recordsFrame(
+      s.correlationId,
       shard,
-      firstOffset: s.first,
-      checksum: batchChecksum(payloads),
-      payloads,
-    });
+      s.first,
+      r.records.map((rec) => rec.payload),
+    );
   }
 }

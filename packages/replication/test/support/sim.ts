@@ -8,10 +8,9 @@ import {
   InternalFrameDecoder,
   type InternalMessage,
   type ShardRef,
-  batchChecksum,
   decodeInternalMessage,
-  encodeInternalMessage,
 } from '@felix/wire';
+import { bootstrapFrame, recordsFrame } from '../../src/frames.js';
 import { ReplicaServer } from '../../src/follower/replica-server.js';
 import { answerOf } from '../../src/leader/answers.js';
 import type { FollowerCursor, Shipment } from '../../src/leader/follower-cursor.js';
@@ -50,22 +49,8 @@ export class LeaderLog {
 /** The frame a shipment of `leader` becomes under `generation`. */
 export function shipmentFrame(s: Shipment, leader: LeaderLog, generation: number): Uint8Array {
   const shard = shardRef(generation);
-  if (s.kind === 'bootstrap')
-    return encodeInternalMessage({
-      kind: 'ReplicateBootstrap',
-      correlationId: s.correlationId,
-      shard,
-      baseOffset: s.base,
-    });
-  const payloads = leader.records.slice(s.first, s.next);
-  return encodeInternalMessage({
-    kind: 'ReplicateRecords',
-    correlationId: s.correlationId,
-    shard,
-    firstOffset: s.first,
-    checksum: batchChecksum(payloads),
-    payloads,
-  });
+  if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base);
+  return recordsFrame(s.correlationId, shard, s.first, leader.records.slice(s.first, s.next));
 }
 
 /** Feeds an answer frame to the cursor. */
