@@ -91,6 +91,13 @@ export class NotFoundError extends BrokerRefusedError {
 export class InvalidRequestError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_INVALID_REQUEST';
 }
+/**
+ * The shard is led by another broker, which the message names with its client address. This
+ * client does not follow the redirect yet (the replication issue): connect to that broker.
+ */
+export class NotLeaderError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_NOT_LEADER';
+}
 export class ShardUnavailableError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_SHARD_UNAVAILABLE';
 }
@@ -125,6 +132,7 @@ const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
   not_found: NotFoundError,
   invalid_request: InvalidRequestError,
   shard_unavailable: ShardUnavailableError,
+  not_leader: NotLeaderError,
   overloaded: OverloadedError,
   limit_exceeded: LimitExceededError,
   draining: DrainingError,

@@ -29,6 +29,7 @@ export {
   OverloadedError,
   ProtocolError,
   PublisherFullError,
+  NotLeaderError,
   ShardUnavailableError,
   TimeoutError,
   TokenProviderError,

@@ -149,3 +149,8 @@ export const TOKEN_REFRESH_ATTEMPTS_MAX = 120;
 /** How long `close()` waits for the broker to read (and answer) the publishes made before it,
  *  so fire-and-forget records are not dropped with the connection; then it closes anyway. */
 export const CLOSE_DRAIN_MS_MAX = 5_000;
+
+/** Resubscribes a shard reader makes while the broker answers `not_leader` (a move may settle
+ *  back to this broker within the backoff); past them the subscription fails with
+ *  NotLeaderError naming the leader, since this client does not follow redirects yet. */
+export const NOT_LEADER_RESUBSCRIBES_MAX = 3;

@@ -17,6 +17,7 @@ import {
   ClientError,
   CursorInFutureError,
   CursorTooOldError,
+  NotLeaderError,
   ProtocolError,
   TimeoutError,
   refusalOf,
@@ -28,6 +29,7 @@ import type {
 } from './protocol/broker-connection.js';
 import { offsetForTimeOn } from './offset-for-time.js';
 import {
+  NOT_LEADER_RESUBSCRIBES_MAX,
   RESUBSCRIBE_BASE_MS,
   RESUBSCRIBE_DELAY_MS_MAX,
   SUBSCRIPTION_BUFFER_BYTES_MAX,
@@ -116,6 +118,8 @@ export class ShardReader {
   private open: OpenSubscription | null = null;
   /** Retryable refusals since the last subscribe that succeeded (drives the backoff). */
   private refusals = 0;
+  /** `not_leader` answers since the last subscribe that succeeded. */
+  private notLeaderAnswers = 0;
   private stopped = false;
   /** Offsets a loss notice (an event batch of no records) reported: `gap` went out at once, and
    *  the next event delivered carries them in `lostBefore` too. */
@@ -209,6 +213,7 @@ export class ShardReader {
         }
         first = false;
         this.refusals = 0;
+        this.notLeaderAnswers = 0;
         if (this.stopped) return; // stopped while the subscribe was on its way
         yield* this.drain(this.open);
         const refused = this.open?.refusal?.();
@@ -253,6 +258,10 @@ export class ShardReader {
       await conn.lost;
       return true;
     }
+    // A lasting redirect is the caller's to follow (the client does not yet): say so, naming
+    // the leader, rather than resubscribe to this broker forever.
+    if (err instanceof NotLeaderError && ++this.notLeaderAnswers > NOT_LEADER_RESUBSCRIBES_MAX)
+      return false;
     if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect')) {
       // Such a refusal may last (a shard being opened or moved, a draining broker): wait a
       // full-jitter delay first, or the reader resubscribes as fast as round trips allow.

@@ -5,6 +5,8 @@
 import { decodeFrame, encodeEventBatch } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import type { StatusEvent } from '../src/status.js';
+import { NotLeaderError } from '../src/errors.js';
+import { NOT_LEADER_RESUBSCRIBES_MAX } from '../src/limits.js';
 import {
   RESUBSCRIBE_BASE_MS,
   RESUBSCRIBE_DELAY_MS_MAX,
@@ -53,6 +55,42 @@ describe('shard reader', () => {
       ),
     );
     expect(Math.max(...waits)).toBeLessThanOrEqual(RESUBSCRIBE_DELAY_MS_MAX);
+  });
+
+  it('a_subscription_to_a_shard_led_by_another_broker_ends_with_not_leader_instead_of_waiting_forever', async () => {
+    // This client does not follow a redirect yet: a lasting not_leader must reach the caller,
+    // naming the leader, after a few resubscribes (a move may settle back within them).
+    const moved = {
+      brokerCode: 'not_leader',
+      message: 'led by node broker-2 (client address 127.0.0.1:5002)',
+      retry: 'redirect',
+    };
+    let attempts = 0;
+    const conn = {
+      isLost: false,
+      lost: new Promise<Error>(() => {}),
+      subscribe: async () => {
+        attempts++;
+        throw brokerErrorFor(moved);
+      },
+    };
+    const host: ReaderHost = {
+      closed: false,
+      emit: () => {},
+      connection: async () => conn as never,
+    };
+    const reader = new ShardReader(host, 'clicks', 0, 'earliest', 16, undefined, {
+      random: () => 0,
+      sleep: async () => {},
+    });
+    const err = await reader
+      .events()
+      .next()
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotLeaderError);
+    expect((err as NotLeaderError).code).toBe('FELIX_CLIENT_NOT_LEADER');
+    expect((err as Error).message).toContain('127.0.0.1:5002');
+    expect(attempts).toBe(NOT_LEADER_RESUBSCRIBES_MAX + 1);
   });
 });
 

@@ -133,6 +133,31 @@ describe('replica file', () => {
     expect(file.state).toEqual({ generation: 3, commitOffset: 300, retentionHeld: false });
   });
 
+  it('a_replica_file_update_resolves_only_once_its_state_is_saved', async () => {
+    // Asking again for what a queued save will write waits for that save.
+    const held = await ReplicaFile.open(nodeIo, await scratch());
+    const first = held.holdRetention(true);
+    await held.holdRetention(true);
+    expect(held.state.retentionHeld).toBe(true);
+    await first;
+    // After a failed save nothing reports success: the file's state is unknown.
+    let failNext = true;
+    const io = new (class extends DelegatingIo {
+      override rename(from: string, to: string): Promise<void> {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error('EIO'));
+        }
+        return super.rename(from, to);
+      }
+    })(nodeIo);
+    const failing = await ReplicaFile.open(io, await scratch());
+    await expect(failing.advanceCommit(10)).rejects.toThrow('EIO');
+    await expect(failing.advanceCommit(10)).rejects.toThrow('EIO');
+    await expect(failing.accept(0)).rejects.toThrow('EIO');
+    expect(failing.state.commitOffset).toBe(0);
+  });
+
   it('a_power_loss_during_a_replica_save_leaves_the_old_or_the_new_state', async () => {
     const before: ReplicaState = { generation: 2, commitOffset: 20, retentionHeld: false };
     const after: ReplicaState = { generation: 3, commitOffset: 35, retentionHeld: false };

@@ -128,7 +128,8 @@ export class PublishPipe {
   async drain(): Promise<void> {
     if (this.failure || this.lastStream === undefined) return;
     this.sendGathers();
-    await this.streamShards(this.lastStream);
+    // A refused query (that stream's permission revoked) still leaves the acks to wait for.
+    await this.streamShards(this.lastStream).catch(() => undefined);
     while (this.publishesInFlight > 0 && !this.failure)
       await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }

@@ -25,6 +25,12 @@ export function checkBatch(
 ): BatchVerdict {
   if (batchChecksum(batch.payloads) !== batch.checksum)
     return { kind: 'refuse', code: INTERNAL_ERROR.Malformed, detail: 'batch checksum mismatch' };
+  return checkGeneration(batch.generation, replica);
+}
+
+/** The generation checks alone (a bootstrap carries no records to checksum). */
+export function checkGeneration(generation: number, replica: ReplicaView): BatchVerdict {
+  const batch = { generation };
   if (batch.generation < replica.accepted)
     return {
       kind: 'refuse',

@@ -26,7 +26,7 @@ import {
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
 import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
-import { answerFor, checkBatch } from './batch-check.js';
+import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
 
 export interface ReplicaServerOptions {
   /** Where and how the follower log of `shard` lives (the broker's own layout). */
@@ -80,8 +80,9 @@ export class ReplicaServer {
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'too many shards open');
     let state: ShardState;
+    const opening = this.state(key, m.shard);
     try {
-      state = await this.state(key, m.shard);
+      state = await opening;
     } catch (err) {
       // The log did not open (locked, damaged, disk failure): the leader retries later.
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
@@ -92,16 +93,19 @@ export class ReplicaServer {
     const run = state.tail.then(() =>
       'checksum' in m
         ? this.records(state, m, assigned.generation)
-        : this.bootstrap(state, m.correlationId, m.baseOffset),
+        : this.bootstrap(state, m, assigned.generation),
     );
     // The chain only orders requests; each request's own failure is answered below.
     state.tail = run.catch(() => undefined);
     try {
       return await run;
     } catch (err) {
-      // The log failed under this request: answer so the leader retries, and reopen next time.
-      this.shards.delete(key);
-      this.open.delete(key);
+      // The log failed under this request: answer so the leader retries, and reopen next time
+      // (unless a newer state already replaced this one).
+      if (this.shards.get(key) === opening) {
+        this.shards.delete(key);
+        this.open.delete(key);
+      }
       // The log already failed; the answer below carries that failure, not the close's.
       await state.log.close().catch(() => undefined);
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
@@ -179,7 +183,20 @@ export class ReplicaServer {
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
   }
 
-  private async bootstrap(state: ShardState, correlationId: number, base: number) {
+  private async bootstrap(
+    state: ShardState,
+    m: { correlationId: number; shard: ShardRef; baseOffset: number },
+    assigned: number,
+  ) {
+    const correlationId = m.correlationId;
+    const base = m.baseOffset;
+    // A bootstrap may discard an empty log's start: only the current leader may ask.
+    const verdict = checkGeneration(m.shard.generation, {
+      accepted: state.replica.state.generation,
+      assigned,
+    });
+    if (verdict.kind === 'refuse') return refuse(correlationId, verdict.code, verdict.detail);
+    if (verdict.raise) await state.replica.accept(m.shard.generation);
     await state.log.close();
     const r = await bootstrapLogAt(state.opts, base);
     state.log = await SegmentLog.open(state.opts);

@@ -85,8 +85,12 @@ export class FollowerCursor {
     this.inFlight = undefined;
     if (answer.kind === 'ok' || answer.code === INTERNAL_ERROR.LogGap) this.heard = true;
     if (answer.kind === 'ok') {
-      this.confirmed = Math.max(this.confirmed, answer.durableOffset);
-      this.next = answer.durableOffset;
+      // Only what this batch carried was compared: a follower may hold more (a deposed leader's
+      // suffix), and that must be shipped over, not counted.
+      const held =
+        sent.kind === 'records' ? Math.min(answer.durableOffset, sent.next) : answer.durableOffset;
+      this.confirmed = Math.max(this.confirmed, held);
+      this.next = held;
       return;
     }
     const code = answer.code;

@@ -41,8 +41,9 @@ export interface ShipperOptions {
   answerTimeoutMs?: number;
   /** A follower confirmed it holds [.., offset) durably. */
   onConfirmed?: (nodeId: string, offset: number) => void;
-  /** A follower's loop stopped: it halted, or it said this broker is no longer the leader. */
-  onStopped?: (nodeId: string, reason: HaltReason | 'fenced') => void;
+  /** A follower's loop stopped: it halted, it said this broker is no longer the leader, or
+   *  the leader's log failed under it. */
+  onStopped?: (nodeId: string, reason: HaltReason | 'fenced' | 'failed') => void;
 }
 
 interface Loop {
@@ -54,7 +55,8 @@ interface Loop {
 export class ShardShipper {
   private readonly loops = new Map<string, Loop>();
   private stopping = false;
-  private wake: (() => void) | undefined;
+  /** The idle waits in progress: a log change or a stop ends them all. */
+  private readonly waiting = new Set<() => void>();
   private readonly unlisten: () => void;
 
   constructor(private readonly opts: ShipperOptions) {
@@ -63,7 +65,10 @@ export class ShardShipper {
       const cursor = new FollowerCursor(f.start);
       const loop: Loop = { follower: f, cursor, done: Promise.resolve() };
       this.loops.set(f.nodeId, loop);
-      loop.done = this.run(loop);
+      loop.done = this.run(loop).catch(() => {
+        // The follower's log or a callback failed under the loop: that follower stops, reported.
+        this.opts.onStopped?.(f.nodeId, 'failed');
+      });
     }
   }
 
@@ -87,24 +92,21 @@ export class ShardShipper {
   }
 
   private poke(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+    const woken = [...this.waiting];
+    this.waiting.clear();
+    for (const w of woken) w();
   }
 
   /** Waits for the log to move, a stop, or the idle check. */
   private idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const previous = this.wake;
-      function done(): void {
+      const done = (): void => {
         clearTimeout(timer);
+        this.waiting.delete(done);
         resolve();
-      }
-      this.wake = () => {
-        previous?.();
-        done();
       };
+      const timer = setTimeout(done, ms);
+      this.waiting.add(done);
     });
   }
 

@@ -66,11 +66,9 @@ export class ReplicaFile {
    */
   async accept(generation: number): Promise<boolean> {
     checkCount('generation', generation);
-    if (generation < this.wanted.generation) return false;
-    if (generation === this.wanted.generation) {
-      await (this.queued ?? this.saving);
-      this.throwIfFailed();
-      return true;
+    if (generation <= this.wanted.generation) {
+      await this.settled();
+      return generation === this.wanted.generation;
     }
     await this.update((s) => ({ ...s, generation }));
     return true;
@@ -79,13 +77,13 @@ export class ReplicaFile {
   /** Moves the commit offset forward and saves it; an offset at or below it changes nothing. */
   async advanceCommit(offset: number): Promise<void> {
     checkCount('commit offset', offset);
-    if (offset <= this.wanted.commitOffset) return (this.queued ?? this.saving).then(() => {});
+    if (offset <= this.wanted.commitOffset) return this.settled();
     await this.update((s) => ({ ...s, commitOffset: offset }));
   }
 
   /** Holds (or releases) retention at the commit offset. */
   async holdRetention(held: boolean): Promise<void> {
-    if (held === this.wanted.retentionHeld) return;
+    if (held === this.wanted.retentionHeld) return this.settled();
     await this.update((s) => ({ ...s, retentionHeld: held }));
   }
 
@@ -119,6 +117,14 @@ export class ReplicaFile {
     await this.io.rename(tmp, path);
     await this.io.syncDir(this.dir);
     this.durable = state;
+  }
+
+  /** Nothing new to write: waits for the save that writes what was asked (it may be queued),
+   *  and fails if a save failed, since what the file holds is then unknown. */
+  private async settled(): Promise<void> {
+    this.throwIfFailed();
+    await (this.queued ?? this.saving);
+    this.throwIfFailed();
   }
 
   private throwIfFailed(): void {

@@ -105,7 +105,10 @@ export class InternalListener {
         void this.serveStream(peer, next.value);
       }
     } catch (err) {
+      // A Hello that did not even decode, or a connection that failed: free its slot.
       this.o.log.debug({ err, remote: conn.remote }, 'internal connection ended');
+      // Already closed by the peer or the failure: nothing more to free.
+      await conn.close({ code: REFUSED, reason: 'internal connection failed' }).catch(() => {});
     }
   }
 
