@@ -250,7 +250,16 @@ try {
   if (t.status === 201) created.push(`tenant ${TENANT}`);
   // The operator made the tenant; bootstrap gives it its key and admin, whose token runs it.
   await bootstrap(TENANT, 'initialize', { initial_admin_principals: ['quickstart-admin'] });
-  tokens.tenant = await mint(TENANT, 'quickstart-admin', [`tenant.manage:tenant:${TENANT}`]);
+  // token.delegate and the data permissions: felixctl token mint narrows this admin token
+  // into broker tokens (a delegated token never holds more than its source).
+  tokens.tenant = await mint(TENANT, 'quickstart-admin', [
+    `tenant.manage:tenant:${TENANT}`,
+    `token.delegate:tenant:${TENANT}`,
+    `stream.publish:stream:${TENANT}/${NAMESPACE}/*`,
+    `stream.subscribe:stream:${TENANT}/${NAMESPACE}/*`,
+    `cache.read:cache:${TENANT}/${NAMESPACE}/*`,
+    `cache.write:cache:${TENANT}/${NAMESPACE}/*`,
+  ]);
   const n = await api('POST', `/v1/tenants/${TENANT}/namespaces`, { namespace: NAMESPACE });
   if (n.status === 201) created.push(`namespace ${NAMESPACE}`);
   for (const [stream, settings] of STREAMS) {

@@ -78,15 +78,24 @@ async function nodeCredentials() {
 async function tenantTokens(operatorToken) {
   await rest(operatorToken, 'POST', '/v1/tenants', { tenant_id: TENANT });
   await bootstrap(TENANT, 'initialize', { initial_admin_principals: [ADMIN] }, [409]);
-  const admin = await mint(TENANT, ADMIN, [`tenant.manage:tenant:${TENANT}`], 'felix-controlplane');
-  await rest(admin, 'POST', `/v1/tenants/${TENANT}/namespaces`, { namespace: NAMESPACE });
-  const scope = `stream:${TENANT}/${NAMESPACE}/*`;
-  const client = await mint(
+  const scope = `${TENANT}/${NAMESPACE}`;
+  const data = [
+    `stream.publish:stream:${scope}/*`,
+    `stream.subscribe:stream:${scope}/*`,
+    `cache.read:cache:${scope}/*`,
+    `cache.write:cache:${scope}/*`,
+    `group.consume:group:${scope}/*/*`,
+  ];
+  // The admin also holds the data permissions and token.delegate, so `felixctl token mint`
+  // can narrow it into broker tokens (a delegated token never holds more than its source).
+  const admin = await mint(
     TENANT,
-    CLIENT,
-    [`stream.publish:${scope}`, `stream.subscribe:${scope}`],
-    'felix-broker',
+    ADMIN,
+    [`tenant.manage:tenant:${TENANT}`, `token.delegate:tenant:${TENANT}`, ...data],
+    'felix-controlplane',
   );
+  await rest(admin, 'POST', `/v1/tenants/${TENANT}/namespaces`, { namespace: NAMESPACE });
+  const client = await mint(TENANT, CLIENT, data, 'felix-broker');
   return { admin, client };
 }
 

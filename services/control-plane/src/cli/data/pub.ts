@@ -114,6 +114,9 @@ async function publishInOrder(
 }
 
 function report(env: DataEnv, stream: string, r: PublishResult): void {
-  if (env.flags().json) env.io.out(JSON.stringify({ stream, shard: r.shard, offset: r.offset }));
-  else env.io.out(`published ${stream} shard ${r.shard} offset ${r.offset}`);
+  // The client names the shard only where it chose it: a keyed publish's ack carries no shard.
+  const shard = r.shard ?? null;
+  if (env.flags().json) env.io.out(JSON.stringify({ stream, shard, offset: r.offset }));
+  else
+    env.io.out(`published ${stream}${shard === null ? '' : ` shard ${shard}`} offset ${r.offset}`);
 }
