@@ -229,11 +229,21 @@ export class OutcomeUnknownError extends ClientError {
 export class ConnectError extends ClientError {
   readonly code = 'FELIX_CLIENT_CONNECT';
   constructor(servers: readonly string[], options?: FelixErrorOptions) {
-    super(`could not connect to ${servers.join(', ')}`, {
+    // The last server's reason, in one line: a wrong pin or CA is the commonest first mistake.
+    const why = reasonOf(options?.cause);
+    super(`could not connect to ${servers.join(', ')}${why ? `: ${why}` : ''}`, {
       retry: 'retry_after_backoff',
       ...options,
     });
   }
+}
+
+/** The innermost message of a failure (an AggregateError's last one), on one line. */
+function reasonOf(cause: unknown): string | undefined {
+  let e = cause instanceof AggregateError ? cause.errors[cause.errors.length - 1] : cause;
+  // A dial error wraps the transport's own reason (the fingerprint, the CA, a refused port).
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  return e instanceof Error ? e.message.split('\n')[0] : undefined;
 }
 
 /** A call waited longer than its timeout (for a connection or an answer). */

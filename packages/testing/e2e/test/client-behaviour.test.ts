@@ -3,7 +3,13 @@
 // calls with its typed error, and an ack that never comes is an unknown outcome, not a hang.
 // Method: one real broker process over TLS (stopped with SIGSTOP where it must not answer),
 // plus a port nothing listens on as the dead seed.
-import { AbortedError, ClientClosedError, TimeoutError, connect } from '@felix/client';
+import {
+  AbortedError,
+  ClientClosedError,
+  ConnectError,
+  TimeoutError,
+  connect,
+} from '@felix/client';
 import { freePort, tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type BrokerProcess, startBroker } from '../src/index.js';
@@ -31,6 +37,18 @@ describe('client behaviour', () => {
     });
     expect((await felix.publish('s', 'x')).offset).not.toBeNull();
     await felix.close();
+  });
+
+  it('a_connect_failure_says_why_the_server_was_refused', async () => {
+    // A wrong pin is the commonest first mistake: the error must say so, not only "could not".
+    const err = await connect({
+      servers: [broker.url('tls')],
+      tenant: 't1',
+      tls: { fingerprint: 'AB'.repeat(32) },
+      connectTimeoutMs: 2_000,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as Error).message).toMatch(/could not connect to tls:\/\/.*: .*fingerprint/i);
   });
 
   it('an_abort_signal_ends_a_subscription_and_a_waiting_call', async () => {
