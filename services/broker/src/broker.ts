@@ -115,7 +115,9 @@ export class Broker {
     const tls = await this.tlsMaterial();
     const ports = await this.listenAll(tls);
     const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
-    this.internal = await startInternalNode(cfg, selfId, tls, this.log);
+    this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s) =>
+      this.cluster?.table.replicaGeneration('stream', s.tenantId, s.namespace, s.stream, s.shard),
+    );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
       refreshGauges: () => this.refreshGauges(),

@@ -16,7 +16,12 @@ import type {
 } from '../src/cluster/control-plane-client.js';
 import { FeedFollower, resnapshotReason } from '../src/cluster/feed-follower.js';
 import { Membership } from '../src/cluster/membership.js';
-import { cacheFromCatalog, streamFromCatalog } from '../src/cluster/shard-table.js';
+import {
+  assignmentFrom,
+  cacheFromCatalog,
+  replicaGenerationOf,
+  streamFromCatalog,
+} from '../src/cluster/shard-table.js';
 import { loadConfig } from '../src/config/load.js';
 import { ControlPlaneUnavailableError } from '../src/errors.js';
 
@@ -154,5 +159,27 @@ describe('control-plane catalog items', () => {
       retention: { max_age_seconds: 60, max_bytes: null },
       routing: 'jump_hash',
     });
+  });
+});
+
+describe('replica sets', () => {
+  it('a_broker_follows_a_shard_only_where_the_replica_set_names_it_and_not_as_leader', () => {
+    const base = {
+      tenant_id: 't1',
+      namespace: 'default',
+      kind: 'stream',
+      stream: 'orders',
+      shard: 0,
+      leader: 'b1',
+      generation: 4,
+    };
+    const a = assignmentFrom({ ...base, replicas: ['b1', 'b2', 'b3'] });
+    expect(a?.replicas).toEqual(['b1', 'b2', 'b3']);
+    expect(replicaGenerationOf(a!, 'b2')).toBe(4);
+    expect(replicaGenerationOf(a!, 'b1')).toBeUndefined(); // the leader ships, never follows
+    expect(replicaGenerationOf(a!, 'b9')).toBeUndefined();
+    // A feed item without replicas (an older control plane) names the leader alone.
+    expect(assignmentFrom(base)?.replicas).toEqual(['b1']);
+    expect(replicaGenerationOf(undefined, 'b2')).toBeUndefined();
   });
 });

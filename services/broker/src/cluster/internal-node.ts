@@ -1,8 +1,8 @@
 /**
  * This broker's place on the cluster's internal network: its internal listener (when
  * `cluster.internal_bind` is set) serving a ReplicaServer over the broker's own data directory.
- * Which shards it replicates comes from the assignments' replica sets; until the shard table
- * names them here, every replication request is refused `Unauthorized` (docs/replication.md).
+ * It accepts replication only for the stream shards whose replica set names this broker as a
+ * follower (the shard table's assignments); anything else is refused `Unauthorized`.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -41,6 +41,8 @@ export async function startInternalNode(
   selfId: string,
   clientTls: TlsMaterial,
   log: Logger,
+  /** The generation at which this broker follows a stream shard (its replica sets). */
+  follows: (s: ShardRef) => number | undefined,
 ): Promise<InternalNode | null> {
   const bind = cfg.cluster.internal_bind;
   if (bind === null) return null;
@@ -58,8 +60,11 @@ export async function startInternalNode(
       shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
       fsync: 'onCommit',
     }),
-    // No replica sets reach this broker yet: nothing is replicated here (refused Unauthorized).
-    assignment: () => undefined,
+    // Only shards whose replica set names this broker (and not as leader) are accepted.
+    assignment: (s) => {
+      const generation = follows(s);
+      return generation === undefined ? undefined : { generation };
+    },
   });
   const listener = await InternalListener.start({
     host: at.host,

@@ -31,7 +31,18 @@ export interface AssignmentRecord {
   stream: string;
   shard: number;
   leader: string;
+  /** Every node holding a copy (the leader included), as placement chose them. */
+  replicas: string[];
   generation: number;
+}
+
+/** The generation at which `nodeId` follows the shard, when it is a replica but not the leader. */
+export function replicaGenerationOf(
+  a: AssignmentRecord | undefined,
+  nodeId: string,
+): number | undefined {
+  if (a === undefined || a.leader === nodeId || !a.replicas.includes(nodeId)) return undefined;
+  return a.generation;
 }
 
 interface HeldShard {
@@ -110,7 +121,8 @@ export interface CacheRegistry {
 
 const UTF8 = new TextEncoder();
 
-function assignmentFrom(item: unknown): AssignmentRecord | null {
+/** An assignment of the feed, or null when it is malformed. */
+export function assignmentFrom(item: unknown): AssignmentRecord | null {
   if (typeof item !== 'object' || item === null) return null;
   const a = item as Record<string, unknown>;
   const kind = a.kind === 'stream' || a.kind === 'cache' ? a.kind : null;
@@ -130,7 +142,10 @@ function assignmentFrom(item: unknown): AssignmentRecord | null {
     generation === null
   )
     return null;
-  return { tenant_id: t, namespace: ns, kind, stream: name, shard, leader, generation };
+  const replicas = Array.isArray(a.replicas)
+    ? a.replicas.filter((r): r is string => typeof r === 'string')
+    : [leader];
+  return { tenant_id: t, namespace: ns, kind, stream: name, shard, leader, replicas, generation };
 }
 
 export class ShardTable {
@@ -298,6 +313,14 @@ export class ShardTable {
     // Applied by generation: anything at or below the one held is old news.
     if (prev !== undefined && prev.generation >= a.generation) return;
     this.assignments.set(key, a);
+  }
+
+  /** The generation at which this node follows a shard (a replica, not its leader). */
+  replicaGeneration(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    return replicaGenerationOf(
+      this.assignments.get(shardKey(kind, t, ns, name, shard)),
+      this.nodeId,
+    );
   }
 
   /** The assignment of one shard, if the feed has one. */
