@@ -9,6 +9,7 @@ import type { Server } from 'node:http';
 import {
   type Connection,
   type Listener,
+  type TlsMaterial,
   listen,
   loadOrCreateDevCertificate,
 } from '@felix/transport';
@@ -33,6 +34,8 @@ import {
   nodeSpec,
 } from './cluster/cluster-node.js';
 import { type InternalNode, startInternalNode } from './cluster/internal-node.js';
+import { Replicator } from './cluster/replicator.js';
+import type { ShardTable } from './cluster/shard-table.js';
 import type { OpenStore } from './catalog/catalog.js';
 import type { ShardHooks } from './streams/shard.js';
 
@@ -61,6 +64,8 @@ export class Broker {
   private listeners: Listener[] = [];
   /** The broker-to-broker listener, when `cluster.internal_bind` is set. */
   internal: InternalNode | null = null;
+  /** The leader's side of replication (with an internal listener and a control plane). */
+  private replicator: Replicator | null = null;
   private http: Server | null = null;
   private catalog: Catalog | null = null;
   private requests: BrokerRequests | null = null;
@@ -132,21 +137,8 @@ export class Broker {
       fingerprint: tls.fingerprint,
       certPem: tls.certPem,
     };
-    if (controlPlaneUrl(cfg) !== null) {
-      this.cluster = new ClusterNode({
-        config: cfg,
-        catalog: this.catalog,
-        openStore,
-        hooks,
-        metrics: m,
-        log: this.log,
-        clientPort: ports.quic ?? ports.tls ?? cfg.broker.port,
-        caches: this.requests.caches,
-        bearer: this.bearer,
-        partition: this.partition,
-      });
-      this.requests.ownership = this.cluster.table;
-    }
+    if (controlPlaneUrl(cfg) !== null)
+      this.joinCluster(openStore, hooks, ports.quic ?? ports.tls ?? cfg.broker.port, selfId, tls);
     this.ready = true;
     this.log.info(
       {
@@ -218,6 +210,49 @@ export class Broker {
       void this.acceptLoop(listener);
     }
     return ports;
+  }
+
+  /** Follows the control plane's feeds, serving and shipping what they assign this broker. */
+  private joinCluster(
+    openStore: OpenStore,
+    hooks: ShardHooks,
+    clientPort: number,
+    selfId: string,
+    tls: TlsMaterial,
+  ): void {
+    this.cluster = new ClusterNode({
+      config: this.config,
+      catalog: this.catalog!,
+      openStore,
+      hooks,
+      metrics: this.metrics,
+      log: this.log,
+      clientPort,
+      caches: this.requests!.caches,
+      bearer: this.bearer,
+      partition: this.partition,
+    });
+    this.requests!.ownership = this.cluster.table;
+    // Set before the first feed snapshot arrives: every shard opened from it ships.
+    if (this.internal !== null) this.cluster.table.replication = this.replication(selfId, tls);
+  }
+
+  /** The leader's shippers and the follower logs to release, over the internal network. */
+  private replication(selfId: string, clientTls: TlsMaterial): ShardTable['replication'] {
+    const internal = this.internal!;
+    const table = this.cluster!.table;
+    this.replicator = new Replicator({
+      selfId,
+      transport: this.config.cluster.internal_transport,
+      cluster: internal.material,
+      clientTls,
+      address: (nodeId) => table.peerAddresses.get(nodeId),
+      log: this.log,
+    });
+    return {
+      replicator: this.replicator,
+      releaseFollower: (ref) => internal.replicas.release(ref),
+    };
   }
 
   private async tlsMaterial(): Promise<{
@@ -297,6 +332,7 @@ export class Broker {
   }
 
   private refreshGauges(): void {
+    this.metrics.replicationLag.set(this.replicator?.lagRecords() ?? 0);
     let max = 0;
     let total = 0;
     let bytesMax = 0;
@@ -344,6 +380,7 @@ export class Broker {
       ),
     );
     await Promise.allSettled(this.listeners.map((l) => l.close()));
+    await this.replicator?.close();
     await this.internal?.close();
     await this.requests?.close();
     await this.catalog?.close();

@@ -83,6 +83,11 @@ export class BrokerMetrics {
     help: 'Bytes (payloads plus 4 per record) queued across all subscribers at scrape time',
     registers: [this.registry],
   });
+  readonly replicationLag = new Gauge({
+    name: 'felix_broker_replication_lag_records',
+    help: 'Records this leader holds that its followers have not confirmed, summed over the shards it ships and their followers, at scrape time (what a failover under leader consistency can lose)',
+    registers: [this.registry],
+  });
   readonly fanoutQueuedBytesMax = new Gauge({
     name: 'felix_broker_fanout_queued_bytes_max',
     help: 'Bytes queued for the fullest subscriber at scrape time (within broker.subscriber_queue_bytes)',

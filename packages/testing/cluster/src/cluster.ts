@@ -187,7 +187,9 @@ export class FelixCluster implements Cluster {
         ...cursorEnv,
         ...this.spec.env,
       };
-      this.brokers.push(new Broker({ index: i, dir: n.dir, tls, env }));
+      this.brokers.push(
+        new Broker({ index: i, dir: n.dir, tls, env, internal: this.spec.replication === true }),
+      );
     }
     // Empty fault files from the start: a broker reads "no fault" rather than a missing file.
     await this.partitions.heal();

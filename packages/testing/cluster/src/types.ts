@@ -11,6 +11,8 @@ export interface StreamSpec {
   durable?: boolean;
   /** Consumer groups' cursor durability on this stream; default `onCommit`. */
   groupCursor?: 'onCommit' | 'periodic';
+  /** Copies of each shard (the leader included); default 1. Needs `replication` on the spec. */
+  replicationFactor?: number;
 }
 
 export interface CacheSpec {
@@ -27,6 +29,8 @@ export interface ClusterSpec {
   caches?: CacheSpec[];
   /** Added to every broker's environment. */
   env?: NodeJS.ProcessEnv;
+  /** Brokers run their internal listener (unauthenticated here) and replicate to followers. */
+  replication?: boolean;
   /** Added to the control plane's environment (e.g. its liveness timings). */
   controlPlaneEnv?: NodeJS.ProcessEnv;
   /** Where data, logs, certificates and fault files go; default a new temp dir. */

@@ -183,6 +183,7 @@ export class ClusterNode {
       try {
         const nodes = await client.nodes(signal);
         this.table.nodeAddresses = new Map(nodes.map((n) => [n.nodeId, n.clientAddr]));
+        this.table.peerAddresses = new Map(nodes.map((n) => [n.nodeId, n.advertiseAddr]));
         this.peers.setNodes(nodes);
       } catch {
         // kept: the previous book (refusals then name the leader without its address)

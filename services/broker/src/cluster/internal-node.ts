@@ -18,6 +18,8 @@ import { InternalListener } from './internal-listener.js';
 export interface InternalNode {
   listener: InternalListener;
   replicas: ReplicaServer;
+  /** The cluster certificate, or null when running unauthenticated. */
+  material: { tls: TlsMaterial; ca: string } | null;
   close(): Promise<void>;
 }
 
@@ -80,6 +82,7 @@ export async function startInternalNode(
   return {
     listener,
     replicas,
+    material,
     async close() {
       await listener.close();
       await replicas.close();

@@ -15,12 +15,13 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
-import { type Message, shardForKey } from '@felix/wire';
+import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
+import type { Replicator } from './replicator.js';
 
 export type ShardKind = 'stream' | 'cache';
 
@@ -153,6 +154,16 @@ export class ShardTable {
   private readonly caches = new Map<string, CacheConfig>();
   /** Client addresses of the other nodes (the address book), named in `not_leader` refusals. */
   nodeAddresses = new Map<string, string>();
+  /** Node id → internal address (replication dials it). */
+  peerAddresses = new Map<string, string>();
+  /**
+   * Set by the broker when it has an internal listener: the leader's shippers, and the follower
+   * logs its replica server holds (released before this table opens one as the leader's).
+   */
+  replication: {
+    replicator: Replicator;
+    releaseFollower: (ref: ShardRef) => Promise<void>;
+  } | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
@@ -430,6 +441,7 @@ export class ShardTable {
         }
         if (held) {
           held.generation = a.generation;
+          await this.shipIfReplicated(rt, i, a);
           continue;
         }
         const failure = this.failed.get(sk);
@@ -448,6 +460,8 @@ export class ShardTable {
         throw new Error(
           'a durable stream needs durable.data_dir (FELIX_DURABLE_STORAGE_DIR) on this broker',
         );
+      // A follower's copy of this shard is closed first: the leader's log is the same files.
+      await this.replication?.releaseFollower(refOf(s, i, generation));
       const store = s.durable ? await this.openStore(s, i) : null;
       rt.shards[i] = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
@@ -461,6 +475,8 @@ export class ShardTable {
         { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation },
         'shard opened',
       );
+      const a = this.assignments.get(sk);
+      if (a !== undefined) await this.shipIfReplicated(rt, i, a);
     } catch (err) {
       this.failed.set(sk, { generation, reason: (err as Error).message });
       this.log.error(
@@ -470,6 +486,16 @@ export class ShardTable {
     }
   }
 
+  /** Ships a led durable shard to the followers its replica set names (when replication is on). */
+  private async shipIfReplicated(rt: StreamRuntime, i: number, a: AssignmentRecord) {
+    const log = rt.shards[i]?.store?.log;
+    if (this.replication === null || log === undefined) return;
+    const s = rt.config;
+    const followers = a.replicas.filter((id) => id !== this.nodeId);
+    const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
+    await this.replication.replicator.ship(key, log, refOf(s, i, a.generation), followers);
+  }
+
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */
   private async release(rt: StreamRuntime, i: number): Promise<void> {
     const s = rt.config;
@@ -477,6 +503,7 @@ export class ShardTable {
     if (!this.held.delete(sk)) return;
     const shard = rt.shards[i];
     rt.shards[i] = this.placeholder(s, i);
+    await this.replication?.replicator.stop(sk);
     if (shard === undefined) return;
     // A failed append was answered to its publisher already; release only waits for quiet.
     await shard.settled().catch(() => undefined);
@@ -496,4 +523,8 @@ export class ShardTable {
 
 function sameShape(a: StreamConfig, b: StreamConfig): boolean {
   return a.shards === b.shards && a.durable === b.durable && a.routing === b.routing;
+}
+
+function refOf(s: StreamConfig, shard: number, generation: number): ShardRef {
+  return { tenantId: s.tenant, namespace: s.namespace, stream: s.name, shard, generation };
 }

@@ -37,6 +37,7 @@ export async function openDurableStore(
   });
   const unsubscribe = log.onDurable(() => metrics.fsyncs.inc());
   return {
+    log,
     get baseOffset() {
       return log.baseOffset;
     },

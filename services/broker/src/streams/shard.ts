@@ -23,6 +23,7 @@ import {
 import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
 import { Ring } from './ring.js';
 import { type SubscriberBounds, SubscriberQueue } from './subscriber.js';
+import type { SegmentLog } from '@felix/storage';
 
 /** One stream as the broker serves it: its config and its shards (by index). */
 export interface StreamRuntime {
@@ -51,6 +52,8 @@ export interface ShardStore {
   /** First readable offset appended at or after `atMicros` (binary search), if any. */
   offsetForTime(atMicros: number): Promise<number | undefined>;
   close(): Promise<void>;
+  /** The segment log behind a durable store (what a leader ships to its followers). */
+  readonly log?: SegmentLog;
 }
 
 export type StartSpec =

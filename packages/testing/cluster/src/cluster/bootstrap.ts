@@ -83,6 +83,7 @@ export async function createCatalog(
       stream: s.name,
       shards: s.shards,
       durable: s.durable ?? true,
+      ...(s.replicationFactor === undefined ? {} : { replication_factor: s.replicationFactor }),
     })) as { shards: number };
     out.push({ kind: 'stream', name: s.name, shards: made.shards });
   }

@@ -30,6 +30,8 @@ export interface BrokerOptions {
   tls: NodeTls;
   /** The environment every start gets (control plane, token, settings, spec.env). */
   env: NodeJS.ProcessEnv;
+  /** Run the internal (broker-to-broker) listener, unauthenticated, for replication. */
+  internal?: boolean;
 }
 
 export class Broker implements ClusterNode {
@@ -41,6 +43,8 @@ export class Broker implements ClusterNode {
   readonly storageFaultFile: string;
   port = 0;
   httpPort = 0;
+  /** The internal listener's port (0 without one). */
+  internalPort = 0;
   readonly proc: ManagedProcess;
 
   constructor(private readonly opts: BrokerOptions) {
@@ -78,6 +82,7 @@ export class Broker implements ClusterNode {
     for (let attempt = 0; attempt < BROKER_START_ATTEMPTS_MAX; attempt++) {
       this.port = await allocate();
       this.httpPort = await allocate();
+      if (this.opts.internal) this.internalPort = await allocate();
       try {
         await this.start();
         return;
@@ -112,6 +117,13 @@ export class Broker implements ClusterNode {
         FELIX_NODE_ID: this.id,
         FELIX_TEST_PARTITION_FILE: this.partitionFile,
         FELIX_TEST_STORAGE_FAULT_FILE: this.storageFaultFile,
+        ...(this.opts.internal
+          ? {
+              FELIX_INTERNAL_BIND: `127.0.0.1:${this.internalPort}`,
+              FELIX_NODE_ADVERTISE_ADDR: `127.0.0.1:${this.internalPort}`,
+              FELIX_INTERNAL_ALLOW_UNAUTHENTICATED: 'true',
+            }
+          : {}),
         ...this.opts.env,
       },
     });

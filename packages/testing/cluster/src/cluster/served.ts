@@ -19,6 +19,9 @@ export interface Assignment {
   stream: string;
   shard: number;
   leader: string;
+  /** Every node holding a copy, the leader included. */
+  replicas: string[];
+  generation: number;
 }
 
 async function ready(b: Broker): Promise<boolean> {
