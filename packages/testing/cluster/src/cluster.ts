@@ -188,7 +188,13 @@ export class FelixCluster implements Cluster {
         ...this.spec.env,
       };
       this.brokers.push(
-        new Broker({ index: i, dir: n.dir, tls, env, internal: this.spec.replication === true }),
+        new Broker({
+          index: i,
+          dir: n.dir,
+          tls,
+          env,
+          ...(this.spec.replication === true ? { internalCaPath: this.pki.caPath } : {}),
+        }),
       );
     }
     // Empty fault files from the start: a broker reads "no fault" rather than a missing file.

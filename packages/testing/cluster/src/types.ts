@@ -29,7 +29,7 @@ export interface ClusterSpec {
   caches?: CacheSpec[];
   /** Added to every broker's environment. */
   env?: NodeJS.ProcessEnv;
-  /** Brokers run their internal listener (unauthenticated here) and replicate to followers. */
+  /** Brokers run their internal listener (mutual TLS with the cluster's CA) and replicate. */
   replication?: boolean;
   /** Added to the control plane's environment (e.g. its liveness timings). */
   controlPlaneEnv?: NodeJS.ProcessEnv;

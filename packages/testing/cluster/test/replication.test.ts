@@ -1,8 +1,8 @@
 // Goal: replication between real brokers: a leader ships a replicated stream's records to its
 // followers, and when the leader is killed the control plane promotes a follower that serves
 // every record it was shipped, instead of opening the shard empty (issue 23's first end to end).
-// Method: a 3-broker cluster from startCluster with internal listeners (unauthenticated in the
-// harness), a 1-shard stream at replication factor 3 and `leader` consistency: publish to the
+// Method: a 3-broker cluster from startCluster with internal listeners (mutual TLS: each node's
+// certificate names its id), a 1-shard stream at replication factor 3 and `leader` consistency: publish to the
 // leader, wait until the records are on the followers (their broker logs say nothing; the test
 // waits on the new leader's reads after the failover), SIGKILL the leader, read on the new one.
 import { waitFor } from '@felix/testing-harness';

@@ -30,8 +30,9 @@ export interface BrokerOptions {
   tls: NodeTls;
   /** The environment every start gets (control plane, token, settings, spec.env). */
   env: NodeJS.ProcessEnv;
-  /** Run the internal (broker-to-broker) listener, unauthenticated, for replication. */
-  internal?: boolean;
+  /** Run the internal (broker-to-broker) listener for replication, with this CA as the cluster
+   *  CA (mutual TLS: the node's certificate names its id). */
+  internalCaPath?: string;
 }
 
 export class Broker implements ClusterNode {
@@ -82,7 +83,7 @@ export class Broker implements ClusterNode {
     for (let attempt = 0; attempt < BROKER_START_ATTEMPTS_MAX; attempt++) {
       this.port = await allocate();
       this.httpPort = await allocate();
-      if (this.opts.internal) this.internalPort = await allocate();
+      if (this.opts.internalCaPath) this.internalPort = await allocate();
       try {
         await this.start();
         return;
@@ -117,11 +118,13 @@ export class Broker implements ClusterNode {
         FELIX_NODE_ID: this.id,
         FELIX_TEST_PARTITION_FILE: this.partitionFile,
         FELIX_TEST_STORAGE_FAULT_FILE: this.storageFaultFile,
-        ...(this.opts.internal
+        ...(this.opts.internalCaPath
           ? {
               FELIX_INTERNAL_BIND: `127.0.0.1:${this.internalPort}`,
               FELIX_NODE_ADVERTISE_ADDR: `127.0.0.1:${this.internalPort}`,
-              FELIX_INTERNAL_ALLOW_UNAUTHENTICATED: 'true',
+              FELIX_INTERNAL_TLS_CERT: this.opts.tls.certPath,
+              FELIX_INTERNAL_TLS_KEY: this.opts.tls.keyPath,
+              FELIX_INTERNAL_TLS_CA: this.opts.internalCaPath,
             }
           : {}),
         ...this.opts.env,

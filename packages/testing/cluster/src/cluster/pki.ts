@@ -55,7 +55,8 @@ async function issue(pkiDir: string, name: string): Promise<NodeTls> {
       'basicConstraints=critical,CA:FALSE',
       'keyUsage=critical,digitalSignature',
       'extendedKeyUsage=serverAuth,clientAuth',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
+      // The node id too: brokers know each other by it on the internal network (mutual TLS).
+      `subjectAltName=DNS:localhost,DNS:${name},IP:127.0.0.1,IP:::1`,
       '',
     ].join('\n'),
   );
