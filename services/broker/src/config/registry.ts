@@ -483,7 +483,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_NODE_ADVERTISE_ADDR',
     type: 'string',
     default: null,
-    doc: 'Broker-internal address registered with the control plane (unique per node). Unset: the client address (there is no internal listener yet).',
+    doc: 'Broker-internal address registered with the control plane (unique per node): where peers reach `internal_bind` (leaders dial it to ship replicas). Unset: the client address.',
   },
   {
     key: 'cluster.client_advertise_addr',
