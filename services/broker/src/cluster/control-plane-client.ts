@@ -41,7 +41,7 @@ export interface HeartbeatReply {
 export interface NodeEntry {
   nodeId: string;
   clientAddr: string;
-  /** Broker-internal address (the client address while there is no internal listener). */
+  /** Broker-internal address: where peers reach its internal listener (replication). */
   advertiseAddr: string;
   /** `joining`, `live`, `draining`, `down`, `left`, ... */
   lifecycle: string;
