@@ -291,3 +291,6 @@ export const INTERNAL_HELLO_TIMEOUT_MS = 5_000;
 
 /** Streams a peer may have open on one internal connection (one request per stream). */
 export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
+
+/** Bound on dialling a peer broker and greeting it (a leader's replication link). */
+export const PEER_DIAL_TIMEOUT_MS = 5_000;

@@ -11,6 +11,7 @@ import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
 import { PeerRequestError } from '../errors.js';
+import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
 import { PeerConnection } from './peer-dial.js';
 
 export interface ReplicatorDeps {
@@ -23,9 +24,6 @@ export interface ReplicatorDeps {
   address: (nodeId: string) => string | undefined;
   log: Logger;
 }
-
-/** Bound on dialling a peer and greeting it. */
-const PEER_DIAL_TIMEOUT_MS = 5_000;
 
 class LazyPeerLink implements PeerLink {
   private conn: Promise<PeerConnection> | undefined;
