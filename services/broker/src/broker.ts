@@ -34,6 +34,9 @@ import {
   nodeSpec,
 } from './cluster/cluster-node.js';
 import { type InternalNode, startInternalNode } from './cluster/internal-node.js';
+import { Forwarder } from './cluster/forwarder.js';
+import { ForwardServer } from './cluster/forward-server.js';
+import { PeerPool } from './cluster/peer-pool.js';
 import { Replicator } from './cluster/replicator.js';
 import type { ShardTable } from './cluster/shard-table.js';
 import type { OpenStore } from './catalog/catalog.js';
@@ -66,6 +69,8 @@ export class Broker {
   internal: InternalNode | null = null;
   /** The leader's side of replication (with an internal listener and a control plane). */
   private replicator: Replicator | null = null;
+  /** The one link per peer broker, shared by replication and forwarding. */
+  private peerPool: PeerPool | null = null;
   private http: Server | null = null;
   private catalog: Catalog | null = null;
   private requests: BrokerRequests | null = null;
@@ -234,7 +239,49 @@ export class Broker {
     });
     this.requests!.ownership = this.cluster.table;
     // Set before the first feed snapshot arrives: every shard opened from it ships.
-    if (this.internal !== null) this.cluster.table.replication = this.replication(selfId, tls);
+    if (this.internal === null) return;
+    this.peerPool = this.peerLinks(selfId, tls);
+    this.cluster.table.replication = this.replication(selfId, tls);
+    this.forwarding(selfId);
+  }
+
+  /** The links to other brokers, through the partition gate, at the node book's addresses. */
+  private peerLinks(selfId: string, clientTls: TlsMaterial): PeerPool {
+    const cluster = this.cluster!;
+    const pool = new PeerPool({
+      selfId,
+      transport: this.config.cluster.internal_transport,
+      cluster: this.internal!.material,
+      clientTls,
+      address: (nodeId) => cluster.table.peerAddresses.get(nodeId),
+      allowed: (nodeId) => cluster.peers.dialAllowed(nodeId),
+      log: this.log,
+    });
+    cluster.peers.onCut((nodeId) => pool.cut(nodeId));
+    return pool;
+  }
+
+  /** Writes to shards other brokers lead are forwarded there; forwards to this one served. */
+  private forwarding(selfId: string): void {
+    const table = this.cluster!.table;
+    this.requests!.forwarding = new Forwarder({
+      selfId,
+      pool: this.peerPool!,
+      clientAddress: (nodeId) => table.clientAddress(nodeId),
+      registry: this.metrics.registry,
+      log: this.log,
+    });
+    this.internal!.forwards = new ForwardServer({
+      selfId,
+      authenticator: this.authenticator!,
+      route: (kind, t, ns, name, shard) => table.routeView(kind, t, ns, name, shard),
+      peerAddress: (nodeId) => table.peerAddresses.get(nodeId),
+      streams: (t, ns, name) => this.catalog!.get(t, ns, name),
+      caches: this.requests!.caches,
+      metrics: this.metrics,
+      draining: () => this.draining,
+      log: this.log,
+    });
   }
 
   /** The leader's shippers and the follower logs to release, over the internal network. */
@@ -248,6 +295,7 @@ export class Broker {
       clientTls,
       address: (nodeId) => table.peerAddresses.get(nodeId),
       log: this.log,
+      ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });
     return {
       replicator: this.replicator,
@@ -381,6 +429,7 @@ export class Broker {
     );
     await Promise.allSettled(this.listeners.map((l) => l.close()));
     await this.replicator?.close();
+    await this.peerPool?.close();
     await this.internal?.close();
     await this.requests?.close();
     await this.catalog?.close();

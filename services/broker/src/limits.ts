@@ -294,3 +294,18 @@ export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
 
 /** Bound on dialling a peer broker and greeting it (a leader's replication link). */
 export const PEER_DIAL_TIMEOUT_MS = 5_000;
+
+/**
+ * How long a broker waits for the owner's answer to a forwarded write (publish, cache put or
+ * delete, counter add). Past it the client hears `unacknowledged` (outcome unknown: the owner
+ * may have done it) and the forward is never resent. Above a durable append's fsync under load,
+ * below the client's own request timeout (30 s by default) so the client hears why.
+ */
+export const FORWARD_TIMEOUT_MS = 5_000;
+
+/** Forwards one broker has in flight at once, over all peers; more are shed `overloaded`
+ *  (nothing was sent, so the client may retry). */
+export const FORWARDS_IN_FLIGHT_MAX = 4_096;
+
+/** Forwards in flight to one peer (each is a stream of the one connection to it). */
+export const FORWARDS_IN_FLIGHT_PER_PEER_MAX = 512;

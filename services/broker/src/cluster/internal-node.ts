@@ -2,7 +2,9 @@
  * This broker's place on the cluster's internal network: its internal listener (when
  * `cluster.internal_bind` is set) serving a ReplicaServer over the broker's own data directory.
  * It accepts replication only for the stream shards whose replica set names this broker as a
- * follower (the shard table's assignments); anything else is refused `Unauthorized`.
+ * follower (the shard table's assignments); anything else is refused `Unauthorized`. Forwarded
+ * writes go to `forwards` (cluster/forward-server.ts) once the broker has joined its cluster;
+ * before that they are answered `Unavailable`.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
 import type { BrokerConfig } from '../config/types.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
+import { type ForwardServer, isForwardKind, refuseForwardFrame } from './forward-server.js';
 import { splitAddr } from './peer-links.js';
 import { InternalListener } from './internal-listener.js';
 
@@ -20,6 +23,8 @@ export interface InternalNode {
   replicas: ReplicaServer;
   /** The cluster certificate, or null when running unauthenticated. */
   material: { tls: TlsMaterial; ca: string } | null;
+  /** Where forwarded writes are served (set when the broker joins its cluster). */
+  forwards: ForwardServer | null;
   close(): Promise<void>;
 }
 
@@ -68,6 +73,7 @@ export async function startInternalNode(
       return generation === undefined ? undefined : { generation };
     },
   });
+  const node: { forwards: ForwardServer | null } = { forwards: null };
   const listener = await InternalListener.start({
     host: at.host,
     port: at.port,
@@ -75,7 +81,13 @@ export async function startInternalNode(
     selfId,
     tls: material?.tls ?? clientTls,
     clusterCa: material?.ca ?? null,
-    serve: (frame) => replicas.handleFrame(frame),
+    serve: async (frame) => {
+      if (!isForwardKind(frame.kind)) return replicas.handleFrame(frame);
+      const forwards = node.forwards;
+      return forwards === null
+        ? refuseForwardFrame(frame, 'this broker does not serve forwards yet')
+        : forwards.handle(frame);
+    },
     log,
   });
   log.info({ port: listener.port, node_id: selfId, mtls: material !== null }, 'internal listener');
@@ -83,6 +95,12 @@ export async function startInternalNode(
     listener,
     replicas,
     material,
+    get forwards() {
+      return node.forwards;
+    },
+    set forwards(f: ForwardServer | null) {
+      node.forwards = f;
+    },
     async close() {
       await listener.close();
       await replicas.close();

@@ -2,77 +2,18 @@
  * The leader's side of replication in the broker: one ShardShipper per durable stream shard
  * this broker leads whose replica set names followers, shipping over peer links that dial on
  * first use (and again after a failure) to the follower's internal address from the node book.
- * Links are per peer and shared by its shards. A shard's shipper stops before its log closes,
- * and is replaced when the shard's generation changes.
+ * Links are per peer and shared by its shards (and, through the broker's PeerPool, with the
+ * forwarder). A shard's shipper stops before its log closes, and is replaced when the shard's
+ * generation changes.
  */
-import type { Logger } from 'pino';
-import { type PeerLink, ShardShipper } from '@felix/replication';
+import { ShardShipper } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
-import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
-import { PeerRequestError } from '../errors.js';
-import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
-import { PeerConnection } from './peer-dial.js';
+import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
 
-export interface ReplicatorDeps {
-  selfId: string;
-  transport: 'quic' | 'tls';
-  /** This broker's certificate and the cluster CA; null dials unauthenticated. */
-  cluster: { tls: TlsMaterial; ca: string } | null;
-  clientTls: TlsMaterial;
-  /** The internal address of a node, from the node book. */
-  address: (nodeId: string) => string | undefined;
-  log: Logger;
-}
-
-class LazyPeerLink implements PeerLink {
-  private conn: Promise<PeerConnection> | undefined;
-
-  constructor(
-    private readonly nodeId: string,
-    private readonly deps: ReplicatorDeps,
-  ) {}
-
-  async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
-    const address = this.deps.address(this.nodeId);
-    if (address === undefined)
-      throw new PeerRequestError(this.nodeId, 'no internal address in the node book yet');
-    this.conn ??= PeerConnection.dial({
-      address,
-      transport: this.deps.transport,
-      nodeId: this.nodeId,
-      selfId: this.deps.selfId,
-      tls: this.deps.cluster?.tls ?? this.deps.clientTls,
-      clusterCa: this.deps.cluster?.ca ?? null,
-      timeoutMs: PEER_DIAL_TIMEOUT_MS,
-    });
-    const pending = this.conn;
-    let conn: PeerConnection;
-    try {
-      conn = await pending;
-    } catch (err) {
-      if (this.conn === pending) this.conn = undefined;
-      throw err;
-    }
-    try {
-      return await conn.request(frame, timeoutMs);
-    } catch (err) {
-      // A failed or silent link is dialled afresh by the next request.
-      if (this.conn === pending) this.conn = undefined;
-      // The request's failure is what the shipper hears; the close is best effort.
-      void conn.close().catch(() => undefined);
-      throw err;
-    }
-  }
-
-  async close(): Promise<void> {
-    const pending = this.conn;
-    this.conn = undefined;
-    // A link that never connected has nothing to close.
-    const conn = await pending?.catch(() => undefined);
-    // Closing at shutdown: a link that fails to close is gone anyway.
-    await conn?.close().catch(() => undefined);
-  }
+export interface ReplicatorDeps extends PeerPoolDeps {
+  /** The broker's shared links (peer-pool.ts); absent: the replicator keeps its own. */
+  pool?: PeerPool;
 }
 
 export class Replicator {
@@ -80,9 +21,14 @@ export class Replicator {
     string,
     { shipper: ShardShipper; generation: number; log: SegmentLog; followers: string[] }
   >();
-  private readonly links = new Map<string, LazyPeerLink>();
+  private readonly pool: PeerPool;
+  /** Whether the pool is this replicator's own (closed with it) or the broker's. */
+  private readonly ownsPool: boolean;
 
-  constructor(private readonly deps: ReplicatorDeps) {}
+  constructor(private readonly deps: ReplicatorDeps) {
+    this.ownsPool = deps.pool === undefined;
+    this.pool = deps.pool ?? new PeerPool(deps);
+  }
 
   /** Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one). */
   async ship(key: string, log: SegmentLog, ref: ShardRef, followers: string[]): Promise<void> {
@@ -96,7 +42,7 @@ export class Replicator {
     const shipper = new ShardShipper({
       log,
       shard: ref,
-      followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
+      followers: followers.map((nodeId) => ({ nodeId, link: this.pool.link(nodeId), start })),
       onStopped: (nodeId, reason) =>
         this.deps.log.warn({ shard: key, follower: nodeId, reason }, 'shipping stopped'),
     });
@@ -126,16 +72,6 @@ export class Replicator {
 
   async close(): Promise<void> {
     await Promise.all([...this.shippers.keys()].map((k) => this.stop(k)));
-    await Promise.all([...this.links.values()].map((l) => l.close()));
-    this.links.clear();
-  }
-
-  private link(nodeId: string): LazyPeerLink {
-    let l = this.links.get(nodeId);
-    if (l === undefined) {
-      l = new LazyPeerLink(nodeId, this.deps);
-      this.links.set(nodeId, l);
-    }
-    return l;
+    if (this.ownsPool) await this.pool.close();
   }
 }

@@ -15,9 +15,10 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
+import { routeAtIngress } from '@felix/router';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
-import { Refusal } from '../session/refusal.js';
+import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
@@ -339,28 +340,50 @@ export class ShardTable {
     return this.assignments.get(shardKey(kind, t, ns, name, shard));
   }
 
+  /** Whether this node serves a shard now (a cache shard: whether it leads it). */
+  private serving(kind: ShardKind, key: string): boolean {
+    if (this.held.has(key)) return true;
+    // Cache shards open lazily in the cache service: leading one is serving it.
+    return kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId;
+  }
+
+  /** What this node knows of a shard: its assignment and whether it serves it (routing). */
+  routeView(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    const key = shardKey(kind, t, ns, name, shard);
+    return { view: this.assignments.get(key), serving: this.serving(kind, key) };
+  }
+
+  /** The client address of a node from the address book (named in redirects). */
+  clientAddress(nodeId: string): string | undefined {
+    return this.nodeAddresses.get(nodeId);
+  }
+
   /** Null when this node serves the shard; otherwise the refusal to answer with. */
   refuse(kind: ShardKind, t: string, ns: string, name: string, shard: number): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
-    if (this.held.has(key)) return null;
-    // Cache shards open lazily in the cache service: leading one is serving it.
-    if (kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId) return null;
+    const { view, serving } = this.routeView(kind, t, ns, name, shard);
+    const route = routeAtIngress(this.nodeId, view, serving);
+    if (route.kind === 'local') return null;
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
-    const a = this.assignments.get(key);
-    if (a === undefined)
+    if (route.kind === 'remote') {
+      const owner: ShardOwner = {
+        kind,
+        tenant: t,
+        namespace: ns,
+        name,
+        shard,
+        nodeId: route.leader,
+        generation: route.generation,
+        addr: this.nodeAddresses.get(route.leader),
+      };
+      return notLeaderRefusal(owner, this.nodeId);
+    }
+    if (route.reason === 'not_assigned')
       return new Refusal(
         'shard_unavailable',
         `${where} is not assigned (not_assigned)`,
         'not_assigned',
       );
-    if (a.leader !== this.nodeId) {
-      const addr = this.nodeAddresses.get(a.leader);
-      return new Refusal(
-        'not_leader',
-        `${where} is led by node ${a.leader}${addr ? ` (client address ${addr})` : ''} at generation ${a.generation}, not ${this.nodeId}; forwarding is not built yet`,
-        'not_leader',
-      );
-    }
     const failure = this.failed.get(key);
     if (failure !== undefined)
       return new Refusal(
@@ -527,4 +550,14 @@ function sameShape(a: StreamConfig, b: StreamConfig): boolean {
 
 function refOf(s: StreamConfig, shard: number, generation: number): ShardRef {
   return { tenantId: s.tenant, namespace: s.namespace, stream: s.name, shard, generation };
+}
+
+/** The `not_leader` refusal naming `owner`, as broker `self` answers it. */
+export function notLeaderRefusal(owner: ShardOwner, self: string): NotLeaderRefusal {
+  const where = `${owner.kind} ${owner.tenant}/${owner.namespace}/${owner.name} shard ${owner.shard}`;
+  const at = owner.addr !== undefined ? ` (client address ${owner.addr})` : '';
+  return new NotLeaderRefusal(
+    owner,
+    `${where} is led by node ${owner.nodeId}${at} at generation ${owner.generation}, not ${self}`,
+  );
 }
