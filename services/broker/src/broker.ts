@@ -253,7 +253,10 @@ export class Broker {
       transport: this.config.cluster.internal_transport,
       cluster: this.internal!.material,
       clientTls,
-      address: (nodeId) => cluster.table.peerAddresses.get(nodeId),
+      // A node the book does not name yet (a leader just placed): read the book once more.
+      address: (nodeId) =>
+        cluster.table.peerAddresses.get(nodeId) ??
+        cluster.refreshBook().then(() => cluster.table.peerAddresses.get(nodeId)),
       allowed: (nodeId) => cluster.peers.dialAllowed(nodeId),
       log: this.log,
     });

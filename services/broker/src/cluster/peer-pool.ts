@@ -17,8 +17,8 @@ export interface PeerPoolDeps {
   /** This broker's certificate and the cluster CA; null dials unauthenticated. */
   cluster: { tls: TlsMaterial; ca: string } | null;
   clientTls: TlsMaterial;
-  /** The internal address of a node, from the node book. */
-  address: (nodeId: string) => string | undefined;
+  /** The internal address of a node, from the node book (which may be read afresh first). */
+  address: (nodeId: string) => string | undefined | Promise<string | undefined>;
   /** The partition gate (cluster/peer-links.ts `dialAllowed`); absent: every peer. */
   allowed?: (nodeId: string) => boolean;
   log: Logger;
@@ -53,7 +53,7 @@ export class LazyPeerLink implements PeerLink {
   private async connected() {
     if (this.deps.allowed !== undefined && !this.deps.allowed(this.nodeId))
       throw new PeerUnreachableError(this.nodeId, 'partitioned (test partition file)');
-    const address = this.deps.address(this.nodeId);
+    const address = await this.deps.address(this.nodeId);
     if (address === undefined)
       throw new PeerUnreachableError(this.nodeId, 'no internal address in the node book yet');
     this.conn ??= PeerConnection.dial({

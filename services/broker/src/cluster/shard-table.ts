@@ -165,6 +165,8 @@ export class ShardTable {
     replicator: Replicator;
     releaseFollower: (ref: ShardRef) => Promise<void>;
   } | null = null;
+  /** Called when the assignment feed changed (the cluster node refreshes its node book). */
+  onAssignments: (() => void) | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
@@ -280,6 +282,7 @@ export class ShardTable {
     snapshot: (items) => {
       this.assignments.clear();
       for (const item of items) this.putAssignment(item);
+      this.onAssignments?.();
       this.kick();
     },
     changes: (items) => {
@@ -297,6 +300,7 @@ export class ShardTable {
           );
         } else this.putAssignment(c.value);
       }
+      this.onAssignments?.();
       this.kick();
     },
   };
