@@ -4,7 +4,7 @@
  * put answered in the request's own turn), `cache_get`
  * (with its fast reader, and the hot path that answers a hot key in the request's own turn),
  * `cache_delete` and `cache_watch`, and the feature bits they offer. In a cluster, a put or
- * delete to a shard another broker leads is forwarded there (cluster/forward-requests.ts).
+ * delete to a shard another broker leads is forwarded there (forward.ts).
  * Answers go through the stream's AnswerPipe in request order (answers.ts).
  */
 import type { Connection } from '@felix/transport';
@@ -20,7 +20,7 @@ import {
 } from '@felix/wire';
 import { WATCHES_PER_CONNECTION_MAX } from '../limits.js';
 import type { BrokerConfig } from '../config/types.js';
-import { forwardCacheWrite } from '../cluster/forward-requests.js';
+import { forwardCacheWrite } from './forward.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ForwardingSlot } from '../session/context.js';
 import { jsonFrame } from '../session/codec.js';
@@ -101,7 +101,7 @@ class CacheHandlers {
     forward: (msg, rc, to) => this.forwardWrite(msg, rc, to),
   };
 
-  /** A put or delete to a shard another broker leads: sent there (cluster/forward-requests.ts). */
+  /** A put or delete to a shard another broker leads: sent there (forward.ts). */
   private forwardWrite(
     msg: Msg<'cache_put'> | Msg<'cache_delete'>,
     rc: RequestContext,

@@ -24,6 +24,7 @@ import {
 import type { Logger } from 'pino';
 import { cacheGet, cachePut } from '../caches/cache-requests.js';
 import type { CacheService } from '../caches/cache-service.js';
+import { readI64, writeI64 } from '../caches/forward.js';
 import { ForwardRefusedError } from '../errors.js';
 import { counterOp } from '../counters/handlers.js';
 import type { BrokerMetrics } from '../metrics.js';
@@ -67,8 +68,6 @@ export interface ForwardServerDeps {
   log: Logger;
 }
 
-type Answer = { code: number; detail: string } | { ok: Uint8Array };
-
 const TEXT = new TextDecoder();
 
 export class ForwardServer {
@@ -104,7 +103,10 @@ export class ForwardServer {
   /** The principal of the forward's token, allowed `access` on `req` (as a client would be). */
   private async authorize(m: ForwardPublishBody | ForwardCacheOpBody): Promise<ConnectionGrant> {
     if (m.credential === undefined || m.credential.length === 0)
-      throw new ForwardRefusedError(INTERNAL_ERROR.Unauthorized, "a forward must carry the client's token");
+      throw new ForwardRefusedError(
+        INTERNAL_ERROR.Unauthorized,
+        "a forward must carry the client's token",
+      );
     let principal: Principal;
     try {
       principal = await this.deps.authenticator.verify(TEXT.decode(m.credential), m.shard.tenantId);
@@ -158,7 +160,8 @@ export class ForwardServer {
     const grant = await this.authorize(m);
     const denied = grant.checkPublish(ref.tenantId, ref.namespace, ref.stream);
     if (denied !== null) throw denied;
-    if (m.payloads.length === 0) throw new ForwardRefusedError(INTERNAL_ERROR.Malformed, 'no payloads');
+    if (m.payloads.length === 0)
+      throw new ForwardRefusedError(INTERNAL_ERROR.Malformed, 'no payloads');
     // From the verdict to the append without a turn in between: the shard cannot be let go
     // after it was judged served (as a client's publish checks and appends in one turn).
     const redirect = this.judge('stream', ref, m.correlationId);
@@ -171,7 +174,10 @@ export class ForwardServer {
     try {
       written = await shard.publish(m.payloads, Date.now() * 1000);
     } catch (err) {
-      throw new ForwardRefusedError(INTERNAL_ERROR.StorageFailed, `append failed: ${(err as Error).message}`);
+      throw new ForwardRefusedError(
+        INTERNAL_ERROR.StorageFailed,
+        `append failed: ${(err as Error).message}`,
+      );
     }
     let bytes = 0;
     for (const p of m.payloads) bytes += p.byteLength;
@@ -195,7 +201,10 @@ export class ForwardServer {
     // The shard the key belongs to, as the owner computes it (unknown cache: not_found).
     const cfg = svc.lookup(ref.tenantId, ref.namespace, ref.stream);
     if (svc.shardOf(cfg, m.key) !== ref.shard)
-      throw new ForwardRefusedError(INTERNAL_ERROR.Malformed, `key ${m.key} is not in shard ${ref.shard}`);
+      throw new ForwardRefusedError(
+        INTERNAL_ERROR.Malformed,
+        `key ${m.key} is not in shard ${ref.shard}`,
+      );
     const redirect = this.judge('cache', ref, m.correlationId);
     if (redirect !== null) return redirect;
     const auth: Negotiated = {
@@ -214,7 +223,7 @@ export class ForwardServer {
     return encodeInternalMessage({
       kind: 'ForwardCacheOk',
       correlationId: m.correlationId,
-      ...valueOf(done),
+      ...answerValue(done),
     });
   }
 }
@@ -251,21 +260,11 @@ function cacheMessage(
 }
 
 /** The value a forwarded cache op answers: a delete's old value, a counter's new one. */
-function valueOf(done: Message | null): { value?: Uint8Array } {
+function answerValue(done: Message | null): { value?: Uint8Array } {
   if (done?.type === 'cache_value') return done.value === undefined ? {} : { value: done.value };
   if (done?.type === 'counter_value')
     return done.value === undefined ? {} : { value: writeI64(done.value) };
   return {};
-}
-
-export function writeI64(v: bigint): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigInt64(0, v);
-  return out;
-}
-
-export function readI64(b: Uint8Array): bigint {
-  return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigInt64(0);
 }
 
 /** The internal error a failed forward answers, from the refusal a client would have heard. */

@@ -30,7 +30,7 @@ import {
   FORWARDS_IN_FLIGHT_PER_PEER_MAX,
   FORWARD_TIMEOUT_MS,
 } from '../limits.js';
-import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
+import { type NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
 import type { PeerPool } from './peer-pool.js';
 import { notLeaderRefusal } from './shard-table.js';
 
@@ -145,8 +145,9 @@ export class Forwarder {
     }
     const key = `${owner.kind}\u0000${owner.tenant}\u0000${owner.namespace}\u0000${owner.name}\u0000${owner.shard}`;
     const before = byShard.get(key);
-    // Only its settling matters here: its outcome was answered to its own request.
+    // The next forward waits for this one to settle, whatever its outcome.
     const run = before === undefined ? send() : before.then(send, send);
+    // Only its settling matters to the chain: its outcome is answered to its own request.
     const tail = run.catch(() => undefined);
     byShard.set(key, tail);
     void tail.then(() => {
@@ -249,7 +250,11 @@ export class Forwarder {
         return new Refusal('storage', `${from}: ${detail}`, 'storage_error');
       default:
         count('unknown');
-        return new Refusal('internal', `${from} answered error ${code}: ${detail}`, 'forward_error');
+        return new Refusal(
+          'internal',
+          `${from} answered error ${code}: ${detail}`,
+          'forward_error',
+        );
     }
   }
 }

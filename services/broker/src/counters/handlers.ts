@@ -7,7 +7,7 @@
 import type { Message } from '@felix/wire';
 import type { ProjectionAnswers } from '../caches/answers.js';
 import { type CacheService, storageRefusal } from '../caches/cache-service.js';
-import { forwardCacheWrite } from '../cluster/forward-requests.js';
+import { forwardCacheWrite } from '../caches/forward.js';
 import type { ForwardingSlot } from '../session/context.js';
 import type { Handler, HandlerTable, RequestContext } from '../session/handler.js';
 import type { Negotiated } from '../session/negotiation.js';

@@ -11,12 +11,7 @@ import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '.
 import type { FrameHandler, Handler, Outcome, RequestContext } from '../session/handler.js';
 import { SERVER_FLAGS, type Negotiated, has } from '../session/negotiation.js';
 import type { Forwarding } from '../session/context.js';
-import {
-  NotLeaderRefusal,
-  Refusal,
-  drainingRefusal,
-  wrongTenant,
-} from '../session/refusal.js';
+import { NotLeaderRefusal, Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
 import { type Payloads, payloadArray, payloadCount } from './event-batch.js';
 import type { StreamDeps } from './deps.js';
 

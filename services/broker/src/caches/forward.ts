@@ -1,16 +1,15 @@
 /**
  * The `forward` half of the cache and counter write handlers (session/handler.ts): a
  * `cache_put`, `cache_delete` or `counter_add` whose shard another broker leads is sent there
- * (cluster/forwarder.ts) and answered, in request order, with the message the owner's result
+ * (cluster/forwarder.ts, through the session's ForwardingSlot) and answered, in request order, with the message the owner's result
  * stands for (`cache_ok`, `cache_value` with the deleted value, `counter_value`). Without a
  * forwarder (no internal listener) the request is refused `not_leader`, naming the leader.
  */
 import { CACHE_OP, type Message } from '@felix/wire';
-import type { ProjectionAnswers } from '../caches/answers.js';
+import type { ProjectionAnswers } from './answers.js';
 import type { ForwardingSlot } from '../session/context.js';
 import type { Outcome, RequestContext } from '../session/handler.js';
 import { type NotLeaderRefusal, checkTenant } from '../session/refusal.js';
-import { readI64, writeI64 } from './forward-server.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 export type ForwardedWrite = Msg<'cache_put'> | Msg<'cache_delete'> | Msg<'counter_add'>;
@@ -66,4 +65,15 @@ function answerOf(msg: ForwardedWrite, value: Uint8Array | undefined): Message {
   if (value !== undefined) out.value = value;
   if (msg.request_id !== undefined) out.request_id = msg.request_id;
   return out;
+}
+
+/** A counter value or delta as a forward carries it: i64, big-endian. */
+export function writeI64(v: bigint): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigInt64(0, v);
+  return out;
+}
+
+export function readI64(b: Uint8Array): bigint {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigInt64(0);
 }
