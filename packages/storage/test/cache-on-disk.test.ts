@@ -139,4 +139,28 @@ describe('projection roots', () => {
     expect(text(await again.get('k'))).toBe('a value');
     await again.close();
   });
+
+  it('a_released_projection_shard_reopens_with_what_its_log_gained_meanwhile', async () => {
+    // A leader demoted to follower releases its cache shard; the replica then appends to the
+    // same log; promoted again, the cache opens by replay and serves what the replica wrote.
+    const caches = cacheShards({ root: dir.path, fsync: 'none' });
+    const cache = await caches.get(SHARD);
+    await cache.put('k', bytes('before'));
+    const log = await caches.log(SHARD);
+    expect(log.dir).toBe(join(dir.path, 'caches', shardDirName(SHARD)));
+    await caches.release(SHARD);
+    const behind = await SegmentLog.open({ root: join(dir.path, 'caches'), shard: SHARD });
+    const record = encodeCacheRecord({
+      op: 'put',
+      key: 'k',
+      expiresAtMillis: 0,
+      value: bytes('after'),
+    });
+    await behind.append([record]);
+    await behind.close();
+    const again = await caches.get(SHARD);
+    expect(again).not.toBe(cache);
+    expect(text(await again.get('k'))).toBe('after');
+    await caches.close();
+  });
 });
