@@ -1,6 +1,11 @@
 /** The FLXI request frames a leader ships (one place builds them: the shipper and its tests),
  *  each under the kinds of the log it carries (a stream's records by default). */
-import { type InternalMessage, type ShardRef, batchChecksum, encodeInternalMessage } from '@felix/wire';
+import {
+  type InternalMessage,
+  type ShardRef,
+  batchChecksum,
+  encodeInternalMessage,
+} from '@felix/wire';
 import { REPLICA_LOGS, type ReplicaLogKind } from './log-kind.js';
 
 type RecordsMessage = Extract<InternalMessage, { checksum: number }>;
