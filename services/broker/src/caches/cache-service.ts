@@ -13,6 +13,7 @@ import {
   ProjectionClosedError,
   ProjectionInputError,
   type ProjectionShards,
+  type SegmentLog,
   type ShardId,
   cacheShards,
   counterShards,
@@ -223,6 +224,35 @@ export class CacheService {
     return this.counterLogs.get(shardId(cache, shard)).catch((err: unknown) => {
       throw storageRefusal('open counter shard', err);
     });
+  }
+
+  /**
+   * The log under a shard's cache or counters (opening it), for this broker, its leader, to
+   * ship to the shard's followers; null without durable storage.
+   */
+  async shardLog(kind: 'cache' | 'counters', id: ShardId): Promise<SegmentLog | null> {
+    const shards = kind === 'cache' ? this.logCaches : this.counterLogs;
+    if (shards === null || this.closed) return null;
+    return shards.log(id);
+  }
+
+  /**
+   * This broker no longer leads the shard: its cache and counter logs close (a replica of them
+   * may append next; a later open replays what it wrote), and no hot value of it stays (leader
+   * changes are rare: all go, as on `forget`).
+   */
+  async releaseShard(id: ShardId): Promise<void> {
+    this.hot?.clear();
+    for (const [cache, shards] of this.opened) {
+      if (
+        cache.tenant === id.tenant &&
+        cache.namespace === id.namespace &&
+        cache.name === id.stream
+      )
+        shards.delete(id.shard);
+    }
+    await this.logCaches?.release(id);
+    await this.counterLogs?.release(id);
   }
 
   async close(): Promise<void> {
