@@ -184,6 +184,7 @@ async function failover(
   await c.kill(leader.id);
   const promoted = await waitFor(
     async () => {
+      // The control plane may answer nothing useful mid-failover: ask again.
       const a = await assignmentOf(c, name, kind).catch(() => undefined);
       return a && a.leader !== leader.id && a.generation > before.generation ? a : undefined;
     },
