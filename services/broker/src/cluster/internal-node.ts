@@ -108,7 +108,11 @@ const PROJECTION_OF: Record<Exclude<ReplicaLogKind, 'stream'>, ProjectionKind> =
  * `<data_dir>/streams` as in streams/durable-store.ts, projections on their own roots as in
  * @felix/storage's projection stores), so a follower promoted to leader opens what it replicated.
  */
-function followerLogOptions(cfg: BrokerConfig, s: ShardRef, log: ReplicaLogKind): LogOptions {
+export function followerLogOptions(
+  cfg: BrokerConfig,
+  s: ShardRef,
+  log: ReplicaLogKind,
+): LogOptions {
   const dataDir = cfg.durable.data_dir ?? '';
   const shard = { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard };
   if (log === 'stream')

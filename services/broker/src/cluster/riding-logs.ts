@@ -20,7 +20,10 @@ export interface RidingLogs {
   release(id: ShardId, owner: 'stream' | 'cache'): Promise<void>;
 }
 
-export function ridingLogsOf(caches: CacheService, groups: GroupService | null): RidingLogs {
+export function ridingLogsOf(
+  caches: Pick<CacheService, 'shardLog' | 'releaseShard'>,
+  groups: Pick<GroupService, 'shardState'> | null,
+): RidingLogs {
   return {
     async open(id, log) {
       if (log === 'cache' || log === 'counters') return caches.shardLog(log, id);
