@@ -262,4 +262,40 @@ describe('the logs riding with a shard', () => {
       await replica.close();
     }
   });
+
+  it('a_cache_follower_behind_a_compaction_cut_is_halted_and_keeps_its_records', async () => {
+    const port = await SegmentLogPort.open({
+      ...logOptions(await root(), 'cache'),
+      segmentBytes: 4096,
+    });
+    const cache = await LogCache.open({ log: port, compaction: { auto: false } });
+    cleanups.push(() => cache.close());
+    const log = port.segmentLog;
+    const dir = await root();
+    const server = follower(dir, () => true);
+    for (let k = 0; k < 40; k++) await cache.put(`k${k}`, utf8.encode(`first-${k}`));
+    const first = shipper(log, 'cache', new RecordingLink(server));
+    await waitFor(() => first.confirmed('f') === log.tailOffset, 'the follower', 10_000);
+    await first.stop();
+    const held = log.tailOffset;
+    // Unreachable while the leader writes on and compacts past everything it holds.
+    for (let round = 0; round < 6; round++)
+      for (let k = 0; k < 40; k++) await cache.put(`k${k}`, utf8.encode(`r${round}-${k}`));
+    expect((await cache.compact()).trimmed).toBe(true);
+    expect(log.baseOffset).toBeGreaterThan(held);
+    const stops: string[] = [];
+    const again = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      logKind: 'cache',
+      followers: [{ nodeId: 'f', link: new RecordingLink(server), start: log.tailOffset - 1 }],
+      onStopped: (_id, reason) => stops.push(reason),
+    });
+    cleanups.push(() => again.stop());
+    await waitFor(() => stops.length > 0, 'the cursor to halt', 10_000);
+    expect(stops).toEqual(['needs_bootstrap']);
+    const copy = await followerCopy(server, dir, 'cache');
+    expect(copy.base).toBe(0);
+    expect(copy.payloads.length).toBe(held);
+  });
 });
