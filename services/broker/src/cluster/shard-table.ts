@@ -6,7 +6,10 @@
  * placeholder the session never touches, because `refuse()` answers for it first: `not_leader`
  * naming the leader, or `shard_unavailable` while no one (or not yet this node) serves it.
  * Caches of the catalog feed are defined in the broker's cache service, which opens their shards
- * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests).
+ * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests),
+ * and, with replication on, only once this node's follower copies of its cache and counter logs
+ * are closed. With replication, every durable log of a led shard ships: a stream's records, its
+ * group cursors and dead letters, a cache shard's cache and counter logs (riding-logs.ts).
  *
  * Reconciling runs one pass at a time; feed changes arriving meanwhile mark it dirty and one more
  * pass follows. A shard stops being served (refused) before its in-flight appends settle and its
@@ -16,13 +19,13 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
+import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
-import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { Replicator } from './replicator.js';
 import type { RidingLogKind, RidingLogs } from './riding-logs.js';
 
