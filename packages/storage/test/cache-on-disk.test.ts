@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cacheShards, counterShards } from '../src/cache/projection-store.js';
 import { encodeCacheRecord } from '../src/cache/record.js';
+import { ProjectionReleasedError } from '../src/errors.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { shardDirName } from '../src/log/layout.js';
 import { ManualClock, bytes, text } from './projection-support/cache-fixture.js';
@@ -142,7 +143,8 @@ describe('projection roots', () => {
 
   it('a_released_projection_shard_reopens_with_what_its_log_gained_meanwhile', async () => {
     // A leader demoted to follower releases its cache shard; the replica then appends to the
-    // same log; promoted again, the cache opens by replay and serves what the replica wrote.
+    // same log; admitted again (promoted), the cache opens by replay and serves what the
+    // replica wrote.
     const caches = cacheShards({ root: dir.path, fsync: 'none' });
     const cache = await caches.get(SHARD);
     await cache.put('k', bytes('before'));
@@ -157,7 +159,10 @@ describe('projection roots', () => {
       value: bytes('after'),
     });
     await behind.append([record]);
+    // Released: nothing reopens it (a request in flight would take the lock from the replica).
+    await expect(caches.get(SHARD)).rejects.toBeInstanceOf(ProjectionReleasedError);
     await behind.close();
+    caches.admit(SHARD);
     const again = await caches.get(SHARD);
     expect(again).not.toBe(cache);
     expect(text(await again.get('k'))).toBe('after');

@@ -41,6 +41,7 @@ function memoryCaches(stores: Map<string, MemoryLogStore>): ShardCaches {
     log() {
       return Promise.reject(new Error('an in-memory log has no segment log to ship'));
     },
+    admit() {},
     async release(shard) {
       const k = JSON.stringify(shard);
       const c = open.get(k);

@@ -111,8 +111,13 @@ describe('logs riding with a shard in the broker', () => {
         kind: 'ReplicateOk',
         durableOffset: tails.get(kind)! + 1,
       });
+    // Meanwhile nothing here reopens them: a request still in flight is refused.
+    await expect(caches.cache(CACHE, 0)).rejects.toMatchObject({ reason: 'not_leader' });
+    await expect(registry.cursors.position(ID, 'workers')).rejects.toThrow(/released/);
     // Leading again: the follower copies close first, then the projections replay them.
     for (const kind of kinds) await replicas.release(REF, kind);
+    riding.admit(ID, 'cache');
+    riding.admit(ID, 'stream');
     expect(new TextDecoder().decode(await (await caches.cache(CACHE, 0)).get('k'))).toBe('replica');
     expect(await (await caches.counters(CACHE, 0)).get('n')).toBe(9n);
     expect(await registry.cursors.position(ID, 'workers')).toBe(7);

@@ -12,7 +12,7 @@ import type { FsyncMode, SegmentLog } from '../log/segment-log.js';
 import { CounterLog } from '../counter/counter-log.js';
 import type { CompactionOptions } from '../compaction/compactor.js';
 import { LogCache } from './log-cache.js';
-import { ProjectionClosedError } from '../errors.js';
+import { ProjectionClosedError, ProjectionReleasedError } from '../errors.js';
 import { PROJECTION_SEGMENT_BYTES_DEFAULT } from '../limits.js';
 
 export type ProjectionKind = 'caches' | 'counters' | 'groups' | 'dead-letters';
@@ -43,6 +43,8 @@ export class ProjectionShards<T extends Closable> {
   private readonly open = new Map<string, Promise<T>>();
   /** The log under each open projection (a leader ships it to the shard's followers). */
   private readonly logs = new Map<string, SegmentLog>();
+  /** Shards released to another leader: not opened again until `admit`. */
+  private readonly released = new Set<string>();
   private closed = false;
 
   constructor(
@@ -54,6 +56,8 @@ export class ProjectionShards<T extends Closable> {
   get(shard: ShardId): Promise<T> {
     if (this.closed) return Promise.reject(new ProjectionClosedError(`${this.kind} store`));
     const key = shardDirName(shard);
+    if (this.released.has(key))
+      return Promise.reject(new ProjectionReleasedError(`${this.kind} ${key}`));
     let p = this.open.get(key);
     if (p === undefined) {
       p = SegmentLogPort.open({
@@ -91,16 +95,25 @@ export class ProjectionShards<T extends Closable> {
     return log;
   }
 
-  /** Closes `shard`'s projection (its log and directory lock); the next `get` opens it again,
-   *  replaying its log (another writer, such as a replica of it, may have appended meanwhile). */
+  /**
+   * Closes `shard`'s projection (its log and directory lock) and keeps it closed: a request
+   * still in flight cannot open it again while a replica appends to its log. After `admit`, the
+   * next `get` opens it again, replaying what the log gained meanwhile.
+   */
   async release(shard: ShardId): Promise<void> {
     const key = shardDirName(shard);
+    this.released.add(key);
     const p = this.open.get(key);
     if (p === undefined) return;
     this.open.delete(key);
     this.logs.delete(key);
     // A shard that failed to open holds nothing, and its opener saw the failure.
     await (await p.catch(() => undefined))?.close();
+  }
+
+  /** This broker leads `shard` again: it may be opened (a shard never released always may). */
+  admit(shard: ShardId): void {
+    this.released.delete(shardDirName(shard));
   }
 
   async close(): Promise<void> {

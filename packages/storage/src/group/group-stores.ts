@@ -29,8 +29,9 @@ export interface ShardCaches {
   cache(shard: GroupShard): Promise<LogCache>;
   /** The log under the shard's cache (opening it), for a leader to ship. */
   log(shard: GroupShard): Promise<SegmentLog>;
-  /** Closes the shard's cache; the next use opens it again by replay. */
+  /** Closes the shard's cache and keeps it closed until `admit` (then it opens by replay). */
   release(shard: GroupShard): Promise<void>;
+  admit(shard: GroupShard): void;
   close(): Promise<void>;
 }
 
@@ -133,14 +134,19 @@ export class CursorStore {
     return this.caches.log(shard);
   }
 
-  /** Closes `shard`'s cursor log and forgets the positions remembered of it (a replica may
-   *  append to the log before this store opens it again). */
+  /** Closes `shard`'s cursor log until `admit`, and forgets the positions remembered of it (a
+   *  replica may append to the log before this store opens it again). */
   async release(shard: GroupShard): Promise<void> {
     await this.lockFor(shard).run(async () => {
       const prefix = `${shardKey(shard).slice(0, -1)},`;
       for (const key of [...this.memo.keys()]) if (key.startsWith(prefix)) this.memo.delete(key);
       await this.caches.release(shard);
     });
+  }
+
+  /** This broker leads `shard` again: its cursor log may open (by replay). */
+  admit(shard: GroupShard): void {
+    this.caches.admit(shard);
   }
 
   close(): Promise<void> {
@@ -250,9 +256,14 @@ export class DeadLetterStore {
     return this.caches.log(shard);
   }
 
-  /** Closes `shard`'s dead-letter log; the next use opens it again by replay. */
+  /** Closes `shard`'s dead-letter log until `admit` (then it opens by replay). */
   release(shard: GroupShard): Promise<void> {
     return this.lockFor(shard).run(() => this.caches.release(shard));
+  }
+
+  /** This broker leads `shard` again: its dead-letter log may open (by replay). */
+  admit(shard: GroupShard): void {
+    this.caches.admit(shard);
   }
 
   close(): Promise<void> {
@@ -296,6 +307,7 @@ function shardCachesOf(shards: ProjectionShards<LogCache>): ShardCaches {
     cache: (shard) => shards.get(shard),
     log: (shard) => shards.log(shard),
     release: (shard) => shards.release(shard),
+    admit: (shard) => shards.admit(shard),
     close: () => shards.close(),
   };
 }

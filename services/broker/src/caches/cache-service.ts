@@ -12,6 +12,7 @@ import {
   type LogCache,
   ProjectionClosedError,
   ProjectionInputError,
+  ProjectionReleasedError,
   type ProjectionShards,
   type SegmentLog,
   type ShardId,
@@ -237,9 +238,9 @@ export class CacheService {
   }
 
   /**
-   * This broker no longer leads the shard: its cache and counter logs close (a replica of them
-   * may append next; a later open replays what it wrote), and no hot value of it stays (leader
-   * changes are rare: all go, as on `forget`).
+   * This broker no longer leads the shard: its cache and counter logs close and stay closed
+   * until `admitShard` (a replica of them appends meanwhile; the next open replays what it
+   * wrote), and no hot value of it stays (leader changes are rare: all go, as on `forget`).
    */
   async releaseShard(id: ShardId): Promise<void> {
     this.hot?.clear();
@@ -253,6 +254,12 @@ export class CacheService {
     }
     await this.logCaches?.release(id);
     await this.counterLogs?.release(id);
+  }
+
+  /** This broker leads the shard (again): its logs may open. */
+  admitShard(id: ShardId): void {
+    this.logCaches?.admit(id);
+    this.counterLogs?.admit(id);
   }
 
   async close(): Promise<void> {
@@ -296,6 +303,9 @@ export function storageRefusal(what: string, err: unknown): Refusal {
     return new Refusal('invalid_request', err.message, 'bad_value', { cause: err });
   }
   if (err instanceof ProjectionClosedError) return closedRefusal();
+  // Released mid-request: another broker leads the shard now (the client asks the feed again).
+  if (err instanceof ProjectionReleasedError)
+    return new Refusal('shard_unavailable', err.message, 'not_leader', { cause: err });
   const message = `${what} failed: ${(err as Error).message}`;
   return new Refusal('storage', message, 'storage_error', { cause: err });
 }

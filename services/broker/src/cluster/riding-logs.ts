@@ -16,12 +16,15 @@ export type RidingLogKind = Exclude<ReplicaLogKind, 'stream'>;
 export interface RidingLogs {
   /** The log, opened (null when this broker keeps no such log: no durable storage). */
   open(id: ShardId, log: RidingLogKind): Promise<SegmentLog | null>;
-  /** Closes every riding log of the shard owning `log` this broker opened as leader. */
+  /** Closes the riding logs of a shard of `owner` kind this broker no longer leads, and keeps
+   *  them closed (a request in flight cannot reopen them) until `admit`. */
   release(id: ShardId, owner: 'stream' | 'cache'): Promise<void>;
+  /** This broker leads the shard (again, its follower copies closed): its riding logs may open. */
+  admit(id: ShardId, owner: 'stream' | 'cache'): void;
 }
 
 export function ridingLogsOf(
-  caches: Pick<CacheService, 'shardLog' | 'releaseShard'>,
+  caches: Pick<CacheService, 'shardLog' | 'releaseShard' | 'admitShard'>,
   groups: Pick<GroupService, 'shardState'> | null,
 ): RidingLogs {
   return {
@@ -32,6 +35,10 @@ export function ridingLogsOf(
     async release(id, owner) {
       if (owner === 'cache') await caches.releaseShard(id);
       else await groups?.shardState.releaseShard(id);
+    },
+    admit(id, owner) {
+      if (owner === 'cache') caches.admitShard(id);
+      else groups?.shardState.admitShard(id);
     },
   };
 }

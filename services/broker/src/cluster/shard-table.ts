@@ -483,6 +483,7 @@ export class ShardTable {
         // Before serving: this node's follower copies are the same files the leader opens.
         for (const log of logsOwnedBy('cache'))
           await this.replication.releaseFollower(refOfAssignment(a), log);
+        this.replication.riding.admit(idOf(a), 'cache');
       }
       this.heldCaches.set(key, a);
       await this.shipRiding(key, a, 'cache');
@@ -525,6 +526,7 @@ export class ShardTable {
       // files (its records, and its groups' cursors and dead letters).
       for (const log of logsOwnedBy('stream'))
         await this.replication?.releaseFollower(refOf(s, i, generation), log);
+      this.replication?.riding.admit(idOfStream(s, i), 'stream');
       const store = s.durable ? await this.openStore(s, i) : null;
       rt.shards[i] = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
@@ -570,7 +572,7 @@ export class ShardTable {
     await this.replication?.replicator.stop(sk);
     // Its group state too: another broker leads it now, and may ship into these logs.
     await this.replication?.riding
-      .release({ tenant: s.tenant, namespace: s.namespace, stream: s.name, shard: i }, 'stream')
+      .release(idOfStream(s, i), 'stream')
       .catch((err: unknown) => this.log.warn({ err, shard: sk }, 'releasing group state failed'));
     if (shard === undefined) return;
     // A failed append was answered to its publisher already; release only waits for quiet.
@@ -609,4 +611,8 @@ function idOf(a: AssignmentRecord): {
   shard: number;
 } {
   return { tenant: a.tenant_id, namespace: a.namespace, stream: a.stream, shard: a.shard };
+}
+
+function idOfStream(s: StreamConfig, shard: number) {
+  return { tenant: s.tenant, namespace: s.namespace, stream: s.name, shard };
 }

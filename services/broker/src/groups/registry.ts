@@ -220,8 +220,8 @@ export class GroupRegistry {
   /**
    * This broker no longer leads the stream shard: its groups leave memory (a periodic write
    * still owed is dropped: the new leader redelivers from the last cursor it was shipped) and
-   * its cursor and dead-letter logs close, so a replica of them may append; a later lead
-   * replays what it holds then.
+   * its cursor and dead-letter logs close until `admitShard`, so a replica of them may append;
+   * a later lead replays what it holds then.
    */
   async releaseShard(shard: GroupShard): Promise<void> {
     const prefix = `${JSON.stringify([shard.tenant, shard.namespace, shard.stream, shard.shard]).slice(0, -1)},`;
@@ -233,6 +233,12 @@ export class GroupRegistry {
     this.metrics.groupsInMemory.set(this.states.size);
     await this.cursors.release(shard);
     await this.deadLetters.release(shard);
+  }
+
+  /** This broker leads the stream shard (again): its group logs may open, by replay. */
+  admitShard(shard: GroupShard): void {
+    this.cursors.admit(shard);
+    this.deadLetters.admit(shard);
   }
 
   /** Writes what periodic groups owe (a clean shutdown loses no acknowledged position), then closes. */
