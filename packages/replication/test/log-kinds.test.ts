@@ -298,4 +298,37 @@ describe('the logs riding with a shard', () => {
     expect(copy.base).toBe(0);
     expect(copy.payloads.length).toBe(held);
   });
+
+  it('a_stalled_group_log_never_holds_up_its_shards_stream_records', async () => {
+    const leaderDir = await root();
+    const server = follower(await root(), () => true);
+    // One link for the shard's logs, as in the broker: group-cursor batches get no answer.
+    const link: PeerLink = {
+      request: (frame, timeoutMs) =>
+        decodeFrame(frame).kind === REPLICA_LOGS.groupCursors.records
+          ? new Promise((_, reject) => setTimeout(() => reject(new Error('no answer')), timeoutMs))
+          : server.handle(frame),
+    };
+    const logs = new Map<ReplicaLogKind, SegmentLog>();
+    const shippers: ShardShipper[] = [];
+    for (const kind of ['stream', 'groupCursors'] as const) {
+      const log = await SegmentLog.open(logOptions(leaderDir, kind));
+      cleanups.push(() => log.close());
+      logs.set(kind, log);
+      const s = new ShardShipper({
+        log,
+        shard: shardRef(1),
+        logKind: kind,
+        answerTimeoutMs: 50,
+        followers: [{ nodeId: 'f', link, start: 0 }],
+      });
+      cleanups.push(() => s.stop());
+      shippers.push(s);
+    }
+    const [stream, groups] = shippers as [ShardShipper, ShardShipper];
+    await logs.get('groupCursors')!.append([utf8.encode('cursor')]);
+    for (let i = 0; i < 200; i++) await logs.get('stream')!.append([utf8.encode(`r${i}`)]);
+    await waitFor(() => stream.confirmed('f') === 200, 'the stream records confirmed', 10_000);
+    expect(groups.confirmed('f')).toBe(0);
+  });
 });
