@@ -309,3 +309,7 @@ export const FORWARDS_IN_FLIGHT_MAX = 4_096;
 
 /** Forwards in flight to one peer (each is a stream of the one connection to it). */
 export const FORWARDS_IN_FLIGHT_PER_PEER_MAX = 512;
+
+/** After a log riding with a led shard (group state, cache, counters) failed to open for
+ *  shipping, the shard table tries again this much later (one pass, not a tight loop). */
+export const RIDING_LOG_RETRY_MS = 1_000;
