@@ -54,6 +54,7 @@ export interface BrokerConfig {
     preauth_max_frame_bytes: number;
     max_frame_bytes: number;
     publish_window: number;
+    publish_quorum_timeout_ms: number;
     subscriber_queue_capacity: number;
     subscriber_queue_bytes: number;
     max_client_connections: number;
