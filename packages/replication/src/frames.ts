@@ -18,6 +18,26 @@ export function recordsFrame(
   });
 }
 
+/** Records `payloads` at the leader's offsets from `first` (none: the mark alone), with the
+ *  leader's commit mark (a quorum shard). */
+export function committedFrame(
+  correlationId: number,
+  shard: ShardRef,
+  first: number,
+  payloads: Uint8Array[],
+  commitOffset: number,
+): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateCommittedRecords',
+    correlationId,
+    shard,
+    firstOffset: first,
+    checksum: batchChecksum(payloads),
+    commitOffset,
+    payloads,
+  });
+}
+
 /** An offer to start an empty follower at the leader's oldest retained offset. */
 export function bootstrapFrame(correlationId: number, shard: ShardRef, base: number): Uint8Array {
   return encodeInternalMessage({

@@ -6,6 +6,11 @@
  * generation), a raised generation is made durable before any record it carries is stored, and
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
  * leader's base when it is empty, and opens it again.
+ *
+ * A batch of a quorum shard (kind 26) carries the leader's commit mark: after storing the batch
+ * the follower records the lower of the mark and what the batch showed it holds in its
+ * `replica` file (CommitSaver): saved before the answer when `commitSync` says so (the stream
+ * fsyncs on commit), otherwise at most once per REPLICA_COMMIT_SAVE_INTERVAL_MS.
  */
 import {
   FollowerAppender,
@@ -27,12 +32,16 @@ import {
 import { MalformedPeerFrameError } from '../errors.js';
 import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
 import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
+import { CommitSaver } from './commit-saver.js';
 
 export interface ReplicaServerOptions {
   /** Where and how the follower log of `shard` lives (the broker's own layout). */
   logOptions(shard: ShardRef): LogOptions;
   /** The shard's assignment as this broker knows it, when it is in the replica set. */
   assignment(shard: ShardRef): { generation: number } | undefined;
+  /** Whether the commit offset is saved before the answer (the stream fsyncs on commit);
+   *  absent: always. */
+  commitSync?(shard: ShardRef): boolean;
 }
 
 interface ShardState {
@@ -42,6 +51,7 @@ interface ShardState {
   replica: ReplicaFile;
   tail: Promise<unknown>;
   queued: number;
+  commits: CommitSaver;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -71,7 +81,11 @@ export class ReplicaServer {
    *  MalformedPeerFrameError when its body is no valid message. */
   async handleFrame(frame: InternalFrame): Promise<Uint8Array> {
     const m = decodeRequest(frame);
-    if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap')
+    if (
+      m.kind !== 'ReplicateRecords' &&
+      m.kind !== 'ReplicateCommittedRecords' &&
+      m.kind !== 'ReplicateBootstrap'
+    )
       return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `${m.kind} is not served`);
     const assigned = this.opts.assignment(m.shard);
     if (assigned === undefined || this.closed)
@@ -107,6 +121,7 @@ export class ReplicaServer {
         this.open.delete(key);
       }
       // The log already failed; the answer below carries that failure, not the close's.
+      await state.commits.close().catch(() => undefined);
       await state.log.close().catch(() => undefined);
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
@@ -115,9 +130,9 @@ export class ReplicaServer {
   }
 
   /** What this follower holds of `shard` (what it reports to the control plane), when open. */
-  status(
-    shard: ShardRef,
-  ): { base: number; tail: number; durable: number; generation: number } | undefined {
+  status(shard: ShardRef):
+    | { base: number; tail: number; durable: number; generation: number; commit: number }
+    | undefined {
     const s = this.open.get(shardKey(shard));
     if (s === undefined) return undefined;
     return {
@@ -125,6 +140,7 @@ export class ReplicaServer {
       tail: s.log.tailOffset,
       durable: s.log.durableOffset,
       generation: s.replica.state.generation,
+      commit: s.replica.state.commitOffset,
     };
   }
 
@@ -137,6 +153,7 @@ export class ReplicaServer {
     this.open.delete(key);
     const state = await p;
     await state.tail;
+    await state.commits.close();
     await state.log.close();
   }
 
@@ -149,6 +166,8 @@ export class ReplicaServer {
       const state = await p.catch(() => undefined);
       if (state === undefined) continue;
       await state.tail;
+      // Closing at shutdown: a commit offset not saved is at most a second stale (documented).
+      await state.commits.close().catch(() => undefined);
       // Closing at shutdown: a log that fails to close is recovered at its next open.
       await state.log.close().catch(() => undefined);
     }
@@ -180,6 +199,11 @@ export class ReplicaServer {
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     if (verdict.raise) await state.replica.accept(m.shard.generation);
     const result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
+      // Only what this batch showed is known to match the leader's log.
+      const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
+      await state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
+    }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
   }
 
@@ -218,6 +242,7 @@ async function openShard(opts: LogOptions): Promise<ShardState> {
       replica,
       tail: Promise.resolve(),
       queued: 0,
+      commits: new CommitSaver(replica),
     };
   } catch (err) {
     // The replica file's failure is what the caller needs; the log is recovered at next open.
