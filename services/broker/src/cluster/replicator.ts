@@ -4,9 +4,14 @@
  * first use (and again after a failure) to the follower's internal address from the node book.
  * Links are per peer and shared by its shards. A shard's shipper stops before its log closes,
  * and is replaced when the shard's generation changes.
+ *
+ * A `quorum` shard also gets a CommitMark over its replica set (the leader counted at its own
+ * durable offset, each follower at what it confirmed): recomputed on every confirmation and
+ * every leader fsync, carried to the followers by the shipper, handed to `onMark` (the shard's
+ * waiter list) and set as the log's retention floor.
  */
 import type { Logger } from 'pino';
-import { type PeerLink, ShardShipper } from '@felix/replication';
+import { CommitMark, type PeerLink, ShardShipper } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
@@ -75,32 +80,61 @@ class LazyPeerLink implements PeerLink {
   }
 }
 
+/** A quorum shard's side of shipping: told each time the commit mark moves. */
+export interface ShipQuorum {
+  onMark(offset: number): void;
+}
+
+interface Shipping {
+  shipper: ShardShipper;
+  generation: number;
+  log: SegmentLog;
+  followers: string[];
+  mark: CommitMark | null;
+  unlisten: () => void;
+}
+
 export class Replicator {
-  private readonly shippers = new Map<
-    string,
-    { shipper: ShardShipper; generation: number; log: SegmentLog; followers: string[] }
-  >();
+  private readonly shippers = new Map<string, Shipping>();
   private readonly links = new Map<string, LazyPeerLink>();
 
   constructor(private readonly deps: ReplicatorDeps) {}
 
-  /** Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one). */
-  async ship(key: string, log: SegmentLog, ref: ShardRef, followers: string[]): Promise<void> {
+  /** Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one, or
+   *  of the other consistency); with `quorum`, keeps the shard's commit mark. */
+  async ship(
+    key: string,
+    log: SegmentLog,
+    ref: ShardRef,
+    followers: string[],
+    quorum?: ShipQuorum,
+  ): Promise<void> {
     const current = this.shippers.get(key);
-    if (current !== undefined && current.generation === ref.generation) return;
+    if (
+      current !== undefined &&
+      current.generation === ref.generation &&
+      (current.mark !== null) === (quorum !== undefined)
+    )
+      return;
     await this.stop(key);
     if (followers.length === 0) return;
     // Just below the tail: the first batch overlaps one record, and each answer says where the
     // follower's log really ends.
     const start = Math.max(log.baseOffset, log.tailOffset - 1);
+    const mark = quorum === undefined ? null : new CommitMark(followers.length + 1);
+    const recompute = () => this.recompute(key, quorum);
     const shipper = new ShardShipper({
       log,
       shard: ref,
       followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
       onStopped: (nodeId, reason) =>
         this.deps.log.warn({ shard: key, follower: nodeId, reason }, 'shipping stopped'),
+      ...(mark === null ? {} : { commitOffset: () => mark.offset, onConfirmed: recompute }),
     });
-    this.shippers.set(key, { shipper, generation: ref.generation, log, followers });
+    // What a majority may not hold yet is never deleted by retention.
+    if (mark !== null) log.setRetentionFloor(mark.offset);
+    const unlisten = mark === null ? () => undefined : log.onDurable(recompute);
+    this.shippers.set(key, { shipper, generation: ref.generation, log, followers, mark, unlisten });
   }
 
   /** Stops shipping shard `key` (before its log closes). */
@@ -108,7 +142,25 @@ export class Replicator {
     const current = this.shippers.get(key);
     if (current === undefined) return;
     this.shippers.delete(key);
+    current.unlisten();
+    if (current.mark !== null) current.log.setRetentionFloor(undefined);
     await current.shipper.stop();
+  }
+
+  /** The commit mark of a quorum shard being shipped (undefined otherwise). */
+  commitOffset(key: string): number | undefined {
+    return this.shippers.get(key)?.mark?.offset;
+  }
+
+  /** A member's durable offset moved: the mark follows a majority as soon as one answers. */
+  private recompute(key: string, quorum: ShipQuorum | undefined): void {
+    const s = this.shippers.get(key);
+    if (s === undefined || s.mark === null) return;
+    const held = [s.log.durableOffset, ...s.followers.map((f) => s.shipper.confirmed(f))];
+    if (!s.mark.advance(held)) return;
+    s.log.setRetentionFloor(s.mark.offset);
+    s.shipper.wake();
+    quorum?.onMark(s.mark.offset);
   }
 
   /** What a follower confirmed of shard `key` (0 when unknown). */

@@ -90,6 +90,8 @@ export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfi
         }
       : { max_bytes: null, max_age_seconds: null },
     routing: s.routing === 'jump_hash' ? 'jump_hash' : 'modulo',
+    // The control plane spells it `Leader` / `Quorum`; anything else is the default.
+    consistency: String(s.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
   };
 }
 
@@ -486,14 +488,28 @@ export class ShardTable {
     }
   }
 
-  /** Ships a led durable shard to the followers its replica set names (when replication is on). */
+  /**
+   * Ships a led durable shard to the followers its replica set names (when replication is on).
+   * A `quorum` stream with followers also holds acks and reads at the commit mark; with none
+   * (RF 1) it behaves as `leader`. The catalog's latest consistency applies (it may change).
+   */
   private async shipIfReplicated(rt: StreamRuntime, i: number, a: AssignmentRecord) {
-    const log = rt.shards[i]?.store?.log;
-    if (this.replication === null || log === undefined) return;
-    const s = rt.config;
+    const shard = rt.shards[i];
+    const log = shard?.store?.log;
+    if (this.replication === null || shard === undefined || log === undefined) return;
+    const c = rt.config;
+    const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
+    const quorum = s.consistency === 'quorum' && followers.length > 0;
+    shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null);
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
-    await this.replication.replicator.ship(key, log, refOf(s, i, a.generation), followers);
+    await this.replication.replicator.ship(
+      key,
+      log,
+      refOf(s, i, a.generation),
+      followers,
+      quorum ? { onMark: (offset) => shard.commitTo(offset) } : undefined,
+    );
   }
 
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */
