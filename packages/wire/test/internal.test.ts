@@ -176,11 +176,21 @@ describe('internal frames', () => {
     });
     const body =
       '0000000000000003' + // correlation id
-      '00000001' + '74' + '00000001' + '6e' + '00000001' + '73' + // tenant, namespace, stream
-      '00000001' + '0000000000000002' + // shard, generation
-      '0000000000000004' + '0000000000000005' + '0000000000000006' + // first, checksum, commit
+      '00000001' +
+      '74' +
+      '00000001' +
+      '6e' +
+      '00000001' +
+      '73' + // tenant, namespace, stream
+      '00000001' +
+      '0000000000000002' + // shard, generation
+      '0000000000000004' +
+      '0000000000000005' +
+      '0000000000000006' + // first, checksum, commit
       '00000000'; // no payloads: the mark travels alone
-    expect(hex(bytes)).toBe(`464c58490001001a${(body.length / 2).toString(16).padStart(8, '0')}${body}`);
+    expect(hex(bytes)).toBe(
+      `464c58490001001a${(body.length / 2).toString(16).padStart(8, '0')}${body}`,
+    );
   });
 
   it('an_unknown_kind_decodes_with_its_correlation_id', () => {

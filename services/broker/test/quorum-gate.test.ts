@@ -134,10 +134,15 @@ describe('a quorum shard', () => {
       offsetForTime: (t) => log.offsetForTime(t),
       close: () => log.close(),
     };
-    const shard = new Shard('t/n/s/0', store, { records: 1024, bytes: 1 << 20 }, {
-      onDrop: () => undefined,
-      onApply: () => undefined,
-    });
+    const shard = new Shard(
+      't/n/s/0',
+      store,
+      { records: 1024, bytes: 1 << 20 },
+      {
+        onDrop: () => undefined,
+        onApply: () => undefined,
+      },
+    );
     cleanups.push(() => log.close());
     shard.holdToCommit(60_000);
     return shard;

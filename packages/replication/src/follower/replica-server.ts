@@ -122,6 +122,7 @@ export class ReplicaServer {
       }
       // The log already failed; the answer below carries that failure, not the close's.
       await state.commits.close().catch(() => undefined);
+      // As above: the close of a failed log adds nothing to the answer.
       await state.log.close().catch(() => undefined);
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
@@ -130,7 +131,9 @@ export class ReplicaServer {
   }
 
   /** What this follower holds of `shard` (what it reports to the control plane), when open. */
-  status(shard: ShardRef):
+  status(
+    shard: ShardRef,
+  ):
     | { base: number; tail: number; durable: number; generation: number; commit: number }
     | undefined {
     const s = this.open.get(shardKey(shard));

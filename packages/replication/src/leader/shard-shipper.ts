@@ -76,7 +76,14 @@ export class ShardShipper {
     this.unlisten = opts.log.onDurable(() => this.poke());
     for (const f of opts.followers) {
       const cursor = new FollowerCursor(f.start);
-      const loop: Loop = { follower: f, cursor, done: Promise.resolve(), told: 0, marks: 0, carried: 0 };
+      const loop: Loop = {
+        follower: f,
+        cursor,
+        done: Promise.resolve(),
+        told: 0,
+        marks: 0,
+        carried: 0,
+      };
       this.loops.set(f.nodeId, loop);
       loop.done = this.run(loop).catch(() => {
         // The follower's log or a callback failed under the loop: that follower stops, reported.
@@ -187,8 +194,7 @@ export class ShardShipper {
     }
     // A gap is no failure (send from where the follower is); other refusals back off.
     const a = parsed.answer;
-    if (a.kind === 'ok' && s.kind === 'records')
-      loop.told = Math.max(loop.told, loop.carried);
+    if (a.kind === 'ok' && s.kind === 'records') loop.told = Math.max(loop.told, loop.carried);
     return a.kind === 'ok' || a.code === INTERNAL_ERROR.LogGap;
   }
 

@@ -118,7 +118,11 @@ describe('quorum acknowledgement between brokers', () => {
     for (const f of followers) await c.resume(f.id);
     const ac = new AbortController();
     const seen = collect(client, 'orders', ac);
-    await waitFor(() => seen.includes('lonely'), 'the timed-out record to commit', scaled(START_MS));
+    await waitFor(
+      () => seen.includes('lonely'),
+      'the timed-out record to commit',
+      scaled(START_MS),
+    );
     ac.abort();
     expect(seen.filter((v) => v !== 'warm-up')).toEqual(['lonely']);
     await client.close();

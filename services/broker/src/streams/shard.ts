@@ -151,7 +151,10 @@ export class Shard {
     // Resolves once the batch is applied or held (the chain moves on); `wait` is the ack.
     const staged = this.chain
       .then(() => appended)
-      .then((r) => ({ r, wait: this.applyOrHold(new EventBatch(r.first, payloads, timestampMicros)) }));
+      .then((r) => ({
+        r,
+        wait: this.applyOrHold(new EventBatch(r.first, payloads, timestampMicros)),
+      }));
     staged.catch(() => {
       // The append failed: its caller hears it from `staged` below; it is in flight no more.
       this.inFlight--;
