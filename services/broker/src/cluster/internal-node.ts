@@ -62,6 +62,9 @@ export async function startInternalNode(
       shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
       fsync: 'onCommit',
     }),
+    // Catalog streams take the broker's fsync mode: on commit, the carried commit offset is
+    // saved before each answer; otherwise at most once a second.
+    commitSync: () => cfg.durable.fsync_mode === 'onCommit',
     // Only shards whose replica set names this broker (and not as leader) are accepted.
     assignment: (s) => {
       const generation = follows(s);
