@@ -147,6 +147,11 @@ export class Replicator {
     await current.shipper.stop();
   }
 
+  /** Makes the shipper of shard `key` look at its log now (a batch waits for a majority). */
+  wake(key: string): void {
+    this.shippers.get(key)?.shipper.wake();
+  }
+
   /** The commit mark of a quorum shard being shipped (undefined otherwise). */
   commitOffset(key: string): number | undefined {
     return this.shippers.get(key)?.mark?.offset;

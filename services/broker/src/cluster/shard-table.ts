@@ -501,9 +501,14 @@ export class ShardTable {
     const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
     const quorum = s.consistency === 'quorum' && followers.length > 0;
-    shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null);
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
-    await this.replication.replicator.ship(
+    const replicator = this.replication.replicator;
+    // Under periodic fsync the log's durable offset (what wakes an idle shipper) lags the
+    // write: a held batch wakes it at once, so a follower's answer is what the ack waits for.
+    shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null, () =>
+      replicator.wake(key),
+    );
+    await replicator.ship(
       key,
       log,
       refOf(s, i, a.generation),

@@ -106,6 +106,8 @@ export class Shard {
   private newestStampMicros: number;
   /** Set while acks and reads wait for a majority (a replicated `quorum` shard). */
   private gate: QuorumGate<EventBatch> | null = null;
+  /** Told when a batch starts waiting (the shipper looks at once instead of at its next tick). */
+  private onHeld: (() => void) | undefined;
 
   constructor(
     readonly name: string,
@@ -165,10 +167,12 @@ export class Shard {
   }
 
   /**
-   * Holds and releases on the commit mark (`timeoutMs` bounds each publisher's wait), or, with
-   * null, stops waiting: whatever is held is applied and acked now.
+   * Holds and releases on the commit mark (`timeoutMs` bounds each publisher's wait; `onHeld`
+   * hears each batch held), or, with null, stops waiting: whatever is held is applied and
+   * acked now.
    */
-  holdToCommit(timeoutMs: number | null): void {
+  holdToCommit(timeoutMs: number | null, onHeld?: () => void): void {
+    this.onHeld = onHeld;
     if (timeoutMs === null) {
       const gate = this.gate;
       this.gate = null;
@@ -203,7 +207,9 @@ export class Shard {
       this.apply(batch);
       return undefined;
     }
-    return this.gate.hold(batch);
+    const held = this.gate.hold(batch);
+    this.onHeld?.();
+    return held;
   }
 
   /**
