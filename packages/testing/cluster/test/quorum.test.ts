@@ -38,12 +38,13 @@ async function held(node: ClusterNode, stream: string): Promise<string[]> {
 async function quorumCluster(
   holder: { cluster: FelixCluster | undefined },
   consistency: 'leader' | 'quorum',
+  quorumTimeoutMs = QUORUM_TIMEOUT_MS,
 ) {
   const c = await startCluster({
     brokers: 3,
     replication: true,
     streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency }],
-    env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(scaled(QUORUM_TIMEOUT_MS)) },
+    env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(scaled(quorumTimeoutMs)) },
   });
   holder.cluster = c;
   const leader = (await c.leaderOf('orders'))!;
@@ -81,7 +82,9 @@ describe('quorum acknowledgement between brokers', () => {
   const holder = clusterPerTest();
 
   it('a_quorum_ack_means_a_majority_holds_the_record', async () => {
-    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum');
+    // A follower resumed after a pause answers once its leader's backoff ends: the timeout
+    // here is long, since this test is about where the records are, not how fast.
+    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum', 30_000);
     const [away, other] = followers as [ClusterNode, ClusterNode];
     // One follower is gone for the whole test: every ack needs the leader and the other one.
     await c.pause(away.id);
