@@ -4,7 +4,7 @@
  * its batch still waits for the mark (readers never see a hole); a retired shard fails its
  * waiters without applying them; a shard that stops needing a majority releases everything.
  * And through a real Shard over a real log: nothing past the mark reaches a subscriber, the
- * `latest` offset or the publisher.
+ * `latest` offset, the group-poll wake-up or the publisher.
  * Method: the gate with plain batches and a test clock; a Shard over a SegmentLog in a scratch
  * directory whose mark the test moves by hand; waits are `waitFor`, never sleeps.
  */
@@ -134,22 +134,24 @@ describe('a quorum shard', () => {
       offsetForTime: (t) => log.offsetForTime(t),
       close: () => log.close(),
     };
+    const woken: number[] = [];
     const shard = new Shard(
       't/n/s/0',
       store,
       { records: 1024, bytes: 1 << 20 },
       {
         onDrop: () => undefined,
-        onApply: () => undefined,
+        // Consumer groups are woken here and read up to `appliedNext`.
+        onApply: (_s, batch) => woken.push(batch.first),
       },
     );
     cleanups.push(() => log.close());
     shard.holdToCommit(60_000);
-    return shard;
+    return { shard, woken };
   }
 
   it('a_quorum_shard_shows_nothing_past_the_commit_mark_to_subscribers_latest_or_publishers', async () => {
-    const shard = await quorumShard();
+    const { shard, woken } = await quorumShard();
     const sub = shard.subscribe({ kind: 'earliest' }, 16, false);
     if (!sub.ok) throw new Error('subscribe failed');
     const data = (s: string) => [new TextEncoder().encode(s)];
@@ -160,11 +162,13 @@ describe('a quorum shard', () => {
     expect(sub.sub.queue.depth).toBe(0);
     expect(shard.subscribe({ kind: 'latest' }, 16, false).ok && shard.appliedNext).toBe(0);
     expect(states.map((s) => s.state)).toEqual(['pending', 'pending', 'pending']);
+    expect(woken).toEqual([]);
     shard.commitTo(2);
     await waitFor(() => states[1]!.state === 'ok', 'the two committed publishes to be acked');
     expect(states[2]!.state).toBe('pending');
     expect(shard.appliedNext).toBe(2);
     expect(sub.sub.queue.poll()?.map((b) => b.first)).toEqual([0, 1]);
+    expect(woken).toEqual([0, 1]);
     expect(shard.pending).toBe(1);
     // Back to `leader`: what waits is applied and acked at once.
     shard.holdToCommit(null);
