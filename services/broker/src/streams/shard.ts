@@ -184,8 +184,8 @@ export class Shard {
     this.gate = new QuorumGate<EventBatch>({
       timeoutMs,
       apply: (batch) => {
-        this.inFlight--;
         this.apply(batch);
+        this.inFlight--;
       },
       outcome,
     });
@@ -203,8 +203,9 @@ export class Shard {
 
   private applyOrHold(batch: EventBatch): Promise<void> | undefined {
     if (this.gate === null) {
-      this.inFlight--;
+      // Applied first: if it threw, the publish's rejection below counts it out once.
       this.apply(batch);
+      this.inFlight--;
       return undefined;
     }
     const held = this.gate.hold(batch);
