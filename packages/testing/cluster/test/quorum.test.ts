@@ -1,7 +1,8 @@
 // Goal: `quorum` consistency between real brokers: an ack means a majority of the replica set
 // holds the record durably; with no majority reachable a publish is answered `quorum_timeout`
 // (retry class outcome_unknown) while a `leader` stream still acks; a subscriber of a quorum
-// stream sees nothing past the commit mark until a majority holds it.
+// stream (or a consumer group polling it) sees nothing past the commit mark until a majority
+// holds it.
 // Method: 3-broker clusters from startCluster with internal listeners, a 1-shard stream at
 // replication factor 3; followers are paused with SIGSTOP (the cluster's pause); what each
 // replica holds is read from its data directory with the storage log tool (`dump`, read-only).
@@ -148,6 +149,10 @@ describe('quorum acknowledgement between brokers', () => {
     const ac = new AbortController();
     const seen = collect(client, 'orders', ac);
     await waitFor(() => seen.includes('warm-up'), 'the committed record', scaled(START_MS));
+    // A consumer group on the same shard: everything committed so far handed out and acked.
+    const group = client.group('orders', 'readers');
+    for (const m of await group.poll({ max: 100, waitMs: 0 })) await m.ack();
+    const tailBefore = (await group.describe()).tail;
     for (const f of followers) await c.pause(f.id);
     // Published without awaiting: the leader appends them, no majority holds them.
     const pending = ['b', 'c'].map((v) =>
@@ -164,10 +169,15 @@ describe('quorum acknowledgement between brokers', () => {
     // Their publishers are answered quorum_timeout, and still nothing past the mark was seen.
     expect(await Promise.all(pending)).toEqual(['quorum_timeout', 'quorum_timeout']);
     expect(seen.filter((v) => v !== 'warm-up')).toEqual([]);
+    // Nor does the group: its tail stays at the mark and a poll hands out nothing.
+    expect((await group.describe()).tail).toBe(tailBefore);
+    expect(await group.poll({ max: 100, waitMs: 0 })).toEqual([]);
     for (const f of followers) await c.resume(f.id);
     await waitFor(() => seen.includes('c'), 'the records once committed', scaled(START_MS));
     ac.abort();
     expect(seen.filter((v) => v !== 'warm-up')).toEqual(['b', 'c']);
+    const polled = await group.poll({ max: 100, waitMs: scaled(START_MS) });
+    expect(polled.map((m) => TEXT.decode(m.payload))).toEqual(['b', 'c']);
     await client.close();
   }, 240_000);
 });
