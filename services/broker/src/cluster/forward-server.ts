@@ -25,7 +25,8 @@ import type { Logger } from 'pino';
 import { cacheGet, cachePut } from '../caches/cache-requests.js';
 import type { CacheService } from '../caches/cache-service.js';
 import { readI64, writeI64 } from '../caches/forward.js';
-import { ForwardRefusedError } from '../errors.js';
+import { ForwardRefusedError, QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
+import { QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
 import { counterOp } from '../counters/handlers.js';
 import type { BrokerMetrics } from '../metrics.js';
 import { type Access, REQUEST_ACCESS } from '../session/access.js';
@@ -170,10 +171,20 @@ export class ForwardServer {
     const shard = stream?.shards[ref.shard];
     if (shard === undefined)
       throw new ForwardRefusedError(INTERNAL_ERROR.Unavailable, 'the stream is not served here');
+    if (shard.quorumWaiting >= QUORUM_WAITING_BATCHES_MAX)
+      throw new ForwardRefusedError(
+        INTERNAL_ERROR.Overload,
+        'too many batches wait for a majority',
+      );
     let written: { first: number; next: number };
     try {
       written = await shard.publish(m.payloads, Date.now() * 1000);
     } catch (err) {
+      // Both leave the record in the log (outcome unknown); the detail names the client's code.
+      if (err instanceof QuorumTimeoutError || err instanceof QuorumAbandonedError) {
+        const code = err instanceof QuorumTimeoutError ? 'quorum_timeout' : 'leadership_lost';
+        throw new ForwardRefusedError(INTERNAL_ERROR.StorageFailed, `${code}: ${err.message}`);
+      }
       throw new ForwardRefusedError(
         INTERNAL_ERROR.StorageFailed,
         `append failed: ${(err as Error).message}`,

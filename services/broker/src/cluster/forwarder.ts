@@ -246,7 +246,12 @@ export class Forwarder {
         count('not_leader');
         return to;
       case INTERNAL_ERROR.StorageFailed:
+        // Outcome unknown either way; a quorum wait that ended keeps its own code.
         count('refused');
+        if (detail.startsWith('quorum_timeout: '))
+          return new Refusal('quorum_timeout', `${from}: ${detail}`, 'quorum_timeout');
+        if (detail.startsWith('leadership_lost: '))
+          return new Refusal('leadership_lost', `${from}: ${detail}`, 'quorum_abandoned');
         return new Refusal('storage', `${from}: ${detail}`, 'storage_error');
       default:
         count('unknown');
