@@ -273,6 +273,7 @@ export class Broker {
       selfId,
       pool: this.peerPool!,
       clientAddress: (nodeId) => table.clientAddress(nodeId),
+      quorumTimeoutMs: this.config.broker.publish_quorum_timeout_ms,
       registry: this.metrics.registry,
       log: this.log,
     });

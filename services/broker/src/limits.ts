@@ -304,10 +304,12 @@ export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
 export const PEER_DIAL_TIMEOUT_MS = 5_000;
 
 /**
- * How long a broker waits for the owner's answer to a forwarded write (publish, cache put or
- * delete, counter add). Past it the client hears `unacknowledged` (outcome unknown: the owner
- * may have done it) and the forward is never resent. Above a durable append's fsync under load,
- * below the client's own request timeout (30 s by default) so the client hears why.
+ * How long a broker waits for the owner's answer to a forwarded write (cache put or delete,
+ * counter add; a publish waits this beyond the owner's own `broker.publish_quorum_timeout_ms`,
+ * so the owner's `quorum_timeout` arrives first). Past it the client hears `unacknowledged`
+ * (outcome unknown: the owner may have done it) and the forward is never resent. Above a
+ * durable append's fsync under load, and with the default quorum wait below the client's own
+ * request timeout (30 s by default) so the client hears why.
  */
 export const FORWARD_TIMEOUT_MS = 5_000;
 

@@ -34,8 +34,11 @@ describe('broker limits', () => {
       L.INTERNAL_STREAMS_PER_CONNECTION_MAX,
     );
     expect(L.FORWARDS_IN_FLIGHT_PER_PEER_MAX).toBeLessThanOrEqual(L.FORWARDS_IN_FLIGHT_MAX);
-    // The client hears the forward's outcome before its own request times out.
-    expect(L.FORWARD_TIMEOUT_MS).toBeLessThan(CLIENT_REQUEST_TIMEOUT_MS);
+    // The client hears the forward's outcome (after the owner's quorum wait for a publish)
+    // before its own request times out.
+    expect(L.FORWARD_TIMEOUT_MS + L.PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT).toBeLessThan(
+      CLIENT_REQUEST_TIMEOUT_MS,
+    );
   });
 
   it('the_key_fetch_and_connection_bounds_are_consistent', () => {

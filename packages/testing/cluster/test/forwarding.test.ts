@@ -9,7 +9,8 @@
 // owner's log holds the unanswered record at most once, and the ingress counted one forward.
 import { type FelixClient, NotLeaderError } from '@felix/client';
 import { describe, expect, it } from 'vitest';
-import { type ClusterNode, type FelixCluster, startCluster } from '../src/index.js';
+import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
+import { waitFor } from '@felix/testing-harness';
 import { clusterPerTest, gauge } from './support.js';
 
 const TEXT = new TextDecoder();
@@ -142,7 +143,8 @@ describe('forwarding and redirects', () => {
     });
     held.cluster = c;
     const { owner, other } = await ownerAndOther(c, 'orders', 'stream');
-    const client = await c.connect({ servers: [other.url()] });
+    // Longer than the forward's deadline (the owner's quorum wait plus its margin, 10 s).
+    const client = await c.connect({ servers: [other.url()], requestTimeoutMs: scaled(30_000) });
     try {
       // A first forward opens the link, so the next one is sent and then goes unanswered.
       await client.publish('orders', 'before');
@@ -165,6 +167,41 @@ describe('forwarding and redirects', () => {
     expect(await forwards(other, 'unknown')).toBe(1);
     expect(await forwards(other, 'ok')).toBe(2);
   }, 180_000);
+
+  it('a_forwarded_quorum_publish_is_answered_with_the_leaders_quorum_outcome', async () => {
+    // Four brokers, a quorum stream on three of them: the fourth holds no copy and forwards.
+    const c = await startCluster({
+      brokers: 4,
+      replication: true,
+      streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+      env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(scaled(3_000)) },
+    });
+    held.cluster = c;
+    const a = (await c.assignments()).find((x) => x.stream === 'orders')!;
+    const ingress = c.nodes.find((n) => !a.replicas.includes(n.id))!;
+    const followers = a.replicas.filter((id) => id !== a.leader);
+    const client = await c.connect({ servers: [ingress.url()], requestTimeoutMs: scaled(30_000) });
+    try {
+      // Committed by a majority: acked through the forward.
+      await waitFor(
+        async () => (await client.publish('orders', 'warm-up').catch(() => null)) !== null,
+        'a forwarded quorum publish to be acked',
+        scaled(60_000),
+      );
+      // No majority: the leader's quorum_timeout reaches the client as such, not as a forward
+      // the leader did not answer.
+      for (const f of followers) await c.pause(f);
+      const err = await client.publish('orders', 'lonely').then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ brokerCode: 'quorum_timeout', retry: 'unknown_outcome' });
+      for (const f of followers) await c.resume(f);
+    } finally {
+      await client.close();
+    }
+    expect(await forwards(ingress, 'unknown')).toBe(0);
+  }, 240_000);
 
   it('a_subscription_to_a_non_owner_is_redirected_with_the_owners_address_and_generation', async () => {
     const c = await startCluster({

@@ -52,8 +52,9 @@ export interface ForwarderDeps {
   clientAddress: (nodeId: string) => string | undefined;
   registry: Registry;
   log: Logger;
-  /** Test seam: the answer deadline (FORWARD_TIMEOUT_MS). */
-  timeoutMs?: number;
+  /** `broker.publish_quorum_timeout_ms`: a forwarded publish may wait that long at the owner
+   *  for a majority before the owner answers (the cluster's brokers share the setting). */
+  quorumTimeoutMs: number;
 }
 
 /** What a forwarded cache op asks the owner (CACHE_OP's Put, Delete, CounterAdd). */
@@ -92,7 +93,10 @@ export class Forwarder {
     order: object,
   ): Promise<{ first: number; last: number }> {
     return this.inOrder(order, to.owner, async () => {
-      const answer = await this.exchange(to, {
+      // The owner's own quorum wait, then the forward's margin: the owner's precise answer
+      // (`quorum_timeout`) comes before this broker gives up on it.
+      const timeoutMs = this.deps.quorumTimeoutMs + FORWARD_TIMEOUT_MS;
+      const answer = await this.exchange(to, timeoutMs, {
         kind: 'AuthorizedForwardPublish',
         correlationId: this.nextCorrelation(),
         shard: refOf(to.owner),
@@ -117,7 +121,7 @@ export class Forwarder {
     order: object,
   ): Promise<Uint8Array | undefined> {
     return this.inOrder(order, to.owner, async () => {
-      const answer = await this.exchange(to, {
+      const answer = await this.exchange(to, FORWARD_TIMEOUT_MS, {
         kind: 'AuthorizedForwardCacheOp',
         correlationId: this.nextCorrelation(),
         shard: refOf(to.owner),
@@ -157,7 +161,11 @@ export class Forwarder {
   }
 
   /** Sends one forward within the bounds and answers the owner's decoded answer. */
-  private async exchange(to: NotLeaderRefusal, message: InternalMessage): Promise<InternalMessage> {
+  private async exchange(
+    to: NotLeaderRefusal,
+    timeoutMs: number,
+    message: InternalMessage,
+  ): Promise<InternalMessage> {
     const peer = to.owner.nodeId;
     const atPeer = this.perPeer.get(peer) ?? 0;
     if (this.inFlight >= FORWARDS_IN_FLIGHT_MAX || atPeer >= FORWARDS_IN_FLIGHT_PER_PEER_MAX) {
@@ -169,7 +177,7 @@ export class Forwarder {
     try {
       const bytes = await this.deps.pool
         .link(peer)
-        .request(encodeInternalMessage(message), this.deps.timeoutMs ?? FORWARD_TIMEOUT_MS);
+        .request(encodeInternalMessage(message), timeoutMs);
       return decodeAnswer(bytes);
     } catch (err) {
       throw this.failure(to, err);
