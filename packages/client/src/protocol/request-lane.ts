@@ -10,7 +10,7 @@ import type { TransportStream } from '@felix/transport';
 import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, refusalOf } from '../errors.js';
 import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
-import type { FrameStream } from './frame-stream.js';
+import type { FrameStream, InFrame } from './frame-stream.js';
 import type { Pending, RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
 import type { TurnBatcher } from './turn-batcher.js';
@@ -93,7 +93,7 @@ export class RequestLane {
       this.stream = stream;
       const w = new StreamWriter(stream, this.host.turn, this.writeFailed);
       this.writer = w;
-      void this.read(frames);
+      this.read(frames);
       return w;
     } catch (err) {
       this.fail(err as Error);
@@ -126,29 +126,26 @@ export class RequestLane {
     this.fail(new ConnectionLostError(this.host.server, { cause: err }));
   };
 
-  private async read(frames: FrameStream): Promise<void> {
-    try {
-      for (;;) {
-        // A frame that arrived whole in its chunk (an answer usually does) is taken without an
-        // await; only a used-up chunk costs one (`pull`), a frame split over chunks `next()`.
-        let frame = frames.takeWhole();
-        if (frame === null) {
-          if (frames.exhausted) {
-            if (!(await frames.pull())) throw new ConnectionLostError(this.host.server);
-            continue;
-          }
-          frame = await frames.next();
-          if (frame === null) throw new ConnectionLostError(this.host.server);
-        }
-        const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
-        this.answer(msg);
-      }
-    } catch (err) {
-      this.fail(
-        err instanceof Error ? err : new ConnectionLostError(this.host.server, { cause: err }),
-      );
-    }
+  /**
+   * Reads the answers as their bytes arrive: over the multiplexer an answer is settled in the
+   * turn its chunk is read, with no promise or turn of the lane's own per chunk.
+   */
+  private read(frames: FrameStream): void {
+    frames.forEachFrame(this.onAnswerFrame, this.onAnswersEnd);
   }
+
+  private readonly onAnswerFrame = (frame: InFrame): void => {
+    const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
+    this.answer(msg);
+  };
+
+  private readonly onAnswersEnd = (err: unknown): void => {
+    this.fail(
+      err instanceof Error
+        ? err
+        : new ConnectionLostError(this.host.server, err === null ? undefined : { cause: err }),
+    );
+  };
 
   /** Settles the oldest request with `msg`; throws when the answer cannot be its own. */
   private answer(msg: Message): void {
