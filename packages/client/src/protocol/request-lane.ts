@@ -115,8 +115,9 @@ export class RequestLane {
         quick,
         finish,
       };
+      // Only the lane's own queue: answers come in request order, and the connection's loss
+      // fails the lane (`fail`), so a map entry per request would buy nothing.
       this.waiting.push(w);
-      this.host.table.add(id, w);
     });
     writer.push(bytes);
     return answer;
@@ -152,7 +153,6 @@ export class RequestLane {
     const head = this.waiting.shift();
     this.roomWaiters.shift()?.();
     if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
-    this.host.table.take(head.id);
     if (msg.type === 'error') {
       head.reject(refusalOf(msg));
       return;
@@ -167,14 +167,11 @@ export class RequestLane {
     else settleWith(head, msg);
   }
 
-  /** Fails this lane's requests (the connection's loss fails the table's rest). */
+  /** Fails this lane's requests (the connection's loss calls it before failing the table). */
   fail(err: Error): void {
     if (this.failed) return;
     this.failed = err;
-    for (const w of this.waiting.splice(0)) {
-      this.host.table.take(w.id);
-      w.reject(err);
-    }
+    for (const w of this.waiting.splice(0)) w.reject(err);
     for (const r of this.roomWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.
