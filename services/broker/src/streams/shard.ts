@@ -135,20 +135,30 @@ export class Shard {
       this.apply(batch);
       return Promise.resolve({ first, next: batch.next });
     }
+    const alone = this.inFlight === 0;
     this.inFlight++;
     const appended = this.store.append(payloadArray(payloads), timestampMicros);
-    const applied = this.chain
-      .then(() => appended)
-      .then((r) => {
+    const applied = (r: { first: number; next: number }) => {
+      try {
         this.apply(new EventBatch(r.first, payloads, timestampMicros));
-        return r;
-      })
-      .finally(() => {
+      } finally {
         this.inFlight--;
-      });
-    // The chain only orders applies; each append's failure reaches its own caller via `applied`.
-    this.chain = applied.catch(() => undefined);
-    return applied;
+      }
+      return r;
+    };
+    const failed = (err: unknown): never => {
+      this.inFlight--;
+      throw err;
+    };
+    // The chain only orders applies. With none in flight (every earlier batch applied: a
+    // publish awaited before the next) there is nothing to wait for, and the append's own
+    // answer is followed directly (two promise turns less per publish).
+    const answer = alone
+      ? appended.then(applied, failed)
+      : this.chain.then(() => appended).then(applied, failed);
+    // Each append's failure reaches its own caller via `answer`.
+    this.chain = answer.catch(() => undefined);
+    return answer;
   }
 
   /**
