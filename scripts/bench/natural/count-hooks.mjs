@@ -36,7 +36,9 @@ wrap(Buffer, 'concat', 'Buffer.concat');
 const typed = Object.getPrototypeOf(Uint8Array.prototype);
 wrap(typed, 'set', 'TypedArray#set', (args) => bump('bytes copied by #set', args[0]?.length ?? 0));
 wrap(typed, 'slice', 'TypedArray#slice');
-wrap(Socket.prototype, 'write', 'socket.write', (args) => bump('socket bytes written', args[0]?.length ?? 0));
+wrap(Socket.prototype, 'write', 'socket.write', (args) =>
+  bump('socket bytes written', args[0]?.length ?? 0),
+);
 wrap(Socket.prototype, 'cork', 'socket.cork');
 createHook({
   init(_id, type) {
