@@ -41,6 +41,25 @@ interface StreamInternals {
   rejectWritableP?: (e: unknown) => void;
 }
 
+/**
+ * Direct stream I/O of the patched library (vendor patch 12): quiche's stream read and written
+ * without the WHATWG streams, which cost about a dozen promises per chunk each way. The stock
+ * library (benchmarks only) has none of it and goes through `readable`/`writable`.
+ */
+interface DirectStream {
+  enableDirect(): void;
+  /** Bytes, `null` when none are ready (await `waitReadable`), `undefined` at the end. */
+  readDirect(): Uint8Array | null | undefined;
+  waitReadable(): Promise<void>;
+  /** `undefined` when quiche took the whole chunk now, else settles once it has. */
+  writeDirect(chunk: Uint8Array): Promise<void> | undefined;
+}
+
+function directOf(stream: QUICStream): DirectStream | null {
+  const d = stream as unknown as Partial<DirectStream>;
+  return typeof d.enableDirect === 'function' ? (d as DirectStream) : null;
+}
+
 export class QuicStreamAdapter implements TransportStream {
   readonly id: number;
   readonly kind: StreamKind;
@@ -51,6 +70,9 @@ export class QuicStreamAdapter implements TransportStream {
   private ended = false;
   private iterated = false;
   private peerGone!: () => void;
+  private readonly direct: DirectStream | null;
+  /** A direct write still waiting for quiche's capacity; later writes queue behind it. */
+  private writing: Promise<void> | null = null;
 
   constructor(
     private readonly stream: QUICStream,
@@ -59,6 +81,9 @@ export class QuicStreamAdapter implements TransportStream {
   ) {
     this.id = stream.streamId;
     this.kind = stream.type === 'uni' ? 'uni' : 'bidi';
+    // Before the library's readable first pulls (a microtask after the stream was created).
+    this.direct = directOf(stream);
+    this.direct?.enableDirect();
     // A peer reset aborts both directions. quiche may collect a stream reset both ways before
     // its write side is ever reported, so we fail our writes ourselves when the reset is seen.
     stream.addEventListener(errorEventName, (evt: Event) => {
@@ -119,6 +144,7 @@ export class QuicStreamAdapter implements TransportStream {
     if (this.iterated) throw new StreamStateError(`stream ${this.id} is already being read`);
     if (!this.canRead) throw new StreamStateError(`stream ${this.id} is send-only`);
     this.iterated = true;
+    if (this.direct) return this.directIterator(this.direct);
     const reader = this.stream.readable.getReader();
     return {
       next: async () => {
@@ -142,6 +168,33 @@ export class QuicStreamAdapter implements TransportStream {
     };
   }
 
+  private directIterator(d: DirectStream): AsyncIterator<Uint8Array> {
+    let done = false;
+    return {
+      next: async () => {
+        if (done) return { value: undefined, done: true };
+        try {
+          for (;;) {
+            const chunk = d.readDirect();
+            if (chunk === undefined) {
+              done = true;
+              return { value: undefined, done: true };
+            }
+            if (chunk !== null) return { value: chunk, done: false };
+            await d.waitReadable();
+          }
+        } catch (err) {
+          throw this.mapError(err);
+        }
+      },
+      // The reader left early: quiche's window still bounds the peer, as with the readable.
+      return: async () => {
+        done = true;
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
   private getWriter(): WritableStreamDefaultWriter<Uint8Array> {
     this.writer ??= this.stream.writable.getWriter();
     return this.writer;
@@ -154,15 +207,31 @@ export class QuicStreamAdapter implements TransportStream {
     if (this.ended) throw new StreamStateError(`write after end on stream ${this.id}`);
     const closed = this.host.closedError();
     if (closed) throw closed;
-    const w = this.getWriter();
     this.host.sendBuffered(chunk.length);
     try {
+      if (this.direct) await this.writeDirect(this.direct, chunk);
       // A peer reset errors the library's writable (see onPeerReset), which rejects this too.
-      await w.write(chunk);
+      else await this.getWriter().write(chunk);
     } catch (err) {
       throw this.mapError(err);
     } finally {
       this.host.sendBuffered(-chunk.length);
+    }
+  }
+
+  /** In order: behind any write still waiting for capacity. */
+  private async writeDirect(d: DirectStream, chunk: Uint8Array): Promise<void> {
+    while (this.writing) await this.writing;
+    // A reset or a closed connection while queued: fail as a write would have.
+    if (this.localReset) throw this.localReset;
+    if (this.peerReset) throw this.peerReset;
+    const p = d.writeDirect(chunk);
+    if (p === undefined) return;
+    this.writing = p;
+    try {
+      await p;
+    } finally {
+      if (this.writing === p) this.writing = null;
     }
   }
 
@@ -172,6 +241,8 @@ export class QuicStreamAdapter implements TransportStream {
     if (this.ended) return;
     this.ended = true;
     try {
+      // The FIN goes after every direct write (the writable knows nothing of them).
+      while (this.writing) await this.writing;
       await this.getWriter().close();
     } catch (err) {
       throw this.mapError(err);
