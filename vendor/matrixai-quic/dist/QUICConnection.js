@@ -304,6 +304,19 @@ let QUICConnection = class QUICConnection {
         const s = this[startStop.status];
         if (!this[startStop.running] && s !== 'starting' && s !== 'stopping')
             return;
+        // [felix patch 13] Verified peer: nothing in `send` awaits, so no promise per flush.
+        if (this.secureEstablished) {
+            try {
+                this.flushSync();
+                this.checkPeerError();
+            }
+            catch (e) {
+                // reported as EventQUICConnectionError by flushSync; logged as send() did
+                if (!(e instanceof errors.ErrorQUICConnectionNotRunning))
+                    this.logger.debug(utils.formatError(e));
+            }
+            return;
+        }
         this.send().catch((e) => {
             if (!(e instanceof errors.ErrorQUICConnectionNotRunning))
                 this.logger.debug(utils.formatError(e));
@@ -665,7 +678,9 @@ let QUICConnection = class QUICConnection {
      *
      * @internal
      */
-    async recv(data, remoteInfo) {
+    // [felix patch 13] Synchronous (the body always was since patch 1): as an async function
+    // its decorator and itself cost two promises per datagram.
+    recv(data, remoteInfo) {
         // [felix patch 1] no Lock: the body below is synchronous, the send is scheduled.
         if (this.forceDestroyed)
             return;
@@ -772,6 +787,46 @@ let QUICConnection = class QUICConnection {
      * @internal
      */
     async send() {
+        if (this.forceDestroyed)
+            return;
+        this.flushSync();
+        if (!this.secureEstablished &&
+            !this.conn.isDraining() &&
+            !this.conn.isClosed() &&
+            this.conn.isEstablished() &&
+            this.config.verifyPeer &&
+            this.config.verifyCallback != null) {
+            const peerCertsChain = this.conn.peerCertChain();
+            // Custom TLS verification
+            const cryptoError = await this.config.verifyCallback(peerCertsChain, this.caDERs);
+            if (cryptoError != null) {
+                // This simulates the crypto error that occurs natively
+                this.conn.close(false, cryptoError, Buffer.from(''));
+                const localError = this.conn.localError();
+                const e_ = new errors.ErrorQUICConnectionLocalTLS('Failed connection due to custom TLS verification', {
+                    data: localError,
+                });
+                this.dispatchEvent(new events.EventQUICConnectionError({
+                    detail: e_,
+                }));
+                return;
+            }
+            // If this succeeds, then we have securely established, and we can
+            // process all the streams, that would have originally occurred in
+            // `this.recv`. This will only be run on the first time, we perform
+            // the custom TLS verification
+            this.resolveSecureEstablishedP();
+            this.processStreams();
+        }
+        this.checkPeerError();
+    }
+    /**
+     * [felix patch 13] The datagram part of `send`, synchronous. `sendNow` runs it and
+     * `checkPeerError` without `send`'s promise once the peer is verified (the custom
+     * verification is the only part of `send` that awaits).
+     * @internal
+     */
+    flushSync() {
         // [felix patch 2] Datagrams are cut from one slab per flush and handed straight to the
         // UDP socket (no Buffer, event or promise per packet). A flush is bounded; if quiche
         // still has packets, the rest goes out next turn, so a send loop can never spin.
@@ -828,34 +883,9 @@ let QUICConnection = class QUICConnection {
         // non-null after the first send call is made, and subsequently, each
         // send call may end up resetting the quiche timeout value.
         this.setConnTimeoutTimer();
-        if (!this.secureEstablished &&
-            !this.conn.isDraining() &&
-            !this.conn.isClosed() &&
-            this.conn.isEstablished() &&
-            this.config.verifyPeer &&
-            this.config.verifyCallback != null) {
-            const peerCertsChain = this.conn.peerCertChain();
-            // Custom TLS verification
-            const cryptoError = await this.config.verifyCallback(peerCertsChain, this.caDERs);
-            if (cryptoError != null) {
-                // This simulates the crypto error that occurs natively
-                this.conn.close(false, cryptoError, Buffer.from(''));
-                const localError = this.conn.localError();
-                const e_ = new errors.ErrorQUICConnectionLocalTLS('Failed connection due to custom TLS verification', {
-                    data: localError,
-                });
-                this.dispatchEvent(new events.EventQUICConnectionError({
-                    detail: e_,
-                }));
-                return;
-            }
-            // If this succeeds, then we have securely established, and we can
-            // process all the streams, that would have originally occurred in
-            // `this.recv`. This will only be run on the first time, we perform
-            // the custom TLS verification
-            this.resolveSecureEstablishedP();
-            this.processStreams();
-        }
+    }
+    /** [felix patch 13] The end of `send`: report a close the peer sent. */
+    checkPeerError() {
         if (this[startStop.status] !== 'stopping') {
             const peerError = this.conn.peerError();
             if (peerError != null) {
@@ -1111,6 +1141,14 @@ let QUICConnection = class QUICConnection {
         this.connTimerDeadline = Infinity;
         if (this.forceDestroyed)
             return;
+        // [felix patch 14] The timer is moved only when quiche wants to wake earlier (patch 3),
+        // so it often fires after quiche's deadline went later (an ACK cancelled the probe
+        // timeout): then it is only re-armed, without onTimeout and a flush.
+        const remaining = this.conn.timeout();
+        if (remaining != null && remaining > 0) {
+            this.setConnTimeoutTimer();
+            return;
+        }
         this.conn.onTimeout();
         if (this.conn.isClosed()) {
             this.resolveClosedP();

@@ -55,6 +55,8 @@ interface DirectStream {
   writeDirect(chunk: Uint8Array): Promise<void> | undefined;
 }
 
+const settled: Promise<void> = Promise.resolve();
+
 function directOf(stream: QUICStream): DirectStream | null {
   const d = stream as unknown as Partial<DirectStream>;
   return typeof d.enableDirect === 'function' ? (d as DirectStream) : null;
@@ -170,22 +172,37 @@ export class QuicStreamAdapter implements TransportStream {
 
   private directIterator(d: DirectStream): AsyncIterator<Uint8Array> {
     let done = false;
-    return {
-      next: async () => {
-        if (done) return { value: undefined, done: true };
-        try {
-          for (;;) {
-            const chunk = d.readDirect();
-            if (chunk === undefined) {
-              done = true;
-              return { value: undefined, done: true };
-            }
-            if (chunk !== null) return { value: chunk, done: false };
-            await d.waitReadable();
+    const wait = async (): Promise<IteratorResult<Uint8Array>> => {
+      try {
+        for (;;) {
+          await d.waitReadable();
+          const chunk = d.readDirect();
+          if (chunk === undefined) {
+            done = true;
+            return { value: undefined, done: true };
           }
-        } catch (err) {
-          throw this.mapError(err);
+          if (chunk !== null) return { value: chunk, done: false };
         }
+      } catch (err) {
+        throw this.mapError(err);
+      }
+    };
+    return {
+      // Bytes already in quiche are returned without waiting (and without an async frame).
+      next: () => {
+        if (done) return Promise.resolve({ value: undefined, done: true });
+        let chunk: Uint8Array | null | undefined;
+        try {
+          chunk = d.readDirect();
+        } catch (err) {
+          return Promise.reject(this.mapError(err));
+        }
+        if (chunk === undefined) {
+          done = true;
+          return Promise.resolve({ value: undefined, done: true });
+        }
+        if (chunk !== null) return Promise.resolve({ value: chunk, done: false });
+        return wait();
       },
       // The reader left early: quiche's window still bounds the peer, as with the readable.
       return: async () => {
@@ -200,13 +217,48 @@ export class QuicStreamAdapter implements TransportStream {
     return this.writer;
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
-    if (this.localReset) throw this.localReset;
-    if (this.peerReset) throw this.peerReset;
-    if (!this.canWrite) throw new StreamStateError(`stream ${this.id} is receive-only`);
-    if (this.ended) throw new StreamStateError(`write after end on stream ${this.id}`);
-    const closed = this.host.closedError();
-    if (closed) throw closed;
+  /** Why a write cannot start now, if it cannot. */
+  private writeRefusal(): Error | null {
+    if (this.localReset) return this.localReset;
+    if (this.peerReset) return this.peerReset;
+    if (!this.canWrite) return new StreamStateError(`stream ${this.id} is receive-only`);
+    if (this.ended) return new StreamStateError(`write after end on stream ${this.id}`);
+    return this.host.closedError();
+  }
+
+  write(chunk: Uint8Array): Promise<void> {
+    // The common case, quiche taking the whole chunk at once, costs no promise of its own.
+    const d = this.direct;
+    if (d !== null && this.writing === null && this.writeRefusal() === null) {
+      let p: Promise<void> | undefined;
+      try {
+        p = d.writeDirect(chunk);
+      } catch (err) {
+        return Promise.reject(this.mapError(err));
+      }
+      if (p === undefined) return settled;
+      return this.awaitWrite(p, chunk.length);
+    }
+    return this.writeQueued(chunk);
+  }
+
+  /** A direct write quiche is still taking, counted as buffered until it has. */
+  private async awaitWrite(p: Promise<void>, length: number): Promise<void> {
+    this.writing = p;
+    this.host.sendBuffered(length);
+    try {
+      await p;
+    } catch (err) {
+      throw this.mapError(err);
+    } finally {
+      if (this.writing === p) this.writing = null;
+      this.host.sendBuffered(-length);
+    }
+  }
+
+  private async writeQueued(chunk: Uint8Array): Promise<void> {
+    const refusal = this.writeRefusal();
+    if (refusal) throw refusal;
     this.host.sendBuffered(chunk.length);
     try {
       if (this.direct) await this.writeDirect(this.direct, chunk);
@@ -223,8 +275,8 @@ export class QuicStreamAdapter implements TransportStream {
   private async writeDirect(d: DirectStream, chunk: Uint8Array): Promise<void> {
     while (this.writing) await this.writing;
     // A reset or a closed connection while queued: fail as a write would have.
-    if (this.localReset) throw this.localReset;
-    if (this.peerReset) throw this.peerReset;
+    const refusal = this.writeRefusal();
+    if (refusal) throw refusal;
     const p = d.writeDirect(chunk);
     if (p === undefined) return;
     this.writing = p;
