@@ -23,6 +23,7 @@ import {
   percentile,
   procCpuSecs,
   serveSelf,
+  threadCpuSecs,
 } from '@felix/testing-bench-kit';
 
 assertFreshBuild(import.meta.resolve('@felix/transport'));
@@ -284,6 +285,8 @@ async function client(): Promise<void> {
     const lat = new Float64Array(PINGS);
     const c0 = process.cpuUsage();
     const b0 = procCpuSecs(child.pid!);
+    const t0Here = threadCpuSecs('self');
+    const t0There = threadCpuSecs(child.pid!);
     for (let i = 0; i < PINGS; i++) {
       const t0 = performance.now();
       await ping();
@@ -291,12 +294,19 @@ async function client(): Promise<void> {
     }
     const c = process.cpuUsage(c0);
     const b = procCpuSecs(child.pid!) - b0;
+    const t1Here = threadCpuSecs('self');
+    const t1There = threadCpuSecs(child.pid!);
+    const us = (x: number) => ((x * 1e6) / PINGS).toFixed(1);
     tracing = false;
     const mine = snapshot();
     const theirs = await report(conn, false);
     lat.sort();
     console.log(
       `${TRANSPORT}: ${PINGS} round trips of ${SIZE} B: p50 ${percentile(lat, 50).toFixed(0)} µs, p99 ${percentile(lat, 99).toFixed(0)} µs; CPU per round trip: client ${((c.user + c.system) / PINGS).toFixed(1)} µs, echo side ${((b * 1e6) / PINGS).toFixed(1)} µs`,
+    );
+    // 10 ms ticks: meaningful over thousands of round trips only.
+    console.log(
+      `main thread / other threads per round trip: client ${us(t1Here.main - t0Here.main)} / ${us(t1Here.others - t0Here.others)} µs, echo side ${us(t1There.main - t0There.main)} / ${us(t1There.others - t0There.others)} µs`,
     );
     if (COUNT || NATIVE) {
       console.log(`per round trip, client:    ${perRoundTrip(mine, PINGS)}`);
