@@ -24,6 +24,8 @@ import { Shutdown } from './native/types.js';
 import * as utils from './utils.js';
 import * as events from './events.js';
 import * as errors from './errors.js';
+/** [felix patch 15] Up to this many streams, `processReadable` probes them one by one. */
+const readableProbeStreamsMax = 8;
 let QUICConnection = class QUICConnection {
     /**
      * This determines when it is a client or server connection.
@@ -1016,6 +1018,19 @@ let QUICConnection = class QUICConnection {
     processReadable() {
         if (!this.conn.isReadable())
             return;
+        // [felix patch 15] A connection with few streams asks quiche about each of them (about
+        // 0.4 µs a call) instead of creating the readable() generator (about 10 µs). A direct
+        // stream's read() takes its bytes out of quiche at once, so if quiche still has
+        // readable data after that it is a new peer stream, a stream with more than a chunk
+        // waiting or one nobody reads: then the full walk runs as before.
+        if (this.streamMap.size <= readableProbeStreamsMax) {
+            for (const quicStream of this.streamMap.values()) {
+                if (quicStream.direct && this.conn.streamReadable(quicStream.streamId))
+                    quicStream.read();
+            }
+            if (!this.conn.isReadable())
+                return;
+        }
         for (const streamId of this.conn.readable()) {
             let quicStream = this.streamMap.get(streamId);
             if (quicStream == null) {

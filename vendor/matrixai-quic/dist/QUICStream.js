@@ -399,17 +399,20 @@ let QUICStream = class QUICStream {
             return;
         }
         if (this.direct) {
-            // [felix patch 12] Wake the direct reader, or read one chunk ahead for it.
-            if (!this.wakeDirectReader() && this.directQueued == null && !this.directEnded && this.directReadError == null) {
+            // [felix patch 12] Read one chunk ahead for the direct reader and wake it.
+            // [felix patch 15] Taking the bytes now (not when the reader runs) leaves quiche
+            // with no readable data on this stream, which `processReadable` relies on.
+            if (this.directQueued == null && !this.directEnded && this.directReadError == null) {
                 try {
                     const chunk = this.recvDirect();
                     if (chunk != null)
                         this.directQueued = chunk;
                 }
                 catch {
-                    // recorded in directReadError and reported: the reader gets it on its next read
+                    // recorded in directReadError and reported: the woken reader throws it
                 }
             }
+            this.wakeDirectReader();
             return;
         }
         // Resolve the read blocking promise if exists.
