@@ -26,6 +26,8 @@ import * as events from './events.js';
 import * as errors from './errors.js';
 /** [felix patch 15] Up to this many streams, `processReadable` probes them one by one. */
 const readableProbeStreamsMax = 8;
+/** [felix patch 16] The writable() generator still runs once in this many turns. */
+const writableFullWalkTurns = 64;
 let QUICConnection = class QUICConnection {
     /**
      * This determines when it is a client or server connection.
@@ -250,6 +252,34 @@ let QUICConnection = class QUICConnection {
     }
     /** [felix patch 11] A recv left the writable walk to the turn's flush. */
     writablePending = false;
+    /** [felix patch 16] Turns since the last full writable walk. */
+    writableProbeTurns = 0;
+    /**
+     * [felix patch 16] `write()` for every stream whose send side is open, asking quiche with
+     * `streamCapacity` first: it wakes a writer waiting for capacity and finds a stream the
+     * peer stopped. An unexpected answer leaves the stream to the full walk, next turn.
+     */
+    probeWritable() {
+        let shutdown = false;
+        for (const quicStream of this.streamMap.values()) {
+            if (quicStream._writeClosed || (quicStream.type === 'uni' && quicStream.initiated === 'peer'))
+                continue;
+            try {
+                this.conn.streamCapacity(quicStream.streamId);
+            }
+            catch (e) {
+                if (utils.isStreamStopped(e) !== false) {
+                    if (quicStream.write() === true)
+                        shutdown = true;
+                }
+                else
+                    this.writableProbeTurns = writableFullWalkTurns; // quiche's own walk decides
+                continue;
+            }
+            quicStream.resolveWritableP?.();
+        }
+        return shutdown;
+    }
     /** [felix patch 9] Streams that arrived during start(), once the connection runs. */
     streamsDeferred = false;
     processDeferredStreams = () => {
@@ -1067,6 +1097,14 @@ let QUICConnection = class QUICConnection {
      */
     processWritable() {
         this.writablePending = false;
+        // [felix patch 16] As `processReadable` does: a connection with few streams asks quiche
+        // about each of them instead of creating the writable() generator. Only a peer stream
+        // quiche knows from a STOP_SENDING or MAX_STREAM_DATA alone (no data, no reset) is
+        // missed that way; the full walk, every `writableFullWalkTurns` turns, finds it.
+        if (this.streamMap.size <= readableProbeStreamsMax &&
+            ++this.writableProbeTurns < writableFullWalkTurns)
+            return this.probeWritable();
+        this.writableProbeTurns = 0;
         let shutdown = false;
         for (const streamId of this.conn.writable()) {
             let quicStream = this.streamMap.get(streamId);
