@@ -25,7 +25,7 @@ import * as utils from './utils.js';
 import * as events from './events.js';
 import * as errors from './errors.js';
 /** [felix patch 15] Up to this many streams, `processReadable` probes them one by one. */
-const readableProbeStreamsMax = 8;
+const readableProbeStreamsMax = 64;
 /** [felix patch 16] The writable() generator still runs once in this many turns. */
 const writableFullWalkTurns = 64;
 let QUICConnection = class QUICConnection {
