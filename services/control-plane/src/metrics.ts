@@ -12,6 +12,7 @@ export interface Metrics {
   unplacedShards: Gauge;
   nodesMarkedDown: Counter;
   heartbeats: Counter<'outcome'>;
+  replicaReports: Counter<'outcome'>;
   authRefusals: Counter<'reason'>;
   bootstrapAttempts: Counter<'outcome'>;
 }
@@ -68,6 +69,12 @@ export function createMetrics(): Metrics {
     heartbeats: new Counter({
       name: 'felix_controlplane_heartbeats_total',
       help: 'Heartbeats answered, by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    replicaReports: new Counter({
+      name: 'felix_controlplane_replica_reports_total',
+      help: 'Shard replica reports received, by outcome (accepted, stale, not_leader, unassigned, future_generation)',
       labelNames: ['outcome'],
       registers: [registry],
     }),
