@@ -17,6 +17,15 @@ export interface Metrics {
   bootstrapAttempts: Counter<'outcome'>;
 }
 
+function replicaReportsCounter(registry: Registry): Counter<'outcome'> {
+  return new Counter({
+    name: 'felix_controlplane_replica_reports_total',
+    help: 'Shard replica reports received, by outcome (accepted, stale, not_leader, unassigned, future_generation)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+}
+
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'felix_controlplane_' });
@@ -72,12 +81,7 @@ export function createMetrics(): Metrics {
       labelNames: ['outcome'],
       registers: [registry],
     }),
-    replicaReports: new Counter({
-      name: 'felix_controlplane_replica_reports_total',
-      help: 'Shard replica reports received, by outcome (accepted, stale, not_leader, unassigned, future_generation)',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
+    replicaReports: replicaReportsCounter(registry),
     authRefusals: new Counter({
       name: 'felix_controlplane_auth_refusals_total',
       help: 'Requests refused by the guard, by reason (no_token, a token refusal reason, forbidden)',
