@@ -247,6 +247,7 @@ export class Broker {
       cluster: internal.material,
       clientTls,
       address: (nodeId) => table.peerAddresses.get(nodeId),
+      dialAllowed: (nodeId) => this.cluster!.peers.dialAllowed(nodeId),
       log: this.log,
     });
     return {

@@ -6,12 +6,13 @@
  * and is replaced when the shard's generation changes.
  */
 import type { Logger } from 'pino';
-import { type PeerLink, ShardShipper } from '@felix/replication';
+import { type HaltReason, type PeerLink, ShardShipper, majorityHeld } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
 import { PeerRequestError } from '../errors.js';
 import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
+import type { ShardReport } from './control-plane-client.js';
 import { PeerConnection } from './peer-dial.js';
 
 export interface ReplicatorDeps {
@@ -22,6 +23,8 @@ export interface ReplicatorDeps {
   clientTls: TlsMaterial;
   /** The internal address of a node, from the node book. */
   address: (nodeId: string) => string | undefined;
+  /** False while the test partition cuts this broker from `nodeId` (faults/partition.ts). */
+  dialAllowed?: (nodeId: string) => boolean;
   log: Logger;
 }
 
@@ -34,6 +37,10 @@ class LazyPeerLink implements PeerLink {
   ) {}
 
   async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    if (this.deps.dialAllowed?.(this.nodeId) === false) {
+      await this.close();
+      throw new PeerRequestError(this.nodeId, 'cut by the test partition');
+    }
     const address = this.deps.address(this.nodeId);
     if (address === undefined)
       throw new PeerRequestError(this.nodeId, 'no internal address in the node book yet');
@@ -75,11 +82,18 @@ class LazyPeerLink implements PeerLink {
   }
 }
 
+interface Shipping {
+  shipper: ShardShipper;
+  ref: ShardRef;
+  generation: number;
+  log: SegmentLog;
+  followers: string[];
+  /** Followers whose loop halted until repaired (reported; never promoted). */
+  halted: Map<string, 'diverged' | 'needs_bootstrap'>;
+}
+
 export class Replicator {
-  private readonly shippers = new Map<
-    string,
-    { shipper: ShardShipper; generation: number; log: SegmentLog; followers: string[] }
-  >();
+  private readonly shippers = new Map<string, Shipping>();
   private readonly links = new Map<string, LazyPeerLink>();
 
   constructor(private readonly deps: ReplicatorDeps) {}
@@ -93,14 +107,43 @@ export class Replicator {
     // Just below the tail: the first batch overlaps one record, and each answer says where the
     // follower's log really ends.
     const start = Math.max(log.baseOffset, log.tailOffset - 1);
+    const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({
       log,
       shard: ref,
       followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
-      onStopped: (nodeId, reason) =>
-        this.deps.log.warn({ shard: key, follower: nodeId, reason }, 'shipping stopped'),
+      onStopped: (nodeId, reason) => {
+        if (isRepairable(reason)) halted.set(nodeId, reason);
+        this.deps.log.warn({ shard: key, follower: nodeId, reason }, 'shipping stopped');
+      },
     });
-    this.shippers.set(key, { shipper, generation: ref.generation, log, followers });
+    this.shippers.set(key, { shipper, ref, generation: ref.generation, log, followers, halted });
+  }
+
+  /**
+   * What each shipped shard's replicas hold, for the control plane (docs/replication.md,
+   * "Replica reports and promotion"): the leader's durable offset, each follower's confirmed
+   * offset, the commit mark over them (majority of the set, leader counted) and halted followers.
+   */
+  reports(): ShardReport[] {
+    const out: ShardReport[] = [];
+    for (const s of this.shippers.values()) {
+      const own = s.log.durableOffset;
+      const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
+      out.push({
+        tenant_id: s.ref.tenantId,
+        namespace: s.ref.namespace,
+        kind: 'stream',
+        stream: s.ref.stream,
+        shard: s.ref.shard,
+        generation: s.generation,
+        leader_offset: own,
+        commit_offset: Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1)),
+        replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
+        halted: [...s.halted].map(([node_id, reason]) => ({ node_id, reason })),
+      });
+    }
+    return out;
   }
 
   /** Stops shipping shard `key` (before its log closes). */
@@ -138,4 +181,10 @@ export class Replicator {
     }
     return l;
   }
+}
+
+function isRepairable(
+  reason: HaltReason | 'fenced' | 'failed',
+): reason is 'diverged' | 'needs_bootstrap' {
+  return reason === 'diverged' || reason === 'needs_bootstrap';
 }

@@ -122,6 +122,9 @@ export interface CacheRegistry {
 
 const UTF8 = new TextEncoder();
 
+/** The cache requests that write (refused while the lease is lapsed). */
+const CACHE_WRITES = new Set(['cache_put', 'cache_delete', 'counter_add']);
+
 /** An assignment of the feed, or null when it is malformed. */
 export function assignmentFrom(item: unknown): AssignmentRecord | null {
   if (typeof item !== 'object' || item === null) return null;
@@ -166,6 +169,8 @@ export class ShardTable {
   } | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
+  /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
+  lease: { readonly held: boolean } | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
   private readonly held = new Map<string, HeldShard>();
@@ -264,7 +269,7 @@ export class ShardTable {
           ? shardForKey(UTF8.encode(key), c.shards, 'modulo')
           : (posInt(m.shard) ?? 0);
       if (shard >= c.shards) return null;
-      return this.refuse('cache', t, ns, cacheName, shard);
+      return this.refuse('cache', t, ns, cacheName, shard, CACHE_WRITES.has(String(m.type)));
     }
     const streamName = str(m.stream);
     const shard = posInt(m.shard);
@@ -339,13 +344,39 @@ export class ShardTable {
     return this.assignments.get(shardKey(kind, t, ns, name, shard));
   }
 
-  /** Null when this node serves the shard; otherwise the refusal to answer with. */
-  refuse(kind: ShardKind, t: string, ns: string, name: string, shard: number): Refusal | null {
+  /**
+   * Null when this node serves the shard; otherwise the refusal to answer with. A `write` is
+   * also refused, retryably, while this broker's lease is lapsed (no heartbeat accepted for
+   * 0.75 L): the control plane may be about to give the shard to another broker.
+   */
+  refuse(
+    kind: ShardKind,
+    t: string,
+    ns: string,
+    name: string,
+    shard: number,
+    write = false,
+  ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
-    if (this.held.has(key)) return null;
-    // Cache shards open lazily in the cache service: leading one is serving it.
-    if (kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId) return null;
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
+    const served =
+      this.held.has(key) ||
+      // Cache shards open lazily in the cache service: leading one is serving it.
+      (kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId);
+    if (served) return write ? this.leaseRefusal(where) : null;
+    return this.unservedRefusal(key, where);
+  }
+
+  private leaseRefusal(where: string): Refusal | null {
+    if (this.lease === null || this.lease.held) return null;
+    return new Refusal(
+      'shard_unavailable',
+      `${where}: node ${this.nodeId} has had no heartbeat accepted by the control plane for 0.75 of its lease, so it stops writing until the next one is (lease_lapsed)`,
+      'lease_lapsed',
+    );
+  }
+
+  private unservedRefusal(key: string, where: string): Refusal {
     const a = this.assignments.get(key);
     if (a === undefined)
       return new Refusal(
