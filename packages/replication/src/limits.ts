@@ -31,3 +31,11 @@ export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
 /** Shards one replica server keeps open logs for; past this a new shard is refused as
  *  `Overload` until one is released. */
 export const REPLICA_SHARDS_OPEN_MAX = 4096;
+
+/** A new leader's fence retries each replica from the first delay doubling to the last
+ *  (reference FENCE_RETRY / FENCE_RETRY_MAX). */
+export const FENCE_RETRY_MS_MIN = 200;
+export const FENCE_RETRY_MS_MAX = 2_000;
+
+/** How long one fence attempt waits for a replica's answer before trying again. */
+export const FENCE_ANSWER_TIMEOUT_MS = 2_000;

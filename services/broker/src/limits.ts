@@ -305,3 +305,10 @@ export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
 
 /** Bound on dialling a peer broker and greeting it (a leader's replication link). */
 export const PEER_DIAL_TIMEOUT_MS = 5_000;
+/**
+ * How long a new leader's fence may wait for a majority of the replica set before the shard's
+ * open is abandoned (it stays unserved, refused `not_ready`), and when the open is tried again.
+ * The reconcile pass waits for the fence, so this also bounds how long one shard holds it up.
+ */
+export const FENCE_DEADLINE_MS = 5_000;
+export const FENCE_RETRY_AFTER_MS = 1_000;

@@ -6,17 +6,28 @@
  * generation), a raised generation is made durable before any record it carries is stored, and
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
  * leader's base when it is empty, and opens it again.
+ *
+ * Divergence (a deposed leader back as a follower, holding records its successor never had):
+ * a conflict is repaired only when the batch is of a newer generation than the one that wrote
+ * the follower's conflicting record (its `generations` map), and never at or below the commit
+ * offset: the suffix from the conflict is truncated and the batch appended. A conflict at the
+ * batch's first record, above the older generation's start, first asks for that start (a gap
+ * answer pointing back), so every record the truncation keeps was compared. Anything else
+ * answers the conflict, which halts the leader's cursor.
  */
 import {
   FollowerAppender,
+  GenerationStarts,
   type LogOptions,
   ReplicaFile,
   SegmentLog,
   bootstrapLogAt,
   nodeIo,
+  truncateLogAbove,
 } from '@felix/storage';
 import {
   INTERNAL_ERROR,
+  REPLICA_LOG,
   type InternalFrame,
   type InternalMessage,
   InternalFrameDecoder,
@@ -40,6 +51,8 @@ interface ShardState {
   log: SegmentLog;
   appender: FollowerAppender;
   replica: ReplicaFile;
+  /** Where each generation's records start in this log. */
+  starts: GenerationStarts;
   tail: Promise<unknown>;
   queued: number;
 }
@@ -71,8 +84,10 @@ export class ReplicaServer {
    *  MalformedPeerFrameError when its body is no valid message. */
   async handleFrame(frame: InternalFrame): Promise<Uint8Array> {
     const m = decodeRequest(frame);
-    if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap')
+    if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap' && m.kind !== 'Fence')
       return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `${m.kind} is not served`);
+    if (m.kind === 'Fence' && m.log !== REPLICA_LOG.Stream)
+      return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `log ${m.log} is not fenced`);
     const assigned = this.opts.assignment(m.shard);
     if (assigned === undefined || this.closed)
       return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, 'not a replica of this shard');
@@ -93,7 +108,9 @@ export class ReplicaServer {
     const run = state.tail.then(() =>
       'checksum' in m
         ? this.records(state, m, assigned.generation)
-        : this.bootstrap(state, m, assigned.generation),
+        : m.kind === 'Fence'
+          ? this.fence(state, m, assigned.generation)
+          : this.bootstrap(state, m, assigned.generation),
     );
     // The chain only orders requests; each request's own failure is answered below.
     state.tail = run.catch(() => undefined);
@@ -179,8 +196,46 @@ export class ReplicaServer {
     );
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     if (verdict.raise) await state.replica.accept(m.shard.generation);
-    const result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    // Records appended from here on came from a leader of this generation.
+    await state.starts.begin(m.shard.generation, state.log.tailOffset);
+    let result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    if (result.kind === 'conflict') {
+      const repair = repairOf(state, m, result.at);
+      if (repair.kind === 'gap')
+        return encodeInternalMessage(answerFor(m.correlationId, repair, state.log.durableOffset));
+      if (repair.kind === 'truncate') {
+        await truncateAt(state, result.at);
+        await state.starts.begin(m.shard.generation, state.log.tailOffset);
+        result = await state.appender.appendAt(m.firstOffset, m.payloads);
+      }
+    }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
+  }
+
+  /**
+   * A new leader's fence: this replica durably accepts its generation (refusing older leaders
+   * from then on) and answers where its log ends, its commit offset and the generation of its
+   * last record.
+   */
+  private async fence(
+    state: ShardState,
+    m: { correlationId: number; shard: ShardRef },
+    assigned: number,
+  ): Promise<Uint8Array> {
+    const verdict = checkGeneration(m.shard.generation, {
+      accepted: state.replica.state.generation,
+      assigned,
+    });
+    if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
+    await state.replica.accept(m.shard.generation);
+    const logEnd = state.log.durableOffset;
+    return encodeInternalMessage({
+      kind: 'FenceOk',
+      correlationId: m.correlationId,
+      logEnd,
+      commitOffset: state.replica.state.commitOffset,
+      lastGeneration: logEnd > 0 ? state.starts.at(logEnd - 1).generation : 0,
+    });
   }
 
   private async bootstrap(
@@ -207,15 +262,44 @@ export class ReplicaServer {
   }
 }
 
+type Repair = { kind: 'truncate' } | { kind: 'gap'; expected: number } | { kind: 'halt' };
+
+/** What a conflict at `at` with batch `m` allows (see the header). */
+function repairOf(state: ShardState, m: RecordsRequest, at: number): Repair {
+  const writer = state.starts.at(at);
+  const commit = state.replica.state.commitOffset;
+  // Same generation (or an older batch): two versions of one leader's record, or a leader
+  // truncating below what it sent. Below the commit offset: what a majority holds. Never.
+  if (m.shard.generation <= writer.generation || at < commit) return { kind: 'halt' };
+  const floor = Math.max(writer.start, commit, state.log.baseOffset);
+  if (m.firstOffset >= at && at > floor) return { kind: 'gap', expected: floor };
+  return { kind: 'truncate' };
+}
+
+/** Drops the follower's records at and above `at` (a closed log, then reopened). */
+async function truncateAt(state: ShardState, at: number): Promise<void> {
+  await state.log.close();
+  try {
+    await truncateLogAbove(state.opts, at, { commitOffset: state.replica.state.commitOffset });
+  } finally {
+    state.log = await SegmentLog.open(state.opts);
+    state.appender = new FollowerAppender(state.log);
+  }
+  await state.starts.truncated(at);
+}
+
 async function openShard(opts: LogOptions): Promise<ShardState> {
   const log = await SegmentLog.open(opts);
   try {
-    const replica = await ReplicaFile.open(opts.io ?? nodeIo, log.dir);
+    const io = opts.io ?? nodeIo;
+    const replica = await ReplicaFile.open(io, log.dir);
+    const starts = await GenerationStarts.open(io, log.dir);
     return {
       opts,
       log,
       appender: new FollowerAppender(log),
       replica,
+      starts,
       tail: Promise.resolve(),
       queued: 0,
     };

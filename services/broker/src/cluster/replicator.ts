@@ -6,7 +6,14 @@
  * and is replaced when the shard's generation changes.
  */
 import type { Logger } from 'pino';
-import { type HaltReason, type PeerLink, ShardShipper, majorityHeld } from '@felix/replication';
+import {
+  type FenceOutcome,
+  type HaltReason,
+  type PeerLink,
+  ShardShipper,
+  fenceReplicaSet,
+  majorityHeld,
+} from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
@@ -98,15 +105,36 @@ export class Replicator {
 
   constructor(private readonly deps: ReplicatorDeps) {}
 
-  /** Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one). */
-  async ship(key: string, log: SegmentLog, ref: ShardRef, followers: string[]): Promise<void> {
+  /**
+   * Fences the replica set before this broker serves `ref` at its generation: resolves once a
+   * majority (this broker counted) accepted it, or with why not (deposed, or the deadline).
+   */
+  fence(ref: ShardRef, followers: string[], deadlineMs: number): Promise<FenceOutcome> {
+    return fenceReplicaSet({
+      shard: ref,
+      followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId) })),
+      deadlineMs,
+    });
+  }
+
+  /**
+   * Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one).
+   * `genStart` is where this generation's records start in `log` (its tail when this broker
+   * opened it as leader): the first batch overlaps the record just below it, so a returning
+   * deposed leader's divergent suffix is compared from its first record.
+   */
+  async ship(
+    key: string,
+    log: SegmentLog,
+    ref: ShardRef,
+    followers: string[],
+    genStart = log.tailOffset,
+  ): Promise<void> {
     const current = this.shippers.get(key);
     if (current !== undefined && current.generation === ref.generation) return;
     await this.stop(key);
     if (followers.length === 0) return;
-    // Just below the tail: the first batch overlaps one record, and each answer says where the
-    // follower's log really ends.
-    const start = Math.max(log.baseOffset, log.tailOffset - 1);
+    const start = Math.max(log.baseOffset, Math.min(genStart, log.tailOffset) - 1);
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({
       log,

@@ -15,7 +15,9 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
+import { GenerationStarts, nodeIo } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
+import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS } from '../limits.js';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
@@ -494,6 +496,12 @@ export class ShardTable {
       // A follower's copy of this shard is closed first: the leader's log is the same files.
       await this.replication?.releaseFollower(refOf(s, i, generation));
       const store = s.durable ? await this.openStore(s, i) : null;
+      // Where this generation's records start: its first batch to a follower overlaps below it.
+      const genStart = store?.log?.tailOffset ?? 0;
+      if (store?.log && !(await this.fenced(s, i, generation, store.log))) {
+        await store.close();
+        return;
+      }
       rt.shards[i] = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
         store,
@@ -507,7 +515,7 @@ export class ShardTable {
         'shard opened',
       );
       const a = this.assignments.get(sk);
-      if (a !== undefined) await this.shipIfReplicated(rt, i, a);
+      if (a !== undefined) await this.shipIfReplicated(rt, i, a, genStart);
     } catch (err) {
       this.failed.set(sk, { generation, reason: (err as Error).message });
       this.log.error(
@@ -518,13 +526,46 @@ export class ShardTable {
   }
 
   /** Ships a led durable shard to the followers its replica set names (when replication is on). */
-  private async shipIfReplicated(rt: StreamRuntime, i: number, a: AssignmentRecord) {
+  private async shipIfReplicated(
+    rt: StreamRuntime,
+    i: number,
+    a: AssignmentRecord,
+    genStart?: number,
+  ) {
     const log = rt.shards[i]?.store?.log;
     if (this.replication === null || log === undefined) return;
     const s = rt.config;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
-    await this.replication.replicator.ship(key, log, refOf(s, i, a.generation), followers);
+    const ref = refOf(s, i, a.generation);
+    await this.replication.replicator.ship(key, log, ref, followers, genStart);
+  }
+
+  /**
+   * Before a replicated shard is served at `generation`: records where the generation's records
+   * start in its log, and fences the replica set (a majority must accept the generation). False
+   * when the fence failed; the open is tried again after FENCE_RETRY_AFTER_MS.
+   */
+  private async fenced(
+    s: StreamConfig,
+    i: number,
+    generation: number,
+    log: { dir: string; tailOffset: number },
+  ): Promise<boolean> {
+    const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
+    const followers = (a?.replicas ?? []).filter((id) => id !== this.nodeId);
+    if (this.replication === null || followers.length === 0) return true;
+    const starts = await GenerationStarts.open(nodeIo, log.dir);
+    await starts.begin(generation, log.tailOffset);
+    const ref = refOf(s, i, generation);
+    const outcome = await this.replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
+    if (outcome.majority) return true;
+    this.log.warn(
+      { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation, ...outcome },
+      'the replica set was not fenced; the shard stays unserved and the open is retried',
+    );
+    setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+    return false;
   }
 
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */
