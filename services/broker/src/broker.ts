@@ -121,7 +121,7 @@ export class Broker {
     const ports = await this.listenAll(tls);
     const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
     this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s) =>
-      this.cluster?.table.replicaGeneration('stream', s.tenantId, s.namespace, s.stream, s.shard),
+      this.cluster?.table.replicaRole('stream', s.tenantId, s.namespace, s.stream, s.shard),
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),

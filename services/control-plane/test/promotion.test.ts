@@ -256,9 +256,19 @@ describe('failover policy', () => {
   it('a_report_that_cannot_be_believed_names_no_candidate', () => {
     const none = { candidates: [] };
     expect(failoverPolicy({ ...base, report: undefined })).toEqual(none);
-    expect(failoverPolicy({ ...base, report: { ...report, generation: 3 } })).toEqual(none);
+    expect(failoverPolicy({ ...base, report: { ...report, generation: 5 } })).toEqual(none);
     expect(failoverPolicy({ ...base, report: { ...report, leader: 'b' } })).toEqual(none);
     expect(failoverPolicy({ ...base, trust: { nowMs: 6_001, trustMs: 5_000 } })).toEqual(none);
+  });
+
+  it('a_report_of_the_same_leader_at_an_earlier_generation_still_names_candidates', () => {
+    const earlier = { ...report, generation: 3 };
+    expect(failoverPolicy({ ...base, report: earlier })).toEqual({ candidates: ['c', 'b', 'd'] });
+    // Only members of the current set: a follower dropped since is no candidate.
+    const smaller = { ...current, replicas: ['a', 'b'] };
+    expect(failoverPolicy({ ...base, current: smaller, report: earlier })).toEqual({
+      candidates: ['b'],
+    });
   });
 
   it('nothing_without_a_durable_log_gets_a_policy', () => {

@@ -42,8 +42,12 @@ import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
 export interface ReplicaServerOptions {
   /** Where and how the follower log of `shard` lives (the broker's own layout). */
   logOptions(shard: ShardRef): LogOptions;
-  /** The shard's assignment as this broker knows it, when it is in the replica set. */
-  assignment(shard: ShardRef): { generation: number } | undefined;
+  /**
+   * The shard's assignment as this broker knows it: undefined when it knows none (or is not in
+   * its replica set); `follower: false` when it knows the assignment and does not follow it
+   * there (a leader of a newer generation than that is retried: this broker has not heard yet).
+   */
+  assignment(shard: ShardRef): { generation: number; follower?: boolean } | undefined;
 }
 
 interface ShardState {
@@ -89,7 +93,13 @@ export class ReplicaServer {
     if (m.kind === 'Fence' && m.log !== REPLICA_LOG.Stream)
       return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `log ${m.log} is not fenced`);
     const assigned = this.opts.assignment(m.shard);
-    if (assigned === undefined || this.closed)
+    if (assigned?.follower === false && assigned.generation < m.shard.generation && !this.closed)
+      return refuse(
+        m.correlationId,
+        INTERNAL_ERROR.StaleRoute,
+        `generation ${m.shard.generation} is newer than the assigned ${assigned.generation}`,
+      );
+    if (assigned === undefined || assigned.follower === false || this.closed)
       return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, 'not a replica of this shard');
     const key = shardKey(m.shard);
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)

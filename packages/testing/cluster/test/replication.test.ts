@@ -175,6 +175,88 @@ describe('replication between brokers', () => {
       await client.close();
     }
   }, 180_000);
+
+  it('a_deposed_leaders_unshipped_suffix_is_dropped_when_it_returns_as_a_follower', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      streams: [{ name: 'ledger', shards: 1, replicationFactor: 3 }],
+    });
+    held.cluster = c;
+    const before = (await c.assignments()).find((a) => a.stream === 'ledger')!;
+    const old = c.node(before.leader);
+    const shared = Array.from({ length: 20 }, (_, i) => `s-${i}`);
+    await publishAll(c, old, shared);
+    await waitFor(
+      async () => {
+        const r = await reportOf(c, 'ledger');
+        return r?.leader_offset === 20 && r.replica_offsets.every((o) => o.durable_offset === 20);
+      },
+      'a report naming the followers caught up',
+      scaled(FAILOVER_MS),
+    );
+    // Cut from everyone: what it acks until its lease lapses is never shipped.
+    for (const f of before.replicas.slice(1)) await c.partition(old.id, f);
+    await c.partition(old.id, 'controlplane');
+    const client = await c.connect({ servers: [old.url()] });
+    const divergent: string[] = [];
+    try {
+      for (let i = 0; ; i++) {
+        const ok = await client.publish('ledger', `x-${i}`).then(
+          () => true,
+          () => false,
+        );
+        if (!ok) break;
+        divergent.push(`x-${i}`);
+      }
+    } finally {
+      await client.close();
+    }
+    expect(divergent.length).toBeGreaterThan(0);
+    const promoted = await waitFor(
+      async () => {
+        const a = (await c.assignments()).find((x) => x.stream === 'ledger');
+        return a && a.leader !== old.id ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(FAILOVER_MS),
+    );
+    const next = c.node(promoted.leader);
+    const fresh = Array.from({ length: 5 }, (_, i) => `n-${i}`);
+    await waitFor(
+      () => publishAll(c, next, fresh).then(() => true),
+      'the new leader to take publishes',
+      scaled(FAILOVER_MS),
+    );
+    // Back: it rejoins the set as a follower and must end with the new leader's log.
+    await c.heal();
+    await waitFor(
+      async () => {
+        const r = await reportOf(c, 'ledger');
+        return r?.replica_offsets.some((o) => o.node_id === old.id && o.durable_offset === 25);
+      },
+      'the deposed leader to follow the new one',
+      scaled(FAILOVER_MS),
+    );
+    // Only it is left: it is promoted and serves exactly the new leader's log.
+    for (const id of before.replicas.filter((x) => x !== old.id)) await c.kill(id);
+    await waitFor(
+      async () => (await c.leaderOf('ledger'))?.id === old.id,
+      'the deposed leader to lead again',
+      scaled(FAILOVER_MS),
+    );
+    const back = await c.connect({ servers: [old.url()] });
+    try {
+      const got = await waitFor(
+        () => readUpTo(back, 'ledger', 'n-4').catch(() => null),
+        'the returned leader to serve the new log',
+        scaled(FAILOVER_MS),
+      );
+      expect(got).toEqual([...shared, ...fresh]);
+    } finally {
+      await back.close();
+    }
+  }, 240_000);
 });
 
 interface StoredReport {

@@ -43,8 +43,8 @@ export async function startInternalNode(
   selfId: string,
   clientTls: TlsMaterial,
   log: Logger,
-  /** The generation at which this broker follows a stream shard (its replica sets). */
-  follows: (s: ShardRef) => number | undefined,
+  /** A stream shard's assignment as this broker knows it, and whether it follows it there. */
+  follows: (s: ShardRef) => { generation: number; follower: boolean } | undefined,
 ): Promise<InternalNode | null> {
   const bind = cfg.cluster.internal_bind;
   if (bind === null) return null;
@@ -63,10 +63,7 @@ export async function startInternalNode(
       fsync: 'onCommit',
     }),
     // Only shards whose replica set names this broker (and not as leader) are accepted.
-    assignment: (s) => {
-      const generation = follows(s);
-      return generation === undefined ? undefined : { generation };
-    },
+    assignment: follows,
   });
   const listener = await InternalListener.start({
     host: at.host,

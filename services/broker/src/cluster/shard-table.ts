@@ -341,6 +341,14 @@ export class ShardTable {
     );
   }
 
+  /** A shard's generation as the feed says, and whether this node follows it there. */
+  replicaRole(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    const a = this.assignments.get(shardKey(kind, t, ns, name, shard));
+    if (a === undefined) return undefined;
+    const follower = replicaGenerationOf(a, this.nodeId) !== undefined;
+    return { generation: a.generation, follower };
+  }
+
   /** The assignment of one shard, if the feed has one. */
   assignment(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
     return this.assignments.get(shardKey(kind, t, ns, name, shard));

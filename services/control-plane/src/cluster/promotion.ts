@@ -5,7 +5,7 @@
  * promised, so only a replica holding at least the caught-up bound may lead: the leader's whole
  * reported log under `Leader` consistency, the commit mark under `Quorum`. A halted follower
  * (diverged, needs a bootstrap) never qualifies, nor does anyone when the report is missing,
- * from another generation or leader, or older than the trust window. Candidates come most
+ * from another leader or a later generation, or older than the trust window. Candidates come most
  * caught-up first. A durable single copy has no candidate: it waits for its owner.
  */
 import type { Assignment, FailoverPolicy, ShardKind } from '@felix/router';
@@ -39,7 +39,10 @@ export interface PromotionInput {
 export function caughtUpBound(input: PromotionInput): number | null {
   const { current, report, trust } = input;
   if (current === undefined || report === undefined) return null;
-  if (report.generation !== current.generation || report.leader !== current.leader) return null;
+  // A report of an earlier generation of the same leader still holds: the generation moved
+  // because the follower set changed (a dead follower dropped) while that leader went on
+  // leading the same log, and what its followers confirmed they still hold.
+  if (report.generation > current.generation || report.leader !== current.leader) return null;
   if (trust.nowMs - report.reported_at_ms > trust.trustMs) return null;
   return input.consistency === 'Quorum' ? report.commit_offset : report.leader_offset;
 }
