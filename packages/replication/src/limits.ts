@@ -28,7 +28,8 @@ export const REPLICATE_IDLE_CHECK_MS = 100;
  *  one more); past this the follower answers `Overload`. */
 export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
 
-/** Shards one replica server keeps open logs for; past this a new shard is refused as
+/** Follower logs one replica server keeps open, counted per (shard, log kind): a stream shard
+ *  with groups holds three, a cache shard with counters two; past this a new one is refused as
  *  `Overload` until one is released. */
 export const REPLICA_SHARDS_OPEN_MAX = 4096;
 
@@ -39,3 +40,8 @@ export const FENCE_RETRY_MS_MAX = 2_000;
 
 /** How long one fence attempt waits for a replica's answer before trying again. */
 export const FENCE_ANSWER_TIMEOUT_MS = 2_000;
+
+/** A follower of a stream that does not fsync on commit saves the commit offset the leader
+ *  carries at most this often (the reference: once a second); on commit it saves before each
+ *  answer. */
+export const REPLICA_COMMIT_SAVE_INTERVAL_MS = 1_000;

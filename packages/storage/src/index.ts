@@ -109,6 +109,7 @@ export {
   CounterRecordCorruptError,
   GroupStateCorruptError,
   ProjectionClosedError,
+  ProjectionReleasedError,
   ProjectionInputError,
   ProjectionLogFailedError,
   ProjectionReadMovedError,

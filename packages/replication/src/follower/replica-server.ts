@@ -1,6 +1,8 @@
 /**
  * A follower broker's side of log shipping: answers each FLXI replication request for the
- * shards it follows. Per shard it keeps the follower log (opened on first use), its
+ * shards it follows, for every log that rides with a shard (log-kind.ts): the request's kind
+ * names the log, the options say where that log lives and whether this broker follows its
+ * owning shard. Per (shard, log) it keeps the follower log (opened on first use), its
  * FollowerAppender and its `replica` file, and runs one request at a time, in arrival order
  * (a bounded queue; past it the answer is `Overload`). A batch is checked (checksum,
  * generation), a raised generation is made durable before any record it carries is stored, and
@@ -14,6 +16,11 @@
  * batch's first record, above the older generation's start, first asks for that start (a gap
  * answer pointing back), so every record the truncation keeps was compared. Anything else
  * answers the conflict, which halts the leader's cursor.
+ *
+ * A batch of a quorum shard (kind 26) carries the leader's commit mark: after storing the batch
+ * the follower records the lower of the mark and what the batch showed it holds in its
+ * `replica` file (CommitSaver): saved before the answer when `commitSync` says so (the stream
+ * fsyncs on commit), otherwise at most once per REPLICA_COMMIT_SAVE_INTERVAL_MS.
  */
 import {
   FollowerAppender,
@@ -36,18 +43,27 @@ import {
   encodeInternalMessage,
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
+import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
 import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
 import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
+import { CommitSaver } from './commit-saver.js';
 
 export interface ReplicaServerOptions {
-  /** Where and how the follower log of `shard` lives (the broker's own layout). */
-  logOptions(shard: ShardRef): LogOptions;
+  /** Where and how the follower copy of `log` of `shard` lives (the broker's own layout). */
+  logOptions(shard: ShardRef, log: ReplicaLogKind): LogOptions;
   /**
-   * The shard's assignment as this broker knows it: undefined when it knows none (or is not in
-   * its replica set); `follower: false` when it knows the assignment and does not follow it
-   * there (a leader of a newer generation than that is retried: this broker has not heard yet).
+   * The assignment of the shard owning `log` (the stream shard for group state, the cache shard
+   * for counters) as this broker knows it: undefined when it knows none or is not in its
+   * replica set; `follower: false` when it knows the assignment and does not follow it there (a
+   * leader of a newer generation than that is told to retry: this broker has not heard yet).
    */
-  assignment(shard: ShardRef): { generation: number; follower?: boolean } | undefined;
+  assignment(
+    shard: ShardRef,
+    log: ReplicaLogKind,
+  ): { generation: number; follower?: boolean } | undefined;
+  /** Whether the commit offset is saved before the answer (the stream fsyncs on commit);
+   *  absent: always. */
+  commitSync?(shard: ShardRef): boolean;
 }
 
 interface ShardState {
@@ -59,9 +75,37 @@ interface ShardState {
   starts: GenerationStarts;
   tail: Promise<unknown>;
   queued: number;
+  commits: CommitSaver;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
+type BootstrapRequest = Extract<InternalMessage, { baseOffset: number; log?: never }>;
+type FenceRequest = Extract<InternalMessage, { kind: 'Fence' }>;
+
+/** The request and the log it is for, or the refusal of a kind this server does not serve. */
+function targetOf(
+  decoded: InternalMessage,
+):
+  | { m: RecordsRequest | BootstrapRequest | FenceRequest; log: ReplicaLogKind }
+  | { refused: Uint8Array } {
+  const unsupported = (detail: string) => ({
+    refused: refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail),
+  });
+  if (decoded.kind === 'Fence') {
+    // Only stream logs are fenced yet (the riding logs follow their shard's stream log).
+    if (decoded.log !== REPLICA_LOG.Stream) return unsupported(`log ${decoded.log} is not fenced`);
+    return { m: decoded, log: 'stream' };
+  }
+  const shipping = shippingKindOf(decoded.kind);
+  if (shipping === undefined) return unsupported(`${decoded.kind} is not served`);
+  // Every shipping kind is a records or a bootstrap message (log-kind.ts pairs them).
+  return { m: decoded as RecordsRequest | BootstrapRequest, log: shipping.log };
+}
+
+/** The highest commit offset this replica knows of: saved, or carried and not saved yet. */
+function commitOf(state: ShardState): number {
+  return Math.max(state.replica.state.commitOffset, state.commits.offered);
+}
 
 export class ReplicaServer {
   private readonly shards = new Map<string, Promise<ShardState>>();
@@ -87,12 +131,10 @@ export class ReplicaServer {
   /** Answers one decoded frame (a listener's reader already split it); throws
    *  MalformedPeerFrameError when its body is no valid message. */
   async handleFrame(frame: InternalFrame): Promise<Uint8Array> {
-    const m = decodeRequest(frame);
-    if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap' && m.kind !== 'Fence')
-      return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `${m.kind} is not served`);
-    if (m.kind === 'Fence' && m.log !== REPLICA_LOG.Stream)
-      return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `log ${m.log} is not fenced`);
-    const assigned = this.opts.assignment(m.shard);
+    const target = targetOf(decodeRequest(frame));
+    if ('refused' in target) return target.refused;
+    const { m, log } = target;
+    const assigned = this.opts.assignment(m.shard, log);
     if (assigned?.follower === false && assigned.generation < m.shard.generation && !this.closed)
       return refuse(
         m.correlationId,
@@ -100,12 +142,12 @@ export class ReplicaServer {
         `generation ${m.shard.generation} is newer than the assigned ${assigned.generation}`,
       );
     if (assigned === undefined || assigned.follower === false || this.closed)
-      return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, 'not a replica of this shard');
-    const key = shardKey(m.shard);
+      return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, `not a replica of this ${log}`);
+    const key = shardKey(m.shard, log);
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'too many shards open');
     let state: ShardState;
-    const opening = this.state(key, m.shard);
+    const opening = this.state(key, m.shard, log);
     try {
       state = await opening;
     } catch (err) {
@@ -134,6 +176,8 @@ export class ReplicaServer {
         this.open.delete(key);
       }
       // The log already failed; the answer below carries that failure, not the close's.
+      await state.commits.close().catch(() => undefined);
+      // As above: the close of a failed log adds nothing to the answer.
       await state.log.close().catch(() => undefined);
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
@@ -141,29 +185,36 @@ export class ReplicaServer {
     }
   }
 
-  /** What this follower holds of `shard` (what it reports to the control plane), when open. */
+  /** What this follower holds of `log` of `shard` (what it reports to the control plane), when
+   *  open. */
   status(
     shard: ShardRef,
-  ): { base: number; tail: number; durable: number; generation: number } | undefined {
-    const s = this.open.get(shardKey(shard));
+    log: ReplicaLogKind = 'stream',
+  ):
+    | { base: number; tail: number; durable: number; generation: number; commit: number }
+    | undefined {
+    const s = this.open.get(shardKey(shard, log));
     if (s === undefined) return undefined;
     return {
       base: s.log.baseOffset,
       tail: s.log.tailOffset,
       durable: s.log.durableOffset,
       generation: s.replica.state.generation,
+      commit: s.replica.state.commitOffset,
     };
   }
 
-  /** Closes the follower log of `shard` (before this broker opens it as the leader's). */
-  async release(shard: ShardRef): Promise<void> {
-    const key = shardKey(shard);
+  /** Closes the follower copy of `log` of `shard` (before this broker opens it as the
+   *  leader's). */
+  async release(shard: ShardRef, log: ReplicaLogKind = 'stream'): Promise<void> {
+    const key = shardKey(shard, log);
     const p = this.shards.get(key);
     if (p === undefined) return;
     this.shards.delete(key);
     this.open.delete(key);
     const state = await p;
     await state.tail;
+    await state.commits.close();
     await state.log.close();
   }
 
@@ -176,15 +227,17 @@ export class ReplicaServer {
       const state = await p.catch(() => undefined);
       if (state === undefined) continue;
       await state.tail;
+      // Closing at shutdown: a commit offset not saved is at most a second stale (documented).
+      await state.commits.close().catch(() => undefined);
       // Closing at shutdown: a log that fails to close is recovered at its next open.
       await state.log.close().catch(() => undefined);
     }
   }
 
-  private state(key: string, shard: ShardRef): Promise<ShardState> {
+  private state(key: string, shard: ShardRef, log: ReplicaLogKind): Promise<ShardState> {
     let p = this.shards.get(key);
     if (p === undefined) {
-      p = openShard(this.opts.logOptions(shard)).then((s) => {
+      p = openShard(this.opts.logOptions(shard, log)).then((s) => {
         this.open.set(key, s);
         return s;
       });
@@ -219,6 +272,11 @@ export class ReplicaServer {
         result = await state.appender.appendAt(m.firstOffset, m.payloads);
       }
     }
+    if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
+      // Only what this batch showed is known to match the leader's log.
+      const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
+      await state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
+    }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
   }
 
@@ -243,7 +301,7 @@ export class ReplicaServer {
       kind: 'FenceOk',
       correlationId: m.correlationId,
       logEnd,
-      commitOffset: state.replica.state.commitOffset,
+      commitOffset: commitOf(state),
       lastGeneration: logEnd > 0 ? state.starts.at(logEnd - 1).generation : 0,
     });
   }
@@ -277,7 +335,7 @@ type Repair = { kind: 'truncate' } | { kind: 'gap'; expected: number } | { kind:
 /** What a conflict at `at` with batch `m` allows (see the header). */
 function repairOf(state: ShardState, m: RecordsRequest, at: number): Repair {
   const writer = state.starts.at(at);
-  const commit = state.replica.state.commitOffset;
+  const commit = commitOf(state);
   // Same generation (or an older batch): two versions of one leader's record, or a leader
   // truncating below what it sent. Below the commit offset: what a majority holds. Never.
   if (m.shard.generation <= writer.generation || at < commit) return { kind: 'halt' };
@@ -290,7 +348,7 @@ function repairOf(state: ShardState, m: RecordsRequest, at: number): Repair {
 async function truncateAt(state: ShardState, at: number): Promise<void> {
   await state.log.close();
   try {
-    await truncateLogAbove(state.opts, at, { commitOffset: state.replica.state.commitOffset });
+    await truncateLogAbove(state.opts, at, { commitOffset: commitOf(state) });
   } finally {
     state.log = await SegmentLog.open(state.opts);
     state.appender = new FollowerAppender(state.log);
@@ -312,6 +370,7 @@ async function openShard(opts: LogOptions): Promise<ShardState> {
       starts,
       tail: Promise.resolve(),
       queued: 0,
+      commits: new CommitSaver(replica),
     };
   } catch (err) {
     // The replica file's failure is what the caller needs; the log is recovered at next open.
@@ -342,6 +401,6 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function shardKey(s: ShardRef): string {
-  return `${s.tenantId}\u0000${s.namespace}\u0000${s.stream}\u0000${s.shard}`;
+function shardKey(s: ShardRef, log: ReplicaLogKind): string {
+  return `${log}\u0000${s.tenantId}\u0000${s.namespace}\u0000${s.stream}\u0000${s.shard}`;
 }

@@ -13,12 +13,19 @@ export interface StreamSpec {
   groupCursor?: 'onCommit' | 'periodic';
   /** Copies of each shard (the leader included); default 1. Needs `replication` on the spec. */
   replicationFactor?: number;
+  /** When a publish is acked and what readers see (docs/replication.md); default `leader`. */
+  consistency?: 'leader' | 'quorum';
 }
 
 export interface CacheSpec {
   name: string;
   /** Default true. */
   durable?: boolean;
+  /** Shards of the cache; default the control plane's. */
+  shards?: number;
+  /** Copies of each shard (the leader included): its cache and counter logs ship to the
+   *  followers; default 1. Needs `replication` on the spec. */
+  replicationFactor?: number;
 }
 
 export interface ClusterSpec {

@@ -1,15 +1,25 @@
 /**
- * The leader's side of replication in the broker: one ShardShipper per durable stream shard
- * this broker leads whose replica set names followers, shipping over peer links that dial on
- * first use (and again after a failure) to the follower's internal address from the node book.
- * Links are per peer and shared by its shards. A shard's shipper stops before its log closes,
- * and is replaced when the shard's generation changes.
+ * The leader's side of replication in the broker: one ShardShipper per durable log of each shard
+ * this broker leads whose replica set names followers (a stream's records, its group cursors and
+ * dead letters; a cache's log and its counters: each log its own shipper, so its own cursor per
+ * follower, and a slow group or counter log never holds up a stream's), shipping over peer
+ * links that dial on first use (and again after a failure) to the follower's internal address
+ * from the node book. Links are per peer and shared by every shard and log. A log's shipper
+ * stops before the log closes, and is replaced when the shard's generation changes.
+ *
+ * A `quorum` shard's stream log also gets a CommitMark over its replica set (the leader counted
+ * at its own durable offset, each follower at what it confirmed): recomputed on every
+ * confirmation and every leader fsync, carried to the followers by the shipper, handed to
+ * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
+ * with a shard never count toward the mark.
  */
 import type { Logger } from 'pino';
 import {
+  CommitMark,
   type FenceOutcome,
   type HaltReason,
   type PeerLink,
+  type ReplicaLogKind,
   ShardShipper,
   fenceReplicaSet,
   majorityHeld,
@@ -89,18 +99,39 @@ class LazyPeerLink implements PeerLink {
   }
 }
 
+/** A quorum shard's side of shipping: told each time the commit mark moves. */
+export interface ShipQuorum {
+  onMark(offset: number): void;
+}
+
 interface Shipping {
   shipper: ShardShipper;
   ref: ShardRef;
   generation: number;
   log: SegmentLog;
   followers: string[];
+  mark: CommitMark | null;
+  unlisten: () => void;
   /** Followers whose loop halted until repaired (reported; never promoted). */
   halted: Map<string, 'diverged' | 'needs_bootstrap'>;
 }
 
+/** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
+export interface ShipOptions {
+  kind?: ReplicaLogKind;
+  /** Only for a quorum shard's stream log. */
+  quorum?: ShipQuorum;
+  /**
+   * Where this generation's records start in `log` (its tail when this broker opened it as
+   * leader; default: the tail now): the first batch overlaps the record just below it, so a
+   * returning deposed leader's divergent suffix is compared from its first record.
+   */
+  genStart?: number;
+}
+
 export class Replicator {
-  private readonly shippers = new Map<string, Shipping>();
+  /** Per shard key, the shipper of each of its logs. */
+  private readonly shippers = new Map<string, Map<ReplicaLogKind, Shipping>>();
   private readonly links = new Map<string, LazyPeerLink>();
 
   constructor(private readonly deps: ReplicatorDeps) {}
@@ -117,47 +148,71 @@ export class Replicator {
     });
   }
 
-  /**
-   * Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one).
-   * `genStart` is where this generation's records start in `log` (its tail when this broker
-   * opened it as leader): the first batch overlaps the record just below it, so a returning
-   * deposed leader's divergent suffix is compared from its first record.
-   */
+  /** Ships `log` (the shard's `kind` log) to `followers` at `ref.generation` (restarting a
+   *  shipper of an older one, or of the other consistency); with `quorum`, keeps the shard's
+   *  commit mark. */
   async ship(
     key: string,
     log: SegmentLog,
     ref: ShardRef,
     followers: string[],
-    genStart = log.tailOffset,
+    opts: ShipOptions = {},
   ): Promise<void> {
-    const current = this.shippers.get(key);
-    if (current !== undefined && current.generation === ref.generation) return;
-    await this.stop(key);
+    const kind = opts.kind ?? 'stream';
+    const quorum = kind === 'stream' ? opts.quorum : undefined;
+    const current = this.shippers.get(key)?.get(kind);
+    if (
+      current !== undefined &&
+      current.generation === ref.generation &&
+      (current.mark !== null) === (quorum !== undefined)
+    )
+      return;
+    await this.stop(key, kind);
     if (followers.length === 0) return;
-    const start = Math.max(log.baseOffset, Math.min(genStart, log.tailOffset) - 1);
+    // Just below where this generation starts (or the tail): the first batch overlaps a record
+    // both hold, and each answer says where the follower's log really ends.
+    const genStart = Math.min(opts.genStart ?? log.tailOffset, log.tailOffset);
+    const start = Math.max(log.baseOffset, genStart - 1);
+    const mark = quorum === undefined ? null : new CommitMark(followers.length + 1);
+    const recompute = () => this.recompute(key, quorum);
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({
       log,
       shard: ref,
+      logKind: kind,
       followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
       onStopped: (nodeId, reason) => {
         if (isRepairable(reason)) halted.set(nodeId, reason);
-        this.deps.log.warn({ shard: key, follower: nodeId, reason }, 'shipping stopped');
+        this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
       },
+      ...(mark === null ? {} : { commitOffset: () => mark.offset, onConfirmed: recompute }),
     });
-    this.shippers.set(key, { shipper, ref, generation: ref.generation, log, followers, halted });
+    // What a majority may not hold yet is never deleted by retention.
+    if (mark !== null) log.setRetentionFloor(mark.offset);
+    const unlisten = mark === null ? () => undefined : log.onDurable(recompute);
+    let logs = this.shippers.get(key);
+    if (logs === undefined) {
+      logs = new Map();
+      this.shippers.set(key, logs);
+    }
+    const generation = ref.generation;
+    logs.set(kind, { shipper, ref, generation, log, followers, mark, unlisten, halted });
   }
 
   /**
-   * What each shipped shard's replicas hold, for the control plane (docs/replication.md,
+   * What each shipped stream shard's replicas hold, for the control plane (docs/replication.md,
    * "Replica reports and promotion"): the leader's durable offset, each follower's confirmed
-   * offset, the commit mark over them (majority of the set, leader counted) and halted followers.
+   * offset, the commit mark (a quorum shard's, else the majority over them, the leader counted)
+   * and halted followers.
    */
   reports(): ShardReport[] {
     const out: ShardReport[] = [];
-    for (const s of this.shippers.values()) {
+    for (const logs of this.shippers.values()) {
+      const s = logs.get('stream');
+      if (s === undefined) continue;
       const own = s.log.durableOffset;
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
+      const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
       out.push({
         tenant_id: s.ref.tenantId,
         namespace: s.ref.namespace,
@@ -166,7 +221,7 @@ export class Replicator {
         shard: s.ref.shard,
         generation: s.generation,
         leader_offset: own,
-        commit_offset: Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1)),
+        commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...s.halted].map(([node_id, reason]) => ({ node_id, reason })),
       });
@@ -174,24 +229,57 @@ export class Replicator {
     return out;
   }
 
-  /** Stops shipping shard `key` (before its log closes). */
-  async stop(key: string): Promise<void> {
-    const current = this.shippers.get(key);
-    if (current === undefined) return;
-    this.shippers.delete(key);
-    await current.shipper.stop();
+  /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
+  async stop(key: string, kind?: ReplicaLogKind): Promise<void> {
+    const logs = this.shippers.get(key);
+    if (logs === undefined) return;
+    const stopping = kind === undefined ? [...logs.keys()] : [kind];
+    const shippers: ShardShipper[] = [];
+    for (const k of stopping) {
+      const s = logs.get(k);
+      if (s === undefined) continue;
+      logs.delete(k);
+      s.unlisten();
+      if (s.mark !== null) s.log.setRetentionFloor(undefined);
+      shippers.push(s.shipper);
+    }
+    if (logs.size === 0) this.shippers.delete(key);
+    await Promise.all(shippers.map((s) => s.stop()));
   }
 
-  /** What a follower confirmed of shard `key` (0 when unknown). */
-  confirmed(key: string, nodeId: string): number {
-    return this.shippers.get(key)?.shipper.confirmed(nodeId) ?? 0;
+  /** Makes the stream shipper of shard `key` look at its log now (a batch waits for a majority). */
+  wake(key: string): void {
+    this.shippers.get(key)?.get('stream')?.shipper.wake();
   }
 
-  /** Records the leader holds that followers have not confirmed, over every shard shipped. */
+  /** The commit mark of a quorum shard being shipped (undefined otherwise). */
+  commitOffset(key: string): number | undefined {
+    return this.shippers.get(key)?.get('stream')?.mark?.offset;
+  }
+
+  /** A member's durable offset moved: the mark follows a majority as soon as one answers. */
+  private recompute(key: string, quorum: ShipQuorum | undefined): void {
+    const s = this.shippers.get(key)?.get('stream');
+    if (s === undefined || s.mark === null) return;
+    const held = [s.log.durableOffset, ...s.followers.map((f) => s.shipper.confirmed(f))];
+    if (!s.mark.advance(held)) return;
+    s.log.setRetentionFloor(s.mark.offset);
+    s.shipper.wake();
+    quorum?.onMark(s.mark.offset);
+  }
+
+  /** What a follower confirmed of shard `key`'s `kind` log (0 when unknown). */
+  confirmed(key: string, nodeId: string, kind: ReplicaLogKind = 'stream'): number {
+    return this.shippers.get(key)?.get(kind)?.shipper.confirmed(nodeId) ?? 0;
+  }
+
+  /** Records the leader holds that followers have not confirmed, over every log of every shard
+   *  shipped (`felix_broker_replication_lag_records`: 0 means every log is on every follower). */
   lagRecords(): number {
     let lag = 0;
-    for (const s of this.shippers.values())
-      for (const f of s.followers) lag += Math.max(0, s.log.tailOffset - s.shipper.confirmed(f));
+    for (const logs of this.shippers.values())
+      for (const s of logs.values())
+        for (const f of s.followers) lag += Math.max(0, s.log.tailOffset - s.shipper.confirmed(f));
     return lag;
   }
 

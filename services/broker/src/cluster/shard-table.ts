@@ -6,7 +6,10 @@
  * placeholder the session never touches, because `refuse()` answers for it first: `not_leader`
  * naming the leader, or `shard_unavailable` while no one (or not yet this node) serves it.
  * Caches of the catalog feed are defined in the broker's cache service, which opens their shards
- * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests).
+ * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests),
+ * and, with replication on, only once this node's follower copies of its cache and counter logs
+ * are closed. With replication, every durable log of a led shard ships: a stream's records, its
+ * group cursors and dead letters, a cache shard's cache and counter logs (riding-logs.ts).
  *
  * Reconciling runs one pass at a time; feed changes arriving meanwhile mark it dirty and one more
  * pass follows. A shard stops being served (refused) before its in-flight appends settle and its
@@ -17,13 +20,15 @@ import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { GenerationStarts, nodeIo } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
-import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS } from '../limits.js';
+import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
+import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
+import type { RidingLogKind, RidingLogs } from './riding-logs.js';
 
 export type ShardKind = 'stream' | 'cache';
 
@@ -92,6 +97,8 @@ export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfi
         }
       : { max_bytes: null, max_age_seconds: null },
     routing: s.routing === 'jump_hash' ? 'jump_hash' : 'modulo',
+    // The control plane spells it `Leader` / `Quorum`; anything else is the default.
+    consistency: String(s.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
   };
 }
 
@@ -162,12 +169,14 @@ export class ShardTable {
   /** Node id → internal address (replication dials it). */
   peerAddresses = new Map<string, string>();
   /**
-   * Set by the broker when it has an internal listener: the leader's shippers, and the follower
-   * logs its replica server holds (released before this table opens one as the leader's).
+   * Set by the broker when it has an internal listener: the leader's shippers, the follower
+   * logs its replica server holds (released before this table opens one as the leader's), and
+   * the logs riding with a shard beside a stream's records (group state, caches, counters).
    */
   replication: {
     replicator: Replicator;
-    releaseFollower: (ref: ShardRef) => Promise<void>;
+    releaseFollower: (ref: ShardRef, log: ReplicaLogKind) => Promise<void>;
+    riding: RidingLogs;
   } | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
@@ -176,6 +185,8 @@ export class ShardTable {
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
   private readonly held = new Map<string, HeldShard>();
+  /** Cache shards this node leads and serves, with replication on (their logs ship). */
+  private readonly heldCaches = new Map<string, AssignmentRecord>();
   /** Shards this node leads that could not be opened, with why (retried on a new generation). */
   private readonly failed = new Map<string, { generation: number; reason: string }>();
   private running: Promise<void> | null = null;
@@ -369,10 +380,13 @@ export class ShardTable {
   ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
+    // Cache shards open lazily in the cache service: without replication, leading one is
+    // serving it; with it, it is served once its follower copies are released (reconcile).
+    const lead = this.assignments.get(key)?.leader === this.nodeId;
     const served =
       this.held.has(key) ||
-      // Cache shards open lazily in the cache service: leading one is serving it.
-      (kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId);
+      this.heldCaches.has(key) ||
+      (kind === 'cache' && lead && this.replication === null);
     if (served) return write ? this.leaseRefusal(where) : null;
     return this.unservedRefusal(key, where);
   }
@@ -490,7 +504,57 @@ export class ShardTable {
         await this.acquire(rt, i, a.generation);
       }
     }
+    await this.reconcileCaches();
     this.heldGauge.set(this.held.size);
+  }
+
+  /** With replication on: serves and ships the cache shards this node leads, releases others. */
+  private async reconcileCaches(): Promise<void> {
+    if (this.replication === null) return;
+    for (const [key, held] of this.heldCaches) {
+      const a = this.assignments.get(key);
+      if (a !== undefined && a.leader === this.nodeId) continue;
+      this.heldCaches.delete(key);
+      await this.replication.replicator.stop(key);
+      await this.replication.riding.release(idOf(held), 'cache');
+      this.log.info({ cache_shard: key.replaceAll('\u0000', '/') }, 'cache shard released');
+    }
+    for (const [key, a] of this.assignments) {
+      if (this.closed) return;
+      if (a.kind !== 'cache' || a.leader !== this.nodeId) continue;
+      if (!this.heldCaches.has(key)) {
+        // Before serving: this node's follower copies are the same files the leader opens.
+        for (const log of logsOwnedBy('cache'))
+          await this.replication.releaseFollower(refOfAssignment(a), log);
+        this.replication.riding.admit(idOf(a), 'cache');
+      }
+      this.heldCaches.set(key, a);
+      await this.shipRiding(key, a, 'cache');
+    }
+  }
+
+  /** Ships the logs riding with a led shard (group state of a stream shard; a cache shard's
+   *  logs) to the followers its replica set names; a log that cannot open is retried on the
+   *  next pass (the shard is served regardless: its writes wait for nothing shipped). */
+  private async shipRiding(key: string, a: AssignmentRecord, owner: 'stream' | 'cache') {
+    const replication = this.replication;
+    if (replication === null) return;
+    const followers = a.replicas.filter((id) => id !== this.nodeId);
+    for (const kind of logsOwnedBy(owner)) {
+      if (kind === 'stream') continue;
+      if (followers.length === 0) {
+        await replication.replicator.stop(key, kind);
+        continue;
+      }
+      try {
+        const log = await replication.riding.open(idOf(a), kind as RidingLogKind);
+        if (log === null) continue;
+        await replication.replicator.ship(key, log, refOfAssignment(a), followers, { kind });
+      } catch (err) {
+        this.log.warn({ err, shard: key.replaceAll('\u0000', '/'), log: kind }, 'not shipped');
+        setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref();
+      }
+    }
   }
 
   private async acquire(rt: StreamRuntime, i: number, generation: number): Promise<void> {
@@ -501,8 +565,11 @@ export class ShardTable {
         throw new Error(
           'a durable stream needs durable.data_dir (FELIX_DURABLE_STORAGE_DIR) on this broker',
         );
-      // A follower's copy of this shard is closed first: the leader's log is the same files.
-      await this.replication?.releaseFollower(refOf(s, i, generation));
+      // A follower's copies of this shard's logs are closed first: the leader's are the same
+      // files (its records, and its groups' cursors and dead letters).
+      for (const log of logsOwnedBy('stream'))
+        await this.replication?.releaseFollower(refOf(s, i, generation), log);
+      this.replication?.riding.admit(idOfStream(s, i), 'stream');
       const store = s.durable ? await this.openStore(s, i) : null;
       // Where this generation's records start: its first batch to a follower overlaps below it.
       const genStart = store?.log?.tailOffset ?? 0;
@@ -533,20 +600,37 @@ export class ShardTable {
     }
   }
 
-  /** Ships a led durable shard to the followers its replica set names (when replication is on). */
+  /**
+   * Ships a led durable shard to the followers its replica set names (when replication is on).
+   * A `quorum` stream with followers also holds acks and reads at the commit mark; with none
+   * (RF 1) it behaves as `leader`. The catalog's latest consistency applies (it may change).
+   * `genStart` is where this generation's records start (when the shard was just opened).
+   */
   private async shipIfReplicated(
     rt: StreamRuntime,
     i: number,
     a: AssignmentRecord,
     genStart?: number,
   ) {
-    const log = rt.shards[i]?.store?.log;
-    if (this.replication === null || log === undefined) return;
-    const s = rt.config;
+    const shard = rt.shards[i];
+    const log = shard?.store?.log;
+    if (this.replication === null || shard === undefined || log === undefined) return;
+    const c = rt.config;
+    const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
+    const quorum = s.consistency === 'quorum' && followers.length > 0;
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
-    const ref = refOf(s, i, a.generation);
-    await this.replication.replicator.ship(key, log, ref, followers, genStart);
+    const replicator = this.replication.replicator;
+    // Under periodic fsync the log's durable offset (what wakes an idle shipper) lags the
+    // write: a held batch wakes it at once, so a follower's answer is what the ack waits for.
+    shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null, () =>
+      replicator.wake(key),
+    );
+    await replicator.ship(key, log, refOf(s, i, a.generation), followers, {
+      ...(quorum ? { quorum: { onMark: (offset: number) => shard.commitTo(offset) } } : {}),
+      ...(genStart === undefined ? {} : { genStart }),
+    });
+    await this.shipRiding(key, a, 'stream');
   }
 
   /**
@@ -584,6 +668,10 @@ export class ShardTable {
     const shard = rt.shards[i];
     rt.shards[i] = this.placeholder(s, i);
     await this.replication?.replicator.stop(sk);
+    // Its group state too: another broker leads it now, and may ship into these logs.
+    await this.replication?.riding
+      .release(idOfStream(s, i), 'stream')
+      .catch((err: unknown) => this.log.warn({ err, shard: sk }, 'releasing group state failed'));
     if (shard === undefined) return;
     // A failed append was answered to its publisher already; release only waits for quiet.
     await shard.settled().catch(() => undefined);
@@ -607,4 +695,22 @@ function sameShape(a: StreamConfig, b: StreamConfig): boolean {
 
 function refOf(s: StreamConfig, shard: number, generation: number): ShardRef {
   return { tenantId: s.tenant, namespace: s.namespace, stream: s.name, shard, generation };
+}
+
+function refOfAssignment(a: AssignmentRecord): ShardRef {
+  const { tenant_id: tenantId, namespace, stream, shard, generation } = a;
+  return { tenantId, namespace, stream, shard, generation };
+}
+
+function idOf(a: AssignmentRecord): {
+  tenant: string;
+  namespace: string;
+  stream: string;
+  shard: number;
+} {
+  return { tenant: a.tenant_id, namespace: a.namespace, stream: a.stream, shard: a.shard };
+}
+
+function idOfStream(s: StreamConfig, shard: number) {
+  return { tenant: s.tenant, namespace: s.namespace, stream: s.name, shard };
 }

@@ -84,13 +84,18 @@ export async function createCatalog(
       shards: s.shards,
       durable: s.durable ?? true,
       ...(s.replicationFactor === undefined ? {} : { replication_factor: s.replicationFactor }),
+      ...(s.consistency === undefined
+        ? {}
+        : { consistency: s.consistency === 'quorum' ? 'Quorum' : 'Leader' }),
     })) as { shards: number };
     out.push({ kind: 'stream', name: s.name, shards: made.shards });
   }
   for (const c of caches) {
-    const made = (await cp.api(adminToken, 'POST', `${base}/caches`, { cache: c.name })) as {
-      shards: number;
-    };
+    const made = (await cp.api(adminToken, 'POST', `${base}/caches`, {
+      cache: c.name,
+      ...(c.shards === undefined ? {} : { shards: c.shards }),
+      ...(c.replicationFactor === undefined ? {} : { replication_factor: c.replicationFactor }),
+    })) as { shards: number };
     out.push({ kind: 'cache', name: c.name, shards: made.shards });
   }
   return out;
