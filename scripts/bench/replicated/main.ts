@@ -252,7 +252,7 @@ async function both<T>(run: (side: Side) => Promise<T>): Promise<[T[], T[]]> {
 if (only.includes('throughput')) {
   await both((s) => windowed(s, Math.ceil(N / 10))); // warm-up pass, discarded
   const [f, j] = await both((s) => windowed(s, N));
-  const ratio = median(pairedRatios(f, j));
+  const ratio = pairedRatios(f, j).median;
   results.throughput = { felix: f, jetstream: j, ratio };
   table.push([
     'durable publish, 64 in flight (rec/s)',
