@@ -128,7 +128,7 @@ export class Broker {
     const ports = await this.listenAll(tls);
     const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
     this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s, kind) =>
-      this.cluster?.table.replicaGeneration(kind, s.tenantId, s.namespace, s.stream, s.shard),
+      this.cluster?.table.replicaRole(kind, s.tenantId, s.namespace, s.stream, s.shard),
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
@@ -259,7 +259,7 @@ export class Broker {
       address: (nodeId) =>
         cluster.table.peerAddresses.get(nodeId) ??
         cluster.refreshBook().then(() => cluster.table.peerAddresses.get(nodeId)),
-      allowed: (nodeId) => cluster.peers.dialAllowed(nodeId),
+      dialAllowed: (nodeId) => cluster.peers.dialAllowed(nodeId),
       log: this.log,
     });
     cluster.peers.onCut((nodeId) => pool.cut(nodeId));
@@ -281,6 +281,7 @@ export class Broker {
       selfId,
       authenticator: this.authenticator!,
       route: (kind, t, ns, name, shard) => table.routeView(kind, t, ns, name, shard),
+      leaseLapsed: () => table.leaseRefusal('') !== null,
       peerAddress: (nodeId) => table.peerAddresses.get(nodeId),
       streams: (t, ns, name) => this.catalog!.get(t, ns, name),
       caches: this.requests!.caches,
@@ -300,6 +301,7 @@ export class Broker {
       cluster: internal.material,
       clientTls,
       address: (nodeId) => table.peerAddresses.get(nodeId),
+      dialAllowed: (nodeId) => this.cluster!.peers.dialAllowed(nodeId),
       log: this.log,
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });

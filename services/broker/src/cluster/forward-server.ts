@@ -60,6 +60,8 @@ export interface ForwardServerDeps {
     name: string,
     shard: number,
   ) => { view: { leader: string; generation: number } | undefined; serving: boolean };
+  /** Whether this broker's lease has lapsed (it stops writing: cluster/shard-table.ts). */
+  leaseLapsed: () => boolean;
   /** A node's internal address (named in `NotLeader`). */
   peerAddress: (nodeId: string) => string | undefined;
   streams: (t: string, ns: string, name: string) => StreamRuntime | undefined;
@@ -137,6 +139,8 @@ export class ForwardServer {
     const verdict = judgeForward(this.deps.selfId, view, serving, ref.generation);
     switch (verdict.kind) {
       case 'serve':
+        if (this.deps.leaseLapsed())
+          throw new ForwardRefusedError(INTERNAL_ERROR.Unavailable, 'lease_lapsed');
         return null;
       case 'not_leader':
         return encodeInternalMessage({

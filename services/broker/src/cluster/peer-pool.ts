@@ -2,7 +2,7 @@
  * One connection per peer broker, shared by everything that talks to it (the leader's shippers
  * and the forwarder): dialled on first use at the internal address the node book names, with the
  * cluster certificate, and dialled afresh after a request fails on it. A peer the test partition
- * cuts (`allowed` false) is not dialled, and its open link is closed when the cut begins.
+ * cuts (`dialAllowed` false) is not dialled, and its open link is closed when the cut begins.
  */
 import type { Logger } from 'pino';
 import type { PeerLink } from '@felix/replication';
@@ -20,7 +20,7 @@ export interface PeerPoolDeps {
   /** The internal address of a node, from the node book (which may be read afresh first). */
   address: (nodeId: string) => string | undefined | Promise<string | undefined>;
   /** The partition gate (cluster/peer-links.ts `dialAllowed`); absent: every peer. */
-  allowed?: (nodeId: string) => boolean;
+  dialAllowed?: (nodeId: string) => boolean;
   log: Logger;
 }
 
@@ -51,7 +51,7 @@ export class LazyPeerLink implements PeerLink {
   }
 
   private async connected() {
-    if (this.deps.allowed !== undefined && !this.deps.allowed(this.nodeId))
+    if (this.deps.dialAllowed?.(this.nodeId) === false)
       throw new PeerUnreachableError(this.nodeId, 'partitioned (test partition file)');
     const address = await this.deps.address(this.nodeId);
     if (address === undefined)

@@ -122,7 +122,14 @@ export class PublishHandlers {
     }
     const shardIndex = req.key ? routeKey(req.key, stream.shards.length, stream.config.routing) : 0;
     // The ownership half of admission (admission.ts): the shard is known only after routing.
-    const unheld = ownership?.refuse('stream', req.tenant, req.namespace, req.stream, shardIndex);
+    const unheld = ownership?.refuse(
+      'stream',
+      req.tenant,
+      req.namespace,
+      req.stream,
+      shardIndex,
+      true,
+    );
     const forwarding = this.deps.forwarding?.current ?? null;
     if (unheld instanceof NotLeaderRefusal && forwarding !== null)
       return this.forward(forwarding, auth, grant.token, order, req, unheld);
