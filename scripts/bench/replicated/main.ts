@@ -36,10 +36,14 @@ import {
   percentile,
 } from '@felix/testing-bench-kit';
 import { type Cluster, startCluster } from '@felix/testing-cluster';
-import { tempDir } from '@felix/testing-harness';
+import { tempDir, waitFor } from '@felix/testing-harness';
 import type { JetStreamClient, NatsConnection } from 'nats';
 import { type TimelinePoint, timelineSvg } from './chart.js';
-import { type NatsCluster, startNatsCluster } from './nats-cluster.js';
+import {
+  NATS_CLUSTER_FORM_DEADLINE_MS,
+  type NatsCluster,
+  startNatsCluster,
+} from './nats-cluster.js';
 
 const env = process.env;
 const ROUNDS = Math.max(1, Number(env.FELIX_BENCH_ROUNDS ?? 3));
@@ -108,7 +112,12 @@ async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }>
   const jsm = await admin.jetstreamManager();
   await jsm.streams.add({ name: STREAM, subjects: [`${STREAM}.>`], num_replicas: 3 });
   const leaderName = async () => (await jsm.streams.info(STREAM)).cluster?.leader ?? '';
-  const leader = await leaderName();
+  // The stream's own Raft group elects its leader after the add answers.
+  const leader = await waitFor(
+    leaderName,
+    'the stream to elect its leader',
+    NATS_CLUSTER_FORM_DEADLINE_MS,
+  );
   // Start on a server that does not lead the stream, as Felix's client starts on a non-owner.
   const ordered = [...nats.servers].sort(
     (a, b) => Number(a.name === leader) - Number(b.name === leader),
@@ -120,6 +129,12 @@ async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }>
   });
   const js: JetStreamClient = nc.jetstream();
   await admin.close();
+  // Answers 503 (no responders) until the stream's group is reachable from this server.
+  await waitFor(
+    () => js.publish(`${STREAM}.warm`, DATA).then(() => true),
+    'a first publish to the stream',
+    NATS_CLUSTER_FORM_DEADLINE_MS,
+  );
   return {
     nats,
     system: 'JetStream 3 servers, R3 file storage',
