@@ -56,6 +56,11 @@ export interface ShardRequest {
   current?: Assignment | undefined;
   /** Absent: nothing to protect, any replica (or a fresh node) may take over. */
   failover?: FailoverPolicy | undefined;
+  /**
+   * A leaving leader's hand-off: it stopped writing and these members hold its whole log. The
+   * first eligible one leads at once (the old leader stays in the set); none: nothing moves.
+   */
+  handoff?: FailoverPolicy | undefined;
 }
 
 export interface PlanEntry {
@@ -95,6 +100,21 @@ function nodeHash(nodeId: string): number {
   return h;
 }
 
+/** The member a leaving leader hands the shard to: the first eligible hand-off candidate. */
+function handoffTarget(
+  req: ShardRequest,
+  byId: ReadonlyMap<string, PlacementNode>,
+): string | undefined {
+  const current = req.current;
+  if (current === undefined || req.handoff === undefined) return undefined;
+  return req.handoff.candidates.find(
+    (id) =>
+      id !== current.leader &&
+      current.replicas.includes(id) &&
+      byId.get(id)?.eligible === true,
+  );
+}
+
 function zoneOf(node: PlacementNode): string {
   return node.zone ?? `node:${node.nodeId}`;
 }
@@ -132,10 +152,12 @@ function placeWith(
   load: ReadonlyMap<string, number>,
 ): Placement {
   const current = req.current;
+  const successor = handoffTarget(req, byId);
   // Fast path: a full set of routable copies led by a routable leader stays exactly as it is,
   // which is what the full path below would conclude too, without ranking every node.
   if (
     current &&
+    successor === undefined &&
     current.replicas.length >= req.replicationFactor &&
     current.replicas[0] === current.leader &&
     current.replicas.every((id) => byId.get(id)?.routable === true)
@@ -149,7 +171,9 @@ function placeWith(
 
   const kept = (current?.replicas ?? []).filter((id) => byId.get(id)?.routable === true);
   let leader: string | undefined;
-  if (current && kept.includes(current.leader)) {
+  if (successor !== undefined && kept.includes(successor)) {
+    leader = successor;
+  } else if (current && kept.includes(current.leader)) {
     leader = current.leader;
   } else if (current && req.failover) {
     // The log must not come back shorter: only a caught-up replica may lead, none is no one.

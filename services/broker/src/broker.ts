@@ -20,6 +20,7 @@ import { Catalog } from './catalog/catalog.js';
 import { NodeToken } from './cluster/node-token.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
 import { ListenError } from './errors.js';
+import { HANDOFF_TIMEOUT_MS } from './limits.js';
 import { Partition, partitionedFetch } from './faults/partition.js';
 import { storageIoFor } from './faults/storage-faults.js';
 import { startHttp } from './http/http-server.js';
@@ -411,6 +412,24 @@ export class Broker {
   }
 
   /**
+   * SIGTERM hand-off (docs/replication.md): new writes are already refused (`draining`); let the
+   * in-flight ones settle, then hand the led shards to level followers, all within a bound.
+   */
+  private async handOff(): Promise<void> {
+    if (this.cluster === null) return;
+    const budget = Math.min(HANDOFF_TIMEOUT_MS, this.config.broker.drain_timeout_ms / 2);
+    const start = performance.now();
+    const settled = (async () => {
+      await this.catalog?.settle();
+      await Promise.allSettled([...this.sessions].map((s) => s.settled()));
+    })();
+    await Promise.race([settled, new Promise((r) => setTimeout(r, budget / 2).unref())]);
+    const left = Math.max(0, budget - (performance.now() - start));
+    const outcome = await this.cluster.handOff(left);
+    this.log.info({ outcome, ms: Math.round(performance.now() - start) }, 'hand-off finished');
+  }
+
+  /**
    * Drains: refuse new work, let in-flight appends and their acks finish (bounded by
    * `drain_timeout_ms`), close client connections with code 0, close logs and listeners.
    */
@@ -418,6 +437,7 @@ export class Broker {
     if (this.draining) return;
     this.draining = true;
     this.log.info({ connections: this.sessions.size }, 'draining');
+    await this.handOff();
     // Leave the cluster first, so placement stops counting this node before its shards close.
     await this.cluster?.leave();
     // Waiting group polls answer (empty) now instead of holding the drain for their wait.

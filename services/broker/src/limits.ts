@@ -172,6 +172,15 @@ export const CONTROLPLANE_REQUEST_MS_MAX = 5_000;
 export const CONTROLPLANE_POLL_SLACK_MS = 5_000;
 /** Deregistering at SIGTERM waits at most this long, so an unreachable control plane cannot hold the exit. */
 export const CONTROLPLANE_DEREGISTER_MS_MAX = 2_000;
+
+/**
+ * SIGTERM hand-off (docs/replication.md, "Hand-off on SIGTERM"): the whole of it (shipping until
+ * followers are level, the final report, waiting for the control plane to move the shards) is
+ * bounded by this and by half of `broker.drain_timeout_ms`, so the drain keeps time to close.
+ */
+export const HANDOFF_TIMEOUT_MS = 5_000;
+/** How often the hand-off looks at the followers' cursors and at the shards it still leads. */
+export const HANDOFF_POLL_MS = 20;
 /** First retry delay after a failed feed or membership call; doubles per failure. */
 export const CONTROLPLANE_RETRY_MS_MIN = 100;
 /** Longest retry delay (reference: heartbeat retries capped near a fifth of the lease). */

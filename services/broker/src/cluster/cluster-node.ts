@@ -19,6 +19,7 @@ import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
 import { type Bearer, ControlPlaneClient } from './control-plane-client.js';
 import { FeedFollower, sleep } from './feed-follower.js';
+import { type HandoffOutcome, handOff } from './handoff.js';
 import { Membership, type NodeSpec } from './membership.js';
 import { PeerLinks } from './peer-links.js';
 import { ReplicaReporter } from './replica-reporter.js';
@@ -108,6 +109,7 @@ export class ClusterNode {
   /** The node-book refresh in flight (refreshes asked for meanwhile share it). */
   private bookRefresh: Promise<void> | null = null;
   private readonly cp: ControlPlaneClient;
+  private readonly log: Logger;
 
   constructor(deps: ClusterNodeDeps) {
     const { config, log, metrics } = deps;
@@ -116,6 +118,7 @@ export class ClusterNode {
       throw new ConfigInvalidCombinationError(['cluster.controlplane_url'], 'unset');
     const spec = nodeSpec(config, deps.clientPort);
     const clog = log.child({ node_id: spec.node_id });
+    this.log = clog;
     const client = this.controlPlaneClient(deps, url);
     this.cp = client;
     this.peers = new PeerLinks({
@@ -235,6 +238,24 @@ export class ClusterNode {
     if (!this.readied && this.feeds.every((f) => f.synced) && this.membership.isRegistered)
       this.readied = true;
     return this.readied;
+  }
+
+  /**
+   * SIGTERM, before `leave`: hands the shards this broker leads to level followers (bounded by
+   * `budgetMs`; cluster/handoff.ts). Heartbeats, reports and feeds keep running meanwhile, except
+   * the periodic report, which the hand-off's final one replaces.
+   */
+  async handOff(budgetMs: number): Promise<HandoffOutcome> {
+    await this.reporter.stop();
+    return handOff(
+      {
+        client: this.cp,
+        membership: this.membership,
+        replicator: () => this.table.replication?.replicator,
+        log: this.log,
+      },
+      budgetMs,
+    );
   }
 
   /** SIGTERM: deregister (bounded), then stop following the feeds and reconciling. */

@@ -51,6 +51,10 @@ export interface ShardReport {
   commit_offset: number;
   replica_offsets: { node_id: string; durable_offset: number }[];
   halted: { node_id: string; reason: 'diverged' | 'needs_bootstrap' }[];
+  /** Only from a leaving leader: it admits no writes, every log is durable (hand-off). */
+  drained?: boolean;
+  /** With `drained`: the followers holding every log of the shard to its end. */
+  caught_up?: string[];
 }
 
 /** One registered node as `GET /v1/nodes` lists it. */
@@ -227,6 +231,17 @@ export class ControlPlaneClient {
       'POST',
       `/v1/nodes/${encodeURIComponent(nodeId)}/replica-status`,
       { incarnation, shards },
+      timeoutMs,
+    );
+  }
+
+  /** Marks this node draining: it keeps its shards and is given no new ones (hand-off). */
+  async drain(nodeId: string, timeoutMs: number): Promise<void> {
+    await this.call(
+      'drain',
+      'POST',
+      `/v1/nodes/${encodeURIComponent(nodeId)}/drain`,
+      {},
       timeoutMs,
     );
   }

@@ -144,11 +144,12 @@ export class Replicator {
    * offset, the commit mark (a quorum shard's, else the majority over them, the leader counted)
    * and halted followers.
    */
-  reports(): ShardReport[] {
+  reports(leaving = false): ShardReport[] {
     const out: ShardReport[] = [];
     for (const logs of this.shippers.values()) {
       const s = logs.get('stream');
       if (s === undefined) continue;
+      const level = leaving ? levelFollowers(logs) : null;
       const own = s.log.durableOffset;
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
       const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
@@ -163,9 +164,22 @@ export class Replicator {
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...s.halted].map(([node_id, reason]) => ({ node_id, reason })),
+        ...(level === null
+          ? {}
+          : { drained: level.durable && level.followers.length > 0, caught_up: level.followers }),
       });
     }
     return out;
+  }
+
+  /** Whether every follower of every shipped shard holds every log to its end (lag 0). */
+  allLevel(): boolean {
+    for (const logs of this.shippers.values()) {
+      const level = levelFollowers(logs);
+      const followers = logs.get('stream')?.followers.length ?? 0;
+      if (!level.durable || level.followers.length < followers) return false;
+    }
+    return true;
   }
 
   /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
@@ -232,4 +246,23 @@ function isRepairable(
   reason: HaltReason | 'fenced' | 'failed',
 ): reason is 'diverged' | 'needs_bootstrap' {
   return reason === 'diverged' || reason === 'needs_bootstrap';
+}
+
+/**
+ * The followers holding every log of one shard to its tail, and whether each log is durable to
+ * its tail: what a leaving leader may hand the shard over on.
+ */
+function levelFollowers(logs: ReadonlyMap<ReplicaLogKind, Shipping>): {
+  durable: boolean;
+  followers: string[];
+} {
+  let durable = true;
+  let followers: string[] | null = null;
+  for (const s of logs.values()) {
+    const tail = s.log.tailOffset;
+    if (s.log.durableOffset < tail) durable = false;
+    const here = s.followers.filter((f) => !s.halted.has(f) && s.shipper.confirmed(f) >= tail);
+    followers = followers === null ? here : followers.filter((f) => here.includes(f));
+  }
+  return { durable, followers: followers ?? [] };
 }

@@ -72,3 +72,34 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
   );
   return { candidates: able.map((o) => o.node_id) };
 }
+
+/**
+ * Whom a leaving leader hands a shard to (docs/replication.md, "Hand-off on SIGTERM"): only
+ * when its believed report, at the assignment's own generation, says it is drained (it admits
+ * no more writes and every log is durable), the followers it names as holding every log that
+ * also hold its whole stream log, most caught up first. Undefined when there is no hand-off: the
+ * shard stays with its leader (and, once that leader is gone, waits for the failover path).
+ */
+export function handoffPolicy(input: PromotionInput): FailoverPolicy | undefined {
+  const { current, report, trust } = input;
+  if (current === undefined || report === undefined || !report.drained) return undefined;
+  if (report.generation !== current.generation || report.leader !== current.leader)
+    return undefined;
+  if (trust.nowMs - report.reported_at_ms > trust.trustMs) return undefined;
+  const halted = new Set(report.halted.map((h) => h.node_id));
+  const holding = new Set(report.caught_up);
+  const able = report.replica_offsets.filter(
+    (o) =>
+      o.durable_offset >= report.leader_offset &&
+      holding.has(o.node_id) &&
+      !halted.has(o.node_id) &&
+      current.replicas.includes(o.node_id) &&
+      o.node_id !== current.leader,
+  );
+  able.sort(
+    (a, b) =>
+      b.durable_offset - a.durable_offset ||
+      (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
+  );
+  return able.length === 0 ? undefined : { candidates: able.map((o) => o.node_id) };
+}

@@ -247,6 +247,8 @@ export const ShardReport = Type.Object(
         { maxItems: REPLICATION_FACTOR_MAX },
       ),
     ),
+    drained: Type.Optional(Type.Boolean()),
+    caught_up: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
   },
   { additionalProperties: false },
 );
@@ -296,6 +298,8 @@ export const StoredReport = Type.Object({
     Type.Object({ node_id: Type.String(), durable_offset: Type.Integer() }),
   ),
   halted: Type.Array(Type.Object({ node_id: Type.String(), reason: HaltReason })),
+  drained: Type.Boolean(),
+  caught_up: Type.Array(Type.String()),
   reported_at_ms: Type.Integer(),
 });
 export const ReportList = Type.Object({ items: Type.Array(StoredReport) });

@@ -22,7 +22,7 @@ import {
   upsertAssignments,
 } from './assignment-rows.js';
 import { type CatalogKind, type ShardedResource, shardedResources } from './catalog-kinds.js';
-import { type ReportTrust, TRUST_ALL, failoverPolicy } from '../cluster/promotion.js';
+import { type ReportTrust, TRUST_ALL, failoverPolicy, handoffPolicy } from '../cluster/promotion.js';
 import { livenessRows } from './membership.js';
 import { reportsByShard } from './replica-reports.js';
 import { page } from './paging.js';
@@ -225,14 +225,16 @@ export class AssignmentRepository {
           const was = cur
             ? { leader: cur.leader, replicas: cur.replicas, generation: cur.generation }
             : undefined;
-          const failover = failoverPolicy({
+          const policyInput = {
             kind: res.kind,
             durable: res.durable ?? false,
             consistency: res.consistency ?? 'Leader',
             current: was,
             report: reports.get(id),
             trust,
-          });
+          };
+          const failover = failoverPolicy(policyInput);
+          const handoff = handoffPolicy(policyInput);
           requests.push({
             key: {
               kind: res.kind,
@@ -244,6 +246,7 @@ export class AssignmentRepository {
             replicationFactor: res.replication_factor,
             current: was,
             failover,
+            handoff,
           });
         }
       }

@@ -166,6 +166,14 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (tenant_id, namespace, kind, name, shard))`,
     ],
   },
+  {
+    version: 4,
+    name: 'replica reports: a leaving leader says it is drained and which followers hold every log',
+    statements: [
+      'ALTER TABLE replica_reports ADD COLUMN drained BIGINT NOT NULL DEFAULT 0',
+      "ALTER TABLE replica_reports ADD COLUMN caught_up TEXT NOT NULL DEFAULT '[]'",
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

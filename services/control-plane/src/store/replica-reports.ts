@@ -35,11 +35,16 @@ export function reportOf(r: Row): ReplicaReport {
     commit_offset: num(r.commit_offset),
     replica_offsets: JSON.parse(str(r.offsets)) as ReplicaReport['replica_offsets'],
     halted: JSON.parse(str(r.halted)) as ReplicaReport['halted'],
+    drained: num(r.drained) === 1,
+    caught_up: JSON.parse(str(r.caught_up)) as string[],
     reported_at_ms: num(r.reported_at_ms),
   };
 }
 
-/** `next` folded into `prev` of the same generation: nothing a report said is taken back. */
+/**
+ * `next` folded into `prev` of the same generation: nothing a report said is taken back (except
+ * `drained` and `caught_up`, which describe the leader's state now and come from `next`).
+ */
 export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaReport {
   const offsets = new Map(prev.replica_offsets.map((o) => [o.node_id, o.durable_offset]));
   for (const o of next.replica_offsets)
@@ -79,12 +84,13 @@ async function storedReport(q: Sql, k: AssignmentKey): Promise<ReplicaReport | u
 async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
   await q.query(
     `INSERT INTO replica_reports (tenant_id, namespace, kind, name, shard, generation, leader,
-       leader_offset, commit_offset, offsets, halted, reported_at_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       leader_offset, commit_offset, offsets, halted, reported_at_ms, drained, caught_up)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET
        generation = excluded.generation, leader = excluded.leader,
        leader_offset = excluded.leader_offset, commit_offset = excluded.commit_offset,
-       offsets = excluded.offsets, halted = excluded.halted, reported_at_ms = excluded.reported_at_ms`,
+       offsets = excluded.offsets, halted = excluded.halted, reported_at_ms = excluded.reported_at_ms,
+       drained = excluded.drained, caught_up = excluded.caught_up`,
     [
       ...keyParams(r),
       r.generation,
@@ -94,6 +100,8 @@ async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
       JSON.stringify(r.replica_offsets),
       JSON.stringify(r.halted),
       r.reported_at_ms,
+      r.drained ? 1 : 0,
+      JSON.stringify(r.caught_up),
     ],
   );
 }

@@ -109,6 +109,12 @@ export interface ReplicaReport extends AssignmentKey {
   /** Each follower's confirmed (durable) offset, as the leader's cursor counts it. */
   replica_offsets: { node_id: string; durable_offset: number }[];
   halted: { node_id: string; reason: HaltReason }[];
+  /**
+   * The leader is leaving (SIGTERM hand-off): it admits no more writes to the shard and every
+   * log of it is durable; `caught_up` names the followers holding every log to its end.
+   */
+  drained: boolean;
+  caught_up: string[];
   reported_at_ms: number;
 }
 

@@ -27,6 +27,8 @@ function inputOf(r: ShardReport): ReportInput {
     commit_offset: r.commit_offset ?? 0,
     replica_offsets: r.replica_offsets,
     halted: r.halted ?? [],
+    drained: r.drained ?? false,
+    caught_up: r.caught_up ?? [],
   };
 }
 
@@ -59,6 +61,10 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
         outcome: outcomes[i]!,
       }));
       for (const o of outcomes) ctx.metrics.replicaReports.inc({ outcome: o });
+      // A leaving leader's drained shards move at once (docs/replication.md, "Hand-off on
+      // SIGTERM"), not at the next timed pass.
+      if (b.shards.some((s, i) => s.drained === true && outcomes[i] === 'accepted'))
+        void ctx.placement.trigger();
       if (outcomes.every((o) => o === 'accepted')) return { shards };
       const refused = new ReportNotAcceptedError(
         `${outcomes.filter((o) => o !== 'accepted').length} of ${outcomes.length} shard reports were not accepted`,
