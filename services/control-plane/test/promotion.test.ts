@@ -65,6 +65,8 @@ function reportOf(a: AssignmentRecord, extra: Partial<ReportInput>): ReportInput
     commit_offset: 0,
     replica_offsets: [],
     halted: [],
+    drained: false,
+    caught_up: [],
     ...extra,
   };
 }
@@ -237,6 +239,8 @@ describe('failover policy', () => {
       { node_id: 'x', durable_offset: 99 },
     ],
     halted: [],
+    drained: false,
+    caught_up: [] as string[],
     reported_at_ms: 1_000,
   };
   const base = {
