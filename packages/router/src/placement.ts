@@ -109,9 +109,7 @@ function handoffTarget(
   if (current === undefined || req.handoff === undefined) return undefined;
   return req.handoff.candidates.find(
     (id) =>
-      id !== current.leader &&
-      current.replicas.includes(id) &&
-      byId.get(id)?.eligible === true,
+      id !== current.leader && current.replicas.includes(id) && byId.get(id)?.eligible === true,
   );
 }
 

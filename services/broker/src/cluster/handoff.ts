@@ -51,7 +51,7 @@ export async function handOff(deps: HandoffDeps, budgetMs: number): Promise<Hand
   deps.log.info({ shards: final.length, drained: drained.size }, 'handing off led shards');
   if (drained.size === 0) return 'refused';
   const m = deps.membership;
-  const timeoutMs = Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, budgetMs / 4));
+  const timeoutMs = Math.round(Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, budgetMs / 4)));
   try {
     await deps.client.drain(m.spec.node_id, timeoutMs);
     await deps.client.replicaStatus(m.spec.node_id, m.currentIncarnation, final, timeoutMs);
@@ -61,9 +61,6 @@ export async function handOff(deps: HandoffDeps, budgetMs: number): Promise<Hand
     deps.log.warn({ err }, 'hand-off not accepted; leaving shards to failover');
     return 'refused';
   }
-  const moved = await until(
-    () => !rep.reports().some((r) => drained.has(keyOf(r))),
-    deadline,
-  );
+  const moved = await until(() => !rep.reports().some((r) => drained.has(keyOf(r))), deadline);
   return moved ? 'handed_off' : 'timed_out';
 }

@@ -22,7 +22,12 @@ import {
   upsertAssignments,
 } from './assignment-rows.js';
 import { type CatalogKind, type ShardedResource, shardedResources } from './catalog-kinds.js';
-import { type ReportTrust, TRUST_ALL, failoverPolicy, handoffPolicy } from '../cluster/promotion.js';
+import {
+  type ReportTrust,
+  TRUST_ALL,
+  failoverPolicy,
+  handoffPolicy,
+} from '../cluster/promotion.js';
 import { livenessRows } from './membership.js';
 import { reportsByShard } from './replica-reports.js';
 import { page } from './paging.js';
