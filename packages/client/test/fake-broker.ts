@@ -7,6 +7,10 @@
 import type { Connection, TransportStream } from '@felix/transport';
 import {
   FEATURE_EXTENDED,
+  FEATURE_REDIRECT,
+  FEATURE_SHARD_MOVED,
+  FEATURE_SHARD_OWNERS,
+  FEATURE_TOPOLOGY,
   FEATURE_HI_REAUTH,
   FrameDecoder,
   type Message,
@@ -14,6 +18,9 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { CLIENT_FEATURES, CLIENT_FEATURES_HI } from '../src/protocol/negotiation.js';
+
+const CLUSTER_FEATURES =
+  FEATURE_TOPOLOGY | FEATURE_SHARD_OWNERS | FEATURE_REDIRECT | FEATURE_SHARD_MOVED;
 
 /** One direction of a fake stream: chunks in order, then an end. */
 class Chunks implements AsyncIterator<Uint8Array> {
@@ -96,8 +103,11 @@ export class FakeBroker {
   readonly conn: Connection;
   /** A test's own answer to a message; returning true means it answered (or chose silence). */
   answer: (at: FakeStream, msg: Message) => boolean = () => false;
+  /** What `topology` answers (empty: a single node) and what `shard_owners` answers. */
+  topology: Array<{ node_id: string; addr: string }> = [];
+  owners: Array<{ shard: number; node_id?: string; addr?: string; generation: number }> = [];
 
-  constructor(readonly opts: { reauth: boolean }) {
+  constructor(readonly opts: { reauth: boolean; cluster?: boolean }) {
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
       this.closeConn = resolve;
     });
@@ -178,7 +188,11 @@ export class FakeBroker {
         at.send({
           type: 'auth_ok',
           server_flags: 0,
-          server_features: (CLIENT_FEATURES | FEATURE_EXTENDED) >>> 0,
+          // Discovery only when the test plays a cluster member (an older broker offers none).
+          server_features:
+            ((this.opts.cluster ? CLIENT_FEATURES : CLIENT_FEATURES & ~CLUSTER_FEATURES) |
+              FEATURE_EXTENDED) >>>
+            0,
           server_features_hi: hi,
           publish_window: 16,
         });
@@ -197,6 +211,12 @@ export class FakeBroker {
       }
       case 'publish_batch':
         at.send({ type: 'publish_ok', request_id: msg.request_id!, offset: 0 });
+        return;
+      case 'topology':
+        at.send({ type: 'topology_view', brokers: this.topology });
+        return;
+      case 'shard_owners':
+        at.send({ type: 'shard_owners_view', owners: this.owners, request_id: msg.request_id });
         return;
       case 'counter_add':
         at.send({ type: 'counter_value', value: msg.delta, request_id: msg.request_id });

@@ -27,6 +27,7 @@ import {
   OutcomeUnknownError,
   ProtocolError,
   isStreamGone,
+  notLeaderOf,
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
@@ -236,6 +237,7 @@ export class Cache {
     if (first === null) throw new ConnectionLostError(bc.server);
     const started = decodeMessage(first.payload);
     if (started.type === 'error') throw refusalOf(started);
+    if (started.type === 'not_leader') throw notLeaderOf(started);
     if (started.type === 'subscribe_cursor_error')
       throw new CursorInFutureError(started.requested, started.available);
     if (started.type !== 'cache_watch_started')
@@ -325,6 +327,7 @@ export class Cache {
  *  once the connection's token expired) throws its typed error. */
 function isCacheEvent(msg: Message): msg is Answer<'cache_event'> {
   if (msg.type === 'error') throw refusalOf(msg);
+  if (msg.type === 'not_leader') throw notLeaderOf(msg);
   return msg.type === 'cache_event';
 }
 
