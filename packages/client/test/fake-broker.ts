@@ -98,6 +98,8 @@ export class FakeBroker {
   /** Event streams by subscription id. */
   readonly events = new Map<number, FakeStream>();
   private readonly opened: FakeStream[] = [];
+  /** Every stream of the connection (ended when it dies). */
+  private readonly streams: FakeStream[] = [];
   private accept: ((s: FakeStream) => void) | null = null;
   private closeConn!: (info: { code: number; reason: string }) => void;
   readonly conn: Connection;
@@ -126,9 +128,10 @@ export class FakeBroker {
     };
   }
 
-  /** Ends the connection as a dead broker would. */
+  /** Ends the connection as a dead broker would: every stream of it ends too. */
   kill(): void {
     this.closeConn({ code: 1, reason: 'killed' });
+    for (const s of this.streams) s.inbound.end();
   }
 
   /** The `token` of every `auth` the client sent, in order. */
@@ -146,6 +149,7 @@ export class FakeBroker {
     const s: FakeStream = new FakeStream('bidi', (bytes) => {
       for (const f of decoder.push(bytes)) this.handle(s, decodeMessage(f.payload));
     });
+    this.streams.push(s);
     return s;
   }
 
@@ -164,6 +168,7 @@ export class FakeBroker {
 
   private openUni(): FakeStream {
     const s = new FakeStream('uni', () => undefined);
+    this.streams.push(s);
     const accept = this.accept;
     this.accept = null;
     if (accept) accept(s);
