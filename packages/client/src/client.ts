@@ -25,6 +25,7 @@ import {
   RECONNECT_BASE_MS_DEFAULT,
   RECONNECT_DELAY_MS_MAX_DEFAULT,
   AT_LEAST_ONCE_RESENDS_MAX,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
   FAILOVER_DEADLINE_MS_DEFAULT,
   FAILOVER_RETRY_BASE_MS,
   FAILOVER_RETRY_DELAY_MS_MAX,
@@ -163,6 +164,14 @@ export class FelixClient {
 
   get closed(): boolean {
     return this.isClosed;
+  }
+
+  /**
+   * The brokers of the cluster as the last `topology` answer named them (node id and the
+   * address the client dials); empty against a single broker or one without discovery.
+   */
+  get brokers(): Array<{ nodeId: string; addr: string }> {
+    return [...this.router.book.brokerIds].map(([nodeId, addr]) => ({ nodeId, addr }));
   }
 
   /** The seeds in turn, then the brokers a topology answer named (the seeds are never dropped:
@@ -410,6 +419,7 @@ export class FelixClient {
   ): Promise<PublishAnswer> {
     const shard = await this.shardOfPublish(stream, call.key, opts.signal);
     const until = Date.now() + call.timeoutMs;
+    const tally = { resends: 0, atLeastOnce: opts.atLeastOnce === true };
     for (let attempt = 0; ; attempt++) {
       try {
         if (shard === undefined || !this.router.active)
@@ -422,7 +432,9 @@ export class FelixClient {
           opts.signal,
         );
       } catch (err) {
-        if (!this.mayResend(err, attempt, opts.atLeastOnce === true, until)) throw err;
+        if (!this.mayResend(err, attempt, tally, until)) throw err;
+        // The owner as held failed us: learn the one a redirect names, or ask again.
+        if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
         const delayMs = backoffDelayMs(attempt, {
           baseMs: FAILOVER_RETRY_BASE_MS,
           maxMs: FAILOVER_RETRY_DELAY_MS_MAX,
@@ -432,11 +444,18 @@ export class FelixClient {
     }
   }
 
-  /** Whether a failed publish is sent again (see sendRouted). */
-  private mayResend(err: unknown, attempt: number, atLeastOnce: boolean, until: number): boolean {
-    if (this.isClosed || Date.now() >= until || attempt >= AT_LEAST_ONCE_RESENDS_MAX) return false;
+  /** Whether a failed publish is sent again (see sendRouted); `resends` counts the sends of
+   *  unknown outcome so far. */
+  private mayResend(
+    err: unknown,
+    attempt: number,
+    tally: { resends: number; atLeastOnce: boolean },
+    until: number,
+  ): boolean {
+    if (this.isClosed || Date.now() >= until || attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
     const kind = retryKindOf(err);
-    if (kind === 'outcome_unknown') return atLeastOnce;
+    if (kind === 'outcome_unknown')
+      return tally.atLeastOnce && ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX;
     return kind === 'redirect' || kind === 'retry_after';
   }
 

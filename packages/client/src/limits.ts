@@ -187,3 +187,7 @@ export const BROKER_SUSPECT_MS = 2_000;
 /** Resends of one at-least-once publish caught by a lost connection or a redirect (each to the
  *  shard's owner as then known), within the request timeout; past them OutcomeUnknownError. */
 export const AT_LEAST_ONCE_RESENDS_MAX = 5;
+/** Attempts of one routed publish refused with nothing written (a redirect, an owner not yet
+ *  known or reachable), within the request timeout: enough to span a broker's node-book refresh
+ *  and a promotion at FAILOVER_RETRY_DELAY_MS_MAX between attempts. */
+export const PUBLISH_ROUTE_ATTEMPTS_MAX = 32;

@@ -278,8 +278,8 @@ export class ShardReader {
       const now = Date.now();
       this.failingSinceMs ??= now;
       if (now - this.failingSinceMs > route.deadlineMs) return false;
-      if (conn !== undefined && !conn.isLost && err instanceof NotLeaderError)
-        route.refused('stream', this.stream, this.shard, err, conn.server);
+      // A redirect teaches the owner; anything else drops the one held, to be asked again.
+      route.refused('stream', this.stream, this.shard, err, conn?.server ?? '');
       await this.backoff(FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX);
       return true;
     }

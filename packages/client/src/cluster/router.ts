@@ -120,6 +120,9 @@ export class ClusterRouter {
     }));
     if (answer.type !== 'shard_owners_view')
       throw new ProtocolError(`expected shard_owners_view, got ${answer.type}`);
+    // The owners may name brokers the last topology answer did not (a book loaded since).
+    if (answer.owners.some((o) => o.node_id !== undefined && !this.book.brokerIds.has(o.node_id)))
+      await this.discover(conn);
     for (const o of answer.owners) {
       const entry: ShardOwnerEntry = { generation: o.generation };
       if (o.node_id !== undefined) entry.nodeId = o.node_id;
