@@ -572,21 +572,38 @@ export class FelixClient {
     return new Counter(this.projectionHost(), name);
   }
 
-  /** A consumer group on one shard of a durable stream. */
+  /** A consumer group on one shard of a durable stream (on that shard's owner, in a cluster). */
   group(stream: string, group: string, opts: GroupOptions = {}): Group {
-    return new Group(this.projectionHost(), stream, group, opts);
+    const shard = opts.shard ?? 0;
+    return new Group(this.projectionHost({ name: stream, shard }), stream, group, opts);
   }
 
-  private projectionHost(): ProjectionHost {
+  /** What caches, counters and groups use; `owned` routes every request to that stream shard's
+   *  owner while routing is on (a group's requests must reach the broker holding its claims). */
+  private projectionHost(owned?: { name: string; shard: number }): ProjectionHost {
     const client = this;
+    const router = this.router;
     return {
-      connection: (signal?: AbortSignal) => client.connection(signal),
-      live: () => {
-        const c = client.current;
-        return c && !c.isLost && !client.isClosed ? c : undefined;
-      },
+      connection: (signal?: AbortSignal) =>
+        owned !== undefined && router.active
+          ? router.connectionFor('stream', owned.name, owned.shard, signal)
+          : client.connection(signal),
+      live: () =>
+        owned !== undefined && router.active
+          ? router.liveFor('stream', owned.name, owned.shard)
+          : client.liveEntry(),
       get closed() {
         return client.isClosed;
+      },
+      route: {
+        get active() {
+          return router.active;
+        },
+        connectionFor: (kind, name, shard, signal) =>
+          router.connectionFor(kind, name, shard, signal),
+        widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),
+        refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
+        deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
       },
     };
   }

@@ -26,6 +26,7 @@ export class OwnerBook {
   /** node id → dial address, in the order learned (the reconnect order after the seeds). */
   private readonly brokers = new Map<string, string>();
   private readonly owners = new Map<string, Map<number, ShardOwnerEntry>>();
+  private readonly widths = new Map<string, number>();
 
   /** Every dial address known from topology answers. */
   get brokerAddresses(): string[] {
@@ -71,6 +72,17 @@ export class OwnerBook {
     }
     shards.set(shard, entry);
     return true;
+  }
+
+  /** Shards known of a name (the owners answer lists every shard). */
+  widthOf(kind: OwnerKind, name: string): number | undefined {
+    return this.widths.get(nameKey(kind, name));
+  }
+
+  /** Records how many shards an owners answer listed. */
+  learnWidth(kind: OwnerKind, name: string, width: number): void {
+    if (this.widths.size >= OWNER_BOOK_NAMES_MAX) this.widths.clear();
+    this.widths.set(nameKey(kind, name), width);
   }
 
   /** Drops a shard's owner (a request found it stale); the next use asks again. */

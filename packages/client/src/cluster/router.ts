@@ -123,6 +123,7 @@ export class ClusterRouter {
     // The owners may name brokers the last topology answer did not (a book loaded since).
     if (answer.owners.some((o) => o.node_id !== undefined && !this.book.brokerIds.has(o.node_id)))
       await this.discover(conn);
+    if (answer.owners.length > 0) this.book.learnWidth(kind, name, answer.owners.length);
     for (const o of answer.owners) {
       const entry: ShardOwnerEntry = { generation: o.generation };
       if (o.node_id !== undefined) entry.nodeId = o.node_id;
@@ -146,6 +147,25 @@ export class ClusterRouter {
     if (owner?.addr !== undefined && owner.unavailable === undefined && !this.isSuspect(owner.addr))
       return owner.addr;
     return (await this.host.entry(signal)).server;
+  }
+
+  /** The connection to a shard's owner as known (a long-lived reader retries through
+   *  `refused` on a redirect rather than walk). */
+  async connectionFor(
+    kind: OwnerKind,
+    name: string,
+    shard: number,
+    signal?: AbortSignal,
+  ): Promise<BrokerConnection> {
+    return this.connectionTo(await this.firstAddress(kind, name, shard, signal), signal);
+  }
+
+  /** Shards of a stream or cache as the last owners answer counted them (undefined: not
+   *  asked, or a broker without discovery). */
+  async widthOf(kind: OwnerKind, name: string, signal?: AbortSignal): Promise<number | undefined> {
+    if (!this.active) return undefined;
+    if (this.book.widthOf(kind, name) === undefined) await this.refreshOwners(kind, name, signal);
+    return this.book.widthOf(kind, name);
   }
 
   /** The live connection to a shard's owner now, without waiting; undefined when there is
