@@ -6,7 +6,7 @@
  */
 import { shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
-import { retryKindOf } from './cluster/routing.js';
+import { retryKindOf, retryWindowMs } from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
@@ -121,6 +121,7 @@ export class FelixClient {
       entry: (signal) => this.connection(signal),
       liveEntry: () => this.liveEntry(),
       open: (addr) => this.open(addr),
+      enabled: opts.routing !== false,
     });
   }
 
@@ -418,8 +419,12 @@ export class FelixClient {
     opts: PublishOptions,
   ): Promise<PublishAnswer> {
     const shard = await this.shardOfPublish(stream, call.key, opts.signal);
-    const until = Date.now() + call.timeoutMs;
-    const tally = { resends: 0, atLeastOnce: opts.atLeastOnce === true };
+    const tally = {
+      resends: 0,
+      atLeastOnce: opts.atLeastOnce === true,
+      startedMs: Date.now(),
+      timeoutMs: call.timeoutMs,
+    };
     for (let attempt = 0; ; attempt++) {
       try {
         if (shard === undefined || !this.router.active)
@@ -432,7 +437,7 @@ export class FelixClient {
           opts.signal,
         );
       } catch (err) {
-        if (!this.mayResend(err, attempt, tally, until)) throw err;
+        if (!this.mayResend(err, attempt, tally)) throw err;
         // The owner as held failed us: learn the one a redirect names, or ask again.
         if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
         const delayMs = backoffDelayMs(attempt, {
@@ -444,19 +449,22 @@ export class FelixClient {
     }
   }
 
-  /** Whether a failed publish is sent again (see sendRouted); `resends` counts the sends of
-   *  unknown outcome so far. */
+  /** Whether a failed publish is sent again (see sendRouted): within the retry window of its
+   *  failure from `startedMs` (routing.ts); one of unknown outcome only at least once. */
   private mayResend(
     err: unknown,
     attempt: number,
-    tally: { resends: number; atLeastOnce: boolean },
-    until: number,
+    tally: { resends: number; atLeastOnce: boolean; startedMs: number; timeoutMs: number },
   ): boolean {
-    if (this.isClosed || Date.now() >= until || attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
-    const kind = retryKindOf(err);
-    if (kind === 'outcome_unknown')
-      return tally.atLeastOnce && ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX;
-    return kind === 'redirect' || kind === 'retry_after';
+    if (this.isClosed || attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
+    const elapsedMs = Date.now() - tally.startedMs;
+    if (retryKindOf(err) === 'outcome_unknown')
+      return (
+        tally.atLeastOnce &&
+        elapsedMs < tally.timeoutMs &&
+        ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX
+      );
+    return elapsedMs < retryWindowMs(err, tally.timeoutMs);
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */

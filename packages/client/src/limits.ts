@@ -191,3 +191,6 @@ export const AT_LEAST_ONCE_RESENDS_MAX = 5;
  *  known or reachable), within the request timeout: enough to span a broker's node-book refresh
  *  and a promotion at FAILOVER_RETRY_DELAY_MS_MAX between attempts. */
 export const PUBLISH_ROUTE_ATTEMPTS_MAX = 32;
+/** How long a reader following its shard's owner retries `not_found` (a name the broker it
+ *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
+export const NOT_FOUND_RETRY_MS = 5_000;

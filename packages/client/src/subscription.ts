@@ -29,7 +29,7 @@ import type {
   StartPosition,
 } from './protocol/broker-connection.js';
 import { offsetForTimeOn } from './offset-for-time.js';
-import { retryKindOf } from './cluster/routing.js';
+import { retryWindowMs } from './cluster/routing.js';
 import {
   FAILOVER_RETRY_BASE_MS,
   FAILOVER_RETRY_DELAY_MS_MAX,
@@ -273,11 +273,12 @@ export class ShardReader {
     conn: BrokerConnection | undefined,
   ): Promise<boolean> {
     const route = this.host.route;
-    if (route?.active && retryKindOf(err) !== 'fatal' && !isCursorError(err)) {
+    if (route?.active && !isCursorError(err)) {
       // Cluster: the owner was lost or moved; keep looking for it until the deadline.
       const now = Date.now();
       this.failingSinceMs ??= now;
-      if (now - this.failingSinceMs > route.deadlineMs) return false;
+      const windowMs = retryWindowMs(err, route.deadlineMs);
+      if (windowMs === 0 || now - this.failingSinceMs > windowMs) return false;
       // A redirect teaches the owner; anything else drops the one held, to be asked again.
       route.refused('stream', this.stream, this.shard, err, conn?.server ?? '');
       await this.backoff(FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX);

@@ -41,6 +41,12 @@ export interface ConnectOptions {
    * error (default FAILOVER_DEADLINE_MS_DEFAULT, 30 s).
    */
   failoverDeadlineMs?: number;
+  /**
+   * Route each shard's requests to its owner when the broker offers discovery (a control-plane
+   * cluster): default true. False: every request goes to the connected broker, and a shard led
+   * elsewhere fails with NotLeaderError (the behaviour before routing).
+   */
+  routing?: boolean;
   signal?: AbortSignal;
 }
 

@@ -28,6 +28,8 @@ export interface RouterHost {
   liveEntry(): BrokerConnection | undefined;
   /** Opens and authenticates a connection to one broker. */
   open(addr: string): Promise<BrokerConnection>;
+  /** False: never route (the caller's `routing: false`). */
+  readonly enabled?: boolean;
   /** Milliseconds now (tests pin it). */
   now?(): number;
 }
@@ -62,7 +64,8 @@ export class ClusterRouter {
    * cluster when the broker offers `topology`, and whether it answers `shard_owners`.
    */
   async discover(conn: BrokerConnection): Promise<void> {
-    this.routing = has(conn.negotiated.features, FEATURE_SHARD_OWNERS);
+    this.routing =
+      this.host.enabled !== false && has(conn.negotiated.features, FEATURE_SHARD_OWNERS);
     if (!has(conn.negotiated.features, FEATURE_TOPOLOGY)) return;
     const answer = await conn.requests.request(() => ({ type: 'topology' }));
     if (answer.type !== 'topology_view')

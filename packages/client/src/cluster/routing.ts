@@ -9,12 +9,14 @@ import {
   ClientError,
   ConnectionLostError,
   DrainingError,
+  NotFoundError,
   NotLeaderError,
   RedirectLimitError,
   ShardUnavailableError,
   StaleClaimError,
+  UnknownStreamError,
 } from '../errors.js';
-import { REDIRECT_HOPS_MAX } from '../limits.js';
+import { NOT_FOUND_RETRY_MS, REDIRECT_HOPS_MAX } from '../limits.js';
 
 /** What the caller of a failed request may do next. */
 export type RetryKind =
@@ -49,6 +51,18 @@ export function retryKindOf(err: unknown): RetryKind {
     return 'redirect';
   if (err instanceof ClientError) return KIND_OF_RETRY[err.retry] ?? 'fatal';
   return 'fatal';
+}
+
+/**
+ * How long a long-lived reader (a subscription, a watch, a group consumer) that lost its shard's
+ * owner may keep retrying `err`, from when it first failed: its failover deadline for a
+ * redirect or a busy broker, NOT_FOUND_RETRY_MS for `not_found`, nothing for the rest.
+ */
+export function retryWindowMs(err: unknown, deadlineMs: number): number {
+  if (err instanceof NotFoundError || err instanceof UnknownStreamError)
+    return Math.min(NOT_FOUND_RETRY_MS, deadlineMs);
+  const kind = retryKindOf(err);
+  return kind === 'redirect' || kind === 'retry_after' ? deadlineMs : 0;
 }
 
 /** Where a `not_leader` answer points: the owner's node id, address and generation, each when

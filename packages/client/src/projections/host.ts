@@ -1,5 +1,5 @@
 /** What the cache, counter and group handles need from the client: the live connection. */
-import { retryKindOf } from '../cluster/routing.js';
+import { retryWindowMs } from '../cluster/routing.js';
 import { FeatureUnsupportedError } from '../errors.js';
 import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.js';
 import { backoffDelayMs, sleep } from '../util/backoff.js';
@@ -59,10 +59,11 @@ export class FailoverClock {
     signal?: AbortSignal,
   ): Promise<boolean> {
     const route = this.route;
-    if (route === undefined || !route.active || retryKindOf(err) === 'fatal') return false;
+    if (route === undefined || !route.active) return false;
     const now = Date.now();
     this.failingSinceMs ??= now;
-    if (now - this.failingSinceMs > route.deadlineMs) return false;
+    const windowMs = retryWindowMs(err, route.deadlineMs);
+    if (windowMs === 0 || now - this.failingSinceMs > windowMs) return false;
     if (where.shard !== undefined)
       route.refused(where.kind, where.name, where.shard, err, where.from);
     const delayMs = backoffDelayMs(this.attempts++, {
