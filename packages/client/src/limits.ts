@@ -163,6 +163,10 @@ export const CLUSTER_CONNECTIONS_MAX = 32;
 /** Brokers a topology answer may name that the client keeps (addresses to reconnect through):
  *  the broker's own node book is bounded by a page of the control plane's nodes. */
 export const CLUSTER_BROKERS_MAX = 1024;
+/** How often a client routing in a cluster asks its entry broker for the topology again (besides
+ *  each connect): brokers that joined, or that a broker's node book lacked at connect, are
+ *  learned within it. One small request per interval. */
+export const TOPOLOGY_REFRESH_MS = 10_000;
 /** Streams and caches whose shard owners the client remembers; past it the book starts over
  *  (the owners are asked again on next use). */
 export const OWNER_BOOK_NAMES_MAX = 4096;

@@ -15,7 +15,7 @@ import {
   ProtocolError,
   UnauthenticatedError,
 } from '../errors.js';
-import { BROKER_SUSPECT_MS, CLUSTER_CONNECTIONS_MAX } from '../limits.js';
+import { BROKER_SUSPECT_MS, CLUSTER_CONNECTIONS_MAX, TOPOLOGY_REFRESH_MS } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
 import { type OwnerKind, OwnerBook, type ShardOwnerEntry } from './owner-book.js';
@@ -47,6 +47,7 @@ export class ClusterRouter {
   private readonly refreshing = new Map<string, Promise<void>>();
   private routing = false;
   private closed = false;
+  private refreshTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(private readonly host: RouterHost) {}
 
@@ -67,12 +68,24 @@ export class ClusterRouter {
     this.routing =
       this.host.enabled !== false && has(conn.negotiated.features, FEATURE_SHARD_OWNERS);
     if (!has(conn.negotiated.features, FEATURE_TOPOLOGY)) return;
+    if (this.routing) this.refreshEvery(TOPOLOGY_REFRESH_MS);
     const answer = await conn.requests.request(() => ({ type: 'topology' }));
     if (answer.type !== 'topology_view')
       throw new ProtocolError(`expected topology_view, got ${answer.type}`);
     this.book.learnBrokers(
       answer.brokers.map((b) => ({ nodeId: b.node_id, addr: dialAddress(b.addr, conn.server) })),
     );
+  }
+
+  /** Asks the live entry broker for the topology every `ms` (the timer holds no process open). */
+  private refreshEvery(ms: number): void {
+    if (this.refreshTimer !== null || this.closed) return;
+    this.refreshTimer = setInterval(() => {
+      const conn = this.host.liveEntry();
+      // A failed refresh keeps the brokers known; the next interval asks again.
+      if (conn !== undefined) this.discover(conn).catch(() => undefined);
+    }, ms);
+    this.refreshTimer.unref?.();
   }
 
   /** Every broker to reconnect through: the seeds first (never dropped), then those discovered. */
@@ -283,6 +296,7 @@ export class ClusterRouter {
   /** Closes every pooled connection (the entry's is the client's to close). */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.refreshTimer !== null) clearInterval(this.refreshTimer);
     const all = [...this.pool.values()];
     this.pool.clear();
     await Promise.allSettled(all.map(async (p) => (await p.opening).close()));
