@@ -299,6 +299,7 @@ export class ShardReader {
       maxMs,
       ...(this.timing.random ? { random: this.timing.random } : {}),
     });
+    // An abort ends the wait early; the loop then sees the signal and stops.
     await (this.timing.sleep ?? sleep)(delayMs, this.signal).catch(() => undefined);
   }
 
