@@ -1,15 +1,26 @@
-/** The FLXI request frames a leader ships (one place builds them: the shipper and its tests). */
-import { type ShardRef, batchChecksum, encodeInternalMessage } from '@felix/wire';
+/** The FLXI request frames a leader ships (one place builds them: the shipper and its tests),
+ *  each under the kinds of the log it carries (a stream's records by default). */
+import {
+  type InternalMessage,
+  type ShardRef,
+  batchChecksum,
+  encodeInternalMessage,
+} from '@felix/wire';
+import { REPLICA_LOGS, type ReplicaLogKind } from './log-kind.js';
 
-/** Records `payloads` at the leader's offsets from `first`, with their batch checksum. */
+type RecordsMessage = Extract<InternalMessage, { checksum: number }>;
+type BootstrapMessage = Extract<InternalMessage, { baseOffset: number; log?: never }>;
+
+/** Records `payloads` of `log` at the leader's offsets from `first`, with their batch checksum. */
 export function recordsFrame(
   correlationId: number,
   shard: ShardRef,
   first: number,
   payloads: Uint8Array[],
+  log: ReplicaLogKind = 'stream',
 ): Uint8Array {
   return encodeInternalMessage({
-    kind: 'ReplicateRecords',
+    kind: REPLICA_LOGS[log].records as RecordsMessage['kind'],
     correlationId,
     shard,
     firstOffset: first,
@@ -18,10 +29,15 @@ export function recordsFrame(
   });
 }
 
-/** An offer to start an empty follower at the leader's oldest retained offset. */
-export function bootstrapFrame(correlationId: number, shard: ShardRef, base: number): Uint8Array {
+/** An offer to start an empty follower of `log` at the leader's oldest retained offset. */
+export function bootstrapFrame(
+  correlationId: number,
+  shard: ShardRef,
+  base: number,
+  log: ReplicaLogKind = 'stream',
+): Uint8Array {
   return encodeInternalMessage({
-    kind: 'ReplicateBootstrap',
+    kind: REPLICA_LOGS[log].bootstrap as BootstrapMessage['kind'],
     correlationId,
     shard,
     baseOffset: base,

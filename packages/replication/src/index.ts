@@ -23,3 +23,12 @@ export {
   type ShipperOptions,
 } from './leader/shard-shipper.js';
 export * from './limits.js';
+export {
+  REPLICA_LOGS,
+  REPLICA_LOG_KINDS,
+  type ReplicaLogInfo,
+  type ReplicaLogKind,
+  type ShardOwnerKind,
+  logsOwnedBy,
+  shippingKindOf,
+} from './log-kind.js';

@@ -28,6 +28,7 @@ export const REPLICATE_IDLE_CHECK_MS = 100;
  *  one more); past this the follower answers `Overload`. */
 export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
 
-/** Shards one replica server keeps open logs for; past this a new shard is refused as
+/** Follower logs one replica server keeps open, counted per (shard, log kind): a stream shard
+ *  with groups holds three, a cache shard with counters two; past this a new one is refused as
  *  `Overload` until one is released. */
 export const REPLICA_SHARDS_OPEN_MAX = 4096;

@@ -227,6 +227,15 @@ export class ProjectionClosedError extends StorageError {
   }
 }
 
+/** The projection shard was released (another broker leads its shard and replicates into its
+ *  log); it opens again only once this broker is admitted to lead it. */
+export class ProjectionReleasedError extends StorageError {
+  readonly code = 'FELIX_STORAGE_PROJECTION_RELEASED';
+  constructor(what: string) {
+    super(`${what} is released to another leader`, { retry: 'retry' });
+  }
+}
+
 /** A watch was asked for a start its cache cannot serve (e.g. an offset on an in-memory cache). */
 export class WatchStartError extends StorageError {
   readonly code = 'FELIX_STORAGE_WATCH_START';

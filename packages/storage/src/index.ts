@@ -102,6 +102,7 @@ export {
   CounterRecordCorruptError,
   GroupStateCorruptError,
   ProjectionClosedError,
+  ProjectionReleasedError,
   ProjectionInputError,
   ProjectionLogFailedError,
   ProjectionReadMovedError,

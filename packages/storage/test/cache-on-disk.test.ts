@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cacheShards, counterShards } from '../src/cache/projection-store.js';
 import { encodeCacheRecord } from '../src/cache/record.js';
+import { ProjectionReleasedError } from '../src/errors.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { shardDirName } from '../src/log/layout.js';
 import { ManualClock, bytes, text } from './projection-support/cache-fixture.js';
@@ -138,5 +139,33 @@ describe('projection roots', () => {
     const again = await cacheShards({ root: dir.path }).get(SHARD);
     expect(text(await again.get('k'))).toBe('a value');
     await again.close();
+  });
+
+  it('a_released_projection_shard_reopens_with_what_its_log_gained_meanwhile', async () => {
+    // A leader demoted to follower releases its cache shard; the replica then appends to the
+    // same log; admitted again (promoted), the cache opens by replay and serves what the
+    // replica wrote.
+    const caches = cacheShards({ root: dir.path, fsync: 'none' });
+    const cache = await caches.get(SHARD);
+    await cache.put('k', bytes('before'));
+    const log = await caches.log(SHARD);
+    expect(log.dir).toBe(join(dir.path, 'caches', shardDirName(SHARD)));
+    await caches.release(SHARD);
+    const behind = await SegmentLog.open({ root: join(dir.path, 'caches'), shard: SHARD });
+    const record = encodeCacheRecord({
+      op: 'put',
+      key: 'k',
+      expiresAtMillis: 0,
+      value: bytes('after'),
+    });
+    await behind.append([record]);
+    // Released: nothing reopens it (a request in flight would take the lock from the replica).
+    await expect(caches.get(SHARD)).rejects.toBeInstanceOf(ProjectionReleasedError);
+    await behind.close();
+    caches.admit(SHARD);
+    const again = await caches.get(SHARD);
+    expect(again).not.toBe(cache);
+    expect(text(await again.get('k'))).toBe('after');
+    await caches.close();
   });
 });

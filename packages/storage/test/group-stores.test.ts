@@ -38,6 +38,16 @@ function memoryCaches(stores: Map<string, MemoryLogStore>): ShardCaches {
       }
       return c;
     },
+    log() {
+      return Promise.reject(new Error('an in-memory log has no segment log to ship'));
+    },
+    admit() {},
+    async release(shard) {
+      const k = JSON.stringify(shard);
+      const c = open.get(k);
+      open.delete(k);
+      await (await c)?.close();
+    },
     async close() {
       for (const c of open.values()) await (await c).close();
       open.clear();

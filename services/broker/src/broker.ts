@@ -36,6 +36,7 @@ import {
 import { type InternalNode, startInternalNode } from './cluster/internal-node.js';
 import { Replicator } from './cluster/replicator.js';
 import { registerDiscoveryHandlers } from './cluster/discovery-handlers.js';
+import { ridingLogsOf } from './cluster/riding-logs.js';
 import type { ShardKind, ShardTable } from './cluster/shard-table.js';
 import type { OpenStore } from './catalog/catalog.js';
 import type { ShardHooks } from './streams/shard.js';
@@ -121,8 +122,8 @@ export class Broker {
     const tls = await this.tlsMaterial();
     const ports = await this.listenAll(tls);
     const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
-    this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s) =>
-      this.cluster?.table.replicaGeneration('stream', s.tenantId, s.namespace, s.stream, s.shard),
+    this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s, kind) =>
+      this.cluster?.table.replicaGeneration(kind, s.tenantId, s.namespace, s.stream, s.shard),
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
@@ -266,7 +267,8 @@ export class Broker {
     });
     return {
       replicator: this.replicator,
-      releaseFollower: (ref) => internal.replicas.release(ref),
+      releaseFollower: (ref, log) => internal.replicas.release(ref, log),
+      riding: ridingLogsOf(this.requests!.caches, this.requests!.groups),
     };
   }
 

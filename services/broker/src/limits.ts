@@ -294,3 +294,7 @@ export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
 
 /** Bound on dialling a peer broker and greeting it (a leader's replication link). */
 export const PEER_DIAL_TIMEOUT_MS = 5_000;
+
+/** After a log riding with a led shard (group state, cache, counters) failed to open for
+ *  shipping, the shard table tries again this much later (one pass, not a tight loop). */
+export const RIDING_LOG_RETRY_MS = 1_000;

@@ -85,7 +85,7 @@ export class BrokerMetrics {
   });
   readonly replicationLag = new Gauge({
     name: 'felix_broker_replication_lag_records',
-    help: 'Records this leader holds that its followers have not confirmed, summed over the shards it ships and their followers, at scrape time (what a failover under leader consistency can lose)',
+    help: 'Records this leader holds that its followers have not confirmed, summed over every log of the shards it ships (stream records, group cursors, dead letters, cache and counter logs) and their followers, at scrape time (what a failover under leader consistency can lose)',
     registers: [this.registry],
   });
   readonly fanoutQueuedBytesMax = new Gauge({

@@ -1,6 +1,8 @@
 /**
  * A follower broker's side of log shipping: answers each FLXI replication request for the
- * shards it follows. Per shard it keeps the follower log (opened on first use), its
+ * shards it follows, for every log that rides with a shard (log-kind.ts): the request's kind
+ * names the log, the options say where that log lives and whether this broker follows its
+ * owning shard. Per (shard, log) it keeps the follower log (opened on first use), its
  * FollowerAppender and its `replica` file, and runs one request at a time, in arrival order
  * (a bounded queue; past it the answer is `Overload`). A batch is checked (checksum,
  * generation), a raised generation is made durable before any record it carries is stored, and
@@ -25,14 +27,16 @@ import {
   encodeInternalMessage,
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
+import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
 import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
 import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
 
 export interface ReplicaServerOptions {
-  /** Where and how the follower log of `shard` lives (the broker's own layout). */
-  logOptions(shard: ShardRef): LogOptions;
-  /** The shard's assignment as this broker knows it, when it is in the replica set. */
-  assignment(shard: ShardRef): { generation: number } | undefined;
+  /** Where and how the follower copy of `log` of `shard` lives (the broker's own layout). */
+  logOptions(shard: ShardRef, log: ReplicaLogKind): LogOptions;
+  /** The assignment of the shard owning `log` (the stream shard for group state, the cache
+   *  shard for counters), when this broker follows it. */
+  assignment(shard: ShardRef, log: ReplicaLogKind): { generation: number } | undefined;
 }
 
 interface ShardState {
@@ -45,6 +49,7 @@ interface ShardState {
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
+type BootstrapRequest = Extract<InternalMessage, { baseOffset: number; log?: never }>;
 
 export class ReplicaServer {
   private readonly shards = new Map<string, Promise<ShardState>>();
@@ -70,17 +75,23 @@ export class ReplicaServer {
   /** Answers one decoded frame (a listener's reader already split it); throws
    *  MalformedPeerFrameError when its body is no valid message. */
   async handleFrame(frame: InternalFrame): Promise<Uint8Array> {
-    const m = decodeRequest(frame);
-    if (m.kind !== 'ReplicateRecords' && m.kind !== 'ReplicateBootstrap')
-      return refuse(m.correlationId, INTERNAL_ERROR.UnsupportedKind, `${m.kind} is not served`);
-    const assigned = this.opts.assignment(m.shard);
+    const decoded = decodeRequest(frame);
+    const shipping = shippingKindOf(decoded.kind);
+    if (shipping === undefined) {
+      const detail = `${decoded.kind} is not served`;
+      return refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail);
+    }
+    // Every shipping kind is a records or a bootstrap message (log-kind.ts pairs them).
+    const m = decoded as RecordsRequest | BootstrapRequest;
+    const log = shipping.log;
+    const assigned = this.opts.assignment(m.shard, log);
     if (assigned === undefined || this.closed)
-      return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, 'not a replica of this shard');
-    const key = shardKey(m.shard);
+      return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, `not a replica of this ${log}`);
+    const key = shardKey(m.shard, log);
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'too many shards open');
     let state: ShardState;
-    const opening = this.state(key, m.shard);
+    const opening = this.state(key, m.shard, log);
     try {
       state = await opening;
     } catch (err) {
@@ -114,11 +125,13 @@ export class ReplicaServer {
     }
   }
 
-  /** What this follower holds of `shard` (what it reports to the control plane), when open. */
+  /** What this follower holds of `log` of `shard` (what it reports to the control plane), when
+   *  open. */
   status(
     shard: ShardRef,
+    log: ReplicaLogKind = 'stream',
   ): { base: number; tail: number; durable: number; generation: number } | undefined {
-    const s = this.open.get(shardKey(shard));
+    const s = this.open.get(shardKey(shard, log));
     if (s === undefined) return undefined;
     return {
       base: s.log.baseOffset,
@@ -128,9 +141,10 @@ export class ReplicaServer {
     };
   }
 
-  /** Closes the follower log of `shard` (before this broker opens it as the leader's). */
-  async release(shard: ShardRef): Promise<void> {
-    const key = shardKey(shard);
+  /** Closes the follower copy of `log` of `shard` (before this broker opens it as the
+   *  leader's). */
+  async release(shard: ShardRef, log: ReplicaLogKind = 'stream'): Promise<void> {
+    const key = shardKey(shard, log);
     const p = this.shards.get(key);
     if (p === undefined) return;
     this.shards.delete(key);
@@ -154,10 +168,10 @@ export class ReplicaServer {
     }
   }
 
-  private state(key: string, shard: ShardRef): Promise<ShardState> {
+  private state(key: string, shard: ShardRef, log: ReplicaLogKind): Promise<ShardState> {
     let p = this.shards.get(key);
     if (p === undefined) {
-      p = openShard(this.opts.logOptions(shard)).then((s) => {
+      p = openShard(this.opts.logOptions(shard, log)).then((s) => {
         this.open.set(key, s);
         return s;
       });
@@ -248,6 +262,6 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function shardKey(s: ShardRef): string {
-  return `${s.tenantId}\u0000${s.namespace}\u0000${s.stream}\u0000${s.shard}`;
+function shardKey(s: ShardRef, log: ReplicaLogKind): string {
+  return `${log}\u0000${s.tenantId}\u0000${s.namespace}\u0000${s.stream}\u0000${s.shard}`;
 }

@@ -1,13 +1,15 @@
 /**
- * Ships one shard's log from its leader to each follower: one loop per follower around a
- * FollowerCursor, reading bounded batches from the leader's log, sending them over the
- * follower's PeerLink and feeding the answer back. A slow or unreachable follower delays only
+ * Ships one log of a shard (its records, or one of the logs riding with it: log-kind.ts) from its
+ * leader to each follower: one loop per follower around a FollowerCursor, reading bounded
+ * batches from the leader's log, sending them over the follower's PeerLink and feeding the
+ * answer back. A slow or unreachable follower delays only
  * its own loop. A loop stops when its follower halts (reported) or when any follower answers
  * that a newer leader exists (the whole shipper stops: this broker was deposed).
  */
 import type { SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
 import { bootstrapFrame, recordsFrame } from '../frames.js';
+import type { ReplicaLogKind } from '../log-kind.js';
 import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
   REPLICATE_BATCH_BYTES_MAX,
@@ -37,6 +39,8 @@ export interface ShipperOptions {
   log: SegmentLog;
   /** The shard, with the generation this broker leads it at. */
   shard: ShardRef;
+  /** Which of the shard's logs `log` is (its frames' kinds); default its stream records. */
+  logKind?: ReplicaLogKind;
   followers: ShipperFollower[];
   answerTimeoutMs?: number;
   /** A follower confirmed it holds [.., offset) durably. */
@@ -174,7 +178,8 @@ export class ShardShipper {
 
   private async frameFor(s: Shipment): Promise<Uint8Array | null> {
     const shard = this.opts.shard;
-    if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base);
+    const kind = this.opts.logKind ?? 'stream';
+    if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base, kind);
     const r = await this.opts.log.read(s.first, {
       maxRecords: s.next - s.first,
       maxBytes: REPLICATE_BATCH_BYTES_MAX,
@@ -185,6 +190,7 @@ export class ShardShipper {
       shard,
       s.first,
       r.records.map((rec) => rec.payload),
+      kind,
     );
   }
 }

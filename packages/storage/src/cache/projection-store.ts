@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import { SegmentLogPort } from '../compaction/segment-log-port.js';
 import type { Io } from '../io/io.js';
 import { type ShardId, shardDirName } from '../log/layout.js';
-import type { FsyncMode } from '../log/segment-log.js';
+import type { FsyncMode, SegmentLog } from '../log/segment-log.js';
 import { CounterLog } from '../counter/counter-log.js';
 import type { CompactionOptions } from '../compaction/compactor.js';
 import { LogCache } from './log-cache.js';
-import { ProjectionClosedError } from '../errors.js';
+import { ProjectionClosedError, ProjectionReleasedError } from '../errors.js';
 import { PROJECTION_SEGMENT_BYTES_DEFAULT } from '../limits.js';
 
 export type ProjectionKind = 'caches' | 'counters' | 'groups' | 'dead-letters';
@@ -41,6 +41,10 @@ interface Closable {
 /** One open projection per shard, opened on first use. */
 export class ProjectionShards<T extends Closable> {
   private readonly open = new Map<string, Promise<T>>();
+  /** The log under each open projection (a leader ships it to the shard's followers). */
+  private readonly logs = new Map<string, SegmentLog>();
+  /** Shards released to another leader: not opened again until `admit`. */
+  private readonly released = new Set<string>();
   private closed = false;
 
   constructor(
@@ -52,6 +56,8 @@ export class ProjectionShards<T extends Closable> {
   get(shard: ShardId): Promise<T> {
     if (this.closed) return Promise.reject(new ProjectionClosedError(`${this.kind} store`));
     const key = shardDirName(shard);
+    if (this.released.has(key))
+      return Promise.reject(new ProjectionReleasedError(`${this.kind} ${key}`));
     let p = this.open.get(key);
     if (p === undefined) {
       p = SegmentLogPort.open({
@@ -63,7 +69,9 @@ export class ProjectionShards<T extends Closable> {
         io: this.opts.io,
       }).then(async (log) => {
         try {
-          return await this.make(log, shard);
+          const made = await this.make(log, shard);
+          this.logs.set(key, log.segmentLog);
+          return made;
         } catch (err) {
           // Close the log (and release its directory lock) so the next call can open it again.
           await log.close().catch(() => undefined);
@@ -77,10 +85,42 @@ export class ProjectionShards<T extends Closable> {
     return p;
   }
 
+  /** The segment log under `shard`'s projection, opening the projection when it is not. */
+  async log(shard: ShardId): Promise<SegmentLog> {
+    const p = this.get(shard);
+    await p;
+    const log = this.logs.get(shardDirName(shard));
+    if (log === undefined || this.open.get(shardDirName(shard)) !== p)
+      throw new ProjectionClosedError(`${this.kind} ${shardDirName(shard)}`);
+    return log;
+  }
+
+  /**
+   * Closes `shard`'s projection (its log and directory lock) and keeps it closed: a request
+   * still in flight cannot open it again while a replica appends to its log. After `admit`, the
+   * next `get` opens it again, replaying what the log gained meanwhile.
+   */
+  async release(shard: ShardId): Promise<void> {
+    const key = shardDirName(shard);
+    this.released.add(key);
+    const p = this.open.get(key);
+    if (p === undefined) return;
+    this.open.delete(key);
+    this.logs.delete(key);
+    // A shard that failed to open holds nothing, and its opener saw the failure.
+    await (await p.catch(() => undefined))?.close();
+  }
+
+  /** This broker leads `shard` again: it may be opened (a shard never released always may). */
+  admit(shard: ShardId): void {
+    this.released.delete(shardDirName(shard));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const all = [...this.open.values()];
     this.open.clear();
+    this.logs.clear();
     // A shard that failed to open has nothing to close, and its opener saw the failure.
     for (const p of all) await (await p.catch(() => undefined))?.close();
   }

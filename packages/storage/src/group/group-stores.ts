@@ -6,6 +6,7 @@
  * redriven record is acknowledged.
  */
 import type { LogCache } from '../cache/log-cache.js';
+import type { SegmentLog } from '../log/segment-log.js';
 import {
   type ProjectionShards,
   type ProjectionStoreOptions,
@@ -26,6 +27,11 @@ export interface GroupShard {
 /** Opens (or returns the open) cache holding one stream shard's entries. */
 export interface ShardCaches {
   cache(shard: GroupShard): Promise<LogCache>;
+  /** The log under the shard's cache (opening it), for a leader to ship. */
+  log(shard: GroupShard): Promise<SegmentLog>;
+  /** Closes the shard's cache and keeps it closed until `admit` (then it opens by replay). */
+  release(shard: GroupShard): Promise<void>;
+  admit(shard: GroupShard): void;
   close(): Promise<void>;
 }
 
@@ -121,6 +127,26 @@ export class CursorStore {
     if (this.memo.size > CURSOR_MEMO_ENTRIES_MAX) {
       this.memo.delete(this.memo.keys().next().value!);
     }
+  }
+
+  /** The log of `shard`'s cursors (opening it), for a leader to ship. */
+  log(shard: GroupShard): Promise<SegmentLog> {
+    return this.caches.log(shard);
+  }
+
+  /** Closes `shard`'s cursor log until `admit`, and forgets the positions remembered of it (a
+   *  replica may append to the log before this store opens it again). */
+  async release(shard: GroupShard): Promise<void> {
+    await this.lockFor(shard).run(async () => {
+      const prefix = `${shardKey(shard).slice(0, -1)},`;
+      for (const key of [...this.memo.keys()]) if (key.startsWith(prefix)) this.memo.delete(key);
+      await this.caches.release(shard);
+    });
+  }
+
+  /** This broker leads `shard` again: its cursor log may open (by replay). */
+  admit(shard: GroupShard): void {
+    this.caches.admit(shard);
   }
 
   close(): Promise<void> {
@@ -225,6 +251,21 @@ export class DeadLetterStore {
     await this.record(shard, group, offset);
   }
 
+  /** The log of `shard`'s dead letters (opening it), for a leader to ship. */
+  log(shard: GroupShard): Promise<SegmentLog> {
+    return this.caches.log(shard);
+  }
+
+  /** Closes `shard`'s dead-letter log until `admit` (then it opens by replay). */
+  release(shard: GroupShard): Promise<void> {
+    return this.lockFor(shard).run(() => this.caches.release(shard));
+  }
+
+  /** This broker leads `shard` again: its dead-letter log may open (by replay). */
+  admit(shard: GroupShard): void {
+    this.caches.admit(shard);
+  }
+
   close(): Promise<void> {
     return this.caches.close();
   }
@@ -262,5 +303,11 @@ export function openDeadLetterStore(opts: ProjectionStoreOptions): DeadLetterSto
 }
 
 function shardCachesOf(shards: ProjectionShards<LogCache>): ShardCaches {
-  return { cache: (shard) => shards.get(shard), close: () => shards.close() };
+  return {
+    cache: (shard) => shards.get(shard),
+    log: (shard) => shards.log(shard),
+    release: (shard) => shards.release(shard),
+    admit: (shard) => shards.admit(shard),
+    close: () => shards.close(),
+  };
 }

@@ -19,6 +19,11 @@ export interface CacheSpec {
   name: string;
   /** Default true. */
   durable?: boolean;
+  /** Shards of the cache; default the control plane's. */
+  shards?: number;
+  /** Copies of each shard (the leader included): its cache and counter logs ship to the
+   *  followers; default 1. Needs `replication` on the spec. */
+  replicationFactor?: number;
 }
 
 export interface ClusterSpec {

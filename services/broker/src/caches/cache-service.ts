@@ -12,7 +12,9 @@ import {
   type LogCache,
   ProjectionClosedError,
   ProjectionInputError,
+  ProjectionReleasedError,
   type ProjectionShards,
+  type SegmentLog,
   type ShardId,
   cacheShards,
   counterShards,
@@ -225,6 +227,41 @@ export class CacheService {
     });
   }
 
+  /**
+   * The log under a shard's cache or counters (opening it), for this broker, its leader, to
+   * ship to the shard's followers; null without durable storage.
+   */
+  async shardLog(kind: 'cache' | 'counters', id: ShardId): Promise<SegmentLog | null> {
+    const shards = kind === 'cache' ? this.logCaches : this.counterLogs;
+    if (shards === null || this.closed) return null;
+    return shards.log(id);
+  }
+
+  /**
+   * This broker no longer leads the shard: its cache and counter logs close and stay closed
+   * until `admitShard` (a replica of them appends meanwhile; the next open replays what it
+   * wrote), and no hot value of it stays (leader changes are rare: all go, as on `forget`).
+   */
+  async releaseShard(id: ShardId): Promise<void> {
+    this.hot?.clear();
+    for (const [cache, shards] of this.opened) {
+      if (
+        cache.tenant === id.tenant &&
+        cache.namespace === id.namespace &&
+        cache.name === id.stream
+      )
+        shards.delete(id.shard);
+    }
+    await this.logCaches?.release(id);
+    await this.counterLogs?.release(id);
+  }
+
+  /** This broker leads the shard (again): its logs may open. */
+  admitShard(id: ShardId): void {
+    this.logCaches?.admit(id);
+    this.counterLogs?.admit(id);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const c of this.ephemeral) await c.close();
@@ -266,6 +303,9 @@ export function storageRefusal(what: string, err: unknown): Refusal {
     return new Refusal('invalid_request', err.message, 'bad_value', { cause: err });
   }
   if (err instanceof ProjectionClosedError) return closedRefusal();
+  // Released mid-request: another broker leads the shard now (the client asks the feed again).
+  if (err instanceof ProjectionReleasedError)
+    return new Refusal('shard_unavailable', err.message, 'not_leader', { cause: err });
   const message = `${what} failed: ${(err as Error).message}`;
   return new Refusal('storage', message, 'storage_error', { cause: err });
 }

@@ -1,13 +1,26 @@
 /**
  * This broker's place on the cluster's internal network: its internal listener (when
- * `cluster.internal_bind` is set) serving a ReplicaServer over the broker's own data directory.
- * It accepts replication only for the stream shards whose replica set names this broker as a
- * follower (the shard table's assignments); anything else is refused `Unauthorized`.
+ * `cluster.internal_bind` is set) serving a ReplicaServer over the broker's own data directory,
+ * each log of a shard where the broker keeps it as leader (streams, caches, counters, group
+ * cursors, dead letters). It accepts a log only for the shards whose replica set names this
+ * broker as a follower (the shard table's assignments; group state follows its stream shard,
+ * counters their cache shard); anything else is refused `Unauthorized`.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ReplicaServer } from '@felix/replication';
+import {
+  REPLICA_LOGS,
+  type ReplicaLogKind,
+  ReplicaServer,
+  type ShardOwnerKind,
+} from '@felix/replication';
+import {
+  type LogOptions,
+  PROJECTION_SEGMENT_BYTES_DEFAULT,
+  type ProjectionKind,
+  projectionRoot,
+} from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
 import type { BrokerConfig } from '../config/types.js';
@@ -43,8 +56,8 @@ export async function startInternalNode(
   selfId: string,
   clientTls: TlsMaterial,
   log: Logger,
-  /** The generation at which this broker follows a stream shard (its replica sets). */
-  follows: (s: ShardRef) => number | undefined,
+  /** The generation at which this broker follows a shard of `kind` (its replica sets). */
+  follows: (s: ShardRef, kind: ShardOwnerKind) => number | undefined,
 ): Promise<InternalNode | null> {
   const bind = cfg.cluster.internal_bind;
   if (bind === null) return null;
@@ -52,19 +65,11 @@ export async function startInternalNode(
   if (at === null)
     throw new ConfigInvalidCombinationError(['cluster.internal_bind'], `${bind} is not host:port`);
   const material = await clusterMaterial(cfg);
-  // The same directories the broker's own stream logs use (streams/durable-store.ts), so a
-  // follower promoted to leader opens what it replicated.
-  const root = cfg.durable.data_dir === null ? null : join(cfg.durable.data_dir, 'streams');
   const replicas = new ReplicaServer({
-    logOptions: (s: ShardRef) => ({
-      root: root ?? '',
-      segmentBytes: cfg.durable.segment_bytes,
-      shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
-      fsync: 'onCommit',
-    }),
+    logOptions: (s, log) => followerLogOptions(cfg, s, log),
     // Only shards whose replica set names this broker (and not as leader) are accepted.
-    assignment: (s) => {
-      const generation = follows(s);
+    assignment: (s, log) => {
+      const generation = follows(s, REPLICA_LOGS[log].owner);
       return generation === undefined ? undefined : { generation };
     },
   });
@@ -87,5 +92,40 @@ export async function startInternalNode(
       await listener.close();
       await replicas.close();
     },
+  };
+}
+
+/** Where each projection log lives under the data directory (the broker's own stores). */
+const PROJECTION_OF: Record<Exclude<ReplicaLogKind, 'stream'>, ProjectionKind> = {
+  cache: 'caches',
+  counters: 'counters',
+  groupCursors: 'groups',
+  deadLetters: 'dead-letters',
+};
+
+/**
+ * The follower copy of a log sits where the broker keeps that log as leader (streams at
+ * `<data_dir>/streams` as in streams/durable-store.ts, projections on their own roots as in
+ * @felix/storage's projection stores), so a follower promoted to leader opens what it replicated.
+ */
+export function followerLogOptions(
+  cfg: BrokerConfig,
+  s: ShardRef,
+  log: ReplicaLogKind,
+): LogOptions {
+  const dataDir = cfg.durable.data_dir ?? '';
+  const shard = { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard };
+  if (log === 'stream')
+    return {
+      root: join(dataDir, 'streams'),
+      segmentBytes: cfg.durable.segment_bytes,
+      shard,
+      fsync: 'onCommit',
+    };
+  return {
+    root: projectionRoot(dataDir, PROJECTION_OF[log]),
+    segmentBytes: PROJECTION_SEGMENT_BYTES_DEFAULT,
+    shard,
+    fsync: 'onCommit',
   };
 }

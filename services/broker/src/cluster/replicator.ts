@@ -1,12 +1,14 @@
 /**
- * The leader's side of replication in the broker: one ShardShipper per durable stream shard
- * this broker leads whose replica set names followers, shipping over peer links that dial on
- * first use (and again after a failure) to the follower's internal address from the node book.
- * Links are per peer and shared by its shards. A shard's shipper stops before its log closes,
- * and is replaced when the shard's generation changes.
+ * The leader's side of replication in the broker: one ShardShipper per durable log of each shard
+ * this broker leads whose replica set names followers (a stream's records, its group cursors and
+ * dead letters; a cache's log and its counters: each log its own shipper, so its own cursor per
+ * follower, and a slow group or counter log never holds up a stream's), shipping over peer
+ * links that dial on first use (and again after a failure) to the follower's internal address
+ * from the node book. Links are per peer and shared by every shard and log. A log's shipper
+ * stops before the log closes, and is replaced when the shard's generation changes.
  */
 import type { Logger } from 'pino';
-import { type PeerLink, ShardShipper } from '@felix/replication';
+import { type PeerLink, type ReplicaLogKind, ShardShipper } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
@@ -75,20 +77,32 @@ class LazyPeerLink implements PeerLink {
   }
 }
 
+interface Shipping {
+  shipper: ShardShipper;
+  generation: number;
+  log: SegmentLog;
+  followers: string[];
+}
+
 export class Replicator {
-  private readonly shippers = new Map<
-    string,
-    { shipper: ShardShipper; generation: number; log: SegmentLog; followers: string[] }
-  >();
+  /** Per shard key, the shipper of each of its logs. */
+  private readonly shippers = new Map<string, Map<ReplicaLogKind, Shipping>>();
   private readonly links = new Map<string, LazyPeerLink>();
 
   constructor(private readonly deps: ReplicatorDeps) {}
 
-  /** Ships `log` to `followers` at `ref.generation` (restarting a shipper of an older one). */
-  async ship(key: string, log: SegmentLog, ref: ShardRef, followers: string[]): Promise<void> {
-    const current = this.shippers.get(key);
+  /** Ships `log` (the shard's `kind` log) to `followers` at `ref.generation` (restarting a
+   *  shipper of an older one). */
+  async ship(
+    key: string,
+    log: SegmentLog,
+    ref: ShardRef,
+    followers: string[],
+    kind: ReplicaLogKind = 'stream',
+  ): Promise<void> {
+    const current = this.shippers.get(key)?.get(kind);
     if (current !== undefined && current.generation === ref.generation) return;
-    await this.stop(key);
+    await this.stop(key, kind);
     if (followers.length === 0) return;
     // Just below the tail: the first batch overlaps one record, and each answer says where the
     // follower's log really ends.
@@ -96,31 +110,47 @@ export class Replicator {
     const shipper = new ShardShipper({
       log,
       shard: ref,
+      logKind: kind,
       followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
       onStopped: (nodeId, reason) =>
-        this.deps.log.warn({ shard: key, follower: nodeId, reason }, 'shipping stopped'),
+        this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped'),
     });
-    this.shippers.set(key, { shipper, generation: ref.generation, log, followers });
+    let logs = this.shippers.get(key);
+    if (logs === undefined) {
+      logs = new Map();
+      this.shippers.set(key, logs);
+    }
+    logs.set(kind, { shipper, generation: ref.generation, log, followers });
   }
 
-  /** Stops shipping shard `key` (before its log closes). */
-  async stop(key: string): Promise<void> {
-    const current = this.shippers.get(key);
-    if (current === undefined) return;
-    this.shippers.delete(key);
-    await current.shipper.stop();
+  /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
+  async stop(key: string, kind?: ReplicaLogKind): Promise<void> {
+    const logs = this.shippers.get(key);
+    if (logs === undefined) return;
+    const stopping = kind === undefined ? [...logs.keys()] : [kind];
+    const shippers: ShardShipper[] = [];
+    for (const k of stopping) {
+      const s = logs.get(k);
+      if (s === undefined) continue;
+      logs.delete(k);
+      shippers.push(s.shipper);
+    }
+    if (logs.size === 0) this.shippers.delete(key);
+    await Promise.all(shippers.map((s) => s.stop()));
   }
 
-  /** What a follower confirmed of shard `key` (0 when unknown). */
-  confirmed(key: string, nodeId: string): number {
-    return this.shippers.get(key)?.shipper.confirmed(nodeId) ?? 0;
+  /** What a follower confirmed of shard `key`'s `kind` log (0 when unknown). */
+  confirmed(key: string, nodeId: string, kind: ReplicaLogKind = 'stream'): number {
+    return this.shippers.get(key)?.get(kind)?.shipper.confirmed(nodeId) ?? 0;
   }
 
-  /** Records the leader holds that followers have not confirmed, over every shard shipped. */
+  /** Records the leader holds that followers have not confirmed, over every log of every shard
+   *  shipped (`felix_broker_replication_lag_records`: 0 means every log is on every follower). */
   lagRecords(): number {
     let lag = 0;
-    for (const s of this.shippers.values())
-      for (const f of s.followers) lag += Math.max(0, s.log.tailOffset - s.shipper.confirmed(f));
+    for (const logs of this.shippers.values())
+      for (const s of logs.values())
+        for (const f of s.followers) lag += Math.max(0, s.log.tailOffset - s.shipper.confirmed(f));
     return lag;
   }
 

@@ -6,7 +6,10 @@
  * placeholder the session never touches, because `refuse()` answers for it first: `not_leader`
  * naming the leader, or `shard_unavailable` while no one (or not yet this node) serves it.
  * Caches of the catalog feed are defined in the broker's cache service, which opens their shards
- * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests).
+ * lazily; a cache shard is served when this node leads it (`refuseMessage` gates the requests),
+ * and, with replication on, only once this node's follower copies of its cache and counter logs
+ * are closed. With replication, every durable log of a led shard ships: a stream's records, its
+ * group cursors and dead letters, a cache shard's cache and counter logs (riding-logs.ts).
  *
  * Reconciling runs one pass at a time; feed changes arriving meanwhile mark it dirty and one more
  * pass follows. A shard stops being served (refused) before its in-flight appends settle and its
@@ -16,12 +19,15 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
+import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
+import { RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
+import type { RidingLogKind, RidingLogs } from './riding-logs.js';
 
 export type ShardKind = 'stream' | 'cache';
 
@@ -160,18 +166,22 @@ export class ShardTable {
   /** Node id → internal address (replication dials it). */
   peerAddresses = new Map<string, string>();
   /**
-   * Set by the broker when it has an internal listener: the leader's shippers, and the follower
-   * logs its replica server holds (released before this table opens one as the leader's).
+   * Set by the broker when it has an internal listener: the leader's shippers, the follower
+   * logs its replica server holds (released before this table opens one as the leader's), and
+   * the logs riding with a shard beside a stream's records (group state, caches, counters).
    */
   replication: {
     replicator: Replicator;
-    releaseFollower: (ref: ShardRef) => Promise<void>;
+    releaseFollower: (ref: ShardRef, log: ReplicaLogKind) => Promise<void>;
+    riding: RidingLogs;
   } | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
   private readonly held = new Map<string, HeldShard>();
+  /** Cache shards this node leads and serves, with replication on (their logs ship). */
+  private readonly heldCaches = new Map<string, AssignmentRecord>();
   /** Shards this node leads that could not be opened, with why (retried on a new generation). */
   private readonly failed = new Map<string, { generation: number; reason: string }>();
   private running: Promise<void> | null = null;
@@ -345,9 +355,11 @@ export class ShardTable {
   /** Null when this node serves the shard; otherwise the refusal to answer with. */
   refuse(kind: ShardKind, t: string, ns: string, name: string, shard: number): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
-    if (this.held.has(key)) return null;
-    // Cache shards open lazily in the cache service: leading one is serving it.
-    if (kind === 'cache' && this.assignments.get(key)?.leader === this.nodeId) return null;
+    if (this.held.has(key) || this.heldCaches.has(key)) return null;
+    // Cache shards open lazily in the cache service: without replication, leading one is
+    // serving it; with it, it is served once its follower copies are released (reconcile).
+    const lead = this.assignments.get(key)?.leader === this.nodeId;
+    if (kind === 'cache' && lead && this.replication === null) return null;
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
     const a = this.assignments.get(key);
     if (a === undefined)
@@ -452,7 +464,57 @@ export class ShardTable {
         await this.acquire(rt, i, a.generation);
       }
     }
+    await this.reconcileCaches();
     this.heldGauge.set(this.held.size);
+  }
+
+  /** With replication on: serves and ships the cache shards this node leads, releases others. */
+  private async reconcileCaches(): Promise<void> {
+    if (this.replication === null) return;
+    for (const [key, held] of this.heldCaches) {
+      const a = this.assignments.get(key);
+      if (a !== undefined && a.leader === this.nodeId) continue;
+      this.heldCaches.delete(key);
+      await this.replication.replicator.stop(key);
+      await this.replication.riding.release(idOf(held), 'cache');
+      this.log.info({ cache_shard: key.replaceAll('\u0000', '/') }, 'cache shard released');
+    }
+    for (const [key, a] of this.assignments) {
+      if (this.closed) return;
+      if (a.kind !== 'cache' || a.leader !== this.nodeId) continue;
+      if (!this.heldCaches.has(key)) {
+        // Before serving: this node's follower copies are the same files the leader opens.
+        for (const log of logsOwnedBy('cache'))
+          await this.replication.releaseFollower(refOfAssignment(a), log);
+        this.replication.riding.admit(idOf(a), 'cache');
+      }
+      this.heldCaches.set(key, a);
+      await this.shipRiding(key, a, 'cache');
+    }
+  }
+
+  /** Ships the logs riding with a led shard (group state of a stream shard; a cache shard's
+   *  logs) to the followers its replica set names; a log that cannot open is retried on the
+   *  next pass (the shard is served regardless: its writes wait for nothing shipped). */
+  private async shipRiding(key: string, a: AssignmentRecord, owner: 'stream' | 'cache') {
+    const replication = this.replication;
+    if (replication === null) return;
+    const followers = a.replicas.filter((id) => id !== this.nodeId);
+    for (const kind of logsOwnedBy(owner)) {
+      if (kind === 'stream') continue;
+      if (followers.length === 0) {
+        await replication.replicator.stop(key, kind);
+        continue;
+      }
+      try {
+        const log = await replication.riding.open(idOf(a), kind as RidingLogKind);
+        if (log === null) continue;
+        await replication.replicator.ship(key, log, refOfAssignment(a), followers, kind);
+      } catch (err) {
+        this.log.warn({ err, shard: key.replaceAll('\u0000', '/'), log: kind }, 'not shipped');
+        setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref();
+      }
+    }
   }
 
   private async acquire(rt: StreamRuntime, i: number, generation: number): Promise<void> {
@@ -463,8 +525,11 @@ export class ShardTable {
         throw new Error(
           'a durable stream needs durable.data_dir (FELIX_DURABLE_STORAGE_DIR) on this broker',
         );
-      // A follower's copy of this shard is closed first: the leader's log is the same files.
-      await this.replication?.releaseFollower(refOf(s, i, generation));
+      // A follower's copies of this shard's logs are closed first: the leader's are the same
+      // files (its records, and its groups' cursors and dead letters).
+      for (const log of logsOwnedBy('stream'))
+        await this.replication?.releaseFollower(refOf(s, i, generation), log);
+      this.replication?.riding.admit(idOfStream(s, i), 'stream');
       const store = s.durable ? await this.openStore(s, i) : null;
       rt.shards[i] = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
@@ -497,6 +562,7 @@ export class ShardTable {
     const followers = a.replicas.filter((id) => id !== this.nodeId);
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
     await this.replication.replicator.ship(key, log, refOf(s, i, a.generation), followers);
+    await this.shipRiding(key, a, 'stream');
   }
 
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */
@@ -507,6 +573,10 @@ export class ShardTable {
     const shard = rt.shards[i];
     rt.shards[i] = this.placeholder(s, i);
     await this.replication?.replicator.stop(sk);
+    // Its group state too: another broker leads it now, and may ship into these logs.
+    await this.replication?.riding
+      .release(idOfStream(s, i), 'stream')
+      .catch((err: unknown) => this.log.warn({ err, shard: sk }, 'releasing group state failed'));
     if (shard === undefined) return;
     // A failed append was answered to its publisher already; release only waits for quiet.
     await shard.settled().catch(() => undefined);
@@ -530,4 +600,22 @@ function sameShape(a: StreamConfig, b: StreamConfig): boolean {
 
 function refOf(s: StreamConfig, shard: number, generation: number): ShardRef {
   return { tenantId: s.tenant, namespace: s.namespace, stream: s.name, shard, generation };
+}
+
+function refOfAssignment(a: AssignmentRecord): ShardRef {
+  const { tenant_id: tenantId, namespace, stream, shard, generation } = a;
+  return { tenantId, namespace, stream, shard, generation };
+}
+
+function idOf(a: AssignmentRecord): {
+  tenant: string;
+  namespace: string;
+  stream: string;
+  shard: number;
+} {
+  return { tenant: a.tenant_id, namespace: a.namespace, stream: a.stream, shard: a.shard };
+}
+
+function idOfStream(s: StreamConfig, shard: number) {
+  return { tenant: s.tenant, namespace: s.namespace, stream: s.name, shard };
 }

@@ -69,6 +69,12 @@ export class GroupService {
     this.waiters.wakeAll();
   }
 
+  /** The durable group state of the shards this broker leads, for replication to ship and to
+   *  release when another broker leads the shard (registry.ts). */
+  get shardState(): Pick<GroupRegistry, 'shardLog' | 'releaseShard' | 'admitShard'> {
+    return this.registry;
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.sweeper);

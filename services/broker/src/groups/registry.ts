@@ -9,7 +9,9 @@
 import {
   type CursorStore,
   type DeadLetterStore,
+  type GroupShard,
   type Io,
+  type SegmentLog,
   openCursorStore,
   openDeadLetterStore,
 } from '@felix/storage';
@@ -208,6 +210,35 @@ export class GroupRegistry {
         if (st.commitRun === run) st.commitRun = undefined;
       }
     }
+  }
+
+  /** The log of a stream shard's group cursors or dead letters (opening it), to ship. */
+  shardLog(kind: 'groupCursors' | 'deadLetters', shard: GroupShard): Promise<SegmentLog> {
+    return kind === 'groupCursors' ? this.cursors.log(shard) : this.deadLetters.log(shard);
+  }
+
+  /**
+   * This broker no longer leads the stream shard: its groups leave memory (a periodic write
+   * still owed is dropped: the new leader redelivers from the last cursor it was shipped) and
+   * its cursor and dead-letter logs close until `admitShard`, so a replica of them may append;
+   * a later lead replays what it holds then.
+   */
+  async releaseShard(shard: GroupShard): Promise<void> {
+    const prefix = `${JSON.stringify([shard.tenant, shard.namespace, shard.stream, shard.shard]).slice(0, -1)},`;
+    for (const [key, st] of this.states) {
+      if (!key.startsWith(prefix)) continue;
+      this.cancel(st);
+      this.states.delete(key);
+    }
+    this.metrics.groupsInMemory.set(this.states.size);
+    await this.cursors.release(shard);
+    await this.deadLetters.release(shard);
+  }
+
+  /** This broker leads the stream shard (again): its group logs may open, by replay. */
+  admitShard(shard: GroupShard): void {
+    this.cursors.admit(shard);
+    this.deadLetters.admit(shard);
   }
 
   /** Writes what periodic groups owe (a clean shutdown loses no acknowledged position), then closes. */

@@ -88,9 +88,11 @@ export async function createCatalog(
     out.push({ kind: 'stream', name: s.name, shards: made.shards });
   }
   for (const c of caches) {
-    const made = (await cp.api(adminToken, 'POST', `${base}/caches`, { cache: c.name })) as {
-      shards: number;
-    };
+    const made = (await cp.api(adminToken, 'POST', `${base}/caches`, {
+      cache: c.name,
+      ...(c.shards === undefined ? {} : { shards: c.shards }),
+      ...(c.replicationFactor === undefined ? {} : { replication_factor: c.replicationFactor }),
+    })) as { shards: number };
     out.push({ kind: 'cache', name: c.name, shards: made.shards });
   }
   return out;

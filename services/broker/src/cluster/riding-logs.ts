@@ -1,0 +1,44 @@
+/**
+ * The leader's durable logs that ride with a shard beside a stream's own records (reference
+ * §1.9): a stream shard's group cursors and dead letters (the group service's stores), a cache
+ * shard's cache and counter logs (the cache service's). The shard table opens them to ship while
+ * this broker leads the shard, and releases them when another broker does, so that broker's
+ * replica of them can append; each projection rebuilds by replay when it opens again.
+ */
+import type { ReplicaLogKind } from '@felix/replication';
+import type { SegmentLog, ShardId } from '@felix/storage';
+import type { CacheService } from '../caches/cache-service.js';
+import type { GroupService } from '../groups/group-service.js';
+
+/** Every log of a shard but a stream's records. */
+export type RidingLogKind = Exclude<ReplicaLogKind, 'stream'>;
+
+export interface RidingLogs {
+  /** The log, opened (null when this broker keeps no such log: no durable storage). */
+  open(id: ShardId, log: RidingLogKind): Promise<SegmentLog | null>;
+  /** Closes the riding logs of a shard of `owner` kind this broker no longer leads, and keeps
+   *  them closed (a request in flight cannot reopen them) until `admit`. */
+  release(id: ShardId, owner: 'stream' | 'cache'): Promise<void>;
+  /** This broker leads the shard (again, its follower copies closed): its riding logs may open. */
+  admit(id: ShardId, owner: 'stream' | 'cache'): void;
+}
+
+export function ridingLogsOf(
+  caches: Pick<CacheService, 'shardLog' | 'releaseShard' | 'admitShard'>,
+  groups: Pick<GroupService, 'shardState'> | null,
+): RidingLogs {
+  return {
+    async open(id, log) {
+      if (log === 'cache' || log === 'counters') return caches.shardLog(log, id);
+      return groups === null ? null : groups.shardState.shardLog(log, id);
+    },
+    async release(id, owner) {
+      if (owner === 'cache') await caches.releaseShard(id);
+      else await groups?.shardState.releaseShard(id);
+    },
+    admit(id, owner) {
+      if (owner === 'cache') caches.admitShard(id);
+      else groups?.shardState.admitShard(id);
+    },
+  };
+}
