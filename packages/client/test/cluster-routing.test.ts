@@ -3,7 +3,8 @@
 // `not_leader` names is read from its detail or its message; a subscription reaches its shard's
 // owner through the entry broker's `shard_owners` and, when that owner dies, resumes on the new
 // one from the next offset it had not delivered (no gap, no duplicate); an acked publish whose
-// connection dies before the ack fails with OutcomeUnknownError unless sent at least once.
+// connection dies before the ack fails with OutcomeUnknownError unless sent at least once; a
+// group consume loop polls its shard's new owner until its failover deadline.
 // Method: the pure walk with scripted attempts; FelixClient over scripted fake brokers
 // (test/fake-broker.ts), one per address, killed as a dead broker would be.
 import { waitFor } from '@felix/testing-harness';
@@ -20,6 +21,9 @@ import {
   ShardUnavailableError,
   notLeaderOf,
 } from '../src/errors.js';
+import { consumeIterator } from '../src/projections/group-consume.js';
+import type { GroupMessage } from '../src/projections/group-message.js';
+import { FailoverClock, type ProjectionRoute } from '../src/projections/host.js';
 import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
 import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
 import { FakeBroker } from './fake-broker.js';
@@ -213,5 +217,56 @@ describe('a publish caught by a failover', () => {
     const onB = again.last('quic://b:1')!.received.filter((x) => x.msg.type === 'publish_batch');
     expect(onB).toHaveLength(1);
     await resending.close();
+  });
+});
+
+describe('a group consumer on a cluster', () => {
+  /** A route that is on, records what it was told, and gives up after `deadlineMs`. */
+  const routeOf = (deadlineMs: number) => {
+    const refusedWith: unknown[] = [];
+    const route: ProjectionRoute = {
+      active: true,
+      connectionFor: () => Promise.reject(new Error('not used by the loop')),
+      widthOf: async () => 1,
+      refused: (_k, _n, _s, err) => refusedWith.push(err),
+      deadlineMs,
+    };
+    return { route, refusedWith };
+  };
+  const source = (polls: Array<() => Promise<GroupMessage[]>>, failover: FailoverClock) => ({
+    closed: false,
+    stream: 'orders',
+    shard: 0,
+    failover,
+    poll: () => (polls.shift() ?? (() => new Promise<GroupMessage[]>(() => undefined)))(),
+    handBack: () => [],
+    sendGatheredAcks: () => undefined,
+    release: () => undefined,
+  });
+  const notLeader = () => Promise.reject(notLeaderOf({ node_id: 'n2', generation: 2 }));
+
+  it('a_group_consumer_polls_its_shards_new_owner_until_its_failover_deadline', async () => {
+    const { route, refusedWith } = routeOf(30_000);
+    const record = { offset: 7 } as GroupMessage;
+    const polls = [
+      notLeader,
+      () => Promise.reject(new ConnectionLostError('quic://b:1')),
+      async () => [record],
+    ];
+    const it = consumeIterator(source(polls, new FailoverClock(route)), {});
+    // The redirect is learned and the loop polls again (the lost connection re-polls at once).
+    expect((await it.next()).value).toBe(record);
+    expect(refusedWith).toHaveLength(1);
+    expect(refusedWith[0]).toBeInstanceOf(NotLeaderError);
+    await it.return?.();
+
+    // Past its deadline the loop ends with the last error; a fatal one ends it at once.
+    const short = routeOf(0);
+    const ended = consumeIterator(source([notLeader], new FailoverClock(short.route)), {});
+    await expect(ended.next()).rejects.toBeInstanceOf(NotLeaderError);
+    const forbidden = () =>
+      Promise.reject(new ForbiddenError({ brokerCode: 'forbidden', message: 'no' }));
+    const fatal = consumeIterator(source([forbidden], new FailoverClock(route)), {});
+    await expect(fatal.next()).rejects.toBeInstanceOf(ForbiddenError);
   });
 });
