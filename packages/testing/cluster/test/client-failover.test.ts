@@ -8,11 +8,12 @@
 // not the leader reads from earliest while records are published; once the followers confirmed
 // them (the leader's lag gauge at 0) the leader is SIGKILLed, a follower is promoted (assignment
 // generation), more records are published through a client seeded with the same broker, and the
-// subscriber's offsets and values are checked to be exactly 0..n-1.
+// subscriber's offsets and values are checked to be exactly 0..n-1. The same with the killed
+// leader as the reader's only seed: it reconnects through the brokers its topology named.
 import type { FelixClient, StreamEvent } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { type ClusterNode, scaled, startCluster } from '../src/index.js';
+import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
 import { clusterPerTest, gauge } from './support.js';
 
 const FAILOVER_MS = 60_000;
@@ -83,69 +84,84 @@ describe('the cluster-aware client', () => {
   }, 180_000);
 
   it('a_subscription_follows_a_failover_without_gap_or_duplicate', async () => {
-    const c = await startCluster({
-      brokers: 3,
-      replication: true,
-      streams: [{ name: 'orders', shards: 1, replicationFactor: 3 }],
-    });
-    held.cluster = c;
-    const leader = (await c.leaderOf('orders'))!;
-    const before = (await c.assignments()).find((a) => a.stream === 'orders')!;
-    const seed = c.nodes.find((n) => n.id !== leader.id)!;
-    const seedUrl = c.node(seed.id).url();
-    const reader = await c.connect({
-      servers: [seedUrl],
-      failoverDeadlineMs: scaled(FAILOVER_MS * 2),
-    });
-    const got: StreamEvent[] = [];
-    const ac = new AbortController();
-    const total = 200;
-    const reading = (async () => {
-      for await (const ev of reader.subscribe('orders', {
-        shard: 0,
-        from: 'earliest',
-        signal: ac.signal,
-      })) {
-        got.push(ev);
-        if (got.length === total) return;
-      }
-    })();
-    const first = Array.from({ length: total / 2 }, (_, i) => `r-${i}`);
-    const second = Array.from({ length: total / 2 }, (_, i) => `r-${i + total / 2}`);
-    try {
-      const writer = await c.connect({ servers: [seedUrl] });
-      await publishAll(writer, 'orders', first);
-      await writer.close();
-      await waitFor(
-        async () => (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0,
-        'the followers to confirm every record',
-        scaled(FAILOVER_MS),
-      );
-      await waitFor(
-        () => got.length >= first.length,
-        'the first records read',
-        scaled(FAILOVER_MS),
-      );
-      await c.kill(leader.id);
-      await waitFor(
-        async () => {
-          const a = (await c.assignments()).find((x) => x.stream === 'orders');
-          return a && a.leader !== leader.id && a.generation > before.generation ? a : undefined;
-        },
-        'a follower to be promoted',
-        scaled(FAILOVER_MS),
-      );
-      const after = await c.connect({ servers: [seedUrl] });
-      await publishAll(after, 'orders', second);
-      await after.close();
-      await waitFor(() => got.length >= total, 'every record read', scaled(FAILOVER_MS * 2));
-      await reading;
-    } finally {
-      ac.abort();
-      await reader.close();
-    }
-    expect(got.map((e) => e.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
-    expect(got.map((e) => TEXT.decode(e.data))).toEqual([...first, ...second]);
-    expect(got.every((e) => e.lostBefore === 0)).toBe(true);
+    await followFailover(held, 'a follower');
+  }, 300_000);
+
+  it('a_client_seeded_only_with_the_killed_leader_resumes_through_the_brokers_it_learned', async () => {
+    await followFailover(held, 'the leader');
   }, 300_000);
 });
+
+/**
+ * Subscribes from earliest through a client seeded with one broker (`seeded`: a follower of the
+ * stream's leader, or the leader itself), publishes, SIGKILLs the leader once its followers
+ * confirmed, publishes more after the promotion, and checks the subscriber saw offsets 0..n-1
+ * with the values in order. The cluster goes in `held` (shut down after the test).
+ */
+async function followFailover(
+  held: { cluster: FelixCluster | undefined },
+  seeded: 'a follower' | 'the leader',
+): Promise<void> {
+  const c = await startCluster({
+    brokers: 3,
+    replication: true,
+    streams: [{ name: 'orders', shards: 1, replicationFactor: 3 }],
+  });
+  held.cluster = c;
+  const leader = (await c.leaderOf('orders'))!;
+  const before = (await c.assignments()).find((a) => a.stream === 'orders')!;
+  const follower = c.nodes.find((n) => n.id !== leader.id)!;
+  const seedUrl = (seeded === 'the leader' ? leader : follower).url();
+  const reader = await c.connect({
+    servers: [seedUrl],
+    failoverDeadlineMs: scaled(FAILOVER_MS * 2),
+  });
+  const got: StreamEvent[] = [];
+  const ac = new AbortController();
+  const total = 200;
+  const reading = (async () => {
+    for await (const ev of reader.subscribe('orders', {
+      shard: 0,
+      from: 'earliest',
+      signal: ac.signal,
+    })) {
+      got.push(ev);
+      if (got.length === total) return;
+    }
+  })();
+  const first = Array.from({ length: total / 2 }, (_, i) => `r-${i}`);
+  const second = Array.from({ length: total / 2 }, (_, i) => `r-${i + total / 2}`);
+  try {
+    // The reader learned the other brokers before its seed may die.
+    await waitFor(() => reader.brokers.length === 3, 'the topology', scaled(FAILOVER_MS));
+    const writer = await c.connect({ servers: [seedUrl] });
+    await publishAll(writer, 'orders', first);
+    await writer.close();
+    await waitFor(
+      async () => (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0,
+      'the followers to confirm every record',
+      scaled(FAILOVER_MS),
+    );
+    await waitFor(() => got.length >= first.length, 'the first records read', scaled(FAILOVER_MS));
+    await c.kill(leader.id);
+    await waitFor(
+      async () => {
+        const a = (await c.assignments()).find((x) => x.stream === 'orders');
+        return a && a.leader !== leader.id && a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(FAILOVER_MS),
+    );
+    const after = await c.connect({ servers: [follower.url()] });
+    await publishAll(after, 'orders', second);
+    await after.close();
+    await waitFor(() => got.length >= total, 'every record read', scaled(FAILOVER_MS * 2));
+    await reading;
+  } finally {
+    ac.abort();
+    await reader.close();
+  }
+  expect(got.map((e) => e.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
+  expect(got.map((e) => TEXT.decode(e.data))).toEqual([...first, ...second]);
+  expect(got.every((e) => e.lostBefore === 0)).toBe(true);
+}
