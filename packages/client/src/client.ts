@@ -500,8 +500,16 @@ export class FelixClient {
     const shard = opts.shard ?? 0;
     if (!Number.isSafeInteger(shard) || shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
-    const conn = await this.connection(opts.signal);
-    return offsetForTimeOn(conn, stream, shard, atMicros);
+    if (!this.router.active)
+      return offsetForTimeOn(await this.connection(opts.signal), stream, shard, atMicros);
+    // Answered by the shard's leader (its log): routed there, redirects followed.
+    return this.router.request(
+      'stream',
+      stream,
+      shard,
+      (c) => offsetForTimeOn(c, stream, shard, atMicros),
+      opts.signal,
+    );
   }
 
   /** A batching publisher: many `publish()` calls, few frames. */

@@ -10,6 +10,7 @@
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
+import { ClusterRouter } from '../src/cluster/router.js';
 import { followRedirects, redirectTargetOf, retryKindOf } from '../src/cluster/routing.js';
 import {
   ConnectionLostError,
@@ -21,6 +22,7 @@ import {
   ShardUnavailableError,
   notLeaderOf,
 } from '../src/errors.js';
+import { CLUSTER_CONNECTIONS_MAX } from '../src/limits.js';
 import { consumeIterator } from '../src/projections/group-consume.js';
 import type { GroupMessage } from '../src/projections/group-message.js';
 import { FailoverClock, type ProjectionRoute } from '../src/projections/host.js';
@@ -268,5 +270,39 @@ describe('a group consumer on a cluster', () => {
       Promise.reject(new ForbiddenError({ brokerCode: 'forbidden', message: 'no' }));
     const fatal = consumeIterator(source([forbidden], new FailoverClock(route)), {});
     await expect(fatal.next()).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
+describe('broker connections of a cluster client', () => {
+  it('a_client_keeps_at_most_cluster_connections_max_broker_connections', async () => {
+    const closed: string[] = [];
+    const open = async (addr: string) =>
+      ({
+        server: addr,
+        isLost: false,
+        lost: new Promise(() => undefined),
+        close: async () => {
+          closed.push(addr);
+        },
+      }) as unknown as BrokerConnection;
+    let now = 0;
+    const router = new ClusterRouter({
+      entry: () => Promise.reject(new Error('no entry in this test')),
+      liveEntry: () => undefined,
+      open,
+      now: () => ++now,
+    });
+    const addrs = Array.from({ length: CLUSTER_CONNECTIONS_MAX + 3 }, (_, i) => `quic://b${i}:1`);
+    for (const a of addrs) await router.connectionTo(a);
+    // The entry broker's connection counts too: one fewer pooled; the least recently used went.
+    await waitFor(() => closed.length === 4, 'the oldest connections closed');
+    expect(closed).toEqual(addrs.slice(0, 4));
+    // One already open is reused, not dialed again.
+    const again = await router.connectionTo(addrs.at(-1)!);
+    expect(again.server).toBe(addrs.at(-1));
+    expect(closed).toHaveLength(4);
+    // An evicted broker is not suspect: it was closed on purpose.
+    expect(router.isSuspect(addrs[0]!)).toBe(false);
+    await router.close();
   });
 });

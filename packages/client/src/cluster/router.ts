@@ -45,6 +45,7 @@ export class ClusterRouter {
   private readonly pool = new Map<string, Pooled>();
   private readonly suspectUntil = new Map<string, number>();
   private readonly refreshing = new Map<string, Promise<void>>();
+  private readonly evicted = new WeakSet<BrokerConnection>();
   private routing = false;
   private closed = false;
   private refreshTimer: ReturnType<typeof setInterval> | null = null;
@@ -215,17 +216,25 @@ export class ClusterRouter {
       pooled.conn = await pooled.opening;
     } catch (err) {
       if (this.pool.get(addr) === pooled) this.pool.delete(addr);
-      this.suspectUntil.set(addr, this.now() + BROKER_SUSPECT_MS);
-      // Refused credentials stay fatal; an unreachable owner is retried (a failover under way).
-      if (err instanceof UnauthenticatedError) throw err;
-      throw new ConnectError([addr], { cause: err });
+      throw err;
     }
     return pooled.conn;
   }
 
   private async dial(addr: string): Promise<BrokerConnection> {
-    const conn = await this.host.open(addr);
-    void conn.lost.then(() => this.lost(conn));
+    let conn: BrokerConnection;
+    try {
+      conn = await this.host.open(addr);
+    } catch (err) {
+      this.suspectUntil.set(addr, this.now() + BROKER_SUSPECT_MS);
+      // Refused credentials stay fatal; an unreachable owner is retried (a failover under way).
+      if (err instanceof UnauthenticatedError) throw err;
+      throw new ConnectError([addr], { cause: err });
+    }
+    // An evicted connection is closed on purpose: its broker is not suspect.
+    void conn.lost.then(() => {
+      if (!this.evicted.has(conn)) this.lost(conn);
+    });
     if (this.closed) {
       await conn.close();
       throw new ConnectionLostError(addr);
@@ -242,7 +251,10 @@ export class ClusterRouter {
     if (oldest === undefined) return;
     this.pool.delete(oldest[0]);
     void oldest[1].opening.then(
-      (c) => c.close(),
+      (c) => {
+        this.evicted.add(c);
+        return c.close();
+      },
       () => undefined, // it failed to open: nothing to close
     );
   }
