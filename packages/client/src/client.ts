@@ -319,16 +319,30 @@ export class FelixClient {
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
-    const current = this.current;
+    const routed = this.router.active;
+    // Routed: the owner's live connection when a one-shard stream's owner is known and open.
+    const current = routed ? this.ownerNow(stream) : this.current;
     if (opts.signal !== undefined || opts.key !== undefined || stream === '' || current === null)
       return this.send(stream, [data], opts, true);
-    // Routed to the shard's owner (cluster) or resent after a loss: the general path.
-    if (opts.atLeastOnce === true || this.router.active)
-      return this.send(stream, [data], opts, true);
+    // Resent after a loss: the general path.
+    if (opts.atLeastOnce === true) return this.send(stream, [data], opts, true);
     const payload = bytesOf(data);
     if (this.isClosed || current.isLost || payload.byteLength > PAYLOAD_BYTES_MAX)
       return this.send(stream, [data], opts, true);
-    return this.publishUnkeyed(current, stream, payload, opts.ack ?? true);
+    const ack = opts.ack ?? true;
+    const sent = this.publishUnkeyed(current, stream, payload, ack);
+    // The owner moved meanwhile: nothing was written, so the general path (redirects) sends it.
+    if (!routed || !ack) return sent;
+    return sent.catch((err: unknown) => {
+      if (retryKindOf(err) !== 'redirect') throw err;
+      return this.send(stream, [data], opts, true);
+    });
+  }
+
+  /** The live connection to the owner of a one-shard stream, when known and open now. */
+  private ownerNow(stream: string): BrokerConnection | null {
+    if (this.shardCache.get(stream)?.shards !== 1) return null;
+    return this.router.liveFor('stream', stream, 0) ?? null;
   }
 
   /**
