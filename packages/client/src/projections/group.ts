@@ -133,6 +133,10 @@ export class Group implements GroupSettler {
       handBack: (msgs: readonly GroupMessage[]) => this.handBack(msgs),
       sendGatheredAcks: () => this.settles.sendGatheredAcks(),
       release: () => this.release(),
+      // In a cluster the loop follows the shard's owner through a failover or a move.
+      stream: this.stream,
+      shard: this.shard,
+      failover: this.failover,
     };
     return { [Symbol.asyncIterator]: () => consumeIterator(source, opts) };
   }

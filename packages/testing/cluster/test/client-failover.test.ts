@@ -110,13 +110,22 @@ describe('the cluster-aware client', () => {
         if (seen.size === 40) return;
       }
     })();
+    // The loop ending with an error is the cause the waits below time out with.
+    let ended: unknown;
+    consuming.catch((err: unknown) => {
+      ended = err;
+    });
+    const consumed = (n: number) => () => {
+      if (ended !== undefined) throw ended;
+      return seen.size >= n;
+    };
     try {
       await publishAll(
         writer,
         'jobs',
         Array.from({ length: 20 }, (_, i) => `job-${i}`),
       );
-      await waitFor(() => seen.size >= 20, 'the first jobs consumed', scaled(FAILOVER_MS));
+      await waitFor(consumed(20), 'the first jobs consumed', scaled(FAILOVER_MS));
       await waitFor(
         async () => (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0,
         'the followers to confirm every record and ack',
@@ -136,7 +145,7 @@ describe('the cluster-aware client', () => {
         'jobs',
         Array.from({ length: 20 }, (_, i) => `job-${i + 20}`),
       );
-      await waitFor(() => seen.size >= 40, 'every job consumed', scaled(FAILOVER_MS * 2));
+      await waitFor(consumed(40), 'every job consumed', scaled(FAILOVER_MS * 2));
       await consuming;
     } finally {
       ac.abort();
