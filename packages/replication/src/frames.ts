@@ -8,7 +8,10 @@ import {
 } from '@felix/wire';
 import { REPLICA_LOGS, type ReplicaLogKind } from './log-kind.js';
 
-type RecordsMessage = Extract<InternalMessage, { checksum: number }>;
+type RecordsMessage = Exclude<
+  Extract<InternalMessage, { checksum: number }>,
+  { kind: 'ReplicateCommittedRecords' }
+>;
 type BootstrapMessage = Extract<InternalMessage, { baseOffset: number; log?: never }>;
 
 /** Records `payloads` of `log` at the leader's offsets from `first`, with their batch checksum. */
@@ -25,6 +28,26 @@ export function recordsFrame(
     shard,
     firstOffset: first,
     checksum: batchChecksum(payloads),
+    payloads,
+  });
+}
+
+/** Records `payloads` at the leader's offsets from `first` (none: the mark alone), with the
+ *  leader's commit mark (a quorum shard). */
+export function committedFrame(
+  correlationId: number,
+  shard: ShardRef,
+  first: number,
+  payloads: Uint8Array[],
+  commitOffset: number,
+): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateCommittedRecords',
+    correlationId,
+    shard,
+    firstOffset: first,
+    checksum: batchChecksum(payloads),
+    commitOffset,
     payloads,
   });
 }

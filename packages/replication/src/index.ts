@@ -6,8 +6,9 @@ export {
   answerFor,
   checkBatch,
 } from './follower/batch-check.js';
+export { CommitSaver } from './follower/commit-saver.js';
 export { ReplicaServer, type ReplicaServerOptions } from './follower/replica-server.js';
-export { bootstrapFrame, recordsFrame } from './frames.js';
+export { bootstrapFrame, committedFrame, recordsFrame } from './frames.js';
 export { answerOf } from './leader/answers.js';
 export { CommitMark, majorityHeld } from './leader/commit-mark.js';
 export {

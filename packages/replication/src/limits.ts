@@ -32,3 +32,8 @@ export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
  *  with groups holds three, a cache shard with counters two; past this a new one is refused as
  *  `Overload` until one is released. */
 export const REPLICA_SHARDS_OPEN_MAX = 4096;
+
+/** A follower of a stream that does not fsync on commit saves the commit offset the leader
+ *  carries at most this often (the reference: once a second); on commit it saves before each
+ *  answer. */
+export const REPLICA_COMMIT_SAVE_INTERVAL_MS = 1_000;

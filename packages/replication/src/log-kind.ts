@@ -65,6 +65,8 @@ for (const log of REPLICA_LOG_KINDS) {
   BY_MESSAGE.set(REPLICA_LOGS[log].records, { log, bootstrap: false });
   BY_MESSAGE.set(REPLICA_LOGS[log].bootstrap, { log, bootstrap: true });
 }
+// A quorum shard's records carry the leader's commit mark (kind 26): stream records still.
+BY_MESSAGE.set('ReplicateCommittedRecords', { log: 'stream', bootstrap: false });
 
 /** The log a shipping request is for (and whether it is a bootstrap), or undefined for any
  *  other kind. */

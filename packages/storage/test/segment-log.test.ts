@@ -112,6 +112,28 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+  it('retention_never_deletes_at_or_above_the_retention_floor', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096, retention: { maxBytes: 1 } });
+    for (let i = 0; i < 40; i++) await log.append([payload(i, 300)]);
+    expect(log.segmentCount).toBeGreaterThan(3);
+    log.setRetentionFloor(0);
+    expect(await log.enforceRetention()).toBe(0);
+    expect(log.baseOffset).toBe(0);
+    log.setRetentionFloor(20);
+    await log.enforceRetention();
+    expect(log.baseOffset).toBeGreaterThan(0);
+    expect(log.baseOffset).toBeLessThanOrEqual(20);
+    const r = await log.read(20, { maxRecords: 1 });
+    expect(r.kind === 'records' && r.records[0]?.offset).toBe(20);
+    await log.trimBelow(log.tailOffset);
+    expect(log.baseOffset).toBeLessThanOrEqual(20);
+    log.setRetentionFloor(undefined);
+    await log.enforceRetention();
+    expect(log.segmentCount).toBe(1);
+    await log.close();
+  });
+
   it('retention_by_age_keeps_segments_holding_a_recent_record', async () => {
     const root = await scratchRoot();
     const log = await openLog(root, { segmentBytes: 4096, retention: { maxAgeMs: 60_000 } });

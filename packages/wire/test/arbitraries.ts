@@ -218,6 +218,15 @@ export const internalMessageArb: fc.Arbitrary<InternalMessage> = fc.oneof(
     payloads: fc.array(bytes, { maxLength: 4 }),
   }),
   fc.record({
+    kind: fc.constant('ReplicateCommittedRecords' as const),
+    correlationId: safe,
+    shard: shardRef,
+    firstOffset: safe,
+    checksum: fc.integer({ min: 0, max: 0xffff_ffff }),
+    commitOffset: safe,
+    payloads: fc.array(bytes, { maxLength: 4 }),
+  }),
+  fc.record({
     kind: fc.constant('ReplicateError' as const),
     correlationId: safe,
     code: fc.integer({ min: 0, max: 0xffff }),

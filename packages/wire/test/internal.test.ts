@@ -112,6 +112,15 @@ export const INTERNAL_SAMPLES: InternalMessage[] = [
     credential: utf8('tok'),
   },
   { kind: 'ReplicateRebuild', correlationId: 24, shard: SHARD, log: 1, baseOffset: 3 },
+  {
+    kind: 'ReplicateCommittedRecords',
+    correlationId: 26,
+    shard: SHARD,
+    firstOffset: 100,
+    checksum: batchChecksum(P),
+    commitOffset: 99,
+    payloads: P,
+  },
   { kind: 'HelloCapable', correlationId: 27, nodeId: 'b1', capabilities: (1n << 63n) | 0x7fn },
   { kind: 'HelloCapableOk', correlationId: 28, nodeId: 'b2', capabilities: 1n },
   { kind: 'Fence', correlationId: 29, shard: SHARD, log: 5 },
@@ -152,6 +161,36 @@ describe('internal frames', () => {
   it('a_hello_has_the_flxi_header_and_u32_string_prefix', () => {
     const bytes = encodeInternalMessage({ kind: 'Hello', correlationId: 5, nodeId: 'b1' });
     expect(hex(bytes)).toBe('464c5849000100050000000e' + '0000000000000005' + '00000002' + '6231');
+  });
+
+  it('a_committed_batch_carries_the_commit_offset_between_the_checksum_and_the_payloads', () => {
+    const shard = { tenantId: 't', namespace: 'n', stream: 's', shard: 1, generation: 2 };
+    const bytes = encodeInternalMessage({
+      kind: 'ReplicateCommittedRecords',
+      correlationId: 3,
+      shard,
+      firstOffset: 4,
+      checksum: 5,
+      commitOffset: 6,
+      payloads: [],
+    });
+    const body =
+      '0000000000000003' + // correlation id
+      '00000001' +
+      '74' +
+      '00000001' +
+      '6e' +
+      '00000001' +
+      '73' + // tenant, namespace, stream
+      '00000001' +
+      '0000000000000002' + // shard, generation
+      '0000000000000004' +
+      '0000000000000005' +
+      '0000000000000006' + // first, checksum, commit
+      '00000000'; // no payloads: the mark travels alone
+    expect(hex(bytes)).toBe(
+      `464c58490001001a${(body.length / 2).toString(16).padStart(8, '0')}${body}`,
+    );
   });
 
   it('an_unknown_kind_decodes_with_its_correlation_id', () => {

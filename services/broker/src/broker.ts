@@ -108,6 +108,7 @@ export class Broker {
     const hooks: ShardHooks = {
       onDrop: (n) => m.fanoutDropped.inc(n),
       onApply: (shard) => this.requests?.onApply(shard),
+      onQuorumWait: (outcome) => m.quorumWaits.inc({ outcome }),
     };
     this.catalog = await Catalog.open(cfg, openStore, hooks);
     this.requests = new BrokerRequests({

@@ -177,3 +177,30 @@ export class PeerRequestError extends BrokerError {
     super(`request to peer ${peer} failed: ${detail}`, options);
   }
 }
+
+/** A `quorum` publish was not held by a majority within `broker.publish_quorum_timeout_ms`: its
+ *  outcome is unknown (it stays in the log and commits if the followers catch up). */
+export class QuorumTimeoutError extends BrokerError {
+  readonly code = 'FELIX_BROKER_QUORUM_TIMEOUT';
+  constructor(
+    readonly first: number,
+    readonly commitOffset: number,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `records from offset ${first} were not held by a majority within ${timeoutMs} ms ` +
+        `(commit offset ${commitOffset}); the outcome is unknown`,
+      { retry: 'unknown_outcome' },
+    );
+  }
+}
+
+/** A `quorum` publish waited for the mark on a shard this broker stopped serving. */
+export class QuorumAbandonedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_QUORUM_ABANDONED';
+  constructor(shard: string) {
+    super(`shard ${shard} stopped being served before a majority held the records`, {
+      retry: 'unknown_outcome',
+    });
+  }
+}

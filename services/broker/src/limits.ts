@@ -30,6 +30,14 @@ export const PARTIAL_FRAME_DEADLINE_MS_MAX = 600_000;
 export const PUBLISH_WINDOW_DEFAULT = 256;
 /** Ceiling on the publish window: each held answer pins its batch in memory. */
 export const PUBLISH_WINDOW_MAX = 65_536;
+/** How long a `quorum` publish waits for a majority before `quorum_timeout` (reference: 5 s). */
+export const PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT = 5_000;
+/** Ceiling on that wait: each waiting publish pins its batch (and its publish-window slot). */
+export const PUBLISH_QUORUM_TIMEOUT_MS_MAX = 600_000;
+/** Batches one `quorum` shard may hold waiting for a majority (their publishers answered or
+ *  not); past it a publish is refused `overloaded` before it is appended, so followers that
+ *  stop answering bound the leader's memory instead of growing it. */
+export const QUORUM_WAITING_BATCHES_MAX = 65_536;
 /** Records in one publish batch; bounds the offsets one batch may claim. */
 export const PUBLISH_BATCH_RECORDS_MAX = 65_536;
 

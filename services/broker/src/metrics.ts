@@ -88,6 +88,12 @@ export class BrokerMetrics {
     help: 'Records this leader holds that its followers have not confirmed, summed over every log of the shards it ships (stream records, group cursors, dead letters, cache and counter logs) and their followers, at scrape time (what a failover under leader consistency can lose)',
     registers: [this.registry],
   });
+  readonly quorumWaits = new Counter({
+    name: 'felix_broker_quorum_waits_total',
+    help: 'Publishes of quorum shards that waited for a majority, by outcome: committed (acked once a majority held them), timeout (answered quorum_timeout, outcome unknown) or abandoned (the shard stopped being served first)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly fanoutQueuedBytesMax = new Gauge({
     name: 'felix_broker_fanout_queued_bytes_max',
     help: 'Bytes queued for the fullest subscriber at scrape time (within broker.subscriber_queue_bytes)',

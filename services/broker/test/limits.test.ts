@@ -16,6 +16,11 @@ describe('broker limits', () => {
     expect(L.FRAME_BYTES_DEFAULT).toBeLessThanOrEqual(CLIENT_FRAME_BYTES_MAX);
     expect(L.SUBSCRIBER_QUEUE_BATCHES_DEFAULT).toBeLessThanOrEqual(L.SUBSCRIBER_QUEUE_BATCHES_MAX);
     expect(L.PUBLISH_WINDOW_DEFAULT).toBeLessThanOrEqual(L.PUBLISH_WINDOW_MAX);
+    expect(L.PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT).toBeLessThanOrEqual(
+      L.PUBLISH_QUORUM_TIMEOUT_MS_MAX,
+    );
+    // Every publish a full window holds may wait for a majority at once.
+    expect(L.PUBLISH_WINDOW_MAX).toBeLessThanOrEqual(L.QUORUM_WAITING_BATCHES_MAX);
     expect(L.RING_RECORDS_DEFAULT).toBeLessThanOrEqual(L.RING_RECORDS_MAX);
     expect(L.IDENT_BYTES_MAX).toBeLessThanOrEqual(0xffff); // u16-prefixed on the wire
   });

@@ -8,6 +8,11 @@
  * generation), a raised generation is made durable before any record it carries is stored, and
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
  * leader's base when it is empty, and opens it again.
+ *
+ * A batch of a quorum shard (kind 26) carries the leader's commit mark: after storing the batch
+ * the follower records the lower of the mark and what the batch showed it holds in its
+ * `replica` file (CommitSaver): saved before the answer when `commitSync` says so (the stream
+ * fsyncs on commit), otherwise at most once per REPLICA_COMMIT_SAVE_INTERVAL_MS.
  */
 import {
   FollowerAppender,
@@ -30,6 +35,7 @@ import { MalformedPeerFrameError } from '../errors.js';
 import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
 import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
 import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
+import { CommitSaver } from './commit-saver.js';
 
 export interface ReplicaServerOptions {
   /** Where and how the follower copy of `log` of `shard` lives (the broker's own layout). */
@@ -37,6 +43,9 @@ export interface ReplicaServerOptions {
   /** The assignment of the shard owning `log` (the stream shard for group state, the cache
    *  shard for counters), when this broker follows it. */
   assignment(shard: ShardRef, log: ReplicaLogKind): { generation: number } | undefined;
+  /** Whether the commit offset is saved before the answer (the stream fsyncs on commit);
+   *  absent: always. */
+  commitSync?(shard: ShardRef): boolean;
 }
 
 interface ShardState {
@@ -46,6 +55,7 @@ interface ShardState {
   replica: ReplicaFile;
   tail: Promise<unknown>;
   queued: number;
+  commits: CommitSaver;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -118,6 +128,8 @@ export class ReplicaServer {
         this.open.delete(key);
       }
       // The log already failed; the answer below carries that failure, not the close's.
+      await state.commits.close().catch(() => undefined);
+      // As above: the close of a failed log adds nothing to the answer.
       await state.log.close().catch(() => undefined);
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
@@ -130,7 +142,9 @@ export class ReplicaServer {
   status(
     shard: ShardRef,
     log: ReplicaLogKind = 'stream',
-  ): { base: number; tail: number; durable: number; generation: number } | undefined {
+  ):
+    | { base: number; tail: number; durable: number; generation: number; commit: number }
+    | undefined {
     const s = this.open.get(shardKey(shard, log));
     if (s === undefined) return undefined;
     return {
@@ -138,6 +152,7 @@ export class ReplicaServer {
       tail: s.log.tailOffset,
       durable: s.log.durableOffset,
       generation: s.replica.state.generation,
+      commit: s.replica.state.commitOffset,
     };
   }
 
@@ -151,6 +166,7 @@ export class ReplicaServer {
     this.open.delete(key);
     const state = await p;
     await state.tail;
+    await state.commits.close();
     await state.log.close();
   }
 
@@ -163,6 +179,8 @@ export class ReplicaServer {
       const state = await p.catch(() => undefined);
       if (state === undefined) continue;
       await state.tail;
+      // Closing at shutdown: a commit offset not saved is at most a second stale (documented).
+      await state.commits.close().catch(() => undefined);
       // Closing at shutdown: a log that fails to close is recovered at its next open.
       await state.log.close().catch(() => undefined);
     }
@@ -194,6 +212,11 @@ export class ReplicaServer {
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     if (verdict.raise) await state.replica.accept(m.shard.generation);
     const result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
+      // Only what this batch showed is known to match the leader's log.
+      const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
+      await state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
+    }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
   }
 
@@ -232,6 +255,7 @@ async function openShard(opts: LogOptions): Promise<ShardState> {
       replica,
       tail: Promise.resolve(),
       queued: 0,
+      commits: new CommitSaver(replica),
     };
   } catch (err) {
     // The replica file's failure is what the caller needs; the log is recovered at next open.

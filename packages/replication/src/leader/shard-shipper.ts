@@ -5,10 +5,14 @@
  * answer back. A slow or unreachable follower delays only
  * its own loop. A loop stops when its follower halts (reported) or when any follower answers
  * that a newer leader exists (the whole shipper stops: this broker was deposed).
+ *
+ * With `commitOffset` (a quorum shard) every batch carries the leader's commit mark (kind 26),
+ * and a follower with nothing to ship is sent the mark alone once it moved past what that
+ * follower was last told; `wake()` (the caller's, when the mark moves) makes idle loops look.
  */
 import type { SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
-import { bootstrapFrame, recordsFrame } from '../frames.js';
+import { bootstrapFrame, committedFrame, recordsFrame } from '../frames.js';
 import type { ReplicaLogKind } from '../log-kind.js';
 import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
@@ -48,12 +52,21 @@ export interface ShipperOptions {
   /** A follower's loop stopped: it halted, it said this broker is no longer the leader, or
    *  the leader's log failed under it. */
   onStopped?: (nodeId: string, reason: HaltReason | 'fenced' | 'failed') => void;
+  /** The leader's commit mark, carried to followers (a quorum shard); absent: not carried. */
+  commitOffset?: () => number;
 }
 
 interface Loop {
   follower: ShipperFollower;
   cursor: FollowerCursor;
   done: Promise<void>;
+  /** The highest commit offset this follower acknowledged storing (the mark, or less when it
+   *  was shown to hold less). */
+  told: number;
+  /** Correlation ids of mark-only messages (apart from the cursor's batches). */
+  marks: number;
+  /** What the batch in flight makes its follower store: the lower of its mark and its end. */
+  carried: number;
 }
 
 export class ShardShipper {
@@ -67,7 +80,14 @@ export class ShardShipper {
     this.unlisten = opts.log.onDurable(() => this.poke());
     for (const f of opts.followers) {
       const cursor = new FollowerCursor(f.start);
-      const loop: Loop = { follower: f, cursor, done: Promise.resolve() };
+      const loop: Loop = {
+        follower: f,
+        cursor,
+        done: Promise.resolve(),
+        told: 0,
+        marks: 0,
+        carried: 0,
+      };
       this.loops.set(f.nodeId, loop);
       loop.done = this.run(loop).catch(() => {
         // The follower's log or a callback failed under the loop: that follower stops, reported.
@@ -79,6 +99,11 @@ export class ShardShipper {
   /** What each follower confirmed durable so far. */
   confirmed(nodeId: string): number {
     return this.loops.get(nodeId)?.cursor.confirmed ?? 0;
+  }
+
+  /** Makes idle loops look again now (the commit mark moved). */
+  wake(): void {
+    this.poke();
   }
 
   /** True once a follower answered that a newer leader exists. */
@@ -129,7 +154,7 @@ export class ShardShipper {
           this.opts.onStopped?.(follower.nodeId, cursor.halted);
           return;
         }
-        await this.idle(REPLICATE_IDLE_CHECK_MS);
+        if (!(await this.tellMark(loop, timeoutMs))) await this.idle(REPLICATE_IDLE_CHECK_MS);
         continue;
       }
       const sent = await this.exchange(loop, shipment, timeoutMs);
@@ -146,7 +171,7 @@ export class ShardShipper {
 
   /** One request and its answer; false when it must be retried after a backoff. */
   private async exchange(loop: Loop, s: Shipment, timeoutMs: number): Promise<boolean> {
-    const frame = await this.frameFor(s);
+    const frame = await this.frameFor(loop, s);
     if (frame === null) {
       // Retention trimmed the range between the plan and the read: plan again (a bootstrap).
       loop.cursor.onTimeout(s.correlationId);
@@ -173,10 +198,34 @@ export class ShardShipper {
     }
     // A gap is no failure (send from where the follower is); other refusals back off.
     const a = parsed.answer;
+    if (a.kind === 'ok' && s.kind === 'records') loop.told = Math.max(loop.told, loop.carried);
     return a.kind === 'ok' || a.code === INTERNAL_ERROR.LogGap;
   }
 
-  private async frameFor(s: Shipment): Promise<Uint8Array | null> {
+  /**
+   * Sends the commit mark alone to a caught-up follower that has not heard it; true when one
+   * was sent and answered ok. It names the offset the follower is known to hold up to, so the
+   * follower stores no mark past records it has not been shown to hold.
+   */
+  private async tellMark(loop: Loop, timeoutMs: number): Promise<boolean> {
+    const mark = this.opts.commitOffset?.();
+    const held = Math.min(loop.cursor.next, loop.cursor.confirmed);
+    // What the follower will store: the lower of the mark and what it is known to hold.
+    if (mark === undefined || Math.min(mark, held) <= loop.told || this.stopping) return false;
+    const correlationId = 2 ** 52 + ++loop.marks;
+    const frame = committedFrame(correlationId, this.opts.shard, held, [], mark);
+    try {
+      const parsed = answerOf(await loop.follower.link.request(frame, timeoutMs));
+      if (parsed?.correlationId !== correlationId || parsed.answer.kind !== 'ok') return false;
+    } catch {
+      // No answer: the mark is sent again at the next look (with a batch, or alone).
+      return false;
+    }
+    loop.told = Math.max(loop.told, Math.min(mark, held));
+    return true;
+  }
+
+  private async frameFor(loop: Loop, s: Shipment): Promise<Uint8Array | null> {
     const shard = this.opts.shard;
     const kind = this.opts.logKind ?? 'stream';
     if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base, kind);
@@ -185,6 +234,16 @@ export class ShardShipper {
       maxBytes: REPLICATE_BATCH_BYTES_MAX,
     });
     if (r.kind === 'trimmed') return null;
+    const mark = this.opts.commitOffset?.();
+    loop.carried = Math.min(mark ?? 0, s.first + r.records.length);
+    if (mark !== undefined)
+      return committedFrame(
+        s.correlationId,
+        shard,
+        s.first,
+        r.records.map((rec) => rec.payload),
+        mark,
+      );
     return recordsFrame(
       s.correlationId,
       shard,

@@ -15,6 +15,8 @@ export class HeadTrimmer {
   private chain: Promise<void> = Promise.resolve();
   private retentionRunning: Promise<number> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Offsets at or above this are never deleted (a quorum shard's commit offset); none: no floor. */
+  floor: number | undefined;
 
   constructor(
     private readonly io: Io,
@@ -29,7 +31,7 @@ export class HeadTrimmer {
       const list = this.files.list;
       let n = 0;
       while (n < list.length - 1 && list[n]!.nextOffset <= cut) n++;
-      await this.deleteHead(n);
+      await this.deleteHead(this.belowFloor(n));
       return n;
     });
   }
@@ -38,7 +40,7 @@ export class HeadTrimmer {
   enforceRetention(nowMicros: number): Promise<number> {
     if (this.retentionRunning !== undefined) return this.retentionRunning;
     const run = this.serialized(async () => {
-      const n = segmentsToRetire(this.files.list, this.cfg.retention, nowMicros);
+      const n = this.belowFloor(segmentsToRetire(this.files.list, this.cfg.retention, nowMicros));
       await this.deleteHead(n);
       return n;
     }).finally(() => {
@@ -73,6 +75,16 @@ export class HeadTrimmer {
       () => undefined,
     );
     return run;
+  }
+
+  /** Of the `n` oldest segments, how many end at or below the floor (only those may go). */
+  private belowFloor(n: number): number {
+    const floor = this.floor;
+    if (floor === undefined) return n;
+    const list = this.files.list;
+    let k = 0;
+    while (k < n && list[k]!.nextOffset <= floor) k++;
+    return k;
   }
 
   private async deleteHead(n: number): Promise<void> {

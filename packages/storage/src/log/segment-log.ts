@@ -328,6 +328,14 @@ export class SegmentLog {
     return this.reader.offsetForTime(atMicros);
   }
 
+  /**
+   * Retention and compaction never delete offsets at or above `offset` (a quorum shard's commit
+   * offset: what a majority may not hold yet stays); undefined removes the floor.
+   */
+  setRetentionFloor(offset: number | undefined): void {
+    this.head.floor = offset;
+  }
+
   /** Deletes whole sealed segments from the head as the retention bounds say; returns how many. */
   enforceRetention(now = nowMicros()): Promise<number> {
     if (this.closing) return Promise.reject(new LogClosedError(this.dir));

@@ -13,6 +13,8 @@ export interface StreamSpec {
   groupCursor?: 'onCommit' | 'periodic';
   /** Copies of each shard (the leader included); default 1. Needs `replication` on the spec. */
   replicationFactor?: number;
+  /** When a publish is acked and what readers see (docs/replication.md); default `leader`. */
+  consistency?: 'leader' | 'quorum';
 }
 
 export interface CacheSpec {

@@ -1,7 +1,7 @@
 /**
  * Internal (broker-to-broker) messages: one codec per body shape, every body starting with
- * its u64 correlation id. Kinds 1–24 and 27–31 are decoded; an unknown kind (or one this
- * build does not implement, 25/26 and 32+) decodes to `Unknown` carrying the correlation id,
+ * its u64 correlation id. Kinds 1–24 and 26–31 are decoded; an unknown kind (or one this
+ * build does not implement, 25 and 32+) decodes to `Unknown` carrying the correlation id,
  * so the receiver answers `UnsupportedKind` and carries on. Trailing bytes are an error.
  */
 import { assert } from '@felix/common';
@@ -34,6 +34,7 @@ export const INTERNAL_KIND = {
   AuthorizedForwardPublish: 22,
   AuthorizedForwardCacheOp: 23,
   ReplicateRebuild: 24,
+  ReplicateCommittedRecords: 26,
   HelloCapable: 27,
   HelloCapableOk: 28,
   Fence: 29,
@@ -122,6 +123,16 @@ export type InternalMessage =
       shard: ShardRef;
       firstOffset: number;
       checksum: number;
+      payloads: Uint8Array[];
+    })
+  /** A stream batch that also carries the leader's commit mark (quorum shards); it may hold no
+   *  payloads, to carry the mark alone. */
+  | (Base & {
+      kind: 'ReplicateCommittedRecords';
+      shard: ShardRef;
+      firstOffset: number;
+      checksum: number;
+      commitOffset: number;
       payloads: Uint8Array[];
     })
   | (Base & { kind: 'ReplicateOk'; durableOffset: number })
@@ -226,6 +237,13 @@ function writeReplicationBody(w: BodyWriter, m: Encodable): void {
     case 'Fence':
       w.shardRef(m.shard);
       w.u8(m.log, 'log');
+      return;
+    case 'ReplicateCommittedRecords':
+      w.shardRef(m.shard);
+      w.u64(m.firstOffset, 'first_offset');
+      w.u64(m.checksum, 'checksum');
+      w.u64(m.commitOffset, 'commit_offset');
+      w.payloads(m.payloads);
       return;
     case 'FenceOk':
       w.u64(m.logEnd, 'log_end');
@@ -354,6 +372,14 @@ function readReplicationBody(
       const log = readLog(r);
       const fromOffset = r.u64('from_offset');
       return { kind, correlationId, shard, log, fromOffset, maxBytes: r.u32('max_bytes') };
+    }
+    case 'ReplicateCommittedRecords': {
+      const shard = r.shardRef();
+      const firstOffset = r.u64('first_offset');
+      const checksum = r.u64('checksum');
+      const commitOffset = r.u64('commit_offset');
+      const payloads = r.payloads();
+      return { kind, correlationId, shard, firstOffset, checksum, commitOffset, payloads };
     }
     case 'ReplicateRecords':
     case 'ReplicateCacheRecords':

@@ -67,6 +67,9 @@ export async function startInternalNode(
   const material = await clusterMaterial(cfg);
   const replicas = new ReplicaServer({
     logOptions: (s, log) => followerLogOptions(cfg, s, log),
+    // Catalog streams take the broker's fsync mode: on commit, the carried commit offset is
+    // saved before each answer; otherwise at most once a second.
+    commitSync: () => cfg.durable.fsync_mode === 'onCommit',
     // Only shards whose replica set names this broker (and not as leader) are accepted.
     assignment: (s, log) => {
       const generation = follows(s, REPLICA_LOGS[log].owner);

@@ -6,9 +6,20 @@
  * links that dial on first use (and again after a failure) to the follower's internal address
  * from the node book. Links are per peer and shared by every shard and log. A log's shipper
  * stops before the log closes, and is replaced when the shard's generation changes.
+ *
+ * A `quorum` shard's stream log also gets a CommitMark over its replica set (the leader counted
+ * at its own durable offset, each follower at what it confirmed): recomputed on every
+ * confirmation and every leader fsync, carried to the followers by the shipper, handed to
+ * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
+ * with a shard never count toward the mark.
  */
 import type { Logger } from 'pino';
-import { type PeerLink, type ReplicaLogKind, ShardShipper } from '@felix/replication';
+import {
+  CommitMark,
+  type PeerLink,
+  type ReplicaLogKind,
+  ShardShipper,
+} from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
@@ -77,11 +88,25 @@ class LazyPeerLink implements PeerLink {
   }
 }
 
+/** A quorum shard's side of shipping: told each time the commit mark moves. */
+export interface ShipQuorum {
+  onMark(offset: number): void;
+}
+
 interface Shipping {
   shipper: ShardShipper;
   generation: number;
   log: SegmentLog;
   followers: string[];
+  mark: CommitMark | null;
+  unlisten: () => void;
+}
+
+/** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
+export interface ShipOptions {
+  kind?: ReplicaLogKind;
+  /** Only for a quorum shard's stream log. */
+  quorum?: ShipQuorum;
 }
 
 export class Replicator {
@@ -92,21 +117,31 @@ export class Replicator {
   constructor(private readonly deps: ReplicatorDeps) {}
 
   /** Ships `log` (the shard's `kind` log) to `followers` at `ref.generation` (restarting a
-   *  shipper of an older one). */
+   *  shipper of an older one, or of the other consistency); with `quorum`, keeps the shard's
+   *  commit mark. */
   async ship(
     key: string,
     log: SegmentLog,
     ref: ShardRef,
     followers: string[],
-    kind: ReplicaLogKind = 'stream',
+    opts: ShipOptions = {},
   ): Promise<void> {
+    const kind = opts.kind ?? 'stream';
+    const quorum = kind === 'stream' ? opts.quorum : undefined;
     const current = this.shippers.get(key)?.get(kind);
-    if (current !== undefined && current.generation === ref.generation) return;
+    if (
+      current !== undefined &&
+      current.generation === ref.generation &&
+      (current.mark !== null) === (quorum !== undefined)
+    )
+      return;
     await this.stop(key, kind);
     if (followers.length === 0) return;
     // Just below the tail: the first batch overlaps one record, and each answer says where the
     // follower's log really ends.
     const start = Math.max(log.baseOffset, log.tailOffset - 1);
+    const mark = quorum === undefined ? null : new CommitMark(followers.length + 1);
+    const recompute = () => this.recompute(key, quorum);
     const shipper = new ShardShipper({
       log,
       shard: ref,
@@ -114,13 +149,17 @@ export class Replicator {
       followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
       onStopped: (nodeId, reason) =>
         this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped'),
+      ...(mark === null ? {} : { commitOffset: () => mark.offset, onConfirmed: recompute }),
     });
+    // What a majority may not hold yet is never deleted by retention.
+    if (mark !== null) log.setRetentionFloor(mark.offset);
+    const unlisten = mark === null ? () => undefined : log.onDurable(recompute);
     let logs = this.shippers.get(key);
     if (logs === undefined) {
       logs = new Map();
       this.shippers.set(key, logs);
     }
-    logs.set(kind, { shipper, generation: ref.generation, log, followers });
+    logs.set(kind, { shipper, generation: ref.generation, log, followers, mark, unlisten });
   }
 
   /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
@@ -133,10 +172,33 @@ export class Replicator {
       const s = logs.get(k);
       if (s === undefined) continue;
       logs.delete(k);
+      s.unlisten();
+      if (s.mark !== null) s.log.setRetentionFloor(undefined);
       shippers.push(s.shipper);
     }
     if (logs.size === 0) this.shippers.delete(key);
     await Promise.all(shippers.map((s) => s.stop()));
+  }
+
+  /** Makes the stream shipper of shard `key` look at its log now (a batch waits for a majority). */
+  wake(key: string): void {
+    this.shippers.get(key)?.get('stream')?.shipper.wake();
+  }
+
+  /** The commit mark of a quorum shard being shipped (undefined otherwise). */
+  commitOffset(key: string): number | undefined {
+    return this.shippers.get(key)?.get('stream')?.mark?.offset;
+  }
+
+  /** A member's durable offset moved: the mark follows a majority as soon as one answers. */
+  private recompute(key: string, quorum: ShipQuorum | undefined): void {
+    const s = this.shippers.get(key)?.get('stream');
+    if (s === undefined || s.mark === null) return;
+    const held = [s.log.durableOffset, ...s.followers.map((f) => s.shipper.confirmed(f))];
+    if (!s.mark.advance(held)) return;
+    s.log.setRetentionFloor(s.mark.offset);
+    s.shipper.wake();
+    quorum?.onMark(s.mark.offset);
   }
 
   /** What a follower confirmed of shard `key`'s `kind` log (0 when unknown). */

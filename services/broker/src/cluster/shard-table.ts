@@ -96,6 +96,8 @@ export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfi
         }
       : { max_bytes: null, max_age_seconds: null },
     routing: s.routing === 'jump_hash' ? 'jump_hash' : 'modulo',
+    // The control plane spells it `Leader` / `Quorum`; anything else is the default.
+    consistency: String(s.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
   };
 }
 
@@ -509,7 +511,7 @@ export class ShardTable {
       try {
         const log = await replication.riding.open(idOf(a), kind as RidingLogKind);
         if (log === null) continue;
-        await replication.replicator.ship(key, log, refOfAssignment(a), followers, kind);
+        await replication.replicator.ship(key, log, refOfAssignment(a), followers, { kind });
       } catch (err) {
         this.log.warn({ err, shard: key.replaceAll('\u0000', '/'), log: kind }, 'not shipped');
         setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref();
@@ -554,14 +556,33 @@ export class ShardTable {
     }
   }
 
-  /** Ships a led durable shard to the followers its replica set names (when replication is on). */
+  /**
+   * Ships a led durable shard to the followers its replica set names (when replication is on).
+   * A `quorum` stream with followers also holds acks and reads at the commit mark; with none
+   * (RF 1) it behaves as `leader`. The catalog's latest consistency applies (it may change).
+   */
   private async shipIfReplicated(rt: StreamRuntime, i: number, a: AssignmentRecord) {
-    const log = rt.shards[i]?.store?.log;
-    if (this.replication === null || log === undefined) return;
-    const s = rt.config;
+    const shard = rt.shards[i];
+    const log = shard?.store?.log;
+    if (this.replication === null || shard === undefined || log === undefined) return;
+    const c = rt.config;
+    const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
+    const quorum = s.consistency === 'quorum' && followers.length > 0;
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
-    await this.replication.replicator.ship(key, log, refOf(s, i, a.generation), followers);
+    const replicator = this.replication.replicator;
+    // Under periodic fsync the log's durable offset (what wakes an idle shipper) lags the
+    // write: a held batch wakes it at once, so a follower's answer is what the ack waits for.
+    shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null, () =>
+      replicator.wake(key),
+    );
+    await replicator.ship(
+      key,
+      log,
+      refOf(s, i, a.generation),
+      followers,
+      quorum ? { quorum: { onMark: (offset) => shard.commitTo(offset) } } : {},
+    );
     await this.shipRiding(key, a, 'stream');
   }
 

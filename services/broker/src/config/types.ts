@@ -23,6 +23,10 @@ export interface StreamConfig {
   fsync_interval_ms: number;
   retention: { max_bytes: number | null; max_age_seconds: number | null };
   routing: 'modulo' | 'jump_hash';
+  /** When a publish is acked and what readers see: on the leader's own durability (`leader`,
+   *  the default), or once a majority of the replica set holds it (`quorum`, catalog streams
+   *  that are replicated; docs/replication.md). */
+  consistency?: 'leader' | 'quorum';
   /** Its groups' cursor durability; absent: `groups.cursor_fsync` (catalog streams too). */
   group_cursor_fsync?: GroupCursorFsyncName;
   /** Its `periodic` groups' cursor write interval; absent: `groups.cursor_fsync_interval_ms`. */
@@ -54,6 +58,7 @@ export interface BrokerConfig {
     preauth_max_frame_bytes: number;
     max_frame_bytes: number;
     publish_window: number;
+    publish_quorum_timeout_ms: number;
     subscriber_queue_capacity: number;
     subscriber_queue_bytes: number;
     max_client_connections: number;

@@ -5,6 +5,8 @@
  * publish-only stream, or one that asked for no ack, owes no answer.
  */
 import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
+import { QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
+import { QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
 import type { ConnectionGrant } from '../session/grant.js';
 import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '../session/codec.js';
 import type { FrameHandler, Handler, Outcome, RequestContext } from '../session/handler.js';
@@ -117,15 +119,17 @@ export class PublishHandlers {
     const unheld = ownership?.refuse('stream', req.tenant, req.namespace, req.stream, shardIndex);
     if (unheld) return this.answerError(auth, req, unheld);
     const shard = stream.shards[shardIndex]!;
+    if (shard.quorumWaiting >= QUORUM_WAITING_BATCHES_MAX) {
+      const message = `${shard.name} holds ${shard.quorumWaiting} batches waiting for a majority`;
+      return this.answerError(auth, req, new Refusal('overloaded', message, 'quorum_backlog'));
+    }
     if (!req.json) m.publishes.inc({ frame: 'binary' });
     const started = process.hrtime.bigint();
     let result: { first: number; next: number };
     try {
       result = await shard.publish(req.payloads, Date.now() * 1000);
     } catch (err) {
-      this.deps.log.error({ err, shard: shard.name }, 'append failed');
-      const message = `append failed: ${(err as Error).message}`;
-      return this.answerError(auth, req, new Refusal('storage', message, 'storage_error'));
+      return this.answerError(auth, req, this.publishFailure(err, shard.name));
     }
     m.appendLatency.observe(
       { durable: String(shard.durable) },
@@ -147,6 +151,17 @@ export class PublishHandlers {
       requestId: req.requestId,
       offset: withOffset ? result.first : undefined,
     });
+  }
+
+  /** The refusal a failed publish is answered with: a quorum wait that ended, or storage. */
+  private publishFailure(err: unknown, shard: string): Refusal {
+    if (err instanceof QuorumTimeoutError)
+      return new Refusal('quorum_timeout', err.message, 'quorum_timeout');
+    if (err instanceof QuorumAbandonedError)
+      return new Refusal('leadership_lost', err.message, 'quorum_abandoned');
+    this.deps.log.error({ err, shard }, 'append failed');
+    const message = `append failed: ${(err as Error).message}`;
+    return new Refusal('storage', message, 'storage_error');
   }
 
   /** A refused publish: counted, and answered when an answer is owed. */

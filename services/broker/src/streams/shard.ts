@@ -11,6 +11,11 @@
  * before it is history `[start, liveOffset)`: from a ring snapshot taken in the same step when
  * the ring covers it, otherwise paged from the store. Nothing falls between the halves and
  * nothing is delivered twice.
+ *
+ * A `quorum` shard (replicated, `consistency: quorum`) holds each durable batch in its
+ * QuorumGate until the commit mark covers it, and applies it only then: subscribers, group
+ * polls, `latest` and `offset_for_time` all read what is applied, so none of them sees past the
+ * mark, and the publisher is acked at the same moment (or answered `quorum_timeout`).
  */
 import type { StreamConfig } from '../config/types.js';
 import {
@@ -21,6 +26,8 @@ import {
   SUBSCRIBER_QUEUE_BYTES_DEFAULT,
 } from '../limits.js';
 import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
+import { QuorumAbandonedError } from '../errors.js';
+import { type QuorumOutcome, QuorumGate } from './quorum-gate.js';
 import { Ring } from './ring.js';
 import { type SubscriberBounds, SubscriberQueue } from './subscriber.js';
 import type { SegmentLog } from '@felix/storage';
@@ -69,6 +76,8 @@ export interface ShardHooks {
   onDrop(records: number): void;
   /** Records became visible on `shard` (consumer groups wake that shard's waiting polls). */
   onApply(shard: Shard, batch: EventBatch): void;
+  /** A quorum wait ended (metrics). */
+  onQuorumWait?(outcome: QuorumOutcome): void;
 }
 
 export interface ShardSubscription {
@@ -95,6 +104,10 @@ export class Shard {
   /** Append time of the newest batch published: a clock stepped back stamps this again, so
    *  times never decrease within a shard (what `offsetForTime` searches relies on it). */
   private newestStampMicros: number;
+  /** Set while acks and reads wait for a majority (a replicated `quorum` shard). */
+  private gate: QuorumGate<EventBatch> | null = null;
+  /** Told when a batch starts waiting (the shipper looks at once instead of at its next tick). */
+  private onHeld: (() => void) | undefined;
 
   constructor(
     readonly name: string,
@@ -137,18 +150,67 @@ export class Shard {
     }
     this.inFlight++;
     const appended = this.store.append(payloadArray(payloads), timestampMicros);
-    const applied = this.chain
+    // Resolves once the batch is applied or held (the chain moves on); `wait` is the ack.
+    const staged = this.chain
       .then(() => appended)
-      .then((r) => {
-        this.apply(new EventBatch(r.first, payloads, timestampMicros));
-        return r;
-      })
-      .finally(() => {
+      .then((r) => ({
+        r,
+        wait: this.applyOrHold(new EventBatch(r.first, payloads, timestampMicros)),
+      }));
+    staged.catch(() => {
+      // The append failed: its caller hears it from `staged` below; it is in flight no more.
+      this.inFlight--;
+    });
+    // The chain only orders applies; each append's failure reaches its own caller via `staged`.
+    this.chain = staged.catch(() => undefined);
+    return staged.then(({ r, wait }) => (wait === undefined ? r : wait.then(() => r)));
+  }
+
+  /**
+   * Holds and releases on the commit mark (`timeoutMs` bounds each publisher's wait; `onHeld`
+   * hears each batch held), or, with null, stops waiting: whatever is held is applied and
+   * acked now.
+   */
+  holdToCommit(timeoutMs: number | null, onHeld?: () => void): void {
+    this.onHeld = onHeld;
+    if (timeoutMs === null) {
+      const gate = this.gate;
+      this.gate = null;
+      gate?.open();
+      return;
+    }
+    if (this.gate !== null) return;
+    const outcome = (o: QuorumOutcome) => this.hooks.onQuorumWait?.(o);
+    this.gate = new QuorumGate<EventBatch>({
+      timeoutMs,
+      apply: (batch) => {
+        this.apply(batch);
         this.inFlight--;
-      });
-    // The chain only orders applies; each append's failure reaches its own caller via `applied`.
-    this.chain = applied.catch(() => undefined);
-    return applied;
+      },
+      outcome,
+    });
+  }
+
+  /** The commit mark moved: batches it covers become visible and their publishers are acked. */
+  commitTo(offset: number): void {
+    this.gate?.advance(offset);
+  }
+
+  /** Batches waiting for a majority (0 unless quorum). */
+  get quorumWaiting(): number {
+    return this.gate?.size ?? 0;
+  }
+
+  private applyOrHold(batch: EventBatch): Promise<void> | undefined {
+    if (this.gate === null) {
+      // Applied first: if it threw, the publish's rejection below counts it out once.
+      this.apply(batch);
+      this.inFlight--;
+      return undefined;
+    }
+    const held = this.gate.hold(batch);
+    this.onHeld?.();
+    return held;
   }
 
   /**
@@ -196,6 +258,12 @@ export class Shard {
   /** Stops serving: ends every subscriber, and any that registers later. */
   retire(): void {
     this.retired = true;
+    const gate = this.gate;
+    this.gate = null;
+    if (gate !== null) {
+      this.inFlight -= gate.size;
+      gate.abandon(new QuorumAbandonedError(this.name));
+    }
     for (const q of this.subscribers) q.end();
   }
 

@@ -84,6 +84,9 @@ export async function createCatalog(
       shards: s.shards,
       durable: s.durable ?? true,
       ...(s.replicationFactor === undefined ? {} : { replication_factor: s.replicationFactor }),
+      ...(s.consistency === undefined
+        ? {}
+        : { consistency: s.consistency === 'quorum' ? 'Quorum' : 'Leader' }),
     })) as { shards: number };
     out.push({ kind: 'stream', name: s.name, shards: made.shards });
   }

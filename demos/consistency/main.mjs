@@ -1,0 +1,111 @@
+// consistency: two streams on three brokers, both at replication factor 3, one with `quorum`
+// consistency and one with `leader`. With a stream's two followers paused (SIGSTOP), the quorum
+// stream refuses a publish it cannot get onto a majority (the answer is outcome-unknown: the
+// record may or may not survive), while the leader stream acknowledges it on the leader's disk
+// alone. Then the leader stream's leader is killed while its followers still lack that record:
+// the control plane does not promote a follower that is behind the acknowledged log, so the shard
+// stays unplaced rather than coming back without the record, and once the old leader returns it
+// serves everything it acknowledged. Environment: FELIX_TRANSPORT (quic | tls, default quic).
+import { check, finish, waitUntil } from '@felix/demo-support';
+import { startCluster } from '@felix/testing-cluster';
+
+const transport = process.env.FELIX_TRANSPORT === 'tls' ? 'tls' : 'quic';
+/** How long the demo watches the control plane not promote a lagging follower. */
+const OBSERVE_MS = 8_000;
+/** How long a restarted leader may take to serve its shard again. */
+const RETURN_DEADLINE_MS = 60_000;
+
+const text = (b) => new TextDecoder().decode(b);
+const cluster = await startCluster({
+  brokers: 3,
+  replication: true,
+  transport,
+  streams: [
+    { name: 'quorum-ledger', shards: 1, replicationFactor: 3, consistency: 'quorum' },
+    { name: 'leader-ledger', shards: 1, replicationFactor: 3, consistency: 'leader' },
+  ],
+});
+const assignment = async (stream) => (await cluster.assignments()).find((a) => a.stream === stream);
+const followersOf = async (stream) => {
+  const a = await assignment(stream);
+  return a.replicas.filter((id) => id !== a.leader);
+};
+async function readAll(felix, stream, last) {
+  const out = [];
+  for await (const ev of felix.subscribe(stream, { from: 'earliest' })) {
+    out.push(text(ev.data));
+    if (out.includes(last)) break;
+  }
+  return out;
+}
+
+try {
+  await cluster.waitServed();
+  const felix = await cluster.connect();
+  await felix.publish('quorum-ledger', 'q-0');
+  await felix.publish('leader-ledger', 'l-0');
+
+  // Quorum: no majority, no acknowledgement.
+  const qFollowers = await followersOf('quorum-ledger');
+  console.log(`quorum-ledger: pausing its followers ${qFollowers.join(', ')}`);
+  for (const id of qFollowers) await cluster.pause(id);
+  const refusal = await felix.publish('quorum-ledger', 'q-1').then(
+    () => null,
+    (err) => err,
+  );
+  check(
+    refusal !== null,
+    'a quorum stream refuses a publish while its followers are paused',
+    refusal?.code ?? 'it was acknowledged',
+  );
+  for (const id of qFollowers) await cluster.resume(id);
+
+  // Leader: acknowledged on the leader alone.
+  const lFollowers = await followersOf('leader-ledger');
+  const lLeader = (await assignment('leader-ledger')).leader;
+  console.log(`leader-ledger: leader ${lLeader}; pausing its followers ${lFollowers.join(', ')}`);
+  for (const id of lFollowers) await cluster.pause(id);
+  const offset = await felix.publish('leader-ledger', 'l-1');
+  check(offset !== undefined, 'a leader stream acknowledges a publish with its followers paused');
+  await felix.close();
+
+  // The only copy of l-1 dies; the followers come back without it.
+  const before = await assignment('leader-ledger');
+  await cluster.kill(lLeader);
+  for (const id of lFollowers) await cluster.resume(id);
+  console.log(`killed ${lLeader}; watching the control plane for ${OBSERVE_MS} ms`);
+  const started = Date.now();
+  let promotedLagging;
+  while (Date.now() - started < OBSERVE_MS && promotedLagging === undefined) {
+    const a = await assignment('leader-ledger');
+    if (a.generation > before.generation && lFollowers.includes(a.leader))
+      promotedLagging = a.leader;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  check(
+    promotedLagging === undefined,
+    'no follower lacking an acknowledged record is promoted',
+    promotedLagging && `promoted ${promotedLagging}`,
+  );
+
+  await cluster.start(lLeader);
+  const again = await cluster.connect();
+  let back = [];
+  await waitUntil(
+    'the returned leader to serve leader-ledger',
+    async () => {
+      back = await readAll(again, 'leader-ledger', 'l-1');
+      return true;
+    },
+    RETURN_DEADLINE_MS,
+  );
+  check(
+    back.join(',') === 'l-0,l-1',
+    'once the old leader returns, the stream serves everything it acknowledged',
+    back.join(','),
+  );
+  await again.close();
+} finally {
+  await cluster.shutdown();
+}
+finish();

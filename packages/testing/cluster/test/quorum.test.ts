@@ -1,0 +1,183 @@
+// Goal: `quorum` consistency between real brokers: an ack means a majority of the replica set
+// holds the record durably; with no majority reachable a publish is answered `quorum_timeout`
+// (retry class outcome_unknown) while a `leader` stream still acks; a subscriber of a quorum
+// stream (or a consumer group polling it) sees nothing past the commit mark until a majority
+// holds it.
+// Method: 3-broker clusters from startCluster with internal listeners, a 1-shard stream at
+// replication factor 3; followers are paused with SIGSTOP (the cluster's pause); what each
+// replica holds is read from its data directory with the storage log tool (`dump`, read-only).
+import { execFile } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import type { FelixClient } from '@felix/client';
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
+import { clusterPerTest, gauge } from './support.js';
+
+const run = promisify(execFile);
+const LOG_TOOL = resolve(import.meta.dirname, '../../../storage/dist/log-tool.js');
+const TEXT = new TextDecoder();
+const START_MS = 60_000;
+const QUORUM_TIMEOUT_MS = 2_000;
+
+/** The values one replica's log of `stream` shard 0 holds (read from its files, read-only). */
+async function held(node: ClusterNode, stream: string): Promise<string[]> {
+  const root = join(node.dataDir, 'streams');
+  const dir = (await readdir(root).catch(() => [] as string[])).find((d) =>
+    d.includes(`_${stream}_0-`),
+  );
+  if (dir === undefined) return [];
+  const { stdout } = await run(process.execPath, [LOG_TOOL, 'dump', join(root, dir)]);
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => TEXT.decode(Buffer.from(JSON.parse(l).payload as string, 'base64')));
+}
+
+async function quorumCluster(
+  holder: { cluster: FelixCluster | undefined },
+  consistency: 'leader' | 'quorum',
+  quorumTimeoutMs = QUORUM_TIMEOUT_MS,
+) {
+  const c = await startCluster({
+    brokers: 3,
+    replication: true,
+    streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency }],
+    env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(scaled(quorumTimeoutMs)) },
+  });
+  holder.cluster = c;
+  const leader = (await c.leaderOf('orders'))!;
+  expect(leader).toBeDefined();
+  const followers = c.nodes.filter((n) => n.id !== leader.id);
+  expect(followers).toHaveLength(2);
+  const client = await c.connect({ servers: [leader.url()] });
+  // The shard opens and its shipper dials the followers: one acked publish proves both.
+  await waitFor(
+    async () => (await client.publish('orders', 'warm-up').catch(() => null)) !== null,
+    'the leader to serve and replicate the stream',
+    scaled(START_MS),
+  );
+  return { c, leader, followers, client };
+}
+
+async function metric(node: ClusterNode, name: string, labels = ''): Promise<number> {
+  const page = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
+  return gauge(page, name, labels);
+}
+
+/** Collects a subscription's values from offset 0 until aborted. */
+function collect(client: FelixClient, stream: string, ac: AbortController): string[] {
+  const seen: string[] = [];
+  void (async () => {
+    for await (const ev of client.subscribe(stream, { from: 0, shard: 0, signal: ac.signal }))
+      seen.push(TEXT.decode(ev.data));
+  })().catch(() => {
+    // Aborted at the end of the test (or the cluster went away): what was seen is the result.
+  });
+  return seen;
+}
+
+describe('quorum acknowledgement between brokers', () => {
+  const holder = clusterPerTest();
+
+  it('a_quorum_ack_means_a_majority_holds_the_record', async () => {
+    // A follower resumed after a pause answers once its leader's backoff ends: the timeout
+    // here is long, since this test is about where the records are, not how fast.
+    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum', 30_000);
+    const [away, other] = followers as [ClusterNode, ClusterNode];
+    // One follower is gone for the whole test: every ack needs the leader and the other one.
+    await c.pause(away.id);
+    for (let i = 0; i < 6; i++) {
+      await client.publish('orders', `order-${i}`);
+      // Freeze the other follower at the moment of the ack and count the copies on disk.
+      await c.pause(other.id);
+      const copies = await Promise.all([leader, away, other].map((n) => held(n, 'orders')));
+      const holders = copies.filter((values) => values.includes(`order-${i}`)).length;
+      expect(holders, `copies of order-${i}`).toBeGreaterThanOrEqual(2);
+      await c.resume(other.id);
+    }
+    await c.resume(away.id);
+    // The warm-up and the six (a warm-up retried after a timeout is counted as a timeout).
+    expect(
+      await metric(leader, 'felix_broker_quorum_waits_total', '{outcome="committed"}'),
+    ).toBeGreaterThanOrEqual(7);
+    await client.close();
+  }, 240_000);
+
+  it('a_quorum_publish_times_out_as_outcome_unknown_when_the_followers_are_paused', async () => {
+    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum');
+    for (const f of followers) await c.pause(f.id);
+    const refused = await client.publish('orders', 'lonely').then(
+      () => null,
+      (err: unknown) => err as { brokerCode?: string; retry?: string },
+    );
+    expect(refused?.brokerCode).toBe('quorum_timeout');
+    expect(refused?.retry).toBe('unknown_outcome');
+    expect(
+      await metric(leader, 'felix_broker_quorum_waits_total', '{outcome="timeout"}'),
+    ).toBeGreaterThanOrEqual(1);
+    // The record stayed in the log: once a majority holds it, readers see it.
+    for (const f of followers) await c.resume(f.id);
+    const ac = new AbortController();
+    const seen = collect(client, 'orders', ac);
+    await waitFor(
+      () => seen.includes('lonely'),
+      'the timed-out record to commit',
+      scaled(START_MS),
+    );
+    ac.abort();
+    expect(seen.filter((v) => v !== 'warm-up')).toEqual(['lonely']);
+    await client.close();
+  }, 240_000);
+
+  it('a_leader_stream_acks_with_its_followers_paused', async () => {
+    const { c, followers, client } = await quorumCluster(holder, 'leader');
+    for (const f of followers) await c.pause(f.id);
+    const started = performance.now();
+    const acked = await client.publish('orders', 'alone');
+    expect(acked.offset).toBeGreaterThan(0);
+    // Well inside the quorum timeout: the leader's own fsync is the ack.
+    expect(performance.now() - started).toBeLessThan(scaled(QUORUM_TIMEOUT_MS));
+    for (const f of followers) await c.resume(f.id);
+    await client.close();
+  }, 240_000);
+
+  it('a_subscriber_of_a_quorum_stream_never_sees_past_the_commit_mark', async () => {
+    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum');
+    const ac = new AbortController();
+    const seen = collect(client, 'orders', ac);
+    await waitFor(() => seen.includes('warm-up'), 'the committed record', scaled(START_MS));
+    // A consumer group on the same shard: everything committed so far handed out and acked.
+    const group = client.group('orders', 'readers');
+    for (const m of await group.poll({ max: 100, waitMs: 0 })) await m.ack();
+    const tailBefore = (await group.describe()).tail;
+    for (const f of followers) await c.pause(f.id);
+    // Published without awaiting: the leader appends them, no majority holds them.
+    const pending = ['b', 'c'].map((v) =>
+      client.publish('orders', v).then(
+        () => 'acked',
+        (err: { brokerCode?: string }) => err.brokerCode,
+      ),
+    );
+    await waitFor(
+      async () => (await held(leader, 'orders')).includes('c'),
+      'the leader to hold both records',
+      scaled(START_MS),
+    );
+    // Their publishers are answered quorum_timeout, and still nothing past the mark was seen.
+    expect(await Promise.all(pending)).toEqual(['quorum_timeout', 'quorum_timeout']);
+    expect(seen.filter((v) => v !== 'warm-up')).toEqual([]);
+    // Nor does the group: its tail stays at the mark and a poll hands out nothing.
+    expect((await group.describe()).tail).toBe(tailBefore);
+    expect(await group.poll({ max: 100, waitMs: 0 })).toEqual([]);
+    for (const f of followers) await c.resume(f.id);
+    await waitFor(() => seen.includes('c'), 'the records once committed', scaled(START_MS));
+    ac.abort();
+    expect(seen.filter((v) => v !== 'warm-up')).toEqual(['b', 'c']);
+    const polled = await group.poll({ max: 100, waitMs: scaled(START_MS) });
+    expect(polled.map((m) => TEXT.decode(m.payload))).toEqual(['b', 'c']);
+    await client.close();
+  }, 240_000);
+});

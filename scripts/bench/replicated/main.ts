@@ -1,0 +1,336 @@
+/**
+ * Replicated publishing side by side: three Felix brokers (replication factor 3, `quorum`
+ * consistency, fsync before every ack) against a local three-server NATS JetStream cluster (an
+ * R3 file-storage stream), in one run on this machine.
+ *
+ *   node --import tsx scripts/bench/replicated/main.ts [--only throughput,latency,failover]
+ *
+ * | row        | Felix                                          | JetStream                     | goal   |
+ * | throughput | `publish(s, data)`, 64 in flight               | `js.publish`, 64 in flight    | ≥ 2x   |
+ * | latency    | `await publish(s, data)` one at a time, p50    | `await js.publish`, p50       | ≤ 1x   |
+ * | failover   | SIGKILL of the shard leader → first ack after  | SIGKILL of the stream leader  | ≤ 3 s and ≤ JetStream |
+ *
+ * Both clients publish through a server that does not lead the stream (Felix forwards to the
+ * owner; nats.js talks to any server of the cluster). JetStream acks once its stream's Raft
+ * group holds the message in a majority's memory and syncs to disk every two minutes; Felix's
+ * `quorum` + `onCommit` acks once a majority holds the record fsynced. The failover row keeps
+ * one publisher awaiting each publish (a failed one is retried after FAILOVER_RETRY_MS), kills
+ * the leader FAILOVER_BEFORE_MS in, and stops FAILOVER_AFTER_MS after the first ack that follows
+ * the kill; it writes every publish's latency over time to failover.svg. Felix's liveness
+ * timings are the control plane's heartbeat every FELIX_BENCH_HEARTBEAT_MS (default 1000, the
+ * Raft heartbeat of nats-server) and a lease of FELIX_BENCH_EXPIRY_MS (default 2000).
+ *
+ * FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
+ * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
+ * Markdown table and writes results.json beside this file.
+ */
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import type { FelixClient } from '@felix/client';
+import {
+  argValue,
+  markdownTable,
+  median,
+  pairedRatios,
+  percentile,
+} from '@felix/testing-bench-kit';
+import { type Cluster, startCluster } from '@felix/testing-cluster';
+import { tempDir } from '@felix/testing-harness';
+import type { JetStreamClient, NatsConnection } from 'nats';
+import { type TimelinePoint, timelineSvg } from './chart.js';
+import { type NatsCluster, startNatsCluster } from './nats-cluster.js';
+
+const env = process.env;
+const ROUNDS = Math.max(1, Number(env.FELIX_BENCH_ROUNDS ?? 3));
+const N = Number(env.FELIX_BENCH_N ?? 20_000);
+const LATENCY_N = Number(env.FELIX_BENCH_LATENCY_N ?? 2_000);
+const SIZE = Number(env.FELIX_BENCH_SIZE ?? 1024);
+const HEARTBEAT_MS = Number(env.FELIX_BENCH_HEARTBEAT_MS ?? 1000);
+const EXPIRY_MS = Number(env.FELIX_BENCH_EXPIRY_MS ?? 2000);
+/** Publishes outstanding at once in the throughput row. */
+const IN_FLIGHT = 64;
+/** The failover row: publishing before the kill, after the first ack that follows it. */
+const FAILOVER_BEFORE_MS = 3_000;
+const FAILOVER_AFTER_MS = 2_000;
+/** The longest a failover may take before the row gives up on that system. */
+const FAILOVER_DEADLINE_MS = 60_000;
+/** The pause before a failed publish is tried again. */
+const FAILOVER_RETRY_MS = 20;
+const STREAM = 'bench';
+const DATA = new Uint8Array(SIZE).fill(0x61);
+
+interface Side {
+  system: string;
+  publish(): Promise<unknown>;
+  /** SIGKILLs the stream's leader; answers its name. */
+  killLeader(): Promise<string>;
+  close(): Promise<void>;
+}
+
+async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
+  const cluster = await startCluster({
+    brokers: 3,
+    replication: true,
+    transport: 'tls',
+    dir,
+    streams: [{ name: STREAM, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+    env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
+    controlPlaneEnv: {
+      FELIX_CONTROLPLANE_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
+      FELIX_CONTROLPLANE_EXPIRY_TIMEOUT_MS: String(EXPIRY_MS),
+      FELIX_CONTROLPLANE_REGRANT_MARGIN_MS: String(Math.ceil(EXPIRY_MS / 4)),
+    },
+  });
+  await cluster.waitServed();
+  const leader = await cluster.leaderOf(STREAM);
+  const seed = cluster.nodes.find((n) => n.id !== leader?.id)!;
+  const felix: FelixClient = await cluster.connect({ servers: [seed.url('tls')] });
+  return {
+    cluster,
+    system: 'Felix 3 brokers, RF 3 quorum, onCommit',
+    publish: () => felix.publish(STREAM, DATA),
+    async killLeader() {
+      const now = await cluster.leaderOf(STREAM);
+      await cluster.kill(now!.id);
+      return now!.id;
+    },
+    async close() {
+      await felix.close();
+      await cluster.shutdown();
+    },
+  };
+}
+
+async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }> {
+  const nats = await startNatsCluster(dir);
+  const admin = await nats.connect();
+  const jsm = await admin.jetstreamManager();
+  await jsm.streams.add({ name: STREAM, subjects: [`${STREAM}.>`], num_replicas: 3 });
+  const leaderName = async () => (await jsm.streams.info(STREAM)).cluster?.leader ?? '';
+  const leader = await leaderName();
+  // Start on a server that does not lead the stream, as Felix's client starts on a non-owner.
+  const ordered = [...nats.servers].sort(
+    (a, b) => Number(a.name === leader) - Number(b.name === leader),
+  );
+  const { connect } = await import('nats');
+  const nc: NatsConnection = await connect({
+    servers: ordered.map((s) => s.url),
+    noRandomize: true,
+  });
+  const js: JetStreamClient = nc.jetstream();
+  await admin.close();
+  return {
+    nats,
+    system: 'JetStream 3 servers, R3 file storage',
+    publish: () => js.publish(`${STREAM}.x`, DATA),
+    async killLeader() {
+      const probe = await nats.connect();
+      const name = (await (await probe.jetstreamManager()).streams.info(STREAM)).cluster?.leader;
+      await probe.close();
+      await nats.kill(name!);
+      return name!;
+    },
+    async close() {
+      await nc.close();
+      await nats.stop();
+    },
+  };
+}
+
+/** `n` publishes with `IN_FLIGHT` outstanding; answers records per second. */
+async function windowed(side: Side, n: number): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      next++;
+      await side.publish();
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return n / ((performance.now() - started) / 1000);
+}
+
+/** `n` awaited publishes; answers the p50 and p99 in µs. */
+async function awaited(side: Side, n: number): Promise<{ p50: number; p99: number }> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await side.publish();
+    out.push((performance.now() - t) * 1000);
+  }
+  out.sort((a, b) => a - b);
+  return { p50: percentile(out, 50), p99: percentile(out, 99) };
+}
+
+interface FailoverResult {
+  system: string;
+  killed: string;
+  /** From the SIGKILL to the first ack of a publish after it, ms. */
+  failoverMs: number;
+  failedPublishes: number;
+  points: TimelinePoint[];
+}
+
+/** Publishes one at a time, kills the leader, and times the gap to the next ack. */
+async function failover(side: Side): Promise<FailoverResult> {
+  const points: TimelinePoint[] = [];
+  let killAt = Number.POSITIVE_INFINITY;
+  let firstAckAfter: number | undefined;
+  let failed = 0;
+  let killed = '';
+  const origin = performance.now();
+  const killing = new Promise<void>((resolve, reject) => {
+    setTimeout(() => {
+      killAt = performance.now();
+      side.killLeader().then((name) => {
+        killed = name;
+        resolve();
+      }, reject);
+    }, FAILOVER_BEFORE_MS);
+  });
+  for (;;) {
+    const now = performance.now();
+    if (firstAckAfter !== undefined && now > firstAckAfter + FAILOVER_AFTER_MS) break;
+    if (now - origin > FAILOVER_BEFORE_MS + FAILOVER_DEADLINE_MS) break;
+    try {
+      await side.publish();
+      const done = performance.now();
+      points.push({ atMs: now - origin, latencyMs: done - now, ok: true });
+      if (now >= killAt && firstAckAfter === undefined) firstAckAfter = done;
+    } catch {
+      // The failover's refusals are what this row counts; the loop tries again.
+      failed++;
+      points.push({ atMs: now - origin, latencyMs: performance.now() - now, ok: false });
+      await new Promise((r) => setTimeout(r, FAILOVER_RETRY_MS));
+    }
+  }
+  await killing;
+  return {
+    system: side.system,
+    killed,
+    failoverMs: firstAckAfter === undefined ? Number.NaN : firstAckAfter - killAt,
+    failedPublishes: failed,
+    points: points.map((p) => ({ ...p, atMs: p.atMs - (killAt - origin) })),
+  };
+}
+
+const ROWS = ['throughput', 'latency', 'failover'];
+const only = argValue('--only', env.FELIX_BENCH_ONLY ?? ROWS.join(','))
+  .split(',')
+  .filter((s) => s !== '');
+for (const id of only)
+  if (!ROWS.includes(id)) {
+    console.error(`unknown row ${id}; rows: ${ROWS.join(', ')}`);
+    process.exit(2);
+  }
+
+const scratch = await tempDir('felix-bench-replicated-');
+const root = scratch.path;
+const load = [loadavg()[0]!];
+const results: Record<string, unknown> = { started: new Date().toISOString(), size: SIZE };
+const table: string[][] = [];
+
+async function both<T>(run: (side: Side) => Promise<T>): Promise<[T[], T[]]> {
+  const felix = await felixSide(join(root, 'felix'));
+  const js = await jetStreamSide(join(root, 'nats'));
+  const out: [T[], T[]] = [[], []];
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      // Alternate who goes first.
+      const order = r % 2 === 0 ? [0, 1] : [1, 0];
+      for (const i of order) out[i as 0 | 1].push(await run(i === 0 ? felix : js));
+    }
+  } finally {
+    await felix.close();
+    await js.close();
+  }
+  return out;
+}
+
+if (only.includes('throughput')) {
+  await both((s) => windowed(s, Math.ceil(N / 10))); // warm-up pass, discarded
+  const [f, j] = await both((s) => windowed(s, N));
+  const ratio = pairedRatios(f, j).median;
+  results.throughput = { felix: f, jetstream: j, ratio };
+  table.push([
+    'durable publish, 64 in flight (rec/s)',
+    fmt(median(f)),
+    fmt(median(j)),
+    `${ratio.toFixed(2)}x`,
+    '≥ 2x',
+  ]);
+}
+if (only.includes('latency')) {
+  const [f, j] = await both((s) => awaited(s, LATENCY_N));
+  const fp50 = median(f.map((x) => x.p50));
+  const jp50 = median(j.map((x) => x.p50));
+  results.latency = { felix: f, jetstream: j };
+  table.push([
+    'acked publish p50 (µs)',
+    fmt(fp50),
+    fmt(jp50),
+    `${(fp50 / jp50).toFixed(2)}x`,
+    '≤ 1x',
+  ]);
+  table.push([
+    'acked publish p99 (µs)',
+    fmt(median(f.map((x) => x.p99))),
+    fmt(median(j.map((x) => x.p99))),
+    '',
+    '',
+  ]);
+}
+if (only.includes('failover')) {
+  const felix = await felixSide(join(root, 'felix-failover'));
+  const f = await failover(felix).finally(() => felix.close());
+  const js = await jetStreamSide(join(root, 'nats-failover'));
+  const j = await failover(js).finally(() => js.close());
+  results.failover = { felix: { ...f, points: undefined }, jetstream: { ...j, points: undefined } };
+  table.push([
+    'failover: SIGKILL → first ack (ms)',
+    fmt(f.failoverMs),
+    fmt(j.failoverMs),
+    `${(f.failoverMs / j.failoverMs).toFixed(2)}x`,
+    '≤ 3,000 ms and ≤ 1x',
+  ]);
+  table.push([
+    'publishes refused during it',
+    String(f.failedPublishes),
+    String(j.failedPublishes),
+    '',
+    '',
+  ]);
+  const svg = timelineSvg(
+    [
+      { label: f.system, points: f.points },
+      { label: j.system, points: j.points },
+    ],
+    'Acked publish latency across a leader SIGKILL (t = 0)',
+  );
+  writeFileSync(new URL('./failover.svg', import.meta.url), svg);
+}
+await scratch.cleanup();
+load.push(loadavg()[0]!);
+results.loadavg = load;
+writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+console.log(
+  `\nload average ${load.map((l) => l.toFixed(2)).join(' → ')}, ${ROUNDS} rounds, ${SIZE} B records\n`,
+);
+console.log(
+  markdownTable(
+    [
+      { title: 'row' },
+      { title: 'Felix', align: 'right' },
+      { title: 'JetStream', align: 'right' },
+      { title: 'ratio', align: 'right' },
+      { title: 'goal' },
+    ],
+    table,
+  ),
+);
+
+function fmt(n: number): string {
+  return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a';
+}
