@@ -307,6 +307,62 @@ describe('client units', () => {
     await expect(fs.next()).rejects.toThrow();
   });
 
+  it('frames_handed_over_as_their_chunks_arrive_are_the_frames_next_reads', async () => {
+    // Several frames per chunk, frames split over chunks, empty chunks; the first frame read
+    // by next() (as auth does) before the rest are handed over; with and without readChunks.
+    const frames = [
+      encodeMessage({ type: 'ok' }),
+      encodeMessage({ type: 'cache_ok', request_id: 1 }),
+      encodeEventBatch({ baseOffset: 7, payloads: [new Uint8Array(40).fill(1)] }),
+      encodeMessage({ type: 'cache_ok', request_id: 2 }),
+    ];
+    const bytes = Uint8Array.from(frames.flatMap((f) => [...f]));
+    const want = frames.map((f) => ({ flags: f[7]!, payload: [...f.subarray(12)] }));
+    for (const pushed of [true, false]) {
+      for (let step = 1; step <= bytes.length; step += 3) {
+        const chunks: Uint8Array[] = [new Uint8Array(0)];
+        for (let at = 0; at < bytes.length; at += step) chunks.push(bytes.slice(at, at + step));
+        let at = 0;
+        const stream = {
+          // The iterator serves chunks until readChunks takes over.
+          [Symbol.asyncIterator]: () => ({
+            next: async () =>
+              at < chunks.length ? { value: chunks[at++]!, done: false } : { done: true },
+          }),
+          readChunks: pushed
+            ? (sink: (c: Uint8Array) => void, end: (e: Error | null) => void) => {
+                queueMicrotask(() => {
+                  while (at < chunks.length) sink(chunks[at++]!);
+                  end(null);
+                });
+              }
+            : undefined,
+        };
+        const fs = new FrameStream(stream as never);
+        const first = await fs.next();
+        const got = [{ flags: first!.flags, payload: [...first!.payload] }];
+        const ended = await new Promise<unknown>((resolve) =>
+          fs.forEachFrame((f) => got.push({ flags: f.flags, payload: [...f.payload] }), resolve),
+        );
+        expect(ended).toBeNull();
+        expect(got, `chunks of ${step}, readChunks ${pushed}`).toEqual(want);
+      }
+    }
+    // A bad header ends the reading with the decoder's error.
+    const bad = Uint8Array.from(frames[0]!);
+    bad[0] = 0;
+    const fs = new FrameStream({
+      readChunks: (sink: (c: Uint8Array) => void) => sink(bad),
+    } as never);
+    const seen: unknown[] = [];
+    fs.forEachFrame(
+      () => seen.push('frame'),
+      (err) => seen.push(err),
+    );
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeInstanceOf(Error);
+  });
+
   it('broker_answers_map_to_typed_errors_with_their_retry_class', () => {
     const e = brokerErrorFor({ brokerCode: 'not_found', message: 'no stream' });
     expect(e.code).toBe('FELIX_CLIENT_NOT_FOUND');

@@ -12,6 +12,15 @@ export interface TransportStream {
   /** Backpressured reads; ends at the peer's half-close; throws StreamResetError or
    *  ConnectionClosedError. Only one iterator per stream. */
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array>;
+  /**
+   * Optional, instead of the iterator: hands each chunk to `sink` in the turn it arrives, in
+   * order, with no promise or turn per chunk, then calls `end` once (null at the peer's
+   * half-close, else the reset or close error). What `sink` is handed is credited back at once,
+   * so only a reader whose peer sends a bounded amount unasked (answers to its own requests)
+   * may use it. `sink` and `end` must not throw. One reader at a time: it may take over from
+   * the iterator once no iterator read is waiting.
+   */
+  readChunks?(sink: (chunk: Uint8Array) => void, end: (err: Error | null) => void): void;
   /** Resolves once the bytes are accepted within the buffer bound (not once delivered). The
    *  caller must not mutate `chunk` afterwards. */
   write(chunk: Uint8Array): Promise<void>;

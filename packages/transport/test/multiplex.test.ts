@@ -64,6 +64,45 @@ describe('multiplex over a caller-held byte stream', () => {
     await server.close();
   });
 
+  it('read_chunks_hands_over_queued_then_arriving_chunks_in_order_then_the_end', async () => {
+    const [a, b] = await tcpPair();
+    const [client, server] = await withDeadline(
+      Promise.all([multiplex(a, { role: 'client' }), multiplex(b, { role: 'server' })]),
+      5000,
+      'both ends ready',
+    );
+    const s = await client.openBidi();
+    await s.write(enc('one'));
+    const accepted = await withDeadline(
+      (async () => {
+        for await (const x of server.incoming()) return x;
+        throw new Error('no stream');
+      })(),
+      5000,
+      'accepted stream',
+    );
+    // 'one' is queued on the accepted stream before its reader comes.
+    await withDeadline(
+      (async () => {
+        while ((accepted as unknown as { bufferedBytes: number }).bufferedBytes === 0)
+          await new Promise((r) => setImmediate(r));
+      })(),
+      5000,
+      'first chunk queued',
+    );
+    const got: string[] = [];
+    const ended = new Promise<Error | null>((resolve) => {
+      accepted.readChunks!((c) => got.push(dec(c)), resolve);
+    });
+    expect(got).toEqual(['one']);
+    await s.write(enc('two'));
+    await s.end();
+    expect(await withDeadline(ended, 5000, 'end')).toBeNull();
+    expect(got.join('')).toBe('onetwo');
+    await client.close();
+    await server.close();
+  });
+
   it('a_byte_stream_that_ends_before_the_handshake_rejects_with_a_closed_connection', async () => {
     const [a, b] = await tcpPair();
     b.destroy();

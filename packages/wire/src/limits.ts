@@ -64,6 +64,13 @@ export const WRITER_UNZEROED_BYTES_MIN = 64 * 1024;
  *  the broker's 255-byte bound and the field names between them; a longer scope is decoded per
  *  request. */
 export const GET_SCOPE_MEMO_BYTES_MAX = 3 * 255 + 32;
+/** Short strings of binary frames (tenant, namespace, stream) decoded recently, kept with their
+ *  bytes so the next frame naming them skips the UTF-8 decoder: a stream's frames repeat them.
+ *  Slots, and the longest string kept (an identifier of the broker's 255-byte bound). */
+export const UTF8_MEMO_SLOTS = 8;
+export const UTF8_MEMO_BYTES_MAX = 255;
+/** The same for encoding: strings a binary frame was encoded with recently, and their bytes. */
+export const UTF8_ENCODE_MEMO_SLOTS = 8;
 /** A decoder asked to compact (`compactHeldPieces`) copies a piece of a partial frame it keeps
  *  across chunks when the memory behind the piece is more than this many times its bytes: a
  *  byte of a frame then never pins a whole read buffer, so what the bytes held count is what

@@ -7,6 +7,7 @@ import {
   FieldRangeError,
   InvalidEnumError,
   InvalidFlagCombinationError,
+  InvalidUtf8Error,
   OffsetOutOfRangeError,
   TrailingBytesError,
   TruncatedError,
@@ -30,6 +31,25 @@ const BODY = '0002 7431 0007 64656661756c74 0004 64656d6f 00000001 00000005 6865
 const SCOPE = { tenantId: 't1', namespace: 'default', stream: 'demo' };
 
 describe('binary publish batch', () => {
+  it('repeated_string_fields_read_and_write_as_the_codec_would_and_bad_utf8_still_fails', () => {
+    // Recent tenant, namespace and stream strings are kept with their bytes on both sides: the
+    // same bytes must give the same text, other bytes of the same length their own, and bytes
+    // that are not UTF-8 the typed error even when a kept string has their length.
+    const scopes = [SCOPE, { ...SCOPE, stream: 'demp' }, { ...SCOPE, stream: 'dému' }, SCOPE];
+    for (let round = 0; round < 3; round++) {
+      for (const scope of scopes) {
+        const frame = encodePublishBatch({ ...scope, payloads: [utf8('x')] });
+        const batch = decodePublishBatch(frame[7]!, frame.subarray(12));
+        expect(batch).toMatchObject(scope);
+      }
+    }
+    const frame = encodePublishBatch({ ...SCOPE, payloads: [utf8('x')] });
+    const bad = frame.slice();
+    const at = bad.indexOf(0x64, 12 + 2 + 2 + 2 + 7 + 2); // the stream's 'd'
+    bad[at] = 0xff;
+    expect(() => decodePublishBatch(bad[7]!, bad.subarray(12))).toThrow(InvalidUtf8Error);
+  });
+
   it('the_acked_keyed_batch_matches_the_reference_payload', () => {
     const frame = encodePublishBatch({
       ...SCOPE,

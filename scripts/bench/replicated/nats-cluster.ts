@@ -86,6 +86,7 @@ export async function startNatsCluster(dir: string, binary = 'nats-server'): Pro
   try {
     await waitFor(
       async () => {
+        // Refused while the servers start: asked again until the deadline.
         const nc = await cluster.connect().catch(() => undefined);
         if (nc === undefined) return false;
         try {

@@ -5,6 +5,8 @@ var __decorate = (this && this.__decorate) || function (decorators, target, key,
     return c > 3 && r && Object.defineProperty(target, key, r), r;
 };
 import dgram from 'dgram';
+import dns from 'node:dns';
+import { isIP } from 'node:net';
 import Logger from '@matrixai/logger';
 import { startStop } from '@matrixai/async-init';
 import { utils as errorsUtils } from '@matrixai/errors';
@@ -15,6 +17,18 @@ import quiche from './native/quiche.js';
 import * as utils from './utils.js';
 import * as events from './events.js';
 import * as errors from './errors.js';
+/**
+ * [felix patch 13] dgram resolves every send's address through its lookup, and dns.lookup
+ * answers even an IP literal on the next tick: a nextTick and a closure per datagram. quiche
+ * always gives an IP literal, so it is answered at once; a name still goes to dns.lookup.
+ */
+function lookupIpNow(address, family, callback) {
+    const f = isIP(address);
+    if (f !== 0)
+        callback(null, address, f);
+    else
+        dns.lookup(address, family, callback);
+}
 let QUICSocket = class QUICSocket {
     /**
      * The connection map is defined here so that it can be shared between
@@ -109,7 +123,7 @@ let QUICSocket = class QUICSocket {
             // state is optional. We can respond with `STATELESS_RESET`
             // but it's not necessary, and ignoring is simpler
             // https://www.rfc-editor.org/rfc/rfc9000.html#stateless-reset
-            await connection.recv(data, remoteInfo_);
+            connection.recv(data, remoteInfo_); // [felix patch 13] synchronous now
         }
         else {
             // If the server is not registered, we cannot attempt to create a new
@@ -224,6 +238,7 @@ let QUICSocket = class QUICSocket {
             type: udpType,
             reuseAddr,
             ipv6Only,
+            lookup: lookupIpNow, // [felix patch 13]
         });
         this.socketBind = utils.promisify(this.socket.bind).bind(this.socket);
         this.socketClose = utils.promisify(this.socket.close).bind(this.socket);

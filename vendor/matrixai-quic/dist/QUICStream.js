@@ -94,6 +94,23 @@ let QUICStream = class QUICStream {
     rejectWritableP;
     resolveClosedP;
     /**
+     * [felix patch 12] Direct I/O: the caller reads with `readDirect`/`waitReadable` and writes
+     * with `writeDirect` instead of the WHATWG `readable`/`writable` (a round trip through them
+     * cost about a dozen promises per chunk each way). Set before the first microtask after
+     * creation, so the WHATWG readable never pulls from quiche.
+     */
+    direct = false;
+    /**
+     * [felix patch 12] One chunk read ahead for the direct reader when quiche reported data
+     * and nobody waited: what the WHATWG readable's one-chunk queue did, so a stream whose
+     * owner never reads still sees its FIN and closes.
+     */
+    directQueued = null;
+    /** [felix patch 12] The direct reader has seen (or will see next) the end of the stream. */
+    directEnded = false;
+    /** [felix patch 12] Why the readable failed (a peer reset), thrown by `readDirect`. */
+    directReadError = null;
+    /**
      * Handles `EventQUICStreamError`.
      *
      * This event propagates all errors relating to locally cancelling or aborting
@@ -328,6 +345,7 @@ let QUICStream = class QUICStream {
                     });
                     // This is idempotent and won't error even if it is already stopped
                     this.readableController.error(reason);
+                    this.directReadError = reason; // [felix patch 12]
                     // This rejects the readableP if it exists to release it from it's blocked state
                     this.rejectReadableP?.(reason);
                     this.dispatchEvent(new events.EventQUICStreamError({
@@ -357,6 +375,18 @@ let QUICStream = class QUICStream {
             }
             // Close the readable gracefully
             const [recvLength] = result;
+            if (this.direct) {
+                // [felix patch 12] The direct reader takes these bytes, then the end.
+                if (recvLength > 0) {
+                    const tail = Buffer.from(this.readableChunk.subarray(0, recvLength));
+                    this.directQueued = this.directQueued == null ? tail : Buffer.concat([this.directQueued, tail]);
+                }
+                this.directEnded = true;
+                this.readableController.close();
+                this.dispatchEvent(new events.EventQUICStreamCloseRead());
+                this.wakeDirectReader();
+                return;
+            }
             if (recvLength > 0) {
                 this.readableController.enqueue(
                 // Making a copy to be enqueued
@@ -366,6 +396,23 @@ let QUICStream = class QUICStream {
             this.dispatchEvent(new events.EventQUICStreamCloseRead());
             // Abort the `readablePull` since we have already processed the fin frame
             this.rejectReadableP?.(abortReadablePReason);
+            return;
+        }
+        if (this.direct) {
+            // [felix patch 12] Read one chunk ahead for the direct reader and wake it.
+            // [felix patch 15] Taking the bytes now (not when the reader runs) leaves quiche
+            // with no readable data on this stream, which `processReadable` relies on.
+            if (this.directQueued == null && !this.directEnded && this.directReadError == null) {
+                try {
+                    const chunk = this.recvDirect();
+                    if (chunk != null)
+                        this.directQueued = chunk;
+                }
+                catch {
+                    // recorded in directReadError and reported: the woken reader throws it
+                }
+            }
+            this.wakeDirectReader();
             return;
         }
         // Resolve the read blocking promise if exists.
@@ -407,7 +454,7 @@ let QUICStream = class QUICStream {
                 this.dispatchEvent(new events.EventQUICStreamError({
                     detail: e_,
                 }));
-                return;
+                return true; // [felix patch 11] shut down: the connection has frames to send
             }
             else {
                 const e_ = new errors.ErrorQUICStreamInternal('Local stream writable could not `streamSend`', { cause: e });
@@ -429,12 +476,147 @@ let QUICStream = class QUICStream {
     writableStart(controller) {
         this.writableController = controller;
     }
+    /** [felix patch 12] Switches this stream to direct I/O (see `direct`). */
+    enableDirect() {
+        this.direct = true;
+    }
+    /**
+     * [felix patch 12] The next bytes of the stream: a Buffer, `null` when none are ready yet
+     * (await `waitReadable()`), or `undefined` at the end. Throws the reason of a peer reset.
+     * Does what `readablePull` does, without the WHATWG readable in between.
+     */
+    readDirect() {
+        if (this.directReadError != null)
+            throw this.directReadError;
+        if (this.directQueued != null) {
+            const chunk = this.directQueued;
+            this.directQueued = null;
+            return chunk;
+        }
+        if (this.directEnded)
+            return undefined;
+        return this.recvDirect();
+    }
+    /** [felix patch 12] True if a direct reader was waiting (it now runs in a microtask). */
+    wakeDirectReader() {
+        const wake = this.resolveReadableP;
+        if (wake == null)
+            return false;
+        this.resolveReadableP = undefined;
+        this.rejectReadableP = undefined;
+        wake();
+        return true;
+    }
+    /** [felix patch 12] One `streamRecv` for the direct reader (see `readDirect`). */
+    recvDirect() {
+        let result;
+        try {
+            result = this.connection.conn.streamRecv(this.streamId, this.readableChunk);
+        }
+        catch (e) {
+            let code;
+            if ((code = utils.isStreamReset(e)) !== false) {
+                const reason = this.codeToReason('read', code);
+                this.directReadError = reason;
+                this.readableController.error(reason);
+                this.dispatchEvent(new events.EventQUICStreamError({
+                    detail: new errors.ErrorQUICStreamPeerRead('Peer reset the readable stream', {
+                        data: { code },
+                        cause: reason,
+                    }),
+                }));
+                throw reason;
+            }
+            const e_ = new errors.ErrorQUICStreamInternal('Failed `streamRecv` on the readable stream', { cause: e });
+            this.directReadError = e_;
+            this.readableController.error(e_);
+            this.dispatchEvent(new events.EventQUICStreamError({ detail: e_ }));
+            throw e_;
+        }
+        if (result === null)
+            return null;
+        const [recvLength, fin] = result;
+        const out = recvLength > 0 ? Buffer.from(this.readableChunk.subarray(0, recvLength)) : undefined;
+        if (fin) {
+            this.directEnded = true;
+            this.readableController.close();
+            this.dispatchEvent(new events.EventQUICStreamCloseRead());
+        }
+        // Reading opens the flow-control window: let the update go out.
+        this.connection.scheduleSend();
+        if (out === undefined && !fin)
+            return null;
+        return out;
+    }
+    /**
+     * [felix patch 12] Resolves when quiche reports the stream readable (`read()`), rejects
+     * when the readable is cancelled or the connection destroyed.
+     */
+    waitReadable() {
+        const { p, resolveP, rejectP } = utils.promise();
+        this.resolveReadableP = resolveP;
+        this.rejectReadableP = rejectP;
+        return p;
+    }
+    /**
+     * [felix patch 12] `writableWrite` without the WHATWG writable: `undefined` when quiche took
+     * all of `chunk` at once, else a promise that settles once it has. The caller serialises
+     * its writes and ends the stream through the writable (`writableClose` sends the FIN).
+     */
+    writeDirect(chunk) {
+        if (chunk.byteLength === 0)
+            return undefined;
+        const sent = this.streamSendDirect(chunk);
+        if (sent >= chunk.byteLength)
+            return undefined;
+        return this.writeDirectRest(chunk.subarray(sent));
+    }
+    /** [felix patch 12] Bytes quiche took; throws (as `writableWrite` reports) on failure. */
+    streamSendDirect(chunk) {
+        let result;
+        try {
+            result = this.connection.conn.streamSend(this.streamId, chunk, false);
+        }
+        catch (e) {
+            let code;
+            if ((code = utils.isStreamStopped(e)) !== false) {
+                const reason = this.codeToReason('write', code);
+                this.writableController.error(reason);
+                this.dispatchEvent(new events.EventQUICStreamError({
+                    detail: new errors.ErrorQUICStreamPeerWrite('Peer stopped the writable stream', {
+                        data: { code },
+                        cause: reason,
+                    }),
+                }));
+                throw reason;
+            }
+            const e_ = new errors.ErrorQUICStreamInternal('Local stream writable could not `streamSend`', { cause: e });
+            this.writableController.error(e_);
+            this.dispatchEvent(new events.EventQUICStreamError({ detail: e_ }));
+            throw e_;
+        }
+        this.connection.scheduleSend();
+        return result ?? 0;
+    }
+    /** [felix patch 12] The rest of a direct write, as quiche's capacity frees up. */
+    async writeDirectRest(chunk) {
+        while (chunk.byteLength > 0) {
+            const { p, resolveP, rejectP } = utils.promise();
+            this.resolveWritableP = resolveP;
+            this.rejectWritableP = rejectP;
+            await p;
+            chunk = chunk.subarray(this.streamSendDirect(chunk));
+        }
+    }
     /**
      * Serialised by `ReadableStream`.
      *
      * @throws {errors.ErrorQUICStreamInternal}
      */
     async readablePull() {
+        // [felix patch 12] The direct reader owns the quiche stream.
+        if (this.direct)
+            return;
         // Block the pull if the quiche stream is not readable
         if (!this.connection.conn.streamReadable(this.streamId)) {
             const { p: readableP, resolveP: resolveReadableP, rejectP: rejectReadableP, } = utils.promise();
@@ -634,6 +816,7 @@ let QUICStream = class QUICStream {
             cause: reason,
         });
         this.readableController.error(reason);
+        this.directReadError ??= reason ?? e; // [felix patch 12] later direct reads fail too
         this.rejectReadableP?.(reason);
         this.dispatchEvent(new events.EventQUICStreamError({
             detail: e,

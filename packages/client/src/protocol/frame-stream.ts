@@ -23,13 +23,84 @@ export interface PiecedFrame {
 }
 
 export class FrameStream {
-  private readonly iterator: AsyncIterator<Uint8Array>;
+  /** Made on first use: a stream read by `forEachFrame` through `readChunks` never needs one. */
+  private iteratorMemo: AsyncIterator<Uint8Array> | null = null;
   private readonly decoder = new FrameDecoder({ maxPayloadBytes: FRAME_BYTES_MAX });
   /** A bad header or a reset leaves the stream unusable for good: every later read fails with it. */
   private failure: unknown = null;
+  /** Set once `forEachFrame` reads the stream through `readChunks`. */
+  private pushed = false;
 
-  constructor(readonly stream: TransportStream) {
-    this.iterator = stream[Symbol.asyncIterator]();
+  constructor(readonly stream: TransportStream) {}
+
+  private get iterator(): AsyncIterator<Uint8Array> {
+    this.iteratorMemo ??= this.stream[Symbol.asyncIterator]();
+    return this.iteratorMemo;
+  }
+
+  /**
+   * Hands every frame from here on to `onFrame` (the frames of the chunk in hand first), then
+   * calls `onEnd` once: null at the peer's clean half-close, else the error that ended the
+   * stream or that `onFrame` threw. Where the transport offers `readChunks` (the multiplexer),
+   * a chunk costs no promise and no turn: its frames are handed on in the turn it arrives.
+   * Else the chunks are read through the iterator. No other read may follow it.
+   */
+  forEachFrame(onFrame: (frame: InFrame) => void, onEnd: (err: unknown) => void): void {
+    let ended = false;
+    const finish = (err: unknown): void => {
+      if (ended) return;
+      ended = true;
+      onEnd(err);
+    };
+    const drain = (chunk?: Uint8Array): boolean => {
+      try {
+        if (chunk !== undefined) this.decoder.feed(chunk);
+        // An exhausted chunk holds no further frame (its last bytes began one, if any).
+        while (!ended && !this.decoder.exhausted) {
+          const f = this.decoder.next();
+          if (f === null) break;
+          onFrame(f);
+        }
+        return !ended;
+      } catch (err) {
+        this.failure = err;
+        finish(err);
+        return false;
+      }
+    };
+    if (this.failure !== null) {
+      finish(this.failure);
+      return;
+    }
+    if (!drain()) return;
+    const stream = this.stream;
+    if (stream.readChunks === undefined) {
+      void this.readThrough(drain, finish);
+      return;
+    }
+    this.pushed = true;
+    try {
+      stream.readChunks(
+        (chunk) => {
+          if (!ended && chunk.length > 0) drain(chunk);
+        },
+        (err) => finish(err),
+      );
+    } catch (err) {
+      // Only a second reader of the stream gets here: the lane's own bug, ended as its failure.
+      finish(err);
+    }
+  }
+
+  /** `forEachFrame` over the iterator: a transport without `readChunks`. */
+  private async readThrough(drain: () => boolean, finish: (err: unknown) => void): Promise<void> {
+    try {
+      while (await this.fill()) if (!drain()) return;
+      finish(null);
+    } catch (err) {
+      this.failure = err;
+      finish(err);
+    }
   }
 
   /** Feeds the decoder the stream's next non-empty chunk; false at the end of the stream. */
@@ -105,6 +176,8 @@ export class FrameStream {
 
   /** Stops reading (the iterator's return lets the transport release the stream). */
   async release(): Promise<void> {
+    // A stream read by `forEachFrame` through `readChunks` has no iterator to return.
+    if (this.pushed) return;
     await this.iterator.return?.();
   }
 }

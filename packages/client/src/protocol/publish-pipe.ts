@@ -26,7 +26,7 @@ import {
   TURN_GATHER_BYTES_MAX,
 } from '../limits.js';
 import { withTimeout } from './auth.js';
-import type { FrameStream } from './frame-stream.js';
+import type { FrameStream, InFrame } from './frame-stream.js';
 import { type Negotiated, has } from './negotiation.js';
 import type { RequestTable } from './request-table.js';
 import type { StreamWriter } from './stream-writer.js';
@@ -429,33 +429,38 @@ export class PublishPipe {
     return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
   }
 
-  /** Reads the publish stream's answers until it ends; throws what ends the connection. */
-  async readAnswers(): Promise<void> {
-    for (;;) {
-      const frame = await this.p.frames.next();
-      if (!frame) return;
-      if (frame.flags & FLAG_BINARY_PUBLISH_ACK) {
-        const ack = decodePublishAck(frame.flags, frame.payload);
-        const p = this.take(ack.requestId);
-        if (!p) throw new ProtocolError(`ack for unknown request ${ack.requestId}`);
-        if (ack.status === 'ok') p.resolve({ offset: ack.offset });
-        else
-          p.reject(ackRefusalOf(ack, `stream:${this.p.tenant}/${this.p.namespace}/${p.publishTo}`));
-        continue;
-      }
-      if (frame.flags !== 0)
-        throw new ProtocolError(`unexpected frame flags 0x${frame.flags.toString(16)}`);
-      const msg = decodeMessage(frame.payload);
-      if (msg.type === 'error') throw refusalOf(msg);
-      const id =
-        'request_id' in msg && typeof msg.request_id === 'number' ? msg.request_id : undefined;
-      const p = id !== undefined ? this.take(id) : undefined;
-      if (!p) throw new ProtocolError(`unexpected ${msg.type} on the publish stream`);
-      if (msg.type === 'publish_error') p.reject(refusalOf(msg));
-      else if (msg.type === 'publish_ok') p.resolve({ offset: msg.offset });
-      else p.resolve(msg);
-    }
+  /**
+   * Reads the publish stream's answers until it ends; throws what ends the connection. Over the
+   * multiplexer each answer is settled in the turn its chunk is read (no promise per frame).
+   */
+  readAnswers(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.p.frames.forEachFrame(this.onAnswer, (err) => (err === null ? resolve() : reject(err)));
+    });
   }
+
+  private readonly onAnswer = (frame: InFrame): void => {
+    if (frame.flags & FLAG_BINARY_PUBLISH_ACK) {
+      const ack = decodePublishAck(frame.flags, frame.payload);
+      const p = this.take(ack.requestId);
+      if (!p) throw new ProtocolError(`ack for unknown request ${ack.requestId}`);
+      if (ack.status === 'ok') p.resolve({ offset: ack.offset });
+      else
+        p.reject(ackRefusalOf(ack, `stream:${this.p.tenant}/${this.p.namespace}/${p.publishTo}`));
+      return;
+    }
+    if (frame.flags !== 0)
+      throw new ProtocolError(`unexpected frame flags 0x${frame.flags.toString(16)}`);
+    const msg = decodeMessage(frame.payload);
+    if (msg.type === 'error') throw refusalOf(msg);
+    const id =
+      'request_id' in msg && typeof msg.request_id === 'number' ? msg.request_id : undefined;
+    const p = id !== undefined ? this.take(id) : undefined;
+    if (!p) throw new ProtocolError(`unexpected ${msg.type} on the publish stream`);
+    if (msg.type === 'publish_error') p.reject(refusalOf(msg));
+    else if (msg.type === 'publish_ok') p.resolve({ offset: msg.offset });
+    else p.resolve(msg);
+  };
 
   private take(id: number) {
     const p = this.p.table.take(id);

@@ -10,7 +10,7 @@ import type { TransportStream } from '@felix/transport';
 import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, notLeaderOf, refusalOf } from '../errors.js';
 import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
-import type { FrameStream } from './frame-stream.js';
+import type { FrameStream, InFrame } from './frame-stream.js';
 import type { Pending, RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
 import type { TurnBatcher } from './turn-batcher.js';
@@ -93,7 +93,7 @@ export class RequestLane {
       this.stream = stream;
       const w = new StreamWriter(stream, this.host.turn, this.writeFailed);
       this.writer = w;
-      void this.read(frames);
+      this.read(frames);
       return w;
     } catch (err) {
       this.fail(err as Error);
@@ -115,8 +115,9 @@ export class RequestLane {
         quick,
         finish,
       };
+      // Only the lane's own queue: answers come in request order, and the connection's loss
+      // fails the lane (`fail`), so a map entry per request would buy nothing.
       this.waiting.push(w);
-      this.host.table.add(id, w);
     });
     writer.push(bytes);
     return answer;
@@ -126,36 +127,32 @@ export class RequestLane {
     this.fail(new ConnectionLostError(this.host.server, { cause: err }));
   };
 
-  private async read(frames: FrameStream): Promise<void> {
-    try {
-      for (;;) {
-        // A frame that arrived whole in its chunk (an answer usually does) is taken without an
-        // await; only a used-up chunk costs one (`pull`), a frame split over chunks `next()`.
-        let frame = frames.takeWhole();
-        if (frame === null) {
-          if (frames.exhausted) {
-            if (!(await frames.pull())) throw new ConnectionLostError(this.host.server);
-            continue;
-          }
-          frame = await frames.next();
-          if (frame === null) throw new ConnectionLostError(this.host.server);
-        }
-        const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
-        this.answer(msg);
-      }
-    } catch (err) {
-      this.fail(
-        err instanceof Error ? err : new ConnectionLostError(this.host.server, { cause: err }),
-      );
-    }
+  /**
+   * Reads the answers as their bytes arrive: over the multiplexer an answer is settled in the
+   * turn its chunk is read, with no promise or turn of the lane's own per chunk.
+   */
+  private read(frames: FrameStream): void {
+    frames.forEachFrame(this.onAnswerFrame, this.onAnswersEnd);
   }
+
+  private readonly onAnswerFrame = (frame: InFrame): void => {
+    const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
+    this.answer(msg);
+  };
+
+  private readonly onAnswersEnd = (err: unknown): void => {
+    this.fail(
+      err instanceof Error
+        ? err
+        : new ConnectionLostError(this.host.server, err === null ? undefined : { cause: err }),
+    );
+  };
 
   /** Settles the oldest request with `msg`; throws when the answer cannot be its own. */
   private answer(msg: Message): void {
     const head = this.waiting.shift();
     this.roomWaiters.shift()?.();
     if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
-    this.host.table.take(head.id);
     if (msg.type === 'error') {
       head.reject(refusalOf(msg));
       return;
@@ -174,14 +171,11 @@ export class RequestLane {
     else settleWith(head, msg);
   }
 
-  /** Fails this lane's requests (the connection's loss fails the table's rest). */
+  /** Fails this lane's requests (the connection's loss calls it before failing the table). */
   fail(err: Error): void {
     if (this.failed) return;
     this.failed = err;
-    for (const w of this.waiting.splice(0)) {
-      this.host.table.take(w.id);
-      w.reject(err);
-    }
+    for (const w of this.waiting.splice(0)) w.reject(err);
     for (const r of this.roomWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.

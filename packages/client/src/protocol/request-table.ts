@@ -1,7 +1,8 @@
 /**
- * The one correlation table of a broker connection: every request on it (publishes and
- * `stream_shards` on the publish stream; cache, counter, group and `offset_for_time` requests
- * on the request stream) takes its id from one counter and waits here for its answer. The
+ * The one correlation table of a broker connection: every request on it takes its id from one
+ * counter; publishes and `stream_shards` on the publish stream wait here for their answer
+ * (cache, counter, group and `offset_for_time` requests wait in their request lane's queue,
+ * answered in order, and the connection's loss fails the lane first). The
  * connection's loss fails every entry at once: an acked publish as OutcomeUnknownError (it may
  * or may not be in the log), anything else with the loss itself.
  */

@@ -49,6 +49,9 @@ export class MuxStream implements TransportStream {
   private readWaiter: ((r: IteratorResult<Uint8Array>) => void) | null = null;
   private readFail: ((e: Error) => void) | null = null;
   private iterated = false;
+  /** The reader of `readChunks`: chunks go to it as they arrive, none are queued. */
+  private sink: ((chunk: Uint8Array) => void) | null = null;
+  private sinkEnd: ((err: Error | null) => void) | null = null;
 
   // send side
   private sendCredit: number;
@@ -101,6 +104,12 @@ export class MuxStream implements TransportStream {
       return true;
     }
     if (payload.length === 0) return true;
+    const sink = this.sink;
+    if (sink !== null) {
+      this.returnCredit(payload.length);
+      sink(payload);
+      return true;
+    }
     const w = this.readWaiter;
     if (w !== null) {
       this.readWaiter = null;
@@ -129,7 +138,14 @@ export class MuxStream implements TransportStream {
         this.finDelivered = true;
       }
     }
+    const end = this.sinkEnd;
+    if (end !== null) {
+      this.sink = null;
+      this.sinkEnd = null;
+      this.finDelivered = true;
+    }
     this.checkDone();
+    end?.(null);
   }
 
   onCredit(bytes: number): void {
@@ -170,6 +186,10 @@ export class MuxStream implements TransportStream {
     }
     this.finDelivered = true;
     this.checkDone();
+    const end = this.sinkEnd;
+    this.sink = null;
+    this.sinkEnd = null;
+    end?.(err);
   }
 
   private dropQueue(): void {
@@ -192,6 +212,36 @@ export class MuxStream implements TransportStream {
         return Promise.resolve(DONE);
       },
     };
+  }
+
+  /** See TransportStream. May follow reads through the iterator once none is waiting. */
+  readChunks(sink: (chunk: Uint8Array) => void, end: (err: Error | null) => void): void {
+    if (this.sink !== null || this.readWaiter !== null)
+      throw new StreamStateError(`stream ${this.id} is already being read`);
+    this.iterated = true;
+    if (!this.canRead) throw new StreamStateError(`stream ${this.id} is send-only`);
+    // What arrived before the reader came goes first, in order.
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const c = this.queue[i]!;
+      this.queuedBytes -= c.length;
+      this.host.recvBuffered(-c.length);
+      this.returnCredit(c.length);
+      sink(c);
+    }
+    this.queue = [];
+    this.queueHead = 0;
+    if (this.error) {
+      end(this.error);
+      return;
+    }
+    if (this.recvFin) {
+      this.finDelivered = true;
+      this.checkDone();
+      end(null);
+      return;
+    }
+    this.sink = sink;
+    this.sinkEnd = end;
   }
 
   private next(): Promise<IteratorResult<Uint8Array>> {

@@ -41,6 +41,27 @@ interface StreamInternals {
   rejectWritableP?: (e: unknown) => void;
 }
 
+/**
+ * Direct stream I/O of the patched library (vendor patch 12): quiche's stream read and written
+ * without the WHATWG streams, which cost about a dozen promises per chunk each way. The stock
+ * library (benchmarks only) has none of it and goes through `readable`/`writable`.
+ */
+interface DirectStream {
+  enableDirect(): void;
+  /** Bytes, `null` when none are ready (await `waitReadable`), `undefined` at the end. */
+  readDirect(): Uint8Array | null | undefined;
+  waitReadable(): Promise<void>;
+  /** `undefined` when quiche took the whole chunk now, else settles once it has. */
+  writeDirect(chunk: Uint8Array): Promise<void> | undefined;
+}
+
+const settled: Promise<void> = Promise.resolve();
+
+function directOf(stream: QUICStream): DirectStream | null {
+  const d = stream as unknown as Partial<DirectStream>;
+  return typeof d.enableDirect === 'function' ? (d as DirectStream) : null;
+}
+
 export class QuicStreamAdapter implements TransportStream {
   readonly id: number;
   readonly kind: StreamKind;
@@ -51,6 +72,9 @@ export class QuicStreamAdapter implements TransportStream {
   private ended = false;
   private iterated = false;
   private peerGone!: () => void;
+  private readonly direct: DirectStream | null;
+  /** A direct write still waiting for quiche's capacity; later writes queue behind it. */
+  private writing: Promise<void> | null = null;
 
   constructor(
     private readonly stream: QUICStream,
@@ -59,6 +83,9 @@ export class QuicStreamAdapter implements TransportStream {
   ) {
     this.id = stream.streamId;
     this.kind = stream.type === 'uni' ? 'uni' : 'bidi';
+    // Before the library's readable first pulls (a microtask after the stream was created).
+    this.direct = directOf(stream);
+    this.direct?.enableDirect();
     // A peer reset aborts both directions. quiche may collect a stream reset both ways before
     // its write side is ever reported, so we fail our writes ourselves when the reset is seen.
     stream.addEventListener(errorEventName, (evt: Event) => {
@@ -119,6 +146,7 @@ export class QuicStreamAdapter implements TransportStream {
     if (this.iterated) throw new StreamStateError(`stream ${this.id} is already being read`);
     if (!this.canRead) throw new StreamStateError(`stream ${this.id} is send-only`);
     this.iterated = true;
+    if (this.direct) return this.directIterator(this.direct);
     const reader = this.stream.readable.getReader();
     return {
       next: async () => {
@@ -142,27 +170,120 @@ export class QuicStreamAdapter implements TransportStream {
     };
   }
 
+  private directIterator(d: DirectStream): AsyncIterator<Uint8Array> {
+    let done = false;
+    const wait = async (): Promise<IteratorResult<Uint8Array>> => {
+      try {
+        for (;;) {
+          await d.waitReadable();
+          const chunk = d.readDirect();
+          if (chunk === undefined) {
+            done = true;
+            return { value: undefined, done: true };
+          }
+          if (chunk !== null) return { value: chunk, done: false };
+        }
+      } catch (err) {
+        throw this.mapError(err);
+      }
+    };
+    return {
+      // Bytes already in quiche are returned without waiting (and without an async frame).
+      next: () => {
+        if (done) return Promise.resolve({ value: undefined, done: true });
+        let chunk: Uint8Array | null | undefined;
+        try {
+          chunk = d.readDirect();
+        } catch (err) {
+          return Promise.reject(this.mapError(err));
+        }
+        if (chunk === undefined) {
+          done = true;
+          return Promise.resolve({ value: undefined, done: true });
+        }
+        if (chunk !== null) return Promise.resolve({ value: chunk, done: false });
+        return wait();
+      },
+      // The reader left early: quiche's window still bounds the peer, as with the readable.
+      return: async () => {
+        done = true;
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
   private getWriter(): WritableStreamDefaultWriter<Uint8Array> {
     this.writer ??= this.stream.writable.getWriter();
     return this.writer;
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
-    if (this.localReset) throw this.localReset;
-    if (this.peerReset) throw this.peerReset;
-    if (!this.canWrite) throw new StreamStateError(`stream ${this.id} is receive-only`);
-    if (this.ended) throw new StreamStateError(`write after end on stream ${this.id}`);
-    const closed = this.host.closedError();
-    if (closed) throw closed;
-    const w = this.getWriter();
+  /** Why a write cannot start now, if it cannot. */
+  private writeRefusal(): Error | null {
+    if (this.localReset) return this.localReset;
+    if (this.peerReset) return this.peerReset;
+    if (!this.canWrite) return new StreamStateError(`stream ${this.id} is receive-only`);
+    if (this.ended) return new StreamStateError(`write after end on stream ${this.id}`);
+    return this.host.closedError();
+  }
+
+  write(chunk: Uint8Array): Promise<void> {
+    // The common case, quiche taking the whole chunk at once, costs no promise of its own.
+    const d = this.direct;
+    if (d !== null && this.writing === null && this.writeRefusal() === null) {
+      let p: Promise<void> | undefined;
+      try {
+        p = d.writeDirect(chunk);
+      } catch (err) {
+        return Promise.reject(this.mapError(err));
+      }
+      if (p === undefined) return settled;
+      return this.awaitWrite(p, chunk.length);
+    }
+    return this.writeQueued(chunk);
+  }
+
+  /** A direct write quiche is still taking, counted as buffered until it has. */
+  private async awaitWrite(p: Promise<void>, length: number): Promise<void> {
+    this.writing = p;
+    this.host.sendBuffered(length);
+    try {
+      await p;
+    } catch (err) {
+      throw this.mapError(err);
+    } finally {
+      if (this.writing === p) this.writing = null;
+      this.host.sendBuffered(-length);
+    }
+  }
+
+  private async writeQueued(chunk: Uint8Array): Promise<void> {
+    const refusal = this.writeRefusal();
+    if (refusal) throw refusal;
     this.host.sendBuffered(chunk.length);
     try {
+      if (this.direct) await this.writeDirect(this.direct, chunk);
       // A peer reset errors the library's writable (see onPeerReset), which rejects this too.
-      await w.write(chunk);
+      else await this.getWriter().write(chunk);
     } catch (err) {
       throw this.mapError(err);
     } finally {
       this.host.sendBuffered(-chunk.length);
+    }
+  }
+
+  /** In order: behind any write still waiting for capacity. */
+  private async writeDirect(d: DirectStream, chunk: Uint8Array): Promise<void> {
+    while (this.writing) await this.writing;
+    // A reset or a closed connection while queued: fail as a write would have.
+    const refusal = this.writeRefusal();
+    if (refusal) throw refusal;
+    const p = d.writeDirect(chunk);
+    if (p === undefined) return;
+    this.writing = p;
+    try {
+      await p;
+    } finally {
+      if (this.writing === p) this.writing = null;
     }
   }
 
@@ -172,6 +293,8 @@ export class QuicStreamAdapter implements TransportStream {
     if (this.ended) return;
     this.ended = true;
     try {
+      // The FIN goes after every direct write (the writable knows nothing of them).
+      while (this.writing) await this.writing;
       await this.getWriter().close();
     } catch (err) {
       throw this.mapError(err);

@@ -3,12 +3,26 @@ import { PiecesReader } from '../bytes/pieces-reader.js';
 import type { ByteReader } from '../bytes/reader.js';
 import { type ByteWriter, utf8Bytes } from '../bytes/writer.js';
 import { FieldRangeError } from '../errors.js';
-import { BINARY_STRING_BYTES_MAX } from '../limits.js';
+import { BINARY_STRING_BYTES_MAX, UTF8_ENCODE_MEMO_SLOTS, UTF8_MEMO_BYTES_MAX } from '../limits.js';
 
-/** UTF-8 bytes of a field, checked to fit a u16 length prefix. */
+/** Strings encoded recently and their bytes (never handed out to be changed: the writers copy
+ *  them into the frame), replaced round-robin. */
+const memoText: Array<string | null> = new Array(UTF8_ENCODE_MEMO_SLOTS).fill(null);
+const memoBytes: Uint8Array[] = new Array(UTF8_ENCODE_MEMO_SLOTS).fill(new Uint8Array(0));
+let memoNext = 0;
+
+/**
+ * UTF-8 bytes of a field, checked to fit a u16 length prefix. Read only: a frame's tenant,
+ * namespace and stream repeat from frame to frame, so recent ones are encoded once.
+ */
 export function u16Field(text: string, what: string): Uint8Array {
+  for (let i = 0; i < UTF8_ENCODE_MEMO_SLOTS; i++) if (memoText[i] === text) return memoBytes[i]!;
   const bytes = utf8Bytes(text);
   checkU16Bytes(bytes, what);
+  if (bytes.length > UTF8_MEMO_BYTES_MAX) return bytes; // a long message is not kept
+  memoText[memoNext] = text;
+  memoBytes[memoNext] = bytes;
+  memoNext = (memoNext + 1) % UTF8_ENCODE_MEMO_SLOTS;
   return bytes;
 }
 

@@ -7,7 +7,7 @@
 import { ownBytes } from '@felix/common';
 import { OffsetOutOfRangeError, TrailingBytesError, TruncatedError } from '../errors.js';
 import { OFFSET_MAX } from '../limits.js';
-import { checkCount, decodeUtf8 } from './reader.js';
+import { checkCount, decodeFieldUtf8 } from './reader.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -162,7 +162,7 @@ export class PiecesReader {
   }
 
   utf8(count: number, field: string): string {
-    return decodeUtf8(this.bytesView(count, field), `${this.what} ${field}`);
+    return decodeFieldUtf8(this.bytesView(count, field), this.what, field);
   }
 
   end(): void {

@@ -10,7 +10,7 @@ import {
   TrailingBytesError,
   TruncatedError,
 } from '../errors.js';
-import { OFFSET_MAX } from '../limits.js';
+import { OFFSET_MAX, UTF8_MEMO_BYTES_MAX, UTF8_MEMO_SLOTS } from '../limits.js';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const TWO_32 = 0x1_0000_0000;
@@ -22,6 +22,42 @@ export function decodeUtf8(bytes: Uint8Array, what: string): string {
   } catch {
     throw new InvalidUtf8Error(what);
   }
+}
+
+/** Recently decoded short strings and copies of their bytes, replaced round-robin. */
+const memoBytes: Array<Uint8Array | null> = new Array(UTF8_MEMO_SLOTS).fill(null);
+const memoText: string[] = new Array(UTF8_MEMO_SLOTS).fill('');
+let memoNext = 0;
+
+/**
+ * A string field of a binary frame (InvalidUtf8Error naming `what` and `field` on bad UTF-8).
+ * Short ones are kept with their bytes: a stream's frames name the same tenant, namespace and
+ * stream again and again, and comparing a few bytes costs less than the decoder.
+ */
+export function decodeFieldUtf8(bytes: Uint8Array, what: string, field: string): string {
+  const n = bytes.length;
+  if (n === 0) return '';
+  if (n > UTF8_MEMO_BYTES_MAX) return decodeUtf8(bytes, `${what} ${field}`);
+  // Equal bytes were valid UTF-8 and decoded to this text when they were kept.
+  for (let i = 0; i < UTF8_MEMO_SLOTS; i++) {
+    const m = memoBytes[i];
+    if (m != null && m.length === n && sameBytes(m, bytes)) return memoText[i]!;
+  }
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    throw new InvalidUtf8Error(`${what} ${field}`);
+  }
+  memoBytes[memoNext] = bytes.slice();
+  memoText[memoNext] = text;
+  memoNext = (memoNext + 1) % UTF8_MEMO_SLOTS;
+  return text;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 export class ByteReader {
@@ -109,7 +145,7 @@ export class ByteReader {
   }
 
   utf8(count: number, field: string): string {
-    return decodeUtf8(this.bytesView(count, field), `${this.what} ${field}`);
+    return decodeFieldUtf8(this.bytesView(count, field), this.what, field);
   }
 
   end(): void {

@@ -14,12 +14,7 @@
  * with a shard never count toward the mark.
  */
 import type { Logger } from 'pino';
-import {
-  CommitMark,
-  type PeerLink,
-  type ReplicaLogKind,
-  ShardShipper,
-} from '@felix/replication';
+import { CommitMark, type PeerLink, type ReplicaLogKind, ShardShipper } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';

@@ -148,15 +148,17 @@ export class Shard {
       this.apply(batch);
       return Promise.resolve({ first, next: batch.next });
     }
+    const alone = this.inFlight === 0;
     this.inFlight++;
     const appended = this.store.append(payloadArray(payloads), timestampMicros);
-    // Resolves once the batch is applied or held (the chain moves on); `wait` is the ack.
-    const staged = this.chain
-      .then(() => appended)
-      .then((r) => ({
-        r,
-        wait: this.applyOrHold(new EventBatch(r.first, payloads, timestampMicros)),
-      }));
+    const stage = (r: { first: number; next: number }) => ({
+      r,
+      wait: this.applyOrHold(new EventBatch(r.first, payloads, timestampMicros)),
+    });
+    // Resolves once the batch is applied or held (the chain moves on); `wait` is the ack. The
+    // chain only orders applies: with none in flight (every earlier batch applied or failed, as
+    // when each publish is awaited before the next) the append's own answer is followed directly.
+    const staged = alone ? appended.then(stage) : this.chain.then(() => appended).then(stage);
     staged.catch(() => {
       // The append failed: its caller hears it from `staged` below; it is in flight no more.
       this.inFlight--;

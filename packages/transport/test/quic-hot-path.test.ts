@@ -1,0 +1,106 @@
+/**
+ * Goal: a QUIC round trip costs what its wire needs and no more (docs/perf.md, "QUIC round
+ * trip"): no timer armed per packet or per stream (each connection keeps one timer, for quiche's
+ * timeout, moved only when quiche asks to wake earlier), one datagram and one flush per
+ * direction. Method: count setTimeout, setImmediate and UDP sends over many echoed round trips
+ * between two connections in this process, after a warm-up.
+ */
+import dgram from 'node:dgram';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TransportStream } from '../src/index.js';
+import { connectPair, nextStream, type Pair } from './helpers.js';
+
+const ROUND_TRIPS = 300;
+const WARM_UP = 50;
+/** quiche's probe timeout is at least its default max_ack_delay (25 ms) plus 1 ms; with margin. */
+const PROBE_TIMEOUT_MIN_MS = 20;
+
+interface Counts {
+  timeouts: number;
+  immediates: number;
+  udpSends: number;
+}
+
+/** Counts the calls made while `run` runs; the originals are restored afterwards. */
+async function counting(run: () => Promise<void>): Promise<Counts> {
+  const counts: Counts = { timeouts: 0, immediates: 0, udpSends: 0 };
+  const g = globalThis as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const origTimeout = g.setTimeout!;
+  const origImmediate = g.setImmediate!;
+  const proto = dgram.Socket.prototype as unknown as { send: (...a: unknown[]) => unknown };
+  const origSend = proto.send;
+  g.setTimeout = (...a: unknown[]) => {
+    counts.timeouts++;
+    return origTimeout(...a);
+  };
+  g.setImmediate = (...a: unknown[]) => {
+    counts.immediates++;
+    return origImmediate(...a);
+  };
+  proto.send = function (this: unknown, ...a: unknown[]) {
+    counts.udpSends++;
+    return origSend.apply(this, a);
+  };
+  try {
+    await run();
+  } finally {
+    g.setTimeout = origTimeout;
+    g.setImmediate = origImmediate;
+    proto.send = origSend;
+  }
+  return counts;
+}
+
+async function echo(s: TransportStream): Promise<void> {
+  for await (const chunk of s) await s.write(chunk);
+  await s.end();
+}
+
+describe('quic round trip', () => {
+  let p: Pair;
+  beforeEach(async () => {
+    p = await connectPair('quic');
+  });
+  afterEach(async () => {
+    await p.cleanup();
+  });
+
+  it('a_quic_round_trip_arms_one_timer_per_connection', async () => {
+    const s = await p.client.openBidi();
+    const it = s[Symbol.asyncIterator]();
+    const msg = new Uint8Array(100).fill(1);
+    const ping = async () => {
+      await s.write(msg);
+      let got = 0;
+      while (got < msg.length) {
+        const r = await it.next();
+        if (r.done) throw new Error('echo ended');
+        got += r.value.length;
+      }
+    };
+    const served = nextStream(p.server).then(echo);
+    for (let i = 0; i < WARM_UP; i++) await ping();
+
+    const t0 = performance.now();
+    const counts = await counting(async () => {
+      for (let i = 0; i < ROUND_TRIPS; i++) await ping();
+    });
+    const elapsedMs = performance.now() - t0;
+
+    // Two connections (client and server) share this process, one timer each for quiche's
+    // timeout. It is armed again only when it fired (early, at the probe timeout the ACKs
+    // have since pushed back) and when quiche's deadline moves earlier (the first send after
+    // that): about twice per probe timeout (at least max_ack_delay, 25 ms), however many
+    // packets flow. A timer per packet or per stream would be two or more per round trip.
+    const perConnectionBound = (2 * elapsedMs) / PROBE_TIMEOUT_MIN_MS + 3;
+    expect(counts.timeouts).toBeLessThanOrEqual(2 * perConnectionBound);
+    // One flush (setImmediate) and one datagram per direction per round trip; a few spare
+    // for ACK-only datagrams the peers may still exchange.
+    expect(counts.immediates).toBeLessThanOrEqual(2 * ROUND_TRIPS + 10);
+    expect(counts.udpSends).toBeLessThanOrEqual(2 * ROUND_TRIPS + 10);
+    expect(counts.udpSends).toBeGreaterThanOrEqual(2 * ROUND_TRIPS);
+
+    await s.end();
+    await served;
+  });
+});
