@@ -12,6 +12,12 @@ export { bootstrapFrame, committedFrame, recordsFrame } from './frames.js';
 export { answerOf } from './leader/answers.js';
 export { CommitMark, majorityHeld } from './leader/commit-mark.js';
 export {
+  type FenceAnswer,
+  type FenceOptions,
+  type FenceOutcome,
+  fenceReplicaSet,
+} from './leader/fence.js';
+export {
   type FollowerAnswer,
   FollowerCursor,
   type HaltReason,

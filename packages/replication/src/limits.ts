@@ -33,6 +33,14 @@ export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
  *  `Overload` until one is released. */
 export const REPLICA_SHARDS_OPEN_MAX = 4096;
 
+/** A new leader's fence retries each replica from the first delay doubling to the last
+ *  (reference FENCE_RETRY / FENCE_RETRY_MAX). */
+export const FENCE_RETRY_MS_MIN = 200;
+export const FENCE_RETRY_MS_MAX = 2_000;
+
+/** How long one fence attempt waits for a replica's answer before trying again. */
+export const FENCE_ANSWER_TIMEOUT_MS = 2_000;
+
 /** A follower of a stream that does not fsync on commit saves the commit offset the leader
  *  carries at most this often (the reference: once a second); on commit it saves before each
  *  answer. */

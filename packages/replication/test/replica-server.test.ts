@@ -44,7 +44,7 @@ const valid = encodeInternalMessage({
 async function answersOrRefuses(bytes: Uint8Array): Promise<void> {
   try {
     const answer = decodeFrame(await server.handle(bytes));
-    expect(['ReplicateOk', 'ReplicateError']).toContain(answer.kind);
+    expect(['ReplicateOk', 'ReplicateError', 'FenceOk']).toContain(answer.kind);
   } catch (err) {
     expect(err).toBeInstanceOf(MalformedPeerFrameError);
   }

@@ -10,6 +10,7 @@ export {
 } from './placement.js';
 export type {
   Assignment,
+  FailoverPolicy,
   PlacementNode,
   Placement,
   PlanEntry,

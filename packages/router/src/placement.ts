@@ -39,12 +39,23 @@ export interface Assignment {
 
 export type Placement =
   | { placed: true; assignment: Assignment; changed: boolean }
-  | { placed: false; reason: 'no_eligible_node' };
+  | { placed: false; reason: 'no_eligible_node' | 'no_caught_up_replica' };
+
+/**
+ * Who may take over a shard whose log must not come back shorter (a durable stream): when its
+ * leader is lost, only these replicas may lead, the first routable one in this order (most
+ * caught up first); with none the shard stays unplaced rather than open elsewhere empty.
+ */
+export interface FailoverPolicy {
+  candidates: readonly string[];
+}
 
 export interface ShardRequest {
   key: ShardKey;
   replicationFactor: number;
   current?: Assignment | undefined;
+  /** Absent: nothing to protect, any replica (or a fresh node) may take over. */
+  failover?: FailoverPolicy | undefined;
 }
 
 export interface PlanEntry {
@@ -140,6 +151,11 @@ function placeWith(
   let leader: string | undefined;
   if (current && kept.includes(current.leader)) {
     leader = current.leader;
+  } else if (current && req.failover) {
+    // The log must not come back shorter: only a caught-up replica may lead, none is no one.
+    const able = req.failover.candidates.filter((id) => kept.includes(id));
+    leader = able.find((id) => byId.get(id)?.eligible === true) ?? able[0];
+    if (leader === undefined) return { placed: false, reason: 'no_caught_up_replica' };
   } else if (kept.length > 0) {
     // Prefer a live (eligible) replica; a draining one still beats a fresh empty copy.
     const order = [...kept].sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));

@@ -174,4 +174,44 @@ describe('placement', () => {
       InvalidReplicationFactorError,
     );
   });
+
+  it('a_lost_leader_hands_over_only_to_a_failover_candidate_even_against_rank', () => {
+    const nodes = ['a', 'b', 'c', 'd'].map((id) => node(id, id));
+    const k = key('caught-up');
+    const first = placed(placeShard({ key: k, replicationFactor: 3 }, nodes));
+    const dead = first.assignment.leader;
+    const after = nodes.map((n) =>
+      n.nodeId === dead ? { ...n, eligible: false, routable: false } : n,
+    );
+    const current = first.assignment;
+    // Without a policy the best-ranked replica leads; the policy names the other one.
+    const free = placed(placeShard({ key: k, replicationFactor: 3, current }, after));
+    const other = current.replicas.slice(1).find((id) => id !== free.assignment.leader)!;
+    const next = placed(
+      placeShard(
+        { key: k, replicationFactor: 3, current, failover: { candidates: [other] } },
+        after,
+      ),
+    );
+    expect(next.assignment.leader).toBe(other);
+    expect(next.assignment.generation).toBe(current.generation + 1);
+  });
+
+  it('a_lost_leader_without_a_failover_candidate_leaves_its_shard_unplaced', () => {
+    const nodes = ['a', 'b', 'c'].map((id) => node(id, id));
+    const k = key('waits');
+    const first = placed(placeShard({ key: k, replicationFactor: 1 }, nodes));
+    const dead = first.assignment.leader;
+    const after = nodes.map((n) =>
+      n.nodeId === dead ? { ...n, eligible: false, routable: false } : n,
+    );
+    const req = { key: k, replicationFactor: 1, current: first.assignment };
+    expect(placeShard(req, after).placed).toBe(true);
+    const p = placeShard({ ...req, failover: { candidates: [] } }, after);
+    expect(p).toEqual({ placed: false, reason: 'no_caught_up_replica' });
+    // The owner back: it leads again, unchanged.
+    const back = placed(placeShard({ ...req, failover: { candidates: [] } }, nodes));
+    expect(back.changed).toBe(false);
+    expect(back.assignment).toEqual(first.assignment);
+  });
 });

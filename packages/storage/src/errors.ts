@@ -290,6 +290,18 @@ export class ReplicaStateCorruptError extends StorageError {
   }
 }
 
+/** The shard's `generations` file is present but does not decode (its generation starts decide
+ *  which records a follower may truncate, so the shard does not open without it). */
+export class GenerationStartsCorruptError extends StorageError {
+  readonly code = 'FELIX_STORAGE_GENERATION_STARTS_CORRUPT';
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`corrupt generation starts ${path}: ${reason}; restore the file or rebuild the replica`);
+  }
+}
+
 // ---- replication (tail truncation) ----
 
 /** A truncation that would remove records at or below the commit offset: a majority holds

@@ -13,6 +13,7 @@ export {
   LogPoisonedError,
   RecordTooLargeError,
   ReplicaStateCorruptError,
+  GenerationStartsCorruptError,
   StorageError,
   SupersededError,
   TruncateBelowBaseError,
@@ -26,6 +27,12 @@ export type { DirLock, LockDirOptions } from './lock/dir-lock.js';
 export * from './limits.js';
 export { SegmentLog } from './log/segment-log.js';
 export { ReplicaFile } from './replica/replica-file.js';
+export {
+  type GenerationStart,
+  GenerationStarts,
+  decodeGenerationStarts,
+  encodeGenerationStarts,
+} from './replica/generation-starts.js';
 export { type TruncateResult, truncateLogAbove } from './log/tail-truncation.js';
 export { type BootstrapResult, bootstrapLogAt } from './log/bootstrap.js';
 export { type FollowerAppendResult, FollowerAppender } from './log/follower-append.js';

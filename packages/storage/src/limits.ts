@@ -231,3 +231,10 @@ export const FAULT_FSYNC_DELAY_MS_MAX = 60_000;
 /** Records a follower append reads per page while comparing a batch's overlap with what the
  *  log holds (a resend is usually a few records; a new leader's overlap one). */
 export const FOLLOWER_COMPARE_READ_RECORDS_MAX = 512;
+
+/**
+ * Generations whose start offsets a shard's `generations` file keeps (the newest; older ones
+ * lie below the commit offset in practice, where nothing is ever truncated). 256 entries are
+ * 4 KiB, read whole at open.
+ */
+export const GENERATION_STARTS_MAX = 256;

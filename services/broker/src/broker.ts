@@ -124,7 +124,7 @@ export class Broker {
     const ports = await this.listenAll(tls);
     const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
     this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s, kind) =>
-      this.cluster?.table.replicaGeneration(kind, s.tenantId, s.namespace, s.stream, s.shard),
+      this.cluster?.table.replicaRole(kind, s.tenantId, s.namespace, s.stream, s.shard),
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
@@ -264,6 +264,7 @@ export class Broker {
       cluster: internal.material,
       clientTls,
       address: (nodeId) => table.peerAddresses.get(nodeId),
+      dialAllowed: (nodeId) => this.cluster!.peers.dialAllowed(nodeId),
       log: this.log,
     });
     return {

@@ -176,6 +176,17 @@ export const CONTROLPLANE_DEREGISTER_MS_MAX = 2_000;
 export const CONTROLPLANE_RETRY_MS_MIN = 100;
 /** Longest retry delay (reference: heartbeat retries capped near a fifth of the lease). */
 export const CONTROLPLANE_RETRY_MS_MAX = 2_000;
+/**
+ * The share of the lease L a broker keeps from sending an accepted heartbeat (reference: 0.75 L,
+ * ε = L/4): the control plane frees its shards only after L + margin (margin ≥ L/4), so the
+ * broker has stopped writing at least L/2 before anyone else may start.
+ */
+export const LEASE_KEPT_FRACTION = 0.75;
+/**
+ * Shard reports per replica-status request (the control plane's REPLICA_REPORT_SHARDS_MAX): a
+ * broker leading more splits them over several requests in the same interval.
+ */
+export const REPLICA_REPORT_SHARDS_MAX = 2_048;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 /** How often the node address book (`GET /v1/nodes`) is refreshed (reference sync interval: 2 s). */
@@ -302,6 +313,13 @@ export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
 
 /** Bound on dialling a peer broker and greeting it (a leader's replication link). */
 export const PEER_DIAL_TIMEOUT_MS = 5_000;
+/**
+ * How long a new leader's fence may wait for a majority of the replica set before the shard's
+ * open is abandoned (it stays unserved, refused `not_ready`), and when the open is tried again.
+ * The reconcile pass waits for the fence, so this also bounds how long one shard holds it up.
+ */
+export const FENCE_DEADLINE_MS = 5_000;
+export const FENCE_RETRY_AFTER_MS = 1_000;
 
 /** After a log riding with a led shard (group state, cache, counters) failed to open for
  *  shipping, the shard table tries again this much later (one pass, not a tight loop). */

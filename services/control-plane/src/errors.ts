@@ -109,6 +109,12 @@ export class NotRegisteredError extends ControlPlaneError {
   readonly status = 409;
 }
 
+/** A replica-status request of which some shard's report was not accepted (the body names each outcome). */
+export class ReportNotAcceptedError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_REPORT_NOT_ACCEPTED';
+  readonly status = 409;
+}
+
 /** Another node already advertises this internal address. */
 export class AddressInUseError extends ControlPlaneError {
   readonly code = 'FELIX_CONTROLPLANE_ADDRESS_IN_USE';

@@ -47,6 +47,14 @@ export const LONG_POLL_WAITERS_MAX = 20_000;
 /** Largest request body: registrations with labels are the biggest bodies, well under 64 KiB. */
 export const BODY_BYTES_MAX = 64 * 1024;
 
+/**
+ * Shards one replica-status request reports, and its body's bound: a broker batches every shard
+ * it leads into one request per heartbeat interval, splitting past this many; ~300 bytes per
+ * shard with a full replica set keeps 2048 of them under 1 MiB.
+ */
+export const REPLICA_REPORT_SHARDS_MAX = 2048;
+export const REPLICA_REPORT_BODY_BYTES_MAX = 1024 * 1024;
+
 /** Labels per node and their sizes: enough for topology tags, small enough to list 10k nodes. */
 export const NODE_LABELS_MAX = 32;
 export const NODE_LABEL_CHARS_MAX = 256;

@@ -12,8 +12,18 @@ export interface Metrics {
   unplacedShards: Gauge;
   nodesMarkedDown: Counter;
   heartbeats: Counter<'outcome'>;
+  replicaReports: Counter<'outcome'>;
   authRefusals: Counter<'reason'>;
   bootstrapAttempts: Counter<'outcome'>;
+}
+
+function replicaReportsCounter(registry: Registry): Counter<'outcome'> {
+  return new Counter({
+    name: 'felix_controlplane_replica_reports_total',
+    help: 'Shard replica reports received, by outcome (accepted, stale, not_leader, unassigned, future_generation)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
 }
 
 export function createMetrics(): Metrics {
@@ -71,6 +81,7 @@ export function createMetrics(): Metrics {
       labelNames: ['outcome'],
       registers: [registry],
     }),
+    replicaReports: replicaReportsCounter(registry),
     authRefusals: new Counter({
       name: 'felix_controlplane_auth_refusals_total',
       help: 'Requests refused by the guard, by reason (no_token, a token refusal reason, forbidden)',

@@ -23,6 +23,11 @@ export class CommitSaver {
     this.wanted = replica.state.commitOffset;
   }
 
+  /** The highest commit offset offered so far (saved or not yet). */
+  get offered(): number {
+    return this.wanted;
+  }
+
   /** The commit offset saved so far. */
   get saved(): number {
     return this.replica.state.commitOffset;

@@ -9,6 +9,14 @@
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
  * leader's base when it is empty, and opens it again.
  *
+ * Divergence (a deposed leader back as a follower, holding records its successor never had):
+ * a conflict is repaired only when the batch is of a newer generation than the one that wrote
+ * the follower's conflicting record (its `generations` map), and never at or below the commit
+ * offset: the suffix from the conflict is truncated and the batch appended. A conflict at the
+ * batch's first record, above the older generation's start, first asks for that start (a gap
+ * answer pointing back), so every record the truncation keeps was compared. Anything else
+ * answers the conflict, which halts the leader's cursor.
+ *
  * A batch of a quorum shard (kind 26) carries the leader's commit mark: after storing the batch
  * the follower records the lower of the mark and what the batch showed it holds in its
  * `replica` file (CommitSaver): saved before the answer when `commitSync` says so (the stream
@@ -16,14 +24,17 @@
  */
 import {
   FollowerAppender,
+  GenerationStarts,
   type LogOptions,
   ReplicaFile,
   SegmentLog,
   bootstrapLogAt,
   nodeIo,
+  truncateLogAbove,
 } from '@felix/storage';
 import {
   INTERNAL_ERROR,
+  REPLICA_LOG,
   type InternalFrame,
   type InternalMessage,
   InternalFrameDecoder,
@@ -40,9 +51,16 @@ import { CommitSaver } from './commit-saver.js';
 export interface ReplicaServerOptions {
   /** Where and how the follower copy of `log` of `shard` lives (the broker's own layout). */
   logOptions(shard: ShardRef, log: ReplicaLogKind): LogOptions;
-  /** The assignment of the shard owning `log` (the stream shard for group state, the cache
-   *  shard for counters), when this broker follows it. */
-  assignment(shard: ShardRef, log: ReplicaLogKind): { generation: number } | undefined;
+  /**
+   * The assignment of the shard owning `log` (the stream shard for group state, the cache shard
+   * for counters) as this broker knows it: undefined when it knows none or is not in its
+   * replica set; `follower: false` when it knows the assignment and does not follow it there (a
+   * leader of a newer generation than that is told to retry: this broker has not heard yet).
+   */
+  assignment(
+    shard: ShardRef,
+    log: ReplicaLogKind,
+  ): { generation: number; follower?: boolean } | undefined;
   /** Whether the commit offset is saved before the answer (the stream fsyncs on commit);
    *  absent: always. */
   commitSync?(shard: ShardRef): boolean;
@@ -53,6 +71,8 @@ interface ShardState {
   log: SegmentLog;
   appender: FollowerAppender;
   replica: ReplicaFile;
+  /** Where each generation's records start in this log. */
+  starts: GenerationStarts;
   tail: Promise<unknown>;
   queued: number;
   commits: CommitSaver;
@@ -60,6 +80,32 @@ interface ShardState {
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
 type BootstrapRequest = Extract<InternalMessage, { baseOffset: number; log?: never }>;
+type FenceRequest = Extract<InternalMessage, { kind: 'Fence' }>;
+
+/** The request and the log it is for, or the refusal of a kind this server does not serve. */
+function targetOf(
+  decoded: InternalMessage,
+):
+  | { m: RecordsRequest | BootstrapRequest | FenceRequest; log: ReplicaLogKind }
+  | { refused: Uint8Array } {
+  const unsupported = (detail: string) => ({
+    refused: refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail),
+  });
+  if (decoded.kind === 'Fence') {
+    // Only stream logs are fenced yet (the riding logs follow their shard's stream log).
+    if (decoded.log !== REPLICA_LOG.Stream) return unsupported(`log ${decoded.log} is not fenced`);
+    return { m: decoded, log: 'stream' };
+  }
+  const shipping = shippingKindOf(decoded.kind);
+  if (shipping === undefined) return unsupported(`${decoded.kind} is not served`);
+  // Every shipping kind is a records or a bootstrap message (log-kind.ts pairs them).
+  return { m: decoded as RecordsRequest | BootstrapRequest, log: shipping.log };
+}
+
+/** The highest commit offset this replica knows of: saved, or carried and not saved yet. */
+function commitOf(state: ShardState): number {
+  return Math.max(state.replica.state.commitOffset, state.commits.offered);
+}
 
 export class ReplicaServer {
   private readonly shards = new Map<string, Promise<ShardState>>();
@@ -85,17 +131,17 @@ export class ReplicaServer {
   /** Answers one decoded frame (a listener's reader already split it); throws
    *  MalformedPeerFrameError when its body is no valid message. */
   async handleFrame(frame: InternalFrame): Promise<Uint8Array> {
-    const decoded = decodeRequest(frame);
-    const shipping = shippingKindOf(decoded.kind);
-    if (shipping === undefined) {
-      const detail = `${decoded.kind} is not served`;
-      return refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail);
-    }
-    // Every shipping kind is a records or a bootstrap message (log-kind.ts pairs them).
-    const m = decoded as RecordsRequest | BootstrapRequest;
-    const log = shipping.log;
+    const target = targetOf(decodeRequest(frame));
+    if ('refused' in target) return target.refused;
+    const { m, log } = target;
     const assigned = this.opts.assignment(m.shard, log);
-    if (assigned === undefined || this.closed)
+    if (assigned?.follower === false && assigned.generation < m.shard.generation && !this.closed)
+      return refuse(
+        m.correlationId,
+        INTERNAL_ERROR.StaleRoute,
+        `generation ${m.shard.generation} is newer than the assigned ${assigned.generation}`,
+      );
+    if (assigned === undefined || assigned.follower === false || this.closed)
       return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, `not a replica of this ${log}`);
     const key = shardKey(m.shard, log);
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)
@@ -114,7 +160,9 @@ export class ReplicaServer {
     const run = state.tail.then(() =>
       'checksum' in m
         ? this.records(state, m, assigned.generation)
-        : this.bootstrap(state, m, assigned.generation),
+        : m.kind === 'Fence'
+          ? this.fence(state, m, assigned.generation)
+          : this.bootstrap(state, m, assigned.generation),
     );
     // The chain only orders requests; each request's own failure is answered below.
     state.tail = run.catch(() => undefined);
@@ -211,13 +259,51 @@ export class ReplicaServer {
     );
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     if (verdict.raise) await state.replica.accept(m.shard.generation);
-    const result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    // Records appended from here on came from a leader of this generation.
+    await state.starts.begin(m.shard.generation, state.log.tailOffset);
+    let result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    if (result.kind === 'conflict') {
+      const repair = repairOf(state, m, result.at);
+      if (repair.kind === 'gap')
+        return encodeInternalMessage(answerFor(m.correlationId, repair, state.log.durableOffset));
+      if (repair.kind === 'truncate') {
+        await truncateAt(state, result.at);
+        await state.starts.begin(m.shard.generation, state.log.tailOffset);
+        result = await state.appender.appendAt(m.firstOffset, m.payloads);
+      }
+    }
     if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
       // Only what this batch showed is known to match the leader's log.
       const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
       await state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
     }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
+  }
+
+  /**
+   * A new leader's fence: this replica durably accepts its generation (refusing older leaders
+   * from then on) and answers where its log ends, its commit offset and the generation of its
+   * last record.
+   */
+  private async fence(
+    state: ShardState,
+    m: { correlationId: number; shard: ShardRef },
+    assigned: number,
+  ): Promise<Uint8Array> {
+    const verdict = checkGeneration(m.shard.generation, {
+      accepted: state.replica.state.generation,
+      assigned,
+    });
+    if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
+    await state.replica.accept(m.shard.generation);
+    const logEnd = state.log.durableOffset;
+    return encodeInternalMessage({
+      kind: 'FenceOk',
+      correlationId: m.correlationId,
+      logEnd,
+      commitOffset: commitOf(state),
+      lastGeneration: logEnd > 0 ? state.starts.at(logEnd - 1).generation : 0,
+    });
   }
 
   private async bootstrap(
@@ -244,15 +330,44 @@ export class ReplicaServer {
   }
 }
 
+type Repair = { kind: 'truncate' } | { kind: 'gap'; expected: number } | { kind: 'halt' };
+
+/** What a conflict at `at` with batch `m` allows (see the header). */
+function repairOf(state: ShardState, m: RecordsRequest, at: number): Repair {
+  const writer = state.starts.at(at);
+  const commit = commitOf(state);
+  // Same generation (or an older batch): two versions of one leader's record, or a leader
+  // truncating below what it sent. Below the commit offset: what a majority holds. Never.
+  if (m.shard.generation <= writer.generation || at < commit) return { kind: 'halt' };
+  const floor = Math.max(writer.start, commit, state.log.baseOffset);
+  if (m.firstOffset >= at && at > floor) return { kind: 'gap', expected: floor };
+  return { kind: 'truncate' };
+}
+
+/** Drops the follower's records at and above `at` (a closed log, then reopened). */
+async function truncateAt(state: ShardState, at: number): Promise<void> {
+  await state.log.close();
+  try {
+    await truncateLogAbove(state.opts, at, { commitOffset: commitOf(state) });
+  } finally {
+    state.log = await SegmentLog.open(state.opts);
+    state.appender = new FollowerAppender(state.log);
+  }
+  await state.starts.truncated(at);
+}
+
 async function openShard(opts: LogOptions): Promise<ShardState> {
   const log = await SegmentLog.open(opts);
   try {
-    const replica = await ReplicaFile.open(opts.io ?? nodeIo, log.dir);
+    const io = opts.io ?? nodeIo;
+    const replica = await ReplicaFile.open(io, log.dir);
+    const starts = await GenerationStarts.open(io, log.dir);
     return {
       opts,
       log,
       appender: new FollowerAppender(log),
       replica,
+      starts,
       tail: Promise.resolve(),
       queued: 0,
       commits: new CommitSaver(replica),

@@ -57,6 +57,8 @@ export function indexFileName(id: number): string {
 export const DURABLE_MARK_FILE = 'durable.mark';
 /** The shard's replica state (replica/replica-state.ts); written aside as `replica.tmp`. */
 export const REPLICA_FILE = 'replica';
+/** Where each generation's records start in the shard's log (replica/generation-starts.ts). */
+export const GENERATIONS_FILE = 'generations';
 
 /** The exclusive-writer lock of a directory (a shard's, or a broker's data directory). */
 export const DIR_LOCK_FILE = 'felix.lock';

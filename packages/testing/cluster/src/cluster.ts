@@ -243,6 +243,12 @@ export class FelixCluster implements Cluster {
     return page.items;
   }
 
+  /** An operator's GET of the control plane's API (`/v1/...`), its parsed body. */
+  async operatorGet(path: string): Promise<unknown> {
+    this.open();
+    return this.controlPlane.api(this.operatorToken, 'GET', path);
+  }
+
   /**
    * The broker the control plane names leader of a shard of the cluster's namespace, or
    * undefined. The client does not follow `not_leader` refusals yet: a workload on several

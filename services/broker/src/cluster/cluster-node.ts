@@ -3,6 +3,8 @@
  * streams, caches and shard-assignments feeds into the ShardTable, and once the first snapshots are
  * applied registers and heartbeats (so placement never counts a broker that cannot serve yet).
  * Readiness is every first snapshot applied, one reconcile pass done, and a registration accepted.
+ * While registered it reports what the replicas of the shards it leads hold, and its write
+ * lease follows its accepted heartbeats.
  * `leave()` at SIGTERM stops the heartbeats, deregisters (bounded) and stops the feeds.
  */
 import { hostname } from 'node:os';
@@ -19,6 +21,7 @@ import { type Bearer, ControlPlaneClient } from './control-plane-client.js';
 import { FeedFollower, sleep } from './feed-follower.js';
 import { Membership, type NodeSpec } from './membership.js';
 import { PeerLinks } from './peer-links.js';
+import { ReplicaReporter } from './replica-reporter.js';
 import { type CacheRegistry, ShardTable } from './shard-table.js';
 
 export interface ClusterNodeDeps {
@@ -98,6 +101,7 @@ export class ClusterNode {
   /** The other brokers: the peer probe and the gate every peer connection dials through. */
   readonly peers: PeerLinks;
   private readonly feeds: FeedFollower[];
+  private readonly reporter: ReplicaReporter;
   private readied = false;
   private readonly stopBook = new AbortController();
   private book: Promise<void> | null = null;
@@ -148,6 +152,14 @@ export class ClusterNode {
       ),
     ];
     this.membership = new Membership(client, spec, clog, metrics.registry);
+    this.table.lease = this.membership.lease;
+    this.reporter = new ReplicaReporter(
+      client,
+      this.membership,
+      () => this.table.replication?.replicator.reports() ?? [],
+      clog,
+      metrics.registry,
+    );
     this.book = this.refreshNodeBook(client);
     this.peers.start();
     void this.follow(clog, url);
@@ -173,6 +185,7 @@ export class ClusterNode {
     await Promise.all(this.feeds.map((f) => f.whenSynced()));
     await this.table.settled();
     this.membership.start();
+    this.reporter.start();
     log.info({ controlplane: url }, 'first catalog and assignment snapshots applied');
   }
 
@@ -206,6 +219,7 @@ export class ClusterNode {
 
   /** SIGTERM: deregister (bounded), then stop following the feeds and reconciling. */
   async leave(): Promise<void> {
+    await this.reporter.stop();
     await this.membership.leave(CONTROLPLANE_DEREGISTER_MS_MAX);
     this.peers.stop();
     this.stopBook.abort();

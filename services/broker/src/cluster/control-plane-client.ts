@@ -35,6 +35,22 @@ export interface Registered {
 export interface HeartbeatReply {
   lifecycle: string;
   heartbeatIntervalMs: number;
+  /** L, the lease length: the broker keeps 0.75 L from when it sent this heartbeat. */
+  expiryTimeoutMs: number;
+}
+
+/** One shard's replica report (`POST /v1/nodes/{id}/replica-status`, docs/control-plane.md). */
+export interface ShardReport {
+  tenant_id: string;
+  namespace: string;
+  kind: 'stream' | 'cache';
+  stream: string;
+  shard: number;
+  generation: number;
+  leader_offset: number;
+  commit_offset: number;
+  replica_offsets: { node_id: string; durable_offset: number }[];
+  halted: { node_id: string; reason: 'diverged' | 'needs_bootstrap' }[];
 }
 
 /** One registered node as `GET /v1/nodes` lists it. */
@@ -191,7 +207,28 @@ export class ControlPlaneClient {
     return {
       lifecycle: a.lifecycle,
       heartbeatIntervalMs: int(a.heartbeat_interval_ms, 'heartbeat', 'heartbeat_interval_ms'),
+      expiryTimeoutMs: int(a.expiry_timeout_ms, 'heartbeat', 'expiry_timeout_ms'),
     };
+  }
+
+  /**
+   * Reports what the replicas of the shards this node leads hold. Resolves when every report was
+   * accepted; a 409 naming some shard's outcome (a deposed leader's report, a generation the
+   * control plane has moved past) is a ControlPlaneRefusedError like any refusal.
+   */
+  async replicaStatus(
+    nodeId: string,
+    incarnation: number,
+    shards: readonly ShardReport[],
+    timeoutMs: number,
+  ): Promise<void> {
+    await this.call(
+      'replica status',
+      'POST',
+      `/v1/nodes/${encodeURIComponent(nodeId)}/replica-status`,
+      { incarnation, shards },
+      timeoutMs,
+    );
   }
 
   async deregister(nodeId: string, timeoutMs: number): Promise<void> {

@@ -56,8 +56,11 @@ export async function startInternalNode(
   selfId: string,
   clientTls: TlsMaterial,
   log: Logger,
-  /** The generation at which this broker follows a shard of `kind` (its replica sets). */
-  follows: (s: ShardRef, kind: ShardOwnerKind) => number | undefined,
+  /** A shard of `kind` as this broker knows it: its generation, and whether it follows it. */
+  follows: (
+    s: ShardRef,
+    kind: ShardOwnerKind,
+  ) => { generation: number; follower: boolean } | undefined,
 ): Promise<InternalNode | null> {
   const bind = cfg.cluster.internal_bind;
   if (bind === null) return null;
@@ -71,10 +74,7 @@ export async function startInternalNode(
     // saved before each answer; otherwise at most once a second.
     commitSync: () => cfg.durable.fsync_mode === 'onCommit',
     // Only shards whose replica set names this broker (and not as leader) are accepted.
-    assignment: (s, log) => {
-      const generation = follows(s, REPLICA_LOGS[log].owner);
-      return generation === undefined ? undefined : { generation };
-    },
+    assignment: (s, log) => follows(s, REPLICA_LOGS[log].owner),
   });
   const listener = await InternalListener.start({
     host: at.host,

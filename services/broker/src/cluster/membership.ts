@@ -4,7 +4,9 @@
  * SIGTERM. The incarnation is the wall clock in milliseconds at registration, kept above the one
  * before, so a restarted broker always outranks its previous life. A heartbeat answered `down`
  * or `left`, or refused as unknown or stale, re-registers with a newer incarnation. Failures are
- * counted and retried with backoff, never fatal.
+ * counted and retried with backoff, never fatal. Every accepted call renews the write lease
+ * (cluster/lease.ts) from when it was sent; a node the control plane no longer counts live loses
+ * it at once.
  */
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
@@ -16,6 +18,7 @@ import {
 } from '../limits.js';
 import type { ControlPlaneClient, RegisterRequest } from './control-plane-client.js';
 import { sleep } from './feed-follower.js';
+import { Lease } from './lease.js';
 
 export type NodeSpec = Omit<RegisterRequest, 'incarnation'>;
 
@@ -27,6 +30,8 @@ export class Membership {
   private intervalMs = 5_000;
   private readonly failures: Counter<'kind'>;
   private readonly registrations: Counter;
+  /** Whether this broker may write the shards it leads (renewed by accepted heartbeats). */
+  readonly lease = new Lease();
 
   constructor(
     private readonly client: ControlPlaneClient,
@@ -56,6 +61,11 @@ export class Membership {
     return this.incarnation;
   }
 
+  /** The heartbeat interval the control plane named (5 s until it answers). */
+  get heartbeatIntervalMs(): number {
+    return this.intervalMs;
+  }
+
   start(): void {
     this.loop ??= this.run();
   }
@@ -70,6 +80,7 @@ export class Membership {
     let delay = CONTROLPLANE_RETRY_MS_MIN;
     while (!signal.aborted) {
       try {
+        const sentAt = performance.now();
         if (!this.registered) {
           const r = await this.client.register({
             ...this.spec,
@@ -77,6 +88,7 @@ export class Membership {
           });
           this.registered = true;
           this.intervalMs = r.heartbeatIntervalMs;
+          this.lease.renew(sentAt, r.expiryTimeoutMs);
           this.registrations.inc();
           this.log.info(
             {
@@ -102,9 +114,11 @@ export class Membership {
               { lifecycle: r.lifecycle },
               'the control plane no longer counts this node live; re-registering',
             );
+            this.lease.lapse();
             this.registered = false;
             continue;
           }
+          this.lease.renew(sentAt, r.expiryTimeoutMs);
         }
         delay = CONTROLPLANE_RETRY_MS_MIN;
         await sleep(this.intervalMs, signal);
@@ -114,6 +128,7 @@ export class Membership {
         this.failures.inc({ kind: refused ? 'refused' : 'unavailable' });
         if (refused && this.registered && (err.status === 404 || err.status === 409)) {
           // Unknown node (a fresh control-plane database) or a stale incarnation: start over.
+          this.lease.lapse();
           this.registered = false;
         }
         this.log.warn({ err, registered: this.registered }, 'control plane membership call failed');

@@ -14,12 +14,22 @@
  * with a shard never count toward the mark.
  */
 import type { Logger } from 'pino';
-import { CommitMark, type PeerLink, type ReplicaLogKind, ShardShipper } from '@felix/replication';
+import {
+  CommitMark,
+  type FenceOutcome,
+  type HaltReason,
+  type PeerLink,
+  type ReplicaLogKind,
+  ShardShipper,
+  fenceReplicaSet,
+  majorityHeld,
+} from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
 import { PeerRequestError } from '../errors.js';
 import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
+import type { ShardReport } from './control-plane-client.js';
 import { PeerConnection } from './peer-dial.js';
 
 export interface ReplicatorDeps {
@@ -30,6 +40,8 @@ export interface ReplicatorDeps {
   clientTls: TlsMaterial;
   /** The internal address of a node, from the node book. */
   address: (nodeId: string) => string | undefined;
+  /** False while the test partition cuts this broker from `nodeId` (faults/partition.ts). */
+  dialAllowed?: (nodeId: string) => boolean;
   log: Logger;
 }
 
@@ -42,6 +54,10 @@ class LazyPeerLink implements PeerLink {
   ) {}
 
   async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    if (this.deps.dialAllowed?.(this.nodeId) === false) {
+      await this.close();
+      throw new PeerRequestError(this.nodeId, 'cut by the test partition');
+    }
     const address = this.deps.address(this.nodeId);
     if (address === undefined)
       throw new PeerRequestError(this.nodeId, 'no internal address in the node book yet');
@@ -90,11 +106,14 @@ export interface ShipQuorum {
 
 interface Shipping {
   shipper: ShardShipper;
+  ref: ShardRef;
   generation: number;
   log: SegmentLog;
   followers: string[];
   mark: CommitMark | null;
   unlisten: () => void;
+  /** Followers whose loop halted until repaired (reported; never promoted). */
+  halted: Map<string, 'diverged' | 'needs_bootstrap'>;
 }
 
 /** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
@@ -102,6 +121,12 @@ export interface ShipOptions {
   kind?: ReplicaLogKind;
   /** Only for a quorum shard's stream log. */
   quorum?: ShipQuorum;
+  /**
+   * Where this generation's records start in `log` (its tail when this broker opened it as
+   * leader; default: the tail now): the first batch overlaps the record just below it, so a
+   * returning deposed leader's divergent suffix is compared from its first record.
+   */
+  genStart?: number;
 }
 
 export class Replicator {
@@ -110,6 +135,18 @@ export class Replicator {
   private readonly links = new Map<string, LazyPeerLink>();
 
   constructor(private readonly deps: ReplicatorDeps) {}
+
+  /**
+   * Fences the replica set before this broker serves `ref` at its generation: resolves once a
+   * majority (this broker counted) accepted it, or with why not (deposed, or the deadline).
+   */
+  fence(ref: ShardRef, followers: string[], deadlineMs: number): Promise<FenceOutcome> {
+    return fenceReplicaSet({
+      shard: ref,
+      followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId) })),
+      deadlineMs,
+    });
+  }
 
   /** Ships `log` (the shard's `kind` log) to `followers` at `ref.generation` (restarting a
    *  shipper of an older one, or of the other consistency); with `quorum`, keeps the shard's
@@ -132,18 +169,22 @@ export class Replicator {
       return;
     await this.stop(key, kind);
     if (followers.length === 0) return;
-    // Just below the tail: the first batch overlaps one record, and each answer says where the
-    // follower's log really ends.
-    const start = Math.max(log.baseOffset, log.tailOffset - 1);
+    // Just below where this generation starts (or the tail): the first batch overlaps a record
+    // both hold, and each answer says where the follower's log really ends.
+    const genStart = Math.min(opts.genStart ?? log.tailOffset, log.tailOffset);
+    const start = Math.max(log.baseOffset, genStart - 1);
     const mark = quorum === undefined ? null : new CommitMark(followers.length + 1);
     const recompute = () => this.recompute(key, quorum);
+    const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({
       log,
       shard: ref,
       logKind: kind,
       followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
-      onStopped: (nodeId, reason) =>
-        this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped'),
+      onStopped: (nodeId, reason) => {
+        if (isRepairable(reason)) halted.set(nodeId, reason);
+        this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
+      },
       ...(mark === null ? {} : { commitOffset: () => mark.offset, onConfirmed: recompute }),
     });
     // What a majority may not hold yet is never deleted by retention.
@@ -154,7 +195,38 @@ export class Replicator {
       logs = new Map();
       this.shippers.set(key, logs);
     }
-    logs.set(kind, { shipper, generation: ref.generation, log, followers, mark, unlisten });
+    const generation = ref.generation;
+    logs.set(kind, { shipper, ref, generation, log, followers, mark, unlisten, halted });
+  }
+
+  /**
+   * What each shipped stream shard's replicas hold, for the control plane (docs/replication.md,
+   * "Replica reports and promotion"): the leader's durable offset, each follower's confirmed
+   * offset, the commit mark (a quorum shard's, else the majority over them, the leader counted)
+   * and halted followers.
+   */
+  reports(): ShardReport[] {
+    const out: ShardReport[] = [];
+    for (const logs of this.shippers.values()) {
+      const s = logs.get('stream');
+      if (s === undefined) continue;
+      const own = s.log.durableOffset;
+      const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
+      const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
+      out.push({
+        tenant_id: s.ref.tenantId,
+        namespace: s.ref.namespace,
+        kind: 'stream',
+        stream: s.ref.stream,
+        shard: s.ref.shard,
+        generation: s.generation,
+        leader_offset: own,
+        commit_offset: s.mark?.offset ?? majority,
+        replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
+        halted: [...s.halted].map(([node_id, reason]) => ({ node_id, reason })),
+      });
+    }
+    return out;
   }
 
   /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
@@ -225,4 +297,10 @@ export class Replicator {
     }
     return l;
   }
+}
+
+function isRepairable(
+  reason: HaltReason | 'fenced' | 'failed',
+): reason is 'diverged' | 'needs_bootstrap' {
+  return reason === 'diverged' || reason === 'needs_bootstrap';
 }

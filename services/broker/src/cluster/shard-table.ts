@@ -18,10 +18,11 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
+import { GenerationStarts, nodeIo } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
-import { RIDING_LOG_RETRY_MS } from '../limits.js';
+import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
@@ -130,6 +131,9 @@ export interface CacheRegistry {
 
 const UTF8 = new TextEncoder();
 
+/** The cache requests that write (refused while the lease is lapsed). */
+const CACHE_WRITES = new Set(['cache_put', 'cache_delete', 'counter_add']);
+
 /** An assignment of the feed, or null when it is malformed. */
 export function assignmentFrom(item: unknown): AssignmentRecord | null {
   if (typeof item !== 'object' || item === null) return null;
@@ -179,6 +183,8 @@ export class ShardTable {
   } | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
+  /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
+  lease: { readonly held: boolean } | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
   private readonly held = new Map<string, HeldShard>();
@@ -279,7 +285,7 @@ export class ShardTable {
           ? shardForKey(UTF8.encode(key), c.shards, 'modulo')
           : (posInt(m.shard) ?? 0);
       if (shard >= c.shards) return null;
-      return this.refuse('cache', t, ns, cacheName, shard);
+      return this.refuse('cache', t, ns, cacheName, shard, CACHE_WRITES.has(String(m.type)));
     }
     const streamName = str(m.stream);
     const shard = posInt(m.shard);
@@ -349,20 +355,55 @@ export class ShardTable {
     );
   }
 
+  /** A shard's generation as the feed says, and whether this node follows it there. */
+  replicaRole(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    const a = this.assignments.get(shardKey(kind, t, ns, name, shard));
+    if (a === undefined) return undefined;
+    const follower = replicaGenerationOf(a, this.nodeId) !== undefined;
+    return { generation: a.generation, follower };
+  }
+
   /** The assignment of one shard, if the feed has one. */
   assignment(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
     return this.assignments.get(shardKey(kind, t, ns, name, shard));
   }
 
-  /** Null when this node serves the shard; otherwise the refusal to answer with. */
-  refuse(kind: ShardKind, t: string, ns: string, name: string, shard: number): Refusal | null {
+  /**
+   * Null when this node serves the shard; otherwise the refusal to answer with. A `write` is
+   * also refused, retryably, while this broker's lease is lapsed (no heartbeat accepted for
+   * 0.75 L): the control plane may be about to give the shard to another broker.
+   */
+  refuse(
+    kind: ShardKind,
+    t: string,
+    ns: string,
+    name: string,
+    shard: number,
+    write = false,
+  ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
-    if (this.held.has(key) || this.heldCaches.has(key)) return null;
+    const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
     // Cache shards open lazily in the cache service: without replication, leading one is
     // serving it; with it, it is served once its follower copies are released (reconcile).
     const lead = this.assignments.get(key)?.leader === this.nodeId;
-    if (kind === 'cache' && lead && this.replication === null) return null;
-    const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
+    const served =
+      this.held.has(key) ||
+      this.heldCaches.has(key) ||
+      (kind === 'cache' && lead && this.replication === null);
+    if (served) return write ? this.leaseRefusal(where) : null;
+    return this.unservedRefusal(key, where);
+  }
+
+  private leaseRefusal(where: string): Refusal | null {
+    if (this.lease === null || this.lease.held) return null;
+    return new Refusal(
+      'shard_unavailable',
+      `${where}: node ${this.nodeId} has had no heartbeat accepted by the control plane for 0.75 of its lease, so it stops writing until the next one is (lease_lapsed)`,
+      'lease_lapsed',
+    );
+  }
+
+  private unservedRefusal(key: string, where: string): Refusal {
     const a = this.assignments.get(key);
     if (a === undefined)
       return new Refusal(
@@ -533,6 +574,12 @@ export class ShardTable {
         await this.replication?.releaseFollower(refOf(s, i, generation), log);
       this.replication?.riding.admit(idOfStream(s, i), 'stream');
       const store = s.durable ? await this.openStore(s, i) : null;
+      // Where this generation's records start: its first batch to a follower overlaps below it.
+      const genStart = store?.log?.tailOffset ?? 0;
+      if (store?.log && !(await this.fenced(s, i, generation, store.log))) {
+        await store.close();
+        return;
+      }
       rt.shards[i] = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
         store,
@@ -546,7 +593,7 @@ export class ShardTable {
         'shard opened',
       );
       const a = this.assignments.get(sk);
-      if (a !== undefined) await this.shipIfReplicated(rt, i, a);
+      if (a !== undefined) await this.shipIfReplicated(rt, i, a, genStart);
     } catch (err) {
       this.failed.set(sk, { generation, reason: (err as Error).message });
       this.log.error(
@@ -560,8 +607,14 @@ export class ShardTable {
    * Ships a led durable shard to the followers its replica set names (when replication is on).
    * A `quorum` stream with followers also holds acks and reads at the commit mark; with none
    * (RF 1) it behaves as `leader`. The catalog's latest consistency applies (it may change).
+   * `genStart` is where this generation's records start (when the shard was just opened).
    */
-  private async shipIfReplicated(rt: StreamRuntime, i: number, a: AssignmentRecord) {
+  private async shipIfReplicated(
+    rt: StreamRuntime,
+    i: number,
+    a: AssignmentRecord,
+    genStart?: number,
+  ) {
     const shard = rt.shards[i];
     const log = shard?.store?.log;
     if (this.replication === null || shard === undefined || log === undefined) return;
@@ -576,14 +629,38 @@ export class ShardTable {
     shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null, () =>
       replicator.wake(key),
     );
-    await replicator.ship(
-      key,
-      log,
-      refOf(s, i, a.generation),
-      followers,
-      quorum ? { quorum: { onMark: (offset) => shard.commitTo(offset) } } : {},
-    );
+    await replicator.ship(key, log, refOf(s, i, a.generation), followers, {
+      ...(quorum ? { quorum: { onMark: (offset: number) => shard.commitTo(offset) } } : {}),
+      ...(genStart === undefined ? {} : { genStart }),
+    });
     await this.shipRiding(key, a, 'stream');
+  }
+
+  /**
+   * Before a replicated shard is served at `generation`: records where the generation's records
+   * start in its log, and fences the replica set (a majority must accept the generation). False
+   * when the fence failed; the open is tried again after FENCE_RETRY_AFTER_MS.
+   */
+  private async fenced(
+    s: StreamConfig,
+    i: number,
+    generation: number,
+    log: { dir: string; tailOffset: number },
+  ): Promise<boolean> {
+    const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
+    const followers = (a?.replicas ?? []).filter((id) => id !== this.nodeId);
+    if (this.replication === null || followers.length === 0) return true;
+    const starts = await GenerationStarts.open(nodeIo, log.dir);
+    await starts.begin(generation, log.tailOffset);
+    const ref = refOf(s, i, generation);
+    const outcome = await this.replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
+    if (outcome.majority) return true;
+    this.log.warn(
+      { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation, ...outcome },
+      'the replica set was not fenced; the shard stays unserved and the open is retried',
+    );
+    setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+    return false;
   }
 
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */

@@ -9,13 +9,15 @@ import type { Refusal } from './refusal.js';
 
 /** Control-plane mode: which shards this broker serves (cluster/shard-table.ts). */
 export interface ShardOwnership {
-  /** Null when this broker serves the shard; otherwise the refusal to answer with. */
+  /** Null when this broker serves the shard; otherwise the refusal to answer with. A `write`
+   *  is also refused while this broker's lease is lapsed. */
   refuse(
     kind: 'stream' | 'cache',
     tenant: string,
     namespace: string,
     name: string,
     shard: number,
+    write?: boolean,
   ): Refusal | null;
   /** The same for a cache, counter, watch or group request (null when served or unknown). */
   refuseMessage(msg: Message): Refusal | null;

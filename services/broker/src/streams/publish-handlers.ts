@@ -116,7 +116,14 @@ export class PublishHandlers {
     }
     const shardIndex = req.key ? routeKey(req.key, stream.shards.length, stream.config.routing) : 0;
     // The ownership half of admission (admission.ts): the shard is known only after routing.
-    const unheld = ownership?.refuse('stream', req.tenant, req.namespace, req.stream, shardIndex);
+    const unheld = ownership?.refuse(
+      'stream',
+      req.tenant,
+      req.namespace,
+      req.stream,
+      shardIndex,
+      true,
+    );
     if (unheld) return this.answerError(auth, req, unheld);
     const shard = stream.shards[shardIndex]!;
     if (shard.quorumWaiting >= QUORUM_WAITING_BATCHES_MAX) {

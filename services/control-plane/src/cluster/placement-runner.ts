@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics.js';
 import type { PlacementOutcome } from '../store/assignments.js';
 import type { ControlStore } from '../store/store.js';
 import { placementNodes } from './liveness.js';
+import { reportTrust } from './promotion.js';
 
 export class PlacementRunner {
   private running: Promise<void> | undefined;
@@ -53,8 +54,10 @@ export class PlacementRunner {
     while (this.dirty) {
       this.dirty = false;
       try {
-        const out = await this.store.assignments.pass((nodes) =>
-          placementNodes(nodes, this.liveness, this.clock.nowMs()),
+        const nowMs = this.clock.nowMs();
+        const out = await this.store.assignments.pass(
+          (nodes) => placementNodes(nodes, this.liveness, nowMs),
+          reportTrust(this.liveness, nowMs),
         );
         this.last = out;
         this.metrics.placementPasses.inc({ outcome: 'ok' });

@@ -29,6 +29,7 @@ import { catalogRoutes } from './routes/catalog.js';
 import { nodeRoutes } from './routes/nodes.js';
 import { signingKeyRoutes } from './routes/signing-keys.js';
 import { rbacRoutes } from './routes/rbac.js';
+import { replicaReportRoutes } from './routes/replica-reports.js';
 import { systemRoutes } from './routes/system.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { ErrorBody } from './schemas.js';
@@ -171,6 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   systemRoutes(app, ctx, () => closing);
   catalogRoutes(app, ctx);
   nodeRoutes(app, ctx);
+  replicaReportRoutes(app, ctx);
   assignmentRoutes(app, ctx);
   signingKeyRoutes(app, ctx);
   tokenRoutes(app, ctx, new TokenService(deps.store, signer, clock, app.log, deps.tokens));

@@ -8,6 +8,7 @@ import {
   NODE_LABELS_MAX,
   PAGE_LIMIT_MAX,
   REPLICATION_FACTOR_MAX,
+  REPLICA_REPORT_SHARDS_MAX,
   SHARDS_MAX,
 } from '../limits.js';
 
@@ -219,6 +220,85 @@ export const HeartbeatReply = Type.Object({
   expiry_timeout_ms: Type.Integer(),
   fleet_features: Type.Array(Type.String()),
 });
+
+const Offset = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const Generation = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+const HaltReason = Type.Union([Type.Literal('diverged'), Type.Literal('needs_bootstrap')]);
+const ReportKey = {
+  tenant_id: Name,
+  namespace: Name,
+  kind: Kind,
+  stream: Name,
+  shard: Type.Integer({ minimum: 0, maximum: SHARDS_MAX - 1 }),
+};
+export const ShardReport = Type.Object(
+  {
+    ...ReportKey,
+    generation: Generation,
+    leader_offset: Offset,
+    commit_offset: Type.Optional(Offset),
+    replica_offsets: Type.Array(
+      Type.Object({ node_id: Name, durable_offset: Offset }, { additionalProperties: false }),
+      { maxItems: REPLICATION_FACTOR_MAX },
+    ),
+    halted: Type.Optional(
+      Type.Array(
+        Type.Object({ node_id: Name, reason: HaltReason }, { additionalProperties: false }),
+        { maxItems: REPLICATION_FACTOR_MAX },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export const ReplicaStatus = Type.Object(
+  {
+    incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    shards: Type.Array(ShardReport, { maxItems: REPLICA_REPORT_SHARDS_MAX }),
+  },
+  { additionalProperties: false },
+);
+const ReportOutcome = Type.Union([
+  Type.Literal('accepted'),
+  Type.Literal('stale'),
+  Type.Literal('not_leader'),
+  Type.Literal('unassigned'),
+  Type.Literal('future_generation'),
+]);
+const ShardOutcomes = Type.Array(
+  Type.Object({
+    tenant_id: Type.String(),
+    namespace: Type.String(),
+    kind: Kind,
+    stream: Type.String(),
+    shard: Type.Integer(),
+    outcome: ReportOutcome,
+  }),
+);
+export const ReplicaStatusReply = Type.Object({ shards: ShardOutcomes });
+export const ReplicaStatusRefused = Type.Object({
+  code: Type.String(),
+  message: Type.String(),
+  request_id: Type.String(),
+  /** Absent when the whole request was refused (an old incarnation, an unknown node). */
+  shards: Type.Optional(ShardOutcomes),
+});
+export const StoredReport = Type.Object({
+  tenant_id: Type.String(),
+  namespace: Type.String(),
+  kind: Kind,
+  stream: Type.String(),
+  shard: Type.Integer(),
+  generation: Type.Integer(),
+  leader: Type.String(),
+  leader_offset: Type.Integer(),
+  commit_offset: Type.Integer(),
+  replica_offsets: Type.Array(
+    Type.Object({ node_id: Type.String(), durable_offset: Type.Integer() }),
+  ),
+  halted: Type.Array(Type.Object({ node_id: Type.String(), reason: HaltReason })),
+  reported_at_ms: Type.Integer(),
+});
+export const ReportList = Type.Object({ items: Type.Array(StoredReport) });
 
 export const Assignment = Type.Object({
   tenant_id: Type.String(),

@@ -111,19 +111,25 @@ export async function upsertAssignments(
  * Deletes the assignments under `t/ns` (of one resource when `of` is given); returns their keys
  * and generations.
  */
-export function deleteAssignments(
+export async function deleteAssignments(
   q: Sql,
   t: string,
   ns: string,
   of?: { kind: ShardKind; name: string },
 ): Promise<Row[]> {
   const returning = 'RETURNING tenant_id, namespace, kind, name, shard, generation';
+  // A shard's replica report goes with its assignment: a re-created resource starts afresh.
   if (!of) {
+    await q.query('DELETE FROM replica_reports WHERE tenant_id = $1 AND namespace = $2', [t, ns]);
     return q.query<Row>(
       `DELETE FROM shard_assignments WHERE tenant_id = $1 AND namespace = $2 ${returning}`,
       [t, ns],
     );
   }
+  await q.query(
+    'DELETE FROM replica_reports WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4',
+    [t, ns, of.kind, of.name],
+  );
   return q.query<Row>(
     `DELETE FROM shard_assignments WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4
      ${returning}`,
@@ -138,7 +144,13 @@ export async function deleteAssignmentIf(q: Sql, a: AssignmentRecord): Promise<b
        AND shard = $5 AND generation = $6 RETURNING shard`,
     [a.tenant_id, a.namespace, a.kind, a.stream, a.shard, a.generation],
   );
-  return del.length > 0;
+  if (del.length === 0) return false;
+  await q.query(
+    `DELETE FROM replica_reports WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4
+       AND shard = $5`,
+    [a.tenant_id, a.namespace, a.kind, a.stream, a.shard],
+  );
+  return true;
 }
 
 /** Copies (leader or follower) a node holds. */

@@ -22,7 +22,9 @@ import {
   upsertAssignments,
 } from './assignment-rows.js';
 import { type CatalogKind, type ShardedResource, shardedResources } from './catalog-kinds.js';
+import { type ReportTrust, TRUST_ALL, failoverPolicy } from '../cluster/promotion.js';
 import { livenessRows } from './membership.js';
+import { reportsByShard } from './replica-reports.js';
 import { page } from './paging.js';
 import {
   type Row,
@@ -99,10 +101,10 @@ export class AssignmentRepository {
   }
 
   /** The plan placement would carry out now, without writing it. */
-  plan(view: PlacementView): Promise<PlanEntry[]> {
+  plan(view: PlacementView, trust: ReportTrust = TRUST_ALL): Promise<PlanEntry[]> {
     return this.tx.driver.tx(
       async (q) => {
-        const { nodes, requests } = await this.placementInputs(q, view);
+        const { nodes, requests } = await this.placementInputs(q, view, trust);
         return planPlacement(requests, nodes);
       },
       { snapshot: true },
@@ -110,13 +112,14 @@ export class AssignmentRepository {
   }
 
   /**
-   * One placement pass: reads nodes, resources and assignments under the placement lock, plans,
-   * and writes every changed assignment (generation bumped) with its change row.
+   * One placement pass: reads nodes, resources, assignments and replica reports (believed as
+   * `trust` says) under the placement lock, plans, and writes every changed assignment
+   * (generation bumped) with its change row.
    */
-  pass(view: PlacementView): Promise<PlacementOutcome> {
+  pass(view: PlacementView, trust: ReportTrust = TRUST_ALL): Promise<PlacementOutcome> {
     return this.tx.write(async (w) => {
       await this.tx.driver.lockPlacement(w.q);
-      const inputs = await this.placementInputs(w.q, view);
+      const inputs = await this.placementInputs(w.q, view, trust);
       const entries = planPlacement(inputs.requests, inputs.nodes);
       const fresh: AssignmentRecord[] = [];
       const written: AssignmentRecord[] = [];
@@ -198,8 +201,13 @@ export class AssignmentRepository {
       w.change('assignments', 'unassigned', assignmentRowKey(r));
   }
 
-  private async placementInputs(q: Sql, view: PlacementView): Promise<PlacementInputs> {
+  private async placementInputs(
+    q: Sql,
+    view: PlacementView,
+    trust: ReportTrust,
+  ): Promise<PlacementInputs> {
     const nodes = view(await livenessRows(q));
+    const reports = await reportsByShard(q);
     const current = new Map<string, AssignmentRecord>();
     for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
       const a = assignmentOf(r);
@@ -214,6 +222,17 @@ export class AssignmentRepository {
           const cur = current.get(id);
           current.delete(id);
           routing.set(id, res.routing);
+          const was = cur
+            ? { leader: cur.leader, replicas: cur.replicas, generation: cur.generation }
+            : undefined;
+          const failover = failoverPolicy({
+            kind: res.kind,
+            durable: res.durable ?? false,
+            consistency: res.consistency ?? 'Leader',
+            current: was,
+            report: reports.get(id),
+            trust,
+          });
           requests.push({
             key: {
               kind: res.kind,
@@ -223,9 +242,8 @@ export class AssignmentRepository {
               shard,
             },
             replicationFactor: res.replication_factor,
-            current: cur
-              ? { leader: cur.leader, replicas: cur.replicas, generation: cur.generation }
-              : undefined,
+            current: was,
+            failover,
           });
         }
       }

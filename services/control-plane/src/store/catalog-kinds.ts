@@ -103,6 +103,10 @@ export interface ShardedResource {
   shards: number;
   replication_factor: number;
   routing?: Routing | undefined;
+  /** Read by placement passes (a create places without them). */
+  consistency?: Consistency;
+  /** Whether the resource keeps a log that must survive a failover (streams say; caches: no). */
+  durable?: boolean;
 }
 
 /** Every resource of `kind`, read narrowly (placement reads the whole catalog each pass). */
@@ -110,10 +114,10 @@ export async function shardedResources(
   q: Sql,
   kind: CatalogKind<unknown, unknown>,
 ): Promise<ShardedResource[]> {
-  const cols = `tenant_id, namespace, ${kind.nameCol}, shards, replication_factor`;
-  const rows = await q.query<Row>(
-    `SELECT ${kind.routed ? `${cols}, routing` : cols} FROM ${kind.table}`,
-  );
+  const stream = kind.kind === 'stream';
+  const cols = `tenant_id, namespace, ${kind.nameCol}, shards, replication_factor, consistency`;
+  const more = `${kind.routed ? ', routing' : ''}${stream ? ', durable' : ''}`;
+  const rows = await q.query<Row>(`SELECT ${cols}${more} FROM ${kind.table}`);
   return rows.map((r) => ({
     kind: kind.kind,
     tenant_id: str(r.tenant_id),
@@ -122,5 +126,7 @@ export async function shardedResources(
     shards: num(r.shards),
     replication_factor: num(r.replication_factor),
     routing: kind.routed ? (str(r.routing) as Routing) : undefined,
+    consistency: str(r.consistency) as Consistency,
+    durable: stream && num(r.durable) === 1,
   }));
 }

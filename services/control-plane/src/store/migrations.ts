@@ -145,6 +145,27 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at_ms)',
     ],
   },
+  {
+    version: 3,
+    name: 'replica reports: what each shard leader last said its replicas hold',
+    statements: [
+      // One row per shard (its latest report); removed with the shard's assignment.
+      `CREATE TABLE replica_reports (
+        tenant_id TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        shard BIGINT NOT NULL,
+        generation BIGINT NOT NULL,
+        leader TEXT NOT NULL,
+        leader_offset BIGINT NOT NULL,
+        commit_offset BIGINT NOT NULL,
+        offsets TEXT NOT NULL,
+        halted TEXT NOT NULL,
+        reported_at_ms BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, namespace, kind, name, shard))`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

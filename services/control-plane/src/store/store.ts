@@ -1,8 +1,8 @@
 /**
  * `ControlStore`: the control plane's state over one SQL driver, as one repository per resource
- * (tenants and namespaces, the stream and cache catalog, membership, assignments, feeds, and the
- * auth state: signing keys, IdP issuers, RBAC, refresh tokens, bootstrap) sharing
- * one `Transactions`: every write is one transaction whose change rows are appended before
+ * (tenants and namespaces, the stream and cache catalog, membership, assignments, replica
+ * reports, feeds, and the auth state: signing keys, IdP issuers, RBAC, refresh tokens,
+ * bootstrap) sharing one `Transactions`: every write is one transaction whose change rows are appended before
  * commit, and every stamp comes from the injected clock. This file only wires them together.
  */
 import { type Clock, systemClock } from '../clock.js';
@@ -17,6 +17,7 @@ import { IssuerRepository } from './issuers.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { RbacRepository } from './rbac.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
+import { ReplicaReportRepository } from './replica-reports.js';
 import { SigningKeyRepository } from './signing-keys.js';
 import type { SqlDriver } from './sql.js';
 import { NamespaceRepository, TenantRepository } from './tenants.js';
@@ -39,6 +40,7 @@ export class ControlStore {
   readonly streams: CatalogRepository<Stream, StreamPatch>;
   readonly caches: CatalogRepository<Cache, CachePatch>;
   readonly nodes: MembershipRepository;
+  readonly replicaReports: ReplicaReportRepository;
   readonly assignments: AssignmentRepository;
   readonly feeds: FeedRepository;
   readonly signingKeys: SigningKeyRepository;
@@ -63,6 +65,7 @@ export class ControlStore {
     ]);
     this.tenants = new TenantRepository(this.tx, this.namespaces);
     this.nodes = new MembershipRepository(this.tx);
+    this.replicaReports = new ReplicaReportRepository(this.tx);
     this.feeds = new FeedRepository(driver, opts.snapshotRowsMax ?? SNAPSHOT_ROWS_MAX);
     this.signingKeys = new SigningKeyRepository(this.tx);
     this.issuers = new IssuerRepository(this.tx);

@@ -94,6 +94,32 @@ export interface AssignmentRecord extends AssignmentKey {
   routing?: Routing;
 }
 
+/** Why a leader stopped shipping to a follower until it is repaired. */
+export type HaltReason = 'diverged' | 'needs_bootstrap';
+
+/** What a shard's leader last said its replicas hold (docs/replication.md, replica reports). */
+export interface ReplicaReport extends AssignmentKey {
+  /** The generation the leader leads at; a report is believed only at the assignment's. */
+  generation: number;
+  leader: string;
+  /** One past the leader's own last durable record. */
+  leader_offset: number;
+  /** The commit mark the leader computed (0 when it keeps none: `Leader` consistency). */
+  commit_offset: number;
+  /** Each follower's confirmed (durable) offset, as the leader's cursor counts it. */
+  replica_offsets: { node_id: string; durable_offset: number }[];
+  halted: { node_id: string; reason: HaltReason }[];
+  reported_at_ms: number;
+}
+
+/** What the control plane made of one shard's report. */
+export type ReportOutcome =
+  | 'accepted'
+  | 'stale'
+  | 'not_leader'
+  | 'unassigned'
+  | 'future_generation';
+
 export interface Page<T> {
   items: T[];
   next_cursor: string | null;

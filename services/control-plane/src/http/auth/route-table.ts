@@ -89,6 +89,7 @@ export const ROUTE_AUTH: Readonly<Record<string, RouteAuth>> = {
 
   'POST /v1/nodes': perm('node.manage', 'node', bodyField('node_id')),
   'POST /v1/nodes/:node_id/heartbeat': ownNode,
+  'POST /v1/nodes/:node_id/replica-status': ownNode,
   'POST /v1/nodes/:node_id/drain': ownNode,
   'POST /v1/nodes/:node_id/deregister': ownNode,
   'DELETE /v1/nodes/:node_id': onCluster('node.manage'),
@@ -97,6 +98,7 @@ export const ROUTE_AUTH: Readonly<Record<string, RouteAuth>> = {
 
   'GET /v1/shard-assignments': onCluster('node.view'),
   'GET /v1/placement/plan': onCluster('node.view'),
+  'GET /v1/replica-reports': onCluster('node.view'),
 
   /** A tenant's own key management is managing the tenant. */
   'GET /v1/tenants/:tenant_id/signing-keys': perm('tenant.manage', 'tenant', T),

@@ -2,6 +2,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { placementNodes } from '../../cluster/liveness.js';
+import { reportTrust } from '../../cluster/promotion.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
@@ -37,8 +38,10 @@ export function assignmentRoutes(app: FastifyInstance, ctx: RouteContext): void 
       response: S.responses({ 200: S.PlanReply }),
     },
     handler: async () => {
-      const entries = await ctx.store.assignments.plan((nodes) =>
-        placementNodes(nodes, ctx.liveness, ctx.clock.nowMs()),
+      const nowMs = ctx.clock.nowMs();
+      const entries = await ctx.store.assignments.plan(
+        (nodes) => placementNodes(nodes, ctx.liveness, nowMs),
+        reportTrust(ctx.liveness, nowMs),
       );
       const items = [];
       let unchanged = 0;

@@ -1,0 +1,231 @@
+/**
+ * Goal: a follower repairs a deposed leader's divergent suffix and nothing else: a suffix of an
+ * older generation is truncated when a newer leader's batch conflicts with it, never at or
+ * below the commit offset; a batch of an older generation than the follower accepted (by a
+ * batch or a fence) is refused; a resent batch is compared byte for byte, never appended twice;
+ * a new leader's fence opens on a majority and makes the generation durable.
+ * Method: the real ReplicaServer over real storage (SegmentLog, ReplicaFile, the generations
+ * file in a temp dir), fed by a real ShardShipper reading a real leader log, or by hand-built
+ * frames; the follower's log read back after it closes.
+ */
+import { tempDir, waitFor } from '@felix/testing-harness';
+import {
+  GenerationStarts,
+  type LogOptions,
+  ReplicaFile,
+  SegmentLog,
+  nodeIo,
+  shardDirName,
+} from '@felix/storage';
+import { INTERNAL_ERROR, batchChecksum, encodeInternalMessage } from '@felix/wire';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ReplicaServer } from '../src/follower/replica-server.js';
+import { fenceReplicaSet } from '../src/leader/fence.js';
+import { ShardShipper } from '../src/leader/shard-shipper.js';
+import { SHARD, decodeFrame, shardRef } from './support/sim.js';
+
+const ENC = new TextEncoder();
+const DEC = new TextDecoder();
+const dirs: { cleanup: () => Promise<void> }[] = [];
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+  for (const d of dirs.splice(0)) await d.cleanup();
+});
+
+async function root(): Promise<string> {
+  const d = await tempDir('felix-divergence-');
+  dirs.push(d);
+  return d.path;
+}
+
+function optsAt(path: string): LogOptions {
+  return { root: path, shard: SHARD, fsync: 'onCommit', preallocateBytes: 0 };
+}
+
+/** A log at `path` holding `values`, written under `generation` from offset 0. */
+async function logWith(path: string, values: string[], generation: number): Promise<void> {
+  const log = await SegmentLog.open(optsAt(path));
+  await log.append(values.map((v) => ENC.encode(v)));
+  await (await GenerationStarts.open(nodeIo, log.dir)).begin(generation, 0);
+  await log.close();
+}
+
+async function valuesAt(path: string): Promise<string[]> {
+  const log = await SegmentLog.open(optsAt(path));
+  try {
+    const r = await log.read(log.baseOffset, { maxRecords: 1000 });
+    return r.kind === 'records' ? r.records.map((x) => DEC.decode(x.payload)) : [];
+  } finally {
+    await log.close();
+  }
+}
+
+function serverAt(path: string, assigned: () => number): ReplicaServer {
+  const server = new ReplicaServer({
+    logOptions: () => optsAt(path),
+    assignment: () => ({ generation: assigned() }),
+  });
+  closers.push(() => server.close());
+  return server;
+}
+
+const shared = ['a0', 'a1', 'a2', 'a3', 'a4', 'a5'];
+const divergent = ['x6', 'x7', 'x8', 'x9'];
+const successor = ['n6', 'n7', 'n8'];
+
+/** Ships the new leader's log (gen 2, its generation starting at 6) from `start` to `server`. */
+async function shipFrom(start: number, server: ReplicaServer) {
+  const leaderRoot = await root();
+  await logWith(leaderRoot, [...shared, ...successor], 1);
+  const log = await SegmentLog.open(optsAt(leaderRoot));
+  closers.push(() => log.close());
+  const stopped: string[] = [];
+  const shipper = new ShardShipper({
+    log,
+    shard: shardRef(2),
+    followers: [{ nodeId: 'old', link: { request: (f) => server.handle(f) }, start }],
+    onStopped: (_id, reason) => stopped.push(reason),
+  });
+  closers.push(() => shipper.stop());
+  return { shipper, stopped, tail: log.tailOffset };
+}
+
+function records(generation: number, first: number, values: string[], id = 1): Uint8Array {
+  const payloads = values.map((v) => ENC.encode(v));
+  return encodeInternalMessage({
+    kind: 'ReplicateRecords',
+    correlationId: id,
+    shard: shardRef(generation),
+    firstOffset: first,
+    checksum: batchChecksum(payloads),
+    payloads,
+  });
+}
+
+describe('divergence repair', () => {
+  it('a_divergent_uncommitted_suffix_is_truncated_on_return', async () => {
+    // From just below the new generation's start, and from its tail (the conflict is then the
+    // batch's first record: the follower asks for the older generation's start first).
+    for (const start of [5, 8]) {
+      const oldRoot = await root();
+      await logWith(oldRoot, [...shared, ...divergent], 1);
+      const server = serverAt(oldRoot, () => 2);
+      const { shipper, stopped, tail } = await shipFrom(start, server);
+      await waitFor(() => shipper.confirmed('old') === tail, 'the old leader to follow', 10_000);
+      expect(stopped).toEqual([]);
+      await shipper.stop();
+      await server.close();
+      expect(await valuesAt(oldRoot)).toEqual([...shared, ...successor]);
+      const starts = await GenerationStarts.open(nodeIo, `${oldRoot}/${dirOf()}`);
+      expect(starts.at(6).generation).toBe(2);
+    }
+  });
+
+  it('nothing_at_or_below_the_commit_offset_is_ever_truncated', async () => {
+    const oldRoot = await root();
+    await logWith(oldRoot, [...shared, ...divergent], 1);
+    // A majority held x6 and x7: they are committed, the suffix from 6 may not go.
+    const replica = await ReplicaFile.open(nodeIo, `${oldRoot}/${dirOf()}`);
+    await replica.advanceCommit(8);
+    const server = serverAt(oldRoot, () => 2);
+    const { stopped } = await shipFrom(5, server);
+    await waitFor(() => stopped.length > 0, 'the follower to halt', 10_000);
+    expect(stopped).toEqual(['diverged']);
+    await server.close();
+    expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
+  });
+
+  it('a_conflict_within_one_generation_is_never_truncated', async () => {
+    const oldRoot = await root();
+    await logWith(oldRoot, [...shared, ...divergent], 2);
+    const server = serverAt(oldRoot, () => 2);
+    const answer = decodeFrame(await server.handle(records(2, 5, ['a5', 'n6'])));
+    expect(answer).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.LogConflict });
+    await server.close();
+    expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
+  });
+
+  it('a_follower_rejects_a_batch_from_an_older_generation', async () => {
+    const path = await root();
+    const server = serverAt(path, () => 3);
+    expect(decodeFrame(await server.handle(records(2, 0, ['a0', 'a1'])))).toMatchObject({
+      kind: 'ReplicateOk',
+      durableOffset: 2,
+    });
+    // A leader at generation 3 fences it: from then on generation 2 is refused.
+    const fence = encodeInternalMessage({
+      kind: 'Fence',
+      correlationId: 7,
+      shard: shardRef(3),
+      log: 1,
+    });
+    expect(decodeFrame(await server.handle(fence))).toEqual({
+      kind: 'FenceOk',
+      correlationId: 7,
+      logEnd: 2,
+      commitOffset: 0,
+      lastGeneration: 2,
+    });
+    expect(decodeFrame(await server.handle(records(2, 2, ['old'])))).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.FencedEpoch,
+    });
+    await server.close();
+    expect(await valuesAt(path)).toEqual(['a0', 'a1']);
+    expect((await ReplicaFile.open(nodeIo, `${path}/${dirOf()}`)).state.generation).toBe(3);
+  });
+
+  it('a_resent_batch_is_byte_compared_not_appended_twice', async () => {
+    const path = await root();
+    const server = serverAt(path, () => 1);
+    const batch = records(1, 0, ['a0', 'a1', 'a2']);
+    for (let i = 0; i < 3; i++) {
+      expect(decodeFrame(await server.handle(batch))).toMatchObject({
+        kind: 'ReplicateOk',
+        durableOffset: 3,
+      });
+    }
+    // The same offsets with other bytes at the same generation: a conflict, nothing written.
+    expect(decodeFrame(await server.handle(records(1, 1, ['a1', 'zz', 'a3'])))).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.LogConflict,
+      expectedOffset: 2,
+    });
+    await server.close();
+    expect(await valuesAt(path)).toEqual(['a0', 'a1', 'a2']);
+  });
+
+  it('a_fence_opens_on_a_majority_and_a_follower_says_when_the_leader_was_deposed', async () => {
+    const up = serverAt(await root(), () => 4);
+    const down = { request: () => Promise.reject(new Error('unreachable')) };
+    const link = { request: (f: Uint8Array) => up.handle(f) };
+    const three = await fenceReplicaSet({
+      shard: shardRef(4),
+      followers: [
+        { nodeId: 'up', link },
+        { nodeId: 'down', link: down },
+      ],
+      deadlineMs: 5_000,
+    });
+    expect(three).toMatchObject({ majority: true, deposed: false });
+    expect(three.answers.map((a) => a.nodeId)).toEqual(['up']);
+    const two = await fenceReplicaSet({
+      shard: shardRef(4),
+      followers: [{ nodeId: 'down', link: down }],
+      deadlineMs: 300,
+    });
+    expect(two.majority).toBe(false);
+    const older = await fenceReplicaSet({
+      shard: shardRef(3),
+      followers: [{ nodeId: 'up', link }],
+      deadlineMs: 5_000,
+    });
+    expect(older).toMatchObject({ majority: false, deposed: true });
+  });
+});
+
+/** The shard's directory under a root (the storage layout's name for SHARD). */
+function dirOf(): string {
+  return shardDirName(SHARD);
+}

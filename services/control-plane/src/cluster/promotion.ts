@@ -1,0 +1,74 @@
+/**
+ * Who may take over a shard when its leader is lost (docs/replication.md, "Replica reports and
+ * promotion"): a pure function of the shard's settings, its assignment and the leader's last
+ * report. A durable stream's log must never come back shorter than what its consistency
+ * promised, so only a replica holding at least the caught-up bound may lead: the leader's whole
+ * reported log under `Leader` consistency, the commit mark under `Quorum`. A halted follower
+ * (diverged, needs a bootstrap) never qualifies, nor does anyone when the report is missing,
+ * from another leader or a later generation, or older than the trust window. Candidates come most
+ * caught-up first. A durable single copy has no candidate: it waits for its owner.
+ */
+import type { Assignment, FailoverPolicy, ShardKind } from '@felix/router';
+import type { LivenessConfig } from '../config.js';
+import type { Consistency, ReplicaReport } from '../store/types.js';
+
+/** Which stored reports placement may believe: those stamped within `trustMs` of `nowMs`. */
+export interface ReportTrust {
+  nowMs: number;
+  trustMs: number;
+}
+
+/** Every report believed, however old (tests and the dry-run default). */
+export const TRUST_ALL: ReportTrust = { nowMs: 0, trustMs: Number.POSITIVE_INFINITY };
+
+/** A report is trusted for 2 × expiry + 1 heartbeat: long enough to outlive its leader's down-marking. */
+export function reportTrust(l: LivenessConfig, nowMs: number): ReportTrust {
+  return { nowMs, trustMs: 2 * l.expiryTimeoutMs + l.heartbeatIntervalMs };
+}
+
+export interface PromotionInput {
+  kind: ShardKind;
+  durable: boolean;
+  consistency: Consistency;
+  current: Assignment | undefined;
+  report: ReplicaReport | undefined;
+  trust: ReportTrust;
+}
+
+/** The offset a replica must hold to take over, or null when the report cannot be believed. */
+export function caughtUpBound(input: PromotionInput): number | null {
+  const { current, report, trust } = input;
+  if (current === undefined || report === undefined) return null;
+  // A report of an earlier generation of the same leader still holds: the generation moved
+  // because the follower set changed (a dead follower dropped) while that leader went on
+  // leading the same log, and what its followers confirmed they still hold.
+  if (report.generation > current.generation || report.leader !== current.leader) return null;
+  if (trust.nowMs - report.reported_at_ms > trust.trustMs) return null;
+  return input.consistency === 'Quorum' ? report.commit_offset : report.leader_offset;
+}
+
+/**
+ * The failover policy of one shard, or undefined when its log has nothing to protect (an
+ * in-memory stream; caches until their logs are shipped and reported).
+ */
+export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefined {
+  if (input.kind !== 'stream' || !input.durable) return undefined;
+  const bound = caughtUpBound(input);
+  if (bound === null || input.report === undefined || input.current === undefined)
+    return { candidates: [] };
+  const halted = new Set(input.report.halted.map((h) => h.node_id));
+  const members = new Set(input.current.replicas);
+  const able = input.report.replica_offsets.filter(
+    (o) =>
+      o.durable_offset >= bound &&
+      !halted.has(o.node_id) &&
+      members.has(o.node_id) &&
+      o.node_id !== input.current!.leader,
+  );
+  able.sort(
+    (a, b) =>
+      b.durable_offset - a.durable_offset ||
+      (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
+  );
+  return { candidates: able.map((o) => o.node_id) };
+}

@@ -1,0 +1,83 @@
+/**
+ * Replica reports: a shard leader's word on what its replicas hold (`POST
+ * /v1/nodes/{node_id}/replica-status`, with the heartbeat's permission), which placement reads
+ * to choose whom to promote, and the operator's read of what is stored (`GET
+ * /v1/replica-reports`).
+ */
+import type { Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { checkName } from '../../catalog-names.js';
+import { ReportNotAcceptedError } from '../../errors.js';
+import { PAGE_LIMIT_MAX, REPLICA_REPORT_BODY_BYTES_MAX } from '../../limits.js';
+import type { ReportInput } from '../../store/replica-reports.js';
+import type { RouteContext } from '../context.js';
+import * as S from '../schemas.js';
+
+type ShardReport = Static<typeof S.ShardReport>;
+
+function inputOf(r: ShardReport): ReportInput {
+  return {
+    tenant_id: r.tenant_id,
+    namespace: r.namespace,
+    kind: r.kind,
+    stream: r.stream,
+    shard: r.shard,
+    generation: r.generation,
+    leader_offset: r.leader_offset,
+    commit_offset: r.commit_offset ?? 0,
+    replica_offsets: r.replica_offsets,
+    halted: r.halted ?? [],
+  };
+}
+
+export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  app.post('/v1/nodes/:node_id/replica-status', {
+    bodyLimit: REPLICA_REPORT_BODY_BYTES_MAX,
+    schema: {
+      tags: ['nodes'],
+      summary:
+        "A leader's report of what each replica of the shards it leads holds; 200 when every shard's report was accepted, 409 naming each outcome otherwise",
+      params: S.NodeParams,
+      body: S.ReplicaStatus,
+      response: S.responses({ 200: S.ReplicaStatusReply, 409: S.ReplicaStatusRefused }),
+    },
+    handler: async (req, reply) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      const b = req.body as Static<typeof S.ReplicaStatus>;
+      const nodeId = checkName('node_id', p.node_id);
+      const outcomes = await ctx.store.replicaReports.record(
+        nodeId,
+        b.incarnation,
+        b.shards.map(inputOf),
+      );
+      const shards = b.shards.map((s, i) => ({
+        tenant_id: s.tenant_id,
+        namespace: s.namespace,
+        kind: s.kind,
+        stream: s.stream,
+        shard: s.shard,
+        outcome: outcomes[i]!,
+      }));
+      for (const o of outcomes) ctx.metrics.replicaReports.inc({ outcome: o });
+      if (outcomes.every((o) => o === 'accepted')) return { shards };
+      const refused = new ReportNotAcceptedError(
+        `${outcomes.filter((o) => o !== 'accepted').length} of ${outcomes.length} shard reports were not accepted`,
+      );
+      return reply.code(409).send({
+        code: refused.code,
+        message: refused.message,
+        request_id: String(req.id),
+        shards,
+      });
+    },
+  });
+
+  app.get('/v1/replica-reports', {
+    schema: {
+      tags: ['placement'],
+      summary: 'The replica reports placement would promote from (the latest per shard)',
+      response: S.responses({ 200: S.ReportList }),
+    },
+    handler: async () => ({ items: await ctx.store.replicaReports.list(PAGE_LIMIT_MAX) }),
+  });
+}

@@ -1,0 +1,161 @@
+/**
+ * Replica reports: what each shard's leader last said its replicas hold (generation, the
+ * leader's own offset, the commit mark, each follower's confirmed offset, halted followers).
+ * Placement reads them to choose whom to promote when a leader is lost. A report is believed
+ * only from the shard's current leader at its current generation (checked inside the write, so
+ * a deposed leader's late report is refused), and only moves forward: at the same generation it
+ * is merged into the stored one (offsets take the higher value, halts accumulate), and an older
+ * generation's report is refused as stale.
+ */
+import { NodeNotFoundError, NotRegisteredError, StaleIncarnationError } from '../errors.js';
+import { type Row, num, shardId, str } from './rows.js';
+import type { Sql } from './sql.js';
+import type { Transactions } from './transaction.js';
+import type { AssignmentKey, HaltReason, ReplicaReport, ReportOutcome } from './types.js';
+
+/** One shard's report as a broker sends it (the store adds the leader and the stamp). */
+export type ReportInput = Omit<ReplicaReport, 'leader' | 'reported_at_ms'>;
+
+const KEY_WHERE = 'tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 AND shard = $5';
+
+function keyParams(k: AssignmentKey): [string, string, string, string, number] {
+  return [k.tenant_id, k.namespace, k.kind, k.stream, k.shard];
+}
+
+export function reportOf(r: Row): ReplicaReport {
+  return {
+    tenant_id: str(r.tenant_id),
+    namespace: str(r.namespace),
+    kind: str(r.kind) as ReplicaReport['kind'],
+    stream: str(r.name),
+    shard: num(r.shard),
+    generation: num(r.generation),
+    leader: str(r.leader),
+    leader_offset: num(r.leader_offset),
+    commit_offset: num(r.commit_offset),
+    replica_offsets: JSON.parse(str(r.offsets)) as ReplicaReport['replica_offsets'],
+    halted: JSON.parse(str(r.halted)) as ReplicaReport['halted'],
+    reported_at_ms: num(r.reported_at_ms),
+  };
+}
+
+/** `next` folded into `prev` of the same generation: nothing a report said is taken back. */
+export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaReport {
+  const offsets = new Map(prev.replica_offsets.map((o) => [o.node_id, o.durable_offset]));
+  for (const o of next.replica_offsets)
+    offsets.set(o.node_id, Math.max(offsets.get(o.node_id) ?? 0, o.durable_offset));
+  const halted = new Map<string, HaltReason>(prev.halted.map((h) => [h.node_id, h.reason]));
+  for (const h of next.halted) halted.set(h.node_id, h.reason);
+  return {
+    ...next,
+    leader_offset: Math.max(prev.leader_offset, next.leader_offset),
+    commit_offset: Math.max(prev.commit_offset, next.commit_offset),
+    replica_offsets: [...offsets].map(([node_id, durable_offset]) => ({ node_id, durable_offset })),
+    halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
+  };
+}
+
+/** Refuses a reporter that is not the node's current, live incarnation (as a heartbeat would). */
+async function checkReporter(q: Sql, nodeId: string, incarnation: number): Promise<void> {
+  const rows = await q.query<Row>('SELECT lifecycle, incarnation FROM nodes WHERE node_id = $1', [
+    nodeId,
+  ]);
+  const cur = rows[0];
+  if (!cur) throw new NodeNotFoundError(`node ${nodeId} is not registered`);
+  const inc = num(cur.incarnation);
+  if (incarnation < inc) throw new StaleIncarnationError(nodeId, incarnation, inc);
+  if (incarnation > inc)
+    throw new NotRegisteredError(`node ${nodeId} never registered incarnation ${incarnation}`);
+  const life = str(cur.lifecycle);
+  if (life !== 'live' && life !== 'draining')
+    throw new NotRegisteredError(`node ${nodeId} is ${life}: re-register with a newer incarnation`);
+}
+
+async function storedReport(q: Sql, k: AssignmentKey): Promise<ReplicaReport | undefined> {
+  const rows = await q.query<Row>(`SELECT * FROM replica_reports WHERE ${KEY_WHERE}`, keyParams(k));
+  return rows[0] ? reportOf(rows[0]) : undefined;
+}
+
+async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
+  await q.query(
+    `INSERT INTO replica_reports (tenant_id, namespace, kind, name, shard, generation, leader,
+       leader_offset, commit_offset, offsets, halted, reported_at_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET
+       generation = excluded.generation, leader = excluded.leader,
+       leader_offset = excluded.leader_offset, commit_offset = excluded.commit_offset,
+       offsets = excluded.offsets, halted = excluded.halted, reported_at_ms = excluded.reported_at_ms`,
+    [
+      ...keyParams(r),
+      r.generation,
+      r.leader,
+      r.leader_offset,
+      r.commit_offset,
+      JSON.stringify(r.replica_offsets),
+      JSON.stringify(r.halted),
+      r.reported_at_ms,
+    ],
+  );
+}
+
+/** Judges and (when accepted) stores one shard's report, inside the caller's transaction. */
+async function recordOne(
+  q: Sql,
+  nodeId: string,
+  input: ReportInput,
+  nowMs: number,
+): Promise<ReportOutcome> {
+  const rows = await q.query<Row>(
+    `SELECT leader, generation FROM shard_assignments WHERE ${KEY_WHERE}`,
+    keyParams(input),
+  );
+  const a = rows[0];
+  if (!a) return 'unassigned';
+  const generation = num(a.generation);
+  if (input.generation > generation) return 'future_generation';
+  if (input.generation < generation) return 'stale';
+  if (str(a.leader) !== nodeId) return 'not_leader';
+  const report: ReplicaReport = { ...input, leader: nodeId, reported_at_ms: nowMs };
+  const prev = await storedReport(q, input);
+  if (prev !== undefined && prev.generation > input.generation) return 'stale';
+  const merged = prev?.generation === input.generation ? mergeReports(prev, report) : report;
+  await upsertReport(q, merged);
+  return 'accepted';
+}
+
+export class ReplicaReportRepository {
+  constructor(private readonly tx: Transactions) {}
+
+  /**
+   * Records a node's reports in one transaction: the reporter must be the node's current live
+   * incarnation (else the whole request is refused, like a heartbeat); each shard then gets its
+   * own outcome, and only `accepted` ones change what is stored.
+   */
+  record(nodeId: string, incarnation: number, reports: readonly ReportInput[]) {
+    return this.tx.write(async (w) => {
+      await checkReporter(w.q, nodeId, incarnation);
+      const outcomes: ReportOutcome[] = [];
+      for (const r of reports) outcomes.push(await recordOne(w.q, nodeId, r, w.nowMs()));
+      return outcomes;
+    });
+  }
+
+  /** Every stored report, at most `limit`, in key order. */
+  async list(limit: number): Promise<ReplicaReport[]> {
+    const rows = await this.tx.driver.query<Row>(
+      `SELECT * FROM replica_reports ORDER BY tenant_id, namespace, kind, name, shard LIMIT $1`,
+      [limit],
+    );
+    return rows.map(reportOf);
+  }
+}
+
+/** Every stored report by `shardId` (placement reads them inside its pass). */
+export async function reportsByShard(q: Sql): Promise<Map<string, ReplicaReport>> {
+  const out = new Map<string, ReplicaReport>();
+  for (const r of await q.query<Row>('SELECT * FROM replica_reports')) {
+    const rep = reportOf(r);
+    out.set(shardId(rep.kind, rep.tenant_id, rep.namespace, rep.stream, rep.shard), rep);
+  }
+  return out;
+}

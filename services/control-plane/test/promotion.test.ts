@@ -1,0 +1,278 @@
+// Goal: whom placement promotes when a durable stream's leader is lost: the most caught-up
+// replica the leader's last report names, never one behind the caught-up bound (the whole
+// reported log under `Leader`, the commit mark under `Quorum`), never a halted one, no one on a
+// report that is missing, from another generation or too old; a durable single copy waits for
+// its owner. Replica reports only move forward and are believed only from the current leader.
+// Method: the store on SQLite and on the real Postgres (the store contract's backends), nodes
+// registered and marked down directly, placement passes with an injected clock; the choice
+// itself as a pure function.
+import type { PlacementNode } from '@felix/router';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { failoverPolicy } from '../src/cluster/promotion.js';
+import type { ReportInput } from '../src/store/replica-reports.js';
+import type { ControlStore } from '../src/store/store.js';
+import type { AssignmentRecord, NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
+import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
+
+function stream(name: string, extra: Partial<Stream> = {}): Stream {
+  return {
+    tenant_id: 't1',
+    namespace: 'ns',
+    stream: name,
+    kind: 'Stream',
+    shards: 1,
+    replication_factor: 1,
+    retention: { max_age_seconds: null, max_size_bytes: null },
+    consistency: 'Leader',
+    durable: false,
+    routing: 'modulo',
+    ...extra,
+  };
+}
+
+function registration(id: string, extra: Partial<RegisterInput> = {}): RegisterInput {
+  return {
+    node_id: id,
+    advertise_addr: `${id}:5001`,
+    client_addr: null,
+    region: 'local',
+    zone: id,
+    labels: {},
+    capacity: { max_shards: 0, weight: 1 },
+    incarnation: 1,
+    ...extra,
+  };
+}
+
+const view = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
+  nodes.map((n) => ({
+    nodeId: n.node_id,
+    zone: n.zone,
+    eligible: n.lifecycle === 'live',
+    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
+    maxShards: n.max_shards,
+  }));
+
+function reportOf(a: AssignmentRecord, extra: Partial<ReportInput>): ReportInput {
+  return {
+    tenant_id: a.tenant_id,
+    namespace: a.namespace,
+    kind: a.kind,
+    stream: a.stream,
+    shard: a.shard,
+    generation: a.generation,
+    leader_offset: 0,
+    commit_offset: 0,
+    replica_offsets: [],
+    halted: [],
+    ...extra,
+  };
+}
+
+function promotionSuite(backend: Backend): void {
+  describe(`promotion on ${backend}`, () => {
+    let opened: OpenedStore;
+    let store: ControlStore;
+    let clock: ManualClock;
+    beforeEach(async () => {
+      clock = new ManualClock();
+      opened = await openTestStore(backend, { clock });
+      store = opened.store;
+      await store.tenants.create({ tenant_id: 't1', display_name: 'T1' });
+      await store.namespaces.create({ tenant_id: 't1', namespace: 'ns', display_name: 'ns' });
+      for (const id of ['n1', 'n2', 'n3', 'n4']) await store.nodes.register(registration(id));
+    });
+    afterEach(async () => {
+      await opened.cleanup();
+    });
+
+    /** Places a durable stream, reports `extra` from its leader, kills the leader, passes. */
+    async function failover(
+      consistency: 'Leader' | 'Quorum',
+      rf: number,
+      extra: (a: AssignmentRecord) => Partial<ReportInput>,
+    ) {
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: rf, consistency }),
+        view,
+      );
+      const [before] = (await store.assignments.list(10)).items;
+      const outcomes = await store.replicaReports.record(before!.leader, 1, [
+        reportOf(before!, extra(before!)),
+      ]);
+      expect(outcomes).toEqual(['accepted']);
+      const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === before!.leader)!;
+      expect(await store.nodes.markDown(before!.leader, stamp.stamp)).toBe(true);
+      const pass = await store.assignments.pass(view);
+      const [after] = (await store.assignments.list(10)).items;
+      return { before: before!, after: after!, pass };
+    }
+
+    it('placement_promotes_the_most_caught_up_replica_the_report_names', async () => {
+      const { before, after } = await failover('Leader', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        // The better-ranked follower (f1, which placement would pick unaided) lags.
+        return {
+          leader_offset: 100,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 60 },
+            { node_id: f2!, durable_offset: 100 },
+          ],
+        };
+      });
+      expect(after.leader).toBe(before.replicas[2]);
+      expect(after.generation).toBe(before.generation + 1);
+      expect(after.replicas).not.toContain(before.leader);
+    });
+
+    it('no_replica_behind_the_commit_mark_is_ever_promoted', async () => {
+      const { before, after, pass } = await failover('Quorum', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        // f2 holds more than anyone but is halted (its log diverged); f1 is behind the mark.
+        return {
+          leader_offset: 100,
+          commit_offset: 50,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 49 },
+            { node_id: f2!, durable_offset: 100 },
+          ],
+          halted: [{ node_id: f2!, reason: 'diverged' }],
+        };
+      });
+      expect(after).toEqual(before);
+      expect(pass.unplaced).toBe(1);
+      expect(pass.written).toEqual([]);
+    });
+
+    it('a_quorum_failover_takes_a_replica_at_the_commit_mark_short_of_the_leaders_log', async () => {
+      const { before, after } = await failover('Quorum', 3, (a) => ({
+        leader_offset: 100,
+        commit_offset: 50,
+        replica_offsets: [
+          { node_id: a.replicas[1]!, durable_offset: 49 },
+          { node_id: a.replicas[2]!, durable_offset: 50 },
+        ],
+      }));
+      expect(after.leader).toBe(before.replicas[2]);
+    });
+
+    it('a_durable_single_copy_is_not_placed_elsewhere_while_its_owner_is_down', async () => {
+      const { before, after, pass } = await failover('Leader', 1, () => ({ leader_offset: 7 }));
+      expect(after).toEqual(before);
+      expect(pass.unplaced).toBe(1);
+      // The owner returns (a newer incarnation): it leads again at the same generation.
+      await store.nodes.register(registration(before.leader, { incarnation: 2 }));
+      const back = await store.assignments.pass(view);
+      expect(back.unplaced).toBe(0);
+      expect((await store.assignments.list(10)).items[0]).toEqual(before);
+    });
+
+    it('an_in_memory_stream_still_moves_without_a_report', async () => {
+      await store.streams.create(stream('m', { durable: false, replication_factor: 1 }), view);
+      const [before] = (await store.assignments.list(10)).items;
+      const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === before!.leader)!;
+      await store.nodes.markDown(before!.leader, stamp.stamp);
+      await store.assignments.pass(view);
+      const [after] = (await store.assignments.list(10)).items;
+      expect(after!.leader).not.toBe(before!.leader);
+    });
+
+    it('a_replica_report_is_believed_only_from_the_current_leader_and_only_moves_forward', async () => {
+      await store.streams.create(stream('s', { durable: true, replication_factor: 3 }), view);
+      const [a] = (await store.assignments.list(10)).items;
+      const [leader, f1, f2] = a!.replicas as [string, string, string];
+      const at = (leaderOffset: number, o1: number, o2: number) =>
+        reportOf(a!, {
+          leader_offset: leaderOffset,
+          replica_offsets: [
+            { node_id: f1, durable_offset: o1 },
+            { node_id: f2, durable_offset: o2 },
+          ],
+        });
+      expect(await store.replicaReports.record(leader, 1, [at(10, 10, 4)])).toEqual(['accepted']);
+      clock.advance(5);
+      // A later report that says less (a restarted cursor) takes nothing back.
+      expect(await store.replicaReports.record(leader, 1, [at(12, 3, 12)])).toEqual(['accepted']);
+      const [stored] = await store.replicaReports.list(10);
+      expect(stored).toMatchObject({ leader, leader_offset: 12, generation: a!.generation });
+      expect(stored!.replica_offsets).toEqual([
+        { node_id: f1, durable_offset: 10 },
+        { node_id: f2, durable_offset: 12 },
+      ]);
+      expect(stored!.reported_at_ms).toBe(clock.nowMs());
+      const outcomes = await store.replicaReports.record(f1, 1, [
+        at(99, 99, 99),
+        { ...at(1, 1, 1), generation: a!.generation + 1 },
+        { ...at(1, 1, 1), generation: a!.generation - 1 },
+        { ...at(1, 1, 1), stream: 'nope' },
+      ]);
+      expect(outcomes).toEqual(['not_leader', 'future_generation', 'stale', 'unassigned']);
+      expect((await store.replicaReports.list(10))[0]).toEqual(stored);
+      // Deleting the stream removes its report with its assignments.
+      await store.streams.delete('t1', 'ns', 's');
+      expect(await store.replicaReports.list(10)).toEqual([]);
+    });
+  });
+}
+
+promotionSuite('sqlite');
+promotionSuite('postgres');
+
+describe('failover policy', () => {
+  const current = { leader: 'a', replicas: ['a', 'b', 'c', 'd'], generation: 4 };
+  const report = {
+    tenant_id: 't',
+    namespace: 'ns',
+    kind: 'stream' as const,
+    stream: 's',
+    shard: 0,
+    generation: 4,
+    leader: 'a',
+    leader_offset: 30,
+    commit_offset: 20,
+    replica_offsets: [
+      { node_id: 'b', durable_offset: 25 },
+      { node_id: 'c', durable_offset: 30 },
+      { node_id: 'd', durable_offset: 20 },
+      { node_id: 'x', durable_offset: 99 },
+    ],
+    halted: [],
+    reported_at_ms: 1_000,
+  };
+  const base = {
+    kind: 'stream' as const,
+    durable: true,
+    consistency: 'Quorum' as const,
+    current,
+    report,
+    trust: { nowMs: 2_000, trustMs: 5_000 },
+  };
+
+  it('candidates_are_the_members_at_or_past_the_bound_most_caught_up_first', () => {
+    expect(failoverPolicy(base)).toEqual({ candidates: ['c', 'b', 'd'] });
+    expect(failoverPolicy({ ...base, consistency: 'Leader' })).toEqual({ candidates: ['c'] });
+  });
+
+  it('a_report_that_cannot_be_believed_names_no_candidate', () => {
+    const none = { candidates: [] };
+    expect(failoverPolicy({ ...base, report: undefined })).toEqual(none);
+    expect(failoverPolicy({ ...base, report: { ...report, generation: 5 } })).toEqual(none);
+    expect(failoverPolicy({ ...base, report: { ...report, leader: 'b' } })).toEqual(none);
+    expect(failoverPolicy({ ...base, trust: { nowMs: 6_001, trustMs: 5_000 } })).toEqual(none);
+  });
+
+  it('a_report_of_the_same_leader_at_an_earlier_generation_still_names_candidates', () => {
+    const earlier = { ...report, generation: 3 };
+    expect(failoverPolicy({ ...base, report: earlier })).toEqual({ candidates: ['c', 'b', 'd'] });
+    // Only members of the current set: a follower dropped since is no candidate.
+    const smaller = { ...current, replicas: ['a', 'b'] };
+    expect(failoverPolicy({ ...base, current: smaller, report: earlier })).toEqual({
+      candidates: ['b'],
+    });
+  });
+
+  it('nothing_without_a_durable_log_gets_a_policy', () => {
+    expect(failoverPolicy({ ...base, durable: false })).toBeUndefined();
+    expect(failoverPolicy({ ...base, kind: 'cache' })).toBeUndefined();
+  });
+});

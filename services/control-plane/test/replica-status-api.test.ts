@@ -1,0 +1,153 @@
+// Goal: `POST /v1/nodes/{node_id}/replica-status` answers each shard's outcome (200 when every
+// report was accepted, 409 naming each otherwise), refuses a wrong JSON type rather than
+// converting it, refuses an older incarnation as a heartbeat does, and takes a broker's own
+// credential only for its own node id; `GET /v1/replica-reports` shows what is stored.
+// Method: fastify inject over a SQLite store, brokers simulated by requests.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type OpenedStore, openTestStore, testApp } from './helpers.js';
+
+let opened: OpenedStore;
+let built: Awaited<ReturnType<typeof testApp>>;
+
+beforeEach(async () => {
+  opened = await openTestStore('sqlite');
+  built = await testApp(opened.store);
+});
+afterEach(async () => {
+  await built.app.close();
+  await opened.cleanup();
+});
+
+async function placedStream(): Promise<{ leader: string; replicas: string[]; generation: number }> {
+  for (const id of ['n1', 'n2', 'n3']) {
+    const r = await built.inject({
+      method: 'POST',
+      url: '/v1/nodes',
+      payload: { node_id: id, advertise_addr: `${id}:5001`, zone: id, incarnation: 1 },
+    });
+    expect(r.statusCode).toBe(200);
+  }
+  expect(
+    (await built.inject({ method: 'POST', url: '/v1/tenants', payload: { tenant_id: 't1' } }))
+      .statusCode,
+  ).toBe(201);
+  await built.inject({
+    method: 'POST',
+    url: '/v1/tenants/t1/namespaces',
+    payload: { namespace: 'ns' },
+  });
+  const created = await built.inject({
+    method: 'POST',
+    url: '/v1/tenants/t1/namespaces/ns/streams',
+    payload: { stream: 's', shards: 1, replication_factor: 3, durable: true },
+  });
+  expect(created.statusCode).toBe(201);
+  await built.placement.trigger();
+  const page = (await built.inject({ method: 'GET', url: '/v1/shard-assignments' })).json();
+  return page.items[0];
+}
+
+function shard(generation: number, extra: Record<string, unknown> = {}) {
+  return {
+    tenant_id: 't1',
+    namespace: 'ns',
+    kind: 'stream',
+    stream: 's',
+    shard: 0,
+    generation,
+    leader_offset: 10,
+    commit_offset: 8,
+    replica_offsets: [{ node_id: 'n2', durable_offset: 9 }],
+    ...extra,
+  };
+}
+
+function report(nodeId: string, body: unknown, authorization?: string) {
+  return built.inject({
+    method: 'POST',
+    url: `/v1/nodes/${nodeId}/replica-status`,
+    payload: body as Record<string, unknown>,
+    ...(authorization === undefined ? {} : { headers: { authorization } }),
+  });
+}
+
+describe('replica status', () => {
+  it('a_replica_status_request_answers_each_shards_outcome', async () => {
+    const a = await placedStream();
+    const ok = await report(a.leader, { incarnation: 1, shards: [shard(a.generation)] });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json().shards).toEqual([expect.objectContaining({ outcome: 'accepted' })]);
+    const mixed = await report(a.leader, {
+      incarnation: 1,
+      shards: [
+        shard(a.generation, { halted: [{ node_id: 'n3', reason: 'diverged' }] }),
+        shard(a.generation + 1),
+        shard(a.generation, { stream: 'gone' }),
+      ],
+    });
+    expect(mixed.statusCode).toBe(409);
+    expect(mixed.json().code).toBe('FELIX_CONTROLPLANE_REPORT_NOT_ACCEPTED');
+    expect(mixed.json().shards.map((s: { outcome: string }) => s.outcome)).toEqual([
+      'accepted',
+      'future_generation',
+      'unassigned',
+    ]);
+    const follower = a.replicas.find((id) => id !== a.leader)!;
+    const notLeader = await report(follower, { incarnation: 1, shards: [shard(a.generation)] });
+    expect(notLeader.json().shards[0].outcome).toBe('not_leader');
+    const stored = (await built.inject({ method: 'GET', url: '/v1/replica-reports' })).json();
+    expect(stored.items).toEqual([
+      expect.objectContaining({
+        leader: a.leader,
+        generation: a.generation,
+        leader_offset: 10,
+        commit_offset: 8,
+        halted: [{ node_id: 'n3', reason: 'diverged' }],
+      }),
+    ]);
+  });
+
+  it('a_replica_status_with_a_wrong_type_or_an_old_incarnation_is_refused_whole', async () => {
+    const a = await placedStream();
+    const asText = await report(a.leader, {
+      incarnation: 1,
+      shards: [shard(a.generation, { leader_offset: '10' })],
+    });
+    expect(asText.statusCode).toBe(400);
+    const extra = await report(a.leader, {
+      incarnation: 1,
+      shards: [shard(a.generation, { surprise: true })],
+    });
+    expect(extra.statusCode).toBe(400);
+    await built.inject({
+      method: 'POST',
+      url: '/v1/nodes',
+      payload: { node_id: a.leader, advertise_addr: `${a.leader}:5001`, incarnation: 2 },
+    });
+    const old = await report(a.leader, { incarnation: 1, shards: [shard(a.generation)] });
+    expect(old.statusCode).toBe(409);
+    expect(old.json().code).toBe('FELIX_CONTROLPLANE_STALE_INCARNATION');
+    expect(
+      (await built.inject({ method: 'GET', url: '/v1/replica-reports' })).json().items,
+    ).toEqual([]);
+  });
+
+  it('a_broker_reports_replica_status_only_for_its_own_node', async () => {
+    const a = await placedStream();
+    const other = a.replicas.find((id) => id !== a.leader)!;
+    const token = await built.tokens.mint('operator', [`node.manage:node:${other}`]);
+    const r = await report(
+      a.leader,
+      { incarnation: 1, shards: [shard(a.generation)] },
+      `Bearer ${token}`,
+    );
+    expect(r.statusCode).toBe(403);
+    const own = await built.tokens.mint('operator', [`node.manage:node:${a.leader}`]);
+    const mine = await report(
+      a.leader,
+      { incarnation: 1, shards: [shard(a.generation)] },
+      `Bearer ${own}`,
+    );
+    expect(mine.statusCode).toBe(200);
+  });
+});
