@@ -6,9 +6,10 @@
 // across the brokers, a client seeded with one broker reads a keyed record from every shard.
 // Failover: a 1-shard stream at replication factor 3; a subscriber seeded with a broker that is
 // not the leader reads from earliest while records are published; once the followers confirmed
-// them (the leader's lag gauge at 0) the leader is SIGKILLed, a follower is promoted (assignment
-// generation), more records are published through a client seeded with the same broker, and the
-// subscriber's offsets and values are checked to be exactly 0..n-1. The same with the killed
+// them (the leader's lag gauge at 0, and a replica report at the control plane saying so) the
+// leader is SIGKILLed, a follower is promoted (assignment generation), more records are
+// published through a client seeded with a surviving broker, and the subscriber's offsets and
+// values are checked to be exactly 0..n-1. The same with the killed
 // leader as the reader's only seed: it reconnects through the brokers its topology named. And
 // a group consume loop seeded with a follower keeps consuming on the promoted leader, and a
 // watch of a one-shard cache seeded with a follower sees every change once across the kill.
@@ -39,6 +40,31 @@ async function publishAll(client: FelixClient, stream: string, values: string[])
       scaled(FAILOVER_MS),
     );
   }
+}
+
+/**
+ * Waits until the control plane holds a replica report of `stream` naming every follower at
+ * `records` (under `leader` consistency only a follower holding the whole reported log may be
+ * promoted, so a kill before it leaves the shard unplaced).
+ */
+async function reportCaughtUp(c: FelixCluster, stream: string, records: number): Promise<void> {
+  await waitFor(
+    async () => {
+      const page = (await c.operatorGet('/v1/replica-reports')) as {
+        items: Array<{
+          stream: string;
+          leader_offset: number;
+          replica_offsets: Array<{ durable_offset: number }>;
+        }>;
+      };
+      const r = page.items.find((x) => x.stream === stream);
+      return (
+        r?.leader_offset === records && r.replica_offsets.every((o) => o.durable_offset === records)
+      );
+    },
+    'a replica report naming the followers caught up',
+    scaled(FAILOVER_MS),
+  );
 }
 
 async function metricOf(node: ClusterNode, name: string): Promise<number> {
@@ -132,6 +158,7 @@ describe('the cluster-aware client', () => {
         'the followers to confirm every record and ack',
         scaled(FAILOVER_MS),
       );
+      await reportCaughtUp(c, 'jobs', 20);
       await c.kill(leader.id);
       await waitFor(
         async () => {
@@ -294,6 +321,7 @@ async function followFailover(
       'the followers to confirm every record',
       scaled(FAILOVER_MS),
     );
+    await reportCaughtUp(c, 'orders', first.length);
     await waitFor(() => got.length >= first.length, 'the first records read', scaled(FAILOVER_MS));
     await c.kill(leader.id);
     await waitFor(
