@@ -493,6 +493,31 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     }
   });
 
+  it('finished_streams_free_their_slots_for_new_ones_however_many_come', async () => {
+    // One request and its answer per stream, three times the limit in sequence: each finished
+    // stream's slot is granted back, and the receiver accepts the streams it granted (the mux
+    // once granted them to the peer but kept refusing them itself, closing the connection).
+    const p = await connectPair(transport, { maxStreams: 4 });
+    try {
+      const served = (async () => {
+        for await (const s of p.server.incoming()) {
+          const got = await readAll(s);
+          await s.write(got);
+          await s.end();
+        }
+      })();
+      for (let i = 0; i < 12; i++) {
+        const s = await p.client.openBidi();
+        await s.write(enc.encode(`r${i}`));
+        await s.end();
+        expect(dec.decode(await readAll(s))).toBe(`r${i}`);
+      }
+      void served.catch(() => undefined); // ends with the connection at cleanup
+    } finally {
+      await p.cleanup();
+    }
+  });
+
   it('dialing_a_port_with_no_listener_fails_with_a_dial_error', async () => {
     const m = await devMaterial();
     const port = await freePort();

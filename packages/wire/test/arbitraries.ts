@@ -70,6 +70,7 @@ function kindArb(kind: Kind): fc.Arbitrary<unknown> {
         fieldsArb([
           ['node_id', 'str', 'req'],
           ['addr', 'str', 'opt'],
+          ['generation', 'u64', 'opt'],
         ]).map((not_leader) => ({ not_leader })),
       );
     case 'raw':

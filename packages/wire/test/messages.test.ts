@@ -341,4 +341,36 @@ describe('json encoder guards', () => {
     ];
     for (const msg of bad) expect(() => messageJson(msg as Message)).toThrow(FieldRangeError);
   });
+
+  it('a_not_leader_answer_names_its_generation_and_one_without_it_still_decodes', () => {
+    const detail = { reason: 'not_leader', node_id: 'n2', addr: '10.0.0.2:7000', generation: 9 };
+    const error: Message = { type: 'error', message: 'led by n2', code: 'not_leader', detail };
+    expect(messageJson(error)).toBe(
+      '{"type":"error","message":"led by n2","code":"not_leader","detail":{"reason":"not_leader","node_id":"n2","addr":"10.0.0.2:7000","generation":9}}',
+    );
+    expect(decodeMessage(utf8(messageJson(error)))).toEqual(error);
+    const refused: Message = {
+      type: 'publish_refused',
+      request_id: 4,
+      reason: { not_leader: { node_id: 'n2', addr: '10.0.0.2:7000', generation: 9 } },
+      message: 'led by n2',
+    };
+    expect(decodeMessage(utf8(messageJson(refused)))).toEqual(refused);
+    // Frames of brokers that do not send the generation yet.
+    const old = decodeMessage(
+      utf8(
+        '{"type":"publish_refused","request_id":4,"reason":{"not_leader":{"node_id":"n2"}},"message":"m"}',
+      ),
+    ) as Extract<Message, { type: 'publish_refused' }>;
+    expect(old.reason).toEqual({ not_leader: { node_id: 'n2' } });
+    const plain = decodeMessage(
+      utf8('{"type":"error","message":"m","code":"not_leader","detail":{"reason":"not_leader"}}'),
+    );
+    expect(plain).toEqual({
+      type: 'error',
+      message: 'm',
+      code: 'not_leader',
+      detail: { reason: 'not_leader' },
+    });
+  });
 });

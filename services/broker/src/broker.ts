@@ -34,6 +34,9 @@ import {
   nodeSpec,
 } from './cluster/cluster-node.js';
 import { type InternalNode, startInternalNode } from './cluster/internal-node.js';
+import { Forwarder } from './cluster/forwarder.js';
+import { ForwardServer } from './cluster/forward-server.js';
+import { PeerPool } from './cluster/peer-pool.js';
 import { Replicator } from './cluster/replicator.js';
 import { registerDiscoveryHandlers } from './cluster/discovery-handlers.js';
 import { ridingLogsOf } from './cluster/riding-logs.js';
@@ -68,6 +71,8 @@ export class Broker {
   internal: InternalNode | null = null;
   /** The leader's side of replication (with an internal listener and a control plane). */
   private replicator: Replicator | null = null;
+  /** The one link per peer broker, shared by replication and forwarding. */
+  private peerPool: PeerPool | null = null;
   private http: Server | null = null;
   private catalog: Catalog | null = null;
   private requests: BrokerRequests | null = null;
@@ -241,7 +246,54 @@ export class Broker {
       width: (kind, t, ns, name) => this.widthOf(kind, t, ns, name),
     });
     // Set before the first feed snapshot arrives: every shard opened from it ships.
-    if (this.internal !== null) this.cluster.table.replication = this.replication(selfId, tls);
+    if (this.internal === null) return;
+    this.peerPool = this.peerLinks(selfId, tls);
+    this.cluster.table.replication = this.replication(selfId, tls);
+    this.forwarding(selfId);
+  }
+
+  /** The links to other brokers, through the partition gate, at the node book's addresses. */
+  private peerLinks(selfId: string, clientTls: TlsMaterial): PeerPool {
+    const cluster = this.cluster!;
+    const pool = new PeerPool({
+      selfId,
+      transport: this.config.cluster.internal_transport,
+      cluster: this.internal!.material,
+      clientTls,
+      // A node the book does not name yet (a leader just placed): read the book once more.
+      address: (nodeId) =>
+        cluster.table.peerAddresses.get(nodeId) ??
+        cluster.refreshBook().then(() => cluster.table.peerAddresses.get(nodeId)),
+      dialAllowed: (nodeId) => cluster.peers.dialAllowed(nodeId),
+      log: this.log,
+    });
+    cluster.peers.onCut((nodeId) => pool.cut(nodeId));
+    return pool;
+  }
+
+  /** Writes to shards other brokers lead are forwarded there; forwards to this one served. */
+  private forwarding(selfId: string): void {
+    const table = this.cluster!.table;
+    this.requests!.forwarding = new Forwarder({
+      selfId,
+      pool: this.peerPool!,
+      clientAddress: (nodeId) => table.clientAddress(nodeId),
+      quorumTimeoutMs: this.config.broker.publish_quorum_timeout_ms,
+      registry: this.metrics.registry,
+      log: this.log,
+    });
+    this.internal!.forwards = new ForwardServer({
+      selfId,
+      authenticator: this.authenticator!,
+      route: (kind, t, ns, name, shard) => table.routeView(kind, t, ns, name, shard),
+      leaseLapsed: () => table.leaseRefusal('') !== null,
+      peerAddress: (nodeId) => table.peerAddresses.get(nodeId),
+      streams: (t, ns, name) => this.catalog!.get(t, ns, name),
+      caches: this.requests!.caches,
+      metrics: this.metrics,
+      draining: () => this.draining,
+      log: this.log,
+    });
   }
 
   /** Shards of a stream or cache this broker's catalog holds (the discovery answers' width). */
@@ -266,6 +318,7 @@ export class Broker {
       address: (nodeId) => table.peerAddresses.get(nodeId),
       dialAllowed: (nodeId) => this.cluster!.peers.dialAllowed(nodeId),
       log: this.log,
+      ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });
     return {
       replicator: this.replicator,
@@ -400,6 +453,7 @@ export class Broker {
     );
     await Promise.allSettled(this.listeners.map((l) => l.close()));
     await this.replicator?.close();
+    await this.peerPool?.close();
     await this.internal?.close();
     await this.requests?.close();
     await this.catalog?.close();

@@ -178,6 +178,30 @@ export class PeerRequestError extends BrokerError {
   }
 }
 
+/** A peer broker could not be reached: nothing was sent (no address yet, the dial or its Hello
+ *  failed, or the test partition cuts it), so the request was certainly not done. */
+export class PeerUnreachableError extends BrokerError {
+  readonly code = 'FELIX_BROKER_PEER_UNREACHABLE';
+  constructor(
+    readonly peer: string,
+    detail: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`peer ${peer} unreachable: ${detail}`, options);
+  }
+}
+
+/** A forwarded write the owner will not do, with the internal error code it answers. */
+export class ForwardRefusedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_FORWARD_REFUSED';
+  constructor(
+    readonly internalCode: number,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
 /** A `quorum` publish was not held by a majority within `broker.publish_quorum_timeout_ms`: its
  *  outcome is unknown (it stays in the log and commits if the followers catch up). */
 export class QuorumTimeoutError extends BrokerError {

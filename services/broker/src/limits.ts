@@ -321,6 +321,23 @@ export const PEER_DIAL_TIMEOUT_MS = 5_000;
 export const FENCE_DEADLINE_MS = 5_000;
 export const FENCE_RETRY_AFTER_MS = 1_000;
 
+/**
+ * How long a broker waits for the owner's answer to a forwarded write (cache put or delete,
+ * counter add; a publish waits this beyond the owner's own `broker.publish_quorum_timeout_ms`,
+ * so the owner's `quorum_timeout` arrives first). Past it the client hears `unacknowledged`
+ * (outcome unknown: the owner may have done it) and the forward is never resent. Above a
+ * durable append's fsync under load, and with the default quorum wait below the client's own
+ * request timeout (30 s by default) so the client hears why.
+ */
+export const FORWARD_TIMEOUT_MS = 5_000;
+
+/** Forwards one broker has in flight at once, over all peers; more are shed `overloaded`
+ *  (nothing was sent, so the client may retry). */
+export const FORWARDS_IN_FLIGHT_MAX = 4_096;
+
+/** Forwards in flight to one peer (each is a stream of the one connection to it). */
+export const FORWARDS_IN_FLIGHT_PER_PEER_MAX = 512;
+
 /** After a log riding with a led shard (group state, cache, counters) failed to open for
  *  shipping, the shard table tries again this much later (one pass, not a tight loop). */
 export const RIDING_LOG_RETRY_MS = 1_000;

@@ -18,7 +18,7 @@ import { GroupService } from './groups/group-service.js';
 import { registerGroupHandlers } from './groups/handlers.js';
 import type { RecordSource } from './groups/record-source.js';
 import type { BrokerMetrics } from './metrics.js';
-import type { ShardOwnership } from './session/context.js';
+import type { Forwarding, ForwardingSlot, ShardOwnership } from './session/context.js';
 import { HandlerTable } from './session/handler.js';
 import { type StreamDeps, registerStreamHandlers } from './streams/handlers.js';
 
@@ -38,11 +38,14 @@ export class BrokerRequests {
   readonly groups: GroupService | null;
   private readonly streamDeps: StreamDeps;
   private readonly expiry: CacheExpiry;
+  /** The forwarder of writes to shards other brokers lead (cluster mode with an internal
+   *  listener); empty until the broker joins its cluster. */
+  private readonly forwardingSlot: ForwardingSlot = { current: null };
 
   constructor(deps: RequestDeps) {
     const { config: cfg, catalog } = deps;
     const streams = (t: string, ns: string, name: string) => catalog.get(t, ns, name);
-    this.streamDeps = { ...deps, streams: { get: streams } };
+    this.streamDeps = { ...deps, streams: { get: streams }, forwarding: this.forwardingSlot };
     registerStreamHandlers(this.table, this.streamDeps);
     const metrics = new ProjectionMetrics(deps.metrics.registry);
     const answers = new ProjectionAnswers(metrics, deps.metrics);
@@ -52,8 +55,9 @@ export class BrokerRequests {
       brokerMetrics: deps.metrics,
       caches: this.caches,
       answers,
+      forwarding: this.forwardingSlot,
     });
-    registerCounterHandlers(this.table, this.caches, answers);
+    registerCounterHandlers(this.table, this.caches, answers, this.forwardingSlot);
     this.groups =
       cfg.durable.data_dir === null
         ? null
@@ -66,6 +70,11 @@ export class BrokerRequests {
   /** Control-plane mode: the shards this broker holds (set once the cluster node exists). */
   set ownership(ownership: ShardOwnership) {
     this.streamDeps.ownership = ownership;
+  }
+
+  /** Cluster mode with an internal listener: writes to other brokers' shards go there. */
+  set forwarding(forwarding: Forwarding) {
+    this.forwardingSlot.current = forwarding;
   }
 
   private readonly leadsCacheShard: LeadsCacheShard = (cache, shard) =>

@@ -39,7 +39,13 @@ function setup(dataDir: string | null) {
     brokerMetrics,
   );
   const table = new HandlerTable();
-  registerCacheHandlers(table, { config, brokerMetrics, caches: svc, answers });
+  registerCacheHandlers(table, {
+    config,
+    brokerMetrics,
+    caches: svc,
+    answers,
+    forwarding: { current: null },
+  });
   const written: Message[] = [];
   const stream = {
     write: (chunk: Uint8Array) => {

@@ -1,6 +1,9 @@
 // Goal: the broker's bounds agree with each other and with the client's. Method: compare the
 // named constants (as TigerBeetle's comptime asserts do).
-import { FRAME_BYTES_MAX as CLIENT_FRAME_BYTES_MAX } from '@felix/client';
+import {
+  FRAME_BYTES_MAX as CLIENT_FRAME_BYTES_MAX,
+  REQUEST_TIMEOUT_MS_DEFAULT as CLIENT_REQUEST_TIMEOUT_MS,
+} from '@felix/client';
 import { describe, expect, it } from 'vitest';
 import * as L from '../src/limits.js';
 
@@ -23,6 +26,19 @@ describe('broker limits', () => {
     expect(L.PUBLISH_WINDOW_MAX).toBeLessThanOrEqual(L.QUORUM_WAITING_BATCHES_MAX);
     expect(L.RING_RECORDS_DEFAULT).toBeLessThanOrEqual(L.RING_RECORDS_MAX);
     expect(L.IDENT_BYTES_MAX).toBeLessThanOrEqual(0xffff); // u16-prefixed on the wire
+  });
+
+  it('the_forwarding_bounds_fit_one_peer_connection_and_the_client_timeout', () => {
+    // Each forward to a peer is one stream of the one connection to it.
+    expect(L.FORWARDS_IN_FLIGHT_PER_PEER_MAX).toBeLessThanOrEqual(
+      L.INTERNAL_STREAMS_PER_CONNECTION_MAX,
+    );
+    expect(L.FORWARDS_IN_FLIGHT_PER_PEER_MAX).toBeLessThanOrEqual(L.FORWARDS_IN_FLIGHT_MAX);
+    // The client hears the forward's outcome (after the owner's quorum wait for a publish)
+    // before its own request times out.
+    expect(L.FORWARD_TIMEOUT_MS + L.PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT).toBeLessThan(
+      CLIENT_REQUEST_TIMEOUT_MS,
+    );
   });
 
   it('the_key_fetch_and_connection_bounds_are_consistent', () => {

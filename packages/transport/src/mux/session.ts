@@ -295,8 +295,9 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
 
   onStreamReleased(stream: MuxStream): void {
     if (stream.local || this.closeInfo) return;
-    this.pendingGrant[stream.kind === 'bidi' ? 0 : 1]!++;
-    this.scheduleFlush();
+    // The slot is granted back to the peer and accepted here alike (granting it only to the
+    // peer made its next stream past the first `maxStreams` a protocol error).
+    this.grant(stream.kind === 'bidi' ? 0 : 1, 1);
   }
 
   recvBuffered(delta: number): void {

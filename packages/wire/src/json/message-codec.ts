@@ -245,6 +245,7 @@ function writeRefusal(value: unknown, what: string): string {
     const spec: FieldSpec[] = [
       ['node_id', 'str', 'req'],
       ['addr', 'str', 'opt'],
+      ['generation', 'u64', 'opt'],
     ];
     return `{"not_leader":{${writeFields(spec, asFields(v.not_leader, what), what, false)}}}`;
   }
@@ -584,6 +585,7 @@ function readRefusal(raw: JsonValue, where: string, name: string, bad: (r: strin
     const spec: FieldSpec[] = [
       ['node_id', 'str', 'req'],
       ['addr', 'str', 'opt'],
+      ['generation', 'u64', 'opt'],
     ];
     readFields(spec, asObject(obj.not_leader, bad), out, what);
     return { not_leader: out };

@@ -42,6 +42,10 @@ const DETAIL: Kind = {
     ['retry_after_ms', 'u64', 'opt'],
     ['action', 'str', 'opt'],
     ['object', 'str', 'opt'],
+    // On `not_leader` (Felix): who leads the shard, where clients reach it, at which generation.
+    ['node_id', 'str', 'opt'],
+    ['addr', 'str', 'opt'],
+    ['generation', 'u64', 'opt'],
   ],
 };
 const STREAM: FieldSpec[] = [

@@ -25,6 +25,12 @@ export interface ErrorDetail {
   action?: string;
   /** On `forbidden`: the object it was refused on (`stream:t1/ns/orders`). */
   object?: string;
+  /** On `not_leader`: the node that leads the shard. */
+  node_id?: string;
+  /** On `not_leader`: the leader's client address (`host:port`), when the broker knows it. */
+  addr?: string;
+  /** On `not_leader`: the shard's generation the answering broker knows the leader at. */
+  generation?: number;
 }
 export interface BrokerEndpoint {
   node_id: string;
@@ -53,7 +59,7 @@ export type PublishRefusalReason =
   | 'sequence_reused'
   | { sequence_gap: { expected: number } }
   | { offset_mismatch: { tail: number } }
-  | { not_leader: { node_id: string; addr?: string } };
+  | { not_leader: { node_id: string; addr?: string; generation?: number } };
 
 interface StreamScope {
   tenant_id: string;

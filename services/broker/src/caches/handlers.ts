@@ -3,7 +3,8 @@
  * the exact form the client writes and its `cache_ok` written without the codec; an in-memory
  * put answered in the request's own turn), `cache_get`
  * (with its fast reader, and the hot path that answers a hot key in the request's own turn),
- * `cache_delete` and `cache_watch`, and the feature bits they offer.
+ * `cache_delete` and `cache_watch`, and the feature bits they offer. In a cluster, a put or
+ * delete to a shard another broker leads is forwarded there (forward.ts).
  * Answers go through the stream's AnswerPipe in request order (answers.ts).
  */
 import type { Connection } from '@felix/transport';
@@ -19,10 +20,12 @@ import {
 } from '@felix/wire';
 import { WATCHES_PER_CONNECTION_MAX } from '../limits.js';
 import type { BrokerConfig } from '../config/types.js';
+import { forwardCacheWrite } from './forward.js';
 import type { BrokerMetrics } from '../metrics.js';
+import type { ForwardingSlot } from '../session/context.js';
 import { jsonFrame } from '../session/codec.js';
 import type { Handler, HandlerTable, Outcome, RequestContext } from '../session/handler.js';
-import { Refusal } from '../session/refusal.js';
+import { type NotLeaderRefusal, Refusal } from '../session/refusal.js';
 import type { AnswerEncoder, ProjectionAnswers } from './answers.js';
 import { cacheGet, cachePut, cachePutNow, hotGetFrame, openWatch } from './cache-requests.js';
 import { type CacheService, storageRefusal } from './cache-service.js';
@@ -36,6 +39,8 @@ export interface CacheDeps {
   brokerMetrics: BrokerMetrics;
   caches: CacheService;
   answers: ProjectionAnswers;
+  /** Where a put or delete to a shard another broker leads is forwarded (cluster mode). */
+  forwarding: ForwardingSlot;
 }
 
 export function registerCacheHandlers(table: HandlerTable, deps: CacheDeps): void {
@@ -93,7 +98,17 @@ class CacheHandlers {
       rc.answers.pushReady(this.putNowFrame(msg, rc));
       return null;
     },
+    forward: (msg, rc, to) => this.forwardWrite(msg, rc, to),
   };
+
+  /** A put or delete to a shard another broker leads: sent there (forward.ts). */
+  private forwardWrite(
+    msg: Msg<'cache_put'> | Msg<'cache_delete'>,
+    rc: RequestContext,
+    to: NotLeaderRefusal,
+  ): Outcome | Promise<Outcome> {
+    return forwardCacheWrite(this.deps.forwarding, this.answers)(msg, rc, to);
+  }
 
   /** The answer frame of an in-memory put made now: `cache_ok`, or the refusal's `error`. */
   private putNowFrame(msg: Msg<'cache_put'>, rc: RequestContext): Uint8Array {
@@ -108,6 +123,7 @@ class CacheHandlers {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
     handle: (msg, rc) => this.answers.queue(rc, msg, this.readAnswer),
+    forward: (msg, rc, to) => this.forwardWrite(msg, rc, to),
   };
 
   /**

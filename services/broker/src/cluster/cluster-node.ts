@@ -105,6 +105,9 @@ export class ClusterNode {
   private readied = false;
   private readonly stopBook = new AbortController();
   private book: Promise<void> | null = null;
+  /** The node-book refresh in flight (refreshes asked for meanwhile share it). */
+  private bookRefresh: Promise<void> | null = null;
+  private readonly cp: ControlPlaneClient;
 
   constructor(deps: ClusterNodeDeps) {
     const { config, log, metrics } = deps;
@@ -114,6 +117,7 @@ export class ClusterNode {
     const spec = nodeSpec(config, deps.clientPort);
     const clog = log.child({ node_id: spec.node_id });
     const client = this.controlPlaneClient(deps, url);
+    this.cp = client;
     this.peers = new PeerLinks({
       selfId: spec.node_id,
       intervalMs: config.cluster.peer_probe_interval_ms,
@@ -131,6 +135,9 @@ export class ClusterNode {
       metrics.registry,
     );
     this.table.cacheRegistry = deps.caches ?? null;
+    // A new leader is named in refusals and dialled by forwards: learn its addresses now, not
+    // at the next periodic refresh.
+    this.table.onAssignments = () => void this.refreshBook();
     const resyncs = new Counter({
       name: 'felix_broker_shard_watch_resyncs_total',
       help: 'Control-plane feeds resnapshotted, by reason',
@@ -160,7 +167,7 @@ export class ClusterNode {
       clog,
       metrics.registry,
     );
-    this.book = this.refreshNodeBook(client);
+    this.book = this.refreshNodeBook();
     this.peers.start();
     void this.follow(clog, url);
   }
@@ -190,20 +197,34 @@ export class ClusterNode {
   }
 
   /** Keeps the address book fresh; a failed refresh keeps the previous one. */
-  private async refreshNodeBook(client: ControlPlaneClient): Promise<void> {
+  private async refreshNodeBook(): Promise<void> {
     const signal = this.stopBook.signal;
     while (!signal.aborted) {
+      await this.refreshBook();
+      await sleep(NODE_BOOK_REFRESH_MS, signal);
+    }
+  }
+
+  /**
+   * Reads the address book now (sharing a read in flight); resolves when it is applied or
+   * failed (a failed read keeps the previous book: refusals then name the leader without its
+   * address, and a forward to a node not in it is refused as unreachable).
+   */
+  refreshBook(): Promise<void> {
+    this.bookRefresh ??= (async () => {
       try {
-        const nodes = await client.nodes(signal);
+        const nodes = await this.cp.nodes(this.stopBook.signal);
         this.table.nodeAddresses = new Map(nodes.map((n) => [n.nodeId, n.clientAddr]));
         this.table.nodeLifecycles = new Map(nodes.map((n) => [n.nodeId, n.lifecycle]));
         this.table.peerAddresses = new Map(nodes.map((n) => [n.nodeId, n.advertiseAddr]));
         this.peers.setNodes(nodes);
       } catch {
-        // kept: the previous book (refusals then name the leader without its address)
+        // kept: the previous book (see above); the periodic refresh tries again
+      } finally {
+        this.bookRefresh = null;
       }
-      await sleep(NODE_BOOK_REFRESH_MS, signal);
-    }
+    })();
+    return this.bookRefresh;
   }
 
   get nodeId(): string {

@@ -4,7 +4,9 @@
  * each log of a shard where the broker keeps it as leader (streams, caches, counters, group
  * cursors, dead letters). It accepts a log only for the shards whose replica set names this
  * broker as a follower (the shard table's assignments; group state follows its stream shard,
- * counters their cache shard); anything else is refused `Unauthorized`.
+ * counters their cache shard); anything else is refused `Unauthorized`. Forwarded writes go to
+ * `forwards` (cluster/forward-server.ts) once the broker has joined its cluster; before that they
+ * are answered `Unavailable`.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,6 +27,7 @@ import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
 import type { BrokerConfig } from '../config/types.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
+import { type ForwardServer, isForwardKind, refuseForwardFrame } from './forward-server.js';
 import { splitAddr } from './peer-links.js';
 import { InternalListener } from './internal-listener.js';
 
@@ -33,6 +36,8 @@ export interface InternalNode {
   replicas: ReplicaServer;
   /** The cluster certificate, or null when running unauthenticated. */
   material: { tls: TlsMaterial; ca: string } | null;
+  /** Where forwarded writes are served (set when the broker joins its cluster). */
+  forwards: ForwardServer | null;
   close(): Promise<void>;
 }
 
@@ -76,6 +81,7 @@ export async function startInternalNode(
     // Only shards whose replica set names this broker (and not as leader) are accepted.
     assignment: (s, log) => follows(s, REPLICA_LOGS[log].owner),
   });
+  const node: { forwards: ForwardServer | null } = { forwards: null };
   const listener = await InternalListener.start({
     host: at.host,
     port: at.port,
@@ -83,7 +89,13 @@ export async function startInternalNode(
     selfId,
     tls: material?.tls ?? clientTls,
     clusterCa: material?.ca ?? null,
-    serve: (frame) => replicas.handleFrame(frame),
+    serve: async (frame) => {
+      if (!isForwardKind(frame.kind)) return replicas.handleFrame(frame);
+      const forwards = node.forwards;
+      return forwards === null
+        ? refuseForwardFrame(frame, 'this broker does not serve forwards yet')
+        : forwards.handle(frame);
+    },
     log,
   });
   log.info({ port: listener.port, node_id: selfId, mtls: material !== null }, 'internal listener');
@@ -91,6 +103,12 @@ export async function startInternalNode(
     listener,
     replicas,
     material,
+    get forwards() {
+      return node.forwards;
+    },
+    set forwards(f: ForwardServer | null) {
+      node.forwards = f;
+    },
     async close() {
       await listener.close();
       await replicas.close();

@@ -4,8 +4,9 @@
  * dead letters; a cache's log and its counters: each log its own shipper, so its own cursor per
  * follower, and a slow group or counter log never holds up a stream's), shipping over peer
  * links that dial on first use (and again after a failure) to the follower's internal address
- * from the node book. Links are per peer and shared by every shard and log. A log's shipper
- * stops before the log closes, and is replaced when the shard's generation changes.
+ * from the node book. Links are per peer and shared by every shard and log (and, through the
+ * broker's PeerPool, with the forwarder). A log's shipper stops before the log closes, and is
+ * replaced when the shard's generation changes.
  *
  * A `quorum` shard's stream log also gets a CommitMark over its replica set (the leader counted
  * at its own durable offset, each follower at what it confirmed): recomputed on every
@@ -13,90 +14,23 @@
  * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
  * with a shard never count toward the mark.
  */
-import type { Logger } from 'pino';
 import {
   CommitMark,
   type FenceOutcome,
   type HaltReason,
-  type PeerLink,
   type ReplicaLogKind,
   ShardShipper,
   fenceReplicaSet,
   majorityHeld,
 } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
-import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
-import { PeerRequestError } from '../errors.js';
-import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
 import type { ShardReport } from './control-plane-client.js';
-import { PeerConnection } from './peer-dial.js';
+import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
 
-export interface ReplicatorDeps {
-  selfId: string;
-  transport: 'quic' | 'tls';
-  /** This broker's certificate and the cluster CA; null dials unauthenticated. */
-  cluster: { tls: TlsMaterial; ca: string } | null;
-  clientTls: TlsMaterial;
-  /** The internal address of a node, from the node book. */
-  address: (nodeId: string) => string | undefined;
-  /** False while the test partition cuts this broker from `nodeId` (faults/partition.ts). */
-  dialAllowed?: (nodeId: string) => boolean;
-  log: Logger;
-}
-
-class LazyPeerLink implements PeerLink {
-  private conn: Promise<PeerConnection> | undefined;
-
-  constructor(
-    private readonly nodeId: string,
-    private readonly deps: ReplicatorDeps,
-  ) {}
-
-  async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
-    if (this.deps.dialAllowed?.(this.nodeId) === false) {
-      await this.close();
-      throw new PeerRequestError(this.nodeId, 'cut by the test partition');
-    }
-    const address = this.deps.address(this.nodeId);
-    if (address === undefined)
-      throw new PeerRequestError(this.nodeId, 'no internal address in the node book yet');
-    this.conn ??= PeerConnection.dial({
-      address,
-      transport: this.deps.transport,
-      nodeId: this.nodeId,
-      selfId: this.deps.selfId,
-      tls: this.deps.cluster?.tls ?? this.deps.clientTls,
-      clusterCa: this.deps.cluster?.ca ?? null,
-      timeoutMs: PEER_DIAL_TIMEOUT_MS,
-    });
-    const pending = this.conn;
-    let conn: PeerConnection;
-    try {
-      conn = await pending;
-    } catch (err) {
-      if (this.conn === pending) this.conn = undefined;
-      throw err;
-    }
-    try {
-      return await conn.request(frame, timeoutMs);
-    } catch (err) {
-      // A failed or silent link is dialled afresh by the next request.
-      if (this.conn === pending) this.conn = undefined;
-      // The request's failure is what the shipper hears; the close is best effort.
-      void conn.close().catch(() => undefined);
-      throw err;
-    }
-  }
-
-  async close(): Promise<void> {
-    const pending = this.conn;
-    this.conn = undefined;
-    // A link that never connected has nothing to close.
-    const conn = await pending?.catch(() => undefined);
-    // Closing at shutdown: a link that fails to close is gone anyway.
-    await conn?.close().catch(() => undefined);
-  }
+export interface ReplicatorDeps extends PeerPoolDeps {
+  /** The broker's shared links (peer-pool.ts); absent: the replicator keeps its own. */
+  pool?: PeerPool;
 }
 
 /** A quorum shard's side of shipping: told each time the commit mark moves. */
@@ -132,9 +66,14 @@ export interface ShipOptions {
 export class Replicator {
   /** Per shard key, the shipper of each of its logs. */
   private readonly shippers = new Map<string, Map<ReplicaLogKind, Shipping>>();
-  private readonly links = new Map<string, LazyPeerLink>();
+  private readonly pool: PeerPool;
+  /** Whether the pool is this replicator's own (closed with it) or the broker's. */
+  private readonly ownsPool: boolean;
 
-  constructor(private readonly deps: ReplicatorDeps) {}
+  constructor(private readonly deps: ReplicatorDeps) {
+    this.ownsPool = deps.pool === undefined;
+    this.pool = deps.pool ?? new PeerPool(deps);
+  }
 
   /**
    * Fences the replica set before this broker serves `ref` at its generation: resolves once a
@@ -143,7 +82,7 @@ export class Replicator {
   fence(ref: ShardRef, followers: string[], deadlineMs: number): Promise<FenceOutcome> {
     return fenceReplicaSet({
       shard: ref,
-      followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId) })),
+      followers: followers.map((nodeId) => ({ nodeId, link: this.pool.link(nodeId) })),
       deadlineMs,
     });
   }
@@ -180,7 +119,7 @@ export class Replicator {
       log,
       shard: ref,
       logKind: kind,
-      followers: followers.map((nodeId) => ({ nodeId, link: this.link(nodeId), start })),
+      followers: followers.map((nodeId) => ({ nodeId, link: this.pool.link(nodeId), start })),
       onStopped: (nodeId, reason) => {
         if (isRepairable(reason)) halted.set(nodeId, reason);
         this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
@@ -285,17 +224,7 @@ export class Replicator {
 
   async close(): Promise<void> {
     await Promise.all([...this.shippers.keys()].map((k) => this.stop(k)));
-    await Promise.all([...this.links.values()].map((l) => l.close()));
-    this.links.clear();
-  }
-
-  private link(nodeId: string): LazyPeerLink {
-    let l = this.links.get(nodeId);
-    if (l === undefined) {
-      l = new LazyPeerLink(nodeId, this.deps);
-      this.links.set(nodeId, l);
-    }
-    return l;
+    if (this.ownsPool) await this.pool.close();
   }
 }
 

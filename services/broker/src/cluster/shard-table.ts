@@ -18,12 +18,13 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
+import { routeAtIngress } from '@felix/router';
 import { GenerationStarts, nodeIo } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
-import { Refusal } from '../session/refusal.js';
+import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
 import { Shard, type ShardHooks } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
@@ -181,6 +182,8 @@ export class ShardTable {
     releaseFollower: (ref: ShardRef, log: ReplicaLogKind) => Promise<void>;
     riding: RidingLogs;
   } | null = null;
+  /** Called when the assignment feed changed (the cluster node refreshes its node book). */
+  onAssignments: (() => void) | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
   /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
@@ -300,6 +303,7 @@ export class ShardTable {
     snapshot: (items) => {
       this.assignments.clear();
       for (const item of items) this.putAssignment(item);
+      this.onAssignments?.();
       this.kick();
     },
     changes: (items) => {
@@ -317,6 +321,7 @@ export class ShardTable {
           );
         } else this.putAssignment(c.value);
       }
+      this.onAssignments?.();
       this.kick();
     },
   };
@@ -368,10 +373,32 @@ export class ShardTable {
     return this.assignments.get(shardKey(kind, t, ns, name, shard));
   }
 
+  /** Whether this node serves a shard now. */
+  private serving(kind: ShardKind, key: string): boolean {
+    if (this.held.has(key) || this.heldCaches.has(key)) return true;
+    // Cache shards open lazily in the cache service: without replication, leading one is
+    // serving it; with it, it is served once its follower copies are released (reconcile).
+    const lead = this.assignments.get(key)?.leader === this.nodeId;
+    return kind === 'cache' && lead && this.replication === null;
+  }
+
+  /** What this node knows of a shard: its assignment and whether it serves it (routing). */
+  routeView(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    const key = shardKey(kind, t, ns, name, shard);
+    return { view: this.assignments.get(key), serving: this.serving(kind, key) };
+  }
+
+  /** The client address of a node from the address book (named in redirects). */
+  clientAddress(nodeId: string): string | undefined {
+    return this.nodeAddresses.get(nodeId);
+  }
+
   /**
-   * Null when this node serves the shard; otherwise the refusal to answer with. A `write` is
-   * also refused, retryably, while this broker's lease is lapsed (no heartbeat accepted for
-   * 0.75 L): the control plane may be about to give the shard to another broker.
+   * Null when this node serves the shard; otherwise the refusal to answer with (`not_leader`
+   * naming the leader, its client address and generation, which a write's handler forwards
+   * instead). A `write` is also refused, retryably, while this broker's lease is lapsed (no
+   * heartbeat accepted for 0.75 L): the control plane may be about to give the shard to another
+   * broker.
    */
   refuse(
     kind: ShardKind,
@@ -383,18 +410,27 @@ export class ShardTable {
   ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
-    // Cache shards open lazily in the cache service: without replication, leading one is
-    // serving it; with it, it is served once its follower copies are released (reconcile).
-    const lead = this.assignments.get(key)?.leader === this.nodeId;
-    const served =
-      this.held.has(key) ||
-      this.heldCaches.has(key) ||
-      (kind === 'cache' && lead && this.replication === null);
-    if (served) return write ? this.leaseRefusal(where) : null;
-    return this.unservedRefusal(key, where);
+    const { view, serving } = this.routeView(kind, t, ns, name, shard);
+    const route = routeAtIngress(this.nodeId, view, serving);
+    if (route.kind === 'local') return write ? this.leaseRefusal(where) : null;
+    if (route.kind === 'remote') {
+      const owner: ShardOwner = {
+        kind,
+        tenant: t,
+        namespace: ns,
+        name,
+        shard,
+        nodeId: route.leader,
+        generation: route.generation,
+        addr: this.nodeAddresses.get(route.leader),
+      };
+      return notLeaderRefusal(owner, this.nodeId);
+    }
+    return this.unservedRefusal(key, where, route.reason);
   }
 
-  private leaseRefusal(where: string): Refusal | null {
+  /** Null while this broker holds its lease; else the refusal of a write. */
+  leaseRefusal(where: string): Refusal | null {
     if (this.lease === null || this.lease.held) return null;
     return new Refusal(
       'shard_unavailable',
@@ -403,22 +439,13 @@ export class ShardTable {
     );
   }
 
-  private unservedRefusal(key: string, where: string): Refusal {
-    const a = this.assignments.get(key);
-    if (a === undefined)
+  private unservedRefusal(key: string, where: string, reason: string): Refusal {
+    if (reason === 'not_assigned')
       return new Refusal(
         'shard_unavailable',
         `${where} is not assigned (not_assigned)`,
         'not_assigned',
       );
-    if (a.leader !== this.nodeId) {
-      const addr = this.nodeAddresses.get(a.leader);
-      return new Refusal(
-        'not_leader',
-        `${where} is led by node ${a.leader}${addr ? ` (client address ${addr})` : ''} at generation ${a.generation}, not ${this.nodeId}; forwarding is not built yet`,
-        'not_leader',
-      );
-    }
     const failure = this.failed.get(key);
     if (failure !== undefined)
       return new Refusal(
@@ -716,4 +743,14 @@ function idOf(a: AssignmentRecord): {
 
 function idOfStream(s: StreamConfig, shard: number) {
   return { tenant: s.tenant, namespace: s.namespace, stream: s.name, shard };
+}
+
+/** The `not_leader` refusal naming `owner`, as broker `self` answers it. */
+export function notLeaderRefusal(owner: ShardOwner, self: string): NotLeaderRefusal {
+  const where = `${owner.kind} ${owner.tenant}/${owner.namespace}/${owner.name} shard ${owner.shard}`;
+  const at = owner.addr !== undefined ? ` (client address ${owner.addr})` : '';
+  return new NotLeaderRefusal(
+    owner,
+    `${where} is led by node ${owner.nodeId}${at} at generation ${owner.generation}, not ${self}`,
+  );
 }

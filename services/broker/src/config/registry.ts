@@ -494,14 +494,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_NODE_ADVERTISE_ADDR',
     type: 'string',
     default: null,
-    doc: 'Broker-internal address registered with the control plane (unique per node): where peers reach `internal_bind` (leaders dial it to ship replicas). Unset: the client address.',
+    doc: 'Broker-internal address registered with the control plane (unique per node): where peers reach `internal_bind` (leaders dial it to ship replicas, other brokers to forward writes to the shards it leads). Unset: the client address.',
   },
   {
     key: 'cluster.client_advertise_addr',
     env: 'FELIX_CLIENT_ADVERTISE_ADDR',
     type: 'string',
     default: null,
-    doc: 'Client address (`host:port`) registered and named in `not_leader` refusals. Unset: `broker.host` and the client port.',
+    doc: 'Client address (`host:port`) registered with the control plane: other brokers name it (`detail.addr`) in the `not_leader` redirects they answer for the shards this broker leads. Unset: `broker.host` and the client port.',
   },
   {
     key: 'cluster.zone',

@@ -1,11 +1,14 @@
 /**
  * Registers `counter_add` and `counter_get` on the edge's HandlerTable. Counters live beside the
  * caches (CacheService, `<data_dir>/counters/`, durable storage only) and answer through the same
- * ordered pipe (caches/answers.ts). Their feature bit is offered with the durable caches'.
+ * ordered pipe (caches/answers.ts). Their feature bit is offered with the durable caches'. In a
+ * cluster, an add to a shard another broker leads is forwarded there (a get is redirected).
  */
 import type { Message } from '@felix/wire';
 import type { ProjectionAnswers } from '../caches/answers.js';
 import { type CacheService, storageRefusal } from '../caches/cache-service.js';
+import { forwardCacheWrite } from '../caches/forward.js';
+import type { ForwardingSlot } from '../session/context.js';
 import type { Handler, HandlerTable, RequestContext } from '../session/handler.js';
 import type { Negotiated } from '../session/negotiation.js';
 import { checkTenant } from '../session/refusal.js';
@@ -17,15 +20,20 @@ export function registerCounterHandlers(
   table: HandlerTable,
   caches: CacheService,
   answers: ProjectionAnswers,
+  forwarding: ForwardingSlot,
 ): void {
   const answer = (msg: CounterMsg, rc: RequestContext) => counterOp(caches, rc.auth, msg);
-  const handler: Handler<CounterMsg> = {
+  const get: Handler<CounterMsg> = {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
     handle: (msg, rc) => answers.queue(rc, msg, answer),
   };
-  table.register('counter_add', handler);
-  table.register('counter_get', handler);
+  const add: Handler<Msg<'counter_add'>> = {
+    ...get,
+    forward: forwardCacheWrite(forwarding, answers),
+  };
+  table.register('counter_add', add);
+  table.register('counter_get', get);
 }
 
 export async function counterOp(

@@ -1,8 +1,8 @@
 /**
  * Admission: the one place every authenticated request passes after its handler is found and
  * before the handler runs. Authorization (the authz issue: is this principal allowed this request
- * on this resource?) and the shard-ownership decision (serve here, refuse with `not_leader`, or,
- * once replication lands, forward to the leader) sit here, once, instead of in each handler.
+ * on this resource?) and the shard-ownership decision (serve here, refuse with `not_leader`, or
+ * forward a write to the leader: `forwardable`) sit here, once, instead of in each handler.
  *
  * Authorization first: the connection's grant (auth/grant.ts) against the request type's row of
  * the permission table (auth/access.ts): `unauthenticated` once the token expired, `forbidden`
@@ -15,7 +15,7 @@
 import type { Message } from '@felix/wire';
 import type { SessionContext } from './context.js';
 import type { HandlerEntry, RequestContext } from './handler.js';
-import type { Refusal } from './refusal.js';
+import { NotLeaderRefusal, type Refusal } from './refusal.js';
 
 export function admit(
   ctx: SessionContext,
@@ -33,4 +33,12 @@ export function admit(
     return ctx.ownership.refuseMessage(req);
   }
   return null;
+}
+
+/**
+ * Whether admission's refusal is a write to hand to its handler's `forward` instead: the shard
+ * is led by another broker and the request is one that is forwarded (its handler says how).
+ */
+export function forwardable(entry: HandlerEntry, refusal: Refusal): refusal is NotLeaderRefusal {
+  return refusal instanceof NotLeaderRefusal && entry.handler.forward !== undefined;
 }

@@ -154,6 +154,7 @@ export class Authenticator {
         permissions: null,
         expiresAtMs: Number.POSITIVE_INFINITY,
         expMs: undefined,
+        token,
       };
     }
     if (token === '') {
@@ -183,6 +184,7 @@ export class Authenticator {
         permissions: v.permissions,
         expiresAtMs: (v.claims.exp + TOKEN_CLOCK_SKEW_S) * 1000,
         expMs: v.claims.exp * 1000,
+        token,
       };
     } catch (err) {
       throw authRefusal(err);

@@ -22,7 +22,7 @@ import type { Connection, TransportStream } from '@felix/transport';
 import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
 import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
 import { ConnectionGrant, type Principal } from './grant.js';
-import { admit } from './admission.js';
+import { admit, forwardable } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
 import { authenticate } from './auth.js';
 import { ConnectionBytes, type InflightBytes, brokerInflight } from './byte-budget.js';
@@ -494,7 +494,8 @@ export class ClientSession {
         : unsupportedRefusal(msg);
     }
     const refused = admit(this.ctx, rc, entry, msg);
-    if (refused !== null) return refused;
+    if (refused !== null)
+      return forwardable(entry, refused) ? handler.forward!(msg, rc, refused) : refused;
     if (entry.access?.longLived === true) rc.longLived = true;
     return handler.handle(msg, rc);
   }

@@ -5,7 +5,7 @@ import type { BrokerConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { Message } from '@felix/wire';
 import type { HandlerTable } from './handler.js';
-import type { Refusal } from './refusal.js';
+import type { NotLeaderRefusal, Refusal } from './refusal.js';
 
 /** Control-plane mode: which shards this broker serves (cluster/shard-table.ts). */
 export interface ShardOwnership {
@@ -21,6 +21,33 @@ export interface ShardOwnership {
   ): Refusal | null;
   /** The same for a cache, counter, watch or group request (null when served or unknown). */
   refuseMessage(msg: Message): Refusal | null;
+}
+
+/**
+ * Control-plane mode with an internal listener: writes to shards another broker leads are sent
+ * there (cluster/forwarder.ts). Each method resolves with the owner's answer or throws the
+ * Refusal to answer the client with. `order` is the client stream: its writes to one shard
+ * reach the owner in request order.
+ */
+export interface Forwarding {
+  publish(
+    to: NotLeaderRefusal,
+    payloads: Uint8Array[],
+    token: string,
+    order: object,
+  ): Promise<{ first: number; last: number }>;
+  /** A cache put, delete or counter add (`op` of @felix/wire's CACHE_OP); the owner's value. */
+  cacheOp(
+    to: NotLeaderRefusal,
+    op: { op: number; key: string; ttlMs: number; value: Uint8Array },
+    token: string,
+    order: object,
+  ): Promise<Uint8Array | undefined>;
+}
+
+/** Where handlers find the forwarder, set once the broker has joined its cluster. */
+export interface ForwardingSlot {
+  current: Forwarding | null;
 }
 
 export interface SessionContext {

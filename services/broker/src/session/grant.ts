@@ -24,6 +24,9 @@ export interface Principal {
   readonly expiresAtMs: number;
   /** The token's own `exp` in ms (what `reauth_ok` reports); undefined in dev. */
   readonly expMs: number | undefined;
+  /** The bearer token it was verified from: a write forwarded to another broker carries it,
+   *  and that broker verifies it again. */
+  readonly token: string;
 }
 
 /** Counts a refusal by action (felix_broker_requests_forbidden_total). */
@@ -53,6 +56,11 @@ export class ConnectionGrant {
 
   get expMs(): number | undefined {
     return this.principal.expMs;
+  }
+
+  /** The newest token of the connection (a forwarded write carries it to the owner). */
+  get token(): string {
+    return this.principal.token;
   }
 
   /** The same tenant and subject: the only principal a connection's later tokens may name. */

@@ -17,7 +17,7 @@ import type { ConnectionGrant } from './grant.js';
 import type { AnswerPipe } from './answer-pipe.js';
 import type { InboundFrame } from './codec.js';
 import type { Negotiated } from './negotiation.js';
-import { Refusal } from './refusal.js';
+import { type NotLeaderRefusal, Refusal } from './refusal.js';
 
 /** What a handler is told about the request's stream: one object per client stream. */
 export interface RequestContext {
@@ -65,6 +65,12 @@ export interface Handler<M extends Message = Message> {
   readonly shardLocation: ShardLocation;
   /** Answers (a promise only when it must wait: a full pipe, an earlier answer, a write). */
   handle(req: M, rc: RequestContext): Outcome | Promise<Outcome>;
+  /**
+   * A write that admission found led by another broker (`to`): sent to that leader and
+   * answered from its answer (cluster/forwarder.ts). Absent: such a request is refused
+   * `not_leader` (a read, a watch, a group request: the client goes to the leader itself).
+   */
+  forward?(req: M, rc: RequestContext, to: NotLeaderRefusal): Outcome | Promise<Outcome>;
 }
 
 /** A handler of a binary frame layout (the publish batch). */

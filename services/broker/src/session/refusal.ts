@@ -50,6 +50,42 @@ export class Refusal extends BrokerError {
   }
 }
 
+/** A shard another broker leads, as a `not_leader` refusal names it. */
+export interface ShardOwner {
+  kind: 'stream' | 'cache';
+  tenant: string;
+  namespace: string;
+  /** The stream or cache. */
+  name: string;
+  shard: number;
+  /** The leader's node id and the generation this broker knows it at. */
+  nodeId: string;
+  generation: number;
+  /** The leader's client address (`cluster.client_advertise_addr`), when the node book has it. */
+  addr: string | undefined;
+}
+
+/**
+ * `not_leader`: the shard is led by another broker. Its detail names the leader, its client
+ * address and the generation (the client's redirect); a write is forwarded to `owner` instead
+ * where the broker can (cluster/forwarder.ts).
+ */
+export class NotLeaderRefusal extends Refusal {
+  constructor(
+    readonly owner: ShardOwner,
+    message: string,
+  ) {
+    super('not_leader', message, 'not_leader', {
+      detail: {
+        reason: 'not_leader',
+        node_id: owner.nodeId,
+        ...(owner.addr !== undefined ? { addr: owner.addr } : {}),
+        generation: owner.generation,
+      },
+    });
+  }
+}
+
 /** The `error` frame of a refusal: with its code and retry class when the client reads them. */
 export function errorFrame(
   auth: Pick<Negotiated, 'features'> | null,

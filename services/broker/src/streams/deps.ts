@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
-import type { ShardOwnership } from '../session/context.js';
+import type { ForwardingSlot, ShardOwnership } from '../session/context.js';
 import type { StreamRuntime } from './shard.js';
 
 export interface StreamDeps {
@@ -14,4 +14,6 @@ export interface StreamDeps {
   streams: { get(tenant: string, namespace: string, name: string): StreamRuntime | undefined };
   /** Control-plane mode only: refuses shards this broker does not hold. */
   ownership?: ShardOwnership;
+  /** Where a publish to a shard another broker leads is forwarded (when the slot is set). */
+  forwarding?: ForwardingSlot;
 }

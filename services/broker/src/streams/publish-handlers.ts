@@ -2,7 +2,8 @@
  * Publishes, JSON and binary: each is appended to the shard its key routes to and answered in
  * request order through the stream's AnswerPipe (within the publish window), as `publish_ok` /
  * `publish_error` or a binary ack using only the modifiers the client negotiated. A publish on a
- * publish-only stream, or one that asked for no ack, owes no answer.
+ * publish-only stream, or one that asked for no ack, owes no answer. In a cluster, a publish to a
+ * shard another broker leads is forwarded there and answered with the owner's offsets.
  */
 import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
 import { QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
@@ -11,8 +12,9 @@ import type { ConnectionGrant } from '../session/grant.js';
 import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '../session/codec.js';
 import type { FrameHandler, Handler, Outcome, RequestContext } from '../session/handler.js';
 import { SERVER_FLAGS, type Negotiated, has } from '../session/negotiation.js';
-import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
-import { type Payloads, payloadCount } from './event-batch.js';
+import type { Forwarding } from '../session/context.js';
+import { NotLeaderRefusal, Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
+import { type Payloads, payloadArray, payloadCount } from './event-batch.js';
 import type { StreamDeps } from './deps.js';
 
 interface PublishRequest {
@@ -55,7 +57,7 @@ export class PublishHandlers {
     this.deps.metrics.publishes.inc({ frame: 'json' });
     await rc.answers.room();
     rc.answers.push(
-      this.publish(rc.auth, rc.grant, {
+      this.publish(rc.auth, rc.grant, rc.answers, {
         tenant: msg.tenant_id,
         namespace: msg.namespace,
         stream: msg.stream,
@@ -88,14 +90,18 @@ export class PublishHandlers {
     }
     if (rc.quiet) req.requestId = undefined;
     await rc.answers.room();
-    rc.answers.push(this.publish(rc.auth, rc.grant, req));
+    rc.answers.push(this.publish(rc.auth, rc.grant, rc.answers, req));
     return null;
   }
 
-  /** Appends and builds the answer bytes (or null when none is owed). */
+  /**
+   * Appends (or forwards) and builds the answer bytes (or null when none is owed). `order` is
+   * the client stream: forwarded publishes keep its order.
+   */
   private async publish(
     auth: Negotiated,
     grant: ConnectionGrant,
+    order: object,
     req: PublishRequest,
   ): Promise<Uint8Array | null> {
     const { metrics: m, ownership } = this.deps;
@@ -124,6 +130,9 @@ export class PublishHandlers {
       shardIndex,
       true,
     );
+    const forwarding = this.deps.forwarding?.current ?? null;
+    if (unheld instanceof NotLeaderRefusal && forwarding !== null)
+      return this.forward(forwarding, auth, grant.token, order, req, unheld);
     if (unheld) return this.answerError(auth, req, unheld);
     const shard = stream.shards[shardIndex]!;
     if (shard.quorumWaiting >= QUORUM_WAITING_BATCHES_MAX) {
@@ -144,19 +153,49 @@ export class PublishHandlers {
     );
     m.publishedRecords.inc(records);
     m.publishedBytes.inc(bytes);
+    return this.answerOk(auth, req, result.first);
+  }
+
+  /**
+   * Sends the publish to its shard's leader and answers from the leader's answer only (its
+   * offsets; an unanswered forward is `unacknowledged`, never resent).
+   */
+  private async forward(
+    forwarding: Forwarding,
+    auth: Negotiated,
+    token: string,
+    order: object,
+    req: PublishRequest,
+    to: NotLeaderRefusal,
+  ): Promise<Uint8Array | null> {
+    let result: { first: number; last: number };
+    try {
+      result = await forwarding.publish(to, payloadArray(req.payloads), token, order);
+    } catch (err) {
+      const refusal =
+        err instanceof Refusal
+          ? err
+          : new Refusal('internal', `forward failed: ${(err as Error).message}`, 'forward_error');
+      return this.answerError(auth, req, refusal);
+    }
+    return this.answerOk(auth, req, result.first);
+  }
+
+  /** An accepted publish's answer: `publish_ok` or a binary ack (null when none is owed). */
+  private answerOk(auth: Negotiated, req: PublishRequest, first: number): Uint8Array | null {
     if (req.requestId === undefined) return null;
     const withOffset = has(auth.flags, FLAG_BINARY_PUBLISH_ACK_OFFSET);
     if (req.json) {
       return jsonFrame({
         type: 'publish_ok',
         request_id: req.requestId,
-        ...(withOffset ? { offset: result.first } : {}),
+        ...(withOffset ? { offset: first } : {}),
       });
     }
     return ackFrame(auth.flags, {
       ok: true,
       requestId: req.requestId,
-      offset: withOffset ? result.first : undefined,
+      offset: withOffset ? first : undefined,
     });
   }
 

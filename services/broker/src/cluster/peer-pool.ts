@@ -1,0 +1,111 @@
+/**
+ * One connection per peer broker, shared by everything that talks to it (the leader's shippers
+ * and the forwarder): dialled on first use at the internal address the node book names, with the
+ * cluster certificate, and dialled afresh after a request fails on it. A peer the test partition
+ * cuts (`dialAllowed` false) is not dialled, and its open link is closed when the cut begins.
+ */
+import type { Logger } from 'pino';
+import type { PeerLink } from '@felix/replication';
+import type { TlsMaterial } from '@felix/transport';
+import { PeerUnreachableError } from '../errors.js';
+import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
+import { PeerConnection } from './peer-dial.js';
+
+export interface PeerPoolDeps {
+  selfId: string;
+  transport: 'quic' | 'tls';
+  /** This broker's certificate and the cluster CA; null dials unauthenticated. */
+  cluster: { tls: TlsMaterial; ca: string } | null;
+  clientTls: TlsMaterial;
+  /** The internal address of a node, from the node book (which may be read afresh first). */
+  address: (nodeId: string) => string | undefined | Promise<string | undefined>;
+  /** The partition gate (cluster/peer-links.ts `dialAllowed`); absent: every peer. */
+  dialAllowed?: (nodeId: string) => boolean;
+  log: Logger;
+}
+
+/**
+ * The link to one peer. A request that fails before anything was sent (no address, a dial or
+ * Hello that failed, a cut) throws PeerUnreachableError; any later failure (a timeout, a reset,
+ * a link that dropped) throws what the connection threw, and the request may have been done.
+ */
+export class LazyPeerLink implements PeerLink {
+  private conn: Promise<PeerConnection> | undefined;
+
+  constructor(
+    private readonly nodeId: string,
+    private readonly deps: PeerPoolDeps,
+  ) {}
+
+  async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    const { conn, pending } = await this.connected();
+    try {
+      return await conn.request(frame, timeoutMs);
+    } catch (err) {
+      // A failed or silent link is dialled afresh by the next request.
+      if (this.conn === pending) this.conn = undefined;
+      // The request's failure is what the caller hears; the close is best effort.
+      void conn.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async connected() {
+    if (this.deps.dialAllowed?.(this.nodeId) === false)
+      throw new PeerUnreachableError(this.nodeId, 'partitioned (test partition file)');
+    const address = await this.deps.address(this.nodeId);
+    if (address === undefined)
+      throw new PeerUnreachableError(this.nodeId, 'no internal address in the node book yet');
+    this.conn ??= PeerConnection.dial({
+      address,
+      transport: this.deps.transport,
+      nodeId: this.nodeId,
+      selfId: this.deps.selfId,
+      tls: this.deps.cluster?.tls ?? this.deps.clientTls,
+      clusterCa: this.deps.cluster?.ca ?? null,
+      timeoutMs: PEER_DIAL_TIMEOUT_MS,
+    });
+    const pending = this.conn;
+    try {
+      return { conn: await pending, pending };
+    } catch (err) {
+      if (this.conn === pending) this.conn = undefined;
+      throw new PeerUnreachableError(this.nodeId, (err as Error).message, { cause: err });
+    }
+  }
+
+  async close(): Promise<void> {
+    const pending = this.conn;
+    this.conn = undefined;
+    // A link that never connected has nothing to close.
+    const conn = await pending?.catch(() => undefined);
+    // Closing at shutdown or at a cut: a link that fails to close is gone anyway.
+    await conn?.close().catch(() => undefined);
+  }
+}
+
+export class PeerPool {
+  private readonly links = new Map<string, LazyPeerLink>();
+
+  constructor(readonly deps: PeerPoolDeps) {}
+
+  /** The one link to `nodeId` (made on first use, never dialled until a request). */
+  link(nodeId: string): LazyPeerLink {
+    let l = this.links.get(nodeId);
+    if (l === undefined) {
+      l = new LazyPeerLink(nodeId, this.deps);
+      this.links.set(nodeId, l);
+    }
+    return l;
+  }
+
+  /** Closes the open link to `nodeId` (a partition cut it); the next request dials again. */
+  cut(nodeId: string): void {
+    void this.links.get(nodeId)?.close();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.links.values()].map((l) => l.close()));
+    this.links.clear();
+  }
+}
