@@ -1,7 +1,8 @@
 // One-shot `pki` service of compose.yaml, run in the broker image as root (only to hand files to
-// the service user): makes a private CA and one server certificate per broker (SANs: its service
-// name, localhost, 127.0.0.1, ::1) into the `pki` volume, the control plane's bootstrap token into
-// the `secrets` volume, and copies the CA certificate to /out for clients on the host. Whatever
+// the service user): makes a private CA and one certificate per broker, for its client listeners
+// and for its peers on the internal listener (SANs: its service name, which is its node id,
+// localhost, 127.0.0.1, ::1) into the `pki` volume, the control plane's bootstrap token into the
+// `secrets` volume, and copies the CA certificate to /out for clients on the host. Whatever
 // exists is kept, so a second `up` changes nothing. Uses the `selfsigned` package the broker
 // image already ships (through @felix/transport).
 import { randomBytes } from 'node:crypto';
@@ -64,7 +65,8 @@ async function makeBrokerCert(name, ca) {
     extensions: [
       { name: 'basicConstraints', cA: false },
       { name: 'keyUsage', digitalSignature: true, critical: true },
-      { name: 'extKeyUsage', serverAuth: true },
+      // clientAuth too: the same certificate dials peers on the internal listener (mutual TLS).
+      { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
       {
         name: 'subjectAltName',
         altNames: [

@@ -5,6 +5,8 @@
  * on the new connection; acked publishes caught by the loss fail with OutcomeUnknownError.
  */
 import { shardForKey } from '@felix/wire';
+import { ClusterRouter } from './cluster/router.js';
+import { retryKindOf, retryWindowMs } from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
@@ -22,13 +24,18 @@ import {
   RECONNECT_ATTEMPTS_MAX_DEFAULT,
   RECONNECT_BASE_MS_DEFAULT,
   RECONNECT_DELAY_MS_MAX_DEFAULT,
+  AT_LEAST_ONCE_RESENDS_MAX,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
+  FAILOVER_DEADLINE_MS_DEFAULT,
+  FAILOVER_RETRY_BASE_MS,
+  FAILOVER_RETRY_DELAY_MS_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SHARD_CACHE_STREAMS_MAX,
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
 } from './limits.js';
 import { BrokerConnection, type ConnectionOptions } from './protocol/broker-connection.js';
-import type { PublishCall } from './protocol/publish-pipe.js';
+import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
@@ -38,7 +45,7 @@ import { Group, type GroupOptions } from './projections/group.js';
 import type { ProjectionHost } from './projections/host.js';
 import { type StatusEvent, StatusHub } from './status.js';
 import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from './token/keeper.js';
-import { type ReaderStart, ShardReader, Subscription } from './subscription.js';
+import { type ReaderRoute, type ReaderStart, ShardReader, Subscription } from './subscription.js';
 import type {
   ConnectOptions,
   PublishOptions,
@@ -94,6 +101,8 @@ export class FelixClient {
   readonly namespace: string;
   /** The token (fixed, or refreshed from the provider) every stream authenticates with. */
   private readonly keeper: TokenKeeper;
+  /** Discovery and routing to each shard's owner (on while the broker answers `shard_owners`). */
+  private readonly router: ClusterRouter;
 
   private constructor(
     private readonly opts: ConnectOptions,
@@ -108,6 +117,17 @@ export class FelixClient {
     const timeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
     this.ackedCall = { ack: true, gather: true, timeoutMs, shape: unkeyedResult };
     this.unackedCall = { ack: false, gather: true, timeoutMs };
+    this.router = new ClusterRouter({
+      entry: (signal) => this.connection(signal),
+      liveEntry: () => this.liveEntry(),
+      open: (addr) => this.open(addr),
+      enabled: opts.routing !== false,
+    });
+  }
+
+  private liveEntry(): BrokerConnection | undefined {
+    const c = this.current;
+    return c !== null && !c.isLost && !this.isClosed ? c : undefined;
   }
 
   /** @internal use `connect()`. */
@@ -147,8 +167,19 @@ export class FelixClient {
     return this.isClosed;
   }
 
+  /**
+   * The brokers of the cluster as the last `topology` answer named them (node id and the
+   * address the client dials); empty against a single broker or one without discovery.
+   */
+  get brokers(): Array<{ nodeId: string; addr: string }> {
+    return [...this.router.book.brokerIds].map(([nodeId, addr]) => ({ nodeId, addr }));
+  }
+
+  /** The seeds in turn, then the brokers a topology answer named (the seeds are never dropped:
+   *  a client given one seed reconnects through the others once it has learned them). */
   private nextServer(): string {
-    const s = this.opts.servers[this.serverIndex % this.opts.servers.length]!;
+    const order = this.router.reconnectOrder(this.opts.servers);
+    const s = order[this.serverIndex % order.length]!;
     this.serverIndex++;
     return s;
   }
@@ -190,7 +221,10 @@ export class FelixClient {
     this.current = conn;
     this.hub.emit({ type: 'connected', server: conn.server, transport: conn.conn.transport });
     for (const w of this.connectedWaiters.splice(0)) w();
+    // Discovery is best effort: without it every request goes to this broker, as before.
+    this.router.discover(conn).catch(() => undefined);
     void conn.lost.then((err) => {
+      this.router.lost(conn);
       if (this.current !== conn) return;
       this.current = null;
       if (this.isClosed) return;
@@ -285,13 +319,30 @@ export class FelixClient {
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
-    const current = this.current;
+    const routed = this.router.active;
+    // Routed: the owner's live connection when a one-shard stream's owner is known and open.
+    const current = routed ? this.ownerNow(stream) : this.current;
     if (opts.signal !== undefined || opts.key !== undefined || stream === '' || current === null)
       return this.send(stream, [data], opts, true);
+    // Resent after a loss: the general path.
+    if (opts.atLeastOnce === true) return this.send(stream, [data], opts, true);
     const payload = bytesOf(data);
     if (this.isClosed || current.isLost || payload.byteLength > PAYLOAD_BYTES_MAX)
       return this.send(stream, [data], opts, true);
-    return this.publishUnkeyed(current, stream, payload, opts.ack ?? true);
+    const ack = opts.ack ?? true;
+    const sent = this.publishUnkeyed(current, stream, payload, ack);
+    // The owner moved meanwhile: nothing was written, so the general path (redirects) sends it.
+    if (!routed || !ack) return sent;
+    return sent.catch((err: unknown) => {
+      if (retryKindOf(err) !== 'redirect') throw err;
+      return this.send(stream, [data], opts, true);
+    });
+  }
+
+  /** The live connection to the owner of a one-shard stream, when known and open now. */
+  private ownerNow(stream: string): BrokerConnection | null {
+    if (this.shardCache.get(stream)?.shards !== 1) return null;
+    return this.router.liveFor('stream', stream, 0) ?? null;
   }
 
   /**
@@ -337,20 +388,13 @@ export class FelixClient {
     const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
     const ack = opts.ack ?? true;
     const signal = opts.signal;
-    const current = this.current;
-    // The live connection is taken as it is (no promise); otherwise wait for one.
-    const conn =
-      signal === undefined && !this.isClosed && current !== null && !current.isLost
-        ? current
-        : await this.connection(signal);
     // An ack that never comes is an unknown outcome, not a hang: the connection times it.
     const timeoutMs = this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
-    const sent = conn.publish(stream, payloads, {
-      ack,
-      gather,
-      timeoutMs,
-      ...(key ? { key } : {}),
-    });
+    const call: PublishCall = { ack, gather, timeoutMs, ...(key ? { key } : {}) };
+    const sent =
+      this.router.active || opts.atLeastOnce === true
+        ? this.sendRouted(stream, payloads, call, opts)
+        : this.sendOnce(stream, payloads, call, signal);
     const r = await (signal === undefined ? sent : abortable(sent, signal, 'publish'));
     let shard: number | null = 0;
     if (key) {
@@ -358,6 +402,99 @@ export class FelixClient {
       shard = cached ? shardForKey(key, cached.shards, cached.routing) : null;
     }
     return { offset: r.offset ?? null, shard };
+  }
+
+  /** One publish on the entry connection, never resent (a broker outside a cluster). */
+  private async sendOnce(
+    stream: string,
+    payloads: Uint8Array[],
+    call: PublishCall,
+    signal: AbortSignal | undefined,
+  ): Promise<PublishAnswer> {
+    const current = this.current;
+    // The live connection is taken as it is (no promise); otherwise wait for one.
+    const conn =
+      signal === undefined && !this.isClosed && current !== null && !current.isLost
+        ? current
+        : await this.connection(signal);
+    return conn.publish(stream, payloads, call);
+  }
+
+  /**
+   * A publish to the shard's owner (redirects followed, routing.ts), sent again after a refusal
+   * that wrote nothing (a redirect, a lost connection before the send), and after a lost ack
+   * (OutcomeUnknownError) only when the caller opted in to at-least-once: then the record may be
+   * in the log twice. Bounded by AT_LEAST_ONCE_RESENDS_MAX and the request timeout.
+   */
+  private async sendRouted(
+    stream: string,
+    payloads: Uint8Array[],
+    call: PublishCall,
+    opts: PublishOptions,
+  ): Promise<PublishAnswer> {
+    const shard = await this.shardOfPublish(stream, call.key, opts.signal);
+    const tally = {
+      resends: 0,
+      atLeastOnce: opts.atLeastOnce === true,
+      startedMs: Date.now(),
+      timeoutMs: call.timeoutMs,
+    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (shard === undefined || !this.router.active)
+          return await (await this.connection(opts.signal)).publish(stream, payloads, call);
+        return await this.router.request(
+          'stream',
+          stream,
+          shard,
+          (c) => c.publish(stream, payloads, call),
+          opts.signal,
+        );
+      } catch (err) {
+        if (!this.mayResend(err, attempt, tally)) throw err;
+        // The owner as held failed us: learn the one a redirect names, or ask again.
+        if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
+        const delayMs = backoffDelayMs(attempt, {
+          baseMs: FAILOVER_RETRY_BASE_MS,
+          maxMs: FAILOVER_RETRY_DELAY_MS_MAX,
+        });
+        await sleep(delayMs, opts.signal);
+      }
+    }
+  }
+
+  /** Whether a failed publish is sent again (see sendRouted): within the retry window of its
+   *  failure from `startedMs` (routing.ts); one of unknown outcome only at least once. */
+  private mayResend(
+    err: unknown,
+    attempt: number,
+    tally: { resends: number; atLeastOnce: boolean; startedMs: number; timeoutMs: number },
+  ): boolean {
+    if (this.isClosed || attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
+    const elapsedMs = Date.now() - tally.startedMs;
+    if (retryKindOf(err) === 'outcome_unknown')
+      return (
+        tally.atLeastOnce &&
+        elapsedMs < tally.timeoutMs &&
+        ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX
+      );
+    return elapsedMs < retryWindowMs(err, tally.timeoutMs);
+  }
+
+  /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */
+  private async shardOfPublish(
+    stream: string,
+    key: Uint8Array | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<number | undefined> {
+    let width: { shards: number; routing: 'modulo' | 'jump_hash' };
+    try {
+      width = await this.shards(stream, signal);
+    } catch {
+      return undefined; // unknown here: the entry broker answers the publish (and refuses it)
+    }
+    if (key !== undefined) return shardForKey(key, width.shards, width.routing);
+    return width.shards === 1 ? 0 : undefined;
   }
 
   /**
@@ -377,16 +514,26 @@ export class FelixClient {
     const shard = opts.shard ?? 0;
     if (!Number.isSafeInteger(shard) || shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
-    const conn = await this.connection(opts.signal);
-    return offsetForTimeOn(conn, stream, shard, atMicros);
+    if (!this.router.active)
+      return offsetForTimeOn(await this.connection(opts.signal), stream, shard, atMicros);
+    // Answered by the shard's leader (its log): routed there, redirects followed.
+    return this.router.request(
+      'stream',
+      stream,
+      shard,
+      (c) => offsetForTimeOn(c, stream, shard, atMicros),
+      opts.signal,
+    );
   }
 
   /** A batching publisher: many `publish()` calls, few frames. */
   publisher(stream: string, opts: PublisherOptions = {}): Publisher {
     const ack = opts.ack ?? true;
+    const atLeastOnce = opts.atLeastOnce === true ? { atLeastOnce: true } : {};
     return new Publisher(
       stream,
-      (payloads, key) => this.publishBatch(stream, payloads, { ack, ...(key ? { key } : {}) }),
+      (payloads, key) =>
+        this.publishBatch(stream, payloads, { ack, ...atLeastOnce, ...(key ? { key } : {}) }),
       opts,
       this.turn,
     );
@@ -410,6 +557,7 @@ export class FelixClient {
       get closed() {
         return isClosed();
       },
+      route: this.readerRoute(),
     };
     return new Subscription(
       async (signal) => {
@@ -431,6 +579,19 @@ export class FelixClient {
     );
   }
 
+  /** What a shard reader needs of the router (and how long it looks for a lost owner). */
+  private readerRoute(): ReaderRoute {
+    const router = this.router;
+    return {
+      get active() {
+        return router.active;
+      },
+      request: (kind, name, shard, call, signal) => router.request(kind, name, shard, call, signal),
+      refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
+      deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
+    };
+  }
+
   /** A cache declared on the broker: put/get/delete and watch. */
   cache(name: string): Cache {
     return new Cache(this.projectionHost(), name);
@@ -441,21 +602,38 @@ export class FelixClient {
     return new Counter(this.projectionHost(), name);
   }
 
-  /** A consumer group on one shard of a durable stream. */
+  /** A consumer group on one shard of a durable stream (on that shard's owner, in a cluster). */
   group(stream: string, group: string, opts: GroupOptions = {}): Group {
-    return new Group(this.projectionHost(), stream, group, opts);
+    const shard = opts.shard ?? 0;
+    return new Group(this.projectionHost({ name: stream, shard }), stream, group, opts);
   }
 
-  private projectionHost(): ProjectionHost {
+  /** What caches, counters and groups use; `owned` routes every request to that stream shard's
+   *  owner while routing is on (a group's requests must reach the broker holding its claims). */
+  private projectionHost(owned?: { name: string; shard: number }): ProjectionHost {
     const client = this;
+    const router = this.router;
     return {
-      connection: (signal?: AbortSignal) => client.connection(signal),
-      live: () => {
-        const c = client.current;
-        return c && !c.isLost && !client.isClosed ? c : undefined;
-      },
+      connection: (signal?: AbortSignal) =>
+        owned !== undefined && router.active
+          ? router.connectionFor('stream', owned.name, owned.shard, signal)
+          : client.connection(signal),
+      live: () =>
+        owned !== undefined && router.active
+          ? router.liveFor('stream', owned.name, owned.shard)
+          : client.liveEntry(),
       get closed() {
         return client.isClosed;
+      },
+      route: {
+        get active() {
+          return router.active;
+        },
+        connectionFor: (kind, name, shard, signal) =>
+          router.connectionFor(kind, name, shard, signal),
+        widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),
+        refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
+        deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
       },
     };
   }
@@ -469,7 +647,7 @@ export class FelixClient {
     for (const w of this.connectedWaiters.splice(0)) w();
     const c = this.current;
     this.current = null;
-    await c?.close();
+    await Promise.all([c?.close(), this.router.close()]);
     this.hub.emit({ type: 'closed' });
     this.hub.end();
   }

@@ -92,8 +92,10 @@ export class InvalidRequestError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_INVALID_REQUEST';
 }
 /**
- * The shard is led by another broker, which the message names with its client address. This
- * client does not follow the redirect yet (the replication issue): connect to that broker.
+ * The shard is led by another broker, which the answer names (node id, and its client address
+ * and generation when the broker knows them). A client talking to a cluster follows it to the
+ * owner (at most REDIRECT_HOPS_MAX hops); it reaches the caller only when that fails, or from a
+ * broker that offers no cluster discovery.
  */
 export class NotLeaderError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_NOT_LEADER';
@@ -162,6 +164,22 @@ export function refusalOf(msg: {
   });
 }
 
+/** The typed error of a `not_leader` answer (FEATURE_REDIRECT): the owner it names travels in
+ *  `detail` (`node_id`, `addr`, `generation`), as an `error` coded `not_leader` may carry it. */
+export function notLeaderOf(msg: {
+  node_id: string;
+  addr?: string | undefined;
+  generation?: number | undefined;
+}): NotLeaderError {
+  const where = msg.addr !== undefined ? ` (client address ${msg.addr})` : '';
+  return new NotLeaderError({
+    brokerCode: 'not_leader',
+    message: `led by node ${msg.node_id}${where}`,
+    retry: 'redirect',
+    detail: { node_id: msg.node_id, addr: msg.addr, generation: msg.generation },
+  });
+}
+
 /**
  * The typed error of a binary publish ack's refusal: its u16 code named by @felix/wire. The ack
  * carries no detail, so a `forbidden` one is given what the publish itself names: the action
@@ -221,6 +239,24 @@ export class OutcomeUnknownError extends ClientError {
     super(`the connection was lost before the publish to ${stream} was acknowledged`, {
       ...options,
       retry: 'unknown_outcome',
+    });
+  }
+}
+
+/**
+ * A request was redirected REDIRECT_HOPS_MAX times, or to a broker it had already tried: the
+ * brokers disagree about the shard's owner (a move or failover in progress). `cause` is the last
+ * refusal; retrying after a backoff (fresh owners) is safe, nothing was written.
+ */
+export class RedirectLimitError extends ClientError {
+  readonly code = 'FELIX_CLIENT_REDIRECT_LIMIT';
+  constructor(
+    readonly tried: readonly string[],
+    options?: FelixErrorOptions,
+  ) {
+    super(`redirected past ${tried.join(' -> ')} without reaching the shard's owner`, {
+      retry: 'retry_after_backoff',
+      ...options,
     });
   }
 }

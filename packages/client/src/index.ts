@@ -30,6 +30,7 @@ export {
   ProtocolError,
   PublisherFullError,
   NotLeaderError,
+  RedirectLimitError,
   ShardUnavailableError,
   TimeoutError,
   TokenProviderError,
@@ -38,7 +39,11 @@ export {
 } from './errors.js';
 export type { BrokerAnswer } from './errors.js';
 export {
+  CLUSTER_CONNECTIONS_MAX,
   CONNECT_TIMEOUT_MS_DEFAULT,
+  FAILOVER_DEADLINE_MS_DEFAULT,
+  REDIRECT_HOPS_MAX,
+  TOPOLOGY_REFRESH_MS,
   FRAME_BYTES_MAX,
   PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
   PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,

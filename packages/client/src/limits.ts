@@ -150,7 +150,51 @@ export const TOKEN_REFRESH_ATTEMPTS_MAX = 120;
  *  so fire-and-forget records are not dropped with the connection; then it closes anyway. */
 export const CLOSE_DRAIN_MS_MAX = 5_000;
 
-/** Resubscribes a shard reader makes while the broker answers `not_leader` (a move may settle
- *  back to this broker within the backoff); past them the subscription fails with
- *  NotLeaderError naming the leader, since this client does not follow redirects yet. */
+/** Resubscribes a shard reader makes while the broker answers `not_leader` when the client has
+ *  no cluster routing (the broker offers no `shard_owners`): a move may settle back to this
+ *  broker within the backoff; past them the subscription fails with NotLeaderError naming the
+ *  leader. With routing the reader follows the owner instead (FAILOVER_DEADLINE_MS_DEFAULT). */
 export const NOT_LEADER_RESUBSCRIBES_MAX = 3;
+
+/** Broker connections one client keeps open at once (one per broker it routes to, opened when a
+ *  shard it uses is led there): a cluster of more brokers than this is served by closing the
+ *  least recently used connection that is not the entry broker's. */
+export const CLUSTER_CONNECTIONS_MAX = 32;
+/** Brokers a topology answer may name that the client keeps (addresses to reconnect through):
+ *  the broker's own node book is bounded by a page of the control plane's nodes. */
+export const CLUSTER_BROKERS_MAX = 1024;
+/** How often a client routing in a cluster asks its entry broker for the topology again (besides
+ *  each connect): brokers that joined, or that a broker's node book lacked at connect, are
+ *  learned within it. One small request per interval. */
+export const TOPOLOGY_REFRESH_MS = 10_000;
+/** Streams and caches whose shard owners the client remembers; past it the book starts over
+ *  (the owners are asked again on next use). */
+export const OWNER_BOOK_NAMES_MAX = 4096;
+/** `not_leader` redirects one request follows (never back to a broker already tried for it):
+ *  more hops mean the brokers disagree about the owner, and the caller's retry (after fresh
+ *  owners) is what settles it. */
+export const REDIRECT_HOPS_MAX = 3;
+/** How long a subscription, a cache watch or a group consumer keeps trying to reach the owner
+ *  of its shard after losing it (a failover promotes a follower within seconds); past it, the
+ *  last error ends it. Options may change it (`failoverDeadlineMs`). */
+export const FAILOVER_DEADLINE_MS_DEFAULT = 30_000;
+/** First delay cap between attempts to reach a shard's new owner; jittered and doubled per
+ *  attempt up to FAILOVER_RETRY_DELAY_MS_MAX. */
+export const FAILOVER_RETRY_BASE_MS = 50;
+/** Largest delay between attempts to reach a shard's new owner: a promotion is noticed within
+ *  about this much of the control plane naming it. */
+export const FAILOVER_RETRY_DELAY_MS_MAX = 1_000;
+/** A broker whose connection was just lost is not dialed again for this long while another
+ *  path exists: its shards are being failed over, and a dial to a dead host costs up to the
+ *  connect timeout. */
+export const BROKER_SUSPECT_MS = 2_000;
+/** Resends of one at-least-once publish caught by a lost connection or a redirect (each to the
+ *  shard's owner as then known), within the request timeout; past them OutcomeUnknownError. */
+export const AT_LEAST_ONCE_RESENDS_MAX = 5;
+/** Attempts of one routed publish refused with nothing written (a redirect, an owner not yet
+ *  known or reachable), within the request timeout: enough to span a broker's node-book refresh
+ *  and a promotion at FAILOVER_RETRY_DELAY_MS_MAX between attempts. */
+export const PUBLISH_ROUTE_ATTEMPTS_MAX = 32;
+/** How long a reader following its shard's owner retries `not_found` (a name the broker it
+ *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
+export const NOT_FOUND_RETRY_MS = 5_000;

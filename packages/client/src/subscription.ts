@@ -20,6 +20,7 @@ import {
   NotLeaderError,
   ProtocolError,
   TimeoutError,
+  notLeaderOf,
   refusalOf,
 } from './errors.js';
 import type {
@@ -28,7 +29,10 @@ import type {
   StartPosition,
 } from './protocol/broker-connection.js';
 import { offsetForTimeOn } from './offset-for-time.js';
+import { retryWindowMs } from './cluster/routing.js';
 import {
+  FAILOVER_RETRY_BASE_MS,
+  FAILOVER_RETRY_DELAY_MS_MAX,
   NOT_LEADER_RESUBSCRIBES_MAX,
   RESUBSCRIBE_BASE_MS,
   RESUBSCRIBE_DELAY_MS_MAX,
@@ -38,6 +42,10 @@ import { join } from './protocol/frame-stream.js';
 import type { StatusEvent } from './status.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
 import { BoundedQueue } from './util/bounded-queue.js';
+
+function isCursorError(err: unknown): boolean {
+  return err instanceof CursorTooOldError || err instanceof CursorInFutureError;
+}
 
 export interface StreamEvent {
   stream: string;
@@ -104,6 +112,23 @@ export interface ReaderHost {
   connection(signal?: AbortSignal): Promise<BrokerConnection>;
   emit(event: StatusEvent): void;
   readonly closed: boolean;
+  /** Cluster routing (absent or inactive: every subscribe goes to `connection()`). */
+  route?: ReaderRoute;
+}
+
+/** What a reader needs of the client's router (cluster/router.ts). */
+export interface ReaderRoute {
+  readonly active: boolean;
+  request<T>(
+    kind: 'stream',
+    name: string,
+    shard: number,
+    call: (conn: BrokerConnection) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T>;
+  refused(kind: 'stream', name: string, shard: number, err: unknown, from: string): void;
+  /** How long the reader keeps trying to reach its shard's owner (FAILOVER_DEADLINE_MS_DEFAULT). */
+  readonly deadlineMs: number;
 }
 
 /** How a reader waits between resubscribes (real timers unless a test pins them). */
@@ -120,6 +145,8 @@ export class ShardReader {
   private refusals = 0;
   /** `not_leader` answers since the last subscribe that succeeded. */
   private notLeaderAnswers = 0;
+  /** When the reader lost its shard's owner (ms), while it has not subscribed again. */
+  private failingSinceMs: number | undefined;
   private stopped = false;
   /** Offsets a loss notice (an event batch of no records) reported: `gap` went out at once, and
    *  the next event delivered carries them in `lostBefore` too. */
@@ -181,51 +208,99 @@ export class ShardReader {
     let first = true;
     try {
       while (!this.stopped && !this.signal?.aborted && !this.host.closed) {
-        let conn: BrokerConnection;
+        const at: { conn?: BrokerConnection } = {};
+        let again: boolean;
         try {
-          conn = await this.host.connection(this.signal);
-        } catch (err) {
-          if (this.signal?.aborted) return;
-          // A subscription outlives any one call's timeout: it waits for as long as the client
-          // keeps reconnecting (bounded by its attempts), then ends with the client's error.
-          if (err instanceof TimeoutError && !this.host.closed) continue;
-          throw err;
-        }
-        try {
-          const { start, recheckAt } = await this.startPosition(conn);
-          this.open = await conn.subscribe(
-            this.stream,
-            this.shard,
-            start,
-            this.queueCapacity,
-            this.timestamps,
-          );
-          if (this.cursor === undefined && this.open.startOffset !== undefined)
-            this.cursor = this.open.startOffset;
-          if (recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt))) {
-            this.close();
-            continue;
-          }
+          again = await this.subscribeRouted(at);
         } catch (err) {
           this.close();
-          if (!(await this.onSubscribeError(err, first, conn))) throw err;
+          if (this.signal?.aborted) return;
+          if (!(await this.onFailure(err, first, at.conn))) throw err;
+          continue;
+        }
+        if (again) {
+          this.close();
           continue;
         }
         first = false;
         this.refusals = 0;
         this.notLeaderAnswers = 0;
+        this.failingSinceMs = undefined;
         if (this.stopped) return; // stopped while the subscribe was on its way
-        yield* this.drain(this.open);
+        yield* this.drain(this.open!);
         const refused = this.open?.refusal?.();
         if (refused) throw refused; // ended by the broker for good (its token expired)
         this.open?.close();
         this.open = null;
-        // Lagged, ended by the broker, or the connection died: loop and resume from the cursor
-        // (`host.connection()` waits for a reconnect when the connection is gone).
+        // Lagged, moved, ended by the broker, or the connection died: loop and resume from the
+        // cursor (on the shard's owner as then known; `host.connection()` waits for a reconnect).
       }
     } finally {
       this.close();
     }
+  }
+
+  /** Subscribes on the shard's owner (routed) or the client's connection. True: start over
+   *  (a time that now names an earlier offset). `at.conn` is the connection last tried. */
+  private subscribeRouted(at: { conn?: BrokerConnection }): Promise<boolean> {
+    const route = this.host.route;
+    const on = (conn: BrokerConnection) => {
+      at.conn = conn;
+      return this.subscribeOn(conn);
+    };
+    if (route?.active) return route.request('stream', this.stream, this.shard, on, this.signal);
+    return this.host.connection(this.signal).then(on);
+  }
+
+  private async subscribeOn(conn: BrokerConnection): Promise<boolean> {
+    const { start, recheckAt } = await this.startPosition(conn);
+    this.open = await conn.subscribe(
+      this.stream,
+      this.shard,
+      start,
+      this.queueCapacity,
+      this.timestamps,
+    );
+    if (this.cursor === undefined && this.open.startOffset !== undefined)
+      this.cursor = this.open.startOffset;
+    return recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt));
+  }
+
+  /** A failed subscribe: retried (true) or the end of the subscription (false). */
+  private async onFailure(
+    err: unknown,
+    first: boolean,
+    conn: BrokerConnection | undefined,
+  ): Promise<boolean> {
+    const route = this.host.route;
+    if (route?.active && !isCursorError(err)) {
+      // Cluster: the owner was lost or moved; keep looking for it until the deadline.
+      const now = Date.now();
+      this.failingSinceMs ??= now;
+      const windowMs = retryWindowMs(err, route.deadlineMs);
+      if (windowMs === 0 || now - this.failingSinceMs > windowMs) return false;
+      // A redirect teaches the owner; anything else drops the one held, to be asked again.
+      route.refused('stream', this.stream, this.shard, err, conn?.server ?? '');
+      await this.backoff(FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX);
+      return true;
+    }
+    if (conn === undefined) {
+      // A subscription outlives any one call's timeout: it waits for as long as the client
+      // keeps reconnecting (bounded by its attempts), then ends with the client's error.
+      return err instanceof TimeoutError && !this.host.closed;
+    }
+    return this.onSubscribeError(err, first, conn);
+  }
+
+  /** Waits a full-jitter delay (an abort ends it early; the loop then sees the signal). */
+  private async backoff(baseMs: number, maxMs: number): Promise<void> {
+    const delayMs = backoffDelayMs(this.refusals++, {
+      baseMs,
+      maxMs,
+      ...(this.timing.random ? { random: this.timing.random } : {}),
+    });
+    // An abort ends the wait early; the loop then sees the signal and stops.
+    await (this.timing.sleep ?? sleep)(delayMs, this.signal).catch(() => undefined);
   }
 
   /** Decides whether a subscribe failure is retried (true) or ends the subscription (false). */
@@ -258,20 +333,14 @@ export class ShardReader {
       await conn.lost;
       return true;
     }
-    // A lasting redirect is the caller's to follow (the client does not yet): say so, naming
-    // the leader, rather than resubscribe to this broker forever.
+    // Without cluster routing a lasting redirect is the caller's to follow: say so, naming the
+    // leader, rather than resubscribe to this broker forever.
     if (err instanceof NotLeaderError && ++this.notLeaderAnswers > NOT_LEADER_RESUBSCRIBES_MAX)
       return false;
     if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect')) {
       // Such a refusal may last (a shard being opened or moved, a draining broker): wait a
       // full-jitter delay first, or the reader resubscribes as fast as round trips allow.
-      const delayMs = backoffDelayMs(this.refusals++, {
-        baseMs: RESUBSCRIBE_BASE_MS,
-        maxMs: RESUBSCRIBE_DELAY_MS_MAX,
-        ...(this.timing.random ? { random: this.timing.random } : {}),
-      });
-      // An abort ends the wait early; the loop then sees the signal and stops.
-      await (this.timing.sleep ?? sleep)(delayMs, this.signal).catch(() => undefined);
+      await this.backoff(RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX);
       return true;
     }
     return false;
@@ -279,7 +348,7 @@ export class ShardReader {
 
   private async *drain(
     open: OpenSubscription,
-  ): AsyncGenerator<EventRun, 'lagged' | 'ended' | 'lost'> {
+  ): AsyncGenerator<EventRun, 'lagged' | 'ended' | 'lost' | 'moved'> {
     for (;;) {
       let frame: Awaited<ReturnType<typeof open.events.nextPieces>>;
       try {
@@ -300,6 +369,10 @@ export class ShardReader {
           });
           if (this.cursor === undefined) this.cursor = msg.resume_from;
           return 'lagged';
+        }
+        if (msg.type === 'shard_moved') {
+          this.moved(msg);
+          return 'moved';
         }
         if (msg.type === 'event_batch') {
           yield this.toEvents(msg.base_offset, 0, msg.payloads);
@@ -327,6 +400,38 @@ export class ShardReader {
         batch.timestampsMicros,
       );
     }
+  }
+
+  /**
+   * The broker handed the shard to another (FEATURE_SHARD_MOVED): learn the owner it names and
+   * resume there at max(next undelivered, resume_from). A `resume_from` past the cursor is a
+   * loss the broker owns up to, reported as a `gap`.
+   */
+  private moved(msg: {
+    resume_from?: number | undefined;
+    node_id?: string | undefined;
+    addr?: string | undefined;
+    generation: number;
+  }): void {
+    if (msg.node_id !== undefined && this.open !== null)
+      this.host.route?.refused(
+        'stream',
+        this.stream,
+        this.shard,
+        notLeaderOf({ node_id: msg.node_id, addr: msg.addr, generation: msg.generation }),
+        '',
+      );
+    const from = msg.resume_from;
+    if (from === undefined) return;
+    if (this.cursor !== undefined && from > this.cursor)
+      this.host.emit({
+        type: 'gap',
+        stream: this.stream,
+        shard: this.shard,
+        from: this.cursor,
+        count: from - this.cursor,
+      });
+    this.cursor = Math.max(this.cursor ?? 0, from);
   }
 
   private toEvents(

@@ -35,6 +35,18 @@ export interface ConnectOptions {
   idleTimeoutMs?: number;
   /** How long a call waits for a connection during a reconnect. */
   requestTimeoutMs?: number;
+  /**
+   * Against a cluster: how long a subscription, a cache watch or a group consumer keeps trying to
+   * reach its shard's owner after losing it (a failover, a move) before it ends with the last
+   * error (default FAILOVER_DEADLINE_MS_DEFAULT, 30 s).
+   */
+  failoverDeadlineMs?: number;
+  /**
+   * Route each shard's requests to its owner when the broker offers discovery (a control-plane
+   * cluster): default true. False: every request goes to the connected broker, and a shard led
+   * elsewhere fails with NotLeaderError (the behaviour before routing).
+   */
+  routing?: boolean;
   signal?: AbortSignal;
 }
 
@@ -43,6 +55,12 @@ export interface PublishOptions {
   key?: Uint8Array | string;
   /** Wait for the broker's ack (default true). Unacked publishes resolve once written. */
   ack?: boolean;
+  /**
+   * At-least-once: an acked publish whose connection is lost before its ack (a failover) is sent
+   * again, to the shard's owner as then known, instead of failing with OutcomeUnknownError; the
+   * record may then be in the log twice. Default false (at most once: OutcomeUnknownError).
+   */
+  atLeastOnce?: boolean;
   signal?: AbortSignal;
 }
 
@@ -80,4 +98,7 @@ export interface PublisherOptions {
   maxBatchBytes?: number;
   /** Wait for acks (default true). */
   ack?: boolean;
+  /** Resend a batch whose ack was lost to a failover instead of failing it (see
+   *  `PublishOptions.atLeastOnce`): its records may then be in the log twice. Default false. */
+  atLeastOnce?: boolean;
 }

@@ -7,6 +7,10 @@
 import type { Connection, TransportStream } from '@felix/transport';
 import {
   FEATURE_EXTENDED,
+  FEATURE_REDIRECT,
+  FEATURE_SHARD_MOVED,
+  FEATURE_SHARD_OWNERS,
+  FEATURE_TOPOLOGY,
   FEATURE_HI_REAUTH,
   FrameDecoder,
   type Message,
@@ -14,6 +18,9 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { CLIENT_FEATURES, CLIENT_FEATURES_HI } from '../src/protocol/negotiation.js';
+
+const CLUSTER_FEATURES =
+  FEATURE_TOPOLOGY | FEATURE_SHARD_OWNERS | FEATURE_REDIRECT | FEATURE_SHARD_MOVED;
 
 /** One direction of a fake stream: chunks in order, then an end. */
 class Chunks implements AsyncIterator<Uint8Array> {
@@ -91,13 +98,18 @@ export class FakeBroker {
   /** Event streams by subscription id. */
   readonly events = new Map<number, FakeStream>();
   private readonly opened: FakeStream[] = [];
+  /** Every stream of the connection (ended when it dies). */
+  private readonly streams: FakeStream[] = [];
   private accept: ((s: FakeStream) => void) | null = null;
   private closeConn!: (info: { code: number; reason: string }) => void;
   readonly conn: Connection;
   /** A test's own answer to a message; returning true means it answered (or chose silence). */
   answer: (at: FakeStream, msg: Message) => boolean = () => false;
+  /** What `topology` answers (empty: a single node) and what `shard_owners` answers. */
+  topology: Array<{ node_id: string; addr: string }> = [];
+  owners: Array<{ shard: number; node_id?: string; addr?: string; generation: number }> = [];
 
-  constructor(readonly opts: { reauth: boolean }) {
+  constructor(readonly opts: { reauth: boolean; cluster?: boolean }) {
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
       this.closeConn = resolve;
     });
@@ -116,9 +128,10 @@ export class FakeBroker {
     };
   }
 
-  /** Ends the connection as a dead broker would. */
+  /** Ends the connection as a dead broker would: every stream of it ends too. */
   kill(): void {
     this.closeConn({ code: 1, reason: 'killed' });
+    for (const s of this.streams) s.inbound.end();
   }
 
   /** The `token` of every `auth` the client sent, in order. */
@@ -136,6 +149,7 @@ export class FakeBroker {
     const s: FakeStream = new FakeStream('bidi', (bytes) => {
       for (const f of decoder.push(bytes)) this.handle(s, decodeMessage(f.payload));
     });
+    this.streams.push(s);
     return s;
   }
 
@@ -154,6 +168,7 @@ export class FakeBroker {
 
   private openUni(): FakeStream {
     const s = new FakeStream('uni', () => undefined);
+    this.streams.push(s);
     const accept = this.accept;
     this.accept = null;
     if (accept) accept(s);
@@ -178,7 +193,11 @@ export class FakeBroker {
         at.send({
           type: 'auth_ok',
           server_flags: 0,
-          server_features: (CLIENT_FEATURES | FEATURE_EXTENDED) >>> 0,
+          // Discovery only when the test plays a cluster member (an older broker offers none).
+          server_features:
+            ((this.opts.cluster ? CLIENT_FEATURES : CLIENT_FEATURES & ~CLUSTER_FEATURES) |
+              FEATURE_EXTENDED) >>>
+            0,
           server_features_hi: hi,
           publish_window: 16,
         });
@@ -197,6 +216,12 @@ export class FakeBroker {
       }
       case 'publish_batch':
         at.send({ type: 'publish_ok', request_id: msg.request_id!, offset: 0 });
+        return;
+      case 'topology':
+        at.send({ type: 'topology_view', brokers: this.topology });
+        return;
+      case 'shard_owners':
+        at.send({ type: 'shard_owners_view', owners: this.owners, request_id: msg.request_id });
         return;
       case 'counter_add':
         at.send({ type: 'counter_value', value: msg.delta, request_id: msg.request_id });

@@ -39,8 +39,9 @@ import { Forwarder } from './cluster/forwarder.js';
 import { ForwardServer } from './cluster/forward-server.js';
 import { PeerPool } from './cluster/peer-pool.js';
 import { Replicator } from './cluster/replicator.js';
+import { registerDiscoveryHandlers } from './cluster/discovery-handlers.js';
 import { ridingLogsOf } from './cluster/riding-logs.js';
-import type { ShardTable } from './cluster/shard-table.js';
+import type { ShardKind, ShardTable } from './cluster/shard-table.js';
 import type { OpenStore } from './catalog/catalog.js';
 import type { ShardHooks } from './streams/shard.js';
 
@@ -241,6 +242,10 @@ export class Broker {
       partition: this.partition,
     });
     this.requests!.ownership = this.cluster.table;
+    registerDiscoveryHandlers(this.requests!.table, {
+      table: this.cluster.table,
+      width: (kind, t, ns, name) => this.widthOf(kind, t, ns, name),
+    });
     // Set before the first feed snapshot arrives: every shard opened from it ships.
     if (this.internal === null) return;
     this.peerPool = this.peerLinks(selfId, tls);
@@ -290,6 +295,16 @@ export class Broker {
       draining: () => this.draining,
       log: this.log,
     });
+  }
+
+  /** Shards of a stream or cache this broker's catalog holds (the discovery answers' width). */
+  private widthOf(kind: ShardKind, t: string, ns: string, name: string): number | undefined {
+    if (kind === 'stream') return this.catalog!.get(t, ns, name)?.shards.length;
+    try {
+      return this.requests!.caches.lookup(t, ns, name).shards;
+    } catch {
+      return undefined; // not declared here: no owners to name
+    }
   }
 
   /** The leader's shippers and the follower logs to release, over the internal network. */

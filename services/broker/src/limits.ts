@@ -196,6 +196,8 @@ export const LEASE_KEPT_FRACTION = 0.75;
  * broker leading more splits them over several requests in the same interval.
  */
 export const REPLICA_REPORT_SHARDS_MAX = 2_048;
+/** How often the replica reporter looks whether the broker registered yet (it reports at once). */
+export const REPLICA_REPORT_REGISTERED_POLL_MS = 100;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 /** How often the node address book (`GET /v1/nodes`) is refreshed (reference sync interval: 2 s). */

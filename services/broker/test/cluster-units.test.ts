@@ -14,6 +14,7 @@ import type {
   RegisterRequest,
   Snapshot,
 } from '../src/cluster/control-plane-client.js';
+import { ownersOf, topologyOf } from '../src/cluster/discovery-handlers.js';
 import { FeedFollower, resnapshotReason } from '../src/cluster/feed-follower.js';
 import { Membership } from '../src/cluster/membership.js';
 import {
@@ -181,5 +182,51 @@ describe('replica sets', () => {
     // A feed item without replicas (an older control plane) names the leader alone.
     expect(assignmentFrom(base)?.replicas).toEqual(['b1']);
     expect(replicaGenerationOf(undefined, 'b2')).toBeUndefined();
+  });
+});
+
+describe('discovery answers', () => {
+  const table = {
+    nodeAddresses: new Map([
+      ['n1', '127.0.0.1:7001'],
+      ['n2', '127.0.0.1:7002'],
+      ['n3', '127.0.0.1:7003'],
+    ]),
+    nodeLifecycles: new Map([
+      ['n1', 'live'],
+      ['n2', 'down'],
+      ['n3', 'draining'],
+    ]),
+    assignment: (_k: string, _t: string, _ns: string, _name: string, shard: number) =>
+      shard === 2
+        ? undefined
+        : {
+            tenant_id: 't1',
+            namespace: 'default',
+            kind: 'stream' as const,
+            stream: 'orders',
+            shard,
+            leader: shard === 0 ? 'n1' : 'n2',
+            replicas: ['n1', 'n2', 'n3'],
+            generation: 7 + shard,
+          },
+  };
+
+  it('the_topology_names_live_brokers_and_shard_owners_name_each_leader_and_generation', () => {
+    expect(topologyOf(table)).toEqual([{ node_id: 'n1', addr: '127.0.0.1:7001' }]);
+    const deps = { table, width: () => 3 };
+    const msg = { tenant_id: 't1', namespace: 'default', name: 'orders', kind: 'stream' as const };
+    expect(ownersOf(deps, msg)).toEqual([
+      { shard: 0, node_id: 'n1', addr: '127.0.0.1:7001', generation: 7 },
+      {
+        shard: 1,
+        node_id: 'n2',
+        addr: '127.0.0.1:7002',
+        generation: 8,
+        unavailable: 'leader_not_live',
+      },
+      { shard: 2, generation: 0, unavailable: 'not_assigned' },
+    ]);
+    expect(ownersOf({ table, width: () => undefined }, msg)).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import {
   FEATURE_CACHE_WATCH_RETAINED,
   type GetPrefix,
   type Message,
+  shardForKey,
   type PutPrefix,
   decodeMessage,
   encodeGetRequest,
@@ -27,11 +28,18 @@ import {
   OutcomeUnknownError,
   ProtocolError,
   isStreamGone,
+  notLeaderOf,
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
-import { type ProjectionHost, bytesOf, requireFeature } from './host.js';
+import {
+  FailoverClock,
+  type ProjectionHost,
+  type ProjectionRoute,
+  bytesOf,
+  requireFeature,
+} from './host.js';
 
 export interface CachePutOptions {
   /** Time to live in ms; absent: the cache's default (or never). */
@@ -236,6 +244,7 @@ export class Cache {
     if (first === null) throw new ConnectionLostError(bc.server);
     const started = decodeMessage(first.payload);
     if (started.type === 'error') throw refusalOf(started);
+    if (started.type === 'not_leader') throw notLeaderOf(started);
     if (started.type === 'subscribe_cursor_error')
       throw new CursorInFutureError(started.requested, started.available);
     if (started.type !== 'cache_watch_started')
@@ -248,69 +257,40 @@ export class Cache {
     opts: CacheWatchOptions,
   ): AsyncGenerator<CacheWatchEvent> {
     const signal = opts.signal;
-    let next = opts.fromOffset;
-    let retainedPhase = opts.retained === true;
-    let current: { ctl?: FrameStream; events?: FrameStream } = {};
+    const st: WatchState = {
+      next: opts.fromOffset,
+      retainedPhase: opts.retained === true,
+      resumed: false,
+      current: {},
+    };
     const stopStreams = () => {
-      current.ctl?.stream.reset(0);
-      current.events?.stream.reset(0);
+      st.current.ctl?.stream.reset(0);
+      st.current.events?.stream.reset(0);
     };
     signal?.addEventListener('abort', stopStreams, { once: true });
-    let resumed = false;
+    // In a cluster the watch follows its shard's owner through a failover or a move.
+    const failover = new FailoverClock(this.host.route);
     try {
       while (!signal?.aborted && !this.host.closed) {
-        let bc: BrokerConnection;
+        let at: { bc: BrokerConnection; shard: number | undefined };
         try {
-          bc = await this.host.connection(signal);
+          at = await this.watchConnection(filter, opts);
         } catch (err) {
           if (signal?.aborted) return;
+          const where = { kind: 'cache' as const, name: this.name, shard: opts.shard, from: '' };
+          if (await failover.retries(err, where, signal)) continue;
           throw err;
         }
-        requireFeature(bc, FEATURE_CACHE_WATCH, 'cache_watch');
-        if (retainedPhase) requireFeature(bc, FEATURE_CACHE_WATCH_RETAINED, 'retained watches');
-        if (resumed && next !== undefined) yield { type: 'resumed', resumeFrom: next };
-        resumed = true;
-        const reservation = bc.reserveEventStream();
-        current = {};
         try {
-          const request = { filter, shard: opts.shard, next, retained: retainedPhase };
-          const started = await this.startWatch(bc, request, reservation.id, current);
-          const floor = started.resume_offset;
-          if (started.resnapshot) yield { type: 'resnapshot', resumeOffset: floor };
-          // Current values come first on a retained or resnapshot start (`left` of them; -1 once
-          // live); they are not history, so `next` moves past them only when the phase ends.
-          let left = retainedPhase || started.resnapshot ? (started.retained_count ?? 0) : -1;
-          const complete = (): CacheWatchEvent => {
-            left = -1;
-            retainedPhase = false;
-            next = Math.max(next ?? 0, floor);
-            const retainedCount = started.retained_count ?? 0;
-            return { type: 'state_complete', retainedCount, resumeOffset: floor };
-          };
-          if (left === 0) yield complete();
-          const events = await reservation.events;
-          current.events = events;
-          for (;;) {
-            const frame = await events.next();
-            if (frame === null) break; // the broker ended the watch (shutting down): re-watch
-            const msg = decodeMessage(frame.payload);
-            if (msg.type === 'cache_watch_lagged') {
-              next = msg.resume_from;
-              resumed = false;
-              yield { type: 'lagged', resumeFrom: msg.resume_from };
-              break;
-            }
-            if (!isCacheEvent(msg)) continue;
-            if (left < 0) next = Math.max(next ?? 0, msg.offset + 1);
-            yield changeOf(msg);
-            if (left > 0 && --left === 0) yield complete();
-          }
+          yield* this.watchOn(at.bc, filter, opts, st, () => failover.ok());
         } catch (err) {
           if (signal?.aborted) return;
-          // A lost connection re-watches from the next unseen offset; anything else ends the watch.
-          if (!(err instanceof ConnectionLostError) && !bc.isLost && !isStreamGone(err)) throw err;
+          // A lost connection re-watches from the next unseen offset; so does a moved owner.
+          if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
+          const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
+          if (await failover.retries(err, { ...where, from: at.bc.server }, signal)) continue;
+          throw err;
         } finally {
-          reservation.cancel();
           stopStreams();
         }
       }
@@ -319,12 +299,103 @@ export class Cache {
       stopStreams();
     }
   }
+
+  /** The connection a watch runs on: in a cluster, its shard's owner (the shard named, the
+   *  key's, or the only one); else the client's connection. */
+  private async watchConnection(
+    filter: WatchFilterSpec,
+    opts: CacheWatchOptions,
+  ): Promise<{ bc: BrokerConnection; shard: number | undefined }> {
+    const route = this.host.route;
+    if (route?.active) {
+      const shard = opts.shard ?? (await this.shardOfFilter(route, filter, opts.signal));
+      if (shard !== undefined)
+        return { bc: await route.connectionFor('cache', this.name, shard, opts.signal), shard };
+    }
+    return { bc: await this.host.connection(opts.signal), shard: undefined };
+  }
+
+  /** The shard a watch's filter reads, when one shard holds it (a key, or a 1-shard cache). */
+  private async shardOfFilter(
+    route: ProjectionRoute,
+    filter: WatchFilterSpec,
+    signal: AbortSignal | undefined,
+  ): Promise<number | undefined> {
+    const width = await route.widthOf('cache', this.name, signal);
+    if (width === undefined) return undefined;
+    if (width === 1) return 0;
+    return 'key' in filter ? shardForKey(bytesOf(filter.key), width, 'modulo') : undefined;
+  }
+
+  /** One watch on `bc`, from `st.next`: its events until the broker ends it or it lags. */
+  private async *watchOn(
+    bc: BrokerConnection,
+    filter: WatchFilterSpec,
+    opts: CacheWatchOptions,
+    st: WatchState,
+    started: () => void,
+  ): AsyncGenerator<CacheWatchEvent> {
+    requireFeature(bc, FEATURE_CACHE_WATCH, 'cache_watch');
+    if (st.retainedPhase) requireFeature(bc, FEATURE_CACHE_WATCH_RETAINED, 'retained watches');
+    if (st.resumed && st.next !== undefined) yield { type: 'resumed', resumeFrom: st.next };
+    st.resumed = true;
+    const reservation = bc.reserveEventStream();
+    st.current = {};
+    try {
+      const request = { filter, shard: opts.shard, next: st.next, retained: st.retainedPhase };
+      const answer = await this.startWatch(bc, request, reservation.id, st.current);
+      started();
+      const floor = answer.resume_offset;
+      if (answer.resnapshot) yield { type: 'resnapshot', resumeOffset: floor };
+      // Current values come first on a retained or resnapshot start (`left` of them; -1 once
+      // live); they are not history, so `next` moves past them only when the phase ends.
+      let left = st.retainedPhase || answer.resnapshot ? (answer.retained_count ?? 0) : -1;
+      const complete = (): CacheWatchEvent => {
+        left = -1;
+        st.retainedPhase = false;
+        st.next = Math.max(st.next ?? 0, floor);
+        const retainedCount = answer.retained_count ?? 0;
+        return { type: 'state_complete', retainedCount, resumeOffset: floor };
+      };
+      if (left === 0) yield complete();
+      const events = await reservation.events;
+      st.current.events = events;
+      for (;;) {
+        const frame = await events.next();
+        if (frame === null) return; // the broker ended the watch (shutting down): re-watch
+        const msg = decodeMessage(frame.payload);
+        if (msg.type === 'cache_watch_lagged') {
+          st.next = msg.resume_from;
+          st.resumed = false;
+          yield { type: 'lagged', resumeFrom: msg.resume_from };
+          return;
+        }
+        if (!isCacheEvent(msg)) continue;
+        // A change delivered before a resume on another owner is not delivered twice.
+        if (left < 0 && st.next !== undefined && msg.offset < st.next) continue;
+        if (left < 0) st.next = Math.max(st.next ?? 0, msg.offset + 1);
+        yield changeOf(msg);
+        if (left > 0 && --left === 0) yield complete();
+      }
+    } finally {
+      reservation.cancel();
+    }
+  }
+}
+
+/** A watch's position across re-watches, and the streams of the one running now. */
+interface WatchState {
+  next: number | undefined;
+  retainedPhase: boolean;
+  resumed: boolean;
+  current: { ctl?: FrameStream; events?: FrameStream };
 }
 
 /** Whether a watch frame is an event; an `error` (the broker ended the watch: `unauthenticated`
  *  once the connection's token expired) throws its typed error. */
 function isCacheEvent(msg: Message): msg is Answer<'cache_event'> {
   if (msg.type === 'error') throw refusalOf(msg);
+  if (msg.type === 'not_leader') throw notLeaderOf(msg);
   return msg.type === 'cache_event';
 }
 

@@ -11,6 +11,7 @@
  */
 import { ConnectionLostError, isStreamGone } from '../errors.js';
 import { GROUP_CONSUME_POLLS_AHEAD_MAX, GROUP_CONSUME_QUICK_BATCH_MS } from '../limits.js';
+import type { FailoverClock } from './host.js';
 import type { GroupMessage } from './group-message.js';
 import type { PollOptions } from './group-poll.js';
 
@@ -23,6 +24,11 @@ export interface ConsumeSource {
   sendGatheredAcks(): void;
   /** Releases idle poll streams. */
   release(): void;
+  /** The shard polled, for following its owner (absent in tests of the loop alone). */
+  readonly stream?: string;
+  readonly shard?: number;
+  /** Follows the shard's owner after a loss in a cluster (absent: a failure ends the loop). */
+  readonly failover?: FailoverClock;
 }
 
 export function consumeIterator(g: ConsumeSource, opts: PollOptions): AsyncIterator<GroupMessage> {
@@ -102,6 +108,14 @@ class ConsumeLoop {
     if (this.opts.signal?.aborted || this.g.closed) this.stop.abort();
   }
 
+  /** In a cluster the shard's owner moved or died: poll its new owner, until a deadline. */
+  private failsOver(err: unknown): Promise<boolean> {
+    const g = this.g;
+    if (g.failover === undefined || g.stream === undefined) return Promise.resolve(false);
+    const where = { kind: 'stream' as const, name: g.stream, shard: g.shard ?? 0, from: '' };
+    return g.failover.retries(err, where, this.opts.signal);
+  }
+
   private async advance(): Promise<IteratorResult<GroupMessage>> {
     if (this.batch.length > 0)
       this.quick = performance.now() - this.started <= GROUP_CONSUME_QUICK_BATCH_MS;
@@ -117,8 +131,11 @@ class ConsumeLoop {
           if (this.ended) break;
           // A lost connection: the next poll waits for the reconnect.
           if (err instanceof ConnectionLostError || isStreamGone(err)) continue;
+          // In a cluster the shard's owner moved or died: poll its new owner, until a deadline.
+          if (await this.failsOver(err)) continue;
           throw err;
         }
+        this.g.failover?.ok();
         if (this.finished) {
           this.handBack(next); // the loop ended while this poll was out
           break;

@@ -14,7 +14,7 @@ import {
   type Message,
   decodeMessage,
 } from '@felix/wire';
-import { ConnectionLostError, ProtocolError, refusalOf } from '../errors.js';
+import { ConnectionLostError, ProtocolError, notLeaderOf, refusalOf } from '../errors.js';
 import {
   GROUP_POLL_RECORDS_DEFAULT,
   GROUP_POLL_STREAMS_IDLE_MAX,
@@ -96,6 +96,7 @@ export class GroupPolls {
           ? decodeGroupRecords(frame.flags, frame.payload)
           : decodeMessage(frame.payload);
       if (msg.type === 'error') throw refusalOf(msg);
+      if (msg.type === 'not_leader') throw notLeaderOf(msg);
       if (msg.type !== 'group_records')
         throw new ProtocolError(`expected group_records, got ${msg.type}`);
       reusable = true;

@@ -14,7 +14,7 @@ import { consumeIterator } from './group-consume.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
-import { type ProjectionHost, requireFeature } from './host.js';
+import { FailoverClock, type ProjectionHost, requireFeature } from './host.js';
 
 export { GroupMessage } from './group-message.js';
 export type { PollOptions } from './group-poll.js';
@@ -61,6 +61,8 @@ export class Group implements GroupSettler {
   readonly consumerName: string | undefined;
   private readonly settles: GroupSettles;
   private readonly polls: GroupPolls;
+  /** A consume loop's failover bookkeeping: it follows the shard's owner after a loss. */
+  readonly failover: FailoverClock;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -73,6 +75,7 @@ export class Group implements GroupSettler {
     this.shard = opts.shard ?? 0;
     if (!Number.isInteger(this.shard) || this.shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
+    this.failover = new FailoverClock(host.route);
     this.consumerName = opts.consumer;
     if (this.consumerName !== undefined) {
       const bytes = new TextEncoder().encode(this.consumerName).length;
@@ -130,6 +133,10 @@ export class Group implements GroupSettler {
       handBack: (msgs: readonly GroupMessage[]) => this.handBack(msgs),
       sendGatheredAcks: () => this.settles.sendGatheredAcks(),
       release: () => this.release(),
+      // In a cluster the loop follows the shard's owner through a failover or a move.
+      stream: this.stream,
+      shard: this.shard,
+      failover: this.failover,
     };
     return { [Symbol.asyncIterator]: () => consumeIterator(source, opts) };
   }

@@ -1,5 +1,8 @@
 /** What the cache, counter and group handles need from the client: the live connection. */
+import { retryWindowMs } from '../cluster/routing.js';
 import { FeatureUnsupportedError } from '../errors.js';
+import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.js';
+import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
 
@@ -9,6 +12,68 @@ export interface ProjectionHost {
   /** The live connection when there is one now (no wait, no await); else undefined. */
   live?(): BrokerConnection | undefined;
   readonly closed: boolean;
+  /** Cluster routing (absent, or inactive against a broker without discovery: `connection`). */
+  route?: ProjectionRoute;
+}
+
+/** What a watch or a group needs of the client's router (cluster/router.ts). */
+export interface ProjectionRoute {
+  readonly active: boolean;
+  connectionFor(
+    kind: 'stream' | 'cache',
+    name: string,
+    shard: number,
+    signal?: AbortSignal,
+  ): Promise<BrokerConnection>;
+  widthOf(
+    kind: 'stream' | 'cache',
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<number | undefined>;
+  refused(kind: 'stream' | 'cache', name: string, shard: number, err: unknown, from: string): void;
+  /** How long a long-lived reader keeps looking for a lost owner (FAILOVER_DEADLINE_MS_DEFAULT). */
+  readonly deadlineMs: number;
+}
+
+/**
+ * The failover bookkeeping of one long-lived reader (a watch, a group consumer): whether a
+ * failure is retried on the shard's owner as next known (routing on, not fatal, within the
+ * deadline since the reader last worked), after a jittered backoff.
+ */
+export class FailoverClock {
+  private failingSinceMs: number | undefined;
+  private attempts = 0;
+
+  constructor(private readonly route: ProjectionRoute | undefined) {}
+
+  /** The reader worked again: the deadline starts over. */
+  ok(): void {
+    this.failingSinceMs = undefined;
+    this.attempts = 0;
+  }
+
+  /** True (after the backoff) when `err` is retried; the owner it points at is learned. */
+  async retries(
+    err: unknown,
+    where: { kind: 'stream' | 'cache'; name: string; shard: number | undefined; from: string },
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const route = this.route;
+    if (route === undefined || !route.active) return false;
+    const now = Date.now();
+    this.failingSinceMs ??= now;
+    const windowMs = retryWindowMs(err, route.deadlineMs);
+    if (windowMs === 0 || now - this.failingSinceMs > windowMs) return false;
+    if (where.shard !== undefined)
+      route.refused(where.kind, where.name, where.shard, err, where.from);
+    const delayMs = backoffDelayMs(this.attempts++, {
+      baseMs: FAILOVER_RETRY_BASE_MS,
+      maxMs: FAILOVER_RETRY_DELAY_MS_MAX,
+    });
+    // An abort ends the wait early; the caller then sees its signal.
+    await sleep(delayMs, signal).catch(() => undefined);
+    return true;
+  }
 }
 
 /** Throws FeatureUnsupportedError unless the broker advertised `bit`. */

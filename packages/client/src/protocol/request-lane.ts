@@ -8,7 +8,7 @@
  */
 import type { TransportStream } from '@felix/transport';
 import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
-import { ConnectionLostError, ProtocolError, refusalOf } from '../errors.js';
+import { ConnectionLostError, ProtocolError, notLeaderOf, refusalOf } from '../errors.js';
 import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
 import type { FrameStream, InFrame } from './frame-stream.js';
 import type { Pending, RequestTable } from './request-table.js';
@@ -155,6 +155,10 @@ export class RequestLane {
     if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
     if (msg.type === 'error') {
       head.reject(refusalOf(msg));
+      return;
+    }
+    if (msg.type === 'not_leader') {
+      head.reject(notLeaderOf(msg)); // a group request on a broker that does not lead its shard
       return;
     }
     const rid = 'request_id' in msg ? msg.request_id : undefined;

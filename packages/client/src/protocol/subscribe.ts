@@ -10,6 +10,7 @@ import {
   CursorInFutureError,
   CursorTooOldError,
   ProtocolError,
+  notLeaderOf,
   refusalOf,
 } from '../errors.js';
 import { type AuthedStream, type ConnectionOptions, authStream } from './auth.js';
@@ -69,6 +70,7 @@ export async function openSubscription(
         : new CursorInFutureError(msg.requested, msg.available);
     }
     if (msg.type === 'error') throw refusalOf(msg);
+    if (msg.type === 'not_leader') throw notLeaderOf(msg);
     if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
     const fs = await reservation.events;
     const ctl = control;

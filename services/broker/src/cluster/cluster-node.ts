@@ -218,6 +218,7 @@ export class ClusterNode {
       try {
         const nodes = await this.cp.nodes(this.stopBook.signal);
         this.table.nodeAddresses = new Map(nodes.map((n) => [n.nodeId, n.clientAddr]));
+        this.table.nodeLifecycles = new Map(nodes.map((n) => [n.nodeId, n.lifecycle]));
         this.table.peerAddresses = new Map(nodes.map((n) => [n.nodeId, n.advertiseAddr]));
         this.peers.setNodes(nodes);
       } catch {

@@ -9,7 +9,11 @@
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ControlPlaneRefusedError } from '../errors.js';
-import { CONTROLPLANE_REQUEST_MS_MAX, REPLICA_REPORT_SHARDS_MAX } from '../limits.js';
+import {
+  CONTROLPLANE_REQUEST_MS_MAX,
+  REPLICA_REPORT_REGISTERED_POLL_MS,
+  REPLICA_REPORT_SHARDS_MAX,
+} from '../limits.js';
 import type { ControlPlaneClient, ShardReport } from './control-plane-client.js';
 import { sleep } from './feed-follower.js';
 import type { Membership } from './membership.js';
@@ -47,11 +51,17 @@ export class ReplicaReporter {
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      await sleep(this.membership.heartbeatIntervalMs, signal);
-      if (signal.aborted || !this.membership.isRegistered) continue;
+      // Until registered the interval is a 5 s placeholder: look again soon, so the first report
+      // goes out as soon as the broker is registered (a leader lost before any report of its
+      // followers leaves its shard unplaced).
+      if (!this.membership.isRegistered) {
+        await sleep(REPLICA_REPORT_REGISTERED_POLL_MS, signal);
+        continue;
+      }
       const reports = this.source();
       for (let i = 0; i < reports.length && !signal.aborted; i += REPLICA_REPORT_SHARDS_MAX)
         await this.send(reports.slice(i, i + REPLICA_REPORT_SHARDS_MAX));
+      await sleep(this.membership.heartbeatIntervalMs, signal);
     }
   }
 

@@ -167,6 +167,9 @@ export class ShardTable {
   private readonly caches = new Map<string, CacheConfig>();
   /** Client addresses of the other nodes (the address book), named in `not_leader` refusals. */
   nodeAddresses = new Map<string, string>();
+  /** Lifecycle of each node of the book (`live`, `draining`, `down`, `left`): the topology
+   *  answer names only live nodes. */
+  nodeLifecycles = new Map<string, string>();
   /** Node id → internal address (replication dials it). */
   peerAddresses = new Map<string, string>();
   /**

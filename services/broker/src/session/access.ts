@@ -51,6 +51,10 @@ export const REQUEST_ACCESS: Readonly<Record<string, Access | typeof OPEN>> = {
   subscribe: stream('stream.subscribe', { longLived: true }),
   offset_for_time: stream('stream.subscribe'),
   stream_shards: stream('stream.subscribe', { orAction: 'stream.publish' }),
+  // Where brokers and shard leaders are: what any client of the tenant needs to route, and no
+  // record data (the handler answers another tenant's names with no owners).
+  topology: OPEN,
+  shard_owners: OPEN,
   cache_get: cache('cache.read'),
   cache_watch: cache('cache.read', { longLived: true }),
   cache_put: cache('cache.write'),

@@ -1,0 +1,308 @@
+// Goal: the client's cluster routing without processes: a redirect walk follows at most three
+// hops and never revisits a broker; every failure maps to one retry class; the owner a
+// `not_leader` names is read from its detail or its message; a subscription reaches its shard's
+// owner through the entry broker's `shard_owners` and, when that owner dies, resumes on the new
+// one from the next offset it had not delivered (no gap, no duplicate); an acked publish whose
+// connection dies before the ack fails with OutcomeUnknownError unless sent at least once; a
+// group consume loop polls its shard's new owner until its failover deadline.
+// Method: the pure walk with scripted attempts; FelixClient over scripted fake brokers
+// (test/fake-broker.ts), one per address, killed as a dead broker would be.
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { FelixClient } from '../src/client.js';
+import { ClusterRouter } from '../src/cluster/router.js';
+import { followRedirects, redirectTargetOf, retryKindOf } from '../src/cluster/routing.js';
+import {
+  ConnectionLostError,
+  ForbiddenError,
+  NotLeaderError,
+  OutcomeUnknownError,
+  OverloadedError,
+  RedirectLimitError,
+  ShardUnavailableError,
+  notLeaderOf,
+} from '../src/errors.js';
+import { CLUSTER_CONNECTIONS_MAX } from '../src/limits.js';
+import { consumeIterator } from '../src/projections/group-consume.js';
+import type { GroupMessage } from '../src/projections/group-message.js';
+import { FailoverClock, type ProjectionRoute } from '../src/projections/host.js';
+import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
+import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
+import { FakeBroker } from './fake-broker.js';
+import { FakeClock } from './fake-clock.js';
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+const redirectTo = (addr: string) => notLeaderOf({ node_id: addr, addr, generation: 1 });
+
+describe('redirect walk', () => {
+  it('a_redirect_is_followed_at_most_three_hops_without_revisiting_a_broker', async () => {
+    // A chain longer than three hops: a, b, c, d are tried; e, named by d, never is.
+    const chain: Record<string, string> = { a: 'b', b: 'c', c: 'd', d: 'e', e: 'f' };
+    const tried: string[] = [];
+    const walk = (next: Record<string, string>, servedAt?: string) =>
+      followRedirects({
+        first: 'a',
+        attempt: async (addr) => {
+          tried.push(addr);
+          if (addr === servedAt) return `served by ${addr}`;
+          throw redirectTo(next[addr]!);
+        },
+        next: (err) => redirectTargetOf(err)?.addr,
+      });
+    const long = await walk(chain).catch((e: unknown) => e);
+    expect(long).toBeInstanceOf(RedirectLimitError);
+    expect((long as RedirectLimitError).cause).toBeInstanceOf(NotLeaderError);
+    expect(tried).toEqual(['a', 'b', 'c', 'd']);
+    // A loop (a -> b -> a): b is tried once and a never again.
+    tried.length = 0;
+    const loop = await walk({ a: 'b', b: 'a' }).catch((e: unknown) => e);
+    expect(loop).toBeInstanceOf(RedirectLimitError);
+    expect(tried).toEqual(['a', 'b']);
+    // Within the bound the owner answers.
+    tried.length = 0;
+    expect(await walk(chain, 'c')).toBe('served by c');
+    expect(tried).toEqual(['a', 'b', 'c']);
+    // Anything but a redirect ends the walk as it is.
+    const refused = await followRedirects({
+      first: 'a',
+      attempt: async () => {
+        throw new ForbiddenError({ brokerCode: 'forbidden', message: 'no' });
+      },
+      next: () => 'b',
+    }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ForbiddenError);
+  });
+
+  it('each_failure_maps_to_one_retry_class_and_a_redirect_names_its_owner', () => {
+    const answer = (brokerCode: string) => ({ brokerCode, message: brokerCode });
+    expect(retryKindOf(new ForbiddenError(answer('forbidden')))).toBe('fatal');
+    expect(retryKindOf(new NotLeaderError(answer('not_leader')))).toBe('redirect');
+    expect(retryKindOf(new ShardUnavailableError(answer('shard_unavailable')))).toBe('redirect');
+    expect(retryKindOf(new ConnectionLostError('quic://a:1'))).toBe('redirect');
+    expect(retryKindOf(new OverloadedError(answer('overloaded')))).toBe('retry_after');
+    expect(retryKindOf(new OutcomeUnknownError('orders'))).toBe('outcome_unknown');
+    expect(retryKindOf(new Error('untyped'))).toBe('fatal');
+    // The broker's wording before structured redirects, and the structured detail.
+    const worded = new NotLeaderError({
+      brokerCode: 'not_leader',
+      message:
+        'stream t1/default/orders shard 0 is led by node n2 (client address 127.0.0.1:7002) at generation 4, not n1; forwarding is not built yet',
+    });
+    expect(redirectTargetOf(worded)).toEqual({
+      nodeId: 'n2',
+      addr: '127.0.0.1:7002',
+      generation: 4,
+    });
+    expect(redirectTargetOf(notLeaderOf({ node_id: 'n3', generation: 9 }))).toEqual({
+      nodeId: 'n3',
+      generation: 9,
+    });
+  });
+});
+
+/** Fake brokers by address: each open of an address makes a new one (a restarted broker). */
+function fakeCluster(setup: (addr: string, b: FakeBroker) => void) {
+  const opened: Record<string, FakeBroker[]> = {};
+  const open = async (server: string, o: ConnectionOptions, turn: TurnBatcher) => {
+    const b = new FakeBroker({ reauth: false, cluster: true });
+    setup(server, b);
+    (opened[server] ??= []).push(b);
+    return BrokerConnection.over(server, b.conn, o, turn);
+  };
+  return { opened, open, last: (addr: string) => opened[addr]?.at(-1) };
+}
+
+describe('a subscription on a cluster', () => {
+  it('a_subscription_resumes_on_the_new_owner_from_the_next_offset_it_had_not_delivered', async () => {
+    let owner = { addr: 'quic://b:1', generation: 1 };
+    const rig = fakeCluster((addr, b) => {
+      b.topology = ['a', 'b', 'c'].map((n) => ({ node_id: n, addr: `${n}:1` }));
+      // The entry broker answers the owner the test names now.
+      b.answer = (at, msg) => {
+        if (msg.type !== 'shard_owners') return false;
+        const node_id = owner.addr.slice(7, 8);
+        at.send({
+          type: 'shard_owners_view',
+          owners: [{ shard: 0, node_id, addr: `${node_id}:1`, generation: owner.generation }],
+          request_id: msg.request_id,
+        });
+        return true;
+      };
+      void addr;
+    });
+    const client = await FelixClient.create(
+      { servers: ['quic://a:1'], tenant: 't1', token: 't', failoverDeadlineMs: 30_000 },
+      { open: rig.open, clock: new FakeClock() },
+    );
+    const sub = client.subscribe('orders', { shard: 0, from: 0 });
+    const got: Array<[number, string]> = [];
+    const reading = (async () => {
+      for await (const e of sub) {
+        got.push([e.offset, text(e.data)]);
+        if (got.length === 5) return;
+      }
+    })();
+    await waitFor(() => rig.last('quic://b:1')?.events.get(1), 'a subscription on the owner b');
+    const b = rig.last('quic://b:1')!;
+    b.emit(1, 0, ['r0', 'r1', 'r2']);
+    await waitFor(() => got.length === 3, 'three records from b');
+    // b dies; the control plane promotes c.
+    owner = { addr: 'quic://c:1', generation: 2 };
+    b.kill();
+    const c = await waitFor(() => rig.last('quic://c:1'), 'a connection to the new owner c');
+    const sub2 = await waitFor(
+      () => c.received.find((r) => r.msg.type === 'subscribe')?.msg,
+      'a subscribe on c',
+    );
+    // It resumes at the next offset it had not delivered.
+    expect(sub2).toMatchObject({ start: { offset: 3 } });
+    await waitFor(() => c.events.get(1), 'the event stream on c');
+    // c replays from an earlier offset: what was delivered is not delivered twice.
+    c.emit(1, 1, ['r1', 'r2', 'r3', 'r4']);
+    await reading;
+    expect(got).toEqual([
+      [0, 'r0'],
+      [1, 'r1'],
+      [2, 'r2'],
+      [3, 'r3'],
+      [4, 'r4'],
+    ]);
+    // The entry broker a was never asked to serve the shard itself.
+    expect(rig.opened['quic://a:1']![0]!.received.some((r) => r.msg.type === 'subscribe')).toBe(
+      false,
+    );
+    await client.close();
+  });
+});
+
+describe('a publish caught by a failover', () => {
+  it('an_acked_publish_caught_by_a_failover_fails_with_outcome_unknown', async () => {
+    // The first broker takes the publish and dies before it acks; the second acks everything.
+    const rig = fakeCluster((addr, b) => {
+      if (addr !== 'quic://a:1') return;
+      b.answer = (_at, msg) => {
+        if (msg.type !== 'publish_batch') return false;
+        queueMicrotask(() => b.kill());
+        return true; // taken, never acked
+      };
+    });
+    const opts = {
+      servers: ['quic://a:1', 'quic://b:1'],
+      tenant: 't1',
+      token: 't',
+      reconnect: { baseMs: 1, maxDelayMs: 2 },
+    };
+    const client = await FelixClient.create(opts, { open: rig.open, clock: new FakeClock() });
+    const err = await client.publish('orders', 'x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutcomeUnknownError);
+    expect((err as OutcomeUnknownError).retry).toBe('unknown_outcome');
+    // It was not resent anywhere: at most once.
+    await waitFor(() => rig.last('quic://b:1'), 'the reconnect to b');
+    expect(rig.last('quic://b:1')!.received.some((r) => r.msg.type === 'publish_batch')).toBe(
+      false,
+    );
+    await client.close();
+
+    // Opted in to at-least-once: the same loss resends to the broker reconnected to.
+    const again = fakeCluster((addr, b) => {
+      if (addr !== 'quic://a:1') return;
+      b.answer = (_at, msg) => {
+        if (msg.type !== 'publish_batch') return false;
+        queueMicrotask(() => b.kill());
+        return true;
+      };
+    });
+    const resending = await FelixClient.create(opts, { open: again.open, clock: new FakeClock() });
+    const r = await resending.publish('orders', 'y', { atLeastOnce: true });
+    expect(r.offset).toBe(0);
+    const onB = again.last('quic://b:1')!.received.filter((x) => x.msg.type === 'publish_batch');
+    expect(onB).toHaveLength(1);
+    await resending.close();
+  });
+});
+
+describe('a group consumer on a cluster', () => {
+  /** A route that is on, records what it was told, and gives up after `deadlineMs`. */
+  const routeOf = (deadlineMs: number) => {
+    const refusedWith: unknown[] = [];
+    const route: ProjectionRoute = {
+      active: true,
+      connectionFor: () => Promise.reject(new Error('not used by the loop')),
+      widthOf: async () => 1,
+      refused: (_k, _n, _s, err) => refusedWith.push(err),
+      deadlineMs,
+    };
+    return { route, refusedWith };
+  };
+  const source = (polls: Array<() => Promise<GroupMessage[]>>, failover: FailoverClock) => ({
+    closed: false,
+    stream: 'orders',
+    shard: 0,
+    failover,
+    poll: () => (polls.shift() ?? (() => new Promise<GroupMessage[]>(() => undefined)))(),
+    handBack: () => [],
+    sendGatheredAcks: () => undefined,
+    release: () => undefined,
+  });
+  const notLeader = () => Promise.reject(notLeaderOf({ node_id: 'n2', generation: 2 }));
+
+  it('a_group_consumer_polls_its_shards_new_owner_until_its_failover_deadline', async () => {
+    const { route, refusedWith } = routeOf(30_000);
+    const record = { offset: 7 } as GroupMessage;
+    const polls = [
+      notLeader,
+      () => Promise.reject(new ConnectionLostError('quic://b:1')),
+      async () => [record],
+    ];
+    const it = consumeIterator(source(polls, new FailoverClock(route)), {});
+    // The redirect is learned and the loop polls again (the lost connection re-polls at once).
+    expect((await it.next()).value).toBe(record);
+    expect(refusedWith).toHaveLength(1);
+    expect(refusedWith[0]).toBeInstanceOf(NotLeaderError);
+    await it.return?.();
+
+    // Past its deadline the loop ends with the last error; a fatal one ends it at once.
+    const short = routeOf(0);
+    const ended = consumeIterator(source([notLeader], new FailoverClock(short.route)), {});
+    await expect(ended.next()).rejects.toBeInstanceOf(NotLeaderError);
+    const forbidden = () =>
+      Promise.reject(new ForbiddenError({ brokerCode: 'forbidden', message: 'no' }));
+    const fatal = consumeIterator(source([forbidden], new FailoverClock(route)), {});
+    await expect(fatal.next()).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
+describe('broker connections of a cluster client', () => {
+  it('a_client_keeps_at_most_cluster_connections_max_broker_connections', async () => {
+    const closed: string[] = [];
+    const open = async (addr: string) =>
+      ({
+        server: addr,
+        isLost: false,
+        lost: new Promise(() => undefined),
+        close: async () => {
+          closed.push(addr);
+        },
+      }) as unknown as BrokerConnection;
+    let now = 0;
+    const router = new ClusterRouter({
+      entry: () => Promise.reject(new Error('no entry in this test')),
+      liveEntry: () => undefined,
+      open,
+      now: () => ++now,
+    });
+    const addrs = Array.from({ length: CLUSTER_CONNECTIONS_MAX + 3 }, (_, i) => `quic://b${i}:1`);
+    for (const a of addrs) await router.connectionTo(a);
+    // The entry broker's connection counts too: one fewer pooled; the least recently used went.
+    await waitFor(() => closed.length === 4, 'the oldest connections closed');
+    expect(closed).toEqual(addrs.slice(0, 4));
+    // One already open is reused, not dialed again.
+    const again = await router.connectionTo(addrs.at(-1)!);
+    expect(again.server).toBe(addrs.at(-1));
+    expect(closed).toHaveLength(4);
+    // An evicted broker is not suspect: it was closed on purpose.
+    expect(router.isSuspect(addrs[0]!)).toBe(false);
+    await router.close();
+  });
+});

@@ -1,0 +1,65 @@
+// Goal: a leader's replica reports reach the control plane as soon as the broker is registered,
+// not one placeholder interval later: the control plane promotes only from a report, so a leader
+// lost in its first seconds left its shard unplaced (found by demos/cluster-failover).
+// Method: a ReplicaReporter over a fake membership (unregistered, with the 5 s placeholder
+// interval, then registered at the control plane's 500 ms) and a fake client, on fake timers.
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { ControlPlaneClient, ShardReport } from '../src/cluster/control-plane-client.js';
+import type { Membership } from '../src/cluster/membership.js';
+import { ReplicaReporter } from '../src/cluster/replica-reporter.js';
+
+const REPORT: ShardReport = {
+  tenant_id: 't',
+  namespace: 'n',
+  kind: 'stream',
+  stream: 's',
+  shard: 0,
+  generation: 1,
+  leader_offset: 10,
+  commit_offset: 10,
+  replica_offsets: [{ node_id: 'n1', durable_offset: 10 }],
+  halted: [],
+};
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('replica reports', () => {
+  it('a_leader_reports_its_replicas_as_soon_as_it_registers', async () => {
+    vi.useFakeTimers();
+    const membership = {
+      isRegistered: false,
+      heartbeatIntervalMs: 5_000,
+      currentIncarnation: 7,
+      spec: { node_id: 'n0' },
+    };
+    const sent: number[] = [];
+    const client = {
+      replicaStatus: async (_node: string, _inc: number, shards: ShardReport[]) => {
+        sent.push(shards.length);
+      },
+    };
+    const reporter = new ReplicaReporter(
+      client as unknown as ControlPlaneClient,
+      membership as unknown as Membership,
+      () => [REPORT],
+      pino({ level: 'silent' }),
+      new Registry(),
+    );
+    reporter.start();
+    await vi.advanceTimersByTimeAsync(200);
+    expect(sent).toEqual([]);
+    membership.isRegistered = true;
+    membership.heartbeatIntervalMs = 500;
+    await vi.advanceTimersByTimeAsync(300);
+    expect(sent).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sent.length).toBe(3);
+    const stopping = reporter.stop();
+    await vi.advanceTimersByTimeAsync(0);
+    await stopping;
+  });
+});
