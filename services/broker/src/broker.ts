@@ -431,7 +431,7 @@ export class Broker {
    * in-flight ones settle, then hand the led shards to level followers, all within a bound.
    */
   private async handOff(): Promise<void> {
-    if (this.cluster === null) return;
+    if (this.cluster === null || !this.cluster.leadsReplicated) return;
     const budget = Math.min(HANDOFF_TIMEOUT_MS, this.config.broker.drain_timeout_ms / 2);
     const start = performance.now();
     const settled = (async () => {

@@ -246,6 +246,11 @@ export class ClusterNode {
    * `budgetMs`; cluster/handoff.ts). Heartbeats, reports and feeds keep running meanwhile, except
    * the periodic report, which the hand-off's final one replaces.
    */
+  /** Whether this broker ships any shard it leads (something a hand-off could move). */
+  get leadsReplicated(): boolean {
+    return (this.table.replication?.replicator.reports().length ?? 0) > 0;
+  }
+
   async handOff(budgetMs: number): Promise<HandoffOutcome> {
     await this.reporter.stop();
     return handOff(
