@@ -664,8 +664,12 @@ async function abortable<T>(
   what: string,
 ): Promise<T> {
   if (!signal) return p;
-  if (signal.aborted)
+  if (signal.aborted) {
+    // The call is abandoned: its own failure (often the same abort) must not surface as an
+    // unhandled rejection, which ends a Node process by default.
+    p.catch(() => undefined);
     throw new AbortedError(what, { cause: signal.reason, retry: 'unknown_outcome' });
+  }
   let onAbort: (() => void) | undefined;
   try {
     return await Promise.race([

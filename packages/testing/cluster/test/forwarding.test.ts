@@ -51,7 +51,9 @@ async function withClient<T>(
   node: ClusterNode,
   run: (client: FelixClient) => Promise<T>,
 ): Promise<T> {
-  const client = await c.connect({ servers: [node.url()] });
+  // routing off: the client talks to this broker only, so what it does is the broker's forward
+  // (a routed client would go to the owner itself).
+  const client = await c.connect({ servers: [node.url()], routing: false });
   try {
     return await run(client);
   } finally {
@@ -144,7 +146,11 @@ describe('forwarding and redirects', () => {
     held.cluster = c;
     const { owner, other } = await ownerAndOther(c, 'orders', 'stream');
     // Longer than the forward's deadline (the owner's quorum wait plus its margin, 10 s).
-    const client = await c.connect({ servers: [other.url()], requestTimeoutMs: scaled(30_000) });
+    const client = await c.connect({
+      servers: [other.url()],
+      requestTimeoutMs: scaled(30_000),
+      routing: false,
+    });
     try {
       // A first forward opens the link, so the next one is sent and then goes unanswered.
       await client.publish('orders', 'before');
@@ -180,7 +186,11 @@ describe('forwarding and redirects', () => {
     const a = (await c.assignments()).find((x) => x.stream === 'orders')!;
     const ingress = c.nodes.find((n) => !a.replicas.includes(n.id))!;
     const followers = a.replicas.filter((id) => id !== a.leader);
-    const client = await c.connect({ servers: [ingress.url()], requestTimeoutMs: scaled(30_000) });
+    const client = await c.connect({
+      servers: [ingress.url()],
+      requestTimeoutMs: scaled(30_000),
+      routing: false,
+    });
     try {
       // Committed by a majority: acked through the forward.
       await waitFor(
