@@ -24,6 +24,11 @@ export const REPLICATE_RETRY_MS_MAX = 2_000;
  *  log's durable offset moves). */
 export const REPLICATE_IDLE_CHECK_MS = 100;
 
+/** A quorum shard's mark goes to a caught-up follower alone only once that follower had nothing
+ *  to ship for this long: a publisher awaiting each ack sends the next record sooner, and its
+ *  batch carries the mark without a synced save of its own in front of it. */
+export const REPLICATE_MARK_ALONE_AFTER_MS = 50;
+
 /** Requests a follower queues per shard (a leader has one in flight; a deposed one may add
  *  one more); past this the follower answers `Overload`. */
 export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;

@@ -122,4 +122,41 @@ describe('commit offset on followers', () => {
     await shipper.stop();
     expect(await storedCommit(at)).toBe(4);
   });
+  it('a_moved_mark_rides_the_next_batch_when_records_follow_before_the_follower_idles', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const at = await root();
+    const f = new SimFollower({ root: at, shard: SHARD, fsync: 'onCommit' }, 1);
+    cleanups.push(() => f.close());
+    const inner = new LossyLink(f, Math.random, 0);
+    const sentPayloads: number[] = [];
+    const link = {
+      request(frame: Uint8Array, timeoutMs: number) {
+        const m = decodeFrame(frame);
+        sentPayloads.push('payloads' in m ? m.payloads.length : -1);
+        return inner.request(frame, timeoutMs);
+      },
+    };
+    let mark = 0;
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      followers: [{ nodeId: 'b1', link, start: 0 }],
+      commitOffset: () => mark,
+      // Far longer than the test: a mark alone could only come from a look at once.
+      markAloneAfterMs: 600_000,
+    });
+    cleanups.push(() => shipper.stop());
+    await log.append([rec(0), rec(1), rec(2), rec(3)]);
+    await waitFor(() => shipper.confirmed('b1') === 4, 'the follower to hold the log');
+    const before = sentPayloads.length;
+    // The mark moves (the publisher is acked) and the publisher's next record follows.
+    mark = 4;
+    shipper.wake();
+    await log.append([rec(4)]);
+    await waitFor(() => f.server.status(shardRef(1))?.commit === 4, 'the follower to store 4');
+    expect(shipper.confirmed('b1')).toBe(5);
+    // Only the batch went: no mark alone in front of it.
+    expect(sentPayloads.slice(before)).toEqual([1]);
+  });
 });

@@ -8,7 +8,10 @@
  *
  * With `commitOffset` (a quorum shard) every batch carries the leader's commit mark (kind 26),
  * and a follower with nothing to ship is sent the mark alone once it moved past what that
- * follower was last told; `wake()` (the caller's, when the mark moves) makes idle loops look.
+ * follower was last told and the follower had nothing to ship for REPLICATE_MARK_ALONE_AFTER_MS:
+ * a mark sent alone costs the follower a synced save, and sent at once it would sit in front of
+ * the next batch (which carries the mark anyway) on the loop and at the follower. `wake()` (the
+ * caller's, when the mark moves) makes idle loops look.
  */
 import type { SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
@@ -19,6 +22,7 @@ import {
   REPLICATE_BATCH_BYTES_MAX,
   REPLICATE_BATCH_RECORDS_MAX,
   REPLICATE_IDLE_CHECK_MS,
+  REPLICATE_MARK_ALONE_AFTER_MS,
   REPLICATE_RETRY_MS_MAX,
   REPLICATE_RETRY_MS_MIN,
 } from '../limits.js';
@@ -54,6 +58,9 @@ export interface ShipperOptions {
   onStopped?: (nodeId: string, reason: HaltReason | 'fenced' | 'failed') => void;
   /** The leader's commit mark, carried to followers (a quorum shard); absent: not carried. */
   commitOffset?: () => number;
+  /** How long a follower has nothing to ship before the mark goes alone; default
+   *  REPLICATE_MARK_ALONE_AFTER_MS. */
+  markAloneAfterMs?: number;
 }
 
 interface Loop {
@@ -142,7 +149,10 @@ export class ShardShipper {
   private async run(loop: Loop): Promise<void> {
     const { cursor, follower } = loop;
     const timeoutMs = this.opts.answerTimeoutMs ?? REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT;
+    const markAloneAfterMs = this.opts.markAloneAfterMs ?? REPLICATE_MARK_ALONE_AFTER_MS;
     let retryMs = REPLICATE_RETRY_MS_MIN;
+    /** Since when this follower has had nothing to ship (undefined while it has). */
+    let idleSince: number | undefined;
     while (!this.stopping && !this.fenced) {
       const log = this.opts.log;
       const shipment = cursor.plan(
@@ -154,9 +164,11 @@ export class ShardShipper {
           this.opts.onStopped?.(follower.nodeId, cursor.halted);
           return;
         }
-        if (!(await this.tellMark(loop, timeoutMs))) await this.idle(REPLICATE_IDLE_CHECK_MS);
+        idleSince ??= performance.now();
+        await this.rest(loop, idleSince + markAloneAfterMs - performance.now(), timeoutMs);
         continue;
       }
+      idleSince = undefined;
       const sent = await this.exchange(loop, shipment, timeoutMs);
       if (sent) {
         retryMs = REPLICATE_RETRY_MS_MIN;
@@ -167,6 +179,14 @@ export class ShardShipper {
       }
     }
     if (cursor.fenced) this.opts.onStopped?.(follower.nodeId, 'fenced');
+  }
+
+  /** Nothing to ship: tells the mark alone once it is `due` (ms from now), else waits for the
+   *  log, a wake, or the moment the mark falls due. */
+  private async rest(loop: Loop, due: number, timeoutMs: number): Promise<void> {
+    if (due <= 0 && (await this.tellMark(loop, timeoutMs))) return;
+    const untold = due > 0 && this.markUntold(loop);
+    await this.idle(untold ? Math.min(due, REPLICATE_IDLE_CHECK_MS) : REPLICATE_IDLE_CHECK_MS);
   }
 
   /** One request and its answer; false when it must be retried after a backoff. */
@@ -210,8 +230,7 @@ export class ShardShipper {
   private async tellMark(loop: Loop, timeoutMs: number): Promise<boolean> {
     const mark = this.opts.commitOffset?.();
     const held = Math.min(loop.cursor.next, loop.cursor.confirmed);
-    // What the follower will store: the lower of the mark and what it is known to hold.
-    if (mark === undefined || Math.min(mark, held) <= loop.told || this.stopping) return false;
+    if (mark === undefined || !this.markUntold(loop) || this.stopping) return false;
     const correlationId = 2 ** 52 + ++loop.marks;
     const frame = committedFrame(correlationId, this.opts.shard, held, [], mark);
     try {
@@ -223,6 +242,14 @@ export class ShardShipper {
     }
     loop.told = Math.max(loop.told, Math.min(mark, held));
     return true;
+  }
+
+  /** Whether the follower would store more of the mark than it was told: the lower of the
+   *  mark and what it is known to hold. */
+  private markUntold(loop: Loop): boolean {
+    const mark = this.opts.commitOffset?.();
+    const held = Math.min(loop.cursor.next, loop.cursor.confirmed);
+    return mark !== undefined && Math.min(mark, held) > loop.told;
   }
 
   private async frameFor(loop: Loop, s: Shipment): Promise<Uint8Array | null> {
