@@ -20,7 +20,8 @@
  * timings are the control plane's heartbeat every FELIX_BENCH_HEARTBEAT_MS (default 1000, the
  * Raft heartbeat of nats-server) and a lease of FELIX_BENCH_EXPIRY_MS (default 2000).
  *
- * FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
+ * FELIX_BENCH_ROUTING=0 keeps the client on its non-leader seed (publishes forwarded; default: the
+ * client routes to the leader). FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
  * Markdown table and writes results.json beside this file.
  */
@@ -89,7 +90,9 @@ async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
   await cluster.waitServed();
   const leader = await cluster.leaderOf(STREAM);
   const seed = cluster.nodes.find((n) => n.id !== leader?.id)!;
-  const felix: FelixClient = await cluster.connect({ servers: [seed.url('tls')] });
+  // FELIX_BENCH_ROUTING=0: the client stays on the seed, so each publish is forwarded.
+  const routing = env.FELIX_BENCH_ROUTING === '0' ? { routing: false } : {};
+  const felix: FelixClient = await cluster.connect({ servers: [seed.url('tls')], ...routing });
   return {
     cluster,
     system: 'Felix 3 brokers, RF 3 quorum, onCommit',
