@@ -7,7 +7,10 @@
  *   node --import tsx scripts/bench/replicated/split.ts
  *
  * FELIX_BENCH_LATENCY_N (default 300) awaited publishes per case; FELIX_BENCH_CASES picks cases
- * (`ingress/consistency/fsync`, comma separated).
+ * (`ingress/consistency/fsync`, comma separated). FELIX_TRACE_PUBLISH=1 writes the client's send
+ * and receive stamps and copies each broker's log to /tmp/trace-<case>* (the brokers' per-stage
+ * lines came from a trace patch not kept in the tree: docs/perf.md, "Replicated publish (session
+ * 16)").
  */
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -75,7 +78,8 @@ async function one(dir: string, spec: string): Promise<{ p50: number; p99: numbe
     if (TRACE) {
       const logs = cluster.nodes.map((n) => `${n.id} ${n.logPath}`);
       writeFileSync(`/tmp/trace-${spec.replaceAll('/', '-')}.txt`, [...logs, ...stamps].join('\n'));
-      for (const n of cluster.nodes) copyFileSync(n.logPath, `/tmp/trace-${spec.replaceAll('/', '-')}-${n.id}.log`);
+      for (const n of cluster.nodes)
+        copyFileSync(n.logPath, `/tmp/trace-${spec.replaceAll('/', '-')}-${n.id}.log`);
     }
     out.sort((a, b) => a - b);
     return { p50: out[Math.floor(out.length / 2)]!, p99: out[Math.floor(out.length * 0.99)]! };
