@@ -22,6 +22,11 @@ import {
 
 const COLD_START_MS_MAX = 90_000;
 const READY_MS_MAX = 40_000;
+/**
+ * A follower's promotion after its leader's SIGKILL: the control plane's default lease (15 s) and
+ * margin (3.75 s) before it marks the node down, its sweep, then the new leader's fence.
+ */
+const FAILOVER_MS_MAX = 75_000;
 /** FELIX_BROKER_DRAIN_TIMEOUT_MS's default: `docker stop` must return within it. */
 const DRAIN_TIMEOUT_MS = 10_000;
 const FELIX_UID = 10001;
@@ -198,7 +203,7 @@ describe('the compose cluster', () => {
           const [a] = await leadersOf(files.operator, 'replicated', 1);
           return a !== undefined && a.leader !== leader.name ? a : undefined;
         },
-        READY_MS_MAX,
+        FAILOVER_MS_MAX,
       );
       const reader = await connectTo(brokerByName(after.leader as string).client);
       try {
@@ -215,7 +220,7 @@ describe('the compose cluster', () => {
       docker('start', id);
       await until(`${leader.name} to be ready again`, () => brokerReady(leader.http), READY_MS_MAX);
     }
-  });
+  }, 240_000);
 
   it('the_containers_run_as_a_non_root_user', () => {
     for (const service of ['control-plane', ...BROKERS.map((b) => b.name)]) {
