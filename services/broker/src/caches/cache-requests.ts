@@ -140,7 +140,15 @@ export async function cacheGet(
   } catch (err) {
     throw storageRefusal(msg.type === 'cache_get' ? 'cache get' : 'cache delete', err);
   }
-  // Built field by field (no spread objects).
+  return cacheValueOf(msg, value);
+}
+
+/** The `cache_value` answer to a request on `msg.key` (a get, a delete, or a forwarded delete),
+ *  built field by field (no spread objects). */
+export function cacheValueOf(
+  msg: { tenant_id: string; namespace: string; cache: string; key: string; request_id?: number },
+  value: Uint8Array | undefined,
+): Msg<'cache_value'> {
   const out: Msg<'cache_value'> = {
     type: 'cache_value',
     tenant_id: msg.tenant_id,

@@ -7,6 +7,7 @@
  */
 import { CACHE_OP, type Message } from '@felix/wire';
 import type { ProjectionAnswers } from './answers.js';
+import { cacheValueOf } from './cache-requests.js';
 import type { ForwardingSlot } from '../session/context.js';
 import type { Outcome, RequestContext } from '../session/handler.js';
 import { type NotLeaderRefusal, checkTenant } from '../session/refusal.js';
@@ -55,16 +56,7 @@ function answerOf(msg: ForwardedWrite, value: Uint8Array | undefined): Message {
       request_id: msg.request_id,
     };
   }
-  const out: Msg<'cache_value'> = {
-    type: 'cache_value',
-    tenant_id: msg.tenant_id,
-    namespace: msg.namespace,
-    cache: msg.cache,
-    key: msg.key,
-  };
-  if (value !== undefined) out.value = value;
-  if (msg.request_id !== undefined) out.request_id = msg.request_id;
-  return out;
+  return cacheValueOf(msg, value);
 }
 
 /** A counter value or delta as a forward carries it: i64, big-endian. */
