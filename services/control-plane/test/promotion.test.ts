@@ -277,6 +277,17 @@ describe('failover policy', () => {
 
   it('nothing_without_a_durable_log_gets_a_policy', () => {
     expect(failoverPolicy({ ...base, durable: false })).toBeUndefined();
-    expect(failoverPolicy({ ...base, kind: 'cache' })).toBeUndefined();
+    // A cache shard that never reported shipped logs (an in-memory broker, no followers).
+    expect(failoverPolicy({ ...base, kind: 'cache', report: undefined })).toBeUndefined();
+  });
+
+  it('a_reported_cache_shard_is_promoted_only_to_a_follower_holding_its_whole_log', () => {
+    // Cache writes are acknowledged by the leader alone, so even a `quorum` cache's bound is the
+    // leader's whole reported log, never the majority mark.
+    const cache = { ...base, kind: 'cache' as const, durable: false };
+    expect(failoverPolicy(cache)).toEqual({ candidates: ['c'] });
+    expect(failoverPolicy({ ...cache, consistency: 'Leader' })).toEqual({ candidates: ['c'] });
+    const behind = { ...report, replica_offsets: [{ node_id: 'b', durable_offset: 29 }] };
+    expect(failoverPolicy({ ...cache, report: behind })).toEqual({ candidates: [] });
   });
 });

@@ -229,6 +229,27 @@ describe('the cluster-aware client', () => {
         'the followers to confirm every log',
         scaled(FAILOVER_MS),
       );
+      // A cache shard, like a durable stream, goes only to a follower its leader's last report
+      // names holding the whole cache log.
+      await waitFor(
+        async () => {
+          const page = (await c.operatorGet('/v1/replica-reports')) as {
+            items: Array<{
+              kind: string;
+              leader_offset: number;
+              replica_offsets: Array<{ durable_offset: number }>;
+            }>;
+          };
+          const r = page.items.find((x) => x.kind === 'cache');
+          return (
+            r !== undefined &&
+            r.leader_offset > 0 &&
+            r.replica_offsets.every((o) => o.durable_offset >= r.leader_offset)
+          );
+        },
+        'a replica report naming the followers caught up',
+        scaled(FAILOVER_MS),
+      );
       await c.kill(leaderId);
       const promoted = await waitFor(
         async () => {

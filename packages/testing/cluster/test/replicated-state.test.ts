@@ -181,19 +181,19 @@ async function failover(
     'the followers to confirm every log',
     scaled(FAILOVER_MS),
   );
-  // A durable stream is promoted only to a follower its leader's last report names caught up
-  // (docs/replication.md, "Replica reports and promotion"): wait until the report says so.
-  if (kind === 'stream') {
-    await waitFor(
-      async () => {
-        const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
-        const r = page.items.find((x) => x.stream === name && x.generation === before.generation);
-        return r?.replica_offsets.some((o) => o.durable_offset === r.leader_offset);
-      },
-      'a replica report naming a caught-up follower',
-      scaled(FAILOVER_MS),
-    );
-  }
+  // A durable stream or a reported cache shard is promoted only to a follower its leader's last
+  // report names caught up (docs/replication.md, "Replica reports and promotion"): wait for it.
+  await waitFor(
+    async () => {
+      const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
+      const r = page.items.find(
+        (x) => x.kind === kind && x.stream === name && x.generation === before.generation,
+      );
+      return r?.replica_offsets.some((o) => o.durable_offset === r.leader_offset);
+    },
+    'a replica report naming a caught-up follower',
+    scaled(FAILOVER_MS),
+  );
   await c.kill(leader.id);
   const promoted = await waitFor(
     async () => {
@@ -229,6 +229,7 @@ async function served<T>(ask: () => Promise<T>, what: string): Promise<T> {
 }
 
 interface StoredReport {
+  kind: string;
   stream: string;
   generation: number;
   leader_offset: number;

@@ -139,31 +139,37 @@ export class Replicator {
   }
 
   /**
-   * What each shipped stream shard's replicas hold, for the control plane (docs/replication.md,
-   * "Replica reports and promotion"): the leader's durable offset, each follower's confirmed
-   * offset, the commit mark (a quorum shard's, else the majority over them, the leader counted)
-   * and halted followers.
+   * What each shipped shard's replicas hold, for the control plane (docs/replication.md,
+   * "Replica reports and promotion"): of its primary log (a stream's records, a cache's log), the
+   * leader's durable offset, each follower's confirmed offset, the commit mark (a quorum shard's,
+   * else the majority over them, the leader counted); and the followers halted on a log holding
+   * user data (a cache shard's counters as well as its cache log; a stream shard's group state is
+   * redelivered at least once, docs/replication.md, so it does not bar a follower).
    */
   reports(leaving = false): ShardReport[] {
     const out: ShardReport[] = [];
     for (const logs of this.shippers.values()) {
-      const s = logs.get('stream');
-      if (s === undefined) continue;
+      const primary = primaryOf(logs);
+      if (primary === undefined) continue;
+      const { kind, shipping: s } = primary;
       const level = leaving ? levelFollowers(logs) : null;
       const own = s.log.durableOffset;
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
       const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
+      const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
+      for (const [k, l] of logs)
+        if (k === kind || k === 'counters') for (const [id, why] of l.halted) halted.set(id, why);
       out.push({
         tenant_id: s.ref.tenantId,
         namespace: s.ref.namespace,
-        kind: 'stream',
+        kind,
         stream: s.ref.stream,
         shard: s.ref.shard,
         generation: s.generation,
         leader_offset: own,
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
-        halted: [...s.halted].map(([node_id, reason]) => ({ node_id, reason })),
+        halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
         ...(level === null
           ? {}
           : { drained: level.durable && level.followers.length > 0, caught_up: level.followers }),
@@ -176,7 +182,7 @@ export class Replicator {
   allLevel(): boolean {
     for (const logs of this.shippers.values()) {
       const level = levelFollowers(logs);
-      const followers = logs.get('stream')?.followers.length ?? 0;
+      const followers = primaryOf(logs)?.shipping.followers.length ?? 0;
       if (!level.durable || level.followers.length < followers) return false;
     }
     return true;
@@ -240,6 +246,17 @@ export class Replicator {
     await Promise.all([...this.shippers.keys()].map((k) => this.stop(k)));
     if (this.ownsPool) await this.pool.close();
   }
+}
+
+/** A shard's primary log, the one its report speaks of: a stream's records, else a cache's log
+ *  (a shard whose primary log is not shipped, e.g. not opened yet, is not reported). */
+function primaryOf(
+  logs: ReadonlyMap<ReplicaLogKind, Shipping>,
+): { kind: 'stream' | 'cache'; shipping: Shipping } | undefined {
+  const stream = logs.get('stream');
+  if (stream !== undefined) return { kind: 'stream', shipping: stream };
+  const cache = logs.get('cache');
+  return cache === undefined ? undefined : { kind: 'cache', shipping: cache };
 }
 
 function isRepairable(

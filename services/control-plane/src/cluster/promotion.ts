@@ -7,6 +7,11 @@
  * (diverged, needs a bootstrap) never qualifies, nor does anyone when the report is missing,
  * from another leader or a later generation, or older than the trust window. Candidates come most
  * caught-up first. A durable single copy has no candidate: it waits for its owner.
+ *
+ * A cache's durability is the broker's (the catalog does not say), so a cache shard is protected
+ * once its leader has reported durable logs shipped to followers: the bound is then the leader's
+ * whole reported cache log (cache writes are acknowledged by the leader alone). A cache shard
+ * that never sent a report (an in-memory broker, or no followers) moves freely, as before.
  */
 import type { Assignment, FailoverPolicy, ShardKind } from '@felix/router';
 import type { LivenessConfig } from '../config.js';
@@ -44,15 +49,24 @@ export function caughtUpBound(input: PromotionInput): number | null {
   // leading the same log, and what its followers confirmed they still hold.
   if (report.generation > current.generation || report.leader !== current.leader) return null;
   if (trust.nowMs - report.reported_at_ms > trust.trustMs) return null;
-  return input.consistency === 'Quorum' ? report.commit_offset : report.leader_offset;
+  // Only a stream's publishes wait for a majority; a cache's writes are acked by its leader.
+  const quorum = input.consistency === 'Quorum' && input.kind === 'stream';
+  return quorum ? report.commit_offset : report.leader_offset;
+}
+
+/** Whether a shard's logs need protecting at failover: a durable stream, or a cache shard whose
+ *  leader reported durable logs (a report exists only where logs are shipped). */
+function protectedShard(input: PromotionInput): boolean {
+  if (input.kind === 'stream') return input.durable;
+  return input.report !== undefined;
 }
 
 /**
  * The failover policy of one shard, or undefined when its log has nothing to protect (an
- * in-memory stream; caches until their logs are shipped and reported).
+ * in-memory stream; a cache shard that never reported shipped logs).
  */
 export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefined {
-  if (input.kind !== 'stream' || !input.durable) return undefined;
+  if (!protectedShard(input)) return undefined;
   const bound = caughtUpBound(input);
   if (bound === null || input.report === undefined || input.current === undefined)
     return { candidates: [] };
