@@ -20,3 +20,15 @@ export class MalformedPeerFrameError extends ReplicationError {
     super(`malformed peer frame: ${detail}`, options);
   }
 }
+
+/** A promoted leader could not take the furthest tail of its fenced majority: the source
+ *  refused or failed, or sent something other than the records asked for. The open is retried. */
+export class TailFetchError extends ReplicationError {
+  readonly code = 'FELIX_REPLICATION_TAIL_FETCH_FAILED';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`taking the furthest tail failed: ${detail}`, {
+      ...options,
+      retry: 'retry_after_backoff',
+    });
+  }
+}

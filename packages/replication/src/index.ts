@@ -1,5 +1,10 @@
 // @felix/replication public surface: exports only.
-export { InvalidReplicaSetError, MalformedPeerFrameError, ReplicationError } from './errors.js';
+export {
+  InvalidReplicaSetError,
+  MalformedPeerFrameError,
+  ReplicationError,
+  TailFetchError,
+} from './errors.js';
 export {
   type BatchVerdict,
   type ReplicaView,
@@ -29,6 +34,13 @@ export {
   type ShipperFollower,
   type ShipperOptions,
 } from './leader/shard-shipper.js';
+export {
+  type LogEnd,
+  type TailFetchOptions,
+  fetchTail,
+  furtherAhead,
+  furthestAnswer,
+} from './leader/tail-fetch.js';
 export * from './limits.js';
 export {
   REPLICA_LOGS,

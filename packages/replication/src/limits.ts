@@ -50,3 +50,11 @@ export const FENCE_ANSWER_TIMEOUT_MS = 2_000;
  *  carries at most this often (the reference: once a second); on commit it saves before each
  *  answer. */
 export const REPLICA_COMMIT_SAVE_INTERVAL_MS = 1_000;
+
+/** The most one `ReplicateFetch` answer carries (a promoted leader taking the furthest tail;
+ *  the reference allows 4 MiB; a shipped batch's bound keeps one frame size on the links). */
+export const TAIL_FETCH_BYTES_MAX = 1024 * 1024;
+
+/** How long a promoted leader spends taking the furthest tail before it gives the open up (it is
+ *  tried again, fence included). */
+export const TAIL_FETCH_DEADLINE_MS = 10_000;

@@ -34,7 +34,11 @@ import {
   controlPlaneUrl,
   nodeSpec,
 } from './cluster/cluster-node.js';
-import { type InternalNode, startInternalNode } from './cluster/internal-node.js';
+import {
+  type InternalNode,
+  followerLogOptions,
+  startInternalNode,
+} from './cluster/internal-node.js';
 import { Forwarder } from './cluster/forwarder.js';
 import { ForwardServer } from './cluster/forward-server.js';
 import { PeerPool } from './cluster/peer-pool.js';
@@ -324,6 +328,7 @@ export class Broker {
     return {
       replicator: this.replicator,
       releaseFollower: (ref, log) => internal.replicas.release(ref, log),
+      logOptions: (ref, log) => followerLogOptions(this.config, ref, log),
       riding: ridingLogsOf(this.requests!.caches, this.requests!.groups),
     };
   }

@@ -43,8 +43,13 @@ import {
   encodeInternalMessage,
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
+import { recordsFrame } from '../frames.js';
 import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
-import { REPLICA_SHARDS_OPEN_MAX, REPLICA_SHARD_REQUESTS_QUEUED_MAX } from '../limits.js';
+import {
+  REPLICA_SHARDS_OPEN_MAX,
+  REPLICA_SHARD_REQUESTS_QUEUED_MAX,
+  TAIL_FETCH_BYTES_MAX,
+} from '../limits.js';
 import { answerFor, checkBatch, checkGeneration } from './batch-check.js';
 import { CommitSaver } from './commit-saver.js';
 
@@ -81,18 +86,20 @@ interface ShardState {
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
 type BootstrapRequest = Extract<InternalMessage, { baseOffset: number; log?: never }>;
 type FenceRequest = Extract<InternalMessage, { kind: 'Fence' }>;
+type FetchRequest = Extract<InternalMessage, { kind: 'ReplicateFetch' }>;
 
 /** The request and the log it is for, or the refusal of a kind this server does not serve. */
 function targetOf(
   decoded: InternalMessage,
 ):
-  | { m: RecordsRequest | BootstrapRequest | FenceRequest; log: ReplicaLogKind }
+  | { m: RecordsRequest | BootstrapRequest | FenceRequest | FetchRequest; log: ReplicaLogKind }
   | { refused: Uint8Array } {
   const unsupported = (detail: string) => ({
     refused: refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail),
   });
-  if (decoded.kind === 'Fence') {
-    // Only stream logs are fenced yet (the riding logs follow their shard's stream log).
+  if (decoded.kind === 'Fence' || decoded.kind === 'ReplicateFetch') {
+    // Only stream logs are fenced (and their tails taken) yet; the riding logs follow their
+    // shard's stream log.
     if (decoded.log !== REPLICA_LOG.Stream) return unsupported(`log ${decoded.log} is not fenced`);
     return { m: decoded, log: 'stream' };
   }
@@ -162,7 +169,9 @@ export class ReplicaServer {
         ? this.records(state, m, assigned.generation)
         : m.kind === 'Fence'
           ? this.fence(state, m, assigned.generation)
-          : this.bootstrap(state, m, assigned.generation),
+          : m.kind === 'ReplicateFetch'
+            ? this.fetch(state, m)
+            : this.bootstrap(state, m, assigned.generation),
     );
     // The chain only orders requests; each request's own failure is answered below.
     state.tail = run.catch(() => undefined);
@@ -304,6 +313,37 @@ export class ReplicaServer {
       commitOffset: commitOf(state),
       lastGeneration: logEnd > 0 ? state.starts.at(logEnd - 1).generation : 0,
     });
+  }
+
+  /**
+   * A promoted leader taking the furthest tail: records from `fromOffset` up to this replica's
+   * durable end, at most TAIL_FETCH_BYTES_MAX (at least one record when it holds any). Answered
+   * only to the leader of exactly the generation this replica accepted in its fence: an older
+   * one is deposed, a newer one has not fenced it yet.
+   */
+  private async fetch(state: ShardState, m: FetchRequest): Promise<Uint8Array> {
+    const accepted = state.replica.state.generation;
+    const asked = m.shard.generation;
+    if (asked < accepted)
+      return refuse(m.correlationId, INTERNAL_ERROR.FencedEpoch, `generation ${accepted} accepted`);
+    if (asked > accepted)
+      return refuse(m.correlationId, INTERNAL_ERROR.StaleRoute, `not fenced at ${asked} yet`);
+    const durable = state.log.durableOffset;
+    if (m.fromOffset < state.log.baseOffset)
+      return refuse(
+        m.correlationId,
+        INTERNAL_ERROR.LogConflict,
+        `trimmed below ${state.log.baseOffset}`,
+      );
+    if (m.fromOffset >= durable) return recordsFrame(m.correlationId, m.shard, m.fromOffset, []);
+    const r = await state.log.read(m.fromOffset, {
+      maxRecords: durable - m.fromOffset,
+      maxBytes: Math.min(m.maxBytes, TAIL_FETCH_BYTES_MAX),
+    });
+    if (r.kind === 'trimmed')
+      return refuse(m.correlationId, INTERNAL_ERROR.LogConflict, `trimmed at ${m.fromOffset}`);
+    const payloads = r.records.map((rec) => rec.payload);
+    return recordsFrame(m.correlationId, m.shard, m.fromOffset, payloads);
   }
 
   private async bootstrap(

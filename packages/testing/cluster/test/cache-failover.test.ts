@@ -105,6 +105,7 @@ describe('cache shard failover and hand-off', () => {
       await c.stop(before.leader);
       const after = await waitFor(
         async () => {
+          // The control plane may answer nothing useful mid-move: ask again.
           const a = await cacheAssignment(c).catch(() => undefined);
           return a && a.leader !== before.leader ? a : undefined;
         },

@@ -18,6 +18,7 @@ import {
   CommitMark,
   type FenceOutcome,
   type HaltReason,
+  type PeerLink,
   type ReplicaLogKind,
   ShardShipper,
   fenceReplicaSet,
@@ -85,6 +86,11 @@ export class Replicator {
       followers: followers.map((nodeId) => ({ nodeId, link: this.pool.link(nodeId) })),
       deadlineMs,
     });
+  }
+
+  /** The link to `nodeId` this replicator ships over (a promoted leader's tail take uses it). */
+  link(nodeId: string): PeerLink {
+    return this.pool.link(nodeId);
   }
 
   /** Ships `log` (the shard's `kind` log) to `followers` at `ref.generation` (restarting a

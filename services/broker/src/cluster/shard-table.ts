@@ -19,17 +19,18 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { routeAtIngress } from '@felix/router';
-import { GenerationStarts, nodeIo } from '@felix/storage';
+import { GenerationStarts, type LogOptions, nodeIo } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
-import { Shard, type ShardHooks } from '../streams/shard.js';
+import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
 import type { RidingLogKind, RidingLogs } from './riding-logs.js';
+import { logEndOf, tailSource, takeTail } from './tail-take.js';
 
 export type ShardKind = 'stream' | 'cache';
 
@@ -180,6 +181,8 @@ export class ShardTable {
   replication: {
     replicator: Replicator;
     releaseFollower: (ref: ShardRef, log: ReplicaLogKind) => Promise<void>;
+    /** Where this broker keeps `log` of a shard (its follower copy and its leader log alike). */
+    logOptions: (ref: ShardRef, log: ReplicaLogKind) => LogOptions;
     riding: RidingLogs;
   } | null = null;
   /** Called when the assignment feed changed (the cluster node refreshes its node book). */
@@ -600,13 +603,13 @@ export class ShardTable {
       for (const log of logsOwnedBy('stream'))
         await this.replication?.releaseFollower(refOf(s, i, generation), log);
       this.replication?.riding.admit(idOfStream(s, i), 'stream');
-      const store = s.durable ? await this.openStore(s, i) : null;
+      let store = s.durable ? await this.openStore(s, i) : null;
+      if (store?.log) {
+        store = await this.fencedStore(s, i, generation, store);
+        if (store === null) return;
+      }
       // Where this generation's records start: its first batch to a follower overlaps below it.
       const genStart = store?.log?.tailOffset ?? 0;
-      if (store?.log && !(await this.fenced(s, i, generation, store.log))) {
-        await store.close();
-        return;
-      }
       rt.shards[i] = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
         store,
@@ -664,30 +667,49 @@ export class ShardTable {
   }
 
   /**
-   * Before a replicated shard is served at `generation`: records where the generation's records
-   * start in its log, and fences the replica set (a majority must accept the generation). False
-   * when the fence failed; the open is tried again after FENCE_RETRY_AFTER_MS.
+   * Before a replicated shard is served at `generation`: fences the replica set (a majority must
+   * accept the generation), takes the furthest tail among the answers when one is ahead of this
+   * log (tail-take.ts; the store closes and opens again over the longer log), and records where
+   * the generation's records start. Answers the store to serve, or null (closed) when the fence
+   * or the take failed; the open is tried again after FENCE_RETRY_AFTER_MS.
    */
-  private async fenced(
+  private async fencedStore(
     s: StreamConfig,
     i: number,
     generation: number,
-    log: { dir: string; tailOffset: number },
-  ): Promise<boolean> {
+    store: ShardStore,
+  ): Promise<ShardStore | null> {
     const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
     const followers = (a?.replicas ?? []).filter((id) => id !== this.nodeId);
-    if (this.replication === null || followers.length === 0) return true;
-    const starts = await GenerationStarts.open(nodeIo, log.dir);
-    await starts.begin(generation, log.tailOffset);
+    const replication = this.replication;
+    if (replication === null || followers.length === 0 || !store.log) return store;
+    const shard = `${s.tenant}/${s.namespace}/${s.name}/${i}`;
     const ref = refOf(s, i, generation);
-    const outcome = await this.replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
-    if (outcome.majority) return true;
-    this.log.warn(
-      { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation, ...outcome },
-      'the replica set was not fenced; the shard stays unserved and the open is retried',
-    );
-    setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
-    return false;
+    const outcome = await replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
+    let open: ShardStore | null = store;
+    try {
+      if (!outcome.majority) throw new Error('the replica set was not fenced');
+      const source = tailSource(await logEndOf(store.log), outcome.answers);
+      if (source !== undefined) {
+        open = null;
+        await store.close();
+        const opts = replication.logOptions(ref, 'stream');
+        const taken = await takeTail(ref, opts, source, replication.replicator.link(source.nodeId));
+        this.log.info({ shard, generation, ...taken }, 'took the furthest tail of the replica set');
+        open = await this.openStore(s, i);
+      }
+      const log = open.log!;
+      await (await GenerationStarts.open(nodeIo, log.dir)).begin(generation, log.tailOffset);
+      return open;
+    } catch (err) {
+      this.log.warn(
+        { err, shard, generation, ...outcome },
+        'the shard was not opened after its fence; the open is retried',
+      );
+      await open?.close();
+      setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+      return null;
+    }
   }
 
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */

@@ -1,0 +1,103 @@
+/**
+ * A promoted leader's take of the furthest tail before it serves (docs/replication.md, "The
+ * fence and divergent suffixes"): once a majority of the set accepted its generation, the fence
+ * answer furthest ahead (by its last record's generation, then length) may hold records this
+ * broker lacks, acknowledged by a quorum after the report placement chose it by. They are pulled
+ * (`ReplicateFetch`) into this broker's log while the shard is closed, compared where they
+ * overlap what it holds; its own differing suffix (never at or below its commit offset) is
+ * dropped first. The shard's store then opens again over the longer log.
+ */
+import {
+  type FenceAnswer,
+  type LogEnd,
+  type PeerLink,
+  TAIL_FETCH_DEADLINE_MS,
+  TailFetchError,
+  fetchTail,
+  furthestAnswer,
+} from '@felix/replication';
+import {
+  FollowerAppender,
+  GenerationStarts,
+  type LogOptions,
+  ReplicaFile,
+  SegmentLog,
+  nodeIo,
+  truncateLogAbove,
+} from '@felix/storage';
+import type { ShardRef } from '@felix/wire';
+
+/** Where a log ends, by its tail and its generations file. */
+export async function logEndOf(log: { dir: string; tailOffset: number }): Promise<LogEnd> {
+  const starts = await GenerationStarts.open(nodeIo, log.dir);
+  const end = log.tailOffset;
+  return { logEnd: end, lastGeneration: end > 0 ? starts.at(end - 1).generation : 0 };
+}
+
+/** The answer to take the tail from, when one is further ahead than `own`. */
+export function tailSource(own: LogEnd, answers: readonly FenceAnswer[]): FenceAnswer | undefined {
+  return furthestAnswer(own, answers);
+}
+
+export interface TailTaken {
+  /** Records pulled from the source, and where this broker's own suffix was cut (if it was). */
+  pulled: number;
+  truncatedAt: number | null;
+  source: string;
+}
+
+/**
+ * Pulls the source's records this broker's log (closed by the caller, `opts`) lacks, at
+ * `ref`'s generation. Rejects with TailFetchError (the open is retried) or a storage error.
+ */
+export async function takeTail(
+  ref: ShardRef,
+  opts: LogOptions,
+  source: FenceAnswer,
+  link: PeerLink,
+): Promise<TailTaken> {
+  const io = opts.io ?? nodeIo;
+  let log = await SegmentLog.open(opts);
+  try {
+    const starts = await GenerationStarts.open(io, log.dir);
+    const commit = (await ReplicaFile.open(io, log.dir)).state.commitOffset;
+    const ownEnd = log.tailOffset;
+    // Below its commit offset this log holds what a majority holds: compare from there, one
+    // record early, so a log that disagrees even there is found (and refused), not extended.
+    const from = Math.max(log.baseOffset, Math.min(commit, ownEnd) - 1);
+    // The pulled records were written by the source's generations, not by this leader's.
+    await starts.begin(source.lastGeneration, ownEnd);
+    let appender = new FollowerAppender(log);
+    let truncatedAt: number | null = null;
+    const next = await fetchTail({
+      shard: ref,
+      source: link,
+      from,
+      to: source.logEnd,
+      deadlineMs: TAIL_FETCH_DEADLINE_MS,
+      apply: async (first, payloads) => {
+        let r = await appender.appendAt(first, payloads);
+        if (r.kind === 'conflict') {
+          if (r.at < commit)
+            throw new TailFetchError(`record ${r.at}, below the commit offset ${commit}, differs`);
+          await log.close();
+          await truncateLogAbove(opts, r.at, { commitOffset: commit });
+          log = await SegmentLog.open(opts);
+          appender = new FollowerAppender(log);
+          await starts.truncated(r.at);
+          await starts.begin(source.lastGeneration, r.at);
+          truncatedAt = r.at;
+          r = await appender.appendAt(first, payloads);
+        }
+        if (r.kind !== 'appended') throw new TailFetchError(`appending at ${first}: ${r.kind}`);
+      },
+    });
+    return {
+      pulled: next - Math.min(ownEnd, truncatedAt ?? ownEnd),
+      truncatedAt,
+      source: source.nodeId,
+    };
+  } finally {
+    await log.close();
+  }
+}

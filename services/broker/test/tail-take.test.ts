@@ -1,0 +1,125 @@
+/**
+ * Goal: a promoted leader whose log is shorter than its fenced majority's furthest takes the
+ * missing records before serving (cluster/tail-take.ts): it compares from its commit offset,
+ * drops its own divergent suffix above that offset, appends the source's records at the
+ * source's offsets and labels them with the source's generation; a differing record at or below
+ * its commit offset is never dropped (the take fails, typed, and the log is untouched).
+ * Method: the real ReplicaServer as the source over a real segment log, fenced by hand-built
+ * frames; the new leader's log, replica file and generations file in another temp dir.
+ */
+import {
+  type FenceAnswer,
+  ReplicaServer,
+  TailFetchError,
+  furthestAnswer,
+} from '@felix/replication';
+import { GenerationStarts, type LogOptions, ReplicaFile, SegmentLog, nodeIo } from '@felix/storage';
+import { tempDir } from '@felix/testing-harness';
+import { REPLICA_LOG, type ShardRef, encodeInternalMessage } from '@felix/wire';
+import { afterEach, describe, expect, it } from 'vitest';
+import { logEndOf, takeTail } from '../src/cluster/tail-take.js';
+
+const SHARD = { tenant: 't1', namespace: 'default', stream: 'orders', shard: 0 };
+const ENC = new TextEncoder();
+const DEC = new TextDecoder();
+const dirs: { cleanup: () => Promise<void> }[] = [];
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+  for (const d of dirs.splice(0)) await d.cleanup();
+});
+
+function ref(generation: number): ShardRef {
+  return { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation };
+}
+
+async function logAt(runs: { generation: number; values: string[] }[], commit = 0) {
+  const d = await tempDir('felix-tail-take-');
+  dirs.push(d);
+  const opts: LogOptions = { root: d.path, shard: SHARD, fsync: 'onCommit', preallocateBytes: 0 };
+  const log = await SegmentLog.open(opts);
+  const starts = await GenerationStarts.open(nodeIo, log.dir);
+  for (const run of runs) {
+    await starts.begin(run.generation, log.tailOffset);
+    await log.append(run.values.map((v) => ENC.encode(v)));
+  }
+  if (commit > 0) await (await ReplicaFile.open(nodeIo, log.dir)).advanceCommit(commit);
+  await log.close();
+  return opts;
+}
+
+async function valuesOf(opts: LogOptions): Promise<string[]> {
+  const log = await SegmentLog.open(opts);
+  try {
+    const r = await log.read(log.baseOffset, { maxRecords: 1000 });
+    return r.kind === 'records' ? r.records.map((x) => DEC.decode(x.payload)) : [];
+  } finally {
+    await log.close();
+  }
+}
+
+const shared = ['a0', 'a1', 'a2', 'a3', 'a4', 'a5'];
+
+/** A source replica holding `shared` (generation 1) then n6..n12 (generation 2), fenced at 3. */
+async function fencedSource(): Promise<{ server: ReplicaServer; answer: FenceAnswer }> {
+  const opts = await logAt([
+    { generation: 1, values: shared },
+    { generation: 2, values: ['n6', 'n7', 'n8', 'n9', 'n10', 'n11', 'n12'] },
+  ]);
+  const server = new ReplicaServer({
+    logOptions: () => opts,
+    assignment: () => ({ generation: 3 }),
+  });
+  closers.push(() => server.close());
+  const frame = encodeInternalMessage({
+    kind: 'Fence',
+    correlationId: 1,
+    shard: ref(3),
+    log: REPLICA_LOG.Stream,
+  });
+  await server.handle(frame);
+  return { server, answer: { nodeId: 'src', logEnd: 13, commitOffset: 6, lastGeneration: 2 } };
+}
+
+describe('a promoted leader takes the furthest tail', () => {
+  it('a_promoted_leader_drops_its_divergent_suffix_and_takes_the_furthest_tail', async () => {
+    const { server, answer } = await fencedSource();
+    const own = await logAt(
+      [
+        { generation: 1, values: shared },
+        { generation: 1, values: ['x6', 'x7'] },
+      ],
+      6,
+    );
+    const end = await logEndOf({ dir: await dirOf(own), tailOffset: 8 });
+    expect(end).toEqual({ logEnd: 8, lastGeneration: 1 });
+    expect(furthestAnswer(end, [answer])?.nodeId).toBe('src');
+    const taken = await takeTail(ref(3), own, answer, { request: (f) => server.handle(f) });
+    expect(taken).toEqual({ pulled: 7, truncatedAt: 6, source: 'src' });
+    expect(await valuesOf(own)).toEqual([...shared, 'n6', 'n7', 'n8', 'n9', 'n10', 'n11', 'n12']);
+    const starts = await GenerationStarts.open(nodeIo, await dirOf(own));
+    expect(starts.at(12).generation).toBe(2);
+    expect(starts.at(5).generation).toBe(1);
+  });
+
+  it('a_promoted_leader_never_drops_a_record_at_or_below_its_commit_offset', async () => {
+    const { server, answer } = await fencedSource();
+    const own = await logAt(
+      [
+        { generation: 1, values: shared },
+        { generation: 1, values: ['x6', 'x7'] },
+      ],
+      8,
+    );
+    const taking = takeTail(ref(3), own, answer, { request: (f) => server.handle(f) });
+    await expect(taking).rejects.toBeInstanceOf(TailFetchError);
+    expect(await valuesOf(own)).toEqual([...shared, 'x6', 'x7']);
+  });
+});
+
+async function dirOf(opts: LogOptions): Promise<string> {
+  const log = await SegmentLog.open(opts);
+  const dir = log.dir;
+  await log.close();
+  return dir;
+}
