@@ -154,6 +154,27 @@ describe('quorum acknowledgement between brokers', () => {
     await client.close();
   }, 240_000);
 
+  it('a_quorum_stream_never_acks_with_fewer_copies_than_a_majority_of_its_replication_factor', async () => {
+    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum');
+    for (const f of followers) await c.kill(f.id);
+    // Marked down, both followers leave the replica set: the set is the leader alone.
+    await waitFor(
+      async () => {
+        const a = (await c.assignments()).find((x) => x.stream === 'orders');
+        return a?.leader === leader.id && a.replicas.length === 1;
+      },
+      'the replica set to shrink to the leader',
+      scaled(START_MS),
+    );
+    const outcome = await client.publish('orders', 'alone').then(
+      () => 'acked',
+      (err: { brokerCode?: string }) => err.brokerCode,
+    );
+    expect(outcome).toBe('quorum_timeout');
+    expect(await held(leader, 'orders')).toContain('alone');
+    await client.close();
+  }, 240_000);
+
   it('a_subscriber_of_a_quorum_stream_never_sees_past_the_commit_mark', async () => {
     const { c, leader, followers, client } = await quorumCluster(holder, 'quorum');
     const ac = new AbortController();

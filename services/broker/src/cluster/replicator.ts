@@ -36,6 +36,8 @@ export interface ReplicatorDeps extends PeerPoolDeps {
 
 /** A quorum shard's side of shipping: told each time the commit mark moves. */
 export interface ShipQuorum {
+  /** Members the majority is of (the stream's replication factor, or the set when larger). */
+  members?: number;
   onMark(offset: number): void;
 }
 
@@ -118,7 +120,8 @@ export class Replicator {
     // both hold, and each answer says where the follower's log really ends.
     const genStart = Math.min(opts.genStart ?? log.tailOffset, log.tailOffset);
     const start = Math.max(log.baseOffset, genStart - 1);
-    const mark = quorum === undefined ? null : new CommitMark(followers.length + 1);
+    const members = Math.max(followers.length + 1, quorum?.members ?? 0);
+    const mark = quorum === undefined ? null : new CommitMark(members);
     const recompute = () => this.recompute(key, quorum);
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({

@@ -101,6 +101,7 @@ export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfi
     routing: s.routing === 'jump_hash' ? 'jump_hash' : 'modulo',
     // The control plane spells it `Leader` / `Quorum`; anything else is the default.
     consistency: String(s.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
+    replication_factor: posInt(s.replication_factor) ?? 1,
   };
 }
 
@@ -635,8 +636,9 @@ export class ShardTable {
 
   /**
    * Ships a led durable shard to the followers its replica set names (when replication is on).
-   * A `quorum` stream with followers also holds acks and reads at the commit mark; with none
-   * (RF 1) it behaves as `leader`. The catalog's latest consistency applies (it may change).
+   * A `quorum` stream of replication factor above 1 also holds acks and reads at the commit
+   * mark, a majority of that factor (with no follower left in its set it acks nothing); at RF 1
+   * it behaves as `leader`. The catalog's latest consistency applies (it may change).
    * `genStart` is where this generation's records start (when the shard was just opened).
    */
   private async shipIfReplicated(
@@ -651,7 +653,10 @@ export class ShardTable {
     const c = rt.config;
     const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
-    const quorum = s.consistency === 'quorum' && followers.length > 0;
+    // A majority of the replication factor, not of the set: followers marked down leave the
+    // set, and a set shrunk to the leader alone must not ack a quorum write with one copy.
+    const members = Math.max(s.replication_factor ?? 1, followers.length + 1);
+    const quorum = s.consistency === 'quorum' && members > 1;
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
     const replicator = this.replication.replicator;
     // Under periodic fsync the log's durable offset (what wakes an idle shipper) lags the
@@ -660,7 +665,9 @@ export class ShardTable {
       replicator.wake(key),
     );
     await replicator.ship(key, log, refOf(s, i, a.generation), followers, {
-      ...(quorum ? { quorum: { onMark: (offset: number) => shard.commitTo(offset) } } : {}),
+      ...(quorum
+        ? { quorum: { members, onMark: (offset: number) => shard.commitTo(offset) } }
+        : {}),
       ...(genStart === undefined ? {} : { genStart }),
     });
     await this.shipRiding(key, a, 'stream');

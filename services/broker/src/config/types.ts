@@ -27,6 +27,9 @@ export interface StreamConfig {
    *  the default), or once a majority of the replica set holds it (`quorum`, catalog streams
    *  that are replicated; docs/replication.md). */
   consistency?: 'leader' | 'quorum';
+  /** Copies the control plane keeps of each shard, the leader counted (catalog streams): a
+   *  `quorum` majority is of at least this many, however many followers the set has now. */
+  replication_factor?: number;
   /** Its groups' cursor durability; absent: `groups.cursor_fsync` (catalog streams too). */
   group_cursor_fsync?: GroupCursorFsyncName;
   /** Its `periodic` groups' cursor write interval; absent: `groups.cursor_fsync_interval_ms`. */
