@@ -44,11 +44,20 @@ export const APPEND_QUEUE_BYTES_MAX = 256 * 1024 * 1024;
 export const WRITE_COALESCE_BYTES_MAX = 1024 * 1024;
 
 /**
- * Under `onCommit`, a group write up to this size goes to the page cache on the calling thread
- * (tens of microseconds at most) instead of a thread-pool round trip, whose two wakeups cost
- * more than the copy on a small write; the fdatasync right after it stays on the pool.
+ * Under `onCommit` (and `periodic`, see below), a group write up to this size goes to the page
+ * cache on the calling thread (tens of microseconds at most) instead of a thread-pool round
+ * trip, whose two wakeups cost more than the copy on a small write; the fdatasync stays on
+ * the pool.
  */
 export const WRITE_INLINE_BYTES_MAX = 64 * 1024;
+
+/**
+ * Under `periodic`, a group write up to WRITE_INLINE_BYTES_MAX goes to the page cache on the
+ * calling thread while the bytes no completed sync covers stay at or under this bound: a few
+ * periodic intervals of a busy shard, far below where the kernel starts throttling writers on
+ * dirty pages, so an inline write never waits on the disk. Past it the pool takes the writes.
+ */
+export const WRITE_INLINE_UNSYNCED_BYTES_MAX = 4 * 1024 * 1024;
 
 /**
  * A flush first lets the writer reach batches already queued when it holds at most this many

@@ -17,7 +17,7 @@ import {
 } from '../src/errors.js';
 import { FaultyIo } from '../src/io/faulty-io.js';
 import { nodeIo } from '../src/io/node-io.js';
-import { WRITE_INLINE_BYTES_MAX } from '../src/limits.js';
+import { WRITE_INLINE_BYTES_MAX, WRITE_INLINE_UNSYNCED_BYTES_MAX } from '../src/limits.js';
 import { indexFileName } from '../src/log/layout.js';
 import type { SegmentLog } from '../src/log/segment-log.js';
 import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
@@ -443,17 +443,50 @@ describe('SegmentLog', () => {
     const segmentWrites = () => io.inlineWritePaths.filter((p) => p.endsWith('.log')).length;
     await log.append([payload(0, 100), payload(1, 100)]);
     expect(segmentWrites()).toBe(1);
-    // A batch past the bound goes through the thread pool; so does every write when no sync
-    // follows it at once.
+    // A batch past the bound goes through the thread pool; so does every write under `none`,
+    // where nothing bounds the dirty pages.
     await log.append([payload(2, WRITE_INLINE_BYTES_MAX)]);
     expect(segmentWrites()).toBe(1);
     await log.close();
-    const lazy = await openLog(root, { io, fsync: 'periodic', preallocateBytes: 0 });
+    const lazy = await openLog(root, { io, fsync: 'none', preallocateBytes: 0 });
     await lazy.append([payload(3, 100)]);
     expect(segmentWrites()).toBe(1);
     await lazy.close();
     const reopened = await openLog(root);
     expect(await readAll(reopened)).toHaveLength(4);
+    await reopened.close();
+  });
+
+  it('a_periodic_batch_is_written_on_the_calling_thread_until_unsynced_bytes_pass_their_bound', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, {
+      io,
+      fsync: 'periodic',
+      flushIntervalMs: 60_000,
+      preallocateBytes: 0,
+    });
+    const segmentWrites = () => io.inlineWritePaths.filter((p) => p.endsWith('.log')).length;
+    await log.append([payload(0, 100)]);
+    expect(segmentWrites()).toBe(1);
+    // No sync runs (its interval is a minute away): the inline writes stop once the next
+    // one would leave more than the bound unsynced, and the pool takes the rest.
+    const size = WRITE_INLINE_BYTES_MAX / 2;
+    const inlineAtMost = Math.floor(WRITE_INLINE_UNSYNCED_BYTES_MAX / size);
+    let offset = 1;
+    for (; offset <= inlineAtMost + 2; offset++) await log.append([payload(offset, size)]);
+    const inline = segmentWrites();
+    expect(inline).toBeGreaterThan(inlineAtMost / 2);
+    expect(inline).toBeLessThanOrEqual(inlineAtMost);
+    await log.append([payload(offset++, 100)]);
+    expect(segmentWrites()).toBe(inline);
+    // A completed sync covers them: the next small batch is written inline again.
+    await log.flush();
+    await log.append([payload(offset++, 100)]);
+    expect(segmentWrites()).toBe(inline + 1);
+    await log.close();
+    const reopened = await openLog(root);
+    expect(await readAll(reopened)).toHaveLength(offset);
     await reopened.close();
   });
 

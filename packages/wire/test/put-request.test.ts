@@ -210,6 +210,39 @@ describe('put request codec', () => {
     );
   });
 
+  it('a_long_put_value_is_taken_only_in_the_canonical_base64_the_codec_takes', () => {
+    // Values of kilobytes go through Node's lenient native decoder: every way its text can
+    // differ from the canonical form must still be declined where the codec refuses it.
+    const reader = new PutRequestReader();
+    const open =
+      '{"type":"cache_put","tenant_id":"t","namespace":"n","cache":"c","key":"k","value":"';
+    const frame = (b64: string) => UTF8.encode(`${open}${b64}","request_id":7,"ttl_ms":null}`);
+    const value = Uint8Array.from({ length: 1024 }, (_, i) => (i * 37) & 0xff);
+    const good = Buffer.from(value).toString('base64');
+    expect(reader.read(frame(good))).toStrictEqual(decodeMessage(frame(good)));
+    const declined = [
+      good.replace(/\+/, '-').replace(/\//, '_'), // URL-safe alphabet
+      `${good.slice(0, 100)} ${good.slice(101)}`, // a space in place of one character
+      `${good.slice(0, 100)}*${good.slice(101)}`, // a character outside the alphabet
+      `${good.slice(0, 100)}\u00e9${good.slice(102)}`, // not ASCII
+      `${good.slice(0, -4)}AAB=`, // non-zero bits past the last byte
+      `${good.slice(0, -4)}AA==`.slice(0, -1), // bad padding
+      `${good.slice(0, -4)}A=A=`, // padding in the middle of a quantum
+      `${good.slice(0, 96)}====${good.slice(100)}`, // padding inside the text
+    ];
+    for (const b64 of declined) {
+      expect(reader.read(frame(b64)), b64.slice(90, 110)).toBeUndefined();
+      expect(agrees(reader, frame(b64))).toBe(true);
+    }
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 48, maxLength: 2048 }), fc.array(edit), (v, edits) => {
+        const b64 = Buffer.from(v).toString('base64');
+        return agrees(reader, mutate(frame(b64), edits));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('the_put_reader_declines_every_form_but_the_clients', () => {
     const reader = new PutRequestReader();
     const head =

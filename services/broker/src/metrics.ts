@@ -1,5 +1,12 @@
 /** The broker's Prometheus metrics (prom-client), one registry per broker instance. */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { TallyCounter, TallyHistogram } from './util/tally-metrics.js';
+
+/** Label value indexes of `publishes` (frame) and `appendLatency` (durable). */
+export const FRAME_JSON = 0;
+export const FRAME_BINARY = 1;
+export const NOT_DURABLE = 0;
+export const DURABLE = 1;
 
 export class BrokerMetrics {
   readonly registry = new Registry();
@@ -21,22 +28,23 @@ export class BrokerMetrics {
     labelNames: ['durable'],
     registers: [this.registry],
   });
-  readonly publishes = new Counter({
-    name: 'felix_broker_publishes_total',
-    help: 'Published batches accepted',
-    labelNames: ['frame'],
-    registers: [this.registry],
-  });
-  readonly publishedRecords = new Counter({
-    name: 'felix_broker_published_records_total',
-    help: 'Records appended',
-    registers: [this.registry],
-  });
-  readonly publishedBytes = new Counter({
-    name: 'felix_broker_published_bytes_total',
-    help: 'Payload bytes appended',
-    registers: [this.registry],
-  });
+  // The publish path's metrics are tallies (util/tally-metrics.ts): counted as plain numbers.
+  readonly publishes = new TallyCounter(
+    'felix_broker_publishes_total',
+    'Published batches accepted',
+    this.registry,
+    { name: 'frame', values: ['json', 'binary'] },
+  );
+  readonly publishedRecords = new TallyCounter(
+    'felix_broker_published_records_total',
+    'Records appended',
+    this.registry,
+  );
+  readonly publishedBytes = new TallyCounter(
+    'felix_broker_published_bytes_total',
+    'Payload bytes appended',
+    this.registry,
+  );
   readonly publishErrors = new Counter({
     name: 'felix_broker_publish_errors_total',
     help: 'Publishes answered with an error',
@@ -119,15 +127,13 @@ export class BrokerMetrics {
     help: 'Durable-offset advances reported by the logs (one per completed flush)',
     registers: [this.registry],
   });
-  readonly appendLatency = new Histogram({
-    name: 'felix_broker_append_seconds',
-    help: 'Publish batch append latency until durable under the stream fsync mode',
-    labelNames: ['durable'],
-    buckets: [
-      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
-    ],
-    registers: [this.registry],
-  });
+  readonly appendLatency = new TallyHistogram(
+    'felix_broker_append_seconds',
+    'Publish batch append latency until durable under the stream fsync mode',
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    this.registry,
+    { name: 'durable', values: ['false', 'true'] },
+  );
   readonly badInput = new Counter({
     name: 'felix_broker_bad_input_total',
     help: 'Malformed or refused client input, by reason',

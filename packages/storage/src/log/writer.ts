@@ -28,6 +28,7 @@ import {
   RECORD_PAYLOAD_BYTES_MAX,
   WRITE_COALESCE_BYTES_MAX,
   WRITE_INLINE_BYTES_MAX,
+  WRITE_INLINE_UNSYNCED_BYTES_MAX,
 } from '../limits.js';
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../segment/format.js';
 import { type Encoded, GroupEncoder } from './group-encoder.js';
@@ -93,6 +94,10 @@ export class LogWriter {
   private periodicTimer: NodeJS.Timeout | undefined;
   /** Append time of the newest batch queued: no later batch is stamped below it. */
   private newestStamp: number;
+  /** Bytes written since open, and how many of them a completed sync covered: their
+   *  difference is the dirty data a `periodic` log may still add to on the calling thread. */
+  private writtenBytes = 0;
+  private syncedBytes = 0;
 
   constructor(parts: WriterParts) {
     this.dir = parts.dir;
@@ -383,15 +388,12 @@ export class LogWriter {
     const { buffer, bytes } = encoded;
     try {
       const file = active.file!;
-      if (
-        this.cfg.fsync === 'onCommit' &&
-        bytes <= WRITE_INLINE_BYTES_MAX &&
-        file.writeNow !== undefined
-      ) {
+      if (this.writesInline(bytes) && file.writeNow !== undefined) {
         writeFullyNow(file, buffer, 0, bytes, basePos);
       } else {
         await writeFully(file, buffer, 0, bytes, basePos);
       }
+      this.writtenBytes += bytes;
       return true;
     } catch (err) {
       this.claimed = first;
@@ -404,6 +406,22 @@ export class LogWriter {
       for (const p of group) p.reject(failure);
       return false;
     }
+  }
+
+  /**
+   * Whether a group write of `bytes` goes to the page cache on the calling thread. `onCommit`:
+   * its fdatasync follows at once. `periodic`: while what no sync covers yet stays under a
+   * bound, so the kernel has no pile of dirty pages to throttle the write on; past it (a sync
+   * fell behind the writes), the pool takes the writes until a sync catches up. `none` keeps the
+   * pool: nothing bounds its dirty pages.
+   */
+  private writesInline(bytes: number): boolean {
+    if (bytes > WRITE_INLINE_BYTES_MAX) return false;
+    if (this.cfg.fsync === 'onCommit') return true;
+    return (
+      this.cfg.fsync === 'periodic' &&
+      this.writtenBytes - this.syncedBytes + bytes <= WRITE_INLINE_UNSYNCED_BYTES_MAX
+    );
   }
 
   /** The group is written: the segment grows, and each batch is answered as its mode says. */
@@ -461,7 +479,9 @@ export class LogWriter {
     const bound = this.writtenBound;
     const bytes = seg.bytes;
     if (bound <= this.commit.durable) return bound;
+    const covered = this.writtenBytes;
     await seg.file!.datasync();
+    this.syncedBytes = Math.max(this.syncedBytes, covered);
     this.marks.soon(seg.id, bytes);
     return bound;
   }
@@ -471,11 +491,14 @@ export class LogWriter {
     const old = this.files.active;
     // A sealed segment holds its data only: the zeros are cut before the sync that seals it.
     await this.prealloc.cut(old);
+    // Nothing is written while the loop rolls, so this sync covers every byte written so far.
+    const covered = this.writtenBytes;
     try {
       await old.file!.datasync();
     } catch (err) {
       throw this.commit.fail(err);
     }
+    this.syncedBytes = Math.max(this.syncedBytes, covered);
     await this.files.sealActiveIndex();
     this.commit.advance(old.nextOffset);
     const created = await this.files.startNext();

@@ -68,8 +68,28 @@ export function base64Length(n: number): number {
   return Math.ceil(n / 3) * 4;
 }
 
+/** Node's `Buffer` when it is a global (never imported: the codec runs in browsers too). */
+interface NodeBytes {
+  toString(enc: 'base64' | 'latin1', start?: number, end?: number): string;
+  write(text: string, offset: number, length: number, enc: 'base64' | 'latin1'): number;
+}
+const NodeBuffer = (
+  globalThis as { Buffer?: { from(data: ArrayBufferLike, at: number, n: number): NodeBytes } }
+).Buffer;
+const view = (b: Uint8Array): NodeBytes => NodeBuffer!.from(b.buffer, b.byteOffset, b.length);
+/**
+ * Base64 text from this many characters on goes through Node's native coder: on a kilobyte
+ * value it takes half the time of the loops below (the cache put's request and the get's
+ * answer carry one each way).
+ */
+const NATIVE_BASE64_MIN_CHARS = 64;
+
 /** Writes `bytes` as padded base64 at `at` in `out` (room: base64Length); answers the end. */
 export function writeBase64(out: Uint8Array, at: number, bytes: Uint8Array): number {
+  if (NodeBuffer !== undefined && base64Length(bytes.length) >= NATIVE_BASE64_MIN_CHARS) {
+    const encoded = view(bytes).toString('base64');
+    return at + view(out).write(encoded, at, encoded.length, 'latin1');
+  }
   let o = at;
   let i = 0;
   const whole = bytes.length - (bytes.length % 3);
@@ -108,6 +128,8 @@ export function base64Bytes(
   let pad = 0;
   if (n > 0 && p[to - 1] === PAD) pad = p[to - 2] === PAD ? 2 : 1;
   const out = alloc((n / 4) * 3 - pad);
+  if (NodeBuffer !== undefined && n >= NATIVE_BASE64_MIN_CHARS)
+    return nativeBase64(p, from, n, out);
   let o = 0;
   const full = n - (pad > 0 ? 4 : 0);
   for (let i = from; i < from + full; i += 4) {
@@ -134,4 +156,21 @@ export function base64Bytes(
     if (pad === 1) out[o++] = (v >> 8) & 0xff;
   }
   return out;
+}
+
+/**
+ * `base64Bytes` through Node's decoder. That decoder skips characters outside the alphabet and
+ * takes the URL-safe one and unpadded or non-zero tails too, so the text is taken only when it
+ * is exactly the encoding of what it decoded to: the canonical form, as the loop above takes.
+ */
+function nativeBase64(
+  p: Uint8Array,
+  from: number,
+  n: number,
+  out: Uint8Array,
+): Uint8Array | undefined {
+  const text = NodeBuffer!.from(p.buffer, p.byteOffset + from, n).toString('latin1');
+  const room = view(out);
+  if (room.write(text, 0, out.length, 'base64') !== out.length) return undefined;
+  return room.toString('base64', 0, out.length) === text ? out : undefined;
 }

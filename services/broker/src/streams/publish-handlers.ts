@@ -8,6 +8,7 @@
 import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
 import { QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
 import { QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
+import { DURABLE, FRAME_BINARY, FRAME_JSON, NOT_DURABLE } from '../metrics.js';
 import type { ConnectionGrant } from '../session/grant.js';
 import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '../session/codec.js';
 import type { FrameHandler, Handler, Outcome, RequestContext } from '../session/handler.js';
@@ -54,7 +55,7 @@ export class PublishHandlers {
         'missing_request_id',
       );
     }
-    this.deps.metrics.publishes.inc({ frame: 'json' });
+    this.deps.metrics.publishes.inc(1, FRAME_JSON);
     await rc.answers.room();
     rc.answers.push(
       this.publish(rc.auth, rc.grant, rc.answers, {
@@ -139,7 +140,7 @@ export class PublishHandlers {
       const message = `${shard.name} holds ${shard.quorumWaiting} batches waiting for a majority`;
       return this.answerError(auth, req, new Refusal('overloaded', message, 'quorum_backlog'));
     }
-    if (!req.json) m.publishes.inc({ frame: 'binary' });
+    if (!req.json) m.publishes.inc(1, FRAME_BINARY);
     const started = process.hrtime.bigint();
     let result: { first: number; next: number };
     try {
@@ -148,7 +149,7 @@ export class PublishHandlers {
       return this.answerError(auth, req, this.publishFailure(err, shard.name));
     }
     m.appendLatency.observe(
-      { durable: String(shard.durable) },
+      shard.durable ? DURABLE : NOT_DURABLE,
       Number(process.hrtime.bigint() - started) / 1e9,
     );
     m.publishedRecords.inc(records);
