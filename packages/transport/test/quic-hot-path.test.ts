@@ -3,8 +3,9 @@
  * trip"): no timer armed per packet or per stream (each connection keeps one timer, for quiche's
  * timeout, moved only when quiche asks to wake earlier), one datagram and one flush per
  * direction, and no packet header parsed through the binding once the handshake is done (vendor
- * patch 17). Method: count setTimeout, setImmediate, UDP sends and quiche Header.fromSlice calls
- * over many echoed round trips between two connections in this process, after a warm-up.
+ * patch 17), and one native stream read per datagram with data (patch 18). Method: count
+ * setTimeout, setImmediate, UDP sends, quiche Header.fromSlice and streamRecv calls over many
+ * echoed round trips between two connections in this process, after a warm-up.
  */
 import dgram from 'node:dgram';
 import quiche from '@felix-vendor/matrixai-quic/native/quiche.js';
@@ -22,11 +23,18 @@ interface Counts {
   immediates: number;
   udpSends: number;
   headerParses: number;
+  streamRecvs: number;
 }
 
 /** Counts the calls made while `run` runs; the originals are restored afterwards. */
 async function counting(run: () => Promise<void>): Promise<Counts> {
-  const counts: Counts = { timeouts: 0, immediates: 0, udpSends: 0, headerParses: 0 };
+  const counts: Counts = {
+    timeouts: 0,
+    immediates: 0,
+    udpSends: 0,
+    headerParses: 0,
+    streamRecvs: 0,
+  };
   const g = globalThis as unknown as Record<string, (...a: unknown[]) => unknown>;
   const origTimeout = g.setTimeout!;
   const origImmediate = g.setImmediate!;
@@ -40,6 +48,13 @@ async function counting(run: () => Promise<void>): Promise<Counts> {
       counts.headerParses++;
       return origHeader.fromSlice(...a);
     },
+  };
+  const conn = (quiche as unknown as { Connection: { prototype: Record<string, unknown> } })
+    .Connection.prototype as { streamRecv: (...a: unknown[]) => unknown };
+  const origStreamRecv = conn.streamRecv;
+  conn.streamRecv = function (this: unknown, ...a: unknown[]) {
+    counts.streamRecvs++;
+    return origStreamRecv.apply(this, a);
   };
   g.setTimeout = (...a: unknown[]) => {
     counts.timeouts++;
@@ -60,6 +75,7 @@ async function counting(run: () => Promise<void>): Promise<Counts> {
     g.setImmediate = origImmediate;
     proto.send = origSend;
     binding.Header = origHeader;
+    conn.streamRecv = origStreamRecv;
   }
   return counts;
 }
@@ -129,5 +145,13 @@ describe('quic round trip', () => {
     const { counts } = await countRoundTrips();
     expect(counts.udpSends).toBeGreaterThanOrEqual(2 * ROUND_TRIPS);
     expect(counts.headerParses).toBe(0);
+  });
+
+  it('a_quic_round_trip_reads_each_datagram_from_quiche_once', async () => {
+    // The read that takes a datagram's bytes out of quiche leaves the stream drained; the
+    // reader's next read then answers "nothing yet" without asking quiche again.
+    const { counts } = await countRoundTrips();
+    expect(counts.streamRecvs).toBeGreaterThanOrEqual(2 * ROUND_TRIPS);
+    expect(counts.streamRecvs).toBeLessThanOrEqual(2 * ROUND_TRIPS + 10);
   });
 });

@@ -68,6 +68,8 @@ let QUICConnection = class QUICConnection {
     /** [felix patch 3] One plain timer for quiche's timeout, re-armed only when it must move. */
     connTimer = null;
     connTimerDeadline = Infinity;
+    /** [felix patch 18] A datagram arrived since the verified flush last asked `peerError`. */
+    peerErrorUnchecked = true;
     /** [felix patch 17] The RecvInfo `recv` hands quiche, kept while the peer's address holds. */
     recvInfo = null;
     /** [felix patch 5] Set by `forceDestroy`: no further I/O of any kind. */
@@ -342,7 +344,11 @@ let QUICConnection = class QUICConnection {
         if (this.secureEstablished) {
             try {
                 this.flushSync();
-                this.checkPeerError();
+                // [felix patch 18] Only a received datagram can carry the peer's close.
+                if (this.peerErrorUnchecked) {
+                    this.peerErrorUnchecked = false;
+                    this.checkPeerError();
+                }
             }
             catch (e) {
                 // reported as EventQUICConnectionError by flushSync; logged as send() did
@@ -779,6 +785,7 @@ let QUICConnection = class QUICConnection {
                     return;
                 }
             }
+            this.peerErrorUnchecked = true; // [felix patch 18]
             // The remote information may be changed on each received packet.
             // If it changes, this would mean the connection has migrated.
             this._remoteHost = remoteInfo.host;
