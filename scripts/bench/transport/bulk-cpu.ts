@@ -5,14 +5,22 @@
  * Felix-over-TLS against NATS-over-TCP comparison: a 1 KiB pub/sub message crosses two hops and
  * so pays it twice on each side (docs/perf.md, session 8).
  *
- *   node --import tsx scripts/bench/transport/bulk-cpu.ts [--mib 512] [--rounds 3] [--only tcp,tls,mux]
+ * `quic` runs the same over Felix's QUIC transport (one stream, 512 KiB writes).
+ *
+ *   node --import tsx scripts/bench/transport/bulk-cpu.ts [--mib 512] [--rounds 3] [--only tcp,tls,mux,quic]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, connect as netConnect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
-import { TLS13_CIPHER_SUITES, dial, listen, loadOrCreateDevCertificate } from '@felix/transport';
+import {
+  type Listener,
+  TLS13_CIPHER_SUITES,
+  dial,
+  listen,
+  loadOrCreateDevCertificate,
+} from '@felix/transport';
 import { argValue, assertFreshBuild, procCpuSecs, serveSelf } from '@felix/testing-bench-kit';
 
 assertFreshBuild(import.meta.resolve('@felix/transport'));
@@ -29,6 +37,7 @@ interface Ports {
   tcp: number;
   tls: number;
   mux: number;
+  quic: number;
   fingerprint: string;
 }
 
@@ -56,8 +65,27 @@ async function serve(dir: string): Promise<void> {
   });
   tls.on('secureConnection', onSocket);
   const mux = await listen({ transport: 'tls', port: 0, tls: material, maxStreams: 4 });
+  const quic = await listen({ transport: 'quic', port: 0, tls: material, maxStreams: 4 });
+  for (const l of [mux, quic]) serveStreams(l);
+  await Promise.all([
+    new Promise<void>((r) => tcp.listen(0, '127.0.0.1', () => r())),
+    new Promise<void>((r) => tls.listen(0, '127.0.0.1', () => r())),
+  ]);
+  const port = (s: { address(): unknown }) => (s.address() as { port: number }).port;
+  const ports: Ports = {
+    tcp: port(tcp),
+    tls: port(tls),
+    mux: mux.port,
+    quic: quic.port,
+    fingerprint: material.fingerprint,
+  };
+  process.stdout.write(`${JSON.stringify(ports)}\n`);
+}
+
+/** Counts each stream's bytes and answers one byte per transfer (the multiplexer and QUIC). */
+function serveStreams(listener: Listener): void {
   void (async () => {
-    for await (const conn of mux.connections()) {
+    for await (const conn of listener.connections()) {
       void (async () => {
         for await (const s of conn.incoming()) {
           void (async () => {
@@ -74,18 +102,6 @@ async function serve(dir: string): Promise<void> {
       })().catch(() => undefined); // as does the connection closing at the end of the run
     }
   })();
-  await Promise.all([
-    new Promise<void>((r) => tcp.listen(0, '127.0.0.1', () => r())),
-    new Promise<void>((r) => tls.listen(0, '127.0.0.1', () => r())),
-  ]);
-  const port = (s: { address(): unknown }) => (s.address() as { port: number }).port;
-  const ports: Ports = {
-    tcp: port(tcp),
-    tls: port(tls),
-    mux: mux.port,
-    fingerprint: material.fingerprint,
-  };
-  process.stdout.write(`${JSON.stringify(ports)}\n`);
 }
 
 interface Sender {
@@ -110,8 +126,8 @@ function socketSender(socket: Socket): Sender {
   };
 }
 
-async function muxSender(port: number, fingerprint: string): Promise<Sender> {
-  const conn = await dial(`tls://127.0.0.1:${port}`, { fingerprint });
+async function streamSender(url: string, fingerprint: string): Promise<Sender> {
+  const conn = await dial(url, { fingerprint });
   const s = await conn.openBidi();
   const it = s[Symbol.asyncIterator]();
   const batch = new Uint8Array(BATCH_BYTES).fill(97);
@@ -144,6 +160,8 @@ async function run(s: Sender, childPid: number): Promise<string> {
 }
 
 if (process.argv.includes('--serve')) {
+  // Exit cleanly on SIGTERM so a --cpu-prof of the receiver is written.
+  process.once('SIGTERM', () => process.exit(0));
   await serve(argValue('--data', '.'));
 } else {
   const dir = mkdtempSync(join(tmpdir(), 'felix-bench-bulk-'));
@@ -164,7 +182,16 @@ if (process.argv.includes('--serve')) {
     const all: Array<[string, string, () => Sender | Promise<Sender>]> = [
       ['tcp', 'plain TCP        ', () => socketSender(tcpSocket)],
       ['tls', 'raw node:tls     ', () => socketSender(tlsSocket)],
-      ['mux', 'TLS multiplexer  ', () => muxSender(ports.mux, ports.fingerprint)],
+      [
+        'mux',
+        'TLS multiplexer  ',
+        () => streamSender(`tls://127.0.0.1:${ports.mux}`, ports.fingerprint),
+      ],
+      [
+        'quic',
+        'QUIC             ',
+        () => streamSender(`quic://127.0.0.1:${ports.quic}`, ports.fingerprint),
+      ],
     ];
     const senders: Array<[string, Sender]> = [];
     for (const [key, name, make] of all) if (ONLY.has(key)) senders.push([name, await make()]);
@@ -180,7 +207,7 @@ if (process.argv.includes('--serve')) {
     }
     for (const [, s] of senders) await s.close();
   } finally {
-    child.kill('SIGKILL');
+    child.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -68,6 +68,10 @@ let QUICConnection = class QUICConnection {
     /** [felix patch 3] One plain timer for quiche's timeout, re-armed only when it must move. */
     connTimer = null;
     connTimerDeadline = Infinity;
+    /** [felix patch 18] A datagram arrived since the verified flush last asked `peerError`. */
+    peerErrorUnchecked = true;
+    /** [felix patch 17] The RecvInfo `recv` hands quiche, kept while the peer's address holds. */
+    recvInfo = null;
     /** [felix patch 5] Set by `forceDestroy`: no further I/O of any kind. */
     forceDestroyed = false;
     // [felix patch 6] [felix patch 8] The send slab is kept across flushes on the socket
@@ -340,7 +344,11 @@ let QUICConnection = class QUICConnection {
         if (this.secureEstablished) {
             try {
                 this.flushSync();
-                this.checkPeerError();
+                // [felix patch 18] Only a received datagram can carry the peer's close.
+                if (this.peerErrorUnchecked) {
+                    this.peerErrorUnchecked = false;
+                    this.checkPeerError();
+                }
             }
             catch (e) {
                 // reported as EventQUICConnectionError by flushSync; logged as send() did
@@ -717,16 +725,23 @@ let QUICConnection = class QUICConnection {
         if (this.forceDestroyed)
             return;
         {
-            const recvInfo = {
-                to: {
-                    host: this.localHost,
-                    port: this.localPort,
-                },
-                from: {
-                    host: remoteInfo.host,
-                    port: remoteInfo.port,
-                },
-            };
+            // [felix patch 17] One RecvInfo per connection, rebuilt only when the peer's address
+            // changes (quiche copies the addresses out of it on every call).
+            let recvInfo = this.recvInfo;
+            if (recvInfo === null ||
+                recvInfo.from.port !== remoteInfo.port ||
+                recvInfo.from.host !== remoteInfo.host) {
+                recvInfo = this.recvInfo = {
+                    to: {
+                        host: this.localHost,
+                        port: this.localPort,
+                    },
+                    from: {
+                        host: remoteInfo.host,
+                        port: remoteInfo.port,
+                    },
+                };
+            }
             try {
                 // This can process multiple QUIC packets.
                 // Remember that 1 QUIC packet can have multiple QUIC frames.
@@ -770,6 +785,7 @@ let QUICConnection = class QUICConnection {
                     return;
                 }
             }
+            this.peerErrorUnchecked = true; // [felix patch 18]
             // The remote information may be changed on each received packet.
             // If it changes, this would mean the connection has migrated.
             this._remoteHost = remoteInfo.host;

@@ -91,7 +91,32 @@ let QUICSocket = class QUICSocket {
      * need to parse the first QUIC packet to determining what connection to route
      * the data to.
      */
-    handleSocketMessage = async (data, remoteInfo) => {
+    /**
+     * [felix patch 17] A short-header (1-RTT) packet for a known connection, i.e. nearly every
+     * datagram after the handshake, is routed without quiche's Header.fromSlice: that napi call
+     * built a Header instance with three external buffers (a finaliser each) and the connection
+     * id was hex-encoded through a QUICConnectionId, all per datagram. A short header is the
+     * form bit clear, then the destination connection id, whose length is ours
+     * (MAX_CONN_ID_LEN, every connection id here has it), exactly as fromSlice parses it. No
+     * promise either (the async handler below made one per datagram); a throw still surfaces
+     * as the rejected promise it was. Anything else takes the full path unchanged.
+     */
+    handleSocketMessage = (data, remoteInfo) => {
+        if (data.length > quiche.MAX_CONN_ID_LEN && (data[0] & 0x80) === 0) {
+            const connection = this.connectionMap.get(data.toString('hex', 1, 1 + quiche.MAX_CONN_ID_LEN));
+            if (connection != null) {
+                try {
+                    connection.recv(data, { host: remoteInfo.address, port: remoteInfo.port });
+                }
+                catch (e) {
+                    return Promise.reject(e);
+                }
+                return;
+            }
+        }
+        return this.handleSocketMessageFull(data, remoteInfo);
+    };
+    handleSocketMessageFull = async (data, remoteInfo) => {
         // The data buffer may have multiple coalesced QUIC packets.
         // This header is parsed from the first packet.
         let header;

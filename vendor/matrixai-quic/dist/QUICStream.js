@@ -328,6 +328,8 @@ let QUICStream = class QUICStream {
      * @internal
      */
     read() {
+        // [felix patch 18] quiche reports this stream readable: new bytes, a FIN or a reset.
+        this.directDrained = false;
         // Stream is finished if due to `RESET_STREAM` or `fin` flag
         if (this.connection.conn.streamFinished(this.streamId)) {
             let result;
@@ -481,6 +483,12 @@ let QUICStream = class QUICStream {
         this.direct = true;
     }
     /**
+     * [felix patch 18] Set when a `streamRecv` returned less than a chunk (or nothing): quiche
+     * holds no more of this stream until `read()` runs again, so `readDirect` answers `null`
+     * without the native call (one per round trip: the reader's next read after its chunk).
+     */
+    directDrained = false;
+    /**
      * [felix patch 12] The next bytes of the stream: a Buffer, `null` when none are ready yet
      * (await `waitReadable()`), or `undefined` at the end. Throws the reason of a peer reset.
      * Does what `readablePull` does, without the WHATWG readable in between.
@@ -495,6 +503,10 @@ let QUICStream = class QUICStream {
         }
         if (this.directEnded)
             return undefined;
+        // [felix patch 18] quiche has nothing for this stream until a datagram brings more,
+        // and `read()` (which every datagram with data for it reaches) clears the flag.
+        if (this.directDrained)
+            return null;
         return this.recvDirect();
     }
     /** [felix patch 12] True if a direct reader was waiting (it now runs in a microtask). */
@@ -533,9 +545,14 @@ let QUICStream = class QUICStream {
             this.dispatchEvent(new events.EventQUICStreamError({ detail: e_ }));
             throw e_;
         }
-        if (result === null)
+        if (result === null) {
+            this.directDrained = true; // [felix patch 18]
             return null;
+        }
         const [recvLength, fin] = result;
+        // [felix patch 18] Less than a full chunk: quiche handed over all it had.
+        if (recvLength < this.readableChunk.length)
+            this.directDrained = true;
         const out = recvLength > 0 ? Buffer.from(this.readableChunk.subarray(0, recvLength)) : undefined;
         if (fin) {
             this.directEnded = true;
