@@ -49,7 +49,7 @@ describe('a campaign against a replicated cluster', () => {
       expect(result.failure).toBeUndefined();
       expect(report?.valid).toBe(true);
       const ops = report!.stats.ops;
-      expect(ops.publish?.ok).toBeGreaterThanOrEqual(100);
+      expect(ops.publish?.ok).toBeGreaterThanOrEqual(20);
       expect(ops.group_ack?.ok).toBeGreaterThan(0);
       // Every fault family took effect: the history holds each injection answered ok.
       const history = (await readFile(join(out.path, 'history.jsonl'), 'utf8'))
