@@ -270,6 +270,34 @@ describe('history rules', () => {
     expect(brokenRules(verdictOf(h))).toEqual(['group-completion']);
   });
 
+  it('a_consumer_reclaiming_its_own_claim_on_a_new_connection_completes_it_once_more', () => {
+    // Found by a 3-minute replicated campaign (seed 305): a record group-1 completed above an
+    // unfinished one came back after a kill to group-0, which left it; group-0 then polled
+    // through another broker's connection, reclaimed its standing claim (reference §5), acked it.
+    const story = (second: string) => {
+      const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+      h.publish('pub-0', 's', 'a').ok(0, 0);
+      h.publish('pub-0', 's', 'b').ok(0, 1);
+      h.poll('group-2', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+      h.poll('group-1', 's', 'g', 0, [{ offset: 1, value: 'b', attempt: 1 }]);
+      h.ack('group-1', 's', 'g', 0, 1).ok();
+      h.nemesis('kill', 'broker-0');
+      h.nemesis('restart', 'broker-0');
+      h.poll('group-0', 's', 'g', 0, [
+        { offset: 0, value: 'a', attempt: 2 },
+        { offset: 1, value: 'b', attempt: 1 },
+      ]);
+      h.ack('group-0', 's', 'g', 0, 0).ok();
+      h.poll(second, 's', 'g', 0, [{ offset: 1, value: 'b', attempt: 2 }]);
+      h.ack(second, 's', 'g', 0, 1).ok();
+      h.finalRead('s', 0, 0, ['a', 'b']).groupFinal('s', 'g', 0, 2);
+      return brokenRules(verdictOf(h));
+    };
+    expect(story('group-0')).toEqual([]);
+    // Another consumer taking it while group-0's claim stands is still two holders.
+    expect(story('group-2')).toEqual(['group-completion']);
+  });
+
   it('an_ack_answered_while_its_broker_was_stopping_may_come_back_above_an_unfinished_record', () => {
     // Found by the long campaign (seed 220): a restart's SIGTERM drain still answered an ack
     // above a claimed record; the fault was under way before the ack completed.

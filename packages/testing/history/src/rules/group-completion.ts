@@ -247,7 +247,8 @@ function givenBack(nacks: Op[], before: HandOut, out: HandOut): boolean {
 
 /**
  * Two hand-outs acked ok is two completions: each hand-out after the first must follow a
- * lapsed claim, a fault, or a nack of the hand-out before it. Two acks of one hand-out are one.
+ * lapsed claim, a fault, a nack of the hand-out before it, or go to the consumer that held it
+ * (a reclaim). Two acks of one hand-out are one.
  */
 function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
   const acked = new Set<HandOut>();
@@ -271,6 +272,9 @@ function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
     const lapsed = out.ok.t >= before.poll.t + ctx.meta.visibilityMs;
     if (lapsed || faultBetween(ctx.faults, CLAIM_LOSS_FAULTS, before.poll.t, out.ok.t)) continue;
     if (ctx.replicated && leaderMayHaveMoved(ctx.faults, before.poll.t, out.ok.t)) continue;
+    // A named consumer polling on a new connection reclaims the claims its name still holds
+    // (reference §5): its own claim handed back to it is one holder, not two.
+    if (before.poll.consumer === out.poll.consumer) continue;
     if (givenBack(ctx.nacks, before, out)) continue;
     ctx.findings.add(
       'group-completion',
