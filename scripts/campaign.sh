@@ -8,10 +8,12 @@
 # Environment overrides:
 #   SEED          the seed (default: random, printed; rerun with it to replay the faults)
 #   DURATION      default 10m
-#   BROKERS       default 1
+#   BROKERS       default 1; 3 or more replicate every shard (RF 3, quorum streams), e.g.
+#                 BROKERS=3 FSYNC_FAILURES=0 WORKLOAD=streams,groups scripts/campaign.sh
 #   NEMESIS       default kill,pause,partition,fsync
 #   WORKLOAD      default streams,caches,counters,groups
 #   CONTROLPLANE  sqlite (default) or postgres
+#   FSYNC_FAILURES  1 (default): the fsync nemesis may fail an fsync; 0: it only slows them
 #   OUT           default .campaign/<seed>
 #   SKIP_BUILD=1  run what is built without building first
 set -euo pipefail
@@ -29,6 +31,8 @@ fi
 seed="${SEED:-$(node -e 'console.log(Math.floor(Math.random() * 0x7fffffff))')}"
 out="${OUT:-.campaign/$seed}"
 mkdir -p "$out"
+fsync_flag=()
+if [[ "${FSYNC_FAILURES:-1}" == "0" ]]; then fsync_flag=(--no-fsync-failures); fi
 
 exec node "$cli" \
   --seed "$seed" \
@@ -37,4 +41,5 @@ exec node "$cli" \
   --nemesis "${NEMESIS:-kill,pause,partition,fsync}" \
   --workload "${WORKLOAD:-streams,caches,counters,groups}" \
   --controlplane "${CONTROLPLANE:-sqlite}" \
+  "${fsync_flag[@]}" \
   --out "$out"

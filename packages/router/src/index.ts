@@ -18,5 +18,5 @@ export type {
   ShardKind,
   ShardRequest,
 } from './placement.js';
-export { judgeForward, routeAtIngress } from './routing.js';
+export { judgeForward, routeAtIngress, routeWriteAtIngress } from './routing.js';
 export type { ForwardVerdict, IngressRoute, ShardView, UnavailableReason } from './routing.js';

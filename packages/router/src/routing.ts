@@ -40,6 +40,22 @@ export function routeAtIngress(
   return { kind: 'unavailable', reason: 'not_ready' };
 }
 
+/**
+ * The route of a write arriving from a client at broker `self`. Unlike a read, a write never
+ * stays local once the assignment names another leader, even while this broker still serves its
+ * copy (it is letting it go): a write acked there by a leader-acked shard (a cache, a `leader`
+ * stream) would be lost, since the new leader's log never gets it; it is forwarded instead.
+ */
+export function routeWriteAtIngress(
+  self: string,
+  view: ShardView | undefined,
+  serving: boolean,
+): IngressRoute {
+  if (view !== undefined && view.leader !== self)
+    return { kind: 'remote', leader: view.leader, generation: view.generation };
+  return routeAtIngress(self, view, serving);
+}
+
 /** What the receiver of a forward does with it. */
 export type ForwardVerdict =
   /** Same generation, and this broker leads and serves the shard: do it. */

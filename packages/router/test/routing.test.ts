@@ -4,7 +4,7 @@
 // or the receiver is not the leader (never relayed), and stale_route when the receiver is behind.
 // Method: the pure functions over every combination of view, serving and generation.
 import { describe, expect, it } from 'vitest';
-import { judgeForward, routeAtIngress } from '../src/index.js';
+import { judgeForward, routeAtIngress, routeWriteAtIngress } from '../src/index.js';
 
 const led = (leader: string, generation: number) => ({ leader, generation });
 
@@ -26,6 +26,23 @@ describe('routing', () => {
     expect(routeAtIngress('a', undefined, false)).toEqual({
       kind: 'unavailable',
       reason: 'not_assigned',
+    });
+  });
+
+  it('a_write_goes_to_the_leader_the_assignment_names_even_while_this_broker_still_serves', () => {
+    // Found by a 3-broker campaign (seed 307): a cache leader back from a partition had applied
+    // the assignment giving the shard away but was still releasing it, and acked a cache put
+    // locally; the new leader never had it.
+    expect(routeWriteAtIngress('a', led('b', 4), true)).toEqual({
+      kind: 'remote',
+      leader: 'b',
+      generation: 4,
+    });
+    expect(routeWriteAtIngress('a', led('a', 4), true)).toEqual({ kind: 'local' });
+    expect(routeWriteAtIngress('a', undefined, true)).toEqual({ kind: 'local' });
+    expect(routeWriteAtIngress('a', led('a', 4), false)).toEqual({
+      kind: 'unavailable',
+      reason: 'not_ready',
     });
   });
 

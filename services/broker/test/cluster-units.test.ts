@@ -89,6 +89,43 @@ describe('control-plane feed signals', () => {
       'changes@50',
     ]);
   });
+  it('a_feed_follower_told_to_resync_abandons_its_long_poll_and_resnapshots_at_once', async () => {
+    // A deposed node must hear where its shards went now, not after a 20 s long poll.
+    const calls: string[] = [];
+    const fake = {
+      async snapshot(): Promise<Snapshot> {
+        calls.push('snapshot');
+        return { items: [`s${calls.length}`], nextSeq: 1 };
+      },
+      changes(_feed: string, _since: number, _wait: number, signal: AbortSignal) {
+        calls.push('changes');
+        // A long poll that never answers unless abandoned.
+        return new Promise<FeedPage>((_, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        });
+      },
+    } as unknown as ControlPlaneClient;
+    const applied: unknown[][] = [];
+    const answered: number[] = [];
+    const follower = new FeedFollower(
+      fake,
+      'shard-assignments',
+      0,
+      { snapshot: (items) => applied.push(items), changes: () => undefined },
+      silent,
+      () => undefined,
+      (sentAt) => answered.push(sentAt),
+    );
+    follower.start();
+    await waitFor(() => calls.includes('changes'), 'the first long poll');
+    const resyncAt = performance.now();
+    follower.resync();
+    await waitFor(() => applied.length >= 2, 'a second snapshot');
+    await follower.stop();
+    expect(calls.slice(0, 3)).toEqual(['snapshot', 'changes', 'snapshot']);
+    expect(answered).toHaveLength(2);
+    expect(answered[1]!).toBeGreaterThan(resyncAt);
+  });
 });
 
 describe('control-plane membership', () => {
@@ -127,6 +164,60 @@ describe('control-plane membership', () => {
     await m.leave(100);
     expect(registrations[1]!).toBeGreaterThan(registrations[0]!);
     expect(m.isRegistered).toBe(false);
+  });
+
+  it('a_node_answered_down_writes_nothing_until_its_assignment_feed_answers_after_it', async () => {
+    // Found by a 3-broker campaign (seed 305): a leader cut from the control plane was marked
+    // down and its cache shard given away; back, it re-registered (lease renewed) 2 s before its
+    // assignment feed's next retry and acked cache writes as leader meanwhile, all lost.
+    let registrations = 0;
+    let heartbeats = 0;
+    let markedDown = false;
+    const fake = {
+      url: 'fake',
+      async register() {
+        registrations++;
+        return { lifecycle: 'live', heartbeatIntervalMs: 5, expiryTimeoutMs: 60_000 };
+      },
+      async heartbeat() {
+        heartbeats++;
+        const lifecycle = markedDown ? 'down' : 'live';
+        markedDown = false;
+        return { lifecycle, heartbeatIntervalMs: 5, expiryTimeoutMs: 60_000 };
+      },
+      async deregister() {},
+    } as unknown as ControlPlaneClient;
+    const m = new Membership(
+      fake,
+      {
+        node_id: 'n1',
+        advertise_addr: 'a:1',
+        client_addr: 'a:1',
+        zone: null,
+        labels: {},
+        capacity: { max_shards: 0, weight: 1 },
+      },
+      silent,
+      new Registry(),
+    );
+    let deposedAt: number | undefined;
+    m.lease.onDeposed = () => {
+      deposedAt = performance.now();
+    };
+    m.start();
+    await waitFor(() => m.lease.held, 'the first registration');
+    const before = performance.now();
+    markedDown = true;
+    const seen = heartbeats;
+    await waitFor(() => registrations >= 2 && heartbeats >= seen + 2, 'a re-registration');
+    // Registered and heartbeating again, but the shards it leads are what it heard before.
+    expect(m.lease.held).toBe(false);
+    expect(deposedAt).toBeDefined();
+    m.lease.assignmentsSeen(before);
+    expect(m.lease.held).toBe(false);
+    m.lease.assignmentsSeen(performance.now());
+    expect(m.lease.held).toBe(true);
+    await m.leave(100);
   });
 });
 

@@ -9,7 +9,7 @@
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { failoverPolicy } from '../src/cluster/promotion.js';
-import type { ReportInput } from '../src/store/replica-reports.js';
+import { type ReportInput, foldReport } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { AssignmentRecord, NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
 import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
@@ -273,6 +273,40 @@ describe('failover policy', () => {
     expect(failoverPolicy({ ...base, current: smaller, report: earlier })).toEqual({
       candidates: ['b'],
     });
+  });
+
+  it('a_new_generation_of_the_same_leader_keeps_what_its_followers_confirmed', () => {
+    // Found by a 3-broker campaign (seed 305): the leader's follower set changed (a follower
+    // dropped and added back, generation 5), its restarted shippers reported every follower at 0
+    // and a commit mark of 0, the stored report was replaced, and when the leader died the
+    // follower added back, behind the commit mark, was promoted (first by node id on a tie).
+    const before = {
+      ...report,
+      generation: 4,
+      commit_offset: 56,
+      leader_offset: 56,
+      replica_offsets: [{ node_id: 'b', durable_offset: 56 }],
+    };
+    const fresh = {
+      ...report,
+      generation: 5,
+      commit_offset: 0,
+      leader_offset: 56,
+      replica_offsets: [
+        { node_id: 'b', durable_offset: 0 },
+        { node_id: 'c', durable_offset: 50 },
+      ],
+      reported_at_ms: 1_500,
+    };
+    const stored = foldReport(before, fresh);
+    expect(stored).toMatchObject({ generation: 5, commit_offset: 56, reported_at_ms: 1_500 });
+    const set = { leader: 'a', replicas: ['a', 'b', 'c'], generation: 5 };
+    expect(failoverPolicy({ ...base, current: set, report: stored })).toEqual({
+      candidates: ['b'],
+    });
+    // Another leader's report is another log: nothing of it is kept.
+    expect(foldReport({ ...before, leader: 'z' }, fresh)).toEqual(fresh);
+    expect(foldReport({ ...before, generation: 3 }, fresh)).toEqual(fresh);
   });
 
   it('nothing_without_a_durable_log_gets_a_policy', () => {

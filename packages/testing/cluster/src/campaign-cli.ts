@@ -21,6 +21,7 @@ interface RawOptions {
   workload: string;
   out?: string;
   controlplane: string;
+  fsyncFailures: boolean;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -43,7 +44,8 @@ async function main(argv: string[]): Promise<number> {
       'streams,caches,counters,groups',
     )
     .option('--out <dir>', 'where the history, report, timeline, faults and logs go')
-    .option('--controlplane <kind>', 'sqlite or postgres', 'sqlite');
+    .option('--controlplane <kind>', 'sqlite or postgres', 'sqlite')
+    .option('--no-fsync-failures', 'the fsync nemesis only slows fsyncs, never fails one');
   // A bad option exits 2 like any unusable invocation (1 means a violation); --help exits 0.
   cmd.exitOverride();
   cmd.configureOutput({ writeErr: () => undefined }); // the message is printed once, below
@@ -66,6 +68,7 @@ async function main(argv: string[]): Promise<number> {
     workloads: parseWorkloads(raw.workload),
     out: resolve(raw.out ?? `.campaign/${seed}`),
     controlPlane: raw.controlplane,
+    fsyncFailures: raw.fsyncFailures,
   } as const;
   console.log(`felix-campaign seed=${seed} out=${opts.out}`);
   const result = await runCampaign(opts, { startCluster, check, renderText, renderSvg });

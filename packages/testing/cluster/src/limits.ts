@@ -155,6 +155,8 @@ export const NEMESIS_CALL_TIMEOUT_MS = 30_000;
 /** Steps one schedule may hold. */
 export const SCHEDULE_STEPS_MAX = 10_000;
 
+/** Copies of every shard (and `quorum` acks) once a campaign has this many brokers. */
+export const CAMPAIGN_REPLICATION_FACTOR = 3;
 /** After healing, every shard must be served again within this. */
 export const CAMPAIGN_SERVED_DEADLINE_MS = 60_000;
 /** Listeners on the campaign's stop signal (one or two per workload process). */

@@ -32,8 +32,11 @@ export interface MetaLine {
   phase: 'ok';
   id: 'meta';
   seed: number;
-  /** Every stream the workloads used, with its shard count and whether it is durable. */
-  streams: { name: string; shards: number; durable: boolean }[];
+  /**
+   * Every stream the workloads used, with its shard count, whether it is durable and how many
+   * copies each shard has (`replicas`, absent: one): a replicated shard's leader may move.
+   */
+  streams: { name: string; shards: number; durable: boolean; replicas?: number }[];
   /** Every consumer group: its stream, visibility timeout and cursor durability. */
   groups: {
     stream: string;

@@ -208,6 +208,96 @@ describe('history rules', () => {
     expect(brokenRules(verdictOf(h))).toEqual([]);
   });
 
+  /** A group on a stream of `replicas` copies: record 0 acked, `between` runs, it comes back. */
+  function replicatedRedelivery(
+    replicas: number,
+    between: (h: ReturnType<typeof history>) => void,
+  ) {
+    const h = history({
+      streams: [{ name: 's', shards: 1, durable: true, replicas }],
+      groups: [{ ...GROUP, cursor: 'onCommit' }],
+    });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    between(h);
+    h.poll('group-1', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    h.ack('group-1', 's', 'g', 0, 0).ok();
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    return brokenRules(verdictOf(h));
+  }
+
+  it('an_acked_record_may_come_back_after_a_fault_that_may_move_its_replicated_leader', () => {
+    // Found by the first 3-broker replicated campaign (seed 1): group acks are the leader's alone
+    // and shipped after, so a failover resumes from the cursor the new leader was shipped.
+    const pauseAndResume = (h: ReturnType<typeof history>) => {
+      h.nemesis('pause', 'n0');
+      h.nemesis('resume', 'n0');
+    };
+    expect(replicatedRedelivery(3, pauseAndResume)).toEqual([]);
+    // The same on a partition from the control plane, the redelivery after its heal.
+    expect(
+      replicatedRedelivery(3, (h) => {
+        h.nemesis('partition', 'n1|controlplane');
+        h.nemesis('heal', 'all');
+      }),
+    ).toEqual([]);
+    // One copy: a pause moves nothing and forgets no ack.
+    expect(replicatedRedelivery(1, pauseAndResume)).toEqual(['group-completion']);
+  });
+
+  it('a_replicated_groups_acked_record_back_without_a_fault_that_may_move_its_leader_is_caught', () => {
+    // A partition between two brokers and a slow fsync leave the leader where it is.
+    const noMove = (h: ReturnType<typeof history>) => {
+      h.nemesis('partition', 'n0|n1');
+      h.nemesis('heal', 'all');
+      h.nemesis('slow_fsync', 'n0');
+      h.nemesis('heal_fsync', 'n0');
+    };
+    expect(replicatedRedelivery(3, noMove)).toEqual(['group-completion']);
+    // A pause healed before the ack completed cannot have forgotten it.
+    const h = history({
+      streams: [{ name: 's', shards: 1, durable: true, replicas: 3 }],
+      groups: [{ ...GROUP, cursor: 'onCommit' }],
+    });
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.nemesis('pause', 'n0');
+    h.nemesis('resume', 'n0');
+    h.poll('group-0', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+    h.ack('group-0', 's', 'g', 0, 0).ok();
+    h.poll('group-1', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 2 }]);
+    h.finalRead('s', 0, 0, ['a']).groupFinal('s', 'g', 0, 1);
+    expect(brokenRules(verdictOf(h))).toEqual(['group-completion']);
+  });
+
+  it('a_consumer_reclaiming_its_own_claim_on_a_new_connection_completes_it_once_more', () => {
+    // Found by a 3-minute replicated campaign (seed 305): a record group-1 completed above an
+    // unfinished one came back after a kill to group-0, which left it; group-0 then polled
+    // through another broker's connection, reclaimed its standing claim (reference §5), acked it.
+    const story = (second: string) => {
+      const h = history({ groups: [{ ...GROUP, cursor: 'onCommit' }] });
+      h.publish('pub-0', 's', 'a').ok(0, 0);
+      h.publish('pub-0', 's', 'b').ok(0, 1);
+      h.poll('group-2', 's', 'g', 0, [{ offset: 0, value: 'a', attempt: 1 }]);
+      h.poll('group-1', 's', 'g', 0, [{ offset: 1, value: 'b', attempt: 1 }]);
+      h.ack('group-1', 's', 'g', 0, 1).ok();
+      h.nemesis('kill', 'broker-0');
+      h.nemesis('restart', 'broker-0');
+      h.poll('group-0', 's', 'g', 0, [
+        { offset: 0, value: 'a', attempt: 2 },
+        { offset: 1, value: 'b', attempt: 1 },
+      ]);
+      h.ack('group-0', 's', 'g', 0, 0).ok();
+      h.poll(second, 's', 'g', 0, [{ offset: 1, value: 'b', attempt: 2 }]);
+      h.ack(second, 's', 'g', 0, 1).ok();
+      h.finalRead('s', 0, 0, ['a', 'b']).groupFinal('s', 'g', 0, 2);
+      return brokenRules(verdictOf(h));
+    };
+    expect(story('group-0')).toEqual([]);
+    // Another consumer taking it while group-0's claim stands is still two holders.
+    expect(story('group-2')).toEqual(['group-completion']);
+  });
+
   it('an_ack_answered_while_its_broker_was_stopping_may_come_back_above_an_unfinished_record', () => {
     // Found by the long campaign (seed 220): a restart's SIGTERM drain still answered an ack
     // above a claimed record; the fault was under way before the ack completed.

@@ -159,10 +159,14 @@ export class ClusterNode {
         this.table.assignmentsFeed,
         clog,
         onResync,
+        (sentAt) => this.membership.lease.assignmentsSeen(sentAt),
       ),
     ];
     this.membership = new Membership(client, spec, clog, metrics.registry);
     this.table.lease = this.membership.lease;
+    // A deposed node writes again only once it has heard where its shards went (lease.ts).
+    const assignments = this.feeds[2]!;
+    this.membership.lease.onDeposed = () => assignments.resync();
     this.reporter = new ReplicaReporter(
       client,
       this.membership,

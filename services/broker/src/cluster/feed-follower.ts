@@ -2,7 +2,9 @@
  * Follows one control-plane feed: apply the snapshot, then long-poll `changes?since=` and apply
  * each page, resnapshotting on the documented signals (the first seq past `since`, an empty page
  * whose `next_seq` moved past `since`, a `next_seq` below `since`). Failed calls are retried with
- * doubling backoff from the position already held; they are never fatal.
+ * doubling backoff from the position already held; they are never fatal. `resync()` makes it
+ * resnapshot at once (a call in flight or a backoff is cut short); `onAnswered` hears the send
+ * time of each call whose answer was applied.
  */
 import type { Logger } from 'pino';
 import { CONTROLPLANE_RETRY_MS_MAX, CONTROLPLANE_RETRY_MS_MIN } from '../limits.js';
@@ -31,6 +33,9 @@ export function resnapshotReason(
 
 export class FeedFollower {
   private readonly abort = new AbortController();
+  /** Aborted by resync(): ends the call in flight or the backoff. */
+  private wake = new AbortController();
+  private resyncWanted = false;
   private loop: Promise<void> | null = null;
   private snapshotted = false;
   private readonly firstSnapshot: Promise<void>;
@@ -43,6 +48,8 @@ export class FeedFollower {
     private readonly handler: FeedHandler,
     private readonly log: Logger,
     private readonly onResync: (reason: ResnapshotReason) => void,
+    /** Told `performance.now()` at the send of each call whose answer was applied. */
+    private readonly onAnswered: (sentAtMono: number) => void = () => undefined,
   ) {
     this.firstSnapshot = new Promise((resolve) => {
       this.resolveFirst = resolve;
@@ -68,16 +75,30 @@ export class FeedFollower {
     await this.loop;
   }
 
+  /** Resnapshots now: the call in flight (or the backoff after a failed one) is abandoned. */
+  resync(): void {
+    this.resyncWanted = true;
+    this.wake.abort();
+  }
+
   private async run(): Promise<void> {
-    const signal = this.abort.signal;
+    const stopped = this.abort.signal;
     let since: number | null = null;
     let delay = CONTROLPLANE_RETRY_MS_MIN;
-    while (!signal.aborted) {
+    while (!stopped.aborted) {
+      this.wake = new AbortController();
+      const signal = AbortSignal.any([stopped, this.wake.signal]);
+      if (this.resyncWanted) {
+        this.resyncWanted = false;
+        since = null;
+      }
+      const sentAt = performance.now();
       try {
         if (since === null) {
           const snap = await this.client.snapshot(this.feed, signal);
           this.handler.snapshot(snap.items);
           since = snap.nextSeq;
+          this.onAnswered(sentAt);
           if (!this.snapshotted) {
             this.snapshotted = true;
             this.resolveFirst();
@@ -93,10 +114,12 @@ export class FeedFollower {
           }
           if (page.items.length > 0) this.handler.changes(page.items);
           since = page.nextSeq;
+          this.onAnswered(sentAt);
         }
         delay = CONTROLPLANE_RETRY_MS_MIN;
       } catch (err) {
-        if (signal.aborted) return;
+        if (stopped.aborted) return;
+        if (this.resyncWanted) continue; // abandoned by resync(): snapshot at once
         this.log.warn({ err, feed: this.feed }, 'control plane feed call failed; retrying');
         await sleep(delay, signal);
         delay = Math.min(delay * 2, CONTROLPLANE_RETRY_MS_MAX);

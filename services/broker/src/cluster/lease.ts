@@ -14,6 +14,10 @@ export type MonoClock = () => number;
 export class Lease {
   /** Monotonic ms until which writes are allowed (none before the first accepted call). */
   private untilMono = Number.NEGATIVE_INFINITY;
+  /** When the control plane last counted this node down; null once the assignments caught up. */
+  private deposedAtMono: number | null = null;
+  /** Told when the node is deposed (the assignment feed is asked again at once). */
+  onDeposed: () => void = () => undefined;
 
   constructor(private readonly now: MonoClock = () => performance.now()) {}
 
@@ -27,9 +31,26 @@ export class Lease {
     this.untilMono = Number.NEGATIVE_INFINITY;
   }
 
+  /**
+   * The control plane counted this node down (or forgot it), so it may have given its shards
+   * away: stop at once, and hold nothing again, whatever a new registration grants, until the
+   * assignment feed answers a call sent after now (`assignmentsSeen`). Until then the shard
+   * table still names this node leader of shards another broker leads.
+   */
+  depose(): void {
+    this.lapse();
+    this.deposedAtMono = this.now();
+    this.onDeposed();
+  }
+
+  /** The assignment feed applied the answer to a call sent at `sentAtMono`. */
+  assignmentsSeen(sentAtMono: number): void {
+    if (this.deposedAtMono !== null && sentAtMono > this.deposedAtMono) this.deposedAtMono = null;
+  }
+
   /** True while this broker may write the shards it leads. */
   get held(): boolean {
-    return this.now() < this.untilMono;
+    return this.deposedAtMono === null && this.now() < this.untilMono;
   }
 
   /** Monotonic ms left (0 when lapsed). */

@@ -114,7 +114,7 @@ export class Membership {
               { lifecycle: r.lifecycle },
               'the control plane no longer counts this node live; re-registering',
             );
-            this.lease.lapse();
+            this.lease.depose();
             this.registered = false;
             continue;
           }
@@ -128,7 +128,7 @@ export class Membership {
         this.failures.inc({ kind: refused ? 'refused' : 'unavailable' });
         if (refused && this.registered && (err.status === 404 || err.status === 409)) {
           // Unknown node (a fresh control-plane database) or a stale incarnation: start over.
-          this.lease.lapse();
+          this.lease.depose();
           this.registered = false;
         }
         this.log.warn({ err, registered: this.registered }, 'control plane membership call failed');

@@ -18,7 +18,7 @@
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
-import { routeAtIngress } from '@felix/router';
+import { routeAtIngress, routeWriteAtIngress } from '@felix/router';
 import { GenerationStarts, type LogOptions, nodeIo } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
@@ -415,7 +415,8 @@ export class ShardTable {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
     const { view, serving } = this.routeView(kind, t, ns, name, shard);
-    const route = routeAtIngress(this.nodeId, view, serving);
+    // A write follows the assignment at once, a read may stay until the shard is let go.
+    const route = (write ? routeWriteAtIngress : routeAtIngress)(this.nodeId, view, serving);
     if (route.kind === 'local') return write ? this.leaseRefusal(where) : null;
     if (route.kind === 'remote') {
       const owner: ShardOwner = {

@@ -42,7 +42,7 @@ export function reportOf(r: Row): ReplicaReport {
 }
 
 /**
- * `next` folded into `prev` of the same generation: nothing a report said is taken back (except
+ * `next` folded into `prev` of the same log (foldReport): nothing a report said is taken back (except
  * `drained` and `caught_up`, which describe the leader's state now and come from `next`).
  */
 export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaReport {
@@ -58,6 +58,21 @@ export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaR
     replica_offsets: [...offsets].map(([node_id, durable_offset]) => ({ node_id, durable_offset })),
     halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
   };
+}
+
+/**
+ * What is stored once `next` is accepted over `prev`: merged when both are of one generation, or
+ * when `next` is the same leader's next generation (a change of its follower set only: the leader
+ * restarts its shippers, whose first reports say 0 until each follower answers, yet nothing its
+ * followers confirmed is gone, and a bound taken from such a report would let a replica behind
+ * the commit mark qualify); `next` alone otherwise (another leader's log).
+ */
+export function foldReport(prev: ReplicaReport | undefined, next: ReplicaReport): ReplicaReport {
+  if (prev === undefined) return next;
+  const sameLog =
+    prev.generation === next.generation ||
+    (prev.leader === next.leader && prev.generation === next.generation - 1);
+  return sameLog ? mergeReports(prev, next) : next;
 }
 
 /** Refuses a reporter that is not the node's current, live incarnation (as a heartbeat would). */
@@ -126,8 +141,7 @@ async function recordOne(
   const report: ReplicaReport = { ...input, leader: nodeId, reported_at_ms: nowMs };
   const prev = await storedReport(q, input);
   if (prev !== undefined && prev.generation > input.generation) return 'stale';
-  const merged = prev?.generation === input.generation ? mergeReports(prev, report) : report;
-  await upsertReport(q, merged);
+  await upsertReport(q, foldReport(prev, report));
   return 'accepted';
 }
 

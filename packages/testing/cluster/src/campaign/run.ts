@@ -17,6 +17,7 @@ import { finalReads } from '../workloads/final.js';
 import { type WorkloadName, finalScope, planWorkloads, runWorkloads } from '../workloads/plan.js';
 import {
   CAMPAIGN_LOG_TAIL_LINES,
+  CAMPAIGN_REPLICATION_FACTOR,
   CAMPAIGN_SERVED_DEADLINE_MS,
   GROUP_ATTEMPTS_MAX,
   GROUP_VISIBILITY_MS,
@@ -72,22 +73,48 @@ export const CAMPAIGN_NAMES: WorkloadNames = {
   group: { stream: 'history-0', name: 'history-group', shards: 2 },
 };
 
-function clusterSpec(opts: CampaignOptions): ClusterSpec {
+/** Whether a campaign on `brokers` brokers replicates its shards. */
+export const replicatedOn = (brokers: number): boolean => brokers >= CAMPAIGN_REPLICATION_FACTOR;
+
+/**
+ * The campaign's cluster. With at least CAMPAIGN_REPLICATION_FACTOR brokers the brokers replicate
+ * (internal listeners): every stream shard at that factor with `quorum` acknowledgement, and the
+ * cache (with its counters) at that factor, so a fault of one broker loses nothing acknowledged.
+ * With fewer, every shard has one copy.
+ */
+export function clusterSpec(opts: CampaignOptions): ClusterSpec {
+  const replicated = replicatedOn(opts.brokers);
+  const copies = replicated
+    ? { replicationFactor: CAMPAIGN_REPLICATION_FACTOR, consistency: 'quorum' as const }
+    : {};
   return {
     brokers: opts.brokers,
     ...(opts.controlPlane ? { controlPlane: opts.controlPlane } : {}),
-    streams: CAMPAIGN_NAMES.streams.map((s) => ({ ...s, durable: true, groupCursor: 'onCommit' })),
-    caches: [{ name: CAMPAIGN_NAMES.cache, durable: true }],
+    ...(replicated ? { replication: true } : {}),
+    streams: CAMPAIGN_NAMES.streams.map((s) => ({
+      ...s,
+      durable: true,
+      groupCursor: 'onCommit' as const,
+      ...copies,
+    })),
+    caches: [
+      {
+        name: CAMPAIGN_NAMES.cache,
+        durable: true,
+        ...(replicated ? { replicationFactor: CAMPAIGN_REPLICATION_FACTOR } : {}),
+      },
+    ],
     env: { FELIX_GROUP_MAX_ATTEMPTS: String(GROUP_ATTEMPTS_MAX) },
   };
 }
 
-/** The meta line's facts for a campaign of `seed` running `workloads`. */
-export function campaignMeta(seed: number, workloads: readonly WorkloadName[]) {
+/** The meta line's facts for a campaign of `seed` running `workloads` on `brokers` brokers. */
+export function campaignMeta(seed: number, workloads: readonly WorkloadName[], brokers = 1) {
   const g = CAMPAIGN_NAMES.group;
+  const replicas = replicatedOn(brokers) ? { replicas: CAMPAIGN_REPLICATION_FACTOR } : {};
   return {
     seed,
-    streams: CAMPAIGN_NAMES.streams.map((s) => ({ ...s, durable: true })),
+    streams: CAMPAIGN_NAMES.streams.map((s) => ({ ...s, durable: true, ...replicas })),
     groups: workloads.includes('groups')
       ? [
           {
@@ -218,7 +245,7 @@ export async function runCampaign(
     await cluster.waitServed(scaled(CAMPAIGN_SERVED_DEADLINE_MS));
     const recorder = new Recorder(
       join(opts.out, 'history.jsonl'),
-      campaignMeta(opts.seed, opts.workloads),
+      campaignMeta(opts.seed, opts.workloads, opts.brokers),
     );
     try {
       const recorded = await record(cluster, opts, recorder, steps);

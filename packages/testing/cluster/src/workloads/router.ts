@@ -1,10 +1,13 @@
 /**
- * Which broker a workload process talks to for a shard. A clustered broker serves only the
- * shards it leads and refuses the others with `not_leader`, naming the leader (no forwarding
- * yet, docs/control-plane.md); the client does not follow it. So with more than one broker a
- * process keeps one client per node (each pinned to that node's address) and learns, per
- * route (a stream shard, a publish key, a cache), which node to use from those refusals. With
- * one broker (or a target without nodes) it is one client, as the target connects it.
+ * Which broker a workload process talks to. Each workload client is cluster-aware (routing on,
+ * the client's default): publishes, subscriptions, offset probes and group requests go to their
+ * shard's owner and follow its moves by themselves (docs/replication.md, "The cluster-aware
+ * client"). Cache and counter requests go to the client's entry broker instead, which forwards
+ * writes to the cache shard's leader but refuses a get with `not_leader`, naming the leader, and
+ * the client does not follow that. So with more than one broker a process keeps one client per
+ * node (each entered at that node's address) and learns, per route (a stream shard, a publish
+ * key, a cache), which node to enter at from those refusals. With one broker (or a target
+ * without nodes) it is one client, as the target connects it.
  */
 import type { FelixClient } from '@felix/client';
 import type { ClusterNode } from '../types.js';

@@ -7,6 +7,11 @@
  * above the group's durable cursor: the first offset not yet acked (the cursor is one offset and
  * moves only over a contiguous run of acks, so acks above a hole live in memory only). A
  * periodic cursor may hand acked work out again after any kill or restart that followed the ack.
+ * On a replicated stream (meta `replicas` > 1) a group's state is acked on its shard's leader
+ * alone and shipped afterwards, and its claims live in that leader's memory: a fault that may
+ * move the leader (mayMoveLeader), standing from its injection to its heal, may take claims away
+ * and make any ack completed before it forgotten (the new leader resumes from the cursor it was
+ * shipped: docs/replication.md, "The redelivery window").
  */
 import type { Findings } from '../findings.js';
 import type { GroupFinalLine, MetaLine } from '../history.js';
@@ -18,7 +23,9 @@ import {
   type GroupPollInvoke,
   type GroupPollOk,
   type GroupSettleInvoke,
+  HEALED_BY,
   type NemesisInvoke,
+  mayMoveLeader,
 } from './types.js';
 
 export interface HandOut {
@@ -63,12 +70,7 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
   const handOuts = handOutsOf(index);
   const acks = settlesOf(index, 'group_ack');
   const nacks = settlesOf(index, 'group_nack');
-  const faults = (index.opsByF.get('nemesis') ?? []).map((op) => ({
-    ...(op.invoke as NemesisInvoke),
-    // A fault is under way from its invoke until it took effect (a restart's SIGTERM drain may
-    // still answer requests); one never confirmed lasts to the end.
-    end: op.completion?.t ?? Number.POSITIVE_INFINITY,
-  }));
+  const faults = faultsOf(index);
   for (const final of observed<GroupFinalLine>(index, 'group_final')) {
     checkFinal(index, final, acks, findings);
   }
@@ -83,6 +85,7 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
     }
     const read = index.finalReads.get(shardKey(stream!, Number(shard)));
     const cursorAt = cursorAtCrashes(acks, key, read?.start ?? 0, faults);
+    const replicated = (index.meta?.streams.find((s) => s.name === stream)?.replicas ?? 1) > 1;
     for (const [offset, outs] of byOffset) {
       const settled = (acks.get(`${key}\u0000${offset}`) ?? []).filter((a) => a.outcome === 'ok');
       const ctx = {
@@ -94,6 +97,7 @@ export function checkGroupCompletion(index: HistoryIndex, findings: Findings): v
         where: `group ${group} of stream ${stream} shard ${shard} offset ${offset}`,
         offset,
         cursorAt,
+        replicated,
       };
       checkTwiceAcked(ctx, settled);
       checkAckedRedelivered(ctx, settled);
@@ -128,7 +132,34 @@ function checkFinal(
   }
 }
 
-type Fault = NemesisInvoke & { end: number };
+type Fault = NemesisInvoke & { end: number; healedAt: number };
+
+/**
+ * The nemesis faults in history order. A fault is under way from its invoke until it took effect
+ * (a restart's SIGTERM drain may still answer requests); one never confirmed lasts to the end.
+ * It stands until the heal after it completed (`healedAt`): the next heal of its kind for its
+ * target (or for all), or its own effect when nothing heals it.
+ */
+function faultsOf(index: HistoryIndex): Fault[] {
+  const ops = index.opsByF.get('nemesis') ?? [];
+  return ops.map((op, i) => {
+    const f = op.invoke as NemesisInvoke;
+    const end = op.completion?.t ?? Number.POSITIVE_INFINITY;
+    const heals = HEALED_BY[f.fault];
+    if (heals === undefined) return { ...f, end, healedAt: end };
+    const heal = ops.slice(i + 1).find((h) => {
+      const hf = h.invoke as NemesisInvoke;
+      return heals.includes(hf.fault) && (hf.target === f.target || hf.target === 'all');
+    });
+    const healedAt = heal === undefined ? Number.POSITIVE_INFINITY : (heal.completion?.t ?? end);
+    return { ...f, end, healedAt: Math.max(end, healedAt) };
+  });
+}
+
+/** Whether a fault that may move a replicated shard's leader stood at some time in [from, to]. */
+function leaderMayHaveMoved(faults: Fault[], from: number, to: number): boolean {
+  return faults.some((f) => mayMoveLeader(f) && f.t <= to && f.healedAt >= from);
+}
 
 interface OffsetContext {
   meta: GroupMeta;
@@ -140,6 +171,8 @@ interface OffsetContext {
   offset: number;
   /** The group's durable cursor at each crash (cursorAtCrashes). */
   cursorAt: Map<Fault, number>;
+  /** The group's stream is replicated: its leader may move (leaderMayHaveMoved). */
+  replicated: boolean;
 }
 
 /**
@@ -214,7 +247,8 @@ function givenBack(nacks: Op[], before: HandOut, out: HandOut): boolean {
 
 /**
  * Two hand-outs acked ok is two completions: each hand-out after the first must follow a
- * lapsed claim, a fault, or a nack of the hand-out before it. Two acks of one hand-out are one.
+ * lapsed claim, a fault, a nack of the hand-out before it, or go to the consumer that held it
+ * (a reclaim). Two acks of one hand-out are one.
  */
 function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
   const acked = new Set<HandOut>();
@@ -237,6 +271,10 @@ function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
     if (before === undefined) continue;
     const lapsed = out.ok.t >= before.poll.t + ctx.meta.visibilityMs;
     if (lapsed || faultBetween(ctx.faults, CLAIM_LOSS_FAULTS, before.poll.t, out.ok.t)) continue;
+    if (ctx.replicated && leaderMayHaveMoved(ctx.faults, before.poll.t, out.ok.t)) continue;
+    // A named consumer polling on a new connection reclaims the claims its name still holds
+    // (reference §5): its own claim handed back to it is one holder, not two.
+    if (before.poll.consumer === out.poll.consumer) continue;
     if (givenBack(ctx.nacks, before, out)) continue;
     ctx.findings.add(
       'group-completion',
@@ -252,9 +290,11 @@ function checkTwiceAcked(ctx: OffsetContext, settled: Op[]) {
 /**
  * Whether acked work handed out again between `from` and `to` is explained by a fault: with
  * periodic, any kill or restart; with onCommit, a kill, stop or restart while the record was
- * above the durable cursor.
+ * above the durable cursor; on a replicated stream, also any fault that may have moved the
+ * leader in between.
  */
 function cursorForgot(ctx: OffsetContext, from: number, to: number): boolean {
+  if (ctx.replicated && leaderMayHaveMoved(ctx.faults, from, to)) return true;
   if (ctx.meta.cursor === 'periodic' && faultBetween(ctx.faults, CURSOR_LOSS_FAULTS, from, to))
     return true;
   return ctx.faults.some(

@@ -41,3 +41,20 @@ export const CURSOR_LOSS_FAULTS: ReadonlySet<string> = new Set(['kill', 'restart
  * one offset (wire-storage §3.7), so only the contiguous acked run below it is durable.
  */
 export const ABOVE_CURSOR_LOSS_FAULTS: ReadonlySet<string> = new Set(['kill', 'stop', 'restart']);
+/**
+ * Faults that may move a replicated shard's leader: the control plane gives the shard away when
+ * its leader is silent (a kill, a pause) or cut from the control plane. A partition between two
+ * brokers moves nothing (the control plane still hears both), nor does a slow fsync.
+ */
+export function mayMoveLeader(fault: NemesisInvoke): boolean {
+  if (fault.fault === 'partition') return fault.target.includes('controlplane');
+  return ['kill', 'stop', 'restart', 'pause'].includes(fault.fault);
+}
+
+/** What heals each fault (the runner heals a fault before the next one starts). */
+export const HEALED_BY: Readonly<Record<string, readonly string[]>> = {
+  kill: ['start', 'restart'],
+  stop: ['start', 'restart'],
+  pause: ['resume'],
+  partition: ['heal'],
+};
