@@ -10,7 +10,7 @@ import { REPLICA_LOGS, type ReplicaLogKind } from './log-kind.js';
 
 type RecordsMessage = Exclude<
   Extract<InternalMessage, { checksum: number }>,
-  { kind: 'ReplicateCommittedRecords' }
+  { kind: 'ReplicateCommittedRecords' | 'ReplicateMarkedRecords' }
 >;
 type BootstrapMessage = Extract<InternalMessage, { baseOffset: number; log?: never }>;
 
@@ -49,6 +49,26 @@ export function committedFrame(
     checksum: batchChecksum(payloads),
     commitOffset,
     payloads,
+  });
+}
+
+/** Stream records `payloads` from `first` with one mark byte each (REPLICATE_MARK): a batch
+ *  holding a generation-start record travels this way (kind 25), without the commit mark. */
+export function markedFrame(
+  correlationId: number,
+  shard: ShardRef,
+  first: number,
+  payloads: Uint8Array[],
+  marks: Uint8Array,
+): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateMarkedRecords',
+    correlationId,
+    shard,
+    firstOffset: first,
+    checksum: batchChecksum(payloads, marks),
+    payloads,
+    marks,
   });
 }
 
