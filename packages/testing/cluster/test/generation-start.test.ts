@@ -17,7 +17,7 @@ import type { FelixClient, StatusEvent, StreamEvent } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest } from './support.js';
+import { clusterPerTest, gauge } from './support.js';
 
 const run = promisify(execFile);
 const LOG_TOOL = resolve(import.meta.dirname, '../../../storage/dist/log-tool.js');
@@ -202,4 +202,82 @@ describe('generation-start records between brokers', () => {
       await client.close();
     }
   }, 300_000);
+
+  it('a_promoted_leader_serves_nothing_until_a_majority_holds_its_generation_start', async () => {
+    const { c, leader, before, followers } = await quorumStream(holder);
+    const [ahead, behind] = followers as [ClusterNode, ClusterNode];
+    const client = await c.connect({ servers: [leader.url()] });
+    // One follower cut from the leader: every ack needs the other, which is then the most caught
+    // up and the one promoted.
+    await c.partition(leader.id, behind.id);
+    const first = Array.from({ length: 10 }, (_, i) => `a-${i}`);
+    await publishAll(client, 'orders', first);
+    await client.close();
+    await waitFor(
+      async () => {
+        const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
+        const r = page.items.find((x) => x.stream === 'orders');
+        const at = r?.replica_offsets.find((o) => o.node_id === ahead.id)?.durable_offset;
+        return r?.leader_offset === first.length && at === first.length;
+      },
+      'a replica report naming the caught-up follower',
+      scaled(DEADLINE_MS),
+    );
+    // The follower left behind answers the new leader's fence, but every later write of its
+    // (the generation start among them) takes a while to reach its disk.
+    await c.slowFsync(behind.id, scaled(3_000));
+    await c.kill(leader.id);
+    await c.heal();
+    const promoted = await promotion(c, leader, before.generation);
+    expect(promoted.leader).toBe(ahead.id);
+    // The new leader fenced a majority and wrote its generation start: it holds it, and still
+    // serves nothing (readers and writers are refused not_ready) while no follower holds it.
+    const starts = await waitFor(
+      async () => {
+        const s = generationStarts(await dump(ahead, 'orders'));
+        return s.length > 0 ? s : undefined;
+      },
+      'the new leader to write its generation start',
+      scaled(DEADLINE_MS),
+    );
+    expect(starts).toEqual([{ offset: first.length, generation: promoted.generation }]);
+    expect(await metricOf(ahead, 'felix_broker_cluster_shards_held')).toBe(0);
+    await c.healFsync(behind.id);
+    await waitFor(
+      async () => (await metricOf(ahead, 'felix_broker_cluster_shards_held')) === 1,
+      'the new leader to serve once a majority holds its generation start',
+      scaled(DEADLINE_MS),
+    );
+    const writer = await c.connect({ servers: [ahead.url()] });
+    await publishAll(writer, 'orders', ['b-0']);
+    const got: StreamEvent[] = [];
+    const ac = new AbortController();
+    try {
+      for await (const ev of writer.subscribe('orders', {
+        shard: 0,
+        from: 'earliest',
+        signal: ac.signal,
+      })) {
+        got.push(ev);
+        if (got.length === first.length + 1) break;
+      }
+    } finally {
+      ac.abort();
+      await writer.close();
+    }
+    expect(got.map((e) => e.offset)).toEqual([...first.map((_, i) => i), first.length + 1]);
+    expect(got.map((e) => TEXT.decode(e.data))).toEqual([...first, 'b-0']);
+    // The follower that was behind holds the same log, generation start included.
+    expect(generationStarts(await dump(behind, 'orders'))).toEqual(starts);
+  }, 300_000);
 });
+
+interface StoredReport {
+  stream: string;
+  leader_offset: number;
+  replica_offsets: { node_id: string; durable_offset: number }[];
+}
+
+async function metricOf(node: ClusterNode, name: string): Promise<number> {
+  return gauge(await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text(), name);
+}
