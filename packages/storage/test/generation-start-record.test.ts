@@ -8,10 +8,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { projectionRoot } from '../src/cache/projection-store.js';
 import { FollowerAppender } from '../src/log/follower-append.js';
+import { SegmentLog } from '../src/log/segment-log.js';
 import { segmentFileName } from '../src/log/layout.js';
 import { FLAG_GENERATION_START } from '../src/segment/format.js';
 import { openLog, payload, scratchRoot, shardDir } from './helpers.js';
+import { SHARD, openDiskCache, openDiskCounters, tempDir } from './projection-support/disk.js';
 
 function generationBody(g: number): Uint8Array {
   const b = new Uint8Array(8);
@@ -83,5 +86,37 @@ describe('generation-start records', () => {
     const raw = await log.read(0, { includeGenerationStarts: true });
     expect(raw.kind === 'records' && raw.records.map((r) => r.flags)).toEqual(flags);
     await log.close();
+  });
+
+  it('cache_and_counter_replay_ignore_a_generation_start_record', async () => {
+    const dir = await tempDir('felix-genstart-projections-');
+    try {
+      const first = await openDiskCache(dir.path, { fsync: 'onCommit' });
+      await first.cache.put('k', new TextEncoder().encode('v1'));
+      await first.cache.close();
+      const counters = await openDiskCounters(dir.path, { fsync: 'onCommit' });
+      await counters.counters.add('hits', 5n);
+      await counters.counters.close();
+      // As a leader of those logs would: a generation start in the middle of each.
+      for (const kind of ['caches', 'counters'] as const) {
+        const log = await SegmentLog.open({ root: projectionRoot(dir.path, kind), shard: SHARD });
+        await log.appendGenerationStart(4);
+        await log.close();
+      }
+      const cache = await openDiskCache(dir.path, { fsync: 'onCommit' });
+      expect(new TextDecoder().decode(await cache.cache.get('k'))).toBe('v1');
+      await cache.cache.put('k', new TextEncoder().encode('v2'));
+      expect(new TextDecoder().decode(await cache.cache.get('k'))).toBe('v2');
+      await cache.cache.close();
+      const again = await openDiskCounters(dir.path, { fsync: 'onCommit' });
+      expect(await again.counters.get('hits')).toBe(5n);
+      expect(await again.counters.add('hits', 1n)).toBe(6n);
+      await again.counters.close();
+      const reopened = await openDiskCounters(dir.path);
+      expect(await reopened.counters.get('hits')).toBe(6n);
+      await reopened.counters.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 });
