@@ -1,7 +1,9 @@
 /** The FLXI request frames a leader ships (one place builds them: the shipper and its tests),
  *  each under the kinds of the log it carries (a stream's records by default). */
+import { FLAG_GENERATION_START } from '@felix/storage';
 import {
   type InternalMessage,
+  REPLICATE_MARK,
   type ShardRef,
   batchChecksum,
   encodeInternalMessage,
@@ -85,4 +87,11 @@ export function bootstrapFrame(
     shard,
     baseOffset: base,
   });
+}
+
+/** The mark byte of a stored record by its flags (a generation start, or none). */
+export function markOf(flags: number): number {
+  return (flags & FLAG_GENERATION_START) !== 0
+    ? REPLICATE_MARK.GenerationStart
+    : REPLICATE_MARK.None;
 }

@@ -45,7 +45,7 @@ import {
   encodeInternalMessage,
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
-import { recordsFrame } from '../frames.js';
+import { markOf, markedFrame, recordsFrame } from '../frames.js';
 import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
 import {
   REPLICA_SHARDS_OPEN_MAX,
@@ -343,10 +343,16 @@ export class ReplicaServer {
     const r = await state.log.read(m.fromOffset, {
       maxRecords: durable - m.fromOffset,
       maxBytes: Math.min(m.maxBytes, TAIL_FETCH_BYTES_MAX),
+      // Every record at its offset: a generation start travels with its mark (kind 25).
+      includeGenerationStarts: true,
     });
     if (r.kind === 'trimmed')
       return refuse(m.correlationId, INTERNAL_ERROR.LogConflict, `trimmed at ${m.fromOffset}`);
     const payloads = r.records.map((rec) => rec.payload);
+    if (r.records.some((rec) => (rec.flags & FLAG_GENERATION_START) !== 0)) {
+      const marks = new Uint8Array(r.records.map((rec) => markOf(rec.flags)));
+      return markedFrame(m.correlationId, m.shard, m.fromOffset, payloads, marks);
+    }
     return recordsFrame(m.correlationId, m.shard, m.fromOffset, payloads);
   }
 

@@ -14,8 +14,8 @@
  * caller's, when the mark moves) makes idle loops look.
  */
 import { FLAG_GENERATION_START, type SegmentLog } from '@felix/storage';
-import { INTERNAL_ERROR, REPLICATE_MARK, type ShardRef } from '@felix/wire';
-import { bootstrapFrame, committedFrame, markedFrame, recordsFrame } from '../frames.js';
+import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
+import { bootstrapFrame, committedFrame, markOf, markedFrame, recordsFrame } from '../frames.js';
 import type { ReplicaLogKind } from '../log-kind.js';
 import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
@@ -288,10 +288,4 @@ export class ShardShipper {
       kind,
     );
   }
-}
-
-function markOf(flags: number): number {
-  return (flags & FLAG_GENERATION_START) !== 0
-    ? REPLICATE_MARK.GenerationStart
-    : REPLICATE_MARK.None;
 }
