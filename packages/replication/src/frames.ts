@@ -1,7 +1,9 @@
 /** The FLXI request frames a leader ships (one place builds them: the shipper and its tests),
  *  each under the kinds of the log it carries (a stream's records by default). */
+import { FLAG_GENERATION_START } from '@felix/storage';
 import {
   type InternalMessage,
+  REPLICATE_MARK,
   type ShardRef,
   batchChecksum,
   encodeInternalMessage,
@@ -10,7 +12,7 @@ import { REPLICA_LOGS, type ReplicaLogKind } from './log-kind.js';
 
 type RecordsMessage = Exclude<
   Extract<InternalMessage, { checksum: number }>,
-  { kind: 'ReplicateCommittedRecords' }
+  { kind: 'ReplicateCommittedRecords' | 'ReplicateMarkedRecords' }
 >;
 type BootstrapMessage = Extract<InternalMessage, { baseOffset: number; log?: never }>;
 
@@ -52,6 +54,26 @@ export function committedFrame(
   });
 }
 
+/** Stream records `payloads` from `first` with one mark byte each (REPLICATE_MARK): a batch
+ *  holding a generation-start record travels this way (kind 25), without the commit mark. */
+export function markedFrame(
+  correlationId: number,
+  shard: ShardRef,
+  first: number,
+  payloads: Uint8Array[],
+  marks: Uint8Array,
+): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateMarkedRecords',
+    correlationId,
+    shard,
+    firstOffset: first,
+    checksum: batchChecksum(payloads, marks),
+    payloads,
+    marks,
+  });
+}
+
 /** An offer to start an empty follower of `log` at the leader's oldest retained offset. */
 export function bootstrapFrame(
   correlationId: number,
@@ -65,4 +87,11 @@ export function bootstrapFrame(
     shard,
     baseOffset: base,
   });
+}
+
+/** The mark byte of a stored record by its flags (a generation start, or none). */
+export function markOf(flags: number): number {
+  return (flags & FLAG_GENERATION_START) !== 0
+    ? REPLICATE_MARK.GenerationStart
+    : REPLICATE_MARK.None;
 }

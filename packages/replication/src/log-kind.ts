@@ -67,6 +67,8 @@ for (const log of REPLICA_LOG_KINDS) {
 }
 // A quorum shard's records carry the leader's commit mark (kind 26): stream records still.
 BY_MESSAGE.set('ReplicateCommittedRecords', { log: 'stream', bootstrap: false });
+// A batch holding a generation-start record carries a mark per record (kind 25): stream records.
+BY_MESSAGE.set('ReplicateMarkedRecords', { log: 'stream', bootstrap: false });
 
 /** The log a shipping request is for (and whether it is a bootstrap), or undefined for any
  *  other kind. */

@@ -48,6 +48,7 @@ export { DIR_LOCK_FILE, shardDirName } from './log/layout.js';
 export type { ShardId } from './log/layout.js';
 export type { LogRecord } from './segment/reader.js';
 export type { CommitBody, ProducerTag } from './segment/format.js';
+export { FLAG_GENERATION_START } from './segment/format.js';
 export { applyRecovery, planRecovery } from './log/recovery.js';
 export type { RecoveredSegment, RecoveryAction, RecoveryPlan } from './log/recovery.js';
 export type { Io, IoFile, OpenMode } from './io/io.js';

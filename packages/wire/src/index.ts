@@ -90,6 +90,7 @@ export {
   INTERNAL_KIND,
   INTERNAL_RETRYABLE_ERRORS,
   REPLICA_LOG,
+  REPLICATE_MARK,
   decodeInternalMessage,
   encodeInternalMessage,
 } from './internal/messages.js';

@@ -7,6 +7,7 @@ import {
   BadMagicError,
   CountTooLargeError,
   FrameTooLargeError,
+  InvalidEnumError,
   INTERNAL_KIND,
   InternalFrameDecoder,
   type InternalMessage,
@@ -113,6 +114,15 @@ export const INTERNAL_SAMPLES: InternalMessage[] = [
   },
   { kind: 'ReplicateRebuild', correlationId: 24, shard: SHARD, log: 1, baseOffset: 3 },
   {
+    kind: 'ReplicateMarkedRecords',
+    correlationId: 25,
+    shard: SHARD,
+    firstOffset: 100,
+    checksum: batchChecksum(P, new Uint8Array([0, 3])),
+    payloads: P,
+    marks: new Uint8Array([0, 3]),
+  },
+  {
     kind: 'ReplicateCommittedRecords',
     correlationId: 26,
     shard: SHARD,
@@ -191,6 +201,48 @@ describe('internal frames', () => {
     expect(hex(bytes)).toBe(
       `464c58490001001a${(body.length / 2).toString(16).padStart(8, '0')}${body}`,
     );
+  });
+
+  it('a_marked_batch_carries_one_mark_byte_per_payload_after_the_payloads_and_refuses_unknown_marks', () => {
+    const shard = { tenantId: 't', namespace: 'n', stream: 's', shard: 1, generation: 2 };
+    const gen = unhex('0000000000000002');
+    const bytes = encodeInternalMessage({
+      kind: 'ReplicateMarkedRecords',
+      correlationId: 3,
+      shard,
+      firstOffset: 4,
+      checksum: 5,
+      payloads: [utf8('a'), gen],
+      marks: new Uint8Array([0, 3]),
+    });
+    const body =
+      '0000000000000003' +
+      '00000001' +
+      '74' +
+      '00000001' +
+      '6e' +
+      '00000001' +
+      '73' +
+      '00000001' +
+      '0000000000000002' +
+      '0000000000000004' +
+      '0000000000000005' + // first, checksum
+      '00000002' +
+      '00000001' +
+      '61' +
+      '00000008' +
+      '0000000000000002' + // two payloads
+      '00' +
+      '03'; // their marks: none, generation start
+    expect(hex(bytes)).toBe(
+      `464c58490001001900000${(body.length / 2).toString(16).padStart(3, '0')}${body}`,
+    );
+    // A producer mark (1) is not sent by this build: refused, never stored as plain.
+    const producer = bytes.slice(12);
+    producer[producer.length - 1] = 1;
+    expect(() => decodeInternalMessage({ kind: 25, body: producer })).toThrow(InvalidEnumError);
+    // The marks are part of the checksum.
+    expect(batchChecksum([gen], new Uint8Array([3]))).not.toBe(batchChecksum([gen]));
   });
 
   it('an_unknown_kind_decodes_with_its_correlation_id', () => {

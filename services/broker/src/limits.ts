@@ -331,6 +331,13 @@ export const PEER_DIAL_TIMEOUT_MS = 5_000;
  */
 export const FENCE_DEADLINE_MS = 5_000;
 export const FENCE_RETRY_AFTER_MS = 1_000;
+/**
+ * How long a new leader of a `quorum` shard waits, after its fence, for a majority to hold its
+ * generation-start record before it serves the shard; past it the open is abandoned like a
+ * failed fence (tried again after FENCE_RETRY_AFTER_MS, the record kept: it is not appended
+ * twice). Like the fence it holds up the reconcile pass.
+ */
+export const GENERATION_START_COMMIT_DEADLINE_MS = 5_000;
 
 /**
  * How long a broker waits for the owner's answer to a forwarded write (cache put or delete,

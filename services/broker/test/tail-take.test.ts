@@ -13,7 +13,14 @@ import {
   TailFetchError,
   furthestAnswer,
 } from '@felix/replication';
-import { GenerationStarts, type LogOptions, ReplicaFile, SegmentLog, nodeIo } from '@felix/storage';
+import {
+  FLAG_GENERATION_START,
+  GenerationStarts,
+  type LogOptions,
+  ReplicaFile,
+  SegmentLog,
+  nodeIo,
+} from '@felix/storage';
 import { tempDir } from '@felix/testing-harness';
 import { REPLICA_LOG, type ShardRef, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -114,6 +121,47 @@ describe('a promoted leader takes the furthest tail', () => {
     const taking = takeTail(ref(3), own, answer, { request: (f) => server.handle(f) });
     await expect(taking).rejects.toBeInstanceOf(TailFetchError);
     expect(await valuesOf(own)).toEqual([...shared, 'x6', 'x7']);
+  });
+});
+
+describe('a taken tail holding a generation start', () => {
+  it('a_taken_tail_keeps_a_generation_start_record_at_its_offset_with_its_mark', async () => {
+    // The source: `shared` (generation 1), then generation 2's start record and n7..n9.
+    const srcOpts = await logAt([{ generation: 1, values: shared }]);
+    const src = await SegmentLog.open(srcOpts);
+    await (await GenerationStarts.open(nodeIo, src.dir)).begin(2, src.tailOffset);
+    await src.appendGenerationStart(2);
+    await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
+    await src.close();
+    const server = new ReplicaServer({
+      logOptions: () => srcOpts,
+      assignment: () => ({ generation: 3 }),
+    });
+    closers.push(() => server.close());
+    await server.handle(
+      encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(3), log: 1 }),
+    );
+    const answer = { nodeId: 'src', logEnd: 10, commitOffset: 6, lastGeneration: 2 };
+    const own = await logAt([{ generation: 1, values: shared }], 6);
+    const taken = await takeTail(ref(3), own, answer, { request: (f) => server.handle(f) });
+    expect(taken).toEqual({ pulled: 4, truncatedAt: null, source: 'src' });
+    const log = await SegmentLog.open(own);
+    try {
+      const raw = await log.read(0, { includeGenerationStarts: true });
+      if (raw.kind !== 'records') throw new Error('trimmed');
+      expect(raw.records.map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(raw.records[6]!.flags & FLAG_GENERATION_START).toBe(FLAG_GENERATION_START);
+      const seen = await log.read(0);
+      if (seen.kind !== 'records') throw new Error('trimmed');
+      expect(seen.records.map((r) => `${r.offset}:${DEC.decode(r.payload)}`).slice(5)).toEqual([
+        '5:a5',
+        '7:n7',
+        '8:n8',
+        '9:n9',
+      ]);
+    } finally {
+      await log.close();
+    }
   });
 });
 

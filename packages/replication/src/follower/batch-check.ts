@@ -20,10 +20,16 @@ export interface ReplicaView {
 }
 
 export function checkBatch(
-  batch: { generation: number; checksum: number; payloads: readonly Uint8Array[] },
+  batch: {
+    generation: number;
+    checksum: number;
+    payloads: readonly Uint8Array[];
+    /** A marked batch's marks (fed to its checksum after the payloads). */
+    marks?: Uint8Array | undefined;
+  },
   replica: ReplicaView,
 ): BatchVerdict {
-  if (batchChecksum(batch.payloads) !== batch.checksum)
+  if (batchChecksum(batch.payloads, batch.marks) !== batch.checksum)
     return { kind: 'refuse', code: INTERNAL_ERROR.Malformed, detail: 'batch checksum mismatch' };
   return checkGeneration(batch.generation, replica);
 }

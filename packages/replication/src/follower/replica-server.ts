@@ -23,6 +23,7 @@
  * fsyncs on commit), otherwise at most once per REPLICA_COMMIT_SAVE_INTERVAL_MS.
  */
 import {
+  FLAG_GENERATION_START,
   FollowerAppender,
   GenerationStarts,
   type LogOptions,
@@ -35,6 +36,7 @@ import {
 import {
   INTERNAL_ERROR,
   REPLICA_LOG,
+  REPLICATE_MARK,
   type InternalFrame,
   type InternalMessage,
   InternalFrameDecoder,
@@ -43,7 +45,7 @@ import {
   encodeInternalMessage,
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
-import { recordsFrame } from '../frames.js';
+import { markOf, markedFrame, recordsFrame } from '../frames.js';
 import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
 import {
   REPLICA_SHARDS_OPEN_MAX,
@@ -262,15 +264,17 @@ export class ReplicaServer {
     m: RecordsRequest,
     assigned: number,
   ): Promise<Uint8Array> {
+    const marks = m.kind === 'ReplicateMarkedRecords' ? m.marks : undefined;
     const verdict = checkBatch(
-      { generation: m.shard.generation, checksum: m.checksum, payloads: m.payloads },
+      { generation: m.shard.generation, checksum: m.checksum, payloads: m.payloads, marks },
       { accepted: state.replica.state.generation, assigned },
     );
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     if (verdict.raise) await state.replica.accept(m.shard.generation);
     // Records appended from here on came from a leader of this generation.
     await state.starts.begin(m.shard.generation, state.log.tailOffset);
-    let result = await state.appender.appendAt(m.firstOffset, m.payloads);
+    const append = flagsOf(marks);
+    let result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
     if (result.kind === 'conflict') {
       const repair = repairOf(state, m, result.at);
       if (repair.kind === 'gap')
@@ -278,7 +282,7 @@ export class ReplicaServer {
       if (repair.kind === 'truncate') {
         await truncateAt(state, result.at);
         await state.starts.begin(m.shard.generation, state.log.tailOffset);
-        result = await state.appender.appendAt(m.firstOffset, m.payloads);
+        result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
       }
     }
     if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
@@ -339,10 +343,16 @@ export class ReplicaServer {
     const r = await state.log.read(m.fromOffset, {
       maxRecords: durable - m.fromOffset,
       maxBytes: Math.min(m.maxBytes, TAIL_FETCH_BYTES_MAX),
+      // Every record at its offset: a generation start travels with its mark (kind 25).
+      includeGenerationStarts: true,
     });
     if (r.kind === 'trimmed')
       return refuse(m.correlationId, INTERNAL_ERROR.LogConflict, `trimmed at ${m.fromOffset}`);
     const payloads = r.records.map((rec) => rec.payload);
+    if (r.records.some((rec) => (rec.flags & FLAG_GENERATION_START) !== 0)) {
+      const marks = new Uint8Array(r.records.map((rec) => markOf(rec.flags)));
+      return markedFrame(m.correlationId, m.shard, m.fromOffset, payloads, marks);
+    }
     return recordsFrame(m.correlationId, m.shard, m.fromOffset, payloads);
   }
 
@@ -443,4 +453,15 @@ function messageOf(err: unknown): string {
 
 function shardKey(s: ShardRef, log: ReplicaLogKind): string {
   return `${log}\u0000${s.tenantId}\u0000${s.namespace}\u0000${s.stream}\u0000${s.shard}`;
+}
+
+/** The storage flags of a marked batch's records (REPLICATE_MARK: the decoder let only known
+ *  marks through). */
+function flagsOf(marks: Uint8Array | undefined): { flags?: number[] } {
+  if (marks === undefined) return {};
+  return {
+    flags: [...marks].map((k) =>
+      k === REPLICATE_MARK.GenerationStart ? FLAG_GENERATION_START : 0,
+    ),
+  };
 }

@@ -3,6 +3,12 @@
  * replica set holds durably, the leader counted. It only moves forward: a member whose
  * confirmed offset is reported late or lower (a new cursor, a restarted follower) cannot pull
  * back what readers may already have seen.
+ *
+ * A new leader's mark counts only through a record of its own generation (Raft's "Figure 8"):
+ * records it inherited past the old mark may be held by a majority and still be dropped by a
+ * later leader that never saw them committed, so a majority holding them proves nothing until
+ * it also holds the generation's first record (its generation-start record); then everything
+ * below that record commits at once.
  */
 import { InvalidReplicaSetError } from '../errors.js';
 import { REPLICA_SET_SIZE_MAX } from '../limits.js';
@@ -22,9 +28,15 @@ export function majorityHeld(held: readonly number[], setSize: number): number {
 export class CommitMark {
   private mark: number;
 
+  /**
+   * `start`: the mark known committed already (a new leader's, from its fence answers);
+   * `countFrom`: the offset of this generation's first record, which a majority must hold
+   * before the mark moves at all (0: every record counts, as for a leader that wrote its log).
+   */
   constructor(
     private readonly setSize: number,
     start = 0,
+    private readonly countFrom = 0,
   ) {
     checkSetSize(setSize);
     this.mark = start;
@@ -37,7 +49,7 @@ export class CommitMark {
   /** Recomputes from every member's durable offset; returns true when the mark moved. */
   advance(held: readonly number[]): boolean {
     const m = majorityHeld(held, this.setSize);
-    if (m <= this.mark) return false;
+    if (m <= this.mark || m <= this.countFrom) return false;
     this.mark = m;
     return true;
   }

@@ -13,9 +13,9 @@
  * the next batch (which carries the mark anyway) on the loop and at the follower. `wake()` (the
  * caller's, when the mark moves) makes idle loops look.
  */
-import type { SegmentLog } from '@felix/storage';
+import { FLAG_GENERATION_START, type SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
-import { bootstrapFrame, committedFrame, recordsFrame } from '../frames.js';
+import { bootstrapFrame, committedFrame, markOf, markedFrame, recordsFrame } from '../frames.js';
 import type { ReplicaLogKind } from '../log-kind.js';
 import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
@@ -259,8 +259,17 @@ export class ShardShipper {
     const r = await this.opts.log.read(s.first, {
       maxRecords: s.next - s.first,
       maxBytes: REPLICATE_BATCH_BYTES_MAX,
+      // Shipped like any record: the follower's log holds the leader's at the leader's offsets.
+      includeGenerationStarts: true,
     });
     if (r.kind === 'trimmed') return null;
+    if (r.records.some((rec) => (rec.flags & FLAG_GENERATION_START) !== 0)) {
+      // A marked batch carries no commit mark: the next batch, or the mark alone, tells it.
+      loop.carried = 0;
+      const marks = new Uint8Array(r.records.map((rec) => markOf(rec.flags)));
+      const payloads = r.records.map((rec) => rec.payload);
+      return markedFrame(s.correlationId, shard, s.first, payloads, marks);
+    }
     const mark = this.opts.commitOffset?.();
     loop.carried = Math.min(mark ?? 0, s.first + r.records.length);
     if (mark !== undefined)

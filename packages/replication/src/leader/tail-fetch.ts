@@ -12,11 +12,13 @@
 import {
   InternalFrameDecoder,
   REPLICA_LOG,
+  REPLICATE_MARK,
   type ShardRef,
   batchChecksum,
   decodeInternalMessage,
   encodeInternalMessage,
 } from '@felix/wire';
+import { FLAG_GENERATION_START } from '@felix/storage';
 import { TailFetchError } from '../errors.js';
 import { FENCE_ANSWER_TIMEOUT_MS, TAIL_FETCH_BYTES_MAX } from '../limits.js';
 import type { FenceAnswer } from './fence.js';
@@ -57,7 +59,9 @@ export interface TailFetchOptions {
   /** Wall-clock budget for the whole pull. */
   deadlineMs: number;
   /** Stores `payloads` as the records at `first`, `first + 1`, ... (overlap compared). */
-  apply(first: number, payloads: Uint8Array[]): Promise<void>;
+  /** `flags`: each record's storage flags when the answer was a marked batch (a generation
+   *  start among them), else absent. */
+  apply(first: number, payloads: Uint8Array[], flags?: number[]): Promise<void>;
 }
 
 /** Pulls records [from, to) from the source in bounded reads, in order; resolves with the
@@ -83,15 +87,15 @@ export async function fetchTail(opts: TailFetchOptions): Promise<number> {
     } catch (err) {
       throw new TailFetchError(`the source did not answer at ${next}`, { cause: err });
     }
-    const payloads = recordsOf(answer, next);
-    await opts.apply(next, payloads);
+    const { payloads, flags } = recordsOf(answer, next);
+    await opts.apply(next, payloads, flags);
     next += payloads.length;
   }
   return next;
 }
 
 /** The records of a fetch answer starting at `next`; TailFetchError for anything else. */
-function recordsOf(answer: Uint8Array, next: number): Uint8Array[] {
+function recordsOf(answer: Uint8Array, next: number): { payloads: Uint8Array[]; flags?: number[] } {
   let m: ReturnType<typeof decodeInternalMessage> | undefined;
   try {
     const frames = new InternalFrameDecoder().push(answer);
@@ -100,10 +104,18 @@ function recordsOf(answer: Uint8Array, next: number): Uint8Array[] {
     throw new TailFetchError('a malformed answer', { cause: err });
   }
   if (m?.kind === 'ReplicateError') throw new TailFetchError(`refused (${m.code}): ${m.detail}`);
-  if (m?.kind !== 'ReplicateRecords') throw new TailFetchError(`answered ${m?.kind ?? 'nothing'}`);
+  if (m?.kind !== 'ReplicateRecords' && m?.kind !== 'ReplicateMarkedRecords')
+    throw new TailFetchError(`answered ${m?.kind ?? 'nothing'}`);
   if (m.firstOffset !== next)
     throw new TailFetchError(`records at ${m.firstOffset}, asked ${next}`);
-  if (batchChecksum(m.payloads) !== m.checksum) throw new TailFetchError('batch checksum mismatch');
+  const marks = m.kind === 'ReplicateMarkedRecords' ? m.marks : undefined;
+  if (batchChecksum(m.payloads, marks) !== m.checksum)
+    throw new TailFetchError('batch checksum mismatch');
   if (m.payloads.length === 0) throw new TailFetchError(`the source holds nothing at ${next}`);
-  return m.payloads;
+  if (marks === undefined) return { payloads: m.payloads };
+  // A generation start among them (the decoder let only known marks through).
+  const flags = [...marks].map((k) =>
+    k === REPLICATE_MARK.GenerationStart ? FLAG_GENERATION_START : 0,
+  );
+  return { payloads: m.payloads, flags };
 }

@@ -13,6 +13,7 @@
  */
 import { assert } from '@felix/common';
 import { FOLLOWER_COMPARE_READ_RECORDS_MAX } from '../limits.js';
+import { FLAG_GENERATION_START } from '../segment/format.js';
 import type { SegmentLog } from './segment-log.js';
 
 export type FollowerAppendResult =
@@ -27,13 +28,15 @@ export class FollowerAppender {
 
   /**
    * Appends `payloads` as the records at `first`, `first + 1`, ...; resolves once the new
-   * records are durable under the log's fsync mode. Records below the log's base cannot be
+   * records are durable under the log's fsync mode. `flags` marks each record (a
+   * generation-start record: FLAG_GENERATION_START; absent: all plain); a held record matches
+   * only with the same bytes and the same mark. Records below the log's base cannot be
    * compared and are taken as held (the leader's retention removed them first).
    */
   async appendAt(
     first: number,
     payloads: Uint8Array[],
-    opts: { timestampMicros?: number } = {},
+    opts: { timestampMicros?: number; flags?: readonly number[] } = {},
   ): Promise<FollowerAppendResult> {
     assert(!this.busy, 'follower appends must not overlap');
     assert(Number.isSafeInteger(first) && first >= 0, 'a batch starts at a non-negative offset');
@@ -44,12 +47,17 @@ export class FollowerAppender {
       const overlap = Math.min(tail, first + payloads.length);
       const from = Math.max(first, this.log.baseOffset);
       if (from < overlap) {
-        const at = await this.firstMismatch(from, overlap, (o) => payloads[o - first]!);
+        const flagOf = (o: number) => opts.flags?.[o - first] ?? 0;
+        const at = await this.firstMismatch(from, overlap, (o) => payloads[o - first]!, flagOf);
         if (at !== undefined) return { kind: 'conflict', at };
       }
       const fresh = payloads.slice(overlap - first);
       if (fresh.length === 0) return { kind: 'appended', tail };
-      const written = await this.log.append(fresh, opts);
+      const flags = opts.flags?.slice(overlap - first);
+      const written = await this.log.append(fresh, {
+        ...(opts.timestampMicros === undefined ? {} : { timestampMicros: opts.timestampMicros }),
+        ...(flags?.some((f) => f !== 0) ? { flags } : {}),
+      });
       // The tail was ours alone: a record landing anywhere else means another writer.
       assert(written.first === tail, `follower append landed at ${written.first}, not ${tail}`);
       return { kind: 'appended', tail: written.next };
@@ -63,11 +71,13 @@ export class FollowerAppender {
     from: number,
     to: number,
     expected: (offset: number) => Uint8Array,
+    expectedFlags: (offset: number) => number,
   ): Promise<number | undefined> {
     let at = from;
     while (at < to) {
       const r = await this.log.read(at, {
         maxRecords: Math.min(to - at, FOLLOWER_COMPARE_READ_RECORDS_MAX),
+        includeGenerationStarts: true,
       });
       // Trimmed while comparing: what remains below the new base is taken as held.
       if (r.kind === 'trimmed') at = Math.max(at, r.oldest);
@@ -77,6 +87,7 @@ export class FollowerAppender {
         for (const rec of r.records) {
           if (rec.offset >= to) return undefined;
           if (!sameBytes(rec.payload, expected(rec.offset))) return rec.offset;
+          if ((rec.flags & FLAG_GENERATION_START) !== expectedFlags(rec.offset)) return rec.offset;
         }
         at = r.records[r.records.length - 1]!.offset + 1;
       }

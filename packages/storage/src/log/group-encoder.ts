@@ -13,6 +13,8 @@ import type { Segment } from './segment-files.js';
 export interface EncodableBatch {
   payloads: Uint8Array[] | null;
   timestampMicros: number;
+  /** Each record's flag bits, when any is set (a generation-start record). */
+  flags?: readonly number[];
 }
 
 /** One encoded group: `buffer[0, bytes)` holds offsets `[first, next)`. */
@@ -61,14 +63,21 @@ export class GroupEncoder {
     for (const p of group) {
       const ts = p.timestampMicros;
       if (ts > newest) newest = ts;
+      const flags = p.flags;
+      let k = 0;
       for (const payload of p.payloads!) {
         if (basePos + pos >= nextIndexAt) {
           indexOffsets.push(offset);
           indexPositions.push(basePos + pos);
           nextIndexAt = basePos + pos + at.indexSpacingBytes;
         }
-        pos = encodeRecordInto(buffer, view, pos, offset, ts, payload);
+        const f = flags === undefined ? 0 : flags[k]!;
+        pos =
+          f === 0
+            ? encodeRecordInto(buffer, view, pos, offset, ts, payload)
+            : encodeRecordInto(buffer, view, pos, offset, ts, payload, { flags: f });
         offset++;
+        k++;
       }
     }
     assert(pos === total, 'encoded size matches the planned size');

@@ -24,10 +24,13 @@ export type ReadResult =
 export interface ReadBudget {
   maxBytes?: number;
   maxRecords?: number;
+  /** Return generation-start records too (replication); readers leave them out. */
+  includeGenerationStarts?: boolean;
 }
 
 /** A read in progress: where it is and what it has collected. */
 interface ReadState {
+  includeGenerationStarts: boolean;
   from: number;
   next: number;
   limit: number;
@@ -57,6 +60,7 @@ export class LogReader {
     if (from < files.baseOffset)
       return { kind: 'trimmed', requested: from, oldest: files.baseOffset };
     const s: ReadState = {
+      includeGenerationStarts: budget.includeGenerationStarts === true,
       from,
       next: from,
       limit: this.readableOffset(),
@@ -110,7 +114,7 @@ export class LogReader {
         maxRecords: s.maxRecords,
         collectedBytes: s.collectedBytes,
         collected: s.records,
-        includeGenerationStarts: false,
+        includeGenerationStarts: s.includeGenerationStarts,
       });
       if (res.damage !== undefined) {
         if (res.damage.atStart && start.position !== SEGMENT_HEADER_BYTES) {

@@ -7,7 +7,11 @@
  */
 import { OPEN_SEALED_SEGMENTS_MAX } from '../limits.js';
 import { type Io, type IoFile, writeFully } from '../io/io.js';
-import { SEGMENT_HEADER_BYTES, encodeSegmentHeader } from '../segment/format.js';
+import {
+  SEGMENT_HEADER_BYTES,
+  SEGMENT_VERSION_WRITTEN,
+  encodeSegmentHeader,
+} from '../segment/format.js';
 import { INDEX_HEADER_BYTES, SparseIndex } from '../segment/sparse-index.js';
 import { indexPath, segmentPath } from './layout.js';
 import { nowMicros } from './log-options.js';
@@ -132,8 +136,37 @@ export class SegmentFiles {
     await this.activeFiles.indexFile.close();
   }
 
-  /** Creates the segment after the active one (synced, in the synced directory) and makes it active. */
-  async startNext(): Promise<Segment> {
+  /**
+   * Raises the version of the active segment while it holds no record (a record kind its version
+   * may not hold is next): a file with the new header is made and synced beside it and renamed
+   * over it, so a crash leaves either header, never a torn one. Its preallocated zeros go.
+   */
+  async raiseEmptyActive(version: number): Promise<void> {
+    const seg = this.active;
+    const path = segmentPath(this.dir, seg.id);
+    const tmp = `${path}.tmp`;
+    const header = encodeSegmentHeader({
+      baseOffset: seg.baseOffset,
+      createdAtMicros: nowMicros(),
+      version,
+    });
+    const fresh = await this.io.open(tmp, 'replace');
+    await writeFully(fresh, header, 0, header.length, 0);
+    await fresh.datasync();
+    await fresh.close();
+    await this.io.rename(tmp, path);
+    await this.io.syncDir(this.dir);
+    const old = seg.file;
+    seg.file = await this.io.open(path, 'write');
+    seg.bytes = SEGMENT_HEADER_BYTES;
+    seg.version = version;
+    // The old handle names the replaced file: nothing reads it any more.
+    void old?.close().catch(() => undefined);
+  }
+
+  /** Creates the segment after the active one (synced, in the synced directory) and makes it
+   *  active; `version` is its header's (a record kind a v3 segment may not hold needs more). */
+  async startNext(version = SEGMENT_VERSION_WRITTEN): Promise<Segment> {
     const old = this.active;
     const created = await createSegment(
       this.io,
@@ -141,6 +174,7 @@ export class SegmentFiles {
       old.id + 1,
       old.nextOffset,
       this.indexSpacingBytes,
+      version,
     );
     this.list.push(created.segment);
     this.activeFiles = created.files;
@@ -228,9 +262,10 @@ async function createSegment(
   id: number,
   baseOffset: number,
   spacing: number,
+  version = SEGMENT_VERSION_WRITTEN,
 ): Promise<{ segment: Segment; files: ActiveFiles }> {
   const file = await io.open(segmentPath(dir, id), 'create');
-  const header = encodeSegmentHeader({ baseOffset, createdAtMicros: nowMicros() });
+  const header = encodeSegmentHeader({ baseOffset, createdAtMicros: nowMicros(), version });
   await writeFully(file, header, 0, header.length, 0);
   await file.datasync();
   const index = new SparseIndex(baseOffset, spacing);
@@ -244,7 +279,7 @@ async function createSegment(
       baseOffset,
       nextOffset: baseOffset,
       bytes: SEGMENT_HEADER_BYTES,
-      version: 3,
+      version,
       newestTimestampMicros: -1,
       index,
       file,

@@ -45,6 +45,7 @@ import {
 } from './log-options.js';
 import { MarkWriter } from './mark-writer.js';
 import { applyRecovery, planRecovery, type RecoveryAction } from './recovery.js';
+import { FLAG_GENERATION_START, viewOf, writeU64 } from '../segment/format.js';
 import { SegmentFiles } from './segment-files.js';
 import { GroupCommit } from './sync.js';
 import { LogWriter, type Staged } from './writer.js';
@@ -218,12 +219,28 @@ export class SegmentLog {
    */
   append(
     payloads: Uint8Array[],
-    opts?: { timestampMicros?: number },
+    opts?: { timestampMicros?: number; flags?: readonly number[] },
   ): Promise<{ first: number; next: number }> {
     // Plain appends take no CommitSequencer turn: nothing applies them, and offsets nobody
     // reserved count as resolved for the turns around them. The writer resolves them once
     // durable under the fsync mode, with no promise in between.
+    if (opts?.flags !== undefined) {
+      const bad = opts.flags.find((f) => f !== 0 && f !== FLAG_GENERATION_START);
+      assert(bad === undefined, 'only generation-start records are appended with flags');
+    }
     return this.enqueue(payloads, opts, false) as Promise<{ first: number; next: number }>;
+  }
+
+  /**
+   * Appends the generation-start record of `generation` (docs/storage-format.md: flag bit 29,
+   * body the u64 big-endian generation): a new leader's first record, which readers skip and
+   * replication ships. The first one in a version 3 segment rolls to a version 4 segment.
+   */
+  appendGenerationStart(generation: number): Promise<{ first: number; next: number }> {
+    assert(Number.isSafeInteger(generation) && generation > 0, 'a generation is positive');
+    const body = new Uint8Array(8);
+    writeU64(viewOf(body), 0, generation);
+    return this.append([body], { flags: [FLAG_GENERATION_START] });
   }
 
   /**
@@ -239,7 +256,7 @@ export class SegmentLog {
 
   private enqueue(
     payloads: Uint8Array[],
-    opts: { timestampMicros?: number } | undefined,
+    opts: { timestampMicros?: number; flags?: readonly number[] } | undefined,
     wantsTurn: boolean,
   ): Promise<Staged | { first: number; next: number }> {
     try {
@@ -248,7 +265,7 @@ export class SegmentLog {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.writer.enqueue(payloads, opts?.timestampMicros, wantsTurn);
+    return this.writer.enqueue(payloads, opts?.timestampMicros, wantsTurn, opts?.flags);
   }
 
   /**
@@ -297,8 +314,9 @@ export class SegmentLog {
 
   /**
    * Reads from `from`: at least one record when one is readable, then up to the budgets.
-   * Generation-start records are skipped (they still consume an offset). Below the base the
-   * answer is `trimmed`, distinct from an empty range at the tail.
+   * Generation-start records are skipped (they still consume an offset) unless the budget's
+   * `includeGenerationStarts` asks for them (replication, which ships them like any record).
+   * Below the base the answer is `trimmed`, distinct from an empty range at the tail.
    */
   async read(from: number, budget: ReadBudget = {}): Promise<ReadResult> {
     this.checkOpen();

@@ -12,6 +12,7 @@
  * - Sealing syncs the segment's data before its index, and the durable bound advances past
  *   the sealed segment only once its data is synced.
  */
+import { assert } from '@felix/common';
 import { CommitSequencer, type Turn } from '../commit-sequencer.js';
 import {
   AppendQueueFullError,
@@ -30,7 +31,12 @@ import {
   WRITE_INLINE_BYTES_MAX,
   WRITE_INLINE_UNSYNCED_BYTES_MAX,
 } from '../limits.js';
-import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../segment/format.js';
+import {
+  FLAG_GENERATION_START,
+  RECORD_HEADER_BYTES,
+  SEGMENT_HEADER_BYTES,
+  SEGMENT_VERSION_WRITTEN,
+} from '../segment/format.js';
 import { type Encoded, GroupEncoder } from './group-encoder.js';
 import { type LogConfig, nowMicros } from './log-options.js';
 import type { MarkWriter } from './mark-writer.js';
@@ -56,6 +62,8 @@ export interface Pending {
   seal?: boolean;
   /** Reserve a CommitSequencer turn for the batch (stage) or not (append). */
   wantsTurn?: boolean;
+  /** Each record's flag bits (a generation-start mark), when any is set. */
+  flags?: readonly number[];
   bytes: number;
   timestampMicros: number;
   resolve: (s: Written) => void;
@@ -145,8 +153,10 @@ export class LogWriter {
     payloads: Uint8Array[],
     timestampMicros: number | undefined,
     wantsTurn: boolean,
+    flags?: readonly number[],
   ): Promise<Staged | { first: number; next: number }> {
     if (payloads.length === 0) return Promise.reject(new EmptyBatchError());
+    assert(flags === undefined || flags.length === payloads.length, 'one flag word per record');
     let bytes = 0;
     for (const p of payloads) {
       if (p.length > RECORD_PAYLOAD_BYTES_MAX) {
@@ -168,6 +178,7 @@ export class LogWriter {
       this.queue.push({
         payloads,
         wantsTurn,
+        ...(flags === undefined ? {} : { flags }),
         bytes,
         timestampMicros: ts,
         resolve: resolve as (s: Written) => void,
@@ -263,6 +274,21 @@ export class LogWriter {
           continue;
         }
         const active = this.files.active;
+        const needed = versionFor(head);
+        if (needed > active.version) {
+          // Its segment's version may not hold this record kind: a newer segment takes it.
+          try {
+            if (active.bytes > SEGMENT_HEADER_BYTES) await this.roll(needed);
+            else {
+              await this.prealloc.inFlight;
+              await this.files.raiseEmptyActive(needed);
+            }
+            this.prealloc.reset();
+          } catch (err) {
+            this.refusedBy ??= err;
+          }
+          continue;
+        }
         if (
           active.bytes > SEGMENT_HEADER_BYTES &&
           active.bytes + head.bytes > this.cfg.segmentBytes
@@ -363,7 +389,8 @@ export class LogWriter {
       const fitsSegment = active.bytes + total + p.bytes <= this.cfg.segmentBytes;
       // Never into the range a preallocation step in flight is zeroing.
       const clearOfFill = !this.prealloc.blocks(active.bytes + total + p.bytes);
-      if (endIdx > startIdx && (!fitsWrite || !fitsSegment || !clearOfFill)) break;
+      const fitsVersion = versionFor(p) <= active.version;
+      if (endIdx > startIdx && (!fitsWrite || !fitsSegment || !clearOfFill || !fitsVersion)) break;
       total += p.bytes;
       endIdx++;
     }
@@ -486,8 +513,8 @@ export class LogWriter {
     return bound;
   }
 
-  /** Seals the active segment (data and index synced) and starts the next one. */
-  private async roll(): Promise<void> {
+  /** Seals the active segment (data and index synced) and starts the next one (at `version`). */
+  private async roll(version?: number): Promise<void> {
     const old = this.files.active;
     // A sealed segment holds its data only: the zeros are cut before the sync that seals it.
     await this.prealloc.cut(old);
@@ -501,9 +528,16 @@ export class LogWriter {
     this.syncedBytes = Math.max(this.syncedBytes, covered);
     await this.files.sealActiveIndex();
     this.commit.advance(old.nextOffset);
-    const created = await this.files.startNext();
+    const created = await this.files.startNext(version);
     this.prealloc.reset();
     // Advisory: a lost mark only leaves recovery checking the new segment from its header.
     void this.marks.write(created.id, SEGMENT_HEADER_BYTES).catch(() => undefined);
   }
+}
+
+/** The segment version a queued batch needs: 4 once it holds a generation-start record. */
+function versionFor(p: Pending): number {
+  if (p.flags === undefined) return SEGMENT_VERSION_WRITTEN;
+  for (const f of p.flags) if (f & FLAG_GENERATION_START) return 4;
+  return SEGMENT_VERSION_WRITTEN;
 }

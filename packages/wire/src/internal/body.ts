@@ -175,9 +175,9 @@ function checkInt(value: number, max: number, what: string): void {
 /**
  * The replication batch checksum: CRC-32 (IEEE) fed each payload's u32 big-endian length
  * and then its bytes, in order; so `["ab","c"]` and `["a","bc"]` differ. Widened to u64 on
- * the wire (always below 2^32 here).
+ * the wire (always below 2^32 here). A marked batch (kind 25) feeds its mark bytes after them.
  */
-export function batchChecksum(payloads: readonly Uint8Array[]): number {
+export function batchChecksum(payloads: readonly Uint8Array[], marks?: Uint8Array): number {
   const length = new Uint8Array(4);
   const view = new DataView(length.buffer);
   let crc = 0;
@@ -186,5 +186,7 @@ export function batchChecksum(payloads: readonly Uint8Array[]): number {
     crc = crc32(length, crc);
     crc = crc32(p, crc);
   }
+  // A marked batch's marks are fed after the payloads.
+  if (marks !== undefined) crc = crc32(marks, crc);
   return crc;
 }

@@ -1,11 +1,11 @@
 /**
  * Internal (broker-to-broker) messages: one codec per body shape, every body starting with
- * its u64 correlation id. Kinds 1–24 and 26–31 are decoded; an unknown kind (or one this
- * build does not implement, 25 and 32+) decodes to `Unknown` carrying the correlation id,
+ * its u64 correlation id. Kinds 1–31 are decoded; an unknown kind (or one this build does not
+ * implement, 32+) decodes to `Unknown` carrying the correlation id,
  * so the receiver answers `UnsupportedKind` and carries on. Trailing bytes are an error.
  */
 import { assert } from '@felix/common';
-import { InvalidEnumError, TruncatedError } from '../errors.js';
+import { FieldRangeError, InvalidEnumError, TruncatedError } from '../errors.js';
 import { BodyReader, BodyWriter, type ShardRef } from './body.js';
 import { type InternalFrame, encodeInternalFrame } from './header.js';
 
@@ -34,6 +34,7 @@ export const INTERNAL_KIND = {
   AuthorizedForwardPublish: 22,
   AuthorizedForwardCacheOp: 23,
   ReplicateRebuild: 24,
+  ReplicateMarkedRecords: 25,
   ReplicateCommittedRecords: 26,
   HelloCapable: 27,
   HelloCapableOk: 28,
@@ -55,6 +56,13 @@ export const REPLICA_LOG = {
   GroupDeadLetters: 4,
   Counters: 5,
 } as const;
+
+/**
+ * The mark byte of each payload of a marked batch (kind 25). This build sends and accepts only
+ * `None` and `GenerationStart`; the reference's producer marks (1, 2), commit records (4) and
+ * publisher bit (0x80) are refused as malformed.
+ */
+export const REPLICATE_MARK = { None: 0, GenerationStart: 3 } as const;
 
 /** Internal error codes (u16) of `ForwardPublishError`, `ReplicateError`, `ForwardCacheError`. */
 export const INTERNAL_ERROR = {
@@ -124,6 +132,16 @@ export type InternalMessage =
       firstOffset: number;
       checksum: number;
       payloads: Uint8Array[];
+    })
+  /** A stream batch with one mark byte per payload (REPLICATE_MARK): it holds a record that is
+   *  not plain (a generation start). */
+  | (Base & {
+      kind: 'ReplicateMarkedRecords';
+      shard: ShardRef;
+      firstOffset: number;
+      checksum: number;
+      payloads: Uint8Array[];
+      marks: Uint8Array;
     })
   /** A stream batch that also carries the leader's commit mark (quorum shards); it may hold no
    *  payloads, to carry the mark alone. */
@@ -244,6 +262,15 @@ function writeReplicationBody(w: BodyWriter, m: Encodable): void {
       w.u64(m.checksum, 'checksum');
       w.u64(m.commitOffset, 'commit_offset');
       w.payloads(m.payloads);
+      return;
+    case 'ReplicateMarkedRecords':
+      if (m.marks.length !== m.payloads.length)
+        throw new FieldRangeError('marks', 'one mark per payload');
+      w.shardRef(m.shard);
+      w.u64(m.firstOffset, 'first_offset');
+      w.u64(m.checksum, 'checksum');
+      w.payloads(m.payloads);
+      for (const mark of m.marks) w.u8(mark, 'mark');
       return;
     case 'FenceOk':
       w.u64(m.logEnd, 'log_end');
@@ -381,6 +408,8 @@ function readReplicationBody(
       const payloads = r.payloads();
       return { kind, correlationId, shard, firstOffset, checksum, commitOffset, payloads };
     }
+    case 'ReplicateMarkedRecords':
+      return readMarkedRecords(r, correlationId);
     case 'ReplicateRecords':
     case 'ReplicateCacheRecords':
     case 'ReplicateGroupRecords':
@@ -410,6 +439,24 @@ function assertNever(kind: string): never {
 function enumByte(value: number, max: number, what: string): number {
   if (value > max) throw new InvalidEnumError(what, value);
   return value;
+}
+
+/** Kind 25: a records body, then one known mark byte per payload. */
+function readMarkedRecords(r: BodyReader, correlationId: number): InternalMessage {
+  const shard = r.shardRef();
+  const firstOffset = r.u64('first_offset');
+  const checksum = r.u64('checksum');
+  const payloads = r.payloads();
+  const marks = new Uint8Array(payloads.length);
+  for (let i = 0; i < marks.length; i++) marks[i] = markByte(r.u8('mark'));
+  const kind = 'ReplicateMarkedRecords';
+  return { kind, correlationId, shard, firstOffset, checksum, payloads, marks };
+}
+
+function markByte(mark: number): number {
+  if (mark !== REPLICATE_MARK.None && mark !== REPLICATE_MARK.GenerationStart)
+    throw new InvalidEnumError('replicate mark', mark);
+  return mark;
 }
 
 function readLog(r: BodyReader): number {

@@ -32,7 +32,7 @@ import {
 } from '../limits.js';
 import { type NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
 import type { PeerPool } from './peer-pool.js';
-import { notLeaderRefusal } from './shard-table.js';
+import { notLeaderRefusal } from './shard-refs.js';
 
 /** Outcomes of `felix_broker_forwards_total`. */
 export type ForwardOutcome =

@@ -12,7 +12,8 @@
  * at its own durable offset, each follower at what it confirmed): recomputed on every
  * confirmation and every leader fsync, carried to the followers by the shipper, handed to
  * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
- * with a shard never count toward the mark.
+ * with a shard never count toward the mark. A new leader's mark counts only through its own
+ * generation's first record (CommitMark, `newLeader`).
  */
 import {
   CommitMark,
@@ -64,6 +65,12 @@ export interface ShipOptions {
    * returning deposed leader's divergent suffix is compared from its first record.
    */
   genStart?: number;
+  /**
+   * A quorum shard this broker just opened as a new leader: the mark counts only once a
+   * majority holds the record at `countFrom` (this generation's first: its generation-start
+   * record), starting from `commitStart` (what its fence answers said was committed).
+   */
+  newLeader?: { countFrom: number; commitStart: number };
 }
 
 export class Replicator {
@@ -121,7 +128,11 @@ export class Replicator {
     const genStart = Math.min(opts.genStart ?? log.tailOffset, log.tailOffset);
     const start = Math.max(log.baseOffset, genStart - 1);
     const members = Math.max(followers.length + 1, quorum?.members ?? 0);
-    const mark = quorum === undefined ? null : new CommitMark(members);
+    const fresh = opts.newLeader;
+    const mark =
+      quorum === undefined
+        ? null
+        : new CommitMark(members, fresh?.commitStart ?? 0, fresh?.countFrom ?? 0);
     const recompute = () => this.recompute(key, quorum);
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({

@@ -24,12 +24,22 @@ import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
-import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
+import { Refusal, type ShardOwner } from '../session/refusal.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
 import type { RidingLogKind, RidingLogs } from './riding-logs.js';
+import { type NewLeaderMark, openThroughGenerationStart } from './generation-start.js';
+import {
+  idOf,
+  idOfStream,
+  notLeaderRefusal,
+  refOf,
+  refOfAssignment,
+  sameShape,
+} from './shard-refs.js';
+
 import { logEndOf, tailSource, takeTail } from './tail-take.js';
 
 export type ShardKind = 'stream' | 'cache';
@@ -606,25 +616,33 @@ export class ShardTable {
         await this.replication?.releaseFollower(refOf(s, i, generation), log);
       this.replication?.riding.admit(idOfStream(s, i), 'stream');
       let store = s.durable ? await this.openStore(s, i) : null;
+      let fence: { start: number; commitStart: number } | undefined;
       if (store?.log) {
-        store = await this.fencedStore(s, i, generation, store);
-        if (store === null) return;
+        const fenced = await this.fencedStore(s, i, generation, store);
+        if (fenced === null) return;
+        store = fenced.store;
+        fence = fenced.fence;
       }
       // Where this generation's records start: its first batch to a follower overlaps below it.
-      const genStart = store?.log?.tailOffset ?? 0;
-      rt.shards[i] = new Shard(
+      const genStart = fence?.start ?? store?.log?.tailOffset ?? 0;
+      const shard = new Shard(
         `${s.tenant}/${s.namespace}/${s.name}/${i}`,
         store,
         this.ring,
         this.hooks,
       );
+      const a = this.assignments.get(sk);
+      if (fence && a && !(await this.generationHeld(rt, i, a, shard, fence))) {
+        await store!.close();
+        return;
+      }
+      rt.shards[i] = shard;
       this.failed.delete(sk);
       this.held.set(sk, { generation });
       this.log.info(
         { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation },
         'shard opened',
       );
-      const a = this.assignments.get(sk);
       if (a !== undefined) await this.shipIfReplicated(rt, i, a, genStart);
     } catch (err) {
       this.failed.set(sk, { generation, reason: (err as Error).message });
@@ -647,8 +665,9 @@ export class ShardTable {
     i: number,
     a: AssignmentRecord,
     genStart?: number,
+    opening?: { shard: Shard; newLeader: NewLeaderMark; onMark: (offset: number) => void },
   ) {
-    const shard = rt.shards[i];
+    const shard = opening?.shard ?? rt.shards[i];
     const log = shard?.store?.log;
     if (this.replication === null || shard === undefined || log === undefined) return;
     const c = rt.config;
@@ -660,37 +679,64 @@ export class ShardTable {
     const quorum = s.consistency === 'quorum' && members > 1;
     const key = shardKey('stream', s.tenant, s.namespace, s.name, i);
     const replicator = this.replication.replicator;
+    const onMark = (o: number): void => void [shard.commitTo(o), opening?.onMark(o)];
     // Under periodic fsync the log's durable offset (what wakes an idle shipper) lags the
     // write: a held batch wakes it at once, so a follower's answer is what the ack waits for.
     shard.holdToCommit(quorum ? this.cfg.broker.publish_quorum_timeout_ms : null, () =>
       replicator.wake(key),
     );
     await replicator.ship(key, log, refOf(s, i, a.generation), followers, {
-      ...(quorum
-        ? { quorum: { members, onMark: (offset: number) => shard.commitTo(offset) } }
-        : {}),
+      ...(quorum ? { quorum: { members, onMark: (offset: number) => onMark(offset) } } : {}),
       ...(genStart === undefined ? {} : { genStart }),
+      ...(opening === undefined ? {} : { newLeader: opening.newLeader }),
     });
-    await this.shipRiding(key, a, 'stream');
+    if (opening === undefined) await this.shipRiding(key, a, 'stream');
+  }
+
+  /** A new quorum leader serves only once a majority holds its generation start
+   *  (generation-start.ts); false: shipping stops and the open is tried again. */
+  private async generationHeld(
+    rt: StreamRuntime,
+    i: number,
+    a: AssignmentRecord,
+    shard: Shard,
+    fence: { start: number; commitStart: number },
+  ): Promise<boolean> {
+    const c = rt.config;
+    const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
+    const log = shard.store?.log;
+    const led = a.replicas.some((id) => id !== this.nodeId) && s.consistency === 'quorum';
+    if (this.replication === null || log === undefined || !led || fence.start === 0) return true;
+    const ship = (newLeader: NewLeaderMark, onMark: (offset: number) => void) =>
+      this.shipIfReplicated(rt, i, a, fence.start, { shard, newLeader, onMark });
+    if (await openThroughGenerationStart({ log, generation: a.generation, fence, ship }))
+      return true;
+    await this.replication.replicator.stop(shardKey('stream', s.tenant, s.namespace, s.name, i));
+    shard.retire();
+    const why =
+      'no majority holds the generation start; the shard stays unserved, the open retried';
+    this.log.warn({ shard: shard.name, generation: a.generation }, why);
+    setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+    return false;
   }
 
   /**
    * Before a replicated shard is served at `generation`: fences the replica set (a majority must
    * accept the generation), takes the furthest tail among the answers when one is ahead of this
    * log (tail-take.ts; the store closes and opens again over the longer log), and records where
-   * the generation's records start. Answers the store to serve, or null (closed) when the fence
-   * or the take failed; the open is tried again after FENCE_RETRY_AFTER_MS.
+   * the generation's records start. Answers the store (and where the generation starts and the
+   * answers' highest commit offset), or null (closed) when the fence or the take failed.
    */
   private async fencedStore(
     s: StreamConfig,
     i: number,
     generation: number,
     store: ShardStore,
-  ): Promise<ShardStore | null> {
+  ): Promise<{ store: ShardStore; fence?: { start: number; commitStart: number } } | null> {
     const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
     const followers = (a?.replicas ?? []).filter((id) => id !== this.nodeId);
     const replication = this.replication;
-    if (replication === null || followers.length === 0 || !store.log) return store;
+    if (replication === null || followers.length === 0 || !store.log) return { store };
     const shard = `${s.tenant}/${s.namespace}/${s.name}/${i}`;
     const ref = refOf(s, i, generation);
     const outcome = await replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
@@ -707,8 +753,11 @@ export class ShardTable {
         open = await this.openStore(s, i);
       }
       const log = open.log!;
-      await (await GenerationStarts.open(nodeIo, log.dir)).begin(generation, log.tailOffset);
-      return open;
+      const starts = await GenerationStarts.open(nodeIo, log.dir);
+      await starts.begin(generation, log.tailOffset);
+      const start = starts.all.find((e) => e.generation === generation)?.start ?? log.tailOffset;
+      const commitStart = Math.max(0, ...outcome.answers.map((x) => x.commitOffset));
+      return { store: open, fence: { start, commitStart } };
     } catch (err) {
       this.log.warn(
         { err, shard, generation, ...outcome },
@@ -747,40 +796,4 @@ export class ShardTable {
     this.closed = true;
     await this.settled();
   }
-}
-
-function sameShape(a: StreamConfig, b: StreamConfig): boolean {
-  return a.shards === b.shards && a.durable === b.durable && a.routing === b.routing;
-}
-
-function refOf(s: StreamConfig, shard: number, generation: number): ShardRef {
-  return { tenantId: s.tenant, namespace: s.namespace, stream: s.name, shard, generation };
-}
-
-function refOfAssignment(a: AssignmentRecord): ShardRef {
-  const { tenant_id: tenantId, namespace, stream, shard, generation } = a;
-  return { tenantId, namespace, stream, shard, generation };
-}
-
-function idOf(a: AssignmentRecord): {
-  tenant: string;
-  namespace: string;
-  stream: string;
-  shard: number;
-} {
-  return { tenant: a.tenant_id, namespace: a.namespace, stream: a.stream, shard: a.shard };
-}
-
-function idOfStream(s: StreamConfig, shard: number) {
-  return { tenant: s.tenant, namespace: s.namespace, stream: s.name, shard };
-}
-
-/** The `not_leader` refusal naming `owner`, as broker `self` answers it. */
-export function notLeaderRefusal(owner: ShardOwner, self: string): NotLeaderRefusal {
-  const where = `${owner.kind} ${owner.tenant}/${owner.namespace}/${owner.name} shard ${owner.shard}`;
-  const at = owner.addr !== undefined ? ` (client address ${owner.addr})` : '';
-  return new NotLeaderRefusal(
-    owner,
-    `${where} is led by node ${owner.nodeId}${at} at generation ${owner.generation}, not ${self}`,
-  );
 }

@@ -75,8 +75,9 @@ export async function takeTail(
       from,
       to: source.logEnd,
       deadlineMs: TAIL_FETCH_DEADLINE_MS,
-      apply: async (first, payloads) => {
-        let r = await appender.appendAt(first, payloads);
+      apply: async (first, payloads, flags) => {
+        const marked = flags === undefined ? {} : { flags };
+        let r = await appender.appendAt(first, payloads, marked);
         if (r.kind === 'conflict') {
           if (r.at < commit)
             throw new TailFetchError(`record ${r.at}, below the commit offset ${commit}, differs`);
@@ -87,7 +88,7 @@ export async function takeTail(
           await starts.truncated(r.at);
           await starts.begin(source.lastGeneration, r.at);
           truncatedAt = r.at;
-          r = await appender.appendAt(first, payloads);
+          r = await appender.appendAt(first, payloads, marked);
         }
         if (r.kind !== 'appended') throw new TailFetchError(`appending at ${first}: ${r.kind}`);
       },

@@ -140,6 +140,8 @@ async function handOutNew(
         full = true;
         return;
       }
+      // Offsets skipped below this record hold none (a generation start): finished as passed.
+      for (let o = st.next; o < offset; o++) st.finish(o);
       st.next = Math.max(st.next, offset + 1);
       if (
         (done.size > 0 && done.has(offset)) ||
@@ -164,7 +166,14 @@ async function handOutNew(
         await core.registry.commit(scope, st);
         continue;
       }
-      if (r.records.length === 0) break;
+      if (r.records.length === 0) {
+        // Only records that are no event (a generation start) lie in [from, next): pass them.
+        const passed = Math.min(r.next, tail);
+        for (let o = from; o < passed; o++) st.finish(o);
+        st.next = Math.max(st.next, passed);
+        if (passed > from) continue;
+        break;
+      }
       for (const rec of r.records) {
         if (rec.offset >= tail || answer.out.length >= want) break;
         take(rec.offset, rec.payload, rec.timestampMicros);

@@ -374,6 +374,9 @@ export class Shard {
         from = first + run.length;
       }
     }
+    // Offsets at the end of the range that hold no event (a generation start just below the
+    // live tail): said by an empty batch, so the first live record is not taken for a loss.
+    if (skipped > 0) yield new EventBatch(until, [], this.newestStampMicros, skipped);
   }
 }
 
