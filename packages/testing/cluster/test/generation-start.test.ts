@@ -10,7 +10,7 @@
 // replication factor 3 and `quorum` consistency; the leader is SIGKILLed; each replica's log is
 // read from its data directory with the storage log tool (`dump`, read-only, flags included).
 import { execFile } from 'node:child_process';
-import { readFile, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { FelixClient, StatusEvent, StreamEvent } from '@felix/client';
@@ -56,14 +56,6 @@ function generationStarts(records: Dumped[]): { offset: number; generation: numb
   return records
     .filter((r) => (r.flags & FLAG_GENERATION_START) !== 0)
     .map((r) => ({ offset: r.offset, generation: Number(r.payload.readBigUInt64BE(0)) }));
-}
-
-/** The generation a replica accepted last (its `replica` file: u64 at bytes 8..16). */
-async function acceptedGeneration(node: ClusterNode, stream: string): Promise<number> {
-  const dir = await shardDir(node, stream);
-  if (dir === undefined) return 0;
-  const bytes = await readFile(join(dir, 'replica')).catch(() => null);
-  return bytes === null || bytes.length < 16 ? 0 : Number(bytes.readBigUInt64BE(8));
 }
 
 async function quorumStream(holder: { cluster: FelixCluster | undefined }) {
