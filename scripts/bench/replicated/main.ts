@@ -64,6 +64,12 @@ const FAILOVER_AFTER_MS = 2_000;
 const FAILOVER_DEADLINE_MS = 60_000;
 /** The pause before a failed publish is tried again. */
 const FAILOVER_RETRY_MS = 20;
+/**
+ * How long one publish of the failover row waits for its ack, on both sides: a publish sent
+ * into the election waits this long at most before it is sent again, so the row measures when
+ * the system acks again to within this, not the client's default timeout (JetStream's 5 s).
+ */
+const FAILOVER_PUBLISH_TIMEOUT_MS = 1_000;
 const STREAM = 'bench';
 const DATA = new Uint8Array(SIZE).fill(0x61);
 
@@ -79,7 +85,10 @@ interface Side {
   close(): Promise<void>;
 }
 
-async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
+async function felixSide(
+  dir: string,
+  publishTimeoutMs?: number,
+): Promise<Side & { cluster: Cluster }> {
   const cluster = await startCluster({
     brokers: 3,
     replication: true,
@@ -98,7 +107,12 @@ async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
   const seed = cluster.nodes.find((n) => n.id !== leader?.id)!;
   // FELIX_BENCH_ROUTING=0: the client stays on the seed, so each publish is forwarded.
   const routing = env.FELIX_BENCH_ROUTING === '0' ? { routing: false } : {};
-  const felix: FelixClient = await cluster.connect({ servers: [seed.url('tls')], ...routing });
+  const timeout = publishTimeoutMs === undefined ? {} : { requestTimeoutMs: publishTimeoutMs };
+  const felix: FelixClient = await cluster.connect({
+    servers: [seed.url('tls')],
+    ...routing,
+    ...timeout,
+  });
   return {
     cluster,
     system: 'Felix 3 brokers, RF 3 quorum, onCommit',
@@ -112,7 +126,10 @@ async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
   };
 }
 
-async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }> {
+async function jetStreamSide(
+  dir: string,
+  publishTimeoutMs?: number,
+): Promise<Side & { nats: NatsCluster }> {
   const nats = await startNatsCluster(dir);
   const admin = await nats.connect();
   const jsm = await admin.jetstreamManager();
@@ -143,7 +160,12 @@ async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }>
   return {
     nats,
     system: 'JetStream 3 servers, R3 file storage',
-    publish: () => js.publish(`${STREAM}.x`, DATA),
+    publish: () =>
+      js.publish(
+        `${STREAM}.x`,
+        DATA,
+        publishTimeoutMs === undefined ? undefined : { timeout: publishTimeoutMs },
+      ),
     // Asked over the admin connection kept open (it reconnects elsewhere once its server dies);
     // during an election the stream has no leader and the answer is ''.
     leader: () => leaderName().catch(() => ''),
@@ -324,9 +346,9 @@ if (only.includes('latency')) {
   ]);
 }
 if (only.includes('failover')) {
-  const felix = await felixSide(join(root, 'felix-failover'));
+  const felix = await felixSide(join(root, 'felix-failover'), FAILOVER_PUBLISH_TIMEOUT_MS);
   const f = await failover(felix).finally(() => felix.close());
-  const js = await jetStreamSide(join(root, 'nats-failover'));
+  const js = await jetStreamSide(join(root, 'nats-failover'), FAILOVER_PUBLISH_TIMEOUT_MS);
   const j = await failover(js).finally(() => js.close());
   results.failover = { felix: { ...f, points: undefined }, jetstream: { ...j, points: undefined } };
   table.push([
