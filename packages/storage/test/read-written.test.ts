@@ -83,4 +83,29 @@ describe('SegmentLog readWritten', () => {
     unlisten();
     await log.close();
   });
+
+  it('records_past_the_kept_bytes_drop_oldest_first_and_read_back_from_the_file', async () => {
+    const counting = countingIo();
+    const log = await openLog(await scratchRoot(), { io: counting.io, fsync: 'onCommit' });
+    // Each payload is 10-11 bytes: 40 bytes keep the newest three or four records.
+    log.keepRecent(40);
+    for (let i = 0; i < 12; i++) await log.append([payload(i)]);
+    const before = counting.reads();
+    const newest = await log.readWritten(10);
+    if (newest.kind !== 'records') throw new Error('unexpected trim');
+    expect(newest.records.map((r) => `${r.offset}:${text(r.payload)}`)).toEqual([
+      '10:record-10-',
+      '11:record-11-',
+    ]);
+    expect(counting.reads()).toBe(before);
+    const dropped = await log.readWritten(2, { maxRecords: 3 });
+    if (dropped.kind !== 'records') throw new Error('unexpected trim');
+    expect(dropped.records.map((r) => `${r.offset}:${text(r.payload)}`)).toEqual([
+      '2:record-2-',
+      '3:record-3-',
+      '4:record-4-',
+    ]);
+    expect(counting.reads()).toBeGreaterThan(before);
+    await log.close();
+  });
 });
