@@ -9,6 +9,13 @@ export const REPLICATE_BATCH_RECORDS_MAX = 1024;
 /** Payload bytes one replication batch carries (a batch has at least one record). */
 export const REPLICATE_BATCH_BYTES_MAX = 1024 * 1024;
 
+/**
+ * Payload bytes of its newest records a shipped log keeps in memory for its shipper
+ * (`SegmentLog.keepRecent`): one batch's worth, so a caught-up follower's next batch is never
+ * read back from the file the leader just wrote.
+ */
+export const REPLICATE_RECENT_BYTES_MAX = REPLICATE_BATCH_BYTES_MAX;
+
 /** Largest replica set a commit mark is computed over (the router's bound). */
 export const REPLICA_SET_SIZE_MAX = 16;
 

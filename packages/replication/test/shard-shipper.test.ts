@@ -5,7 +5,7 @@
  * Method: a real leader segment log, followers that are ReplicaServers over real logs, and
  * in-memory links that fail a seeded fraction of requests and answers.
  */
-import { SegmentLog } from '@felix/storage';
+import { FaultyIo, SegmentLog, nodeIo } from '@felix/storage';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommitMark } from '../src/leader/commit-mark.js';
@@ -38,8 +38,13 @@ async function follower(assigned: number): Promise<SimFollower> {
   return f;
 }
 
-async function leaderLog(): Promise<SegmentLog> {
-  const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+async function leaderLog(io?: FaultyIo): Promise<SegmentLog> {
+  const log = await SegmentLog.open({
+    root: await root(),
+    shard: SHARD,
+    fsync: 'onCommit',
+    ...(io === undefined ? {} : { io }),
+  });
   cleanups.push(() => log.close());
   return log;
 }
@@ -92,6 +97,32 @@ describe('shard shipper', () => {
     for (const f of followers) expect((await f.records()).payloads).toEqual(written);
     // The links did lose frames: the resends were exercised.
     expect(links.every((l) => l.sent > 0)).toBe(true);
+  });
+
+  it('a_leader_ships_a_record_before_its_own_fsync_completes', async () => {
+    const io = new FaultyIo(nodeIo);
+    const log = await leaderLog(io);
+    const f = await follower(1);
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      followers: [{ nodeId: 'b0', link: new LossyLink(f, seeded(3), 0), start: 0 }],
+      commitOffset: () => 0,
+    });
+    cleanups.push(() => shipper.stop());
+    await log.append([record(0)]);
+    await waitFor(() => shipper.confirmed('b0') === 1, 'the first record on the follower');
+    const gate = io.holdDatasyncs();
+    cleanups.push(async () => gate.release());
+    const appended = log.append([record(1), record(2)]);
+    // The follower holds both records durably while the leader's fsync of them is still held.
+    await waitFor(() => shipper.confirmed('b0') === 3, 'the follower to confirm both records');
+    expect(io.heldDatasyncs).toBe(1);
+    expect(log.durableOffset).toBe(1);
+    gate.release();
+    await appended;
+    await shipper.stop();
+    expect((await f.records()).payloads).toEqual([record(0), record(1), record(2)]);
   });
 
   it('a_shipper_stops_when_a_follower_says_a_newer_leader_exists', async () => {

@@ -28,12 +28,14 @@ describe('shipping faults', () => {
     let listener: (() => void) | undefined;
     const log = {
       baseOffset: 0,
-      readableOffset: 0,
-      onDurable(l: () => void) {
+      writtenOffset: 0,
+      poisoned: false,
+      onWritten(l: () => void) {
         listener = l;
         return () => undefined;
       },
-      read: async () => ({ kind: 'records', records: [], next: 0 }),
+      keepRecent: () => undefined,
+      readWritten: async () => ({ kind: 'records', records: [], next: 0 }),
     };
     const shipper = new ShardShipper({
       log: log as never,
@@ -57,9 +59,11 @@ describe('shipping faults', () => {
     });
     const log = {
       baseOffset: 0,
-      readableOffset: 5,
-      onDurable: () => () => undefined,
-      read: async () => {
+      writtenOffset: 5,
+      poisoned: false,
+      onWritten: () => () => undefined,
+      keepRecent: () => undefined,
+      readWritten: async () => {
         throw new Error('log closed');
       },
     };

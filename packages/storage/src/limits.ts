@@ -247,3 +247,9 @@ export const FOLLOWER_COMPARE_READ_RECORDS_MAX = 512;
  * 4 KiB, read whole at open.
  */
 export const GENERATION_STARTS_MAX = 256;
+
+/**
+ * Most payload bytes a log keeps in memory of its newest written records when a tail reader
+ * asks for them (`SegmentLog.keepRecent`, a leader's shipper): the cap on what a caller asks.
+ */
+export const RECENT_RECORDS_BYTES_MAX = 4 * 1024 * 1024;

@@ -14,9 +14,11 @@
  * owner; nats.js talks to any server of the cluster). JetStream acks once its stream's Raft
  * group holds the message in a majority's memory and syncs to disk every two minutes; Felix's
  * `quorum` + `onCommit` acks once a majority holds the record fsynced. The failover row keeps
- * one publisher awaiting each publish (a failed one is retried after FAILOVER_RETRY_MS), kills
- * the leader FAILOVER_BEFORE_MS in, and stops FAILOVER_AFTER_MS after the first ack that follows
- * the kill; it writes every publish's latency over time to failover.svg. Felix's liveness
+ * one publisher awaiting each publish (a failed one is retried after FAILOVER_RETRY_MS), asks each
+ * system which server leads the stream and SIGKILLs it FAILOVER_BEFORE_MS in, times from the
+ * signal to the ack of the first publish sent after it, stops FAILOVER_AFTER_MS later, and checks
+ * that another server leads the stream by then; it writes every publish's latency over time to
+ * failover.svg. Felix's liveness
  * timings are the control plane's heartbeat every FELIX_BENCH_HEARTBEAT_MS (default 1000, the
  * Raft heartbeat of nats-server) and a lease of FELIX_BENCH_EXPIRY_MS (default 2000).
  *
@@ -62,18 +64,31 @@ const FAILOVER_AFTER_MS = 2_000;
 const FAILOVER_DEADLINE_MS = 60_000;
 /** The pause before a failed publish is tried again. */
 const FAILOVER_RETRY_MS = 20;
+/**
+ * How long one publish of the failover row waits for its ack, on both sides: a publish sent
+ * into the election waits this long at most before it is sent again, so the row measures when
+ * the system acks again to within this, not the client's default timeout (JetStream's 5 s).
+ */
+const FAILOVER_PUBLISH_TIMEOUT_MS = 1_000;
 const STREAM = 'bench';
 const DATA = new Uint8Array(SIZE).fill(0x61);
 
 interface Side {
   system: string;
   publish(): Promise<unknown>;
-  /** SIGKILLs the stream's leader; answers its name. */
-  killLeader(): Promise<string>;
+  /** The name of the server or broker leading the stream now, as the system itself says
+   *  (Felix's control plane; JetStream's `streams.info(...).cluster.leader`). */
+  leader(): Promise<string>;
+  /** SIGKILLs `name`: the signal is sent synchronously within this call (before its first
+   *  await), so a time taken just before the call is the kill's. Resolves once it exited. */
+  kill(name: string): Promise<void>;
   close(): Promise<void>;
 }
 
-async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
+async function felixSide(
+  dir: string,
+  publishTimeoutMs?: number,
+): Promise<Side & { cluster: Cluster }> {
   const cluster = await startCluster({
     brokers: 3,
     replication: true,
@@ -92,16 +107,18 @@ async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
   const seed = cluster.nodes.find((n) => n.id !== leader?.id)!;
   // FELIX_BENCH_ROUTING=0: the client stays on the seed, so each publish is forwarded.
   const routing = env.FELIX_BENCH_ROUTING === '0' ? { routing: false } : {};
-  const felix: FelixClient = await cluster.connect({ servers: [seed.url('tls')], ...routing });
+  const timeout = publishTimeoutMs === undefined ? {} : { requestTimeoutMs: publishTimeoutMs };
+  const felix: FelixClient = await cluster.connect({
+    servers: [seed.url('tls')],
+    ...routing,
+    ...timeout,
+  });
   return {
     cluster,
     system: 'Felix 3 brokers, RF 3 quorum, onCommit',
     publish: () => felix.publish(STREAM, DATA),
-    async killLeader() {
-      const now = await cluster.leaderOf(STREAM);
-      await cluster.kill(now!.id);
-      return now!.id;
-    },
+    leader: async () => (await cluster.leaderOf(STREAM))?.id ?? '',
+    kill: (name) => cluster.kill(name),
     async close() {
       await felix.close();
       await cluster.shutdown();
@@ -109,7 +126,10 @@ async function felixSide(dir: string): Promise<Side & { cluster: Cluster }> {
   };
 }
 
-async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }> {
+async function jetStreamSide(
+  dir: string,
+  publishTimeoutMs?: number,
+): Promise<Side & { nats: NatsCluster }> {
   const nats = await startNatsCluster(dir);
   const admin = await nats.connect();
   const jsm = await admin.jetstreamManager();
@@ -131,7 +151,6 @@ async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }>
     noRandomize: true,
   });
   const js: JetStreamClient = nc.jetstream();
-  await admin.close();
   // Answers 503 (no responders) until the stream's group is reachable from this server.
   await waitFor(
     () => js.publish(`${STREAM}.warm`, DATA).then(() => true),
@@ -141,15 +160,18 @@ async function jetStreamSide(dir: string): Promise<Side & { nats: NatsCluster }>
   return {
     nats,
     system: 'JetStream 3 servers, R3 file storage',
-    publish: () => js.publish(`${STREAM}.x`, DATA),
-    async killLeader() {
-      const probe = await nats.connect();
-      const name = (await (await probe.jetstreamManager()).streams.info(STREAM)).cluster?.leader;
-      await probe.close();
-      await nats.kill(name!);
-      return name!;
-    },
+    publish: () =>
+      js.publish(
+        `${STREAM}.x`,
+        DATA,
+        publishTimeoutMs === undefined ? undefined : { timeout: publishTimeoutMs },
+      ),
+    // Asked over the admin connection kept open (it reconnects elsewhere once its server dies);
+    // during an election the stream has no leader and the answer is ''.
+    leader: () => leaderName().catch(() => ''),
+    kill: (name) => nats.kill(name),
     async close() {
+      await admin.close();
       await nc.close();
       await nats.stop();
     },
@@ -184,14 +206,24 @@ async function awaited(side: Side, n: number): Promise<{ p50: number; p99: numbe
 
 interface FailoverResult {
   system: string;
+  /** The stream's leader when it was killed, and the one that took over (each as the system
+   *  named it: asked just before the kill, and again after the first ack that followed). */
   killed: string;
-  /** From the SIGKILL to the first ack of a publish after it, ms. */
+  newLeader: string;
+  /** From the SIGKILL to the ack of the first publish sent after it, ms. */
   failoverMs: number;
   failedPublishes: number;
   points: TimelinePoint[];
 }
 
-/** Publishes one at a time, kills the leader, and times the gap to the next ack. */
+/**
+ * Publishes one at a time, kills the stream's leader, and times the gap from the signal to the
+ * ack of the first publish *sent after it*. The leader is asked first and the clock starts at
+ * the signal, not when the kill was decided: a publish sent while the leader was still being
+ * looked up would be acked by the live leader and time nothing (the 3 ms JetStream "failover"
+ * of earlier runs). Both sides are measured the same way, and the row checks that leadership
+ * moved.
+ */
 async function failover(side: Side): Promise<FailoverResult> {
   const points: TimelinePoint[] = [];
   let killAt = Number.POSITIVE_INFINITY;
@@ -199,35 +231,48 @@ async function failover(side: Side): Promise<FailoverResult> {
   let failed = 0;
   let killed = '';
   const origin = performance.now();
-  const killing = new Promise<void>((resolve, reject) => {
-    setTimeout(() => {
-      killAt = performance.now();
-      side.killLeader().then((name) => {
-        killed = name;
-        resolve();
-      }, reject);
-    }, FAILOVER_BEFORE_MS);
-  });
-  for (;;) {
-    const now = performance.now();
-    if (firstAckAfter !== undefined && now > firstAckAfter + FAILOVER_AFTER_MS) break;
-    if (now - origin > FAILOVER_BEFORE_MS + FAILOVER_DEADLINE_MS) break;
-    try {
-      await side.publish();
-      const done = performance.now();
-      points.push({ atMs: now - origin, latencyMs: done - now, ok: true });
-      if (now >= killAt && firstAckAfter === undefined) firstAckAfter = done;
-    } catch {
-      // The failover's refusals are what this row counts; the loop tries again.
-      failed++;
-      points.push({ atMs: now - origin, latencyMs: performance.now() - now, ok: false });
-      await new Promise((r) => setTimeout(r, FAILOVER_RETRY_MS));
+  let stop = false;
+  const publishing = (async () => {
+    while (!stop) {
+      const now = performance.now();
+      if (firstAckAfter !== undefined && now > firstAckAfter + FAILOVER_AFTER_MS) break;
+      if (now - origin > FAILOVER_BEFORE_MS + FAILOVER_DEADLINE_MS) break;
+      try {
+        await side.publish();
+        const done = performance.now();
+        points.push({ atMs: now - origin, latencyMs: done - now, ok: true });
+        if (now >= killAt && firstAckAfter === undefined) firstAckAfter = done;
+      } catch {
+        // The failover's refusals are what this row counts; the loop tries again.
+        failed++;
+        points.push({ atMs: now - origin, latencyMs: performance.now() - now, ok: false });
+        await new Promise((r) => setTimeout(r, FAILOVER_RETRY_MS));
+      }
     }
+  })();
+  try {
+    await new Promise((r) => setTimeout(r, FAILOVER_BEFORE_MS));
+    killed = await side.leader();
+    if (killed === '') throw new Error(`${side.system}: no stream leader to kill`);
+    killAt = performance.now();
+    await side.kill(killed);
+    await publishing;
+  } finally {
+    stop = true;
+    await publishing;
   }
-  await killing;
+  const newLeader = await waitFor(
+    async () => {
+      const now = await side.leader();
+      return now !== '' && now !== killed ? now : undefined;
+    },
+    `${side.system}: a stream leader other than ${killed}`,
+    FAILOVER_DEADLINE_MS,
+  );
   return {
     system: side.system,
     killed,
+    newLeader,
     failoverMs: firstAckAfter === undefined ? Number.NaN : firstAckAfter - killAt,
     failedPublishes: failed,
     points: points.map((p) => ({ ...p, atMs: p.atMs - (killAt - origin) })),
@@ -301,9 +346,9 @@ if (only.includes('latency')) {
   ]);
 }
 if (only.includes('failover')) {
-  const felix = await felixSide(join(root, 'felix-failover'));
+  const felix = await felixSide(join(root, 'felix-failover'), FAILOVER_PUBLISH_TIMEOUT_MS);
   const f = await failover(felix).finally(() => felix.close());
-  const js = await jetStreamSide(join(root, 'nats-failover'));
+  const js = await jetStreamSide(join(root, 'nats-failover'), FAILOVER_PUBLISH_TIMEOUT_MS);
   const j = await failover(js).finally(() => js.close());
   results.failover = { felix: { ...f, points: undefined }, jetstream: { ...j, points: undefined } };
   table.push([
@@ -317,6 +362,13 @@ if (only.includes('failover')) {
     'publishes refused during it',
     String(f.failedPublishes),
     String(j.failedPublishes),
+    '',
+    '',
+  ]);
+  table.push([
+    'leader killed → new leader',
+    `${f.killed} → ${f.newLeader}`,
+    `${j.killed} → ${j.newLeader}`,
     '',
     '',
   ]);

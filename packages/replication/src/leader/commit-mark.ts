@@ -1,6 +1,7 @@
 /**
  * The commit mark of a quorum shard: one past the last record a majority of the generation's
- * replica set holds durably, the leader counted. It only moves forward: a member whose
+ * replica set holds durably, the leader counted and among them (the mark stops at the
+ * leader's durable offset). It only moves forward: a member whose
  * confirmed offset is reported late or lower (a new cursor, a restarted follower) cannot pull
  * back what readers may already have seen.
  *
@@ -46,9 +47,14 @@ export class CommitMark {
     return this.mark;
   }
 
-  /** Recomputes from every member's durable offset; returns true when the mark moved. */
-  advance(held: readonly number[]): boolean {
-    const m = majorityHeld(held, this.setSize);
+  /**
+   * Recomputes from every member's durable offset, never past `ceiling` (the leader's own
+   * durable offset: followers may hold records the leader has not synced yet, and a quorum
+   * counts the leader among the holders), and only once past `countFrom` (the generation
+   * start); returns true when the mark moved.
+   */
+  advance(held: readonly number[], ceiling = Number.POSITIVE_INFINITY): boolean {
+    const m = Math.min(ceiling, majorityHeld(held, this.setSize));
     if (m <= this.mark || m <= this.countFrom) return false;
     this.mark = m;
     return true;

@@ -6,6 +6,14 @@
  * its own loop. A loop stops when its follower halts (reported) or when any follower answers
  * that a newer leader exists (the whole shipper stops: this broker was deposed).
  *
+ * Records ship as soon as the leader's log has written them, not once they are durable there:
+ * the follower's append and fsync run while the leader's own fsync does (as Raft's leader
+ * writes its log in parallel with replicating it). A follower may then hold a record the leader
+ * loses in a crash before its fsync; such a record was never acked (the caller's commit mark
+ * counts the leader at its durable offset only), and a new generation's leader repairs the
+ * suffix as it repairs any deposed leader's. The newest records are read from the log's memory
+ * of them (`keepRecent`), not back from the file just written.
+ *
  * With `commitOffset` (a quorum shard) every batch carries the leader's commit mark (kind 26),
  * and a follower with nothing to ship is sent the mark alone once it moved past what that
  * follower was last told and the follower had nothing to ship for REPLICATE_MARK_ALONE_AFTER_MS:
@@ -23,6 +31,7 @@ import {
   REPLICATE_BATCH_RECORDS_MAX,
   REPLICATE_IDLE_CHECK_MS,
   REPLICATE_MARK_ALONE_AFTER_MS,
+  REPLICATE_RECENT_BYTES_MAX,
   REPLICATE_RETRY_MS_MAX,
   REPLICATE_RETRY_MS_MIN,
 } from '../limits.js';
@@ -84,7 +93,10 @@ export class ShardShipper {
   private readonly unlisten: () => void;
 
   constructor(private readonly opts: ShipperOptions) {
-    this.unlisten = opts.log.onDurable(() => this.poke());
+    // Records ship once written, while the leader's own fsync runs: a quorum mark counts the
+    // leader only at its durable offset, so nothing is acked on the followers' word alone.
+    this.unlisten = opts.log.onWritten(() => this.poke());
+    opts.log.keepRecent(REPLICATE_RECENT_BYTES_MAX);
     for (const f of opts.followers) {
       const cursor = new FollowerCursor(f.start);
       const loop: Loop = {
@@ -123,6 +135,7 @@ export class ShardShipper {
   async stop(): Promise<void> {
     this.stopping = true;
     this.unlisten();
+    this.opts.log.keepRecent(0);
     this.poke();
     await Promise.all([...this.loops.values()].map((l) => l.done));
   }
@@ -156,7 +169,7 @@ export class ShardShipper {
     while (!this.stopping && !this.fenced) {
       const log = this.opts.log;
       const shipment = cursor.plan(
-        { base: log.baseOffset, tail: log.readableOffset },
+        { base: log.baseOffset, tail: log.poisoned ? log.durableOffset : log.writtenOffset },
         REPLICATE_BATCH_RECORDS_MAX,
       );
       if (shipment === null) {
@@ -256,7 +269,7 @@ export class ShardShipper {
     const shard = this.opts.shard;
     const kind = this.opts.logKind ?? 'stream';
     if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base, kind);
-    const r = await this.opts.log.read(s.first, {
+    const r = await this.opts.log.readWritten(s.first, {
       maxRecords: s.next - s.first,
       maxBytes: REPLICATE_BATCH_BYTES_MAX,
       // Shipped like any record: the follower's log holds the leader's at the leader's offsets.

@@ -52,9 +52,10 @@ export class LogReader {
 
   /**
    * Reads from `from`: at least one record when one is readable, then up to the budgets.
-   * Generation-start records are skipped (they still consume an offset).
+   * Generation-start records are skipped (they still consume an offset). `limit` replaces the
+   * readable bound (a leader's shipper reads up to the written offset).
    */
-  async read(from: number, budget: ReadBudget): Promise<ReadResult> {
+  async read(from: number, budget: ReadBudget, limit?: number): Promise<ReadResult> {
     this.checkOpen();
     const files = this.files;
     if (from < files.baseOffset)
@@ -63,7 +64,7 @@ export class LogReader {
       includeGenerationStarts: budget.includeGenerationStarts === true,
       from,
       next: from,
-      limit: this.readableOffset(),
+      limit: limit ?? this.readableOffset(),
       maxBytes: budget.maxBytes ?? READ_BYTES_MAX_DEFAULT,
       maxRecords: budget.maxRecords ?? READ_RECORDS_MAX_DEFAULT,
       records: [],

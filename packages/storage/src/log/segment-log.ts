@@ -30,6 +30,7 @@
 import { join } from 'node:path';
 import { assert } from '@felix/common';
 import { LogClosedError, LogPoisonedError } from '../errors.js';
+import { READ_BYTES_MAX_DEFAULT, READ_RECORDS_MAX_DEFAULT } from '../limits.js';
 import type { Io } from '../io/io.js';
 import { nodeIo } from '../io/node-io.js';
 import { type DirLock, lockDir } from '../lock/dir-lock.js';
@@ -44,11 +45,12 @@ import {
   nowMicros,
 } from './log-options.js';
 import { MarkWriter } from './mark-writer.js';
+import { RecentRecords } from './recent-records.js';
 import { applyRecovery, planRecovery, type RecoveryAction } from './recovery.js';
 import { FLAG_GENERATION_START, viewOf, writeU64 } from '../segment/format.js';
 import { SegmentFiles } from './segment-files.js';
 import { GroupCommit } from './sync.js';
-import { LogWriter, type Staged } from './writer.js';
+import { LogWriter, type Pending, type Staged } from './writer.js';
 
 export type { FsyncMode, LogOptions } from './log-options.js';
 export type { ReadBudget, ReadResult } from './log-reader.js';
@@ -81,6 +83,8 @@ export class SegmentLog {
   private readonly head: HeadTrimmer;
   private readonly lock: DirLock;
   private readonly listeners = new Set<(durable: number) => void>();
+  private readonly writtenListeners = new Set<(written: number) => void>();
+  private readonly recent = new RecentRecords();
   private closing = false;
 
   private constructor(p: Parts) {
@@ -106,6 +110,7 @@ export class SegmentLog {
       marks: p.marks,
       commit: this.commit,
       newestStampMicros: newest,
+      wrote: (first, group) => this.groupWritten(first, group),
     });
     this.reader = new LogReader(
       p.dir,
@@ -211,6 +216,47 @@ export class SegmentLog {
     return () => {
       this.listeners.delete(listener);
     };
+  }
+
+  /** Called with the written offset after each write, before the write is durable. */
+  onWritten(listener: (writtenOffset: number) => void): () => void {
+    this.writtenListeners.add(listener);
+    return () => {
+      this.writtenListeners.delete(listener);
+    };
+  }
+
+  /**
+   * Keeps the newest written records' payloads in memory, up to `maxBytes` (0: stops), for
+   * `readWritten` at the tail. For one tail reader at a time (a leader's shipper).
+   */
+  keepRecent(maxBytes: number): void {
+    this.recent.keep(maxBytes);
+  }
+
+  /**
+   * As `read`, but up to the written offset, past the durable bound under `onCommit` (the
+   * durable bound once poisoned): what a leader ships while its own fsync runs. The newest
+   * records come from memory when `keepRecent` holds them, else from the segment files (the
+   * page cache).
+   */
+  async readWritten(from: number, budget: ReadBudget = {}): Promise<ReadResult> {
+    this.checkOpen();
+    const limit = this.commit.poisoned === undefined ? this.writer.written : this.durableOffset;
+    const kept = this.recent.read(
+      from,
+      limit,
+      budget.maxRecords ?? READ_RECORDS_MAX_DEFAULT,
+      budget.maxBytes ?? READ_BYTES_MAX_DEFAULT,
+    );
+    if (kept !== null && from >= this.files.baseOffset) {
+      // As the file's reader does: a start record only for a reader that asked for them.
+      const records = budget.includeGenerationStarts
+        ? kept
+        : kept.filter((r) => (r.flags & FLAG_GENERATION_START) === 0);
+      return { kind: 'records', records, next: from + kept.length };
+    }
+    return this.reader.read(from, budget, limit);
   }
 
   /**
@@ -387,10 +433,24 @@ export class SegmentLog {
     if (this.closing) throw new LogClosedError(this.dir);
   }
 
+  private groupWritten(first: number, group: readonly Pending[]): void {
+    let at = first;
+    for (const p of group) {
+      const payloads = p.payloads ?? [];
+      this.recent.add(at, payloads, p.timestampMicros, p.flags);
+      at += payloads.length;
+    }
+    if (this.writtenListeners.size > 0) this.announce(this.writtenListeners, at);
+  }
+
   private announceDurable(durable: number): void {
-    for (const l of this.listeners) {
+    this.announce(this.listeners, durable);
+  }
+
+  private announce(listeners: ReadonlySet<(offset: number) => void>, offset: number): void {
+    for (const l of listeners) {
       try {
-        l(durable);
+        l(offset);
       } catch (err) {
         // A listener's bug must not stop durability: surface it outside the flush loop.
         queueMicrotask(() => {

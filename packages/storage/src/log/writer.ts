@@ -78,6 +78,8 @@ export interface WriterParts {
   commit: GroupCommit;
   /** Append time of the newest batch in the log. */
   newestStampMicros: number;
+  /** A group was written (before any of its batches is answered): offsets from `first`. */
+  wrote?: (first: number, group: readonly Pending[]) => void;
 }
 
 export class LogWriter {
@@ -88,6 +90,7 @@ export class LogWriter {
   private readonly commit: GroupCommit;
   private readonly sequencer: CommitSequencer;
   private readonly encoder = new GroupEncoder();
+  private readonly wrote: WriterParts['wrote'];
   readonly prealloc: Preallocator;
 
   private queue: Pending[] = [];
@@ -114,6 +117,7 @@ export class LogWriter {
     this.marks = parts.marks;
     this.commit = parts.commit;
     this.newestStamp = parts.newestStampMicros;
+    this.wrote = parts.wrote;
     const active = parts.files.active;
     this.claimed = active.nextOffset;
     this.writtenBound = active.nextOffset;
@@ -466,6 +470,7 @@ export class LogWriter {
     for (let k = 0; k < encoded.indexOffsets.length; k++)
       active.index.offer(encoded.indexOffsets[k]!, encoded.indexPositions[k]!);
     this.writtenBound = encoded.next;
+    this.wrote?.(first, group);
     let at = first;
     for (const p of group) {
       const n = p.payloads!.length;

@@ -9,7 +9,8 @@
  * replaced when the shard's generation changes.
  *
  * A `quorum` shard's stream log also gets a CommitMark over its replica set (the leader counted
- * at its own durable offset, each follower at what it confirmed): recomputed on every
+ * at its own durable offset, each follower at what it confirmed, and never past the leader's
+ * durable offset, since records ship before the leader's fsync ends): recomputed on every
  * confirmation and every leader fsync, carried to the followers by the shipper, handed to
  * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
  * with a shard never count toward the mark. A new leader's mark counts only through its own
@@ -240,8 +241,11 @@ export class Replicator {
   private recompute(key: string, quorum: ShipQuorum | undefined): void {
     const s = this.shippers.get(key)?.get('stream');
     if (s === undefined || s.mark === null) return;
-    const held = [s.log.durableOffset, ...s.followers.map((f) => s.shipper.confirmed(f))];
-    if (!s.mark.advance(held)) return;
+    const own = s.log.durableOffset;
+    const held = [own, ...s.followers.map((f) => s.shipper.confirmed(f))];
+    // Followers may confirm records before the leader's fsync of them ends (the shipper sends
+    // what is written): the mark waits for the leader's own durable offset as well.
+    if (!s.mark.advance(held, own)) return;
     s.log.setRetentionFloor(s.mark.offset);
     s.shipper.wake();
     quorum?.onMark(s.mark.offset);
