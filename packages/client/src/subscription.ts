@@ -56,6 +56,9 @@ export interface StreamEvent {
   /** Offsets lost immediately before this event (0 when none): see `status()` `gap`, emitted
    *  once for the same loss, as soon as the broker reports it (possibly before this event). */
   lostBefore: number;
+  /** Offsets just before this event that hold no record and were not lost (a new leader's
+   *  generation-start record, records retention removed): present only when above 0. */
+  skippedBefore?: number;
   /** When the record was appended (µs since the epoch, the broker's clock), on a subscription
    *  made with `timestamps: true` to a broker that sends them; absent otherwise. */
   timestampMicros?: number;
@@ -77,6 +80,8 @@ export class EventRun {
     readonly lost: number,
     /** Append time of each payload, when the subscription carries them. */
     readonly timesMicros?: number[],
+    /** Offsets holding no record just before the first delivered event. */
+    readonly skipped = 0,
   ) {}
 
   private payloadBytes = -1;
@@ -99,6 +104,7 @@ export class EventRun {
       data: this.payloads[i]!,
       lostBefore: i === this.start ? this.lost : 0,
     };
+    if (i === this.start && this.skipped > 0) ev.skippedBefore = this.skipped;
     if (this.timesMicros !== undefined) ev.timestampMicros = this.timesMicros[i]!;
     return ev;
   }
@@ -151,6 +157,8 @@ export class ShardReader {
   /** Offsets a loss notice (an event batch of no records) reported: `gap` went out at once, and
    *  the next event delivered carries them in `lostBefore` too. */
   private pendingLost = 0;
+  /** As pendingLost, for offsets that hold no record (told by `skipped_before`). */
+  private pendingSkipped = 0;
 
   constructor(
     private readonly host: ReaderHost,
@@ -448,8 +456,10 @@ export class ShardReader {
     }
     let lost = 0;
     let skip = 0;
+    let empty = 0;
     if (this.cursor !== undefined) {
       lost = Math.max(base - this.cursor - skipped, 0);
+      empty = Math.max(0, Math.min(skipped, base - this.cursor));
       if (base < this.cursor) skip = this.cursor - base; // already delivered: never twice
     }
     if (lost > 0)
@@ -465,11 +475,14 @@ export class ShardReader {
       // A loss notice (no records) or records all delivered before: nothing to hand out, so a
       // loss waits for the next event that is.
       this.pendingLost += lost;
+      this.pendingSkipped += empty;
       return new EventRun(this.stream, this.shard, base, payloads, skip, 0, times);
     }
     lost += this.pendingLost;
     this.pendingLost = 0;
-    return new EventRun(this.stream, this.shard, base, payloads, skip, lost, times);
+    empty += this.pendingSkipped;
+    this.pendingSkipped = 0;
+    return new EventRun(this.stream, this.shard, base, payloads, skip, lost, times, empty);
   }
 }
 

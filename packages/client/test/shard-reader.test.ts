@@ -136,4 +136,38 @@ describe('shard reader loss reports', () => {
     expect(gaps.length).toBe(1); // not reported twice
     reader.stop();
   });
+
+  it('offsets_that_hold_no_record_are_told_on_the_next_event_and_are_no_loss', async () => {
+    const data = new Uint8Array([1]);
+    const conn = scripted([
+      encodeEventBatch({ baseOffset: 0, payloads: [data, data] }),
+      // Offset 2 is a new leader's generation-start record: a page ending on it says so alone.
+      encodeEventBatch({ baseOffset: 3, skippedBefore: 1, payloads: [] }),
+      encodeEventBatch({ baseOffset: 3, payloads: [data] }),
+      // A batch right after two more that hold no record, and one lost.
+      encodeEventBatch({ baseOffset: 7, skippedBefore: 2, payloads: [data] }),
+    ]);
+    const gaps: StatusEvent[] = [];
+    const host: ReaderHost = {
+      closed: false,
+      emit: (e) => gaps.push(e),
+      connection: async () => conn as never,
+    };
+    const reader = new ShardReader(host, 's', 0, 'earliest', 16, undefined);
+    const runs = reader.events();
+    expect((await runs.next()).value!.event(1).skippedBefore).toBeUndefined();
+    expect((await runs.next()).value!.payloads.length).toBe(0);
+    expect((await runs.next()).value!.event(0)).toMatchObject({
+      offset: 3,
+      lostBefore: 0,
+      skippedBefore: 1,
+    });
+    expect((await runs.next()).value!.event(0)).toMatchObject({
+      offset: 7,
+      lostBefore: 1,
+      skippedBefore: 2,
+    });
+    expect(gaps).toEqual([{ type: 'gap', stream: 's', shard: 0, from: 4, count: 1 }]);
+    reader.stop();
+  });
 });

@@ -73,6 +73,9 @@ export interface DeliverLine extends LineBase {
   shard: number;
   offset: number;
   value: string;
+  /** Offsets just before this one that hold no record (the client's `skippedBefore`: a new
+   *  leader's generation-start record), so no gap needs telling them. */
+  skipped_before?: number;
 }
 
 /** The reader was told records `[from, to)` of a shard are lost to it (a `gap` / lostBefore). */
@@ -88,7 +91,8 @@ export interface GapLine extends LineBase {
 
 /**
  * After the faults healed: the whole retained log of one shard, read from its first retained
- * offset `start` to its end; `values[i]` is the value at offset `start + i` (no holes).
+ * offset `start` to its end; `values[i]` is the value at offset `start + i`, null where the
+ * offset holds no record (a generation-start record the reader was told it skipped).
  */
 export interface FinalReadLine extends LineBase {
   f: 'final_read';
@@ -96,7 +100,7 @@ export interface FinalReadLine extends LineBase {
   stream: string;
   shard: number;
   start: number;
-  values: string[];
+  values: (string | null)[];
 }
 
 export type CachePutLine = LineBase & { f: 'cache_put' } & (

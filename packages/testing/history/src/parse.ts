@@ -123,8 +123,8 @@ function shapeProblem(value: unknown): string | undefined {
 
 /** The elements of the arrays the checker reads must have their types too. */
 function listProblem(line: Record<string, unknown>): string | undefined {
-  if (line.f === 'final_read' && !(line.values as unknown[]).every((v) => fits(v, 'string'))) {
-    return 'final_read values must all be strings';
+  if (line.f === 'final_read' && !(line.values as unknown[]).every((v) => fits(v, 'string|null'))) {
+    return 'final_read values must all be strings or null';
   }
   if (
     line.f === 'group_final' &&

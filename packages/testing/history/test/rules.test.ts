@@ -51,6 +51,26 @@ describe('history rules', () => {
     expect(brokenRules(verdictOf(h))).toEqual([]);
   });
 
+  it('offsets_a_reader_was_told_hold_no_record_need_no_gap_and_no_value', () => {
+    // Offset 1 is a new leader's generation-start record: the subscription says so, the final
+    // read holds null there, and no publish, group or reader rule may count it.
+    const h = history();
+    h.publish('pub-0', 's', 'a').ok(0, 0);
+    h.publish('pub-0', 's', 'c').ok(0, 2);
+    const sub = h.subscribe('sub-0', 's', 0, 0);
+    h.deliver(sub, 'sub-0', 's', 0, 0, 'a').deliver(sub, 'sub-0', 's', 0, 2, 'c', 1);
+    h.finalRead('s', 0, 0, ['a', null, 'c']);
+    expect(brokenRules(verdictOf(h))).toEqual([]);
+    // Told one empty offset, not two: the second is still a hole no gap explains.
+    const wide = history();
+    wide.publish('pub-0', 's', 'a').ok(0, 0);
+    wide.publish('pub-0', 's', 'd').ok(0, 3);
+    const s2 = wide.subscribe('sub-0', 's', 0, 0);
+    wide.deliver(s2, 'sub-0', 's', 0, 0, 'a').deliver(s2, 'sub-0', 's', 0, 3, 'd', 1);
+    wide.finalRead('s', 0, 0, ['a', null, null, 'd']);
+    expect(brokenRules(verdictOf(wide))).toEqual(['per-shard-order']);
+  });
+
   it('a_subscription_from_a_trimmed_offset_may_start_at_the_retained_start', () => {
     const h = history();
     for (const [i, v] of ['a', 'b', 'c'].entries()) h.publish('pub-0', 's', v).ok(0, i);

@@ -86,23 +86,29 @@ async function sentinels(
 }
 
 /**
- * The shard's log from its first retained offset through `until`. A hole (offsets jumping) ends
- * the values there: what follows cannot be placed, and the checker reports what is missing.
+ * The shard's log from its first retained offset through `until`. Offsets the subscription says
+ * hold no record (`skippedBefore`: generation starts) are null; any other hole (offsets jumping)
+ * ends the values there: what follows cannot be placed, and the checker reports what is missing.
  */
 async function readShard(
   client: FelixClient,
   stream: string,
   shard: number,
   until: number,
-): Promise<{ start: number; values: string[] }> {
+): Promise<{ start: number; values: (string | null)[] }> {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), scaled(FINAL_READS_DEADLINE_MS));
   let start: number | undefined;
-  const values: string[] = [];
+  const values: (string | null)[] = [];
   try {
     const from = 'earliest';
     for await (const ev of client.subscribe(stream, { shard, from, signal: ac.signal })) {
       start ??= ev.offset;
+      const at = start + values.length;
+      // Offsets told to hold no record (generation starts) are kept as null; any other hole
+      // ends the read.
+      if (ev.offset > at && ev.offset - at <= (ev.skippedBefore ?? 0))
+        for (let o = at; o < ev.offset; o++) values.push(null);
       if (ev.offset !== start + values.length) break;
       values.push(text(ev.data));
       if (ev.offset >= until || values.length >= FINAL_READ_RECORDS_MAX) break;

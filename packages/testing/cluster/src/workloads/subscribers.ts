@@ -87,6 +87,7 @@ async function subscribeOnce(r: Reader, client: FelixClient): Promise<void> {
         shard,
         offset: ev.offset,
         value,
+        ...(ev.skippedBefore === undefined ? {} : { skipped_before: ev.skippedBefore }),
       });
       r.next = ev.offset + 1;
     }

@@ -120,7 +120,7 @@ function checkFinal(
   const dead = new Set(final.deadLettered);
   const end = Math.min(final.end, read.start + read.values.length);
   for (let offset = read.start; offset < end; offset++) {
-    if (dead.has(offset)) continue;
+    if (dead.has(offset) || read.values[offset - read.start] === null) continue;
     const key = `${final.stream}\u0000${final.group}\u0000${final.shard}\u0000${offset}`;
     if ((acks.get(key) ?? []).some((a) => a.outcome !== 'fail')) continue;
     findings.add(

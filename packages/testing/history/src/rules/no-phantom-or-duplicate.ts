@@ -35,6 +35,7 @@ export function checkNoPhantomOrDuplicate(index: HistoryIndex, findings: Finding
   const finalPlaces = new Map<string, Places>();
   for (const read of observed<FinalReadLine>(index, 'final_read')) {
     read.values.forEach((value, i) => {
+      if (value === null) return; // an offset holding no record
       const at = `shard ${read.shard} offset ${read.start + i}`;
       if (phantom(read.stream, value, `${at} (final read)`, read)) return;
       place(finalPlaces, `${read.stream}\u0000${value}`, `${read.shard}/${read.start + i}`, read);

@@ -54,7 +54,7 @@ export function checkOffsetAgreement(index: HistoryIndex, findings: Findings): v
   }
   for (const read of observed<FinalReadLine>(index, 'final_read')) {
     read.values.forEach((value, i) => {
-      observe(read.stream, read.shard, read.start + i, value, [read]);
+      if (value !== null) observe(read.stream, read.shard, read.start + i, value, [read]);
     });
   }
 }

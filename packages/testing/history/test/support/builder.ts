@@ -95,15 +95,17 @@ export class History {
     shard: number,
     offset: number,
     value: string,
+    skipped = 0,
   ) {
-    this.observe(process, 'deliver', { sub: sub.id, stream, shard, offset, value });
+    const told = skipped > 0 ? { skipped_before: skipped } : {};
+    this.observe(process, 'deliver', { sub: sub.id, stream, shard, offset, value, ...told });
     return this;
   }
   gap(sub: Pending, process: string, stream: string, shard: number, from: number, to: number) {
     this.observe(process, 'gap', { sub: sub.id, stream, shard, from, to });
     return this;
   }
-  finalRead(stream: string, shard: number, start: number, values: string[]): this {
+  finalRead(stream: string, shard: number, start: number, values: (string | null)[]): this {
     this.observe('final', 'final_read', { stream, shard, start, values });
     return this;
   }
