@@ -15,7 +15,7 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Assignment, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, gauge } from './support.js';
+import { clusterPerTest, gauge, served, text } from './support.js';
 
 const STEP_MS = 60_000;
 const TEST_MS = 180_000;
@@ -84,7 +84,10 @@ describe('cache shard failover and hand-off', () => {
       expect((await cacheAssignment(c)).leader).toBe(before.leader);
       await c.start(before.leader);
       const back = await connectTo(c, before.leader);
-      const got = await served(() => back.cache('sessions').get('k'));
+      const got = await served(
+        () => back.cache('sessions').get('k'),
+        'the returned leader to serve',
+      );
       expect(text(got)).toBe('leader only');
     },
     TEST_MS,
@@ -115,7 +118,7 @@ describe('cache shard failover and hand-off', () => {
       expect(followers).toContain(after.leader);
       for (const f of followers) await c.healFsync(f);
       const next = (await connectTo(c, after.leader)).cache('sessions');
-      await served(() => next.get('warm'));
+      await served(() => next.get('warm'), 'the successor to serve');
       for (let i = 0; i < VALUES; i++)
         expect(text(await next.get(`v${i}`)), `v${i}`).toBe(`value ${i}`);
     },
@@ -156,25 +159,4 @@ async function reported(
 async function unplacedShards(c: FelixCluster): Promise<number> {
   const page = await (await fetch(`${c.controlPlaneUrl}/metrics`)).text();
   return gauge(page, 'felix_controlplane_unplaced_shards');
-}
-
-/** The first answer of `ask` that is not a refusal (the shard may still be opening). */
-async function served<T>(ask: () => Promise<T>): Promise<T> {
-  const got = await waitFor(
-    async () => {
-      try {
-        return { value: await ask() };
-      } catch {
-        // Refused while the shard opens on its leader: ask again.
-        return undefined;
-      }
-    },
-    'the cache to be served',
-    scaled(STEP_MS),
-  );
-  return got.value;
-}
-
-function text(b: Uint8Array | undefined): string | undefined {
-  return b === undefined ? undefined : new TextDecoder().decode(b);
 }

@@ -13,34 +13,14 @@
 // leader as the reader's only seed: it reconnects through the brokers its topology named. And
 // a group consume loop seeded with a follower keeps consuming on the promoted leader, and a
 // watch of a one-shard cache seeded with a follower sees every change once across the kill.
-import type { FelixClient, StreamEvent } from '@felix/client';
+import type { StreamEvent } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, gauge } from './support.js';
+import { type FelixCluster, scaled, startCluster } from '../src/index.js';
+import { clusterPerTest, metricOf, publishAll } from './support.js';
 
 const FAILOVER_MS = 60_000;
 const TEXT = new TextDecoder();
-
-/** Publishes `values` in order, each once: a refusal that wrote nothing is retried, an unknown
- *  outcome fails the test (a resend could duplicate what the subscriber must see once). */
-async function publishAll(client: FelixClient, stream: string, values: string[]): Promise<void> {
-  for (const v of values) {
-    await waitFor(
-      async () => {
-        try {
-          await client.publish(stream, v);
-          return true;
-        } catch (err) {
-          if ((err as { retry?: string }).retry === 'unknown_outcome') throw err;
-          return false;
-        }
-      },
-      `publish ${v}`,
-      scaled(FAILOVER_MS),
-    );
-  }
-}
 
 /**
  * Waits until the control plane holds a replica report of `stream` naming every follower at
@@ -65,10 +45,6 @@ async function reportCaughtUp(c: FelixCluster, stream: string, records: number):
     'a replica report naming the followers caught up',
     scaled(FAILOVER_MS),
   );
-}
-
-async function metricOf(node: ClusterNode, name: string): Promise<number> {
-  return gauge(await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text(), name);
 }
 
 describe('the cluster-aware client', () => {

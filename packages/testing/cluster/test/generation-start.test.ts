@@ -13,11 +13,11 @@ import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import type { FelixClient, StatusEvent, StreamEvent } from '@felix/client';
+import type { StatusEvent, StreamEvent } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, gauge } from './support.js';
+import { clusterPerTest, metricOf, publishAll } from './support.js';
 
 const run = promisify(execFile);
 const LOG_TOOL = resolve(import.meta.dirname, '../../../storage/dist/log-tool.js');
@@ -69,25 +69,6 @@ async function quorumStream(holder: { cluster: FelixCluster | undefined }) {
   const before = (await c.assignments()).find((a) => a.stream === 'orders')!;
   const followers = c.nodes.filter((n) => n.id !== leader.id);
   return { c, leader, before, followers };
-}
-
-/** Publishes each value once, retrying refusals that did nothing (the new leader opening). */
-async function publishAll(client: FelixClient, stream: string, values: string[]): Promise<void> {
-  for (const v of values) {
-    await waitFor(
-      async () => {
-        try {
-          await client.publish(stream, v);
-          return true;
-        } catch (err) {
-          if ((err as { retry?: string }).retry === 'unknown_outcome') throw err;
-          return false;
-        }
-      },
-      `publish ${v}`,
-      scaled(DEADLINE_MS),
-    );
-  }
 }
 
 async function promotion(c: FelixCluster, leader: ClusterNode, generation: number) {
@@ -268,8 +249,4 @@ interface StoredReport {
   stream: string;
   leader_offset: number;
   replica_offsets: { node_id: string; durable_offset: number }[];
-}
-
-async function metricOf(node: ClusterNode, name: string): Promise<number> {
-  return gauge(await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text(), name);
 }

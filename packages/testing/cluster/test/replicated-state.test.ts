@@ -13,13 +13,12 @@ import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type Assignment,
-  type ClusterNode,
   type ClusterSpec,
   type FelixCluster,
   scaled,
   startCluster,
 } from '../src/index.js';
-import { clusterPerTest, gauge } from './support.js';
+import { clusterPerTest, metricOf, served, text } from './support.js';
 
 const FAILOVER_MS = 60_000;
 const TEST_MS = 180_000;
@@ -210,24 +209,6 @@ async function failover(
   return next;
 }
 
-/** The first answer of `ask` that is not a refusal: the promoted broker may still be opening
- *  the shard (`not_ready`) when the control plane already names it. */
-async function served<T>(ask: () => Promise<T>, what: string): Promise<T> {
-  const got = await waitFor(
-    async () => {
-      try {
-        return { value: await ask() };
-      } catch {
-        // Refused while the shard opens on the new leader: ask again.
-        return undefined;
-      }
-    },
-    what,
-    scaled(FAILOVER_MS),
-  );
-  return got.value;
-}
-
 interface StoredReport {
   kind: string;
   stream: string;
@@ -244,13 +225,4 @@ async function assignmentOf(
   const a = (await c.assignments()).find((x) => x.kind === kind && x.stream === name);
   if (a === undefined) throw new Error(`no assignment of ${kind} ${name}`);
   return a;
-}
-
-async function metricOf(node: ClusterNode, name: string): Promise<number> {
-  const page = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
-  return gauge(page, name);
-}
-
-function text(b: Uint8Array | undefined): string | undefined {
-  return b === undefined ? undefined : new TextDecoder().decode(b);
 }

@@ -1,7 +1,11 @@
 /** Test support: one cluster per test, its log tails printed and its dir kept when it fails. */
 import type { FelixClient } from '@felix/client';
+import { waitFor } from '@felix/testing-harness';
 import { afterEach } from 'vitest';
-import type { FelixCluster } from '../src/index.js';
+import { type ClusterNode, type FelixCluster, scaled } from '../src/index.js';
+
+/** How long a step of a failover test may take before it fails (scaled). */
+const STEP_MS = 60_000;
 
 const TEXT = new TextDecoder();
 
@@ -45,4 +49,52 @@ export function gauge(page: string, name: string, labels = ''): number {
     if (line.startsWith(`${name}${labels} `)) return Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return Number.NaN;
+}
+
+/** A broker's metric, read from its /metrics page (NaN when absent). */
+export async function metricOf(node: ClusterNode, name: string): Promise<number> {
+  return gauge(await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text(), name);
+}
+
+/** Publishes each value once, in order, retrying refusals that wrote nothing (a new leader
+ *  opening); an unknown outcome fails the test (a resend could duplicate the value). */
+export async function publishAll(client: FelixClient, stream: string, values: string[]) {
+  for (const v of values) {
+    await waitFor(
+      async () => {
+        try {
+          await client.publish(stream, v);
+          return true;
+        } catch (err) {
+          if ((err as { retry?: string }).retry === 'unknown_outcome') throw err;
+          return false;
+        }
+      },
+      `publish ${v}`,
+      scaled(STEP_MS),
+    );
+  }
+}
+
+/** The first answer of `ask` that is not a refusal: the promoted broker may still be opening
+ *  the shard (`not_ready`) when the control plane already names it. */
+export async function served<T>(ask: () => Promise<T>, what: string): Promise<T> {
+  const got = await waitFor(
+    async () => {
+      try {
+        return { value: await ask() };
+      } catch {
+        // Refused while the shard opens on its leader: ask again.
+        return undefined;
+      }
+    },
+    what,
+    scaled(STEP_MS),
+  );
+  return got.value;
+}
+
+/** A value's bytes as text (undefined stays undefined). */
+export function text(b: Uint8Array | undefined): string | undefined {
+  return b === undefined ? undefined : TEXT.decode(b);
 }

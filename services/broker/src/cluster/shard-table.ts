@@ -740,9 +740,15 @@ export class ShardTable {
     const shard = `${s.tenant}/${s.namespace}/${s.name}/${i}`;
     const ref = refOf(s, i, generation);
     const outcome = await replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
+    const retry = async (open: ShardStore | null, err?: unknown) => {
+      this.log.warn({ err, shard, generation, ...outcome }, 'the shard was not opened; retried');
+      await open?.close();
+      setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+      return null;
+    };
+    if (!outcome.majority) return retry(store);
     let open: ShardStore | null = store;
     try {
-      if (!outcome.majority) throw new Error('the replica set was not fenced');
       const source = tailSource(await logEndOf(store.log), outcome.answers);
       if (source !== undefined) {
         open = null;
@@ -759,13 +765,7 @@ export class ShardTable {
       const commitStart = Math.max(0, ...outcome.answers.map((x) => x.commitOffset));
       return { store: open, fence: { start, commitStart } };
     } catch (err) {
-      this.log.warn(
-        { err, shard, generation, ...outcome },
-        'the shard was not opened after its fence; the open is retried',
-      );
-      await open?.close();
-      setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
-      return null;
+      return retry(open, err);
     }
   }
 
