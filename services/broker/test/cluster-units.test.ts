@@ -22,7 +22,7 @@ import {
   cacheFromCatalog,
   replicaGenerationOf,
   streamFromCatalog,
-} from '../src/cluster/shard-table.js';
+} from '../src/cluster/feed-items.js';
 import { loadConfig } from '../src/config/load.js';
 import { ControlPlaneUnavailableError } from '../src/errors.js';
 

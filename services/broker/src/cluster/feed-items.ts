@@ -1,0 +1,122 @@
+/**
+ * The control plane's feed items as this broker reads them: a catalog stream or cache, and a
+ * shard assignment. Parsing never throws: a malformed item is null and the table logs it.
+ */
+import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
+
+export type ShardKind = 'stream' | 'cache';
+
+export interface AssignmentRecord {
+  tenant_id: string;
+  namespace: string;
+  kind: ShardKind;
+  stream: string;
+  shard: number;
+  leader: string;
+  /** Every node holding a copy (the leader included), as placement chose them. */
+  replicas: string[];
+  generation: number;
+}
+
+/** The generation at which `nodeId` follows the shard, when it is a replica but not the leader. */
+export function replicaGenerationOf(
+  a: AssignmentRecord | undefined,
+  nodeId: string,
+): number | undefined {
+  if (a === undefined || a.leader === nodeId || !a.replicas.includes(nodeId)) return undefined;
+  return a.generation;
+}
+
+export function shardKey(kind: string, t: string, ns: string, name: string, shard: number): string {
+  return `${kind}\u0000${t}\u0000${ns}\u0000${name}\u0000${shard}`;
+}
+
+export function str(x: unknown): string | null {
+  return typeof x === 'string' ? x : null;
+}
+
+export function posInt(x: unknown): number | null {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0 ? x : null;
+}
+
+/** The broker's stream config for a catalog-feed stream item, or null when it is malformed. */
+export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfig | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const s = item as Record<string, unknown>;
+  const tenant = str(s.tenant_id);
+  const namespace = str(s.namespace);
+  const name = str(s.stream);
+  const shards = posInt(s.shards);
+  if (tenant === null || namespace === null || name === null || shards === null || shards < 1)
+    return null;
+  const durable = s.durable === true;
+  const retention = (s.retention ?? {}) as Record<string, unknown>;
+  return {
+    tenant,
+    namespace,
+    name,
+    shards,
+    durable,
+    fsync: cfg.durable.fsync_mode,
+    fsync_interval_ms: cfg.durable.fsync_interval_ms,
+    // Retention bounds durable logs only; an in-memory stream is bounded by its ring.
+    retention: durable
+      ? {
+          max_bytes: posInt(retention.max_size_bytes),
+          max_age_seconds: posInt(retention.max_age_seconds),
+        }
+      : { max_bytes: null, max_age_seconds: null },
+    routing: s.routing === 'jump_hash' ? 'jump_hash' : 'modulo',
+    // The control plane spells it `Leader` / `Quorum`; anything else is the default.
+    consistency: String(s.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
+    replication_factor: posInt(s.replication_factor) ?? 1,
+  };
+}
+
+/** The broker's cache config for a catalog-feed cache item, or null when it is malformed. */
+export function cacheFromCatalog(item: unknown, cfg: BrokerConfig): CacheConfig | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const c = item as Record<string, unknown>;
+  const tenant = str(c.tenant_id);
+  const namespace = str(c.namespace);
+  const name = str(c.cache);
+  const shards = posInt(c.shards);
+  if (tenant === null || namespace === null || name === null || shards === null || shards < 1)
+    return null;
+  // Caches are log-backed exactly when the broker has a data dir (as in standalone mode).
+  return {
+    tenant,
+    namespace,
+    name,
+    shards,
+    durable: cfg.durable.data_dir !== null,
+    default_ttl_ms: null,
+  };
+}
+
+/** An assignment of the feed, or null when it is malformed. */
+export function assignmentFrom(item: unknown): AssignmentRecord | null {
+  if (typeof item !== 'object' || item === null) return null;
+  const a = item as Record<string, unknown>;
+  const kind = a.kind === 'stream' || a.kind === 'cache' ? a.kind : null;
+  const t = str(a.tenant_id);
+  const ns = str(a.namespace);
+  const name = str(a.stream);
+  const shard = posInt(a.shard);
+  const leader = str(a.leader);
+  const generation = posInt(a.generation);
+  if (
+    kind === null ||
+    t === null ||
+    ns === null ||
+    name === null ||
+    shard === null ||
+    leader === null ||
+    generation === null
+  )
+    return null;
+  const replicas = Array.isArray(a.replicas)
+    ? a.replicas.filter((r): r is string => typeof r === 'string')
+    : [leader];
+  return { tenant_id: t, namespace: ns, kind, stream: name, shard, leader, replicas, generation };
+}
