@@ -78,8 +78,16 @@ export class BrokerRequests {
   }
 
   private readonly leadsCacheShard: LeadsCacheShard = (cache, shard) =>
-    (this.streamDeps.ownership?.refuse('cache', cache.tenant, cache.namespace, cache.name, shard) ??
-      null) === null;
+    // Expiry writes: only where the assignment names this broker, as a put does.
+    (this.streamDeps.ownership?.refuse(
+      'cache',
+      cache.tenant,
+      cache.namespace,
+      cache.name,
+      shard,
+      false,
+      true,
+    ) ?? null) === null;
 
   /** Records became visible on a shard: wake the group polls waiting on it. */
   onApply(source: RecordSource): void {

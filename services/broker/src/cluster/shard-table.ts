@@ -198,14 +198,18 @@ export class ShardTable {
           ? shardForKey(UTF8.encode(key), c.shards, 'modulo')
           : (posInt(m.shard) ?? 0);
       if (shard >= c.shards) return null;
-      return this.refuse('cache', t, ns, cacheName, shard, CACHE_WRITES.has(String(m.type)));
+      // Every cache request follows the assignment: a get answered from a copy being let go
+      // would miss a put already forwarded to the new leader.
+      const write = CACHE_WRITES.has(String(m.type));
+      return this.refuse('cache', t, ns, cacheName, shard, write, true);
     }
     const streamName = str(m.stream);
     const shard = posInt(m.shard);
     if (streamName === null || shard === null) return null;
     const s = this.streams.get(streamKey(t, ns, streamName));
     if (s === undefined || shard >= s.shards) return null;
-    return this.refuse('stream', t, ns, streamName, shard);
+    // Group requests move claims and cursors: on a copy being let go they would be lost.
+    return this.refuse('stream', t, ns, streamName, shard, false, true);
   }
 
   /** Handler of the shard-assignments feed. */
@@ -278,6 +282,11 @@ export class ShardTable {
     return { generation: a.generation, follower };
   }
 
+  /** A stream of the catalog feed (a follower's copy takes its retention and consistency). */
+  streamConfig(t: string, ns: string, name: string): StreamConfig | undefined {
+    return this.streams.get(streamKey(t, ns, name));
+  }
+
   /** The assignment of one shard, if the feed has one. */
   assignment(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
     return this.assignments.get(shardKey(kind, t, ns, name, shard));
@@ -308,7 +317,8 @@ export class ShardTable {
    * naming the leader, its client address and generation, which a write's handler forwards
    * instead). A `write` is also refused, retryably, while this broker's lease is lapsed (no
    * heartbeat accepted for 0.75 L): the control plane may be about to give the shard to another
-   * broker.
+   * broker. A write, and a request that `followsAssignment`, goes to the leader the assignment
+   * names at once; a stream read may stay until this broker lets the shard go.
    */
   refuse(
     kind: ShardKind,
@@ -317,12 +327,13 @@ export class ShardTable {
     name: string,
     shard: number,
     write = false,
+    followsAssignment = write,
   ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
     const { view, serving } = this.routeView(kind, t, ns, name, shard);
-    // A write follows the assignment at once, a read may stay until the shard is let go.
-    const route = (write ? routeWriteAtIngress : routeAtIngress)(this.nodeId, view, serving);
+    const routeOf = followsAssignment ? routeWriteAtIngress : routeAtIngress;
+    const route = routeOf(this.nodeId, view, serving);
     if (route.kind === 'local') return write ? this.leaseRefusal(where) : null;
     if (route.kind === 'remote') {
       const owner: ShardOwner = {

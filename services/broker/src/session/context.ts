@@ -10,7 +10,8 @@ import type { NotLeaderRefusal, Refusal } from './refusal.js';
 /** Control-plane mode: which shards this broker serves (cluster/shard-table.ts). */
 export interface ShardOwnership {
   /** Null when this broker serves the shard; otherwise the refusal to answer with. A `write`
-   *  is also refused while this broker's lease is lapsed. */
+   *  is also refused while this broker's lease is lapsed; a write, or a request that
+   *  `followsAssignment`, is refused as soon as the assignment names another leader. */
   refuse(
     kind: 'stream' | 'cache',
     tenant: string,
@@ -18,6 +19,7 @@ export interface ShardOwnership {
     name: string,
     shard: number,
     write?: boolean,
+    followsAssignment?: boolean,
   ): Refusal | null;
   /** The same for a cache, counter, watch or group request (null when served or unknown). */
   refuseMessage(msg: Message): Refusal | null;

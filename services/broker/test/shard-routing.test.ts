@@ -1,0 +1,145 @@
+// Goal: which requests a broker still answers from its own copy of a shard once the control
+// plane has named another leader, while its reconcile pass has not let the shard go yet. A cache
+// get, a watch or a group request answered there reads (or writes) state the new leader no longer
+// shares: a put already forwarded to the new leader would be missing from the get, a group ack
+// would be lost with the old copy. A stream subscription reads by offset and may stay until the
+// release ends it.
+// Method: a ShardTable fed by hand (no control plane), with a replication stand-in whose
+// follower release for one cache blocks until the test lets it go: that keeps a reconcile pass
+// running, so an assignment change that arrives meanwhile waits, as it does behind a slow pass.
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import type { Catalog } from '../src/catalog/catalog.js';
+import type { ShardTable as ShardTableType } from '../src/cluster/shard-table.js';
+import { ShardTable } from '../src/cluster/shard-table.js';
+import { loadConfig } from '../src/config/load.js';
+import { NotLeaderRefusal } from '../src/session/refusal.js';
+import type { Message } from '@felix/wire';
+
+const silent = pino({ level: 'silent' });
+const T = 't1';
+const NS = 'ns';
+
+interface Gate {
+  readonly promise: Promise<void>;
+  open(): void;
+}
+
+function gate(): Gate {
+  let open = (): void => undefined;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+/** A table for node n1 with a replication stand-in; releasing cache `blocked`'s copies waits on `hold`. */
+function table(blocked: string, hold: Gate): ShardTableType {
+  const catalog = {
+    installStream: () => undefined,
+    removeStream: () => undefined,
+  } as unknown as Catalog;
+  const t = new ShardTable(
+    loadConfig({}),
+    catalog,
+    'n1',
+    () => Promise.reject(new Error('no durable streams in this test')),
+    { onDrop: () => undefined, onApply: () => undefined },
+    silent,
+    new Registry(),
+  );
+  t.replication = {
+    replicator: { stop: async () => undefined, ship: async () => undefined, reports: () => [] },
+    releaseFollower: (ref: { stream: string }) =>
+      ref.stream === blocked ? hold.promise : Promise.resolve(),
+    logOptions: () => ({}),
+    riding: { admit: () => undefined, open: async () => null, release: async () => undefined },
+  } as unknown as NonNullable<ShardTableType['replication']>;
+  t.nodeAddresses.set('n2', '127.0.0.1:7002');
+  return t;
+}
+
+function assignment(kind: 'stream' | 'cache', name: string, leader: string, generation: number) {
+  return {
+    tenant_id: T,
+    namespace: NS,
+    kind,
+    stream: name,
+    shard: 0,
+    leader,
+    replicas: ['n1', 'n2'],
+    generation,
+  };
+}
+
+function change(value: Record<string, unknown>) {
+  return { op: 'put', key: {}, value } as never;
+}
+
+const cacheGet = (cache: string) =>
+  ({ type: 'cache_get', tenant_id: T, namespace: NS, cache, key: 'k' }) as unknown as Message;
+
+describe('routing while a shard is being let go', () => {
+  it('a_cache_read_goes_to_the_leader_the_assignment_names_even_while_this_broker_still_serves', async () => {
+    const hold = gate();
+    const t = table('held-open', hold);
+    t.cachesFeed.snapshot([
+      { tenant_id: T, namespace: NS, cache: 'c', shards: 1 },
+      { tenant_id: T, namespace: NS, cache: 'held-open', shards: 1 },
+    ]);
+    t.assignmentsFeed.snapshot([assignment('cache', 'c', 'n1', 1)]);
+    await t.settled();
+    expect(t.refuseMessage(cacheGet('c'))).toBeNull();
+
+    // A pass that starts leading `held-open` stays running until the gate opens.
+    t.assignmentsFeed.changes([change(assignment('cache', 'held-open', 'n1', 1))]);
+    // Meanwhile the control plane gives `c` to n2: this broker still holds its copy.
+    t.assignmentsFeed.changes([change(assignment('cache', 'c', 'n2', 2))]);
+    expect(t.routeView('cache', T, NS, 'c', 0).serving).toBe(true);
+
+    for (const type of ['cache_get', 'cache_watch', 'cache_put', 'counter_get']) {
+      const refusal = t.refuseMessage({ ...cacheGet('c'), type } as unknown as Message);
+      expect(refusal, type).toBeInstanceOf(NotLeaderRefusal);
+      expect((refusal as NotLeaderRefusal).owner.nodeId).toBe('n2');
+      expect((refusal as NotLeaderRefusal).owner.generation).toBe(2);
+    }
+    hold.open();
+    await t.settled();
+    expect(t.routeView('cache', T, NS, 'c', 0).serving).toBe(false);
+    expect(t.refuseMessage(cacheGet('c'))).toBeInstanceOf(NotLeaderRefusal);
+  });
+
+  it('a_group_request_follows_the_assignment_at_once_while_a_subscription_may_stay_until_the_release', async () => {
+    const hold = gate();
+    const t = table('held-open', hold);
+    t.streamsFeed.snapshot([{ tenant_id: T, namespace: NS, stream: 's', shards: 1 }]);
+    t.cachesFeed.snapshot([{ tenant_id: T, namespace: NS, cache: 'held-open', shards: 1 }]);
+    t.assignmentsFeed.snapshot([assignment('stream', 's', 'n1', 1)]);
+    await t.settled();
+    const poll = {
+      type: 'group_poll',
+      tenant_id: T,
+      namespace: NS,
+      stream: 's',
+      shard: 0,
+      group: 'g',
+    } as unknown as Message;
+    expect(t.refuseMessage(poll)).toBeNull();
+
+    t.assignmentsFeed.changes([change(assignment('cache', 'held-open', 'n1', 1))]);
+    t.assignmentsFeed.changes([change(assignment('stream', 's', 'n2', 2))]);
+    expect(t.routeView('stream', T, NS, 's', 0).serving).toBe(true);
+
+    for (const type of ['group_poll', 'group_ack', 'group_nack']) {
+      const refusal = t.refuseMessage({ ...poll, type } as unknown as Message);
+      expect(refusal, type).toBeInstanceOf(NotLeaderRefusal);
+      expect((refusal as NotLeaderRefusal).owner.nodeId).toBe('n2');
+    }
+    // A subscription (the read handlers' check) reads by offset: it stays until the release.
+    expect(t.refuse('stream', T, NS, 's', 0)).toBeNull();
+    hold.open();
+    await t.settled();
+    expect(t.refuse('stream', T, NS, 's', 0)).toBeInstanceOf(NotLeaderRefusal);
+  });
+});
