@@ -13,6 +13,7 @@ import { encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { committedFrame } from '../src/frames.js';
 import { CommitSaver } from '../src/follower/commit-saver.js';
+import { ReplicaServer } from '../src/follower/replica-server.js';
 import { ShardShipper } from '../src/leader/shard-shipper.js';
 import { LossyLink, SHARD, SimFollower, decodeFrame, shardRef } from './support/sim.js';
 
@@ -158,5 +159,54 @@ describe('commit offset on followers', () => {
     expect(shipper.confirmed('b1')).toBe(5);
     // Only the batch went: no mark alone in front of it.
     expect(sentPayloads.slice(before)).toEqual([1]);
+  });
+
+  it('a_followers_retention_never_deletes_at_or_above_the_commit_offset_it_knows', async () => {
+    // Two followers of the same records with the same retention (about one 4 KiB segment
+    // kept): one of a quorum shard, whose retention stops below its commit offset, one of a
+    // leader shard, which knows no commit offset and trims as the bounds say.
+    const follower = async (floorAtCommit: boolean) => {
+      const at = await root();
+      const server = new ReplicaServer({
+        logOptions: () => ({
+          root: at,
+          shard: SHARD,
+          fsync: 'onCommit',
+          segmentBytes: 4096,
+          retention: { maxBytes: 4096, checkIntervalMs: 10 },
+        }),
+        assignment: () => ({ generation: 1 }),
+        retentionStopsAtCommit: () => floorAtCommit,
+      });
+      cleanups.push(() => server.close());
+      return server;
+    };
+    const quorum = await follower(true);
+    const leader = await follower(false);
+    const big = (i: number) => new TextEncoder().encode(`r${i}:${'x'.repeat(1000)}`);
+    const payloads = Array.from({ length: 40 }, (_, i) => big(i));
+    for (const server of [quorum, leader]) {
+      for (let first = 0; first < 40; first += 8) {
+        const batch = payloads.slice(first, first + 8);
+        const answer = await server.handle(committedFrame(first, shardRef(1), first, batch, 16));
+        expect(decodeFrame(answer).kind).toBe('ReplicateOk');
+      }
+    }
+    // Retention ran on both (a pass deletes every segment it may at once); the leader
+    // shard's copy keeps only its active segment.
+    await waitFor(() => (quorum.status(shardRef(1))?.base ?? 0) > 0, 'the quorum copy trimmed');
+    await waitFor(() => (leader.status(shardRef(1))?.base ?? 0) > 30, 'the leader copy trimmed');
+    const held = quorum.status(shardRef(1))!;
+    // Batches of 8 make segments of 8 records: the two below the mark go, no more.
+    expect(held.commit).toBe(16);
+    expect(held.base).toBe(16);
+    // The mark moves on: retention follows it.
+    const answer = await quorum.handle(committedFrame(99, shardRef(1), 40, [], 40));
+    expect(decodeFrame(answer).kind).toBe('ReplicateOk');
+    await waitFor(
+      () => (quorum.status(shardRef(1))?.base ?? 0) > 30,
+      'the quorum copy trimmed to its mark',
+    );
+    expect(quorum.status(shardRef(1))!.tail).toBe(40);
   });
 });

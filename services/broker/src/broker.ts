@@ -133,8 +133,14 @@ export class Broker {
     const tls = await this.tlsMaterial();
     const ports = await this.listenAll(tls);
     const selfId = nodeSpec(cfg, ports.quic ?? ports.tls ?? cfg.broker.port).node_id;
-    this.internal = await startInternalNode(cfg, selfId, tls, this.log, (s, kind) =>
-      this.cluster?.table.replicaRole(kind, s.tenantId, s.namespace, s.stream, s.shard),
+    this.internal = await startInternalNode(
+      cfg,
+      selfId,
+      tls,
+      this.log,
+      (s, kind) =>
+        this.cluster?.table.replicaRole(kind, s.tenantId, s.namespace, s.stream, s.shard),
+      (s) => this.cluster?.table.streamConfig(s.tenantId, s.namespace, s.stream),
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
@@ -328,7 +334,13 @@ export class Broker {
     return {
       replicator: this.replicator,
       releaseFollower: (ref, log) => internal.replicas.release(ref, log),
-      logOptions: (ref, log) => followerLogOptions(this.config, ref, log),
+      logOptions: (ref, log) =>
+        followerLogOptions(
+          this.config,
+          ref,
+          log,
+          table.streamConfig(ref.tenantId, ref.namespace, ref.stream),
+        ),
       riding: ridingLogsOf(this.requests!.caches, this.requests!.groups),
     };
   }

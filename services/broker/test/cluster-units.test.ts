@@ -23,7 +23,9 @@ import {
   replicaGenerationOf,
   streamFromCatalog,
 } from '../src/cluster/feed-items.js';
+import { followerLogOptions } from '../src/cluster/internal-node.js';
 import { loadConfig } from '../src/config/load.js';
+import { retentionOf } from '../src/streams/durable-store.js';
 import { ControlPlaneUnavailableError } from '../src/errors.js';
 
 const silent = pino({ level: 'silent' });
@@ -273,6 +275,29 @@ describe('replica sets', () => {
     // A feed item without replicas (an older control plane) names the leader alone.
     expect(assignmentFrom(base)?.replicas).toEqual(['b1']);
     expect(replicaGenerationOf(undefined, 'b2')).toBeUndefined();
+  });
+
+  it('a_followers_copy_of_a_stream_takes_the_streams_retention', () => {
+    const cfg = loadConfig({ FELIX_DURABLE_STORAGE_DIR: '/tmp/felix-never-opened' });
+    const item = {
+      tenant_id: 't1',
+      namespace: 'default',
+      stream: 'orders',
+      shards: 1,
+      durable: true,
+      retention: { max_size_bytes: 1_048_576, max_age_seconds: 60 },
+    };
+    const stream = streamFromCatalog(item, cfg)!;
+    const ref = { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation: 2 };
+    const copy = followerLogOptions(cfg, ref, 'stream', stream);
+    expect(copy.retention).toEqual(retentionOf(cfg, stream));
+    expect(copy.retention).toMatchObject({ maxBytes: 1_048_576, maxAgeMs: 60_000 });
+    // Without bounds, or before the catalog names the stream, the copy keeps everything.
+    const unbounded = streamFromCatalog({ ...item, retention: undefined }, cfg)!;
+    expect(followerLogOptions(cfg, ref, 'stream', unbounded).retention).toBeUndefined();
+    expect(followerLogOptions(cfg, ref, 'stream').retention).toBeUndefined();
+    // Group state keeps its own layout, with no stream bounds.
+    expect(followerLogOptions(cfg, ref, 'groupCursors', stream).retention).toBeUndefined();
   });
 });
 

@@ -71,6 +71,12 @@ export interface ReplicaServerOptions {
   /** Whether the commit offset is saved before the answer (the stream fsyncs on commit);
    *  absent: always. */
   commitSync?(shard: ShardRef): boolean;
+  /**
+   * Whether retention on this copy (`logOptions`' `retention`) stops below the commit offset
+   * this replica knows, as on a quorum shard's leader: what a majority may not hold yet is never
+   * deleted. Absent: false (a `leader` shard carries no commit offset).
+   */
+  retentionStopsAtCommit?(shard: ShardRef, log: ReplicaLogKind): boolean;
 }
 
 interface ShardState {
@@ -83,6 +89,8 @@ interface ShardState {
   tail: Promise<unknown>;
   queued: number;
   commits: CommitSaver;
+  /** Retention stops below the commit offset (`retentionStopsAtCommit`). */
+  floorAtCommit: boolean;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -114,6 +122,11 @@ function targetOf(
 /** The highest commit offset this replica knows of: saved, or carried and not saved yet. */
 function commitOf(state: ShardState): number {
   return Math.max(state.replica.state.commitOffset, state.commits.offered);
+}
+
+/** Keeps retention below the commit offset on a copy that needs it (after an open or a mark). */
+function holdRetentionFloor(state: ShardState): void {
+  if (state.floorAtCommit) state.log.setRetentionFloor(commitOf(state));
 }
 
 export class ReplicaServer {
@@ -248,7 +261,8 @@ export class ReplicaServer {
   private state(key: string, shard: ShardRef, log: ReplicaLogKind): Promise<ShardState> {
     let p = this.shards.get(key);
     if (p === undefined) {
-      p = openShard(this.opts.logOptions(shard, log)).then((s) => {
+      const floorAtCommit = this.opts.retentionStopsAtCommit?.(shard, log) ?? false;
+      p = openShard(this.opts.logOptions(shard, log), floorAtCommit).then((s) => {
         this.open.set(key, s);
         return s;
       });
@@ -289,6 +303,7 @@ export class ReplicaServer {
       // Only what this batch showed is known to match the leader's log.
       const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
       await state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
+      holdRetentionFloor(state);
     }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
   }
@@ -374,6 +389,7 @@ export class ReplicaServer {
     const r = await bootstrapLogAt(state.opts, base);
     state.log = await SegmentLog.open(state.opts);
     state.appender = new FollowerAppender(state.log);
+    holdRetentionFloor(state);
     if (r.kind === 'ready')
       return encodeInternalMessage({ kind: 'ReplicateOk', correlationId, durableOffset: r.tail });
     return refuse(correlationId, INTERNAL_ERROR.LogConflict, `holds records ${r.base}..${r.tail}`);
@@ -402,17 +418,18 @@ async function truncateAt(state: ShardState, at: number): Promise<void> {
   } finally {
     state.log = await SegmentLog.open(state.opts);
     state.appender = new FollowerAppender(state.log);
+    holdRetentionFloor(state);
   }
   await state.starts.truncated(at);
 }
 
-async function openShard(opts: LogOptions): Promise<ShardState> {
+async function openShard(opts: LogOptions, floorAtCommit: boolean): Promise<ShardState> {
   const log = await SegmentLog.open(opts);
   try {
     const io = opts.io ?? nodeIo;
     const replica = await ReplicaFile.open(io, log.dir);
     const starts = await GenerationStarts.open(io, log.dir);
-    return {
+    const state: ShardState = {
       opts,
       log,
       appender: new FollowerAppender(log),
@@ -421,7 +438,10 @@ async function openShard(opts: LogOptions): Promise<ShardState> {
       tail: Promise.resolve(),
       queued: 0,
       commits: new CommitSaver(replica),
+      floorAtCommit,
     };
+    holdRetentionFloor(state);
+    return state;
   } catch (err) {
     // The replica file's failure is what the caller needs; the log is recovered at next open.
     await log.close().catch(() => undefined);

@@ -25,7 +25,8 @@ import {
 } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
 import type { ShardRef } from '@felix/wire';
-import type { BrokerConfig } from '../config/types.js';
+import type { BrokerConfig, StreamConfig } from '../config/types.js';
+import { retentionOf } from '../streams/durable-store.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
 import { type ForwardServer, isForwardKind, refuseForwardFrame } from './forward-server.js';
 import { splitAddr } from './peer-links.js';
@@ -66,6 +67,8 @@ export async function startInternalNode(
     s: ShardRef,
     kind: ShardOwnerKind,
   ) => { generation: number; follower: boolean } | undefined,
+  /** The catalog's stream of a shard (its retention and consistency), when known. */
+  streamOf: (s: ShardRef) => StreamConfig | undefined = () => undefined,
 ): Promise<InternalNode | null> {
   const bind = cfg.cluster.internal_bind;
   if (bind === null) return null;
@@ -74,7 +77,9 @@ export async function startInternalNode(
     throw new ConfigInvalidCombinationError(['cluster.internal_bind'], `${bind} is not host:port`);
   const material = await clusterMaterial(cfg);
   const replicas = new ReplicaServer({
-    logOptions: (s, log) => followerLogOptions(cfg, s, log),
+    logOptions: (s, log) => followerLogOptions(cfg, s, log, streamOf(s)),
+    // As on the leader: a quorum stream's retention never deletes what a majority may not hold.
+    retentionStopsAtCommit: (s, log) => log === 'stream' && streamOf(s)?.consistency === 'quorum',
     // Catalog streams take the broker's fsync mode: on commit, the carried commit offset is
     // saved before each answer; otherwise at most once a second.
     commitSync: () => cfg.durable.fsync_mode === 'onCommit',
@@ -133,16 +138,21 @@ export function followerLogOptions(
   cfg: BrokerConfig,
   s: ShardRef,
   log: ReplicaLogKind,
+  stream?: StreamConfig,
 ): LogOptions {
   const dataDir = cfg.durable.data_dir ?? '';
   const shard = { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard };
-  if (log === 'stream')
+  if (log === 'stream') {
+    // The stream's retention applies to every copy, or a follower's disk grows without bound.
+    const retention = stream === undefined ? undefined : retentionOf(cfg, stream);
     return {
       root: join(dataDir, 'streams'),
       segmentBytes: cfg.durable.segment_bytes,
       shard,
       fsync: 'onCommit',
+      ...(retention === undefined ? {} : { retention }),
     };
+  }
   return {
     root: projectionRoot(dataDir, PROJECTION_OF[log]),
     segmentBytes: PROJECTION_SEGMENT_BYTES_DEFAULT,

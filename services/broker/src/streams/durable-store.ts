@@ -3,10 +3,21 @@
  * fsync mode and retention, under `<data_dir>/streams/`. Also feeds the fsync metric.
  */
 import { join } from 'node:path';
-import { type Io, SegmentLog } from '@felix/storage';
+import { type Io, type LogOptions, SegmentLog } from '@felix/storage';
 import type { BrokerConfig, StreamConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardStore, StoreRead } from './shard.js';
+
+/** A stream's retention as its log's options say it (leader and follower copies alike). */
+export function retentionOf(cfg: BrokerConfig, stream: StreamConfig): LogOptions['retention'] {
+  const r = stream.retention;
+  if (r.max_bytes === null && r.max_age_seconds === null) return undefined;
+  return {
+    ...(r.max_bytes !== null ? { maxBytes: r.max_bytes } : {}),
+    ...(r.max_age_seconds !== null ? { maxAgeMs: r.max_age_seconds * 1000 } : {}),
+    checkIntervalMs: cfg.durable.retention_check_interval_ms,
+  };
+}
 
 export async function openDurableStore(
   cfg: BrokerConfig,
@@ -16,16 +27,7 @@ export async function openDurableStore(
   io?: Io,
 ): Promise<ShardStore> {
   const root = join(cfg.durable.data_dir!, 'streams');
-  const retention =
-    stream.retention.max_bytes !== null || stream.retention.max_age_seconds !== null
-      ? {
-          ...(stream.retention.max_bytes !== null ? { maxBytes: stream.retention.max_bytes } : {}),
-          ...(stream.retention.max_age_seconds !== null
-            ? { maxAgeMs: stream.retention.max_age_seconds * 1000 }
-            : {}),
-          checkIntervalMs: cfg.durable.retention_check_interval_ms,
-        }
-      : undefined;
+  const retention = retentionOf(cfg, stream);
   const log = await SegmentLog.open({
     root,
     shard: { tenant: stream.tenant, namespace: stream.namespace, stream: stream.name, shard },
