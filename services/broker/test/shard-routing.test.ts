@@ -143,3 +143,41 @@ describe('routing while a shard is being let go', () => {
     expect(t.refuse('stream', T, NS, 's', 0)).toBeInstanceOf(NotLeaderRefusal);
   });
 });
+
+describe('led shards', () => {
+  it('a_led_stream_shard_with_fewer_copies_than_its_replication_factor_is_counted_under_replicated', async () => {
+    const registry = new Registry();
+    const t = new ShardTable(
+      loadConfig({}),
+      { installStream: () => undefined, removeStream: () => undefined } as unknown as Catalog,
+      'n1',
+      () => Promise.reject(new Error('no durable streams in this test')),
+      { onDrop: () => undefined, onApply: () => undefined },
+      silent,
+      registry,
+    );
+    const stream = { tenant_id: T, namespace: NS, shards: 1, replication_factor: 3 };
+    t.streamsFeed.snapshot([
+      { ...stream, stream: 'short' },
+      { ...stream, stream: 'full' },
+    ]);
+    const withSet = (name: string, replicas: string[], generation: number) => ({
+      ...assignment('stream', name, 'n1', generation),
+      replicas,
+    });
+    t.assignmentsFeed.snapshot([
+      withSet('short', ['n1', 'n2'], 1),
+      withSet('full', ['n1', 'n2', 'n3'], 1),
+    ]);
+    await t.settled();
+    const gauge = async () =>
+      (await registry.getSingleMetric('felix_broker_under_replicated_shards')!.get()).values[0]!
+        .value;
+    expect(await gauge()).toBe(1);
+    // Placement fills the set: nothing under-replicated; a shard another broker leads never counts.
+    t.assignmentsFeed.changes([change(withSet('short', ['n1', 'n2', 'n3'], 2))]);
+    t.assignmentsFeed.changes([change({ ...withSet('full', ['n2'], 2), leader: 'n2' })]);
+    await t.settled();
+    expect(await gauge()).toBe(0);
+  });
+});

@@ -126,6 +126,27 @@ export class ShardTable {
       help: 'Stream shards this broker leads and serves, as assigned by the control plane',
       registers: [registry],
     });
+    const table = this;
+    new Gauge({
+      name: 'felix_broker_under_replicated_shards',
+      help: 'Stream shards this broker leads whose replica set holds fewer copies than their replication factor (placement found no live broker for the rest), at scrape time',
+      registers: [registry],
+      collect() {
+        this.set(table.underReplicatedShards());
+      },
+    });
+  }
+
+  /** Led stream shards whose replica set is smaller than their replication factor. */
+  underReplicatedShards(): number {
+    let n = 0;
+    for (const key of this.held.keys()) {
+      const a = this.assignments.get(key);
+      if (a === undefined) continue;
+      const s = this.streams.get(streamKey(a.tenant_id, a.namespace, a.stream));
+      if (a.replicas.length < (s?.replication_factor ?? 1)) n++;
+    }
+    return n;
   }
 
   /** Handler of the streams catalog feed. */
