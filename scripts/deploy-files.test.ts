@@ -73,7 +73,7 @@ describe('the deploy files', () => {
   });
 
   it('the_images_and_the_compose_file_expose_the_ports_of_the_shared_facts', () => {
-    expect(brokerFile).toMatch(/^EXPOSE 5000\/udp 5000\/tcp 8080\/tcp$/m);
+    expect(brokerFile).toMatch(/^EXPOSE 5000\/udp 5000\/tcp 7000\/tcp 8080\/tcp$/m);
     expect(cpFile).toMatch(/^EXPOSE 8443\/tcp$/m);
     const compose = blocks(read('deploy/compose/compose.yaml'));
     for (const n of [1, 2, 3]) {

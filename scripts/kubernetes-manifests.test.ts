@@ -2,7 +2,9 @@
 // can run: only settings their config registries know, probes and scrapes on ports the
 // containers declare and paths the services serve, the shared facts of deploy/README.md
 // (images, ports, uid), resources and restricted security contexts, a PDB and a headless
-// Service that match the broker pods.
+// Service that match the broker pods, and brokers that replicate: an internal listener on its
+// own port, advertised under the pod's name, with a certificate an init container issues per
+// pod from the cluster CA into memory, the CA key never mounted into the broker container.
 // Method: render the base and each overlay with `kubectl kustomize` (offline), parse the YAML and
 // check the objects against the broker's CONFIG_VARS, the names the control plane reads
 // (controlPlaneEnvNames), the broker's HTTP paths and the control plane's route table, and the
@@ -27,6 +29,11 @@ const TARGETS = ['base', 'overlays/dev', 'overlays/prod'] as const;
 const UID = 10001;
 const DRAIN_S = 10;
 const DEREGISTER_S = 2;
+const INTERNAL_PORT = 7000;
+const CA_SECRET = 'felix-cluster-ca';
+const ISSUER_SCRIPT = 'issue-internal-cert.mjs';
+/** What the issuing script writes into its --out-dir (deploy/kubernetes/base/issue-internal-cert.mjs). */
+const ISSUED_FILES = { ca: 'ca.crt', cert: 'tls.crt', key: 'tls.key' };
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered Kubernetes objects are untyped YAML
 type Obj = any;
@@ -142,7 +149,7 @@ function expectRestricted(w: Obj): void {
     runAsUser: UID,
     seccompProfile: { type: 'RuntimeDefault' },
   });
-  for (const c of pod.containers) {
+  for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
     expect(c.securityContext, `${what}/${c.name}`).toMatchObject({
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
@@ -176,6 +183,40 @@ function podEnv(objs: Obj[], c: Obj): Record<string, string> {
     out[e.name] = String(raw).replace(/\$\((\w+)\)/g, (_, n: string) => out[n] ?? '');
   }
   return out;
+}
+
+/** The broker's config as the pod at felix-broker-0 in namespace felix would load it. */
+function loadBrokerOf(objs: Obj[], dir: string, name: string) {
+  const sts = broker(objs);
+  const b = sts.spec.template.spec.containers[0];
+  const mapped = b.volumeMounts.find((m: Obj) => m.mountPath === '/etc/felix/broker');
+  const vol = sts.spec.template.spec.volumes.find((v: Obj) => v.name === mapped.name);
+  const file = join(dir, `${name.replace('/', '-')}.yaml`);
+  writeFileSync(file, one(objs, 'ConfigMap', vol.configMap.name).data['broker.yaml']);
+  return loadBrokerConfig({ ...podEnv(objs, b), [CONFIG_FILE_ENV]: file });
+}
+
+/** A `--flag value` of a container's args, `$(NAME)` expanded from its env as the pod sees it. */
+function argOf(objs: Obj[], c: Obj, flag: string): string | undefined {
+  const env = podEnv(objs, c);
+  const args: string[] = (c.args ?? []).map((a: string) =>
+    a.replace(/\$\((\w+)\)/g, (_, n: string) => env[n] ?? ''),
+  );
+  const at = args.indexOf(flag);
+  return at < 0 ? undefined : args[at + 1];
+}
+
+/** The pod volume a container mounts at `path`. */
+function volumeAt(pod: Obj, c: Obj, path: string | undefined): Obj {
+  const m = (c.volumeMounts ?? []).find((v: Obj) => v.mountPath === path);
+  expect(m, `${c.name} mounts ${path}`).toBeDefined();
+  return { mount: m, volume: pod.volumes.find((v: Obj) => v.name === m.name) };
+}
+
+/** Whether a pod volume carries the cluster CA Secret (whole, or projected). */
+function holdsCaSecret(v: Obj): boolean {
+  if (v?.secret?.secretName === CA_SECRET) return true;
+  return (v?.projected?.sources ?? []).some((s: Obj) => s.secret?.name === CA_SECRET);
 }
 
 function matches(selector: Record<string, string>, labels: Record<string, string>): boolean {
@@ -297,6 +338,7 @@ describe.skipIf(!HAVE_KUBECTL && !IN_CI)('kubernetes manifests', () => {
       expect(declared(broker(objs).spec.template.spec.containers[0])).toEqual([
         '5000/tcp',
         '5000/udp',
+        '7000/tcp',
         '8080/tcp',
       ]);
       expect(declared(controlPlane(objs).spec.template.spec.containers[0])).toEqual(['8443/tcp']);
@@ -323,6 +365,107 @@ describe.skipIf(!HAVE_KUBECTL && !IN_CI)('kubernetes manifests', () => {
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(
         Math.max(20, DRAIN_S + DEREGISTER_S),
       );
+    }
+  });
+
+  it('every_broker_runs_the_internal_listener_on_its_own_port_advertised_under_its_pod_name', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'felix-k8s-'));
+    for (const [t, objs] of each()) {
+      const sts = broker(objs);
+      const c = sts.spec.template.spec.containers[0];
+      const port = c.ports.find((p: Obj) => p.name === 'internal');
+      expect(port, `${t} declares the internal port`).toMatchObject({
+        containerPort: INTERNAL_PORT,
+        protocol: 'TCP',
+      });
+      const others = c.ports.filter((p: Obj) => p !== port).map((p: Obj) => p.containerPort);
+      expect(others, `${t} the internal port is its own`).not.toContain(INTERNAL_PORT);
+      const svc = one(objs, 'Service', sts.spec.serviceName);
+      expect(
+        svc.spec.ports.find((p: Obj) => p.name === 'internal'),
+        t,
+      ).toMatchObject({
+        port: INTERNAL_PORT,
+        protocol: 'TCP',
+        targetPort: 'internal',
+      });
+      const cfg = loadBrokerOf(objs, dir, t);
+      expect(cfg.cluster.internal_bind, t).toBe(`0.0.0.0:${INTERNAL_PORT}`);
+      expect(cfg.cluster.internal_transport, `${t} TLS, so TCP`).toBe('tls');
+      expect(cfg.cluster.advertise_addr, t).toBe(
+        `felix-broker-0.felix-broker.felix.svc.cluster.local:${INTERNAL_PORT}`,
+      );
+      expect(cfg.cluster.internal_allow_unauthenticated, t).toBe(false);
+      for (const k of ['internal_tls_ca', 'internal_tls_cert', 'internal_tls_key'] as const) {
+        expect(cfg.cluster[k], `${t} ${k}`).toEqual(expect.any(String));
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('every_broker_pod_gets_a_certificate_for_its_pod_name_issued_from_the_cluster_ca_into_memory', () => {
+    const script = readFileSync(join(KUBE, 'base', ISSUER_SCRIPT), 'utf8');
+    for (const [t, objs] of each()) {
+      const pod = broker(objs).spec.template.spec;
+      const c = pod.containers[0];
+      const issuers = (pod.initContainers ?? []).filter((i: Obj) =>
+        (i.command ?? []).some((a: string) => a.endsWith(`/${ISSUER_SCRIPT}`)),
+      );
+      expect(issuers, `${t}: one init container issues the certificate`).toHaveLength(1);
+      const init = issuers[0];
+      expect(init.image, `${t}: from the broker image (it ships selfsigned)`).toBe(c.image);
+      const scriptPath = init.command.find((a: string) => a.endsWith(`/${ISSUER_SCRIPT}`));
+      const code = volumeAt(pod, init, scriptPath.slice(0, -ISSUER_SCRIPT.length - 1));
+      const map = one(objs, 'ConfigMap', code.volume.configMap.name);
+      expect(map.data[ISSUER_SCRIPT], `${t}: the ConfigMap holds the script as committed`).toBe(
+        script,
+      );
+      expect(argOf(objs, init, '--node-id'), `${t}: names the pod`).toBe('felix-broker-0');
+      const ca = volumeAt(pod, init, argOf(objs, init, '--ca-dir'));
+      expect(holdsCaSecret(ca.volume), `${t}: --ca-dir is the CA Secret`).toBe(true);
+      const out = volumeAt(pod, init, argOf(objs, init, '--out-dir'));
+      expect(out.volume.emptyDir?.medium, `${t}: the key stays in memory`).toBe('Memory');
+      const env = envOf(objs, c);
+      const files = {
+        ca: env.get('FELIX_INTERNAL_TLS_CA'),
+        cert: env.get('FELIX_INTERNAL_TLS_CERT'),
+        key: env.get('FELIX_INTERNAL_TLS_KEY'),
+      };
+      for (const [k, file] of Object.entries(ISSUED_FILES) as [keyof typeof files, string][]) {
+        const path = files[k] ?? '';
+        const dirOf = path.slice(0, path.lastIndexOf('/'));
+        const seen = volumeAt(pod, c, dirOf);
+        expect(seen.volume.name, `${t}: ${path} is on the issued volume`).toBe(out.volume.name);
+        expect(seen.mount.readOnly, `${t}: the broker only reads it`).toBe(true);
+        expect(path.slice(dirOf.length + 1), `${t}: ${k} is the file the script writes`).toBe(file);
+      }
+    }
+  });
+
+  it('the_broker_container_never_mounts_the_cluster_ca_key', () => {
+    for (const [t, objs] of each()) {
+      const pod = broker(objs).spec.template.spec;
+      const caVolumes = pod.volumes.filter(holdsCaSecret).map((v: Obj) => v.name);
+      expect(caVolumes, `${t}: the CA Secret is a volume of the pod`).toHaveLength(1);
+      for (const c of pod.containers) {
+        const mounted = (c.volumeMounts ?? []).map((m: Obj) => m.name);
+        expect(
+          mounted.filter((n: string) => caVolumes.includes(n)),
+          `${t}/${c.name}`,
+        ).toEqual([]);
+        const refs = [
+          ...(c.env ?? []).map((e: Obj) => e.valueFrom?.secretKeyRef?.name),
+          ...(c.envFrom ?? []).map((e: Obj) => e.secretRef?.name),
+        ];
+        expect(refs, `${t}/${c.name} takes nothing from the CA Secret`).not.toContain(CA_SECRET);
+      }
+      const holders = (pod.initContainers ?? []).filter((i: Obj) =>
+        (i.volumeMounts ?? []).some((m: Obj) => caVolumes.includes(m.name)),
+      );
+      expect(
+        holders.map((i: Obj) => i.name),
+        `${t}: only the issuer mounts it`,
+      ).toEqual(['issue-internal-cert']);
     }
   });
 

@@ -22,7 +22,7 @@ ENV NODE_ENV=production \
 
 USER 10001:10001
 VOLUME ["/var/lib/felix"]
-EXPOSE 5000/udp 5000/tcp 8080/tcp
+EXPOSE 5000/udp 5000/tcp 7000/tcp 8080/tcp
 
 # Slim images carry no curl: node asks /live itself. The broker serves it once it is listening.
 HEALTHCHECK --interval=2s --timeout=2s --start-period=30s --retries=3 \

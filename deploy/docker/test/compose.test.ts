@@ -2,7 +2,8 @@
  * The compose cluster end to end (`pnpm test:deploy`, Docker required): the images built by
  * deploy/docker/build-images.sh, started by deploy/compose/compose.yaml, reached from the host as
  * a user would (CA file, client token, the control plane's REST API, @felix/client). Prints the
- * cold start to three ready brokers and the image sizes.
+ * cold start to three ready brokers, the image sizes and how long publishes paused when a
+ * replicated stream's leader container was killed.
  */
 import { type FelixClient as Felix, connect } from '@felix/client';
 import { shardForKey } from '@felix/wire';
@@ -25,6 +26,16 @@ const READY_MS_MAX = 40_000;
 /** FELIX_BROKER_DRAIN_TIMEOUT_MS's default: `docker stop` must return within it. */
 const DRAIN_TIMEOUT_MS = 10_000;
 const FELIX_UID = 10001;
+/**
+ * From the SIGKILL of a leader to the next acknowledged publish: the control plane's default
+ * lease and margin (15 s + 3.75 s) and sweep before it names another leader (measured 18 s), then
+ * the fence and open, and the client finding the new leader (in each run one publish ran into
+ * its 30 s request timeout): measured 37 to 44 s in all, on a loaded machine.
+ */
+const FAILOVER_MS_MAX = 75_000;
+/** Publishes acknowledged before the kill, and after it on the new leader. */
+const ACKED_EACH_SIDE = 20;
+const RETRY_PAUSE_MS = 50;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -103,6 +114,57 @@ async function readRecords(felix: Felix, stream: string, shard: number, from: nu
   return got;
 }
 
+/** Publishes fresh values one at a time; a refused one is counted and never sent again. */
+class Publisher {
+  readonly acked: { body: string; offset: number }[] = [];
+  readonly refusals = new Map<string, number>();
+  private attempt = 0;
+
+  constructor(
+    readonly felix: Felix,
+    private readonly stream: string,
+  ) {}
+
+  /** Publishes until `n` more are acknowledged, or fails after `deadlineMs`. */
+  async more(n: number, deadlineMs: number): Promise<void> {
+    const goal = this.acked.length + n;
+    const deadline = Date.now() + deadlineMs;
+    while (this.acked.length < goal) {
+      if (Date.now() > deadline) throw new Error(`only ${this.acked.length} of ${goal} acked`);
+      const body = `r${this.attempt++}`;
+      try {
+        const ack = await this.felix.publish(this.stream, body);
+        this.acked.push({ body, offset: ack.offset as number });
+      } catch (err) {
+        // Refused or outcome unknown while the shard moves: try again with a new value.
+        const code = String((err as { code?: unknown }).code ?? (err as Error).name);
+        this.refusals.set(code, (this.refusals.get(code) ?? 0) + 1);
+        await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+      }
+    }
+  }
+}
+
+/** The records of shard 0 of `replicated` from the first acked offset through the last. */
+async function readAcked(port: number, acked: { offset: number }[]) {
+  const reader = await connectTo(port);
+  const byOffset = new Map<number, string>();
+  const ac = new AbortController();
+  const signal = AbortSignal.any([ac.signal, AbortSignal.timeout(READY_MS_MAX)]);
+  const from = acked[0]?.offset as number;
+  const last = acked[acked.length - 1]?.offset as number;
+  try {
+    for await (const ev of reader.subscribe('replicated', { from, shard: 0, signal })) {
+      byOffset.set(ev.offset, decoder.decode(ev.data));
+      if (ev.offset >= last) break;
+    }
+  } finally {
+    ac.abort();
+    await reader.close();
+  }
+  return byOffset;
+}
+
 describe('the compose cluster', () => {
   it('a_host_client_publishes_and_subscribes_on_every_broker_of_the_compose_cluster', async () => {
     const shards = 6;
@@ -159,6 +221,69 @@ describe('the compose cluster', () => {
       await reader.close();
     }
   });
+
+  it(
+    'killing_a_replicated_streams_leader_container_moves_publishes_to_another_broker_losing_no_ack',
+    async () => {
+      await api(files.admin, 'POST', `/v1/tenants/${TENANT}/namespaces/${NAMESPACE}/streams`, {
+        stream: 'replicated',
+        shards: 1,
+        durable: true,
+        replication_factor: 3,
+        consistency: 'Quorum',
+      });
+      const [before] = await leadersOf(files.operator, 'replicated', 1);
+      const leader = brokerByName(before?.leader as string);
+      // The client's one seed is a broker that survives: it learns the others from it.
+      const seed = BROKERS.find((b) => b.name !== leader.name) as (typeof BROKERS)[number];
+      const pub = new Publisher(await connectTo(seed.client), 'replicated');
+      const id = cluster.containerId(leader.name);
+      try {
+        await pub.more(ACKED_EACH_SIDE, READY_MS_MAX);
+        // No restart by Docker: the shard must move, not wait for its leader to come back.
+        docker('update', '--restart=no', id);
+        const killedAt = Date.now();
+        docker('kill', '-s', 'KILL', id);
+        // Timed beside the publisher, for the log line; the publisher's deadline is the check.
+        const moved = until(
+          'the control plane to name another leader',
+          async () => {
+            const [a] = await leadersOf(files.operator, 'replicated', 1);
+            return a?.leader === leader.name ? undefined : Date.now() - killedAt;
+          },
+          FAILOVER_MS_MAX,
+        ).then(
+          (ms) => `${ms} ms`,
+          () => 'never',
+        );
+        await pub.more(1, FAILOVER_MS_MAX);
+        const resumedMs = Date.now() - killedAt;
+        console.log(
+          `deploy: SIGKILL of the leader ${leader.name}: another leader named after ${await moved}, first publish acked after ${resumedMs} ms; refused meanwhile: ${JSON.stringify(Object.fromEntries(pub.refusals))}`,
+        );
+        await pub.more(ACKED_EACH_SIDE - 1, READY_MS_MAX);
+        expect(docker('inspect', '-f', '{{.State.Running}}', id).trim(), 'still down').toBe(
+          'false',
+        );
+        const [after] = await leadersOf(files.operator, 'replicated', 1);
+        expect(after?.leader, 'another broker leads the stream').not.toBe(leader.name);
+        expect(pub.acked).toHaveLength(2 * ACKED_EACH_SIDE);
+        const byOffset = await readAcked(brokerByName(after?.leader as string).client, pub.acked);
+        // Every acknowledged record is readable from the new leader, at its acked offset, once.
+        for (const a of pub.acked)
+          expect(byOffset.get(a.offset), `offset ${a.offset}`).toBe(a.body);
+        const bodies = [...byOffset.values()];
+        for (const a of pub.acked) expect(bodies.filter((b) => b === a.body)).toHaveLength(1);
+      } finally {
+        await pub.felix.close();
+        // Back as compose runs it, for the tests after this one.
+        docker('update', '--restart=unless-stopped', id);
+        docker('start', id);
+        await until(`${leader.name} ready again`, () => brokerReady(leader.http), READY_MS_MAX);
+      }
+    },
+    FAILOVER_MS_MAX + 3 * READY_MS_MAX,
+  );
 
   it('the_containers_run_as_a_non_root_user', () => {
     for (const service of ['control-plane', ...BROKERS.map((b) => b.name)]) {
