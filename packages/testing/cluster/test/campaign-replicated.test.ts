@@ -26,7 +26,7 @@ const OPTS = {
   brokers: 3,
   nemeses: ['kill', 'pause', 'partition', 'fsync'] as const,
   fsyncFailures: false,
-  workloads: ['streams', 'groups'] as const,
+  workloads: ['streams', 'groups', 'caches', 'counters'] as const,
 };
 
 describe('a campaign against a replicated cluster', () => {
@@ -51,6 +51,8 @@ describe('a campaign against a replicated cluster', () => {
       const ops = report!.stats.ops;
       expect(ops.publish?.ok).toBeGreaterThanOrEqual(20);
       expect(ops.group_ack?.ok).toBeGreaterThan(0);
+      expect(ops.cache_put?.ok).toBeGreaterThan(0);
+      expect(ops.counter_add?.ok).toBeGreaterThan(0);
       // Every fault family took effect: the history holds each injection answered ok.
       const history = (await readFile(join(out.path, 'history.jsonl'), 'utf8'))
         .split('\n')
