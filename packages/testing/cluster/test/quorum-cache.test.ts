@@ -6,6 +6,7 @@
 // in a failover; a write that timed out still commits, in order, once the followers return.
 // Method: 3-broker clusters from startCluster with internal listeners, a 1-shard cache at
 // replication factor 3 and `quorum`; followers are paused with SIGSTOP (the cluster's pause).
+// Forwarding: a fourth broker outside the replica set takes the client's writes.
 import type { CacheWatchEvent, FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
@@ -76,6 +77,41 @@ function watchValues(client: FelixClient, key: string, ac: AbortController): str
 
 describe('quorum caches between brokers', () => {
   const holder = clusterPerTest();
+
+  it(
+    'a_forwarded_quorum_cache_write_is_answered_with_the_leaders_quorum_outcome',
+    async () => {
+      // Four brokers, the cache on three of them: the fourth holds no copy and forwards writes.
+      const c = await startCluster({
+        brokers: 4,
+        replication: true,
+        caches: [{ name: 'sessions', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+        env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(quorumTimeout(QUORUM_TIMEOUT_MS)) },
+      });
+      holder.cluster = c;
+      const a = await waitFor(
+        async () => (await c.assignments()).find((x) => x.kind === 'cache' && x.leader),
+        'the cache shard to be placed',
+        scaled(START_MS),
+      );
+      const ingress = c.nodes.find((n) => !a.replicas.includes(n.id))!;
+      const client = await c.connect({ servers: [ingress.url()], routing: false });
+      const cache = client.cache('sessions');
+      const counter = client.counter('sessions');
+      await waitFor(
+        async () => (await cache.put('k', 'forwarded').catch(() => null)) !== null,
+        'a forwarded quorum put to be acked',
+        scaled(START_MS),
+      );
+      for (const f of a.replicas.filter((id) => id !== a.leader)) await c.pause(f);
+      // The leader's own answer, not a forward it left unanswered (`unacknowledged`).
+      expect(await outcome(cache.put('k', 'lonely'))).toBe('quorum_timeout');
+      expect(await outcome(counter.add('n', 1n))).toBe('quorum_timeout');
+      for (const f of a.replicas.filter((id) => id !== a.leader)) await c.resume(f);
+      await client.close();
+    },
+    TEST_MS,
+  );
 
   it(
     'a_quorum_cache_put_is_acked_only_once_a_majority_holds_it',
