@@ -62,6 +62,7 @@ export type { FsyncFault, ParsedStorageFaults, StorageFaults } from './io/fault-
 // Projections read from the log: caches, counters, group state.
 export { LogCache } from './cache/log-cache.js';
 export type { LogCacheCompactionOptions, LogCacheOptions } from './cache/log-cache.js';
+export type { CommitGate } from './cache/projection-writer.js';
 export { EphemeralCache } from './cache/ephemeral-cache.js';
 export type { CacheEntry, PutOptions } from './cache/ephemeral-cache.js';
 export { CacheWatch, WatchHub, matchesFilter } from './cache/watch.js';

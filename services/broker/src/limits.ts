@@ -340,9 +340,9 @@ export const FENCE_RETRY_AFTER_MS = 1_000;
 export const GENERATION_START_COMMIT_DEADLINE_MS = 5_000;
 
 /**
- * How long a broker waits for the owner's answer to a forwarded write (cache put or delete,
- * counter add; a publish waits this beyond the owner's own `broker.publish_quorum_timeout_ms`,
- * so the owner's `quorum_timeout` arrives first). Past it the client hears `unacknowledged`
+ * How long a broker waits for the owner's answer to a forwarded write, beyond the owner's own
+ * `broker.publish_quorum_timeout_ms` (a publish, cache put or delete, counter add to a quorum
+ * shard waits that long there), so the owner's `quorum_timeout` arrives first. Past it the client hears `unacknowledged`
  * (outcome unknown: the owner may have done it) and the forward is never resent. Above a
  * durable append's fsync under load, and with the default quorum wait below the client's own
  * request timeout (30 s by default) so the client hears why.

@@ -98,7 +98,7 @@ export class BrokerMetrics {
   });
   readonly quorumWaits = new Counter({
     name: 'felix_broker_quorum_waits_total',
-    help: 'Publishes of quorum shards that waited for a majority, by outcome: committed (acked once a majority held them), timeout (answered quorum_timeout, outcome unknown) or abandoned (the shard stopped being served first)',
+    help: 'Publishes, cache writes and counter adds of quorum shards that waited for a majority, by outcome: committed (acked once a majority held them), timeout (answered quorum_timeout, outcome unknown) or abandoned (the shard stopped being served first)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -49,7 +49,9 @@ export class BrokerRequests {
     registerStreamHandlers(this.table, this.streamDeps);
     const metrics = new ProjectionMetrics(deps.metrics.registry);
     const answers = new ProjectionAnswers(metrics, deps.metrics);
-    this.caches = new CacheService(cfg, deps.storageIo);
+    this.caches = new CacheService(cfg, deps.storageIo, (outcome) =>
+      deps.metrics.quorumWaits.inc({ outcome }),
+    );
     registerCacheHandlers(this.table, {
       config: cfg,
       brokerMetrics: deps.metrics,

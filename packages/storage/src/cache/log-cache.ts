@@ -36,7 +36,7 @@ import {
   WATCH_SNAPSHOT_CHUNK_BYTES_MAX,
   WATCH_SNAPSHOT_PAGE_RECORDS_MAX,
 } from '../limits.js';
-import { ProjectionWriter } from './projection-writer.js';
+import { type CommitGate, ProjectionWriter } from './projection-writer.js';
 import { type CacheRecord, decodeCacheRecord, encodeCacheRecord, encodeKey } from './record.js';
 import {
   type CacheChange,
@@ -80,6 +80,8 @@ export interface LogCacheOptions {
   compaction?: LogCacheCompactionOptions;
   /** A name for error messages. */
   name?: string;
+  /** A replicated quorum shard's: writes are applied and answered once the mark covers them. */
+  commitGate?: CommitGate;
 }
 
 export class LogCache {
@@ -96,8 +98,11 @@ export class LogCache {
     private readonly opts: LogCacheOptions,
   ) {
     this.now = opts.now ?? Date.now;
-    this.writer = new ProjectionWriter(log, opts.name ?? 'log cache', (from, to) =>
-      this.replay(from, to),
+    this.writer = new ProjectionWriter(
+      log,
+      opts.name ?? 'log cache',
+      (from, to) => this.replay(from, to),
+      opts.commitGate,
     );
     this.hub = new WatchHub({
       frontier: () => this.writer.frontier,

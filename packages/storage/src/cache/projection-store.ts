@@ -12,6 +12,7 @@ import type { FsyncMode, SegmentLog } from '../log/segment-log.js';
 import { CounterLog } from '../counter/counter-log.js';
 import type { CompactionOptions } from '../compaction/compactor.js';
 import { LogCache } from './log-cache.js';
+import type { CommitGate } from './projection-writer.js';
 import { ProjectionClosedError, ProjectionReleasedError } from '../errors.js';
 import { PROJECTION_SEGMENT_BYTES_DEFAULT } from '../limits.js';
 
@@ -27,6 +28,12 @@ export interface ProjectionStoreOptions {
   /** Wall clock in ms for cache TTL. */
   now?: () => number;
   compaction?: CompactionOptions & { auto?: boolean; floorBytes?: number };
+  /**
+   * What a durable write to `shard`'s projection waits for before it is applied and answered
+   * (a replicated quorum shard's commit mark reaching `next`); undefined: nothing. Asked on
+   * every write, so a shard's consistency may change while it is open.
+   */
+  commitGate?: (kind: ProjectionKind, shard: ShardId, next: number) => Promise<void> | undefined;
 }
 
 /** The directory a projection kind keeps its shard logs in. */
@@ -134,6 +141,7 @@ export function cacheShards(opts: ProjectionStoreOptions, kind: ProjectionKind =
       now: opts.now,
       compaction: opts.compaction,
       name: `${kind} ${shardDirName(shard)}`,
+      ...gateOf(opts, kind, shard),
     }),
   );
 }
@@ -141,6 +149,21 @@ export function cacheShards(opts: ProjectionStoreOptions, kind: ProjectionKind =
 /** Counter logs on `<root>/counters/`. */
 export function counterShards(opts: ProjectionStoreOptions) {
   return new ProjectionShards<CounterLog>('counters', opts, (log, shard) =>
-    CounterLog.open({ log, compaction: opts.compaction, name: `counters ${shardDirName(shard)}` }),
+    CounterLog.open({
+      log,
+      compaction: opts.compaction,
+      name: `counters ${shardDirName(shard)}`,
+      ...gateOf(opts, 'counters', shard),
+    }),
   );
+}
+
+/** The commit gate of one shard's projection, when the store has one. */
+function gateOf(
+  opts: ProjectionStoreOptions,
+  kind: ProjectionKind,
+  shard: ShardId,
+): { commitGate?: CommitGate } {
+  const gate = opts.commitGate;
+  return gate === undefined ? {} : { commitGate: (next) => gate(kind, shard, next) };
 }

@@ -9,6 +9,10 @@
  * Records appended behind the projection (replication writes straight to the log) are applied
  * in offset order: by the next write before its own apply, and by readers whenever nothing of
  * ours is in flight.
+ *
+ * With a commit gate (a replicated `quorum` cache or counter shard) a durable write also waits
+ * for the gate before its turn, so it is applied (readers and watchers see it) and answered only
+ * once the commit mark covers it; later writes queue behind it on the turn.
  */
 import { assert } from '@felix/common';
 import type { Claim, ProjectionLog } from './log-port.js';
@@ -19,6 +23,13 @@ export interface Staging {
   keys: string[];
   payloads: Uint8Array[];
 }
+
+/**
+ * What a durable write waits for before it is applied: undefined when nothing (not a quorum
+ * shard), else a promise resolved once the commit mark reaches `next` (rejected when the shard
+ * stops being served: the write is then abandoned, neither applied nor acked).
+ */
+export type CommitGate = (next: number) => Promise<void> | undefined;
 
 export class ProjectionWriter {
   private readonly applyLock = new ShortLock();
@@ -37,6 +48,7 @@ export class ProjectionWriter {
     private readonly what: string,
     /** Applies records in `[from, to)` from the log, without notifying; answers the offset reached. */
     private readonly replay: (from: number, to: number) => Promise<number>,
+    private readonly commitGate?: CommitGate,
   ) {
     this.frontier = log.tailOffset;
   }
@@ -98,6 +110,8 @@ export class ProjectionWriter {
       const claim = await claimed;
       try {
         await claim.durable;
+        const committed = this.commitGate?.(claim.next);
+        if (committed !== undefined) await committed;
         await claim.turn.wait();
         // Fast path: nothing to catch up, nothing to load, no reader catch-up running.
         if (!this.catchingUp && load === undefined && this.frontier === claim.first) {

@@ -15,7 +15,7 @@ import {
   RECORD_FRAMING_BYTES,
   REPLAY_PAGE_RECORDS_MAX,
 } from '../limits.js';
-import { ProjectionWriter } from '../cache/projection-writer.js';
+import { type CommitGate, ProjectionWriter } from '../cache/projection-writer.js';
 import {
   type CompactionOptions,
   type CompactionResult,
@@ -43,6 +43,8 @@ export interface CounterLogOptions {
   log: ProjectionLog;
   compaction?: CompactionOptions & { auto?: boolean; floorBytes?: number };
   name?: string;
+  /** A replicated quorum shard's: deltas are applied and answered once the mark covers them. */
+  commitGate?: CommitGate;
 }
 
 const utf8 = new TextEncoder();
@@ -60,8 +62,11 @@ export class CounterLog {
     readonly log: ProjectionLog,
     private readonly opts: CounterLogOptions,
   ) {
-    this.writer = new ProjectionWriter(log, opts.name ?? 'counter log', (from, to) =>
-      this.replay(from, to),
+    this.writer = new ProjectionWriter(
+      log,
+      opts.name ?? 'counter log',
+      (from, to) => this.replay(from, to),
+      opts.commitGate,
     );
   }
 

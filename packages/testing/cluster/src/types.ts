@@ -26,6 +26,8 @@ export interface CacheSpec {
   /** Copies of each shard (the leader included): its cache and counter logs ship to the
    *  followers; default 1. Needs `replication` on the spec. */
   replicationFactor?: number;
+  /** When a write is acked and what readers see (docs/replication.md); default `leader`. */
+  consistency?: 'leader' | 'quorum';
 }
 
 export interface ClusterSpec {

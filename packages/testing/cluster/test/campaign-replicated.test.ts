@@ -1,12 +1,13 @@
 // Goal: a whole campaign against three replicating brokers passes the checker while brokers are
 // killed, paused, cut from each other and from the control plane, and slowed: every acked
 // publish of the `quorum` streams (replication factor 3) survives the failovers in the final
-// reads, readers agree on every offset, and the consumer group completes every record (at least
-// once across failovers, docs/replication.md "The redelivery window").
+// reads, readers agree on every offset, the consumer group completes every record (at least
+// once across failovers, docs/replication.md "The redelivery window"), and the `quorum` cache's
+// keys and counters hold the cache-register and counter-sum rules (docs/reliability.md).
 // Method: runCampaign with startCluster (a control plane and three brokers with internal
 // listeners, as processes), the kill, pause, partition and slow-fsync nemeses (no failing fsync),
-// the stream and group workloads for 50 s, and the real checker; on failure the report and the
-// processes' log tails are printed and the cluster's dir is kept.
+// the stream, group, cache and counter workloads for 50 s, and the real checker; on failure the
+// report and the processes' log tails are printed and the cluster's dir is kept.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tempDir } from '@felix/testing-harness';
@@ -26,7 +27,7 @@ const OPTS = {
   brokers: 3,
   nemeses: ['kill', 'pause', 'partition', 'fsync'] as const,
   fsyncFailures: false,
-  workloads: ['streams', 'groups'] as const,
+  workloads: ['streams', 'groups', 'caches', 'counters'] as const,
 };
 
 describe('a campaign against a replicated cluster', () => {
@@ -51,6 +52,8 @@ describe('a campaign against a replicated cluster', () => {
       const ops = report!.stats.ops;
       expect(ops.publish?.ok).toBeGreaterThanOrEqual(20);
       expect(ops.group_ack?.ok).toBeGreaterThan(0);
+      expect(ops.cache_put?.ok).toBeGreaterThan(0);
+      expect(ops.counter_add?.ok).toBeGreaterThan(0);
       // Every fault family took effect: the history holds each injection answered ok.
       const history = (await readFile(join(out.path, 'history.jsonl'), 'utf8'))
         .split('\n')

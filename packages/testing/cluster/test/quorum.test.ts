@@ -14,8 +14,7 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { CP_EXPIRY_TIMEOUT_MS } from '../src/limits.js';
-import { clusterPerTest, gauge } from './support.js';
+import { clusterPerTest, gauge, quorumTimeout } from './support.js';
 
 const run = promisify(execFile);
 const LOG_TOOL = resolve(import.meta.dirname, '../../../storage/dist/log-tool.js');
@@ -35,15 +34,6 @@ async function held(node: ClusterNode, stream: string): Promise<string[]> {
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => TEXT.decode(Buffer.from(JSON.parse(l).payload as string, 'base64')));
-}
-
-/**
- * The publish quorum timeout for a test: a short one stays under the control plane's expiry
- * (not scaled), or paused followers are marked down and dropped from the set first, and a set of
- * the leader alone acks what was waiting (found with FELIX_TEST_TIMEOUT_SCALE=3).
- */
-function quorumTimeout(ms: number): number {
-  return ms < CP_EXPIRY_TIMEOUT_MS ? Math.min(scaled(ms), CP_EXPIRY_TIMEOUT_MS - 500) : scaled(ms);
 }
 
 async function quorumCluster(

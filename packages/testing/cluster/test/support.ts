@@ -3,6 +3,7 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { afterEach } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled } from '../src/index.js';
+import { CP_EXPIRY_TIMEOUT_MS } from '../src/limits.js';
 
 /** How long a step of a failover test may take before it fails (scaled). */
 const STEP_MS = 60_000;
@@ -97,4 +98,13 @@ export async function served<T>(ask: () => Promise<T>, what: string): Promise<T>
 /** A value's bytes as text (undefined stays undefined). */
 export function text(b: Uint8Array | undefined): string | undefined {
   return b === undefined ? undefined : TEXT.decode(b);
+}
+
+/**
+ * The quorum timeout for a test: a short one stays under the control plane's expiry (not
+ * scaled), or paused followers are marked down and dropped from the set first, and a set of
+ * the leader alone acks what was waiting (found with FELIX_TEST_TIMEOUT_SCALE=3).
+ */
+export function quorumTimeout(ms: number): number {
+  return ms < CP_EXPIRY_TIMEOUT_MS ? Math.min(scaled(ms), CP_EXPIRY_TIMEOUT_MS - 500) : scaled(ms);
 }

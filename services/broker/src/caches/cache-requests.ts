@@ -73,17 +73,24 @@ export async function cachePut(
   // Taken before the cache takes its own clock reading, so the hot copy never outlives the value.
   const expiresAtMillis = ttl === undefined || ttl === 0 ? 0 : Date.now() + ttl;
   let written: Hot | undefined;
+  // The hot value's write ends when the put is applied, not when it is answered: a quorum put
+  // answered `quorum_timeout` is still applied once the mark covers it (cache-service.ts).
+  const put = async () => {
+    try {
+      await cache.put(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
+      // The value just written is the key's current one: the next get answers it from memory
+      // instead of reading the log. An in-memory cache has no log read to save: its first get
+      // builds the answer instead, so a put that is never read costs no encoding.
+      if (hot !== null && svc.durable)
+        written = { head: valueAnswerHead(msg, msg.key, msg.value), expiresAtMillis };
+    } finally {
+      if (begun !== undefined) hot!.endWrite(scope, msg.key, begun, written);
+    }
+  };
   try {
-    await cache.put(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
-    // The value just written is the key's current one: the next get answers it from memory
-    // instead of reading the log. An in-memory cache has no log read to save: its first get
-    // builds the answer instead, so a put that is never read costs no encoding.
-    if (hot !== null && svc.durable)
-      written = { head: valueAnswerHead(msg, msg.key, msg.value), expiresAtMillis };
+    await svc.acked('cache', cfg, shard, put);
   } catch (err) {
     throw storageRefusal('cache put', err);
-  } finally {
-    if (begun !== undefined) hot!.endWrite(scope, msg.key, begun, written);
   }
   return putAnswer(msg);
 }
@@ -131,11 +138,13 @@ export async function cacheGet(
       }
     } else {
       const begun = hot?.beginWrite(scope, msg.key);
-      try {
-        value = await cache.delete(msg.key);
-      } finally {
-        if (begun !== undefined) hot!.endWrite(scope, msg.key, begun);
-      }
+      value = await svc.acked('cache', cfg, shard, async () => {
+        try {
+          return await cache.delete(msg.key);
+        } finally {
+          if (begun !== undefined) hot!.endWrite(scope, msg.key, begun);
+        }
+      });
     }
   } catch (err) {
     throw storageRefusal(msg.type === 'cache_get' ? 'cache get' : 'cache delete', err);

@@ -18,14 +18,19 @@ import {
   type ShardId,
   cacheShards,
   counterShards,
+  shardDirName,
 } from '@felix/storage';
 import { shardForKey } from '@felix/wire';
 import type { BrokerConfig, CacheConfig } from '../config/types.js';
 import { CACHE_KEY_BYTES_MAX } from '../limits.js';
 import { Refusal } from '../session/refusal.js';
+import { CommitWaiters } from './commit-waiters.js';
 import { HotScope, HotValues } from './hot-values.js';
 
 export type ServedCache = LogCache | EphemeralCache;
+
+/** The logs of a cache shard a write goes to. */
+export type CacheLogKind = 'cache' | 'counters';
 
 const UTF8 = new TextEncoder();
 
@@ -57,6 +62,11 @@ export class CacheService {
   private readonly opened = new Map<CacheConfig, Set<number>>();
   private closed = false;
   /**
+   * The commit wait of each log of each replicated `quorum` cache shard this broker leads (by
+   * log kind and shard directory name); absent: writes are acked on this broker alone.
+   */
+  private readonly commitWaits = new Map<string, CommitWaiters>();
+  /**
    * Hot values in front of the caches: each held as its encoded `cache_value` answer, so a hot
    * get encodes nothing. In memory too, where the value itself is already in memory: the
    * answer's encoding is what a get would otherwise build again each time. Null only when the
@@ -64,12 +74,21 @@ export class CacheService {
    */
   readonly hot: HotValues | null;
 
-  constructor(cfg: BrokerConfig, io?: Io) {
+  constructor(
+    cfg: BrokerConfig,
+    io?: Io,
+    /** Each quorum write's outcome (metrics). */
+    private readonly onQuorumWait: (o: 'committed' | 'timeout' | 'abandoned') => void = () => {},
+  ) {
     for (const c of cfg.caches) this.define(c);
     const root = cfg.durable.data_dir;
     // Acknowledged only once durable: a cache write is an append like an onCommit publish.
+    const commitGate = (kind: string, id: ShardId, next: number) =>
+      this.commitWaits.get(waitKey(kind === 'caches' ? 'cache' : kind, id))?.wait(next);
     const store =
-      root === null ? null : { root, fsync: 'onCommit' as const, ...(io ? { io } : {}) };
+      root === null
+        ? null
+        : { root, fsync: 'onCommit' as const, commitGate, ...(io ? { io } : {}) };
     this.logCaches = store ? cacheShards(store) : null;
     this.counterLogs = store ? counterShards(store) : null;
     this.hot = cfg.broker.cache_hot_bytes > 0 ? new HotValues(cfg.broker.cache_hot_bytes) : null;
@@ -243,6 +262,10 @@ export class CacheService {
    * wrote), and no hot value of it stays (leader changes are rare: all go, as on `forget`).
    */
   async releaseShard(id: ShardId): Promise<void> {
+    // Writes waiting for a majority are answered `leadership_lost` and never applied here; the
+    // lists stay (failing any write still on its way) until this broker leads the shard again.
+    for (const kind of ['cache', 'counters'] as const)
+      this.commitWaits.get(waitKey(kind, id))?.abandon();
     this.hot?.clear();
     for (const [cache, shards] of this.opened) {
       if (
@@ -256,6 +279,34 @@ export class CacheService {
     await this.counterLogs?.release(id);
   }
 
+  /**
+   * Writes to `kind` log of shard `id` are applied and acked only once its commit mark covers
+   * them, each requester waiting at most `timeoutMs` (null: acked on this broker alone again,
+   * releasing every waiting write). Answers the list the mark is told to (`advance`).
+   */
+  holdToCommit(kind: CacheLogKind, id: ShardId, timeoutMs: number | null): CommitWaiters | null {
+    const key = waitKey(kind, id);
+    const current = this.commitWaits.get(key);
+    if (timeoutMs === null) {
+      this.commitWaits.delete(key);
+      current?.open();
+      return null;
+    }
+    if (current !== undefined && !current.abandoned) {
+      current.timeoutMs = timeoutMs;
+      return current;
+    }
+    const made = new CommitWaiters(`${kind} ${shardDirName(id)}`, timeoutMs, this.onQuorumWait);
+    this.commitWaits.set(key, made);
+    return made;
+  }
+
+  /** Runs a write of `kind` log of the cache's shard, answered as its consistency says. */
+  acked<T>(kind: CacheLogKind, cache: CacheConfig, shard: number, write: () => Promise<T>) {
+    const waits = this.commitWaits.get(waitKey(kind, shardId(cache, shard)));
+    return waits === undefined ? write() : waits.answer(write);
+  }
+
   /** This broker leads the shard (again): its logs may open. */
   admitShard(id: ShardId): void {
     this.logCaches?.admit(id);
@@ -264,12 +315,17 @@ export class CacheService {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const waits of this.commitWaits.values()) waits.abandon();
     for (const c of this.ephemeral) await c.close();
     this.ephemeral.clear();
     this.ephemeralByName.clear();
     await this.logCaches?.close();
     await this.counterLogs?.close();
   }
+}
+
+function waitKey(kind: string, id: ShardId): string {
+  return `${kind}\u0000${shardDirName(id)}`;
 }
 
 function shardId(cache: CacheConfig, shard: number): ShardId {

@@ -50,9 +50,12 @@ export class CacheExpiry {
       if (opened === undefined) break; // closing
       try {
         const logCache = await opened;
-        deleted += await logCache.expireDue(CACHE_EXPIRY_DELETES_PER_PASS_MAX - deleted);
+        // A quorum shard without a majority holds its deletes: the pass moves on after the
+        // quorum timeout (the deletes still commit in order) instead of stalling every shard.
+        const left = CACHE_EXPIRY_DELETES_PER_PASS_MAX - deleted;
+        deleted += await this.caches.acked('cache', cache, shard, () => logCache.expireDue(left));
       } catch (err) {
-        // A closing or failed shard: its requests answer for it; the next pass tries again.
+        // A closing or failed shard, or a quorum wait that timed out: the next pass tries again.
         this.log.debug({ err, cache: cache.name, shard }, 'cache expiry pass skipped a shard');
       }
     }

@@ -91,6 +91,8 @@ export function cacheFromCatalog(item: unknown, cfg: BrokerConfig): CacheConfig 
     shards,
     durable: cfg.durable.data_dir !== null,
     default_ttl_ms: null,
+    consistency: String(c.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
+    replication_factor: posInt(c.replication_factor) ?? 1,
   };
 }
 

@@ -297,7 +297,10 @@ function internalErrorOf(err: unknown): { code: number; detail: string } {
     draining: INTERNAL_ERROR.Unavailable,
     overloaded: INTERNAL_ERROR.Overload,
   };
-  return { code: byCode[err.wireCode] ?? INTERNAL_ERROR.StorageFailed, detail: err.message };
+  // A quorum wait that ended keeps its code in the detail (the forwarder reads it back).
+  const waited = err.wireCode === 'quorum_timeout' || err.wireCode === 'leadership_lost';
+  const detail = waited ? `${err.wireCode}: ${err.message}` : err.message;
+  return { code: byCode[err.wireCode] ?? INTERNAL_ERROR.StorageFailed, detail };
 }
 
 /** Answers a forward frame arriving before this broker serves forwards: `Unavailable`. */

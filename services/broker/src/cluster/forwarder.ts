@@ -52,8 +52,8 @@ export interface ForwarderDeps {
   clientAddress: (nodeId: string) => string | undefined;
   registry: Registry;
   log: Logger;
-  /** `broker.publish_quorum_timeout_ms`: a forwarded publish may wait that long at the owner
-   *  for a majority before the owner answers (the cluster's brokers share the setting). */
+  /** `broker.publish_quorum_timeout_ms`: a forwarded publish or cache write may wait that long
+   *  at the owner for a majority before the owner answers (the cluster's brokers share the setting). */
   quorumTimeoutMs: number;
 }
 
@@ -121,7 +121,9 @@ export class Forwarder {
     order: object,
   ): Promise<Uint8Array | undefined> {
     return this.inOrder(order, to.owner, async () => {
-      const answer = await this.exchange(to, FORWARD_TIMEOUT_MS, {
+      // As a publish: a quorum cache's owner answers `quorum_timeout` before this gives up.
+      const timeoutMs = this.deps.quorumTimeoutMs + FORWARD_TIMEOUT_MS;
+      const answer = await this.exchange(to, timeoutMs, {
         kind: 'AuthorizedForwardCacheOp',
         correlationId: this.nextCorrelation(),
         shard: refOf(to.owner),

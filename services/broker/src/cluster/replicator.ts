@@ -13,8 +13,13 @@
  * durable offset, since records ship before the leader's fsync ends): recomputed on every
  * confirmation and every leader fsync, carried to the followers by the shipper, handed to
  * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
- * with a shard never count toward the mark. A new leader's mark counts only through its own
- * generation's first record (CommitMark, `newLeader`).
+ * with a stream shard never count toward the mark. A new leader's mark counts only through its
+ * own generation's first record (CommitMark, `newLeader`).
+ *
+ * A `quorum` cache shard's cache and counter logs get a CommitMark each, over the same members,
+ * handed to their commit waits (caches/commit-waiters.ts). Their followers are not told the
+ * mark: the committed batch kind carries stream records only, and a cache shard is not fenced
+ * or repaired by a commit offset (docs/replication.md, "Quorum caches").
  */
 import {
   CommitMark,
@@ -58,7 +63,7 @@ interface Shipping {
 /** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
 export interface ShipOptions {
   kind?: ReplicaLogKind;
-  /** Only for a quorum shard's stream log. */
+  /** A quorum shard's stream log, or a quorum cache shard's cache or counter log. */
   quorum?: ShipQuorum;
   /**
    * Where this generation's records start in `log` (its tail when this broker opened it as
@@ -114,7 +119,8 @@ export class Replicator {
     opts: ShipOptions = {},
   ): Promise<void> {
     const kind = opts.kind ?? 'stream';
-    const quorum = kind === 'stream' ? opts.quorum : undefined;
+    const quorum =
+      kind === 'stream' || kind === 'cache' || kind === 'counters' ? opts.quorum : undefined;
     const current = this.shippers.get(key)?.get(kind);
     if (
       current !== undefined &&
@@ -134,7 +140,9 @@ export class Replicator {
       quorum === undefined
         ? null
         : new CommitMark(members, fresh?.commitStart ?? 0, fresh?.countFrom ?? 0);
-    const recompute = () => this.recompute(key, quorum);
+    const recompute = () => this.recompute(key, kind, quorum);
+    // Only a stream's batches can carry the mark to followers (kind 26 is stream records).
+    const carried = mark !== null && kind === 'stream';
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
     const shipper = new ShardShipper({
       log,
@@ -145,10 +153,11 @@ export class Replicator {
         if (isRepairable(reason)) halted.set(nodeId, reason);
         this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
       },
-      ...(mark === null ? {} : { commitOffset: () => mark.offset, onConfirmed: recompute }),
+      ...(mark === null ? {} : { onConfirmed: recompute }),
+      ...(carried ? { commitOffset: () => mark.offset } : {}),
     });
     // What a majority may not hold yet is never deleted by retention.
-    if (mark !== null) log.setRetentionFloor(mark.offset);
+    if (carried) log.setRetentionFloor(mark.offset);
     const unlisten = mark === null ? () => undefined : log.onDurable(recompute);
     let logs = this.shippers.get(key);
     if (logs === undefined) {
@@ -220,16 +229,16 @@ export class Replicator {
       if (s === undefined) continue;
       logs.delete(k);
       s.unlisten();
-      if (s.mark !== null) s.log.setRetentionFloor(undefined);
+      if (s.mark !== null && k === 'stream') s.log.setRetentionFloor(undefined);
       shippers.push(s.shipper);
     }
     if (logs.size === 0) this.shippers.delete(key);
     await Promise.all(shippers.map((s) => s.stop()));
   }
 
-  /** Makes the stream shipper of shard `key` look at its log now (a batch waits for a majority). */
-  wake(key: string): void {
-    this.shippers.get(key)?.get('stream')?.shipper.wake();
+  /** Makes shard `key`'s `kind` shipper look at its log now (a batch waits for a majority). */
+  wake(key: string, kind: ReplicaLogKind = 'stream'): void {
+    this.shippers.get(key)?.get(kind)?.shipper.wake();
   }
 
   /** The commit mark of a quorum shard being shipped (undefined otherwise). */
@@ -238,15 +247,15 @@ export class Replicator {
   }
 
   /** A member's durable offset moved: the mark follows a majority as soon as one answers. */
-  private recompute(key: string, quorum: ShipQuorum | undefined): void {
-    const s = this.shippers.get(key)?.get('stream');
+  private recompute(key: string, kind: ReplicaLogKind, quorum: ShipQuorum | undefined): void {
+    const s = this.shippers.get(key)?.get(kind);
     if (s === undefined || s.mark === null) return;
     const own = s.log.durableOffset;
     const held = [own, ...s.followers.map((f) => s.shipper.confirmed(f))];
     // Followers may confirm records before the leader's fsync of them ends (the shipper sends
     // what is written): the mark waits for the leader's own durable offset as well.
     if (!s.mark.advance(held, own)) return;
-    s.log.setRetentionFloor(s.mark.offset);
+    if (kind === 'stream') s.log.setRetentionFloor(s.mark.offset);
     s.shipper.wake();
     quorum?.onMark(s.mark.offset);
   }

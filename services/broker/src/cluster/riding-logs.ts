@@ -21,10 +21,20 @@ export interface RidingLogs {
   release(id: ShardId, owner: 'stream' | 'cache'): Promise<void>;
   /** This broker leads the shard (again, its follower copies closed): its riding logs may open. */
   admit(id: ShardId, owner: 'stream' | 'cache'): void;
+  /**
+   * A quorum cache shard's `kind` log acks and shows its writes only once the commit mark covers
+   * them, each writer waiting at most `timeoutMs` (null: on this broker alone). Answers where
+   * to tell the mark, or null.
+   */
+  holdToCommit(
+    id: ShardId,
+    kind: 'cache' | 'counters',
+    timeoutMs: number | null,
+  ): { advance(offset: number): void } | null;
 }
 
 export function ridingLogsOf(
-  caches: Pick<CacheService, 'shardLog' | 'releaseShard' | 'admitShard'>,
+  caches: Pick<CacheService, 'shardLog' | 'releaseShard' | 'admitShard' | 'holdToCommit'>,
   groups: Pick<GroupService, 'shardState'> | null,
 ): RidingLogs {
   return {
@@ -39,6 +49,9 @@ export function ridingLogsOf(
     admit(id, owner) {
       if (owner === 'cache') caches.admitShard(id);
       else groups?.shardState.admitShard(id);
+    },
+    holdToCommit(id, kind, timeoutMs) {
+      return caches.holdToCommit(kind, id, timeoutMs);
     },
   };
 }

@@ -67,6 +67,13 @@ export interface CacheRegistry {
 
 const UTF8 = new TextEncoder();
 
+/** A quorum cache shard's commit waits, one per log, and the members its majority is of. */
+interface CacheQuorum {
+  members: number;
+  cache: { advance(offset: number): void };
+  counters: { advance(offset: number): void };
+}
+
 /** The cache requests that write (refused while the lease is lapsed). */
 const CACHE_WRITES = new Set(['cache_put', 'cache_delete', 'counter_add']);
 
@@ -197,7 +204,13 @@ export class ShardTable {
       return;
     }
     this.caches.set(streamKey(c.tenant, c.namespace, c.name), c);
+    // A led shard's writes wait for the mark before the cache is served under this config
+    // (its assignment may have come first); the next pass ships with the mark.
+    for (const a of this.heldCaches.values())
+      if (a.tenant_id === c.tenant && a.namespace === c.namespace && a.stream === c.name)
+        this.cacheQuorum(a);
     this.cacheRegistry?.define(c);
+    this.kick();
   }
 
   /**
@@ -501,15 +514,41 @@ export class ShardTable {
           await this.replication.releaseFollower(refOfAssignment(a), log);
         this.replication.riding.admit(idOf(a), 'cache');
       }
+      // Before it is served: a quorum shard's writes wait for the mark from the first one.
+      const quorum = this.cacheQuorum(a);
       this.heldCaches.set(key, a);
-      await this.shipRiding(key, a, 'cache');
+      await this.shipRiding(key, a, 'cache', quorum);
     }
+  }
+
+  /**
+   * A led cache shard's commit waits: with `quorum` consistency at a replication factor above 1
+   * (and log-backed caches), its cache and counter writes ack and show only once a majority of
+   * that factor holds them (with no follower left in its set, none does); otherwise, none.
+   */
+  private cacheQuorum(a: AssignmentRecord): CacheQuorum | null {
+    const replication = this.replication;
+    if (replication === null) return null;
+    const id = idOf(a);
+    const c = this.caches.get(streamKey(id.tenant, id.namespace, id.stream));
+    const followers = a.replicas.filter((n) => n !== this.nodeId);
+    const members = Math.max(c?.replication_factor ?? 1, followers.length + 1);
+    const quorum = c?.consistency === 'quorum' && c.durable && members > 1;
+    const timeoutMs = quorum ? this.cfg.broker.publish_quorum_timeout_ms : null;
+    const cache = replication.riding.holdToCommit(id, 'cache', timeoutMs);
+    const counters = replication.riding.holdToCommit(id, 'counters', timeoutMs);
+    return cache === null || counters === null ? null : { members, cache, counters };
   }
 
   /** Ships the logs riding with a led shard (group state of a stream shard; a cache shard's
    *  logs) to the followers its replica set names; a log that cannot open is retried on the
    *  next pass (the shard is served regardless: its writes wait for nothing shipped). */
-  private async shipRiding(key: string, a: AssignmentRecord, owner: 'stream' | 'cache') {
+  private async shipRiding(
+    key: string,
+    a: AssignmentRecord,
+    owner: 'stream' | 'cache',
+    quorum: CacheQuorum | null = null,
+  ) {
     const replication = this.replication;
     if (replication === null) return;
     const followers = a.replicas.filter((id) => id !== this.nodeId);
@@ -522,7 +561,13 @@ export class ShardTable {
       try {
         const log = await replication.riding.open(idOf(a), kind as RidingLogKind);
         if (log === null) continue;
-        await replication.replicator.ship(key, log, refOfAssignment(a), followers, { kind });
+        const waits =
+          quorum === null ? undefined : kind === 'cache' ? quorum.cache : quorum.counters;
+        const onMark = (offset: number) => waits?.advance(offset);
+        await replication.replicator.ship(key, log, refOfAssignment(a), followers, {
+          kind,
+          ...(waits === undefined ? {} : { quorum: { members: quorum!.members, onMark } }),
+        });
       } catch (err) {
         this.log.warn({ err, shard: key.replaceAll('\u0000', '/'), log: kind }, 'not shipped');
         setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref();

@@ -217,7 +217,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT,
     min: 1,
     max: PUBLISH_QUORUM_TIMEOUT_MS_MAX,
-    doc: 'How long a publish to a replicated `quorum` stream waits for a majority of its replica set to hold it durably; past it the publish is answered `quorum_timeout` (retry class `outcome_unknown`: the record stays in the log and commits if the followers catch up).',
+    doc: 'How long a publish to a replicated `quorum` stream (and a cache put, delete or counter add to a `quorum` cache) waits for a majority of its replica set to hold it durably; past it the write is answered `quorum_timeout` (retry class `outcome_unknown`: the record stays in the log and commits if the followers catch up).',
   },
   {
     key: 'broker.subscriber_queue_capacity',

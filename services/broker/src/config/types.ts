@@ -43,6 +43,11 @@ export interface CacheConfig {
   shards: number;
   durable: boolean;
   default_ttl_ms: number | null;
+  /** Catalog caches: when a write is acked and what readers see (docs/replication.md); absent:
+   *  `leader`. */
+  consistency?: 'leader' | 'quorum';
+  /** Catalog caches: copies of each shard, the leader included; absent: 1. */
+  replication_factor?: number;
 }
 
 export interface BrokerConfig {

@@ -43,12 +43,13 @@ export async function counterOp(
 ): Promise<Message> {
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
-  const counters = await svc.counters(cfg, svc.shardOf(cfg, msg.key));
+  const shard = svc.shardOf(cfg, msg.key);
+  const counters = await svc.counters(cfg, shard);
   let value: bigint | undefined;
   try {
     value =
       msg.type === 'counter_add'
-        ? await counters.add(msg.key, msg.delta)
+        ? await svc.acked('counters', cfg, shard, () => counters.add(msg.key, msg.delta))
         : await counters.get(msg.key);
   } catch (err) {
     throw storageRefusal(msg.type === 'counter_add' ? 'counter add' : 'counter get', err);

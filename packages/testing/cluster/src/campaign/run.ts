@@ -79,7 +79,8 @@ export const replicatedOn = (brokers: number): boolean => brokers >= CAMPAIGN_RE
 /**
  * The campaign's cluster. With at least CAMPAIGN_REPLICATION_FACTOR brokers the brokers replicate
  * (internal listeners): every stream shard at that factor with `quorum` acknowledgement, and the
- * cache (with its counters) at that factor, so a fault of one broker loses nothing acknowledged.
+ * cache (with its counters) at that factor with `quorum` too, so a fault of one broker loses
+ * nothing acknowledged.
  * With fewer, every shard has one copy.
  */
 export function clusterSpec(opts: CampaignOptions): ClusterSpec {
@@ -101,7 +102,9 @@ export function clusterSpec(opts: CampaignOptions): ClusterSpec {
       {
         name: CAMPAIGN_NAMES.cache,
         durable: true,
-        ...(replicated ? { replicationFactor: CAMPAIGN_REPLICATION_FACTOR } : {}),
+        ...(replicated
+          ? { replicationFactor: CAMPAIGN_REPLICATION_FACTOR, consistency: 'quorum' as const }
+          : {}),
       },
     ],
     env: { FELIX_GROUP_MAX_ATTEMPTS: String(GROUP_ATTEMPTS_MAX) },

@@ -95,6 +95,9 @@ export async function createCatalog(
       cache: c.name,
       ...(c.shards === undefined ? {} : { shards: c.shards }),
       ...(c.replicationFactor === undefined ? {} : { replication_factor: c.replicationFactor }),
+      ...(c.consistency === undefined
+        ? {}
+        : { consistency: c.consistency === 'quorum' ? 'Quorum' : 'Leader' }),
     })) as { shards: number };
     out.push({ kind: 'cache', name: c.name, shards: made.shards });
   }
