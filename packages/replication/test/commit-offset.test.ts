@@ -4,13 +4,20 @@
  * most once a short interval when the stream fsyncs on commit, once a second otherwise); it never
  * moves back. Only a raised generation is saved before the answer.
  * Method: a ReplicaServer over a real log fed kind-26 frames by hand (the file is read back from
- * disk); an Io holding the `replica` file's saves at their rename; a ShardShipper over a real
+ * disk); an Io holding (or failing) the `replica` file's saves at their rename; a ShardShipper over a real
  * leader log whose mark is moved by the test; the CommitSaver with a spy on its saves.
  */
 import { join } from 'node:path';
-import { type Io, ReplicaFile, SegmentLog, nodeIo, shardDirName } from '@felix/storage';
+import {
+  type Io,
+  ReplicaFile,
+  SegmentLog,
+  nodeIo,
+  shardDirName,
+  systemError,
+} from '@felix/storage';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
-import { encodeInternalMessage } from '@felix/wire';
+import { INTERNAL_ERROR, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { committedFrame } from '../src/frames.js';
 import { CommitSaver } from '../src/follower/commit-saver.js';
@@ -97,6 +104,34 @@ describe('commit offset on followers', () => {
     expect(decodeFrame(await raised).kind).toBe('ReplicateOk');
     const onDisk = await ReplicaFile.open(nodeIo, join(at, shardDirName(SHARD)));
     expect(onDisk.state.generation).toBe(2);
+  });
+
+  it('a_follower_whose_commit_offset_save_failed_behind_an_answer_refuses_the_next_batch_and_reopens', async () => {
+    const at = await root();
+    const gate = new ReplicaSaveGate();
+    const f = new SimFollower({ root: at, shard: SHARD, fsync: 'onCommit', io: gate.io }, 1);
+    cleanups.push(() => f.close());
+    const send = (first: number, n: number, mark: number) => {
+      const payloads = Array.from({ length: n }, (_, k) => rec(first + k));
+      return f.handle(committedFrame(first, shardRef(1), first, payloads, mark));
+    };
+    expect(decodeFrame(await send(0, 3, 0)).kind).toBe('ReplicateOk');
+    gate.failing = true;
+    // Answered: the records are durable; the save behind it fails.
+    expect(decodeFrame(await send(3, 2, 3)).kind).toBe('ReplicateOk');
+    await waitFor(() => gate.failed === 1, 'the failed save');
+    // The file's state is unknown now: the next batch is refused so the leader sends it again.
+    expect(decodeFrame(await send(5, 1, 5))).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.StorageFailed,
+    });
+    gate.failing = false;
+    // The shard was reopened from disk: the resend is compared, appended and answered.
+    expect(decodeFrame(await send(5, 1, 5))).toMatchObject({
+      kind: 'ReplicateOk',
+      durableOffset: 6,
+    });
+    await waitFor(async () => (await storedCommit(at)) === 5, 'the stored commit 5');
   });
 
   it('a_plain_batch_leaves_the_stored_commit_offset_alone', async () => {
@@ -214,6 +249,9 @@ describe('commit offset on followers', () => {
 class ReplicaSaveGate {
   /** Renames of a `replica` file that reached the gate. */
   reached = 0;
+  /** While set, such renames fail (EIO); `failed` counts them. */
+  failing = false;
+  failed = 0;
   private holding = false;
   private waiting: Array<() => void> = [];
   readonly io: Io;
@@ -223,6 +261,10 @@ class ReplicaSaveGate {
     io.rename = async (from, to) => {
       if (to.endsWith('/replica')) {
         this.reached++;
+        if (this.failing) {
+          this.failed++;
+          throw systemError('EIO', 'rename', to);
+        }
         if (this.holding) await new Promise<void>((resolve) => this.waiting.push(resolve));
       }
       return nodeIo.rename(from, to);
