@@ -1,15 +1,23 @@
 /**
  * Goal: the commit offset a quorum leader carries reaches its followers, and each stores the
- * lower of that mark and what it was shown to hold, in its `replica` file: before its answer
- * when the stream fsyncs on commit, at most once an interval otherwise; it never moves back.
+ * lower of that mark and what it was shown to hold, in its `replica` file, behind its answer (at
+ * most once a short interval when the stream fsyncs on commit, once a second otherwise); it never
+ * moves back. Only a raised generation is saved before the answer.
  * Method: a ReplicaServer over a real log fed kind-26 frames by hand (the file is read back from
- * disk after each answer); a ShardShipper over a real leader log whose mark is moved by the
- * test; the CommitSaver with a spy on its saves.
+ * disk); an Io holding (or failing) the `replica` file's saves at their rename; a ShardShipper over a real
+ * leader log whose mark is moved by the test; the CommitSaver with a spy on its saves.
  */
 import { join } from 'node:path';
-import { ReplicaFile, SegmentLog, nodeIo, shardDirName } from '@felix/storage';
-import { tempDir, waitFor } from '@felix/testing-harness';
-import { encodeInternalMessage } from '@felix/wire';
+import {
+  type Io,
+  ReplicaFile,
+  SegmentLog,
+  nodeIo,
+  shardDirName,
+  systemError,
+} from '@felix/storage';
+import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
+import { INTERNAL_ERROR, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { committedFrame } from '../src/frames.js';
 import { CommitSaver } from '../src/follower/commit-saver.js';
@@ -35,7 +43,7 @@ async function storedCommit(at: string): Promise<number> {
 }
 
 describe('commit offset on followers', () => {
-  it('a_follower_stores_the_lower_of_the_leaders_mark_and_what_it_holds_before_answering', async () => {
+  it('a_follower_stores_the_lower_of_the_leaders_mark_and_what_it_holds', async () => {
     const at = await root();
     const f = new SimFollower({ root: at, shard: SHARD, fsync: 'onCommit' }, 1);
     cleanups.push(() => f.close());
@@ -46,18 +54,85 @@ describe('commit offset on followers', () => {
       );
       expect(answer.kind).toBe('ReplicateOk');
     };
+    const stored = async (want: number) => {
+      await waitFor(async () => (await storedCommit(at)) === want, `the stored commit ${want}`);
+    };
     // A mark past the batch: the follower stores only what the batch showed it holds.
     await send(0, 3, 10);
-    expect(await storedCommit(at)).toBe(3);
-    // The mark alone, naming what it holds: stored as given, and on disk before the answer.
+    await stored(3);
+    // The mark alone, naming what it holds: stored as given.
     await send(3, 2, 4);
-    expect(await storedCommit(at)).toBe(4);
+    await stored(4);
     await send(5, 0, 5);
-    expect(await storedCommit(at)).toBe(5);
+    await stored(5);
     // An older mark never moves it back.
     await send(5, 0, 2);
+    await f.server.release(shardRef(1));
     expect(await storedCommit(at)).toBe(5);
-    expect(f.server.status(shardRef(1))?.commit).toBe(5);
+  });
+
+  it('a_follower_answers_a_batch_of_the_current_generation_without_saving_its_replica_file', async () => {
+    const at = await root();
+    const gate = new ReplicaSaveGate();
+    const f = new SimFollower({ root: at, shard: SHARD, fsync: 'onCommit', io: gate.io }, 1);
+    cleanups.push(async () => {
+      gate.open();
+      await f.close();
+    });
+    const send = (first: number, n: number, mark: number, generation = 1) => {
+      const payloads = Array.from({ length: n }, (_, k) => rec(first + k));
+      return f.handle(committedFrame(first, shardRef(generation), first, payloads, mark));
+    };
+    // The first batch raises the accepted generation: saved before it is stored.
+    expect(decodeFrame(await send(0, 3, 0)).kind).toBe('ReplicateOk');
+    expect(gate.reached).toBe(1);
+    // Every save of the file held from here: a batch of the same generation is answered anyway.
+    gate.close();
+    const answer = await withDeadline(send(3, 2, 3), 5_000, 'the answer with the save held');
+    expect(decodeFrame(answer).kind).toBe('ReplicateOk');
+    await waitFor(() => gate.held === 1, 'the commit offset save to start behind the answer');
+    expect(await storedCommit(at)).toBe(0);
+    // A batch of a newer generation waits for that generation's save.
+    f.assigned = 2;
+    let settled = false;
+    const raised = send(5, 1, 3, 2).finally(() => {
+      settled = true;
+    });
+    gate.releaseOne();
+    await waitFor(() => gate.reached === 3, "the new generation's save");
+    expect(settled).toBe(false);
+    gate.open();
+    expect(decodeFrame(await raised).kind).toBe('ReplicateOk');
+    const onDisk = await ReplicaFile.open(nodeIo, join(at, shardDirName(SHARD)));
+    expect(onDisk.state.generation).toBe(2);
+  });
+
+  it('a_follower_whose_commit_offset_save_failed_behind_an_answer_refuses_the_next_batch_and_reopens', async () => {
+    const at = await root();
+    const gate = new ReplicaSaveGate();
+    const f = new SimFollower({ root: at, shard: SHARD, fsync: 'onCommit', io: gate.io }, 1);
+    cleanups.push(() => f.close());
+    const send = (first: number, n: number, mark: number) => {
+      const payloads = Array.from({ length: n }, (_, k) => rec(first + k));
+      return f.handle(committedFrame(first, shardRef(1), first, payloads, mark));
+    };
+    expect(decodeFrame(await send(0, 3, 0)).kind).toBe('ReplicateOk');
+    gate.failing = true;
+    // Answered: the records are durable; the save behind it fails.
+    expect(decodeFrame(await send(3, 2, 3)).kind).toBe('ReplicateOk');
+    await waitFor(() => gate.failed === 1, 'the failed save');
+    // The file's state is unknown now: the next batch is refused so the leader sends it again.
+    expect(decodeFrame(await send(5, 1, 5))).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.StorageFailed,
+    });
+    gate.failing = false;
+    // The shard was reopened from disk: the resend is compared, appended and answered.
+    expect(decodeFrame(await send(5, 1, 5))).toMatchObject({
+      kind: 'ReplicateOk',
+      durableOffset: 6,
+    });
+    await waitFor(async () => (await storedCommit(at)) === 5, 'the stored commit 5');
   });
 
   it('a_plain_batch_leaves_the_stored_commit_offset_alone', async () => {
@@ -83,17 +158,26 @@ describe('commit offset on followers', () => {
     const replica = await ReplicaFile.open(nodeIo, at);
     const saves = vi.spyOn(replica, 'advanceCommit');
     let now = 1_000;
-    const saver = new CommitSaver(replica, 200, () => now);
-    for (let i = 1; i <= 50; i++) await saver.offer(i, false);
+    const saver = new CommitSaver(replica, {
+      intervalMs: 200,
+      onCommitIntervalMs: 20,
+      now: () => now,
+    });
+    for (let i = 1; i <= 50; i++) saver.offer(i, false);
     // The first offer saves at once; the other 49 fall inside the interval and wait.
     await waitFor(() => saver.saved === 1, 'the first save');
     expect(saves).toHaveBeenCalledTimes(1);
     now += 200;
     await waitFor(() => saver.saved === 50, 'the save at the end of the interval', 5_000);
     expect(saves).toHaveBeenCalledTimes(2);
-    // A synced offer saves before it resolves, whatever the interval.
-    await saver.offer(60, true);
-    expect((await ReplicaFile.open(nodeIo, at)).state.commitOffset).toBe(60);
+    // Fsyncing on commit: the shorter interval, and still behind the offer.
+    now += 20;
+    saver.offer(60, true);
+    for (let i = 61; i <= 70; i++) saver.offer(i, true);
+    await waitFor(() => saver.saved === 60, 'the on-commit save');
+    now += 20;
+    await waitFor(() => saver.saved === 70, 'the next on-commit save', 5_000);
+    expect(saves).toHaveBeenCalledTimes(4);
     await saver.close();
   });
 
@@ -210,3 +294,48 @@ describe('commit offset on followers', () => {
     expect(quorum.status(shardRef(1))!.tail).toBe(40);
   });
 });
+
+/** An Io whose saves of a `replica` file can be held at their rename (counted as they reach it). */
+class ReplicaSaveGate {
+  /** Renames of a `replica` file that reached the gate. */
+  reached = 0;
+  /** While set, such renames fail (EIO); `failed` counts them. */
+  failing = false;
+  failed = 0;
+  private holding = false;
+  private waiting: Array<() => void> = [];
+  readonly io: Io;
+
+  constructor() {
+    const io = Object.create(nodeIo) as Io;
+    io.rename = async (from, to) => {
+      if (to.endsWith('/replica')) {
+        this.reached++;
+        if (this.failing) {
+          this.failed++;
+          throw systemError('EIO', 'rename', to);
+        }
+        if (this.holding) await new Promise<void>((resolve) => this.waiting.push(resolve));
+      }
+      return nodeIo.rename(from, to);
+    };
+    this.io = io;
+  }
+
+  get held(): number {
+    return this.waiting.length;
+  }
+
+  close(): void {
+    this.holding = true;
+  }
+
+  releaseOne(): void {
+    this.waiting.shift()?.();
+  }
+
+  open(): void {
+    this.holding = false;
+    for (const w of this.waiting.splice(0)) w();
+  }
+}

@@ -131,9 +131,34 @@ async function jetStreamSide(
   publishTimeoutMs?: number,
 ): Promise<Side & { nats: NatsCluster }> {
   const nats = await startNatsCluster(dir);
+  try {
+    return await jetStreamStream(nats, publishTimeoutMs);
+  } catch (err) {
+    // The servers this side started must not outlive a failed setup (they did, twice).
+    await nats.stop();
+    throw err;
+  }
+}
+
+async function jetStreamStream(
+  nats: NatsCluster,
+  publishTimeoutMs: number | undefined,
+): Promise<Side & { nats: NatsCluster }> {
   const admin = await nats.connect();
   const jsm = await admin.jetstreamManager();
-  await jsm.streams.add({ name: STREAM, subjects: [`${STREAM}.>`], num_replicas: 3 });
+  // A meta leader can answer before the R3 placement sees all three peers: asked again.
+  await waitFor(
+    () =>
+      jsm.streams
+        .add({ name: STREAM, subjects: [`${STREAM}.>`], num_replicas: 3 })
+        .then(() => true)
+        .catch((err: unknown) => {
+          console.error(`adding the JetStream stream: ${String(err)}; trying again`);
+          return false;
+        }),
+    'the R3 stream to be added',
+    NATS_CLUSTER_FORM_DEADLINE_MS,
+  );
   const leaderName = async () => (await jsm.streams.info(STREAM)).cluster?.leader ?? '';
   // The stream's own Raft group elects its leader after the add answers.
   const leader = await waitFor(
@@ -297,7 +322,10 @@ const table: string[][] = [];
 
 async function both<T>(run: (side: Side) => Promise<T>): Promise<[T[], T[]]> {
   const felix = await felixSide(join(root, 'felix'));
-  const js = await jetStreamSide(join(root, 'nats'));
+  const js = await jetStreamSide(join(root, 'nats')).catch(async (err: unknown) => {
+    await felix.close();
+    throw err;
+  });
   const out: [T[], T[]] = [[], []];
   try {
     for (let r = 0; r < ROUNDS; r++) {

@@ -37,24 +37,37 @@ const REF: ShardRef = {
 
 const scratch = await tempDir('felix-bench-pipeline-');
 const at = (name: string) => join(scratch.path, name);
-/** Reads of the leader's segment files: what shipping reads back of what it just wrote. */
-let leaderReads = 0;
-const countingIo: Io = Object.create(nodeIo) as Io;
-countingIo.open = async (path, mode): Promise<IoFile> => {
-  const file = await nodeIo.open(path, mode);
-  if (!path.endsWith('.log')) return file;
-  const counted = Object.create(file) as IoFile;
-  counted.read = (buffer, offset, length, position) => {
-    leaderReads++;
-    return file.read(buffer, offset, length, position);
+/** Reads and fdatasyncs of one log's segment files. */
+interface IoCounts {
+  reads: number;
+  syncs: number;
+}
+function countingIo(counts: IoCounts): Io {
+  const io: Io = Object.create(nodeIo) as Io;
+  io.open = async (path, mode): Promise<IoFile> => {
+    const file = await nodeIo.open(path, mode);
+    if (!path.endsWith('.log')) return file;
+    const counted = Object.create(file) as IoFile;
+    counted.read = (buffer, offset, length, position) => {
+      counts.reads++;
+      return file.read(buffer, offset, length, position);
+    };
+    counted.datasync = () => {
+      counts.syncs++;
+      return file.datasync();
+    };
+    return counted;
   };
-  return counted;
-};
+  return io;
+}
+/** The leader's: its reads are what shipping reads back of what it just wrote. */
+const leaderIo: IoCounts = { reads: 0, syncs: 0 };
+const followerIo: IoCounts = { reads: 0, syncs: 0 };
 const log = await SegmentLog.open({
   root: at('leader'),
   shard: SHARD,
   fsync: 'onCommit',
-  io: countingIo,
+  io: countingIo(leaderIo),
 });
 /** Follower confirmations that went past the leader's durable offset (shipped before its
  *  fsync ended), of all confirmations. */
@@ -66,7 +79,12 @@ let requests = 0;
 const servers = ['f1', 'f2'].map(
   (name) =>
     new ReplicaServer({
-      logOptions: () => ({ root: at(name), shard: SHARD, fsync: 'onCommit' }),
+      logOptions: () => ({
+        root: at(name),
+        shard: SHARD,
+        fsync: 'onCommit',
+        io: countingIo(followerIo),
+      }),
       assignment: () => ({ generation: REF.generation }),
     }),
 );
@@ -122,11 +140,12 @@ async function one(): Promise<number> {
 }
 
 for (let i = 0; i < 100; i++) await one(); // warm-up
-const readsBefore = leaderReads;
+const readsBefore = leaderIo.reads;
 const lat: number[] = [];
 for (let i = 0; i < N; i++) lat.push(await one());
 lat.sort((a, b) => a - b);
 const started = performance.now();
+const before = { requests, leaderSyncs: leaderIo.syncs, followerSyncs: followerIo.syncs };
 let sent = 0;
 await Promise.all(
   Array.from({ length: IN_FLIGHT }, async () => {
@@ -137,10 +156,17 @@ await Promise.all(
   }),
 );
 const rate = WINDOW / ((performance.now() - started) / 1000);
-const reads = (leaderReads - readsBefore) / (N + WINDOW);
+const reads = (leaderIo.reads - readsBefore) / (N + WINDOW);
+// With 64 in flight: how many records one follower request, one leader fsync and one follower
+// fsync carry (group commit on each side).
+const per = (n: number) => (n === 0 ? 0 : WINDOW / n).toFixed(1);
+const windowed =
+  `records per follower request ${per((requests - before.requests) / 2)}, ` +
+  `per leader fsync ${per(leaderIo.syncs - before.leaderSyncs)}, ` +
+  `per follower fsync ${per((followerIo.syncs - before.followerSyncs) / 2)}`;
 console.log(
   `pipeline: awaited p50 ${Math.round(percentile(lat, 50))} µs, p99 ${Math.round(percentile(lat, 99))} µs; ` +
-    `64 in flight ${Math.round(rate)} rec/s; leader file reads/record ${reads.toFixed(2)}; ` +
+    `64 in flight ${Math.round(rate)} rec/s (${windowed}); leader file reads/record ${reads.toFixed(2)}; ` +
     `confirmations ahead of the leader's fsync ${ahead}/${confirmations}; ` +
     `requests sent during a leader fsync ${early}/${requests}; load ${loadavg()[0]!.toFixed(2)}`,
 );

@@ -1,26 +1,50 @@
 /**
  * A follower's saves of the commit offset its leader carries (kind 26) into the shard's
- * `replica` file. On commit (`sync`) the offset is saved before the follower answers, so what it
- * acked as committed survives a crash; otherwise saves run at most once per interval, in the
- * background, and the file may read back up to one interval stale after a crash (the
- * reference's trade: the fsync on every batch is what periodic streams decline to pay).
+ * `replica` file, always off the answer path: at most once per interval, in the background
+ * (REPLICA_COMMIT_SAVE_ON_COMMIT_INTERVAL_MS when the stream fsyncs on commit,
+ * REPLICA_COMMIT_SAVE_INTERVAL_MS otherwise), and on close. The offset on disk only bounds from
+ * below where this replica may truncate and what a new leader's fence hears was committed, so a
+ * crash that leaves it one interval stale loses nothing: the records themselves were fsynced
+ * before the answer, and any leader of a newer generation holds every committed record
+ * (docs/replication.md, "The follower's commit offset"). The generation is not saved here: a
+ * raised generation is saved before the batch carrying it is stored.
  */
 import type { ReplicaFile } from '@felix/storage';
-import { REPLICA_COMMIT_SAVE_INTERVAL_MS } from '../limits.js';
+import {
+  REPLICA_COMMIT_SAVE_INTERVAL_MS,
+  REPLICA_COMMIT_SAVE_ON_COMMIT_INTERVAL_MS,
+} from '../limits.js';
+
+export interface CommitSaverOptions {
+  /** Between saves of a stream that fsyncs on commit. */
+  onCommitIntervalMs?: number;
+  /** Between saves otherwise. */
+  intervalMs?: number;
+  now?: () => number;
+}
 
 export class CommitSaver {
   /** The highest offset offered (what the next save writes). */
   private wanted: number;
   private lastSaveMs = Number.NEGATIVE_INFINITY;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the armed timer fires (ms, `now`'s clock). */
+  private timerAt = Number.POSITIVE_INFINITY;
   private closed = false;
+  /** A background save that failed: the file is then unknown, and the next offer says so. */
+  private failure: unknown;
+  private readonly onCommitIntervalMs: number;
+  private readonly intervalMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly replica: ReplicaFile,
-    private readonly intervalMs = REPLICA_COMMIT_SAVE_INTERVAL_MS,
-    private readonly now: () => number = () => Date.now(),
+    opts: CommitSaverOptions = {},
   ) {
     this.wanted = replica.state.commitOffset;
+    this.onCommitIntervalMs = opts.onCommitIntervalMs ?? REPLICA_COMMIT_SAVE_ON_COMMIT_INTERVAL_MS;
+    this.intervalMs = opts.intervalMs ?? REPLICA_COMMIT_SAVE_INTERVAL_MS;
+    this.now = opts.now ?? (() => Date.now());
   }
 
   /** The highest commit offset offered so far (saved or not yet). */
@@ -33,18 +57,26 @@ export class CommitSaver {
     return this.replica.state.commitOffset;
   }
 
-  /** Takes `offset` (never moving back); with `sync`, resolves once it is saved. */
-  async offer(offset: number, sync: boolean): Promise<void> {
+  /**
+   * Takes `offset` (never moving back) and schedules its save; never waits for it. `onCommit`:
+   * the stream fsyncs on commit (the shorter interval). Throws when an earlier save failed.
+   */
+  offer(offset: number, onCommit: boolean): void {
+    if (this.failure !== undefined) throw this.failure;
     if (offset > this.wanted) this.wanted = offset;
     if (this.wanted <= this.saved || this.closed) return;
-    if (sync) {
+    const interval = onCommit ? this.onCommitIntervalMs : this.intervalMs;
+    const wait = this.lastSaveMs + interval - this.now();
+    if (wait <= 0) {
       this.disarm();
-      await this.save();
+      this.saveInBackground();
       return;
     }
-    const wait = this.lastSaveMs + this.intervalMs - this.now();
-    if (wait <= 0) this.saveInBackground();
-    else this.timer ??= setTimeout(() => this.saveInBackground(), wait);
+    // An armed timer due later (the other interval) is brought forward.
+    if (this.timer !== undefined && this.timerAt <= this.now() + wait) return;
+    this.disarm();
+    this.timerAt = this.now() + wait;
+    this.timer = setTimeout(() => this.saveInBackground(), wait);
   }
 
   /** Saves what is wanted and stops the timer (the shard's log is closing). */
@@ -56,9 +88,10 @@ export class CommitSaver {
 
   private saveInBackground(): void {
     this.timer = undefined;
-    this.save().catch(() => {
-      // A failed save fails the replica file for good: the next batch's generation check or
-      // synced save reports it to the leader as StorageFailed.
+    this.timerAt = Number.POSITIVE_INFINITY;
+    this.save().catch((err: unknown) => {
+      // Reported by the next offer: the follower answers StorageFailed and reopens the shard.
+      this.failure = err;
     });
   }
 
@@ -70,5 +103,6 @@ export class CommitSaver {
   private disarm(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 }

@@ -19,8 +19,10 @@
  *
  * A batch of a quorum shard (kind 26) carries the leader's commit mark: after storing the batch
  * the follower records the lower of the mark and what the batch showed it holds in its
- * `replica` file (CommitSaver): saved before the answer when `commitSync` says so (the stream
- * fsyncs on commit), otherwise at most once per REPLICA_COMMIT_SAVE_INTERVAL_MS.
+ * `replica` file (CommitSaver), never before its answer: at most once per
+ * REPLICA_COMMIT_SAVE_ON_COMMIT_INTERVAL_MS when `commitSync` says so (the stream fsyncs on
+ * commit), otherwise once per REPLICA_COMMIT_SAVE_INTERVAL_MS. Only a raised generation is
+ * saved before the answer (before the batch is stored).
  */
 import {
   FLAG_GENERATION_START,
@@ -68,8 +70,8 @@ export interface ReplicaServerOptions {
     shard: ShardRef,
     log: ReplicaLogKind,
   ): { generation: number; follower?: boolean } | undefined;
-  /** Whether the commit offset is saved before the answer (the stream fsyncs on commit);
-   *  absent: always. */
+  /** Whether the stream fsyncs on commit (its commit offset is saved at the shorter interval);
+   *  absent: yes. */
   commitSync?(shard: ShardRef): boolean;
   /**
    * Whether retention on this copy (`logOptions`' `retention`) stops below the commit offset
@@ -302,7 +304,8 @@ export class ReplicaServer {
     if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
       // Only what this batch showed is known to match the leader's log.
       const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
-      await state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
+      // Saved behind the answer: the offset on disk only bounds truncation from below.
+      state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
       holdRetentionFloor(state);
     }
     return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
