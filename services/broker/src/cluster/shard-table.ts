@@ -136,7 +136,7 @@ export class ShardTable {
     const table = this;
     new Gauge({
       name: 'felix_broker_under_replicated_shards',
-      help: 'Stream shards this broker leads whose replica set holds fewer copies than their replication factor (placement found no live broker for the rest), at scrape time',
+      help: 'Stream and cache shards this broker leads whose replica set holds fewer copies than their replication factor (placement found no live broker for the rest), at scrape time',
       registers: [registry],
       collect() {
         this.set(table.underReplicatedShards());
@@ -144,14 +144,19 @@ export class ShardTable {
     });
   }
 
-  /** Led stream shards whose replica set is smaller than their replication factor. */
+  /** Led stream and cache shards whose replica set is smaller than their replication factor. */
   underReplicatedShards(): number {
     let n = 0;
-    for (const key of this.held.keys()) {
-      const a = this.assignments.get(key);
-      if (a === undefined) continue;
-      const s = this.streams.get(streamKey(a.tenant_id, a.namespace, a.stream));
-      if (a.replicas.length < (s?.replication_factor ?? 1)) n++;
+    for (const [held, configs] of [
+      [this.held, this.streams],
+      [this.heldCaches, this.caches],
+    ] as const) {
+      for (const key of held.keys()) {
+        const a = this.assignments.get(key);
+        if (a === undefined) continue;
+        const c = configs.get(streamKey(a.tenant_id, a.namespace, a.stream));
+        if (a.replicas.length < (c?.replication_factor ?? 1)) n++;
+      }
     }
     return n;
   }
