@@ -72,7 +72,8 @@ export const QUIC_UDP_BUFFER_BYTES = 8 * 1024 * 1024;
 /** Datagram size used when both ends are on loopback (the path MTU is 64 KiB there); fewer,
  *  larger datagrams cut the per-datagram JavaScript cost that bounds QUIC throughput in Node. */
 export const QUIC_LOOPBACK_DATAGRAM_BYTES = 65_507;
-/** QUIC per-connection and per-stream flow-control windows. */
+/** QUIC per-connection and per-stream flow-control windows, initial and ceiling: quiche grows a
+ *  window while its reader keeps up, never past these (vendor patch 20). */
 export const QUIC_CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 export const QUIC_STREAM_WINDOW_BYTES = 1024 * 1024;
 

@@ -28,6 +28,11 @@ import * as errors from './errors.js';
 const readableProbeStreamsMax = 64;
 /** [felix patch 16] The writable() generator still runs once in this many turns. */
 const writableFullWalkTurns = 64;
+/**
+ * [felix patch 19] QUIC's smallest datagram size (RFC 9000 §14): quiche fills a packet to at
+ * least this whenever it has more to send, so a shorter datagram was all it had.
+ */
+const shortDatagramBytes = 1200;
 let QUICConnection = class QUICConnection {
     /**
      * This determines when it is a client or server connection.
@@ -343,7 +348,8 @@ let QUICConnection = class QUICConnection {
         // [felix patch 13] Verified peer: nothing in `send` awaits, so no promise per flush.
         if (this.secureEstablished) {
             try {
-                this.flushSync();
+                // [felix patch 19] A running connection's flush may stop at a short datagram.
+                this.flushSync(s === null);
                 // [felix patch 18] Only a received datagram can carry the peer's close.
                 if (this.peerErrorUnchecked) {
                     this.peerErrorUnchecked = false;
@@ -874,10 +880,18 @@ let QUICConnection = class QUICConnection {
      * verification is the only part of `send` that awaits).
      * @internal
      */
-    flushSync() {
+    flushSync(shortStops = false) {
         // [felix patch 2] Datagrams are cut from one slab per flush and handed straight to the
         // UDP socket (no Buffer, event or promise per packet). A flush is bounded; if quiche
         // still has packets, the rest goes out next turn, so a send loop can never spin.
+        // [felix patch 19] With `shortStops` (a verified connection that is neither starting
+        // nor stopping, flushed after a receive or a write), a datagram shorter than
+        // `shortDatagramBytes` ends the flush: quiche fills a 1-RTT packet up to its datagram
+        // size whenever it has more to send, so a short one means it had nothing left but what
+        // congestion or flow control holds back, and asking again (a native call that returns
+        // null) cost a fifth of a data `send`. The timer's flush (probe timeouts send two
+        // probes, each may be short) and the handshake's (coalesced long headers) still ask
+        // until quiche says done.
         if (this.forceDestroyed)
             return;
         const size = this.config.maxSendUdpPayloadSize;
@@ -919,6 +933,8 @@ let QUICConnection = class QUICConnection {
             socket.sendSlab = slab; // [felix patch 6] saved per datagram, so no exit path reuses a sent region
             socket.sendSlabUsed = used;
             packets++;
+            if (shortStops && sendLength < shortDatagramBytes)
+                break; // [felix patch 19]
         }
         // [felix patch 11] The writable walk a recv deferred: after the datagrams left. A
         // writer it wakes writes in a microtask and schedules the next flush itself; a stream

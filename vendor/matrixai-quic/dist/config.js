@@ -140,6 +140,11 @@ function buildQuicheConfig(config) {
     quicheConfig.setInitialMaxStreamDataUni(config.initialMaxStreamDataUni);
     quicheConfig.setInitialMaxStreamsBidi(config.initialMaxStreamsBidi);
     quicheConfig.setInitialMaxStreamsUni(config.initialMaxStreamsUni);
+    // [felix patch 20] The window ceilings reach quiche. They were never passed on, so quiche
+    // grew a stream's window up to its own 16 MiB default (24 MiB for the connection) while
+    // the reader kept up, whatever the initial windows said.
+    quicheConfig.setMaxStreamWindow(config.maxStreamWindow);
+    quicheConfig.setMaxConnectionWindow(config.maxConnectionWindow);
     quicheConfig.enableDgram(...config.enableDgram);
     quicheConfig.setDisableActiveMigration(config.disableActiveMigration);
     quicheConfig.setApplicationProtos(config.applicationProtos);

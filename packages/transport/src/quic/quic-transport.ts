@@ -131,6 +131,9 @@ function quicConfig(t: ResolvedTimeouts, l: ResolvedLimits, stock: boolean, loop
       ? {}
       : {
           initialMaxData: QUIC_CONNECTION_WINDOW_BYTES,
+          // quiche grows windows while the reader keeps up; these are the ceilings (patch 20).
+          maxConnectionWindow: QUIC_CONNECTION_WINDOW_BYTES,
+          maxStreamWindow: QUIC_STREAM_WINDOW_BYTES,
           initialMaxStreamDataBidiLocal: QUIC_STREAM_WINDOW_BYTES,
           initialMaxStreamDataBidiRemote: QUIC_STREAM_WINDOW_BYTES,
           initialMaxStreamDataUni: QUIC_STREAM_WINDOW_BYTES,
