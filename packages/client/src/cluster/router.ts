@@ -235,9 +235,11 @@ export class ClusterRouter {
   }
 
   /** The connect bound of a dial to `addr`: UNREACHED_DIAL_TIMEOUT_MS for a broker lost and not
-   *  reached since, else undefined (the client's own). */
+   *  reached since while the cluster has others to turn to, else undefined (the client's own:
+   *  a lone broker slow to handshake, a restart's crowd of reconnects, must still be reached). */
   dialTimeoutFor(addr: string): number | undefined {
-    return this.unreached.has(addr) ? UNREACHED_DIAL_TIMEOUT_MS : undefined;
+    if (!this.unreached.has(addr) || this.book.brokerAddresses.length < 2) return undefined;
+    return UNREACHED_DIAL_TIMEOUT_MS;
   }
 
   /** A dial to `addr` (the entry's reconnect) succeeded or failed. */

@@ -6,9 +6,9 @@
 // client's default request and idle timeouts, seeded with the leader only (so the leader is
 // both its entry broker and the shard's owner), publishes in a loop, one publish at a time. The
 // leader is paused; the time until the control plane names another leader is the detection
-// time, and the first publish started after the pause must succeed within detection plus a
-// margin. No publish may fail with the client's request timeout on the way (an outcome-unknown
-// for the publish caught in flight is allowed: it may have been written). Twice: with the
+// time, and the first publish started after the pause must succeed within detection plus
+// RESUME_AFTER_NAMED_MS_MAX. No publish may fail with the client's request timeout on the way
+// (an outcome-unknown for the publish caught in flight is allowed: it may have been written). Twice: with the
 // harness's 3 s control-plane expiry (detection well inside the client's idle bound), and with
 // the control plane's default 15 s (other brokers name the silent leader as the owner for as
 // long as in a real deployment, so the client must not sit in dials to it meanwhile).
@@ -19,12 +19,19 @@ import { type FelixCluster, scaled, startCluster } from '../src/index.js';
 import { clusterPerTest, publishAll } from './support.js';
 
 const STEP_MS = 60_000;
+/** How long after the new leader is named publishing must have resumed: a dial to the silent
+ *  broker begun just before (the client's UNREACHED_DIAL_TIMEOUT_MS, 3 s), one retry delay
+ *  (FAILOVER_RETRY_DELAY_MS_MAX, 1 s), and 2 s for the new leader to open the shard and for this
+ *  loaded machine. Before the fix it was 12 s (the idle bound, then reconnects and dials that
+ *  each waited a connect timeout). */
+const RESUME_AFTER_NAMED_MS_MAX = 6_000;
 /** The control plane's default expiry (services/control-plane EXPIRY_TIMEOUT_MS_DEFAULT). */
 const CP_EXPIRY_TIMEOUT_MS_DEFAULT = 15_000;
 
 /** What the publish loop saw: when each successful publish started, each failure, each status
  *  event (ms since the loop began), for the assertion's message. */
 interface Seen {
+  t0: number;
   startedOk: number[];
   log: string[];
 }
@@ -35,7 +42,7 @@ async function publishLoop(
   seen: Seen,
   signal: AbortSignal,
 ): Promise<void> {
-  const t0 = Date.now();
+  const t0 = seen.t0;
   void (async () => {
     for await (const ev of client.status({ signal }))
       seen.log.push(`${Date.now() - t0} ${ev.type} ${JSON.stringify(ev)}`);
@@ -65,7 +72,7 @@ async function resumeAfterSilence(
     idleTimeoutMs: IDLE_TIMEOUT_MS_DEFAULT,
   });
   const ac = new AbortController();
-  const seen: Seen = { startedOk: [], log: [] };
+  const seen: Seen = { t0: Date.now(), startedOk: [], log: [] };
   const publishing = publishLoop(client, seen, ac.signal);
   try {
     await publishAll(client, 'orders', ['warm-0', 'warm-1', 'warm-2']);
@@ -73,6 +80,7 @@ async function resumeAfterSilence(
     await waitFor(() => seen.startedOk.length >= 20, 'the loop publishing', scaled(STEP_MS));
     await c.pause(leader.id);
     const pausedMs = Date.now();
+    seen.log.push(`${pausedMs - seen.t0} paused the leader`);
     await waitFor(
       async () => {
         const a = (await c.assignments()).find((x) => x.stream === 'orders');
@@ -109,7 +117,7 @@ describe('a silent leader', () => {
     });
     const r = await resumeAfterSilence(held.cluster);
     const why = `${r.what}\n${r.seen.log.join('\n')}`;
-    expect(r.afterNamedMs, why).toBeLessThanOrEqual(scaled(5_000));
+    expect(r.afterNamedMs, why).toBeLessThanOrEqual(scaled(RESUME_AFTER_NAMED_MS_MAX));
     expect(r.seen.log.join('\n'), why).not.toContain('FELIX_CLIENT_TIMEOUT');
   }, 300_000);
 
@@ -124,9 +132,9 @@ describe('a silent leader', () => {
     });
     const r = await resumeAfterSilence(held.cluster);
     const why = `${r.what}\n${r.seen.log.join('\n')}`;
-    // Tighter than the first: a dial to the silent broker started just before the new leader
-    // is named would hold the publish up to the connect timeout (10 s in the harness) past it.
-    expect(r.afterNamedMs, why).toBeLessThanOrEqual(scaled(3_000));
+    // Meanwhile the client keeps dialing the silent broker the others still name: a dial that
+    // waited the connect timeout (10 s in the harness) could hold the publish that long past it.
+    expect(r.afterNamedMs, why).toBeLessThanOrEqual(scaled(RESUME_AFTER_NAMED_MS_MAX));
     expect(r.seen.log.join('\n'), why).not.toContain('FELIX_CLIENT_TIMEOUT');
   }, 300_000);
 });
