@@ -120,7 +120,7 @@ export class FelixClient {
     this.router = new ClusterRouter({
       entry: (signal) => this.connection(signal),
       liveEntry: () => this.liveEntry(),
-      open: (addr) => this.open(addr),
+      open: (addr, connectTimeoutMs) => this.open(addr, connectTimeoutMs),
       enabled: opts.routing !== false,
     });
   }
@@ -184,14 +184,15 @@ export class FelixClient {
     return s;
   }
 
-  private async open(server: string): Promise<BrokerConnection> {
+  private async open(server: string, connectTimeoutMs?: number): Promise<BrokerConnection> {
+    const configuredMs = this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT;
     const opts = {
       tenant: this.opts.tenant,
       // The newest token; a fresh one first when it is due or the broker refused it.
       token: await this.keeper.forConnect(),
       namespace: this.namespace,
       tls: this.opts.tls ?? {},
-      connectTimeoutMs: this.opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS_DEFAULT,
+      connectTimeoutMs: Math.min(configuredMs, connectTimeoutMs ?? configuredMs),
       idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS_DEFAULT,
     };
     try {
@@ -247,8 +248,10 @@ export class FelixClient {
       } catch {
         return; // closed while waiting
       }
+      const server = this.nextServer();
       try {
-        const conn = await this.open(this.nextServer());
+        const conn = await this.open(server, this.router.dialTimeoutFor(server));
+        this.router.dialed(server, true);
         if (this.isClosed) {
           await conn.close();
           return;
@@ -256,7 +259,8 @@ export class FelixClient {
         this.adopt(conn);
         return;
       } catch {
-        // try the next seed after the next delay
+        // A silent broker is dialed briefly next time; the next seed is tried after the delay.
+        this.router.dialed(server, false);
       }
     }
     if (!this.isClosed) {

@@ -14,6 +14,19 @@ export const RECONNECT_ATTEMPTS_MAX_DEFAULT = 2_000;
 export const CONNECT_TIMEOUT_MS_DEFAULT = 10_000;
 /** A broker silent this long is declared dead (keep-alives go out at a third of it). */
 export const IDLE_TIMEOUT_MS_DEFAULT = 15_000;
+/** Longest interval between keep-alives (whatever the idle bound): each one makes a live broker's
+ *  transport answer (a QUIC ACK, a PONG), so a broker that answers nothing for several of them
+ *  is silent, not quiet. One small packet each way per second per connection. */
+export const KEEPALIVE_INTERVAL_MS_MAX = 1_000;
+/** A connection with requests waiting for their answers from which nothing at all has arrived
+ *  (not even the answer to a keep-alive) for this long is declared lost (or the idle bound, when
+ *  shorter): a SIGSTOPped, `docker kill`ed or partitioned broker sends no RST, and waiting for
+ *  the idle bound and then the request timeout held publishes for 40 s after the control plane
+ *  had named a new leader. Three keep-alives unanswered: a live broker under load still answers
+ *  at the transport within milliseconds. */
+export const PEER_SILENCE_MS = 3_000;
+/** How often a connection with waiting requests checks that the broker was heard from. */
+export const PEER_SILENCE_CHECK_MS = 250;
 /** How long a call waits for a connection (during a reconnect) or an answer. */
 export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
 
@@ -188,6 +201,11 @@ export const FAILOVER_RETRY_DELAY_MS_MAX = 1_000;
  *  path exists: its shards are being failed over, and a dial to a dead host costs up to the
  *  connect timeout. */
 export const BROKER_SUSPECT_MS = 2_000;
+/** Connect bound of a dial to a broker whose connection was lost (or whose dial failed) and that
+ *  has not been reached since: a silent broker (stopped, its host dead) answers no handshake, and
+ *  a request waiting the whole connect timeout on it was still waiting when the control plane had
+ *  named another owner. A live broker handshakes well within it. */
+export const UNREACHED_DIAL_TIMEOUT_MS = PEER_SILENCE_MS;
 /** Resends of one at-least-once publish caught by a lost connection or a redirect (each to the
  *  shard's owner as then known), within the request timeout; past them OutcomeUnknownError. */
 export const AT_LEAST_ONCE_RESENDS_MAX = 5;

@@ -108,6 +108,8 @@ export class FakeBroker {
   /** What `topology` answers (empty: a single node) and what `shard_owners` answers. */
   topology: Array<{ node_id: string; addr: string }> = [];
   owners: Array<{ shard: number; node_id?: string; addr?: string; generation: number }> = [];
+  /** What the transport reports received (undefined: no count, as before). */
+  packetsReceived: number | undefined = undefined;
 
   constructor(readonly opts: { reauth: boolean; cluster?: boolean }) {
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
@@ -123,7 +125,11 @@ export class FakeBroker {
       incoming: () => ({ [Symbol.asyncIterator]: () => this.uniStreams() }),
       close: async () => this.closeConn({ code: 0, reason: 'closed' }),
       closed,
-      stats: () => ({}) as never,
+      // Packets only when a test counts them (the client's silence check is off otherwise).
+      stats: () =>
+        (this.packetsReceived === undefined
+          ? {}
+          : { packetsReceived: this.packetsReceived }) as never,
       peerCertificate: () => undefined,
     };
   }

@@ -15,7 +15,13 @@ import {
   ProtocolError,
   UnauthenticatedError,
 } from '../errors.js';
-import { BROKER_SUSPECT_MS, CLUSTER_CONNECTIONS_MAX, TOPOLOGY_REFRESH_MS } from '../limits.js';
+import {
+  BROKER_SUSPECT_MS,
+  CLUSTER_BROKERS_MAX,
+  CLUSTER_CONNECTIONS_MAX,
+  TOPOLOGY_REFRESH_MS,
+  UNREACHED_DIAL_TIMEOUT_MS,
+} from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
 import { type OwnerKind, OwnerBook, type ShardOwnerEntry } from './owner-book.js';
@@ -26,8 +32,9 @@ export interface RouterHost {
   entry(signal?: AbortSignal): Promise<BrokerConnection>;
   /** The live entry connection now, if any. */
   liveEntry(): BrokerConnection | undefined;
-  /** Opens and authenticates a connection to one broker. */
-  open(addr: string): Promise<BrokerConnection>;
+  /** Opens and authenticates a connection to one broker (within `connectTimeoutMs` when given
+   *  and shorter than the client's connect timeout). */
+  open(addr: string, connectTimeoutMs?: number): Promise<BrokerConnection>;
   /** False: never route (the caller's `routing: false`). */
   readonly enabled?: boolean;
   /** Milliseconds now (tests pin it). */
@@ -44,6 +51,9 @@ export class ClusterRouter {
   readonly book = new OwnerBook();
   private readonly pool = new Map<string, Pooled>();
   private readonly suspectUntil = new Map<string, number>();
+  /** Brokers lost (or failed to dial) and not reached since: dialed within
+   *  UNREACHED_DIAL_TIMEOUT_MS, so a silent one holds a request seconds, not the connect timeout. */
+  private readonly unreached = new Set<string>();
   private readonly refreshing = new Map<string, Promise<void>>();
   private readonly evicted = new WeakSet<BrokerConnection>();
   private routing = false;
@@ -89,11 +99,13 @@ export class ClusterRouter {
     this.refreshTimer.unref?.();
   }
 
-  /** Every broker to reconnect through: the seeds first (never dropped), then those discovered. */
+  /** Every broker to reconnect through: the seeds first (never dropped), then those discovered;
+   *  brokers just lost are left out while another remains. */
   reconnectOrder(seeds: readonly string[]): string[] {
     const out = [...seeds];
     for (const a of this.book.brokerAddresses) if (!out.includes(a)) out.push(a);
-    return out;
+    const trusted = out.filter((a) => !this.isSuspect(a));
+    return trusted.length > 0 ? trusted : out;
   }
 
   isSuspect(addr: string): boolean {
@@ -107,6 +119,7 @@ export class ClusterRouter {
   /** A connection was lost: its broker is suspect and the owners it held are asked again. */
   lost(conn: BrokerConnection): void {
     this.suspectUntil.set(conn.server, this.now() + BROKER_SUSPECT_MS);
+    this.markUnreached(conn.server);
     this.book.forgetAddress(conn.server);
     const p = this.pool.get(conn.server);
     if (p !== undefined && p.conn === conn) this.pool.delete(conn.server);
@@ -221,12 +234,35 @@ export class ClusterRouter {
     return pooled.conn;
   }
 
+  /** The connect bound of a dial to `addr`: UNREACHED_DIAL_TIMEOUT_MS for a broker lost and not
+   *  reached since while the cluster has others to turn to, else undefined (the client's own:
+   *  a lone broker slow to handshake, a restart's crowd of reconnects, must still be reached). */
+  dialTimeoutFor(addr: string): number | undefined {
+    if (!this.unreached.has(addr) || this.book.brokerAddresses.length < 2) return undefined;
+    return UNREACHED_DIAL_TIMEOUT_MS;
+  }
+
+  /** A dial to `addr` (the entry's reconnect) succeeded or failed. */
+  dialed(addr: string, ok: boolean): void {
+    if (ok) this.unreached.delete(addr);
+    else this.markUnreached(addr);
+  }
+
+  private markUnreached(addr: string): void {
+    // Bounded like the broker book: past it the oldest mark goes (a full dial timeout again).
+    if (this.unreached.size >= CLUSTER_BROKERS_MAX)
+      this.unreached.delete(this.unreached.values().next().value!);
+    this.unreached.add(addr);
+  }
+
   private async dial(addr: string): Promise<BrokerConnection> {
     let conn: BrokerConnection;
     try {
-      conn = await this.host.open(addr);
+      conn = await this.host.open(addr, this.dialTimeoutFor(addr));
+      this.unreached.delete(addr);
     } catch (err) {
       this.suspectUntil.set(addr, this.now() + BROKER_SUSPECT_MS);
+      this.markUnreached(addr);
       // Refused credentials stay fatal; an unreachable owner is retried (a failover under way).
       if (err instanceof UnauthenticatedError) throw err;
       throw new ConnectError([addr], { cause: err });

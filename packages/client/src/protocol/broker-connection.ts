@@ -9,7 +9,12 @@
 import { type Connection, type TransportStream, dial } from '@felix/transport';
 import { FEATURE_HI_REAUTH } from '@felix/wire';
 import { ConnectionLostError, ProtocolError } from '../errors.js';
-import { CLOSE_DRAIN_MS_MAX } from '../limits.js';
+import {
+  CLOSE_DRAIN_MS_MAX,
+  KEEPALIVE_INTERVAL_MS_MAX,
+  PEER_SILENCE_CHECK_MS,
+  PEER_SILENCE_MS,
+} from '../limits.js';
 import { type ConnectionOptions, authStream, withTimeout } from './auth.js';
 import { type EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
@@ -73,8 +78,12 @@ export class BrokerConnection {
       ...(opts.tls.serverName !== undefined ? { serverName: opts.tls.serverName } : {}),
       dialTimeoutMs: opts.connectTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
-      // Keep-alives well inside the idle bound so a quiet but live broker is never dropped.
-      keepAliveIntervalMs: Math.max(100, Math.floor(opts.idleTimeoutMs / 3)),
+      // Keep-alives well inside the idle bound so a quiet but live broker is never dropped, and
+      // often enough that a silent one is told apart soon (watchSilence).
+      keepAliveIntervalMs: Math.max(
+        100,
+        Math.min(KEEPALIVE_INTERVAL_MS_MAX, Math.floor(opts.idleTimeoutMs / 3)),
+      ),
     });
     return BrokerConnection.over(server, conn, opts, turn);
   }
@@ -107,11 +116,53 @@ export class BrokerConnection {
       (err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })),
     );
     void this.events.accept();
+    this.watchSilence();
     void this.conn.closed.then((info) =>
       this.fail(
         new ConnectionLostError(this.server, { cause: info.error ?? new Error(info.reason) }),
       ),
     );
+  }
+
+  /**
+   * Declares the connection lost when requests wait on it and nothing at all has arrived from
+   * the broker for PEER_SILENCE_MS (or the idle bound, when shorter): with a keep-alive at least
+   * every KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several times within it,
+   * so only a silent one (stopped, its host dead, cut off) gets here. Its waiting publishes fail
+   * as OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds the new owner.
+   * A connection with nothing waiting keeps to the idle bound.
+   */
+  private watchSilence(): void {
+    const first = this.conn.stats().packetsReceived;
+    if (typeof first !== 'number') return; // a transport that counts no packets (a test fake)
+    const silenceMs = Math.min(PEER_SILENCE_MS, this.opts.idleTimeoutMs);
+    let received = first;
+    let heardMs = Date.now();
+    let tickMs = heardMs;
+    const timer = setInterval(() => {
+      const nowMs = Date.now();
+      const now = this.conn.stats().packetsReceived;
+      // A late tick means this process stalled (a long GC, a busy turn): packets that came
+      // meanwhile may not be counted yet, so the silence is measured again from now.
+      if (now !== received || nowMs - tickMs > 2 * PEER_SILENCE_CHECK_MS) {
+        received = now;
+        heardMs = nowMs;
+      }
+      tickMs = nowMs;
+      if (nowMs - heardMs < silenceMs || !this.awaitsAnswers()) return;
+      this.fail(
+        new ConnectionLostError(this.server, {
+          cause: new Error(`nothing received for ${nowMs - heardMs} ms while requests waited`),
+        }),
+      );
+    }, PEER_SILENCE_CHECK_MS);
+    timer.unref?.();
+    void this.lost.then(() => clearInterval(timer));
+  }
+
+  /** Requests on this connection wait for the broker's answer. */
+  private awaitsAnswers(): boolean {
+    return this.table.size > 0 || this.lane.unanswered > 0;
   }
 
   get isLost(): boolean {

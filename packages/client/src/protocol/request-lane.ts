@@ -54,6 +54,11 @@ export class RequestLane {
 
   constructor(private readonly host: LaneHost) {}
 
+  /** Requests sent on the lane and not answered yet. */
+  get unanswered(): number {
+    return this.waiting.length;
+  }
+
   get broken(): boolean {
     return this.failed !== null;
   }

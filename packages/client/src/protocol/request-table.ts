@@ -28,6 +28,11 @@ export class RequestTable {
     this.pending.set(id, entry);
   }
 
+  /** Requests waiting for their answers. */
+  get size(): number {
+    return this.pending.size;
+  }
+
   /** The entry for `id`, removed; undefined when no request of that id waits. */
   take(id: number): Pending | undefined {
     const p = this.pending.get(id);

@@ -1,0 +1,62 @@
+// Goal: a broker connection with requests waiting is declared lost once nothing at all has
+// arrived from the broker for the silence bound (a stopped broker sends no RST), and only then:
+// a broker whose transport keeps answering (keep-alive acks) while it takes its time over a
+// publish keeps the connection. Method: FelixClient over the scripted fake broker, whose
+// transport's received-packet count the test drives; the silence bound is the client's idle
+// bound here (300 ms, below PEER_SILENCE_MS).
+import type { Message } from '@felix/wire';
+import { describe, expect, it } from 'vitest';
+import { FelixClient } from '../src/client.js';
+import { OutcomeUnknownError } from '../src/errors.js';
+import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import { FakeBroker, type FakeStream } from './fake-broker.js';
+
+const SILENCE_MS = 300;
+
+async function rig(): Promise<{ broker: FakeBroker; client: FelixClient }> {
+  const broker = new FakeBroker({ reauth: false });
+  broker.packetsReceived = 1;
+  const client = await FelixClient.create(
+    {
+      servers: ['quic://fake:1'],
+      tenant: 't1',
+      token: 'x',
+      idleTimeoutMs: SILENCE_MS,
+      reconnect: { attemptsMax: 1 },
+    },
+    { open: (server, o, turn) => BrokerConnection.over(server, broker.conn, o, turn) },
+  );
+  return { broker, client };
+}
+
+describe('a silent broker', () => {
+  it('a_connection_whose_broker_sends_nothing_while_a_publish_waits_is_declared_lost', async () => {
+    const { broker, client } = await rig();
+    broker.answer = (_at, msg) => msg.type === 'publish_batch'; // never answered, nothing sent
+    try {
+      await expect(client.publish('orders', 'a')).rejects.toBeInstanceOf(OutcomeUnknownError);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a_connection_whose_broker_transport_keeps_answering_keeps_a_slow_publish', async () => {
+    const { broker, client } = await rig();
+    // The broker's transport acks every keep-alive; the publish is answered after five bounds.
+    const acks = setInterval(() => {
+      broker.packetsReceived! += 1;
+    }, SILENCE_MS / 6);
+    broker.answer = (at: FakeStream, msg: Message) => {
+      if (msg.type !== 'publish_batch') return false;
+      const id = msg.request_id!;
+      setTimeout(() => at.send({ type: 'publish_ok', request_id: id, offset: 7 }), 5 * SILENCE_MS);
+      return true;
+    };
+    try {
+      await expect(client.publish('orders', 'a')).resolves.toMatchObject({ offset: 7 });
+    } finally {
+      clearInterval(acks);
+      await client.close();
+    }
+  });
+});
