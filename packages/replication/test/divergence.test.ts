@@ -8,7 +8,7 @@
  * file in a temp dir), fed by a real ShardShipper reading a real leader log, or by hand-built
  * frames; the follower's log read back after it closes.
  */
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { cleanupScope, waitFor } from '@felix/testing-harness';
 import {
   GenerationStarts,
   type LogOptions,
@@ -26,16 +26,11 @@ import { SHARD, decodeFrame, shardRef } from './support/sim.js';
 
 const ENC = new TextEncoder();
 const DEC = new TextDecoder();
-const dirs: { cleanup: () => Promise<void> }[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c();
-  for (const d of dirs.splice(0)) await d.cleanup();
-});
+const scope = cleanupScope();
+afterEach(() => scope.run());
 
 async function root(): Promise<string> {
-  const d = await tempDir('felix-divergence-');
-  dirs.push(d);
+  const d = await scope.tempDir('felix-divergence-');
   return d.path;
 }
 
@@ -66,7 +61,7 @@ function serverAt(path: string, assigned: () => number): ReplicaServer {
     logOptions: () => optsAt(path),
     assignment: () => ({ generation: assigned() }),
   });
-  closers.push(() => server.close());
+  scope.defer(() => server.close());
   return server;
 }
 
@@ -79,7 +74,7 @@ async function shipFrom(start: number, server: ReplicaServer) {
   const leaderRoot = await root();
   await logWith(leaderRoot, [...shared, ...successor], 1);
   const log = await SegmentLog.open(optsAt(leaderRoot));
-  closers.push(() => log.close());
+  scope.defer(() => log.close());
   const stopped: string[] = [];
   const shipper = new ShardShipper({
     log,
@@ -87,7 +82,7 @@ async function shipFrom(start: number, server: ReplicaServer) {
     followers: [{ nodeId: 'old', link: { request: (f) => server.handle(f) }, start }],
     onStopped: (_id, reason) => stopped.push(reason),
   });
-  closers.push(() => shipper.stop());
+  scope.defer(() => shipper.stop());
   return { shipper, stopped, tail: log.tailOffset };
 }
 

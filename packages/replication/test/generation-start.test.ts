@@ -6,7 +6,7 @@
  * real leader log (a quorum shard: every other batch is kind 26) into the real ReplicaServer
  * over real storage, the follower's log read back after it closes.
  */
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { cleanupScope, waitFor } from '@felix/testing-harness';
 import { FLAG_GENERATION_START, type LogOptions, SegmentLog } from '@felix/storage';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReplicaServer } from '../src/follower/replica-server.js';
@@ -16,16 +16,11 @@ import { SHARD, shardRef } from './support/sim.js';
 
 const ENC = new TextEncoder();
 const DEC = new TextDecoder();
-const dirs: { cleanup: () => Promise<void> }[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c();
-  for (const d of dirs.splice(0)) await d.cleanup();
-});
+const scope = cleanupScope();
+afterEach(() => scope.run());
 
 async function openAt(prefix: string): Promise<SegmentLog> {
-  const d = await tempDir(prefix);
-  dirs.push(d);
+  const d = await scope.tempDir(prefix);
   const opts: LogOptions = { root: d.path, shard: SHARD, fsync: 'onCommit', preallocateBytes: 0 };
   return SegmentLog.open(opts);
 }
@@ -53,12 +48,11 @@ describe('generation starts', () => {
 
   it('a_generation_start_record_ships_with_its_mark_to_the_leaders_offset_on_the_follower', async () => {
     const leader = await openAt('felix-genstart-leader-');
-    closers.push(() => leader.close());
+    scope.defer(() => leader.close());
     await leader.append(['a0', 'a1', 'a2'].map((v) => ENC.encode(v)));
     const gs = await leader.appendGenerationStart(2);
     await leader.append([ENC.encode('n4')]);
-    const followerDir = await tempDir('felix-genstart-follower-');
-    dirs.push(followerDir);
+    const followerDir = await scope.tempDir('felix-genstart-follower-');
     const followerOpts: LogOptions = {
       root: followerDir.path,
       shard: SHARD,
@@ -69,7 +63,7 @@ describe('generation starts', () => {
       logOptions: () => followerOpts,
       assignment: () => ({ generation: 2 }),
     });
-    closers.push(() => server.close());
+    scope.defer(() => server.close());
     const stopped: string[] = [];
     const shipper = new ShardShipper({
       log: leader,
@@ -78,13 +72,13 @@ describe('generation starts', () => {
       commitOffset: () => 0,
       onStopped: (_id, reason) => stopped.push(reason),
     });
-    closers.push(() => shipper.stop());
+    scope.defer(() => shipper.stop());
     await waitFor(() => shipper.confirmed('f1') === 5, 'the follower to hold the log', 10_000);
     expect(stopped).toEqual([]);
     await shipper.stop();
     await server.close();
     const follower = await SegmentLog.open(followerOpts);
-    closers.push(() => follower.close());
+    scope.defer(() => follower.close());
     const raw = await follower.read(0, { includeGenerationStarts: true });
     if (raw.kind !== 'records') throw new Error('trimmed');
     expect(raw.records.map((r) => r.offset)).toEqual([0, 1, 2, 3, 4]);

@@ -8,7 +8,7 @@
  * frames, and fetchTail pulling from it through an in-memory link.
  */
 import { type LogOptions, GenerationStarts, SegmentLog, nodeIo } from '@felix/storage';
-import { tempDir } from '@felix/testing-harness';
+import { cleanupScope } from '@felix/testing-harness';
 import { INTERNAL_ERROR, REPLICA_LOG, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TailFetchError } from '../src/errors.js';
@@ -17,12 +17,8 @@ import { TAIL_FETCH_BYTES_MAX } from '../src/limits.js';
 import { fetchTail, furthestAnswer } from '../src/leader/tail-fetch.js';
 import { SHARD, decodeFrame, shardRef } from './support/sim.js';
 
-const dirs: { cleanup: () => Promise<void> }[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c();
-  for (const d of dirs.splice(0)) await d.cleanup();
-});
+const scope = cleanupScope();
+afterEach(() => scope.run());
 
 function optsAt(path: string): LogOptions {
   return { root: path, shard: SHARD, fsync: 'onCommit', preallocateBytes: 0 };
@@ -30,8 +26,7 @@ function optsAt(path: string): LogOptions {
 
 /** A replica holding `payloads` written under generation 1, answering as assigned `assigned`. */
 async function replicaWith(payloads: Uint8Array[], assigned: number): Promise<ReplicaServer> {
-  const d = await tempDir('felix-tail-fetch-');
-  dirs.push(d);
+  const d = await scope.tempDir('felix-tail-fetch-');
   const log = await SegmentLog.open(optsAt(d.path));
   await log.append(payloads);
   await (await GenerationStarts.open(nodeIo, log.dir)).begin(1, 0);
@@ -40,7 +35,7 @@ async function replicaWith(payloads: Uint8Array[], assigned: number): Promise<Re
     logOptions: () => optsAt(d.path),
     assignment: () => ({ generation: assigned }),
   });
-  closers.push(() => server.close());
+  scope.defer(() => server.close());
   return server;
 }
 

@@ -21,7 +21,7 @@ import {
   SegmentLog,
   nodeIo,
 } from '@felix/storage';
-import { tempDir } from '@felix/testing-harness';
+import { cleanupScope } from '@felix/testing-harness';
 import { REPLICA_LOG, type ShardRef, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logEndOf, takeTail } from '../src/cluster/tail-take.js';
@@ -29,20 +29,15 @@ import { logEndOf, takeTail } from '../src/cluster/tail-take.js';
 const SHARD = { tenant: 't1', namespace: 'default', stream: 'orders', shard: 0 };
 const ENC = new TextEncoder();
 const DEC = new TextDecoder();
-const dirs: { cleanup: () => Promise<void> }[] = [];
-const closers: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c();
-  for (const d of dirs.splice(0)) await d.cleanup();
-});
+const scope = cleanupScope();
+afterEach(() => scope.run());
 
 function ref(generation: number): ShardRef {
   return { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation };
 }
 
 async function logAt(runs: { generation: number; values: string[] }[], commit = 0) {
-  const d = await tempDir('felix-tail-take-');
-  dirs.push(d);
+  const d = await scope.tempDir('felix-tail-take-');
   const opts: LogOptions = { root: d.path, shard: SHARD, fsync: 'onCommit', preallocateBytes: 0 };
   const log = await SegmentLog.open(opts);
   const starts = await GenerationStarts.open(nodeIo, log.dir);
@@ -77,7 +72,7 @@ async function fencedSource(): Promise<{ server: ReplicaServer; answer: FenceAns
     logOptions: () => opts,
     assignment: () => ({ generation: 3 }),
   });
-  closers.push(() => server.close());
+  scope.defer(() => server.close());
   const frame = encodeInternalMessage({
     kind: 'Fence',
     correlationId: 1,
@@ -137,7 +132,7 @@ describe('a taken tail holding a generation start', () => {
       logOptions: () => srcOpts,
       assignment: () => ({ generation: 3 }),
     });
-    closers.push(() => server.close());
+    scope.defer(() => server.close());
     await server.handle(
       encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(3), log: 1 }),
     );

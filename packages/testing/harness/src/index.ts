@@ -2,6 +2,7 @@ export { spawnNode } from './child.js';
 export type { Child } from './child.js';
 export { DeadlineExceededError, TestPkiError } from './errors.js';
 export { tempDir } from './fs.js';
+export { type CleanupScope, cleanupScope } from './scope.js';
 export {
   CHILD_OUTPUT_BYTES_MAX,
   CHILD_STOP_GRACE_MS,
