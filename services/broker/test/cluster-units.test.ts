@@ -130,6 +130,19 @@ describe('control-plane feed signals', () => {
   });
 });
 
+/** Node n1's membership over a fake control-plane client. */
+function membershipOf(fake: ControlPlaneClient): Membership {
+  const spec = {
+    node_id: 'n1',
+    advertise_addr: 'a:1',
+    client_addr: 'a:1',
+    zone: null,
+    labels: {},
+    capacity: { max_shards: 0, weight: 1 },
+  };
+  return new Membership(fake, spec, silent, new Registry());
+}
+
 describe('control-plane membership', () => {
   it('a_node_answered_down_re_registers_with_a_newer_incarnation', async () => {
     const registrations: number[] = [];
@@ -148,19 +161,7 @@ describe('control-plane membership', () => {
       },
       async deregister() {},
     } as unknown as ControlPlaneClient;
-    const m = new Membership(
-      fake,
-      {
-        node_id: 'n1',
-        advertise_addr: 'a:1',
-        client_addr: 'a:1',
-        zone: null,
-        labels: {},
-        capacity: { max_shards: 0, weight: 1 },
-      },
-      silent,
-      new Registry(),
-    );
+    const m = membershipOf(fake);
     m.start();
     await waitFor(() => registrations.length >= 2 && heartbeats >= 3, 'a re-registration');
     await m.leave(100);
@@ -189,19 +190,7 @@ describe('control-plane membership', () => {
       },
       async deregister() {},
     } as unknown as ControlPlaneClient;
-    const m = new Membership(
-      fake,
-      {
-        node_id: 'n1',
-        advertise_addr: 'a:1',
-        client_addr: 'a:1',
-        zone: null,
-        labels: {},
-        capacity: { max_shards: 0, weight: 1 },
-      },
-      silent,
-      new Registry(),
-    );
+    const m = membershipOf(fake);
     let deposedAt: number | undefined;
     m.lease.onDeposed = () => {
       deposedAt = performance.now();
