@@ -118,6 +118,18 @@ export class BrokerInternalError extends BrokerRefusedError {
 export class BrokerStorageError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_BROKER_STORAGE';
 }
+/** A quorum write no majority confirmed in time: it may still survive (outcome unknown). */
+export class QuorumTimeoutError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_QUORUM_TIMEOUT';
+}
+/** The owner lost its leadership while the write waited: it may still survive. */
+export class LeadershipLostError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_LEADERSHIP_LOST';
+}
+/** The broker could not confirm the write (its owner never answered): it may still survive. */
+export class UnacknowledgedError extends BrokerRefusedError {
+  readonly code = 'FELIX_CLIENT_UNACKNOWLEDGED';
+}
 /** A broker answer with a code this client does not know; it still obeys the retry class. */
 export class BrokerUnknownCodeError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_BROKER_UNKNOWN_CODE';
@@ -141,6 +153,9 @@ const BY_CODE: Record<string, new (a: BrokerAnswer) => BrokerRefusedError> = {
   internal: BrokerInternalError,
   storage: BrokerStorageError,
   stale_claim: StaleClaimError,
+  quorum_timeout: QuorumTimeoutError,
+  leadership_lost: LeadershipLostError,
+  unacknowledged: UnacknowledgedError,
 };
 
 /** Builds the typed error for a broker answer. */

@@ -1,6 +1,7 @@
 // Goal: the client's pure parts keep their bounds. Method: direct calls with pinned randomness.
 import { describe, expect, it } from 'vitest';
 import {
+  ERROR_CODES,
   decodeEventBatch,
   decodeEventBatchPieces,
   encodeEventBatch,
@@ -374,5 +375,16 @@ describe('client units', () => {
     const u = brokerErrorFor({ brokerCode: 'code_99', message: 'x', retry: 'weird' });
     expect(u.brokerCode).toBe('code_99');
     expect(u.retry).toBe('never');
+  });
+
+  it('every_code_the_wire_names_maps_to_its_own_typed_error_not_the_unknown_one', () => {
+    for (const { name, retry } of ERROR_CODES) {
+      const e = brokerErrorFor({ brokerCode: name, message: 'x', retry });
+      expect(e.code, name).not.toBe('FELIX_CLIENT_BROKER_UNKNOWN_CODE');
+      expect(e.brokerCode).toBe(name);
+    }
+    const q = brokerErrorFor({ brokerCode: 'quorum_timeout', message: 'no majority', retry: 4 });
+    expect(q.code).toBe('FELIX_CLIENT_QUORUM_TIMEOUT');
+    expect(q.retry).toBe('unknown_outcome');
   });
 });
