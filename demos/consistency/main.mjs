@@ -30,11 +30,24 @@ const followersOf = async (stream) => {
   const a = await assignment(stream);
   return a.replicas.filter((id) => id !== a.leader);
 };
+/** How long one attempt to read the stream back may take before it is given up and retried. */
+const READ_ATTEMPT_MS = 5_000;
+
+/** Reads `stream` from the start until `last` arrives or READ_ATTEMPT_MS passes; answers what came. */
 async function readAll(felix, stream, last) {
   const out = [];
-  for await (const ev of felix.subscribe(stream, { from: 'earliest' })) {
-    out.push(text(ev.data));
-    if (out.includes(last)) break;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), READ_ATTEMPT_MS);
+  try {
+    for await (const ev of felix.subscribe(stream, { from: 'earliest', signal: ac.signal })) {
+      out.push(text(ev.data));
+      if (out.includes(last)) break;
+    }
+  } catch (err) {
+    // An attempt cut short by its own deadline answers what it read; anything else is a failure.
+    if (!ac.signal.aborted) throw err;
+  } finally {
+    clearTimeout(timer);
   }
   return out;
 }
@@ -90,15 +103,20 @@ try {
 
   await cluster.start(lLeader);
   const again = await cluster.connect();
+  console.log(`restarted ${lLeader}; reading leader-ledger back`);
   let back = [];
   await waitUntil(
-    'the returned leader to serve leader-ledger',
+    'the returned leader to serve leader-ledger through l-1',
     async () => {
       back = await readAll(again, 'leader-ledger', 'l-1');
-      return true;
+      if (!back.includes('l-1')) {
+        const a = await assignment('leader-ledger');
+        console.log(`read [${back.join(',')}]; leader ${a.leader} generation ${a.generation}`);
+      }
+      return back.includes('l-1');
     },
     RETURN_DEADLINE_MS,
-  );
+  ).catch((err) => console.log(String(err)));
   check(
     back.join(',') === 'l-0,l-1',
     'once the old leader returns, the stream serves everything it acknowledged',
