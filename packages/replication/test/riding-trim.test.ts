@@ -47,14 +47,17 @@ const text = (b: Uint8Array | undefined) =>
 /** Values long enough that a few rounds of writes fill several 4 KiB segments. */
 const filler = 'v'.repeat(100);
 
-function logOptions(dir: string, log: ReplicaLogKind): LogOptions {
-  return { root: join(dir, log), shard: SHARD, fsync: 'onCommit', segmentBytes: 4096 };
+function logOptions(dir: string, log: ReplicaLogKind, segmentBytes = 4096): LogOptions {
+  return { root: join(dir, log), shard: SHARD, fsync: 'onCommit', segmentBytes };
 }
 
 /** A follower of every log of the test shard at generation 1. */
-function follower(dir: string, extra: { floorAtCommit?: boolean } = {}): ReplicaServer {
+function follower(
+  dir: string,
+  extra: { floorAtCommit?: boolean; segmentBytes?: number } = {},
+): ReplicaServer {
   const server = new ReplicaServer({
-    logOptions: (_s, log) => logOptions(dir, log),
+    logOptions: (_s, log) => logOptions(dir, log, extra.segmentBytes),
     assignment: () => ({ generation: 1 }),
     retentionStopsAtCommit: () => extra.floorAtCommit ?? false,
   });
@@ -230,6 +233,33 @@ describe('a follower trims the logs riding with its shard', () => {
     }
   });
 
+  it('a_trim_seals_a_followers_active_segment_holding_dropped_records_so_the_next_trim_takes_it', async () => {
+    const { cache, log } = await leaderCache('cache');
+    const dir = await root();
+    // Segments far larger than the log: the follower's copy is one active segment that never
+    // rolls on its own, so without a seal nothing of it could ever be trimmed.
+    const server = follower(dir, { segmentBytes: 1 << 20 });
+    const link = new RecordingLink(server);
+    const shipping = shipper(log, 'cache', link);
+    await writeRounds(cache, 6);
+    expect((await cache.compact()).trimmed).toBe(true);
+    const first = log.baseOffset;
+    await waitFor(() => link.trims.includes(first), 'the first base told', 10_000);
+    const sealedAt = server.status(shardRef(1), 'cache')!.tail;
+    expect(await segments(dir, 'cache')).toBe(2);
+    expect(baseOf(server, 'cache')).toBe(0);
+    await writeRounds(cache, 6, 'again');
+    expect((await cache.compact()).trimmed).toBe(true);
+    const second = log.baseOffset;
+    await waitFor(() => link.trims.includes(second), 'the second base told', 10_000);
+    // The segment sealed at the first trim ended below the second base: it went whole.
+    expect(baseOf(server, 'cache')).toBe(sealedAt);
+    await waitFor(() => shipping.confirmed('f') === log.tailOffset, 'the follower', 10_000);
+    await shipping.stop();
+    const copy = await followerCopy(server, dir, 'cache');
+    expect(copy.payloads.slice(second - copy.base)).toEqual(await readAll(log));
+  });
+
   it('a_follower_keeps_its_riding_log_until_it_holds_what_the_leaders_compaction_restated', async () => {
     const { cache, log } = await leaderCache('cache');
     const dir = await root();
@@ -330,9 +360,11 @@ describe('a follower trims the logs riding with its shard', () => {
     expect(await ask(1, 1_000, 'stream')).toMatchObject({
       code: INTERNAL_ERROR.UnsupportedKind,
     });
-    // Past everything it holds: every sealed segment goes, the active one stays.
+    // Past everything it holds: every sealed segment goes; the active one stays, sealed since it
+    // holds records below the cut (its own durable end), so the next trim can take it.
     expect(await ask(1, 1_000)).toMatchObject({ kind: 'ReplicateOk', durableOffset: 300 });
-    expect(await segments(dir, 'cache')).toBe(1);
+    expect(await segments(dir, 'cache')).toBe(2);
+    expect(baseOf(server, 'cache')).toBeLessThan(300);
     expect(server.status(shardRef(1), 'cache')).toMatchObject({ tail: 300 });
     const copy = await followerCopy(server, dir, 'cache');
     expect(text(copy.payloads.at(-1))).toBe(`299${filler}`);

@@ -396,7 +396,7 @@ export class ReplicaServer {
   /**
    * The leader's base of a riding log: deletes whole sealed segments ending at or below the
    * lower of it and this copy's durable end (and its commit offset, when retention floors at
-   * it); the active segment stays. The leader sends it only once this follower confirmed every
+   * it); the active segment stays, sealed when it holds records below that cut. The leader sends it only once this follower confirmed every
    * entry its compaction restated at the tail, so the copy still replays to the leader's values.
    * Only the leader of the generation this replica accepted may ask: an older one is deposed,
    * a newer one has shipped nothing here yet.
@@ -411,7 +411,12 @@ export class ReplicaServer {
     const durable = state.log.durableOffset;
     const commit = state.floorAtCommit ? commitOf(state) : Number.POSITIVE_INFINITY;
     holdRetentionFloor(state);
-    await state.log.trimBelow(Math.min(m.baseOffset, durable, commit));
+    const cut = Math.min(m.baseOffset, durable, commit);
+    await state.log.trimBelow(cut);
+    // The active segment itself holds records below the cut: sealed now, the next trim can take
+    // it (as the leader's compaction seals at its cut), so the copy does not keep up to a whole
+    // segment of what the leader dropped until it rolls.
+    if (state.log.segmentCount === 1 && state.log.baseOffset < cut) await state.log.seal();
     return encodeInternalMessage({
       kind: 'ReplicateOk',
       correlationId: m.correlationId,
