@@ -89,6 +89,23 @@ export function bootstrapFrame(
   });
 }
 
+/** Tells a follower of a riding `log` the leader's base: it may delete whole segments below it
+ *  (kind 40, a Felix extension). */
+export function trimFrame(
+  correlationId: number,
+  shard: ShardRef,
+  log: ReplicaLogKind,
+  base: number,
+): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateTrim',
+    correlationId,
+    shard,
+    log: REPLICA_LOGS[log].wire,
+    baseOffset: base,
+  });
+}
+
 /** The mark byte of a stored record by its flags (a generation start, or none). */
 export function markOf(flags: number): number {
   return (flags & FLAG_GENERATION_START) !== 0

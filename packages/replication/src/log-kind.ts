@@ -77,3 +77,12 @@ export function shippingKindOf(
 ): { log: ReplicaLogKind; bootstrap: boolean } | undefined {
   return BY_MESSAGE.get(kind as InternalKindName);
 }
+
+const BY_WIRE = new Map<number, ReplicaLogKind>(
+  REPLICA_LOG_KINDS.map((k) => [REPLICA_LOGS[k].wire, k]),
+);
+
+/** The log a `ReplicaLog` byte names (the decoder lets only known bytes through). */
+export function logOfWire(byte: number): ReplicaLogKind | undefined {
+  return BY_WIRE.get(byte);
+}

@@ -249,6 +249,13 @@ export const internalMessageArb: fc.Arbitrary<InternalMessage> = fc.oneof(
     maxBytes: fc.integer({ min: 0, max: 0xffff_ffff }),
   }),
   fc.record({
+    kind: fc.constant('ReplicateTrim' as const),
+    correlationId: safe,
+    shard: shardRef,
+    log: fc.integer({ min: 1, max: 5 }),
+    baseOffset: safe,
+  }),
+  fc.record({
     kind: fc.constant('FenceOk' as const),
     correlationId: safe,
     logEnd: safe,

@@ -12,6 +12,7 @@ import {
   InternalFrameDecoder,
   type InternalMessage,
   TrailingBytesError,
+  TruncatedError,
   batchChecksum,
   decodeInternalMessage,
   encodeInternalFrame,
@@ -143,6 +144,7 @@ export const INTERNAL_SAMPLES: InternalMessage[] = [
     fromOffset: 4,
     maxBytes: 4 << 20,
   },
+  { kind: 'ReplicateTrim', correlationId: 40, shard: SHARD, log: 3, baseOffset: 1_000 },
 ];
 
 function frameOf(message: InternalMessage) {
@@ -200,6 +202,38 @@ describe('internal frames', () => {
       '00000000'; // no payloads: the mark travels alone
     expect(hex(bytes)).toBe(
       `464c58490001001a${(body.length / 2).toString(16).padStart(8, '0')}${body}`,
+    );
+  });
+
+  it('a_trim_is_kind_40_naming_its_log_then_the_leaders_base_and_refuses_an_unknown_log', () => {
+    const shard = { tenantId: 't', namespace: 'n', stream: 's', shard: 1, generation: 2 };
+    const bytes = encodeInternalMessage({
+      kind: 'ReplicateTrim',
+      correlationId: 3,
+      shard,
+      log: 4,
+      baseOffset: 9,
+    });
+    const body =
+      '0000000000000003' + // correlation id
+      '00000001' +
+      '74' +
+      '00000001' +
+      '6e' +
+      '00000001' +
+      '73' + // tenant, namespace, stream
+      '00000001' +
+      '0000000000000002' + // shard, generation
+      '04' + // log: group dead letters
+      '0000000000000009'; // the leader's base
+    expect(hex(bytes)).toBe(
+      `464c584900010028${(body.length / 2).toString(16).padStart(8, '0')}${body}`,
+    );
+    const noLog = bytes.slice(12);
+    noLog[noLog.length - 9] = 6;
+    expect(() => decodeInternalMessage({ kind: 40, body: noLog })).toThrow(InvalidEnumError);
+    expect(() => decodeInternalMessage({ kind: 40, body: bytes.slice(12, -1) })).toThrow(
+      TruncatedError,
     );
   });
 

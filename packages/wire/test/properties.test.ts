@@ -231,7 +231,7 @@ describe('codec properties', () => {
           onlyWireErrors(() => decodePublishBatch(flags, bytes));
           onlyWireErrors(() => decodePublishAck(flags, bytes));
           onlyWireErrors(() => decodeEventBatch(flags, bytes));
-          onlyWireErrors(() => decodeInternalMessage({ kind: flags % 40, body: bytes }));
+          onlyWireErrors(() => decodeInternalMessage({ kind: flags % 48, body: bytes }));
         },
       ),
     );

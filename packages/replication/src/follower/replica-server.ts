@@ -23,6 +23,11 @@
  * REPLICA_COMMIT_SAVE_ON_COMMIT_INTERVAL_MS when `commitSync` says so (the stream fsyncs on
  * commit), otherwise once per REPLICA_COMMIT_SAVE_INTERVAL_MS. Only a raised generation is
  * saved before the answer (before the batch is stored).
+ *
+ * A trim of a riding log (kind 40, a Felix extension) names the leader's base after a
+ * compaction: the follower deletes whole sealed segments ending at or below the lower of that
+ * base and its own durable end (never at or above the commit offset when retention floors at
+ * it), in the shard's request order like any request of that log.
  */
 import {
   FLAG_GENERATION_START,
@@ -48,7 +53,7 @@ import {
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
 import { markOf, markedFrame, recordsFrame } from '../frames.js';
-import { type ReplicaLogKind, shippingKindOf } from '../log-kind.js';
+import { type ReplicaLogKind, logOfWire, shippingKindOf } from '../log-kind.js';
 import {
   REPLICA_SHARDS_OPEN_MAX,
   REPLICA_SHARD_REQUESTS_QUEUED_MAX,
@@ -99,13 +104,13 @@ type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
 type BootstrapRequest = Extract<InternalMessage, { baseOffset: number; log?: never }>;
 type FenceRequest = Extract<InternalMessage, { kind: 'Fence' }>;
 type FetchRequest = Extract<InternalMessage, { kind: 'ReplicateFetch' }>;
+type TrimRequest = Extract<InternalMessage, { kind: 'ReplicateTrim' }>;
+type Request = RecordsRequest | BootstrapRequest | FenceRequest | FetchRequest | TrimRequest;
 
 /** The request and the log it is for, or the refusal of a kind this server does not serve. */
 function targetOf(
   decoded: InternalMessage,
-):
-  | { m: RecordsRequest | BootstrapRequest | FenceRequest | FetchRequest; log: ReplicaLogKind }
-  | { refused: Uint8Array } {
+): { m: Request; log: ReplicaLogKind } | { refused: Uint8Array } {
   const unsupported = (detail: string) => ({
     refused: refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail),
   });
@@ -114,6 +119,13 @@ function targetOf(
     // shard's stream log.
     if (decoded.log !== REPLICA_LOG.Stream) return unsupported(`log ${decoded.log} is not fenced`);
     return { m: decoded, log: 'stream' };
+  }
+  if (decoded.kind === 'ReplicateTrim') {
+    const log = logOfWire(decoded.log);
+    // A stream's follower copy takes the stream's own retention instead.
+    if (log === undefined || log === 'stream')
+      return unsupported(`log ${decoded.log} is not trimmed by its leader`);
+    return { m: decoded, log };
   }
   const shipping = shippingKindOf(decoded.kind);
   if (shipping === undefined) return unsupported(`${decoded.kind} is not served`);
@@ -181,15 +193,7 @@ export class ReplicaServer {
     if (state.queued >= REPLICA_SHARD_REQUESTS_QUEUED_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'shard request queue full');
     state.queued++;
-    const run = state.tail.then(() =>
-      'checksum' in m
-        ? this.records(state, m, assigned.generation)
-        : m.kind === 'Fence'
-          ? this.fence(state, m, assigned.generation)
-          : m.kind === 'ReplicateFetch'
-            ? this.fetch(state, m)
-            : this.bootstrap(state, m, assigned.generation),
-    );
+    const run = state.tail.then(() => this.serve(state, m, assigned.generation));
     // The chain only orders requests; each request's own failure is answered below.
     state.tail = run.catch(() => undefined);
     try {
@@ -208,6 +212,21 @@ export class ReplicaServer {
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
       state.queued--;
+    }
+  }
+
+  /** One request, its turn come in the shard's queue. */
+  private serve(state: ShardState, m: Request, assigned: number): Promise<Uint8Array> {
+    if ('checksum' in m) return this.records(state, m, assigned);
+    switch (m.kind) {
+      case 'Fence':
+        return this.fence(state, m, assigned);
+      case 'ReplicateFetch':
+        return this.fetch(state, m);
+      case 'ReplicateTrim':
+        return this.trim(state, m);
+      default:
+        return this.bootstrap(state, m, assigned);
     }
   }
 
@@ -372,6 +391,37 @@ export class ReplicaServer {
       return markedFrame(m.correlationId, m.shard, m.fromOffset, payloads, marks);
     }
     return recordsFrame(m.correlationId, m.shard, m.fromOffset, payloads);
+  }
+
+  /**
+   * The leader's base of a riding log: deletes whole sealed segments ending at or below the
+   * lower of it and this copy's durable end (and its commit offset, when retention floors at
+   * it); the active segment stays, sealed when it holds records below that cut. The leader sends it only once this follower confirmed every
+   * entry its compaction restated at the tail, so the copy still replays to the leader's values.
+   * Only the leader of the generation this replica accepted may ask: an older one is deposed,
+   * a newer one has shipped nothing here yet.
+   */
+  private async trim(state: ShardState, m: TrimRequest): Promise<Uint8Array> {
+    const accepted = state.replica.state.generation;
+    const asked = m.shard.generation;
+    if (asked < accepted)
+      return refuse(m.correlationId, INTERNAL_ERROR.FencedEpoch, `generation ${accepted} accepted`);
+    if (asked > accepted)
+      return refuse(m.correlationId, INTERNAL_ERROR.StaleRoute, `no batch of ${asked} yet`);
+    const durable = state.log.durableOffset;
+    const commit = state.floorAtCommit ? commitOf(state) : Number.POSITIVE_INFINITY;
+    holdRetentionFloor(state);
+    const cut = Math.min(m.baseOffset, durable, commit);
+    await state.log.trimBelow(cut);
+    // The active segment itself holds records below the cut: sealed now, the next trim can take
+    // it (as the leader's compaction seals at its cut), so the copy does not keep up to a whole
+    // segment of what the leader dropped until it rolls.
+    if (state.log.segmentCount === 1 && state.log.baseOffset < cut) await state.log.seal();
+    return encodeInternalMessage({
+      kind: 'ReplicateOk',
+      correlationId: m.correlationId,
+      durableOffset: durable,
+    });
   }
 
   private async bootstrap(

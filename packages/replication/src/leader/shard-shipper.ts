@@ -20,10 +20,22 @@
  * a mark sent alone costs the follower a synced save, and sent at once it would sit in front of
  * the next batch (which carries the mark anyway) on the loop and at the follower. `wake()` (the
  * caller's, when the mark moves) makes idle loops look.
+ *
+ * A riding log (not a stream's records, whose followers run their own retention) tells each
+ * follower the leader's base once it rose and that follower holds every entry the compaction
+ * restated at the tail (TrimCursor): kind 40, looked at before each plan, so a busy log's
+ * trims are not starved by its batches.
  */
 import { FLAG_GENERATION_START, type SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
-import { bootstrapFrame, committedFrame, markOf, markedFrame, recordsFrame } from '../frames.js';
+import {
+  bootstrapFrame,
+  committedFrame,
+  markOf,
+  markedFrame,
+  recordsFrame,
+  trimFrame,
+} from '../frames.js';
 import type { ReplicaLogKind } from '../log-kind.js';
 import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
@@ -35,8 +47,14 @@ import {
   REPLICATE_RETRY_MS_MAX,
   REPLICATE_RETRY_MS_MIN,
 } from '../limits.js';
-import { FollowerCursor, type HaltReason, type Shipment } from './follower-cursor.js';
+import {
+  type FollowerAnswer,
+  FollowerCursor,
+  type HaltReason,
+  type Shipment,
+} from './follower-cursor.js';
 import { answerOf } from './answers.js';
+import { TrimCursor } from './trim-cursor.js';
 
 /** A request/answer channel to one follower broker. */
 export interface PeerLink {
@@ -79,8 +97,11 @@ interface Loop {
   /** The highest commit offset this follower acknowledged storing (the mark, or less when it
    *  was shown to hold less). */
   told: number;
-  /** Correlation ids of mark-only messages (apart from the cursor's batches). */
-  marks: number;
+  /** Counts the messages sent outside the cursor's batches (marks alone, trims): their
+   *  correlation ids start at 2^52, apart from the cursor's. */
+  asides: number;
+  /** What this follower was told of the leader's base; undefined for a stream's records. */
+  trims: TrimCursor | undefined;
   /** What the batch in flight makes its follower store: the lower of its mark and its end. */
   carried: number;
 }
@@ -104,8 +125,9 @@ export class ShardShipper {
         cursor,
         done: Promise.resolve(),
         told: 0,
-        marks: 0,
+        asides: 0,
         carried: 0,
+        trims: (opts.logKind ?? 'stream') === 'stream' ? undefined : new TrimCursor(),
       };
       this.loops.set(f.nodeId, loop);
       loop.done = this.run(loop).catch(() => {
@@ -167,6 +189,7 @@ export class ShardShipper {
     /** Since when this follower has had nothing to ship (undefined while it has). */
     let idleSince: number | undefined;
     while (!this.stopping && !this.fenced) {
+      if (loop.trims !== undefined) await this.tellTrim(loop, loop.trims, timeoutMs);
       const log = this.opts.log;
       const shipment = cursor.plan(
         { base: log.baseOffset, tail: log.poisoned ? log.durableOffset : log.writtenOffset },
@@ -244,7 +267,7 @@ export class ShardShipper {
     const mark = this.opts.commitOffset?.();
     const held = Math.min(loop.cursor.next, loop.cursor.confirmed);
     if (mark === undefined || !this.markUntold(loop) || this.stopping) return false;
-    const correlationId = 2 ** 52 + ++loop.marks;
+    const correlationId = 2 ** 52 + ++loop.asides;
     const frame = committedFrame(correlationId, this.opts.shard, held, [], mark);
     try {
       const parsed = answerOf(await loop.follower.link.request(frame, timeoutMs));
@@ -255,6 +278,29 @@ export class ShardShipper {
     }
     loop.told = Math.max(loop.told, Math.min(mark, held));
     return true;
+  }
+
+  /**
+   * Tells the follower the leader's base of a riding log once it is due (the follower holds the
+   * log's end as it was when the base was seen to rise): the follower deletes whole segments
+   * below it. The answer goes to the TrimCursor, never to the batches' cursor.
+   */
+  private async tellTrim(loop: Loop, trims: TrimCursor, timeoutMs: number): Promise<void> {
+    const log = this.opts.log;
+    trims.observe(log.baseOffset, log.writtenOffset);
+    const base = trims.due(loop.cursor.confirmed, performance.now());
+    if (base === undefined || this.stopping) return;
+    const correlationId = 2 ** 52 + ++loop.asides;
+    const kind = this.opts.logKind ?? 'stream';
+    let answer: FollowerAnswer | null = null;
+    try {
+      const frame = trimFrame(correlationId, this.opts.shard, kind, base);
+      const parsed = answerOf(await loop.follower.link.request(frame, timeoutMs));
+      if (parsed?.correlationId === correlationId) answer = parsed.answer;
+    } catch {
+      // No answer: the trim is told again after the cursor's backoff.
+    }
+    trims.onAnswer(base, answer, performance.now());
   }
 
   /** Whether the follower would store more of the mark than it was told: the lower of the

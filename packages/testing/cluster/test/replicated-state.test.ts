@@ -7,7 +7,12 @@
 // replication factor 3; writes on the leader, then a wait until the leader's
 // `felix_broker_replication_lag_records` (every log of every shard it ships) is 0, so nothing
 // acknowledged is still unshipped (acks are the leader's own: the window is documented in
-// docs/replication.md); SIGKILL of the leader; reads on the promoted follower.
+// docs/replication.md); SIGKILL of the leader; reads on the promoted follower. And a follower's
+// copy of a riding log is trimmed after its leader compacts: 64 KiB cache values overwritten until
+// the leader compacts on its own, then a follower's cache-log directory watched for its first
+// segment file to go.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -154,6 +159,65 @@ describe('state that rides with a shard', () => {
     TEST_MS,
   );
 });
+
+describe('a follower trims what rides with a shard', () => {
+  const held = clusterPerTest();
+  afterEach(async () => {
+    // A client failing to close changes nothing of the verdict, already in.
+    for (const client of clients.splice(0)) await client.close().catch(() => undefined);
+  });
+
+  it(
+    'a_followers_cache_log_drops_its_first_segment_after_its_leaders_compactions',
+    async () => {
+      const c = await startCluster({
+        brokers: 3,
+        replication: true,
+        caches: [{ name: 'blobs', shards: 1, replicationFactor: 3 }],
+      });
+      held.cluster = c;
+      const a = await assignmentOf(c, 'blobs', 'cache');
+      const leader = c.nodes.find((n) => n.id === a.leader)!;
+      const follower = c.nodes.find((n) => n.id !== a.leader && a.replicas.includes(n.id))!;
+      const onLeader = await c.connect({ servers: [leader.url()] });
+      clients.push(onLeader);
+      const cache = onLeader.cache('blobs');
+      const shipped = () =>
+        waitFor(
+          async () => (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0,
+          'the followers to confirm the cache log',
+          scaled(FAILOVER_MS),
+        );
+      const blob = 'x'.repeat(64 * 1024);
+      await cache.put('k0', `first:${blob}`);
+      await shipped();
+      const [first] = await segmentsOf(follower.dataDir);
+      expect(first).toBeDefined();
+      // Two keys overwritten with 64 KiB values: past 1 MiB of log and four times its live bytes
+      // the leader compacts on its own, about every 16 puts. A follower's copy is one 16 MiB
+      // segment that would never roll here: only the trims (the first seals it, the next takes
+      // it) remove it.
+      for (let i = 0; i < 60; i++) await cache.put(`k${i % 2}`, `${i}:${blob}`);
+      await shipped();
+      await waitFor(
+        async () => !(await segmentsOf(follower.dataDir)).includes(first!),
+        "the follower's first segment to go",
+        scaled(FAILOVER_MS),
+      );
+      expect(text(await cache.get('k1'))).toBe(`59:${blob}`);
+    },
+    TEST_MS,
+  );
+});
+
+/** The segment files of the one cache shard's log under a broker's data directory, oldest first. */
+async function segmentsOf(dataDir: string): Promise<string[]> {
+  const root = join(dataDir, 'caches');
+  const shards = (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory());
+  if (shards.length !== 1) throw new Error(`${shards.length} cache shard directories`);
+  const names = await readdir(join(root, shards[0]!.name));
+  return names.filter((n) => n.endsWith('.log')).sort();
+}
 
 /**
  * Writes with `write` on the leader of shard 0 of `name`, waits until the leader shipped every

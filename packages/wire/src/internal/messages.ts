@@ -1,8 +1,9 @@
 /**
  * Internal (broker-to-broker) messages: one codec per body shape, every body starting with
- * its u64 correlation id. Kinds 1–31 are decoded; an unknown kind (or one this build does not
- * implement, 32+) decodes to `Unknown` carrying the correlation id,
- * so the receiver answers `UnsupportedKind` and carries on. Trailing bytes are an error.
+ * its u64 correlation id. Kinds 1–31 (the reference's) and 40 (a Felix extension) are decoded;
+ * an unknown kind (or one this build does not implement, 32–37) decodes to `Unknown` carrying
+ * the correlation id, so the receiver answers `UnsupportedKind` and carries on. Trailing bytes
+ * are an error.
  */
 import { assert } from '@felix/common';
 import { FieldRangeError, InvalidEnumError, TruncatedError } from '../errors.js';
@@ -41,6 +42,10 @@ export const INTERNAL_KIND = {
   Fence: 29,
   FenceOk: 30,
   ReplicateFetch: 31,
+  /** A Felix extension (the reference has no such message): a riding log's follower may delete
+   *  whole segments below the leader's base (docs/replication.md, "State that rides with a
+   *  shard"). Well clear of the reference's kinds (it uses up to 37). */
+  ReplicateTrim: 40,
 } as const;
 export type InternalKindName = keyof typeof INTERNAL_KIND;
 
@@ -158,6 +163,9 @@ export type InternalMessage =
   | (Base & { kind: Bootstraps | MoreBootstraps; shard: ShardRef; baseOffset: number })
   | (Base & { kind: 'ForwardCacheOk'; value?: Uint8Array })
   | (Base & { kind: 'ReplicateRebuild'; shard: ShardRef; log: number; baseOffset: number })
+  /** The leader's base of a log riding with the shard (a follower trims whole segments below
+   *  it, and below its own durable end); answered ReplicateOk with the follower's durable end. */
+  | (Base & { kind: 'ReplicateTrim'; shard: ShardRef; log: number; baseOffset: number })
   | (Base & { kind: 'Fence'; shard: ShardRef; log: number })
   | (Base & { kind: 'FenceOk'; logEnd: number; commitOffset: number; lastGeneration: number })
   | (Base & {
@@ -248,6 +256,7 @@ function writeReplicationBody(w: BodyWriter, m: Encodable): void {
       w.str(m.detail, 'detail');
       return;
     case 'ReplicateRebuild':
+    case 'ReplicateTrim':
       w.shardRef(m.shard);
       w.u8(m.log, 'log');
       w.u64(m.baseOffset, 'base_offset');
@@ -376,7 +385,8 @@ function readReplicationBody(
       const expectedOffset = r.u64('expected_offset');
       return { kind, correlationId, code, expectedOffset, detail: r.str('detail') };
     }
-    case 'ReplicateRebuild': {
+    case 'ReplicateRebuild':
+    case 'ReplicateTrim': {
       const shard = r.shardRef();
       const log = readLog(r);
       return { kind, correlationId, shard, log, baseOffset: r.u64('base_offset') };
