@@ -329,6 +329,7 @@ export class Broker {
       address: (nodeId) => table.peerAddresses.get(nodeId),
       dialAllowed: (nodeId) => this.cluster!.peers.dialAllowed(nodeId),
       log: this.log,
+      replicaLagMaxMs: this.config.cluster.replica_lag_max_ms,
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });
     return {

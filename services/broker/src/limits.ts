@@ -198,6 +198,16 @@ export const LEASE_KEPT_FRACTION = 0.75;
 export const REPLICA_REPORT_SHARDS_MAX = 2_048;
 /** How often the replica reporter looks whether the broker registered yet (it reports at once). */
 export const REPLICA_REPORT_REGISTERED_POLL_MS = 100;
+/**
+ * Default of `cluster.replica_lag_max_ms`, the lag window (docs/replication.md, "In-sync
+ * followers"): a follower that held the leader's whole log within it counts as in sync, and a
+ * `leader` stream's failover may promote it. Kafka's `replica.lag.time.max.ms` is 30 s against a
+ * 45 s session; Felix's lease L is 15 s by default, so a third of Kafka's keeps the same
+ * proportion and stays well under L + margin, after which a silent follower is marked down.
+ */
+export const REPLICA_LAG_MAX_MS_DEFAULT = 10_000;
+/** Ceiling of the lag window: a follower behind for longer is never worth promoting. */
+export const REPLICA_LAG_MAX_MS_MAX = 600_000;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 /** How often the node address book (`GET /v1/nodes`) is refreshed (reference sync interval: 2 s). */

@@ -21,6 +21,7 @@ const REPORT: ShardReport = {
   commit_offset: 10,
   replica_offsets: [{ node_id: 'n1', durable_offset: 10 }],
   halted: [],
+  in_sync: ['n1'],
 };
 
 afterEach(() => {

@@ -48,6 +48,7 @@ function report(a: AssignmentRecord, extra: Partial<ReportInput>): ReportInput {
     halted: [],
     drained: false,
     caught_up: [],
+    in_sync: [],
     ...extra,
   };
 }

@@ -1,6 +1,7 @@
 // Goal: whom placement promotes when a durable stream's leader is lost: the most caught-up
 // replica the leader's last report names, never one behind the caught-up bound (the whole
-// reported log under `Leader`, the commit mark under `Quorum`), never a halted one, no one on a
+// reported log under `Leader`, unless the report names it in sync within the leader's lag
+// window; the commit mark under `Quorum`), never a halted one, no one on a
 // report that is missing, from another generation or too old; a durable single copy waits for
 // its owner. Replica reports only move forward and are believed only from the current leader.
 // Method: the store on SQLite and on the real Postgres (the store contract's backends), nodes
@@ -67,6 +68,7 @@ function reportOf(a: AssignmentRecord, extra: Partial<ReportInput>): ReportInput
     halted: [],
     drained: false,
     caught_up: [],
+    in_sync: [],
     ...extra,
   };
 }
@@ -158,6 +160,35 @@ function promotionSuite(backend: Backend): void {
       expect(after.leader).toBe(before.replicas[2]);
     });
 
+    it('placement_promotes_the_most_caught_up_in_sync_follower_of_a_leader_stream', async () => {
+      // Steady writes: no follower is level with the leader's log when it reports, but f1 held
+      // it within the lag window; f2 holds more and was cut from the leader for longer.
+      const { before, after } = await failover('Leader', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        return {
+          leader_offset: 100,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 97 },
+            { node_id: f2!, durable_offset: 98 },
+          ],
+          in_sync: [f1!],
+        };
+      });
+      expect((await store.replicaReports.list(10))[0]!.in_sync).toEqual([before.replicas[1]]);
+      expect(after.leader).toBe(before.replicas[1]);
+      expect(after.generation).toBe(before.generation + 1);
+    });
+
+    it('a_leader_stream_with_no_follower_in_sync_stays_unplaced', async () => {
+      const { before, after, pass } = await failover('Leader', 3, (a) => ({
+        leader_offset: 100,
+        replica_offsets: a.replicas.slice(1).map((id) => ({ node_id: id, durable_offset: 99 })),
+        in_sync: [],
+      }));
+      expect(after).toEqual(before);
+      expect(pass.unplaced).toBe(1);
+    });
+
     it('a_durable_single_copy_is_not_placed_elsewhere_while_its_owner_is_down', async () => {
       const { before, after, pass } = await failover('Leader', 1, () => ({ leader_offset: 7 }));
       expect(after).toEqual(before);
@@ -241,6 +272,7 @@ describe('failover policy', () => {
     halted: [],
     drained: false,
     caught_up: [] as string[],
+    in_sync: [] as string[],
     reported_at_ms: 1_000,
   };
   const base = {
@@ -307,6 +339,36 @@ describe('failover policy', () => {
     // Another leader's report is another log: nothing of it is kept.
     expect(foldReport({ ...before, leader: 'z' }, fresh)).toEqual(fresh);
     expect(foldReport({ ...before, generation: 3 }, fresh)).toEqual(fresh);
+  });
+
+  it('a_leader_streams_in_sync_followers_are_candidates_short_of_its_log_most_caught_up_first', () => {
+    const leader = { ...base, consistency: 'Leader' as const };
+    const synced = { ...report, in_sync: ['d', 'b', 'x'] };
+    // c holds the whole log; b and d held it within the window; x is no member.
+    expect(failoverPolicy({ ...leader, report: synced })).toEqual({ candidates: ['c', 'b', 'd'] });
+    // A halted follower never leads, in sync or not.
+    const halted = { ...synced, halted: [{ node_id: 'b', reason: 'diverged' as const }] };
+    expect(failoverPolicy({ ...leader, report: halted })).toEqual({ candidates: ['c', 'd'] });
+    // Out of the window (not named): only the whole log qualifies, as before.
+    expect(failoverPolicy({ ...leader, report: { ...synced, in_sync: [] } })).toEqual({
+      candidates: ['c'],
+    });
+    // The newest report says who is in sync now: one that fell out of the window is not kept.
+    expect(foldReport(synced, { ...report, in_sync: ['d'] }).in_sync).toEqual(['d']);
+  });
+
+  it('the_lag_window_never_lowers_a_quorum_streams_or_a_caches_bound', () => {
+    const synced = { ...report, in_sync: ['b', 'd'], commit_offset: 26 };
+    // Quorum: the commit mark still decides (d, in sync, is behind it; b too).
+    expect(failoverPolicy({ ...base, report: synced })).toEqual({ candidates: ['c'] });
+    // A cache is not fenced: its bound stays the leader's whole log.
+    const cache = {
+      ...base,
+      kind: 'cache' as const,
+      durable: false,
+      consistency: 'Leader' as const,
+    };
+    expect(failoverPolicy({ ...cache, report: synced })).toEqual({ candidates: ['c'] });
   });
 
   it('nothing_without_a_durable_log_gets_a_policy', () => {

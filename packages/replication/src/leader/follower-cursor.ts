@@ -11,6 +11,14 @@
  * is no longer the leader); transient refusals and timeouts resend from `next`. An answer to
  * anything but the batch in flight (a late answer to a timed-out batch) is ignored, so a slow
  * follower is never counted past what it confirmed.
+ *
+ * Given the caller's clock, the cursor also keeps when the follower last held the leader's whole
+ * log (`caughtUpAtMs`, Kafka's last caught-up time): at a plan that finds it level, or, for a
+ * batch that reached the leader's tail as it stood when planned, the moment of that plan once the
+ * answer confirms it. A follower under steady writes is never level when someone looks, yet
+ * each answer shows it held everything written up to its batch's plan; one that stops answering
+ * keeps an ever older moment. Promotion counts a follower in sync by it (docs/replication.md,
+ * "In-sync followers").
  */
 import { INTERNAL_ERROR } from '@felix/wire';
 
@@ -48,11 +56,18 @@ export class FollowerCursor {
   private lastCorrelation = 0;
   /** Whether the follower has said where its log ends (an ok or a gap answer). */
   private heard = false;
+  /** The latest moment (the caller's clock, as given to `plan`) the follower was known to hold
+   *  the leader's whole log; undefined until it was. */
+  caughtUpAtMs: number | undefined;
+  /** When the batch in flight was planned, if it reached the leader's tail then. */
+  private sentAtTailMs: number | undefined;
 
   /** `start` is where shipping begins: the follower's reported tail, or one record below the
-   *  leader's own generation start so the first batch overlaps a known-good record. */
-  constructor(start: number) {
+   *  leader's own generation start so the first batch overlaps a known-good record.
+   *  `caughtUpAtMs` carries what an earlier cursor of the same follower and leader knew. */
+  constructor(start: number, caughtUpAtMs?: number) {
     this.next = start;
+    this.caughtUpAtMs = caughtUpAtMs;
   }
 
   /** True while a batch waits for its answer. */
@@ -62,10 +77,13 @@ export class FollowerCursor {
 
   /**
    * The next shipment for a leader log holding [base, tail), at most `maxRecords` records, or
-   * null when one is in flight, the follower is caught up, or shipping stopped.
+   * null when one is in flight, the follower is caught up, or shipping stopped. `nowMs` (the
+   * caller's clock) keeps `caughtUpAtMs`; without it that is left alone.
    */
-  plan(log: { base: number; tail: number }, maxRecords: number): Shipment | null {
-    if (this.inFlight !== undefined || this.halted !== undefined || this.fenced) return null;
+  plan(log: { base: number; tail: number }, maxRecords: number, nowMs?: number): Shipment | null {
+    if (this.halted !== undefined || this.fenced) return null;
+    if (nowMs !== undefined && this.confirmed >= log.tail) this.caughtUpAt(nowMs);
+    if (this.inFlight !== undefined) return null;
     // `start` is a guess until the follower answers: a guess at the tail would send nothing,
     // so the first batch overlaps the last record and the answer says where the follower is.
     if (!this.heard && this.next >= log.tail && log.tail > log.base) this.next = log.tail - 1;
@@ -75,8 +93,13 @@ export class FollowerCursor {
       const next = Math.min(log.tail, this.next + Math.max(1, maxRecords));
       const correlationId = ++this.lastCorrelation;
       this.inFlight = { kind: 'records', correlationId, first: this.next, next };
+      this.sentAtTailMs = next === log.tail ? nowMs : undefined;
     }
     return this.inFlight ?? null;
+  }
+
+  private caughtUpAt(ms: number): void {
+    this.caughtUpAtMs = Math.max(this.caughtUpAtMs ?? ms, ms);
   }
 
   onAnswer(correlationId: number, answer: FollowerAnswer): void {
@@ -91,6 +114,9 @@ export class FollowerCursor {
         sent.kind === 'records' ? Math.min(answer.durableOffset, sent.next) : answer.durableOffset;
       this.confirmed = Math.max(this.confirmed, held);
       this.next = held;
+      // It now holds everything the leader had written when this batch was planned.
+      if (sent.kind === 'records' && held >= sent.next && this.sentAtTailMs !== undefined)
+        this.caughtUpAt(this.sentAtTailMs);
       return;
     }
     const code = answer.code;

@@ -68,6 +68,8 @@ export interface ShipperFollower {
   link: PeerLink;
   /** Where shipping to it starts (its reported tail, or just below this generation's start). */
   start: number;
+  /** When it last held the whole log, as an earlier shipper of this log (performance.now()). */
+  caughtUpAtMs?: number;
 }
 
 export interface ShipperOptions {
@@ -119,7 +121,7 @@ export class ShardShipper {
     this.unlisten = opts.log.onWritten(() => this.poke());
     opts.log.keepRecent(REPLICATE_RECENT_BYTES_MAX);
     for (const f of opts.followers) {
-      const cursor = new FollowerCursor(f.start);
+      const cursor = new FollowerCursor(f.start, f.caughtUpAtMs);
       const loop: Loop = {
         follower: f,
         cursor,
@@ -140,6 +142,14 @@ export class ShardShipper {
   /** What each follower confirmed durable so far. */
   confirmed(nodeId: string): number {
     return this.loops.get(nodeId)?.cursor.confirmed ?? 0;
+  }
+
+  /** When a follower last held the whole log (performance.now()), or undefined: in sync for
+   *  promotion while that is recent (docs/replication.md, "In-sync followers"). */
+  caughtUpAtMs(nodeId: string): number | undefined {
+    const cursor = this.loops.get(nodeId)?.cursor;
+    if (cursor === undefined || cursor.halted !== undefined) return undefined;
+    return cursor.caughtUpAtMs;
   }
 
   /** Makes idle loops look again now (the commit mark moved). */
@@ -194,6 +204,7 @@ export class ShardShipper {
       const shipment = cursor.plan(
         { base: log.baseOffset, tail: log.poisoned ? log.durableOffset : log.writtenOffset },
         REPLICATE_BATCH_RECORDS_MAX,
+        performance.now(),
       );
       if (shipment === null) {
         if (cursor.halted !== undefined) {

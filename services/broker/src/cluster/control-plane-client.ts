@@ -51,6 +51,9 @@ export interface ShardReport {
   commit_offset: number;
   replica_offsets: { node_id: string; durable_offset: number }[];
   halted: { node_id: string; reason: 'diverged' | 'needs_bootstrap' }[];
+  /** The followers that held the leader's whole log within its lag window (`leader` streams
+   *  may fail over to the most caught up of them). */
+  in_sync: string[];
   /** Only from a leaving leader: it admits no writes, every log is durable (hand-off). */
   drained?: boolean;
   /** With `drained`: the followers holding every log of the shard to its end. */

@@ -33,12 +33,16 @@ import {
 } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { ShardRef } from '@felix/wire';
+import { REPLICA_LAG_MAX_MS_DEFAULT } from '../limits.js';
 import type { ShardReport } from './control-plane-client.js';
 import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
 
 export interface ReplicatorDeps extends PeerPoolDeps {
   /** The broker's shared links (peer-pool.ts); absent: the replicator keeps its own. */
   pool?: PeerPool;
+  /** `cluster.replica_lag_max_ms`: the lag window a reported in-sync follower is within;
+   *  default REPLICA_LAG_MAX_MS_DEFAULT. */
+  replicaLagMaxMs?: number;
 }
 
 /** A quorum shard's side of shipping: told each time the commit mark moves. */
@@ -128,6 +132,13 @@ export class Replicator {
       (current.mark !== null) === (quorum !== undefined)
     )
       return;
+    // The same leader's log and followers: when each last held it stays true across a restart
+    // (a follower-set change), so a restart does not put every follower out of sync.
+    const caughtUp = new Map<string, number>();
+    for (const f of current?.followers ?? []) {
+      const at = current!.shipper.caughtUpAtMs(f);
+      if (at !== undefined) caughtUp.set(f, at);
+    }
     await this.stop(key, kind);
     if (followers.length === 0) return;
     // Just below where this generation starts (or the tail): the first batch overlaps a record
@@ -148,7 +159,11 @@ export class Replicator {
       log,
       shard: ref,
       logKind: kind,
-      followers: followers.map((nodeId) => ({ nodeId, link: this.pool.link(nodeId), start })),
+      followers: followers.map((nodeId) => {
+        const at = caughtUp.get(nodeId);
+        const follower = { nodeId, link: this.pool.link(nodeId), start };
+        return at === undefined ? follower : { ...follower, caughtUpAtMs: at };
+      }),
       onStopped: (nodeId, reason) => {
         if (isRepairable(reason)) halted.set(nodeId, reason);
         this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
@@ -174,10 +189,13 @@ export class Replicator {
    * leader's durable offset, each follower's confirmed offset, the commit mark (a quorum shard's,
    * else the majority over them, the leader counted); and the followers halted on a log holding
    * user data (a cache shard's counters as well as its cache log; a stream shard's group state is
-   * redelivered at least once, docs/replication.md, so it does not bar a follower).
+   * redelivered at least once, docs/replication.md, so it does not bar a follower); and the
+   * followers in sync: those that held the whole primary log within the lag window.
    */
   reports(leaving = false): ShardReport[] {
     const out: ShardReport[] = [];
+    const windowMs = this.deps.replicaLagMaxMs ?? REPLICA_LAG_MAX_MS_DEFAULT;
+    const nowMs = performance.now();
     for (const logs of this.shippers.values()) {
       const primary = primaryOf(logs);
       if (primary === undefined) continue;
@@ -200,6 +218,10 @@ export class Replicator {
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
+        in_sync: s.followers.filter((f) => {
+          const at = s.shipper.caughtUpAtMs(f);
+          return !halted.has(f) && at !== undefined && nowMs - at <= windowMs;
+        }),
         ...(level === null
           ? {}
           : { drained: level.durable && level.followers.length > 0, caught_up: level.followers }),

@@ -112,6 +112,7 @@ export interface BrokerConfig {
     node_token: string | null;
     node_token_file: string | null;
     peer_probe_interval_ms: number;
+    replica_lag_max_ms: number;
     internal_bind: string | null;
     internal_transport: 'quic' | 'tls';
     internal_tls_cert: string | null;

@@ -2,11 +2,14 @@
  * Who may take over a shard when its leader is lost (docs/replication.md, "Replica reports and
  * promotion"): a pure function of the shard's settings, its assignment and the leader's last
  * report. A durable stream's log must never come back shorter than what its consistency
- * promised, so only a replica holding at least the caught-up bound may lead: the leader's whole
- * reported log under `Leader` consistency, the commit mark under `Quorum`. A halted follower
- * (diverged, needs a bootstrap) never qualifies, nor does anyone when the report is missing,
- * from another leader or a later generation, or older than the trust window. Candidates come most
- * caught-up first. A durable single copy has no candidate: it waits for its owner.
+ * promised. Under `Quorum` only a replica holding at least the commit mark may lead. Under
+ * `Leader` (acked on the leader alone) a replica may lead when it holds the leader's whole
+ * reported log or when the report names it in sync (it held the leader's whole log within the
+ * leader's lag window, Kafka's ISR): what it lacks is the documented `leader` exposure, and a
+ * follower out of sync longer than the window never leads. A halted follower (diverged, needs a
+ * bootstrap) never qualifies, nor does anyone when the report is missing, from another leader
+ * or a later generation, or older than the trust window. Candidates come most caught-up first.
+ * A durable single copy has no candidate: it waits for its owner.
  *
  * A cache's durability is the broker's (the catalog does not say), so a cache shard is protected
  * once its leader has reported durable logs shipped to followers: the bound is then the leader's
@@ -72,9 +75,13 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
     return { candidates: [] };
   const halted = new Set(input.report.halted.map((h) => h.node_id));
   const members = new Set(input.current.replicas);
+  // Only a `leader` stream's acks promise nothing past the leader: a cache is not fenced, so a
+  // deposed cache leader's unshipped suffix would not be repaired (docs/replication.md).
+  const leaderStream = input.kind === 'stream' && input.consistency === 'Leader';
+  const inSync = new Set(leaderStream ? input.report.in_sync : []);
   const able = input.report.replica_offsets.filter(
     (o) =>
-      o.durable_offset >= bound &&
+      (o.durable_offset >= bound || inSync.has(o.node_id)) &&
       !halted.has(o.node_id) &&
       members.has(o.node_id) &&
       o.node_id !== input.current!.leader,

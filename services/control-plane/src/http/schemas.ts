@@ -249,6 +249,7 @@ export const ShardReport = Type.Object(
     ),
     drained: Type.Optional(Type.Boolean()),
     caught_up: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
+    in_sync: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
   },
   { additionalProperties: false },
 );
@@ -300,6 +301,7 @@ export const StoredReport = Type.Object({
   halted: Type.Array(Type.Object({ node_id: Type.String(), reason: HaltReason })),
   drained: Type.Boolean(),
   caught_up: Type.Array(Type.String()),
+  in_sync: Type.Array(Type.String()),
   reported_at_ms: Type.Integer(),
 });
 export const ReportList = Type.Object({ items: Type.Array(StoredReport) });

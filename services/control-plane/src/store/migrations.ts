@@ -174,6 +174,11 @@ export const MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE replica_reports ADD COLUMN caught_up TEXT NOT NULL DEFAULT '[]'",
     ],
   },
+  {
+    version: 5,
+    name: 'replica reports: the followers in sync within the leader lag window',
+    statements: ["ALTER TABLE replica_reports ADD COLUMN in_sync TEXT NOT NULL DEFAULT '[]'"],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

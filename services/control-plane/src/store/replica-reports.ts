@@ -37,13 +37,15 @@ export function reportOf(r: Row): ReplicaReport {
     halted: JSON.parse(str(r.halted)) as ReplicaReport['halted'],
     drained: num(r.drained) === 1,
     caught_up: JSON.parse(str(r.caught_up)) as string[],
+    in_sync: JSON.parse(str(r.in_sync)) as string[],
     reported_at_ms: num(r.reported_at_ms),
   };
 }
 
 /**
  * `next` folded into `prev` of the same log (foldReport): nothing a report said is taken back (except
- * `drained` and `caught_up`, which describe the leader's state now and come from `next`).
+ * `drained`, `caught_up` and `in_sync`, which describe the leader's state now and come from
+ * `next`: a follower in sync once may have fallen out of the lag window since).
  */
 export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaReport {
   const offsets = new Map(prev.replica_offsets.map((o) => [o.node_id, o.durable_offset]));
@@ -99,13 +101,13 @@ async function storedReport(q: Sql, k: AssignmentKey): Promise<ReplicaReport | u
 async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
   await q.query(
     `INSERT INTO replica_reports (tenant_id, namespace, kind, name, shard, generation, leader,
-       leader_offset, commit_offset, offsets, halted, reported_at_ms, drained, caught_up)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       leader_offset, commit_offset, offsets, halted, reported_at_ms, drained, caught_up, in_sync)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET
        generation = excluded.generation, leader = excluded.leader,
        leader_offset = excluded.leader_offset, commit_offset = excluded.commit_offset,
        offsets = excluded.offsets, halted = excluded.halted, reported_at_ms = excluded.reported_at_ms,
-       drained = excluded.drained, caught_up = excluded.caught_up`,
+       drained = excluded.drained, caught_up = excluded.caught_up, in_sync = excluded.in_sync`,
     [
       ...keyParams(r),
       r.generation,
@@ -117,6 +119,7 @@ async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
       r.reported_at_ms,
       r.drained ? 1 : 0,
       JSON.stringify(r.caught_up),
+      JSON.stringify(r.in_sync),
     ],
   );
 }

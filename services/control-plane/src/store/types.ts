@@ -115,6 +115,11 @@ export interface ReplicaReport extends AssignmentKey {
    */
   drained: boolean;
   caught_up: string[];
+  /**
+   * The followers that held the leader's whole log at some moment within its lag window
+   * (`cluster.replica_lag_max_ms`, the broker's): a `Leader` stream may fail over to them.
+   */
+  in_sync: string[];
   reported_at_ms: number;
 }
 

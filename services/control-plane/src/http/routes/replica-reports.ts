@@ -29,6 +29,7 @@ function inputOf(r: ShardReport): ReportInput {
     halted: r.halted ?? [],
     drained: r.drained ?? false,
     caught_up: r.caught_up ?? [],
+    in_sync: r.in_sync ?? [],
   };
 }
 

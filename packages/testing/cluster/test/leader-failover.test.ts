@@ -1,0 +1,201 @@
+// Goal: a `leader` stream fails over under steady writes (issue 23): when its leader dies while
+// it acks records its followers have not confirmed yet, the control plane promotes the most
+// caught-up follower in sync (one that held the leader's whole log within the lag window,
+// `cluster.replica_lag_max_ms`), and the new leader serves a prefix of the old leader's log:
+// only acked records above what the surviving replicas held are lost, the documented `leader`
+// exposure. A follower cut from its leader for longer than the window is out of sync and never
+// promoted: the shard waits for its leader, which returns with every acked record.
+// Method: three real brokers from startCluster (internal listeners, mutual TLS), a one-shard
+// stream at replication factor 3 and `leader` consistency, fsync on commit; the followers'
+// fsyncs slowed (20 ms) so that under a publisher writing without pause neither is ever level
+// with the leader's log when it reports (the old rule, "holds the leader's whole reported log",
+// then names no one). The leader is SIGKILLed mid-stream; the test reads the control plane's
+// stored replica reports, its assignments and placement plan, and the new (or returned) leader.
+import type { FelixClient } from '@felix/client';
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { type FelixCluster, scaled, startCluster } from '../src/index.js';
+import { clusterPerTest, publishAll, readUpTo } from './support.js';
+
+const STEP_MS = 60_000;
+/** The followers' slowed fsync: a batch takes at least this to be answered. */
+const FOLLOWER_FSYNC_MS = 20;
+
+interface StoredReport {
+  stream: string;
+  generation: number;
+  leader_offset: number;
+  replica_offsets: { node_id: string; durable_offset: number }[];
+  in_sync: string[] | undefined;
+}
+
+async function reportOf(c: FelixCluster, stream: string): Promise<StoredReport | undefined> {
+  const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
+  return page.items.find((r) => r.stream === stream);
+}
+
+async function assignmentOf(c: FelixCluster, stream: string) {
+  const a = (await c.assignments()).find((x) => x.stream === stream);
+  expect(a).toBeDefined();
+  return a!;
+}
+
+/** Publishes `w-0`, `w-1`, ... one after another until stopped or refused; keeps what was acked
+ *  at which offset. */
+function steadyWriter(client: FelixClient, stream: string) {
+  const acked = new Map<number, string>();
+  let stopped = false;
+  const done = (async () => {
+    for (let i = 0; !stopped; i++) {
+      let offset: number | null;
+      try {
+        offset = (await client.publish(stream, `w-${i}`)).offset;
+      } catch {
+        return; // the leader died (or refused): the writer stops, nothing resent
+      }
+      // A durable stream's ack names where its log holds the record.
+      if (offset === null) throw new Error(`w-${i} was acked without an offset`);
+      acked.set(offset, `w-${i}`);
+    }
+  })();
+  return {
+    acked,
+    stop: async () => {
+      stopped = true;
+      await done;
+    },
+  };
+}
+
+/** A stored report in which no follower is level with the leader's log (steady writes). */
+const nobodyLevel = (r: StoredReport) =>
+  r.replica_offsets.every((o) => o.durable_offset < r.leader_offset);
+
+describe('leader failover under steady writes', () => {
+  const held = clusterPerTest();
+
+  it('a_leader_stream_fails_over_to_an_in_sync_follower_under_steady_writes', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
+      streams: [{ name: 'steady', shards: 1, replicationFactor: 3, consistency: 'leader' }],
+    });
+    held.cluster = c;
+    const before = await assignmentOf(c, 'steady');
+    const followers = before.replicas.filter((id) => id !== before.leader);
+    for (const f of followers) await c.slowFsync(f, FOLLOWER_FSYNC_MS);
+    const onLeader = await c.connect({ servers: [c.node(before.leader).url()] });
+    const writer = steadyWriter(onLeader, 'steady');
+    await waitFor(
+      async () => {
+        const r = await reportOf(c, 'steady');
+        return (
+          r !== undefined && r.leader_offset > 200 && r.in_sync?.length === 2 && nobodyLevel(r)
+        );
+      },
+      'a report naming both followers in sync, neither level with the leader',
+      scaled(STEP_MS),
+    );
+    await c.kill(before.leader);
+    await writer.stop();
+    // Its broker is gone: closing may fail, and there is nothing left to close.
+    await onLeader.close().catch(() => undefined);
+    // The leader's last report: neither follower held its whole log when it was taken.
+    const last = (await reportOf(c, 'steady'))!;
+    expect(nobodyLevel(last)).toBe(true);
+    const promoted = await waitFor(
+      async () => {
+        const a = await assignmentOf(c, 'steady');
+        return a.generation > before.generation ? a : undefined;
+      },
+      'an in-sync follower to be promoted',
+      scaled(STEP_MS),
+    );
+    // The most caught up of the followers the last report named in sync.
+    const ranked = [...last.replica_offsets].sort(
+      (a, b) => b.durable_offset - a.durable_offset || (a.node_id < b.node_id ? -1 : 1),
+    );
+    expect(promoted.leader).toBe(ranked[0]!.node_id);
+    const onNew = await c.connect({ servers: [c.node(promoted.leader).url()] });
+    try {
+      await publishAll(onNew, 'steady', ['after']);
+      const got = await readUpTo(onNew, 'steady', 'after');
+      const kept = got.slice(0, -1);
+      // A prefix of the old leader's log: each record at its offset, none twice, no hole.
+      expect(kept).toEqual(kept.map((_, i) => `w-${i}`));
+      expect(kept.length).toBeGreaterThanOrEqual(ranked[0]!.durable_offset);
+      // What is lost is acked records above it only (the `leader` exposure), never one below.
+      const lost = [...writer.acked.keys()].filter((o) => o >= kept.length);
+      for (const [o, v] of writer.acked) if (o < kept.length) expect(kept[o]).toBe(v);
+      console.log(
+        `acked ${writer.acked.size}, new leader holds ${kept.length}, lost ${lost.length} acked`,
+      );
+    } finally {
+      await onNew.close();
+    }
+  }, 240_000);
+
+  it('a_follower_out_of_sync_longer_than_the_lag_window_is_never_promoted', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit', FELIX_REPLICA_LAG_MAX_MS: '1500' },
+      streams: [{ name: 'steady', shards: 1, replicationFactor: 3, consistency: 'leader' }],
+    });
+    held.cluster = c;
+    const before = await assignmentOf(c, 'steady');
+    const followers = before.replicas.filter((id) => id !== before.leader);
+    for (const f of followers) await c.slowFsync(f, FOLLOWER_FSYNC_MS);
+    const onLeader = await c.connect({ servers: [c.node(before.leader).url()] });
+    const writer = steadyWriter(onLeader, 'steady');
+    await waitFor(
+      async () => (await reportOf(c, 'steady'))?.in_sync?.length === 2,
+      'a report naming both followers in sync',
+      scaled(STEP_MS),
+    );
+    // Both followers cut from the leader (not from the control plane: both stay live and
+    // eligible); the leader acks on its own for longer than the window.
+    for (const f of followers) await c.partition(before.leader, f);
+    await waitFor(
+      async () => {
+        const r = await reportOf(c, 'steady');
+        return r?.in_sync?.length === 0 && nobodyLevel(r);
+      },
+      'a report naming no follower in sync',
+      scaled(STEP_MS),
+    );
+    await writer.stop();
+    await onLeader.close();
+    const acked = [...writer.acked.values()];
+    await c.kill(before.leader);
+    const outcome = await waitFor(
+      async () => {
+        const a = await assignmentOf(c, 'steady');
+        if (a.generation !== before.generation) return { promoted: a.leader };
+        const plan = (await c.operatorGet('/v1/placement/plan')) as {
+          items: { stream: string; action: string }[];
+        };
+        const unplaced = plan.items.some(
+          (i) => i.stream === 'steady' && i.action === 'unplaceable',
+        );
+        return unplaced ? { promoted: undefined } : undefined;
+      },
+      'placement to pass over the shard once its leader is down',
+      scaled(STEP_MS),
+    );
+    expect(outcome.promoted).toBeUndefined();
+    expect(await assignmentOf(c, 'steady')).toEqual(before);
+    // Back with every record it acked, at the same generation.
+    await c.heal();
+    await c.start(before.leader);
+    await c.waitServed();
+    const back = await c.connect({ servers: [c.node(before.leader).url()] });
+    try {
+      expect(await readUpTo(back, 'steady', acked.at(-1)!)).toEqual(acked);
+      expect(await assignmentOf(c, 'steady')).toEqual(before);
+    } finally {
+      await back.close();
+    }
+  }, 240_000);
+});

@@ -1,0 +1,108 @@
+/**
+ * Goal: the leader's replica reports name in `in_sync` exactly the followers that held its whole
+ * log within the lag window (`cluster.replica_lag_max_ms`, docs/replication.md "In-sync
+ * followers"): one whose link fails leaves the list once the window has passed while the leader
+ * writes on, and a restart of the shipper for a new generation of the same leadership (a change
+ * of the follower set) keeps an in-sync follower in sync instead of starting every follower out.
+ * Method: the broker's Replicator over a real leader log, shipping through in-memory links to
+ * two ReplicaServers over real logs, one link made to fail on demand; waits on the reports with a
+ * deadline, never sleeps.
+ */
+import type { ReplicaLogKind } from '@felix/replication';
+import { type PeerLink, ReplicaServer } from '@felix/replication';
+import { SegmentLog } from '@felix/storage';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import type { ShardRef } from '@felix/wire';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PeerPool } from '../src/cluster/peer-pool.js';
+import { Replicator, type ReplicatorDeps } from '../src/cluster/replicator.js';
+
+const SHARD = { tenant: 't1', namespace: 'default', stream: 'orders', shard: 0 };
+const REF: ShardRef = {
+  tenantId: SHARD.tenant,
+  namespace: SHARD.namespace,
+  stream: SHARD.stream,
+  shard: SHARD.shard,
+  generation: 1,
+};
+/** The test's lag window: short, so a cut follower leaves it quickly. */
+const WINDOW_MS = 1_000;
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function root(): Promise<string> {
+  const dir = await tempDir('felix-repl-in-sync-');
+  cleanups.push(dir.cleanup);
+  return dir.path;
+}
+
+async function followerServer(): Promise<ReplicaServer> {
+  const at = await root();
+  const server = new ReplicaServer({
+    logOptions: (_shard: ShardRef, _log: ReplicaLogKind) => ({
+      root: at,
+      shard: SHARD,
+      fsync: 'onCommit',
+    }),
+    assignment: () => ({ generation: 2 }),
+  });
+  cleanups.push(() => server.close());
+  return server;
+}
+
+/** A pool whose link to each follower calls its ReplicaServer directly, unless it is cut. */
+function poolOf(servers: Map<string, ReplicaServer>, cut: Set<string>): PeerPool {
+  const link = (nodeId: string): PeerLink => ({
+    request: async (frame) => {
+      if (cut.has(nodeId)) throw new Error(`${nodeId} is cut`);
+      return servers.get(nodeId)!.handle(frame);
+    },
+  });
+  return { link, close: async () => undefined } as unknown as PeerPool;
+}
+
+describe('replicator in-sync followers', () => {
+  it('a_report_names_in_sync_only_followers_within_the_window_across_a_shipper_restart', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const servers = new Map([
+      ['b1', await followerServer()],
+      ['b2', await followerServer()],
+    ]);
+    const cut = new Set<string>();
+    const replicator = new Replicator({
+      pool: poolOf(servers, cut),
+      log: pino({ level: 'silent' }),
+      replicaLagMaxMs: WINDOW_MS,
+    } as unknown as ReplicatorDeps);
+    cleanups.push(() => replicator.close());
+    const inSync = () => replicator.reports()[0]?.in_sync;
+    const write = (n: number) =>
+      log.append(Array.from({ length: n }, (_, i) => new TextEncoder().encode(`r${i}`)));
+    await replicator.ship('s', log, REF, ['b1', 'b2'], { genStart: 0 });
+    await write(5);
+    await waitFor(() => inSync()?.length === 2, 'both followers in sync', 10_000);
+    // b2 is cut while the leader writes on: it leaves the list once the window has passed.
+    cut.add('b2');
+    await write(5);
+    // Cut but caught up moments ago: still within the window.
+    expect(inSync()).toEqual(['b1', 'b2']);
+    await waitFor(
+      async () => {
+        await write(1);
+        return inSync()?.join() === 'b1';
+      },
+      'b2 out of sync',
+      10_000,
+    );
+    // A new generation of the same leadership restarts the shipper: b1 is still in sync at once
+    // (before any answer of the new shipper), b2 still out.
+    await replicator.ship('s', log, { ...REF, generation: 2 }, ['b1', 'b2'], {});
+    expect(replicator.reports()[0]?.generation).toBe(2);
+    expect(inSync()).toEqual(['b1']);
+  });
+});
