@@ -912,6 +912,7 @@ let QUICConnection = class QUICConnection {
             if (slab === null || slab.length - used < size) {
                 slab = Buffer.allocUnsafe(slabBytes);
                 used = 0;
+                socket.sendSlabHeld = false; // [felix patch 21]
             }
             const sendBuffer = slab.subarray(used, used + size);
             let result;
@@ -928,8 +929,17 @@ let QUICConnection = class QUICConnection {
                 break;
             const sendLength = result[0];
             const to = result[1].to;
-            this.socket.sendDatagram(sendBuffer.subarray(0, sendLength), to.port, to.host, this.sendErrorHandler);
+            const sent = this.socket.sendDatagram(sendBuffer.subarray(0, sendLength), to.port, to.host, this.sendErrorHandler);
             used += sendLength;
+            // [felix patch 21] A datagram the kernel took in the call leaves its region free:
+            // while no datagram cut from this slab is held, the next one starts at its front
+            // again. Moving on through the slab allocated a new 256 KiB buffer every dozen
+            // 16 KB datagrams: about 1.3 KB of external memory per KiB sent, which V8 counts
+            // towards its next mark-compact.
+            if (!sent)
+                socket.sendSlabHeld = true;
+            else if (!socket.sendSlabHeld)
+                used = 0;
             socket.sendSlab = slab; // [felix patch 6] saved per datagram, so no exit path reuses a sent region
             socket.sendSlabUsed = used;
             packets++;

@@ -46,6 +46,11 @@ let QUICSocket = class QUICSocket {
      */
     sendSlab = null;
     sendSlabUsed = 0;
+    /**
+     * [felix patch 21] A datagram cut from the current slab may still be read by dgram or libuv
+     * (see `sendDatagram`): until the next slab, flushes only ever move past `sendSlabUsed`.
+     */
+    sendSlabHeld = false;
     logger;
     /**
      * Registered server for this socket.
@@ -368,10 +373,15 @@ let QUICSocket = class QUICSocket {
      * [felix patch 2] Sends one datagram with no promise and no per-packet allocation beyond
      * libuv's request. Errors go to `onError` (if any); a stopped socket drops the datagram,
      * as UDP may.
+     * [felix patch 21] Returns true when nothing references `msg` any more once this returns:
+     * the address is an IP literal (answered at once by `lookupIpNow`) and the kernel took the
+     * datagram in the call (dgram tries a synchronous send first and queues in libuv only what
+     * the socket refused for now, which `getSendQueueCount` counts). False when the datagram,
+     * or any earlier one, may still be read from its buffer later.
      */
     sendDatagram(msg, port, address, onError) {
         if (this._closed || this.socket == null)
-            return;
+            return true;
         try {
             this.socket.send(msg, port, address, onError == null ? undefined : (e) => {
                 if (e != null)
@@ -381,7 +391,9 @@ let QUICSocket = class QUICSocket {
         catch (e) {
             if (onError != null)
                 onError(e);
+            return true;
         }
+        return isIP(address) !== 0 && this.socket.getSendQueueCount() === 0;
     }
     setServer(server) {
         this.server = server;
