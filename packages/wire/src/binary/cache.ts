@@ -16,6 +16,7 @@
  * only WireErrors; a value is copied out of the frame, so nothing keeps the frame's chunk alive.
  */
 import { ownBytes } from '@felix/common';
+import { asciiText } from '../bytes/ascii.js';
 import { decodeUtf8 } from '../bytes/reader.js';
 import {
   FieldRangeError,
@@ -156,8 +157,8 @@ export class CacheFrameReader {
         namespace: this.namespace,
         cache: this.cache,
         key,
+        request_id: requestId,
       };
-      get.request_id = requestId;
       return get;
     }
     const len = c.u32('value_len');
@@ -171,8 +172,8 @@ export class CacheFrameReader {
       cache: this.cache,
       key,
       value,
+      request_id: requestId,
     };
-    msg.request_id = requestId;
     if (ttl !== undefined) msg.ttl_ms = ttl;
     return msg;
   }
@@ -280,26 +281,22 @@ class Cursor {
 
   /** A u16-prefixed UTF-8 string (InvalidUtf8Error on bad UTF-8). */
   text(field: string): string {
-    const b = this.bytes(this.u16(`${field}_len`), field);
-    return asciiOrUtf8(b, field);
+    const n = this.u16(`${field}_len`);
+    this.need(n, field);
+    const p = this.p;
+    const from = this.at;
+    const to = from + n;
+    this.at = to;
+    for (let i = from; i < to; i++) {
+      if (p[i]! >= 0x80) return decodeUtf8(p.subarray(from, to), `${WHAT} ${field}`);
+    }
+    return asciiText(p, from, to);
   }
 
   end(): void {
     const left = this.p.length - this.at;
     if (left !== 0) throw new TrailingBytesError(WHAT, left);
   }
-}
-
-/** Short ASCII text built from its codes (cheaper than the decoder's call); else strict UTF-8. */
-function asciiOrUtf8(b: Uint8Array, field: string): string {
-  if (b.length > 64) return decodeUtf8(b, `${WHAT} ${field}`);
-  let s = '';
-  for (let i = 0; i < b.length; i++) {
-    const c = b[i]!;
-    if (c >= 0x80) return decodeUtf8(b, `${WHAT} ${field}`);
-    s += String.fromCharCode(c);
-  }
-  return s;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
