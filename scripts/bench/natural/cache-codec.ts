@@ -95,7 +95,10 @@ const cases: Record<string, (i: number) => void> = {
 let scavenges = 0;
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
-    if ((e.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR)
+    if (
+      (e as unknown as { detail?: { kind?: number } }).detail?.kind ===
+      constants.NODE_PERFORMANCE_GC_MINOR
+    )
       scavenges++;
   }
 }).observe({ entryTypes: ['gc'] });
