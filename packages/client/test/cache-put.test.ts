@@ -3,19 +3,32 @@
 // not have been applied), any other failure rejects with that failure, bad input rejects (never
 // throws), and without a live connection it waits for one. Method: a Cache over a stand-in host
 // whose connection's request lane is a function the test answers.
+import {
+  FEATURE_HI_CACHE_BINARY,
+  FLAG_BINARY_CACHE,
+  decodeFrame,
+  encodeCacheOk,
+  encodeCacheValue,
+} from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { ConnectionLostError, InvalidArgumentError, OutcomeUnknownError } from '../src/errors.js';
 import { Cache } from '../src/projections/cache.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
 
-function standIn(outcome: () => Promise<unknown>, live = true) {
+type Prepared = ReturnType<Parameters<BrokerConnection['requests']['requestPrepared']>[0]>;
+
+function standIn(outcome: () => Promise<unknown>, live = true, featuresHi = 0) {
   const sent: Uint8Array[] = [];
+  const prepared: Prepared[] = [];
   const bc = {
     scope: { tenant: 't1', namespace: 'default' },
+    negotiated: { flags: 0, features: 0, featuresHi, window: 1 },
     requests: {
-      requestPrepared(prepare: (id: number) => { bytes: Uint8Array }) {
-        sent.push(prepare(7).bytes);
+      requestPrepared(prepare: (id: number) => Prepared) {
+        const p = prepare(7);
+        prepared.push(p);
+        sent.push(p.bytes);
         return outcome();
       },
     },
@@ -28,7 +41,7 @@ function standIn(outcome: () => Promise<unknown>, live = true) {
     },
     live: () => (live ? bc : undefined),
   } as unknown as ProjectionHost;
-  return { cache: new Cache(host, 'kv'), sent, asked: () => asked };
+  return { cache: new Cache(host, 'kv'), sent, prepared, asked: () => asked };
 }
 
 describe('cache put', () => {
@@ -57,5 +70,37 @@ describe('cache put', () => {
     const waiting = standIn(() => Promise.resolve({ type: 'cache_ok', request_id: 7 }), false);
     await expect(waiting.cache.put('k', 'v')).resolves.toBeUndefined();
     expect(waiting.asked()).toBe(1);
+  });
+
+  it('a_cache_get_and_put_go_binary_only_on_a_connection_that_negotiated_it', async () => {
+    const ok = () => Promise.resolve({ type: 'cache_ok', request_id: 7 });
+    const json = standIn(ok);
+    await json.cache.put('k', 'v');
+    void json.cache.get('k');
+    expect(json.sent.map((b) => decodeFrame(b).flags)).toEqual([0, 0]);
+
+    const bin = standIn(ok, true, FEATURE_HI_CACHE_BINARY);
+    await bin.cache.put('k', 'v', { ttlMs: 5 });
+    void bin.cache.get('k');
+    expect(bin.sent.map((b) => decodeFrame(b).flags)).toEqual([
+      FLAG_BINARY_CACHE,
+      FLAG_BINARY_CACHE,
+    ]);
+    // Its quick readers take the binary answers and leave a JSON one (an error) to the codec.
+    const [put, get] = bin.prepared as [Prepared, Prepared];
+    const payload = (f: Uint8Array) => f.subarray(12);
+    expect(put.quick!(payload(encodeCacheOk(7)), FLAG_BINARY_CACHE)).toEqual({
+      type: 'cache_ok',
+      request_id: 7,
+    });
+    const value = new TextEncoder().encode('v');
+    expect(get.quick!(payload(encodeCacheValue(7, value)), FLAG_BINARY_CACHE)).toEqual({
+      type: 'cache_value',
+      key: 'k',
+      value,
+      request_id: 7,
+    });
+    const error = new TextEncoder().encode('{"type":"error","message":"no"}');
+    expect(get.quick!(error, 0)).toBeUndefined();
   });
 });

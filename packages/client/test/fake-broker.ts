@@ -11,6 +11,7 @@ import {
   FEATURE_SHARD_MOVED,
   FEATURE_SHARD_OWNERS,
   FEATURE_TOPOLOGY,
+  FEATURE_HI_CACHE_BINARY,
   FEATURE_HI_REAUTH,
   FrameDecoder,
   type Message,
@@ -195,7 +196,9 @@ export class FakeBroker {
     if (this.answer(at, msg)) return;
     switch (msg.type) {
       case 'auth': {
-        const hi = this.opts.reauth ? CLIENT_FEATURES_HI : CLIENT_FEATURES_HI & ~FEATURE_HI_REAUTH;
+        // It reads and answers JSON only: never the binary cache exchange.
+        const offered = CLIENT_FEATURES_HI & ~FEATURE_HI_CACHE_BINARY;
+        const hi = this.opts.reauth ? offered : offered & ~FEATURE_HI_REAUTH;
         at.send({
           type: 'auth_ok',
           server_flags: 0,

@@ -15,6 +15,7 @@ import {
   messageJson,
 } from '../src/index.js';
 import {
+  cacheFrameFromFields,
   eventBatchToFields,
   groupRecordsToFields,
   internalToJson,
@@ -23,6 +24,7 @@ import {
 } from '../src/vectors/fields.js';
 import { toHex } from '../src/vectors/hex.js';
 import {
+  CACHE_FRAME_SAMPLES,
   EVENT_BATCH_SAMPLES,
   GROUP_RECORDS_SAMPLES,
   INTERNAL_MESSAGE_SAMPLES,
@@ -71,6 +73,9 @@ for (const [name, message] of Object.entries(GROUP_RECORDS_SAMPLES)) {
     { name, kind: 'binary_group_records', ...groupRecordsToFields(message) },
     encodeGroupRecordsFrame(message),
   );
+}
+for (const [name, fields] of Object.entries(CACHE_FRAME_SAMPLES)) {
+  write({ name, kind: 'binary_cache', ...fields }, cacheFrameFromFields(fields));
 }
 for (const [name, sample] of Object.entries(INTERNAL_MESSAGE_SAMPLES)) {
   const message =

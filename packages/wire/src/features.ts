@@ -62,3 +62,10 @@ export const FEATURE_HI_GROUP_NACK_BATCH = 0x0000_0008;
  * answered `reauth_ok`). A Felix extension; without it a client reconnects to renew a token.
  */
 export const FEATURE_HI_REAUTH = 0x0000_0010;
+/**
+ * Bit 5 of the `_hi` word (bit 37 of the set): the binary cache exchange (flag word 0x8001,
+ * binary/cache.ts). A Felix extension: a client that negotiated it may send `cache_get` and
+ * `cache_put` in binary, and the broker answers its gets and puts in binary; the JSON forms stay
+ * fully served to a client that did not.
+ */
+export const FEATURE_HI_CACHE_BINARY = 0x0000_0020;

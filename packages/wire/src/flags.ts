@@ -27,6 +27,13 @@ export const FLAG_EVENT_BATCH_TIMESTAMPS = 0x4000;
  * extension layouts and refused today.
  */
 export const FLAG_BINARY_GROUP_RECORDS = 0x8000;
+/**
+ * A Felix extension in 0x8000's reserved space: the whole word 0x8001 names the binary cache
+ * exchange of binary/cache.ts (`cache_get`, `cache_put` and their answers), used only when both
+ * sides negotiated FEATURE_HI_CACHE_BINARY. Not a bit to offer in `client_flags`: the feature
+ * alone negotiates it.
+ */
+export const FLAG_BINARY_CACHE = 0x8001;
 
 /** Every bit this codec understands; anything else is rejected. */
 export const KNOWN_FLAGS = 0xffff;
@@ -54,7 +61,8 @@ export type FrameLayout =
   | 'publish_batch'
   | 'publish_ack'
   | 'event_batch'
-  | 'group_records';
+  | 'group_records'
+  | 'cache';
 
 /**
  * Checks a flag word names exactly one layout with only that layout's modifiers, and
@@ -68,6 +76,7 @@ export function frameLayout(flags: number): FrameLayout {
   }
   if (flags === 0) return 'json';
   if (flags & FLAG_BINARY_GROUP_RECORDS) {
+    if (flags === FLAG_BINARY_CACHE) return 'cache';
     if (flags !== FLAG_BINARY_GROUP_RECORDS) {
       throw new InvalidFlagCombinationError(flags, '0x8000 with another bit is reserved');
     }

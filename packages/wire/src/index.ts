@@ -71,6 +71,16 @@ export {
   encodeGroupRecordsFrame,
   fitsBinaryGroupRecords,
 } from './binary/group-records.js';
+export {
+  CacheFrameReader,
+  cacheScopeBytes,
+  decodeCacheAnswer,
+  encodeCacheGet,
+  encodeCacheOk,
+  encodeCachePut,
+  encodeCacheValue,
+} from './binary/cache.js';
+export type { CacheAnswer, CacheRequest } from './binary/cache.js';
 export { decodeFramePayload } from './binary/any-frame.js';
 export type { DecodedFrame } from './binary/any-frame.js';
 export {

@@ -64,6 +64,9 @@ export const WRITER_UNZEROED_BYTES_MIN = 64 * 1024;
  *  the broker's 255-byte bound and the field names between them; a longer scope is decoded per
  *  request. */
 export const GET_SCOPE_MEMO_BYTES_MAX = 3 * 255 + 32;
+/** Bytes of a binary cache request's scope (three u16-prefixed identifiers of the broker's
+ *  255-byte bound) a `CacheFrameReader` keeps to reuse their strings on the next request. */
+export const CACHE_SCOPE_MEMO_BYTES_MAX = 3 * (2 + 255);
 /** Short strings of binary frames (tenant, namespace, stream) decoded recently, kept with their
  *  bytes so the next frame naming them skips the UTF-8 decoder: a stream's frames repeat them.
  *  Slots, and the longest string kept (an identifier of the broker's 255-byte bound). */

@@ -286,6 +286,30 @@ export const GROUP_RECORDS_SAMPLES: Record<string, GroupRecordsMessage> = {
   },
 };
 
+/** Binary cache frames (flag word 0x8001) as vector fields: each kind, a put with a ttl, a miss. */
+const CACHE_SCOPE = { tenant_id: 't1', namespace: 'default', cache: 'users' };
+export const CACHE_FRAME_SAMPLES: Record<string, Record<string, unknown>> = {
+  bin_cache_get: { cache_kind: 'get', request_id: 1, ...CACHE_SCOPE, key: 'k1' },
+  bin_cache_put: {
+    cache_kind: 'put',
+    request_id: 2,
+    ...CACHE_SCOPE,
+    key: 'k1',
+    value_hex: '68656c6c6f',
+  },
+  bin_cache_put_ttl: {
+    cache_kind: 'put',
+    request_id: 3,
+    ...CACHE_SCOPE,
+    key: 'ключ',
+    ttl_ms: 60000,
+    value_hex: '00ff07',
+  },
+  bin_cache_value: { cache_kind: 'value', request_id: 1, value_hex: '68656c6c6f' },
+  bin_cache_value_miss: { cache_kind: 'value', request_id: 4 },
+  bin_cache_ok: { cache_kind: 'ok', request_id: 2 },
+};
+
 const SHARD = { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation: 2 };
 export const INTERNAL_MESSAGE_SAMPLES: Record<string, InternalMessage> = {
   internal_hello: { kind: 'Hello', correlationId: 1, nodeId: 'b1' },

@@ -10,7 +10,11 @@ import type { BrokerConfig, CacheConfig } from '../src/config/types.js';
 import { jsonFrame } from '../src/session/codec.js';
 
 const v = (s: string) => new TextEncoder().encode(s);
-const hot = (s: string, expiresAtMillis = 0) => ({ head: v(s), expiresAtMillis });
+const hot = (s: string, expiresAtMillis = 0) => ({
+  head: v(s),
+  value: new Uint8Array(0),
+  expiresAtMillis,
+});
 const text = (h: { head: Uint8Array } | undefined) =>
   h === undefined ? undefined : new TextDecoder().decode(h.head);
 

@@ -8,11 +8,17 @@ import {
   FEATURE_CACHE_DELETE,
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
+  FEATURE_HI_CACHE_BINARY,
+  FLAG_BINARY_CACHE,
   type GetPrefix,
   type Message,
   shardForKey,
   type PutPrefix,
+  cacheScopeBytes,
+  decodeCacheAnswer,
   decodeMessage,
+  encodeCacheGet,
+  encodeCachePut,
   encodeGetRequest,
   encodeMessage,
   encodePutRequest,
@@ -72,6 +78,11 @@ export type CacheWatchEvent =
   /** The connection was replaced; the watch continues from `resumeFrom`. */
   | { type: 'resumed'; resumeFrom: number };
 
+/** The connection negotiated the binary cache exchange (flag word 0x8001). */
+function binaryCache(bc: BrokerConnection): boolean {
+  return (bc.negotiated.featuresHi & FEATURE_HI_CACHE_BINARY) !== 0;
+}
+
 type Answer<T extends Message['type']> = Extract<Message, { type: T }>;
 
 /** A cache's `cache_put` start and scope fields on one tenant and namespace. */
@@ -82,9 +93,17 @@ interface PutMemo {
   scope: { tenant_id: string; namespace: string; cache: string };
 }
 
+/** A cache's binary scope (tenant, namespace, cache) on one tenant and namespace. */
+interface ScopeMemo {
+  tenant: string;
+  namespace: string;
+  bytes: Uint8Array;
+}
+
 export class Cache {
   private getPrefixMemo: { tenant: string; namespace: string; prefix: GetPrefix } | null = null;
   private putPrefixMemo: PutMemo | null = null;
+  private scopeMemo: ScopeMemo | null = null;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -125,6 +144,18 @@ export class Cache {
     bytes: Uint8Array,
     ttlMs: number | undefined,
   ): Promise<void> {
+    if (binaryCache(bc)) {
+      const scope = this.scopeBytes(bc);
+      return bc.requests
+        .requestPrepared((requestId) => ({
+          bytes: encodeCachePut(scope, key, bytes, requestId, ttlMs),
+          quick: (payload, flags) =>
+            flags === FLAG_BINARY_CACHE
+              ? decodeCacheAnswer(payload, key)
+              : readOkAnswer(requestId, payload),
+        }))
+        .then(this.putDone, this.putFailed);
+    }
     const { prefix, scope } = this.putPrefix(bc);
     return bc.requests
       .requestPrepared((requestId) => ({
@@ -164,6 +195,16 @@ export class Cache {
   }
 
   private getOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
+    if (binaryCache(bc)) {
+      const scope = this.scopeBytes(bc);
+      return bc.requests.requestPrepared((requestId) => ({
+        bytes: encodeCacheGet(scope, key, requestId),
+        // A JSON answer (an `error`) goes to the codec.
+        quick: (payload, flags) =>
+          flags === FLAG_BINARY_CACHE ? decodeCacheAnswer(payload, key) : undefined,
+        finish: cacheValueOf,
+      }));
+    }
     const prefix = this.getPrefix(bc);
     return bc.requests.requestPrepared((requestId) => {
       const req = encodeGetRequest(prefix, key, requestId);
@@ -173,6 +214,16 @@ export class Cache {
         finish: cacheValueOf,
       };
     });
+  }
+
+  /** This cache's binary scope on `bc` (built once per scope). */
+  private scopeBytes(bc: BrokerConnection): Uint8Array {
+    const { tenant, namespace } = bc.scope;
+    const memo = this.scopeMemo;
+    if (memo !== null && memo.tenant === tenant && memo.namespace === namespace) return memo.bytes;
+    const bytes = cacheScopeBytes(tenant, namespace, this.name);
+    this.scopeMemo = { tenant, namespace, bytes };
+    return bytes;
   }
 
   /** The start of this cache's `cache_get` on `bc` (built once per scope). */

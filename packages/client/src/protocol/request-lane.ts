@@ -18,10 +18,17 @@ import type { TurnBatcher } from './turn-batcher.js';
 interface Waiting extends Pending {
   id: number;
   /** Reads this request's answer without the general decoder; undefined hands it to that. */
-  quick: ((payload: Uint8Array) => Message | undefined) | undefined;
+  quick: QuickReader | undefined;
   /** The caller's result from its answer (may throw); absent: the answer itself. */
   finish: ((msg: Message) => unknown) | undefined;
 }
+
+/**
+ * Reads an answer frame (its payload and flag word) without the general decoder: the message,
+ * or undefined to hand a JSON frame to that decoder. A binary frame it does not take is a
+ * protocol error.
+ */
+export type QuickReader = (payload: Uint8Array, flags: number) => Message | undefined;
 
 /**
  * A request the caller encoded itself, optionally a quick reader of its answer, and what the
@@ -29,7 +36,7 @@ interface Waiting extends Pending {
  */
 export interface Prepared<T = Message> {
   bytes: Uint8Array;
-  quick?: (payload: Uint8Array) => Message | undefined;
+  quick?: QuickReader;
   finish?: (msg: Message) => T;
 }
 
@@ -141,7 +148,7 @@ export class RequestLane {
   }
 
   private readonly onAnswerFrame = (frame: InFrame): void => {
-    const msg = this.waiting[0]?.quick?.(frame.payload) ?? decodeMessage(frame.payload);
+    const msg = this.waiting[0]?.quick?.(frame.payload, frame.flags) ?? decodeAnswer(frame);
     this.answer(msg);
   };
 
@@ -190,6 +197,14 @@ export class RequestLane {
         () => undefined, // it failed to open: nothing to reset
       );
   }
+}
+
+/** An answer no quick reader took: JSON by the codec; a binary frame here is not an answer. */
+function decodeAnswer(frame: InFrame): Message {
+  if (frame.flags !== 0) {
+    throw new ProtocolError(`a binary frame (flags ${frame.flags}) answered a JSON request`);
+  }
+  return decodeMessage(frame.payload);
 }
 
 /** Resolves the request with `finish` of its answer, or rejects with what `finish` threw. */

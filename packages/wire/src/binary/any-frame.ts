@@ -7,6 +7,7 @@ import type { Frame } from '../frame/header.js';
 import { decodeMessage } from '../json/message-codec.js';
 import type { Message } from '../json/message-types.js';
 import { type EventBatch, decodeEventBatch } from './event-batch.js';
+import { type CacheRequest, CacheFrameReader } from './cache.js';
 import { decodeGroupRecords } from './group-records.js';
 import { type PublishAck, decodePublishAck } from './publish-ack.js';
 import { type PublishBatch, decodePublishBatch } from './publish-batch.js';
@@ -16,7 +17,8 @@ export type DecodedFrame =
   | { layout: 'publish_batch'; flags: number; batch: PublishBatch }
   | { layout: 'publish_ack'; flags: number; ack: PublishAck }
   | { layout: 'event_batch'; flags: number; batch: EventBatch }
-  | { layout: 'group_records'; message: Message };
+  | { layout: 'group_records'; message: Message }
+  | { layout: 'cache'; message: CacheRequest };
 
 /** Decodes any client frame. Throws only `WireError`. */
 export function decodeFramePayload(frame: Frame): DecodedFrame {
@@ -32,5 +34,8 @@ export function decodeFramePayload(frame: Frame): DecodedFrame {
       return { layout: 'event_batch', flags, batch: decodeEventBatch(flags, payload) };
     case 'group_records':
       return { layout: 'group_records', message: decodeGroupRecords(flags, payload) };
+    case 'cache':
+      // A client frame: a request (an answer goes the other way and names no key).
+      return { layout: 'cache', message: new CacheFrameReader().request(payload) };
   }
 }

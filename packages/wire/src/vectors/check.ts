@@ -13,6 +13,8 @@ import { InternalFrameDecoder } from '../internal/header.js';
 import { decodeMessage, encodeMessage } from '../json/message-codec.js';
 import {
   type VectorFields,
+  cacheFrameFromFields,
+  cacheFrameToFields,
   eventBatchFromFields,
   eventBatchToFields,
   groupRecordsFromFields,
@@ -43,12 +45,14 @@ export const VECTOR_KINDS = [
   'binary_publish_ack',
   'binary_event_batch',
   'binary_group_records',
+  'binary_cache',
   'internal_message',
 ] as const;
 
 const BATCH_KEYS = ['request_id', 'ack_mode', 'producer_id', 'sequence', 'key_utf8', 'tenant_id', 'namespace', 'stream', 'payloads'];
 const ACK_KEYS = ['status', 'request_id', 'message', 'owner_node_id', 'owner_addr', 'owner_generation', 'code', 'retry', 'reason', 'retry_after_ms', 'offset'];
 const GROUP_RECORDS_KEYS = ['request_id', 'records'];
+const CACHE_KEYS = ['cache_kind', 'request_id', 'tenant_id', 'namespace', 'cache', 'key', 'ttl_ms', 'value_hex'];
 const EVENT_KEYS = ['subscription_id', 'base_offset', 'skipped_before', 'publisher', 'timestamps_micros', 'payloads'];
 
 class Mismatch extends Error {}
@@ -108,6 +112,11 @@ function checkFields(v: VectorFields, hexText: string | undefined): void {
         frameHex,
         're-encoded group records',
       );
+      return;
+    }
+    case 'binary_cache': {
+      compare(v, cacheFrameToFields(decoded.payload), CACHE_KEYS);
+      same(toHex(cacheFrameFromFields(v)), frameHex, 're-encoded cache frame');
       return;
     }
     default: {

@@ -2,6 +2,19 @@
  * The decoded-field notation of vectors: how binary layouts and internal messages are
  * written as plain JSON (snake_case fields, payloads as UTF-8 text or hex) and read back.
  */
+import {
+  CACHE_KIND_GET,
+  CACHE_KIND_OK,
+  CACHE_KIND_PUT,
+  CACHE_KIND_VALUE,
+  CacheFrameReader,
+  cacheScopeBytes,
+  decodeCacheAnswer,
+  encodeCacheGet,
+  encodeCacheOk,
+  encodeCachePut,
+  encodeCacheValue,
+} from '../binary/cache.js';
 import type { EventBatch } from '../binary/event-batch.js';
 import type { PublishAck } from '../binary/publish-ack.js';
 import type { BinaryAckMode, PublishBatch } from '../binary/publish-batch.js';
@@ -152,6 +165,54 @@ export function groupRecordsFromFields(v: VectorFields): GroupRecordsMessage {
       skipped_before: 0,
     })),
   };
+}
+
+const CACHE_KINDS = ['get', 'put', 'value', 'ok'];
+
+/**
+ * A binary cache frame's payload (flag word 0x8001) as fields: `cache_kind` (get, put, value,
+ * ok), `request_id`, and as the kind has them `tenant_id`, `namespace`, `cache`, `key`, `ttl_ms`
+ * and `value_hex` (absent on a miss).
+ */
+export function cacheFrameToFields(payload: Uint8Array): VectorFields {
+  const kind = payload[0];
+  if (kind === CACHE_KIND_GET || kind === CACHE_KIND_PUT) {
+    const m = new CacheFrameReader().request(payload);
+    const out: VectorFields = {
+      cache_kind: m.type === 'cache_get' ? 'get' : 'put',
+      request_id: m.request_id,
+      tenant_id: m.tenant_id,
+      namespace: m.namespace,
+      cache: m.cache,
+      key: m.key,
+    };
+    if (m.type === 'cache_put') {
+      if (m.ttl_ms !== undefined) out.ttl_ms = m.ttl_ms;
+      out.value_hex = toHex(m.value);
+    }
+    return out;
+  }
+  const a = decodeCacheAnswer(payload, '');
+  if (a.type === 'cache_ok') return { cache_kind: 'ok', request_id: a.request_id };
+  const out: VectorFields = { cache_kind: 'value', request_id: a.request_id };
+  if (a.value !== undefined) out.value_hex = toHex(a.value);
+  return out;
+}
+
+/** The complete frame the fields describe (cacheFrameToFields' inverse). */
+export function cacheFrameFromFields(fields: VectorFields): Uint8Array {
+  const v = withoutNulls(fields);
+  const rid = Number(v.request_id);
+  const value = v.value_hex === undefined ? undefined : (fromHex(String(v.value_hex)) ?? undefined);
+  const kind = CACHE_KINDS.indexOf(String(v.cache_kind)) + CACHE_KIND_GET;
+  if (kind === CACHE_KIND_OK) return encodeCacheOk(rid);
+  if (kind === CACHE_KIND_VALUE) return encodeCacheValue(rid, value);
+  const scope = cacheScopeBytes(String(v.tenant_id), String(v.namespace), String(v.cache));
+  if (kind === CACHE_KIND_PUT) {
+    const ttl = v.ttl_ms === undefined ? undefined : Number(v.ttl_ms);
+    return encodeCachePut(scope, String(v.key), value ?? new Uint8Array(0), rid, ttl);
+  }
+  return encodeCacheGet(scope, String(v.key), rid);
 }
 
 /** Internal messages as JSON: bytes become `{"hex": ...}`, bigints `{"u64": "..."}`. */

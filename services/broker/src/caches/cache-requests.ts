@@ -6,7 +6,9 @@
 import type { CacheWatch, LogCache, WatchFilter, WatchStart } from '@felix/storage';
 import {
   FEATURE_CACHE_WATCH_RETAINED,
+  FEATURE_HI_CACHE_BINARY,
   type Message,
+  encodeCacheValue,
   valueAnswerFrame,
   valueAnswerHead,
 } from '@felix/wire';
@@ -82,7 +84,11 @@ export async function cachePut(
       // instead of reading the log. An in-memory cache has no log read to save: its first get
       // builds the answer instead, so a put that is never read costs no encoding.
       if (hot !== null && svc.durable)
-        written = { head: valueAnswerHead(msg, msg.key, msg.value), expiresAtMillis };
+        written = {
+          head: valueAnswerHead(msg, msg.key, msg.value),
+          value: msg.value,
+          expiresAtMillis,
+        };
     } finally {
       if (begun !== undefined) hot!.endWrite(scope, msg.key, begun, written);
     }
@@ -109,7 +115,19 @@ export function hotGetFrame(
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
   const known = hot.get(svc.hotScope(cfg, svc.shardOf(cfg, msg.key)), msg.key, Date.now());
-  return known === undefined ? undefined : valueAnswerFrame(known.head, msg.request_id);
+  if (known === undefined) return undefined;
+  const rid = msg.request_id;
+  return rid !== undefined && binaryCache(auth)
+    ? encodeCacheValue(rid, known.value)
+    : valueAnswerFrame(known.head, rid);
+}
+
+/**
+ * The stream's client negotiated the binary cache exchange: its gets and puts that carry a
+ * request id are answered in binary, whichever form the request came in.
+ */
+export function binaryCache(auth: Negotiated): boolean {
+  return (auth.featuresHi & FEATURE_HI_CACHE_BINARY) !== 0;
 }
 
 /** A get read from the shard (remembered as hot when no write raced it), or a delete. */
@@ -133,6 +151,7 @@ export async function cacheGet(
       if (entry !== undefined && at !== undefined) {
         hot!.remember(scope, msg.key, at, {
           head: valueAnswerHead(msg, msg.key, entry.value),
+          value: entry.value,
           expiresAtMillis: entry.expiresAtMillis,
         });
       }

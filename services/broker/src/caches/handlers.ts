@@ -13,9 +13,12 @@ import {
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
   FEATURE_COUNTERS,
+  FEATURE_HI_CACHE_BINARY,
   GetRequestReader,
   type Message,
   PutRequestReader,
+  encodeCacheOk,
+  encodeCacheValue,
   okAnswerFrame,
 } from '@felix/wire';
 import { WATCHES_PER_CONNECTION_MAX } from '../limits.js';
@@ -27,7 +30,14 @@ import { jsonFrame } from '../session/codec.js';
 import type { Handler, HandlerTable, Outcome, RequestContext } from '../session/handler.js';
 import { type NotLeaderRefusal, Refusal } from '../session/refusal.js';
 import type { AnswerEncoder, ProjectionAnswers } from './answers.js';
-import { cacheGet, cachePut, cachePutNow, hotGetFrame, openWatch } from './cache-requests.js';
+import {
+  binaryCache,
+  cacheGet,
+  cachePut,
+  cachePutNow,
+  hotGetFrame,
+  openWatch,
+} from './cache-requests.js';
 import { type CacheService, storageRefusal } from './cache-service.js';
 import type { RequestCount } from './projection-metrics.js';
 import { WatchWriter } from './watch-writer.js';
@@ -56,7 +66,9 @@ export function registerCacheHandlers(table: HandlerTable, deps: CacheDeps): voi
   if (deps.caches.durable) {
     bits |= FEATURE_CACHE_WATCH | FEATURE_CACHE_WATCH_RETAINED | FEATURE_COUNTERS;
   }
-  table.offer(bits);
+  // The binary exchange (flag word 0x8001) is read by the session (client-session.ts) and
+  // answered here; the JSON forms stay served to every client.
+  table.offer(bits, FEATURE_HI_CACHE_BINARY);
 }
 
 class CacheHandlers {
@@ -151,7 +163,7 @@ class CacheHandlers {
   private getNow(msg: Msg<'cache_get'>, rc: RequestContext): void {
     const ready = this.hotAnswer(rc, msg);
     if (ready !== undefined) rc.answers.pushReady(ready);
-    else this.answers.push(rc, msg.type, cacheGet(this.svc, rc.auth, msg));
+    else this.answers.push(rc, msg.type, cacheGet(this.svc, rc.auth, msg), getAnswerFrame);
   }
 
   /** A hot key's answer (or the refusal of the get); undefined when the key is not hot. */
@@ -232,9 +244,20 @@ class CacheHandlers {
   }
 }
 
-/** A put's `cache_ok` written straight into its frame (the codec's bytes); `ok` by the codec. */
-const putAnswerFrame: AnswerEncoder = (_auth, m) =>
-  m.type === 'cache_ok' ? okAnswerFrame(m.request_id) : jsonFrame(m);
+/**
+ * A put's `cache_ok` written straight into its frame (binary to a client that negotiated it,
+ * else the codec's bytes); `ok` by the codec.
+ */
+const putAnswerFrame: AnswerEncoder = (auth, m) => {
+  if (m.type !== 'cache_ok') return jsonFrame(m);
+  return binaryCache(auth) ? encodeCacheOk(m.request_id) : okAnswerFrame(m.request_id);
+};
+
+/** A get's `cache_value` read from the shard: binary to a client that negotiated it. */
+const getAnswerFrame: AnswerEncoder = (auth, m) =>
+  m.type === 'cache_value' && m.request_id !== undefined && binaryCache(auth)
+    ? encodeCacheValue(m.request_id, m.value)
+    : jsonFrame(m);
 
 function firstFree(ids: Set<number>): number {
   // Ids the broker picks sit far above the ones clients count up from 1.

@@ -2,7 +2,9 @@
  * A bounded map of current cache values in front of the LogCache shards, least recently used
  * out first (approximately: a clock), so a get of a hot key answers from memory instead of
  * reading the log. Each value is held as the encoded head of its `cache_value` answer
- * (@felix/wire's `valueAnswerHead`, with its frame header), so a hit encodes nothing.
+ * (@felix/wire's `valueAnswerHead`, with its frame header), so a hit encodes nothing, and as
+ * the value's bytes, which a binary answer (a client that negotiated FEATURE_HI_CACHE_BINARY)
+ * carries as they are. Both count against the byte bound.
  *
  * It is only ever a copy: every write to the shard goes through the broker, which calls
  * `beginWrite` when the write starts and `endWrite` when it ends; each moves the key's
@@ -18,6 +20,8 @@ export interface Hot {
   /** The `cache_value` answer's frame header and UTF-8 JSON up to its request id
    *  (`valueAnswerHead`). */
   head: Uint8Array;
+  /** The value itself (the same bytes the head carries in base64). */
+  value: Uint8Array;
   /** Absolute expiry in ms, 0 for none; never later than the stored value's own. */
   expiresAtMillis: number;
 }
@@ -93,11 +97,12 @@ export class HotValues {
   remember(scope: HotScope, key: string, at: HotMark, hot: Hot): void {
     if (this.maxBytes === 0 || at.era !== this.era) return;
     if ((scope.generations.get(key) ?? 0) !== at.gen) return;
-    const size = hot.head.byteLength + key.length;
+    const size = hotBytes(hot, key);
     if (size > this.maxBytes / 4) return;
     this.drop(scope, key);
     const slot: Slot = {
       head: hot.head,
+      value: hot.value,
       expiresAtMillis: hot.expiresAtMillis,
       hit: false,
       scope,
@@ -177,7 +182,7 @@ export class HotValues {
         this.order.add(slot);
       } else {
         slot.scope.values.delete(slot.key);
-        this.bytes -= slot.head.byteLength + slot.key.length;
+        this.bytes -= hotBytes(slot, slot.key);
       }
     }
   }
@@ -187,6 +192,11 @@ export class HotValues {
     if (hot === undefined) return;
     scope.values.delete(key);
     this.order.delete(hot);
-    this.bytes -= hot.head.byteLength + key.length;
+    this.bytes -= hotBytes(hot, key);
   }
+}
+
+/** What a remembered value counts against the bound: its answer head, its value, its key. */
+function hotBytes(hot: Hot, key: string): number {
+  return hot.head.byteLength + hot.value.byteLength + key.length;
 }

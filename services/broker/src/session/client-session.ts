@@ -19,7 +19,14 @@
  * connection would throw away work that is nearly done and punish one client for everyone's load.
  */
 import type { Connection, TransportStream } from '@felix/transport';
-import { FEATURE_UNSUPPORTED, type Message, encodeMessage } from '@felix/wire';
+import {
+  CacheFrameReader,
+  FEATURE_HI_CACHE_BINARY,
+  FEATURE_UNSUPPORTED,
+  FLAG_BINARY_CACHE,
+  type Message,
+  encodeMessage,
+} from '@felix/wire';
 import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
 import { ConnectionGrant, type Principal } from './grant.js';
 import { admit, forwardable } from './admission.js';
@@ -66,6 +73,8 @@ class StreamRequests implements RequestContext {
   readonly stream: TransportStream;
   readonly answers: AnswerPipe;
   readonly quiet: boolean;
+  /** Reads the stream's binary cache requests (made on the first one). */
+  private cacheReader: CacheFrameReader | null = null;
 
   constructor(
     readonly auth: Negotiated,
@@ -89,6 +98,22 @@ class StreamRequests implements RequestContext {
 
   reauthenticate(msg: ReauthMessage): Promise<Outcome> {
     return this.session.reauthenticate(this, msg);
+  }
+
+  /**
+   * A binary cache request (flag word 0x8001) as the message its JSON form decodes to, or the
+   * refusal that ends the stream: the client did not negotiate the exchange, or the bytes are bad.
+   */
+  readCache(frame: InboundFrame): Message | Refusal {
+    if ((this.auth.featuresHi & FEATURE_HI_CACHE_BINARY) === 0) {
+      return invalid('binary cache frames were not negotiated', 'cache_binary_not_negotiated');
+    }
+    try {
+      this.cacheReader ??= new CacheFrameReader();
+      return this.cacheReader.request(frame.payload);
+    } catch (err) {
+      return invalid((err as Error).message, 'malformed_frame');
+    }
   }
 }
 
@@ -468,23 +493,19 @@ export class ClientSession {
 
   /**
    * Routes one authenticated frame by its type, once: a JSON request (read by the fast reader
-   * when it is in the exact form one registered, else decoded) to its handler, a binary frame to
-   * the handler of its layout.
+   * when it is in the exact form one registered, else decoded) or a binary cache request to its
+   * handler, another binary frame to the handler of its layout.
    */
   private dispatch(
     rc: StreamRequests,
     frame: InboundFrame,
     fast: FastReader | undefined,
   ): Outcome | Promise<Outcome> {
-    if (frame.flags !== 0) return this.dispatchFrame(rc, frame);
-    let msg = fast?.read(frame.payload);
-    if (msg === undefined) {
-      try {
-        msg = readMessage(frame.payload);
-      } catch (err) {
-        return invalid((err as Error).message, 'malformed_json');
-      }
-    }
+    let msg: Message | Refusal;
+    if (frame.flags === 0) msg = jsonRequest(frame, fast);
+    else if (frame.flags === FLAG_BINARY_CACHE) msg = rc.readCache(frame);
+    else return this.dispatchFrame(rc, frame);
+    if (msg instanceof Refusal) return msg;
     const entry = this.ctx.handlers.entry(msg.type);
     if (entry === undefined) return this.unsupported(rc, msg);
     const handler = entry.handler;
@@ -538,6 +559,17 @@ function newStreamState(
   quiet: boolean,
 ): StreamState {
   return { stream, reader, answers, quiet, rc: null, expired: false, held: 0, authTimer: null };
+}
+
+/** A JSON request: by the stream's fast reader when it takes the form, else the codec. */
+function jsonRequest(frame: InboundFrame, fast: FastReader | undefined): Message | Refusal {
+  const msg = fast?.read(frame.payload);
+  if (msg !== undefined) return msg;
+  try {
+    return readMessage(frame.payload);
+  } catch (err) {
+    return invalid((err as Error).message, 'malformed_json');
+  }
 }
 
 function invalid(message: string, reason: string): Refusal {
