@@ -77,6 +77,39 @@ describe('cache compaction', () => {
     expect(log.sizeBytes).toBeLessThanOrEqual(cache.liveBytes + 4 * 600);
   });
 
+  it('a_projection_does_not_compact_again_while_its_last_cut_waits_on_the_floor', async () => {
+    const dir = await tempDir('felix-compact-');
+    try {
+      let passes = 0;
+      const compaction = { auto: true, floorBytes: 8_000, bytesPerSec: 0 };
+      const { cache, port } = await openDiskCache(dir.path, {
+        compaction: { ...compaction, beforeTrim: async () => void passes++ },
+      });
+      // A floor at 0 (as a leader holds it for a follower that confirmed nothing yet).
+      port.segmentLog.setRetentionFloor(0);
+      const v = new Uint8Array(500);
+      let i = 0;
+      while (passes === 0) await cache.put(`k${i++ % 4}`, v);
+      await cache.compacting;
+      expect(port.baseOffset).toBe(0);
+      expect(port.trimWaiting).toBe(true);
+      // Ten times the garbage that started the pass: no pass restates the live keys again.
+      for (let n = 0; n < 10 * i; n++) await cache.put(`k${n % 4}`, v);
+      await cache.compacting;
+      expect(passes).toBe(1);
+      // The floor goes: the held cut is trimmed, and compaction runs again as the log grows.
+      port.segmentLog.setRetentionFloor(undefined);
+      await waitFor(() => !port.trimWaiting, 'the held cut trimmed', 5_000);
+      expect(port.baseOffset).toBeGreaterThan(0);
+      while (passes === 1) await cache.put(`k${i++ % 4}`, v);
+      await cache.compacting;
+      expect((await cache.get('k3'))?.length).toBe(500);
+      await cache.close();
+    } finally {
+      await dir.cleanup();
+    }
+  });
+
   it('a_key_with_a_write_in_flight_is_not_copied', async () => {
     const log = new MemoryLog();
     const cache = await open(log);

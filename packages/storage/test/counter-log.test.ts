@@ -1,13 +1,14 @@
 // Goal: counters are a fold over a log of signed 64-bit deltas: adds answer the sum including
 // them, the fold is rebuilt on open, overflow is refused before anything is written, and
 // compaction restates the fold as checkpoints without moving sums or offsets.
-// Method: CounterLog over an in-memory log; restarts reopen the same store.
+// Method: CounterLog over an in-memory log (a disk log where a retention floor holds its trims);
+// restarts reopen the same store.
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { CounterOverflowError } from '../src/errors.js';
 import { CounterLog } from '../src/counter/counter-log.js';
 import { I64_MAX, I64_MIN, decodeCounterRecord } from '../src/counter/record.js';
-import { openDiskCounters, tempDir } from './projection-support/disk.js';
+import { openDiskCounters, openPort, tempDir } from './projection-support/disk.js';
 import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
 
 const open = (store: MemoryLogStore) =>
@@ -95,6 +96,33 @@ describe('CounterLog', () => {
       expect(await again.get('k1')).toBe(before[1]);
       expect(await again.get('k0')).toBe((before[0] ?? 0n) + 1n);
       await again.close();
+    } finally {
+      await dir.cleanup();
+    }
+  });
+
+  it('a_counter_log_does_not_compact_again_while_its_last_cut_waits_on_the_floor', async () => {
+    const dir = await tempDir('felix-counters-');
+    try {
+      let passes = 0;
+      const port = await openPort(dir.path, 'counters');
+      const c = await CounterLog.open({
+        log: port,
+        compaction: { floorBytes: 4_000, bytesPerSec: 0, beforeTrim: async () => void passes++ },
+      });
+      port.segmentLog.setRetentionFloor(0);
+      let i = 0;
+      while (passes === 0) await c.add(`k${i++ % 4}`, 1n);
+      await c.compacting;
+      expect(port.trimWaiting).toBe(true);
+      for (let n = 0; n < 10 * i; n++) await c.add(`k${n % 4}`, 1n);
+      await c.compacting;
+      expect(passes).toBe(1);
+      port.segmentLog.setRetentionFloor(undefined);
+      await waitFor(() => !port.trimWaiting, 'the held cut trimmed', 5_000);
+      expect(port.baseOffset).toBeGreaterThan(0);
+      expect(await c.get('k0')).toBe(BigInt(Math.ceil(i / 4) + Math.ceil((10 * i) / 4)));
+      await c.close();
     } finally {
       await dir.cleanup();
     }

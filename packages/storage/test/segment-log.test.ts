@@ -134,6 +134,30 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+  it('a_trim_held_by_the_floor_happens_when_the_floor_rises', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096 });
+    for (let i = 0; i < 40; i++) await log.append([payload(i, 300)]);
+    log.setRetentionFloor(0);
+    const cut = await log.seal();
+    expect(await log.trimBelow(cut)).toBeGreaterThan(2); // segments below the cut: all held
+    expect(log.baseOffset).toBe(0);
+    expect(log.trimWaiting).toBe(true);
+    // No new cut is asked: raising the floor alone lets go what the last cut held.
+    log.setRetentionFloor(20);
+    await waitFor(() => log.baseOffset > 0, 'the floor raised to 20 lets the head go', 5_000);
+    expect(log.baseOffset).toBeLessThanOrEqual(20);
+    expect(log.trimWaiting).toBe(true); // what lies between 20 and the cut still waits
+    log.setRetentionFloor(5); // lowering it deletes nothing
+    log.setRetentionFloor(undefined);
+    await waitFor(() => log.baseOffset === cut, 'no floor: the whole cut goes', 5_000);
+    expect(log.trimWaiting).toBe(false);
+    expect(await readAll(log)).toEqual([]);
+    await log.append([payload(40)]);
+    expect((await readAll(log))[0]).toBe(`${cut}:${text(payload(40))}`);
+    await log.close();
+  });
+
   it('retention_by_age_keeps_segments_holding_a_recent_record', async () => {
     const root = await scratchRoot();
     const log = await openLog(root, { segmentBytes: 4096, retention: { maxAgeMs: 60_000 } });

@@ -293,6 +293,9 @@ export class LogCache {
   wantsCompaction(): boolean {
     const size = this.log.sizeBytes;
     const floor = this.opts.compaction?.floorBytes ?? CACHE_COMPACTION_FLOOR_BYTES_DEFAULT;
+    // A cut still held by the log's floor is trimmed when the floor rises: a pass meanwhile
+    // would seal a segment and restate every live entry again, over and over.
+    if (this.log.trimWaiting) return false;
     return size > floor && size > COMPACTION_GARBAGE_RATIO * this.liveBytesTotal;
   }
 

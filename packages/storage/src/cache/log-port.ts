@@ -33,6 +33,11 @@ export interface ProjectionLog {
   /** Bytes of records held (framing included), for the compaction trigger. */
   readonly sizeBytes: number;
   /**
+   * True while segments below the last cut `trimBelow` was asked for are still held (the log's
+   * retention floor keeps them until it rises): a pass now would restate the same entries again.
+   */
+  readonly trimWaiting: boolean;
+  /**
    * Claims offsets for the batch. The batch takes its place in offset order synchronously, at
    * the call (that is the short lock: nothing else can claim in between); the promise resolves
    * once it is written.

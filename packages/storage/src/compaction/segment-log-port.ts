@@ -31,6 +31,9 @@ export class SegmentLogPort implements ProjectionLog {
   get sizeBytes(): number {
     return this.log.sizeBytes;
   }
+  get trimWaiting(): boolean {
+    return this.log.trimWaiting;
+  }
 
   claim(payloads: Uint8Array[]): Promise<Claim> {
     const log = this.log;

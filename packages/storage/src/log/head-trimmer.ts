@@ -3,6 +3,11 @@
  * and the retention timer. A segment is dropped from the log before its files are unlinked
  * (no new read starts in it), oldest first with a directory sync after each, so a power loss
  * leaves a longer log, never a gap. The active segment is never deleted.
+ *
+ * A floor holds a trim back without forgetting it: the highest cut asked is kept, and raising
+ * (or removing) the floor deletes what it held of that cut, with no new compaction pass. That is
+ * safe because a cut is asked only once everything below it is superseded further up the log,
+ * and later writes never make an older record current again.
  */
 import { assert } from '@felix/common';
 import type { Io } from '../io/io.js';
@@ -15,8 +20,12 @@ export class HeadTrimmer {
   private chain: Promise<void> = Promise.resolve();
   private retentionRunning: Promise<number> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** Offsets at or above this are never deleted (a quorum shard's commit offset); none: no floor. */
-  floor: number | undefined;
+  /** Offsets at or above this are never deleted; none: no floor. */
+  private floorAt: number | undefined;
+  /** The highest cut `trimBelow` was asked for (undefined: none since the log opened). */
+  private cut: number | undefined;
+  /** A re-run of the held cut is queued and has not started: further raises join it. */
+  private reapplyQueued = false;
 
   constructor(
     private readonly io: Io,
@@ -27,13 +36,32 @@ export class HeadTrimmer {
 
   /** Deletes whole sealed segments that end at or below `cut`; resolves with how many. */
   trimBelow(cut: number): Promise<number> {
-    return this.serialized(async () => {
-      const list = this.files.list;
-      let n = 0;
-      while (n < list.length - 1 && list[n]!.nextOffset <= cut) n++;
-      await this.deleteHead(this.belowFloor(n));
-      return n;
+    this.cut = Math.max(this.cut ?? cut, cut);
+    return this.serialized(() => this.deleteBelow(cut));
+  }
+
+  /**
+   * Sets the floor. When it rises (or goes) while segments below the highest cut asked wait on
+   * it, they are deleted now; resolves with how many (0 when nothing was held).
+   */
+  setFloor(offset: number | undefined): Promise<number> {
+    const old = this.floorAt;
+    this.floorAt = offset;
+    const raised = old !== undefined && (offset === undefined || offset > old);
+    if (!raised || !this.trimWaiting || this.reapplyQueued) return Promise.resolve(0);
+    this.reapplyQueued = true;
+    return this.serialized(() => {
+      // From here a raise must queue its own run: this one has read the floor.
+      this.reapplyQueued = false;
+      return this.deleteBelow(this.cut!);
     });
+  }
+
+  /** True while the log holds a sealed segment ending at or below the highest cut asked: a trim
+   *  the floor held back (or one in progress). */
+  get trimWaiting(): boolean {
+    const list = this.files.list;
+    return this.cut !== undefined && list.length > 1 && list[0]!.nextOffset <= this.cut;
   }
 
   /** Deletes what the retention bounds say, at `nowMicros`; a run in progress is joined. */
@@ -77,9 +105,19 @@ export class HeadTrimmer {
     return run;
   }
 
+  /** Deletes the sealed segments ending at or below `cut` that the floor lets go; returns how
+   *  many ended below the cut (deleted or held). */
+  private async deleteBelow(cut: number): Promise<number> {
+    const list = this.files.list;
+    let n = 0;
+    while (n < list.length - 1 && list[n]!.nextOffset <= cut) n++;
+    await this.deleteHead(this.belowFloor(n));
+    return n;
+  }
+
   /** Of the `n` oldest segments, how many end at or below the floor (only those may go). */
   private belowFloor(n: number): number {
-    const floor = this.floor;
+    const floor = this.floorAt;
     if (floor === undefined) return n;
     const list = this.files.list;
     let k = 0;

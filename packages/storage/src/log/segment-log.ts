@@ -394,10 +394,25 @@ export class SegmentLog {
 
   /**
    * Retention and compaction never delete offsets at or above `offset` (a quorum shard's commit
-   * offset: what a majority may not hold yet stays); undefined removes the floor.
+   * offset: what a majority may not hold yet stays; a riding log's lowest offset its in-sync
+   * followers confirmed); undefined removes the floor. A compaction trim the floor held back is
+   * not forgotten: raising or removing the floor deletes what it held of the highest cut asked
+   * (`trimBelow`), at once, without another pass (`trimWaiting` says whether any is held).
    */
   setRetentionFloor(offset: number | undefined): void {
-    this.head.floor = offset;
+    if (this.closing) return;
+    // A failed deletion is reported by nobody here: the segments stay, still waiting, and the
+    // next raise of the floor (or the next pass) tries them again.
+    this.head.setFloor(offset).catch(() => undefined);
+  }
+
+  /**
+   * True while the log holds sealed segments below the highest cut `trimBelow` was asked for,
+   * held back by the retention floor: the trim is pending, and another compaction pass would
+   * only restate the same entries again.
+   */
+  get trimWaiting(): boolean {
+    return this.head.trimWaiting;
   }
 
   /** Deletes whole sealed segments from the head as the retention bounds say; returns how many. */

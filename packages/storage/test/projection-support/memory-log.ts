@@ -28,6 +28,8 @@ export class MemoryLog implements ProjectionLog {
   get tailOffset(): number {
     return this.store.tail;
   }
+  /** No floor here: a trim is never held back. */
+  readonly trimWaiting = false;
   get sizeBytes(): number {
     let n = 0;
     for (const seg of this.store.segments)

@@ -196,13 +196,10 @@ describe('a follower trims what rides with a shard', () => {
       // Two keys overwritten with 64 KiB values: past 1 MiB of log and four times its live bytes
       // the leader compacts on its own, about every 16 puts. A follower's copy is one 16 MiB
       // segment that would never roll here: only the trims (the first seals it, the next takes
-      // it) remove it. Each put is shipped before the next: a follower left behind a compaction's
-      // cut is halted instead (needs_bootstrap, no rebuild yet: docs/replication.md), which is not
-      // what this test is about.
-      for (let i = 0; i < 60; i++) {
-        await cache.put(`k${i % 2}`, `${i}:${blob}`);
-        await shipped();
-      }
+      // it) remove it. The puts do not wait for shipping: the leader holds its trims at what its
+      // in-sync followers confirmed, so a follower a pass behind is never halted (needs_bootstrap).
+      for (let i = 0; i < 60; i++) await cache.put(`k${i % 2}`, `${i}:${blob}`);
+      await shipped();
       await waitFor(
         async () => !(await segmentsOf(follower.dataDir)).includes(first!),
         "the follower's first segment to go",

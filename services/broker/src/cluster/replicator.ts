@@ -20,6 +20,11 @@
  * handed to their commit waits (caches/commit-waiters.ts). Their followers are not told the
  * mark: the committed batch kind carries stream records only, and a cache shard is not fenced
  * or repaired by a commit offset (docs/replication.md, "Quorum caches").
+ *
+ * Every log riding with a shard (not a stream's records, whose followers run their own
+ * retention) has its retention floor held at what its in-sync followers confirmed
+ * (trim-hold.ts), recomputed at each confirmation, each halt and each report, so the leader's
+ * own compaction never trims past a follower in sync; cleared when its shipping stops for good.
  */
 import {
   CommitMark,
@@ -28,6 +33,7 @@ import {
   type PeerLink,
   type ReplicaLogKind,
   ShardShipper,
+  type ShipperOptions,
   fenceReplicaSet,
   majorityHeld,
 } from '@felix/replication';
@@ -36,6 +42,7 @@ import type { ShardRef } from '@felix/wire';
 import { REPLICA_LAG_MAX_MS_DEFAULT } from '../limits.js';
 import type { ShardReport } from './control-plane-client.js';
 import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
+import { trimFloor } from './trim-hold.js';
 
 export interface ReplicatorDeps extends PeerPoolDeps {
   /** The broker's shared links (peer-pool.ts); absent: the replicator keeps its own. */
@@ -62,6 +69,13 @@ interface Shipping {
   unlisten: () => void;
   /** Followers whose loop halted until repaired (reported; never promoted). */
   halted: Map<string, 'diverged' | 'needs_bootstrap'>;
+  /** Followers whose loop stopped for any reason (a riding log's trims no longer wait on them). */
+  stopped: Set<string>;
+  /** A riding log (not a stream's records): its trims are held at its in-sync followers. */
+  riding: boolean;
+  /** When this shipper started (performance.now()): a follower never caught up counts as in
+   *  sync for one lag window from here. */
+  startedAtMs: number;
 }
 
 /** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
@@ -132,14 +146,9 @@ export class Replicator {
       (current.mark !== null) === (quorum !== undefined)
     )
       return;
-    // The same leader's log and followers: when each last held it stays true across a restart
-    // (a follower-set change), so a restart does not put every follower out of sync.
-    const caughtUp = new Map<string, number>();
-    for (const f of current?.followers ?? []) {
-      const at = current!.shipper.caughtUpAtMs(f);
-      if (at !== undefined) caughtUp.set(f, at);
-    }
-    await this.stop(key, kind);
+    const caughtUp = caughtUpOf(current);
+    // A riding log's floor stays through a restart: the new shipper sets its own at once.
+    await this.halt(key, [kind], followers.length === 0);
     if (followers.length === 0) return;
     // Just below where this generation starts (or the tail): the first batch overlaps a record
     // both hold, and each answer says where the follower's log really ends.
@@ -155,6 +164,7 @@ export class Replicator {
     // Only a stream's batches can carry the mark to followers (kind 26 is stream records).
     const carried = mark !== null && kind === 'stream';
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
+    const stopped = new Set<string>();
     const shipper = new ShardShipper({
       log,
       shard: ref,
@@ -164,23 +174,53 @@ export class Replicator {
         const follower = { nodeId, link: this.pool.link(nodeId), start };
         return at === undefined ? follower : { ...follower, caughtUpAtMs: at };
       }),
-      onStopped: (nodeId, reason) => {
-        if (isRepairable(reason)) halted.set(nodeId, reason);
-        this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
-      },
-      ...(mark === null ? {} : { onConfirmed: recompute }),
+      ...this.watchers(key, kind, mark === null ? null : recompute, { halted, stopped }),
       ...(carried ? { commitOffset: () => mark.offset } : {}),
     });
     // What a majority may not hold yet is never deleted by retention.
     if (carried) log.setRetentionFloor(mark.offset);
     const unlisten = mark === null ? () => undefined : log.onDurable(recompute);
+    const riding = kind !== 'stream';
+    const generation = ref.generation;
+    const startedAtMs = performance.now();
+    const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted };
+    this.register(key, kind, { ...shipping, stopped, riding, startedAtMs });
+    this.holdTrims(key, kind);
+  }
+
+  /**
+   * The callbacks of shard `key`'s `kind` shipper: a stopped follower is noted (and a halted one
+   * kept for the reports); a quorum log's mark (`recompute`) and a riding log's floor follow
+   * each confirmation, and the floor each stop.
+   */
+  private watchers(
+    key: string,
+    kind: ReplicaLogKind,
+    recompute: (() => void) | null,
+    seen: Pick<Shipping, 'halted' | 'stopped'>,
+  ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed'> {
+    const riding = kind !== 'stream';
+    const onStopped: ShipperOptions['onStopped'] = (nodeId, reason) => {
+      if (isRepairable(reason)) seen.halted.set(nodeId, reason);
+      seen.stopped.add(nodeId);
+      this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
+      this.holdTrims(key, kind);
+    };
+    if (recompute === null && !riding) return { onStopped };
+    const onConfirmed = () => {
+      recompute?.();
+      this.holdTrims(key, kind);
+    };
+    return { onStopped, onConfirmed };
+  }
+
+  private register(key: string, kind: ReplicaLogKind, shipping: Shipping): void {
     let logs = this.shippers.get(key);
     if (logs === undefined) {
       logs = new Map();
       this.shippers.set(key, logs);
     }
-    const generation = ref.generation;
-    logs.set(kind, { shipper, ref, generation, log, followers, mark, unlisten, halted });
+    logs.set(kind, shipping);
   }
 
   /**
@@ -193,6 +233,8 @@ export class Replicator {
    * followers in sync: those that held the whole primary log within the lag window.
    */
   reports(leaving = false): ShardReport[] {
+    // A follower that left the window meanwhile stops holding its leader's trims.
+    for (const [key, logs] of this.shippers) for (const k of logs.keys()) this.holdTrims(key, k);
     const out: ShardReport[] = [];
     const windowMs = this.deps.replicaLagMaxMs ?? REPLICA_LAG_MAX_MS_DEFAULT;
     const nowMs = performance.now();
@@ -241,17 +283,23 @@ export class Replicator {
   }
 
   /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
-  async stop(key: string, kind?: ReplicaLogKind): Promise<void> {
+  stop(key: string, kind?: ReplicaLogKind): Promise<void> {
+    const logs = this.shippers.get(key);
+    if (logs === undefined) return Promise.resolve();
+    return this.halt(key, kind === undefined ? [...logs.keys()] : [kind], true);
+  }
+
+  /** Stops the shippers of `kinds`; `clearFloor` false keeps a riding log's floor (a restart). */
+  private async halt(key: string, kinds: ReplicaLogKind[], clearFloor: boolean): Promise<void> {
     const logs = this.shippers.get(key);
     if (logs === undefined) return;
-    const stopping = kind === undefined ? [...logs.keys()] : [kind];
     const shippers: ShardShipper[] = [];
-    for (const k of stopping) {
+    for (const k of kinds) {
       const s = logs.get(k);
       if (s === undefined) continue;
       logs.delete(k);
       s.unlisten();
-      if (s.mark !== null && k === 'stream') s.log.setRetentionFloor(undefined);
+      if (s.riding ? clearFloor : s.mark !== null) s.log.setRetentionFloor(undefined);
       shippers.push(s.shipper);
     }
     if (logs.size === 0) this.shippers.delete(key);
@@ -280,6 +328,19 @@ export class Replicator {
     if (kind === 'stream') s.log.setRetentionFloor(s.mark.offset);
     s.shipper.wake();
     quorum?.onMark(s.mark.offset);
+  }
+
+  /** Holds shard `key`'s riding `kind` log's trims at what its in-sync followers confirmed. */
+  private holdTrims(key: string, kind: ReplicaLogKind): void {
+    const s = this.shippers.get(key)?.get(kind);
+    if (s === undefined || !s.riding) return;
+    const held = s.followers.map((f) => ({
+      confirmed: s.shipper.confirmed(f),
+      caughtUpAtMs: s.shipper.caughtUpAtMs(f),
+      stopped: s.stopped.has(f) || s.halted.has(f),
+    }));
+    const windowMs = this.deps.replicaLagMaxMs ?? REPLICA_LAG_MAX_MS_DEFAULT;
+    s.log.setRetentionFloor(trimFloor(held, performance.now(), s.startedAtMs, windowMs));
   }
 
   /** What a follower confirmed of shard `key`'s `kind` log (0 when unknown). */
@@ -312,6 +373,17 @@ function primaryOf(
   if (stream !== undefined) return { kind: 'stream', shipping: stream };
   const cache = logs.get('cache');
   return cache === undefined ? undefined : { kind: 'cache', shipping: cache };
+}
+
+/** The same leader's log and followers: when each last held it stays true across a restart
+ *  (a follower-set change), so a restart does not put every follower out of sync. */
+function caughtUpOf(current: Shipping | undefined): Map<string, number> {
+  const caughtUp = new Map<string, number>();
+  for (const f of current?.followers ?? []) {
+    const at = current!.shipper.caughtUpAtMs(f);
+    if (at !== undefined) caughtUp.set(f, at);
+  }
+  return caughtUp;
 }
 
 function isRepairable(
