@@ -133,6 +133,25 @@ function targetOf(
   return { m: decoded as RecordsRequest | BootstrapRequest, log: shipping.log };
 }
 
+/**
+ * The refusal of a request from another generation's leader than the one this replica accepted
+ * (an older one is deposed: `FencedEpoch`; a newer one has not reached it yet: `StaleRoute`,
+ * detailed `<newer> <generation> yet`), or undefined when it is the accepted one.
+ */
+function refuseOtherGeneration(
+  state: ShardState,
+  m: { correlationId: number; shard: ShardRef },
+  newer: string,
+): Uint8Array | undefined {
+  const accepted = state.replica.state.generation;
+  const asked = m.shard.generation;
+  if (asked < accepted)
+    return refuse(m.correlationId, INTERNAL_ERROR.FencedEpoch, `generation ${accepted} accepted`);
+  if (asked > accepted)
+    return refuse(m.correlationId, INTERNAL_ERROR.StaleRoute, `${newer} ${asked} yet`);
+  return undefined;
+}
+
 /** The highest commit offset this replica knows of: saved, or carried and not saved yet. */
 function commitOf(state: ShardState): number {
   return Math.max(state.replica.state.commitOffset, state.commits.offered);
@@ -363,12 +382,8 @@ export class ReplicaServer {
    * one is deposed, a newer one has not fenced it yet.
    */
   private async fetch(state: ShardState, m: FetchRequest): Promise<Uint8Array> {
-    const accepted = state.replica.state.generation;
-    const asked = m.shard.generation;
-    if (asked < accepted)
-      return refuse(m.correlationId, INTERNAL_ERROR.FencedEpoch, `generation ${accepted} accepted`);
-    if (asked > accepted)
-      return refuse(m.correlationId, INTERNAL_ERROR.StaleRoute, `not fenced at ${asked} yet`);
+    const other = refuseOtherGeneration(state, m, 'not fenced at');
+    if (other !== undefined) return other;
     const durable = state.log.durableOffset;
     if (m.fromOffset < state.log.baseOffset)
       return refuse(
@@ -396,18 +411,15 @@ export class ReplicaServer {
   /**
    * The leader's base of a riding log: deletes whole sealed segments ending at or below the
    * lower of it and this copy's durable end (and its commit offset, when retention floors at
-   * it); the active segment stays, sealed when it holds records below that cut. The leader sends it only once this follower confirmed every
-   * entry its compaction restated at the tail, so the copy still replays to the leader's values.
+   * it); the active segment stays, sealed when it holds records below that cut. The leader sends
+   * it only once this follower confirmed every entry its compaction restated at the tail, so the
+   * copy still replays to the leader's values.
    * Only the leader of the generation this replica accepted may ask: an older one is deposed,
    * a newer one has shipped nothing here yet.
    */
   private async trim(state: ShardState, m: TrimRequest): Promise<Uint8Array> {
-    const accepted = state.replica.state.generation;
-    const asked = m.shard.generation;
-    if (asked < accepted)
-      return refuse(m.correlationId, INTERNAL_ERROR.FencedEpoch, `generation ${accepted} accepted`);
-    if (asked > accepted)
-      return refuse(m.correlationId, INTERNAL_ERROR.StaleRoute, `no batch of ${asked} yet`);
+    const other = refuseOtherGeneration(state, m, 'no batch of');
+    if (other !== undefined) return other;
     const durable = state.log.durableOffset;
     const commit = state.floorAtCommit ? commitOf(state) : Number.POSITIVE_INFINITY;
     holdRetentionFloor(state);
