@@ -11,7 +11,7 @@
 import type { ReplicaLogKind } from '@felix/replication';
 import { type PeerLink, ReplicaServer } from '@felix/replication';
 import { SegmentLog } from '@felix/storage';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { cleanupScope, waitFor } from '@felix/testing-harness';
 import type { ShardRef } from '@felix/wire';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -29,14 +29,12 @@ const REF: ShardRef = {
 /** The test's lag window: short, so a cut follower leaves it quickly. */
 const WINDOW_MS = 1_000;
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+/** Closers newest first, then the temp dirs, after each test. */
+const scope = cleanupScope();
+afterEach(() => scope.run());
 
 async function root(): Promise<string> {
-  const dir = await tempDir('felix-repl-in-sync-');
-  cleanups.push(dir.cleanup);
+  const dir = await scope.tempDir('felix-repl-in-sync-');
   return dir.path;
 }
 
@@ -50,7 +48,7 @@ async function followerServer(): Promise<ReplicaServer> {
     }),
     assignment: () => ({ generation: 2 }),
   });
-  cleanups.push(() => server.close());
+  scope.defer(() => server.close());
   return server;
 }
 
@@ -68,7 +66,7 @@ function poolOf(servers: Map<string, ReplicaServer>, cut: Set<string>): PeerPool
 describe('replicator in-sync followers', () => {
   it('a_report_names_in_sync_only_followers_within_the_window_across_a_shipper_restart', async () => {
     const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
-    cleanups.push(() => log.close());
+    scope.defer(() => log.close());
     const servers = new Map([
       ['b1', await followerServer()],
       ['b2', await followerServer()],
@@ -79,7 +77,7 @@ describe('replicator in-sync followers', () => {
       log: pino({ level: 'silent' }),
       replicaLagMaxMs: WINDOW_MS,
     } as unknown as ReplicatorDeps);
-    cleanups.push(() => replicator.close());
+    scope.defer(() => replicator.close());
     const inSync = () => replicator.reports()[0]?.in_sync;
     const write = (n: number) =>
       log.append(Array.from({ length: n }, (_, i) => new TextEncoder().encode(`r${i}`)));

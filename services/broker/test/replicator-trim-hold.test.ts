@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { ReplicaLogKind } from '@felix/replication';
 import { type PeerLink, ReplicaServer } from '@felix/replication';
 import { LogCache, type LogOptions, SegmentLogPort } from '@felix/storage';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { cleanupScope, waitFor } from '@felix/testing-harness';
 import type { ShardRef } from '@felix/wire';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -33,14 +33,12 @@ const text = (b: Uint8Array | undefined) =>
 /** Values long enough that a round of puts fills a few 4 KiB segments. */
 const filler = 'v'.repeat(100);
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+/** Closers newest first, then the temp dirs, after each test. */
+const scope = cleanupScope();
+afterEach(() => scope.run());
 
 async function root(): Promise<string> {
-  const dir = await tempDir('felix-trim-hold-');
-  cleanups.push(dir.cleanup);
+  const dir = await scope.tempDir('felix-trim-hold-');
   return dir.path;
 }
 
@@ -53,7 +51,7 @@ function followerServer(dir: string): ReplicaServer {
     logOptions: (_shard: ShardRef, log: ReplicaLogKind) => logOptions(dir, log),
     assignment: () => ({ generation: 1 }),
   });
-  cleanups.push(() => server.close());
+  scope.defer(() => server.close());
   return server;
 }
 
@@ -89,7 +87,7 @@ class Links {
 async function leaderCache(): Promise<{ cache: LogCache; port: SegmentLogPort }> {
   const port = await SegmentLogPort.open(logOptions(await root(), 'cache'));
   const cache = await LogCache.open({ log: port, compaction: { auto: false, bytesPerSec: 0 } });
-  cleanups.push(() => cache.close());
+  scope.defer(() => cache.close());
   return { cache, port };
 }
 
@@ -99,9 +97,9 @@ function replicator(links: Links, windowMs: number): Replicator {
     log: pino({ level: 'silent' }),
     replicaLagMaxMs: windowMs,
   } as unknown as ReplicatorDeps);
-  cleanups.push(() => r.close());
+  scope.defer(() => r.close());
   // Runs first: a held request would keep a stopping shipper waiting.
-  cleanups.push(async () => links.releaseAll());
+  scope.defer(async () => links.releaseAll());
   return r;
 }
 
