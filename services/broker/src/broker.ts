@@ -422,8 +422,25 @@ export class Broker {
     }
   }
 
+  /** Per led shard gauges, rebuilt at each scrape so a shard no longer led drops out. */
+  private refreshShardHealth(): void {
+    this.metrics.replicationExposed.reset();
+    this.metrics.replicationInSync.reset();
+    for (const h of this.replicator?.shardHealth() ?? []) {
+      const labels = {
+        tenant: h.ref.tenantId,
+        namespace: h.ref.namespace,
+        stream: h.ref.stream,
+        shard: String(h.ref.shard),
+      };
+      this.metrics.replicationExposed.set(labels, h.exposedRecords);
+      this.metrics.replicationInSync.set(labels, h.inSync);
+    }
+  }
+
   private refreshGauges(): void {
     this.metrics.replicationLag.set(this.replicator?.lagRecords() ?? 0);
+    this.refreshShardHealth();
     let max = 0;
     let total = 0;
     let bytesMax = 0;

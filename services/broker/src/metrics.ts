@@ -96,6 +96,18 @@ export class BrokerMetrics {
     help: 'Records this leader holds that its followers have not confirmed, summed over every log of the shards it ships (stream records, group cursors, dead letters, cache and counter logs) and their followers, at scrape time (what a failover under leader consistency can lose)',
     registers: [this.registry],
   });
+  readonly replicationExposed = new Gauge({
+    name: 'felix_broker_replication_exposed_records',
+    help: 'Per replicated shard this broker leads: for a leader-consistency stream, acked records above what its most caught-up in-sync follower confirmed, at scrape time (what a failover now would lose); 0 with no follower in sync (the shard then waits for its leader), and 0 for quorum streams and caches',
+    labelNames: ['tenant', 'namespace', 'stream', 'shard'] as const,
+    registers: [this.registry],
+  });
+  readonly replicationInSync = new Gauge({
+    name: 'felix_broker_replication_in_sync_followers',
+    help: 'Per replicated shard this broker leads: followers that held its whole log within cluster.replica_lag_max_ms, at scrape time (0 means a failover of this shard cannot happen until it is back)',
+    labelNames: ['tenant', 'namespace', 'stream', 'shard'] as const,
+    registers: [this.registry],
+  });
   readonly quorumWaits = new Counter({
     name: 'felix_broker_quorum_waits_total',
     help: 'Publishes, cache writes and counter adds of quorum shards that waited for a majority, by outcome: committed (acked once a majority held them), timeout (answered quorum_timeout, outcome unknown) or abandoned (the shard stopped being served first)',

@@ -4,7 +4,8 @@
 // `cluster.replica_lag_max_ms`), and the new leader serves a prefix of the old leader's log:
 // only acked records above what the surviving replicas held are lost, the documented `leader`
 // exposure. A follower cut from its leader for longer than the window is out of sync and never
-// promoted: the shard waits for its leader, which returns with every acked record.
+// promoted: the shard waits for its leader, which returns with every acked record. The leader's
+// exposure gauge names, before a kill, exactly the acked records that failover loses.
 // Method: three real brokers from startCluster (internal listeners, mutual TLS), a one-shard
 // stream at replication factor 3 and `leader` consistency, fsync on commit; the followers'
 // fsyncs slowed (20 ms) so that under a publisher writing without pause neither is ever level
@@ -15,7 +16,7 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, publishAll, readUpTo } from './support.js';
+import { clusterPerTest, metricOf, publishAll, readUpTo } from './support.js';
 
 const STEP_MS = 60_000;
 /** The followers' slowed fsync: a batch takes at least this to be answered. */
@@ -65,6 +66,18 @@ function steadyWriter(client: FelixClient, stream: string) {
       await done;
     },
   };
+}
+
+/** A broker's gauge for one stream's shard 0, from its /metrics page (NaN when absent). */
+async function shardGauge(c: FelixCluster, nodeId: string, name: string, stream: string) {
+  const page = await (await fetch(`http://127.0.0.1:${c.node(nodeId).httpPort}/metrics`)).text();
+  const line = page
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith(`${name}{`) && l.includes(`stream="${stream}"`) && l.includes('shard="0"'),
+    );
+  return line === undefined ? Number.NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 /** A stored report in which no follower is level with the leader's log (steady writes). */
@@ -196,6 +209,74 @@ describe('leader failover under steady writes', () => {
       expect(await assignmentOf(c, 'steady')).toEqual(before);
     } finally {
       await back.close();
+    }
+  }, 240_000);
+
+  it('the_exposure_gauge_names_the_acked_records_a_leader_failover_loses', async () => {
+    // A window longer than the test's cut: both followers stay in sync (promotable) while
+    // the leader acks on its own.
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit', FELIX_REPLICA_LAG_MAX_MS: '60000' },
+      streams: [{ name: 'exposed', shards: 1, replicationFactor: 3, consistency: 'leader' }],
+    });
+    held.cluster = c;
+    const before = await assignmentOf(c, 'exposed');
+    const leader = c.node(before.leader);
+    const followers = before.replicas.filter((id) => id !== before.leader);
+    const onLeader = await c.connect({ servers: [leader.url()] });
+    const shipped = Array.from({ length: 100 }, (_, i) => `s-${i}`);
+    await publishAll(onLeader, 'exposed', shipped);
+    await waitFor(
+      async () =>
+        (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0 &&
+        (await shardGauge(
+          c,
+          leader.id,
+          'felix_broker_replication_in_sync_followers',
+          'exposed',
+        )) === 2 &&
+        (await shardGauge(c, leader.id, 'felix_broker_replication_exposed_records', 'exposed')) ===
+          0,
+      'both followers level and in sync, nothing exposed',
+      scaled(STEP_MS),
+    );
+    // Cut from both followers (not from the control plane), the leader acks 40 more alone.
+    for (const f of followers) await c.partition(before.leader, f);
+    const alone = Array.from({ length: 40 }, (_, i) => `a-${i}`);
+    await publishAll(onLeader, 'exposed', alone);
+    const exposed = await shardGauge(
+      c,
+      leader.id,
+      'felix_broker_replication_exposed_records',
+      'exposed',
+    );
+    expect(exposed).toBe(alone.length);
+    expect(
+      await shardGauge(c, leader.id, 'felix_broker_replication_in_sync_followers', 'exposed'),
+    ).toBe(2);
+    await c.kill(before.leader);
+    // Its broker is gone: closing may fail, and there is nothing left to close.
+    await onLeader.close().catch(() => undefined);
+    await c.heal();
+    const promoted = await waitFor(
+      async () => {
+        const a = await assignmentOf(c, 'exposed');
+        return a.generation > before.generation ? a : undefined;
+      },
+      'an in-sync follower to be promoted',
+      scaled(STEP_MS),
+    );
+    const onNew = await c.connect({ servers: [c.node(promoted.leader).url()] });
+    try {
+      await publishAll(onNew, 'exposed', ['after']);
+      const kept = (await readUpTo(onNew, 'exposed', 'after')).slice(0, -1);
+      expect(kept).toEqual(shipped);
+      // What the failover lost is what the gauge named the moment before the kill.
+      expect(shipped.length + alone.length - kept.length).toBe(exposed);
+    } finally {
+      await onNew.close();
     }
   }, 240_000);
 });

@@ -52,6 +52,15 @@ export interface ReplicatorDeps extends PeerPoolDeps {
   replicaLagMaxMs?: number;
 }
 
+/** One led shard's replication health, for the broker's gauges (Replicator.shardHealth). */
+export interface ShardHealth {
+  ref: ShardRef;
+  /** Followers in sync now, as the shard's next replica report names them. */
+  inSync: number;
+  /** Acked records a failover now would lose (a `leader` stream's; else 0). */
+  exposedRecords: number;
+}
+
 /** A quorum shard's side of shipping: told each time the commit mark moves. */
 export interface ShipQuorum {
   /** Members the majority is of (the stream's replication factor, or the set when larger). */
@@ -260,14 +269,38 @@ export class Replicator {
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
-        in_sync: s.followers.filter((f) => {
-          const at = s.shipper.caughtUpAtMs(f);
-          return !halted.has(f) && at !== undefined && nowMs - at <= windowMs;
-        }),
+        in_sync: inSyncOf(s, halted, nowMs, windowMs),
         ...(level === null
           ? {}
           : { drained: level.durable && level.followers.length > 0, caught_up: level.followers }),
       });
+    }
+    return out;
+  }
+
+  /**
+   * Per shard led: its followers in sync (as its next report names them) and, for a `leader`
+   * stream, its exposure: the records its log holds above what the most caught-up in-sync
+   * follower confirmed, which are what a failover now would lose (the control plane promotes
+   * that follower, docs/replication.md "In-sync followers"). With no follower in sync the shard
+   * cannot fail over (it waits for its leader), so nothing is exposed; a quorum stream or a
+   * cache shard never loses an acked write to a failover either.
+   */
+  shardHealth(): ShardHealth[] {
+    const windowMs = this.deps.replicaLagMaxMs ?? REPLICA_LAG_MAX_MS_DEFAULT;
+    const nowMs = performance.now();
+    const out: ShardHealth[] = [];
+    for (const logs of this.shippers.values()) {
+      const primary = primaryOf(logs);
+      if (primary === undefined) continue;
+      const { kind, shipping: s } = primary;
+      const inSync = inSyncOf(s, s.halted, nowMs, windowMs);
+      let exposed = 0;
+      if (kind === 'stream' && s.mark === null && inSync.length > 0) {
+        const best = Math.max(...inSync.map((f) => s.shipper.confirmed(f)));
+        exposed = Math.max(0, s.log.tailOffset - best);
+      }
+      out.push({ ref: s.ref, inSync: inSync.length, exposedRecords: exposed });
     }
     return out;
   }
@@ -377,6 +410,19 @@ function primaryOf(
 
 /** The same leader's log and followers: when each last held it stays true across a restart
  *  (a follower-set change), so a restart does not put every follower out of sync. */
+/** The followers of `s` that held its whole log within the lag window and are not halted. */
+function inSyncOf(
+  s: Shipping,
+  halted: ReadonlyMap<string, unknown>,
+  nowMs: number,
+  windowMs: number,
+): string[] {
+  return s.followers.filter((f) => {
+    const at = s.shipper.caughtUpAtMs(f);
+    return !halted.has(f) && at !== undefined && nowMs - at <= windowMs;
+  });
+}
+
 function caughtUpOf(current: Shipping | undefined): Map<string, number> {
   const caughtUp = new Map<string, number>();
   for (const f of current?.followers ?? []) {
