@@ -9,10 +9,10 @@
  * deadline, never sleeps.
  */
 import type { ReplicaLogKind } from '@felix/replication';
-import { type PeerLink, ReplicaServer } from '@felix/replication';
+import { type PeerLink, ReplicaServer, shippingKindOf } from '@felix/replication';
 import { SegmentLog } from '@felix/storage';
 import { cleanupScope, waitFor } from '@felix/testing-harness';
-import type { ShardRef } from '@felix/wire';
+import { InternalFrameDecoder, type ShardRef, decodeInternalMessage } from '@felix/wire';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PeerPool } from '../src/cluster/peer-pool.js';
@@ -39,10 +39,11 @@ async function root(): Promise<string> {
 }
 
 async function followerServer(): Promise<ReplicaServer> {
-  const at = await root();
+  const at = new Map<ReplicaLogKind, string>();
+  for (const kind of ['stream', 'cache', 'counters'] as const) at.set(kind, await root());
   const server = new ReplicaServer({
-    logOptions: (_shard: ShardRef, _log: ReplicaLogKind) => ({
-      root: at,
+    logOptions: (_shard: ShardRef, log: ReplicaLogKind) => ({
+      root: at.get(log)!,
       shard: SHARD,
       fsync: 'onCommit',
     }),
@@ -52,11 +53,19 @@ async function followerServer(): Promise<ReplicaServer> {
   return server;
 }
 
-/** A pool whose link to each follower calls its ReplicaServer directly, unless it is cut. */
+/** The log a shipping frame is for (undefined for any other request). */
+function logOfFrame(frame: Uint8Array): ReplicaLogKind | undefined {
+  const [f] = new InternalFrameDecoder().push(frame);
+  return shippingKindOf(decodeInternalMessage(f!).kind)?.log;
+}
+
+/** A pool whose link to each follower calls its ReplicaServer directly, unless it is cut (as
+ *  `node`, or for one log only as `node:log`). */
 function poolOf(servers: Map<string, ReplicaServer>, cut: Set<string>): PeerPool {
   const link = (nodeId: string): PeerLink => ({
     request: async (frame) => {
-      if (cut.has(nodeId)) throw new Error(`${nodeId} is cut`);
+      if (cut.has(nodeId) || cut.has(`${nodeId}:${logOfFrame(frame)}`))
+        throw new Error(`${nodeId} is cut`);
       return servers.get(nodeId)!.handle(frame);
     },
   });
@@ -102,5 +111,54 @@ describe('replicator in-sync followers', () => {
     await replicator.ship('s', log, { ...REF, generation: 2 }, ['b1', 'b2'], {});
     expect(replicator.reports()[0]?.generation).toBe(2);
     expect(inSync()).toEqual(['b1']);
+  });
+
+  it('a_cache_shards_in_sync_followers_are_in_sync_on_its_counter_log_too', async () => {
+    const open = async () => {
+      const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+      scope.defer(() => log.close());
+      return log;
+    };
+    const cacheLog = await open();
+    const counterLog = await open();
+    const servers = new Map([
+      ['b1', await followerServer()],
+      ['b2', await followerServer()],
+    ]);
+    const cut = new Set<string>();
+    const replicator = new Replicator({
+      pool: poolOf(servers, cut),
+      log: pino({ level: 'silent' }),
+      replicaLagMaxMs: WINDOW_MS,
+    } as unknown as ReplicatorDeps);
+    scope.defer(() => replicator.close());
+    const write = (log: SegmentLog, n: number) =>
+      log.append(Array.from({ length: n }, (_, i) => new TextEncoder().encode(`r${i}`)));
+    const followers = ['b1', 'b2'];
+    await replicator.ship('c', cacheLog, REF, followers, { kind: 'cache', genStart: 0 });
+    await replicator.ship('c', counterLog, REF, followers, { kind: 'counters', genStart: 0 });
+    await write(cacheLog, 3);
+    await write(counterLog, 3);
+    const report = () => replicator.reports()[0];
+    await waitFor(() => report()?.in_sync.length === 2, 'both followers in sync', 10_000);
+    expect(report()?.kind).toBe('cache');
+    // b2 keeps up on the cache log but is cut on the counter log while adds go on: it leaves
+    // the shard's in-sync list though its cache log is level.
+    cut.add('b2:counters');
+    await waitFor(
+      async () => {
+        await write(cacheLog, 1);
+        await write(counterLog, 1);
+        return report()?.in_sync.join() === 'b1';
+      },
+      'b2 out of sync on the counter log',
+      10_000,
+    );
+    await waitFor(
+      () => replicator.confirmed('c', 'b2', 'cache') === cacheLog.tailOffset,
+      'b2 level on the cache log',
+      10_000,
+    );
+    expect(report()?.in_sync).toEqual(['b1']);
   });
 });

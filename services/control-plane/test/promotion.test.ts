@@ -357,18 +357,31 @@ describe('failover policy', () => {
     expect(foldReport(synced, { ...report, in_sync: ['d'] }).in_sync).toEqual(['d']);
   });
 
-  it('the_lag_window_never_lowers_a_quorum_streams_or_a_caches_bound', () => {
+  it('the_lag_window_never_lowers_a_quorum_streams_or_a_quorum_caches_bound', () => {
     const synced = { ...report, in_sync: ['b', 'd'], commit_offset: 26 };
     // Quorum: the commit mark still decides (d, in sync, is behind it; b too).
     expect(failoverPolicy({ ...base, report: synced })).toEqual({ candidates: ['c'] });
-    // A cache is not fenced: its bound stays the leader's whole log.
+    // A quorum cache takes no furthest tail: its bound stays the leader's whole log.
+    const cache = { ...base, kind: 'cache' as const, durable: false };
+    expect(failoverPolicy({ ...cache, report: synced })).toEqual({ candidates: ['c'] });
+  });
+
+  it('a_leader_caches_in_sync_followers_are_candidates_short_of_its_log', () => {
+    // A `leader` cache acks on its leader alone, as a `leader` stream does: under steady puts
+    // no follower is ever level when the leader reports, and only the window lets it fail over.
     const cache = {
       ...base,
       kind: 'cache' as const,
       durable: false,
       consistency: 'Leader' as const,
     };
-    expect(failoverPolicy({ ...cache, report: synced })).toEqual({ candidates: ['c'] });
+    const synced = { ...report, in_sync: ['b', 'd'] };
+    expect(failoverPolicy({ ...cache, report: synced })).toEqual({ candidates: ['c', 'b', 'd'] });
+    const level = {
+      ...synced,
+      replica_offsets: report.replica_offsets.filter((o) => o.node_id !== 'c'),
+    };
+    expect(failoverPolicy({ ...cache, report: level })).toEqual({ candidates: ['b', 'd'] });
   });
 
   it('nothing_without_a_durable_log_gets_a_policy', () => {
@@ -377,9 +390,9 @@ describe('failover policy', () => {
     expect(failoverPolicy({ ...base, kind: 'cache', report: undefined })).toBeUndefined();
   });
 
-  it('a_reported_cache_shard_is_promoted_only_to_a_follower_holding_its_whole_log', () => {
-    // Cache writes are acknowledged by the leader alone, so even a `quorum` cache's bound is the
-    // leader's whole reported log, never the majority mark.
+  it('a_reported_cache_shard_with_no_follower_in_sync_goes_only_to_one_holding_its_whole_log', () => {
+    // A `quorum` cache's bound is the leader's whole reported log, never the majority mark (its
+    // new leader takes no furthest tail); a `leader` cache's too when no follower is in sync.
     const cache = { ...base, kind: 'cache' as const, durable: false };
     expect(failoverPolicy(cache)).toEqual({ candidates: ['c'] });
     expect(failoverPolicy({ ...cache, consistency: 'Leader' })).toEqual({ candidates: ['c'] });

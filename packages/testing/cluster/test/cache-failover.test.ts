@@ -21,6 +21,8 @@ const STEP_MS = 60_000;
 const TEST_MS = 180_000;
 /** Follower fsyncs slowed this much trail a leader putting as fast as it acks. */
 const SLOW_FSYNC_MS = 150;
+/** Puts a leader cut from its followers acks alone before it is killed. */
+const UNSHIPPED = 20;
 const VALUES = 40;
 
 const clients: FelixClient[] = [];
@@ -28,9 +30,38 @@ const clients: FelixClient[] = [];
 interface StoredReport {
   kind: string;
   stream: string;
+  leader: string;
   generation: number;
   leader_offset: number;
   replica_offsets: { node_id: string; durable_offset: number }[];
+  halted: { node_id: string }[];
+  in_sync: string[] | undefined;
+}
+
+/** Puts `w-<i>` under key `k<i % KEYS>`, one after another, until stopped or refused: the
+ *  i-th write follows every earlier one in the leader's cache log. */
+const KEYS = 50;
+function steadyPuts(client: FelixClient) {
+  let acked = -1;
+  let stopped = false;
+  const cache = client.cache('sessions');
+  const done = (async () => {
+    for (let i = 0; !stopped; i++) {
+      try {
+        await cache.put(`k${i % KEYS}`, `w-${i}`);
+      } catch {
+        return; // the leader died (or refused): the writer stops, nothing resent
+      }
+      acked = i;
+    }
+  })();
+  return {
+    lastAcked: () => acked,
+    stop: async () => {
+      stopped = true;
+      await done;
+    },
+  };
 }
 
 describe('cache shard failover and hand-off', () => {
@@ -40,10 +71,11 @@ describe('cache shard failover and hand-off', () => {
     for (const client of clients.splice(0)) await client.close().catch(() => undefined);
   });
 
-  async function cluster(): Promise<FelixCluster> {
+  async function cluster(env: Record<string, string> = {}): Promise<FelixCluster> {
     const c = await startCluster({
       brokers: 3,
       replication: true,
+      env,
       caches: [{ name: 'sessions', shards: 1, replicationFactor: 3 }],
     });
     held.cluster = c;
@@ -58,9 +90,10 @@ describe('cache shard failover and hand-off', () => {
   }
 
   it(
-    'a_cache_shard_is_never_promoted_to_followers_missing_acknowledged_writes',
+    'a_cache_shard_is_never_promoted_to_followers_out_of_sync_past_the_lag_window',
     async () => {
-      const c = await cluster();
+      // A short lag window: paused followers fall out of sync within the test.
+      const c = await cluster({ FELIX_REPLICA_LAG_MAX_MS: '1500' });
       const before = await cacheAssignment(c);
       const followers = before.replicas.filter((id) => id !== before.leader);
       const onLeader = await connectTo(c, before.leader);
@@ -72,8 +105,9 @@ describe('cache shard failover and hand-off', () => {
       const shippedAt = (await report(c, before))!.leader_offset;
       for (const f of followers) await c.pause(f);
       await cache.put('k', 'leader only');
-      // The leader reports on: its log is now ahead of both (paused) followers.
-      await reported(c, before, (r) => r.leader_offset > shippedAt);
+      // The leader reports on: its log is now ahead of both (paused) followers, and once the
+      // window has passed it names neither in sync.
+      await reported(c, before, (r) => r.leader_offset > shippedAt && r.in_sync?.length === 0);
       await c.kill(before.leader);
       for (const f of followers) await c.resume(f);
       await waitFor(
@@ -121,6 +155,80 @@ describe('cache shard failover and hand-off', () => {
       await served(() => next.get('warm'), 'the successor to serve');
       for (let i = 0; i < VALUES; i++)
         expect(text(await next.get(`v${i}`)), `v${i}`).toBe(`value ${i}`);
+    },
+    TEST_MS,
+  );
+
+  it(
+    'a_leader_cache_fails_over_under_steady_writes_and_its_old_leader_drops_its_unshipped_writes',
+    async () => {
+      const c = await cluster({ FELIX_DURABLE_FSYNC_MODE: 'onCommit' });
+      const before = await cacheAssignment(c);
+      const followers = before.replicas.filter((id) => id !== before.leader);
+      const writer = steadyPuts(await connectTo(c, before.leader));
+      await reported(c, before, (r) => r.leader_offset > 100 && r.in_sync?.length === 2);
+      // Cut from both followers (not from the control plane) within the lag window, the leader
+      // goes on acking alone: writes no follower holds, which the failover loses.
+      for (const f of followers) await c.partition(before.leader, f);
+      const cutAt = writer.lastAcked();
+      await waitFor(
+        () => writer.lastAcked() >= cutAt + UNSHIPPED,
+        'the leader to ack puts alone',
+        scaled(STEP_MS),
+      );
+      await c.kill(before.leader);
+      await writer.stop();
+      const promoted = await waitFor(
+        async () => {
+          // The control plane may answer nothing useful mid-move: ask again.
+          const a = await cacheAssignment(c).catch(() => undefined);
+          return a && a.generation > before.generation ? a : undefined;
+        },
+        'an in-sync follower to be promoted',
+        scaled(STEP_MS),
+      );
+      expect(followers).toContain(promoted.leader);
+      await c.heal();
+      const next = (await connectTo(c, promoted.leader)).cache('sessions');
+      await served(() => next.get('k0'), 'the new leader to serve');
+      // A prefix of the old leader's log: some cut C such that every key holds its last write
+      // below C; what is lost is acked writes at or above C only (the `leader` exposure).
+      const seen: (number | null)[] = [];
+      for (let k = 0; k < KEYS; k++) {
+        const v = text(await next.get(`k${k}`));
+        seen.push(v === undefined ? null : Number(v.slice(2)));
+      }
+      const cut = Math.max(...seen.map((i) => i ?? -1)) + 1;
+      for (let k = 0; k < KEYS; k++) {
+        const last = cut - 1 - ((((cut - 1 - k) % KEYS) + KEYS) % KEYS);
+        expect(seen[k], `k${k}`).toBe(last >= 0 ? last : null);
+      }
+      const lost = writer.lastAcked() + 1 - cut;
+      console.log(
+        `acked ${writer.lastAcked() + 1} puts, the new leader holds ${cut}: ${lost} lost`,
+      );
+      // The old leader held acked writes its successor lacks: a divergent suffix.
+      expect(lost).toBeGreaterThanOrEqual(UNSHIPPED);
+      await next.put('after', 'failover');
+      // Back as a follower, it drops that suffix and follows: level with the new leader's log
+      // and never halted (an unrepaired suffix would halt it `diverged`).
+      await c.start(before.leader);
+      await waitFor(
+        async () => {
+          // Its return may add it back to the set at a newer generation: the current one.
+          const r = await report(c, await cacheAssignment(c));
+          const back = r?.replica_offsets.find((o) => o.node_id === before.leader);
+          return (
+            r !== undefined &&
+            r.leader === promoted.leader &&
+            back !== undefined &&
+            back.durable_offset === r.leader_offset &&
+            !r.halted.some((h) => h.node_id === before.leader)
+          );
+        },
+        'the old leader level with its successor and not halted',
+        scaled(STEP_MS),
+      );
     },
     TEST_MS,
   );

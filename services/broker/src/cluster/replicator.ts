@@ -269,7 +269,7 @@ export class Replicator {
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
-        in_sync: inSyncOf(s, halted, nowMs, windowMs),
+        in_sync: inSyncOfShard(logs, kind, halted, nowMs, windowMs),
         ...(level === null
           ? {}
           : { drained: level.durable && level.followers.length > 0, caught_up: level.followers }),
@@ -294,7 +294,7 @@ export class Replicator {
       const primary = primaryOf(logs);
       if (primary === undefined) continue;
       const { kind, shipping: s } = primary;
-      const inSync = inSyncOf(s, s.halted, nowMs, windowMs);
+      const inSync = inSyncOfShard(logs, kind, s.halted, nowMs, windowMs);
       let exposed = 0;
       if (kind === 'stream' && s.mark === null && inSync.length > 0) {
         const best = Math.max(...inSync.map((f) => s.shipper.confirmed(f)));
@@ -421,6 +421,24 @@ function inSyncOf(
     const at = s.shipper.caughtUpAtMs(f);
     return !halted.has(f) && at !== undefined && nowMs - at <= windowMs;
   });
+}
+
+/**
+ * The followers in sync on shard's primary log and, for a cache shard, on its counter log too:
+ * a follower promoted for being in sync must not lack more than the window of either.
+ */
+function inSyncOfShard(
+  logs: ReadonlyMap<ReplicaLogKind, Shipping>,
+  kind: 'stream' | 'cache',
+  halted: ReadonlyMap<string, unknown>,
+  nowMs: number,
+  windowMs: number,
+): string[] {
+  const primary = inSyncOf(logs.get(kind)!, halted, nowMs, windowMs);
+  const counters = kind === 'cache' ? logs.get('counters') : undefined;
+  if (counters === undefined) return primary;
+  const also = new Set(inSyncOf(counters, halted, nowMs, windowMs));
+  return primary.filter((f) => also.has(f));
 }
 
 function caughtUpOf(current: Shipping | undefined): Map<string, number> {

@@ -567,7 +567,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: REPLICA_LAG_MAX_MS_DEFAULT,
     min: 1,
     max: REPLICA_LAG_MAX_MS_MAX,
-    doc: 'The lag window of the shards this broker leads: a follower that held the leader\'s whole log at some moment within it is reported in sync, and when a `leader` stream\'s leader is lost the control plane may promote the most caught-up in-sync follower (records it lacks are lost: docs/replication.md, "In-sync followers"). A follower stopped or cut off for longer is out of sync and never promoted.',
+    doc: "The lag window of the shards this broker leads: a follower that held the leader's whole log at some moment within it is reported in sync, and when a `leader` stream's or `leader` cache's leader is lost the control plane may promote the most caught-up in-sync follower (records it lacks are lost: docs/replication.md, \"In-sync followers\"). A follower stopped or cut off for longer is out of sync and never promoted.",
   },
   {
     key: 'cluster.internal_bind',

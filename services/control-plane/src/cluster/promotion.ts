@@ -13,8 +13,11 @@
  *
  * A cache's durability is the broker's (the catalog does not say), so a cache shard is protected
  * once its leader has reported durable logs shipped to followers: the bound is then the leader's
- * whole reported cache log (cache writes are acknowledged by the leader alone). A cache shard
- * that never sent a report (an in-memory broker, or no followers) moves freely, as before.
+ * whole reported cache log, and a `Leader` cache, whose writes are acked by its leader alone as a
+ * `Leader` stream's are, may also go to a follower the report names in sync (in sync on both its
+ * cache and counter logs). A `Quorum` cache keeps the whole-log bound: its report speaks of the
+ * cache log's mark only, and its new leader takes no furthest tail. A cache shard that never sent
+ * a report (an in-memory broker, or no followers) moves freely, as before.
  */
 import type { Assignment, FailoverPolicy, ShardKind } from '@felix/router';
 import type { LivenessConfig } from '../config.js';
@@ -75,10 +78,9 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
     return { candidates: [] };
   const halted = new Set(input.report.halted.map((h) => h.node_id));
   const members = new Set(input.current.replicas);
-  // Only a `leader` stream's acks promise nothing past the leader: a cache is not fenced, so a
-  // deposed cache leader's unshipped suffix would not be repaired (docs/replication.md).
-  const leaderStream = input.kind === 'stream' && input.consistency === 'Leader';
-  const inSync = new Set(leaderStream ? input.report.in_sync : []);
+  // `Leader` acks promise nothing past the leader's own log, for a stream or a cache alike: what
+  // an in-sync follower lacks is that consistency's documented exposure.
+  const inSync = new Set(input.consistency === 'Leader' ? input.report.in_sync : []);
   const able = input.report.replica_offsets.filter(
     (o) =>
       (o.durable_offset >= bound || inSync.has(o.node_id)) &&
