@@ -13,7 +13,10 @@
  * Both clients publish through a server that does not lead the stream (Felix forwards to the
  * owner; nats.js talks to any server of the cluster). JetStream acks once its stream's Raft
  * group holds the message in a majority's memory and syncs to disk every two minutes; Felix's
- * `quorum` + `onCommit` acks once a majority holds the record fsynced. The failover row keeps
+ * `quorum` + `onCommit` acks once a majority holds the record fsynced. The rows
+ * `throughput-periodic` and `latency-periodic` run Felix at JetStream's own durability instead
+ * (`quorum` + `periodic`: acked once a majority has written the record, each broker fsyncing on
+ * its interval), against a fresh JetStream cluster; the judged rows stay the `onCommit` ones. The failover row keeps
  * one publisher awaiting each publish (a failed one is retried after FAILOVER_RETRY_MS), asks each
  * system which server leads the stream and SIGKILLs it FAILOVER_BEFORE_MS in, times from the
  * signal to the ack of the first publish sent after it, stops FAILOVER_AFTER_MS later, and checks
@@ -85,9 +88,12 @@ interface Side {
   close(): Promise<void>;
 }
 
+type FsyncMode = 'onCommit' | 'periodic';
+
 async function felixSide(
   dir: string,
   publishTimeoutMs?: number,
+  fsync: FsyncMode = 'onCommit',
 ): Promise<Side & { cluster: Cluster }> {
   const cluster = await startCluster({
     brokers: 3,
@@ -95,7 +101,7 @@ async function felixSide(
     transport: 'tls',
     dir,
     streams: [{ name: STREAM, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-    env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
+    env: { FELIX_DURABLE_FSYNC_MODE: fsync },
     controlPlaneEnv: {
       FELIX_CONTROLPLANE_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
       FELIX_CONTROLPLANE_EXPIRY_TIMEOUT_MS: String(EXPIRY_MS),
@@ -115,7 +121,7 @@ async function felixSide(
   });
   return {
     cluster,
-    system: 'Felix 3 brokers, RF 3 quorum, onCommit',
+    system: `Felix 3 brokers, RF 3 quorum, ${fsync}`,
     publish: () => felix.publish(STREAM, DATA),
     leader: async () => (await cluster.leaderOf(STREAM))?.id ?? '',
     kill: (name) => cluster.kill(name),
@@ -304,7 +310,7 @@ async function failover(side: Side): Promise<FailoverResult> {
   };
 }
 
-const ROWS = ['throughput', 'latency', 'failover'];
+const ROWS = ['throughput', 'latency', 'failover', 'throughput-periodic', 'latency-periodic'];
 const only = argValue('--only', env.FELIX_BENCH_ONLY ?? ROWS.join(','))
   .split(',')
   .filter((s) => s !== '');
@@ -320,9 +326,15 @@ const load = [loadavg()[0]!];
 const results: Record<string, unknown> = { started: new Date().toISOString(), size: SIZE };
 const table: string[][] = [];
 
-async function both<T>(run: (side: Side) => Promise<T>): Promise<[T[], T[]]> {
-  const felix = await felixSide(join(root, 'felix'));
-  const js = await jetStreamSide(join(root, 'nats')).catch(async (err: unknown) => {
+let runs = 0;
+async function both<T>(
+  run: (side: Side) => Promise<T>,
+  fsync: FsyncMode = 'onCommit',
+): Promise<[T[], T[]]> {
+  // Each pair of clusters in fresh directories: a run never starts over another's log.
+  runs++;
+  const felix = await felixSide(join(root, `felix-${runs}`), undefined, fsync);
+  const js = await jetStreamSide(join(root, `nats-${runs}`)).catch(async (err: unknown) => {
     await felix.close();
     throw err;
   });
@@ -370,6 +382,32 @@ if (only.includes('latency')) {
     fmt(median(f.map((x) => x.p99))),
     fmt(median(j.map((x) => x.p99))),
     '',
+    '',
+  ]);
+}
+if (only.includes('throughput-periodic')) {
+  await both((s) => windowed(s, Math.ceil(N / 10)), 'periodic');
+  const [f, j] = await both((s) => windowed(s, N), 'periodic');
+  const ratio = pairedRatios(f, j).median;
+  results.throughputPeriodic = { felix: f, jetstream: j, ratio };
+  table.push([
+    'same durability as JetStream (Felix periodic): 64 in flight (rec/s)',
+    fmt(median(f)),
+    fmt(median(j)),
+    `${ratio.toFixed(2)}x`,
+    '',
+  ]);
+}
+if (only.includes('latency-periodic')) {
+  const [f, j] = await both((s) => awaited(s, LATENCY_N), 'periodic');
+  const fp50 = median(f.map((x) => x.p50));
+  const jp50 = median(j.map((x) => x.p50));
+  results.latencyPeriodic = { felix: f, jetstream: j };
+  table.push([
+    'same durability as JetStream (Felix periodic): acked publish p50 (µs)',
+    fmt(fp50),
+    fmt(jp50),
+    `${(fp50 / jp50).toFixed(2)}x`,
     '',
   ]);
 }
