@@ -330,6 +330,7 @@ export class Broker {
       dialAllowed: (nodeId) => this.cluster!.peers.dialAllowed(nodeId),
       log: this.log,
       replicaLagMaxMs: this.config.cluster.replica_lag_max_ms,
+      onInSyncJoined: () => this.cluster?.reportSoon(),
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });
     return {

@@ -198,6 +198,13 @@ export const LEASE_KEPT_FRACTION = 0.75;
 export const REPLICA_REPORT_SHARDS_MAX = 2_048;
 /** How often the replica reporter looks whether the broker registered yet (it reports at once). */
 export const REPLICA_REPORT_REGISTERED_POLL_MS = 100;
+
+/**
+ * The least time between a report sent early, because a follower came newly in sync, and the
+ * report before it: nudges within it coalesce into one report, so a shard table of many shards
+ * coming in sync at once costs a report per gap, not one per shard.
+ */
+export const REPLICA_REPORT_NUDGE_GAP_MS = 50;
 /**
  * Default of `cluster.replica_lag_max_ms`, the lag window (docs/replication.md, "In-sync
  * followers"): a follower that held the leader's whole log within it counts as in sync, and a

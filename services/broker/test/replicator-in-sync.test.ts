@@ -161,4 +161,41 @@ describe('replicator in-sync followers', () => {
     );
     expect(report()?.in_sync).toEqual(['b1']);
   });
+
+  it('a_follower_newly_in_sync_asks_for_a_report_until_one_names_it', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    scope.defer(() => log.close());
+    const servers = new Map([
+      ['b1', await followerServer()],
+      ['b2', await followerServer()],
+    ]);
+    const cut = new Set<string>(['b2']);
+    let asked = 0;
+    const replicator = new Replicator({
+      pool: poolOf(servers, cut),
+      log: pino({ level: 'silent' }),
+      replicaLagMaxMs: WINDOW_MS,
+      onInSyncJoined: () => {
+        asked++;
+      },
+    } as unknown as ReplicatorDeps);
+    scope.defer(() => replicator.close());
+    const write = (n: number) =>
+      log.append(Array.from({ length: n }, (_, i) => new TextEncoder().encode(`r${i}`)));
+    const level = (f: string) => () => replicator.confirmed('s', f) === log.tailOffset;
+    await replicator.ship('s', log, REF, ['b1', 'b2'], { genStart: 0 });
+    await write(5);
+    await waitFor(() => asked > 0, 'b1 in sync to ask for a report', 10_000);
+    expect(replicator.reports()[0]?.in_sync).toContain('b1');
+    // Reported: b1 keeping up asks for nothing more.
+    const after = asked;
+    await write(5);
+    await waitFor(level('b1'), 'b1 level again', 10_000);
+    expect(asked).toBe(after);
+    // b2, cut since the start, is out of sync once the window passes; back, it asks again.
+    await waitFor(() => replicator.reports()[0]?.in_sync.join() === 'b1', 'b2 out of sync', 10_000);
+    cut.delete('b2');
+    await waitFor(() => asked > after, 'b2 newly in sync to ask for a report', 10_000);
+    expect(replicator.reports()[0]?.in_sync).toEqual(['b1', 'b2']);
+  });
 });

@@ -212,6 +212,11 @@ export class ClusterNode {
     }
   }
 
+  /** A led shard has a follower newly in sync: its replica report goes out soon. */
+  reportSoon(): void {
+    this.reporter.nudge();
+  }
+
   /**
    * Reads the address book now (sharing a read in flight); resolves when it is applied or
    * failed (a failed read keeps the previous book: refusals then name the leader without its

@@ -5,12 +5,19 @@
  * from the last report it accepted, so reports keep coming even when nothing changed (a report
  * is believed only for a while). A refused or failed report is logged and the next interval
  * sends a fresh one; reports are never fatal.
+ *
+ * A report also goes out early when `nudge` says a follower came newly in sync (the Replicator's
+ * `onInSyncJoined`): a shard whose leader just took over names no follower in sync until its
+ * shippers hear from them, and a leader lost before its next interval's report left the shard
+ * unplaced for want of a candidate. Nudges are coalesced, at most one early report per
+ * REPLICA_REPORT_NUDGE_GAP_MS.
  */
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ControlPlaneRefusedError } from '../errors.js';
 import {
   CONTROLPLANE_REQUEST_MS_MAX,
+  REPLICA_REPORT_NUDGE_GAP_MS,
   REPLICA_REPORT_REGISTERED_POLL_MS,
   REPLICA_REPORT_SHARDS_MAX,
 } from '../limits.js';
@@ -22,6 +29,10 @@ export class ReplicaReporter {
   private readonly abort = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly sent: Counter<'outcome'>;
+  /** Set by `nudge`: the next report goes out without waiting for the interval. */
+  private nudged = false;
+  /** Ends the current wait for the interval early (a nudge), when one is running. */
+  private wake: (() => void) | null = null;
 
   constructor(
     private readonly client: ControlPlaneClient,
@@ -43,6 +54,12 @@ export class ReplicaReporter {
     this.loop ??= this.run();
   }
 
+  /** A follower came newly in sync: report soon rather than at the next interval. */
+  nudge(): void {
+    this.nudged = true;
+    this.wake?.();
+  }
+
   async stop(): Promise<void> {
     this.abort.abort();
     await this.loop;
@@ -58,11 +75,33 @@ export class ReplicaReporter {
         await sleep(REPLICA_REPORT_REGISTERED_POLL_MS, signal);
         continue;
       }
+      this.nudged = false;
       const reports = this.source();
       for (let i = 0; i < reports.length && !signal.aborted; i += REPLICA_REPORT_SHARDS_MAX)
         await this.send(reports.slice(i, i + REPLICA_REPORT_SHARDS_MAX));
-      await sleep(this.membership.heartbeatIntervalMs, signal);
+      // The gap first: nudges arriving meanwhile ride with the report after it.
+      await sleep(REPLICA_REPORT_NUDGE_GAP_MS, signal);
+      await this.interval(
+        Math.max(0, this.membership.heartbeatIntervalMs - REPLICA_REPORT_NUDGE_GAP_MS),
+        signal,
+      );
     }
+  }
+
+  /** Waits `ms`, or less when nudged (before or during the wait), or until stopped. */
+  private interval(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.nudged || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
   }
 
   private async send(shards: ShardReport[]): Promise<void> {

@@ -50,6 +50,9 @@ export interface ReplicatorDeps extends PeerPoolDeps {
   /** `cluster.replica_lag_max_ms`: the lag window a reported in-sync follower is within;
    *  default REPLICA_LAG_MAX_MS_DEFAULT. */
   replicaLagMaxMs?: number;
+  /** A shard's follower came in sync that its last report did not name: report soon
+   *  (replica-reporter.ts, `nudge`). */
+  onInSyncJoined?: () => void;
 }
 
 /** One led shard's replication health, for the broker's gauges (Replicator.shardHealth). */
@@ -85,6 +88,8 @@ interface Shipping {
   /** When this shipper started (performance.now()): a follower never caught up counts as in
    *  sync for one lag window from here. */
   startedAtMs: number;
+  /** The followers the shard's last report named in sync (kept on its primary log). */
+  reportedInSync: Set<string>;
 }
 
 /** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
@@ -193,7 +198,8 @@ export class Replicator {
     const generation = ref.generation;
     const startedAtMs = performance.now();
     const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted };
-    this.register(key, kind, { ...shipping, stopped, riding, startedAtMs });
+    const reportedInSync = new Set<string>();
+    this.register(key, kind, { ...shipping, stopped, riding, startedAtMs, reportedInSync });
     this.holdTrims(key, kind);
   }
 
@@ -215,12 +221,27 @@ export class Replicator {
       this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
       this.holdTrims(key, kind);
     };
-    if (recompute === null && !riding) return { onStopped };
+    // The logs a report's in-sync list speaks of: a stream's records, a cache's two logs.
+    const reported = kind === 'stream' || kind === 'cache' || kind === 'counters';
+    const notice = reported && this.deps.onInSyncJoined !== undefined;
+    if (recompute === null && !riding && !notice) return { onStopped };
     const onConfirmed = () => {
       recompute?.();
       this.holdTrims(key, kind);
+      if (notice) this.noticeInSync(key);
     };
     return { onStopped, onConfirmed };
+  }
+
+  /** Asks for a report when shard `key` has a follower in sync its last report did not name. */
+  private noticeInSync(key: string): void {
+    const logs = this.shippers.get(key);
+    const primary = logs === undefined ? undefined : primaryOf(logs);
+    if (logs === undefined || primary === undefined) return;
+    const { kind, shipping: s } = primary;
+    const windowMs = this.deps.replicaLagMaxMs ?? REPLICA_LAG_MAX_MS_DEFAULT;
+    const now = inSyncOfShard(logs, kind, s.halted, performance.now(), windowMs);
+    if (now.some((f) => !s.reportedInSync.has(f))) this.deps.onInSyncJoined?.();
   }
 
   private register(key: string, kind: ReplicaLogKind, shipping: Shipping): void {
@@ -258,6 +279,8 @@ export class Replicator {
       const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
       for (const [k, l] of logs)
         if (k === kind || k === 'counters') for (const [id, why] of l.halted) halted.set(id, why);
+      const inSync = inSyncOfShard(logs, kind, halted, nowMs, windowMs);
+      s.reportedInSync = new Set(inSync);
       out.push({
         tenant_id: s.ref.tenantId,
         namespace: s.ref.namespace,
@@ -269,7 +292,7 @@ export class Replicator {
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
-        in_sync: inSyncOfShard(logs, kind, halted, nowMs, windowMs),
+        in_sync: inSync,
         ...(level === null
           ? {}
           : { drained: level.durable && level.followers.length > 0, caught_up: level.followers }),
