@@ -8,6 +8,7 @@ import {
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_BINARY,
   FLAG_BINARY_GROUP,
+  FieldRangeError,
   GroupFrameReader,
   type Message,
   decodeFrame,
@@ -22,7 +23,7 @@ import type { BrokerConnection } from '../src/protocol/broker-connection.js';
 import type { QuickReader } from '../src/protocol/request-lane.js';
 
 /** A stand-in connection: polls answered with one record, ack batches by `ackAnswer`. */
-function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array) {
+function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array, name = 'workers') {
   const polls: Uint8Array[] = [];
   const acks: Uint8Array[] = [];
   const turn: Array<() => void> = [];
@@ -69,7 +70,7 @@ function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array) {
     },
   } as unknown as BrokerConnection;
   const host = { connection: async () => bc, live: () => bc, closed: false } as ProjectionHost;
-  return { group: new Group(host, 'jobs', 'workers', { shard: 2 }), polls, acks };
+  return { group: new Group(host, 'jobs', name, { shard: 2 }), polls, acks };
 }
 
 function payloadOf(frame: Uint8Array): Uint8Array {
@@ -132,5 +133,13 @@ describe('group requests in binary', () => {
     const other = standIn(FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_BINARY, refused);
     const [n] = await other.group.poll({ max: 1 });
     await expect(n!.ack()).rejects.toThrow();
+  });
+
+  it('an_ack_whose_group_scope_the_binary_layout_cannot_carry_rejects_instead_of_throwing', async () => {
+    const hi = FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_BINARY;
+    const { group, acks } = standIn(hi, (rid) => encodeGroupAcked(rid, []), 'g'.repeat(70_000));
+    await expect(group.poll({ max: 1 })).rejects.toBeInstanceOf(FieldRangeError);
+    await expect(group.ack(5)).rejects.toBeInstanceOf(FieldRangeError);
+    expect(acks).toEqual([]);
   });
 });

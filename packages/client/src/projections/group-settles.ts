@@ -135,11 +135,19 @@ export class GroupSettles implements GroupSettler {
   }
 
   private sendAcks(bc: BrokerConnection, items: PendingSettle[]): void {
+    let frame: (offsets: number[], requestId: number) => Uint8Array;
+    try {
+      frame = this.ackFrames(bc);
+    } catch (err) {
+      // A scope the binary layout cannot carry (a name past 65,535 bytes): these acks fail, and
+      // the turn's other flushes still run (this runs at the end of a turn, not in a caller).
+      for (const a of items) a.reject(err as Error);
+      return;
+    }
     for (let i = 0; i < items.length; i += GROUP_ACK_BATCH_OFFSETS_MAX) {
       const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
       const offsets = part.map((a) => a.offset);
       this.ackBatchesOut++;
-      const frame = this.ackFrames(bc);
       bc.requests
         .requestPrepared<Message>((request_id) => ({
           bytes: frame(offsets, request_id),
