@@ -12,6 +12,7 @@ import {
   FEATURE_SHARD_OWNERS,
   FEATURE_TOPOLOGY,
   FEATURE_HI_CACHE_BINARY,
+  FEATURE_HI_GROUP_BINARY,
   FEATURE_HI_REAUTH,
   FrameDecoder,
   type Message,
@@ -196,8 +197,8 @@ export class FakeBroker {
     if (this.answer(at, msg)) return;
     switch (msg.type) {
       case 'auth': {
-        // It reads and answers JSON only: never the binary cache exchange.
-        const offered = CLIENT_FEATURES_HI & ~FEATURE_HI_CACHE_BINARY;
+        // It reads and answers JSON only: never the binary cache or group exchanges.
+        const offered = CLIENT_FEATURES_HI & ~(FEATURE_HI_CACHE_BINARY | FEATURE_HI_GROUP_BINARY);
         const hi = this.opts.reauth ? offered : offered & ~FEATURE_HI_REAUTH;
         at.send({
           type: 'auth_ok',

@@ -16,6 +16,7 @@ import {
 } from '../src/index.js';
 import {
   cacheFrameFromFields,
+  groupFrameFromFields,
   eventBatchToFields,
   groupRecordsToFields,
   internalToJson,
@@ -25,6 +26,7 @@ import {
 import { toHex } from '../src/vectors/hex.js';
 import {
   CACHE_FRAME_SAMPLES,
+  GROUP_FRAME_SAMPLES,
   EVENT_BATCH_SAMPLES,
   GROUP_RECORDS_SAMPLES,
   INTERNAL_MESSAGE_SAMPLES,
@@ -76,6 +78,9 @@ for (const [name, message] of Object.entries(GROUP_RECORDS_SAMPLES)) {
 }
 for (const [name, fields] of Object.entries(CACHE_FRAME_SAMPLES)) {
   write({ name, kind: 'binary_cache', ...fields }, cacheFrameFromFields(fields));
+}
+for (const [name, fields] of Object.entries(GROUP_FRAME_SAMPLES)) {
+  write({ name, kind: 'binary_group', ...fields }, groupFrameFromFields(fields));
 }
 for (const [name, sample] of Object.entries(INTERNAL_MESSAGE_SAMPLES)) {
   const message =

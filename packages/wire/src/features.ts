@@ -69,3 +69,10 @@ export const FEATURE_HI_REAUTH = 0x0000_0010;
  * fully served to a client that did not.
  */
 export const FEATURE_HI_CACHE_BINARY = 0x0000_0020;
+/**
+ * Bit 6 of the `_hi` word (bit 38 of the set): the binary group exchange (flag word 0x8002,
+ * binary/group-requests.ts). A Felix extension: a client that negotiated it may send
+ * `group_poll` and `group_ack_batch` in binary, and the broker answers its `group_ack_batch` with
+ * a binary `group_acked`; the JSON forms stay fully served to a client that did not.
+ */
+export const FEATURE_HI_GROUP_BINARY = 0x0000_0040;

@@ -34,6 +34,12 @@ export const FLAG_BINARY_GROUP_RECORDS = 0x8000;
  * alone negotiates it.
  */
 export const FLAG_BINARY_CACHE = 0x8001;
+/**
+ * The flag word 0x8002 (0x8000's reserved space, as 0x8001): the binary group exchange of
+ * binary/group-requests.ts (`group_poll` and `group_ack_batch` requests, the `group_acked`
+ * answer), used only when both sides negotiated FEATURE_HI_GROUP_BINARY. Not a bit to offer.
+ */
+export const FLAG_BINARY_GROUP = 0x8002;
 
 /** Every bit this codec understands; anything else is rejected. */
 export const KNOWN_FLAGS = 0xffff;
@@ -62,7 +68,8 @@ export type FrameLayout =
   | 'publish_ack'
   | 'event_batch'
   | 'group_records'
-  | 'cache';
+  | 'cache'
+  | 'group';
 
 /**
  * Checks a flag word names exactly one layout with only that layout's modifiers, and
@@ -77,6 +84,7 @@ export function frameLayout(flags: number): FrameLayout {
   if (flags === 0) return 'json';
   if (flags & FLAG_BINARY_GROUP_RECORDS) {
     if (flags === FLAG_BINARY_CACHE) return 'cache';
+    if (flags === FLAG_BINARY_GROUP) return 'group';
     if (flags !== FLAG_BINARY_GROUP_RECORDS) {
       throw new InvalidFlagCombinationError(flags, '0x8000 with another bit is reserved');
     }

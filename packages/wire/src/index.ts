@@ -81,6 +81,19 @@ export {
   encodeCacheValue,
 } from './binary/cache.js';
 export type { CacheAnswer, CacheRequest } from './binary/cache.js';
+export {
+  GROUP_KIND_ACK,
+  GROUP_KIND_ACKED,
+  GROUP_KIND_POLL,
+  GroupFrameReader,
+  decodeGroupAcked,
+  encodeGroupAck,
+  encodeGroupAcked,
+  encodeGroupPoll,
+  fitsBinaryGroupAcked,
+  groupScopeBytes,
+} from './binary/group-requests.js';
+export type { GroupRequest, PollAsk } from './binary/group-requests.js';
 export { decodeFramePayload } from './binary/any-frame.js';
 export type { DecodedFrame } from './binary/any-frame.js';
 export {

@@ -67,6 +67,12 @@ export const GET_SCOPE_MEMO_BYTES_MAX = 3 * 255 + 32;
 /** Bytes of a binary cache request's scope (three u16-prefixed identifiers of the broker's
  *  255-byte bound) a `CacheFrameReader` keeps to reuse their strings on the next request. */
 export const CACHE_SCOPE_MEMO_BYTES_MAX = 3 * (2 + 255);
+/** Bytes of a binary group request's scope (four u16-prefixed identifiers of the broker's
+ *  255-byte bound and a u32 shard) a `GroupFrameReader` keeps to reuse on the next request. */
+export const GROUP_SCOPE_MEMO_BYTES_MAX = 4 * (2 + 255) + 4;
+/** Offsets one binary group ack or its answer can name: its u16 count (the broker bounds a
+ *  batch lower, as it does the JSON form's). */
+export const BINARY_GROUP_OFFSETS_MAX = 0xffff;
 /** Short strings of binary frames (tenant, namespace, stream) decoded recently, kept with their
  *  bytes so the next frame naming them skips the UTF-8 decoder: a stream's frames repeat them.
  *  Slots, and the longest string kept (an identifier of the broker's 255-byte bound). */

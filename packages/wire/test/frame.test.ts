@@ -67,10 +67,11 @@ describe('frame header', () => {
 
   it('every_unknown_flag_bit_is_refused_never_masked', () => {
     // Every bit of the u16 names something now; a wider word is unknown, and 0x8000 with any
-    // other bit is a reserved extension layout (0x8001, the binary cache exchange, aside),
+    // other bit is a reserved extension layout (0x8001 and 0x8002, the binary cache and group
+    // exchanges, aside),
     // refused rather than read as 0x8000.
     expect(() => frameLayout(0x1_0000)).toThrow(UnknownFlagsError);
-    expect(() => decodeFrame(handFrame(0x8002, new Uint8Array(0)))).toThrow(
+    expect(() => decodeFrame(handFrame(0x8003, new Uint8Array(0)))).toThrow(
       InvalidFlagCombinationError,
     );
     expect(() => decodeFrame(handFrame(0xc000, new Uint8Array(0)))).toThrow(
@@ -124,7 +125,7 @@ describe('frame decoder', () => {
 
   it('a_failed_decoder_refuses_further_bytes', () => {
     const decoder = new FrameDecoder();
-    expect(() => decoder.push(handFrame(0x8002, new Uint8Array(0)))).toThrow(
+    expect(() => decoder.push(handFrame(0x8003, new Uint8Array(0)))).toThrow(
       InvalidFlagCombinationError,
     );
     expect(() => decoder.push(handFrame(0, new Uint8Array(0)))).toThrow(DecoderFailedError);

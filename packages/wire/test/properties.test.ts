@@ -268,12 +268,12 @@ describe('codec properties', () => {
 
   it('a_frame_with_any_unknown_flag_bit_is_rejected', () => {
     // No u16 bit is unknown any more: 0x8000 with any other bit is the reserved space, where
-    // only 0x8001 (the binary cache exchange) names a layout so far.
+    // only 0x8001 and 0x8002 (the binary cache and group exchanges) name layouts so far.
     fc.assert(
       fc.property(
         fc
           .integer({ min: 0, max: 0xffff })
-          .filter((f) => (f & 0x8000) !== 0 && f !== 0x8000 && f !== 0x8001),
+          .filter((f) => (f & 0x8000) !== 0 && f !== 0x8000 && f !== 0x8001 && f !== 0x8002),
         (flags) => {
           const frame = handFrame(flags, new Uint8Array(4));
           expect(() => decodeFrameHeader(frame)).toThrow(InvalidFlagCombinationError);

@@ -310,6 +310,37 @@ export const CACHE_FRAME_SAMPLES: Record<string, Record<string, unknown>> = {
   bin_cache_ok: { cache_kind: 'ok', request_id: 2 },
 };
 
+const GROUP_SCOPE = {
+  tenant_id: 't1',
+  namespace: 'default',
+  stream: 'jobs',
+  shard: 0,
+  group: 'workers',
+};
+export const GROUP_FRAME_SAMPLES: Record<string, Record<string, unknown>> = {
+  bin_group_poll: {
+    group_kind: 'poll',
+    request_id: 1,
+    ...GROUP_SCOPE,
+    max_records: 1,
+    wait_ms: 5000,
+    reclaim: false,
+  },
+  bin_group_poll_named: {
+    group_kind: 'poll',
+    request_id: 2,
+    ...GROUP_SCOPE,
+    max_records: 10,
+    wait_ms: 0,
+    reclaim: true,
+    visibility_ms: 30000,
+    consumer: 'worker-1',
+  },
+  bin_group_ack: { group_kind: 'ack', request_id: 3, ...GROUP_SCOPE, offsets: [41, 42] },
+  bin_group_acked: { group_kind: 'acked', request_id: 3, stale: [] },
+  bin_group_acked_stale: { group_kind: 'acked', request_id: 4, stale: [42] },
+};
+
 const SHARD = { tenantId: 't1', namespace: 'default', stream: 'orders', shard: 0, generation: 2 };
 export const INTERNAL_MESSAGE_SAMPLES: Record<string, InternalMessage> = {
   internal_hello: { kind: 'Hello', correlationId: 1, nodeId: 'b1' },

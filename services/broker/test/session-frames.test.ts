@@ -76,7 +76,7 @@ for (const transport of ['tls', 'quic'] as const) {
         /felix_broker_bad_input_total\{reason="invalid_flags"\} (\d+)/,
       );
       const bad = encodeFrame(0, new Uint8Array(4));
-      new DataView(bad.buffer, bad.byteOffset).setUint16(6, 0x8002); // 0x8000 with another bit: reserved, no layout (0x8001 is the binary cache word)
+      new DataView(bad.buffer, bad.byteOffset).setUint16(6, 0x8003); // 0x8000 with another bit: reserved, no layout (0x8001 and 0x8002 are the binary cache and group words)
       await raw.stream.write(bad);
       expect(await raw.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
       expect(await raw.next()).toBeNull(); // the broker ended the stream

@@ -9,6 +9,7 @@ import {
   FRAME_HEADER_BYTES,
   type Message,
   encodeFrame,
+  groupScopeBytes,
   messageJson,
   writeFrameHeader,
 } from '@felix/wire';
@@ -94,3 +95,15 @@ export function quickAcked(payload: Uint8Array): Message | undefined {
 /** Whether the wire encoder writes a plain `group_acked` as quickAcked expects (checked once). */
 export const QUICK_ACKED_MATCHES =
   messageJson({ type: 'group_acked', stale: [], request_id: 7 } as Message) === `${ACKED_HEAD}7}`;
+
+/** A group's scope as a request carries it (tenant, namespace, stream, shard, group) in the
+ *  binary exchange's layout (flag word 0x8002), encoded once per group and connection. */
+export function groupScopeOf(where: Record<string, string | number>): Uint8Array {
+  return groupScopeBytes(
+    String(where.tenant_id),
+    String(where.namespace),
+    String(where.stream),
+    Number(where.shard),
+    String(where.group),
+  );
+}

@@ -8,11 +8,13 @@ import type { TransportStream } from '@felix/transport';
 import {
   FEATURE_CONSUMER_GROUP,
   FEATURE_GROUP_CONSUMER,
+  FEATURE_HI_GROUP_BINARY,
   FEATURE_RECORD_TIMESTAMPS,
   FLAG_BINARY_GROUP_RECORDS,
   decodeGroupRecords,
   type Message,
   decodeMessage,
+  encodeGroupPoll,
 } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, notLeaderOf, refusalOf } from '../errors.js';
 import {
@@ -22,7 +24,7 @@ import {
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
-import { FrameTemplate } from './group-frames.js';
+import { FrameTemplate, groupScopeOf } from './group-frames.js';
 import { GroupMessage, type GroupSettler } from './group-message.js';
 import type { GroupScope } from './group-settles.js';
 import { type ProjectionHost, requireFeature } from './host.js';
@@ -65,7 +67,8 @@ export class GroupPolls {
         wait: number;
         visibility: number | undefined;
         reclaim: boolean;
-        frames: FrameTemplate;
+        /** The request with its id. */
+        frame: (requestId: number) => Uint8Array;
       }
     | undefined;
 
@@ -120,8 +123,9 @@ export class GroupPolls {
   }
 
   /**
-   * The poll request: its JSON is made once per connection and options (a loop polls with the
-   * same ones) and each poll splices its request id in, rather than encoding it afresh.
+   * The poll request: binary where the connection negotiated the group exchange (its scope
+   * encoded once), else JSON made once per connection and options (a loop polls with the same
+   * ones) with each poll's request id spliced in, rather than encoded afresh.
    */
   private pollRequest(bc: BrokerConnection, opts: PollOptions, reclaim: boolean): Uint8Array {
     const max = opts.max ?? GROUP_POLL_RECORDS_DEFAULT;
@@ -135,21 +139,52 @@ export class GroupPolls {
       t.visibility !== visibility ||
       t.reclaim !== reclaim
     ) {
-      const name = this.who.consumerName;
-      const shape = {
-        type: 'group_poll',
-        ...this.who.scope(bc),
-        max_records: max,
-        wait_ms: wait,
-        request_id: 0,
+      t = {
+        bc,
+        max,
+        wait,
+        visibility,
         reclaim,
-        ...(name !== undefined ? { consumer: name } : {}),
-        ...(visibility !== undefined ? { visibility_ms: visibility } : {}),
-      } as Message;
-      t = { bc, max, wait, visibility, reclaim, frames: new FrameTemplate(shape, ['request_id']) };
+        frame: this.pollFrames(bc, max, wait, visibility, reclaim),
+      };
       this.template = t;
     }
-    return t.frames.frame([this.nextPollId++]);
+    return t.frame(this.nextPollId++);
+  }
+
+  /** How a poll with these options is framed on `bc`, given its request id. */
+  private pollFrames(
+    bc: BrokerConnection,
+    max: number,
+    wait: number,
+    visibility: number | undefined,
+    reclaim: boolean,
+  ): (requestId: number) => Uint8Array {
+    const name = this.who.consumerName;
+    const where = this.who.scope(bc);
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_BINARY) !== 0) {
+      const scope = groupScopeOf(where);
+      const ask = {
+        maxRecords: max,
+        waitMs: wait,
+        reclaim,
+        ...(name !== undefined ? { consumer: name } : {}),
+        ...(visibility !== undefined ? { visibilityMs: visibility } : {}),
+      };
+      return (requestId) => encodeGroupPoll(scope, ask, requestId);
+    }
+    const shape = {
+      type: 'group_poll',
+      ...where,
+      max_records: max,
+      wait_ms: wait,
+      request_id: 0,
+      reclaim,
+      ...(name !== undefined ? { consumer: name } : {}),
+      ...(visibility !== undefined ? { visibility_ms: visibility } : {}),
+    } as Message;
+    const frames = new FrameTemplate(shape, ['request_id']);
+    return (requestId) => frames.frame([requestId]);
   }
 
   /** The idle poll streams on `bc` (those of a replaced connection are reset). */

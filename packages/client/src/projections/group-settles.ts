@@ -10,8 +10,12 @@ import {
   FEATURE_GROUP_CLAIM_CONTROL,
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_BINARY,
   FEATURE_HI_GROUP_NACK_BATCH,
+  FLAG_BINARY_GROUP,
   type Message,
+  decodeGroupAcked,
+  encodeGroupAck,
 } from '@felix/wire';
 import { ProtocolError, brokerError } from '../errors.js';
 import {
@@ -20,7 +24,7 @@ import {
   GROUP_NACK_BATCH_OFFSETS_MAX,
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
-import { FrameTemplate, QUICK_ACKED_MATCHES, quickAcked } from './group-frames.js';
+import { FrameTemplate, QUICK_ACKED_MATCHES, groupScopeOf, quickAcked } from './group-frames.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 
@@ -55,8 +59,10 @@ export class GroupSettles implements GroupSettler {
   private ackBatchesOut = 0;
   /** Nacks made this turn, by delay (a batch carries one), sent together at its end. */
   private readonly nacks = new Map<number | undefined, Batch>();
-  /** The ack batch request template of the connection last used. */
-  private acksShape: { bc: BrokerConnection; template: FrameTemplate } | undefined;
+  /** How an ack batch is framed on the connection last used (given its offsets and id). */
+  private acksShape:
+    | { bc: BrokerConnection; frame: (offsets: number[], requestId: number) => Uint8Array }
+    | undefined;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -129,15 +135,23 @@ export class GroupSettles implements GroupSettler {
   }
 
   private sendAcks(bc: BrokerConnection, items: PendingSettle[]): void {
+    let frame: (offsets: number[], requestId: number) => Uint8Array;
+    try {
+      frame = this.ackFrames(bc);
+    } catch (err) {
+      // A scope the binary layout cannot carry (a name past 65,535 bytes): these acks fail, and
+      // the turn's other flushes still run (this runs at the end of a turn, not in a caller).
+      for (const a of items) a.reject(err as Error);
+      return;
+    }
     for (let i = 0; i < items.length; i += GROUP_ACK_BATCH_OFFSETS_MAX) {
       const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
       const offsets = part.map((a) => a.offset);
       this.ackBatchesOut++;
-      const template = this.ackTemplate(bc);
       bc.requests
         .requestPrepared<Message>((request_id) => ({
-          bytes: template.frame([`[${offsets.join(',')}]`, request_id]),
-          quick: QUICK_ACKED_MATCHES ? quickAcked : undefined,
+          bytes: frame(offsets, request_id),
+          quick: readAcked,
         }))
         .then((msg) => {
           if (msg.type !== 'group_acked') {
@@ -156,14 +170,25 @@ export class GroupSettles implements GroupSettler {
     }
   }
 
-  /** The `group_ack_batch` JSON of this group on `bc`, made once per connection. */
-  private ackTemplate(bc: BrokerConnection): FrameTemplate {
+  /**
+   * How this group's `group_ack_batch` is framed on `bc`: binary where the connection negotiated
+   * the group exchange (the scope encoded once), else its JSON made once with the offsets and
+   * id spliced in.
+   */
+  private ackFrames(bc: BrokerConnection): (offsets: number[], requestId: number) => Uint8Array {
     const held = this.acksShape;
-    if (held?.bc === bc) return held.template;
-    const shape = { type: 'group_ack_batch', ...this.scope(bc), offsets: [0], request_id: 0 };
-    const template = new FrameTemplate(shape as Message, ['offsets', 'request_id']);
-    this.acksShape = { bc, template };
-    return template;
+    if (held?.bc === bc) return held.frame;
+    let frame: (offsets: number[], requestId: number) => Uint8Array;
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_BINARY) !== 0) {
+      const scope = groupScopeOf(this.scope(bc));
+      frame = (offsets, requestId) => encodeGroupAck(scope, offsets, requestId);
+    } else {
+      const shape = { type: 'group_ack_batch', ...this.scope(bc), offsets: [0], request_id: 0 };
+      const template = new FrameTemplate(shape as Message, ['offsets', 'request_id']);
+      frame = (offsets, requestId) => template.frame([`[${offsets.join(',')}]`, requestId]);
+    }
+    this.acksShape = { bc, frame };
+    return frame;
   }
 
   /**
@@ -286,6 +311,16 @@ export class GroupSettles implements GroupSettler {
       (request_id) => ({ type, ...this.scope(bc), offset, ...extra, request_id }) as Message,
     );
   }
+}
+
+/**
+ * An ack batch's answer read without the general decoder: a binary `group_acked` (flag word
+ * 0x8002, a connection that negotiated the group exchange), or the common JSON one naming no
+ * stale offset; anything else (an error, stale offsets in JSON) goes to the general decoder.
+ */
+function readAcked(payload: Uint8Array, flags: number): Message | undefined {
+  if (flags === FLAG_BINARY_GROUP) return decodeGroupAcked(payload);
+  return QUICK_ACKED_MATCHES && flags === 0 ? quickAcked(payload) : undefined;
 }
 
 function newBatch(bc: BrokerConnection, delayMs: number | undefined): Batch {

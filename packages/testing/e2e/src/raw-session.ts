@@ -3,14 +3,17 @@
  * would never send, or watch every frame the broker answers with. Answers are decoded as they
  * arrive: JSON messages as themselves, a binary group_records answer marked `binary: true`, a
  * binary publish ack as `{ type: 'binary_publish_ack', ...ack }`, a binary cache answer as its
- * message with `key: ''` (the layout names none) marked `binary: true`.
+ * message with `key: ''` (the layout names none) marked `binary: true`, a binary `group_acked`
+ * marked `binary: true`.
  */
 import type { Connection, TransportStream } from '@felix/transport';
 import {
   FLAG_BINARY_CACHE,
+  FLAG_BINARY_GROUP,
   FLAG_BINARY_GROUP_RECORDS,
   FrameDecoder,
   decodeCacheAnswer,
+  decodeGroupAcked,
   decodeGroupRecords,
   decodeMessage,
   decodePublishAck,
@@ -29,6 +32,7 @@ function decodeAnswer(flags: number, payload: Uint8Array): unknown {
   if (flags === FLAG_BINARY_GROUP_RECORDS)
     return { ...decodeGroupRecords(flags, payload), binary: true };
   if (flags === FLAG_BINARY_CACHE) return { ...decodeCacheAnswer(payload, ''), binary: true };
+  if (flags === FLAG_BINARY_GROUP) return { ...decodeGroupAcked(payload), binary: true };
   if (frameLayout(flags) === 'publish_ack')
     return { type: 'binary_publish_ack', ...decodePublishAck(flags, payload) };
   return decodeMessage(payload);

@@ -8,6 +8,7 @@ import { decodeMessage } from '../json/message-codec.js';
 import type { Message } from '../json/message-types.js';
 import { type EventBatch, decodeEventBatch } from './event-batch.js';
 import { type CacheRequest, CacheFrameReader } from './cache.js';
+import { type GroupRequest, GroupFrameReader } from './group-requests.js';
 import { decodeGroupRecords } from './group-records.js';
 import { type PublishAck, decodePublishAck } from './publish-ack.js';
 import { type PublishBatch, decodePublishBatch } from './publish-batch.js';
@@ -18,7 +19,8 @@ export type DecodedFrame =
   | { layout: 'publish_ack'; flags: number; ack: PublishAck }
   | { layout: 'event_batch'; flags: number; batch: EventBatch }
   | { layout: 'group_records'; message: Message }
-  | { layout: 'cache'; message: CacheRequest };
+  | { layout: 'cache'; message: CacheRequest }
+  | { layout: 'group'; message: GroupRequest };
 
 /** Decodes any client frame. Throws only `WireError`. */
 export function decodeFramePayload(frame: Frame): DecodedFrame {
@@ -37,5 +39,8 @@ export function decodeFramePayload(frame: Frame): DecodedFrame {
     case 'cache':
       // A client frame: a request (an answer goes the other way and names no key).
       return { layout: 'cache', message: new CacheFrameReader().request(payload) };
+    case 'group':
+      // A client frame: a request (the `group_acked` answer goes the other way).
+      return { layout: 'group', message: new GroupFrameReader().request(payload) };
   }
 }

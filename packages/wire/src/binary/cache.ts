@@ -16,17 +16,18 @@
  * only WireErrors; a value is copied out of the frame, so nothing keeps the frame's chunk alive.
  */
 import { ownBytes } from '@felix/common';
-import { asciiText } from '../bytes/ascii.js';
-import { decodeUtf8 } from '../bytes/reader.js';
-import {
-  FieldRangeError,
-  InvalidEnumError,
-  OffsetOutOfRangeError,
-  TrailingBytesError,
-  TruncatedError,
-} from '../errors.js';
+import { FieldRangeError, InvalidEnumError } from '../errors.js';
 import { FLAG_BINARY_CACHE } from '../flags.js';
 import { writeFrameHeader } from '../frame/header.js';
+import {
+  FrameCursor,
+  checkU64,
+  fieldBytes,
+  putU16Bytes,
+  putU32,
+  putU64,
+  sameBytes,
+} from './cursor.js';
 import type {
   CacheGetMessage,
   CacheOkMessage,
@@ -37,7 +38,6 @@ import {
   BINARY_STRING_BYTES_MAX,
   CACHE_SCOPE_MEMO_BYTES_MAX,
   FRAME_HEADER_BYTES,
-  OFFSET_MAX,
 } from '../limits.js';
 
 export const CACHE_KIND_GET = 1;
@@ -46,7 +46,6 @@ export const CACHE_KIND_VALUE = 3;
 export const CACHE_KIND_OK = 4;
 
 const WHAT = 'binary cache frame';
-const TWO_32 = 0x1_0000_0000;
 const UTF8 = new TextEncoder();
 /** kind + request id, right after the frame header. */
 const HEAD_BYTES = FRAME_HEADER_BYTES + 9;
@@ -135,7 +134,7 @@ export class CacheFrameReader {
 
   /** A request (the broker's side); anything else is a WireError. */
   request(p: Uint8Array): CacheRequest {
-    const c = new Cursor(p);
+    const c = new FrameCursor(p, WHAT);
     const kind = c.u8('kind');
     if (kind !== CACHE_KIND_GET && kind !== CACHE_KIND_PUT) {
       throw new InvalidEnumError(`${WHAT} request kind`, kind);
@@ -179,7 +178,7 @@ export class CacheFrameReader {
   }
 
   /** Reads the scope, reusing the last one's strings when its bytes are the same. */
-  private scope(c: Cursor): void {
+  private scope(c: FrameCursor): void {
     const from = c.at;
     c.skipU16Bytes('tenant');
     c.skipU16Bytes('namespace');
@@ -187,7 +186,7 @@ export class CacheFrameReader {
     const bytes = c.p.subarray(from, c.at);
     const memo = this.scopeBytes;
     if (memo !== null && sameBytes(memo, bytes)) return;
-    const r = new Cursor(bytes);
+    const r = new FrameCursor(bytes, WHAT);
     const tenant = r.text('tenant');
     const namespace = r.text('namespace');
     const cache = r.text('cache');
@@ -203,7 +202,7 @@ export class CacheFrameReader {
  * `cache_ok`. Anything else is a WireError.
  */
 export function decodeCacheAnswer(p: Uint8Array, key: string): CacheAnswer {
-  const c = new Cursor(p);
+  const c = new FrameCursor(p, WHAT);
   const kind = c.u8('kind');
   const requestId = c.u64('request_id');
   if (kind === CACHE_KIND_OK) {
@@ -223,86 +222,6 @@ export function decodeCacheAnswer(p: Uint8Array, key: string): CacheAnswer {
   }
   c.end();
   return msg;
-}
-
-/** A bounds-checked cursor that throws the codec's typed errors; no DataView per frame. */
-class Cursor {
-  at = 0;
-  constructor(readonly p: Uint8Array) {}
-
-  private need(n: number, field: string): void {
-    const left = this.p.length - this.at;
-    if (n > left) throw new TruncatedError(`${WHAT} ${field}`, this.at, n, left);
-  }
-
-  u8(field: string): number {
-    this.need(1, field);
-    return this.p[this.at++]!;
-  }
-
-  u16(field: string): number {
-    this.need(2, field);
-    const p = this.p;
-    const v = (p[this.at]! << 8) | p[this.at + 1]!;
-    this.at += 2;
-    return v;
-  }
-
-  u32(field: string): number {
-    this.need(4, field);
-    const p = this.p;
-    const at = this.at;
-    this.at += 4;
-    return ((p[at]! << 24) >>> 0) + ((p[at + 1]! << 16) | (p[at + 2]! << 8) | p[at + 3]!);
-  }
-
-  u64(field: string): number {
-    const hi = this.u32(field);
-    const lo = this.u32(field);
-    const v = hi * TWO_32 + lo;
-    if (v > OFFSET_MAX) {
-      throw new OffsetOutOfRangeError(`${WHAT} ${field}`, (BigInt(hi) << 32n) | BigInt(lo));
-    }
-    return v;
-  }
-
-  bytes(n: number, field: string): Uint8Array {
-    this.need(n, field);
-    const out = this.p.subarray(this.at, this.at + n);
-    this.at += n;
-    return out;
-  }
-
-  skipU16Bytes(field: string): void {
-    const n = this.u16(`${field}_len`);
-    this.need(n, field);
-    this.at += n;
-  }
-
-  /** A u16-prefixed UTF-8 string (InvalidUtf8Error on bad UTF-8). */
-  text(field: string): string {
-    const n = this.u16(`${field}_len`);
-    this.need(n, field);
-    const p = this.p;
-    const from = this.at;
-    const to = from + n;
-    this.at = to;
-    for (let i = from; i < to; i++) {
-      if (p[i]! >= 0x80) return decodeUtf8(p.subarray(from, to), `${WHAT} ${field}`);
-    }
-    return asciiText(p, from, to);
-  }
-
-  end(): void {
-    const left = this.p.length - this.at;
-    if (left !== 0) throw new TrailingBytesError(WHAT, left);
-  }
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** The key's UTF-8 length: its length when it is ASCII, else its encoding's (checked to fit). */
@@ -328,44 +247,10 @@ function writeKey(frame: Uint8Array, at: number, key: string, length: number): n
   return at + length;
 }
 
-function fieldBytes(text: string, field: string): Uint8Array {
-  const b = UTF8.encode(text);
-  if (b.length > BINARY_STRING_BYTES_MAX) {
-    throw new FieldRangeError(field, `is ${b.length} bytes, more than a u16 length allows`);
-  }
-  return b;
-}
-
-function checkU64(n: number, field: string): void {
-  if (!Number.isSafeInteger(n) || n < 0) {
-    throw new FieldRangeError(field, `must be an integer in 0..${OFFSET_MAX}, got ${n}`);
-  }
-}
-
 /** Writes the frame header, kind and request id; returns where the body goes on. */
 function head(frame: Uint8Array, kind: number, requestId: number): number {
   checkU64(requestId, 'request_id');
   writeFrameHeader(frame, 0, FLAG_BINARY_CACHE, frame.length - FRAME_HEADER_BYTES);
   frame[FRAME_HEADER_BYTES] = kind;
   return putU64(frame, FRAME_HEADER_BYTES + 1, requestId);
-}
-
-function putU16Bytes(out: Uint8Array, at: number, b: Uint8Array): number {
-  out[at] = b.length >>> 8;
-  out[at + 1] = b.length & 0xff;
-  out.set(b, at + 2);
-  return at + 2 + b.length;
-}
-
-function putU32(out: Uint8Array, at: number, n: number): number {
-  out[at] = n >>> 24;
-  out[at + 1] = (n >>> 16) & 0xff;
-  out[at + 2] = (n >>> 8) & 0xff;
-  out[at + 3] = n & 0xff;
-  return at + 4;
-}
-
-function putU64(out: Uint8Array, at: number, n: number): number {
-  putU32(out, at, Math.floor(n / TWO_32));
-  return putU32(out, at + 4, n >>> 0);
 }

@@ -15,6 +15,8 @@ import {
   type VectorFields,
   cacheFrameFromFields,
   cacheFrameToFields,
+  groupFrameFromFields,
+  groupFrameToFields,
   eventBatchFromFields,
   eventBatchToFields,
   groupRecordsFromFields,
@@ -46,6 +48,7 @@ export const VECTOR_KINDS = [
   'binary_event_batch',
   'binary_group_records',
   'binary_cache',
+  'binary_group',
   'internal_message',
 ] as const;
 
@@ -53,6 +56,7 @@ const BATCH_KEYS = ['request_id', 'ack_mode', 'producer_id', 'sequence', 'key_ut
 const ACK_KEYS = ['status', 'request_id', 'message', 'owner_node_id', 'owner_addr', 'owner_generation', 'code', 'retry', 'reason', 'retry_after_ms', 'offset'];
 const GROUP_RECORDS_KEYS = ['request_id', 'records'];
 const CACHE_KEYS = ['cache_kind', 'request_id', 'tenant_id', 'namespace', 'cache', 'key', 'ttl_ms', 'value_hex'];
+const GROUP_KEYS = ['group_kind', 'request_id', 'tenant_id', 'namespace', 'stream', 'shard', 'group', 'max_records', 'wait_ms', 'reclaim', 'visibility_ms', 'consumer', 'offsets', 'stale'];
 const EVENT_KEYS = ['subscription_id', 'base_offset', 'skipped_before', 'publisher', 'timestamps_micros', 'payloads'];
 
 class Mismatch extends Error {}
@@ -117,6 +121,11 @@ function checkFields(v: VectorFields, hexText: string | undefined): void {
     case 'binary_cache': {
       compare(v, cacheFrameToFields(decoded.payload), CACHE_KEYS);
       same(toHex(cacheFrameFromFields(v)), frameHex, 're-encoded cache frame');
+      return;
+    }
+    case 'binary_group': {
+      compare(v, groupFrameToFields(decoded.payload), GROUP_KEYS);
+      same(toHex(groupFrameFromFields(v)), frameHex, 're-encoded group frame');
       return;
     }
     default: {

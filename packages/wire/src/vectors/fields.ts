@@ -16,6 +16,16 @@ import {
   encodeCacheValue,
 } from '../binary/cache.js';
 import type { EventBatch } from '../binary/event-batch.js';
+import {
+  GROUP_KIND_ACKED,
+  GROUP_KIND_POLL,
+  GroupFrameReader,
+  decodeGroupAcked,
+  encodeGroupAck,
+  encodeGroupAcked,
+  encodeGroupPoll,
+  groupScopeBytes,
+} from '../binary/group-requests.js';
 import type { PublishAck } from '../binary/publish-ack.js';
 import type { BinaryAckMode, PublishBatch } from '../binary/publish-batch.js';
 import type { InternalMessage } from '../internal/messages.js';
@@ -216,6 +226,65 @@ export function cacheFrameFromFields(fields: VectorFields): Uint8Array {
 }
 
 /** Internal messages as JSON: bytes become `{"hex": ...}`, bigints `{"u64": "..."}`. */
+const GROUP_KINDS = ['poll', 'ack', 'acked'];
+
+/**
+ * A binary group frame's payload (flag word 0x8002) as fields: `group_kind` (poll, ack, acked),
+ * `request_id`, and as the kind has them `tenant_id`, `namespace`, `stream`, `shard`, `group`,
+ * `max_records`, `wait_ms`, `reclaim`, `visibility_ms`, `consumer`, `offsets` and `stale`.
+ */
+export function groupFrameToFields(payload: Uint8Array): VectorFields {
+  if (payload[0] === GROUP_KIND_ACKED) {
+    const a = decodeGroupAcked(payload);
+    return { group_kind: 'acked', request_id: a.request_id, stale: a.stale };
+  }
+  const m = new GroupFrameReader().request(payload);
+  const out: VectorFields = {
+    group_kind: m.type === 'group_poll' ? 'poll' : 'ack',
+    request_id: m.request_id,
+    tenant_id: m.tenant_id,
+    namespace: m.namespace,
+    stream: m.stream,
+    shard: m.shard,
+    group: m.group,
+  };
+  if (m.type === 'group_ack_batch') {
+    out.offsets = m.offsets;
+    return out;
+  }
+  out.max_records = m.max_records;
+  out.wait_ms = m.wait_ms;
+  out.reclaim = m.reclaim;
+  setIf(out, 'visibility_ms', m.visibility_ms);
+  setIf(out, 'consumer', m.consumer);
+  return out;
+}
+
+/** The complete frame the fields describe (groupFrameToFields' inverse). */
+export function groupFrameFromFields(fields: VectorFields): Uint8Array {
+  const v = withoutNulls(fields);
+  const rid = Number(v.request_id);
+  const kind = GROUP_KINDS.indexOf(String(v.group_kind)) + GROUP_KIND_POLL;
+  const numbers = (x: unknown) => (Array.isArray(x) ? x.map(Number) : []);
+  if (kind === GROUP_KIND_ACKED) return encodeGroupAcked(rid, numbers(v.stale));
+  const scope = groupScopeBytes(
+    String(v.tenant_id),
+    String(v.namespace),
+    String(v.stream),
+    Number(v.shard),
+    String(v.group),
+  );
+  if (kind !== GROUP_KIND_POLL) return encodeGroupAck(scope, numbers(v.offsets), rid);
+  const ask = {
+    maxRecords: Number(v.max_records),
+    waitMs: Number(v.wait_ms),
+    reclaim: v.reclaim === true,
+    ...(v.visibility_ms !== undefined ? { visibilityMs: Number(v.visibility_ms) } : {}),
+    ...(v.consumer !== undefined ? { consumer: String(v.consumer) } : {}),
+  };
+  return encodeGroupPoll(scope, ask, rid);
+}
+
 export function internalToJson(value: unknown): unknown {
   if (value instanceof Uint8Array) return { hex: toHex(value) };
   if (typeof value === 'bigint') return { u64: value.toString() };

@@ -23,10 +23,10 @@ import {
   type Msg,
   type PollParty,
   type Scope,
+  ScopeMemo,
   type StreamLookup,
   bad,
   pollParty,
-  scopeOf,
 } from './requests.js';
 import { ackBatch, extend, nackBatch, settle } from './settles.js';
 import { PollWaiters } from './waiters.js';
@@ -40,13 +40,10 @@ export class GroupService {
   private readonly waiters = new PollWaiters();
   private closing = false;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly scopes: ScopeMemo;
 
-  constructor(
-    cfg: BrokerConfig,
-    private readonly streams: StreamLookup,
-    metrics: ProjectionMetrics,
-    io?: Io,
-  ) {
+  constructor(cfg: BrokerConfig, streams: StreamLookup, metrics: ProjectionMetrics, io?: Io) {
+    this.scopes = new ScopeMemo(streams);
     this.registry = new GroupRegistry(cfg.durable.data_dir!, metrics, cfg.groups, io);
     this.core = { groups: cfg.groups, metrics, registry: this.registry, waiters: this.waiters };
     this.sweeper = setInterval(() => this.registry.evictIdle(Date.now()), GROUP_SWEEP_INTERVAL_MS);
@@ -94,7 +91,7 @@ export class GroupService {
   ): Promise<Message> {
     const msg = m as GroupMsg;
     checkTenant(auth, msg.tenant_id);
-    const scope = scopeOf(this.streams, msg);
+    const scope = this.scopes.of(msg);
     const core = this.core;
     try {
       switch (msg.type) {

@@ -12,13 +12,16 @@ import {
   FEATURE_GROUP_DEAD_LETTERS,
   FEATURE_GROUP_SKIPPED,
   FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_BINARY,
   FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FLAG_BINARY_GROUP_RECORDS,
   FRAME_HEADER_BYTES,
   type Message,
+  encodeGroupAcked,
   encodeGroupRecordsFrame,
   encodeMessage,
+  fitsBinaryGroupAcked,
   fitsBinaryGroupRecords,
   messageJson,
   writeFrameHeader,
@@ -38,9 +41,13 @@ export const GROUP_FEATURES =
   FEATURE_GROUP_SKIPPED;
 
 /** High-word bits, Felix extensions: `group_ack_batch` and `group_nack_batch` (plain
- *  `group_ack` and `group_nack` stay) and binary `group_records` answers (the JSON answer stays). */
+ *  `group_ack` and `group_nack` stay), binary `group_records` answers (the JSON answer stays) and
+ *  the binary poll and ack requests (session/client-session.ts reads them; JSON stays served). */
 export const GROUP_FEATURES_HI =
-  FEATURE_HI_GROUP_ACK_BATCH | FEATURE_HI_GROUP_NACK_BATCH | FEATURE_HI_GROUP_RECORDS_BINARY;
+  FEATURE_HI_GROUP_ACK_BATCH |
+  FEATURE_HI_GROUP_NACK_BATCH |
+  FEATURE_HI_GROUP_RECORDS_BINARY |
+  FEATURE_HI_GROUP_BINARY;
 
 const GROUP_REQUESTS = [
   'group_poll',
@@ -62,11 +69,18 @@ type GroupRequest = Extract<Message, { type: (typeof GROUP_REQUESTS)[number] }>;
 
 /**
  * A poll's answer as a binary `group_records` frame (flag 0x8000) when the client offered both
- * the flag and FEATURE_HI_GROUP_RECORDS_BINARY and the answer fits the layout; otherwise JSON.
- * Never a flag-bearing frame the client did not offer.
+ * the flag and FEATURE_HI_GROUP_RECORDS_BINARY and the answer fits the layout, an ack batch's
+ * as a binary `group_acked` (flag word 0x8002) when it negotiated FEATURE_HI_GROUP_BINARY;
+ * otherwise JSON. Never a flag-bearing frame the client did not offer.
  */
 export function groupAnswerFrame(auth: Negotiated, m: Message): Uint8Array {
-  if (m.type === 'group_acked' && m.stale.length === 0) return ackedFrame(m.request_id);
+  if (m.type === 'group_acked') {
+    // Binary to a client that negotiated the group exchange, whichever form its ack came in.
+    if ((auth.featuresHi & FEATURE_HI_GROUP_BINARY) !== 0 && fitsBinaryGroupAcked(m)) {
+      return encodeGroupAcked(m.request_id, m.stale);
+    }
+    if (m.stale.length === 0) return ackedFrame(m.request_id);
+  }
   if (
     m.type === 'group_records' &&
     (auth.flags & FLAG_BINARY_GROUP_RECORDS) !== 0 &&

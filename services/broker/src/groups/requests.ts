@@ -91,6 +91,41 @@ export function scopeOf(streams: StreamLookup, msg: GroupMsg): Scope {
   };
 }
 
+/**
+ * The scope of the group last asked for, reused while requests name the same group on the same
+ * stream runtime and shard (a consume loop names one group on every poll and ack): its checks
+ * and its registry key are made once, not per request. The lookup still runs every time, so a
+ * stream removed or reconfigured (a new runtime or shard) is seen at once.
+ */
+export class ScopeMemo {
+  private last: Scope | undefined;
+  private runtime: StreamRuntime | undefined;
+
+  constructor(private readonly streams: StreamLookup) {}
+
+  of(msg: GroupMsg): Scope {
+    const s = this.streams(msg.tenant_id, msg.namespace, msg.stream);
+    const last = this.last;
+    if (
+      last !== undefined &&
+      s !== undefined &&
+      s === this.runtime &&
+      last.source === s.shards[msg.shard] &&
+      last.group === msg.group &&
+      last.id.shard === msg.shard &&
+      last.id.tenant === msg.tenant_id &&
+      last.id.namespace === msg.namespace &&
+      last.id.stream === msg.stream
+    ) {
+      return last;
+    }
+    const scope = scopeOf(() => s, msg);
+    this.last = scope;
+    this.runtime = s;
+    return scope;
+  }
+}
+
 /** Checks a poll's `consumer` and `reclaim` (reference §5: 1–128 bytes; reclaim needs a name). */
 export function pollParty(auth: Negotiated, msg: Msg<'group_poll'>, conn: object): PollParty {
   const name = msg.consumer;

@@ -22,8 +22,11 @@ import type { Connection, TransportStream } from '@felix/transport';
 import {
   CacheFrameReader,
   FEATURE_HI_CACHE_BINARY,
+  FEATURE_HI_GROUP_BINARY,
   FEATURE_UNSUPPORTED,
   FLAG_BINARY_CACHE,
+  FLAG_BINARY_GROUP,
+  GroupFrameReader,
   type Message,
   encodeMessage,
 } from '@felix/wire';
@@ -75,6 +78,8 @@ class StreamRequests implements RequestContext {
   readonly quiet: boolean;
   /** Reads the stream's binary cache requests (made on the first one). */
   private cacheReader: CacheFrameReader | null = null;
+  /** Reads the stream's binary group requests (made on the first one). */
+  private groupReader: GroupFrameReader | null = null;
 
   constructor(
     readonly auth: Negotiated,
@@ -111,6 +116,22 @@ class StreamRequests implements RequestContext {
     try {
       this.cacheReader ??= new CacheFrameReader();
       return this.cacheReader.request(frame.payload);
+    } catch (err) {
+      return invalid((err as Error).message, 'malformed_frame');
+    }
+  }
+
+  /**
+   * A binary group request (flag word 0x8002) as the message its JSON form decodes to, or the
+   * refusal that ends the stream: the client did not negotiate the exchange, or the bytes are bad.
+   */
+  readGroup(frame: InboundFrame): Message | Refusal {
+    if ((this.auth.featuresHi & FEATURE_HI_GROUP_BINARY) === 0) {
+      return invalid('binary group frames were not negotiated', 'group_binary_not_negotiated');
+    }
+    try {
+      this.groupReader ??= new GroupFrameReader();
+      return this.groupReader.request(frame.payload);
     } catch (err) {
       return invalid((err as Error).message, 'malformed_frame');
     }
@@ -493,8 +514,8 @@ export class ClientSession {
 
   /**
    * Routes one authenticated frame by its type, once: a JSON request (read by the fast reader
-   * when it is in the exact form one registered, else decoded) or a binary cache request to its
-   * handler, another binary frame to the handler of its layout.
+   * when it is in the exact form one registered, else decoded) or a binary cache or group request
+   * to its handler, another binary frame to the handler of its layout.
    */
   private dispatch(
     rc: StreamRequests,
@@ -504,6 +525,7 @@ export class ClientSession {
     let msg: Message | Refusal;
     if (frame.flags === 0) msg = jsonRequest(frame, fast);
     else if (frame.flags === FLAG_BINARY_CACHE) msg = rc.readCache(frame);
+    else if (frame.flags === FLAG_BINARY_GROUP) msg = rc.readGroup(frame);
     else return this.dispatchFrame(rc, frame);
     if (msg instanceof Refusal) return msg;
     const entry = this.ctx.handlers.entry(msg.type);
