@@ -88,6 +88,18 @@ export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
  *  settles and unacked publishes: one write instead of one each); frames queued beyond it are
  *  written one after another as they are, so a large publish frame is never copied. */
 export const WRITE_COALESCE_BYTES_MAX = 256 * 1024;
+/** Encoded frames from this size are written from a pooled buffer where the stream copies its
+ *  writes (QUIC): smaller ones are cheap to allocate. */
+export const FRAME_POOL_FRAME_BYTES_MIN = 64 * 1024;
+/** Largest pooled buffer: a default publisher batch (PUBLISHER_BATCH_BYTES_MAX_DEFAULT of
+ *  payloads and their length prefixes) fits; a larger frame is allocated as before. */
+export const FRAME_POOL_BUFFER_BYTES_MAX = 2 * 1024 * 1024;
+/** Bytes of free buffers the process's frame pool keeps for the next frames: what a publisher
+ *  may have encoded and not yet written (PUBLISHER_UNACKED_BYTES_HIGH), so a steady publisher
+ *  allocates none; a buffer given back past it is left to the collector. */
+export const FRAME_POOL_BYTES_MAX = 8 * 1024 * 1024;
+/** A new pooled buffer is this many bytes rounded up, so batches of about one size share one. */
+export const FRAME_POOL_BUFFER_GRAIN_BYTES = 64 * 1024;
 /** Flushes one client's turn batcher holds for the end of a turn: one per open batch (a gathered
  *  publish holds a window slot, a writer one per stream, a group one per delay), so far more than
  *  a turn opens; past it the turn's batches go at once rather than hold more. */

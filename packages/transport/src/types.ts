@@ -22,8 +22,14 @@ export interface TransportStream {
    */
   readChunks?(sink: (chunk: Uint8Array) => void, end: (err: Error | null) => void): void;
   /** Resolves once the bytes are accepted within the buffer bound (not once delivered). The
-   *  caller must not mutate `chunk` afterwards. */
+   *  caller must not mutate `chunk` afterwards, unless `copiesWrites`. */
   write(chunk: Uint8Array): Promise<void>;
+  /**
+   * True when a write's promise settles (either way) only once the stream holds no reference
+   * to its `chunk` (the bytes were copied out): the caller may then reuse the chunk's memory.
+   * Absent or false: the stream may still read the chunk after its write resolved.
+   */
+  readonly copiesWrites?: boolean;
   /** Half-closes our side; the peer's reads end after the bytes already written. */
   end(): Promise<void>;
   /** Aborts both directions with an application code. */

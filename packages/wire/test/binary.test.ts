@@ -99,6 +99,30 @@ describe('binary publish batch', () => {
     expect(decodePublishBatch(flags, payload)).toEqual(batch);
   });
 
+  it('a_batch_encoded_into_a_dirty_reused_buffer_is_the_batch_encoded_fresh', () => {
+    // A client reuses a written frame's buffer for its next batch (the QUIC publish path): the
+    // encoder is handed exactly the frame's bytes, still holding the last frame, and must
+    // overwrite every one of them.
+    const batch = {
+      ...SCOPE,
+      payloads: Array.from({ length: 40 }, (_, i) => new Uint8Array(1000 + i).fill(i)),
+      requestId: 11,
+      ackMode: 'per_batch' as const,
+    };
+    const fresh = encodePublishBatch(batch);
+    const reused = new Uint8Array(fresh.length + 4096).fill(0xee);
+    let asked = -1;
+    const frame = encodePublishBatch(batch, (size) => {
+      asked = size;
+      return reused.subarray(0, size);
+    });
+    expect(asked).toBe(fresh.length);
+    expect(frame.buffer).toBe(reused.buffer);
+    expect(hex(frame)).toBe(hex(fresh));
+    // null: the encoder allocates as it would without the callback.
+    expect(hex(encodePublishBatch(batch, () => null))).toBe(hex(fresh));
+  });
+
   it('an_empty_key_is_carried_as_a_real_key', () => {
     const frame = encodePublishBatch({ ...SCOPE, payloads: [], key: new Uint8Array(0) });
     const { flags, payload } = decodeFrame(frame);

@@ -205,7 +205,7 @@ try {
     const res = await run(broker);
     all.push(res);
     console.log(
-      `${TRANSPORT} round ${r + 1} (load ${load}): ${Math.round(res['msgs/s']!)} msgs/s, client ${res['µs/msg client cpuUsage']!.toFixed(2)} µs/msg (main ${res['µs/msg client main thread']!.toFixed(2)}, others ${res['µs/msg client other threads']!.toFixed(2)}), broker main ${res['µs/msg broker main thread']!.toFixed(2)} others ${res['µs/msg broker other threads']!.toFixed(2)}`,
+      `${TRANSPORT} round ${r + 1} (load ${load}): ${Math.round(res['msgs/s']!)} msgs/s, client ${res['µs/msg client cpuUsage']!.toFixed(2)} µs/msg (main ${res['µs/msg client main thread']!.toFixed(2)}, others ${res['µs/msg client other threads']!.toFixed(2)}), broker main ${res['µs/msg broker main thread']!.toFixed(2)} others ${res['µs/msg broker other threads']!.toFixed(2)}, mark-compacts ${res['gc mark-compact'] ?? 0}, scavenges ${res['gc scavenge'] ?? 0}${EXTERNAL ? `, off-heap ${Math.round((res['external bytes allocated'] ?? 0) / COUNT)} B/msg` : ''}`,
     );
   }
   // Counts per message, the median over rounds.

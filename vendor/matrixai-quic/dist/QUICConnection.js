@@ -77,6 +77,13 @@ let QUICConnection = class QUICConnection {
     peerErrorUnchecked = true;
     /** [felix patch 17] The RecvInfo `recv` hands quiche, kept while the peer's address holds. */
     recvInfo = null;
+    /**
+     * [felix patch 22] The datagram `recv` is processing, once quiche has taken it: nothing
+     * reads it again (quiche copies what it keeps, dgram lets go of it after the event), so the
+     * first direct stream read of this datagram takes its bytes into it instead of copying them
+     * out of the shared scratch into a new buffer (`QUICStream.recvDirect`). Null outside recv.
+     */
+    recvSpare = null;
     /** [felix patch 5] Set by `forceDestroy`: no further I/O of any kind. */
     forceDestroyed = false;
     // [felix patch 6] [felix patch 8] The send slab is kept across flushes on the socket
@@ -809,13 +816,20 @@ let QUICConnection = class QUICConnection {
             }
             // If we are securely established we can process streams.
             if (this.secureEstablished) {
-                // [felix patch 11] readers now (their replies join this turn's flush), the
-                // writable walk once per turn, at the end of the flush.
-                if (this[startStop.status] === 'starting')
-                    this.processStreams();
-                else {
-                    this.processReadable();
-                    this.writablePending = true;
+                // [felix patch 22] The datagram is spent: a stream read may keep its bytes in it.
+                this.recvSpare = data;
+                try {
+                    // [felix patch 11] readers now (their replies join this turn's flush), the
+                    // writable walk once per turn, at the end of the flush.
+                    if (this[startStop.status] === 'starting')
+                        this.processStreams();
+                    else {
+                        this.processReadable();
+                        this.writablePending = true;
+                    }
+                }
+                finally {
+                    this.recvSpare = null;
                 }
             }
             // [felix patch 2] After every recv there must be a send; one per turn is enough.

@@ -521,9 +521,15 @@ let QUICStream = class QUICStream {
     }
     /** [felix patch 12] One `streamRecv` for the direct reader (see `readDirect`). */
     recvDirect() {
+        // [felix patch 22] Inside the connection's recv, the spent datagram (its own buffer,
+        // of the size of the bytes it brought) takes the read; else the shared scratch does.
+        const spare = this.connection.recvSpare;
+        if (spare != null)
+            this.connection.recvSpare = null;
+        const into = spare ?? this.readableChunk;
         let result;
         try {
-            result = this.connection.conn.streamRecv(this.streamId, this.readableChunk);
+            result = this.connection.conn.streamRecv(this.streamId, into);
         }
         catch (e) {
             let code;
@@ -551,9 +557,15 @@ let QUICStream = class QUICStream {
         }
         const [recvLength, fin] = result;
         // [felix patch 18] Less than a full chunk: quiche handed over all it had.
-        if (recvLength < this.readableChunk.length)
+        if (recvLength < into.length)
             this.directDrained = true;
-        const out = recvLength > 0 ? Buffer.from(this.readableChunk.subarray(0, recvLength)) : undefined;
+        let out;
+        // [felix patch 22] A view of the datagram when the bytes fill at least half of it (what
+        // a reader keeps holds at most twice its bytes); else a copy of just the bytes.
+        if (recvLength > 0 && spare != null && recvLength * 2 >= spare.length)
+            out = spare.subarray(0, recvLength);
+        else
+            out = recvLength > 0 ? Buffer.from(into.subarray(0, recvLength)) : undefined;
         if (fin) {
             this.directEnded = true;
             this.readableController.close();

@@ -154,13 +154,16 @@ export class PublishPipe {
     }
     if (!opts.ack) {
       this.p.writer.push(
-        encodePublishBatch({
-          tenantId: this.p.tenant,
-          namespace: this.p.namespace,
-          stream,
-          payloads,
-          ...(opts.key !== undefined ? { key: opts.key } : {}),
-        }),
+        encodePublishBatch(
+          {
+            tenantId: this.p.tenant,
+            namespace: this.p.namespace,
+            stream,
+            payloads,
+            ...(opts.key !== undefined ? { key: opts.key } : {}),
+          },
+          this.p.writer.pool?.take,
+        ),
       );
       return this.p.writer.whenWritten(opts.timeoutMs, stream);
     }
@@ -211,11 +214,14 @@ export class PublishPipe {
     const { tenant, namespace } = this.p;
     this.p.writer.push(
       this.binary
-        ? encodePublishBatch({
-            ...{ tenantId: tenant, namespace, stream, payloads, ...keyed },
-            requestId,
-            ackMode: 'per_batch',
-          })
+        ? encodePublishBatch(
+            {
+              ...{ tenantId: tenant, namespace, stream, payloads, ...keyed },
+              requestId,
+              ackMode: 'per_batch',
+            },
+            this.p.writer.pool?.take,
+          )
         : encodeMessage({
             ...{ type: 'publish_batch', tenant_id: tenant, namespace, stream, payloads, ...keyed },
             request_id: requestId,
@@ -393,14 +399,17 @@ export class PublishPipe {
 
   /** A gather's publish frame: acked (one ack for the batch) when it has a request id. */
   private gatherFrame(g: Gather, requestId?: number): Uint8Array {
-    return encodePublishBatch({
-      tenantId: this.p.tenant,
-      namespace: this.p.namespace,
-      stream: g.stream,
-      payloads: g.payloads,
-      ...(g.key !== undefined ? { key: g.key } : {}),
-      ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
-    });
+    return encodePublishBatch(
+      {
+        tenantId: this.p.tenant,
+        namespace: this.p.namespace,
+        stream: g.stream,
+        payloads: g.payloads,
+        ...(g.key !== undefined ? { key: g.key } : {}),
+        ...(requestId !== undefined ? { requestId, ackMode: 'per_batch' as const } : {}),
+      },
+      this.p.writer.pool?.take,
+    );
   }
 
   /** The shard count of a stream (0: unknown stream) and its routing. */

@@ -9,6 +9,7 @@
 import type { TransportStream } from '@felix/transport';
 import { TimeoutError } from '../errors.js';
 import { TURN_WRITE_BYTES_MAX, WRITE_COALESCE_BYTES_MAX } from '../limits.js';
+import { type FramePool, framePool } from './frame-pool.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 /** The answer of an unacked publish: written, no offset. Shared, never mutated. */
@@ -28,12 +29,20 @@ export class StreamWriter {
   /** The promise of the frames pushed since the last flush, made when a caller asks for it. */
   private written: Written | null = null;
   private failure: unknown = null;
+  /**
+   * Buffers for large frames, where the stream copies what it writes: an encoder fills
+   * `pool.take(size)` and the writer gives the buffer back once the frame's write settled (or
+   * once it was copied into a joined write). Null where a write may outlive its promise (TLS).
+   */
+  readonly pool: FramePool | null;
 
   constructor(
     private readonly stream: TransportStream,
     private readonly turn: TurnBatcher,
     private readonly onError: (err: unknown) => void,
-  ) {}
+  ) {
+    this.pool = stream.copiesWrites === true ? framePool : null;
+  }
 
   /** Bytes of frames held for the end of this turn (at most TURN_WRITE_BYTES_MAX plus one). */
   get heldBytes(): number {
@@ -99,7 +108,7 @@ export class StreamWriter {
     const bytes = this.partsBytes;
     this.parts = [];
     this.partsBytes = 0;
-    const done = n === 1 ? this.stream.write(parts[0]!) : this.writeRuns(parts, bytes);
+    const done = n === 1 ? this.writeOne(parts[0]!) : this.writeRuns(parts, bytes);
     if (w === null) done.catch(this.failed);
     else
       done.then(
@@ -129,8 +138,12 @@ export class StreamWriter {
       }
       if (i > from) {
         last?.catch(this.failed);
-        const run = i - from === 1 ? parts[from]! : joined(parts, from, i, runBytes);
-        last = this.stream.write(run);
+        if (i - from === 1) last = this.writeOne(parts[from]!);
+        else {
+          last = this.stream.write(joined(parts, from, i, runBytes));
+          // Copied into the joined write: the parts' buffers are free now.
+          if (this.pool !== null) for (let k = from; k < i; k++) this.pool.give(parts[k]!);
+        }
       }
       from = i;
       runBytes = size;
@@ -138,9 +151,22 @@ export class StreamWriter {
     return last ?? Promise.resolve();
   }
 
+  /** Writes one frame, giving a pooled frame's buffer back once the stream has copied it. */
+  private writeOne(frame: Uint8Array): Promise<void> {
+    const done = this.stream.write(frame);
+    const pool = this.pool;
+    if (pool?.owns(frame)) {
+      const giveBack = (): void => pool.give(frame);
+      done.then(giveBack, giveBack);
+    }
+    return done;
+  }
+
   private readonly failed = (err: unknown): void => {
     if (this.failure !== null) return;
     this.failure = err;
+    // Never written: nothing reads them.
+    if (this.pool !== null) for (const p of this.parts) this.pool.give(p);
     this.parts = [];
     this.partsBytes = 0;
     const w = this.written;

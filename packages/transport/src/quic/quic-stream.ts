@@ -73,6 +73,9 @@ export class QuicStreamAdapter implements TransportStream {
   private iterated = false;
   private peerGone!: () => void;
   private readonly direct: DirectStream | null;
+  /** quiche's streamSend copies what it takes, and a direct write settles once it took the
+   *  whole chunk or failed for good (the stock library's writable is not relied on). */
+  readonly copiesWrites: boolean;
   /** A direct write still waiting for quiche's capacity; later writes queue behind it. */
   private writing: Promise<void> | null = null;
 
@@ -86,6 +89,7 @@ export class QuicStreamAdapter implements TransportStream {
     // Before the library's readable first pulls (a microtask after the stream was created).
     this.direct = directOf(stream);
     this.direct?.enableDirect();
+    this.copiesWrites = this.direct !== null;
     // A peer reset aborts both directions. quiche may collect a stream reset both ways before
     // its write side is ever reported, so we fail our writes ourselves when the reset is seen.
     stream.addEventListener(errorEventName, (evt: Event) => {

@@ -64,8 +64,15 @@ export function publishBatchFlags(batch: PublishBatch): number {
   return flags;
 }
 
-/** Encodes a complete frame (header + payload) in one allocation. */
-export function encodePublishBatch(batch: PublishBatch): Uint8Array {
+/**
+ * Encodes a complete frame (header + payload) in one allocation, or into the bytes `into` gives
+ * for the frame's size (exactly that many; null: allocate as usual), e.g. a buffer the caller
+ * reuses once the frame is written.
+ */
+export function encodePublishBatch(
+  batch: PublishBatch,
+  into?: (size: number) => Uint8Array | null,
+): Uint8Array {
   const flags = publishBatchFlags(batch);
   checkPrefixes(batch, flags);
   const tenant = u16Field(batch.tenantId, 'tenant');
@@ -77,7 +84,7 @@ export function encodePublishBatch(batch: PublishBatch): Uint8Array {
   if (flags & FLAG_BINARY_PUBLISH_ACKED) size += 9;
   if (flags & FLAG_BINARY_PUBLISH_IDEMPOTENT) size += 16;
   if (batch.key !== undefined) size += 2 + batch.key.length;
-  const writer = new ByteWriter(FRAME_HEADER_BYTES + size);
+  const writer = new ByteWriter(FRAME_HEADER_BYTES + size, into?.(FRAME_HEADER_BYTES + size));
   writeFrameHeader(writer.bytes, 0, flags, size);
   writer.position = FRAME_HEADER_BYTES;
   if (flags & FLAG_BINARY_PUBLISH_ACKED) {

@@ -34,8 +34,10 @@ export class ByteWriter {
   private readonly view: DataView;
   position = 0;
 
-  constructor(size: number) {
-    this.bytes = allocate(size);
+  /** `into`, when given, is the `size` bytes to fill (a caller's reused buffer): no allocation. */
+  constructor(size: number, into?: Uint8Array | null) {
+    assert(into == null || into.length === size, 'a writer fills exactly the bytes it is given');
+    this.bytes = into ?? allocate(size);
     this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, size);
   }
 
