@@ -131,6 +131,31 @@ describe('divergence repair', () => {
     expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
   });
 
+  it('a_newer_generations_batch_past_an_older_generations_tail_is_asked_to_overlap_it', async () => {
+    // A leader that restarted its shipper for a follower-set change starts at its own tail: a
+    // batch there overlaps none of a returning deposed leader's records (found between real
+    // brokers: appended above the divergent suffix, which was never compared).
+    const oldRoot = await root();
+    await logWith(oldRoot, [...shared, ...divergent], 1);
+    const server = serverAt(oldRoot, () => 2);
+    for (const first of [10, 11]) {
+      expect(decodeFrame(await server.handle(records(2, first, ['n10'])))).toMatchObject({
+        kind: 'ReplicateError',
+        code: INTERNAL_ERROR.LogGap,
+        expectedOffset: 9,
+      });
+    }
+    // From one below, the conflict rules apply: asked back to where the older generation's
+    // records start (0 here), so everything a truncation keeps is compared.
+    expect(decodeFrame(await server.handle(records(2, 9, ['n9', 'n10'])))).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.LogGap,
+      expectedOffset: 0,
+    });
+    await server.close();
+    expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
+  });
+
   it('a_conflict_within_one_generation_is_never_truncated', async () => {
     const oldRoot = await root();
     await logWith(oldRoot, [...shared, ...divergent], 2);
