@@ -99,7 +99,7 @@ function records(generation: number, first: number, values: string[], id = 1): U
 }
 
 describe('divergence repair', () => {
-  it('a_divergent_uncommitted_suffix_is_truncated_on_return', async () => {
+  it('a_replica_server_truncates_an_older_generations_suffix_where_a_newer_leaders_batch_conflicts', async () => {
     // From just below the new generation's start, and from its tail (the conflict is then the
     // batch's first record: the follower asks for the older generation's start first).
     for (const start of [5, 8]) {
@@ -117,7 +117,7 @@ describe('divergence repair', () => {
     }
   });
 
-  it('nothing_at_or_below_the_commit_offset_is_ever_truncated', async () => {
+  it('a_replica_server_halts_rather_than_truncate_below_its_commit_offset', async () => {
     const oldRoot = await root();
     await logWith(oldRoot, [...shared, ...divergent], 1);
     // A majority held x6 and x7: they are committed, the suffix from 6 may not go.
@@ -127,6 +127,31 @@ describe('divergence repair', () => {
     const { stopped } = await shipFrom(5, server);
     await waitFor(() => stopped.length > 0, 'the follower to halt', 10_000);
     expect(stopped).toEqual(['diverged']);
+    await server.close();
+    expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
+  });
+
+  it('a_newer_generations_batch_past_an_older_generations_tail_is_asked_to_overlap_it', async () => {
+    // A leader that restarted its shipper for a follower-set change starts at its own tail: a
+    // batch there overlaps none of a returning deposed leader's records (found between real
+    // brokers: appended above the divergent suffix, which was never compared).
+    const oldRoot = await root();
+    await logWith(oldRoot, [...shared, ...divergent], 1);
+    const server = serverAt(oldRoot, () => 2);
+    for (const first of [10, 11]) {
+      expect(decodeFrame(await server.handle(records(2, first, ['n10'])))).toMatchObject({
+        kind: 'ReplicateError',
+        code: INTERNAL_ERROR.LogGap,
+        expectedOffset: 9,
+      });
+    }
+    // From one below, the conflict rules apply: asked back to where the older generation's
+    // records start (0 here), so everything a truncation keeps is compared.
+    expect(decodeFrame(await server.handle(records(2, 9, ['n9', 'n10'])))).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.LogGap,
+      expectedOffset: 0,
+    });
     await server.close();
     expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
   });
@@ -141,7 +166,7 @@ describe('divergence repair', () => {
     expect(await valuesAt(oldRoot)).toEqual([...shared, ...divergent]);
   });
 
-  it('a_follower_rejects_a_batch_from_an_older_generation', async () => {
+  it('a_replica_server_refuses_a_batch_older_than_the_generation_it_was_fenced_at', async () => {
     const path = await root();
     const server = serverAt(path, () => 3);
     expect(decodeFrame(await server.handle(records(2, 0, ['a0', 'a1'])))).toMatchObject({
@@ -171,7 +196,7 @@ describe('divergence repair', () => {
     expect((await ReplicaFile.open(nodeIo, `${path}/${dirOf()}`)).state.generation).toBe(3);
   });
 
-  it('a_resent_batch_is_byte_compared_not_appended_twice', async () => {
+  it('a_replica_server_compares_a_resent_batch_byte_for_byte_and_stores_it_once', async () => {
     const path = await root();
     const server = serverAt(path, () => 1);
     const batch = records(1, 0, ['a0', 'a1', 'a2']);

@@ -136,7 +136,7 @@ describe('joining a cluster', () => {
     expect(unauthenticated.cluster.internal_allow_unauthenticated).toBe(true);
   });
 
-  it('a_broker_without_the_cluster_certificate_cannot_join', async () => {
+  it('a_broker_process_refuses_peers_with_another_cas_certificate_or_none', async () => {
     const brokerDir = await tempDir('felix-internal-broker-');
     const port = await freePort();
     const broker = await startBroker({

@@ -129,7 +129,7 @@ function promotionSuite(backend: Backend): void {
       expect(after.replicas).not.toContain(before.leader);
     });
 
-    it('no_replica_behind_the_commit_mark_is_ever_promoted', async () => {
+    it('placement_leaves_a_quorum_shard_unplaced_when_every_live_replica_is_behind_the_mark_or_halted', async () => {
       const { before, after, pass } = await failover('Quorum', 3, (a) => {
         const [, f1, f2] = a.replicas;
         // f2 holds more than anyone but is halted (its log diverged); f1 is behind the mark.

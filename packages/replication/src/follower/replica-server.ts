@@ -14,8 +14,10 @@
  * the follower's conflicting record (its `generations` map), and never at or below the commit
  * offset: the suffix from the conflict is truncated and the batch appended. A conflict at the
  * batch's first record, above the older generation's start, first asks for that start (a gap
- * answer pointing back), so every record the truncation keeps was compared. Anything else
- * answers the conflict, which halts the leader's cursor.
+ * answer pointing back), so every record the truncation keeps was compared; so does a newer
+ * generation's first batch that overlaps none of the records an older generation wrote above
+ * the commit offset (it is asked to start one record below). Anything else answers the
+ * conflict, which halts the leader's cursor.
  *
  * A batch of a quorum shard (kind 26) carries the leader's commit mark: after storing the batch
  * the follower records the lower of the mark and what the batch showed it holds in its
@@ -98,6 +100,9 @@ interface ShardState {
   commits: CommitSaver;
   /** Retention stops below the commit offset (`retentionStopsAtCommit`). */
   floorAtCommit: boolean;
+  /** The newest generation whose leader's batch this log was compared with or appended (in
+   *  memory: after a reopen, one batch of each generation is asked to overlap again). */
+  compared: number;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -325,6 +330,9 @@ export class ReplicaServer {
     );
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     if (verdict.raise) await state.replica.accept(m.shard.generation);
+    const overlap = uncomparedTail(state, m);
+    if (overlap !== undefined)
+      return encodeInternalMessage(answerFor(m.correlationId, overlap, state.log.durableOffset));
     // Records appended from here on came from a leader of this generation.
     await state.starts.begin(m.shard.generation, state.log.tailOffset);
     const append = flagsOf(marks);
@@ -339,6 +347,7 @@ export class ReplicaServer {
         result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
       }
     }
+    if (result.kind === 'appended') state.compared = Math.max(state.compared, m.shard.generation);
     if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
       // Only what this batch showed is known to match the leader's log.
       const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
@@ -463,6 +472,28 @@ export class ReplicaServer {
 
 type Repair = { kind: 'truncate' } | { kind: 'gap'; expected: number } | { kind: 'halt' };
 
+/**
+ * A gap pointing one record back when a newer generation's first batch here overlaps none of
+ * this log's records while its last record, above the commit offset, was written by an older
+ * generation: appending there would keep a deposed leader's suffix below the batch uncompared
+ * (a leader restarting its shipper for a follower-set change starts at its own tail, not at its
+ * generation's start). The overlapping batch then meets the conflict rules above.
+ */
+function uncomparedTail(
+  state: ShardState,
+  m: RecordsRequest,
+): { kind: 'gap'; expected: number } | undefined {
+  if (m.shard.generation <= state.compared) return undefined;
+  const tail = state.log.tailOffset;
+  if (m.firstOffset < tail || tail <= Math.max(commitOf(state), state.log.baseOffset))
+    return undefined;
+  // Generation 0: records written unlabelled (a riding log its leader wrote; only a stream
+  // leader records where its generation starts), left to the conflict rules as before.
+  const writer = state.starts.at(tail - 1).generation;
+  if (writer === 0 || writer >= m.shard.generation) return undefined;
+  return { kind: 'gap', expected: tail - 1 };
+}
+
 /** What a conflict at `at` with batch `m` allows (see the header). */
 function repairOf(state: ShardState, m: RecordsRequest, at: number): Repair {
   const writer = state.starts.at(at);
@@ -504,6 +535,7 @@ async function openShard(opts: LogOptions, floorAtCommit: boolean): Promise<Shar
       queued: 0,
       commits: new CommitSaver(replica),
       floorAtCommit,
+      compared: 0,
     };
     holdRetentionFloor(state);
     return state;

@@ -2,7 +2,7 @@
  * `startCluster`: a real control plane and N real brokers as child processes (never an import of
  * a service), with the process, network and storage faults of the `Cluster` contract (types.ts).
  */
-import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ConnectOptions, type FelixClient, connect } from '@felix/client';
@@ -16,7 +16,8 @@ import {
 } from './cluster/bootstrap.js';
 import { ControlPlane } from './cluster/control-plane.js';
 import { CONTROLPLANE, Partitions, StorageFaults, settle } from './cluster/faults.js';
-import { type ClusterPki, makeClusterPki } from './cluster/pki.js';
+import { PeerClient } from './cluster/peer.js';
+import { type ClusterPki, type NodeTls, makeClusterPki } from './cluster/pki.js';
 import type { ManagedProcess } from './cluster/process.js';
 import { type Assignment, type ShardSet, unserved } from './cluster/served.js';
 import { pollUntil, within } from './cluster/within.js';
@@ -123,12 +124,15 @@ export class FelixCluster implements Cluster {
   readonly tenant: string;
   readonly namespace: string;
   readonly brokers: Broker[] = [];
+  /** Brokers started outside the cluster's membership (`startOutsider`), stopped at shutdown. */
+  readonly outsiders: Broker[] = [];
   readonly faults: FaultRecord[] = [];
   readonly controlPlane: ControlPlane;
   private readonly transport: 'quic' | 'tls';
   private readonly partitions: Partitions;
   private readonly storage = new StorageFaults();
   private pki: ClusterPki | null = null;
+  private issued = 0;
   private operatorToken = '';
   private token = '';
   private expected: ShardSet[] = [];
@@ -166,6 +170,74 @@ export class FelixCluster implements Cluster {
   /** The client token of the cluster's tenant (every data permission). */
   get clientToken(): string {
     return this.token;
+  }
+
+  /** A certificate of the cluster CA naming `name` (as a broker's: localhost, `name`). */
+  async issueCertificate(name: string): Promise<NodeTls> {
+    this.open();
+    if (this.pki === null) throw new ClusterClosedError('the cluster has no CA before it boots');
+    this.issued++;
+    return this.pki.issue(name, `extra-${this.issued}-${name}`);
+  }
+
+  /**
+   * The test speaking as broker `as` on `target`'s internal listener (a cluster started with
+   * `replication: true`): by default with a certificate of the cluster CA naming `as`, so the
+   * test may act as any member (a deposed leader); `tls` another certificate, `null` none.
+   */
+  async peer(
+    target: NodeRef,
+    as: string,
+    tls?: { certPem: string; keyPem: string } | null,
+  ): Promise<PeerClient> {
+    const b = this.node(target);
+    if (b.internalPort === 0) throw new NodeStateError(`${b.id} runs no internal listener`);
+    let material = tls ?? undefined;
+    if (tls === undefined) {
+      const issued = await this.issueCertificate(as);
+      const [certPem, keyPem] = await Promise.all([
+        readFile(issued.certPath, 'utf8'),
+        readFile(issued.keyPath, 'utf8'),
+      ]);
+      material = { certPem, keyPem };
+    }
+    return PeerClient.dial({
+      address: `127.0.0.1:${b.internalPort}`,
+      transport: 'tls',
+      nodeId: b.id,
+      selfId: as,
+      ...(material === undefined ? {} : { tls: material }),
+      ca: this.caPem,
+    });
+  }
+
+  /**
+   * Starts one more broker (`n<N>`, with a node credential of the control plane like any
+   * member) whose internal listener has no cluster certificate: it is not a member of the
+   * cluster's internal network. It is stopped at shutdown; a start that fails throws
+   * ProcessStartError (its log says why).
+   */
+  async startOutsider(env: NodeJS.ProcessEnv = {}): Promise<Broker> {
+    this.open();
+    const index = this.brokers.length + this.outsiders.length;
+    const id = `n${index}`;
+    const dir = join(this.dir, id);
+    await mkdir(dir, { recursive: true });
+    const b = new Broker({
+      index,
+      dir,
+      tls: await this.issueCertificate(id),
+      env: {
+        FELIX_CONTROLPLANE_URL: this.controlPlane.url,
+        FELIX_NODE_TOKEN: await nodeToken(this.controlPlane, id),
+        ...this.spec.env,
+        ...env,
+      },
+      internalUncertified: true,
+    });
+    this.outsiders.push(b);
+    await b.firstStart();
+    return b;
   }
 
   /** Starts everything, in order; the caller shuts down on a failure. */
@@ -434,7 +506,10 @@ export class FelixCluster implements Cluster {
   }
 
   async logTails(lines = LOG_TAILS_LINES_DEFAULT): Promise<string> {
-    const procs: ManagedProcess[] = [this.controlPlane.proc, ...this.brokers.map((b) => b.proc)];
+    const procs: ManagedProcess[] = [
+      this.controlPlane.proc,
+      ...[...this.brokers, ...this.outsiders].map((b) => b.proc),
+    ];
     const parts = await Promise.all(
       procs.map(async (p) => {
         const pid = p.pid ? `, pid ${p.pid}` : '';
@@ -449,7 +524,9 @@ export class FelixCluster implements Cluster {
     if (this.closed) return;
     this.closed = true;
     // A paused broker cannot handle SIGTERM: stop() sends SIGCONT first.
-    const stops = await Promise.allSettled(this.brokers.map((b) => b.proc.stop()));
+    const stops = await Promise.allSettled(
+      [...this.brokers, ...this.outsiders].map((b) => b.proc.stop()),
+    );
     const cp = await Promise.allSettled([this.controlPlane.shutdown()]);
     if (!opts.keep) await rm(this.dir, { recursive: true, force: true });
     const failed = [...stops, ...cp].find((r) => r.status === 'rejected');

@@ -40,6 +40,11 @@ export class PkiError extends FelixError {
   readonly code = 'FELIX_TESTING_CLUSTER_PKI';
 }
 
+/** A request the test sent as a peer broker got no answer (the listener closed or stayed silent). */
+export class PeerCallError extends FelixError {
+  readonly code = 'FELIX_TESTING_CLUSTER_PEER_CALL';
+}
+
 /** The cluster was shut down; no fault or connection can be asked of it any more. */
 export class ClusterClosedError extends FelixError {
   readonly code = 'FELIX_TESTING_CLUSTER_CLOSED';

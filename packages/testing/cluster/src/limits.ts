@@ -23,6 +23,8 @@ export const HTTP_CALL_DEADLINE_MS = 5_000;
 export const PROCESS_READY_POLL_MS = 20;
 /** How often /proc is asked whether SIGSTOP or SIGCONT took effect. */
 export const SIGNAL_POLL_MS = 5;
+/** A dial, Hello or request of the test speaking as a peer broker (src/cluster/peer.ts). */
+export const PEER_CALL_DEADLINE_MS = 10_000;
 /** A fault file write, a signal or a heal takes effect within this. */
 export const FAULT_DEADLINE_MS = 5_000;
 /** The broker re-reads its fault files every 50 ms (docs/reliability.md): a fault is live after

@@ -1,4 +1,8 @@
 /** Test support: one cluster per test, its log tails printed and its dir kept when it fails. */
+import { execFile } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { afterEach } from 'vitest';
@@ -9,6 +13,10 @@ import { CP_EXPIRY_TIMEOUT_MS } from '../src/limits.js';
 const STEP_MS = 60_000;
 
 const TEXT = new TextDecoder();
+const run = promisify(execFile);
+const LOG_TOOL = resolve(import.meta.dirname, '../../../storage/dist/log-tool.js');
+/** The storage flag of a generation-start record (docs/storage-format.md). */
+const FLAG_GENERATION_START = 0x2000_0000;
 
 /** Holds the test's cluster; after each test: tails printed on failure, everything shut down. */
 export function clusterPerTest(): { cluster: FelixCluster | undefined } {
@@ -107,4 +115,40 @@ export function text(b: Uint8Array | undefined): string | undefined {
  */
 export function quorumTimeout(ms: number): number {
   return ms < CP_EXPIRY_TIMEOUT_MS ? Math.min(scaled(ms), CP_EXPIRY_TIMEOUT_MS - 500) : scaled(ms);
+}
+
+/** One record of a replica's log as the storage log tool dumps it. */
+export interface HeldRecord {
+  offset: number;
+  flags: number;
+  payload: Buffer;
+}
+
+/** The directory of `stream` shard 0 in a node's data directory, when it has one. */
+export async function shardDirOf(node: ClusterNode, stream: string): Promise<string | undefined> {
+  const root = join(node.dataDir, 'streams');
+  const dir = (await readdir(root).catch(() => [] as string[])).find((d) =>
+    d.includes(`_${stream}_0-`),
+  );
+  return dir === undefined ? undefined : join(root, dir);
+}
+
+/** Every record one replica's log of `stream` shard 0 holds, generation starts included, read
+ *  from its files with the storage log tool (`dump`, read-only: the broker may be running). */
+export async function heldRecords(node: ClusterNode, stream: string): Promise<HeldRecord[]> {
+  const dir = await shardDirOf(node, stream);
+  if (dir === undefined) return [];
+  const { stdout } = await run(process.execPath, [LOG_TOOL, 'dump', dir]);
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { offset: number; flags: number; payload: string })
+    .map((r) => ({ offset: r.offset, flags: r.flags, payload: Buffer.from(r.payload, 'base64') }));
+}
+
+/** The user records' values of `held` (generation starts, flag bit 29, left out). */
+export function valuesOf(held: readonly HeldRecord[]): string[] {
+  return held
+    .filter((r) => (r.flags & FLAG_GENERATION_START) === 0)
+    .map((r) => TEXT.decode(r.payload));
 }

@@ -33,6 +33,9 @@ export interface BrokerOptions {
   /** Run the internal (broker-to-broker) listener for replication, with this CA as the cluster
    *  CA (mutual TLS: the node's certificate names its id). */
   internalCaPath?: string;
+  /** Run the internal listener with no cluster certificate at all (an outsider of the cluster,
+   *  for the tests that it cannot join): no FELIX_INTERNAL_TLS_* variables. */
+  internalUncertified?: boolean;
 }
 
 export class Broker implements ClusterNode {
@@ -83,7 +86,8 @@ export class Broker implements ClusterNode {
     for (let attempt = 0; attempt < BROKER_START_ATTEMPTS_MAX; attempt++) {
       this.port = await allocate();
       this.httpPort = await allocate();
-      if (this.opts.internalCaPath) this.internalPort = await allocate();
+      if (this.opts.internalCaPath || this.opts.internalUncertified)
+        this.internalPort = await allocate();
       try {
         await this.start();
         return;
@@ -118,10 +122,14 @@ export class Broker implements ClusterNode {
         FELIX_NODE_ID: this.id,
         FELIX_TEST_PARTITION_FILE: this.partitionFile,
         FELIX_TEST_STORAGE_FAULT_FILE: this.storageFaultFile,
-        ...(this.opts.internalCaPath
+        ...(this.internalPort !== 0
           ? {
               FELIX_INTERNAL_BIND: `127.0.0.1:${this.internalPort}`,
               FELIX_NODE_ADVERTISE_ADDR: `127.0.0.1:${this.internalPort}`,
+            }
+          : {}),
+        ...(this.opts.internalCaPath
+          ? {
               FELIX_INTERNAL_TLS_CERT: this.opts.tls.certPath,
               FELIX_INTERNAL_TLS_KEY: this.opts.tls.keyPath,
               FELIX_INTERNAL_TLS_CA: this.opts.internalCaPath,

@@ -20,8 +20,9 @@ export interface ClusterPki {
   /** The CA certificate (PEM) that signed every broker's certificate. */
   caPem: string;
   caPath: string;
-  /** Issues the certificate broker `name` serves (`<dir>/pki/<name>.{pem,key}`). */
-  issue(name: string): Promise<NodeTls>;
+  /** Issues a certificate naming `name` (`<dir>/pki/<file>.{pem,key}`, `file` = `name` unless
+   *  given: a second certificate of one name must not overwrite the broker's). */
+  issue(name: string, file?: string): Promise<NodeTls>;
 }
 
 function openssl(args: string[]): Promise<void> {
@@ -41,12 +42,12 @@ function openssl(args: string[]): Promise<void> {
 const ecKey = (out: string) =>
   openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', out]);
 
-/** Issues `<pkiDir>/<name>.{pem,key}`, signed by the CA in `pkiDir`. */
-async function issue(pkiDir: string, name: string): Promise<NodeTls> {
-  const keyPath = join(pkiDir, `${name}.key`);
-  const csrPath = join(pkiDir, `${name}.csr`);
-  const extPath = join(pkiDir, `${name}.ext`);
-  const certPath = join(pkiDir, `${name}.pem`);
+/** Issues `<pkiDir>/<file>.{pem,key}` naming `name`, signed by the CA in `pkiDir`. */
+async function issue(pkiDir: string, name: string, file = name): Promise<NodeTls> {
+  const keyPath = join(pkiDir, `${file}.key`);
+  const csrPath = join(pkiDir, `${file}.csr`);
+  const extPath = join(pkiDir, `${file}.ext`);
+  const certPath = join(pkiDir, `${file}.pem`);
   await ecKey(keyPath);
   await openssl(['req', '-new', '-key', keyPath, '-subj', `/CN=${name}`, '-out', csrPath]);
   await writeFile(
@@ -111,6 +112,6 @@ export async function makeClusterPki(dir: string): Promise<ClusterPki> {
   return {
     caPem: await readFile(caPath, 'utf8'),
     caPath,
-    issue: (name) => issue(pkiDir, name),
+    issue: (name, file) => issue(pkiDir, name, file),
   };
 }
