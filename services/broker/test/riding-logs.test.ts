@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CacheService } from '../src/caches/cache-service.js';
 import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
 import { followerLogOptions } from '../src/cluster/internal-node.js';
-import { ridingLogsOf } from '../src/cluster/riding-logs.js';
+import { labelLeaderGeneration, ridingLogsOf } from '../src/cluster/riding-logs.js';
 import type { BrokerConfig, CacheConfig } from '../src/config/types.js';
 import { GroupRegistry } from '../src/groups/registry.js';
 
@@ -122,5 +122,74 @@ describe('logs riding with a shard in the broker', () => {
     expect(await (await caches.counters(CACHE, 0)).get('n')).toBe(9n);
     expect(await registry.cursors.position(ID, 'workers')).toBe(7);
     expect((await registry.deadLetters.list(ID, 'workers')).map((d) => d.offset)).toEqual([1, 6]);
+  });
+
+  it('a_cache_leaders_own_writes_are_labelled_so_a_successor_batch_at_its_tail_is_asked_to_overlap_them', async () => {
+    // A broker that led the cache from its first write never followed its log: without the
+    // label its records carry no generation, and a successor's batch starting exactly at its
+    // tail (a shipper restarted for a follower-set change starts at the leader's own tail) was
+    // appended above them, keeping the deposed leader's unshipped writes under the successor's.
+    const dir = await tempDir();
+    cleanups.push(dir.cleanup);
+    const config = {
+      caches: [CACHE],
+      durable: { data_dir: dir.path, segment_bytes: 1 << 20 },
+      broker: { cache_hot_bytes: 1 << 20, watch_queue_capacity: 16 },
+    } as unknown as BrokerConfig;
+    const caches = new CacheService(config);
+    cleanups.push(() => caches.close());
+    const riding = ridingLogsOf(caches, null);
+    // Leads at generation 2: labels its log, then acks three writes no follower got.
+    await labelLeaderGeneration((await riding.open(ID, 'cache'))!, 2);
+    const cache = await caches.cache(CACHE, 0);
+    for (const v of ['a', 'b', 'c']) await cache.put('k', UTF8.encode(v));
+    const tail = (await riding.open(ID, 'cache'))!.tailOffset;
+    expect(tail).toBe(3);
+    await riding.release(ID, 'cache');
+    const replicas = new ReplicaServer({
+      logOptions: (s, log) => followerLogOptions(config, s, log),
+      assignment: () => ({ generation: 3 }),
+    });
+    cleanups.push(() => replicas.close());
+    // Its successor at generation 3 ships from its own tail, which happens to be the same.
+    const put = encodeCacheRecord({
+      op: 'put',
+      key: 'k',
+      expiresAtMillis: 0,
+      value: UTF8.encode('n'),
+    });
+    const at3 = { ...REF, generation: 3 };
+    expect(
+      answerOf(await replicas.handle(recordsFrame(1, at3, tail, [put], 'cache'))),
+    ).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.LogGap,
+      expectedOffset: tail - 1,
+    });
+    // From one below, the conflict truncates what generation 2 wrote (nothing was committed).
+    const from0 = [0, 1, 2, 3].map((i) =>
+      encodeCacheRecord({ op: 'put', key: 'k', expiresAtMillis: 0, value: UTF8.encode(`n${i}`) }),
+    );
+    const answer = answerOf(
+      await replicas.handle(recordsFrame(2, at3, tail - 1, from0.slice(2), 'cache')),
+    );
+    const settled =
+      answer.kind === 'ReplicateError' && answer.code === INTERNAL_ERROR.LogGap
+        ? answerOf(
+            await replicas.handle(
+              recordsFrame(
+                3,
+                at3,
+                answer.expectedOffset,
+                from0.slice(answer.expectedOffset),
+                'cache',
+              ),
+            ),
+          )
+        : answer;
+    expect(settled).toMatchObject({ kind: 'ReplicateOk', durableOffset: 4 });
+    await replicas.release(REF, 'cache');
+    riding.admit(ID, 'cache');
+    expect(new TextDecoder().decode(await (await caches.cache(CACHE, 0)).get('k'))).toBe('n3');
   });
 });

@@ -362,6 +362,11 @@ export class Replicator {
     await Promise.all(shippers.map((s) => s.stop()));
   }
 
+  /** The generation shard `key`'s `kind` log ships at, or undefined when it does not ship. */
+  shippingGeneration(key: string, kind: ReplicaLogKind): number | undefined {
+    return this.shippers.get(key)?.get(kind)?.generation;
+  }
+
   /** Makes shard `key`'s `kind` shipper look at its log now (a batch waits for a majority). */
   wake(key: string, kind: ReplicaLogKind = 'stream'): void {
     this.shippers.get(key)?.get(kind)?.shipper.wake();

@@ -6,7 +6,7 @@
  * replica of them can append; each projection rebuilds by replay when it opens again.
  */
 import type { ReplicaLogKind } from '@felix/replication';
-import type { SegmentLog, ShardId } from '@felix/storage';
+import { GenerationStarts, type SegmentLog, type ShardId, nodeIo } from '@felix/storage';
 import type { CacheService } from '../caches/cache-service.js';
 import type { GroupService } from '../groups/group-service.js';
 
@@ -54,4 +54,17 @@ export function ridingLogsOf(
       return caches.holdToCommit(kind, id, timeoutMs);
     },
   };
+}
+
+/**
+ * Records in a riding log's `generations` file that this broker's records from its tail on are
+ * of `generation`, the one it now leads the shard at, as a stream leader does for its records
+ * (idempotent within a generation). When it returns deposed, those records are then an older
+ * generation's suffix: its successor's first batch, even one starting exactly at its tail, is
+ * asked to overlap them, and they are compared and truncated. Unlabelled, a broker that never
+ * followed the log would keep them under the successor's records.
+ */
+export async function labelLeaderGeneration(log: SegmentLog, generation: number): Promise<void> {
+  const starts = await GenerationStarts.open(nodeIo, log.dir);
+  await starts.begin(generation, log.tailOffset);
 }

@@ -29,7 +29,7 @@ import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
-import type { RidingLogKind, RidingLogs } from './riding-logs.js';
+import { type RidingLogKind, type RidingLogs, labelLeaderGeneration } from './riding-logs.js';
 import { type NewLeaderMark, openThroughGenerationStart } from './generation-start.js';
 import {
   idOf,
@@ -566,6 +566,9 @@ export class ShardTable {
       try {
         const log = await replication.riding.open(idOf(a), kind as RidingLogKind);
         if (log === null) continue;
+        // Once per generation: its records written as leader are labelled with it.
+        if (replication.replicator.shippingGeneration(key, kind) !== a.generation)
+          await labelLeaderGeneration(log, a.generation);
         const waits =
           quorum === null ? undefined : kind === 'cache' ? quorum.cache : quorum.counters;
         const onMark = (offset: number) => waits?.advance(offset);
