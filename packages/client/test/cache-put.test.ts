@@ -88,6 +88,7 @@ describe('cache put', () => {
 
     const bin = standIn(ok, true, FEATURE_HI_CACHE_BINARY);
     await bin.cache.put('k', 'v', { ttlMs: 5 });
+    // As above: the stand-in's ok is not a value; only the get's frame counts.
     void bin.cache.get('k').catch(() => undefined);
     expect(bin.sent.map((b) => decodeFrame(b).flags)).toEqual([
       FLAG_BINARY_CACHE,
