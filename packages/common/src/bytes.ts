@@ -18,3 +18,11 @@ export function ownBytes(size: number): Uint8Array {
   const b = NodeBuffer.allocUnsafe(size);
   return new Uint8Array(b.buffer, b.byteOffset, size);
 }
+
+/**
+ * A copy of `view` in an allocation of its own, whatever the view's class: a Node Buffer's
+ * `slice()` is a view of the same memory, not a copy, so bytes that are kept are copied here.
+ */
+export function copyBytes(view: Uint8Array): Uint8Array {
+  return new Uint8Array(view);
+}

@@ -4,6 +4,7 @@ import {
   AssertionError,
   POOLED_COPY_BYTES_MAX,
   assert,
+  copyBytes,
   crc32,
   fnv1a64,
   ownBytes,
@@ -46,5 +47,13 @@ describe('common', () => {
     const big = ownBytes(POOLED_COPY_BYTES_MAX + 1);
     expect(big.byteOffset).toBe(0);
     expect(big.buffer.byteLength).toBe(POOLED_COPY_BYTES_MAX + 1);
+  });
+
+  it('copied_bytes_are_a_plain_copy_even_of_a_node_buffer', () => {
+    const b = Buffer.from([1, 2, 3, 4]).subarray(1);
+    const c = copyBytes(b);
+    b[0] = 9;
+    expect(Buffer.isBuffer(c)).toBe(false);
+    expect([...c]).toEqual([2, 3, 4]);
   });
 });

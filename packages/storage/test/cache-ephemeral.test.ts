@@ -3,7 +3,8 @@
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { EphemeralCache } from '../src/cache/ephemeral-cache.js';
-import { WatchStartError } from '../src/errors.js';
+import { ProjectionInputError, WatchStartError } from '../src/errors.js';
+import { CACHE_VALUE_BYTES_MAX } from '../src/limits.js';
 import {
   ManualClock,
   bytes,
@@ -55,5 +56,31 @@ describe('EphemeralCache', () => {
     expect(describeChanges(w.events)).toEqual(['a:1=x@0', 'a:2=z@2', 'a:1-@3']);
     expect(() => cache.watch({ key: 'a' }, { kind: 'from', offset: 0 })).toThrow(WatchStartError);
     await cache.close();
+  });
+
+  it('an_in_memory_put_keeps_a_copy_even_of_a_node_buffer', async () => {
+    // A Buffer's slice() is a view of the caller's memory: writing to it after the put must not
+    // change the stored value, by either form of put.
+    const cache = new EphemeralCache();
+    const given = Buffer.from('abc');
+    cache.putNow('now', given);
+    await cache.put('later', given);
+    given.write('xyz');
+    expect(text(await cache.get('now'))).toBe('abc');
+    expect(text(await cache.get('later'))).toBe('abc');
+  });
+
+  it('an_in_memory_put_handed_its_value_keeps_it_and_still_checks_key_and_size', async () => {
+    const cache = new EphemeralCache();
+    const value = bytes('v');
+    cache.putNowHandedOver('k', value, { ttlMs: 0 });
+    expect(await cache.get('k')).toBe(value);
+    // The key check that no longer encodes a short key still refuses a long one.
+    expect(() => cache.putNowHandedOver('\u{1F600}'.repeat(1025), value)).toThrow(
+      ProjectionInputError,
+    );
+    expect(() => cache.putNow('k'.repeat(4097), value)).toThrow(ProjectionInputError);
+    const tooLarge = new Uint8Array(CACHE_VALUE_BYTES_MAX + 1);
+    expect(() => cache.putNowHandedOver('k', tooLarge)).toThrow(ProjectionInputError);
   });
 });

@@ -50,6 +50,18 @@ describe('binary publish batch', () => {
     expect(() => decodePublishBatch(bad[7]!, bad.subarray(12))).toThrow(InvalidUtf8Error);
   });
 
+  it('a_kept_string_read_from_a_node_buffer_is_not_changed_by_rewriting_that_buffer', () => {
+    // A Buffer's slice() is a view: a kept copy made with it would follow the memory the frame
+    // arrived in, and other bytes written there later would read as the string kept for it.
+    const first = { ...SCOPE, stream: 'kept-from-a-buffer' }; // no other test reads this one
+    const frame = Buffer.from(encodePublishBatch({ ...first, payloads: [utf8('x')] }));
+    expect(decodePublishBatch(frame[7]!, frame.subarray(12))).toMatchObject(first);
+    const other = { ...SCOPE, stream: 'read-after-a-write' };
+    frame.set(encodePublishBatch({ ...other, payloads: [utf8('x')] }));
+    const again = Buffer.from(frame);
+    expect(decodePublishBatch(again[7]!, again.subarray(12))).toMatchObject(other);
+  });
+
   it('the_acked_keyed_batch_matches_the_reference_payload', () => {
     const frame = encodePublishBatch({
       ...SCOPE,

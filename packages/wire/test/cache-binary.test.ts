@@ -97,6 +97,22 @@ describe('binary cache exchange', () => {
     expect((put as { value: Uint8Array }).value).toStrictEqual(value);
   });
 
+  it('a_request_read_from_a_node_buffer_keeps_no_view_of_it', () => {
+    // A Buffer's slice() is a view: the reader's copies must not be, or rewriting the memory
+    // the frame arrived in would change a kept value and the remembered scope.
+    const reader = new CacheFrameReader();
+    const frame = Buffer.from(payloadOf(encodeCachePut(scope, 'k', bytes(64, 3), 1)));
+    const put = reader.request(frame) as { value: Uint8Array };
+    const other = payloadOf(
+      encodeCachePut(cacheScopeBytes('t1', 'default', 'other'), 'k', bytes(64, 5), 2),
+    );
+    frame.set(other.subarray(0, frame.length));
+    expect(put.value).toStrictEqual(bytes(64, 3));
+    expect(Buffer.isBuffer(put.value)).toBe(false);
+    // The memo still holds the first scope's bytes, so a frame naming `other` is read afresh.
+    expect(reader.request(Buffer.from(other))).toMatchObject({ cache: 'other' });
+  });
+
   it('a_binary_cache_length_beyond_the_bytes_left_is_refused_before_allocating', () => {
     // A 4 GiB value declared in a few bytes: refused from the length alone.
     const answer = Uint8Array.from([3, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 9]);

@@ -142,6 +142,18 @@ describe('binary group exchange', () => {
     expect(reader.request(payloadOf(encodeGroupAck(near, [1], 4)))).toMatchObject({ shard: 4 });
   });
 
+  it('a_group_scope_read_from_a_node_buffer_is_not_changed_by_rewriting_that_buffer', () => {
+    // A Buffer's slice() is a view: a memo kept with it would follow the memory the frame
+    // arrived in and take other bytes written there for the scope it remembers.
+    const reader = new GroupFrameReader();
+    const frame = Buffer.from(payloadOf(encodeGroupAck(scope, [1], 1)));
+    expect(reader.request(frame)).toMatchObject({ shard: 3 });
+    const near = groupScopeBytes('t1', 'default', 'jobs', 4, 'workers');
+    const other = payloadOf(encodeGroupAck(near, [1], 1));
+    frame.set(other);
+    expect(reader.request(Buffer.from(other))).toMatchObject({ shard: 4 });
+  });
+
   it('binary_group_decoders_throw_only_wire_errors_on_arbitrary_and_mutated_bytes', () => {
     const valid = fc
       .tuple(

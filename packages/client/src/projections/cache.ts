@@ -78,6 +78,9 @@ export type CacheWatchEvent =
   /** The connection was replaced; the watch continues from `resumeFrom`. */
   | { type: 'resumed'; resumeFrom: number };
 
+/** A put's result from its answer: nothing (a refusal rejects before it). */
+const putDone = (): undefined => undefined;
+
 /** The connection negotiated the binary cache exchange (flag word 0x8001). */
 function binaryCache(bc: BrokerConnection): boolean {
   return (bc.negotiated.featuresHi & FEATURE_HI_CACHE_BINARY) !== 0;
@@ -144,35 +147,38 @@ export class Cache {
     bytes: Uint8Array,
     ttlMs: number | undefined,
   ): Promise<void> {
+    // `finish` and `failed` settle the request's own promise as the caller's (no `then` step,
+    // promise and turn of its own per put).
     if (binaryCache(bc)) {
       const scope = this.scopeBytes(bc);
-      return bc.requests
-        .requestPrepared((requestId) => ({
+      return bc.requests.requestPrepared(
+        (requestId) => ({
           bytes: encodeCachePut(scope, key, bytes, requestId, ttlMs),
           quick: (payload, flags) =>
             flags === FLAG_BINARY_CACHE
               ? decodeCacheAnswer(payload, key)
               : readOkAnswer(requestId, payload),
-        }))
-        .then(this.putDone, this.putFailed);
+          finish: putDone,
+        }),
+        this.putFailed,
+      );
     }
     const { prefix, scope } = this.putPrefix(bc);
-    return bc.requests
-      .requestPrepared((requestId) => ({
+    return bc.requests.requestPrepared(
+      (requestId) => ({
         bytes: encodePutRequest(prefix, scope, key, bytes, requestId, ttlMs),
         quick: (payload) => readOkAnswer(requestId, payload),
-      }))
-      .then(this.putDone, this.putFailed);
+        finish: putDone,
+      }),
+      this.putFailed,
+    );
   }
 
-  private readonly putDone = (): void => undefined;
-
   /** A put whose connection was lost may or may not have been applied. */
-  private readonly putFailed = (err: unknown): never => {
-    throw err instanceof ConnectionLostError
+  private readonly putFailed = (err: Error): Error =>
+    err instanceof ConnectionLostError
       ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
       : err;
-  };
 
   /** The value, or undefined when the key is absent or expired. A failed read throws. */
   get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {

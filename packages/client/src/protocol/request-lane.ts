@@ -21,7 +21,12 @@ interface Waiting extends Pending {
   quick: QuickReader | undefined;
   /** The caller's result from its answer (may throw); absent: the answer itself. */
   finish: ((msg: Message) => unknown) | undefined;
+  /** Maps what the request rejects with (`requestPrepared`'s `failed`); absent: as it is. */
+  failed: Failed | undefined;
 }
+
+/** Maps a request's failure to what its caller rejects with. */
+export type Failed = (err: Error) => Error;
 
 /**
  * Reads an answer frame (its payload and flag word) without the general decoder: the message,
@@ -72,20 +77,26 @@ export class RequestLane {
 
   /** Sends one request (built with its request id) and resolves with its answer. */
   request(build: (requestId: number) => Message): Promise<Message> {
-    return this.enqueue((id) => ({ bytes: encodeMessage(build(id)) }));
+    return this.requestPrepared((id) => ({ bytes: encodeMessage(build(id)) }));
   }
 
-  /** Sends one request the caller encodes (given its request id). */
-  requestPrepared<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
-    return this.enqueue(prepare);
-  }
-
-  private enqueue<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
-    if (this.failed) return Promise.reject(this.failed);
+  /**
+   * Sends one request the caller encodes (given its request id). Every rejection of the
+   * request, before it is sent too, goes through `failed` when given: the caller's promise is
+   * then the request's own, with no step (promise and turn) of its own per call to map it.
+   */
+  requestPrepared<T>(prepare: (requestId: number) => Prepared<T>, failed?: Failed): Promise<T> {
+    if (this.failed)
+      return Promise.reject(failed === undefined ? this.failed : failed(this.failed));
     // The common case (stream open, room under the bound) sends without an async hop.
     const w = this.writer;
-    if (w !== null && this.waiting.length < REQUESTS_IN_FLIGHT_MAX) return this.send(w, prepare);
-    return this.requestSlowly(prepare);
+    if (w !== null && this.waiting.length < REQUESTS_IN_FLIGHT_MAX)
+      return this.send(w, prepare, failed);
+    if (failed === undefined) return this.requestSlowly(prepare);
+    // The slow path maps once, at its end (its request's own rejections included).
+    return this.requestSlowly(prepare).catch((err: Error) => {
+      throw failed(err);
+    });
   }
 
   /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
@@ -96,7 +107,7 @@ export class RequestLane {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
     if (this.failed) throw this.failed;
-    return this.send(w, prepare);
+    return this.send(w, prepare, undefined);
   }
 
   private async openWriter(): Promise<StreamWriter> {
@@ -114,7 +125,11 @@ export class RequestLane {
   }
 
   /** Gives the request its id, registers its answer and queues its bytes for the turn's end. */
-  private send<T>(writer: StreamWriter, prepare: (requestId: number) => Prepared<T>): Promise<T> {
+  private send<T>(
+    writer: StreamWriter,
+    prepare: (requestId: number) => Prepared<T>,
+    failed: Failed | undefined,
+  ): Promise<T> {
     const id = this.host.table.nextId();
     // Encoded before its answer is registered: a request that cannot be encoded owes no answer.
     const { bytes, quick, finish } = prepare(id);
@@ -126,6 +141,7 @@ export class RequestLane {
         publishTo: undefined,
         quick,
         finish,
+        failed,
       };
       // Only the lane's own queue: answers come in request order, and the connection's loss
       // fails the lane (`fail`), so a map entry per request would buy nothing.
@@ -166,17 +182,17 @@ export class RequestLane {
     this.roomWaiters.shift()?.();
     if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
     if (msg.type === 'error') {
-      head.reject(refusalOf(msg));
+      rejectWaiting(head, refusalOf(msg));
       return;
     }
     if (msg.type === 'not_leader') {
-      head.reject(notLeaderOf(msg)); // a group request on a broker that does not lead its shard
+      rejectWaiting(head, notLeaderOf(msg)); // a group request on a broker that does not lead its shard
       return;
     }
     const rid = 'request_id' in msg ? msg.request_id : undefined;
     if (rid !== undefined && rid !== head.id) {
       const err = new ProtocolError(`answer for request ${rid} while ${head.id} was oldest`);
-      head.reject(err);
+      rejectWaiting(head, err);
       throw err;
     }
     if (head.finish === undefined) head.resolve(msg);
@@ -187,7 +203,7 @@ export class RequestLane {
   fail(err: Error): void {
     if (this.failed) return;
     this.failed = err;
-    for (const w of this.waiting.splice(0)) w.reject(err);
+    for (const w of this.waiting.splice(0)) rejectWaiting(w, err);
     for (const r of this.roomWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.
@@ -213,8 +229,13 @@ function settleWith(w: Waiting, msg: Message): void {
   try {
     result = w.finish!(msg);
   } catch (err) {
-    w.reject(err as Error);
+    rejectWaiting(w, err as Error);
     return;
   }
   w.resolve(result);
+}
+
+/** Rejects the request with its error, mapped by its `failed`. */
+function rejectWaiting(w: Waiting, err: Error): void {
+  w.reject(w.failed === undefined ? err : w.failed(err));
 }

@@ -5,7 +5,8 @@
  */
 import { ProjectionClosedError, ProjectionInputError, WatchStartError } from '../errors.js';
 import { CACHE_VALUE_BYTES_MAX } from '../limits.js';
-import { encodeKey } from './record.js';
+import { copyBytes } from '@felix/common';
+import { checkKeyBytes, encodeKey } from './record.js';
 import {
   type CacheChange,
   type CacheWatch,
@@ -77,20 +78,36 @@ export class EphemeralCache {
   /**
    * `put` without a promise: stored (and published to watches) before it returns, its failures
    * thrown here. The broker answers an in-memory put in the turn its request arrived with it.
+   * The cache keeps a copy of `value`.
    */
   putNow(key: string, value: Uint8Array, opts: PutOptions = {}): number {
+    return this.store(key, value, opts, true);
+  }
+
+  /**
+   * `putNow` of a value the caller hands over: kept as given, not copied. The caller never
+   * writes to it again and it is no view of memory used for anything else (the broker's frame
+   * readers decode each value into an allocation of its own, so a second copy is waste).
+   */
+  putNowHandedOver(key: string, value: Uint8Array, opts: PutOptions = {}): number {
+    return this.store(key, value, opts, false);
+  }
+
+  private store(key: string, value: Uint8Array, opts: PutOptions, copy: boolean): number {
     this.checkOpen();
-    encodeKey(key);
+    checkKeyBytes(key);
     if (value.length > CACHE_VALUE_BYTES_MAX) {
       throw new ProjectionInputError(
         `value of ${value.length} bytes exceeds ${CACHE_VALUE_BYTES_MAX}`,
       );
     }
-    const expiresAtMillis = expiryFor(opts.ttlMs, this.now());
+    const ttl = opts.ttlMs;
+    const expiresAtMillis = ttl === undefined || ttl === 0 ? 0 : expiryFor(ttl, this.now());
     const offset = this.next++;
-    const copy = value.slice();
-    this.slots.set(key, { value: copy, version: offset, expiresAtMillis });
-    this.hub.publish({ offset, key, op: 'put', value: copy, expiresAtMillis });
+    // Not `value.slice()`: a Node Buffer's slice is a view of the caller's memory.
+    const kept = copy ? copyBytes(value) : value;
+    this.slots.set(key, { value: kept, version: offset, expiresAtMillis });
+    this.hub.publish({ offset, key, op: 'put', value: kept, expiresAtMillis });
     return offset;
   }
 

@@ -46,6 +46,12 @@ export function decodeKey(bytes: Uint8Array): string {
   return utf8Decoder.decode(bytes);
 }
 
+/** Refuses a key `encodeKey` refuses, without encoding one whose length alone shows it fits
+ *  (a UTF-16 unit is at most 3 UTF-8 bytes): a put in memory keeps the string, not its bytes. */
+export function checkKeyBytes(key: string): void {
+  if (key.length * 3 > PROJECTION_KEY_BYTES_MAX) encodeKey(key);
+}
+
 /** Encodes a key as UTF-8, refusing keys outside the bound. */
 export function encodeKey(key: string): Uint8Array {
   const bytes = utf8Encoder.encode(key);

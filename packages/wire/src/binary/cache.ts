@@ -15,7 +15,7 @@
  * length is checked against the bytes left before anything is allocated, and a decoder throws
  * only WireErrors; a value is copied out of the frame, so nothing keeps the frame's chunk alive.
  */
-import { ownBytes } from '@felix/common';
+import { copyBytes, ownBytes } from '@felix/common';
 import { FieldRangeError, InvalidEnumError } from '../errors.js';
 import { FLAG_BINARY_CACHE } from '../flags.js';
 import { writeFrameHeader } from '../frame/header.js';
@@ -162,7 +162,7 @@ export class CacheFrameReader {
     }
     const len = c.u32('value_len');
     // Its own allocation: the cache keeps the value.
-    const value = c.bytes(len, 'value').slice();
+    const value = copyBytes(c.bytes(len, 'value'));
     c.end();
     const msg: CachePutMessage = {
       type: 'cache_put',
@@ -193,7 +193,7 @@ export class CacheFrameReader {
     this.tenant = tenant;
     this.namespace = namespace;
     this.cache = cache;
-    this.scopeBytes = bytes.length <= CACHE_SCOPE_MEMO_BYTES_MAX ? bytes.slice() : null;
+    this.scopeBytes = bytes.length <= CACHE_SCOPE_MEMO_BYTES_MAX ? copyBytes(bytes) : null;
   }
 }
 

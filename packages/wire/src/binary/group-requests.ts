@@ -16,7 +16,7 @@
  * before anything is allocated, and a decoder throws only WireErrors. The broker bounds an ack
  * batch's offsets as it does the JSON form's.
  */
-import { ownBytes } from '@felix/common';
+import { copyBytes, ownBytes } from '@felix/common';
 import { FieldRangeError, InvalidEnumError } from '../errors.js';
 import { FLAG_BINARY_GROUP } from '../flags.js';
 import { writeFrameHeader } from '../frame/header.js';
@@ -238,7 +238,7 @@ export class GroupFrameReader {
     this.stream = stream;
     this.shard = shard;
     this.group = group;
-    this.scopeBytes = bytes.length <= GROUP_SCOPE_MEMO_BYTES_MAX ? bytes.slice() : null;
+    this.scopeBytes = bytes.length <= GROUP_SCOPE_MEMO_BYTES_MAX ? copyBytes(bytes) : null;
   }
 }
 

@@ -3,6 +3,7 @@
  * throws the typed `TruncatedError` instead of reading past the end; lengths and counts are
  * checked against the remaining bytes before anything is allocated.
  */
+import { copyBytes } from '@felix/common';
 import {
   CountTooLargeError,
   InvalidUtf8Error,
@@ -49,7 +50,7 @@ export function decodeFieldUtf8(bytes: Uint8Array, what: string, field: string):
   } catch {
     throw new InvalidUtf8Error(`${what} ${field}`);
   }
-  memoBytes[memoNext] = bytes.slice();
+  memoBytes[memoNext] = copyBytes(bytes);
   memoText[memoNext] = text;
   memoNext = (memoNext + 1) % UTF8_MEMO_SLOTS;
   return text;

@@ -20,6 +20,9 @@ import type { Hot } from './hot-values.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 
+/** The options of a put without a ttl (one object, not one per put). */
+const NO_TTL = Object.freeze({});
+
 /** What a put names, checked: its cache, shard and ttl (a Refusal for what is not served). */
 function checkPut(svc: CacheService, auth: Negotiated, msg: Msg<'cache_put'>) {
   checkTenant(auth, msg.tenant_id);
@@ -55,7 +58,9 @@ export function cachePutNow(
   // Moved before the write: a get's read racing it (none can in one turn) would not be kept.
   if (svc.hot !== null) svc.hot.invalidate(svc.hotScope(cfg, shard), msg.key);
   try {
-    cache.putNow(msg.key, msg.value, ttl === undefined ? {} : { ttlMs: ttl });
+    // Handed over, not copied again: the wire's readers decode every value (binary or base64)
+    // into an allocation of its own that nothing else keeps.
+    cache.putNowHandedOver(msg.key, msg.value, ttl === undefined ? NO_TTL : { ttlMs: ttl });
   } catch (err) {
     throw storageRefusal('cache put', err);
   }
