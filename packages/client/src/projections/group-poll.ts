@@ -77,7 +77,10 @@ export class GroupPolls {
   /** Polls until records are ready or the wait ends; may resolve empty. */
   async poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
     const who = this.who;
-    const bc = await who.host.connection(opts.signal);
+    // A live connection is taken as it stands (no await, no turn); else waited for.
+    const bc =
+      (opts.signal?.aborted ? undefined : who.host.live?.()) ??
+      (await who.host.connection(opts.signal));
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
     if (who.consumerName !== undefined)
       requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');

@@ -18,6 +18,9 @@ export type AnswerEncoder = (auth: Negotiated, m: Message) => Uint8Array;
 
 const asJson: AnswerEncoder = (_auth, m) => jsonFrame(m);
 
+/** A request's answer: made in the turn, or a promise of it; null when none is owed. */
+export type Answer = Message | null | Promise<Message | null>;
+
 export class ProjectionAnswers {
   constructor(
     readonly metrics: ProjectionMetrics,
@@ -27,12 +30,13 @@ export class ProjectionAnswers {
   /**
    * Counts the request and queues its answer, built by `answer` (a function made once, not per
    * request) once the pipe has room: nothing unanswered means room, so a lone request waits for
-   * nothing.
+   * nothing. An answer made in the turn (not a promise) is encoded and written in the turn when
+   * nothing is queued ahead of it (no promise, no extra turn).
    */
   queue<M extends Message>(
     rc: RequestContext,
     msg: M,
-    answer: (msg: M, rc: RequestContext) => Promise<Message | null>,
+    answer: (msg: M, rc: RequestContext) => Answer,
     encode: AnswerEncoder = asJson,
   ): Outcome | Promise<Outcome> {
     this.metrics.countRequest(msg.type);
@@ -44,7 +48,7 @@ export class ProjectionAnswers {
   private async queueAfterRoom<M extends Message>(
     rc: RequestContext,
     msg: M,
-    answer: (msg: M, rc: RequestContext) => Promise<Message | null>,
+    answer: (msg: M, rc: RequestContext) => Answer,
     encode: AnswerEncoder,
   ): Promise<Outcome> {
     await rc.answers.room();
@@ -52,19 +56,27 @@ export class ProjectionAnswers {
     return null;
   }
 
-  push(
-    rc: RequestContext,
-    type: string,
-    answer: Promise<Message | null>,
-    encode: AnswerEncoder = asJson,
-  ): void {
+  push(rc: RequestContext, type: string, answer: Answer, encode: AnswerEncoder = asJson): void {
     const auth = rc.auth;
+    if (!(answer instanceof Promise)) {
+      if (answer !== null) rc.answers.pushReady(this.encodeNow(auth, type, answer, encode));
+      return;
+    }
     rc.answers.push(
       answer.then(
         (m) => (m === null ? null : encode(auth, m)),
         (err: unknown) => this.errorFrame(auth, type, err),
       ),
     );
+  }
+
+  /** An answer made in the turn, encoded (or its encoding's failure as the `error` answer). */
+  private encodeNow(auth: Negotiated, type: string, m: Message, encode: AnswerEncoder) {
+    try {
+      return encode(auth, m);
+    } catch (err) {
+      return this.errorFrame(auth, type, err);
+    }
   }
 
   /** The `error` answer of a refused (or failed) request, counted. */

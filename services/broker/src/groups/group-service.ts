@@ -6,7 +6,7 @@
  * Claims live in memory (GroupState); a dead letter is recorded before the cursor moves past it.
  */
 import type { Io } from '@felix/storage';
-import type { Message } from '@felix/wire';
+import type { GroupRecord, Message } from '@felix/wire';
 import type { ProjectionMetrics } from '../caches/projection-metrics.js';
 import { storageRefusal } from '../caches/cache-service.js';
 import type { BrokerConfig } from '../config/types.js';
@@ -15,6 +15,7 @@ import type { Negotiated } from '../session/negotiation.js';
 import { checkTenant } from '../session/refusal.js';
 import { describe, discard, listDeadLetters, redrive, remove, seek } from './admin.js';
 import type { GroupCore } from './core.js';
+import type { GroupState } from './group-state.js';
 import { handOut } from './hand-out.js';
 import type { RecordSource } from './record-source.js';
 import { GroupRegistry } from './registry.js';
@@ -28,7 +29,7 @@ import {
   bad,
   pollParty,
 } from './requests.js';
-import { ackBatch, extend, nackBatch, settle } from './settles.js';
+import { ackBatch, ackBatchNow, extend, nackBatch, settle } from './settles.js';
 import { PollWaiters } from './waiters.js';
 
 /** The asker of a request that has no stream (tests, admin): never ends. */
@@ -82,16 +83,68 @@ export class GroupService {
   /**
    * `conn` identifies the client's connection (named consumers' claims are per connection);
    * `asker` is the stream the request came on: a poll whose stream has ended claims nothing.
+   * A poll or an ack batch that needs no await is answered in this turn (`answerNow`), the
+   * rest with a promise.
    */
-  async answer(
+  answer(
     auth: Negotiated,
     m: Message,
     conn: object,
     asker: { readonly ended: boolean } = OPEN,
-  ): Promise<Message> {
+  ): Message | Promise<Message> {
     const msg = m as GroupMsg;
-    checkTenant(auth, msg.tenant_id);
-    const scope = this.scopes.of(msg);
+    let scope: Scope;
+    try {
+      checkTenant(auth, msg.tenant_id);
+      scope = this.scopes.of(msg);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    try {
+      const now = this.answerNow(auth, scope, msg, conn, asker);
+      if (now !== undefined) return now;
+    } catch (err) {
+      return Promise.reject(storageRefusal(msg.type, err));
+    }
+    return this.answerLater(auth, scope, msg, conn, asker);
+  }
+
+  /**
+   * The answer when it needs no await: a poll of a group held in memory with no hand-out
+   * running whose records memory holds, or an ack batch settled in memory under `periodic`.
+   * Undefined otherwise, having changed nothing the awaited path would not change first too.
+   */
+  private answerNow(
+    auth: Negotiated,
+    scope: Scope,
+    msg: GroupMsg,
+    conn: object,
+    asker: { readonly ended: boolean },
+  ): Message | Promise<Message> | undefined {
+    if (msg.type === 'group_ack_batch') return ackBatchNow(this.core, auth, scope, msg);
+    if (msg.type !== 'group_poll') return undefined;
+    const st = this.registry.held(scope);
+    if (st === undefined || st.handingOut > 0) return undefined;
+    const { max, visibility, until } = this.pollBounds(msg);
+    const party = pollParty(auth, msg, conn);
+    if (asker.ended) return { type: 'group_records', records: [], request_id: msg.request_id };
+    const records = handOut(this.core, scope, st, max, visibility, party);
+    if (records instanceof Promise) {
+      return this.pollFrom(scope, msg, party, asker, { st, until, begun: records });
+    }
+    if (records.length > 0 || Date.now() >= until || this.closing) {
+      return { type: 'group_records', records, request_id: msg.request_id };
+    }
+    return undefined; // nothing to hand out yet: the awaited poll waits for records
+  }
+
+  private async answerLater(
+    auth: Negotiated,
+    scope: Scope,
+    msg: GroupMsg,
+    conn: object,
+    asker: { readonly ended: boolean },
+  ): Promise<Message> {
     const core = this.core;
     try {
       switch (msg.type) {
@@ -127,6 +180,18 @@ export class GroupService {
     }
   }
 
+  /** A poll's record count, visibility and wait deadline, within the group's bounds. */
+  private pollBounds(msg: Msg<'group_poll'>): { max: number; visibility: number; until: number } {
+    const g = this.core.groups;
+    if (msg.max_records === 0) throw bad('max_records must be at least 1', 'bad_max_records');
+    if (msg.visibility_ms === 0) throw bad('visibility_ms must be at least 1', 'bad_visibility');
+    return {
+      max: Math.min(msg.max_records, g.max_poll_records),
+      visibility: Math.min(msg.visibility_ms ?? g.visibility_timeout_ms, g.max_visibility_ms),
+      until: Date.now() + Math.min(msg.wait_ms, g.max_wait_ms),
+    };
+  }
+
   /**
    * A long poll: hands out what it can now; with nothing to hand out it waits (bounded by its
    * `wait_ms`) until its shard wakes it, a claim lapses or the periodic re-check comes.
@@ -137,28 +202,53 @@ export class GroupService {
     party: PollParty,
     asker: { readonly ended: boolean },
   ): Promise<Message> {
-    const g = this.core.groups;
-    if (msg.max_records === 0) throw bad('max_records must be at least 1', 'bad_max_records');
-    if (msg.visibility_ms === 0) throw bad('visibility_ms must be at least 1', 'bad_visibility');
-    const max = Math.min(msg.max_records, g.max_poll_records);
-    const visibility = Math.min(msg.visibility_ms ?? g.visibility_timeout_ms, g.max_visibility_ms);
-    const until = Date.now() + Math.min(msg.wait_ms, g.max_wait_ms);
+    const { max, visibility, until } = this.pollBounds(msg);
     const st = await this.registry.state(scope);
     for (;;) {
       // A poll whose client has gone (its stream ended while it waited) must not claim records
       // nobody will receive: they would wait out their visibility timeout.
       if (asker.ended) return { type: 'group_records', records: [], request_id: msg.request_id };
-      const turn = st.pollChain.then(() => handOut(this.core, scope, st, max, visibility, party));
-      // The chain only orders hand-outs; each turn's failure is its own poll's answer.
-      st.pollChain = turn.catch(() => undefined);
-      const records = await turn;
+      const records = await this.chained(st, () =>
+        handOut(this.core, scope, st, max, visibility, party),
+      );
       const now = Date.now();
       if (records.length > 0 || now >= until || this.closing) {
         return { type: 'group_records', records, request_id: msg.request_id };
       }
       const lapse = st.earliestDeadline();
-      const wakeAt = Math.min(until, lapse ?? until, now + g.wait_recheck_ms);
+      const wakeAt = Math.min(until, lapse ?? until, now + this.core.groups.wait_recheck_ms);
       await this.waiters.sleep(scope.source, Math.max(1, wakeAt - now));
     }
+  }
+
+  /** A poll whose hand-out, begun in its own turn, needs an await: the later polls of its group
+   *  queue behind it on the chain, and the poll goes on as an awaited one. */
+  private async pollFrom(
+    scope: Scope,
+    msg: Msg<'group_poll'>,
+    party: PollParty,
+    asker: { readonly ended: boolean },
+    { st, until, begun }: { st: GroupState; until: number; begun: Promise<GroupRecord[]> },
+  ): Promise<Message> {
+    // Chained before the first await (in the poll's own turn): later polls queue behind it.
+    const records = await this.chained(st, () => begun);
+    if (records.length > 0 || Date.now() >= until || this.closing) {
+      return { type: 'group_records', records, request_id: msg.request_id };
+    }
+    return this.poll(scope, msg, party, asker);
+  }
+
+  /** Runs one hand-out after the group's hand-outs before it; counted while it runs. */
+  private chained(
+    st: GroupState,
+    run: () => GroupRecord[] | Promise<GroupRecord[]>,
+  ): Promise<GroupRecord[]> {
+    st.handingOut++;
+    const turn = st.pollChain.then(run).finally(() => {
+      st.handingOut--;
+    });
+    // The chain only orders hand-outs; each turn's failure is its own poll's answer.
+    st.pollChain = turn.catch(() => undefined);
+    return turn;
   }
 }

@@ -70,6 +70,8 @@ export class GroupState {
   private readonly reclaimedBy = new WeakMap<object, Set<string>>();
   /** Serialises polls of this group: one hand-out decision at a time. */
   pollChain: Promise<unknown> = Promise.resolve();
+  /** Hand-outs chained on `pollChain` and not yet settled: a poll answered in its turn needs 0. */
+  handingOut = 0;
   lastUsedMs: number;
   /** The cursor write in flight, if any (settles behind it wait and then write once). */
   commitRun: Promise<void> | undefined;

@@ -21,8 +21,13 @@ interface HeldRecord {
 class PollAnswer {
   readonly out: GroupRecord[] = [];
   bytes = 0;
+  /** Set once a record did not fit: nothing more is taken. */
+  full = false;
+  /** The visibility deadline of the records taken from one read (no await between them). */
+  deadline = 0;
 
   constructor(
+    readonly st: GroupState,
     readonly maxBytes: number,
     readonly visibility: number,
     readonly party: PollParty,
@@ -43,42 +48,115 @@ class PollAnswer {
     if (this.party.reportsTimes) r.timestamp_micros = micros;
     this.out.push(r);
   }
+
+  /**
+   * Claims one new record and hands it out, unless it is already finished, claimed or owed;
+   * sets `full` (and takes nothing more) once the answer is full. Bound once per poll.
+   */
+  readonly take = (offset: number, payload: Uint8Array, timestampMicros: number): void => {
+    if (this.full) return;
+    if (!this.fits(payload.byteLength)) {
+      this.full = true;
+      return;
+    }
+    const st = this.st;
+    // Offsets skipped below this record hold none (a generation start): finished as passed.
+    for (let o = st.next; o < offset; o++) st.finish(o);
+    st.next = Math.max(st.next, offset + 1);
+    if (
+      (st.done.size > 0 && st.done.has(offset)) ||
+      st.claims.has(offset) ||
+      (st.owed.size > 0 && st.owed.has(offset))
+    )
+      return;
+    st.claim(offset, 1, this.deadline, this.party.member);
+    // The first new record after a retention skip says how many records it skipped.
+    const skipped = st.skippedPending > 0 ? st.takeSkipped() : 0;
+    answer(this, offset, payload, skipped, timestampMicros);
+  };
 }
 
-export async function handOut(
+function answer(a: PollAnswer, offset: number, payload: Uint8Array, skipped: number, us: number) {
+  a.add(offset, payload, 1, a.party.reportsSkips ? skipped : 0, us);
+}
+
+/**
+ * One poll's records, in this turn when nothing needs an await (no reclaim or reserved records
+ * for the poller, nothing owed, the new records in the shard's memory): the same claims, in the
+ * same order, as the awaited path makes. Otherwise a promise of them.
+ */
+export function handOut(
   core: GroupCore,
   scope: Scope,
   st: GroupState,
   max: number,
   visibility: number,
   party: PollParty,
-): Promise<GroupRecord[]> {
-  const { groups: g, metrics } = core;
+): GroupRecord[] | Promise<GroupRecord[]> {
   const now = Date.now();
   st.lastUsedMs = now;
   const lapsed = st.expire(now);
-  if (lapsed > 0) metrics.groupClaimsLapsed.inc(lapsed);
-  const answer = new PollAnswer(g.max_poll_bytes, visibility, party);
+  if (lapsed > 0) core.metrics.groupClaimsLapsed.inc(lapsed);
+  const answer = new PollAnswer(st, core.groups.max_poll_bytes, visibility, party);
   const member = party.member;
-  if (member !== undefined) {
-    if (party.reclaim) {
-      const n = st.reclaim(member);
-      if (n > 0) metrics.groupClaimsReclaimed.inc(n);
-    }
-    // Reserved records are already in flight: they go out even at the in-flight cap.
-    await handOutReserved(core, scope, st, member, max, answer);
+  if (member !== undefined && (party.reclaim || st.reserved.has(member.conn))) {
+    return handOutAwaited(core, scope, st, max, answer);
   }
-  const room = g.max_in_flight - st.claims.size;
-  if (room <= 0) {
-    if (answer.out.length === 0) metrics.groupPollsCapped.inc();
-    metrics.groupDelivered.inc(answer.out.length);
-    return answer.out;
+  const want = wanted(core, st, max, answer);
+  if (want === 0) return delivered(core, answer);
+  const tail = scope.source.appliedNext;
+  if (st.owed.size === 0 && takeHeld(scope, st, want, answer, tail)) {
+    return delivered(core, answer);
   }
-  const want = Math.min(max, answer.out.length + room);
-  await handOutOwed(core, scope, st, want, answer);
-  await handOutNew(core, scope, st, want, answer);
-  metrics.groupDelivered.inc(answer.out.length);
+  return handOutRest(core, scope, st, want, answer, tail);
+}
+
+/** Records the poll may take beyond those it holds, within the group's in-flight cap; 0 when
+ *  the cap is reached (counted as a capped poll when the answer is empty). */
+function wanted(core: GroupCore, st: GroupState, max: number, answer: PollAnswer): number {
+  const room = core.groups.max_in_flight - st.claims.size;
+  if (room > 0) return Math.min(max, answer.out.length + room);
+  if (answer.out.length === 0) core.metrics.groupPollsCapped.inc();
+  return 0;
+}
+
+function delivered(core: GroupCore, answer: PollAnswer): GroupRecord[] {
+  core.metrics.groupDelivered.inc(answer.out.length);
   return answer.out;
+}
+
+/** The hand-out of a poll with a reclaim or reserved records: those first, then the rest. */
+async function handOutAwaited(
+  core: GroupCore,
+  scope: Scope,
+  st: GroupState,
+  max: number,
+  answer: PollAnswer,
+): Promise<GroupRecord[]> {
+  const member = answer.party.member!;
+  if (answer.party.reclaim) {
+    const n = st.reclaim(member);
+    if (n > 0) core.metrics.groupClaimsReclaimed.inc(n);
+  }
+  // Reserved records are already in flight: they go out even at the in-flight cap.
+  await handOutReserved(core, scope, st, member, max, answer);
+  const want = wanted(core, st, max, answer);
+  if (want === 0) return delivered(core, answer);
+  return handOutRest(core, scope, st, want, answer, scope.source.appliedNext);
+}
+
+/** Owed records, then new ones up to `tail`. */
+async function handOutRest(
+  core: GroupCore,
+  scope: Scope,
+  st: GroupState,
+  want: number,
+  answer: PollAnswer,
+  tail: number,
+): Promise<GroupRecord[]> {
+  await handOutOwed(core, scope, st, want, answer);
+  await handOutNew(core, scope, st, want, answer, tail);
+  return delivered(core, answer);
 }
 
 /** Owed records (lapsed or handed back), lowest offset first, each as a new delivery. */
@@ -111,76 +189,63 @@ async function handOutOwed(
 }
 
 /**
- * New records from the group's next offset up to the visible tail: from the shard's memory in
- * place when it holds them (no disk read, no await, no copy per record), else from its log.
+ * New records from the group's next offset up to `tail` that the shard's memory holds, taken in
+ * place (no disk read, no await, no copy per record). False when the group's next record is not
+ * in memory and the answer wants more: the log is read from there.
  */
+function takeHeld(
+  scope: Scope,
+  st: GroupState,
+  want: number,
+  answer: PollAnswer,
+  tail: number,
+): boolean {
+  while (answer.out.length < want && st.next < tail && !answer.full) {
+    const from = st.next;
+    const until = Math.min(tail, from + want - answer.out.length);
+    answer.deadline = Date.now() + answer.visibility;
+    if (!scope.source.visitHeld(from, until, answer.take)) return false;
+    if (st.next === from) break;
+  }
+  return true;
+}
+
+/** New records up to `tail`: from the shard's memory when it holds them, else from its log. */
 async function handOutNew(
   core: GroupCore,
   scope: Scope,
   st: GroupState,
   want: number,
   answer: PollAnswer,
+  tail: number,
 ): Promise<void> {
-  const source = scope.source;
-  const tail = source.appliedNext;
-  const { member, reportsSkips } = answer.party;
-  while (answer.out.length < want && st.next < tail) {
+  while (!takeHeld(scope, st, want, answer, tail)) {
     const from = st.next;
-    const until = Math.min(tail, from + want - answer.out.length);
-    // One deadline for the records of this read (no await between them).
-    const deadline = Date.now() + answer.visibility;
-    const done = st.done;
-    const owed = st.owed;
-    let full = false;
-    // Claims one record of this read and hands it out, unless it is already finished, claimed
-    // or owed; sets `full` (and takes nothing more) once the answer is full.
-    const take = (offset: number, payload: Uint8Array, timestampMicros: number): void => {
-      if (full) return;
-      if (!answer.fits(payload.byteLength)) {
-        full = true;
-        return;
-      }
-      // Offsets skipped below this record hold none (a generation start): finished as passed.
-      for (let o = st.next; o < offset; o++) st.finish(o);
-      st.next = Math.max(st.next, offset + 1);
-      if (
-        (done.size > 0 && done.has(offset)) ||
-        st.claims.has(offset) ||
-        (owed.size > 0 && owed.has(offset))
-      )
-        return;
-      st.claim(offset, 1, deadline, member);
-      // The first new record after a retention skip says how many records it skipped.
-      const skipped = st.skippedPending > 0 ? st.takeSkipped() : 0;
-      answer.add(offset, payload, 1, reportsSkips ? skipped : 0, timestampMicros);
-    };
-    source.visitHeld(from, until, take);
-    if (st.next === from && !full) {
-      const r = await source.readLog(from, {
-        maxRecords: want - answer.out.length,
-        maxBytes: Math.max(1, core.groups.max_poll_bytes - answer.bytes),
-      });
-      if (r.kind === 'trimmed') {
-        const skipped = st.skipTo(r.oldest);
-        if (skipped > 0) core.metrics.groupRecordsSkipped.inc(skipped);
-        await core.registry.commit(scope, st);
-        continue;
-      }
-      if (r.records.length === 0) {
-        // Only records that are no event (a generation start) lie in [from, next): pass them.
-        const passed = Math.min(r.next, tail);
-        for (let o = from; o < passed; o++) st.finish(o);
-        st.next = Math.max(st.next, passed);
-        if (passed > from) continue;
-        break;
-      }
-      for (const rec of r.records) {
-        if (rec.offset >= tail || answer.out.length >= want) break;
-        take(rec.offset, rec.payload, rec.timestampMicros);
-        if (full) break;
-      }
+    answer.deadline = Date.now() + answer.visibility;
+    const r = await scope.source.readLog(from, {
+      maxRecords: want - answer.out.length,
+      maxBytes: Math.max(1, core.groups.max_poll_bytes - answer.bytes),
+    });
+    if (r.kind === 'trimmed') {
+      const skipped = st.skipTo(r.oldest);
+      if (skipped > 0) core.metrics.groupRecordsSkipped.inc(skipped);
+      await core.registry.commit(scope, st);
+      continue;
     }
-    if (full || st.next === from) break;
+    if (r.records.length === 0) {
+      // Only records that are no event (a generation start) lie in [from, next): pass them.
+      const passed = Math.min(r.next, tail);
+      for (let o = from; o < passed; o++) st.finish(o);
+      st.next = Math.max(st.next, passed);
+      if (passed > from) continue;
+      return;
+    }
+    for (const rec of r.records) {
+      if (rec.offset >= tail || answer.out.length >= want) break;
+      answer.take(rec.offset, rec.payload, rec.timestampMicros);
+      if (answer.full) break;
+    }
+    if (answer.full || st.next === from) return;
   }
 }
 

@@ -48,30 +48,14 @@ export async function ackBatch(
   scope: Scope,
   msg: Msg<'group_ack_batch'>,
 ): Promise<Message> {
-  if ((auth.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
-    throw bad('group_ack_batch was not negotiated', 'ack_batch_not_negotiated');
-  }
-  const offsets = msg.offsets;
-  if (offsets.length === 0 || offsets.length > GROUP_ACK_BATCH_OFFSETS_MAX) {
-    throw bad(`a batch names 1..${GROUP_ACK_BATCH_OFFSETS_MAX} offsets`, 'bad_ack_batch');
-  }
-  for (const offset of offsets) tailCheck(scope, offset);
+  checkAckBatch(auth, scope, msg);
   const st = await core.registry.existing(scope);
   st.lastUsedMs = Date.now();
   const staleOffsets: number[] = [];
   let finished = false;
-  for (const offset of offsets) {
-    const claim = st.claims.get(offset);
-    if (claim === undefined) {
-      if (st.isUnknown(offset)) {
-        staleOffsets.push(offset);
-        continue;
-      }
-      const pending = st.owed.has(offset) || st.redriven.has(offset);
-      if (!pending && (offset < st.position || st.done.has(offset))) continue; // finished
-    }
-    const redriven = st.redriven.delete(offset);
-    st.finish(offset);
+  for (const offset of msg.offsets) {
+    const redriven = st.redriven.has(offset);
+    if (!ackOne(st, offset, staleOffsets)) continue;
     // A redriven entry goes durably before the position can pass it (as a single ack does).
     if (redriven) await core.registry.deadLetters.finish(scope.id, scope.group, offset);
     finished = true;
@@ -81,6 +65,65 @@ export async function ackBatch(
     core.waiters.wake(scope.source);
   }
   return { type: 'group_acked', stale: staleOffsets, request_id: msg.request_id };
+}
+
+/**
+ * `group_ack_batch` answered in this turn, as `ackBatch` answers it, when nothing in it awaits:
+ * the group is in memory, its cursor is `periodic` (answered once settled in memory) and no
+ * offset named is a redriven dead letter (finished durably first). Undefined otherwise, having
+ * changed nothing. A refusal is thrown before anything is settled.
+ */
+export function ackBatchNow(
+  core: GroupCore,
+  auth: Negotiated,
+  scope: Scope,
+  msg: Msg<'group_ack_batch'>,
+): Message | undefined {
+  const st = core.registry.held(scope);
+  if (st === undefined || core.registry.cursorFsync(scope) !== 'periodic') return undefined;
+  checkAckBatch(auth, scope, msg);
+  if (st.redriven.size > 0 && msg.offsets.some((o) => st.redriven.has(o))) return undefined;
+  st.lastUsedMs = Date.now();
+  const staleOffsets: number[] = [];
+  let finished = false;
+  for (const offset of msg.offsets) finished = ackOne(st, offset, staleOffsets) || finished;
+  if (finished) {
+    // Periodic: the position is written within the group's interval, nothing to await.
+    void core.registry.commit(scope, st);
+    core.waiters.wake(scope.source);
+  }
+  return { type: 'group_acked', stale: staleOffsets, request_id: msg.request_id };
+}
+
+/** The refusals of an ack batch, made before anything is settled. */
+function checkAckBatch(auth: Negotiated, scope: Scope, msg: Msg<'group_ack_batch'>): void {
+  if ((auth.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0) {
+    throw bad('group_ack_batch was not negotiated', 'ack_batch_not_negotiated');
+  }
+  const offsets = msg.offsets;
+  if (offsets.length === 0 || offsets.length > GROUP_ACK_BATCH_OFFSETS_MAX) {
+    throw bad(`a batch names 1..${GROUP_ACK_BATCH_OFFSETS_MAX} offsets`, 'bad_ack_batch');
+  }
+  for (const offset of offsets) tailCheck(scope, offset);
+}
+
+/**
+ * Acks one offset of a batch in memory: true when it finished it now; false when its claim no
+ * longer stands (named in `staleOffsets`) or it was finished already.
+ */
+function ackOne(st: GroupState, offset: number, staleOffsets: number[]): boolean {
+  const claim = st.claims.get(offset);
+  if (claim === undefined) {
+    if (st.isUnknown(offset)) {
+      staleOffsets.push(offset);
+      return false;
+    }
+    const pending = st.owed.has(offset) || st.redriven.has(offset);
+    if (!pending && (offset < st.position || st.done.has(offset))) return false; // finished
+  }
+  st.redriven.delete(offset);
+  st.finish(offset);
+  return true;
 }
 
 /**
