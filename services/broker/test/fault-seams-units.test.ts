@@ -67,6 +67,31 @@ describe('fault file parsers', () => {
 });
 
 describe('storage fault Io', () => {
+  it('a_delayed_fsync_is_released_once_the_fault_file_drops_its_delay', async () => {
+    const dir = await tempDir();
+    try {
+      const faults = join(dir.path, 'faults');
+      await writeFile(faults, 'fsync_delay_ms=60000\n');
+      let now = 0;
+      const io = new FaultFileIo(nodeIo, faults, { now: () => now });
+      await io.start(); // the minute-long delay is the reading in force
+      const seg = await io.open(join(dir.path, '00000000000000000000.log'), 'replace');
+      let done = false;
+      const syncing = seg.datasync().then(() => {
+        done = true;
+      });
+      // Dropped while the fsync waits, and the reading let go stale: the fsync ends within a
+      // poll, not a minute later.
+      await writeFile(faults, '');
+      now += 50;
+      await waitFor(() => done, 'the parked fsync to end', 5_000);
+      await syncing;
+      await seg.close();
+    } finally {
+      await dir.cleanup();
+    }
+  });
+
   it('the_storage_fault_io_fails_fdatasyncs_as_its_file_says', async () => {
     const dir = await tempDir();
     try {

@@ -83,9 +83,18 @@ export class FaultFileIo extends DelegatingIo {
 
   /** @internal Waits and fails as the file says, before the real fdatasync of `path`. */
   async beforeDatasync(path: string): Promise<void> {
-    const f = await this.faults();
+    let f = await this.faults();
     if (f.fsyncDelayMs > 0) {
-      await new Promise<void>((resolve) => setTimeout(resolve, f.fsyncDelayMs));
+      // Waited in slices, the file read again between them: a delay the file drops (a test
+      // healing a slow disk) releases the fsyncs already waiting on it, not only later ones.
+      const until = this.now() + f.fsyncDelayMs;
+      for (let left = f.fsyncDelayMs; left > 0; left = until - this.now()) {
+        await new Promise<void>((resolve) =>
+          setTimeout(resolve, Math.min(left, FAULT_FILE_POLL_MS)),
+        );
+        f = await this.faults();
+        if (f.fsyncDelayMs === 0) break;
+      }
     }
     const failOnce = f.fsync === 'fail_once' && this.failedGeneration !== f.generation;
     if (failOnce) this.failedGeneration = f.generation;

@@ -198,7 +198,8 @@ describe('generation-start records between brokers', () => {
     );
     // The follower left behind answers the new leader's fence, but every later write of its
     // (the generation start among them) takes a while to reach its disk.
-    await c.slowFsync(behind.id, scaled(3_000));
+    // Long enough that no load lets it end before the test heals it (a heal releases it).
+    await c.slowFsync(behind.id, scaled(20_000));
     await c.kill(leader.id);
     await c.heal();
     const promoted = await promotion(c, leader, before.generation);
