@@ -9,7 +9,8 @@
 // itself as a pure function.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { failoverPolicy } from '../src/cluster/promotion.js';
+import { failoverPolicy, reportTrust } from '../src/cluster/promotion.js';
+import type { LivenessConfig } from '../src/config.js';
 import { type ReportInput, foldReport } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { AssignmentRecord, NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
@@ -158,6 +159,72 @@ function promotionSuite(backend: Backend): void {
         ],
       }));
       expect(after.leader).toBe(before.replicas[2]);
+    });
+
+    it('a_caught_up_replica_returning_long_after_its_leader_died_is_still_promoted', async () => {
+      // Found in CI: the leader and the caught-up follower were killed, and the follower came
+      // back later than the report's trust window (2 × expiry + 1 heartbeat). The report was no
+      // longer believed, so the shard waited for its leader although the follower held the mark.
+      const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000 } as LivenessConfig;
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
+        view,
+      );
+      const [before] = (await store.assignments.list(10)).items;
+      const [leader, f1, f2] = before!.replicas;
+      await store.replicaReports.record(leader!, 1, [
+        reportOf(before!, {
+          leader_offset: 60,
+          commit_offset: 50,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 49 },
+            { node_id: f2!, durable_offset: 50 },
+          ],
+        }),
+      ]);
+      for (const id of [leader!, f2!]) {
+        const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === id)!;
+        expect(await store.nodes.markDown(id, stamp.stamp)).toBe(true);
+      }
+      clock.advance(60_000);
+      const waiting = await store.assignments.pass(view, reportTrust(liveness, clock.nowMs()));
+      expect(waiting.unplaced).toBe(1);
+      // The caught-up follower returns a minute after its leader's last heartbeat.
+      await store.nodes.register(registration(f2!, { incarnation: 2 }));
+      await store.assignments.pass(view, reportTrust(liveness, clock.nowMs()));
+      const [after] = (await store.assignments.list(10)).items;
+      expect(after!.leader).toBe(f2);
+      expect(after!.generation).toBe(before!.generation + 1);
+    });
+
+    it('a_report_no_newer_than_the_trust_window_is_not_believed_while_its_leader_is_heard', async () => {
+      const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000 } as LivenessConfig;
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
+        view,
+      );
+      const [before] = (await store.assignments.list(10)).items;
+      const [leader, f1, f2] = before!.replicas;
+      await store.replicaReports.record(leader!, 1, [
+        reportOf(before!, {
+          leader_offset: 60,
+          commit_offset: 50,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 49 },
+            { node_id: f2!, durable_offset: 50 },
+          ],
+        }),
+      ]);
+      // The leader goes on heartbeating a minute without a report (its mark may have moved
+      // since), then is lost: its old report names no candidate.
+      clock.advance(60_000);
+      await store.nodes.register(registration(leader!, { incarnation: 2 }));
+      const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === leader)!;
+      expect(await store.nodes.markDown(leader!, stamp.stamp)).toBe(true);
+      const pass = await store.assignments.pass(view, reportTrust(liveness, clock.nowMs()));
+      expect(pass.unplaced).toBe(1);
+      const [after] = (await store.assignments.list(10)).items;
+      expect(after).toEqual(before);
     });
 
     it('placement_promotes_the_most_caught_up_in_sync_follower_of_a_leader_stream', async () => {

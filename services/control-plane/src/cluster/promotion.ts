@@ -23,10 +23,17 @@ import type { Assignment, FailoverPolicy, ShardKind } from '@felix/router';
 import type { LivenessConfig } from '../config.js';
 import type { Consistency, ReplicaReport } from '../store/types.js';
 
-/** Which stored reports placement may believe: those stamped within `trustMs` of `nowMs`. */
+/**
+ * Which stored reports placement may believe: those stamped within `trustMs` of `nowMs`, or of
+ * the moment the reporting leader's lease lapsed (`expiryMs` after it was last heard) when that
+ * is earlier. A leader past its lease writes nothing more, so its last report ages no further:
+ * a caught-up replica that returns long after its leader died is still known to be caught up.
+ */
 export interface ReportTrust {
   nowMs: number;
   trustMs: number;
+  /** How long a broker may lead after its last heartbeat; absent: reports age with `nowMs`. */
+  expiryMs?: number;
 }
 
 /** Every report believed, however old (tests and the dry-run default). */
@@ -34,7 +41,17 @@ export const TRUST_ALL: ReportTrust = { nowMs: 0, trustMs: Number.POSITIVE_INFIN
 
 /** A report is trusted for 2 × expiry + 1 heartbeat: long enough to outlive its leader's down-marking. */
 export function reportTrust(l: LivenessConfig, nowMs: number): ReportTrust {
-  return { nowMs, trustMs: 2 * l.expiryTimeoutMs + l.heartbeatIntervalMs };
+  return {
+    nowMs,
+    trustMs: 2 * l.expiryTimeoutMs + l.heartbeatIntervalMs,
+    expiryMs: l.expiryTimeoutMs,
+  };
+}
+
+/** The moment a report's age is taken at: now, or its silent leader's lease end if earlier. */
+function agedAtMs(trust: ReportTrust, leaderHeardAtMs: number | undefined): number {
+  if (trust.expiryMs === undefined || leaderHeardAtMs === undefined) return trust.nowMs;
+  return Math.min(trust.nowMs, leaderHeardAtMs + trust.expiryMs);
 }
 
 export interface PromotionInput {
@@ -44,6 +61,8 @@ export interface PromotionInput {
   current: Assignment | undefined;
   report: ReplicaReport | undefined;
   trust: ReportTrust;
+  /** When the current leader was last heard (its last heartbeat), if it is a known node. */
+  leaderHeardAtMs?: number;
 }
 
 /** The offset a replica must hold to take over, or null when the report cannot be believed. */
@@ -54,7 +73,7 @@ export function caughtUpBound(input: PromotionInput): number | null {
   // because the follower set changed (a dead follower dropped) while that leader went on
   // leading the same log, and what its followers confirmed they still hold.
   if (report.generation > current.generation || report.leader !== current.leader) return null;
-  if (trust.nowMs - report.reported_at_ms > trust.trustMs) return null;
+  if (agedAtMs(trust, input.leaderHeardAtMs) - report.reported_at_ms > trust.trustMs) return null;
   // Only a stream's publishes wait for a majority; a cache's writes are acked by its leader.
   const quorum = input.consistency === 'Quorum' && input.kind === 'stream';
   return quorum ? report.commit_offset : report.leader_offset;

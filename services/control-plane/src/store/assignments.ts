@@ -211,7 +211,9 @@ export class AssignmentRepository {
     view: PlacementView,
     trust: ReportTrust,
   ): Promise<PlacementInputs> {
-    const nodes = view(await livenessRows(q));
+    const rows = await livenessRows(q);
+    const nodes = view(rows);
+    const heardAtMs = new Map(rows.map((n) => [n.node_id, n.last_heartbeat_at_ms]));
     const reports = await reportsByShard(q);
     const current = new Map<string, AssignmentRecord>();
     for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
@@ -237,6 +239,7 @@ export class AssignmentRepository {
             current: was,
             report: reports.get(id),
             trust,
+            ...(was === undefined ? {} : { leaderHeardAtMs: heardAtMs.get(was.leader) }),
           };
           const failover = failoverPolicy(policyInput);
           const handoff = handoffPolicy(policyInput);

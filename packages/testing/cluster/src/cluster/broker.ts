@@ -22,6 +22,11 @@ const NODE_FLAGS = (
     flags: string[];
   }
 ).flags;
+/** Extra node flags for every broker (say `--cpu-prof --cpu-prof-dir=/tmp/p`), for profiling a
+ *  cluster bench: FELIX_CLUSTER_BROKER_NODE_ARGS, split on spaces. */
+const EXTRA_NODE_FLAGS = (process.env.FELIX_CLUSTER_BROKER_NODE_ARGS ?? '')
+  .split(' ')
+  .filter((flag) => flag !== '');
 
 export interface BrokerOptions {
   index: number;
@@ -102,7 +107,7 @@ export class Broker implements ClusterNode {
   /** Starts on the broker's ports and data dir; resolves once it logs `listening`. */
   async start(): Promise<void> {
     await this.proc.start({
-      args: [...NODE_FLAGS, BROKER_MAIN],
+      args: [...NODE_FLAGS, ...EXTRA_NODE_FLAGS, BROKER_MAIN],
       cwd: REPO,
       readyMarker: '"msg":"listening"',
       deadlineMs: scaled(PROCESS_LISTEN_DEADLINE_MS),
