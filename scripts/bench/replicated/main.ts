@@ -10,6 +10,9 @@
  * | latency    | `await publish(s, data)` one at a time, p50    | `await js.publish`, p50       | ≤ 1x   |
  * | failover   | SIGKILL of the shard leader → first ack after  | SIGKILL of the stream leader  | ≤ 3 s and ≤ JetStream |
  *
+ * Both sides speak TLS, clients and servers alike (Felix: TLS clients and mutual TLS between
+ * brokers; JetStream: a `tls {}` block on the client port and on the routes; FELIX_BENCH_NATS_TLS=0
+ * runs JetStream on plain TCP, the comparison before session 21).
  * Both clients publish through a server that does not lead the stream (Felix forwards to the
  * owner; nats.js talks to any server of the cluster). JetStream acks once its stream's Raft
  * group holds the message in a majority's memory and syncs to disk every two minutes; Felix's
@@ -37,6 +40,7 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { FelixClient } from '@felix/client';
+import { loadOrCreateDevCertificate } from '@felix/transport';
 import {
   argValue,
   markdownTable,
@@ -51,6 +55,7 @@ import { type TimelinePoint, timelineSvg } from './chart.js';
 import {
   NATS_CLUSTER_FORM_DEADLINE_MS,
   type NatsCluster,
+  type NatsTls,
   startNatsCluster,
 } from './nats-cluster.js';
 
@@ -135,11 +140,22 @@ async function felixSide(
   };
 }
 
+/**
+ * The certificate JetStream's clients and routes speak TLS with (the broker's development one,
+ * naming 127.0.0.1), as Felix's clients and brokers speak TLS; FELIX_BENCH_NATS_TLS=0 runs
+ * JetStream on plain TCP, as this bench did before session 21.
+ */
+async function natsTls(dir: string): Promise<NatsTls | undefined> {
+  if (env.FELIX_BENCH_NATS_TLS === '0') return undefined;
+  const { certPem, keyPem } = await loadOrCreateDevCertificate(join(dir, 'nats-tls'));
+  return { certPem, keyPem };
+}
+
 async function jetStreamSide(
   dir: string,
   publishTimeoutMs?: number,
 ): Promise<Side & { nats: NatsCluster }> {
-  const nats = await startNatsCluster(dir);
+  const nats = await startNatsCluster(dir, await natsTls(dir));
   try {
     return await jetStreamStream(nats, publishTimeoutMs);
   } catch (err) {
@@ -183,6 +199,7 @@ async function jetStreamStream(
   const nc: NatsConnection = await connect({
     servers: ordered.map((s) => s.url),
     noRandomize: true,
+    ...(nats.ca === undefined ? {} : { tls: { ca: nats.ca } }),
   });
   const js: JetStreamClient = nc.jetstream();
   // Answers 503 (no responders) until the stream's group is reachable from this server.
@@ -193,7 +210,7 @@ async function jetStreamStream(
   );
   return {
     nats,
-    system: 'JetStream 3 servers, R3 file storage',
+    system: `JetStream 3 servers, R3 file storage${nats.tls ? ', TLS' : ', plain TCP'}`,
     publish: () =>
       js.publish(
         `${STREAM}.x`,

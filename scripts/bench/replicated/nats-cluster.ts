@@ -3,6 +3,9 @@
  * replicated log would pick instead. Each server has its own client port, route port and store
  * directory; routes name all three, so the cluster forms whichever starts first. The bench talks
  * to it with nats.js and kills servers by pid (SIGKILL, the same fault Felix's leader gets).
+ * With `tls` (the default of the replicated bench) clients and routes speak TLS, as Felix's
+ * clients and brokers do: a `tls {}` block on the client port and one in the cluster block, every
+ * server presenting the same certificate, which is its own CA (the broker's development one).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -22,8 +25,18 @@ export interface NatsServer {
   proc: ChildProcess | undefined;
 }
 
+/** PEMs of a self-signed certificate naming 127.0.0.1, used as its own CA. */
+export interface NatsTls {
+  certPem: string;
+  keyPem: string;
+}
+
 export interface NatsCluster {
   servers: NatsServer[];
+  /** Whether clients and routes speak TLS. */
+  tls: boolean;
+  /** The CA clients pass as `tls: { ca }` (undefined without TLS). */
+  ca: string | undefined;
   /** A connection to every server (nats.js fails over between them). */
   connect(): Promise<NatsConnection>;
   kill(name: string): Promise<void>;
@@ -36,15 +49,20 @@ function serverConfig(
   routePort: number,
   routes: number[],
   dir: string,
+  tls: { cert: string; key: string } | undefined,
 ) {
+  const block =
+    tls && `tls { cert_file: "${tls.cert}", key_file: "${tls.key}", ca_file: "${tls.cert}" }`;
   return [
     `server_name: ${name}`,
     'host: 127.0.0.1',
     `port: ${port}`,
+    ...(block ? [block] : []),
     `jetstream { store_dir: "${join(dir, name)}" }`,
     'cluster {',
     '  name: felix-bench',
     `  listen: 127.0.0.1:${routePort}`,
+    ...(block ? [`  ${block}`] : []),
     `  routes: [${routes.map((p) => `nats-route://127.0.0.1:${p}`).join(', ')}]`,
     '}',
     '',
@@ -52,8 +70,18 @@ function serverConfig(
 }
 
 /** Starts three servers in `dir` and waits until JetStream answers in the cluster. */
-export async function startNatsCluster(dir: string, binary = 'nats-server'): Promise<NatsCluster> {
+export async function startNatsCluster(
+  dir: string,
+  tls?: NatsTls,
+  binary = 'nats-server',
+): Promise<NatsCluster> {
   mkdirSync(dir, { recursive: true });
+  let files: { cert: string; key: string } | undefined;
+  if (tls !== undefined) {
+    files = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
+    writeFileSync(files.cert, tls.certPem);
+    writeFileSync(files.key, tls.keyPem, { mode: 0o600 });
+  }
   const ports = [await freePort(), await freePort(), await freePort()];
   const routePorts = [await freePort(), await freePort(), await freePort()];
   const servers: NatsServer[] = ports.map((port, i) => ({
@@ -64,12 +92,18 @@ export async function startNatsCluster(dir: string, binary = 'nats-server'): Pro
   }));
   for (const [i, s] of servers.entries()) {
     const file = join(dir, `${s.name}.conf`);
-    writeFileSync(file, serverConfig(s.name, s.port, routePorts[i]!, routePorts, dir));
+    writeFileSync(file, serverConfig(s.name, s.port, routePorts[i]!, routePorts, dir, files));
     s.proc = spawn(binary, ['-c', file], { stdio: 'ignore' });
   }
   const cluster: NatsCluster = {
     servers,
-    connect: () => connect({ servers: servers.map((s) => s.url) }),
+    tls: tls !== undefined,
+    ca: tls?.certPem,
+    connect: () =>
+      connect({
+        servers: servers.map((s) => s.url),
+        ...(tls === undefined ? {} : { tls: { ca: tls.certPem } }),
+      }),
     async kill(name) {
       const s = servers.find((x) => x.name === name);
       const proc = s?.proc;

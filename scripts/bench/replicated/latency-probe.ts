@@ -1,0 +1,81 @@
+/**
+ * Where an awaited quorum publish spends its time: three brokers (RF 3, quorum, onCommit) as
+ * the replicated bench starts them, one client on the leader, publishes awaited one at a time.
+ * Prints the leader's and followers' pids so a tracer can attach, waits for Enter-free
+ * `--pause-ms` first, then times `--n` publishes spaced `--gap-ms` apart (0: back to back).
+ *
+ *   node --import tsx scripts/bench/replicated/latency-probe.ts [--n 2000] [--gap-ms 0]
+ */
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { argValue, percentile } from '@felix/testing-bench-kit';
+import { startCluster } from '@felix/testing-cluster';
+import { tempDir } from '@felix/testing-harness';
+
+const N = Number(argValue('--n', '2000'));
+const GAP_MS = Number(argValue('--gap-ms', '0'));
+const PAUSE_MS = Number(argValue('--pause-ms', '0'));
+/** 0: awaited one at a time; else this many publishes kept in flight (the throughput row). */
+const IN_FLIGHT = Number(argValue('--in-flight', '0'));
+
+/** CPU time (user + system) of a process so far, in µs, from /proc (10 ms ticks). */
+function cpuUs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+const DATA = new Uint8Array(1024).fill(0x61);
+const dir = await tempDir('felix-latency-probe-');
+const cluster = await startCluster({
+  brokers: 3,
+  replication: true,
+  transport: 'tls',
+  dir: dir.path,
+  streams: [{ name: 'probe', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+  env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
+});
+try {
+  await cluster.waitServed();
+  const leader = await cluster.leaderOf('probe');
+  const felix = await cluster.connect({ servers: [leader!.url('tls')] });
+  for (let i = 0; i < 500; i++) await felix.publish('probe', DATA);
+  console.log(
+    'pids',
+    cluster.nodes.map((n) => `${n.id}${n.id === leader?.id ? '(leader)' : ''}=${n.pid}`).join(' '),
+  );
+  if (PAUSE_MS > 0) await new Promise((r) => setTimeout(r, PAUSE_MS));
+  const pids = cluster.nodes.map((n) => n.pid);
+  const cpu0 = [...pids.map(cpuUs), process.cpuUsage()];
+  const t0 = performance.now();
+  if (IN_FLIGHT > 0) {
+    let sent = 0;
+    const lane = async () => {
+      while (sent < N) {
+        sent++;
+        await felix.publish('probe', DATA);
+      }
+    };
+    await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+  }
+  const times: number[] = [];
+  for (let i = 0; IN_FLIGHT === 0 && i < N; i++) {
+    const t0 = performance.now();
+    await felix.publish('probe', DATA);
+    times.push((performance.now() - t0) * 1000);
+    if (GAP_MS > 0) await new Promise((r) => setTimeout(r, GAP_MS));
+  }
+  const wallS = (performance.now() - t0) / 1000;
+  const perRecord = pids.map((p, i) => ((cpuUs(p) - (cpu0[i] as number)) / N).toFixed(0));
+  const own = process.cpuUsage(cpu0[pids.length] as NodeJS.CpuUsage);
+  console.log(
+    `${(N / wallS).toFixed(0)} rec/s; CPU µs per record: brokers ${perRecord.join(' / ')} (leader ${cluster.nodes.findIndex((n) => n.id === leader?.id)}), client ${((own.user + own.system) / N).toFixed(0)}`,
+  );
+  times.sort((a, b) => a - b);
+  console.log(
+    `awaited p50 ${percentile(times, 50).toFixed(0)} µs p90 ${percentile(times, 90).toFixed(0)} p99 ${percentile(times, 99).toFixed(0)}; load ${loadavg()[0]!.toFixed(2)}`,
+  );
+  await felix.close();
+} finally {
+  await cluster.shutdown();
+  await dir.cleanup();
+}
