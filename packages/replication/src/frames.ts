@@ -5,9 +5,9 @@ import {
   type InternalMessage,
   REPLICATE_MARK,
   type ShardRef,
-  batchChecksum,
   encodeInternalMessage,
 } from '@felix/wire';
+import { replicaBatchChecksum } from './checksum.js';
 import { REPLICA_LOGS, type ReplicaLogKind } from './log-kind.js';
 
 type RecordsMessage = Exclude<
@@ -29,7 +29,7 @@ export function recordsFrame(
     correlationId,
     shard,
     firstOffset: first,
-    checksum: batchChecksum(payloads),
+    checksum: replicaBatchChecksum(payloads),
     payloads,
   });
 }
@@ -48,7 +48,7 @@ export function committedFrame(
     correlationId,
     shard,
     firstOffset: first,
-    checksum: batchChecksum(payloads),
+    checksum: replicaBatchChecksum(payloads),
     commitOffset,
     payloads,
   });
@@ -68,7 +68,7 @@ export function markedFrame(
     correlationId,
     shard,
     firstOffset: first,
-    checksum: batchChecksum(payloads, marks),
+    checksum: replicaBatchChecksum(payloads, marks),
     payloads,
     marks,
   });

@@ -123,3 +123,5 @@ export type { ToolOutput } from './tool/cli.js';
 export { dumpShardDir, recordJson, verifyShardDir } from './tool/inspect.js';
 export type { VerifySummary } from './tool/inspect.js';
 // The storage benchmark is not API: it runs as `felix-log-tool bench` (tool/cli.ts).
+/** CRC-32 over a byte range, native for long runs (what the segment format checks with). */
+export { crc32Range } from './segment/checksum.js';

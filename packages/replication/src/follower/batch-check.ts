@@ -6,7 +6,8 @@
  * follower has not heard of that leader yet (`StaleRoute`, the sender retries).
  */
 import type { FollowerAppendResult } from '@felix/storage';
-import { INTERNAL_ERROR, type InternalMessage, batchChecksum } from '@felix/wire';
+import { INTERNAL_ERROR, type InternalMessage } from '@felix/wire';
+import { replicaBatchChecksum } from '../checksum.js';
 
 export type BatchVerdict =
   /** Store the records; first durably raise the accepted generation when `raise` is set. */
@@ -29,7 +30,7 @@ export function checkBatch(
   },
   replica: ReplicaView,
 ): BatchVerdict {
-  if (batchChecksum(batch.payloads, batch.marks) !== batch.checksum)
+  if (replicaBatchChecksum(batch.payloads, batch.marks) !== batch.checksum)
     return { kind: 'refuse', code: INTERNAL_ERROR.Malformed, detail: 'batch checksum mismatch' };
   return checkGeneration(batch.generation, replica);
 }

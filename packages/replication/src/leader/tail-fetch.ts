@@ -14,11 +14,11 @@ import {
   REPLICA_LOG,
   REPLICATE_MARK,
   type ShardRef,
-  batchChecksum,
   decodeInternalMessage,
   encodeInternalMessage,
 } from '@felix/wire';
 import { FLAG_GENERATION_START } from '@felix/storage';
+import { replicaBatchChecksum } from '../checksum.js';
 import { TailFetchError } from '../errors.js';
 import { FENCE_ANSWER_TIMEOUT_MS, TAIL_FETCH_BYTES_MAX } from '../limits.js';
 import type { FenceAnswer } from './fence.js';
@@ -109,7 +109,7 @@ function recordsOf(answer: Uint8Array, next: number): { payloads: Uint8Array[]; 
   if (m.firstOffset !== next)
     throw new TailFetchError(`records at ${m.firstOffset}, asked ${next}`);
   const marks = m.kind === 'ReplicateMarkedRecords' ? m.marks : undefined;
-  if (batchChecksum(m.payloads, marks) !== m.checksum)
+  if (replicaBatchChecksum(m.payloads, marks) !== m.checksum)
     throw new TailFetchError('batch checksum mismatch');
   if (m.payloads.length === 0) throw new TailFetchError(`the source holds nothing at ${next}`);
   if (marks === undefined) return { payloads: m.payloads };

@@ -176,15 +176,21 @@ function checkInt(value: number, max: number, what: string): void {
  * The replication batch checksum: CRC-32 (IEEE) fed each payload's u32 big-endian length
  * and then its bytes, in order; so `["ab","c"]` and `["a","bc"]` differ. Widened to u64 on
  * the wire (always below 2^32 here). A marked batch (kind 25) feeds its mark bytes after them.
+ * `continueCrc` computes the payloads' part (the same CRC): a Node caller may pass a native one,
+ * which this codec may not import.
  */
-export function batchChecksum(payloads: readonly Uint8Array[], marks?: Uint8Array): number {
+export function batchChecksum(
+  payloads: readonly Uint8Array[],
+  marks?: Uint8Array,
+  continueCrc: (bytes: Uint8Array, crc: number) => number = crc32,
+): number {
   const length = new Uint8Array(4);
   const view = new DataView(length.buffer);
   let crc = 0;
   for (const p of payloads) {
     view.setUint32(0, p.length);
     crc = crc32(length, crc);
-    crc = crc32(p, crc);
+    crc = continueCrc(p, crc);
   }
   // A marked batch's marks are fed after the payloads.
   if (marks !== undefined) crc = crc32(marks, crc);
