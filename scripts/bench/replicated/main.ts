@@ -36,7 +36,7 @@
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
  * Markdown table and writes results.json beside this file.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { FelixClient } from '@felix/client';
@@ -94,6 +94,8 @@ interface Side {
    *  await), so a time taken just before the call is the kill's. Resolves once it exited. */
   kill(name: string): Promise<void>;
   close(): Promise<void>;
+  /** The server processes (Felix's brokers, the nats-servers), for CPU per record. */
+  pids(): (number | undefined)[];
 }
 
 type FsyncMode = 'onCommit' | 'periodic';
@@ -133,6 +135,7 @@ async function felixSide(
     publish: () => felix.publish(STREAM, DATA),
     leader: async () => (await cluster.leaderOf(STREAM))?.id ?? '',
     kill: (name) => cluster.kill(name),
+    pids: () => cluster.nodes.map((n) => n.pid),
     async close() {
       await felix.close();
       await cluster.shutdown();
@@ -221,6 +224,7 @@ async function jetStreamStream(
     // during an election the stream has no leader and the answer is ''.
     leader: () => leaderName().catch(() => ''),
     kill: (name) => nats.kill(name),
+    pids: () => nats.servers.map((x) => x.proc?.pid),
     async close() {
       await admin.close();
       await nc.close();
@@ -241,6 +245,40 @@ async function windowed(side: Side, n: number): Promise<number> {
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   return n / ((performance.now() - started) / 1000);
+}
+
+/** CPU time (user + system) of a process so far in µs, from /proc (10 ms ticks); 0 if gone. */
+function processCpuUs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    // The process is gone (or this is not Linux): it adds nothing.
+    return 0;
+  }
+}
+
+interface WindowedRun {
+  rate: number;
+  /** CPU µs per record of the side's server processes together, and of this (client) process. */
+  serverCpuUs: number;
+  clientCpuUs: number;
+}
+
+/** `windowed`, with the CPU each side's servers and its client spent per record. */
+async function windowedWithCpu(side: Side, n: number): Promise<WindowedRun> {
+  const pids = side.pids();
+  const servers = () => pids.reduce<number>((sum, pid) => sum + processCpuUs(pid), 0);
+  const server0 = servers();
+  const client0 = process.cpuUsage();
+  const rate = await windowed(side, n);
+  const client = process.cpuUsage(client0);
+  return {
+    rate,
+    serverCpuUs: (servers() - server0) / n,
+    clientCpuUs: (client.user + client.system) / n,
+  };
 }
 
 /** `n` awaited publishes; answers the p50 and p99 in µs. */
@@ -375,15 +413,24 @@ async function both<T>(
 
 if (only.includes('throughput')) {
   await both((s) => windowed(s, Math.ceil(N / 10))); // warm-up pass, discarded
-  const [f, j] = await both((s) => windowed(s, N));
+  const [fr, jr] = await both((s) => windowedWithCpu(s, N));
+  const f = fr.map((x) => x.rate);
+  const j = jr.map((x) => x.rate);
   const ratio = pairedRatios(f, j).median;
-  results.throughput = { felix: f, jetstream: j, ratio };
+  results.throughput = { felix: f, jetstream: j, ratio, felixCpu: fr, jetstreamCpu: jr };
   table.push([
     'durable publish, 64 in flight (rec/s)',
     fmt(median(f)),
     fmt(median(j)),
     `${ratio.toFixed(2)}x`,
     '≥ 2x',
+  ]);
+  table.push([
+    'CPU µs per record there: servers together / client',
+    `${fmt(median(fr.map((x) => x.serverCpuUs)))} / ${fmt(median(fr.map((x) => x.clientCpuUs)))}`,
+    `${fmt(median(jr.map((x) => x.serverCpuUs)))} / ${fmt(median(jr.map((x) => x.clientCpuUs)))}`,
+    '',
+    '',
   ]);
 }
 if (only.includes('latency')) {
