@@ -32,7 +32,12 @@ const cluster = await startCluster({
   transport: 'tls',
   dir: dir.path,
   streams: [{ name: 'probe', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-  env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
+  // No fault seams (as in production and the replicated bench).
+  env: {
+    FELIX_DURABLE_FSYNC_MODE: 'onCommit',
+    FELIX_TEST_PARTITION_FILE: undefined,
+    FELIX_TEST_STORAGE_FAULT_FILE: undefined,
+  },
 });
 try {
   await cluster.waitServed();

@@ -111,7 +111,13 @@ async function felixSide(
     transport: 'tls',
     dir,
     streams: [{ name: STREAM, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-    env: { FELIX_DURABLE_FSYNC_MODE: fsync },
+    // The harness's fault seams (files re-read every 50 ms, a wrapper on every fsync) are off,
+    // as in production: the bench kills brokers but injects no partition or storage fault.
+    env: {
+      FELIX_DURABLE_FSYNC_MODE: fsync,
+      FELIX_TEST_PARTITION_FILE: undefined,
+      FELIX_TEST_STORAGE_FAULT_FILE: undefined,
+    },
     controlPlaneEnv: {
       FELIX_CONTROLPLANE_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
       FELIX_CONTROLPLANE_EXPIRY_TIMEOUT_MS: String(EXPIRY_MS),
