@@ -155,9 +155,10 @@ export class BodyWriter {
     this.u64(ref.generation, 'generation');
   }
 
-  finish(): Uint8Array {
-    const out = new Uint8Array(this.size);
-    let pos = 0;
+  /** The body, after `room` zero bytes left for a header (0: the body alone). */
+  finish(room = 0): Uint8Array {
+    const out = new Uint8Array(room + this.size);
+    let pos = room;
     for (const part of this.parts) {
       out.set(part, pos);
       pos += part.length;

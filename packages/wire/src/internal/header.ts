@@ -39,20 +39,29 @@ export function checkInternalHeader(
 
 /** A complete internal frame around `body`. */
 export function encodeInternalFrame(kind: number, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(FRAME_HEADER_BYTES + body.length);
+  out.set(body, FRAME_HEADER_BYTES);
+  return headInternalFrame(out, kind);
+}
+
+/**
+ * Writes the header into the first FRAME_HEADER_BYTES of `frame`, whose body follows them
+ * (an encoder that left room for it saves a copy of the body); returns `frame`.
+ */
+export function headInternalFrame(frame: Uint8Array, kind: number): Uint8Array {
   if (!Number.isInteger(kind) || kind < 0 || kind > 0xffff) {
     throw new FieldRangeError('internal kind', `must be a u16, got ${kind}`);
   }
-  if (body.length > INTERNAL_BODY_BYTES_MAX) {
-    throw new FrameTooLargeError(body.length, INTERNAL_BODY_BYTES_MAX);
+  const bodyLength = frame.length - FRAME_HEADER_BYTES;
+  if (bodyLength > INTERNAL_BODY_BYTES_MAX) {
+    throw new FrameTooLargeError(bodyLength, INTERNAL_BODY_BYTES_MAX);
   }
-  const out = new Uint8Array(FRAME_HEADER_BYTES + body.length);
-  const view = new DataView(out.buffer);
+  const view = new DataView(frame.buffer, frame.byteOffset, FRAME_HEADER_BYTES);
   view.setUint32(0, INTERNAL_MAGIC);
   view.setUint16(4, INTERNAL_VERSION);
   view.setUint16(6, kind);
-  view.setUint32(8, body.length);
-  out.set(body, FRAME_HEADER_BYTES);
-  return out;
+  view.setUint32(8, bodyLength);
+  return frame;
 }
 
 /** Push decoder for FLXI streams; buffering bounded by one frame of at most the body cap. */
