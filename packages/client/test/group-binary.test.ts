@@ -20,7 +20,8 @@ import { describe, expect, it } from 'vitest';
 import { Group } from '../src/projections/group.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
-import type { QuickReader } from '../src/protocol/request-lane.js';
+import type { InFrame } from '../src/protocol/frame-stream.js';
+import type { Prepared } from '../src/protocol/request-lane.js';
 
 /** A stand-in connection: polls answered with one record, ack batches by `ackAnswer`. */
 function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array, name = 'workers') {
@@ -37,35 +38,45 @@ function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array, nam
         queueMicrotask(() => turn.shift()?.());
       },
     },
-    openStream: async () => ({
-      stream: {
-        write: async (b: Uint8Array) => void polls.push(b),
-        reset: () => undefined,
-        end: async () => undefined,
-      },
-      frames: {
-        next: async () => {
-          const rid = polls.length;
-          const records = [
-            { offset: 40 + rid, payload: new Uint8Array([rid]), attempts: 1, skipped_before: 0 },
-          ];
-          return {
-            flags: 0,
-            payload: payloadOf(encodeMessage({ type: 'group_records', records, request_id: rid })),
-          };
+    openStream: async () => {
+      let onFrame: (f: InFrame) => void = () => undefined;
+      return {
+        stream: {
+          // Each poll is answered with one record, after its write (as over a connection).
+          write: async (b: Uint8Array) => {
+            polls.push(b);
+            const rid = polls.length;
+            const records = [
+              { offset: 40 + rid, payload: new Uint8Array([rid]), attempts: 1, skipped_before: 0 },
+            ];
+            const msg: Message = { type: 'group_records', records, request_id: rid };
+            queueMicrotask(() => onFrame({ flags: 0, payload: payloadOf(encodeMessage(msg)) }));
+          },
+          reset: () => undefined,
+          end: async () => undefined,
         },
-        release: async () => undefined,
-      },
-    }),
+        frames: {
+          forEachFrame: (each: (f: InFrame) => void) => {
+            onFrame = each;
+          },
+          release: async () => undefined,
+        },
+      };
+    },
     requests: {
-      requestPrepared(prepare: (id: number) => { bytes: Uint8Array; quick?: QuickReader }) {
+      requestPrepared(prepare: (id: number) => Prepared<unknown>) {
         const rid = acks.length + 1;
         const p = prepare(rid);
         acks.push(p.bytes);
         const answer = decodeFrame(ackAnswer(rid));
-        return Promise.resolve(
-          p.quick?.(answer.payload, answer.flags) ?? decodeMessage(answer.payload),
-        );
+        const msg = p.quick?.(answer.payload, answer.flags) ?? decodeMessage(answer.payload);
+        // As the request lane: an error answer rejects, else the request resolves with `finish`.
+        if (msg.type === 'error') return Promise.reject(new Error(msg.message));
+        try {
+          return Promise.resolve(p.finish === undefined ? msg : p.finish(msg));
+        } catch (err) {
+          return Promise.reject(err);
+        }
       },
     },
   } as unknown as BrokerConnection;

@@ -1,38 +1,70 @@
 // Goal: a poll on a connection that is live writes its request in the call's own turn (no await
 // on the connection first), and one whose client has no live connection waits for one as
-// before. Method: a Group over a stand-in host whose
-// connection records each poll request written and answers it with one record.
-import { FEATURE_CONSUMER_GROUP, decodeFrame, encodeMessage } from '@felix/wire';
+// before; an ack on a live connection joins its turn's batch without waiting for the connection
+// either; a poll stream the broker ended while it was idle is not used again. Method: a Group
+// over a stand-in host whose connection records each poll request written and answers it with
+// one record, and answers each ack batch as settled.
+import {
+  FEATURE_CONSUMER_GROUP,
+  FEATURE_HI_GROUP_ACK_BATCH,
+  type Message,
+  decodeFrame,
+  encodeMessage,
+} from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { Group } from '../src/projections/group.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
+import type { InFrame } from '../src/protocol/frame-stream.js';
+import type { Prepared } from '../src/protocol/request-lane.js';
+import { TurnBatcher } from '../src/protocol/turn-batcher.js';
 
-function standIn(live: boolean) {
+function standIn(live: boolean, featuresHi = 0) {
   const polls: Uint8Array[] = [];
+  const acks: Uint8Array[] = [];
+  /** Ends each poll stream opened so far, as the broker's half-close does. */
+  const enders: Array<() => void> = [];
   let waits = 0;
   const bc = {
     server: 'stand-in',
     scope: { tenant: 't1', namespace: 'default' },
-    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi: 0, window: 1 },
-    openStream: async () => ({
-      stream: {
-        write: async (b: Uint8Array) => void polls.push(b),
-        reset: () => undefined,
-        end: async () => undefined,
-      },
-      frames: {
-        next: async () => {
-          const rid = polls.length;
-          const records = [
-            { offset: rid, payload: new Uint8Array([rid]), attempts: 1, skipped_before: 0 },
-          ];
-          const frame = encodeMessage({ type: 'group_records', records, request_id: rid });
-          return { flags: 0, payload: decodeFrame(frame).payload };
+    negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi, window: 1 },
+    turn: new TurnBatcher(),
+    openStream: async () => {
+      let onFrame: (f: InFrame) => void = () => undefined;
+      return {
+        stream: {
+          // Each poll is answered with one record, after its write (as over a connection).
+          write: async (b: Uint8Array) => {
+            polls.push(b);
+            const rid = polls.length;
+            const records = [
+              { offset: rid, payload: new Uint8Array([rid]), attempts: 1, skipped_before: 0 },
+            ];
+            const frame = encodeMessage({ type: 'group_records', records, request_id: rid });
+            queueMicrotask(() => onFrame({ flags: 0, payload: decodeFrame(frame).payload }));
+          },
+          reset: () => undefined,
+          end: async () => undefined,
         },
-        release: async () => undefined,
+        frames: {
+          forEachFrame: (each: (f: InFrame) => void, onEnd: (err: unknown) => void) => {
+            onFrame = each;
+            enders.push(() => onEnd(null));
+          },
+          release: async () => undefined,
+        },
+      };
+    },
+    requests: {
+      // As the request lane: the request resolves with `finish` of its answer.
+      requestPrepared(prepare: (id: number) => Prepared<unknown>) {
+        const p = prepare(acks.length + 1);
+        acks.push(p.bytes);
+        const answer: Message = { type: 'group_acked', stale: [], request_id: acks.length };
+        return Promise.resolve().then(() => (p.finish === undefined ? answer : p.finish(answer)));
       },
-    }),
+    },
   } as unknown as BrokerConnection;
   const host = {
     connection: async () => {
@@ -42,7 +74,13 @@ function standIn(live: boolean) {
     live: () => (live ? bc : undefined),
     closed: false,
   } as ProjectionHost;
-  return { group: new Group(host, 'jobs', 'workers', { shard: 0 }), polls, waits: () => waits };
+  return {
+    group: new Group(host, 'jobs', 'workers', { shard: 0 }),
+    polls,
+    acks,
+    enders,
+    waits: () => waits,
+  };
 }
 
 describe('group poll turn', () => {
@@ -60,5 +98,30 @@ describe('group poll turn', () => {
     expect(offline.polls.length).toBe(1);
     await third;
     expect(offline.waits()).toBe(2);
+  });
+
+  it('an_ack_on_a_live_connection_joins_its_turns_batch_without_waiting_for_the_connection', async () => {
+    const { group, acks, waits } = standIn(true, FEATURE_HI_GROUP_ACK_BATCH);
+    const [a, b] = [await group.poll({ max: 1 }), await group.poll({ max: 1 })];
+    await Promise.all([a[0]!.ack(), b[0]!.ack()]);
+    expect(acks.length).toBe(1); // both acks of the turn in one batch
+    expect(waits()).toBe(0);
+    // No live connection: the ack waits for one first, and still settles.
+    const offline = standIn(false, FEATURE_HI_GROUP_ACK_BATCH);
+    const [m] = await offline.group.poll({ max: 1 });
+    await m!.ack();
+    expect(offline.acks.length).toBe(1);
+    expect(offline.waits()).toBe(2);
+  });
+
+  it('a_poll_stream_the_broker_ended_while_it_was_idle_is_not_used_again', async () => {
+    const { group, polls, enders } = standIn(true);
+    await group.poll({ max: 1 });
+    expect(enders.length).toBe(1);
+    enders[0]!(); // the broker half-closes the idle poll stream
+    const [m] = await group.poll({ max: 1 }); // on a stream of its own
+    expect(enders.length).toBe(2);
+    expect(m!.offset).toBe(2);
+    expect(polls.length).toBe(2);
   });
 });

@@ -23,7 +23,7 @@ import {
   GROUP_POLL_WAIT_MS_DEFAULT,
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
-import type { FrameStream } from '../protocol/frame-stream.js';
+import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import { FrameTemplate, groupScopeOf } from './group-frames.js';
 import { GroupMessage, type GroupSettler } from './group-message.js';
 import type { GroupScope } from './group-settles.js';
@@ -39,9 +39,74 @@ export interface PollOptions {
   signal?: AbortSignal;
 }
 
-interface PollStream {
-  stream: TransportStream;
-  frames: FrameStream;
+/**
+ * One poll stream, serving one poll at a time: its answers are read as they arrive (through the
+ * transport's chunk callback where it has one) and handed to the poll waiting, so a poll costs
+ * one promise for its answer, not a chain of reads (a promise and a turn each) per frame.
+ */
+class PollStream {
+  /** The poll waiting for its answer. */
+  private waiter: { resolve(msg: Message | null): void; reject(err: unknown): void } | null = null;
+  /** What ended the stream: null at the broker's clean half-close; undefined while open. */
+  private ended: unknown = undefined;
+
+  constructor(
+    readonly stream: TransportStream,
+    readonly frames: FrameStream,
+    /** The frame flags the connection negotiated (a binary answer needs its flag). */
+    private readonly flags: number,
+  ) {
+    frames.forEachFrame(this.onFrame, this.onEnd);
+  }
+
+  /** True until the stream ends (the broker's half-close, a reset, a bad answer). */
+  get open(): boolean {
+    return this.ended === undefined;
+  }
+
+  /**
+   * Sends a poll request and resolves with its answer, or null when the stream ended first;
+   * rejects with what ended the stream or failed the write. The answer is awaited from before
+   * the write, so no frame can come before it is wanted.
+   */
+  ask(request: Uint8Array): Promise<Message | null> {
+    if (this.ended !== undefined) {
+      return this.ended === null ? Promise.resolve(null) : Promise.reject(this.ended);
+    }
+    const answer = new Promise<Message | null>((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+    this.stream.write(request).then(undefined, this.writeFailed);
+    return answer;
+  }
+
+  /** A frame is the answer of the poll waiting; one with no poll waiting ends the stream. */
+  private readonly onFrame = (frame: InFrame): void => {
+    const w = this.waiter;
+    if (w === null) throw new ProtocolError('a poll stream carried an answer nobody asked for');
+    // A broker that granted the 0x8000 flag answers in binary; errors stay JSON. A frame that
+    // cannot be decoded throws: the stream ends with that error, which the poll rejects with.
+    const msg =
+      frame.flags === FLAG_BINARY_GROUP_RECORDS && (this.flags & frame.flags) !== 0
+        ? decodeGroupRecords(frame.flags, frame.payload)
+        : decodeMessage(frame.payload);
+    this.waiter = null;
+    w.resolve(msg);
+  };
+
+  private readonly onEnd = (err: unknown): void => {
+    this.ended = err ?? null;
+    const w = this.waiter;
+    this.waiter = null;
+    if (err === null) w?.resolve(null);
+    else w?.reject(err);
+  };
+
+  private readonly writeFailed = (err: unknown): void => {
+    const w = this.waiter;
+    this.waiter = null;
+    w?.reject(err);
+  };
 }
 
 /** Who polls: the group's name on the wire, its consumer and what its messages settle with. */
@@ -88,19 +153,19 @@ export class GroupPolls {
     const reclaim = who.reclaim && this.reclaimedOn !== bc;
     if (reclaim) this.reclaimedOn = bc;
     const idle = this.idleOn(bc);
-    const ps = idle.pop() ?? (await bc.openStream(who.timestamps ? 0 : FEATURE_RECORD_TIMESTAMPS));
+    let kept = idle.pop();
+    // One the broker ended (or broke) while it was idle cannot carry this poll: let it go.
+    while (kept !== undefined && !kept.open) {
+      finish(kept);
+      kept = idle.pop();
+    }
+    const ps = kept ?? (await this.openPollStream(bc));
     let reusable = false;
     const onAbort = () => ps.stream.reset(0);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      await ps.stream.write(this.pollRequest(bc, opts, reclaim));
-      const frame = await ps.frames.next();
-      if (frame === null) throw new ConnectionLostError(bc.server);
-      // A broker that granted the 0x8000 flag answers in binary; errors stay JSON.
-      const msg =
-        frame.flags === FLAG_BINARY_GROUP_RECORDS && (bc.negotiated.flags & frame.flags) !== 0
-          ? decodeGroupRecords(frame.flags, frame.payload)
-          : decodeMessage(frame.payload);
+      const msg = await ps.ask(this.pollRequest(bc, opts, reclaim));
+      if (msg === null) throw new ConnectionLostError(bc.server);
       if (msg.type === 'error') throw refusalOf(msg);
       if (msg.type === 'not_leader') throw notLeaderOf(msg);
       if (msg.type !== 'group_records')
@@ -188,6 +253,12 @@ export class GroupPolls {
     } as Message;
     const frames = new FrameTemplate(shape, ['request_id']);
     return (requestId) => frames.frame([requestId]);
+  }
+
+  private async openPollStream(bc: BrokerConnection): Promise<PollStream> {
+    const without = this.who.timestamps ? 0 : FEATURE_RECORD_TIMESTAMPS;
+    const { stream, frames } = await bc.openStream(without);
+    return new PollStream(stream, frames, bc.negotiated.flags);
   }
 
   /** The idle poll streams on `bc` (those of a replaced connection are reset). */

@@ -26,6 +26,7 @@ import {
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { FrameTemplate, QUICK_ACKED_MATCHES, groupScopeOf, quickAcked } from './group-frames.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
+import { has } from '../protocol/negotiation.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 
 /** One ack or nack waiting for its batch's answer. */
@@ -87,6 +88,13 @@ export class GroupSettles implements GroupSettler {
       if (open.held && open.items.length >= GROUP_ACK_BATCH_OFFSETS_MAX) this.flushAcks(open);
       return p;
     }
+    // A live connection is taken as it stands: no async step (a promise and a turn) per ack.
+    const live = this.host.live?.();
+    if (live !== undefined && has(live.negotiated.features, FEATURE_CONSUMER_GROUP)) {
+      if ((live.negotiated.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) !== 0) {
+        return this.ackInBatch(live, offset);
+      }
+    }
     return this.ackOnConnection(offset);
   }
 
@@ -97,6 +105,11 @@ export class GroupSettles implements GroupSettler {
       await this.settle('group_ack', offset);
       return;
     }
+    return this.ackInBatch(bc, offset);
+  }
+
+  /** Adds the ack to the batch gathering on `bc` this turn (opening one), sent at its end. */
+  private ackInBatch(bc: BrokerConnection, offset: number): Promise<void> {
     let batch = this.acks;
     if (batch?.bc !== bc) {
       if (batch !== undefined) this.flushAcks(batch, true); // made on a connection since replaced
@@ -148,26 +161,38 @@ export class GroupSettles implements GroupSettler {
       const part = items.slice(i, i + GROUP_ACK_BATCH_OFFSETS_MAX);
       const offsets = part.map((a) => a.offset);
       this.ackBatchesOut++;
+      let answered = false;
+      const done = () => {
+        if (answered) return; // a failure after `finish` ran (a held batch's send) counts once
+        answered = true;
+        this.ackBatchAnswered();
+      };
+      // Settled in the turn the answer is read (`finish`), with one reaction for a failure:
+      // no chain of steps (each a promise and a turn) between the answer and the acks.
       bc.requests
-        .requestPrepared<Message>((request_id) => ({
+        .requestPrepared<void>((request_id) => ({
           bytes: frame(offsets, request_id),
           quick: readAcked,
+          finish: (msg) => {
+            if (msg.type !== 'group_acked') {
+              throw new ProtocolError(`expected group_acked, got ${msg.type}`);
+            }
+            settleEach(part, msg.stale, undefined);
+            done();
+          },
         }))
-        .then((msg) => {
-          if (msg.type !== 'group_acked') {
-            throw new ProtocolError(`expected group_acked, got ${msg.type}`);
-          }
-          settleEach(part, msg.stale, undefined);
-        })
-        .catch((err: unknown) => {
+        .then(undefined, (err: unknown) => {
           for (const a of part) a.reject(err as Error);
-        })
-        .finally(() => {
-          this.ackBatchesOut--;
-          const held = this.acks;
-          if (held?.held === true) this.flushAcks(held);
+          done();
         });
     }
+  }
+
+  /** An ack batch was answered (or failed): the acks held behind it go now. */
+  private ackBatchAnswered(): void {
+    this.ackBatchesOut--;
+    const held = this.acks;
+    if (held?.held === true) this.flushAcks(held);
   }
 
   /**
