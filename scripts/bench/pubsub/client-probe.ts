@@ -8,17 +8,28 @@
  * more, which skip Node's pool) by the function that asked, and the UDP receive buffers.
  *
  *   node --import tsx scripts/bench/pubsub/client-probe.ts [--transport quic|tls] [--count 30000]
- *        [--rounds 5] [--allocs] [--external] [--native]
+ *        [--rounds 5] [--allocs] [--external] [--native] [--memory]
  * `--external` adds up the rises of V8's external memory once per event-loop turn (about the
- * off-heap bytes allocated); `--native` counts the calls into quiche's binding by method.
+ * off-heap bytes allocated); `--native` counts the calls into quiche's binding by method;
+ * `--memory` prints after each round this process's and the broker's RSS, heap used and
+ * external memory, and the broker's collections in the round (from its /metrics), so a memory
+ * that grows across rounds shows as a trend.
  */
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { type FelixClient, connect } from '@felix/client';
-import { argValue, procCpuSecs, startBroker, threadCpuSecs } from '@felix/testing-bench-kit';
+import {
+  type BenchBroker,
+  argValue,
+  procCpuSecs,
+  rssMiB,
+  startBroker,
+  threadCpuSecs,
+} from '@felix/testing-bench-kit';
 
 const TRANSPORT = argValue('--transport', 'quic') as 'quic' | 'tls';
 const COUNT = Number(argValue('--count', '30000'));
@@ -30,6 +41,8 @@ const ALLOCS = process.argv.includes('--allocs');
 const EXTERNAL = process.argv.includes('--external');
 /** Counts every call into quiche's binding (the copy @felix/client loads) by method. */
 const NATIVE = process.argv.includes('--native');
+/** Per-round memory of both processes and the broker's collections (its Prometheus metrics). */
+const MEMORY = process.argv.includes('--memory');
 
 const counts = new Map<string, number>();
 function bump(name: string, by = 1): void {
@@ -139,6 +152,7 @@ async function run(b: { port: number; fingerprint: string }): Promise<Record<str
   const cpu0 = process.cpuUsage();
   const thr0 = threadCpuSecs('self');
   const broker0 = threadCpuSecs(brokerPid);
+  const faults0 = [minorFaults('self'), minorFaults(brokerPid)];
   const t0 = performance.now();
   const pub = pubClient.publisher('bench', { lingerMs: 1, maxBatchRecords: 512, ack: true });
   for (let i = 0; i < COUNT; i++) {
@@ -150,6 +164,7 @@ async function run(b: { port: number; fingerprint: string }): Promise<Record<str
   const cpu = process.cpuUsage(cpu0);
   const thr = threadCpuSecs('self');
   const broker = threadCpuSecs(brokerPid);
+  const faults = [minorFaults('self') - faults0[0]!, minorFaults(brokerPid) - faults0[1]!];
   const out: Record<string, number> = Object.fromEntries(counts);
   await Promise.all([sub.close(), pubClient.close()]);
   const perMsg = (s: number) => (s * 1e6) / COUNT;
@@ -161,6 +176,8 @@ async function run(b: { port: number; fingerprint: string }): Promise<Record<str
     'µs/msg client other threads': perMsg(thr.others - thr0.others),
     'µs/msg broker main thread': perMsg(broker.main - broker0.main),
     'µs/msg broker other threads': perMsg(broker.others - broker0.others),
+    'client minor faults': faults[0]!,
+    'broker minor faults': faults[1]!,
   };
 }
 
@@ -190,6 +207,60 @@ function countNative(): void {
   }
 }
 
+/** The broker's samples this probe reads (prom-client's default metrics, the broker's prefix). */
+const BROKER_SAMPLES = {
+  heapMiB: 'felix_broker_process_nodejs_heap_size_used_bytes',
+  externalMiB: 'felix_broker_process_nodejs_external_memory_bytes',
+  majorGcs: 'felix_broker_process_nodejs_gc_duration_seconds_count{kind="major"}',
+  minorGcs: 'felix_broker_process_nodejs_gc_duration_seconds_count{kind="minor"}',
+  /** Summed over labels: connections still open once a round's clients closed. */
+  connections: 'felix_broker_connections',
+  batches: 'felix_broker_event_batches_encoded_total',
+} as const;
+
+async function brokerMemory(b: BenchBroker): Promise<Record<keyof typeof BROKER_SAMPLES, number>> {
+  const lines = (await b.metricsText()).split('\n');
+  // A sample absent so far (no major collection yet) reads 0; labelled samples are summed.
+  const read = (name: string): number =>
+    lines
+      .filter((x) => x.startsWith(`${name} `) || (!name.includes('{') && x.startsWith(`${name}{`)))
+      .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  const mib = (n: number) => n / 1024 / 1024;
+  return {
+    heapMiB: mib(read(BROKER_SAMPLES.heapMiB)),
+    externalMiB: mib(read(BROKER_SAMPLES.externalMiB)),
+    majorGcs: read(BROKER_SAMPLES.majorGcs),
+    minorGcs: read(BROKER_SAMPLES.minorGcs),
+    connections: read(BROKER_SAMPLES.connections),
+    batches: read(BROKER_SAMPLES.batches),
+  };
+}
+
+/** Minor page faults of a process so far (field 10 of /proc/<pid>/stat, counted after the
+ *  command name's closing parenthesis): fresh pages the allocator touched. */
+function minorFaults(pid: number | 'self'): number {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[7]);
+}
+
+/** One line of both processes' memory after a round, and the broker's collections in it. */
+async function memoryLine(
+  b: BenchBroker,
+  before: Awaited<ReturnType<typeof brokerMemory>>,
+): Promise<{ line: string; after: Awaited<ReturnType<typeof brokerMemory>> }> {
+  const m = process.memoryUsage();
+  const mib = (n: number) => (n / 1024 / 1024).toFixed(1);
+  const after = await brokerMemory(b);
+  const line =
+    `  memory: client rss ${mib(m.rss)} heap ${mib(m.heapUsed)} external ${mib(m.external)} MiB; ` +
+    `broker rss ${rssMiB(b.pid).rss.toFixed(1)} heap ${after.heapMiB.toFixed(1)} external ` +
+    `${after.externalMiB.toFixed(1)} MiB, mark-compacts ${after.majorGcs - before.majorGcs}, ` +
+    `scavenges ${after.minorGcs - before.minorGcs}, connections ${after.connections}, ` +
+    `event batches ${((after.batches - before.batches) / COUNT).toFixed(4)}/msg; client handles ` +
+    `${(process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().length}`;
+  return { line, after };
+}
+
 instrumentUdp();
 if (EXTERNAL) meterExternal();
 if (NATIVE) countNative();
@@ -200,13 +271,19 @@ const brokerPid = broker.pid;
 try {
   await run(broker); // warm-up
   const all: Array<Record<string, number>> = [];
+  let brokerBefore = MEMORY ? await brokerMemory(broker) : null;
   for (let r = 0; r < ROUNDS; r++) {
     const load = loadavg()[0]!.toFixed(1);
     const res = await run(broker);
     all.push(res);
     console.log(
-      `${TRANSPORT} round ${r + 1} (load ${load}): ${Math.round(res['msgs/s']!)} msgs/s, client ${res['µs/msg client cpuUsage']!.toFixed(2)} µs/msg (main ${res['µs/msg client main thread']!.toFixed(2)}, others ${res['µs/msg client other threads']!.toFixed(2)}), broker main ${res['µs/msg broker main thread']!.toFixed(2)} others ${res['µs/msg broker other threads']!.toFixed(2)}, mark-compacts ${res['gc mark-compact'] ?? 0}, scavenges ${res['gc scavenge'] ?? 0}${EXTERNAL ? `, off-heap ${Math.round((res['external bytes allocated'] ?? 0) / COUNT)} B/msg` : ''}`,
+      `${TRANSPORT} round ${r + 1} (load ${load}): ${Math.round(res['msgs/s']!)} msgs/s, client ${res['µs/msg client cpuUsage']!.toFixed(2)} µs/msg (main ${res['µs/msg client main thread']!.toFixed(2)}, others ${res['µs/msg client other threads']!.toFixed(2)}), broker main ${res['µs/msg broker main thread']!.toFixed(2)} others ${res['µs/msg broker other threads']!.toFixed(2)}, mark-compacts ${res['gc mark-compact'] ?? 0}, scavenges ${res['gc scavenge'] ?? 0}, minor faults per msg client ${(res['client minor faults']! / COUNT).toFixed(3)} broker ${(res['broker minor faults']! / COUNT).toFixed(3)}${EXTERNAL ? `, off-heap ${Math.round((res['external bytes allocated'] ?? 0) / COUNT)} B/msg` : ''}`,
     );
+    if (brokerBefore !== null) {
+      const m = await memoryLine(broker, brokerBefore);
+      console.log(m.line);
+      brokerBefore = m.after;
+    }
   }
   // Counts per message, the median over rounds.
   const keys = [...new Set(all.flatMap((r) => Object.keys(r)))].sort();

@@ -209,8 +209,12 @@ async function felixThroughput(
   const secs = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const brokerCpu = procCpuSecs(b.pid) - brokerCpu0;
+  // Memory after the round, of this client process and the broker: a run whose rounds slow
+  // down shows here whether either process kept growing.
+  const m = process.memoryUsage();
+  const mib = (n: number): string => (n / 1024 / 1024).toFixed(0);
   console.log(
-    `    CPU per message: client ${((cpu.user + cpu.system) / count).toFixed(2)} µs, broker ${((brokerCpu * 1e6) / count).toFixed(2)} µs (wall ${((secs * 1e6) / count).toFixed(2)} µs)`,
+    `    CPU per message: client ${((cpu.user + cpu.system) / count).toFixed(2)} µs, broker ${((brokerCpu * 1e6) / count).toFixed(2)} µs (wall ${((secs * 1e6) / count).toFixed(2)} µs); memory MiB: client rss ${mib(m.rss)} heap ${mib(m.heapUsed)} external ${mib(m.external)}, broker rss ${rssMiB(b.pid).rss.toFixed(0)}`,
   );
   await Promise.all([...subs, pubClient].map((c) => c.close()));
   const lost = received.reduce((a, n) => a + (count - n), 0);
