@@ -21,6 +21,16 @@ export interface TransportStream {
    * the iterator once no iterator read is waiting.
    */
   readChunks?(sink: (chunk: Uint8Array) => void, end: (err: Error | null) => void): void;
+  /**
+   * Optional, with `readChunks`: stops handing chunks to `sink` until `resumeChunks`. Chunks
+   * that arrive meanwhile are queued and not credited, so the stream's window backs the peer
+   * off as it does for an iterator that is not read; the peer's half-close is held behind them.
+   * A reset or a closed connection still calls `end` at once.
+   */
+  pauseChunks?(): void;
+  /** Hands over what was queued while paused, in order (the sink may pause again), then the
+   *  half-close if it came. */
+  resumeChunks?(): void;
   /** Resolves once the bytes are accepted within the buffer bound (not once delivered). The
    *  caller must not mutate `chunk` afterwards, unless `copiesWrites`. */
   write(chunk: Uint8Array): Promise<void>;
