@@ -35,6 +35,12 @@ export interface TransportStream {
    *  caller must not mutate `chunk` afterwards, unless `copiesWrites`. */
   write(chunk: Uint8Array): Promise<void>;
   /**
+   * Optional: as `write`, but null instead of a promise that would already be resolved (the
+   * bytes were accepted within the buffer bound), so a caller that writes an answer in the turn
+   * it is made spends no promise or reaction on it. Otherwise the promise `write` gives.
+   */
+  writeNow?(chunk: Uint8Array): Promise<void> | null;
+  /**
    * True when a write's promise settles (either way) only once the stream holds no reference
    * to its `chunk` (the bytes were copied out): the caller may then reuse the chunk's memory.
    * Absent or false: the stream may still read the chunk after its write resolved.

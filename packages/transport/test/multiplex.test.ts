@@ -179,6 +179,45 @@ describe('multiplex over a caller-held byte stream', () => {
     await server.close();
   });
 
+  it('write_now_gives_no_promise_for_bytes_within_credit_and_the_write_promise_past_it', async () => {
+    const [a, b] = await tcpPair();
+    const window = 1024;
+    const [client, server] = await withDeadline(
+      Promise.all([
+        multiplex(a, { role: 'client' }),
+        multiplex(b, { role: 'server', streamWindowBytes: window }),
+      ]),
+      5000,
+      'both ends ready',
+    );
+    const s = await client.openBidi();
+    expect(s.writeNow!(enc('now'))).toBeNull();
+    const accepted = await withDeadline(
+      (async () => {
+        for await (const x of server.incoming()) return x;
+        throw new Error('no stream');
+      })(),
+      5000,
+      'accepted stream',
+    );
+    // Past the peer's window the write waits for credit: a promise, settled once read.
+    const big = new Uint8Array(2 * window).fill(7);
+    const later = s.writeNow!(big);
+    expect(later).toBeInstanceOf(Promise);
+    const got: Uint8Array[] = [];
+    const ended = new Promise<Error | null>((resolve) => {
+      accepted.readChunks!((c) => got.push(c.slice()), resolve);
+    });
+    await withDeadline(later!, 5000, 'credited write');
+    await s.end();
+    expect(await withDeadline(ended, 5000, 'end')).toBeNull();
+    const all = Buffer.concat(got);
+    expect(dec(all.subarray(0, 3))).toBe('now');
+    expect(all.length).toBe(3 + big.length);
+    await client.close();
+    await server.close();
+  });
+
   it('a_byte_stream_that_ends_before_the_handshake_rejects_with_a_closed_connection', async () => {
     const [a, b] = await tcpPair();
     b.destroy();

@@ -17,6 +17,8 @@ export interface StreamHost {
   sendCredit(id: number, bytes: number): void;
   /** Resolves once the session's send buffer is below its bound. */
   writeReady(): Promise<void>;
+  /** As `writeReady`, but null where that would be already resolved. */
+  writeReadyNow(): Promise<void> | null;
   /** The stream finished at the protocol level (no more frames either way). */
   onStreamDone(stream: MuxStream): void;
   /** The stream finished for the application too (its id may be reused by the peer's count). */
@@ -342,6 +344,17 @@ export class MuxStream implements TransportStream {
       this.host.sendCredit(this.id, this.unreturnedCredit);
       this.unreturnedCredit = 0;
     }
+  }
+
+  /** See TransportStream. */
+  writeNow(chunk: Uint8Array): Promise<void> | null {
+    if (this.error || this.writes.length !== 0 || chunk.length > this.sendCredit) {
+      return this.write(chunk);
+    }
+    if (!this.canWrite || this.finSent || this.endRequested) return this.write(chunk);
+    this.sendCredit -= chunk.length;
+    if (chunk.length > 0) this.host.sendData(this.id, chunk);
+    return this.host.writeReadyNow();
   }
 
   write(chunk: Uint8Array): Promise<void> {
