@@ -21,9 +21,25 @@ export interface TransportStream {
    * the iterator once no iterator read is waiting.
    */
   readChunks?(sink: (chunk: Uint8Array) => void, end: (err: Error | null) => void): void;
+  /**
+   * Optional, with `readChunks`: stops handing chunks to `sink` until `resumeChunks`. Chunks
+   * that arrive meanwhile are queued and not credited, so the stream's window backs the peer
+   * off as it does for an iterator that is not read; the peer's half-close is held behind them.
+   * A reset or a closed connection still calls `end` at once.
+   */
+  pauseChunks?(): void;
+  /** Hands over what was queued while paused, in order (the sink may pause again), then the
+   *  half-close if it came. */
+  resumeChunks?(): void;
   /** Resolves once the bytes are accepted within the buffer bound (not once delivered). The
    *  caller must not mutate `chunk` afterwards, unless `copiesWrites`. */
   write(chunk: Uint8Array): Promise<void>;
+  /**
+   * Optional: as `write`, but null instead of a promise that would already be resolved (the
+   * bytes were accepted within the buffer bound), so a caller that writes an answer in the turn
+   * it is made spends no promise or reaction on it. Otherwise the promise `write` gives.
+   */
+  writeNow?(chunk: Uint8Array): Promise<void> | null;
   /**
    * True when a write's promise settles (either way) only once the stream holds no reference
    * to its `chunk` (the bytes were copied out): the caller may then reuse the chunk's memory.

@@ -39,6 +39,40 @@ function settleOutOfOrder(settle: Array<(b: Uint8Array) => void>, refs: WeakRef<
 }
 
 describe('answer pipe', () => {
+  it('answers_a_stream_accepts_at_once_are_written_in_the_turn_they_are_made_and_keep_order_behind_one_it_holds', async () => {
+    const seen: number[] = [];
+    let hold: (() => void) | null = null;
+    const record = (chunk: Uint8Array) => {
+      for (const b of chunk) seen.push(b);
+    };
+    const stream = {
+      write: async (chunk: Uint8Array) => record(chunk),
+      // Accepted at once (null) unless the test holds the write.
+      writeNow: (chunk: Uint8Array) => {
+        record(chunk);
+        if (hold === null) return null;
+        return new Promise<void>((r) => {
+          hold = r;
+        });
+      },
+    } as unknown as TransportStream;
+    const pipe = new AnswerPipe(stream, 64);
+    pipe.pushReady(Uint8Array.of(1));
+    pipe.pushReady(Uint8Array.of(2));
+    expect(seen).toEqual([1, 2]); // no turn between them: nothing waited on a write's promise
+    hold = () => undefined;
+    pipe.pushReady(Uint8Array.of(3)); // its write is held
+    pipe.pushReady(Uint8Array.of(4));
+    pipe.pushReady(Uint8Array.of(5));
+    expect(seen).toEqual([1, 2, 3]);
+    const release = hold as () => void;
+    hold = null;
+    release();
+    await waitFor(() => seen.length === 5, 'the answers behind the held write', 5_000);
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    await pipe.drain();
+  });
+
   it('an_answer_pipe_keeps_no_written_answer_alive', async () => {
     const { stream, seen } = recordingStream();
     const pipe = new AnswerPipe(stream, 64);

@@ -17,7 +17,13 @@ import {
 } from '@felix/testing-e2e';
 import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
-import { FrameDecoder, decodeMessage, encodeFrame, encodeMessage } from '@felix/wire';
+import {
+  FEATURE_UNSUPPORTED,
+  FrameDecoder,
+  decodeMessage,
+  encodeFrame,
+  encodeMessage,
+} from '@felix/wire';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -137,6 +143,41 @@ for (const transport of ['tls', 'quic'] as const) {
       );
       expect(got.map((e) => text(e.data))).toEqual(['j1', 'j2']);
       await felix.close();
+      raw.stream.reset(0);
+      await conn.close();
+    });
+
+    it('requests_after_one_that_waits_are_answered_in_order_in_its_read_and_the_next', async () => {
+      // A request no handler serves is answered `unsupported` once earlier answers are written:
+      // its read waits meanwhile, and the rest of that read and the next are served after it,
+      // in request order.
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const raw = await rawAuthed(conn, 0x0800 | FEATURE_UNSUPPORTED);
+      const publish = (request_id: number) =>
+        encodeMessage({
+          type: 'publish_batch',
+          tenant_id: 't1',
+          namespace: 'default',
+          stream: 'log',
+          payloads: [new TextEncoder().encode(`o${request_id}`)],
+          request_id,
+          ack: 'per_batch',
+        });
+      const unserved = encodeMessage({ type: 'publish_ok', request_id: 2, offset: 0 });
+      await raw.stream.write(Buffer.concat([publish(1), unserved, publish(3)]));
+      await raw.stream.write(publish(4));
+      const got: Array<{ type: string; request_id: number; offset?: number }> = [];
+      for (let i = 0; i < 4; i++) {
+        got.push((await withDeadline(raw.next(), 10_000, `answer ${i}`)) as (typeof got)[0]);
+      }
+      expect(got.map((a) => [a.type, a.request_id])).toEqual([
+        ['publish_ok', 1],
+        ['unsupported', 2],
+        ['publish_ok', 3],
+        ['publish_ok', 4],
+      ]);
+      const offsets = [got[0]!.offset!, got[2]!.offset!, got[3]!.offset!];
+      expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
       raw.stream.reset(0);
       await conn.close();
     });

@@ -108,6 +108,16 @@ export class StreamWriter {
     const bytes = this.partsBytes;
     this.parts = [];
     this.partsBytes = 0;
+    if (
+      n === 1 &&
+      w === null &&
+      this.stream.writeNow !== undefined &&
+      !this.pool?.owns(parts[0]!)
+    ) {
+      // One frame nobody waits on (a request): accepted at once, it costs no promise.
+      this.stream.writeNow(parts[0]!)?.catch(this.failed);
+      return;
+    }
     const done = n === 1 ? this.writeOne(parts[0]!) : this.writeRuns(parts, bytes);
     if (w === null) done.catch(this.failed);
     else

@@ -277,10 +277,14 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
   }
 
   writeReady(): Promise<void> {
+    return this.writeReadyNow() ?? RESOLVED;
+  }
+
+  writeReadyNow(): Promise<void> | null {
     if (this.closeInfo) return Promise.reject(this.closedError());
-    if (this.outBytes + this.socket.writableLength < MUX_SOCKET_BUFFER_BYTES_MAX) return RESOLVED;
+    if (this.outBytes + this.socket.writableLength < MUX_SOCKET_BUFFER_BYTES_MAX) return null;
     this.flush();
-    if (this.socket.writableLength < MUX_SOCKET_BUFFER_BYTES_MAX) return RESOLVED;
+    if (this.socket.writableLength < MUX_SOCKET_BUFFER_BYTES_MAX) return null;
     if (!this.drainWaiter) {
       this.drainWaiter = new Promise((r) => {
         this.resolveDrain = r;

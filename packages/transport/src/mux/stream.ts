@@ -17,6 +17,8 @@ export interface StreamHost {
   sendCredit(id: number, bytes: number): void;
   /** Resolves once the session's send buffer is below its bound. */
   writeReady(): Promise<void>;
+  /** As `writeReady`, but null where that would be already resolved. */
+  writeReadyNow(): Promise<void> | null;
   /** The stream finished at the protocol level (no more frames either way). */
   onStreamDone(stream: MuxStream): void;
   /** The stream finished for the application too (its id may be reused by the peer's count). */
@@ -52,6 +54,8 @@ export class MuxStream implements TransportStream {
   /** The reader of `readChunks`: chunks go to it as they arrive, none are queued. */
   private sink: ((chunk: Uint8Array) => void) | null = null;
   private sinkEnd: ((err: Error | null) => void) | null = null;
+  /** Set by `pauseChunks`: arriving chunks queue (uncredited) until `resumeChunks`. */
+  private sinkPaused = false;
 
   // send side
   private sendCredit: number;
@@ -105,7 +109,7 @@ export class MuxStream implements TransportStream {
     }
     if (payload.length === 0) return true;
     const sink = this.sink;
-    if (sink !== null) {
+    if (sink !== null && !this.sinkPaused) {
       this.returnCredit(payload.length);
       sink(payload);
       return true;
@@ -138,7 +142,8 @@ export class MuxStream implements TransportStream {
         this.finDelivered = true;
       }
     }
-    const end = this.sinkEnd;
+    // A paused reader gets the half-close after what is queued, when it resumes.
+    const end = this.sinkPaused ? null : this.sinkEnd;
     if (end !== null) {
       this.sink = null;
       this.sinkEnd = null;
@@ -220,28 +225,49 @@ export class MuxStream implements TransportStream {
       throw new StreamStateError(`stream ${this.id} is already being read`);
     this.iterated = true;
     if (!this.canRead) throw new StreamStateError(`stream ${this.id} is send-only`);
-    // What arrived before the reader came goes first, in order.
-    for (let i = this.queueHead; i < this.queue.length; i++) {
-      const c = this.queue[i]!;
-      this.queuedBytes -= c.length;
-      this.host.recvBuffered(-c.length);
-      this.returnCredit(c.length);
-      sink(c);
-    }
-    this.queue = [];
-    this.queueHead = 0;
     if (this.error) {
       end(this.error);
       return;
     }
-    if (this.recvFin) {
-      this.finDelivered = true;
-      this.checkDone();
-      end(null);
-      return;
-    }
     this.sink = sink;
     this.sinkEnd = end;
+    // What arrived before the reader came goes first, in order.
+    this.deliverQueued();
+  }
+
+  /** See TransportStream. Only a `readChunks` reader pauses. */
+  pauseChunks(): void {
+    if (this.sink !== null) this.sinkPaused = true;
+  }
+
+  /** See TransportStream. */
+  resumeChunks(): void {
+    if (!this.sinkPaused) return;
+    this.sinkPaused = false;
+    this.deliverQueued();
+  }
+
+  /** Hands queued chunks to the sink until it pauses, then the half-close once none is left. */
+  private deliverQueued(): void {
+    while (this.queueHead < this.queue.length && !this.sinkPaused && this.sink !== null) {
+      const c = this.queue[this.queueHead]!;
+      this.queue[this.queueHead] = EMPTY;
+      this.queueHead++;
+      this.queuedBytes -= c.length;
+      this.host.recvBuffered(-c.length);
+      this.returnCredit(c.length);
+      this.sink(c); // may pause, or resume and deliver the rest itself
+    }
+    if (this.queueHead < this.queue.length || this.sinkPaused || this.sink === null) return;
+    this.queue = [];
+    this.queueHead = 0;
+    if (!this.recvFin) return;
+    const end = this.sinkEnd;
+    this.sink = null;
+    this.sinkEnd = null;
+    this.finDelivered = true;
+    this.checkDone();
+    end?.(null);
   }
 
   private next(): Promise<IteratorResult<Uint8Array>> {
@@ -318,6 +344,17 @@ export class MuxStream implements TransportStream {
       this.host.sendCredit(this.id, this.unreturnedCredit);
       this.unreturnedCredit = 0;
     }
+  }
+
+  /** See TransportStream. */
+  writeNow(chunk: Uint8Array): Promise<void> | null {
+    if (this.error || this.writes.length !== 0 || chunk.length > this.sendCredit) {
+      return this.write(chunk);
+    }
+    if (!this.canWrite || this.finSent || this.endRequested) return this.write(chunk);
+    this.sendCredit -= chunk.length;
+    if (chunk.length > 0) this.host.sendData(this.id, chunk);
+    return this.host.writeReadyNow();
   }
 
   write(chunk: Uint8Array): Promise<void> {

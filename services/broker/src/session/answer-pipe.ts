@@ -104,7 +104,17 @@ export class AnswerPipe {
   }
 
   private pump(): void {
-    if (this.writing) return;
+    // Each pass writes the answers ready at the head; a write accepted at once goes on to the next.
+    while (!this.writing) {
+      const chunk = this.takeReady();
+      if (chunk === null) return;
+      this.write(chunk);
+    }
+  }
+
+  /** The answers ready at the head of the pipe as one write (null when none is), their
+   *  charges released and the reader and drain waiters told. */
+  private takeReady(): Uint8Array | null {
     const parts: Uint8Array[] = [];
     let bytes = 0;
     let released = 0;
@@ -132,14 +142,19 @@ export class AnswerPipe {
     this.wakeReader();
     if (parts.length === 0) {
       if (this.pending === 0) for (const d of this.drained.splice(0)) d();
-      return;
+      return null;
     }
-    this.write(parts.length === 1 ? parts[0]! : concat(parts, bytes));
+    return parts.length === 1 ? parts[0]! : concat(parts, bytes);
   }
 
+  /** Writes `chunk`; `writing` stays set until its write settles, unless it was accepted at
+   *  once (`writeNow`: no promise or reaction per answer). */
   private write(chunk: Uint8Array): void {
+    const stream = this.stream;
+    const pending = stream.writeNow !== undefined ? stream.writeNow(chunk) : stream.write(chunk);
+    if (pending === null) return;
     this.writing = true;
-    this.stream.write(chunk).then(this.written, this.writeFailed);
+    pending.then(this.written, this.writeFailed);
   }
 
   private readonly written = (): void => {

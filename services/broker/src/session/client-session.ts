@@ -7,6 +7,9 @@
  * Bad input gets a typed answer and, when the stream can no longer be trusted, ends that stream;
  * it never reaches a log and never takes the broker down.
  *
+ * Reading (chunk-reading.ts): through the iterator until `auth`, then chunk by chunk in the turn
+ * each arrives, the stream paused while a chunk waits.
+ *
  * Memory (byte-budget.ts): a stream that has not authenticated within `auth_timeout_ms` is
  * ended even when another stream of its connection has; the bytes held in partial frames count
  * against the connection's budget, and the stream whose read takes the connection past it is
@@ -36,6 +39,7 @@ import { admit, forwardable } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
 import { authenticate } from './auth.js';
 import { ConnectionBytes, type InflightBytes, brokerInflight } from './byte-budget.js';
+import { type ChunkServer, readChunked, readIterated } from './chunk-reading.js';
 import { FrameReader, type InboundFrame, layoutOf, readMessage } from './codec.js';
 import type { SessionContext } from './context.js';
 import type { FastReader, Outcome, RequestContext } from './handler.js';
@@ -214,37 +218,12 @@ export class ClientSession {
     const fast = quiet ? undefined : this.ctx.handlers.fastReader();
     const st: StreamState = newStreamState(stream, reader, answers, quiet);
     const deadline = new PartialDeadline(cfg.partial_frame_deadline_ms, () => this.expire(st));
+    const serve: ChunkServer = (chunk) => this.serveChunk(st, chunk, deadline, fast);
     st.authTimer = setTimeout(() => this.authExpired(st), cfg.auth_timeout_ms).unref();
     try {
-      for await (const chunk of stream) {
-        if (st.expired) return;
-        const shed = this.inflight.wouldExceed(chunk.length) ? this.overloaded() : null;
-        if (shed !== null) return await this.shed(st, shed);
-        deadline.begin();
-        const wasAuthed = st.rc !== null;
-        // After auth the chunk is read without an await: no extra turn per chunk.
-        const frames = st.rc !== null ? pushChunk(reader, chunk) : await this.readFirst(st, chunk);
-        if (!Array.isArray(frames)) {
-          if (frames !== null) await this.refuse(stream, st.rc?.auth ?? null, frames, quiet);
-          return;
-        }
-        const over = this.hold(st);
-        if (over !== null) return await this.shed(st, over);
-        for (const frame of frames) {
-          answers.chargeNext(frame.length);
-          const outcome = this.dispatch(st.rc!, frame, fast);
-          const refusal = outcome instanceof Promise ? await outcome : outcome;
-          answers.chargeNext(0);
-          if (refusal) {
-            await answers.drain();
-            await this.refuse(stream, st.rc!.auth, refusal, quiet);
-            if (refusal.fatalToStream) return;
-          }
-        }
-        // The held frame is a new one when this chunk completed a frame (an `auth` included).
-        deadline.note(reader.partial, frames.length > 0 || (!wasAuthed && st.rc !== null));
-        if (this.bytes.answersOver) await this.answerRoom(deadline);
-      }
+      const iterated = await readIterated(stream, () => st.rc !== null, serve);
+      if (iterated === 'done_with') return;
+      if (iterated === 'handed_over' && !(await readChunked(stream, serve))) return;
       await answers.drain();
       if (!quiet) await stream.end();
     } finally {
@@ -257,6 +236,98 @@ export class ClientSession {
         release(st.rc);
       }
     }
+  }
+
+  /**
+   * Serves one chunk: true to read on, false when the stream is done with (refused, shed or
+   * expired). A promise only when the chunk had to wait (an `auth`, a request whose outcome is
+   * a promise, a refusal, the answer budget): a chunk of requests answered in the turn they are
+   * read costs no promise and no turn.
+   */
+  private serveChunk(
+    st: StreamState,
+    chunk: Uint8Array,
+    deadline: PartialDeadline,
+    fast: FastReader | undefined,
+  ): boolean | Promise<boolean> {
+    if (st.expired) return false;
+    const shed = this.inflight.wouldExceed(chunk.length) ? this.overloaded() : null;
+    if (shed !== null) return this.shed(st, shed).then(stop);
+    deadline.begin();
+    if (st.rc === null) {
+      return this.readFirst(st, chunk).then((frames) =>
+        this.serveFrames(st, frames, deadline, fast, false),
+      );
+    }
+    return this.serveFrames(st, pushChunk(st.reader, chunk), deadline, fast, true);
+  }
+
+  /** Dispatches a chunk's frames in order, in this turn until one has to wait. */
+  private serveFrames(
+    st: StreamState,
+    frames: ReadOutcome,
+    deadline: PartialDeadline,
+    fast: FastReader | undefined,
+    wasAuthed: boolean,
+  ): boolean | Promise<boolean> {
+    if (!Array.isArray(frames)) {
+      if (frames === null) return false;
+      return this.refuse(st.stream, st.rc?.auth ?? null, frames, st.quiet).then(stop);
+    }
+    const over = this.hold(st);
+    if (over !== null) return this.shed(st, over).then(stop);
+    const answers = st.answers;
+    for (let i = 0; i < frames.length; i++) {
+      const frame = frames[i]!;
+      answers.chargeNext(frame.length);
+      const outcome = this.dispatch(st.rc!, frame, fast);
+      if (outcome !== null)
+        return this.serveFramesAfter(st, frames, i, outcome, deadline, fast, wasAuthed);
+      answers.chargeNext(0);
+    }
+    return this.chunkServed(st, frames.length, deadline, wasAuthed);
+  }
+
+  /** The rest of `serveFrames` once frame `at` has to wait: its outcome is a promise or a
+   *  refusal; the frames after it are dispatched in order after it. */
+  private async serveFramesAfter(
+    st: StreamState,
+    frames: InboundFrame[],
+    at: number,
+    first: Outcome | Promise<Outcome>,
+    deadline: PartialDeadline,
+    fast: FastReader | undefined,
+    wasAuthed: boolean,
+  ): Promise<boolean> {
+    const answers = st.answers;
+    let outcome = first;
+    for (let i = at; ; ) {
+      const refusal = outcome instanceof Promise ? await outcome : outcome;
+      answers.chargeNext(0);
+      if (refusal) {
+        await answers.drain();
+        await this.refuse(st.stream, st.rc!.auth, refusal, st.quiet);
+        if (refusal.fatalToStream) return false;
+      }
+      if (++i >= frames.length) break;
+      answers.chargeNext(frames[i]!.length);
+      outcome = this.dispatch(st.rc!, frames[i]!, fast);
+    }
+    return await this.chunkServed(st, frames.length, deadline, wasAuthed);
+  }
+
+  /** A chunk's frames are served: notes its partial frame and waits while answers are over
+   *  the connection's budget. */
+  private chunkServed(
+    st: StreamState,
+    framesRead: number,
+    deadline: PartialDeadline,
+    wasAuthed: boolean,
+  ): boolean | Promise<boolean> {
+    // The held frame is a new one when this chunk completed a frame (an `auth` included).
+    deadline.note(st.reader.partial, framesRead > 0 || (!wasAuthed && st.rc !== null));
+    if (this.bytes.answersOver) return this.answerRoom(deadline).then(go);
+    return true;
   }
 
   /**
@@ -560,6 +631,7 @@ export class ClientSession {
   /** A request type no handler serves: `unsupported` when the client reads it, else refused. */
   private async unsupported(rc: StreamRequests, msg: Message): Promise<Outcome> {
     if (!rc.quiet && has(rc.auth.features, FEATURE_UNSUPPORTED) && 'request_id' in msg) {
+      await rc.answers.drain(); // after the answers owed to earlier requests: request order
       await rc.stream.write(
         encodeMessage({
           type: 'unsupported',
@@ -607,6 +679,9 @@ function release(rc: StreamRequests): void {
   rc.ended = true;
   for (const r of rc.releases.splice(0)) r();
 }
+
+const stop = (): boolean => false;
+const go = (): boolean => true;
 
 /** What reading a chunk gives: frames, the refusal of a bad one, or null (already answered). */
 type ReadOutcome = InboundFrame[] | Refusal | null;
