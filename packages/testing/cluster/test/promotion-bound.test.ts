@@ -50,7 +50,7 @@ describe('promotion at the commit mark', () => {
    * follower die, the follower behind the mark stays live; resolves once placement has passed
    * over the shard (or wrongly promoted the lagging follower: the outcome says which).
    */
-  async function killEveryReplicaAtTheMark() {
+  async function killEveryReplicaAtTheMark(leaderFirst = false) {
     const c = await startCluster({
       brokers: 3,
       replication: true,
@@ -84,8 +84,7 @@ describe('promotion at the commit mark', () => {
     const behind = report.replica_offsets.find((o) => o.node_id === lagging)!.durable_offset;
     expect(behind).toBeLessThan(report.commit_offset);
     // Every replica at the mark dies; the one behind it is live, eligible and reachable.
-    await c.kill(caughtUp);
-    await c.kill(leaderId);
+    for (const id of leaderFirst ? [leaderId, caughtUp] : [caughtUp, leaderId]) await c.kill(id);
     await c.heal();
     const placements: string[] = [];
     const outcome = await waitFor(
@@ -108,24 +107,27 @@ describe('promotion at the commit mark', () => {
   }
 
   it('no_replica_behind_the_commit_mark_is_ever_promoted', async () => {
-    const { c, leaderId, lagging, first, more, outcome, placements } =
+    const { c, leaderId, lagging, caughtUp, first, more, outcome, placements } =
       await killEveryReplicaAtTheMark();
     expect(outcome).toBe('unplaced');
     expect(await lifecycleOf(c, lagging)).toBe('live');
-    expect((await assignmentOf(c)).leader).not.toBe(lagging);
-    // The leader returns to the shard it still holds, at the same generation, and serves every
-    // acknowledged record (the caught-up follower's return is the next test).
-    await c.start(leaderId);
+    // The shard is held by the leader or, when the sweep marked the leader down before the
+    // caught-up follower (their last heartbeats fall in either order), by that follower,
+    // promoted before its death was noticed (CI saw this): never by the lagging one.
+    const holder = (await assignmentOf(c)).leader;
+    expect([leaderId, caughtUp]).toContain(holder);
+    // The holder returns to the shard and serves every acknowledged record.
+    await c.start(holder);
     await waitFor(
-      async () => (await assignmentOf(c)).leader === leaderId,
-      'the returned leader to lead',
+      async () => (await assignmentOf(c)).leader === holder,
+      'the returned holder to lead',
       scaled(STEP_MS),
     );
-    const onNew = await c.connect({ servers: [c.node(leaderId).url()] });
+    const onNew = await c.connect({ servers: [c.node(holder).url()] });
     try {
       const got = await waitFor(
         () => readUpTo(onNew, STREAM, 'b-9').catch(() => null),
-        'the returned follower to serve every acknowledged record',
+        'the returned holder to serve every acknowledged record',
         scaled(STEP_MS),
       );
       expect(got).toEqual([...first, ...more]);
@@ -139,9 +141,14 @@ describe('promotion at the commit mark', () => {
     // CI found this: the follower restarted later than 2 x expiry + 1 heartbeat after the dead
     // leader's last report, the report was no longer believed, and the shard waited for its
     // leader although the follower held the commit mark.
-    const { c, leaderId, lagging, caughtUp, first, more, outcome } =
-      await killEveryReplicaAtTheMark();
+    // The leader dies first, so the sweep never marks the caught-up follower down while the
+    // leader lives (placement would drop it from the set). Both are usually marked in one sweep
+    // and the shard waits unplaced; when the leader's mark comes a sweep earlier, the follower,
+    // dead but not yet marked, is promoted at once and leads on its return all the same.
+    const { c, leaderId, lagging, caughtUp, first, more, outcome, placements } =
+      await killEveryReplicaAtTheMark(true);
     expect(outcome).toBe('unplaced');
+    console.log(`placements while only ${lagging} was live: ${[...new Set(placements)]}`);
     const last = (await reportOf(c)) as StoredReport & { reported_at_ms: number };
     const trustMs = 2 * CP_EXPIRY_TIMEOUT_MS + CP_HEARTBEAT_INTERVAL_MS;
     // The return itself is the behaviour under test: it must come after the trust window.
