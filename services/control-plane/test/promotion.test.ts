@@ -113,6 +113,8 @@ function promotionSuite(backend: Backend): void {
       return { before: before!, after: after!, pass };
     }
 
+    const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000 } as LivenessConfig;
+
     it('placement_promotes_the_most_caught_up_replica_the_report_names', async () => {
       const { before, after } = await failover('Leader', 3, (a) => {
         const [, f1, f2] = a.replicas;
@@ -161,11 +163,8 @@ function promotionSuite(backend: Backend): void {
       expect(after.leader).toBe(before.replicas[2]);
     });
 
-    it('a_caught_up_replica_returning_long_after_its_leader_died_is_still_promoted', async () => {
-      // Found in CI: the leader and the caught-up follower were killed, and the follower came
-      // back later than the report's trust window (2 × expiry + 1 heartbeat). The report was no
-      // longer believed, so the shard waited for its leader although the follower held the mark.
-      const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000 } as LivenessConfig;
+    /** A quorum stream at RF 3 whose leader reported the mark at 50: f1 at 49, f2 at it. */
+    async function reportedQuorumStream() {
       await store.streams.create(
         stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
         view,
@@ -182,6 +181,14 @@ function promotionSuite(backend: Backend): void {
           ],
         }),
       ]);
+      return { before: before!, leader: leader!, f2: f2! };
+    }
+
+    it('a_caught_up_replica_returning_long_after_its_leader_died_is_still_promoted', async () => {
+      // Found in CI: the leader and the caught-up follower were killed, and the follower came
+      // back later than the report's trust window (2 × expiry + 1 heartbeat). The report was no
+      // longer believed, so the shard waited for its leader although the follower held the mark.
+      const { before, leader, f2 } = await reportedQuorumStream();
       for (const id of [leader!, f2!]) {
         const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === id)!;
         expect(await store.nodes.markDown(id, stamp.stamp)).toBe(true);
@@ -198,23 +205,7 @@ function promotionSuite(backend: Backend): void {
     });
 
     it('a_report_no_newer_than_the_trust_window_is_not_believed_while_its_leader_is_heard', async () => {
-      const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000 } as LivenessConfig;
-      await store.streams.create(
-        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
-        view,
-      );
-      const [before] = (await store.assignments.list(10)).items;
-      const [leader, f1, f2] = before!.replicas;
-      await store.replicaReports.record(leader!, 1, [
-        reportOf(before!, {
-          leader_offset: 60,
-          commit_offset: 50,
-          replica_offsets: [
-            { node_id: f1!, durable_offset: 49 },
-            { node_id: f2!, durable_offset: 50 },
-          ],
-        }),
-      ]);
+      const { before, leader } = await reportedQuorumStream();
       // The leader goes on heartbeating a minute without a report (its mark may have moved
       // since), then is lost: its old report names no candidate.
       clock.advance(60_000);
