@@ -31,6 +31,8 @@
  * timings are the control plane's heartbeat every FELIX_BENCH_HEARTBEAT_MS (default 1000, the
  * Raft heartbeat of nats-server) and a lease of FELIX_BENCH_EXPIRY_MS (default 2000).
  *
+ * FELIX_BENCH_FAILOVER_TRACE=1 prints each publish of the failover row from just before the kill
+ * to the first ack after it (sent when, acked or refused, after how long).
  * FELIX_BENCH_ROUTING=0 keeps the client on its non-leader seed (publishes forwarded; default: the
  * client routes to the leader). FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
@@ -364,6 +366,17 @@ async function failover(side: Side): Promise<FailoverResult> {
     `${side.system}: a stream leader other than ${killed}`,
     FAILOVER_DEADLINE_MS,
   );
+  if (env.FELIX_BENCH_FAILOVER_TRACE === '1') {
+    // Every publish from just before the kill to the first ack after it: when it was sent (ms
+    // from the kill), how long it took and whether it was acked.
+    const t = killAt - origin;
+    for (const p of points.filter(
+      (q) => q.atMs >= t - 50 && q.atMs <= (firstAckAfter ?? 0) - origin,
+    ))
+      console.log(
+        `  ${side.system}: sent at ${(p.atMs - t).toFixed(0)} ms, ${p.ok ? 'acked' : 'refused'} after ${p.latencyMs.toFixed(0)} ms`,
+      );
+  }
   return {
     system: side.system,
     killed,
