@@ -190,8 +190,17 @@ describe('a follower trims what rides with a shard', () => {
         );
       const blob = 'x'.repeat(64 * 1024);
       await cache.put('k0', `first:${blob}`);
-      await shipped();
-      const [first] = await segmentsOf(follower.dataDir);
+      // The lag metric counts only logs already shipping: a cache log opened by this put may not
+      // have its shipper yet, so lag 0 alone does not say the follower holds it (CI saw no
+      // directory). Wait for the follower's copy itself.
+      const [first] = await waitFor(
+        async () => {
+          const names = await segmentsOf(follower.dataDir);
+          return names.length > 0 ? names : undefined;
+        },
+        "the follower's copy of the cache log",
+        scaled(FAILOVER_MS),
+      );
       expect(first).toBeDefined();
       // Two keys overwritten with 64 KiB values: past 1 MiB of log and four times its live bytes
       // the leader compacts on its own, about every 16 puts. A follower's copy is one 16 MiB
@@ -211,10 +220,17 @@ describe('a follower trims what rides with a shard', () => {
   );
 });
 
-/** The segment files of the one cache shard's log under a broker's data directory, oldest first. */
+/** The segment files of the one cache shard's log under a broker's data directory, oldest first
+ *  (none while the broker has not created its copy). */
 async function segmentsOf(dataDir: string): Promise<string[]> {
   const root = join(dataDir, 'caches');
-  const shards = (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory());
+  const entries = await readdir(root, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
+    // Not created yet: the follower holds nothing of the cache log so far.
+    if (e.code === 'ENOENT') return [];
+    throw e;
+  });
+  const shards = entries.filter((d) => d.isDirectory());
+  if (shards.length === 0) return [];
   if (shards.length !== 1) throw new Error(`${shards.length} cache shard directories`);
   const names = await readdir(join(root, shards[0]!.name));
   return names.filter((n) => n.endsWith('.log')).sort();
