@@ -468,7 +468,7 @@ function throughput(system: ClientSystem, job: ThroughputJob): Promise<number> {
     : felixThroughput(broker, system, job.size, job.fanout, job.count);
 }
 console.log(
-  `broker pid ${broker.pid}, port ${broker.port}; NATS at ${NATS_URL}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
+  `broker pid ${broker.pid}, port ${broker.port}; ${NO_NATS ? 'NATS skipped (FELIX_BENCH_NATS=0)' : `NATS at ${NATS_URL}`}; ${ROUNDS} round(s)${QUICK ? '; QUICK run' : ''}\n`,
 );
 /** Samples per scenario and system across rounds; the median becomes the row. */
 /** Messages one throughput run publishes (fanout 10 delivers ten times as many). */
@@ -619,6 +619,18 @@ try {
         `paired: ${felixRow.row.scenario}, ${felixRow.row.system} / ${peer.row.system} per round ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${mid.toFixed(2)}${felixRow.row.unit === 'µs' ? ' (lower is better)' : ''}`,
       );
     }
+  }
+  // QUIC against TLS on the same broker and round: issue 25's pub→sub goal is this ratio ≥ 0.5.
+  for (const [, quic] of samples) {
+    if (quic.row.system !== 'Felix QUIC') continue;
+    const tls = [...samples.values()].find(
+      (x) => x.row.system === 'Felix TLS' && x.row.scenario === quic.row.scenario,
+    );
+    if (tls === undefined) continue;
+    const { ratios, median: mid } = pairedRatios(quic.values, tls.values);
+    console.log(
+      `paired: ${quic.row.scenario}, Felix QUIC / Felix TLS per round ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${mid.toFixed(2)}${quic.row.unit === 'µs' ? ' (lower is better)' : ''}`,
+    );
   }
 } finally {
   await Promise.all([...clients.values()].map((c) => c.close()));
