@@ -209,6 +209,11 @@ export const FAILOVER_RETRY_BASE_MS = 50;
 /** Largest delay between attempts to reach a shard's new owner: a promotion is noticed within
  *  about this much of the control plane naming it. */
 export const FAILOVER_RETRY_DELAY_MS_MAX = 1_000;
+/** Largest delay between attempts of one routed publish refused with nothing written (its
+ *  owner unreachable, still opening, not yet named): a caller is waiting, and each refusal is
+ *  answered from a broker's memory in milliseconds, so the new leader is tried within this of
+ *  serving rather than within FAILOVER_RETRY_DELAY_MS_MAX (a third of it on average at the cap). */
+export const PUBLISH_RETRY_DELAY_MS_MAX = 250;
 /** A broker whose connection was just lost is not dialed again for this long while another
  *  path exists: its shards are being failed over, and a dial to a dead host costs up to the
  *  connect timeout. */
