@@ -228,8 +228,9 @@ export const UNREACHED_DIAL_TIMEOUT_MS = PEER_SILENCE_MS;
 export const AT_LEAST_ONCE_RESENDS_MAX = 5;
 /** Attempts of one routed publish refused with nothing written (a redirect, an owner not yet
  *  known or reachable), within the request timeout: enough to span a broker's node-book refresh
- *  and a promotion at FAILOVER_RETRY_DELAY_MS_MAX between attempts. */
-export const PUBLISH_ROUTE_ATTEMPTS_MAX = 32;
+ *  and a promotion, about 16 s at PUBLISH_RETRY_DELAY_MS_MAX between attempts (32 spanned as
+ *  much at the readers' 1 s cap). */
+export const PUBLISH_ROUTE_ATTEMPTS_MAX = 128;
 /** How long a reader following its shard's owner retries `not_found` (a name the broker it
  *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
 export const NOT_FOUND_RETRY_MS = 5_000;

@@ -22,7 +22,11 @@ import {
   ShardUnavailableError,
   notLeaderOf,
 } from '../src/errors.js';
-import { CLUSTER_CONNECTIONS_MAX } from '../src/limits.js';
+import {
+  CLUSTER_CONNECTIONS_MAX,
+  PUBLISH_RETRY_DELAY_MS_MAX,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
+} from '../src/limits.js';
 import { consumeIterator } from '../src/projections/group-consume.js';
 import type { GroupMessage } from '../src/projections/group-message.js';
 import { FailoverClock, type ProjectionRoute } from '../src/projections/host.js';
@@ -260,6 +264,14 @@ describe('a routed publish refused while its shard fails over', () => {
     expect(tookMs).toBeGreaterThanOrEqual(390);
     expect(tookMs).toBeLessThan(400 + 150);
     await client.close();
+  });
+
+  it('a_routed_publishs_attempts_at_the_retry_delay_cap_still_span_fifteen_seconds', () => {
+    // The attempt bound must not end a publish's retries seconds into a failover: at the cap
+    // the delays average half of it (with the 1 s cap, 32 attempts spanned about 15 s).
+    expect((PUBLISH_ROUTE_ATTEMPTS_MAX * PUBLISH_RETRY_DELAY_MS_MAX) / 2).toBeGreaterThanOrEqual(
+      15_000,
+    );
   });
 
   it('a_publish_refused_during_a_failover_is_acked_within_a_quarter_second_of_its_shard_serving_again', async () => {
