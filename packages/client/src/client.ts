@@ -28,7 +28,7 @@ import {
   PUBLISH_ROUTE_ATTEMPTS_MAX,
   FAILOVER_DEADLINE_MS_DEFAULT,
   FAILOVER_RETRY_BASE_MS,
-  FAILOVER_RETRY_DELAY_MS_MAX,
+  PUBLISH_RETRY_DELAY_MS_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SHARD_CACHE_STREAMS_MAX,
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
@@ -460,9 +460,11 @@ export class FelixClient {
         if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
         const delayMs = backoffDelayMs(attempt, {
           baseMs: FAILOVER_RETRY_BASE_MS,
-          maxMs: FAILOVER_RETRY_DELAY_MS_MAX,
+          maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
         });
-        await sleep(delayMs, opts.signal);
+        // Never past the retry window: a delay drawn beyond it held the caller up to a whole
+        // delay past its request timeout for one last attempt.
+        await sleep(Math.min(delayMs, this.resendWindowLeftMs(err, tally)), opts.signal);
       }
     }
   }
@@ -483,6 +485,18 @@ export class FelixClient {
         ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX
       );
     return elapsedMs < retryWindowMs(err, tally.timeoutMs);
+  }
+
+  /** What is left of the retry window of `err` (mayResend's), at least 0. */
+  private resendWindowLeftMs(
+    err: unknown,
+    tally: { startedMs: number; timeoutMs: number },
+  ): number {
+    const windowMs =
+      retryKindOf(err) === 'outcome_unknown'
+        ? tally.timeoutMs
+        : retryWindowMs(err, tally.timeoutMs);
+    return Math.max(0, windowMs - (Date.now() - tally.startedMs));
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */

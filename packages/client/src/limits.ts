@@ -209,6 +209,11 @@ export const FAILOVER_RETRY_BASE_MS = 50;
 /** Largest delay between attempts to reach a shard's new owner: a promotion is noticed within
  *  about this much of the control plane naming it. */
 export const FAILOVER_RETRY_DELAY_MS_MAX = 1_000;
+/** Largest delay between attempts of one routed publish refused with nothing written (its
+ *  owner unreachable, still opening, not yet named): a caller is waiting, and each refusal is
+ *  answered from a broker's memory in milliseconds, so the new leader is tried within this of
+ *  serving rather than within FAILOVER_RETRY_DELAY_MS_MAX (a third of it on average at the cap). */
+export const PUBLISH_RETRY_DELAY_MS_MAX = 250;
 /** A broker whose connection was just lost is not dialed again for this long while another
  *  path exists: its shards are being failed over, and a dial to a dead host costs up to the
  *  connect timeout. */
@@ -223,8 +228,9 @@ export const UNREACHED_DIAL_TIMEOUT_MS = PEER_SILENCE_MS;
 export const AT_LEAST_ONCE_RESENDS_MAX = 5;
 /** Attempts of one routed publish refused with nothing written (a redirect, an owner not yet
  *  known or reachable), within the request timeout: enough to span a broker's node-book refresh
- *  and a promotion at FAILOVER_RETRY_DELAY_MS_MAX between attempts. */
-export const PUBLISH_ROUTE_ATTEMPTS_MAX = 32;
+ *  and a promotion, about 16 s at PUBLISH_RETRY_DELAY_MS_MAX between attempts (32 spanned as
+ *  much at the readers' 1 s cap). */
+export const PUBLISH_ROUTE_ATTEMPTS_MAX = 128;
 /** How long a reader following its shard's owner retries `not_found` (a name the broker it
  *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
 export const NOT_FOUND_RETRY_MS = 5_000;

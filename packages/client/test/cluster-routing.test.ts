@@ -8,7 +8,7 @@
 // Method: the pure walk with scripted attempts; FelixClient over scripted fake brokers
 // (test/fake-broker.ts), one per address, killed as a dead broker would be.
 import { waitFor } from '@felix/testing-harness';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { ClusterRouter } from '../src/cluster/router.js';
 import { followRedirects, redirectTargetOf, retryKindOf } from '../src/cluster/routing.js';
@@ -22,7 +22,11 @@ import {
   ShardUnavailableError,
   notLeaderOf,
 } from '../src/errors.js';
-import { CLUSTER_CONNECTIONS_MAX } from '../src/limits.js';
+import {
+  CLUSTER_CONNECTIONS_MAX,
+  PUBLISH_RETRY_DELAY_MS_MAX,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
+} from '../src/limits.js';
 import { consumeIterator } from '../src/projections/group-consume.js';
 import type { GroupMessage } from '../src/projections/group-message.js';
 import { FailoverClock, type ProjectionRoute } from '../src/projections/host.js';
@@ -219,6 +223,73 @@ describe('a publish caught by a failover', () => {
     const onB = again.last('quic://b:1')!.received.filter((x) => x.msg.type === 'publish_batch');
     expect(onB).toHaveLength(1);
     await resending.close();
+  });
+});
+
+describe('a routed publish refused while its shard fails over', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+  /** A cluster whose publishes are refused as a failover's are (nothing written) while
+   *  `refusing()` says so, then acked. */
+  const refusingCluster = (refusing: () => boolean = () => true) =>
+    fakeCluster((_addr, b) => {
+      b.answer = (at, msg) => {
+        if (msg.type !== 'publish_batch' || !refusing()) return false;
+        at.send({
+          type: 'publish_error',
+          request_id: msg.request_id!,
+          message: 'the leader (node n1) cannot be reached',
+          code: 'shard_unavailable',
+          retry: 'retry',
+          detail: { reason: 'owner_unavailable' },
+        });
+        return true;
+      };
+    });
+
+  it('a_routed_publish_refused_until_its_request_timeout_fails_at_the_timeout_not_a_retry_delay_past_it', async () => {
+    // Every jittered delay at its ceiling: 49, 99, 199 ms, then 399 ms at 347 ms elapsed, which
+    // before ran 346 ms past the 400 ms timeout to one more attempt (failing at about 750 ms).
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const rig = refusingCluster();
+    const client = await FelixClient.create(
+      { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 400 },
+      { open: rig.open, clock: new FakeClock() },
+    );
+    const started = performance.now();
+    const err = await client.publish('orders', 'x').catch((e: unknown) => e);
+    const tookMs = performance.now() - started;
+    expect(err).toBeInstanceOf(ShardUnavailableError);
+    expect(tookMs).toBeGreaterThanOrEqual(390);
+    expect(tookMs).toBeLessThan(400 + 150);
+    await client.close();
+  });
+
+  it('a_routed_publishs_attempts_at_the_retry_delay_cap_still_span_fifteen_seconds', () => {
+    // The attempt bound must not end a publish's retries seconds into a failover: at the cap
+    // the delays average half of it (with the 1 s cap, 32 attempts spanned about 15 s).
+    expect((PUBLISH_ROUTE_ATTEMPTS_MAX * PUBLISH_RETRY_DELAY_MS_MAX) / 2).toBeGreaterThanOrEqual(
+      15_000,
+    );
+  });
+
+  it('a_publish_refused_during_a_failover_is_acked_within_a_quarter_second_of_its_shard_serving_again', async () => {
+    // Every jittered delay at its ceiling; the shard serves again 900 ms in. With a 1 s cap the
+    // attempts fell at 0, 49, 148, 347, 746 and 1545 ms: acked 645 ms after it served; at
+    // 250 ms apart, 1094 ms (194 ms after).
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    let servesAt = Number.POSITIVE_INFINITY;
+    const rig = refusingCluster(() => performance.now() < servesAt);
+    const client = await FelixClient.create(
+      { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 5_000 },
+      { open: rig.open, clock: new FakeClock() },
+    );
+    servesAt = performance.now() + 900;
+    await client.publish('orders', 'x');
+    const lateMs = performance.now() - servesAt;
+    expect(lateMs).toBeLessThan(350);
+    await client.close();
   });
 });
 

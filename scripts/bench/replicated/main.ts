@@ -32,7 +32,10 @@
  * Raft heartbeat of nats-server) and a lease of FELIX_BENCH_EXPIRY_MS (default 2000).
  *
  * FELIX_BENCH_FAILOVER_TRACE=1 prints each publish of the failover row from just before the kill
- * to the first ack after it (sent when, acked or refused, after how long).
+ * to the first ack after it (sent when, acked or refused, after how long), and the kill's
+ * wall-clock time; it runs the control plane's log at info (each request, the sweep's marking,
+ * placement) and keeps the run's scratch dir, printing where the Felix failover cluster's logs
+ * are, to line the publishes up with them (docs/perf.md, "Failover time (session 22)").
  * FELIX_BENCH_ROUTING=0 keeps the client on its non-leader seed (publishes forwarded; default: the
  * client routes to the leader). FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
@@ -84,6 +87,7 @@ const FAILOVER_RETRY_MS = 20;
  */
 const FAILOVER_PUBLISH_TIMEOUT_MS = 1_000;
 const STREAM = 'bench';
+const TRACE = env.FELIX_BENCH_FAILOVER_TRACE === '1';
 const DATA = new Uint8Array(SIZE).fill(0x61);
 
 interface Side {
@@ -106,6 +110,7 @@ async function felixSide(
   dir: string,
   publishTimeoutMs?: number,
   fsync: FsyncMode = 'onCommit',
+  trace = false,
 ): Promise<Side & { cluster: Cluster }> {
   const cluster = await startCluster({
     brokers: 3,
@@ -124,6 +129,7 @@ async function felixSide(
       FELIX_CONTROLPLANE_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
       FELIX_CONTROLPLANE_EXPIRY_TIMEOUT_MS: String(EXPIRY_MS),
       FELIX_CONTROLPLANE_REGRANT_MARGIN_MS: String(Math.ceil(EXPIRY_MS / 4)),
+      ...(trace ? { FELIX_CONTROLPLANE_LOG_LEVEL: 'info' } : {}),
     },
   });
   await cluster.waitServed();
@@ -146,7 +152,7 @@ async function felixSide(
     pids: () => cluster.nodes.map((n) => n.pid),
     async close() {
       await felix.close();
-      await cluster.shutdown();
+      await cluster.shutdown({ keep: trace });
     },
   };
 }
@@ -366,7 +372,10 @@ async function failover(side: Side): Promise<FailoverResult> {
     `${side.system}: a stream leader other than ${killed}`,
     FAILOVER_DEADLINE_MS,
   );
-  if (env.FELIX_BENCH_FAILOVER_TRACE === '1') {
+  if (TRACE) {
+    console.log(
+      `  ${side.system}: SIGKILL of ${killed} at ${new Date(performance.timeOrigin + killAt).toISOString()}`,
+    );
     // Every publish from just before the kill to the first ack after it: when it was sent (ms
     // from the kill), how long it took and whether it was acked.
     const t = killAt - origin;
@@ -499,7 +508,12 @@ if (only.includes('latency-periodic')) {
   ]);
 }
 if (only.includes('failover')) {
-  const felix = await felixSide(join(root, 'felix-failover'), FAILOVER_PUBLISH_TIMEOUT_MS);
+  const felix = await felixSide(
+    join(root, 'felix-failover'),
+    FAILOVER_PUBLISH_TIMEOUT_MS,
+    'onCommit',
+    TRACE,
+  );
   const f = await failover(felix).finally(() => felix.close());
   const js = await jetStreamSide(join(root, 'nats-failover'), FAILOVER_PUBLISH_TIMEOUT_MS);
   const j = await failover(js).finally(() => js.close());
@@ -534,7 +548,10 @@ if (only.includes('failover')) {
   );
   writeFileSync(new URL('./failover.svg', import.meta.url), svg);
 }
-await scratch.cleanup();
+// Traced: the failover cluster's logs stay for reading against the printed publishes.
+if (TRACE && only.includes('failover'))
+  console.log(`  the Felix failover cluster's logs stay under ${join(root, 'felix-failover')}`);
+else await scratch.cleanup();
 load.push(loadavg()[0]!);
 results.loadavg = load;
 writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);

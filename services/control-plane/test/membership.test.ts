@@ -68,6 +68,41 @@ describe('membership', () => {
     expect((await register('quiet', 2)).json().node.status.lifecycle).toBe('live');
   });
 
+  it('a_silent_node_is_marked_down_when_its_window_ends_not_at_the_next_periodic_sweep', async () => {
+    // A window (500 ms) well inside the sweep interval (1.5 s): before, a node was marked down
+    // at the first periodic sweep after its window (here about 1.5 s of silence), and a stamp
+    // counted from the sweep that first saw it (about 2.8 s for `late`).
+    const liveness = { ...FAST_LIVENESS, expiryTimeoutMs: 400, regrantMarginMs: 100 };
+    await built.app.close();
+    built = await testApp(opened.store, { liveness: { ...liveness, sweepIntervalMs: 1500 } });
+    const firstSweepPast = Date.now() + 1_700;
+    const windowMs = liveness.expiryTimeoutMs + liveness.regrantMarginMs;
+    expect((await register('quiet', 1)).statusCode).toBe(200);
+    expect((await register('late', 1)).statusCode).toBe(200);
+    expect((await heartbeat('quiet', 1)).json().lifecycle).toBe('live');
+    // `late` beats until a periodic sweep has seen it, then falls silent.
+    const beating = setInterval(() => void heartbeat('late', 1), 100);
+    timers.push(beating);
+    const silentWhenDown = (id: string) =>
+      waitFor(
+        async () => {
+          const v = await nodeView(id);
+          if (v.node.status.lifecycle !== 'down') return undefined;
+          return Date.now() - v.node.status.last_heartbeat_at_ms;
+        },
+        `${id} to be marked down`,
+        10_000,
+      );
+    const quietFor = await silentWhenDown('quiet');
+    await waitFor(() => Date.now() >= firstSweepPast, 'the first periodic sweep to be past', 5_000);
+    clearInterval(beating);
+    const lateFor = await silentWhenDown('late');
+    for (const silentFor of [quietFor, lateFor]) {
+      expect(silentFor).toBeGreaterThanOrEqual(windowMs);
+      expect(silentFor).toBeLessThan(windowMs + 400);
+    }
+  });
+
   it('a_heartbeat_from_an_older_incarnation_is_refused', async () => {
     await register('n1', 7);
     const old = await heartbeat('n1', 6);

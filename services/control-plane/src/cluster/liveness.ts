@@ -72,6 +72,8 @@ export function placementNodes(
 /** The sweep's memory of when (monotonic) it saw each node's current stamp appear. */
 export class Sweeper {
   private readonly seen = new Map<string, { stamp: number; sinceMono: number }>();
+  /** Heartbeats this instance accepted: the stamp written and the monotonic time just after. */
+  private readonly heardAt = new Map<string, { stamp: number; mono: number }>();
   private readonly startedMono: number;
 
   constructor(
@@ -80,6 +82,15 @@ export class Sweeper {
     private readonly clock: Clock,
   ) {
     this.startedMono = clock.monoMs();
+  }
+
+  /**
+   * A heartbeat this instance accepted, stamped `stamp`, its write done: its silence counts from
+   * now on the monotonic clock, not from the next sweep that sees the stamp (up to a sweep
+   * interval later, which the node's shards waited on after its death).
+   */
+  heard(nodeId: string, stamp: number): void {
+    this.heardAt.set(nodeId, { stamp, mono: this.clock.monoMs() });
   }
 
   /** One sweep: returns the ids it marked down. */
@@ -94,10 +105,13 @@ export class Sweeper {
       present.add(c.node_id);
       const prev = this.seen.get(c.node_id);
       // A stamp seen for the first time counts from this process's start (a node silent before
-      // we started is judged one window after the start); a changed stamp restarts the count.
+      // we started is judged one window after the start); a changed stamp restarts the count,
+      // from when this instance accepted it if it did (both are after the write).
+      const heard = this.heardAt.get(c.node_id);
+      const changedAt = heard?.stamp === c.stamp ? Math.min(heard.mono, mono) : mono;
       if (!prev) this.seen.set(c.node_id, { stamp: c.stamp, sinceMono: this.startedMono });
       else if (prev.stamp !== c.stamp)
-        this.seen.set(c.node_id, { stamp: c.stamp, sinceMono: mono });
+        this.seen.set(c.node_id, { stamp: c.stamp, sinceMono: changedAt });
       const since = this.seen.get(c.node_id)!.sinceMono;
       const silentOnWall = wall - c.stamp > window;
       const silentOnMono = mono - since >= window;
@@ -106,6 +120,39 @@ export class Sweeper {
       this.seen.delete(c.node_id);
     }
     for (const id of this.seen.keys()) if (!present.has(id)) this.seen.delete(id);
+    for (const id of this.heardAt.keys()) if (!present.has(id)) this.heardAt.delete(id);
     return down;
+  }
+
+  /**
+   * Milliseconds until the earliest node the last sweep saw may be marked down (both clocks
+   * past its window), undefined when it saw none: a sweep timed then marks it at its window's
+   * end instead of at the next periodic sweep after it.
+   */
+  nextDueInMs(): number | undefined {
+    let due: number | undefined;
+    for (const [id, s] of this.seen) {
+      const heard = this.heardAt.get(id);
+      // A stamp heard since the last sweep is the one the next sweep will judge.
+      const inMs =
+        heard !== undefined && heard.stamp !== s.stamp
+          ? this.dueInMs(heard.stamp, heard.mono)
+          : this.dueInMs(s.stamp, s.sinceMono);
+      if (due === undefined || inMs < due) due = inMs;
+    }
+    return due;
+  }
+
+  /** Milliseconds until the heartbeat `nodeId` just sent (heard) may be marked down. */
+  heardDueInMs(nodeId: string): number | undefined {
+    const heard = this.heardAt.get(nodeId);
+    return heard === undefined ? undefined : this.dueInMs(heard.stamp, heard.mono);
+  }
+
+  private dueInMs(stamp: number, sinceMono: number): number {
+    const window = downAfterMs(this.liveness);
+    // The wall test is strict (`>`): one millisecond past the window.
+    const wallInMs = stamp + window + 1 - this.clock.nowMs();
+    return Math.max(sinceMono + window - this.clock.monoMs(), wallInMs, 0);
   }
 }

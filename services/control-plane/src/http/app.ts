@@ -9,6 +9,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance, type FastifyBaseLogger } from 'fastify';
 import { Sweeper, placementNodes } from '../cluster/liveness.js';
+import { SweepLoop } from '../cluster/sweep-loop.js';
 import { PlacementRunner } from '../cluster/placement-runner.js';
 import type { LivenessConfig } from '../config.js';
 import { FeedHub } from '../feeds/hub.js';
@@ -126,6 +127,16 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   const hub = new FeedHub(deps.store, metrics, deps.longPollRereadMs);
   const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);
   const sweeper = new Sweeper(deps.store, deps.liveness, clock);
+  const sweeps = new SweepLoop(
+    sweeper,
+    deps.liveness.sweepIntervalMs,
+    async (down) => {
+      metrics.nodesMarkedDown.inc(down.length);
+      app.log.warn({ nodes: down }, 'marked silent nodes down');
+      await placement.trigger();
+    },
+    app.log,
+  );
   const keys = deps.keys ?? new TenantKeyCache(deps.store, clock);
   const signer = deps.signer ?? new TokenSigner(deps.store, clock);
   const ctx: RouteContext = {
@@ -134,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     store: deps.store,
     hub,
     placement,
+    heard: (nodeId, stamp) => sweeps.heard(nodeId, stamp),
     metrics,
     clock,
     liveness: deps.liveness,
@@ -187,19 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
         'no change notifications from other instances; long polls re-read each second',
       );
     });
-    const sweep = async () => {
-      try {
-        const down = await sweeper.sweep();
-        if (down.length > 0) {
-          metrics.nodesMarkedDown.inc(down.length);
-          app.log.warn({ nodes: down }, 'marked silent nodes down');
-          await placement.trigger();
-        }
-      } catch (err) {
-        app.log.warn({ err }, 'expiry sweep failed');
-      }
-    };
-    timers.push(setInterval(sweep, deps.liveness.sweepIntervalMs));
+    sweeps.start();
     timers.push(setInterval(() => void placement.trigger(), deps.liveness.reconcileIntervalMs));
     for (const t of timers) t.unref();
     void placement.trigger();
@@ -207,6 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
   app.addHook('onClose', async () => {
     closing = true;
     for (const t of timers) clearInterval(t);
+    sweeps.stop();
     hub.close();
     await placement.idle();
   });

@@ -13,6 +13,8 @@ export interface RouteContext {
   store: ControlStore;
   hub: FeedHub;
   placement: PlacementRunner;
+  /** Tells the down sweep of a heartbeat this instance accepted (its stamp, written). */
+  heard: (nodeId: string, stamp: number) => void;
   metrics: Metrics;
   clock: Clock;
   liveness: LivenessConfig;

@@ -134,12 +134,18 @@ export class MembershipRepository {
    * Renews a node's stamp. Refuses an older incarnation (409) and a newer one it never saw; a
    * down or departed node is told its lifecycle and must re-register.
    */
-  async heartbeat(nodeId: string, incarnation: number): Promise<Lifecycle> {
+  /** Renews a node's stamp (`stampMs`, by default the store's clock now: the caller may take it
+   *  first, to tell the sweep which stamp it accepted). */
+  async heartbeat(
+    nodeId: string,
+    incarnation: number,
+    stampMs = this.tx.clock.nowMs(),
+  ): Promise<Lifecycle> {
     const driver = this.tx.driver;
     const hit = await driver.queryRelaxed<Row>(
       `UPDATE nodes SET last_heartbeat_at_ms = $3
        WHERE node_id = $1 AND incarnation = $2 AND lifecycle IN ('live', 'draining') RETURNING lifecycle`,
-      [nodeId, incarnation, this.tx.clock.nowMs()],
+      [nodeId, incarnation, stampMs],
     );
     if (hit[0]) return str(hit[0].lifecycle) as Lifecycle;
     const rows = await driver.query<Row>(

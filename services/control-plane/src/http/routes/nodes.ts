@@ -59,10 +59,10 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const p = req.params as Static<typeof S.NodeParams>;
       const b = req.body as Static<typeof S.Heartbeat>;
       try {
-        const lifecycle = await store.nodes.heartbeat(
-          checkName('node_id', p.node_id),
-          b.incarnation,
-        );
+        const nodeId = checkName('node_id', p.node_id);
+        const stamp = ctx.clock.nowMs();
+        const lifecycle = await store.nodes.heartbeat(nodeId, b.incarnation, stamp);
+        if (lifecycle === 'live' || lifecycle === 'draining') ctx.heard(nodeId, stamp);
         ctx.metrics.heartbeats.inc({ outcome: lifecycle });
         return {
           node_id: p.node_id,
