@@ -131,11 +131,10 @@ export class MembershipRepository {
   }
 
   /**
-   * Renews a node's stamp. Refuses an older incarnation (409) and a newer one it never saw; a
-   * down or departed node is told its lifecycle and must re-register.
+   * Renews a node's stamp to `stampMs` (by default the store's clock now: the caller may take it
+   * first, to tell the sweep which stamp it accepted). Refuses an older incarnation (409) and a
+   * newer one it never saw; a down or departed node is told its lifecycle and must re-register.
    */
-  /** Renews a node's stamp (`stampMs`, by default the store's clock now: the caller may take it
-   *  first, to tell the sweep which stamp it accepted). */
   async heartbeat(
     nodeId: string,
     incarnation: number,
