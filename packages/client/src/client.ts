@@ -464,7 +464,7 @@ export class FelixClient {
         });
         // Never past the retry window: a delay drawn beyond it held the caller up to a whole
         // delay past its request timeout for one last attempt.
-        await sleep(Math.min(delayMs, this.resendWindowLeftMs(err, tally)), opts.signal);
+        await sleep(Math.min(delayMs, resendWindowLeftMs(err, tally)), opts.signal);
       }
     }
   }
@@ -477,26 +477,10 @@ export class FelixClient {
     tally: { resends: number; atLeastOnce: boolean; startedMs: number; timeoutMs: number },
   ): boolean {
     if (this.isClosed || attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
-    const elapsedMs = Date.now() - tally.startedMs;
+    const inWindow = resendWindowLeftMs(err, tally) > 0;
     if (retryKindOf(err) === 'outcome_unknown')
-      return (
-        tally.atLeastOnce &&
-        elapsedMs < tally.timeoutMs &&
-        ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX
-      );
-    return elapsedMs < retryWindowMs(err, tally.timeoutMs);
-  }
-
-  /** What is left of the retry window of `err` (mayResend's), at least 0. */
-  private resendWindowLeftMs(
-    err: unknown,
-    tally: { startedMs: number; timeoutMs: number },
-  ): number {
-    const windowMs =
-      retryKindOf(err) === 'outcome_unknown'
-        ? tally.timeoutMs
-        : retryWindowMs(err, tally.timeoutMs);
-    return Math.max(0, windowMs - (Date.now() - tally.startedMs));
+      return tally.atLeastOnce && inWindow && ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX;
+    return inWindow;
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */
@@ -701,4 +685,13 @@ async function abortable<T>(
   } finally {
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** What is left, at least 0, of the window in which a publish failing with `err` may be sent
+ *  again: its request timeout for an unknown outcome, else its failure's retry window
+ *  (routing.ts), counted from the publish's start. */
+function resendWindowLeftMs(err: unknown, tally: { startedMs: number; timeoutMs: number }): number {
+  const windowMs =
+    retryKindOf(err) === 'outcome_unknown' ? tally.timeoutMs : retryWindowMs(err, tally.timeoutMs);
+  return Math.max(0, windowMs - (Date.now() - tally.startedMs));
 }

@@ -607,31 +607,21 @@ try {
   console.log('');
   for (const { row, values } of samples.values()) record({ ...row, value: median(values) });
   // Each round measures the peer and Felix back to back, so a round's ratio cancels most of the
-  // drift of a shared machine between rounds: the median of those ratios is the verdict.
+  // drift of a shared machine between rounds: the median of those ratios is the verdict. Felix's
+  // peers are NATS's systems, and for Felix QUIC also Felix TLS (issue 25's pub→sub goal:
+  // QUIC / TLS ≥ 0.5).
   const peers = ['NATS core', 'NATS req/reply', 'JetStream'];
-  for (const [, peer] of samples) {
-    if (!peers.includes(peer.row.system)) continue;
+  for (const [, peer] of samples)
     for (const [, felixRow] of samples) {
-      if (felixRow.row.scenario !== peer.row.scenario || !felixRow.row.system.startsWith('Felix'))
-        continue;
+      const judged = peers.includes(peer.row.system)
+        ? felixRow.row.system.startsWith('Felix')
+        : peer.row.system === 'Felix TLS' && felixRow.row.system === 'Felix QUIC';
+      if (!judged || felixRow.row.scenario !== peer.row.scenario) continue;
       const { ratios, median: mid } = pairedRatios(felixRow.values, peer.values);
       console.log(
         `paired: ${felixRow.row.scenario}, ${felixRow.row.system} / ${peer.row.system} per round ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${mid.toFixed(2)}${felixRow.row.unit === 'µs' ? ' (lower is better)' : ''}`,
       );
     }
-  }
-  // QUIC against TLS on the same broker and round: issue 25's pub→sub goal is this ratio ≥ 0.5.
-  for (const [, quic] of samples) {
-    if (quic.row.system !== 'Felix QUIC') continue;
-    const tls = [...samples.values()].find(
-      (x) => x.row.system === 'Felix TLS' && x.row.scenario === quic.row.scenario,
-    );
-    if (tls === undefined) continue;
-    const { ratios, median: mid } = pairedRatios(quic.values, tls.values);
-    console.log(
-      `paired: ${quic.row.scenario}, Felix QUIC / Felix TLS per round ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${mid.toFixed(2)}${quic.row.unit === 'µs' ? ' (lower is better)' : ''}`,
-    );
-  }
 } finally {
   await Promise.all([...clients.values()].map((c) => c.close()));
   const mem = rssMiB(broker.pid);
