@@ -2,6 +2,7 @@
 // its correlation id, unknown kinds stay answerable, and bounds are enforced before
 // allocation. Method: one sample message per kind, plus hand-corrupted bodies.
 import { crc32 } from '@felix/common';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   BadMagicError,
@@ -173,6 +174,44 @@ describe('internal frames', () => {
   it('a_hello_has_the_flxi_header_and_u32_string_prefix', () => {
     const bytes = encodeInternalMessage({ kind: 'Hello', correlationId: 5, nodeId: 'b1' });
     expect(hex(bytes)).toBe('464c5849000100050000000e' + '0000000000000005' + '00000002' + '6231');
+  });
+
+  it('an_internal_u64_field_is_big_endian_for_every_safe_integer_and_a_batch_frame_fits_its_bytes', () => {
+    fc.assert(
+      fc.property(
+        fc.maxSafeNat(),
+        fc.array(fc.uint8Array({ maxLength: 2_000 }), { maxLength: 8 }),
+        // ASCII names take the writer's fast path; any other character, the encoder's.
+        fc.string({ unit: 'grapheme', maxLength: 20 }),
+        (offset, payloads, tenantId) => {
+          const shard = { ...SHARD, tenantId };
+          const bytes = encodeInternalMessage({
+            kind: 'ReplicateRecords',
+            correlationId: offset,
+            shard,
+            firstOffset: offset,
+            checksum: batchChecksum(payloads),
+            payloads,
+          });
+          const expected = new Uint8Array(8);
+          new DataView(expected.buffer).setBigUint64(0, BigInt(offset));
+          // The correlation id opens the body, right after the 12-byte header.
+          expect(hex(bytes.subarray(12, 20))).toBe(hex(expected));
+          // The frame is exactly header plus body: no spare bytes ride along.
+          const body = new DataView(bytes.buffer, bytes.byteOffset).getUint32(8);
+          expect(bytes.length).toBe(12 + body);
+          // And the memory behind it is at most a quarter (or 256 bytes) more than the frame.
+          expect(bytes.buffer.byteLength - bytes.length).toBeLessThanOrEqual(
+            Math.max(256, bytes.length / 4),
+          );
+          const frames = new InternalFrameDecoder().push(bytes);
+          expect(frames).toHaveLength(1);
+          const back = decodeInternalMessage(frames[0]!);
+          expect(back).toMatchObject({ correlationId: offset, firstOffset: offset, shard });
+          expect((back as { payloads: Uint8Array[] }).payloads.map(hex)).toEqual(payloads.map(hex));
+        },
+      ),
+    );
   });
 
   it('a_committed_batch_carries_the_commit_offset_between_the_checksum_and_the_payloads', () => {

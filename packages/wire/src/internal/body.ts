@@ -77,50 +77,99 @@ export class BodyReader extends ByteReader {
   }
 }
 
-/** Accumulates body parts, then joins them in one allocation. */
-export class BodyWriter {
-  private readonly parts: Uint8Array[] = [];
-  private size = 0;
+/** Bytes a writer starts with when not told more: a reply, a fence or a hello fits. */
+const BODY_WRITER_START_BYTES = 256;
+/** What a body holds besides its payloads or value, guessed: a shard ref of short names,
+ *  offsets, a checksum, counts. A longer body grows once. */
+export const BODY_FIELDS_BYTES_GUESS = 160;
 
-  private push(part: Uint8Array): void {
-    this.parts.push(part);
-    this.size += part.length;
+/**
+ * Writes a body straight into one growing buffer, after `room` bytes left for the frame's
+ * header. Fields go in place (no part per field, no closure, no BigInt for a u64), so a
+ * replication batch costs one allocation, or two when its payloads outgrow the first guess.
+ */
+export class BodyWriter {
+  private buf: Uint8Array;
+  private view: DataView;
+  private pos: number;
+
+  constructor(room = 0, bodyBytes = BODY_WRITER_START_BYTES) {
+    this.buf = new Uint8Array(room + bodyBytes);
+    this.view = new DataView(this.buf.buffer);
+    this.pos = room;
   }
 
-  private fixed(bytes: number, fill: (view: DataView) => void): void {
-    const part = new Uint8Array(bytes);
-    fill(new DataView(part.buffer));
-    this.push(part);
+  /** Makes room for `n` more bytes (doubling, or to the exact need when that is more). */
+  private reserve(n: number): void {
+    const need = this.pos + n;
+    if (need <= this.buf.length) return;
+    const grown = new Uint8Array(Math.max(need, this.buf.length * 2));
+    grown.set(this.buf.subarray(0, this.pos));
+    this.buf = grown;
+    this.view = new DataView(grown.buffer);
   }
 
   u8(value: number, what: string): void {
     checkInt(value, 0xff, what);
-    this.push(Uint8Array.of(value));
+    this.reserve(1);
+    this.buf[this.pos++] = value;
   }
 
   u16(value: number, what: string): void {
     checkInt(value, 0xffff, what);
-    this.fixed(2, (v) => v.setUint16(0, value));
+    this.reserve(2);
+    this.view.setUint16(this.pos, value);
+    this.pos += 2;
   }
 
   u32(value: number, what: string): void {
     checkInt(value, 0xffff_ffff, what);
-    this.fixed(4, (v) => v.setUint32(0, value));
+    this.reserve(4);
+    this.view.setUint32(this.pos, value);
+    this.pos += 4;
   }
 
   u64(value: number, what: string): void {
     checkInt(value, OFFSET_MAX, what);
-    this.fixed(8, (v) => v.setBigUint64(0, BigInt(value)));
+    this.reserve(8);
+    // Two u32 halves: exact for every safe integer, and no BigInt per field.
+    const high = Math.floor(value / 0x1_0000_0000);
+    this.view.setUint32(this.pos, high);
+    this.view.setUint32(this.pos + 4, value - high * 0x1_0000_0000);
+    this.pos += 8;
   }
 
   u64Big(value: bigint, what: string): void {
     if (value < 0n || value > 0xffff_ffff_ffff_ffffn)
       throw new FieldRangeError(what, 'must fit a u64');
-    this.fixed(8, (v) => v.setBigUint64(0, value));
+    this.reserve(8);
+    this.view.setBigUint64(this.pos, value);
+    this.pos += 8;
   }
 
   str(text: string, what: string): void {
-    const bytes = utf8Bytes(text);
+    // Identifiers are short and nearly always ASCII: written in place, byte per char, with no
+    // encoder call and no array per string (the shard ref of every batch has three).
+    const start = this.pos + 4;
+    this.reserve(4 + text.length);
+    let i = 0;
+    for (; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 0x80) break;
+      this.buf[start + i] = c;
+    }
+    if (i < text.length) {
+      this.blobOfString(utf8Bytes(text), what);
+      return;
+    }
+    if (i > INTERNAL_IDENT_BYTES_MAX) {
+      throw new FieldRangeError(what, `is longer than ${INTERNAL_IDENT_BYTES_MAX} bytes`);
+    }
+    this.view.setUint32(this.pos, i);
+    this.pos = start + i;
+  }
+
+  private blobOfString(bytes: Uint8Array, what: string): void {
     if (bytes.length > INTERNAL_IDENT_BYTES_MAX) {
       throw new FieldRangeError(what, `is longer than ${INTERNAL_IDENT_BYTES_MAX} bytes`);
     }
@@ -128,8 +177,8 @@ export class BodyWriter {
   }
 
   blob(bytes: Uint8Array, what: string): void {
-    this.u32(bytes.length, `${what} length`);
-    this.push(bytes);
+    this.reserve(4 + bytes.length);
+    this.lengthThenBytes(bytes, what);
   }
 
   credential(bytes: Uint8Array): void {
@@ -143,8 +192,11 @@ export class BodyWriter {
     if (payloads.length > INTERNAL_BATCH_PAYLOADS_MAX) {
       throw new FieldRangeError('payloads', `more than ${INTERNAL_BATCH_PAYLOADS_MAX}`);
     }
+    let bytes = 4;
+    for (const p of payloads) bytes += 4 + p.length;
+    this.reserve(bytes);
     this.u32(payloads.length, 'payload count');
-    for (const p of payloads) this.blob(p, 'payload');
+    for (const p of payloads) this.lengthThenBytes(p, 'payload');
   }
 
   shardRef(ref: ShardRef): void {
@@ -155,15 +207,20 @@ export class BodyWriter {
     this.u64(ref.generation, 'generation');
   }
 
-  /** The body, after `room` zero bytes left for a header (0: the body alone). */
-  finish(room = 0): Uint8Array {
-    const out = new Uint8Array(room + this.size);
-    let pos = room;
-    for (const part of this.parts) {
-      out.set(part, pos);
-      pos += part.length;
-    }
-    return out;
+  /** The header's room and the body. A buffer mostly empty after doubling is cut to size, so
+   *  a frame held in a send queue never pins twice its bytes. */
+  finish(): Uint8Array {
+    const spare = this.buf.length - this.pos;
+    if (spare > BODY_WRITER_START_BYTES && spare > this.pos / 4) return this.buf.slice(0, this.pos);
+    return this.buf.subarray(0, this.pos);
+  }
+
+  /** Space is reserved by the caller. */
+  private lengthThenBytes(bytes: Uint8Array, what: string): void {
+    if (bytes.length > 0xffff_ffff) checkInt(bytes.length, 0xffff_ffff, `${what} length`);
+    this.view.setUint32(this.pos, bytes.length);
+    this.buf.set(bytes, this.pos + 4);
+    this.pos += 4 + bytes.length;
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { assert } from '@felix/common';
 import { FieldRangeError, InvalidEnumError, TruncatedError } from '../errors.js';
-import { BodyReader, BodyWriter, type ShardRef } from './body.js';
+import { BODY_FIELDS_BYTES_GUESS, BodyReader, BodyWriter, type ShardRef } from './body.js';
 import { FRAME_HEADER_BYTES } from '../limits.js';
 import { type InternalFrame, headInternalFrame } from './header.js';
 
@@ -187,14 +187,23 @@ export function encodeInternalMessage(message: InternalMessage): Uint8Array {
   if (message.kind === 'Unknown') {
     throw new InvalidEnumError('internal kind (Unknown cannot be encoded)', message.code);
   }
-  const w = new BodyWriter();
+  // The body is written after room for the header: the frame is the writer's buffer.
+  const w = new BodyWriter(FRAME_HEADER_BYTES, bodyBytesGuess(message));
   w.u64(message.correlationId, 'correlation_id');
   writeBody(w, message);
-  // The body is written after room for the header: one allocation and copy per frame, not two.
-  return headInternalFrame(w.finish(FRAME_HEADER_BYTES), INTERNAL_KIND[message.kind]);
+  return headInternalFrame(w.finish(), INTERNAL_KIND[message.kind]);
 }
 
 type Encodable = Exclude<InternalMessage, { kind: 'Unknown' }>;
+
+/** Room a body likely needs: its payloads or value and a little for the rest, so a batch's
+ *  writer is allocated once at its size instead of growing into it. */
+function bodyBytesGuess(m: InternalMessage): number {
+  let bytes = BODY_FIELDS_BYTES_GUESS;
+  if ('payloads' in m) for (const p of m.payloads) bytes += 4 + p.length;
+  if ('value' in m && m.value !== undefined) bytes += 4 + m.value.length;
+  return bytes;
+}
 
 function writeBody(w: BodyWriter, m: Encodable): void {
   switch (m.kind) {
