@@ -141,6 +141,7 @@ export class Broker {
       (s, kind) =>
         this.cluster?.table.replicaRole(kind, s.tenantId, s.namespace, s.stream, s.shard),
       (s) => this.cluster?.table.streamConfig(s.tenantId, s.namespace, s.stream),
+      this.storageIo,
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
       ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),

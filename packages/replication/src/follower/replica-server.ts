@@ -9,6 +9,10 @@
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
  * leader's base when it is empty, and opens it again.
  *
+ * Every end this replica names (a batch's answer, its fence's log end, the tail a new leader
+ * may fetch, its status) is what its log acknowledges under its fsync mode (`readableOffset`):
+ * synced records under `onCommit`, written ones under `periodic`, as a local append is acked.
+ *
  * Divergence (a deposed leader back as a follower, holding records its successor never had):
  * a conflict is repaired only when the batch is of a newer generation than the one that wrote
  * the follower's conflicting record (its `generations` map), and never at or below the commit
@@ -267,7 +271,7 @@ export class ReplicaServer {
     return {
       base: s.log.baseOffset,
       tail: s.log.tailOffset,
-      durable: s.log.durableOffset,
+      durable: s.log.readableOffset,
       generation: s.replica.state.generation,
       commit: s.replica.state.commitOffset,
     };
@@ -332,7 +336,7 @@ export class ReplicaServer {
     if (verdict.raise) await state.replica.accept(m.shard.generation);
     const overlap = uncomparedTail(state, m);
     if (overlap !== undefined)
-      return encodeInternalMessage(answerFor(m.correlationId, overlap, state.log.durableOffset));
+      return encodeInternalMessage(answerFor(m.correlationId, overlap, state.log.readableOffset));
     // Records appended from here on came from a leader of this generation.
     await state.starts.begin(m.shard.generation, state.log.tailOffset);
     const append = flagsOf(marks);
@@ -340,7 +344,7 @@ export class ReplicaServer {
     if (result.kind === 'conflict') {
       const repair = repairOf(state, m, result.at);
       if (repair.kind === 'gap')
-        return encodeInternalMessage(answerFor(m.correlationId, repair, state.log.durableOffset));
+        return encodeInternalMessage(answerFor(m.correlationId, repair, state.log.readableOffset));
       if (repair.kind === 'truncate') {
         await truncateAt(state, result.at);
         await state.starts.begin(m.shard.generation, state.log.tailOffset);
@@ -355,7 +359,7 @@ export class ReplicaServer {
       state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
       holdRetentionFloor(state);
     }
-    return encodeInternalMessage(answerFor(m.correlationId, result, state.log.durableOffset));
+    return encodeInternalMessage(answerFor(m.correlationId, result, state.log.readableOffset));
   }
 
   /**
@@ -374,7 +378,7 @@ export class ReplicaServer {
     });
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     await state.replica.accept(m.shard.generation);
-    const logEnd = state.log.durableOffset;
+    const logEnd = state.log.readableOffset;
     return encodeInternalMessage({
       kind: 'FenceOk',
       correlationId: m.correlationId,
@@ -385,24 +389,24 @@ export class ReplicaServer {
   }
 
   /**
-   * A promoted leader taking the furthest tail: records from `fromOffset` up to this replica's
-   * durable end, at most TAIL_FETCH_BYTES_MAX (at least one record when it holds any). Answered
+   * A promoted leader taking the furthest tail: records from `fromOffset` up to the end this
+   * replica's log acknowledges (its fence answered it), at most TAIL_FETCH_BYTES_MAX (at least one record when it holds any). Answered
    * only to the leader of exactly the generation this replica accepted in its fence: an older
    * one is deposed, a newer one has not fenced it yet.
    */
   private async fetch(state: ShardState, m: FetchRequest): Promise<Uint8Array> {
     const other = refuseOtherGeneration(state, m, 'not fenced at');
     if (other !== undefined) return other;
-    const durable = state.log.durableOffset;
+    const held = state.log.readableOffset;
     if (m.fromOffset < state.log.baseOffset)
       return refuse(
         m.correlationId,
         INTERNAL_ERROR.LogConflict,
         `trimmed below ${state.log.baseOffset}`,
       );
-    if (m.fromOffset >= durable) return recordsFrame(m.correlationId, m.shard, m.fromOffset, []);
+    if (m.fromOffset >= held) return recordsFrame(m.correlationId, m.shard, m.fromOffset, []);
     const r = await state.log.read(m.fromOffset, {
-      maxRecords: durable - m.fromOffset,
+      maxRecords: held - m.fromOffset,
       maxBytes: Math.min(m.maxBytes, TAIL_FETCH_BYTES_MAX),
       // Every record at its offset: a generation start travels with its mark (kind 25).
       includeGenerationStarts: true,

@@ -1,5 +1,6 @@
 // Goal: `quorum` consistency between real brokers: an ack means a majority of the replica set
-// holds the record durably; with no majority reachable a publish is answered `quorum_timeout`
+// holds the record (followers synced; the leader synced under `onCommit`, written under
+// `periodic`, where a SIGKILLed leader's successor still serves every acked record); with no majority reachable a publish is answered `quorum_timeout`
 // (retry class outcome_unknown) while a `leader` stream still acks; a subscriber of a quorum
 // stream (or a consumer group polling it) sees nothing past the commit mark until a majority
 // holds it.
@@ -14,7 +15,7 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, gauge, quorumTimeout } from './support.js';
+import { clusterPerTest, gauge, quorumTimeout, readUpTo } from './support.js';
 
 const run = promisify(execFile);
 const LOG_TOOL = resolve(import.meta.dirname, '../../../storage/dist/log-tool.js');
@@ -40,12 +41,13 @@ async function quorumCluster(
   holder: { cluster: FelixCluster | undefined },
   consistency: 'leader' | 'quorum',
   quorumTimeoutMs = QUORUM_TIMEOUT_MS,
+  env: Record<string, string> = {},
 ) {
   const c = await startCluster({
     brokers: 3,
     replication: true,
     streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency }],
-    env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(quorumTimeout(quorumTimeoutMs)) },
+    env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(quorumTimeout(quorumTimeoutMs)), ...env },
   });
   holder.cluster = c;
   const leader = (await c.leaderOf('orders'))!;
@@ -103,6 +105,45 @@ describe('quorum acknowledgement between brokers', () => {
     expect(
       await metric(leader, 'felix_broker_quorum_waits_total', '{outcome="committed"}'),
     ).toBeGreaterThanOrEqual(7);
+    await client.close();
+  }, 240_000);
+
+  it('a_periodic_quorum_ack_waits_for_a_majority_to_write_not_for_a_timed_fsync', async () => {
+    // Under `periodic` the leader counts itself at what it has written (followers confirm after
+    // their own fsync). The flush interval here is far past the quorum timeout: an ack that
+    // waited for the leader's timed fsync would time out instead (as every one did before).
+    const { c, leader, followers, client } = await quorumCluster(holder, 'quorum', 30_000, {
+      FELIX_DURABLE_FSYNC_MODE: 'periodic',
+      FELIX_DURABLE_FSYNC_INTERVAL_MS: '60000',
+    });
+    const [away, other] = followers as [ClusterNode, ClusterNode];
+    await c.pause(away.id);
+    for (let i = 0; i < 6; i++) {
+      await client.publish('orders', `order-${i}`);
+      // At the ack, the leader and the follower still running hold it.
+      await c.pause(other.id);
+      const copies = await Promise.all([leader, other].map((n) => held(n, 'orders')));
+      expect(copies.map((values) => values.includes(`order-${i}`))).toEqual([true, true]);
+      await c.resume(other.id);
+    }
+    await c.resume(away.id);
+    const before = (await c.assignments()).find((a) => a.kind === 'stream')!;
+    // Nothing is synced yet (the interval is a minute): a SIGKILL loses no written record, and
+    // the promoted follower serves every acknowledged one.
+    await c.kill(leader.id);
+    const promoted = await waitFor(
+      async () => {
+        const a = (await c.assignments()).find((x) => x.kind === 'stream');
+        return a && a.leader !== leader.id && a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(START_MS),
+    );
+    const onNew = await c.connect({ servers: [c.node(promoted.leader).url()] });
+    // (The setup's warm-up publish may have been retried: only the six are counted.)
+    const values = (await readUpTo(onNew, 'orders', 'order-5')).filter((v) => v !== 'warm-up');
+    expect(values).toEqual(Array.from({ length: 6 }, (_, i) => `order-${i}`));
+    await onNew.close();
     await client.close();
   }, 240_000);
 

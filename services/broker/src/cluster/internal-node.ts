@@ -18,6 +18,7 @@ import {
   type ShardOwnerKind,
 } from '@felix/replication';
 import {
+  type Io,
   type LogOptions,
   PROJECTION_SEGMENT_BYTES_DEFAULT,
   type ProjectionKind,
@@ -69,6 +70,9 @@ export async function startInternalNode(
   ) => { generation: number; follower: boolean } | undefined,
   /** The catalog's stream of a shard (its retention and consistency), when known. */
   streamOf: (s: ShardRef) => StreamConfig | undefined = () => undefined,
+  /** The file system follower logs go through: the storage fault seam in tests, as the
+   *  leader's logs do (a slowed or failing disk slows or fails a follower too). */
+  io?: Io,
 ): Promise<InternalNode | null> {
   const bind = cfg.cluster.internal_bind;
   if (bind === null) return null;
@@ -77,7 +81,10 @@ export async function startInternalNode(
     throw new ConfigInvalidCombinationError(['cluster.internal_bind'], `${bind} is not host:port`);
   const material = await clusterMaterial(cfg);
   const replicas = new ReplicaServer({
-    logOptions: (s, log) => followerLogOptions(cfg, s, log, streamOf(s)),
+    logOptions: (s, log) => {
+      const opts = followerLogOptions(cfg, s, log, streamOf(s));
+      return io === undefined ? opts : { ...opts, io };
+    },
     // As on the leader: a quorum stream's retention never deletes what a majority may not hold.
     retentionStopsAtCommit: (s, log) => log === 'stream' && streamOf(s)?.consistency === 'quorum',
     // Catalog streams take the broker's fsync mode: on commit, the carried commit offset is

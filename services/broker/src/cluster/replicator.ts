@@ -9,9 +9,12 @@
  * replaced when the shard's generation changes.
  *
  * A `quorum` shard's stream log also gets a CommitMark over its replica set (the leader counted
- * at its own durable offset, each follower at what it confirmed, and never past the leader's
- * durable offset, since records ship before the leader's fsync ends): recomputed on every
- * confirmation and every leader fsync, carried to the followers by the shipper, handed to
+ * at what its own log acknowledges, each follower at what it confirmed, and never past the
+ * leader's own: records ship before the leader's fsync ends). A log acknowledges what its fsync
+ * mode does (`readableOffset`): synced records under `onCommit`, written ones under `periodic`
+ * (followers confirm after their own fsync either way). The mark is recomputed on every
+ * confirmation and every move of the leader's own offset, carried to the followers by the
+ * shipper, handed to
  * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding
  * with a stream shard never count toward the mark. A new leader's mark counts only through its
  * own generation's first record (CommitMark, `newLeader`).
@@ -193,7 +196,13 @@ export class Replicator {
     });
     // What a majority may not hold yet is never deleted by retention.
     if (carried) log.setRetentionFloor(mark.offset);
-    const unlisten = mark === null ? () => undefined : log.onDurable(recompute);
+    // The leader's own count moves with its fsync under `onCommit`, with its writes otherwise.
+    const unlisten =
+      mark === null
+        ? () => undefined
+        : log.fsync === 'onCommit'
+          ? log.onDurable(recompute)
+          : log.onWritten(recompute);
     const riding = kind !== 'stream';
     const generation = ref.generation;
     const startedAtMs = performance.now();
@@ -273,7 +282,7 @@ export class Replicator {
       if (primary === undefined) continue;
       const { kind, shipping: s } = primary;
       const level = leaving ? levelFollowers(logs) : null;
-      const own = s.log.durableOffset;
+      const own = s.log.readableOffset;
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
       const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
       const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
@@ -381,10 +390,10 @@ export class Replicator {
   private recompute(key: string, kind: ReplicaLogKind, quorum: ShipQuorum | undefined): void {
     const s = this.shippers.get(key)?.get(kind);
     if (s === undefined || s.mark === null) return;
-    const own = s.log.durableOffset;
+    const own = s.log.readableOffset;
     const held = [own, ...s.followers.map((f) => s.shipper.confirmed(f))];
     // Followers may confirm records before the leader's fsync of them ends (the shipper sends
-    // what is written): the mark waits for the leader's own durable offset as well.
+    // what is written): the mark waits for what the leader's own log acknowledges as well.
     if (!s.mark.advance(held, own)) return;
     if (kind === 'stream') s.log.setRetentionFloor(s.mark.offset);
     s.shipper.wake();
