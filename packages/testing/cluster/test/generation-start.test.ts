@@ -63,6 +63,9 @@ async function quorumStream(holder: { cluster: FelixCluster | undefined }) {
     brokers: 3,
     replication: true,
     streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+    // A replica holds a record once synced under `onCommit` (once written under `periodic`):
+    // a slowed fsync then keeps a follower from holding the generation start.
+    env: { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
   });
   holder.cluster = c;
   const leader = (await c.leaderOf('orders'))!;

@@ -1,6 +1,6 @@
 // Goal: `quorum` consistency between real brokers: an ack means a majority of the replica set
-// holds the record (followers synced; the leader synced under `onCommit`, written under
-// `periodic`, where a SIGKILLed leader's successor still serves every acked record); with no majority reachable a publish is answered `quorum_timeout`
+// holds the record (synced under `onCommit`; written under `periodic`, where a SIGKILLed
+// leader's successor still serves every acked record); with no majority reachable a publish is answered `quorum_timeout`
 // (retry class outcome_unknown) while a `leader` stream still acks; a subscriber of a quorum
 // stream (or a consumer group polling it) sees nothing past the commit mark until a majority
 // holds it.
@@ -109,9 +109,9 @@ describe('quorum acknowledgement between brokers', () => {
   }, 240_000);
 
   it('a_periodic_quorum_ack_waits_for_a_majority_to_write_not_for_a_timed_fsync', async () => {
-    // Under `periodic` the leader counts itself at what it has written (followers confirm after
-    // their own fsync). The flush interval here is far past the quorum timeout: an ack that
-    // waited for the leader's timed fsync would time out instead (as every one did before).
+    // Under `periodic` every replica counts what it has written (a majority's page caches, as
+    // JetStream's R3 and Kafka's acks=all). The flush interval here is far past the quorum
+    // timeout: an ack that waited for a timed fsync would time out instead (as each did before).
     const { c, leader, followers, client } = await quorumCluster(holder, 'quorum', 30_000, {
       FELIX_DURABLE_FSYNC_MODE: 'periodic',
       FELIX_DURABLE_FSYNC_INTERVAL_MS: '60000',
@@ -128,8 +128,8 @@ describe('quorum acknowledgement between brokers', () => {
     }
     await c.resume(away.id);
     const before = (await c.assignments()).find((a) => a.kind === 'stream')!;
-    // Nothing is synced yet (the interval is a minute): a SIGKILL loses no written record, and
-    // the promoted follower serves every acknowledged one.
+    // Nothing is synced yet (the interval is a minute, on every replica): a SIGKILL loses no
+    // written record, and the promoted follower serves every acknowledged one.
     await c.kill(leader.id);
     const promoted = await waitFor(
       async () => {

@@ -87,9 +87,9 @@ export async function startInternalNode(
     },
     // As on the leader: a quorum stream's retention never deletes what a majority may not hold.
     retentionStopsAtCommit: (s, log) => log === 'stream' && streamOf(s)?.consistency === 'quorum',
-    // Catalog streams take the broker's fsync mode: on commit, the carried commit offset is
+    // As the follower's copy syncs (its stream's mode): on commit, the carried commit offset is
     // saved before each answer; otherwise at most once a second.
-    commitSync: () => cfg.durable.fsync_mode === 'onCommit',
+    commitSync: (s) => (streamOf(s)?.fsync ?? cfg.durable.fsync_mode) === 'onCommit',
     // Only shards whose replica set names this broker (and not as leader) are accepted.
     assignment: (s, log) => follows(s, REPLICA_LOGS[log].owner),
   });
@@ -152,11 +152,15 @@ export function followerLogOptions(
   if (log === 'stream') {
     // The stream's retention applies to every copy, or a follower's disk grows without bound.
     const retention = stream === undefined ? undefined : retentionOf(cfg, stream);
+    // A follower's copy syncs as its stream does on the leader: under `periodic` it confirms
+    // what it has written (a quorum is then a majority's page caches, synced within the
+    // interval, as JetStream's R3 and Kafka's acks=all), under `onCommit` what it has synced.
     return {
       root: join(dataDir, 'streams'),
       segmentBytes: cfg.durable.segment_bytes,
       shard,
-      fsync: 'onCommit',
+      fsync: stream?.fsync ?? cfg.durable.fsync_mode,
+      flushIntervalMs: stream?.fsync_interval_ms ?? cfg.durable.fsync_interval_ms,
       ...(retention === undefined ? {} : { retention }),
     };
   }

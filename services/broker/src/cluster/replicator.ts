@@ -12,7 +12,7 @@
  * at what its own log acknowledges, each follower at what it confirmed, and never past the
  * leader's own: records ship before the leader's fsync ends). A log acknowledges what its fsync
  * mode does (`readableOffset`): synced records under `onCommit`, written ones under `periodic`
- * (followers confirm after their own fsync either way). The mark is recomputed on every
+ * (a follower's copy takes its stream's mode too). The mark is recomputed on every
  * confirmation and every move of the leader's own offset, carried to the followers by the
  * shipper, handed to
  * `onMark` (the shard's waiter list) and set as the log's retention floor. The logs riding

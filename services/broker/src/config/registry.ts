@@ -287,7 +287,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'enum',
     default: 'periodic',
     values: FSYNC_MODES,
-    doc: 'Default fsync mode of durable streams: `none`, `periodic` or `onCommit`. A `quorum` shard counts its leader as this mode acknowledges a write (fsynced under `onCommit`, written under `periodic`); followers confirm after their own fsync either way.',
+    doc: 'Default fsync mode of durable streams: `none`, `periodic` or `onCommit`. Follower copies take it too, and a `quorum` shard counts each replica as this mode acknowledges a write: fsynced under `onCommit`, written under `periodic` (as JetStream R3 and Kafka `acks=all`).',
   },
   {
     key: 'durable.fsync_interval_ms',
