@@ -5,6 +5,9 @@
  * `--pause-ms` first, then times `--n` publishes spaced `--gap-ms` apart (0: back to back).
  *
  *   node --import tsx scripts/bench/replicated/latency-probe.ts [--n 2000] [--gap-ms 0]
+ *     [--warm 20000] [--fsync onCommit|periodic] [--in-flight 0] [--pause-ms 0] [--keep]
+ *
+ * jetstream-probe.ts is the same loop against a three-server JetStream cluster (R3).
  */
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -17,6 +20,12 @@ const GAP_MS = Number(argValue('--gap-ms', '0'));
 const PAUSE_MS = Number(argValue('--pause-ms', '0'));
 /** 0: awaited one at a time; else this many publishes kept in flight (the throughput row). */
 const IN_FLIGHT = Number(argValue('--in-flight', '0'));
+/** Untimed publishes first (64 in flight), as a cluster in service is warm. */
+const WARM = Number(argValue('--warm', '20000'));
+/** The brokers' fsync mode: `onCommit` (the judged rows) or `periodic` (JetStream's durability). */
+const FSYNC = argValue('--fsync', 'onCommit');
+/** Keeps the cluster's directory (logs, and a `--trace-deopt` run's output) and prints it. */
+const KEEP = process.argv.includes('--keep');
 
 /** CPU time (user + system) of a process so far, in µs, from /proc (10 ms ticks). */
 function cpuUs(pid: number | undefined): number {
@@ -34,7 +43,7 @@ const cluster = await startCluster({
   streams: [{ name: 'probe', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
   // No fault seams (as in production and the replicated bench).
   env: {
-    FELIX_DURABLE_FSYNC_MODE: 'onCommit',
+    FELIX_DURABLE_FSYNC_MODE: FSYNC,
     FELIX_TEST_PARTITION_FILE: undefined,
     FELIX_TEST_STORAGE_FAULT_FILE: undefined,
   },
@@ -43,7 +52,12 @@ try {
   await cluster.waitServed();
   const leader = await cluster.leaderOf('probe');
   const felix = await cluster.connect({ servers: [leader!.url('tls')] });
-  for (let i = 0; i < 500; i++) await felix.publish('probe', DATA);
+  // Untimed: a broker's JIT compiles its hot path only after some thousands of records.
+  await Promise.all(
+    Array.from({ length: 64 }, async (_, lane) => {
+      for (let i = lane; i < WARM; i += 64) await felix.publish('probe', DATA);
+    }),
+  );
   console.log(
     'pids',
     cluster.nodes.map((n) => `${n.id}${n.id === leader?.id ? '(leader)' : ''}=${n.pid}`).join(' '),
@@ -81,6 +95,7 @@ try {
   );
   await felix.close();
 } finally {
-  await cluster.shutdown();
-  await dir.cleanup();
+  await cluster.shutdown({ keep: KEEP });
+  if (KEEP) console.log('kept', dir.path);
+  else await dir.cleanup();
 }
