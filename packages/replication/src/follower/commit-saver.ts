@@ -4,8 +4,8 @@
  * (REPLICA_COMMIT_SAVE_ON_COMMIT_INTERVAL_MS when the stream fsyncs on commit,
  * REPLICA_COMMIT_SAVE_INTERVAL_MS otherwise), and on close. The offset on disk only bounds from
  * below where this replica may truncate and what a new leader's fence hears was committed, so a
- * crash that leaves it one interval stale loses nothing: the records themselves were fsynced
- * before the answer, and any leader of a newer generation holds every committed record
+ * crash that leaves it one interval stale loses nothing: the records themselves were held (synced
+ * under `onCommit`, written under `periodic`) before the answer, and any leader of a newer generation holds every committed record
  * (docs/replication.md, "The follower's commit offset"). The generation is not saved here: a
  * raised generation is saved before the batch carrying it is stored.
  */

@@ -1,7 +1,8 @@
 /**
  * The commit mark of a quorum shard: one past the last record a majority of the generation's
- * replica set holds durably, the leader counted and among them (the mark stops at the
- * leader's durable offset). It only moves forward: a member whose
+ * replica set holds (as each one's fsync mode acknowledges a write: synced under `onCommit`,
+ * written under `periodic`), the leader counted and among them (the mark stops at the
+ * leader's own offset). It only moves forward: a member whose
  * confirmed offset is reported late or lower (a new cursor, a restarted follower) cannot pull
  * back what readers may already have seen.
  *
@@ -15,7 +16,7 @@ import { InvalidReplicaSetError } from '../errors.js';
 import { REPLICA_SET_SIZE_MAX } from '../limits.js';
 
 /**
- * The highest offset a majority of `setSize` members hold, from the durable offsets of the
+ * The highest offset a majority of `setSize` members hold, from the held offsets of the
  * members that reported (members missing from `held` count as holding nothing).
  */
 export function majorityHeld(held: readonly number[], setSize: number): number {
@@ -48,8 +49,8 @@ export class CommitMark {
   }
 
   /**
-   * Recomputes from every member's durable offset, never past `ceiling` (the leader's own
-   * durable offset: followers may hold records the leader has not synced yet, and a quorum
+   * Recomputes from every member's held offset, never past `ceiling` (the leader's own:
+   * followers may hold records the leader does not hold yet, and a quorum
    * counts the leader among the holders), and only once past `countFrom` (the generation
    * start); returns true when the mark moved.
    */

@@ -1,11 +1,12 @@
 /**
  * The leader's view of one follower of one shard's log: where to ship from next, how far the
- * follower confirmed it holds the log durably, and whether shipping must stop. A pure state
+ * follower confirmed it holds the log (as its fsync mode acknowledges a write: synced under
+ * `onCommit`, written under `periodic`), and whether shipping must stop. A pure state
  * machine: `plan` names the next range to send (at most one batch in flight), `onAnswer` and
  * `onTimeout` take what came back; sending, timers and backoff are the caller's.
  *
- * The follower's answer moves the cursor: ok sets both `next` and `confirmed` to its durable
- * offset (one past its last durable record, also the next offset it wants); a gap moves `next`
+ * The follower's answer moves the cursor: ok sets both `next` and `confirmed` to the offset
+ * it names (one past its last record held, also the next offset it wants); a gap moves `next`
  * to the offset it expected; a conflict halts the cursor (`diverged`: its uncommitted suffix
  * differs and repairing it is the fence's job); `FencedEpoch` stops it for good (this broker
  * is no longer the leader); transient refusals and timeouts resend from `next`. An answer to
@@ -46,7 +47,7 @@ const RESEND = new Set<number>([
 export class FollowerCursor {
   /** Next offset to ship. */
   next: number;
-  /** One past the last record the follower confirmed durable; never moves back. */
+  /** One past the last record the follower confirmed holding; never moves back. */
   confirmed = 0;
   /** Set when shipping to this follower stopped until someone repairs it. */
   halted: HaltReason | undefined;

@@ -265,7 +265,7 @@ export class Replicator {
   /**
    * What each shipped shard's replicas hold, for the control plane (docs/replication.md,
    * "Replica reports and promotion"): of its primary log (a stream's records, a cache's log), the
-   * leader's durable offset, each follower's confirmed offset, the commit mark (a quorum shard's,
+   * leader's own offset (as its log acknowledges it), each follower's confirmed offset, the commit mark (a quorum shard's,
    * else the majority over them, the leader counted); and the followers halted on a log holding
    * user data (a cache shard's counters as well as its cache log; a stream shard's group state is
    * redelivered at least once, docs/replication.md, so it does not bar a follower); and the

@@ -744,6 +744,14 @@ export class ShardTable {
       await starts.begin(generation, log.tailOffset);
       const start = starts.all.find((e) => e.generation === generation)?.start ?? log.tailOffset;
       const commitStart = Math.max(0, ...outcome.answers.map((x) => x.commitOffset));
+      // A fenced majority held every committed record, and the tail taken was the furthest: a
+      // log ending below a mark one of them saved means records were lost below it (a power
+      // loss of a majority under `periodic`, or a bug). Said, not hidden.
+      if (start < commitStart)
+        this.log.error(
+          { shard, generation, log_end: start, commit_offset: commitStart },
+          'the new leader holds less than a replica says was committed',
+        );
       return { store: open, fence: { start, commitStart } };
     } catch (err) {
       return retry(open, err);

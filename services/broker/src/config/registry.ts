@@ -219,7 +219,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT,
     min: 1,
     max: PUBLISH_QUORUM_TIMEOUT_MS_MAX,
-    doc: 'How long a publish to a replicated `quorum` stream (and a cache put, delete or counter add to a `quorum` cache) waits for a majority of its replica set to hold it durably; past it the write is answered `quorum_timeout` (retry class `outcome_unknown`: the record stays in the log and commits if the followers catch up).',
+    doc: 'How long a publish to a replicated `quorum` stream (and a cache put, delete or counter add to a `quorum` cache) waits for a majority of its replica set to hold it (as `durable.fsync_mode` acknowledges a write: synced under `onCommit`, written under `periodic`; a quorum cache syncs); past it the write is answered `quorum_timeout` (retry class `outcome_unknown`: the record stays in the log and commits if the followers catch up).',
   },
   {
     key: 'broker.subscriber_queue_capacity',
@@ -287,7 +287,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'enum',
     default: 'periodic',
     values: FSYNC_MODES,
-    doc: 'Default fsync mode of durable streams: `none`, `periodic` or `onCommit`. Follower copies take it too, and a `quorum` shard counts each replica as this mode acknowledges a write: fsynced under `onCommit`, written under `periodic` (as JetStream R3 and Kafka `acks=all`).',
+    doc: 'Default fsync mode of durable streams: `none`, `periodic` or `onCommit`. Follower copies take it too, and a `quorum` stream shard counts each replica as this mode acknowledges a write: fsynced under `onCommit`, written under `periodic` (as JetStream R3 and Kafka `acks=all`); set it alike on every broker of a cluster.',
   },
   {
     key: 'durable.fsync_interval_ms',
