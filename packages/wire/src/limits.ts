@@ -27,6 +27,12 @@ export const INTERNAL_BATCH_PAYLOADS_MAX = 65_536;
 
 /** Longest identifier string in an internal body (`MAX_IDENT_BYTES`): names, node ids. */
 export const INTERNAL_IDENT_BYTES_MAX = 512;
+/** Bytes an internal body writer starts with when not told more: a reply, a fence or a hello
+ *  fits. It grows (doubling) to the body, bounded by INTERNAL_BODY_BYTES_MAX at the header. */
+export const INTERNAL_BODY_START_BYTES = 256;
+/** What an internal body holds besides its payloads or value, guessed when sizing its writer:
+ *  a shard ref of short names, offsets, a checksum, counts. A longer body grows once. */
+export const INTERNAL_BODY_FIELDS_BYTES_GUESS = 160;
 
 /**
  * Longest credential (a client bearer token) riding an authorized forward. Tokens are JWTs

@@ -6,9 +6,8 @@
  *
  *   node --import tsx scripts/bench/replicated/jetstream-probe.ts [--n 3000] [--warm 20000]
  */
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { argValue, percentile } from '@felix/testing-bench-kit';
+import { argValue, percentile, procCpuSecs } from '@felix/testing-bench-kit';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { loadOrCreateDevCertificate } from '@felix/transport';
 import { NATS_CLUSTER_FORM_DEADLINE_MS, startNatsCluster } from './nats-cluster.js';
@@ -17,12 +16,9 @@ const N = Number(argValue('--n', '3000'));
 const WARM = Number(argValue('--warm', '20000'));
 const DATA = new Uint8Array(1024).fill(0x61);
 
-/** CPU time (user + system) of a process so far, in µs, from /proc (10 ms ticks). */
-function cpuUs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
+/** CPU time (user + system) of a process so far, in µs (the bench kit's /proc reading). */
+const cpuUs = (pid: number | undefined): number =>
+  pid === undefined ? 0 : procCpuSecs(pid) * 1_000_000;
 
 const dir = await tempDir('felix-jetstream-probe-');
 const { certPem, keyPem } = await loadOrCreateDevCertificate(`${dir.path}/tls`);

@@ -9,9 +9,8 @@
  *
  * jetstream-probe.ts is the same loop against a three-server JetStream cluster (R3).
  */
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { argValue, percentile } from '@felix/testing-bench-kit';
+import { argValue, percentile, procCpuSecs } from '@felix/testing-bench-kit';
 import { startCluster } from '@felix/testing-cluster';
 import { tempDir } from '@felix/testing-harness';
 
@@ -27,12 +26,9 @@ const FSYNC = argValue('--fsync', 'onCommit');
 /** Keeps the cluster's directory (logs, and a `--trace-deopt` run's output) and prints it. */
 const KEEP = process.argv.includes('--keep');
 
-/** CPU time (user + system) of a process so far, in µs, from /proc (10 ms ticks). */
-function cpuUs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
+/** CPU time (user + system) of a process so far, in µs (the bench kit's /proc reading). */
+const cpuUs = (pid: number | undefined): number =>
+  pid === undefined ? 0 : procCpuSecs(pid) * 1_000_000;
 const DATA = new Uint8Array(1024).fill(0x61);
 const dir = await tempDir('felix-latency-probe-');
 const cluster = await startCluster({

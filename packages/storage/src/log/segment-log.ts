@@ -218,6 +218,12 @@ export class SegmentLog {
     };
   }
 
+  /** Called whenever `readableOffset` may have moved: after each sync under `onCommit`, after
+   *  each write otherwise (a sync after a poison moves nothing, and no write lands then). */
+  onReadable(listener: () => void): () => void {
+    return this.cfg.fsync === 'onCommit' ? this.onDurable(listener) : this.onWritten(listener);
+  }
+
   /** Called with the written offset after each write, before the write is durable. */
   onWritten(listener: (writtenOffset: number) => void): () => void {
     this.writtenListeners.add(listener);

@@ -10,6 +10,7 @@ import { utf8Bytes } from '../bytes/writer.js';
 import { CountTooLargeError, FieldRangeError } from '../errors.js';
 import {
   INTERNAL_BATCH_PAYLOADS_MAX,
+  INTERNAL_BODY_START_BYTES,
   INTERNAL_CREDENTIAL_BYTES_MAX,
   INTERNAL_IDENT_BYTES_MAX,
   OFFSET_MAX,
@@ -77,12 +78,6 @@ export class BodyReader extends ByteReader {
   }
 }
 
-/** Bytes a writer starts with when not told more: a reply, a fence or a hello fits. */
-const BODY_WRITER_START_BYTES = 256;
-/** What a body holds besides its payloads or value, guessed: a shard ref of short names,
- *  offsets, a checksum, counts. A longer body grows once. */
-export const BODY_FIELDS_BYTES_GUESS = 160;
-
 /**
  * Writes a body straight into one growing buffer, after `room` bytes left for the frame's
  * header. Fields go in place (no part per field, no closure, no BigInt for a u64), so a
@@ -93,7 +88,7 @@ export class BodyWriter {
   private view: DataView;
   private pos: number;
 
-  constructor(room = 0, bodyBytes = BODY_WRITER_START_BYTES) {
+  constructor(room = 0, bodyBytes = INTERNAL_BODY_START_BYTES) {
     this.buf = new Uint8Array(room + bodyBytes);
     this.view = new DataView(this.buf.buffer);
     this.pos = room;
@@ -152,28 +147,24 @@ export class BodyWriter {
     // encoder call and no array per string (the shard ref of every batch has three).
     const start = this.pos + 4;
     this.reserve(4 + text.length);
-    let i = 0;
-    for (; i < text.length; i++) {
-      const c = text.charCodeAt(i);
+    let n = 0;
+    for (; n < text.length; n++) {
+      const c = text.charCodeAt(n);
       if (c >= 0x80) break;
-      this.buf[start + i] = c;
+      this.buf[start + n] = c;
     }
-    if (i < text.length) {
-      this.blobOfString(utf8Bytes(text), what);
-      return;
+    if (n < text.length) {
+      // Not ASCII: the encoder's bytes, at their own length.
+      const bytes = utf8Bytes(text);
+      this.reserve(4 + bytes.length);
+      this.buf.set(bytes, start);
+      n = bytes.length;
     }
-    if (i > INTERNAL_IDENT_BYTES_MAX) {
+    if (n > INTERNAL_IDENT_BYTES_MAX) {
       throw new FieldRangeError(what, `is longer than ${INTERNAL_IDENT_BYTES_MAX} bytes`);
     }
-    this.view.setUint32(this.pos, i);
-    this.pos = start + i;
-  }
-
-  private blobOfString(bytes: Uint8Array, what: string): void {
-    if (bytes.length > INTERNAL_IDENT_BYTES_MAX) {
-      throw new FieldRangeError(what, `is longer than ${INTERNAL_IDENT_BYTES_MAX} bytes`);
-    }
-    this.blob(bytes, what);
+    this.view.setUint32(this.pos, n);
+    this.pos = start + n;
   }
 
   blob(bytes: Uint8Array, what: string): void {
@@ -211,7 +202,8 @@ export class BodyWriter {
    *  a frame held in a send queue never pins twice its bytes. */
   finish(): Uint8Array {
     const spare = this.buf.length - this.pos;
-    if (spare > BODY_WRITER_START_BYTES && spare > this.pos / 4) return this.buf.slice(0, this.pos);
+    if (spare > INTERNAL_BODY_START_BYTES && spare > this.pos / 4)
+      return this.buf.slice(0, this.pos);
     return this.buf.subarray(0, this.pos);
   }
 

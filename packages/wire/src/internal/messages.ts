@@ -7,8 +7,8 @@
  */
 import { assert } from '@felix/common';
 import { FieldRangeError, InvalidEnumError, TruncatedError } from '../errors.js';
-import { BODY_FIELDS_BYTES_GUESS, BodyReader, BodyWriter, type ShardRef } from './body.js';
-import { FRAME_HEADER_BYTES } from '../limits.js';
+import { BodyReader, BodyWriter, type ShardRef } from './body.js';
+import { FRAME_HEADER_BYTES, INTERNAL_BODY_FIELDS_BYTES_GUESS } from '../limits.js';
 import { type InternalFrame, headInternalFrame } from './header.js';
 
 export const INTERNAL_KIND = {
@@ -199,7 +199,7 @@ type Encodable = Exclude<InternalMessage, { kind: 'Unknown' }>;
 /** Room a body likely needs: its payloads or value and a little for the rest, so a batch's
  *  writer is allocated once at its size instead of growing into it. */
 function bodyBytesGuess(m: InternalMessage): number {
-  let bytes = BODY_FIELDS_BYTES_GUESS;
+  let bytes = INTERNAL_BODY_FIELDS_BYTES_GUESS;
   if ('payloads' in m) for (const p of m.payloads) bytes += 4 + p.length;
   if ('value' in m && m.value !== undefined) bytes += 4 + m.value.length;
   return bytes;

@@ -81,10 +81,7 @@ export async function startInternalNode(
     throw new ConfigInvalidCombinationError(['cluster.internal_bind'], `${bind} is not host:port`);
   const material = await clusterMaterial(cfg);
   const replicas = new ReplicaServer({
-    logOptions: (s, log) => {
-      const opts = followerLogOptions(cfg, s, log, streamOf(s));
-      return io === undefined ? opts : { ...opts, io };
-    },
+    logOptions: (s, log) => followerLogOptions(cfg, s, log, streamOf(s), io),
     // As on the leader: a quorum stream's retention never deletes what a majority may not hold.
     retentionStopsAtCommit: (s, log) => log === 'stream' && streamOf(s)?.consistency === 'quorum',
     // As the follower's copy syncs (its stream's mode): on commit, the carried commit offset is
@@ -146,6 +143,8 @@ export function followerLogOptions(
   s: ShardRef,
   log: ReplicaLogKind,
   stream?: StreamConfig,
+  /** The storage fault seam in tests; absent: the real file system. */
+  io?: Io,
 ): LogOptions {
   const dataDir = cfg.durable.data_dir ?? '';
   const shard = { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard };
@@ -162,6 +161,7 @@ export function followerLogOptions(
       fsync: stream?.fsync ?? cfg.durable.fsync_mode,
       flushIntervalMs: stream?.fsync_interval_ms ?? cfg.durable.fsync_interval_ms,
       ...(retention === undefined ? {} : { retention }),
+      ...(io === undefined ? {} : { io }),
     };
   }
   return {
@@ -169,5 +169,6 @@ export function followerLogOptions(
     segmentBytes: PROJECTION_SEGMENT_BYTES_DEFAULT,
     shard,
     fsync: 'onCommit',
+    ...(io === undefined ? {} : { io }),
   };
 }

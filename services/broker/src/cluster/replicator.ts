@@ -196,13 +196,7 @@ export class Replicator {
     });
     // What a majority may not hold yet is never deleted by retention.
     if (carried) log.setRetentionFloor(mark.offset);
-    // The leader's own count moves with its fsync under `onCommit`, with its writes otherwise.
-    const unlisten =
-      mark === null
-        ? () => undefined
-        : log.fsync === 'onCommit'
-          ? log.onDurable(recompute)
-          : log.onWritten(recompute);
+    const unlisten = mark === null ? () => undefined : log.onReadable(recompute);
     const riding = kind !== 'stream';
     const generation = ref.generation;
     const startedAtMs = performance.now();
