@@ -45,11 +45,13 @@ export const WRITE_COALESCE_BYTES_MAX = 1024 * 1024;
 
 /**
  * Under `onCommit` (and `periodic`, see below), a group write up to this size goes to the page
- * cache on the calling thread (tens of microseconds at most) instead of a thread-pool round
- * trip, whose two wakeups cost more than the copy on a small write; the fdatasync stays on
- * the pool.
+ * cache on the calling thread instead of a thread-pool round trip, whose two wakeups cost more
+ * than the copy; the fdatasync stays on the pool. On this machine a 256 KiB write takes about
+ * 50 µs inline and 85 µs through the pool (p50, scripts/bench/storage/inline-write.ts; more
+ * under load, where each wakeup waits for a core). It was 64 KiB, just under the 67 KB group
+ * of 64 one-KiB publishes acked together, which then took the pool on every replica.
  */
-export const WRITE_INLINE_BYTES_MAX = 64 * 1024;
+export const WRITE_INLINE_BYTES_MAX = 256 * 1024;
 
 /**
  * Under `periodic`, a group write up to WRITE_INLINE_BYTES_MAX goes to the page cache on the
