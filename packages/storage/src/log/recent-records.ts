@@ -2,7 +2,8 @@
  * The newest written records of a log kept in memory (copies of their payloads), so a reader
  * at the tail (a leader's shipper, which reads each record right after it is written) is
  * answered without a read of the segment file. Off until `keep` is given a bound; the oldest
- * records go first once the bytes kept pass it. A record keeps its flag bits (a generation
+ * records go first once the bytes kept pass it (a group's copy is one buffer, freed once its
+ * last record goes: at most one group more than the bound stays in memory). A record keeps its flag bits (a generation
  * start), so a kept record is what `readWritten` of the file would return.
  */
 import { RECENT_RECORDS_BYTES_MAX } from '../limits.js';
@@ -33,11 +34,18 @@ export class RecentRecords {
     if (this.maxBytes === 0) return;
     // A gap (a write this buffer missed) would answer a range wrongly: start over.
     if (this.size > 0 && this.end !== first) this.clear();
+    // Copied (the caller's arrays may be views of larger buffers, or be reused), into one
+    // buffer per group: an allocation per record cost the leader more than the copy.
+    let total = 0;
+    for (const p of payloads) total += p.length;
+    const copy = new Uint8Array(total);
+    let at = 0;
     let offset = first;
     for (const [i, p] of payloads.entries()) {
-      // Copied: the caller's arrays may be views of larger buffers, or be reused.
-      const f = flags?.[i] ?? 0;
-      this.records.push({ offset, timestampMicros, flags: f, payload: p.slice() });
+      copy.set(p, at);
+      const payload = copy.subarray(at, at + p.length);
+      at += p.length;
+      this.records.push({ offset, timestampMicros, flags: flags?.[i] ?? 0, payload });
       this.bytes += p.length;
       offset++;
     }
