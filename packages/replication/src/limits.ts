@@ -1,13 +1,21 @@
 /** Bounds of log shipping. */
 
 /**
- * Records one replication batch carries. A batch is one frame and one follower append; a
- * follower answers each before the next is sent, so this bounds what a lost answer resends.
+ * Records one replication batch carries. A batch is one frame and one follower append; with
+ * REPLICATE_BATCHES_IN_FLIGHT_MAX, this bounds what a lost answer resends.
  */
 export const REPLICATE_BATCH_RECORDS_MAX = 1024;
 
 /** Payload bytes one replication batch carries (a batch has at least one record). */
 export const REPLICATE_BATCH_BYTES_MAX = 1024 * 1024;
+
+/**
+ * Record batches shipped to one follower of one log before the first is answered: the follower
+ * writes the next while it syncs the one before (one fdatasync then covers both), so under
+ * `onCommit` its sync, not the round trip, sets the pace. Each is at most
+ * REPLICATE_BATCH_BYTES_MAX, so a follower's loop holds at most this many of them.
+ */
+export const REPLICATE_BATCHES_IN_FLIGHT_MAX = 2;
 
 /**
  * Payload bytes of its newest records a shipped log keeps in memory for its shipper
@@ -36,8 +44,9 @@ export const REPLICATE_IDLE_CHECK_MS = 100;
  *  batch carries the mark without a synced save of its own in front of it. */
 export const REPLICATE_MARK_ALONE_AFTER_MS = 50;
 
-/** Requests a follower queues per shard (a leader has one in flight; a deposed one may add
- *  one more); past this the follower answers `Overload`. */
+/** Requests a follower queues per shard (a leader has REPLICATE_BATCHES_IN_FLIGHT_MAX batches
+ *  and a mark or trim in flight; a deposed one may add as many); past this the follower answers
+ *  `Overload`. */
 export const REPLICA_SHARD_REQUESTS_QUEUED_MAX = 8;
 
 /** Follower logs one replica server keeps open, counted per (shard, log kind): a stream shard

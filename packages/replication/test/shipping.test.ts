@@ -73,7 +73,7 @@ type Step =
   | { op: 'dropRequest'; pick: number }
   | { op: 'deliverAnswer'; pick: number; duplicate: boolean }
   | { op: 'dropAnswer'; pick: number }
-  | { op: 'timeout' };
+  | { op: 'timeout'; pick: number };
 
 const steps = fc.array(
   fc.oneof(
@@ -91,7 +91,7 @@ const steps = fc.array(
       duplicate: fc.boolean(),
     }),
     fc.record({ op: fc.constant('dropAnswer' as const), pick: fc.nat() }),
-    fc.constant({ op: 'timeout' as const }),
+    fc.record({ op: fc.constant('timeout' as const), pick: fc.nat() }),
   ),
   { maxLength: 80 },
 ) as fc.Arbitrary<Step[]>;
@@ -109,8 +109,9 @@ describe('log shipping', () => {
       fc.asyncProperty(
         fc.nat({ max: 30 }),
         fc.nat(),
+        fc.integer({ min: 1, max: 3 }),
         steps,
-        async (initial, startSeed, schedule) => {
+        async (initial, startSeed, depth, schedule) => {
           const leader = new LeaderLog();
           for (let i = 0; i < initial; i++) leader.append(record(i));
           const f = await follower();
@@ -118,14 +119,16 @@ describe('log shipping', () => {
           const cursor = new FollowerCursor(startSeed % (initial + 1));
           const requests: Uint8Array[] = [];
           const answers: Uint8Array[] = [];
-          let lastSent = 0;
+          /** Every batch sent, oldest first: a timeout names one of them. */
+          const sent: number[] = [];
           for (const s of schedule) {
             if (s.op === 'append')
               for (let k = 0; k < s.count; k++) leader.append(record(leader.tail));
             else if (s.op === 'send') {
-              const shipment = cursor.plan(leader, 8);
+              // Up to `depth` batches in flight (REPLICATE_BATCHES_IN_FLIGHT_MAX in the shipper).
+              const shipment = cursor.plan(leader, 8, undefined, depth);
               if (shipment !== null) {
-                lastSent = shipment.correlationId;
+                sent.push(shipment.correlationId);
                 requests.push(shipmentFrame(shipment, leader, 1));
               }
             } else if (s.op === 'deliverRequest') {
@@ -136,13 +139,13 @@ describe('log shipping', () => {
               const ans = take(answers, s.pick, s.duplicate);
               if (ans !== undefined) takeAnswer(cursor, ans);
             } else if (s.op === 'dropAnswer') take(answers, s.pick, false);
-            else cursor.onTimeout(lastSent);
+            else if (sent.length > 0) cursor.onTimeout(sent[s.pick % sent.length]!);
             // The leader never counts what the follower has not made durable.
             expect(cursor.confirmed).toBeLessThanOrEqual(f.durable);
             expect(cursor.halted).toBeUndefined();
           }
-          // Whatever is still on the wire is lost; the in-flight batch times out and is resent.
-          cursor.onTimeout(lastSent);
+          // Whatever is still on the wire is lost; the batches in flight time out and are resent.
+          for (const id of sent) cursor.onTimeout(id);
           await settle(cursor, leader, f, 1);
           expect(cursor.confirmed).toBe(leader.tail);
           expect(await followerRecords(f)).toEqual(leader.records);

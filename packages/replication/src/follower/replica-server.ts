@@ -4,7 +4,9 @@
  * names the log, the options say where that log lives and whether this broker follows its
  * owning shard. Per (shard, log) it keeps the follower log (opened on first use), its
  * FollowerAppender and its `replica` file, and runs one request at a time, in arrival order
- * (a bounded queue; past it the answer is `Overload`). A batch is checked (checksum,
+ * (a bounded queue; past it the answer is `Overload`), a batch up to its write: its answer
+ * waits for the log to hold it (synced under `onCommit`) outside the queue, so the next batch
+ * a pipelining leader sent is written while that sync runs. A batch is checked (checksum,
  * generation), a raised generation is made durable before any record it carries is stored, and
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
  * leader's base when it is empty, and opens it again.
@@ -101,6 +103,8 @@ interface ShardState {
   starts: GenerationStarts;
   tail: Promise<unknown>;
   queued: number;
+  /** Answers whose batch is written and waits to be held (synced under `onCommit`). */
+  answering: Set<Promise<unknown>>;
   commits: CommitSaver;
   /** Retention stops below the commit offset (`retentionStopsAtCommit`). */
   floorAtCommit: boolean;
@@ -115,6 +119,13 @@ type FenceRequest = Extract<InternalMessage, { kind: 'Fence' }>;
 type FetchRequest = Extract<InternalMessage, { kind: 'ReplicateFetch' }>;
 type TrimRequest = Extract<InternalMessage, { kind: 'ReplicateTrim' }>;
 type Request = RecordsRequest | BootstrapRequest | FenceRequest | FetchRequest | TrimRequest;
+/** A request's answer, or, for a batch written and not yet held, the answer to come. */
+type Answer = Uint8Array | { later: Promise<Uint8Array> };
+
+/** Waits for every promise in `pending` to settle (their failures were answered already). */
+async function settled(pending: Set<Promise<unknown>>): Promise<void> {
+  await Promise.allSettled([...pending]);
+}
 
 /** The request and the log it is for, or the refusal of a kind this server does not serve. */
 function targetOf(
@@ -221,11 +232,15 @@ export class ReplicaServer {
     if (state.queued >= REPLICA_SHARD_REQUESTS_QUEUED_MAX)
       return refuse(m.correlationId, INTERNAL_ERROR.Overload, 'shard request queue full');
     state.queued++;
+    // The chain orders requests up to a batch's write; its answer waits for the sync outside
+    // it, so the next batch is written while that sync runs (and joins it or the next).
     const run = state.tail.then(() => this.serve(state, m, assigned.generation));
     // The chain only orders requests; each request's own failure is answered below.
     state.tail = run.catch(() => undefined);
+    const answered = run.then((a) => (a instanceof Uint8Array ? a : a.later));
+    state.answering.add(answered);
     try {
-      return await run;
+      return await answered;
     } catch (err) {
       // The log failed under this request: answer so the leader retries, and reopen next time
       // (unless a newer state already replaced this one).
@@ -239,12 +254,14 @@ export class ReplicaServer {
       await state.log.close().catch(() => undefined);
       return refuse(m.correlationId, INTERNAL_ERROR.StorageFailed, messageOf(err));
     } finally {
+      state.answering.delete(answered);
       state.queued--;
     }
   }
 
-  /** One request, its turn come in the shard's queue. */
-  private serve(state: ShardState, m: Request, assigned: number): Promise<Uint8Array> {
+  /** One request, its turn come in the shard's queue: its answer, or (a batch written, not yet
+   *  held) the answer to come. */
+  private serve(state: ShardState, m: Request, assigned: number): Promise<Answer> {
     if ('checksum' in m) return this.records(state, m, assigned);
     switch (m.kind) {
       case 'Fence':
@@ -287,6 +304,7 @@ export class ReplicaServer {
     this.open.delete(key);
     const state = await p;
     await state.tail;
+    await settled(state.answering);
     await state.commits.close();
     await state.log.close();
   }
@@ -300,6 +318,7 @@ export class ReplicaServer {
       const state = await p.catch(() => undefined);
       if (state === undefined) continue;
       await state.tail;
+      await settled(state.answering);
       // Closing at shutdown: a commit offset not saved is at most a second stale (documented).
       await state.commits.close().catch(() => undefined);
       // Closing at shutdown: a log that fails to close is recovered at its next open.
@@ -322,11 +341,7 @@ export class ReplicaServer {
     return p;
   }
 
-  private async records(
-    state: ShardState,
-    m: RecordsRequest,
-    assigned: number,
-  ): Promise<Uint8Array> {
+  private async records(state: ShardState, m: RecordsRequest, assigned: number): Promise<Answer> {
     const marks = m.kind === 'ReplicateMarkedRecords' ? m.marks : undefined;
     const verdict = checkBatch(
       { generation: m.shard.generation, checksum: m.checksum, payloads: m.payloads, marks },
@@ -339,7 +354,7 @@ export class ReplicaServer {
       return encodeInternalMessage(answerFor(m.correlationId, overlap, state.log.readableOffset));
     // Records appended from here on came from a leader of this generation.
     await state.starts.begin(m.shard.generation, state.log.tailOffset);
-    const append = flagsOf(marks);
+    const append = { ...flagsOf(marks), until: 'written' as const };
     let result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
     if (result.kind === 'conflict') {
       const repair = repairOf(state, m, result.at);
@@ -351,15 +366,34 @@ export class ReplicaServer {
         result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
       }
     }
-    if (result.kind === 'appended') state.compared = Math.max(state.compared, m.shard.generation);
-    if (result.kind === 'appended' && m.kind === 'ReplicateCommittedRecords') {
+    if (result.kind !== 'appended')
+      return encodeInternalMessage(answerFor(m.correlationId, result, state.log.readableOffset));
+    state.compared = Math.max(state.compared, m.shard.generation);
+    return { later: this.held(state, m, result.tail) };
+  }
+
+  /** A written batch's answer once the log holds it as its fsync mode acknowledges. */
+  private async held(state: ShardState, m: RecordsRequest, tail: number): Promise<Uint8Array> {
+    const log = state.log;
+    try {
+      await log.waitDurable(tail);
+    } catch (err) {
+      // A later request reopened the log (a repair or a bootstrap) before this batch was held:
+      // the leader sends it again and the reopened log answers.
+      if (state.log !== log)
+        return refuse(m.correlationId, INTERNAL_ERROR.Unavailable, 'log reopened under the batch');
+      throw err;
+    }
+    if (m.kind === 'ReplicateCommittedRecords') {
       // Only what this batch showed is known to match the leader's log.
       const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);
       // Saved behind the answer: the offset on disk only bounds truncation from below.
       state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
       holdRetentionFloor(state);
     }
-    return encodeInternalMessage(answerFor(m.correlationId, result, state.log.readableOffset));
+    return encodeInternalMessage(
+      answerFor(m.correlationId, { kind: 'appended', tail }, log.readableOffset),
+    );
   }
 
   /**
@@ -537,6 +571,7 @@ async function openShard(opts: LogOptions, floorAtCommit: boolean): Promise<Shar
       starts,
       tail: Promise.resolve(),
       queued: 0,
+      answering: new Set(),
       commits: new CommitSaver(replica),
       floorAtCommit,
       compared: 0,

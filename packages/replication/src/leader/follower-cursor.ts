@@ -2,15 +2,23 @@
  * The leader's view of one follower of one shard's log: where to ship from next, how far the
  * follower confirmed it holds the log (as its fsync mode acknowledges a write: synced under
  * `onCommit`, written under `periodic`), and whether shipping must stop. A pure state
- * machine: `plan` names the next range to send (at most one batch in flight), `onAnswer` and
- * `onTimeout` take what came back; sending, timers and backoff are the caller's.
+ * machine: `plan` names the next range to send, `onAnswer` and `onTimeout` take what came
+ * back; sending, timers and backoff are the caller's.
+ *
+ * Up to `depth` record batches may be in flight (the caller's choice, REPLICATE_BATCHES_IN_FLIGHT_MAX),
+ * each starting where the one before ends, so a follower writes the next batch while it syncs
+ * the last. Only one is sent until the follower has said where its log ends, and a bootstrap
+ * travels alone. Answers are taken in any order: an ok counts what its batch carried (the
+ * follower could not hold a later batch without the earlier ones); any refusal or timeout
+ * drops every batch in flight and the next plan starts again from `next` (what the follower
+ * holds, or where it said it expects), so a resend overlaps and is byte-compared.
  *
  * The follower's answer moves the cursor: ok sets both `next` and `confirmed` to the offset
  * it names (one past its last record held, also the next offset it wants); a gap moves `next`
  * to the offset it expected; a conflict halts the cursor (`diverged`: its uncommitted suffix
  * differs and repairing it is the fence's job); `FencedEpoch` stops it for good (this broker
  * is no longer the leader); transient refusals and timeouts resend from `next`. An answer to
- * anything but the batch in flight (a late answer to a timed-out batch) is ignored, so a slow
+ * anything but a batch in flight (a late answer to a timed-out batch) is ignored, so a slow
  * follower is never counted past what it confirmed.
  *
  * Given the caller's clock, the cursor also keeps when the follower last held the leader's whole
@@ -53,15 +61,15 @@ export class FollowerCursor {
   halted: HaltReason | undefined;
   /** Set when the follower answered that a newer leader exists: this one must stop. */
   fenced = false;
-  private inFlight: Shipment | undefined;
+  /** Batches sent and not yet answered, oldest first, each with the moment it was planned when
+   *  it reached the leader's tail then. */
+  private inFlight: { s: Shipment; atTailMs: number | undefined }[] = [];
   private lastCorrelation = 0;
   /** Whether the follower has said where its log ends (an ok or a gap answer). */
   private heard = false;
   /** The latest moment (the caller's clock, as given to `plan`) the follower was known to hold
    *  the leader's whole log; undefined until it was. */
   caughtUpAtMs: number | undefined;
-  /** When the batch in flight was planned, if it reached the leader's tail then. */
-  private sentAtTailMs: number | undefined;
 
   /** `start` is where shipping begins: the follower's reported tail, or one record below the
    *  leader's own generation start so the first batch overlaps a known-good record.
@@ -71,42 +79,68 @@ export class FollowerCursor {
     this.caughtUpAtMs = caughtUpAtMs;
   }
 
-  /** True while a batch waits for its answer. */
-  get busy(): boolean {
-    return this.inFlight !== undefined;
+  /** How many batches wait for their answers. */
+  get inFlightCount(): number {
+    return this.inFlight.length;
   }
 
   /**
    * The next shipment for a leader log holding [base, tail), at most `maxRecords` records, or
-   * null when one is in flight, the follower is caught up, or shipping stopped. `nowMs` (the
-   * caller's clock) keeps `caughtUpAtMs`; without it that is left alone.
+   * null when `depth` batches are in flight (a bootstrap, or any batch before the follower was
+   * heard from, counts as all of them), the follower is caught up, or shipping stopped. `nowMs`
+   * (the caller's clock) keeps `caughtUpAtMs`; without it that is left alone.
    */
-  plan(log: { base: number; tail: number }, maxRecords: number, nowMs?: number): Shipment | null {
+  plan(
+    log: { base: number; tail: number },
+    maxRecords: number,
+    nowMs?: number,
+    depth = 1,
+  ): Shipment | null {
     if (this.halted !== undefined || this.fenced) return null;
     if (nowMs !== undefined && this.confirmed >= log.tail) this.caughtUpAt(nowMs);
-    if (this.inFlight !== undefined) return null;
+    const last = this.inFlight.at(-1)?.s;
+    if (last !== undefined) {
+      if (this.inFlight.length >= depth || !this.heard || last.kind !== 'records') return null;
+      return this.planRecords(last.next, log, maxRecords, nowMs);
+    }
     // `start` is a guess until the follower answers: a guess at the tail would send nothing,
     // so the first batch overlaps the last record and the answer says where the follower is.
     if (!this.heard && this.next >= log.tail && log.tail > log.base) this.next = log.tail - 1;
     if (this.next < log.base) {
-      this.inFlight = { kind: 'bootstrap', correlationId: ++this.lastCorrelation, base: log.base };
-    } else if (this.next < log.tail) {
-      const next = Math.min(log.tail, this.next + Math.max(1, maxRecords));
-      const correlationId = ++this.lastCorrelation;
-      this.inFlight = { kind: 'records', correlationId, first: this.next, next };
-      this.sentAtTailMs = next === log.tail ? nowMs : undefined;
+      const s: Shipment = {
+        kind: 'bootstrap',
+        correlationId: ++this.lastCorrelation,
+        base: log.base,
+      };
+      this.inFlight.push({ s, atTailMs: undefined });
+      return s;
     }
-    return this.inFlight ?? null;
+    return this.planRecords(this.next, log, maxRecords, nowMs);
+  }
+
+  private planRecords(
+    first: number,
+    log: { base: number; tail: number },
+    maxRecords: number,
+    nowMs: number | undefined,
+  ): Shipment | null {
+    if (first >= log.tail) return null;
+    const next = Math.min(log.tail, first + Math.max(1, maxRecords));
+    const s: Shipment = { kind: 'records', correlationId: ++this.lastCorrelation, first, next };
+    this.inFlight.push({ s, atTailMs: next === log.tail ? nowMs : undefined });
+    return s;
   }
 
   private caughtUpAt(ms: number): void {
     this.caughtUpAtMs = Math.max(this.caughtUpAtMs ?? ms, ms);
   }
 
-  onAnswer(correlationId: number, answer: FollowerAnswer): void {
-    const sent = this.inFlight;
-    if (sent === undefined || sent.correlationId !== correlationId) return;
-    this.inFlight = undefined;
+  /** Takes the answer to a batch; false when no batch in flight has that id (a late answer to
+   *  a batch given up on), which changes nothing. */
+  onAnswer(correlationId: number, answer: FollowerAnswer): boolean {
+    const at = this.inFlight.findIndex((f) => f.s.correlationId === correlationId);
+    if (at < 0) return false;
+    const { s: sent, atTailMs } = this.inFlight[at]!;
     if (answer.kind === 'ok' || answer.code === INTERNAL_ERROR.LogGap) this.heard = true;
     if (answer.kind === 'ok') {
       // Only what this batch carried was compared: a follower may hold more (a deposed leader's
@@ -114,22 +148,34 @@ export class FollowerCursor {
       const held =
         sent.kind === 'records' ? Math.min(answer.durableOffset, sent.next) : answer.durableOffset;
       this.confirmed = Math.max(this.confirmed, held);
+      // Batches up to this one are answered by it; later ones stand unless it held less than
+      // it carried (they would find a gap): then the next plan sends from what it holds.
+      this.inFlight = held >= this.sentEnd(sent) ? this.inFlight.slice(at + 1) : [];
       this.next = held;
       // It now holds everything the leader had written when this batch was planned.
-      if (sent.kind === 'records' && held >= sent.next && this.sentAtTailMs !== undefined)
-        this.caughtUpAt(this.sentAtTailMs);
-      return;
+      if (sent.kind === 'records' && held >= sent.next && atTailMs !== undefined)
+        this.caughtUpAt(atTailMs);
+      return true;
     }
+    this.inFlight = [];
     const code = answer.code;
     if (code === INTERNAL_ERROR.LogGap) this.next = answer.expectedOffset;
     else if (code === INTERNAL_ERROR.FencedEpoch) this.fenced = true;
     else if (code === INTERNAL_ERROR.LogConflict)
       this.halted = sent.kind === 'bootstrap' ? 'needs_bootstrap' : 'diverged';
     else if (!RESEND.has(code)) this.halted = 'refused';
+    return true;
   }
 
-  /** The batch in flight got no answer in time: the next plan sends from `next` again. */
+  /** A batch in flight got no answer in time: it and every later one are dropped, and the next
+   *  plan sends from `next` again. */
   onTimeout(correlationId: number): void {
-    if (this.inFlight?.correlationId === correlationId) this.inFlight = undefined;
+    const at = this.inFlight.findIndex((f) => f.s.correlationId === correlationId);
+    if (at >= 0) this.inFlight = this.inFlight.slice(0, at);
+  }
+
+  /** Where a shipment's answer must reach for later batches to stand. */
+  private sentEnd(s: Shipment): number {
+    return s.kind === 'records' ? s.next : s.base;
   }
 }

@@ -1,9 +1,10 @@
 /**
  * Ships one log of a shard (its records, or one of the logs riding with it: log-kind.ts) from its
  * leader to each follower: one loop per follower around a FollowerCursor, reading bounded
- * batches from the leader's log, sending them over the follower's PeerLink and feeding the
- * answer back. A slow or unreachable follower delays only
- * its own loop. A loop stops when its follower halts (reported) or when any follower answers
+ * batches from the leader's log, sending them over the follower's PeerLink (up to
+ * REPLICATE_BATCHES_IN_FLIGHT_MAX at once, so a follower writes one while it syncs another) and
+ * feeding each answer back. A failed exchange backs the loop off once its other batches in
+ * flight settled. A slow or unreachable follower delays only its own loop. A loop stops when its follower halts (reported) or when any follower answers
  * that a newer leader exists (the whole shipper stops: this broker was deposed).
  *
  * Records ship as soon as the leader's log has written them, not once they are durable there:
@@ -41,6 +42,7 @@ import {
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
   REPLICATE_BATCH_BYTES_MAX,
   REPLICATE_BATCH_RECORDS_MAX,
+  REPLICATE_BATCHES_IN_FLIGHT_MAX,
   REPLICATE_IDLE_CHECK_MS,
   REPLICATE_MARK_ALONE_AFTER_MS,
   REPLICATE_RECENT_BYTES_MAX,
@@ -104,9 +106,19 @@ interface Loop {
   asides: number;
   /** What this follower was told of the leader's base; undefined for a stream's records. */
   trims: TrimCursor | undefined;
-  /** What the batch in flight makes its follower store: the lower of its mark and its end. */
-  carried: number;
+  /** The exchanges in flight (at most REPLICATE_BATCHES_IN_FLIGHT_MAX). */
+  sending: Set<Promise<void>>;
+  /** Set by an exchange that must be retried after a backoff; taken by the loop. */
+  failed: boolean;
+  /** An exchange's failure to rethrow from the loop (the leader's log failed under it). */
+  error: unknown;
+  /** Ends the loop's current wait (an exchange settled). */
+  nudge: (() => void) | undefined;
 }
+
+/** How an exchange ended: answered (ok or a gap), to be retried after a backoff, or answered
+ *  for a batch the cursor had already given up on (nothing to do). */
+type Exchanged = 'sent' | 'retry' | 'stale';
 
 export class ShardShipper {
   private readonly loops = new Map<string, Loop>();
@@ -128,7 +140,10 @@ export class ShardShipper {
         done: Promise.resolve(),
         told: 0,
         asides: 0,
-        carried: 0,
+        sending: new Set(),
+        failed: false,
+        error: undefined,
+        nudge: undefined,
         trims: (opts.logKind ?? 'stream') === 'stream' ? undefined : new TrimCursor(),
       };
       this.loops.set(f.nodeId, loop);
@@ -178,16 +193,19 @@ export class ShardShipper {
     for (const w of woken) w();
   }
 
-  /** Waits for the log to move, a stop, or the idle check. */
-  private idle(ms: number): Promise<void> {
+  /** Waits for the log to move, a stop, the idle check, or (given `loop`) one of its
+   *  exchanges to settle. */
+  private idle(ms: number, loop?: Loop): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         this.waiting.delete(done);
+        if (loop?.nudge === done) loop.nudge = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
       this.waiting.add(done);
+      if (loop !== undefined) loop.nudge = done;
     });
   }
 
@@ -199,33 +217,67 @@ export class ShardShipper {
     /** Since when this follower has had nothing to ship (undefined while it has). */
     let idleSince: number | undefined;
     while (!this.stopping && !this.fenced) {
+      if (loop.error !== undefined) throw loop.error;
+      if (loop.failed) {
+        // Back off once: the batches sent with the failed one settle first (each answers or
+        // times out), so the backoff is not taken again for each of them.
+        await Promise.all(loop.sending);
+        loop.failed = false;
+        await this.idle(retryMs);
+        retryMs = Math.min(REPLICATE_RETRY_MS_MAX, retryMs * 2);
+        continue;
+      }
       if (loop.trims !== undefined) await this.tellTrim(loop, loop.trims, timeoutMs);
       const log = this.opts.log;
       const shipment = cursor.plan(
         { base: log.baseOffset, tail: log.poisoned ? log.durableOffset : log.writtenOffset },
         REPLICATE_BATCH_RECORDS_MAX,
         performance.now(),
+        REPLICATE_BATCHES_IN_FLIGHT_MAX,
       );
-      if (shipment === null) {
-        if (cursor.halted !== undefined) {
-          this.opts.onStopped?.(follower.nodeId, cursor.halted);
-          return;
-        }
-        idleSince ??= performance.now();
-        await this.rest(loop, idleSince + markAloneAfterMs - performance.now(), timeoutMs);
+      if (shipment !== null) {
+        idleSince = undefined;
+        this.send(loop, shipment, timeoutMs, () => {
+          retryMs = REPLICATE_RETRY_MS_MIN;
+        });
         continue;
       }
-      idleSince = undefined;
-      const sent = await this.exchange(loop, shipment, timeoutMs);
-      if (sent) {
-        retryMs = REPLICATE_RETRY_MS_MIN;
-        this.opts.onConfirmed?.(follower.nodeId, cursor.confirmed);
-      } else {
-        await this.idle(retryMs);
-        retryMs = Math.min(REPLICATE_RETRY_MS_MAX, retryMs * 2);
+      if (loop.sending.size > 0) {
+        // Batches in flight: wait for an answer, or for records to pipeline behind them.
+        await this.idle(REPLICATE_IDLE_CHECK_MS, loop);
+        continue;
       }
+      if (cursor.halted !== undefined) {
+        this.opts.onStopped?.(follower.nodeId, cursor.halted);
+        return;
+      }
+      idleSince ??= performance.now();
+      await this.rest(loop, idleSince + markAloneAfterMs - performance.now(), timeoutMs);
     }
+    await Promise.all(loop.sending);
     if (cursor.fenced) this.opts.onStopped?.(follower.nodeId, 'fenced');
+  }
+
+  /** Starts one exchange without waiting for it: its end is taken by the loop (`failed`,
+   *  `error`) and wakes it. */
+  private send(loop: Loop, s: Shipment, timeoutMs: number, onSent: () => void): void {
+    const p = this.exchange(loop, s, timeoutMs).then(
+      (how) => {
+        if (how === 'sent') {
+          onSent();
+          this.opts.onConfirmed?.(loop.follower.nodeId, loop.cursor.confirmed);
+        } else if (how === 'retry') loop.failed = true;
+      },
+      (err: unknown) => {
+        // The leader's log failed under the read: the loop rethrows it (its follower stops).
+        loop.error ??= err;
+      },
+    );
+    loop.sending.add(p);
+    void p.finally(() => {
+      loop.sending.delete(p);
+      loop.nudge?.();
+    });
   }
 
   /** Nothing to ship: tells the mark alone once it is `due` (ms from now), else waits for the
@@ -236,37 +288,34 @@ export class ShardShipper {
     await this.idle(untold ? Math.min(due, REPLICATE_IDLE_CHECK_MS) : REPLICATE_IDLE_CHECK_MS);
   }
 
-  /** One request and its answer; false when it must be retried after a backoff. */
-  private async exchange(loop: Loop, s: Shipment, timeoutMs: number): Promise<boolean> {
-    const frame = await this.frameFor(loop, s);
-    if (frame === null) {
+  /** One request and its answer. */
+  private async exchange(loop: Loop, s: Shipment, timeoutMs: number): Promise<Exchanged> {
+    const framed = await this.frameFor(s);
+    if (framed === null) {
       // Retention trimmed the range between the plan and the read: plan again (a bootstrap).
       loop.cursor.onTimeout(s.correlationId);
-      return true;
+      return 'sent';
     }
     let answer: Uint8Array;
     try {
-      answer = await loop.follower.link.request(frame, timeoutMs);
+      answer = await loop.follower.link.request(framed.frame, timeoutMs);
     } catch {
       // No answer (link down or timed out): the same range goes again after a backoff.
       loop.cursor.onTimeout(s.correlationId);
-      return false;
+      return 'retry';
     }
     const parsed = answerOf(answer);
-    if (parsed === null) {
+    if (parsed === null || parsed.correlationId !== s.correlationId) {
+      // Unreadable, or an answer to another batch than the one sent: treat it as unanswered.
       loop.cursor.onTimeout(s.correlationId);
-      return false;
+      return 'retry';
     }
-    loop.cursor.onAnswer(parsed.correlationId, parsed.answer);
-    if (loop.cursor.busy) {
-      // An answer to another batch than the one sent: treat the batch as unanswered.
-      loop.cursor.onTimeout(s.correlationId);
-      return false;
-    }
+    // A batch given up on while this one travelled (an earlier one failed): nothing to take.
+    if (!loop.cursor.onAnswer(parsed.correlationId, parsed.answer)) return 'stale';
     // A gap is no failure (send from where the follower is); other refusals back off.
     const a = parsed.answer;
-    if (a.kind === 'ok' && s.kind === 'records') loop.told = Math.max(loop.told, loop.carried);
-    return a.kind === 'ok' || a.code === INTERNAL_ERROR.LogGap;
+    if (a.kind === 'ok' && s.kind === 'records') loop.told = Math.max(loop.told, framed.carried);
+    return a.kind === 'ok' || a.code === INTERNAL_ERROR.LogGap ? 'sent' : 'retry';
   }
 
   /**
@@ -322,10 +371,13 @@ export class ShardShipper {
     return mark !== undefined && Math.min(mark, held) > loop.told;
   }
 
-  private async frameFor(loop: Loop, s: Shipment): Promise<Uint8Array | null> {
+  /** The frame for a shipment, with what it makes its follower store of the commit mark (the
+   *  lower of the mark and the batch's end; 0: none); null when retention trimmed its range. */
+  private async frameFor(s: Shipment): Promise<{ frame: Uint8Array; carried: number } | null> {
     const shard = this.opts.shard;
     const kind = this.opts.logKind ?? 'stream';
-    if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base, kind);
+    if (s.kind === 'bootstrap')
+      return { frame: bootstrapFrame(s.correlationId, shard, s.base, kind), carried: 0 };
     const r = await this.opts.log.readWritten(s.first, {
       maxRecords: s.next - s.first,
       maxBytes: REPLICATE_BATCH_BYTES_MAX,
@@ -335,27 +387,17 @@ export class ShardShipper {
     if (r.kind === 'trimmed') return null;
     if (r.records.some((rec) => (rec.flags & FLAG_GENERATION_START) !== 0)) {
       // A marked batch carries no commit mark: the next batch, or the mark alone, tells it.
-      loop.carried = 0;
       const marks = new Uint8Array(r.records.map((rec) => markOf(rec.flags)));
       const payloads = r.records.map((rec) => rec.payload);
-      return markedFrame(s.correlationId, shard, s.first, payloads, marks);
+      return { frame: markedFrame(s.correlationId, shard, s.first, payloads, marks), carried: 0 };
     }
     const mark = this.opts.commitOffset?.();
-    loop.carried = Math.min(mark ?? 0, s.first + r.records.length);
-    if (mark !== undefined)
-      return committedFrame(
-        s.correlationId,
-        shard,
-        s.first,
-        r.records.map((rec) => rec.payload),
-        mark,
-      );
-    return recordsFrame(
-      s.correlationId,
-      shard,
-      s.first,
-      r.records.map((rec) => rec.payload),
-      kind,
-    );
+    const payloads = r.records.map((rec) => rec.payload);
+    if (mark === undefined)
+      return { frame: recordsFrame(s.correlationId, shard, s.first, payloads, kind), carried: 0 };
+    return {
+      frame: committedFrame(s.correlationId, shard, s.first, payloads, mark),
+      carried: Math.min(mark, s.first + r.records.length),
+    };
   }
 }

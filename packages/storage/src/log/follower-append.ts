@@ -28,7 +28,8 @@ export class FollowerAppender {
 
   /**
    * Appends `payloads` as the records at `first`, `first + 1`, ...; resolves once the new
-   * records are durable under the log's fsync mode. `flags` marks each record (a
+   * records are durable under the log's fsync mode (`until: 'written'`: once written; the
+   * caller then waits for `waitDurable` itself, and may append the next batch meanwhile). `flags` marks each record (a
    * generation-start record: FLAG_GENERATION_START; absent: all plain); a held record matches
    * only with the same bytes and the same mark. Records below the log's base cannot be
    * compared and are taken as held (the leader's retention removed them first).
@@ -36,7 +37,11 @@ export class FollowerAppender {
   async appendAt(
     first: number,
     payloads: Uint8Array[],
-    opts: { timestampMicros?: number; flags?: readonly number[] } = {},
+    opts: {
+      timestampMicros?: number;
+      flags?: readonly number[];
+      until?: 'written' | 'durable';
+    } = {},
   ): Promise<FollowerAppendResult> {
     assert(!this.busy, 'follower appends must not overlap');
     assert(Number.isSafeInteger(first) && first >= 0, 'a batch starts at a non-negative offset');
@@ -54,10 +59,14 @@ export class FollowerAppender {
       const fresh = payloads.slice(overlap - first);
       if (fresh.length === 0) return { kind: 'appended', tail };
       const flags = opts.flags?.slice(overlap - first);
-      const written = await this.log.append(fresh, {
+      const appendOpts = {
         ...(opts.timestampMicros === undefined ? {} : { timestampMicros: opts.timestampMicros }),
         ...(flags?.some((f) => f !== 0) ? { flags } : {}),
-      });
+      };
+      const written =
+        opts.until === 'written'
+          ? await this.log.appendWritten(fresh, appendOpts)
+          : await this.log.append(fresh, appendOpts);
       // The tail was ours alone: a record landing anywhere else means another writer.
       assert(written.first === tail, `follower append landed at ${written.first}, not ${tail}`);
       return { kind: 'appended', tail: written.next };

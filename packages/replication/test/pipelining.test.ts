@@ -1,0 +1,125 @@
+/**
+ * Goal: a leader may keep more than one batch in flight to a follower, and that is safe and
+ * useful: the follower writes the next batch while the sync of the one before runs, answers
+ * each only once it holds it (synced under `onCommit`), and in order; the leader's cursor
+ * pipelines only after the follower said where its log ends, never behind a bootstrap, and a
+ * failure drops every batch in flight so the resend starts from what the follower holds.
+ * Method: a ReplicaServer over a FaultyIo that holds fdatasync; the FollowerCursor alone for
+ * its planning rules (the lossy-network property in shipping.test.ts runs it at depth 1 to 3).
+ */
+import { FaultyIo, nodeIo } from '@felix/storage';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import { batchChecksum, encodeInternalMessage } from '@felix/wire';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FollowerCursor } from '../src/leader/follower-cursor.js';
+import { ReplicaServer } from '../src/follower/replica-server.js';
+import { decodeFrame, shardRef } from './support/sim.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+const batch = (correlationId: number, firstOffset: number, count: number) => {
+  const payloads = Array.from({ length: count }, (_, i) =>
+    new Uint8Array(64).fill(firstOffset + i),
+  );
+  return encodeInternalMessage({
+    kind: 'ReplicateRecords',
+    correlationId,
+    shard: shardRef(1),
+    firstOffset,
+    checksum: batchChecksum(payloads),
+    payloads,
+  });
+};
+
+describe('pipelined shipping', () => {
+  it('a_follower_writes_the_next_batch_while_the_one_before_syncs', async () => {
+    const dir = await tempDir('felix-pipelining-');
+    const io = new FaultyIo(nodeIo);
+    const server = new ReplicaServer({
+      logOptions: (s) => ({
+        root: dir.path,
+        shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
+        fsync: 'onCommit',
+        preallocateBytes: 0,
+        io,
+      }),
+      assignment: () => ({ generation: 1 }),
+    });
+    cleanups.push(async () => {
+      await server.close();
+      await dir.cleanup();
+    });
+    expect(decodeFrame(await server.handle(batch(1, 0, 3)))).toMatchObject({
+      kind: 'ReplicateOk',
+      durableOffset: 3,
+    });
+
+    const hold = io.holdDatasyncs();
+    // Released first on a failure too, so the server can close.
+    cleanups.push(async () => hold.release());
+    let firstAnswered = false;
+    const first = server.handle(batch(2, 3, 3)).then((a) => {
+      firstAnswered = true;
+      return decodeFrame(a);
+    });
+    const second = server.handle(batch(3, 6, 3)).then(decodeFrame);
+    // The second batch is written while the first one's sync is still held.
+    await waitFor(() => server.status(shardRef(1))?.tail === 9, 'the second batch written');
+    expect(io.heldDatasyncs).toBeGreaterThan(0);
+    expect(firstAnswered).toBe(false);
+    // Nothing is answered as held before its sync.
+    expect(server.status(shardRef(1))?.durable).toBe(3);
+    hold.release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toMatchObject({ kind: 'ReplicateOk', correlationId: 2 });
+    expect(b).toMatchObject({ kind: 'ReplicateOk', correlationId: 3, durableOffset: 9 });
+    expect((a as { durableOffset: number }).durableOffset).toBeGreaterThanOrEqual(6);
+  });
+
+  it('a_cursor_pipelines_only_after_the_follower_was_heard_and_never_behind_a_bootstrap', () => {
+    const log = { base: 0, tail: 100 };
+    const cursor = new FollowerCursor(0);
+    const first = cursor.plan(log, 10, 0, 3);
+    expect(first).toMatchObject({ kind: 'records', first: 0, next: 10 });
+    // Not heard from yet: where its log ends is a guess, so one batch travels alone.
+    expect(cursor.plan(log, 10, 0, 3)).toBeNull();
+    expect(cursor.onAnswer(first!.correlationId, { kind: 'ok', durableOffset: 10 })).toBe(true);
+    const a = cursor.plan(log, 10, 0, 3);
+    const b = cursor.plan(log, 10, 0, 3);
+    const c = cursor.plan(log, 10, 0, 3);
+    expect([a, b, c].map((s) => (s?.kind === 'records' ? [s.first, s.next] : s))).toEqual([
+      [10, 20],
+      [20, 30],
+      [30, 40],
+    ]);
+    expect(cursor.plan(log, 10, 0, 3)).toBeNull();
+    expect(cursor.inFlightCount).toBe(3);
+
+    // An answer to a later batch answers the earlier ones (the follower holds them all).
+    expect(cursor.onAnswer(b!.correlationId, { kind: 'ok', durableOffset: 30 })).toBe(true);
+    expect(cursor.confirmed).toBe(30);
+    expect(cursor.inFlightCount).toBe(1);
+    expect(cursor.onAnswer(a!.correlationId, { kind: 'ok', durableOffset: 20 })).toBe(false);
+
+    // A timeout drops every batch from the one timed out, and the next plan resends from what
+    // the follower holds.
+    const d = cursor.plan(log, 10, 0, 3);
+    expect(d).toMatchObject({ first: 40, next: 50 });
+    cursor.onTimeout(c!.correlationId);
+    expect(cursor.inFlightCount).toBe(0);
+    expect(cursor.onAnswer(d!.correlationId, { kind: 'ok', durableOffset: 50 })).toBe(false);
+    expect(cursor.confirmed).toBe(30);
+    expect(cursor.plan(log, 10, 0, 3)).toMatchObject({ first: 30, next: 40 });
+
+    // A follower behind the leader's base is bootstrapped, and nothing travels behind that.
+    const behind = new FollowerCursor(0);
+    const probe = behind.plan({ base: 0, tail: 5 }, 10, 0, 3)!;
+    behind.onAnswer(probe.correlationId, { kind: 'ok', durableOffset: 0 });
+    const boot = behind.plan({ base: 50, tail: 100 }, 10, 0, 3);
+    expect(boot).toMatchObject({ kind: 'bootstrap', base: 50 });
+    expect(behind.plan({ base: 50, tail: 100 }, 10, 0, 3)).toBeNull();
+  });
+});
