@@ -1,15 +1,17 @@
 /**
  * Goal: a leader may keep more than one batch in flight to a follower, and that is safe and
  * useful: the follower writes the next batch while the sync of the one before runs, answers
- * each only once it holds it (synced under `onCommit`), and in order; the leader's cursor
- * pipelines only after the follower said where its log ends, never behind a bootstrap, and a
- * failure drops every batch in flight so the resend starts from what the follower holds.
+ * each only once it holds it (synced under `onCommit`), and never confirms to a deposed leader
+ * a batch that a fence left out of the log end it told the new one; the leader's cursor
+ * pipelines only after the follower said where its log ends, never behind a bootstrap, counts
+ * oks in order, plans behind a batch from where it really ended, and a failure drops its batch
+ * and every later one so the resend starts from what the follower holds.
  * Method: a ReplicaServer over a FaultyIo that holds fdatasync; the FollowerCursor alone for
  * its planning rules (the lossy-network property in shipping.test.ts runs it at depth 1 to 3).
  */
 import { FaultyIo, nodeIo } from '@felix/storage';
 import { tempDir, waitFor } from '@felix/testing-harness';
-import { batchChecksum, encodeInternalMessage } from '@felix/wire';
+import { INTERNAL_ERROR, REPLICA_LOG, batchChecksum, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FollowerCursor } from '../src/leader/follower-cursor.js';
 import { ReplicaServer } from '../src/follower/replica-server.js';
@@ -34,24 +36,30 @@ const batch = (correlationId: number, firstOffset: number, count: number) => {
   });
 };
 
+/** A follower whose segment syncs a test can hold, assigned `assigned.generation`. */
+async function syncHeldFollower(assigned: { generation: number }) {
+  const dir = await tempDir('felix-pipelining-');
+  const io = new FaultyIo(nodeIo);
+  const server = new ReplicaServer({
+    logOptions: (s) => ({
+      root: dir.path,
+      shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
+      fsync: 'onCommit',
+      preallocateBytes: 0,
+      io,
+    }),
+    assignment: () => ({ generation: assigned.generation }),
+  });
+  cleanups.push(async () => {
+    await server.close();
+    await dir.cleanup();
+  });
+  return { io, server };
+}
+
 describe('pipelined shipping', () => {
   it('a_follower_writes_the_next_batch_while_the_one_before_syncs', async () => {
-    const dir = await tempDir('felix-pipelining-');
-    const io = new FaultyIo(nodeIo);
-    const server = new ReplicaServer({
-      logOptions: (s) => ({
-        root: dir.path,
-        shard: { tenant: s.tenantId, namespace: s.namespace, stream: s.stream, shard: s.shard },
-        fsync: 'onCommit',
-        preallocateBytes: 0,
-        io,
-      }),
-      assignment: () => ({ generation: 1 }),
-    });
-    cleanups.push(async () => {
-      await server.close();
-      await dir.cleanup();
-    });
+    const { io, server } = await syncHeldFollower({ generation: 1 });
     expect(decodeFrame(await server.handle(batch(1, 0, 3)))).toMatchObject({
       kind: 'ReplicateOk',
       durableOffset: 3,
@@ -79,6 +87,34 @@ describe('pipelined shipping', () => {
     expect((a as { durableOffset: number }).durableOffset).toBeGreaterThanOrEqual(6);
   });
 
+  it('a_batch_written_before_a_fence_and_synced_after_it_is_not_confirmed_to_the_deposed_leader', async () => {
+    const assigned = { generation: 1 };
+    const { io, server } = await syncHeldFollower(assigned);
+    expect(decodeFrame(await server.handle(batch(1, 0, 3)))).toMatchObject({ kind: 'ReplicateOk' });
+
+    // Generation 1's next batch is written; its sync is held.
+    const hold = io.holdDatasyncs();
+    cleanups.push(async () => hold.release());
+    const late = server.handle(batch(2, 3, 3)).then(decodeFrame);
+    await waitFor(() => server.status(shardRef(1))?.tail === 6, 'the batch written');
+    // A new leader fences this follower meanwhile: the log end it is told leaves the batch out.
+    assigned.generation = 2;
+    const fence = encodeInternalMessage({
+      kind: 'Fence',
+      correlationId: 3,
+      shard: shardRef(2),
+      log: REPLICA_LOG.Stream,
+    });
+    expect(decodeFrame(await server.handle(fence))).toMatchObject({ kind: 'FenceOk', logEnd: 3 });
+    hold.release();
+    // Synced now, but the deposed leader must not count it: its successor was told otherwise.
+    expect(await late).toMatchObject({
+      kind: 'ReplicateError',
+      correlationId: 2,
+      code: INTERNAL_ERROR.FencedEpoch,
+    });
+  });
+
   it('a_cursor_pipelines_only_after_the_follower_was_heard_and_never_behind_a_bootstrap', () => {
     const log = { base: 0, tail: 100 };
     const cursor = new FollowerCursor(0);
@@ -98,21 +134,28 @@ describe('pipelined shipping', () => {
     expect(cursor.plan(log, 10, 0, 3)).toBeNull();
     expect(cursor.inFlightCount).toBe(3);
 
-    // An answer to a later batch answers the earlier ones (the follower holds them all).
+    // An ok to a later batch counts only once every earlier batch is answered: what the
+    // follower compared of [20, 30) says nothing of [10, 20).
     expect(cursor.onAnswer(b!.correlationId, { kind: 'ok', durableOffset: 30 })).toBe(true);
+    expect(cursor.confirmed).toBe(10);
+    expect(cursor.onAnswer(a!.correlationId, { kind: 'ok', durableOffset: 30 })).toBe(true);
     expect(cursor.confirmed).toBe(30);
     expect(cursor.inFlightCount).toBe(1);
-    expect(cursor.onAnswer(a!.correlationId, { kind: 'ok', durableOffset: 20 })).toBe(false);
 
     // A timeout drops every batch from the one timed out, and the next plan resends from what
-    // the follower holds.
+    // the follower holds; an ok kept for a later batch goes with them.
     const d = cursor.plan(log, 10, 0, 3);
     expect(d).toMatchObject({ first: 40, next: 50 });
-    cursor.onTimeout(c!.correlationId);
+    expect(cursor.onAnswer(d!.correlationId, { kind: 'ok', durableOffset: 50 })).toBe(true);
+    expect(cursor.onTimeout(c!.correlationId)).toBe(true);
     expect(cursor.inFlightCount).toBe(0);
     expect(cursor.onAnswer(d!.correlationId, { kind: 'ok', durableOffset: 50 })).toBe(false);
     expect(cursor.confirmed).toBe(30);
-    expect(cursor.plan(log, 10, 0, 3)).toMatchObject({ first: 30, next: 40 });
+    // A batch a byte budget cut short: the next one is planned from where it really ends.
+    const e = cursor.plan(log, 10, 0, 3);
+    expect(e).toMatchObject({ first: 30, next: 40 });
+    cursor.carried(e!.correlationId, 33);
+    expect(cursor.plan(log, 10, 0, 3)).toMatchObject({ first: 33, next: 43 });
 
     // A follower behind the leader's base is bootstrapped, and nothing travels behind that.
     const behind = new FollowerCursor(0);

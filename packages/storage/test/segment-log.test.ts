@@ -367,6 +367,30 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+
+  it('an_append_written_resolves_before_its_sync_and_the_next_one_is_written_meanwhile', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io });
+    const gate = io.holdDatasyncs();
+    // A follower's pipelined append: written, then waited for apart.
+    expect(await log.appendWritten([payload(0), payload(1)])).toEqual({ first: 0, next: 2 });
+    let held = false;
+    const durable = log.waitDurable(2).then(() => {
+      held = true;
+    });
+    await waitFor(() => io.heldDatasyncs === 1, 'the flush to reach the disk');
+    expect(await log.appendWritten([payload(2)])).toEqual({ first: 2, next: 3 });
+    expect(log.writtenOffset).toBe(3);
+    expect(held).toBe(false);
+    expect(log.durableOffset).toBe(0);
+    gate.release();
+    await durable;
+    await log.waitDurable(3);
+    expect(log.durableOffset).toBe(3);
+    expect(await readAll(log)).toEqual(['0:record-0-', '1:record-1-', '2:record-2-']);
+    await log.close();
+  });
   it('a_log_without_fsync_syncs_only_at_seal_flush_and_close', async () => {
     const root = await scratchRoot();
     const io = new FaultyIo(nodeIo);

@@ -378,12 +378,21 @@ export class ReplicaServer {
     try {
       await log.waitDurable(tail);
     } catch (err) {
-      // A later request reopened the log (a repair or a bootstrap) before this batch was held:
-      // the leader sends it again and the reopened log answers.
-      if (state.log !== log)
-        return refuse(m.correlationId, INTERNAL_ERROR.Unavailable, 'log reopened under the batch');
-      throw err;
+      if (state.log === log) throw err;
+      // Closed by the reopen below: answered as a reopen.
     }
+    // Requests served after this batch's write may have changed what an ok would claim: a
+    // repair or a bootstrap reopened the log (its close synced the batch, which the reopened
+    // log may no longer hold), or a fence raised the generation and told its new leader a log
+    // end without this batch (unsynced then). Either way this leader must not count it.
+    if (state.log !== log)
+      return refuse(m.correlationId, INTERNAL_ERROR.Unavailable, 'log reopened under the batch');
+    if (state.replica.state.generation > m.shard.generation)
+      return refuse(
+        m.correlationId,
+        INTERNAL_ERROR.FencedEpoch,
+        `generation ${m.shard.generation} fenced by ${state.replica.state.generation} before held`,
+      );
     if (m.kind === 'ReplicateCommittedRecords') {
       // Only what this batch showed is known to match the leader's log.
       const held = Math.min(m.commitOffset, m.firstOffset + m.payloads.length);

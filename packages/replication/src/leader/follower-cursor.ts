@@ -5,13 +5,16 @@
  * machine: `plan` names the next range to send, `onAnswer` and `onTimeout` take what came
  * back; sending, timers and backoff are the caller's.
  *
- * Up to `depth` record batches may be in flight (the caller's choice, REPLICATE_BATCHES_IN_FLIGHT_MAX),
- * each starting where the one before ends, so a follower writes the next batch while it syncs
- * the last. Only one is sent until the follower has said where its log ends, and a bootstrap
- * travels alone. Answers are taken in any order: an ok counts what its batch carried (the
- * follower could not hold a later batch without the earlier ones); any refusal or timeout
- * drops every batch in flight and the next plan starts again from `next` (what the follower
- * holds, or where it said it expects), so a resend overlaps and is byte-compared.
+ * Up to `depth` record batches may be in flight (the caller's choice: the shipper's is
+ * REPLICATE_BATCHES_IN_FLIGHT_MAX), each starting where the one before ends, so a follower
+ * writes the next batch while it syncs the last. Only one is sent until the follower has said
+ * where its log ends, and a bootstrap travels alone. Oks count in order: one that comes
+ * before the answers to every earlier batch in flight waits for them (what a follower
+ * compared of a later batch says nothing of an earlier range it may hold from a deposed
+ * leader). A refusal or timeout drops its batch and every later one; once nothing is in
+ * flight the next plan starts again from `next` (what the follower holds, or where it said it
+ * expects), so a resend overlaps and is byte-compared. The caller shortens a batch to what it
+ * really carried (`carried`) before the next is planned behind it.
  *
  * The follower's answer moves the cursor: ok sets both `next` and `confirmed` to the offset
  * it names (one past its last record held, also the next offset it wants); a gap moves `next`
@@ -63,7 +66,12 @@ export class FollowerCursor {
   fenced = false;
   /** Batches sent and not yet answered, oldest first, each with the moment it was planned when
    *  it reached the leader's tail then. */
-  private inFlight: { s: Shipment; atTailMs: number | undefined }[] = [];
+  private inFlight: {
+    s: Shipment;
+    atTailMs: number | undefined;
+    /** An ok that came before the answers to earlier batches, kept until they come. */
+    ok?: { kind: 'ok'; durableOffset: number };
+  }[] = [];
   private lastCorrelation = 0;
   /** Whether the follower has said where its log ends (an ok or a gap answer). */
   private heard = false;
@@ -135,31 +143,33 @@ export class FollowerCursor {
     this.caughtUpAtMs = Math.max(this.caughtUpAtMs ?? ms, ms);
   }
 
+  /** The batch just planned carried only [first, next) (a byte budget cut it short): the next
+   *  batch is planned from there. */
+  carried(correlationId: number, next: number): void {
+    const last = this.inFlight.at(-1);
+    if (last?.s.correlationId !== correlationId || last.s.kind !== 'records') return;
+    if (next >= last.s.next || next <= last.s.first) return;
+    last.s = { ...last.s, next };
+    last.atTailMs = undefined;
+  }
+
   /** Takes the answer to a batch; false when no batch in flight has that id (a late answer to
    *  a batch given up on), which changes nothing. */
   onAnswer(correlationId: number, answer: FollowerAnswer): boolean {
     const at = this.inFlight.findIndex((f) => f.s.correlationId === correlationId);
     if (at < 0) return false;
-    const { s: sent, atTailMs } = this.inFlight[at]!;
     if (answer.kind === 'ok' || answer.code === INTERNAL_ERROR.LogGap) this.heard = true;
     if (answer.kind === 'ok') {
-      // Only what this batch carried was compared: a follower may hold more (a deposed leader's
-      // suffix), and that must be shipped over, not counted.
-      const held =
-        sent.kind === 'records' ? Math.min(answer.durableOffset, sent.next) : answer.durableOffset;
-      this.confirmed = Math.max(this.confirmed, held);
-      // Batches up to this one are answered by it; later ones stand unless it held less than
-      // it carried (they would find a gap): then the next plan sends from what it holds.
-      this.inFlight = held >= this.sentEnd(sent) ? this.inFlight.slice(at + 1) : [];
-      this.next = held;
-      // It now holds everything the leader had written when this batch was planned.
-      if (sent.kind === 'records' && held >= sent.next && atTailMs !== undefined)
-        this.caughtUpAt(atTailMs);
+      this.inFlight[at]!.ok = answer;
+      while (this.inFlight[0]?.ok !== undefined) this.takeOk();
       return true;
     }
-    this.inFlight = [];
+    // Refused: this batch and the later ones go (they would find a gap); earlier ones stand.
+    const sent = this.inFlight[at]!.s;
+    this.inFlight = this.inFlight.slice(0, at);
     const code = answer.code;
-    if (code === INTERNAL_ERROR.LogGap) this.next = answer.expectedOffset;
+    // Behind an earlier batch still in flight, its answer says where to go on.
+    if (code === INTERNAL_ERROR.LogGap && at === 0) this.next = answer.expectedOffset;
     else if (code === INTERNAL_ERROR.FencedEpoch) this.fenced = true;
     else if (code === INTERNAL_ERROR.LogConflict)
       this.halted = sent.kind === 'bootstrap' ? 'needs_bootstrap' : 'diverged';
@@ -167,15 +177,29 @@ export class FollowerCursor {
     return true;
   }
 
-  /** A batch in flight got no answer in time: it and every later one are dropped, and the next
-   *  plan sends from `next` again. */
-  onTimeout(correlationId: number): void {
+  /** A batch in flight got no answer in time: it and every later one (they would find a gap)
+   *  are dropped, and the next plan sends from `next` again, or from the end of an earlier
+   *  batch still in flight. False when it was not in flight. */
+  onTimeout(correlationId: number): boolean {
     const at = this.inFlight.findIndex((f) => f.s.correlationId === correlationId);
-    if (at >= 0) this.inFlight = this.inFlight.slice(0, at);
+    if (at < 0) return false;
+    this.inFlight = this.inFlight.slice(0, at);
+    return true;
   }
 
-  /** Where a shipment's answer must reach for later batches to stand. */
-  private sentEnd(s: Shipment): number {
-    return s.kind === 'records' ? s.next : s.base;
+  /** Counts the ok of the oldest batch in flight. */
+  private takeOk(): void {
+    const { s: sent, atTailMs, ok } = this.inFlight.shift()!;
+    // Only what this batch carried was compared: a follower may hold more (a deposed leader's
+    // suffix), and that must be shipped over, not counted.
+    const held =
+      sent.kind === 'records' ? Math.min(ok!.durableOffset, sent.next) : ok!.durableOffset;
+    this.confirmed = Math.max(this.confirmed, held);
+    this.next = held;
+    // Held less than it carried: later batches would find a gap; send from what it holds.
+    if (held < (sent.kind === 'records' ? sent.next : sent.base)) this.inFlight = [];
+    // It now holds everything the leader had written when this batch was planned.
+    if (sent.kind === 'records' && held >= sent.next && atTailMs !== undefined)
+      this.caughtUpAt(atTailMs);
   }
 }

@@ -4,8 +4,9 @@
  * batches from the leader's log, sending them over the follower's PeerLink (up to
  * REPLICATE_BATCHES_IN_FLIGHT_MAX at once, so a follower writes one while it syncs another) and
  * feeding each answer back. A failed exchange backs the loop off once its other batches in
- * flight settled. A slow or unreachable follower delays only its own loop. A loop stops when its follower halts (reported) or when any follower answers
- * that a newer leader exists (the whole shipper stops: this broker was deposed).
+ * flight settled. A slow or unreachable follower delays only its own loop. A loop stops when
+ * its follower halts (reported) or when any follower answers that a newer leader exists (the
+ * whole shipper stops: this broker was deposed).
  *
  * Records ship as soon as the leader's log has written them, not once they are durable there:
  * the follower's append and fsync run while the leader's own fsync does (as Raft's leader
@@ -120,6 +121,15 @@ interface Loop {
  *  for a batch the cursor had already given up on (nothing to do). */
 type Exchanged = 'sent' | 'retry' | 'stale';
 
+/** A shipment's frame: what it makes its follower store of the commit mark (the lower of the
+ *  mark and the batch's end; 0: none), and where a records batch really ends (a byte budget
+ *  may end it before its plan did). */
+interface Framed {
+  frame: Uint8Array;
+  carried: number;
+  next?: number;
+}
+
 export class ShardShipper {
   private readonly loops = new Map<string, Loop>();
   private stopping = false;
@@ -217,7 +227,11 @@ export class ShardShipper {
     /** Since when this follower has had nothing to ship (undefined while it has). */
     let idleSince: number | undefined;
     while (!this.stopping && !this.fenced) {
-      if (loop.error !== undefined) throw loop.error;
+      if (loop.error !== undefined) {
+        // Nothing of this loop may still call back once its follower is reported stopped.
+        await Promise.all(loop.sending);
+        throw loop.error;
+      }
       if (loop.failed) {
         // Back off once: the batches sent with the failed one settle first (each answers or
         // times out), so the backoff is not taken again for each of them.
@@ -237,7 +251,19 @@ export class ShardShipper {
       );
       if (shipment !== null) {
         idleSince = undefined;
-        this.send(loop, shipment, timeoutMs, () => {
+        // The frame is read before the next plan: that one starts where this one really ends.
+        const framed = await this.frameFor(shipment).catch((err: unknown) => {
+          loop.error ??= err;
+          return null;
+        });
+        if (framed === null) {
+          // Retention trimmed the range between the plan and the read: plan again (a
+          // bootstrap); or the log failed under the read, thrown above.
+          cursor.onTimeout(shipment.correlationId);
+          continue;
+        }
+        if (framed.next !== undefined) cursor.carried(shipment.correlationId, framed.next);
+        this.send(loop, shipment, framed, timeoutMs, () => {
           retryMs = REPLICATE_RETRY_MS_MIN;
         });
         continue;
@@ -260,24 +286,23 @@ export class ShardShipper {
 
   /** Starts one exchange without waiting for it: its end is taken by the loop (`failed`,
    *  `error`) and wakes it. */
-  private send(loop: Loop, s: Shipment, timeoutMs: number, onSent: () => void): void {
-    const p = this.exchange(loop, s, timeoutMs).then(
-      (how) => {
+  private send(loop: Loop, s: Shipment, framed: Framed, timeoutMs: number, onSent: () => void) {
+    const p = this.exchange(loop, s, framed, timeoutMs)
+      .then((how) => {
         if (how === 'sent') {
           onSent();
           this.opts.onConfirmed?.(loop.follower.nodeId, loop.cursor.confirmed);
         } else if (how === 'retry') loop.failed = true;
-      },
-      (err: unknown) => {
-        // The leader's log failed under the read: the loop rethrows it (its follower stops).
+      })
+      .catch((err: unknown) => {
+        // A callback failed: the loop rethrows it (its follower is reported stopped).
         loop.error ??= err;
-      },
-    );
+      })
+      .finally(() => {
+        loop.sending.delete(p);
+        loop.nudge?.();
+      });
     loop.sending.add(p);
-    void p.finally(() => {
-      loop.sending.delete(p);
-      loop.nudge?.();
-    });
   }
 
   /** Nothing to ship: tells the mark alone once it is `due` (ms from now), else waits for the
@@ -289,26 +314,24 @@ export class ShardShipper {
   }
 
   /** One request and its answer. */
-  private async exchange(loop: Loop, s: Shipment, timeoutMs: number): Promise<Exchanged> {
-    const framed = await this.frameFor(s);
-    if (framed === null) {
-      // Retention trimmed the range between the plan and the read: plan again (a bootstrap).
-      loop.cursor.onTimeout(s.correlationId);
-      return 'sent';
-    }
+  private async exchange(
+    loop: Loop,
+    s: Shipment,
+    framed: Framed,
+    timeoutMs: number,
+  ): Promise<Exchanged> {
     let answer: Uint8Array;
     try {
       answer = await loop.follower.link.request(framed.frame, timeoutMs);
     } catch {
-      // No answer (link down or timed out): the same range goes again after a backoff.
-      loop.cursor.onTimeout(s.correlationId);
-      return 'retry';
+      // No answer (link down or timed out): the same range goes again after a backoff, unless
+      // the batch was settled meanwhile (a later batch's ok, an earlier one's refusal).
+      return loop.cursor.onTimeout(s.correlationId) ? 'retry' : 'stale';
     }
     const parsed = answerOf(answer);
     if (parsed === null || parsed.correlationId !== s.correlationId) {
       // Unreadable, or an answer to another batch than the one sent: treat it as unanswered.
-      loop.cursor.onTimeout(s.correlationId);
-      return 'retry';
+      return loop.cursor.onTimeout(s.correlationId) ? 'retry' : 'stale';
     }
     // A batch given up on while this one travelled (an earlier one failed): nothing to take.
     if (!loop.cursor.onAnswer(parsed.correlationId, parsed.answer)) return 'stale';
@@ -371,9 +394,8 @@ export class ShardShipper {
     return mark !== undefined && Math.min(mark, held) > loop.told;
   }
 
-  /** The frame for a shipment, with what it makes its follower store of the commit mark (the
-   *  lower of the mark and the batch's end; 0: none); null when retention trimmed its range. */
-  private async frameFor(s: Shipment): Promise<{ frame: Uint8Array; carried: number } | null> {
+  /** The frame for a shipment; null when retention trimmed its range. */
+  private async frameFor(s: Shipment): Promise<Framed | null> {
     const shard = this.opts.shard;
     const kind = this.opts.logKind ?? 'stream';
     if (s.kind === 'bootstrap')
@@ -385,19 +407,26 @@ export class ShardShipper {
       includeGenerationStarts: true,
     });
     if (r.kind === 'trimmed') return null;
+    const next = s.first + r.records.length;
     if (r.records.some((rec) => (rec.flags & FLAG_GENERATION_START) !== 0)) {
       // A marked batch carries no commit mark: the next batch, or the mark alone, tells it.
       const marks = new Uint8Array(r.records.map((rec) => markOf(rec.flags)));
       const payloads = r.records.map((rec) => rec.payload);
-      return { frame: markedFrame(s.correlationId, shard, s.first, payloads, marks), carried: 0 };
+      const frame = markedFrame(s.correlationId, shard, s.first, payloads, marks);
+      return { frame, carried: 0, next };
     }
     const mark = this.opts.commitOffset?.();
     const payloads = r.records.map((rec) => rec.payload);
     if (mark === undefined)
-      return { frame: recordsFrame(s.correlationId, shard, s.first, payloads, kind), carried: 0 };
+      return {
+        frame: recordsFrame(s.correlationId, shard, s.first, payloads, kind),
+        carried: 0,
+        next,
+      };
     return {
       frame: committedFrame(s.correlationId, shard, s.first, payloads, mark),
-      carried: Math.min(mark, s.first + r.records.length),
+      carried: Math.min(mark, next),
+      next,
     };
   }
 }
