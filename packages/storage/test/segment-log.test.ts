@@ -367,7 +367,6 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
-
   it('an_append_written_resolves_before_its_sync_and_the_next_one_is_written_meanwhile', async () => {
     const root = await scratchRoot();
     const io = new FaultyIo(nodeIo);
