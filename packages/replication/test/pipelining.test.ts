@@ -155,7 +155,29 @@ describe('pipelined shipping', () => {
     const e = cursor.plan(log, 10, 0, 3);
     expect(e).toMatchObject({ first: 30, next: 40 });
     cursor.carried(e!.correlationId, 33);
-    expect(cursor.plan(log, 10, 0, 3)).toMatchObject({ first: 33, next: 43 });
+    const h = cursor.plan(log, 10, 0, 3);
+    expect(h).toMatchObject({ first: 33, next: 43 });
+    cursor.onAnswer(e!.correlationId, { kind: 'ok', durableOffset: 33 });
+    cursor.onAnswer(h!.correlationId, { kind: 'ok', durableOffset: 43 });
+    expect(cursor.confirmed).toBe(43);
+
+    // A refusal or gap behind a batch still in flight drops only itself and what follows: the
+    // earlier batch's answer still counts, and says where to go on.
+    const f = cursor.plan(log, 10, 0, 3)!;
+    const g = cursor.plan(log, 10, 0, 3)!;
+    expect([f, g]).toMatchObject([{ first: 43 }, { first: 53 }]);
+    cursor.onAnswer(g.correlationId, {
+      kind: 'error',
+      code: INTERNAL_ERROR.LogGap,
+      expectedOffset: 43,
+    });
+    expect(cursor.inFlightCount).toBe(1);
+    expect(cursor.onAnswer(f.correlationId, { kind: 'ok', durableOffset: 53 })).toBe(true);
+    expect(cursor.confirmed).toBe(53);
+    expect(cursor.plan(log, 10, 0, 3)).toMatchObject({ first: 53 });
+    // Retention passing the batch in flight plans nothing behind it: the bootstrap waits for
+    // the batch to settle.
+    expect(cursor.plan({ base: 80, tail: 100 }, 10, 0, 3)).toBeNull();
 
     // A follower behind the leader's base is bootstrapped, and nothing travels behind that.
     const behind = new FollowerCursor(0);

@@ -109,6 +109,8 @@ export class FollowerCursor {
     const last = this.inFlight.at(-1)?.s;
     if (last !== undefined) {
       if (this.inFlight.length >= depth || !this.heard || last.kind !== 'records') return null;
+      // Retention passed the batch in flight: once it settles, the next plan bootstraps.
+      if (last.next < log.base) return null;
       return this.planRecords(last.next, log, maxRecords, nowMs);
     }
     // `start` is a guess until the follower answers: a guess at the tail would send nothing,
@@ -143,6 +145,11 @@ export class FollowerCursor {
     this.caughtUpAtMs = Math.max(this.caughtUpAtMs ?? ms, ms);
   }
 
+  /** Whether a batch still waits for its answer (not settled, not given up on). */
+  inFlightHas(correlationId: number): boolean {
+    return this.inFlight.some((f) => f.s.correlationId === correlationId);
+  }
+
   /** The batch just planned carried only [first, next) (a byte budget cut it short): the next
    *  batch is planned from there. */
   carried(correlationId: number, next: number): void {
@@ -169,8 +176,9 @@ export class FollowerCursor {
     this.inFlight = this.inFlight.slice(0, at);
     const code = answer.code;
     // Behind an earlier batch still in flight, its answer says where to go on.
-    if (code === INTERNAL_ERROR.LogGap && at === 0) this.next = answer.expectedOffset;
-    else if (code === INTERNAL_ERROR.FencedEpoch) this.fenced = true;
+    if (code === INTERNAL_ERROR.LogGap) {
+      if (at === 0) this.next = answer.expectedOffset;
+    } else if (code === INTERNAL_ERROR.FencedEpoch) this.fenced = true;
     else if (code === INTERNAL_ERROR.LogConflict)
       this.halted = sent.kind === 'bootstrap' ? 'needs_bootstrap' : 'diverged';
     else if (!RESEND.has(code)) this.halted = 'refused';

@@ -28,6 +28,7 @@
  * restated at the tail (TrimCursor): kind 40, looked at before each plan, so a busy log's
  * trims are not starved by its batches.
  */
+import { assert } from '@felix/common';
 import { FLAG_GENERATION_START, type SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
 import {
@@ -251,21 +252,10 @@ export class ShardShipper {
       );
       if (shipment !== null) {
         idleSince = undefined;
-        // The frame is read before the next plan: that one starts where this one really ends.
-        const framed = await this.frameFor(shipment).catch((err: unknown) => {
-          loop.error ??= err;
-          return null;
-        });
-        if (framed === null) {
-          // Retention trimmed the range between the plan and the read: plan again (a
-          // bootstrap); or the log failed under the read, thrown above.
-          cursor.onTimeout(shipment.correlationId);
-          continue;
-        }
-        if (framed.next !== undefined) cursor.carried(shipment.correlationId, framed.next);
-        this.send(loop, shipment, framed, timeoutMs, () => {
+        const onSent = () => {
           retryMs = REPLICATE_RETRY_MS_MIN;
-        });
+        };
+        await this.ship(loop, shipment, timeoutMs, onSent);
         continue;
       }
       if (loop.sending.size > 0) {
@@ -282,6 +272,31 @@ export class ShardShipper {
     }
     await Promise.all(loop.sending);
     if (cursor.fenced) this.opts.onStopped?.(follower.nodeId, 'fenced');
+  }
+
+  /**
+   * Reads a planned batch and starts its exchange. The frame is read before the next plan:
+   * that one starts where this one really ends (`carried`). Behind a batch in flight the mark
+   * it carries stops at what the follower confirmed: a follower stores the lower of the mark
+   * and the batch's end, and the range below this batch is not known to match until the
+   * earlier batch's ok.
+   */
+  private async ship(loop: Loop, s: Shipment, timeoutMs: number, onSent: () => void) {
+    const cursor = loop.cursor;
+    const markCap = cursor.inFlightCount > 1 ? cursor.confirmed : Number.POSITIVE_INFINITY;
+    const framed = await this.frameFor(s, markCap).catch((err: unknown) => {
+      // The log failed under the read: the loop rethrows it (its follower is reported stopped).
+      loop.error ??= err;
+      return null;
+    });
+    // Settled meanwhile (an earlier batch failed or held less), stopping, retention trimmed
+    // the range (the next plan bootstraps) or the read failed: not sent.
+    if (framed === null || !cursor.inFlightHas(s.correlationId) || this.stopping) {
+      cursor.onTimeout(s.correlationId);
+      return;
+    }
+    if (framed.next !== undefined) cursor.carried(s.correlationId, framed.next);
+    this.send(loop, s, framed, timeoutMs, onSent);
   }
 
   /** Starts one exchange without waiting for it: its end is taken by the loop (`failed`,
@@ -394,8 +409,9 @@ export class ShardShipper {
     return mark !== undefined && Math.min(mark, held) > loop.told;
   }
 
-  /** The frame for a shipment; null when retention trimmed its range. */
-  private async frameFor(s: Shipment): Promise<Framed | null> {
+  /** The frame for a shipment, carrying the commit mark up to `markCap` at most; null when
+   *  retention trimmed its range. */
+  private async frameFor(s: Shipment, markCap: number): Promise<Framed | null> {
     const shard = this.opts.shard;
     const kind = this.opts.logKind ?? 'stream';
     if (s.kind === 'bootstrap')
@@ -407,6 +423,7 @@ export class ShardShipper {
       includeGenerationStarts: true,
     });
     if (r.kind === 'trimmed') return null;
+    assert(r.records.length > 0, 'a read of written records answers at least one');
     const next = s.first + r.records.length;
     if (r.records.some((rec) => (rec.flags & FLAG_GENERATION_START) !== 0)) {
       // A marked batch carries no commit mark: the next batch, or the mark alone, tells it.
@@ -415,7 +432,8 @@ export class ShardShipper {
       const frame = markedFrame(s.correlationId, shard, s.first, payloads, marks);
       return { frame, carried: 0, next };
     }
-    const mark = this.opts.commitOffset?.();
+    const full = this.opts.commitOffset?.();
+    const mark = full === undefined ? undefined : Math.min(full, markCap);
     const payloads = r.records.map((rec) => rec.payload);
     if (mark === undefined)
       return {
