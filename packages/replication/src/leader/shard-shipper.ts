@@ -116,6 +116,8 @@ interface Loop {
   error: unknown;
   /** Ends the loop's current wait (an exchange settled). */
   nudge: (() => void) | undefined;
+  /** The next backoff: doubled by each failure up to REPLICATE_RETRY_MS_MAX, reset by an answer. */
+  retryMs: number;
 }
 
 /** How an exchange ended: answered (ok or a gap), to be retried after a backoff, or answered
@@ -155,6 +157,7 @@ export class ShardShipper {
         failed: false,
         error: undefined,
         nudge: undefined,
+        retryMs: REPLICATE_RETRY_MS_MIN,
         trims: (opts.logKind ?? 'stream') === 'stream' ? undefined : new TrimCursor(),
       };
       this.loops.set(f.nodeId, loop);
@@ -224,7 +227,6 @@ export class ShardShipper {
     const { cursor, follower } = loop;
     const timeoutMs = this.opts.answerTimeoutMs ?? REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT;
     const markAloneAfterMs = this.opts.markAloneAfterMs ?? REPLICATE_MARK_ALONE_AFTER_MS;
-    let retryMs = REPLICATE_RETRY_MS_MIN;
     /** Since when this follower has had nothing to ship (undefined while it has). */
     let idleSince: number | undefined;
     while (!this.stopping && !this.fenced) {
@@ -238,8 +240,8 @@ export class ShardShipper {
         // times out), so the backoff is not taken again for each of them.
         await Promise.all(loop.sending);
         loop.failed = false;
-        await this.idle(retryMs);
-        retryMs = Math.min(REPLICATE_RETRY_MS_MAX, retryMs * 2);
+        await this.idle(loop.retryMs);
+        loop.retryMs = Math.min(REPLICATE_RETRY_MS_MAX, loop.retryMs * 2);
         continue;
       }
       if (loop.trims !== undefined) await this.tellTrim(loop, loop.trims, timeoutMs);
@@ -252,10 +254,7 @@ export class ShardShipper {
       );
       if (shipment !== null) {
         idleSince = undefined;
-        const onSent = () => {
-          retryMs = REPLICATE_RETRY_MS_MIN;
-        };
-        await this.ship(loop, shipment, timeoutMs, onSent);
+        await this.ship(loop, shipment, timeoutMs);
         continue;
       }
       if (loop.sending.size > 0) {
@@ -281,7 +280,7 @@ export class ShardShipper {
    * and the batch's end, and the range below this batch is not known to match until the
    * earlier batch's ok.
    */
-  private async ship(loop: Loop, s: Shipment, timeoutMs: number, onSent: () => void) {
+  private async ship(loop: Loop, s: Shipment, timeoutMs: number): Promise<void> {
     const cursor = loop.cursor;
     const markCap = cursor.inFlightCount > 1 ? cursor.confirmed : Number.POSITIVE_INFINITY;
     const framed = await this.frameFor(s, markCap).catch((err: unknown) => {
@@ -296,16 +295,16 @@ export class ShardShipper {
       return;
     }
     if (framed.next !== undefined) cursor.carried(s.correlationId, framed.next);
-    this.send(loop, s, framed, timeoutMs, onSent);
+    this.send(loop, s, framed, timeoutMs);
   }
 
   /** Starts one exchange without waiting for it: its end is taken by the loop (`failed`,
    *  `error`) and wakes it. */
-  private send(loop: Loop, s: Shipment, framed: Framed, timeoutMs: number, onSent: () => void) {
+  private send(loop: Loop, s: Shipment, framed: Framed, timeoutMs: number): void {
     const p = this.exchange(loop, s, framed, timeoutMs)
       .then((how) => {
         if (how === 'sent') {
-          onSent();
+          loop.retryMs = REPLICATE_RETRY_MS_MIN;
           this.opts.onConfirmed?.(loop.follower.nodeId, loop.cursor.confirmed);
         } else if (how === 'retry') loop.failed = true;
       })
