@@ -1,14 +1,17 @@
 // Goal: brokers know each other by node id. The internal listener admits only peers with a
 // certificate of the cluster CA whose DNS name is the node id their Hello claims, serves their
-// requests once greeted, and a dialer reaches only the node it meant; a broker told to join a
-// cluster without the cluster certificate refuses to start unless told to run unauthenticated.
+// requests once greeted, and a dialer reaches only the node it meant; the greeting tells a
+// dialer whether the peer syncs before it answers, and a broker of an earlier build that knows
+// only the plain Hello is still greeted; a broker told to join a cluster without the cluster
+// certificate refuses to start unless told to run unauthenticated.
 // Method: one test CA (b1, b2) and a foreign one; InternalListener and PeerConnection in
 // process over both transports, and a real broker process for the join test.
 import { tempDir, freePort, issueTestCert, makeTestCa } from '@felix/testing-harness';
 import { startBroker } from '@felix/testing-e2e';
-import type { TlsMaterial } from '@felix/transport';
+import { type TlsMaterial, dial, listen } from '@felix/transport';
 import { ReplicaServer } from '@felix/replication';
 import {
+  INTERNAL_CAPABILITY,
   batchChecksum,
   encodeInternalMessage,
   InternalFrameDecoder,
@@ -16,6 +19,7 @@ import {
 } from '@felix/wire';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFrame } from '../src/cluster/internal-frames.js';
 import { InternalListener } from '../src/cluster/internal-listener.js';
 import { PeerConnection } from '../src/cluster/peer-dial.js';
 import { loadConfig } from '../src/config/load.js';
@@ -118,6 +122,113 @@ for (const transport of ['tls', 'quic'] as const) {
 
     it('a_peer_claiming_another_node_than_its_certificate_names_is_refused', async () => {
       await expect(dialAs('b3', b2)).rejects.toBeInstanceOf(PeerIdentityError);
+    });
+
+    it('a_hello_learns_whether_the_peer_syncs_before_it_answers_and_a_plain_hello_gets_a_plain_answer', async () => {
+      const syncing = await InternalListener.start({
+        host: '127.0.0.1',
+        port: 0,
+        transport,
+        selfId: 'b1',
+        tls: b1,
+        clusterCa: ca,
+        serve: (frame) => replicas.handleFrame(frame),
+        capabilities: INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER,
+        log,
+      });
+      const peers: PeerConnection[] = [];
+      try {
+        peers.push(
+          await PeerConnection.dial({
+            address: `127.0.0.1:${syncing.port}`,
+            transport,
+            nodeId: 'b1',
+            selfId: 'b2',
+            tls: b2,
+            clusterCa: ca,
+            timeoutMs: 3_000,
+          }),
+        );
+        peers.push(await dialAs('b2', b2));
+        // The suite's listener states no bits: its copies may answer once written.
+        expect(peers.map((p) => p.answersSynced())).toEqual([true, false]);
+        // An older broker's plain Hello is answered as it always was.
+        const conn = await dial(`${transport}://127.0.0.1:${syncing.port}`, {
+          ca,
+          serverName: 'b1',
+          clientTls: b2,
+        });
+        try {
+          const stream = await conn.openBidi();
+          await stream.write(
+            encodeInternalMessage({ kind: 'Hello', correlationId: 3, nodeId: 'b2' }),
+          );
+          await stream.end();
+          const answer = await readFrame(stream);
+          expect(decodeInternalMessage(answer!)).toEqual({
+            kind: 'HelloOk',
+            correlationId: 3,
+            nodeId: 'b1',
+          });
+        } finally {
+          await conn.close();
+        }
+      } finally {
+        for (const p of peers) await p.close();
+        await syncing.close();
+      }
+    });
+
+    it('a_dialer_greets_an_earlier_broker_that_knows_only_the_plain_hello', async () => {
+      // An earlier build's listener: it closes on any greeting but a plain Hello.
+      const earlier = await listen({
+        transport,
+        host: '127.0.0.1',
+        port: 0,
+        tls: b1,
+        clientCa: ca,
+      });
+      const greetings: string[] = [];
+      void (async () => {
+        for await (const conn of earlier.connections()) {
+          void (async () => {
+            const first = await conn.incoming()[Symbol.asyncIterator]().next();
+            if (first.done) return;
+            const m = decodeInternalMessage((await readFrame(first.value))!);
+            greetings.push(m.kind);
+            if (m.kind !== 'Hello')
+              return conn.close({ code: 1, reason: `expected Hello, got ${m.kind}` });
+            await first.value.write(
+              encodeInternalMessage({
+                kind: 'HelloOk',
+                correlationId: m.correlationId,
+                nodeId: 'b1',
+              }),
+            );
+            await first.value.end();
+            // A connection the dialer dropped: the greetings seen are the result.
+          })().catch(() => undefined);
+        }
+        // The listener closed at the end of the test.
+      })().catch(() => undefined);
+      try {
+        const peer = await PeerConnection.dial({
+          address: `127.0.0.1:${earlier.port}`,
+          transport,
+          nodeId: 'b1',
+          selfId: 'b2',
+          tls: b2,
+          clusterCa: ca,
+          timeoutMs: 3_000,
+          capabilities: INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER,
+        });
+        // Greeted the second time, with nothing stated of its syncs.
+        expect(greetings).toEqual(['HelloCapable', 'Hello']);
+        expect(peer.answersSynced()).toBeUndefined();
+        await peer.close();
+      } finally {
+        await earlier.close();
+      }
     });
 
     it('a_dialer_reaches_only_the_node_it_meant', async () => {

@@ -65,6 +65,13 @@ export interface PeerLink {
   /** Sends one FLXI request frame; resolves with the answer frame, rejects when the link fails
    *  or no answer came within `timeoutMs`. */
   request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  /**
+   * Whether the offsets this follower confirms for a stream log are synced on its disk (true),
+   * possibly written only (false: it runs a weaker fsync mode), or unknown (undefined: not
+   * stated, or no connection yet). A leader that syncs before acking counts a follower that
+   * says false toward no quorum. Absent: unknown.
+   */
+  answersSynced?(): boolean | undefined;
 }
 
 export interface ShipperFollower {

@@ -96,6 +96,11 @@ export const INTERNAL_CAPABILITY = {
   CACHE_FENCE: 1n << 4n,
   RECORD_TIMES: 1n << 5n,
   BALLOTS: 1n << 6n,
+  /** A Felix extension, well above the reference's bits: this broker answers a stream batch
+   *  only once its copy is synced (its `durable.fsync_mode` is `onCommit`), so the offsets it
+   *  confirms are on disk; without the bit they may be written only (docs/replication.md,
+   *  "Leader and quorum acknowledgement"). */
+  SYNCS_BEFORE_ANSWER: 1n << 32n,
 } as const;
 
 type Records = 'ReplicateRecords' | 'ReplicateCacheRecords' | 'ReplicateGroupRecords';

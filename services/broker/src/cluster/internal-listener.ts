@@ -37,6 +37,8 @@ export interface InternalListenerOptions {
   /** The cluster CA; null runs unauthenticated. */
   clusterCa: string | null;
   serve: (request: InternalFrame) => Promise<Uint8Array>;
+  /** The capability bits this broker answers a `HelloCapable` with (INTERNAL_CAPABILITY). */
+  capabilities?: bigint;
   log: Logger;
 }
 
@@ -134,13 +136,19 @@ export class InternalListener {
       await conn.close({ code: REFUSED, reason: why ?? 'no Hello' });
       return null;
     }
-    const m = decodeInternalMessage(got.frame) as { correlationId: number; nodeId: string };
+    const m = decodeInternalMessage(got.frame) as {
+      kind: 'Hello' | 'HelloCapable';
+      correlationId: number;
+      nodeId: string;
+    };
+    const self = { correlationId: m.correlationId, nodeId: this.o.selfId };
+    // A plain Hello (an older peer) gets a plain answer: it would not read the capabilities.
     await got.stream.write(
-      encodeInternalMessage({
-        kind: 'HelloOk',
-        correlationId: m.correlationId,
-        nodeId: this.o.selfId,
-      }),
+      encodeInternalMessage(
+        m.kind === 'HelloCapable'
+          ? { kind: 'HelloCapableOk', ...self, capabilities: this.o.capabilities ?? 0n }
+          : { kind: 'HelloOk', ...self },
+      ),
     );
     await got.stream.end();
     return m.nodeId;
@@ -154,7 +162,7 @@ export class InternalListener {
     } catch (err) {
       return `bad Hello: ${(err as Error).message}`;
     }
-    if (m.kind !== 'Hello') return `expected Hello, got ${m.kind}`;
+    if (m.kind !== 'Hello' && m.kind !== 'HelloCapable') return `expected Hello, got ${m.kind}`;
     if (this.o.clusterCa === null) return null;
     const der = conn.peerCertificate();
     if (der === undefined) return 'no peer certificate';

@@ -25,7 +25,7 @@ import {
   projectionRoot,
 } from '@felix/storage';
 import type { TlsMaterial } from '@felix/transport';
-import type { ShardRef } from '@felix/wire';
+import { INTERNAL_CAPABILITY, type ShardRef } from '@felix/wire';
 import type { BrokerConfig, StreamConfig } from '../config/types.js';
 import { retentionOf } from '../streams/durable-store.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
@@ -105,6 +105,7 @@ export async function startInternalNode(
         ? refuseForwardFrame(frame, 'this broker does not serve forwards yet')
         : forwards.handle(frame);
     },
+    capabilities: ownCapabilities(cfg),
     log,
   });
   log.info({ port: listener.port, node_id: selfId, mtls: material !== null }, 'internal listener');
@@ -123,6 +124,16 @@ export async function startInternalNode(
       await replicas.close();
     },
   };
+}
+
+/**
+ * The capability bits this broker states in its internal Hellos: SYNCS_BEFORE_ANSWER when its
+ * copies of catalog streams (which take `durable.fsync_mode`, cluster/feed-items.ts) answer a
+ * batch only once synced. A leader that syncs before its acks counts a follower without the bit
+ * toward no quorum (cluster/replicator.ts).
+ */
+export function ownCapabilities(cfg: BrokerConfig): bigint {
+  return cfg.durable.fsync_mode === 'onCommit' ? INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER : 0n;
 }
 
 /** Where each projection log lives under the data directory (the broker's own stores). */

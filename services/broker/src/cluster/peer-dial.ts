@@ -5,7 +5,7 @@
  */
 import { type Connection, type TlsMaterial, dial } from '@felix/transport';
 import type { PeerLink } from '@felix/replication';
-import { decodeInternalMessage, encodeInternalMessage } from '@felix/wire';
+import { INTERNAL_CAPABILITY, decodeInternalMessage, encodeInternalMessage } from '@felix/wire';
 import { PeerIdentityError, PeerRequestError } from '../errors.js';
 import { frameBytes, readFrame } from './internal-frames.js';
 
@@ -23,15 +23,45 @@ export interface PeerDialOptions {
   /** The cluster CA; null dials unauthenticated (accepts any listener). */
   clusterCa: string | null;
   timeoutMs: number;
+  /** The capability bits our Hello states (INTERNAL_CAPABILITY). */
+  capabilities?: bigint;
 }
 
 export class PeerConnection implements PeerLink {
+  /** The peer's capability bits from its Hello answer; undefined from a plain `HelloOk` (a
+   *  broker that states none, whose answers are taken as they always were). */
+  private peerCapabilities: bigint | undefined;
+
   private constructor(
     private readonly conn: Connection,
     readonly nodeId: string,
   ) {}
 
+  /** Whether the peer's confirmed stream offsets are synced (true), possibly only written
+   *  (false), or not stated (undefined). */
+  answersSynced(): boolean | undefined {
+    const caps = this.peerCapabilities;
+    return caps === undefined ? undefined : (caps & INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER) !== 0n;
+  }
+
+  /**
+   * Dials and greets with a `HelloCapable`. A broker of an earlier build knows only the plain
+   * `Hello` and closes on any other greeting: a greeting that goes unanswered is tried once more
+   * as a plain `Hello` on a fresh connection (a dial that fails is not retried).
+   */
   static async dial(o: PeerDialOptions): Promise<PeerConnection> {
+    const capable = await PeerConnection.greet(o, true);
+    if (capable instanceof PeerConnection) return capable;
+    const plain = await PeerConnection.greet(o, false);
+    if (plain instanceof PeerConnection) return plain;
+    throw new PeerIdentityError(o.nodeId, `no Hello answer: ${plain.message}`);
+  }
+
+  /** One connection and its greeting: the greeted connection, or why nothing answered. */
+  private static async greet(
+    o: PeerDialOptions,
+    capable: boolean,
+  ): Promise<PeerConnection | Error> {
     const verify =
       o.clusterCa === null
         ? { insecureSkipVerify: true }
@@ -41,24 +71,34 @@ export class PeerConnection implements PeerLink {
       dialTimeoutMs: o.timeoutMs,
     });
     const peer = new PeerConnection(conn, o.nodeId);
+    const hello = capable
+      ? { kind: 'HelloCapable' as const, capabilities: o.capabilities ?? 0n }
+      : { kind: 'Hello' as const };
+    let answer: ReturnType<typeof decodeInternalMessage>;
     try {
-      const answer = decodeInternalMessage(
+      answer = decodeInternalMessage(
         await peer.exchange(
-          encodeInternalMessage({ kind: 'Hello', correlationId: 1, nodeId: o.selfId }),
+          encodeInternalMessage({ ...hello, correlationId: 1, nodeId: o.selfId }),
           o.timeoutMs,
         ),
       );
-      if (answer.kind !== 'HelloOk')
-        throw new PeerIdentityError(o.nodeId, `answered ${answer.kind}`);
-      if (answer.nodeId !== o.nodeId)
-        throw new PeerIdentityError(o.nodeId, `it says it is node ${answer.nodeId}`);
     } catch (err) {
-      // The Hello's failure is what the caller needs; the close is best effort.
+      // Why nothing answered is what the caller needs; the close is best effort.
       await conn.close().catch(() => undefined);
-      throw err instanceof PeerIdentityError
-        ? err
-        : new PeerIdentityError(o.nodeId, `no Hello answer: ${(err as Error).message}`);
+      return err as Error;
     }
+    const wrong =
+      answer.kind !== 'HelloOk' && answer.kind !== 'HelloCapableOk'
+        ? `answered ${answer.kind}`
+        : answer.nodeId !== o.nodeId
+          ? `it says it is node ${answer.nodeId}`
+          : null;
+    if (wrong !== null) {
+      // A peer that answered as something else is refused, not asked again.
+      await conn.close().catch(() => undefined);
+      throw new PeerIdentityError(o.nodeId, wrong);
+    }
+    if (answer.kind === 'HelloCapableOk') peer.peerCapabilities = answer.capabilities;
     return peer;
   }
 

@@ -21,6 +21,8 @@ export interface PeerPoolDeps {
   address: (nodeId: string) => string | undefined | Promise<string | undefined>;
   /** The partition gate (cluster/peer-links.ts `dialAllowed`); absent: every peer. */
   dialAllowed?: (nodeId: string) => boolean;
+  /** The capability bits this broker's Hellos state (cluster/internal-node.ts ownCapabilities). */
+  capabilities?: bigint;
   log: Logger;
 }
 
@@ -31,11 +33,19 @@ export interface PeerPoolDeps {
  */
 export class LazyPeerLink implements PeerLink {
   private conn: Promise<PeerConnection> | undefined;
+  /** The newest connection dialled (what `answersSynced` speaks of). */
+  private live: PeerConnection | undefined;
 
   constructor(
     private readonly nodeId: string,
     private readonly deps: PeerPoolDeps,
   ) {}
+
+  /** What the peer's Hello said of its confirmed stream offsets (PeerConnection): synced,
+   *  possibly written only, or unknown (not connected yet, or a peer that states nothing). */
+  answersSynced(): boolean | undefined {
+    return this.live?.answersSynced();
+  }
 
   async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
     const { conn, pending } = await this.connected();
@@ -64,10 +74,15 @@ export class LazyPeerLink implements PeerLink {
       tls: this.deps.cluster?.tls ?? this.deps.clientTls,
       clusterCa: this.deps.cluster?.ca ?? null,
       timeoutMs: PEER_DIAL_TIMEOUT_MS,
+      ...(this.deps.capabilities === undefined ? {} : { capabilities: this.deps.capabilities }),
     });
     const pending = this.conn;
     try {
-      return { conn: await pending, pending };
+      const conn = await pending;
+      // Only the current connection speaks for the peer (a request that waited on one replaced
+      // meanwhile must not bring back a restarted peer's old Hello).
+      if (this.conn === pending) this.live = conn;
+      return { conn, pending };
     } catch (err) {
       if (this.conn === pending) this.conn = undefined;
       throw new PeerUnreachableError(this.nodeId, (err as Error).message, { cause: err });
