@@ -37,6 +37,7 @@ import {
 import {
   type InternalNode,
   followerLogOptions,
+  ownCapabilities,
   startInternalNode,
 } from './cluster/internal-node.js';
 import { Forwarder } from './cluster/forwarder.js';
@@ -277,6 +278,7 @@ export class Broker {
         cluster.table.peerAddresses.get(nodeId) ??
         cluster.refreshBook().then(() => cluster.table.peerAddresses.get(nodeId)),
       dialAllowed: (nodeId) => cluster.peers.dialAllowed(nodeId),
+      capabilities: ownCapabilities(this.config),
       log: this.log,
     });
     cluster.peers.onCut((nodeId) => pool.cut(nodeId));
@@ -332,6 +334,7 @@ export class Broker {
       log: this.log,
       replicaLagMaxMs: this.config.cluster.replica_lag_max_ms,
       onInSyncJoined: () => this.cluster?.reportSoon(),
+      capabilities: ownCapabilities(this.config),
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });
     return {
@@ -442,6 +445,7 @@ export class Broker {
 
   private refreshGauges(): void {
     this.metrics.replicationLag.set(this.replicator?.lagRecords() ?? 0);
+    this.metrics.replicationUnsynced.set(this.replicator?.unsyncedFollowers() ?? 0);
     this.refreshShardHealth();
     let max = 0;
     let total = 0;

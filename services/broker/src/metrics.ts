@@ -96,6 +96,11 @@ export class BrokerMetrics {
     help: 'Records this leader holds that its followers have not confirmed, summed over every log of the shards it ships (stream records, group cursors, dead letters, cache and counter logs) and their followers, at scrape time (what a failover under leader consistency can lose)',
     registers: [this.registry],
   });
+  readonly replicationUnsynced = new Gauge({
+    name: 'felix_broker_replication_unsynced_followers',
+    help: 'Followers this leader leaves out of quorum acks because they confirm written, not synced, records while this leader syncs before acking (a weaker durable.fsync_mode), summed over the shards it ships, at scrape time',
+    registers: [this.registry],
+  });
   readonly replicationExposed = new Gauge({
     name: 'felix_broker_replication_exposed_records',
     help: 'Per replicated shard this broker leads: for a leader-consistency stream, acked records above what its most caught-up in-sync follower confirmed, at scrape time (what a failover now would lose); 0 with no follower in sync (the shard then waits for its leader), and 0 for quorum streams and caches',

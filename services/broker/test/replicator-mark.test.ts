@@ -36,13 +36,13 @@ async function root(): Promise<string> {
   return dir.path;
 }
 
-async function followerServer(): Promise<ReplicaServer> {
+async function followerServer(fsync: 'onCommit' | 'periodic' = 'onCommit'): Promise<ReplicaServer> {
   const at = await root();
   const server = new ReplicaServer({
     logOptions: (_shard: ShardRef, _log: ReplicaLogKind) => ({
       root: at,
       shard: SHARD,
-      fsync: 'onCommit',
+      fsync,
     }),
     assignment: () => ({ generation: REF.generation }),
   });
@@ -50,12 +50,39 @@ async function followerServer(): Promise<ReplicaServer> {
   return server;
 }
 
-/** A pool whose link to each follower calls its ReplicaServer directly. */
-function poolOf(servers: Map<string, ReplicaServer>): PeerPool {
-  const link = (nodeId: string): PeerLink => ({
-    request: (frame) => servers.get(nodeId)!.handle(frame),
-  });
+/** A pool whose link to each follower calls its ReplicaServer directly; `said` is what each
+ *  follower's Hello stated of its answers (absent: nothing), and a follower in `held` answers
+ *  nothing until released. */
+function poolOf(
+  servers: Map<string, ReplicaServer>,
+  said: Record<string, boolean> = {},
+  held: Map<string, Promise<void>> = new Map(),
+): PeerPool {
+  const links = new Map<string, PeerLink>();
+  const link = (nodeId: string): PeerLink => {
+    let l = links.get(nodeId);
+    if (l === undefined) {
+      l = {
+        request: async (frame) => {
+          await held.get(nodeId);
+          return servers.get(nodeId)!.handle(frame);
+        },
+        ...(nodeId in said ? { answersSynced: () => said[nodeId] } : {}),
+      };
+      links.set(nodeId, l);
+    }
+    return l;
+  };
   return { link, close: async () => undefined } as unknown as PeerPool;
+}
+
+/** A gate: `wait` resolves once `release` is called. */
+function gate(): { wait: Promise<void>; release: () => void } {
+  let release: () => void = () => {};
+  const wait = new Promise<void>((r) => {
+    release = r;
+  });
+  return { wait, release: () => release() };
 }
 
 describe('replicator commit mark', () => {
@@ -94,5 +121,130 @@ describe('replicator commit mark', () => {
     await appended;
     await waitFor(() => replicator.commitOffset('s') === 3, 'the mark to follow the leader');
     expect(marks).toEqual([1, 3]);
+  });
+
+  it('a_follower_that_confirms_written_records_does_not_count_toward_a_quorum_of_a_leader_that_syncs', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const servers = new Map([
+      ['weak', await followerServer('periodic')],
+      ['strong', await followerServer()],
+    ]);
+    const strong = gate();
+    const replicator = new Replicator({
+      pool: poolOf(servers, { weak: false, strong: true }, new Map([['strong', strong.wait]])),
+      log: pino({ level: 'silent' }),
+    } as unknown as ReplicatorDeps);
+    cleanups.push(() => replicator.close());
+    // Released before the replicator closes (cleanups run last first): its exchange waits on it.
+    cleanups.push(async () => strong.release());
+    await replicator.ship('s', log, REF, ['weak', 'strong'], {
+      quorum: { onMark: () => {} },
+      genStart: 0,
+    });
+    await log.append([new TextEncoder().encode('r0')]);
+    await waitFor(() => replicator.confirmed('s', 'weak') === 1, 'the weak follower to hold r0');
+    // The leader and the weak follower hold r0: two of three, but one of them only in its
+    // page cache, so no majority holds it synced and the mark stays until the other answers.
+    expect(log.durableOffset).toBe(1);
+    expect(replicator.commitOffset('s')).toBe(0);
+    expect(replicator.unsyncedFollowers()).toBe(1);
+    strong.release();
+    await waitFor(
+      () => replicator.commitOffset('s') === 1,
+      'the mark to move on the synced follower',
+    );
+  });
+
+  it('a_follower_that_states_nothing_of_its_syncs_counts_toward_a_quorum', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const servers = new Map([
+      ['older', await followerServer()],
+      ['held', await followerServer()],
+    ]);
+    const held = gate();
+    const replicator = new Replicator({
+      pool: poolOf(servers, {}, new Map([['held', held.wait]])),
+      log: pino({ level: 'silent' }),
+    } as unknown as ReplicatorDeps);
+    cleanups.push(() => replicator.close());
+    // Released before the replicator closes (cleanups run last first): its exchange waits on it.
+    cleanups.push(async () => held.release());
+    await replicator.ship('s', log, REF, ['older', 'held'], {
+      quorum: { onMark: () => {} },
+      genStart: 0,
+    });
+    await log.append([new TextEncoder().encode('r0')]);
+    await waitFor(
+      () => replicator.commitOffset('s') === 1,
+      'the leader and the older follower to commit r0',
+    );
+    expect(replicator.unsyncedFollowers()).toBe(0);
+  });
+
+  it('a_follower_back_with_synced_copies_counts_only_what_it_confirms_after_its_return', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const servers = new Map([
+      ['weak', await followerServer('periodic')],
+      ['strong', await followerServer()],
+    ]);
+    const said: Record<string, boolean> = { weak: false, strong: true };
+    const strong = gate();
+    const held = new Map([['strong', strong.wait]]);
+    const replicator = new Replicator({
+      pool: poolOf(servers, said, held),
+      log: pino({ level: 'silent' }),
+    } as unknown as ReplicatorDeps);
+    cleanups.push(() => replicator.close());
+    cleanups.push(async () => strong.release());
+    await replicator.ship('s', log, REF, ['weak', 'strong'], {
+      quorum: { onMark: () => {} },
+      genStart: 0,
+    });
+    await log.append([new TextEncoder().encode('r0')]);
+    await waitFor(() => replicator.confirmed('s', 'weak') === 1, 'the weak follower to hold r0');
+    expect(replicator.commitOffset('s')).toBe(0);
+    // It comes back stating synced copies (restarted with onCommit), but r0 may still sit only
+    // in its page cache: the leader's next record must not commit r0 on its old answer.
+    said.weak = true;
+    const weak = gate();
+    held.set('weak', weak.wait);
+    cleanups.push(async () => weak.release());
+    await log.append([new TextEncoder().encode('r1')]);
+    await waitFor(() => log.durableOffset === 2, 'the leader to sync r1');
+    expect(replicator.commitOffset('s')).toBe(0);
+    expect(replicator.unsyncedFollowers()).toBe(1);
+    // Its first answer since its return covers both records.
+    weak.release();
+    await waitFor(() => replicator.commitOffset('s') === 2, 'the mark to move on its new answer');
+    expect(replicator.unsyncedFollowers()).toBe(0);
+  });
+
+  it('a_cache_log_counts_a_follower_whose_stream_copies_answer_once_written', async () => {
+    // Cache and counter logs sync on commit on every broker, whatever its durable.fsync_mode.
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const servers = new Map([
+      ['weak', await followerServer()],
+      ['held', await followerServer()],
+    ]);
+    const held = gate();
+    const replicator = new Replicator({
+      pool: poolOf(servers, { weak: false, held: true }, new Map([['held', held.wait]])),
+      log: pino({ level: 'silent' }),
+    } as unknown as ReplicatorDeps);
+    cleanups.push(() => replicator.close());
+    cleanups.push(async () => held.release());
+    const marks: number[] = [];
+    await replicator.ship('s', log, REF, ['weak', 'held'], {
+      kind: 'cache',
+      quorum: { onMark: (m) => marks.push(m) },
+      genStart: 0,
+    });
+    await log.append([new TextEncoder().encode('v0')]);
+    await waitFor(() => marks.includes(1), 'the leader and the other follower to commit v0');
+    expect(replicator.unsyncedFollowers()).toBe(0);
   });
 });

@@ -93,6 +93,10 @@ interface Shipping {
   startedAtMs: number;
   /** The followers the shard's last report named in sync (kept on its primary log). */
   reportedInSync: Set<string>;
+  /** Followers a quorum mark leaves out (`countedOffset`), each with the highest offset it may
+   *  hold written only: they said their copies answer once written while this leader's log
+   *  syncs before its acks. */
+  unsynced: Map<string, number>;
 }
 
 /** What `ship` takes besides the log: which of the shard's logs it is, and its quorum side. */
@@ -118,6 +122,8 @@ export class Replicator {
   /** Per shard key, the shipper of each of its logs. */
   private readonly shippers = new Map<string, Map<ReplicaLogKind, Shipping>>();
   private readonly pool: PeerPool;
+  /** Followers warned of as syncing less than this leader (one warning each, not per shard). */
+  private readonly warnedUnsynced = new Set<string>();
   /** Whether the pool is this replicator's own (closed with it) or the broker's. */
   private readonly ownsPool: boolean;
 
@@ -202,7 +208,15 @@ export class Replicator {
     const startedAtMs = performance.now();
     const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted };
     const reportedInSync = new Set<string>();
-    this.register(key, kind, { ...shipping, stopped, riding, startedAtMs, reportedInSync });
+    const unsynced = new Map<string, number>();
+    this.register(key, kind, {
+      ...shipping,
+      stopped,
+      riding,
+      startedAtMs,
+      reportedInSync,
+      unsynced,
+    });
     this.holdTrims(key, kind);
   }
 
@@ -385,13 +399,57 @@ export class Replicator {
     const s = this.shippers.get(key)?.get(kind);
     if (s === undefined || s.mark === null) return;
     const own = s.log.readableOffset;
-    const held = [own, ...s.followers.map((f) => s.shipper.confirmed(f))];
+    const held = [own, ...s.followers.map((f) => this.countedOffset(key, s, f))];
     // Followers may confirm records before the leader's fsync of them ends (the shipper sends
     // what is written): the mark waits for what the leader's own log acknowledges as well.
     if (!s.mark.advance(held, own)) return;
     if (kind === 'stream') s.log.setRetentionFloor(s.mark.offset);
     s.shipper.wake();
     quorum?.onMark(s.mark.offset);
+  }
+
+  /**
+   * What follower `f` counts toward shard `key`'s quorum mark: what it confirmed, or nothing.
+   * A leader whose stream log syncs before it acks (`onCommit`) counts only followers whose
+   * copies do too: one whose Hello answer said its copies answer once written (a weaker
+   * `durable.fsync_mode`) would let a quorum ack stand on a page cache. What it confirmed then
+   * stays uncounted after it comes back syncing (a restart with the stronger mode), until it
+   * confirms past it: its page cache may have held those records unsynced. A follower that said
+   * nothing (an older broker) counts. Cache and counter logs sync on commit on every broker.
+   */
+  private countedOffset(key: string, s: Shipping, f: string): number {
+    const confirmed = s.shipper.confirmed(f);
+    const weaker =
+      s.log.fsync === 'onCommit' &&
+      s.riding === false &&
+      this.pool.link(f).answersSynced?.() === false;
+    const unsyncedUpTo = s.unsynced.get(f);
+    if (weaker) {
+      s.unsynced.set(f, Math.max(unsyncedUpTo ?? 0, confirmed));
+      if (!this.warnedUnsynced.has(f)) {
+        this.warnedUnsynced.add(f);
+        this.deps.log.warn(
+          { shard: key, follower: f },
+          'follower confirms written, not synced, records (a weaker durable.fsync_mode than this leader): not counted toward quorum acks',
+        );
+      }
+      return 0;
+    }
+    if (unsyncedUpTo === undefined) return confirmed;
+    if (confirmed <= unsyncedUpTo) return 0;
+    s.unsynced.delete(f);
+    this.warnedUnsynced.delete(f);
+    return confirmed;
+  }
+
+  /** Followers left out of some quorum mark for syncing less than this leader
+   *  (`felix_broker_replication_unsynced_followers`), as each quorum log last judged them (on
+   *  its last confirmation or write). */
+  unsyncedFollowers(): number {
+    const nodes = new Set<string>();
+    for (const logs of this.shippers.values())
+      for (const s of logs.values()) for (const f of s.unsynced.keys()) nodes.add(f);
+    return nodes.size;
   }
 
   /** Holds shard `key`'s riding `kind` log's trims at what its in-sync followers confirmed. */

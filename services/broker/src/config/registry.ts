@@ -287,7 +287,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'enum',
     default: 'periodic',
     values: FSYNC_MODES,
-    doc: 'Default fsync mode of durable streams: `none`, `periodic` or `onCommit`. Follower copies take it too, and a `quorum` stream shard counts each replica as this mode acknowledges a write: fsynced under `onCommit`, written under `periodic` (as JetStream R3 and Kafka `acks=all`); set it alike on every broker of a cluster.',
+    doc: 'Default fsync mode of durable streams: `none`, `periodic` or `onCommit`. Follower copies take it too, and a `quorum` stream shard counts each replica as this mode acknowledges a write: fsynced under `onCommit`, written under `periodic` (as JetStream R3 and Kafka `acks=all`); set it alike on every broker of a cluster (an `onCommit` leader counts a follower running a weaker mode toward no quorum: `felix_broker_replication_unsynced_followers`).',
   },
   {
     key: 'durable.fsync_interval_ms',
