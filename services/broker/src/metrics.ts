@@ -98,7 +98,7 @@ export class BrokerMetrics {
   });
   readonly replicationUnsynced = new Gauge({
     name: 'felix_broker_replication_unsynced_followers',
-    help: 'Followers this leader leaves out of quorum acks because they confirm written, not synced, records while this leader syncs before acking (a weaker durable.fsync_mode), summed over the shards it ships, at scrape time',
+    help: 'Distinct followers this leader leaves out of quorum acks, over the shards it ships, because they confirm written, not synced, records while this leader syncs before acking (a weaker durable.fsync_mode), as each quorum log last judged them',
     registers: [this.registry],
   });
   readonly replicationExposed = new Gauge({

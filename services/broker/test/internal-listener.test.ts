@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFrame } from '../src/cluster/internal-frames.js';
 import { InternalListener } from '../src/cluster/internal-listener.js';
 import { PeerConnection } from '../src/cluster/peer-dial.js';
+import { LazyPeerLink } from '../src/cluster/peer-pool.js';
 import { loadConfig } from '../src/config/load.js';
 import { ConfigInvalidCombinationError, PeerIdentityError } from '../src/errors.js';
 
@@ -228,6 +229,93 @@ for (const transport of ['tls', 'quic'] as const) {
         await peer.close();
       } finally {
         await earlier.close();
+      }
+    });
+
+    it('a_capable_hello_that_times_out_is_not_retried_as_a_plain_hello', async () => {
+      // A peer that takes the greeting and never answers (a stalled broker of this build): a
+      // plain Hello on a second connection would leave its fsync mode unstated.
+      const stalled = await listen({
+        transport,
+        host: '127.0.0.1',
+        port: 0,
+        tls: b1,
+        clientCa: ca,
+      });
+      const greetings: string[] = [];
+      void (async () => {
+        for await (const conn of stalled.connections()) {
+          void (async () => {
+            const first = await conn.incoming()[Symbol.asyncIterator]().next();
+            if (!first.done)
+              greetings.push(decodeInternalMessage((await readFrame(first.value))!).kind);
+            // A connection the dialer abandoned: the greetings seen are the result.
+          })().catch(() => undefined);
+        }
+        // The listener closed at the end of the test.
+      })().catch(() => undefined);
+      try {
+        await expect(
+          PeerConnection.dial({
+            address: `127.0.0.1:${stalled.port}`,
+            transport,
+            nodeId: 'b1',
+            selfId: 'b2',
+            tls: b2,
+            clusterCa: ca,
+            timeoutMs: 300,
+          }),
+        ).rejects.toBeInstanceOf(PeerIdentityError);
+        expect(greetings).toEqual(['HelloCapable']);
+      } finally {
+        await stalled.close();
+      }
+    });
+
+    it('a_link_keeps_what_a_peer_stated_when_a_later_connection_is_greeted_plainly', async () => {
+      // The peer first answers the capable Hello stating no bits (its copies answer once
+      // written), then acts as an earlier build; it never answers a request.
+      const peerAt = await listen({ transport, host: '127.0.0.1', port: 0, tls: b1, clientCa: ca });
+      let earlierBuild = false;
+      void (async () => {
+        for await (const conn of peerAt.connections()) {
+          void (async () => {
+            const first = await conn.incoming()[Symbol.asyncIterator]().next();
+            if (first.done) return;
+            const m = decodeInternalMessage((await readFrame(first.value))!);
+            if (earlierBuild && m.kind !== 'Hello')
+              return conn.close({ code: 1, reason: 'expected Hello' });
+            const self = { correlationId: m.correlationId, nodeId: 'b1' };
+            const answer =
+              m.kind === 'Hello'
+                ? ({ kind: 'HelloOk', ...self } as const)
+                : ({ kind: 'HelloCapableOk', ...self, capabilities: 0n } as const);
+            await first.value.write(encodeInternalMessage(answer));
+            await first.value.end();
+            // A connection the link dropped after its request timed out: nothing to report.
+          })().catch(() => undefined);
+        }
+        // The listener closed at the end of the test.
+      })().catch(() => undefined);
+      const link = new LazyPeerLink('b1', {
+        selfId: 'b2',
+        transport,
+        cluster: { tls: b2, ca },
+        clientTls: b2,
+        address: () => `127.0.0.1:${peerAt.port}`,
+        log,
+      });
+      try {
+        expect(link.answersSynced()).toBeUndefined();
+        await expect(link.request(records, 200)).rejects.toThrow();
+        expect(link.answersSynced()).toBe(false);
+        // The failed request dropped the connection; the next one is greeted plainly.
+        earlierBuild = true;
+        await expect(link.request(records, 200)).rejects.toThrow();
+        expect(link.answersSynced()).toBe(false);
+      } finally {
+        await link.close();
+        await peerAt.close();
       }
     });
 

@@ -37,31 +37,36 @@ export class PeerConnection implements PeerLink {
     readonly nodeId: string,
   ) {}
 
+  /** The capability bits the peer's Hello answer stated; undefined from a plain `HelloOk`. */
+  get capabilities(): bigint | undefined {
+    return this.peerCapabilities;
+  }
+
   /** Whether the peer's confirmed stream offsets are synced (true), possibly only written
    *  (false), or not stated (undefined). */
   answersSynced(): boolean | undefined {
-    const caps = this.peerCapabilities;
-    return caps === undefined ? undefined : (caps & INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER) !== 0n;
+    return syncsOf(this.peerCapabilities);
   }
 
   /**
    * Dials and greets with a `HelloCapable`. A broker of an earlier build knows only the plain
-   * `Hello` and closes on any other greeting: a greeting that goes unanswered is tried once more
-   * as a plain `Hello` on a fresh connection (a dial that fails is not retried).
+   * `Hello` and closes on any other greeting: a greeting the peer closed on unanswered is tried
+   * once more as a plain `Hello` on a fresh connection. One that timed out is not (a slow peer of
+   * this build must not end up on a connection that states nothing), nor a dial that failed.
    */
   static async dial(o: PeerDialOptions): Promise<PeerConnection> {
     const capable = await PeerConnection.greet(o, true);
     if (capable instanceof PeerConnection) return capable;
-    const plain = await PeerConnection.greet(o, false);
+    const plain = capable.timedOut ? capable : await PeerConnection.greet(o, false);
     if (plain instanceof PeerConnection) return plain;
-    throw new PeerIdentityError(o.nodeId, `no Hello answer: ${plain.message}`);
+    throw new PeerIdentityError(o.nodeId, `no Hello answer: ${plain.error.message}`);
   }
 
   /** One connection and its greeting: the greeted connection, or why nothing answered. */
   private static async greet(
     o: PeerDialOptions,
     capable: boolean,
-  ): Promise<PeerConnection | Error> {
+  ): Promise<PeerConnection | { error: Error; timedOut: boolean }> {
     const verify =
       o.clusterCa === null
         ? { insecureSkipVerify: true }
@@ -75,17 +80,19 @@ export class PeerConnection implements PeerLink {
       ? { kind: 'HelloCapable' as const, capabilities: o.capabilities ?? 0n }
       : { kind: 'Hello' as const };
     let answer: ReturnType<typeof decodeInternalMessage>;
+    const timing = { timedOut: false };
     try {
       answer = decodeInternalMessage(
         await peer.exchange(
           encodeInternalMessage({ ...hello, correlationId: 1, nodeId: o.selfId }),
           o.timeoutMs,
+          timing,
         ),
       );
     } catch (err) {
       // Why nothing answered is what the caller needs; the close is best effort.
       await conn.close().catch(() => undefined);
-      return err as Error;
+      return { error: err as Error, timedOut: timing.timedOut };
     }
     const wrong =
       answer.kind !== 'HelloOk' && answer.kind !== 'HelloCapableOk'
@@ -112,11 +119,13 @@ export class PeerConnection implements PeerLink {
     return this.conn.close();
   }
 
-  private async exchange(frame: Uint8Array, timeoutMs: number) {
+  /** One request and its answer; `timing.timedOut` says whether the deadline ended it. */
+  private async exchange(frame: Uint8Array, timeoutMs: number, timing?: { timedOut: boolean }) {
     const stream = await this.conn.openBidi();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
+        if (timing !== undefined) timing.timedOut = true;
         stream.reset(ABANDONED);
         reject(new PeerRequestError(this.nodeId, `no answer within ${timeoutMs} ms`));
       }, timeoutMs);
@@ -137,4 +146,12 @@ export class PeerConnection implements PeerLink {
       answered.catch(() => undefined);
     }
   }
+}
+
+/** What capability bits say of a peer's confirmed stream offsets: synced (true), possibly only
+ *  written (false), or nothing (undefined: no bits stated). */
+export function syncsOf(capabilities: bigint | undefined): boolean | undefined {
+  return capabilities === undefined
+    ? undefined
+    : (capabilities & INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER) !== 0n;
 }

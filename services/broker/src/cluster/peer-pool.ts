@@ -9,7 +9,7 @@ import type { PeerLink } from '@felix/replication';
 import type { TlsMaterial } from '@felix/transport';
 import { PeerUnreachableError } from '../errors.js';
 import { PEER_DIAL_TIMEOUT_MS } from '../limits.js';
-import { PeerConnection } from './peer-dial.js';
+import { PeerConnection, syncsOf } from './peer-dial.js';
 
 export interface PeerPoolDeps {
   selfId: string;
@@ -33,8 +33,11 @@ export interface PeerPoolDeps {
  */
 export class LazyPeerLink implements PeerLink {
   private conn: Promise<PeerConnection> | undefined;
-  /** The newest connection dialled (what `answersSynced` speaks of). */
-  private live: PeerConnection | undefined;
+  /** The capability bits the peer last stated in a Hello answer. A later connection greeted
+   *  with a plain Hello (the fallback for an earlier build) keeps them: a peer of this build
+   *  that once said its copies answer once written stays uncounted rather than pass as one
+   *  that states nothing. */
+  private stated: bigint | undefined;
 
   constructor(
     private readonly nodeId: string,
@@ -44,7 +47,7 @@ export class LazyPeerLink implements PeerLink {
   /** What the peer's Hello said of its confirmed stream offsets (PeerConnection): synced,
    *  possibly written only, or unknown (not connected yet, or a peer that states nothing). */
   answersSynced(): boolean | undefined {
-    return this.live?.answersSynced();
+    return syncsOf(this.stated);
   }
 
   async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
@@ -81,7 +84,7 @@ export class LazyPeerLink implements PeerLink {
       const conn = await pending;
       // Only the current connection speaks for the peer (a request that waited on one replaced
       // meanwhile must not bring back a restarted peer's old Hello).
-      if (this.conn === pending) this.live = conn;
+      if (this.conn === pending && conn.capabilities !== undefined) this.stated = conn.capabilities;
       return { conn, pending };
     } catch (err) {
       if (this.conn === pending) this.conn = undefined;

@@ -414,8 +414,9 @@ export class Replicator {
    * copies do too: one whose Hello answer said its copies answer once written (a weaker
    * `durable.fsync_mode`) would let a quorum ack stand on a page cache. What it confirmed then
    * stays uncounted after it comes back syncing (a restart with the stronger mode), until it
-   * confirms past it: its page cache may have held those records unsynced. A follower that said
-   * nothing (an older broker) counts. Cache and counter logs sync on commit on every broker.
+   * confirms past it: the cursor keeps those offsets, and a crash of its host may have lost
+   * them unsynced. A follower that said nothing (an earlier build) counts. Cache and counter
+   * logs sync on commit on every broker.
    */
   private countedOffset(key: string, s: Shipping, f: string): number {
     const confirmed = s.shipper.confirmed(f);
@@ -438,8 +439,16 @@ export class Replicator {
     if (unsyncedUpTo === undefined) return confirmed;
     if (confirmed <= unsyncedUpTo) return 0;
     s.unsynced.delete(f);
-    this.warnedUnsynced.delete(f);
+    // Warned of again should it slide back, once no shard leaves it out any more.
+    if (!this.leftOut(f)) this.warnedUnsynced.delete(f);
     return confirmed;
+  }
+
+  /** Whether some shard's quorum mark still leaves follower `f` out. */
+  private leftOut(f: string): boolean {
+    for (const logs of this.shippers.values())
+      for (const s of logs.values()) if (s.unsynced.has(f)) return true;
+    return false;
   }
 
   /** Followers left out of some quorum mark for syncing less than this leader
