@@ -15,6 +15,7 @@ import {
   batchChecksum,
   encodeInternalMessage,
   InternalFrameDecoder,
+  type InternalMessage,
   decodeInternalMessage,
 } from '@felix/wire';
 import pino from 'pino';
@@ -180,9 +181,14 @@ for (const transport of ['tls', 'quic'] as const) {
       }
     });
 
-    it('a_dialer_greets_an_earlier_broker_that_knows_only_the_plain_hello', async () => {
-      // An earlier build's listener: it closes on any greeting but a plain Hello.
-      const earlier = await listen({
+    /**
+     * A stand-in peer b1 on this transport: each connection's first frame is its greeting,
+     * noted in `greetings`, and `answer` says what it gets: a message written back, `close`
+     * (the connection closed unanswered, as an earlier build does to a HelloCapable) or
+     * `silent` (never answered). Nothing after the greeting is answered.
+     */
+    async function fakePeer(answer: (m: InternalMessage) => InternalMessage | 'close' | 'silent') {
+      const listener = await listen({
         transport,
         host: '127.0.0.1',
         port: 0,
@@ -191,40 +197,53 @@ for (const transport of ['tls', 'quic'] as const) {
       });
       const greetings: string[] = [];
       void (async () => {
-        for await (const conn of earlier.connections()) {
+        for await (const conn of listener.connections()) {
           void (async () => {
             const first = await conn.incoming()[Symbol.asyncIterator]().next();
             if (first.done) return;
             const m = decodeInternalMessage((await readFrame(first.value))!);
             greetings.push(m.kind);
-            if (m.kind !== 'Hello')
-              return conn.close({ code: 1, reason: `expected Hello, got ${m.kind}` });
-            await first.value.write(
-              encodeInternalMessage({
-                kind: 'HelloOk',
-                correlationId: m.correlationId,
-                nodeId: 'b1',
-              }),
-            );
+            const reply = answer(m);
+            if (reply === 'silent') return;
+            if (reply === 'close') return conn.close({ code: 1, reason: `refused ${m.kind}` });
+            await first.value.write(encodeInternalMessage(reply));
             await first.value.end();
-            // A connection the dialer dropped: the greetings seen are the result.
+            // A connection the dialer dropped or abandoned: the greetings seen are the result.
           })().catch(() => undefined);
         }
         // The listener closed at the end of the test.
       })().catch(() => undefined);
+      return { port: listener.port, greetings, close: () => listener.close() };
+    }
+
+    /** The dial of b1 (as b2) at `port`. */
+    const dialB1At = (port: number, timeoutMs: number, capabilities?: bigint) =>
+      PeerConnection.dial({
+        address: `127.0.0.1:${port}`,
+        transport,
+        nodeId: 'b1',
+        selfId: 'b2',
+        tls: b2,
+        clusterCa: ca,
+        timeoutMs,
+        ...(capabilities === undefined ? {} : { capabilities }),
+      });
+
+    /** b1's answer to a greeting: HelloOk to a plain Hello, else HelloCapableOk with `bits`. */
+    const greetingAnswer = (m: InternalMessage, bits = 0n): InternalMessage => {
+      const self = { correlationId: m.correlationId, nodeId: 'b1' };
+      return m.kind === 'Hello'
+        ? { kind: 'HelloOk', ...self }
+        : { kind: 'HelloCapableOk', ...self, capabilities: bits };
+    };
+
+    it('a_dialer_greets_an_earlier_broker_that_knows_only_the_plain_hello', async () => {
+      // An earlier build's listener: it closes on any greeting but a plain Hello.
+      const earlier = await fakePeer((m) => (m.kind === 'Hello' ? greetingAnswer(m) : 'close'));
       try {
-        const peer = await PeerConnection.dial({
-          address: `127.0.0.1:${earlier.port}`,
-          transport,
-          nodeId: 'b1',
-          selfId: 'b2',
-          tls: b2,
-          clusterCa: ca,
-          timeoutMs: 3_000,
-          capabilities: INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER,
-        });
+        const peer = await dialB1At(earlier.port, 3_000, INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER);
         // Greeted the second time, with nothing stated of its syncs.
-        expect(greetings).toEqual(['HelloCapable', 'Hello']);
+        expect(earlier.greetings).toEqual(['HelloCapable', 'Hello']);
         expect(peer.answersSynced()).toBeUndefined();
         await peer.close();
       } finally {
@@ -235,38 +254,10 @@ for (const transport of ['tls', 'quic'] as const) {
     it('a_capable_hello_that_times_out_is_not_retried_as_a_plain_hello', async () => {
       // A peer that takes the greeting and never answers (a stalled broker of this build): a
       // plain Hello on a second connection would leave its fsync mode unstated.
-      const stalled = await listen({
-        transport,
-        host: '127.0.0.1',
-        port: 0,
-        tls: b1,
-        clientCa: ca,
-      });
-      const greetings: string[] = [];
-      void (async () => {
-        for await (const conn of stalled.connections()) {
-          void (async () => {
-            const first = await conn.incoming()[Symbol.asyncIterator]().next();
-            if (!first.done)
-              greetings.push(decodeInternalMessage((await readFrame(first.value))!).kind);
-            // A connection the dialer abandoned: the greetings seen are the result.
-          })().catch(() => undefined);
-        }
-        // The listener closed at the end of the test.
-      })().catch(() => undefined);
+      const stalled = await fakePeer(() => 'silent');
       try {
-        await expect(
-          PeerConnection.dial({
-            address: `127.0.0.1:${stalled.port}`,
-            transport,
-            nodeId: 'b1',
-            selfId: 'b2',
-            tls: b2,
-            clusterCa: ca,
-            timeoutMs: 300,
-          }),
-        ).rejects.toBeInstanceOf(PeerIdentityError);
-        expect(greetings).toEqual(['HelloCapable']);
+        await expect(dialB1At(stalled.port, 300)).rejects.toBeInstanceOf(PeerIdentityError);
+        expect(stalled.greetings).toEqual(['HelloCapable']);
       } finally {
         await stalled.close();
       }
@@ -275,28 +266,10 @@ for (const transport of ['tls', 'quic'] as const) {
     it('a_link_keeps_what_a_peer_stated_when_a_later_connection_is_greeted_plainly', async () => {
       // The peer first answers the capable Hello stating no bits (its copies answer once
       // written), then acts as an earlier build; it never answers a request.
-      const peerAt = await listen({ transport, host: '127.0.0.1', port: 0, tls: b1, clientCa: ca });
       let earlierBuild = false;
-      void (async () => {
-        for await (const conn of peerAt.connections()) {
-          void (async () => {
-            const first = await conn.incoming()[Symbol.asyncIterator]().next();
-            if (first.done) return;
-            const m = decodeInternalMessage((await readFrame(first.value))!);
-            if (earlierBuild && m.kind !== 'Hello')
-              return conn.close({ code: 1, reason: 'expected Hello' });
-            const self = { correlationId: m.correlationId, nodeId: 'b1' };
-            const answer =
-              m.kind === 'Hello'
-                ? ({ kind: 'HelloOk', ...self } as const)
-                : ({ kind: 'HelloCapableOk', ...self, capabilities: 0n } as const);
-            await first.value.write(encodeInternalMessage(answer));
-            await first.value.end();
-            // A connection the link dropped after its request timed out: nothing to report.
-          })().catch(() => undefined);
-        }
-        // The listener closed at the end of the test.
-      })().catch(() => undefined);
+      const peerAt = await fakePeer((m) =>
+        earlierBuild && m.kind !== 'Hello' ? 'close' : greetingAnswer(m),
+      );
       const link = new LazyPeerLink('b1', {
         selfId: 'b2',
         transport,

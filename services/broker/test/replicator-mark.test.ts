@@ -85,6 +85,44 @@ function gate(): { wait: Promise<void>; release: () => void } {
   return { wait, release: () => release() };
 }
 
+/**
+ * A quorum shipping of `kind` (a stream's records by default) from an onCommit leader log to
+ * one ReplicaServer per follower (with its fsync mode), whose Hello answers said `said` (read
+ * at each call, so a test may change them). `hold(name)` makes that follower answer nothing
+ * until the function it returns is called; every hold is released before the replicator closes
+ * (cleanups run last first), since its exchange waits on it.
+ */
+async function quorumShipping(o: {
+  followers: Record<string, 'onCommit' | 'periodic'>;
+  said: Record<string, boolean>;
+  kind?: ReplicaLogKind;
+}) {
+  const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+  cleanups.push(() => log.close());
+  const servers = new Map<string, ReplicaServer>();
+  for (const [name, fsync] of Object.entries(o.followers))
+    servers.set(name, await followerServer(fsync));
+  const held = new Map<string, Promise<void>>();
+  const replicator = new Replicator({
+    pool: poolOf(servers, o.said, held),
+    log: pino({ level: 'silent' }),
+  } as unknown as ReplicatorDeps);
+  cleanups.push(() => replicator.close());
+  const hold = (name: string): (() => void) => {
+    const g = gate();
+    held.set(name, g.wait);
+    cleanups.push(async () => g.release());
+    return g.release;
+  };
+  const marks: number[] = [];
+  await replicator.ship('s', log, REF, [...servers.keys()], {
+    ...(o.kind === undefined ? {} : { kind: o.kind }),
+    quorum: { onMark: (m) => marks.push(m) },
+    genStart: 0,
+  });
+  return { log, replicator, hold, marks };
+}
+
 describe('replicator commit mark', () => {
   it('the_mark_never_passes_the_leaders_durable_offset_while_followers_hold_more', async () => {
     const io = new FaultyIo(nodeIo);
@@ -124,24 +162,11 @@ describe('replicator commit mark', () => {
   });
 
   it('a_follower_that_confirms_written_records_does_not_count_toward_a_quorum_of_a_leader_that_syncs', async () => {
-    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
-    cleanups.push(() => log.close());
-    const servers = new Map([
-      ['weak', await followerServer('periodic')],
-      ['strong', await followerServer()],
-    ]);
-    const strong = gate();
-    const replicator = new Replicator({
-      pool: poolOf(servers, { weak: false, strong: true }, new Map([['strong', strong.wait]])),
-      log: pino({ level: 'silent' }),
-    } as unknown as ReplicatorDeps);
-    cleanups.push(() => replicator.close());
-    // Released before the replicator closes (cleanups run last first): its exchange waits on it.
-    cleanups.push(async () => strong.release());
-    await replicator.ship('s', log, REF, ['weak', 'strong'], {
-      quorum: { onMark: () => {} },
-      genStart: 0,
+    const { log, replicator, hold } = await quorumShipping({
+      followers: { weak: 'periodic', strong: 'onCommit' },
+      said: { weak: false, strong: true },
     });
+    const strong = hold('strong');
     await log.append([new TextEncoder().encode('r0')]);
     await waitFor(() => replicator.confirmed('s', 'weak') === 1, 'the weak follower to hold r0');
     // The leader and the weak follower hold r0: two of three, but one of them only in its
@@ -149,7 +174,7 @@ describe('replicator commit mark', () => {
     expect(log.durableOffset).toBe(1);
     expect(replicator.commitOffset('s')).toBe(0);
     expect(replicator.unsyncedFollowers()).toBe(1);
-    strong.release();
+    strong();
     await waitFor(
       () => replicator.commitOffset('s') === 1,
       'the mark to move on the synced follower',
@@ -157,24 +182,11 @@ describe('replicator commit mark', () => {
   });
 
   it('a_follower_that_states_nothing_of_its_syncs_counts_toward_a_quorum', async () => {
-    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
-    cleanups.push(() => log.close());
-    const servers = new Map([
-      ['older', await followerServer()],
-      ['held', await followerServer()],
-    ]);
-    const held = gate();
-    const replicator = new Replicator({
-      pool: poolOf(servers, {}, new Map([['held', held.wait]])),
-      log: pino({ level: 'silent' }),
-    } as unknown as ReplicatorDeps);
-    cleanups.push(() => replicator.close());
-    // Released before the replicator closes (cleanups run last first): its exchange waits on it.
-    cleanups.push(async () => held.release());
-    await replicator.ship('s', log, REF, ['older', 'held'], {
-      quorum: { onMark: () => {} },
-      genStart: 0,
+    const { log, replicator, hold } = await quorumShipping({
+      followers: { older: 'onCommit', held: 'onCommit' },
+      said: {},
     });
+    hold('held');
     await log.append([new TextEncoder().encode('r0')]);
     await waitFor(
       () => replicator.commitOffset('s') === 1,
@@ -184,65 +196,37 @@ describe('replicator commit mark', () => {
   });
 
   it('a_follower_back_with_synced_copies_counts_only_what_it_confirms_after_its_return', async () => {
-    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
-    cleanups.push(() => log.close());
-    const servers = new Map([
-      ['weak', await followerServer('periodic')],
-      ['strong', await followerServer()],
-    ]);
-    const said: Record<string, boolean> = { weak: false, strong: true };
-    const strong = gate();
-    const held = new Map([['strong', strong.wait]]);
-    const replicator = new Replicator({
-      pool: poolOf(servers, said, held),
-      log: pino({ level: 'silent' }),
-    } as unknown as ReplicatorDeps);
-    cleanups.push(() => replicator.close());
-    cleanups.push(async () => strong.release());
-    await replicator.ship('s', log, REF, ['weak', 'strong'], {
-      quorum: { onMark: () => {} },
-      genStart: 0,
+    const said = { weak: false, strong: true };
+    const { log, replicator, hold } = await quorumShipping({
+      followers: { weak: 'periodic', strong: 'onCommit' },
+      said,
     });
+    hold('strong');
     await log.append([new TextEncoder().encode('r0')]);
     await waitFor(() => replicator.confirmed('s', 'weak') === 1, 'the weak follower to hold r0');
     expect(replicator.commitOffset('s')).toBe(0);
     // It comes back stating synced copies (restarted with onCommit), but r0 may still sit only
     // in its page cache: the leader's next record must not commit r0 on its old answer.
     said.weak = true;
-    const weak = gate();
-    held.set('weak', weak.wait);
-    cleanups.push(async () => weak.release());
+    const weak = hold('weak');
     await log.append([new TextEncoder().encode('r1')]);
     await waitFor(() => log.durableOffset === 2, 'the leader to sync r1');
     expect(replicator.commitOffset('s')).toBe(0);
     expect(replicator.unsyncedFollowers()).toBe(1);
     // Its first answer since its return covers both records.
-    weak.release();
+    weak();
     await waitFor(() => replicator.commitOffset('s') === 2, 'the mark to move on its new answer');
     expect(replicator.unsyncedFollowers()).toBe(0);
   });
 
   it('a_cache_log_counts_a_follower_whose_stream_copies_answer_once_written', async () => {
     // Cache and counter logs sync on commit on every broker, whatever its durable.fsync_mode.
-    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
-    cleanups.push(() => log.close());
-    const servers = new Map([
-      ['weak', await followerServer()],
-      ['held', await followerServer()],
-    ]);
-    const held = gate();
-    const replicator = new Replicator({
-      pool: poolOf(servers, { weak: false, held: true }, new Map([['held', held.wait]])),
-      log: pino({ level: 'silent' }),
-    } as unknown as ReplicatorDeps);
-    cleanups.push(() => replicator.close());
-    cleanups.push(async () => held.release());
-    const marks: number[] = [];
-    await replicator.ship('s', log, REF, ['weak', 'held'], {
+    const { log, replicator, hold, marks } = await quorumShipping({
+      followers: { weak: 'onCommit', held: 'onCommit' },
+      said: { weak: false, held: true },
       kind: 'cache',
-      quorum: { onMark: (m) => marks.push(m) },
-      genStart: 0,
     });
+    hold('held');
     await log.append([new TextEncoder().encode('v0')]);
     await waitFor(() => marks.includes(1), 'the leader and the other follower to commit v0');
     expect(replicator.unsyncedFollowers()).toBe(0);
