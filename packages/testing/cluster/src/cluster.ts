@@ -416,11 +416,11 @@ export class FelixCluster implements Cluster {
     return this.fault('stop', b.id, stopDeadline(), () => b.proc.stop());
   }
 
-  async start(ref: NodeRef): Promise<void> {
+  async start(ref: NodeRef, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<void> {
     const b = this.node(ref);
     return this.fault('start', b.id, scaled(PROCESS_LISTEN_DEADLINE_MS) * 2, () => {
       if (b.state !== 'stopped') throw new NodeStateError(`cannot start ${b.id}: it is ${b.state}`);
-      return b.start();
+      return b.start(opts.env);
     });
   }
 

@@ -109,8 +109,9 @@ export interface Cluster {
   kill(node: NodeRef): Promise<void>;
   /** SIGTERM (then SIGKILL after a grace); resolves when the process is gone. */
   stop(node: NodeRef): Promise<void>;
-  /** Starts a stopped or killed broker on its ports and data dir; resolves once it listens. */
-  start(node: NodeRef): Promise<void>;
+  /** Starts a stopped or killed broker on its ports and data dir; resolves once it listens.
+   *  `env` is added to its environment for this start only. */
+  start(node: NodeRef, opts?: { env?: NodeJS.ProcessEnv }): Promise<void>;
   /** stop then start. */
   restart(node: NodeRef): Promise<void>;
   /** SIGSTOP / SIGCONT. */

@@ -206,6 +206,53 @@ describe('quorum acknowledgement between brokers', () => {
     await client.close();
   }, 240_000);
 
+  it('a_quorum_ack_of_a_leader_that_syncs_never_rests_on_a_follower_that_only_writes', async () => {
+    // Every broker syncs before it answers (`onCommit`) but one follower, restarted under
+    // `periodic` (the default): its answers mean written, not synced, so its leader must not
+    // count them.
+    const { c, leader, followers, client } = await quorumCluster(
+      holder,
+      'quorum',
+      QUORUM_TIMEOUT_MS,
+      { FELIX_DURABLE_FSYNC_MODE: 'onCommit' },
+    );
+    const [weak, strong] = followers as [ClusterNode, ClusterNode];
+    await c.stop(weak.id);
+    await c.start(weak.id, { env: { FELIX_DURABLE_FSYNC_MODE: 'periodic' } });
+    // Publishes go on through the other follower until the restarted one holds them too: the
+    // leader has greeted it again (learning its mode) and ships to it.
+    let sent = 0;
+    await waitFor(
+      async () => {
+        const value = `both-${sent++}`;
+        await client.publish('orders', value).catch(() => null);
+        return (await held(weak, 'orders')).includes(value);
+      },
+      'the restarted follower to hold what its leader ships',
+      scaled(START_MS),
+    );
+    await c.pause(strong.id);
+    const outcome = await client.publish('orders', 'written-once').then(
+      () => 'acked',
+      (err: { brokerCode?: string }) => err.brokerCode,
+    );
+    // The follower that only writes holds the record: counted, it would have made the ack.
+    expect(await held(weak, 'orders')).toContain('written-once');
+    expect(outcome).toBe('quorum_timeout');
+    expect(await metric(leader, 'felix_broker_replication_unsynced_followers')).toBe(1);
+    // With the follower that syncs back, the record commits.
+    await c.resume(strong.id);
+    const ac = new AbortController();
+    const seen = collect(client, 'orders', ac);
+    await waitFor(
+      () => seen.includes('written-once'),
+      'the record to commit once a follower that syncs holds it',
+      scaled(START_MS),
+    );
+    ac.abort();
+    await client.close();
+  }, 240_000);
+
   it('a_subscriber_of_a_quorum_stream_never_sees_past_the_commit_mark', async () => {
     const { c, leader, followers, client } = await quorumCluster(holder, 'quorum');
     const ac = new AbortController();

@@ -104,8 +104,9 @@ export class Broker implements ClusterNode {
     throw last;
   }
 
-  /** Starts on the broker's ports and data dir; resolves once it logs `listening`. */
-  async start(): Promise<void> {
+  /** Starts on the broker's ports and data dir; resolves once it logs `listening`. `env` is
+   *  added for this start only (a node run with other settings than its peers). */
+  async start(env: NodeJS.ProcessEnv = {}): Promise<void> {
     await this.proc.start({
       args: [...NODE_FLAGS, ...EXTRA_NODE_FLAGS, BROKER_MAIN],
       cwd: REPO,
@@ -141,6 +142,7 @@ export class Broker implements ClusterNode {
             }
           : {}),
         ...this.opts.env,
+        ...env,
       },
     });
   }
