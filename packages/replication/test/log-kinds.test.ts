@@ -43,7 +43,8 @@ const text = (b: Uint8Array | undefined) =>
 function follower(dir: string, follows: (log: ReplicaLogKind) => boolean): ReplicaServer {
   const server = new ReplicaServer({
     logOptions: (s, log) => logOptions(dir, log, s.shard),
-    assignment: (_s, log) => (follows(log) ? { generation: 1 } : undefined),
+    assignment: (_s, log) =>
+      follows(log) ? { generation: 1 } : { generation: 1, follower: false },
   });
   cleanups.push(() => server.close());
   return server;

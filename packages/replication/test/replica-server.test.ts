@@ -24,7 +24,14 @@ beforeAll(async () => {
       fsync: 'none',
       preallocateBytes: 0,
     }),
-    assignment: (s) => (s.stream === 'not-mine' ? undefined : { generation: 1 }),
+    // `not-mine`: placed, and this broker is not in its replica set; `unheard`: no assignment
+    // known here yet.
+    assignment: (s) =>
+      s.stream === 'not-mine'
+        ? { generation: 1, follower: false }
+        : s.stream === 'unheard'
+          ? undefined
+          : { generation: 1 },
   });
 });
 afterAll(async () => {
@@ -113,5 +120,22 @@ describe('replica server', () => {
       code: INTERNAL_ERROR.Unauthorized,
     });
     expect(server.status({ ...shardRef(1), stream: 'not-mine' })).toBeUndefined();
+  });
+
+  it('a_replica_server_asks_for_a_resend_of_a_shard_it_has_no_assignment_of_yet', async () => {
+    const early = encodeInternalMessage({
+      kind: 'ReplicateRecords',
+      correlationId: 6,
+      shard: { ...shardRef(1), stream: 'unheard' },
+      firstOffset: 0,
+      checksum: batchChecksum([]),
+      payloads: [],
+    });
+    expect(decodeFrame(await server.handle(early))).toMatchObject({
+      kind: 'ReplicateError',
+      correlationId: 6,
+      code: INTERNAL_ERROR.StaleRoute,
+    });
+    expect(server.status({ ...shardRef(1), stream: 'unheard' })).toBeUndefined();
   });
 });

@@ -204,6 +204,45 @@ describe('log shipping', () => {
     expect(await followerRecords(f)).toEqual(leader.records);
   });
 
+  it('a_batch_reaching_a_follower_that_has_not_heard_of_its_shard_yet_is_sent_again_once_it_has', async () => {
+    // A broker just started (or a shard just placed) can hear from its leader before its own
+    // feed names the assignment: a refusal the leader stops on would leave it behind for good.
+    const f = await follower();
+    f.assigned = undefined;
+    const leader = new LeaderLog();
+    leader.append(record(0));
+    const cursor = new FollowerCursor(0);
+    const s = cursor.plan(leader, 16)!;
+    const refused = decodeFrame(await f.handle(shipmentFrame(s, leader, 1)));
+    expect(refused).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.StaleRoute });
+    takeAnswer(cursor, await f.handle(shipmentFrame(s, leader, 1)));
+    expect(cursor.halted).toBeUndefined();
+    expect(f.durable).toBe(0);
+    f.assigned = 1;
+    await settle(cursor, leader, f, 1);
+    expect(await followerRecords(f)).toEqual(leader.records);
+  });
+
+  it('a_follower_shutting_down_asks_its_leader_to_send_the_batch_again', async () => {
+    const f = await follower();
+    const leader = new LeaderLog();
+    leader.append(record(0));
+    const cursor = new FollowerCursor(0);
+    await settle(cursor, leader, f, 1);
+    await f.close();
+    leader.append(record(1));
+    const s = cursor.plan(leader, 16)!;
+    const refused = decodeFrame(await f.handle(shipmentFrame(s, leader, 1)));
+    expect(refused).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.Unavailable });
+    takeAnswer(cursor, await f.handle(shipmentFrame(s, leader, 1)));
+    // Back on the same log (a restart): the same cursor goes on where the follower stopped.
+    expect(cursor.halted).toBeUndefined();
+    const back = new SimFollower(f.opts, 1);
+    cleanups.push(() => back.close());
+    await settle(cursor, leader, back, 1);
+    expect(await followerRecords(back)).toEqual(leader.records);
+  });
+
   it('a_follower_behind_the_leaders_retained_base_is_bootstrapped_there', async () => {
     const f = await follower();
     const leader = new LeaderLog();

@@ -75,9 +75,11 @@ export interface ReplicaServerOptions {
   logOptions(shard: ShardRef, log: ReplicaLogKind): LogOptions;
   /**
    * The assignment of the shard owning `log` (the stream shard for group state, the cache shard
-   * for counters) as this broker knows it: undefined when it knows none or is not in its
-   * replica set; `follower: false` when it knows the assignment and does not follow it there (a
-   * leader of a newer generation than that is told to retry: this broker has not heard yet).
+   * for counters) as this broker knows it: undefined when it knows none (yet: a broker just
+   * started, or a shard just placed, reaches the leader before its own feed does; the sender is
+   * told to retry); `follower: false` when it knows the assignment and does not follow it there
+   * (refused, but a leader of a newer generation than that is told to retry: this broker has
+   * not heard yet).
    */
   assignment(
     shard: ShardRef,
@@ -209,14 +211,24 @@ export class ReplicaServer {
     const target = targetOf(decodeRequest(frame));
     if ('refused' in target) return target.refused;
     const { m, log } = target;
+    // Each refusal a leader may outlive is retryable: a refusal it may not (Unauthorized) stops
+    // its shipping to this broker until its replica set changes.
+    if (this.closed)
+      return refuse(m.correlationId, INTERNAL_ERROR.Unavailable, 'this broker is shutting down');
     const assigned = this.opts.assignment(m.shard, log);
-    if (assigned?.follower === false && assigned.generation < m.shard.generation && !this.closed)
+    if (assigned === undefined)
+      return refuse(
+        m.correlationId,
+        INTERNAL_ERROR.StaleRoute,
+        `no assignment of this ${log} known here yet`,
+      );
+    if (assigned.follower === false && assigned.generation < m.shard.generation)
       return refuse(
         m.correlationId,
         INTERNAL_ERROR.StaleRoute,
         `generation ${m.shard.generation} is newer than the assigned ${assigned.generation}`,
       );
-    if (assigned === undefined || assigned.follower === false || this.closed)
+    if (assigned.follower === false)
       return refuse(m.correlationId, INTERNAL_ERROR.Unauthorized, `not a replica of this ${log}`);
     const key = shardKey(m.shard, log);
     if (!this.shards.has(key) && this.shards.size >= REPLICA_SHARDS_OPEN_MAX)

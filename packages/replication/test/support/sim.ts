@@ -63,17 +63,17 @@ export function takeAnswer(cursor: FollowerCursor, bytes: Uint8Array): void {
 /** A follower of the one test shard: its server, and its log read after a release. */
 export class SimFollower {
   readonly server: ReplicaServer;
-  /** The generation of the assignment this follower knows. */
-  assigned: number;
+  /** The generation of the assignment this follower knows (undefined: none heard of yet). */
+  assigned: number | undefined;
 
   constructor(
     readonly opts: LogOptions,
-    assigned: number,
+    assigned: number | undefined,
   ) {
     this.assigned = assigned;
     this.server = new ReplicaServer({
       logOptions: () => opts,
-      assignment: () => ({ generation: this.assigned }),
+      assignment: () => (this.assigned === undefined ? undefined : { generation: this.assigned }),
     });
   }
 
