@@ -32,12 +32,13 @@ async function felixSide(ctx: Ctx, broker: BenchBroker, op: Op, share = 1) {
   return { run, close: () => felix.close() };
 }
 
-async function redisSide(redis: Redis, op: Op, tls: boolean): Promise<Side> {
+async function redisSide(redis: Redis, op: Op, tls: boolean, serverPid?: number): Promise<Side> {
   for (let i = 0; i < KEYS; i++) await redis.set(key(i), REDIS_DATA);
   const call = op === 'get' ? 'get(key)' : 'set(key, value)';
   return {
     system: `ioredis ${tls ? 'TLS' : 'plaintext'}, await redis.${call}`,
     durability: 'memory only (appendonly no, no save points)',
+    serverPid,
     run: (n) =>
       op === 'get'
         ? awaitedLoop(n, (i) => redis.get(key(i)))
@@ -46,10 +47,12 @@ async function redisSide(redis: Redis, op: Op, tls: boolean): Promise<Side> {
 }
 
 export async function cacheRow(ctx: Ctx, op: Op, n: number): Promise<Row> {
-  const peer = await redisSide(await ctx.redisTls(), op, true);
+  const peer = await redisSide(await ctx.redisTls(), op, true, (await ctx.tlsPeers()).redisPid);
   const plainPeer = await redisSide(await ctx.redis(), op, false);
-  const memory = await felixSide(ctx, await ctx.memoryBroker(), op);
-  const durable = await felixSide(ctx, await ctx.durableBroker(), op, op === 'put' ? 0.2 : 1);
+  const memoryBroker = await ctx.memoryBroker();
+  const durableBroker = await ctx.durableBroker();
+  const memory = await felixSide(ctx, memoryBroker, op);
+  const durable = await felixSide(ctx, durableBroker, op, op === 'put' ? 0.2 : 1);
   const floor = await startRawFloor(op);
   const call = op === 'get' ? 'get(key)' : 'put(key, value)';
   return {
@@ -61,16 +64,19 @@ export async function cacheRow(ctx: Ctx, op: Op, n: number): Promise<Row> {
       {
         system: `Felix TLS, await cache.${call}, in memory`,
         durability: 'memory only',
+        serverPid: memoryBroker.pid,
         run: memory.run,
       },
       {
         system: `Felix TLS, await cache.${call}, durable broker`,
         durability: op === 'put' ? 'fsync before every ack' : 'log-backed, hot values',
+        serverPid: durableBroker.pid,
         run: durable.run,
       },
       {
         system: 'raw node:tls ping-pong of the same bytes (the floor)',
         durability: 'none: no codec, no multiplexer, no cache',
+        serverPid: floor.pid,
         run: (n) => awaitedLoop(n, () => floor.ping()),
       },
     ],

@@ -26,6 +26,8 @@ export interface Side {
   system: string;
   /** The durability it answers under, when the row compares durable writes. */
   durability?: string;
+  /** The process answering this side's calls, when the bench started it (its CPU per call). */
+  serverPid?: number;
   /** One round of `n` records or calls. */
   run(n: number): Promise<Sample>;
 }

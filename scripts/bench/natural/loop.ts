@@ -5,8 +5,10 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/p --import tsx scripts/bench/natural/loop.ts \
  *     --row put [--side 0] [--n 50000] [--rounds 1]
  *
- * It prints the CPU per call of this process and of the brokers (from /proc), which a loaded
- * machine disturbs less than a rate. `--side` counts Felix's sides of the row from 0 (the judged one), then the TLS peer, then the plaintext one.
+ * It prints the CPU per call of this process, of the brokers and of the side's own server where
+ * the bench started it (Felix's broker, the floor's echo child, the TLS redis-server), from
+ * /proc, which a loaded machine disturbs less than a rate. `--side` counts Felix's sides of the
+ * row from 0 (the judged one), then the TLS peer, then the plaintext one.
  */
 import { readFileSync } from 'node:fs';
 import { argValue, procCpuSecs } from '@felix/testing-bench-kit';
@@ -43,6 +45,7 @@ try {
   for (let r = 0; r < Number(argValue('--rounds', '1')); r++) {
     const cpu = () => ({
       self: procCpuSecs('self'),
+      server: side.serverPid === undefined ? 0 : procCpuSecs(side.serverPid),
       brokers: ctx.brokerPids().reduce((a, pid) => a + procCpuSecs(pid), 0),
       selfIo: syscalls('self'),
       brokerIo: ctx
@@ -56,8 +59,12 @@ try {
     const per = (a: number, b: number) => `${Math.round(((b - a) * 1e6) / n)} µs`;
     const calls = (a: number[], b: number[]) =>
       `${((b[0]! - a[0]!) / n).toFixed(2)} reads, ${((b[1]! - a[1]!) / n).toFixed(2)} writes`;
+    const server =
+      side.serverPid === undefined
+        ? ''
+        : `, this side's server (pid ${side.serverPid}) ${per(before.server, after.server)}`;
     console.log(
-      `CPU per call: this process ${per(before.self, after.self)}, brokers ${per(before.brokers, after.brokers)} (10 ms ticks); syscalls per call: this process ${calls(before.selfIo, after.selfIo)}, brokers ${calls(before.brokerIo, after.brokerIo)}`,
+      `CPU per call: this process ${per(before.self, after.self)}${server}, brokers ${per(before.brokers, after.brokers)} (10 ms ticks); syscalls per call: this process ${calls(before.selfIo, after.selfIo)}, brokers ${calls(before.brokerIo, after.brokerIo)}`,
     );
     const lat =
       x.p50 === undefined ? '' : `, p50 ${Math.round(x.p50)} µs, p99 ${Math.round(x.p99!)} µs`;

@@ -47,6 +47,8 @@ process.once('message', ({ cert, key, request, answer }) => {
 `;
 
 export interface RawFloor {
+  /** The answering child's pid. */
+  pid: number;
   ping(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -62,6 +64,7 @@ export async function startRawFloor(op: 'get' | 'put'): Promise<RawFloor> {
   const port = await new Promise<number>((ok) => child.once('message', (m) => ok(m as number)));
   const client = await rawTlsClient(port, request, answer);
   return {
+    pid: child.pid!,
     ping: client.ping,
     stop: async () => {
       client.socket.destroy();

@@ -31,6 +31,8 @@ export interface TlsPeers {
   natsPort: number;
   /** The nats-server's pid (its CPU from /proc). */
   natsPid: number;
+  /** The TLS redis-server's pid. */
+  redisPid: number;
   /** A new ioredis client over TLS; the caller disconnects it. */
   redis(): Redis;
   /** A new nats.js connection over TLS; the caller closes it. */
@@ -147,6 +149,7 @@ export async function startTlsPeers(): Promise<TlsPeers> {
     redisPort,
     natsPort,
     natsPid: natsServer.pid!,
+    redisPid: redisServer.pid!,
     redis,
     nats,
     stop: async () => {
