@@ -75,9 +75,10 @@ export interface ReplicaServerOptions {
   logOptions(shard: ShardRef, log: ReplicaLogKind): LogOptions;
   /**
    * The assignment of the shard owning `log` (the stream shard for group state, the cache shard
-   * for counters) as this broker knows it: undefined when it knows none (yet: a broker just
-   * started, or a shard just placed, reaches the leader before its own feed does; the sender is
-   * told to retry); `follower: false` when it knows the assignment and does not follow it there
+   * for counters) as this broker knows it: undefined when it knows none (a broker just started,
+   * or a shard just placed, hears from its leader before its own feed names the assignment; or
+   * the shard was unassigned, which its leader's feed soon tells it too): the sender is told to
+   * retry; `follower: false` when it knows the assignment and does not follow it there
    * (refused, but a leader of a newer generation than that is told to retry: this broker has
    * not heard yet).
    */
@@ -211,8 +212,8 @@ export class ReplicaServer {
     const target = targetOf(decodeRequest(frame));
     if ('refused' in target) return target.refused;
     const { m, log } = target;
-    // Each refusal a leader may outlive is retryable: a refusal it may not (Unauthorized) stops
-    // its shipping to this broker until its replica set changes.
+    // Unauthorized stops the leader's shipping here until its replica set changes: kept for
+    // refusals that waiting does not end; the others are resent after a backoff.
     if (this.closed)
       return refuse(m.correlationId, INTERNAL_ERROR.Unavailable, 'this broker is shutting down');
     const assigned = this.opts.assignment(m.shard, log);

@@ -4,7 +4,8 @@
  * each log of a shard where the broker keeps it as leader (streams, caches, counters, group
  * cursors, dead letters). It accepts a log only for the shards whose replica set names this
  * broker as a follower (the shard table's assignments; group state follows its stream shard,
- * counters their cache shard); anything else is refused `Unauthorized`. Forwarded writes go to
+ * counters their cache shard); a shard it knows and does not follow is refused `Unauthorized`,
+ * one it knows no assignment of (yet) `StaleRoute`, which the leader resends. Forwarded writes go to
  * `forwards` (cluster/forward-server.ts) once the broker has joined its cluster; before that they
  * are answered `Unavailable`.
  */
@@ -87,7 +88,8 @@ export async function startInternalNode(
     // As the follower's copy syncs (its stream's mode): on commit, the carried commit offset is
     // saved before each answer; otherwise at most once a second.
     commitSync: (s) => (streamOf(s)?.fsync ?? cfg.durable.fsync_mode) === 'onCommit',
-    // Only shards whose replica set names this broker (and not as leader) are accepted.
+    // Only shards whose replica set names this broker (and not as leader) are accepted; none
+    // known (before the first snapshot, or once the shard is unassigned) is asked again later.
     assignment: (s, log) => follows(s, REPLICA_LOGS[log].owner),
   });
   const node: { forwards: ForwardServer | null } = { forwards: null };
