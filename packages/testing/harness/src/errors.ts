@@ -9,3 +9,8 @@ export class DeadlineExceededError extends FelixError {
 export class TestPkiError extends FelixError {
   readonly code = 'FELIX_TEST_PKI';
 }
+
+/** No port free for both TCP and UDP was found within the attempts' bound. */
+export class NoFreePortError extends FelixError {
+  readonly code = 'FELIX_TEST_NO_FREE_PORT';
+}

@@ -1,6 +1,6 @@
 export { spawnNode } from './child.js';
 export type { Child } from './child.js';
-export { DeadlineExceededError, TestPkiError } from './errors.js';
+export { DeadlineExceededError, NoFreePortError, TestPkiError } from './errors.js';
 export { tempDir } from './fs.js';
 export { type CleanupScope, cleanupScope } from './scope.js';
 export {
@@ -11,7 +11,7 @@ export {
   WAIT_FOR_DEADLINE_MS_DEFAULT,
   WAIT_FOR_POLL_INTERVAL_MS,
 } from './limits.js';
-export { freePort } from './net.js';
+export { ephemeralPortRange, freePort } from './net.js';
 export { TEST_CERT_SANS_DEFAULT, issueTestCert, makeTestCa } from './pki.js';
 export type { TestCa } from './pki.js';
 export { waitFor, withDeadline } from './wait.js';

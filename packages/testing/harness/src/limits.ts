@@ -10,3 +10,8 @@ export const CHILD_STOP_GRACE_MS = 10_000;
 export const OPENSSL_COMMAND_DEADLINE_MS = 20_000;
 /** Validity of a test CA and the certificates it signs. */
 export const TEST_CERT_DAYS = 2;
+/** Ports `freePort` tries before it gives up (each a random pick, checked for TCP and UDP). */
+export const FREE_PORT_ATTEMPTS_MAX = 50;
+/** The lowest port `freePort` picks: above the services of a test machine (PostgreSQL 5432,
+ *  Redis 6379, NATS 4222, MariaDB 3306, …), below the kernel's ephemeral range. */
+export const FREE_PORT_MIN = 10_000;

@@ -1,23 +1,63 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
+import { NoFreePortError } from './errors.js';
+import { FREE_PORT_ATTEMPTS_MAX, FREE_PORT_MIN } from './limits.js';
 
-/** A port free for both TCP and UDP on 127.0.0.1 at the time of the call. */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const srv = createServer();
-      srv.once('error', reject);
-      srv.listen(0, '127.0.0.1', () => {
-        const addr = srv.address();
-        srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-      });
-    });
-    const udpFree = await new Promise<boolean>((resolve) => {
-      const sock = createSocket('udp4');
-      sock.once('error', () => resolve(false));
-      sock.bind(port, '127.0.0.1', () => sock.close(() => resolve(true)));
-    });
-    if (udpFree) return port;
+/** The kernel's documented default for the local ports of outgoing connections (Linux). */
+const EPHEMERAL_DEFAULT = { low: 32768, high: 60999 };
+
+/** The range the kernel draws the local ports of outgoing connections from. */
+export function ephemeralPortRange(): { low: number; high: number } {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high) && low! > 0 && high! >= low!)
+      return { low: low!, high: high! };
+  } catch {
+    // Not Linux (no such file): the default below stands for it.
   }
-  throw new Error('no free TCP+UDP port found in 20 attempts');
+  return EPHEMERAL_DEFAULT;
+}
+
+/** Whether `port` (0: any) binds on 127.0.0.1 for TCP; the port bound, or null. */
+function bindsTcp(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(null));
+    srv.listen(port, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : null));
+    });
+  });
+}
+
+function bindsUdp(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createSocket('udp4');
+    sock.once('error', () => resolve(false));
+    sock.bind(port, '127.0.0.1', () => sock.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port free for both TCP and UDP on 127.0.0.1 at the time of the call, below the kernel's
+ * ephemeral range where the range leaves room. A process restarted on its ports (a broker
+ * killed and started again) would otherwise find one taken meanwhile by the local end of some
+ * outgoing connection, or by a dialer retrying the dead port that the kernel connected to
+ * itself: both draw only from the ephemeral range.
+ */
+export async function freePort(): Promise<number> {
+  const { low } = ephemeralPortRange();
+  const room = low - FREE_PORT_MIN;
+  for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS_MAX; attempt++) {
+    const wanted = room > 0 ? FREE_PORT_MIN + Math.floor(Math.random() * room) : 0;
+    const port = await bindsTcp(wanted);
+    if (port !== null && (await bindsUdp(port))) return port;
+  }
+  throw new NoFreePortError(
+    `no port free for both TCP and UDP on 127.0.0.1 in ${FREE_PORT_ATTEMPTS_MAX} attempts`,
+  );
 }

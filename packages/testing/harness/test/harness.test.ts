@@ -1,6 +1,8 @@
-// Goal: waitFor returns as soon as its condition holds and fails with a typed error at its deadline.
+// Goal: waitFor returns as soon as its condition holds and fails with a typed error at its
+// deadline; freePort hands out ports no outgoing connection can take meanwhile.
+import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { DeadlineExceededError, waitFor } from '../src/index.js';
+import { DeadlineExceededError, ephemeralPortRange, freePort, waitFor } from '../src/index.js';
 
 describe('harness', () => {
   it('wait_for_returns_the_first_truthy_value', async () => {
@@ -11,5 +13,21 @@ describe('harness', () => {
 
   it('wait_for_fails_with_a_typed_error_at_its_deadline', async () => {
     await expect(waitFor(() => false, 'never', 30)).rejects.toBeInstanceOf(DeadlineExceededError);
+  });
+
+  it('a_free_port_lies_below_the_kernels_ephemeral_range_and_binds', async () => {
+    const { low } = ephemeralPortRange();
+    for (let i = 0; i < 20; i++) {
+      const port = await freePort();
+      expect(port).toBeLessThan(low);
+      expect(port).toBeGreaterThanOrEqual(10_000);
+      // Still free: a listener takes it.
+      const srv = createServer();
+      await new Promise<void>((ok, fail) => {
+        srv.once('error', fail);
+        srv.listen(port, '127.0.0.1', ok);
+      });
+      await new Promise<void>((ok) => srv.close(() => ok()));
+    }
   });
 });
