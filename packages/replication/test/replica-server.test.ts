@@ -57,6 +57,17 @@ async function answersOrRefuses(bytes: Uint8Array): Promise<void> {
   }
 }
 
+/** An empty records batch for `stream` (shard 0, generation 1). */
+const emptyBatch = (correlationId: number, stream: string) =>
+  encodeInternalMessage({
+    kind: 'ReplicateRecords',
+    correlationId,
+    shard: { ...shardRef(1), stream },
+    firstOffset: 0,
+    checksum: batchChecksum([]),
+    payloads: [],
+  });
+
 describe('replica server', () => {
   it('a_replica_server_answers_or_refuses_any_bytes_with_its_typed_error', async () => {
     await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 200 }), answersOrRefuses), {
@@ -106,14 +117,7 @@ describe('replica server', () => {
   });
 
   it('a_replica_server_refuses_a_shard_it_does_not_replicate', async () => {
-    const other = encodeInternalMessage({
-      kind: 'ReplicateRecords',
-      correlationId: 4,
-      shard: { ...shardRef(1), stream: 'not-mine' },
-      firstOffset: 0,
-      checksum: batchChecksum([]),
-      payloads: [],
-    });
+    const other = emptyBatch(4, 'not-mine');
     expect(decodeFrame(await server.handle(other))).toMatchObject({
       kind: 'ReplicateError',
       correlationId: 4,
@@ -123,14 +127,7 @@ describe('replica server', () => {
   });
 
   it('a_replica_server_asks_for_a_resend_of_a_shard_it_has_no_assignment_of_yet', async () => {
-    const early = encodeInternalMessage({
-      kind: 'ReplicateRecords',
-      correlationId: 6,
-      shard: { ...shardRef(1), stream: 'unheard' },
-      firstOffset: 0,
-      checksum: batchChecksum([]),
-      payloads: [],
-    });
+    const early = emptyBatch(6, 'unheard');
     expect(decodeFrame(await server.handle(early))).toMatchObject({
       kind: 'ReplicateError',
       correlationId: 6,

@@ -62,6 +62,14 @@ async function settle(cursor: FollowerCursor, leader: LeaderLog, f: SimFollower,
   throw new Error('shipping did not settle');
 }
 
+/** A leader holding one record, and a new cursor's first batch of it. */
+function oneRecordPlanned() {
+  const leader = new LeaderLog();
+  leader.append(record(0));
+  const cursor = new FollowerCursor(0);
+  return { leader, cursor, s: cursor.plan(leader, 16)! };
+}
+
 async function followerRecords(f: SimFollower): Promise<Uint8Array[]> {
   return (await f.records()).payloads;
 }
@@ -191,10 +199,7 @@ describe('log shipping', () => {
 
   it('a_batch_of_a_generation_the_follower_was_not_assigned_yet_is_refused_until_it_is', async () => {
     const f = await follower(1);
-    const leader = new LeaderLog();
-    leader.append(record(0));
-    const cursor = new FollowerCursor(0);
-    const s = cursor.plan(leader, 16)!;
+    const { leader, cursor, s } = oneRecordPlanned();
     const refused = decodeFrame(await f.handle(shipmentFrame(s, leader, 2)));
     expect(refused).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.StaleRoute });
     takeAnswer(cursor, await f.handle(shipmentFrame(s, leader, 2)));
@@ -209,10 +214,7 @@ describe('log shipping', () => {
     // feed names the assignment: a refusal the leader stops on would leave it behind for good.
     const f = await follower();
     f.assigned = undefined;
-    const leader = new LeaderLog();
-    leader.append(record(0));
-    const cursor = new FollowerCursor(0);
-    const s = cursor.plan(leader, 16)!;
+    const { leader, cursor, s } = oneRecordPlanned();
     const refused = decodeFrame(await f.handle(shipmentFrame(s, leader, 1)));
     expect(refused).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.StaleRoute });
     takeAnswer(cursor, await f.handle(shipmentFrame(s, leader, 1)));

@@ -70,6 +70,19 @@ for (const transport of ['tls', 'quic'] as const) {
   describe(`internal listener over ${transport}`, () => {
     let listener: InternalListener;
     let replicas: ReplicaServer;
+    /** A listener speaking as b1 over the shared replica server, stating `capabilities`. */
+    const listenAsB1 = (capabilities?: bigint) =>
+      InternalListener.start({
+        host: '127.0.0.1',
+        port: 0,
+        transport,
+        selfId: 'b1',
+        tls: b1,
+        clusterCa: ca,
+        serve: (frame) => replicas.handleFrame(frame),
+        ...(capabilities === undefined ? {} : { capabilities }),
+        log,
+      });
     let data: { path: string; cleanup: () => Promise<void> };
     beforeAll(async () => {
       data = await tempDir('felix-internal-data-');
@@ -81,16 +94,7 @@ for (const transport of ['tls', 'quic'] as const) {
         }),
         assignment: () => ({ generation: 1 }),
       });
-      listener = await InternalListener.start({
-        host: '127.0.0.1',
-        port: 0,
-        transport,
-        selfId: 'b1',
-        tls: b1,
-        clusterCa: ca,
-        serve: (frame) => replicas.handleFrame(frame),
-        log,
-      });
+      listener = await listenAsB1();
     });
     afterAll(async () => {
       await listener.close();
@@ -127,17 +131,7 @@ for (const transport of ['tls', 'quic'] as const) {
     });
 
     it('a_hello_learns_whether_the_peer_syncs_before_it_answers_and_a_plain_hello_gets_a_plain_answer', async () => {
-      const syncing = await InternalListener.start({
-        host: '127.0.0.1',
-        port: 0,
-        transport,
-        selfId: 'b1',
-        tls: b1,
-        clusterCa: ca,
-        serve: (frame) => replicas.handleFrame(frame),
-        capabilities: INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER,
-        log,
-      });
+      const syncing = await listenAsB1(INTERNAL_CAPABILITY.SYNCS_BEFORE_ANSWER);
       const peers: PeerConnection[] = [];
       try {
         peers.push(

@@ -81,6 +81,18 @@ function collect(client: FelixClient, stream: string, ac: AbortController): stri
   return seen;
 }
 
+/** What a subscription of `orders` from offset 0 saw once `value` reached it (a deadline). */
+async function seenOnce(client: FelixClient, value: string, what: string): Promise<string[]> {
+  const ac = new AbortController();
+  const seen = collect(client, 'orders', ac);
+  try {
+    await waitFor(() => seen.includes(value), what, scaled(START_MS));
+  } finally {
+    ac.abort();
+  }
+  return seen;
+}
+
 describe('quorum acknowledgement between brokers', () => {
   const holder = clusterPerTest();
 
@@ -161,14 +173,7 @@ describe('quorum acknowledgement between brokers', () => {
     ).toBeGreaterThanOrEqual(1);
     // The record stayed in the log: once a majority holds it, readers see it.
     for (const f of followers) await c.resume(f.id);
-    const ac = new AbortController();
-    const seen = collect(client, 'orders', ac);
-    await waitFor(
-      () => seen.includes('lonely'),
-      'the timed-out record to commit',
-      scaled(START_MS),
-    );
-    ac.abort();
+    const seen = await seenOnce(client, 'lonely', 'the timed-out record to commit');
     expect(seen.filter((v) => v !== 'warm-up')).toEqual(['lonely']);
     await client.close();
   }, 240_000);
@@ -242,14 +247,11 @@ describe('quorum acknowledgement between brokers', () => {
     expect(await metric(leader, 'felix_broker_replication_unsynced_followers')).toBe(1);
     // With the follower that syncs back, the record commits.
     await c.resume(strong.id);
-    const ac = new AbortController();
-    const seen = collect(client, 'orders', ac);
-    await waitFor(
-      () => seen.includes('written-once'),
+    await seenOnce(
+      client,
+      'written-once',
       'the record to commit once a follower that syncs holds it',
-      scaled(START_MS),
     );
-    ac.abort();
     await client.close();
   }, 240_000);
 
