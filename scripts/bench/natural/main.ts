@@ -23,7 +23,8 @@
  *
  * FELIX_BENCH_ONLY does what --only does; FELIX_BENCH_ROUNDS (default 3); FELIX_BENCH_N (burst
  * records, default 100,000); FELIX_BENCH_AWAITED_N (awaited calls per round, default 10,000);
- * FELIX_BENCH_WARMUP=0 skips the untimed tenth of a round each side runs first;
+ * FELIX_BENCH_WARMUP=0 skips the untimed calls each side makes first (a tenth of a round, at
+ * least FELIX_BENCH_WARMUP_CALLS, default 30,000);
  * FELIX_BENCH_BROKER_ARGS passes node flags to the brokers (say "--cpu-prof --cpu-prof-dir=/tmp/p").
  * Prints each round, then a Markdown table (rates are medians of the rounds, ratios the median of
  * the per-round pairs; an awaited loop meets its goal on its rate and on its p50), and writes
@@ -44,6 +45,14 @@ const ROUNDS = Math.max(1, Number(env.FELIX_BENCH_ROUNDS ?? 3));
 const N = Number(env.FELIX_BENCH_N ?? 100_000);
 const AWAITED_N = Number(env.FELIX_BENCH_AWAITED_N ?? 10_000);
 const WARMUP = env.FELIX_BENCH_WARMUP !== '0';
+/**
+ * The fewest untimed calls each side makes before a row's rounds. A tenth of a round (1,000
+ * calls of the awaited rows) left both clients cold: one get loop of 10,000 calls after another
+ * ran 9,133, 15,422, then 17,052–17,390/s for Felix and 15,561, 17,959, 18,416, then about
+ * 19,200/s for ioredis TLS (session 27, `loop.ts --row get --rounds 12`), so the first timed
+ * rounds measured the JIT, not the loop.
+ */
+const WARMUP_CALLS_MIN = Number(env.FELIX_BENCH_WARMUP_CALLS ?? 30_000);
 
 const ROWS: Record<string, (ctx: Ctx) => Promise<Row>> = {
   fire: (ctx) => fireAndForgetRow(ctx, N),
@@ -74,8 +83,10 @@ try {
     const sides = rowSides(row);
     const samples: Sample[][] = sides.map(() => []);
     console.log(`\n${row.title}`);
-    // An untimed tenth of a round of each side first: the first timed round used to run slower.
-    if (WARMUP) for (const s of sides) await s.run(Math.ceil(row.n / 10));
+    // Untimed calls on each side first (a tenth of a round, at least WARMUP_CALLS_MIN): a
+    // service in use is warm, and the first rounds used to run slower.
+    const warm = Math.max(Math.ceil(row.n / 10), WARMUP_CALLS_MIN);
+    if (WARMUP) for (const s of sides) await s.run(warm);
     for (let r = 0; r < ROUNDS; r++) {
       // Alternate who goes first: the peer in even rounds, Felix in odd ones.
       const order = sides.map((_, k) => k);

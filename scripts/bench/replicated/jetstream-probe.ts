@@ -4,16 +4,19 @@
  * after `--warm` untimed ones. Prints the rate, the CPU per record of each server and of this
  * client (from /proc), and the p50/p90/p99, so the two probes' lines compare directly.
  *
- *   node --import tsx scripts/bench/replicated/jetstream-probe.ts [--n 3000] [--warm 20000]
+ *   node --import tsx scripts/bench/replicated/jetstream-probe.ts [--n 3000] [--warm 20000] [--warm-awaited 6000]
  */
 import { loadavg } from 'node:os';
-import { argValue, percentile, procCpuSecs } from '@felix/testing-bench-kit';
+import { argValue, percentile, procCpuSecs, windowPercentiles } from '@felix/testing-bench-kit';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { loadOrCreateDevCertificate } from '@felix/transport';
 import { NATS_CLUSTER_FORM_DEADLINE_MS, startNatsCluster } from './nats-cluster.js';
 
 const N = Number(argValue('--n', '3000'));
 const WARM = Number(argValue('--warm', '20000'));
+/** Untimed awaited publishes after those, one at a time: the awaited path warms on its own
+ *  (Felix's p50 fell for its first 4,000, docs/perf.md session 27). */
+const WARM_AWAITED = Number(argValue('--warm-awaited', '6000'));
 const DATA = new Uint8Array(1024).fill(0x61);
 
 /** CPU time (user + system) of a process so far, in µs (the bench kit's /proc reading). */
@@ -52,6 +55,7 @@ try {
       for (let i = lane; i < WARM; i += 64) await js.publish('probe.x', DATA);
     }),
   );
+  for (let i = 0; i < WARM_AWAITED; i++) await js.publish('probe.x', DATA);
   const pids = nats.servers.map((s) => s.proc?.pid);
   const cpu0 = pids.map(cpuUs);
   const own0 = process.cpuUsage();
@@ -68,6 +72,11 @@ try {
   const leaderIndex = nats.servers.findIndex((s) => s.name === leader);
   console.log(
     `${(N / wallS).toFixed(0)} rec/s; CPU µs per record: servers ${perRecord.join(' / ')} (leader ${leaderIndex}), client ${((own.user + own.system) / N).toFixed(0)}`,
+  );
+  console.log(
+    `p50 of each thousand, in order: ${windowPercentiles(times, 1000, 50)
+      .map((v) => v.toFixed(0))
+      .join(' ')}`,
   );
   times.sort((a, b) => a - b);
   console.log(

@@ -5,12 +5,12 @@
  * `--pause-ms` first, then times `--n` publishes spaced `--gap-ms` apart (0: back to back).
  *
  *   node --import tsx scripts/bench/replicated/latency-probe.ts [--n 2000] [--gap-ms 0]
- *     [--warm 20000] [--fsync onCommit|periodic] [--in-flight 0] [--pause-ms 0] [--keep]
+ *     [--warm 20000] [--warm-awaited 6000] [--fsync onCommit|periodic] [--in-flight 0] [--pause-ms 0] [--keep]
  *
  * jetstream-probe.ts is the same loop against a three-server JetStream cluster (R3).
  */
 import { loadavg } from 'node:os';
-import { argValue, percentile, procCpuSecs } from '@felix/testing-bench-kit';
+import { argValue, percentile, procCpuSecs, windowPercentiles } from '@felix/testing-bench-kit';
 import { startCluster } from '@felix/testing-cluster';
 import { tempDir } from '@felix/testing-harness';
 
@@ -21,6 +21,9 @@ const PAUSE_MS = Number(argValue('--pause-ms', '0'));
 const IN_FLIGHT = Number(argValue('--in-flight', '0'));
 /** Untimed publishes first (64 in flight), as a cluster in service is warm. */
 const WARM = Number(argValue('--warm', '20000'));
+/** Untimed awaited publishes after those, one at a time: the awaited path warms on its own
+ *  (Felix's p50 fell for its first 4,000, docs/perf.md session 27). */
+const WARM_AWAITED = Number(argValue('--warm-awaited', '6000'));
 /** The brokers' fsync mode: `onCommit` (the judged rows) or `periodic` (JetStream's durability). */
 const FSYNC = argValue('--fsync', 'onCommit');
 /** Keeps the cluster's directory (logs, and a `--trace-deopt` run's output) and prints it. */
@@ -54,6 +57,7 @@ try {
       for (let i = lane; i < WARM; i += 64) await felix.publish('probe', DATA);
     }),
   );
+  for (let i = 0; i < WARM_AWAITED; i++) await felix.publish('probe', DATA);
   console.log(
     'pids',
     cluster.nodes.map((n) => `${n.id}${n.id === leader?.id ? '(leader)' : ''}=${n.pid}`).join(' '),
@@ -84,6 +88,11 @@ try {
   const own = process.cpuUsage(cpu0[pids.length] as NodeJS.CpuUsage);
   console.log(
     `${(N / wallS).toFixed(0)} rec/s; CPU µs per record: brokers ${perRecord.join(' / ')} (leader ${cluster.nodes.findIndex((n) => n.id === leader?.id)}), client ${((own.user + own.system) / N).toFixed(0)}`,
+  );
+  console.log(
+    `p50 of each thousand, in order: ${windowPercentiles(times, 1000, 50)
+      .map((v) => v.toFixed(0))
+      .join(' ')}`,
   );
   times.sort((a, b) => a - b);
   console.log(

@@ -39,7 +39,8 @@
  * FELIX_BENCH_ROUTING=0 keeps the client on its non-leader seed (publishes forwarded; default: the
  * client routes to the leader). FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_WARMUP_N (untimed publishes per side on each
- * pair of clusters before its rows, default 20,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
+ * pair of clusters before its rows, default 20,000), FELIX_BENCH_LATENCY_WARMUP_N (untimed awaited
+ * publishes per side before a latency row, default 6,000), FELIX_BENCH_SIZE (record bytes, default 1,024). Prints a
  * Markdown table and writes results.json beside this file.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -53,6 +54,7 @@ import {
   median,
   pairedRatios,
   percentile,
+  windowPercentiles,
 } from '@felix/testing-bench-kit';
 import { type Cluster, startCluster } from '@felix/testing-cluster';
 import { tempDir, waitFor } from '@felix/testing-harness';
@@ -77,6 +79,15 @@ const LATENCY_N = Number(env.FELIX_BENCH_LATENCY_N ?? 2_000);
  * 1.0 ms warm, scripts/bench/replicated/latency-probe.ts).
  */
 const WARMUP_N = Number(env.FELIX_BENCH_WARMUP_N ?? 20_000);
+/**
+ * Awaited publishes (one at a time) each side takes, untimed, before a latency row, after the
+ * windowed ones: the awaited path runs code the 64-in-flight warm-up leaves cold (one-record
+ * batches and frames), and Felix's p50 kept falling for the first 4,000 of them (session 27:
+ * p50 of each successive thousand 1,045, 658, 531, 423, then 359–391 µs; JetStream's 598 to
+ * about 500, its Node client warming too). Before session 27 the latency rows timed that
+ * warm-up.
+ */
+const LATENCY_WARMUP_N = Number(env.FELIX_BENCH_LATENCY_WARMUP_N ?? 6_000);
 const SIZE = Number(env.FELIX_BENCH_SIZE ?? 1024);
 const HEARTBEAT_MS = Number(env.FELIX_BENCH_HEARTBEAT_MS ?? 1000);
 const EXPIRY_MS = Number(env.FELIX_BENCH_EXPIRY_MS ?? 2000);
@@ -304,16 +315,21 @@ async function windowedWithCpu(side: Side, n: number): Promise<WindowedRun> {
   };
 }
 
-/** `n` awaited publishes; answers the p50 and p99 in µs. */
-async function awaited(side: Side, n: number): Promise<{ p50: number; p99: number }> {
+/** `n` awaited publishes; answers the p50 and p99 in µs, and the p50 of each successive
+ *  thousand in order (flat once the side is warm). */
+async function awaited(
+  side: Side,
+  n: number,
+): Promise<{ p50: number; p99: number; p50ByThousand: number[] }> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();
     await side.publish();
     out.push((performance.now() - t) * 1000);
   }
+  const p50ByThousand = windowPercentiles(out, 1000, 50).map(Math.round);
   out.sort((a, b) => a - b);
-  return { p50: percentile(out, 50), p99: percentile(out, 99) };
+  return { p50: percentile(out, 50), p99: percentile(out, 99), p50ByThousand };
 }
 
 interface FailoverResult {
@@ -426,6 +442,7 @@ let runs = 0;
 async function both<T>(
   run: (side: Side) => Promise<T>,
   fsync: FsyncMode = 'onCommit',
+  awaitedWarmup = 0,
 ): Promise<[T[], T[]]> {
   // Each pair of clusters in fresh directories: a run never starts over another's log.
   runs++;
@@ -438,6 +455,7 @@ async function both<T>(
   try {
     // Untimed, on these very clusters: brokers and servers as warm as a running cluster's.
     for (const side of [felix, js]) await windowed(side, WARMUP_N);
+    for (const side of [felix, js]) await awaited(side, awaitedWarmup);
     for (let r = 0; r < ROUNDS; r++) {
       // Alternate who goes first.
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
@@ -472,7 +490,7 @@ if (only.includes('throughput')) {
   ]);
 }
 if (only.includes('latency')) {
-  const [f, j] = await both((s) => awaited(s, LATENCY_N));
+  const [f, j] = await both((s) => awaited(s, LATENCY_N), 'onCommit', LATENCY_WARMUP_N);
   const fp50 = median(f.map((x) => x.p50));
   const jp50 = median(j.map((x) => x.p50));
   results.latency = { felix: f, jetstream: j };
@@ -504,7 +522,7 @@ if (only.includes('throughput-periodic')) {
   ]);
 }
 if (only.includes('latency-periodic')) {
-  const [f, j] = await both((s) => awaited(s, LATENCY_N), 'periodic');
+  const [f, j] = await both((s) => awaited(s, LATENCY_N), 'periodic', LATENCY_WARMUP_N);
   const fp50 = median(f.map((x) => x.p50));
   const jp50 = median(j.map((x) => x.p50));
   results.latencyPeriodic = { felix: f, jetstream: j };

@@ -28,6 +28,7 @@ export {
   opsPerSecond,
   pairedRatios,
   percentile,
+  windowPercentiles,
 } from './percentiles.js';
 export {
   CLOCK_TICKS_PER_SECOND,

@@ -67,3 +67,19 @@ export async function opsPerSecond(
   );
   return done / ((performance.now() - start) / 1000);
 }
+
+/**
+ * The `p`th percentile of each successive window of `size` samples, in the order taken (a tail
+ * shorter than `size` is left out): shows whether a loop was still warming while it was timed.
+ */
+export function windowPercentiles(samples: readonly number[], size: number, p: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; size > 0 && i + size <= samples.length; i += size)
+    out.push(
+      percentile(
+        [...samples.slice(i, i + size)].sort((a, b) => a - b),
+        p,
+      ),
+    );
+  return out;
+}

@@ -1,7 +1,7 @@
 // Goal: the kit's percentiles, medians and paired ratios are the figures the benches report.
 // Method: small hand-checked sample sets, including the empty and even-length edge cases.
 import { describe, expect, it } from 'vitest';
-import { median, pairedRatios, percentile } from '../src/index.js';
+import { median, pairedRatios, percentile, windowPercentiles } from '../src/index.js';
 
 describe('percentiles', () => {
   it('a_percentile_is_the_sample_at_rank_floor_p_percent_of_n', () => {
@@ -31,5 +31,12 @@ describe('percentiles', () => {
     const r = pairedRatios([10, 30, 20, 99], [5, 10, 20]);
     expect(r.ratios).toEqual([2, 3, 1]);
     expect(r.median).toBe(2);
+  });
+
+  it('window_percentiles_follow_the_order_samples_were_taken_and_leave_out_a_short_tail', () => {
+    const samples = [9, 1, 5, 40, 20, 30, 7];
+    expect(windowPercentiles(samples, 3, 50)).toEqual([5, 30]);
+    expect(windowPercentiles(samples, 8, 50)).toEqual([]);
+    expect(windowPercentiles(samples, 0, 50)).toEqual([]);
   });
 });
