@@ -147,4 +147,32 @@ describe('shard shipper', () => {
     expect(stopped).toEqual(['b0:fenced']);
     expect((await f.records()).payloads).toEqual(newer.records);
   });
+  it('a_shipper_reports_each_backoff_for_a_follower_that_refuses_and_when_it_answers_again', async () => {
+    const log = await leaderLog();
+    // A follower whose broker has not heard of the shard yet: it asks for a resend each time.
+    const f = await follower(1);
+    f.assigned = undefined;
+    await log.append([record(0), record(1)]);
+    const backoffs: Array<[number, number]> = [];
+    const resumed: Array<[string, number]> = [];
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      followers: [{ nodeId: 'b0', link: new LossyLink(f, seeded(1), 0), start: 0 }],
+      onBackoff: (node, n, waitMs) => {
+        expect(node).toBe('b0');
+        backoffs.push([n, waitMs]);
+      },
+      onResumed: (node, n) => resumed.push([node, n]),
+    });
+    cleanups.push(() => shipper.stop());
+    await waitFor(() => backoffs.length >= 3, 'three backoffs of the refusing follower');
+    // Counted since the last answer, each wait twice the one before (the loop's backoff).
+    expect(backoffs.slice(0, 3).map(([n]) => n)).toEqual([1, 2, 3]);
+    expect(backoffs[1]![1]).toBe(2 * backoffs[0]![1]);
+    expect(resumed).toEqual([]);
+    f.assigned = 1;
+    await waitFor(() => shipper.confirmed('b0') === 2, 'the follower to hold both records');
+    expect(resumed).toEqual([['b0', backoffs.length]]);
+  });
 });

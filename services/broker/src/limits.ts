@@ -215,6 +215,14 @@ export const REPLICA_REPORT_NUDGE_GAP_MS = 50;
 export const REPLICA_LAG_MAX_MS_DEFAULT = 10_000;
 /** Ceiling of the lag window: a follower behind for longer is never worth promoting. */
 export const REPLICA_LAG_MAX_MS_MAX = 600_000;
+/**
+ * Consecutive shipping backoffs of one follower (no answer, or asked to resend) before the
+ * leader logs a warning: the waits double from 50 ms to 2 s, so the eighth comes about 7 s
+ * after the follower went away, past a restart's usual gap and inside the default lag window.
+ */
+export const REPLICATION_BACKOFFS_WARN_AFTER = 8;
+/** After the first warning, one more every this many backoffs (about a minute at 2 s each). */
+export const REPLICATION_BACKOFFS_WARN_EVERY = 30;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
 /** How often the node address book (`GET /v1/nodes`) is refreshed (reference sync interval: 2 s). */

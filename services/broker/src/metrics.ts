@@ -107,6 +107,11 @@ export class BrokerMetrics {
     labelNames: ['tenant', 'namespace', 'stream', 'shard'] as const,
     registers: [this.registry],
   });
+  readonly replicationBackoffs = new Counter({
+    name: 'felix_broker_replication_backoffs_total',
+    help: 'Times this leader waited before shipping to a follower again because an exchange failed (no answer within its timeout, or the follower asked for a resend: a shard it has not heard of yet, a broker shutting down), over every shard and follower; a steady rise means a follower is away (the log names it)',
+    registers: [this.registry],
+  });
   readonly replicationInSync = new Gauge({
     name: 'felix_broker_replication_in_sync_followers',
     help: 'Per replicated shard this broker leads: followers that held its whole log within cluster.replica_lag_max_ms, at scrape time (0 means a failover of this shard cannot happen until it is back)',

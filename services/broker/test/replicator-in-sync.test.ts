@@ -4,6 +4,7 @@
  * followers"): one whose link fails leaves the list once the window has passed while the leader
  * writes on, and a restart of the shipper for a new generation of the same leadership (a change
  * of the follower set) keeps an in-sync follower in sync instead of starting every follower out.
+ * A follower that keeps failing is counted at each backoff and warned of, and said to be back.
  * Method: the broker's Replicator over a real leader log, shipping through in-memory links to
  * two ReplicaServers over real logs, one link made to fail on demand; waits on the reports with a
  * deadline, never sleeps.
@@ -197,5 +198,47 @@ describe('replicator in-sync followers', () => {
     cut.delete('b2');
     await waitFor(() => asked > after, 'b2 newly in sync to ask for a report', 10_000);
     expect(replicator.reports()[0]?.in_sync).toEqual(['b1', 'b2']);
+  });
+  it('a_follower_that_keeps_failing_is_warned_of_and_said_to_be_back_when_it_answers', async () => {
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    scope.defer(() => log.close());
+    const servers = new Map([
+      ['b1', await followerServer()],
+      ['b2', await followerServer()],
+    ]);
+    const cut = new Set<string>(['b2']);
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    const replicator = new Replicator({
+      pool: poolOf(servers, cut),
+      log: logger,
+      replicaLagMaxMs: WINDOW_MS,
+      backoffsWarnAfter: 3,
+    } as unknown as ReplicatorDeps);
+    scope.defer(() => replicator.close());
+    const said = (msg: string) => lines.filter((l) => l.msg === msg);
+    await replicator.ship('s', log, REF, ['b1', 'b2'], { genStart: 0 });
+    await log.append([new TextEncoder().encode('r0')]);
+    await waitFor(
+      () => said('follower not answering; shipping to it is retried').length > 0,
+      'a warning about b2',
+      10_000,
+    );
+    const [warning] = said('follower not answering; shipping to it is retried');
+    expect(warning).toMatchObject({ shard: 's', log: 'stream', follower: 'b2', backoffs: 3 });
+    expect(replicator.backoffsTotal()).toBeGreaterThanOrEqual(3);
+    // b1 answers throughout: nothing is said of it.
+    expect(lines.some((l) => l.follower === 'b1')).toBe(false);
+    cut.delete('b2');
+    await waitFor(
+      () => said('follower answering again; shipping resumed').length > 0,
+      'b2 said to be back',
+      10_000,
+    );
+    expect(said('follower answering again; shipping resumed')[0]).toMatchObject({ follower: 'b2' });
+    expect(replicator.confirmed('s', 'b2')).toBe(log.tailOffset);
   });
 });

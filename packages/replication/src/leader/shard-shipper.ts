@@ -96,6 +96,13 @@ export interface ShipperOptions {
   /** A follower's loop stopped: it halted, it said this broker is no longer the leader, or
    *  the leader's log failed under it. */
   onStopped?: (nodeId: string, reason: HaltReason | 'fenced' | 'failed') => void;
+  /** A follower's exchange failed (no answer, or a refusal to be sent again: a shard it has not
+   *  heard of yet, a broker shutting down): its loop now waits `waitMs` before sending again;
+   *  `backoffs` counts these waits since it last answered, so a follower that stays away is
+   *  seen, not only retried. */
+  onBackoff?: (nodeId: string, backoffs: number, waitMs: number) => void;
+  /** A follower answered again after `backoffs` backoffs. */
+  onResumed?: (nodeId: string, backoffs: number) => void;
   /** The leader's commit mark, carried to followers (a quorum shard); absent: not carried. */
   commitOffset?: () => number;
   /** How long a follower has nothing to ship before the mark goes alone; default
@@ -125,6 +132,8 @@ interface Loop {
   nudge: (() => void) | undefined;
   /** The next backoff: doubled by each failure up to REPLICATE_RETRY_MS_MAX, reset by an answer. */
   retryMs: number;
+  /** Backoffs taken since this follower last answered (reported through onBackoff). */
+  backoffs: number;
 }
 
 /** How an exchange ended: answered (ok or a gap), to be retried after a backoff, or answered
@@ -165,6 +174,7 @@ export class ShardShipper {
         error: undefined,
         nudge: undefined,
         retryMs: REPLICATE_RETRY_MS_MIN,
+        backoffs: 0,
         trims: (opts.logKind ?? 'stream') === 'stream' ? undefined : new TrimCursor(),
       };
       this.loops.set(f.nodeId, loop);
@@ -247,6 +257,8 @@ export class ShardShipper {
         // times out), so the backoff is not taken again for each of them.
         await Promise.all(loop.sending);
         loop.failed = false;
+        loop.backoffs++;
+        this.opts.onBackoff?.(follower.nodeId, loop.backoffs, loop.retryMs);
         await this.idle(loop.retryMs);
         loop.retryMs = Math.min(REPLICATE_RETRY_MS_MAX, loop.retryMs * 2);
         continue;
@@ -312,6 +324,11 @@ export class ShardShipper {
       .then((how) => {
         if (how === 'sent') {
           loop.retryMs = REPLICATE_RETRY_MS_MIN;
+          if (loop.backoffs > 0) {
+            const backoffs = loop.backoffs;
+            loop.backoffs = 0;
+            this.opts.onResumed?.(loop.follower.nodeId, backoffs);
+          }
           this.opts.onConfirmed?.(loop.follower.nodeId, loop.cursor.confirmed);
         } else if (how === 'retry') loop.failed = true;
       })

@@ -42,7 +42,11 @@ import {
 } from '@felix/replication';
 import type { SegmentLog } from '@felix/storage';
 import type { ShardRef } from '@felix/wire';
-import { REPLICA_LAG_MAX_MS_DEFAULT } from '../limits.js';
+import {
+  REPLICA_LAG_MAX_MS_DEFAULT,
+  REPLICATION_BACKOFFS_WARN_AFTER,
+  REPLICATION_BACKOFFS_WARN_EVERY,
+} from '../limits.js';
 import type { ShardReport } from './control-plane-client.js';
 import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
 import { trimFloor } from './trim-hold.js';
@@ -56,6 +60,9 @@ export interface ReplicatorDeps extends PeerPoolDeps {
   /** A shard's follower came in sync that its last report did not name: report soon
    *  (replica-reporter.ts, `nudge`). */
   onInSyncJoined?: () => void;
+  /** Consecutive backoffs of one follower before a warning; default
+   *  REPLICATION_BACKOFFS_WARN_AFTER (tests shorten it). */
+  backoffsWarnAfter?: number;
 }
 
 /** One led shard's replication health, for the broker's gauges (Replicator.shardHealth). */
@@ -126,6 +133,8 @@ export class Replicator {
   private readonly warnedUnsynced = new Set<string>();
   /** Whether the pool is this replicator's own (closed with it) or the broker's. */
   private readonly ownsPool: boolean;
+  /** Shipping backoffs taken so far, over every shard and follower (a counter's source). */
+  private backoffs = 0;
 
   constructor(private readonly deps: ReplicatorDeps) {
     this.ownsPool = deps.pool === undefined;
@@ -230,7 +239,7 @@ export class Replicator {
     kind: ReplicaLogKind,
     recompute: (() => void) | null,
     seen: Pick<Shipping, 'halted' | 'stopped'>,
-  ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed'> {
+  ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed' | 'onBackoff' | 'onResumed'> {
     const riding = kind !== 'stream';
     const onStopped: ShipperOptions['onStopped'] = (nodeId, reason) => {
       if (isRepairable(reason)) seen.halted.set(nodeId, reason);
@@ -238,16 +247,51 @@ export class Replicator {
       this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
       this.holdTrims(key, kind);
     };
+    const retries = this.retryWatchers(key, kind);
     // The logs a report's in-sync list speaks of: a stream's records, a cache's two logs.
     const reported = kind === 'stream' || kind === 'cache' || kind === 'counters';
     const notice = reported && this.deps.onInSyncJoined !== undefined;
-    if (recompute === null && !riding && !notice) return { onStopped };
+    if (recompute === null && !riding && !notice) return { onStopped, ...retries };
     const onConfirmed = () => {
       recompute?.();
       this.holdTrims(key, kind);
       if (notice) this.noticeInSync(key);
     };
-    return { onStopped, onConfirmed };
+    return { onStopped, onConfirmed, ...retries };
+  }
+
+  /**
+   * Counts each backoff and warns of a follower that keeps failing (a broker down, or one that
+   * has not heard of the shard), after REPLICATION_BACKOFFS_WARN_AFTER in a row and then every
+   * REPLICATION_BACKOFFS_WARN_EVERY; says when a follower warned of answers again.
+   */
+  private retryWatchers(
+    key: string,
+    kind: ReplicaLogKind,
+  ): Pick<ShipperOptions, 'onBackoff' | 'onResumed'> {
+    const after = this.deps.backoffsWarnAfter ?? REPLICATION_BACKOFFS_WARN_AFTER;
+    return {
+      onBackoff: (nodeId, backoffs, waitMs) => {
+        this.backoffs++;
+        if (backoffs < after || (backoffs - after) % REPLICATION_BACKOFFS_WARN_EVERY !== 0) return;
+        this.deps.log.warn(
+          { shard: key, log: kind, follower: nodeId, backoffs, wait_ms: waitMs },
+          'follower not answering; shipping to it is retried',
+        );
+      },
+      onResumed: (nodeId, backoffs) => {
+        if (backoffs < after) return;
+        this.deps.log.info(
+          { shard: key, log: kind, follower: nodeId, backoffs },
+          'follower answering again; shipping resumed',
+        );
+      },
+    };
+  }
+
+  /** Shipping backoffs taken so far, over every shard and follower. */
+  backoffsTotal(): number {
+    return this.backoffs;
   }
 
   /** Asks for a report when shard `key` has a follower in sync its last report did not name. */
