@@ -245,6 +245,12 @@ describe('quorum acknowledgement between brokers', () => {
     expect(await held(weak, 'orders')).toContain('written-once');
     expect(outcome).toBe('quorum_timeout');
     expect(await metric(leader, 'felix_broker_replication_unsynced_followers')).toBe(1);
+    // The paused follower answers nothing: the leader backs off from it and counts that.
+    await waitFor(
+      async () => (await metric(leader, 'felix_broker_replication_backoffs_total')) > 0,
+      'the leader to count a backoff from the paused follower',
+      scaled(START_MS),
+    );
     // With the follower that syncs back, the record commits.
     await c.resume(strong.id);
     await seenOnce(
