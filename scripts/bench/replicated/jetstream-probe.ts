@@ -15,7 +15,8 @@ import { NATS_CLUSTER_FORM_DEADLINE_MS, startNatsCluster } from './nats-cluster.
 const N = Number(argValue('--n', '3000'));
 const WARM = Number(argValue('--warm', '20000'));
 /** Untimed awaited publishes after those, one at a time: the awaited path warms on its own
- *  (Felix's p50 fell for its first 4,000, docs/perf.md session 27). */
+ *  (Felix's p50 fell for its first 4,000 under `periodic`, 3,000 to 6,000 under `onCommit`:
+ *  docs/perf.md, session 27). */
 const WARM_AWAITED = Number(argValue('--warm-awaited', '6000'));
 const DATA = new Uint8Array(1024).fill(0x61);
 

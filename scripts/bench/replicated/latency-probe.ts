@@ -22,7 +22,8 @@ const IN_FLIGHT = Number(argValue('--in-flight', '0'));
 /** Untimed publishes first (64 in flight), as a cluster in service is warm. */
 const WARM = Number(argValue('--warm', '20000'));
 /** Untimed awaited publishes after those, one at a time: the awaited path warms on its own
- *  (Felix's p50 fell for its first 4,000, docs/perf.md session 27). */
+ *  (Felix's p50 fell for its first 4,000 under `periodic`, 3,000 to 6,000 under `onCommit`:
+ *  docs/perf.md, session 27). */
 const WARM_AWAITED = Number(argValue('--warm-awaited', '6000'));
 /** The brokers' fsync mode: `onCommit` (the judged rows) or `periodic` (JetStream's durability). */
 const FSYNC = argValue('--fsync', 'onCommit');

@@ -82,10 +82,11 @@ const WARMUP_N = Number(env.FELIX_BENCH_WARMUP_N ?? 20_000);
 /**
  * Awaited publishes (one at a time) each side takes, untimed, before a latency row, after the
  * windowed ones: the awaited path runs code the 64-in-flight warm-up leaves cold (one-record
- * batches and frames), and Felix's p50 kept falling for the first 4,000 of them (session 27:
- * p50 of each successive thousand 1,045, 658, 531, 423, then 359–391 µs; JetStream's 598 to
- * about 500, its Node client warming too). Before session 27 the latency rows timed that
- * warm-up.
+ * batches and frames), and Felix's p50 kept falling for the first 4,000 of them under
+ * `periodic` (session 27: p50 of each successive thousand 1,045, 658, 531, 423, then 359–391 µs)
+ * and for about 3,000 to 6,000 under `onCommit` (1,852, 1,217, 874, then 758–945); JetStream's
+ * from 598 to about 500, its Node client warming too. Before session 27 the latency rows timed
+ * that warm-up.
  */
 const LATENCY_WARMUP_N = Number(env.FELIX_BENCH_LATENCY_WARMUP_N ?? 6_000);
 const SIZE = Number(env.FELIX_BENCH_SIZE ?? 1024);

@@ -77,8 +77,6 @@ export class Broker {
   internal: InternalNode | null = null;
   /** The leader's side of replication (with an internal listener and a control plane). */
   private replicator: Replicator | null = null;
-  /** The replicator's backoff count at the last scrape (felix_broker_replication_backoffs_total). */
-  private backoffsScraped = 0;
   /** The one link per peer broker, shared by replication and forwarding. */
   private peerPool: PeerPool | null = null;
   private http: Server | null = null;
@@ -336,6 +334,7 @@ export class Broker {
       log: this.log,
       replicaLagMaxMs: this.config.cluster.replica_lag_max_ms,
       onInSyncJoined: () => this.cluster?.reportSoon(),
+      onBackoff: () => this.metrics.replicationBackoffs.inc(),
       capabilities: ownCapabilities(this.config),
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });
@@ -448,12 +447,6 @@ export class Broker {
   private refreshGauges(): void {
     this.metrics.replicationLag.set(this.replicator?.lagRecords() ?? 0);
     this.metrics.replicationUnsynced.set(this.replicator?.unsyncedFollowers() ?? 0);
-    // The replicator counts; the counter takes what it gained since the last scrape (all of it
-    // when the replicator is a new one, counting from 0).
-    const backoffs = this.replicator?.backoffsTotal() ?? 0;
-    const gained = backoffs >= this.backoffsScraped ? backoffs - this.backoffsScraped : backoffs;
-    if (gained > 0) this.metrics.replicationBackoffs.inc(gained);
-    this.backoffsScraped = backoffs;
     this.refreshShardHealth();
     let max = 0;
     let total = 0;

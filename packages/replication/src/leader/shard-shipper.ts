@@ -101,7 +101,8 @@ export interface ShipperOptions {
    *  `backoffs` counts these waits since it last answered, so a follower that stays away is
    *  seen, not only retried. */
   onBackoff?: (nodeId: string, backoffs: number, waitMs: number) => void;
-  /** A follower answered again after `backoffs` backoffs. */
+  /** A follower answered again after `backoffs` backoffs. As with onConfirmed, a callback that
+   *  throws stops that follower's loop (reported `failed`). */
   onResumed?: (nodeId: string, backoffs: number) => void;
   /** The leader's commit mark, carried to followers (a quorum shard); absent: not carried. */
   commitOffset?: () => number;
@@ -257,6 +258,7 @@ export class ShardShipper {
         // times out), so the backoff is not taken again for each of them.
         await Promise.all(loop.sending);
         loop.failed = false;
+        if (this.stopping) continue;
         loop.backoffs++;
         this.opts.onBackoff?.(follower.nodeId, loop.backoffs, loop.retryMs);
         await this.idle(loop.retryMs);

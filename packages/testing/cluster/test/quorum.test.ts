@@ -236,6 +236,7 @@ describe('quorum acknowledgement between brokers', () => {
       'the restarted follower to hold what its leader ships',
       scaled(START_MS),
     );
+    const backoffsBefore = await metric(leader, 'felix_broker_replication_backoffs_total');
     await c.pause(strong.id);
     const outcome = await client.publish('orders', 'written-once').then(
       () => 'acked',
@@ -246,8 +247,10 @@ describe('quorum acknowledgement between brokers', () => {
     expect(outcome).toBe('quorum_timeout');
     expect(await metric(leader, 'felix_broker_replication_unsynced_followers')).toBe(1);
     // The paused follower answers nothing: the leader backs off from it and counts that.
+    expect(backoffsBefore).toBeGreaterThanOrEqual(0);
     await waitFor(
-      async () => (await metric(leader, 'felix_broker_replication_backoffs_total')) > 0,
+      async () =>
+        (await metric(leader, 'felix_broker_replication_backoffs_total')) > backoffsBefore,
       'the leader to count a backoff from the paused follower',
       scaled(START_MS),
     );

@@ -63,6 +63,8 @@ export interface ReplicatorDeps extends PeerPoolDeps {
   /** Consecutive backoffs of one follower before a warning; default
    *  REPLICATION_BACKOFFS_WARN_AFTER (tests shorten it). */
   backoffsWarnAfter?: number;
+  /** Each shipping backoff, of any shard and follower (felix_broker_replication_backoffs_total). */
+  onBackoff?: () => void;
 }
 
 /** One led shard's replication health, for the broker's gauges (Replicator.shardHealth). */
@@ -273,6 +275,7 @@ export class Replicator {
     return {
       onBackoff: (nodeId, backoffs, waitMs) => {
         this.backoffs++;
+        this.deps.onBackoff?.();
         if (backoffs < after || (backoffs - after) % REPLICATION_BACKOFFS_WARN_EVERY !== 0) return;
         this.deps.log.warn(
           { shard: key, log: kind, follower: nodeId, backoffs, wait_ms: waitMs },
