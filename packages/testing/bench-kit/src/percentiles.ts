@@ -77,7 +77,7 @@ export function windowPercentiles(samples: readonly number[], size: number, p: n
   for (let i = 0; size > 0 && i + size <= samples.length; i += size)
     out.push(
       percentile(
-        [...samples.slice(i, i + size)].sort((a, b) => a - b),
+        samples.slice(i, i + size).sort((a, b) => a - b),
         p,
       ),
     );

@@ -135,8 +135,6 @@ export class Replicator {
   private readonly warnedUnsynced = new Set<string>();
   /** Whether the pool is this replicator's own (closed with it) or the broker's. */
   private readonly ownsPool: boolean;
-  /** Shipping backoffs taken so far, over every shard and follower (a counter's source). */
-  private backoffs = 0;
 
   constructor(private readonly deps: ReplicatorDeps) {
     this.ownsPool = deps.pool === undefined;
@@ -274,7 +272,6 @@ export class Replicator {
     const after = this.deps.backoffsWarnAfter ?? REPLICATION_BACKOFFS_WARN_AFTER;
     return {
       onBackoff: (nodeId, backoffs, waitMs) => {
-        this.backoffs++;
         this.deps.onBackoff?.();
         if (backoffs < after || (backoffs - after) % REPLICATION_BACKOFFS_WARN_EVERY !== 0) return;
         this.deps.log.warn(
@@ -290,11 +287,6 @@ export class Replicator {
         );
       },
     };
-  }
-
-  /** Shipping backoffs taken so far, over every shard and follower. */
-  backoffsTotal(): number {
-    return this.backoffs;
   }
 
   /** Asks for a report when shard `key` has a follower in sync its last report did not name. */
