@@ -30,4 +30,18 @@ describe('harness', () => {
       await new Promise<void>((ok) => srv.close(() => ok()));
     }
   });
+
+  it('a_free_port_is_never_one_that_fetch_refuses', async () => {
+    // CI once drew 10080 for a control plane's bootstrap listener: every fetch failed "bad port".
+    const { low } = ephemeralPortRange();
+    const room = low - 10_000;
+    expect(room).toBeGreaterThan(80);
+    await expect(fetch('http://127.0.0.1:10080/')).rejects.toThrow();
+    // The first pick lands on 10080, the next ones spread out.
+    let calls = 0;
+    const steer = () => (calls++ === 0 ? 80.5 / room : Math.random());
+    const port = await freePort(steer);
+    expect(calls).toBeGreaterThan(1);
+    expect(port).not.toBe(10080);
+  });
 });
