@@ -5,3 +5,4 @@ export type { FelixErrorOptions, RetryClass } from './errors.js';
 export { fnv1a64 } from './fnv.js';
 export { CHECKSUM_INPUT_BYTES_MAX, POOLED_COPY_BYTES_MAX } from './limits.js';
 export { copyBytes, ownBytes } from './bytes.js';
+export { isFetchBlockedPort } from './ports.js';

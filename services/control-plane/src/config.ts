@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isFetchBlockedPort } from '@felix/common';
 import { ConfigInvalidError } from './errors.js';
 import {
   BOOTSTRAP_TOKEN_CHARS_MIN,
@@ -78,6 +79,11 @@ function bind(raw: string, name = 'FELIX_CONTROLPLANE_BIND'): { host: string; po
   const port = Number(raw.slice(at + 1));
   if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigInvalidError(`${name}=${raw} must be host:port`);
+  }
+  if (isFetchBlockedPort(port)) {
+    throw new ConfigInvalidError(
+      `${name}=${raw}: port ${port} is one fetch clients refuse ("bad port"), so brokers and felixctl could not reach it; pick another`,
+    );
   }
   return { host: raw.slice(0, at).replace(/^\[|\]$/g, ''), port };
 }

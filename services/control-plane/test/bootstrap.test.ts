@@ -301,6 +301,22 @@ describe('bootstrap', () => {
     expect(fromFile.token).toBe(read());
   });
 
+  it('a_control_plane_refuses_a_listen_port_that_fetch_clients_cannot_reach', () => {
+    // Brokers and felixctl speak to the control plane through fetch, which fails "bad port".
+    expect(() => loadConfig({ FELIX_CONTROLPLANE_BIND: '0.0.0.0:6000' })).toThrow(/bad port/);
+    expect(() =>
+      loadBootstrapConfig(
+        {
+          FELIX_BOOTSTRAP_ENABLED: 'true',
+          FELIX_BOOTSTRAP_TOKEN: TOKEN,
+          FELIX_BOOTSTRAP_BIND_ADDR: '127.0.0.1:10080',
+        },
+        () => '',
+      ),
+    ).toThrow(ConfigInvalidError);
+    expect(loadConfig({ FELIX_CONTROLPLANE_BIND: '0.0.0.0:6001' }).port).toBe(6001);
+  });
+
   it('a_missing_bootstrap_token_file_does_not_stop_a_control_plane_whose_bootstrap_is_off', () => {
     const missing = () => {
       throw Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' });

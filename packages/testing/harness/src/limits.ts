@@ -15,10 +15,3 @@ export const FREE_PORT_ATTEMPTS_MAX = 50;
 /** The lowest port `freePort` picks: above the services of a test machine (PostgreSQL 5432,
  *  Redis 6379, NATS 4222, MariaDB 3306, …), below the kernel's ephemeral range. */
 export const FREE_PORT_MIN = 10_000;
-/** Ports above 1023 that `fetch` (undici, after the WHATWG Fetch standard's "bad port" list)
- *  refuses to connect to with "bad port": a control plane or broker given one of them could
- *  not be reached by any test that speaks HTTP to it, so `freePort` never hands them out. */
-export const FETCH_BLOCKED_PORTS: ReadonlySet<number> = new Set([
-  1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669,
-  6679, 6697, 10080,
-]);

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { isFetchBlockedPort } from '@felix/common';
 import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
 import { NoFreePortError } from './errors.js';
-import { FETCH_BLOCKED_PORTS, FREE_PORT_ATTEMPTS_MAX, FREE_PORT_MIN } from './limits.js';
+import { FREE_PORT_ATTEMPTS_MAX, FREE_PORT_MIN } from './limits.js';
 
 /** The kernel's documented default for the local ports of outgoing connections (Linux). */
 const EPHEMERAL_DEFAULT = { low: 32768, high: 60999 };
@@ -47,7 +48,7 @@ function bindsUdp(port: number): Promise<boolean> {
  * ephemeral range where the range leaves room. A process restarted on its ports (a broker
  * killed and started again) would otherwise find one taken meanwhile by the local end of some
  * outgoing connection, or by a dialer retrying the dead port that the kernel connected to
- * itself: both draw only from the ephemeral range. Never one `fetch` refuses (FETCH_BLOCKED_PORTS).
+ * itself: both draw only from the ephemeral range. Never one `fetch` refuses (`isFetchBlockedPort`).
  * `random` is for tests that steer the pick.
  */
 export async function freePort(random: () => number = Math.random): Promise<number> {
@@ -55,9 +56,9 @@ export async function freePort(random: () => number = Math.random): Promise<numb
   const room = low - FREE_PORT_MIN;
   for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS_MAX; attempt++) {
     const wanted = room > 0 ? FREE_PORT_MIN + Math.floor(random() * room) : 0;
-    if (FETCH_BLOCKED_PORTS.has(wanted)) continue;
+    if (isFetchBlockedPort(wanted)) continue;
     const port = await bindsTcp(wanted);
-    if (port !== null && !FETCH_BLOCKED_PORTS.has(port) && (await bindsUdp(port))) return port;
+    if (port !== null && !isFetchBlockedPort(port) && (await bindsUdp(port))) return port;
   }
   throw new NoFreePortError(
     `no port free for both TCP and UDP on 127.0.0.1 in ${FREE_PORT_ATTEMPTS_MAX} attempts`,
