@@ -216,14 +216,15 @@ export const REPLICA_LAG_MAX_MS_DEFAULT = 10_000;
 /** Ceiling of the lag window: a follower behind for longer is never worth promoting. */
 export const REPLICA_LAG_MAX_MS_MAX = 600_000;
 /**
- * Consecutive shipping backoffs of one follower (no answer, or asked to resend) before the
- * leader logs a warning. The waits double from 50 ms to 2 s, so the eighth backoff comes after
+ * Consecutive shipping backoffs of one shard log to one follower (no answer, or asked to
+ * resend) before that log counts as failing; the first failing log of a follower broker is
+ * warned of (once for all its logs: cluster/failing-followers.ts). The waits double from 50 ms to 2 s, so the eighth backoff comes after
  * seven waits: about 5 s for a follower that refuses at once, about 20 s for a silent one (each
  * exchange also waits out its 2 s answer timeout). Past a restart's usual gap.
  */
 export const REPLICATION_BACKOFFS_WARN_AFTER = 8;
-/** After the first warning, one more every this many backoffs: every 1 to 2 minutes (2 s waits,
- *  plus the answer timeout for a silent follower). */
+/** After the first warning, one more every this many backoffs of the follower's oldest failing
+ *  log: every 1 to 2 minutes (2 s waits, plus the answer timeout for a silent follower). */
 export const REPLICATION_BACKOFFS_WARN_EVERY = 30;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;

@@ -219,7 +219,13 @@ describe('replicator in-sync followers', () => {
       10_000,
     );
     const [warning] = said('follower not answering; shipping to it is retried');
-    expect(warning).toMatchObject({ shard: 's', log: 'stream', follower: 'b2', backoffs: 3 });
+    expect(warning).toMatchObject({
+      shard: 's',
+      log: 'stream',
+      follower: 'b2',
+      shard_logs: 1,
+      backoffs: 3,
+    });
     expect(backoffs).toBeGreaterThanOrEqual(3);
     // b1 answers throughout: nothing is said of it.
     expect(lines.some((l) => l.follower === 'b1')).toBe(false);
@@ -229,7 +235,10 @@ describe('replicator in-sync followers', () => {
       'b2 said to be back',
       10_000,
     );
-    expect(said('follower answering again; shipping resumed')[0]).toMatchObject({ follower: 'b2' });
+    expect(said('follower answering again; shipping resumed')[0]).toMatchObject({
+      follower: 'b2',
+      shard_logs: 1,
+    });
     expect(replicator.confirmed('s', 'b2')).toBe(log.tailOffset);
   });
 });

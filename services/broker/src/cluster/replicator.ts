@@ -47,6 +47,7 @@ import {
   REPLICATION_BACKOFFS_WARN_AFTER,
   REPLICATION_BACKOFFS_WARN_EVERY,
 } from '../limits.js';
+import { FailingFollowers } from './failing-followers.js';
 import type { ShardReport } from './control-plane-client.js';
 import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
 import { trimFloor } from './trim-hold.js';
@@ -135,8 +136,14 @@ export class Replicator {
   private readonly warnedUnsynced = new Set<string>();
   /** Whether the pool is this replicator's own (closed with it) or the broker's. */
   private readonly ownsPool: boolean;
+  /** Followers whose shippers keep backing off, rolled up per node for the warnings. */
+  private readonly failing: FailingFollowers;
 
   constructor(private readonly deps: ReplicatorDeps) {
+    this.failing = new FailingFollowers(
+      deps.backoffsWarnAfter ?? REPLICATION_BACKOFFS_WARN_AFTER,
+      REPLICATION_BACKOFFS_WARN_EVERY,
+    );
     this.ownsPool = deps.pool === undefined;
     this.pool = deps.pool ?? new PeerPool(deps);
   }
@@ -263,26 +270,36 @@ export class Replicator {
   /**
    * Counts each backoff and warns of a follower that keeps failing (a broker down, or one that
    * has not heard of the shard), after REPLICATION_BACKOFFS_WARN_AFTER in a row and then every
-   * REPLICATION_BACKOFFS_WARN_EVERY; says when a follower warned of answers again.
+   * REPLICATION_BACKOFFS_WARN_EVERY, once per follower node for all its shard logs
+   * (failing-followers.ts); says when its last failing log answers again.
    */
   private retryWatchers(
     key: string,
     kind: ReplicaLogKind,
   ): Pick<ShipperOptions, 'onBackoff' | 'onResumed'> {
-    const after = this.deps.backoffsWarnAfter ?? REPLICATION_BACKOFFS_WARN_AFTER;
+    const entry = `${key}\u0000${kind}`;
     return {
       onBackoff: (nodeId, backoffs, waitMs) => {
         this.deps.onBackoff?.();
-        if (backoffs < after || (backoffs - after) % REPLICATION_BACKOFFS_WARN_EVERY !== 0) return;
+        const notice = this.failing.backoff(nodeId, entry, backoffs);
+        if (notice === null) return;
         this.deps.log.warn(
-          { shard: key, log: kind, follower: nodeId, backoffs, wait_ms: waitMs },
+          {
+            follower: nodeId,
+            shard_logs: notice.logs,
+            shard: key,
+            log: kind,
+            backoffs,
+            wait_ms: waitMs,
+          },
           'follower not answering; shipping to it is retried',
         );
       },
       onResumed: (nodeId, backoffs) => {
-        if (backoffs < after) return;
+        const notice = this.failing.resumed(nodeId, entry, backoffs);
+        if (notice === null) return;
         this.deps.log.info(
-          { shard: key, log: kind, follower: nodeId, backoffs },
+          { follower: nodeId, shard_logs: notice.logs, shard: key, log: kind, backoffs },
           'follower answering again; shipping resumed',
         );
       },
@@ -410,6 +427,7 @@ export class Replicator {
       const s = logs.get(k);
       if (s === undefined) continue;
       logs.delete(k);
+      this.failing.forget(`${key}\u0000${k}`);
       s.unlisten();
       if (s.riding ? clearFloor : s.mark !== null) s.log.setRetentionFloor(undefined);
       shippers.push(s.shipper);
