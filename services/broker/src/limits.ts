@@ -218,8 +218,8 @@ export const REPLICA_LAG_MAX_MS_MAX = 600_000;
 /**
  * Consecutive shipping backoffs of one shard log to one follower (no answer, or asked to
  * resend) before that log counts as failing; the first failing log of a follower broker is
- * warned of (once for all its logs: cluster/failing-followers.ts). The waits double from 50 ms to 2 s, so the eighth backoff comes after
- * seven waits: about 5 s for a follower that refuses at once, about 20 s for a silent one (each
+ * warned of, once for all its logs (cluster/failing-followers.ts). The waits double from 50 ms
+ * to 2 s, so the eighth backoff comes after seven waits: about 5 s for a follower that refuses at once, about 20 s for a silent one (each
  * exchange also waits out its 2 s answer timeout). Past a restart's usual gap.
  */
 export const REPLICATION_BACKOFFS_WARN_AFTER = 8;

@@ -1,7 +1,8 @@
 /**
  * Goal: a follower node that fails for many shard logs at once (a broker down) is warned of once
  * and then at the period of its oldest failing log, not once per shard log; it is said to be
- * back once, when its last failing log answers; a log whose shipper stops leaves the tally
+ * back once, when its last failing log answers, with every log that failed in the series; a
+ * log whose shipping stops (the whole shipper, or to one halted follower) leaves the tally
  * silently. Method: the pure tracker the replicator logs from, driven by backoff sequences.
  */
 import { describe, expect, it } from 'vitest';
@@ -53,5 +54,33 @@ describe('failing followers', () => {
     // Failing again later is a fresh first warning, and its answer a fresh "back".
     expect(t.backoff('n2', 'c/stream', AFTER)).toEqual({ kind: 'warn', node: 'n2', logs: 1 });
     expect(t.resumed('n2', 'c/stream', AFTER)).toEqual({ kind: 'back', node: 'n2', logs: 1 });
+  });
+
+  it('a_follower_is_said_to_be_back_with_every_log_that_failed_in_the_series_not_the_most_at_once', () => {
+    const t = new FailingFollowers(AFTER, EVERY);
+    t.backoff('n2', 'a', AFTER);
+    t.backoff('n2', 'b', AFTER);
+    expect(t.resumed('n2', 'a', AFTER)).toBeNull();
+    t.backoff('n2', 'c', AFTER);
+    expect(t.resumed('n2', 'b', AFTER)).toBeNull();
+    // a, b and c failed, never more than two at once.
+    expect(t.resumed('n2', 'c', AFTER)).toEqual({ kind: 'back', node: 'n2', logs: 3 });
+  });
+
+  it('a_log_that_stops_shipping_to_one_follower_leaves_only_that_followers_tally', () => {
+    const t = new FailingFollowers(AFTER, EVERY);
+    t.backoff('n2', 'a', AFTER);
+    t.backoff('n3', 'a', AFTER);
+    t.backoff('n2', 'b', AFTER);
+    // The shipper of a halted n2 (diverged, fenced): no backoff or answer will follow for it.
+    t.forget('a', 'n2');
+    expect(t.failingLogs('n2')).toBe(1);
+    expect(t.failingLogs('n3')).toBe(1);
+    // b answering is the end of n2's series, which counts only the logs still shipping.
+    expect(t.resumed('n2', 'b', AFTER)).toEqual({ kind: 'back', node: 'n2', logs: 1 });
+    // A stopped log that was n2's only failing one leaves room for a fresh first warning.
+    t.backoff('n2', 'c', AFTER);
+    t.forget('c', 'n2');
+    expect(t.backoff('n2', 'd', AFTER)).toEqual({ kind: 'warn', node: 'n2', logs: 1 });
   });
 });

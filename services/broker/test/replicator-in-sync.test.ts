@@ -241,4 +241,26 @@ describe('replicator in-sync followers', () => {
     });
     expect(replicator.confirmed('s', 'b2')).toBe(log.tailOffset);
   });
+
+  it('a_follower_warned_of_through_a_stopped_shipper_is_warned_of_again_by_the_next', async () => {
+    const log = await leaderLog();
+    const cut = new Set<string>(['b2']);
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    const replicator = await replicatorTo(cut, { log: logger, backoffsWarnAfter: 3 });
+    const warnings = () =>
+      lines.filter((l) => l.msg === 'follower not answering; shipping to it is retried').length;
+    await replicator.ship('s', log, REF, ['b1', 'b2'], { genStart: 0 });
+    await log.append([new TextEncoder().encode('r0')]);
+    await waitFor(() => warnings() === 1, 'a first warning about b2', 10_000);
+    // The shard stops shipping (moved away) while b2 is still down, then ships again: the new
+    // shipper's failures are a new series, warned of at once, not hidden behind the stopped one.
+    await replicator.stop('s');
+    await replicator.ship('s', log, REF, ['b1', 'b2'], { genStart: 0 });
+    await waitFor(() => warnings() === 2, 'a fresh warning about b2', 10_000);
+    expect(lines.filter((l) => l.msg === 'follower answering again; shipping resumed')).toEqual([]);
+  });
 });

@@ -80,12 +80,16 @@ function bind(raw: string, name = 'FELIX_CONTROLPLANE_BIND'): { host: string; po
   if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigInvalidError(`${name}=${raw} must be host:port`);
   }
+  return { host: raw.slice(0, at).replace(/^\[|\]$/g, ''), port };
+}
+
+/** Refuses a listener port that fetch clients (brokers, felixctl, browsers) cannot reach. */
+function checkFetchable(name: string, host: string, port: number): void {
   if (isFetchBlockedPort(port)) {
     throw new ConfigInvalidError(
-      `${name}=${raw}: port ${port} is one fetch clients refuse ("bad port"), so brokers and felixctl could not reach it; pick another`,
+      `${name}=${host}:${port}: port ${port} is one fetch clients refuse ("bad port"), so brokers and felixctl could not reach it; pick another`,
     );
   }
-  return { host: raw.slice(0, at).replace(/^\[|\]$/g, ''), port };
 }
 
 /** Validates liveness timing: expiry must exceed the heartbeat interval; the margin is at least L/4. */
@@ -135,6 +139,7 @@ export function loadBootstrapConfig(env: Env, readFile: (p: string) => string): 
     devTokens: bool(env, 'FELIX_BOOTSTRAP_DEV_TOKENS'),
   };
   if (!c.enabled) return c;
+  checkFetchable('FELIX_BOOTSTRAP_BIND_ADDR', host, port);
   for (const [name, t] of [
     ['FELIX_BOOTSTRAP_TOKEN', c.token],
     ['FELIX_BOOTSTRAP_TOKEN_PREVIOUS', c.tokenPrevious],
@@ -183,6 +188,7 @@ export function loadConfig(
   readFile: (p: string) => string = (p) => readFileSync(p, 'utf8'),
 ): ControlPlaneConfig {
   const { host, port } = bind(env.FELIX_CONTROLPLANE_BIND ?? '0.0.0.0:8443');
+  checkFetchable('FELIX_CONTROLPLANE_BIND', host, port);
   const postgresUrl = env.FELIX_CONTROLPLANE_POSTGRES_URL || undefined;
   const declared = env.FELIX_CONTROLPLANE_STORAGE_BACKEND;
   if (

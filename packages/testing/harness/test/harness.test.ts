@@ -31,12 +31,15 @@ describe('harness', () => {
     }
   });
 
-  it('a_free_port_is_never_one_that_fetch_refuses', async () => {
+  it('a_free_port_is_never_one_that_fetch_refuses', async (ctx) => {
     // CI once drew 10080 for a control plane's bootstrap listener: every fetch failed "bad port".
     const { low } = ephemeralPortRange();
     const room = low - 10_000;
-    expect(room).toBeGreaterThan(80);
-    await expect(fetch('http://127.0.0.1:10080/')).rejects.toThrow();
+    // Where the kernel's range starts below 10080 the pick never reaches it.
+    if (room <= 80) ctx.skip();
+    await expect(fetch('http://127.0.0.1:10080/')).rejects.toMatchObject({
+      cause: { message: 'bad port' },
+    });
     // The first pick lands on 10080, the next ones spread out.
     let calls = 0;
     const steer = () => (calls++ === 0 ? 80.5 / room : Math.random());

@@ -5,9 +5,10 @@
  * off `after` times in a row; the first one of a node is warned of at once, naming how many of
  * the node's shard logs fail so far; after that one warning every `every` backoffs of the
  * node's oldest failing log, with the count then. A node is said to be back when its last
- * failing log answers again. A log whose shipper stops (the shard moved, a new generation)
- * leaves the tally without a word. No I/O: the replicator logs what this decides. Bounded by
- * the shippers: one entry per shard log and follower that is failing now.
+ * failing log answers again, with how many of its logs failed in the series. A log whose
+ * shipping to the node stops (the shard moved, a new generation, the follower halted or
+ * fenced) leaves the tally without a word. No I/O: the replicator logs what this decides.
+ * Bounded by the shippers: one entry per shard log and follower that is failing now.
  */
 
 /** What to say of a follower node after one of its shard logs backed off or answered. */
@@ -18,8 +19,8 @@ export type FollowerNotice =
 export class FailingFollowers {
   /** Per node: its failing shard logs (insertion order: the oldest first). */
   private readonly failing = new Map<string, Set<string>>();
-  /** Per node: how many of its logs failed since its last warning series began. */
-  private readonly peak = new Map<string, number>();
+  /** Per node: every log that failed since its first warning (those that stopped left out). */
+  private readonly series = new Map<string, Set<string>>();
 
   constructor(
     private readonly after: number,
@@ -36,7 +37,12 @@ export class FailingFollowers {
     }
     const first = logs.size === 0;
     logs.add(entry);
-    this.peak.set(node, Math.max(this.peak.get(node) ?? 0, logs.size));
+    let series = this.series.get(node);
+    if (series === undefined) {
+      series = new Set();
+      this.series.set(node, series);
+    }
+    series.add(entry);
     const oldest = logs.values().next().value;
     const due =
       oldest === entry && backoffs > this.after && (backoffs - this.after) % this.every === 0;
@@ -49,18 +55,20 @@ export class FailingFollowers {
     if (backoffs < this.after) return null;
     const logs = this.failing.get(node);
     if (logs === undefined || !logs.delete(entry) || logs.size > 0) return null;
-    const peak = this.peak.get(node) ?? 1;
+    const failed = this.series.get(node)?.size ?? 1;
     this.failing.delete(node);
-    this.peak.delete(node);
-    return { kind: 'back', node, logs: peak };
+    this.series.delete(node);
+    return { kind: 'back', node, logs: failed };
   }
 
-  /** Shard log `entry`'s shipper stopped: it no longer fails for any node. */
-  forget(entry: string): void {
-    for (const [node, logs] of this.failing) {
+  /** Shard log `entry` no longer ships to `node` (or, without `node`, to any node). */
+  forget(entry: string, node?: string): void {
+    for (const [n, logs] of this.failing) {
+      if (node !== undefined && n !== node) continue;
+      this.series.get(n)?.delete(entry);
       if (!logs.delete(entry) || logs.size > 0) continue;
-      this.failing.delete(node);
-      this.peak.delete(node);
+      this.failing.delete(n);
+      this.series.delete(n);
     }
   }
 

@@ -251,6 +251,8 @@ export class Replicator {
     const onStopped: ShipperOptions['onStopped'] = (nodeId, reason) => {
       if (isRepairable(reason)) seen.halted.set(nodeId, reason);
       seen.stopped.add(nodeId);
+      // No backoff or answer follows: its warnings must not hang on this log.
+      this.failing.forget(failingEntry(key, kind), nodeId);
       this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
       this.holdTrims(key, kind);
     };
@@ -277,7 +279,7 @@ export class Replicator {
     key: string,
     kind: ReplicaLogKind,
   ): Pick<ShipperOptions, 'onBackoff' | 'onResumed'> {
-    const entry = `${key}\u0000${kind}`;
+    const entry = failingEntry(key, kind);
     return {
       onBackoff: (nodeId, backoffs, waitMs) => {
         this.deps.onBackoff?.();
@@ -427,7 +429,7 @@ export class Replicator {
       const s = logs.get(k);
       if (s === undefined) continue;
       logs.delete(k);
-      this.failing.forget(`${key}\u0000${k}`);
+      this.failing.forget(failingEntry(key, k));
       s.unlisten();
       if (s.riding ? clearFloor : s.mark !== null) s.log.setRetentionFloor(undefined);
       shippers.push(s.shipper);
@@ -550,6 +552,11 @@ export class Replicator {
     await Promise.all([...this.shippers.keys()].map((k) => this.stop(k)));
     if (this.ownsPool) await this.pool.close();
   }
+}
+
+/** The name a shard's log goes by in the failing-followers tally. */
+function failingEntry(key: string, kind: ReplicaLogKind): string {
+  return `${key}\u0000${kind}`;
 }
 
 /** A shard's primary log, the one its report speaks of: a stream's records, else a cache's log
