@@ -3,6 +3,7 @@
 // re-registers with a newer incarnation when the control plane stops counting the node live, and
 // catalog-feed parsing that never throws on any item shape.
 // Method: in-process fakes of the control-plane client (same method shapes), fast-check for items.
+import { type AddressInfo, createServer } from 'node:net';
 import { waitFor } from '@felix/testing-harness';
 import fc from 'fast-check';
 import { pino } from 'pino';
@@ -14,6 +15,7 @@ import type {
   RegisterRequest,
   Snapshot,
 } from '../src/cluster/control-plane-client.js';
+import { ControlPlaneClient as LiveControlPlaneClient } from '../src/cluster/control-plane-client.js';
 import { ownersOf, topologyOf } from '../src/cluster/discovery-handlers.js';
 import { FeedFollower, resnapshotReason } from '../src/cluster/feed-follower.js';
 import { Membership } from '../src/cluster/membership.js';
@@ -144,6 +146,23 @@ function membershipOf(fake: ControlPlaneClient): Membership {
 }
 
 describe('control-plane membership', () => {
+  it('an_unreachable_control_plane_is_reported_with_the_transports_reason', async () => {
+    // A port nothing listens on: a closed server's, freed a moment ago.
+    const gone = createServer();
+    await new Promise<void>((ok) => gone.listen(0, '127.0.0.1', ok));
+    const port = (gone.address() as AddressInfo).port;
+    await new Promise<void>((ok) => gone.close(() => ok()));
+    const client = new LiveControlPlaneClient(`http://127.0.0.1:${port}`);
+    const err = await client.deregister('n0', 2_000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControlPlaneUnavailableError);
+    // undici says only "fetch failed"; the log line must say why.
+    expect((err as Error).message).toMatch(/fetch failed: connect ECONNREFUSED/);
+    const bad = await new LiveControlPlaneClient('http://127.0.0.1:6000')
+      .deregister('n0', 2_000)
+      .catch((e: unknown) => e);
+    expect((bad as Error).message).toMatch(/fetch failed: bad port$/);
+  });
+
   it('a_node_answered_down_re_registers_with_a_newer_incarnation', async () => {
     const registrations: number[] = [];
     let heartbeats = 0;

@@ -175,3 +175,5 @@ export const NARROWING_ENTRIES_MAX = 256;
 
 /** Longest refresh token string accepted (`<id>.<secret>`, both base64url). */
 export const REFRESH_TOKEN_CHARS_MAX = 256;
+/** How long felixctl waits for one control-plane answer before it reports it unreachable. */
+export const FELIXCTL_REQUEST_TIMEOUT_MS = 30_000;

@@ -298,4 +298,34 @@ describe('felixctl against the token and RBAC routes', () => {
       await idp.close();
     }
   });
+
+  it('felixctl_names_why_the_control_plane_cannot_be_reached_and_exits_unavailable', async () => {
+    // A port nothing listens on: a closed server's, freed a moment ago.
+    const gone = await (await import('node:net')).createServer();
+    await new Promise<void>((ok) => gone.listen(0, '127.0.0.1', ok));
+    const port = (gone.address() as { port: number }).port;
+    await new Promise<void>((ok) => gone.close(() => ok()));
+    const run = async (target: string) => {
+      const err: string[] = [];
+      const code = await runFelixctl(['--url', target, 'tenants', 'list'], {
+        out: () => undefined,
+        err: (l) => err.push(l),
+        fetch,
+        env: { FELIX_CONFIG: join(home.path, 'unreachable.json') },
+      });
+      return { code, line: err.join('\n') };
+    };
+    const refused = await run(`http://127.0.0.1:${port}`);
+    // Exit 3, as for an unreachable broker, and the transport's reason, not "fetch failed".
+    expect(refused.code).toBe(3);
+    expect(refused.line).toMatch(
+      new RegExp(
+        `^felixctl: FELIX_CTL_UNREACHABLE: cannot reach the control plane at http://127\\.0\\.0\\.1:${port}: connect ECONNREFUSED`,
+      ),
+    );
+    expect(refused.line).toContain('hint: check --url (FELIX_CONTROLPLANE_URL)');
+    const badPort = await run('http://127.0.0.1:6000');
+    expect(badPort.code).toBe(3);
+    expect(badPort.line).toContain(': bad port;');
+  });
 });

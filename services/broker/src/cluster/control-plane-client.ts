@@ -168,7 +168,7 @@ export class ControlPlaneClient {
         signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
       });
     } catch (err) {
-      throw new ControlPlaneUnavailableError(what, (err as Error).message, { cause: err });
+      throw new ControlPlaneUnavailableError(what, fetchFailure(err), { cause: err });
     }
     let parsed: unknown;
     try {
@@ -335,4 +335,13 @@ export class ControlPlaneClient {
     });
     return { items, nextSeq: int(a.next_seq, what, 'next_seq') };
   }
+}
+
+/** Why a fetch failed, in the transport's words: undici's own message is only "fetch failed",
+ *  its cause says refused, unresolvable, "bad port" or a certificate error. */
+export function fetchFailure(err: unknown): string {
+  const e = err as { message?: unknown; cause?: { message?: unknown } } | null;
+  const outer = typeof e?.message === 'string' ? e.message : String(err);
+  const inner = e?.cause?.message;
+  return typeof inner === 'string' && inner !== outer ? `${outer}: ${inner}` : outer;
 }

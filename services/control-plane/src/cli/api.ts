@@ -1,8 +1,12 @@
 /**
  * How felixctl talks to the control plane: every request carries the bearer token (from
- * `--token`, FELIX_TOKEN, or the credentials file), errors become ApiError with the body's code,
- * and output is a table or JSON.
+ * `--token`, FELIX_TOKEN, or the credentials file), errors become ApiError with the body's code
+ * (UnreachableError when no answer came, with the transport's reason), and output is a table or
+ * JSON.
  */
+import { FELIXCTL_REQUEST_TIMEOUT_MS } from '../limits.js';
+import { UnreachableError } from './data/report.js';
+
 export interface CliIo {
   out: (line: string) => void;
   err: (line: string) => void;
@@ -11,6 +15,14 @@ export interface CliIo {
 }
 
 export type Json = Record<string, unknown>;
+
+/** Why fetch failed, in the transport's words (fetch's own message is only "fetch failed"). */
+function unreachableReason(err: unknown): string {
+  const e = err as { name?: unknown; message?: unknown; cause?: { message?: unknown } } | null;
+  if (e?.name === 'TimeoutError') return `no answer within ${FELIXCTL_REQUEST_TIMEOUT_MS} ms`;
+  const inner = e?.cause?.message ?? e?.message;
+  return typeof inner === 'string' ? inner : String(err);
+}
 
 export class ApiError extends Error {
   constructor(
@@ -72,11 +84,18 @@ export class Api {
     if (body !== undefined) headers['content-type'] = 'application/json';
     const bearer = o.bearer ?? (o.anonymous ? undefined : t.token);
     if (bearer) headers.authorization = `Bearer ${bearer}`;
-    const res = await this.io.fetch(new URL(path, t.url), {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    const url = new URL(path, t.url);
+    let res: Response;
+    try {
+      res = await this.io.fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(FELIXCTL_REQUEST_TIMEOUT_MS),
+      });
+    } catch (err) {
+      throw new UnreachableError(url.origin, unreachableReason(err), { cause: err });
+    }
     const text = await res.text();
     const json = (text ? JSON.parse(text) : {}) as Json;
     if (!res.ok) throw new ApiError(res.status, json);

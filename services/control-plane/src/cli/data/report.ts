@@ -28,12 +28,23 @@ export class UsageError extends Error {
   }
 }
 
+/** The control plane could not be reached (refused, unresolvable, a "bad port", no answer in
+ *  time): the reason is the transport's, not fetch's bare "fetch failed". */
+export class UnreachableError extends Error {
+  readonly code = 'FELIX_CTL_UNREACHABLE';
+  readonly hint = 'check --url (FELIX_CONTROLPLANE_URL) and that the control plane runs';
+  constructor(url: string, reason: string, options?: ErrorOptions) {
+    super(`cannot reach the control plane at ${url}: ${reason}`, options);
+  }
+}
+
 /** A key that holds no value: not a failure, but scripts need to tell it apart. */
 export class AbsentError extends Error {
   readonly code = 'FELIX_CTL_ABSENT';
 }
 
 const UNAVAILABLE = new Set([
+  'FELIX_CTL_UNREACHABLE',
   'FELIX_CLIENT_CONNECT',
   'FELIX_CLIENT_TIMEOUT',
   'FELIX_CLIENT_CONNECTION_LOST',
