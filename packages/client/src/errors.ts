@@ -5,6 +5,7 @@
 import { FelixError, type FelixErrorOptions, type RetryClass } from '@felix/common';
 import { ConnectionClosedError, StreamResetError } from '@felix/transport';
 import { defaultRetryFor, errorCodeName, retryClass } from '@felix/wire';
+import { ERROR_CAUSE_DEPTH_MAX } from './limits.js';
 
 export abstract class ClientError extends FelixError {}
 
@@ -289,12 +290,19 @@ export class ConnectError extends ClientError {
   }
 }
 
-/** The innermost message of a failure (an AggregateError's last one), on one line. */
+/** The innermost non-empty message of a failure (an AggregateError's last one), on one line. */
 function reasonOf(cause: unknown): string | undefined {
   let e = cause instanceof AggregateError ? cause.errors[cause.errors.length - 1] : cause;
-  // A dial error wraps the transport's own reason (the fingerprint, the CA, a refused port).
-  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-  return e instanceof Error ? e.message.split('\n')[0] : undefined;
+  // A dial error wraps the transport's own reason (the fingerprint, the CA, a refused port);
+  // some libraries' innermost errors carry no message (QUIC's create timeout), so the deepest
+  // one that says something is the reason.
+  let why: string | undefined;
+  for (let depth = 0; e instanceof Error && depth < ERROR_CAUSE_DEPTH_MAX; depth++) {
+    const line = e.message.split('\n')[0];
+    if (line) why = line;
+    e = e.cause;
+  }
+  return why;
 }
 
 /** A call waited longer than its timeout (for a connection or an answer). */

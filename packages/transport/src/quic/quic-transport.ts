@@ -108,6 +108,16 @@ function codeToReason(_type: 'read' | 'write', code: number): Error {
   return new PeerResetReason(code);
 }
 
+/** What went wrong, in words: @matrixai/quic's errors carry an empty message and say it in
+ *  their `description` ("QUIC Client create timeout"). */
+function quicErrorText(err: unknown): string {
+  const e = err as { message?: unknown; description?: unknown; name?: unknown } | null;
+  for (const text of [e?.message, e?.description, e?.name]) {
+    if (typeof text === 'string' && text !== '') return text;
+  }
+  return String(err);
+}
+
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
@@ -247,12 +257,14 @@ class QuicConnectionAdapter implements Connection {
       const d = err.data;
       if (d?.isApp) this.finish({ code: d.errorCode, reason: utf8Decoder.decode(d.reason) });
       else {
-        const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, err.message, { cause: err });
-        this.finish({ code: CLOSE_CODE_INTERNAL, reason: err.message, error: e });
+        const text = quicErrorText(err);
+        const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, text, { cause: err });
+        this.finish({ code: CLOSE_CODE_INTERNAL, reason: text, error: e });
       }
     } else {
-      const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, err.message, { cause: err });
-      this.finish({ code: CLOSE_CODE_INTERNAL, reason: err.message, error: e });
+      const text = quicErrorText(err);
+      const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, text, { cause: err });
+      this.finish({ code: CLOSE_CODE_INTERNAL, reason: text, error: e });
     }
   }
 
@@ -288,7 +300,7 @@ class QuicConnectionAdapter implements Connection {
       if (err instanceof this.errs.ErrorQUICStreamLimit)
         throw new StreamLimitError(kind, this.limits.maxStreams);
       if (this.closeError) throw this.closeError;
-      throw new ConnectionClosedError(CLOSE_CODE_INTERNAL, (err as Error).message, { cause: err });
+      throw new ConnectionClosedError(CLOSE_CODE_INTERNAL, quicErrorText(err), { cause: err });
     }
     this.opened++;
     return this.track(stream, true);
@@ -527,13 +539,12 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
       { timer: dialTimeoutMs },
     );
   } catch (err) {
-    throw new DialError(
-      address,
-      pinMismatch ? 'certificate fingerprint mismatch' : (err as Error).message,
-      {
-        cause: pinMismatch ?? err,
-      },
-    );
+    const why = pinMismatch
+      ? 'certificate fingerprint mismatch'
+      : err instanceof quic.errors.ErrorQUICClientCreateTimeout
+        ? `no handshake within ${dialTimeoutMs} ms`
+        : quicErrorText(err);
+    throw new DialError(address, why, { cause: pinMismatch ?? err });
   }
   if (!stock) tuneQuicSocket(client);
   // The client owns its UDP socket; stopping the socket ends the client (QUICClient.destroy
