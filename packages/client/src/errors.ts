@@ -2,10 +2,9 @@
  * Typed errors of @felix/client. Answers from the broker map to one class per broker code
  * (`brokerCode`, with the retry class the broker sent); client-side failures have their own.
  */
-import { FelixError, type FelixErrorOptions, type RetryClass } from '@felix/common';
+import { FelixError, type FelixErrorOptions, type RetryClass, errorReason } from '@felix/common';
 import { ConnectionClosedError, StreamResetError } from '@felix/transport';
 import { defaultRetryFor, errorCodeName, retryClass } from '@felix/wire';
-import { ERROR_CAUSE_DEPTH_MAX } from './limits.js';
 
 export abstract class ClientError extends FelixError {}
 
@@ -290,19 +289,11 @@ export class ConnectError extends ClientError {
   }
 }
 
-/** The innermost non-empty message of a failure (an AggregateError's last one), on one line. */
+/** What the last server's failure says, on one line (the deepest cause that says something). */
 function reasonOf(cause: unknown): string | undefined {
-  let e = cause instanceof AggregateError ? cause.errors[cause.errors.length - 1] : cause;
-  // A dial error wraps the transport's own reason (the fingerprint, the CA, a refused port);
-  // some libraries' innermost errors carry no message (QUIC's create timeout), so the deepest
-  // one that says something is the reason.
-  let why: string | undefined;
-  for (let depth = 0; e instanceof Error && depth < ERROR_CAUSE_DEPTH_MAX; depth++) {
-    const line = e.message.split('\n')[0];
-    if (line) why = line;
-    e = e.cause;
-  }
-  return why;
+  const e = cause instanceof AggregateError ? cause.errors[cause.errors.length - 1] : cause;
+  // A dial error wraps the transport's own reason (the fingerprint, the CA, a refused port).
+  return e === undefined || e === null ? undefined : errorReason(e);
 }
 
 /** A call waited longer than its timeout (for a connection or an answer). */

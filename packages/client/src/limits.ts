@@ -234,5 +234,3 @@ export const PUBLISH_ROUTE_ATTEMPTS_MAX = 128;
 /** How long a reader following its shard's owner retries `not_found` (a name the broker it
  *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
 export const NOT_FOUND_RETRY_MS = 5_000;
-/** How deep a connect failure's chain of causes is read for its reason (a chain may cycle). */
-export const ERROR_CAUSE_DEPTH_MAX = 8;

@@ -1,6 +1,7 @@
 // Goal: a connect that fails names the last server's reason in its one-line message on both
 // transports, even when the transport's innermost error carries no message (QUIC's handshake
-// timeout). Method: `connect` to a UDP and a TCP port released a moment before.
+// timeout). Method: `connect` to a UDP socket held bound and silent, and to a TCP port released
+// a moment before.
 import { createSocket } from 'node:dgram';
 import { type AddressInfo, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
@@ -11,22 +12,25 @@ describe('connect failures', () => {
     const udp = createSocket('udp4');
     await new Promise<void>((ok) => udp.bind(0, '127.0.0.1', ok));
     const quicPort = udp.address().port;
-    await new Promise<void>((ok) => udp.close(() => ok()));
     const tcp = createServer();
     await new Promise<void>((ok) => tcp.listen(0, '127.0.0.1', ok));
     const tlsPort = (tcp.address() as AddressInfo).port;
     await new Promise<void>((ok) => tcp.close(() => ok()));
 
     const quic = await connect({
+      tenant: 't1',
       servers: [`quic://127.0.0.1:${quicPort}`],
       connectTimeoutMs: 400,
-    }).catch((e: unknown) => e);
+    })
+      .catch((e: unknown) => e)
+      .finally(() => new Promise<void>((ok) => udp.close(() => ok())));
     expect(quic).toBeInstanceOf(ConnectError);
     expect((quic as Error).message).toMatch(
       /^could not connect to quic:\/\/.*: .*no handshake within \d+ ms$/,
     );
 
     const tls = await connect({
+      tenant: 't1',
       servers: [`tls://127.0.0.1:${tlsPort}`],
       connectTimeoutMs: 2_000,
     }).catch((e: unknown) => e);

@@ -6,3 +6,4 @@ export { fnv1a64 } from './fnv.js';
 export { CHECKSUM_INPUT_BYTES_MAX, POOLED_COPY_BYTES_MAX } from './limits.js';
 export { copyBytes, ownBytes } from './bytes.js';
 export { isFetchBlockedPort } from './ports.js';
+export { errorReason } from './reason.js';

@@ -1,19 +1,22 @@
 // Goal: a dial that fails says why on both transports, in words an operator can act on: a TLS
 // dial to a closed port names the refusal, and a QUIC dial that gets no handshake says so with
 // its deadline (the QUIC library's own timeout error carries an empty message).
-// Method: a UDP and a TCP port bound and released a moment before, dialled with a short
-// deadline; the DialError's message is read.
+// Method: a QUIC dial to a UDP socket held bound and silent (nobody else can take its port), a
+// TLS dial to a TCP port released a moment before, each with a short deadline; the DialError's
+// message is read.
 import { createSocket } from 'node:dgram';
 import { type AddressInfo, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { DialError, dial } from '../src/index.js';
 
-async function releasedUdpPort(): Promise<number> {
+/** A UDP socket bound on loopback that never answers; closed by the caller. */
+async function silentUdp(): Promise<{ port: number; close: () => Promise<void> }> {
   const sock = createSocket('udp4');
   await new Promise<void>((ok) => sock.bind(0, '127.0.0.1', ok));
-  const { port } = sock.address();
-  await new Promise<void>((ok) => sock.close(() => ok()));
-  return port;
+  return {
+    port: sock.address().port,
+    close: () => new Promise<void>((ok) => sock.close(() => ok())),
+  };
 }
 
 async function releasedTcpPort(): Promise<number> {
@@ -26,11 +29,14 @@ async function releasedTcpPort(): Promise<number> {
 
 describe('dial failures', () => {
   it('a_quic_dial_that_gets_no_handshake_says_so_with_its_deadline', async () => {
-    const port = await releasedUdpPort();
+    const silent = await silentUdp();
+    const port = silent.port;
     const err = await dial(`quic://127.0.0.1:${port}`, {
       insecureSkipVerify: true,
       dialTimeoutMs: 300,
-    }).catch((e: unknown) => e);
+    })
+      .catch((e: unknown) => e)
+      .finally(silent.close);
     expect(err).toBeInstanceOf(DialError);
     expect((err as Error).message).toBe(
       `dial quic://127.0.0.1:${port} failed: no handshake within 300 ms`,

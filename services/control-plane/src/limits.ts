@@ -177,3 +177,5 @@ export const NARROWING_ENTRIES_MAX = 256;
 export const REFRESH_TOKEN_CHARS_MAX = 256;
 /** How long felixctl waits for one control-plane answer before it reports it unreachable. */
 export const FELIXCTL_REQUEST_TIMEOUT_MS = 30_000;
+/** How much of an answer that is not JSON felixctl quotes in its error. */
+export const NOT_JSON_EXCERPT_CHARS = 120;

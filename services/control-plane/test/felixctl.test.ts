@@ -4,6 +4,7 @@
 // Method: the app listening on a loopback port; felixctl run in-process with captured output;
 // a recording fetch for the requests' headers.
 import { readFile, stat } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -298,24 +299,28 @@ describe('felixctl against the token and RBAC routes', () => {
       await idp.close();
     }
   });
+});
+
+describe('felixctl without a control plane', () => {
+  /** Runs `tenants list` against `target` through `fetchFn`; its exit code and error line. */
+  async function listAgainst(target: string, fetchFn: typeof fetch = fetch) {
+    const err: string[] = [];
+    const code = await runFelixctl(['--url', target, 'tenants', 'list'], {
+      out: () => undefined,
+      err: (l) => err.push(l),
+      fetch: fetchFn,
+      env: { FELIX_CONFIG: join(home.path, 'unreachable.json') },
+    });
+    return { code, line: err.join('\n') };
+  }
 
   it('felixctl_names_why_the_control_plane_cannot_be_reached_and_exits_unavailable', async () => {
     // A port nothing listens on: a closed server's, freed a moment ago.
-    const gone = await (await import('node:net')).createServer();
+    const gone = createServer();
     await new Promise<void>((ok) => gone.listen(0, '127.0.0.1', ok));
-    const port = (gone.address() as { port: number }).port;
+    const port = (gone.address() as AddressInfo).port;
     await new Promise<void>((ok) => gone.close(() => ok()));
-    const run = async (target: string) => {
-      const err: string[] = [];
-      const code = await runFelixctl(['--url', target, 'tenants', 'list'], {
-        out: () => undefined,
-        err: (l) => err.push(l),
-        fetch,
-        env: { FELIX_CONFIG: join(home.path, 'unreachable.json') },
-      });
-      return { code, line: err.join('\n') };
-    };
-    const refused = await run(`http://127.0.0.1:${port}`);
+    const refused = await listAgainst(`http://127.0.0.1:${port}`);
     // Exit 3, as for an unreachable broker, and the transport's reason, not "fetch failed".
     expect(refused.code).toBe(3);
     expect(refused.line).toMatch(
@@ -324,8 +329,28 @@ describe('felixctl against the token and RBAC routes', () => {
       ),
     );
     expect(refused.line).toContain('hint: check --url (FELIX_CONTROLPLANE_URL)');
-    const badPort = await run('http://127.0.0.1:6000');
+    const badPort = await listAgainst('http://127.0.0.1:6000');
     expect(badPort.code).toBe(3);
     expect(badPort.line).toContain(': bad port;');
+  });
+
+  it('felixctl_says_a_control_plane_that_did_not_answer_in_time_may_have_applied_the_request', async () => {
+    // What fetch rejects with when its AbortSignal.timeout fires.
+    const late = (async () => {
+      throw new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    }) as typeof fetch;
+    const r = await listAgainst('http://127.0.0.1:8443', late);
+    expect(r.code).toBe(3);
+    expect(r.line).toContain('no answer within 30000 ms (the request may have been applied)');
+  });
+
+  it('felixctl_refuses_an_answer_that_is_not_json_naming_what_came', async () => {
+    const proxy = (async () =>
+      new Response('<html>502 Bad Gateway</html>', { status: 502 })) as typeof fetch;
+    const r = await listAgainst('http://127.0.0.1:8443', proxy);
+    expect(r.code).toBe(1);
+    expect(r.line).toContain(
+      '502 not_json: the answer from http://127.0.0.1:8443 is not JSON: <html>502',
+    );
   });
 });

@@ -5,6 +5,7 @@
 import type { QUICStream } from '@matrixai/quic';
 import { type ConnectionClosedError, StreamResetError, StreamStateError } from '../errors.js';
 import type { StreamKind, TransportStream } from '../types.js';
+import { quicErrorText } from './error-text.js';
 
 /** What a stream asks of its connection. */
 export interface QuicStreamHost {
@@ -142,8 +143,9 @@ export class QuicStreamAdapter implements TransportStream {
     if (err instanceof StreamResetError) return err;
     if (err instanceof ResetReason) return new StreamResetError(this.id, err.resetCode, false);
     if (closed) return closed;
-    if (err instanceof Error) return err;
-    return new StreamStateError(`stream ${this.id} failed: ${String(err)}`);
+    // The library's own errors say nothing in `message`: wrapped, with their words.
+    if (err instanceof Error && err.message !== '') return err;
+    return new StreamStateError(`stream ${this.id} failed: ${quicErrorText(err)}`, { cause: err });
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {

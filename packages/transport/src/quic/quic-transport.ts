@@ -63,6 +63,7 @@ import type {
 import { AsyncQueue } from '../util/async-queue.js';
 import { trackConnection } from '../util/reclaim.js';
 import { warnInsecure } from '../util/warn.js';
+import { quicErrorText } from './error-text.js';
 import { PeerResetReason, QuicStreamAdapter, ResetReason } from './quic-stream.js';
 import { tuneQuicSocket } from './tuning.js';
 
@@ -106,16 +107,6 @@ function reasonToCode(_type: 'read' | 'write', reason?: unknown): number {
 
 function codeToReason(_type: 'read' | 'write', code: number): Error {
   return new PeerResetReason(code);
-}
-
-/** What went wrong, in words: @matrixai/quic's errors carry an empty message and say it in
- *  their `description` ("QUIC Client create timeout"). */
-function quicErrorText(err: unknown): string {
-  const e = err as { message?: unknown; description?: unknown; name?: unknown } | null;
-  for (const text of [e?.message, e?.description, e?.name]) {
-    if (typeof text === 'string' && text !== '') return text;
-  }
-  return String(err);
 }
 
 function isLoopback(host: string): boolean {

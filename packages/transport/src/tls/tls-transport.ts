@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { type ConnectionOptions, type TLSSocket, connect, createServer } from 'node:tls';
+import { errorReason } from '@felix/common';
 import { CLOSE_CODE_NORMAL } from '../codes.js';
 import { DialError, FingerprintMismatchError } from '../errors.js';
 import { ACCEPT_BACKLOG_MAX } from '../limits.js';
@@ -158,7 +159,7 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
     }, dialTimeoutMs);
     s.once('error', (err) => {
       clearTimeout(timer);
-      reject(new DialError(address, err.message, { cause: err }));
+      reject(new DialError(address, errorReason(err), { cause: err }));
     });
     s.once('secureConnect', () => {
       clearTimeout(timer);

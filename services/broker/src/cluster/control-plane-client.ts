@@ -4,6 +4,7 @@
  * `fetch` (undici); every call carries a deadline. Answers are checked for the fields the broker
  * relies on, so a malformed answer is a typed error rather than a crash deeper in.
  */
+import { errorReason } from '@felix/common';
 import {
   ControlPlaneAnswerError,
   ControlPlaneRefusedError,
@@ -168,7 +169,9 @@ export class ControlPlaneClient {
         signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
       });
     } catch (err) {
-      throw new ControlPlaneUnavailableError(what, fetchFailure(err), { cause: err });
+      // fetch says only "fetch failed": the reason is its cause's (refused, unresolvable, "bad
+      // port", a certificate).
+      throw new ControlPlaneUnavailableError(what, errorReason(err), { cause: err });
     }
     let parsed: unknown;
     try {
@@ -335,13 +338,4 @@ export class ControlPlaneClient {
     });
     return { items, nextSeq: int(a.next_seq, what, 'next_seq') };
   }
-}
-
-/** Why a fetch failed, in the transport's words: undici's own message is only "fetch failed",
- *  its cause says refused, unresolvable, "bad port" or a certificate error. */
-export function fetchFailure(err: unknown): string {
-  const e = err as { message?: unknown; cause?: { message?: unknown } } | null;
-  const outer = typeof e?.message === 'string' ? e.message : String(err);
-  const inner = e?.cause?.message;
-  return typeof inner === 'string' && inner !== outer ? `${outer}: ${inner}` : outer;
 }

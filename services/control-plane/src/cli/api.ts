@@ -4,7 +4,8 @@
  * (UnreachableError when no answer came, with the transport's reason), and output is a table or
  * JSON.
  */
-import { FELIXCTL_REQUEST_TIMEOUT_MS } from '../limits.js';
+import { errorReason } from '@felix/common';
+import { FELIXCTL_REQUEST_TIMEOUT_MS, NOT_JSON_EXCERPT_CHARS } from '../limits.js';
 import { UnreachableError } from './data/report.js';
 
 export interface CliIo {
@@ -18,10 +19,9 @@ export type Json = Record<string, unknown>;
 
 /** Why fetch failed, in the transport's words (fetch's own message is only "fetch failed"). */
 function unreachableReason(err: unknown): string {
-  const e = err as { name?: unknown; message?: unknown; cause?: { message?: unknown } } | null;
-  if (e?.name === 'TimeoutError') return `no answer within ${FELIXCTL_REQUEST_TIMEOUT_MS} ms`;
-  const inner = e?.cause?.message ?? e?.message;
-  return typeof inner === 'string' ? inner : String(err);
+  if ((err as { name?: unknown } | null)?.name === 'TimeoutError')
+    return `no answer within ${FELIXCTL_REQUEST_TIMEOUT_MS} ms (the request may have been applied)`;
+  return errorReason(err);
 }
 
 export class ApiError extends Error {
@@ -86,6 +86,7 @@ export class Api {
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     const url = new URL(path, t.url);
     let res: Response;
+    let text: string;
     try {
       res = await this.io.fetch(url, {
         method,
@@ -93,11 +94,21 @@ export class Api {
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(FELIXCTL_REQUEST_TIMEOUT_MS),
       });
+      // The deadline covers the body too; a connection reset there is as unreachable.
+      text = await res.text();
     } catch (err) {
       throw new UnreachableError(url.origin, unreachableReason(err), { cause: err });
     }
-    const text = await res.text();
-    const json = (text ? JSON.parse(text) : {}) as Json;
+    let json: Json;
+    try {
+      json = (text ? JSON.parse(text) : {}) as Json;
+    } catch {
+      // Not the control plane's answer (a proxy's page, another service on that port).
+      throw new ApiError(res.status, {
+        code: 'not_json',
+        message: `the answer from ${url.origin} is not JSON: ${text.slice(0, NOT_JSON_EXCERPT_CHARS)}`,
+      });
+    }
     if (!res.ok) throw new ApiError(res.status, json);
     return json;
   }

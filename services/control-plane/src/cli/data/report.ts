@@ -11,7 +11,7 @@ export const EXIT = {
   refused: 1,
   /** A bad argument or option, or missing connection settings. */
   usage: 2,
-  /** No broker could be reached, or an answer did not come in time. */
+  /** No broker or control plane could be reached, or an answer did not come in time. */
   unavailable: 3,
   /** `cache get` / `counter get`: the key holds nothing. */
   absent: 4,
@@ -32,9 +32,12 @@ export class UsageError extends Error {
  *  time): the reason is the transport's, not fetch's bare "fetch failed". */
 export class UnreachableError extends Error {
   readonly code = 'FELIX_CTL_UNREACHABLE';
-  readonly hint = 'check --url (FELIX_CONTROLPLANE_URL) and that the control plane runs';
+  readonly hint: string;
   constructor(url: string, reason: string, options?: ErrorOptions) {
     super(`cannot reach the control plane at ${url}: ${reason}`, options);
+    this.hint = /certificate|self[- ]signed|CERT_/i.test(reason)
+      ? 'its TLS certificate is not trusted here: give Node the CA that signed it (NODE_EXTRA_CA_CERTS=ca.pem)'
+      : 'check --url (FELIX_CONTROLPLANE_URL) and that the control plane runs';
   }
 }
 
