@@ -34,6 +34,18 @@ describe('broker auth config', () => {
     expect(loadConfig({ FELIX_AUTH_MODE: 'dev' }).auth.mode).toBe('dev');
   });
 
+  it('an_empty_node_credential_is_refused_at_start', () => {
+    // `FELIX_NODE_TOKEN=$(dev-token ...)` whose command printed nothing: refused now, not
+    // sent as an empty bearer on every control-plane call for as long as the broker runs.
+    for (const env of [{ FELIX_NODE_TOKEN: '' }, { FELIX_NODE_TOKEN: '  ' }]) {
+      expect(() => loadConfig(env)).toThrow(
+        /invalid value for cluster\.node_token \(from environment FELIX_NODE_TOKEN\): is empty/,
+      );
+    }
+    expect(() => loadConfig({ FELIX_NODE_TOKEN_FILE: '' })).toThrow(/cluster\.node_token_file/);
+    expect(loadConfig({ FELIX_NODE_TOKEN: 'eyJ.x.y' }).cluster.node_token).toBe('eyJ.x.y');
+  });
+
   it('a_token_broker_without_a_key_source_refuses_to_start', () => {
     const run = spawnSync(process.execPath, brokerArgs(), {
       cwd: REPO_ROOT,

@@ -254,6 +254,8 @@ describe('felixctl data verbs', () => {
     const missing = await ctl('pub', 'no-such-stream', 'x');
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/^felixctl: FELIX_CLIENT_NOT_FOUND \(not_found\): .*; hint: /);
+    // The command the hint names runs as written (streams list takes a tenant and a namespace).
+    expect(missing.err).toContain('felixctl streams list <tenant> <namespace>');
     oneLine(missing);
     const badToken = await start(['pub', 'events', 'x'], { env: { ...env, FELIX_TOKEN: 'nope' } })
       .done;

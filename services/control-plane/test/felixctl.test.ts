@@ -344,6 +344,16 @@ describe('felixctl without a control plane', () => {
     expect(r.line).toContain('no answer within 30000 ms (the request may have been applied)');
   });
 
+  it('felixctl_says_an_error_answer_without_a_code_is_not_the_control_planes', async () => {
+    // A broker's metrics port answers 404 with a body of its own.
+    const other = (async () => new Response('{}', { status: 404 })) as typeof fetch;
+    const r = await listAgainst('http://127.0.0.1:8080', other);
+    expect(r.code).toBe(1);
+    expect(r.line).toBe(
+      "felixctl: 404: not a Felix control plane's answer (is --url its API address, port 8443 by default?)",
+    );
+  });
+
   it('felixctl_refuses_an_answer_that_is_not_json_naming_what_came', async () => {
     const proxy = (async () =>
       new Response('<html>502 Bad Gateway</html>', { status: 502 })) as typeof fetch;

@@ -84,6 +84,8 @@ function checkValue(v: ConfigVar, value: unknown, source: string): ConfigValue {
     case 'string':
       if (typeof value !== 'string')
         throw new ConfigInvalidValueError(v.key, source, 'expected a string');
+      if (v.nonEmpty === true && value.trim() === '')
+        throw new ConfigInvalidValueError(v.key, source, 'is empty: set it, or leave it unset');
       return value;
     case 'enum':
       if (typeof value !== 'string' || !v.values?.includes(value)) {

@@ -75,6 +75,9 @@ export interface ConfigVar {
   max?: number;
   /** Allowed values of an `enum`, or of each item of a `list`. */
   values?: readonly string[];
+  /** A `string` that may be unset but never empty (a credential: an empty one is a mistake in
+   *  the launch, e.g. a variable expanded from nothing, that would be refused call after call). */
+  nonEmpty?: boolean;
 }
 
 export const FSYNC_MODES = ['none', 'periodic', 'onCommit'] as const;
@@ -542,13 +545,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_NODE_TOKEN',
     type: 'string',
     default: null,
-    doc: "This broker's node credential (a control-plane token with `node.manage:node:<id>`), sent as `Authorization: Bearer` on every control-plane call. Prefer `node_token_file`.",
+    nonEmpty: true,
+    doc: "This broker's node credential (a control-plane token with `node.manage:node:<id>`), sent as `Authorization: Bearer` on every control-plane call. Prefer `node_token_file`. Never empty.",
   },
   {
     key: 'cluster.node_token_file',
     env: 'FELIX_NODE_TOKEN_FILE',
     type: 'string',
     default: null,
+    nonEmpty: true,
     doc: 'File holding the node credential; re-read every 30 s so a rotated token is picked up without a restart. Not together with `node_token`.',
   },
   {

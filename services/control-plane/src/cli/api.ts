@@ -29,7 +29,12 @@ export class ApiError extends Error {
     readonly status: number,
     readonly body: Json,
   ) {
-    super(`${status} ${String(body.code ?? '')}: ${String(body.message ?? '')}`);
+    super(
+      body.code === undefined && body.message === undefined
+        ? // Every control-plane error names a code: this came from something else.
+          `${status}: not a Felix control plane's answer (is --url its API address, port 8443 by default?)`
+        : `${status} ${String(body.code ?? '')}: ${String(body.message ?? '')}`,
+    );
   }
 }
 

@@ -64,8 +64,8 @@ const HINTS: Record<string, string> = {
     'the broker refused the token: mint one for the broker audience (felixctl token mint --audience felix-broker; the login token needs token.delegate) and pass --token or store it in a context',
   FELIX_CLIENT_FORBIDDEN: 'the token lacks this permission: grant it through felixctl rbac',
   FELIX_CLIENT_NOT_FOUND:
-    'check the name: streams and caches are in the catalog (felixctl streams list, caches list); a group exists from its first poll',
-  FELIX_CLIENT_UNKNOWN_STREAM: 'is it in the catalog? felixctl streams list',
+    'check the name: streams and caches are in the catalog (felixctl streams list <tenant> <namespace>, caches list <tenant> <namespace>); a group exists from its first poll',
+  FELIX_CLIENT_UNKNOWN_STREAM: 'is it in the catalog? felixctl streams list <tenant> <namespace>',
   FELIX_CLIENT_NOT_LEADER:
     'another broker leads that shard (the message names its client address): pass it as --server; felixctl does not follow redirects yet',
   FELIX_CLIENT_TIMEOUT: 'the broker did not answer in time; raise --timeout or check its load',
