@@ -24,6 +24,7 @@ import { Membership, type NodeSpec } from './membership.js';
 import { PeerLinks } from './peer-links.js';
 import { ReplicaReporter } from './replica-reporter.js';
 import { type CacheRegistry, ShardTable } from './shard-table.js';
+import { Reachability } from './reachability.js';
 
 export interface ClusterNodeDeps {
   config: BrokerConfig;
@@ -110,6 +111,8 @@ export class ClusterNode {
   private bookRefresh: Promise<void> | null = null;
   private readonly cp: ControlPlaneClient;
   private readonly log: Logger;
+  /** Whether the control plane answers, for the log's two lines per outage (reachability.ts). */
+  readonly reachability = new Reachability();
 
   constructor(deps: ClusterNodeDeps) {
     const { config, log, metrics } = deps;
@@ -119,7 +122,7 @@ export class ClusterNode {
     const spec = nodeSpec(config, deps.clientPort);
     const clog = log.child({ node_id: spec.node_id });
     this.log = clog;
-    const client = this.controlPlaneClient(deps, url);
+    const client = this.controlPlaneClient(deps, url, clog);
     this.cp = client;
     this.peers = new PeerLinks({
       selfId: spec.node_id,
@@ -180,16 +183,35 @@ export class ClusterNode {
   }
 
   /** The client every control-plane call goes through, through the test partition when set. */
-  private controlPlaneClient(deps: ClusterNodeDeps, url: string): ControlPlaneClient {
+  private controlPlaneClient(deps: ClusterNodeDeps, url: string, log: Logger): ControlPlaneClient {
     const reachable = new Gauge({
       name: 'felix_broker_controlplane_reachable',
       help: 'Whether the last control-plane call got an answer (0: network error, timeout or 5xx)',
       registers: [deps.metrics.registry],
     });
     reachable.set(0);
+    const said = this.reachability;
     return new ControlPlaneClient(url, deps.bearer, {
       ...(deps.partition ? { fetch: partitionedFetch(deps.partition) } : {}),
-      onOutcome: (ok) => reachable.set(ok ? 1 : 0),
+      onOutcome: (ok, err) => {
+        reachable.set(ok ? 1 : 0);
+        const now = performance.now();
+        const notice = ok ? said.answered(now) : said.failed(now);
+        if (notice?.kind === 'lost')
+          log.warn(
+            { control_plane: url, reason: err?.message },
+            'control plane not answering; calls are retried (this broker keeps serving its shards)',
+          );
+        else if (notice?.kind === 'back')
+          log.info(
+            {
+              control_plane: url,
+              away_ms: Math.round(notice.awayMs),
+              failed_calls: notice.failedCalls,
+            },
+            'control plane answering again',
+          );
+      },
     });
   }
 

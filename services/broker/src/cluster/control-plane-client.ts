@@ -107,8 +107,9 @@ const noBearer: Bearer = () => Promise.resolve(null);
 export interface ControlPlaneClientOptions {
   /** The fetch calls go through (the test partition's, faults/partition.ts); the global one. */
   fetch?: typeof fetch;
-  /** Told after each call whether the control plane answered (false: network, timeout, 5xx). */
-  onOutcome?: (reachable: boolean) => void;
+  /** Told after each call whether the control plane answered (false: network, timeout, 5xx,
+   *  with the error). */
+  onOutcome?: (reachable: boolean, err?: Error) => void;
 }
 
 export class ControlPlaneClient {
@@ -141,7 +142,10 @@ export class ControlPlaneClient {
       this.opts.onOutcome?.(true);
       return answer;
     } catch (err) {
-      this.opts.onOutcome?.(!(err instanceof ControlPlaneUnavailableError));
+      // A call its caller abandoned (a stop, a resync) says nothing about the control plane.
+      if (signal?.aborted) throw err;
+      if (err instanceof ControlPlaneUnavailableError) this.opts.onOutcome?.(false, err);
+      else this.opts.onOutcome?.(true);
       throw err;
     }
   }

@@ -7,6 +7,7 @@
  * time of each call whose answer was applied.
  */
 import type { Logger } from 'pino';
+import { ControlPlaneUnavailableError } from '../errors.js';
 import { CONTROLPLANE_RETRY_MS_MAX, CONTROLPLANE_RETRY_MS_MIN } from '../limits.js';
 import type { ControlPlaneClient, FeedChange } from './control-plane-client.js';
 
@@ -120,7 +121,10 @@ export class FeedFollower {
       } catch (err) {
         if (stopped.aborted) return;
         if (this.resyncWanted) continue; // abandoned by resync(): snapshot at once
-        this.log.warn({ err, feed: this.feed }, 'control plane feed call failed; retrying');
+        // Not answering: the broker's one warning per outage says so (reachability.ts).
+        if (err instanceof ControlPlaneUnavailableError)
+          this.log.debug({ err, feed: this.feed }, 'control plane feed call failed; retrying');
+        else this.log.warn({ err, feed: this.feed }, 'control plane feed call failed; retrying');
         await sleep(delay, signal);
         delay = Math.min(delay * 2, CONTROLPLANE_RETRY_MS_MAX);
       }

@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { ControlPlaneRefusedError } from '../errors.js';
+import { ControlPlaneRefusedError, ControlPlaneUnavailableError } from '../errors.js';
 import {
   CONTROLPLANE_REQUEST_MS_MAX,
   CONTROLPLANE_RETRY_MS_MAX,
@@ -75,6 +75,20 @@ export class Membership {
     return this.incarnation;
   }
 
+  /** Counts and logs a failed call; an unknown node or a stale incarnation starts over. */
+  private callFailed(err: unknown): void {
+    const refused = err instanceof ControlPlaneRefusedError;
+    this.failures.inc({ kind: refused ? 'refused' : 'unavailable' });
+    if (refused && this.registered && (err.status === 404 || err.status === 409)) {
+      // Unknown node (a fresh control-plane database) or a stale incarnation: start over.
+      this.lease.depose();
+      this.registered = false;
+    }
+    // Not answering: the broker's one warning per outage says so (reachability.ts).
+    const level = err instanceof ControlPlaneUnavailableError ? 'debug' : 'warn';
+    this.log[level]({ err, registered: this.registered }, 'control plane membership call failed');
+  }
+
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     let delay = CONTROLPLANE_RETRY_MS_MIN;
@@ -124,14 +138,7 @@ export class Membership {
         await sleep(this.intervalMs, signal);
       } catch (err) {
         if (signal.aborted) return;
-        const refused = err instanceof ControlPlaneRefusedError;
-        this.failures.inc({ kind: refused ? 'refused' : 'unavailable' });
-        if (refused && this.registered && (err.status === 404 || err.status === 409)) {
-          // Unknown node (a fresh control-plane database) or a stale incarnation: start over.
-          this.lease.depose();
-          this.registered = false;
-        }
-        this.log.warn({ err, registered: this.registered }, 'control plane membership call failed');
+        this.callFailed(err);
         await sleep(delay, signal);
         delay = Math.min(
           delay * 2,
