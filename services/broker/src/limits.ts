@@ -387,3 +387,11 @@ export const FORWARDS_IN_FLIGHT_PER_PEER_MAX = 512;
 /** After a log riding with a led shard (group state, cache, counters) failed to open for
  *  shipping, the shard table tries again this much later (one pass, not a tight loop). */
 export const RIDING_LOG_RETRY_MS = 1_000;
+/** While the control plane keeps not answering, the broker's log reminds of it this often
+ *  (with the latest reason: a refused connection can turn into a certificate error). */
+export const CONTROLPLANE_OUTAGE_REMIND_MS = 60_000;
+/** A kind of control-plane call that failed and has not failed again for this long counts as
+ *  answered once another call answers (a feed's long poll sent after an outage answers only
+ *  when its wait, at most 25 s, ends). Longer than CONTROLPLANE_RETRY_MS_MAX, so a call that
+ *  keeps failing keeps the outage open. */
+export const CONTROLPLANE_OUTAGE_CLEAR_MS = 30_000;

@@ -1,28 +1,64 @@
 /**
- * Goal: a control-plane outage is two lines in the broker's log, whatever the number of calls
- * that failed during it: one warning when the first call fails, one line when an answer comes
- * again with how long it was away and how many calls failed; a call its caller abandoned says
- * nothing about the control plane. Method: the pure tracker, then the real client against a
+ * Goal: a control-plane outage is a few lines in the broker's log, whatever the number of calls
+ * that failed during it: one warning when the first call fails, a reminder each minute while
+ * calls keep failing, one line once every kind of call that failed answers again (how long,
+ * how many calls failed); one endpoint failing while others answer does not flap; a call its
+ * caller abandoned says nothing about the control plane. Method: the pure tracker, then the real client against a
  * closed port, its outcomes recorded.
  */
 import { type AddressInfo, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ControlPlaneClient } from '../src/cluster/control-plane-client.js';
-import { Reachability } from '../src/cluster/reachability.js';
+import { Reachability, callKind } from '../src/cluster/reachability.js';
 
 describe('control-plane reachability', () => {
   it('a_control_plane_outage_is_two_log_lines_not_one_per_call', () => {
-    const r = new Reachability();
-    expect(r.answered(0)).toBeNull();
-    expect(r.failed(1_000)).toEqual({ kind: 'lost' });
-    // Heartbeats, two feeds and a report failing for twelve seconds: nothing more to say.
-    for (let t = 1_100; t < 13_000; t += 250) expect(r.failed(t)).toBeNull();
-    expect(r.lost).toBe(true);
-    expect(r.answered(13_000)).toEqual({ kind: 'back', awayMs: 12_000, failedCalls: 49 });
-    expect(r.answered(13_100)).toBeNull();
+    const r = new Reachability(60_000, 30_000);
+    expect(r.answered('heartbeat', 0)).toBeNull();
+    expect(r.failed('heartbeat', 1_000)).toEqual({ kind: 'lost', call: 'heartbeat' });
+    // Heartbeats, the feeds and the node book failing for twelve seconds: nothing more to say.
+    for (let i = 0; i < 48; i++)
+      expect(r.failed(i % 2 === 0 ? 'streams' : 'nodes', 1_100 + 250 * i)).toBeNull();
+    // Back only once every kind that failed has answered.
+    expect(r.answered('heartbeat', 13_000)).toBeNull();
+    expect(r.answered('streams', 13_050)).toBeNull();
+    expect(r.answered('nodes', 13_100)).toEqual({
+      kind: 'back',
+      calls: ['heartbeat', 'streams', 'nodes'],
+      awayMs: 12_100,
+      failedCalls: 49,
+    });
+    expect(r.answered('heartbeat', 13_200)).toBeNull();
     // The next outage is a new one.
-    expect(r.failed(20_000)).toEqual({ kind: 'lost' });
-    expect(r.answered(20_500)).toEqual({ kind: 'back', awayMs: 500, failedCalls: 1 });
+    expect(r.failed('heartbeat', 20_000)).toEqual({ kind: 'lost', call: 'heartbeat' });
+    expect(r.answered('heartbeat', 20_500)).toMatchObject({ kind: 'back', failedCalls: 1 });
+  });
+
+  it('one_endpoint_that_keeps_failing_while_others_answer_is_one_outage_with_reminders', () => {
+    // A proxy that cuts the feeds' long polls while heartbeats get through.
+    const r = new Reachability(60_000, 30_000);
+    const said: string[] = [];
+    for (let t = 0; t <= 130_000; t += 2_000) {
+      const a = r.failed('shard-assignments', t);
+      const b = r.answered('heartbeat', t + 1);
+      for (const n of [a, b]) if (n !== null) said.push(n.kind);
+    }
+    // Not a warning and an "answering again" every two seconds: one outage, reminded each minute.
+    expect(said).toEqual(['lost', 'still', 'still']);
+    expect(callKind('shard-assignments changes')).toBe('shard-assignments');
+    expect(callKind('streams snapshot')).toBe('streams');
+    expect(callKind('heartbeat')).toBe('heartbeat');
+  });
+
+  it('a_kind_of_call_that_stopped_failing_counts_as_answered_once_others_answer_for_a_while', () => {
+    const r = new Reachability(60_000, 30_000);
+    r.failed('heartbeat', 0);
+    r.failed('streams', 1_000);
+    // The control plane is back at 5 s: heartbeats answer, the feed's new long poll is in flight.
+    expect(r.answered('heartbeat', 5_000)).toBeNull();
+    expect(r.answered('heartbeat', 20_000)).toBeNull();
+    // Thirty seconds after the feed last failed, the next answer ends the outage.
+    expect(r.answered('heartbeat', 31_000)).toMatchObject({ kind: 'back', failedCalls: 2 });
   });
 
   it('a_call_its_caller_abandoned_is_no_outcome_of_the_control_plane', async () => {

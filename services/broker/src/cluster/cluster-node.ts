@@ -13,7 +13,12 @@ import { Counter, Gauge } from 'prom-client';
 import type { Catalog, OpenStore } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
-import { CONTROLPLANE_DEREGISTER_MS_MAX, NODE_BOOK_REFRESH_MS } from '../limits.js';
+import {
+  CONTROLPLANE_DEREGISTER_MS_MAX,
+  CONTROLPLANE_OUTAGE_CLEAR_MS,
+  CONTROLPLANE_OUTAGE_REMIND_MS,
+  NODE_BOOK_REFRESH_MS,
+} from '../limits.js';
 import { type Partition, partitionedFetch } from '../faults/partition.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
@@ -24,7 +29,7 @@ import { Membership, type NodeSpec } from './membership.js';
 import { PeerLinks } from './peer-links.js';
 import { ReplicaReporter } from './replica-reporter.js';
 import { type CacheRegistry, ShardTable } from './shard-table.js';
-import { Reachability } from './reachability.js';
+import { type ReachabilityNotice, Reachability, callKind } from './reachability.js';
 
 export interface ClusterNodeDeps {
   config: BrokerConfig;
@@ -111,8 +116,11 @@ export class ClusterNode {
   private bookRefresh: Promise<void> | null = null;
   private readonly cp: ControlPlaneClient;
   private readonly log: Logger;
-  /** Whether the control plane answers, for the log's two lines per outage (reachability.ts). */
-  readonly reachability = new Reachability();
+  /** Whether the control plane answers, for the log's few lines per outage (reachability.ts). */
+  readonly reachability = new Reachability(
+    CONTROLPLANE_OUTAGE_REMIND_MS,
+    CONTROLPLANE_OUTAGE_CLEAR_MS,
+  );
 
   constructor(deps: ClusterNodeDeps) {
     const { config, log, metrics } = deps;
@@ -193,24 +201,12 @@ export class ClusterNode {
     const said = this.reachability;
     return new ControlPlaneClient(url, deps.bearer, {
       ...(deps.partition ? { fetch: partitionedFetch(deps.partition) } : {}),
-      onOutcome: (ok, err) => {
+      onOutcome: (ok, what, err) => {
         reachable.set(ok ? 1 : 0);
         const now = performance.now();
-        const notice = ok ? said.answered(now) : said.failed(now);
-        if (notice?.kind === 'lost')
-          log.warn(
-            { control_plane: url, reason: err?.message },
-            'control plane not answering; calls are retried (this broker keeps serving its shards)',
-          );
-        else if (notice?.kind === 'back')
-          log.info(
-            {
-              control_plane: url,
-              away_ms: Math.round(notice.awayMs),
-              failed_calls: notice.failedCalls,
-            },
-            'control plane answering again',
-          );
+        const call = callKind(what);
+        const notice = ok ? said.answered(call, now) : said.failed(call, now);
+        if (notice !== null) logReachability(log, url, notice, err);
       },
     });
   }
@@ -305,4 +301,39 @@ export class ClusterNode {
     await Promise.all(this.feeds.map((f) => f.stop()));
     await this.table.close();
   }
+}
+
+/** The broker's lines about a control-plane outage (reachability.ts decides when). */
+function logReachability(
+  log: Logger,
+  url: string,
+  n: ReachabilityNotice,
+  err: Error | undefined,
+): void {
+  if (n.kind === 'lost')
+    log.warn(
+      { control_plane: url, call: n.call, reason: err?.message },
+      'control plane not answering; calls are retried (reads keep being served; writes to the shards this broker leads stop when its lease lapses)',
+    );
+  else if (n.kind === 'still')
+    log.warn(
+      {
+        control_plane: url,
+        calls: n.calls,
+        away_ms: Math.round(n.awayMs),
+        failed_calls: n.failedCalls,
+        reason: err?.message,
+      },
+      'control plane still not answering',
+    );
+  else
+    log.info(
+      {
+        control_plane: url,
+        calls: n.calls,
+        away_ms: Math.round(n.awayMs),
+        failed_calls: n.failedCalls,
+      },
+      'control plane answering again',
+    );
 }

@@ -107,9 +107,9 @@ const noBearer: Bearer = () => Promise.resolve(null);
 export interface ControlPlaneClientOptions {
   /** The fetch calls go through (the test partition's, faults/partition.ts); the global one. */
   fetch?: typeof fetch;
-  /** Told after each call whether the control plane answered (false: network, timeout, 5xx,
-   *  with the error). */
-  onOutcome?: (reachable: boolean, err?: Error) => void;
+  /** Told after each call (named `what`: 'heartbeat', '<feed> changes', …) whether the control
+   *  plane answered (false: network, timeout, 5xx, with the error). */
+  onOutcome?: (reachable: boolean, what: string, err?: Error) => void;
 }
 
 export class ControlPlaneClient {
@@ -139,13 +139,13 @@ export class ControlPlaneClient {
   ): Promise<unknown> {
     try {
       const answer = await this.send(what, method, path, body, timeoutMs, signal);
-      this.opts.onOutcome?.(true);
+      this.opts.onOutcome?.(true, what);
       return answer;
     } catch (err) {
       // A call its caller abandoned (a stop, a resync) says nothing about the control plane.
       if (signal?.aborted) throw err;
-      if (err instanceof ControlPlaneUnavailableError) this.opts.onOutcome?.(false, err);
-      else this.opts.onOutcome?.(true);
+      if (err instanceof ControlPlaneUnavailableError) this.opts.onOutcome?.(false, what, err);
+      else this.opts.onOutcome?.(true, what);
       throw err;
     }
   }

@@ -32,6 +32,8 @@ export class Membership {
   private readonly registrations: Counter;
   /** Whether this broker may write the shards it leads (renewed by accepted heartbeats). */
   readonly lease = new Lease();
+  /** The lapse of the lease held since the last accepted call was logged (true before any). */
+  private lapseSaid = true;
 
   constructor(
     private readonly client: ControlPlaneClient,
@@ -84,9 +86,15 @@ export class Membership {
       this.lease.depose();
       this.registered = false;
     }
-    // Not answering: the broker's one warning per outage says so (reachability.ts).
+    // Not answering: the broker's warnings per outage say so (reachability.ts).
     const level = err instanceof ControlPlaneUnavailableError ? 'debug' : 'warn';
     this.log[level]({ err, registered: this.registered }, 'control plane membership call failed');
+    if (!this.lapseSaid && this.lease.remainingMs === 0) {
+      this.lapseSaid = true;
+      this.log.warn(
+        'write lease lapsed: writes to the shards this broker leads are refused until a heartbeat is accepted',
+      );
+    }
   }
 
   private async run(): Promise<void> {
@@ -103,6 +111,7 @@ export class Membership {
           this.registered = true;
           this.intervalMs = r.heartbeatIntervalMs;
           this.lease.renew(sentAt, r.expiryTimeoutMs);
+          this.lapseSaid = false;
           this.registrations.inc();
           this.log.info(
             {
@@ -133,6 +142,7 @@ export class Membership {
             continue;
           }
           this.lease.renew(sentAt, r.expiryTimeoutMs);
+          this.lapseSaid = false;
         }
         delay = CONTROLPLANE_RETRY_MS_MIN;
         await sleep(this.intervalMs, signal);
