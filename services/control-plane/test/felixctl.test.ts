@@ -360,7 +360,14 @@ describe('felixctl without a control plane', () => {
     const r = await listAgainst('http://127.0.0.1:8443', proxy);
     expect(r.code).toBe(1);
     expect(r.line).toContain(
-      '502 not_json: the answer from http://127.0.0.1:8443 is not JSON: <html>502',
+      '502 not_json: the answer from http://127.0.0.1:8443 is not a JSON object: <html>502',
+    );
+    // JSON that is no object (here `null`) is no answer of the control plane's either.
+    const nothing = (async () => new Response('null', { status: 500 })) as typeof fetch;
+    const n = await listAgainst('http://127.0.0.1:8443', nothing);
+    expect(n.code).toBe(1);
+    expect(n.line).toContain(
+      '500 not_json: the answer from http://127.0.0.1:8443 is not a JSON object: null',
     );
   });
 });

@@ -106,12 +106,16 @@ export class Api {
     }
     let json: Json;
     try {
-      json = (text ? JSON.parse(text) : {}) as Json;
+      const parsed: unknown = text ? JSON.parse(text) : {};
+      // `null`, a number or an array is no answer of the control plane's either.
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        throw new TypeError('not an object');
+      json = parsed as Json;
     } catch {
       // Not the control plane's answer (a proxy's page, another service on that port).
       throw new ApiError(res.status, {
         code: 'not_json',
-        message: `the answer from ${url.origin} is not JSON: ${text.slice(0, NOT_JSON_EXCERPT_CHARS)}`,
+        message: `the answer from ${url.origin} is not a JSON object: ${text.slice(0, NOT_JSON_EXCERPT_CHARS)}`,
       });
     }
     if (!res.ok) throw new ApiError(res.status, json);
