@@ -163,7 +163,9 @@ describe('a leader holds its riding logs trims at its in-sync followers', () => 
         ['b2', followerServer(await root())],
       ]),
     );
-    const windowMs = 1_000;
+    // Long enough that the writes, the compaction and b1's catch-up below fit inside it on a
+    // loaded CI machine (1 s did not: the trim went before the within-window check).
+    const windowMs = 4_000;
     const rep = replicator(links, windowMs);
     await rep.ship('c', log, REF, ['b1', 'b2'], { kind: 'cache', genStart: 0 });
     await writeRounds(cache, 3, 'a');
@@ -186,7 +188,7 @@ describe('a leader holds its riding logs trims at its in-sync followers', () => 
         return log.baseOffset === cut;
       },
       'the trim past the window',
-      10_000,
+      15_000,
     );
     expect(rep.reports()[0]?.in_sync).toEqual(['b1']);
     // Not built: a rebuild. b2, back, is behind the cut, and its cursor halts.
