@@ -73,6 +73,13 @@ function poolOf(servers: Map<string, ReplicaServer>, cut: Set<string>): PeerPool
   return { link, close: async () => undefined } as unknown as PeerPool;
 }
 
+/** A logger whose lines the test reads back, parsed. */
+function capturedLog(): { lines: Array<Record<string, unknown>>; logger: pino.Logger } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { lines, logger };
+}
+
 /** A leader's segment log (`onCommit`), closed after the test. */
 async function leaderLog(): Promise<SegmentLog> {
   const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
@@ -197,11 +204,7 @@ describe('replicator in-sync followers', () => {
   it('a_follower_that_keeps_failing_is_warned_of_and_said_to_be_back_when_it_answers', async () => {
     const log = await leaderLog();
     const cut = new Set<string>(['b2']);
-    const lines: Array<Record<string, unknown>> = [];
-    const logger = pino(
-      { level: 'info' },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
-    );
+    const { lines, logger } = capturedLog();
     let backoffs = 0;
     const replicator = await replicatorTo(cut, {
       log: logger,
@@ -245,11 +248,7 @@ describe('replicator in-sync followers', () => {
   it('a_follower_warned_of_through_a_stopped_shipper_is_warned_of_again_by_the_next', async () => {
     const log = await leaderLog();
     const cut = new Set<string>(['b2']);
-    const lines: Array<Record<string, unknown>> = [];
-    const logger = pino(
-      { level: 'info' },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
-    );
+    const { lines, logger } = capturedLog();
     const replicator = await replicatorTo(cut, { log: logger, backoffsWarnAfter: 3 });
     const warnings = () =>
       lines.filter((l) => l.msg === 'follower not answering; shipping to it is retried').length;
