@@ -180,6 +180,7 @@ export class Broker {
   private async prepare(): Promise<void> {
     const cfg = this.config;
     checkClusterConfig(cfg);
+    await this.nodeToken.verify();
     this.storageIo = await storageIoFor(cfg.testing.storage_fault_file, this.log);
     this.partition = Partition.fromConfig(cfg.testing.partition_file, this.log);
     const fetchFn = this.partition ? partitionedFetch(this.partition) : undefined;

@@ -146,6 +146,18 @@ export class KeysFileError extends BrokerError {
   }
 }
 
+/** `cluster.node_token_file` is missing, unreadable, too large or empty when the broker starts. */
+export class NodeTokenFileError extends BrokerError {
+  readonly code = 'FELIX_BROKER_NODE_TOKEN_FILE';
+  constructor(
+    readonly path: string,
+    reason: string,
+    options?: FelixErrorOptions,
+  ) {
+    super(`cluster.node_token_file ${path}: ${reason}`, options);
+  }
+}
+
 /** A tenant's JWKS could not be fetched or read (remembered for JWKS_FAILURE_MEMORY_MS). */
 export class JwksFetchError extends BrokerError {
   readonly code = 'FELIX_BROKER_JWKS_FETCH';

@@ -7,15 +7,24 @@
 // with an injected fetch and clock, counting and holding requests; a broker with a per-IP bound
 // of one, dialled twice over TLS.
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { exportPublicJwk, generateSigningKey } from '@felix/authz';
 import { REPO_ROOT, brokerArgs, brokerMetric, rawAuthed, startBroker } from '@felix/testing-e2e';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { type Connection, dial } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
 import { ipOf } from '../src/broker.js';
+import { NodeToken } from '../src/cluster/node-token.js';
+import { NodeTokenFileError } from '../src/errors.js';
 import { JwksKeyResolver } from '../src/session/jwks.js';
 import { loadConfig } from '../src/config/load.js';
-import { JWKS_FAILURE_MEMORY_MS, JWKS_FETCHES_IN_FLIGHT_MAX } from '../src/limits.js';
+import {
+  JWKS_FAILURE_MEMORY_MS,
+  JWKS_FETCHES_IN_FLIGHT_MAX,
+  NODE_TOKEN_FILE_BYTES_MAX,
+  NODE_TOKEN_REREAD_MS,
+} from '../src/limits.js';
 
 describe('broker auth config', () => {
   it('dev_mode_is_never_the_default', () => {
@@ -44,6 +53,52 @@ describe('broker auth config', () => {
     }
     expect(() => loadConfig({ FELIX_NODE_TOKEN_FILE: '' })).toThrow(/cluster\.node_token_file/);
     expect(loadConfig({ FELIX_NODE_TOKEN: 'eyJ.x.y' }).cluster.node_token).toBe('eyJ.x.y');
+  });
+
+  it('a_node_token_file_that_is_missing_or_empty_is_refused_at_start', async () => {
+    const tmp = await tempDir('felix-node-token-');
+    const dir = tmp.path;
+    const empty = join(dir, 'empty');
+    writeFileSync(empty, '\n');
+    const run = spawnSync(process.execPath, brokerArgs(), {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env.PATH,
+        FELIX_AUTH_MODE: 'dev',
+        FELIX_BROKER_PORT: '0',
+        FELIX_BROKER_HTTP_PORT: '0',
+        FELIX_NODE_TOKEN_FILE: empty,
+      },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toMatch(/FELIX_BROKER_NODE_TOKEN_FILE/);
+    expect(run.stderr).toContain(`cluster.node_token_file ${empty}: is empty`);
+    await expect(new NodeToken(join(dir, 'absent'), null).verify()).rejects.toThrow(
+      /node_token_file .*absent: ENOENT/,
+    );
+    const big = join(dir, 'big');
+    writeFileSync(big, 'x'.repeat(NODE_TOKEN_FILE_BYTES_MAX + 1));
+    await expect(new NodeToken(big, null).verify()).rejects.toBeInstanceOf(NodeTokenFileError);
+    await tmp.cleanup();
+  });
+
+  it('a_node_token_file_emptied_while_running_keeps_the_last_credential', async () => {
+    const tmp = await tempDir('felix-node-token-');
+    const file = join(tmp.path, 'token');
+    writeFileSync(file, 'first\n');
+    let nowMs = 0;
+    const token = new NodeToken(file, null, () => nowMs);
+    await token.verify();
+    expect(await token.get()).toBe('first');
+    writeFileSync(file, '');
+    nowMs += NODE_TOKEN_REREAD_MS;
+    expect(await token.get()).toBe('first');
+    writeFileSync(file, 'second');
+    nowMs += NODE_TOKEN_REREAD_MS;
+    expect(await token.get()).toBe('second');
+    await tmp.cleanup();
   });
 
   it('a_token_broker_without_a_key_source_refuses_to_start', () => {

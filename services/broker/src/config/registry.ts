@@ -554,7 +554,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'string',
     default: null,
     nonEmpty: true,
-    doc: 'File holding the node credential; re-read every 30 s so a rotated token is picked up without a restart. Not together with `node_token`. A set but empty path is refused.',
+    doc: 'File holding the node credential; re-read every 30 s so a rotated token is picked up without a restart. Not together with `node_token`. A set but empty path is refused, and so is a missing or empty file at start; an empty re-read keeps the last credential.',
   },
   {
     key: 'cluster.peer_probe_interval_ms',
