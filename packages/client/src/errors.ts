@@ -3,7 +3,7 @@
  * (`brokerCode`, with the retry class the broker sent); client-side failures have their own.
  */
 import { FelixError, type FelixErrorOptions, type RetryClass, errorReason } from '@felix/common';
-import { ConnectionClosedError, StreamResetError } from '@felix/transport';
+import { ConnectionClosedError, DialError, StreamResetError } from '@felix/transport';
 import { defaultRetryFor, errorCodeName, retryClass } from '@felix/wire';
 
 export abstract class ClientError extends FelixError {}
@@ -292,9 +292,15 @@ export class ConnectError extends ClientError {
 /** What the last server's failure says, on one line (the deepest cause that says something). */
 function reasonOf(cause: unknown): string | undefined {
   const e = cause instanceof AggregateError ? cause.errors[cause.errors.length - 1] : cause;
-  // A dial error wraps the transport's own reason (the fingerprint, the CA, a refused port).
-  return e === undefined || e === null ? undefined : errorReason(e);
+  if (e === undefined || e === null) return undefined;
+  // A dial error says it in words already (the fingerprint, the CA, a refused port).
+  if (!(e instanceof DialError)) return errorReason(e);
+  return e.certificate ? `${e.reason}; ${CERTIFICATE_HINT}` : e.reason;
 }
+
+const CERTIFICATE_HINT =
+  "trust the broker with tls.fingerprint (its certificate's SHA-256, which a broker logs as " +
+  'cert_fingerprint) or tls.ca (the CA that signed it)';
 
 /** A call waited longer than its timeout (for a connection or an answer). */
 export class TimeoutError extends ClientError {

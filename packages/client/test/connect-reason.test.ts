@@ -1,9 +1,12 @@
 // Goal: a connect that fails names the last server's reason in its one-line message on both
 // transports, even when the transport's innermost error carries no message (QUIC's handshake
-// timeout). Method: `connect` to a UDP socket held bound and silent, and to a TCP port released
-// a moment before.
+// timeout); a broker whose certificate the client does not trust is named so, with how to trust
+// it. Method: `connect` to a UDP socket held bound and silent, to a TCP port released a moment
+// before, and to listeners on both transports serving a self-signed certificate.
 import { createSocket } from 'node:dgram';
 import { type AddressInfo, createServer } from 'node:net';
+import { tempDir } from '@felix/testing-harness';
+import { listen, loadOrCreateDevCertificate } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
 import { ConnectError, connect } from '../src/index.js';
 
@@ -36,5 +39,26 @@ describe('connect failures', () => {
     }).catch((e: unknown) => e);
     expect(tls).toBeInstanceOf(ConnectError);
     expect((tls as Error).message).toMatch(/: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+  });
+
+  it('a_connect_refused_for_the_brokers_certificate_says_how_to_trust_it', async () => {
+    const dir = await tempDir('felix-client-cert-');
+    const tls = await loadOrCreateDevCertificate(dir.path);
+    for (const transport of ['quic', 'tls'] as const) {
+      const listener = await listen({ transport, host: '127.0.0.1', port: 0, tls });
+      const err = await connect({
+        tenant: 't1',
+        servers: [`${transport}://127.0.0.1:${listener.port}`],
+        connectTimeoutMs: 5_000,
+      })
+        .catch((e: unknown) => e)
+        .finally(() => listener.close());
+      expect(err, transport).toBeInstanceOf(ConnectError);
+      const message = (err as Error).message;
+      expect(message, transport).not.toMatch(/TlsFail$/);
+      expect(message, transport).toMatch(/certificate/);
+      expect(message, transport).toMatch(/tls\.fingerprint .*cert_fingerprint.* or tls\.ca/);
+    }
+    await dir.cleanup();
   });
 });

@@ -45,15 +45,21 @@ export class FingerprintMismatchError extends TransportError {
   }
 }
 
-/** Dialling failed: refused, unreachable, handshake failed or timed out. */
+/**
+ * Dialling failed: refused, unreachable, handshake failed or timed out. `reason` is the failure
+ * in words (the native cause of a QUIC handshake says only "TlsFail"); `certificate` is true when
+ * the server's certificate was not accepted (untrusted chain, wrong name, pin mismatch), the
+ * commonest first mistake, which a caller can answer with a hint about its trust options.
+ */
 export class DialError extends TransportError {
   readonly code = 'FELIX_TRANSPORT_DIAL_FAILED';
   constructor(
     readonly address: string,
-    message: string,
+    readonly reason: string,
     options?: FelixErrorOptions,
+    readonly certificate = false,
   ) {
-    super(`dial ${address} failed: ${message}`, { retry: 'retry_after_backoff', ...options });
+    super(`dial ${address} failed: ${reason}`, { retry: 'retry_after_backoff', ...options });
   }
 }
 

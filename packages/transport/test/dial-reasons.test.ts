@@ -1,13 +1,17 @@
 // Goal: a dial that fails says why on both transports, in words an operator can act on: a TLS
 // dial to a closed port names the refusal, and a QUIC dial that gets no handshake says so with
 // its deadline (the QUIC library's own timeout error carries an empty message).
+// A dial whose server certificate is refused says that in words (quiche's own error says only
+// "TlsFail") and is marked `certificate` so a caller can hint at its trust options.
 // Method: a QUIC dial to a UDP socket held bound and silent (nobody else can take its port), a
 // TLS dial to a TCP port released a moment before, each with a short deadline; the DialError's
-// message is read.
+// message is read. Listeners on both transports with a self-signed certificate, dialled with no
+// CA or pin, and with a wrong pin.
 import { createSocket } from 'node:dgram';
 import { type AddressInfo, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { DialError, dial } from '../src/index.js';
+import { DialError, dial, listen } from '../src/index.js';
+import { devMaterial } from './helpers.js';
 
 /** A UDP socket bound on loopback that never answers; closed by the caller. */
 async function silentUdp(): Promise<{ port: number; close: () => Promise<void> }> {
@@ -51,5 +55,35 @@ describe('dial failures', () => {
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DialError);
     expect((err as Error).message).toMatch(/failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+  });
+
+  it('a_dial_refused_for_the_servers_certificate_says_so_on_both_transports', async () => {
+    const tls = await devMaterial();
+    const wrongPin = 'ab'.repeat(32);
+    for (const transport of ['quic', 'tls'] as const) {
+      const listener = await listen({ transport, host: '127.0.0.1', port: 0, tls });
+      try {
+        const url = `${transport}://127.0.0.1:${listener.port}`;
+        const untrusted = await dial(url, { dialTimeoutMs: 5_000 }).catch((e: unknown) => e);
+        expect(untrusted, transport).toBeInstanceOf(DialError);
+        expect((untrusted as DialError).certificate, transport).toBe(true);
+        expect((untrusted as DialError).reason, transport).toMatch(
+          transport === 'quic' ? /server certificate failed verification/ : /self-signed/,
+        );
+        const pinned = await dial(url, { fingerprint: wrongPin, dialTimeoutMs: 5_000 }).catch(
+          (e: unknown) => e,
+        );
+        expect(pinned, transport).toBeInstanceOf(DialError);
+        expect((pinned as DialError).certificate, transport).toBe(true);
+        expect((pinned as DialError).reason, transport).toMatch(/does not match the pinned/);
+      } finally {
+        await listener.close();
+      }
+    }
+    const port = await releasedTcpPort();
+    const refused = await dial(`tls://127.0.0.1:${port}`, { dialTimeoutMs: 2_000 }).catch(
+      (e: unknown) => e,
+    );
+    expect((refused as DialError).certificate).toBe(false);
   });
 });

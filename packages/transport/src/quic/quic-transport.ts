@@ -530,12 +530,7 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
       { timer: dialTimeoutMs },
     );
   } catch (err) {
-    const why = pinMismatch
-      ? 'certificate fingerprint mismatch'
-      : err instanceof quic.errors.ErrorQUICClientCreateTimeout
-        ? `no handshake within ${dialTimeoutMs} ms`
-        : quicErrorText(err);
-    throw new DialError(address, why, { cause: pinMismatch ?? err });
+    throw quicDialError(address, err, pinMismatch, dialTimeoutMs, quic.errors);
   }
   if (!stock) tuneQuicSocket(client);
   // The client owns its UDP socket; stopping the socket ends the client (QUICClient.destroy
@@ -546,4 +541,30 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
     await socket.stop({ force: true }).catch(() => {}); // teardown of a closed client: best effort
   };
   return new QuicConnectionAdapter(quic, client.connection, timeouts, limits, teardown);
+}
+
+/** A failed QUIC dial in words: quiche reports a refused certificate as "TlsFail" only. */
+function quicDialError(
+  address: string,
+  err: unknown,
+  pinMismatch: FingerprintMismatchError | null,
+  dialTimeoutMs: number,
+  errors: typeof stockQuic.errors,
+): DialError {
+  if (pinMismatch !== null) {
+    return new DialError(address, pinMismatch.message, { cause: pinMismatch }, true);
+  }
+  if (err instanceof errors.ErrorQUICClientCreateTimeout) {
+    return new DialError(address, `no handshake within ${dialTimeoutMs} ms`, { cause: err });
+  }
+  if (err instanceof errors.ErrorQUICConnectionLocalTLS) {
+    // The library's own check (an address missing from the certificate) says what failed;
+    // quiche's verification says nothing but "TlsFail".
+    const said = quicErrorText(err);
+    const why = said.startsWith('Failed connection due to native TLS')
+      ? 'the server certificate failed verification (not signed by a trusted CA, or not for this name)'
+      : said;
+    return new DialError(address, why, { cause: err }, true);
+  }
+  return new DialError(address, quicErrorText(err), { cause: err });
 }

@@ -128,6 +128,21 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
   };
 }
 
+/** OpenSSL's and Node's codes for a server certificate that was refused, not for a lost peer. */
+const CERTIFICATE_ERROR_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
 export async function dialTls(host: string, port: number, opts: DialOptions): Promise<Connection> {
   const address = `tls://${hostPort(host, port)}`;
   const timeouts = resolveTimeouts(opts);
@@ -159,7 +174,8 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
     }, dialTimeoutMs);
     s.once('error', (err) => {
       clearTimeout(timer);
-      reject(new DialError(address, errorReason(err), { cause: err }));
+      const untrusted = CERTIFICATE_ERROR_CODES.has((err as { code?: string }).code ?? '');
+      reject(new DialError(address, errorReason(err), { cause: err }, untrusted));
     });
     s.once('secureConnect', () => {
       clearTimeout(timer);
@@ -168,12 +184,9 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
         const raw = s.getPeerCertificate().raw;
         const actual = raw ? new X509Certificate(raw).fingerprint256 : '(none)';
         if (!raw || !fingerprintsEqual(actual, pinned)) {
+          const mismatch = new FingerprintMismatchError(pinned, actual);
           s.destroy();
-          reject(
-            new DialError(address, 'certificate fingerprint mismatch', {
-              cause: new FingerprintMismatchError(pinned, actual),
-            }),
-          );
+          reject(new DialError(address, mismatch.message, { cause: mismatch }, true));
           return;
         }
       }
