@@ -63,8 +63,16 @@ export class TokenWrongIssuerError extends TokenError {
 export class TokenWrongTenantError extends TokenError {
   readonly code = 'FELIX_AUTHZ_TOKEN_WRONG_TENANT';
   readonly reason = 'wrong_tenant';
-  constructor(readonly expected: string) {
-    super(`the token is not for tenant ${expected}`);
+  constructor(
+    readonly expected: string,
+    /** The tenant the token claims, when it names one (unverified: for the message only). */
+    readonly claimed?: string,
+  ) {
+    super(
+      claimed === undefined
+        ? `the token is not for tenant ${expected}`
+        : `the token is for tenant ${JSON.stringify(claimed)}, not for tenant ${expected}`,
+    );
   }
 }
 

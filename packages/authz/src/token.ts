@@ -3,7 +3,7 @@
  * and signature checks are jose's; this file adds Felix's claim rules and maps every failure to
  * one typed error with a stable code.
  */
-import { type JWTPayload, SignJWT, jwtVerify } from 'jose';
+import { type JWTPayload, SignJWT, decodeJwt, jwtVerify } from 'jose';
 import {
   TokenBadSignatureError,
   TokenClaimsError,
@@ -21,6 +21,7 @@ import { type Permission, parsePermission, printPermission, tenantOf } from './g
 import { type KeyResolver, type SigningKey, TOKEN_ALGORITHM } from './keys.js';
 import {
   KID_BYTES_MAX,
+  NAME_BYTES_MAX,
   SUBJECT_BYTES_MAX,
   TOKEN_BYTES_MAX,
   TOKEN_CLOCK_SKEW_S,
@@ -192,8 +193,25 @@ function compileClaims(claims: FelixClaims): PermissionSet {
  * issuer, exactly one audience, `exp`/`nbf`/`iat` within TOKEN_CLOCK_SKEW_S, `tid`, and
  * well-formed permissions (none of another tenant). Throws a TokenError subclass on any failure.
  */
+/** The `tid` a token claims, unverified: only ever used to refuse it with a clearer reason. */
+function unverifiedTenant(token: string): string | undefined {
+  try {
+    const tid = decodeJwt(token).tid;
+    return typeof tid === 'string' && tid.length <= NAME_BYTES_MAX ? tid : undefined;
+  } catch {
+    // Not decodable: the signature check that follows refuses it as malformed.
+    return undefined;
+  }
+}
+
 export async function verifyToken(token: string, opts: VerifyTokenOptions): Promise<VerifiedToken> {
   if (token.length > TOKEN_BYTES_MAX) throw new TokenMalformedError('too long');
+  // A token of another tenant is refused as that, by name, before its `kid` is looked up among
+  // this tenant's keys (where it would read as an unknown key, and could cost a JWKS fetch).
+  const claimed = unverifiedTenant(token);
+  if (claimed !== undefined && claimed !== opts.tenant) {
+    throw new TokenWrongTenantError(opts.tenant, claimed);
+  }
   const { payload, protectedHeader } = await verifySignature(token, opts);
   const claims = checkClaims(payload, opts);
   return { kid: protectedHeader.kid as string, claims, permissions: compileClaims(claims) };

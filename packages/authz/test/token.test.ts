@@ -14,6 +14,7 @@ import {
   TOKEN_CLOCK_SKEW_S,
   TokenClaimsError,
   TokenError,
+  TokenWrongTenantError,
   type TokenFailure,
   VerifiedTokenCache,
   type VerifyTokenOptions,
@@ -100,7 +101,26 @@ describe('felix tokens', () => {
       'bad_signature',
     );
     // And a token t2 signed for itself does not open t1.
-    expect(await failure(mint({ tenant: 't2', permissions: [] }, t2))).toBe('unknown_kid');
+    expect(await failure(mint({ tenant: 't2', permissions: [] }, t2))).toBe('wrong_tenant');
+  });
+
+  it('a_token_of_another_tenant_is_refused_naming_both_tenants_before_any_key_lookup', async () => {
+    const token = await mint({ tenant: 't2', permissions: [] }, t2);
+    const looked: string[] = [];
+    const counting = {
+      resolve: (tenant: string, kid: string) => {
+        looked.push(`${tenant}/${kid}`);
+        return keys.resolve(tenant, kid);
+      },
+    };
+    const err = await verifyToken(token, { ...forT1, keys: counting }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TokenWrongTenantError);
+    expect((err as Error).message).toBe('the token is for tenant "t2", not for tenant t1');
+    expect(looked).toEqual([]);
+    // Its own tenant still verifies it.
+    const v = await verifyToken(token, { ...forT1, tenant: 't2', keys: counting });
+    expect(v.claims.tid).toBe('t2');
+    expect(looked).toEqual([`t2/${t2.kid}`]);
   });
 
   it('an_expired_token_fails_verification_with_its_reason', async () => {
