@@ -76,3 +76,10 @@ export const FEATURE_HI_CACHE_BINARY = 0x0000_0020;
  * a binary `group_acked`; the JSON forms stay fully served to a client that did not.
  */
 export const FEATURE_HI_GROUP_BINARY = 0x0000_0040;
+/**
+ * Bit 7 of the `_hi` word (bit 39 of the set): `release` on `group_nack_batch`. A Felix
+ * extension: a consume loop hands back records it polled ahead but never gave the application
+ * (a `break` out of the loop), and those deliveries do not count toward the attempt bound; a
+ * broker without it counts them as nacks, as the reference does.
+ */
+export const FEATURE_HI_GROUP_RELEASE = 0x0000_0080;

@@ -157,6 +157,7 @@ export const MESSAGE_SAMPLES: Message[] = [
     delay_ms: 500,
     attempts: [1, 2, 1],
   },
+  { type: 'group_nack_batch', ...G, offsets: [5, 6], request_id: 43, release: true },
   { type: 'group_nacked', stale: [7, 9], request_id: 42, superseded: [9] },
   { type: 'group_extend', ...G, offset: 3, attempts: 1, extend_ms: 10000, request_id: 33 },
   { type: 'group_extended', visible_ms: 10000, request_id: 33 },

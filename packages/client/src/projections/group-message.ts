@@ -3,7 +3,7 @@
  * to settle (ack, nack, extend, dead-letter): the settles go through the group's GroupSettles.
  */
 import type { Message } from '@felix/wire';
-import { ProtocolError } from '../errors.js';
+import { InvalidArgumentError, ProtocolError } from '../errors.js';
 
 /** The settle requests of a group beside acks and nacks. */
 export type SettleType =
@@ -41,13 +41,25 @@ export class GroupMessage {
     return this.group.ack(this.offset);
   }
 
-  /** Hands the record back: redelivered now, or after `delayMs` (it stays in flight meanwhile). */
+  /**
+   * Hands the record back: redelivered now, or after `delayMs` (it stays in flight meanwhile), a
+   * whole number of milliseconds; anything else is refused with InvalidArgumentError.
+   */
   nack(opts: { delayMs?: number } = {}): Promise<void> {
-    return this.group.nack(this.offset, this.attempts, opts.delayMs);
+    const d = opts.delayMs;
+    if (d !== undefined && !(Number.isSafeInteger(d) && d >= 0)) {
+      return Promise.reject(
+        new InvalidArgumentError(`nack delayMs must be a whole number of ms >= 0, got ${d}`),
+      );
+    }
+    return this.group.nack(this.offset, this.attempts, d);
   }
 
-  /** Keeps the claim for `ms` more; resolves with the visibility the broker granted. */
+  /** Keeps the claim for `ms` more (a whole number of ms >= 1); answers the visibility granted. */
   async extend(ms: number): Promise<number> {
+    if (!(Number.isSafeInteger(ms) && ms >= 1)) {
+      throw new InvalidArgumentError(`extend ms must be a whole number of ms >= 1, got ${ms}`);
+    }
     const msg = await this.group.settle('group_extend', this.offset, {
       attempts: this.attempts,
       extend_ms: ms,

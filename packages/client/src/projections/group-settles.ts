@@ -12,6 +12,7 @@ import {
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_BINARY,
   FEATURE_HI_GROUP_NACK_BATCH,
+  FEATURE_HI_GROUP_RELEASE,
   FLAG_BINARY_GROUP,
   type Message,
   decodeGroupAcked,
@@ -292,25 +293,40 @@ export class GroupSettles implements GroupSettler {
       }
       return;
     }
-    this.sendNacks(bc, items, undefined);
+    // Records the application never saw: a broker that can, does not count their deliveries.
+    const release = (bc.negotiated.featuresHi & FEATURE_HI_GROUP_RELEASE) !== 0;
+    this.sendNacks(bc, items, undefined, release);
   }
 
   /** Sends `items` as `group_nack_batch` requests of at most GROUP_NACK_BATCH_OFFSETS_MAX. */
-  private sendNacks(bc: BrokerConnection, items: PendingSettle[], delayMs: number | undefined) {
+  private sendNacks(
+    bc: BrokerConnection,
+    items: PendingSettle[],
+    delayMs: number | undefined,
+    release = false,
+  ) {
     for (let i = 0; i < items.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
       const part = items.slice(i, i + GROUP_NACK_BATCH_OFFSETS_MAX);
-      bc.requests
-        .request(
-          (request_id) =>
-            ({
-              type: 'group_nack_batch',
-              ...this.scope(bc),
-              offsets: part.map((it) => it.offset),
-              attempts: part.map((it) => it.attempts),
-              ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
-              request_id,
-            }) as Message,
-        )
+      const message = (request_id: number) =>
+        ({
+          type: 'group_nack_batch',
+          ...this.scope(bc),
+          offsets: part.map((it) => it.offset),
+          attempts: part.map((it) => it.attempts),
+          ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+          ...(release ? { release: true } : {}),
+          request_id,
+        }) as Message;
+      // The request may encode (and refuse) synchronously: that must reject these nacks, not
+      // escape into the turn's flush where nothing would catch it.
+      let sent: Promise<Message>;
+      try {
+        sent = bc.requests.request(message);
+      } catch (err) {
+        for (const it of part) it.reject(err as Error);
+        continue;
+      }
+      sent
         .then((msg) => {
           if (msg.type !== 'group_nacked') {
             throw new ProtocolError(`expected group_nacked, got ${msg.type}`);

@@ -5,7 +5,12 @@
 // ahead of new records. Method: one shared durable felix-broker process per transport (group
 // in-flight cap 4) driven through @felix/client; the broker's request counters show how many
 // requests a settle took.
-import { type FelixClient, type GroupMessage, StaleClaimError } from '@felix/client';
+import {
+  type FelixClient,
+  type GroupMessage,
+  InvalidArgumentError,
+  StaleClaimError,
+} from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, brokerMetric as metric } from '../src/index.js';
@@ -84,9 +89,10 @@ for (const transport of TRANSPORTS) {
       expect(settled[1]).toBeInstanceOf(StaleClaimError);
       expect(await requests('group_nack_batch')).toBe(batchesBefore + 1);
       expect(await requests('group_nack')).toBe(nacksBefore);
-      // The record handed back goes out again; the other's second delivery still stands.
+      // The record handed back goes out again, its hand-back a release that did not count a
+      // delivery; the other's second delivery still stands.
       const redelivered = await g.poll({ max: 4, waitMs: 5_000 });
-      expect(redelivered.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 2]]);
+      expect(redelivered.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 1]]);
       await Promise.all([...redelivered, ...again].map((m) => m.ack()));
       expect((await g.describe()).committed).toBe(offsets[1]! + 1);
     });
@@ -146,9 +152,53 @@ for (const transport of TRANSPORTS) {
       await waitFor(async () => (await g.describe()).owed === 3, 'the rest is handed back');
       expect(await requests('group_nack_batch')).toBe(batchesBefore + 1);
       expect(await requests('group_nack')).toBe(nacksBefore);
+      // Never given to the application, so their deliveries were not counted.
       const again = await g.poll({ max: 4, waitMs: 5_000 });
-      expect(again.map((m) => [m.offset, m.attempts])).toEqual(offsets.slice(1).map((o) => [o, 2]));
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual(offsets.slice(1).map((o) => [o, 1]));
       await Promise.all([first!, ...again].map((m) => m.ack()));
+    });
+
+    it('records_a_consume_loop_never_yielded_do_not_count_toward_their_attempts', async () => {
+      // A worker taking one job per loop (break after each): the loop polls four at a time and
+      // hands back three it never yielded, again and again. Before, each hand-back counted as
+      // a failed delivery, and jobs nobody had seen went to the dead letters after five loops.
+      const g = await freshGroup('break-each');
+      const offsets = await publishJobs(12, 'break-each');
+      const seen: Array<[number, number]> = [];
+      for (let round = 0; round < offsets.length; round++) {
+        // Bounded: with jobs lost to the dead letters a later loop would find nothing to take.
+        const signal = AbortSignal.timeout(10_000);
+        const took = await (async () => {
+          for await (const m of g.consume({ max: 4, waitMs: 1_000, signal })) {
+            seen.push([m.offset, m.attempts]);
+            await m.ack();
+            return true;
+          }
+          return false;
+        })().catch(() => false);
+        if (!took) break;
+        await waitFor(async () => (await g.describe()).inFlight === 0, 'the rest handed back');
+      }
+      expect(seen).toEqual(offsets.map((o) => [o, 1]));
+      expect(await g.deadLetters()).toEqual([]);
+      expect((await g.describe()).committed).toBe(offsets[offsets.length - 1]! + 1);
+    });
+
+    it('a_nack_with_a_delay_that_is_not_whole_milliseconds_is_refused_not_thrown', async () => {
+      const g = await freshGroup('nack-delay');
+      await publishJobs(1, 'nack-delay');
+      const [m] = await g.poll({ max: 1, waitMs: 5_000 });
+      for (const delayMs of [-1, 1.5, Number.NaN]) {
+        await expect(m!.nack({ delayMs }), String(delayMs)).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
+      }
+      await expect(m!.extend(1.5)).rejects.toBeInstanceOf(InvalidArgumentError);
+      // The claim still stands and settles as usual.
+      await m!.nack({ delayMs: 10 });
+      const [again] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect([again?.offset, again?.attempts]).toEqual([m!.offset, 2]);
+      await again!.ack();
     });
 
     // ---- named consumers (FEATURE_GROUP_CONSUMER) ----

@@ -276,6 +276,7 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     RID,
     ['delay_ms', 'u64', 'opt'],
     ['attempts', 'u32_list', 'opt'],
+    ['release', 'bool', 'opt'],
   ],
   group_nacked: [['stale', 'u64_list', 'req'], RID, ['superseded', 'u64_list', 'opt']],
   group_extend: [

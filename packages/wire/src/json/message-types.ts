@@ -409,6 +409,11 @@ export interface GroupNackBatchMessage extends GroupScope {
   request_id: number;
   delay_ms?: number;
   attempts?: number[];
+  /**
+   * FEATURE_HI_GROUP_RELEASE: the records were never given to the application (polled ahead,
+   * then handed back by a loop that ended): their deliveries are not counted as attempts.
+   */
+  release?: boolean;
 }
 /**
  * The answer to `group_nack_batch`: `stale` names every offset not handed back (its claim no

@@ -4,7 +4,12 @@
  * a dead letter is recorded before the cursor passes it, and a settle that frees a record wakes
  * the polls waiting on the group's shard.
  */
-import { FEATURE_HI_GROUP_ACK_BATCH, FEATURE_HI_GROUP_NACK_BATCH, type Message } from '@felix/wire';
+import {
+  FEATURE_HI_GROUP_ACK_BATCH,
+  FEATURE_HI_GROUP_NACK_BATCH,
+  FEATURE_HI_GROUP_RELEASE,
+  type Message,
+} from '@felix/wire';
 import { GROUP_ACK_BATCH_OFFSETS_MAX, GROUP_NACK_BATCH_OFFSETS_MAX } from '../limits.js';
 import type { Negotiated } from '../session/negotiation.js';
 import type { GroupCore } from './core.js';
@@ -130,7 +135,8 @@ function ackOne(st: GroupState, offset: number, staleOffsets: number[]): boolean
  * One nack of `offset`: 'stale_named' when `attempts` names a delivery other than the standing
  * claim's, 'stale' when no claim stands and the offset is not owed already (handed back, so
  * 'handed' again), else the claim goes back: owed now, or after `delayMs` (bounded by the
- * visibility maximum; it stays in flight meanwhile).
+ * visibility maximum; it stays in flight meanwhile). A `release` (a record the application
+ * never saw) takes back the delivery's count: the next one carries the same `attempts`.
  */
 function handBack(
   core: GroupCore,
@@ -139,6 +145,7 @@ function handBack(
   attempts: number | undefined,
   delayMs: number,
   nowMs: number,
+  release = false,
 ): 'handed' | 'stale' | 'stale_named' {
   const claim = st.claims.get(offset);
   if (attempts !== undefined && claim?.attempts !== attempts) return 'stale_named';
@@ -147,7 +154,7 @@ function handBack(
     st.reschedule(claim, nowMs + Math.min(delayMs, core.groups.max_visibility_ms), true);
   } else {
     st.claims.delete(offset);
-    st.owed.set(offset, claim.attempts);
+    st.owed.set(offset, release ? claim.attempts - 1 : claim.attempts);
   }
   return 'handed';
 }
@@ -176,17 +183,20 @@ export async function nackBatch(
   if (attempts !== undefined && attempts.length !== offsets.length) {
     throw bad('attempts names one delivery per offset', 'bad_nack_batch');
   }
+  // A release names deliveries the application never saw: honoured only where negotiated.
+  const release = msg.release === true && (auth.featuresHi & FEATURE_HI_GROUP_RELEASE) !== 0;
+  const delay = msg.delay_ms ?? 0;
+  if (release && delay > 0) throw bad('a release takes no delay_ms', 'bad_nack_batch');
   for (const offset of offsets) tailCheck(scope, offset);
   const st = await core.registry.existing(scope);
   const now = Date.now();
   st.lastUsedMs = now;
-  const delay = msg.delay_ms ?? 0;
   const staleOffsets: number[] = [];
   // The offsets a single nack would refuse as fatal (its `attempts` named another delivery).
   const superseded: number[] = [];
   for (let i = 0; i < offsets.length; i++) {
     const offset = offsets[i]!;
-    const handed = handBack(core, st, offset, attempts?.[i], delay, now);
+    const handed = handBack(core, st, offset, attempts?.[i], delay, now, release);
     if (handed === 'handed') continue;
     staleOffsets.push(offset);
     if (handed === 'stale_named') superseded.push(offset);
