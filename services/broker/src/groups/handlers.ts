@@ -14,6 +14,7 @@ import {
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_BINARY,
   FEATURE_HI_GROUP_NACK_BATCH,
+  FEATURE_HI_GROUP_RELEASE,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FLAG_BINARY_GROUP_RECORDS,
   FRAME_HEADER_BYTES,
@@ -41,13 +42,15 @@ export const GROUP_FEATURES =
   FEATURE_GROUP_SKIPPED;
 
 /** High-word bits, Felix extensions: `group_ack_batch` and `group_nack_batch` (plain
- *  `group_ack` and `group_nack` stay), binary `group_records` answers (the JSON answer stays) and
- *  the binary poll and ack requests (session/client-session.ts reads them; JSON stays served). */
+ *  `group_ack` and `group_nack` stay), binary `group_records` answers (the JSON answer stays),
+ *  the binary poll and ack requests (session/client-session.ts reads them; JSON stays served)
+ *  and `release` on `group_nack_batch`. */
 export const GROUP_FEATURES_HI =
   FEATURE_HI_GROUP_ACK_BATCH |
   FEATURE_HI_GROUP_NACK_BATCH |
   FEATURE_HI_GROUP_RECORDS_BINARY |
-  FEATURE_HI_GROUP_BINARY;
+  FEATURE_HI_GROUP_BINARY |
+  FEATURE_HI_GROUP_RELEASE;
 
 const GROUP_REQUESTS = [
   'group_poll',
