@@ -16,7 +16,13 @@ import {
   decodeMessage,
   encodeGroupPoll,
 } from '@felix/wire';
-import { ConnectionLostError, ProtocolError, notLeaderOf, refusalOf } from '../errors.js';
+import {
+  ConnectionLostError,
+  ProtocolError,
+  isStreamGone,
+  notLeaderOf,
+  refusalOf,
+} from '../errors.js';
 import {
   GROUP_POLL_RECORDS_DEFAULT,
   GROUP_POLL_STREAMS_IDLE_MAX,
@@ -120,8 +126,13 @@ export interface Poller {
 }
 
 export class GroupPolls {
-  /** The connection whose first poll asked to reclaim (each connection asks once). */
-  private reclaimedOn: BrokerConnection | undefined;
+  /**
+   * A named consumer reclaims once per handle (a worker's first poll after it starts), not on
+   * each connection: after a reconnect the process still holds what it was handed, and a
+   * reclaim would hand those records to it a second time while it works on them. 'asking'
+   * while the first poll is out; back to 'pending' if it failed, so the next poll asks.
+   */
+  private reclaimState: 'pending' | 'asking' | 'done' = 'pending';
   private pool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
   private nextPollId = 1;
   /** The last poll's request template and what it was made for. */
@@ -149,9 +160,9 @@ export class GroupPolls {
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
     if (who.consumerName !== undefined)
       requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');
-    // The first poll on a connection reclaims; polls already in flight beside it need not.
-    const reclaim = who.reclaim && this.reclaimedOn !== bc;
-    if (reclaim) this.reclaimedOn = bc;
+    // The handle's first poll reclaims; polls already in flight beside it need not.
+    const reclaim = who.reclaim && this.reclaimState === 'pending';
+    if (reclaim) this.reclaimState = 'asking';
     const idle = this.idleOn(bc);
     let kept = idle.pop();
     // One the broker ended (or broke) while it was idle cannot carry this poll: let it go.
@@ -164,13 +175,19 @@ export class GroupPolls {
     const onAbort = () => ps.stream.reset(0);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const msg = await ps.ask(this.pollRequest(bc, opts, reclaim));
+      const msg = await ps.ask(this.pollRequest(bc, opts, reclaim)).catch((err: unknown) => {
+        // The connection died under the poll: the client's own error, not the transport's.
+        throw isStreamGone(err) && !opts.signal?.aborted
+          ? new ConnectionLostError(bc.server, { cause: err })
+          : err;
+      });
       if (msg === null) throw new ConnectionLostError(bc.server);
       if (msg.type === 'error') throw refusalOf(msg);
       if (msg.type === 'not_leader') throw notLeaderOf(msg);
       if (msg.type !== 'group_records')
         throw new ProtocolError(`expected group_records, got ${msg.type}`);
       reusable = true;
+      if (reclaim) this.reclaimState = 'done';
       return msg.records.map(
         (r) =>
           new GroupMessage(
@@ -183,6 +200,7 @@ export class GroupPolls {
           ),
       );
     } finally {
+      if (reclaim && this.reclaimState === 'asking') this.reclaimState = 'pending';
       opts.signal?.removeEventListener('abort', onAbort);
       if (reusable && !opts.signal?.aborted && idle.length < GROUP_POLL_STREAMS_IDLE_MAX) {
         idle.push(ps);

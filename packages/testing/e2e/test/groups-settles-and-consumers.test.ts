@@ -6,15 +6,39 @@
 // in-flight cap 4) driven through @felix/client; the broker's request counters show how many
 // requests a settle took.
 import {
+  ConnectionLostError,
   type FelixClient,
   type GroupMessage,
   InvalidArgumentError,
   StaleClaimError,
 } from '@felix/client';
+import { createServer, connect as tcpConnect, type Socket } from 'node:net';
 import { waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, brokerMetric as metric } from '../src/index.js';
 import { TRANSPORTS, client, jobs, startProjectionsBroker } from './support.js';
+
+/** A TCP relay to `port` on loopback whose connections `cut()` drops on both sides at once. */
+async function tcpRelay(port: number) {
+  const open = new Set<Socket>();
+  const server = createServer((down) => {
+    const up = tcpConnect(port, '127.0.0.1');
+    for (const s of [down, up]) {
+      open.add(s);
+      s.on('error', () => undefined); // a cut socket errors on the other side's write
+      s.on('close', () => open.delete(s));
+    }
+    down.pipe(up).pipe(down);
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return {
+    port: (server.address() as { port: number }).port,
+    cut: () => {
+      for (const s of open) s.destroy();
+    },
+    close: () => new Promise<void>((ok) => server.close(() => ok())),
+  };
+}
 
 for (const transport of TRANSPORTS) {
   describe(`broker consumer group settles and consumers over ${transport}`, () => {
@@ -226,6 +250,53 @@ for (const transport of TRANSPORTS) {
         await restarted.close();
       }
     });
+
+    it.skipIf(transport !== 'tls')(
+      'a_named_consumer_that_reconnects_is_not_handed_again_what_it_still_holds',
+      async () => {
+        // A network blip, not a restart: the worker's connection is cut under it (a TCP relay
+        // in front of the broker drops both sides) while it holds a record. Before, the first
+        // poll of the new connection reclaimed, and the same process got that record a second
+        // time while it was still working on it.
+        const g0 = await freshGroup('blip', { consumer: 'w-blip' });
+        const relay = await tcpRelay(shared.port);
+        const worker = await client(shared, transport, {
+          servers: [`tls://127.0.0.1:${relay.port}`],
+        });
+        try {
+          const g = worker.group('jobs', 'blip', { shard: 0, consumer: 'w-blip' });
+          const [a, b] = await publishJobs(2, 'blip');
+          const held = await g.poll({ max: 1, waitMs: 5_000, visibilityMs: 60_000 });
+          expect(held.map((m) => m.offset)).toEqual([a]);
+          relay.cut();
+          // A poll made before the client noticed the cut fails with the connection; the
+          // worker polls again, as a consume loop does.
+          let next: GroupMessage[] = [];
+          await waitFor(
+            () =>
+              g.poll({ max: 2, waitMs: 1_000, visibilityMs: 60_000 }).then(
+                (got) => {
+                  next = got;
+                  return true;
+                },
+                (err: unknown) => {
+                  if (err instanceof ConnectionLostError) return false;
+                  throw err;
+                },
+              ),
+            'a poll on the new connection',
+          );
+          expect(next.map((m) => [m.offset, m.attempts])).toEqual([[b, 1]]);
+          // The record still held settles on the new connection as it would have on the old.
+          await held[0]!.ack();
+          await next[0]!.ack();
+          expect((await g0.describe()).committed).toBe(b! + 1);
+        } finally {
+          await worker.close();
+          await relay.close();
+        }
+      },
+    );
 
     it('a_poll_whose_client_has_gone_claims_nothing', async () => {
       const g = await freshGroup('gone');
