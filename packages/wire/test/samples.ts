@@ -162,6 +162,7 @@ export const MESSAGE_SAMPLES: Message[] = [
   { type: 'group_extend', ...G, offset: 3, attempts: 1, extend_ms: 10000, request_id: 33 },
   { type: 'group_extended', visible_ms: 10000, request_id: 33 },
   { type: 'group_dead_letter', ...G, offset: 4, request_id: 34 },
+  { type: 'group_dead_letter', ...G, offset: 4, request_id: 35, attempts: 2 },
   { type: 'group_dead_letters', ...G, request_id: 35 },
   { type: 'group_dead_letter_list', offsets: [4, 9], request_id: 35 },
   { type: 'group_discard', ...G, offset: 4, request_id: 36 },

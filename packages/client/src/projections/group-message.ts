@@ -68,8 +68,13 @@ export class GroupMessage {
     return msg.visible_ms;
   }
 
-  /** Gives up on the record: recorded as a dead letter, then finished. */
+  /**
+   * Gives up on the record: recorded as a dead letter, then finished. Refused with
+   * StaleClaimError when the record has gone out again since this delivery (its claim lapsed).
+   */
   deadLetter(): Promise<void> {
-    return this.group.settle('group_dead_letter', this.offset).then(() => undefined);
+    return this.group
+      .settle('group_dead_letter', this.offset, { attempts: this.attempts })
+      .then(() => undefined);
   }
 }

@@ -225,6 +225,22 @@ for (const transport of TRANSPORTS) {
       await again!.ack();
     });
 
+    it('a_dead_letter_from_a_delivery_whose_record_went_out_again_is_refused', async () => {
+      const g = await freshGroup('late-dead-letter');
+      const [offset] = await publishJobs(1, 'late-dead-letter');
+      // A slow holder: its claim lapses and the record goes to the next poller.
+      const [first] = await g.poll({ max: 1, waitMs: 5_000, visibilityMs: 50 });
+      const again = await g.poll({ max: 1, waitMs: 10_000 });
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual([[offset, 2]]);
+      // The first holder gives up late: refused, so the second holder's work is not ended
+      // under it (before, the record became a dead letter and the second holder's extend failed).
+      await expect(first!.deadLetter()).rejects.toBeInstanceOf(StaleClaimError);
+      expect(await again[0]!.extend(1_000)).toBeGreaterThan(0);
+      await again[0]!.ack();
+      expect(await g.deadLetters()).toEqual([]);
+      expect((await g.describe()).committed).toBe(offset! + 1);
+    });
+
     // ---- named consumers (FEATURE_GROUP_CONSUMER) ----
 
     it('a_named_consumer_on_a_new_connection_gets_its_claims_back_at_once', async () => {

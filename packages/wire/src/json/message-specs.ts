@@ -260,7 +260,7 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['visibility_ms', 'u64', 'opt'],
   ],
   group_records: [['records', { list: GROUP_RECORD }, 'req'], RID],
-  group_ack: [...GROUP, ['offset', 'u64', 'req'], RID],
+  group_ack: [...GROUP, ['offset', 'u64', 'req'], RID, ['attempts', 'u32', 'opt']],
   group_ack_batch: [...GROUP, ['offsets', 'u64_list', 'req'], RID],
   group_acked: [['stale', 'u64_list', 'req'], RID],
   group_nack: [
@@ -287,7 +287,7 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     RID,
   ],
   group_extended: [['visible_ms', 'u64', 'req'], RID],
-  group_dead_letter: [...GROUP, ['offset', 'u64', 'req'], RID],
+  group_dead_letter: [...GROUP, ['offset', 'u64', 'req'], RID, ['attempts', 'u32', 'opt']],
   group_dead_letters: [...GROUP, RID],
   group_dead_letter_list: [['offsets', 'u64_list', 'req'], RID],
   group_discard: [...GROUP, ['offset', 'u64', 'req'], RID],

@@ -375,6 +375,9 @@ export interface GroupAckMessage extends GroupScope {
   type: 'group_ack';
   offset: number;
   request_id: number;
+  /** Names the delivery (the reference's optional field): refused `stale_claim` when another
+   *  delivery's claim stands. */
+  attempts?: number;
 }
 /**
  * Felix extension (FEATURE_HI_GROUP_ACK_BATCH): each offset acknowledged as one `group_ack`
@@ -461,6 +464,9 @@ export interface GroupDeadLetterMessage extends GroupScope {
   type: 'group_dead_letter';
   offset: number;
   request_id: number;
+  /** Felix extension (an older broker ignores it): names the delivery, as on `group_nack`; a
+   *  dead letter from a delivery whose record went out again is refused `stale_claim`. */
+  attempts?: number;
 }
 export interface GroupDeadLettersMessage extends GroupScope {
   type: 'group_dead_letters';

@@ -31,6 +31,11 @@ export async function settle(core: GroupCore, scope: Scope, msg: SettleMsg): Pro
     return ok;
   }
   const claim = st.claims.get(offset);
+  // A settle naming its delivery is refused while another delivery's claim stands: a late
+  // dead letter from a holder whose claim lapsed must not end the next holder's work.
+  if (msg.attempts !== undefined && claim !== undefined && claim.attempts !== msg.attempts) {
+    throw stale(offset, true);
+  }
   if (claim === undefined && st.isUnknown(offset)) throw stale(offset, false);
   if (claim === undefined && !st.owed.has(offset) && !st.redriven.has(offset)) {
     if (offset < st.position || st.done.has(offset)) return ok; // already finished
