@@ -29,6 +29,18 @@ describe('group claim bookkeeping', () => {
     expect(st.owed.size).toBe(0);
   });
 
+  it('a_seek_leaves_a_claimed_redriven_record_owed', () => {
+    // Before, the seek voided the claim of a redriven dead letter and it was neither owed nor
+    // listed: undeliverable until a restart, then delivered long after the seek.
+    const st = new GroupState(0, undefined, 100, 0);
+    st.redriven.add(3);
+    st.claim(3, 1, 100);
+    st.claim(5, 1, 100);
+    st.reset(20);
+    expect(st.claims.size).toBe(0);
+    expect([...st.owed]).toEqual([[3, 1]]);
+  });
+
   it('a_delayed_nack_becomes_owed_without_counting_as_a_lapse', () => {
     const st = new GroupState(0, undefined, 100, 0);
     st.claim(4, 2, 100);

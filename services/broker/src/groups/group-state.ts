@@ -239,8 +239,15 @@ export class GroupState {
     return !(offset >= this.next && offset < this.freshFloor);
   }
 
-  /** A seek: every standing claim is void, the position is `offset`; redriven records stay owed. */
+  /**
+   * A seek: every standing claim is void, the position is `offset`; redriven records stay owed,
+   * a claimed one too (its voided delivery counted), or it would be neither owed nor listed.
+   */
   reset(offset: number): void {
+    for (const o of this.redriven) {
+      const claim = this.claims.get(o);
+      if (claim !== undefined) this.owed.set(o, claim.attempts);
+    }
     this.claims.clear();
     this.deadlines.length = 0;
     for (const o of this.owed.keys()) if (!this.redriven.has(o)) this.owed.delete(o);
