@@ -115,6 +115,32 @@ describe('broker consumer groups across restarts', () => {
     );
   });
 
+  it('a_dead_letter_above_an_unfinished_record_is_not_delivered_again_after_a_restart', async () => {
+    // The cursor cannot pass the unfinished record below the dead letter, so before, a restart
+    // handed the dead letter out again as new work while it was still listed.
+    let below = -1;
+    let dead = -1;
+    await acrossRestart(
+      {},
+      async (f) => {
+        below = (await f.publish('jobs', 'still-out')).offset!;
+        dead = (await f.publish('jobs', 'poison')).offset!;
+        const g = f.group('jobs', 'dead-above-gap');
+        const [m0, m1] = await g.poll({ max: 2, waitMs: 5_000 });
+        expect([m0!.offset, m1!.offset]).toEqual([below, dead]);
+        await m1!.deadLetter();
+      },
+      async (f) => {
+        const g = f.group('jobs', 'dead-above-gap');
+        const got = await g.poll({ max: 2, waitMs: 5_000 });
+        expect(got.map((m) => [m.offset, m.attempts])).toEqual([[below, 1]]);
+        expect(await g.deadLetters()).toEqual([dead]);
+        await got[0]!.ack();
+        expect((await g.describe()).committed).toBe(dead + 1);
+      },
+    );
+  });
+
   it('a_finished_redrive_is_not_redelivered_after_a_restart', async () => {
     let after = -1;
     await acrossRestart(

@@ -106,7 +106,12 @@ export class GroupRegistry {
       this.metrics.groupRecordsSkipped.inc(base - committed);
     }
     for (const d of await this.deadLetters.list(scope.id, scope.group)) {
-      if (d.state !== 'redriven') continue;
+      if (d.state === 'dead') {
+        // Given up on above a record still unfinished (the cursor could not pass it yet), or
+        // just before a crash: finished, never handed out again as new work.
+        if (d.offset >= st.position) st.finish(d.offset);
+        continue;
+      }
       st.redriven.add(d.offset);
       st.owed.set(d.offset, 0);
     }
