@@ -241,6 +241,18 @@ for (const transport of TRANSPORTS) {
       expect((await g.describe()).committed).toBe(offset! + 1);
     });
 
+    it('a_poll_parked_on_a_deleted_group_answers_empty', async () => {
+      const g = await freshGroup('deleted-under-poll');
+      const polls = await requests('group_poll');
+      const parked = g.poll({ max: 5, waitMs: 20_000 });
+      await waitFor(async () => (await requests('group_poll')) > polls, 'the poll is parked');
+      expect(await felix.group('jobs', 'deleted-under-poll', { shard: 0 }).delete()).toBe(true);
+      // Before, the parked poll handed this record out from the deleted group's state, and its
+      // ack then failed with not_found.
+      await publishJobs(1, 'deleted-under-poll');
+      expect((await parked).map((m) => m.offset)).toEqual([]);
+    });
+
     // ---- named consumers (FEATURE_GROUP_CONSUMER) ----
 
     it('a_named_consumer_on_a_new_connection_gets_its_claims_back_at_once', async () => {

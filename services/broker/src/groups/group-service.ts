@@ -207,7 +207,9 @@ export class GroupService {
     for (;;) {
       // A poll whose client has gone (its stream ended while it waited) must not claim records
       // nobody will receive: they would wait out their visibility timeout.
-      if (asker.ended) return { type: 'group_records', records: [], request_id: msg.request_id };
+      if (asker.ended || st.detached) {
+        return { type: 'group_records', records: [], request_id: msg.request_id };
+      }
       const records = await this.chained(st, () =>
         handOut(this.core, scope, st, max, visibility, party),
       );

@@ -73,6 +73,9 @@ export class GroupState {
   /** Hand-outs chained on `pollChain` and not yet settled: a poll answered in its turn needs 0. */
   handingOut = 0;
   lastUsedMs: number;
+  /** Set when the group was deleted: a poll parked on this state answers empty, claiming
+   *  nothing from a state no settle can reach any more. */
+  detached = false;
   /** The cursor write in flight, if any (settles behind it wait and then write once). */
   commitRun: Promise<void> | undefined;
   /**

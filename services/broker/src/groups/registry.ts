@@ -52,7 +52,10 @@ export class GroupRegistry {
   /** Forgets the group's in-memory state (and a periodic write it owed); true when it was held. */
   forget(scope: Scope): boolean {
     const st = this.states.get(scope.key);
-    if (st !== undefined) this.cancel(st);
+    if (st !== undefined) {
+      this.cancel(st);
+      st.detached = true;
+    }
     const held = this.states.delete(scope.key);
     this.metrics.groupsInMemory.set(this.states.size);
     return held;
