@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** felix-controlplane: reads FELIX_CONTROLPLANE_*, opens the store, serves the API until SIGTERM. */
+import { FelixError, errorReason } from '@felix/common';
 import pino from 'pino';
 import { tokenSettingsFromEnv } from './auth/settings.js';
 import { loadConfig } from './config.js';
@@ -51,7 +52,23 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
+/** The error's own words, then what its cause says when that adds something. */
+function withCause(err: Error): string {
+  const deeper = err.cause === undefined ? undefined : errorReason(err.cause);
+  return deeper === undefined || err.message.includes(deeper)
+    ? err.message
+    : `${err.message}: ${deeper}`;
+}
+
 main().catch((err: unknown) => {
-  process.stderr.write(`felix-controlplane: ${err instanceof Error ? err.stack : String(err)}\n`);
+  // A refusal of ours (bad config, a store it cannot open) says what to fix in one line; only
+  // the unexpected keeps its stack.
+  const said =
+    err instanceof FelixError
+      ? `${withCause(err)} [${err.code}]`
+      : err instanceof Error
+        ? err.stack
+        : String(err);
+  process.stderr.write(`felix-controlplane: ${said}\n`);
   process.exit(1);
 });

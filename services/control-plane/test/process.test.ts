@@ -2,6 +2,7 @@
 // stops cleanly on SIGTERM, and finds its catalog again after a restart (a SIGKILL loses nothing
 // acknowledged either); two processes on one Postgres serve one state and one survives the
 // other's SIGKILL. Method: real child processes from dist/ (built by `pnpm test`).
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -68,6 +69,28 @@ async function adminToken(boot: string, tenant: string, operator = false): Promi
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('felix-controlplane process', () => {
+  it('a_control_plane_that_cannot_start_says_why_in_one_line', async () => {
+    const dir = await tempDir('felix-cp-bad');
+    cleanups.push(dir.cleanup);
+    const run = spawnSync(process.execPath, [MAIN], {
+      env: {
+        PATH: process.env.PATH,
+        FELIX_CONTROLPLANE_BIND: '127.0.0.1:0',
+        FELIX_CONTROLPLANE_DATA_DIR: dir.path,
+        FELIX_BOOTSTRAP_ENABLED: 'true',
+        FELIX_BOOTSTRAP_TOKEN: 'too-short',
+      },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(1);
+    // Before, the line was followed by the error's stack, ten lines of node internals.
+    expect(run.stderr).toBe(
+      'felix-controlplane: FELIX_BOOTSTRAP_TOKEN must be at least 32 characters ' +
+        '[FELIX_CONTROLPLANE_CONFIG_INVALID]\n',
+    );
+  });
+
   it('the_control_plane_process_keeps_its_catalog_across_restarts', async () => {
     expect(existsSync(MAIN), 'build the package first (pnpm test builds)').toBe(true);
     const dir = await tempDir('felix-cp-proc');
