@@ -132,17 +132,18 @@ describe('control-plane feed signals', () => {
   });
 });
 
+const membershipSpec = {
+  node_id: 'n1',
+  advertise_addr: 'a:1',
+  client_addr: 'a:1',
+  zone: null,
+  labels: {},
+  capacity: { max_shards: 0, weight: 1 },
+};
+
 /** Node n1's membership over a fake control-plane client. */
 function membershipOf(fake: ControlPlaneClient): Membership {
-  const spec = {
-    node_id: 'n1',
-    advertise_addr: 'a:1',
-    client_addr: 'a:1',
-    zone: null,
-    labels: {},
-    capacity: { max_shards: 0, weight: 1 },
-  };
-  return new Membership(fake, spec, silent, new Registry());
+  return new Membership(fake, { ...membershipSpec }, silent, new Registry());
 }
 
 describe('control-plane membership', () => {
@@ -163,6 +164,29 @@ describe('control-plane membership', () => {
       .deregister('n0', 2_000)
       .catch((e: unknown) => e);
     expect((bad as Error).message).toBe('control plane deregister: bad port');
+  });
+
+  it('membership_log_lines_name_the_node_once', async () => {
+    // Membership logs through the cluster's child logger, which carries node_id already: the
+    // lines said `"node_id":"n1","node_id":"n1"`, which JSON readers keep only one of.
+    const raw: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => raw.push(line) }).child({
+      node_id: 'n1',
+    });
+    const fake = {
+      url: 'fake',
+      register: async () => ({ lifecycle: 'live', heartbeatIntervalMs: 5, expiryTimeoutMs: 50 }),
+      heartbeat: async () => ({ lifecycle: 'live', heartbeatIntervalMs: 5 }),
+      async deregister() {},
+    } as unknown as ControlPlaneClient;
+    const spec = { ...membershipSpec };
+    const m = new Membership(fake, spec, logger, new Registry());
+    m.start();
+    await waitFor(() => m.isRegistered, 'registered');
+    await m.leave(100);
+    const said = raw.filter((l) => /registered|deregistered/.test(l));
+    expect(said).toHaveLength(2);
+    for (const line of said) expect(line.match(/"node_id"/g)).toHaveLength(1);
   });
 
   it('a_node_answered_down_re_registers_with_a_newer_incarnation', async () => {

@@ -115,7 +115,6 @@ export class Membership {
           this.registrations.inc();
           this.log.info(
             {
-              node_id: this.spec.node_id,
               incarnation: this.incarnation,
               lifecycle: r.lifecycle,
               heartbeat_interval_ms: r.heartbeatIntervalMs,
@@ -167,7 +166,7 @@ export class Membership {
     try {
       await this.client.deregister(this.spec.node_id, timeoutMs);
       this.registered = false;
-      this.log.info({ node_id: this.spec.node_id }, 'deregistered from the control plane');
+      this.log.info('deregistered from the control plane');
     } catch (err) {
       this.log.warn({ err }, 'deregistering failed; the control plane will mark this node down');
     }
