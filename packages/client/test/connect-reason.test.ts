@@ -4,8 +4,7 @@
 // it. Method: `connect` to a UDP socket held bound and silent, to a TCP port released a moment
 // before, and to listeners on both transports serving a self-signed certificate.
 import { createSocket } from 'node:dgram';
-import { type AddressInfo, createServer } from 'node:net';
-import { tempDir } from '@felix/testing-harness';
+import { releasedTcpPort, tempDir } from '@felix/testing-harness';
 import { listen, loadOrCreateDevCertificate } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
 import { ConnectError, connect } from '../src/index.js';
@@ -15,10 +14,7 @@ describe('connect failures', () => {
     const udp = createSocket('udp4');
     await new Promise<void>((ok) => udp.bind(0, '127.0.0.1', ok));
     const quicPort = udp.address().port;
-    const tcp = createServer();
-    await new Promise<void>((ok) => tcp.listen(0, '127.0.0.1', ok));
-    const tlsPort = (tcp.address() as AddressInfo).port;
-    await new Promise<void>((ok) => tcp.close(() => ok()));
+    const tlsPort = await releasedTcpPort();
 
     const quic = await connect({
       tenant: 't1',

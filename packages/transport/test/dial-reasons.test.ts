@@ -8,7 +8,7 @@
 // message is read. Listeners on both transports with a self-signed certificate, dialled with no
 // CA or pin, and with a wrong pin.
 import { createSocket } from 'node:dgram';
-import { type AddressInfo, createServer } from 'node:net';
+import { releasedTcpPort } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { DialError, dial, listen } from '../src/index.js';
 import { devMaterial } from './helpers.js';
@@ -21,14 +21,6 @@ async function silentUdp(): Promise<{ port: number; close: () => Promise<void> }
     port: sock.address().port,
     close: () => new Promise<void>((ok) => sock.close(() => ok())),
   };
-}
-
-async function releasedTcpPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', ok));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((ok) => srv.close(() => ok()));
-  return port;
 }
 
 describe('dial failures', () => {

@@ -3,8 +3,7 @@
 // re-registers with a newer incarnation when the control plane stops counting the node live, and
 // catalog-feed parsing that never throws on any item shape.
 // Method: in-process fakes of the control-plane client (same method shapes), fast-check for items.
-import { type AddressInfo, createServer } from 'node:net';
-import { waitFor } from '@felix/testing-harness';
+import { releasedTcpPort, waitFor } from '@felix/testing-harness';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -149,10 +148,7 @@ function membershipOf(fake: ControlPlaneClient): Membership {
 describe('control-plane membership', () => {
   it('an_unreachable_control_plane_is_reported_with_the_transports_reason', async () => {
     // A port nothing listens on: a closed server's, freed a moment ago.
-    const gone = createServer();
-    await new Promise<void>((ok) => gone.listen(0, '127.0.0.1', ok));
-    const port = (gone.address() as AddressInfo).port;
-    await new Promise<void>((ok) => gone.close(() => ok()));
+    const port = await releasedTcpPort();
     const client = new LiveControlPlaneClient(`http://127.0.0.1:${port}`);
     const err = await client.deregister('n0', 2_000).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ControlPlaneUnavailableError);

@@ -6,7 +6,7 @@
  * caller abandoned says nothing about the control plane. Method: the pure tracker, then the real client against a
  * closed port, its outcomes recorded.
  */
-import { type AddressInfo, createServer } from 'node:net';
+import { releasedTcpPort } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { ControlPlaneClient } from '../src/cluster/control-plane-client.js';
 import { Reachability, callKind } from '../src/cluster/reachability.js';
@@ -62,10 +62,7 @@ describe('control-plane reachability', () => {
   });
 
   it('a_call_its_caller_abandoned_is_no_outcome_of_the_control_plane', async () => {
-    const gone = createServer();
-    await new Promise<void>((ok) => gone.listen(0, '127.0.0.1', ok));
-    const port = (gone.address() as AddressInfo).port;
-    await new Promise<void>((ok) => gone.close(() => ok()));
+    const port = await releasedTcpPort();
     const outcomes: boolean[] = [];
     const client = new ControlPlaneClient(`http://127.0.0.1:${port}`, undefined, {
       onOutcome: (ok) => outcomes.push(ok),

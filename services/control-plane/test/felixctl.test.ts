@@ -4,9 +4,8 @@
 // Method: the app listening on a loopback port; felixctl run in-process with captured output;
 // a recording fetch for the requests' headers.
 import { readFile, stat } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
-import { tempDir } from '@felix/testing-harness';
+import { releasedTcpPort, tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, runFelixctl } from '../src/cli/felixctl.js';
 import { startFakeIdp } from './fake-idp.js';
@@ -316,10 +315,7 @@ describe('felixctl without a control plane', () => {
 
   it('felixctl_names_why_the_control_plane_cannot_be_reached_and_exits_unavailable', async () => {
     // A port nothing listens on: a closed server's, freed a moment ago.
-    const gone = createServer();
-    await new Promise<void>((ok) => gone.listen(0, '127.0.0.1', ok));
-    const port = (gone.address() as AddressInfo).port;
-    await new Promise<void>((ok) => gone.close(() => ok()));
+    const port = await releasedTcpPort();
     const refused = await listAgainst(`http://127.0.0.1:${port}`);
     // Exit 3, as for an unreachable broker, and the transport's reason, not "fetch failed".
     expect(refused.code).toBe(3);

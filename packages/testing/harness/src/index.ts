@@ -11,7 +11,7 @@ export {
   WAIT_FOR_DEADLINE_MS_DEFAULT,
   WAIT_FOR_POLL_INTERVAL_MS,
 } from './limits.js';
-export { ephemeralPortRange, freePort } from './net.js';
+export { ephemeralPortRange, freePort, releasedTcpPort } from './net.js';
 export { TEST_CERT_SANS_DEFAULT, issueTestCert, makeTestCa } from './pki.js';
 export type { TestCa } from './pki.js';
 export { waitFor, withDeadline } from './wait.js';

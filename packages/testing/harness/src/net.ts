@@ -64,3 +64,13 @@ export async function freePort(random: () => number = Math.random): Promise<numb
     `no port free for both TCP and UDP on 127.0.0.1 in ${FREE_PORT_ATTEMPTS_MAX} attempts`,
   );
 }
+
+/**
+ * A TCP port on 127.0.0.1 bound a moment ago and released: nothing listens on it, so a connect
+ * there is refused (tests of an unreachable peer).
+ */
+export async function releasedTcpPort(): Promise<number> {
+  const port = await bindsTcp(0);
+  if (port === null) throw new NoFreePortError('no TCP port could be bound on 127.0.0.1');
+  return port;
+}

@@ -1,8 +1,15 @@
 // Goal: waitFor returns as soon as its condition holds and fails with a typed error at its
-// deadline; freePort hands out ports no outgoing connection can take meanwhile.
-import { createServer } from 'node:net';
+// deadline; freePort hands out ports no outgoing connection can take meanwhile, and
+// releasedTcpPort one that refuses a connect.
+import { connect, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { DeadlineExceededError, ephemeralPortRange, freePort, waitFor } from '../src/index.js';
+import {
+  DeadlineExceededError,
+  ephemeralPortRange,
+  freePort,
+  releasedTcpPort,
+  waitFor,
+} from '../src/index.js';
 
 describe('harness', () => {
   it('wait_for_returns_the_first_truthy_value', async () => {
@@ -29,6 +36,19 @@ describe('harness', () => {
       });
       await new Promise<void>((ok) => srv.close(() => ok()));
     }
+  });
+
+  it('a_released_tcp_port_refuses_a_connect', async () => {
+    const port = await releasedTcpPort();
+    const err = await new Promise<unknown>((ok) => {
+      const s = connect(port, '127.0.0.1');
+      s.once('error', ok);
+      s.once('connect', () => {
+        s.destroy();
+        ok(null);
+      });
+    });
+    expect(err).toMatchObject({ code: 'ECONNREFUSED' });
   });
 
   it('a_free_port_is_never_one_that_fetch_refuses', async (ctx) => {
