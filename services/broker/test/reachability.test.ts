@@ -19,13 +19,14 @@ describe('control-plane reachability', () => {
     // Heartbeats, the feeds and the node book failing for twelve seconds: nothing more to say.
     for (let i = 0; i < 48; i++)
       expect(r.failed(i % 2 === 0 ? 'streams' : 'nodes', 1_100 + 250 * i)).toBeNull();
-    // Back only once every kind that failed has answered.
+    // Back only once every kind that failed has answered; away from the first failure to the
+    // first answer after the last one.
     expect(r.answered('heartbeat', 13_000)).toBeNull();
     expect(r.answered('streams', 13_050)).toBeNull();
     expect(r.answered('nodes', 13_100)).toEqual({
       kind: 'back',
       calls: ['heartbeat', 'streams', 'nodes'],
-      awayMs: 12_100,
+      awayMs: 12_000,
       failedCalls: 49,
     });
     expect(r.answered('heartbeat', 13_200)).toBeNull();
@@ -57,8 +58,24 @@ describe('control-plane reachability', () => {
     // The control plane is back at 5 s: heartbeats answer, the feed's new long poll is in flight.
     expect(r.answered('heartbeat', 5_000)).toBeNull();
     expect(r.answered('heartbeat', 20_000)).toBeNull();
-    // Thirty seconds after the feed last failed, the next answer ends the outage.
-    expect(r.answered('heartbeat', 31_000)).toMatchObject({ kind: 'back', failedCalls: 2 });
+    // Thirty seconds after the feed last failed, the next answer ends the outage; the time
+    // away ends at the first answer (5 s), not when the feed's silence cleared it (31 s).
+    expect(r.answered('heartbeat', 31_000)).toMatchObject({
+      kind: 'back',
+      failedCalls: 2,
+      awayMs: 5_000,
+    });
+  });
+
+  it('the_time_away_ends_at_the_first_answer_after_the_last_failure', () => {
+    const r = new Reachability(60_000, 30_000);
+    r.failed('heartbeat', 0);
+    r.failed('streams', 1_000);
+    // Heartbeats answer at 2 s, but the feed fails once more at 8 s: the outage went on.
+    expect(r.answered('heartbeat', 2_000)).toBeNull();
+    r.failed('streams', 8_000);
+    expect(r.answered('heartbeat', 9_000)).toBeNull();
+    expect(r.answered('streams', 12_000)).toMatchObject({ kind: 'back', awayMs: 9_000 });
   });
 
   it('a_call_its_caller_abandoned_is_no_outcome_of_the_control_plane', async () => {

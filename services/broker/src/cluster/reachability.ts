@@ -30,6 +30,9 @@ export class Reachability {
   private lostAtMs = 0;
   private saidAtMs = 0;
   private failedCalls = 0;
+  /** The first answer since the last failure: where the time away ends, even when the outage
+   *  is declared over only once a quiet kind clears `clearMs` later. */
+  private answeredSinceMs: number | undefined;
 
   constructor(
     private readonly remindMs: number,
@@ -42,6 +45,7 @@ export class Reachability {
     this.failing.set(call, nowMs);
     this.failed_.add(call);
     this.failedCalls++;
+    this.answeredSinceMs = undefined;
     if (first) {
       this.lostAtMs = nowMs;
       this.saidAtMs = nowMs;
@@ -60,6 +64,7 @@ export class Reachability {
   /** A call of kind `call` got an answer at `nowMs`. */
   answered(call: string, nowMs: number): ReachabilityNotice | null {
     if (this.failing.size === 0) return null;
+    this.answeredSinceMs ??= nowMs;
     this.failing.delete(call);
     for (const [kind, lastFailedMs] of this.failing)
       if (nowMs - lastFailedMs >= this.clearMs) this.failing.delete(kind);
@@ -67,11 +72,12 @@ export class Reachability {
     const notice: ReachabilityNotice = {
       kind: 'back',
       calls: [...this.failed_],
-      awayMs: Math.max(0, nowMs - this.lostAtMs),
+      awayMs: Math.max(0, (this.answeredSinceMs ?? nowMs) - this.lostAtMs),
       failedCalls: this.failedCalls,
     };
     this.failed_.clear();
     this.failedCalls = 0;
+    this.answeredSinceMs = undefined;
     return notice;
   }
 }
