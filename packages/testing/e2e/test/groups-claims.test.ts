@@ -152,6 +152,10 @@ for (const transport of TRANSPORTS) {
       await expect(g.discard(b!)).rejects.toBeInstanceOf(InvalidRequestError);
       expect(await g.delete()).toBe(true);
       await expect(g.describe()).rejects.toBeInstanceOf(NotFoundError);
+      // A group that does not exist has no dead-letter list either (it answered an empty one,
+      // which reads as a healthy group); deleting it says it did not exist.
+      await expect(g.deadLetters()).rejects.toBeInstanceOf(NotFoundError);
+      expect(await g.delete()).toBe(false);
     });
 
     it('a_seek_voids_standing_claims_so_their_settles_are_stale', async () => {

@@ -12,6 +12,8 @@ export async function listDeadLetters(
   scope: Scope,
   msg: Msg<'group_dead_letters'>,
 ): Promise<Message> {
+  // A group that never existed (or was deleted) is not_found, as its description is.
+  await core.registry.existing(scope);
   const page = await core.registry.deadLetters.list(
     scope.id,
     scope.group,
