@@ -17,6 +17,15 @@ if (!tenant || !principal || !AUDIENCES[audience] || permissions.length === 0 ||
   process.exit(2);
 }
 const base = process.env.FELIX_BOOTSTRAP_URL ?? 'http://127.0.0.1:9095';
+const NOT_INITIALIZED = `tenant ${tenant} is not initialized on this control plane: run the quickstart once (npx pnpm@10.34.9 run quickstart initializes operator and t1) against the same data directory, or POST .../tenants/${tenant}/initialize to the bootstrap listener`;
+const HINTS = {
+  FELIX_CONTROLPLANE_UNAUTHENTICATED:
+    'FELIX_BOOTSTRAP_TOKEN must be the value the control plane was started with',
+  FELIX_CONTROLPLANE_NO_ACTIVE_KEY: NOT_INITIALIZED,
+  FELIX_CONTROLPLANE_TENANT_NOT_FOUND: NOT_INITIALIZED,
+  FELIX_CONTROLPLANE_ROUTE_NOT_FOUND:
+    'this control plane serves no dev tokens: start it with FELIX_BOOTSTRAP_DEV_TOKENS=true',
+};
 const res = await fetch(
   `${base}/internal/bootstrap/tenants/${encodeURIComponent(tenant)}/dev-token`,
   {
@@ -25,14 +34,20 @@ const res = await fetch(
     body: JSON.stringify({ principal, permissions, audience: AUDIENCES[audience] }),
   },
 ).catch((err) => {
+  // fetch says only "fetch failed"; its cause names the refusal.
+  const why = err.cause?.message || err.cause?.code || err.message;
   console.error(
-    `dev-token: ${base} did not answer (${err.message}); is the bootstrap listener on?`,
+    `dev-token: ${base} did not answer (${why}); is the control plane running with ` +
+      'FELIX_BOOTSTRAP_ENABLED=true (and FELIX_BOOTSTRAP_URL pointing at its listener)?',
   );
   process.exit(1);
 });
 const body = await res.json().catch(() => ({}));
 if (!res.ok) {
-  console.error(`dev-token: ${res.status} ${body.code ?? ''} ${body.message ?? ''}`);
+  const hint = HINTS[body.code];
+  console.error(
+    `dev-token: ${res.status} ${body.code ?? ''} ${body.message ?? ''}${hint ? `; ${hint}` : ''}`,
+  );
   process.exit(1);
 }
 console.log(body.token);
