@@ -79,6 +79,20 @@ async function recorded(
   return { code, out, err, requests };
 }
 
+/** A control-plane token as felixctl reads it at login (unsigned: login reads, never verifies). */
+function cpToken(tenant = 't1', claims: Record<string, unknown> = {}): string {
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const payload = {
+    aud: 'felix-controlplane',
+    tid: tenant,
+    exp: Math.floor(Date.now() / 1000) + 3_600,
+    ...claims,
+  };
+  return `${part({ alg: 'EdDSA', kid: 'k1' })}.${part(payload)}.c2ln`;
+}
+const TOK1 = cpToken();
+const STORED = cpToken();
+
 describe('felixctl', () => {
   it('felixctl_manages_the_catalog_with_tables_and_json', async () => {
     expect((await ctl('tenants', 'create', 'acme')).code).toBe(0);
@@ -127,7 +141,7 @@ describe('felixctl', () => {
       '--url',
       'http://127.0.0.1:1',
       '--token',
-      'tok-1',
+      TOK1,
       'login',
       '--tenant',
       't1',
@@ -138,7 +152,7 @@ describe('felixctl', () => {
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
       url: 'http://127.0.0.1:1',
       tenant: 't1',
-      token: 'tok-1',
+      token: TOK1,
     });
     // A login by OIDC exchange stores the Felix token and the refresh token it got.
     const ex = await recorded(env, ['login', '--tenant', 't1', '--oidc-token', 'upstream'], () => ({
@@ -157,6 +171,23 @@ describe('felixctl', () => {
     expect((await stat(path)).mode & 0o777).toBe(0o600);
   });
 
+  it('felixctl_login_refuses_a_token_every_later_command_would_be_refused_with', async () => {
+    const env = { FELIX_CONFIG: join(home.path, 'refused.json') };
+    const cases: Array<[string, RegExp]> = [
+      ['tok-1', /not a Felix token/],
+      [cpToken('t1', { aud: 'felix-broker' }), /audience felix-broker, not felix-controlplane/],
+      [cpToken('t2'), /for tenant t2, not t1/],
+      [cpToken('t1', { exp: 1_000 }), /expired at 1970-01-01T00:16:40\.000Z/],
+    ];
+    for (const [token, said] of cases) {
+      const r = await recorded(env, ['--token', token, 'login', '--tenant', 't1']);
+      expect(r.code, token).toBe(2);
+      expect(r.err.join('\n'), token).toMatch(said);
+      expect(r.requests).toEqual([]);
+    }
+    await expect(stat(env.FELIX_CONFIG)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('every_felixctl_command_sends_the_stored_token', async () => {
     const path = join(home.path, 'every.json');
     const env = { FELIX_CONFIG: path };
@@ -164,7 +195,7 @@ describe('felixctl', () => {
       '--url',
       'http://127.0.0.1:1',
       '--token',
-      'stored-tok',
+      STORED,
       'login',
       '--tenant',
       't1',
@@ -194,7 +225,7 @@ describe('felixctl', () => {
       expect(r.code, argv.join(' ')).toBe(0);
       expect(r.requests.length, argv.join(' ')).toBeGreaterThan(0);
       for (const q of r.requests)
-        expect(q.auth, `${argv.join(' ')}: ${q.path}`).toBe('Bearer stored-tok');
+        expect(q.auth, `${argv.join(' ')}: ${q.path}`).toBe(`Bearer ${STORED}`);
     }
     const minted = await recorded(env, ['token', 'mint', '--subject', 'p2', '--ttl', '60'], answer);
     expect(minted.out).toEqual(['minted']);
@@ -213,7 +244,7 @@ describe('felixctl', () => {
       '--url',
       'http://127.0.0.1:1',
       '--token',
-      'old',
+      cpToken(),
       'login',
       '--tenant',
       't1',

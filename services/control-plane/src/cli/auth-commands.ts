@@ -2,9 +2,12 @@
  * felixctl's auth commands: `login` (stores a token in the credentials file), `token
  * exchange|refresh|mint|revoke`, `rbac policies|bindings list|add|remove`, and `idp-issuers`.
  */
+import { CONTROL_PLANE_AUDIENCE } from '@felix/authz';
 import type { Command } from 'commander';
+import { decodeJwt } from 'jose';
 import { type Api, type Json, seg } from './api.js';
 import { type Credentials, readCredentials, writeCredentials } from './credentials.js';
+import { UsageError } from './data/report.js';
 
 /** What the auth commands need besides the API: the credentials file and the resolved tenant. */
 export interface AuthContext {
@@ -34,6 +37,37 @@ function tokenOutput(ctx: AuthContext, res: Json): void {
   else ctx.api.out(String(res.felix_token));
 }
 
+/**
+ * Refuses, before storing it, a token every later command would be refused with: not a Felix
+ * token, one for the brokers, another tenant's, or expired. Read, not verified (no request is
+ * made): the control plane verifies it on every call.
+ */
+function checkLoginToken(token: string, tenant: string, nowS = Date.now() / 1000): void {
+  let claims: { aud?: unknown; tid?: unknown; exp?: unknown };
+  try {
+    claims = decodeJwt(token);
+  } catch {
+    // Whatever the parser says, the answer is the same: not a token felixctl can log in with.
+    throw new UsageError(
+      'login --token: this is not a Felix token (a JWT)',
+      'mint one (scripts/dev-token.mjs ... controlplane ...) or use --oidc-token',
+    );
+  }
+  if (claims.aud !== CONTROL_PLANE_AUDIENCE) {
+    throw new UsageError(
+      `this token is for audience ${String(claims.aud)}, not ${CONTROL_PLANE_AUDIENCE}`,
+      'felixctl login takes a control-plane token; a broker token goes in --token or FELIX_TOKEN of a data verb',
+    );
+  }
+  if (claims.tid !== tenant) {
+    throw new UsageError(`this token is for tenant ${String(claims.tid)}, not ${tenant}`);
+  }
+  if (typeof claims.exp === 'number' && claims.exp <= nowS) {
+    const at = new Date(claims.exp * 1000).toISOString();
+    throw new UsageError(`this token expired at ${at}`, 'mint a fresh one');
+  }
+}
+
 function loginCommand(program: Command, ctx: AuthContext): void {
   program
     .command('login')
@@ -61,6 +95,7 @@ function loginCommand(program: Command, ctx: AuthContext): void {
       } else {
         const token = ctx.explicitToken();
         if (!token) throw new Error('login needs --token (or FELIX_TOKEN) or --oidc-token');
+        checkLoginToken(token, o.tenant);
         await save(ctx, { ...base, token });
       }
       ctx.api.out(`logged in to ${o.tenant} at ${base.url}; credentials in ${ctx.credentialsPath}`);
