@@ -252,19 +252,38 @@ export class Cache {
     return this.putPrefixMemo;
   }
 
-  /** Removes a key; resolves with the value it removed (undefined when there was none). */
-  async delete(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
-    checkKey(key);
-    const bc = await this.host.connection(opts.signal);
+  /**
+   * Removes a key; resolves with the value it removed (undefined when there was none). Like
+   * `put` and `get`, it goes on the wire in the caller's turn on a live connection, so calls
+   * made one after another without awaiting reach the broker in call order (a delete that
+   * waited a turn reached it after the put made after it, and removed the new value).
+   */
+  delete(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
+    try {
+      checkKey(key);
+      const bc = opts.signal?.aborted ? undefined : this.host.live?.();
+      return bc !== undefined ? this.deleteOn(bc, key) : this.deleteConnecting(key, opts.signal);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private async deleteConnecting(
+    key: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Uint8Array | undefined> {
+    return this.deleteOn(await this.host.connection(signal), key);
+  }
+
+  private deleteOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
     requireFeature(bc, FEATURE_CACHE_DELETE, 'cache_delete');
-    const msg = await bc.requests
+    return bc.requests
       .request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
-      .catch((err: unknown) => {
+      .then(cacheValueOf, (err: unknown) => {
         throw err instanceof ConnectionLostError
           ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
           : err;
       });
-    return cacheValueOf(msg);
   }
 
   /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts or on `break`. */

@@ -63,6 +63,8 @@ export class RequestLane {
   private failed: Error | null = null;
   /** Callers waiting for room under REQUESTS_IN_FLIGHT_MAX. */
   private roomWaiters: Array<() => void> = [];
+  /** Requests on the slow path not sent yet: while any is, later ones queue behind it. */
+  private slowQueued = 0;
 
   constructor(private readonly host: LaneHost) {}
 
@@ -88,9 +90,10 @@ export class RequestLane {
   requestPrepared<T>(prepare: (requestId: number) => Prepared<T>, failed?: Failed): Promise<T> {
     if (this.failed)
       return Promise.reject(failed === undefined ? this.failed : failed(this.failed));
-    // The common case (stream open, room under the bound) sends without an async hop.
+    // The common case (stream open, room under the bound, nobody queued on the slow path)
+    // sends without an async hop; a request never overtakes one made before it.
     const w = this.writer;
-    if (w !== null && this.waiting.length < REQUESTS_IN_FLIGHT_MAX)
+    if (w !== null && this.slowQueued === 0 && this.waiting.length < REQUESTS_IN_FLIGHT_MAX)
       return this.send(w, prepare, failed);
     if (failed === undefined) return this.requestSlowly(prepare);
     // The slow path maps once, at its end (its request's own rejections included).
@@ -101,10 +104,16 @@ export class RequestLane {
 
   /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
   private async requestSlowly<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
-    this.opened ??= this.openWriter();
-    const w = await this.opened;
-    while (this.waiting.length >= REQUESTS_IN_FLIGHT_MAX && !this.failed) {
-      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    this.slowQueued++;
+    let w: StreamWriter;
+    try {
+      this.opened ??= this.openWriter();
+      w = await this.opened;
+      while (this.waiting.length >= REQUESTS_IN_FLIGHT_MAX && !this.failed) {
+        await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+      }
+    } finally {
+      this.slowQueued--;
     }
     if (this.failed) throw this.failed;
     return this.send(w, prepare, undefined);

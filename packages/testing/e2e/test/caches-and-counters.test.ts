@@ -53,6 +53,21 @@ for (const transport of TRANSPORTS) {
       expect(await users.delete('u-del')).toBeUndefined();
     });
 
+    it('cache_calls_made_without_awaiting_reach_the_broker_in_call_order', async () => {
+      // Invalidate, then set, without awaiting in between (as a Redis pipeline would): before,
+      // the delete waited a turn for its connection and reached the broker after the put, so
+      // it removed the new value, and both calls resolved as if all was well.
+      const users = felix.cache('users');
+      for (let i = 0; i < 50; i++) {
+        await users.put('u-order', 'old');
+        const removed = users.delete('u-order');
+        const put = users.put('u-order', `new-${i}`);
+        expect(text(await removed), `round ${i}`).toBe('old');
+        await put;
+        expect(text(await users.get('u-order')), `round ${i}`).toBe(`new-${i}`);
+      }
+    });
+
     it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
       const before = await metric(
         shared,
