@@ -7,9 +7,15 @@
  * belongs to the oldest unanswered request, and a request's quick decoder reads its answer.
  */
 import type { TransportStream } from '@felix/transport';
-import { type Message, decodeMessage, encodeMessage } from '@felix/wire';
-import { ConnectionLostError, ProtocolError, notLeaderOf, refusalOf } from '../errors.js';
-import { REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
+import { FRAME_HEADER_BYTES, type Message, decodeMessage, encodeMessage } from '@felix/wire';
+import {
+  ConnectionLostError,
+  InvalidArgumentError,
+  ProtocolError,
+  notLeaderOf,
+  refusalOf,
+} from '../errors.js';
+import { FRAME_BYTES_MAX, REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
 import type { FrameStream, InFrame } from './frame-stream.js';
 import type { Pending, RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
@@ -140,8 +146,23 @@ export class RequestLane {
     failed: Failed | undefined,
   ): Promise<T> {
     const id = this.host.table.nextId();
-    // Encoded before its answer is registered: a request that cannot be encoded owes no answer.
-    const { bytes, quick, finish } = prepare(id);
+    // Encoded before its answer is registered: a request that cannot be encoded owes no answer,
+    // and is refused alone, as a rejection (never thrown into the caller's turn).
+    let prepared: Prepared<T>;
+    try {
+      prepared = prepare(id);
+      if (prepared.bytes.byteLength - FRAME_HEADER_BYTES > FRAME_BYTES_MAX) {
+        // The broker would end the whole stream at this frame's header, failing every request
+        // on it, and its error (no request id) would be taken for the oldest one's.
+        throw new InvalidArgumentError(
+          `a request of ${prepared.bytes.byteLength} bytes is larger than a frame may be ` +
+            `(FRAME_BYTES_MAX, ${FRAME_BYTES_MAX} bytes of payload)`,
+        );
+      }
+    } catch (err) {
+      return Promise.reject(failed === undefined ? err : failed(err as Error));
+    }
+    const { bytes, quick, finish } = prepared;
     const answer = new Promise<T>((resolve, reject) => {
       const w: Waiting = {
         id,

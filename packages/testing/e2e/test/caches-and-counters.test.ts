@@ -4,7 +4,13 @@
 // cache values under one key are unrelated, both survive a restart, and an in-memory broker
 // serves caches only. Method: one shared durable felix-broker process per transport driven
 // through @felix/client, and fresh brokers (TLS) for the restart and in-memory cases.
-import { FeatureUnsupportedError, type FelixClient, NotFoundError } from '@felix/client';
+import {
+  FRAME_BYTES_MAX,
+  FeatureUnsupportedError,
+  type FelixClient,
+  InvalidArgumentError,
+  NotFoundError,
+} from '@felix/client';
 import { tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, brokerMetric as metric, startBroker } from '../src/index.js';
@@ -66,6 +72,27 @@ for (const transport of TRANSPORTS) {
         await put;
         expect(text(await users.get('u-order')), `round ${i}`).toBe(`new-${i}`);
       }
+    });
+
+    it('a_put_too_large_for_a_frame_is_refused_alone_and_the_others_beside_it_are_served', async () => {
+      // Before, the oversized frame went out: the broker ended the request stream at its header,
+      // the small put made with it was told "frame too large" (over TLS, though it was stored),
+      // the big one OutcomeUnknownError, and every other request in flight failed.
+      const users = felix.cache('users');
+      const hits = felix.counter('users');
+      const big = new Uint8Array(FRAME_BYTES_MAX);
+      const [small, huge, add] = await Promise.allSettled([
+        users.put('u-small', 'x'),
+        users.put('u-huge', big),
+        hits.add('u-small', 1n),
+      ]);
+      expect(small.status).toBe('fulfilled');
+      expect(huge.status).toBe('rejected');
+      expect((huge as PromiseRejectedResult).reason).toBeInstanceOf(InvalidArgumentError);
+      expect((huge as PromiseRejectedResult).reason.message).toMatch(/larger than a frame/);
+      expect(add.status).toBe('fulfilled');
+      expect(text(await users.get('u-small'))).toBe('x');
+      expect(await users.get('u-huge')).toBeUndefined();
     });
 
     it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
