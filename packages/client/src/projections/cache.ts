@@ -336,6 +336,7 @@ export class Cache {
     const st: WatchState = {
       next: opts.fromOffset,
       retainedPhase: opts.retained === true,
+      retainedYielded: 0,
       resumed: false,
       current: {},
     };
@@ -422,7 +423,14 @@ export class Cache {
       const answer = await this.startWatch(bc, request, reservation.id, st.current);
       started();
       const floor = answer.resume_offset;
-      if (answer.resnapshot) yield { type: 'resnapshot', resumeOffset: floor };
+      // A retained phase cut short re-delivers the current values from scratch: what was
+      // yielded of the first may since have been deleted, so the caller must start over too.
+      const restarted = st.retainedPhase && st.retainedYielded > 0;
+      st.retainedYielded = 0;
+      if (answer.resnapshot || restarted) yield { type: 'resnapshot', resumeOffset: floor };
+      // A live start that has delivered nothing yet resumes from where it began, so a change
+      // made while it re-watches after a loss is not skipped.
+      if (!st.retainedPhase && !answer.resnapshot && st.next === undefined) st.next = floor;
       // Current values come first on a retained or resnapshot start (`left` of them; -1 once
       // live); they are not history, so `next` moves past them only when the phase ends.
       let left = st.retainedPhase || answer.resnapshot ? (answer.retained_count ?? 0) : -1;
@@ -450,6 +458,7 @@ export class Cache {
         // A change delivered before a resume on another owner is not delivered twice.
         if (left < 0 && st.next !== undefined && msg.offset < st.next) continue;
         if (left < 0) st.next = Math.max(st.next ?? 0, msg.offset + 1);
+        else if (st.retainedPhase) st.retainedYielded++;
         yield changeOf(msg);
         if (left > 0 && --left === 0) yield complete();
       }
@@ -463,6 +472,8 @@ export class Cache {
 interface WatchState {
   next: number | undefined;
   retainedPhase: boolean;
+  /** Current values yielded by a retained phase not yet complete. */
+  retainedYielded: number;
   resumed: boolean;
   current: { ctl?: FrameStream; events?: FrameStream };
 }

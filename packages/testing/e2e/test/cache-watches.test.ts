@@ -6,7 +6,7 @@
 // driven through @felix/client, and a fresh broker (TLS) for the restart. A watch is known to
 // be registered once the broker's opened-watches counter has grown.
 import type { CacheWatchEvent, FelixClient } from '@felix/client';
-import { take, tempDir, waitFor } from '@felix/testing-harness';
+import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type BrokerProcess,
@@ -229,6 +229,98 @@ describe('broker cache watches across restarts', () => {
       expect(seen).toEqual(['put:rs-0', 'put:rs-1', 'put:rs-2', 'put:rs-3', 'delete:rs-0']);
     } finally {
       await f.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+
+  /** Events of `it` until `done` says stop, each within a deadline. */
+  async function until(
+    it: AsyncIterator<CacheWatchEvent>,
+    done: (seen: CacheWatchEvent[]) => boolean,
+  ): Promise<CacheWatchEvent[]> {
+    const seen: CacheWatchEvent[] = [];
+    while (!done(seen)) {
+      const n = await withDeadline(it.next(), 20_000, `events after ${JSON.stringify(seen)}`);
+      if (n.done) break;
+      seen.push(n.value);
+    }
+    return seen;
+  }
+  const keyed = (e: CacheWatchEvent) => `${e.type}:${(e as { key?: string }).key ?? ''}`;
+
+  it('a_live_watch_that_has_seen_nothing_yet_misses_no_change_across_a_restart', async () => {
+    // Before, a live watch with nothing delivered re-watched live from the new frontier, and a
+    // change made while it was away was never delivered.
+    const dir = await tempDir();
+    const spec: BrokerSpec = { yaml: YAML, dir: dir.path, durable: true };
+    let broker = await startBroker(spec);
+    // Slow to reconnect, so the write below lands while the watch is away.
+    const watcher = await client(broker, 'tls', {
+      reconnect: { baseMs: 3_000, maxDelayMs: 3_000 },
+    });
+    const it = watcher.cache('alerts').watch({ prefix: 'lw-' })[Symbol.asyncIterator]();
+    const first = it.next();
+    try {
+      await waitFor(async () => (await metric(broker, WATCHES)) >= 1, 'a watch');
+      await broker.kill();
+      broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+      const writer = await client(broker);
+      await writer.cache('alerts').put('lw-during', 'x');
+      await writer.close();
+      const seen = [(await first).value as CacheWatchEvent];
+      seen.push(...(await until(it, (s) => s.some((e) => e.type === 'put'))));
+      expect(seen.map(keyed)).toEqual(['resumed:', 'put:lw-during']);
+    } finally {
+      await it.return?.();
+      await watcher.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+
+  it('a_retained_watch_cut_short_starts_over_with_a_resnapshot', async () => {
+    // Before, the retained phase began again silently: a key deleted while the watch was away
+    // stayed in the state the caller had folded from the first, interrupted phase.
+    const dir = await tempDir();
+    const spec: BrokerSpec = { yaml: YAML, dir: dir.path, durable: true };
+    let broker = await startBroker(spec);
+    const setup = await client(broker);
+    for (const k of ['rw-a', 'rw-b', 'rw-c']) await setup.cache('alerts').put(k, k);
+    await setup.close();
+    const watcher = await client(broker, 'tls', {
+      reconnect: { baseMs: 3_000, maxDelayMs: 3_000 },
+    });
+    const it = watcher
+      .cache('alerts')
+      .watch({ prefix: 'rw-' }, { retained: true })
+      [Symbol.asyncIterator]();
+    try {
+      const seen = [(await it.next()).value as CacheWatchEvent];
+      expect(seen.map(keyed)).toEqual(['put:rw-a']);
+      await broker.kill();
+      broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+      const writer = await client(broker);
+      await writer.cache('alerts').delete('rw-a');
+      await writer.close();
+      seen.push(...(await until(it, (s) => s.some((e) => e.type === 'state_complete'))));
+      const state = new Set<string>();
+      for (const e of seen) {
+        if (e.type === 'resnapshot') state.clear();
+        if (e.type === 'put') state.add(e.key);
+        if (e.type === 'delete') state.delete(e.key);
+      }
+      expect([...state].sort()).toEqual(['rw-b', 'rw-c']);
+      expect(seen.map(keyed)).toEqual([
+        'put:rw-a',
+        'resnapshot:',
+        'put:rw-b',
+        'put:rw-c',
+        'state_complete:',
+      ]);
+    } finally {
+      await it.return?.();
+      await watcher.close();
       await broker.stop();
       await dir.cleanup();
     }
