@@ -95,6 +95,25 @@ describe('LogCache expiry pass', () => {
     await cache.close();
   });
 
+  it('an_expired_key_compacted_before_the_expiry_pass_is_still_deleted_for_its_watchers', async () => {
+    // Before, compaction dropped expired entries from the index without a delete, so the
+    // expiry pass never found them and a watcher never saw them expire.
+    const clock = new ManualClock();
+    const log = new MemoryLog();
+    const cache = await LogCache.open({ log, now: clock.now, compaction: { auto: false } });
+    for (const k of ['a', 'b', 'c']) await cache.put(k, bytes(k), { ttlMs: 5 });
+    // Overwrites give the compaction something below its cut to remove.
+    for (let i = 0; i < 20; i++) await cache.put('hot', bytes(`v${i}`));
+    const w = collect(cache.watch({ prefix: '' }, { kind: 'live' }));
+    clock.advance(5);
+    await cache.compact();
+    expect(await cache.get('a')).toBeUndefined();
+    expect(await cache.expireDue()).toBe(3);
+    await waitFor(() => w.events.length === 3, 'the three expiry deletes');
+    expect(describeChanges(w.events).map((d) => d.split('@')[0])).toEqual(['a-', 'b-', 'c-']);
+    await cache.close();
+  });
+
   it('a_key_refreshed_before_the_expiry_pass_claims_survives_it', async () => {
     const clock = new ManualClock();
     const log = new MemoryLog();

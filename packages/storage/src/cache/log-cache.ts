@@ -503,24 +503,15 @@ export class LogCache {
   // ---- compaction target ----
 
   private keysBelow(cut: number): string[] {
-    const nowMs = this.now();
     const keys: string[] = [];
-    for (const [key, e] of this.index) {
-      if (e.offset >= cut) continue;
-      if (isExpired(e.expiresAtMillis, nowMs) && !this.writer.isStaged(key)) {
-        // Expiry is absolute and permanent: the entry needs no copy and leaves the index.
-        this.liveBytesTotal -= e.bytes;
-        this.index.delete(key);
-        continue;
-      }
-      keys.push(key);
-    }
+    // An expired entry is copied like a live one: it leaves the index only through the expiry
+    // pass's delete, which is what tells its watchers (dropping it here silently lost that).
+    for (const [key, e] of this.index) if (e.offset < cut) keys.push(key);
     return keys;
   }
 
   /** Scans the log below the cut page by page; yields a copy per batch of live records found. */
   private async *copyBatches(cut: number): AsyncIterable<CopyBatch> {
-    const nowMs = this.now();
     let found: LiveRead[] = [];
     let at = this.log.baseOffset;
     while (at < cut) {
@@ -536,7 +527,6 @@ export class LogCache {
         // Live = the record the index points at; staged keys wait for a later round.
         if (entry === undefined || entry.offset !== r.offset || this.writer.isStaged(rec.key))
           continue;
-        if (isExpired(entry.expiresAtMillis, nowMs)) continue;
         found.push({ key: rec.key, entry, rec });
         if (found.length === COMPACTION_BATCH_RECORDS) {
           const batch = found;
