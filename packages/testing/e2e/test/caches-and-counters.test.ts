@@ -74,6 +74,23 @@ for (const transport of TRANSPORTS) {
       }
     });
 
+    it('a_get_sent_after_unawaited_writes_of_its_key_reads_them', async () => {
+      // Before, on a durable broker the get read at once, before the writes ahead of it on the
+      // stream were durable and applied, and answered the value from before all of them.
+      const users = felix.cache('users');
+      await users.put('u-ryw', 'v0');
+      for (let i = 0; i < 50; i++) {
+        const writes = [
+          users.put('u-ryw', 'v1'),
+          users.delete('u-ryw'),
+          users.put('u-ryw', `v2-${i}`),
+        ];
+        const read = users.get('u-ryw');
+        expect(text(await read), `round ${i}`).toBe(`v2-${i}`);
+        await Promise.all(writes);
+      }
+    });
+
     it('a_put_too_large_for_a_frame_is_refused_alone_and_the_others_beside_it_are_served', async () => {
       // Before, the oversized frame went out: the broker ended the request stream at its header,
       // the small put made with it was told "frame too large" (over TLS, though it was stored),

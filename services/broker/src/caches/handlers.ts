@@ -29,7 +29,7 @@ import type { ForwardingSlot } from '../session/context.js';
 import { jsonFrame } from '../session/codec.js';
 import type { Handler, HandlerTable, Outcome, RequestContext } from '../session/handler.js';
 import { type NotLeaderRefusal, Refusal } from '../session/refusal.js';
-import type { AnswerEncoder, ProjectionAnswers } from './answers.js';
+import type { Answer, AnswerEncoder, ProjectionAnswers } from './answers.js';
 import {
   binaryCache,
   cacheGet,
@@ -40,6 +40,7 @@ import {
 } from './cache-requests.js';
 import { type CacheService, storageRefusal } from './cache-service.js';
 import type { RequestCount } from './projection-metrics.js';
+import { StreamWrites, writeKey } from './stream-writes.js';
 import { WatchWriter } from './watch-writer.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
@@ -78,6 +79,8 @@ class CacheHandlers {
   private readonly gets: RequestCount;
   private readonly puts: RequestCount;
   private readonly watchIds = new WeakMap<Connection, Set<number>>();
+  /** Log-backed writes each stream has not had answered yet, for its gets to read after. */
+  private readonly writes = new StreamWrites();
 
   constructor(private readonly deps: CacheDeps) {
     this.svc = deps.caches;
@@ -104,7 +107,8 @@ class CacheHandlers {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
     handle: (msg, rc) => {
-      if (this.svc.durable || rc.answers.pending > 0)
+      if (this.svc.durable) return this.queueWrite(rc, msg, this.putAnswer, putAnswerFrame);
+      if (rc.answers.pending > 0)
         return this.answers.queue(rc, msg, this.putAnswer, putAnswerFrame);
       this.puts.n++;
       rc.answers.pushReady(this.putNowFrame(msg, rc));
@@ -131,10 +135,36 @@ class CacheHandlers {
     }
   }
 
+  /**
+   * Queues a log-backed write, marked on its stream until answered, so a get of its key sent
+   * after it on the stream reads after it (`getNow`).
+   */
+  private queueWrite<M extends Msg<'cache_put'> | Msg<'cache_delete'>>(
+    rc: RequestContext,
+    msg: M,
+    answer: (msg: M, rc: RequestContext) => Answer,
+    encode?: AnswerEncoder,
+  ): Outcome | Promise<Outcome> {
+    const done = this.writes.begin(rc.answers, writeKey(msg));
+    const tracked = (m: M, c: RequestContext): Answer => {
+      const a = answer(m, c);
+      if (a instanceof Promise) a.then(done, done);
+      else done();
+      return a;
+    };
+    const outcome = this.answers.queue(rc, msg, tracked, encode);
+    // A write refused before its answer was made (the stream ended meanwhile) owes no wait.
+    if (outcome instanceof Promise) outcome.catch(done);
+    return outcome;
+  }
+
   readonly remove: Handler<Msg<'cache_delete'>> = {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
-    handle: (msg, rc) => this.answers.queue(rc, msg, this.readAnswer),
+    handle: (msg, rc) =>
+      this.svc.durable
+        ? this.queueWrite(rc, msg, this.readAnswer)
+        : this.answers.queue(rc, msg, this.readAnswer),
     forward: (msg, rc, to) => this.forwardWrite(msg, rc, to),
   };
 
@@ -161,6 +191,13 @@ class CacheHandlers {
   }
 
   private getNow(msg: Msg<'cache_get'>, rc: RequestContext): void {
+    // Read-your-writes on a stream: after its own unanswered write of this key, not before.
+    const before = this.writes.before(rc.answers, msg);
+    if (before !== undefined) {
+      const read = before.then(() => cacheGet(this.svc, rc.auth, msg));
+      this.answers.push(rc, msg.type, read, getAnswerFrame);
+      return;
+    }
     const ready = this.hotAnswer(rc, msg);
     if (ready !== undefined) rc.answers.pushReady(ready);
     else this.answers.push(rc, msg.type, cacheGet(this.svc, rc.auth, msg), getAnswerFrame);
