@@ -16,6 +16,7 @@ import {
   TimeoutError,
   UnauthenticatedError,
   UnknownStreamError,
+  notBytes,
 } from './errors.js';
 import {
   CONNECT_TIMEOUT_MS_DEFAULT,
@@ -73,7 +74,9 @@ const unkeyedResult = (offset: number | undefined): PublishResult => ({
 });
 
 function bytesOf(data: Uint8Array | string): Uint8Array {
-  return typeof data === 'string' ? TEXT.encode(data) : data;
+  if (typeof data === 'string') return TEXT.encode(data);
+  if (data instanceof Uint8Array) return data;
+  throw notBytes(data);
 }
 
 export class FelixClient {
@@ -323,6 +326,8 @@ export class FelixClient {
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
+    if (typeof data !== 'string' && !(data instanceof Uint8Array))
+      return Promise.reject(notBytes(data));
     const routed = this.router.active;
     // Routed: the owner's live connection when a one-shard stream's owner is known and open.
     const current = routed ? this.ownerNow(stream) : this.current;

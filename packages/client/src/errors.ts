@@ -351,6 +351,14 @@ export class InvalidArgumentError extends ClientError {
   readonly code = 'FELIX_CLIENT_INVALID_ARGUMENT';
 }
 
+/** A payload or value that is neither a string nor a Uint8Array (a Buffer is one). */
+export function notBytes(data: unknown): InvalidArgumentError {
+  const what = data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data;
+  return new InvalidArgumentError(
+    `data must be a string or a Uint8Array (a Buffer is one), got ${what}`,
+  );
+}
+
 /** The stream is not in the broker's catalog (it answered zero shards). */
 export class UnknownStreamError extends ClientError {
   readonly code = 'FELIX_CLIENT_UNKNOWN_STREAM';

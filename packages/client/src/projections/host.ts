@@ -1,6 +1,6 @@
 /** What the cache, counter and group handles need from the client: the live connection. */
 import { retryWindowMs } from '../cluster/routing.js';
-import { FeatureUnsupportedError } from '../errors.js';
+import { FeatureUnsupportedError, notBytes } from '../errors.js';
 import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.js';
 import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
@@ -84,5 +84,7 @@ export function requireFeature(bc: BrokerConnection, bit: number, name: string):
 const UTF8 = new TextEncoder();
 
 export function bytesOf(data: Uint8Array | string): Uint8Array {
-  return typeof data === 'string' ? UTF8.encode(data) : data;
+  if (typeof data === 'string') return UTF8.encode(data);
+  if (data instanceof Uint8Array) return data;
+  throw notBytes(data);
 }

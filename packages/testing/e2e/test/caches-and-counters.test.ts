@@ -91,6 +91,22 @@ for (const transport of TRANSPORTS) {
       }
     });
 
+    it('a_value_that_is_neither_a_string_nor_bytes_is_refused_with_a_typed_error', async () => {
+      // Before, a number threw a bare RangeError or TypeError from deep in the encoder.
+      const users = felix.cache('users');
+      for (const bad of [42, { a: 1 }, null, new ArrayBuffer(4), [1, 2]]) {
+        await expect(users.put('u-bad', bad as unknown as string), String(bad)).rejects.toThrow(
+          InvalidArgumentError,
+        );
+        await expect(felix.publish('jobs', bad as unknown as string)).rejects.toThrow(
+          /data must be a string or a Uint8Array/,
+        );
+      }
+      expect(await users.get('u-bad')).toBeUndefined();
+      await users.put('u-bad', Buffer.from('ok'));
+      expect(text(await users.get('u-bad'))).toBe('ok');
+    });
+
     it('a_put_too_large_for_a_frame_is_refused_alone_and_the_others_beside_it_are_served', async () => {
       // Before, the oversized frame went out: the broker ended the request stream at its header,
       // the small put made with it was told "frame too large" (over TLS, though it was stored),
