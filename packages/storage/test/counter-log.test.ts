@@ -128,6 +128,34 @@ describe('CounterLog', () => {
     }
   });
 
+  it('a_counter_under_constant_adds_is_still_checkpointed_and_its_log_trimmed', async () => {
+    // Before, a key with a delta staged was skipped by every pass: a counter that always had
+    // an add in flight was never checkpointed, and no cut below it could be trimmed.
+    const store = new MemoryLogStore();
+    const log = new MemoryLog(store);
+    const c = await CounterLog.open({ log, compaction: { auto: false, bytesPerSec: 0 } });
+    for (let i = 0; i < 100; i++) await c.add('hot', 1n);
+    log.shutGate();
+    const inFlight = [c.add('hot', 10n), c.add('hot', 100n)];
+    await waitFor(() => log.stagedCount === 2, 'two adds staged');
+    log.passNewClaims();
+    const pass = c.compact();
+    // The pass's checkpoint is claimed behind the two staged adds, before either applies.
+    await waitFor(() => log.tailOffset === 103, 'the checkpoint claimed behind the staged adds');
+    log.openGate();
+    const [a, b] = await Promise.all(inFlight);
+    expect([a, b]).toEqual([110n, 210n]);
+    const result = await pass;
+    expect(result.trimmed).toBe(true);
+    expect(log.baseOffset).toBeGreaterThanOrEqual(100);
+    expect(await c.get('hot')).toBe(210n);
+    await c.close();
+    const again = await open(store);
+    expect(await again.get('hot')).toBe(210n);
+    expect(await again.add('hot', 1n)).toBe(211n);
+    await again.close();
+  });
+
   it('adds_do_not_wait_on_a_slow_compaction', async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((r) => {
