@@ -4,7 +4,7 @@
  * reconnecting wait (bounded by `requestTimeoutMs` and their AbortSignal). Subscriptions resume
  * on the new connection; acked publishes caught by the loss fail with OutcomeUnknownError.
  */
-import { shardForKey } from '@felix/wire';
+import { BINARY_STRING_BYTES_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
 import { retryKindOf, retryWindowMs } from './cluster/routing.js';
 import {
@@ -77,6 +77,16 @@ function bytesOf(data: Uint8Array | string): Uint8Array {
   if (typeof data === 'string') return TEXT.encode(data);
   if (data instanceof Uint8Array) return data;
   throw notBytes(data);
+}
+
+/** A stream name the wire can carry: not empty, at most BINARY_STRING_BYTES_MAX UTF-8 bytes. */
+function checkStreamName(stream: string): void {
+  if (stream === '') throw new InvalidArgumentError('stream must not be empty');
+  if (
+    stream.length * 3 > BINARY_STRING_BYTES_MAX &&
+    TEXT.encode(stream).length > BINARY_STRING_BYTES_MAX
+  )
+    throw new InvalidArgumentError(`a stream name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
 }
 
 export class FelixClient {
@@ -328,6 +338,8 @@ export class FelixClient {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
     if (typeof data !== 'string' && !(data instanceof Uint8Array))
       return Promise.reject(notBytes(data));
+    // Only a name that may be too long is measured (a UTF-16 unit is at most 3 UTF-8 bytes).
+    if (stream.length * 3 > BINARY_STRING_BYTES_MAX) return this.send(stream, [data], opts, true);
     const routed = this.router.active;
     // Routed: the owner's live connection when a one-shard stream's owner is known and open.
     const current = routed ? this.ownerNow(stream) : this.current;
@@ -387,14 +399,22 @@ export class FelixClient {
     opts: PublishOptions,
     gather: boolean,
   ): Promise<PublishResult> {
-    if (stream === '') throw new InvalidArgumentError('stream must not be empty');
+    checkStreamName(stream);
     const payloads = data.map(bytesOf);
     if (payloads.length === 0) throw new InvalidArgumentError('a batch needs at least one record');
-    for (const p of payloads) {
-      if (p.byteLength > PAYLOAD_BYTES_MAX)
-        throw new InvalidArgumentError(`a payload exceeds ${PAYLOAD_BYTES_MAX} bytes`);
+    // One batch is one frame: its records together are bounded as one payload is.
+    let total = 0;
+    for (const p of payloads) total += p.byteLength;
+    if (total > PAYLOAD_BYTES_MAX) {
+      throw new InvalidArgumentError(
+        payloads.length === 1
+          ? `a payload exceeds ${PAYLOAD_BYTES_MAX} bytes`
+          : `a batch's records total ${total} bytes, over ${PAYLOAD_BYTES_MAX} (split it)`,
+      );
     }
     const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
+    if (key !== undefined && key.byteLength > BINARY_STRING_BYTES_MAX)
+      throw new InvalidArgumentError(`a key exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
     const ack = opts.ack ?? true;
     const signal = opts.signal;
     // An ack that never comes is an unknown outcome, not a hang: the connection times it.

@@ -209,11 +209,11 @@ export class PublishPipe {
   ): Promise<PublishAnswer> {
     await this.reserveWindow();
     const requestId = this.p.table.nextId();
-    const answer = this.answerOf(requestId, stream);
     const keyed = key !== undefined ? { key } : {};
     const { tenant, namespace } = this.p;
-    this.p.writer.push(
-      this.binary
+    let frame: Uint8Array;
+    try {
+      frame = this.binary
         ? encodePublishBatch(
             {
               ...{ tenantId: tenant, namespace, stream, payloads, ...keyed },
@@ -226,8 +226,14 @@ export class PublishPipe {
             ...{ type: 'publish_batch', tenant_id: tenant, namespace, stream, payloads, ...keyed },
             request_id: requestId,
             ack: 'per_batch',
-          }),
-    );
+          });
+    } catch (err) {
+      // Refused before anything was sent: its window slot goes back, and no answer is owed.
+      this.publishDone();
+      throw err;
+    }
+    const answer = this.answerOf(requestId, stream);
+    this.p.writer.push(frame);
     return answer;
   }
 

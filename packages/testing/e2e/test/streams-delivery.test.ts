@@ -7,6 +7,7 @@
 import {
   CursorInFutureError,
   CursorTooOldError,
+  InvalidArgumentError,
   InvalidRequestError,
   NotFoundError,
   type StreamEvent,
@@ -346,6 +347,49 @@ for (const transport of TRANSPORTS) {
       }
       for (const k of keys) expect(seen.get(k)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
       await felix.close();
+    });
+
+    it('a_publish_the_wire_cannot_carry_is_refused_alone_and_frees_what_it_took', async () => {
+      // Before, a key over 65,535 bytes threw from the end-of-turn flush and killed the process
+      // (try/catch could not catch it); a batch with one took a window slot it never gave back,
+      // so after 256 of them every acked publish on the connection timed out; and a batch over
+      // 16 MiB in all went out and took the connection down with every publish beside it.
+      const felix = await client(shared, transport);
+      try {
+        const longKey = 'k'.repeat(70_000);
+        await expect(felix.publish('mem', 'x', { key: longKey })).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
+        await expect(
+          felix.publish('mem', new ArrayBuffer(8) as unknown as Uint8Array),
+        ).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(felix.publish('m'.repeat(70_000), 'x')).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
+        for (let i = 0; i < 300; i++) {
+          await expect(felix.publishBatch('mem', ['a'], { key: longKey })).rejects.toBeInstanceOf(
+            InvalidArgumentError,
+          );
+        }
+        const mib = new Uint8Array(1024 * 1024);
+        const [big, beside] = await Promise.allSettled([
+          felix.publishBatch(
+            'log',
+            Array.from({ length: 17 }, () => mib),
+          ),
+          felix.publish('log', 'beside'),
+        ]);
+        expect(big.status).toBe('rejected');
+        expect((big as PromiseRejectedResult).reason).toBeInstanceOf(InvalidArgumentError);
+        expect(beside.status).toBe('fulfilled');
+        // Still every window slot: acked publishes go through.
+        const acked = await Promise.all(
+          Array.from({ length: 300 }, (_, i) => felix.publish('mem', `after-${i}`)),
+        );
+        expect(acked).toHaveLength(300);
+      } finally {
+        await felix.close();
+      }
     });
 
     it('unknown_streams_and_out_of_range_shards_get_typed_refusals', async () => {
