@@ -89,6 +89,27 @@ function checkStreamName(stream: string): void {
     throw new InvalidArgumentError(`a stream name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
 }
 
+/** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire
+ *  errors before: a buffer of 0 batches never took one). */
+function checkSubscribeOptions(opts: SubscribeOptions): void {
+  const whole = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
+  const { from, shard, bufferBatches, queueCapacity } = opts;
+  if (typeof from === 'number' && !whole(from, 0))
+    throw new InvalidArgumentError(`from must be an offset (a whole number >= 0), got ${from}`);
+  if (typeof from === 'string' && from !== 'earliest' && from !== 'latest')
+    throw new InvalidArgumentError(`from must be 'earliest', 'latest', an offset or { time }`);
+  if (shard !== undefined && !whole(shard, 0))
+    throw new InvalidArgumentError(`shard must be a whole number >= 0, got ${shard}`);
+  if (bufferBatches !== undefined && !whole(bufferBatches, 1))
+    throw new InvalidArgumentError(
+      `bufferBatches must be a whole number >= 1, got ${bufferBatches}`,
+    );
+  if (queueCapacity !== undefined && !whole(queueCapacity, 1))
+    throw new InvalidArgumentError(
+      `queueCapacity must be a whole number >= 1, got ${queueCapacity}`,
+    );
+}
+
 export class FelixClient {
   private current: BrokerConnection | null = null;
   /** The options of every unkeyed single publish, made once (the pipe never changes them). */
@@ -568,6 +589,7 @@ export class FelixClient {
 
   /** Subscribes to a stream (every shard, merged) or one shard. A bounded async iterable. */
   subscribe(stream: string, opts: SubscribeOptions = {}): Subscription {
+    checkSubscribeOptions(opts);
     const from = opts.from ?? 'latest';
     const start: ReaderStart =
       typeof from === 'number'

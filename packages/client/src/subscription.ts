@@ -326,6 +326,9 @@ export class ShardReader {
         from: err.requested,
         count: err.available - err.requested,
       });
+      // The next event carries the loss too, as a loss notice's does: a caller checking
+      // `lostBefore` must not miss what a resume below retention skipped.
+      this.pendingLost += err.available - err.requested;
       this.cursor = err.available;
       return true;
     }
@@ -491,13 +494,20 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   private readonly controller = new AbortController();
   private used = false;
 
+  /** Takes this subscription's listener off the caller's signal (which may outlive it). */
+  private unlink: () => void = () => undefined;
+
   constructor(
     private readonly makeReaders: (signal: AbortSignal) => Promise<ShardReader[]>,
     private readonly bufferBatches: number,
     signal: AbortSignal | undefined,
   ) {
-    signal?.addEventListener('abort', () => this.controller.abort(signal.reason), { once: true });
     if (signal?.aborted) this.controller.abort(signal.reason);
+    else if (signal !== undefined) {
+      const onAbort = () => this.controller.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.unlink = () => signal.removeEventListener('abort', onAbort);
+    }
   }
 
   close(): void {
@@ -508,7 +518,8 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     if (this.used) throw new ClientClosedError();
     this.used = true;
     const signal = this.controller.signal;
-    return new EventIterator(() => this.batches(signal), signal);
+    const stop = () => this.controller.abort(new AbortedError('subscription'));
+    return new EventIterator(() => this.batches(signal), signal, stop);
   }
 
   /** Decoded batches from the shard readers (merged when there are several). */
@@ -524,6 +535,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       yield* this.merge(readers, signal);
     } finally {
       for (const r of readers) r.stop();
+      this.unlink();
     }
   }
 
@@ -583,6 +595,8 @@ class EventIterator implements AsyncIterator<StreamEvent> {
   constructor(
     private readonly open: () => AsyncGenerator<EventRun>,
     signal: AbortSignal,
+    /** Stops the readers: a `return()` must not wait for a record to wake a pending `next()`. */
+    private readonly stop: () => void,
   ) {
     this.aborted = signal.aborted;
     if (!this.aborted)
@@ -629,8 +643,13 @@ class EventIterator implements AsyncIterator<StreamEvent> {
     }
   }
 
-  /** Ends the iteration and lets the readers go (a `break` out of `for await` lands here). */
+  /**
+   * Ends the iteration and lets the readers go (a `break` out of `for await` lands here). The
+   * readers are stopped first: with a `next()` pending the source generator is suspended in a
+   * wait, and its `return()` would queue behind the next record (on a quiet stream, for ever).
+   */
   async return(): Promise<IteratorResult<StreamEvent>> {
+    this.stop();
     return this.end();
   }
 

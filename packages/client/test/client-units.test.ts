@@ -1,4 +1,5 @@
 // Goal: the client's pure parts keep their bounds. Method: direct calls with pinned randomness.
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   ERROR_CODES,
@@ -52,6 +53,20 @@ describe('client units', () => {
     expect(pushed).toBe(true);
     q.close();
     expect([await q.pull(), await q.pull(), await q.pull()]).toEqual([2, 3, undefined]);
+  });
+
+  it('a_writer_woken_by_room_leaves_no_listener_on_its_signal', async () => {
+    // Before, every wait for room added an abort listener that stayed: 5,980 on a merged
+    // subscription's signal after 6,000 events, and its throughput fell as they piled up.
+    const q = new BoundedQueue<number>(1);
+    const signal = new AbortController().signal;
+    await q.push(0, signal);
+    for (let i = 1; i <= 200; i++) {
+      const waiting = q.push(i, signal);
+      expect(await q.pull()).toBe(i - 1);
+      expect(await waiting).toBe(true);
+    }
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
   it('a_bounded_queue_with_a_byte_bound_makes_the_writer_wait_on_bytes_not_items', async () => {

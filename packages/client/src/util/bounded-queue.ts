@@ -43,9 +43,15 @@ export class BoundedQueue<T> {
     const w = this.bytes?.weigh(item) ?? 0;
     while (this.full(w) && !this.done) {
       if (signal?.aborted) return false;
+      // The abort listener goes when the wait ends either way: a writer woken by room would
+      // otherwise leave one per wait on the signal (thousands on a long subscription).
       await new Promise<void>((resolve) => {
-        this.writers.push(resolve);
-        signal?.addEventListener('abort', () => resolve(), { once: true });
+        const wake = () => {
+          signal?.removeEventListener('abort', wake);
+          resolve();
+        };
+        this.writers.push(wake);
+        signal?.addEventListener('abort', wake, { once: true });
       });
     }
     if (this.done) return false;

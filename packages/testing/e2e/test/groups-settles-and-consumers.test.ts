@@ -12,33 +12,10 @@ import {
   InvalidArgumentError,
   StaleClaimError,
 } from '@felix/client';
-import { createServer, connect as tcpConnect, type Socket } from 'node:net';
 import { waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, brokerMetric as metric } from '../src/index.js';
-import { TRANSPORTS, client, jobs, startProjectionsBroker } from './support.js';
-
-/** A TCP relay to `port` on loopback whose connections `cut()` drops on both sides at once. */
-async function tcpRelay(port: number) {
-  const open = new Set<Socket>();
-  const server = createServer((down) => {
-    const up = tcpConnect(port, '127.0.0.1');
-    for (const s of [down, up]) {
-      open.add(s);
-      s.on('error', () => undefined); // a cut socket errors on the other side's write
-      s.on('close', () => open.delete(s));
-    }
-    down.pipe(up).pipe(down);
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  return {
-    port: (server.address() as { port: number }).port,
-    cut: () => {
-      for (const s of open) s.destroy();
-    },
-    close: () => new Promise<void>((ok) => server.close(() => ok())),
-  };
-}
+import { TRANSPORTS, client, jobs, startProjectionsBroker, tcpRelay } from './support.js';
 
 for (const transport of TRANSPORTS) {
   describe(`broker consumer group settles and consumers over ${transport}`, () => {

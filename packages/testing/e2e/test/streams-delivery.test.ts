@@ -4,6 +4,7 @@
 // (alone, and many made in one turn).
 // Method: one real felix-broker process per transport shared by these tests, real clients; a
 // raw session only where the test must see every frame the broker answers with.
+import { getEventListeners } from 'node:events';
 import {
   CursorInFutureError,
   CursorTooOldError,
@@ -13,7 +14,7 @@ import {
   type StreamEvent,
   UnknownStreamError,
 } from '@felix/client';
-import { take, tempDir, waitFor } from '@felix/testing-harness';
+import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import { encodePublishBatch, shardForKey } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ import {
   rawAuthed,
   startBroker,
 } from '../src/index.js';
-import { TRANSPORTS, client, text as maybeText } from './support.js';
+import { TRANSPORTS, client, text as maybeText, tcpRelay } from './support.js';
 
 const SHARED_YAML = `
 durable: { segment_bytes: 4096, retention_check_interval_ms: 50 }
@@ -276,6 +277,127 @@ for (const transport of TRANSPORTS) {
       expect(first[0]!.offset).toBeGreaterThanOrEqual((err as CursorTooOldError).available);
       await felix.close();
     });
+
+    it('a_subscription_left_with_return_while_a_next_waits_ends_at_once', async () => {
+      // Before, on a quiet stream return() waited for the next record to wake the pending
+      // next() (for ever, if none came), and the broker kept the subscriptions open meanwhile.
+      const felix = await client(shared, transport);
+      const subs = () => metric(shared, /^felix_broker_subscriptions (\d+)/m);
+      try {
+        const before = await subs();
+        for (const [stream, shards] of [
+          ['mem', 1],
+          ['keyed-together', 4],
+        ] as const) {
+          const it = felix.subscribe(stream, { from: 'latest' })[Symbol.asyncIterator]();
+          const pending = it.next();
+          await waitFor(async () => (await subs()) >= before + shards, `${stream} subscribed`);
+          await withDeadline(it.return!(), 5_000, `return() of ${stream}`);
+          expect(await withDeadline(pending, 5_000, 'the pending next()')).toMatchObject({
+            done: true,
+          });
+          await waitFor(async () => (await subs()) === before, `${stream} released`);
+        }
+      } finally {
+        await felix.close();
+      }
+    });
+
+    it('finished_subscriptions_leave_no_listener_on_the_callers_signal', async () => {
+      // Before, each subscription made with the app's own signal added a listener to it that
+      // stayed after the subscription ended: 1,000 on a shutdown signal after 1,000 of them.
+      const felix = await client(shared, transport);
+      const appSignal = new AbortController().signal;
+      try {
+        for (let i = 0; i < 20; i++) {
+          const it = felix.subscribe('mem', { signal: appSignal })[Symbol.asyncIterator]();
+          let got = false;
+          const first = it.next().then((r) => {
+            got = true;
+            return r;
+          });
+          // From `latest`: publish until the subscription, once placed, reads one.
+          await waitFor(async () => {
+            if (!got) await felix.publish('mem', `s-${i}`);
+            return got;
+          }, 'a record to read');
+          expect((await first).done).toBe(false);
+          await it.return?.();
+        }
+        expect(getEventListeners(appSignal, 'abort')).toHaveLength(0);
+      } finally {
+        await felix.close();
+      }
+    });
+
+    it('bad_subscribe_options_are_refused_at_the_call', async () => {
+      const felix = await client(shared, transport);
+      try {
+        for (const opts of [
+          { from: -1, shard: 0 },
+          { from: 1.5, shard: 0 },
+          { from: 'newest' as 'latest' },
+          { shard: -1 },
+          { bufferBatches: 0 },
+          { queueCapacity: -3 },
+        ]) {
+          expect(() => felix.subscribe('mem', opts), JSON.stringify(opts)).toThrow(
+            InvalidArgumentError,
+          );
+        }
+      } finally {
+        await felix.close();
+      }
+    });
+
+    it.skipIf(transport !== 'tls')(
+      'a_resume_below_retention_after_a_reconnect_reports_the_loss_on_the_next_event',
+      async () => {
+        // Before, such a loss was only a `gap` status: the next event said lostBefore 0, and a
+        // caller checking lostBefore (as the client README shows) never saw it.
+        const relay = await tcpRelay(shared.port);
+        const sub = await client(shared, 'tls', { servers: [`tls://127.0.0.1:${relay.port}`] });
+        const pub = await client(shared, transport);
+        try {
+          const start = (await pub.publish('retained', 'start')).offset!;
+          const it = sub.subscribe('retained', { from: start, shard: 0 })[Symbol.asyncIterator]();
+          expect((await it.next()).value?.offset).toBe(start);
+          relay.block(true);
+          relay.cut();
+          // While the subscriber is away, retention trims past where it resumes.
+          const payload = new Uint8Array(512).fill(3);
+          await waitFor(
+            async () => {
+              await pub.publishBatch(
+                'retained',
+                Array.from({ length: 10 }, () => payload),
+              );
+              const probe = pub.subscribe('retained', { from: start + 1, shard: 0 });
+              const pit = probe[Symbol.asyncIterator]();
+              try {
+                await pit.next();
+                await pit.return?.();
+                return false;
+              } catch (e) {
+                return e instanceof CursorTooOldError;
+              }
+            },
+            'retention to trim past the subscriber',
+            20_000,
+          );
+          relay.block(false);
+          const next = (await withDeadline(it.next(), 20_000, 'the event after the resume'))
+            .value as StreamEvent;
+          expect(next.lostBefore).toBeGreaterThan(0);
+          expect(next.lostBefore).toBe(next.offset - (start + 1));
+          await it.return?.();
+        } finally {
+          await sub.close();
+          await pub.close();
+          await relay.close();
+        }
+      },
+    );
 
     it('a_subscribe_past_the_tail_answers_in_future', async () => {
       const felix = await client(shared, transport);

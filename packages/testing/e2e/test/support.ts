@@ -5,6 +5,7 @@
  * fresh consumer groups over the `jobs` stream. Starting brokers is `../src` (also used by the
  * broker's own tests); this file is what only the client's specification needs.
  */
+import { type Socket, createServer, connect as tcpConnect } from 'node:net';
 import { type FelixClient, connect } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { type BrokerProcess, type BrokerSpec, brokerMetric, startBroker } from '../src/index.js';
@@ -126,5 +127,39 @@ export function jobs(felix: () => FelixClient) {
       for (let i = 0; i < n; i++) out.push((await felix().publish('jobs', `${tag}-${i}`)).offset!);
       return out;
     },
+  };
+}
+
+/** A TCP relay to `port` on loopback: `cut()` drops its connections on both sides at once,
+ *  `block(true)` turns new ones away until `block(false)`. */
+export async function tcpRelay(port: number) {
+  const open = new Set<Socket>();
+  let blocked = false;
+  const server = createServer((down) => {
+    // Blocked: a dialer is turned away at once, as by a broker that is not there.
+    if (blocked) {
+      down.on('error', () => undefined);
+      down.destroy();
+      return;
+    }
+    const up = tcpConnect(port, '127.0.0.1');
+    for (const s of [down, up]) {
+      open.add(s);
+      s.on('error', () => undefined); // a cut socket errors on the other side's write
+      s.on('close', () => open.delete(s));
+    }
+    down.pipe(up).pipe(down);
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return {
+    port: (server.address() as { port: number }).port,
+    cut: () => {
+      for (const s of open) s.destroy();
+    },
+    /** While blocked, new connections are closed on arrival; open ones are left alone. */
+    block: (on: boolean) => {
+      blocked = on;
+    },
+    close: () => new Promise<void>((ok) => server.close(() => ok())),
   };
 }
