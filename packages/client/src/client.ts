@@ -448,8 +448,11 @@ export class FelixClient {
     const r = await (signal === undefined ? sent : abortable(sent, signal, 'publish'));
     let shard: number | null = 0;
     if (key) {
-      const cached = this.shardCache.get(stream);
-      shard = cached ? shardForKey(key, cached.shards, cached.routing) : null;
+      // The shard a key went to needs the stream's width: asked once per stream (then cached),
+      // so the answer always names it, as unrouted publishes' answers did not.
+      const view =
+        this.shardCache.get(stream) ?? (await this.shards(stream, signal).catch(() => undefined));
+      shard = view ? shardForKey(key, view.shards, view.routing) : null;
     }
     return { offset: r.offset ?? null, shard };
   }

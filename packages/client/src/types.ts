@@ -67,7 +67,8 @@ export interface PublishOptions {
 export interface PublishResult {
   /** Offset of the record in its shard; null for an unacked publish. */
   offset: number | null;
-  /** The shard the record went to, when known (unkeyed: 0). */
+  /** The shard the record went to (unkeyed: 0); null only when the stream's width could not be
+   *  read (`a_keyed_publish_answers_the_shard_its_record_went_to`). */
   shard: number | null;
 }
 

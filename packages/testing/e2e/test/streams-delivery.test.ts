@@ -471,6 +471,25 @@ for (const transport of TRANSPORTS) {
       await felix.close();
     });
 
+    it('a_keyed_publish_answers_the_shard_its_record_went_to', async () => {
+      // Before, a standalone client answered shard null unless shards() had been called: the
+      // README's `subscribe(stream, { from: offset, shard })` could not be written from it.
+      const felix = await client(shared, transport);
+      try {
+        const r = await felix.publish('keyed', 'x', { key: 'order-17' });
+        const enc = new TextEncoder();
+        const { shards, routing } = await felix.shards('keyed');
+        expect(r.shard).toBe(shardForKey(enc.encode('order-17'), shards, routing));
+        const it = felix
+          .subscribe('keyed', { from: r.offset!, shard: r.shard! })
+          [Symbol.asyncIterator]();
+        expect(text((await it.next()).value!.data)).toBe('x');
+        await it.return?.();
+      } finally {
+        await felix.close();
+      }
+    });
+
     it('a_publish_the_wire_cannot_carry_is_refused_alone_and_frees_what_it_took', async () => {
       // Before, a key over 65,535 bytes threw from the end-of-turn flush and killed the process
       // (try/catch could not catch it); a batch with one took a window slot it never gave back,
