@@ -159,6 +159,8 @@ export class ShardReader {
   private pendingLost = 0;
   /** As pendingLost, for offsets that hold no record (told by `skipped_before`). */
   private pendingSkipped = 0;
+  /** The incarnation of the shard's offsets last subscribed to (in-memory shards only). */
+  private offsetsEpoch: number | undefined;
 
   constructor(
     private readonly host: ReaderHost,
@@ -269,9 +271,27 @@ export class ShardReader {
       this.queueCapacity,
       this.timestamps,
     );
+    if (this.offsetsBeganAgain(this.open.offsetsEpoch)) return true;
     if (this.cursor === undefined && this.open.startOffset !== undefined)
       this.cursor = this.open.startOffset;
     return recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt));
+  }
+
+  /**
+   * True when an in-memory shard's offsets began again since the last subscribe (its broker
+   * restarted, or it moved): the cursor names other records now, so the reader says `reset` and
+   * starts over from the shard's earliest. (Resuming at the cursor, it skipped the new records
+   * below it without a word; only a cursor past the new tail was caught, by `in_future`.)
+   */
+  private offsetsBeganAgain(epoch: number | undefined): boolean {
+    if (epoch === undefined) return false;
+    const before = this.offsetsEpoch;
+    this.offsetsEpoch = epoch;
+    if (before === undefined || before === epoch || this.cursor === undefined) return false;
+    this.host.emit({ type: 'reset', stream: this.stream, shard: this.shard });
+    this.cursor = undefined;
+    this.start = 'earliest';
+    return true;
   }
 
   /** A failed subscribe: retried (true) or the end of the subscription (false). */

@@ -82,6 +82,13 @@ export const MESSAGE_SAMPLES: Message[] = [
   },
   { type: 'subscribe', ...S, subscription_id: 7, start: 'earliest', shard: 1, queue_capacity: 64 },
   { type: 'subscribed', subscription_id: 7, start_offset: 0, live_offset: 120 },
+  {
+    type: 'subscribed',
+    subscription_id: 8,
+    start_offset: 3,
+    live_offset: 9,
+    offsets_epoch: 1_733_390_000_123,
+  },
   { type: 'subscribe_cursor_error', reason: 'too_old', requested: 3, available: 100 },
   { type: 'event_stream_hello', subscription_id: 7 },
   {

@@ -24,6 +24,8 @@ export interface OpenSubscription {
   events: FrameStream;
   startOffset: number | undefined;
   liveOffset: number | undefined;
+  /** An in-memory shard's offset incarnation (`offsets_epoch`); undefined for a durable one. */
+  offsetsEpoch?: number;
   /** The refusal the broker ended the subscription with on its control stream (`unauthenticated`
    *  once the connection's token expired), once read; null until then. */
   refusal?(): Error | null;
@@ -93,6 +95,7 @@ export async function openSubscription(
       events: fs,
       startOffset: msg.start_offset,
       liveOffset: msg.live_offset,
+      ...(msg.offsets_epoch !== undefined ? { offsetsEpoch: msg.offsets_epoch } : {}),
       refusal: () => refusal,
       close: () => {
         ctl.stream.end().catch(() => undefined); // the events stream's reset ends it anyway

@@ -4,10 +4,10 @@
 // Method: a fresh durable felix-broker process per test, stopped or SIGKILLed and started again
 // on the same data directory and ports; real clients.
 import { OutcomeUnknownError, type StatusEvent } from '@felix/client';
-import { take, tempDir, waitFor } from '@felix/testing-harness';
+import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { startBroker } from '../src/index.js';
-import { TRANSPORTS, client, text as maybeText } from './support.js';
+import { TRANSPORTS, client, text as maybeText, tcpRelay } from './support.js';
 
 const RESTART_YAML = `
 streams:
@@ -149,3 +149,62 @@ for (const transport of TRANSPORTS) {
     });
   });
 }
+
+describe('an in-memory stream across a broker restart', () => {
+  it('a_subscriber_to_an_in_memory_stream_is_told_its_offsets_began_again', async () => {
+    // Before, a subscriber that had read offsets 0-9 resumed at 10 of the restarted broker's new
+    // offsets, skipping the first ten new records without a word; only a cursor past the new
+    // tail was caught. Now the subscribe answer names the offsets' incarnation.
+    const dir = await tempDir();
+    const yaml = 'streams:\n  - { tenant: t1, name: ticks }\n';
+    let broker = await startBroker({ yaml, dir: dir.path });
+    const relay = await tcpRelay(broker.port);
+    const sub = await client(broker, 'tls', { servers: [`tls://127.0.0.1:${relay.port}`] });
+    const statuses: StatusEvent[] = [];
+    const watching = (async () => {
+      for await (const s of sub.status()) statuses.push(s);
+    })();
+    try {
+      const it = sub.subscribe('ticks', { from: 'earliest', shard: 0 })[Symbol.asyncIterator]();
+      const first = it.next();
+      const pub = await client(broker);
+      await pub.publishBatch(
+        'ticks',
+        Array.from({ length: 10 }, (_, i) => `old${i}`),
+      );
+      await pub.close();
+      const old = [(await first).value!, ...(await take(it, 9))];
+      expect(old.map((e) => e.offset)).toEqual([...Array(10).keys()]);
+      // The subscriber stays away while the broker restarts and takes thirty new records.
+      relay.block(true);
+      await broker.kill();
+      relay.cut();
+      broker = await startBroker({
+        yaml,
+        dir: dir.path,
+        port: broker.port,
+        httpPort: broker.httpPort,
+      });
+      const pub2 = await client(broker);
+      await pub2.publishBatch(
+        'ticks',
+        Array.from({ length: 30 }, (_, i) => `new${i}`),
+      );
+      await pub2.close();
+      relay.block(false);
+      const fresh = await withDeadline(take(it, 30), 20_000, 'the thirty new records');
+      expect(fresh.map((e) => text(e.data))).toEqual(
+        Array.from({ length: 30 }, (_, i) => `new${i}`),
+      );
+      expect(fresh[0]!.offset).toBe(0);
+      await waitFor(() => statuses.some((s) => s.type === 'reset'), 'a reset status');
+      await it.return?.();
+    } finally {
+      await sub.close();
+      await watching;
+      await relay.close();
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
+});

@@ -190,6 +190,7 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['start_offset', 'u64', 'opt'],
     ['live_offset', 'u64', 'opt'],
     ['queue_capacity', 'u32', 'opt'],
+    ['offsets_epoch', 'u64', 'opt'],
   ],
   subscribe_cursor_error: [
     ['reason', { enum: ['too_old', 'in_future'] }, 'req'],

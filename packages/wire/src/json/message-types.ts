@@ -244,6 +244,12 @@ export interface SubscribedMessage {
   start_offset?: number;
   live_offset?: number;
   queue_capacity?: number;
+  /**
+   * Felix extension, an in-memory stream's only: the incarnation of the shard's offsets. It
+   * changes when they begin again (the broker restarted, the shard moved), so a subscriber
+   * resuming at an offset of the old incarnation knows it names other records now.
+   */
+  offsets_epoch?: number;
 }
 export interface SubscribeCursorErrorMessage {
   type: 'subscribe_cursor_error';
