@@ -155,6 +155,20 @@ for (const transport of TRANSPORTS) {
       );
     });
 
+    it('a_counter_get_sent_after_unawaited_adds_of_its_key_reads_them', async () => {
+      // Before, the get read the applied sum at once, before the adds ahead of it on the stream
+      // were durable: it answered the sum from before them.
+      const hits = felix.counter('users');
+      let sum = (await hits.get('c-ryw')) ?? 0n;
+      for (let i = 0; i < 30; i++) {
+        const adds = [hits.add('c-ryw', 1n), hits.add('c-ryw', 2n)];
+        const read = hits.get('c-ryw');
+        sum += 3n;
+        expect(await read, `round ${i}`).toBe(sum);
+        await Promise.all(adds);
+      }
+    });
+
     it('a_counter_and_a_cache_value_with_one_key_are_unrelated', async () => {
       await felix.cache('users').put('shared-key', 'cached');
       expect(await felix.counter('users').add('shared-key', 5n)).toBe(5n);

@@ -8,6 +8,7 @@ import type { Message } from '@felix/wire';
 import type { ProjectionAnswers } from '../caches/answers.js';
 import { type CacheService, storageRefusal } from '../caches/cache-service.js';
 import { forwardCacheWrite } from '../caches/forward.js';
+import { StreamWrites, writeKey } from '../caches/stream-writes.js';
 import type { ForwardingSlot } from '../session/context.js';
 import type { Handler, HandlerTable, RequestContext } from '../session/handler.js';
 import type { Negotiated } from '../session/negotiation.js';
@@ -22,7 +23,15 @@ export function registerCounterHandlers(
   answers: ProjectionAnswers,
   forwarding: ForwardingSlot,
 ): void {
-  const answer = (msg: CounterMsg, rc: RequestContext) => counterOp(caches, rc.auth, msg);
+  // Read-your-writes on a stream, as for cache gets: a get waits for the stream's adds of its
+  // key that are not answered yet (an add is applied only once durable).
+  const writes = new StreamWrites();
+  const answer = (msg: CounterMsg, rc: RequestContext): Promise<Message> => {
+    const before = writes.before(rc.answers, msg);
+    return before === undefined
+      ? counterOp(caches, rc.auth, msg)
+      : before.then(() => counterOp(caches, rc.auth, msg));
+  };
   const get: Handler<CounterMsg> = {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
@@ -30,6 +39,17 @@ export function registerCounterHandlers(
   };
   const add: Handler<Msg<'counter_add'>> = {
     ...get,
+    handle: (msg, rc) => {
+      const done = writes.begin(rc.answers, writeKey(msg));
+      const outcome = answers.queue(rc, msg, (m, c) => {
+        const a = counterOp(caches, c.auth, m);
+        a.then(done, done);
+        return a;
+      });
+      // An add refused before its answer was made owes no wait.
+      if (outcome instanceof Promise) outcome.catch(done);
+      return outcome;
+    },
     forward: forwardCacheWrite(forwarding, answers),
   };
   table.register('counter_add', add);
