@@ -10,7 +10,13 @@
 const [tenant, principal, audience, ...permissions] = process.argv.slice(2);
 const AUDIENCES = { broker: 'felix-broker', controlplane: 'felix-controlplane' };
 const bootstrapToken = process.env.FELIX_BOOTSTRAP_TOKEN;
-if (!tenant || !principal || !AUDIENCES[audience] || permissions.length === 0 || !bootstrapToken) {
+if (!bootstrapToken) {
+  console.error(
+    'dev-token: FELIX_BOOTSTRAP_TOKEN is not set: export the secret the control plane was started with',
+  );
+  process.exit(2);
+}
+if (!tenant || !principal || !AUDIENCES[audience] || permissions.length === 0) {
   console.error(
     'usage: FELIX_BOOTSTRAP_TOKEN=... node scripts/dev-token.mjs <tenant> <principal> <broker|controlplane> <permission>...',
   );

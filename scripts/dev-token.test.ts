@@ -109,6 +109,9 @@ describe('scripts/dev-token.mjs', () => {
     expect(never.stderr).toMatch(
       /tenant t9 is not initialized on this control plane: run the quickstart/,
     );
+    const unset = devToken(boot, '', ['t1', 'me', 'broker', 'x']);
+    expect(unset.status).toBe(2);
+    expect(unset.stderr).toMatch(/FELIX_BOOTSTRAP_TOKEN is not set/);
     const nobody = `http://127.0.0.1:${await freePort()}`;
     const down = devToken(nobody, SECRET, ['t1', 'me', 'broker', 'x']);
     expect(down.status).toBe(1);

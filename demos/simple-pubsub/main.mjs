@@ -15,7 +15,18 @@ const COUNT = 10;
 
 // A Felix token (the quickstart mints one); without it the broker must be in dev auth mode.
 const token = process.env.FELIX_TOKEN;
-const felix = await connect({ servers, tenant, tls, ...(token ? { token } : {}) });
+const felix = await connect({ servers, tenant, tls, ...(token ? { token } : {}) }).catch((err) => {
+  // The two first mistakes, in this demo's own terms (the client names its options instead).
+  if (err.cause?.certificate ?? /certificate/.test(err.message))
+    console.error(
+      'hint: set FELIX_FINGERPRINT to the broker certificate pin: $(cat .felix/data/tls/dev-cert.sha256)',
+    );
+  if (/not for audience felix-broker/.test(err.message))
+    console.error(
+      "hint: FELIX_TOKEN must be a broker token: node scripts/dev-token.mjs t1 my-app broker 'stream.publish:stream:t1/default/*' 'stream.subscribe:stream:t1/default/*'",
+    );
+  throw err;
+});
 console.log(`connected to ${servers.join(', ')} as tenant ${tenant}`);
 
 const sent = [];

@@ -46,7 +46,8 @@ export class TokenWrongAudienceError extends TokenError {
   readonly code = 'FELIX_AUTHZ_TOKEN_WRONG_AUDIENCE';
   readonly reason = 'wrong_audience';
   constructor(readonly expected: string) {
-    super(`the token is not for audience ${expected}`);
+    // The commonest mix-up: a control-plane token given to a broker, or the other way round.
+    super(`the token is not for audience ${expected}: mint one for ${expected}`);
   }
 }
 

@@ -68,7 +68,8 @@ async function recorded(
       auth: headers.get('authorization'),
       body: init?.body ? JSON.parse(String(init.body)) : undefined,
     });
-    return new Response(JSON.stringify(answer(u.pathname)), { status: 200 });
+    const a = answer(u.pathname);
+    return a instanceof Response ? a : new Response(JSON.stringify(a), { status: 200 });
   }) as typeof fetch;
   const code = await runFelixctl(argv, {
     out: (l) => out.push(l),
@@ -186,6 +187,23 @@ describe('felixctl', () => {
       expect(r.requests).toEqual([]);
     }
     await expect(stat(env.FELIX_CONFIG)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('felixctl_says_how_to_log_in_when_the_control_plane_wants_a_token', async () => {
+    const r = await recorded(
+      { FELIX_CONFIG: join(home.path, 'none.json') },
+      ['--url', 'http://127.0.0.1:1', 'tenants', 'list'],
+      () =>
+        new Response(
+          JSON.stringify({
+            code: 'FELIX_CONTROLPLANE_UNAUTHENTICATED',
+            message: 'this route needs Authorization: Bearer <felix-controlplane token>',
+          }),
+          { status: 401 },
+        ),
+    );
+    expect(r.code).toBe(1);
+    expect(r.err.join('\n')).toMatch(/401 FELIX_CONTROLPLANE_UNAUTHENTICATED: .*hint: log in/);
   });
 
   it('every_felixctl_command_sends_the_stored_token', async () => {

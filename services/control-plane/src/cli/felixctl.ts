@@ -81,7 +81,13 @@ export async function runFelixctl(argv: string[], io: DataIo): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     if (err instanceof ApiError) {
-      io.err(`felixctl: ${err.message}`);
+      // A 401 is the commonest first stop: say how to get a control-plane token in.
+      const hint =
+        err.status === 401
+          ? '; hint: log in with a control-plane token (felixctl --url URL login --tenant T ' +
+            '--token TOKEN, docs/felixctl.md) or pass --token / FELIX_TOKEN'
+          : '';
+      io.err(`felixctl: ${err.message}${hint}`);
       return EXIT.refused;
     }
     io.err(`felixctl: ${describeError(err)}`);
