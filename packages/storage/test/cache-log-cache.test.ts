@@ -108,8 +108,9 @@ describe('LogCache expiry pass', () => {
     clock.advance(5);
     await cache.compact();
     expect(await cache.get('a')).toBeUndefined();
-    expect(await cache.expireDue()).toBe(3);
+    // The compaction appended their deletes itself (an expiry pass's budget can be outrun).
     await waitFor(() => w.events.length === 3, 'the three expiry deletes');
+    expect(await cache.expireDue()).toBe(0);
     expect(describeChanges(w.events).map((d) => d.split('@')[0])).toEqual(['a-', 'b-', 'c-']);
     await cache.close();
   });

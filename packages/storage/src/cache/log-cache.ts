@@ -237,6 +237,14 @@ export class LogCache {
       if (isExpired(e.expiresAtMillis, scanNow)) due.push(key);
     }
     if (due.length === 0) return 0;
+    return this.expireKeys(due);
+  }
+
+  /**
+   * Appends one delete per key of `due` still expired when the batch is claimed (a key refreshed
+   * since, or with a write staged, is left alone) and tells the watchers; answers how many.
+   */
+  private expireKeys(due: string[]): Promise<number> {
     let picked: string[] = [];
     return this.writer.commit(
       () => {
@@ -504,14 +512,17 @@ export class LogCache {
 
   private keysBelow(cut: number): string[] {
     const keys: string[] = [];
-    // An expired entry is copied like a live one: it leaves the index only through the expiry
-    // pass's delete, which is what tells its watchers (dropping it here silently lost that).
+    // An expired entry leaves the index only through a delete appended for it (by the expiry
+    // pass, or by the copy phase below), which is what tells its watchers; dropping it here
+    // silently lost that.
     for (const [key, e] of this.index) if (e.offset < cut) keys.push(key);
     return keys;
   }
 
   /** Scans the log below the cut page by page; yields a copy per batch of live records found. */
   private async *copyBatches(cut: number): AsyncIterable<CopyBatch> {
+    const nowMs = this.now();
+    let expired: string[] = [];
     let found: LiveRead[] = [];
     let at = this.log.baseOffset;
     while (at < cut) {
@@ -527,6 +538,17 @@ export class LogCache {
         // Live = the record the index points at; staged keys wait for a later round.
         if (entry === undefined || entry.offset !== r.offset || this.writer.isStaged(rec.key))
           continue;
+        if (isExpired(entry.expiresAtMillis, nowMs)) {
+          // Not copied and not dropped in silence: its delete is appended here, as the expiry
+          // pass would (whose budget per pass a burst of expiries can outrun).
+          expired.push(rec.key);
+          if (expired.length === COMPACTION_BATCH_RECORDS) {
+            const keys = expired;
+            expired = [];
+            yield () => this.expireKeys(keys).then((n) => ({ records: n, bytes: 0 }));
+          }
+          continue;
+        }
         found.push({ key: rec.key, entry, rec });
         if (found.length === COMPACTION_BATCH_RECORDS) {
           const batch = found;
@@ -538,6 +560,8 @@ export class LogCache {
       at = res.next;
     }
     if (found.length > 0) yield () => this.copy(found);
+    if (expired.length > 0)
+      yield () => this.expireKeys(expired).then((n) => ({ records: n, bytes: 0 }));
   }
 
   private copy(reads: LiveRead[]): Promise<{ records: number; bytes: number }> {

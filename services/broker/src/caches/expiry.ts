@@ -16,6 +16,8 @@ export type LeadsCacheShard = (cache: CacheConfig, shard: number) => boolean;
 export class CacheExpiry {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<number> | null = null;
+  /** Where the next pass starts in the list of open shards (round robin). */
+  private nextStart = 0;
 
   constructor(
     private readonly caches: CacheService,
@@ -43,7 +45,11 @@ export class CacheExpiry {
 
   private async expire(): Promise<number> {
     let deleted = 0;
-    for (const { cache, shard } of this.caches.openLogShards()) {
+    // Each pass starts one shard further on: when one shard's expiries fill a pass's budget,
+    // the shards after it in the list still get their turn.
+    const shards = [...this.caches.openLogShards()];
+    const from = shards.length === 0 ? 0 : this.nextStart++ % shards.length;
+    for (const { cache, shard } of [...shards.slice(from), ...shards.slice(0, from)]) {
       if (deleted >= CACHE_EXPIRY_DELETES_PER_PASS_MAX) break;
       if (!this.leads(cache, shard)) continue;
       const opened = this.caches.openedLog(cache, shard);
