@@ -107,9 +107,10 @@ class CacheHandlers {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
     handle: (msg, rc) => {
-      if (this.svc.durable) return this.queueWrite(rc, msg, this.putAnswer, putAnswerFrame);
-      if (rc.answers.pending > 0)
-        return this.answers.queue(rc, msg, this.putAnswer, putAnswerFrame);
+      // Stored later than now (after its fsync, or behind answers queued ahead of it): marked
+      // on its stream, so a get of its key sent after it reads after it.
+      if (this.svc.durable || rc.answers.pending > 0)
+        return this.queueWrite(rc, msg, this.putAnswer, putAnswerFrame);
       this.puts.n++;
       rc.answers.pushReady(this.putNowFrame(msg, rc));
       return null;
@@ -161,10 +162,7 @@ class CacheHandlers {
   readonly remove: Handler<Msg<'cache_delete'>> = {
     onPublishOnly: 'unsupported',
     shardLocation: 'message',
-    handle: (msg, rc) =>
-      this.svc.durable
-        ? this.queueWrite(rc, msg, this.readAnswer)
-        : this.answers.queue(rc, msg, this.readAnswer),
+    handle: (msg, rc) => this.queueWrite(rc, msg, this.readAnswer),
     forward: (msg, rc, to) => this.forwardWrite(msg, rc, to),
   };
 
