@@ -544,7 +544,13 @@ export class Subscription implements AsyncIterable<StreamEvent> {
 
   /** Decoded batches from the shard readers (merged when there are several). */
   private async *batches(signal: AbortSignal): AsyncGenerator<EventRun> {
-    const readers = await this.makeReaders(signal);
+    let readers: ShardReader[];
+    try {
+      readers = await this.makeReaders(signal);
+    } catch (err) {
+      this.unlink(); // an unknown stream ends the subscription before it began
+      throw err;
+    }
     try {
       if (readers.length === 1) {
         const reader = readers[0]!;

@@ -4,7 +4,6 @@
  * with the stream that opened it), `offset_for_time` and `stream_shards`. Each first drains the
  * stream's earlier answers, then answers on the stream itself.
  */
-import { randomInt } from 'node:crypto';
 import type { Connection } from '@felix/transport';
 import {
   FEATURE_SUBSCRIBE_QUEUE,
@@ -20,10 +19,6 @@ import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
 import type { StreamDeps } from './deps.js';
 import type { Shard, StartSpec, StreamRuntime } from './shard.js';
 import { SubscriptionWriter } from './subscription-writer.js';
-
-/** This process's incarnation of in-memory offsets (its start, in ms, made unique by a random
- *  low part): a restarted broker, whose in-memory offsets begin again at 0, answers another. */
-const OFFSETS_EPOCH = Date.now() * 1024 + randomInt(1024);
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 
@@ -198,8 +193,8 @@ export class ReadHandlers {
           ? { start_offset: outcome.sub.startOffset, live_offset: outcome.sub.liveOffset }
           : {}),
         ...(has(auth.features, FEATURE_SUBSCRIBE_QUEUE) ? { queue_capacity: capacity } : {}),
-        // An in-memory shard's offsets begin again with each process: say which incarnation.
-        ...(withOffsets && !s.config.durable ? { offsets_epoch: OFFSETS_EPOCH } : {}),
+        // An in-memory shard's offsets begin again with each shard made: say which incarnation.
+        ...(withOffsets && !s.config.durable ? { offsets_epoch: shard.offsetsEpoch } : {}),
       }),
     );
     const writer = new SubscriptionWriter(

@@ -17,6 +17,7 @@
  * polls, `latest` and `offset_for_time` all read what is applied, so none of them sees past the
  * mark, and the publisher is acked at the same moment (or answered `quorum_timeout`).
  */
+import { randomInt } from 'node:crypto';
 import type { StreamConfig } from '../config/types.js';
 import {
   EVENT_COALESCE_BYTES_MAX,
@@ -91,6 +92,12 @@ export interface ShardSubscription {
 
 export class Shard {
   readonly ring: Ring;
+  /**
+   * The incarnation of an in-memory shard's offsets (`offsets_epoch` on `subscribed`): each
+   * shard made begins its offsets again at 0 (a restart, a move back, a stream made anew), and
+   * names a fresh incarnation: its making time in ms, times 1,024, plus a random low part.
+   */
+  readonly offsetsEpoch = Date.now() * 1024 + randomInt(1024);
   /** Next offset subscribers will see: everything below it is applied (and durable). */
   appliedNext: number;
   private nextMemoryOffset: number;
