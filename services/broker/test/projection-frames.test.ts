@@ -21,6 +21,7 @@ import {
   FEATURE_EXTENDED,
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_NACK_BATCH,
+  FEATURE_HI_GROUP_RELEASE,
   FEATURE_HI_GROUP_RECORDS_BINARY,
   FEATURE_RECORD_TIMESTAMPS,
   FLAG_BINARY_GROUP_RECORDS,
@@ -240,6 +241,32 @@ for (const transport of ['tls', 'quic'] as const) {
       );
       expect(await b.next()).toEqual({ type: 'group_acked', stale: [], request_id: 4 });
       expect((await g.describe()).committed).toBe(offsets[1]! + 1);
+      await b.conn.close();
+    });
+
+    it('a_release_names_its_deliveries_takes_no_delay_and_gives_back_their_count', async () => {
+      const { g, offsets, group } = await heldJobs('release-raw', 1);
+      const b = await extendedRaw(FEATURE_HI_GROUP_NACK_BATCH | FEATURE_HI_GROUP_RELEASE);
+      const release = (request_id: number, more = {}) =>
+        encodeMessage({
+          type: 'group_nack_batch',
+          ...group,
+          offsets: [offsets[0]!],
+          request_id,
+          release: true,
+          ...more,
+        });
+      // Without the delivery it releases, a raw client could keep a record under its attempt
+      // bound for ever by releasing another consumer's claim; with a delay it is not a release.
+      for (const frame of [release(1), release(2, { attempts: [1], delay_ms: 10 })]) {
+        await b.stream.write(frame);
+        expect(await b.next()).toMatchObject({ type: 'error', code: 'invalid_request' });
+      }
+      await b.stream.write(release(3, { attempts: [1] }));
+      expect(await b.next()).toEqual({ type: 'group_nacked', stale: [], request_id: 3 });
+      const again = await g.poll({ max: 1, waitMs: 0 });
+      expect(again.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 1]]);
+      await again[0]!.ack();
       await b.conn.close();
     });
 

@@ -192,6 +192,9 @@ export async function nackBatch(
   const release = msg.release === true && (auth.featuresHi & FEATURE_HI_GROUP_RELEASE) !== 0;
   const delay = msg.delay_ms ?? 0;
   if (release && delay > 0) throw bad('a release takes no delay_ms', 'bad_nack_batch');
+  // A release takes back a count, so it must name the deliveries it releases.
+  if (release && attempts === undefined)
+    throw bad('a release names each delivery (attempts)', 'bad_nack_batch');
   for (const offset of offsets) tailCheck(scope, offset);
   const st = await core.registry.existing(scope);
   const now = Date.now();
