@@ -18,6 +18,7 @@ import {
   UnknownStreamError,
   notBytes,
 } from './errors.js';
+import { asBytes, isByteView } from './util/bytes.js';
 import {
   CONNECT_TIMEOUT_MS_DEFAULT,
   IDLE_TIMEOUT_MS_DEFAULT,
@@ -75,8 +76,7 @@ const unkeyedResult = (offset: number | undefined): PublishResult => ({
 
 function bytesOf(data: Uint8Array | string): Uint8Array {
   if (typeof data === 'string') return TEXT.encode(data);
-  if (data instanceof Uint8Array) return data;
-  throw notBytes(data);
+  return asBytes(data);
 }
 
 /** A stream name the wire can carry: not empty, at most BINARY_STRING_BYTES_MAX UTF-8 bytes. */
@@ -112,6 +112,11 @@ function checkSubscribeOptions(opts: SubscribeOptions): void {
 
 export class FelixClient {
   private current: BrokerConnection | null = null;
+  /** Shard lookups under way, by stream (bounded as the cache is). */
+  private readonly shardLookups = new Map<
+    string,
+    Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }>
+  >();
   /** The options of every unkeyed single publish, made once (the pipe never changes them). */
   private readonly ackedCall: PublishCall;
   private readonly unackedCall: PublishCall;
@@ -340,6 +345,20 @@ export class FelixClient {
   ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     const cached = this.shardCache.get(stream);
     if (cached) return cached;
+    // Concurrent lookups of one stream share one request (a burst of keyed publishes asks once).
+    const asking = this.shardLookups.get(stream);
+    if (asking !== undefined) return asking;
+    const lookup = this.lookUpShards(stream, signal).finally(() => {
+      this.shardLookups.delete(stream);
+    });
+    if (this.shardLookups.size < SHARD_CACHE_STREAMS_MAX) this.shardLookups.set(stream, lookup);
+    return lookup;
+  }
+
+  private async lookUpShards(
+    stream: string,
+    signal: AbortSignal | undefined,
+  ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     const view = await (await this.connection(signal)).streamShards(stream);
     if (view.shards === 0) throw new UnknownStreamError(stream);
     if (this.shardCache.size >= SHARD_CACHE_STREAMS_MAX) this.shardCache.clear();
@@ -357,8 +376,7 @@ export class FelixClient {
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
-    if (typeof data !== 'string' && !(data instanceof Uint8Array))
-      return Promise.reject(notBytes(data));
+    if (typeof data !== 'string' && !isByteView(data)) return Promise.reject(notBytes(data));
     // Only a name that may be too long is measured (a UTF-16 unit is at most 3 UTF-8 bytes).
     if (stream.length * 3 > BINARY_STRING_BYTES_MAX) return this.send(stream, [data], opts, true);
     const routed = this.router.active;
@@ -423,9 +441,11 @@ export class FelixClient {
     checkStreamName(stream);
     const payloads = data.map(bytesOf);
     if (payloads.length === 0) throw new InvalidArgumentError('a batch needs at least one record');
-    // One batch is one frame: its records together are bounded as one payload is.
-    let total = 0;
-    for (const p of payloads) total += p.byteLength;
+    // One batch is one frame: its records together, with their 4-byte lengths, the key and the
+    // stream's name, are bounded as one payload is (the rest of the frame fits the headroom).
+    let total = opts.key === undefined ? 0 : bytesOf(opts.key).byteLength;
+    total += stream.length * 3 > 1024 ? TEXT.encode(stream).byteLength : stream.length * 3;
+    for (const p of payloads) total += p.byteLength + 4;
     if (total > PAYLOAD_BYTES_MAX) {
       throw new InvalidArgumentError(
         payloads.length === 1

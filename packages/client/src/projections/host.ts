@@ -1,6 +1,7 @@
 /** What the cache, counter and group handles need from the client: the live connection. */
 import { retryWindowMs } from '../cluster/routing.js';
-import { FeatureUnsupportedError, notBytes } from '../errors.js';
+import { FeatureUnsupportedError } from '../errors.js';
+import { asBytes } from '../util/bytes.js';
 import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.js';
 import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
@@ -85,6 +86,5 @@ const UTF8 = new TextEncoder();
 
 export function bytesOf(data: Uint8Array | string): Uint8Array {
   if (typeof data === 'string') return UTF8.encode(data);
-  if (data instanceof Uint8Array) return data;
-  throw notBytes(data);
+  return asBytes(data);
 }

@@ -523,6 +523,14 @@ for (const transport of TRANSPORTS) {
         expect(big.status).toBe('rejected');
         expect((big as PromiseRejectedResult).reason).toBeInstanceOf(InvalidArgumentError);
         expect(beside.status).toBe('fulfilled');
+        // Under the bound in payload bytes alone, over it with each record's 4-byte length.
+        const small = new Uint8Array(835);
+        await expect(
+          felix.publishBatch(
+            'log',
+            Array.from({ length: 20_000 }, () => small),
+          ),
+        ).rejects.toBeInstanceOf(InvalidArgumentError);
         // Still every window slot: acked publishes go through.
         const acked = await Promise.all(
           Array.from({ length: 300 }, (_, i) => felix.publish('mem', `after-${i}`)),

@@ -530,7 +530,7 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
       { timer: dialTimeoutMs },
     );
   } catch (err) {
-    throw quicDialError(address, err, pinMismatch, dialTimeoutMs, quic.errors);
+    throw quicDialError(address, err, pinMismatch, dialTimeoutMs, quic.errors, opts);
   }
   if (!stock) tuneQuicSocket(client);
   // The client owns its UDP socket; stopping the socket ends the client (QUICClient.destroy
@@ -550,6 +550,7 @@ function quicDialError(
   pinMismatch: FingerprintMismatchError | null,
   dialTimeoutMs: number,
   errors: typeof stockQuic.errors,
+  opts: DialOptions,
 ): DialError {
   if (pinMismatch !== null) {
     return new DialError(address, pinMismatch.message, { cause: pinMismatch }, true);
@@ -561,10 +562,14 @@ function quicDialError(
     // The library's own check (an address missing from the certificate) says what failed;
     // quiche's verification says nothing but "TlsFail".
     const said = quicErrorText(err);
-    const why = said.startsWith('Failed connection due to native TLS')
-      ? 'the server certificate failed verification (not signed by a trusted CA, or not for this name)'
-      : said;
-    return new DialError(address, why, { cause: err }, true);
+    // With a client certificate of ours in play, the failure may be on our side: no hint.
+    const ours = opts.clientTls !== undefined;
+    const why = !said.startsWith('Failed connection due to native TLS')
+      ? said
+      : ours
+        ? 'the TLS handshake failed (the server certificate, or this client certificate)'
+        : 'the server certificate failed verification (not signed by a trusted CA, or not for this name)';
+    return new DialError(address, why, { cause: err }, !ours);
   }
   return new DialError(address, quicErrorText(err), { cause: err });
 }

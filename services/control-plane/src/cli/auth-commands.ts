@@ -2,7 +2,7 @@
  * felixctl's auth commands: `login` (stores a token in the credentials file), `token
  * exchange|refresh|mint|revoke`, `rbac policies|bindings list|add|remove`, and `idp-issuers`.
  */
-import { CONTROL_PLANE_AUDIENCE } from '@felix/authz';
+import { CONTROL_PLANE_AUDIENCE, TOKEN_CLOCK_SKEW_S } from '@felix/authz';
 import type { Command } from 'commander';
 import { decodeJwt } from 'jose';
 import { type Api, type Json, seg } from './api.js';
@@ -62,7 +62,8 @@ function checkLoginToken(token: string, tenant: string, nowS = Date.now() / 1000
   if (claims.tid !== tenant) {
     throw new UsageError(`this token is for tenant ${String(claims.tid)}, not ${tenant}`);
   }
-  if (typeof claims.exp === 'number' && claims.exp <= nowS) {
+  // The control plane allows TOKEN_CLOCK_SKEW_S of skew; so does this check.
+  if (typeof claims.exp === 'number' && claims.exp + TOKEN_CLOCK_SKEW_S <= nowS) {
     const at = new Date(claims.exp * 1000).toISOString();
     throw new UsageError(`this token expired at ${at}`, 'mint a fresh one');
   }
