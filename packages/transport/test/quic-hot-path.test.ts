@@ -141,7 +141,10 @@ describe('quic round trip', () => {
     // have since pushed back) and when quiche's deadline moves earlier (the first send after
     // that): about twice per probe timeout (at least max_ack_delay, 25 ms), however many
     // packets flow. A timer per packet or per stream would be two or more per round trip.
-    const perConnectionBound = (2 * elapsedMs) / PROBE_TIMEOUT_MIN_MS + 3;
+    // Three per probe timeout, not two: on a loaded CI machine the ACKs that push the deadline
+    // back arrive late, and one run re-armed 121 times against a bound of 115. A timer per
+    // packet would still be at least 2 * ROUND_TRIPS (600), far above this.
+    const perConnectionBound = (3 * elapsedMs) / PROBE_TIMEOUT_MIN_MS + 5;
     expect(counts.timeouts).toBeLessThanOrEqual(2 * perConnectionBound);
     // One flush (setImmediate) and one datagram per direction per round trip; a few spare
     // for ACK-only datagrams the peers may still exchange.
