@@ -18,7 +18,8 @@ import {
   UnknownStreamError,
   notBytes,
 } from './errors.js';
-import { asBytes, isByteView } from './util/bytes.js';
+import { bytesOf } from './projections/host.js';
+import { isByteView } from './util/bytes.js';
 import {
   CONNECT_TIMEOUT_MS_DEFAULT,
   IDLE_TIMEOUT_MS_DEFAULT,
@@ -73,11 +74,6 @@ const unkeyedResult = (offset: number | undefined): PublishResult => ({
   offset: offset ?? null,
   shard: 0,
 });
-
-function bytesOf(data: Uint8Array | string): Uint8Array {
-  if (typeof data === 'string') return TEXT.encode(data);
-  return asBytes(data);
-}
 
 /** A stream name the wire can carry: not empty, at most BINARY_STRING_BYTES_MAX UTF-8 bytes. */
 function checkStreamName(stream: string): void {
