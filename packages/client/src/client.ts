@@ -342,20 +342,22 @@ export class FelixClient {
     const cached = this.shardCache.get(stream);
     if (cached) return cached;
     // Concurrent lookups of one stream share one request (a burst of keyed publishes asks once).
-    const asking = this.shardLookups.get(stream);
-    if (asking !== undefined) return asking;
-    const lookup = this.lookUpShards(stream, signal).finally(() => {
-      this.shardLookups.delete(stream);
-    });
-    if (this.shardLookups.size < SHARD_CACHE_STREAMS_MAX) this.shardLookups.set(stream, lookup);
-    return lookup;
+    // The shared request takes no caller's signal, so one caller's abort fails only its own call.
+    let lookup = this.shardLookups.get(stream);
+    if (lookup === undefined) {
+      const asking = this.lookUpShards(stream).finally(() => {
+        if (this.shardLookups.get(stream) === asking) this.shardLookups.delete(stream);
+      });
+      lookup = asking;
+      if (this.shardLookups.size < SHARD_CACHE_STREAMS_MAX) this.shardLookups.set(stream, asking);
+    }
+    return abortable(lookup, signal, `the shard lookup of ${stream}`, false);
   }
 
   private async lookUpShards(
     stream: string,
-    signal: AbortSignal | undefined,
   ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
-    const view = await (await this.connection(signal)).streamShards(stream);
+    const view = await (await this.connection()).streamShards(stream);
     if (view.shards === 0) throw new UnknownStreamError(stream);
     if (this.shardCache.size >= SHARD_CACHE_STREAMS_MAX) this.shardCache.clear();
     this.shardCache.set(stream, view);
@@ -726,25 +728,32 @@ export function connect(opts: ConnectOptions): Promise<FelixClient> {
   return FelixClient.create(opts);
 }
 
+/** `p`, or an AbortedError once `signal` aborts; a write's abort leaves its outcome unknown, a
+ *  read's (`sideEffects: false`) leaves nothing behind. */
 async function abortable<T>(
   p: Promise<T>,
   signal: AbortSignal | undefined,
   what: string,
+  sideEffects = true,
 ): Promise<T> {
   if (!signal) return p;
+  const aborted = () =>
+    new AbortedError(what, {
+      cause: signal.reason,
+      ...(sideEffects ? { retry: 'unknown_outcome' as const } : {}),
+    });
   if (signal.aborted) {
     // The call is abandoned: its own failure (often the same abort) must not surface as an
     // unhandled rejection, which ends a Node process by default.
     p.catch(() => undefined);
-    throw new AbortedError(what, { cause: signal.reason, retry: 'unknown_outcome' });
+    throw aborted();
   }
   let onAbort: (() => void) | undefined;
   try {
     return await Promise.race([
       p,
       new Promise<never>((_, reject) => {
-        onAbort = () =>
-          reject(new AbortedError(what, { cause: signal.reason, retry: 'unknown_outcome' }));
+        onAbort = () => reject(aborted());
         signal.addEventListener('abort', onAbort, { once: true });
       }),
     ]);

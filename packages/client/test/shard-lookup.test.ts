@@ -1,0 +1,52 @@
+// Goal: concurrent shard lookups of one stream share one `stream_shards` request, and each
+// caller's signal ends only its own call. Method: FelixClient over the scripted fake broker
+// (test/fake-broker.ts), which holds the lookup's answer until the test sends it.
+import { waitFor } from '@felix/testing-harness';
+import type { Message } from '@felix/wire';
+import { describe, expect, it } from 'vitest';
+import { FelixClient } from '../src/client.js';
+import { AbortedError } from '../src/errors.js';
+import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import { FakeBroker, type FakeStream } from './fake-broker.js';
+
+type Lookup = Extract<Message, { type: 'stream_shards' }>;
+
+async function rig() {
+  const broker = new FakeBroker({ reauth: false });
+  const held: Array<{ at: FakeStream; msg: Lookup }> = [];
+  broker.answer = (at, msg) => {
+    if (msg.type !== 'stream_shards') return false;
+    held.push({ at, msg });
+    return true;
+  };
+  const client = await FelixClient.create(
+    { servers: ['quic://fake:1'], tenant: 't1', token: 'x' },
+    { open: (server, o, turn) => BrokerConnection.over(server, broker.conn, o, turn) },
+  );
+  return { broker, held, client };
+}
+
+describe('shard lookups', () => {
+  it('a_shard_lookup_shared_by_two_callers_fails_only_the_one_that_aborts', async () => {
+    const { held, client } = await rig();
+    const stop = new AbortController();
+    const first = client.shards('orders', stop.signal);
+    const second = client.shards('orders');
+    await waitFor(() => held.length === 1 || undefined, 'the lookup reaches the broker');
+    stop.abort();
+    await expect(first).rejects.toBeInstanceOf(AbortedError);
+    const { at, msg } = held[0]!;
+    at.send({
+      type: 'stream_shards_view',
+      request_id: msg.request_id,
+      shards: 4,
+      routing: 'jump_hash',
+    } as Message);
+    await expect(second).resolves.toEqual({ shards: 4, routing: 'jump_hash' });
+    expect(held).toHaveLength(1);
+    // Answered once, the width is cached: no second request.
+    await expect(client.shards('orders')).resolves.toEqual({ shards: 4, routing: 'jump_hash' });
+    expect(held).toHaveLength(1);
+    await client.close();
+  });
+});
