@@ -1,11 +1,13 @@
 // Goal: concurrent shard lookups of one stream share one `stream_shards` request, and each
 // caller's signal ends only its own call. Method: FelixClient over the scripted fake broker
-// (test/fake-broker.ts), which holds the lookup's answer until the test sends it.
+// (test/fake-broker.ts), which holds the lookup's answer until the test sends it. A subscription
+// whose lookup fails leaves nothing on the caller's signal.
+import { getEventListeners } from 'node:events';
 import { waitFor } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
-import { AbortedError } from '../src/errors.js';
+import { AbortedError, UnknownStreamError } from '../src/errors.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import { FakeBroker, type FakeStream } from './fake-broker.js';
 
@@ -47,6 +49,20 @@ describe('shard lookups', () => {
     // Answered once, the width is cached: no second request.
     await expect(client.shards('orders')).resolves.toEqual({ shards: 4, routing: 'jump_hash' });
     expect(held).toHaveLength(1);
+    await client.close();
+  });
+
+  it('a_subscription_to_an_unknown_stream_leaves_no_listener_on_the_callers_signal', async () => {
+    const { held, client } = await rig();
+    const lifetime = new AbortController();
+    const sub = client.subscribe('nowhere', { from: 'earliest', signal: lifetime.signal });
+    expect(getEventListeners(lifetime.signal, 'abort')).toHaveLength(1);
+    const next = sub[Symbol.asyncIterator]().next();
+    await waitFor(() => held.length === 1 || undefined, 'the lookup reaches the broker');
+    const { at, msg } = held[0]!;
+    at.send({ type: 'stream_shards_view', request_id: msg.request_id, shards: 0 } as Message);
+    await expect(next).rejects.toBeInstanceOf(UnknownStreamError);
+    expect(getEventListeners(lifetime.signal, 'abort')).toHaveLength(0);
     await client.close();
   });
 });
