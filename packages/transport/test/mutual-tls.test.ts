@@ -134,3 +134,48 @@ for (const kind of ['quic', 'tls'] as const) {
     });
   });
 }
+
+describe('a refused client certificate', () => {
+  /** The reason a dialer is given: its dial's failure, or its connection's first stream's. */
+  async function refusal(kind: Kind, clientTls: TlsMaterial | undefined): Promise<string> {
+    const listener = await mtlsListener(kind);
+    try {
+      const conn = await dial(`${kind}://127.0.0.1:${listener.port}`, {
+        dialTimeoutMs: 3_000,
+        ca: caPem,
+        serverName: 'b1',
+        ...(clientTls === undefined ? {} : { clientTls }),
+      });
+      // QUIC's dialer finishes its handshake before the listener judges its certificate.
+      try {
+        const s = await conn.openBidi();
+        await s.write(new Uint8Array([7]));
+        for await (const _ of s) return 'the listener answered';
+        return 'the stream ended without a reason';
+      } catch (err) {
+        return (err as Error).message;
+      } finally {
+        await conn.close().catch(() => undefined);
+      }
+    } catch (err) {
+      return (err as Error).message;
+    } finally {
+      await listener.close();
+    }
+  }
+
+  it('a_dialer_refused_for_its_client_certificate_is_told_why_on_both_transports', async () => {
+    expect(await refusal('tls', stranger)).toMatch(
+      /the listener refused this client certificate \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\)$/,
+    );
+    expect(await refusal('tls', undefined)).toMatch(
+      /the listener requires a client certificate and none was presented$/,
+    );
+    expect(await refusal('quic', stranger)).toMatch(
+      /alert 48 \(unknown_ca\): it does not accept this side's certificate/,
+    );
+    expect(await refusal('quic', undefined)).toMatch(
+      /alert 116 \(certificate_required\): it requires a client certificate/,
+    );
+  });
+});

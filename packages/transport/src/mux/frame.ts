@@ -236,3 +236,14 @@ export function encodeU32Pair(a: number, b: number): Uint8Array {
   writeU32(p, 4, b);
   return p;
 }
+
+/** A whole connection that says only why it ends: the preface, then CLOSE. A listener sends
+ *  it to a dialer it refuses before any session exists (a client certificate it does not accept). */
+export function refusalBytes(code: number, reason: string): Uint8Array {
+  const payload = encodeClose(code, reason);
+  const out = new Uint8Array(MUX_PREFACE.length + MUX_HEADER_BYTES + payload.length);
+  out.set(MUX_PREFACE, 0);
+  writeHeader(out, MUX_PREFACE.length, FRAME_CLOSE, 0, payload.length);
+  out.set(payload, MUX_PREFACE.length + MUX_HEADER_BYTES);
+  return out;
+}

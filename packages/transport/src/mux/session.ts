@@ -25,6 +25,7 @@ import {
   MUX_WRITE_BATCH_BYTES_MAX,
   TLS_BUFFER_POOL_MAX,
 } from '../limits.js';
+import { alertInText, tlsAlertReason } from '../tls-alert.js';
 import type { ResolvedTimeouts } from '../options.js';
 import type {
   Connection,
@@ -324,8 +325,9 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
 
   onFrame(type: number, id: number, payload: Uint8Array): void {
     if (this.closeInfo) return;
-    if (this.peerSettings === null && type !== FRAME_SETTINGS) {
-      throw new ProtocolError('the first multiplexer frame must be SETTINGS');
+    // A listener refusing this dialer (mutual TLS) may open with CLOSE, to say why.
+    if (this.peerSettings === null && type !== FRAME_SETTINGS && type !== FRAME_CLOSE) {
+      throw new ProtocolError('the first multiplexer frame must be SETTINGS or CLOSE');
     }
     switch (type) {
       case FRAME_DATA: {
@@ -581,7 +583,7 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
     }
     const error = new ConnectionClosedError(
       CLOSE_CODE_PEER_LOST,
-      err ? `connection lost: ${err.message}` : 'peer closed the connection without CLOSE',
+      err ? `connection lost: ${lostReason(err)}` : PEER_CLOSED_SILENTLY,
       err ? { cause: err } : undefined,
     );
     this.finish({ code: CLOSE_CODE_PEER_LOST, reason: error.reason, error }, true);
@@ -650,4 +652,14 @@ export class MuxSession implements Connection, FrameSink, StreamHost {
   destroy(): void {
     this.finish({ code: CLOSE_CODE_FORCED, reason: 'forced close' }, true);
   }
+}
+
+/** Why a session ended whose socket closed without an error or a CLOSE frame. */
+export const PEER_CLOSED_SILENTLY = 'peer closed the connection without CLOSE';
+
+/** A socket error in words: a TLS alert the peer ended with is named, not left as OpenSSL's
+ *  "SSL alert number N" at the end of a long line. */
+function lostReason(err: Error): string {
+  const alert = alertInText(err.message);
+  return alert === undefined ? err.message : tlsAlertReason(alert);
 }

@@ -60,6 +60,7 @@ import type {
   StreamKind,
   TransportStream,
 } from '../types.js';
+import { alertInText, quicCryptoAlert, tlsAlertReason } from '../tls-alert.js';
 import { AsyncQueue } from '../util/async-queue.js';
 import { trackConnection } from '../util/reclaim.js';
 import { warnInsecure } from '../util/warn.js';
@@ -237,9 +238,12 @@ class QuicConnectionAdapter implements Connection {
       const reason = utf8Decoder.decode(d.reason);
       if (d.isApp) this.finish({ code: d.errorCode, reason });
       else {
+        const alert = quicCryptoAlert(d.errorCode);
         const e = new ConnectionClosedError(
           CLOSE_CODE_PEER_LOST,
-          `peer closed with transport code ${d.errorCode}: ${reason}`,
+          alert === undefined
+            ? `peer closed with transport code ${d.errorCode}: ${reason}`
+            : tlsAlertReason(alert),
           { cause: err },
         );
         this.finish({ code: CLOSE_CODE_PEER_LOST, reason: e.reason, error: e });
@@ -247,16 +251,18 @@ class QuicConnectionAdapter implements Connection {
     } else if (err instanceof quicErrors.ErrorQUICConnectionLocal) {
       const d = err.data;
       if (d?.isApp) this.finish({ code: d.errorCode, reason: utf8Decoder.decode(d.reason) });
-      else {
-        const text = quicErrorText(err);
-        const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, text, { cause: err });
-        this.finish({ code: CLOSE_CODE_INTERNAL, reason: text, error: e });
-      }
-    } else {
-      const text = quicErrorText(err);
-      const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, text, { cause: err });
-      this.finish({ code: CLOSE_CODE_INTERNAL, reason: text, error: e });
-    }
+      else this.finishInternal(err);
+    } else this.finishInternal(err);
+  }
+
+  /** Ends on a library error; a refused certificate (ErrorQUICConnectionPeerTLS, a local error
+   *  in the library's classes) says only the peer's TLS alert, as a number in its text. */
+  private finishInternal(err: Error): void {
+    const text = quicErrorText(err);
+    const alert = alertInText(text);
+    const reason = alert === undefined ? text : tlsAlertReason(alert);
+    const e = new ConnectionClosedError(CLOSE_CODE_INTERNAL, reason, { cause: err });
+    this.finish({ code: CLOSE_CODE_INTERNAL, reason, error: e });
   }
 
   private finish(info: ConnectionCloseInfo): void {

@@ -5,8 +5,8 @@ import { isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { type ConnectionOptions, type TLSSocket, connect, createServer } from 'node:tls';
 import { errorReason } from '@felix/common';
-import { CLOSE_CODE_NORMAL } from '../codes.js';
-import { DialError, FingerprintMismatchError } from '../errors.js';
+import { CLOSE_CODE_NORMAL, CLOSE_CODE_PROTOCOL_ERROR } from '../codes.js';
+import { ConnectionClosedError, DialError, FingerprintMismatchError } from '../errors.js';
 import { ACCEPT_BACKLOG_MAX } from '../limits.js';
 import {
   fingerprintsEqual,
@@ -14,7 +14,8 @@ import {
   presentedCertificate,
   validateTlsMaterial,
 } from '../material/certificate.js';
-import { MuxSession, writeSlabPool } from '../mux/session.js';
+import { MuxSession, PEER_CLOSED_SILENTLY, writeSlabPool } from '../mux/session.js';
+import { refusalBytes } from '../mux/frame.js';
 import { resolveDialTimeout, resolveLimits, resolveTimeouts } from '../options.js';
 import type { Connection, DialOptions, ListenOptions, Listener, TlsMaterial } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
@@ -55,10 +56,12 @@ function serverOptions(material: TlsMaterial, clientCa: string | undefined, hand
     ciphers: TLS13_CIPHER_SUITES,
     honorCipherOrder: true,
     handshakeTimeout: handshakeMs,
-    // Mutual TLS: the handshake itself refuses a dialer without a certificate of this CA.
+    // Mutual TLS: a dialer without a certificate of this CA is refused once the handshake is
+    // done (secureConnection), with its reason, before any session exists. Node's own refusal
+    // (rejectUnauthorized) drops the socket without a word under TLS 1.3.
     ...(clientCa === undefined
       ? {}
-      : { requestCert: true, rejectUnauthorized: true, ca: clientCa }),
+      : { requestCert: true, rejectUnauthorized: false, ca: clientCa }),
   };
 }
 
@@ -78,6 +81,10 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
   server.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol !== ALPN) {
       socket.destroy();
+      return;
+    }
+    if (opts.clientCa !== undefined && !socket.authorized) {
+      refuseClient(socket, timeouts.closeTimeoutMs);
       return;
     }
     socket.setNoDelay(true);
@@ -126,6 +133,21 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
       return closing;
     },
   };
+}
+
+/** Ends a dialer whose certificate this listener does not accept, saying why; nothing it sent
+ *  is read. */
+function refuseClient(socket: TLSSocket, lingerMs: number): void {
+  const why = socket.authorizationError;
+  const code = why instanceof Error ? ((why as { code?: string }).code ?? why.message) : why;
+  const reason =
+    socket.getPeerCertificate().raw === undefined
+      ? 'the listener requires a client certificate and none was presented'
+      : `the listener refused this client certificate (${code ?? 'not verified'})`;
+  socket.pause();
+  socket.end(refusalBytes(CLOSE_CODE_PROTOCOL_ERROR, reason));
+  // The close bound, as for any CLOSE: then the socket goes whether or not the dialer read it.
+  setTimeout(() => socket.destroy(), lingerMs).unref();
 }
 
 /** OpenSSL's and Node's codes for a server certificate that was refused, not for a lost peer. */
@@ -213,9 +235,18 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
   try {
     await session.ready;
   } catch (err) {
-    throw new DialError(address, 'connection closed before the multiplexer handshake', {
-      cause: err,
-    });
+    // TLS 1.3 judges a client's certificate after the client's handshake is done: a refusal
+    // shows here, as the peer's alert or a bare close.
+    const reason = err instanceof ConnectionClosedError ? err.reason : String(err);
+    const hint =
+      opts.clientTls !== undefined && reason === PEER_CLOSED_SILENTLY
+        ? ' (a server that refuses this client certificate may close without saying so)'
+        : '';
+    throw new DialError(
+      address,
+      `connection closed before the multiplexer handshake: ${reason}${hint}`,
+      { cause: err },
+    );
   }
   return session;
 }
