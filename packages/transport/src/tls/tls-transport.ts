@@ -232,14 +232,24 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
     },
     feed,
   });
+  await handshakeDone(session, address, opts.clientTls !== undefined);
+  return session;
+}
+
+/** Waits for the multiplexer's handshake; TLS 1.3 judges a client's certificate after the
+ *  client's handshake is done, so a refusal shows here, as the listener's CLOSE, the peer's
+ *  alert or a bare close. */
+async function handshakeDone(
+  session: MuxSession,
+  address: string,
+  presented: boolean,
+): Promise<void> {
   try {
     await session.ready;
   } catch (err) {
-    // TLS 1.3 judges a client's certificate after the client's handshake is done: a refusal
-    // shows here, as the peer's alert or a bare close.
     const reason = err instanceof ConnectionClosedError ? err.reason : String(err);
     const hint =
-      opts.clientTls !== undefined && reason === PEER_CLOSED_SILENTLY
+      presented && reason === PEER_CLOSED_SILENTLY
         ? ' (a server that refuses this client certificate may close without saying so)'
         : '';
     throw new DialError(
@@ -248,5 +258,4 @@ export async function dialTls(host: string, port: number, opts: DialOptions): Pr
       { cause: err },
     );
   }
-  return session;
 }
