@@ -57,6 +57,7 @@ import type {
   SubscribeOptions,
 } from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
+import { abortable } from './util/abortable.js';
 
 /** What tests replace: how a connection is made (a fake broker) and the token keeper's clock. */
 export interface ClientInternals {
@@ -726,40 +727,6 @@ export class FelixClient {
 /** Connects to the first reachable server of `opts.servers`. */
 export function connect(opts: ConnectOptions): Promise<FelixClient> {
   return FelixClient.create(opts);
-}
-
-/** `p`, or an AbortedError once `signal` aborts; a write's abort leaves its outcome unknown, a
- *  read's (`sideEffects: false`) leaves nothing behind. */
-async function abortable<T>(
-  p: Promise<T>,
-  signal: AbortSignal | undefined,
-  what: string,
-  sideEffects = true,
-): Promise<T> {
-  if (!signal) return p;
-  const aborted = () =>
-    new AbortedError(what, {
-      cause: signal.reason,
-      ...(sideEffects ? { retry: 'unknown_outcome' as const } : {}),
-    });
-  if (signal.aborted) {
-    // The call is abandoned: its own failure (often the same abort) must not surface as an
-    // unhandled rejection, which ends a Node process by default.
-    p.catch(() => undefined);
-    throw aborted();
-  }
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        onAbort = () => reject(aborted());
-        signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-  }
 }
 
 /** What is left, at least 0, of the window in which a publish failing with `err` may be sent

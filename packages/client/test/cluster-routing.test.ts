@@ -13,6 +13,7 @@ import { FelixClient } from '../src/client.js';
 import { ClusterRouter } from '../src/cluster/router.js';
 import { followRedirects, redirectTargetOf, retryKindOf } from '../src/cluster/routing.js';
 import {
+  AbortedError,
   ConnectionLostError,
   ForbiddenError,
   NotLeaderError,
@@ -374,6 +375,39 @@ describe('broker connections of a cluster client', () => {
     expect(closed).toHaveLength(4);
     // An evicted broker is not suspect: it was closed on purpose.
     expect(router.isSuspect(addrs[0]!)).toBe(false);
+    await router.close();
+  });
+
+  it('an_owner_lookup_shared_by_two_callers_fails_only_the_one_that_aborts', async () => {
+    // The entry broker is reconnecting: a caller waits for it, bounded by its own signal.
+    let reconnected!: (c: BrokerConnection) => void;
+    const reconnect = new Promise<BrokerConnection>((ok) => {
+      reconnected = ok;
+    });
+    let asked = 0;
+    const router = new ClusterRouter({
+      entry: (signal) => {
+        asked++;
+        if (signal === undefined) return reconnect;
+        return Promise.race([
+          reconnect,
+          new Promise<never>((_, no) =>
+            signal.addEventListener('abort', () => no(signal.reason), { once: true }),
+          ),
+        ]);
+      },
+      liveEntry: () => undefined,
+      open: () => Promise.reject(new Error('no dial in this test')),
+    });
+    const stop = new AbortController();
+    const first = router.refreshOwners('stream', 'orders', stop.signal);
+    const second = router.refreshOwners('stream', 'orders');
+    stop.abort(new Error('the caller gave up'));
+    await expect(first).rejects.toBeInstanceOf(AbortedError);
+    // An entry broker without shard owners: the lookup ends as soon as it is reached.
+    reconnected({ negotiated: { features: 0 } } as unknown as BrokerConnection);
+    await expect(second).resolves.toBeUndefined();
+    expect(asked).toBe(1);
     await router.close();
   });
 });

@@ -24,6 +24,7 @@ import {
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
+import { abortable } from '../util/abortable.js';
 import { type OwnerKind, OwnerBook, type ShardOwnerEntry } from './owner-book.js';
 import { dialAddress, followRedirects, redirectTargetOf } from './routing.js';
 
@@ -125,19 +126,20 @@ export class ClusterRouter {
     if (p !== undefined && p.conn === conn) this.pool.delete(conn.server);
   }
 
-  /** Asks the entry broker for the owners of every shard of `name` (one question at a time). */
+  /** Asks the entry broker for the owners of every shard of `name` (one question at a time,
+   *  taking no caller's signal: one caller's abort ends its own wait, not the others'). */
   refreshOwners(kind: OwnerKind, name: string, signal?: AbortSignal): Promise<void> {
     const key = `${kind}\u0000${name}`;
     let p = this.refreshing.get(key);
     if (p === undefined) {
-      p = this.askOwners(kind, name, signal).finally(() => this.refreshing.delete(key));
+      p = this.askOwners(kind, name).finally(() => this.refreshing.delete(key));
       this.refreshing.set(key, p);
     }
-    return p;
+    return abortable(p, signal, `the owner lookup of ${name}`, false);
   }
 
-  private async askOwners(kind: OwnerKind, name: string, signal?: AbortSignal): Promise<void> {
-    const conn = await this.host.entry(signal);
+  private async askOwners(kind: OwnerKind, name: string): Promise<void> {
+    const conn = await this.host.entry();
     if (!has(conn.negotiated.features, FEATURE_SHARD_OWNERS)) return;
     const { tenant, namespace } = conn.scope;
     const answer = await conn.requests.request((id) => ({
