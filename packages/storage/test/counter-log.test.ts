@@ -5,14 +5,55 @@
 // restarts reopen the same store.
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { CounterOverflowError } from '../src/errors.js';
+import type { ProjectionLog } from '../src/cache/log-port.js';
+import { SegmentLogPort } from '../src/compaction/segment-log-port.js';
+import { CounterOverflowError, WriteFailedError } from '../src/errors.js';
 import { CounterLog } from '../src/counter/counter-log.js';
+import { FaultyIo } from '../src/io/faulty-io.js';
+import { nodeIo } from '../src/io/node-io.js';
 import { I64_MAX, I64_MIN, decodeCounterRecord } from '../src/counter/record.js';
-import { openDiskCounters, openPort, tempDir } from './projection-support/disk.js';
+import { SHARD, openDiskCounters, openPort, tempDir } from './projection-support/disk.js';
 import { MemoryLog, MemoryLogStore } from './projection-support/memory-log.js';
 
 const open = (store: MemoryLogStore) =>
   CounterLog.open({ log: new MemoryLog(store), compaction: { auto: false, bytesPerSec: 0 } });
+
+/** A disk counter log whose next segment write fails once `release` is called (held until
+ *  then), and a count of the claims made on its log. */
+async function failingDisk(root: string, compaction: { beforeBatch?: () => Promise<void> } = {}) {
+  const io = new FaultyIo(nodeIo, { noInlineWrites: true });
+  const port = await SegmentLogPort.open({ root, shard: SHARD, fsync: 'onCommit', io });
+  const seen = { claims: 0 };
+  const log = new Proxy(port, {
+    get(target, key) {
+      if (key === 'claim')
+        return (payloads: Uint8Array[]) => {
+          seen.claims++;
+          return target.claim(payloads);
+        };
+      const v = Reflect.get(target, key, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as ProjectionLog;
+  const counters = await CounterLog.open({
+    log,
+    compaction: { auto: false, bytesPerSec: 0, ...compaction },
+  });
+  let release: () => void = () => undefined;
+  const arm = () =>
+    io.failWrites('ENOSPC', {
+      until: new Promise<void>((r) => {
+        release = r;
+      }),
+    });
+  return { io, counters, seen, arm, release: () => release() };
+}
+
+const reopen = async (root: string) =>
+  CounterLog.open({
+    log: await SegmentLogPort.open({ root, shard: SHARD, fsync: 'onCommit' }),
+    compaction: { auto: false },
+  });
 
 describe('CounterLog', () => {
   it('a_counter_add_answers_the_sum_including_it', async () => {
@@ -180,5 +221,63 @@ describe('CounterLog', () => {
     release();
     await pass;
     for (let i = 0; i < 10; i++) expect(await c.get(`k${i}`)).toBe(2n);
+  });
+
+  it('a_failed_delta_write_never_lets_a_later_delta_overflow_the_log', async () => {
+    const dir = await tempDir('felix-counter-');
+    try {
+      const d = await failingDisk(dir.path);
+      d.arm();
+      const failed = d.counters.add('k', -5n);
+      await waitFor(() => d.io.heldWrites === 1 || undefined, 'the failing write is in flight');
+      // Both passed the overflow check counting the -5: neither may land once it failed.
+      const max = d.counters.add('k', I64_MAX);
+      const five = d.counters.add('k', 5n);
+      d.release();
+      for (const add of [failed, max, five])
+        await expect(add).rejects.toBeInstanceOf(WriteFailedError);
+      expect(await d.counters.get('k')).toBeUndefined();
+      // From the next turn of the event loop the log takes writes again.
+      await new Promise<void>((r) => setImmediate(r));
+      expect(await d.counters.add('k', 5n)).toBe(5n);
+      await d.counters.close();
+      const again = await reopen(dir.path);
+      expect(await again.get('k')).toBe(5n);
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
+  });
+
+  it('a_checkpoint_never_includes_a_delta_whose_write_failed', async () => {
+    const dir = await tempDir('felix-counter-');
+    try {
+      let failed: Promise<bigint> | undefined;
+      const d = await failingDisk(dir.path, {
+        beforeBatch: async () => {
+          if (failed !== undefined) return;
+          // A delta staged, its write held, when the checkpoint of its key is staged.
+          d.arm();
+          failed = d.counters.add('k', 100n);
+          failed.catch(() => undefined);
+          await waitFor(() => d.io.heldWrites === 1 || undefined, 'the delta write is held');
+          const claimsBefore = d.seen.claims;
+          void waitFor(
+            () => d.seen.claims > claimsBefore || undefined,
+            'the checkpoint is claimed',
+          ).then(() => d.release());
+        },
+      });
+      expect(await d.counters.add('k', 1n)).toBe(1n);
+      await d.counters.compact().catch(() => undefined);
+      await expect(failed).rejects.toBeInstanceOf(WriteFailedError);
+      expect(await d.counters.get('k')).toBe(1n);
+      await d.counters.close();
+      const again = await reopen(dir.path);
+      expect(await again.get('k')).toBe(1n);
+      await again.close();
+    } finally {
+      await dir.cleanup();
+    }
   });
 });

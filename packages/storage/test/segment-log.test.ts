@@ -201,8 +201,11 @@ describe('SegmentLog', () => {
     io.failWrites('ENOSPC', { partialBytes: 20 });
     await expect(log.append([payload(2), payload(3)])).rejects.toBeInstanceOf(WriteFailedError);
     expect(log.tailOffset).toBe(2);
+    await new Promise<void>((r) => setImmediate(r));
     io.failWrites('EIO');
     await expect(log.append([payload(4)])).rejects.toBeInstanceOf(WriteFailedError);
+    // An append made in the turn a write failed fails with it: the next turn's is written.
+    await new Promise<void>((r) => setImmediate(r));
     const after = await log.append([payload(5)]);
     expect(after).toEqual({ first: 2, next: 3 });
     expect(await readAll(log)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
@@ -211,6 +214,34 @@ describe('SegmentLog', () => {
     expect(reopened.recovered.filter((a) => a.kind !== 'rewriteIndex')).toEqual([]);
     expect(await readAll(reopened)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
     await reopened.close();
+  });
+
+  it('a_failed_write_fails_the_batches_queued_behind_it_and_those_made_before_the_next_turn', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo, { noInlineWrites: true });
+    const log = await openLog(root, { io });
+    await log.append([payload(0)]);
+    let release!: () => void;
+    io.failWrites('ENOSPC', { until: new Promise<void>((r) => (release = r)) });
+    const failing = log.append([payload(1)]);
+    await waitFor(() => io.heldWrites === 1 || undefined, 'the failing write is in flight');
+    // Queued behind the failing write: a caller may count on the first landing before it.
+    const behind = log.append([payload(2)]);
+    // Made in the turn the failure is reported, before any reaction to it could run.
+    let sameTurn: Promise<unknown> | undefined;
+    failing.catch(() => {
+      sameTurn = log.append([payload(3)]);
+    });
+    release();
+    await expect(failing).rejects.toBeInstanceOf(WriteFailedError);
+    await expect(behind).rejects.toBeInstanceOf(WriteFailedError);
+    await waitFor(() => sameTurn !== undefined || undefined, 'the same-turn append');
+    await expect(sameTurn).rejects.toBeInstanceOf(WriteFailedError);
+    // From the next turn on the log writes again, from the failed write's offset.
+    await new Promise<void>((r) => setImmediate(r));
+    expect(await log.append([payload(4)])).toEqual({ first: 1, next: 2 });
+    expect(await readAll(log)).toEqual(['0:record-0-', '1:record-4-']);
+    await log.close();
   });
 
   it('a_failed_write_that_cannot_be_undone_refuses_writes_until_reopen', async () => {

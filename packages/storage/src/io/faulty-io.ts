@@ -26,6 +26,8 @@ interface WriteFault {
   /** Bytes actually written before the error is raised. */
   partialBytes: number;
   match: PathMatch;
+  /** The failing write waits for this before it fails (writes off the calling thread only). */
+  until?: Promise<void>;
 }
 
 interface SyncFault {
@@ -60,25 +62,35 @@ export class FaultyIo implements Io {
   private hold: { promise: Promise<void>; release: () => void } | undefined;
   private held = 0;
 
-  constructor(private readonly inner: Io) {}
+  /** `noInlineWrites` hides the wrapped files' `writeNow`, so every write is awaited. */
+  constructor(
+    private readonly inner: Io,
+    private readonly opts: { noInlineWrites?: boolean } = {},
+  ) {}
 
   /** Which files `datasyncs` counts (default: segment files). */
   countSyncsOf(match: PathMatch): void {
     this.syncMatch = match;
   }
 
-  /** The next `times` writes to matching files fail with `code` after `partialBytes` bytes land. */
+  /** The next `times` writes to matching files fail with `code` after `partialBytes` bytes land;
+   *  with `until`, each waits for it before failing (counted in `heldWrites` meanwhile), which
+   *  needs writes off the calling thread (`noInlineWrites`). */
   failWrites(
     code: FaultCode,
-    opts: { times?: number; partialBytes?: number; match?: PathMatch } = {},
+    opts: { times?: number; partialBytes?: number; match?: PathMatch; until?: Promise<void> } = {},
   ): void {
     this.writeFaults.push({
       code,
       times: opts.times ?? 1,
       partialBytes: opts.partialBytes ?? 0,
       match: opts.match ?? anyLog,
+      ...(opts.until === undefined ? {} : { until: opts.until }),
     });
   }
+
+  /** Failing writes waiting for their `until`. */
+  heldWrites = 0;
 
   /** The next `times` fdatasyncs of matching files fail with `code`. */
   failDatasyncs(code: FaultCode = 'EIO', opts: { times?: number; match?: PathMatch } = {}): void {
@@ -193,7 +205,11 @@ export class FaultyIo implements Io {
   }
 
   async open(path: string, mode: OpenMode): Promise<IoFile> {
-    return new FaultyFile(this, await this.inner.open(path, mode));
+    return new FaultyFile(
+      this,
+      await this.inner.open(path, mode),
+      this.opts.noInlineWrites !== true,
+    );
   }
   readdir(path: string): Promise<string[]> {
     return this.inner.readdir(path);
@@ -235,8 +251,10 @@ class FaultyFile implements IoFile {
   constructor(
     private readonly io: FaultyIo,
     private readonly inner: IoFile,
+    inline: boolean,
   ) {
-    this.writeNow = inner.writeNow === undefined ? undefined : this.writeInline.bind(this);
+    this.writeNow =
+      inner.writeNow === undefined || !inline ? undefined : this.writeInline.bind(this);
   }
   get path(): string {
     return this.inner.path;
@@ -258,6 +276,11 @@ class FaultyFile implements IoFile {
       if (fault !== undefined) {
         const partial = Math.min(fault.partialBytes, length);
         if (partial > 0) await this.inner.write(buffer, offset, partial, position);
+        if (fault.until !== undefined) {
+          this.io.heldWrites++;
+          await fault.until;
+          this.io.heldWrites--;
+        }
         throw systemError(fault.code, 'write', this.inner.path);
       }
       return await this.inner.write(buffer, offset, length, position);

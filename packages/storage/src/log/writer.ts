@@ -5,8 +5,9 @@
  * - Appends queue in call order; one writer loop takes the queue, assigns offsets, encodes
  *   every queued batch (up to a bound) into one buffer and issues one positioned write. A
  *   batch never splits across segments; rollover is decided before the write.
- * - A failed write truncates back to the last good byte and consumes no offsets; if that
- *   truncation fails, writes stay refused until reopen. A failed fdatasync (the group commit's,
+ * - A failed write truncates back to the last good byte and consumes no offsets; the batches
+ *   queued behind it, and any queued before the event loop's next turn, fail with it (they
+ *   were made after it). If that truncation fails, writes stay refused until reopen. A failed fdatasync (the group commit's,
  *   a seal's or a preallocation step's) poisons the log: the loop then rejects what is queued.
  * - Every staged batch reserves its range in the log's CommitSequencer as it is written.
  * - Sealing syncs the segment's data before its index, and the durable bound advances past
@@ -101,6 +102,8 @@ export class LogWriter {
   private claimed: number;
   private writtenBound: number;
   private refusedBy: unknown;
+  /** A write failed in this turn of the event loop: batches queued now fail with it. */
+  private recentFailure: WriteFailedError | undefined;
   private closing = false;
   private periodicTimer: NodeJS.Timeout | undefined;
   /** Append time of the newest batch queued: no later batch is stamped below it. */
@@ -171,6 +174,7 @@ export class LogWriter {
     if (bytes > APPEND_QUEUE_BYTES_MAX) {
       return Promise.reject(new RecordTooLargeError(bytes, APPEND_QUEUE_BYTES_MAX));
     }
+    if (this.recentFailure !== undefined) return Promise.reject(this.recentFailure);
     if (this.queuedBytes + bytes > APPEND_QUEUE_BYTES_MAX) {
       return Promise.reject(new AppendQueueFullError(this.queuedBytes, APPEND_QUEUE_BYTES_MAX));
     }
@@ -348,6 +352,30 @@ export class LogWriter {
     }
   }
 
+  /**
+   * A failed write fails every batch queued behind it, and every batch queued before the event
+   * loop's next turn: they were made after it, and a layer above may count on it landing first
+   * (a counter's overflow check and checkpoint count its staged deltas, and unstage a failed
+   * one only in the promise reactions its rejection starts). Barriers stay, in order.
+   */
+  private failBatchesBehind(failure: WriteFailedError): void {
+    const kept: Pending[] = [];
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const p = this.queue[i]!;
+      if (p.payloads === null) kept.push(p);
+      else {
+        this.queuedBytes -= p.bytes;
+        p.reject(failure);
+      }
+    }
+    this.queue = kept;
+    this.queueHead = 0;
+    this.recentFailure = failure;
+    setImmediate(() => {
+      if (this.recentFailure === failure) this.recentFailure = undefined;
+    });
+  }
+
   private compactQueue(): void {
     if (this.queueHead === this.queue.length) {
       this.queue = [];
@@ -435,6 +463,7 @@ export class LogWriter {
       }
       const failure = new WriteFailedError(this.dir, { cause: err });
       for (const p of group) p.reject(failure);
+      this.failBatchesBehind(failure);
       return false;
     }
   }
