@@ -273,6 +273,50 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(await request(s, publish('orders', 5))).toMatchObject({ type: 'publish_ok' });
     });
 
+    it('a_reauth_without_stream_subscribe_ends_the_subscriptions_it_no_longer_allows', async () => {
+      const conn = await open();
+      const wide = await tenants.mint('t1', {
+        permissions: [
+          'stream.subscribe:stream:t1/default/orders',
+          'stream.publish:stream:t1/default/orders',
+          'cache.read:cache:t1/default/users',
+        ],
+      });
+      const s = await authed(conn, wide);
+      const subscriber = await authed(conn, wide);
+      const watcher = await authed(conn, wide);
+      expect(
+        await request(subscriber, { type: 'subscribe', ...NS, stream: 'orders' }),
+      ).toMatchObject({ type: 'subscribed' });
+      const watch = {
+        type: 'cache_watch' as const,
+        ...NS,
+        cache: 'users',
+        prefix: '',
+        retained: false,
+      };
+      expect(await request(watcher, watch)).toMatchObject({ type: 'cache_watch_started' });
+      // The same principal, no longer allowed to subscribe: a narrower role since.
+      const narrow = await tenants.mint('t1', {
+        permissions: [
+          'stream.publish:stream:t1/default/orders',
+          'cache.read:cache:t1/default/users',
+        ],
+      });
+      const ok = await request(s, { type: 'reauth', token: narrow, request_id: 1 });
+      expect(ok).toMatchObject({ type: 'reauth_ok', request_id: 1 });
+      // The subscription's stream ends with the reason; the watch it still allows goes on.
+      expect(await subscriber.next()).toMatchObject({
+        type: 'error',
+        code: 'forbidden',
+        detail: { action: 'stream.subscribe' },
+      });
+      expect(await subscriber.next()).toBeNull();
+      const get = { type: 'cache_get' as const, ...NS, cache: 'users', key: 'k', request_id: 2 };
+      expect(await request(watcher, get)).toMatchObject({ type: 'cache_value', request_id: 2 });
+      expect(await request(s, publish('orders', 3))).toMatchObject({ type: 'publish_ok' });
+    });
+
     it('a_reauth_replaces_the_token_of_every_stream_and_answers_its_expiry', async () => {
       const conn = await open();
       const narrow = await tenants.mint('t1', {

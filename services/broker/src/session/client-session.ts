@@ -34,6 +34,7 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
+import type { Access } from './access.js';
 import { ConnectionGrant, type Principal } from './grant.js';
 import { admit, forwardable } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
@@ -75,6 +76,10 @@ class StreamRequests implements RequestContext {
   ended = false;
   /** It opened a subscription or a watch: it ends when the connection's token expires. */
   longLived = false;
+  /** The requests that opened them, checked again when the connection's token changes (a
+   *  narrower token ends what it no longer allows); bounded by the subscriptions and watches a
+   *  connection may hold. */
+  readonly opened: Array<{ access: Access; msg: Message }> = [];
 
   // Plain fields, not getters over `state`: handlers read them on every request.
   readonly stream: TransportStream;
@@ -492,6 +497,7 @@ export class ClientSession {
       );
     }
     this.grant.replace(p);
+    this.recheckLongLived();
     return this.grant;
   }
 
@@ -519,6 +525,7 @@ export class ClientSession {
       );
     }
     grant.replace(p);
+    this.recheckLongLived();
     this.ctx.metrics.authentications.inc({ kind: 'reauth', outcome: 'ok' });
     await rc.answers.drain();
     const expMs = grant.expMs;
@@ -541,26 +548,61 @@ export class ClientSession {
     this.ctx.metrics.tokensExpired.inc();
     for (const rc of this.open) {
       if (!rc.longLived || rc.ended) continue;
-      const st = rc.state;
-      st.expired = true;
-      this.letGo(st);
-      const refusal = new Refusal(
-        'unauthenticated',
-        'the connection token expired; its subscriptions and watches end',
-        'token_expired',
-        { fatalToStream: true },
+      this.endLongLived(
+        rc,
+        new Refusal(
+          'unauthenticated',
+          'the connection token expired; its subscriptions and watches end',
+          'token_expired',
+          { fatalToStream: true },
+        ),
       );
-      // The reason goes out on the control stream before the subscriptions' own streams are
-      // reset, so the client reads why they end; a peer that does not read gets them reset anyway.
-      const bound = setTimeout(() => release(rc), TOKEN_EXPIRY_NOTICE_MS_MAX).unref();
-      void st.answers
-        .drain()
-        .then(() => this.refuse(st.stream, rc.auth, refusal, st.quiet))
-        .finally(() => {
-          clearTimeout(bound);
-          release(rc);
-        });
     }
+  }
+
+  /**
+   * The connection's token changed (`reauth`, or a later stream's `auth`): a stream whose
+   * subscription or watch the new token no longer allows is ended `forbidden`, as expiry ends
+   * them all. Permissions reach a connection at its next token (docs/security.md).
+   */
+  private recheckLongLived(): void {
+    for (const rc of this.open) {
+      if (!rc.longLived || rc.ended) continue;
+      for (const { access, msg } of rc.opened) {
+        const refused = rc.grant.check(access, msg);
+        if (refused === null) continue;
+        this.endLongLived(
+          rc,
+          new Refusal(
+            'forbidden',
+            `${refused.message} by the connection's new token; the subscriptions and watches of this stream end`,
+            'forbidden',
+            {
+              fatalToStream: true,
+              ...(refused.detail !== undefined ? { detail: refused.detail } : {}),
+            },
+          ),
+        );
+        break;
+      }
+    }
+  }
+
+  /** Ends a stream that opened subscriptions or watches, with `refusal` as its reason. */
+  private endLongLived(rc: StreamRequests, refusal: Refusal): void {
+    const st = rc.state;
+    st.expired = true;
+    this.letGo(st);
+    // The reason goes out on the control stream before the subscriptions' own streams are
+    // reset, so the client reads why they end; a peer that does not read gets them reset anyway.
+    const bound = setTimeout(() => release(rc), TOKEN_EXPIRY_NOTICE_MS_MAX).unref();
+    void st.answers
+      .drain()
+      .then(() => this.refuse(st.stream, rc.auth, refusal, st.quiet))
+      .finally(() => {
+        clearTimeout(bound);
+        release(rc);
+      });
   }
 
   private async refuse(
@@ -610,7 +652,18 @@ export class ClientSession {
     const refused = admit(this.ctx, rc, entry, msg);
     if (refused !== null)
       return forwardable(entry, refused) ? handler.forward!(msg, rc, refused) : refused;
-    if (entry.access?.longLived === true) rc.longLived = true;
+    if (entry.access?.longLived === true) {
+      rc.longLived = true;
+      // Only the scope the check reads: the message itself may be large, or a reader's.
+      const m = msg as unknown as Record<string, unknown>;
+      const scope = {
+        tenant_id: m.tenant_id,
+        namespace: m.namespace,
+        stream: m.stream,
+        cache: m.cache,
+      };
+      rc.opened.push({ access: entry.access, msg: scope as unknown as Message });
+    }
     return handler.handle(msg, rc);
   }
 
