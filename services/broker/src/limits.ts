@@ -288,8 +288,8 @@ export const EVENT_COALESCE_RECORDS_MAX = 4096;
 /** How long a fetched JWKS is kept: the reference's 1 h, which key rotation waits out (stage,
  *  wait 1 h, activate). An unknown kid does not refetch, so a forged kid costs no fetch. */
 export const JWKS_CACHE_MS = 60 * 60 * 1000;
-/** How long a failed fetch is remembered: a burst of connections for a tenant whose JWKS does
- *  not answer costs one fetch per 5 s, not one per connection. */
+/** How long a failed fetch (or an empty key set) is remembered: a burst of connections for a
+ *  tenant whose JWKS does not answer costs one fetch per 5 s, not one per connection. */
 export const JWKS_FAILURE_MEMORY_MS = 5_000;
 /** JWKS fetches running at once; further tenants wait for a slot (a connect storm across many
  *  tenants cannot open hundreds of requests to the control plane). */

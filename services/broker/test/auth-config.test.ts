@@ -173,6 +173,37 @@ describe('jwks resolver', () => {
     expect(calls).toBe(2);
   });
 
+  it('a_tenant_bootstrapped_after_a_broker_first_asked_for_its_keys_can_authenticate_there', async () => {
+    // Anyone may name a tenant in `auth`: an empty answer for one not bootstrapped yet must not
+    // lock it out of this broker for the hour a real key set is kept.
+    const { kid, body } = await jwksBody();
+    let now = 1_000_000;
+    let bootstrapped = false;
+    let calls = 0;
+    const fetchFn = (async () => {
+      calls++;
+      if (!bootstrapped) return new Response('{"keys":[]}', { status: 200 });
+      return new Response(body, { status: 200 });
+    }) as unknown as typeof fetch;
+    const r = new JwksKeyResolver({
+      baseUrl: 'http://cp',
+      bearer: async () => null,
+      fetch: fetchFn,
+      now: () => now,
+    });
+    expect(await r.resolve('t1', kid)).toBeNull();
+    expect(await r.resolve('t1', kid)).toBeNull();
+    expect(calls).toBe(1); // remembered briefly, as a failure is
+    bootstrapped = true;
+    now += JWKS_FAILURE_MEMORY_MS + 1;
+    expect(await r.resolve('t1', kid)).not.toBeNull();
+    expect(calls).toBe(2);
+    // A real key set is kept: no fetch per connection.
+    now += JWKS_FAILURE_MEMORY_MS + 1;
+    expect(await r.resolve('t1', kid)).not.toBeNull();
+    expect(calls).toBe(2);
+  });
+
   it('at_most_eight_jwks_fetches_run_at_once', async () => {
     let running = 0;
     let peak = 0;

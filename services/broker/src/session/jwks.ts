@@ -3,7 +3,8 @@
  * jwks.json` (unauthenticated there; the node credential is sent anyway, as on every call).
  * The reference's guards (cluster-control.md §4.2): concurrent misses for a tenant share one
  * request, a failure is remembered for JWKS_FAILURE_MEMORY_MS, at most JWKS_FETCHES_IN_FLIGHT_MAX
- * fetches run at once, each has JWKS_FETCH_TIMEOUT_MS, and a key set is kept JWKS_CACHE_MS.
+ * fetches run at once, each has JWKS_FETCH_TIMEOUT_MS, and a key set is kept JWKS_CACHE_MS (an
+ * empty one only JWKS_FAILURE_MEMORY_MS: the tenant may be bootstrapped any moment).
  * An unknown kid never triggers a refetch: a forged kid costs the broker nothing, and a new key
  * is staged an hour before it signs (the rotation steps in docs/security.md ("Broker")).
  */
@@ -95,7 +96,10 @@ export class JwksKeyResolver implements KeyResolver {
     await this.slot();
     try {
       const keys = await this.fetchOnce(tenant);
-      this.remember(tenant, { kind: 'keys', keys, untilMs: this.now() + JWKS_CACHE_MS });
+      // No keys (a tenant not bootstrapped yet, or unknown) is kept only as long as a failure:
+      // any client may name a tenant in `auth`, and an hour of "no keys" would lock it out here.
+      const keepMs = keys.size === 0 ? JWKS_FAILURE_MEMORY_MS : JWKS_CACHE_MS;
+      this.remember(tenant, { kind: 'keys', keys, untilMs: this.now() + keepMs });
       return keys;
     } catch (err) {
       const error =
