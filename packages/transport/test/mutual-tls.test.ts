@@ -155,7 +155,7 @@ describe('a refused client certificate', () => {
       } catch (err) {
         return (err as Error).message;
       } finally {
-        await conn.close().catch(() => undefined);
+        await conn.close().catch(() => undefined); // refused already: nothing left to close
       }
     } catch (err) {
       return (err as Error).message;
