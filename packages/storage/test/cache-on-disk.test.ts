@@ -4,10 +4,15 @@
 // Method: SegmentLog-backed caches in temp directories, closed and reopened.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { waitFor } from '@felix/testing-harness';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cacheShards, counterShards } from '../src/cache/projection-store.js';
 import { encodeCacheRecord } from '../src/cache/record.js';
-import { ProjectionReleasedError } from '../src/errors.js';
+import { LogCache } from '../src/cache/log-cache.js';
+import { SegmentLogPort } from '../src/compaction/segment-log-port.js';
+import { LogPoisonedError, ProjectionReleasedError } from '../src/errors.js';
+import { FaultyIo } from '../src/io/faulty-io.js';
+import { nodeIo } from '../src/io/node-io.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { shardDirName } from '../src/log/layout.js';
 import { ManualClock, bytes, text } from './projection-support/cache-fixture.js';
@@ -99,6 +104,49 @@ describe('LogCache on disk', () => {
     expect(text(await cache.get('more'))).toBe('m');
     expect(text(await cache.get('after'))).toBe('a');
     await cache.close();
+  });
+
+  it('a_get_on_a_poisoned_periodic_cache_fails_with_the_poison_not_corruption', async () => {
+    const io = new FaultyIo(nodeIo);
+    const port = await SegmentLogPort.open({
+      root: dir.path,
+      shard: SHARD,
+      fsync: 'periodic',
+      flushIntervalMs: 60_000,
+      io,
+    });
+    // A commit gate (a quorum's) that a test can hold shut for the writes made from then on.
+    let gate: Promise<void> | undefined;
+    let gated = 0;
+    const commitGate = () => {
+      if (gate !== undefined) gated++;
+      return gate;
+    };
+    const cache = await LogCache.open({ log: port, compaction: { auto: false }, commitGate });
+    await cache.put('durable', bytes('d'));
+    await cache.put('gone', bytes('g'));
+    await port.flush();
+    // Acknowledged under `periodic`, not yet durable when the flush that would cover it fails.
+    await cache.put('k', bytes('v1'));
+    await cache.put('gone', bytes('g2'));
+    // A delete written before the poison, reading the value it removes after it.
+    let openGate!: () => void;
+    gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const deleting = cache.delete('gone');
+    await waitFor(() => gated === 1, 'the delete to wait on its commit gate', 5_000);
+    gate = undefined;
+    io.failDatasyncs('EIO');
+    await expect(port.flush()).rejects.toBeInstanceOf(LogPoisonedError);
+    expect(port.segmentLog.poisoned).toBe(true);
+    openGate();
+    await expect(deleting).rejects.toBeInstanceOf(LogPoisonedError);
+    await expect(cache.get('k')).rejects.toBeInstanceOf(LogPoisonedError);
+    await expect(cache.delete('k')).rejects.toBeInstanceOf(LogPoisonedError);
+    // What was durable before the poison still reads.
+    expect(text(await cache.get('durable'))).toBe('d');
+    await expect(cache.close()).rejects.toBeInstanceOf(LogPoisonedError);
   });
 
   it('a_cache_and_a_stream_with_one_name_never_share_a_directory', async () => {

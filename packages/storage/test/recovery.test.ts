@@ -6,7 +6,9 @@
  * back with what was written.
  */
 import { appendFile, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../src/errors.js';
 import { nodeIo } from '../src/io/node-io.js';
@@ -46,6 +48,8 @@ async function writeLog(root: string, n: number, segmentBytes?: number): Promise
 }
 
 const RECORD = 28 + 100;
+const READ_BACK = resolve(import.meta.dirname, 'fixtures/log-read-back.ts');
+const REPO = resolve(import.meta.dirname, '../../..');
 
 async function expectCorruption(root: string, kind: string, segmentId: number, position: number) {
   const err = await openLog(root).then(
@@ -198,6 +202,35 @@ describe('recovery', () => {
       log.recovered.some((a) => a.kind === 'truncate' && a.reason.includes('durable mark')),
     ).toBe(true);
     await log.close();
+  });
+
+  it('a_log_with_more_segments_than_the_fd_limit_opens', async () => {
+    const root = await scratchRoot();
+    const fdLimit = 400; // above the sealed files reads keep open, below the segment count
+    const log = await openLog(root, { fsync: 'none', segmentBytes: 4096, preallocateBytes: 0 });
+    const records = 1200;
+    for (let i = 0; i < records; i++) await log.append([payload(i, 1900)]);
+    const segments = log.segmentCount;
+    await log.close();
+    expect(segments).toBeGreaterThan(fdLimit);
+    // A process of its own, under the low limit: its open plans recovery over every segment.
+    const { stdout } = await promisify(execFile)(
+      'sh',
+      [
+        '-c',
+        `ulimit -n ${fdLimit} && exec "$0" --import tsx "$1" "$2"`,
+        process.execPath,
+        READ_BACK,
+        root,
+      ],
+      { cwd: REPO, timeout: 60_000 },
+      // A failed child printed what failed: the comparison below shows it.
+    ).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }));
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({
+      records,
+      last: text(payload(records - 1, 1900).subarray(0, 16)),
+      segments,
+    });
   });
 
   it('an_offset_gap_between_segments_refuses_to_open', async () => {

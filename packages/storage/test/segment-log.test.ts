@@ -158,6 +158,38 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+  it('a_failed_unlink_during_retention_never_leaves_a_gap_that_refuses_the_next_open', async () => {
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const opts = { segmentBytes: 4096, preallocateBytes: 0, io };
+    const log = await openLog(root, { ...opts, retention: { maxBytes: 3 * 4096 } });
+    for (let i = 0; i < 20; i++) await log.append([payload(i, 1900)]);
+    const segments = log.segmentCount;
+    expect(segments).toBeGreaterThan(5);
+    io.failUnlinks('EIO');
+    await expect(log.enforceRetention()).rejects.toMatchObject({ code: 'EIO' });
+    // The segment whose unlink failed is still the log's head, and still reads.
+    expect(log.baseOffset).toBe(0);
+    expect(log.segmentCount).toBe(segments);
+    const head = await log.read(0, { maxRecords: 1 });
+    expect(head.kind === 'records' && text(head.records[0]!.payload)).toMatch(/^record-0-/);
+    // The next pass retries it first, then goes on to the newer ones.
+    expect(await log.enforceRetention()).toBeGreaterThan(0);
+    expect(log.baseOffset).toBeGreaterThan(0);
+    // Compaction's head trim goes the same way.
+    const base = log.baseOffset;
+    io.failUnlinks('EIO');
+    await expect(log.trimBelow(log.tailOffset)).rejects.toMatchObject({ code: 'EIO' });
+    expect(log.baseOffset).toBe(base);
+    const kept = await readAll(log);
+    await log.close();
+    const again = await openLog(root, opts);
+    expect(again.baseOffset).toBe(base);
+    expect(await readAll(again)).toEqual(kept);
+    expect(kept.at(-1)).toMatch(/^19:record-19-/);
+    await again.close();
+  });
+
   it('retention_by_age_keeps_segments_holding_a_recent_record', async () => {
     const root = await scratchRoot();
     const log = await openLog(root, { segmentBytes: 4096, retention: { maxAgeMs: 60_000 } });

@@ -384,13 +384,18 @@ export class LogCache {
     return Math.max(at, from);
   }
 
-  /** The record at `offset`, or undefined when compaction trimmed it. */
+  /**
+   * The record at `offset`, or undefined when compaction trimmed it. On a poisoned log, a record
+   * acknowledged but never made durable is out of reach: that fails with the log's poison.
+   */
   private async readAt(offset: number): Promise<CacheRecord | undefined> {
     // A tiny byte budget keeps the read to the record's own chunk (a read returns at least one).
     const res = await this.log.read(offset, { maxRecords: 1, maxBytes: 1 });
     if (res.kind === 'trimmed') return undefined;
     const r = res.records[0];
     if (r === undefined || r.offset !== offset) {
+      const poison = this.log.poison;
+      if (poison !== undefined) throw poison;
       throw new CacheRecordCorruptError(`indexed record is missing from the log`, offset);
     }
     return decodeCacheRecord(r.payload, offset);

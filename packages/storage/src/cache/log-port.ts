@@ -38,6 +38,11 @@ export interface ProjectionLog {
    */
   readonly trimWaiting: boolean;
   /**
+   * The error that stopped the log (a failed flush poisons it), or undefined while it works. A
+   * poisoned log reads only what was durable: a record acknowledged past that is out of reach.
+   */
+  readonly poison: Error | undefined;
+  /**
    * Claims offsets for the batch. The batch takes its place in offset order synchronously, at
    * the call (that is the short lock: nothing else can claim in between); the promise resolves
    * once it is written.

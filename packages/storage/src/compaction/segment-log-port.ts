@@ -34,6 +34,9 @@ export class SegmentLogPort implements ProjectionLog {
   get trimWaiting(): boolean {
     return this.log.trimWaiting;
   }
+  get poison(): Error | undefined {
+    return this.log.poisonError;
+  }
 
   claim(payloads: Uint8Array[]): Promise<Claim> {
     const log = this.log;

@@ -200,26 +200,35 @@ export class DeadLetterStore {
     await (await this.caches.cache(shard)).put(key, new Uint8Array());
   }
 
-  /** The group's dead letters, lowest offset first, at most `limit`. */
+  /**
+   * The group's dead letters above `after` (all when omitted), lowest offset first, at most
+   * `limit` (and DEAD_LETTER_LIST_MAX). A page shorter than asked is the last: the next page
+   * starts after the last offset of this one.
+   */
   async list(
     shard: GroupShard,
     group: string,
     limit = DEAD_LETTER_LIST_MAX,
+    after = -1,
   ): Promise<DeadLetter[]> {
     deadLetterKey(group, 0);
     const cache = await this.caches.cache(shard);
     const prefix = `${group}${SEPARATOR}`;
     // Keys sort as strings; offsets need numeric order: sort the offsets, then read the lowest.
-    const offsets = (await cache.keys(prefix, Number.MAX_SAFE_INTEGER)).map((key) => {
+    const offsets: number[] = [];
+    for (const key of await cache.keys(prefix, Number.MAX_SAFE_INTEGER)) {
       const offset = Number(key.slice(prefix.length));
       if (!Number.isSafeInteger(offset)) throw new GroupStateCorruptError(`dead-letter key ${key}`);
-      return offset;
-    });
+      if (offset > after) offsets.push(offset);
+    }
     offsets.sort((a, b) => a - b);
+    const want = Math.min(limit, DEAD_LETTER_LIST_MAX);
     const out: DeadLetter[] = [];
-    for (const offset of offsets.slice(0, Math.min(limit, DEAD_LETTER_LIST_MAX))) {
-      const value = await cache.get(`${prefix}${offset}`);
-      if (value !== undefined) out.push({ offset, state: decodeState(value) });
+    // An entry removed since the keys were taken is passed over, and the page filled from the
+    // next: a short page always means nothing more was above it.
+    for (let i = 0; i < offsets.length && out.length < want; i++) {
+      const value = await cache.get(`${prefix}${offsets[i]}`);
+      if (value !== undefined) out.push({ offset: offsets[i]!, state: decodeState(value) });
     }
     return out;
   }

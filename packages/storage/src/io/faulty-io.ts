@@ -1,7 +1,7 @@
 /**
  * A fault-injecting Io for tests: wraps another Io and, on request, fails or holds fdatasync
- * calls and fails writes with ENOSPC/EIO (optionally after writing part of the buffer, as a
- * real short write before an error would). Counts syncs and writes so tests can assert on
+ * calls, fails writes with ENOSPC/EIO (optionally after writing part of the buffer, as a
+ * real short write before an error would) and fails unlinks. Counts syncs and writes so tests can assert on
  * group commit. Lives in src so other packages' tests can inject the same faults.
  */
 import type { Io, IoFile, OpenMode } from './io.js';
@@ -50,6 +50,7 @@ export class FaultyIo implements Io {
   private writeFaults: WriteFault[] = [];
   private syncFaults: SyncFault[] = [];
   private truncateFaults = 0;
+  private unlinkFaults: SyncFault[] = [];
   private preallocateFaults: Array<'write' | 'sync'> = [];
   /** Preallocation steps that completed (counted apart from data writes and syncs). */
   preallocations = 0;
@@ -151,6 +152,12 @@ export class FaultyIo implements Io {
     this.truncateFaults += times;
   }
 
+  /** The next `times` unlinks of matching files (default: segment files) fail with `code`; the
+   *  file stays. */
+  failUnlinks(code: FaultCode = 'EIO', opts: { times?: number; match?: PathMatch } = {}): void {
+    this.unlinkFaults.push({ code, times: opts.times ?? 1, match: opts.match ?? anyLog });
+  }
+
   /** fdatasyncs of counted files block from now until `release()`. */
   holdDatasyncs(): { release: () => void } {
     let release!: () => void;
@@ -218,6 +225,11 @@ export class FaultyIo implements Io {
     return this.inner.mkdir(path);
   }
   unlink(path: string): Promise<void> {
+    const f = this.unlinkFaults.find((u) => u.times > 0 && u.match(path));
+    if (f !== undefined) {
+      f.times--;
+      return Promise.reject(systemError(f.code, 'unlink', path));
+    }
     return this.inner.unlink(path);
   }
   rename(from: string, to: string): Promise<void> {

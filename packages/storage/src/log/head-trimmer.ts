@@ -2,7 +2,9 @@
  * Deletions at the head of a SegmentLog: compaction's trims and retention, run one at a time,
  * and the retention timer. A segment is dropped from the log before its files are unlinked
  * (no new read starts in it), oldest first with a directory sync after each, so a power loss
- * leaves a longer log, never a gap. The active segment is never deleted.
+ * leaves a longer log, never a gap. A segment whose unlink fails goes back to the head and the
+ * pass stops there (the next retries it first): a failed unlink never leaves a gap either. The
+ * active segment is never deleted.
  *
  * A floor holds a trim back without forgetting it: the highest cut asked is kept, and raising
  * (or removing) the floor deletes what it held of that cut, with no new compaction pass. That is
@@ -131,11 +133,29 @@ export class HeadTrimmer {
       // Drop it from the log first so no new read starts in it, then unlink oldest-first
       // with a directory sync after each, so a power loss leaves a longer log, never a gap.
       const seg = this.files.dropHead();
-      await this.io.unlink(segmentPath(this.dir, seg.id));
+      try {
+        await this.unlinkSegment(seg.id);
+      } catch (err) {
+        // The file is still there: it stays the log's head, so the files on disk remain one
+        // contiguous run, and the next pass retries it before anything newer goes.
+        this.files.restoreHead(seg);
+        throw err;
+      }
       // An index without its segment is never read (recovery lists segments): a leftover is harmless.
       await this.io.unlink(indexPath(this.dir, seg.id)).catch(() => undefined);
       await this.io.syncDir(this.dir);
       this.files.closeIfUnread(seg);
+    }
+  }
+
+  /** Unlinks a segment's file; a failed unlink that removed it anyway counts as done. */
+  private async unlinkSegment(id: number): Promise<void> {
+    const path = segmentPath(this.dir, id);
+    try {
+      await this.io.unlink(path);
+    } catch (err) {
+      // Not knowing whether it is gone, assume it is not: a kept head is safe, a gap is not.
+      if (await this.io.exists(path).catch(() => true)) throw err;
     }
   }
 }

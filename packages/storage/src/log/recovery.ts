@@ -63,9 +63,9 @@ export interface PlanOptions {
   verifyAll?: boolean;
 }
 
+/** A segment file as planning first sees it: its size and header (no file kept open). */
 interface Candidate {
   id: number;
-  file: IoFile;
   size: number;
   header: Uint8Array;
 }
@@ -89,18 +89,22 @@ export async function planRecovery(io: Io, dir: string, opts: PlanOptions): Prom
     );
   }
   const mark = await readMark(io, dir);
+  // One file open at a time, here and while scanning: a log may hold more segments than the
+  // process may open files.
   const candidates: Candidate[] = [];
+  for (const id of ids) candidates.push(await readCandidate(io, dir, id));
+  return plan(io, dir, opts, mark, candidates, corrupt);
+}
+
+async function readCandidate(io: Io, dir: string, id: number): Promise<Candidate> {
+  const file = await io.open(segmentPath(dir, id), 'read');
   try {
-    for (const id of ids) {
-      const file = await io.open(segmentPath(dir, id), 'read');
-      const size = await file.size();
-      const header = new Uint8Array(Math.min(size, SEGMENT_HEADER_BYTES));
-      await readFully(file, header, 0, header.length, 0);
-      candidates.push({ id, file, size, header });
-    }
-    return await plan(io, dir, opts, mark, candidates, corrupt);
+    const size = await file.size();
+    const header = new Uint8Array(Math.min(size, SEGMENT_HEADER_BYTES));
+    await readFully(file, header, 0, header.length, 0);
+    return { id, size, header };
   } finally {
-    await Promise.all(candidates.map((c) => c.file.close()));
+    await file.close();
   }
 }
 
@@ -172,36 +176,12 @@ async function plan(
       newestTimestampMicros: -1,
       index: new SparseIndex(header.baseOffset, opts.indexSpacingBytes),
     };
-    let scan: ScanResult | undefined;
-    if (!newest && opts.verifyAll !== true) {
-      const loaded = await readIndex(io, dir, c, header.baseOffset, opts.indexSpacingBytes);
-      const last = loaded?.last();
-      if (loaded !== null && last !== undefined) {
-        const tail = await scanSegment(
-          c.file,
-          c.size,
-          { position: last.position, expectedOffset: last.offset, version: header.version },
-          buffer,
-        );
-        if (tail.damage === undefined) {
-          seg.index = loaded;
-          scan = tail;
-        }
-      }
-      if (scan === undefined) actions.push({ kind: 'rewriteIndex', segmentId: c.id });
-    }
-    if (scan === undefined) {
-      scan = await scanSegment(
-        c.file,
-        c.size,
-        {
-          position: SEGMENT_HEADER_BYTES,
-          expectedOffset: header.baseOffset,
-          version: header.version,
-          index: seg.index,
-        },
-        buffer,
-      );
+    const file = await io.open(segmentPath(dir, c.id), 'read');
+    let scan: ScanResult;
+    try {
+      scan = await scanCandidate(io, dir, opts, { c, file, seg, newest, buffer, actions });
+    } finally {
+      await file.close();
     }
     seg.nextOffset = scan.nextOffset;
     seg.records = scan.records;
@@ -232,6 +212,57 @@ async function plan(
     segments.push(seg);
   }
   return { dir, segments, actions, mark };
+}
+
+interface ScanTarget {
+  c: Candidate;
+  /** The segment's file, open for this scan only. */
+  file: IoFile;
+  seg: RecoveredSegment;
+  newest: boolean;
+  buffer: ScanBuffer;
+  actions: RecoveryAction[];
+}
+
+/**
+ * Scans a segment: a sealed one from its last index entry when its index holds up (else it is
+ * rebuilt), the newest one (or any, with `verifyAll`) in full.
+ */
+async function scanCandidate(
+  io: Io,
+  dir: string,
+  opts: PlanOptions,
+  t: ScanTarget,
+): Promise<ScanResult> {
+  const { c, file, seg, buffer } = t;
+  if (!t.newest && opts.verifyAll !== true) {
+    const loaded = await readIndex(io, dir, c, seg.baseOffset, opts.indexSpacingBytes);
+    const last = loaded?.last();
+    if (loaded !== null && last !== undefined) {
+      const tail = await scanSegment(
+        file,
+        c.size,
+        { position: last.position, expectedOffset: last.offset, version: seg.version },
+        buffer,
+      );
+      if (tail.damage === undefined) {
+        seg.index = loaded;
+        return tail;
+      }
+    }
+    t.actions.push({ kind: 'rewriteIndex', segmentId: c.id });
+  }
+  return scanSegment(
+    file,
+    c.size,
+    {
+      position: SEGMENT_HEADER_BYTES,
+      expectedOffset: seg.baseOffset,
+      version: seg.version,
+      index: seg.index,
+    },
+    buffer,
+  );
 }
 
 async function readMark(io: Io, dir: string): Promise<DurableMark | undefined> {

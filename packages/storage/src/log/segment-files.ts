@@ -3,7 +3,7 @@
  * next segment, reopening the active one after recovery, the active segment's index file, and
  * the bounded set of open sealed-segment files that reads share (least recently used closed
  * first, never one a read holds). Dropping a head segment keeps its file open until its last
- * reader is done.
+ * reader is done; one whose file could not be deleted is put back.
  */
 import { OPEN_SEALED_SEGMENTS_MAX } from '../limits.js';
 import { type Io, type IoFile, writeFully } from '../io/io.js';
@@ -219,6 +219,12 @@ export class SegmentFiles {
     this.list.shift();
     seg.deleted = true;
     return seg;
+  }
+
+  /** Puts back the head `dropHead` took whose file could not be deleted: it reads again. */
+  restoreHead(seg: Segment): void {
+    seg.deleted = false;
+    this.list.unshift(seg);
   }
 
   /** Closes a dropped segment's file unless a read still holds it (its release closes it). */

@@ -195,6 +195,11 @@ export class SegmentLog {
     return this.commit.poisoned !== undefined;
   }
 
+  /** The LogPoisonedError every write fails with once a flush failed; undefined until then. */
+  get poisonError(): Error | undefined {
+    return this.commit.poisoned;
+  }
+
   /** Segment files currently in the log, and their total bytes. */
   get segmentCount(): number {
     return this.files.list.length;

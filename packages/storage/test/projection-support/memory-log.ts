@@ -30,6 +30,8 @@ export class MemoryLog implements ProjectionLog {
   }
   /** No floor here: a trim is never held back. */
   readonly trimWaiting = false;
+  /** Nothing here fails a flush. */
+  readonly poison: Error | undefined = undefined;
   get sizeBytes(): number {
     let n = 0;
     for (const seg of this.store.segments)
