@@ -16,6 +16,10 @@ export type StatusEvent =
   | { type: 'gap'; stream: string; shard: number; from: number; count: number }
   /** An in-memory stream restarted its offsets (its broker restarted); reading from its start. */
   | { type: 'reset'; stream: string; shard: number }
+  /** A failover lost records this subscription had delivered, offsets `from` to `to` (not
+   *  included): a `leader` stream's records no follower held. The new leader holds other
+   *  records at those offsets now; they are delivered from `from`. */
+  | { type: 'diverged'; stream: string; shard: number; from: number; to: number }
   /** A token provider's fresh token was taken: `reauthenticated` when the live connection now
    *  runs on it (`reauth_ok`), false when it waits for the next connection (a broker without
    *  in-band reauth, or no live connection); `expiresAtMs` as known (unix ms). */

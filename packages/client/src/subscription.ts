@@ -28,6 +28,7 @@ import type {
   OpenSubscription,
   StartPosition,
 } from './protocol/broker-connection.js';
+import type { SubscriptionHistory } from './protocol/subscribe.js';
 import { offsetForTimeOn } from './offset-for-time.js';
 import { retryWindowMs } from './cluster/routing.js';
 import {
@@ -161,6 +162,8 @@ export class ShardReader {
   private pendingSkipped = 0;
   /** The incarnation of the shard's offsets last subscribed to (in-memory shards only). */
   private offsetsEpoch: number | undefined;
+  /** The history the cursor belongs to (a replicated shard's, from the last `subscribed`). */
+  private history: SubscriptionHistory | undefined;
 
   constructor(
     private readonly host: ReaderHost,
@@ -264,14 +267,18 @@ export class ShardReader {
 
   private async subscribeOn(conn: BrokerConnection): Promise<boolean> {
     const { start, recheckAt } = await this.startPosition(conn);
+    const resuming = typeof start === 'object' && 'offset' in start;
     this.open = await conn.subscribe(
       this.stream,
       this.shard,
       start,
       this.queueCapacity,
       this.timestamps,
+      resuming ? this.history : undefined,
     );
     if (this.offsetsBeganAgain(this.open.offsetsEpoch)) return true;
+    this.history = this.open.history;
+    this.divergedFrom(this.open.divergedAt);
     if (this.cursor === undefined && this.open.startOffset !== undefined)
       this.cursor = this.open.startOffset;
     return recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt));
@@ -292,6 +299,24 @@ export class ShardReader {
     this.cursor = undefined;
     this.start = 'earliest';
     return true;
+  }
+
+  /**
+   * The broker started below the cursor: its log parted there from the history this reader
+   * read (a `leader` shard's failover lost records no follower held, and the new leader wrote
+   * others at their offsets). Said (`diverged`), and read from there: resuming at the cursor
+   * skipped the new records below it without a word.
+   */
+  private divergedFrom(at: number | undefined): void {
+    if (at === undefined || this.cursor === undefined || at >= this.cursor) return;
+    this.host.emit({
+      type: 'diverged',
+      stream: this.stream,
+      shard: this.shard,
+      from: at,
+      to: this.cursor,
+    });
+    this.cursor = at;
   }
 
   /** A failed subscribe: retried (true) or the end of the subscription (false). */

@@ -23,7 +23,12 @@ import { type PublishAnswer, type PublishCall, PublishPipe } from './publish-pip
 import { RequestLane } from './request-lane.js';
 import { RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
-import { type OpenSubscription, type StartPosition, openSubscription } from './subscribe.js';
+import {
+  type OpenSubscription,
+  type StartPosition,
+  type SubscriptionHistory,
+  openSubscription,
+} from './subscribe.js';
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type { ConnectionOptions } from './auth.js';
@@ -299,9 +304,18 @@ export class BrokerConnection {
     queueCapacity: number,
     /** Offer the timestamped event layout (0x4000) on this subscription's stream. */
     timestamps = false,
+    /** The history an offset `start` belongs to (a replicated shard's, from `subscribed`). */
+    history?: SubscriptionHistory,
   ): Promise<OpenSubscription> {
     if (this.lostError) throw this.lostError;
     const at = { server: this.server, conn: this.conn, opts: this.opts, events: this.events };
-    return openSubscription(at, { stream, shard, start, queueCapacity, timestamps });
+    return openSubscription(at, {
+      stream,
+      shard,
+      start,
+      queueCapacity,
+      timestamps,
+      ...(history === undefined ? {} : { history }),
+    });
   }
 }

@@ -4,7 +4,12 @@
  * stream the broker opens and names in `event_stream_hello`.
  */
 import type { Connection } from '@felix/transport';
-import { FLAG_EVENT_BATCH_TIMESTAMPS, decodeMessage, encodeMessage } from '@felix/wire';
+import {
+  FLAG_EVENT_BATCH_TIMESTAMPS,
+  type Message,
+  decodeMessage,
+  encodeMessage,
+} from '@felix/wire';
 import {
   ConnectionLostError,
   CursorInFutureError,
@@ -26,16 +31,29 @@ export interface OpenSubscription {
   liveOffset: number | undefined;
   /** An in-memory shard's offset incarnation (`offsets_epoch`); undefined for a durable one. */
   offsetsEpoch?: number;
+  /** A replicated shard's history: the serving leader's generation and where its records start
+   *  (named again on a resume, so a log that parted from it below the cursor is caught). */
+  history?: SubscriptionHistory;
+  /** Set when the broker started below the offset asked for: its log parted there from the
+   *  history named (a `leader` shard's failover lost the records read from here on). */
+  divergedAt?: number;
   /** The refusal the broker ended the subscription with on its control stream (`unauthenticated`
    *  once the connection's token expired), once read; null until then. */
   refusal?(): Error | null;
   close(): void;
 }
 
+export interface SubscriptionHistory {
+  generation: number;
+  start: number;
+}
+
 export interface SubscribeRequest {
   stream: string;
   shard: number;
   start: StartPosition;
+  /** The history the cursor in `start` belongs to, as the last `subscribed` named it. */
+  history?: SubscriptionHistory;
   queueCapacity: number;
   /** Offer the timestamped event layout (0x4000) on this subscription's stream. */
   timestamps: boolean;
@@ -51,18 +69,7 @@ export async function openSubscription(
   try {
     const flags = req.timestamps ? CLIENT_FLAGS | FLAG_EVENT_BATCH_TIMESTAMPS : CLIENT_FLAGS;
     control = await authStream(at.conn, at.opts, flags);
-    await control.stream.write(
-      encodeMessage({
-        type: 'subscribe',
-        tenant_id: at.opts.tenant,
-        namespace: at.opts.namespace,
-        stream: req.stream,
-        subscription_id: reservation.id,
-        start: req.start,
-        shard: req.shard,
-        queue_capacity: req.queueCapacity,
-      }),
-    );
+    await control.stream.write(encodeMessage(subscribeMessage(at.opts, req, reservation.id)));
     const frame = await control.frames.next();
     if (!frame) throw new ConnectionLostError(at.server);
     const msg = decodeMessage(frame.payload);
@@ -96,6 +103,10 @@ export async function openSubscription(
       startOffset: msg.start_offset,
       liveOffset: msg.live_offset,
       ...(msg.offsets_epoch !== undefined ? { offsetsEpoch: msg.offsets_epoch } : {}),
+      ...(msg.generation !== undefined && msg.generation_start !== undefined
+        ? { history: { generation: msg.generation, start: msg.generation_start } }
+        : {}),
+      ...(msg.diverged_at !== undefined ? { divergedAt: msg.diverged_at } : {}),
       refusal: () => refusal,
       close: () => {
         ctl.stream.end().catch(() => undefined); // the events stream's reset ends it anyway
@@ -107,4 +118,20 @@ export async function openSubscription(
     control?.stream.reset(0);
     throw err;
   }
+}
+
+function subscribeMessage(opts: ConnectionOptions, req: SubscribeRequest, id: number): Message {
+  return {
+    type: 'subscribe',
+    tenant_id: opts.tenant,
+    namespace: opts.namespace,
+    stream: req.stream,
+    subscription_id: id,
+    start: req.start,
+    shard: req.shard,
+    queue_capacity: req.queueCapacity,
+    ...(req.history === undefined
+      ? {}
+      : { history_generation: req.history.generation, history_start: req.history.start }),
+  };
 }

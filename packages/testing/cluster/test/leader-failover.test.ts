@@ -12,7 +12,7 @@
 // with the leader's log when it reports (the old rule, "holds the leader's whole reported log",
 // then names no one). The leader is SIGKILLed mid-stream; the test reads the control plane's
 // stored replica reports, its assignments and placement plan, and the new (or returned) leader.
-import type { FelixClient } from '@felix/client';
+import type { FelixClient, StatusEvent, StreamEvent } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
@@ -278,5 +278,98 @@ describe('leader failover under steady writes', () => {
     } finally {
       await onNew.close();
     }
+  }, 240_000);
+
+  it('a_leader_stream_subscriber_gets_every_record_the_new_leader_writes_after_a_failover', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      streams: [{ name: 'parted', shards: 1, replicationFactor: 3, consistency: 'leader' }],
+    });
+    held.cluster = c;
+    const before = await assignmentOf(c, 'parted');
+    const followers = before.replicas.filter((id) => id !== before.leader);
+    const reader = await c.connect({
+      servers: [c.node(followers[0]!).url()],
+      failoverDeadlineMs: scaled(STEP_MS),
+    });
+    const diverged: StatusEvent[] = [];
+    const stop = new AbortController();
+    void (async () => {
+      for await (const e of reader.status({ signal: stop.signal }))
+        if (e.type === 'diverged') diverged.push(e);
+    })();
+    const got: StreamEvent[] = [];
+    const value = (e: StreamEvent) => new TextDecoder().decode(e.data);
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const reading = (async () => {
+      const sub = reader.subscribe('parted', { shard: 0, from: 'earliest', signal: stop.signal });
+      for await (const e of sub) {
+        got.push(e);
+        // Busy with the old leader's last record while the failover happens.
+        if (value(e) === 'cut-4') await released;
+      }
+    })().catch(() => undefined); // ended by the test's abort
+    const onLeader = await c.connect({ servers: [c.node(before.leader).url()] });
+    await publishAll(
+      onLeader,
+      'parted',
+      Array.from({ length: 20 }, (_, i) => `w-${i}`),
+    );
+    await waitFor(
+      async () => {
+        const r = await reportOf(c, 'parted');
+        return r !== undefined && r.leader_offset >= 20 && r.in_sync?.length === 2;
+      },
+      'a report naming both followers in sync',
+      scaled(STEP_MS),
+    );
+    // Acked by the leader alone, read by the subscriber, then lost with it (`leader` exposure).
+    for (const f of followers) await c.partition(before.leader, f);
+    await publishAll(
+      onLeader,
+      'parted',
+      Array.from({ length: 5 }, (_, i) => `cut-${i}`),
+    );
+    await waitFor(() => got.some((e) => value(e) === 'cut-4'), 'cut-4 read', scaled(STEP_MS));
+    const cursor = got.at(-1)!.offset + 1;
+    await c.kill(before.leader);
+    await c.heal();
+    // Its broker is gone: closing may fail, and there is nothing left to close.
+    await onLeader.close().catch(() => undefined);
+    const promoted = await waitFor(
+      async () => {
+        const a = await assignmentOf(c, 'parted');
+        return a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(STEP_MS),
+    );
+    const onNew = await c.connect({ servers: [c.node(promoted.leader).url()] });
+    await publishAll(
+      onNew,
+      'parted',
+      Array.from({ length: 10 }, (_, i) => `after-${i}`),
+    );
+    const written = await readUpTo(onNew, 'parted', 'after-9');
+    release();
+    await waitFor(() => got.some((e) => value(e) === 'after-9'), 'after-9 read', scaled(STEP_MS));
+    stop.abort();
+    await reading;
+    // Every record the new leader wrote reaches the subscriber, once, at its offset.
+    const after = got.filter((e) => value(e).startsWith('after-'));
+    expect(after.map((e) => `${e.offset}:${value(e)}`)).toEqual(
+      written.flatMap((v, o) => (v.startsWith('after-') ? [`${o}:${v}`] : [])),
+    );
+    // And it was told the records it had read from where the logs parted are gone.
+    const parted = written.indexOf('after-0');
+    expect(diverged).toEqual([
+      { type: 'diverged', stream: 'parted', shard: 0, from: parted, to: cursor },
+    ]);
+    await reader.close();
+    await onNew.close();
   }, 240_000);
 });

@@ -184,6 +184,8 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['start', 'start', 'opt'],
     ['shard', 'u32', 'opt'],
     ['queue_capacity', 'u32', 'opt'],
+    ['history_generation', 'u64', 'opt'],
+    ['history_start', 'u64', 'opt'],
   ],
   subscribed: [
     ['subscription_id', 'u64', 'req'],
@@ -191,6 +193,9 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['live_offset', 'u64', 'opt'],
     ['queue_capacity', 'u32', 'opt'],
     ['offsets_epoch', 'u64', 'opt'],
+    ['generation', 'u64', 'opt'],
+    ['generation_start', 'u64', 'opt'],
+    ['diverged_at', 'u64', 'opt'],
   ],
   subscribe_cursor_error: [
     ['reason', { enum: ['too_old', 'in_future'] }, 'req'],

@@ -237,6 +237,15 @@ export interface SubscribeMessage extends StreamScope {
   start?: StartPosition;
   shard?: number;
   queue_capacity?: number;
+  /**
+   * Felix extension, a replicated shard's: the history the subscriber's cursor belongs to, as
+   * its last `subscribed` named it (`generation`, `generation_start`). A broker whose log
+   * parted from that history below the cursor (a `leader` shard's unshipped records were lost
+   * in a failover and their offsets written again) starts at the parting point instead, and
+   * says so with `diverged_at`.
+   */
+  history_generation?: number;
+  history_start?: number;
 }
 export interface SubscribedMessage {
   type: 'subscribed';
@@ -250,6 +259,14 @@ export interface SubscribedMessage {
    * resuming at an offset of the old incarnation knows it names other records now.
    */
   offsets_epoch?: number;
+  /** Felix extension, a replicated shard's: the serving leader's generation, and the offset its
+   *  records start at in this log (what a later `subscribe` names as its history). */
+  generation?: number;
+  generation_start?: number;
+  /** Felix extension: the subscription starts here, below the offset asked for, because this
+   *  log parted there from the history the subscriber named; the records it read from here up
+   *  to its cursor are gone, and other records hold those offsets now. */
+  diverged_at?: number;
 }
 export interface SubscribeCursorErrorMessage {
   type: 'subscribe_cursor_error';

@@ -77,6 +77,14 @@ interface CacheQuorum {
 /** The cache requests that write (refused while the lease is lapsed). */
 const CACHE_WRITES = new Set(['cache_put', 'cache_delete', 'counter_add']);
 
+/** A new leader's fence: where its generation's records start, the highest commit offset a
+ *  fenced replica saved, and every generation start its log holds. */
+type Fence = {
+  start: number;
+  commitStart: number;
+  starts: readonly { generation: number; start: number }[];
+};
+
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
   private readonly caches = new Map<string, CacheConfig>();
@@ -597,7 +605,7 @@ export class ShardTable {
         await this.replication?.releaseFollower(refOf(s, i, generation), log);
       this.replication?.riding.admit(idOfStream(s, i), 'stream');
       let store = s.durable ? await this.openStore(s, i) : null;
-      let fence: { start: number; commitStart: number } | undefined;
+      let fence: Fence | undefined;
       if (store?.log) {
         const fenced = await this.fencedStore(s, i, generation, store);
         if (fenced === null) return;
@@ -617,6 +625,8 @@ export class ShardTable {
         await store!.close();
         return;
       }
+      // What a subscriber resuming here after a failover is checked against (history.ts).
+      if (fence) shard.history = { generation, start: fence.start, starts: fence.starts };
       rt.shards[i] = shard;
       this.failed.delete(sk);
       this.held.set(sk, { generation });
@@ -713,7 +723,7 @@ export class ShardTable {
     i: number,
     generation: number,
     store: ShardStore,
-  ): Promise<{ store: ShardStore; fence?: { start: number; commitStart: number } } | null> {
+  ): Promise<{ store: ShardStore; fence?: Fence } | null> {
     const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
     const followers = (a?.replicas ?? []).filter((id) => id !== this.nodeId);
     const replication = this.replication;
@@ -752,7 +762,7 @@ export class ShardTable {
           { shard, generation, log_end: start, commit_offset: commitStart },
           'the new leader holds less than a replica says was committed',
         );
-      return { store: open, fence: { start, commitStart } };
+      return { store: open, fence: { start, commitStart, starts: starts.all } };
     } catch (err) {
       return retry(open, err);
     }

@@ -17,6 +17,7 @@ import type { Handler, Outcome, RequestContext } from '../session/handler.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
 import type { StreamDeps } from './deps.js';
+import { type ShardHistory, partingPoint } from './history.js';
 import type { Shard, StartSpec, StreamRuntime } from './shard.js';
 import { SubscriptionWriter } from './subscription-writer.js';
 
@@ -167,8 +168,9 @@ export class ReadHandlers {
     const capacity = this.queueCapacity(auth, msg);
     const endOnLag =
       has(auth.features, FEATURE_SUBSCRIPTION_LAGGED) && has(auth.flags, FLAG_EVENT_BATCH_OFFSETS);
+    const { start: from, divergedAt } = resumeStart(msg, shard.history);
     const outcome = shard.subscribe(
-      startSpec(msg.start),
+      from,
       { capacity, bytesMax: this.deps.config.broker.subscriber_queue_bytes },
       endOnLag,
     );
@@ -184,18 +186,10 @@ export class ReadHandlers {
       );
       return null;
     }
-    const withOffsets = has(auth.flags, FLAG_EVENT_BATCH_OFFSETS);
     await rc.stream.write(
-      jsonFrame({
-        type: 'subscribed',
-        subscription_id: id,
-        ...(withOffsets
-          ? { start_offset: outcome.sub.startOffset, live_offset: outcome.sub.liveOffset }
-          : {}),
-        ...(has(auth.features, FEATURE_SUBSCRIBE_QUEUE) ? { queue_capacity: capacity } : {}),
-        // An in-memory shard's offsets begin again with each shard made: say which incarnation.
-        ...(withOffsets && !s.config.durable ? { offsets_epoch: shard.offsetsEpoch } : {}),
-      }),
+      jsonFrame(
+        subscribedAnswer(auth, id, s.config.durable, shard, outcome.sub, capacity, divergedAt),
+      ),
     );
     const writer = new SubscriptionWriter(
       rc.conn,
@@ -233,8 +227,52 @@ function start(subs: Subscriptions, id: number, writer: SubscriptionWriter, rc: 
   void writer.run().finally(forget);
 }
 
+/**
+ * Where a subscription starts: as asked, or, for a resume at an offset whose history this log
+ * parted from below it (a `leader` shard's failover), at the parting point (`divergedAt`).
+ */
+function resumeStart(
+  msg: Msg<'subscribe'>,
+  history: ShardHistory | undefined,
+): { start: StartSpec; divergedAt?: number } {
+  const start = startSpec(msg.start);
+  const g = msg.history_generation;
+  const from = msg.history_start;
+  if (start.kind !== 'offset' || history === undefined || g === undefined || from === undefined)
+    return { start };
+  const parted = partingPoint(history, g, from);
+  if (parted === undefined || parted >= start.offset) return { start };
+  return { start: { kind: 'offset', offset: parted }, divergedAt: parted };
+}
+
 function startSpec(start: Msg<'subscribe'>['start']): StartSpec {
   if (start === undefined || start === 'latest') return { kind: 'latest' };
   if (start === 'earliest') return { kind: 'earliest' };
   return { kind: 'offset', offset: start.offset };
+}
+
+/** The `subscribed` answer: where the subscription starts, and what this client reads of it. */
+function subscribedAnswer(
+  auth: Negotiated,
+  id: number,
+  durable: boolean,
+  shard: Shard,
+  sub: { startOffset: number; liveOffset: number },
+  capacity: number,
+  divergedAt: number | undefined,
+): Message {
+  const withOffsets = has(auth.flags, FLAG_EVENT_BATCH_OFFSETS);
+  return {
+    type: 'subscribed',
+    subscription_id: id,
+    ...(withOffsets ? { start_offset: sub.startOffset, live_offset: sub.liveOffset } : {}),
+    ...(has(auth.features, FEATURE_SUBSCRIBE_QUEUE) ? { queue_capacity: capacity } : {}),
+    // An in-memory shard's offsets begin again with each shard made: say which incarnation.
+    ...(withOffsets && !durable ? { offsets_epoch: shard.offsetsEpoch } : {}),
+    // A replicated shard's: the history a later resume names (history.ts).
+    ...(withOffsets && shard.history !== undefined
+      ? { generation: shard.history.generation, generation_start: shard.history.start }
+      : {}),
+    ...(divergedAt !== undefined ? { diverged_at: divergedAt } : {}),
+  };
 }

@@ -29,6 +29,7 @@ import {
 import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
 import { QuorumAbandonedError } from '../errors.js';
 import { type QuorumOutcome, QuorumGate } from './quorum-gate.js';
+import type { ShardHistory } from './history.js';
 import { Ring } from './ring.js';
 import { type SubscriberBounds, SubscriberQueue } from './subscriber.js';
 import type { SegmentLog } from '@felix/storage';
@@ -115,6 +116,8 @@ export class Shard {
   private gate: QuorumGate<EventBatch> | null = null;
   /** Told when a batch starts waiting (the shipper looks at once instead of at its next tick). */
   private onHeld: (() => void) | undefined;
+  /** A replicated shard's history as its leader opened it (history.ts); undefined otherwise. */
+  history: ShardHistory | undefined;
 
   constructor(
     readonly name: string,
