@@ -287,6 +287,32 @@ describe('felixctl', () => {
       refresh_token: 'r2.s2',
     });
   });
+
+  it('login_with_a_token_forgets_the_refresh_token_of_an_earlier_login', async () => {
+    const path = join(home.path, 'relogin.json');
+    const env = { FELIX_CONFIG: path };
+    const first = ['--url', 'http://127.0.0.1:1', 'login', '--tenant', 't1', '--oidc-token', 'up'];
+    const byOidc = await recorded(env, first, () => ({
+      felix_token: 'alice-tok',
+      refresh_token: 'alice.refresh',
+    }));
+    expect(byOidc.code, byOidc.err.join()).toBe(0);
+    expect(JSON.parse(await readFile(path, 'utf8')).refresh_token).toBe('alice.refresh');
+    // A given token of another principal replaces the login: the earlier refresh token, which
+    // would trade back to the first principal's identity, goes with it.
+    const given = cpToken('t1', { sub: 'ops-bot' });
+    const byToken = await recorded(env, ['--token', given, 'login', '--tenant', 't1']);
+    expect(byToken.code, byToken.err.join()).toBe(0);
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
+      url: 'http://127.0.0.1:1',
+      tenant: 't1',
+      token: given,
+    });
+    const refresh = await recorded(env, ['token', 'refresh']);
+    expect(refresh.code).toBe(2);
+    expect(refresh.err.join('\n')).toContain('no refresh token');
+    expect(refresh.requests).toEqual([]);
+  });
 });
 
 describe('felixctl against the token and RBAC routes', () => {

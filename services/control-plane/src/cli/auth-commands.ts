@@ -27,6 +27,15 @@ function tenantOf(ctx: AuthContext, o: { tenant?: string }): string {
   return t;
 }
 
+/**
+ * A login replaces the stored credentials as a whole: nothing of an earlier login survives it
+ * (a refresh token left behind would trade back to the earlier principal, URL or tenant).
+ */
+async function saveLogin(ctx: AuthContext, login: Credentials): Promise<void> {
+  await writeCredentials(ctx.credentialsPath, login);
+}
+
+/** Updates some stored fields, keeping the rest (a refresh keeps the URL and tenant). */
 async function save(ctx: AuthContext, patch: Credentials): Promise<void> {
   const current = await readCredentials(ctx.credentialsPath);
   await writeCredentials(ctx.credentialsPath, { ...current, ...patch });
@@ -88,7 +97,7 @@ function loginCommand(program: Command, ctx: AuthContext): void {
             bearer: o.oidcToken,
           },
         );
-        await save(ctx, {
+        await saveLogin(ctx, {
           ...base,
           token: String(res.felix_token),
           refresh_token: String(res.refresh_token),
@@ -97,7 +106,7 @@ function loginCommand(program: Command, ctx: AuthContext): void {
         const token = ctx.explicitToken();
         if (!token) throw new Error('login needs --token (or FELIX_TOKEN) or --oidc-token');
         checkLoginToken(token, o.tenant);
-        await save(ctx, { ...base, token });
+        await saveLogin(ctx, { ...base, token });
       }
       ctx.api.out(`logged in to ${o.tenant} at ${base.url}; credentials in ${ctx.credentialsPath}`);
     });
@@ -139,7 +148,8 @@ function exchangeCommand(token: Command, ctx: AuthContext): void {
           },
         );
         if (o.save) {
-          await save(ctx, {
+          await saveLogin(ctx, {
+            url: ctx.url(),
             tenant: t,
             token: String(res.felix_token),
             refresh_token: String(res.refresh_token),
