@@ -158,6 +158,48 @@ describe('api', () => {
     });
   });
 
+  it('a_create_with_an_unknown_field_is_refused_and_writes_nothing', async () => {
+    const refusedNaming = async (r: Awaited<ReturnType<typeof post>>, field: string) => {
+      expect(r.statusCode, r.body).toBe(400);
+      expect(r.json()).toMatchObject({
+        code: 'FELIX_CONTROLPLANE_INVALID_REQUEST',
+        request_id: r.headers['x-request-id'],
+      });
+      expect(r.json().message).toContain(`'${field}'`);
+    };
+    const get = (url: string) => built.inject({ method: 'GET', url });
+    await refusedNaming(
+      await post('/v1/tenants', { tenant_id: 'tx', dispaly_name: 'X' }),
+      'dispaly_name',
+    );
+    expect((await get('/v1/tenants/tx')).statusCode).toBe(404);
+    await post('/v1/tenants', { tenant_id: 't1' });
+    const namespaces = '/v1/tenants/t1/namespaces';
+    await refusedNaming(await post(namespaces, { namespace: 'nx', owner: 'me' }), 'owner');
+    expect((await get(`${namespaces}/nx`)).statusCode).toBe(404);
+    await post(namespaces, { namespace: 'ns' });
+    // A typo for `durable` must not make an in-memory stream.
+    const streams = `${namespaces}/ns/streams`;
+    await refusedNaming(await post(streams, { stream: 'pay', durabel: true }), 'durabel');
+    await refusedNaming(
+      await post(streams, { stream: 'pay', retention: { max_age: 60 } }),
+      'max_age',
+    );
+    expect((await get(`${streams}/pay`)).statusCode).toBe(404);
+    const caches = `${namespaces}/ns/caches`;
+    await refusedNaming(await post(caches, { cache: 'c', shard: 4 }), 'shard');
+    expect((await get(`${caches}/c`)).statusCode).toBe(404);
+    const node = { node_id: 'n1', advertise_addr: 'n1:1', incarnation: 1 };
+    await refusedNaming(await post('/v1/nodes', { ...node, zones: 'a' }), 'zones');
+    await refusedNaming(
+      await post('/v1/nodes', { ...node, capacity: { max_shard: 1 } }),
+      'max_shard',
+    );
+    expect((await get('/v1/nodes/n1')).statusCode).toBe(404);
+    expect((await post('/v1/nodes', node)).statusCode).toBe(200);
+    await refusedNaming(await post('/v1/nodes/n1/heartbeat', { incarnation: 1, load: 3 }), 'load');
+  });
+
   it('an_unknown_route_answers_the_error_body', async () => {
     const r = await built.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(r.statusCode).toBe(404);

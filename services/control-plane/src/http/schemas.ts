@@ -26,6 +26,11 @@ const Lifecycle = Type.Union([
 ]);
 const Kind = Type.Union([Type.Literal('stream'), Type.Literal('cache')]);
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+/**
+ * Every request body refuses fields it does not know (400 naming the field), so a typo such as
+ * `durabel` is an error rather than a silently ignored option.
+ */
+const STRICT = { additionalProperties: false } as const;
 
 export const ErrorBody = Type.Object(
   { code: Type.String(), message: Type.String(), request_id: Type.String() },
@@ -52,10 +57,13 @@ export const CacheParams = Type.Object({ tenant_id: Name, namespace: Name, cache
 export const NodeParams = Type.Object({ node_id: Name });
 
 export const Tenant = Type.Object({ tenant_id: Type.String(), display_name: Type.String() });
-export const CreateTenant = Type.Object({
-  tenant_id: Name,
-  display_name: Type.Optional(DisplayName),
-});
+export const CreateTenant = Type.Object(
+  {
+    tenant_id: Name,
+    display_name: Type.Optional(DisplayName),
+  },
+  STRICT,
+);
 export const TenantPage = paged(Tenant);
 
 export const Namespace = Type.Object({
@@ -63,10 +71,13 @@ export const Namespace = Type.Object({
   namespace: Type.String(),
   display_name: Type.String(),
 });
-export const CreateNamespace = Type.Object({
-  namespace: Name,
-  display_name: Type.Optional(DisplayName),
-});
+export const CreateNamespace = Type.Object(
+  {
+    namespace: Name,
+    display_name: Type.Optional(DisplayName),
+  },
+  STRICT,
+);
 export const NamespacePage = paged(Namespace);
 
 // One `type: [integer, null]` rather than anyOf: should type coercion ever be turned on, anyOf
@@ -81,7 +92,7 @@ const RetentionIn = Type.Object(
     max_age_seconds: Type.Optional(PositiveOrNull),
     max_size_bytes: Type.Optional(PositiveOrNull),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 const Retention = Type.Object({
   max_age_seconds: Nullable(Type.Integer()),
@@ -100,23 +111,28 @@ export const Stream = Type.Object({
   durable: Type.Boolean(),
   routing: Routing,
 });
-export const CreateStream = Type.Object({
-  stream: Name,
-  kind: Type.Optional(Type.Literal('Stream')),
-  shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
-  replication_factor: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX })),
-  retention: Type.Optional(Nullable(RetentionIn)),
-  consistency: Type.Optional(Consistency),
-  durable: Type.Optional(Type.Boolean()),
-  routing: Type.Optional(Routing),
-});
+export const CreateStream = Type.Object(
+  {
+    stream: Name,
+    kind: Type.Optional(Type.Literal('Stream')),
+    shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
+    replication_factor: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX }),
+    ),
+    retention: Type.Optional(Nullable(RetentionIn)),
+    consistency: Type.Optional(Consistency),
+    durable: Type.Optional(Type.Boolean()),
+    routing: Type.Optional(Routing),
+  },
+  STRICT,
+);
 export const PatchStream = Type.Object(
   {
     retention: Type.Optional(Nullable(RetentionIn)),
     consistency: Type.Optional(Consistency),
     durable: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 export const StreamPage = paged(Stream);
 
@@ -129,17 +145,19 @@ export const Cache = Type.Object({
   replication_factor: Type.Integer(),
   consistency: Consistency,
 });
-export const CreateCache = Type.Object({
-  cache: Name,
-  display_name: Type.Optional(DisplayName),
-  shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
-  replication_factor: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX })),
-  consistency: Type.Optional(Consistency),
-});
-export const PatchCache = Type.Object(
-  { display_name: DisplayName },
-  { additionalProperties: false },
+export const CreateCache = Type.Object(
+  {
+    cache: Name,
+    display_name: Type.Optional(DisplayName),
+    shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
+    replication_factor: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX }),
+    ),
+    consistency: Type.Optional(Consistency),
+  },
+  STRICT,
 );
+export const PatchCache = Type.Object({ display_name: DisplayName }, STRICT);
 export const CachePage = paged(Cache);
 
 const Address = Type.String({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });
@@ -155,22 +173,28 @@ const Capacity = Type.Object({
   weight: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
 });
 
-export const RegisterNode = Type.Object({
-  node_id: Name,
-  advertise_addr: Address,
-  client_addr: Type.Optional(Nullable(Address)),
-  region: Type.Optional(Type.String({ maxLength: NAME_LENGTH_MAX })),
-  zone: Type.Optional(Nullable(Type.String({ maxLength: NAME_LENGTH_MAX }))),
-  labels: Type.Optional(Labels),
-  capacity: Type.Optional(
-    Type.Object({
-      max_shards: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-      weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-    }),
-  ),
-  incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-  features: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })),
-});
+export const RegisterNode = Type.Object(
+  {
+    node_id: Name,
+    advertise_addr: Address,
+    client_addr: Type.Optional(Nullable(Address)),
+    region: Type.Optional(Type.String({ maxLength: NAME_LENGTH_MAX })),
+    zone: Type.Optional(Nullable(Type.String({ maxLength: NAME_LENGTH_MAX }))),
+    labels: Type.Optional(Labels),
+    capacity: Type.Optional(
+      Type.Object(
+        {
+          max_shards: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+          weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+        },
+        STRICT,
+      ),
+    ),
+    incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    features: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })),
+  },
+  STRICT,
+);
 
 export const Node = Type.Object({
   node_id: Type.String(),
@@ -210,9 +234,10 @@ export const Registered = Type.Object({
   expiry_timeout_ms: Type.Integer(),
   fleet_features: Type.Array(Type.String()),
 });
-export const Heartbeat = Type.Object({
-  incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-});
+export const Heartbeat = Type.Object(
+  { incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) },
+  STRICT,
+);
 export const HeartbeatReply = Type.Object({
   node_id: Type.String(),
   lifecycle: Lifecycle,
@@ -251,14 +276,14 @@ export const ShardReport = Type.Object(
     caught_up: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
     in_sync: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 export const ReplicaStatus = Type.Object(
   {
     incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     shards: Type.Array(ShardReport, { maxItems: REPLICA_REPORT_SHARDS_MAX }),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 const ReportOutcome = Type.Union([
   Type.Literal('accepted'),
