@@ -200,6 +200,47 @@ describe('api', () => {
     await refusedNaming(await post('/v1/nodes/n1/heartbeat', { incarnation: 1, load: 3 }), 'load');
   });
 
+  it('a_nul_character_in_a_text_field_is_refused_with_400_on_both_stores', async () => {
+    for (const backend of ['sqlite', 'postgres'] as const) {
+      const own = await openTestStore(backend);
+      const app = await testApp(own.store, { background: false });
+      const send = (url: string, payload: object, method: 'POST' | 'PATCH' = 'POST') =>
+        app.inject({ method, url, payload });
+      const refused = async (url: string, payload: object, method?: 'PATCH') => {
+        const r = await send(url, payload, method);
+        expect(r.statusCode, `${backend} ${url} ${r.body}`).toBe(400);
+        expect(r.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
+        expect(r.json().message).toContain('control character');
+      };
+      try {
+        await refused('/v1/tenants', { tenant_id: 'tn', display_name: 'a\u0000b' });
+        await refused('/v1/tenants', { tenant_id: 'tn', display_name: 'tab\there' });
+        expect((await app.inject({ method: 'GET', url: '/v1/tenants/tn' })).statusCode).toBe(404);
+        expect((await send('/v1/tenants', { tenant_id: 't1' })).statusCode).toBe(201);
+        const ns = '/v1/tenants/t1/namespaces';
+        await refused(ns, { namespace: 'ns', display_name: 'x\u0000' });
+        expect((await send(ns, { namespace: 'ns' })).statusCode).toBe(201);
+        await refused(`${ns}/ns/caches`, { cache: 'c', display_name: 'del\u007f' });
+        expect((await send(`${ns}/ns/caches`, { cache: 'c' })).statusCode).toBe(201);
+        await refused(`${ns}/ns/caches/c`, { display_name: 'x\u001f' }, 'PATCH');
+        const node = { node_id: 'n1', advertise_addr: 'h:1', incarnation: 1 };
+        await refused('/v1/nodes', { ...node, advertise_addr: 'h:1\u0000' });
+        await refused('/v1/nodes', { ...node, zone: 'z\u0000' });
+        await refused('/v1/nodes', { ...node, labels: { 'a\u0000': 'b' } });
+        await refused('/v1/nodes', { ...node, labels: { a: 'b\n' } });
+        expect((await app.inject({ method: 'GET', url: '/v1/nodes/n1' })).statusCode).toBe(404);
+        await refused('/v1/tenants/t1/rbac/bindings', { subject: 'p\u0000', role: 'admin' });
+        await refused('/v1/tenants/t1/refresh-tokens/revoke', { principal_id: 'p\u0000' });
+        // Printable text beyond ASCII is fine.
+        const ok = await send('/v1/tenants', { tenant_id: 't2', display_name: 'Zürich — 東京' });
+        expect(ok.statusCode, ok.body).toBe(201);
+      } finally {
+        await app.app.close();
+        await own.cleanup();
+      }
+    }
+  });
+
   it('an_unknown_route_answers_the_error_body', async () => {
     const r = await built.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(r.statusCode).toBe(404);

@@ -12,6 +12,7 @@ import {
   RouteNotFoundError,
   UnauthenticatedError,
 } from '../errors.js';
+import { NO_CONTROL_CHARACTERS } from './schemas.js';
 
 const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
 
@@ -30,6 +31,13 @@ function validationMessage(issues: ValidationIssue[], context = 'body'): string 
   const unknown = issues.find((v) => v.keyword === 'additionalProperties');
   if (unknown && typeof unknown.params?.additionalProperty === 'string') {
     return `${where(context, unknown.instancePath)} has an unknown field '${unknown.params.additionalProperty}'`;
+  }
+  const control = issues.find(
+    (v) => v.keyword === 'pattern' && v.params?.pattern === NO_CONTROL_CHARACTERS,
+  );
+  if (control) {
+    const key = issues.some((v) => v.keyword === 'propertyNames') ? ' (a key)' : '';
+    return `${where(context, control.instancePath)}${key} must not contain a control character (U+0000-U+001F, U+007F)`;
   }
   return undefined;
 }

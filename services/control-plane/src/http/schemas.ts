@@ -1,5 +1,5 @@
 /** TypeBox schemas of every request and response body (they also feed the OpenAPI document). */
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type StringOptions, type TSchema, Type } from '@sinclair/typebox';
 import {
   ADDRESS_CHARS_MAX,
   CURSOR_CHARS_MAX,
@@ -15,7 +15,13 @@ import {
 // Names are checked by checkName() so the error carries FELIX_CONTROLPLANE_INVALID_NAME; the
 // schema only bounds the length so absurd inputs stop early.
 const Name = Type.String({ maxLength: NAME_LENGTH_MAX * 4 });
-const DisplayName = Type.String({ maxLength: 256 });
+
+/** No C0 control character (U+0000-U+001F) and no DEL (U+007F): Postgres refuses NUL in text. */
+export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001F\\u007F]*$';
+/** Free text (display names, addresses, zones, labels): any printable character. */
+export const PlainText = (options: StringOptions = {}) =>
+  Type.String({ ...options, pattern: NO_CONTROL_CHARACTERS });
+const DisplayName = PlainText({ maxLength: 256 });
 const Consistency = Type.Union([Type.Literal('Leader'), Type.Literal('Quorum')]);
 const Routing = Type.Union([Type.Literal('modulo'), Type.Literal('jump_hash')]);
 const Lifecycle = Type.Union([
@@ -160,14 +166,13 @@ export const CreateCache = Type.Object(
 export const PatchCache = Type.Object({ display_name: DisplayName }, STRICT);
 export const CachePage = paged(Cache);
 
-const Address = Type.String({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });
-const Labels = Type.Record(
-  Type.String({ maxLength: NODE_LABEL_CHARS_MAX }),
-  Type.String({ maxLength: NODE_LABEL_CHARS_MAX }),
-  {
-    maxProperties: NODE_LABELS_MAX,
-  },
-);
+const Address = PlainText({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });
+// A Record's key schema is only a property pattern: `propertyNames` is what bounds the keys.
+const LabelText = PlainText({ maxLength: NODE_LABEL_CHARS_MAX });
+const Labels = Type.Record(Type.String(), LabelText, {
+  maxProperties: NODE_LABELS_MAX,
+  propertyNames: LabelText,
+});
 const Capacity = Type.Object({
   max_shards: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
   weight: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
@@ -178,8 +183,8 @@ export const RegisterNode = Type.Object(
     node_id: Name,
     advertise_addr: Address,
     client_addr: Type.Optional(Nullable(Address)),
-    region: Type.Optional(Type.String({ maxLength: NAME_LENGTH_MAX })),
-    zone: Type.Optional(Nullable(Type.String({ maxLength: NAME_LENGTH_MAX }))),
+    region: Type.Optional(PlainText({ maxLength: NAME_LENGTH_MAX })),
+    zone: Type.Optional(Nullable(PlainText({ maxLength: NAME_LENGTH_MAX }))),
     labels: Type.Optional(Labels),
     capacity: Type.Optional(
       Type.Object(
@@ -191,7 +196,7 @@ export const RegisterNode = Type.Object(
       ),
     ),
     incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-    features: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })),
+    features: Type.Optional(Type.Array(PlainText({ maxLength: 64 }), { maxItems: 64 })),
   },
   STRICT,
 );
