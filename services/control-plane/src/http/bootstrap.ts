@@ -17,7 +17,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyRequest,
 } from 'fastify';
-import { checkIssuer } from '../auth/issuer-rules.js';
+import { parseIdpIssuer } from '../auth/idp-issuer.js';
 import { newSigningKey } from '../auth/keys.js';
 import {
   ADMIN_ROLE,
@@ -178,7 +178,7 @@ function initializeRoute(app: FastifyInstance, deps: BootstrapDeps, audit: Audit
       const t = checkName('tenant_id', (req.params as Static<typeof TenantParams>).tenant_id);
       const b = req.body as Static<typeof InitializeBody>;
       const issuers = (b.idp_issuers ?? []).map((i) => {
-        const { tenant_id: _t, ...rest } = checkIssuer(t, i);
+        const { tenant_id: _t, ...rest } = parseIdpIssuer(t, i);
         return rest;
       });
       const roles = roleSet(t, b.operator === true);
