@@ -167,6 +167,36 @@ describe('broker config', () => {
     expect(printed.broker.port).toBe(5000);
   });
 
+  it('print_config_redacts_the_node_token', () => {
+    const secret = 'node-credential-that-must-not-be-printed';
+    const run = spawnSync(process.execPath, brokerArgs(['--print-config']), {
+      cwd: REPO,
+      env: {
+        ...process.env,
+        FELIX_NODE_TOKEN: secret,
+        FELIX_CONTROLPLANE_URL: 'https://ops:hunter2@cp.example:8443',
+      },
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).not.toContain(secret);
+    expect(run.stdout).not.toContain('hunter2');
+    const printed = parse(run.stdout) as {
+      cluster: { node_token: string | null; controlplane_url: string };
+    };
+    expect(printed.cluster.node_token).toBe('<redacted>');
+    expect(printed.cluster.controlplane_url).toBe('https://ops:<redacted>@cp.example:8443/');
+    // An unset secret prints as unset: nothing to hide, and the operator sees it is missing.
+    const unset = spawnSync(process.execPath, brokerArgs(['--print-config']), {
+      cwd: REPO,
+      env: process.env,
+      encoding: 'utf8',
+    });
+    expect((parse(unset.stdout) as { cluster: { node_token: null } }).cluster.node_token).toBe(
+      null,
+    );
+  });
+
   it('an_unknown_command_line_flag_is_refused', () => {
     const run = spawnSync(process.execPath, brokerArgs(['--prnt-config']), {
       cwd: REPO,

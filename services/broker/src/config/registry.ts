@@ -83,6 +83,8 @@ export interface ConfigVar {
    * `[A-Za-z0-9_.-]`, starting alphanumeric); `http_url`, an absolute http or https URL.
    */
   format?: 'name' | 'http_url';
+  /** A credential: `--print-config` shows `<redacted>` in its place. */
+  secret?: boolean;
 }
 
 export const FSYNC_MODES = ['none', 'periodic', 'onCommit'] as const;
@@ -553,6 +555,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'string',
     default: null,
     nonEmpty: true,
+    secret: true,
     doc: "This broker's node credential (a control-plane token with `node.manage:node:<id>`), sent as `Authorization: Bearer` on every control-plane call. Prefer `node_token_file`. Never empty.",
   },
   {
