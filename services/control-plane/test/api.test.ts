@@ -241,6 +241,30 @@ describe('api', () => {
     }
   });
 
+  it('a_bad_enum_value_is_refused_naming_the_field_and_its_allowed_values', async () => {
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    const streams = '/v1/tenants/t1/namespaces/ns/streams';
+    const bad = await post(streams, { stream: 's', consistency: 'quorum' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({
+      code: 'FELIX_CONTROLPLANE_INVALID_REQUEST',
+      message: "body/consistency must be one of 'Leader', 'Quorum'",
+    });
+    const routing = await post(streams, { stream: 's', routing: 'hash' });
+    expect(routing.json().message).toBe("body/routing must be one of 'modulo', 'jump_hash'");
+    const cache = await post('/v1/tenants/t1/namespaces/ns/caches', {
+      cache: 'c',
+      consistency: 'Eventual',
+    });
+    expect(cache.json().message).toBe("body/consistency must be one of 'Leader', 'Quorum'");
+    const query = await built.inject({ method: 'GET', url: '/v1/nodes?lifecycle=gone' });
+    expect(query.json().message).toBe(
+      "querystring/lifecycle must be one of 'live', 'draining', 'down', 'left'",
+    );
+    expect((await built.inject({ method: 'GET', url: `${streams}/s` })).statusCode).toBe(404);
+  });
+
   it('an_unknown_route_answers_the_error_body', async () => {
     const r = await built.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(r.statusCode).toBe(404);

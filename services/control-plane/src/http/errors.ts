@@ -32,6 +32,8 @@ function validationMessage(issues: ValidationIssue[], context = 'body'): string 
   if (unknown && typeof unknown.params?.additionalProperty === 'string') {
     return `${where(context, unknown.instancePath)} has an unknown field '${unknown.params.additionalProperty}'`;
   }
+  const choice = choiceMessage(issues, context);
+  if (choice !== undefined) return choice;
   const control = issues.find(
     (v) => v.keyword === 'pattern' && v.params?.pattern === NO_CONTROL_CHARACTERS,
   );
@@ -40,6 +42,21 @@ function validationMessage(issues: ValidationIssue[], context = 'body'): string 
     return `${where(context, control.instancePath)}${key} must not contain a control character (U+0000-U+001F, U+007F)`;
   }
   return undefined;
+}
+
+/**
+ * A value outside a union of literals (`consistency`, `routing`, `lifecycle`): Ajv reports one
+ * "must be equal to constant" per literal and "must match a schema in anyOf"; this names the
+ * field and the allowed values instead.
+ */
+function choiceMessage(issues: ValidationIssue[], context: string): string | undefined {
+  const anyOf = issues.find((v) => v.keyword === 'anyOf');
+  if (!anyOf) return undefined;
+  const path = anyOf.instancePath ?? '';
+  const branches = issues.filter((v) => v !== anyOf && (v.instancePath ?? '') === path);
+  if (branches.length === 0 || branches.some((v) => v.keyword !== 'const')) return undefined;
+  const allowed = branches.map((v) => `'${String(v.params?.allowedValue)}'`);
+  return `${where(context, path)} must be one of ${allowed.join(', ')}`;
 }
 
 /** `body`, or `body/retention` for a nested object. */
