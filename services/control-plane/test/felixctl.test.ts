@@ -135,6 +135,43 @@ describe('felixctl', () => {
     expect(r.err.join('\n')).toContain('404 FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
   });
 
+  it('felixctl_refuses_a_shard_count_that_is_not_a_whole_number', async () => {
+    const env = { FELIX_CONFIG: join(home.path, 'numbers.json') };
+    const create = ['streams', 'create', 't1', 'ns', 's'];
+    for (const argv of [
+      [...create, '--shards', 'abc'],
+      [...create, '--shards', '2.5'],
+      [...create, '--shards', ''],
+      [...create, '--replication-factor', 'three'],
+      [...create, '--max-age-seconds', '1e3x'],
+      [...create, '--max-size-bytes', '-5'],
+      ['caches', 'create', 't1', 'ns', 'c', '--shards', 'many'],
+      ['token', 'mint', '--ttl', '60s'],
+    ]) {
+      const r = await recorded(env, argv);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.requests, argv.join(' ')).toEqual([]);
+      expect(r.err.join('\n'), argv.join(' ')).toContain('is not a whole number');
+    }
+    const ok = await recorded(env, [...create, '--shards', '4', '--max-age-seconds', '60']);
+    expect(ok.code, ok.err.join()).toBe(0);
+    expect(ok.requests[0]?.body).toEqual({
+      stream: 's',
+      shards: 4,
+      retention: { max_age_seconds: 60, max_size_bytes: null },
+    });
+  });
+
+  it('felixctl_names_the_field_and_allowed_values_of_a_bad_enum', async () => {
+    expect((await ctl('tenants', 'create', 'enums')).code).toBe(0);
+    expect((await ctl('namespaces', 'create', 'enums', 'ns')).code).toBe(0);
+    const r = await ctl('streams', 'create', 'enums', 'ns', 's', '--consistency', 'quorum');
+    expect(r.code).toBe(1);
+    expect(r.err.join('\n')).toContain(
+      "FELIX_CONTROLPLANE_INVALID_REQUEST: body/consistency must be one of 'Leader', 'Quorum'",
+    );
+  });
+
   it('felixctl_login_stores_the_token_in_a_file_only_its_owner_can_read', async () => {
     const path = join(home.path, 'nested', 'credentials.json');
     const env = { FELIX_CONFIG: path };

@@ -8,6 +8,7 @@ import { decodeJwt } from 'jose';
 import { type Api, type Json, seg } from './api.js';
 import { type Credentials, readCredentials, writeCredentials } from './credentials.js';
 import { UsageError } from './data/report.js';
+import { wholeNumber } from './data/values.js';
 
 /** What the auth commands need besides the API: the credentials file and the resolved tenant. */
 export interface AuthContext {
@@ -217,7 +218,7 @@ function mintCommand(token: Command, ctx: AuthContext): void {
     )
     .option('--resource <object>', 'only on this object (repeatable)', collect, [])
     .option('--audience <aud>', 'felix-broker (default) or felix-controlplane')
-    .option('--ttl <seconds>', 'lifetime (at most 900)', Number)
+    .option('--ttl <seconds>', 'lifetime (at most 900)', wholeNumber('--ttl'))
     .action(async (o: NarrowingOptions & { tenant?: string; subject?: string; ttl?: number }) => {
       const t = tenantOf(ctx, o);
       const body = narrowing(o);
