@@ -47,6 +47,11 @@ export interface FelixClaims {
   readonly iat: number;
   readonly exp: number;
   readonly perms: readonly string[];
+  /**
+   * Present only on a token minted by one principal in another's name (delegation): `sub` is
+   * who the token speaks for, `act.sub` who actually holds it (RFC 8693's actor claim).
+   */
+  readonly act?: { readonly sub: string };
 }
 
 export interface VerifiedToken {
@@ -62,6 +67,8 @@ export interface SignTokenInput {
   readonly tenant: string;
   readonly permissions: readonly (Permission | string)[];
   readonly lifetimeS: number;
+  /** The principal minting the token in `subject`'s name (the `act` claim); none when omitted. */
+  readonly actor?: string;
   /** Issue time in Unix seconds; now when omitted. */
   readonly nowS?: number;
 }
@@ -97,11 +104,15 @@ export async function signToken(input: SignTokenInput, key: SigningKey): Promise
   if (!Number.isInteger(lifetimeS) || lifetimeS <= 0 || lifetimeS > TOKEN_LIFETIME_S_MAX) {
     throw new TokenClaimsError(`lifetime ${lifetimeS} s is outside 1..${TOKEN_LIFETIME_S_MAX}`);
   }
-  if (subject.length === 0 || subject.length > SUBJECT_BYTES_MAX) {
+  if (!isSubject(subject)) {
     throw new TokenClaimsError('subject length');
   }
+  if (input.actor !== undefined && !isSubject(input.actor)) {
+    throw new TokenClaimsError('actor length');
+  }
   const iat = input.nowS ?? nowSeconds();
-  return new SignJWT({ tid: input.tenant, perms: claimsPermissions(input) })
+  const act = input.actor === undefined ? {} : { act: { sub: input.actor } };
+  return new SignJWT({ tid: input.tenant, perms: claimsPermissions(input), ...act })
     .setProtectedHeader({ alg: TOKEN_ALGORITHM, kid: key.kid, typ: 'JWT' })
     .setIssuer(FELIX_ISSUER)
     .setAudience(input.audience)
@@ -166,9 +177,7 @@ function checkClaims(p: JWTPayload, opts: VerifyTokenOptions): FelixClaims {
   if (typeof p.tid !== 'string') throw new TokenMalformedError('tid');
   if (p.tid !== opts.tenant) throw new TokenWrongTenantError(opts.tenant);
   const { sub, iat, exp } = p as { sub: unknown; iat: number; exp: number };
-  if (typeof sub !== 'string' || sub.length === 0 || sub.length > SUBJECT_BYTES_MAX) {
-    throw new TokenMalformedError('sub');
-  }
+  if (!isSubject(sub)) throw new TokenMalformedError('sub');
   if (iat > (opts.nowS ?? nowSeconds()) + TOKEN_CLOCK_SKEW_S) throw new TokenNotYetValidError();
   if (exp - iat > TOKEN_LIFETIME_S_MAX) throw new TokenMalformedError('lifetime too long');
   const perms = p.perms;
@@ -176,7 +185,27 @@ function checkClaims(p: JWTPayload, opts: VerifyTokenOptions): FelixClaims {
     throw new TokenMalformedError('perms');
   }
   if (!perms.every((s) => typeof s === 'string')) throw new TokenMalformedError('perms');
-  return { iss: FELIX_ISSUER, aud: opts.audience, sub, tid: p.tid, iat, exp, perms };
+  const claims: FelixClaims = {
+    iss: FELIX_ISSUER,
+    aud: opts.audience,
+    sub,
+    tid: p.tid,
+    iat,
+    exp,
+    perms,
+  };
+  return p.act === undefined ? claims : { ...claims, act: { sub: actorOf(p.act) } };
+}
+
+function isSubject(s: unknown): s is string {
+  return typeof s === 'string' && s.length > 0 && s.length <= SUBJECT_BYTES_MAX;
+}
+
+/** `act.sub` of a token's `act` claim; anything else there makes the token malformed. */
+function actorOf(act: unknown): string {
+  const sub = typeof act === 'object' && act !== null ? (act as { sub?: unknown }).sub : undefined;
+  if (!isSubject(sub)) throw new TokenMalformedError('act');
+  return sub;
 }
 
 function compileClaims(claims: FelixClaims): PermissionSet {

@@ -197,6 +197,19 @@ describe('felix tokens', () => {
     ).toBe('malformed');
   });
 
+  it('a_token_minted_in_another_principals_name_carries_its_holder_as_act', async () => {
+    const plain = await verifyToken(await mint(), forT1);
+    expect(plain.claims.act).toBeUndefined();
+    const onBehalf = await verifyToken(await mint({ actor: 'ops' }), forT1);
+    expect(onBehalf.claims.sub).toBe('alice');
+    expect(onBehalf.claims.act).toEqual({ sub: 'ops' });
+    await expect(mint({ actor: '' })).rejects.toThrow(TokenClaimsError);
+    const t = t1.privateKey;
+    for (const act of ['ops', {}, { sub: 7 }, { sub: '' }, null]) {
+      expect(await failure(raw({ act }).sign(t)), JSON.stringify(act)).toBe('malformed');
+    }
+  });
+
   it('sign_token_refuses_what_a_verifier_would_refuse', async () => {
     await expect(mint({ lifetimeS: 0 })).rejects.toThrow(TokenClaimsError);
     await expect(mint({ lifetimeS: 10 * 86_400 })).rejects.toThrow(TokenClaimsError);

@@ -8,6 +8,7 @@ import { setNativeMemoryCollector } from '@felix/transport';
 import { stringify } from 'yaml';
 import { Broker } from './broker.js';
 import { loadConfig } from './config/load.js';
+import { printableConfig } from './config/print.js';
 import { UnknownFlagError } from './errors.js';
 import { createLogger } from './log.js';
 import { fullCollection, loadMallocTrim, nativeMemoryCollector } from './util/reclaim.js';
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
     fail(err, 2);
   }
   if (printConfig) {
-    process.stdout.write(stringify(config));
+    process.stdout.write(stringify(printableConfig(config)));
     return;
   }
   const log = createLogger(config.broker.log_level);

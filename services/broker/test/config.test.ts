@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { tempDir } from '@felix/testing-harness';
 import { parse } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CONFIG_VARS, loadConfig } from '../src/index.js';
+import { CONFIG_VARS, ConfigInvalidValueError, loadConfig } from '../src/index.js';
 import { brokerArgs } from '@felix/testing-e2e';
 
 const REPO = resolve(import.meta.dirname, '..', '..', '..');
@@ -55,6 +55,47 @@ describe('broker config', () => {
   it('an_out_of_range_value_is_a_startup_error_naming_it', () => {
     expect(() => loadConfig({ FELIX_BROKER_PORT: '70000' })).toThrow(/broker\.port.*70000/);
     expect(() => loadConfig({ FELIX_BROKER_TRANSPORTS: 'quic,udp' })).toThrow(/broker\.transports/);
+  });
+
+  it('a_broker_refuses_an_invalid_node_id_or_controlplane_url_at_start', async () => {
+    const refused = (env: NodeJS.ProcessEnv, key: string) => {
+      let err: unknown;
+      try {
+        loadConfig(env);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify(env)).toBeInstanceOf(ConfigInvalidValueError);
+      expect((err as ConfigInvalidValueError).key).toBe(key);
+      expect((err as ConfigInvalidValueError).code).toBe('FELIX_BROKER_CONFIG_INVALID_VALUE');
+    };
+    // The control plane's node-id rule: 1-128 of [A-Za-z0-9_.-], starting alphanumeric.
+    for (const id of ['bad id!', '-lead', 'x'.repeat(129), 'ünï'])
+      refused({ FELIX_NODE_ID: id }, 'cluster.node_id');
+    for (const url of ['127.0.0.1:29064', 'not a url', 'ftp://cp:21', 'localhost'])
+      refused({ FELIX_CONTROLPLANE_URL: url }, 'cluster.controlplane_url');
+    refused({ FELIX_NODE_ID: '' }, 'cluster.node_id');
+    // An empty URL still means "no control plane" (the standalone catalog).
+    expect(loadConfig({ FELIX_CONTROLPLANE_URL: '' }).cluster.controlplane_url).toBe('');
+    const yaml = await yamlFile('cluster:\n  node_id: "a/b"\n');
+    refused({ FELIX_BROKER_CONFIG: yaml }, 'cluster.node_id');
+    const ok = loadConfig({
+      FELIX_NODE_ID: 'broker-1.eu_west',
+      FELIX_CONTROLPLANE_URL: 'https://cp.example:8443/base',
+    });
+    expect(ok.cluster).toMatchObject({
+      node_id: 'broker-1.eu_west',
+      controlplane_url: 'https://cp.example:8443/base',
+    });
+    // The binary refuses it before starting anything, naming the key and the code.
+    const run = spawnSync(process.execPath, brokerArgs(['--print-config']), {
+      cwd: REPO,
+      env: { ...process.env, FELIX_CONTROLPLANE_URL: '127.0.0.1:29064' },
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('cluster.controlplane_url');
+    expect(run.stderr).toContain('FELIX_BROKER_CONFIG_INVALID_VALUE');
   });
 
   it('a_durable_stream_without_a_data_dir_is_a_startup_error', async () => {
@@ -124,6 +165,36 @@ describe('broker config', () => {
     const printed = parse(run.stdout) as { broker: { publish_window: number; port: number } };
     expect(printed.broker.publish_window).toBe(33);
     expect(printed.broker.port).toBe(5000);
+  });
+
+  it('print_config_redacts_the_node_token', () => {
+    const secret = 'node-credential-that-must-not-be-printed';
+    const run = spawnSync(process.execPath, brokerArgs(['--print-config']), {
+      cwd: REPO,
+      env: {
+        ...process.env,
+        FELIX_NODE_TOKEN: secret,
+        FELIX_CONTROLPLANE_URL: 'https://ops:hunter2@cp.example:8443',
+      },
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).not.toContain(secret);
+    expect(run.stdout).not.toContain('hunter2');
+    const printed = parse(run.stdout) as {
+      cluster: { node_token: string | null; controlplane_url: string };
+    };
+    expect(printed.cluster.node_token).toBe('<redacted>');
+    expect(printed.cluster.controlplane_url).toBe('https://ops:<redacted>@cp.example:8443/');
+    // An unset secret prints as unset: nothing to hide, and the operator sees it is missing.
+    const unset = spawnSync(process.execPath, brokerArgs(['--print-config']), {
+      cwd: REPO,
+      env: process.env,
+      encoding: 'utf8',
+    });
+    expect((parse(unset.stdout) as { cluster: { node_token: null } }).cluster.node_token).toBe(
+      null,
+    );
   });
 
   it('an_unknown_command_line_flag_is_refused', () => {

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isFetchBlockedPort } from '@felix/common';
+import pino from 'pino';
 import { ConfigInvalidError } from './errors.js';
 import {
   BOOTSTRAP_TOKEN_CHARS_MIN,
@@ -183,6 +184,18 @@ function feedLimits(env: Env): Pick<ControlPlaneConfig, 'changesLimit' | 'change
   };
 }
 
+/** pino's levels (trace … fatal) and `silent`: anything else would make pino throw at start. */
+const LOG_LEVELS = [...Object.keys(pino.levels.values), 'silent'];
+
+function logLevel(raw: string): string {
+  if (!LOG_LEVELS.includes(raw)) {
+    throw new ConfigInvalidError(
+      `FELIX_CONTROLPLANE_LOG_LEVEL=${raw} must be one of ${LOG_LEVELS.join(', ')}`,
+    );
+  }
+  return raw;
+}
+
 export function loadConfig(
   env: Env = process.env,
   readFile: (p: string) => string = (p) => readFileSync(p, 'utf8'),
@@ -252,7 +265,7 @@ export function loadConfig(
     host,
     port,
     regionId: env.FELIX_CONTROLPLANE_REGION_ID || 'local',
-    logLevel: env.FELIX_CONTROLPLANE_LOG_LEVEL || 'info',
+    logLevel: logLevel(env.FELIX_CONTROLPLANE_LOG_LEVEL || 'info'),
     backend,
     dataDir,
     sqlitePath: join(dataDir, 'controlplane.sqlite'),

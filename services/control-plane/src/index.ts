@@ -12,8 +12,6 @@ export type { BootstrapDeps } from './http/bootstrap.js';
 export { TenantKeyCache, newSigningKey } from './auth/keys.js';
 export { TokenSigner } from './auth/signer.js';
 export type { MintInput, MintedToken } from './auth/signer.js';
-export { checkIssuer } from './auth/issuer-rules.js';
-export type { IssuerInput } from './auth/issuer-rules.js';
 export { ADMIN_ROLE, OPERATOR_PERMISSIONS, OPERATOR_ROLE, adminPermissions } from './auth/roles.js';
 export type { Principal, RouteAuth, RouteRequestParts } from './http/auth/contract.js';
 export { allowsObject, unverifiedTenant } from './http/auth/guard.js';

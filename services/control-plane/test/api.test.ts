@@ -158,6 +158,113 @@ describe('api', () => {
     });
   });
 
+  it('a_create_with_an_unknown_field_is_refused_and_writes_nothing', async () => {
+    const refusedNaming = async (r: Awaited<ReturnType<typeof post>>, field: string) => {
+      expect(r.statusCode, r.body).toBe(400);
+      expect(r.json()).toMatchObject({
+        code: 'FELIX_CONTROLPLANE_INVALID_REQUEST',
+        request_id: r.headers['x-request-id'],
+      });
+      expect(r.json().message).toContain(`'${field}'`);
+    };
+    const get = (url: string) => built.inject({ method: 'GET', url });
+    await refusedNaming(
+      await post('/v1/tenants', { tenant_id: 'tx', dispaly_name: 'X' }),
+      'dispaly_name',
+    );
+    expect((await get('/v1/tenants/tx')).statusCode).toBe(404);
+    await post('/v1/tenants', { tenant_id: 't1' });
+    const namespaces = '/v1/tenants/t1/namespaces';
+    await refusedNaming(await post(namespaces, { namespace: 'nx', owner: 'me' }), 'owner');
+    expect((await get(`${namespaces}/nx`)).statusCode).toBe(404);
+    await post(namespaces, { namespace: 'ns' });
+    // A typo for `durable` must not make an in-memory stream.
+    const streams = `${namespaces}/ns/streams`;
+    await refusedNaming(await post(streams, { stream: 'pay', durabel: true }), 'durabel');
+    await refusedNaming(
+      await post(streams, { stream: 'pay', retention: { max_age: 60 } }),
+      'max_age',
+    );
+    expect((await get(`${streams}/pay`)).statusCode).toBe(404);
+    const caches = `${namespaces}/ns/caches`;
+    await refusedNaming(await post(caches, { cache: 'c', shard: 4 }), 'shard');
+    expect((await get(`${caches}/c`)).statusCode).toBe(404);
+    const node = { node_id: 'n1', advertise_addr: 'n1:1', incarnation: 1 };
+    await refusedNaming(await post('/v1/nodes', { ...node, zones: 'a' }), 'zones');
+    await refusedNaming(
+      await post('/v1/nodes', { ...node, capacity: { max_shard: 1 } }),
+      'max_shard',
+    );
+    expect((await get('/v1/nodes/n1')).statusCode).toBe(404);
+    expect((await post('/v1/nodes', node)).statusCode).toBe(200);
+    await refusedNaming(await post('/v1/nodes/n1/heartbeat', { incarnation: 1, load: 3 }), 'load');
+  });
+
+  it('a_nul_character_in_a_text_field_is_refused_with_400_on_both_stores', async () => {
+    for (const backend of ['sqlite', 'postgres'] as const) {
+      const own = await openTestStore(backend);
+      const app = await testApp(own.store, { background: false });
+      const send = (url: string, payload: object, method: 'POST' | 'PATCH' = 'POST') =>
+        app.inject({ method, url, payload });
+      const refused = async (url: string, payload: object, method?: 'PATCH') => {
+        const r = await send(url, payload, method);
+        expect(r.statusCode, `${backend} ${url} ${r.body}`).toBe(400);
+        expect(r.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
+        expect(r.json().message).toContain('control character');
+      };
+      try {
+        await refused('/v1/tenants', { tenant_id: 'tn', display_name: 'a\u0000b' });
+        await refused('/v1/tenants', { tenant_id: 'tn', display_name: 'tab\there' });
+        expect((await app.inject({ method: 'GET', url: '/v1/tenants/tn' })).statusCode).toBe(404);
+        expect((await send('/v1/tenants', { tenant_id: 't1' })).statusCode).toBe(201);
+        const ns = '/v1/tenants/t1/namespaces';
+        await refused(ns, { namespace: 'ns', display_name: 'x\u0000' });
+        expect((await send(ns, { namespace: 'ns' })).statusCode).toBe(201);
+        await refused(`${ns}/ns/caches`, { cache: 'c', display_name: 'del\u007f' });
+        expect((await send(`${ns}/ns/caches`, { cache: 'c' })).statusCode).toBe(201);
+        await refused(`${ns}/ns/caches/c`, { display_name: 'x\u001f' }, 'PATCH');
+        const node = { node_id: 'n1', advertise_addr: 'h:1', incarnation: 1 };
+        await refused('/v1/nodes', { ...node, advertise_addr: 'h:1\u0000' });
+        await refused('/v1/nodes', { ...node, zone: 'z\u0000' });
+        await refused('/v1/nodes', { ...node, labels: { 'a\u0000': 'b' } });
+        await refused('/v1/nodes', { ...node, labels: { a: 'b\n' } });
+        expect((await app.inject({ method: 'GET', url: '/v1/nodes/n1' })).statusCode).toBe(404);
+        await refused('/v1/tenants/t1/rbac/bindings', { subject: 'p\u0000', role: 'admin' });
+        await refused('/v1/tenants/t1/refresh-tokens/revoke', { principal_id: 'p\u0000' });
+        // Printable text beyond ASCII is fine.
+        const ok = await send('/v1/tenants', { tenant_id: 't2', display_name: 'Zürich — 東京' });
+        expect(ok.statusCode, ok.body).toBe(201);
+      } finally {
+        await app.app.close();
+        await own.cleanup();
+      }
+    }
+  });
+
+  it('a_bad_enum_value_is_refused_naming_the_field_and_its_allowed_values', async () => {
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    const streams = '/v1/tenants/t1/namespaces/ns/streams';
+    const bad = await post(streams, { stream: 's', consistency: 'quorum' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({
+      code: 'FELIX_CONTROLPLANE_INVALID_REQUEST',
+      message: "body/consistency must be one of 'Leader', 'Quorum'",
+    });
+    const routing = await post(streams, { stream: 's', routing: 'hash' });
+    expect(routing.json().message).toBe("body/routing must be one of 'modulo', 'jump_hash'");
+    const cache = await post('/v1/tenants/t1/namespaces/ns/caches', {
+      cache: 'c',
+      consistency: 'Eventual',
+    });
+    expect(cache.json().message).toBe("body/consistency must be one of 'Leader', 'Quorum'");
+    const query = await built.inject({ method: 'GET', url: '/v1/nodes?lifecycle=gone' });
+    expect(query.json().message).toBe(
+      "querystring/lifecycle must be one of 'live', 'draining', 'down', 'left'",
+    );
+    expect((await built.inject({ method: 'GET', url: `${streams}/s` })).statusCode).toBe(404);
+  });
+
   it('an_unknown_route_answers_the_error_body', async () => {
     const r = await built.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(r.statusCode).toBe(404);

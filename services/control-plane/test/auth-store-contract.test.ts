@@ -135,6 +135,28 @@ function authStoreContract(backend: Backend): void {
       expect(active).toHaveLength(1);
     });
 
+    it('a_retire_racing_an_activation_of_the_same_key_never_leaves_the_tenant_without_an_active_key', async () => {
+      const first = await newKey();
+      await store.signingKeys.stage('t1', first);
+      await store.signingKeys.activate('t1', first.kid);
+      for (let round = 0; round < 40; round++) {
+        const k = await newKey();
+        await store.signingKeys.stage('t1', k);
+        const [activated, retired] = await Promise.allSettled([
+          store.signingKeys.activate('t1', k.kid),
+          store.signingKeys.retire('t1', k.kid),
+        ]);
+        // One of the two wins; whichever order they ran in, the tenant still signs.
+        const active = await store.signingKeys.active('t1');
+        expect(active, `round ${round}: ${activated.status}/${retired.status}`).toBeDefined();
+        if (retired.status === 'fulfilled') expect(active?.kid).not.toBe(k.kid);
+        else expect(retired.reason).toBeInstanceOf(SigningKeyStateError);
+        // Keep under the published bound: retire what is only staged.
+        for (const p of await store.signingKeys.published('t1'))
+          if (p.status === 'staged') await store.signingKeys.retire('t1', p.kid);
+      }
+    });
+
     it('a_tenant_publishes_a_bounded_number_of_keys', async () => {
       for (let i = 0; i < SIGNING_KEYS_PUBLISHED_MAX; i++)
         await store.signingKeys.stage('t1', await newKey());

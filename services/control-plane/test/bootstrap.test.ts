@@ -234,6 +234,47 @@ describe('bootstrap', () => {
     expect(ok.statusCode).toBe(200);
   });
 
+  it('bootstrap_refuses_issuer_urls_the_api_would_refuse', async () => {
+    const o = await opened('sqlite');
+    const { app } = await bootApp(o.store);
+    const api = await testApp(o.store, { background: false });
+    cleanups.push(() => api.app.close());
+    expect((await initialize(app, 'ops', { initial_admin_principals: ['a'] })).statusCode).toBe(
+      200,
+    );
+    for (const url of [
+      'https://user:pw@idp.example/jwks',
+      'https://idp.example/jwks#frag',
+      'https://10.0.0.7/jwks',
+      'https://169.254.169.254/latest',
+      'https://[fe80::1]/jwks',
+      'ftp://idp.example/jwks',
+    ]) {
+      for (const issuer of [
+        { issuer: 'https://idp.example', audiences: ['x'], jwks_url: url },
+        { issuer: 'https://idp.example', audiences: ['x'], discovery_url: url },
+      ]) {
+        const boot = await initialize(app, 't1', {
+          idp_issuers: [issuer],
+          initial_admin_principals: ['a'],
+        });
+        expect(boot.statusCode, `${url}: ${boot.body}`).toBe(400);
+        expect(boot.json().code).toBe('FELIX_CONTROLPLANE_IDP_ISSUER_INVALID');
+        // The API answers the very same refusal for the very same issuer.
+        const viaApi = await api.inject({
+          method: 'POST',
+          url: '/v1/tenants/ops/idp-issuers',
+          payload: issuer,
+        });
+        expect(viaApi.json(), url).toEqual({
+          ...boot.json(),
+          request_id: viaApi.json().request_id,
+        });
+      }
+    }
+    await expect(o.store.tenants.get('t1')).rejects.toThrow();
+  });
+
   it('dev_tokens_are_minted_only_when_enabled_and_only_for_initialized_tenants', async () => {
     const o = await opened('sqlite');
     const on = (await bootApp(o.store)).app;

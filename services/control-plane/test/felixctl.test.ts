@@ -135,6 +135,43 @@ describe('felixctl', () => {
     expect(r.err.join('\n')).toContain('404 FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
   });
 
+  it('felixctl_refuses_a_shard_count_that_is_not_a_whole_number', async () => {
+    const env = { FELIX_CONFIG: join(home.path, 'numbers.json') };
+    const create = ['streams', 'create', 't1', 'ns', 's'];
+    for (const argv of [
+      [...create, '--shards', 'abc'],
+      [...create, '--shards', '2.5'],
+      [...create, '--shards', ''],
+      [...create, '--replication-factor', 'three'],
+      [...create, '--max-age-seconds', '1e3x'],
+      [...create, '--max-size-bytes', '-5'],
+      ['caches', 'create', 't1', 'ns', 'c', '--shards', 'many'],
+      ['token', 'mint', '--ttl', '60s'],
+    ]) {
+      const r = await recorded(env, argv);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.requests, argv.join(' ')).toEqual([]);
+      expect(r.err.join('\n'), argv.join(' ')).toContain('is not a whole number');
+    }
+    const ok = await recorded(env, [...create, '--shards', '4', '--max-age-seconds', '60']);
+    expect(ok.code, ok.err.join()).toBe(0);
+    expect(ok.requests[0]?.body).toEqual({
+      stream: 's',
+      shards: 4,
+      retention: { max_age_seconds: 60, max_size_bytes: null },
+    });
+  });
+
+  it('felixctl_names_the_field_and_allowed_values_of_a_bad_enum', async () => {
+    expect((await ctl('tenants', 'create', 'enums')).code).toBe(0);
+    expect((await ctl('namespaces', 'create', 'enums', 'ns')).code).toBe(0);
+    const r = await ctl('streams', 'create', 'enums', 'ns', 's', '--consistency', 'quorum');
+    expect(r.code).toBe(1);
+    expect(r.err.join('\n')).toContain(
+      "FELIX_CONTROLPLANE_INVALID_REQUEST: body/consistency must be one of 'Leader', 'Quorum'",
+    );
+  });
+
   it('felixctl_login_stores_the_token_in_a_file_only_its_owner_can_read', async () => {
     const path = join(home.path, 'nested', 'credentials.json');
     const env = { FELIX_CONFIG: path };
@@ -286,6 +323,32 @@ describe('felixctl', () => {
       token: 'new',
       refresh_token: 'r2.s2',
     });
+  });
+
+  it('login_with_a_token_forgets_the_refresh_token_of_an_earlier_login', async () => {
+    const path = join(home.path, 'relogin.json');
+    const env = { FELIX_CONFIG: path };
+    const first = ['--url', 'http://127.0.0.1:1', 'login', '--tenant', 't1', '--oidc-token', 'up'];
+    const byOidc = await recorded(env, first, () => ({
+      felix_token: 'alice-tok',
+      refresh_token: 'alice.refresh',
+    }));
+    expect(byOidc.code, byOidc.err.join()).toBe(0);
+    expect(JSON.parse(await readFile(path, 'utf8')).refresh_token).toBe('alice.refresh');
+    // A given token of another principal replaces the login: the earlier refresh token, which
+    // would trade back to the first principal's identity, goes with it.
+    const given = cpToken('t1', { sub: 'ops-bot' });
+    const byToken = await recorded(env, ['--token', given, 'login', '--tenant', 't1']);
+    expect(byToken.code, byToken.err.join()).toBe(0);
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
+      url: 'http://127.0.0.1:1',
+      tenant: 't1',
+      token: given,
+    });
+    const refresh = await recorded(env, ['token', 'refresh']);
+    expect(refresh.code).toBe(2);
+    expect(refresh.err.join('\n')).toContain('no refresh token');
+    expect(refresh.requests).toEqual([]);
   });
 });
 

@@ -9,6 +9,8 @@ import { join, resolve } from 'node:path';
 import { freePort, spawnNode, tempDir, withDeadline } from '@felix/testing-harness';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { ConfigInvalidError } from '../src/errors.js';
 import { POSTGRES_URL, freshSchema } from './helpers.js';
 
 const MAIN = resolve(import.meta.dirname, '../dist/main.js');
@@ -88,6 +90,32 @@ describe('felix-controlplane process', () => {
     expect(run.stderr).toBe(
       'felix-controlplane: FELIX_BOOTSTRAP_TOKEN must be at least 32 characters ' +
         '[FELIX_CONTROLPLANE_CONFIG_INVALID]\n',
+    );
+  });
+
+  it('a_control_plane_refuses_an_unknown_log_level_at_start', async () => {
+    expect(() => loadConfig({ FELIX_CONTROLPLANE_LOG_LEVEL: 'verbose' })).toThrow(
+      ConfigInvalidError,
+    );
+    for (const level of ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+      expect(loadConfig({ FELIX_CONTROLPLANE_LOG_LEVEL: level }).logLevel).toBe(level);
+    const dir = await tempDir('felix-cp-level');
+    cleanups.push(dir.cleanup);
+    const run = spawnSync(process.execPath, [MAIN], {
+      env: {
+        PATH: process.env.PATH,
+        FELIX_CONTROLPLANE_BIND: '127.0.0.1:0',
+        FELIX_CONTROLPLANE_DATA_DIR: dir.path,
+        FELIX_CONTROLPLANE_LOG_LEVEL: 'verbose',
+      },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(1);
+    // One line naming the variable and the levels, not pino's stack trace.
+    expect(run.stderr).toBe(
+      'felix-controlplane: FELIX_CONTROLPLANE_LOG_LEVEL=verbose must be one of trace, debug, ' +
+        'info, warn, error, fatal, silent [FELIX_CONTROLPLANE_CONFIG_INVALID]\n',
     );
   });
 

@@ -146,6 +146,52 @@ describe('RBAC routes', () => {
     expect(byAdmin.json()).toEqual({ revoked: 1 });
   });
 
+  it('a_token_delegate_holder_cannot_revoke_another_principals_refresh_tokens', async () => {
+    const admin = (await tokensOf('alice')).felix_token;
+    const victim = await tokensOf('hank', ['apps']);
+    // A role with token.delegate but no rbac.manage.
+    for (const permission of ['token.delegate:tenant:t1', 'stream.publish:stream:t1/orders/*']) {
+      const added = await call(admin, 'POST', '/v1/tenants/t1/rbac/policies', {
+        role: 'minter',
+        permission,
+      });
+      expect(added.statusCode, added.body).toBe(201);
+    }
+    const ivy = principalIdOf(idp.issuer, 'ivy');
+    const bound = await call(admin, 'POST', '/v1/tenants/t1/rbac/bindings', {
+      subject: ivy,
+      role: 'minter',
+    });
+    expect(bound.statusCode, bound.body).toBe(201);
+    const minter = (await tokensOf('ivy')).felix_token;
+    const asVictim = {
+      subject: victim.principal_id,
+      audience: 'felix-controlplane',
+      requested: ['token.delegate:tenant:t1'],
+    };
+    // Naming another principal needs rbac.manage: no token in the victim's name is minted.
+    const forged = await call(minter, 'POST', '/v1/tenants/t1/token/delegate', asVictim);
+    expect(forged.statusCode, forged.body).toBe(403);
+    expect(forged.json().code).toBe('FELIX_CONTROLPLANE_DELEGATION_REFUSED');
+    expect(forged.json().message).toContain('rbac.manage:tenant:t1');
+    // Naming itself (explicitly or by default) is still allowed.
+    const own = await call(minter, 'POST', '/v1/tenants/t1/token/delegate', { subject: ivy });
+    expect(own.statusCode, own.body).toBe(200);
+    // A token an RBAC manager mints in the victim's name is not the victim: its holder may not
+    // revoke the victim's refresh tokens as "self".
+    const onBehalf = await call(admin, 'POST', '/v1/tenants/t1/token/delegate', asVictim);
+    expect(onBehalf.statusCode, onBehalf.body).toBe(200);
+    const revoke = await call(
+      onBehalf.json().felix_token,
+      'POST',
+      '/v1/tenants/t1/refresh-tokens/revoke',
+      { principal_id: victim.principal_id },
+    );
+    expect(revoke.statusCode, revoke.body).toBe(403);
+    expect(revoke.json().code).toBe('FELIX_CONTROLPLANE_DELEGATION_REFUSED');
+    expect((await refresh(env, victim.refresh_token)).statusCode).toBe(200);
+  });
+
   it('an_issuer_added_through_the_api_is_trusted_by_the_next_exchange', async () => {
     const second = await startFakeIdp();
     try {

@@ -139,6 +139,7 @@ describe('the delegation rule at the control plane', () => {
   it('a_delegated_token_never_exceeds_the_callers_token', async () => {
     const delegator = caller([
       'token.delegate:tenant:t1',
+      'rbac.manage:tenant:t1', // naming another subject needs it
       'stream.publish:stream:t1/orders/*',
       'rbac.view:tenant:t1',
     ]);
@@ -149,7 +150,8 @@ describe('the delegation rule at the control plane', () => {
       tenant: 't1',
       keys,
     });
-    expect(v.claims.perms).toEqual(['stream.publish:stream:t1/orders/*']); // rbac.view is not a broker action
+    expect(v.claims.perms).toEqual(['stream.publish:stream:t1/orders/*']); // nor rbac.* a broker action
+    expect(v.claims.act).toEqual({ sub: 'caller' }); // minted in app-1's name by `caller`
     const narrowed = await tokens.delegate('t1', delegator, {
       requested: ['stream.publish:stream:t1/orders/eu', 'stream.publish:stream:t1/payments/eu'],
       ttl_seconds: 60,
@@ -161,6 +163,7 @@ describe('the delegation rule at the control plane', () => {
     });
     expect(n.claims.perms).toEqual(['stream.publish:stream:t1/orders/eu']);
     expect(n.claims.exp - n.claims.iat).toBe(60);
+    expect(n.claims.act).toBeUndefined(); // the caller's own token
     await expect(
       tokens.delegate('t1', delegator, { requested: ['stream.publish:stream:t1/payments/eu'] }),
     ).rejects.toThrow(NoPermissionsError);

@@ -4,6 +4,7 @@
  * combinations are startup errors naming the key. Pure apart from reading the file.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { isName } from '@felix/authz';
 import { parse as parseYaml } from 'yaml';
 import {
   ConfigFileError,
@@ -86,7 +87,7 @@ function checkValue(v: ConfigVar, value: unknown, source: string): ConfigValue {
         throw new ConfigInvalidValueError(v.key, source, 'expected a string');
       if (v.nonEmpty === true && value.trim() === '')
         throw new ConfigInvalidValueError(v.key, source, 'is empty: set it, or leave it unset');
-      return value;
+      return checkFormat(v, value, source);
     case 'enum':
       if (typeof value !== 'string' || !v.values?.includes(value)) {
         throw new ConfigInvalidValueError(
@@ -110,6 +111,34 @@ function checkValue(v: ConfigVar, value: unknown, source: string): ConfigValue {
       return [...new Set(value as string[])];
     }
   }
+}
+
+/** A `string` with a `format` must also be of that form (a node id, a control-plane URL). */
+function checkFormat(v: ConfigVar, value: string, source: string): string {
+  if (v.format === 'name' && !isName(value)) {
+    throw new ConfigInvalidValueError(
+      v.key,
+      source,
+      `${JSON.stringify(value.slice(0, 140))} must be 1-128 characters of [A-Za-z0-9_.-], starting alphanumeric`,
+    );
+  }
+  // An empty URL means "unset" (the standalone catalog), as the docs say.
+  if (v.format === 'http_url' && value !== '') {
+    let url: URL | null = null;
+    try {
+      url = new URL(value);
+    } catch {
+      // Not a URL at all: refused below, naming what is expected.
+    }
+    if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw new ConfigInvalidValueError(
+        v.key,
+        source,
+        `${JSON.stringify(value.slice(0, 200))} is not an http:// or https:// URL (e.g. http://host:8443)`,
+      );
+    }
+  }
+  return value;
 }
 
 function applyEnv(flat: Flat, env: NodeJS.ProcessEnv): void {

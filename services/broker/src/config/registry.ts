@@ -78,6 +78,13 @@ export interface ConfigVar {
   /** A `string` that may be unset but never empty (a credential: an empty one is a mistake in
    *  the launch, e.g. a variable expanded from nothing, that would be refused call after call). */
   nonEmpty?: boolean;
+  /**
+   * What a `string` must also be: `name`, the control plane's naming rule (1-128 of
+   * `[A-Za-z0-9_.-]`, starting alphanumeric); `http_url`, an absolute http or https URL.
+   */
+  format?: 'name' | 'http_url';
+  /** A credential: `--print-config` shows `<redacted>` in its place. */
+  secret?: boolean;
 }
 
 export const FSYNC_MODES = ['none', 'periodic', 'onCommit'] as const;
@@ -485,14 +492,16 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_CONTROLPLANE_URL',
     type: 'string',
     default: null,
-    doc: 'Base URL of the control plane (`http://host:8443`). Set: the broker registers, heartbeats and serves the shards assigned to it, and the file may declare no streams or caches. Unset: the standalone YAML catalog.',
+    format: 'http_url',
+    doc: 'Base URL of the control plane (`http://host:8443`): an absolute http or https URL. Set: the broker registers, heartbeats and serves the shards assigned to it, and the file may declare no streams or caches. Unset: the standalone YAML catalog.',
   },
   {
     key: 'cluster.node_id',
     env: 'FELIX_NODE_ID',
     type: 'string',
     default: null,
-    doc: "This broker's node id in the control plane. Unset: `<hostname>-<client port>`.",
+    format: 'name',
+    doc: "This broker's node id in the control plane: 1-128 of `[A-Za-z0-9_.-]`, starting alphanumeric (the control plane's rule). Unset: `<hostname>-<client port>`.",
   },
   {
     key: 'cluster.advertise_addr',
@@ -546,6 +555,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     type: 'string',
     default: null,
     nonEmpty: true,
+    secret: true,
     doc: "This broker's node credential (a control-plane token with `node.manage:node:<id>`), sent as `Authorization: Bearer` on every control-plane call. Prefer `node_token_file`. Never empty.",
   },
   {

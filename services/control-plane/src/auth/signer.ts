@@ -23,6 +23,8 @@ export interface MintInput {
   permissions: readonly string[];
   /** Seconds; ACCESS_TOKEN_TTL_S_DEFAULT (900) when omitted, at most a day. */
   lifetimeS?: number;
+  /** Who mints the token in `subject`'s name (its `act` claim), for a delegation to another. */
+  actor?: string;
 }
 
 export interface MintedToken {
@@ -55,6 +57,7 @@ export class TokenSigner {
         tenant: input.tenant,
         permissions: input.permissions,
         lifetimeS,
+        ...(input.actor === undefined ? {} : { actor: input.actor }),
         nowS: Math.floor(this.clock.nowMs() / 1000),
       },
       key,

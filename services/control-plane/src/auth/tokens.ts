@@ -107,6 +107,7 @@ export class TokenService {
     permissions: readonly Permission[],
     audience: Audience,
     lifetimeS = this.accessTtlS,
+    actor?: string,
   ): Promise<{ felix_token: string; expires_in: number; token_type: 'Bearer' }> {
     const m = await this.signer.mint({
       tenant,
@@ -114,6 +115,7 @@ export class TokenService {
       audience,
       permissions: permissions.map(printPermission),
       lifetimeS,
+      ...(actor === undefined ? {} : { actor }),
     });
     return { felix_token: m.token, expires_in: m.expires_in, token_type: 'Bearer' };
   }
@@ -225,8 +227,9 @@ export class TokenService {
 
   /**
    * `POST …/token/delegate`: a caller holding `token.delegate` on the tenant mints a token for
-   * itself or another principal, within the caller's own token's scope (default audience: the
-   * brokers; lifetime at most the access TTL).
+   * itself, within the caller's own token's scope (default audience: the brokers; lifetime at
+   * most the access TTL). Naming another subject also needs `rbac.manage` on the tenant (it
+   * speaks for that principal); such a token carries the true holder in its `act` claim.
    */
   async delegate(
     tenant: string,
@@ -240,6 +243,14 @@ export class TokenService {
     if (subject.length === 0 || subject.length > SUBJECT_CHARS_MAX) {
       throw new InvalidRequestError(`subject must be 1-${SUBJECT_CHARS_MAX} characters`);
     }
+    if (
+      subject !== caller.claims.sub &&
+      !caller.permissions.allows('rbac.manage', 'tenant', tenant)
+    ) {
+      throw new DelegationRefusedError(
+        `delegating to a subject other than the caller needs rbac.manage:tenant:${tenant}`,
+      );
+    }
     const ttl = body.ttl_seconds ?? this.accessTtlS;
     if (!Number.isInteger(ttl) || ttl < 1 || ttl > this.accessTtlS) {
       throw new InvalidRequestError(`ttl_seconds must be 1-${this.accessTtlS}`);
@@ -249,12 +260,17 @@ export class TokenService {
     if (perms.length === 0) {
       throw new NoPermissionsError("nothing within the caller's scope matches the request");
     }
-    return { ...(await this.mint(tenant, subject, perms, n.audience, ttl)), subject };
+    const holder = principalOf(caller);
+    const actor = holder === subject ? undefined : holder;
+    return { ...(await this.mint(tenant, subject, perms, n.audience, ttl, actor)), subject };
   }
 
-  /** `POST …/refresh-tokens/revoke`: the caller itself, or a holder of rbac.manage. */
+  /**
+   * `POST …/refresh-tokens/revoke`: the caller itself, or a holder of rbac.manage. A token
+   * minted in another's name is its holder (`act`), never the principal it names.
+   */
   async revoke(tenant: string, caller: Principal, principalId: string): Promise<number> {
-    const self = caller.claims.sub === principalId;
+    const self = principalOf(caller) === principalId;
     if (!self && !caller.permissions.allows('rbac.manage', 'tenant', tenant)) {
       throw new DelegationRefusedError(
         `revoking another principal's refresh tokens needs rbac.manage:tenant:${tenant}`,
@@ -262,6 +278,11 @@ export class TokenService {
     }
     return this.store.refreshTokens.revokeByPrincipal(tenant, principalId);
   }
+}
+
+/** Who truly holds the caller's token: its `act` (a delegation in another's name), or `sub`. */
+function principalOf(caller: Principal): string {
+  return caller.claims.act?.sub ?? caller.claims.sub;
 }
 
 /** `<issuer>#<name>` → [issuer, name] (an issuer never contains `#`). */

@@ -8,6 +8,7 @@ import { decodeJwt } from 'jose';
 import { type Api, type Json, seg } from './api.js';
 import { type Credentials, readCredentials, writeCredentials } from './credentials.js';
 import { UsageError } from './data/report.js';
+import { wholeNumber } from './data/values.js';
 
 /** What the auth commands need besides the API: the credentials file and the resolved tenant. */
 export interface AuthContext {
@@ -27,6 +28,15 @@ function tenantOf(ctx: AuthContext, o: { tenant?: string }): string {
   return t;
 }
 
+/**
+ * A login replaces the stored credentials as a whole: nothing of an earlier login survives it
+ * (a refresh token left behind would trade back to the earlier principal, URL or tenant).
+ */
+async function saveLogin(ctx: AuthContext, login: Credentials): Promise<void> {
+  await writeCredentials(ctx.credentialsPath, login);
+}
+
+/** Updates some stored fields, keeping the rest (a refresh keeps the URL and tenant). */
 async function save(ctx: AuthContext, patch: Credentials): Promise<void> {
   const current = await readCredentials(ctx.credentialsPath);
   await writeCredentials(ctx.credentialsPath, { ...current, ...patch });
@@ -88,7 +98,7 @@ function loginCommand(program: Command, ctx: AuthContext): void {
             bearer: o.oidcToken,
           },
         );
-        await save(ctx, {
+        await saveLogin(ctx, {
           ...base,
           token: String(res.felix_token),
           refresh_token: String(res.refresh_token),
@@ -97,7 +107,7 @@ function loginCommand(program: Command, ctx: AuthContext): void {
         const token = ctx.explicitToken();
         if (!token) throw new Error('login needs --token (or FELIX_TOKEN) or --oidc-token');
         checkLoginToken(token, o.tenant);
-        await save(ctx, { ...base, token });
+        await saveLogin(ctx, { ...base, token });
       }
       ctx.api.out(`logged in to ${o.tenant} at ${base.url}; credentials in ${ctx.credentialsPath}`);
     });
@@ -139,7 +149,8 @@ function exchangeCommand(token: Command, ctx: AuthContext): void {
           },
         );
         if (o.save) {
-          await save(ctx, {
+          await saveLogin(ctx, {
+            url: ctx.url(),
             tenant: t,
             token: String(res.felix_token),
             refresh_token: String(res.refresh_token),
@@ -207,7 +218,7 @@ function mintCommand(token: Command, ctx: AuthContext): void {
     )
     .option('--resource <object>', 'only on this object (repeatable)', collect, [])
     .option('--audience <aud>', 'felix-broker (default) or felix-controlplane')
-    .option('--ttl <seconds>', 'lifetime (at most 900)', Number)
+    .option('--ttl <seconds>', 'lifetime (at most 900)', wholeNumber('--ttl'))
     .action(async (o: NarrowingOptions & { tenant?: string; subject?: string; ttl?: number }) => {
       const t = tenantOf(ctx, o);
       const body = narrowing(o);

@@ -1,6 +1,7 @@
 /** felixctl's catalog and cluster commands: tenants, namespaces, streams, caches, nodes, assignments. */
 import type { Command } from 'commander';
 import { type Api, type Json, seg } from './api.js';
+import { wholeNumber } from './data/values.js';
 
 function tenantCommands(program: Command, api: Api): void {
   const tenants = program.command('tenants').description('tenants');
@@ -66,13 +67,13 @@ function streamCommands(program: Command, api: Api): void {
     );
   streams
     .command('create <tenant> <namespace> <stream>')
-    .option('--shards <n>', 'shard count', Number)
-    .option('--replication-factor <n>', 'copies of each shard', Number)
+    .option('--shards <n>', 'shard count', wholeNumber('--shards'))
+    .option('--replication-factor <n>', 'copies of each shard', wholeNumber('--replication-factor'))
     .option('--consistency <c>', 'Leader or Quorum')
     .option('--durable', 'keep records on disk')
     .option('--routing <r>', 'modulo or jump_hash')
-    .option('--max-age-seconds <n>', 'retention by age', Number)
-    .option('--max-size-bytes <n>', 'retention by size', Number)
+    .option('--max-age-seconds <n>', 'retention by age', wholeNumber('--max-age-seconds'))
+    .option('--max-size-bytes <n>', 'retention by size', wholeNumber('--max-size-bytes'))
     .action(async (t: string, ns: string, name: string, o: Json) => {
       const retention =
         o.maxAgeSeconds !== undefined || o.maxSizeBytes !== undefined
@@ -116,8 +117,8 @@ function cacheCommands(program: Command, api: Api): void {
     );
   caches
     .command('create <tenant> <namespace> <cache>')
-    .option('--shards <n>', 'shard count', Number)
-    .option('--replication-factor <n>', 'copies of each shard', Number)
+    .option('--shards <n>', 'shard count', wholeNumber('--shards'))
+    .option('--replication-factor <n>', 'copies of each shard', wholeNumber('--replication-factor'))
     .option('--consistency <c>', 'Leader or Quorum')
     .action(async (t: string, ns: string, name: string, o: Json) =>
       api.show(

@@ -17,7 +17,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyRequest,
 } from 'fastify';
-import { checkIssuer } from '../auth/issuer-rules.js';
+import { parseIdpIssuer } from '../auth/idp-issuer.js';
 import { newSigningKey } from '../auth/keys.js';
 import {
   ADMIN_ROLE,
@@ -33,28 +33,28 @@ import { BODY_BYTES_MAX, BOOTSTRAP_ISSUERS_MAX, BOOTSTRAP_PRINCIPALS_MAX } from 
 import type { Metrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
 import { notFound, sendError } from './errors.js';
-import { ErrorBody, TenantParams, responses } from './schemas.js';
+import { ErrorBody, PlainText, TenantParams, responses } from './schemas.js';
 
 export const BOOTSTRAP_TOKEN_HEADER = 'x-felix-bootstrap-token';
 
 const Issuer = Type.Object(
   {
     issuer: Type.String({ maxLength: 512 }),
-    audiences: Type.Array(Type.String({ maxLength: 512 }), { maxItems: 16 }),
+    audiences: Type.Array(PlainText({ maxLength: 512 }), { maxItems: 16 }),
     jwks_url: Type.Optional(Type.String({ maxLength: 2048 })),
     discovery_url: Type.Optional(Type.String({ maxLength: 2048 })),
-    subject_claim: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    groups_claim: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    subject_claim: Type.Optional(PlainText({ minLength: 1, maxLength: 128 })),
+    groups_claim: Type.Optional(PlainText({ minLength: 1, maxLength: 128 })),
   },
   { additionalProperties: false },
 );
 
 const InitializeBody = Type.Object(
   {
-    display_name: Type.Optional(Type.String({ maxLength: 256 })),
+    display_name: Type.Optional(PlainText({ maxLength: 256 })),
     idp_issuers: Type.Optional(Type.Array(Issuer, { maxItems: BOOTSTRAP_ISSUERS_MAX })),
     initial_admin_principals: Type.Array(
-      Type.String({ minLength: 1, maxLength: SUBJECT_BYTES_MAX }),
+      PlainText({ minLength: 1, maxLength: SUBJECT_BYTES_MAX }),
       { maxItems: BOOTSTRAP_PRINCIPALS_MAX },
     ),
     /** Also grant the admins the operator role (cluster:* tenant.manage, node.view, node.manage). */
@@ -72,7 +72,7 @@ const InitializeReply = Type.Object({
 
 const DevTokenBody = Type.Object(
   {
-    principal: Type.String({ minLength: 1, maxLength: SUBJECT_BYTES_MAX }),
+    principal: PlainText({ minLength: 1, maxLength: SUBJECT_BYTES_MAX }),
     permissions: Type.Array(Type.String({ maxLength: 640 }), { maxItems: TOKEN_PERMISSIONS_MAX }),
     audience: Type.Union([Type.Literal(BROKER_AUDIENCE), Type.Literal(CONTROL_PLANE_AUDIENCE)]),
     ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
@@ -178,7 +178,7 @@ function initializeRoute(app: FastifyInstance, deps: BootstrapDeps, audit: Audit
       const t = checkName('tenant_id', (req.params as Static<typeof TenantParams>).tenant_id);
       const b = req.body as Static<typeof InitializeBody>;
       const issuers = (b.idp_issuers ?? []).map((i) => {
-        const { tenant_id: _t, ...rest } = checkIssuer(t, i);
+        const { tenant_id: _t, ...rest } = parseIdpIssuer(t, i);
         return rest;
       });
       const roles = roleSet(t, b.operator === true);

@@ -12,18 +12,72 @@ import {
   RouteNotFoundError,
   UnauthenticatedError,
 } from '../errors.js';
+import { NO_CONTROL_CHARACTERS } from './schemas.js';
 
 const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
+
+/** One schema failure as fastify hands it over (Ajv's error object). */
+interface ValidationIssue {
+  keyword: string;
+  instancePath?: string;
+  params?: Record<string, unknown>;
+}
+
+/**
+ * A clearer message than Ajv's for the failures a user makes most: an unknown field names the
+ * field (`body has an unknown field 'durabel'`). Undefined: keep fastify's message.
+ */
+function validationMessage(issues: ValidationIssue[], context = 'body'): string | undefined {
+  const unknown = issues.find((v) => v.keyword === 'additionalProperties');
+  if (unknown && typeof unknown.params?.additionalProperty === 'string') {
+    return `${where(context, unknown.instancePath)} has an unknown field '${unknown.params.additionalProperty}'`;
+  }
+  const choice = choiceMessage(issues, context);
+  if (choice !== undefined) return choice;
+  const control = issues.find(
+    (v) => v.keyword === 'pattern' && v.params?.pattern === NO_CONTROL_CHARACTERS,
+  );
+  if (control) {
+    const key = issues.some((v) => v.keyword === 'propertyNames') ? ' (a key)' : '';
+    return `${where(context, control.instancePath)}${key} must not contain a control character (U+0000-U+001F, U+007F)`;
+  }
+  return undefined;
+}
+
+/**
+ * A value outside a union of literals (`consistency`, `routing`, `lifecycle`): Ajv reports one
+ * "must be equal to constant" per literal and "must match a schema in anyOf"; this names the
+ * field and the allowed values instead.
+ */
+function choiceMessage(issues: ValidationIssue[], context: string): string | undefined {
+  const anyOf = issues.find((v) => v.keyword === 'anyOf');
+  if (!anyOf) return undefined;
+  const path = anyOf.instancePath ?? '';
+  const branches = issues.filter((v) => v !== anyOf && (v.instancePath ?? '') === path);
+  if (branches.length === 0 || branches.some((v) => v.keyword !== 'const')) return undefined;
+  const allowed = branches.map((v) => `'${String(v.params?.allowedValue)}'`);
+  return `${where(context, path)} must be one of ${allowed.join(', ')}`;
+}
+
+/** `body`, or `body/retention` for a nested object. */
+function where(context: string, instancePath = ''): string {
+  return `${context}${instancePath}`;
+}
 
 /** Translates fastify's own failures (validation, body parsing) into catalogue errors. */
 export function toControlPlaneError(err: unknown): ControlPlaneError {
   if (err instanceof ControlPlaneError) return err;
   if (err instanceof AuthzError) return fromAuthz(err);
-  const fe = err as Partial<FastifyError> & { validation?: { keyword: string }[] };
+  const fe = err as Partial<FastifyError> & {
+    validation?: ValidationIssue[];
+    validationContext?: string;
+  };
   if (Array.isArray(fe.validation)) {
     const range = fe.validation.some((v) => RANGE_KEYWORDS.has(v.keyword));
-    const message = fe.message ?? 'invalid request';
-    return range ? new OutOfRangeError(message) : new InvalidRequestError(message);
+    const message = validationMessage(fe.validation, fe.validationContext) ?? fe.message;
+    return range
+      ? new OutOfRangeError(message ?? 'invalid request')
+      : new InvalidRequestError(message ?? 'invalid request');
   }
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return new PayloadTooLargeError('request body too large');

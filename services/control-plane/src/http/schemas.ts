@@ -1,5 +1,5 @@
 /** TypeBox schemas of every request and response body (they also feed the OpenAPI document). */
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type StringOptions, type TSchema, Type } from '@sinclair/typebox';
 import {
   ADDRESS_CHARS_MAX,
   CURSOR_CHARS_MAX,
@@ -15,7 +15,13 @@ import {
 // Names are checked by checkName() so the error carries FELIX_CONTROLPLANE_INVALID_NAME; the
 // schema only bounds the length so absurd inputs stop early.
 const Name = Type.String({ maxLength: NAME_LENGTH_MAX * 4 });
-const DisplayName = Type.String({ maxLength: 256 });
+
+/** No C0 control character (U+0000-U+001F) and no DEL (U+007F): Postgres refuses NUL in text. */
+export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001F\\u007F]*$';
+/** Free text (display names, addresses, zones, labels): any printable character. */
+export const PlainText = (options: StringOptions = {}) =>
+  Type.String({ ...options, pattern: NO_CONTROL_CHARACTERS });
+const DisplayName = PlainText({ maxLength: 256 });
 const Consistency = Type.Union([Type.Literal('Leader'), Type.Literal('Quorum')]);
 const Routing = Type.Union([Type.Literal('modulo'), Type.Literal('jump_hash')]);
 const Lifecycle = Type.Union([
@@ -26,6 +32,11 @@ const Lifecycle = Type.Union([
 ]);
 const Kind = Type.Union([Type.Literal('stream'), Type.Literal('cache')]);
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+/**
+ * Every request body refuses fields it does not know (400 naming the field), so a typo such as
+ * `durabel` is an error rather than a silently ignored option.
+ */
+const STRICT = { additionalProperties: false } as const;
 
 export const ErrorBody = Type.Object(
   { code: Type.String(), message: Type.String(), request_id: Type.String() },
@@ -52,10 +63,13 @@ export const CacheParams = Type.Object({ tenant_id: Name, namespace: Name, cache
 export const NodeParams = Type.Object({ node_id: Name });
 
 export const Tenant = Type.Object({ tenant_id: Type.String(), display_name: Type.String() });
-export const CreateTenant = Type.Object({
-  tenant_id: Name,
-  display_name: Type.Optional(DisplayName),
-});
+export const CreateTenant = Type.Object(
+  {
+    tenant_id: Name,
+    display_name: Type.Optional(DisplayName),
+  },
+  STRICT,
+);
 export const TenantPage = paged(Tenant);
 
 export const Namespace = Type.Object({
@@ -63,10 +77,13 @@ export const Namespace = Type.Object({
   namespace: Type.String(),
   display_name: Type.String(),
 });
-export const CreateNamespace = Type.Object({
-  namespace: Name,
-  display_name: Type.Optional(DisplayName),
-});
+export const CreateNamespace = Type.Object(
+  {
+    namespace: Name,
+    display_name: Type.Optional(DisplayName),
+  },
+  STRICT,
+);
 export const NamespacePage = paged(Namespace);
 
 // One `type: [integer, null]` rather than anyOf: should type coercion ever be turned on, anyOf
@@ -81,7 +98,7 @@ const RetentionIn = Type.Object(
     max_age_seconds: Type.Optional(PositiveOrNull),
     max_size_bytes: Type.Optional(PositiveOrNull),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 const Retention = Type.Object({
   max_age_seconds: Nullable(Type.Integer()),
@@ -100,23 +117,28 @@ export const Stream = Type.Object({
   durable: Type.Boolean(),
   routing: Routing,
 });
-export const CreateStream = Type.Object({
-  stream: Name,
-  kind: Type.Optional(Type.Literal('Stream')),
-  shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
-  replication_factor: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX })),
-  retention: Type.Optional(Nullable(RetentionIn)),
-  consistency: Type.Optional(Consistency),
-  durable: Type.Optional(Type.Boolean()),
-  routing: Type.Optional(Routing),
-});
+export const CreateStream = Type.Object(
+  {
+    stream: Name,
+    kind: Type.Optional(Type.Literal('Stream')),
+    shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
+    replication_factor: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX }),
+    ),
+    retention: Type.Optional(Nullable(RetentionIn)),
+    consistency: Type.Optional(Consistency),
+    durable: Type.Optional(Type.Boolean()),
+    routing: Type.Optional(Routing),
+  },
+  STRICT,
+);
 export const PatchStream = Type.Object(
   {
     retention: Type.Optional(Nullable(RetentionIn)),
     consistency: Type.Optional(Consistency),
     durable: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 export const StreamPage = paged(Stream);
 
@@ -129,48 +151,55 @@ export const Cache = Type.Object({
   replication_factor: Type.Integer(),
   consistency: Consistency,
 });
-export const CreateCache = Type.Object({
-  cache: Name,
-  display_name: Type.Optional(DisplayName),
-  shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
-  replication_factor: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX })),
-  consistency: Type.Optional(Consistency),
-});
-export const PatchCache = Type.Object(
-  { display_name: DisplayName },
-  { additionalProperties: false },
+export const CreateCache = Type.Object(
+  {
+    cache: Name,
+    display_name: Type.Optional(DisplayName),
+    shards: Type.Optional(Type.Integer({ minimum: 1, maximum: SHARDS_MAX })),
+    replication_factor: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX }),
+    ),
+    consistency: Type.Optional(Consistency),
+  },
+  STRICT,
 );
+export const PatchCache = Type.Object({ display_name: DisplayName }, STRICT);
 export const CachePage = paged(Cache);
 
-const Address = Type.String({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });
-const Labels = Type.Record(
-  Type.String({ maxLength: NODE_LABEL_CHARS_MAX }),
-  Type.String({ maxLength: NODE_LABEL_CHARS_MAX }),
-  {
-    maxProperties: NODE_LABELS_MAX,
-  },
-);
+const Address = PlainText({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });
+// A Record's key schema is only a property pattern: `propertyNames` is what bounds the keys.
+const LabelText = PlainText({ maxLength: NODE_LABEL_CHARS_MAX });
+const Labels = Type.Record(Type.String(), LabelText, {
+  maxProperties: NODE_LABELS_MAX,
+  propertyNames: LabelText,
+});
 const Capacity = Type.Object({
   max_shards: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
   weight: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
 });
 
-export const RegisterNode = Type.Object({
-  node_id: Name,
-  advertise_addr: Address,
-  client_addr: Type.Optional(Nullable(Address)),
-  region: Type.Optional(Type.String({ maxLength: NAME_LENGTH_MAX })),
-  zone: Type.Optional(Nullable(Type.String({ maxLength: NAME_LENGTH_MAX }))),
-  labels: Type.Optional(Labels),
-  capacity: Type.Optional(
-    Type.Object({
-      max_shards: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-      weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-    }),
-  ),
-  incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-  features: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })),
-});
+export const RegisterNode = Type.Object(
+  {
+    node_id: Name,
+    advertise_addr: Address,
+    client_addr: Type.Optional(Nullable(Address)),
+    region: Type.Optional(PlainText({ maxLength: NAME_LENGTH_MAX })),
+    zone: Type.Optional(Nullable(PlainText({ maxLength: NAME_LENGTH_MAX }))),
+    labels: Type.Optional(Labels),
+    capacity: Type.Optional(
+      Type.Object(
+        {
+          max_shards: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+          weight: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+        },
+        STRICT,
+      ),
+    ),
+    incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    features: Type.Optional(Type.Array(PlainText({ maxLength: 64 }), { maxItems: 64 })),
+  },
+  STRICT,
+);
 
 export const Node = Type.Object({
   node_id: Type.String(),
@@ -210,9 +239,10 @@ export const Registered = Type.Object({
   expiry_timeout_ms: Type.Integer(),
   fleet_features: Type.Array(Type.String()),
 });
-export const Heartbeat = Type.Object({
-  incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-});
+export const Heartbeat = Type.Object(
+  { incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) },
+  STRICT,
+);
 export const HeartbeatReply = Type.Object({
   node_id: Type.String(),
   lifecycle: Lifecycle,
@@ -251,14 +281,14 @@ export const ShardReport = Type.Object(
     caught_up: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
     in_sync: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 export const ReplicaStatus = Type.Object(
   {
     incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     shards: Type.Array(ShardReport, { maxItems: REPLICA_REPORT_SHARDS_MAX }),
   },
-  { additionalProperties: false },
+  STRICT,
 );
 const ReportOutcome = Type.Union([
   Type.Literal('accepted'),

@@ -130,9 +130,14 @@ export class SigningKeyRepository {
     });
   }
 
-  /** Retires a key (removed from the JWKS, kept for the record). The active key is refused (409). */
+  /**
+   * Retires a key (removed from the JWKS, kept for the record). The active key is refused (409).
+   * The tenant lock comes first, as in activate: otherwise a retire that read the key as staged
+   * could retire it just after a concurrent activation made it the only active key.
+   */
   retire(tenant: string, kid: string): Promise<SigningKeyInfo> {
     return this.tx.write(async (w) => {
+      await lockTenant(w, tenant, this.postgres);
       const key = await findKey(w.q, tenant, kid);
       if (!key) throw new SigningKeyNotFoundError(`tenant ${tenant} has no key ${kid}`);
       if (key.status === 'active')

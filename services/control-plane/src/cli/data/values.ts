@@ -10,6 +10,20 @@ export function intArg(name: string, text: string, min = 0): number {
   return n;
 }
 
+/**
+ * A commander option parser for a count (`--shards`, `--ttl`): digits only, at least `min`.
+ * Anything else is a usage error (exit 2) before a request is sent; `Number` would have turned
+ * `abc` into NaN, sent as null.
+ */
+export function wholeNumber(flag: string, min = 1): (text: string) => number {
+  return (text) => {
+    const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min)
+      throw new UsageError(`${flag} '${text}' is not a whole number of at least ${min}`);
+    return n;
+  };
+}
+
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** A duration like `500ms`, `30s`, `5m`, `2h`, `1d` (a bare number is ms), in ms. */

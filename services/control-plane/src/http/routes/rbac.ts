@@ -20,14 +20,14 @@ import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
 import { principalOf } from './tokens.js';
 
-const Text = Type.String({ maxLength: 1024 });
+const Text = S.PlainText({ maxLength: 1024 });
 const Policy = Type.Object({ role: Type.String(), permission: Type.String() });
 const Binding = Type.Object({ subject: Type.String(), role: Type.String() });
 const PolicyBody = Type.Object({ role: Text, permission: Text }, { additionalProperties: false });
 const BindingBody = Type.Object({ subject: Text, role: Text }, { additionalProperties: false });
 const PolicyQuery = Type.Object({ role: Type.Optional(Text) });
 const BindingQuery = Type.Object({ subject: Type.Optional(Text), role: Type.Optional(Text) });
-const Url = Type.String({ maxLength: 1024 });
+const Url = S.PlainText({ maxLength: 1024 });
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) =>
   Type.Optional(Type.Union([t, Type.Null()]));
 const IssuerBody = Type.Object(

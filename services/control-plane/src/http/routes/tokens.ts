@@ -42,7 +42,7 @@ const RefreshBody = Type.Object(
 );
 const DelegateBodySchema = Type.Object(
   {
-    subject: Type.Optional(Type.String({ maxLength: 512 })),
+    subject: Type.Optional(S.PlainText({ maxLength: 512 })),
     requested: Type.Optional(Strings),
     resources: Type.Optional(Strings),
     audience: Type.Optional(Audience),
@@ -57,7 +57,7 @@ const Delegated = Type.Object({
   subject: Type.String(),
 });
 const RevokeBody = Type.Object(
-  { principal_id: Type.String({ minLength: 1, maxLength: 512 }) },
+  { principal_id: S.PlainText({ minLength: 1, maxLength: 512 }) },
   { additionalProperties: false },
 );
 
