@@ -2,16 +2,10 @@
 // leader's log parted from the history it read, never above it (history.ts). Method: the pure
 // parting point over generation maps as leaders and followers record them.
 import { describe, expect, it } from 'vitest';
-import { type ShardHistory, partingPoint } from '../src/streams/history.js';
+import { type GenerationStartEntry, partingPoint } from '../src/util/log-history.js';
 
-const log = (...starts: Array<[number, number]>): ShardHistory => {
-  const last = starts.at(-1)!;
-  return {
-    generation: last[0],
-    start: last[1],
-    starts: starts.map(([generation, start]) => ({ generation, start })),
-  };
-};
+const log = (...starts: Array<[number, number]>): GenerationStartEntry[] =>
+  starts.map(([generation, start]) => ({ generation, start }));
 
 describe('where a log parted from a subscriber history', () => {
   it('a_resume_is_started_where_the_log_parted_from_the_history_it_names', () => {

@@ -298,7 +298,13 @@ export class Cache {
    *  reads its `cache_watch_started`; a refusal or an unexpected answer throws. */
   private async startWatch(
     bc: BrokerConnection,
-    req: { filter: WatchFilterSpec; shard?: number; next?: number; retained: boolean },
+    req: {
+      filter: WatchFilterSpec;
+      shard?: number;
+      next?: number;
+      retained: boolean;
+      history?: { generation: number; start: number };
+    },
     subscriptionId: number,
     current: { ctl?: FrameStream },
   ): Promise<Answer<'cache_watch_started'>> {
@@ -312,6 +318,10 @@ export class Cache {
         ...('key' in filter ? { key: filter.key } : { prefix: filter.prefix }),
         ...(req.shard !== undefined ? { shard: req.shard } : {}),
         ...(req.next !== undefined && !req.retained ? { from_offset: req.next } : {}),
+        // The history that offset belongs to: a log that parted from it starts us over.
+        ...(req.next !== undefined && !req.retained && req.history !== undefined
+          ? { history_generation: req.history.generation, history_start: req.history.start }
+          : {}),
         retained: req.retained,
         subscription_id: subscriptionId,
       }),
@@ -419,9 +429,16 @@ export class Cache {
     const reservation = bc.reserveEventStream();
     st.current = {};
     try {
-      const request = { filter, shard: opts.shard, next: st.next, retained: st.retainedPhase };
+      const request = {
+        filter,
+        shard: opts.shard,
+        next: st.next,
+        retained: st.retainedPhase,
+        ...(st.history === undefined ? {} : { history: st.history }),
+      };
       const answer = await this.startWatch(bc, request, reservation.id, st.current);
       started();
+      st.history = historyOf(answer);
       const floor = answer.resume_offset;
       // A retained phase cut short re-delivers the current values from scratch: what was
       // yielded of the first may since have been deleted, so the caller must start over too.
@@ -476,6 +493,8 @@ interface WatchState {
   retainedYielded: number;
   resumed: boolean;
   current: { ctl?: FrameStream; events?: FrameStream };
+  /** The history `next` belongs to (a replicated cache's, from the last watch started). */
+  history?: { generation: number; start: number };
 }
 
 /** Whether a watch frame is an event; an `error` (the broker ended the watch: `unauthenticated`
@@ -484,6 +503,14 @@ function isCacheEvent(msg: Message): msg is Answer<'cache_event'> {
   if (msg.type === 'error') throw refusalOf(msg);
   if (msg.type === 'not_leader') throw notLeaderOf(msg);
   return msg.type === 'cache_event';
+}
+
+/** The history a watch's offsets belong to, as its start named it (a replicated cache's). */
+function historyOf(
+  answer: Answer<'cache_watch_started'>,
+): { generation: number; start: number } | undefined {
+  const { generation, generation_start: start } = answer;
+  return generation !== undefined && start !== undefined ? { generation, start } : undefined;
 }
 
 /** A `cache_event` as the watcher's put or delete. */

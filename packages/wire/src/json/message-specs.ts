@@ -239,12 +239,16 @@ export const MESSAGE_SPECS: Record<string, FieldSpec[]> = {
     ['from_offset', 'u64', 'opt'],
     ['retained', 'bool', 'skip_false'],
     ['subscription_id', 'u64', 'opt'],
+    ['history_generation', 'u64', 'opt'],
+    ['history_start', 'u64', 'opt'],
   ],
   cache_watch_started: [
     ['subscription_id', 'u64', 'req'],
     ['resume_offset', 'u64', 'req'],
     ['resnapshot', 'bool', 'default'],
     ['retained_count', 'u64', 'opt'],
+    ['generation', 'u64', 'opt'],
+    ['generation_start', 'u64', 'opt'],
   ],
   cache_event: [
     ['key', 'str', 'req'],

@@ -343,6 +343,11 @@ export interface CacheWatchMessage {
   /** Omitted on the wire when false. */
   retained: boolean;
   subscription_id?: number;
+  /** Felix extension, with `from_offset`: the history that offset belongs to, as the last
+   *  `cache_watch_started` named it. A broker whose cache log parted from it below the offset
+   *  (a `leader` cache's failover) starts the watch over with a `resnapshot`. */
+  history_generation?: number;
+  history_start?: number;
 }
 export interface CacheWatchStartedMessage {
   type: 'cache_watch_started';
@@ -350,6 +355,10 @@ export interface CacheWatchStartedMessage {
   resume_offset: number;
   resnapshot: boolean;
   retained_count?: number;
+  /** Felix extension, a replicated cache's: the newest generation its log's records carry and
+   *  where they start (what a later `cache_watch` names as its history). */
+  generation?: number;
+  generation_start?: number;
 }
 export interface CacheEventMessage {
   type: 'cache_event';

@@ -3,7 +3,14 @@
  * input, finds the shard and answers the message to write, or throws a Refusal; a failed read is
  * a refusal, never a `null` value.
  */
-import type { CacheWatch, LogCache, WatchFilter, WatchStart } from '@felix/storage';
+import {
+  type CacheWatch,
+  GenerationStarts,
+  type LogCache,
+  type WatchFilter,
+  type WatchStart,
+  nodeIo,
+} from '@felix/storage';
 import {
   FEATURE_CACHE_WATCH_RETAINED,
   FEATURE_HI_CACHE_BINARY,
@@ -17,6 +24,7 @@ import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, checkTenant } from '../session/refusal.js';
 import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
 import type { Hot } from './hot-values.js';
+import { type GenerationStartEntry, partingPoint } from '../util/log-history.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 
@@ -201,6 +209,8 @@ export type WatchOpening =
       resumeOffset: number;
       resnapshot: boolean;
       retainedCount?: number;
+      /** The newest generation the cache log's records carry and where they start. */
+      history?: GenerationStartEntry;
     }
   | { kind: 'cursor_error'; requested: number; available: number };
 
@@ -237,14 +247,19 @@ export async function openWatch(
     filter = { prefix: msg.prefix! };
   }
   const cache = await svc.cache(cfg, shard);
+  const history = svc.durable ? await generationsOf(cache as LogCache) : [];
   let start: WatchStart = { kind: msg.retained ? 'retained' : 'live' };
+  let parted = false;
   if (msg.from_offset !== undefined) {
     if (!svc.durable)
       throw bad('an in-memory cache keeps no history to resume from', 'watch_from_memory');
+    parted = partedBelow(history, msg, msg.from_offset);
     const frontier = (cache as LogCache).frontier;
-    if (msg.from_offset > frontier)
+    if (!parted && msg.from_offset > frontier)
       return { kind: 'cursor_error', requested: msg.from_offset, available: frontier };
-    start = { kind: 'from', offset: msg.from_offset };
+    // A log that parted below the offset (a `leader` cache's failover) holds other changes
+    // there: the watcher starts over from the current values, told by `resnapshot`.
+    start = parted ? { kind: 'retained' } : { kind: 'from', offset: msg.from_offset };
   }
   let watch: CacheWatch;
   try {
@@ -252,11 +267,33 @@ export async function openWatch(
   } catch (err) {
     throw storageRefusal('cache watch', err);
   }
+  const newest = history.at(-1);
   return {
     kind: 'started',
     watch,
     resumeOffset: watch.resumeOffset,
-    resnapshot: watch.resnapshot,
+    resnapshot: watch.resnapshot || parted,
     ...(watch.retainedCount !== undefined ? { retainedCount: watch.retainedCount } : {}),
+    ...(newest !== undefined ? { history: newest } : {}),
   };
+}
+
+/** The generation starts of a durable cache's log (none for an unreplicated one). */
+async function generationsOf(cache: LogCache): Promise<readonly GenerationStartEntry[]> {
+  const dir = (cache.log as { dir?: string }).dir;
+  if (dir === undefined) return [];
+  return (await GenerationStarts.open(nodeIo, dir)).all;
+}
+
+/** Whether the log parted, below `offset`, from the history the watch names. */
+function partedBelow(
+  starts: readonly GenerationStartEntry[],
+  msg: Msg<'cache_watch'>,
+  offset: number,
+): boolean {
+  const g = msg.history_generation;
+  const from = msg.history_start;
+  if (g === undefined || from === undefined || starts.length === 0) return false;
+  const at = partingPoint(starts, g, from);
+  return at !== undefined && at < offset;
 }

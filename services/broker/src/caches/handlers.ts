@@ -267,6 +267,9 @@ class CacheHandlers {
           resume_offset: opening.resumeOffset,
           resnapshot: opening.resnapshot,
           ...(opening.retainedCount !== undefined ? { retained_count: opening.retainedCount } : {}),
+          ...(opening.history !== undefined
+            ? { generation: opening.history.generation, generation_start: opening.history.start }
+            : {}),
         }),
       );
       void rc.stream.closed.then(() => writer.stop());

@@ -625,7 +625,7 @@ export class ShardTable {
         await store!.close();
         return;
       }
-      // What a subscriber resuming here after a failover is checked against (history.ts).
+      // What a subscriber resuming here after a failover is checked against (util/log-history.ts).
       if (fence) shard.history = { generation, start: fence.start, starts: fence.starts };
       rt.shards[i] = shard;
       this.failed.delete(sk);

@@ -17,7 +17,7 @@ import type { Handler, Outcome, RequestContext } from '../session/handler.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
 import type { StreamDeps } from './deps.js';
-import { type ShardHistory, partingPoint } from './history.js';
+import { type ShardHistory, partingPoint } from '../util/log-history.js';
 import type { Shard, StartSpec, StreamRuntime } from './shard.js';
 import { SubscriptionWriter } from './subscription-writer.js';
 
@@ -240,7 +240,7 @@ function resumeStart(
   const from = msg.history_start;
   if (start.kind !== 'offset' || history === undefined || g === undefined || from === undefined)
     return { start };
-  const parted = partingPoint(history, g, from);
+  const parted = partingPoint(history.starts, g, from);
   if (parted === undefined || parted >= start.offset) return { start };
   return { start: { kind: 'offset', offset: parted }, divergedAt: parted };
 }
@@ -269,7 +269,7 @@ function subscribedAnswer(
     ...(has(auth.features, FEATURE_SUBSCRIBE_QUEUE) ? { queue_capacity: capacity } : {}),
     // An in-memory shard's offsets begin again with each shard made: say which incarnation.
     ...(withOffsets && !durable ? { offsets_epoch: shard.offsetsEpoch } : {}),
-    // A replicated shard's: the history a later resume names (history.ts).
+    // A replicated shard's: the history a later resume names (util/log-history.ts).
     ...(withOffsets && shard.history !== undefined
       ? { generation: shard.history.generation, generation_start: shard.history.start }
       : {}),

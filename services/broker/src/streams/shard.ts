@@ -29,7 +29,7 @@ import {
 import { EventBatch, type Payloads, payloadArray } from './event-batch.js';
 import { QuorumAbandonedError } from '../errors.js';
 import { type QuorumOutcome, QuorumGate } from './quorum-gate.js';
-import type { ShardHistory } from './history.js';
+import type { ShardHistory } from '../util/log-history.js';
 import { Ring } from './ring.js';
 import { type SubscriberBounds, SubscriberQueue } from './subscriber.js';
 import type { SegmentLog } from '@felix/storage';
@@ -116,7 +116,7 @@ export class Shard {
   private gate: QuorumGate<EventBatch> | null = null;
   /** Told when a batch starts waiting (the shipper looks at once instead of at its next tick). */
   private onHeld: (() => void) | undefined;
-  /** A replicated shard's history as its leader opened it (history.ts); undefined otherwise. */
+  /** A replicated shard's history as its leader opened it (util/log-history.ts); else undefined. */
   history: ShardHistory | undefined;
 
   constructor(

@@ -1,5 +1,5 @@
 /**
- * Where a replicated shard's log parted from the history a subscriber read. Each leader writes
+ * Where a replicated shard's log parted from the history a subscriber or watcher read. Each leader writes
  * from its generation's start offset on; a `leader` shard's records that no follower held when
  * their leader was lost are gone after the failover, and the new leader writes other records at
  * their offsets. A subscriber that read them names the history its cursor belongs to (the
@@ -32,13 +32,13 @@ export interface ShardHistory {
  * older generations, the same in both logs), or where a newer generation began, if earlier.
  */
 export function partingPoint(
-  h: ShardHistory,
+  starts: readonly GenerationStartEntry[],
   generation: number,
   start: number,
 ): number | undefined {
   let above: number | undefined;
   let held = false;
-  for (const e of h.starts) {
+  for (const e of starts) {
     if (e.generation === generation) held = true;
     if (e.generation > generation && (above === undefined || e.start < above)) above = e.start;
   }
