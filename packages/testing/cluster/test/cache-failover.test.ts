@@ -214,6 +214,7 @@ describe('cache shard failover and hand-off', () => {
       await c.heal();
       const promoted = await waitFor(
         async () => {
+          // The control plane may answer nothing useful mid-move: ask again.
           const a = await cacheAssignment(c).catch(() => undefined);
           return a && a.generation > before.generation ? a : undefined;
         },
