@@ -258,6 +258,7 @@ export class Broker {
       partition: this.partition,
     });
     this.requests!.ownership = this.cluster.table;
+    this.cluster.table.draining = () => this.draining;
     this.cluster.table.shardFiles = new DeletedShards({
       cfg: this.config,
       io: this.storageIo ?? nodeIo,

@@ -27,6 +27,7 @@ import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal, type ShardOwner } from '../session/refusal.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
+import { CACHE_WRITES, drainingWrite } from './shard-writes.js';
 import { type DeletedName, DeletedNames, type ShardFiles } from './deleted-names.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
@@ -75,9 +76,6 @@ interface CacheQuorum {
   counters: { advance(offset: number): void };
 }
 
-/** The cache requests that write (refused while the lease is lapsed). */
-const CACHE_WRITES = new Set(['cache_put', 'cache_delete', 'counter_add']);
-
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
   private readonly caches = new Map<string, CacheConfig>();
@@ -104,6 +102,8 @@ export class ShardTable {
   onAssignments: (() => void) | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
+  /** True once the broker's stop began: writes are refused `draining` (shard-writes.ts). */
+  draining: () => boolean = () => false;
   /** Where a deleted stream's or cache's files go (null: they stay, tests). */
   shardFiles: ShardFiles | null = null;
   /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
@@ -239,9 +239,10 @@ export class ShardTable {
    */
   refuseMessage(msg: Message): Refusal | null {
     const m = msg as unknown as Record<string, unknown>;
+    const stopping = drainingWrite(this.draining(), String(m.type));
     const t = str(m.tenant_id);
     const ns = str(m.namespace);
-    if (t === null || ns === null) return null;
+    if (stopping !== null || t === null || ns === null) return stopping;
     const cacheName = str(m.cache);
     if (cacheName !== null) {
       const c = this.caches.get(streamKey(t, ns, cacheName));
