@@ -46,6 +46,7 @@ export {
 export type { FsyncMode, LogOptions, ReadBudget, ReadResult, Staged } from './log/segment-log.js';
 export { DIR_LOCK_FILE, shardDirName } from './log/layout.js';
 export type { ShardId } from './log/layout.js';
+export { DISCARDED_PREFIX, discardShardDir, sweepDiscarded } from './log/discard.js';
 export type { LogRecord } from './segment/reader.js';
 export type { CommitBody, ProducerTag } from './segment/format.js';
 export { FLAG_GENERATION_START } from './segment/format.js';

@@ -13,7 +13,7 @@ import {
   listen,
   loadOrCreateDevCertificate,
 } from '@felix/transport';
-import { type DirLock, type Io, lockDir } from '@felix/storage';
+import { type DirLock, type Io, lockDir, nodeIo } from '@felix/storage';
 import type { Logger } from 'pino';
 import { Authenticator } from './session/authenticator.js';
 import { Catalog } from './catalog/catalog.js';
@@ -46,6 +46,7 @@ import { PeerPool } from './cluster/peer-pool.js';
 import { Replicator } from './cluster/replicator.js';
 import { registerDiscoveryHandlers } from './cluster/discovery-handlers.js';
 import { ridingLogsOf } from './cluster/riding-logs.js';
+import { DeletedShards, sweepDeletedShards } from './cluster/deleted-shards.js';
 import type { ShardKind, ShardTable } from './cluster/shard-table.js';
 import type { OpenStore } from './catalog/catalog.js';
 import type { ShardHooks } from './streams/shard.js';
@@ -191,6 +192,8 @@ export class Broker {
       // holder, instead of appending to the same segments.
       await mkdir(cfg.durable.data_dir, { recursive: true });
       this.dataDirLock = await lockDir(cfg.durable.data_dir);
+      // Files of deleted shards a crash left aside (cluster/deleted-shards.ts): no log opens them.
+      void sweepDeletedShards(cfg.durable.data_dir, this.storageIo ?? nodeIo, this.log);
     }
   }
 
@@ -255,6 +258,16 @@ export class Broker {
       partition: this.partition,
     });
     this.requests!.ownership = this.cluster.table;
+    this.cluster.table.draining = () => this.draining;
+    this.cluster.table.shardFiles = new DeletedShards({
+      cfg: this.config,
+      io: this.storageIo ?? nodeIo,
+      log: this.log,
+      riding: ridingLogsOf(this.requests!.caches, this.requests!.groups),
+      releaseFollower: this.internal
+        ? (ref, log) => this.internal!.replicas.release(ref, log)
+        : null,
+    });
     registerDiscoveryHandlers(this.requests!.table, {
       table: this.cluster.table,
       width: (kind, t, ns, name) => this.widthOf(kind, t, ns, name),

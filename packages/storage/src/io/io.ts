@@ -56,7 +56,7 @@ export interface Io {
   syncDir(path: string): Promise<void>;
   /** Creates a fresh uniquely named directory under `parent` (benchmarks, tools). */
   makeTempDir(parent: string, prefix: string): Promise<string>;
-  /** Removes a directory tree (benchmark scratch space only). */
+  /** Removes a directory tree (benchmark scratch space; a deleted shard's tree set aside). */
   removeTree(path: string): Promise<void>;
   /**
    * Gives the file `existing` the second name `path`; fails with EEXIST when `path` exists.

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { type Io, type IoFile, writeFully, writeFullyNow } from '../io/io.js';
 import { DURABLE_MARK_BYTES, encodeDurableMark } from './durable-mark.js';
 import { DURABLE_MARK_FILE } from './layout.js';
+import { closingOnFailure } from './segment-files.js';
 
 export class MarkWriter {
   private chain: Promise<void> = Promise.resolve();
@@ -32,9 +33,11 @@ export class MarkWriter {
     const markExisted = await io.exists(markPath);
     const file = await io.open(markPath, markExisted ? 'write' : 'create');
     const mark = encodeDurableMark({ segmentId: active.id, syncedBytes: active.bytes });
-    await writeFully(file, mark, 0, DURABLE_MARK_BYTES, 0);
-    await file.datasync();
-    if (!markExisted) await io.syncDir(dir);
+    await closingOnFailure([file], async () => {
+      await writeFully(file, mark, 0, DURABLE_MARK_BYTES, 0);
+      await file.datasync();
+      if (!markExisted) await io.syncDir(dir);
+    });
     return new MarkWriter(file);
   }
 

@@ -76,10 +76,13 @@ export class SegmentFiles {
       return new SegmentFiles(io, dir, indexSpacingBytes, list, created.files);
     }
     const active = list[list.length - 1]!;
-    active.file = await io.open(segmentPath(dir, active.id), 'write');
-    // Whatever an earlier process left in the page cache is made durable before the mark says so.
-    await active.file.datasync();
-    const indexFile = await io.open(indexPath(dir, active.id), 'write');
+    const file = await io.open(segmentPath(dir, active.id), 'write');
+    active.file = file;
+    const indexFile = await closingOnFailure([file], async () => {
+      // What an earlier process left in the page cache is made durable before the mark says so.
+      await file.datasync();
+      return io.open(indexPath(dir, active.id), 'write');
+    });
     const files = { indexFile, indexEntriesWritten: active.index.length };
     return new SegmentFiles(io, dir, indexSpacingBytes, list, files);
   }
@@ -151,8 +154,10 @@ export class SegmentFiles {
       version,
     });
     const fresh = await this.io.open(tmp, 'replace');
-    await writeFully(fresh, header, 0, header.length, 0);
-    await fresh.datasync();
+    await closingOnFailure([fresh], async () => {
+      await writeFully(fresh, header, 0, header.length, 0);
+      await fresh.datasync();
+    });
     await fresh.close();
     await this.io.rename(tmp, path);
     await this.io.syncDir(this.dir);
@@ -272,13 +277,17 @@ async function createSegment(
 ): Promise<{ segment: Segment; files: ActiveFiles }> {
   const file = await io.open(segmentPath(dir, id), 'create');
   const header = encodeSegmentHeader({ baseOffset, createdAtMicros: nowMicros(), version });
-  await writeFully(file, header, 0, header.length, 0);
-  await file.datasync();
   const index = new SparseIndex(baseOffset, spacing);
-  const indexFile = await io.open(indexPath(dir, id), 'replace');
-  const indexHeader = index.encode();
-  await writeFully(indexFile, indexHeader, 0, indexHeader.length, 0);
-  await io.syncDir(dir);
+  const indexFile = await closingOnFailure([file], async () => {
+    await writeFully(file, header, 0, header.length, 0);
+    await file.datasync();
+    return io.open(indexPath(dir, id), 'replace');
+  });
+  await closingOnFailure([file, indexFile], async () => {
+    const indexHeader = index.encode();
+    await writeFully(indexFile, indexHeader, 0, indexHeader.length, 0);
+    await io.syncDir(dir);
+  });
   return {
     segment: {
       id,
@@ -295,4 +304,22 @@ async function createSegment(
     },
     files: { indexFile, indexEntriesWritten: 0 },
   };
+}
+
+/**
+ * Runs `work` over freshly opened `files`; when it fails (a write or fdatasync refused by the
+ * disk), closes them before the failure goes on, so an open or roll retried after a storage
+ * fault leaves no handle behind for the garbage collector.
+ */
+export async function closingOnFailure<T>(
+  files: readonly IoFile[],
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    // The work's failure is what the caller needs; these handles are of no further use.
+    await Promise.all(files.map((f) => f.close().catch(() => undefined)));
+    throw err;
+  }
 }

@@ -153,7 +153,11 @@ export class SegmentLog {
     await applyRecovery(io, plan);
     // The active segment's data is synced here before the mark below records its extent.
     const files = await SegmentFiles.open(io, dir, plan, cfg.indexSpacingBytes);
-    const marks = await MarkWriter.open(io, dir, files.active);
+    const marks = await MarkWriter.open(io, dir, files.active).catch(async (err: unknown) => {
+      // The mark's failure is what the caller needs; the segments' handles go with the open.
+      await files.closeAll();
+      throw err;
+    });
     const log = new SegmentLog({ dir, io, cfg, files, marks, recovered: plan.actions, lock });
     log.head.startTimer(() => (log.closing ? Promise.resolve(0) : log.enforceRetention()));
     return log;

@@ -134,6 +134,8 @@ export class FelixCluster implements Cluster {
   private pki: ClusterPki | null = null;
   private issued = 0;
   private operatorToken = '';
+  /** The tenant admin's token (the catalog of the cluster's namespace). */
+  private adminToken = '';
   private token = '';
   private expected: ShardSet[] = [];
   private closed = false;
@@ -250,6 +252,7 @@ export class FelixCluster implements Cluster {
     await cp.start();
     this.operatorToken = await initOperator(cp);
     const admin = await initTenant(cp, this.operatorToken, this.tenant, this.namespace);
+    this.adminToken = admin;
     const cursorEnv = groupCursorEnv(this.spec.streams ?? []);
     for (const [i, n] of nodeDirs.entries()) {
       const tls = await this.pki.issue(n.id);
@@ -313,6 +316,17 @@ export class FelixCluster implements Cluster {
       '/v1/shard-assignments?limit=10000',
     )) as { items: Assignment[] };
     return page.items;
+  }
+
+  /**
+   * A tenant admin's call on the catalog of the cluster's namespace (`path` under
+   * `/v1/tenants/<tenant>/namespaces/<namespace>`, e.g. `DELETE /streams/orders`), its parsed
+   * body; a status of 400 or more throws.
+   */
+  async catalogCall(method: string, path: string, body?: unknown): Promise<unknown> {
+    this.open();
+    const base = `/v1/tenants/${this.tenant}/namespaces/${this.namespace}`;
+    return this.controlPlane.api(this.adminToken, method, `${base}${path}`, body);
   }
 
   /** An operator's GET of the control plane's API (`/v1/...`), its parsed body. */

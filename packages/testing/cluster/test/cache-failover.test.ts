@@ -10,11 +10,16 @@
 // the followers resumed: the control plane counts the shard unplaced (not handed to a follower),
 // and once the leader is started again it serves the second value. Hand-off: both followers'
 // fsyncs slowed so they trail the leader, 40 values put, SIGTERM at once: the shard moves to a
-// follower that serves all 40.
+// follower that serves all 40. Under steady writes: a client of the leader puts fresh keys
+// without pause (a refused put retried with the next key) through the SIGTERM; the leader must
+// refuse them `draining` so its followers catch up and the hand-off succeeds, and the longest
+// wait between two acks stays under the failover path's L + margin, as in handoff.test.ts.
+import { readFile } from 'node:fs/promises';
 import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Assignment, type FelixCluster, scaled, startCluster } from '../src/index.js';
+import { CP_EXPIRY_TIMEOUT_MS } from '../src/limits.js';
 import { clusterPerTest, gauge, served, text } from './support.js';
 
 const STEP_MS = 60_000;
@@ -24,6 +29,13 @@ const SLOW_FSYNC_MS = 150;
 /** Puts a leader cut from its followers acks alone before it is killed. */
 const UNSHIPPED = 20;
 const VALUES = 40;
+/** Follower fsyncs slowed this much trail a leader under steady puts, and catch up once the
+ *  puts stop reaching it. */
+const STEADY_SLOW_FSYNC_MS = 15;
+/** Puts acked before the SIGTERM, and again after the move. */
+const STEADY_ACKS = 50;
+/** A refused put is retried with the next key after this pause. */
+const RETRY_PAUSE_MS = 20;
 
 const clients: FelixClient[] = [];
 
@@ -155,6 +167,70 @@ describe('cache shard failover and hand-off', () => {
       await served(() => next.get('warm'), 'the successor to serve');
       for (let i = 0; i < VALUES; i++)
         expect(text(await next.get(`v${i}`)), `v${i}`).toBe(`value ${i}`);
+    },
+    TEST_MS,
+  );
+
+  it(
+    'a_cache_under_steady_writes_is_handed_off_on_sigterm_within_the_failover_bound',
+    async () => {
+      const c = await cluster();
+      const before = await cacheAssignment(c);
+      const followers = before.replicas.filter((id) => id !== before.leader);
+      // Connected to the leader: its puts reach the leader's own session, not a forward.
+      const cache = (await connectTo(c, before.leader)).cache('sessions');
+      await cache.put('warm', 'up');
+      await reported(c, before, () => true);
+      for (const f of followers) await c.slowFsync(f, STEADY_SLOW_FSYNC_MS);
+      const acked: { i: number; at: number }[] = [];
+      let stopped = false;
+      const writing = (async () => {
+        for (let i = 0; !stopped; i++) {
+          try {
+            await cache.put(`p${i}`, `v${i}`);
+            acked.push({ i, at: performance.now() });
+          } catch {
+            // Refused (or unknown): never counted as acked; the next key after a pause.
+            await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+          }
+        }
+      })();
+      await waitFor(() => acked.length >= STEADY_ACKS, 'puts to be acked', scaled(STEP_MS));
+      await c.stop(before.leader);
+      const after = await waitFor(
+        async () => {
+          // The control plane may answer nothing useful mid-move: ask again.
+          const a = await cacheAssignment(c).catch(() => undefined);
+          return a && a.leader !== before.leader ? a : undefined;
+        },
+        'the cache shard to move to a follower',
+        scaled(STEP_MS),
+      );
+      const moved = acked.length;
+      await waitFor(
+        () => acked.length >= moved + STEADY_ACKS,
+        'puts to be acked by the successor',
+        scaled(STEP_MS),
+      );
+      stopped = true;
+      await writing;
+      for (const f of followers) await c.healFsync(f);
+      const outcomes = (await readFile(c.node(before.leader).logPath, 'utf8'))
+        .split('\n')
+        .filter((line) => line.includes('"hand-off finished"'))
+        .map((line) => (JSON.parse(line) as { outcome: string }).outcome);
+      expect(outcomes).toEqual(['handed_off']);
+      const next = (await connectTo(c, after.leader)).cache('sessions');
+      await served(() => next.get('warm'), 'the successor to serve');
+      const lost: string[] = [];
+      for (const { i } of acked) if (text(await next.get(`p${i}`)) !== `v${i}`) lost.push(`p${i}`);
+      expect(lost).toEqual([]);
+      let longestGapMs = 0;
+      for (let k = 1; k < acked.length; k++)
+        longestGapMs = Math.max(longestGapMs, acked[k]!.at - acked[k - 1]!.at);
+      console.log(`acked ${acked.length} puts, longest gap ${Math.round(longestGapMs)} ms`);
+      // The failover path waits out L + margin of silence; a hand-off moves the shard at once.
+      expect(longestGapMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
     },
     TEST_MS,
   );

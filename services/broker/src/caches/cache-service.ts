@@ -141,10 +141,18 @@ export class CacheService {
 
   /**
    * Control-plane mode: the cache was deleted; requests for it answer `not_found`, and no value
-   * it held stays hot for a cache of the same name created later (deletes are rare: all go).
+   * it held stays hot for a cache of the same name created later (deletes are rare: all go),
+   * nor in its in-memory shards (a log-backed one's files are removed by the shard table).
    */
   forget(tenant: string, namespace: string, name: string): void {
     this.hot?.clear();
+    const memory = cacheKey(tenant, namespace, name);
+    for (const c of this.ephemeralByName.get(memory) ?? []) {
+      if (c === undefined) continue; // a shard never used
+      this.ephemeral.delete(c);
+      void c.close();
+    }
+    this.ephemeralByName.delete(memory);
     const namespaces = this.byScope.get(tenant);
     const names = namespaces?.get(namespace);
     names?.delete(name);

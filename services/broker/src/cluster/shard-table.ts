@@ -19,14 +19,16 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { routeAtIngress, routeWriteAtIngress } from '@felix/router';
-import { GenerationStarts, type LogOptions, nodeIo } from '@felix/storage';
+import type { LogOptions } from '@felix/storage';
 import { type Message, type ShardRef, shardForKey } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
-import { FENCE_DEADLINE_MS, FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
+import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal, type ShardOwner } from '../session/refusal.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
+import { CACHE_WRITES, drainingWrite } from './shard-writes.js';
+import { type DeletedName, DeletedNames, type ShardFiles } from './deleted-names.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
 import { type RidingLogKind, type RidingLogs, labelLeaderGeneration } from './riding-logs.js';
@@ -40,7 +42,7 @@ import {
   sameShape,
 } from './shard-refs.js';
 
-import { logEndOf, tailSource, takeTail } from './tail-take.js';
+import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
 import {
   type AssignmentRecord,
   type ShardKind,
@@ -74,17 +76,6 @@ interface CacheQuorum {
   counters: { advance(offset: number): void };
 }
 
-/** The cache requests that write (refused while the lease is lapsed). */
-const CACHE_WRITES = new Set(['cache_put', 'cache_delete', 'counter_add']);
-
-/** A new leader's fence: where its generation's records start, the highest commit offset a
- *  fenced replica saved, and every generation start its log holds. */
-type Fence = {
-  start: number;
-  commitStart: number;
-  starts: readonly { generation: number; start: number }[];
-};
-
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
   private readonly caches = new Map<string, CacheConfig>();
@@ -111,6 +102,10 @@ export class ShardTable {
   onAssignments: (() => void) | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
   cacheRegistry: CacheRegistry | null = null;
+  /** True once the broker's stop began: writes are refused `draining` (shard-writes.ts). */
+  draining: () => boolean = () => false;
+  /** Where a deleted stream's or cache's files go (null: they stay, tests). */
+  shardFiles: ShardFiles | null = null;
   /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
   lease: { readonly held: boolean } | null = null;
   private readonly assignments = new Map<string, AssignmentRecord>();
@@ -120,6 +115,8 @@ export class ShardTable {
   private readonly heldCaches = new Map<string, AssignmentRecord>();
   /** Shards this node leads that could not be opened, with why (retried on a new generation). */
   private readonly failed = new Map<string, { generation: number; reason: string }>();
+  /** Streams and caches the catalog deleted whose files are not removed yet (unserved). */
+  private readonly deleted: DeletedNames;
   private running: Promise<void> | null = null;
   private dirty = false;
   private closed = false;
@@ -136,6 +133,7 @@ export class ShardTable {
     registry: Registry,
   ) {
     this.ring = { records: cfg.memory.ring_records, bytes: cfg.memory.ring_bytes };
+    this.deleted = new DeletedNames(log);
     this.heldGauge = new Gauge({
       name: 'felix_broker_cluster_shards_held',
       help: 'Stream shards this broker leads and serves, as assigned by the control plane',
@@ -172,14 +170,18 @@ export class ShardTable {
   /** Handler of the streams catalog feed. */
   readonly streamsFeed: FeedHandler = {
     snapshot: (items) => {
+      const before = new Map(this.streams);
       this.streams.clear();
       for (const item of items) this.putStream(item);
+      // A snapshot taken again (changes were missed): what it no longer holds was deleted.
+      for (const [key, s] of before) if (!this.streams.has(key)) this.deleted.note('stream', s);
       this.kick();
     },
     changes: (items) => {
       for (const c of items) {
+        if (c.op !== 'deleted') this.putStream(c.value);
+        else this.deleted.note('stream', this.streams.get(this.keyOfStreamChange(c)));
         if (c.op === 'deleted') this.streams.delete(this.keyOfStreamChange(c));
-        else this.putStream(c.value);
       }
       this.kick();
     },
@@ -192,8 +194,11 @@ export class ShardTable {
       this.caches.clear();
       for (const item of items) this.putCache(item);
       for (const [key, c] of before) {
-        if (!this.caches.has(key)) this.cacheRegistry?.forget(c.tenant, c.namespace, c.name);
+        if (this.caches.has(key)) continue;
+        this.deleted.note('cache', c);
+        this.cacheRegistry?.forget(c.tenant, c.namespace, c.name);
       }
+      this.kick();
     },
     changes: (items) => {
       for (const c of items) {
@@ -204,9 +209,11 @@ export class ShardTable {
         const t = String(c.key.tenant_id);
         const ns = String(c.key.namespace);
         const name = String(c.key.cache);
+        this.deleted.note('cache', this.caches.get(streamKey(t, ns, name)));
         this.caches.delete(streamKey(t, ns, name));
         this.cacheRegistry?.forget(t, ns, name);
       }
+      this.kick();
     },
   };
 
@@ -232,9 +239,10 @@ export class ShardTable {
    */
   refuseMessage(msg: Message): Refusal | null {
     const m = msg as unknown as Record<string, unknown>;
+    const stopping = drainingWrite(this.draining(), String(m.type));
     const t = str(m.tenant_id);
     const ns = str(m.namespace);
-    if (t === null || ns === null) return null;
+    if (stopping !== null || t === null || ns === null) return stopping;
     const cacheName = str(m.cache);
     if (cacheName !== null) {
       const c = this.caches.get(streamKey(t, ns, cacheName));
@@ -323,6 +331,8 @@ export class ShardTable {
 
   /** A shard's generation as the feed says, and whether this node follows it there. */
   replicaRole(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
+    // The files of a deleted one are being removed: its leader is asked to come back later.
+    if (this.deleted.has(kind, t, ns, name)) return undefined;
     const a = this.assignments.get(shardKey(kind, t, ns, name, shard));
     if (a === undefined) return undefined;
     const follower = replicaGenerationOf(a, this.nodeId) !== undefined;
@@ -378,6 +388,8 @@ export class ShardTable {
   ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
+    const deleted = this.deleted.refusal(kind, t, ns, name, where);
+    if (deleted !== null) return deleted;
     const { view, serving } = this.routeView(kind, t, ns, name, shard);
     const routeOf = followsAssignment ? routeWriteAtIngress : routeAtIngress;
     const route = routeOf(this.nodeId, view, serving);
@@ -457,24 +469,48 @@ export class ShardTable {
     return new Shard(`${s.tenant}/${s.namespace}/${s.name}/${i}`, null, this.ring, this.hooks);
   }
 
+  /** Stops serving an installed stream: out of the catalog, every shard released. */
+  private async closeStream(key: string, rt: StreamRuntime): Promise<void> {
+    // Out of the catalog first: a subscriber ended by the release below that subscribes
+    // again must hear not_found, not find the stream still listed with a placeholder shard
+    // that never ends its subscription (or not_leader, which a client retries for ever).
+    this.catalog.removeStream(rt.config.tenant, rt.config.namespace, rt.config.name);
+    this.installed.delete(key);
+    for (let i = 0; i < rt.shards.length; i++) await this.release(rt, i);
+    this.log.info(
+      { stream: `${rt.config.tenant}/${rt.config.namespace}/${rt.config.name}` },
+      'stream closed',
+    );
+  }
+
+  /** Before a deleted name's files go: its stream closed, its led cache shards unshipped. */
+  private readonly closeDeleted = async (d: DeletedName): Promise<void> => {
+    const key = streamKey(d.tenant, d.namespace, d.name);
+    const rt = d.owner === 'stream' ? this.installed.get(key) : undefined;
+    if (rt !== undefined) await this.closeStream(key, rt);
+    for (let i = 0; i < d.shards; i++) {
+      const sk = shardKey(d.owner, d.tenant, d.namespace, d.name, i);
+      this.failed.delete(sk);
+      if (this.heldCaches.delete(sk)) await this.replication?.replicator.stop(sk);
+    }
+  };
+
   private async reconcile(): Promise<void> {
+    await this.deleted.discard(this.shardFiles, {
+      close: this.closeDeleted,
+      closed: () => this.closed,
+      retryLater: () => setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref(),
+    });
     // Streams gone from the catalog, or re-created with another width: stop serving them.
     for (const [key, rt] of this.installed) {
       const want = this.streams.get(key);
       if (want !== undefined && sameShape(want, rt.config)) continue;
-      // Out of the catalog first: a subscriber ended by the release below that subscribes
-      // again must hear not_found, not find the stream still listed with a placeholder shard
-      // that never ends its subscription (or not_leader, which a client retries for ever).
-      this.catalog.removeStream(rt.config.tenant, rt.config.namespace, rt.config.name);
-      this.installed.delete(key);
-      for (let i = 0; i < rt.shards.length; i++) await this.release(rt, i);
-      this.log.info(
-        { stream: `${rt.config.tenant}/${rt.config.namespace}/${rt.config.name}` },
-        'stream closed',
-      );
+      await this.closeStream(key, rt);
     }
     for (const [key, s] of this.streams) {
       if (this.closed) return;
+      // Deleted meanwhile: its old files go first (the next pass), then it opens.
+      if (this.deleted.has('stream', s.tenant, s.namespace, s.name)) continue;
       let rt = this.installed.get(key);
       if (rt === undefined) {
         rt = {
@@ -521,6 +557,8 @@ export class ShardTable {
     for (const [key, a] of this.assignments) {
       if (this.closed) return;
       if (a.kind !== 'cache' || a.leader !== this.nodeId) continue;
+      // Deleted meanwhile: its old files go first (the next pass), then it is served.
+      if (this.deleted.has('cache', a.tenant_id, a.namespace, a.stream)) continue;
       if (!this.heldCaches.has(key)) {
         // Before serving: this node's follower copies are the same files the leader opens.
         for (const log of logsOwnedBy('cache'))
@@ -614,26 +652,18 @@ export class ShardTable {
       }
       // Where this generation's records start: its first batch to a follower overlaps below it.
       const genStart = fence?.start ?? store?.log?.tailOffset ?? 0;
-      const shard = new Shard(
-        `${s.tenant}/${s.namespace}/${s.name}/${i}`,
-        store,
-        this.ring,
-        this.hooks,
-      );
+      const label = `${s.tenant}/${s.namespace}/${s.name}/${i}`;
+      const shard = new Shard(label, store, this.ring, this.hooks);
       const a = this.assignments.get(sk);
       if (fence && a && !(await this.generationHeld(rt, i, a, shard, fence))) {
         await store!.close();
         return;
       }
-      // What a subscriber resuming here after a failover is checked against (util/log-history.ts).
-      if (fence) shard.history = { generation, start: fence.start, starts: fence.starts };
+      if (fence) shard.history = fence; // what a resuming subscriber is checked against
       rt.shards[i] = shard;
       this.failed.delete(sk);
       this.held.set(sk, { generation });
-      this.log.info(
-        { shard: `${s.tenant}/${s.namespace}/${s.name}/${i}`, generation },
-        'shard opened',
-      );
+      this.log.info({ shard: label, generation }, 'shard opened');
       if (a !== undefined) await this.shipIfReplicated(rt, i, a, genStart);
     } catch (err) {
       this.failed.set(sk, { generation, reason: (err as Error).message });
@@ -711,61 +741,27 @@ export class ShardTable {
     return false;
   }
 
-  /**
-   * Before a replicated shard is served at `generation`: fences the replica set (a majority must
-   * accept the generation), takes the furthest tail among the answers when one is ahead of this
-   * log (tail-take.ts; the store closes and opens again over the longer log), and records where
-   * the generation's records start. Answers the store (and where the generation starts and the
-   * answers' highest commit offset), or null (closed) when the fence or the take failed.
-   */
+  /** Before a replicated shard is served at `generation`: fenced-open.ts (null: not opened). */
   private async fencedStore(
     s: StreamConfig,
     i: number,
     generation: number,
     store: ShardStore,
-  ): Promise<{ store: ShardStore; fence?: Fence } | null> {
+  ): Promise<FencedStore | null> {
     const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
     const followers = (a?.replicas ?? []).filter((id) => id !== this.nodeId);
     const replication = this.replication;
     if (replication === null || followers.length === 0 || !store.log) return { store };
-    const shard = `${s.tenant}/${s.namespace}/${s.name}/${i}`;
     const ref = refOf(s, i, generation);
-    const outcome = await replication.replicator.fence(ref, followers, FENCE_DEADLINE_MS);
-    const retry = async (open: ShardStore | null, err?: unknown) => {
-      this.log.warn({ err, shard, generation, ...outcome }, 'the shard was not opened; retried');
-      await open?.close();
-      setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
-      return null;
-    };
-    if (!outcome.majority) return retry(store);
-    let open: ShardStore | null = store;
-    try {
-      const source = tailSource(await logEndOf(store.log), outcome.answers);
-      if (source !== undefined) {
-        open = null;
-        await store.close();
-        const opts = replication.logOptions(ref, 'stream');
-        const taken = await takeTail(ref, opts, source, replication.replicator.link(source.nodeId));
-        this.log.info({ shard, generation, ...taken }, 'took the furthest tail of the replica set');
-        open = await this.openStore(s, i);
-      }
-      const log = open.log!;
-      const starts = await GenerationStarts.open(nodeIo, log.dir);
-      await starts.begin(generation, log.tailOffset);
-      const start = starts.all.find((e) => e.generation === generation)?.start ?? log.tailOffset;
-      const commitStart = Math.max(0, ...outcome.answers.map((x) => x.commitOffset));
-      // A fenced majority held every committed record, and the tail taken was the furthest: a
-      // log ending below a mark one of them saved means records were lost below it (a power
-      // loss of a majority under `periodic`, or a bug). Said, not hidden.
-      if (start < commitStart)
-        this.log.error(
-          { shard, generation, log_end: start, commit_offset: commitStart },
-          'the new leader holds less than a replica says was committed',
-        );
-      return { store: open, fence: { start, commitStart, starts: starts.all } };
-    } catch (err) {
-      return retry(open, err);
-    }
+    return fencedOpen(store, {
+      ref,
+      followers,
+      replicator: replication.replicator,
+      logOptions: replication.logOptions(ref, 'stream'),
+      reopen: () => this.openStore(s, i),
+      log: this.log,
+      retryLater: () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref(),
+    });
   }
 
   /** Stops serving shard `i`: refuse first, then settle appends, end readers, close the log. */

@@ -1,0 +1,92 @@
+/**
+ * The streams and caches the catalog deleted whose shards' files this broker has not removed
+ * yet (the shard table's side of deleted-shards.ts). A name stays here from the feed's delete
+ * (or a snapshot that no longer holds it) until the next reconcile pass closed each of its
+ * shards and removed their files; meanwhile its shards are unserved (`refusal`), and not
+ * followed (the leader is asked to come back), so a stream or cache created again under the
+ * same name never opens, serves or replicates into the old files.
+ */
+import type { ShardOwnerKind } from '@felix/replication';
+import type { ShardId } from '@felix/storage';
+import type { Logger } from 'pino';
+import { Refusal } from '../session/refusal.js';
+
+/** What the shard table asks of the files of a deleted shard (deleted-shards.ts). */
+export interface ShardFiles {
+  /** Closes every log this broker holds of shard `id` of `owner` kind and removes its files. */
+  discard(owner: ShardOwnerKind, id: ShardId): Promise<void>;
+}
+
+/** A deleted stream or cache, by as many shards as this broker knew it with. */
+export interface DeletedName {
+  owner: ShardOwnerKind;
+  tenant: string;
+  namespace: string;
+  name: string;
+  shards: number;
+}
+
+/** What the table knew of a deleted name (its stream or cache config). */
+type KnownConfig = Pick<DeletedName, 'tenant' | 'namespace' | 'name' | 'shards'>;
+
+/** What a pass asks of the shard table while it removes a deleted name's files. */
+export interface DiscardHooks {
+  /** Stops serving and shipping what the table holds of the name (before its files go). */
+  close(d: DeletedName): Promise<void>;
+  /** Whether the table is closing (the pass stops). */
+  closed(): boolean;
+  /** Another pass later (a removal failed). */
+  retryLater(): void;
+}
+
+function keyOf(owner: string, tenant: string, namespace: string, name: string): string {
+  return `${owner}\u0000${tenant}\u0000${namespace}\u0000${name}`;
+}
+
+export class DeletedNames {
+  private readonly names = new Map<string, DeletedName>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** The catalog deleted a stream or cache this broker knew as `config` (undefined: it did not
+   *  know it, and holds none of its files). Deleted again meanwhile: the widest is kept. */
+  note(owner: ShardOwnerKind, config: KnownConfig | undefined): void {
+    if (config === undefined) return;
+    const { tenant, namespace, name } = config;
+    const k = keyOf(owner, tenant, namespace, name);
+    const shards = Math.max(config.shards, this.names.get(k)?.shards ?? 0);
+    this.names.set(k, { owner, tenant, namespace, name, shards });
+  }
+
+  has(owner: ShardOwnerKind, t: string, ns: string, name: string): boolean {
+    return this.names.size > 0 && this.names.has(keyOf(owner, t, ns, name));
+  }
+
+  /** The refusal of a request for a shard of a name whose old files are still here, or null. */
+  refusal(owner: ShardOwnerKind, t: string, ns: string, name: string, where: string) {
+    if (!this.has(owner, t, ns, name)) return null;
+    const why = `the files of the deleted ${owner} of this name are being removed`;
+    return new Refusal('shard_unavailable', `${where}: ${why} (not_ready)`, 'not_ready');
+  }
+
+  /** Removes the files of every deleted name (`hooks.close` first); one that fails stays, and
+   *  is tried again later. */
+  async discard(files: ShardFiles | null, hooks: DiscardHooks): Promise<void> {
+    for (const [k, d] of [...this.names]) {
+      if (hooks.closed()) return;
+      const what = `${d.owner} ${d.tenant}/${d.namespace}/${d.name}`;
+      try {
+        await hooks.close(d);
+        for (let i = 0; i < d.shards; i++) {
+          const id = { tenant: d.tenant, namespace: d.namespace, stream: d.name, shard: i };
+          await files?.discard(d.owner, id);
+        }
+        this.names.delete(k);
+        this.log.info({ [d.owner]: what, shards: d.shards }, 'files of a deleted name removed');
+      } catch (err) {
+        this.log.warn({ err, [d.owner]: what }, 'removing the files of a deleted name failed');
+        hooks.retryLater();
+      }
+    }
+  }
+}

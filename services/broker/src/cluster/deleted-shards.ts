@@ -1,0 +1,92 @@
+/**
+ * The files of a stream or cache the catalog deleted: every log this broker keeps of each of its
+ * shards (a stream's records, group cursors and dead letters; a cache's cache and counter logs;
+ * each with its `replica` and `generations` files), whether it led the shard or followed it.
+ * They go once the delete is confirmed by the catalog feed: each log is closed first (the
+ * leader's riding logs kept closed meanwhile, the follower copies released), then its directory
+ * is renamed aside in one durable step (storage's discard.ts) and its tree removed in the
+ * background. A stream or cache created again under the same name then starts from nothing:
+ * no old record, value, counter, cursor, or the old replica set's generation. Trees left aside
+ * by a crash are removed when the broker starts (`sweepDeletedShards`).
+ */
+import { join } from 'node:path';
+import { type ReplicaLogKind, type ShardOwnerKind, logsOwnedBy } from '@felix/replication';
+import {
+  type Io,
+  type ShardId,
+  discardShardDir,
+  projectionRoot,
+  sweepDiscarded,
+} from '@felix/storage';
+import type { ShardRef } from '@felix/wire';
+import type { Logger } from 'pino';
+import type { BrokerConfig } from '../config/types.js';
+import { followerLogOptions } from './internal-node.js';
+import type { RidingLogs } from './riding-logs.js';
+
+export interface DeletedShardsDeps {
+  cfg: BrokerConfig;
+  io: Io;
+  log: Logger;
+  /** The leader's riding logs (group state, caches, counters), replicated or not. */
+  riding: Pick<RidingLogs, 'release' | 'admit'>;
+  /** Closes this broker's follower copy of a log (absent: no replica server). */
+  releaseFollower: ((ref: ShardRef, log: ReplicaLogKind) => Promise<void>) | null;
+}
+
+/** The shard table's ShardFiles (deleted-names.ts). */
+export class DeletedShards {
+  constructor(private readonly deps: DeletedShardsDeps) {}
+
+  async discard(owner: ShardOwnerKind, id: ShardId): Promise<void> {
+    const { cfg, io, log, riding, releaseFollower } = this.deps;
+    const ref: ShardRef = {
+      tenantId: id.tenant,
+      namespace: id.namespace,
+      stream: id.stream,
+      shard: id.shard,
+      generation: 0,
+    };
+    // Kept closed until the files are gone: a request in flight cannot open them again.
+    await riding.release(id, owner);
+    try {
+      const dataDir = cfg.durable.data_dir;
+      for (const kind of logsOwnedBy(owner)) {
+        await releaseFollower?.(ref, kind).catch((err: unknown) => {
+          // A copy whose open failed holds no file; its failure was answered to its leader.
+          log.warn({ err, shard: id, log: kind }, 'releasing a deleted follower copy failed');
+        });
+        if (dataDir === null) continue;
+        const root = followerLogOptions(cfg, ref, kind).root;
+        const aside = await discardShardDir(io, root, id);
+        if (aside === null) continue;
+        log.info({ shard: id, log: kind, aside }, 'files of a deleted shard set aside');
+        io.removeTree(aside).catch((err: unknown) => {
+          // Left aside: removed by the sweep when the broker starts again.
+          log.warn({ err, aside }, 'removing the files of a deleted shard failed');
+        });
+      }
+    } finally {
+      // A shard of the same name (created again) may open: it starts empty.
+      riding.admit(id, owner);
+    }
+  }
+}
+
+/** The roots a broker keeps shard logs under, each swept of trees a discard left aside. */
+export async function sweepDeletedShards(dataDir: string, io: Io, log: Logger): Promise<void> {
+  const roots = [
+    // Streams as streams/durable-store.ts keeps them, projections on their own roots.
+    join(dataDir, 'streams'),
+    ...(['caches', 'counters', 'groups', 'dead-letters'] as const).map((k) =>
+      projectionRoot(dataDir, k),
+    ),
+  ];
+  for (const root of roots) {
+    const removed = await sweepDiscarded(io, root).catch((err: unknown) => {
+      log.warn({ err, root }, 'removing the files of deleted shards failed');
+      return [];
+    });
+    if (removed.length > 0) log.info({ removed }, 'removed the files of deleted shards');
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * A replicated shard's open before it is served at a new generation: fences the replica set (a
+ * majority must accept the generation), takes the furthest tail among the answers when one is
+ * ahead of this log (tail-take.ts; the store closes and opens again over the longer log), and
+ * records where the generation's records start. Answers the store (and where the generation
+ * starts and the answers' highest commit offset), or null (closed, the open retried later) when
+ * the fence or the take failed.
+ */
+import { GenerationStarts, type LogOptions, nodeIo } from '@felix/storage';
+import type { ShardRef } from '@felix/wire';
+import type { Logger } from 'pino';
+import { FENCE_DEADLINE_MS } from '../limits.js';
+import type { ShardStore } from '../streams/shard.js';
+import type { Replicator } from './replicator.js';
+import { logEndOf, tailSource, takeTail } from './tail-take.js';
+
+/** A new leader's fence: where its generation's records start, the highest commit offset a
+ *  fenced replica saved, and every generation start its log holds (what a resuming subscriber's
+ *  history is checked against, util/log-history.ts). */
+export interface Fence {
+  generation: number;
+  start: number;
+  commitStart: number;
+  starts: readonly { generation: number; start: number }[];
+}
+
+export interface FencedStore {
+  store: ShardStore;
+  fence?: Fence;
+}
+
+export interface FencedOpenDeps {
+  /** The shard at the generation it opens at. */
+  ref: ShardRef;
+  followers: string[];
+  replicator: Pick<Replicator, 'fence' | 'link'>;
+  /** Where the shard's stream log lives (the tail is taken into it while the store is closed). */
+  logOptions: LogOptions;
+  /** Opens the shard's store again (after a tail was taken). */
+  reopen: () => Promise<ShardStore>;
+  log: Logger;
+  /** The open is tried again later. */
+  retryLater: () => void;
+}
+
+export async function fencedOpen(
+  store: ShardStore,
+  d: FencedOpenDeps,
+): Promise<FencedStore | null> {
+  const ref = d.ref;
+  const generation = ref.generation;
+  const shard = `${ref.tenantId}/${ref.namespace}/${ref.stream}/${ref.shard}`;
+  const outcome = await d.replicator.fence(ref, d.followers, FENCE_DEADLINE_MS);
+  const retry = async (open: ShardStore | null, err?: unknown) => {
+    d.log.warn({ err, shard, generation, ...outcome }, 'the shard was not opened; retried');
+    await open?.close();
+    d.retryLater();
+    return null;
+  };
+  if (!outcome.majority) return retry(store);
+  let open: ShardStore | null = store;
+  try {
+    const source = tailSource(await logEndOf(store.log!), outcome.answers);
+    if (source !== undefined) {
+      open = null;
+      await store.close();
+      const taken = await takeTail(ref, d.logOptions, source, d.replicator.link(source.nodeId));
+      d.log.info({ shard, generation, ...taken }, 'took the furthest tail of the replica set');
+      open = await d.reopen();
+    }
+    const log = open.log!;
+    const starts = await GenerationStarts.open(nodeIo, log.dir);
+    await starts.begin(generation, log.tailOffset);
+    const start = starts.all.find((e) => e.generation === generation)?.start ?? log.tailOffset;
+    const commitStart = Math.max(0, ...outcome.answers.map((x) => x.commitOffset));
+    // A fenced majority held every committed record, and the tail taken was the furthest: a
+    // log ending below a mark one of them saved means records were lost below it (a power
+    // loss of a majority under `periodic`, or a bug). Said, not hidden.
+    if (start < commitStart)
+      d.log.error(
+        { shard, generation, log_end: start, commit_offset: commitStart },
+        'the new leader holds less than a replica says was committed',
+      );
+    return { store: open, fence: { generation, start, commitStart, starts: starts.all } };
+  } catch (err) {
+    return retry(open, err);
+  }
+}
