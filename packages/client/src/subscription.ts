@@ -574,6 +574,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       readers = await this.makeReaders(signal);
     } catch (err) {
       this.unlink(); // an unknown stream ends the subscription before it began
+      if (signal.aborted) return; // aborted while its shards were looked up: ended, not failed
       throw err;
     }
     try {

@@ -65,4 +65,14 @@ describe('shard lookups', () => {
     expect(getEventListeners(lifetime.signal, 'abort')).toHaveLength(0);
     await client.close();
   });
+
+  it('a_subscription_aborted_while_its_shards_are_looked_up_ends_without_an_error', async () => {
+    const { held, client } = await rig();
+    const stop = new AbortController();
+    const next = client.subscribe('orders', { signal: stop.signal })[Symbol.asyncIterator]().next();
+    await waitFor(() => held.length === 1 || undefined, 'the lookup reaches the broker');
+    stop.abort();
+    await expect(next).resolves.toMatchObject({ done: true });
+    await client.close();
+  });
 });
