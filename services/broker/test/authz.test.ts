@@ -317,6 +317,30 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(await request(s, publish('orders', 3))).toMatchObject({ type: 'publish_ok' });
     });
 
+    it('a_subscription_a_narrower_token_still_allows_goes_on_beside_one_refused_before', async () => {
+      const conn = await open();
+      const wide = await tenants.mint('t1', {
+        permissions: ['stream.subscribe:stream:t1/default/*'],
+      });
+      const s = await authed(conn, wide);
+      // Refused (no such stream): it opened nothing, so no later token is checked against it.
+      const refused = await request(s, { type: 'subscribe', ...NS, stream: 'nope' });
+      expect(refused).toMatchObject({ type: 'error', code: 'not_found' });
+      expect(await request(s, { type: 'subscribe', ...NS, stream: 'orders' })).toMatchObject({
+        type: 'subscribed',
+      });
+      const narrow = await tenants.mint('t1', {
+        permissions: ['stream.subscribe:stream:t1/default/orders'],
+      });
+      const other = await authed(conn, wide);
+      expect(await request(other, { type: 'reauth', token: narrow, request_id: 1 })).toMatchObject({
+        type: 'reauth_ok',
+      });
+      // The subscribing stream is still served: it answers a request after the reauth.
+      const shards = { type: 'stream_shards' as const, ...NS, stream: 'orders', request_id: 2 };
+      expect(await request(s, shards)).toMatchObject({ type: 'stream_shards_view' });
+    });
+
     it('a_reauth_replaces_the_token_of_every_stream_and_answers_its_expiry', async () => {
       const conn = await open();
       const narrow = await tenants.mint('t1', {

@@ -454,7 +454,9 @@ export class Cache {
       const complete = (): CacheWatchEvent => {
         left = -1;
         st.retainedPhase = false;
-        st.next = Math.max(st.next ?? 0, floor);
+        // After a resnapshot the changes go on from its floor, which a failover can put below
+        // the old position (the new leader's log parted there): changes from it are all new.
+        st.next = answer.resnapshot ? floor : Math.max(st.next ?? 0, floor);
         const retainedCount = answer.retained_count ?? 0;
         return { type: 'state_complete', retainedCount, resumeOffset: floor };
       };

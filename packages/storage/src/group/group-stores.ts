@@ -233,6 +233,28 @@ export class DeadLetterStore {
     return out;
   }
 
+  /**
+   * Visits every dead letter of the group, lowest offset first, taking its keys once (paging
+   * with `list` takes them again per page: quadratic in the group's dead letters).
+   */
+  async each(shard: GroupShard, group: string, visit: (d: DeadLetter) => void): Promise<void> {
+    deadLetterKey(group, 0);
+    const cache = await this.caches.cache(shard);
+    const prefix = `${group}${SEPARATOR}`;
+    const offsets: number[] = [];
+    for (const key of await cache.keys(prefix, Number.MAX_SAFE_INTEGER)) {
+      const offset = Number(key.slice(prefix.length));
+      if (!Number.isSafeInteger(offset)) throw new GroupStateCorruptError(`dead-letter key ${key}`);
+      offsets.push(offset);
+    }
+    offsets.sort((a, b) => a - b);
+    for (const offset of offsets) {
+      // An entry removed since the keys were taken is passed over.
+      const value = await cache.get(`${prefix}${offset}`);
+      if (value !== undefined) visit({ offset, state: decodeState(value) });
+    }
+  }
+
   /** Flips a dead entry to redriven; answers false when there is no dead entry at `offset`. */
   async redrive(shard: GroupShard, group: string, offset: number): Promise<boolean> {
     const key = deadLetterKey(group, offset);

@@ -235,83 +235,101 @@ describe('cache shard failover and hand-off', () => {
     TEST_MS,
   );
 
+  /** A watcher of a `leader` cache held on its last change while its leader fails over, then
+   *  let go after the new leader's first writes, or (`rewatchFirst`) before them. */
+  async function watchAcrossFailover(rewatchFirst: boolean): Promise<void> {
+    const c = await cluster();
+    const before = await cacheAssignment(c);
+    const followers = before.replicas.filter((id) => id !== before.leader);
+    const watcher = await c.connect({
+      servers: [c.node(followers[0]!).url()],
+      failoverDeadlineMs: scaled(STEP_MS),
+    });
+    clients.push(watcher);
+    // The watcher folds the changes into a map, as a cache mirror does.
+    const state = new Map<string, string | undefined>();
+    const kinds = new Set<string>();
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const stop = new AbortController();
+    const changes = watcher.cache('sessions').watch(
+      { prefix: 'k' },
+      {
+        fromOffset: 0,
+        signal: stop.signal,
+      },
+    );
+    const watching = (async () => {
+      for await (const e of changes) {
+        kinds.add(e.type);
+        if (e.type === 'resnapshot') state.clear();
+        if (e.type === 'delete') state.delete(e.key);
+        if (e.type !== 'put') continue;
+        state.set(e.key, text(e.value));
+        // Busy with the old leader's last put while the failover happens.
+        if (e.key === 'k-cut4') await released;
+      }
+    })().catch(() => undefined); // ended by the test's abort
+    const onLeader = (await connectTo(c, before.leader)).cache('sessions');
+    // The first put may find the shard still opening on its leader.
+    await served(() => onLeader.put('k0', 'v0'), 'the leader to serve');
+    for (let i = 1; i < 10; i++) await onLeader.put(`k${i}`, `v${i}`);
+    await reported(
+      c,
+      before,
+      (r) =>
+        r.leader_offset >= 10 &&
+        r.in_sync?.length === 2 &&
+        r.replica_offsets.every((o) => o.durable_offset >= r.leader_offset),
+    );
+    // Acked by the leader alone, seen by the watcher, then lost with it (`leader` exposure).
+    for (const f of followers) await c.partition(before.leader, f);
+    for (let i = 0; i < 5; i++) await onLeader.put(`k-cut${i}`, 'lost');
+    await waitFor(() => state.has('k-cut4') || undefined, 'k-cut4 watched', scaled(STEP_MS));
+    await c.kill(before.leader);
+    await c.heal();
+    const promoted = await waitFor(
+      async () => {
+        // The control plane may answer nothing useful mid-move: ask again.
+        const a = await cacheAssignment(c).catch(() => undefined);
+        return a && a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(STEP_MS),
+    );
+    const next = (await connectTo(c, promoted.leader)).cache('sessions');
+    if (rewatchFirst) {
+      // The watcher re-watches on the new leader before it writes: the start it is given
+      // lies below the position it had reached.
+      release();
+      await waitFor(() => kinds.has('state_complete') || undefined, 'the restart', scaled(STEP_MS));
+    }
+    for (let i = 0; i < 10; i++)
+      await served(() => next.put(`k-after${i}`, `a${i}`), `put k-after${i}`);
+    release();
+    await waitFor(() => state.get('k-after9') === 'a9' || undefined, 'k-after9', scaled(STEP_MS));
+    stop.abort();
+    await watching;
+    // The watcher was told to start over and holds what the new leader holds: every value it
+    // wrote, none of the lost ones.
+    expect(kinds.has('resnapshot')).toBe(true);
+    const want = new Map<string, string | undefined>();
+    for (let i = 0; i < 10; i++) want.set(`k${i}`, `v${i}`);
+    for (let i = 0; i < 10; i++) want.set(`k-after${i}`, `a${i}`);
+    expect(Object.fromEntries([...state].sort())).toEqual(Object.fromEntries([...want].sort()));
+  }
+
   it(
     'a_cache_watch_sees_every_put_the_new_leader_acks_after_a_failover',
-    async () => {
-      const c = await cluster();
-      const before = await cacheAssignment(c);
-      const followers = before.replicas.filter((id) => id !== before.leader);
-      const watcher = await c.connect({
-        servers: [c.node(followers[0]!).url()],
-        failoverDeadlineMs: scaled(STEP_MS),
-      });
-      clients.push(watcher);
-      // The watcher folds the changes into a map, as a cache mirror does.
-      const state = new Map<string, string | undefined>();
-      const kinds = new Set<string>();
-      let release!: () => void;
-      const released = new Promise<void>((r) => {
-        release = r;
-      });
-      const stop = new AbortController();
-      const changes = watcher.cache('sessions').watch(
-        { prefix: 'k' },
-        {
-          fromOffset: 0,
-          signal: stop.signal,
-        },
-      );
-      const watching = (async () => {
-        for await (const e of changes) {
-          kinds.add(e.type);
-          if (e.type === 'resnapshot') state.clear();
-          if (e.type === 'delete') state.delete(e.key);
-          if (e.type !== 'put') continue;
-          state.set(e.key, text(e.value));
-          // Busy with the old leader's last put while the failover happens.
-          if (e.key === 'k-cut4') await released;
-        }
-      })().catch(() => undefined); // ended by the test's abort
-      const onLeader = (await connectTo(c, before.leader)).cache('sessions');
-      for (let i = 0; i < 10; i++) await onLeader.put(`k${i}`, `v${i}`);
-      await reported(
-        c,
-        before,
-        (r) =>
-          r.leader_offset >= 10 &&
-          r.in_sync?.length === 2 &&
-          r.replica_offsets.every((o) => o.durable_offset >= r.leader_offset),
-      );
-      // Acked by the leader alone, seen by the watcher, then lost with it (`leader` exposure).
-      for (const f of followers) await c.partition(before.leader, f);
-      for (let i = 0; i < 5; i++) await onLeader.put(`k-cut${i}`, 'lost');
-      await waitFor(() => state.has('k-cut4') || undefined, 'k-cut4 watched', scaled(STEP_MS));
-      await c.kill(before.leader);
-      await c.heal();
-      const promoted = await waitFor(
-        async () => {
-          // The control plane may answer nothing useful mid-move: ask again.
-          const a = await cacheAssignment(c).catch(() => undefined);
-          return a && a.generation > before.generation ? a : undefined;
-        },
-        'a follower to be promoted',
-        scaled(STEP_MS),
-      );
-      const next = (await connectTo(c, promoted.leader)).cache('sessions');
-      for (let i = 0; i < 10; i++)
-        await served(() => next.put(`k-after${i}`, `a${i}`), `put k-after${i}`);
-      release();
-      await waitFor(() => state.get('k-after9') === 'a9' || undefined, 'k-after9', scaled(STEP_MS));
-      stop.abort();
-      await watching;
-      // The watcher was told to start over and holds what the new leader holds: every value it
-      // wrote, none of the lost ones.
-      expect(kinds.has('resnapshot')).toBe(true);
-      const want = new Map<string, string | undefined>();
-      for (let i = 0; i < 10; i++) want.set(`k${i}`, `v${i}`);
-      for (let i = 0; i < 10; i++) want.set(`k-after${i}`, `a${i}`);
-      expect(Object.fromEntries([...state].sort())).toEqual(Object.fromEntries([...want].sort()));
-    },
+    () => watchAcrossFailover(false),
+    TEST_MS,
+  );
+
+  it(
+    'a_cache_watch_that_rewatches_before_the_new_leader_writes_misses_none_of_its_puts',
+    () => watchAcrossFailover(true),
     TEST_MS,
   );
 

@@ -8,7 +8,6 @@
  */
 import {
   type CursorStore,
-  DEAD_LETTER_LIST_MAX,
   type DeadLetterStore,
   type GroupShard,
   type Io,
@@ -116,25 +115,20 @@ export class GroupRegistry {
   }
 
   /**
-   * Every dead letter of the group, page by page (each page bounded, the whole walk by what the
-   * store holds): one given up on above the position is finished, one redriven is owed again.
+   * Every dead letter of the group (the whole walk bounded by what the store holds): one given
+   * up on above the position is finished, one redriven is owed again.
    */
   private async loadDeadLetters(scope: Scope, st: GroupState): Promise<void> {
-    for (let after = -1; ; ) {
-      const page = await this.deadLetters.list(scope.id, scope.group, DEAD_LETTER_LIST_MAX, after);
-      for (const d of page) {
-        if (d.state === 'dead') {
-          // Given up on above a record still unfinished (the cursor could not pass it yet), or
-          // just before a crash: finished, never handed out again as new work.
-          if (d.offset >= st.position) st.finish(d.offset);
-          continue;
-        }
-        st.redriven.add(d.offset);
-        st.owed.set(d.offset, 0);
+    await this.deadLetters.each(scope.id, scope.group, (d) => {
+      if (d.state === 'dead') {
+        // Given up on above a record still unfinished (the cursor could not pass it yet), or
+        // just before a crash: finished, never handed out again as new work.
+        if (d.offset >= st.position) st.finish(d.offset);
+        return;
       }
-      if (page.length < DEAD_LETTER_LIST_MAX) return;
-      after = page[page.length - 1]!.offset;
-    }
+      st.redriven.add(d.offset);
+      st.owed.set(d.offset, 0);
+    });
   }
 
   /** The state when the group exists (in memory, a cursor, or dead letters); else not_found. */

@@ -34,7 +34,7 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
-import type { Access } from './access.js';
+import { type OpenedScope, opening } from './opened-scopes.js';
 import { ConnectionGrant, type Principal } from './grant.js';
 import { admit, forwardable } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
@@ -76,10 +76,9 @@ class StreamRequests implements RequestContext {
   ended = false;
   /** It opened a subscription or a watch: it ends when the connection's token expires. */
   longLived = false;
-  /** The requests that opened them, checked again when the connection's token changes (a
-   *  narrower token ends what it no longer allows); bounded by the subscriptions and watches a
-   *  connection may hold. */
-  readonly opened: Array<{ access: Access; msg: Message }> = [];
+  /** The scopes that opened them, checked again when the connection's token changes (a
+   *  narrower token ends what it no longer allows); see rememberOpened for its bound. */
+  readonly opened: OpenedScope[] = [];
 
   // Plain fields, not getters over `state`: handlers read them on every request.
   readonly stream: TransportStream;
@@ -591,6 +590,7 @@ export class ClientSession {
   /** Ends a stream that opened subscriptions or watches, with `refusal` as its reason. */
   private endLongLived(rc: StreamRequests, refusal: Refusal): void {
     const st = rc.state;
+    if (st.expired) return; // already being ended (an expiry, or an earlier narrower token)
     st.expired = true;
     this.letGo(st);
     // The reason goes out on the control stream before the subscriptions' own streams are
@@ -654,15 +654,7 @@ export class ClientSession {
       return forwardable(entry, refused) ? handler.forward!(msg, rc, refused) : refused;
     if (entry.access?.longLived === true) {
       rc.longLived = true;
-      // Only the scope the check reads: the message itself may be large, or a reader's.
-      const m = msg as unknown as Record<string, unknown>;
-      const scope = {
-        tenant_id: m.tenant_id,
-        namespace: m.namespace,
-        stream: m.stream,
-        cache: m.cache,
-      };
-      rc.opened.push({ access: entry.access, msg: scope as unknown as Message });
+      return opening(handler.handle(msg, rc), rc.opened, entry.access, msg);
     }
     return handler.handle(msg, rc);
   }
