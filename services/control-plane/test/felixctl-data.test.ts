@@ -177,7 +177,9 @@ describe('felixctl data verbs', () => {
 
   it('felixctl_group_poll_hands_out_and_acks_records_and_describe_shows_the_position', async () => {
     await start(['pub', 'jobs'], { input: 'j0\nj1\nj2\n' }).done;
-    const poll = await ctl('group', 'poll', 'jobs', 'workers', '--max', '2');
+    // A group sees records once they are durable: on a loaded machine that can take longer than
+    // the default 1 s wait, after which the poll answers empty. It answers as soon as they are.
+    const poll = await ctl('group', 'poll', 'jobs', 'workers', '--max', '2', '--wait', '10s');
     expect(poll.code, poll.err).toBe(0);
     expect(poll.out).toEqual(['0 attempts=1 j0', '1 attempts=1 j1']);
     const d = await ctl('--json', 'group', 'describe', 'jobs', 'workers');
