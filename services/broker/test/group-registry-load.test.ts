@@ -8,6 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
 import type { StreamConfig } from '../src/config/types.js';
 import type { RecordSource } from '../src/groups/record-source.js';
+import { describe as describeGroup } from '../src/groups/admin.js';
+import type { GroupCore } from '../src/groups/core.js';
 import { GroupRegistry } from '../src/groups/registry.js';
 import type { Scope } from '../src/groups/requests.js';
 
@@ -58,5 +60,11 @@ describe('group registry load', () => {
     expect([...st.redriven]).toEqual([cursor - 50]);
     expect(st.owedInOrder()).toEqual([cursor - 50]);
     expect(st.done.has(cursor + 1)).toBe(true);
+    // Described, the group counts every dead letter it holds, not one list page.
+    const core = { registry: again } as unknown as GroupCore;
+    const info = await describeGroup(core, scopeAt(cursor + 10), {
+      type: 'group_describe',
+    } as never);
+    expect(info).toMatchObject({ type: 'group_info', dead_letters: old + 1 });
   });
 });

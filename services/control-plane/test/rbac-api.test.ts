@@ -5,6 +5,7 @@
 // Method: the app over a SQLite store with tenant t1 bootstrapped (token-fixture.ts) and a fake
 // IdP; callers get their tokens through the exchange, as users would.
 import { BROKER_AUDIENCE } from '@felix/authz';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { principalIdOf } from '../src/auth/oidc.js';
 import { type FakeIdp, startFakeIdp } from './fake-idp.js';
@@ -190,6 +191,44 @@ describe('RBAC routes', () => {
     expect(revoke.statusCode, revoke.body).toBe(403);
     expect(revoke.json().code).toBe('FELIX_CONTROLPLANE_DELEGATION_REFUSED');
     expect((await refresh(env, victim.refresh_token)).statusCode).toBe(200);
+  });
+
+  it('a_request_refused_to_a_token_minted_in_anothers_name_is_logged_with_its_holder', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (l: string) => void lines.push(JSON.parse(l)) },
+    );
+    const logged = await tokenEnv('sqlite', idp, { logger });
+    try {
+      const admin = (await exchange(logged, 'alice')).json().felix_token as string;
+      const hank = principalIdOf(idp.issuer, 'hank');
+      const minted = await logged.built.app.inject({
+        method: 'POST',
+        url: '/v1/tenants/t1/token/delegate',
+        headers: bearer(admin),
+        payload: {
+          subject: hank,
+          audience: 'felix-controlplane',
+          requested: ['stream.publish:stream:t1/orders/*'],
+        },
+      });
+      expect(minted.statusCode, minted.body).toBe(200);
+      const refused = await logged.built.app.inject({
+        method: 'POST',
+        url: '/v1/tenants/t1/namespaces',
+        headers: bearer(minted.json().felix_token),
+        payload: { namespace: 'x' },
+      });
+      expect(refused.statusCode).toBe(403);
+      // Attributed to the principal it names and to who actually held it.
+      expect(lines.find((l) => l.msg === 'request refused')).toMatchObject({
+        sub: hank,
+        act: principalIdOf(idp.issuer, 'alice'),
+      });
+    } finally {
+      await logged.close();
+    }
   });
 
   it('an_issuer_added_through_the_api_is_trusted_by_the_next_exchange', async () => {

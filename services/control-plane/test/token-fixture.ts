@@ -11,6 +11,7 @@ import {
   generateSigningKey,
   verifyToken,
 } from '@felix/authz';
+import type { AppDeps } from '../src/http/app.js';
 import { principalIdOf } from '../src/auth/oidc.js';
 import type { FakeIdp } from './fake-idp.js';
 import { type Backend, type OpenedStore, openTestStore, testApp } from './helpers.js';
@@ -24,7 +25,11 @@ export interface TokenEnv {
 }
 
 /** `alice` is an admin (RBAC, delegation, namespaces); the IdP group `apps` may publish to orders. */
-export async function tokenEnv(backend: Backend, idp: FakeIdp): Promise<TokenEnv> {
+export async function tokenEnv(
+  backend: Backend,
+  idp: FakeIdp,
+  deps: Partial<AppDeps> = {},
+): Promise<TokenEnv> {
   const opened = await openTestStore(backend);
   const key = await generateSigningKey();
   const keys = new InMemoryKeySet();
@@ -63,7 +68,7 @@ export async function tokenEnv(backend: Backend, idp: FakeIdp): Promise<TokenEnv
       { subject: `group:${idp.issuer}#apps`, role: 'app' },
     ],
   });
-  const built = await testApp(opened.store);
+  const built = await testApp(opened.store, deps);
   return {
     opened,
     built,

@@ -91,9 +91,11 @@ export async function describe(
   const st = registry.held(scope);
   const committed = st?.committed ?? (await registry.cursors.position(scope.id, scope.group));
   st?.expire(Date.now());
-  const dead = (await registry.deadLetters.list(scope.id, scope.group)).filter(
-    (d) => d.state === 'dead',
-  ).length;
+  // Every dead letter counts, not only one list page's (1,000).
+  let dead = 0;
+  await registry.deadLetters.each(scope.id, scope.group, (d) => {
+    if (d.state === 'dead') dead++;
+  });
   if (st === undefined && committed === undefined && dead === 0) throw unknownGroup(scope.group);
   return {
     type: 'group_info',

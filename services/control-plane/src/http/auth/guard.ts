@@ -140,7 +140,9 @@ export function installGuard(app: FastifyInstance, deps: GuardDeps): void {
     const auth = req.routeOptions.config?.auth as RouteAuth | undefined;
     const principal = req.principal;
     if (!auth || !principal) return;
-    const who = { sub: principal.claims.sub, tid: principal.claims.tid };
+    // A token minted in another's name is logged with its holder too (`act`).
+    const act = principal.claims.act?.sub;
+    const who = { sub: principal.claims.sub, tid: principal.claims.tid, ...(act ? { act } : {}) };
     if (auth.kind === 'principal') {
       const t = (req.params as Record<string, string> | undefined)?.tenant_id;
       if (t !== undefined && t !== principal.claims.tid) {

@@ -97,10 +97,7 @@ function keyListAndStageRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const t = checkName('tenant_id', (req.params as Static<typeof S.TenantParams>).tenant_id);
       const staged = await store.signingKeys.stage(t, await newSigningKey());
       keys.invalidate(t);
-      req.log.info(
-        { tenant: t, kid: staged.kid, by: req.principal?.claims.sub },
-        'signing key staged',
-      );
+      req.log.info({ tenant: t, kid: staged.kid, ...byWhom(req) }, 'signing key staged');
       return reply.code(201).send(view(staged));
     },
   });
@@ -119,7 +116,7 @@ function keyChangeRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const t = checkName('tenant_id', p.tenant_id);
       const k = await act(t, p.kid);
       keys.invalidate(t);
-      req.log.info({ tenant: t, kid: k.kid, by: req.principal?.claims.sub }, `signing key ${what}`);
+      req.log.info({ tenant: t, kid: k.kid, ...byWhom(req) }, `signing key ${what}`);
       return view(k);
     };
   app.post(`${base}/:kid/activate`, {
@@ -141,4 +138,12 @@ function keyChangeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: change((t, kid) => store.signingKeys.retire(t, kid), 'retired'),
   });
+}
+
+/** Who made a change, for its log line: the token's principal, and its holder when the token
+ *  was minted in that principal's name (`act`). */
+function byWhom(req: FastifyRequest): { by?: string; act?: string } {
+  const claims = req.principal?.claims;
+  if (claims === undefined) return {};
+  return claims.act === undefined ? { by: claims.sub } : { by: claims.sub, act: claims.act.sub };
 }
