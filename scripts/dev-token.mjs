@@ -5,7 +5,8 @@
 //
 //   FELIX_BOOTSTRAP_TOKEN=... node scripts/dev-token.mjs <tenant> <principal> <broker|controlplane> <permission>...
 //
-// FELIX_BOOTSTRAP_URL picks the listener (default http://127.0.0.1:9095). The tenant must have
+// FELIX_BOOTSTRAP_URL picks the listener (default http://127.0.0.1:9095); FELIX_DEV_TOKEN_TTL the
+// token's lifetime in seconds (default 900, at most 86400). The tenant must have
 // been initialized through the same listener (the quickstart initializes `operator` and `t1`).
 const [tenant, principal, audience, ...permissions] = process.argv.slice(2);
 const AUDIENCES = { broker: 'felix-broker', controlplane: 'felix-controlplane' };
@@ -23,6 +24,11 @@ if (!tenant || !principal || !AUDIENCES[audience] || permissions.length === 0) {
   process.exit(2);
 }
 const base = process.env.FELIX_BOOTSTRAP_URL ?? 'http://127.0.0.1:9095';
+const ttl = process.env.FELIX_DEV_TOKEN_TTL;
+if (ttl !== undefined && !/^[1-9][0-9]*$/.test(ttl)) {
+  console.error(`dev-token: FELIX_DEV_TOKEN_TTL must be whole seconds (1 to 86400), not ${ttl}`);
+  process.exit(2);
+}
 const NOT_INITIALIZED = `tenant ${tenant} is not initialized on this control plane: run the quickstart once (npx pnpm@10.34.9 run quickstart initializes operator and t1) against the same data directory, or POST .../tenants/${tenant}/initialize to the bootstrap listener`;
 const HINTS = {
   FELIX_CONTROLPLANE_UNAUTHENTICATED:
@@ -37,7 +43,12 @@ const res = await fetch(
   {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-felix-bootstrap-token': bootstrapToken },
-    body: JSON.stringify({ principal, permissions, audience: AUDIENCES[audience] }),
+    body: JSON.stringify({
+      principal,
+      permissions,
+      audience: AUDIENCES[audience],
+      ...(ttl === undefined ? {} : { ttl_seconds: Number(ttl) }),
+    }),
   },
 ).catch((err) => {
   // fetch says only "fetch failed"; its cause names the refusal.

@@ -27,9 +27,14 @@ function freePort(): Promise<number> {
   });
 }
 
-function devToken(url: string, secret: string, args: string[]) {
+function devToken(url: string, secret: string, args: string[], ttl?: string) {
   return spawnSync(process.execPath, [join(ROOT, 'scripts', 'dev-token.mjs'), ...args], {
-    env: { PATH: process.env.PATH, FELIX_BOOTSTRAP_URL: url, FELIX_BOOTSTRAP_TOKEN: secret },
+    env: {
+      PATH: process.env.PATH,
+      FELIX_BOOTSTRAP_URL: url,
+      FELIX_BOOTSTRAP_TOKEN: secret,
+      ...(ttl === undefined ? {} : { FELIX_DEV_TOKEN_TTL: ttl }),
+    },
     encoding: 'utf8',
     timeout: 30_000,
   });
@@ -117,5 +122,22 @@ describe('scripts/dev-token.mjs', () => {
     expect(down.status).toBe(1);
     // fetch's own words were "fetch failed"; the refusal is what says the listener is not there.
     expect(down.stderr).toMatch(/did not answer \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)/);
+  });
+
+  it('dev_token_ttl_sets_how_long_the_token_lasts', () => {
+    const args = ['t1', 'me', 'broker', 'stream.publish:stream:t1/default/*'];
+    const lifetimeOf = (token: string) => {
+      const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString());
+      return claims.exp - claims.iat;
+    };
+    const plain = devToken(boot, SECRET, args);
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(lifetimeOf(plain.stdout.trim())).toBe(900);
+    const day = devToken(boot, SECRET, args, '86400');
+    expect(day.status, day.stderr).toBe(0);
+    expect(lifetimeOf(day.stdout.trim())).toBe(86_400);
+    const bad = devToken(boot, SECRET, args, '1h');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/FELIX_DEV_TOKEN_TTL must be whole seconds/);
   });
 });

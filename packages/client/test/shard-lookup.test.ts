@@ -1,13 +1,14 @@
 // Goal: concurrent shard lookups of one stream share one `stream_shards` request, and each
 // caller's signal ends only its own call. Method: FelixClient over the scripted fake broker
 // (test/fake-broker.ts), which holds the lookup's answer until the test sends it. A subscription
-// whose lookup fails leaves nothing on the caller's signal.
+// whose lookup fails leaves nothing on the caller's signal. A watch given a bare key string (not
+// `{ key }`) is refused with the typed error.
 import { getEventListeners } from 'node:events';
 import { waitFor } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
-import { AbortedError, UnknownStreamError } from '../src/errors.js';
+import { AbortedError, InvalidArgumentError, UnknownStreamError } from '../src/errors.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import { FakeBroker, type FakeStream } from './fake-broker.js';
 
@@ -73,6 +74,14 @@ describe('shard lookups', () => {
     await waitFor(() => held.length === 1 || undefined, 'the lookup reaches the broker');
     stop.abort();
     await expect(next).resolves.toMatchObject({ done: true });
+    await client.close();
+  });
+
+  it('a_cache_watch_given_a_bare_key_string_is_refused_with_a_typed_error', async () => {
+    const { client } = await rig();
+    const users = client.cache('users');
+    expect(() => users.watch('u1' as never)).toThrow(InvalidArgumentError);
+    expect(() => users.watch({ key: 'u1', prefix: 'u' } as never)).toThrow(InvalidArgumentError);
     await client.close();
   });
 });

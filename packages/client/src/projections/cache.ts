@@ -288,6 +288,11 @@ export class Cache {
 
   /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts or on `break`. */
   watch(filter: WatchFilterSpec, opts: CacheWatchOptions = {}): AsyncIterable<CacheWatchEvent> {
+    // A bare key string is the likely slip: `watch('u1')` for `watch({ key: 'u1' })`.
+    if (typeof filter !== 'object' || filter === null || 'key' in filter === 'prefix' in filter)
+      throw new InvalidArgumentError(
+        "a watch filter is { key: 'k' } or { prefix: 'p' } (exactly one of them)",
+      );
     if ('key' in filter) checkKey(filter.key);
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
