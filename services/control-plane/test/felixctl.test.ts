@@ -243,6 +243,23 @@ describe('felixctl', () => {
     expect(r.err.join('\n')).toMatch(/401 FELIX_CONTROLPLANE_UNAUTHENTICATED: .*hint: log in/);
   });
 
+  it('felixctl_refused_while_felix_token_is_set_says_it_replaces_the_login', async () => {
+    const r = await recorded(
+      { FELIX_CONFIG: join(home.path, 'none.json'), FELIX_TOKEN: 'a.broker.token' },
+      ['--url', 'http://127.0.0.1:1', 'streams', 'list', 't1', 'default'],
+      () =>
+        new Response(
+          JSON.stringify({
+            code: 'FELIX_CONTROLPLANE_UNAUTHENTICATED',
+            message: 'token refused: the token is not for audience felix-controlplane',
+          }),
+          { status: 401 },
+        ),
+    );
+    expect(r.code).toBe(1);
+    expect(r.err.join('\n')).toMatch(/hint: FELIX_TOKEN is set and replaces the stored login/);
+  });
+
   it('every_felixctl_command_sends_the_stored_token', async () => {
     const path = join(home.path, 'every.json');
     const env = { FELIX_CONFIG: path };

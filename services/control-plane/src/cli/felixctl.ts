@@ -81,12 +81,18 @@ export async function runFelixctl(argv: string[], io: DataIo): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     if (err instanceof ApiError) {
-      // A 401 is the commonest first stop: say how to get a control-plane token in.
+      // A 401 is the commonest first stop: say how to get a control-plane token in. A token in
+      // FELIX_TOKEN (often a broker token exported for data verbs) replaces the stored login,
+      // so logging in again cannot help: say that first.
+      const fromEnv = Boolean(io.env.FELIX_TOKEN) && !argv.includes('--token');
       const hint =
-        err.status === 401
-          ? '; hint: log in with a control-plane token (felixctl --url URL login --tenant T ' +
-            '--token TOKEN, docs/felixctl.md) or pass --token / FELIX_TOKEN'
-          : '';
+        err.status !== 401
+          ? ''
+          : fromEnv
+            ? '; hint: FELIX_TOKEN is set and replaces the stored login for every call: unset it ' +
+              '(or give a broker token per command) to use the login'
+            : '; hint: log in with a control-plane token (felixctl --url URL login --tenant T ' +
+              '--token TOKEN, docs/felixctl.md) or pass --token / FELIX_TOKEN';
       io.err(`felixctl: ${err.message}${hint}`);
       return EXIT.refused;
     }
