@@ -211,17 +211,7 @@ export class DeadLetterStore {
     limit = DEAD_LETTER_LIST_MAX,
     after = -1,
   ): Promise<DeadLetter[]> {
-    deadLetterKey(group, 0);
-    const cache = await this.caches.cache(shard);
-    const prefix = `${group}${SEPARATOR}`;
-    // Keys sort as strings; offsets need numeric order: sort the offsets, then read the lowest.
-    const offsets: number[] = [];
-    for (const key of await cache.keys(prefix, Number.MAX_SAFE_INTEGER)) {
-      const offset = Number(key.slice(prefix.length));
-      if (!Number.isSafeInteger(offset)) throw new GroupStateCorruptError(`dead-letter key ${key}`);
-      if (offset > after) offsets.push(offset);
-    }
-    offsets.sort((a, b) => a - b);
+    const { cache, prefix, offsets } = await this.offsetsOf(shard, group, after);
     const want = Math.min(limit, DEAD_LETTER_LIST_MAX);
     const out: DeadLetter[] = [];
     // An entry removed since the keys were taken is passed over, and the page filled from the
@@ -238,6 +228,16 @@ export class DeadLetterStore {
    * with `list` takes them again per page: quadratic in the group's dead letters).
    */
   async each(shard: GroupShard, group: string, visit: (d: DeadLetter) => void): Promise<void> {
+    const { cache, prefix, offsets } = await this.offsetsOf(shard, group, -1);
+    for (const offset of offsets) {
+      // An entry removed since the keys were taken is passed over.
+      const value = await cache.get(`${prefix}${offset}`);
+      if (value !== undefined) visit({ offset, state: decodeState(value) });
+    }
+  }
+
+  /** The group's dead-letter offsets above `after`, in numeric order (keys sort as strings). */
+  private async offsetsOf(shard: GroupShard, group: string, after: number) {
     deadLetterKey(group, 0);
     const cache = await this.caches.cache(shard);
     const prefix = `${group}${SEPARATOR}`;
@@ -245,14 +245,10 @@ export class DeadLetterStore {
     for (const key of await cache.keys(prefix, Number.MAX_SAFE_INTEGER)) {
       const offset = Number(key.slice(prefix.length));
       if (!Number.isSafeInteger(offset)) throw new GroupStateCorruptError(`dead-letter key ${key}`);
-      offsets.push(offset);
+      if (offset > after) offsets.push(offset);
     }
     offsets.sort((a, b) => a - b);
-    for (const offset of offsets) {
-      // An entry removed since the keys were taken is passed over.
-      const value = await cache.get(`${prefix}${offset}`);
-      if (value !== undefined) visit({ offset, state: decodeState(value) });
-    }
+    return { cache, prefix, offsets };
   }
 
   /** Flips a dead entry to redriven; answers false when there is no dead entry at `offset`. */
