@@ -44,7 +44,7 @@ export {
   encodeReplicaState,
 } from './replica/replica-state.js';
 export type { FsyncMode, LogOptions, ReadBudget, ReadResult, Staged } from './log/segment-log.js';
-export { DIR_LOCK_FILE, shardDirName } from './log/layout.js';
+export { DIR_LOCK_FILE, ensureDurableDir, shardDirName } from './log/layout.js';
 export type { ShardId } from './log/layout.js';
 export { DISCARDED_PREFIX, discardShardDir, sweepDiscarded } from './log/discard.js';
 export type { LogRecord } from './segment/reader.js';
@@ -53,6 +53,7 @@ export { FLAG_GENERATION_START } from './segment/format.js';
 export { applyRecovery, planRecovery } from './log/recovery.js';
 export type { RecoveredSegment, RecoveryAction, RecoveryPlan } from './log/recovery.js';
 export type { Io, IoFile, OpenMode } from './io/io.js';
+export { readFully, writeFully } from './io/io.js';
 export { NodeIo, nodeIo } from './io/node-io.js';
 export { FaultyIo, systemError } from './io/faulty-io.js';
 export type { FaultCode } from './io/faulty-io.js';

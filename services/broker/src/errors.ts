@@ -158,6 +158,14 @@ export class NodeTokenFileError extends BrokerError {
   }
 }
 
+/** A name-incarnation file (cluster/name-incarnations.ts) that does not decode. */
+export class NameMarkerError extends BrokerError {
+  readonly code = 'FELIX_BROKER_NAME_MARKER';
+  constructor(reason: string, options?: FelixErrorOptions) {
+    super(`name incarnation file: ${reason}`, options);
+  }
+}
+
 /** A tenant's JWKS could not be fetched or read (remembered for JWKS_FAILURE_MEMORY_MS). */
 export class JwksFetchError extends BrokerError {
   readonly code = 'FELIX_BROKER_JWKS_FETCH';

@@ -399,3 +399,8 @@ export const CONTROLPLANE_OUTAGE_REMIND_MS = 60_000;
  *  when its wait, at most 25 s, ends). Longer than CONTROLPLANE_RETRY_MS_MAX, so a call that
  *  keeps failing keeps the outage open. */
 export const CONTROLPLANE_OUTAGE_CLEAR_MS = 30_000;
+
+/** Longest creation id a catalog item may carry (the control plane's are 36-char UUIDs). */
+export const NAME_UID_CHARS_MAX = 64;
+/** Largest name-incarnation file read back (cluster/name-incarnations.ts): its id and width. */
+export const NAME_MARKER_BYTES_MAX = 256;

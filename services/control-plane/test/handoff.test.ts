@@ -22,6 +22,7 @@ function durableQuorum(name: string): Stream {
     consistency: 'Quorum',
     durable: true,
     routing: 'modulo',
+    uid: '',
   };
 }
 

@@ -28,6 +28,7 @@ function stream(name: string, extra: Partial<Stream> = {}): Stream {
     consistency: 'Leader',
     durable: false,
     routing: 'modulo',
+    uid: '',
     ...extra,
   };
 }

@@ -33,6 +33,7 @@ export function stream(name: string, extra: Partial<Stream> = {}): Stream {
     consistency: 'Leader',
     durable: false,
     routing: 'modulo',
+    uid: '',
     ...extra,
   };
 }
@@ -100,17 +101,45 @@ function storeContract(backend: Backend): void {
         consistency: 'Quorum',
       });
       expect(await store.tenants.get('t1')).toEqual({ tenant_id: 't1', display_name: 'T1' });
-      expect(await store.streams.get('t1', 'ns', 'orders')).toEqual(
+      const orders = await store.streams.get('t1', 'ns', 'orders');
+      expect(orders).toEqual(
         stream('orders', {
           shards: 4,
           replication_factor: 3,
           durable: true,
           routing: 'jump_hash',
           retention: { max_age_seconds: 60, max_size_bytes: null },
+          uid: orders.uid,
         }),
       );
+      expect(orders.uid).toMatch(/^[0-9a-f-]{36}$/);
       expect((await store.caches.get('t1', 'ns', 'sessions')).consistency).toBe('Quorum');
       expect((await store.namespaces.list('t1', 10)).items.map((n) => n.namespace)).toEqual(['ns']);
+    });
+
+    it('a_name_deleted_and_created_again_gets_another_creation_id', async () => {
+      await seed(store);
+      const first = (await store.streams.create(stream('s'))).item;
+      // An identical create answers the existing resource with its id.
+      expect((await store.streams.create(stream('s'))).item.uid).toBe(first.uid);
+      await store.streams.delete('t1', 'ns', 's');
+      const again = (await store.streams.create(stream('s'))).item;
+      expect(again.uid).not.toBe('');
+      expect(again.uid).not.toBe(first.uid);
+      expect((await store.streams.get('t1', 'ns', 's')).uid).toBe(again.uid);
+      const cache = { ...stream('c'), cache: 'c', display_name: 'c' };
+      const { stream: _s, kind: _k, retention: _r, durable: _d, routing: _ro, ...c } = cache;
+      const c1 = (await store.caches.create(c)).item;
+      await store.caches.delete('t1', 'ns', 'c');
+      const c2 = (await store.caches.create(c)).item;
+      expect(c1.uid).not.toBe(c2.uid);
+      // The feed carries it: a broker compares it with what its files were written for.
+      const feed = await store.feeds.changes('caches', 0, 100);
+      const created = feed.items.filter((ch) => ch.op === 'created').map((ch) => ch.item);
+      expect(created).toEqual([
+        expect.objectContaining({ uid: c1.uid }),
+        expect.objectContaining({ uid: c2.uid }),
+      ]);
     });
 
     it('an_identical_create_is_unchanged_and_a_different_one_conflicts', async () => {

@@ -85,4 +85,87 @@ describe('a name deleted and created again', () => {
     expect(TEXT.decode((await client.cache('kv').get('secret'))!)).toBe('new value');
     await client.close();
   }, 120_000);
+  it('a_cache_created_again_while_its_broker_was_down_answers_nothing_of_the_old_one', async () => {
+    const c = await startCluster({ brokers: 1, caches: [{ name: 'kv', shards: 1 }] });
+    holder.cluster = c;
+    const before = await c.connect();
+    await before.cache('kv').put('secret', 'old value');
+    expect(await before.counter('kv').add('hits', 5n)).toBe(5n);
+    await before.close();
+    // The broker hears neither the delete nor the creation: its feed resumes from a snapshot
+    // that lists the name, under the new creation's id.
+    await c.stop(0);
+    await c.catalogCall('DELETE', '/caches/kv');
+    await c.catalogCall('POST', '/caches', { cache: 'kv', shards: 1 });
+    await c.start(0);
+    const client = await c.connect();
+    const got = await served(() => client.cache('kv').get('secret'), 'the new cache to be served');
+    expect(got === undefined ? undefined : TEXT.decode(got)).toBeUndefined();
+    expect((await client.counter('kv').get('hits')) ?? 0n).toBe(0n);
+    await client.cache('kv').put('secret', 'new value');
+    expect(TEXT.decode((await client.cache('kv').get('secret'))!)).toBe('new value');
+    // Restarted once more, the broker keeps the new creation's values.
+    await client.close();
+    await c.restart(0);
+    const again = await c.connect();
+    const kept = await served(
+      () => again.cache('kv').get('secret'),
+      'the cache to be served again',
+    );
+    expect(kept === undefined ? undefined : TEXT.decode(kept)).toBe('new value');
+    await again.close();
+  }, 180_000);
+
+  it('a_stream_created_again_while_a_follower_was_down_is_acked_through_that_follower', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+    });
+    holder.cluster = c;
+    const writer = await c.connect();
+    await publishAll(writer, 'orders', ['old-0', 'old-1', 'old-2']);
+    // A hand-off: the old stream's replica files hold generation 2 on every broker.
+    const first = (await c.leaderOf('orders'))!;
+    await c.stop(first.id);
+    await c.start(first.id);
+    await c.waitServed();
+    await publishAll(writer, 'orders', ['old-3']);
+    await writer.close();
+    const leader = (await c.leaderOf('orders'))!;
+    const [absent, other] = c.brokers.filter((b) => b.id !== leader.id);
+    // `absent` hears neither the delete nor the creation.
+    await c.stop(absent!.id);
+    await c.catalogCall('DELETE', '/streams/orders');
+    await waitFor(
+      async () => !(await c.assignments()).some((a) => a.stream === 'orders'),
+      'the deleted stream to be unassigned',
+      scaled(STEP_MS),
+    );
+    await c.catalogCall('POST', '/streams', {
+      stream: 'orders',
+      shards: 1,
+      durable: true,
+      replication_factor: 3,
+      consistency: 'Quorum',
+    });
+    const client = await c.connect();
+    await publishAll(client, 'orders', ['new-0', 'new-1']);
+    await c.start(absent!.id);
+    await waitFor(
+      async () =>
+        (await c.assignments()).some(
+          (a) => a.stream === 'orders' && a.replicas.includes(absent!.id),
+        ),
+      'the returned broker to be in the new stream replica set',
+      scaled(STEP_MS),
+    );
+    // With the other follower gone, a quorum needs the returned broker: it must take the new
+    // stream's records (generation 1) rather than keep the old stream's files (generation 2).
+    await c.stop(other!.id);
+    await publishAll(client, 'orders', ['new-2']);
+    const seen = await readUpTo(client, 'orders', 'new-2');
+    expect(seen).toEqual(['new-0', 'new-1', 'new-2']);
+    await client.close();
+  }, 300_000);
 });

@@ -10,11 +10,15 @@ import type { ShardOwnerKind } from '@felix/replication';
 import type { ShardId } from '@felix/storage';
 import type { Logger } from 'pino';
 import { Refusal } from '../session/refusal.js';
+import { type NamedConfig, NameIncarnations } from './name-incarnations.js';
+import type { NameMarkerFiles } from './name-markers.js';
 
 /** What the shard table asks of the files of a deleted shard (deleted-shards.ts). */
 export interface ShardFiles {
   /** Closes every log this broker holds of shard `id` of `owner` kind and removes its files. */
   discard(owner: ShardOwnerKind, id: ShardId): Promise<void>;
+  /** The name-incarnation files (absent without a data directory: nothing to compare). */
+  readonly markers?: NameMarkerFiles;
 }
 
 /** A deleted stream or cache, by as many shards as this broker knew it with. */
@@ -45,8 +49,17 @@ function keyOf(owner: string, tenant: string, namespace: string, name: string): 
 
 export class DeletedNames {
   private readonly names = new Map<string, DeletedName>();
+  /** Names created again unheard (their files are of an earlier creation), and new names. */
+  private readonly incarnations: NameIncarnations;
 
-  constructor(private readonly log: Logger) {}
+  constructor(private readonly log: Logger) {
+    this.incarnations = new NameIncarnations(log);
+  }
+
+  /** The catalog lists `config`: its files must be of this creation before it is served. */
+  observe(owner: ShardOwnerKind, config: NamedConfig): void {
+    this.incarnations.observe(owner, config);
+  }
 
   /** The catalog deleted a stream or cache this broker knew as `config` (undefined: it did not
    *  know it, and holds none of its files). Deleted again meanwhile: the widest is kept. */
@@ -56,16 +69,22 @@ export class DeletedNames {
     const k = keyOf(owner, tenant, namespace, name);
     const shards = Math.max(config.shards, this.names.get(k)?.shards ?? 0);
     this.names.set(k, { owner, tenant, namespace, name, shards });
+    this.incarnations.forget(owner, config);
   }
 
+  /** Whether the name is unserved: its old files are being removed, or its incarnation file
+   *  is not yet settled (name-incarnations.ts). */
   has(owner: ShardOwnerKind, t: string, ns: string, name: string): boolean {
-    return this.names.size > 0 && this.names.has(keyOf(owner, t, ns, name));
+    if (this.names.size > 0 && this.names.has(keyOf(owner, t, ns, name))) return true;
+    return this.incarnations.pending(owner, t, ns, name);
   }
 
   /** The refusal of a request for a shard of a name whose old files are still here, or null. */
   refusal(owner: ShardOwnerKind, t: string, ns: string, name: string, where: string) {
     if (!this.has(owner, t, ns, name)) return null;
-    const why = `the files of the deleted ${owner} of this name are being removed`;
+    const why = this.names.has(keyOf(owner, t, ns, name))
+      ? `the files of the deleted ${owner} of this name are being removed`
+      : `this broker is checking which creation of the ${owner} its files belong to`;
     return new Refusal('shard_unavailable', `${where}: ${why} (not_ready)`, 'not_ready');
   }
 
@@ -76,17 +95,27 @@ export class DeletedNames {
       if (hooks.closed()) return;
       const what = `${d.owner} ${d.tenant}/${d.namespace}/${d.name}`;
       try {
-        await hooks.close(d);
-        for (let i = 0; i < d.shards; i++) {
-          const id = { tenant: d.tenant, namespace: d.namespace, stream: d.name, shard: i };
-          await files?.discard(d.owner, id);
-        }
+        await this.discardName(files, hooks, d);
         this.names.delete(k);
         this.log.info({ [d.owner]: what, shards: d.shards }, 'files of a deleted name removed');
       } catch (err) {
         this.log.warn({ err, [d.owner]: what }, 'removing the files of a deleted name failed');
         hooks.retryLater();
       }
+    }
+    // Then the incarnation files, each after the files of an earlier creation went.
+    await this.incarnations.settle(files?.markers, {
+      discardOld: (d) => this.discardName(files, hooks, d),
+      closed: hooks.closed,
+      retryLater: hooks.retryLater,
+    });
+  }
+
+  private async discardName(files: ShardFiles | null, hooks: DiscardHooks, d: DeletedName) {
+    await hooks.close(d);
+    for (let i = 0; i < d.shards; i++) {
+      const id = { tenant: d.tenant, namespace: d.namespace, stream: d.name, shard: i };
+      await files?.discard(d.owner, id);
     }
   }
 }

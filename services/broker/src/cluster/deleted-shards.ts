@@ -22,6 +22,7 @@ import type { ShardRef } from '@felix/wire';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/types.js';
 import { followerLogOptions } from './internal-node.js';
+import { type NameMarkerFiles, NameMarkerStore } from './name-markers.js';
 import type { RidingLogs } from './riding-logs.js';
 
 export interface DeletedShardsDeps {
@@ -36,7 +37,17 @@ export interface DeletedShardsDeps {
 
 /** The shard table's ShardFiles (deleted-names.ts). */
 export class DeletedShards {
-  constructor(private readonly deps: DeletedShardsDeps) {}
+  /** Which creation of each name the files belong to (none without a data directory). */
+  readonly markers: NameMarkerFiles | undefined;
+
+  constructor(private readonly deps: DeletedShardsDeps) {
+    const { cfg, io, log } = deps;
+    const dataDir = cfg.durable.data_dir;
+    this.markers =
+      dataDir === null
+        ? undefined
+        : new NameMarkerStore(dataDir, io, (fields, message) => log.warn(fields, message));
+  }
 
   async discard(owner: ShardOwnerKind, id: ShardId): Promise<void> {
     const { cfg, io, log, riding, releaseFollower } = this.deps;

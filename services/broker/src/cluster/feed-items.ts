@@ -3,6 +3,7 @@
  * shard assignment. Parsing never throws: a malformed item is null and the table logs it.
  */
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
+import { NAME_UID_CHARS_MAX } from '../limits.js';
 
 export type ShardKind = 'stream' | 'cache';
 
@@ -70,6 +71,7 @@ export function streamFromCatalog(item: unknown, cfg: BrokerConfig): StreamConfi
     // The control plane spells it `Leader` / `Quorum`; anything else is the default.
     consistency: String(s.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
     replication_factor: posInt(s.replication_factor) ?? 1,
+    ...uidOf(s.uid),
   };
 }
 
@@ -93,7 +95,13 @@ export function cacheFromCatalog(item: unknown, cfg: BrokerConfig): CacheConfig 
     default_ttl_ms: null,
     consistency: String(c.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
     replication_factor: posInt(c.replication_factor) ?? 1,
+    ...uidOf(c.uid),
   };
+}
+
+/** A catalog item's creation id when it has a usable one ('' or absent: none). */
+function uidOf(x: unknown): { uid?: string } {
+  return typeof x === 'string' && x.length > 0 && x.length <= NAME_UID_CHARS_MAX ? { uid: x } : {};
 }
 
 /** An assignment of the feed, or null when it is malformed. */

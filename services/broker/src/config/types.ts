@@ -34,6 +34,9 @@ export interface StreamConfig {
   group_cursor_fsync?: GroupCursorFsyncName;
   /** Its `periodic` groups' cursor write interval; absent: `groups.cursor_fsync_interval_ms`. */
   group_cursor_fsync_interval_ms?: number;
+  /** Catalog streams: the control plane's creation id (cluster/name-incarnations.ts); absent
+   *  from one created before the control plane assigned them. */
+  uid?: string;
 }
 
 export interface CacheConfig {
@@ -48,6 +51,8 @@ export interface CacheConfig {
   consistency?: 'leader' | 'quorum';
   /** Catalog caches: copies of each shard, the leader included; absent: 1. */
   replication_factor?: number;
+  /** Catalog caches: the control plane's creation id, as a stream's. */
+  uid?: string;
 }
 
 export interface BrokerConfig {

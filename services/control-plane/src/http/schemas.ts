@@ -116,6 +116,7 @@ export const Stream = Type.Object({
   consistency: Consistency,
   durable: Type.Boolean(),
   routing: Routing,
+  uid: Type.String({ description: 'Assigned at creation; another after a delete and create.' }),
 });
 export const CreateStream = Type.Object(
   {
@@ -150,6 +151,7 @@ export const Cache = Type.Object({
   shards: Type.Integer(),
   replication_factor: Type.Integer(),
   consistency: Consistency,
+  uid: Type.String({ description: 'Assigned at creation; another after a delete and create.' }),
 });
 export const CreateCache = Type.Object(
   {

@@ -4,6 +4,7 @@
  * identical create answers the existing one), is placed in its creating write when nodes are up,
  * and takes its assignments with it when deleted.
  */
+import { randomUUID } from 'node:crypto';
 import { AlreadyExistsError } from '../errors.js';
 import type { AssignmentRepository, PlacementView } from './assignments.js';
 import type { CatalogKind } from './catalog-kinds.js';
@@ -14,17 +15,23 @@ import { type ScopeChild, requireNamespace } from './tenants.js';
 import type { Transactions, Write } from './transaction.js';
 import type { Page } from './types.js';
 
-/** The fields every catalog resource has: its namespace and its sizing. */
+/** The fields every catalog resource has: its namespace, its sizing and its creation id. */
 interface Sharded {
   tenant_id: string;
   namespace: string;
   shards: number;
   replication_factor: number;
+  uid: string;
 }
 
 /** Two records are the same when they serialise the same (both are built in one key order). */
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Whether a create asks for what exists: the settings alike, whatever the creation ids. */
+function sameSettings<T extends Sharded>(existing: T, asked: T): boolean {
+  return same({ ...existing, uid: '' }, { ...asked, uid: '' });
 }
 
 export class CatalogRepository<T extends Sharded, P> implements ScopeChild {
@@ -39,13 +46,15 @@ export class CatalogRepository<T extends Sharded, P> implements ScopeChild {
    * (under the placement lock when capacity applies), so it is assigned as soon as it exists when
    * nodes are up.
    */
-  create(item: T, view?: PlacementView): Promise<{ item: T; created: boolean }> {
+  create(asked: Omit<T, 'uid'>, view?: PlacementView): Promise<{ item: T; created: boolean }> {
     return this.tx.write(async (w) => {
-      await requireNamespace(w.q, item.tenant_id, item.namespace);
+      await requireNamespace(w.q, asked.tenant_id, asked.namespace);
+      // A new id for every creation: a name deleted and created again is another resource.
+      const item = { ...asked, uid: randomUUID() } as T;
       const name = this.kind.nameOf(item);
       if (!(await this.insert(w, item))) {
         const existing = await this.find(w.q, item.tenant_id, item.namespace, name);
-        if (existing && same(existing, item)) return { item: existing, created: false };
+        if (existing && sameSettings(existing, item)) return { item: existing, created: false };
         throw new AlreadyExistsError(
           `${this.path(item.tenant_id, item.namespace, name)} exists with other settings`,
         );

@@ -179,6 +179,14 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'replica reports: the followers in sync within the leader lag window',
     statements: ["ALTER TABLE replica_reports ADD COLUMN in_sync TEXT NOT NULL DEFAULT '[]'"],
   },
+  {
+    version: 6,
+    name: 'catalog: a creation id per stream and cache, so a name created again is told apart',
+    statements: [
+      "ALTER TABLE streams ADD COLUMN uid TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE caches ADD COLUMN uid TEXT NOT NULL DEFAULT ''",
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -51,6 +51,7 @@ export function streamOf(r: Row): Stream {
     consistency: str(r.consistency) as Consistency,
     durable: num(r.durable) === 1,
     routing: str(r.routing) as Routing,
+    uid: uidOf(r),
   };
 }
 
@@ -63,7 +64,13 @@ export function cacheOf(r: Row): Cache {
     shards: num(r.shards),
     replication_factor: num(r.replication_factor),
     consistency: str(r.consistency) as Consistency,
+    uid: uidOf(r),
   };
+}
+
+/** A catalog row's creation id ('' for a row created before the column existed). */
+function uidOf(r: Row): string {
+  return typeof r.uid === 'string' ? r.uid : '';
 }
 
 export function nodeOf(r: Row): NodeRecord {

@@ -32,6 +32,9 @@ export interface Stream {
   consistency: Consistency;
   durable: boolean;
   routing: Routing;
+  /** Assigned at creation, never reused: brokers tell a name created again from the one whose
+   *  files they hold. '' for one created before the control plane assigned them. */
+  uid: string;
 }
 
 export interface Cache {
@@ -42,6 +45,8 @@ export interface Cache {
   shards: number;
   replication_factor: number;
   consistency: Consistency;
+  /** As a stream's `uid`. */
+  uid: string;
 }
 
 export interface NodeSpec {

@@ -1,0 +1,133 @@
+/**
+ * The name-incarnation files (name-incarnations.ts): one small file per stream or cache name
+ * under `<data_dir>/names/<stream|cache>/`, saying which creation of the name (the control
+ * plane's `uid`) this broker's shard directories of it were written for, and how many shards
+ * that creation had. Written aside and renamed (the directory synced), so a crash leaves the
+ * old file or the new one; read back bounded (NAME_MARKER_BYTES_MAX) and decoded strictly.
+ */
+import { join } from 'node:path';
+import type { ShardOwnerKind } from '@felix/replication';
+import { type Io, ensureDurableDir, readFully, shardDirName, writeFully } from '@felix/storage';
+import { NameMarkerError } from '../errors.js';
+import { NAME_MARKER_BYTES_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
+
+/** What a name's file holds. */
+export interface NameMarker {
+  uid: string;
+  shards: number;
+}
+
+/** A name, as the shard table knows it. */
+export interface MarkedName {
+  owner: ShardOwnerKind;
+  tenant: string;
+  namespace: string;
+  name: string;
+}
+
+/** The marker files as the incarnation bookkeeping asks for them. */
+export interface NameMarkerFiles {
+  /** The name's file, or null when it has none (or one that does not decode: logged). */
+  read(n: MarkedName): Promise<NameMarker | null>;
+  write(n: MarkedName, m: NameMarker): Promise<void>;
+  /** Removes the name's file (none: nothing). */
+  remove(n: MarkedName): Promise<void>;
+}
+
+/** Shard counts a marker may name: the catalog's own bound is far below. */
+const MARKER_SHARDS_MAX = 1_000_000;
+const UTF8 = new TextEncoder();
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+export function encodeNameMarker(m: NameMarker): Uint8Array {
+  return UTF8.encode(JSON.stringify({ uid: m.uid, shards: m.shards }));
+}
+
+/** Decodes a marker file's bytes; anything else than what encodeNameMarker writes is a
+ *  NameMarkerError (and only that is thrown). */
+export function decodeNameMarker(bytes: Uint8Array): NameMarker {
+  if (bytes.length > NAME_MARKER_BYTES_MAX)
+    throw new NameMarkerError(`${bytes.length} bytes, at most ${NAME_MARKER_BYTES_MAX}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(STRICT_UTF8.decode(bytes));
+  } catch (err) {
+    throw new NameMarkerError('not UTF-8 JSON', { cause: err });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new NameMarkerError('not an object');
+  const { uid, shards } = value as Record<string, unknown>;
+  if (typeof uid !== 'string' || uid.length === 0 || uid.length > NAME_UID_CHARS_MAX)
+    throw new NameMarkerError(`uid must be 1 to ${NAME_UID_CHARS_MAX} characters`);
+  if (
+    !Number.isSafeInteger(shards) ||
+    (shards as number) < 1 ||
+    (shards as number) > MARKER_SHARDS_MAX
+  )
+    throw new NameMarkerError(`shards must be an integer from 1 to ${MARKER_SHARDS_MAX}`);
+  return { uid, shards: shards as number };
+}
+
+/** The marker files of one data directory. */
+export class NameMarkerStore implements NameMarkerFiles {
+  constructor(
+    private readonly dataDir: string,
+    private readonly io: Io,
+    private readonly warn: (fields: object, message: string) => void,
+  ) {}
+
+  async read(n: MarkedName): Promise<NameMarker | null> {
+    const path = this.pathOf(n);
+    if (!(await this.io.exists(path))) return null;
+    const file = await this.io.open(path, 'read');
+    let bytes: Uint8Array;
+    try {
+      // One byte past the bound: a longer file is refused, not cut to a valid prefix.
+      const buf = new Uint8Array(NAME_MARKER_BYTES_MAX + 1);
+      bytes = buf.subarray(0, await readFully(file, buf, 0, buf.length, 0));
+    } finally {
+      await file.close();
+    }
+    try {
+      return decodeNameMarker(bytes);
+    } catch (err) {
+      // Kept as if absent: the name's files are adopted, never discarded on a doubt.
+      this.warn({ err, path }, 'an unreadable name incarnation file is rewritten');
+      return null;
+    }
+  }
+
+  async write(n: MarkedName, m: NameMarker): Promise<void> {
+    const path = this.pathOf(n);
+    const dir = this.dirOf(n.owner);
+    await ensureDurableDir(this.io, dir);
+    const tmp = `${path}.tmp`;
+    const bytes = encodeNameMarker(m);
+    const file = await this.io.open(tmp, 'replace');
+    try {
+      await writeFully(file, bytes, 0, bytes.length, 0);
+      await file.datasync();
+    } finally {
+      await file.close();
+    }
+    await this.io.rename(tmp, path);
+    await this.io.syncDir(dir);
+  }
+
+  async remove(n: MarkedName): Promise<void> {
+    const path = this.pathOf(n);
+    if (!(await this.io.exists(path))) return;
+    await this.io.unlink(path);
+    await this.io.syncDir(this.dirOf(n.owner));
+  }
+
+  private dirOf(owner: ShardOwnerKind): string {
+    return join(this.dataDir, 'names', owner);
+  }
+
+  private pathOf(n: MarkedName): string {
+    // The shard directory naming (sanitised parts and a hash of the exact names), shard 0.
+    const id = { tenant: n.tenant, namespace: n.namespace, stream: n.name, shard: 0 };
+    return join(this.dirOf(n.owner), shardDirName(id));
+  }
+}
