@@ -112,3 +112,23 @@ describe('cache put', () => {
     expect(get.quick!(error, 0)).toBeUndefined();
   });
 });
+
+describe('cache input the wire cannot carry', () => {
+  it('a_cache_key_or_name_too_long_for_the_wire_is_refused_with_invalid_argument', async () => {
+    // A key or cache name past a u16 length prefix cannot be encoded: the caller hears the
+    // client's typed InvalidArgumentError (as a publish does), not @felix/wire's FieldRangeError.
+    const ok = () => Promise.resolve({ type: 'cache_ok', request_id: 7 });
+    const longKey = 'k'.repeat(65_536);
+    for (const featuresHi of [0, FEATURE_HI_CACHE_BINARY]) {
+      const { cache, sent } = standIn(ok, true, featuresHi);
+      await expect(cache.put(longKey, 'v')).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(cache.get(longKey)).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(cache.delete(longKey)).rejects.toBeInstanceOf(InvalidArgumentError);
+      // Multi-byte characters count in UTF-8 bytes: 21,846 three-byte characters are 65,538.
+      await expect(cache.put('€'.repeat(21_846), 'v')).rejects.toBeInstanceOf(InvalidArgumentError);
+      expect(sent).toHaveLength(0);
+      await expect(cache.put('k'.repeat(65_535), 'v')).resolves.toBeUndefined();
+    }
+    expect(() => new Cache({} as ProjectionHost, 'c'.repeat(65_536))).toThrow(InvalidArgumentError);
+  });
+});

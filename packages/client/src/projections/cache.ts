@@ -5,6 +5,7 @@
  * `state_complete` marker, then live changes.
  */
 import {
+  BINARY_STRING_BYTES_MAX,
   FEATURE_CACHE_DELETE,
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
@@ -113,6 +114,9 @@ export class Cache {
     readonly name: string,
   ) {
     if (name === '') throw new InvalidArgumentError('cache name must not be empty');
+    // The binary scope carries the name behind a u16 length (see checkKey).
+    if (utf8Over(name, BINARY_STRING_BYTES_MAX))
+      throw new InvalidArgumentError(`a cache name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
   }
 
   private scope(bc: BrokerConnection) {
@@ -536,6 +540,17 @@ function changeOf(msg: Answer<'cache_event'>): CacheWatchEvent {
 function checkKey(key: string): void {
   if (typeof key !== 'string' || key === '')
     throw new InvalidArgumentError('a cache key is a non-empty string');
+  // The binary get and put carry the key behind a u16 length: a longer one would fail in
+  // @felix/wire's encoder with its own error. Refused on every path, as a publish's key is.
+  if (utf8Over(key, BINARY_STRING_BYTES_MAX))
+    throw new InvalidArgumentError(`a cache key exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
+}
+
+const UTF8 = new TextEncoder();
+
+/** Whether `s` is more than `max` bytes in UTF-8 (encoded only when its length cannot tell). */
+function utf8Over(s: string, max: number): boolean {
+  return s.length * 3 > max && UTF8.encode(s).byteLength > max;
 }
 
 function cacheValueOf(msg: Message): Uint8Array | undefined {
