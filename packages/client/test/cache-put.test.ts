@@ -11,7 +11,13 @@ import {
   encodeCacheValue,
 } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { ConnectionLostError, InvalidArgumentError, OutcomeUnknownError } from '../src/errors.js';
+import {
+  AbortedError,
+  ConnectionLostError,
+  InvalidArgumentError,
+  OutcomeUnknownError,
+} from '../src/errors.js';
+import { Counter } from '../src/projections/counter.js';
 import { Cache } from '../src/projections/cache.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
@@ -23,8 +29,10 @@ function standIn(outcome: () => Promise<unknown>, live = true, featuresHi = 0) {
   const prepared: Prepared[] = [];
   const bc = {
     scope: { tenant: 't1', namespace: 'default' },
-    negotiated: { flags: 0, features: 0, featuresHi, window: 1 },
+    negotiated: { flags: 0, features: 0xffff_ffff, featuresHi, window: 1 },
     requests: {
+      // A JSON request (a delete): its outcome as it is.
+      request: () => outcome(),
       // As the lane: the answer through `finish`, any failure through `failed`.
       requestPrepared(prepare: (id: number) => Prepared, failed?: (err: Error) => Error) {
         const p = prepare(7);
@@ -130,5 +138,46 @@ describe('cache input the wire cannot carry', () => {
       await expect(cache.put('k'.repeat(65_535), 'v')).resolves.toBeUndefined();
     }
     expect(() => new Cache({} as ProjectionHost, 'c'.repeat(65_536))).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('a signal aborted while a call waits for its answer', () => {
+  it('a_cache_or_counter_call_whose_answer_has_not_come_ends_when_its_signal_aborts', async () => {
+    // A live connection whose broker does not answer (stalled, or slow): the caller's signal
+    // must end the call then, as it ends a publish, not only while no connection is up.
+    const never = () => new Promise<never>(() => undefined);
+    for (const featuresHi of [0, FEATURE_HI_CACHE_BINARY]) {
+      const { cache, sent } = standIn(never, true, featuresHi);
+      const ac = new AbortController();
+      const calls = [
+        cache.put('k', 'v', { signal: ac.signal }),
+        cache.get('k', { signal: ac.signal }),
+        cache.delete('k', { signal: ac.signal }),
+      ].map((p) => p.catch((e: unknown) => e));
+      expect(sent).toHaveLength(2); // the put and the get were sent, not only waiting
+      ac.abort();
+      const [put, get, del] = await Promise.all(calls);
+      expect(put).toBeInstanceOf(AbortedError);
+      expect((put as AbortedError).retry).toBe('unknown_outcome'); // it may have been applied
+      expect(get).toBeInstanceOf(AbortedError);
+      expect((get as AbortedError).retry).not.toBe('unknown_outcome');
+      expect(del).toBeInstanceOf(AbortedError);
+      expect((del as AbortedError).retry).toBe('unknown_outcome');
+    }
+    const counterHost = {
+      connection: async () =>
+        ({
+          scope: { tenant: 't1', namespace: 'default' },
+          negotiated: { flags: 0, features: 0xffff_ffff, featuresHi: 0, window: 1 },
+          requests: { request: never },
+        }) as unknown as BrokerConnection,
+    } as unknown as ProjectionHost;
+    const counter = new Counter(counterHost, 'hits');
+    const ac = new AbortController();
+    const add = counter.add('k', 1n, { signal: ac.signal }).catch((e: unknown) => e);
+    const read = counter.get('k', { signal: ac.signal }).catch((e: unknown) => e);
+    ac.abort();
+    expect(await add).toBeInstanceOf(AbortedError);
+    expect(await read).toBeInstanceOf(AbortedError);
   });
 });

@@ -39,6 +39,7 @@ import {
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { abortable } from '../util/abortable.js';
 import type { FrameStream } from '../protocol/frame-stream.js';
 import {
   FailoverClock,
@@ -119,6 +120,11 @@ export class Cache {
       throw new InvalidArgumentError(`a cache name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
   }
 
+  /** What an aborted call names in its AbortedError. */
+  private what(call: string): string {
+    return `cache ${this.name} ${call}`;
+  }
+
   private scope(bc: BrokerConnection) {
     const s = bc.scope;
     return { tenant_id: s.tenant, namespace: s.namespace, cache: this.name };
@@ -134,7 +140,7 @@ export class Cache {
       const bytes = bytesOf(value);
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
-        ? this.putOn(bc, key, bytes, opts.ttlMs)
+        ? untilAborted(this.putOn(bc, key, bytes, opts.ttlMs), opts.signal, this.what('put'), true)
         : this.putConnecting(key, bytes, opts);
     } catch (err) {
       return Promise.reject(err);
@@ -142,7 +148,13 @@ export class Cache {
   }
 
   private async putConnecting(key: string, bytes: Uint8Array, opts: CachePutOptions) {
-    return this.putOn(await this.host.connection(opts.signal), key, bytes, opts.ttlMs);
+    const bc = await this.host.connection(opts.signal);
+    return untilAborted(
+      this.putOn(bc, key, bytes, opts.ttlMs),
+      opts.signal,
+      this.what('put'),
+      true,
+    );
   }
 
   private putOn(
@@ -191,7 +203,9 @@ export class Cache {
     try {
       checkKey(key);
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
-      return bc !== undefined ? this.getOn(bc, key) : this.getConnecting(key, opts.signal);
+      return bc !== undefined
+        ? untilAborted(this.getOn(bc, key), opts.signal, this.what('get'), false)
+        : this.getConnecting(key, opts.signal);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -201,7 +215,8 @@ export class Cache {
     key: string,
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array | undefined> {
-    return this.getOn(await this.host.connection(signal), key);
+    const bc = await this.host.connection(signal);
+    return untilAborted(this.getOn(bc, key), signal, this.what('get'), false);
   }
 
   private getOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
@@ -266,7 +281,9 @@ export class Cache {
     try {
       checkKey(key);
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
-      return bc !== undefined ? this.deleteOn(bc, key) : this.deleteConnecting(key, opts.signal);
+      return bc !== undefined
+        ? untilAborted(this.deleteOn(bc, key), opts.signal, this.what('delete'), true)
+        : this.deleteConnecting(key, opts.signal);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -276,7 +293,8 @@ export class Cache {
     key: string,
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array | undefined> {
-    return this.deleteOn(await this.host.connection(signal), key);
+    const bc = await this.host.connection(signal);
+    return untilAborted(this.deleteOn(bc, key), signal, this.what('delete'), true);
   }
 
   private deleteOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
@@ -535,6 +553,21 @@ function changeOf(msg: Answer<'cache_event'>): CacheWatchEvent {
         expiresAtMillis: msg.expires_at_millis,
       }
     : { type: 'delete', key: msg.key, offset: msg.offset };
+}
+
+/**
+ * The call's answer, or an AbortedError once `signal` aborts: a signal ends a call whose broker
+ * has not answered yet (a stalled or slow one), not only one still waiting for a connection. A
+ * write ended so may have been applied (`write`: its retry class says unknown outcome). Without a
+ * signal the request's own promise, with no step of its own.
+ */
+function untilAborted<T>(
+  p: Promise<T>,
+  signal: AbortSignal | undefined,
+  what: string,
+  write: boolean,
+): Promise<T> {
+  return signal === undefined ? p : abortable(p, signal, what, write);
 }
 
 function checkKey(key: string): void {
