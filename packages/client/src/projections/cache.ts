@@ -40,7 +40,7 @@ import {
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { abortable } from '../util/abortable.js';
-import type { FrameStream } from '../protocol/frame-stream.js';
+import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
   FailoverClock,
   type ProjectionHost,
@@ -465,6 +465,7 @@ export class Cache {
       };
       const answer = await this.startWatch(bc, request, reservation.id, st.current);
       started();
+      const ended = endingOf(st.current.ctl);
       st.history = historyOf(answer);
       const floor = answer.resume_offset;
       // A retained phase cut short re-delivers the current values from scratch: what was
@@ -491,7 +492,13 @@ export class Cache {
       const events = await reservation.events;
       st.current.events = events;
       for (;;) {
-        const frame = await events.next();
+        let frame: InFrame | null;
+        try {
+          frame = await events.next();
+        } catch (err) {
+          throw ended.refusal ?? err;
+        }
+        if (ended.refusal) throw ended.refusal;
         if (frame === null) return; // the broker ended the watch (shutting down): re-watch
         const msg = decodeMessage(frame.payload);
         if (msg.type === 'cache_watch_lagged') {
@@ -512,6 +519,28 @@ export class Cache {
       reservation.cancel();
     }
   }
+}
+
+/**
+ * Reads the refusal the broker ends a started watch with on its control stream (`unauthenticated`
+ * once the connection's token expired, `forbidden` under a narrower one) before it resets the
+ * watch's events: the watch then ends with it, as a subscription does, instead of re-watching.
+ */
+function endingOf(ctl: FrameStream | undefined): { refusal: Error | null } {
+  const ended: { refusal: Error | null } = { refusal: null };
+  ctl?.next().then(
+    (f) => {
+      if (f === null || f.flags !== 0) return;
+      try {
+        const end = decodeMessage(f.payload);
+        if (end.type === 'error') ended.refusal = refusalOf(end);
+      } catch (err) {
+        ended.refusal = err as Error; // an undecodable frame ends the watch as broken
+      }
+    },
+    () => undefined, // the stream was reset (closed by us, or the connection went): no refusal
+  );
+  return ended;
 }
 
 /** A watch's position across re-watches, and the streams of the one running now. */
