@@ -10,9 +10,11 @@ import {
   encodeCacheOk,
   encodeCacheValue,
 } from '@felix/wire';
+import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import {
   AbortedError,
+  ClientClosedError,
   ConnectionLostError,
   InvalidArgumentError,
   OutcomeUnknownError,
@@ -179,5 +181,28 @@ describe('a signal aborted while a call waits for its answer', () => {
     ac.abort();
     expect(await add).toBeInstanceOf(AbortedError);
     expect(await read).toBeInstanceOf(AbortedError);
+  });
+});
+
+describe('a watch when the client closes', () => {
+  it('a_cache_watch_waiting_for_a_connection_ends_done_when_the_client_closes', async () => {
+    // The broker is down and the watch waits for a reconnect; close() makes that wait fail with
+    // ClientClosedError. The watch ends, as a subscription and a group consumer do, instead of
+    // throwing the client's closing into the caller's `for await`.
+    const waiting: Array<() => void> = [];
+    const host = {
+      closed: false,
+      connection: () =>
+        new Promise((_resolve, reject) => waiting.push(() => reject(new ClientClosedError()))),
+      live: () => undefined,
+    };
+    const it = new Cache(host as unknown as ProjectionHost, 'users')
+      .watch({ key: 'u1' })
+      [Symbol.asyncIterator]();
+    const next = it.next();
+    await waitFor(() => waiting.length === 1, 'the watch waits for a connection', 5_000);
+    host.closed = true;
+    for (const fail of waiting.splice(0)) fail();
+    await expect(next).resolves.toEqual({ value: undefined, done: true });
   });
 });

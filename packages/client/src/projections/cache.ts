@@ -308,7 +308,8 @@ export class Cache {
       });
   }
 
-  /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts or on `break`. */
+  /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts, on `break` or at
+   *  the client's `close()`. */
   watch(filter: WatchFilterSpec, opts: CacheWatchOptions = {}): AsyncIterable<CacheWatchEvent> {
     // A bare key string is the likely slip: `watch('u1')` for `watch({ key: 'u1' })`.
     if (typeof filter !== 'object' || filter === null || 'key' in filter === 'prefix' in filter)
@@ -390,7 +391,8 @@ export class Cache {
         try {
           at = await this.watchConnection(filter, opts);
         } catch (err) {
-          if (signal?.aborted) return;
+          // Closed while it waited for a connection: the watch ends, as a subscription does.
+          if (signal?.aborted || this.host.closed) return;
           const where = { kind: 'cache' as const, name: this.name, shard: opts.shard, from: '' };
           if (await failover.retries(err, where, signal)) continue;
           throw err;
@@ -398,7 +400,7 @@ export class Cache {
         try {
           yield* this.watchOn(at.bc, filter, opts, st, () => failover.ok());
         } catch (err) {
-          if (signal?.aborted) return;
+          if (signal?.aborted || this.host.closed) return;
           // A lost connection re-watches from the next unseen offset; so does a moved owner.
           if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
           const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
