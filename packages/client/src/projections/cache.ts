@@ -334,7 +334,7 @@ export class Cache {
       history?: { generation: number; start: number };
     },
     subscriptionId: number,
-    current: { ctl?: FrameStream },
+    current: WatchState['current'],
   ): Promise<Answer<'cache_watch_started'>> {
     const { stream, frames } = await bc.openStream();
     current.ctl = frames;
@@ -363,6 +363,7 @@ export class Cache {
       throw new CursorInFutureError(started.requested, started.available);
     if (started.type !== 'cache_watch_started')
       throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+    current.ended = endingOf(frames);
     return started;
   }
 
@@ -467,7 +468,6 @@ export class Cache {
       };
       const answer = await this.startWatch(bc, request, reservation.id, st.current);
       started();
-      const ended = endingOf(st.current.ctl);
       st.history = historyOf(answer);
       const floor = answer.resume_offset;
       // A retained phase cut short re-delivers the current values from scratch: what was
@@ -494,13 +494,7 @@ export class Cache {
       const events = await reservation.events;
       st.current.events = events;
       for (;;) {
-        let frame: InFrame | null;
-        try {
-          frame = await events.next();
-        } catch (err) {
-          throw ended.refusal ?? err;
-        }
-        if (ended.refusal) throw ended.refusal;
+        const frame = await nextWatchFrame(events, st.current);
         if (frame === null) return; // the broker ended the watch (shutting down): re-watch
         const msg = decodeMessage(frame.payload);
         if (msg.type === 'cache_watch_lagged') {
@@ -545,6 +539,23 @@ function endingOf(ctl: FrameStream | undefined): { refusal: Error | null } {
   return ended;
 }
 
+/** The watch's next frame (null: the broker ended its events); when a refusal came on its
+ *  control stream (see endingOf), that refusal instead. */
+async function nextWatchFrame(
+  events: FrameStream,
+  current: WatchState['current'],
+): Promise<InFrame | null> {
+  let frame: InFrame | null;
+  try {
+    frame = await events.next();
+  } catch (err) {
+    throw current.ended?.refusal ?? err;
+  }
+  const refusal = current.ended?.refusal;
+  if (refusal) throw refusal;
+  return frame;
+}
+
 /** A watch's position across re-watches, and the streams of the one running now. */
 interface WatchState {
   next: number | undefined;
@@ -552,7 +563,7 @@ interface WatchState {
   /** Current values yielded by a retained phase not yet complete. */
   retainedYielded: number;
   resumed: boolean;
-  current: { ctl?: FrameStream; events?: FrameStream };
+  current: { ctl?: FrameStream; events?: FrameStream; ended?: { refusal: Error | null } };
   /** The history `next` belongs to (a replicated cache's, from the last watch started). */
   history?: { generation: number; start: number };
 }
