@@ -184,9 +184,13 @@ export class FelixClient {
         throw new AbortedError('connect', { cause: opts.signal.reason });
       }
       try {
-        client.adopt(await client.open(client.nextServer()));
+        client.adopt(await client.openAbortable(client.nextServer(), opts.signal));
         return client;
       } catch (err) {
+        if (err instanceof AbortedError) {
+          client.keeper.stop();
+          throw err;
+        }
         errors.push(err);
       }
     }
@@ -218,6 +222,27 @@ export class FelixClient {
     const s = order[this.serverIndex % order.length]!;
     this.serverIndex++;
     return s;
+  }
+
+  /**
+   * `open`, ended by `signal`: a dial to a server that takes the connection and never answers
+   * waits out connectTimeoutMs, and the caller's abort must end `connect()` then, not that long
+   * after. The transport's dial takes no signal, so it runs on; a connection it makes after the
+   * abort is closed, never adopted.
+   */
+  private async openAbortable(server: string, signal?: AbortSignal): Promise<BrokerConnection> {
+    const opening = this.open(server);
+    if (signal === undefined) return opening;
+    try {
+      return await abortable(opening, signal, 'connect', false);
+    } catch (err) {
+      if (err instanceof AbortedError)
+        opening.then(
+          (conn) => conn.close(),
+          () => undefined, // its failure after the abort has nobody to tell
+        );
+      throw err;
+    }
   }
 
   private async open(server: string, connectTimeoutMs?: number): Promise<BrokerConnection> {

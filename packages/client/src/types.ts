@@ -47,6 +47,7 @@ export interface ConnectOptions {
    * elsewhere fails with NotLeaderError (the behaviour before routing).
    */
   routing?: boolean;
+  /** Ends `connect()` with AbortedError when it aborts, a dial still waiting included. */
   signal?: AbortSignal;
 }
 

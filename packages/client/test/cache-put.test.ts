@@ -10,8 +10,16 @@ import {
   encodeCacheOk,
   encodeCacheValue,
 } from '@felix/wire';
+import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { ConnectionLostError, InvalidArgumentError, OutcomeUnknownError } from '../src/errors.js';
+import {
+  AbortedError,
+  ClientClosedError,
+  ConnectionLostError,
+  InvalidArgumentError,
+  OutcomeUnknownError,
+} from '../src/errors.js';
+import { Counter } from '../src/projections/counter.js';
 import { Cache } from '../src/projections/cache.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
@@ -23,8 +31,10 @@ function standIn(outcome: () => Promise<unknown>, live = true, featuresHi = 0) {
   const prepared: Prepared[] = [];
   const bc = {
     scope: { tenant: 't1', namespace: 'default' },
-    negotiated: { flags: 0, features: 0, featuresHi, window: 1 },
+    negotiated: { flags: 0, features: 0xffff_ffff, featuresHi, window: 1 },
     requests: {
+      // A JSON request (a delete): its outcome as it is.
+      request: () => outcome(),
       // As the lane: the answer through `finish`, any failure through `failed`.
       requestPrepared(prepare: (id: number) => Prepared, failed?: (err: Error) => Error) {
         const p = prepare(7);
@@ -110,5 +120,89 @@ describe('cache put', () => {
     });
     const error = new TextEncoder().encode('{"type":"error","message":"no"}');
     expect(get.quick!(error, 0)).toBeUndefined();
+  });
+});
+
+describe('cache input the wire cannot carry', () => {
+  it('a_cache_key_or_name_too_long_for_the_wire_is_refused_with_invalid_argument', async () => {
+    // A key or cache name past a u16 length prefix cannot be encoded: the caller hears the
+    // client's typed InvalidArgumentError (as a publish does), not @felix/wire's FieldRangeError.
+    const ok = () => Promise.resolve({ type: 'cache_ok', request_id: 7 });
+    const longKey = 'k'.repeat(65_536);
+    for (const featuresHi of [0, FEATURE_HI_CACHE_BINARY]) {
+      const { cache, sent } = standIn(ok, true, featuresHi);
+      await expect(cache.put(longKey, 'v')).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(cache.get(longKey)).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(cache.delete(longKey)).rejects.toBeInstanceOf(InvalidArgumentError);
+      // Multi-byte characters count in UTF-8 bytes: 21,846 three-byte characters are 65,538.
+      await expect(cache.put('€'.repeat(21_846), 'v')).rejects.toBeInstanceOf(InvalidArgumentError);
+      expect(sent).toHaveLength(0);
+      await expect(cache.put('k'.repeat(65_535), 'v')).resolves.toBeUndefined();
+    }
+    expect(() => new Cache({} as ProjectionHost, 'c'.repeat(65_536))).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('a signal aborted while a call waits for its answer', () => {
+  it('a_cache_or_counter_call_whose_answer_has_not_come_ends_when_its_signal_aborts', async () => {
+    // A live connection whose broker does not answer (stalled, or slow): the caller's signal
+    // must end the call then, as it ends a publish, not only while no connection is up.
+    const never = () => new Promise<never>(() => undefined);
+    for (const featuresHi of [0, FEATURE_HI_CACHE_BINARY]) {
+      const { cache, sent } = standIn(never, true, featuresHi);
+      const ac = new AbortController();
+      const calls = [
+        cache.put('k', 'v', { signal: ac.signal }),
+        cache.get('k', { signal: ac.signal }),
+        cache.delete('k', { signal: ac.signal }),
+      ].map((p) => p.catch((e: unknown) => e));
+      expect(sent).toHaveLength(2); // the put and the get were sent, not only waiting
+      ac.abort();
+      const [put, get, del] = await Promise.all(calls);
+      expect(put).toBeInstanceOf(AbortedError);
+      expect((put as AbortedError).retry).toBe('unknown_outcome'); // it may have been applied
+      expect(get).toBeInstanceOf(AbortedError);
+      expect((get as AbortedError).retry).not.toBe('unknown_outcome');
+      expect(del).toBeInstanceOf(AbortedError);
+      expect((del as AbortedError).retry).toBe('unknown_outcome');
+    }
+    const counterHost = {
+      connection: async () =>
+        ({
+          scope: { tenant: 't1', namespace: 'default' },
+          negotiated: { flags: 0, features: 0xffff_ffff, featuresHi: 0, window: 1 },
+          requests: { request: never },
+        }) as unknown as BrokerConnection,
+    } as unknown as ProjectionHost;
+    const counter = new Counter(counterHost, 'hits');
+    const ac = new AbortController();
+    const add = counter.add('k', 1n, { signal: ac.signal }).catch((e: unknown) => e);
+    const read = counter.get('k', { signal: ac.signal }).catch((e: unknown) => e);
+    ac.abort();
+    expect(await add).toBeInstanceOf(AbortedError);
+    expect(await read).toBeInstanceOf(AbortedError);
+  });
+});
+
+describe('a watch when the client closes', () => {
+  it('a_cache_watch_waiting_for_a_connection_ends_done_when_the_client_closes', async () => {
+    // The broker is down and the watch waits for a reconnect; close() makes that wait fail with
+    // ClientClosedError. The watch ends, as a subscription and a group consumer do, instead of
+    // throwing the client's closing into the caller's `for await`.
+    const waiting: Array<() => void> = [];
+    const host = {
+      closed: false,
+      connection: () =>
+        new Promise((_resolve, reject) => waiting.push(() => reject(new ClientClosedError()))),
+      live: () => undefined,
+    };
+    const it = new Cache(host as unknown as ProjectionHost, 'users')
+      .watch({ key: 'u1' })
+      [Symbol.asyncIterator]();
+    const next = it.next();
+    await waitFor(() => waiting.length === 1, 'the watch waits for a connection', 5_000);
+    host.closed = true;
+    for (const fail of waiting.splice(0)) fail();
+    await expect(next).resolves.toEqual({ value: undefined, done: true });
   });
 });

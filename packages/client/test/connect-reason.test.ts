@@ -4,10 +4,11 @@
 // it. Method: `connect` to a UDP socket held bound and silent, to a TCP port released a moment
 // before, and to listeners on both transports serving a self-signed certificate.
 import { createSocket } from 'node:dgram';
+import { type Socket, createServer } from 'node:net';
 import { releasedTcpPort, tempDir } from '@felix/testing-harness';
 import { listen, loadOrCreateDevCertificate } from '@felix/transport';
 import { describe, expect, it } from 'vitest';
-import { ConnectError, connect } from '../src/index.js';
+import { AbortedError, ConnectError, connect } from '../src/index.js';
 
 describe('connect failures', () => {
   it('a_failed_connect_names_its_reason_on_both_transports', async () => {
@@ -56,5 +57,39 @@ describe('connect failures', () => {
       expect(message, transport).toMatch(/tls\.fingerprint .*cert_fingerprint.* or tls\.ca/);
     }
     await dir.cleanup();
+  });
+
+  it('a_connect_aborted_while_its_dial_waits_ends_at_the_abort_with_aborted_error', async () => {
+    // A server that takes the connection and never answers (a QUIC port held silent, a TCP
+    // listener that never speaks TLS): the dial waits out connectTimeoutMs. The caller's signal
+    // must end the connect when it aborts, not that timeout later as a ConnectError.
+    const udp = createSocket('udp4');
+    await new Promise<void>((ok) => udp.bind(0, '127.0.0.1', ok));
+    const held: Socket[] = [];
+    const tcp = createServer((s) => held.push(s));
+    await new Promise<void>((ok) => tcp.listen(0, '127.0.0.1', ok));
+    const ports = { quic: udp.address().port, tls: (tcp.address() as { port: number }).port };
+    try {
+      for (const transport of ['quic', 'tls'] as const) {
+        const ac = new AbortController();
+        const startedMs = Date.now();
+        const connecting = connect({
+          tenant: 't1',
+          servers: [`${transport}://127.0.0.1:${ports[transport]}`],
+          tls: { insecure: true },
+          connectTimeoutMs: 20_000,
+          signal: ac.signal,
+        }).catch((e: unknown) => e);
+        setTimeout(() => ac.abort(), 100);
+        const err = await connecting;
+        expect(err).toBeInstanceOf(AbortedError);
+        // Well before the 20 s dial bound (the abort came at 100 ms).
+        expect(Date.now() - startedMs).toBeLessThan(5_000);
+      }
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise<void>((ok) => tcp.close(() => ok()));
+      await new Promise<void>((ok) => udp.close(() => ok()));
+    }
   });
 });

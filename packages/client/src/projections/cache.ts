@@ -5,6 +5,7 @@
  * `state_complete` marker, then live changes.
  */
 import {
+  BINARY_STRING_BYTES_MAX,
   FEATURE_CACHE_DELETE,
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
@@ -38,7 +39,8 @@ import {
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
-import type { FrameStream } from '../protocol/frame-stream.js';
+import { abortable } from '../util/abortable.js';
+import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
   FailoverClock,
   type ProjectionHost,
@@ -113,6 +115,14 @@ export class Cache {
     readonly name: string,
   ) {
     if (name === '') throw new InvalidArgumentError('cache name must not be empty');
+    // The binary scope carries the name behind a u16 length (see checkKey).
+    if (utf8Over(name, BINARY_STRING_BYTES_MAX))
+      throw new InvalidArgumentError(`a cache name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
+  }
+
+  /** What an aborted call names in its AbortedError. */
+  private what(call: string): string {
+    return `cache ${this.name} ${call}`;
   }
 
   private scope(bc: BrokerConnection) {
@@ -130,7 +140,7 @@ export class Cache {
       const bytes = bytesOf(value);
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
-        ? this.putOn(bc, key, bytes, opts.ttlMs)
+        ? untilAborted(this.putOn(bc, key, bytes, opts.ttlMs), opts.signal, this.what('put'), true)
         : this.putConnecting(key, bytes, opts);
     } catch (err) {
       return Promise.reject(err);
@@ -138,7 +148,13 @@ export class Cache {
   }
 
   private async putConnecting(key: string, bytes: Uint8Array, opts: CachePutOptions) {
-    return this.putOn(await this.host.connection(opts.signal), key, bytes, opts.ttlMs);
+    const bc = await this.host.connection(opts.signal);
+    return untilAborted(
+      this.putOn(bc, key, bytes, opts.ttlMs),
+      opts.signal,
+      this.what('put'),
+      true,
+    );
   }
 
   private putOn(
@@ -187,7 +203,9 @@ export class Cache {
     try {
       checkKey(key);
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
-      return bc !== undefined ? this.getOn(bc, key) : this.getConnecting(key, opts.signal);
+      return bc !== undefined
+        ? untilAborted(this.getOn(bc, key), opts.signal, this.what('get'), false)
+        : this.getConnecting(key, opts.signal);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -197,7 +215,8 @@ export class Cache {
     key: string,
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array | undefined> {
-    return this.getOn(await this.host.connection(signal), key);
+    const bc = await this.host.connection(signal);
+    return untilAborted(this.getOn(bc, key), signal, this.what('get'), false);
   }
 
   private getOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
@@ -262,7 +281,9 @@ export class Cache {
     try {
       checkKey(key);
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
-      return bc !== undefined ? this.deleteOn(bc, key) : this.deleteConnecting(key, opts.signal);
+      return bc !== undefined
+        ? untilAborted(this.deleteOn(bc, key), opts.signal, this.what('delete'), true)
+        : this.deleteConnecting(key, opts.signal);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -272,7 +293,8 @@ export class Cache {
     key: string,
     signal: AbortSignal | undefined,
   ): Promise<Uint8Array | undefined> {
-    return this.deleteOn(await this.host.connection(signal), key);
+    const bc = await this.host.connection(signal);
+    return untilAborted(this.deleteOn(bc, key), signal, this.what('delete'), true);
   }
 
   private deleteOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
@@ -286,7 +308,8 @@ export class Cache {
       });
   }
 
-  /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts or on `break`. */
+  /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts, on `break` or at
+   *  the client's `close()`. */
   watch(filter: WatchFilterSpec, opts: CacheWatchOptions = {}): AsyncIterable<CacheWatchEvent> {
     // A bare key string is the likely slip: `watch('u1')` for `watch({ key: 'u1' })`.
     if (typeof filter !== 'object' || filter === null || 'key' in filter === 'prefix' in filter)
@@ -311,7 +334,7 @@ export class Cache {
       history?: { generation: number; start: number };
     },
     subscriptionId: number,
-    current: { ctl?: FrameStream },
+    current: WatchState['current'],
   ): Promise<Answer<'cache_watch_started'>> {
     const { stream, frames } = await bc.openStream();
     current.ctl = frames;
@@ -340,6 +363,7 @@ export class Cache {
       throw new CursorInFutureError(started.requested, started.available);
     if (started.type !== 'cache_watch_started')
       throw new ProtocolError(`expected cache_watch_started, got ${started.type}`);
+    current.ended = endingOf(frames);
     return started;
   }
 
@@ -368,7 +392,8 @@ export class Cache {
         try {
           at = await this.watchConnection(filter, opts);
         } catch (err) {
-          if (signal?.aborted) return;
+          // Closed while it waited for a connection: the watch ends, as a subscription does.
+          if (signal?.aborted || this.host.closed) return;
           const where = { kind: 'cache' as const, name: this.name, shard: opts.shard, from: '' };
           if (await failover.retries(err, where, signal)) continue;
           throw err;
@@ -376,7 +401,7 @@ export class Cache {
         try {
           yield* this.watchOn(at.bc, filter, opts, st, () => failover.ok());
         } catch (err) {
-          if (signal?.aborted) return;
+          if (signal?.aborted || this.host.closed) return;
           // A lost connection re-watches from the next unseen offset; so does a moved owner.
           if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
           const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
@@ -469,7 +494,7 @@ export class Cache {
       const events = await reservation.events;
       st.current.events = events;
       for (;;) {
-        const frame = await events.next();
+        const frame = await nextWatchFrame(events, st.current);
         if (frame === null) return; // the broker ended the watch (shutting down): re-watch
         const msg = decodeMessage(frame.payload);
         if (msg.type === 'cache_watch_lagged') {
@@ -492,6 +517,45 @@ export class Cache {
   }
 }
 
+/**
+ * Reads the refusal the broker ends a started watch with on its control stream (`unauthenticated`
+ * once the connection's token expired, `forbidden` under a narrower one) before it resets the
+ * watch's events: the watch then ends with it, as a subscription does, instead of re-watching.
+ */
+function endingOf(ctl: FrameStream | undefined): { refusal: Error | null } {
+  const ended: { refusal: Error | null } = { refusal: null };
+  ctl?.next().then(
+    (f) => {
+      if (f === null || f.flags !== 0) return;
+      try {
+        const end = decodeMessage(f.payload);
+        if (end.type === 'error') ended.refusal = refusalOf(end);
+      } catch (err) {
+        ended.refusal = err as Error; // an undecodable frame ends the watch as broken
+      }
+    },
+    () => undefined, // the stream was reset (closed by us, or the connection went): no refusal
+  );
+  return ended;
+}
+
+/** The watch's next frame (null: the broker ended its events); when a refusal came on its
+ *  control stream (see endingOf), that refusal instead. */
+async function nextWatchFrame(
+  events: FrameStream,
+  current: WatchState['current'],
+): Promise<InFrame | null> {
+  let frame: InFrame | null;
+  try {
+    frame = await events.next();
+  } catch (err) {
+    throw current.ended?.refusal ?? err;
+  }
+  const refusal = current.ended?.refusal;
+  if (refusal) throw refusal;
+  return frame;
+}
+
 /** A watch's position across re-watches, and the streams of the one running now. */
 interface WatchState {
   next: number | undefined;
@@ -499,7 +563,7 @@ interface WatchState {
   /** Current values yielded by a retained phase not yet complete. */
   retainedYielded: number;
   resumed: boolean;
-  current: { ctl?: FrameStream; events?: FrameStream };
+  current: { ctl?: FrameStream; events?: FrameStream; ended?: { refusal: Error | null } };
   /** The history `next` belongs to (a replicated cache's, from the last watch started). */
   history?: { generation: number; start: number };
 }
@@ -533,9 +597,35 @@ function changeOf(msg: Answer<'cache_event'>): CacheWatchEvent {
     : { type: 'delete', key: msg.key, offset: msg.offset };
 }
 
+/**
+ * The call's answer, or an AbortedError once `signal` aborts: a signal ends a call whose broker
+ * has not answered yet (a stalled or slow one), not only one still waiting for a connection. A
+ * write ended so may have been applied (`write`: its retry class says unknown outcome). Without a
+ * signal the request's own promise, with no step of its own.
+ */
+function untilAborted<T>(
+  p: Promise<T>,
+  signal: AbortSignal | undefined,
+  what: string,
+  write: boolean,
+): Promise<T> {
+  return signal === undefined ? p : abortable(p, signal, what, write);
+}
+
 function checkKey(key: string): void {
   if (typeof key !== 'string' || key === '')
     throw new InvalidArgumentError('a cache key is a non-empty string');
+  // The binary get and put carry the key behind a u16 length: a longer one would fail in
+  // @felix/wire's encoder with its own error. Refused on every path, as a publish's key is.
+  if (utf8Over(key, BINARY_STRING_BYTES_MAX))
+    throw new InvalidArgumentError(`a cache key exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
+}
+
+const UTF8 = new TextEncoder();
+
+/** Whether `s` is more than `max` bytes in UTF-8 (encoded only when its length cannot tell). */
+function utf8Over(s: string, max: number): boolean {
+  return s.length * 3 > max && UTF8.encode(s).byteLength > max;
 }
 
 function cacheValueOf(msg: Message): Uint8Array | undefined {

@@ -11,6 +11,7 @@ import {
   ProtocolError,
 } from '../errors.js';
 import { type ProjectionHost, requireFeature } from './host.js';
+import { abortable } from '../util/abortable.js';
 
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
@@ -52,11 +53,16 @@ export class Counter {
     requireFeature(bc, FEATURE_COUNTERS, 'counters');
     const { tenant, namespace } = bc.scope;
     const scope = { tenant_id: tenant, namespace, cache: this.name, key };
-    const msg = await bc.requests.request((request_id) =>
+    const asked = bc.requests.request((request_id) =>
       delta === undefined
         ? { type: 'counter_get', ...scope, request_id }
         : { type: 'counter_add', ...scope, delta, request_id },
     );
+    // The signal ends a call the broker has not answered yet too (an add so ended may have been
+    // applied: its AbortedError says unknown outcome).
+    const msg = await (signal === undefined
+      ? asked
+      : abortable(asked, signal, `counter ${this.name}`, delta !== undefined));
     if (msg.type !== 'counter_value')
       throw new ProtocolError(`expected counter_value, got ${msg.type}`);
     return msg;

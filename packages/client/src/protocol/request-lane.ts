@@ -9,6 +9,7 @@
 import type { TransportStream } from '@felix/transport';
 import { FRAME_HEADER_BYTES, type Message, decodeMessage, encodeMessage } from '@felix/wire';
 import {
+  ClientError,
   ConnectionLostError,
   InvalidArgumentError,
   ProtocolError,
@@ -194,13 +195,27 @@ export class RequestLane {
   }
 
   private readonly onAnswerFrame = (frame: InFrame): void => {
-    const msg = this.waiting[0]?.quick?.(frame.payload, frame.flags) ?? decodeAnswer(frame);
+    let msg: Message;
+    try {
+      msg = this.waiting[0]?.quick?.(frame.payload, frame.flags) ?? decodeAnswer(frame);
+    } catch (err) {
+      // An answer @felix/wire cannot decode ends the stream as the client's ProtocolError, so
+      // that `onAnswersEnd` can take any other error for the transport's.
+      if (err instanceof ClientError) throw err;
+      throw new ProtocolError('an answer on the request stream could not be decoded', {
+        cause: err,
+      });
+    }
     this.answer(msg);
   };
 
   private readonly onAnswersEnd = (err: unknown): void => {
+    // The client's own errors (a bad answer's ProtocolError) stand; anything else ended the stream
+    // under its requests (the transport's ConnectionClosedError when a TLS socket closes before
+    // the connection's loss is seen): their callers get the typed loss, which a put maps to
+    // OutcomeUnknownError, never the transport's error.
     this.fail(
-      err instanceof Error
+      err instanceof ClientError
         ? err
         : new ConnectionLostError(this.host.server, err === null ? undefined : { cause: err }),
     );

@@ -11,7 +11,7 @@ import { ForbiddenError, type StatusEvent, UnauthenticatedError } from '@felix/c
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, TestTenants, brokerMetric, startBroker } from '../src/index.js';
-import { TRANSPORTS, client, text } from './support.js';
+import { PROJECTIONS_YAML, TRANSPORTS, WATCHES, client, openWatch, text } from './support.js';
 
 const YAML = 'streams:\n  - { tenant: t1, name: orders }\n  - { tenant: t1, name: audit }\n';
 /** Connections whose token ran out while open (their subscriptions were ended). */
@@ -124,6 +124,63 @@ for (const transport of TRANSPORTS) {
       await expect(it.next()).rejects.toBeInstanceOf(UnauthenticatedError);
       // What the test above checks stays at zero is counted here.
       expect(await brokerMetric(broker, EXPIRED)).toBeGreaterThan(expiredBefore);
+      await felix.close();
+    });
+  });
+}
+
+// A watch is a stream's long-lived reader as a subscription is: the broker ends it when the
+// connection's token expires. It used to go on delivering every change to a connection whose
+// token had run out (the broker stopped a watch only when its control stream closed).
+for (const transport of TRANSPORTS) {
+  describe(`a cache watch under an expiring token over ${transport}`, () => {
+    let broker: BrokerProcess;
+    let tenants: TestTenants;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      const dir = await tempDir();
+      cleanup = dir.cleanup;
+      tenants = await TestTenants.create(['t1']);
+      broker = await startBroker({
+        yaml: PROJECTIONS_YAML,
+        dir: dir.path,
+        durable: true,
+        auth: tenants,
+      });
+    });
+    afterAll(async () => {
+      await broker?.stop();
+      await cleanup?.();
+    });
+
+    it('a_cache_watch_under_a_fixed_token_ends_unauthenticated_and_sees_no_change_after_expiry', async () => {
+      const expiredBefore = await brokerMetric(broker, EXPIRED);
+      const felix = await client(broker, transport, { token: await acceptedFor(tenants, 3) });
+      const writer = await client(broker, transport, { token: await tenants.mint('t1') });
+      const it = felix.cache('users').watch({ prefix: 'u' })[Symbol.asyncIterator]();
+      let first: Promise<IteratorResult<unknown>> | undefined;
+      await openWatch(broker, () => {
+        first = it.next();
+      });
+      await writer.cache('users').put('u1', 'before');
+      expect((await first!).value).toMatchObject({ type: 'put', key: 'u1' });
+      await waitFor(
+        async () => (await brokerMetric(broker, EXPIRED)) > expiredBefore,
+        'the token to expire',
+        15_000,
+      );
+      // A change made after the expiry, by a client allowed to make it, must not reach it.
+      await writer.cache('users').put('u1', 'after');
+      const end = await Promise.race([
+        it.next().then(
+          (r) => r,
+          (e: unknown) => e,
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('no end within 10 s'), 10_000)),
+      ]);
+      expect(end).toBeInstanceOf(UnauthenticatedError);
+      await waitFor(async () => (await brokerMetric(broker, WATCHES)) === 0, 'the watch released');
+      await writer.close();
       await felix.close();
     });
   });

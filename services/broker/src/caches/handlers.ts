@@ -273,6 +273,10 @@ class CacheHandlers {
         }),
       );
       void rc.stream.closed.then(() => writer.stop());
+      // Released with its stream's long-lived readers too: a token that expires (or a narrower
+      // one) ends the stream on the broker's side while the client keeps its half open, so the
+      // stream's close alone left the watch delivering to a connection no longer allowed it.
+      rc.onStreamEnd(() => writer.stop());
       void writer.run().finally(() => ids.delete(id));
     } catch (err) {
       const frame = this.answers.errorFrame(rc.auth, msg.type, err);
