@@ -165,6 +165,35 @@ describe('broker consumer groups across restarts', () => {
     );
   });
 
+  it('a_consumer_that_outlived_a_restart_can_ack_what_a_group_that_never_committed_handed_it', async () => {
+    // A group's first poll, then a SIGKILL before any ack: the group had no cursor on disk, so
+    // after the restart the consumer's acks were refused with not_found (and so was describe),
+    // although the docs promise a consumer that outlived the broker can finish what it held.
+    const dir = await tempDir();
+    const spec = { yaml: YAML, dir: dir.path, durable: true };
+    const first = await startBroker(spec);
+    const f = await client(first);
+    let second: Awaited<ReturnType<typeof startBroker>> | undefined;
+    try {
+      const offsets: number[] = [];
+      for (let i = 0; i < 3; i++) offsets.push((await f.publish('jobs', `p${i}`)).offset!);
+      const g = f.group('jobs', 'first-poll-then-crash');
+      const held = await g.poll({ max: 3, waitMs: 5_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      await first.kill();
+      second = await startBroker({ ...spec, port: first.port, httpPort: first.httpPort });
+      // The same client, reconnected: it finishes the first record it held.
+      await held[0]!.ack();
+      expect((await g.describe()).committed).toBe(offsets[1]);
+      const again = await g.poll({ max: 3, waitMs: 5_000 });
+      expect(again.map((m) => m.offset)).toEqual(offsets.slice(1));
+    } finally {
+      await f.close();
+      await second?.stop();
+      await dir.cleanup();
+    }
+  });
+
   it('a_waiting_poll_is_answered_when_the_broker_drains', async () => {
     const dir = await tempDir();
     const broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });

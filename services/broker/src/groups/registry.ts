@@ -155,6 +155,16 @@ export class GroupRegistry {
     return undefined;
   }
 
+  /**
+   * A group that never committed is about to hand out its first records: its position is
+   * written first (once in the group's life, under either durability). Before, such a group
+   * left no trace on disk until its first cursor write, so a consumer that outlived a broker
+   * restart had its acks of what it held refused as not_found, the group unknown.
+   */
+  async establish(scope: Scope, st: GroupState): Promise<void> {
+    if (st.committed === undefined) await this.persist(scope, st);
+  }
+
   /** The scope's groups' cursor durability: the stream's own, else the broker's default. */
   cursorFsync(scope: Scope): 'onCommit' | 'periodic' {
     return (scope.stream.group_cursor_fsync ?? this.defaults.cursor_fsync) === 'periodic'
