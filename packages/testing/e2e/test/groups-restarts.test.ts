@@ -1,9 +1,9 @@
 // Goal: what a consumer group keeps when the log or the broker changes under it: a record after
 // a retention skip reports how many were skipped, a group's position and its redrives survive a
-// restart (a finished redrive is not delivered again), and a waiting poll is answered when the
-// broker drains. Method: a fresh durable felix-broker process per test over TLS, driven through
+// restart (a finished redrive is not delivered again), a waiting poll is answered when the
+// broker drains, and a group deleted and made again is not finished by its old consumers. Method: a fresh durable felix-broker process per test over TLS, driven through
 // @felix/client; restarts reuse the data directory and ports.
-import { CursorTooOldError } from '@felix/client';
+import { CursorTooOldError, StaleClaimError } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { brokerMetric as metric, startBroker } from '../src/index.js';
@@ -215,6 +215,35 @@ describe('broker consumer groups across restarts', () => {
       await stopping;
     } finally {
       await f.close();
+      await dir.cleanup();
+    }
+  });
+});
+
+describe('a consumer group deleted and made again', () => {
+  it('a_stale_ack_from_before_a_delete_does_not_finish_a_record_of_the_group_made_again', async () => {
+    const dir = await tempDir();
+    const broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
+    const f = await client(broker);
+    try {
+      const offsets: number[] = [];
+      for (let i = 0; i < 5; i++) offsets.push((await f.publish('jobs', `p${i}`)).offset!);
+      const g = f.group('jobs', 'made-again');
+      const old = await g.poll({ max: 5, waitMs: 5_000, visibilityMs: 60_000 });
+      expect(old.map((m) => m.offset)).toEqual(offsets);
+      expect(await g.delete()).toBe(true);
+      // The group is made again by its first poll, from the earliest record.
+      const [first] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(first!.offset).toBe(offsets[0]);
+      // A worker of the deleted group acks late: that delivery belongs to no live group. Before,
+      // it was taken as an ack of the new group and offsets[3] was never handed out to it.
+      await expect(old[3]!.ack()).rejects.toBeInstanceOf(StaleClaimError);
+      await first!.ack();
+      const rest = await g.poll({ max: 10, waitMs: 1_000 });
+      expect(rest.map((m) => m.offset)).toEqual(offsets.slice(1));
+    } finally {
+      await f.close();
+      await broker.stop();
       await dir.cleanup();
     }
   });

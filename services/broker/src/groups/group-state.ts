@@ -43,8 +43,9 @@ export class GroupState {
   /** Next offset never handed out by this state. */
   next: number;
   /**
-   * The shard tail when this state was created: a settle for an offset below it that this
-   * state never handed out is accepted (it was handed out before a restart or eviction).
+   * The shard tail when this state was loaded from a cursor: a settle for an offset below it
+   * that this state never handed out is accepted (it was handed out before a restart or
+   * eviction). A group with no cursor handed nothing out yet, so it is the position there.
    */
   freshFloor: number;
   /** Offset tables, not Map/Set: every record handed out passes through them (offset-map.ts). */

@@ -97,12 +97,13 @@ export class GroupRegistry {
   private async load(scope: Scope): Promise<GroupState> {
     const committed = await this.cursors.position(scope.id, scope.group);
     const base = scope.source.logBaseOffset;
-    const st = new GroupState(
-      Math.max(committed ?? base, base),
-      committed,
-      scope.source.appliedNext,
-      Date.now(),
-    );
+    const position = Math.max(committed ?? base, base);
+    // A group with no cursor never handed anything out (its first hand-out writes one,
+    // `establish`): no settle from before this load can be its, so none below the tail is taken
+    // on trust. Before, a late ack from a deleted group's worker finished a record of the group
+    // made again under its name, which then never handed that record out.
+    const fresh = committed === undefined ? position : scope.source.appliedNext;
+    const st = new GroupState(position, committed, fresh, Date.now());
     // Retention passed the group's cursor while nothing held it in memory.
     if (committed !== undefined && committed < base) {
       st.skippedPending = base - committed;
