@@ -73,9 +73,23 @@ export async function seek(
   if (target > tail) throw bad(`offset ${target} is past the tail ${tail}`, 'offset_past_tail');
   const at = Math.max(target, scope.source.logBaseOffset);
   await core.registry.quiesce(st);
-  await core.registry.cursors.seek(scope.id, scope.group, at);
+  // Reset in memory in the same turn as the write is queued: a settle of the old position
+  // cannot move it during the write any more (before, its cursor write was queued behind the
+  // seek's and undid it on disk), and settles of the new position wait for the write.
   st.reset(at);
-  st.committed = at;
+  const write = core.registry.cursors.seek(scope.id, scope.group, at).then(() => {
+    st.committed = at;
+  });
+  st.commitRun = write;
+  try {
+    await write;
+  } catch (err) {
+    // Not written: the group is loaded again from its durable cursor by the next request.
+    core.registry.forget(scope);
+    throw err;
+  } finally {
+    if (st.commitRun === write) st.commitRun = undefined;
+  }
   core.waiters.wake(scope.source);
   return { type: 'group_position', offset: at, moved: true, request_id: msg.request_id };
 }

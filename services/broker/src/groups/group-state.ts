@@ -77,8 +77,12 @@ export class GroupState {
   /** Set when the group was deleted: a poll parked on this state answers empty, claiming
    *  nothing from a state no settle can reach any more. */
   detached = false;
-  /** The cursor write in flight, if any (settles behind it wait and then write once). */
+  /** The cursor write in flight, if any (settles behind it wait and then write once); a
+   *  seek's write too, so settles of the new position wait for it. */
   commitRun: Promise<void> | undefined;
+  /** Seeks so far: a cursor write begun before a seek neither waits on nor records its
+   *  position past it (the seek set the cursor itself). */
+  seeks = 0;
   /**
    * Claims by deadline as a binary min-heap. An entry is live while it is still the claim
    * standing for its offset; others are dropped when they surface, and the heap is rebuilt when
@@ -248,6 +252,7 @@ export class GroupState {
    * a claimed one too (its voided delivery counted), or it would be neither owed nor listed.
    */
   reset(offset: number): void {
+    this.seeks++;
     for (const o of this.redriven) {
       const claim = this.claims.get(o);
       if (claim !== undefined) this.owed.set(o, claim.attempts);

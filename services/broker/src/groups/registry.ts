@@ -219,7 +219,12 @@ export class GroupRegistry {
    */
   private async persist(scope: Scope, st: GroupState): Promise<void> {
     const target = st.position;
+    const seeks = st.seeks;
     for (;;) {
+      // A seek since this settle set the cursor itself and voided what was settled before it.
+      // Before, this loop went on writing the new, lower position to reach `target`: each write
+      // a no-op answered from memory, so it spun without yielding and froze the broker.
+      if (st.seeks !== seeks) return;
       if (st.committed !== undefined && st.committed >= target) return;
       const running = st.commitRun;
       if (running !== undefined) {
@@ -228,7 +233,8 @@ export class GroupRegistry {
         continue;
       }
       const run = this.cursors.commit(scope.id, scope.group, st.position).then((at) => {
-        st.committed = Math.max(st.committed ?? 0, at);
+        // Landed before a seek's write (the store's lock keeps order): the seek's offset stands.
+        if (st.seeks === seeks) st.committed = Math.max(st.committed ?? 0, at);
       });
       st.commitRun = run;
       try {
