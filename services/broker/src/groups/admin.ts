@@ -126,6 +126,13 @@ export async function remove(
   scope: Scope,
   msg: Msg<'group_delete'>,
 ): Promise<Message> {
+  const existed = await core.registry.removal(scope, () => removeGroup(core, scope));
+  core.waiters.wake(scope.source);
+  return { type: 'group_deleted', existed, request_id: msg.request_id };
+}
+
+/** Forgets the group and removes its cursor and dead letters; answers whether it existed. */
+async function removeGroup(core: GroupCore, scope: Scope): Promise<boolean> {
   const { registry } = core;
   // A periodic cursor write in flight lands first, so it cannot bring the cursor back.
   const held = registry.held(scope);
@@ -143,6 +150,5 @@ export async function remove(
       else await registry.deadLetters.finish(scope.id, scope.group, d.offset);
     }
   }
-  core.waiters.wake(scope.source);
-  return { type: 'group_deleted', existed, request_id: msg.request_id };
+  return existed;
 }

@@ -27,6 +27,8 @@ export class GroupRegistry {
   readonly deadLetters: DeadLetterStore;
   private readonly states = new Map<string, GroupState>();
   private readonly loading = new Map<string, Promise<GroupState>>();
+  /** Deletes under way: a request for the group waits for its delete before loading it. */
+  private readonly removing = new Map<string, Promise<unknown>>();
   /** Periodic groups whose position is ahead of their cursor: the timer that will write it. */
   private readonly owed = new Map<GroupState, { scope: Scope; timer: NodeJS.Timeout }>();
 
@@ -76,10 +78,31 @@ export class GroupRegistry {
     this.metrics.groupsInMemory.set(this.states.size);
   }
 
+  /**
+   * Runs a delete of the group: until it is done, a request for the group waits rather than
+   * loading it from a cursor the delete has not removed yet (and writing it back after).
+   */
+  async removal<T>(scope: Scope, run: () => Promise<T>): Promise<T> {
+    let done!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    // Set before `run` starts: its first store call may already let a request in.
+    this.removing.set(scope.key, gate);
+    try {
+      return await run();
+    } finally {
+      if (this.removing.get(scope.key) === gate) this.removing.delete(scope.key);
+      done();
+    }
+  }
+
   /** The group's in-memory state, loading it from the durable cursor and dead letters. */
   state(scope: Scope): Promise<GroupState> {
     const held = this.states.get(scope.key);
     if (held !== undefined) return Promise.resolve(held);
+    const removing = this.removing.get(scope.key);
+    if (removing !== undefined) return removing.then(() => this.state(scope));
     let p = this.loading.get(scope.key);
     if (p === undefined) {
       if (this.states.size >= GROUPS_IN_MEMORY_MAX) {
@@ -136,6 +159,11 @@ export class GroupRegistry {
   async existing(scope: Scope): Promise<GroupState> {
     const held = this.states.get(scope.key);
     if (held !== undefined) return held;
+    const removing = this.removing.get(scope.key);
+    if (removing !== undefined) {
+      await removing;
+      return this.existing(scope);
+    }
     const committed = await this.cursors.position(scope.id, scope.group);
     if (committed === undefined) {
       const dl = await this.deadLetters.list(scope.id, scope.group, 1);
@@ -225,6 +253,8 @@ export class GroupRegistry {
       // Before, this loop went on writing the new, lower position to reach `target`: each write
       // a no-op answered from memory, so it spun without yielding and froze the broker.
       if (st.seeks !== seeks) return;
+      // Deleted: the delete removes the cursor; a write now would bring the group back.
+      if (st.detached) return;
       if (st.committed !== undefined && st.committed >= target) return;
       const running = st.commitRun;
       if (running !== undefined) {
