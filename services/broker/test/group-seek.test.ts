@@ -1,7 +1,8 @@
 // Goal: a seek and a delete hold against the acks that race them. Acks that arrive while the
 // seek's cursor write is in flight neither undo it on disk nor hang: they answer (stale: the seek
 // voided their claims), and the cursor, the state's committed position and its position are the
-// seek's. An ack that arrives while a delete runs does not bring the group back. Method: the
+// seek's. An ack that arrives while a delete runs, or a load that was under way when it began,
+// does not bring the group back. Method: the
 // group service's settle, seek and delete over a group registry on real cursor and dead-letter
 // stores in a temp dir, the acks sent from inside the store call under way (wrapped) so they
 // land in that window every run.
@@ -121,3 +122,19 @@ async function ackDuringDelete(during: 'position' | 'delete'): Promise<void> {
   expect(await registry.cursors.position(id, 'workers')).toBeUndefined();
   expect(registry.held(scope)).toBeUndefined();
 }
+
+describe('group delete racing a load', () => {
+  it('a_group_loading_when_its_delete_starts_is_not_left_behind_in_memory', async () => {
+    const { registry, core, ack } = await groupAt50();
+    registry.forget(scope); // idle-evicted, say: the next request loads it from disk
+    // A poll or settle begins loading the group, and the delete starts before the load ends.
+    const loading = registry.state(scope);
+    const deleted = remove(core, scope, { type: 'group_delete', ...wire, request_id: 1 } as never);
+    expect(await withDeadline(deleted, 5_000, 'the delete')).toMatchObject({ existed: true });
+    await loading;
+    // Before, the load finished after the delete and left the group in memory at 50, so a late
+    // ack from one of its workers was taken and wrote the cursor back at 51.
+    expect(await ack(50)).toBe('unknown_group');
+    expect(await registry.cursors.position(id, 'workers')).toBeUndefined();
+  });
+});

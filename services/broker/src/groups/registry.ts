@@ -90,6 +90,9 @@ export class GroupRegistry {
     // Set before `run` starts: its first store call may already let a request in.
     this.removing.set(scope.key, gate);
     try {
+      // A load under way lands first, so the delete forgets it rather than it outliving the
+      // delete in memory (its failure is its own request's answer).
+      await this.loading.get(scope.key)?.catch(() => undefined);
       return await run();
     } finally {
       if (this.removing.get(scope.key) === gate) this.removing.delete(scope.key);
