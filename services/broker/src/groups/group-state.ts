@@ -27,6 +27,16 @@ export interface Claim {
   readonly member?: string;
   /** The connection it was handed to (or reserved for by a reclaim); only for named members. */
   readonly conn?: object;
+  /**
+   * Reserved by a reclaim and not yet handed out again: the delivery `attempts` names is the old
+   * connection's, which no longer stands (only an ack, which names none, still finishes it).
+   */
+  readonly reserved?: boolean;
+}
+
+/** Whether `attempts` names the delivery `claim` stands for (a reserved claim stands for none). */
+export function standsFor(claim: Claim | undefined, attempts: number): boolean {
+  return claim !== undefined && claim.attempts === attempts && claim.reserved !== true;
 }
 
 /** Who a poll hands records to: a named consumer on one connection. */
@@ -186,7 +196,7 @@ export class GroupState {
     taken.sort((a, b) => a.offset - b.offset);
     const list = this.reserved.get(member.conn) ?? [];
     for (const c of taken) {
-      const next: Claim = { ...c, conn: member.conn };
+      const next: Claim = { ...c, conn: member.conn, reserved: true };
       this.claims.set(c.offset, next);
       this.schedule(next);
       list.push(c.offset);
