@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
 import type { StreamConfig } from '../src/config/types.js';
 import type { RecordSource } from '../src/groups/record-source.js';
-import { describe as describeGroup } from '../src/groups/admin.js';
+import { describe as describeGroup, listDeadLetters } from '../src/groups/admin.js';
 import type { GroupCore } from '../src/groups/core.js';
 import { GroupRegistry } from '../src/groups/registry.js';
 import type { Scope } from '../src/groups/requests.js';
@@ -66,5 +66,32 @@ describe('group registry load', () => {
       type: 'group_describe',
     } as never);
     expect(info).toMatchObject({ type: 'group_info', dead_letters: old + 1 });
+  });
+
+  it('a_dead_letter_list_is_not_emptied_by_a_thousand_redriven_entries_below_it', async () => {
+    const dir = await tempDir();
+    cleanups.push(dir.cleanup);
+    const registry = new GroupRegistry(dir.path, metrics, defaults);
+    cleanups.push(() => registry.close());
+    // Redrive all, a page at a time: the first thousand are redriven and not yet finished
+    // (their records are still owed), so they stay in the store as redriven entries.
+    const total = DEAD_LETTER_LIST_MAX + 500;
+    await Promise.all(
+      [...Array(total).keys()].map((o) => registry.deadLetters.record(id, 'workers', o)),
+    );
+    for (let o = 0; o < DEAD_LETTER_LIST_MAX; o++) {
+      expect(await registry.deadLetters.redrive(id, 'workers', o)).toBe(true);
+    }
+    const core = { registry } as unknown as GroupCore;
+    const answer = await listDeadLetters(core, scopeAt(total), {
+      type: 'group_dead_letters',
+      request_id: 1,
+    } as never);
+    // The 500 still dead are listed; before, the page held only the redriven entries and the
+    // list answered empty, so a redrive-all loop stopped with 500 dead letters left.
+    const offsets = (answer as { offsets: number[] }).offsets;
+    expect(offsets.length).toBe(500);
+    expect(offsets[0]).toBe(DEAD_LETTER_LIST_MAX);
+    expect(offsets.at(-1)).toBe(total - 1);
   });
 });

@@ -28,6 +28,7 @@ beforeAll(async () => {
       { name: 'jobs', shards: 1 },
       { name: 'benched', shards: 1 },
       { name: 'fire', shards: 1 },
+      { name: 'graveyard', shards: 1 },
     ],
     caches: [{ name: 'kv' }],
   });
@@ -192,6 +193,33 @@ describe('felixctl data verbs', () => {
     expect((await ctl('group', 'redrive', 'jobs', 'workers')).out).toEqual([
       'redrove 0 dead letter(s) of workers',
     ]);
+  });
+
+  it('felixctl_group_redrive_without_offsets_redrives_every_dead_letter_past_the_first_thousand', async () => {
+    // One list answers at most 1,000 dead letters: before, `redrive` with no offsets sent back
+    // the first 1,000 and said so, leaving the rest dead.
+    const c = await cluster.connect();
+    try {
+      const total = 1_005;
+      await c.publishBatch(
+        'graveyard',
+        Array.from({ length: total }, (_, i) => `d${i}`),
+      );
+      const g = c.group('graveyard', 'undertaker', { shard: 0 });
+      let dead = 0;
+      while (dead < total) {
+        const got = await g.poll({ max: 1_000, waitMs: 10_000, visibilityMs: 60_000 });
+        await Promise.all(got.map((m) => m.deadLetter()));
+        dead += got.length;
+      }
+      expect((await g.describe()).deadLetters).toBe(total);
+      const run = await ctl('group', 'redrive', 'graveyard', 'undertaker');
+      expect(run.code, run.err).toBe(0);
+      expect(run.out).toEqual([`redrove ${total} dead letter(s) of undertaker`]);
+      expect((await g.describe()).deadLetters).toBe(0);
+    } finally {
+      await c.close();
+    }
   });
 
   it('felixctl_bench_pub_and_sub_report_rate_bytes_and_latency_percentiles', async () => {

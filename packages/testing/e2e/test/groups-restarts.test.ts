@@ -1,9 +1,9 @@
 // Goal: what a consumer group keeps when the log or the broker changes under it: a record after
 // a retention skip reports how many were skipped, a group's position and its redrives survive a
-// restart (a finished redrive is not delivered again), and a waiting poll is answered when the
-// broker drains. Method: a fresh durable felix-broker process per test over TLS, driven through
+// restart (a finished redrive is not delivered again), a waiting poll is answered when the
+// broker drains, and a group deleted and made again is not finished by its old consumers. Method: a fresh durable felix-broker process per test over TLS, driven through
 // @felix/client; restarts reuse the data directory and ports.
-import { CursorTooOldError } from '@felix/client';
+import { CursorTooOldError, StaleClaimError } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { brokerMetric as metric, startBroker } from '../src/index.js';
@@ -165,6 +165,35 @@ describe('broker consumer groups across restarts', () => {
     );
   });
 
+  it('a_consumer_that_outlived_a_restart_can_ack_what_a_group_that_never_committed_handed_it', async () => {
+    // A group's first poll, then a SIGKILL before any ack: the group had no cursor on disk, so
+    // after the restart the consumer's acks were refused with not_found (and so was describe),
+    // although the docs promise a consumer that outlived the broker can finish what it held.
+    const dir = await tempDir();
+    const spec = { yaml: YAML, dir: dir.path, durable: true };
+    const first = await startBroker(spec);
+    const f = await client(first);
+    let second: Awaited<ReturnType<typeof startBroker>> | undefined;
+    try {
+      const offsets: number[] = [];
+      for (let i = 0; i < 3; i++) offsets.push((await f.publish('jobs', `p${i}`)).offset!);
+      const g = f.group('jobs', 'first-poll-then-crash');
+      const held = await g.poll({ max: 3, waitMs: 5_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      await first.kill();
+      second = await startBroker({ ...spec, port: first.port, httpPort: first.httpPort });
+      // The same client, reconnected: it finishes the first record it held.
+      await held[0]!.ack();
+      expect((await g.describe()).committed).toBe(offsets[1]);
+      const again = await g.poll({ max: 3, waitMs: 5_000 });
+      expect(again.map((m) => m.offset)).toEqual(offsets.slice(1));
+    } finally {
+      await f.close();
+      await second?.stop();
+      await dir.cleanup();
+    }
+  });
+
   it('a_waiting_poll_is_answered_when_the_broker_drains', async () => {
     const dir = await tempDir();
     const broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
@@ -186,6 +215,35 @@ describe('broker consumer groups across restarts', () => {
       await stopping;
     } finally {
       await f.close();
+      await dir.cleanup();
+    }
+  });
+});
+
+describe('a consumer group deleted and made again', () => {
+  it('a_stale_ack_from_before_a_delete_does_not_finish_a_record_of_the_group_made_again', async () => {
+    const dir = await tempDir();
+    const broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
+    const f = await client(broker);
+    try {
+      const offsets: number[] = [];
+      for (let i = 0; i < 5; i++) offsets.push((await f.publish('jobs', `p${i}`)).offset!);
+      const g = f.group('jobs', 'made-again');
+      const old = await g.poll({ max: 5, waitMs: 5_000, visibilityMs: 60_000 });
+      expect(old.map((m) => m.offset)).toEqual(offsets);
+      expect(await g.delete()).toBe(true);
+      // The group is made again by its first poll, from the earliest record.
+      const [first] = await g.poll({ max: 1, waitMs: 5_000 });
+      expect(first!.offset).toBe(offsets[0]);
+      // A worker of the deleted group acks late: that delivery belongs to no live group. Before,
+      // it was taken as an ack of the new group and offsets[3] was never handed out to it.
+      await expect(old[3]!.ack()).rejects.toBeInstanceOf(StaleClaimError);
+      await first!.ack();
+      const rest = await g.poll({ max: 10, waitMs: 1_000 });
+      expect(rest.map((m) => m.offset)).toEqual(offsets.slice(1));
+    } finally {
+      await f.close();
+      await broker.stop();
       await dir.cleanup();
     }
   });

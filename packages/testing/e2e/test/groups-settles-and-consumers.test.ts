@@ -322,6 +322,33 @@ for (const transport of TRANSPORTS) {
       await got[0]!.ack();
     });
 
+    it('a_reserved_record_refuses_the_old_deliverys_extend_and_dead_letter', async () => {
+      const g = await freshGroup('reserved-stale', { consumer: 'worker-r' });
+      const offsets = await publishJobs(3, 'reserved-stale');
+      const held = await g.poll({ max: 3, waitMs: 5_000, visibilityMs: 60_000 });
+      expect(held.map((m) => m.offset)).toEqual(offsets);
+      const restarted = await client(shared, transport);
+      try {
+        const again = restarted.group('jobs', 'reserved-stale', { shard: 0, consumer: 'worker-r' });
+        // The reclaim reserves all three; this poll takes one, the other two wait reserved.
+        const first = await again.poll({ max: 1, waitMs: 0 });
+        expect(first.map((m) => [m.offset, m.attempts])).toEqual([[offsets[0], 2]]);
+        // The old deliveries of the reserved records no longer stand: before, their extend was
+        // taken and their dead letter ended the record under the worker it was reserved for.
+        await expect(held[2]!.extend(1_000)).rejects.toBeInstanceOf(StaleClaimError);
+        await expect(held[1]!.deadLetter()).rejects.toBeInstanceOf(StaleClaimError);
+        const rest = await again.poll({ max: 3, waitMs: 0 });
+        expect(rest.map((m) => [m.offset, m.attempts])).toEqual([
+          [offsets[1], 2],
+          [offsets[2], 2],
+        ]);
+        expect(await again.deadLetters()).toEqual([]);
+        await Promise.all([...first, ...rest].map((m) => m.ack()));
+      } finally {
+        await restarted.close();
+      }
+    });
+
     it('a_reclaim_takes_only_its_own_names_claims', async () => {
       const mine = await freshGroup('reclaim-own', { consumer: 'w-a' });
       const [a, b] = await publishJobs(2, 'reclaim-own');

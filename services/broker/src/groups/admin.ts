@@ -14,16 +14,14 @@ export async function listDeadLetters(
 ): Promise<Message> {
   // A group that never existed (or was deleted) is not_found, as its description is.
   await core.registry.existing(scope);
-  const page = await core.registry.deadLetters.list(
-    scope.id,
-    scope.group,
-    GROUP_DEAD_LETTER_LIST_MAX,
-  );
-  return {
-    type: 'group_dead_letter_list',
-    offsets: page.filter((d) => d.state === 'dead').map((d) => d.offset),
-    request_id: msg.request_id,
-  };
+  // The lowest GROUP_DEAD_LETTER_LIST_MAX entries still dead, not the dead among the lowest
+  // entries: redriven entries stay stored until their record is finished, and a page of them
+  // used to answer an empty list while dead letters remained above it.
+  const offsets: number[] = [];
+  await core.registry.deadLetters.each(scope.id, scope.group, (d) => {
+    if (d.state === 'dead' && offsets.length < GROUP_DEAD_LETTER_LIST_MAX) offsets.push(d.offset);
+  });
+  return { type: 'group_dead_letter_list', offsets, request_id: msg.request_id };
 }
 
 export async function discard(
@@ -75,9 +73,23 @@ export async function seek(
   if (target > tail) throw bad(`offset ${target} is past the tail ${tail}`, 'offset_past_tail');
   const at = Math.max(target, scope.source.logBaseOffset);
   await core.registry.quiesce(st);
-  await core.registry.cursors.seek(scope.id, scope.group, at);
+  // Reset in memory in the same turn as the write is queued: a settle of the old position
+  // cannot move it during the write any more (before, its cursor write was queued behind the
+  // seek's and undid it on disk), and settles of the new position wait for the write.
   st.reset(at);
-  st.committed = at;
+  const write = core.registry.cursors.seek(scope.id, scope.group, at).then(() => {
+    st.committed = at;
+  });
+  st.commitRun = write;
+  try {
+    await write;
+  } catch (err) {
+    // Not written: the group is loaded again from its durable cursor by the next request.
+    core.registry.forget(scope);
+    throw err;
+  } finally {
+    if (st.commitRun === write) st.commitRun = undefined;
+  }
   core.waiters.wake(scope.source);
   return { type: 'group_position', offset: at, moved: true, request_id: msg.request_id };
 }
@@ -114,6 +126,13 @@ export async function remove(
   scope: Scope,
   msg: Msg<'group_delete'>,
 ): Promise<Message> {
+  const existed = await core.registry.removal(scope, () => removeGroup(core, scope));
+  core.waiters.wake(scope.source);
+  return { type: 'group_deleted', existed, request_id: msg.request_id };
+}
+
+/** Forgets the group and removes its cursor and dead letters; answers whether it existed. */
+async function removeGroup(core: GroupCore, scope: Scope): Promise<boolean> {
   const { registry } = core;
   // A periodic cursor write in flight lands first, so it cannot bring the cursor back.
   const held = registry.held(scope);
@@ -131,6 +150,5 @@ export async function remove(
       else await registry.deadLetters.finish(scope.id, scope.group, d.offset);
     }
   }
-  core.waiters.wake(scope.source);
-  return { type: 'group_deleted', existed, request_id: msg.request_id };
+  return existed;
 }

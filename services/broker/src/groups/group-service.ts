@@ -124,7 +124,8 @@ export class GroupService {
     if (msg.type === 'group_ack_batch') return ackBatchNow(this.core, auth, scope, msg);
     if (msg.type !== 'group_poll') return undefined;
     const st = this.registry.held(scope);
-    if (st === undefined || st.handingOut > 0) return undefined;
+    // A group that never committed writes its position before its first answer (awaited).
+    if (st === undefined || st.handingOut > 0 || st.committed === undefined) return undefined;
     const { max, visibility, until } = this.pollBounds(msg);
     const party = pollParty(auth, msg, conn);
     if (asker.ended) return { type: 'group_records', records: [], request_id: msg.request_id };
@@ -213,6 +214,9 @@ export class GroupService {
       const records = await this.chained(st, () =>
         handOut(this.core, scope, st, max, visibility, party),
       );
+      // The group is on disk before a consumer holds anything of it, so a settle after a
+      // restart finds it.
+      if (records.length > 0) await this.registry.establish(scope, st);
       const now = Date.now();
       if (records.length > 0 || now >= until || this.closing) {
         return { type: 'group_records', records, request_id: msg.request_id };

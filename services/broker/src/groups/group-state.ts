@@ -27,6 +27,16 @@ export interface Claim {
   readonly member?: string;
   /** The connection it was handed to (or reserved for by a reclaim); only for named members. */
   readonly conn?: object;
+  /**
+   * Reserved by a reclaim and not yet handed out again: the delivery `attempts` names is the old
+   * connection's, which no longer stands (only an ack, which names none, still finishes it).
+   */
+  readonly reserved?: boolean;
+}
+
+/** Whether `attempts` names the delivery `claim` stands for (a reserved claim stands for none). */
+export function standsFor(claim: Claim | undefined, attempts: number): boolean {
+  return claim !== undefined && claim.attempts === attempts && claim.reserved !== true;
 }
 
 /** Who a poll hands records to: a named consumer on one connection. */
@@ -43,8 +53,9 @@ export class GroupState {
   /** Next offset never handed out by this state. */
   next: number;
   /**
-   * The shard tail when this state was created: a settle for an offset below it that this
-   * state never handed out is accepted (it was handed out before a restart or eviction).
+   * The shard tail when this state was loaded from a cursor: a settle for an offset below it
+   * that this state never handed out is accepted (it was handed out before a restart or
+   * eviction). A group with no cursor handed nothing out yet, so it is the position there.
    */
   freshFloor: number;
   /** Offset tables, not Map/Set: every record handed out passes through them (offset-map.ts). */
@@ -76,8 +87,12 @@ export class GroupState {
   /** Set when the group was deleted: a poll parked on this state answers empty, claiming
    *  nothing from a state no settle can reach any more. */
   detached = false;
-  /** The cursor write in flight, if any (settles behind it wait and then write once). */
+  /** The cursor write in flight, if any (settles behind it wait and then write once); a
+   *  seek's write too, so settles of the new position wait for it. */
   commitRun: Promise<void> | undefined;
+  /** Seeks so far: a cursor write begun before a seek neither waits on nor records its
+   *  position past it (the seek set the cursor itself). */
+  seeks = 0;
   /**
    * Claims by deadline as a binary min-heap. An entry is live while it is still the claim
    * standing for its offset; others are dropped when they surface, and the heap is rebuilt when
@@ -181,7 +196,7 @@ export class GroupState {
     taken.sort((a, b) => a.offset - b.offset);
     const list = this.reserved.get(member.conn) ?? [];
     for (const c of taken) {
-      const next: Claim = { ...c, conn: member.conn };
+      const next: Claim = { ...c, conn: member.conn, reserved: true };
       this.claims.set(c.offset, next);
       this.schedule(next);
       list.push(c.offset);
@@ -247,6 +262,7 @@ export class GroupState {
    * a claimed one too (its voided delivery counted), or it would be neither owed nor listed.
    */
   reset(offset: number): void {
+    this.seeks++;
     for (const o of this.redriven) {
       const claim = this.claims.get(o);
       if (claim !== undefined) this.owed.set(o, claim.attempts);

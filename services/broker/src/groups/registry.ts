@@ -27,6 +27,8 @@ export class GroupRegistry {
   readonly deadLetters: DeadLetterStore;
   private readonly states = new Map<string, GroupState>();
   private readonly loading = new Map<string, Promise<GroupState>>();
+  /** Deletes under way: a request for the group waits for its delete before loading it. */
+  private readonly removing = new Map<string, Promise<unknown>>();
   /** Periodic groups whose position is ahead of their cursor: the timer that will write it. */
   private readonly owed = new Map<GroupState, { scope: Scope; timer: NodeJS.Timeout }>();
 
@@ -76,10 +78,34 @@ export class GroupRegistry {
     this.metrics.groupsInMemory.set(this.states.size);
   }
 
+  /**
+   * Runs a delete of the group: until it is done, a request for the group waits rather than
+   * loading it from a cursor the delete has not removed yet (and writing it back after).
+   */
+  async removal<T>(scope: Scope, run: () => Promise<T>): Promise<T> {
+    let done!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    // Set before `run` starts: its first store call may already let a request in.
+    this.removing.set(scope.key, gate);
+    try {
+      // A load under way lands first, so the delete forgets it rather than it outliving the
+      // delete in memory (its failure is its own request's answer).
+      await this.loading.get(scope.key)?.catch(() => undefined);
+      return await run();
+    } finally {
+      if (this.removing.get(scope.key) === gate) this.removing.delete(scope.key);
+      done();
+    }
+  }
+
   /** The group's in-memory state, loading it from the durable cursor and dead letters. */
   state(scope: Scope): Promise<GroupState> {
     const held = this.states.get(scope.key);
     if (held !== undefined) return Promise.resolve(held);
+    const removing = this.removing.get(scope.key);
+    if (removing !== undefined) return removing.then(() => this.state(scope));
     let p = this.loading.get(scope.key);
     if (p === undefined) {
       if (this.states.size >= GROUPS_IN_MEMORY_MAX) {
@@ -97,12 +123,13 @@ export class GroupRegistry {
   private async load(scope: Scope): Promise<GroupState> {
     const committed = await this.cursors.position(scope.id, scope.group);
     const base = scope.source.logBaseOffset;
-    const st = new GroupState(
-      Math.max(committed ?? base, base),
-      committed,
-      scope.source.appliedNext,
-      Date.now(),
-    );
+    const position = Math.max(committed ?? base, base);
+    // A group with no cursor never handed anything out (its first hand-out writes one,
+    // `establish`): no settle from before this load can be its, so none below the tail is taken
+    // on trust. Before, a late ack from a deleted group's worker finished a record of the group
+    // made again under its name, which then never handed that record out.
+    const fresh = committed === undefined ? position : scope.source.appliedNext;
+    const st = new GroupState(position, committed, fresh, Date.now());
     // Retention passed the group's cursor while nothing held it in memory.
     if (committed !== undefined && committed < base) {
       st.skippedPending = base - committed;
@@ -135,6 +162,11 @@ export class GroupRegistry {
   async existing(scope: Scope): Promise<GroupState> {
     const held = this.states.get(scope.key);
     if (held !== undefined) return held;
+    const removing = this.removing.get(scope.key);
+    if (removing !== undefined) {
+      await removing;
+      return this.existing(scope);
+    }
     const committed = await this.cursors.position(scope.id, scope.group);
     if (committed === undefined) {
       const dl = await this.deadLetters.list(scope.id, scope.group, 1);
@@ -153,6 +185,16 @@ export class GroupRegistry {
     if (interval === undefined) return this.persist(scope, st);
     this.writeLater(scope, st, interval);
     return undefined;
+  }
+
+  /**
+   * A group that never committed is about to hand out its first records: its position is
+   * written first (once in the group's life, under either durability). Before, such a group
+   * left no trace on disk until its first cursor write, so a consumer that outlived a broker
+   * restart had its acks of what it held refused as not_found, the group unknown.
+   */
+  async establish(scope: Scope, st: GroupState): Promise<void> {
+    if (st.committed === undefined) await this.persist(scope, st);
   }
 
   /** The scope's groups' cursor durability: the stream's own, else the broker's default. */
@@ -208,7 +250,14 @@ export class GroupRegistry {
    */
   private async persist(scope: Scope, st: GroupState): Promise<void> {
     const target = st.position;
+    const seeks = st.seeks;
     for (;;) {
+      // A seek since this settle set the cursor itself and voided what was settled before it.
+      // Before, this loop went on writing the new, lower position to reach `target`: each write
+      // a no-op answered from memory, so it spun without yielding and froze the broker.
+      if (st.seeks !== seeks) return;
+      // Deleted: the delete removes the cursor; a write now would bring the group back.
+      if (st.detached) return;
       if (st.committed !== undefined && st.committed >= target) return;
       const running = st.commitRun;
       if (running !== undefined) {
@@ -217,7 +266,8 @@ export class GroupRegistry {
         continue;
       }
       const run = this.cursors.commit(scope.id, scope.group, st.position).then((at) => {
-        st.committed = Math.max(st.committed ?? 0, at);
+        // Landed before a seek's write (the store's lock keeps order): the seek's offset stands.
+        if (st.seeks === seeks) st.committed = Math.max(st.committed ?? 0, at);
       });
       st.commitRun = run;
       try {

@@ -13,7 +13,7 @@ import {
 import { GROUP_ACK_BATCH_OFFSETS_MAX, GROUP_NACK_BATCH_OFFSETS_MAX } from '../limits.js';
 import type { Negotiated } from '../session/negotiation.js';
 import type { GroupCore } from './core.js';
-import type { GroupState } from './group-state.js';
+import { type GroupState, standsFor } from './group-state.js';
 import { type Msg, type Scope, bad, stale, tailCheck } from './requests.js';
 
 type SettleMsg = Msg<'group_ack'> | Msg<'group_nack'> | Msg<'group_dead_letter'>;
@@ -33,7 +33,13 @@ export async function settle(core: GroupCore, scope: Scope, msg: SettleMsg): Pro
   const claim = st.claims.get(offset);
   // A settle naming its delivery is refused while another delivery's claim stands: a late
   // dead letter from a holder whose claim lapsed must not end the next holder's work.
-  if (msg.attempts !== undefined && claim !== undefined && claim.attempts !== msg.attempts) {
+  // An ack still finishes a record a reclaim reserved (it says the work is done); a dead letter
+  // naming the old delivery does not.
+  const named =
+    msg.type === 'group_ack'
+      ? claim?.attempts === msg.attempts
+      : standsFor(claim, msg.attempts ?? 0);
+  if (msg.attempts !== undefined && claim !== undefined && !named) {
     throw stale(offset, true);
   }
   if (claim === undefined && st.isUnknown(offset)) throw stale(offset, false);
@@ -153,7 +159,7 @@ function handBack(
   release = false,
 ): 'handed' | 'stale' | 'stale_named' {
   const claim = st.claims.get(offset);
-  if (attempts !== undefined && claim?.attempts !== attempts) return 'stale_named';
+  if (attempts !== undefined && !standsFor(claim, attempts)) return 'stale_named';
   if (claim === undefined) return st.owed.has(offset) ? 'handed' : 'stale';
   if (delayMs > 0) {
     st.reschedule(claim, nowMs + Math.min(delayMs, core.groups.max_visibility_ms), true);
@@ -228,7 +234,7 @@ export async function extend(
   const st = await core.registry.existing(scope);
   st.expire(Date.now());
   const claim = st.claims.get(msg.offset);
-  if (claim === undefined || claim.delayed || claim.attempts !== msg.attempts) {
+  if (claim === undefined || claim.delayed || !standsFor(claim, msg.attempts)) {
     throw stale(msg.offset, true);
   }
   const visible = Math.min(msg.extend_ms, core.groups.max_visibility_ms);

@@ -54,11 +54,10 @@ export function groupCommands(program: Command, env: DataEnv): void {
     .action((stream: string, name: string, offsets: string[], o: GroupOpts) =>
       withClient(env, async (c) => {
         const g = groupOf(c, stream, name, o);
-        const chosen = offsets.length
-          ? offsets.map((t) => intArg('offset', t))
-          : await g.deadLetters();
+        const chosen = offsets.map((t) => intArg('offset', t));
         for (const off of chosen) await g.redrive(off);
-        env.io.out(`redrove ${chosen.length} dead letter(s) of ${name}`);
+        const n = offsets.length ? chosen.length : await redriveAll(g);
+        env.io.out(`redrove ${n} dead letter(s) of ${name}`);
       }),
     );
 }
@@ -103,4 +102,21 @@ function pollLine(m: GroupMessage, json: boolean): string {
     ...valueFields(m.payload),
     time: isoOfMicros(m.timestampMicros),
   });
+}
+
+/**
+ * Redrives every dead letter of `g`; answers how many. A list answers at most 1,000, and a
+ * redriven one leaves it, so it is listed again until nothing new is in it (an offset given up
+ * on again meanwhile is not sent back twice: the loop ends).
+ */
+async function redriveAll(g: Group): Promise<number> {
+  const sent = new Set<number>();
+  for (;;) {
+    const fresh = (await g.deadLetters()).filter((off) => !sent.has(off));
+    if (fresh.length === 0) return sent.size;
+    for (const off of fresh) {
+      await g.redrive(off);
+      sent.add(off);
+    }
+  }
 }
