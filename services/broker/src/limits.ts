@@ -157,6 +157,13 @@ export const CACHE_HOT_BYTES_MAX = 16 * 1024 * 1024 * 1024;
  * rest go in the next passes. Within storage's own per-call bound (EXPIRY_DELETES_PER_PASS_MAX).
  */
 export const CACHE_EXPIRY_DELETES_PER_PASS_MAX = 1024;
+/**
+ * Keys of in-memory caches one expiry pass looks at, over every in-memory shard (the next pass
+ * goes on where it stopped). The pass is one synchronous loop, so this bounds how long it holds
+ * the event loop: about 0.6 ms over a million-key map, where 262,144 took 15-22 ms. At the
+ * default interval it goes round 65,536 keys a second.
+ */
+export const CACHE_MEMORY_EXPIRY_VISITS_PER_PASS_MAX = 65_536;
 /** Default interval of the cache expiry pass: an expired key is deleted about this late. */
 export const CACHE_EXPIRY_INTERVAL_MS_DEFAULT = 1_000;
 /** Ceiling on the expiry interval (an hour: expiries that late are not expiries). */
