@@ -12,6 +12,7 @@ import {
   ConnectionLostError,
   InvalidArgumentError,
   ProtocolError,
+  isStreamGone,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
@@ -199,8 +200,12 @@ export class RequestLane {
   };
 
   private readonly onAnswersEnd = (err: unknown): void => {
+    // A stream ended by its connection's end (the broker died: over TLS the stream's own
+    // ConnectionClosedError often arrives before the connection reports its loss) is the
+    // connection lost: the requests on it may or may not have been applied, which callers say
+    // with OutcomeUnknownError. Before, they were rejected with the transport's error.
     this.fail(
-      err instanceof Error
+      err instanceof Error && !isStreamGone(err)
         ? err
         : new ConnectionLostError(this.host.server, err === null ? undefined : { cause: err }),
     );
