@@ -10,6 +10,7 @@ import {
   FeatureUnsupportedError,
   type FelixClient,
   InvalidArgumentError,
+  InvalidRequestError,
   NotFoundError,
   OutcomeUnknownError,
 } from '@felix/client';
@@ -138,6 +139,30 @@ for (const transport of TRANSPORTS) {
       expect(add.status).toBe('fulfilled');
       expect(text(await users.get('u-small'))).toBe('x');
       expect(await users.get('u-huge')).toBeUndefined();
+    });
+
+    it('a_value_too_large_for_its_delete_or_watch_answer_is_refused_and_the_largest_allowed_is_served', async () => {
+      // Before, a binary put carried up to 16 MiB and was stored, but a delete answers the value
+      // it removed, and a watch sends it, as base64 in JSON: a 13 MiB value's delete was applied
+      // and answered with a frame the client refused (FrameTooLargeError), and every watch of
+      // the key failed the same way.
+      const users = felix.cache('users');
+      const overhead = 64 * 1024; // the broker's CACHE_ANSWER_OVERHEAD_BYTES_MAX
+      const largest = ((FRAME_BYTES_MAX - overhead) / 4) * 3;
+      await expect(users.put('u-over', new Uint8Array(largest + 1))).rejects.toBeInstanceOf(
+        InvalidRequestError,
+      );
+      expect(await users.get('u-over')).toBeUndefined();
+      const value = new Uint8Array(largest).fill(7);
+      await users.put('u-largest', value);
+      expect((await users.get('u-largest'))?.length).toBe(largest);
+      const events = users.watch({ key: 'u-largest' }, { retained: true })[Symbol.asyncIterator]();
+      const first = await events.next();
+      expect(first.value).toMatchObject({ type: 'put', key: 'u-largest' });
+      expect((first.value as { value: Uint8Array }).value.length).toBe(largest);
+      await events.return?.();
+      expect((await users.delete('u-largest'))?.length).toBe(largest);
+      expect(await users.get('u-largest')).toBeUndefined();
     });
 
     it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
