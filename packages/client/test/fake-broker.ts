@@ -174,6 +174,15 @@ export class FakeBroker {
     };
   }
 
+  /** Opens an event stream toward the client (as the broker does for a subscription or a
+   *  cache watch) and sends its `event_stream_hello`. */
+  openEvents(subscriptionId: number): FakeStream {
+    const events = this.openUni();
+    this.events.set(subscriptionId, events);
+    events.send({ type: 'event_stream_hello', subscription_id: subscriptionId });
+    return events;
+  }
+
   private openUni(): FakeStream {
     const s = new FakeStream('uni', () => undefined);
     this.streams.push(s);
@@ -219,9 +228,7 @@ export class FakeBroker {
       case 'subscribe': {
         const id = msg.subscription_id!;
         at.send({ type: 'subscribed', subscription_id: id, start_offset: 0, live_offset: 0 });
-        const events = this.openUni();
-        this.events.set(id, events);
-        events.send({ type: 'event_stream_hello', subscription_id: id });
+        this.openEvents(id);
         return;
       }
       case 'publish_batch':

@@ -26,6 +26,29 @@ describe('EphemeralCache', () => {
     expect(await cache.delete('p')).toBeUndefined();
   });
 
+  it('an_in_memory_expiry_pass_removes_expired_keys_nobody_reads_a_bounded_number_at_a_time', async () => {
+    // Before, expiry was lazy only: a key put with a TTL and never read again stayed in memory.
+    const clock = new ManualClock();
+    const cache = new EphemeralCache({ now: clock.now });
+    for (let i = 0; i < 10; i++) await cache.put(`s${i}`, bytes('v'), { ttlMs: 10 });
+    await cache.put('kept', bytes('k'));
+    await cache.put('later', bytes('l'), { ttlMs: 1_000 });
+    const w = collect(cache.watch({ prefix: '' }, { kind: 'live' }));
+    clock.advance(10);
+    // Four keys looked at per call: the calls go on where the previous one stopped.
+    expect(cache.expireDue(4)).toEqual({ visited: 4, deleted: 4 });
+    expect(cache.expireDue(4)).toEqual({ visited: 4, deleted: 4 });
+    expect(cache.expireDue(4)).toEqual({ visited: 4, deleted: 2 });
+    expect(cache.size).toBe(2);
+    // The end of the map was reached: the next call starts over and finds nothing due.
+    expect(cache.expireDue(100)).toEqual({ visited: 2, deleted: 0 });
+    expect(text(await cache.get('kept'))).toBe('k');
+    expect(text(await cache.get('later'))).toBe('l');
+    await waitFor(() => w.events.length === 10, 'the expiries as deletes');
+    expect(w.events.every((e) => e.kind === 'change' && e.change.op === 'delete')).toBe(true);
+    await cache.close();
+  });
+
   it('an_in_memory_retained_watch_answers_in_write_order', async () => {
     const cache = new EphemeralCache();
     await cache.put('zebra', bytes('1'));

@@ -478,39 +478,11 @@ export class Cache {
       // A live start that has delivered nothing yet resumes from where it began, so a change
       // made while it re-watches after a loss is not skipped.
       if (!st.retainedPhase && !answer.resnapshot && st.next === undefined) st.next = floor;
-      // Current values come first on a retained or resnapshot start (`left` of them; -1 once
-      // live); they are not history, so `next` moves past them only when the phase ends.
-      let left = st.retainedPhase || answer.resnapshot ? (answer.retained_count ?? 0) : -1;
-      const complete = (): CacheWatchEvent => {
-        left = -1;
-        st.retainedPhase = false;
-        // After a resnapshot the changes go on from its floor, which a failover can put below
-        // the old position (the new leader's log parted there): changes from it are all new.
-        st.next = answer.resnapshot ? floor : Math.max(st.next ?? 0, floor);
-        const retainedCount = answer.retained_count ?? 0;
-        return { type: 'state_complete', retainedCount, resumeOffset: floor };
-      };
-      if (left === 0) yield complete();
+      const phase = new CurrentValues(st, answer);
+      if (phase.left === 0) yield phase.complete();
       const events = await reservation.events;
       st.current.events = events;
-      for (;;) {
-        const frame = await nextWatchFrame(events, st.current);
-        if (frame === null) return; // the broker ended the watch (shutting down): re-watch
-        const msg = decodeMessage(frame.payload);
-        if (msg.type === 'cache_watch_lagged') {
-          st.next = msg.resume_from;
-          st.resumed = false;
-          yield { type: 'lagged', resumeFrom: msg.resume_from };
-          return;
-        }
-        if (!isCacheEvent(msg)) continue;
-        // A change delivered before a resume on another owner is not delivered twice.
-        if (left < 0 && st.next !== undefined && msg.offset < st.next) continue;
-        if (left < 0) st.next = Math.max(st.next ?? 0, msg.offset + 1);
-        else if (st.retainedPhase) st.retainedYielded++;
-        yield changeOf(msg);
-        if (left > 0 && --left === 0) yield complete();
-      }
+      yield* watchEvents(events, st, phase);
     } finally {
       reservation.cancel();
     }
@@ -554,6 +526,73 @@ async function nextWatchFrame(
   const refusal = current.ended?.refusal;
   if (refusal) throw refusal;
   return frame;
+}
+
+/**
+ * The current values a retained or resnapshot start sends first (`left` of them still to come;
+ * -1 once live). They are not history, so the watch's position moves past them only when the
+ * phase ends.
+ */
+class CurrentValues {
+  left: number;
+  /** Current values yielded in this phase. */
+  delivered = 0;
+
+  constructor(
+    private readonly st: WatchState,
+    private readonly answer: Answer<'cache_watch_started'>,
+  ) {
+    this.left = st.retainedPhase || answer.resnapshot ? (answer.retained_count ?? 0) : -1;
+  }
+
+  get floor(): number {
+    return this.answer.resume_offset;
+  }
+
+  complete(): CacheWatchEvent {
+    const st = this.st;
+    this.left = -1;
+    st.retainedPhase = false;
+    // After a resnapshot the changes go on from its floor, which a failover can put below
+    // the old position (the new leader's log parted there): changes from it are all new.
+    st.next = this.answer.resnapshot ? this.floor : Math.max(st.next ?? 0, this.floor);
+    return { type: 'state_complete', retainedCount: this.delivered, resumeOffset: this.floor };
+  }
+}
+
+/** A started watch's events until the broker ends it or it lags, moving `st` along. */
+async function* watchEvents(
+  events: FrameStream,
+  st: WatchState,
+  phase: CurrentValues,
+): AsyncGenerator<CacheWatchEvent> {
+  for (;;) {
+    const frame = await nextWatchFrame(events, st.current);
+    if (frame === null) return; // the broker ended the watch (shutting down): re-watch
+    const msg = decodeMessage(frame.payload);
+    if (msg.type === 'cache_watch_lagged') {
+      st.next = msg.resume_from;
+      st.resumed = false;
+      yield { type: 'lagged', resumeFrom: msg.resume_from };
+      return;
+    }
+    if (!isCacheEvent(msg)) continue;
+    // Current values all sit below the floor. The broker counts them when the watch registers
+    // and skips one it finds replaced or deleted by the time it reads it (that change follows
+    // live, at or past the floor): the first change there ends the phase. Before, it was taken
+    // for a current value, came before `state_complete`, and a resume from the floor delivered
+    // it again.
+    if (phase.left > 0 && msg.offset >= phase.floor) yield phase.complete();
+    // A change delivered before a resume on another owner is not delivered twice.
+    if (phase.left < 0 && st.next !== undefined && msg.offset < st.next) continue;
+    if (phase.left < 0) st.next = Math.max(st.next ?? 0, msg.offset + 1);
+    else {
+      phase.delivered++;
+      if (st.retainedPhase) st.retainedYielded++;
+    }
+    yield changeOf(msg);
+    if (phase.left > 0 && --phase.left === 0) yield phase.complete();
+  }
 }
 
 /** A watch's position across re-watches, and the streams of the one running now. */

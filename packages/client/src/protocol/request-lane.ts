@@ -13,6 +13,7 @@ import {
   ConnectionLostError,
   InvalidArgumentError,
   ProtocolError,
+  isStreamGone,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';

@@ -1,7 +1,8 @@
 /**
  * EphemeralCache: the cache API (put/get/delete/TTL/watch) held in memory only, for brokers
  * without durable storage. Versions and watch offsets come from an in-process counter, so
- * watches start live or retained; nothing survives a restart. Expiry is lazy.
+ * watches start live or retained; nothing survives a restart. Expiry is checked on read, and
+ * `expireDue` (the owner's timer) removes expired keys nobody reads.
  */
 import { ProjectionClosedError, ProjectionInputError, WatchStartError } from '../errors.js';
 import { CACHE_VALUE_BYTES_MAX } from '../limits.js';
@@ -50,6 +51,8 @@ export function isExpired(expiresAtMillis: number, nowMs: number): boolean {
 
 export class EphemeralCache {
   private readonly slots = new Map<string, Slot>();
+  /** Where `expireDue` goes on from: a Map iterator stays valid across deletes and inserts. */
+  private sweep: Iterator<[string, Slot]> | undefined;
   private next = 0;
   private closed = false;
   private readonly hub: WatchHub;
@@ -136,6 +139,43 @@ export class EphemeralCache {
     const change: CacheChange = { offset, key, op: 'delete', expiresAtMillis: 0 };
     this.hub.publish(change);
     return prev?.value;
+  }
+
+  /** Keys held (expired ones not yet removed included). */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /**
+   * Removes expired keys, looking at no more than `visitMax` keys from where the previous call
+   * stopped (it goes round the whole map over successive calls), and tells watchers of each as a
+   * delete. Reads expire keys only when they meet them: a key never read again after its TTL
+   * would otherwise stay in memory for good. Answers how many keys it looked at and removed.
+   */
+  expireDue(visitMax: number): { visited: number; deleted: number } {
+    this.checkOpen();
+    const nowMs = this.now();
+    let visited = 0;
+    let deleted = 0;
+    while (visited < visitMax) {
+      this.sweep ??= this.slots.entries();
+      const step = this.sweep.next();
+      if (step.done === true) {
+        // The end of the map: the sweep starts again from its oldest key, in this call only
+        // when it has looked at nothing yet (no key is looked at twice in one call).
+        this.sweep = undefined;
+        if (visited > 0 || this.slots.size === 0) break;
+        this.sweep = this.slots.entries();
+        continue;
+      }
+      visited++;
+      const [key, slot] = step.value;
+      if (!isExpired(slot.expiresAtMillis, nowMs)) continue;
+      this.slots.delete(key);
+      deleted++;
+      this.hub.publish({ offset: this.next++, key, op: 'delete', expiresAtMillis: 0 });
+    }
+    return { visited, deleted };
   }
 
   watch(filter: WatchFilter, start: WatchStart, opts: WatchOptions = {}): CacheWatch {

@@ -10,12 +10,21 @@ import {
   FeatureUnsupportedError,
   type FelixClient,
   InvalidArgumentError,
+  InvalidRequestError,
   NotFoundError,
+  OutcomeUnknownError,
 } from '@felix/client';
-import { tempDir } from '@felix/testing-harness';
+import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, brokerMetric as metric, startBroker } from '../src/index.js';
-import { TRANSPORTS, acrossRestart, client, startProjectionsBroker, text } from './support.js';
+import {
+  PROJECTIONS_YAML,
+  TRANSPORTS,
+  acrossRestart,
+  client,
+  startProjectionsBroker,
+  text,
+} from './support.js';
 
 for (const transport of TRANSPORTS) {
   describe(`broker caches and counters over ${transport}`, () => {
@@ -132,6 +141,30 @@ for (const transport of TRANSPORTS) {
       expect(await users.get('u-huge')).toBeUndefined();
     });
 
+    it('a_value_too_large_for_its_delete_or_watch_answer_is_refused_and_the_largest_allowed_is_served', async () => {
+      // Before, a binary put carried up to 16 MiB and was stored, but a delete answers the value
+      // it removed, and a watch sends it, as base64 in JSON: a 13 MiB value's delete was applied
+      // and answered with a frame the client refused (FrameTooLargeError), and every watch of
+      // the key failed the same way.
+      const users = felix.cache('users');
+      const overhead = 64 * 1024; // the broker's CACHE_ANSWER_OVERHEAD_BYTES_MAX
+      const largest = ((FRAME_BYTES_MAX - overhead) / 4) * 3;
+      await expect(users.put('u-over', new Uint8Array(largest + 1))).rejects.toBeInstanceOf(
+        InvalidRequestError,
+      );
+      expect(await users.get('u-over')).toBeUndefined();
+      const value = new Uint8Array(largest).fill(7);
+      await users.put('u-largest', value);
+      expect((await users.get('u-largest'))?.length).toBe(largest);
+      const events = users.watch({ key: 'u-largest' }, { retained: true })[Symbol.asyncIterator]();
+      const first = await events.next();
+      expect(first.value).toMatchObject({ type: 'put', key: 'u-largest' });
+      expect((first.value as { value: Uint8Array }).value.length).toBe(largest);
+      await events.return?.();
+      expect((await users.delete('u-largest'))?.length).toBe(largest);
+      expect(await users.get('u-largest')).toBeUndefined();
+    });
+
     it('an_unknown_cache_is_refused_with_a_typed_error_and_counted', async () => {
       const before = await metric(
         shared,
@@ -211,6 +244,53 @@ describe('broker caches and counters across restarts', () => {
       },
       'kill',
     );
+  });
+
+  it('adds_and_puts_cut_off_by_a_killed_broker_are_reported_as_outcome_unknown', async () => {
+    // Before, over TLS every add and put in flight when the broker died was rejected with the
+    // transport's ConnectionClosedError (retry class `reconnect`), not OutcomeUnknownError, and
+    // the sum after the restart held them: 16 adds reported as failed had been applied.
+    const dir = await tempDir();
+    try {
+      const spec = { yaml: PROJECTIONS_YAML, dir: dir.path, durable: true };
+      let broker = await startBroker(spec);
+      const felix = await client(broker, 'tls', { reconnect: { attemptsMax: 1 } });
+      let acked = 0n;
+      let unknown = 0n;
+      const failures: unknown[] = [];
+      const writers = Array.from({ length: 16 }, async (_, w) => {
+        for (let i = 0; ; i++) {
+          try {
+            await felix.cache('users').put(`cut-${w}`, `v${i}`);
+            await felix.counter('users').add('cut', 1n);
+            acked += 1n;
+          } catch (err) {
+            failures.push(err);
+            if (err instanceof OutcomeUnknownError) unknown += 1n;
+            return;
+          }
+        }
+      });
+      await waitFor(() => acked >= 300n, '300 acknowledged adds');
+      await broker.kill(); // SIGKILL with puts and adds in flight
+      await Promise.all(writers);
+      expect(failures.length).toBe(16);
+      for (const f of failures) expect(f).toBeInstanceOf(OutcomeUnknownError);
+      await felix.close();
+      broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+      const after = await client(broker);
+      try {
+        // Every acknowledged add is there; only those reported unknown may be there too.
+        const sum = (await after.counter('users').get('cut')) ?? 0n;
+        expect(sum).toBeGreaterThanOrEqual(acked);
+        expect(sum).toBeLessThanOrEqual(acked + unknown);
+      } finally {
+        await after.close();
+        await broker.stop();
+      }
+    } finally {
+      await dir.cleanup();
+    }
   });
 
   it('an_in_memory_broker_serves_caches_but_not_counters_or_groups', async () => {

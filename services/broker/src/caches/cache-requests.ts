@@ -19,7 +19,7 @@ import {
   valueAnswerFrame,
   valueAnswerHead,
 } from '@felix/wire';
-import { CACHE_TTL_MS_MAX } from '../limits.js';
+import { CACHE_TTL_MS_MAX, CACHE_VALUE_BYTES_MAX } from '../limits.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, checkTenant } from '../session/refusal.js';
 import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
@@ -36,6 +36,10 @@ function checkPut(svc: CacheService, auth: Negotiated, msg: Msg<'cache_put'>) {
   checkTenant(auth, msg.tenant_id);
   const cfg = svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
   const shard = svc.shardOf(cfg, msg.key);
+  if (msg.value.byteLength > CACHE_VALUE_BYTES_MAX) {
+    const message = `a value of ${msg.value.byteLength} bytes is over ${CACHE_VALUE_BYTES_MAX}, the largest whose answers fit a frame`;
+    throw new Refusal('invalid_request', message, 'bad_value');
+  }
   const ttl = msg.ttl_ms ?? cfg.default_ttl_ms ?? undefined;
   if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 0 || ttl > CACHE_TTL_MS_MAX)) {
     throw new Refusal('invalid_request', `ttl_ms ${ttl} outside 0..${CACHE_TTL_MS_MAX}`, 'bad_ttl');

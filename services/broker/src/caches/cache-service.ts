@@ -234,6 +234,11 @@ export class CacheService {
     }
   }
 
+  /** The in-memory cache shards made so far (none when caches are log-backed). */
+  memoryShards(): Iterable<EphemeralCache> {
+    return this.ephemeral;
+  }
+
   /** An opened log-backed shard (never opens one); undefined without durable storage. */
   openedLog(cache: CacheConfig, shard: number): Promise<LogCache> | undefined {
     if (this.logCaches === null || this.closed) return undefined;

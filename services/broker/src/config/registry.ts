@@ -369,7 +369,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: CACHE_EXPIRY_INTERVAL_MS_DEFAULT,
     min: 10,
     max: CACHE_EXPIRY_INTERVAL_MS_MAX,
-    doc: 'How often the broker deletes the expired keys of the log-backed cache shards it leads (at most CACHE_EXPIRY_DELETES_PER_PASS_MAX per pass), so watchers see each expiry as a delete without any read.',
+    doc: 'How often the broker deletes the expired keys of the log-backed cache shards it leads (at most CACHE_EXPIRY_DELETES_PER_PASS_MAX per pass), so watchers see each expiry as a delete without any read; without durable storage, how often it removes the expired keys of its in-memory caches (looking at most at CACHE_MEMORY_EXPIRY_VISITS_PER_PASS_MAX keys per pass).',
   },
   {
     key: 'broker.connection_partial_frame_bytes',
