@@ -13,7 +13,6 @@ import {
   ConnectionLostError,
   InvalidArgumentError,
   ProtocolError,
-  isStreamGone,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
