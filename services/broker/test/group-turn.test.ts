@@ -6,11 +6,13 @@
 // GroupService over a real cursor store in a temp dir and a stand-in shard whose memory holds
 // the offsets the test says (the rest are read from a "log" the test releases).
 import { FEATURE_HI_GROUP_ACK_BATCH, type Message } from '@felix/wire';
-import { tempDir } from '@felix/testing-harness';
+import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
 import type { BrokerConfig, StreamConfig } from '../src/config/types.js';
+import type { GroupState } from '../src/groups/group-state.js';
 import { GroupService } from '../src/groups/group-service.js';
+import { GROUP_IDLE_EVICT_MS } from '../src/limits.js';
 import type { GroupMsg } from '../src/groups/requests.js';
 import type { Negotiated } from '../src/session/negotiation.js';
 import type { StoredRecord, StreamRuntime } from '../src/streams/shard.js';
@@ -158,5 +160,28 @@ describe('group requests answered in their turn', () => {
       Promise.resolve(b).then((m) => order.push(offsetsOf(m))),
     ]);
     expect(order).toEqual([[1], [2]]);
+  });
+
+  it('a_group_with_a_long_poll_waiting_is_not_evicted_and_hands_a_record_out_once', async () => {
+    const src = shard(0, 0);
+    const svc = await service({}, src.s);
+    const waiting = svc.answer(auth, { ...poll(), wait_ms: 20_000 } as GroupMsg, conn);
+    const key = JSON.stringify(['t1', 'default', 'jobs', 0, 'g']);
+    const held = () =>
+      (svc as unknown as { registry: { held(s: { key: string }): GroupState | undefined } })
+        .registry.held({ key });
+    const waiters = (svc as unknown as { waiters: { size: number } }).waiters;
+    await waitFor(() => waiters.size > 0, 'the poll to wait on its group', 5_000);
+    // The idle sweep runs while the poll waits (as with `wait_recheck_ms` as long as the
+    // eviction age): a state a poll waits on is in use.
+    svc.evictIdle(Date.now() + GROUP_IDLE_EVICT_MS + 1_000);
+    src.s.appliedNext = 1;
+    svc.wake(src.s as never);
+    const other = await svc.answer(auth, poll(), {});
+    const handed = [...offsetsOf(await waiting), ...offsetsOf(other)];
+    // Before, the woken poll handed 0 out from the evicted state and the other poll from the
+    // state loaded again: one record held by two consumers at once.
+    expect(handed).toEqual([0]);
+    expect(held()?.parked).toBe(0);
   });
 });

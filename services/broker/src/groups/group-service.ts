@@ -223,7 +223,12 @@ export class GroupService {
       }
       const lapse = st.earliestDeadline();
       const wakeAt = Math.min(until, lapse ?? until, now + this.core.groups.wait_recheck_ms);
-      await this.waiters.sleep(scope.source, Math.max(1, wakeAt - now));
+      st.parked++;
+      try {
+        await this.waiters.sleep(scope.source, Math.max(1, wakeAt - now));
+      } finally {
+        st.parked--;
+      }
     }
   }
 

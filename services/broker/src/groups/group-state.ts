@@ -83,6 +83,9 @@ export class GroupState {
   pollChain: Promise<unknown> = Promise.resolve();
   /** Hand-outs chained on `pollChain` and not yet settled: a poll answered in its turn needs 0. */
   handingOut = 0;
+  /** Long polls waiting on this state: it is in use, never evicted idle (a poll woken on an
+   *  evicted state would hand out what a state loaded again hands out too). */
+  parked = 0;
   lastUsedMs: number;
   /** Set when the group was deleted: a poll parked on this state answers empty, claiming
    *  nothing from a state no settle can reach any more. */

@@ -64,14 +64,16 @@ export class GroupRegistry {
   }
 
   /**
-   * Drops in-memory states idle for GROUP_IDLE_EVICT_MS with no claim standing. A state loaded
+   * Drops in-memory states idle for GROUP_IDLE_EVICT_MS with no claim standing and no poll
+   * waiting on them. A state loaded
    * again starts from the durable cursor and accepts settles for anything below the tail.
    */
   evictIdle(nowMs: number): void {
     for (const [key, st] of this.states) {
       // A state owing a cursor write stays until it is written (its interval is far shorter).
       const writing = this.owed.has(st) || st.commitRun !== undefined;
-      if (!writing && st.claims.size === 0 && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
+      const inUse = writing || st.parked > 0 || st.claims.size > 0;
+      if (!inUse && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
         this.states.delete(key);
       }
     }
