@@ -4,7 +4,7 @@
  * reconnecting wait (bounded by `requestTimeoutMs` and their AbortSignal). Subscriptions resume
  * on the new connection; acked publishes caught by the loss fail with OutcomeUnknownError.
  */
-import { BINARY_STRING_BYTES_MAX, shardForKey } from '@felix/wire';
+import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
 import { retryKindOf, retryWindowMs } from './cluster/routing.js';
 import {
@@ -465,6 +465,12 @@ export class FelixClient {
     checkStreamName(stream);
     const payloads = data.map(bytesOf);
     if (payloads.length === 0) throw new InvalidArgumentError('a batch needs at least one record');
+    // The broker refuses a longer batch (its records, not its bytes, are what it builds).
+    if (payloads.length > PUBLISH_BATCH_RECORDS_MAX) {
+      throw new InvalidArgumentError(
+        `a batch carries at most ${PUBLISH_BATCH_RECORDS_MAX} records, got ${payloads.length} (split it)`,
+      );
+    }
     // One batch is one frame: its records together, with their 4-byte lengths, the key and the
     // stream's name, are bounded as one payload is (the rest of the frame fits the headroom).
     let total = opts.key === undefined ? 0 : bytesOf(opts.key).byteLength;

@@ -5,7 +5,7 @@
 // `{ key }`) is refused with the typed error.
 import { getEventListeners } from 'node:events';
 import { waitFor } from '@felix/testing-harness';
-import type { Message } from '@felix/wire';
+import { type Message, PUBLISH_BATCH_RECORDS_MAX } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { AbortedError, InvalidArgumentError, UnknownStreamError } from '../src/errors.js';
@@ -82,6 +82,22 @@ describe('shard lookups', () => {
     const users = client.cache('users');
     expect(() => users.watch('u1' as never)).toThrow(InvalidArgumentError);
     expect(() => users.watch({ key: 'u1', prefix: 'u' } as never)).toThrow(InvalidArgumentError);
+    await client.close();
+  });
+
+  it('a_batch_of_more_records_than_the_broker_accepts_is_refused_before_it_is_sent', async () => {
+    const { broker, client } = await rig();
+    const sent: string[] = [];
+    const previous = broker.answer;
+    broker.answer = (at, msg) => {
+      sent.push(msg.type);
+      return previous(at, msg);
+    };
+    const records = new Array<Uint8Array>(PUBLISH_BATCH_RECORDS_MAX + 1).fill(new Uint8Array(0));
+    await expect(client.publishBatch('orders', records)).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    expect(sent).toEqual([]);
     await client.close();
   });
 });

@@ -4,6 +4,7 @@
  * read what the listener answers, check the connection it accepted, and dial again afterwards.
  */
 import { randomBytes } from 'node:crypto';
+import { connect as connectTcp } from 'node:net';
 import { connect } from 'node:tls';
 import { withDeadline } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
@@ -115,6 +116,30 @@ describe('multiplexer garbage handling', () => {
       await s.write(enc.encode('fine'));
       await s.end();
       await client.close();
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('a_tcp_peer_that_never_completes_the_tls_handshake_is_closed_within_the_handshake_bound', async () => {
+    // Node reports ERR_TLS_HANDSHAKE_TIMEOUT (tlsClientError) but leaves the socket open: a
+    // listener that does not destroy it kept every silent TCP connection for good (a broker
+    // held 2,300 sockets from one address for over 100 s), each a descriptor, uncounted by the
+    // connection limits, which see only connections whose handshake completed.
+    const idleTimeoutMs = 300;
+    const listener = await startListener('tls', { idleTimeoutMs });
+    try {
+      const closedAfterMs = await withDeadline(
+        new Promise<number>((resolve) => {
+          const started = Date.now();
+          const socket = connectTcp(listener.port, '127.0.0.1');
+          socket.on('error', () => {}); // a reset is a close too
+          socket.on('close', () => resolve(Date.now() - started));
+        }),
+        idleTimeoutMs * 20,
+        'the listener to close a socket that never sends a ClientHello',
+      );
+      expect(closedAfterMs).toBeGreaterThanOrEqual(idleTimeoutMs - 50);
     } finally {
       await listener.close();
     }

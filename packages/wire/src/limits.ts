@@ -91,3 +91,12 @@ export const UTF8_ENCODE_MEMO_SLOTS = 8;
  *  byte of a frame then never pins a whole read buffer, so what the bytes held count is what
  *  they cost, within this factor. */
 export const HELD_PIECE_BACKING_RATIO_MAX = 2;
+
+/**
+ * Records one publish batch may carry, JSON or binary (the broker refuses more, the client
+ * splits nothing and refuses too). Without it a 16 MiB frame of empty records made a broker
+ * build 4-5 million records from one read. Also the most items any list of a JSON message may
+ * hold: the decoder refuses a longer one before decoding its items, so a list is never the
+ * amplifier a publish batch was (no Felix message carries a longer list).
+ */
+export const PUBLISH_BATCH_RECORDS_MAX = 65_536;

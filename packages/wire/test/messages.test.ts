@@ -11,6 +11,7 @@ import {
   InvalidUtf8Error,
   type Message,
   OffsetOutOfRangeError,
+  PUBLISH_BATCH_RECORDS_MAX,
   decodeMessage,
   encodeMessage,
   messageJson,
@@ -372,5 +373,25 @@ describe('json encoder guards', () => {
       code: 'not_leader',
       detail: { reason: 'not_leader' },
     });
+  });
+});
+
+describe('json list bound', () => {
+  it('a_json_list_longer_than_the_publish_batch_bound_is_refused_before_its_items_are_decoded', () => {
+    const text = (n: number) =>
+      `{"type":"publish_batch","tenant_id":"t1","namespace":"n","stream":"s","payloads":[${'"",'.repeat(n - 1)}""]}`;
+    const at = decodeMessage(utf8(text(PUBLISH_BATCH_RECORDS_MAX))) as { payloads: unknown[] };
+    expect(at.payloads).toHaveLength(PUBLISH_BATCH_RECORDS_MAX);
+    expect(() => decodeMessage(utf8(text(PUBLISH_BATCH_RECORDS_MAX + 1)))).toThrow(
+      InvalidMessageError,
+    );
+    const offsets = `[${'0,'.repeat(PUBLISH_BATCH_RECORDS_MAX)}0]`;
+    expect(() =>
+      decodeMessage(
+        utf8(
+          `{"type":"group_ack_batch","tenant_id":"t1","namespace":"n","stream":"s","shard":0,"group":"g","offsets":${offsets},"request_id":1}`,
+        ),
+      ),
+    ).toThrow(InvalidMessageError);
   });
 });

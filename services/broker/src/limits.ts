@@ -38,8 +38,9 @@ export const PUBLISH_QUORUM_TIMEOUT_MS_MAX = 600_000;
  *  not); past it a publish is refused `overloaded` before it is appended, so followers that
  *  stop answering bound the leader's memory instead of growing it. */
 export const QUORUM_WAITING_BATCHES_MAX = 65_536;
-/** Records in one publish batch; bounds the offsets one batch may claim. */
-export const PUBLISH_BATCH_RECORDS_MAX = 65_536;
+/** Records in one publish batch; bounds the offsets one batch may claim and the records one
+ *  frame makes the broker build (the protocol's bound, shared with the client by @felix/wire). */
+export { PUBLISH_BATCH_RECORDS_MAX } from '@felix/wire';
 
 /** Per-subscriber queue of envelopes (one envelope = one published batch). */
 export const SUBSCRIBER_QUEUE_BATCHES_DEFAULT = 1024;

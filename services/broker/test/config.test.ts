@@ -147,6 +147,30 @@ describe('broker config', () => {
     expect(cfg.caches[0]).toMatchObject({ name: 'sessions', shards: 2, default_ttl_ms: 60000 });
   });
 
+  it('an_empty_listen_address_data_dir_or_certificate_path_is_refused_naming_its_key', () => {
+    // A variable expanded from nothing (`FELIX_BROKER_HOST=$HOST` with HOST unset): an empty
+    // host bound the TLS and HTTP listeners on every interface (`*:port`, not the loopback
+    // default) and made the QUIC listener fail with a TypeError; an empty data dir failed the
+    // start with `mkdir ''`; an empty certificate path quietly served the self-signed one.
+    const keys: Array<[string, string]> = [
+      ['FELIX_BROKER_HOST', 'broker.host'],
+      ['FELIX_BROKER_HTTP_HOST', 'broker.http_host'],
+      ['FELIX_BROKER_TLS_CERT', 'broker.tls_cert'],
+      ['FELIX_BROKER_TLS_KEY', 'broker.tls_key'],
+      ['FELIX_DURABLE_STORAGE_DIR', 'durable.data_dir'],
+      ['FELIX_INTERNAL_BIND', 'cluster.internal_bind'],
+    ];
+    for (const [env, key] of keys) {
+      for (const value of ['', '  ']) {
+        expect(() => loadConfig({ [env]: value }), env).toThrow(ConfigInvalidValueError);
+        expect(() => loadConfig({ [env]: value }), env).toThrow(
+          new RegExp(`invalid value for ${key.replace('.', '\\.')} .*is empty`),
+        );
+      }
+    }
+    expect(loadConfig({ FELIX_BROKER_HOST: '0.0.0.0' }).broker.host).toBe('0.0.0.0');
+  });
+
   it('every_config_variable_is_documented', () => {
     const doc = readFileSync(join(REPO, 'docs', 'broker-config.md'), 'utf8');
     for (const v of CONFIG_VARS) {

@@ -18,6 +18,7 @@ import {
 import { take, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { dial } from '@felix/transport';
 import {
+  FEATURE_ERROR_CODES,
   FEATURE_UNSUPPORTED,
   FrameDecoder,
   decodeMessage,
@@ -109,6 +110,41 @@ for (const transport of ['tls', 'quic'] as const) {
       expect(
         await metric(shared, /felix_broker_bad_input_total\{reason="frame_too_large"\} (\d+)/),
       ).toBeGreaterThan(0);
+      await conn.close();
+    });
+
+    it('an_auth_with_an_oversized_token_or_empty_tenant_is_refused_with_its_code_naming_the_field', async () => {
+      // These were answered `{"type":"error","message":"bad tenant or token"}`: no code although
+      // the auth offered FEATURE_ERROR_CODES (as every other auth refusal carries), and no word
+      // of which field or bound.
+      const conn = await dial(shared.url(transport), { fingerprint: shared.fingerprint });
+      const cases = [
+        { tenant_id: 't1', token: 'a'.repeat(60_000), field: /token is 60000 characters/ },
+        { tenant_id: '', token: 'x', field: /tenant_id is empty/ },
+      ];
+      for (const c of cases) {
+        const stream = await conn.openBidi();
+        await stream.write(
+          encodeMessage({
+            type: 'auth',
+            tenant_id: c.tenant_id,
+            token: c.token,
+            client_flags: 0x1fff,
+            client_features: FEATURE_ERROR_CODES,
+          }),
+        );
+        const decoder = new FrameDecoder();
+        const frames: unknown[] = [];
+        for await (const chunk of stream)
+          for (const f of decoder.push(chunk)) frames.push(decodeMessage(f.payload));
+        expect(frames).toEqual([
+          expect.objectContaining({
+            type: 'error',
+            code: 'unauthenticated',
+            message: expect.stringMatching(c.field),
+          }),
+        ]);
+      }
       await conn.close();
     });
 

@@ -65,6 +65,16 @@ function serverOptions(material: TlsMaterial, clientCa: string | undefined, hand
   };
 }
 
+/**
+ * A failed handshake concerns only that client, and ends its socket: Node reports a handshake
+ * that outlived handshakeTimeout (ERR_TLS_HANDSHAKE_TIMEOUT) but leaves the socket open, so a
+ * peer that connects and never speaks would hold its descriptor for good, before any
+ * connection limit (they count completed handshakes) could see it.
+ */
+function endFailedHandshake(_err: Error, socket: TLSSocket): void {
+  socket.destroy();
+}
+
 export async function listenTls(opts: ListenOptions): Promise<Listener> {
   const material = validateTlsMaterial(opts.tls);
   const timeouts = resolveTimeouts(opts);
@@ -77,7 +87,7 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
   const accepted = new AsyncQueue<Connection>(ACCEPT_BACKLOG_MAX);
   const live = new Set<MuxSession>();
   const server = createServer(serverOptions(material, opts.clientCa, timeouts.idleTimeoutMs));
-  server.on('tlsClientError', () => {}); // a failed handshake concerns only that client
+  server.on('tlsClientError', endFailedHandshake);
   server.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol !== ALPN) {
       socket.destroy();

@@ -8,7 +8,12 @@ import { FieldRangeError, InvalidMessageError, OffsetOutOfRangeError } from '../
 import { decodeUtf8 } from '../bytes/reader.js';
 import { utf8Bytes } from '../bytes/writer.js';
 import { encodeFrame, writeFrameHeader } from '../frame/header.js';
-import { FRAME_HEADER_BYTES, FRAME_PAYLOAD_BYTES_MAX_DEFAULT, OFFSET_MAX } from '../limits.js';
+import {
+  FRAME_HEADER_BYTES,
+  FRAME_PAYLOAD_BYTES_MAX_DEFAULT,
+  OFFSET_MAX,
+  PUBLISH_BATCH_RECORDS_MAX,
+} from '../limits.js';
 import { base64Decode, base64DecodeInto, base64DecodedLength, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
 import { type JsonObject, type JsonValue, parseJsonFast } from './parse.js';
@@ -480,6 +485,7 @@ function readValue(kind: Kind, raw: JsonValue, where: string, name: string): unk
       return out;
     }
     if (!Array.isArray(raw)) return bad('is not an array');
+    checkListLength(raw, bad);
     return raw.map((item) => {
       const out: Fields = {};
       readFields(kind.list, asObject(item, bad), out, `${where}.${name}`);
@@ -504,23 +510,34 @@ function readValue(kind: Kind, raw: JsonValue, where: string, name: string): unk
     case 'bytes':
       return readBytes(raw, bad);
     case 'bytes_list':
-      return Array.isArray(raw) ? raw.map((b) => readBytes(b, bad)) : bad('is not an array');
+      return listOf(raw, bad).map((b) => readBytes(b, bad));
     case 'u64_list':
-      return Array.isArray(raw)
-        ? raw.map((n) => readU64(n, `${where}.${name}`, bad))
-        : bad('is not an array');
+      return listOf(raw, bad).map((n) => readU64(n, `${where}.${name}`, bad));
     case 'u16_list':
-      return Array.isArray(raw) ? raw.map((n) => readUint(n, 0xffff, bad)) : bad('is not an array');
+      return listOf(raw, bad).map((n) => readUint(n, 0xffff, bad));
     case 'u32_list':
-      return Array.isArray(raw)
-        ? raw.map((n) => readUint(n, 0xffff_ffff, bad))
-        : bad('is not an array');
+      return listOf(raw, bad).map((n) => readUint(n, 0xffff_ffff, bad));
     case 'start':
       return readStart(raw, where, name, bad);
     case 'refusal':
       return readRefusal(raw, where, name, bad);
     case 'raw':
       return raw;
+  }
+}
+
+/** A list field's items, refused before any is decoded when it holds more than any Felix
+ *  message carries: decoding is where a list of tiny items (`""`: 3 bytes of JSON, a Uint8Array
+ *  decoded) multiplied its frame's bytes into memory. */
+function listOf(raw: JsonValue, bad: (reason: string) => never): JsonValue[] {
+  if (!Array.isArray(raw)) return bad('is not an array');
+  checkListLength(raw, bad);
+  return raw;
+}
+
+function checkListLength(raw: readonly JsonValue[], bad: (reason: string) => never): void {
+  if (raw.length > PUBLISH_BATCH_RECORDS_MAX) {
+    bad(`has ${raw.length} items, over ${PUBLISH_BATCH_RECORDS_MAX}`);
   }
 }
 

@@ -75,8 +75,9 @@ export interface ConfigVar {
   max?: number;
   /** Allowed values of an `enum`, or of each item of a `list`. */
   values?: readonly string[];
-  /** A `string` that may be unset but never empty (a credential: an empty one is a mistake in
-   *  the launch, e.g. a variable expanded from nothing, that would be refused call after call). */
+  /** A `string` that may be unset but never empty: an empty one is a mistake in the launch, e.g.
+   *  a variable expanded from nothing, whose effect is worse than a refusal (a credential refused
+   *  call after call; a host of '' binds every interface; a path of '' fails late or is ignored). */
   nonEmpty?: boolean;
   /**
    * What a `string` must also be: `name`, the control plane's naming rule (1-128 of
@@ -114,6 +115,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_BROKER_HOST',
     type: 'string',
     default: '127.0.0.1',
+    nonEmpty: true,
     doc: 'Address the client listeners bind.',
   },
   {
@@ -153,6 +155,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_BROKER_TLS_CERT',
     type: 'string',
     default: null,
+    nonEmpty: true,
     doc: 'PEM certificate file. Unset: a self-signed development certificate kept in the data dir (or a temp dir).',
   },
   {
@@ -160,6 +163,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_BROKER_TLS_KEY',
     type: 'string',
     default: null,
+    nonEmpty: true,
     doc: 'PEM PKCS#8 key file; required with `tls_cert`.',
   },
   {
@@ -167,6 +171,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_BROKER_HTTP_HOST',
     type: 'string',
     default: '127.0.0.1',
+    nonEmpty: true,
     doc: 'Address of the HTTP listener (/live, /ready, /metrics).',
   },
   {
@@ -289,6 +294,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_DURABLE_STORAGE_DIR',
     type: 'string',
     default: null,
+    nonEmpty: true,
     doc: 'Root of the durable logs. Unset: an in-memory broker, and a `durable: true` stream is a startup error.',
   },
   {
@@ -589,6 +595,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_INTERNAL_BIND',
     type: 'string',
     default: null,
+    nonEmpty: true,
     doc: 'Address (`host:port`) of the broker-to-broker listener (replication between brokers, FLXI frames). Unset: no internal listener. Set: the broker refuses to start without the cluster certificate (`internal_tls_cert`, `internal_tls_key`, `internal_tls_ca`) unless `internal_allow_unauthenticated` is set.',
   },
   {

@@ -35,12 +35,12 @@ export async function authenticate(ctx: SessionContext, frame: InboundFrame): Pr
     return refused((err as Error).message, 'preauth_frame');
   }
   if (msg.type !== 'auth') return refused(`expected auth, got ${msg.type}`, 'preauth_message');
-  if (
-    msg.tenant_id === '' ||
-    Buffer.byteLength(msg.tenant_id) > IDENT_BYTES_MAX ||
-    msg.token.length > TOKEN_BYTES_MAX
-  ) {
-    return refused('bad tenant or token', 'auth_fields');
+  // The auth's own features say how its refusal is written (with a code when it offered codes).
+  const offered = { features: msg.client_features ?? 0 };
+  const bad = badAuthField(msg);
+  if (bad !== null) {
+    const refusal = new Refusal('unauthenticated', bad, 'auth_fields', { fatalToStream: true });
+    return { ok: false, refusal, offered };
   }
   if (ctx.draining()) {
     return {
@@ -48,24 +48,34 @@ export async function authenticate(ctx: SessionContext, frame: InboundFrame): Pr
       refusal: new Refusal('draining', 'broker is shutting down', 'draining', {
         fatalToStream: true,
       }),
+      offered,
     };
   }
   let principal: Principal;
   try {
     principal = await ctx.authenticator.verify(msg.token, msg.tenant_id);
   } catch (err) {
-    return { ok: false, refusal: err as Refusal, offered: { features: msg.client_features ?? 0 } };
+    return { ok: false, refusal: err as Refusal, offered };
   }
-  const offered = SERVER_FEATURES | ctx.handlers.features;
-  const offeredHi = ctx.handlers.featuresHi;
   const negotiated = negotiateAuth(
     msg.tenant_id,
     msg.client_flags,
     msg.client_features,
-    offered,
+    SERVER_FEATURES | ctx.handlers.features,
     msg.client_features_hi,
-    offeredHi,
+    ctx.handlers.featuresHi,
   );
   const answer = authAnswer(negotiated, Math.max(1, ctx.config.broker.publish_window));
   return { ok: true, negotiated, answer, principal };
+}
+
+/** Which field of an `auth` is out of bounds, said so a client can tell; null when none is. */
+function badAuthField(msg: Extract<Message, { type: 'auth' }>): string | null {
+  if (msg.tenant_id === '') return 'tenant_id is empty';
+  const tenantBytes = Buffer.byteLength(msg.tenant_id);
+  if (tenantBytes > IDENT_BYTES_MAX)
+    return `tenant_id is ${tenantBytes} bytes, at most ${IDENT_BYTES_MAX}`;
+  if (msg.token.length > TOKEN_BYTES_MAX)
+    return `token is ${msg.token.length} characters, at most ${TOKEN_BYTES_MAX}`;
+  return null;
 }

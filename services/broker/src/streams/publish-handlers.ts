@@ -7,7 +7,7 @@
  */
 import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
 import { QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
-import { QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
+import { PUBLISH_BATCH_RECORDS_MAX, QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
 import { DURABLE, FRAME_BINARY, FRAME_JSON, NOT_DURABLE } from '../metrics.js';
 import type { ConnectionGrant } from '../session/grant.js';
 import { ackFrame, type InboundFrame, jsonFrame, readPublish, routeKey } from '../session/codec.js';
@@ -120,6 +120,12 @@ export class PublishHandlers {
     if (records === 0) {
       const refusal = new Refusal('invalid_request', 'empty publish batch', 'empty_batch');
       return this.answerError(auth, req, refusal);
+    }
+    // Refused before anything is appended: each record costs the log and the ring an entry, so
+    // the count, not the frame's bytes, is what a batch of empty records would make us build.
+    if (records > PUBLISH_BATCH_RECORDS_MAX) {
+      const message = `a publish batch carries at most ${PUBLISH_BATCH_RECORDS_MAX} records, this one ${records}`;
+      return this.answerError(auth, req, new Refusal('limit_exceeded', message, 'batch_records'));
     }
     const shardIndex = req.key ? routeKey(req.key, stream.shards.length, stream.config.routing) : 0;
     // The ownership half of admission (admission.ts): the shard is known only after routing.
