@@ -168,8 +168,9 @@ describe('group requests answered in their turn', () => {
     const waiting = svc.answer(auth, { ...poll(), wait_ms: 20_000 } as GroupMsg, conn);
     const key = JSON.stringify(['t1', 'default', 'jobs', 0, 'g']);
     const held = () =>
-      (svc as unknown as { registry: { held(s: { key: string }): GroupState | undefined } })
-        .registry.held({ key });
+      (
+        svc as unknown as { registry: { held(s: { key: string }): GroupState | undefined } }
+      ).registry.held({ key });
     const waiters = (svc as unknown as { waiters: { size: number } }).waiters;
     await waitFor(() => waiters.size > 0, 'the poll to wait on its group', 5_000);
     // The idle sweep runs while the poll waits (as with `wait_recheck_ms` as long as the
