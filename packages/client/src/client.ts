@@ -42,6 +42,7 @@ import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
+import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
 import { Group, type GroupOptions } from './projections/group.js';
@@ -474,8 +475,8 @@ export class FelixClient {
     // One batch is one frame: its records together, with their 4-byte lengths, the key and the
     // stream's name, are bounded as one payload is (the rest of the frame fits the headroom).
     let total = opts.key === undefined ? 0 : bytesOf(opts.key).byteLength;
-    total += stream.length * 3 > 1024 ? TEXT.encode(stream).byteLength : stream.length * 3;
-    for (const p of payloads) total += p.byteLength + 4;
+    total += streamNameBytes(stream);
+    for (const p of payloads) total += p.byteLength + RECORD_LENGTH_BYTES;
     if (total > PAYLOAD_BYTES_MAX) {
       throw new InvalidArgumentError(
         payloads.length === 1

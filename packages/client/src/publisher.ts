@@ -11,9 +11,14 @@
  * and reports the first failure among them. It answers false once PUBLISHER_UNACKED_RECORDS_HIGH
  * records or PUBLISHER_UNACKED_BYTES_HIGH payload bytes are unacknowledged (await `ready()`),
  * and refuses beyond PUBLISHER_UNACKED_RECORDS_MAX.
+ *
+ * A batch is one frame, so it is never gathered past PAYLOAD_BYTES_MAX (records with their
+ * lengths, the name and the key): a record that would take it past starts the next batch, and
+ * a record no batch can carry is refused alone, at the call, never with the records beside it.
  */
 import { ClientClosedError, InvalidArgumentError, PublisherFullError } from './errors.js';
 import {
+  PAYLOAD_BYTES_MAX,
   PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
   PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,
   PUBLISHER_PENDING_RECORDS_MAX,
@@ -23,6 +28,7 @@ import {
 } from './limits.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import type { PublishResult, PublisherOptions } from './types.js';
+import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 
 export type { PublisherOptions } from './types.js';
 
@@ -46,13 +52,21 @@ class Batch {
   /** One resolver per record; a failure resolves each with the rejected outcome. */
   resolvers: Resolve[] = [];
   bytes = 0;
+  /** What the batch counts against PAYLOAD_BYTES_MAX: its records with their lengths, the
+   *  stream's name and the key (see util/batch-bytes.ts). */
+  frameBytes: number;
   /** Records of this batch queued by `send()`: a failure must reach `flush()` for them. */
   unwatched = 0;
   timer: ReturnType<typeof setTimeout> | null = null;
   /** Waiting for the end of the turn (`lingerMs: 0`) or already sent: never sent twice. */
   queued = false;
   sent = false;
-  constructor(readonly key: Uint8Array | undefined) {}
+  constructor(
+    readonly key: Uint8Array | undefined,
+    nameBytes: number,
+  ) {
+    this.frameBytes = nameBytes + (key?.byteLength ?? 0);
+  }
 }
 
 export class Publisher {
@@ -72,6 +86,8 @@ export class Publisher {
   private readonly lingerMs: number;
   private readonly maxRecords: number;
   private readonly maxBytes: number;
+  /** What the stream's name counts in each batch against PAYLOAD_BYTES_MAX. */
+  private readonly nameBytes: number;
 
   constructor(
     readonly stream: string,
@@ -83,6 +99,7 @@ export class Publisher {
     this.lingerMs = opts.lingerMs ?? 1;
     this.maxRecords = opts.maxBatchRecords ?? PUBLISHER_BATCH_RECORDS_MAX_DEFAULT;
     this.maxBytes = opts.maxBatchBytes ?? PUBLISHER_BATCH_BYTES_MAX_DEFAULT;
+    this.nameBytes = streamNameBytes(stream);
     if (this.lingerMs < 0 || this.maxRecords < 1 || this.maxBytes < 1) {
       throw new InvalidArgumentError('lingerMs must be >= 0 and batch bounds >= 1');
     }
@@ -91,6 +108,8 @@ export class Publisher {
   /** Queues one record; resolves with its offset once its batch is acknowledged. */
   publish(data: Uint8Array, opts: { key?: Uint8Array } = NO_OPTIONS): Promise<PublishResult> {
     if (this.closed) return Promise.reject(new ClientClosedError());
+    const refused = this.uncarriable(data, opts.key);
+    if (refused !== null) return Promise.reject(refused);
     // The common case queues without an await of its own: one promise per record, no more.
     if (this.pendingRecords < PUBLISHER_PENDING_RECORDS_MAX) return this.enqueue(data, opts);
     return this.publishWhenRoom(data, opts);
@@ -119,8 +138,19 @@ export class Publisher {
     if (this.closed) throw new ClientClosedError();
     if (this.unacked >= PUBLISHER_UNACKED_RECORDS_MAX)
       throw new PublisherFullError(this.stream, PUBLISHER_UNACKED_RECORDS_MAX);
+    const refused = this.uncarriable(data, opts.key);
+    if (refused !== null) throw refused;
     this.enqueueRecord(data, opts, UNWATCHED);
     return this.hasRoom();
+  }
+
+  /** The refusal of a record no batch can carry (over PAYLOAD_BYTES_MAX alone), else null. */
+  private uncarriable(data: Uint8Array, key: Uint8Array | undefined): InvalidArgumentError | null {
+    const alone = this.nameBytes + (key?.byteLength ?? 0) + data.byteLength + RECORD_LENGTH_BYTES;
+    if (alone <= PAYLOAD_BYTES_MAX) return null;
+    return new InvalidArgumentError(
+      `a record of ${data.byteLength} bytes exceeds what one publish carries (${PAYLOAD_BYTES_MAX} bytes with its stream name and key)`,
+    );
   }
 
   private hasRoom(): boolean {
@@ -149,8 +179,15 @@ export class Publisher {
     // no bytes) is 'k' + hex, so the two never share a batch.
     const id = opts.key === undefined ? '' : `k${Buffer.from(opts.key).toString('hex')}`;
     let batch = id === '' ? this.unkeyed : this.batches.get(id);
+    const cost = data.byteLength + RECORD_LENGTH_BYTES;
+    // A batch is one frame: a record that would take it past the bound goes in the next one
+    // (`publishBatch` refuses such a batch whole, failing records each valid on its own).
+    if (batch !== undefined && batch.frameBytes + cost > PAYLOAD_BYTES_MAX) {
+      this.sendBatch(id, batch);
+      batch = undefined;
+    }
     if (!batch) {
-      batch = new Batch(opts.key);
+      batch = new Batch(opts.key, this.nameBytes);
       this.batches.set(id, batch);
       if (id === '') this.unkeyed = batch;
     }
@@ -159,6 +196,7 @@ export class Publisher {
     if (resolve === UNWATCHED) b.unwatched++;
     b.payloads.push(data);
     b.bytes += data.byteLength;
+    b.frameBytes += cost;
     this.pendingRecords++;
     this.unacked++;
     this.unackedBytes += data.byteLength;

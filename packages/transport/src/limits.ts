@@ -76,6 +76,11 @@ export const QUIC_LOOPBACK_DATAGRAM_BYTES = 65_507;
  *  window while its reader keeps up, never past these (vendor patch 20). */
 export const QUIC_CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 export const QUIC_STREAM_WINDOW_BYTES = 1024 * 1024;
+/** How long, and how many bytes, a receive-only QUIC stream reset by its reader is read and
+ *  discarded waiting for the peer's end or reset (quiche frees it, and gives the peer another
+ *  stream, only then); past either the peer is sent STOP_SENDING and the stream stays held. */
+export const QUIC_RESET_DRAIN_MS_MAX = 2_000;
+export const QUIC_RESET_DRAIN_BYTES_MAX = QUIC_STREAM_WINDOW_BYTES;
 
 /** Closed connections after which the transport asks for a full garbage collection (when the
  *  process gave it a collector): each one leaves native memory (quiche's connection and TLS

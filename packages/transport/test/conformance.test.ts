@@ -283,6 +283,37 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     }
   });
 
+  it('a_uni_stream_its_reader_reset_first_is_freed_so_the_peer_opens_past_the_stream_limit', async () => {
+    // A client leaving a subscription resets the event stream it reads, then the broker resets
+    // its end. Over QUIC such a stream was never freed: quiche drops a read side shut down
+    // first without ever collecting the stream, so the client never gave the broker another uni
+    // stream; after `maxStreams` subscriptions on one connection the next one hung.
+    const limit = 8;
+    const p = await connectPair(transport, {}, { maxStreams: limit });
+    try {
+      for (let i = 0; i < limit * 4; i++) {
+        const u = await waitFor(
+          () =>
+            p.server.openUni().catch((err: unknown) => {
+              if (err instanceof StreamLimitError) return null; // credit not back yet: again
+              throw err;
+            }),
+          `uni stream ${i} to open`,
+          5000,
+        );
+        await u.write(enc.encode('event'));
+        const r = await withDeadline(nextStream(p.client), 5000, `uni stream ${i} to arrive`);
+        const it0 = r[Symbol.asyncIterator]();
+        expect(dec.decode((await it0.next()).value as Uint8Array)).toBe('event');
+        r.reset(0);
+        await expect(it0.next()).rejects.toBeInstanceOf(StreamResetError);
+        u.reset(0);
+      }
+    } finally {
+      await p.cleanup();
+    }
+  });
+
   it('random_stream_operations_never_wedge_or_crash_the_connection', async () => {
     // Seeded random opens, writes (awaited or not), ends and resets from both sides, with both
     // sides reading everything; afterwards the connection must still carry a fresh stream and

@@ -541,6 +541,45 @@ for (const transport of TRANSPORTS) {
       }
     });
 
+    it('a_publisher_refuses_only_the_record_the_wire_cannot_carry_never_its_batch_neighbours', async () => {
+      // Before, the publisher gathered records without the one-frame bound: a record the wire
+      // cannot carry failed every record gathered beside it, and two records each valid alone
+      // (900 KiB, then 15.5 MiB, under the 1 MiB batch trigger) failed together as one batch
+      // over 16 MiB, with InvalidArgumentError "split it", a split the caller cannot make.
+      const felix = await client(shared, transport);
+      try {
+        const pub = felix.publisher('log', { lingerMs: 60_000 });
+        const outcome = (p: Promise<{ offset: number | null }>) =>
+          p.then(
+            (r) => r.offset,
+            (e: unknown) => e,
+          );
+        const before = outcome(pub.publish(new Uint8Array(10).fill(1)));
+        const tooBig = outcome(pub.publish(new Uint8Array(17 * 1024 * 1024)));
+        const small = outcome(pub.publish(new Uint8Array(900 * 1024).fill(2)));
+        const large = outcome(pub.publish(new Uint8Array(15.5 * 1024 * 1024).fill(3)));
+        await pub.flush();
+        expect(await tooBig).toBeInstanceOf(InvalidArgumentError);
+        const offsets = [await before, await small, await large];
+        expect(offsets.every((o) => typeof o === 'number')).toBe(true);
+        expect(() => pub.send(new Uint8Array(17 * 1024 * 1024))).toThrow(InvalidArgumentError);
+        const [first, , last] = offsets as number[];
+        expect(last).toBe(first! + 2);
+        const read = await take(
+          felix.subscribe('log', { from: first!, shard: 0 })[Symbol.asyncIterator](),
+          3,
+        );
+        expect(read.map((e) => [e.offset, e.data.byteLength, e.data[0]])).toEqual([
+          [first, 10, 1],
+          [first! + 1, 900 * 1024, 2],
+          [last, 15.5 * 1024 * 1024, 3],
+        ]);
+        await pub.close();
+      } finally {
+        await felix.close();
+      }
+    });
+
     it('unknown_streams_and_out_of_range_shards_get_typed_refusals', async () => {
       const felix = await client(shared, transport);
       const missing = await felix.publish('nope', 'x').catch((e: unknown) => e);

@@ -4,6 +4,7 @@
  */
 import type { QUICStream } from '@matrixai/quic';
 import { type ConnectionClosedError, StreamResetError, StreamStateError } from '../errors.js';
+import { QUIC_RESET_DRAIN_BYTES_MAX, QUIC_RESET_DRAIN_MS_MAX } from '../limits.js';
 import type { StreamKind, TransportStream } from '../types.js';
 import { quicErrorText } from './error-text.js';
 
@@ -40,6 +41,8 @@ export class PeerResetReason extends Error {
 interface StreamInternals {
   writableController?: { error(e: unknown): void };
   rejectWritableP?: (e: unknown) => void;
+  /** Rejects a direct reader waiting in `waitReadable` (a local reset ends its wait). */
+  rejectReadableP?: (e: unknown) => void;
 }
 
 /**
@@ -182,6 +185,7 @@ export class QuicStreamAdapter implements TransportStream {
       try {
         for (;;) {
           await d.waitReadable();
+          if (this.localReset) throw this.localReset; // reset while waiting: drained, not ours
           const chunk = d.readDirect();
           if (chunk === undefined) {
             done = true;
@@ -197,6 +201,8 @@ export class QuicStreamAdapter implements TransportStream {
       // Bytes already in quiche are returned without waiting (and without an async frame).
       next: () => {
         if (done) return Promise.resolve({ value: undefined, done: true });
+        // Reset here while the stream is drained (see `reset`): the bytes are not the reader's.
+        if (this.localReset) return Promise.reject(this.localReset);
         let chunk: Uint8Array | null | undefined;
         try {
           chunk = d.readDirect();
@@ -310,8 +316,57 @@ export class QuicStreamAdapter implements TransportStream {
   reset(code: number): void {
     if (this.localReset) return;
     this.localReset = new StreamResetError(this.id, code >>> 0, false);
+    if (!this.canWrite && this.direct !== null) {
+      // A stream we only read: quiche never frees a read side shut down before the peer's end
+      // or reset arrived (it is left complete but unread), and it gives the peer a stream back
+      // only when it frees one. With STOP_SENDING at once, a client that left 1,024 broker
+      // subscriptions on one connection could be sent no more event streams; its next
+      // subscription hung. The peer's end is awaited instead, reading and discarding.
+      const internals = this.stream as unknown as StreamInternals;
+      internals.rejectReadableP?.(this.localReset);
+      void this.drainThenStop(this.direct, code >>> 0);
+      return;
+    }
+    this.shutDown(code >>> 0);
+  }
+
+  /**
+   * Reads and discards until the peer ends or resets the stream (quiche then frees it), within
+   * QUIC_RESET_DRAIN_MS_MAX and QUIC_RESET_DRAIN_BYTES_MAX; a peer still sending past them is
+   * sent STOP_SENDING (the stream then stays with quiche until the connection ends).
+   */
+  private async drainThenStop(d: DirectStream, code: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<'expired'>((resolve) => {
+      timer = setTimeout(() => resolve('expired'), QUIC_RESET_DRAIN_MS_MAX);
+      timer.unref?.();
+    });
+    let bytes = 0;
     try {
-      this.stream.cancel(new ResetReason(code >>> 0));
+      for (;;) {
+        const chunk = d.readDirect();
+        if (chunk === undefined) return; // the peer's end, read: freed
+        if (chunk !== null) {
+          bytes += chunk.byteLength;
+          if (bytes > QUIC_RESET_DRAIN_BYTES_MAX) break;
+          continue;
+        }
+        const readable = d.waitReadable();
+        readable.catch(() => undefined); // left waiting at expiry; the shutdown below rejects it
+        if ((await Promise.race([readable, expired])) === 'expired') break;
+      }
+    } catch {
+      return; // the peer's reset, read (freed), or the connection is gone: nothing to stop
+    } finally {
+      clearTimeout(timer);
+    }
+    this.shutDown(code);
+  }
+
+  /** Shuts our sides down in quiche: STOP_SENDING and/or RESET_STREAM go to the peer. */
+  private shutDown(code: number): void {
+    try {
+      this.stream.cancel(new ResetReason(code));
     } catch {
       // the library already tore the stream down; nothing left to abort
     }
