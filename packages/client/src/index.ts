@@ -34,6 +34,7 @@ export {
   NotLeaderError,
   RedirectLimitError,
   ShardUnavailableError,
+  StreamLimitExceededError,
   TimeoutError,
   TokenProviderError,
   UnacknowledgedError,

@@ -3,9 +3,14 @@
  * publish stream, the request stream, a subscription's or a poll's control stream). Answers the
  * stream, its frame reader and what the broker granted on it.
  */
-import type { Connection, TransportStream } from '@felix/transport';
+import { type Connection, StreamLimitError, type TransportStream } from '@felix/transport';
 import { authCapabilityFields, decodeMessage, encodeMessage } from '@felix/wire';
-import { ProtocolError, TimeoutError, UnauthenticatedError } from '../errors.js';
+import {
+  ProtocolError,
+  StreamLimitExceededError,
+  TimeoutError,
+  UnauthenticatedError,
+} from '../errors.js';
 import type { TlsOptions } from '../types.js';
 import { FrameStream } from './frame-stream.js';
 import {
@@ -41,7 +46,14 @@ export async function authStream(
   flags: number = CLIENT_FLAGS,
   features: number = CLIENT_FEATURES_SENT,
 ): Promise<AuthedStream> {
-  const stream = await conn.openBidi();
+  const stream = await conn.openBidi().catch((err: unknown) => {
+    // The transport's refusal names no server and reads as a transport fault; to the caller it
+    // is a bound of this connection, which stays up.
+    if (!(err instanceof StreamLimitError)) throw err;
+    throw new StreamLimitExceededError(`${conn.transport}://${conn.remote}`, err.limit, {
+      cause: err,
+    });
+  });
   const frames = new FrameStream(stream);
   // What this stream offers; @felix/wire writes it on `auth` and negotiates the answer.
   const offered = { flags, features, featuresHi: CLIENT_FEATURES_HI };
