@@ -375,6 +375,26 @@ export class ConnectionLostError extends ClientError {
   }
 }
 
+/**
+ * The connection already has as many streams open as the broker allows one connection (each
+ * subscription shard, cache watch and group poll holds one, besides the request stream): nothing
+ * was sent, and the connection and its other streams go on. Closing one of them frees a slot,
+ * hence `retry_after_backoff`; to hold more at once, use more clients (connections).
+ */
+export class StreamLimitExceededError extends ClientError {
+  readonly code = 'FELIX_CLIENT_STREAM_LIMIT';
+  constructor(
+    server: string,
+    readonly limit: number,
+    options?: FelixErrorOptions,
+  ) {
+    super(
+      `the connection to ${server} has ${limit} streams open, the most one connection may: close a subscription, watch or group poller, or use another client`,
+      { retry: 'retry_after_backoff', ...options },
+    );
+  }
+}
+
 /** The broker did not advertise the feature a call needs (an older or in-memory broker). */
 export class FeatureUnsupportedError extends ClientError {
   readonly code = 'FELIX_CLIENT_FEATURE_UNSUPPORTED';

@@ -34,6 +34,7 @@ export {
   NotLeaderError,
   RedirectLimitError,
   ShardUnavailableError,
+  StreamLimitExceededError,
   TimeoutError,
   TokenProviderError,
   UnacknowledgedError,
@@ -86,6 +87,11 @@ export type {
 } from './projections/cache.js';
 export { Counter } from './projections/counter.js';
 export { Group, GroupMessage } from './projections/group.js';
-export type { GroupInfo, GroupOptions, PollOptions } from './projections/group.js';
+export type {
+  GroupAdminOptions,
+  GroupInfo,
+  GroupOptions,
+  PollOptions,
+} from './projections/group.js';
 export { FeatureUnsupportedError, StaleClaimError } from './errors.js';
 export { GROUP_POLL_RECORDS_DEFAULT, GROUP_POLL_WAIT_MS_DEFAULT } from './limits.js';

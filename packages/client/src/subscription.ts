@@ -275,6 +275,9 @@ export class ShardReader {
       this.queueCapacity,
       this.timestamps,
       resuming ? this.history : undefined,
+      // An abort ends a subscribe still opening at once, not when a stalled broker's silence
+      // is noticed: `stop()` has no open subscription to close yet.
+      this.signal,
     );
     if (this.offsetsBeganAgain(this.open.offsetsEpoch)) return true;
     this.history = this.open.history;

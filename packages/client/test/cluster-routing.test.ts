@@ -11,7 +11,12 @@ import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { ClusterRouter } from '../src/cluster/router.js';
-import { followRedirects, redirectTargetOf, retryKindOf } from '../src/cluster/routing.js';
+import {
+  followRedirects,
+  redirectTargetOf,
+  retryKindOf,
+  retryWindowMs,
+} from '../src/cluster/routing.js';
 import {
   AbortedError,
   ConnectionLostError,
@@ -21,6 +26,7 @@ import {
   OverloadedError,
   RedirectLimitError,
   ShardUnavailableError,
+  StreamLimitExceededError,
   notLeaderOf,
 } from '../src/errors.js';
 import {
@@ -77,6 +83,17 @@ describe('redirect walk', () => {
       next: () => 'b',
     }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ForbiddenError);
+  });
+
+  it('a_full_connection_is_not_retried_as_a_lost_owner', () => {
+    // Its class says a closed stream frees a slot, but only the caller can close one: a reader
+    // retrying it until its failover deadline held the caller and re-asked the owners meanwhile.
+    const full = new StreamLimitExceededError('quic://a:1', 1024);
+    expect(full.retry).toBe('retry_after_backoff');
+    expect(retryWindowMs(full, 30_000)).toBe(0);
+    expect(
+      retryWindowMs(new OverloadedError({ brokerCode: 'overloaded', message: 'busy' }), 30_000),
+    ).toBe(30_000);
   });
 
   it('each_failure_maps_to_one_retry_class_and_a_redirect_names_its_owner', () => {

@@ -524,6 +524,50 @@ describe.each(transports)('transport conformance over %s', (transport) => {
     }
   });
 
+  it('opens_refused_at_the_stream_limit_stay_typed_and_a_freed_slot_serves_the_next', async () => {
+    // QUIC once burned the stream id of a refused open: every later open on the connection
+    // failed with an untyped error read as a closed connection, although it was up.
+    const p = await connectPair(transport, { maxStreams: 4 });
+    try {
+      // Each stream is echoed on its own: the held ones never end, and must not hold up others.
+      const echo = async (s: TransportStream) => {
+        await s.write(await readAll(s));
+        await s.end();
+      };
+      const served = (async () => {
+        // A held stream ends with the connection at cleanup: its echo fails then, unread.
+        for await (const s of p.server.incoming()) void echo(s).catch(() => undefined);
+      })();
+      const opened: TransportStream[] = [];
+      for (let i = 0; i < 4; i++) {
+        const s = await p.client.openBidi();
+        await s.write(enc.encode(`r${i}`));
+        opened.push(s);
+      }
+      for (let i = 0; i < 3; i++) {
+        const r = await settle(p.client.openBidi());
+        expect(r.ok).toBe(false);
+        expect((r as { error: unknown }).error).toBeInstanceOf(StreamLimitError);
+      }
+      await opened[0]!.end();
+      expect(dec.decode(await readAll(opened[0]!))).toBe('r0');
+      // The peer grants the finished stream's slot back when it has read its end: wait for it.
+      let next: TransportStream | undefined;
+      await waitFor(async () => {
+        const r = await settle(p.client.openBidi());
+        if (r.ok) next = r.value;
+        else expect((r as { error: unknown }).error).toBeInstanceOf(StreamLimitError);
+        return r.ok;
+      }, 'a freed stream slot');
+      await next!.write(enc.encode('again'));
+      await next!.end();
+      expect(dec.decode(await readAll(next!))).toBe('again');
+      void served.catch(() => undefined); // ends with the connection at cleanup
+    } finally {
+      await p.cleanup();
+    }
+  });
+
   it('finished_streams_free_their_slots_for_new_ones_however_many_come', async () => {
     // One request and its answer per stream, three times the limit in sequence: each finished
     // stream's slot is granted back, and the receiver accepts the streams it granted (the mux

@@ -14,6 +14,7 @@ import {
   RedirectLimitError,
   ShardUnavailableError,
   StaleClaimError,
+  StreamLimitExceededError,
   UnknownStreamError,
 } from '../errors.js';
 import { NOT_FOUND_RETRY_MS, REDIRECT_HOPS_MAX } from '../limits.js';
@@ -56,11 +57,14 @@ export function retryKindOf(err: unknown): RetryKind {
 /**
  * How long a long-lived reader (a subscription, a watch, a group consumer) that lost its shard's
  * owner may keep retrying `err`, from when it first failed: its failover deadline for a
- * redirect or a busy broker, NOT_FOUND_RETRY_MS for `not_found`, nothing for the rest.
+ * redirect or a busy broker, NOT_FOUND_RETRY_MS for `not_found`, nothing for the rest. A
+ * connection out of streams is not a lost owner: only the caller frees a slot (by closing a
+ * reader), so it ends the reader at once, with or without cluster routing.
  */
 export function retryWindowMs(err: unknown, deadlineMs: number): number {
   if (err instanceof NotFoundError || err instanceof UnknownStreamError)
     return Math.min(NOT_FOUND_RETRY_MS, deadlineMs);
+  if (err instanceof StreamLimitExceededError) return 0;
   const kind = retryKindOf(err);
   return kind === 'redirect' || kind === 'retry_after' ? deadlineMs : 0;
 }

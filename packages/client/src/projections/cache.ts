@@ -335,9 +335,13 @@ export class Cache {
     },
     subscriptionId: number,
     current: WatchState['current'],
+    signal: AbortSignal | undefined,
   ): Promise<Answer<'cache_watch_started'>> {
-    const { stream, frames } = await bc.openStream();
+    // The signal ends the wait for the stream's `auth_ok` too (a stalled broker sends none).
+    const { stream, frames } = await bc.openStream(0, signal);
     current.ctl = frames;
+    // Aborted since the stream authenticated: the watch loop's reset found no stream yet.
+    if (signal?.aborted) stream.reset(0);
     const filter = req.filter;
     await stream.write(
       encodeMessage({
@@ -466,7 +470,7 @@ export class Cache {
         retained: st.retainedPhase,
         ...(st.history === undefined ? {} : { history: st.history }),
       };
-      const answer = await this.startWatch(bc, request, reservation.id, st.current);
+      const answer = await this.startWatch(bc, request, reservation.id, st.current, opts.signal);
       started();
       st.history = historyOf(answer);
       const floor = answer.resume_offset;
@@ -480,7 +484,8 @@ export class Cache {
       if (!st.retainedPhase && !answer.resnapshot && st.next === undefined) st.next = floor;
       const phase = new CurrentValues(st, answer);
       if (phase.left === 0) yield phase.complete();
-      const events = await reservation.events;
+      // A stalled broker may never open the event stream: the signal ends this wait too.
+      const events = await abortable(reservation.events, opts.signal, this.what('watch'), false);
       st.current.events = events;
       yield* watchEvents(events, st, phase);
     } finally {

@@ -29,6 +29,7 @@ import { FrameTemplate, QUICK_ACKED_MATCHES, groupScopeOf, quickAcked } from './
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { has } from '../protocol/negotiation.js';
 import { type ProjectionHost, requireFeature } from './host.js';
+import { abortable } from '../util/abortable.js';
 
 /** One ack or nack waiting for its batch's answer. */
 interface PendingSettle {
@@ -339,18 +340,25 @@ export class GroupSettles implements GroupSettler {
     }
   }
 
-  /** Sends a settle or another group request over the request stream. */
+  /** Sends a settle or another group request over the request stream. `signal` ends the wait
+   *  for a connection and for the answer; a settle is a write, so once sent its AbortedError
+   *  says the outcome is unknown. */
   async settle(
     type: SettleType,
     offset: number,
     extra: Record<string, number> = {},
+    signal?: AbortSignal,
   ): Promise<Message> {
-    const bc = await this.host.connection();
+    const bc = await this.host.connection(signal);
     requireFeature(bc, featureOf(type), type);
     // Settles made in one turn (a consume loop's) share the request stream's one write.
-    return bc.requests.request(
+    const asked = bc.requests.request(
       (request_id) => ({ type, ...this.scope(bc), offset, ...extra, request_id }) as Message,
     );
+    // Without a signal the request's own promise: acks come through here, no step of their own.
+    return signal === undefined
+      ? asked
+      : abortable(asked, signal, `${type} of offset ${offset}`, true);
   }
 }
 

@@ -10,6 +10,7 @@ import { FEATURE_GROUP_ADMIN, FEATURE_GROUP_DEAD_LETTERS, type Message } from '@
 import { InvalidArgumentError } from '../errors.js';
 import { GROUP_CONSUMER_NAME_BYTES_MAX } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { abortable } from '../util/abortable.js';
 import { consumeIterator } from './group-consume.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
@@ -51,6 +52,14 @@ export interface GroupInfo {
    *  (fsynced before the ack is answered) or `periodic` (written on the group's interval);
    *  undefined from a broker that does not say. */
   cursorFsync: 'onCommit' | 'periodic' | undefined;
+}
+
+/** Options of a group's admin calls (describe, deadLetters, redrive, discard, seek, delete). */
+export interface GroupAdminOptions {
+  /** Ends the call, while it waits for a connection or for the broker's answer, with
+   *  AbortedError; a write's (redrive, discard, seek, delete) says its outcome is unknown once
+   *  the request was sent. */
+  signal?: AbortSignal;
 }
 
 type GroupAnswer<T extends Message['type']> = Extract<Message, { type: T }>;
@@ -162,25 +171,27 @@ export class Group implements GroupSettler {
   }
 
   /** Offsets the group gave up on, lowest first. */
-  async deadLetters(): Promise<number[]> {
-    const msg = await this.admin('group_dead_letters', FEATURE_GROUP_DEAD_LETTERS);
+  async deadLetters(opts: GroupAdminOptions = {}): Promise<number[]> {
+    const msg = await this.admin('group_dead_letters', FEATURE_GROUP_DEAD_LETTERS, opts, false);
     return (msg as GroupAnswer<'group_dead_letter_list'>).offsets;
   }
 
   /** Hands a dead letter out again (attempts start over); recorded durably before it resolves. */
-  async redrive(offset: number): Promise<void> {
-    await this.settle('group_redrive', offset);
+  async redrive(offset: number, opts: GroupAdminOptions = {}): Promise<void> {
+    await this.settles.settle('group_redrive', offset, {}, opts.signal);
   }
 
   /** Drops a dead letter for good. */
-  async discard(offset: number): Promise<void> {
-    await this.settle('group_discard', offset);
+  async discard(offset: number, opts: GroupAdminOptions = {}): Promise<void> {
+    await this.settles.settle('group_discard', offset, {}, opts.signal);
   }
 
-  async describe(): Promise<GroupInfo> {
+  async describe(opts: GroupAdminOptions = {}): Promise<GroupInfo> {
     const msg = (await this.admin(
       'group_describe',
       FEATURE_GROUP_ADMIN,
+      opts,
+      false,
     )) as GroupAnswer<'group_info'>;
     return {
       committed: msg.committed,
@@ -195,9 +206,9 @@ export class Group implements GroupSettler {
   /** Moves the position (voiding every standing claim); `ifNew` only sets a new group's. */
   async seek(
     start: 'earliest' | 'latest' | { offset: number },
-    opts: { ifNew?: boolean } = {},
+    opts: GroupAdminOptions & { ifNew?: boolean } = {},
   ): Promise<{ offset: number; moved: boolean }> {
-    const msg = (await this.admin('group_seek', FEATURE_GROUP_ADMIN, {
+    const msg = (await this.admin('group_seek', FEATURE_GROUP_ADMIN, opts, true, {
       start,
       if_new: opts.ifNew ?? false,
     })) as GroupAnswer<'group_position'>;
@@ -205,19 +216,30 @@ export class Group implements GroupSettler {
   }
 
   /** Deletes the group's position, dead letters and in-flight state; answers whether it existed. */
-  async delete(): Promise<boolean> {
+  async delete(opts: GroupAdminOptions = {}): Promise<boolean> {
     const msg = (await this.admin(
       'group_delete',
       FEATURE_GROUP_ADMIN,
+      opts,
+      true,
     )) as GroupAnswer<'group_deleted'>;
     return msg.existed;
   }
 
-  private async admin(type: string, bit: number, extra: Record<string, unknown> = {}) {
-    const bc = await this.host.connection();
+  /** Sends an admin request; the signal ends the wait for a connection and for the answer (a
+   *  `write` so ended may have been applied: its AbortedError says unknown outcome). */
+  private async admin(
+    type: string,
+    bit: number,
+    opts: GroupAdminOptions,
+    write: boolean,
+    extra: Record<string, unknown> = {},
+  ) {
+    const bc = await this.host.connection(opts.signal);
     requireFeature(bc, bit, type);
-    return bc.requests.request(
+    const asked = bc.requests.request(
       (request_id) => ({ type, ...this.scope(bc), ...extra, request_id }) as Message,
     );
+    return abortable(asked, opts.signal, `group ${this.name} ${type}`, write);
   }
 }

@@ -3,9 +3,15 @@
  * publish stream, the request stream, a subscription's or a poll's control stream). Answers the
  * stream, its frame reader and what the broker granted on it.
  */
-import type { Connection, TransportStream } from '@felix/transport';
+import { type Connection, StreamLimitError, type TransportStream } from '@felix/transport';
 import { authCapabilityFields, decodeMessage, encodeMessage } from '@felix/wire';
-import { ProtocolError, TimeoutError, UnauthenticatedError } from '../errors.js';
+import {
+  AbortedError,
+  ProtocolError,
+  StreamLimitExceededError,
+  TimeoutError,
+  UnauthenticatedError,
+} from '../errors.js';
 import type { TlsOptions } from '../types.js';
 import { FrameStream } from './frame-stream.js';
 import {
@@ -40,8 +46,51 @@ export async function authStream(
   /** The layouts offered on this stream (a subscription may add the timestamped events). */
   flags: number = CLIENT_FLAGS,
   features: number = CLIENT_FEATURES_SENT,
+  /** Ends the wait for `auth_ok` (a stalled broker answers none) with AbortedError. */
+  signal?: AbortSignal,
 ): Promise<AuthedStream> {
-  const stream = await conn.openBidi();
+  const stream = await conn.openBidi().catch((err: unknown) => {
+    // The transport's refusal names no server and reads as a transport fault; to the caller it
+    // is a bound of this connection, which stays up.
+    if (!(err instanceof StreamLimitError)) throw err;
+    throw new StreamLimitExceededError(`${conn.transport}://${conn.remote}`, err.limit, {
+      cause: err,
+    });
+  });
+  const unlink = resetOnAbort(stream, signal);
+  try {
+    return await authenticate(stream, opts, flags, features);
+  } catch (err) {
+    stream.reset(0); // a stream that did not authenticate serves nothing: free its slot
+    if (signal?.aborted) throw new AbortedError('opening a stream', { cause: signal.reason });
+    throw err;
+  } finally {
+    unlink();
+  }
+}
+
+/**
+ * Resets `stream` once `signal` aborts, which ends a read or a write waiting on it (a stalled
+ * broker would otherwise hold it until the connection's silence check); the answer takes the
+ * listener off. No signal: nothing.
+ */
+export function resetOnAbort(stream: TransportStream, signal: AbortSignal | undefined): () => void {
+  if (signal === undefined) return () => undefined;
+  const onAbort = () => stream.reset(0);
+  if (signal.aborted) {
+    onAbort();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+async function authenticate(
+  stream: TransportStream,
+  opts: ConnectionOptions,
+  flags: number,
+  features: number,
+): Promise<AuthedStream> {
   const frames = new FrameStream(stream);
   // What this stream offers; @felix/wire writes it on `auth` and negotiates the answer.
   const offered = { flags, features, featuresHi: CLIENT_FEATURES_HI };

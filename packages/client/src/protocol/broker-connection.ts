@@ -281,10 +281,15 @@ export class BrokerConnection {
    * `withoutFeatures` are left out of what the stream offers (a group poll stream offers
    * FEATURE_RECORD_TIMESTAMPS only when the group asked for record times).
    */
-  async openStream(withoutFeatures = 0): Promise<{ stream: TransportStream; frames: FrameStream }> {
+  async openStream(
+    withoutFeatures = 0,
+    /** Ends the wait for the stream's `auth_ok` (AbortedError). */
+    signal?: AbortSignal,
+  ): Promise<{ stream: TransportStream; frames: FrameStream }> {
     if (this.lostError) throw this.lostError;
     const features = (CLIENT_FEATURES_SENT & ~withoutFeatures) >>> 0;
-    const { stream, frames } = await authStream(this.conn, this.opts, CLIENT_FLAGS, features);
+    const authed = await authStream(this.conn, this.opts, CLIENT_FLAGS, features, signal);
+    const { stream, frames } = authed;
     return { stream, frames };
   }
 
@@ -306,16 +311,22 @@ export class BrokerConnection {
     timestamps = false,
     /** The history an offset `start` belongs to (a replicated shard's, from `subscribed`). */
     history?: SubscriptionHistory,
+    /** Ends the opening at whatever step it waits (AbortedError). */
+    signal?: AbortSignal,
   ): Promise<OpenSubscription> {
     if (this.lostError) throw this.lostError;
     const at = { server: this.server, conn: this.conn, opts: this.opts, events: this.events };
-    return openSubscription(at, {
-      stream,
-      shard,
-      start,
-      queueCapacity,
-      timestamps,
-      ...(history === undefined ? {} : { history }),
-    });
+    return openSubscription(
+      at,
+      {
+        stream,
+        shard,
+        start,
+        queueCapacity,
+        timestamps,
+        ...(history === undefined ? {} : { history }),
+      },
+      signal,
+    );
   }
 }

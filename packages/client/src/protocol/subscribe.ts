@@ -11,6 +11,7 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import {
+  AbortedError,
   ConnectionLostError,
   CursorInFutureError,
   CursorTooOldError,
@@ -18,10 +19,11 @@ import {
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
-import { type AuthedStream, type ConnectionOptions, authStream } from './auth.js';
+import { type AuthedStream, type ConnectionOptions, authStream, resetOnAbort } from './auth.js';
 import type { EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
-import { CLIENT_FLAGS } from './negotiation.js';
+import { CLIENT_FEATURES_SENT, CLIENT_FLAGS } from './negotiation.js';
+import { abortable } from '../util/abortable.js';
 
 export type StartPosition = 'latest' | 'earliest' | { offset: number };
 
@@ -63,12 +65,18 @@ export interface SubscribeRequest {
 export async function openSubscription(
   at: { server: string; conn: Connection; opts: ConnectionOptions; events: EventStreams },
   req: SubscribeRequest,
+  /** Ends the opening at whatever step it waits (a stalled broker answers none): AbortedError. */
+  signal?: AbortSignal,
 ): Promise<OpenSubscription> {
   const reservation = at.events.reserve();
   let control: AuthedStream | null = null;
+  let unlink: () => void = () => undefined;
   try {
     const flags = req.timestamps ? CLIENT_FLAGS | FLAG_EVENT_BATCH_TIMESTAMPS : CLIENT_FLAGS;
-    control = await authStream(at.conn, at.opts, flags);
+    control = await authStream(at.conn, at.opts, flags, CLIENT_FEATURES_SENT, signal);
+    // An abort resets the control stream: the wait for `subscribed` ends, and the broker drops
+    // the subscription (and its event stream) if it had made it.
+    unlink = resetOnAbort(control.stream, signal);
     await control.stream.write(encodeMessage(subscribeMessage(at.opts, req, reservation.id)));
     const frame = await control.frames.next();
     if (!frame) throw new ConnectionLostError(at.server);
@@ -81,7 +89,8 @@ export async function openSubscription(
     if (msg.type === 'error') throw refusalOf(msg);
     if (msg.type === 'not_leader') throw notLeaderOf(msg);
     if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
-    const fs = await reservation.events;
+    const fs = await abortable(reservation.events, signal, 'the subscribe', false);
+    unlink();
     const ctl = control;
     let refusal: Error | null = null;
     // The broker ends a subscription it will not serve any more (the token expired) with an
@@ -114,8 +123,11 @@ export async function openSubscription(
       },
     };
   } catch (err) {
+    unlink();
     reservation.cancel();
     control?.stream.reset(0);
+    if (signal?.aborted && !(err instanceof AbortedError))
+      throw new AbortedError('the subscribe', { cause: signal.reason });
     throw err;
   }
 }

@@ -10,7 +10,8 @@ import {
   TimeoutError,
   connect,
 } from '@felix/client';
-import { freePort, tempDir } from '@felix/testing-harness';
+import { freePort, tempDir, waitFor, withDeadline } from '@felix/testing-harness';
+import type { Connection } from '@felix/transport';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type BrokerProcess, startBroker } from '../src/index.js';
 
@@ -69,6 +70,41 @@ describe('client behaviour', () => {
     );
     await felix.close();
     await expect(felix.publish('s', 'x')).rejects.toBeInstanceOf(ClientClosedError);
+  });
+
+  it('a_subscription_opening_on_a_stopped_broker_ends_at_once_when_its_signal_aborts', async () => {
+    // A stopped broker answers nothing while the connection stays up: the opening must end on
+    // the abort, over both transports, not when the silence check gives the connection up.
+    for (const transport of ['tls', 'quic'] as const) {
+      const felix = await connect({
+        servers: [broker.url(transport)],
+        tenant: 't1',
+        tls: { fingerprint: broker.fingerprint },
+      });
+      await felix.publish('s', 'warm-up');
+      broker.child.proc.kill('SIGSTOP');
+      try {
+        // The client's own count of streams it opened: the opening has sent its `auth` (or is
+        // about to) to a broker that will not answer. (A watch's opening: opening-abort.test.ts
+        // in the client, as this in-memory broker offers no watches.)
+        const opened = () =>
+          (felix as unknown as { current: { conn: Connection } }).current.conn.stats()
+            .streamsOpened;
+        const before = opened();
+        const ac = new AbortController();
+        const pending = felix
+          .subscribe('s', { shard: 0, signal: ac.signal })
+          [Symbol.asyncIterator]()
+          .next();
+        await waitFor(() => opened() > before, `the opening over ${transport}`);
+        ac.abort();
+        const ended = await withDeadline(pending, 1_000, `the opening over ${transport}`);
+        expect(ended.done).toBe(true);
+      } finally {
+        broker.child.proc.kill('SIGCONT');
+      }
+      await felix.close();
+    }
   });
 
   it('acked_publishes_made_together_share_one_frame_and_keep_their_own_offsets', async () => {

@@ -149,6 +149,8 @@ interface NativeConn {
   isClosed(): boolean;
   isDraining(): boolean;
   close(app: boolean, code: number, reason: Uint8Array): void;
+  peerStreamsLeftBidi(): number;
+  peerStreamsLeftUni(): number;
 }
 
 /** Connection internals used only by the forced close. */
@@ -290,6 +292,12 @@ class QuicConnectionAdapter implements Connection {
 
   private async open(kind: StreamKind): Promise<TransportStream> {
     if (this.closeError) throw this.closeError;
+    // Asked of quiche before the library is: a `newStream` refused at the limit has already
+    // marked its stream id used without moving past it, so every later open on the connection
+    // failed with the library's "repeated stream id" error (read as a closed connection).
+    const native = (this.conn as unknown as { conn: NativeConn }).conn;
+    const left = kind === 'bidi' ? native.peerStreamsLeftBidi() : native.peerStreamsLeftUni();
+    if (left <= 0) throw new StreamLimitError(kind, this.limits.maxStreams);
     let stream: QUICStream;
     try {
       stream = this.conn.newStream(kind);
