@@ -57,8 +57,8 @@ export class DeletedNames {
   }
 
   /** The catalog lists `config`: its files must be of this creation before it is served. */
-  observe(owner: ShardOwnerKind, config: NamedConfig): void {
-    this.incarnations.observe(owner, config);
+  observe(owner: ShardOwnerKind, config: NamedConfig, files: ShardFiles | null): void {
+    this.incarnations.observe(owner, config, files?.markers);
   }
 
   /** The catalog deleted a stream or cache this broker knew as `config` (undefined: it did not
@@ -72,8 +72,8 @@ export class DeletedNames {
     this.incarnations.forget(owner, config);
   }
 
-  /** Whether the name is unserved: its old files are being removed, or its incarnation file
-   *  is not yet settled (name-incarnations.ts). */
+  /** Whether the name is unserved: its old files are being removed, or they are of an earlier
+   *  creation of the name (name-incarnations.ts). */
   has(owner: ShardOwnerKind, t: string, ns: string, name: string): boolean {
     if (this.names.size > 0 && this.names.has(keyOf(owner, t, ns, name))) return true;
     return this.incarnations.pending(owner, t, ns, name);
@@ -84,7 +84,7 @@ export class DeletedNames {
     if (!this.has(owner, t, ns, name)) return null;
     const why = this.names.has(keyOf(owner, t, ns, name))
       ? `the files of the deleted ${owner} of this name are being removed`
-      : `this broker is checking which creation of the ${owner} its files belong to`;
+      : `the files of an earlier ${owner} of this name are being removed`;
     return new Refusal('shard_unavailable', `${where}: ${why} (not_ready)`, 'not_ready');
   }
 

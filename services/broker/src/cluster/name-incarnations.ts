@@ -4,14 +4,16 @@
  * shard directories were written for (name-markers.ts). A name the catalog lists under another
  * uid than its file's was deleted and created again while this broker did not hear it (down, or
  * cut off from the feed): its old directories are discarded as a heard delete's are
- * (deleted-names.ts), before any of its shards opens, so the new name starts empty here too.
- * A name seen for the first time gets its file before its shards open. Until its file says
- * what the catalog says, a name is unserved (`not_ready`), as a deleted one is. The same
- * question Kafka answers with topic ids (KIP-516).
+ * (deleted-names.ts), before any of its shards opens, so the new name starts empty here too:
+ * until then it is unserved (`not_ready`), as a deleted one is. The files are read when the
+ * broker starts, so a name is compared the moment the feed lists it, and one with no file yet
+ * is served at once, its file written behind. The same question Kafka answers with topic ids
+ * (KIP-516).
  *
  * Bookkeeping only: the file I/O and the discard are the caller's (`settle`'s arguments).
  * A name whose file is missing but whose directories exist (written before brokers kept these
- * files) is adopted as the catalog's current creation.
+ * files, or by a broker that crashed before the file was written) is adopted as the catalog's
+ * current creation.
  */
 import type { ShardOwnerKind } from '@felix/replication';
 import type { Logger } from 'pino';
@@ -21,6 +23,9 @@ import type { MarkedName, NameMarkerFiles } from './name-markers.js';
 interface Wanted extends MarkedName {
   uid: string;
   shards: number;
+  /** The name's files are of another creation: unserved until they are discarded. A name
+   *  with no file yet is served at once (nothing to discard; its file is written behind). */
+  gate: boolean;
 }
 
 /** A catalog stream or cache as this bookkeeping reads it. */
@@ -50,34 +55,37 @@ function keyOf(owner: string, tenant: string, namespace: string, name: string): 
 }
 
 export class NameIncarnations {
-  /** The uid each name's file holds, as this process read or wrote it. */
-  private readonly onDisk = new Map<string, string>();
-  /** Names whose file is not yet what the catalog says (unserved meanwhile). */
+  /** Names whose file is not yet what the catalog says. */
   private readonly wanted = new Map<string, Wanted>();
 
   constructor(private readonly log: Logger) {}
 
-  /** The catalog lists `c` (a snapshot or a change); a uid-less item is not tracked. */
-  observe(owner: ShardOwnerKind, c: NamedConfig): void {
-    if (c.uid === undefined) return;
-    const k = keyOf(owner, c.tenant, c.namespace, c.name);
-    const w = this.wanted.get(k);
-    if (w !== undefined ? w.uid === c.uid : this.onDisk.get(k) === c.uid) return;
+  /**
+   * The catalog lists `c` (a snapshot or a change). Compared at once with the name's file as
+   * `files` knows it: another creation's files gate the name until they are discarded. A
+   * uid-less item, or a broker without marker files, is not tracked.
+   */
+  observe(owner: ShardOwnerKind, c: NamedConfig, files: NameMarkerFiles | undefined): void {
+    if (c.uid === undefined || files === undefined) return;
     const { tenant, namespace, name, shards, uid } = c;
-    this.wanted.set(k, { owner, tenant, namespace, name, shards, uid });
+    const k = keyOf(owner, tenant, namespace, name);
+    const w = this.wanted.get(k);
+    const held = files.known({ owner, tenant, namespace, name });
+    if (w !== undefined ? w.uid === uid : held?.uid === uid) return;
+    const gate = held !== null && held.uid !== uid;
+    this.wanted.set(k, { owner, tenant, namespace, name, shards, uid, gate });
   }
 
   /** The catalog deleted the name: its file goes (after its shards' files, in the same pass). */
   forget(owner: ShardOwnerKind, c: NamedConfig): void {
     const k = keyOf(owner, c.tenant, c.namespace, c.name);
-    if (!this.onDisk.has(k) && !this.wanted.has(k)) return;
     const { tenant, namespace, name, shards } = c;
-    this.wanted.set(k, { owner, tenant, namespace, name, shards, uid: '' });
+    this.wanted.set(k, { owner, tenant, namespace, name, shards, uid: '', gate: false });
   }
 
-  /** Whether the name's file is not yet settled (its shards are not served). */
+  /** Whether the name waits for an earlier creation's files to go (its shards unserved). */
   pending(owner: ShardOwnerKind, t: string, ns: string, name: string): boolean {
-    return this.wanted.size > 0 && this.wanted.has(keyOf(owner, t, ns, name));
+    return this.wanted.size > 0 && this.wanted.get(keyOf(owner, t, ns, name))?.gate === true;
   }
 
   /**
@@ -89,7 +97,7 @@ export class NameIncarnations {
     for (const [k, w] of [...this.wanted]) {
       if (hooks.closed()) return;
       try {
-        if (files !== undefined) await this.settleOne(k, w, files, hooks);
+        if (files !== undefined) await this.settleOne(w, files, hooks);
         // A newer wish for the name (it changed during the awaits) waits for the next pass.
         if (this.wanted.get(k) === w) this.wanted.delete(k);
       } catch (err) {
@@ -100,22 +108,13 @@ export class NameIncarnations {
     }
   }
 
-  private async settleOne(
-    k: string,
-    w: Wanted,
-    files: NameMarkerFiles,
-    hooks: SettleHooks,
-  ): Promise<void> {
+  private async settleOne(w: Wanted, files: NameMarkerFiles, hooks: SettleHooks): Promise<void> {
     if (w.uid === '') {
       await files.remove(w);
-      this.onDisk.delete(k);
       return;
     }
-    const held = await files.read(w);
-    if (held !== null && held.uid === w.uid) {
-      this.onDisk.set(k, w.uid);
-      return;
-    }
+    const held = files.known(w);
+    if (held !== null && held.uid === w.uid) return;
     if (held !== null) {
       const what = `${w.owner} ${w.tenant}/${w.namespace}/${w.name}`;
       this.log.warn(
@@ -126,6 +125,5 @@ export class NameIncarnations {
       await hooks.discardOld({ owner, tenant, namespace, name, shards: held.shards });
     }
     await files.write(w, { uid: w.uid, shards: w.shards });
-    this.onDisk.set(k, w.uid);
   }
 }

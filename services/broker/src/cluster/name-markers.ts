@@ -3,11 +3,13 @@
  * under `<data_dir>/names/<stream|cache>/`, saying which creation of the name (the control
  * plane's `uid`) this broker's shard directories of it were written for, and how many shards
  * that creation had. Written aside and renamed (the directory synced), so a crash leaves the
- * old file or the new one; read back bounded (NAME_MARKER_BYTES_MAX) and decoded strictly.
+ * old file or the new one; all read back once, when the broker starts, bounded
+ * (NAME_MARKER_BYTES_MAX) and decoded strictly.
  */
+import { closeSync, openSync, readSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ShardOwnerKind } from '@felix/replication';
-import { type Io, ensureDurableDir, readFully, shardDirName, writeFully } from '@felix/storage';
+import { type Io, ensureDurableDir, shardDirName, writeFully } from '@felix/storage';
 import { NameMarkerError } from '../errors.js';
 import { NAME_MARKER_BYTES_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
 
@@ -27,8 +29,10 @@ export interface MarkedName {
 
 /** The marker files as the incarnation bookkeeping asks for them. */
 export interface NameMarkerFiles {
-  /** The name's file, or null when it has none (or one that does not decode: logged). */
-  read(n: MarkedName): Promise<NameMarker | null>;
+  /** What the name's file holds (read when the broker started, or written since), or null
+   *  when it has none (or one that does not decode: logged). Synchronous: a name is checked
+   *  as the catalog feed lists it, before any of its shards can be served. */
+  known(n: MarkedName): NameMarker | null;
   write(n: MarkedName, m: NameMarker): Promise<void>;
   /** Removes the name's file (none: nothing). */
   remove(n: MarkedName): Promise<void>;
@@ -70,31 +74,49 @@ export function decodeNameMarker(bytes: Uint8Array): NameMarker {
 
 /** The marker files of one data directory. */
 export class NameMarkerStore implements NameMarkerFiles {
+  /** Every name's file by path: read once when the broker starts, then kept as written. */
+  private readonly files = new Map<string, NameMarker>();
+
   constructor(
     private readonly dataDir: string,
     private readonly io: Io,
     private readonly warn: (fields: object, message: string) => void,
-  ) {}
+  ) {
+    for (const owner of ['stream', 'cache'] as const) this.load(this.dirOf(owner));
+  }
 
-  async read(n: MarkedName): Promise<NameMarker | null> {
-    const path = this.pathOf(n);
-    if (!(await this.io.exists(path))) return null;
-    const file = await this.io.open(path, 'read');
-    let bytes: Uint8Array;
+  /** Reads every file of `dir` (synchronously, once, at start: one small file per name). */
+  private load(dir: string): void {
+    let names: string[];
     try {
-      // One byte past the bound: a longer file is refused, not cut to a valid prefix.
-      const buf = new Uint8Array(NAME_MARKER_BYTES_MAX + 1);
-      bytes = buf.subarray(0, await readFully(file, buf, 0, buf.length, 0));
-    } finally {
-      await file.close();
-    }
-    try {
-      return decodeNameMarker(bytes);
+      names = readdirSync(dir);
     } catch (err) {
-      // Kept as if absent: the name's files are adopted, never discarded on a doubt.
-      this.warn({ err, path }, 'an unreadable name incarnation file is rewritten');
-      return null;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // no name marked yet
+      throw err;
     }
+    const buf = new Uint8Array(NAME_MARKER_BYTES_MAX + 1);
+    for (const name of names) {
+      if (name.endsWith('.tmp')) continue; // a write a crash cut short: the file it replaces holds
+      const path = join(dir, name);
+      const fd = openSync(path, 'r');
+      let n: number;
+      try {
+        // One byte past the bound: a longer file is refused, not cut to a valid prefix.
+        n = readSync(fd, buf, 0, buf.length, 0);
+      } finally {
+        closeSync(fd);
+      }
+      try {
+        this.files.set(path, decodeNameMarker(buf.subarray(0, n)));
+      } catch (err) {
+        // Kept as if absent: the name's files are adopted, never discarded on a doubt.
+        this.warn({ err, path }, 'an unreadable name incarnation file is rewritten');
+      }
+    }
+  }
+
+  known(n: MarkedName): NameMarker | null {
+    return this.files.get(this.pathOf(n)) ?? null;
   }
 
   async write(n: MarkedName, m: NameMarker): Promise<void> {
@@ -112,13 +134,16 @@ export class NameMarkerStore implements NameMarkerFiles {
     }
     await this.io.rename(tmp, path);
     await this.io.syncDir(dir);
+    this.files.set(path, { uid: m.uid, shards: m.shards });
   }
 
   async remove(n: MarkedName): Promise<void> {
     const path = this.pathOf(n);
-    if (!(await this.io.exists(path))) return;
-    await this.io.unlink(path);
-    await this.io.syncDir(this.dirOf(n.owner));
+    if (await this.io.exists(path)) {
+      await this.io.unlink(path);
+      await this.io.syncDir(this.dirOf(n.owner));
+    }
+    this.files.delete(path);
   }
 
   private dirOf(owner: ShardOwnerKind): string {

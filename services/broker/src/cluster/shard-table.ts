@@ -224,7 +224,7 @@ export class ShardTable {
       return;
     }
     this.caches.set(streamKey(c.tenant, c.namespace, c.name), c);
-    this.deleted.observe('cache', c);
+    this.deleted.observe('cache', c, this.shardFiles);
     // A led shard's writes wait for the mark before the cache is served under this config
     // (its assignment may have come first); the next pass ships with the mark.
     for (const a of this.heldCaches.values())
@@ -307,7 +307,7 @@ export class ShardTable {
       return;
     }
     this.streams.set(streamKey(s.tenant, s.namespace, s.name), s);
-    this.deleted.observe('stream', s);
+    this.deleted.observe('stream', s, this.shardFiles);
   }
 
   private putAssignment(item: unknown): void {
