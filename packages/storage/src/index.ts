@@ -53,7 +53,7 @@ export { FLAG_GENERATION_START } from './segment/format.js';
 export { applyRecovery, planRecovery } from './log/recovery.js';
 export type { RecoveredSegment, RecoveryAction, RecoveryPlan } from './log/recovery.js';
 export type { Io, IoFile, OpenMode } from './io/io.js';
-export { writeFully } from './io/io.js';
+export { replaceFileDurably } from './io/io.js';
 export { NodeIo, nodeIo } from './io/node-io.js';
 export { FaultyIo, systemError } from './io/faulty-io.js';
 export type { FaultCode } from './io/faulty-io.js';

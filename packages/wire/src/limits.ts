@@ -95,8 +95,10 @@ export const HELD_PIECE_BACKING_RATIO_MAX = 2;
 /**
  * Records one publish batch may carry, JSON or binary (the broker refuses more, the client
  * splits nothing and refuses too). Without it a 16 MiB frame of empty records made a broker
- * build 4-5 million records from one read. Also the most items any list of a JSON message may
- * hold: the decoder refuses a longer one before decoding its items, so a list is never the
- * amplifier a publish batch was (no Felix message carries a longer list).
+ * build 4-5 million records from one read.
  */
 export const PUBLISH_BATCH_RECORDS_MAX = 65_536;
+
+/** Items any list of a JSON message may hold: the decoder refuses a longer one before decoding
+ *  its items (a publish batch is the longest list any Felix message carries). */
+export const JSON_LIST_ITEMS_MAX = PUBLISH_BATCH_RECORDS_MAX;

@@ -119,3 +119,26 @@ export async function readFully(
   }
   return done;
 }
+
+/**
+ * Replaces the small file `path` (in directory `dir`) so a crash leaves the old contents or the
+ * new ones whole, never a torn mix: written aside as `<path>.tmp`, fdatasynced, renamed over
+ * `path`, and the directory synced so the rename itself is durable.
+ */
+export async function replaceFileDurably(
+  io: Io,
+  dir: string,
+  path: string,
+  bytes: Uint8Array,
+): Promise<void> {
+  const tmp = `${path}.tmp`;
+  const file = await io.open(tmp, 'replace');
+  try {
+    await writeFully(file, bytes, 0, bytes.length, 0);
+    await file.datasync();
+  } finally {
+    await file.close();
+  }
+  await io.rename(tmp, path);
+  await io.syncDir(dir);
+}

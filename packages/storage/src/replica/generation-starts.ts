@@ -14,7 +14,7 @@
 import { join } from 'node:path';
 import { assert } from '@felix/common';
 import { GenerationStartsCorruptError } from '../errors.js';
-import { type Io, readFully, writeFully } from '../io/io.js';
+import { type Io, readFully, replaceFileDurably } from '../io/io.js';
 import { GENERATIONS_FILE } from '../log/layout.js';
 import { GENERATION_STARTS_MAX } from '../limits.js';
 import { crc32Range } from '../segment/checksum.js';
@@ -133,17 +133,7 @@ export class GenerationStarts {
 
   private async save(entries: GenerationStart[]): Promise<void> {
     const path = join(this.dir, GENERATIONS_FILE);
-    const tmp = `${path}.tmp`;
-    const bytes = encodeGenerationStarts(entries);
-    const file = await this.io.open(tmp, 'replace');
-    try {
-      await writeFully(file, bytes, 0, bytes.length, 0);
-      await file.datasync();
-    } finally {
-      await file.close();
-    }
-    await this.io.rename(tmp, path);
-    await this.io.syncDir(this.dir);
+    await replaceFileDurably(this.io, this.dir, path, encodeGenerationStarts(entries));
     this.entries = entries;
   }
 }

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { assert } from '@felix/common';
 import { ReplicaStateCorruptError } from '../errors.js';
-import { type Io, readFully, writeFully } from '../io/io.js';
+import { type Io, readFully, replaceFileDurably } from '../io/io.js';
 import { REPLICA_FILE } from '../log/layout.js';
 import {
   REPLICA_STATE_BYTES,
@@ -106,16 +106,7 @@ export class ReplicaFile {
   private async save(state: ReplicaState): Promise<void> {
     this.throwIfFailed();
     const path = join(this.dir, REPLICA_FILE);
-    const tmp = `${path}.tmp`;
-    const file = await this.io.open(tmp, 'replace');
-    try {
-      await writeFully(file, encodeReplicaState(state), 0, REPLICA_STATE_BYTES, 0);
-      await file.datasync();
-    } finally {
-      await file.close();
-    }
-    await this.io.rename(tmp, path);
-    await this.io.syncDir(this.dir);
+    await replaceFileDurably(this.io, this.dir, path, encodeReplicaState(state));
     this.durable = state;
   }
 

@@ -8,7 +8,7 @@
 // and written; publishes must be acked and a read from offset 0 must see only new records.
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { scaled, startCluster } from '../src/index.js';
+import { type FelixCluster, scaled, startCluster } from '../src/index.js';
 import { clusterPerTest, publishAll, readUpTo, served } from './support.js';
 
 const STEP_MS = 60_000;
@@ -18,34 +18,8 @@ describe('a name deleted and created again', () => {
   const holder = clusterPerTest();
 
   it('a_stream_created_again_under_a_deleted_name_starts_empty_and_is_served', async () => {
-    const c = await startCluster({
-      brokers: 3,
-      replication: true,
-      streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-    });
-    holder.cluster = c;
-    const writer = await c.connect();
-    await publishAll(writer, 'orders', ['old-0', 'old-1', 'old-2']);
-    // A hand-off: the old stream's replica files hold generation 2 on every broker.
-    const first = (await c.leaderOf('orders'))!;
-    await c.stop(first.id);
-    await c.start(first.id);
-    await c.waitServed();
-    await publishAll(writer, 'orders', ['old-3']);
-    await writer.close();
-    await c.catalogCall('DELETE', '/streams/orders');
-    await waitFor(
-      async () => !(await c.assignments()).some((a) => a.stream === 'orders'),
-      'the deleted stream to be unassigned',
-      scaled(STEP_MS),
-    );
-    await c.catalogCall('POST', '/streams', {
-      stream: 'orders',
-      shards: 1,
-      durable: true,
-      replication_factor: 3,
-      consistency: 'Quorum',
-    });
+    const c = await oldStreamAtGeneration2(holder);
+    await recreateOrders(c);
     await c.waitServed();
     const client = await c.connect();
     const fresh = ['new-0', 'new-1', 'new-2'];
@@ -117,38 +91,12 @@ describe('a name deleted and created again', () => {
   }, 180_000);
 
   it('a_stream_created_again_while_a_follower_was_down_is_acked_through_that_follower', async () => {
-    const c = await startCluster({
-      brokers: 3,
-      replication: true,
-      streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-    });
-    holder.cluster = c;
-    const writer = await c.connect();
-    await publishAll(writer, 'orders', ['old-0', 'old-1', 'old-2']);
-    // A hand-off: the old stream's replica files hold generation 2 on every broker.
-    const first = (await c.leaderOf('orders'))!;
-    await c.stop(first.id);
-    await c.start(first.id);
-    await c.waitServed();
-    await publishAll(writer, 'orders', ['old-3']);
-    await writer.close();
+    const c = await oldStreamAtGeneration2(holder);
     const leader = (await c.leaderOf('orders'))!;
     const [absent, other] = c.brokers.filter((b) => b.id !== leader.id);
     // `absent` hears neither the delete nor the creation.
     await c.stop(absent!.id);
-    await c.catalogCall('DELETE', '/streams/orders');
-    await waitFor(
-      async () => !(await c.assignments()).some((a) => a.stream === 'orders'),
-      'the deleted stream to be unassigned',
-      scaled(STEP_MS),
-    );
-    await c.catalogCall('POST', '/streams', {
-      stream: 'orders',
-      shards: 1,
-      durable: true,
-      replication_factor: 3,
-      consistency: 'Quorum',
-    });
+    await recreateOrders(c);
     const client = await c.connect();
     await publishAll(client, 'orders', ['new-0', 'new-1']);
     await c.start(absent!.id);
@@ -169,3 +117,40 @@ describe('a name deleted and created again', () => {
     await client.close();
   }, 300_000);
 });
+
+/** Three brokers and an RF 3 quorum stream `orders` holding four records, taken to generation
+ *  2 by a SIGTERM hand-off (so every broker's replica files hold generation 2). */
+async function oldStreamAtGeneration2(holder: { cluster: FelixCluster | undefined }) {
+  const c = await startCluster({
+    brokers: 3,
+    replication: true,
+    streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+  });
+  holder.cluster = c;
+  const writer = await c.connect();
+  await publishAll(writer, 'orders', ['old-0', 'old-1', 'old-2']);
+  const first = (await c.leaderOf('orders'))!;
+  await c.stop(first.id);
+  await c.start(first.id);
+  await c.waitServed();
+  await publishAll(writer, 'orders', ['old-3']);
+  await writer.close();
+  return c;
+}
+
+/** Deletes `orders`, waits until none of its shards is assigned, and creates it again. */
+async function recreateOrders(c: FelixCluster): Promise<void> {
+  await c.catalogCall('DELETE', '/streams/orders');
+  await waitFor(
+    async () => !(await c.assignments()).some((a) => a.stream === 'orders'),
+    'the deleted stream to be unassigned',
+    scaled(STEP_MS),
+  );
+  await c.catalogCall('POST', '/streams', {
+    stream: 'orders',
+    shards: 1,
+    durable: true,
+    replication_factor: 3,
+    consistency: 'Quorum',
+  });
+}

@@ -12,7 +12,7 @@ import {
   FRAME_HEADER_BYTES,
   FRAME_PAYLOAD_BYTES_MAX_DEFAULT,
   OFFSET_MAX,
-  PUBLISH_BATCH_RECORDS_MAX,
+  JSON_LIST_ITEMS_MAX,
 } from '../limits.js';
 import { base64Decode, base64DecodeInto, base64DecodedLength, base64Encode } from './base64.js';
 import { type FieldSpec, type Kind, MESSAGE_SPECS } from './message-specs.js';
@@ -536,8 +536,8 @@ function listOf(raw: JsonValue, bad: (reason: string) => never): JsonValue[] {
 }
 
 function checkListLength(raw: readonly JsonValue[], bad: (reason: string) => never): void {
-  if (raw.length > PUBLISH_BATCH_RECORDS_MAX) {
-    bad(`has ${raw.length} items, over ${PUBLISH_BATCH_RECORDS_MAX}`);
+  if (raw.length > JSON_LIST_ITEMS_MAX) {
+    bad(`has ${raw.length} items, over ${JSON_LIST_ITEMS_MAX}`);
   }
 }
 

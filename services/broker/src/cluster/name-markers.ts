@@ -9,7 +9,7 @@
 import { closeSync, openSync, readSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ShardOwnerKind } from '@felix/replication';
-import { type Io, ensureDurableDir, shardDirName, writeFully } from '@felix/storage';
+import { type Io, ensureDurableDir, replaceFileDurably, shardDirName } from '@felix/storage';
 import { NameMarkerError } from '../errors.js';
 import { NAME_MARKER_BYTES_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
 
@@ -123,17 +123,7 @@ export class NameMarkerStore implements NameMarkerFiles {
     const path = this.pathOf(n);
     const dir = this.dirOf(n.owner);
     await ensureDurableDir(this.io, dir);
-    const tmp = `${path}.tmp`;
-    const bytes = encodeNameMarker(m);
-    const file = await this.io.open(tmp, 'replace');
-    try {
-      await writeFully(file, bytes, 0, bytes.length, 0);
-      await file.datasync();
-    } finally {
-      await file.close();
-    }
-    await this.io.rename(tmp, path);
-    await this.io.syncDir(dir);
+    await replaceFileDurably(this.io, dir, path, encodeNameMarker(m));
     this.files.set(path, { uid: m.uid, shards: m.shards });
   }
 
