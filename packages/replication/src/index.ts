@@ -45,9 +45,11 @@ export * from './limits.js';
 export {
   REPLICA_LOGS,
   REPLICA_LOG_KINDS,
+  type FencedLogKind,
   type ReplicaLogInfo,
   type ReplicaLogKind,
   type ShardOwnerKind,
+  isFencedLog,
   logsOwnedBy,
   shippingKindOf,
 } from './log-kind.js';

@@ -55,6 +55,20 @@ export const REPLICA_LOGS: Readonly<Record<ReplicaLogKind, ReplicaLogInfo>> = {
 
 export const REPLICA_LOG_KINDS = Object.keys(REPLICA_LOGS) as readonly ReplicaLogKind[];
 
+/**
+ * The logs a new leader fences and whose furthest tail it takes before serving: a stream's
+ * records, and a cache shard's cache and counter logs, whose `quorum` writes are acked on a
+ * majority. Group cursors and dead letters are acked on the leader alone (docs/replication.md,
+ * "The redelivery window") and follow their stream shard's fence.
+ */
+export type FencedLogKind = 'stream' | 'cache' | 'counters';
+
+const FENCED = new Set<ReplicaLogKind>(['stream', 'cache', 'counters']);
+
+export function isFencedLog(log: ReplicaLogKind): log is FencedLogKind {
+  return FENCED.has(log);
+}
+
 /** The logs that ride with a shard of `owner` kind. */
 export function logsOwnedBy(owner: ShardOwnerKind): ReplicaLogKind[] {
   return REPLICA_LOG_KINDS.filter((k) => REPLICA_LOGS[k].owner === owner);

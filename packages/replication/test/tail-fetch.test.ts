@@ -139,3 +139,30 @@ describe('taking the furthest tail', () => {
     await expect(pulling).rejects.toBeInstanceOf(TailFetchError);
   });
 });
+
+describe('the logs a new leader fences', () => {
+  it('a_cache_shards_counter_log_is_fenced_and_its_tail_taken_and_group_state_is_not', async () => {
+    const server = await replicaWith(values(6), 4);
+    const fenceOf = (log: number) =>
+      encodeInternalMessage({ kind: 'Fence', correlationId: 2, shard: shardRef(4), log });
+    // Group cursors are acked on their leader alone: no fence is asked of them.
+    const groups = decodeFrame(await server.handle(fenceOf(REPLICA_LOG.GroupCursors)));
+    expect(groups).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.UnsupportedKind });
+    const ok = decodeFrame(await server.handle(fenceOf(REPLICA_LOG.Counters)));
+    expect(ok).toMatchObject({ kind: 'FenceOk', logEnd: 6, lastGeneration: 1 });
+    const pulled: string[] = [];
+    const next = await fetchTail({
+      shard: shardRef(4),
+      log: 'counters',
+      source: { request: (f) => server.handle(f) },
+      from: 2,
+      to: 6,
+      deadlineMs: 5_000,
+      apply: async (_first, payloads) => {
+        pulled.push(...payloads.map((p) => new TextDecoder().decode(p)));
+      },
+    });
+    expect(next).toBe(6);
+    expect(pulled).toEqual(['r2', 'r3', 'r4', 'r5']);
+  });
+});

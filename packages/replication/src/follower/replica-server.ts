@@ -50,7 +50,6 @@ import {
 } from '@felix/storage';
 import {
   INTERNAL_ERROR,
-  REPLICA_LOG,
   REPLICATE_MARK,
   type InternalFrame,
   type InternalMessage,
@@ -61,7 +60,7 @@ import {
 } from '@felix/wire';
 import { MalformedPeerFrameError } from '../errors.js';
 import { markOf, markedFrame, recordsFrame } from '../frames.js';
-import { type ReplicaLogKind, logOfWire, shippingKindOf } from '../log-kind.js';
+import { type ReplicaLogKind, isFencedLog, logOfWire, shippingKindOf } from '../log-kind.js';
 import {
   REPLICA_SHARDS_OPEN_MAX,
   REPLICA_SHARD_REQUESTS_QUEUED_MAX,
@@ -138,10 +137,12 @@ function targetOf(
     refused: refuse(decoded.correlationId, INTERNAL_ERROR.UnsupportedKind, detail),
   });
   if (decoded.kind === 'Fence' || decoded.kind === 'ReplicateFetch') {
-    // Only stream logs are fenced (and their tails taken) yet; the riding logs follow their
-    // shard's stream log.
-    if (decoded.log !== REPLICA_LOG.Stream) return unsupported(`log ${decoded.log} is not fenced`);
-    return { m: decoded, log: 'stream' };
+    // A stream's records and a cache shard's cache and counter logs are fenced (and their
+    // tails taken); group state follows its stream shard's fence.
+    const log = logOfWire(decoded.log);
+    if (log === undefined || !isFencedLog(log))
+      return unsupported(`log ${decoded.log} is not fenced`);
+    return { m: decoded, log };
   }
   if (decoded.kind === 'ReplicateTrim') {
     const log = logOfWire(decoded.log);

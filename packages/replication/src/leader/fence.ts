@@ -10,12 +10,12 @@
 import {
   INTERNAL_ERROR,
   InternalFrameDecoder,
-  REPLICA_LOG,
   type ShardRef,
   decodeInternalMessage,
   encodeInternalMessage,
 } from '@felix/wire';
 import { FENCE_ANSWER_TIMEOUT_MS, FENCE_RETRY_MS_MAX, FENCE_RETRY_MS_MIN } from '../limits.js';
+import { type FencedLogKind, REPLICA_LOGS } from '../log-kind.js';
 import type { PeerLink } from './shard-shipper.js';
 
 export interface FenceAnswer {
@@ -37,6 +37,9 @@ export interface FenceOptions {
   shard: ShardRef;
   followers: readonly { nodeId: string; link: PeerLink }[];
   deadlineMs: number;
+  /** The log fenced: a stream's records (the default), or a quorum cache shard's cache or
+   *  counter log (each fenced on its own: each has its own replica file). */
+  log?: FencedLogKind;
 }
 
 type Heard = { kind: 'ok'; answer: FenceAnswer } | { kind: 'deposed' } | { kind: 'retry' };
@@ -72,7 +75,7 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
         kind: 'Fence',
         correlationId: ++correlation,
         shard: opts.shard,
-        log: REPLICA_LOG.Stream,
+        log: REPLICA_LOGS[opts.log ?? 'stream'].wire,
       });
       let heard: Heard = { kind: 'retry' };
       try {

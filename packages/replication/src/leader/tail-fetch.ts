@@ -11,7 +11,6 @@
  */
 import {
   InternalFrameDecoder,
-  REPLICA_LOG,
   REPLICATE_MARK,
   type ShardRef,
   decodeInternalMessage,
@@ -21,6 +20,7 @@ import { FLAG_GENERATION_START } from '@felix/storage';
 import { replicaBatchChecksum } from '../checksum.js';
 import { TailFetchError } from '../errors.js';
 import { FENCE_ANSWER_TIMEOUT_MS, TAIL_FETCH_BYTES_MAX } from '../limits.js';
+import { type FencedLogKind, REPLICA_LOGS } from '../log-kind.js';
 import type { FenceAnswer } from './fence.js';
 import type { PeerLink } from './shard-shipper.js';
 
@@ -58,6 +58,8 @@ export interface TailFetchOptions {
   to: number;
   /** Wall-clock budget for the whole pull. */
   deadlineMs: number;
+  /** The log pulled (the one fenced): a stream's records by default. */
+  log?: FencedLogKind;
   /** Stores `payloads` as the records at `first`, `first + 1`, ... (overlap compared). */
   /** `flags`: each record's storage flags when the answer was a marked batch (a generation
    *  start among them), else absent. */
@@ -77,7 +79,7 @@ export async function fetchTail(opts: TailFetchOptions): Promise<number> {
       kind: 'ReplicateFetch',
       correlationId: ++correlationId,
       shard: opts.shard,
-      log: REPLICA_LOG.Stream,
+      log: REPLICA_LOGS[opts.log ?? 'stream'].wire,
       fromOffset: next,
       maxBytes: TAIL_FETCH_BYTES_MAX,
     });

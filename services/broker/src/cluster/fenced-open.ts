@@ -6,7 +6,7 @@
  * starts and the answers' highest commit offset), or null (closed, the open retried later) when
  * the fence or the take failed.
  */
-import { GenerationStarts, type LogOptions, nodeIo } from '@felix/storage';
+import { GenerationStarts, type LogOptions, SegmentLog, nodeIo } from '@felix/storage';
 import type { ShardRef } from '@felix/wire';
 import type { Logger } from 'pino';
 import { FENCE_DEADLINE_MS } from '../limits.js';
@@ -85,4 +85,56 @@ export async function fencedOpen(
   } catch (err) {
     return retry(open, err);
   }
+}
+
+export interface CacheFenceDeps {
+  /** The cache shard at the generation it opens at. */
+  ref: ShardRef;
+  followers: string[];
+  replicator: Pick<Replicator, 'fence' | 'link'>;
+  /** Where the shard's cache or counter log lives (closed while its tail is taken). */
+  logOptions: (kind: 'cache' | 'counters') => LogOptions;
+  log: Logger;
+  retryLater: () => void;
+}
+
+/**
+ * A `quorum` cache shard's open by a new leader, before it serves: each of its two logs (the
+ * cache log, the counter log) is fenced on its own, and its furthest tail among a majority's
+ * answers taken, as a stream's is. A write acked by a majority after the old leader's last
+ * report is then served even when placement promoted the replica that lacked it. Both logs are
+ * closed here (the follower copies released, the projections not opened yet); the projections
+ * replay what was taken when they open. False: the open is retried later.
+ */
+export async function fenceCacheShard(d: CacheFenceDeps): Promise<boolean> {
+  const ref = d.ref;
+  const shard = `${ref.tenantId}/${ref.namespace}/${ref.stream}/${ref.shard}`;
+  for (const kind of ['cache', 'counters'] as const) {
+    const outcome = await d.replicator.fence(ref, d.followers, FENCE_DEADLINE_MS, kind);
+    const fail = (err?: unknown) => {
+      const { generation } = ref;
+      d.log.warn(
+        { err, shard, log: kind, generation, ...outcome },
+        'cache shard not opened; retried',
+      );
+      d.retryLater();
+      return false;
+    };
+    if (!outcome.majority) return fail();
+    try {
+      const opts = d.logOptions(kind);
+      const own = await SegmentLog.open(opts);
+      const end = await logEndOf(own).finally(() => own.close());
+      const source = tailSource(end, outcome.answers);
+      if (source === undefined) continue;
+      const taken = await takeTail(ref, opts, source, d.replicator.link(source.nodeId), kind);
+      d.log.info(
+        { shard, log: kind, generation: ref.generation, ...taken },
+        'took the furthest tail',
+      );
+    } catch (err) {
+      return fail(err);
+    }
+  }
+  return true;
 }

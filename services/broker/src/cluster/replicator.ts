@@ -21,8 +21,9 @@
  *
  * A `quorum` cache shard's cache and counter logs get a CommitMark each, over the same members,
  * handed to their commit waits (caches/commit-waiters.ts). Their followers are not told the
- * mark: the committed batch kind carries stream records only, and a cache shard is not fenced
- * or repaired by a commit offset (docs/replication.md, "Quorum caches").
+ * mark: the committed batch kind carries stream records only, so a cache shard's new leader
+ * (fenced log by log, fenced-open.ts) is not repaired by a commit offset (docs/replication.md,
+ * "Quorum caches").
  *
  * Every log riding with a shard (not a stream's records, whose followers run their own
  * retention) has its retention floor held at what its in-sync followers confirmed
@@ -32,6 +33,7 @@
 import {
   CommitMark,
   type FenceOutcome,
+  type FencedLogKind,
   type HaltReason,
   type PeerLink,
   type ReplicaLogKind,
@@ -152,11 +154,17 @@ export class Replicator {
    * Fences the replica set before this broker serves `ref` at its generation: resolves once a
    * majority (this broker counted) accepted it, or with why not (deposed, or the deadline).
    */
-  fence(ref: ShardRef, followers: string[], deadlineMs: number): Promise<FenceOutcome> {
+  fence(
+    ref: ShardRef,
+    followers: string[],
+    deadlineMs: number,
+    log: FencedLogKind = 'stream',
+  ): Promise<FenceOutcome> {
     return fenceReplicaSet({
       shard: ref,
       followers: followers.map((nodeId) => ({ nodeId, link: this.pool.link(nodeId) })),
       deadlineMs,
+      log,
     });
   }
 

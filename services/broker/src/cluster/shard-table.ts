@@ -42,7 +42,7 @@ import {
   sameShape,
 } from './shard-refs.js';
 
-import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
+import { type Fence, type FencedStore, fenceCacheShard, fencedOpen } from './fenced-open.js';
 import {
   type AssignmentRecord,
   type ShardKind,
@@ -565,6 +565,8 @@ export class ShardTable {
         // Before serving: this node's follower copies are the same files the leader opens.
         for (const log of logsOwnedBy('cache'))
           await this.replication.releaseFollower(refOfAssignment(a), log);
+        // A quorum shard is served only once fenced, with the furthest tail of each log taken.
+        if (!(await this.fencedCache(a))) continue;
         this.replication.riding.admit(idOf(a), 'cache');
       }
       // Before it is served: a quorum shard's writes wait for the mark from the first one.
@@ -572,6 +574,24 @@ export class ShardTable {
       this.heldCaches.set(key, a);
       await this.shipRiding(key, a, 'cache', quorum);
     }
+  }
+
+  /** Before a quorum cache shard is served here: riding-fence.ts (false: not served yet). */
+  private async fencedCache(a: AssignmentRecord): Promise<boolean> {
+    const replication = this.replication;
+    const c = this.caches.get(streamKey(a.tenant_id, a.namespace, a.stream));
+    const followers = a.replicas.filter((n) => n !== this.nodeId);
+    if (replication === null || c?.consistency !== 'quorum' || !c.durable || followers.length === 0)
+      return true;
+    const ref = refOfAssignment(a);
+    return fenceCacheShard({
+      ref,
+      followers,
+      replicator: replication.replicator,
+      logOptions: (kind) => replication.logOptions(ref, kind),
+      log: this.log,
+      retryLater: () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref(),
+    });
   }
 
   /**

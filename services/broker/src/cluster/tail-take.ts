@@ -9,6 +9,7 @@
  */
 import {
   type FenceAnswer,
+  type FencedLogKind,
   type LogEnd,
   type PeerLink,
   TAIL_FETCH_DEADLINE_MS,
@@ -47,6 +48,25 @@ export interface TailTaken {
 }
 
 /**
+ * Where a cache or counter log is compared from: its followers keep no commit offset (the mark
+ * is not shipped with them), so the generations say. When this log's last record and the
+ * source's were written under one generation, both hold a prefix of that generation's leader's
+ * log, this one the shorter: one record of overlap suffices. Otherwise (a generation this
+ * broker never heard from, or records written before generations were labelled) the whole log
+ * is compared.
+ */
+function ridingFrom(
+  log: { baseOffset: number; tailOffset: number },
+  starts: GenerationStarts,
+  source: FenceAnswer,
+): number {
+  const end = log.tailOffset;
+  const last = end > log.baseOffset ? starts.at(end - 1).generation : 0;
+  if (last !== 0 && last === source.lastGeneration) return Math.max(log.baseOffset, end - 1);
+  return log.baseOffset;
+}
+
+/**
  * Pulls the source's records this broker's log (closed by the caller, `opts`) lacks, at
  * `ref`'s generation. Rejects with TailFetchError (the open is retried) or a storage error.
  */
@@ -55,6 +75,7 @@ export async function takeTail(
   opts: LogOptions,
   source: FenceAnswer,
   link: PeerLink,
+  kind: FencedLogKind = 'stream',
 ): Promise<TailTaken> {
   const io = opts.io ?? nodeIo;
   let log = await SegmentLog.open(opts);
@@ -62,9 +83,12 @@ export async function takeTail(
     const starts = await GenerationStarts.open(io, log.dir);
     const commit = (await ReplicaFile.open(io, log.dir)).state.commitOffset;
     const ownEnd = log.tailOffset;
-    // Below its commit offset this log holds what a majority holds: compare from there, one
-    // record early, so a log that disagrees even there is found (and refused), not extended.
-    const from = Math.max(log.baseOffset, Math.min(commit, ownEnd) - 1);
+    const from =
+      kind === 'stream'
+        ? // Below its commit offset this log holds what a majority holds: compare from there,
+          // one record early, so a log that disagrees even there is found (and refused).
+          Math.max(log.baseOffset, Math.min(commit, ownEnd) - 1)
+        : ridingFrom(log, starts, source);
     // The pulled records were written by the source's generations, not by this leader's.
     await starts.begin(source.lastGeneration, ownEnd);
     let appender = new FollowerAppender(log);
@@ -72,6 +96,7 @@ export async function takeTail(
     const next = await fetchTail({
       shard: ref,
       source: link,
+      log: kind,
       from,
       to: source.logEnd,
       deadlineMs: TAIL_FETCH_DEADLINE_MS,
