@@ -42,7 +42,8 @@ import {
   sameShape,
 } from './shard-refs.js';
 
-import { type Fence, type FencedStore, fenceCacheShard, fencedOpen } from './fenced-open.js';
+import { type CacheQuorum, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
+import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
 import {
   type AssignmentRecord,
   type ShardKind,
@@ -68,13 +69,6 @@ export interface CacheRegistry {
 }
 
 const UTF8 = new TextEncoder();
-
-/** A quorum cache shard's commit waits, one per log, and the members its majority is of. */
-interface CacheQuorum {
-  members: number;
-  cache: { advance(offset: number): void };
-  counters: { advance(offset: number): void };
-}
 
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
@@ -566,7 +560,10 @@ export class ShardTable {
         for (const log of logsOwnedBy('cache'))
           await this.replication.releaseFollower(refOfAssignment(a), log);
         // A quorum shard is served only once fenced, with the furthest tail of each log taken.
-        if (!(await this.fencedCache(a))) continue;
+        const retryLater = () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+        const ctx = { log: this.log, retryLater };
+        if (!(await fenceLedCache(this.replication, this.cacheOf(a), a, this.nodeId, ctx)))
+          continue;
         this.replication.riding.admit(idOf(a), 'cache');
       }
       // Before it is served: a quorum shard's writes wait for the mark from the first one.
@@ -576,41 +573,15 @@ export class ShardTable {
     }
   }
 
-  /** Before a quorum cache shard is served here: riding-fence.ts (false: not served yet). */
-  private async fencedCache(a: AssignmentRecord): Promise<boolean> {
-    const replication = this.replication;
-    const c = this.caches.get(streamKey(a.tenant_id, a.namespace, a.stream));
-    const followers = a.replicas.filter((n) => n !== this.nodeId);
-    if (replication === null || c?.consistency !== 'quorum' || !c.durable || followers.length === 0)
-      return true;
-    const ref = refOfAssignment(a);
-    return fenceCacheShard({
-      ref,
-      followers,
-      replicator: replication.replicator,
-      logOptions: (kind) => replication.logOptions(ref, kind),
-      log: this.log,
-      retryLater: () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref(),
-    });
+  private cacheOf(a: AssignmentRecord): CacheConfig | undefined {
+    return this.caches.get(streamKey(a.tenant_id, a.namespace, a.stream));
   }
 
-  /**
-   * A led cache shard's commit waits: with `quorum` consistency at a replication factor above 1
-   * (and log-backed caches), its cache and counter writes ack and show only once a majority of
-   * that factor holds them (with no follower left in its set, none does); otherwise, none.
-   */
+  /** A led cache shard's commit waits (cache-leading.ts); null when its writes wait for none. */
   private cacheQuorum(a: AssignmentRecord): CacheQuorum | null {
-    const replication = this.replication;
-    if (replication === null) return null;
-    const id = idOf(a);
-    const c = this.caches.get(streamKey(id.tenant, id.namespace, id.stream));
-    const followers = a.replicas.filter((n) => n !== this.nodeId);
-    const members = Math.max(c?.replication_factor ?? 1, followers.length + 1);
-    const quorum = c?.consistency === 'quorum' && c.durable && members > 1;
-    const timeoutMs = quorum ? this.cfg.broker.publish_quorum_timeout_ms : null;
-    const cache = replication.riding.holdToCommit(id, 'cache', timeoutMs);
-    const counters = replication.riding.holdToCommit(id, 'counters', timeoutMs);
-    return cache === null || counters === null ? null : { members, cache, counters };
+    if (this.replication === null) return null;
+    const timeoutMs = this.cfg.broker.publish_quorum_timeout_ms;
+    return holdCacheQuorum(this.replication, this.cacheOf(a), a, this.nodeId, timeoutMs);
   }
 
   /** Ships the logs riding with a led shard (group state of a stream shard; a cache shard's
