@@ -22,6 +22,7 @@ import { bytesOf } from './projections/host.js';
 import { isByteView } from './util/bytes.js';
 import {
   CONNECT_TIMEOUT_MS_DEFAULT,
+  EVENT_STREAM_WAIT_MS_MAX,
   IDLE_TIMEOUT_MS_DEFAULT,
   PAYLOAD_BYTES_MAX,
   RECONNECT_ATTEMPTS_MAX_DEFAULT,
@@ -256,6 +257,11 @@ export class FelixClient {
       tls: this.opts.tls ?? {},
       connectTimeoutMs: Math.min(configuredMs, connectTimeoutMs ?? configuredMs),
       idleTimeoutMs: this.opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS_DEFAULT,
+      // An event stream is part of a subscribe's answer: never awaited longer than one is.
+      eventStreamWaitMs: Math.min(
+        EVENT_STREAM_WAIT_MS_MAX,
+        this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
+      ),
     };
     try {
       return await (this.internals.open ?? BrokerConnection.open)(server, opts, this.turn);

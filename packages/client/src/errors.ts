@@ -310,6 +310,32 @@ export class TimeoutError extends ClientError {
   }
 }
 
+/**
+ * The broker answered a subscribe or a cache watch but the event stream it opens for it did not
+ * come within its bound (a broker that crashed or misbehaved between the two, or a stream lost on
+ * the way). Nothing was delivered from it; the reader subscribes again from its next offset, as
+ * after a lost stream, and ends with this only when that keeps happening.
+ */
+export class EventStreamTimeoutError extends ClientError {
+  readonly code = 'FELIX_CLIENT_EVENT_STREAM_TIMEOUT';
+  constructor(
+    what: string,
+    readonly ms: number,
+    /** What the broker's `subscribed` said (where it started, its history): the reader resumes
+     *  from there, so the records after it are not skipped. Absent for a watch. */
+    readonly answered?: {
+      startOffset?: number | undefined;
+      offsetsEpoch?: number | undefined;
+      history?: { generation: number; start: number } | undefined;
+      divergedAt?: number | undefined;
+    },
+  ) {
+    super(`the event stream of ${what} did not open within ${ms} ms of its answer`, {
+      retry: 'reconnect',
+    });
+  }
+}
+
 /** The caller's AbortSignal ended the call. */
 export class AbortedError extends ClientError {
   readonly code = 'FELIX_CLIENT_ABORTED';

@@ -19,6 +19,7 @@ export {
   CursorInFutureError,
   CursorTooOldError,
   DrainingError,
+  EventStreamTimeoutError,
   ForbiddenError,
   InvalidArgumentError,
   InvalidRequestError,
@@ -45,6 +46,8 @@ export type { BrokerAnswer } from './errors.js';
 export {
   CLUSTER_CONNECTIONS_MAX,
   CONNECT_TIMEOUT_MS_DEFAULT,
+  EVENT_STREAM_REOPENS_MAX,
+  EVENT_STREAM_WAIT_MS_MAX,
   FAILOVER_DEADLINE_MS_DEFAULT,
   REDIRECT_HOPS_MAX,
   TOPOLOGY_REFRESH_MS,

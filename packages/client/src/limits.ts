@@ -30,6 +30,16 @@ export const PEER_SILENCE_CHECK_MS = 250;
 /** How long a call waits for a connection (during a reconnect) or an answer. */
 export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
 
+/** How long a subscription or a cache watch waits, after the broker's answer, for the event
+ *  stream the broker opens for it (requestTimeoutMs when shorter): a live broker opens it with
+ *  (or just before) the answer, so only a broker that crashed or misbehaved in between, or a
+ *  stream lost on the way, takes this long; the wait was unbounded. */
+export const EVENT_STREAM_WAIT_MS_MAX = 5_000;
+/** Subscribes (or watches) made again in a row after an event stream that never came, as after
+ *  a lost stream, before the reader ends with EventStreamTimeoutError: one missing stream is
+ *  recovered from, a broker that never opens them ends the reader instead of retrying forever. */
+export const EVENT_STREAM_REOPENS_MAX = 3;
+
 /** Unanswered publishes per connection when the broker grants no window (its default 256). */
 export const PUBLISH_WINDOW_DEFAULT = 256;
 /** Records of single publishes (acked or not) made in one turn that one frame may gather (each

@@ -17,6 +17,7 @@ import {
   ClientError,
   CursorInFutureError,
   CursorTooOldError,
+  EventStreamTimeoutError,
   NotLeaderError,
   ProtocolError,
   TimeoutError,
@@ -32,6 +33,7 @@ import type { SubscriptionHistory } from './protocol/subscribe.js';
 import { offsetForTimeOn } from './offset-for-time.js';
 import { retryWindowMs } from './cluster/routing.js';
 import {
+  EVENT_STREAM_REOPENS_MAX,
   FAILOVER_RETRY_BASE_MS,
   FAILOVER_RETRY_DELAY_MS_MAX,
   NOT_LEADER_RESUBSCRIBES_MAX,
@@ -152,6 +154,8 @@ export class ShardReader {
   private refusals = 0;
   /** `not_leader` answers since the last subscribe that succeeded. */
   private notLeaderAnswers = 0;
+  /** Subscribes answered whose event stream never came, since the last one that succeeded. */
+  private eventStreamsMissing = 0;
   /** When the reader lost its shard's owner (ms), while it has not subscribed again. */
   private failingSinceMs: number | undefined;
   private stopped = false;
@@ -238,6 +242,7 @@ export class ShardReader {
         first = false;
         this.refusals = 0;
         this.notLeaderAnswers = 0;
+        this.eventStreamsMissing = 0;
         this.failingSinceMs = undefined;
         if (this.stopped) return; // stopped while the subscribe was on its way
         yield* this.drain(this.open!);
@@ -268,23 +273,38 @@ export class ShardReader {
   private async subscribeOn(conn: BrokerConnection): Promise<boolean> {
     const { start, recheckAt } = await this.startPosition(conn);
     const resuming = typeof start === 'object' && 'offset' in start;
-    this.open = await conn.subscribe(
-      this.stream,
-      this.shard,
-      start,
-      this.queueCapacity,
-      this.timestamps,
-      resuming ? this.history : undefined,
-      // An abort ends a subscribe still opening at once, not when a stalled broker's silence
-      // is noticed: `stop()` has no open subscription to close yet.
-      this.signal,
-    );
-    if (this.offsetsBeganAgain(this.open.offsetsEpoch)) return true;
-    this.history = this.open.history;
-    this.divergedFrom(this.open.divergedAt);
-    if (this.cursor === undefined && this.open.startOffset !== undefined)
-      this.cursor = this.open.startOffset;
+    try {
+      this.open = await conn.subscribe(
+        this.stream,
+        this.shard,
+        start,
+        this.queueCapacity,
+        this.timestamps,
+        resuming ? this.history : undefined,
+        // An abort ends a subscribe still opening at once, not when a stalled broker's silence
+        // is noticed: `stop()` has no open subscription to close yet.
+        this.signal,
+      );
+    } catch (err) {
+      // Answered, but its event stream never came: the next subscribe resumes where this one
+      // started, as after a lost stream, so what was appended meanwhile is not skipped. (A time
+      // start still to be checked again asks from scratch: its recheck happens on success.)
+      if (err instanceof EventStreamTimeoutError && err.answered && recheckAt === undefined)
+        this.adopt(err.answered);
+      throw err;
+    }
+    if (this.adopt(this.open)) return true;
     return recheckAt !== undefined && (await this.startsEarlier(conn, recheckAt));
+  }
+
+  /** Takes in what the broker's `subscribed` said. True: its offsets began again (start over). */
+  private adopt(answer: NonNullable<EventStreamTimeoutError['answered']>): boolean {
+    if (this.offsetsBeganAgain(answer.offsetsEpoch)) return true;
+    this.history = answer.history;
+    this.divergedFrom(answer.divergedAt);
+    if (this.cursor === undefined && answer.startOffset !== undefined)
+      this.cursor = answer.startOffset;
+    return false;
   }
 
   /**
@@ -395,6 +415,14 @@ export class ShardReader {
     // Without cluster routing a lasting redirect is the caller's to follow: say so, naming the
     // leader, rather than resubscribe to this broker forever.
     if (err instanceof NotLeaderError && ++this.notLeaderAnswers > NOT_LEADER_RESUBSCRIBES_MAX)
+      return false;
+    // An event stream that never came is a stream lost on the way: subscribed again from the
+    // cursor (after the delay below), but a broker that never opens one ends the reader typed
+    // rather than have it subscribe for ever. (With routing, the failover deadline bounds it.)
+    if (
+      err instanceof EventStreamTimeoutError &&
+      ++this.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX
+    )
       return false;
     if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect')) {
       // Such a refusal may last (a shard being opened or moved, a draining broker): wait a

@@ -31,6 +31,7 @@ import {
 import {
   ConnectionLostError,
   CursorInFutureError,
+  EventStreamTimeoutError,
   InvalidArgumentError,
   OutcomeUnknownError,
   ProtocolError,
@@ -39,6 +40,7 @@ import {
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { EVENT_STREAM_REOPENS_MAX } from '../limits.js';
 import { abortable } from '../util/abortable.js';
 import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
@@ -381,6 +383,7 @@ export class Cache {
       retainedPhase: opts.retained === true,
       retainedYielded: 0,
       resumed: false,
+      eventStreamsMissing: 0,
       current: {},
     };
     const stopStreams = () => {
@@ -408,6 +411,15 @@ export class Cache {
           if (signal?.aborted || this.host.closed) return;
           // A lost connection re-watches from the next unseen offset; so does a moved owner.
           if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
+          // An event stream that never came is a stream lost on the way: watched again, but a
+          // broker that never opens one ends the watch typed rather than have it re-watch for
+          // ever. (With routing, the failover deadline bounds it, as it does a subscription.)
+          if (
+            err instanceof EventStreamTimeoutError &&
+            !this.host.route?.active &&
+            ++st.eventStreamsMissing <= EVENT_STREAM_REOPENS_MAX
+          )
+            continue;
           const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
           if (await failover.retries(err, { ...where, from: at.bc.server }, signal)) continue;
           throw err;
@@ -471,7 +483,6 @@ export class Cache {
         ...(st.history === undefined ? {} : { history: st.history }),
       };
       const answer = await this.startWatch(bc, request, reservation.id, st.current, opts.signal);
-      started();
       st.history = historyOf(answer);
       const floor = answer.resume_offset;
       // A retained phase cut short re-delivers the current values from scratch: what was
@@ -484,9 +495,14 @@ export class Cache {
       if (!st.retainedPhase && !answer.resnapshot && st.next === undefined) st.next = floor;
       const phase = new CurrentValues(st, answer);
       if (phase.left === 0) yield phase.complete();
-      // A stalled broker may never open the event stream: the signal ends this wait too.
-      const events = await abortable(reservation.events, opts.signal, this.what('watch'), false);
+      // A broker that answered and then crashed or misbehaved may never open the event stream:
+      // the wait is bounded (EventStreamTimeoutError), and the signal ends it too.
+      const events = await reservation.opened(opts.signal, this.what('watch'));
       st.current.events = events;
+      // Only now has the watch worked: an answer without its events must not restart the
+      // failover deadline (a broker that never opens them would be watched for ever).
+      started();
+      st.eventStreamsMissing = 0;
       yield* watchEvents(events, st, phase);
     } finally {
       reservation.cancel();
@@ -607,6 +623,8 @@ interface WatchState {
   /** Current values yielded by a retained phase not yet complete. */
   retainedYielded: number;
   resumed: boolean;
+  /** Watches answered whose event stream never came, since one whose stream did. */
+  eventStreamsMissing: number;
   current: { ctl?: FrameStream; events?: FrameStream; ended?: { refusal: Error | null } };
   /** The history `next` belongs to (a replicated cache's, from the last watch started). */
   history?: { generation: number; start: number };

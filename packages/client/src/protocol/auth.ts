@@ -32,6 +32,9 @@ export interface ConnectionOptions {
   connectTimeoutMs: number;
   /** Declare the broker dead after this long without hearing from it. */
   idleTimeoutMs: number;
+  /** How long a subscription or watch waits for its event stream after the broker's answer
+   *  (EVENT_STREAM_WAIT_MS_MAX when absent). */
+  eventStreamWaitMs?: number;
 }
 
 export interface AuthedStream {

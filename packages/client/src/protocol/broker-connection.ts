@@ -68,7 +68,7 @@ export class BrokerConnection {
       turn,
     });
     this.lane = this.newLane();
-    this.events = new EventStreams(conn, this.lost);
+    this.events = new EventStreams(conn, this.lost, opts.eventStreamWaitMs);
   }
 
   static async open(

@@ -2,19 +2,27 @@
  * The uni streams a broker opens to this client, one per subscription or watch: each starts
  * with `event_stream_hello` naming the id the client reserved for it. A stream whose reservation
  * is not made yet waits among the unclaimed (at most UNCLAIMED_EVENT_STREAMS_MAX); anything else
- * is reset.
+ * (one whose reservation was dropped, too) is reset.
  */
 import type { Connection, TransportStream } from '@felix/transport';
 import { decodeMessage } from '@felix/wire';
-import { ProtocolError } from '../errors.js';
-import { UNCLAIMED_EVENT_STREAMS_MAX } from '../limits.js';
+import { EventStreamTimeoutError, ProtocolError } from '../errors.js';
+import { EVENT_STREAM_WAIT_MS_MAX, UNCLAIMED_EVENT_STREAMS_MAX } from '../limits.js';
+import { abortable } from '../util/abortable.js';
 import { FrameStream } from './frame-stream.js';
 
 export interface EventStreamReservation {
   id: number;
   /** The stream whose hello names `id`; rejects with the connection's loss. */
   events: Promise<FrameStream>;
-  /** Drops the reservation (a stream arriving for it later is left unclaimed). */
+  /**
+   * `events`, waited for once the broker has answered that it opens the stream: for at most the
+   * connection's bound from now (then EventStreamTimeoutError naming `what`), or until `signal`
+   * aborts (AbortedError). A broker that answered and crashed, or a stream lost on the way, once
+   * held the caller here for as long as the connection lived.
+   */
+  opened(signal: AbortSignal | undefined, what: string): Promise<FrameStream>;
+  /** Drops the reservation (a stream arriving for it later is reset). */
   cancel(): void;
 }
 
@@ -26,6 +34,8 @@ export class EventStreams {
   constructor(
     private readonly conn: Connection,
     private readonly lost: Promise<Error>,
+    /** How long `opened` waits (EVENT_STREAM_WAIT_MS_MAX, or the request timeout if shorter). */
+    private readonly waitMs = EVENT_STREAM_WAIT_MS_MAX,
   ) {}
 
   /** Accepts the broker's streams until the connection ends. */
@@ -55,6 +65,10 @@ export class EventStreams {
       if (waiter) {
         this.waiters.delete(hello.subscription_id);
         waiter(fs);
+      } else if (hello.subscription_id < this.nextId) {
+        // Its reservation was made and dropped (the subscribe failed, was aborted or gave up
+        // waiting for this stream): nobody will claim it, and it holds one of our streams.
+        s.reset(0);
       } else if (this.unclaimed.size < UNCLAIMED_EVENT_STREAMS_MAX) {
         this.unclaimed.set(hello.subscription_id, fs);
       } else {
@@ -77,7 +91,28 @@ export class EventStreams {
       void this.lost.then(reject);
     });
     events.catch(() => undefined); // observed by whoever awaits it; a cancelled one by nobody
-    return { id, events, cancel: () => this.waiters.delete(id) };
+    return {
+      id,
+      events,
+      opened: (signal, what) => this.bounded(events, signal, what),
+      cancel: () => this.waiters.delete(id),
+    };
+  }
+
+  private async bounded(
+    events: Promise<FrameStream>,
+    signal: AbortSignal | undefined,
+    what: string,
+  ): Promise<FrameStream> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new EventStreamTimeoutError(what, this.waitMs)), this.waitMs);
+    });
+    try {
+      return await abortable(Promise.race([events, expired]), signal, what, false);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Resets the streams nobody claimed: the connection is gone. */

@@ -15,15 +15,15 @@ import {
   ConnectionLostError,
   CursorInFutureError,
   CursorTooOldError,
+  EventStreamTimeoutError,
   ProtocolError,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
 import { type AuthedStream, type ConnectionOptions, authStream, resetOnAbort } from './auth.js';
-import type { EventStreams } from './event-streams.js';
+import type { EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
 import { CLIENT_FEATURES_SENT, CLIENT_FLAGS } from './negotiation.js';
-import { abortable } from '../util/abortable.js';
 
 export type StartPosition = 'latest' | 'earliest' | { offset: number };
 
@@ -89,7 +89,8 @@ export async function openSubscription(
     if (msg.type === 'error') throw refusalOf(msg);
     if (msg.type === 'not_leader') throw notLeaderOf(msg);
     if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
-    const fs = await abortable(reservation.events, signal, 'the subscribe', false);
+    const answered = answerOf(msg);
+    const fs = await eventsOf(reservation, signal, req, answered);
     unlink();
     const ctl = control;
     let refusal: Error | null = null;
@@ -109,13 +110,7 @@ export async function openSubscription(
     );
     return {
       events: fs,
-      startOffset: msg.start_offset,
-      liveOffset: msg.live_offset,
-      ...(msg.offsets_epoch !== undefined ? { offsetsEpoch: msg.offsets_epoch } : {}),
-      ...(msg.generation !== undefined && msg.generation_start !== undefined
-        ? { history: { generation: msg.generation, start: msg.generation_start } }
-        : {}),
-      ...(msg.diverged_at !== undefined ? { divergedAt: msg.diverged_at } : {}),
+      ...answered,
       refusal: () => refusal,
       close: () => {
         ctl.stream.end().catch(() => undefined); // the events stream's reset ends it anyway
@@ -129,6 +124,44 @@ export async function openSubscription(
     if (signal?.aborted && !(err instanceof AbortedError))
       throw new AbortedError('the subscribe', { cause: signal.reason });
     throw err;
+  }
+}
+
+/** What a subscription needs of the broker's `subscribed`: where it started, and its history. */
+type SubscribedAnswer = Pick<
+  OpenSubscription,
+  'startOffset' | 'liveOffset' | 'offsetsEpoch' | 'history' | 'divergedAt'
+>;
+
+function answerOf(msg: Extract<Message, { type: 'subscribed' }>): SubscribedAnswer {
+  return {
+    startOffset: msg.start_offset,
+    liveOffset: msg.live_offset,
+    ...(msg.offsets_epoch !== undefined ? { offsetsEpoch: msg.offsets_epoch } : {}),
+    ...(msg.generation !== undefined && msg.generation_start !== undefined
+      ? { history: { generation: msg.generation, start: msg.generation_start } }
+      : {}),
+    ...(msg.diverged_at !== undefined ? { divergedAt: msg.diverged_at } : {}),
+  };
+}
+
+/**
+ * The event stream of a subscription the broker answered. Bounded: a broker that answered and
+ * then crashed or misbehaved opens none, and this wait held the reader (and its `for await`) for
+ * as long as the connection lived. Its expiry carries the answer, for the reader to resume from.
+ */
+async function eventsOf(
+  reservation: EventStreamReservation,
+  signal: AbortSignal | undefined,
+  req: SubscribeRequest,
+  answered: SubscribedAnswer,
+): Promise<FrameStream> {
+  const what = `the subscription to ${req.stream}/${req.shard}`;
+  try {
+    return await reservation.opened(signal, what);
+  } catch (err) {
+    if (!(err instanceof EventStreamTimeoutError)) throw err;
+    throw new EventStreamTimeoutError(what, err.ms, answered);
   }
 }
 
