@@ -50,7 +50,8 @@ export function holdCacheQuorum(
 }
 
 /** Before a `quorum` cache shard newly led here is served: fenced and its tails taken (false:
- *  not yet, retried by `retryLater`). Other caches, and a set of one, need nothing. */
+ *  not yet, retried by `retryLater`). Other caches, and a set of one, need nothing; a cache the
+ *  catalog has not described yet waits for it (its definition starts the next pass). */
 export function fenceLedCache(
   r: CacheLeading,
   c: CacheConfig | undefined,
@@ -59,7 +60,8 @@ export function fenceLedCache(
   ctx: { log: Logger; retryLater: () => void },
 ): Promise<boolean> {
   const followers = followersOf(a, self);
-  if (c?.consistency !== 'quorum' || !c.durable || followers.length === 0)
+  if (c === undefined) return Promise.resolve(false);
+  if (c.consistency !== 'quorum' || !c.durable || followers.length === 0)
     return Promise.resolve(true);
   const ref = refOfAssignment(a);
   return fenceCacheShard({
