@@ -135,6 +135,11 @@ export interface ListenOptions extends TimeoutOptions, LimitOptions {
   clientCa?: string;
   /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
   quicStock?: boolean;
+  /** TLS only: connections held in their handshake at once (counted from the TCP accept until
+   *  the handshake completes or the socket closes); further ones are closed on arrival. */
+  handshakesInFlightMax?: number;
+  /** TLS only: told each time a connection is closed on arrival by `handshakesInFlightMax`. */
+  onHandshakeRefused?: () => void;
 }
 
 export interface DialOptions extends TimeoutOptions, LimitOptions {

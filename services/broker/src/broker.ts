@@ -226,6 +226,10 @@ export class Broker {
           idleTimeoutMs: IDLE_TIMEOUT_MS,
           keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
           closeTimeoutMs: CLOSE_TIMEOUT_MS,
+          // Never stricter than the session limit (an empty broker still takes that many
+          // reconnects at once); TLS holds at most twice it in descriptors.
+          handshakesInFlightMax: cfg.broker.max_client_connections,
+          onHandshakeRefused: () => this.metrics.connectionsRefused.inc({ reason: 'handshakes' }),
         });
       } catch (err) {
         throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });
