@@ -23,7 +23,7 @@ import { ListenError } from './errors.js';
 import { HANDOFF_TIMEOUT_MS } from './limits.js';
 import { Partition, partitionedFetch } from './faults/partition.js';
 import { storageIoFor } from './faults/storage-faults.js';
-import { startHttp } from './http/http-server.js';
+import { notReadyReason, startHttp } from './http/http-server.js';
 import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
 import { openDurableStore } from './streams/durable-store.js';
@@ -146,7 +146,15 @@ export class Broker {
       this.storageIo,
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
-      ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
+      notReady: () =>
+        notReadyReason({
+          started: this.ready,
+          draining: this.draining,
+          cluster:
+            this.cluster === null
+              ? null
+              : { ready: this.cluster.ready, lease: this.cluster.table.lease },
+        }),
       refreshGauges: () => this.refreshGauges(),
     }).catch((err: unknown) => {
       throw new ListenError(`http ${cfg.broker.http_host}:${cfg.broker.http_port}`, { cause: err });
