@@ -12,8 +12,8 @@ import {
   MUX_STREAM_WINDOW_BYTES_MAX,
   STREAMS_PER_CONNECTION_DEFAULT,
   STREAMS_PER_CONNECTION_MAX,
-  TLS_HANDSHAKES_IN_FLIGHT_DEFAULT,
-  TLS_HANDSHAKES_IN_FLIGHT_MAX,
+  HANDSHAKES_IN_FLIGHT_DEFAULT,
+  HANDSHAKES_IN_FLIGHT_MAX,
 } from './limits.js';
 import type { LimitOptions, ListenOptions, TimeoutOptions } from './types.js';
 
@@ -87,8 +87,8 @@ export function resolveDialTimeout(ms: number | undefined): number {
 export function resolveHandshakesInFlight(o: Pick<ListenOptions, 'handshakesInFlightMax'>): number {
   return intIn(
     'handshakesInFlightMax',
-    o.handshakesInFlightMax ?? TLS_HANDSHAKES_IN_FLIGHT_DEFAULT,
+    o.handshakesInFlightMax ?? HANDSHAKES_IN_FLIGHT_DEFAULT,
     1,
-    TLS_HANDSHAKES_IN_FLIGHT_MAX,
+    HANDSHAKES_IN_FLIGHT_MAX,
   );
 }

@@ -135,10 +135,11 @@ export interface ListenOptions extends TimeoutOptions, LimitOptions {
   clientCa?: string;
   /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
   quicStock?: boolean;
-  /** TLS only: connections held in their handshake at once (counted from the TCP accept until
-   *  the handshake completes or the socket closes); further ones are closed on arrival. */
+  /** Connections held in their handshake at once; further ones are refused on arrival (TLS:
+   *  closed, counted from the TCP accept; QUIC: their Initial dropped, counted from the one that
+   *  carries a valid Retry token, so the client retries it within its dial timeout). */
   handshakesInFlightMax?: number;
-  /** TLS only: told each time a connection is closed on arrival by `handshakesInFlightMax`. */
+  /** Told each time a connection is refused on arrival by `handshakesInFlightMax`. */
   onHandshakeRefused?: () => void;
 }
 

@@ -146,15 +146,7 @@ export class Broker {
       this.storageIo,
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
-      notReady: () =>
-        notReadyReason({
-          started: this.ready,
-          draining: this.draining,
-          cluster:
-            this.cluster === null
-              ? null
-              : { ready: this.cluster.ready, lease: this.cluster.table.lease },
-        }),
+      notReady: () => this.notReady(),
       refreshGauges: () => this.refreshGauges(),
     }).catch((err: unknown) => {
       throw new ListenError(`http ${cfg.broker.http_host}:${cfg.broker.http_port}`, { cause: err });
@@ -205,6 +197,16 @@ export class Broker {
     }
   }
 
+  /** Why /ready answers 503 now; null when the broker is ready. */
+  private notReady(): string | null {
+    const c = this.cluster;
+    return notReadyReason({
+      started: this.ready,
+      draining: this.draining,
+      cluster: c === null ? null : { ready: c.ready, lease: c.table.lease },
+    });
+  }
+
   private countStreams(): void {
     const streams = this.config.streams;
     this.metrics.streams.set({ durable: 'true' }, streams.filter((s) => s.durable).length);
@@ -235,7 +237,7 @@ export class Broker {
           keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
           closeTimeoutMs: CLOSE_TIMEOUT_MS,
           // Never stricter than the session limit (an empty broker still takes that many
-          // reconnects at once); TLS holds at most twice it in descriptors.
+          // reconnects at once); so a listener holds at most twice it in connections.
           handshakesInFlightMax: cfg.broker.max_client_connections,
           onHandshakeRefused: () => this.metrics.connectionsRefused.inc({ reason: 'handshakes' }),
         });
