@@ -58,6 +58,16 @@ export const TLS_EARLY_READ_BYTES_MAX = 1024 * 1024;
 /** Bytes of the CLOSE reason sent on the wire; longer reasons are cut. */
 export const CLOSE_REASON_BYTES_MAX = 1024;
 
+/** Connections one listener holds in their handshake; more are refused on arrival. A handshake
+ *  may last the idle timeout, and until it ends no connection limit (they count sessions) can
+ *  see it, so without this bound peers that never finish one could pile up descriptors and TLS
+ *  state. TLS counts from the TCP accept until the handshake completes or the socket closes;
+ *  QUIC from the Initial that carries a valid Retry token (before it the server holds nothing)
+ *  until the handshake completes or fails. */
+export const HANDSHAKES_IN_FLIGHT_DEFAULT = 1024;
+/** Ceiling on that option. */
+export const HANDSHAKES_IN_FLIGHT_MAX = 1_000_000;
+
 /** Accepted connections waiting for `connections()` to take them; more are refused. */
 export const ACCEPT_BACKLOG_MAX = 1024;
 /** Incoming streams waiting for `incoming()` to take them beyond the stream limit never exist,

@@ -12,8 +12,10 @@ import {
   MUX_STREAM_WINDOW_BYTES_MAX,
   STREAMS_PER_CONNECTION_DEFAULT,
   STREAMS_PER_CONNECTION_MAX,
+  HANDSHAKES_IN_FLIGHT_DEFAULT,
+  HANDSHAKES_IN_FLIGHT_MAX,
 } from './limits.js';
-import type { LimitOptions, TimeoutOptions } from './types.js';
+import type { LimitOptions, ListenOptions, TimeoutOptions } from './types.js';
 
 export interface ResolvedTimeouts {
   idleTimeoutMs: number;
@@ -80,4 +82,13 @@ export function resolveLimits(o: LimitOptions): ResolvedLimits {
 
 export function resolveDialTimeout(ms: number | undefined): number {
   return intIn('dialTimeoutMs', ms ?? DIAL_TIMEOUT_MS_DEFAULT, 1, 2 ** 31 - 1);
+}
+
+export function resolveHandshakesInFlight(o: Pick<ListenOptions, 'handshakesInFlightMax'>): number {
+  return intIn(
+    'handshakesInFlightMax',
+    o.handshakesInFlightMax ?? HANDSHAKES_IN_FLIGHT_DEFAULT,
+    1,
+    HANDSHAKES_IN_FLIGHT_MAX,
+  );
 }

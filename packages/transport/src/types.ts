@@ -135,6 +135,12 @@ export interface ListenOptions extends TimeoutOptions, LimitOptions {
   clientCa?: string;
   /** QUIC only: the stock library without Felix's performance settings (benchmarks). */
   quicStock?: boolean;
+  /** Connections held in their handshake at once; further ones are refused on arrival (TLS:
+   *  closed, counted from the TCP accept; QUIC: their Initial dropped, counted from the one that
+   *  carries a valid Retry token, so the client retries it within its dial timeout). */
+  handshakesInFlightMax?: number;
+  /** Told each time a connection is refused on arrival by `handshakesInFlightMax`. */
+  onHandshakeRefused?: () => void;
 }
 
 export interface DialOptions extends TimeoutOptions, LimitOptions {

@@ -23,7 +23,7 @@ import { ListenError } from './errors.js';
 import { HANDOFF_TIMEOUT_MS } from './limits.js';
 import { Partition, partitionedFetch } from './faults/partition.js';
 import { storageIoFor } from './faults/storage-faults.js';
-import { startHttp } from './http/http-server.js';
+import { notReadyReason, startHttp } from './http/http-server.js';
 import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
 import { openDurableStore } from './streams/durable-store.js';
@@ -146,7 +146,7 @@ export class Broker {
       this.storageIo,
     );
     const http = await startHttp(cfg.broker.http_host, cfg.broker.http_port, m, {
-      ready: () => this.ready && !this.draining && (this.cluster?.ready ?? true),
+      notReady: () => this.notReady(),
       refreshGauges: () => this.refreshGauges(),
     }).catch((err: unknown) => {
       throw new ListenError(`http ${cfg.broker.http_host}:${cfg.broker.http_port}`, { cause: err });
@@ -197,6 +197,16 @@ export class Broker {
     }
   }
 
+  /** Why /ready answers 503 now; null when the broker is ready. */
+  private notReady(): string | null {
+    const c = this.cluster;
+    return notReadyReason({
+      started: this.ready,
+      draining: this.draining,
+      cluster: c === null ? null : { ready: c.ready, lease: c.table.lease },
+    });
+  }
+
   private countStreams(): void {
     const streams = this.config.streams;
     this.metrics.streams.set({ durable: 'true' }, streams.filter((s) => s.durable).length);
@@ -226,6 +236,10 @@ export class Broker {
           idleTimeoutMs: IDLE_TIMEOUT_MS,
           keepAliveIntervalMs: KEEPALIVE_INTERVAL_MS,
           closeTimeoutMs: CLOSE_TIMEOUT_MS,
+          // Never stricter than the session limit (an empty broker still takes that many
+          // reconnects at once); so a listener holds at most twice it in connections.
+          handshakesInFlightMax: cfg.broker.max_client_connections,
+          onHandshakeRefused: () => this.metrics.connectionsRefused.inc({ reason: 'handshakes' }),
         });
       } catch (err) {
         throw new ListenError(`${transport} ${cfg.broker.host}:${port}`, { cause: err });

@@ -18,7 +18,7 @@ export class BrokerMetrics {
   });
   readonly connectionsRefused = new Counter({
     name: 'felix_broker_connections_refused_total',
-    help: 'Connections closed on arrival (connection limit, draining)',
+    help: 'Connections closed on arrival (connection limit, per-IP limit, TLS handshakes in flight, draining)',
     labelNames: ['reason'],
     registers: [this.registry],
   });

@@ -81,10 +81,31 @@ describe('partition file', () => {
       'a call failed by the partition',
       SETTLE_MS,
     );
-    // Cut off, the broker keeps serving what it holds: still ready.
+    // Cut off, the broker keeps serving what it holds: still ready (until its lease lapses).
     expect(await readyStatus(a)).toBe(200);
     await writeFile(cut, '');
     await waitFor(async () => (await gauge(a, reachable)) === 1, 'reachable again', SETTLE_MS);
+  });
+
+  it('a_broker_cut_from_the_control_plane_turns_unready_once_its_lease_lapses_and_ready_after_heal', async () => {
+    const c = await cluster();
+    const cut = join(c.dir, 'partition-a');
+    await writeFile(cut, '# nothing cut yet\n');
+    const a = await c.broker('a', { FELIX_TEST_PARTITION_FILE: cut });
+    await writeFile(cut, 'controlplane\n');
+    // 0.75 of the control plane's expiry timeout after the last accepted heartbeat was sent.
+    const body = await waitFor(
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${a.httpPort}/ready`);
+        const text = await res.text();
+        return res.status === 503 ? text : null;
+      },
+      'not ready once the lease lapses',
+      SETTLE_MS,
+    );
+    expect(body).toMatch(/^not ready: lease_lapsed/);
+    await writeFile(cut, '');
+    await waitFor(async () => (await readyStatus(a)) === 200, 'ready after the heal', SETTLE_MS);
   });
 
   it('a_broker_partitioned_from_a_peer_reports_it_unreachable', async () => {

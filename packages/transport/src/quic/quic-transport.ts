@@ -47,6 +47,7 @@ import {
   type ResolvedLimits,
   type ResolvedTimeouts,
   resolveDialTimeout,
+  resolveHandshakesInFlight,
   resolveLimits,
   resolveTimeouts,
 } from '../options.js';
@@ -421,6 +422,57 @@ function checkQuicMaterial(config: QuicConfigLib, certPem: string, keyPem: strin
   }
 }
 
+/**
+ * Bounds the connections `server` holds in their handshake. An Initial without a token only
+ * gets a stateless Retry; one with a token makes the server hold a connection until its
+ * handshake completes or fails (acceptConnection resolves only then), so those are counted,
+ * and past `max` dropped before any state exists: the client sends its Initial again, and gets
+ * in once a slot is free or gives up at its dial timeout.
+ */
+function boundQuicHandshakes(
+  server: stockQuic.QUICServer,
+  max: number,
+  onRefused: (() => void) | undefined,
+): void {
+  type Accept = (remote: unknown, header: { token?: Uint8Array }, ...rest: unknown[]) => unknown;
+  const s = server as unknown as { acceptConnection: Accept };
+  const accept = s.acceptConnection.bind(server);
+  let inFlight = 0;
+  // The socket calls its server's acceptConnection for every packet of an unknown connection.
+  s.acceptConnection = async (remote, header, ...rest) => {
+    if ((header.token?.byteLength ?? 0) === 0) return accept(remote, header, ...rest);
+    if (inFlight >= max) {
+      onRefused?.();
+      return undefined;
+    }
+    inFlight += 1;
+    try {
+      return await accept(remote, header, ...rest);
+    } finally {
+      inFlight -= 1;
+    }
+  };
+}
+
+/** The server's key and HMAC for connection ids and Retry tokens, fresh per listener. */
+function serverCrypto() {
+  const hmacKey = randomBytes(32);
+  return {
+    key: hmacKey.buffer.slice(hmacKey.byteOffset, hmacKey.byteOffset + hmacKey.byteLength),
+    ops: {
+      async sign(key: ArrayBuffer, data: ArrayBuffer) {
+        const mac = createHmac('sha256', Buffer.from(key)).update(Buffer.from(data)).digest();
+        return mac.buffer.slice(mac.byteOffset, mac.byteOffset + mac.byteLength);
+      },
+      async verify(key: ArrayBuffer, data: ArrayBuffer, sig: ArrayBuffer) {
+        const mac = createHmac('sha256', Buffer.from(key)).update(Buffer.from(data)).digest();
+        const s = Buffer.from(sig);
+        return s.length === mac.length && timingSafeEqual(s, mac);
+      },
+    },
+  };
+}
+
 export async function listenQuic(opts: ListenOptions): Promise<Listener> {
   const stock = opts.quicStock === true;
   const { quic, config } = lib(stock);
@@ -428,22 +480,8 @@ export async function listenQuic(opts: ListenOptions): Promise<Listener> {
   const host = opts.host ?? '127.0.0.1';
   const timeouts = resolveTimeouts(opts);
   const limits = resolveLimits(opts);
-  const hmacKey = randomBytes(32);
   const server = new quic.QUICServer({
-    crypto: {
-      key: hmacKey.buffer.slice(hmacKey.byteOffset, hmacKey.byteOffset + hmacKey.byteLength),
-      ops: {
-        async sign(key: ArrayBuffer, data: ArrayBuffer) {
-          const mac = createHmac('sha256', Buffer.from(key)).update(Buffer.from(data)).digest();
-          return mac.buffer.slice(mac.byteOffset, mac.byteOffset + mac.byteLength);
-        },
-        async verify(key: ArrayBuffer, data: ArrayBuffer, sig: ArrayBuffer) {
-          const mac = createHmac('sha256', Buffer.from(key)).update(Buffer.from(data)).digest();
-          const s = Buffer.from(sig);
-          return s.length === mac.length && timingSafeEqual(s, mac);
-        },
-      },
-    },
+    crypto: serverCrypto(),
     config: {
       key: opts.tls.keyPem,
       cert: opts.tls.certPem,
@@ -456,6 +494,7 @@ export async function listenQuic(opts: ListenOptions): Promise<Listener> {
     codeToReason,
     logger,
   });
+  boundQuicHandshakes(server, resolveHandshakesInFlight(opts), opts.onHandshakeRefused);
   const accepted = new AsyncQueue<Connection>(ACCEPT_BACKLOG_MAX);
   const live = new Set<QuicConnectionAdapter>();
   server.addEventListener(quic.events.EventQUICServerConnection.name, (evt: Event) => {

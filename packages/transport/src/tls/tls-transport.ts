@@ -1,9 +1,15 @@
 /**
  * TLS 1.3 over TCP (ALPN felix/1) carrying the stream multiplexer: listener and dialer.
  */
-import { isIP } from 'node:net';
+import { type Socket, isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
-import { type ConnectionOptions, type TLSSocket, connect, createServer } from 'node:tls';
+import {
+  type ConnectionOptions,
+  type Server,
+  type TLSSocket,
+  connect,
+  createServer,
+} from 'node:tls';
 import { errorReason } from '@felix/common';
 import { CLOSE_CODE_NORMAL, CLOSE_CODE_PROTOCOL_ERROR } from '../codes.js';
 import { ConnectionClosedError, DialError, FingerprintMismatchError } from '../errors.js';
@@ -16,7 +22,12 @@ import {
 } from '../material/certificate.js';
 import { MuxSession, PEER_CLOSED_SILENTLY, writeSlabPool } from '../mux/session.js';
 import { refusalBytes } from '../mux/frame.js';
-import { resolveDialTimeout, resolveLimits, resolveTimeouts } from '../options.js';
+import {
+  resolveDialTimeout,
+  resolveHandshakesInFlight,
+  resolveLimits,
+  resolveTimeouts,
+} from '../options.js';
 import type { Connection, DialOptions, ListenOptions, Listener, TlsMaterial } from '../types.js';
 import { AsyncQueue } from '../util/async-queue.js';
 import { warnInsecure } from '../util/warn.js';
@@ -75,6 +86,55 @@ function endFailedHandshake(_err: Error, socket: TLSSocket): void {
   socket.destroy();
 }
 
+/**
+ * Bounds the connections `server` holds in their TLS handshake: counted from the TCP accept
+ * until `secureConnection` or the socket's close, and past `max` closed on arrival, before TLS
+ * wraps them. Answers the release a completed handshake calls. A raw socket and its TLS socket
+ * share the peer's address and port, which name one live connection on this listener.
+ */
+function boundHandshakes(
+  server: Server,
+  max: number,
+  onRefused: (() => void) | undefined,
+): (done: TLSSocket) => void {
+  const inFlight = new Map<string, { raw: Socket; closed: () => void }>();
+  const keyOf = (s: Socket) => `${s.remoteAddress}|${s.remotePort}`;
+  // Prepended: it runs before tls.Server's own listener wraps the socket.
+  server.prependListener('connection', (raw: Socket) => {
+    // No address: the peer is already gone, and the socket with it; nothing was refused.
+    const gone = raw.remoteAddress === undefined;
+    if (gone || inFlight.size >= max) {
+      raw.destroy();
+      if (!gone) onRefused?.();
+      return;
+    }
+    const key = keyOf(raw);
+    const closed = () => inFlight.delete(key);
+    inFlight.set(key, { raw, closed });
+    raw.once('close', closed);
+  });
+  return (done) => {
+    const key = keyOf(done);
+    const entry = inFlight.get(key);
+    if (entry === undefined) return;
+    inFlight.delete(key);
+    entry.raw.off('close', entry.closed);
+  };
+}
+
+/** Binds `server`; answers the port it listens on (the one picked, for port 0). */
+async function listenOn(server: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  return typeof addr === 'object' && addr ? addr.port : port;
+}
+
 export async function listenTls(opts: ListenOptions): Promise<Listener> {
   const material = validateTlsMaterial(opts.tls);
   const timeouts = resolveTimeouts(opts);
@@ -87,8 +147,14 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
   const accepted = new AsyncQueue<Connection>(ACCEPT_BACKLOG_MAX);
   const live = new Set<MuxSession>();
   const server = createServer(serverOptions(material, opts.clientCa, timeouts.idleTimeoutMs));
+  const handshakeEnded = boundHandshakes(
+    server,
+    resolveHandshakesInFlight(opts),
+    opts.onHandshakeRefused,
+  );
   server.on('tlsClientError', endFailedHandshake);
   server.on('secureConnection', (socket: TLSSocket) => {
+    handshakeEnded(socket);
     if (socket.alpnProtocol !== ALPN) {
       socket.destroy();
       return;
@@ -116,15 +182,7 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
       () => {},
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  const port = await listenOn(server, opts.port, opts.host ?? '127.0.0.1');
   let closing: Promise<void> | null = null;
   return {
     port,

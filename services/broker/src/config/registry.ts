@@ -261,7 +261,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: CLIENT_CONNECTIONS_DEFAULT,
     min: 1,
     max: 1_000_000,
-    doc: 'Client connections held at once; further ones are closed on arrival.',
+    doc: 'Client connections held at once; further ones are closed on arrival. Also bounds the connections each listener (TLS, QUIC) holds in their handshake, before any session exists; further ones are refused on arrival (`felix_broker_connections_refused_total{reason="handshakes"}`).',
   },
   {
     key: 'broker.connections_per_ip_max',

@@ -1,10 +1,35 @@
-/** The operator HTTP listener: /live (process up), /ready (listeners up, not draining), /metrics. */
+/** The operator HTTP listener: /live (process up), /ready (serving: listeners up, not draining,
+ *  with a control plane its first snapshots applied and its write lease held), /metrics. */
 import { type Server, createServer } from 'node:http';
 import type { BrokerMetrics } from '../metrics.js';
 
 export interface HttpState {
-  ready(): boolean;
+  /** Why the broker is not ready, in a few words; null when it is. */
+  notReady(): string | null;
   refreshGauges(): void;
+}
+
+/** What /ready weighs, as the broker knows it; `cluster` is null without a control plane. */
+export interface Readiness {
+  started: boolean;
+  draining: boolean;
+  cluster: { ready: boolean; lease: { readonly held: boolean } | null } | null;
+}
+
+/** Why a broker in state `r` is not ready; null when it is. A lapsed lease counts: the broker
+ *  then refuses writes to every shard it leads (`lease_lapsed`), so traffic sent to it by
+ *  whoever reads /ready would be refused. */
+export function notReadyReason(r: Readiness): string | null {
+  if (r.draining) return 'draining';
+  if (!r.started) return 'starting';
+  if (r.cluster === null) return null;
+  if (!r.cluster.ready) {
+    return 'waiting for the control plane (first snapshots applied, registration accepted)';
+  }
+  if (r.cluster.lease !== null && !r.cluster.lease.held) {
+    return 'lease_lapsed: no heartbeat accepted by the control plane for 0.75 of the lease; writes to the shards this broker leads are refused until one is';
+  }
+  return null;
 }
 
 export async function startHttp(
@@ -22,10 +47,10 @@ export async function startHttp(
     if (path === '/live') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('live\n');
     } else if (path === '/ready') {
-      const ok = state.ready();
+      const why = state.notReady();
       res
-        .writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' })
-        .end(ok ? 'ready\n' : 'not ready\n');
+        .writeHead(why === null ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(why === null ? 'ready\n' : `not ready: ${why}\n`);
     } else if (path === '/metrics') {
       state.refreshGauges();
       metrics.registry.metrics().then(
