@@ -97,16 +97,12 @@ describe('Subscription.ready()', () => {
         const before = subscribes().length;
         await expect(sub[Symbol.asyncIterator]().next(), c.name).rejects.toBe(err);
         expect(subscribes(), c.name).toHaveLength(before);
-        // Only one of the two called: the failure surfaces nowhere else.
-        await client
-          .subscribe('orders', c.opts)
-          .ready()
-          .catch(() => undefined);
-        await client
-          .subscribe('orders', c.opts)
-          [Symbol.asyncIterator]()
-          .next()
-          .catch(() => undefined);
+        // Only one of the two called: the failure surfaces there and nowhere else.
+        await expect(client.subscribe('orders', c.opts).ready(), c.name).rejects.toBeInstanceOf(
+          c.type,
+        );
+        const onlyNext = client.subscribe('orders', c.opts)[Symbol.asyncIterator]().next();
+        await expect(onlyNext, c.name).rejects.toBeInstanceOf(c.type);
         await new Promise<void>((resolve) => setImmediate(resolve)); // rejections are told here
         expect(unhandled, c.name).toEqual([]);
       } finally {
