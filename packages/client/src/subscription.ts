@@ -44,73 +44,13 @@ import {
 import { join } from './protocol/frame-stream.js';
 import type { StatusEvent } from './status.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
+import { EventIterator, EventRun, type StreamEvent } from './stream-events.js';
 import { BoundedQueue } from './util/bounded-queue.js';
+
+export type { StreamEvent } from './stream-events.js';
 
 function isCursorError(err: unknown): boolean {
   return err instanceof CursorTooOldError || err instanceof CursorInFutureError;
-}
-
-export interface StreamEvent {
-  stream: string;
-  shard: number;
-  /** The record's offset in its shard (per-shard order). */
-  offset: number;
-  data: Uint8Array;
-  /** Offsets lost immediately before this event (0 when none): see `status()` `gap`, emitted
-   *  once for the same loss, as soon as the broker reports it (possibly before this event). */
-  lostBefore: number;
-  /** Offsets just before this event that hold no record and were not lost (a new leader's
-   *  generation-start record, records retention removed): present only when above 0. */
-  skippedBefore?: number;
-  /** When the record was appended (µs since the epoch, the broker's clock), on a subscription
-   *  made with `timestamps: true` to a broker that sends them; absent otherwise. */
-  timestampMicros?: number;
-}
-
-/**
- * The events of one decoded batch, built one by one as the caller reaches them (a batch of
- * 1,000 records is not turned into 1,000 objects up front): `payloads[i]` is at `base + i`.
- */
-export class EventRun {
-  constructor(
-    readonly stream: string,
-    readonly shard: number,
-    readonly base: number,
-    readonly payloads: Uint8Array[],
-    /** Index of the first payload to deliver (earlier ones were delivered before). */
-    readonly start: number,
-    /** Offsets lost just before the first delivered event. */
-    readonly lost: number,
-    /** Append time of each payload, when the subscription carries them. */
-    readonly timesMicros?: number[],
-    /** Offsets holding no record just before the first delivered event. */
-    readonly skipped = 0,
-  ) {}
-
-  private payloadBytes = -1;
-
-  /** Payload bytes of the run (what a merged subscription's buffer counts). */
-  get bytes(): number {
-    if (this.payloadBytes < 0) {
-      let n = 0;
-      for (const p of this.payloads) n += p.byteLength;
-      this.payloadBytes = n;
-    }
-    return this.payloadBytes;
-  }
-
-  event(i: number): StreamEvent {
-    const ev: StreamEvent = {
-      stream: this.stream,
-      shard: this.shard,
-      offset: this.base + i,
-      data: this.payloads[i]!,
-      lostBefore: i === this.start ? this.lost : 0,
-    };
-    if (i === this.start && this.skipped > 0) ev.skippedBefore = this.skipped;
-    if (this.timesMicros !== undefined) ev.timestampMicros = this.timesMicros[i]!;
-    return ev;
-  }
 }
 
 /** Where a reader starts: a position the broker knows, or a time (µs) resolved through
@@ -159,6 +99,8 @@ export class ShardReader {
   /** When the reader lost its shard's owner (ms), while it has not subscribed again. */
   private failingSinceMs: number | undefined;
   private stopped = false;
+  /** The first subscribe, once started (by `opened()`). */
+  private opening: Promise<boolean> | null = null;
   /** Offsets a loss notice (an event batch of no records) reported: `gap` went out at once, and
    *  the next event delivered carries them in `lostBefore` too. */
   private pendingLost = 0;
@@ -221,41 +163,71 @@ export class ShardReader {
     this.close();
   }
 
+  /**
+   * Starts the first subscribe now if it has not started (`Subscription.ready()` calls it before
+   * any event is pulled), and resolves once the broker answered it: true when subscribed (the
+   * shard's start position is fixed), false when stopped, aborted or the client closed first.
+   * Rejects with what ends the reader before it subscribed. The same promise every time.
+   */
+  opened(): Promise<boolean> {
+    if (this.opening === null) {
+      this.opening = this.subscribeUntilOpen(true);
+      // Its failure reaches the caller through `events()` or `ready()`; a reader that neither
+      // awaits must not surface it as an unhandled rejection.
+      this.opening.catch(() => undefined);
+    }
+    return this.opening;
+  }
+
   async *events(): AsyncGenerator<EventRun> {
-    let first = true;
     try {
-      while (!this.stopped && !this.signal?.aborted && !this.host.closed) {
-        const at: { conn?: BrokerConnection } = {};
-        let again: boolean;
-        try {
-          again = await this.subscribeRouted(at);
-        } catch (err) {
-          this.close();
-          if (this.signal?.aborted) return;
-          if (!(await this.onFailure(err, first, at.conn))) throw err;
-          continue;
+      let subscribed = await this.opened();
+      while (subscribed) {
+        // None open: closed since `ready()` subscribed it, before anything was pulled.
+        if (this.open !== null) {
+          yield* this.drain(this.open);
+          const refused = this.open?.refusal?.();
+          if (refused) throw refused; // ended by the broker for good (its token expired)
+          this.open?.close();
+          this.open = null;
         }
-        if (again) {
-          this.close();
-          continue;
-        }
-        first = false;
-        this.refusals = 0;
-        this.notLeaderAnswers = 0;
-        this.eventStreamsMissing = 0;
-        this.failingSinceMs = undefined;
-        if (this.stopped) return; // stopped while the subscribe was on its way
-        yield* this.drain(this.open!);
-        const refused = this.open?.refusal?.();
-        if (refused) throw refused; // ended by the broker for good (its token expired)
-        this.open?.close();
-        this.open = null;
-        // Lagged, moved, ended by the broker, or the connection died: loop and resume from the
-        // cursor (on the shard's owner as then known; `host.connection()` waits for a reconnect).
+        // Lagged, moved, ended by the broker, or the connection died: resume from the cursor
+        // (on the shard's owner as then known; `host.connection()` waits for a reconnect).
+        subscribed = await this.subscribeUntilOpen(false);
       }
     } finally {
       this.close();
     }
+  }
+
+  /** Subscribes, retrying what may pass, until the broker answers: true when subscribed, false
+   *  when the reader ends first (stopped, aborted, the client closed); throws a final failure.
+   *  `first`: no subscribe of this reader has succeeded yet. */
+  private async subscribeUntilOpen(first: boolean): Promise<boolean> {
+    while (!this.stopped && !this.signal?.aborted && !this.host.closed) {
+      const at: { conn?: BrokerConnection } = {};
+      let again: boolean;
+      try {
+        again = await this.subscribeRouted(at);
+      } catch (err) {
+        this.close();
+        if (this.signal?.aborted) return false;
+        if (!(await this.onFailure(err, first, at.conn))) throw err;
+        continue;
+      }
+      if (again) {
+        this.close();
+        continue;
+      }
+      this.refusals = 0;
+      this.notLeaderAnswers = 0;
+      this.eventStreamsMissing = 0;
+      this.failingSinceMs = undefined;
+      if (!this.stopped) return true;
+      this.close(); // stopped while the subscribe was on its way: nothing will read it
+      return false;
+    }
+    return false;
   }
 
   /** Subscribes on the shard's owner (routed) or the client's connection. True: start over
@@ -569,6 +541,8 @@ export class ShardReader {
 export class Subscription implements AsyncIterable<StreamEvent> {
   private readonly controller = new AbortController();
   private used = false;
+  /** The shard readers, made once: by `ready()` or the first `next()`, whichever comes first. */
+  private opening: Promise<ShardReader[]> | null = null;
 
   /** Takes this subscription's listener off the caller's signal (which may outlive it). */
   private unlink: () => void = () => undefined;
@@ -590,6 +564,35 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     this.controller.abort(new AbortedError('subscription'));
   }
 
+  /**
+   * Opens the subscription now if nothing has (no `next()` yet), and resolves once every shard
+   * read has answered `subscribed`: its start position (`'latest'`: the tail) is then fixed, so
+   * a record published after this resolves is delivered to the iterator. Until the caller
+   * iterates, events wait in the broker's per-subscriber queue. Rejects with the error the
+   * iterator then ends with; with AbortedError when the signal, `close()` or `return()` ends the
+   * subscription first (as a call given a signal does), and rejects too when the client closes
+   * first (ClientClosedError, unless the close failed the subscribe with an error of its own).
+   */
+  async ready(): Promise<void> {
+    const signal = this.controller.signal;
+    let readers: ShardReader[] = [];
+    let subscribed = false;
+    try {
+      readers = await this.readers();
+      subscribed = (await Promise.all(readers.map((r) => r.opened()))).every(Boolean);
+    } catch (err) {
+      if (!signal.aborted) {
+        // The subscription failed: the shards that did subscribe are let go now, not when the
+        // caller iterates (which ends with this error) or closes.
+        for (const r of readers) r.stop();
+        this.unlink();
+        throw err;
+      }
+    }
+    if (signal.aborted) throw new AbortedError('the subscription', { cause: signal.reason });
+    if (!subscribed) throw new ClientClosedError();
+  }
+
   [Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
     if (this.used) throw new ClientClosedError();
     this.used = true;
@@ -598,11 +601,30 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     return new EventIterator(() => this.batches(signal), signal, stop);
   }
 
+  /** The shard readers (a shard lookup first when no shard was given), made on the first call;
+   *  an abort stops them, whether or not anything iterates them. */
+  private readers(): Promise<ShardReader[]> {
+    if (this.opening !== null) return this.opening;
+    const signal = this.controller.signal;
+    this.opening = this.makeReaders(signal).then((readers) => {
+      const stop = () => {
+        for (const r of readers) r.stop();
+      };
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+      return readers;
+    });
+    // A failure reaches the caller through `ready()` or `next()`; when only one of them is
+    // called, the other must not surface it as an unhandled rejection.
+    this.opening.catch(() => undefined);
+    return this.opening;
+  }
+
   /** Decoded batches from the shard readers (merged when there are several). */
   private async *batches(signal: AbortSignal): AsyncGenerator<EventRun> {
     let readers: ShardReader[];
     try {
-      readers = await this.makeReaders(signal);
+      readers = await this.readers();
     } catch (err) {
       this.unlink(); // an unknown stream ends the subscription before it began
       if (signal.aborted) return; // aborted while its shards were looked up: ended, not failed
@@ -610,9 +632,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     }
     try {
       if (readers.length === 1) {
-        const reader = readers[0]!;
-        signal.addEventListener('abort', () => reader.stop(), { once: true });
-        yield* reader.events();
+        yield* readers[0]!.events();
         return;
       }
       yield* this.merge(readers, signal);
@@ -656,93 +676,5 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       onAbort();
       await Promise.allSettled(pumps);
     }
-  }
-}
-
-const DONE: IteratorResult<StreamEvent> = { value: undefined, done: true };
-
-/**
- * Hands out the events of each decoded batch one by one: an event of a batch already decoded
- * costs its own object and one resolved promise, not an async-generator step, so reading is
- * paid per batch, not per event.
- */
-class EventIterator implements AsyncIterator<StreamEvent> {
-  private run: EventRun | null = null;
-  private index = 0;
-  private source: AsyncGenerator<EventRun> | null = null;
-  private finished = false;
-  private pulling: Promise<IteratorResult<StreamEvent>> | null = null;
-  /** The signal's state, kept as a field: `signal.aborted` is a getter paid on every event. */
-  private aborted: boolean;
-
-  constructor(
-    private readonly open: () => AsyncGenerator<EventRun>,
-    signal: AbortSignal,
-    /** Stops the readers: a `return()` must not wait for a record to wake a pending `next()`. */
-    private readonly stop: () => void,
-  ) {
-    this.aborted = signal.aborted;
-    if (!this.aborted)
-      signal.addEventListener(
-        'abort',
-        () => {
-          this.aborted = true;
-        },
-        { once: true },
-      );
-  }
-
-  next(): Promise<IteratorResult<StreamEvent>> {
-    if (this.pulling) return this.pulling.then(() => this.next());
-    if (this.aborted || this.finished) return this.end();
-    const run = this.run;
-    if (run !== null && this.index < run.payloads.length)
-      return Promise.resolve({ value: run.event(this.index++), done: false });
-    const pulling = this.pull();
-    this.pulling = pulling;
-    const clear = () => {
-      if (this.pulling === pulling) this.pulling = null;
-    };
-    pulling.then(clear, clear);
-    return pulling;
-  }
-
-  private async pull(): Promise<IteratorResult<StreamEvent>> {
-    this.source ??= this.open();
-    for (;;) {
-      let r: IteratorResult<EventRun>;
-      try {
-        r = await this.source.next();
-      } catch (err) {
-        this.finished = true;
-        throw err;
-      }
-      if (r.done || this.aborted) return this.end();
-      const run = r.value;
-      if (run.start >= run.payloads.length) continue;
-      this.run = run;
-      this.index = run.start + 1;
-      return { value: run.event(run.start), done: false };
-    }
-  }
-
-  /**
-   * Ends the iteration and lets the readers go (a `break` out of `for await` lands here). The
-   * readers are stopped first: with a `next()` pending the source generator is suspended in a
-   * wait, and its `return()` would queue behind the next record (on a quiet stream, for ever).
-   */
-  async return(): Promise<IteratorResult<StreamEvent>> {
-    this.stop();
-    return this.end();
-  }
-
-  private async end(): Promise<IteratorResult<StreamEvent>> {
-    this.finished = true;
-    this.run = null;
-    this.index = 0;
-    const source = this.source;
-    this.source = null;
-    await source?.return(undefined);
-    return DONE;
   }
 }

@@ -37,6 +37,8 @@ streams:
   - { tenant: t1, name: log, durable: true, fsync: periodic }
   - { tenant: t1, name: keyed, shards: 4, durable: true }
   - { tenant: t1, name: keyed-together, shards: 4 }
+  - { tenant: t1, name: ready }
+  - { tenant: t1, name: ready-merged, shards: 4 }
   - { tenant: t1, name: retained, durable: true, fsync: none, retention: { max_bytes: 8192 } }
 `;
 
@@ -325,6 +327,41 @@ for (const transport of TRANSPORTS) {
           await it.return?.();
         }
         expect(getEventListeners(appSignal, 'abort')).toHaveLength(0);
+      } finally {
+        await felix.close();
+      }
+    });
+
+    it('a_publish_after_ready_is_delivered_to_a_latest_subscription', async () => {
+      // Before, a `'latest'` subscription took its position at the first next(): a record
+      // published between subscribe() and iterating was missed, and nothing said when the
+      // position was taken. The publish goes on another stream of the same connection.
+      const felix = await client(shared, transport);
+      const enc = new TextEncoder();
+      try {
+        await felix.publish('ready', 'before'); // below the tail the subscription starts at
+        const sub = felix.subscribe('ready');
+        await sub.ready();
+        await felix.publish('ready', 'after');
+        const it = sub[Symbol.asyncIterator]();
+        const first = await withDeadline(it.next(), 10_000, 'the record published after ready()');
+        expect(text((first.value as StreamEvent).data)).toBe('after');
+        await it.return?.();
+        // Merged: ready() waits for every shard, so one record per shard arrives.
+        const { shards, routing } = await felix.shards('ready-merged');
+        const keys = new Map<number, string>();
+        for (let i = 0; keys.size < shards; i++)
+          keys.set(shardForKey(enc.encode(`k${i}`), shards, routing), `k${i}`);
+        const merged = felix.subscribe('ready-merged');
+        await merged.ready();
+        for (const key of keys.values()) await felix.publish('ready-merged', key, { key });
+        const got = await withDeadline(
+          take(merged[Symbol.asyncIterator](), shards),
+          10_000,
+          'a record on every shard',
+        );
+        expect(new Map(got.map((e) => [e.shard, text(e.data)]))).toEqual(keys);
+        merged.close();
       } finally {
         await felix.close();
       }
