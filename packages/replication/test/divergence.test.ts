@@ -8,6 +8,7 @@
  * file in a temp dir), fed by a real ShardShipper reading a real leader log, or by hand-built
  * frames; the follower's log read back after it closes.
  */
+import { join } from 'node:path';
 import { cleanupScope, waitFor } from '@felix/testing-harness';
 import {
   GenerationStarts,
@@ -17,8 +18,9 @@ import {
   nodeIo,
   shardDirName,
 } from '@felix/storage';
-import { INTERNAL_ERROR, batchChecksum, encodeInternalMessage } from '@felix/wire';
+import { INTERNAL_ERROR, REPLICATE_MARK, batchChecksum, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it } from 'vitest';
+import { committedFrame, markedFrame } from '../src/frames.js';
 import { ReplicaServer } from '../src/follower/replica-server.js';
 import { fenceReplicaSet } from '../src/leader/fence.js';
 import { ShardShipper } from '../src/leader/shard-shipper.js';
@@ -242,6 +244,34 @@ describe('divergence repair', () => {
       deadlineMs: 5_000,
     });
     expect(older).toMatchObject({ majority: false, deposed: true });
+  });
+});
+
+describe('where a quorum stream follower dates a generation', () => {
+  it('a_quorum_follower_dates_a_generation_from_its_start_record_not_from_a_follower_set_change', async () => {
+    const path = await root();
+    let assigned = 1;
+    const server = serverAt(path, () => assigned);
+    const enc = (values: string[]) => values.map((v) => ENC.encode(v));
+    const ok = async (frame: Uint8Array) =>
+      expect(decodeFrame(await server.handle(frame)).kind).toBe('ReplicateOk');
+    // Generation 1 from an empty log: dated at 0.
+    await ok(committedFrame(1, shardRef(1), 0, enc(['a0', 'a1', 'a2']), 0));
+    // The same leader at generation 2 (its follower set changed): no record, its history goes on.
+    assigned = 2;
+    await ok(committedFrame(2, shardRef(2), 2, enc(['a2', 'a3', 'a4']), 3));
+    // A new leader at generation 3: its generation-start record (body: the u64 generation) at 5.
+    assigned = 3;
+    const start = new Uint8Array(8);
+    new DataView(start.buffer).setBigUint64(0, 3n);
+    const marks = new Uint8Array([REPLICATE_MARK.None, REPLICATE_MARK.GenerationStart]);
+    await ok(markedFrame(3, shardRef(3), 4, [ENC.encode('a4'), start], marks));
+    await server.close();
+    const starts = await GenerationStarts.open(nodeIo, join(path, dirOf()));
+    expect(starts.all).toEqual([
+      { generation: 1, start: 0 },
+      { generation: 3, start: 5 },
+    ]);
   });
 });
 

@@ -367,7 +367,7 @@ export class ReplicaServer {
     if (overlap !== undefined)
       return encodeInternalMessage(answerFor(m.correlationId, overlap, state.log.readableOffset));
     // Records appended from here on came from a leader of this generation.
-    await state.starts.begin(m.shard.generation, state.log.tailOffset);
+    await labelBatch(state, m);
     const append = { ...flagsOf(marks), until: 'written' as const };
     let result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
     if (result.kind === 'conflict') {
@@ -376,12 +376,13 @@ export class ReplicaServer {
         return encodeInternalMessage(answerFor(m.correlationId, repair, state.log.readableOffset));
       if (repair.kind === 'truncate') {
         await truncateAt(state, result.at);
-        await state.starts.begin(m.shard.generation, state.log.tailOffset);
+        await labelBatch(state, m);
         result = await state.appender.appendAt(m.firstOffset, m.payloads, append);
       }
     }
     if (result.kind !== 'appended')
       return encodeInternalMessage(answerFor(m.correlationId, result, state.log.readableOffset));
+    await labelStarts(state, m);
     state.compared = Math.max(state.compared, m.shard.generation);
     return { later: this.held(state, m, result.tail) };
   }
@@ -565,6 +566,42 @@ function repairOf(state: ShardState, m: RecordsRequest, at: number): Repair {
   const floor = Math.max(writer.start, commit, state.log.baseOffset);
   if (m.firstOffset >= at && at > floor) return { kind: 'gap', expected: floor };
   return { kind: 'truncate' };
+}
+
+/** A quorum stream's batch: the commit-carrying kind, or a marked one (a generation start). */
+function isQuorumStreamBatch(m: RecordsRequest): boolean {
+  return m.kind === 'ReplicateCommittedRecords' || m.kind === 'ReplicateMarkedRecords';
+}
+
+/**
+ * Dates the batch's generation from this log's tail, except for a quorum stream that has a
+ * history already. There a new leader's first record is its generation-start record
+ * (`labelStarts` dates the generation there, as the leader's own file does), and a newer
+ * generation of a leader already leading (its follower set changed: no record, no fence) goes
+ * on with that leader's history. Dated from the tail at each such change, a follower later
+ * promoted told a subscriber resuming with the history of its first leader's generation that
+ * the log parted at that tail, and the subscriber got every record since again.
+ */
+async function labelBatch(state: ShardState, m: RecordsRequest): Promise<void> {
+  if (isQuorumStreamBatch(m) && state.starts.all.length > 0) return;
+  await state.starts.begin(m.shard.generation, state.log.tailOffset);
+}
+
+/** The generation-start records of an appended quorum batch date their generations. */
+async function labelStarts(state: ShardState, m: RecordsRequest): Promise<void> {
+  if (m.kind !== 'ReplicateMarkedRecords') return;
+  for (const [i, mark] of m.marks.entries()) {
+    if (mark !== REPLICATE_MARK.GenerationStart) continue;
+    const generation = generationOfStart(m.payloads[i]!) ?? m.shard.generation;
+    await state.starts.begin(generation, m.firstOffset + i);
+  }
+}
+
+/** The generation a generation-start record's body names (u64 big-endian), if it is one. */
+function generationOfStart(body: Uint8Array): number | undefined {
+  if (body.length !== 8) return undefined;
+  const v = new DataView(body.buffer, body.byteOffset, 8).getBigUint64(0);
+  return v > 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : undefined;
 }
 
 /** Drops the follower's records at and above `at` (a closed log, then reopened). */
