@@ -656,7 +656,9 @@ export class ShardTable {
       rt.shards[i] = shard;
       this.failed.delete(sk);
       this.held.set(sk, { generation });
-      this.log.info({ shard: label, generation }, 'shard opened');
+      // The generations a resuming subscriber's history is checked against (log-history.ts).
+      const starts = fence?.starts;
+      this.log.info({ shard: label, generation, ...(starts ? { starts } : {}) }, 'shard opened');
       if (a !== undefined) await this.shipIfReplicated(rt, i, a, genStart);
     } catch (err) {
       this.failed.set(sk, { generation, reason: (err as Error).message });
