@@ -49,7 +49,11 @@ export type { ShardId } from './log/layout.js';
 export { DISCARDED_PREFIX, discardShardDir, sweepDiscarded } from './log/discard.js';
 export type { LogRecord } from './segment/reader.js';
 export type { CommitBody, ProducerTag } from './segment/format.js';
-export { FLAG_GENERATION_START } from './segment/format.js';
+export {
+  FLAG_GENERATION_START,
+  decodeGenerationStartBody,
+  encodeGenerationStartBody,
+} from './segment/format.js';
 export { applyRecovery, planRecovery } from './log/recovery.js';
 export type { RecoveredSegment, RecoveryAction, RecoveryPlan } from './log/recovery.js';
 export type { Io, IoFile, OpenMode } from './io/io.js';

@@ -7,12 +7,17 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { projectionRoot } from '../src/cache/projection-store.js';
 import { FollowerAppender } from '../src/log/follower-append.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { segmentFileName } from '../src/log/layout.js';
-import { FLAG_GENERATION_START } from '../src/segment/format.js';
+import {
+  FLAG_GENERATION_START,
+  decodeGenerationStartBody,
+  encodeGenerationStartBody,
+} from '../src/segment/format.js';
 import { openLog, payload, scratchRoot, shardDir } from './helpers.js';
 import { SHARD, openDiskCache, openDiskCounters, tempDir } from './projection-support/disk.js';
 
@@ -118,5 +123,25 @@ describe('generation-start records', () => {
     } finally {
       await dir.cleanup();
     }
+  });
+});
+
+describe('a generation-start record body', () => {
+  it('a_generation_start_body_decodes_its_generation_and_any_other_bytes_to_none_without_throwing', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (g) => {
+        expect(decodeGenerationStartBody(encodeGenerationStartBody(g))).toBe(g);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 16 }), (bytes) => {
+        const g = decodeGenerationStartBody(bytes);
+        expect(g === undefined || (bytes.length === 8 && Number.isSafeInteger(g) && g > 0)).toBe(
+          true,
+        );
+      }),
+    );
+    expect(decodeGenerationStartBody(new Uint8Array(8))).toBeUndefined();
+    expect(decodeGenerationStartBody(new Uint8Array(8).fill(0xff))).toBeUndefined();
   });
 });

@@ -45,6 +45,7 @@ import {
   ReplicaFile,
   SegmentLog,
   bootstrapLogAt,
+  decodeGenerationStartBody,
   nodeIo,
   truncateLogAbove,
 } from '@felix/storage';
@@ -592,16 +593,9 @@ async function labelStarts(state: ShardState, m: RecordsRequest): Promise<void> 
   if (m.kind !== 'ReplicateMarkedRecords') return;
   for (const [i, mark] of m.marks.entries()) {
     if (mark !== REPLICATE_MARK.GenerationStart) continue;
-    const generation = generationOfStart(m.payloads[i]!) ?? m.shard.generation;
+    const generation = decodeGenerationStartBody(m.payloads[i]!) ?? m.shard.generation;
     await state.starts.begin(generation, m.firstOffset + i);
   }
-}
-
-/** The generation a generation-start record's body names (u64 big-endian), if it is one. */
-function generationOfStart(body: Uint8Array): number | undefined {
-  if (body.length !== 8) return undefined;
-  const v = new DataView(body.buffer, body.byteOffset, 8).getBigUint64(0);
-  return v > 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : undefined;
 }
 
 /** Drops the follower's records at and above `at` (a closed log, then reopened). */

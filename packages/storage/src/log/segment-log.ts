@@ -47,7 +47,7 @@ import {
 import { MarkWriter } from './mark-writer.js';
 import { RecentRecords } from './recent-records.js';
 import { applyRecovery, planRecovery, type RecoveryAction } from './recovery.js';
-import { FLAG_GENERATION_START, viewOf, writeU64 } from '../segment/format.js';
+import { FLAG_GENERATION_START, encodeGenerationStartBody } from '../segment/format.js';
 import { SegmentFiles } from './segment-files.js';
 import { GroupCommit } from './sync.js';
 import { LogWriter, type Pending, type Staged } from './writer.js';
@@ -312,9 +312,9 @@ export class SegmentLog {
    */
   appendGenerationStart(generation: number): Promise<{ first: number; next: number }> {
     assert(Number.isSafeInteger(generation) && generation > 0, 'a generation is positive');
-    const body = new Uint8Array(8);
-    writeU64(viewOf(body), 0, generation);
-    return this.append([body], { flags: [FLAG_GENERATION_START] });
+    return this.append([encodeGenerationStartBody(generation)], {
+      flags: [FLAG_GENERATION_START],
+    });
   }
 
   /**

@@ -59,6 +59,22 @@ export function readU64(view: DataView, pos: number): number {
   return hi * TWO_32 + view.getUint32(pos + 4);
 }
 
+/** The body of a generation-start record (docs/storage-format.md): the u64 big-endian
+ *  generation. */
+export function encodeGenerationStartBody(generation: number): Uint8Array {
+  const body = new Uint8Array(8);
+  writeU64(viewOf(body), 0, generation);
+  return body;
+}
+
+/** The generation a generation-start record's body names, or undefined when it is none (a
+ *  peer's bytes: any length, any value). */
+export function decodeGenerationStartBody(body: Uint8Array): number | undefined {
+  if (body.length !== 8) return undefined;
+  const g = readU64(viewOf(body), 0);
+  return g > 0 ? g : undefined;
+}
+
 export function viewOf(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -14,26 +14,10 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, text } from './support.js';
+import { clusterPerTest, storedReport, text } from './support.js';
 
 const STEP_MS = 60_000;
 const CACHE = 'quotas';
-
-interface StoredReport {
-  kind: string;
-  stream: string;
-  generation: number;
-  leader_offset: number;
-  commit_offset: number;
-  replica_offsets: { node_id: string; durable_offset: number }[];
-}
-
-async function reportOf(c: FelixCluster, generation: number): Promise<StoredReport | undefined> {
-  const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
-  return page.items.find(
-    (r) => r.kind === 'cache' && r.stream === CACHE && r.generation === generation,
-  );
-}
 
 async function cacheAssignment(c: FelixCluster) {
   return (await c.assignments()).find((x) => x.kind === 'cache' && x.stream === CACHE);
@@ -76,7 +60,7 @@ describe('a promoted cache leader takes the furthest tail', () => {
     // the lower node id first.
     await waitFor(
       async () => {
-        const r = await reportOf(c, before.generation);
+        const r = await storedReport(c, 'cache', CACHE, before.generation);
         return (
           r !== undefined &&
           r.leader_offset > 0 &&

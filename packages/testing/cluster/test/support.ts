@@ -152,3 +152,27 @@ export function valuesOf(held: readonly HeldRecord[]): string[] {
     .filter((r) => (r.flags & FLAG_GENERATION_START) === 0)
     .map((r) => TEXT.decode(r.payload));
 }
+
+/** A replica report as the control plane stores it (`GET /v1/replica-reports`), the fields the
+ *  tests read. */
+export interface StoredReplicaReport {
+  kind: string;
+  stream: string;
+  generation: number;
+  leader_offset: number;
+  commit_offset: number;
+  replica_offsets: { node_id: string; durable_offset: number }[];
+}
+
+/** The stored report of `kind` shard `name` at `generation`, if the control plane holds one. */
+export async function storedReport(
+  c: FelixCluster,
+  kind: 'stream' | 'cache',
+  name: string,
+  generation: number,
+): Promise<StoredReplicaReport | undefined> {
+  const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReplicaReport[] };
+  return page.items.find(
+    (r) => (r.kind ?? 'stream') === kind && r.stream === name && r.generation === generation,
+  );
+}

@@ -12,8 +12,8 @@
 import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest } from './support.js';
+import { scaled, startCluster } from '../src/index.js';
+import { clusterPerTest, storedReport } from './support.js';
 
 const STEP_MS = 60_000;
 const READ_ATTEMPT_MS = 5_000;
@@ -36,19 +36,6 @@ async function readFor(client: FelixClient, last: string, ms: number): Promise<s
     ac.abort();
   }
   return seen;
-}
-
-interface StoredReport {
-  stream: string;
-  generation: number;
-  leader_offset: number;
-  commit_offset: number;
-  replica_offsets: { node_id: string; durable_offset: number }[];
-}
-
-async function reportOf(c: FelixCluster, generation: number): Promise<StoredReport | undefined> {
-  const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
-  return page.items.find((r) => r.stream === 'orders' && r.generation === generation);
 }
 
 describe('a promoted leader takes the furthest tail', () => {
@@ -78,7 +65,7 @@ describe('a promoted leader takes the furthest tail', () => {
     // Placement will see both followers level at 10: on a tie it ranks the lower node id first.
     await waitFor(
       async () => {
-        const r = await reportOf(c, before.generation);
+        const r = await storedReport(c, 'stream', 'orders', before.generation);
         return r?.commit_offset === 10 && r.replica_offsets.every((o) => o.durable_offset === 10);
       },
       'a report naming both followers at 10',
