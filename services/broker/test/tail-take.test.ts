@@ -25,6 +25,7 @@ import { cleanupScope } from '@felix/testing-harness';
 import { REPLICA_LOG, type ShardRef, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logEndOf, takeTail } from '../src/cluster/tail-take.js';
+import { partingPoint } from '../src/util/log-history.js';
 
 const SHARD = { tenant: 't1', namespace: 'default', stream: 'orders', shard: 0 };
 const ENC = new TextEncoder();
@@ -157,6 +158,44 @@ describe('a taken tail holding a generation start', () => {
     } finally {
       await log.close();
     }
+  });
+});
+
+describe('a quorum stream taken tail', () => {
+  it('a_taken_quorum_tail_dates_its_generations_by_their_start_records_not_from_the_log_end', async () => {
+    // The source: `shared` (generation 1), generation 2's start record and n7..n9, then its
+    // leader went on leading at generation 3 (a follower-set change: no record) with n10, n11.
+    const srcOpts = await logAt([{ generation: 1, values: shared }]);
+    const src = await SegmentLog.open(srcOpts);
+    const srcStarts = await GenerationStarts.open(nodeIo, src.dir);
+    await srcStarts.begin(2, src.tailOffset);
+    await src.appendGenerationStart(2);
+    await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
+    await srcStarts.begin(3, src.tailOffset);
+    await src.append(['n10', 'n11'].map((v) => ENC.encode(v)));
+    await src.close();
+    const server = new ReplicaServer({
+      logOptions: () => srcOpts,
+      assignment: () => ({ generation: 4 }),
+    });
+    scope.defer(() => server.close());
+    await server.handle(
+      encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(4), log: 1 }),
+    );
+    const answer = { nodeId: 'src', logEnd: 12, commitOffset: 6, lastGeneration: 3 };
+    const own = await logAt([{ generation: 1, values: shared }], 6);
+    const link = { request: (f: Uint8Array) => server.handle(f) };
+    const taken = await takeTail(ref(4), own, answer, link, 'stream', true);
+    expect(taken).toEqual({ pulled: 6, truncatedAt: null, source: 'src' });
+    const starts = (await GenerationStarts.open(nodeIo, await dirOf(own))).all;
+    expect(starts).toEqual([
+      { generation: 1, start: 0 },
+      { generation: 2, start: 6 },
+    ]);
+    // A subscriber that read up to n10 from generation 2's leader resumes at 11 on the new
+    // leader (generation 4 from 12): nothing it read is sent again.
+    const newLeader = [...starts, { generation: 4, start: 12 }];
+    expect(partingPoint(newLeader, 2, 6) ?? 12).toBeGreaterThanOrEqual(11);
   });
 });
 

@@ -38,6 +38,8 @@ export interface FencedOpenDeps {
   logOptions: LogOptions;
   /** Opens the shard's store again (after a tail was taken). */
   reopen: () => Promise<ShardStore>;
+  /** A `quorum` stream: its logs date generations by their start records (tail-take.ts). */
+  quorum: boolean;
   log: Logger;
   /** The open is tried again later. */
   retryLater: () => void;
@@ -64,7 +66,8 @@ export async function fencedOpen(
     if (source !== undefined) {
       open = null;
       await store.close();
-      const taken = await takeTail(ref, d.logOptions, source, d.replicator.link(source.nodeId));
+      const link = d.replicator.link(source.nodeId);
+      const taken = await takeTail(ref, d.logOptions, source, link, 'stream', d.quorum);
       d.log.info({ shard, generation, ...taken }, 'took the furthest tail of the replica set');
       open = await d.reopen();
     }

@@ -18,11 +18,13 @@ import {
   furthestAnswer,
 } from '@felix/replication';
 import {
+  FLAG_GENERATION_START,
   FollowerAppender,
   GenerationStarts,
   type LogOptions,
   ReplicaFile,
   SegmentLog,
+  decodeGenerationStartBody,
   nodeIo,
   truncateLogAbove,
 } from '@felix/storage';
@@ -67,8 +69,29 @@ function ridingFrom(
 }
 
 /**
+ * Dates the generations of records just appended at `first`: a `quorum` stream's by the
+ * generation-start records among them, as its followers date them (replica-server.ts,
+ * `labelStarts`). The records before a start go on with the history already held: a newer
+ * generation without a start record is its leader going on leading (a follower-set change).
+ */
+async function dateStarts(
+  starts: GenerationStarts,
+  first: number,
+  payloads: readonly Uint8Array[],
+  flags: readonly number[] | undefined,
+): Promise<void> {
+  if (flags === undefined) return;
+  for (const [i, f] of flags.entries()) {
+    if ((f & FLAG_GENERATION_START) === 0) continue;
+    const generation = decodeGenerationStartBody(payloads[i]!);
+    if (generation !== undefined) await starts.begin(generation, first + i);
+  }
+}
+
+/**
  * Pulls the source's records this broker's log (closed by the caller, `opts`) lacks, at
- * `ref`'s generation. Rejects with TailFetchError (the open is retried) or a storage error.
+ * `ref`'s generation. `quorum`: a `quorum` stream's log, whose generations are dated by their
+ * start records. Rejects with TailFetchError (the open is retried) or a storage error.
  */
 export async function takeTail(
   ref: ShardRef,
@@ -76,6 +99,7 @@ export async function takeTail(
   source: FenceAnswer,
   link: PeerLink,
   kind: FencedLogKind = 'stream',
+  quorum = false,
 ): Promise<TailTaken> {
   const io = opts.io ?? nodeIo;
   let log = await SegmentLog.open(opts);
@@ -89,8 +113,16 @@ export async function takeTail(
           // one record early, so a log that disagrees even there is found (and refused).
           Math.max(log.baseOffset, Math.min(commit, ownEnd) - 1)
         : ridingFrom(log, starts, source);
-    // The pulled records were written by the source's generations, not by this leader's.
-    await starts.begin(source.lastGeneration, ownEnd);
+    // The pulled records were written by the source's generations, not by this leader's. A
+    // quorum stream with a history dates them by their start records: dated as the source's
+    // last generation from this log's end, records of an older generation (a same-leader bump
+    // above it) lost that generation, and a subscriber resuming with its history was told the
+    // log parted there and got its records again.
+    const byStarts = kind === 'stream' && quorum && starts.all.length > 0;
+    const dateFrom = async (at: number) => {
+      if (!byStarts || starts.all.length === 0) await starts.begin(source.lastGeneration, at);
+    };
+    await dateFrom(ownEnd);
     let appender = new FollowerAppender(log);
     let truncatedAt: number | null = null;
     const next = await fetchTail({
@@ -111,11 +143,12 @@ export async function takeTail(
           log = await SegmentLog.open(opts);
           appender = new FollowerAppender(log);
           await starts.truncated(r.at);
-          await starts.begin(source.lastGeneration, r.at);
+          await dateFrom(r.at);
           truncatedAt = r.at;
           r = await appender.appendAt(first, payloads, marked);
         }
         if (r.kind !== 'appended') throw new TailFetchError(`appending at ${first}: ${r.kind}`);
+        if (byStarts) await dateStarts(starts, first, payloads, flags);
       },
     });
     return {
