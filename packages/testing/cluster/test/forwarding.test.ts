@@ -244,4 +244,34 @@ describe('forwarding and redirects', () => {
     });
     expect(served).toEqual([{ offset: 0, value: 'x' }]);
   }, 180_000);
+
+  it('a_group_poll_to_a_non_owner_is_redirected_with_the_owners_address_and_generation', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      streams: [{ name: 'jobs', shards: 1 }],
+    });
+    held.cluster = c;
+    const { owner, other } = await ownerAndOther(c, 'jobs', 'stream');
+    const assignment = (await c.assignments()).find((a) => a.stream === 'jobs')!;
+    await withClient(c, owner, (client) => client.publish('jobs', 'job-0'));
+    // Never forwarded: a claim and its ack must live on one broker.
+    const err = await withClient(c, other, (client) =>
+      client.group('jobs', 'workers').poll({ max: 1 }).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+    );
+    expect(err).toBeInstanceOf(NotLeaderError);
+    expect((err as NotLeaderError).detail).toMatchObject({
+      reason: 'not_leader',
+      node_id: owner.id,
+      addr: `127.0.0.1:${owner.port}`,
+      generation: assignment.generation,
+    });
+    const polled = await withClient(c, owner, (client) =>
+      client.group('jobs', 'workers').poll({ max: 1 }),
+    );
+    expect(polled.map((m) => TEXT.decode(m.payload))).toEqual(['job-0']);
+  }, 180_000);
 });
