@@ -129,6 +129,20 @@ describe('an opening the broker never answers', () => {
     }
   });
 
+  it('a_merged_subscription_whose_shard_lookup_is_never_answered_fails_typed_within_its_deadline', async () => {
+    const { connecting } = rig((msg) => msg.type === 'stream_shards');
+    const client = await connecting;
+    try {
+      // No `shard`: the subscription asks the stream's shard count first.
+      const next = client.subscribe('orders')[Symbol.asyncIterator]().next();
+      const ended = withDeadline(next, ENDS_WITHIN_MS, 'the subscription to end');
+      await expect(ended).rejects.toBeInstanceOf(TimeoutError);
+      await expect(next).rejects.toMatchObject({ code: 'FELIX_CLIENT_TIMEOUT', retry: 'retry' });
+    } finally {
+      await client.close();
+    }
+  });
+
   it('a_request_stream_whose_auth_is_never_answered_fails_typed_and_is_replaced', async () => {
     let streamAuths = 0;
     const { connecting } = rig(

@@ -256,13 +256,17 @@ export class BrokerConnection {
   async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     if (this.lostError) throw this.lostError;
     const { tenant, namespace } = this.opts;
-    const msg = await this.requests.request((id) => ({
+    const asked = this.requests.request((id) => ({
       type: 'stream_shards',
       tenant_id: tenant,
       namespace,
       stream,
       request_id: id,
     }));
+    // A read a merged subscription opens with (and a keyed publish names its shard by): a live
+    // broker that never answers it held them for as long as the connection lived. Its answer,
+    // should it come later, is still read in turn and dropped.
+    const msg = await withTimeout(asked, this.requestTimeoutMs, `the shard count of ${stream}`);
     if (msg.type !== 'stream_shards_view')
       throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
     return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
