@@ -262,6 +262,7 @@ export class FelixClient {
         EVENT_STREAM_WAIT_MS_MAX,
         this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
       ),
+      requestTimeoutMs: this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
     };
     try {
       return await (this.internals.open ?? BrokerConnection.open)(server, opts, this.turn);

@@ -336,6 +336,23 @@ export class EventStreamTimeoutError extends ClientError {
   }
 }
 
+/**
+ * The broker did not answer the opening of a subscription or a cache watch (the `auth_ok` of its
+ * control stream, then `subscribed` or `cache_watch_started`) within requestTimeoutMs, on a
+ * connection that stayed up (a broker whose handler stalled, or an answer lost on the way).
+ * Nothing was delivered from it; the reader subscribes again, and ends with this only when that
+ * keeps happening.
+ */
+export class SubscribeTimeoutError extends ClientError {
+  readonly code = 'FELIX_CLIENT_SUBSCRIBE_TIMEOUT';
+  constructor(
+    what: string,
+    readonly ms: number,
+  ) {
+    super(`the broker did not answer ${what} within ${ms} ms`, { retry: 'reconnect' });
+  }
+}
+
 /** The caller's AbortSignal ended the call. */
 export class AbortedError extends ClientError {
   readonly code = 'FELIX_CLIENT_ABORTED';

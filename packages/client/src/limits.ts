@@ -40,6 +40,13 @@ export const EVENT_STREAM_WAIT_MS_MAX = 5_000;
  *  recovered from, a broker that never opens them ends the reader instead of retrying forever. */
 export const EVENT_STREAM_REOPENS_MAX = 3;
 
+/** Subscribes (or watches) made again in a row after one whose opening the broker never
+ *  answered within requestTimeoutMs, before the reader ends with SubscribeTimeoutError: one
+ *  answer lost or one stalled handler is recovered from, a broker that answers none ends the
+ *  reader instead of holding its `for await` for as long as the connection lives. Each attempt
+ *  waits the whole request timeout, so one retry, not the three an event stream gets. */
+export const SUBSCRIBE_UNANSWERED_RETRIES_MAX = 1;
+
 /** Unanswered publishes per connection when the broker grants no window (its default 256). */
 export const PUBLISH_WINDOW_DEFAULT = 256;
 /** Records of single publishes (acked or not) made in one turn that one frame may gather (each

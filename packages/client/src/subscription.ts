@@ -20,6 +20,7 @@ import {
   EventStreamTimeoutError,
   NotLeaderError,
   ProtocolError,
+  SubscribeTimeoutError,
   TimeoutError,
   notLeaderOf,
   refusalOf,
@@ -38,6 +39,7 @@ import {
   FAILOVER_RETRY_DELAY_MS_MAX,
   NOT_LEADER_RESUBSCRIBES_MAX,
   RESUBSCRIBE_BASE_MS,
+  SUBSCRIBE_UNANSWERED_RETRIES_MAX,
   RESUBSCRIBE_DELAY_MS_MAX,
   SUBSCRIPTION_BUFFER_BYTES_MAX,
 } from './limits.js';
@@ -96,6 +98,8 @@ export class ShardReader {
   private notLeaderAnswers = 0;
   /** Subscribes answered whose event stream never came, since the last one that succeeded. */
   private eventStreamsMissing = 0;
+  /** Subscribes the broker never answered, since the last one that succeeded. */
+  private subscribesUnanswered = 0;
   /** When the reader lost its shard's owner (ms), while it has not subscribed again. */
   private failingSinceMs: number | undefined;
   private stopped = false;
@@ -222,6 +226,7 @@ export class ShardReader {
       this.refusals = 0;
       this.notLeaderAnswers = 0;
       this.eventStreamsMissing = 0;
+      this.subscribesUnanswered = 0;
       this.failingSinceMs = undefined;
       if (!this.stopped) return true;
       this.close(); // stopped while the subscribe was on its way: nothing will read it
@@ -394,6 +399,13 @@ export class ShardReader {
     if (
       err instanceof EventStreamTimeoutError &&
       ++this.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX
+    )
+      return false;
+    // So is a subscribe the broker never answered (a stalled handler, an answer lost): tried
+    // again, but a broker that answers none ends the reader typed instead of holding it.
+    if (
+      err instanceof SubscribeTimeoutError &&
+      ++this.subscribesUnanswered > SUBSCRIBE_UNANSWERED_RETRIES_MAX
     )
       return false;
     if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect')) {

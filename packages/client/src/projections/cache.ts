@@ -35,12 +35,15 @@ import {
   InvalidArgumentError,
   OutcomeUnknownError,
   ProtocolError,
+  SubscribeTimeoutError,
   isStreamGone,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
-import { EVENT_STREAM_REOPENS_MAX } from '../limits.js';
+import { EVENT_STREAM_REOPENS_MAX, SUBSCRIBE_UNANSWERED_RETRIES_MAX } from '../limits.js';
+import { resetOnAbort } from '../protocol/auth.js';
+import { Deadline } from '../util/deadline.js';
 import { abortable } from '../util/abortable.js';
 import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
@@ -339,11 +342,35 @@ export class Cache {
     current: WatchState['current'],
     signal: AbortSignal | undefined,
   ): Promise<Answer<'cache_watch_started'>> {
+    // A live broker that never answers (a stalled handler, an answer lost on the way) held the
+    // watch here for as long as the connection lived: its `auth_ok` and `cache_watch_started`
+    // are awaited at most the request timeout, whose expiry resets the stream as an abort does.
+    const deadline = new Deadline(bc.requestTimeoutMs, signal);
+    try {
+      return await this.startWatchWithin(bc, req, subscriptionId, current, deadline);
+    } catch (err) {
+      if (deadline.expired && !signal?.aborted)
+        throw new SubscribeTimeoutError(`the watch of cache ${this.name}`, deadline.ms);
+      throw err;
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async startWatchWithin(
+    bc: BrokerConnection,
+    req: Parameters<Cache['startWatch']>[1],
+    subscriptionId: number,
+    current: WatchState['current'],
+    deadline: Deadline,
+  ): Promise<Answer<'cache_watch_started'>> {
+    const signal = deadline.signal;
     // The signal ends the wait for the stream's `auth_ok` too (a stalled broker sends none).
     const { stream, frames } = await bc.openStream(0, signal);
     current.ctl = frames;
     // Aborted since the stream authenticated: the watch loop's reset found no stream yet.
-    if (signal?.aborted) stream.reset(0);
+    if (signal.aborted) stream.reset(0);
+    const unlink = resetOnAbort(stream, signal);
     const filter = req.filter;
     await stream.write(
       encodeMessage({
@@ -360,7 +387,7 @@ export class Cache {
         subscription_id: subscriptionId,
       }),
     );
-    const first = await frames.next();
+    const first = await frames.next().finally(unlink);
     if (first === null) throw new ConnectionLostError(bc.server);
     const started = decodeMessage(first.payload);
     if (started.type === 'error') throw refusalOf(started);
@@ -384,6 +411,7 @@ export class Cache {
       retainedYielded: 0,
       resumed: false,
       eventStreamsMissing: 0,
+      watchesUnanswered: 0,
       current: {},
     };
     const stopStreams = () => {
@@ -418,6 +446,13 @@ export class Cache {
             err instanceof EventStreamTimeoutError &&
             !this.host.route?.active &&
             ++st.eventStreamsMissing <= EVENT_STREAM_REOPENS_MAX
+          )
+            continue;
+          // So is a watch the broker never answered (a stalled handler, an answer lost).
+          if (
+            err instanceof SubscribeTimeoutError &&
+            !this.host.route?.active &&
+            ++st.watchesUnanswered <= SUBSCRIBE_UNANSWERED_RETRIES_MAX
           )
             continue;
           const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
@@ -503,6 +538,7 @@ export class Cache {
       // failover deadline (a broker that never opens them would be watched for ever).
       started();
       st.eventStreamsMissing = 0;
+      st.watchesUnanswered = 0;
       yield* watchEvents(events, st, phase);
     } finally {
       reservation.cancel();
@@ -625,6 +661,8 @@ interface WatchState {
   resumed: boolean;
   /** Watches answered whose event stream never came, since one whose stream did. */
   eventStreamsMissing: number;
+  /** Watches the broker never answered, since one whose stream came. */
+  watchesUnanswered: number;
   current: { ctl?: FrameStream; events?: FrameStream; ended?: { refusal: Error | null } };
   /** The history `next` belongs to (a replicated cache's, from the last watch started). */
   history?: { generation: number; start: number };

@@ -8,13 +8,15 @@
  */
 import { type Connection, type TransportStream, dial } from '@felix/transport';
 import { FEATURE_HI_REAUTH } from '@felix/wire';
-import { ConnectionLostError, ProtocolError } from '../errors.js';
+import { ConnectionLostError, ProtocolError, TimeoutError } from '../errors.js';
 import {
   CLOSE_DRAIN_MS_MAX,
   KEEPALIVE_INTERVAL_MS_MAX,
   PEER_SILENCE_CHECK_MS,
   PEER_SILENCE_MS,
+  REQUEST_TIMEOUT_MS_DEFAULT,
 } from '../limits.js';
+import { Deadline } from '../util/deadline.js';
 import { type ConnectionOptions, authStream, withTimeout } from './auth.js';
 import { type EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
@@ -199,6 +201,11 @@ export class BrokerConnection {
     await this.conn.close().catch(() => undefined); // closing a lost connection may fail
   }
 
+  /** How long a request on this connection waits for its answer (requestTimeoutMs). */
+  get requestTimeoutMs(): number {
+    return this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
+  }
+
   /** Tenant and namespace this connection authenticated for (requests name them). */
   get scope(): { tenant: string; namespace: string } {
     return { tenant: this.opts.tenant, namespace: this.opts.namespace };
@@ -249,13 +256,17 @@ export class BrokerConnection {
   async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     if (this.lostError) throw this.lostError;
     const { tenant, namespace } = this.opts;
-    const msg = await this.requests.request((id) => ({
+    const asked = this.requests.request((id) => ({
       type: 'stream_shards',
       tenant_id: tenant,
       namespace,
       stream,
       request_id: id,
     }));
+    // A read a merged subscription opens with (and a keyed publish names its shard by): a live
+    // broker that never answers it held them for as long as the connection lived. Its answer,
+    // should it come later, is still read in turn and dropped.
+    const msg = await withTimeout(asked, this.requestTimeoutMs, `the shard count of ${stream}`);
     if (msg.type !== 'stream_shards_view')
       throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
     return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
@@ -288,9 +299,27 @@ export class BrokerConnection {
   ): Promise<{ stream: TransportStream; frames: FrameStream }> {
     if (this.lostError) throw this.lostError;
     const features = (CLIENT_FEATURES_SENT & ~withoutFeatures) >>> 0;
-    const authed = await authStream(this.conn, this.opts, CLIENT_FLAGS, features, signal);
-    const { stream, frames } = authed;
-    return { stream, frames };
+    // A live broker that never answers the `auth` held the stream's first request (and every
+    // request behind it on the request stream) for as long as the connection lived: bounded,
+    // and the stream reset at the bound as at an abort.
+    const deadline = new Deadline(this.requestTimeoutMs, signal);
+    try {
+      const authed = await authStream(
+        this.conn,
+        this.opts,
+        CLIENT_FLAGS,
+        features,
+        deadline.signal,
+      );
+      const { stream, frames } = authed;
+      return { stream, frames };
+    } catch (err) {
+      if (deadline.expired && !signal?.aborted)
+        throw new TimeoutError(`the auth of a stream to ${this.server}`, deadline.ms);
+      throw err;
+    } finally {
+      deadline.dispose();
+    }
   }
 
   /**

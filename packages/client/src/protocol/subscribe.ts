@@ -17,6 +17,7 @@ import {
   CursorTooOldError,
   EventStreamTimeoutError,
   ProtocolError,
+  SubscribeTimeoutError,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
@@ -24,6 +25,8 @@ import { type AuthedStream, type ConnectionOptions, authStream, resetOnAbort } f
 import type { EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
 import { CLIENT_FEATURES_SENT, CLIENT_FLAGS } from './negotiation.js';
+import { REQUEST_TIMEOUT_MS_DEFAULT } from '../limits.js';
+import { Deadline } from '../util/deadline.js';
 
 export type StartPosition = 'latest' | 'earliest' | { offset: number };
 
@@ -71,25 +74,21 @@ export async function openSubscription(
   const reservation = at.events.reserve();
   let control: AuthedStream | null = null;
   let unlink: () => void = () => undefined;
+  // A live broker that never answers (a stalled handler, an answer lost on the way) held the
+  // reader here for as long as the connection lived: its `auth_ok` and then `subscribed` are
+  // awaited at most the request timeout, whose expiry resets the stream as an abort does.
+  const deadline = new Deadline(at.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT, signal);
   try {
     const flags = req.timestamps ? CLIENT_FLAGS | FLAG_EVENT_BATCH_TIMESTAMPS : CLIENT_FLAGS;
-    control = await authStream(at.conn, at.opts, flags, CLIENT_FEATURES_SENT, signal);
+    control = await authStream(at.conn, at.opts, flags, CLIENT_FEATURES_SENT, deadline.signal);
     // An abort resets the control stream: the wait for `subscribed` ends, and the broker drops
     // the subscription (and its event stream) if it had made it.
-    unlink = resetOnAbort(control.stream, signal);
+    unlink = resetOnAbort(control.stream, deadline.signal);
     await control.stream.write(encodeMessage(subscribeMessage(at.opts, req, reservation.id)));
     const frame = await control.frames.next();
     if (!frame) throw new ConnectionLostError(at.server);
-    const msg = decodeMessage(frame.payload);
-    if (msg.type === 'subscribe_cursor_error') {
-      throw msg.reason === 'too_old'
-        ? new CursorTooOldError(msg.requested, msg.available)
-        : new CursorInFutureError(msg.requested, msg.available);
-    }
-    if (msg.type === 'error') throw refusalOf(msg);
-    if (msg.type === 'not_leader') throw notLeaderOf(msg);
-    if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
-    const answered = answerOf(msg);
+    deadline.clear(); // answered: the wait for its event stream has its own bound
+    const answered = answerOf(subscribedOf(frame.payload));
     const fs = await eventsOf(reservation, signal, req, answered);
     unlink();
     const ctl = control;
@@ -123,8 +122,26 @@ export async function openSubscription(
     control?.stream.reset(0);
     if (signal?.aborted && !(err instanceof AbortedError))
       throw new AbortedError('the subscribe', { cause: signal.reason });
+    if (deadline.expired && !signal?.aborted)
+      throw new SubscribeTimeoutError(`the subscribe to ${req.stream}/${req.shard}`, deadline.ms);
     throw err;
+  } finally {
+    deadline.dispose();
   }
+}
+
+/** The broker's answer to `subscribe`: `subscribed`, else the refusal it names, thrown. */
+function subscribedOf(payload: Uint8Array): Extract<Message, { type: 'subscribed' }> {
+  const msg = decodeMessage(payload);
+  if (msg.type === 'subscribe_cursor_error') {
+    throw msg.reason === 'too_old'
+      ? new CursorTooOldError(msg.requested, msg.available)
+      : new CursorInFutureError(msg.requested, msg.available);
+  }
+  if (msg.type === 'error') throw refusalOf(msg);
+  if (msg.type === 'not_leader') throw notLeaderOf(msg);
+  if (msg.type !== 'subscribed') throw new ProtocolError(`expected subscribed, got ${msg.type}`);
+  return msg;
 }
 
 /** What a subscription needs of the broker's `subscribed`: where it started, and its history. */
