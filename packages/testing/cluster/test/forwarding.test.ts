@@ -257,10 +257,13 @@ describe('forwarding and redirects', () => {
     await withClient(c, owner, (client) => client.publish('jobs', 'job-0'));
     // Never forwarded: a claim and its ack must live on one broker.
     const err = await withClient(c, other, (client) =>
-      client.group('jobs', 'workers').poll({ max: 1 }).then(
-        () => null,
-        (e: unknown) => e,
-      ),
+      client
+        .group('jobs', 'workers')
+        .poll({ max: 1 })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        ),
     );
     expect(err).toBeInstanceOf(NotLeaderError);
     expect((err as NotLeaderError).detail).toMatchObject({
