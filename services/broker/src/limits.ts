@@ -414,6 +414,10 @@ export const FORWARDS_IN_FLIGHT_PER_PEER_MAX = 512;
 /** After a log riding with a led shard (group state, cache, counters) failed to open for
  *  shipping, the shard table tries again this much later (one pass, not a tight loop). */
 export const RIDING_LOG_RETRY_MS = 1_000;
+
+/** A newly led quorum cache shard whose log failed to open while its serving was held back
+ *  (cluster/cache-leading.ts, CommittingCaches) looks at its logs again after this. */
+export const COMMIT_HOLD_RETRY_MS = 1_000;
 /** While the control plane keeps not answering, the broker's log reminds of it this often
  *  (with the latest reason: a refused connection can turn into a certificate error). */
 export const CONTROLPLANE_OUTAGE_REMIND_MS = 60_000;

@@ -10,11 +10,11 @@
 // reports), and a put and more adds are acknowledged by the leader and the other follower; the
 // leader is SIGKILLed. The cut-off follower is promoted and must answer every acknowledged
 // write.
-import type { FelixClient } from '@felix/client';
+import { type FelixClient, ShardUnavailableError } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, storedReport, text } from './support.js';
+import { clusterPerTest, metricOf, storedReport, text } from './support.js';
 
 const STEP_MS = 60_000;
 const CACHE = 'quotas';
@@ -113,5 +113,108 @@ describe('a promoted cache leader takes the furthest tail', () => {
       await reader.close();
     }
     expect(ahead).toBeDefined();
+  }, 240_000);
+
+  it('a_promoted_quorum_cache_leader_answers_no_get_until_a_majority_holds_its_log', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      caches: [{ name: CACHE, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+    });
+    held.cluster = c;
+    const before = await waitFor(
+      async () => {
+        const a = await cacheAssignment(c);
+        return a?.leader !== undefined && a.replicas.length === 3 ? a : undefined;
+      },
+      'the cache shard placed on three replicas',
+      scaled(STEP_MS),
+    );
+    const leader = c.node(before.leader);
+    // `ahead` ranks first on a tie (the lower node id) and is the one the report names caught up.
+    const [ahead, behind] = before.replicas.filter((id) => id !== leader.id).sort() as [
+      string,
+      string,
+    ];
+    const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
+    await waitFor(
+      async () =>
+        (await client
+          .cache(CACHE)
+          .put('plan', 'basic')
+          .catch(() => null)) !== null,
+      'the first put acked',
+      scaled(STEP_MS),
+    );
+    // Acked by the leader and `ahead`; `behind` is cut from the leader and never gets it.
+    await c.partition(leader.id, behind);
+    await client.cache(CACHE).put('plan', 'premium');
+    await waitFor(
+      async () => {
+        const r = await storedReport(c, 'cache', CACHE, before.generation);
+        const at = (id: string) => r?.replica_offsets.find((o) => o.node_id === id)?.durable_offset;
+        return r !== undefined && at(ahead) === r.leader_offset && at(behind)! < r.leader_offset;
+      },
+      'a report naming `ahead` caught up and `behind` short of the second put',
+      scaled(STEP_MS),
+    );
+    // `behind` answers the new leader's fence, but what it is shipped takes long to be durable.
+    await c.slowFsync(behind, scaled(20_000));
+    await c.kill(leader.id);
+    await client.close().catch(() => undefined); // its broker is gone
+    await c.heal();
+    const after = await waitFor(
+      async () => {
+        const a = await cacheAssignment(c);
+        return a?.leader !== undefined && a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(STEP_MS),
+    );
+    expect(after.leader).toBe(ahead);
+    const promoted = c.node(ahead);
+    const reader = await c.connect({ servers: [promoted.url()], routing: false });
+    try {
+      // Fenced and its tail taken, the new leader holds the second put alone among the living:
+      // it serves nothing (before, it answered `premium` at once) until `behind` holds it too.
+      const first = await waitFor(
+        async () => {
+          const got = await reader
+            .cache(CACHE)
+            .get('plan')
+            .catch(() => null);
+          if (got !== null) return `served ${text(got)}`;
+          const holding = await metricOf(promoted, 'felix_broker_cluster_cache_shards_committing');
+          return holding === 1 ? 'held back' : undefined;
+        },
+        'the promoted leader to hold the shard back or serve it',
+        scaled(STEP_MS),
+      );
+      expect(first).toBe('held back');
+      const refused = await reader
+        .cache(CACHE)
+        .get('plan')
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      expect(refused).toBeInstanceOf(ShardUnavailableError);
+      await c.healFsync(behind);
+      const read = await waitFor(
+        async () => {
+          const got = await reader
+            .cache(CACHE)
+            .get('plan')
+            .catch(() => null);
+          return got === null ? undefined : text(got);
+        },
+        'the promoted leader to serve once a majority holds its log',
+        scaled(STEP_MS),
+      );
+      expect(read).toBe('premium');
+      expect(await metricOf(promoted, 'felix_broker_cluster_cache_shards_committing')).toBe(0);
+    } finally {
+      await reader.close();
+    }
   }, 240_000);
 });

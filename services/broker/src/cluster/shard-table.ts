@@ -43,6 +43,7 @@ import {
 } from './shard-refs.js';
 
 import { type CacheQuorum, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
+import { CommittingCaches } from './cache-leading.js';
 import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
 import {
   type AssignmentRecord,
@@ -115,6 +116,8 @@ export class ShardTable {
   private dirty = false;
   private closed = false;
   private readonly heldGauge: Gauge;
+  /** Led quorum cache shards not served until a majority holds what they took. */
+  private readonly committing: CommittingCaches;
   private readonly ring: { records: number; bytes: number };
 
   constructor(
@@ -128,6 +131,7 @@ export class ShardTable {
   ) {
     this.ring = { records: cfg.memory.ring_records, bytes: cfg.memory.ring_bytes };
     this.deleted = new DeletedNames(log);
+    this.committing = new CommittingCaches(registry, log);
     this.heldGauge = new Gauge({
       name: 'felix_broker_cluster_shards_held',
       help: 'Stream shards this broker leads and serves, as assigned by the control plane',
@@ -347,7 +351,8 @@ export class ShardTable {
 
   /** Whether this node serves a shard now. */
   private serving(kind: ShardKind, key: string): boolean {
-    if (this.held.has(key) || this.heldCaches.has(key)) return true;
+    if (this.held.has(key)) return true;
+    if (this.heldCaches.has(key)) return !this.committing.has(key);
     // Cache shards open lazily in the cache service: without replication, leading one is
     // serving it; with it, it is served once its follower copies are released (reconcile).
     const lead = this.assignments.get(key)?.leader === this.nodeId;
@@ -487,6 +492,7 @@ export class ShardTable {
     for (let i = 0; i < d.shards; i++) {
       const sk = shardKey(d.owner, d.tenant, d.namespace, d.name, i);
       this.failed.delete(sk);
+      this.committing.drop(sk);
       if (this.heldCaches.delete(sk)) await this.replication?.replicator.stop(sk);
     }
   };
@@ -546,6 +552,7 @@ export class ShardTable {
       const a = this.assignments.get(key);
       if (a !== undefined && a.leader === this.nodeId) continue;
       this.heldCaches.delete(key);
+      this.committing.drop(key);
       await this.replication.replicator.stop(key);
       await this.replication.riding.release(idOf(held), 'cache');
       this.log.info({ cache_shard: key.replaceAll('\u0000', '/') }, 'cache shard released');
@@ -565,6 +572,8 @@ export class ShardTable {
         if (!(await fenceLedCache(this.replication, this.cacheOf(a), a, this.nodeId, ctx)))
           continue;
         this.replication.riding.admit(idOf(a), 'cache');
+        // Served once a majority holds what its logs replay (cache-leading.ts).
+        this.committing.hold(key, this.replication, this.cacheQuorum(a), a, this.nodeId);
       }
       // Before it is served: a quorum shard's writes wait for the mark from the first one.
       const quorum = this.cacheQuorum(a);
