@@ -6,9 +6,12 @@
  */
 import { FeatureUnsupportedError, InvalidArgumentError } from '../errors.js';
 import { GROUP_DEAD_LETTER_PAGE_OFFSETS_MAX } from '../limits.js';
-import type { GroupAdminOptions } from './group.js';
 
-export interface DeadLetterPageOptions extends GroupAdminOptions {
+/** The options of a dead-letter page (with the admin calls' `signal`). */
+export interface DeadLetterPageOptions {
+  /** Ends the call, while it waits for a connection or for the broker's answer, with
+   *  AbortedError (nothing is changed by a list). */
+  signal?: AbortSignal;
   /** Only offsets strictly above this one: the last offset of the page before. Absent: from
    *  the lowest. */
   after?: number;
