@@ -93,6 +93,8 @@ export type {
 export { Counter } from './projections/counter.js';
 export { Group, GroupMessage } from './projections/group.js';
 export type {
+  DeadLetterPage,
+  DeadLetterPageOptions,
   GroupAdminOptions,
   GroupInfo,
   GroupOptions,

@@ -137,6 +137,9 @@ export const GROUP_ACK_BATCHES_IN_FLIGHT_MAX = 1;
 /** Offsets one `group_nack_batch` names (the broker's bound is 1,000); a consume loop's
  *  hand-back beyond it goes in further batches. */
 export const GROUP_NACK_BATCH_OFFSETS_MAX = 1000;
+/** Dead-letter offsets one `group_dead_letters` page holds at most, and its default (the
+ *  broker's bound; a broker without pages answers its lowest this many and no more). */
+export const GROUP_DEAD_LETTER_PAGE_OFFSETS_MAX = 1000;
 /** Polls `group.consume()` keeps in flight ahead of the batch the caller is working on, while
  *  the caller works through batches quickly (GROUP_CONSUME_QUICK_BATCH_MS); otherwise one. More
  *  than one lets the poll round trips overlap one another as well as the caller's work (the

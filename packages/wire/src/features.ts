@@ -83,3 +83,10 @@ export const FEATURE_HI_GROUP_BINARY = 0x0000_0040;
  * broker without it counts them as nacks, as the reference does.
  */
 export const FEATURE_HI_GROUP_RELEASE = 0x0000_0080;
+/**
+ * Bit 8 of the `_hi` word (bit 40 of the set): `after` and `limit` on `group_dead_letters` and
+ * `more` on its `group_dead_letter_list`, so a group's dead letters are listed page by page past
+ * the first 1,000. A Felix extension; a broker without it ignores both fields and answers the
+ * lowest 1,000, so a client sends them only to a broker that advertised the bit.
+ */
+export const FEATURE_HI_GROUP_DEAD_LETTER_PAGES = 0x0000_0100;

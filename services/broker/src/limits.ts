@@ -151,7 +151,8 @@ export const OFFSET_TABLE_SLOTS_MIN = 8;
 export const GROUP_NAME_BYTES_MAX = 255;
 /** Named consumers (`group_poll` `consumer`), in UTF-8 bytes (reference §5: 1–128). */
 export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
-/** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound). */
+/** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound),
+ *  and the most a page's `limit` may ask; the next page is asked with `after`. */
 export const GROUP_DEAD_LETTER_LIST_MAX = 1000;
 /** Groups held in memory per broker; beyond it polls for new groups are refused (limit). */
 export const GROUPS_IN_MEMORY_MAX = 100_000;

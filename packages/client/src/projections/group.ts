@@ -6,17 +6,29 @@
  * delivered again after a lapse, a nack, a redrive or a broker restart, and `attempts` says
  * which delivery a message is.
  */
-import { FEATURE_GROUP_ADMIN, FEATURE_GROUP_DEAD_LETTERS, type Message } from '@felix/wire';
+import {
+  FEATURE_GROUP_ADMIN,
+  FEATURE_GROUP_DEAD_LETTERS,
+  FEATURE_HI_GROUP_DEAD_LETTER_PAGES,
+  type Message,
+} from '@felix/wire';
 import { InvalidArgumentError } from '../errors.js';
 import { GROUP_CONSUMER_NAME_BYTES_MAX } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { abortable } from '../util/abortable.js';
+import {
+  type DeadLetterPage,
+  type DeadLetterPageOptions,
+  checkPage,
+  pageOfUnpagedList,
+} from './dead-letter-pages.js';
 import { consumeIterator } from './group-consume.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
 import { FailoverClock, type ProjectionHost, requireFeature } from './host.js';
 
+export type { DeadLetterPage, DeadLetterPageOptions } from './dead-letter-pages.js';
 export { GroupMessage } from './group-message.js';
 export type { PollOptions } from './group-poll.js';
 
@@ -170,10 +182,55 @@ export class Group implements GroupSettler {
     return this.settles.settle(type, offset, extra);
   }
 
-  /** Offsets the group gave up on, lowest first. */
-  async deadLetters(opts: GroupAdminOptions = {}): Promise<number[]> {
-    const msg = await this.admin('group_dead_letters', FEATURE_GROUP_DEAD_LETTERS, opts, false);
-    return (msg as GroupAnswer<'group_dead_letter_list'>).offsets;
+  /**
+   * Offsets the group gave up on, lowest first: one page of at most `limit` (default and most
+   * 1,000) above `after`. `deadLetterPage` also says whether more remain; `allDeadLetters`
+   * walks them all.
+   */
+  async deadLetters(opts: DeadLetterPageOptions = {}): Promise<number[]> {
+    return (await this.deadLetterPage(opts)).offsets;
+  }
+
+  /**
+   * One page of dead letters above `after`, at most `limit`, and whether more remain above it
+   * (ask again with the page's last offset as `after`). A broker without pages lists only its
+   * lowest 1,000: a page past them rejects with FeatureUnsupportedError instead of coming back
+   * empty.
+   */
+  async deadLetterPage(opts: DeadLetterPageOptions = {}): Promise<DeadLetterPage> {
+    const page = checkPage(opts);
+    const bc = await this.host.connection(opts.signal);
+    // An older broker ignores `after` and `limit` (it would answer the first page again).
+    const paged = (bc.negotiated.featuresHi & FEATURE_HI_GROUP_DEAD_LETTER_PAGES) !== 0;
+    const type = 'group_dead_letters';
+    const msg = (await this.adminOn(bc, type, FEATURE_GROUP_DEAD_LETTERS, opts, false, {
+      ...(paged ? page : {}),
+    })) as GroupAnswer<'group_dead_letter_list'>;
+    return paged ? { offsets: msg.offsets, more: msg.more } : pageOfUnpagedList(msg.offsets, page);
+  }
+
+  /**
+   * Every page of dead letters above `after`, lowest first, each of at most `limit`: one
+   * request per page, made when the previous page has been consumed. Offsets dead-lettered
+   * meanwhile above the walk are met; a redrive or discard of a yielded offset does not
+   * disturb it.
+   */
+  async *deadLetterPages(opts: DeadLetterPageOptions = {}): AsyncGenerator<DeadLetterPage> {
+    let after = opts.after;
+    for (;;) {
+      const page = await this.deadLetterPage({
+        ...opts,
+        ...(after !== undefined ? { after } : {}),
+      });
+      if (page.offsets.length > 0) yield page;
+      if (!page.more || page.offsets.length === 0) return;
+      after = page.offsets.at(-1);
+    }
+  }
+
+  /** Every dead-letter offset above `after`, lowest first, fetched a page (`limit`) at a time. */
+  async *allDeadLetters(opts: DeadLetterPageOptions = {}): AsyncGenerator<number> {
+    for await (const page of this.deadLetterPages(opts)) yield* page.offsets;
   }
 
   /** Hands a dead letter out again (attempts start over); recorded durably before it resolves. */
@@ -236,6 +293,18 @@ export class Group implements GroupSettler {
     extra: Record<string, unknown> = {},
   ) {
     const bc = await this.host.connection(opts.signal);
+    return this.adminOn(bc, type, bit, opts, write, extra);
+  }
+
+  /** `admin` on a connection the caller holds (it read the connection's features first). */
+  private adminOn(
+    bc: BrokerConnection,
+    type: string,
+    bit: number,
+    opts: GroupAdminOptions,
+    write: boolean,
+    extra: Record<string, unknown> = {},
+  ) {
     requireFeature(bc, bit, type);
     const asked = bc.requests.request(
       (request_id) => ({ type, ...this.scope(bc), ...extra, request_id }) as Message,

@@ -224,15 +224,22 @@ export class DeadLetterStore {
   }
 
   /**
-   * Visits every dead letter of the group, lowest offset first, taking its keys once (paging
-   * with `list` takes them again per page: quadratic in the group's dead letters).
+   * Visits the group's dead letters above `after` (all when omitted), lowest offset first,
+   * taking their keys once (paging with `list` takes them again per page: quadratic in the
+   * group's dead letters). A visit answering false ends the walk, so a page reads no entry
+   * beyond the one that tells it more remain.
    */
-  async each(shard: GroupShard, group: string, visit: (d: DeadLetter) => void): Promise<void> {
-    const { cache, prefix, offsets } = await this.offsetsOf(shard, group, -1);
+  async each(
+    shard: GroupShard,
+    group: string,
+    visit: (d: DeadLetter) => unknown,
+    after = -1,
+  ): Promise<void> {
+    const { cache, prefix, offsets } = await this.offsetsOf(shard, group, after);
     for (const offset of offsets) {
       // An entry removed since the keys were taken is passed over.
       const value = await cache.get(`${prefix}${offset}`);
-      if (value !== undefined) visit({ offset, state: decodeState(value) });
+      if (value !== undefined && visit({ offset, state: decodeState(value) }) === false) return;
     }
   }
 

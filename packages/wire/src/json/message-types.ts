@@ -503,11 +503,20 @@ export interface GroupDeadLetterMessage extends GroupScope {
 export interface GroupDeadLettersMessage extends GroupScope {
   type: 'group_dead_letters';
   request_id: number;
+  /** FEATURE_HI_GROUP_DEAD_LETTER_PAGES: list only offsets strictly above this one (the last
+   *  offset of the page before). Absent: from the lowest. An older broker ignores it. */
+  after?: number;
+  /** FEATURE_HI_GROUP_DEAD_LETTER_PAGES: offsets the page holds at most, 1 up to the broker's
+   *  bound (1,000). Absent: the bound. An older broker ignores it. */
+  limit?: number;
 }
 export interface GroupDeadLetterListMessage {
   type: 'group_dead_letter_list';
   offsets: number[];
   request_id: number;
+  /** FEATURE_HI_GROUP_DEAD_LETTER_PAGES: dead letters remain above the page's last offset.
+   *  Omitted when false; an older broker never sends it. */
+  more: boolean;
 }
 export interface GroupDiscardMessage extends GroupScope {
   type: 'group_discard';

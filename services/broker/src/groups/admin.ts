@@ -12,16 +12,34 @@ export async function listDeadLetters(
   scope: Scope,
   msg: Msg<'group_dead_letters'>,
 ): Promise<Message> {
+  // Refused before the group is looked up: a bad page is the caller's error whatever the group.
+  const limit = msg.limit ?? GROUP_DEAD_LETTER_LIST_MAX;
+  if (limit === 0 || limit > GROUP_DEAD_LETTER_LIST_MAX) {
+    throw bad(`limit must be 1..${GROUP_DEAD_LETTER_LIST_MAX}`, 'bad_dead_letter_page');
+  }
   // A group that never existed (or was deleted) is not_found, as its description is.
   await core.registry.existing(scope);
-  // The lowest GROUP_DEAD_LETTER_LIST_MAX entries still dead, not the dead among the lowest
-  // entries: redriven entries stay stored until their record is finished, and a page of them
-  // used to answer an empty list while dead letters remained above it.
+  // The lowest `limit` entries above `after` still dead, not the dead among the lowest entries:
+  // redriven entries stay stored until their record is finished, and a page of them used to
+  // answer an empty list while dead letters remained above it. One more is looked for, to say
+  // whether a next page has anything (the walk stops there).
   const offsets: number[] = [];
-  await core.registry.deadLetters.each(scope.id, scope.group, (d) => {
-    if (d.state === 'dead' && offsets.length < GROUP_DEAD_LETTER_LIST_MAX) offsets.push(d.offset);
-  });
-  return { type: 'group_dead_letter_list', offsets, request_id: msg.request_id };
+  let more = false;
+  await core.registry.deadLetters.each(
+    scope.id,
+    scope.group,
+    (d) => {
+      if (d.state !== 'dead') return true;
+      if (offsets.length === limit) {
+        more = true;
+        return false;
+      }
+      offsets.push(d.offset);
+      return true;
+    },
+    msg.after ?? -1,
+  );
+  return { type: 'group_dead_letter_list', offsets, more, request_id: msg.request_id };
 }
 
 export async function discard(

@@ -13,6 +13,7 @@ import {
   FEATURE_GROUP_SKIPPED,
   FEATURE_HI_GROUP_ACK_BATCH,
   FEATURE_HI_GROUP_BINARY,
+  FEATURE_HI_GROUP_DEAD_LETTER_PAGES,
   FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RELEASE,
   FEATURE_HI_GROUP_RECORDS_BINARY,
@@ -43,10 +44,11 @@ export const GROUP_FEATURES =
 
 /** High-word bits, Felix extensions: `group_ack_batch` and `group_nack_batch` (plain
  *  `group_ack` and `group_nack` stay), binary `group_records` answers (the JSON answer stays),
- *  the binary poll and ack requests (session/client-session.ts reads them; JSON stays served)
- *  and `release` on `group_nack_batch`. */
+ *  the binary poll and ack requests (session/client-session.ts reads them; JSON stays served),
+ *  `release` on `group_nack_batch` and dead-letter pages (`after`/`limit`/`more`). */
 export const GROUP_FEATURES_HI =
   FEATURE_HI_GROUP_ACK_BATCH |
+  FEATURE_HI_GROUP_DEAD_LETTER_PAGES |
   FEATURE_HI_GROUP_NACK_BATCH |
   FEATURE_HI_GROUP_RECORDS_BINARY |
   FEATURE_HI_GROUP_BINARY |
