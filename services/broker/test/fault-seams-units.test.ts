@@ -2,9 +2,11 @@
 // throw on any text and count what they ignore; the storage fault Io fails fdatasyncs as its file
 // says (every time, or once per generation) and leaves other files alone; the partition aborts a
 // control-plane call in flight when the cut appears and fails new ones without sending them; the
-// peer links report a cut peer unreachable without dialling it; unset variables build nothing.
+// peer links report a cut peer unreachable without dialling it, and a peer-pool link (what
+// shipping and forwarding send on) fails unsent without a dial; unset variables build nothing.
 // Method: the parsers fuzzed with fast-check; FaultFileIo over the real Io in a temp dir; the
-// partition and peer links with an injected fetch and probe.
+// partition and peer links with an injected fetch and probe; the peer pool with an address book
+// that records each lookup (a dial starts with one).
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { FaultFileIo, nodeIo, parseStorageFaults } from '@felix/storage';
@@ -14,8 +16,9 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { PeerLinks } from '../src/cluster/peer-links.js';
+import { PeerPool } from '../src/cluster/peer-pool.js';
 import { loadConfig } from '../src/config/load.js';
-import { PartitionedError } from '../src/errors.js';
+import { PartitionedError, PeerUnreachableError } from '../src/errors.js';
 import { Partition, parsePartition, partitionedFetch } from '../src/faults/partition.js';
 import { storageIoFor } from '../src/faults/storage-faults.js';
 
@@ -194,5 +197,40 @@ describe('test partition', () => {
       'b reachable again',
       5_000,
     );
+  });
+
+  it('a_link_to_a_cut_peer_fails_unsent_without_a_dial', async () => {
+    const p = new Partition('/unused', silent);
+    const looked: string[] = [];
+    const pool = new PeerPool({
+      selfId: 'a',
+      transport: 'tls',
+      cluster: null,
+      clientTls: {} as never,
+      // No address: a request that passes the gate fails here, before any socket is opened.
+      address: (nodeId) => {
+        looked.push(nodeId);
+        return undefined;
+      },
+      dialAllowed: (nodeId) => !p.peerCut(nodeId),
+      log: silent,
+    });
+    p.apply(parsePartition('node:b\n'));
+    const cut = await pool
+      .link('b')
+      .request(new Uint8Array(1), 1_000)
+      .catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(PeerUnreachableError);
+    expect((cut as Error).message).toMatch(/partitioned/);
+    expect(looked).toEqual([]);
+    // Healed: the same link goes on to its dial (here: to the address lookup, which fails).
+    p.apply(parsePartition(''));
+    const healed = await pool
+      .link('b')
+      .request(new Uint8Array(1), 1_000)
+      .catch((e: unknown) => e);
+    expect((healed as Error).message).toMatch(/no internal address/);
+    expect(looked).toEqual(['b']);
+    await pool.close();
   });
 });

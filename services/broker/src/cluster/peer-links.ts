@@ -5,8 +5,8 @@
  * PEER_PROBE_PEERS_MAX, in node-id order) gets a bare TCP connect to its advertised address,
  * closed as soon as it opens, reported as `felix_broker_peer_reachable{peer}`. A peer named
  * `node:<id>` in the test partition file (faults/partition.ts) is reported unreachable without
- * being dialled. Any future broker-to-broker connection must dial through `dialAllowed`, and
- * close its links to a peer when `onCut` names it, so the partition covers it too.
+ * being dialled. Every broker-to-broker dial goes through `dialAllowed` (peer-pool.ts), which
+ * closes its link to a peer when `onCut` names it, so the partition covers it too.
  */
 import { Socket } from 'node:net';
 import type { Logger } from 'pino';

@@ -138,8 +138,8 @@ export function pollParty(auth: Negotiated, msg: Msg<'group_poll'>, conn: object
     throw bad('reclaim needs a consumer name', 'reclaim_without_consumer');
   }
   return {
-    // Names are scoped to the authenticated principal; until authorization lands that is the
-    // tenant, which the group's scope already holds.
+    // Names are scoped to the group (its scope holds the tenant), not to the token's principal:
+    // docs/queues.md, "Known gaps".
     member: name === undefined ? undefined : { name, conn },
     reclaim: msg.reclaim,
     reportsSkips: (auth.features & FEATURE_GROUP_SKIPPED) !== 0,
