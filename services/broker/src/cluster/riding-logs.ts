@@ -24,13 +24,13 @@ export interface RidingLogs {
   /**
    * A quorum cache shard's `kind` log acks and shows its writes only once the commit mark covers
    * them, each writer waiting at most `timeoutMs` (null: on this broker alone). Answers where
-   * to tell the mark, or null.
+   * to tell the mark (and wait on it), or null.
    */
   holdToCommit(
     id: ShardId,
     kind: 'cache' | 'counters',
     timeoutMs: number | null,
-  ): { advance(offset: number): void } | null;
+  ): { advance(offset: number): void; wait(next: number): Promise<void> | undefined } | null;
 }
 
 export function ridingLogsOf(
