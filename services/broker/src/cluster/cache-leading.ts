@@ -124,22 +124,27 @@ export class CommittingCaches {
     const token = {};
     this.holds.set(key, token);
     this.gauge.set(this.holds.size);
-    this.release(key, token, () => committedThroughEnds(r, quorum, a));
+    const since = performance.now();
+    this.release(key, token, since, () => committedThroughEnds(r, quorum, a));
   }
 
   /** Ends the hold `token` once `committed` resolves; tries again while a log fails to open. */
-  private release(key: string, token: object, committed: () => Promise<void>): void {
+  private release(key: string, token: object, since: number, committed: () => Promise<void>) {
     const shard = key.replaceAll('\u0000', '/');
     committed().then(
       () => {
+        const held_ms = Math.round(performance.now() - since);
         if (this.drop(key, token))
-          this.log.info({ cache_shard: shard }, 'cache shard served: a majority holds its logs');
+          this.log.info(
+            { cache_shard: shard, held_ms },
+            'cache shard served: a majority holds its logs',
+          );
       },
       (err: unknown) => {
         // Let go meanwhile (its waits abandoned): whoever let it go dropped the hold.
         if (this.holds.get(key) !== token) return;
         this.log.warn({ err, cache_shard: shard }, 'cache shard held back; tried again');
-        setTimeout(() => this.release(key, token, committed), COMMIT_HOLD_RETRY_MS).unref();
+        setTimeout(() => this.release(key, token, since, committed), COMMIT_HOLD_RETRY_MS).unref();
       },
     );
   }
