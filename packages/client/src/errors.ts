@@ -247,14 +247,22 @@ export class CursorInFutureError extends ClientError {
   }
 }
 
-/** An acked publish whose connection died before its ack: it may or may not be in the log. */
+/**
+ * A write whose answer never came: an acked publish whose connection died before its ack (it may
+ * or may not be in the log), or a write on a request stream (a cache put or delete, a counter
+ * add, a settle, a group admin change) whose connection died or whose stream went unanswered
+ * past requestTimeoutMs (`cause` a TimeoutError): it may or may not have been applied.
+ */
 export class OutcomeUnknownError extends ClientError {
   readonly code = 'FELIX_CLIENT_OUTCOME_UNKNOWN';
   constructor(stream: string, options?: FelixErrorOptions) {
-    super(`the connection was lost before the publish to ${stream} was acknowledged`, {
-      ...options,
-      retry: 'unknown_outcome',
-    });
+    super(
+      options?.cause instanceof TimeoutError
+        ? `the write to ${stream} was not answered in time (${options.cause.message}): it may ` +
+            'or may not have been applied'
+        : `the connection was lost before the publish to ${stream} was acknowledged`,
+      { ...options, retry: 'unknown_outcome' },
+    );
   }
 }
 

@@ -25,9 +25,16 @@ export const KEEPALIVE_INTERVAL_MS_MAX = 1_000;
  *  had named a new leader. Three keep-alives unanswered: a live broker under load still answers
  *  at the transport within milliseconds. */
 export const PEER_SILENCE_MS = 3_000;
-/** How often a connection with waiting requests checks that the broker was heard from. */
-export const PEER_SILENCE_CHECK_MS = 250;
-/** How long a call waits for a connection (during a reconnect) or an answer. */
+/** How often a connection checks its waiting requests: that the broker was heard from
+ *  (PEER_SILENCE_MS), and that the oldest unanswered request of each request stream (the request
+ *  stream, a group poll's) has waited less than its bound. A request is stamped with the count of
+ *  these checks so far (a field read: no clock read, timer or promise of its own), so it fails
+ *  between its bound and two checks past it. */
+export const CONNECTION_CHECK_MS = 250;
+/** How long a call waits for a connection (during a reconnect) or an answer: a request on a
+ *  request stream (cache, counter, group and cluster calls, `offset_for_time`) whose answer has
+ *  not come within it (a group poll: within it past the poll's own `waitMs`) fails, and so does
+ *  every request behind it on that stream, which is reset (CONNECTION_CHECK_MS). */
 export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
 
 /** How long a subscription or a cache watch waits, after the broker's answer, for the event
@@ -41,7 +48,8 @@ export const EVENT_STREAM_WAIT_MS_MAX = 5_000;
 export const EVENT_STREAM_REOPENS_MAX = 3;
 
 /** Subscribes (or watches) made again in a row after one whose opening the broker never
- *  answered within requestTimeoutMs, before the reader ends with SubscribeTimeoutError: one
+ *  answered within requestTimeoutMs (its `subscribe` or `cache_watch`, or the `offset_for_time` a
+ *  time start asks first), before the reader ends with SubscribeTimeoutError (TimeoutError): one
  *  answer lost or one stalled handler is recovered from, a broker that answers none ends the
  *  reader instead of holding its `for await` for as long as the connection lives. Each attempt
  *  waits the whole request timeout, so one retry, not the three an event stream gets. */

@@ -401,10 +401,12 @@ export class ShardReader {
       ++this.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX
     )
       return false;
-    // So is a subscribe the broker never answered (a stalled handler, an answer lost): tried
-    // again, but a broker that answers none ends the reader typed instead of holding it.
+    // So is a subscribe the broker never answered (a stalled handler, an answer lost), or the
+    // `offset_for_time` a time start asks first (a TimeoutError of the request stream): tried
+    // again, but a broker that answers none ends the reader typed instead of holding it (or
+    // asking again every requestTimeoutMs for as long as the connection lives).
     if (
-      err instanceof SubscribeTimeoutError &&
+      (err instanceof SubscribeTimeoutError || err instanceof TimeoutError) &&
       ++this.subscribesUnanswered > SUBSCRIBE_UNANSWERED_RETRIES_MAX
     )
       return false;

@@ -33,7 +33,9 @@ export interface ConnectOptions {
   connectTimeoutMs?: number;
   /** A broker silent this long is declared dead and the client reconnects (default 15 s). */
   idleTimeoutMs?: number;
-  /** How long a call waits for a connection during a reconnect. */
+  /** How long a call waits for a connection during a reconnect, and for its answer: a publish's
+   *  ack, a subscription's opening, a request on the request stream (cache, counter, group,
+   *  cluster lookups), a group poll past its `waitMs` (default 30 s). */
   requestTimeoutMs?: number;
   /**
    * Against a cluster: how long a subscription, a cache watch or a group consumer keeps trying to

@@ -22,6 +22,8 @@ import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
 import type { InFrame } from '../src/protocol/frame-stream.js';
 import type { Prepared } from '../src/protocol/request-lane.js';
+import { REQUEST_TIMEOUT_MS_DEFAULT } from '../src/limits.js';
+import { CheckTicks } from '../src/util/check-ticks.js';
 
 /** A stand-in connection: polls answered with one record, ack batches by `ackAnswer`. */
 function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array, name = 'workers') {
@@ -32,6 +34,11 @@ function standIn(featuresHi: number, ackAnswer: (rid: number) => Uint8Array, nam
     server: 'stand-in',
     scope: { tenant: 't1', namespace: 'default' },
     negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi, window: 1 },
+    // The connection's check of overdue answers, which no test here runs.
+    ticks: new CheckTicks(),
+    requestTimeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
+    watchDue: () => undefined,
+    unwatchDue: () => undefined,
     turn: {
       atTurnEnd: (f: () => void) => {
         turn.push(f);

@@ -17,11 +17,13 @@ import {
   GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_CONSUME_QUICK_BATCH_MS,
   GROUP_NACK_BATCH_OFFSETS_MAX,
+  REQUEST_TIMEOUT_MS_DEFAULT,
 } from '../src/limits.js';
 import { Group, GroupMessage } from '../src/projections/group.js';
 import { RequestLane } from '../src/protocol/request-lane.js';
 import { RequestTable } from '../src/protocol/request-table.js';
 import { TurnBatcher } from '../src/protocol/turn-batcher.js';
+import { CheckTicks } from '../src/util/check-ticks.js';
 
 /** A transport stream stand-in: records writes, hands out chunks the test pushes. */
 class FakeStream {
@@ -75,6 +77,7 @@ function fakeHost(featuresHi = 0) {
   };
   const turn = new TurnBatcher();
   const table = new RequestTable();
+  const ticks = new CheckTicks();
   const bc = {
     server: 'fake',
     scope: { tenant: 't1', namespace: 'default' },
@@ -84,7 +87,19 @@ function fakeHost(featuresHi = 0) {
     table,
     openStream,
     // The connection's request stream, over a fake stream of its own opened on first use.
-    requests: new RequestLane({ server: 'fake', table, turn, open: openStream }),
+    requests: new RequestLane({
+      server: 'fake',
+      table,
+      turn,
+      ticks,
+      timeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
+      open: openStream,
+    }),
+    // The connection's check, which no test here runs: no poll's answer is overdue.
+    ticks,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
+    watchDue: () => undefined,
+    unwatchDue: () => undefined,
   };
   const host = { closed: false, connection: async () => bc as never };
   return { host, streams };

@@ -18,6 +18,8 @@ import type { BrokerConnection } from '../src/protocol/broker-connection.js';
 import type { InFrame } from '../src/protocol/frame-stream.js';
 import type { Prepared } from '../src/protocol/request-lane.js';
 import { TurnBatcher } from '../src/protocol/turn-batcher.js';
+import { REQUEST_TIMEOUT_MS_DEFAULT } from '../src/limits.js';
+import { CheckTicks } from '../src/util/check-ticks.js';
 
 function standIn(live: boolean, featuresHi = 0) {
   const polls: Uint8Array[] = [];
@@ -29,6 +31,11 @@ function standIn(live: boolean, featuresHi = 0) {
     server: 'stand-in',
     scope: { tenant: 't1', namespace: 'default' },
     negotiated: { flags: 0, features: FEATURE_CONSUMER_GROUP, featuresHi, window: 1 },
+    // The connection's check of overdue answers, which no test here runs.
+    ticks: new CheckTicks(),
+    requestTimeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
+    watchDue: () => undefined,
+    unwatchDue: () => undefined,
     turn: new TurnBatcher(),
     openStream: async () => {
       let onFrame: (f: InFrame) => void = () => undefined;

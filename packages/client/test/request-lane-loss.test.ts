@@ -7,12 +7,14 @@ import { ConnectionClosedError } from '@felix/transport';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { ClientError, ConnectionLostError, OutcomeUnknownError } from '../src/errors.js';
+import { REQUEST_TIMEOUT_MS_DEFAULT } from '../src/limits.js';
 import { Cache } from '../src/projections/cache.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import { FrameStream } from '../src/protocol/frame-stream.js';
 import { RequestLane } from '../src/protocol/request-lane.js';
 import { RequestTable } from '../src/protocol/request-table.js';
 import { TurnBatcher } from '../src/protocol/turn-batcher.js';
+import { CheckTicks } from '../src/util/check-ticks.js';
 
 /** A request stream whose read fails with `err` when the test calls `cut`. */
 class CutStream {
@@ -42,6 +44,8 @@ function cacheOverLane() {
     server: 'tls://127.0.0.1:1',
     table: new RequestTable(),
     turn: new TurnBatcher(),
+    ticks: new CheckTicks(),
+    timeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
     open: async () => ({ stream: stream as never, frames: new FrameStream(stream as never) }),
   });
   const bc = {

@@ -111,6 +111,8 @@ interface ScopeMemo {
 }
 
 export class Cache {
+  /** What a write whose answer never comes names in its OutcomeUnknownError. */
+  private readonly writeWhat: string;
   private getPrefixMemo: { tenant: string; namespace: string; prefix: GetPrefix } | null = null;
   private putPrefixMemo: PutMemo | null = null;
   private scopeMemo: ScopeMemo | null = null;
@@ -123,6 +125,7 @@ export class Cache {
     // The binary scope carries the name behind a u16 length (see checkKey).
     if (utf8Over(name, BINARY_STRING_BYTES_MAX))
       throw new InvalidArgumentError(`a cache name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
+    this.writeWhat = `cache ${name}`;
   }
 
   /** What an aborted call names in its AbortedError. */
@@ -182,6 +185,7 @@ export class Cache {
           finish: putDone,
         }),
         this.putFailed,
+        this.writeWhat,
       );
     }
     const { prefix, scope } = this.putPrefix(bc);
@@ -192,6 +196,7 @@ export class Cache {
         finish: putDone,
       }),
       this.putFailed,
+      this.writeWhat,
     );
   }
 
@@ -305,7 +310,10 @@ export class Cache {
   private deleteOn(bc: BrokerConnection, key: string): Promise<Uint8Array | undefined> {
     requireFeature(bc, FEATURE_CACHE_DELETE, 'cache_delete');
     return bc.requests
-      .request((request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }))
+      .request(
+        (request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }),
+        this.writeWhat,
+      )
       .then(cacheValueOf, (err: unknown) => {
         throw err instanceof ConnectionLostError
           ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })

@@ -53,10 +53,12 @@ export class Counter {
     requireFeature(bc, FEATURE_COUNTERS, 'counters');
     const { tenant, namespace } = bc.scope;
     const scope = { tenant_id: tenant, namespace, cache: this.name, key };
-    const asked = bc.requests.request((request_id) =>
-      delta === undefined
-        ? { type: 'counter_get', ...scope, request_id }
-        : { type: 'counter_add', ...scope, delta, request_id },
+    const asked = bc.requests.request(
+      (request_id) =>
+        delta === undefined
+          ? { type: 'counter_get', ...scope, request_id }
+          : { type: 'counter_add', ...scope, delta, request_id },
+      delta === undefined ? undefined : `counter ${this.name}`,
     );
     // The signal ends a call the broker has not answered yet too (an add so ended may have been
     // applied: its AbortedError says unknown outcome).

@@ -19,6 +19,7 @@ import {
 import {
   ConnectionLostError,
   ProtocolError,
+  TimeoutError,
   isStreamGone,
   notLeaderOf,
   refusalOf,
@@ -30,6 +31,7 @@ import {
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
+import { type DueWatched, ticksSpanning } from '../util/check-ticks.js';
 import { FrameTemplate, groupScopeOf } from './group-frames.js';
 import { GroupMessage, type GroupSettler } from './group-message.js';
 import type { GroupScope } from './group-settles.js';
@@ -48,20 +50,29 @@ export interface PollOptions {
 /**
  * One poll stream, serving one poll at a time: its answers are read as they arrive (through the
  * transport's chunk callback where it has one) and handed to the poll waiting, so a poll costs
- * one promise for its answer, not a chain of reads (a promise and a turn each) per frame.
+ * one promise for its answer, not a chain of reads (a promise and a turn each) per frame. A poll
+ * is stamped with the connection's check tick its answer is due by (its wait plus
+ * requestTimeoutMs): a broker that never answers it fails it with TimeoutError at that check, and
+ * the stream is reset (no timer of its own per poll).
  */
-class PollStream {
+class PollStream implements DueWatched {
   /** The poll waiting for its answer. */
   private waiter: { resolve(msg: Message | null): void; reject(err: unknown): void } | null = null;
   /** What ended the stream: null at the broker's clean half-close; undefined while open. */
   private ended: unknown = undefined;
+  /** The check tick the waiting poll's answer is due by, and the bound it names. */
+  private due = 0;
+  private dueMs = 0;
+  /** The frame flags the connection negotiated (a binary answer needs its flag). */
+  private readonly flags: number;
 
   constructor(
     readonly stream: TransportStream,
     readonly frames: FrameStream,
-    /** The frame flags the connection negotiated (a binary answer needs its flag). */
-    private readonly flags: number,
+    private readonly bc: BrokerConnection,
   ) {
+    this.flags = bc.negotiated.flags;
+    bc.watchDue(this);
     frames.forEachFrame(this.onFrame, this.onEnd);
   }
 
@@ -75,10 +86,12 @@ class PollStream {
    * rejects with what ended the stream or failed the write. The answer is awaited from before
    * the write, so no frame can come before it is wanted.
    */
-  ask(request: Uint8Array): Promise<Message | null> {
+  ask(request: Uint8Array, waitMs: number): Promise<Message | null> {
     if (this.ended !== undefined) {
       return this.ended === null ? Promise.resolve(null) : Promise.reject(this.ended);
     }
+    this.dueMs = waitMs + this.bc.requestTimeoutMs;
+    this.due = this.bc.ticks.count + ticksSpanning(this.dueMs);
     const answer = new Promise<Message | null>((resolve, reject) => {
       this.waiter = { resolve, reject };
     });
@@ -100,8 +113,25 @@ class PollStream {
     w.resolve(msg);
   };
 
+  /** The waiting poll's answer is overdue at check `tick`: it fails, and the stream is reset. */
+  checkDue(tick: number): void {
+    const w = this.waiter;
+    if (w === null || tick < this.due) return;
+    const err = new TimeoutError(`a group poll on ${this.bc.server}`, this.dueMs);
+    this.ended = err;
+    this.waiter = null;
+    this.stream.reset(0);
+    w.reject(err);
+  }
+
+  /** The stream is done with: its polls are no longer the connection's to bound. */
+  unwatch(): void {
+    this.bc.unwatchDue(this);
+  }
+
   private readonly onEnd = (err: unknown): void => {
-    this.ended = err ?? null;
+    this.unwatch();
+    if (this.ended === undefined) this.ended = err ?? null;
     const w = this.waiter;
     this.waiter = null;
     if (err === null) w?.resolve(null);
@@ -175,7 +205,8 @@ export class GroupPolls {
     const onAbort = () => ps.stream.reset(0);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const msg = await ps.ask(this.pollRequest(bc, opts, reclaim)).catch((err: unknown) => {
+      const wait = opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT;
+      const msg = await ps.ask(this.pollRequest(bc, opts, reclaim), wait).catch((err: unknown) => {
         // The connection died under the poll: the client's own error, not the transport's.
         throw isStreamGone(err) && !opts.signal?.aborted
           ? new ConnectionLostError(bc.server, { cause: err })
@@ -276,13 +307,16 @@ export class GroupPolls {
   private async openPollStream(bc: BrokerConnection): Promise<PollStream> {
     const without = this.who.timestamps ? 0 : FEATURE_RECORD_TIMESTAMPS;
     const { stream, frames } = await bc.openStream(without);
-    return new PollStream(stream, frames, bc.negotiated.flags);
+    return new PollStream(stream, frames, bc);
   }
 
   /** The idle poll streams on `bc` (those of a replaced connection are reset). */
   private idleOn(bc: BrokerConnection): PollStream[] {
     if (this.pool?.bc !== bc) {
-      for (const ps of this.pool?.idle.splice(0) ?? []) ps.stream.reset(0);
+      for (const ps of this.pool?.idle.splice(0) ?? []) {
+        ps.unwatch();
+        ps.stream.reset(0);
+      }
       this.pool = { bc, idle: [] };
     }
     return this.pool.idle;
@@ -296,6 +330,7 @@ export class GroupPolls {
 
 /** Finishes both directions of a poll stream so the transport can retire it. */
 function finish(ps: PollStream): void {
+  ps.unwatch();
   ps.stream.end().catch(() => undefined); // a stream already reset has nothing to end
   void ps.frames.release().catch(() => undefined); // nor anything left to read
 }

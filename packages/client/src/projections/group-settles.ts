@@ -70,6 +70,8 @@ export class GroupSettles implements GroupSettler {
   constructor(
     private readonly host: ProjectionHost,
     private readonly scope: GroupScope,
+    /** What a settle whose answer never comes names in its OutcomeUnknownError. */
+    private readonly what: string,
   ) {}
 
   /**
@@ -172,17 +174,21 @@ export class GroupSettles implements GroupSettler {
       // Settled in the turn the answer is read (`finish`), with one reaction for a failure:
       // no chain of steps (each a promise and a turn) between the answer and the acks.
       bc.requests
-        .requestPrepared<void>((request_id) => ({
-          bytes: frame(offsets, request_id),
-          quick: readAcked,
-          finish: (msg) => {
-            if (msg.type !== 'group_acked') {
-              throw new ProtocolError(`expected group_acked, got ${msg.type}`);
-            }
-            settleEach(part, msg.stale, undefined);
-            done();
-          },
-        }))
+        .requestPrepared<void>(
+          (request_id) => ({
+            bytes: frame(offsets, request_id),
+            quick: readAcked,
+            finish: (msg) => {
+              if (msg.type !== 'group_acked') {
+                throw new ProtocolError(`expected group_acked, got ${msg.type}`);
+              }
+              settleEach(part, msg.stale, undefined);
+              done();
+            },
+          }),
+          undefined,
+          this.what,
+        )
         .then(undefined, (err: unknown) => {
           for (const a of part) a.reject(err as Error);
           done();
@@ -322,7 +328,7 @@ export class GroupSettles implements GroupSettler {
       // escape into the turn's flush where nothing would catch it.
       let sent: Promise<Message>;
       try {
-        sent = bc.requests.request(message);
+        sent = bc.requests.request(message, this.what);
       } catch (err) {
         for (const it of part) it.reject(err as Error);
         continue;
@@ -354,6 +360,7 @@ export class GroupSettles implements GroupSettler {
     // Settles made in one turn (a consume loop's) share the request stream's one write.
     const asked = bc.requests.request(
       (request_id) => ({ type, ...this.scope(bc), offset, ...extra, request_id }) as Message,
+      this.what,
     );
     // Without a signal the request's own promise: acks come through here, no step of their own.
     return signal === undefined

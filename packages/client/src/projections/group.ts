@@ -106,7 +106,7 @@ export class Group implements GroupSettler {
         );
     }
     const scope = (bc: BrokerConnection) => this.scope(bc);
-    this.settles = new GroupSettles(host, scope);
+    this.settles = new GroupSettles(host, scope, `group ${name}`);
     this.polls = new GroupPolls({
       host,
       scope,
@@ -306,9 +306,11 @@ export class Group implements GroupSettler {
     extra: Record<string, unknown> = {},
   ) {
     requireFeature(bc, bit, type);
+    const what = `group ${this.name} ${type}`;
     const asked = bc.requests.request(
       (request_id) => ({ type, ...this.scope(bc), ...extra, request_id }) as Message,
+      write ? what : undefined,
     );
-    return abortable(asked, opts.signal, `group ${this.name} ${type}`, write);
+    return abortable(asked, opts.signal, what, write);
   }
 }

@@ -35,8 +35,9 @@ export interface ConnectionOptions {
   /** How long a subscription or watch waits for its event stream after the broker's answer
    *  (EVENT_STREAM_WAIT_MS_MAX when absent). */
   eventStreamWaitMs?: number;
-  /** How long a stream opened on the live connection waits for its `auth_ok`, and a subscription
-   *  or watch for its opening's answer (REQUEST_TIMEOUT_MS_DEFAULT when absent). */
+  /** How long a stream opened on the live connection waits for its `auth_ok`, a subscription or
+   *  watch for its opening's answer, and a request stream for its oldest answer (a poll's: past
+   *  its wait) (REQUEST_TIMEOUT_MS_DEFAULT when absent). */
   requestTimeoutMs?: number;
 }
 

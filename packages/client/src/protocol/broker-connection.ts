@@ -11,11 +11,12 @@ import { FEATURE_HI_REAUTH } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, TimeoutError } from '../errors.js';
 import {
   CLOSE_DRAIN_MS_MAX,
+  CONNECTION_CHECK_MS,
   KEEPALIVE_INTERVAL_MS_MAX,
-  PEER_SILENCE_CHECK_MS,
   PEER_SILENCE_MS,
   REQUEST_TIMEOUT_MS_DEFAULT,
 } from '../limits.js';
+import { CheckTicks, type DueWatched } from '../util/check-ticks.js';
 import { Deadline } from '../util/deadline.js';
 import { type ConnectionOptions, authStream, withTimeout } from './auth.js';
 import { type EventStreamReservation, EventStreams } from './event-streams.js';
@@ -39,6 +40,10 @@ export type { OpenSubscription, StartPosition } from './subscribe.js';
 export class BrokerConnection {
   /** Every request of this connection waiting for its answer. */
   readonly table = new RequestTable();
+  /** Checks run so far (every CONNECTION_CHECK_MS): what requests are stamped with. */
+  readonly ticks = new CheckTicks();
+  /** Request streams besides the request lane (group polls') whose oldest answer is bounded. */
+  private readonly dueWatched = new Set<DueWatched>();
   private readonly pipe: PublishPipe;
   private lane: RequestLane;
   private readonly events: EventStreams;
@@ -123,7 +128,7 @@ export class BrokerConnection {
       (err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })),
     );
     void this.events.accept();
-    this.watchSilence();
+    this.check();
     void this.conn.closed.then((info) =>
       this.fail(
         new ConnectionLostError(this.server, { cause: info.error ?? new Error(info.reason) }),
@@ -132,26 +137,45 @@ export class BrokerConnection {
   }
 
   /**
-   * Declares the connection lost when requests wait on it and nothing at all has arrived from
-   * the broker for PEER_SILENCE_MS (or the idle bound, when shorter): with a keep-alive at least
-   * every KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several times within it,
-   * so only a silent one (stopped, its host dead, cut off) gets here. Its waiting publishes fail
-   * as OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds the new owner.
-   * A connection with nothing waiting keeps to the idle bound.
+   * Checks the connection every CONNECTION_CHECK_MS: that the broker was heard from (`silence`),
+   * and that no request stream's oldest answer is overdue (its requests are stamped with the
+   * tick it is due by, so this is their only timer). The timer holds no process open.
    */
-  private watchSilence(): void {
+  private check(): void {
+    const silence = this.silenceCheck();
+    const timer = setInterval(() => {
+      const tick = ++this.ticks.count;
+      silence?.();
+      if (this.lostError !== null) return;
+      this.lane.checkDue(tick);
+      for (const w of this.dueWatched) w.checkDue(tick);
+    }, CONNECTION_CHECK_MS);
+    timer.unref?.();
+    void this.lost.then(() => clearInterval(timer));
+  }
+
+  /**
+   * The check that declares the connection lost when requests wait on it and nothing at all has
+   * arrived from the broker for PEER_SILENCE_MS (or the idle bound, when shorter): with a
+   * keep-alive at least every KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several
+   * times within it, so only a silent one (stopped, its host dead, cut off) gets here. Its waiting
+   * publishes fail as OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds
+   * the new owner. A connection with nothing waiting keeps to the idle bound. Undefined on a
+   * transport that counts no packets (a test fake).
+   */
+  private silenceCheck(): (() => void) | undefined {
     const first = this.conn.stats().packetsReceived;
-    if (typeof first !== 'number') return; // a transport that counts no packets (a test fake)
+    if (typeof first !== 'number') return undefined;
     const silenceMs = Math.min(PEER_SILENCE_MS, this.opts.idleTimeoutMs);
     let received = first;
     let heardMs = Date.now();
     let tickMs = heardMs;
-    const timer = setInterval(() => {
+    return () => {
       const nowMs = Date.now();
       const now = this.conn.stats().packetsReceived;
       // A late tick means this process stalled (a long GC, a busy turn): packets that came
       // meanwhile may not be counted yet, so the silence is measured again from now.
-      if (now !== received || nowMs - tickMs > 2 * PEER_SILENCE_CHECK_MS) {
+      if (now !== received || nowMs - tickMs > 2 * CONNECTION_CHECK_MS) {
         received = now;
         heardMs = nowMs;
       }
@@ -162,9 +186,16 @@ export class BrokerConnection {
           cause: new Error(`nothing received for ${nowMs - heardMs} ms while requests waited`),
         }),
       );
-    }, PEER_SILENCE_CHECK_MS);
-    timer.unref?.();
-    void this.lost.then(() => clearInterval(timer));
+    };
+  }
+
+  /** Bounds the oldest answer of a request stream of its own (a group poll's) while it is open. */
+  watchDue(w: DueWatched): void {
+    this.dueWatched.add(w);
+  }
+
+  unwatchDue(w: DueWatched): void {
+    this.dueWatched.delete(w);
   }
 
   /** Requests on this connection wait for the broker's answer. */
@@ -264,8 +295,8 @@ export class BrokerConnection {
       request_id: id,
     }));
     // A read a merged subscription opens with (and a keyed publish names its shard by): a live
-    // broker that never answers it held them for as long as the connection lived. Its answer,
-    // should it come later, is still read in turn and dropped.
+    // broker that never answers it held them for as long as the connection lived. The request
+    // stream's check resets the stream soon after, so a later answer is never read.
     const msg = await withTimeout(asked, this.requestTimeoutMs, `the shard count of ${stream}`);
     if (msg.type !== 'stream_shards_view')
       throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
@@ -283,6 +314,8 @@ export class BrokerConnection {
       server: this.server,
       table: this.table,
       turn: this.turn,
+      ticks: this.ticks,
+      timeoutMs: this.requestTimeoutMs,
       open: () => this.openStream(),
     });
   }

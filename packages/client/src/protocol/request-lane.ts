@@ -5,6 +5,11 @@
  * the turn (a consume loop's settles of one turn leave in one write), answers read in request
  * order. The broker answers this stream in order, so an `error` (which carries no request id)
  * belongs to the oldest unanswered request, and a request's quick decoder reads its answer.
+ * For the same reason the oldest request alone bounds them all: each is stamped with the
+ * connection's check tick its answer is due by, and a lane whose oldest answer is overdue
+ * (requestTimeoutMs) fails every request on it, reads with TimeoutError and writes with
+ * OutcomeUnknownError, and resets its stream, so a late answer is never read as a later
+ * request's; the next request opens a new stream.
  */
 import type { TransportStream } from '@felix/transport';
 import { FRAME_HEADER_BYTES, type Message, decodeMessage, encodeMessage } from '@felix/wire';
@@ -12,11 +17,14 @@ import {
   ClientError,
   ConnectionLostError,
   InvalidArgumentError,
+  OutcomeUnknownError,
   ProtocolError,
+  TimeoutError,
   notLeaderOf,
   refusalOf,
 } from '../errors.js';
 import { FRAME_BYTES_MAX, REQUESTS_IN_FLIGHT_MAX } from '../limits.js';
+import { type CheckTicks, type DueWatched, ticksSpanning } from '../util/check-ticks.js';
 import type { FrameStream, InFrame } from './frame-stream.js';
 import type { Pending, RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
@@ -30,6 +38,10 @@ interface Waiting extends Pending {
   finish: ((msg: Message) => unknown) | undefined;
   /** Maps what the request rejects with (`requestPrepared`'s `failed`); absent: as it is. */
   failed: Failed | undefined;
+  /** What a write names (it may have been applied when its answer never comes); absent: a read. */
+  write: string | undefined;
+  /** The connection's check tick by which its answer is due. */
+  due: number;
 }
 
 /** Maps a request's failure to what its caller rejects with. */
@@ -57,11 +69,14 @@ export interface LaneHost {
   readonly server: string;
   readonly table: RequestTable;
   readonly turn: TurnBatcher;
+  /** The connection's check ticks, and how long an answer may take (requestTimeoutMs). */
+  readonly ticks: CheckTicks;
+  readonly timeoutMs: number;
   /** Opens and authenticates the lane's stream. */
   open(): Promise<{ stream: TransportStream; frames: FrameStream }>;
 }
 
-export class RequestLane {
+export class RequestLane implements DueWatched {
   private opened: Promise<StreamWriter> | null = null;
   /** The stream's writer, once `opened` has resolved. */
   private writer: StreamWriter | null = null;
@@ -72,8 +87,12 @@ export class RequestLane {
   private roomWaiters: Array<() => void> = [];
   /** Requests on the slow path not sent yet: while any is, later ones queue behind it. */
   private slowQueued = 0;
+  /** Ticks an answer may take (the timeout's span, reckoned once per lane). */
+  private readonly dueTicks: number;
 
-  constructor(private readonly host: LaneHost) {}
+  constructor(private readonly host: LaneHost) {
+    this.dueTicks = ticksSpanning(host.timeoutMs);
+  }
 
   /** Requests sent on the lane and not answered yet. */
   get unanswered(): number {
@@ -84,9 +103,13 @@ export class RequestLane {
     return this.failed !== null;
   }
 
-  /** Sends one request (built with its request id) and resolves with its answer. */
-  request(build: (requestId: number) => Message): Promise<Message> {
-    return this.requestPrepared((id) => ({ bytes: encodeMessage(build(id)) }));
+  /**
+   * Sends one request (built with its request id) and resolves with its answer. `write` names a
+   * request that changes something (a put, an add, a settle): one whose answer never comes
+   * rejects with OutcomeUnknownError naming it, a read with TimeoutError.
+   */
+  request(build: (requestId: number) => Message, write?: string): Promise<Message> {
+    return this.requestPrepared((id) => ({ bytes: encodeMessage(build(id)) }), undefined, write);
   }
 
   /**
@@ -94,23 +117,31 @@ export class RequestLane {
    * request, before it is sent too, goes through `failed` when given: the caller's promise is
    * then the request's own, with no step (promise and turn) of its own per call to map it.
    */
-  requestPrepared<T>(prepare: (requestId: number) => Prepared<T>, failed?: Failed): Promise<T> {
+  requestPrepared<T>(
+    prepare: (requestId: number) => Prepared<T>,
+    failed?: Failed,
+    /** What a write names (see `request`); absent: a read. */
+    write?: string,
+  ): Promise<T> {
     if (this.failed)
       return Promise.reject(failed === undefined ? this.failed : failed(this.failed));
     // The common case (stream open, room under the bound, nobody queued on the slow path)
     // sends without an async hop; a request never overtakes one made before it.
     const w = this.writer;
     if (w !== null && this.slowQueued === 0 && this.waiting.length < REQUESTS_IN_FLIGHT_MAX)
-      return this.send(w, prepare, failed);
-    if (failed === undefined) return this.requestSlowly(prepare);
+      return this.send(w, prepare, failed, write);
+    if (failed === undefined) return this.requestSlowly(prepare, write);
     // The slow path maps once, at its end (its request's own rejections included).
-    return this.requestSlowly(prepare).catch((err: Error) => {
+    return this.requestSlowly(prepare, write).catch((err: Error) => {
       throw failed(err);
     });
   }
 
   /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
-  private async requestSlowly<T>(prepare: (requestId: number) => Prepared<T>): Promise<T> {
+  private async requestSlowly<T>(
+    prepare: (requestId: number) => Prepared<T>,
+    write: string | undefined,
+  ): Promise<T> {
     this.slowQueued++;
     let w: StreamWriter;
     try {
@@ -123,7 +154,7 @@ export class RequestLane {
       this.slowQueued--;
     }
     if (this.failed) throw this.failed;
-    return this.send(w, prepare, undefined);
+    return this.send(w, prepare, undefined, write);
   }
 
   private async openWriter(): Promise<StreamWriter> {
@@ -145,6 +176,7 @@ export class RequestLane {
     writer: StreamWriter,
     prepare: (requestId: number) => Prepared<T>,
     failed: Failed | undefined,
+    write: string | undefined,
   ): Promise<T> {
     const id = this.host.table.nextId();
     // Encoded before its answer is registered: a request that cannot be encoded owes no answer,
@@ -164,6 +196,7 @@ export class RequestLane {
       return Promise.reject(failed === undefined ? err : failed(err as Error));
     }
     const { bytes, quick, finish } = prepared;
+    const due = this.host.ticks.count + this.dueTicks;
     const answer = new Promise<T>((resolve, reject) => {
       const w: Waiting = {
         id,
@@ -173,6 +206,8 @@ export class RequestLane {
         quick,
         finish,
         failed,
+        write,
+        due,
       };
       // Only the lane's own queue: answers come in request order, and the connection's loss
       // fails the lane (`fail`), so a map entry per request would buy nothing.
@@ -244,11 +279,28 @@ export class RequestLane {
     else settleWith(head, msg);
   }
 
-  /** Fails this lane's requests (the connection's loss calls it before failing the table). */
-  fail(err: Error): void {
+  /** Fails the lane when its oldest request's answer is overdue at check `tick`. */
+  checkDue(tick: number): void {
+    const head = this.waiting[0];
+    if (head === undefined || tick < head.due) return;
+    // Every request behind it waits on the same stream: failed with it, the stream reset.
+    const err = new TimeoutError(
+      `the oldest request on the request stream to ${this.host.server}`,
+      this.host.timeoutMs,
+    );
+    this.fail(err, (w) =>
+      w.write === undefined ? err : new OutcomeUnknownError(w.write, { cause: err }),
+    );
+  }
+
+  /**
+   * Fails this lane's requests (the connection's loss calls it before failing the table), each
+   * sent one with `each` of it when given, else with `err`.
+   */
+  fail(err: Error, each?: (w: Waiting) => Error): void {
     if (this.failed) return;
     this.failed = err;
-    for (const w of this.waiting.splice(0)) rejectWaiting(w, err);
+    for (const w of this.waiting.splice(0)) rejectWaiting(w, each === undefined ? err : each(w));
     for (const r of this.roomWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.
