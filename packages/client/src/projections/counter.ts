@@ -56,8 +56,14 @@ export class Counter {
       // In a cluster, on the owner of the key's shard (counters are sharded as their cache).
       const on = (bc: BrokerConnection) => this.sendOn(bc, key, signal, delta);
       const bc = signal?.aborted ? undefined : keys.now(key);
-      if (bc === undefined) return keys.run(key, on, signal);
-      return on(bc).catch((err: unknown) => keys.run(key, on, signal, { err, from: bc.server }));
+      const sent =
+        bc === undefined
+          ? keys.run(key, on, signal)
+          : on(bc).catch((err: unknown) => keys.run(key, on, signal, { err, from: bc.server }));
+      // An abort while it waits to be sent again is the call's AbortedError too.
+      return signal === undefined
+        ? sent
+        : abortable(sent, signal, `counter ${this.name}`, delta !== undefined);
     }
     return this.sendOn(await this.host.connection(signal), key, signal, delta);
   }
