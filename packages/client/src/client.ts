@@ -48,6 +48,7 @@ import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
 import { Group, type GroupOptions } from './projections/group.js';
 import type { ProjectionHost } from './projections/host.js';
+import type { KeyRoute } from './projections/key-routes.js';
 import { type StatusEvent, StatusHub } from './status.js';
 import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from './token/keeper.js';
 import { type ReaderRoute, type ReaderStart, ShardReader, Subscription } from './subscription.js';
@@ -745,6 +746,27 @@ export class FelixClient {
         refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
         deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
       },
+      ...(owned === undefined ? { keys: this.keyRoute() } : {}),
+    };
+  }
+
+  /** What a cache's single-key requests need of the router (projections/key-routes.ts). */
+  private keyRoute(): KeyRoute {
+    const router = this.router;
+    return {
+      get active() {
+        return router.active;
+      },
+      get ownersVersion() {
+        return router.ownersVersion;
+      },
+      widthNow: (name) => router.widthNow('cache', name),
+      widthOf: (name, signal) => router.widthOf('cache', name, signal),
+      liveFor: (name, shard) => router.liveFor('cache', name, shard),
+      request: (name, shard, call, signal, tried) =>
+        router.request('cache', name, shard, call, signal, tried),
+      refused: (name, shard, err, from) => router.refused('cache', name, shard, err, from),
+      requestTimeoutMs: this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
     };
   }
 

@@ -259,6 +259,9 @@ export const AT_LEAST_ONCE_RESENDS_MAX = 5;
  *  and a promotion, about 16 s at PUBLISH_RETRY_DELAY_MS_MAX between attempts (32 spanned as
  *  much at the readers' 1 s cap). */
 export const PUBLISH_ROUTE_ATTEMPTS_MAX = 128;
+/** Attempts of one routed cache or counter call refused with nothing done (a redirect, an owner
+ *  not yet promoted): as many as a routed publish's, at the same retry delays. */
+export const KEYED_ROUTE_ATTEMPTS_MAX = PUBLISH_ROUTE_ATTEMPTS_MAX;
 /** How long a reader following its shard's owner retries `not_found` (a name the broker it
  *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
 export const NOT_FOUND_RETRY_MS = 5_000;

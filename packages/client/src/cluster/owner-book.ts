@@ -27,6 +27,13 @@ export class OwnerBook {
   private readonly brokers = new Map<string, string>();
   private readonly owners = new Map<string, Map<number, ShardOwnerEntry>>();
   private readonly widths = new Map<string, number>();
+  private changes = 0;
+
+  /** Changes whenever an owner or a width is learned or dropped: a caller that keeps what it
+   *  looked up (a cache handle's connections per shard) compares it instead of looking again. */
+  get version(): number {
+    return this.changes;
+  }
 
   /** Every dial address known from topology answers. */
   get brokerAddresses(): string[] {
@@ -71,6 +78,7 @@ export class OwnerBook {
       if (addr !== undefined) entry.addr = addr;
     }
     shards.set(shard, entry);
+    this.changes++;
     return true;
   }
 
@@ -83,11 +91,12 @@ export class OwnerBook {
   learnWidth(kind: OwnerKind, name: string, width: number): void {
     if (this.widths.size >= OWNER_BOOK_NAMES_MAX) this.widths.clear();
     this.widths.set(nameKey(kind, name), width);
+    this.changes++;
   }
 
   /** Drops a shard's owner (a request found it stale); the next use asks again. */
   forgetOwner(kind: OwnerKind, name: string, shard: number): void {
-    this.owners.get(nameKey(kind, name))?.delete(shard);
+    if (this.owners.get(nameKey(kind, name))?.delete(shard)) this.changes++;
   }
 
   /** Drops every owner at `addr` (its connection was lost: a failover is likely). */
@@ -95,5 +104,6 @@ export class OwnerBook {
     for (const shards of this.owners.values()) {
       for (const [shard, o] of shards) if (o.addr === addr) shards.delete(shard);
     }
+    this.changes++;
   }
 }

@@ -200,6 +200,16 @@ export class ClusterRouter {
     return this.book.widthOf(kind, name);
   }
 
+  /** Shards of a stream or cache as known now, without asking (undefined: not known yet). */
+  widthNow(kind: OwnerKind, name: string): number | undefined {
+    return this.active ? this.book.widthOf(kind, name) : undefined;
+  }
+
+  /** The owner book's version (OwnerBook.version). */
+  get ownersVersion(): number {
+    return this.book.version;
+  }
+
   /** The live connection to a shard's owner now, without waiting; undefined when there is
    *  none open (the caller takes the entry broker's). */
   liveFor(kind: OwnerKind, name: string, shard: number): BrokerConnection | undefined {
@@ -323,6 +333,7 @@ export class ClusterRouter {
   /**
    * Runs `call` on the shard's owner, following `not_leader` redirects (routing.ts's walk: at
    * most REDIRECT_HOPS_MAX hops, never back to a broker already tried, nor to a suspect one).
+   * `tried`: brokers that refused this request before (a caller's own first attempt).
    */
   async request<T>(
     kind: OwnerKind,
@@ -330,8 +341,10 @@ export class ClusterRouter {
     shard: number,
     call: (conn: BrokerConnection) => Promise<T>,
     signal?: AbortSignal,
+    tried?: readonly string[],
   ): Promise<T> {
     return followRedirects({
+      ...(tried === undefined ? {} : { tried }),
       first: await this.firstAddress(kind, name, shard, signal),
       attempt: async (addr) => call(await this.connectionTo(addr, signal)),
       next: (err, tried) => {

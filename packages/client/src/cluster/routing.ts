@@ -5,6 +5,7 @@
  * tried). No sockets and no timers: the router (router.ts) supplies the attempts.
  */
 import type { RetryClass } from '@felix/common';
+import { shardForKey } from '@felix/wire';
 import {
   ClientError,
   ConnectionLostError,
@@ -123,6 +124,9 @@ export interface RedirectWalk<T> {
   /** The next broker a redirect-class refusal points at (undefined: none known). */
   next(err: unknown, tried: readonly string[]): Promise<string | undefined> | string | undefined;
   hopsMax?: number;
+  /** Brokers this request already tried (and was refused by) before the walk: counted as hops
+   *  and never gone back to. */
+  tried?: readonly string[];
 }
 
 /**
@@ -133,8 +137,9 @@ export interface RedirectWalk<T> {
  */
 export async function followRedirects<T>(walk: RedirectWalk<T>): Promise<T> {
   const hopsMax = walk.hopsMax ?? REDIRECT_HOPS_MAX;
-  const tried: string[] = [];
+  const tried: string[] = [...(walk.tried ?? [])];
   let addr = walk.first;
+  if (tried.includes(addr)) throw new RedirectLimitError([...tried, addr]);
   for (;;) {
     tried.push(addr);
     try {
@@ -149,4 +154,15 @@ export async function followRedirects<T>(walk: RedirectWalk<T>): Promise<T> {
       addr = next;
     }
   }
+}
+
+const UTF8 = new TextEncoder();
+
+/**
+ * The shard of a cache (and its counters) holding `key`, as the broker maps it
+ * (services/broker/src/caches/cache-service.ts, `shardOf`): the UTF-8 bytes of the key, modulo
+ * routing, as a keyed publish; a one-shard cache needs no hash.
+ */
+export function cacheShardOf(key: string, width: number): number {
+  return width === 1 ? 0 : shardForKey(UTF8.encode(key), width, 'modulo');
 }

@@ -13,7 +13,6 @@ import {
   FLAG_BINARY_CACHE,
   type GetPrefix,
   type Message,
-  shardForKey,
   type PutPrefix,
   cacheScopeBytes,
   decodeCacheAnswer,
@@ -41,6 +40,8 @@ import {
   refusalOf,
 } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { cacheShardOf } from '../cluster/routing.js';
+import { KeyRoutes } from './key-routes.js';
 import { EVENT_STREAM_REOPENS_MAX, SUBSCRIBE_UNANSWERED_RETRIES_MAX } from '../limits.js';
 import { resetOnAbort } from '../protocol/auth.js';
 import { Deadline } from '../util/deadline.js';
@@ -116,12 +117,15 @@ export class Cache {
   private getPrefixMemo: { tenant: string; namespace: string; prefix: GetPrefix } | null = null;
   private putPrefixMemo: PutMemo | null = null;
   private scopeMemo: ScopeMemo | null = null;
+  /** Routing by key in a cluster (null: the client has no router). */
+  private readonly keys: KeyRoutes | null;
 
   constructor(
     private readonly host: ProjectionHost,
     readonly name: string,
   ) {
     if (name === '') throw new InvalidArgumentError('cache name must not be empty');
+    this.keys = host.keys === undefined ? null : new KeyRoutes(host.keys, name, () => host.closed);
     // The binary scope carries the name behind a u16 length (see checkKey).
     if (utf8Over(name, BINARY_STRING_BYTES_MAX))
       throw new InvalidArgumentError(`a cache name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
@@ -146,6 +150,11 @@ export class Cache {
       if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
         throw new InvalidArgumentError('ttlMs must be a non-negative integer');
       const bytes = bytesOf(value);
+      const keys = this.keys;
+      if (keys?.active) {
+        const on = (c: BrokerConnection) => this.putOn(c, key, bytes, opts.ttlMs);
+        return this.routed(keys, key, on, opts.signal, 'put', true);
+      }
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
         ? untilAborted(this.putOn(bc, key, bytes, opts.ttlMs), opts.signal, this.what('put'), true)
@@ -206,12 +215,39 @@ export class Cache {
       ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
       : err;
 
+  /**
+   * A single-key call routed by key (key-routes.ts): on the open connection to the owner of the
+   * key's shard when there is one (in the caller's turn, as unrouted), else once the owner is
+   * found; a refusal that did nothing goes on from there. `on` must map a write's lost
+   * connection to OutcomeUnknownError (it is then never sent again).
+   */
+  private routed<T>(
+    keys: KeyRoutes,
+    key: string,
+    on: (bc: BrokerConnection) => Promise<T>,
+    signal: AbortSignal | undefined,
+    call: string,
+    write: boolean,
+  ): Promise<T> {
+    const bc = signal?.aborted ? undefined : keys.now(key);
+    const sent =
+      bc === undefined
+        ? keys.run(key, on, signal)
+        : on(bc).catch((err: unknown) => keys.run(key, on, signal, { err, from: bc.server }));
+    return untilAborted(sent, signal, this.what(call), write);
+  }
+
   /** The value, or undefined when the key is absent or expired. A failed read throws. */
   get(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
     // Not an async function: on a live connection the promise returned is the request's own,
     // resolved with the value (no promise or turn of its own per get).
     try {
       checkKey(key);
+      const keys = this.keys;
+      if (keys?.active) {
+        const on = (c: BrokerConnection) => this.getOn(c, key);
+        return this.routed(keys, key, on, opts.signal, 'get', false);
+      }
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
         ? untilAborted(this.getOn(bc, key), opts.signal, this.what('get'), false)
@@ -290,6 +326,11 @@ export class Cache {
   delete(key: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array | undefined> {
     try {
       checkKey(key);
+      const keys = this.keys;
+      if (keys?.active) {
+        const on = (c: BrokerConnection) => this.deleteOn(c, key);
+        return this.routed(keys, key, on, opts.signal, 'delete', true);
+      }
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
         ? untilAborted(this.deleteOn(bc, key), opts.signal, this.what('delete'), true)
@@ -500,7 +541,7 @@ export class Cache {
     const width = await route.widthOf('cache', this.name, signal);
     if (width === undefined) return undefined;
     if (width === 1) return 0;
-    return 'key' in filter ? shardForKey(bytesOf(filter.key), width, 'modulo') : undefined;
+    return 'key' in filter ? cacheShardOf(filter.key, width) : undefined;
   }
 
   /** One watch on `bc`, from `st.next`: its events until the broker ends it or it lags. */

@@ -12,27 +12,29 @@ import {
 } from '../errors.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 import { abortable } from '../util/abortable.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { KeyRoutes } from './key-routes.js';
 
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
 
 export class Counter {
+  /** Routing by key in a cluster (null: the client has no router). */
+  private readonly keys: KeyRoutes | null;
+
   constructor(
     private readonly host: ProjectionHost,
     readonly name: string,
   ) {
     if (name === '') throw new InvalidArgumentError('counter name must not be empty');
+    this.keys = host.keys === undefined ? null : new KeyRoutes(host.keys, name, () => host.closed);
   }
 
   /** Adds `delta` and resolves with the sum including it. */
   async add(key: string, delta: bigint, opts: { signal?: AbortSignal } = {}): Promise<bigint> {
     if (typeof delta !== 'bigint' || delta < I64_MIN || delta > I64_MAX)
       throw new InvalidArgumentError('delta must be a bigint in the signed 64-bit range');
-    const msg = await this.send(key, opts.signal, delta).catch((err: unknown) => {
-      throw err instanceof ConnectionLostError
-        ? new OutcomeUnknownError(`counter ${this.name}`, { cause: err })
-        : err;
-    });
+    const msg = await this.send(key, opts.signal, delta).catch(unknownIfLost(this.name));
     if (msg.value === undefined) throw new ProtocolError('counter_add answered without a value');
     return msg.value;
   }
@@ -49,7 +51,29 @@ export class Counter {
   ): Promise<Extract<Message, { type: 'counter_value' }>> {
     if (typeof key !== 'string' || key === '')
       throw new InvalidArgumentError('a counter key is a non-empty string');
-    const bc = await this.host.connection(signal);
+    const keys = this.keys;
+    if (keys?.active) {
+      // In a cluster, on the owner of the key's shard (counters are sharded as their cache).
+      const on = (bc: BrokerConnection) => this.sendOn(bc, key, signal, delta);
+      const bc = signal?.aborted ? undefined : keys.now(key);
+      const sent =
+        bc === undefined
+          ? keys.run(key, on, signal)
+          : on(bc).catch((err: unknown) => keys.run(key, on, signal, { err, from: bc.server }));
+      // An abort while it waits to be sent again is the call's AbortedError too.
+      return signal === undefined
+        ? sent
+        : abortable(sent, signal, `counter ${this.name}`, delta !== undefined);
+    }
+    return this.sendOn(await this.host.connection(signal), key, signal, delta);
+  }
+
+  private async sendOn(
+    bc: BrokerConnection,
+    key: string,
+    signal: AbortSignal | undefined,
+    delta?: bigint,
+  ): Promise<Extract<Message, { type: 'counter_value' }>> {
     requireFeature(bc, FEATURE_COUNTERS, 'counters');
     const { tenant, namespace } = bc.scope;
     const scope = { tenant_id: tenant, namespace, cache: this.name, key };
@@ -62,11 +86,22 @@ export class Counter {
     );
     // The signal ends a call the broker has not answered yet too (an add so ended may have been
     // applied: its AbortedError says unknown outcome).
+    // An add whose connection was lost may have been applied: never sent again (key-routes.ts).
+    const answered = delta === undefined ? asked : asked.catch(unknownIfLost(this.name));
     const msg = await (signal === undefined
-      ? asked
-      : abortable(asked, signal, `counter ${this.name}`, delta !== undefined));
+      ? answered
+      : abortable(answered, signal, `counter ${this.name}`, delta !== undefined));
     if (msg.type !== 'counter_value')
       throw new ProtocolError(`expected counter_value, got ${msg.type}`);
     return msg;
   }
+}
+
+/** A failed add's error: a lost connection makes its outcome unknown. */
+function unknownIfLost(name: string): (err: unknown) => never {
+  return (err) => {
+    throw err instanceof ConnectionLostError
+      ? new OutcomeUnknownError(`counter ${name}`, { cause: err })
+      : err;
+  };
 }

@@ -6,6 +6,7 @@ import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.j
 import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
+import type { KeyRoute } from './key-routes.js';
 
 export interface ProjectionHost {
   /** The live connection, waiting through a reconnect (bounded by the request timeout). */
@@ -15,6 +16,9 @@ export interface ProjectionHost {
   readonly closed: boolean;
   /** Cluster routing (absent, or inactive against a broker without discovery: `connection`). */
   route?: ProjectionRoute;
+  /** The routing of a cache's single-key requests by key (key-routes.ts), when the client has
+   *  a router. */
+  keys?: KeyRoute;
 }
 
 /** What a watch or a group needs of the client's router (cluster/router.ts). */

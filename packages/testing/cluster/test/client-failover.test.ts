@@ -194,8 +194,8 @@ describe('the cluster-aware client', () => {
       return puts.length >= n;
     };
     try {
-      // Cache writes are not routed by the client (the broker forwards them, issue 23): the
-      // writer connects to the leader of the moment.
+      // The writer is seeded with the leader of the moment (any broker would do: a cache call
+      // goes to its key's owner, a_routed_client_reads_and_writes_every_shard_of_a_cache_through_one_seed).
       const onLeader = await c.connect({ servers: [leader.url()] });
       for (let i = 0; i < 10; i++) await onLeader.cache('kv').put(`k${i}`, `v${i}`);
       await onLeader.close();
