@@ -195,7 +195,35 @@ describe('a quorum stream taken tail', () => {
     // A subscriber that read up to n10 from generation 2's leader resumes at 11 on the new
     // leader (generation 4 from 12): nothing it read is sent again.
     const newLeader = [...starts, { generation: 4, start: 12 }];
-    expect(partingPoint(newLeader, 2, 6) ?? 12).toBeGreaterThanOrEqual(11);
+    expect(partingPoint(newLeader, 2, 6)).toBeGreaterThanOrEqual(11);
+  });
+
+  it('a_generation_begun_at_the_tail_without_records_does_not_date_a_taken_tail', async () => {
+    // An open at generation 4 began it at the tail and stopped before its start record; the
+    // next open takes the source's tail (generation 2's start record, then n7..n9).
+    const srcOpts = await logAt([{ generation: 1, values: shared }]);
+    const src = await SegmentLog.open(srcOpts);
+    await (await GenerationStarts.open(nodeIo, src.dir)).begin(2, src.tailOffset);
+    await src.appendGenerationStart(2);
+    await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
+    await src.close();
+    const server = new ReplicaServer({
+      logOptions: () => srcOpts,
+      assignment: () => ({ generation: 5 }),
+    });
+    scope.defer(() => server.close());
+    await server.handle(
+      encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(5), log: 1 }),
+    );
+    const answer = { nodeId: 'src', logEnd: 10, commitOffset: 6, lastGeneration: 2 };
+    const own = await logAt([{ generation: 1, values: shared }], 6);
+    await (await GenerationStarts.open(nodeIo, await dirOf(own))).begin(4, 6);
+    const link = { request: (f: Uint8Array) => server.handle(f) };
+    await takeTail(ref(5), own, answer, link, 'stream', true);
+    expect((await GenerationStarts.open(nodeIo, await dirOf(own))).all).toEqual([
+      { generation: 1, start: 0 },
+      { generation: 2, start: 6 },
+    ]);
   });
 });
 

@@ -113,6 +113,9 @@ export async function takeTail(
           // one record early, so a log that disagrees even there is found (and refused).
           Math.max(log.baseOffset, Math.min(commit, ownEnd) - 1)
         : ridingFrom(log, starts, source);
+    // A generation begun at the tail and holding no record yet (an open that stopped before
+    // its generation-start record) dates nothing: kept, it would outrank the pulled records'.
+    await starts.truncated(ownEnd);
     // The pulled records were written by the source's generations, not by this leader's. A
     // quorum stream with a history dates them by their start records: dated as the source's
     // last generation from this log's end, records of an older generation (a same-leader bump
