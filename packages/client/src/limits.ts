@@ -49,7 +49,8 @@ export const EVENT_STREAM_REOPENS_MAX = 3;
 
 /** Subscribes (or watches) made again in a row after one whose opening the broker never
  *  answered within requestTimeoutMs (its `subscribe` or `cache_watch`, or the `offset_for_time` a
- *  time start asks first), before the reader ends with SubscribeTimeoutError (TimeoutError): one
+ *  time start asks first), before the reader ends with SubscribeTimeoutError (TimeoutError for
+ *  the `offset_for_time`): one
  *  answer lost or one stalled handler is recovered from, a broker that answers none ends the
  *  reader instead of holding its `for await` for as long as the connection lives. Each attempt
  *  waits the whole request timeout, so one retry, not the three an event stream gets. */

@@ -35,6 +35,7 @@ import {
   OutcomeUnknownError,
   ProtocolError,
   SubscribeTimeoutError,
+  TimeoutError,
   isStreamGone,
   notLeaderOf,
   refusalOf,
@@ -398,7 +399,9 @@ export class Cache {
     try {
       return await this.startWatchWithin(bc, req, subscriptionId, current, deadline);
     } catch (err) {
-      if (deadline.expired && !signal?.aborted)
+      // The stream's own auth wait has a bound of the same length, which may end first.
+      const timedOut = deadline.expired || err instanceof TimeoutError;
+      if (timedOut && !signal?.aborted)
         throw new SubscribeTimeoutError(`the watch of cache ${this.name}`, deadline.ms);
       throw err;
     } finally {

@@ -128,13 +128,14 @@ export class CommittingCaches {
     this.release(key, token, since, () => committedThroughEnds(r, quorum, a));
   }
 
-  /** Ends the hold `token` once `committed` resolves; tries again while a log fails to open. */
-  private release(key: string, token: object, since: number, committed: () => Promise<void>) {
+  /** Ends the hold `token` once `committed` resolves (said when the shard is served); tries
+   *  again while a log fails to open. */
+  private release(key: string, token: object, since: number, committed: () => Promise<boolean>) {
     const shard = key.replaceAll('\u0000', '/');
     committed().then(
-      () => {
+      (served) => {
         const held_ms = Math.round(performance.now() - since);
-        if (this.drop(key, token))
+        if (this.drop(key, token) && served)
           this.log.info(
             { cache_shard: shard, held_ms },
             'cache shard served: a majority holds its logs',
@@ -158,12 +159,18 @@ export class CommittingCaches {
   }
 }
 
-/** Resolves once the mark of each of a quorum cache shard's logs covers the log's end now. */
-async function committedThroughEnds(r: CacheLeading, quorum: CacheQuorum, a: AssignmentRecord) {
+/** Resolves true once the mark of each of a quorum cache shard's logs covers the log's end
+ *  now; false when a log is not there to open (the broker closing). */
+async function committedThroughEnds(
+  r: CacheLeading,
+  quorum: CacheQuorum,
+  a: AssignmentRecord,
+): Promise<boolean> {
   const id = idOf(a);
   for (const kind of ['cache', 'counters'] as const) {
     const log = await r.riding.open(id, kind);
-    if (log === null) continue;
+    if (log === null) return false;
     await (kind === 'cache' ? quorum.cache : quorum.counters).wait(log.tailOffset);
   }
+  return true;
 }
