@@ -234,7 +234,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     default: PUBLISH_QUORUM_TIMEOUT_MS_DEFAULT,
     min: 1,
     max: PUBLISH_QUORUM_TIMEOUT_MS_MAX,
-    doc: 'How long a publish to a replicated `quorum` stream (and a cache put, delete or counter add to a `quorum` cache) waits for a majority of its replica set to hold it (as `durable.fsync_mode` acknowledges a write: synced under `onCommit`, written under `periodic`; a quorum cache syncs); past it the write is answered `quorum_timeout` (retry class `outcome_unknown`: the record stays in the log and commits if the followers catch up). Keep it below the clients\' `requestTimeoutMs` (30 s by default): a client that gives up on a request first fails every request queued behind it on that stream.',
+    doc: 'How long a publish to a replicated `quorum` stream (and a cache put, delete or counter add to a `quorum` cache) waits for a majority of its replica set to hold it (as `durable.fsync_mode` acknowledges a write: synced under `onCommit`, written under `periodic`; a quorum cache syncs); past it the write is answered `quorum_timeout` (retry class `outcome_unknown`: the record stays in the log and commits if the followers catch up). Keep it below `requestTimeoutMs` of the clients (30 s by default): a client that gives up on a request first fails every request queued behind it on that stream.',
   },
   {
     key: 'broker.subscriber_queue_capacity',
