@@ -367,6 +367,30 @@ for (const transport of TRANSPORTS) {
       }
     });
 
+    it('a_merged_subscription_over_many_shards_warns_of_no_listener_leak', async () => {
+      const felix = await client(shared, transport);
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+      process.on('warning', onWarning);
+      const ac = new AbortController();
+      try {
+        // Each shard's reader waits on the subscription's signal while it opens (its event
+        // stream, its answer, its stream's auth): four shards held more than Node's default 10.
+        for (let i = 0; i < 200; i++) await felix.publish('ready-merged', `r${i}`);
+        const merged = felix.subscribe('ready-merged', { from: 'earliest', signal: ac.signal });
+        const got = await withDeadline(take(merged[Symbol.asyncIterator](), 200), 10_000, 'all');
+        expect(got).toHaveLength(200);
+        merged.close();
+        // Warnings are emitted on a later tick.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+        ac.abort();
+        await felix.close();
+      }
+    });
+
     it('bad_subscribe_options_are_refused_at_the_call', async () => {
       const felix = await client(shared, transport);
       try {
