@@ -340,9 +340,10 @@ export class FelixClient {
   }
 
   /** The live connection, waiting for a reconnect if needed. */
-  async connection(signal?: AbortSignal): Promise<BrokerConnection> {
+  async connection(signal?: AbortSignal, untilMs?: number): Promise<BrokerConnection> {
     const timeoutMs = this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT;
-    const until = Date.now() + timeoutMs;
+    // A call that already spent part of its timeout waiting (`untilMs`) waits only the rest.
+    const until = untilMs ?? Date.now() + timeoutMs;
     for (;;) {
       if (this.isClosed) throw this.terminal ?? new ClientClosedError();
       if (signal?.aborted) throw new AbortedError('the call', { cause: signal.reason });
@@ -544,17 +545,24 @@ export class FelixClient {
     call: PublishCall,
     opts: PublishOptions,
   ): Promise<PublishAnswer> {
-    const shard = await this.shardOfPublish(stream, call.key, opts.signal);
+    // One window for the whole publish: its shard lookup and every attempt's wait for a
+    // connection share it (each waited a whole request timeout: a publish to a stopped broker
+    // took two or three).
+    const startedMs = Date.now();
+    const untilMs = startedMs + call.timeoutMs;
+    const shard = await this.shardOfPublish(stream, call.key, opts.signal, untilMs);
     const tally = {
       resends: 0,
       atLeastOnce: opts.atLeastOnce === true,
-      startedMs: Date.now(),
+      startedMs,
       timeoutMs: call.timeoutMs,
     };
     for (let attempt = 0; ; attempt++) {
       try {
-        if (shard === undefined || !this.router.active)
-          return await (await this.connection(opts.signal)).publish(stream, payloads, call);
+        if (shard === undefined || !this.router.active) {
+          const conn = await this.connection(opts.signal, untilMs);
+          return await conn.publish(stream, payloads, call);
+        }
         return await this.router.request(
           'stream',
           stream,
@@ -596,9 +604,12 @@ export class FelixClient {
     stream: string,
     key: Uint8Array | undefined,
     signal: AbortSignal | undefined,
+    untilMs: number,
   ): Promise<number | undefined> {
     let width: { shards: number; routing: 'modulo' | 'jump_hash' };
     try {
+      // The lookup's wait for a connection is the publish's, not a timeout of its own.
+      if (!this.shardCache.has(stream)) await this.connection(signal, untilMs);
       width = await this.shards(stream, signal);
     } catch {
       return undefined; // unknown here: the entry broker answers the publish (and refuses it)

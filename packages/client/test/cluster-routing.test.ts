@@ -27,6 +27,7 @@ import {
   RedirectLimitError,
   ShardUnavailableError,
   StreamLimitExceededError,
+  TimeoutError,
   notLeaderOf,
 } from '../src/errors.js';
 import {
@@ -241,6 +242,34 @@ describe('a publish caught by a failover', () => {
     const onB = again.last('quic://b:1')!.received.filter((x) => x.msg.type === 'publish_batch');
     expect(onB).toHaveLength(1);
     await resending.close();
+  });
+});
+
+describe('a routed publish to a broker that stopped', () => {
+  it('a_publish_to_a_stopped_broker_fails_within_its_request_timeout_not_twice_it', async () => {
+    const rig = fakeCluster(() => undefined);
+    let opens = 0;
+    // The broker stops for good: every reconnect is refused.
+    const open: typeof rig.open = (server, o, turn) => {
+      if (opens++ > 0) return Promise.reject(new Error('connection refused'));
+      return rig.open(server, o, turn);
+    };
+    const client = await FelixClient.create(
+      { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 1_000 },
+      { open, clock: new FakeClock() },
+    );
+    rig.last('quic://a:1')!.kill();
+    await waitFor(() => opens > 1, 'the client to try reconnecting');
+    const started = performance.now();
+    // Routed (at least once) and keyed: its shard is looked up first, and that lookup and each
+    // attempt waited a whole request timeout for a connection of their own.
+    const err = await client
+      .publish('orders', 'x', { key: 'k', atLeastOnce: true })
+      .catch((e: unknown) => e);
+    const tookMs = performance.now() - started;
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect(tookMs).toBeLessThan(1_800);
+    await client.close();
   });
 });
 
