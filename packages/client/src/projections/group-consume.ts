@@ -6,8 +6,8 @@
  * loop never yields (the rest of the batch in hand, and whatever the polls still out when it
  * ends by break or return bring back) are handed back with a nack. A message of the batch in
  * hand is answered at once (no generator hop per message); only the step to the next batch
- * awaits a poll, and calls to next() made while it runs wait behind it, so messages come out in
- * order and once each.
+ * awaits a poll (whichever of those out answers first), and calls to next() made while it runs
+ * wait behind it, so messages come out once each, each batch in its order.
  */
 import { ConnectionLostError, isStreamGone } from '../errors.js';
 import { GROUP_CONSUME_POLLS_AHEAD_MAX, GROUP_CONSUME_QUICK_BATCH_MS } from '../limits.js';
@@ -108,6 +108,31 @@ class ConsumeLoop {
     if (this.opts.signal?.aborted || this.g.closed) this.stop.abort();
   }
 
+  /**
+   * The first poll out to answer (the earliest when several have), taken off the list; undefined
+   * when the loop finished meanwhile (it took them all). Awaited in order, a record a later poll
+   * brought (one nacked while the earlier polls waited, given to the poll that came next) waited
+   * out the earlier polls' long polls with nothing: 10 s, seen by a new user over TLS.
+   */
+  private async firstAnswered(): Promise<{ p: Promise<GroupMessage[]> } | undefined> {
+    const ahead = this.ahead;
+    // Boxed: an async step resolved with a promise would take on its value, not name it.
+    if (ahead.length === 1) return { p: ahead.shift()! };
+    const box = (p: Promise<GroupMessage[]>) => ({ p });
+    const first = await Promise.race(
+      ahead.map((p) =>
+        p.then(
+          () => box(p),
+          () => box(p),
+        ),
+      ),
+    );
+    const at = this.ahead.indexOf(first.p);
+    if (at < 0) return undefined;
+    this.ahead.splice(at, 1);
+    return first;
+  }
+
   /** In a cluster the shard's owner moved or died: poll its new owner, until a deadline. */
   private failsOver(err: unknown): Promise<boolean> {
     const g = this.g;
@@ -126,7 +151,9 @@ class ConsumeLoop {
         if (this.ahead.length === 0) this.pollAhead();
         let next: GroupMessage[];
         try {
-          next = await this.ahead.shift()!;
+          const answered = await this.firstAnswered();
+          if (answered === undefined) break; // finished meanwhile: it hands every poll back
+          next = await answered.p;
         } catch (err) {
           if (this.ended) break;
           // A lost connection: the next poll waits for the reconnect.
