@@ -6,7 +6,7 @@
  */
 import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
-import { retryKindOf, retryWindowMs } from './cluster/routing.js';
+import { mayResendPublish, resendWindowLeftMs, retryKindOf } from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
@@ -28,8 +28,6 @@ import {
   RECONNECT_ATTEMPTS_MAX_DEFAULT,
   RECONNECT_BASE_MS_DEFAULT,
   RECONNECT_DELAY_MS_MAX_DEFAULT,
-  AT_LEAST_ONCE_RESENDS_MAX,
-  PUBLISH_ROUTE_ATTEMPTS_MAX,
   FAILOVER_DEADLINE_MS_DEFAULT,
   FAILOVER_RETRY_BASE_MS,
   PUBLISH_RETRY_DELAY_MS_MAX,
@@ -571,7 +569,7 @@ export class FelixClient {
           opts.signal,
         );
       } catch (err) {
-        if (!this.mayResend(err, attempt, tally)) throw err;
+        if (this.isClosed || !mayResendPublish(err, attempt, tally)) throw err;
         // The owner as held failed us: learn the one a redirect names, or ask again.
         if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
         const delayMs = backoffDelayMs(attempt, {
@@ -583,20 +581,6 @@ export class FelixClient {
         await sleep(Math.min(delayMs, resendWindowLeftMs(err, tally)), opts.signal);
       }
     }
-  }
-
-  /** Whether a failed publish is sent again (see sendRouted): within the retry window of its
-   *  failure from `startedMs` (routing.ts); one of unknown outcome only at least once. */
-  private mayResend(
-    err: unknown,
-    attempt: number,
-    tally: { resends: number; atLeastOnce: boolean; startedMs: number; timeoutMs: number },
-  ): boolean {
-    if (this.isClosed || attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
-    const inWindow = resendWindowLeftMs(err, tally) > 0;
-    if (retryKindOf(err) === 'outcome_unknown')
-      return tally.atLeastOnce && inWindow && ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX;
-    return inWindow;
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */
@@ -799,13 +783,4 @@ export class FelixClient {
 /** Connects to the first reachable server of `opts.servers`. */
 export function connect(opts: ConnectOptions): Promise<FelixClient> {
   return FelixClient.create(opts);
-}
-
-/** What is left, at least 0, of the window in which a publish failing with `err` may be sent
- *  again: its request timeout for an unknown outcome, else its failure's retry window
- *  (routing.ts), counted from the publish's start. */
-function resendWindowLeftMs(err: unknown, tally: { startedMs: number; timeoutMs: number }): number {
-  const windowMs =
-    retryKindOf(err) === 'outcome_unknown' ? tally.timeoutMs : retryWindowMs(err, tally.timeoutMs);
-  return Math.max(0, windowMs - (Date.now() - tally.startedMs));
 }

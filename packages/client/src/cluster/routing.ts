@@ -18,7 +18,12 @@ import {
   StreamLimitExceededError,
   UnknownStreamError,
 } from '../errors.js';
-import { NOT_FOUND_RETRY_MS, REDIRECT_HOPS_MAX } from '../limits.js';
+import {
+  AT_LEAST_ONCE_RESENDS_MAX,
+  NOT_FOUND_RETRY_MS,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
+  REDIRECT_HOPS_MAX,
+} from '../limits.js';
 
 /** What the caller of a failed request may do next. */
 export type RetryKind =
@@ -165,4 +170,32 @@ const UTF8 = new TextEncoder();
  */
 export function cacheShardOf(key: string, width: number): number {
   return width === 1 ? 0 : shardForKey(UTF8.encode(key), width, 'modulo');
+}
+
+/** A routed publish's resend budget: its start, its request timeout, and what it spent. */
+export interface PublishTally {
+  resends: number;
+  atLeastOnce: boolean;
+  startedMs: number;
+  timeoutMs: number;
+}
+
+/** What is left, at least 0, of the window in which a publish failing with `err` may be sent
+ *  again: its request timeout for an unknown outcome, else its failure's retry window, counted
+ *  from the publish's start. */
+export function resendWindowLeftMs(err: unknown, tally: PublishTally): number {
+  const windowMs =
+    retryKindOf(err) === 'outcome_unknown' ? tally.timeoutMs : retryWindowMs(err, tally.timeoutMs);
+  return Math.max(0, windowMs - (Date.now() - tally.startedMs));
+}
+
+/** Whether a failed publish is sent again (attempt `attempt`, from 0): within the retry window
+ *  of its failure; one of unknown outcome only when sent at least once, a bounded number of
+ *  times. */
+export function mayResendPublish(err: unknown, attempt: number, tally: PublishTally): boolean {
+  if (attempt >= PUBLISH_ROUTE_ATTEMPTS_MAX) return false;
+  const inWindow = resendWindowLeftMs(err, tally) > 0;
+  if (retryKindOf(err) === 'outcome_unknown')
+    return tally.atLeastOnce && inWindow && ++tally.resends <= AT_LEAST_ONCE_RESENDS_MAX;
+  return inWindow;
 }
