@@ -126,6 +126,8 @@ export class FelixClient {
   private connectedWaiters: Array<() => void> = [];
   private isClosed = false;
   private terminal: Error | null = null;
+  /** Why the last reconnect failed (the cause a call timed out waiting for one is given). */
+  private reconnectFailure: unknown;
   private serverIndex = 0;
   private readonly hub = new StatusHub();
   private readonly shardCache = new Map<
@@ -324,11 +326,13 @@ export class FelixClient {
           await conn.close();
           return;
         }
+        this.reconnectFailure = undefined;
         this.adopt(conn);
         return;
-      } catch {
+      } catch (err) {
         // A silent broker is dialed briefly next time; the next seed is tried after the delay.
         this.router.dialed(server, false);
+        this.reconnectFailure = err;
       }
     }
     if (!this.isClosed) {
@@ -348,7 +352,10 @@ export class FelixClient {
       const c = this.current;
       if (c && !c.isLost) return c;
       const left = until - Date.now();
-      if (left <= 0) throw new TimeoutError('waiting for a broker connection', timeoutMs);
+      if (left <= 0) {
+        const what = 'waiting for a broker connection';
+        throw new TimeoutError(what, timeoutMs, 'retry', this.reconnectFailure);
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, left);
         const onAbort = () => done();

@@ -313,8 +313,13 @@ const CERTIFICATE_HINT =
 /** A call waited longer than its timeout (for a connection or an answer). */
 export class TimeoutError extends ClientError {
   readonly code = 'FELIX_CLIENT_TIMEOUT';
-  constructor(what: string, ms: number, retry: RetryClass = 'retry') {
-    super(`${what} did not complete within ${ms} ms`, { retry });
+  /** `cause`: what kept it from completing, when known (a reconnect's failure). */
+  constructor(what: string, ms: number, retry: RetryClass = 'retry', cause?: unknown) {
+    const why = cause instanceof Error ? ` (last: ${cause.message})` : '';
+    super(`${what} did not complete within ${ms} ms${why}`, {
+      retry,
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 }
 

@@ -271,6 +271,29 @@ describe('a routed publish to a broker that stopped', () => {
     expect(tookMs).toBeLessThan(1_800);
     await client.close();
   });
+
+  it('a_call_timed_out_waiting_for_a_reconnect_names_why_the_reconnect_failed', async () => {
+    const rig = fakeCluster(() => undefined);
+    let opens = 0;
+    const open: typeof rig.open = (server, o, turn) => {
+      if (opens++ > 0) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5000'));
+      return rig.open(server, o, turn);
+    };
+    const client = await FelixClient.create(
+      { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 500 },
+      { open, clock: new FakeClock() },
+    );
+    rig.last('quic://a:1')!.kill();
+    await waitFor(() => opens > 1, 'the client to try reconnecting');
+    const err = await client
+      .cache('users')
+      .get('k')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect((err as TimeoutError).message).toContain('ECONNREFUSED');
+    expect(((err as TimeoutError).cause as Error).message).toContain('ECONNREFUSED');
+    await client.close();
+  });
 });
 
 describe('a routed publish refused while its shard fails over', () => {
