@@ -19,6 +19,8 @@ import {
   decodeMessage,
   encodeMessage,
 } from '@felix/wire';
+import { FelixClient } from '../src/client.js';
+import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import { CLIENT_FEATURES, CLIENT_FEATURES_HI } from '../src/protocol/negotiation.js';
 
 const CLUSTER_FEATURES =
@@ -247,4 +249,18 @@ export class FakeBroker {
         throw new Error(`the fake broker has no answer to ${msg.type}`);
     }
   }
+}
+
+/** A client of `broker` whose connect and request timeouts are both `boundMs`. */
+export function clientOver(broker: FakeBroker, boundMs: number): Promise<FelixClient> {
+  return FelixClient.create(
+    {
+      servers: ['quic://fake:1'],
+      tenant: 't1',
+      token: 'x',
+      connectTimeoutMs: boundMs,
+      requestTimeoutMs: boundMs,
+    },
+    { open: (server, o, turn) => BrokerConnection.over(server, broker.conn, o, turn) },
+  );
 }

@@ -11,13 +11,12 @@
 import { waitFor, withDeadline } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { FelixClient } from '../src/client.js';
 import { ClusterRouter } from '../src/cluster/router.js';
 import { OutcomeUnknownError, TimeoutError } from '../src/errors.js';
 import { SUBSCRIBE_UNANSWERED_RETRIES_MAX } from '../src/limits.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import { TurnBatcher } from '../src/protocol/turn-batcher.js';
-import { FakeBroker, type FakeStream } from './fake-broker.js';
+import { FakeBroker, type FakeStream, clientOver } from './fake-broker.js';
 
 /** The client's request timeout here. */
 const BOUND_MS = 200;
@@ -38,16 +37,7 @@ function rig(silent: (msg: Message) => boolean) {
     }
     return answerData(at, msg);
   };
-  const connecting = FelixClient.create(
-    {
-      servers: ['quic://fake:1'],
-      tenant: 't1',
-      token: 'x',
-      connectTimeoutMs: BOUND_MS,
-      requestTimeoutMs: BOUND_MS,
-    },
-    { open: (server, o, turn) => BrokerConnection.over(server, broker.conn, o, turn) },
-  );
+  const connecting = clientOver(broker, BOUND_MS);
   return { broker, connecting, swallowed };
 }
 

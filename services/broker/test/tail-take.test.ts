@@ -123,20 +123,7 @@ describe('a promoted leader takes the furthest tail', () => {
 describe('a taken tail holding a generation start', () => {
   it('a_taken_tail_keeps_a_generation_start_record_at_its_offset_with_its_mark', async () => {
     // The source: `shared` (generation 1), then generation 2's start record and n7..n9.
-    const srcOpts = await logAt([{ generation: 1, values: shared }]);
-    const src = await SegmentLog.open(srcOpts);
-    await (await GenerationStarts.open(nodeIo, src.dir)).begin(2, src.tailOffset);
-    await src.appendGenerationStart(2);
-    await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
-    await src.close();
-    const server = new ReplicaServer({
-      logOptions: () => srcOpts,
-      assignment: () => ({ generation: 3 }),
-    });
-    scope.defer(() => server.close());
-    await server.handle(
-      encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(3), log: 1 }),
-    );
+    const server = await startedSource(3);
     const answer = { nodeId: 'src', logEnd: 10, commitOffset: 6, lastGeneration: 2 };
     const own = await logAt([{ generation: 1, values: shared }], 6);
     const taken = await takeTail(ref(3), own, answer, { request: (f) => server.handle(f) });
@@ -165,23 +152,7 @@ describe('a quorum stream taken tail', () => {
   it('a_taken_quorum_tail_dates_its_generations_by_their_start_records_not_from_the_log_end', async () => {
     // The source: `shared` (generation 1), generation 2's start record and n7..n9, then its
     // leader went on leading at generation 3 (a follower-set change: no record) with n10, n11.
-    const srcOpts = await logAt([{ generation: 1, values: shared }]);
-    const src = await SegmentLog.open(srcOpts);
-    const srcStarts = await GenerationStarts.open(nodeIo, src.dir);
-    await srcStarts.begin(2, src.tailOffset);
-    await src.appendGenerationStart(2);
-    await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
-    await srcStarts.begin(3, src.tailOffset);
-    await src.append(['n10', 'n11'].map((v) => ENC.encode(v)));
-    await src.close();
-    const server = new ReplicaServer({
-      logOptions: () => srcOpts,
-      assignment: () => ({ generation: 4 }),
-    });
-    scope.defer(() => server.close());
-    await server.handle(
-      encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(4), log: 1 }),
-    );
+    const server = await startedSource(4, ['n10', 'n11']);
     const answer = { nodeId: 'src', logEnd: 12, commitOffset: 6, lastGeneration: 3 };
     const own = await logAt([{ generation: 1, values: shared }], 6);
     const link = { request: (f: Uint8Array) => server.handle(f) };
@@ -201,20 +172,7 @@ describe('a quorum stream taken tail', () => {
   it('a_generation_begun_at_the_tail_without_records_does_not_date_a_taken_tail', async () => {
     // An open at generation 4 began it at the tail and stopped before its start record; the
     // next open takes the source's tail (generation 2's start record, then n7..n9).
-    const srcOpts = await logAt([{ generation: 1, values: shared }]);
-    const src = await SegmentLog.open(srcOpts);
-    await (await GenerationStarts.open(nodeIo, src.dir)).begin(2, src.tailOffset);
-    await src.appendGenerationStart(2);
-    await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
-    await src.close();
-    const server = new ReplicaServer({
-      logOptions: () => srcOpts,
-      assignment: () => ({ generation: 5 }),
-    });
-    scope.defer(() => server.close());
-    await server.handle(
-      encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(5), log: 1 }),
-    );
+    const server = await startedSource(5);
     const answer = { nodeId: 'src', logEnd: 10, commitOffset: 6, lastGeneration: 2 };
     const own = await logAt([{ generation: 1, values: shared }], 6);
     await (await GenerationStarts.open(nodeIo, await dirOf(own))).begin(4, 6);
@@ -226,6 +184,33 @@ describe('a quorum stream taken tail', () => {
     ]);
   });
 });
+
+/**
+ * A source replica fenced at `fencedAt` holding `shared` (generation 1), generation 2's start
+ * record and n7..n9, then `bumped` written at generation 3 by the same leader (no record).
+ */
+async function startedSource(fencedAt: number, bumped: string[] = []): Promise<ReplicaServer> {
+  const srcOpts = await logAt([{ generation: 1, values: shared }]);
+  const src = await SegmentLog.open(srcOpts);
+  const srcStarts = await GenerationStarts.open(nodeIo, src.dir);
+  await srcStarts.begin(2, src.tailOffset);
+  await src.appendGenerationStart(2);
+  await src.append(['n7', 'n8', 'n9'].map((v) => ENC.encode(v)));
+  if (bumped.length > 0) {
+    await srcStarts.begin(3, src.tailOffset);
+    await src.append(bumped.map((v) => ENC.encode(v)));
+  }
+  await src.close();
+  const server = new ReplicaServer({
+    logOptions: () => srcOpts,
+    assignment: () => ({ generation: fencedAt }),
+  });
+  scope.defer(() => server.close());
+  await server.handle(
+    encodeInternalMessage({ kind: 'Fence', correlationId: 1, shard: ref(fencedAt), log: 1 }),
+  );
+  return server;
+}
 
 async function dirOf(opts: LogOptions): Promise<string> {
   const log = await SegmentLog.open(opts);

@@ -287,17 +287,15 @@ export class BrokerConnection {
   async streamShards(stream: string): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     if (this.lostError) throw this.lostError;
     const { tenant, namespace } = this.opts;
-    const asked = this.requests.request((id) => ({
+    // Bounded like every request on the request stream (request-lane.ts): unanswered, it fails
+    // with TimeoutError once overdue and the stream is reset.
+    const msg = await this.requests.request((id) => ({
       type: 'stream_shards',
       tenant_id: tenant,
       namespace,
       stream,
       request_id: id,
     }));
-    // A read a merged subscription opens with (and a keyed publish names its shard by): a live
-    // broker that never answers it held them for as long as the connection lived. The request
-    // stream's check resets the stream soon after, so a later answer is never read.
-    const msg = await withTimeout(asked, this.requestTimeoutMs, `the shard count of ${stream}`);
     if (msg.type !== 'stream_shards_view')
       throw new ProtocolError(`expected stream_shards_view, got ${msg.type}`);
     return { shards: msg.shards, routing: msg.routing ?? 'modulo' };

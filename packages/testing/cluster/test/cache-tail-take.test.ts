@@ -23,24 +23,30 @@ async function cacheAssignment(c: FelixCluster) {
   return (await c.assignments()).find((x) => x.kind === 'cache' && x.stream === CACHE);
 }
 
+/** Three brokers and the one-shard `quorum` cache at replication factor 3, placed. */
+async function placedOnThree(held: { cluster?: FelixCluster }) {
+  const c = await startCluster({
+    brokers: 3,
+    replication: true,
+    caches: [{ name: CACHE, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+  });
+  held.cluster = c;
+  const before = await waitFor(
+    async () => {
+      const a = await cacheAssignment(c);
+      return a?.leader !== undefined && a.replicas.length === 3 ? a : undefined;
+    },
+    'the cache shard placed on three replicas',
+    scaled(STEP_MS),
+  );
+  return { c, before };
+}
+
 describe('a promoted cache leader takes the furthest tail', () => {
   const held = clusterPerTest();
 
   it('a_quorum_cache_put_and_counter_adds_survive_the_promotion_of_a_replica_that_lacked_them', async () => {
-    const c = await startCluster({
-      brokers: 3,
-      replication: true,
-      caches: [{ name: CACHE, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-    });
-    held.cluster = c;
-    const before = await waitFor(
-      async () => {
-        const a = await cacheAssignment(c);
-        return a?.leader !== undefined && a.replicas.length === 3 ? a : undefined;
-      },
-      'the cache shard placed on three replicas',
-      scaled(STEP_MS),
-    );
+    const { c, before } = await placedOnThree(held);
     const leader = c.node(before.leader);
     const [behind, ahead] = before.replicas.filter((id) => id !== leader.id).sort();
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
@@ -116,20 +122,7 @@ describe('a promoted cache leader takes the furthest tail', () => {
   }, 240_000);
 
   it('a_promoted_quorum_cache_leader_answers_no_get_until_a_majority_holds_its_log', async () => {
-    const c = await startCluster({
-      brokers: 3,
-      replication: true,
-      caches: [{ name: CACHE, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
-    });
-    held.cluster = c;
-    const before = await waitFor(
-      async () => {
-        const a = await cacheAssignment(c);
-        return a?.leader !== undefined && a.replicas.length === 3 ? a : undefined;
-      },
-      'the cache shard placed on three replicas',
-      scaled(STEP_MS),
-    );
+    const { c, before } = await placedOnThree(held);
     const leader = c.node(before.leader);
     // `ahead` ranks first on a tie (the lower node id) and is the one the report names caught up.
     const [ahead, behind] = before.replicas.filter((id) => id !== leader.id).sort() as [

@@ -24,6 +24,10 @@ interface Waiter {
   fail: (err: Error) => void;
 }
 
+/** What a log's leader needs of its commit wait: told where the mark is; `wait` is undefined
+ *  once the mark covers `next`. */
+export type CommitWait = Pick<CommitWaiters, 'advance' | 'wait'>;
+
 export class CommitWaiters {
   /** Waiters in `next` order (writes claim offsets in order; a rare late one is inserted). */
   private waiting: Waiter[] = [];

@@ -9,6 +9,7 @@ import type { LogOptions } from '@felix/storage';
 import type { ShardRef } from '@felix/wire';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
+import type { CommitWait } from '../caches/commit-waiters.js';
 import type { CacheConfig } from '../config/types.js';
 import { COMMIT_HOLD_RETRY_MS } from '../limits.js';
 import type { AssignmentRecord } from './feed-items.js';
@@ -16,12 +17,6 @@ import { fenceCacheShard } from './fenced-open.js';
 import type { Replicator } from './replicator.js';
 import type { RidingLogs } from './riding-logs.js';
 import { idOf, refOfAssignment } from './shard-refs.js';
-
-/** One log's commit wait: told where the mark is; `wait` is undefined once it covers `next`. */
-interface CommitWait {
-  advance(offset: number): void;
-  wait(next: number): Promise<void> | undefined;
-}
 
 /** A quorum cache shard's commit waits, one per log, and the members its majority is of. */
 export interface CacheQuorum {

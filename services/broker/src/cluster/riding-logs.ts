@@ -8,6 +8,7 @@
 import type { ReplicaLogKind } from '@felix/replication';
 import { GenerationStarts, type SegmentLog, type ShardId, nodeIo } from '@felix/storage';
 import type { CacheService } from '../caches/cache-service.js';
+import type { CommitWait } from '../caches/commit-waiters.js';
 import type { GroupService } from '../groups/group-service.js';
 
 /** Every log of a shard but a stream's records. */
@@ -30,7 +31,7 @@ export interface RidingLogs {
     id: ShardId,
     kind: 'cache' | 'counters',
     timeoutMs: number | null,
-  ): { advance(offset: number): void; wait(next: number): Promise<void> | undefined } | null;
+  ): CommitWait | null;
 }
 
 export function ridingLogsOf(
