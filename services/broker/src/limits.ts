@@ -156,7 +156,9 @@ export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
 export const GROUP_DEAD_LETTER_LIST_MAX = 1000;
 /** Groups held in memory per broker; beyond it polls for new groups are refused (limit). */
 export const GROUPS_IN_MEMORY_MAX = 100_000;
-/** A group's in-memory state idle this long with no claim standing is dropped (reference: 10 min). */
+/** A group's in-memory state idle this long with no claim standing is dropped (reference:
+ *  10 min), unless it holds what a load from its cursor would not rebuild (owed attempts, acks
+ *  above a gap). */
 export const GROUP_IDLE_EVICT_MS = 10 * 60 * 1000;
 /** How often idle group states are looked for. */
 export const GROUP_SWEEP_INTERVAL_MS = 60_000;

@@ -117,4 +117,25 @@ describe('group claim bookkeeping', () => {
     st.reset(20); // a seek forgets what was skipped before it
     expect(st.takeSkipped()).toBe(0);
   });
+
+  it('a_group_state_holds_what_a_reload_loses_while_a_count_ack_or_skip_would_be_lost', () => {
+    const st = new GroupState(0, 0, 100, 0);
+    expect(st.holdsUnrebuildable()).toBe(false);
+    st.owed.set(0, 0); // handed back uncounted: a load hands it out at attempt 1 too
+    expect(st.holdsUnrebuildable()).toBe(false);
+    st.owed.set(1, 2); // a load would count its deliveries from 1 again
+    expect(st.holdsUnrebuildable()).toBe(true);
+    st.owed.delete(1);
+    st.finish(3); // finished above the position: a load would deliver it again
+    expect(st.holdsUnrebuildable()).toBe(true);
+    st.finish(0);
+    st.finish(1);
+    st.finish(2);
+    expect(st.holdsUnrebuildable()).toBe(false);
+    st.skipTo(10); // a retention skip the next new record reports; a load from a cursor
+    // written past it would not
+    expect(st.holdsUnrebuildable()).toBe(true);
+    st.takeSkipped();
+    expect(st.holdsUnrebuildable()).toBe(false);
+  });
 });

@@ -299,6 +299,18 @@ export class GroupState {
     return skipped;
   }
 
+  /**
+   * Whether this state holds what a load from the durable cursor and dead letters would not
+   * rebuild: an owed record's attempt count (one owed at 0 is handed out at 1 either way, and a
+   * redriven one is owed at 0 again by the load), an offset finished above the position (an ack
+   * above a gap; a dead letter there is rebuilt, but the two are not told apart), or a retention
+   * skip not yet reported. The registry never evicts such a state idle.
+   */
+  holdsUnrebuildable(): boolean {
+    if (this.done.size > 0 || this.skippedPending > 0) return true;
+    return this.owed.size > 0 && this.owed.values().some((attempts) => attempts > 0);
+  }
+
   /** The skip count the next new record reports (and clears). */
   takeSkipped(): number {
     const n = this.skippedPending;

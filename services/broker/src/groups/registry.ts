@@ -1,7 +1,8 @@
 /**
  * The groups held in memory and their durable halves: each group's GroupState (loaded from its
  * committed cursor and its redriven dead letters on first use, evicted when idle with no claim
- * standing and no cursor write owed, at most GROUPS_IN_MEMORY_MAX), the cursor store
+ * standing, no cursor write owed and nothing a load would not rebuild, at most
+ * GROUPS_IN_MEMORY_MAX), the cursor store
  * (`<data_dir>/groups/`) and the dead-letter store (`<data_dir>/dead-letters/`), and the cursor
  * commit: coalesced and awaited by the settle under `onCommit`, or written on a timer per group
  * under `periodic` (and at close), the stream's `group_cursor_fsync` or `groups.cursor_fsync`.
@@ -64,18 +65,19 @@ export class GroupRegistry {
   }
 
   /**
-   * Drops in-memory states idle for GROUP_IDLE_EVICT_MS with no claim standing and no poll
-   * waiting on them. A state loaded
-   * again starts from the durable cursor and accepts settles for anything below the tail.
+   * Drops in-memory states idle for GROUP_IDLE_EVICT_MS with no claim standing, no poll waiting
+   * on them and nothing a load would not rebuild (GroupState.holdsUnrebuildable). A state loaded
+   * again starts from the durable cursor and accepts settles for anything below the tail. Before,
+   * an idle state was dropped with owed records' attempt counts and acks above a gap: those
+   * records came back counted from attempt 1, acked ones delivered again.
    */
   evictIdle(nowMs: number): void {
     for (const [key, st] of this.states) {
+      if (nowMs - st.lastUsedMs < GROUP_IDLE_EVICT_MS) continue;
       // A state owing a cursor write stays until it is written (its interval is far shorter).
       const writing = this.owed.has(st) || st.commitRun !== undefined;
       const inUse = writing || st.parked > 0 || st.claims.size > 0;
-      if (!inUse && nowMs - st.lastUsedMs >= GROUP_IDLE_EVICT_MS) {
-        this.states.delete(key);
-      }
+      if (!inUse && !st.holdsUnrebuildable()) this.states.delete(key);
     }
     this.metrics.groupsInMemory.set(this.states.size);
   }
