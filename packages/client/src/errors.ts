@@ -248,19 +248,24 @@ export class CursorInFutureError extends ClientError {
 }
 
 /**
- * A write whose answer never came: an acked publish whose connection died before its ack (it may
- * or may not be in the log), or a write on a request stream (a cache put or delete, a counter
- * add, a settle, a group admin change) whose connection died or whose stream went unanswered
- * past requestTimeoutMs (`cause` a TimeoutError): it may or may not have been applied.
+ * A write sent whose answer never came: an acked publish whose connection died before its ack
+ * (it may or may not be in the log), or a write on a request stream (a cache put or delete, a
+ * counter add, a group settle: ack, nack, extend, dead letter, redrive, discard; a group's seek
+ * or delete) whose connection died after it was handed to the transport (`cause` the
+ * ConnectionLostError) or whose stream went unanswered past requestTimeoutMs (`cause` a
+ * TimeoutError): it may or may not have been applied. `what` names the stream or what the write
+ * went to (`cache users`, `counter hits`, `group billing`). A write the loss caught before it was
+ * sent fails with ConnectionLostError instead: nothing was applied.
  */
 export class OutcomeUnknownError extends ClientError {
   readonly code = 'FELIX_CLIENT_OUTCOME_UNKNOWN';
-  constructor(stream: string, options?: FelixErrorOptions) {
+  constructor(what: string, options?: FelixErrorOptions) {
     super(
       options?.cause instanceof TimeoutError
-        ? `the write to ${stream} was not answered in time (${options.cause.message}): it may ` +
+        ? `the write to ${what} was not answered in time (${options.cause.message}): it may ` +
             'or may not have been applied'
-        : `the connection was lost before the publish to ${stream} was acknowledged`,
+        : `the connection was lost before the write to ${what} was answered: it may or may ` +
+            'not have been applied',
       { ...options, retry: 'unknown_outcome' },
     );
   }
@@ -423,7 +428,11 @@ export class UnknownStreamError extends ClientError {
   }
 }
 
-/** The connection to the broker was lost; the call may be retried once reconnected. */
+/**
+ * The connection to the broker was lost; the call may be retried once reconnected. A read, a
+ * subscription, a poll, or a write the loss caught before it was sent (nothing was applied); a
+ * write sent before the loss fails with OutcomeUnknownError instead (its `cause` this).
+ */
 export class ConnectionLostError extends ClientError {
   readonly code = 'FELIX_CLIENT_CONNECTION_LOST';
   constructor(server: string, options?: FelixErrorOptions) {

@@ -1,7 +1,8 @@
 // Goal: `cache.put()` without its async wrapper keeps its contract: it resolves with nothing once
-// the broker answers, a lost connection rejects it with OutcomeUnknownError (the put may or may
-// not have been applied), any other failure rejects with that failure, bad input rejects (never
-// throws), and without a live connection it waits for one. Method: a Cache over a stand-in host
+// the broker answers, a failure rejects it with the request's own error (the request lane's: a
+// put sent and cut off by a lost connection is OutcomeUnknownError there,
+// lost-connection-writes.test.ts), bad input rejects (never throws), and without a live
+// connection it waits for one. Method: a Cache over a stand-in host
 // whose connection's request lane is a function the test answers.
 import {
   FEATURE_HI_CACHE_BINARY,
@@ -35,17 +36,12 @@ function standIn(outcome: () => Promise<unknown>, live = true, featuresHi = 0) {
     requests: {
       // A JSON request (a delete): its outcome as it is.
       request: () => outcome(),
-      // As the lane: the answer through `finish`, any failure through `failed`.
-      requestPrepared(prepare: (id: number) => Prepared, failed?: (err: Error) => Error) {
+      // As the lane: the answer through `finish`, any failure as it is.
+      requestPrepared(prepare: (id: number) => Prepared) {
         const p = prepare(7);
         prepared.push(p);
         sent.push(p.bytes);
-        return outcome().then(
-          (msg) => (p.finish === undefined ? msg : p.finish(msg as never)),
-          (err: Error) => {
-            throw failed === undefined ? err : failed(err);
-          },
-        );
+        return outcome().then((msg) => (p.finish === undefined ? msg : p.finish(msg as never)));
       },
     },
   } as unknown as BrokerConnection;
@@ -61,16 +57,18 @@ function standIn(outcome: () => Promise<unknown>, live = true, featuresHi = 0) {
 }
 
 describe('cache put', () => {
-  it('a_cache_put_resolves_empty_and_maps_a_lost_connection_to_an_unknown_outcome', async () => {
+  it('a_cache_put_resolves_empty_and_rejects_with_its_requests_own_error', async () => {
     const ok = standIn(() => Promise.resolve({ type: 'cache_ok', request_id: 7 }));
     await expect(ok.cache.put('k', 'v')).resolves.toBeUndefined();
     expect(new TextDecoder().decode(ok.sent[0]!.subarray(12))).toContain('"type":"cache_put"');
     expect(ok.asked()).toBe(0); // a live connection is used as it is
 
-    const lost = standIn(() => Promise.reject(new ConnectionLostError('127.0.0.1:1')));
-    const err = await lost.cache.put('k', 'v').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(OutcomeUnknownError);
-    expect((err as Error).cause).toBeInstanceOf(ConnectionLostError);
+    // The lane decides what a lost connection makes of a put (sent or not): the put adds nothing.
+    const unknown = new OutcomeUnknownError('cache kv', { cause: new ConnectionLostError('a:1') });
+    await expect(standIn(() => Promise.reject(unknown)).cache.put('k', 'v')).rejects.toBe(unknown);
+    const lostBeforeSent = new ConnectionLostError('127.0.0.1:1');
+    const notSent = standIn(() => Promise.reject(lostBeforeSent));
+    await expect(notSent.cache.put('k', 'v')).rejects.toBe(lostBeforeSent);
 
     const refused = new Error('refused');
     const other = standIn(() => Promise.reject(refused));

@@ -470,47 +470,4 @@ describe('group consume pipeline', () => {
     const got = await second;
     expect((got as { key: string }).key).toBe('second');
   });
-
-  it('a_prepared_request_rejects_with_its_failures_mapped_whether_sent_or_not', async () => {
-    // A put maps a lost connection to an unknown outcome through the lane (no step of its own):
-    // a refusal, the lane failing under a sent request and a request after that all go through it.
-    const { host, streams } = fakeHost();
-    const ch = ((await host.connection()) as { requests: RequestLane }).requests;
-    const mapped = (err: Error) => new Error(`mapped: ${err.message}`);
-    const prepared = (request_id: number) => ({
-      bytes: encodeMessage({
-        type: 'cache_get',
-        tenant_id: 't1',
-        namespace: 'default',
-        cache: 'c',
-        key: 'k',
-        request_id,
-      }),
-      finish: () => 'done',
-    });
-    const refused = ch.requestPrepared(prepared, mapped);
-    await waitFor(() => streams[0]?.writes.length === 1, 'the request is sent', 5_000);
-    streams[0]!.push({
-      type: 'error',
-      code: 'not_found',
-      message: 'no cache',
-      retry: 'never',
-    } as Message);
-    await expect(refused).rejects.toThrow('mapped: no cache');
-    const answered = ch.requestPrepared(prepared, mapped);
-    const lost = ch.requestPrepared(prepared, mapped);
-    await waitFor(() => streams[0]!.writes.length >= 2, 'both are sent', 5_000);
-    streams[0]!.push({
-      type: 'cache_value',
-      tenant_id: 't1',
-      namespace: 'default',
-      cache: 'c',
-      key: 'k',
-      request_id: 2,
-    } as Message);
-    await expect(answered).resolves.toBe('done');
-    ch.fail(new Error('gone'));
-    await expect(lost).rejects.toThrow('mapped: gone');
-    await expect(ch.requestPrepared(prepared, mapped)).rejects.toThrow('mapped: gone');
-  });
 });

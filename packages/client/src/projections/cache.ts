@@ -32,7 +32,6 @@ import {
   CursorInFutureError,
   EventStreamTimeoutError,
   InvalidArgumentError,
-  OutcomeUnknownError,
   ProtocolError,
   SubscribeTimeoutError,
   TimeoutError,
@@ -181,8 +180,8 @@ export class Cache {
     bytes: Uint8Array,
     ttlMs: number | undefined,
   ): Promise<void> {
-    // `finish` and `failed` settle the request's own promise as the caller's (no `then` step,
-    // promise and turn of its own per put).
+    // `finish` settles the request's own promise as the caller's (no `then` step, promise and
+    // turn of its own per put); the lane rejects it, a sent put cut off with OutcomeUnknownError.
     if (binaryCache(bc)) {
       const scope = this.scopeBytes(bc);
       return bc.requests.requestPrepared(
@@ -194,7 +193,6 @@ export class Cache {
               : readOkAnswer(requestId, payload),
           finish: putDone,
         }),
-        this.putFailed,
         this.writeWhat,
       );
     }
@@ -205,22 +203,15 @@ export class Cache {
         quick: (payload) => readOkAnswer(requestId, payload),
         finish: putDone,
       }),
-      this.putFailed,
       this.writeWhat,
     );
   }
 
-  /** A put whose connection was lost may or may not have been applied. */
-  private readonly putFailed = (err: Error): Error =>
-    err instanceof ConnectionLostError
-      ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
-      : err;
-
   /**
    * A single-key call routed by key (key-routes.ts): on the open connection to the owner of the
    * key's shard when there is one (in the caller's turn, as unrouted), else once the owner is
-   * found; a refusal that did nothing goes on from there. `on` must map a write's lost
-   * connection to OutcomeUnknownError (it is then never sent again).
+   * found; a refusal that did nothing goes on from there. A write sent and cut off rejects with
+   * OutcomeUnknownError (request-lane.ts), which is never sent again.
    */
   private routed<T>(
     keys: KeyRoutes,
@@ -356,11 +347,7 @@ export class Cache {
         (request_id) => ({ type: 'cache_delete', ...this.scope(bc), key, request_id }),
         this.writeWhat,
       )
-      .then(cacheValueOf, (err: unknown) => {
-        throw err instanceof ConnectionLostError
-          ? new OutcomeUnknownError(`cache ${this.name}`, { cause: err })
-          : err;
-      });
+      .then(cacheValueOf);
   }
 
   /** Watches a key or a prefix; see CacheWatchEvent. Ends when `signal` aborts, on `break` or at

@@ -4,12 +4,7 @@
  * never written. Delivery is at least once: an add retried after a lost answer counts twice.
  */
 import { FEATURE_COUNTERS, type Message } from '@felix/wire';
-import {
-  ConnectionLostError,
-  InvalidArgumentError,
-  OutcomeUnknownError,
-  ProtocolError,
-} from '../errors.js';
+import { InvalidArgumentError, ProtocolError } from '../errors.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 import { abortable } from '../util/abortable.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
@@ -34,7 +29,7 @@ export class Counter {
   async add(key: string, delta: bigint, opts: { signal?: AbortSignal } = {}): Promise<bigint> {
     if (typeof delta !== 'bigint' || delta < I64_MIN || delta > I64_MAX)
       throw new InvalidArgumentError('delta must be a bigint in the signed 64-bit range');
-    const msg = await this.send(key, opts.signal, delta).catch(unknownIfLost(this.name));
+    const msg = await this.send(key, opts.signal, delta);
     if (msg.value === undefined) throw new ProtocolError('counter_add answered without a value');
     return msg.value;
   }
@@ -85,23 +80,14 @@ export class Counter {
       delta === undefined ? undefined : `counter ${this.name}`,
     );
     // The signal ends a call the broker has not answered yet too (an add so ended may have been
-    // applied: its AbortedError says unknown outcome).
-    // An add whose connection was lost may have been applied: never sent again (key-routes.ts).
-    const answered = delta === undefined ? asked : asked.catch(unknownIfLost(this.name));
+    // applied: its AbortedError says unknown outcome). An add sent and cut off by a lost
+    // connection rejects with OutcomeUnknownError (request-lane.ts): never sent again
+    // (key-routes.ts); one never sent, with ConnectionLostError, which may be.
     const msg = await (signal === undefined
-      ? answered
-      : abortable(answered, signal, `counter ${this.name}`, delta !== undefined));
+      ? asked
+      : abortable(asked, signal, `counter ${this.name}`, delta !== undefined));
     if (msg.type !== 'counter_value')
       throw new ProtocolError(`expected counter_value, got ${msg.type}`);
     return msg;
   }
-}
-
-/** A failed add's error: a lost connection makes its outcome unknown. */
-function unknownIfLost(name: string): (err: unknown) => never {
-  return (err) => {
-    throw err instanceof ConnectionLostError
-      ? new OutcomeUnknownError(`counter ${name}`, { cause: err })
-      : err;
-  };
 }

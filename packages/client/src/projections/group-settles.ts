@@ -186,7 +186,6 @@ export class GroupSettles implements GroupSettler {
               done();
             },
           }),
-          undefined,
           this.what,
         )
         .then(undefined, (err: unknown) => {

@@ -7,9 +7,18 @@
  * belongs to the oldest unanswered request, and a request's quick decoder reads its answer.
  * For the same reason the oldest request alone bounds them all: each is stamped with the
  * connection's check tick its answer is due by, and a lane whose oldest answer is overdue
- * (requestTimeoutMs) fails every request on it, reads with TimeoutError and writes with
- * OutcomeUnknownError, and resets its stream, so a late answer is never read as a later
- * request's; the next request opens a new stream.
+ * (requestTimeoutMs) fails every request on it and resets its stream, so a late answer is never
+ * read as a later request's; the next request opens a new stream.
+ *
+ * A request the lane fails, by the connection's loss or an overdue answer, rejects with that
+ * failure (ConnectionLostError, TimeoutError), except a write that was sent: one whose frame the
+ * stream's writer handed to the transport (its bytes may have reached the broker) may have been
+ * applied, so it rejects with OutcomeUnknownError naming it, the failure as its `cause`. A write
+ * not sent yet (its stream still opening, no room under REQUESTS_IN_FLIGHT_MAX, or its frame
+ * still held for the turn's end, then dropped unwritten) changed nothing and keeps the failure,
+ * which may be retried. A stream the client itself found broken (an answer it cannot read, a
+ * ProtocolError) fails every request with that error as it is. Callers take the lane's error as
+ * it is: none maps it again.
  */
 import type { TransportStream } from '@felix/transport';
 import { FRAME_HEADER_BYTES, type Message, decodeMessage, encodeMessage } from '@felix/wire';
@@ -36,16 +45,13 @@ interface Waiting extends Pending {
   quick: QuickReader | undefined;
   /** The caller's result from its answer (may throw); absent: the answer itself. */
   finish: ((msg: Message) => unknown) | undefined;
-  /** Maps what the request rejects with (`requestPrepared`'s `failed`); absent: as it is. */
-  failed: Failed | undefined;
   /** What a write names (it may have been applied when its answer never comes); absent: a read. */
   write: string | undefined;
+  /** Its frame's number on the stream's writer: below the writer's `handed` once sent. */
+  frame: number;
   /** The connection's check tick by which its answer is due. */
   due: number;
 }
-
-/** Maps a request's failure to what its caller rejects with. */
-export type Failed = (err: Error) => Error;
 
 /**
  * Reads an answer frame (its payload and flag word) without the general decoder: the message,
@@ -105,36 +111,27 @@ export class RequestLane implements DueWatched {
 
   /**
    * Sends one request (built with its request id) and resolves with its answer. `write` names a
-   * request that changes something (a put, an add, a settle): one whose answer never comes
-   * rejects with OutcomeUnknownError naming it, a read with TimeoutError.
+   * request that changes something (a put, a delete, an add, a settle, a group admin change):
+   * one sent whose answer never comes (the connection lost, the lane overdue) rejects with
+   * OutcomeUnknownError naming it; a read, or a write never sent, with the lane's failure.
    */
   request(build: (requestId: number) => Message, write?: string): Promise<Message> {
-    return this.requestPrepared((id) => ({ bytes: encodeMessage(build(id)) }), undefined, write);
+    return this.requestPrepared((id) => ({ bytes: encodeMessage(build(id)) }), write);
   }
 
   /**
-   * Sends one request the caller encodes (given its request id). Every rejection of the
-   * request, before it is sent too, goes through `failed` when given: the caller's promise is
-   * then the request's own, with no step (promise and turn) of its own per call to map it.
+   * Sends one request the caller encodes (given its request id); `write` as for `request`. The
+   * caller's promise may be the request's own (its answer settled through `finish`), with no
+   * step (promise and turn) of its own per call.
    */
-  requestPrepared<T>(
-    prepare: (requestId: number) => Prepared<T>,
-    failed?: Failed,
-    /** What a write names (see `request`); absent: a read. */
-    write?: string,
-  ): Promise<T> {
-    if (this.failed)
-      return Promise.reject(failed === undefined ? this.failed : failed(this.failed));
+  requestPrepared<T>(prepare: (requestId: number) => Prepared<T>, write?: string): Promise<T> {
+    if (this.failed) return Promise.reject(this.failed); // never sent
     // The common case (stream open, room under the bound, nobody queued on the slow path)
     // sends without an async hop; a request never overtakes one made before it.
     const w = this.writer;
     if (w !== null && this.slowQueued === 0 && this.waiting.length < REQUESTS_IN_FLIGHT_MAX)
-      return this.send(w, prepare, failed, write);
-    if (failed === undefined) return this.requestSlowly(prepare, write);
-    // The slow path maps once, at its end (its request's own rejections included).
-    return this.requestSlowly(prepare, write).catch((err: Error) => {
-      throw failed(err);
-    });
+      return this.send(w, prepare, write);
+    return this.requestSlowly(prepare, write);
   }
 
   /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
@@ -150,11 +147,15 @@ export class RequestLane implements DueWatched {
       while (this.waiting.length >= REQUESTS_IN_FLIGHT_MAX && !this.failed) {
         await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       }
+    } catch (err) {
+      // Never sent: the lane's failure (the connection's loss while the stream was opening, not
+      // the stream's own end under its `auth`), else the open's.
+      throw this.failed ?? err;
     } finally {
       this.slowQueued--;
     }
-    if (this.failed) throw this.failed;
-    return this.send(w, prepare, undefined, write);
+    if (this.failed) throw this.failed; // never sent
+    return this.send(w, prepare, write);
   }
 
   private async openWriter(): Promise<StreamWriter> {
@@ -175,7 +176,6 @@ export class RequestLane implements DueWatched {
   private send<T>(
     writer: StreamWriter,
     prepare: (requestId: number) => Prepared<T>,
-    failed: Failed | undefined,
     write: string | undefined,
   ): Promise<T> {
     const id = this.host.table.nextId();
@@ -193,7 +193,7 @@ export class RequestLane implements DueWatched {
         );
       }
     } catch (err) {
-      return Promise.reject(failed === undefined ? err : failed(err as Error));
+      return Promise.reject(err);
     }
     const { bytes, quick, finish } = prepared;
     const due = this.host.ticks.count + this.dueTicks;
@@ -205,8 +205,8 @@ export class RequestLane implements DueWatched {
         publishTo: undefined,
         quick,
         finish,
-        failed,
         write,
+        frame: writer.pushed,
         due,
       };
       // Only the lane's own queue: answers come in request order, and the connection's loss
@@ -247,8 +247,8 @@ export class RequestLane implements DueWatched {
   private readonly onAnswersEnd = (err: unknown): void => {
     // The client's own errors (a bad answer's ProtocolError) stand; anything else ended the stream
     // under its requests (the transport's ConnectionClosedError when a TLS socket closes before
-    // the connection's loss is seen): their callers get the typed loss, which a put maps to
-    // OutcomeUnknownError, never the transport's error.
+    // the connection's loss is seen): their callers get the typed loss (a sent write's
+    // OutcomeUnknownError), never the transport's error.
     this.fail(
       err instanceof ClientError
         ? err
@@ -262,17 +262,17 @@ export class RequestLane implements DueWatched {
     this.roomWaiters.shift()?.();
     if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
     if (msg.type === 'error') {
-      rejectWaiting(head, refusalOf(msg));
+      head.reject(refusalOf(msg));
       return;
     }
     if (msg.type === 'not_leader') {
-      rejectWaiting(head, notLeaderOf(msg)); // a group request on a broker that does not lead its shard
+      head.reject(notLeaderOf(msg)); // a group request on a broker that does not lead its shard
       return;
     }
     const rid = 'request_id' in msg ? msg.request_id : undefined;
     if (rid !== undefined && rid !== head.id) {
       const err = new ProtocolError(`answer for request ${rid} while ${head.id} was oldest`);
-      rejectWaiting(head, err);
+      head.reject(err);
       throw err;
     }
     if (head.finish === undefined) head.resolve(msg);
@@ -284,23 +284,34 @@ export class RequestLane implements DueWatched {
     const head = this.waiting[0];
     if (head === undefined || tick < head.due) return;
     // Every request behind it waits on the same stream: failed with it, the stream reset.
-    const err = new TimeoutError(
-      `the oldest request on the request stream to ${this.host.server}`,
-      this.host.timeoutMs,
-    );
-    this.fail(err, (w) =>
-      w.write === undefined ? err : new OutcomeUnknownError(w.write, { cause: err }),
+    this.fail(
+      new TimeoutError(
+        `the oldest request on the request stream to ${this.host.server}`,
+        this.host.timeoutMs,
+      ),
     );
   }
 
   /**
-   * Fails this lane's requests (the connection's loss calls it before failing the table), each
-   * sent one with `each` of it when given, else with `err`.
+   * Fails this lane's requests (the connection's loss calls it before failing the table): each
+   * with `err`, except a sent write cut off by the connection's loss or an overdue answer, with
+   * OutcomeUnknownError (see the top of this file). Frames still held are dropped unwritten.
    */
-  fail(err: Error, each?: (w: Waiting) => Error): void {
+  fail(err: Error): void {
     if (this.failed) return;
     this.failed = err;
-    for (const w of this.waiting.splice(0)) rejectWaiting(w, each === undefined ? err : each(w));
+    const writer = this.writer;
+    // Read before the writer is abandoned (which hands nothing more to the transport).
+    const handed = writer === null ? 0 : writer.handed;
+    writer?.abandon(err);
+    const unknown = err instanceof ConnectionLostError || err instanceof TimeoutError;
+    for (const w of this.waiting.splice(0)) {
+      w.reject(
+        unknown && w.write !== undefined && w.frame < handed
+          ? new OutcomeUnknownError(w.write, { cause: err })
+          : err,
+      );
+    }
     for (const r of this.roomWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.
@@ -326,13 +337,8 @@ function settleWith(w: Waiting, msg: Message): void {
   try {
     result = w.finish!(msg);
   } catch (err) {
-    rejectWaiting(w, err as Error);
+    w.reject(err as Error);
     return;
   }
   w.resolve(result);
-}
-
-/** Rejects the request with its error, mapped by its `failed`. */
-function rejectWaiting(w: Waiting, err: Error): void {
-  w.reject(w.failed === undefined ? err : w.failed(err));
 }

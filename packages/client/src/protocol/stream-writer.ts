@@ -29,6 +29,9 @@ export class StreamWriter {
   /** The promise of the frames pushed since the last flush, made when a caller asks for it. */
   private written: Written | null = null;
   private failure: unknown = null;
+  /** Frames pushed, and frames handed to the stream (written or being written), ever. */
+  private pushedCount = 0;
+  private handedCount = 0;
   /**
    * Buffers for large frames, where the stream copies what it writes: an encoder fills
    * `pool.take(size)` and the writer gives the buffer back once the frame's write settled (or
@@ -49,6 +52,19 @@ export class StreamWriter {
     return this.partsBytes;
   }
 
+  /** Frames pushed so far: the next frame pushed is frame number `pushed`. */
+  get pushed(): number {
+    return this.pushedCount;
+  }
+
+  /**
+   * Frames handed to the stream so far (frame numbers below it): the bytes of one may have
+   * reached the peer; one at or above it never went out, and never will once the writer failed.
+   */
+  get handed(): number {
+    return this.handedCount;
+  }
+
   /** Queues `frame` for the end of this turn. */
   push(frame: Uint8Array): void {
     // Written before `frame` joins: a caller's `whenWritten` right after this push covers it.
@@ -57,6 +73,7 @@ export class StreamWriter {
     }
     this.parts.push(frame);
     this.partsBytes += frame.byteLength;
+    this.pushedCount++;
     if (!this.queued) {
       this.queued = true;
       this.turn.atTurnEnd(this.flush);
@@ -108,6 +125,7 @@ export class StreamWriter {
     const bytes = this.partsBytes;
     this.parts = [];
     this.partsBytes = 0;
+    this.handedCount += n;
     if (
       n === 1 &&
       w === null &&
@@ -170,6 +188,14 @@ export class StreamWriter {
       done.then(giveBack, giveBack);
     }
     return done;
+  }
+
+  /**
+   * Fails the writer from outside (its stream's owner gave up on it): frames still held are
+   * dropped unwritten, and `onError` hears `err` as it would a failed write.
+   */
+  abandon(err: unknown): void {
+    this.failed(err);
   }
 
   private readonly failed = (err: unknown): void => {
