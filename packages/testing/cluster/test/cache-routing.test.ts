@@ -5,7 +5,8 @@
 // Method: 3 real brokers with internal listeners from startCluster. Spread: a 6-shard cache led
 // across the brokers, a client seeded with one broker puts, gets, adds and reads a key of every
 // shard; no broker forwarded a write (so the client found each key's shard as the broker does,
-// not through a forward). Failover: a 1-shard cache at replication factor 3, a client seeded with
+// not through a forward). Order: writes to one key issued in one turn before the client reaches
+// its owner land in call order. Failover: a 1-shard cache at replication factor 3, a client seeded with
 // a follower reads a key, the followers confirm the log, the leader is SIGKILLed, and one get
 // issued right after the kill answers the value from the promoted leader within the deadline.
 import type { FelixClient } from '@felix/client';
@@ -101,6 +102,43 @@ describe('cache and counter requests routed by key', () => {
       // Every write reached its shard's owner first: the client maps a key to its shard as the
       // broker does (a wrong shard was forwarded by the broker it reached).
       for (const n of c.nodes) expect(await forwarded(n)).toBe(0);
+    } finally {
+      await client.close();
+    }
+  }, 180_000);
+
+  it('routed_writes_made_before_the_client_reaches_their_owner_keep_call_order', async () => {
+    const c = await startCluster({
+      brokers: 3,
+      replication: true,
+      caches: [{ name: 'orders', shards: SHARDS }],
+    });
+    held.cluster = c;
+    const seed = c.node(0);
+    const keys = keyPerShard(SHARDS);
+    let key: string | undefined;
+    for (const [shard, k] of keys.entries()) {
+      if ((await c.leaderOf('orders', shard, 'cache'))!.id !== seed.id) key = k;
+    }
+    expect(key).toBeDefined(); // a shard led elsewhere than the seed, else nothing is routed
+    const client = await c.connect({ servers: [seed.url()] });
+    try {
+      const cache = client.cache('orders');
+      const counter = client.counter('orders');
+      // All issued in one turn by a client with no connection open to the key's owner yet:
+      // each waits for the same route and dial, and they must still land in the order made.
+      const calls: Array<Promise<unknown>> = [];
+      const adds: Array<Promise<bigint>> = [];
+      for (let i = 0; i < 50; i++) {
+        calls.push(cache.put(key!, `v-${i}`));
+        adds.push(counter.add(key!, 1n));
+        if (i % 10 === 9) calls.push(cache.delete(key!));
+      }
+      calls.push(cache.put(key!, 'last'));
+      await Promise.all(calls);
+      // Each add answers the sum after it: in call order they are 1, 2, ..., 50.
+      expect(await Promise.all(adds)).toEqual(Array.from({ length: 50 }, (_, i) => BigInt(i + 1)));
+      expect(TEXT.decode((await cache.get(key!))!)).toBe('last');
     } finally {
       await client.close();
     }
