@@ -240,9 +240,9 @@ export const OWNER_BOOK_NAMES_MAX = 4096;
  *  more hops mean the brokers disagree about the owner, and the caller's retry (after fresh
  *  owners) is what settles it. */
 export const REDIRECT_HOPS_MAX = 3;
-/** How long a subscription, a cache watch or a group consumer keeps trying to reach the owner
- *  of its shard after losing it (a failover promotes a follower within seconds); past it, the
- *  last error ends it. Options may change it (`failoverDeadlineMs`). */
+/** How long a subscription or a cache watch keeps trying to reach the owner of its shard after
+ *  losing it (a failover promotes a follower within seconds); past it, the last error ends it.
+ *  Options may change it (`failoverDeadlineMs`). A consume loop has none (group-consume.ts). */
 export const FAILOVER_DEADLINE_MS_DEFAULT = 30_000;
 /** First delay cap between attempts to reach a shard's new owner; jittered and doubled per
  *  attempt up to FAILOVER_RETRY_DELAY_MS_MAX. */
