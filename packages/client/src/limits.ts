@@ -161,6 +161,18 @@ export const GROUP_CONSUME_POLLS_AHEAD_MAX = 3;
  *  GROUP_CONSUME_POLLS_AHEAD_MAX x this at most, a small part of any visibility timeout, and a
  *  slow caller keeps the single poll ahead it had before. */
 export const GROUP_CONSUME_QUICK_BATCH_MS = 250;
+/** First delay cap between a consume loop's polls after one failed in a way that passes (a lost
+ *  connection, a poll left unanswered, a redirect, a busy broker); the delay is uniform in
+ *  [0, min(cap, base * 2^failure)], failures counted in a row (an answered poll starts over). */
+export const GROUP_CONSUME_RETRY_BASE_MS = 50;
+/** Largest such delay after a lost connection, an unanswered poll or a redirect: the poll itself
+ *  waits out the reconnect (or its answer), and a shard's new owner is polled within about this
+ *  of serving, as a subscription's (FAILOVER_RETRY_DELAY_MS_MAX). */
+export const GROUP_CONSUME_RETRY_DELAY_MS_MAX = 1_000;
+/** Largest such delay after a refusal that asks for a backoff (`overloaded`, a limit that clears,
+ *  a name not yet loaded): the loop retries for as long as it runs, so each worker of a fleet
+ *  asks a busy broker at most about once per this. */
+export const GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX = 5_000;
 /** Bytes of frames one stream's writer holds for the end of a turn: past it the turn's frames
  *  so far are written at once (the transport's buffer bound and `whenWritten` then pace the
  *  caller), so a loop publishing many large records in one turn does not hold them all until
@@ -228,9 +240,9 @@ export const OWNER_BOOK_NAMES_MAX = 4096;
  *  more hops mean the brokers disagree about the owner, and the caller's retry (after fresh
  *  owners) is what settles it. */
 export const REDIRECT_HOPS_MAX = 3;
-/** How long a subscription, a cache watch or a group consumer keeps trying to reach the owner
- *  of its shard after losing it (a failover promotes a follower within seconds); past it, the
- *  last error ends it. Options may change it (`failoverDeadlineMs`). */
+/** How long a subscription or a cache watch keeps trying to reach the owner of its shard after
+ *  losing it (a failover promotes a follower within seconds); past it, the last error ends it.
+ *  Options may change it (`failoverDeadlineMs`). A consume loop has none (group-consume.ts). */
 export const FAILOVER_DEADLINE_MS_DEFAULT = 30_000;
 /** First delay cap between attempts to reach a shard's new owner; jittered and doubled per
  *  attempt up to FAILOVER_RETRY_DELAY_MS_MAX. */

@@ -38,9 +38,10 @@ export interface ConnectOptions {
    *  cluster lookups), a group poll past its `waitMs` (default 30 s). */
   requestTimeoutMs?: number;
   /**
-   * Against a cluster: how long a subscription, a cache watch or a group consumer keeps trying to
-   * reach its shard's owner after losing it (a failover, a move) before it ends with the last
-   * error (default FAILOVER_DEADLINE_MS_DEFAULT, 30 s).
+   * Against a cluster: how long a subscription or a cache watch keeps trying to reach its shard's
+   * owner after losing it (a failover, a move) before it ends with the last error (default
+   * FAILOVER_DEADLINE_MS_DEFAULT, 30 s). A `group.consume()` loop keeps trying for as long as it
+   * runs (docs/queues.md).
    */
   failoverDeadlineMs?: number;
   /**

@@ -4,7 +4,7 @@
 // owner through the entry broker's `shard_owners` and, when that owner dies, resumes on the new
 // one from the next offset it had not delivered (no gap, no duplicate); an acked publish whose
 // connection dies before the ack fails with OutcomeUnknownError unless sent at least once; a
-// group consume loop polls its shard's new owner until its failover deadline.
+// group consume loop polls its shard's new owner for as long as it runs.
 // Method: the pure walk with scripted attempts; FelixClient over scripted fake brokers
 // (test/fake-broker.ts), one per address, killed as a dead broker would be.
 import { waitFor } from '@felix/testing-harness';
@@ -35,9 +35,9 @@ import {
   PUBLISH_RETRY_DELAY_MS_MAX,
   PUBLISH_ROUTE_ATTEMPTS_MAX,
 } from '../src/limits.js';
-import { consumeIterator } from '../src/projections/group-consume.js';
+import { Group } from '../src/projections/group.js';
 import type { GroupMessage } from '../src/projections/group-message.js';
-import { FailoverClock, type ProjectionRoute } from '../src/projections/host.js';
+import type { ProjectionRoute } from '../src/projections/host.js';
 import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
 import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
 import { FakeBroker } from './fake-broker.js';
@@ -390,53 +390,56 @@ describe('a routed publish refused while its shard fails over', () => {
 });
 
 describe('a group consumer on a cluster', () => {
-  /** A route that is on, records what it was told, and gives up after `deadlineMs`. */
+  /** A route that is on, records what it was told, and whose failover deadline is `deadlineMs`. */
   const routeOf = (deadlineMs: number) => {
-    const refusedWith: unknown[] = [];
+    const refusedWith: Array<{ where: string; err: unknown }> = [];
     const route: ProjectionRoute = {
       active: true,
       connectionFor: () => Promise.reject(new Error('not used by the loop')),
       widthOf: async () => 1,
-      refused: (_k, _n, _s, err) => refusedWith.push(err),
+      refused: (k, n, s, err) => refusedWith.push({ where: `${k} ${n}/${s}`, err }),
       deadlineMs,
     };
     return { route, refusedWith };
   };
-  const source = (polls: Array<() => Promise<GroupMessage[]>>, failover: FailoverClock) => ({
-    closed: false,
-    stream: 'orders',
-    shard: 0,
-    failover,
-    poll: () => (polls.shift() ?? (() => new Promise<GroupMessage[]>(() => undefined)))(),
-    handBack: () => [],
-    sendGatheredAcks: () => undefined,
-    release: () => undefined,
-  });
+  /** A group on shard 1 of `orders` whose polls answer as `polls` says, one each, in turn. */
+  const groupOver = (route: ProjectionRoute, polls: Array<() => Promise<GroupMessage[]>>) => {
+    const host = { closed: false, connection: () => Promise.reject(new Error('no polls')), route };
+    const g = new Group(host, 'orders', 'billing', { shard: 1 });
+    g.poll = () => (polls.shift() ?? (() => new Promise<GroupMessage[]>(() => undefined)))();
+    return g.consume()[Symbol.asyncIterator]();
+  };
   const notLeader = () => Promise.reject(notLeaderOf({ node_id: 'n2', generation: 2 }));
 
-  it('a_group_consumer_polls_its_shards_new_owner_until_its_failover_deadline', async () => {
-    const { route, refusedWith } = routeOf(30_000);
-    const record = { offset: 7 } as GroupMessage;
-    const polls = [
-      notLeader,
-      () => Promise.reject(new ConnectionLostError('quic://b:1')),
-      async () => [record],
-    ];
-    const it = consumeIterator(source(polls, new FailoverClock(route)), {});
-    // The redirect is learned and the loop polls again (the lost connection re-polls at once).
-    expect((await it.next()).value).toBe(record);
-    expect(refusedWith).toHaveLength(1);
-    expect(refusedWith[0]).toBeInstanceOf(NotLeaderError);
-    await it.return?.();
+  it('a_group_consumer_polls_its_shards_new_owner_for_as_long_as_it_runs', async () => {
+    // No jitter: each backoff is 0 ms.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0);
+    try {
+      // A failover deadline of 0 bounds subscriptions and watches, not a consume loop.
+      const { route, refusedWith } = routeOf(0);
+      const record = { offset: 7 } as GroupMessage;
+      const polls = [
+        notLeader,
+        () => Promise.reject(new ConnectionLostError('quic://b:1')),
+        notLeader,
+        async () => [record],
+      ];
+      const it = groupOver(route, polls);
+      // Each failure is told to the router (the next poll goes to the owner it learned), and
+      // the loop polls again until it is answered.
+      expect((await it.next()).value).toBe(record);
+      expect(refusedWith.map((r) => r.where)).toEqual(Array(3).fill('stream orders/1'));
+      expect(refusedWith[0]!.err).toBeInstanceOf(NotLeaderError);
+      await it.return?.();
 
-    // Past its deadline the loop ends with the last error; a fatal one ends it at once.
-    const short = routeOf(0);
-    const ended = consumeIterator(source([notLeader], new FailoverClock(short.route)), {});
-    await expect(ended.next()).rejects.toBeInstanceOf(NotLeaderError);
-    const forbidden = () =>
-      Promise.reject(new ForbiddenError({ brokerCode: 'forbidden', message: 'no' }));
-    const fatal = consumeIterator(source([forbidden], new FailoverClock(route)), {});
-    await expect(fatal.next()).rejects.toBeInstanceOf(ForbiddenError);
+      // A fatal refusal ends it at once.
+      const forbidden = () =>
+        Promise.reject(new ForbiddenError({ brokerCode: 'forbidden', message: 'no' }));
+      const fatal = groupOver(route, [forbidden]);
+      await expect(fatal.next()).rejects.toBeInstanceOf(ForbiddenError);
+    } finally {
+      random.mockRestore();
+    }
   });
 });
 

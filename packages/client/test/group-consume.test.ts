@@ -1,7 +1,10 @@
 // Goal: a consume loop keeps its pipeline full: acks made in one event-loop turn leave in one
 // write on the request stream, and the next poll is in flight while the caller works on a batch.
+// It runs for as long as the caller wants: a poll left unanswered or refused for now is made
+// again after a backoff, with nothing yielded twice; a refusal that would recur ends it at once.
 // Method: a Group over a fake broker connection whose streams record every write and answer
-// requests from the test; waiting is by waitFor on what the fake saw.
+// requests from the test; waiting is by waitFor on what the fake saw, or, where a backoff is
+// timed, by fake timers advanced by hand.
 import { waitFor } from '@felix/testing-harness';
 import {
   FEATURE_CONSUMER_GROUP,
@@ -12,18 +15,28 @@ import {
   decodeMessage,
   encodeMessage,
 } from '@felix/wire';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  ForbiddenError,
+  InvalidRequestError,
+  NotFoundError,
+  ProtocolError,
+  UnauthenticatedError,
+} from '../src/errors.js';
+import {
+  GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
+  GROUP_CONSUME_RETRY_BASE_MS,
   GROUP_CONSUME_QUICK_BATCH_MS,
   GROUP_NACK_BATCH_OFFSETS_MAX,
+  NOT_FOUND_RETRY_MS,
   REQUEST_TIMEOUT_MS_DEFAULT,
 } from '../src/limits.js';
 import { Group, GroupMessage } from '../src/projections/group.js';
 import { RequestLane } from '../src/protocol/request-lane.js';
 import { RequestTable } from '../src/protocol/request-table.js';
 import { TurnBatcher } from '../src/protocol/turn-batcher.js';
-import { CheckTicks } from '../src/util/check-ticks.js';
+import { CheckTicks, type DueWatched } from '../src/util/check-ticks.js';
 
 /** A transport stream stand-in: records writes, hands out chunks the test pushes. */
 class FakeStream {
@@ -78,6 +91,8 @@ function fakeHost(featuresHi = 0) {
   const turn = new TurnBatcher();
   const table = new RequestTable();
   const ticks = new CheckTicks();
+  // What the connection's check would bound: each poll stream's answer due.
+  const watched = new Set<DueWatched>();
   const bc = {
     server: 'fake',
     scope: { tenant: 't1', namespace: 'default' },
@@ -95,14 +110,21 @@ function fakeHost(featuresHi = 0) {
       timeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
       open: openStream,
     }),
-    // The connection's check, which no test here runs: no poll's answer is overdue.
+    // The connection's check, which runs only where a test calls it (`overdue`).
     ticks,
     requestTimeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
-    watchDue: () => undefined,
-    unwatchDue: () => undefined,
+    watchDue: (w: DueWatched) => watched.add(w),
+    unwatchDue: (w: DueWatched) => watched.delete(w),
   };
   const host = { closed: false, connection: async () => bc as never };
-  return { host, streams };
+  /** The connection's check once the answer of the poll on `stream` is overdue (its wait and
+   *  the request timeout passed): it fails, and its stream is reset. */
+  const overdue = (stream: FakeStream) => {
+    for (const w of watched)
+      if ((w as unknown as { stream: FakeStream }).stream === stream)
+        w.checkDue(Number.MAX_SAFE_INTEGER);
+  };
+  return { host, streams, overdue };
 }
 
 /** Every group_poll written so far, with the stream it went on and its request id. */
@@ -124,24 +146,31 @@ const records = (from: number, n: number) =>
 
 /** A consume loop taking 2 records per poll over a fake broker: what it sent, how to answer its
  *  polls, and the offsets it handed back. */
-function consumeRig() {
-  const { host, streams } = fakeHost();
+function consumeRig(signal?: AbortSignal) {
+  const { host, streams, overdue } = fakeHost();
   const g = new Group(host, 'jobs', 'billing');
   const sent = () =>
     streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
   const polls = () => sent().filter((x) => x.m.type === 'group_poll');
-  const it = g.consume({ max: 2, waitMs: 1_000 })[Symbol.asyncIterator]();
+  const it = g
+    .consume({ max: 2, waitMs: 1_000, ...(signal ? { signal } : {}) })
+    [Symbol.asyncIterator]();
   const answerPoll = (i: number, from: number) => {
     const p = polls()[i]!;
     const id = (p.m as { request_id: number }).request_id;
     p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
   };
+  /** Poll `i` is refused with `code`, of the retry class `retry`. */
+  const refusePoll = (i: number, code: string, retry: string) =>
+    polls()[i]!.stream.push({ type: 'error', code, message: code, retry } as Message);
+  /** The broker never answers poll `i`: the connection's check fails it. */
+  const leaveUnanswered = (i: number) => overdue(polls()[i]!.stream);
   const nacked = () =>
     sent()
       .filter((x) => x.m.type === 'group_nack')
       .map((x) => (x.m as { offset: number }).offset)
       .sort((a, b) => a - b);
-  return { it, polls, answerPoll, nacked };
+  return { it, polls, answerPoll, refusePoll, leaveUnanswered, nacked };
 }
 
 /**
@@ -469,5 +498,190 @@ describe('group consume pipeline', () => {
     answer(decodeAll(streams[0]!.writes)[1]!);
     const got = await second;
     expect((got as { key: string }).key).toBe('second');
+  });
+});
+
+/** Lets promises, stream reads and immediates run for a few turns (no timer fires). */
+async function settle(turns = 20): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+/** Runs turns (no timer fires) until `condition` holds; fails after a thousand of them. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1_000; i++) {
+    if (condition()) return;
+    await new Promise<void>((r) => setImmediate(r));
+  }
+  throw new Error(`${what} did not happen`);
+}
+
+/** Only the timers a backoff uses (and the clock) are faked: turns still run. */
+const BACKOFF_TIMERS: Parameters<typeof vi.useFakeTimers>[0] = {
+  toFake: ['setTimeout', 'clearTimeout', 'Date'],
+};
+
+describe('a consume loop whose poll fails', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.restoreAllMocks();
+  });
+
+  it('a_consume_loop_outlives_a_poll_the_broker_left_unanswered', async () => {
+    const { it: loop, polls, answerPoll, leaveUnanswered, nacked } = consumeRig();
+    const got: number[] = [];
+    const first = loop.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 2_000);
+    answerPoll(0, 0);
+    got.push((await first).value!.offset);
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 2_000);
+    got.push((await loop.next()).value!.offset);
+    // The broker never answers the poll made ahead (paused by GC, a disk stall): past its wait
+    // and the request timeout the connection's check fails it with TimeoutError.
+    const third = loop.next();
+    leaveUnanswered(1);
+    // The loop does not end: after a backoff it polls again, on a new stream.
+    await waitFor(() => polls().length === 3, 'the poll made again', 2_000);
+    expect(polls()[2]!.stream).not.toBe(polls()[1]!.stream);
+    answerPoll(2, 2);
+    got.push((await third).value!.offset);
+    got.push((await loop.next()).value!.offset);
+    // Every record once, in order; nothing was handed back on the way.
+    expect(got).toEqual([0, 1, 2, 3]);
+    expect(nacked()).toEqual([]);
+    await loop.return?.();
+  });
+
+  it('a_poll_ahead_that_fails_leaves_the_records_of_the_others_yielded_once_each', async () => {
+    const { it: loop, polls, answerPoll, leaveUnanswered } = consumeRig();
+    const got: number[] = [];
+    const first = loop.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 2_000);
+    answerPoll(0, 0);
+    got.push((await first).value!.offset);
+    got.push((await loop.next()).value!.offset);
+    await waitFor(() => polls().length === 2, 'a poll made ahead', 2_000);
+    const third = loop.next();
+    answerPoll(1, 2);
+    got.push((await third).value!.offset);
+    // Batches worked through quickly: the full depth of polls goes out ahead.
+    const ahead = GROUP_CONSUME_POLLS_AHEAD_MAX;
+    await waitFor(() => polls().length === 2 + ahead, 'the polls made ahead', 2_000);
+    got.push((await loop.next()).value!.offset);
+    // The second of them goes unanswered; the others answer with records.
+    const next = loop.next();
+    leaveUnanswered(3);
+    for (let i = 2; i < 2 + ahead; i++) if (i !== 3) answerPoll(i, 2 * i);
+    got.push((await next).value!.offset);
+    while (got.length < 2 * (1 + ahead)) got.push((await loop.next()).value!.offset);
+    // Each record the answered polls brought comes out once; the failed one's claims (if the
+    // broker made any) lapse and are delivered again later, as any lost answer's.
+    const expected = [0, 1, 2, 3];
+    for (let i = 2; i < 2 + ahead; i++) if (i !== 3) expected.push(2 * i, 2 * i + 1);
+    expect([...got].sort((a, b) => a - b)).toEqual(expected);
+    await loop.return?.();
+  });
+
+  it('a_consume_loop_retries_an_overloaded_refusal_after_a_backoff', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    // The jitter draws half of each cap.
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    const { it: loop, polls, answerPoll, refusePoll } = consumeRig();
+    const first = loop.next();
+    await until(() => polls().length === 1, 'the first poll');
+    // Two refusals in a row: the poll is made again after a backoff each time, the second
+    // twice as long (the cap doubles per failure).
+    const base = GROUP_CONSUME_RETRY_BASE_MS;
+    for (const [i, delayMs] of [
+      [0, base / 2],
+      [1, base],
+    ] as const) {
+      refusePoll(i, 'overloaded', 'retry_after');
+      await settle();
+      await vi.advanceTimersByTimeAsync(delayMs - 1);
+      await settle();
+      expect(polls()).toHaveLength(i + 1);
+      await vi.advanceTimersByTimeAsync(1);
+      await until(() => polls().length === i + 2, 'the poll made again');
+    }
+    answerPoll(2, 0);
+    expect((await first).value?.offset).toBe(0);
+    await loop.return?.();
+  });
+
+  it('a_consume_loop_still_ends_at_once_on_a_fatal_refusal', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    const fatal = [
+      ['forbidden', ForbiddenError],
+      ['unauthenticated', UnauthenticatedError],
+      ['invalid_request', InvalidRequestError],
+    ] as const;
+    for (const [code, Cls] of fatal) {
+      const { it: loop, polls, refusePoll } = consumeRig();
+      const first = loop.next();
+      await until(() => polls().length === 1, 'the first poll');
+      refusePoll(0, code, 'fatal');
+      // No timer is advanced: the loop ends without a backoff, and polls nothing more.
+      await expect(first).rejects.toBeInstanceOf(Cls);
+      await settle();
+      expect(polls()).toHaveLength(1);
+    }
+    // An answer the client cannot take for a poll's ends it too (the broker would send it again).
+    const { it: loop, polls } = consumeRig();
+    const first = loop.next();
+    await until(() => polls().length === 1, 'the first poll');
+    const p = polls()[0]!;
+    p.stream.push({ type: 'cache_ok', request_id: (p.m as { request_id: number }).request_id });
+    await expect(first).rejects.toBeInstanceOf(ProtocolError);
+    await settle();
+    expect(polls()).toHaveLength(1);
+  });
+
+  it('a_consume_loop_ends_on_an_unknown_group_once_its_not_found_window_passed', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    const { it: loop, polls, refusePoll } = consumeRig();
+    let ended: unknown;
+    loop.next().then(
+      () => {
+        ended = 'done';
+      },
+      (err: unknown) => {
+        ended = err;
+      },
+    );
+    const startedMs = Date.now();
+    for (let i = 0; ended === undefined; i++) {
+      await until(() => polls().length === i + 1 || ended !== undefined, 'the next poll');
+      if (ended !== undefined) break;
+      refusePoll(i, 'not_found', 'retry_after');
+      await settle();
+      await vi.advanceTimersByTimeAsync(GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX);
+    }
+    // Retried (a name not yet loaded after a move), but not past the window.
+    expect(ended).toBeInstanceOf(NotFoundError);
+    expect(polls().length).toBeGreaterThan(1);
+    expect(Date.now() - startedMs).toBeGreaterThan(NOT_FOUND_RETRY_MS);
+    expect(Date.now() - startedMs).toBeLessThanOrEqual(
+      NOT_FOUND_RETRY_MS + 2 * GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
+    );
+  });
+
+  it('a_consume_loop_in_a_backoff_ends_at_once_on_abort_or_return', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    const ctl = new AbortController();
+    const aborted = consumeRig(ctl.signal);
+    const returned = consumeRig();
+    for (const rig of [aborted, returned]) {
+      const first = rig.it.next();
+      await until(() => rig.polls().length === 1, 'the first poll');
+      rig.refusePoll(0, 'overloaded', 'retry_after');
+      await settle();
+      // No timer is advanced: the backoff ends with the abort (or the return), and so does
+      // the loop, with nothing polled again.
+      if (rig === aborted) ctl.abort();
+      else await rig.it.return?.();
+      expect(await first).toEqual({ value: undefined, done: true });
+      expect(rig.polls()).toHaveLength(1);
+    }
   });
 });

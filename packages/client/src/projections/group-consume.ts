@@ -8,10 +8,28 @@
  * hand is answered at once (no generator hop per message); only the step to the next batch
  * awaits a poll (whichever of those out answers first), and calls to next() made while it runs
  * wait behind it, so messages come out once each, each batch in its order.
+ *
+ * The loop runs until the caller ends it (break, return, its signal) or the client closes, as a
+ * worker's loop should: a poll that fails in a way that passes (pollFailureOf) is made again
+ * after a jittered backoff, for as long as it takes; only a failure that would recur ends it.
  */
-import { ConnectionLostError, isStreamGone } from '../errors.js';
-import { GROUP_CONSUME_POLLS_AHEAD_MAX, GROUP_CONSUME_QUICK_BATCH_MS } from '../limits.js';
-import type { FailoverClock } from './host.js';
+import { retryKindOf } from '../cluster/routing.js';
+import {
+  NotFoundError,
+  ProtocolError,
+  TimeoutError,
+  UnknownStreamError,
+  isStreamGone,
+} from '../errors.js';
+import {
+  GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
+  GROUP_CONSUME_POLLS_AHEAD_MAX,
+  GROUP_CONSUME_QUICK_BATCH_MS,
+  GROUP_CONSUME_RETRY_BASE_MS,
+  GROUP_CONSUME_RETRY_DELAY_MS_MAX,
+  NOT_FOUND_RETRY_MS,
+} from '../limits.js';
+import { backoffDelayMs } from '../util/backoff.js';
 import type { GroupMessage } from './group-message.js';
 import type { PollOptions } from './group-poll.js';
 
@@ -24,11 +42,33 @@ export interface ConsumeSource {
   sendGatheredAcks(): void;
   /** Releases idle poll streams. */
   release(): void;
-  /** The shard polled, for following its owner (absent in tests of the loop alone). */
-  readonly stream?: string;
-  readonly shard?: number;
-  /** Follows the shard's owner after a loss in a cluster (absent: a failure ends the loop). */
-  readonly failover?: FailoverClock;
+  /** In a cluster: a poll failed with `err`, which the router learns from (the shard's owner
+   *  is asked again, or taken from a redirect) before the loop polls again. */
+  refused?(err: unknown): void;
+}
+
+/**
+ * What a consume loop does about a poll that failed with `err`:
+ * - `again`: it passes (a lost connection, a poll left unanswered, retry kind `redirect` in
+ *   routing.ts: the shard served elsewhere or not yet): poll again after a short backoff
+ *   (GROUP_CONSUME_RETRY_DELAY_MS_MAX at most);
+ * - `busy`: the broker asks for a backoff (retry kind `retry_after`: `overloaded`, a limit that
+ *   clears): poll again after a longer one (GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX at most);
+ * - `missing`: the stream or group is unknown: as `busy`, but for NOT_FOUND_RETRY_MS of such
+ *   answers in a row at most (a name not yet loaded after a move; a deleted one answers it
+ *   for good);
+ * - `fatal`: the same poll would fail the same way (auth, permission, a bad request, an answer
+ *   the client cannot read, an outcome it cannot know, anything untyped): the loop ends with it.
+ */
+export type PollFailure = 'again' | 'busy' | 'missing' | 'fatal';
+
+export function pollFailureOf(err: unknown): PollFailure {
+  if (err instanceof NotFoundError || err instanceof UnknownStreamError) return 'missing';
+  // Its class says reconnect, but a broker that sent what the client cannot read would again.
+  if (err instanceof ProtocolError) return 'fatal';
+  if (err instanceof TimeoutError || isStreamGone(err)) return 'again';
+  const kind = retryKindOf(err);
+  return kind === 'redirect' ? 'again' : kind === 'retry_after' ? 'busy' : 'fatal';
 }
 
 export function consumeIterator(g: ConsumeSource, opts: PollOptions): AsyncIterator<GroupMessage> {
@@ -46,6 +86,12 @@ class ConsumeLoop {
   private quick = false;
   private finished = false;
   private step: Promise<IteratorResult<GroupMessage>> | undefined;
+  /** Polls failed in a row (an answered poll starts over): the backoff's exponent. */
+  private failures = 0;
+  /** When the `missing` answers in a row began (undefined: the last failure was not one). */
+  private missingSinceMs: number | undefined;
+  /** Ends the backoff under way, if any. */
+  private wake: (() => void) | undefined;
 
   constructor(
     private readonly g: ConsumeSource,
@@ -65,7 +111,10 @@ class ConsumeLoop {
     };
   }
 
-  private readonly onAbort = (): void => this.stop.abort();
+  private readonly onAbort = (): void => {
+    this.stop.abort();
+    this.wake?.();
+  };
 
   private get ended(): boolean {
     return this.finished || this.opts.signal?.aborted === true || this.g.closed;
@@ -85,6 +134,7 @@ class ConsumeLoop {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.wake?.();
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     // The rest of the batch in hand was never yielded: it goes back, not out to lapse. Acks this
     // loop made that the group still gathers go first: on the request stream the last acks would
@@ -133,12 +183,47 @@ class ConsumeLoop {
     return first;
   }
 
-  /** In a cluster the shard's owner moved or died: poll its new owner, until a deadline. */
-  private failsOver(err: unknown): Promise<boolean> {
-    const g = this.g;
-    if (g.failover === undefined || g.stream === undefined) return Promise.resolve(false);
-    const where = { kind: 'stream' as const, name: g.stream, shard: g.shard ?? 0, from: '' };
-    return g.failover.retries(err, where, this.opts.signal);
+  /**
+   * Whether the loop polls again after a poll failed with `err` (pollFailureOf); false: the loop
+   * ends with it. The next poll waits out a backoff first, unless other polls are still out:
+   * their answers (records, perhaps) are waited for meanwhile, and the backoff comes after the
+   * last of them if it fails too. Nothing the failed poll brought was handed to the loop, so
+   * nothing is yielded twice; claims the broker made for a poll whose answer was lost lapse
+   * after the visibility timeout and are delivered again (at least once).
+   */
+  private async retries(err: unknown): Promise<boolean> {
+    const failure = pollFailureOf(err);
+    if (failure === 'fatal') return false;
+    const now = Date.now();
+    if (failure !== 'missing') this.missingSinceMs = undefined;
+    else {
+      this.missingSinceMs ??= now;
+      if (now - this.missingSinceMs > NOT_FOUND_RETRY_MS) return false;
+    }
+    this.g.refused?.(err);
+    const delayMs = backoffDelayMs(this.failures++, {
+      baseMs: GROUP_CONSUME_RETRY_BASE_MS,
+      maxMs:
+        failure === 'again'
+          ? GROUP_CONSUME_RETRY_DELAY_MS_MAX
+          : GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
+    });
+    if (this.ahead.length === 0) await this.pause(delayMs);
+    return true;
+  }
+
+  /** Waits `ms`, or until the loop ends or the caller aborts, whichever comes first. */
+  private pause(ms: number): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
   }
 
   private async advance(): Promise<IteratorResult<GroupMessage>> {
@@ -156,13 +241,13 @@ class ConsumeLoop {
           next = await answered.p;
         } catch (err) {
           if (this.ended) break;
-          // A lost connection: the next poll waits for the reconnect.
-          if (err instanceof ConnectionLostError || isStreamGone(err)) continue;
-          // In a cluster the shard's owner moved or died: poll its new owner, until a deadline.
-          if (await this.failsOver(err)) continue;
+          // A lost connection (the next poll waits for the reconnect), a poll left unanswered,
+          // a shard served elsewhere, a busy broker: poll again after a backoff.
+          if (await this.retries(err)) continue;
           throw err;
         }
-        this.g.failover?.ok();
+        this.failures = 0;
+        this.missingSinceMs = undefined;
         if (this.finished) {
           this.handBack(next); // the loop ended while this poll was out
           break;

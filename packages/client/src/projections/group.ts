@@ -26,7 +26,7 @@ import { consumeIterator } from './group-consume.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
-import { FailoverClock, type ProjectionHost, requireFeature } from './host.js';
+import { type ProjectionHost, requireFeature } from './host.js';
 
 export type { DeadLetterPage, DeadLetterPageOptions } from './dead-letter-pages.js';
 export { GroupMessage } from './group-message.js';
@@ -82,8 +82,6 @@ export class Group implements GroupSettler {
   readonly consumerName: string | undefined;
   private readonly settles: GroupSettles;
   private readonly polls: GroupPolls;
-  /** A consume loop's failover bookkeeping: it follows the shard's owner after a loss. */
-  readonly failover: FailoverClock;
 
   constructor(
     private readonly host: ProjectionHost,
@@ -96,7 +94,6 @@ export class Group implements GroupSettler {
     this.shard = opts.shard ?? 0;
     if (!Number.isInteger(this.shard) || this.shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
-    this.failover = new FailoverClock(host.route);
     this.consumerName = opts.consumer;
     if (this.consumerName !== undefined) {
       const bytes = new TextEncoder().encode(this.consumerName).length;
@@ -142,7 +139,11 @@ export class Group implements GroupSettler {
    * Yields messages as they are handed out, with the next polls in flight while the caller
    * works (see group-consume.ts). Records the loop never yields are handed back with a nack. A
    * poll cancelled by the caller's `signal` may leave its claims to lapse after the visibility
-   * timeout.
+   * timeout. The loop runs until the caller ends it or the client closes: a poll that fails in
+   * a way that passes (a lost connection, a poll left unanswered, a shard served elsewhere, a
+   * busy broker) is made again after a backoff; a failure that would recur (auth, permission, a
+   * bad request, a stream or group still unknown after NOT_FOUND_RETRY_MS) ends it with that
+   * error.
    */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
     const group = this;
@@ -155,9 +156,10 @@ export class Group implements GroupSettler {
       sendGatheredAcks: () => this.settles.sendGatheredAcks(),
       release: () => this.release(),
       // In a cluster the loop follows the shard's owner through a failover or a move.
-      stream: this.stream,
-      shard: this.shard,
-      failover: this.failover,
+      refused: (err: unknown) => {
+        const route = group.host.route;
+        if (route?.active) route.refused('stream', group.stream, group.shard, err, '');
+      },
     };
     return { [Symbol.asyncIterator]: () => consumeIterator(source, opts) };
   }

@@ -41,9 +41,9 @@ export interface ProjectionRoute {
 }
 
 /**
- * The failover bookkeeping of one long-lived reader (a watch, a group consumer): whether a
- * failure is retried on the shard's owner as next known (routing on, not fatal, within the
- * deadline since the reader last worked), after a jittered backoff.
+ * The failover bookkeeping of one long-lived reader (a cache watch): whether a failure is
+ * retried on the shard's owner as next known (routing on, not fatal, within the deadline since
+ * the reader last worked), after a jittered backoff.
  */
 export class FailoverClock {
   private failingSinceMs: number | undefined;
