@@ -738,6 +738,7 @@ export class FelixClient {
       get closed() {
         return client.isClosed;
       },
+      closing: this.closeController.signal,
       route: {
         get active() {
           return router.active;

@@ -116,7 +116,13 @@ function fakeHost(featuresHi = 0) {
     watchDue: (w: DueWatched) => watched.add(w),
     unwatchDue: (w: DueWatched) => watched.delete(w),
   };
-  const host = { closed: false, connection: async () => bc as never };
+  const closer = new AbortController();
+  const host = { closed: false, closing: closer.signal, connection: async () => bc as never };
+  /** The client closes (its `closed` and its signal, as FelixClient.close sets them). */
+  const close = () => {
+    host.closed = true;
+    closer.abort();
+  };
   /** The connection's check once the answer of the poll on `stream` is overdue (its wait and
    *  the request timeout passed): it fails, and its stream is reset. */
   const overdue = (stream: FakeStream) => {
@@ -124,7 +130,7 @@ function fakeHost(featuresHi = 0) {
       if ((w as unknown as { stream: FakeStream }).stream === stream)
         w.checkDue(Number.MAX_SAFE_INTEGER);
   };
-  return { host, streams, overdue };
+  return { host, streams, overdue, close };
 }
 
 /** Every group_poll written so far, with the stream it went on and its request id. */
@@ -147,7 +153,7 @@ const records = (from: number, n: number) =>
 /** A consume loop taking 2 records per poll over a fake broker: what it sent, how to answer its
  *  polls, and the offsets it handed back. */
 function consumeRig(signal?: AbortSignal) {
-  const { host, streams, overdue } = fakeHost();
+  const { host, streams, overdue, close } = fakeHost();
   const g = new Group(host, 'jobs', 'billing');
   const sent = () =>
     streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
@@ -170,7 +176,7 @@ function consumeRig(signal?: AbortSignal) {
       .filter((x) => x.m.type === 'group_nack')
       .map((x) => (x.m as { offset: number }).offset)
       .sort((a, b) => a - b);
-  return { it, polls, answerPoll, refusePoll, leaveUnanswered, nacked };
+  return { it, polls, answerPoll, refusePoll, leaveUnanswered, nacked, close };
 }
 
 /**
@@ -506,9 +512,11 @@ async function settle(turns = 20): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
 }
 
-/** Runs turns (no timer fires) until `condition` holds; fails after a thousand of them. */
+/** Runs turns (no timer fires) until `condition` holds; fails past a deadline on the real
+ *  monotonic clock (not faked: the first test of a run also waits for a module's first load). */
 async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1_000; i++) {
+  const deadline = performance.now() + 10_000;
+  while (performance.now() < deadline) {
     if (condition()) return;
     await new Promise<void>((r) => setImmediate(r));
   }
@@ -683,5 +691,18 @@ describe('a consume loop whose poll fails', () => {
       expect(await first).toEqual({ value: undefined, done: true });
       expect(rig.polls()).toHaveLength(1);
     }
+  });
+
+  it('a_consume_loop_in_a_backoff_ends_at_once_when_its_client_closes', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    const rig = consumeRig();
+    const first = rig.it.next();
+    await until(() => rig.polls().length === 1, 'the first poll');
+    rig.refusePoll(0, 'overloaded', 'retry_after');
+    await settle();
+    // No timer is advanced: the client's close ends the backoff (up to 5 s) and the loop.
+    rig.close();
+    expect(await first).toEqual({ value: undefined, done: true });
+    expect(rig.polls()).toHaveLength(1);
   });
 });

@@ -36,6 +36,8 @@ import type { PollOptions } from './group-poll.js';
 /** What the loop needs from its group. */
 export interface ConsumeSource {
   readonly closed: boolean;
+  /** Aborted when the client closes: a backoff under way ends at once. */
+  readonly closing?: AbortSignal;
   poll(opts: PollOptions): Promise<GroupMessage[]>;
   handBack(msgs: readonly GroupMessage[]): Promise<void>[];
   /** Sends the acks the group still gathers (before a hand-back, which would queue ahead). */
@@ -212,16 +214,20 @@ class ConsumeLoop {
     return true;
   }
 
-  /** Waits `ms`, or until the loop ends or the caller aborts, whichever comes first. */
+  /** Waits `ms`, or until the loop ends, the caller aborts or the client closes. */
   private pause(ms: number): Promise<void> {
-    if (this.ended) return Promise.resolve();
+    const closing = this.g.closing;
+    if (this.ended || closing?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
+        closing?.removeEventListener('abort', done);
         this.wake = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
+      // Only while paused: the client's signal holds one listener per loop in a backoff.
+      closing?.addEventListener('abort', done, { once: true });
       this.wake = done;
     });
   }

@@ -151,6 +151,7 @@ export class Group implements GroupSettler {
       get closed() {
         return group.host.closed;
       },
+      closing: group.host.closing,
       poll: (o: PollOptions) => this.poll(o),
       handBack: (msgs: readonly GroupMessage[]) => this.handBack(msgs),
       sendGatheredAcks: () => this.settles.sendGatheredAcks(),

@@ -14,6 +14,8 @@ export interface ProjectionHost {
   /** The live connection when there is one now (no wait, no await); else undefined. */
   live?(): BrokerConnection | undefined;
   readonly closed: boolean;
+  /** Aborted when the client closes: a wait of a reader's own (a consume loop's backoff) ends. */
+  readonly closing?: AbortSignal;
   /** Cluster routing (absent, or inactive against a broker without discovery: `connection`). */
   route?: ProjectionRoute;
   /** The routing of a cache's single-key requests by key (key-routes.ts), when the client has
