@@ -60,14 +60,13 @@ import type {
 import { backoffDelayMs, sleep } from './util/backoff.js';
 import { abortable } from './util/abortable.js';
 import { checkWellFormed, illFormed } from './util/well-formed.js';
+import { checkStreamName, checkSubscribeOptions } from './arguments.js';
 
 /** What tests replace: how a connection is made (a fake broker) and the token keeper's clock. */
 export interface ClientInternals {
   open?: (server: string, opts: ConnectionOptions, turn: TurnBatcher) => Promise<BrokerConnection>;
   clock?: KeeperClock;
 }
-
-const TEXT = new TextEncoder();
 
 /** What every unacked publish resolves with: shared by the callers of a frame, so frozen. */
 const WRITTEN_RESULT: PublishResult = Object.freeze({ offset: null, shard: 0 });
@@ -77,39 +76,6 @@ const unkeyedResult = (offset: number | undefined): PublishResult => ({
   offset: offset ?? null,
   shard: 0,
 });
-
-/** A stream name the wire can carry: not empty, well-formed, at most BINARY_STRING_BYTES_MAX
- *  UTF-8 bytes. */
-function checkStreamName(stream: string): void {
-  if (stream === '') throw new InvalidArgumentError('stream must not be empty');
-  checkWellFormed(stream, 'the stream name');
-  if (
-    stream.length * 3 > BINARY_STRING_BYTES_MAX &&
-    TEXT.encode(stream).length > BINARY_STRING_BYTES_MAX
-  )
-    throw new InvalidArgumentError(`a stream name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
-}
-
-/** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire
- *  errors before: a buffer of 0 batches never took one). */
-function checkSubscribeOptions(opts: SubscribeOptions): void {
-  const whole = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
-  const { from, shard, bufferBatches, queueCapacity } = opts;
-  if (typeof from === 'number' && !whole(from, 0))
-    throw new InvalidArgumentError(`from must be an offset (a whole number >= 0), got ${from}`);
-  if (typeof from === 'string' && from !== 'earliest' && from !== 'latest')
-    throw new InvalidArgumentError(`from must be 'earliest', 'latest', an offset or { time }`);
-  if (shard !== undefined && !whole(shard, 0))
-    throw new InvalidArgumentError(`shard must be a whole number >= 0, got ${shard}`);
-  if (bufferBatches !== undefined && !whole(bufferBatches, 1))
-    throw new InvalidArgumentError(
-      `bufferBatches must be a whole number >= 1, got ${bufferBatches}`,
-    );
-  if (queueCapacity !== undefined && !whole(queueCapacity, 1))
-    throw new InvalidArgumentError(
-      `queueCapacity must be a whole number >= 1, got ${queueCapacity}`,
-    );
-}
 
 export class FelixClient {
   private current: BrokerConnection | null = null;

@@ -5,7 +5,7 @@
 // fake broker (test/fake-broker.ts), which records every message the client sent; each call is
 // made with an ill-formed string and the broker must have seen none of them.
 import { describe, expect, it } from 'vitest';
-import { FelixClient } from '../src/client.js';
+import { type ClientInternals, FelixClient } from '../src/client.js';
 import { InvalidArgumentError } from '../src/errors.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import { FakeBroker, clientOver } from './fake-broker.js';
@@ -65,13 +65,15 @@ describe('well-formed strings', () => {
   });
 
   it('every_name_key_and_string_value_with_a_lone_surrogate_is_refused_before_anything_is_sent', async () => {
-    const open = (broker: FakeBroker) => ({
-      open: (server: string, o: never, turn: never) =>
-        BrokerConnection.over(server, broker.conn, o, turn),
+    const open = (broker: FakeBroker): ClientInternals => ({
+      open: (server, o, turn) => BrokerConnection.over(server, broker.conn, o, turn),
     });
     const base = { servers: ['quic://fake:1'], token: 'x' };
     const nobody = new FakeBroker({ reauth: false });
-    await refused(() => FelixClient.create({ ...base, tenant: 't\ud800' }, open(nobody)), 'the tenant');
+    await refused(
+      () => FelixClient.create({ ...base, tenant: 't\ud800' }, open(nobody)),
+      'the tenant',
+    );
     await refused(
       () => FelixClient.create({ ...base, tenant: 't1', namespace: 'n\udfff' }, open(nobody)),
       'the namespace',

@@ -19,6 +19,7 @@ streams:
 
 const cacheScope = { tenant_id: 't1', namespace: 'default', cache: 'users' };
 const groupScope = { tenant_id: 't1', namespace: 'default', stream: 'log', shard: 0 };
+const poll = { max_records: 1, wait_ms: 0, reclaim: false };
 const value = Uint8Array.of(0x41);
 
 describe('lone surrogates in JSON requests', () => {
@@ -60,16 +61,13 @@ describe('lone surrogates in JSON requests', () => {
       [{ type: 'cache_delete', ...cacheScope, key: 'k\ud800', request_id: 4 }, 'key'],
       [{ type: 'cache_watch', ...cacheScope, prefix: 'k\ud800', retained: false }, 'prefix'],
       [{ type: 'counter_add', ...cacheScope, key: 'c\ud800', delta: 1n, request_id: 5 }, 'key'],
-      [
-        { type: 'group_poll', ...groupScope, group: 'g\ud800', max_records: 1, request_id: 6 },
-        'group',
-      ],
+      [{ type: 'group_poll', ...groupScope, group: 'g\ud800', ...poll, request_id: 6 }, 'group'],
       [
         {
           type: 'group_poll',
           ...groupScope,
           group: 'g',
-          max_records: 1,
+          ...poll,
           request_id: 7,
           consumer: 'c\udfff',
         },
@@ -89,7 +87,13 @@ describe('lone surrogates in JSON requests', () => {
     const miss = await ask({ type: 'cache_get', ...cacheScope, key: 'k\ufffd', request_id: 8 });
     expect(miss).toMatchObject({ type: 'cache_value', request_id: 8 });
     expect((miss as { value?: Uint8Array }).value).toBeUndefined();
-    const ok = await ask({ type: 'cache_put', ...cacheScope, key: 'k\ufffd', value, request_id: 9 });
+    const ok = await ask({
+      type: 'cache_put',
+      ...cacheScope,
+      key: 'k\ufffd',
+      value,
+      request_id: 9,
+    });
     expect(ok).toMatchObject({ type: 'cache_ok', request_id: 9 });
     const hit = await ask({ type: 'cache_get', ...cacheScope, key: 'k\ufffd', request_id: 10 });
     expect((hit as { value?: Uint8Array }).value).toEqual(value);

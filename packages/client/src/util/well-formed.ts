@@ -19,6 +19,6 @@ export function illFormed(what: string): InvalidArgumentError {
   return new InvalidArgumentError(
     `${what} holds a lone UTF-16 surrogate (U+D800..U+DFFF without its pair), which has no ` +
       'UTF-8 bytes: it would reach the broker as U+FFFD, the same as other strings ' +
-      "(String.prototype.toWellFormed() makes that replacement explicit, if it is what you mean)",
+      '(String.prototype.toWellFormed() makes that replacement explicit, if it is what you mean)',
   );
 }
