@@ -175,8 +175,15 @@ describe('binary cache exchange', () => {
       return p;
     };
     // An encoded lone surrogate (CESU-8's way of writing one) is not UTF-8.
-    for (const bad of [[0xed, 0xa0, 0x80], [0xed, 0xbf, 0xbf], [0x6b, 0xff], [0xc0, 0x80]]) {
-      expect(errorOf(() => reader.request(getWithKey(Uint8Array.from(bad))))).toBe(InvalidUtf8Error);
+    for (const bad of [
+      [0xed, 0xa0, 0x80],
+      [0xed, 0xbf, 0xbf],
+      [0x6b, 0xff],
+      [0xc0, 0x80],
+    ]) {
+      expect(errorOf(() => reader.request(getWithKey(Uint8Array.from(bad))))).toBe(
+        InvalidUtf8Error,
+      );
     }
     const fragment = fc.oneof(
       fc.string({ unit: 'grapheme', maxLength: 3 }).map((t) => new TextEncoder().encode(t)),
