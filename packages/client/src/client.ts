@@ -18,7 +18,7 @@ import {
   UnknownStreamError,
   notBytes,
 } from './errors.js';
-import { bytesOf } from './projections/host.js';
+import { bytesOf, wellFormedBytes } from './projections/host.js';
 import { isByteView } from './util/bytes.js';
 import {
   CONNECT_TIMEOUT_MS_DEFAULT,
@@ -59,14 +59,14 @@ import type {
 } from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
 import { abortable } from './util/abortable.js';
+import { checkWellFormed, illFormed } from './util/well-formed.js';
+import { checkStreamName, checkSubscribeOptions } from './arguments.js';
 
 /** What tests replace: how a connection is made (a fake broker) and the token keeper's clock. */
 export interface ClientInternals {
   open?: (server: string, opts: ConnectionOptions, turn: TurnBatcher) => Promise<BrokerConnection>;
   clock?: KeeperClock;
 }
-
-const TEXT = new TextEncoder();
 
 /** What every unacked publish resolves with: shared by the callers of a frame, so frozen. */
 const WRITTEN_RESULT: PublishResult = Object.freeze({ offset: null, shard: 0 });
@@ -76,37 +76,6 @@ const unkeyedResult = (offset: number | undefined): PublishResult => ({
   offset: offset ?? null,
   shard: 0,
 });
-
-/** A stream name the wire can carry: not empty, at most BINARY_STRING_BYTES_MAX UTF-8 bytes. */
-function checkStreamName(stream: string): void {
-  if (stream === '') throw new InvalidArgumentError('stream must not be empty');
-  if (
-    stream.length * 3 > BINARY_STRING_BYTES_MAX &&
-    TEXT.encode(stream).length > BINARY_STRING_BYTES_MAX
-  )
-    throw new InvalidArgumentError(`a stream name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
-}
-
-/** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire
- *  errors before: a buffer of 0 batches never took one). */
-function checkSubscribeOptions(opts: SubscribeOptions): void {
-  const whole = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
-  const { from, shard, bufferBatches, queueCapacity } = opts;
-  if (typeof from === 'number' && !whole(from, 0))
-    throw new InvalidArgumentError(`from must be an offset (a whole number >= 0), got ${from}`);
-  if (typeof from === 'string' && from !== 'earliest' && from !== 'latest')
-    throw new InvalidArgumentError(`from must be 'earliest', 'latest', an offset or { time }`);
-  if (shard !== undefined && !whole(shard, 0))
-    throw new InvalidArgumentError(`shard must be a whole number >= 0, got ${shard}`);
-  if (bufferBatches !== undefined && !whole(bufferBatches, 1))
-    throw new InvalidArgumentError(
-      `bufferBatches must be a whole number >= 1, got ${bufferBatches}`,
-    );
-  if (queueCapacity !== undefined && !whole(queueCapacity, 1))
-    throw new InvalidArgumentError(
-      `queueCapacity must be a whole number >= 1, got ${queueCapacity}`,
-    );
-}
 
 export class FelixClient {
   private current: BrokerConnection | null = null;
@@ -174,6 +143,8 @@ export class FelixClient {
     if (opts.servers.length === 0)
       throw new InvalidArgumentError('servers must name at least one broker');
     if (opts.tenant === '') throw new InvalidArgumentError('tenant must not be empty');
+    checkWellFormed(opts.tenant, 'the tenant');
+    if (opts.namespace !== undefined) checkWellFormed(opts.namespace, 'the namespace');
     const token: unknown = opts.token;
     if (token !== undefined && typeof token !== 'string' && typeof token !== 'function')
       throw new InvalidArgumentError('token must be a string or a function answering one');
@@ -380,6 +351,7 @@ export class FelixClient {
     stream: string,
     signal?: AbortSignal,
   ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
+    checkWellFormed(stream, 'the stream name');
     const cached = this.shardCache.get(stream);
     if (cached) return cached;
     // Concurrent lookups of one stream share one request (a burst of keyed publishes asks once).
@@ -415,9 +387,14 @@ export class FelixClient {
     opts: PublishOptions = {},
   ): Promise<PublishResult> {
     // Not async: an async wrapper around send's promise costs every publish extra turns.
-    if (typeof data !== 'string' && !isByteView(data)) return Promise.reject(notBytes(data));
-    // Only a name that may be too long is measured (a UTF-16 unit is at most 3 UTF-8 bytes).
-    if (stream.length * 3 > BINARY_STRING_BYTES_MAX) return this.send(stream, [data], opts, true);
+    // A string is checked once, here (a lone surrogate would be sent as U+FFFD's bytes).
+    if (typeof data === 'string') {
+      if (!data.isWellFormed()) return Promise.reject(illFormed('the publish data'));
+    } else if (!isByteView(data)) return Promise.reject(notBytes(data));
+    // Only a name that may be too long is measured (a UTF-16 unit is at most 3 UTF-8 bytes); one
+    // that is not well-formed is refused there too.
+    if (stream.length * 3 > BINARY_STRING_BYTES_MAX || !stream.isWellFormed())
+      return this.send(stream, [data], opts, true);
     const routed = this.router.active;
     // Routed: the owner's live connection when a one-shard stream's owner is known and open.
     const current = routed ? this.ownerNow(stream) : this.current;
@@ -425,7 +402,8 @@ export class FelixClient {
       return this.send(stream, [data], opts, true);
     // Resent after a loss: the general path.
     if (opts.atLeastOnce === true) return this.send(stream, [data], opts, true);
-    const payload = bytesOf(data);
+    const payload =
+      typeof data === 'string' ? wellFormedBytes(data) : bytesOf(data, 'the publish data');
     if (this.isClosed || current.isLost || payload.byteLength > PAYLOAD_BYTES_MAX)
       return this.send(stream, [data], opts, true);
     const ack = opts.ack ?? true;
@@ -478,7 +456,7 @@ export class FelixClient {
     gather: boolean,
   ): Promise<PublishResult> {
     checkStreamName(stream);
-    const payloads = data.map(bytesOf);
+    const payloads = data.map((d) => bytesOf(d, 'the publish data'));
     if (payloads.length === 0) throw new InvalidArgumentError('a batch needs at least one record');
     // The broker refuses a longer batch (its records, not its bytes, are what it builds).
     if (payloads.length > PUBLISH_BATCH_RECORDS_MAX) {
@@ -488,7 +466,8 @@ export class FelixClient {
     }
     // One batch is one frame: its records together, with their 4-byte lengths, the key and the
     // stream's name, are bounded as one payload is (the rest of the frame fits the headroom).
-    let total = opts.key === undefined ? 0 : bytesOf(opts.key).byteLength;
+    const key = opts.key !== undefined ? bytesOf(opts.key, 'the publish key') : undefined;
+    let total = key === undefined ? 0 : key.byteLength;
     total += streamNameBytes(stream);
     for (const p of payloads) total += p.byteLength + RECORD_LENGTH_BYTES;
     if (total > PAYLOAD_BYTES_MAX) {
@@ -498,7 +477,6 @@ export class FelixClient {
           : `a batch's records total ${total} bytes, over ${PAYLOAD_BYTES_MAX} (split it)`,
       );
     }
-    const key = opts.key !== undefined ? bytesOf(opts.key) : undefined;
     if (key !== undefined && key.byteLength > BINARY_STRING_BYTES_MAX)
       throw new InvalidArgumentError(`a key exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
     const ack = opts.ack ?? true;
@@ -622,6 +600,7 @@ export class FelixClient {
     opts: { shard?: number; signal?: AbortSignal } = {},
   ): Promise<number | undefined> {
     if (stream === '') throw new InvalidArgumentError('stream must not be empty');
+    checkWellFormed(stream, 'the stream name');
     const atMicros = microsOf(at);
     const shard = opts.shard ?? 0;
     if (!Number.isSafeInteger(shard) || shard < 0)
@@ -640,6 +619,7 @@ export class FelixClient {
 
   /** A batching publisher: many `publish()` calls, few frames. */
   publisher(stream: string, opts: PublisherOptions = {}): Publisher {
+    checkWellFormed(stream, 'the stream name');
     const ack = opts.ack ?? true;
     const atLeastOnce = opts.atLeastOnce === true ? { atLeastOnce: true } : {};
     return new Publisher(
@@ -653,6 +633,7 @@ export class FelixClient {
 
   /** Subscribes to a stream (every shard, merged) or one shard. A bounded async iterable. */
   subscribe(stream: string, opts: SubscribeOptions = {}): Subscription {
+    checkWellFormed(stream, 'the stream name');
     checkSubscribeOptions(opts);
     const from = opts.from ?? 'latest';
     const start: ReaderStart =

@@ -1,6 +1,8 @@
 // Goal: the binary cache exchange (flag word 0x8001, a Felix extension) carries a get, a put and
 // their answers exactly, refuses a length beyond the bytes left before it allocates, reuses a
-// stream's scope only while its bytes repeat, and throws nothing but WireErrors on any bytes.
+// stream's scope only while its bytes repeat, decodes a key to exactly its bytes (bytes that are
+// not UTF-8, an encoded lone surrogate among them, are InvalidUtf8Error, never U+FFFD), and
+// throws nothing but WireErrors on any bytes.
 // Method: encode and decode each kind; hand-built payloads; fast-check over arbitrary and
 // mutated frames.
 import fc from 'fast-check';
@@ -162,6 +164,48 @@ describe('binary cache exchange', () => {
     expect(reader.request(payloadOf(encodeCacheGet(near, 'k', 4)))).toMatchObject({
       cache: 'usert',
     });
+  });
+
+  it('a_binary_cache_key_decodes_to_exactly_its_bytes_or_to_the_typed_utf8_error', () => {
+    // Never U+FFFD in place of bytes that are not UTF-8: that would make two keys one.
+    const reader = new CacheFrameReader();
+    const getWithKey = (key: Uint8Array) => {
+      const p = payloadOf(encodeCacheGet(scope, 'x'.repeat(key.length), 1)).slice();
+      p.set(key, p.length - key.length); // a get ends with its key
+      return p;
+    };
+    // An encoded lone surrogate (CESU-8's way of writing one) is not UTF-8.
+    for (const bad of [
+      [0xed, 0xa0, 0x80],
+      [0xed, 0xbf, 0xbf],
+      [0x6b, 0xff],
+      [0xc0, 0x80],
+    ]) {
+      expect(errorOf(() => reader.request(getWithKey(Uint8Array.from(bad))))).toBe(
+        InvalidUtf8Error,
+      );
+    }
+    const fragment = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 3 }).map((t) => new TextEncoder().encode(t)),
+      fc.constantFrom([0xed, 0xa0, 0x80], [0xed, 0xb0, 0x80], [0x80], [0xff], [0xe2, 0x82]),
+      fc.uint8Array({ maxLength: 3 }),
+    );
+    const keys = fc
+      .array(fragment, { maxLength: 5 })
+      .map((parts) => Uint8Array.from(parts.flatMap((b) => Array.from(b))));
+    fc.assert(
+      fc.property(keys, (key) => {
+        let decoded: string;
+        try {
+          decoded = (reader.request(getWithKey(key)) as { key: string }).key;
+        } catch (err) {
+          expect(err).toBeInstanceOf(InvalidUtf8Error);
+          return;
+        }
+        expect(new TextEncoder().encode(decoded)).toEqual(key);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('binary_cache_decoders_throw_only_wire_errors_on_arbitrary_and_mutated_bytes', () => {

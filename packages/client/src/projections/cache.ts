@@ -46,6 +46,7 @@ import { EVENT_STREAM_REOPENS_MAX, SUBSCRIBE_UNANSWERED_RETRIES_MAX } from '../l
 import { resetOnAbort } from '../protocol/auth.js';
 import { Deadline } from '../util/deadline.js';
 import { abortable } from '../util/abortable.js';
+import { checkWellFormed } from '../util/well-formed.js';
 import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
   FailoverClock,
@@ -125,6 +126,7 @@ export class Cache {
     readonly name: string,
   ) {
     if (name === '') throw new InvalidArgumentError('cache name must not be empty');
+    checkWellFormed(name, 'the cache name');
     this.keys = host.keys === undefined ? null : new KeyRoutes(host.keys, name, () => host.closed);
     // The binary scope carries the name behind a u16 length (see checkKey).
     if (utf8Over(name, BINARY_STRING_BYTES_MAX))
@@ -149,7 +151,7 @@ export class Cache {
       checkKey(key);
       if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
         throw new InvalidArgumentError('ttlMs must be a non-negative integer');
-      const bytes = bytesOf(value);
+      const bytes = bytesOf(value, 'the cache value');
       const keys = this.keys;
       if (keys?.active) {
         const on = (c: BrokerConnection) => this.putOn(c, key, bytes, opts.ttlMs);
@@ -359,6 +361,7 @@ export class Cache {
         "a watch filter is { key: 'k' } or { prefix: 'p' } (exactly one of them)",
       );
     if ('key' in filter) checkKey(filter.key);
+    else checkWellFormed(filter.prefix, 'the watch prefix');
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
     return { [Symbol.asyncIterator]: () => this.watchLoop(filter, opts) };
@@ -754,6 +757,8 @@ function untilAborted<T>(
 function checkKey(key: string): void {
   if (typeof key !== 'string' || key === '')
     throw new InvalidArgumentError('a cache key is a non-empty string');
+  // A lone surrogate would reach the broker as U+FFFD's bytes: the same key as others.
+  checkWellFormed(key, 'the cache key');
   // The binary get and put carry the key behind a u16 length: a longer one would fail in
   // @felix/wire's encoder with its own error. Refused on every path, as a publish's key is.
   if (utf8Over(key, BINARY_STRING_BYTES_MAX))

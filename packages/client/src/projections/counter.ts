@@ -9,6 +9,7 @@ import { type ProjectionHost, requireFeature } from './host.js';
 import { abortable } from '../util/abortable.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { KeyRoutes } from './key-routes.js';
+import { checkWellFormed } from '../util/well-formed.js';
 
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
@@ -22,6 +23,7 @@ export class Counter {
     readonly name: string,
   ) {
     if (name === '') throw new InvalidArgumentError('counter name must not be empty');
+    checkWellFormed(name, 'the counter name');
     this.keys = host.keys === undefined ? null : new KeyRoutes(host.keys, name, () => host.closed);
   }
 
@@ -46,6 +48,7 @@ export class Counter {
   ): Promise<Extract<Message, { type: 'counter_value' }>> {
     if (typeof key !== 'string' || key === '')
       throw new InvalidArgumentError('a counter key is a non-empty string');
+    checkWellFormed(key, 'the counter key');
     const keys = this.keys;
     if (keys?.active) {
       // In a cluster, on the owner of the key's shard (counters are sharded as their cache).

@@ -16,6 +16,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { GROUP_CONSUMER_NAME_BYTES_MAX } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { abortable } from '../util/abortable.js';
+import { checkWellFormed } from '../util/well-formed.js';
 import {
   type DeadLetterPage,
   type DeadLetterPageOptions,
@@ -91,11 +92,14 @@ export class Group implements GroupSettler {
   ) {
     if (stream === '' || name === '')
       throw new InvalidArgumentError('stream and group names must not be empty');
+    checkWellFormed(stream, 'the stream name');
+    checkWellFormed(name, 'the group name');
     this.shard = opts.shard ?? 0;
     if (!Number.isInteger(this.shard) || this.shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
     this.consumerName = opts.consumer;
     if (this.consumerName !== undefined) {
+      checkWellFormed(this.consumerName, 'the consumer name');
       const bytes = new TextEncoder().encode(this.consumerName).length;
       if (bytes === 0 || bytes > GROUP_CONSUMER_NAME_BYTES_MAX)
         throw new InvalidArgumentError(

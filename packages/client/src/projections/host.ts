@@ -2,6 +2,7 @@
 import { retryWindowMs } from '../cluster/routing.js';
 import { FeatureUnsupportedError } from '../errors.js';
 import { asBytes } from '../util/bytes.js';
+import { illFormed } from '../util/well-formed.js';
 import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.js';
 import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
@@ -90,7 +91,15 @@ export function requireFeature(bc: BrokerConnection, bit: number, name: string):
 
 const UTF8 = new TextEncoder();
 
-export function bytesOf(data: Uint8Array | string): Uint8Array {
-  if (typeof data === 'string') return UTF8.encode(data);
-  return asBytes(data);
+/** `data` as bytes: a string as its UTF-8, refused (naming `what`) when it holds a lone
+ *  surrogate, which UTF-8 would carry as U+FFFD (util/well-formed.ts). */
+export function bytesOf(data: Uint8Array | string, what: string): Uint8Array {
+  if (typeof data !== 'string') return asBytes(data);
+  if (!data.isWellFormed()) throw illFormed(what);
+  return UTF8.encode(data);
+}
+
+/** A string already checked to be well-formed, as its UTF-8 (the publish's quick path). */
+export function wellFormedBytes(data: string): Uint8Array {
+  return UTF8.encode(data);
 }

@@ -47,6 +47,7 @@ import type { FastReader, Outcome, RequestContext } from './handler.js';
 import { type Negotiated, has } from './negotiation.js';
 import { PartialDeadline } from './partial-deadline.js';
 import { Refusal, errorFrame } from './refusal.js';
+import { loneSurrogateRefusal } from './well-formed.js';
 
 /** Connection close codes (reference §1.1). */
 export const CLOSE_SHUTDOWN = 0;
@@ -704,11 +705,14 @@ function newStreamState(
 function jsonRequest(frame: InboundFrame, fast: FastReader | undefined): Message | Refusal {
   const msg = fast?.read(frame.payload);
   if (msg !== undefined) return msg;
+  let decoded: Message;
   try {
-    return readMessage(frame.payload);
+    decoded = readMessage(frame.payload);
   } catch (err) {
     return invalid((err as Error).message, 'malformed_json');
   }
+  // An escape may hold a lone surrogate, which no UTF-8 bytes carry: refused, not stored as U+FFFD.
+  return loneSurrogateRefusal(decoded) ?? decoded;
 }
 
 function invalid(message: string, reason: string): Refusal {
