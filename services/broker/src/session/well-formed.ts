@@ -27,15 +27,25 @@ export function loneSurrogateRefusal(msg: Message): Refusal | null {
 /** The name of the first string field (at most `depth` levels down) that is not well-formed. */
 function illFormedField(value: object, depth: number): string | null {
   if (value instanceof Uint8Array) return null;
+  // An array by index: for..in would make a string key per item (an ack batch's thousand offsets).
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const bad = illFormedValue(value[i], depth);
+      if (bad !== null) return bad === '' ? `${i}` : `${i}.${bad}`;
+    }
+    return null;
+  }
   // for..in, not Object.entries: no array per request (decoded messages are plain objects).
   for (const name in value) {
-    const v: unknown = (value as Record<string, unknown>)[name];
-    if (typeof v === 'string') {
-      if (!v.isWellFormed()) return name;
-    } else if (typeof v === 'object' && v !== null && depth > 0) {
-      const inner = illFormedField(v, depth - 1);
-      if (inner !== null) return `${name}.${inner}`;
-    }
+    const bad = illFormedValue((value as Record<string, unknown>)[name], depth);
+    if (bad !== null) return bad === '' ? name : `${name}.${bad}`;
   }
+  return null;
+}
+
+/** '' when `v` is an ill-formed string, the path below it when an object holds one, else null. */
+function illFormedValue(v: unknown, depth: number): string | null {
+  if (typeof v === 'string') return v.isWellFormed() ? null : '';
+  if (typeof v === 'object' && v !== null && depth > 0) return illFormedField(v, depth - 1);
   return null;
 }
