@@ -260,11 +260,15 @@ export class CursorInFutureError extends ClientError {
 export class OutcomeUnknownError extends ClientError {
   readonly code = 'FELIX_CLIENT_OUTCOME_UNKNOWN';
   constructor(what: string, options?: FelixErrorOptions) {
+    const cause = options?.cause;
     super(
-      options?.cause instanceof TimeoutError
-        ? `the write to ${what} was not answered in time (${options.cause.message}): it may ` +
+      cause instanceof TimeoutError
+        ? `the write to ${what} was not answered in time (${cause.message}): it may ` +
             'or may not have been applied'
-        : `the connection was lost before the write to ${what} was answered: it may or may ` +
+        : cause instanceof Error && !(cause instanceof ConnectionLostError)
+          ? `the request stream failed before the write to ${what} was answered ` +
+            `(${cause.message}): it may or may not have been applied`
+          : `the connection was lost before the write to ${what} was answered: it may or may ` +
             'not have been applied',
       { ...options, retry: 'unknown_outcome' },
     );

@@ -11,7 +11,7 @@
 import { waitFor, withDeadline } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
-import { ConnectionLostError, OutcomeUnknownError } from '../src/errors.js';
+import { ConnectionLostError, OutcomeUnknownError, ProtocolError } from '../src/errors.js';
 import { GroupMessage } from '../src/projections/group-message.js';
 import { FelixClient } from '../src/client.js';
 import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
@@ -246,6 +246,38 @@ describe('a request cut off by a lost connection', () => {
         .flat()
         .flatMap((b) => b.received.filter(({ msg }) => msg.type === 'counter_add'));
       expect(adds).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('writes_sent_before_an_answer_the_client_cannot_read_fail_as_outcome_unknown', async () => {
+    // The broker answers the first add with another request's id: the client cannot tell which
+    // request it answers, so the stream is failed. Both adds were sent: either may have counted.
+    let first: Message | undefined;
+    const { broker, connecting } = rig((msg) => {
+      if (msg.type !== 'counter_add') return false;
+      first ??= msg;
+      return true;
+    });
+    const client = await connecting;
+    try {
+      const counter = client.counter('hits');
+      const adds = [counter.add('k', 1n), counter.add('k', 2n)];
+      await waitFor(
+        () => broker.received.filter(({ msg }) => msg.type === 'counter_add').length === 2,
+        'both adds reach the broker',
+        5_000,
+      );
+      const at = broker.received.find(({ msg }) => msg === first)!.stream;
+      const id = (first as { request_id: number }).request_id;
+      at.send({ type: 'counter_value', value: 1n, request_id: id + 1_000 });
+      for (const add of adds) {
+        const err = await failureOf(add);
+        expect(err).toBeInstanceOf(OutcomeUnknownError);
+        expect((err as Error).cause).toBeInstanceOf(ProtocolError);
+        expect((err as Error).message).toContain('the request stream failed before the write to');
+      }
     } finally {
       await client.close();
     }

@@ -10,14 +10,13 @@
  * (requestTimeoutMs) fails every request on it and resets its stream, so a late answer is never
  * read as a later request's; the next request opens a new stream.
  *
- * A request the lane fails, by the connection's loss or an overdue answer, rejects with that
- * failure (ConnectionLostError, TimeoutError), except a write that was sent: one whose frame the
- * stream's writer handed to the transport (its bytes may have reached the broker) may have been
- * applied, so it rejects with OutcomeUnknownError naming it, the failure as its `cause`. A write
- * not sent yet (its stream still opening, no room under REQUESTS_IN_FLIGHT_MAX, or its frame
- * still held for the turn's end, then dropped unwritten) changed nothing and keeps the failure,
- * which may be retried. A stream the client itself found broken (an answer it cannot read, a
- * ProtocolError) fails every request with that error as it is. Callers take the lane's error as
+ * A request the lane fails (the connection's loss, an overdue answer, an answer it cannot read)
+ * rejects with that failure (ConnectionLostError, TimeoutError, ProtocolError), except a write
+ * that was sent: one whose frame the stream's writer handed to the transport (its bytes may have
+ * reached the broker) may have been applied, so it rejects with OutcomeUnknownError naming it,
+ * the failure as its `cause`. A write not sent yet (its stream still opening, no room under
+ * REQUESTS_IN_FLIGHT_MAX, or its frame still held for the turn's end, then dropped unwritten)
+ * changed nothing and keeps the failure, which may be retried. Callers take the lane's error as
  * it is: none maps it again.
  */
 import type { TransportStream } from '@felix/transport';
@@ -272,7 +271,10 @@ export class RequestLane implements DueWatched {
     const rid = 'request_id' in msg ? msg.request_id : undefined;
     if (rid !== undefined && rid !== head.id) {
       const err = new ProtocolError(`answer for request ${rid} while ${head.id} was oldest`);
-      head.reject(err);
+      // Sent (an answer came back for the stream), so a write's outcome is not known.
+      head.reject(
+        head.write === undefined ? err : new OutcomeUnknownError(head.write, { cause: err }),
+      );
       throw err;
     }
     if (head.finish === undefined) head.resolve(msg);
@@ -294,8 +296,7 @@ export class RequestLane implements DueWatched {
 
   /**
    * Fails this lane's requests (the connection's loss calls it before failing the table): each
-   * with `err`, except a sent write cut off by the connection's loss or an overdue answer, with
-   * OutcomeUnknownError (see the top of this file). Frames still held are dropped unwritten.
+   * with `err`, except a sent write, with OutcomeUnknownError (see the top of this file). Frames still held are dropped unwritten.
    */
   fail(err: Error): void {
     if (this.failed) return;
@@ -304,10 +305,11 @@ export class RequestLane implements DueWatched {
     // Read before the writer is abandoned (which hands nothing more to the transport).
     const handed = writer === null ? 0 : writer.handed;
     writer?.abandon(err);
-    const unknown = err instanceof ConnectionLostError || err instanceof TimeoutError;
+    // Whatever ended the lane (a loss, an overdue answer, an answer it could not read), a write
+    // handed to the transport got no answer: it may have been applied.
     for (const w of this.waiting.splice(0)) {
       w.reject(
-        unknown && w.write !== undefined && w.frame < handed
+        w.write !== undefined && w.frame < handed
           ? new OutcomeUnknownError(w.write, { cause: err })
           : err,
       );
