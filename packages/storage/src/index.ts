@@ -67,7 +67,11 @@ export { FSYNC_FAULTS, NO_STORAGE_FAULTS, parseStorageFaults } from './io/fault-
 export type { FsyncFault, ParsedStorageFaults, StorageFaults } from './io/fault-file.js';
 // Projections read from the log: caches, counters, group state.
 export { LogCache } from './cache/log-cache.js';
-export type { LogCacheCompactionOptions, LogCacheOptions } from './cache/log-cache.js';
+export type {
+  KeyObserver,
+  LogCacheCompactionOptions,
+  LogCacheOptions,
+} from './cache/log-cache.js';
 export type { CommitGate } from './cache/projection-writer.js';
 export { EphemeralCache } from './cache/ephemeral-cache.js';
 export type { CacheEntry, PutOptions } from './cache/ephemeral-cache.js';
@@ -110,7 +114,13 @@ export {
   openCursorStore,
   openDeadLetterStore,
 } from './group/group-stores.js';
-export type { DeadLetter, DeadLetterState, GroupShard, ShardCaches } from './group/group-stores.js';
+export type {
+  DeadLetter,
+  DeadLetterState,
+  DeadLetterStoreOptions,
+  GroupShard,
+  ShardCaches,
+} from './group/group-stores.js';
 export {
   CacheRecordCorruptError,
   CounterOverflowError,

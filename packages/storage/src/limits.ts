@@ -223,6 +223,23 @@ export const CURSOR_MEMO_ENTRIES_MAX = 100_000;
 export const DEAD_LETTER_LIST_MAX = 1000;
 
 /**
+ * Dead-letter offsets a dead-letter store keeps indexed in memory, over all the groups it pages
+ * (a sorted index per group, built from the keys on first use, so a page costs its own length
+ * and a binary search, not a scan of every key). About 8 bytes each (16 at most with chunk
+ * slack): 8 MB at the bound, next to the ~100 bytes per dead letter the cache's own index holds.
+ * Past it the least recently paged group's index is dropped (rebuilt by one scan when paged
+ * again); the group in use is kept whatever its size.
+ */
+export const DEAD_LETTER_INDEX_ENTRIES_MAX = 1_000_000;
+
+/** Offsets a dead-letter walk takes from its index first; each later batch doubles, up to
+ *  DEAD_LETTER_LIST_MAX (a walk stopped early copied little it did not read). */
+export const DEAD_LETTER_WALK_BATCH_FIRST = 64;
+
+/** Offsets per chunk of a dead-letter index: an insert or delete moves at most twice this many. */
+export const DEAD_LETTER_INDEX_CHUNK_ENTRIES = 512;
+
+/**
  * Segment size of projection logs. Compaction reclaims whole segments and reopening a log scans
  * its newest segment in full, so projection logs roll far sooner than stream logs (256 MiB).
  */

@@ -84,8 +84,12 @@ export interface LogCacheOptions {
   commitGate?: CommitGate;
 }
 
+/** Told, synchronously and in apply order, that `key` entered (`present`) or left the index. */
+export type KeyObserver = (key: string, present: boolean) => void;
+
 export class LogCache {
   private readonly index = new Map<string, IndexEntry>();
+  private readonly observers = new Set<KeyObserver>();
   private liveBytesTotal = 0;
   private readonly writer: ProjectionWriter;
   private readonly hub: WatchHub;
@@ -141,6 +145,34 @@ export class LogCache {
     return this.snapshot({ prefix }, this.now())
       .slice(0, limit)
       .map((e) => e.key);
+  }
+
+  /**
+   * Keys starting with `prefix` as the index holds them now (expired-but-unreclaimed included),
+   * in no order, without catching up: read in the same synchronous step as `observeKeys` is
+   * relied on, it is the base a secondary index adds the observed changes to. Scans every key.
+   */
+  indexedKeys(prefix: string): string[] {
+    this.writer.checkOpen();
+    const out: string[] = [];
+    for (const key of this.index.keys()) if (key.startsWith(prefix)) out.push(key);
+    return out;
+  }
+
+  /** Applies records appended to the log behind the cache (replication), when nothing is in flight. */
+  async catchUp(): Promise<void> {
+    this.writer.checkOpen();
+    await this.writer.catchUpIfBehind();
+  }
+
+  /**
+   * Calls `observer` whenever a key enters or leaves the index, in apply order: own writes,
+   * records caught up from behind, expiry deletes (a compaction copy changes no membership).
+   * It must not throw. Answers the call that stops it.
+   */
+  observeKeys(observer: KeyObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
   }
 
   /** Writes a value; resolves with its version once durable under the log's fsync mode. */
@@ -339,6 +371,7 @@ export class LogCache {
     const bytes = payloadLen + RECORD_FRAMING_BYTES;
     this.index.set(key, { offset, version, expiresAtMillis: expiresAt, bytes });
     this.liveBytesTotal += bytes;
+    if (prev === undefined) for (const o of this.observers) o(key, true);
   }
 
   private applyDelete(key: string, _offset: number) {
@@ -346,6 +379,7 @@ export class LogCache {
     if (prev === undefined) return;
     this.liveBytesTotal -= prev.bytes;
     this.index.delete(key);
+    for (const o of this.observers) o(key, false);
   }
 
   private applyRecord(r: PortRecord): CacheRecord {

@@ -13,7 +13,13 @@ import {
   cacheShards,
 } from '../cache/projection-store.js';
 import { GroupStateCorruptError, ProjectionInputError } from '../errors.js';
-import { CURSOR_MEMO_ENTRIES_MAX, DEAD_LETTER_LIST_MAX } from '../limits.js';
+import {
+  CURSOR_MEMO_ENTRIES_MAX,
+  DEAD_LETTER_INDEX_ENTRIES_MAX,
+  DEAD_LETTER_LIST_MAX,
+  DEAD_LETTER_WALK_BATCH_FIRST,
+} from '../limits.js';
+import { SortedOffsets } from './sorted-offsets.js';
 import { ShortLock } from '../cache/short-lock.js';
 
 /** A stream shard, as the segment log names it. */
@@ -189,10 +195,50 @@ function decodeState(value: Uint8Array): DeadLetterState {
   );
 }
 
+/** One group's dead-letter index on one open cache, kept up by the cache's key observer. */
+interface HeldIndex {
+  /** memoKey(shard, group): its place in the store's recency order. */
+  key: string;
+  cache: LogCache;
+  group: string;
+  prefix: string;
+  offsets: SortedOffsets;
+}
+
+export interface DeadLetterStoreOptions {
+  /** Offsets kept indexed over all groups (DEAD_LETTER_INDEX_ENTRIES_MAX); tests lower it. */
+  indexEntriesMax?: number;
+}
+
+function parseOffset(key: string, prefixLength: number): number {
+  const offset = Number(key.slice(prefixLength));
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw new GroupStateCorruptError(`dead-letter key ${key}`);
+  }
+  return offset;
+}
+
 export class DeadLetterStore {
   private readonly locks = new Map<string, ShortLock>();
+  /**
+   * Per open cache, the groups indexed on it. Each index is built from the cache's keys on the
+   * group's first page and then kept by the cache itself: it tells every key that enters or
+   * leaves its index, in apply order, whoever wrote it (this store, records replicated behind
+   * it, expiry). A cache opened again (the shard released and led again, replaying what its
+   * replica appended meanwhile) is another object, so an index of the closed one is never used.
+   */
+  private readonly indexed = new WeakMap<LogCache, Map<string, HeldIndex>>();
+  /** Every index held, least recently paged first. */
+  private readonly held = new Map<string, HeldIndex>();
+  private heldEntries = 0;
+  private readonly indexEntriesMax: number;
 
-  constructor(private readonly caches: ShardCaches) {}
+  constructor(
+    private readonly caches: ShardCaches,
+    opts: DeadLetterStoreOptions = {},
+  ) {
+    this.indexEntriesMax = opts.indexEntriesMax ?? DEAD_LETTER_INDEX_ENTRIES_MAX;
+  }
 
   /** Records `offset` as given up on by `group` (written before the cursor moves past it). */
   async record(shard: GroupShard, group: string, offset: number): Promise<void> {
@@ -211,23 +257,21 @@ export class DeadLetterStore {
     limit = DEAD_LETTER_LIST_MAX,
     after = -1,
   ): Promise<DeadLetter[]> {
-    const { cache, prefix, offsets } = await this.offsetsOf(shard, group, after);
+    deadLetterKey(group, 0);
     const want = Math.min(limit, DEAD_LETTER_LIST_MAX);
     const out: DeadLetter[] = [];
-    // An entry removed since the keys were taken is passed over, and the page filled from the
-    // next: a short page always means nothing more was above it.
-    for (let i = 0; i < offsets.length && out.length < want; i++) {
-      const value = await cache.get(`${prefix}${offsets[i]}`);
-      if (value !== undefined) out.push({ offset: offsets[i]!, state: decodeState(value) });
-    }
+    if (want <= 0) return out;
+    await this.walk(shard, group, after, want, (d) => {
+      out.push(d);
+      return out.length < want;
+    });
     return out;
   }
 
   /**
-   * Visits the group's dead letters above `after` (all when omitted), lowest offset first,
-   * taking their keys once (paging with `list` takes them again per page: quadratic in the
-   * group's dead letters). A visit answering false ends the walk, so a page reads no entry
-   * beyond the one that tells it more remain.
+   * Visits the group's dead letters above `after` (all when omitted), lowest offset first. A
+   * visit answering false ends the walk, so a page reads no entry beyond the one that tells it
+   * more remain.
    */
   async each(
     shard: GroupShard,
@@ -235,27 +279,119 @@ export class DeadLetterStore {
     visit: (d: DeadLetter) => unknown,
     after = -1,
   ): Promise<void> {
-    const { cache, prefix, offsets } = await this.offsetsOf(shard, group, after);
-    for (const offset of offsets) {
-      // An entry removed since the keys were taken is passed over.
-      const value = await cache.get(`${prefix}${offset}`);
-      if (value !== undefined && visit({ offset, state: decodeState(value) }) === false) return;
+    await this.walk(shard, group, after, DEAD_LETTER_WALK_BATCH_FIRST, visit);
+  }
+
+  /**
+   * Reads the entries the group's index holds above `after`, in batches from `batch` offsets
+   * doubling to DEAD_LETTER_LIST_MAX: a page costs a binary search and its own entries. An entry
+   * removed since its batch was taken is passed over and the page filled from the next, so a
+   * short page always means nothing more was above it.
+   */
+  private async walk(
+    shard: GroupShard,
+    group: string,
+    after: number,
+    batch: number,
+    visit: (d: DeadLetter) => unknown,
+  ): Promise<void> {
+    const { cache, prefix, offsets } = await this.indexOf(shard, group);
+    let from = after;
+    for (
+      let n = Math.min(batch, DEAD_LETTER_LIST_MAX);
+      ;
+      n = Math.min(2 * n, DEAD_LETTER_LIST_MAX)
+    ) {
+      const next = offsets.above(from, n);
+      for (const offset of next) {
+        const value = await cache.get(`${prefix}${offset}`);
+        if (value !== undefined && visit({ offset, state: decodeState(value) }) === false) return;
+      }
+      if (next.length < n) return;
+      from = next[next.length - 1]!;
     }
   }
 
-  /** The group's dead-letter offsets above `after`, in numeric order (keys sort as strings). */
-  private async offsetsOf(shard: GroupShard, group: string, after: number) {
+  /** The group's index on the shard's open cache, built from its keys when there is none. */
+  private async indexOf(shard: GroupShard, group: string): Promise<HeldIndex> {
     deadLetterKey(group, 0);
     const cache = await this.caches.cache(shard);
+    // Records replicated behind the cache are applied (and told) before the index is read.
+    await cache.catchUp();
+    const key = memoKey(shard, group);
+    let held = this.held.get(key);
+    if (held?.cache !== cache) held = this.build(key, cache, group);
+    this.held.delete(key); // re-inserted last: the Map's order is least recently paged first
+    this.held.set(key, held);
+    return held;
+  }
+
+  /**
+   * Indexes the group's keys as the cache holds them now: one synchronous step with the
+   * observer's registration, so no change falls between the keys read and the changes told.
+   */
+  private build(key: string, cache: LogCache, group: string): HeldIndex {
+    this.drop(key); // an index of a cache since closed
     const prefix = `${group}${SEPARATOR}`;
-    const offsets: number[] = [];
-    for (const key of await cache.keys(prefix, Number.MAX_SAFE_INTEGER)) {
-      const offset = Number(key.slice(prefix.length));
-      if (!Number.isSafeInteger(offset)) throw new GroupStateCorruptError(`dead-letter key ${key}`);
-      if (offset > after) offsets.push(offset);
+    const found = cache.indexedKeys(prefix).map((k) => parseOffset(k, prefix.length));
+    const held: HeldIndex = { key, cache, group, prefix, offsets: SortedOffsets.of(found) };
+    this.groupsOn(cache).set(group, held);
+    this.held.set(key, held);
+    this.heldEntries += held.offsets.size;
+    this.trim(key);
+    return held;
+  }
+
+  /** The groups indexed on `cache`, observing its keys from the first. */
+  private groupsOn(cache: LogCache): Map<string, HeldIndex> {
+    let groups = this.indexed.get(cache);
+    if (groups === undefined) {
+      const made = new Map<string, HeldIndex>();
+      cache.observeKeys((k, present) => this.keyChanged(made, k, present));
+      this.indexed.set(cache, made);
+      groups = made;
     }
-    offsets.sort((a, b) => a - b);
-    return { cache, prefix, offsets };
+    return groups;
+  }
+
+  /** A key entered or left an observed cache: the index of its group, when held, follows. */
+  private keyChanged(groups: Map<string, HeldIndex>, key: string, present: boolean): void {
+    const cut = key.indexOf(SEPARATOR);
+    if (cut < 0) return;
+    const held = groups.get(key.slice(0, cut));
+    if (held === undefined) return;
+    const offset = Number(key.slice(cut + 1));
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      // No method of this store writes such a key: the next page rebuilds and reports it.
+      this.drop(held.key);
+      return;
+    }
+    if (present) {
+      if (held.offsets.add(offset)) this.heldEntries++;
+      this.trim(held.key);
+    } else if (held.offsets.delete(offset)) this.heldEntries--;
+  }
+
+  /** Forgets the least recently paged indexes past the bound, never `keep` (the one in use). */
+  private trim(keep: string): void {
+    for (const k of this.held.keys()) {
+      if (this.heldEntries <= this.indexEntriesMax) return;
+      if (k !== keep) this.drop(k);
+    }
+  }
+
+  private drop(key: string): void {
+    const held = this.held.get(key);
+    if (held === undefined) return;
+    this.held.delete(key);
+    this.heldEntries -= held.offsets.size;
+    const groups = this.indexed.get(held.cache);
+    if (groups?.get(held.group) === held) groups.delete(held.group);
+  }
+
+  /** Offsets indexed in memory over all groups (what DEAD_LETTER_INDEX_ENTRIES_MAX bounds). */
+  get indexedEntries(): number {
+    return this.heldEntries;
   }
 
   /** Flips a dead entry to redriven; answers false when there is no dead entry at `offset`. */
@@ -290,9 +426,17 @@ export class DeadLetterStore {
     return this.caches.log(shard);
   }
 
-  /** Closes `shard`'s dead-letter log until `admit` (then it opens by replay). */
+  /** Closes `shard`'s dead-letter log until `admit` (then it opens by replay), and forgets the
+   *  indexes of its groups (their cache is closed; the next open is another). */
   release(shard: GroupShard): Promise<void> {
-    return this.lockFor(shard).run(() => this.caches.release(shard));
+    return this.lockFor(shard).run(async () => {
+      try {
+        await this.caches.release(shard);
+      } finally {
+        const prefix = `${shardKey(shard).slice(0, -1)},`;
+        for (const key of [...this.held.keys()]) if (key.startsWith(prefix)) this.drop(key);
+      }
+    });
   }
 
   /** This broker leads `shard` again: its dead-letter log may open (by replay). */
@@ -301,6 +445,7 @@ export class DeadLetterStore {
   }
 
   close(): Promise<void> {
+    for (const key of [...this.held.keys()]) this.drop(key);
     return this.caches.close();
   }
 
@@ -332,8 +477,11 @@ export function openCursorStore(opts: ProjectionStoreOptions): CursorStore {
 }
 
 /** The dead-letter store on `<root>/dead-letters/`, one log per stream shard. */
-export function openDeadLetterStore(opts: ProjectionStoreOptions): DeadLetterStore {
-  return new DeadLetterStore(shardCachesOf(cacheShards(opts, 'dead-letters')));
+export function openDeadLetterStore(
+  opts: ProjectionStoreOptions,
+  index: DeadLetterStoreOptions = {},
+): DeadLetterStore {
+  return new DeadLetterStore(shardCachesOf(cacheShards(opts, 'dead-letters')), index);
 }
 
 function shardCachesOf(shards: ProjectionShards<LogCache>): ShardCaches {
