@@ -225,8 +225,9 @@ export const DEAD_LETTER_LIST_MAX = 1000;
 /**
  * Dead-letter offsets a dead-letter store keeps indexed in memory, over all the groups it pages
  * (a sorted index per group, built from the keys on first use, so a page costs its own length
- * and a binary search, not a scan of every key). About 8 bytes each (16 at most with chunk
- * slack): 8 MB at the bound, next to the ~100 bytes per dead letter the cache's own index holds.
+ * and a binary search, not a scan of every key). About 9 bytes each (measured; deletions can
+ * leave up to ~4x that held): ~9 MB at the bound, next to the ~140 bytes per dead letter the
+ * cache's own index holds (its key string and entry).
  * Past it the least recently paged group's index is dropped (rebuilt by one scan when paged
  * again); the group in use is kept whatever its size.
  */

@@ -305,6 +305,15 @@ describe('dead-letter index', () => {
       }
     }
     expect(set.above(-1, Infinity)).toEqual([...model].sort((a, b) => a - b));
+    // Appended in order, then thinned out: chunks are copied afresh and merged as they empty.
+    const thin = new SortedOffsets();
+    for (let o = 0; o < 10_000; o++) expect(thin.add(o)).toBe(true);
+    for (let o = 0; o < 10_000; o++) if (o % 97 !== 0) expect(thin.delete(o)).toBe(true);
+    const left = Array.from({ length: 104 }, (_, i) => i * 97);
+    expect(thin.above(-1, Infinity)).toEqual(left);
+    expect(thin.above(97 * 50, 3)).toEqual([97 * 51, 97 * 52, 97 * 53]);
+    for (const o of left) expect(thin.delete(o)).toBe(true);
+    expect([thin.size, thin.above(-1, Infinity)]).toEqual([0, []]);
     expect(SortedOffsets.of([5, 1, 5, 3]).above(1, 10)).toEqual([3, 5]);
   });
 });
