@@ -371,7 +371,8 @@ export class LogCache {
     const bytes = payloadLen + RECORD_FRAMING_BYTES;
     this.index.set(key, { offset, version, expiresAtMillis: expiresAt, bytes });
     this.liveBytesTotal += bytes;
-    if (prev === undefined) for (const o of this.observers) o(key, true);
+    // Sized first: a put of a new key makes no iterator while nothing observes (the usual case).
+    if (prev === undefined && this.observers.size > 0) for (const o of this.observers) o(key, true);
   }
 
   private applyDelete(key: string, _offset: number) {
@@ -379,7 +380,7 @@ export class LogCache {
     if (prev === undefined) return;
     this.liveBytesTotal -= prev.bytes;
     this.index.delete(key);
-    for (const o of this.observers) o(key, false);
+    if (this.observers.size > 0) for (const o of this.observers) o(key, false);
   }
 
   private applyRecord(r: PortRecord): CacheRecord {
