@@ -5,25 +5,14 @@
 // Method: a Group over a fake broker connection whose streams record every write and answer
 // requests from the test; waiting is by waitFor on what the fake saw, or, where a backoff is
 // timed, by fake timers advanced by hand.
-import { waitFor, withDeadline } from '@felix/testing-harness';
-import {
-  FEATURE_CONSUMER_GROUP,
-  FEATURE_GROUP_CONSUMER,
-  FEATURE_HI_GROUP_ACK_BATCH,
-  FEATURE_HI_GROUP_NACK_BATCH,
-  FrameDecoder,
-  type Message,
-  decodeMessage,
-  encodeMessage,
-} from '@felix/wire';
+import { waitFor } from '@felix/testing-harness';
+import { FEATURE_HI_GROUP_ACK_BATCH, FEATURE_HI_GROUP_NACK_BATCH, type Message } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   ForbiddenError,
   InvalidRequestError,
   NotFoundError,
-  OverloadedError,
   ProtocolError,
-  TimeoutError,
   UnauthenticatedError,
 } from '../src/errors.js';
 import {
@@ -33,171 +22,19 @@ import {
   GROUP_CONSUME_QUICK_BATCH_MS,
   GROUP_NACK_BATCH_OFFSETS_MAX,
   NOT_FOUND_RETRY_MS,
-  REQUEST_TIMEOUT_MS_DEFAULT,
-  STATUS_BUFFER_EVENTS_MAX,
 } from '../src/limits.js';
-import { Group, GroupMessage, type GroupOptions } from '../src/projections/group.js';
-import { RequestLane } from '../src/protocol/request-lane.js';
-import { RequestTable } from '../src/protocol/request-table.js';
-import { TurnBatcher } from '../src/protocol/turn-batcher.js';
-import { type StatusEvent, StatusHub } from '../src/status.js';
-import { CheckTicks, type DueWatched } from '../src/util/check-ticks.js';
-import { FakeBroker, clientOver } from './fake-broker.js';
-
-/** A transport stream stand-in: records writes, hands out chunks the test pushes. */
-class FakeStream {
-  readonly writes: Uint8Array[] = [];
-  private readonly chunks: Uint8Array[] = [];
-  private wake: (() => void) | undefined;
-  private ended = false;
-  async write(b: Uint8Array): Promise<void> {
-    this.writes.push(b);
-  }
-  push(m: Message): void {
-    this.chunks.push(encodeMessage(m));
-    this.wake?.();
-  }
-  async end(): Promise<void> {
-    this.ended = true;
-    this.wake?.();
-  }
-  reset(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    return {
-      next: async () => {
-        while (this.chunks.length === 0 && !this.ended)
-          await new Promise<void>((r) => {
-            this.wake = r;
-          });
-        const c = this.chunks.shift();
-        return c === undefined ? { done: true, value: undefined } : { done: false, value: c };
-      },
-      return: async () => ({ done: true, value: undefined }),
-    };
-  }
-}
-
-function decodeAll(writes: Uint8Array[]): Message[] {
-  const d = new FrameDecoder();
-  return writes.flatMap((w) => d.push(w).map((f) => decodeMessage(f.payload)));
-}
-
-/** A broker connection stand-in: every opened stream is kept for the test to drive. */
-function fakeHost(featuresHi = 0) {
-  const streams: FakeStream[] = [];
-  const openStream = async () => {
-    const stream = new FakeStream();
-    streams.push(stream);
-    const { FrameStream } = await import('../src/protocol/frame-stream.js');
-    return { stream: stream as never, frames: new FrameStream(stream as never) };
-  };
-  const turn = new TurnBatcher();
-  const table = new RequestTable();
-  const ticks = new CheckTicks();
-  // What the connection's check would bound: each poll stream's answer due.
-  const watched = new Set<DueWatched>();
-  const bc = {
-    server: 'fake',
-    scope: { tenant: 't1', namespace: 'default' },
-    negotiated: {
-      flags: 0,
-      features: FEATURE_CONSUMER_GROUP | FEATURE_GROUP_CONSUMER,
-      featuresHi,
-      window: 1,
-    },
-    lost: new Promise<Error>(() => undefined),
-    turn,
-    table,
-    openStream,
-    // The connection's request stream, over a fake stream of its own opened on first use.
-    requests: new RequestLane({
-      server: 'fake',
-      table,
-      turn,
-      ticks,
-      timeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
-      open: openStream,
-    }),
-    // The connection's check, which runs only where a test calls it (`overdue`).
-    ticks,
-    requestTimeoutMs: REQUEST_TIMEOUT_MS_DEFAULT,
-    watchDue: (w: DueWatched) => watched.add(w),
-    unwatchDue: (w: DueWatched) => watched.delete(w),
-  };
-  const closer = new AbortController();
-  /** Every status event the group emitted, in order. */
-  const events: StatusEvent[] = [];
-  const host = {
-    closed: false,
-    closing: closer.signal,
-    connection: async () => bc as never,
-    emit: (e: StatusEvent) => {
-      events.push(e);
-    },
-  };
-  /** The client closes (its `closed` and its signal, as FelixClient.close sets them). */
-  const close = () => {
-    host.closed = true;
-    closer.abort();
-  };
-  /** The connection's check once the answer of the poll on `stream` is overdue (its wait and
-   *  the request timeout passed): it fails, and its stream is reset. */
-  const overdue = (stream: FakeStream) => {
-    for (const w of watched)
-      if ((w as unknown as { stream: FakeStream }).stream === stream)
-        w.checkDue(Number.MAX_SAFE_INTEGER);
-  };
-  return { host, streams, overdue, close, events };
-}
-
-/** Every group_poll written so far, with the stream it went on and its request id. */
-function pollsOn(streams: ReturnType<typeof fakeHost>['streams']) {
-  return streams.flatMap((stream) =>
-    decodeAll(stream.writes)
-      .filter((m) => m.type === 'group_poll')
-      .map((m) => ({ stream, id: (m as { request_id: number }).request_id })),
-  );
-}
-
-const records = (from: number, n: number) =>
-  Array.from({ length: n }, (_, i) => ({
-    offset: from + i,
-    payload: new Uint8Array([i]),
-    attempts: 1,
-    skipped_before: 0,
-  }));
-
-/** A consume loop taking 2 records per poll over a fake broker: what it sent, how to answer its
- *  polls, and the offsets it handed back. */
-function consumeRig(signal?: AbortSignal, groupOpts: GroupOptions = {}) {
-  const { host, streams, overdue, close, events } = fakeHost();
-  const g = new Group(host, 'jobs', 'billing', groupOpts);
-  const sent = () =>
-    streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
-  const polls = () => sent().filter((x) => x.m.type === 'group_poll');
-  const it = g
-    .consume({ max: 2, waitMs: 1_000, ...(signal ? { signal } : {}) })
-    [Symbol.asyncIterator]();
-  const answerPoll = (i: number, from: number) => {
-    const p = polls()[i]!;
-    const id = (p.m as { request_id: number }).request_id;
-    p.stream.push({ type: 'group_records', request_id: id, records: records(from, 2) });
-  };
-  /** Poll `i` is refused with `code`, of the retry class `retry`. */
-  const refusePoll = (i: number, code: string, retry: string) =>
-    polls()[i]!.stream.push({ type: 'error', code, message: code, retry } as Message);
-  /** The broker never answers poll `i`: the connection's check fails it. */
-  const leaveUnanswered = (i: number) => overdue(polls()[i]!.stream);
-  const nacked = () =>
-    sent()
-      .filter((x) => x.m.type === 'group_nack')
-      .map((x) => (x.m as { offset: number }).offset)
-      .sort((a, b) => a - b);
-  return { it, polls, answerPoll, refusePoll, leaveUnanswered, nacked, close, events, g };
-}
+import { Group, GroupMessage } from '../src/projections/group.js';
+import type { RequestLane } from '../src/protocol/request-lane.js';
+import {
+  BACKOFF_TIMERS,
+  consumeRig,
+  decodeAll,
+  fakeHost,
+  pollsOn,
+  records,
+  settle,
+  until,
+} from './group-consume-rig.js';
 
 /**
  * A consume loop over `n` records whose first ack is sent and whose second is gathered behind
@@ -527,27 +364,6 @@ describe('group consume pipeline', () => {
   });
 });
 
-/** Lets promises, stream reads and immediates run for a few turns (no timer fires). */
-async function settle(turns = 20): Promise<void> {
-  for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
-}
-
-/** Runs turns (no timer fires) until `condition` holds; fails past a deadline on the real
- *  monotonic clock (not faked: the first test of a run also waits for a module's first load). */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  while (performance.now() < deadline) {
-    if (condition()) return;
-    await new Promise<void>((r) => setImmediate(r));
-  }
-  throw new Error(`${what} did not happen`);
-}
-
-/** Only the timers a backoff uses (and the clock) are faked: turns still run. */
-const BACKOFF_TIMERS: Parameters<typeof vi.useFakeTimers>[0] = {
-  toFake: ['setTimeout', 'clearTimeout', 'Date'],
-};
-
 describe('a consume loop whose poll fails', () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -724,206 +540,5 @@ describe('a consume loop whose poll fails', () => {
     rig.close();
     expect(await first).toEqual({ value: undefined, done: true });
     expect(rig.polls()).toHaveLength(1);
-  });
-});
-
-describe('a consume loop says what it retries', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-    vi.restoreAllMocks();
-  });
-
-  /** The consume_retry events among `events`. */
-  const retries = (events: StatusEvent[]) =>
-    events.filter(
-      (e): e is Extract<StatusEvent, { type: 'consume_retry' }> => e.type === 'consume_retry',
-    );
-
-  it('a_consume_loop_reports_each_backoff_as_a_status_event', async () => {
-    vi.useFakeTimers(BACKOFF_TIMERS);
-    // The jitter draws half of each cap.
-    vi.spyOn(Math, 'random').mockReturnValue(0.5);
-    const rig = consumeRig(undefined, { shard: 0, consumer: 'worker-7' });
-    // What each poll failed with, as the loop got it.
-    const failed: unknown[] = [];
-    const poll = rig.g.poll.bind(rig.g);
-    vi.spyOn(rig.g, 'poll').mockImplementation((o) => {
-      const p = poll(o);
-      p.catch((err: unknown) => failed.push(err));
-      return p;
-    });
-    const first = rig.it.next();
-    await until(() => rig.polls().length === 1, 'the first poll');
-    const base = GROUP_CONSUME_RETRY_BASE_MS;
-    // A busy broker, a poll it left unanswered, a group it does not know yet: three failures
-    // in a row, each reported with its kind, its count and the backoff the loop then waits.
-    const fail = [
-      () => rig.refusePoll(0, 'overloaded', 'retry_after'),
-      () => rig.leaveUnanswered(1),
-      () => rig.refusePoll(2, 'not_found', 'retry_after'),
-    ];
-    const expected = [
-      { failure: 'busy', delayMs: base / 2, cls: OverloadedError },
-      { failure: 'unavailable', delayMs: base, cls: TimeoutError },
-      { failure: 'not_found', delayMs: base * 2, cls: NotFoundError },
-    ] as const;
-    for (const [i, want] of expected.entries()) {
-      fail[i]!();
-      await until(() => retries(rig.events).length === i + 1, 'the backoff is reported');
-      const e = retries(rig.events)[i]!;
-      expect(e).toEqual({
-        type: 'consume_retry',
-        stream: 'jobs',
-        group: 'billing',
-        shard: 0,
-        consumer: 'worker-7',
-        failure: want.failure,
-        error: failed[i],
-        failures: i + 1,
-        delayMs: want.delayMs,
-      });
-      // The poll's own error, not a copy or a wrapper.
-      expect(e.error).toBe(failed[i]);
-      expect(e.error).toBeInstanceOf(want.cls);
-      // The loop waits the delay it reported, and not less.
-      await vi.advanceTimersByTimeAsync(want.delayMs - 1);
-      await settle();
-      expect(rig.polls()).toHaveLength(i + 1);
-      await vi.advanceTimersByTimeAsync(1);
-      await until(() => rig.polls().length === i + 2, 'the poll made again');
-    }
-    rig.answerPoll(3, 0);
-    expect((await first).value?.offset).toBe(0);
-    expect(retries(rig.events)).toHaveLength(3);
-    await rig.it.return?.();
-  });
-
-  it('a_consume_loop_reports_its_recovery_after_retrying', async () => {
-    vi.useFakeTimers(BACKOFF_TIMERS);
-    vi.spyOn(Math, 'random').mockReturnValue(0.5);
-    const rig = consumeRig();
-    const first = rig.it.next();
-    await until(() => rig.polls().length === 1, 'the first poll');
-    const base = GROUP_CONSUME_RETRY_BASE_MS;
-    for (const [i, delayMs] of [
-      [0, base / 2],
-      [1, base],
-    ] as const) {
-      rig.refusePoll(i, 'overloaded', 'retry_after');
-      await until(() => retries(rig.events).length === i + 1, 'the backoff is reported');
-      await vi.advanceTimersByTimeAsync(delayMs);
-      await until(() => rig.polls().length === i + 2, 'the poll made again');
-    }
-    rig.answerPoll(2, 0);
-    expect((await first).value?.offset).toBe(0);
-    // The first answer after two failures says so, and how long the loop failed (the fake
-    // clock moved by the two backoffs only).
-    await until(() => rig.events.length === 3, 'the recovery is reported');
-    expect(rig.events[2]).toEqual({
-      type: 'consume_recovered',
-      stream: 'jobs',
-      group: 'billing',
-      shard: 0,
-      failures: 2,
-      failedForMs: base / 2 + base,
-    });
-    // Answered polls after it report nothing.
-    expect((await rig.it.next()).value?.offset).toBe(1);
-    await until(() => rig.polls().length === 4, 'a poll made ahead');
-    rig.answerPoll(3, 2);
-    expect((await rig.it.next()).value?.offset).toBe(2);
-    expect(rig.events).toHaveLength(3);
-    // The count started over: the next failure is the first in a row again.
-    expect((await rig.it.next()).value?.offset).toBe(3);
-    await until(() => rig.polls().length === 5, 'the next poll');
-    const next = rig.it.next();
-    rig.refusePoll(4, 'overloaded', 'retry_after');
-    await until(() => rig.events.length === 4, 'the new backoff is reported');
-    // (Its delay is 0 if polls made ahead are still out: they are waited for first.)
-    expect(rig.events[3]).toMatchObject({ type: 'consume_retry', failure: 'busy', failures: 1 });
-    // (The next() stays with the polls made ahead, which the broker never answers.)
-    void next;
-    await rig.it.return?.();
-  });
-
-  it('a_clients_status_names_each_backoff_of_its_consume_loops', async () => {
-    // Every poll is refused `overloaded`; the client's own status() feed says so.
-    const broker = new FakeBroker({ reauth: false });
-    broker.answer = (at, msg) => {
-      if (msg.type !== 'group_poll') return false;
-      const request_id = msg.request_id;
-      at.send({
-        type: 'error',
-        code: 'overloaded',
-        message: 'busy',
-        retry: 'retry_after',
-        request_id,
-      } as Message);
-      return true;
-    };
-    const client = await clientOver(broker, 1_000);
-    const ctl = new AbortController();
-    try {
-      const feed = client.status({ signal: ctl.signal })[Symbol.asyncIterator]();
-      const group = client.group('orders', 'billing', { shard: 0 });
-      const loop = group.consume({ signal: ctl.signal })[Symbol.asyncIterator]();
-      const ended = loop.next();
-      const seen: StatusEvent[] = [];
-      const read = async () => {
-        for (let r = await feed.next(); !r.done; r = await feed.next()) {
-          seen.push(r.value);
-          if (retries(seen).length === 2) return;
-        }
-      };
-      await withDeadline(read(), 10_000, 'two backoffs in the status feed');
-      expect(retries(seen).map((e) => [e.stream, e.group, e.shard, e.failure, e.failures])).toEqual(
-        [
-          ['orders', 'billing', 0, 'busy', 1],
-          ['orders', 'billing', 0, 'busy', 2],
-        ],
-      );
-      expect(retries(seen)[0]!.error).toBeInstanceOf(OverloadedError);
-      ctl.abort();
-      expect(await ended).toEqual({ value: undefined, done: true });
-    } finally {
-      ctl.abort();
-      await client.close();
-    }
-  });
-
-  it('a_status_reader_behind_a_consume_loop_that_keeps_failing_holds_a_bounded_buffer', async () => {
-    // No jitter: every backoff is 0 ms, the loop retrying as fast as it can.
-    vi.spyOn(Math, 'random').mockReturnValue(0);
-    const rig = consumeRig();
-    const hub = new StatusHub();
-    let emitted = 0;
-    const host = (rig.g as unknown as { host: { emit(e: StatusEvent): void } }).host;
-    host.emit = (e) => {
-      emitted++;
-      hub.emit(e);
-    };
-    vi.spyOn(rig.g, 'poll').mockImplementation(() =>
-      Promise.reject(new OverloadedError({ brokerCode: 'overloaded', message: 'busy' })),
-    );
-    // A reader that asked once and then stopped reading.
-    const reader = hub.listen()[Symbol.asyncIterator]();
-    const firstRead = reader.next();
-    const loop = rig.it.next();
-    const n = 3 * STATUS_BUFFER_EVENTS_MAX;
-    await until(() => emitted >= n, 'many backoffs');
-    await rig.it.return?.();
-    expect(await loop).toEqual({ value: undefined, done: true });
-    // It holds the first event (handed to its waiting read) and the newest
-    // STATUS_BUFFER_EVENTS_MAX, and is told how many it missed between them.
-    expect((await firstRead).value).toMatchObject({ type: 'consume_retry', failures: 1 });
-    hub.end();
-    const rest: StatusEvent[] = [];
-    for (let r = await reader.next(); !r.done; r = await reader.next()) rest.push(r.value);
-    expect(rest[0]).toEqual({
-      type: 'status_dropped',
-      count: emitted - 1 - STATUS_BUFFER_EVENTS_MAX,
-    });
-    expect(rest).toHaveLength(1 + STATUS_BUFFER_EVENTS_MAX);
-    expect(rest.at(-1)).toMatchObject({ type: 'consume_retry', failures: emitted });
   });
 });
