@@ -720,6 +720,7 @@ export class FelixClient {
         return client.isClosed;
       },
       closing: this.closeController.signal,
+      emit: (e: StatusEvent) => this.hub.emit(e),
       route: {
         get active() {
           return router.active;

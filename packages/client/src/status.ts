@@ -1,7 +1,8 @@
 /**
- * Connection and subscription status events, fanned out to every `status()` listener. Each
- * listener has a bounded buffer; past it the oldest unread events are dropped (a status feed
- * must never hold the client back), and the listener is told how many it missed.
+ * Connection, subscription and consume-loop status events, fanned out to every `status()`
+ * listener. Each listener has a bounded buffer (STATUS_BUFFER_EVENTS_MAX); past it the oldest
+ * unread events are dropped (a status feed must never hold the client back), and the listener
+ * is told how many it missed. With no listener an event is dropped at once.
  */
 import { STATUS_BUFFER_EVENTS_MAX } from './limits.js';
 
@@ -27,6 +28,35 @@ export type StatusEvent =
   /** A refresh failed (the provider, or the broker refused the fresh token); tried again after
    *  `retryInMs`, or not on the timer any more when absent (see TOKEN_REFRESH_ATTEMPTS_MAX). */
   | { type: 'token_refresh_failed'; attempt: number; error: Error; retryInMs?: number }
+  /** A consume loop's poll failed in a way that passes (`error`, the poll's own: an
+   *  `OverloadedError`, a `TimeoutError`, a `ConnectionLostError`, ...); it polls again after
+   *  `delayMs` (0: polls it made ahead are still out, and are waited for first). `failure` says
+   *  which backoff: `unavailable` (a lost connection, an unanswered poll, a shard served
+   *  elsewhere; capped at 1 s), `busy` (the broker asked for a backoff: `overloaded`, a limit;
+   *  5 s), `not_found` (a stream or group not known yet; 5 s, for 5 s in a row at most).
+   *  `failures` counts the polls failed in a row, this one included. One per failed poll. */
+  | {
+      type: 'consume_retry';
+      stream: string;
+      group: string;
+      shard: number;
+      consumer?: string;
+      failure: 'unavailable' | 'busy' | 'not_found';
+      error: Error;
+      failures: number;
+      delayMs: number;
+    }
+  /** A consume loop that was retrying had a poll answered again, after `failures` failed in a
+   *  row, the first of them `failedForMs` before. */
+  | {
+      type: 'consume_recovered';
+      stream: string;
+      group: string;
+      shard: number;
+      consumer?: string;
+      failures: number;
+      failedForMs: number;
+    }
   /** Status events this listener missed because it read too slowly. */
   | { type: 'status_dropped'; count: number };
 

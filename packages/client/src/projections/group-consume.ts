@@ -12,6 +12,9 @@
  * The loop runs until the caller ends it (break, return, its signal) or the client closes, as a
  * worker's loop should: a poll that fails in a way that passes (pollFailureOf) is made again
  * after a jittered backoff, for as long as it takes; only a failure that would recur ends it.
+ * Each such failure is told to the source (`retrying`: a `consume_retry` status event), and so
+ * is the first answer after them (`recovered`); an answered poll that follows another costs
+ * one comparison more, nothing else.
  */
 import { retryKindOf } from '../cluster/routing.js';
 import {
@@ -47,30 +50,40 @@ export interface ConsumeSource {
   /** In a cluster: a poll failed with `err`, which the router learns from (the shard's owner
    *  is asked again, or taken from a redirect) before the loop polls again. */
   refused?(err: unknown): void;
+  /** A poll failed with `err` (`failure`, the `failures`-th in a row) and is made again after
+   *  `delayMs` (0: polls still out are waited for first). Only on a failure. */
+  retrying?(err: Error, failure: RetriedPollFailure, failures: number, delayMs: number): void;
+  /** A poll was answered after `failures` in a row had failed, the first `failedForMs` ago.
+   *  Only on the first answer after a failure. */
+  recovered?(failures: number, failedForMs: number): void;
 }
 
 /**
- * What a consume loop does about a poll that failed with `err`:
- * - `again`: it passes (a lost connection, a poll left unanswered, retry kind `redirect` in
+ * What a consume loop does about a poll that failed with `err` (the names a `consume_retry`
+ * status event gives the first three):
+ * - `unavailable`: it passes (a lost connection, a poll left unanswered, retry kind `redirect` in
  *   routing.ts: the shard served elsewhere or not yet): poll again after a short backoff
  *   (GROUP_CONSUME_RETRY_DELAY_MS_MAX at most);
  * - `busy`: the broker asks for a backoff (retry kind `retry_after`: `overloaded`, a limit that
  *   clears): poll again after a longer one (GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX at most);
- * - `missing`: the stream or group is unknown: as `busy`, but for NOT_FOUND_RETRY_MS of such
+ * - `not_found`: the stream or group is unknown: as `busy`, but for NOT_FOUND_RETRY_MS of such
  *   answers in a row at most (a name not yet loaded after a move; a deleted one answers it
  *   for good);
  * - `fatal`: the same poll would fail the same way (auth, permission, a bad request, an answer
  *   the client cannot read, an outcome it cannot know, anything untyped): the loop ends with it.
  */
-export type PollFailure = 'again' | 'busy' | 'missing' | 'fatal';
+export type PollFailure = 'unavailable' | 'busy' | 'not_found' | 'fatal';
+
+/** A failure the loop polls again after. */
+export type RetriedPollFailure = Exclude<PollFailure, 'fatal'>;
 
 export function pollFailureOf(err: unknown): PollFailure {
-  if (err instanceof NotFoundError || err instanceof UnknownStreamError) return 'missing';
+  if (err instanceof NotFoundError || err instanceof UnknownStreamError) return 'not_found';
   // Its class says reconnect, but a broker that sent what the client cannot read would again.
   if (err instanceof ProtocolError) return 'fatal';
-  if (err instanceof TimeoutError || isStreamGone(err)) return 'again';
+  if (err instanceof TimeoutError || isStreamGone(err)) return 'unavailable';
   const kind = retryKindOf(err);
-  return kind === 'redirect' ? 'again' : kind === 'retry_after' ? 'busy' : 'fatal';
+  return kind === 'redirect' ? 'unavailable' : kind === 'retry_after' ? 'busy' : 'fatal';
 }
 
 export function consumeIterator(g: ConsumeSource, opts: PollOptions): AsyncIterator<GroupMessage> {
@@ -90,7 +103,9 @@ class ConsumeLoop {
   private step: Promise<IteratorResult<GroupMessage>> | undefined;
   /** Polls failed in a row (an answered poll starts over): the backoff's exponent. */
   private failures = 0;
-  /** When the `missing` answers in a row began (undefined: the last failure was not one). */
+  /** When the first of those failures came (Date.now()). */
+  private failingSinceMs = 0;
+  /** When the `not_found` answers in a row began (undefined: the last failure was not one). */
   private missingSinceMs: number | undefined;
   /** Ends the backoff under way, if any. */
   private wake: (() => void) | undefined;
@@ -197,7 +212,8 @@ class ConsumeLoop {
     const failure = pollFailureOf(err);
     if (failure === 'fatal') return false;
     const now = Date.now();
-    if (failure !== 'missing') this.missingSinceMs = undefined;
+    if (this.failures === 0) this.failingSinceMs = now;
+    if (failure !== 'not_found') this.missingSinceMs = undefined;
     else {
       this.missingSinceMs ??= now;
       if (now - this.missingSinceMs > NOT_FOUND_RETRY_MS) return false;
@@ -206,12 +222,23 @@ class ConsumeLoop {
     const delayMs = backoffDelayMs(this.failures++, {
       baseMs: GROUP_CONSUME_RETRY_BASE_MS,
       maxMs:
-        failure === 'again'
+        failure === 'unavailable'
           ? GROUP_CONSUME_RETRY_DELAY_MS_MAX
           : GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
     });
-    if (this.ahead.length === 0) await this.pause(delayMs);
+    const waits = this.ahead.length === 0;
+    // Not fatal, so typed (pollFailureOf): a ClientError, or a transport's stream loss.
+    this.g.retrying?.(err as Error, failure, this.failures, waits ? delayMs : 0);
+    if (waits) await this.pause(delayMs);
     return true;
+  }
+
+  /** A poll was answered after failures: the count starts over, and the source is told. */
+  private recover(): void {
+    const failures = this.failures;
+    this.failures = 0;
+    this.missingSinceMs = undefined;
+    this.g.recovered?.(failures, Date.now() - this.failingSinceMs);
   }
 
   /** Waits `ms`, or until the loop ends, the caller aborts or the client closes. */
@@ -252,8 +279,9 @@ class ConsumeLoop {
           if (await this.retries(err)) continue;
           throw err;
         }
-        this.failures = 0;
-        this.missingSinceMs = undefined;
+        // Only after a failure (missingSinceMs is set only then): an answered poll that follows
+        // another pays this comparison alone.
+        if (this.failures > 0) this.recover();
         if (this.finished) {
           this.handBack(next); // the loop ended while this poll was out
           break;

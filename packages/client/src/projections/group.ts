@@ -23,7 +23,7 @@ import {
   checkPage,
   pageOfUnpagedList,
 } from './dead-letter-pages.js';
-import { consumeIterator } from './group-consume.js';
+import { type RetriedPollFailure, consumeIterator } from './group-consume.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
@@ -165,8 +165,26 @@ export class Group implements GroupSettler {
         const route = group.host.route;
         if (route?.active) route.refused('stream', group.stream, group.shard, err, '');
       },
+      // Status events, on a failure and on the first answer after failures only.
+      retrying: (error: Error, failure: RetriedPollFailure, failures: number, delayMs: number) =>
+        group.host.emit?.({
+          type: 'consume_retry',
+          ...group.where(),
+          failure,
+          error,
+          failures,
+          delayMs,
+        }),
+      recovered: (failures: number, failedForMs: number) =>
+        group.host.emit?.({ type: 'consume_recovered', ...group.where(), failures, failedForMs }),
     };
     return { [Symbol.asyncIterator]: () => consumeIterator(source, opts) };
+  }
+
+  /** Which loop a status event is about: this group's stream, name, shard and consumer. */
+  private where() {
+    const { stream, name: group, shard, consumerName: consumer } = this;
+    return consumer === undefined ? { stream, group, shard } : { stream, group, shard, consumer };
   }
 
   /** @internal Acknowledges `offset` (batched per turn; see GroupSettles.ack). */

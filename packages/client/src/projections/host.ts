@@ -7,6 +7,7 @@ import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.j
 import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
+import type { StatusEvent } from '../status.js';
 import type { KeyRoute } from './key-routes.js';
 
 export interface ProjectionHost {
@@ -22,6 +23,8 @@ export interface ProjectionHost {
   /** The routing of a cache's single-key requests by key (key-routes.ts), when the client has
    *  a router. */
   keys?: KeyRoute;
+  /** Hands a status event to the client's `status()` listeners (a consume loop's retries). */
+  emit?(event: StatusEvent): void;
 }
 
 /** What a watch or a group needs of the client's router (cluster/router.ts). */
