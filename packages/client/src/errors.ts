@@ -85,8 +85,10 @@ export class ForbiddenError extends BrokerRefusedError {
     ({ action: this.action, object: this.object } = authzNames(answer.detail));
   }
 }
+/** The stream, cache, group or key named is not there (UnknownStreamError is one). */
 export class NotFoundError extends BrokerRefusedError {
-  readonly code = 'FELIX_CLIENT_NOT_FOUND';
+  // Typed `string`: UnknownStreamError, a kind of this, keeps a code of its own.
+  readonly code: string = 'FELIX_CLIENT_NOT_FOUND';
 }
 export class InvalidRequestError extends BrokerRefusedError {
   readonly code = 'FELIX_CLIENT_INVALID_REQUEST';
@@ -424,11 +426,17 @@ export function notBytes(data: unknown): InvalidArgumentError {
   );
 }
 
-/** The stream is not in the broker's catalog (it answered zero shards). */
-export class UnknownStreamError extends ClientError {
-  readonly code = 'FELIX_CLIENT_UNKNOWN_STREAM';
+/**
+ * The stream is not in the broker's catalog (it answered zero shards). A NotFoundError, so one
+ * `catch` takes a mistyped stream name whichever call met it first.
+ */
+export class UnknownStreamError extends NotFoundError {
+  override readonly code: string = 'FELIX_CLIENT_UNKNOWN_STREAM';
   constructor(stream: string) {
-    super(`stream ${stream} is unknown to the broker`, { retry: 'retry_after_backoff' });
+    super(
+      { brokerCode: 'not_found', message: `stream ${stream} is unknown to the broker` },
+      { retry: 'retry_after_backoff' },
+    );
   }
 }
 

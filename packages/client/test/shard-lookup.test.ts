@@ -8,7 +8,12 @@ import { waitFor } from '@felix/testing-harness';
 import { type Message, PUBLISH_BATCH_RECORDS_MAX } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
-import { AbortedError, InvalidArgumentError, UnknownStreamError } from '../src/errors.js';
+import {
+  AbortedError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnknownStreamError,
+} from '../src/errors.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import { FakeBroker, type FakeStream } from './fake-broker.js';
 
@@ -64,6 +69,22 @@ describe('shard lookups', () => {
     at.send({ type: 'stream_shards_view', request_id: msg.request_id, shards: 0 } as Message);
     await expect(next).rejects.toBeInstanceOf(UnknownStreamError);
     expect(getEventListeners(lifetime.signal, 'abort')).toHaveLength(0);
+    await client.close();
+  });
+
+  it('a_mistyped_stream_name_is_a_not_found_error_whichever_call_meets_it', async () => {
+    const { held, client } = await rig();
+    const next = client.subscribe('clickz')[Symbol.asyncIterator]().next();
+    await waitFor(() => held.length === 1 || undefined, 'the lookup reaches the broker');
+    const { at, msg } = held[0]!;
+    at.send({ type: 'stream_shards_view', request_id: msg.request_id, shards: 0 } as Message);
+    const err = await next.catch((e: unknown) => e);
+    // One `catch (e) { if (e instanceof NotFoundError) ... }` takes it, as a publish's refusal.
+    expect(err).toBeInstanceOf(UnknownStreamError);
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect((err as NotFoundError).code).toBe('FELIX_CLIENT_UNKNOWN_STREAM');
+    expect((err as NotFoundError).brokerCode).toBe('not_found');
+    expect((err as Error).message).toBe('stream clickz is unknown to the broker');
     await client.close();
   });
 
