@@ -28,6 +28,7 @@ import {
   RECONNECT_ATTEMPTS_MAX_DEFAULT,
   RECONNECT_BASE_MS_DEFAULT,
   RECONNECT_DELAY_MS_MAX_DEFAULT,
+  RECONNECT_FULL_DIAL_EVERY,
   FAILOVER_DEADLINE_MS_DEFAULT,
   FAILOVER_RETRY_BASE_MS,
   PUBLISH_RETRY_DELAY_MS_MAX,
@@ -35,6 +36,7 @@ import {
   SHARD_CACHE_STREAMS_MAX,
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
   SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
+  UNREACHED_DIAL_TIMEOUT_MS,
 } from './limits.js';
 import { BrokerConnection, type ConnectionOptions } from './protocol/broker-connection.js';
 import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
@@ -291,7 +293,7 @@ export class FelixClient {
       }
       const server = this.nextServer();
       try {
-        const conn = await this.open(server, this.router.dialTimeoutFor(server));
+        const conn = await this.open(server, this.reconnectDialMs(server, attempt));
         this.router.dialed(server, true);
         if (this.isClosed) {
           await conn.close();
@@ -310,6 +312,14 @@ export class FelixClient {
       this.terminal = new ConnectError(this.opts.servers);
       await this.close();
     }
+  }
+
+  /** A reconnect's dial bound: short (most attempts), or undefined (the connect timeout). */
+  private reconnectDialMs(server: string, attempt: number): number | undefined {
+    const routed = this.router.dialTimeoutFor(server);
+    if (routed !== undefined) return routed;
+    const full = attempt % RECONNECT_FULL_DIAL_EVERY === RECONNECT_FULL_DIAL_EVERY - 1;
+    return full ? undefined : UNREACHED_DIAL_TIMEOUT_MS;
   }
 
   /** The live connection, waiting for a reconnect if needed. */
