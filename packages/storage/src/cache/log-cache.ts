@@ -138,7 +138,8 @@ export class LogCache {
     return this.writer.frontier;
   }
 
-  /** Keys starting with `prefix` (expired ones excluded), in key order, at most `limit`. */
+  /** Keys starting with `prefix` (expired ones excluded), in write order (the snapshot's), at most
+   *  `limit`. */
   async keys(prefix: string, limit: number): Promise<string[]> {
     this.writer.checkOpen();
     await this.writer.catchUpIfBehind();
