@@ -6,13 +6,19 @@
  */
 import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
-import { mayResendPublish, resendWindowLeftMs, retryKindOf } from './cluster/routing.js';
+import {
+  type PublishTally,
+  mayResendPublish,
+  resendWindowLeftMs,
+  retryKindOf,
+} from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
   ClientError,
   ConnectError,
   InvalidArgumentError,
+  ShardUnavailableError,
   TimeoutError,
   UnauthenticatedError,
   UnknownStreamError,
@@ -31,6 +37,7 @@ import {
   FAILOVER_DEADLINE_MS_DEFAULT,
   FAILOVER_RETRY_BASE_MS,
   PUBLISH_RETRY_DELAY_MS_MAX,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SHARD_CACHE_STREAMS_MAX,
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
@@ -41,6 +48,7 @@ import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
+import { PublishWindow } from './publish-window.js';
 import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
@@ -500,20 +508,38 @@ export class FelixClient {
     return { offset: r.offset ?? null, shard };
   }
 
-  /** One publish on the entry connection, never resent (a broker outside a cluster). */
+  /**
+   * A publish on the entry connection (no routing): never resent once it may have been written,
+   * but a refusal of a shard still opening (a restarted broker's `not_ready`: nothing written)
+   * is sent again after a short delay, within the publish's request timeout.
+   */
   private async sendOnce(
     stream: string,
     payloads: Uint8Array[],
     call: PublishCall,
     signal: AbortSignal | undefined,
   ): Promise<PublishAnswer> {
-    const current = this.current;
-    // The live connection is taken as it is (no promise); otherwise wait for one.
-    const conn =
-      signal === undefined && !this.isClosed && current !== null && !current.isLost
-        ? current
-        : await this.connection(signal);
-    return conn.publish(stream, payloads, call);
+    const untilMs = Date.now() + call.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      const current = this.current;
+      // The live connection is taken as it is (no promise); otherwise wait for one.
+      const conn =
+        signal === undefined && !this.isClosed && current !== null && !current.isLost
+          ? current
+          : await this.connection(signal, untilMs);
+      try {
+        return await conn.publish(stream, payloads, call);
+      } catch (err) {
+        const leftMs = untilMs - Date.now();
+        if (!(err instanceof ShardUnavailableError) || leftMs <= 0 || this.isClosed) throw err;
+        if (attempt + 1 >= PUBLISH_ROUTE_ATTEMPTS_MAX) throw err;
+        const delayMs = backoffDelayMs(attempt, {
+          baseMs: FAILOVER_RETRY_BASE_MS,
+          maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
+        });
+        await sleep(Math.min(delayMs, leftMs), signal);
+      }
+    }
   }
 
   /**
@@ -528,44 +554,92 @@ export class FelixClient {
     call: PublishCall,
     opts: PublishOptions,
   ): Promise<PublishAnswer> {
-    // One window for the whole publish: its shard lookup and every attempt's wait for a
-    // connection share it (each waited a whole request timeout: a publish to a stopped broker
-    // took two or three).
+    // One window for the whole publish: its shard lookup, the owner lookups and every attempt's
+    // wait for a connection end with it, even those another caller began (PublishWindow).
     const startedMs = Date.now();
-    const untilMs = startedMs + call.timeoutMs;
-    const shard = await this.shardOfPublish(stream, call.key, opts.signal, untilMs);
-    const tally = {
-      resends: 0,
-      atLeastOnce: opts.atLeastOnce === true,
-      startedMs,
-      timeoutMs: call.timeoutMs,
-    };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        if (shard === undefined || !this.router.active) {
-          const conn = await this.connection(opts.signal, untilMs);
-          return await conn.publish(stream, payloads, call);
+    const window = new PublishWindow(startedMs + call.timeoutMs, opts.signal);
+    try {
+      // A live entry connection: no wait for a reconnect, so no timer for this publish yet.
+      const first = this.liveEntry() === undefined ? window.signal() : opts.signal;
+      const shard = await this.shardOfPublish(stream, call.key, first, window.untilMs);
+      const tally = {
+        resends: 0,
+        atLeastOnce: opts.atLeastOnce === true,
+        startedMs,
+        timeoutMs: call.timeoutMs,
+      };
+      let refusal: unknown;
+      for (let attempt = 0; ; attempt++) {
+        const signal =
+          attempt === 0 && this.liveEntry() !== undefined ? opts.signal : window.signal();
+        try {
+          return await this.attemptRouted(stream, payloads, call, shard, signal, window.untilMs);
+        } catch (err) {
+          // A wait the window cut short: the last refusal, or this publish's timeout.
+          if (window.ended && err instanceof AbortedError)
+            throw refusal ?? this.windowTimeout(stream, call.timeoutMs);
+          if (this.isClosed || !mayResendPublish(err, attempt, tally)) throw err;
+          refusal = err;
+          await this.beforeResend(stream, shard, err, attempt, tally, opts.signal);
         }
-        return await this.router.request(
-          'stream',
-          stream,
-          shard,
-          (c) => c.publish(stream, payloads, call),
-          opts.signal,
-        );
-      } catch (err) {
-        if (this.isClosed || !mayResendPublish(err, attempt, tally)) throw err;
-        // The owner as held failed us: learn the one a redirect names, or ask again.
-        if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
-        const delayMs = backoffDelayMs(attempt, {
-          baseMs: FAILOVER_RETRY_BASE_MS,
-          maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
-        });
-        // Never past the retry window: a delay drawn beyond it held the caller up to a whole
-        // delay past its request timeout for one last attempt.
-        await sleep(Math.min(delayMs, resendWindowLeftMs(err, tally)), opts.signal);
       }
+    } finally {
+      window.dispose();
     }
+  }
+
+  /** One attempt of a routed publish: to the shard's owner when known, else the entry broker. */
+  private async attemptRouted(
+    stream: string,
+    payloads: Uint8Array[],
+    call: PublishCall,
+    shard: number | undefined,
+    signal: AbortSignal | undefined,
+    untilMs: number,
+  ): Promise<PublishAnswer> {
+    if (shard === undefined || !this.router.active) {
+      const conn = await this.connection(signal, untilMs);
+      return await conn.publish(stream, payloads, call);
+    }
+    return await this.router.request(
+      'stream',
+      stream,
+      shard,
+      (c) => c.publish(stream, payloads, call),
+      signal,
+    );
+  }
+
+  /** What a routed publish refused with nothing written does before its next attempt. */
+  private async beforeResend(
+    stream: string,
+    shard: number | undefined,
+    err: unknown,
+    attempt: number,
+    tally: PublishTally,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    // The owner as held failed us: learn the one a redirect names, or ask again.
+    if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
+    const delayMs = backoffDelayMs(attempt, {
+      baseMs: FAILOVER_RETRY_BASE_MS,
+      maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
+    });
+    // Never past the retry window: a delay drawn beyond it held the caller up to a whole
+    // delay past its request timeout for one last attempt.
+    await sleep(Math.min(delayMs, resendWindowLeftMs(err, tally)), signal);
+  }
+
+  /** A publish whose window ended while it waited (for a reconnect, an owner, a lookup). */
+  private windowTimeout(stream: string, timeoutMs: number): TimeoutError {
+    if (this.liveEntry() === undefined)
+      return new TimeoutError(
+        'waiting for a broker connection',
+        timeoutMs,
+        'retry',
+        this.reconnectFailure,
+      );
+    return new TimeoutError(`the publish to ${stream}`, timeoutMs, 'retry');
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */
