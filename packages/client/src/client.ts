@@ -6,12 +6,7 @@
  */
 import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
-import {
-  type PublishTally,
-  mayResendPublish,
-  resendWindowLeftMs,
-  retryKindOf,
-} from './cluster/routing.js';
+import { retryKindOf } from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
@@ -35,8 +30,6 @@ import {
   RECONNECT_BASE_MS_DEFAULT,
   RECONNECT_DELAY_MS_MAX_DEFAULT,
   FAILOVER_DEADLINE_MS_DEFAULT,
-  FAILOVER_RETRY_BASE_MS,
-  PUBLISH_RETRY_DELAY_MS_MAX,
   PUBLISH_ROUTE_ATTEMPTS_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SHARD_CACHE_STREAMS_MAX,
@@ -48,7 +41,7 @@ import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
-import { PublishWindow } from './publish-window.js';
+import { type RoutedPublishHost, publishRetryDelayMs, sendRouted } from './routed-publish.js';
 import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
@@ -119,6 +112,7 @@ export class FelixClient {
   private readonly keeper: TokenKeeper;
   /** Discovery and routing to each shard's owner (on while the broker answers `shard_owners`). */
   private readonly router: ClusterRouter;
+  private routedHostMade: RoutedPublishHost | undefined;
 
   private constructor(
     private readonly opts: ConnectOptions,
@@ -494,7 +488,7 @@ export class FelixClient {
     const call: PublishCall = { ack, gather, timeoutMs, ...(key ? { key } : {}) };
     const sent =
       this.router.active || opts.atLeastOnce === true
-        ? this.sendRouted(stream, payloads, call, opts)
+        ? sendRouted(this.routedHost, stream, payloads, call, opts)
         : this.sendOnce(stream, payloads, call, signal);
     const r = await (signal === undefined ? sent : abortable(sent, signal, 'publish'));
     let shard: number | null = 0;
@@ -533,113 +527,27 @@ export class FelixClient {
         const leftMs = untilMs - Date.now();
         if (!(err instanceof ShardUnavailableError) || leftMs <= 0 || this.isClosed) throw err;
         if (attempt + 1 >= PUBLISH_ROUTE_ATTEMPTS_MAX) throw err;
-        const delayMs = backoffDelayMs(attempt, {
-          baseMs: FAILOVER_RETRY_BASE_MS,
-          maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
-        });
-        await sleep(Math.min(delayMs, leftMs), signal);
+        await sleep(publishRetryDelayMs(attempt, leftMs), signal);
       }
     }
   }
 
-  /**
-   * A publish to the shard's owner (redirects followed, routing.ts), sent again after a refusal
-   * that wrote nothing (a redirect, a lost connection before the send), and after a lost ack
-   * (OutcomeUnknownError) only when the caller opted in to at-least-once: then the record may be
-   * in the log twice. Bounded by AT_LEAST_ONCE_RESENDS_MAX and the request timeout.
-   */
-  private async sendRouted(
-    stream: string,
-    payloads: Uint8Array[],
-    call: PublishCall,
-    opts: PublishOptions,
-  ): Promise<PublishAnswer> {
-    // One window for the whole publish: its shard lookup, the owner lookups and every attempt's
-    // wait for a connection end with it, even those another caller began (PublishWindow).
-    const startedMs = Date.now();
-    const window = new PublishWindow(startedMs + call.timeoutMs, opts.signal);
-    try {
-      // A live entry connection: no wait for a reconnect, so no timer for this publish yet.
-      const first = this.liveEntry() === undefined ? window.signal() : opts.signal;
-      const shard = await this.shardOfPublish(stream, call.key, first, window.untilMs);
-      const tally = {
-        resends: 0,
-        atLeastOnce: opts.atLeastOnce === true,
-        startedMs,
-        timeoutMs: call.timeoutMs,
-      };
-      let refusal: unknown;
-      for (let attempt = 0; ; attempt++) {
-        const signal =
-          attempt === 0 && this.liveEntry() !== undefined ? opts.signal : window.signal();
-        try {
-          return await this.attemptRouted(stream, payloads, call, shard, signal, window.untilMs);
-        } catch (err) {
-          // A wait the window cut short: the last refusal, or this publish's timeout.
-          if (window.ended && err instanceof AbortedError)
-            throw refusal ?? this.windowTimeout(stream, call.timeoutMs);
-          if (this.isClosed || !mayResendPublish(err, attempt, tally)) throw err;
-          refusal = err;
-          await this.beforeResend(stream, shard, err, attempt, tally, opts.signal);
-        }
-      }
-    } finally {
-      window.dispose();
-    }
-  }
-
-  /** One attempt of a routed publish: to the shard's owner when known, else the entry broker. */
-  private async attemptRouted(
-    stream: string,
-    payloads: Uint8Array[],
-    call: PublishCall,
-    shard: number | undefined,
-    signal: AbortSignal | undefined,
-    untilMs: number,
-  ): Promise<PublishAnswer> {
-    if (shard === undefined || !this.router.active) {
-      const conn = await this.connection(signal, untilMs);
-      return await conn.publish(stream, payloads, call);
-    }
-    return await this.router.request(
-      'stream',
-      stream,
-      shard,
-      (c) => c.publish(stream, payloads, call),
-      signal,
-    );
-  }
-
-  /** What a routed publish refused with nothing written does before its next attempt. */
-  private async beforeResend(
-    stream: string,
-    shard: number | undefined,
-    err: unknown,
-    attempt: number,
-    tally: PublishTally,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    // The owner as held failed us: learn the one a redirect names, or ask again.
-    if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
-    const delayMs = backoffDelayMs(attempt, {
-      baseMs: FAILOVER_RETRY_BASE_MS,
-      maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
-    });
-    // Never past the retry window: a delay drawn beyond it held the caller up to a whole
-    // delay past its request timeout for one last attempt.
-    await sleep(Math.min(delayMs, resendWindowLeftMs(err, tally)), signal);
-  }
-
-  /** A publish whose window ended while it waited (for a reconnect, an owner, a lookup). */
-  private windowTimeout(stream: string, timeoutMs: number): TimeoutError {
-    if (this.liveEntry() === undefined)
-      return new TimeoutError(
-        'waiting for a broker connection',
-        timeoutMs,
-        'retry',
-        this.reconnectFailure,
-      );
-    return new TimeoutError(`the publish to ${stream}`, timeoutMs, 'retry');
+  /** What a routed publish needs of this client (routed-publish.ts). */
+  private get routedHost(): RoutedPublishHost {
+    const client = this;
+    this.routedHostMade ??= {
+      router: this.router,
+      get closed() {
+        return client.isClosed;
+      },
+      get reconnectFailure() {
+        return client.reconnectFailure;
+      },
+      liveEntry: () => this.liveEntry(),
+      connection: (signal, untilMs) => this.connection(signal, untilMs),
+      shardOf: (stream, key, signal, untilMs) => this.shardOfPublish(stream, key, signal, untilMs),
+    };
+    return this.routedHostMade;
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */
