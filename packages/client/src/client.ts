@@ -6,13 +6,14 @@
  */
 import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
-import { mayResendPublish, resendWindowLeftMs, retryKindOf } from './cluster/routing.js';
+import { retryKindOf } from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
   ClientError,
   ConnectError,
   InvalidArgumentError,
+  ShardUnavailableError,
   TimeoutError,
   UnauthenticatedError,
   UnknownStreamError,
@@ -30,8 +31,7 @@ import {
   RECONNECT_DELAY_MS_MAX_DEFAULT,
   RECONNECT_FULL_DIAL_EVERY,
   FAILOVER_DEADLINE_MS_DEFAULT,
-  FAILOVER_RETRY_BASE_MS,
-  PUBLISH_RETRY_DELAY_MS_MAX,
+  PUBLISH_ROUTE_ATTEMPTS_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SHARD_CACHE_STREAMS_MAX,
   SUBSCRIBE_QUEUE_CAPACITY_DEFAULT,
@@ -43,6 +43,7 @@ import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
+import { type RoutedPublishHost, publishRetryDelayMs, sendRouted } from './routed-publish.js';
 import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
@@ -113,6 +114,7 @@ export class FelixClient {
   private readonly keeper: TokenKeeper;
   /** Discovery and routing to each shard's owner (on while the broker answers `shard_owners`). */
   private readonly router: ClusterRouter;
+  private routedHostMade: RoutedPublishHost | undefined;
 
   private constructor(
     private readonly opts: ConnectOptions,
@@ -496,7 +498,7 @@ export class FelixClient {
     const call: PublishCall = { ack, gather, timeoutMs, ...(key ? { key } : {}) };
     const sent =
       this.router.active || opts.atLeastOnce === true
-        ? this.sendRouted(stream, payloads, call, opts)
+        ? sendRouted(this.routedHost, stream, payloads, call, opts)
         : this.sendOnce(stream, payloads, call, signal);
     const r = await (signal === undefined ? sent : abortable(sent, signal, 'publish'));
     let shard: number | null = 0;
@@ -510,72 +512,52 @@ export class FelixClient {
     return { offset: r.offset ?? null, shard };
   }
 
-  /** One publish on the entry connection, never resent (a broker outside a cluster). */
+  /**
+   * A publish on the entry connection (no routing): never resent once it may have been written,
+   * but a refusal of a shard still opening (a restarted broker's `not_ready`: nothing written)
+   * is sent again after a short delay, within the publish's request timeout.
+   */
   private async sendOnce(
     stream: string,
     payloads: Uint8Array[],
     call: PublishCall,
     signal: AbortSignal | undefined,
   ): Promise<PublishAnswer> {
-    const current = this.current;
-    // The live connection is taken as it is (no promise); otherwise wait for one.
-    const conn =
-      signal === undefined && !this.isClosed && current !== null && !current.isLost
-        ? current
-        : await this.connection(signal);
-    return conn.publish(stream, payloads, call);
-  }
-
-  /**
-   * A publish to the shard's owner (redirects followed, routing.ts), sent again after a refusal
-   * that wrote nothing (a redirect, a lost connection before the send), and after a lost ack
-   * (OutcomeUnknownError) only when the caller opted in to at-least-once: then the record may be
-   * in the log twice. Bounded by AT_LEAST_ONCE_RESENDS_MAX and the request timeout.
-   */
-  private async sendRouted(
-    stream: string,
-    payloads: Uint8Array[],
-    call: PublishCall,
-    opts: PublishOptions,
-  ): Promise<PublishAnswer> {
-    // One window for the whole publish: its shard lookup and every attempt's wait for a
-    // connection share it (each waited a whole request timeout: a publish to a stopped broker
-    // took two or three).
-    const startedMs = Date.now();
-    const untilMs = startedMs + call.timeoutMs;
-    const shard = await this.shardOfPublish(stream, call.key, opts.signal, untilMs);
-    const tally = {
-      resends: 0,
-      atLeastOnce: opts.atLeastOnce === true,
-      startedMs,
-      timeoutMs: call.timeoutMs,
-    };
+    const untilMs = Date.now() + call.timeoutMs;
     for (let attempt = 0; ; attempt++) {
+      const current = this.current;
+      // The live connection is taken as it is (no promise); otherwise wait for one.
+      const conn =
+        signal === undefined && !this.isClosed && current !== null && !current.isLost
+          ? current
+          : await this.connection(signal, untilMs);
       try {
-        if (shard === undefined || !this.router.active) {
-          const conn = await this.connection(opts.signal, untilMs);
-          return await conn.publish(stream, payloads, call);
-        }
-        return await this.router.request(
-          'stream',
-          stream,
-          shard,
-          (c) => c.publish(stream, payloads, call),
-          opts.signal,
-        );
+        return await conn.publish(stream, payloads, call);
       } catch (err) {
-        if (this.isClosed || !mayResendPublish(err, attempt, tally)) throw err;
-        // The owner as held failed us: learn the one a redirect names, or ask again.
-        if (shard !== undefined) this.router.refused('stream', stream, shard, err, '');
-        const delayMs = backoffDelayMs(attempt, {
-          baseMs: FAILOVER_RETRY_BASE_MS,
-          maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
-        });
-        // Never past the retry window: a delay drawn beyond it held the caller up to a whole
-        // delay past its request timeout for one last attempt.
-        await sleep(Math.min(delayMs, resendWindowLeftMs(err, tally)), opts.signal);
+        const leftMs = untilMs - Date.now();
+        if (!(err instanceof ShardUnavailableError) || leftMs <= 0 || this.isClosed) throw err;
+        if (attempt + 1 >= PUBLISH_ROUTE_ATTEMPTS_MAX) throw err;
+        await sleep(publishRetryDelayMs(attempt, leftMs), signal);
       }
     }
+  }
+
+  /** What a routed publish needs of this client (routed-publish.ts). */
+  private get routedHost(): RoutedPublishHost {
+    const client = this;
+    this.routedHostMade ??= {
+      router: this.router,
+      get closed() {
+        return client.isClosed;
+      },
+      get reconnectFailure() {
+        return client.reconnectFailure;
+      },
+      liveEntry: () => this.liveEntry(),
+      connection: (signal, untilMs) => this.connection(signal, untilMs),
+      shardOf: (stream, key, signal, untilMs) => this.shardOfPublish(stream, key, signal, untilMs),
+    };
+    return this.routedHostMade;
   }
 
   /** The shard a publish goes to when the client can tell (a key, or a one-shard stream). */

@@ -8,6 +8,7 @@
 // Method: the pure walk with scripted attempts; FelixClient over scripted fake brokers
 // (test/fake-broker.ts), one per address, killed as a dead broker would be.
 import { waitFor } from '@felix/testing-harness';
+import type { Message } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { ClusterRouter } from '../src/cluster/router.js';
@@ -293,6 +294,143 @@ describe('a routed publish to a broker that stopped', () => {
     expect((err as TimeoutError).message).toContain('ECONNREFUSED');
     expect(((err as TimeoutError).cause as Error).message).toContain('ECONNREFUSED');
     await client.close();
+  });
+});
+
+describe('a routed publish waiting out a restart of its only broker', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.restoreAllMocks();
+  });
+  /** A one-node cluster at quic://a:1 that owns its one-shard stream `jobs`; reconnects are
+   *  refused until `restarted()` says it is back, and publishes are refused as a shard still
+   *  opening (`not_ready`, nothing written) while `opening()` says so. */
+  const restartingBroker = (restarted: () => boolean, opening: () => boolean = () => false) => {
+    const rig = fakeCluster((_addr, b) => {
+      b.owners = [{ shard: 0, node_id: 'a', addr: 'a:1', generation: 1 }];
+      b.answer = (at, msg) => {
+        if (msg.type === 'stream_shards') {
+          at.send({ type: 'stream_shards_view', request_id: msg.request_id, shards: 1 } as Message);
+          return true;
+        }
+        if (msg.type !== 'publish_batch' || !opening()) return false;
+        at.send({
+          type: 'publish_error',
+          request_id: msg.request_id!,
+          message: 'stream t1/default/jobs shard 0 is still opening (not_ready)',
+          code: 'shard_unavailable',
+          retry: 'retry',
+          detail: { reason: 'not_ready' },
+        });
+        return true;
+      };
+    });
+    let opens = 0;
+    const open: typeof rig.open = (server, o, turn) => {
+      if (opens++ > 0 && !restarted()) return Promise.reject(new Error('connection refused'));
+      return rig.open(server, o, turn);
+    };
+    return { rig, open };
+  };
+  /** Reads `sub` until it ends; the reader is there to share the client with the publish. */
+  const readUntilClosed = async (sub: AsyncIterable<unknown>) => {
+    try {
+      for await (const _ of sub) return;
+    } catch {
+      // It ends with the client: how it ends is not what these tests check.
+    }
+  };
+
+  it('a_publish_waiting_for_a_reconnect_fails_within_its_request_timeout_while_a_subscription_shares_the_client', async () => {
+    // The broker comes back 1.5 and then 2.5 timeouts after it died: the publish, made 150 ms
+    // after the loss, must fail at its own timeout. Before, it joined the owner lookup the
+    // subscription's resubscribe had begun, which waited a request timeout of its own for the
+    // reconnect (and a fresh one when begun again): acked 1.5 s in, or failed 2 s in.
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+    for (const outageMs of [1_500, 2_500]) {
+      let backAt = Number.POSITIVE_INFINITY;
+      const { rig, open } = restartingBroker(() => Date.now() >= backAt);
+      const client = await FelixClient.create(
+        { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 1_000 },
+        { open, clock: new FakeClock() },
+      );
+      const sub = client.subscribe('jobs', { from: 0 });
+      const reading = readUntilClosed(sub);
+      await vi.waitFor(() => expect(rig.last('quic://a:1')?.events.get(1)).toBeDefined());
+      backAt = Date.now() + outageMs;
+      rig.last('quic://a:1')!.kill();
+      await vi.advanceTimersByTimeAsync(150);
+      const started = Date.now();
+      let endedAt = -1;
+      const publishing = client.publish('jobs', 'x').then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      void publishing.then(() => {
+        endedAt = Date.now();
+      });
+      await vi.advanceTimersByTimeAsync(outageMs + 1_000);
+      expect({ outageMs, err: await publishing }).toMatchObject({
+        outageMs,
+        err: expect.any(TimeoutError),
+      });
+      expect(endedAt - started).toBeLessThanOrEqual(1_000 + 50);
+      sub.close();
+      await client.close();
+      await reading;
+    }
+  });
+
+  it('a_publish_refused_while_its_shard_is_still_opening_is_retried_within_its_request_timeout', async () => {
+    // Back 300 ms after it died, its shard still opening until 700 ms: a publish made while the
+    // client reconnects is refused `not_ready` (nothing written) and must be tried again until
+    // acked, routed or not. Unrouted (`routing: false`), the first refusal ended it before.
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+    for (const routing of [true, false]) {
+      let backAt = Number.POSITIVE_INFINITY;
+      let servesAt = Number.POSITIVE_INFINITY;
+      const { rig, open } = restartingBroker(
+        () => Date.now() >= backAt,
+        () => Date.now() < servesAt,
+      );
+      const client = await FelixClient.create(
+        { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 1_000, routing },
+        { open, clock: new FakeClock() },
+      );
+      const sub = client.subscribe('jobs', { from: 0 });
+      const reading = readUntilClosed(sub);
+      await vi.waitFor(() => expect(rig.last('quic://a:1')?.events.get(1)).toBeDefined());
+      const killedAt = Date.now();
+      backAt = killedAt + 300;
+      servesAt = killedAt + 700;
+      rig.last('quic://a:1')!.kill();
+      await vi.advanceTimersByTimeAsync(150);
+      const started = Date.now();
+      let endedAt = -1;
+      const publishing = client.publish('jobs', 'x').then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      void publishing.then(() => {
+        endedAt = Date.now();
+      });
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect({ routing, result: await publishing }).toMatchObject({
+        routing,
+        result: { offset: 0 },
+      });
+      const refusals = rig
+        .last('quic://a:1')!
+        .received.filter((r) => r.msg.type === 'publish_batch');
+      expect(refusals.length).toBeGreaterThan(1);
+      expect(endedAt).toBeGreaterThanOrEqual(servesAt);
+      expect(endedAt - started).toBeLessThanOrEqual(1_000);
+      sub.close();
+      await client.close();
+      await reading;
+    }
   });
 });
 

@@ -232,18 +232,30 @@ export class ClusterRouter {
     const p = this.pool.get(addr);
     if (p !== undefined && (p.conn === null || !p.conn.isLost)) {
       p.usedAt = this.now();
-      return p.opening;
+      return p.conn === null ? this.dialing(addr, p.opening, signal) : p.opening;
     }
     this.evictIfFull();
     const pooled: Pooled = { opening: this.dial(addr), conn: null, usedAt: this.now() };
     this.pool.set(addr, pooled);
-    try {
-      pooled.conn = await pooled.opening;
-    } catch (err) {
-      if (this.pool.get(addr) === pooled) this.pool.delete(addr);
-      throw err;
-    }
-    return pooled.conn;
+    pooled.opening.then(
+      (conn) => {
+        pooled.conn = conn;
+      },
+      () => {
+        if (this.pool.get(addr) === pooled) this.pool.delete(addr);
+      },
+    );
+    return this.dialing(addr, pooled.opening, signal);
+  }
+
+  /** A dial under way, waited for until `signal` aborts (the dial runs on for the pool: a
+   *  broker that takes the connection and never answers holds it the connect timeout). */
+  private dialing(
+    addr: string,
+    opening: Promise<BrokerConnection>,
+    signal: AbortSignal | undefined,
+  ): Promise<BrokerConnection> {
+    return abortable(opening, signal, `the connection to ${addr}`, false);
   }
 
   /** The connect bound of a dial to `addr`: UNREACHED_DIAL_TIMEOUT_MS for a broker lost and not
