@@ -651,6 +651,7 @@ export class FelixClient {
       get closed() {
         return isClosed();
       },
+      closing: this.closeController.signal,
       route: this.readerRoute(),
     };
     return new Subscription(
@@ -673,7 +674,7 @@ export class FelixClient {
     );
   }
 
-  /** What a shard reader needs of the router (and how long it looks for a lost owner). */
+  /** What a shard reader needs of the router. */
   private readerRoute(): ReaderRoute {
     const router = this.router;
     return {
@@ -682,7 +683,6 @@ export class FelixClient {
       },
       request: (kind, name, shard, call, signal) => router.request(kind, name, shard, call, signal),
       refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
-      deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
     };
   }
 
@@ -729,7 +729,6 @@ export class FelixClient {
           router.connectionFor(kind, name, shard, signal),
         widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),
         refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
-        deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
       },
       ...(owned === undefined ? { keys: this.keyRoute() } : {}),
     };
