@@ -402,6 +402,7 @@ export class ShardReader {
       ...(this.timing.random ? { random: this.timing.random } : {}),
     });
     const stop = eitherSignal(this.signal, this.host.closing);
+    // Aborted or closed: the wait ends early, and the loop then sees why.
     await (this.timing.sleep ?? sleep)(delayMs, stop).catch(() => undefined);
   }
 

@@ -5,15 +5,17 @@
 // next offset it had not delivered (no gap, nothing twice). Before, the watch ended with the
 // first TimeoutError of that wait and a subscription with the second. Method: FelixClient over
 // the scripted fake broker, with short request and reconnect bounds; while the broker is down
-// every dial is refused (ECONNREFUSED), and the restarted broker is a new fake broker.
-import { withDeadline } from '@felix/testing-harness';
+// every dial is refused (ECONNREFUSED), and the restarted broker is a new fake broker; each
+// scenario runs against one broker and against one offering cluster routing. Also: the backoff
+// between such retries ends at once when the client closes.
+import { waitFor, withDeadline } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import type { CacheWatchEvent } from '../src/projections/cache.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import type { StatusEvent } from '../src/status.js';
-import { FakeBroker, type FakeStream } from './fake-broker.js';
+import { FakeBroker, type FakeStream, clientOver } from './fake-broker.js';
 
 /** The client's connect and request timeouts here. */
 const BOUND_MS = 150;
@@ -150,7 +152,7 @@ async function watchThroughOutage(cluster: boolean): Promise<void> {
     const events = b.openEvents(id);
     const changes = b === rig.brokers[0] ? ['a', 'b'] : ['b', 'c', 'd'];
     const base = b === rig.brokers[0] ? 0 : 1;
-    changes.forEach((k, i) => events.send(put(k, base + i)));
+    for (const [i, k] of changes.entries()) events.send(put(k, base + i));
     return true;
   });
   const { client } = rig;
@@ -188,5 +190,44 @@ describe('a reader through a broker outage longer than the request timeout', () 
 
   it('a_cache_watch_outlives_a_broker_outage_longer_than_its_request_timeout', async () => {
     for (const cluster of [false, true]) await watchThroughOutage(cluster);
+  });
+
+  it('a_subscription_and_a_watch_in_a_backoff_end_at_once_when_their_client_closes', async () => {
+    // Every delay at its ceiling: the sixth refusal of each is followed by a 1.6 s wait.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const broker = new FakeBroker({ reauth: false });
+    const refused = { subscribe: 0, cache_watch: 0 };
+    broker.answer = (at, msg) => {
+      if (msg.type !== 'subscribe' && msg.type !== 'cache_watch') return false;
+      refused[msg.type]++;
+      at.send({
+        type: 'error',
+        code: 'overloaded',
+        message: 'busy',
+        retry: 'retry_after',
+      } as Message);
+      return true;
+    };
+    const client = await clientOver(broker, 1_000);
+    try {
+      const sub = client.subscribe('orders', { shard: 0 })[Symbol.asyncIterator]().next();
+      const watch = (async () => {
+        for await (const _ of client.cache('users').watch({ prefix: '' })) return;
+      })();
+      await waitFor(
+        () => refused.subscribe >= 6 && refused.cache_watch >= 6,
+        'both readers to back off after six refusals',
+      );
+      const closedAt = performance.now();
+      await client.close();
+      await withDeadline(Promise.allSettled([sub, watch]), 1_000, 'both readers to end');
+      // Ended by the close, not by the end of a 1.6 s backoff.
+      expect(performance.now() - closedAt).toBeLessThan(500);
+      await expect(sub).resolves.toMatchObject({ done: true });
+      await expect(watch).resolves.toBeUndefined();
+    } finally {
+      random.mockRestore();
+      await client.close();
+    }
   });
 });
