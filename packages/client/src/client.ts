@@ -30,7 +30,6 @@ import {
   RECONNECT_BASE_MS_DEFAULT,
   RECONNECT_DELAY_MS_MAX_DEFAULT,
   RECONNECT_FULL_DIAL_EVERY,
-  FAILOVER_DEADLINE_MS_DEFAULT,
   PUBLISH_ROUTE_ATTEMPTS_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SHARD_CACHE_STREAMS_MAX,
@@ -643,6 +642,7 @@ export class FelixClient {
       get closed() {
         return isClosed();
       },
+      closing: this.closeController.signal,
       route: this.readerRoute(),
     };
     return new Subscription(
@@ -665,7 +665,7 @@ export class FelixClient {
     );
   }
 
-  /** What a shard reader needs of the router (and how long it looks for a lost owner). */
+  /** What a shard reader needs of the router. */
   private readerRoute(): ReaderRoute {
     const router = this.router;
     return {
@@ -674,7 +674,6 @@ export class FelixClient {
       },
       request: (kind, name, shard, call, signal) => router.request(kind, name, shard, call, signal),
       refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
-      deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
     };
   }
 
@@ -721,7 +720,6 @@ export class FelixClient {
           router.connectionFor(kind, name, shard, signal),
         widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),
         refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
-        deadlineMs: this.opts.failoverDeadlineMs ?? FAILOVER_DEADLINE_MS_DEFAULT,
       },
       ...(owned === undefined ? { keys: this.keyRoute() } : {}),
     };

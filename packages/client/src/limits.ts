@@ -87,6 +87,11 @@ export const RESUBSCRIBE_BASE_MS = 50;
  *  a delay a subscription resubscribed as fast as round trips allowed; a second bounds how late a
  *  shard that comes back is picked up again. */
 export const RESUBSCRIBE_DELAY_MS_MAX = 1_000;
+/** Largest delay between a subscription's resubscribes (or a watch's re-watches) after a refusal
+ *  that asks for a backoff (`overloaded`, a limit that clears, a name not yet loaded): the reader
+ *  retries for as long as the client runs, as a consume loop does
+ *  (GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX), so it asks a busy broker about once per this. */
+export const RESUBSCRIBE_BUSY_DELAY_MS_MAX = 5_000;
 
 /** Events a merged (multi-shard) subscription buffers between its shard readers and the caller. */
 export const SUBSCRIPTION_BUFFER_BATCHES_DEFAULT = 64;
@@ -240,9 +245,10 @@ export const OWNER_BOOK_NAMES_MAX = 4096;
  *  more hops mean the brokers disagree about the owner, and the caller's retry (after fresh
  *  owners) is what settles it. */
 export const REDIRECT_HOPS_MAX = 3;
-/** How long a subscription or a cache watch keeps trying to reach the owner of its shard after
- *  losing it (a failover promotes a follower within seconds); past it, the last error ends it.
- *  Options may change it (`failoverDeadlineMs`). A consume loop has none (group-consume.ts). */
+/** The default of `failoverDeadlineMs`, which no reader is bounded by any more: a subscription,
+ *  a cache watch and a consume loop all keep looking for their shard's owner for as long as the
+ *  client runs (reader-retry.ts, group-consume.ts). Kept so code that names it still builds.
+ *  @deprecated */
 export const FAILOVER_DEADLINE_MS_DEFAULT = 30_000;
 /** First delay cap between attempts to reach a shard's new owner; jittered and doubled per
  *  attempt up to FAILOVER_RETRY_DELAY_MS_MAX. */

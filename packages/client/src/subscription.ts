@@ -15,7 +15,6 @@ import {
 import {
   AbortedError,
   ClientClosedError,
-  ClientError,
   CursorInFutureError,
   CursorTooOldError,
   EventStreamTimeoutError,
@@ -33,13 +32,15 @@ import type {
 } from './protocol/broker-connection.js';
 import type { SubscriptionHistory } from './protocol/subscribe.js';
 import { offsetForTimeOn } from './offset-for-time.js';
-import { retryWindowMs } from './cluster/routing.js';
+import { eitherSignal, readerFailureOf } from './reader-retry.js';
 import {
   EVENT_STREAM_REOPENS_MAX,
   FAILOVER_RETRY_BASE_MS,
   FAILOVER_RETRY_DELAY_MS_MAX,
+  NOT_FOUND_RETRY_MS,
   NOT_LEADER_RESUBSCRIBES_MAX,
   RESUBSCRIBE_BASE_MS,
+  RESUBSCRIBE_BUSY_DELAY_MS_MAX,
   SUBSCRIBE_UNANSWERED_RETRIES_MAX,
   RESUBSCRIBE_DELAY_MS_MAX,
   SUBSCRIPTION_BUFFER_BYTES_MAX,
@@ -64,6 +65,8 @@ export interface ReaderHost {
   connection(signal?: AbortSignal): Promise<BrokerConnection>;
   emit(event: StatusEvent): void;
   readonly closed: boolean;
+  /** Aborted when the client closes: a backoff under way ends at once. */
+  readonly closing?: AbortSignal;
   /** Cluster routing (absent or inactive: every subscribe goes to `connection()`). */
   route?: ReaderRoute;
 }
@@ -79,8 +82,6 @@ export interface ReaderRoute {
     signal?: AbortSignal,
   ): Promise<T>;
   refused(kind: 'stream', name: string, shard: number, err: unknown, from: string): void;
-  /** How long the reader keeps trying to reach its shard's owner (FAILOVER_DEADLINE_MS_DEFAULT). */
-  readonly deadlineMs: number;
 }
 
 /** How a reader waits between resubscribes (real timers unless a test pins them). */
@@ -101,8 +102,8 @@ export class ShardReader {
   private eventStreamsMissing = 0;
   /** Subscribes the broker never answered, since the last one that succeeded. */
   private subscribesUnanswered = 0;
-  /** When the reader lost its shard's owner (ms), while it has not subscribed again. */
-  private failingSinceMs: number | undefined;
+  /** When the `not_found` answers in a row began (ms), while it has not subscribed again. */
+  private missingSinceMs: number | undefined;
   private stopped = false;
   /** The first subscribe, once started (by `opened()`). */
   private opening: Promise<boolean> | null = null;
@@ -228,7 +229,7 @@ export class ShardReader {
       this.notLeaderAnswers = 0;
       this.eventStreamsMissing = 0;
       this.subscribesUnanswered = 0;
-      this.failingSinceMs = undefined;
+      this.missingSinceMs = undefined;
       if (!this.stopped) return true;
       this.close(); // stopped while the subscribe was on its way: nothing will read it
       return false;
@@ -320,49 +321,94 @@ export class ShardReader {
     this.cursor = at;
   }
 
-  /** A failed subscribe: retried (true) or the end of the subscription (false). */
+  /**
+   * A failed subscribe: retried (true) or the end of the subscription (false). Whatever passes
+   * is retried for as long as the client keeps reconnecting (reader-retry.ts), with or without
+   * cluster routing: a lost connection, a wait for the reconnect that timed out (the broker down
+   * longer than `requestTimeoutMs`), a broker refusing while it starts or its shard opens, an
+   * owner lost or moved. It ends on the client's close (with its error, when the reconnect gave
+   * up), the caller's abort, or a failure that would recur.
+   */
   private async onFailure(
     err: unknown,
     first: boolean,
     conn: BrokerConnection | undefined,
   ): Promise<boolean> {
-    const route = this.host.route;
-    if (route?.active && !isCursorError(err)) {
-      // Cluster: the owner was lost or moved; keep looking for it until the deadline.
-      const now = Date.now();
-      this.failingSinceMs ??= now;
-      const windowMs = retryWindowMs(err, route.deadlineMs);
-      if (windowMs === 0 || now - this.failingSinceMs > windowMs) return false;
-      // A redirect teaches the owner; anything else drops the one held, to be asked again.
-      route.refused('stream', this.stream, this.shard, err, conn?.server ?? '');
-      await this.backoff(FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX);
+    if (this.host.closed) return false;
+    if (isCursorError(err)) return this.onCursorError(err, first);
+    const route = this.host.route?.active ? this.host.route : undefined;
+    if (conn?.isLost) {
+      // Lost on the way: resumed from the cursor once reconnected (`connection()` waits).
+      route?.refused('stream', this.stream, this.shard, err, conn.server);
+      await conn.lost;
       return true;
     }
-    if (conn === undefined) {
-      // A subscription outlives any one call's timeout: it waits for as long as the client
-      // keeps reconnecting (bounded by its attempts), then ends with the client's error.
-      return err instanceof TimeoutError && !this.host.closed;
-    }
-    return this.onSubscribeError(err, first, conn);
+    if (conn !== undefined && this.givesUpOn(err, route !== undefined)) return false;
+    const failure = readerFailureOf(err);
+    if (failure === 'fatal' || (failure === 'not_found' && !this.stillMissing(route))) return false;
+    if (failure !== 'not_found') this.missingSinceMs = undefined;
+    // A redirect teaches the owner; anything else drops the one held, to be asked again.
+    route?.refused('stream', this.stream, this.shard, err, conn?.server ?? '');
+    const [baseMs, maxMs] =
+      failure === 'unavailable'
+        ? route
+          ? [FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX]
+          : [RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX]
+        : [RESUBSCRIBE_BASE_MS, RESUBSCRIBE_BUSY_DELAY_MS_MAX];
+    await this.backoff(baseMs, maxMs);
+    return true;
   }
 
-  /** Waits a full-jitter delay (an abort ends it early; the loop then sees the signal). */
+  /** A `not_found` (unknown stream) is retried for NOT_FOUND_RETRY_MS in a row when routed (a
+   *  name its new owner has not loaded yet, after a move); at once final on one broker, which
+   *  loaded its streams before it answered anything. */
+  private stillMissing(route: ReaderRoute | undefined): boolean {
+    if (route === undefined) return false;
+    const now = Date.now();
+    this.missingSinceMs ??= now;
+    return now - this.missingSinceMs <= NOT_FOUND_RETRY_MS;
+  }
+
+  /**
+   * Whether a subscribe that failed on a live connection ends the reader although its failure
+   * class passes: a broker that keeps refusing the same way is the caller's to hear of.
+   */
+  private givesUpOn(err: unknown, routed: boolean): boolean {
+    // Without cluster routing a lasting redirect is the caller's to follow: say so, naming the
+    // leader, rather than resubscribe to this broker forever. (With routing it is followed.)
+    if (!routed && err instanceof NotLeaderError)
+      return ++this.notLeaderAnswers > NOT_LEADER_RESUBSCRIBES_MAX;
+    // An event stream that never came is a stream lost on the way: subscribed again from the
+    // cursor (after a backoff), but a broker that never opens one ends the reader typed rather
+    // than have it subscribe for ever.
+    if (err instanceof EventStreamTimeoutError)
+      return ++this.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX;
+    // So is a subscribe the broker never answered (a stalled handler, an answer lost), or the
+    // `offset_for_time` a time start asks first (a TimeoutError of the request stream): tried
+    // again, but a broker that answers none ends the reader typed instead of holding it (or
+    // asking again every requestTimeoutMs for as long as the connection lives). A connection
+    // found lost meanwhile is not counted: that was a lost connection, resumed from.
+    if (err instanceof SubscribeTimeoutError || err instanceof TimeoutError)
+      return ++this.subscribesUnanswered > SUBSCRIBE_UNANSWERED_RETRIES_MAX;
+    return false;
+  }
+
+  /** Waits a full-jitter delay; the caller's abort and the client's close end it at once (the
+   *  loop then sees either and stops). */
   private async backoff(baseMs: number, maxMs: number): Promise<void> {
     const delayMs = backoffDelayMs(this.refusals++, {
       baseMs,
       maxMs,
       ...(this.timing.random ? { random: this.timing.random } : {}),
     });
-    // An abort ends the wait early; the loop then sees the signal and stops.
-    await (this.timing.sleep ?? sleep)(delayMs, this.signal).catch(() => undefined);
+    const stop = eitherSignal(this.signal, this.host.closing);
+    // Aborted or closed: the wait ends early, and the loop then sees why.
+    await (this.timing.sleep ?? sleep)(delayMs, stop).catch(() => undefined);
   }
 
-  /** Decides whether a subscribe failure is retried (true) or ends the subscription (false). */
-  private async onSubscribeError(
-    err: unknown,
-    first: boolean,
-    conn: BrokerConnection,
-  ): Promise<boolean> {
+  /** A cursor the broker refused on resume: the loss said (`gap`) or the start over (`reset`),
+   *  then resubscribed; on the first subscribe from a position the caller gave, the end. */
+  private onCursorError(err: unknown, first: boolean): boolean {
     if (err instanceof CursorTooOldError) {
       if (first && this.cursor === undefined) return false;
       this.host.emit({
@@ -378,46 +424,12 @@ export class ShardReader {
       this.cursor = err.available;
       return true;
     }
-    if (err instanceof CursorInFutureError) {
-      if (first && this.cursor === undefined) return false;
-      // The shard's offsets went backwards: an in-memory stream whose broker restarted.
-      this.host.emit({ type: 'reset', stream: this.stream, shard: this.shard });
-      this.cursor = undefined;
-      this.start = 'earliest';
-      return true;
-    }
-    if (conn.isLost) {
-      await conn.lost;
-      return true;
-    }
-    // Without cluster routing a lasting redirect is the caller's to follow: say so, naming the
-    // leader, rather than resubscribe to this broker forever.
-    if (err instanceof NotLeaderError && ++this.notLeaderAnswers > NOT_LEADER_RESUBSCRIBES_MAX)
-      return false;
-    // An event stream that never came is a stream lost on the way: subscribed again from the
-    // cursor (after the delay below), but a broker that never opens one ends the reader typed
-    // rather than have it subscribe for ever. (With routing, the failover deadline bounds it.)
-    if (
-      err instanceof EventStreamTimeoutError &&
-      ++this.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX
-    )
-      return false;
-    // So is a subscribe the broker never answered (a stalled handler, an answer lost), or the
-    // `offset_for_time` a time start asks first (a TimeoutError of the request stream): tried
-    // again, but a broker that answers none ends the reader typed instead of holding it (or
-    // asking again every requestTimeoutMs for as long as the connection lives).
-    if (
-      (err instanceof SubscribeTimeoutError || err instanceof TimeoutError) &&
-      ++this.subscribesUnanswered > SUBSCRIBE_UNANSWERED_RETRIES_MAX
-    )
-      return false;
-    if (err instanceof ClientError && (err.retry === 'retry' || err.retry === 'reconnect')) {
-      // Such a refusal may last (a shard being opened or moved, a draining broker): wait a
-      // full-jitter delay first, or the reader resubscribes as fast as round trips allow.
-      await this.backoff(RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX);
-      return true;
-    }
-    return false;
+    if (first && this.cursor === undefined) return false;
+    // The shard's offsets went backwards: an in-memory stream whose broker restarted.
+    this.host.emit({ type: 'reset', stream: this.stream, shard: this.shard });
+    this.cursor = undefined;
+    this.start = 'earliest';
+    return true;
   }
 
   private async *drain(

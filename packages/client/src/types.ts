@@ -38,10 +38,10 @@ export interface ConnectOptions {
    *  cluster lookups), a group poll past its `waitMs` (default 30 s). */
   requestTimeoutMs?: number;
   /**
-   * Against a cluster: how long a subscription or a cache watch keeps trying to reach its shard's
-   * owner after losing it (a failover, a move) before it ends with the last error (default
-   * FAILOVER_DEADLINE_MS_DEFAULT, 30 s). A `group.consume()` loop keeps trying for as long as it
-   * runs (docs/queues.md).
+   * Accepted and ignored. It bounded how long a subscription or a cache watch kept trying to
+   * reach its shard's owner; they now keep trying for as long as the client runs, as a
+   * `group.consume()` loop does (README, "Clusters"; docs/queues.md).
+   * @deprecated
    */
   failoverDeadlineMs?: number;
   /**

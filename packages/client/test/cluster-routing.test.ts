@@ -528,15 +528,14 @@ describe('a routed publish refused while its shard fails over', () => {
 });
 
 describe('a group consumer on a cluster', () => {
-  /** A route that is on, records what it was told, and whose failover deadline is `deadlineMs`. */
-  const routeOf = (deadlineMs: number) => {
+  /** A route that is on and records what it was told. */
+  const routeOf = () => {
     const refusedWith: Array<{ where: string; err: unknown }> = [];
     const route: ProjectionRoute = {
       active: true,
       connectionFor: () => Promise.reject(new Error('not used by the loop')),
       widthOf: async () => 1,
       refused: (k, n, s, err) => refusedWith.push({ where: `${k} ${n}/${s}`, err }),
-      deadlineMs,
     };
     return { route, refusedWith };
   };
@@ -553,8 +552,7 @@ describe('a group consumer on a cluster', () => {
     // No jitter: each backoff is 0 ms.
     const random = vi.spyOn(Math, 'random').mockReturnValue(0);
     try {
-      // A failover deadline of 0 bounds subscriptions and watches, not a consume loop.
-      const { route, refusedWith } = routeOf(0);
+      const { route, refusedWith } = routeOf();
       const record = { offset: 7 } as GroupMessage;
       const polls = [
         notLeader,

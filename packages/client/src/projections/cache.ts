@@ -49,7 +49,7 @@ import { abortable } from '../util/abortable.js';
 import { checkWellFormed } from '../util/well-formed.js';
 import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
-  FailoverClock,
+  ReaderRetry,
   type ProjectionHost,
   type ProjectionRoute,
   bytesOf,
@@ -461,8 +461,10 @@ export class Cache {
       st.current.events?.stream.reset(0);
     };
     signal?.addEventListener('abort', stopStreams, { once: true });
-    // In a cluster the watch follows its shard's owner through a failover or a move.
-    const failover = new FailoverClock(this.host.route);
+    // The watch outlives what passes (reader-retry.ts) for as long as the client keeps
+    // reconnecting: a broker down longer than a request timeout, one not up yet; in a cluster it
+    // follows its shard's owner through a failover or a move.
+    const retry = new ReaderRetry(this.host.route, this.host.closing);
     try {
       while (!signal?.aborted && !this.host.closed) {
         let at: { bc: BrokerConnection; shard: number | undefined };
@@ -471,34 +473,21 @@ export class Cache {
         } catch (err) {
           // Closed while it waited for a connection: the watch ends, as a subscription does.
           if (signal?.aborted || this.host.closed) return;
+          // The wait for the reconnect timed out (a broker down longer than requestTimeoutMs),
+          // or the owner could not be reached: waited again after the backoff.
           const where = { kind: 'cache' as const, name: this.name, shard: opts.shard, from: '' };
-          if (await failover.retries(err, where, signal)) continue;
+          if (await retry.retries(err, where, signal)) continue;
           throw err;
         }
         try {
-          yield* this.watchOn(at.bc, filter, opts, st, () => failover.ok());
+          yield* this.watchOn(at.bc, filter, opts, st, () => retry.ok());
         } catch (err) {
           if (signal?.aborted || this.host.closed) return;
           // A lost connection re-watches from the next unseen offset; so does a moved owner.
           if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
-          // An event stream that never came is a stream lost on the way: watched again, but a
-          // broker that never opens one ends the watch typed rather than have it re-watch for
-          // ever. (With routing, the failover deadline bounds it, as it does a subscription.)
-          if (
-            err instanceof EventStreamTimeoutError &&
-            !this.host.route?.active &&
-            ++st.eventStreamsMissing <= EVENT_STREAM_REOPENS_MAX
-          )
-            continue;
-          // So is a watch the broker never answered (a stalled handler, an answer lost).
-          if (
-            err instanceof SubscribeTimeoutError &&
-            !this.host.route?.active &&
-            ++st.watchesUnanswered <= SUBSCRIBE_UNANSWERED_RETRIES_MAX
-          )
-            continue;
+          if (givesUpOn(err, st)) throw err;
           const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
-          if (await failover.retries(err, { ...where, from: at.bc.server }, signal)) continue;
+          if (await retry.retries(err, { ...where, from: at.bc.server }, signal)) continue;
           throw err;
         } finally {
           stopStreams();
@@ -586,6 +575,20 @@ export class Cache {
       reservation.cancel();
     }
   }
+}
+
+/**
+ * Whether a watch that failed on a live connection ends although its failure class passes. An
+ * event stream that never came is a stream lost on the way: watched again, but a broker that
+ * never opens one ends the watch typed rather than have it re-watch for ever; so is a watch the
+ * broker never answered (a stalled handler, an answer lost), as for a subscription.
+ */
+function givesUpOn(err: unknown, st: WatchState): boolean {
+  if (err instanceof EventStreamTimeoutError)
+    return ++st.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX;
+  if (err instanceof SubscribeTimeoutError)
+    return ++st.watchesUnanswered > SUBSCRIBE_UNANSWERED_RETRIES_MAX;
+  return false;
 }
 
 /**

@@ -16,14 +16,7 @@
  * is the first answer after them (`recovered`); an answered poll that follows another costs
  * one comparison more, nothing else.
  */
-import { retryKindOf } from '../cluster/routing.js';
-import {
-  NotFoundError,
-  ProtocolError,
-  TimeoutError,
-  UnknownStreamError,
-  isStreamGone,
-} from '../errors.js';
+import { type FailureClass, failureClassOf } from '../reader-retry.js';
 import {
   GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
@@ -72,19 +65,12 @@ export interface ConsumeSource {
  * - `fatal`: the same poll would fail the same way (auth, permission, a bad request, an answer
  *   the client cannot read, an outcome it cannot know, anything untyped): the loop ends with it.
  */
-export type PollFailure = 'unavailable' | 'busy' | 'not_found' | 'fatal';
+export type PollFailure = FailureClass;
 
 /** A failure the loop polls again after. */
 export type RetriedPollFailure = Exclude<PollFailure, 'fatal'>;
 
-export function pollFailureOf(err: unknown): PollFailure {
-  if (err instanceof NotFoundError || err instanceof UnknownStreamError) return 'not_found';
-  // Its class says reconnect, but a broker that sent what the client cannot read would again.
-  if (err instanceof ProtocolError) return 'fatal';
-  if (err instanceof TimeoutError || isStreamGone(err)) return 'unavailable';
-  const kind = retryKindOf(err);
-  return kind === 'redirect' ? 'unavailable' : kind === 'retry_after' ? 'busy' : 'fatal';
-}
+export const pollFailureOf: (err: unknown) => PollFailure = failureClassOf;
 
 export function consumeIterator(g: ConsumeSource, opts: PollOptions): AsyncIterator<GroupMessage> {
   return new ConsumeLoop(g, opts).iterator();

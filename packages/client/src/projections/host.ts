@@ -1,9 +1,14 @@
 /** What the cache, counter and group handles need from the client: the live connection. */
-import { retryWindowMs } from '../cluster/routing.js';
 import { FeatureUnsupportedError } from '../errors.js';
+import { eitherSignal, readerFailureOf } from '../reader-retry.js';
 import { asBytes } from '../util/bytes.js';
 import { illFormed } from '../util/well-formed.js';
-import { FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX } from '../limits.js';
+import {
+  FAILOVER_RETRY_BASE_MS,
+  FAILOVER_RETRY_DELAY_MS_MAX,
+  NOT_FOUND_RETRY_MS,
+  RESUBSCRIBE_BUSY_DELAY_MS_MAX,
+} from '../limits.js';
 import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { has } from '../protocol/negotiation.js';
@@ -42,24 +47,28 @@ export interface ProjectionRoute {
     signal?: AbortSignal,
   ): Promise<number | undefined>;
   refused(kind: 'stream' | 'cache', name: string, shard: number, err: unknown, from: string): void;
-  /** How long a long-lived reader keeps looking for a lost owner (FAILOVER_DEADLINE_MS_DEFAULT). */
-  readonly deadlineMs: number;
 }
 
 /**
- * The failover bookkeeping of one long-lived reader (a cache watch): whether a failure is
- * retried on the shard's owner as next known (routing on, not fatal, within the deadline since
- * the reader last worked), after a jittered backoff.
+ * The retry bookkeeping of one long-lived reader (a cache watch), as a shard reader keeps its own
+ * (subscription.ts): a failure that passes (reader-retry.ts) is retried after a jittered backoff
+ * for as long as the client keeps reconnecting, with or without cluster routing; in a cluster
+ * the router learns from it first (the owner a redirect names, or the one held dropped).
  */
-export class FailoverClock {
-  private failingSinceMs: number | undefined;
+export class ReaderRetry {
   private attempts = 0;
+  /** When the `not_found` answers in a row began (Date.now()). */
+  private missingSinceMs: number | undefined;
 
-  constructor(private readonly route: ProjectionRoute | undefined) {}
+  constructor(
+    private readonly route: ProjectionRoute | undefined,
+    /** Aborted when the client closes: a backoff under way ends at once. */
+    private readonly closing?: AbortSignal,
+  ) {}
 
-  /** The reader worked again: the deadline starts over. */
+  /** The reader worked again: the backoff starts over. */
   ok(): void {
-    this.failingSinceMs = undefined;
+    this.missingSinceMs = undefined;
     this.attempts = 0;
   }
 
@@ -69,20 +78,23 @@ export class FailoverClock {
     where: { kind: 'stream' | 'cache'; name: string; shard: number | undefined; from: string },
     signal?: AbortSignal,
   ): Promise<boolean> {
-    const route = this.route;
-    if (route === undefined || !route.active) return false;
-    const now = Date.now();
-    this.failingSinceMs ??= now;
-    const windowMs = retryWindowMs(err, route.deadlineMs);
-    if (windowMs === 0 || now - this.failingSinceMs > windowMs) return false;
-    if (where.shard !== undefined)
+    const failure = readerFailureOf(err);
+    if (failure === 'fatal') return false;
+    const route = this.route?.active ? this.route : undefined;
+    if (failure === 'not_found') {
+      // A name a new owner has not loaded yet (routed), briefly; one broker's answer is final.
+      const now = Date.now();
+      this.missingSinceMs ??= now;
+      if (route === undefined || now - this.missingSinceMs > NOT_FOUND_RETRY_MS) return false;
+    } else this.missingSinceMs = undefined;
+    if (route !== undefined && where.shard !== undefined)
       route.refused(where.kind, where.name, where.shard, err, where.from);
     const delayMs = backoffDelayMs(this.attempts++, {
       baseMs: FAILOVER_RETRY_BASE_MS,
-      maxMs: FAILOVER_RETRY_DELAY_MS_MAX,
+      maxMs: failure === 'busy' ? RESUBSCRIBE_BUSY_DELAY_MS_MAX : FAILOVER_RETRY_DELAY_MS_MAX,
     });
-    // An abort ends the wait early; the caller then sees its signal.
-    await sleep(delayMs, signal).catch(() => undefined);
+    // An abort or the client's close ends the wait early; the caller then sees either.
+    await sleep(delayMs, eitherSignal(signal, this.closing)).catch(() => undefined);
     return true;
   }
 }

@@ -1,0 +1,51 @@
+/**
+ * What a long-lived reader (a subscription's shard reader, a cache watch) does about a failed
+ * (re)subscribe or re-watch: the policy a consume loop applies to a failed poll
+ * (projections/group-consume.ts, `pollFailureOf`, which is `failureClassOf`), so the three readers outlive the same
+ * failures. A lost connection, a wait for the reconnect that timed out, a broker not up yet
+ * (refused, `shard_unavailable`, a shard still opening), an owner lost or moved: tried again
+ * after a jittered backoff, for as long as the client keeps reconnecting. A failure that would
+ * recur (auth, permission, a bad request, an answer the client cannot read) ends the reader at
+ * once; so does a connection out of streams (only the caller frees one, by closing a reader).
+ */
+import { retryKindOf } from './cluster/routing.js';
+import {
+  NotFoundError,
+  ProtocolError,
+  StreamLimitExceededError,
+  TimeoutError,
+  UnknownStreamError,
+  isStreamGone,
+} from './errors.js';
+
+/** The classes of a reader's failure (group-consume.ts names what a consume loop does on each):
+ *  `unavailable` and `busy` pass (a short, a longer backoff), `not_found` passes briefly, `fatal`
+ *  would recur. */
+export type FailureClass = 'unavailable' | 'busy' | 'not_found' | 'fatal';
+
+export function failureClassOf(err: unknown): FailureClass {
+  if (err instanceof NotFoundError || err instanceof UnknownStreamError) return 'not_found';
+  // Its class says reconnect, but a broker that sent what the client cannot read would again.
+  if (err instanceof ProtocolError) return 'fatal';
+  if (err instanceof TimeoutError || isStreamGone(err)) return 'unavailable';
+  const kind = retryKindOf(err);
+  return kind === 'redirect' ? 'unavailable' : kind === 'retry_after' ? 'busy' : 'fatal';
+}
+
+/** A subscription's or a watch's failure: as a poll's, but a connection out of streams would
+ *  recur (only the caller frees one), so it ends the reader at once. */
+export function readerFailureOf(err: unknown): FailureClass {
+  if (err instanceof StreamLimitExceededError) return 'fatal';
+  return failureClassOf(err);
+}
+
+/** Aborted when either is (either may be absent): a reader's backoff ends at once on its
+ *  caller's abort and on the client's close. */
+export function eitherSignal(
+  a: AbortSignal | undefined,
+  b: AbortSignal | undefined,
+): AbortSignal | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return AbortSignal.any([a, b]);
+}
