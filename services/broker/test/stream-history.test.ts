@@ -2,7 +2,12 @@
 // leader's log parted from the history it read, never above it (history.ts). Method: the pure
 // parting point over generation maps as leaders and followers record them.
 import { describe, expect, it } from 'vitest';
-import { type GenerationStartEntry, partingPoint } from '../src/util/log-history.js';
+import {
+  type GenerationStartEntry,
+  partingPoint,
+  readsCommitted,
+  resumeParting,
+} from '../src/util/log-history.js';
 
 const log = (...starts: Array<[number, number]>): GenerationStartEntry[] =>
   starts.map(([generation, start]) => ({ generation, start }));
@@ -22,5 +27,24 @@ describe('where a log parted from a subscriber history', () => {
     expect(partingPoint(log([1, 0], [3, 30]), 2, 15)).toBe(15);
     // ... or where a newer generation began below it.
     expect(partingPoint(log([1, 0], [3, 12]), 2, 15)).toBe(12);
+  });
+
+  it('a_quorum_shards_resume_never_parts_where_a_bootstrapped_followers_labels_say_it_did', () => {
+    // A 5-broker campaign (seed 1391128290): a follower added to the set at generation 2 was
+    // sent the shard's log from 0 and dated it all generation 2 (the first generation writes no
+    // start record); promoted at 3, it told a reader of generation 1 resuming at 811 that the
+    // log parted at 0, and the reader got offsets 0..810 again.
+    const promoted = log([2, 0], [3, 811]);
+    expect(partingPoint(promoted, 1, 0)).toBe(0);
+    // A quorum shard's reader saw only committed records, which every later leader holds.
+    const quorum = { generation: 3, start: 811, starts: promoted, committedReads: true };
+    expect(resumeParting(quorum, 1, 0)).toBeUndefined();
+    // A leader shard's reader may have read records lost in the failover: checked as before.
+    const leader = { ...quorum, committedReads: false };
+    expect(resumeParting(leader, 1, 0)).toBe(0);
+    expect(readsCommitted({ consistency: 'quorum', replication_factor: 3 })).toBe(true);
+    expect(readsCommitted({ consistency: 'quorum', replication_factor: 1 })).toBe(false);
+    expect(readsCommitted({ consistency: 'leader', replication_factor: 3 })).toBe(false);
+    expect(readsCommitted({})).toBe(false);
   });
 });

@@ -22,6 +22,9 @@ export interface Fence {
   start: number;
   commitStart: number;
   starts: readonly { generation: number; start: number }[];
+  /** A `quorum` stream: its readers saw only committed records, so a resume never parts
+   *  (util/log-history.ts, resumeParting). */
+  committedReads: boolean;
 }
 
 export interface FencedStore {
@@ -84,7 +87,8 @@ export async function fencedOpen(
         { shard, generation, log_end: start, commit_offset: commitStart },
         'the new leader holds less than a replica says was committed',
       );
-    return { store: open, fence: { generation, start, commitStart, starts: starts.all } };
+    const fence = { generation, start, commitStart, starts: starts.all, committedReads: d.quorum };
+    return { store: open, fence };
   } catch (err) {
     return retry(open, err);
   }

@@ -17,7 +17,7 @@ import type { Handler, Outcome, RequestContext } from '../session/handler.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
 import type { StreamDeps } from './deps.js';
-import { type ShardHistory, partingPoint } from '../util/log-history.js';
+import { type ShardHistory, resumeParting } from '../util/log-history.js';
 import type { Shard, StartSpec, StreamRuntime } from './shard.js';
 import { SubscriptionWriter } from './subscription-writer.js';
 
@@ -229,7 +229,8 @@ function start(subs: Subscriptions, id: number, writer: SubscriptionWriter, rc: 
 
 /**
  * Where a subscription starts: as asked, or, for a resume at an offset whose history this log
- * parted from below it (a `leader` shard's failover), at the parting point (`divergedAt`).
+ * parted from below it (a `leader` shard's failover), at the parting point (`divergedAt`); a
+ * `quorum` shard's resume never parts (resumeParting).
  */
 function resumeStart(
   msg: Msg<'subscribe'>,
@@ -240,7 +241,7 @@ function resumeStart(
   const from = msg.history_start;
   if (start.kind !== 'offset' || history === undefined || g === undefined || from === undefined)
     return { start };
-  const parted = partingPoint(history.starts, g, from);
+  const parted = resumeParting(history, g, from);
   if (parted === undefined || parted >= start.offset) return { start };
   return { start: { kind: 'offset', offset: parted }, divergedAt: parted };
 }
