@@ -2,12 +2,7 @@
 // leader's log parted from the history it read, never above it (history.ts). Method: the pure
 // parting point over generation maps as leaders and followers record them.
 import { describe, expect, it } from 'vitest';
-import {
-  type GenerationStartEntry,
-  partingPoint,
-  readsCommitted,
-  resumeParting,
-} from '../src/util/log-history.js';
+import { type GenerationStartEntry, partingPoint, resumeParting } from '../src/util/log-history.js';
 
 const log = (...starts: Array<[number, number]>): GenerationStartEntry[] =>
   starts.map(([generation, start]) => ({ generation, start }));
@@ -42,9 +37,5 @@ describe('where a log parted from a subscriber history', () => {
     // A leader shard's reader may have read records lost in the failover: checked as before.
     const leader = { ...quorum, committedReads: false };
     expect(resumeParting(leader, 1, 0)).toBe(0);
-    expect(readsCommitted({ consistency: 'quorum', replication_factor: 3 })).toBe(true);
-    expect(readsCommitted({ consistency: 'quorum', replication_factor: 1 })).toBe(false);
-    expect(readsCommitted({ consistency: 'leader', replication_factor: 3 })).toBe(false);
-    expect(readsCommitted({})).toBe(false);
   });
 });

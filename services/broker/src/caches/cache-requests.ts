@@ -24,7 +24,7 @@ import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, checkTenant } from '../session/refusal.js';
 import { type CacheService, checkKey, storageRefusal } from './cache-service.js';
 import type { Hot } from './hot-values.js';
-import { type GenerationStartEntry, partingPoint, readsCommitted } from '../util/log-history.js';
+import { type GenerationStartEntry, partingPoint } from '../util/log-history.js';
 
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 
@@ -257,8 +257,9 @@ export async function openWatch(
   if (msg.from_offset !== undefined) {
     if (!svc.durable)
       throw bad('an in-memory cache keeps no history to resume from', 'watch_from_memory');
-    // A quorum cache's watcher saw only committed changes, which every later leader holds.
-    parted = !readsCommitted(cfg) && partedBelow(history, msg, msg.from_offset);
+    // Checked whatever the consistency: a quorum cache led with no follower in its set serves
+    // its replay unheld, and a spurious `resnapshot` costs a watcher a refill, not a change.
+    parted = partedBelow(history, msg, msg.from_offset);
     const frontier = (cache as LogCache).frontier;
     if (!parted && msg.from_offset > frontier)
       return { kind: 'cursor_error', requested: msg.from_offset, available: frontier };

@@ -763,7 +763,8 @@ export class ShardTable {
       replicator: replication.replicator,
       logOptions: replication.logOptions(ref, 'stream'),
       reopen: () => this.openStore(s, i),
-      quorum: s.consistency === 'quorum',
+      quorum:
+        (this.streams.get(streamKey(s.tenant, s.namespace, s.name)) ?? s).consistency === 'quorum',
       log: this.log,
       retryLater: () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref(),
     });

@@ -24,19 +24,10 @@ export interface ShardHistory {
   readonly committedReads?: boolean;
 }
 
-/** Whether a shard's readers see only committed records: `quorum` with more than one copy (a
- *  quorum shard of one copy acks and serves what its leader alone holds). */
-export function readsCommitted(spec: {
-  consistency?: 'leader' | 'quorum';
-  replication_factor?: number;
-}): boolean {
-  return spec.consistency === 'quorum' && (spec.replication_factor ?? 1) > 1;
-}
-
 /**
  * Where a resume naming generation `generation` (started at `start`) parted from this log, as
  * partingPoint, except on a shard whose readers see only committed records (a replicated `quorum`
- * shard, `committedReads`): whatever such a reader saw every later leader holds at the same
+ * stream shard opened through a fence, `committedReads`): whatever such a reader saw every later leader holds at the same
  * offsets (nothing at or below a commit offset is truncated), so its resume never parts. The
  * generation labels can say otherwise where a follower bootstrapped from an empty log dated the
  * records it was sent by the generation that sent them (no start record marks the shard's first
