@@ -4,6 +4,7 @@
  * reconnecting wait (bounded by `requestTimeoutMs` and their AbortSignal). Subscriptions resume
  * on the new connection; acked publishes caught by the loss fail with OutcomeUnknownError.
  */
+import { setMaxListeners } from 'node:events';
 import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
 import { retryKindOf } from './cluster/routing.js';
@@ -105,7 +106,9 @@ export class FelixClient {
     string,
     { shards: number; routing: 'modulo' | 'jump_hash' }
   >();
-  private readonly closeController = new AbortController();
+  /** Aborted on close. Every reader in a backoff listens on it (one each), so many readers
+   *  waiting at once are no listener leak: no warning past Node's default of ten. */
+  private readonly closeController = quietController();
   /** The end of the turn, shared by every batch this client makes (publishes, writes, settles). */
   private readonly turn = new TurnBatcher();
   readonly namespace: string;
@@ -763,4 +766,11 @@ export class FelixClient {
 /** Connects to the first reachable server of `opts.servers`. */
 export function connect(opts: ConnectOptions): Promise<FelixClient> {
   return FelixClient.create(opts);
+}
+
+/** An AbortController whose signal warns of no listener count (see closeController). */
+function quietController(): AbortController {
+  const c = new AbortController();
+  setMaxListeners(0, c.signal);
+  return c;
 }

@@ -96,6 +96,8 @@ export class ShardReader {
   private open: OpenSubscription | null = null;
   /** Retryable refusals since the last subscribe that succeeded (drives the backoff). */
   private refusals = 0;
+  /** Ends a backoff: the caller's signal or the client's close (made on the first backoff). */
+  private backoffStop: AbortSignal | undefined;
   /** `not_leader` answers since the last subscribe that succeeded. */
   private notLeaderAnswers = 0;
   /** Subscribes answered whose event stream never came, since the last one that succeeded. */
@@ -401,9 +403,10 @@ export class ShardReader {
       maxMs,
       ...(this.timing.random ? { random: this.timing.random } : {}),
     });
-    const stop = eitherSignal(this.signal, this.host.closing);
+    // Made once per reader: Node 20 keeps every combined signal alive (reader-retry.ts).
+    this.backoffStop ??= eitherSignal(this.signal, this.host.closing);
     // Aborted or closed: the wait ends early, and the loop then sees why.
-    await (this.timing.sleep ?? sleep)(delayMs, stop).catch(() => undefined);
+    await (this.timing.sleep ?? sleep)(delayMs, this.backoffStop).catch(() => undefined);
   }
 
   /** A cursor the broker refused on resume: the loss said (`gap`) or the start over (`reset`),

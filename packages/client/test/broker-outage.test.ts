@@ -230,4 +230,46 @@ describe('a reader through a broker outage longer than the request timeout', () 
       await client.close();
     }
   });
+
+  it('a_reader_backing_off_again_and_again_combines_its_signals_once', async () => {
+    // Node 20 keeps every AbortSignal.any alive after it is dropped: one per backoff grew the
+    // heap for as long as an outage lasted. Delays at their floor: many backoffs quickly.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0);
+    const any = vi.spyOn(AbortSignal, 'any');
+    const broker = new FakeBroker({ reauth: false });
+    const refused = { subscribe: 0, cache_watch: 0 };
+    broker.answer = (at, msg) => {
+      if (msg.type !== 'subscribe' && msg.type !== 'cache_watch') return false;
+      refused[msg.type]++;
+      at.send({
+        type: 'error',
+        code: 'overloaded',
+        message: 'busy',
+        retry: 'retry_after',
+      } as Message);
+      return true;
+    };
+    const client = await clientOver(broker, 1_000);
+    const stop = new AbortController();
+    try {
+      const sub = client.subscribe('orders', { shard: 0, signal: stop.signal });
+      const reading = sub[Symbol.asyncIterator]().next();
+      const watch = (async () => {
+        for await (const _ of client.cache('users').watch({ prefix: '' }, { signal: stop.signal }))
+          return;
+      })();
+      await waitFor(
+        () => refused.subscribe >= 20 && refused.cache_watch >= 20,
+        'both readers to back off twenty times',
+      );
+      // One combined signal per reader, whatever the number of backoffs.
+      expect(any.mock.calls.length).toBeLessThanOrEqual(2);
+      stop.abort();
+      await withDeadline(Promise.allSettled([reading, watch]), 5_000, 'both readers to end');
+    } finally {
+      any.mockRestore();
+      random.mockRestore();
+      await client.close();
+    }
+  });
 });

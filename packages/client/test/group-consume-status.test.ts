@@ -176,6 +176,53 @@ describe('a consume loop says what it retries', () => {
     }
   });
 
+  it('many_consume_loops_backing_off_at_once_warn_of_no_listener_leak', async () => {
+    // Each loop in a backoff listens on the client's close signal: sixteen at once (a worker with
+    // a loop per shard, its broker overloaded) must print no MaxListenersExceededWarning.
+    const broker = new FakeBroker({ reauth: false });
+    let refusals = 0;
+    broker.answer = (at, msg) => {
+      if (msg.type !== 'group_poll') return false;
+      refusals++;
+      const request_id = msg.request_id;
+      at.send({
+        type: 'error',
+        code: 'overloaded',
+        message: 'busy',
+        retry: 'retry_after',
+        request_id,
+      } as Message);
+      return true;
+    };
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const client = await clientOver(broker, 1_000);
+    try {
+      const ends = Array.from({ length: 16 }, (_, shard) =>
+        client.group('orders', 'billing', { shard }).consume()[Symbol.asyncIterator]().next(),
+      );
+      await withDeadline(
+        (async () => {
+          while (refusals < 32) await new Promise((r) => setTimeout(r, 5));
+        })(),
+        10_000,
+        'every loop refused twice',
+      );
+      // A warning is emitted on a later turn: let it come.
+      await new Promise((r) => setImmediate(r));
+      const leaks = warnings.filter((w) => w.name === 'MaxListenersExceededWarning');
+      expect(leaks.map((w) => w.message)).toEqual([]);
+      // The close ends every loop, each in its backoff.
+      await client.close();
+      const ended = await withDeadline(Promise.all(ends), 10_000, 'every loop to end');
+      expect(ended.every((r) => r.done === true)).toBe(true);
+    } finally {
+      process.off('warning', onWarning);
+      await client.close();
+    }
+  });
+
   it('a_status_reader_behind_a_consume_loop_that_keeps_failing_holds_a_bounded_buffer', async () => {
     // No jitter: every backoff is 0 ms, the loop retrying as fast as it can.
     vi.spyOn(Math, 'random').mockReturnValue(0);

@@ -59,6 +59,9 @@ export class ReaderRetry {
   private attempts = 0;
   /** When the `not_found` answers in a row began (Date.now()). */
   private missingSinceMs: number | undefined;
+  /** The backoff's stop signal, made once per caller signal: Node 20 keeps every combined
+   *  signal alive, so one per backoff grew the heap for as long as an outage lasted. */
+  private stop: { for: AbortSignal | undefined; signal: AbortSignal | undefined } | undefined;
 
   constructor(
     private readonly route: ProjectionRoute | undefined,
@@ -94,7 +97,9 @@ export class ReaderRetry {
       maxMs: failure === 'busy' ? RESUBSCRIBE_BUSY_DELAY_MS_MAX : FAILOVER_RETRY_DELAY_MS_MAX,
     });
     // An abort or the client's close ends the wait early; the caller then sees either.
-    await sleep(delayMs, eitherSignal(signal, this.closing)).catch(() => undefined);
+    if (this.stop === undefined || this.stop.for !== signal)
+      this.stop = { for: signal, signal: eitherSignal(signal, this.closing) };
+    await sleep(delayMs, this.stop.signal).catch(() => undefined);
     return true;
   }
 }
