@@ -160,6 +160,11 @@ export const GROUPS_IN_MEMORY_MAX = 100_000;
  *  10 min), unless it holds what a load from its cursor would not rebuild (owed attempts, acks
  *  above a gap). */
 export const GROUP_IDLE_EVICT_MS = 10 * 60 * 1000;
+/** A state idle this long is dropped even holding claims or what a load would not rebuild (a
+ *  group whose consumers are gone for good: it would otherwise stay until the broker restarts,
+ *  and such groups add up toward GROUPS_IN_MEMORY_MAX). Loaded again, it is as after a restart:
+ *  records above the cursor come back, counted from attempt 1. */
+export const GROUP_IDLE_EVICT_HOLDING_MS = 24 * 60 * 60 * 1000;
 /** How often idle group states are looked for. */
 export const GROUP_SWEEP_INTERVAL_MS = 60_000;
 /** Bytes of ready publish answers coalesced into one stream write. */

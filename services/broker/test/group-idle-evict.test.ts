@@ -19,7 +19,7 @@ import type { BrokerConfig } from '../src/config/types.js';
 import type { GroupState } from '../src/groups/group-state.js';
 import { GroupService } from '../src/groups/group-service.js';
 import type { GroupMsg } from '../src/groups/requests.js';
-import { GROUP_IDLE_EVICT_MS } from '../src/limits.js';
+import { GROUP_IDLE_EVICT_HOLDING_MS, GROUP_IDLE_EVICT_MS } from '../src/limits.js';
 import type { Negotiated } from '../src/session/negotiation.js';
 import type { StreamRuntime } from '../src/streams/shard.js';
 
@@ -90,6 +90,8 @@ async function service(tail: number, maxAttempts = 5) {
     held: () => registry.held({ key }),
     /** Runs the idle sweep as if the group had not been used for longer than the eviction age. */
     evictIdle: () => svc.evictIdle(Date.now() + GROUP_IDLE_EVICT_MS + 1_000),
+    /** The sweep as if nobody had used the group for a day. */
+    evictAfterADay: () => svc.evictIdle(Date.now() + GROUP_IDLE_EVICT_HOLDING_MS + 1_000),
   };
 }
 
@@ -162,6 +164,24 @@ describe('idle group eviction', () => {
     // Loaded again from the cursor: nothing acked comes back, and the record handed back is a
     // first delivery either way.
     expect((await poll(svc)).map((r) => [r.offset, r.attempts])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+  });
+
+  it('an_idle_group_whose_consumers_are_gone_for_a_day_is_evicted_whatever_it_holds', async () => {
+    const { svc, held, evictIdle, evictAfterADay } = await service(3);
+    // A claim standing (its consumer died holding it) and an ack above a gap.
+    expect((await poll(svc, 2)).map((r) => r.offset)).toEqual([0, 1]);
+    await ack(svc, 1);
+    evictIdle();
+    expect(held()).toBeDefined(); // ten minutes: kept
+    evictAfterADay();
+    // A day: dropped, so abandoned groups do not add up toward GROUPS_IN_MEMORY_MAX. Loaded again
+    // it is as after a restart: above the cursor, every record comes back at attempt 1.
+    expect(held()).toBeUndefined();
+    expect((await poll(svc)).map((r) => [r.offset, r.attempts])).toEqual([
+      [0, 1],
       [1, 1],
       [2, 1],
     ]);

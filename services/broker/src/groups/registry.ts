@@ -18,7 +18,11 @@ import {
 } from '@felix/storage';
 import type { ProjectionMetrics } from '../caches/projection-metrics.js';
 import type { BrokerConfig } from '../config/types.js';
-import { GROUP_IDLE_EVICT_MS, GROUPS_IN_MEMORY_MAX } from '../limits.js';
+import {
+  GROUP_IDLE_EVICT_HOLDING_MS,
+  GROUP_IDLE_EVICT_MS,
+  GROUPS_IN_MEMORY_MAX,
+} from '../limits.js';
 import { Refusal } from '../session/refusal.js';
 import { GroupState } from './group-state.js';
 import { type Scope, unknownGroup } from './requests.js';
@@ -69,15 +73,19 @@ export class GroupRegistry {
    * on them and nothing a load would not rebuild (GroupState.holdsUnrebuildable). A state loaded
    * again starts from the durable cursor and accepts settles for anything below the tail. Before,
    * an idle state was dropped with owed records' attempt counts and acks above a gap: those
-   * records came back counted from attempt 1, acked ones delivered again.
+   * records came back counted from attempt 1, acked ones delivered again. A state idle for
+   * GROUP_IDLE_EVICT_HOLDING_MS goes even holding claims or such things (its consumers are gone):
+   * loaded again, it is as after a restart.
    */
   evictIdle(nowMs: number): void {
     for (const [key, st] of this.states) {
-      if (nowMs - st.lastUsedMs < GROUP_IDLE_EVICT_MS) continue;
+      const idleMs = nowMs - st.lastUsedMs;
+      if (idleMs < GROUP_IDLE_EVICT_MS) continue;
       // A state owing a cursor write stays until it is written (its interval is far shorter).
       const writing = this.owed.has(st) || st.commitRun !== undefined;
-      const inUse = writing || st.parked > 0 || st.claims.size > 0;
-      if (!inUse && !st.holdsUnrebuildable()) this.states.delete(key);
+      if (writing || st.parked > 0) continue;
+      const holding = st.claims.size > 0 || st.holdsUnrebuildable();
+      if (!holding || idleMs >= GROUP_IDLE_EVICT_HOLDING_MS) this.states.delete(key);
     }
     this.metrics.groupsInMemory.set(this.states.size);
   }
