@@ -101,6 +101,8 @@ export class FelixClient {
   /** Why the last reconnect failed (the cause a call timed out waiting for one is given). */
   private reconnectFailure: unknown;
   private serverIndex = 0;
+  /** Reconnect dials per server since the last connection (reconnectDialMs). */
+  private readonly reconnectDials = new Map<string, number>();
   private readonly hub = new StatusHub();
   private readonly shardCache = new Map<
     string,
@@ -267,6 +269,7 @@ export class FelixClient {
 
   private adopt(conn: BrokerConnection): void {
     this.current = conn;
+    this.reconnectDials.clear(); // bounded by the servers one outage dials
     this.hub.emit({ type: 'connected', server: conn.server, transport: conn.conn.transport });
     for (const w of this.connectedWaiters.splice(0)) w();
     // Discovery is best effort: without it every request goes to this broker, as before.
@@ -297,7 +300,7 @@ export class FelixClient {
       }
       const server = this.nextServer();
       try {
-        const conn = await this.open(server, this.reconnectDialMs(server, attempt));
+        const conn = await this.open(server, this.reconnectDialMs(server));
         this.router.dialed(server, true);
         if (this.isClosed) {
           await conn.close();
@@ -318,11 +321,14 @@ export class FelixClient {
     }
   }
 
-  /** A reconnect's dial bound: short (most attempts), or undefined (the connect timeout). */
-  private reconnectDialMs(server: string, attempt: number): number | undefined {
+  /** A reconnect's dial bound: short (most dials), or undefined (the connect timeout), counted
+   *  per server (the seeds rotate: counted over all, the long dial kept landing on one). */
+  private reconnectDialMs(server: string): number | undefined {
     const routed = this.router.dialTimeoutFor(server);
     if (routed !== undefined) return routed;
-    const full = attempt % RECONNECT_FULL_DIAL_EVERY === RECONNECT_FULL_DIAL_EVERY - 1;
+    const n = this.reconnectDials.get(server) ?? 0;
+    this.reconnectDials.set(server, n + 1);
+    const full = n % RECONNECT_FULL_DIAL_EVERY === RECONNECT_FULL_DIAL_EVERY - 1;
     return full ? undefined : UNREACHED_DIAL_TIMEOUT_MS;
   }
 

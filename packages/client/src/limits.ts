@@ -270,8 +270,8 @@ export const BROKER_SUSPECT_MS = 2_000;
  *  a request waiting the whole connect timeout on it was still waiting when the control plane had
  *  named another owner. A live broker handshakes well within it. */
 export const UNREACHED_DIAL_TIMEOUT_MS = PEER_SILENCE_MS;
-/** A reconnect to a lone broker dials with UNREACHED_DIAL_TIMEOUT_MS, but every this-many-th
- *  attempt with the whole connect timeout: a stopped broker answers no QUIC handshake, so each
+/** A reconnect dials a server with UNREACHED_DIAL_TIMEOUT_MS, but every this-many-th dial of
+ *  that server with the whole connect timeout: a stopped broker answers no QUIC handshake, so each
  *  attempt waited 10 s and a restarted broker was reached up to 10 s late, while a broker slow to
  *  handshake (loaded, far away) is still reached by the longer attempts. */
 export const RECONNECT_FULL_DIAL_EVERY = 4;

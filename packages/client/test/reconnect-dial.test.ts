@@ -51,4 +51,49 @@ describe('reconnect dials', () => {
       await client.close();
     }
   });
+
+  it('each_seed_gets_its_own_long_reconnect_dial_every_few_dials_of_it', async () => {
+    // The lost broker (a) is suspect for a while, so the other two seeds rotate: counted over all
+    // attempts, every long dial landed on the same one of them, and a broker slow to handshake
+    // on the other only ever had short ones.
+    const broker = new FakeBroker({ reauth: false });
+    const dials: Array<[string, number]> = [];
+    const client = await FelixClient.create(
+      {
+        servers: ['quic://a:1', 'quic://b:1', 'quic://c:1'],
+        tenant: 't1',
+        token: 'x',
+        reconnect: { baseMs: 1, maxDelayMs: 1, attemptsMax: 4 * RECONNECT_FULL_DIAL_EVERY },
+      },
+      {
+        open: (server, o, turn) => {
+          dials.push([server, o.connectTimeoutMs]);
+          return dials.length === 1
+            ? BrokerConnection.over(server, broker.conn, o, turn)
+            : Promise.reject(new Error('no handshake'));
+        },
+      },
+    );
+    try {
+      broker.kill();
+      await waitFor(
+        () => dials.length === 1 + 4 * RECONNECT_FULL_DIAL_EVERY || undefined,
+        'every reconnect attempt',
+        10_000,
+      );
+      const cycle = [
+        ...Array(RECONNECT_FULL_DIAL_EVERY - 1).fill(UNREACHED_DIAL_TIMEOUT_MS),
+        CONNECT_TIMEOUT_MS_DEFAULT,
+      ];
+      for (const seed of ['quic://b:1', 'quic://c:1']) {
+        const bounds = dials
+          .slice(1)
+          .filter(([s]) => s === seed)
+          .map(([, ms]) => ms);
+        expect(bounds).toEqual([...cycle, ...cycle]);
+      }
+    } finally {
+      await client.close();
+    }
+  });
 });
