@@ -96,9 +96,9 @@ export class ReaderRetry {
       baseMs: FAILOVER_RETRY_BASE_MS,
       maxMs: failure === 'busy' ? RESUBSCRIBE_BUSY_DELAY_MS_MAX : FAILOVER_RETRY_DELAY_MS_MAX,
     });
-    // An abort or the client's close ends the wait early; the caller then sees either.
     if (this.stop === undefined || this.stop.for !== signal)
       this.stop = { for: signal, signal: eitherSignal(signal, this.closing) };
+    // An abort or the client's close ends the wait early; the caller then sees either.
     await sleep(delayMs, this.stop.signal).catch(() => undefined);
     return true;
   }
