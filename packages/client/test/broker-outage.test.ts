@@ -15,7 +15,7 @@ import { FelixClient } from '../src/client.js';
 import type { CacheWatchEvent } from '../src/projections/cache.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
 import type { StatusEvent } from '../src/status.js';
-import { FakeBroker, type FakeStream, clientOver } from './fake-broker.js';
+import { FakeBroker, type FakeStream, clientOver, refuseOverloaded } from './fake-broker.js';
 
 /** The client's connect and request timeouts here. */
 const BOUND_MS = 150;
@@ -196,18 +196,7 @@ describe('a reader through a broker outage longer than the request timeout', () 
     // Every delay at its ceiling: the sixth refusal of each is followed by a 1.6 s wait.
     const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
     const broker = new FakeBroker({ reauth: false });
-    const refused = { subscribe: 0, cache_watch: 0 };
-    broker.answer = (at, msg) => {
-      if (msg.type !== 'subscribe' && msg.type !== 'cache_watch') return false;
-      refused[msg.type]++;
-      at.send({
-        type: 'error',
-        code: 'overloaded',
-        message: 'busy',
-        retry: 'retry_after',
-      } as Message);
-      return true;
-    };
+    const refused = refuseOverloaded(broker, ['subscribe', 'cache_watch']);
     const client = await clientOver(broker, 1_000);
     try {
       const sub = client.subscribe('orders', { shard: 0 })[Symbol.asyncIterator]().next();
@@ -237,18 +226,7 @@ describe('a reader through a broker outage longer than the request timeout', () 
     const random = vi.spyOn(Math, 'random').mockReturnValue(0);
     const any = vi.spyOn(AbortSignal, 'any');
     const broker = new FakeBroker({ reauth: false });
-    const refused = { subscribe: 0, cache_watch: 0 };
-    broker.answer = (at, msg) => {
-      if (msg.type !== 'subscribe' && msg.type !== 'cache_watch') return false;
-      refused[msg.type]++;
-      at.send({
-        type: 'error',
-        code: 'overloaded',
-        message: 'busy',
-        retry: 'retry_after',
-      } as Message);
-      return true;
-    };
+    const refused = refuseOverloaded(broker, ['subscribe', 'cache_watch']);
     const client = await clientOver(broker, 1_000);
     const stop = new AbortController();
     try {

@@ -264,3 +264,29 @@ export function clientOver(broker: FakeBroker, boundMs: number): Promise<FelixCl
     { open: (server, o, turn) => BrokerConnection.over(server, broker.conn, o, turn) },
   );
 }
+
+/**
+ * Makes `broker` refuse every message of `types` with `overloaded` (retry after a backoff),
+ * answering the request's id when it has one; answers the count refused so far, per type.
+ */
+export function refuseOverloaded<const T extends string>(
+  broker: FakeBroker,
+  types: readonly T[],
+): { [K in T]: number } {
+  const refused = Object.fromEntries(types.map((t) => [t, 0])) as { [K in T]: number };
+  broker.answer = (at, msg) => {
+    if (!(types as readonly string[]).includes(msg.type)) return false;
+    const t = msg.type as T;
+    refused[t] = (refused[t] ?? 0) + 1;
+    const id = (msg as { request_id?: number }).request_id;
+    at.send({
+      type: 'error',
+      code: 'overloaded',
+      message: 'busy',
+      retry: 'retry_after',
+      ...(id === undefined ? {} : { request_id: id }),
+    } as Message);
+    return true;
+  };
+  return refused;
+}

@@ -4,12 +4,11 @@
 // Method: the fake broker connection of group-consume-rig.ts (events the group emits kept by the
 // fake host), fake timers for the backoffs; one test through a FelixClient over fake-broker.ts.
 import { withDeadline } from '@felix/testing-harness';
-import type { Message } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NotFoundError, OverloadedError, TimeoutError } from '../src/errors.js';
 import { GROUP_CONSUME_RETRY_BASE_MS, STATUS_BUFFER_EVENTS_MAX } from '../src/limits.js';
 import { type StatusEvent, StatusHub } from '../src/status.js';
-import { FakeBroker, clientOver } from './fake-broker.js';
+import { FakeBroker, clientOver, refuseOverloaded } from './fake-broker.js';
 import { BACKOFF_TIMERS, consumeRig, settle, until } from './group-consume-rig.js';
 
 describe('a consume loop says what it retries', () => {
@@ -134,18 +133,7 @@ describe('a consume loop says what it retries', () => {
   it('a_clients_status_names_each_backoff_of_its_consume_loops', async () => {
     // Every poll is refused `overloaded`; the client's own status() feed says so.
     const broker = new FakeBroker({ reauth: false });
-    broker.answer = (at, msg) => {
-      if (msg.type !== 'group_poll') return false;
-      const request_id = msg.request_id;
-      at.send({
-        type: 'error',
-        code: 'overloaded',
-        message: 'busy',
-        retry: 'retry_after',
-        request_id,
-      } as Message);
-      return true;
-    };
+    refuseOverloaded(broker, ['group_poll']);
     const client = await clientOver(broker, 1_000);
     const ctl = new AbortController();
     try {
@@ -180,20 +168,7 @@ describe('a consume loop says what it retries', () => {
     // Each loop in a backoff listens on the client's close signal: sixteen at once (a worker with
     // a loop per shard, its broker overloaded) must print no MaxListenersExceededWarning.
     const broker = new FakeBroker({ reauth: false });
-    let refusals = 0;
-    broker.answer = (at, msg) => {
-      if (msg.type !== 'group_poll') return false;
-      refusals++;
-      const request_id = msg.request_id;
-      at.send({
-        type: 'error',
-        code: 'overloaded',
-        message: 'busy',
-        retry: 'retry_after',
-        request_id,
-      } as Message);
-      return true;
-    };
+    const refused = refuseOverloaded(broker, ['group_poll']);
     const warnings: Error[] = [];
     const onWarning = (w: Error) => warnings.push(w);
     process.on('warning', onWarning);
@@ -204,7 +179,7 @@ describe('a consume loop says what it retries', () => {
       );
       await withDeadline(
         (async () => {
-          while (refusals < 32) await new Promise((r) => setTimeout(r, 5));
+          while (refused.group_poll < 32) await new Promise((r) => setTimeout(r, 5));
         })(),
         10_000,
         'every loop refused twice',

@@ -3,7 +3,7 @@
 // record's attempt count or an ack above a gap stays (its records are not counted from attempt 1
 // again, an acked record is not delivered again), and one holding nothing of the kind is still
 // dropped, so memory is returned for groups nobody uses. Method: a GroupService over real cursor
-// and dead-letter stores in a temp dir and a stand-in shard whose memory holds every record; the
+// and dead-letter stores in a temp dir (support/group-service.ts) and a stand-in shard whose memory holds every record; the
 // idle sweep is run with a clock past GROUP_IDLE_EVICT_MS.
 import {
   FEATURE_HI_GROUP_ACK_BATCH,
@@ -12,26 +12,18 @@ import {
   type GroupRecord,
   type Message,
 } from '@felix/wire';
-import { tempDir } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
-import type { BrokerConfig } from '../src/config/types.js';
 import type { GroupState } from '../src/groups/group-state.js';
-import { GroupService } from '../src/groups/group-service.js';
+import type { GroupService } from '../src/groups/group-service.js';
 import type { GroupMsg } from '../src/groups/requests.js';
 import { GROUP_IDLE_EVICT_HOLDING_MS, GROUP_IDLE_EVICT_MS } from '../src/limits.js';
 import type { Negotiated } from '../src/session/negotiation.js';
-import type { StreamRuntime } from '../src/streams/shard.js';
+import { groupServiceOver } from './support/group-service.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-const metrics = new Proxy(
-  {},
-  { get: () => ({ inc: () => undefined, set: () => undefined }) },
-) as ProjectionMetrics;
 
 const auth: Negotiated = {
   tenant: 't1',
@@ -60,27 +52,8 @@ function shard(tail: number) {
 }
 
 async function service(tail: number, maxAttempts = 5) {
-  const dir = await tempDir();
-  const groups = {
-    visibility_timeout_ms: 30_000,
-    max_visibility_ms: 600_000,
-    max_attempts: maxAttempts,
-    max_in_flight: 1000,
-    max_poll_records: 100,
-    max_poll_bytes: 1 << 20,
-    max_wait_ms: 30_000,
-    wait_recheck_ms: 1000,
-    cursor_fsync: 'onCommit',
-    cursor_fsync_interval_ms: 250,
-  } as BrokerConfig['groups'];
-  const cfg = { durable: { data_dir: dir.path }, groups } as unknown as BrokerConfig;
-  const runtime = {
-    config: { name: 'jobs', durable: true },
-    shards: [shard(tail)],
-  } as unknown as StreamRuntime;
-  const svc = new GroupService(cfg, () => runtime, metrics);
-  cleanups.push(dir.cleanup);
-  cleanups.push(() => svc.close());
+  const { svc, close } = await groupServiceOver(shard(tail), { maxAttempts });
+  cleanups.push(close);
   const key = JSON.stringify(['t1', 'default', 'jobs', 0, 'g']);
   const registry = (
     svc as unknown as { registry: { held(s: { key: string }): GroupState | undefined } }

@@ -6,26 +6,21 @@
 // GroupService over a real cursor store in a temp dir and a stand-in shard whose memory holds
 // the offsets the test says (the rest are read from a "log" the test releases).
 import { FEATURE_HI_GROUP_ACK_BATCH, type Message } from '@felix/wire';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
-import type { BrokerConfig, StreamConfig } from '../src/config/types.js';
+import type { StreamConfig } from '../src/config/types.js';
 import type { GroupState } from '../src/groups/group-state.js';
-import { GroupService } from '../src/groups/group-service.js';
+import type { GroupService } from '../src/groups/group-service.js';
 import { GROUP_IDLE_EVICT_MS } from '../src/limits.js';
 import type { GroupMsg } from '../src/groups/requests.js';
 import type { Negotiated } from '../src/session/negotiation.js';
-import type { StoredRecord, StreamRuntime } from '../src/streams/shard.js';
+import type { StoredRecord } from '../src/streams/shard.js';
+import { groupServiceOver } from './support/group-service.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-const metrics = new Proxy(
-  {},
-  { get: () => ({ inc: () => undefined, set: () => undefined }) },
-) as ProjectionMetrics;
 
 const auth: Negotiated = {
   tenant: 't1',
@@ -78,27 +73,8 @@ async function service(
   src: object,
   maxAttempts = 5,
 ): Promise<GroupService> {
-  const dir = await tempDir();
-  const groups = {
-    visibility_timeout_ms: 30_000,
-    max_visibility_ms: 600_000,
-    max_attempts: maxAttempts,
-    max_in_flight: 1000,
-    max_poll_records: 100,
-    max_poll_bytes: 1 << 20,
-    max_wait_ms: 30_000,
-    wait_recheck_ms: 1000,
-    cursor_fsync: 'onCommit',
-    cursor_fsync_interval_ms: 250,
-  } as BrokerConfig['groups'];
-  const cfg = { durable: { data_dir: dir.path }, groups } as unknown as BrokerConfig;
-  const runtime = {
-    config: { name: 'jobs', durable: true, ...stream },
-    shards: [src],
-  } as unknown as StreamRuntime;
-  const svc = new GroupService(cfg, () => runtime, metrics);
-  cleanups.push(dir.cleanup);
-  cleanups.push(() => svc.close());
+  const { svc, close } = await groupServiceOver(src, { stream, maxAttempts });
+  cleanups.push(close);
   return svc;
 }
 

@@ -8,14 +8,12 @@
  * no escapes.
  */
 import type { Message } from '@felix/wire';
+import { JSON_STRING_CHECK_DEPTH_MAX } from '../limits.js';
 import { Refusal } from './refusal.js';
-
-/** Nesting walked: a request's strings are at its top level or in its list items' fields. */
-const DEPTH_MAX = 4;
 
 /** The refusal of a request holding a lone surrogate in a string field, else null. */
 export function loneSurrogateRefusal(msg: Message): Refusal | null {
-  const field = illFormedField(msg, DEPTH_MAX);
+  const field = illFormedField(msg, JSON_STRING_CHECK_DEPTH_MAX);
   if (field === null) return null;
   return new Refusal(
     'invalid_request',
