@@ -1,7 +1,9 @@
 // Goal: the pieces of the broker's request edge that no end-to-end test isolates: refusal codes
 // are rows of @felix/wire's error-code table (numbers and retry classes are wire's), a request
-// type has one handler and a row in the permission table, and a wake reaches only the group polls waiting on that shard.
-// Method: compare against wire's table; register twice; park polls on two sources and wake one.
+// type has one handler and a row in the permission table, and a wake reaches only the group polls
+// waiting on that shard, and is not lost by a poll that was about to sleep.
+// Method: compare against wire's table; register twice; park polls on two sources and wake one;
+// wake a source between a poll's mark and its sleep.
 import {
   ERROR_CODES,
   ERROR_CODE_NUMBERS,
@@ -9,6 +11,7 @@ import {
   RETRY_BYTES,
   defaultRetryFor,
 } from '@felix/wire';
+import { withDeadline } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import type { RecordSource } from '../src/groups/record-source.js';
 import { PollWaiters } from '../src/groups/waiters.js';
@@ -53,8 +56,8 @@ describe('request edge', () => {
     const a = {} as RecordSource;
     const b = {} as RecordSource;
     let bWoke = false;
-    const onA = waiters.sleep(a, 60_000);
-    const onB = waiters.sleep(b, 60_000).then(() => {
+    const onA = waiters.sleep(a, 60_000, waiters.mark());
+    const onB = waiters.sleep(b, 60_000, waiters.mark()).then(() => {
       bWoke = true;
     });
     waiters.wake(a);
@@ -64,6 +67,31 @@ describe('request edge', () => {
     waiters.wakeAll();
     await onB;
     expect(bWoke).toBe(true);
+    expect(waiters.size).toBe(0);
+  });
+
+  it('a_poll_woken_after_its_mark_and_before_its_sleep_does_not_sleep', async () => {
+    const waiters = new PollWaiters();
+    const a = {} as RecordSource;
+    const b = {} as RecordSource;
+    // The poll marks, its hand-out finds nothing, a publish wakes the shard, then it sleeps.
+    const beforeWake = waiters.mark();
+    waiters.wake(a);
+    await withDeadline(waiters.sleep(a, 60_000, beforeWake), 5_000, 'the woken poll');
+    // A wake of another shard, or one before the mark, leaves the sleep waiting.
+    const afterWake = waiters.mark();
+    waiters.wake(b);
+    let slept = false;
+    const waiting = waiters.sleep(a, 60_000, afterWake).then(() => {
+      slept = true;
+    });
+    await new Promise((r) => setImmediate(r)); // lets a resolved sleep's callback run
+    expect(slept).toBe(false);
+    // A drain between the mark and the sleep is not lost either.
+    const beforeDrain = waiters.mark();
+    waiters.wakeAll();
+    await waiting;
+    await withDeadline(waiters.sleep(b, 60_000, beforeDrain), 5_000, 'the drained poll');
     expect(waiters.size).toBe(0);
   });
 });

@@ -211,6 +211,8 @@ export class GroupService {
       if (asker.ended || st.detached) {
         return { type: 'group_records', records: [], request_id: msg.request_id };
       }
+      // Read before the hand-out looks: a wake while its promise settles is not lost.
+      const mark = this.waiters.mark();
       const records = await this.chained(st, () =>
         handOut(this.core, scope, st, max, visibility, party),
       );
@@ -225,7 +227,7 @@ export class GroupService {
       const wakeAt = Math.min(until, lapse ?? until, now + this.core.groups.wait_recheck_ms);
       st.parked++;
       try {
-        await this.waiters.sleep(scope.source, Math.max(1, wakeAt - now));
+        await this.waiters.sleep(scope.source, Math.max(1, wakeAt - now), mark);
       } finally {
         st.parked--;
       }
@@ -246,6 +248,8 @@ export class GroupService {
     if (records.length > 0 || Date.now() >= until || this.closing) {
       return { type: 'group_records', records, request_id: msg.request_id };
     }
+    // The poll hands out again, after a fresh mark, before it sleeps: a wake during this
+    // await is not lost.
     return this.poll(scope, msg, party, asker);
   }
 
