@@ -15,10 +15,11 @@ export const quietMetrics = new Proxy(
 ) as ProjectionMetrics;
 
 /** A service over stream `jobs` (durable, `stream` overriding its config) whose shard 0 is
- *  `src`; `close` closes it and removes its directory. */
+ *  `src`, its waiting polls re-checking every `waitRecheckMs` (1 s); `close` closes it and
+ *  removes its directory. */
 export async function groupServiceOver(
   src: object,
-  opts: { stream?: Partial<StreamConfig>; maxAttempts?: number } = {},
+  opts: { stream?: Partial<StreamConfig>; maxAttempts?: number; waitRecheckMs?: number } = {},
 ): Promise<{ svc: GroupService; close: () => Promise<void> }> {
   const dir = await tempDir();
   const groups = {
@@ -29,7 +30,7 @@ export async function groupServiceOver(
     max_poll_records: 100,
     max_poll_bytes: 1 << 20,
     max_wait_ms: 30_000,
-    wait_recheck_ms: 1000,
+    wait_recheck_ms: opts.waitRecheckMs ?? 1000,
     cursor_fsync: 'onCommit',
     cursor_fsync_interval_ms: 250,
   } as BrokerConfig['groups'];
