@@ -151,6 +151,24 @@ export class FieldRangeError extends WireError {
   }
 }
 
+/**
+ * A string handed to an encoder holds a lone UTF-16 surrogate (U+D800..U+DFFF without its pair).
+ * UTF-8 has no bytes for one: TextEncoder would write U+FFFD's, so `'k\ud800'` and `'k\ufffd'`
+ * would go out as one key. Refused instead; `index` is the lone surrogate's UTF-16 position.
+ */
+export class LoneSurrogateError extends WireError {
+  readonly code = 'FELIX_WIRE_LONE_SURROGATE';
+  constructor(
+    readonly what: string,
+    readonly index: number,
+  ) {
+    super(
+      `${what} holds a lone UTF-16 surrogate at index ${index}, which has no UTF-8 bytes ` +
+        '(String.prototype.toWellFormed() replaces it with U+FFFD, if that is what is meant)',
+    );
+  }
+}
+
 /** An enumerated byte (ack mode, status, log, op) holds a value the layout does not define. */
 export class InvalidEnumError extends WireError {
   readonly code = 'FELIX_WIRE_INVALID_ENUM';

@@ -2,11 +2,12 @@
 // refused with `invalid_request` before any handler sees it, and the stream goes on: JSON.parse
 // turns the escape into a string with no UTF-8 bytes, which stored as UTF-8 would be U+FFFD and
 // so the same key as "k\udbff" and "k\ufffd". Method: a real durable broker; a raw request stream
-// writes each request as the wire's JSON encoder writes it (JSON.stringify escapes a lone
-// surrogate), reads each answer, then reads back the well-formed key the bad put would have hit.
+// writes each request as a JSON client would (JSON.stringify escapes a lone surrogate; the wire's
+// own encoder refuses one, so the escape is written into its text by hand), reads each answer,
+// then reads back the well-formed key the bad put would have hit.
 import { tempDir } from '@felix/testing-harness';
 import { type Connection, dial } from '@felix/transport';
-import { type Message, encodeMessage } from '@felix/wire';
+import { LoneSurrogateError, type Message, encodeFrame, encodeMessage } from '@felix/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrokerProcess, rawAuthed, startBroker } from '@felix/testing-e2e';
 
@@ -21,6 +22,22 @@ const cacheScope = { tenant_id: 't1', namespace: 'default', cache: 'users' };
 const groupScope = { tenant_id: 't1', namespace: 'default', stream: 'log', shard: 0 };
 const poll = { max_records: 1, wait_ms: 0, reclaim: false };
 const value = Uint8Array.of(0x41);
+
+/** The frame a JSON client writes for `msg`, each lone surrogate in a top-level string as the
+ *  escape `JSON.stringify` writes (`\ud800`): encoded with a marker in its place, which is then
+ *  replaced in the JSON text. */
+function escapedFrame(msg: Message): Uint8Array {
+  const marked = Object.fromEntries(
+    Object.entries(msg).map(([k, v]) => [
+      k,
+      typeof v === 'string' ? v.replace(/\p{Cs}/gu, (c) => `~lone${c.charCodeAt(0)}~`) : v,
+    ]),
+  ) as unknown as Message;
+  const json = new TextDecoder()
+    .decode(encodeMessage(marked).subarray(12))
+    .replace(/~lone(\d+)~/g, (_, code: string) => `\\u${Number(code).toString(16)}`);
+  return encodeFrame(0, new TextEncoder().encode(json));
+}
 
 describe('lone surrogates in JSON requests', () => {
   let broker: BrokerProcess;
@@ -41,18 +58,15 @@ describe('lone surrogates in JSON requests', () => {
   it('a_json_frame_key_with_a_lone_surrogate_escape_is_refused_by_the_broker', async () => {
     const { stream, next } = await rawAuthed(conn, 0x0fff_ffff);
     const ask = async (msg: Message) => {
-      await stream.write(encodeMessage(msg));
+      await stream.write(escapedFrame(msg));
       return next();
     };
-    // The wire's encoder writes the lone surrogate as the escape a JSON client would send.
-    const put = encodeMessage({
-      type: 'cache_put',
-      ...cacheScope,
-      key: 'k\ud800',
-      value,
-      request_id: 1,
-    });
+    // The escape a JSON client would send; the wire's own encoder refuses to write it.
+    const bad: Message = { type: 'cache_put', ...cacheScope, key: 'k\ud800', value, request_id: 1 };
+    expect(() => encodeMessage(bad)).toThrow(LoneSurrogateError);
+    const put = escapedFrame(bad);
     expect(new TextDecoder().decode(put.subarray(12))).toContain('"key":"k\\ud800"');
+    expect(JSON.parse(new TextDecoder().decode(put.subarray(12))).key).toBe('k\ud800');
 
     const refusals: Array<[Message, string]> = [
       [{ type: 'cache_put', ...cacheScope, key: 'k\ud800', value, request_id: 1 }, 'key'],

@@ -224,7 +224,8 @@ export function decodeCacheAnswer(p: Uint8Array, key: string): CacheAnswer {
   return msg;
 }
 
-/** The key's UTF-8 length: its length when it is ASCII, else its encoding's (checked to fit). */
+/** The key's UTF-8 length: its length when it is ASCII, else its encoding's (checked to fit and
+ *  to hold no lone surrogate, so `writeKey`'s encoder writes it as it is). */
 function keyLength(key: string): number {
   for (let i = 0; i < key.length; i++) {
     if (key.charCodeAt(i) >= 0x80) return fieldBytes(key, 'key').length;

@@ -5,6 +5,7 @@
  */
 import { asciiText } from '../bytes/ascii.js';
 import { decodeUtf8 } from '../bytes/reader.js';
+import { checkWellFormed } from '../bytes/writer.js';
 import {
   FieldRangeError,
   OffsetOutOfRangeError,
@@ -95,7 +96,9 @@ export class FrameCursor {
   }
 }
 
+/** A u16-prefixed string field's UTF-8 (a lone surrogate refused, a length over a u16 too). */
 export function fieldBytes(text: string, field: string): Uint8Array {
+  checkWellFormed(text, field);
   const b = UTF8.encode(text);
   if (b.length > BINARY_STRING_BYTES_MAX) {
     throw new FieldRangeError(field, `is ${b.length} bytes, more than a u16 length allows`);

@@ -58,7 +58,8 @@ export function encodeEventBatch(batch: EventBatch): Uint8Array {
   if (stamps !== undefined && stamps.length !== batch.payloads.length) {
     throw new FieldRangeError('timestampsMicros', 'needs one entry per payload');
   }
-  const publisher = batch.publisher === undefined ? undefined : utf8Bytes(batch.publisher);
+  const publisher =
+    batch.publisher === undefined ? undefined : utf8Bytes(batch.publisher, 'publisher');
   if (publisher !== undefined && publisher.length > PUBLISHER_BYTES_MAX) {
     throw new FieldRangeError('publisher', `is longer than ${PUBLISHER_BYTES_MAX} bytes`);
   }

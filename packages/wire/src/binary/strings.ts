@@ -17,7 +17,7 @@ let memoNext = 0;
  */
 export function u16Field(text: string, what: string): Uint8Array {
   for (let i = 0; i < UTF8_ENCODE_MEMO_SLOTS; i++) if (memoText[i] === text) return memoBytes[i]!;
-  const bytes = utf8Bytes(text);
+  const bytes = utf8Bytes(text, what);
   checkU16Bytes(bytes, what);
   if (bytes.length > UTF8_MEMO_BYTES_MAX) return bytes; // a long message is not kept
   memoText[memoNext] = text;

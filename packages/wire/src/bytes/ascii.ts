@@ -24,7 +24,9 @@ export function writeU32(out: Uint8Array, at: number, value: number): void {
   out[at + 3] = value & 0xff;
 }
 
-/** How many bytes `s` takes as UTF-8 (a lone surrogate counts as U+FFFD's three). */
+/** How many bytes `s` takes as TextEncoder's UTF-8. A lone surrogate counts as U+FFFD's three,
+ *  as TextEncoder writes it; this package's encoders refuse such a string (LoneSurrogateError)
+ *  before they measure or write it, so only other callers meet that case. */
 export function utf8Length(s: string): number {
   let n = 0;
   for (let i = 0; i < s.length; i++) {

@@ -3,7 +3,7 @@
  * fill; `finish()` asserts the computed size was exact, so a size bug fails loudly.
  */
 import { assert } from '@felix/common';
-import { FieldRangeError } from '../errors.js';
+import { FieldRangeError, LoneSurrogateError } from '../errors.js';
 import { OFFSET_MAX, WRITER_UNZEROED_BYTES_MIN } from '../limits.js';
 
 const UTF8 = new TextEncoder();
@@ -18,7 +18,38 @@ function allocate(size: number): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, size);
 }
 
-export function utf8Bytes(text: string): Uint8Array {
+/**
+ * Refuses a string holding a lone UTF-16 surrogate (LoneSurrogateError naming `what`): UTF-8 has
+ * no bytes for one and TextEncoder would write U+FFFD's, turning it into another string.
+ * `isWellFormed` answers at once for a string of one-byte characters and scans others once.
+ */
+export function checkWellFormed(text: string, what: string): void {
+  if (typeof text === 'string' && !text.isWellFormed()) {
+    throw new LoneSurrogateError(what, loneSurrogateAt(text));
+  }
+}
+
+/** The UTF-16 index of the first lone surrogate in `text`, or -1 (for the error only). */
+function loneSurrogateAt(text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdfff) continue;
+    const next = text.charCodeAt(i + 1);
+    if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return i;
+    i++;
+  }
+  return -1;
+}
+
+/** The UTF-8 bytes of a string field, refused when it holds a lone surrogate. */
+export function utf8Bytes(text: string, what: string): Uint8Array {
+  checkWellFormed(text, what);
+  return UTF8.encode(text);
+}
+
+/** The UTF-8 bytes of JSON text whose strings were checked (`JSON.stringify` itself writes a
+ *  lone surrogate as a `\ud800` escape, so the text is well-formed): not scanned again. */
+export function jsonUtf8(text: string): Uint8Array {
   return UTF8.encode(text);
 }
 

@@ -26,6 +26,7 @@ import {
   writeDecimal,
   writeU32,
 } from '../bytes/ascii.js';
+import { checkWellFormed } from '../bytes/writer.js';
 import { writeFrameHeader } from '../frame/header.js';
 import type { CacheGetMessage } from '../json/message-types.js';
 import { FRAME_HEADER_BYTES, GET_SCOPE_MEMO_BYTES_MAX } from '../limits.js';
@@ -56,6 +57,7 @@ export interface GetPrefix {
 }
 
 export function getRequestPrefix(tenant: string, namespace: string, cache: string): GetPrefix {
+  checkScope('cache_get', tenant, namespace, cache);
   const text = `${GET_OPEN}"tenant_id":${JSON.stringify(tenant)},"namespace":${JSON.stringify(namespace)},"cache":${JSON.stringify(cache)},"key":`;
   const utf8 = UTF8_OUT.encode(text);
   const frameHead = new Uint8Array(FRAME_HEADER_BYTES + utf8.length);
@@ -86,6 +88,7 @@ export function encodeGetRequest(
       return encodeGetRequestText(prefix, key, requestId);
     }
   }
+  // Printable ASCII: no lone surrogate to look for.
   const head = prefix.frameHead;
   const digits = decimalDigits(requestId);
   const size = head.length + key.length + 2 + RID_FIELD.length + digits + 1;
@@ -107,6 +110,7 @@ export function encodeGetRequest(
 }
 
 function encodeGetRequestText(prefix: GetPrefix, key: string, requestId: number): SentGetRequest {
+  checkWellFormed(key, 'cache_get.key');
   const head = `${prefix.text}${JSON.stringify(key)}`;
   const text = `${head},"request_id":${requestId}}`;
   const length = utf8Length(text);
@@ -116,6 +120,13 @@ function encodeGetRequestText(prefix: GetPrefix, key: string, requestId: number)
   // The request id and its field name are ASCII: the echo ends where they begin.
   const echoTo = FRAME_HEADER_BYTES + length - (text.length - head.length);
   return { frame, echoFrom: FRAME_HEADER_BYTES + GET_OPEN.length, echoTo, requestId };
+}
+
+/** Refuses a scope name holding a lone surrogate, as the JSON codec would for `type`. */
+export function checkScope(type: string, tenant: string, namespace: string, cache: string): void {
+  checkWellFormed(tenant, `${type}.tenant_id`);
+  checkWellFormed(namespace, `${type}.namespace`);
+  checkWellFormed(cache, `${type}.cache`);
 }
 
 /**

@@ -22,7 +22,8 @@ import { writeFrameHeader } from '../frame/header.js';
 import { encodeMessage } from '../json/message-codec.js';
 import type { CacheOkMessage, CachePutMessage } from '../json/message-types.js';
 import { FRAME_HEADER_BYTES, OFFSET_MAX } from '../limits.js';
-import { ScopeReader } from './cache-get.js';
+import { checkWellFormed } from '../bytes/writer.js';
+import { ScopeReader, checkScope } from './cache-get.js';
 import {
   base64Bytes,
   base64Length,
@@ -57,15 +58,18 @@ export interface PutPrefix {
 }
 
 export function putRequestPrefix(tenant: string, namespace: string, cache: string): PutPrefix {
+  checkScope('cache_put', tenant, namespace, cache);
   const head = `${PUT_OPEN}"tenant_id":${JSON.stringify(tenant)},"namespace":${JSON.stringify(namespace)},"cache":${JSON.stringify(cache)},"key":`;
   return { bytes: UTF8.encode(head) };
 }
 
-/** The key as its JSON text's UTF-8: its own bytes, quoted, when it needs no escape. */
+/** The key as its JSON text's UTF-8: its own bytes, quoted, when it needs no escape (printable
+ *  ASCII: no lone surrogate to look for). */
 function keyJson(key: string): Uint8Array | undefined {
   for (let i = 0; i < key.length; i++) {
     const c = key.charCodeAt(i);
     if (c < 0x20 || c > 0x7e || c === QUOTE || c === BACKSLASH) {
+      checkWellFormed(key, 'cache_put.key');
       return UTF8.encode(JSON.stringify(key));
     }
   }

@@ -154,8 +154,8 @@ export class BodyWriter {
       this.buf[start + n] = c;
     }
     if (n < text.length) {
-      // Not ASCII: the encoder's bytes, at their own length.
-      const bytes = utf8Bytes(text);
+      // Not ASCII: the encoder's bytes, at their own length (a lone surrogate refused).
+      const bytes = utf8Bytes(text, what);
       this.reserve(4 + bytes.length);
       this.buf.set(bytes, start);
       n = bytes.length;

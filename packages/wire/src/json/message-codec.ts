@@ -6,7 +6,7 @@
  */
 import { FieldRangeError, InvalidMessageError, OffsetOutOfRangeError } from '../errors.js';
 import { decodeUtf8 } from '../bytes/reader.js';
-import { utf8Bytes } from '../bytes/writer.js';
+import { checkWellFormed, jsonUtf8 } from '../bytes/writer.js';
 import { encodeFrame, writeFrameHeader } from '../frame/header.js';
 import {
   FRAME_HEADER_BYTES,
@@ -33,7 +33,7 @@ type Fields = { [key: string]: unknown };
 
 /** The UTF-8 JSON payload of a message (no frame header). */
 export function encodeMessagePayload(message: Message): Uint8Array {
-  return utf8Bytes(messageJson(message));
+  return jsonUtf8(messageJson(message));
 }
 
 const UTF8 = new TextEncoder();
@@ -51,7 +51,7 @@ export function encodeMessage(message: Message): Uint8Array {
       return frame;
     }
   }
-  return encodeFrame(0, utf8Bytes(text));
+  return encodeFrame(0, jsonUtf8(text));
 }
 
 /** The JSON text of a message, byte-identical to the reference encoder's. */
@@ -117,6 +117,7 @@ function cacheEventJson(message: CacheEventMessage): string | undefined {
   const value: unknown = message.value;
   if (
     typeof message.key !== 'string' ||
+    !message.key.isWellFormed() ||
     !isUint(message.offset, OFFSET_MAX) ||
     !isUint(expires, OFFSET_MAX) ||
     (value !== undefined && value !== null && !(value instanceof Uint8Array))
@@ -168,6 +169,8 @@ function writeValue(kind: Kind, value: unknown, what: string): string {
   switch (kind) {
     case 'str':
       if (typeof value !== 'string') throw new FieldRangeError(what, 'must be a string');
+      // JSON.stringify would write a lone surrogate as an escape that no UTF-8 peer can keep.
+      checkWellFormed(value, what);
       return JSON.stringify(value);
     case 'u16':
       return writeUint(value, 0xffff, what);
@@ -266,12 +269,16 @@ function writeRaw(value: unknown, what: string, depth: number): string {
     if (!Number.isFinite(value)) throw new FieldRangeError(what, 'must be finite');
     return JSON.stringify(value);
   }
+  if (typeof value === 'string') checkWellFormed(value, what);
   if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((v) => writeRaw(v, what, depth + 1)).join(',')}]`;
   if (typeof value === 'object') {
     const parts = Object.entries(value as Fields)
       .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${JSON.stringify(k)}:${writeRaw(v, what, depth + 1)}`);
+      .map(([k, v]) => {
+        checkWellFormed(k, what);
+        return `${JSON.stringify(k)}:${writeRaw(v, what, depth + 1)}`;
+      });
     return `{${parts.join(',')}}`;
   }
   throw new FieldRangeError(what, 'is not representable as JSON');
