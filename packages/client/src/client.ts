@@ -43,7 +43,12 @@ import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
 import { Publisher } from './publisher.js';
-import { type RoutedPublishHost, publishRetryDelayMs, sendRouted } from './routed-publish.js';
+import {
+  type RoutedPublishHost,
+  publishRetryDelayMs,
+  publishWithin,
+  sendRouted,
+} from './routed-publish.js';
 import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
@@ -523,7 +528,8 @@ export class FelixClient {
   /**
    * A publish on the entry connection (no routing): never resent once it may have been written,
    * but a refusal of a shard still opening (a restarted broker's `not_ready`: nothing written)
-   * is sent again after a short delay, within the publish's request timeout.
+   * is sent again after a short delay, within the publish's request timeout, which bounds the
+   * wait for an attempt's ack too (publishWithin).
    */
   private async sendOnce(
     stream: string,
@@ -532,6 +538,8 @@ export class FelixClient {
     signal: AbortSignal | undefined,
   ): Promise<PublishAnswer> {
     const untilMs = Date.now() + call.timeoutMs;
+    let refusal: unknown;
+    const unsent = () => refusal ?? new TimeoutError(`the publish to ${stream}`, call.timeoutMs);
     for (let attempt = 0; ; attempt++) {
       const current = this.current;
       // The live connection is taken as it is (no promise); otherwise wait for one.
@@ -540,11 +548,12 @@ export class FelixClient {
           ? current
           : await this.connection(signal, untilMs);
       try {
-        return await conn.publish(stream, payloads, call);
+        return await publishWithin(conn, stream, payloads, call, untilMs, unsent);
       } catch (err) {
         const leftMs = untilMs - Date.now();
         if (!(err instanceof ShardUnavailableError) || leftMs <= 0 || this.isClosed) throw err;
         if (attempt + 1 >= PUBLISH_ROUTE_ATTEMPTS_MAX) throw err;
+        refusal = err;
         await sleep(publishRetryDelayMs(attempt, leftMs), signal);
       }
     }

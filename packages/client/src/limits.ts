@@ -261,6 +261,12 @@ export const FAILOVER_RETRY_DELAY_MS_MAX = 1_000;
  *  answered from a broker's memory in milliseconds, so the new leader is tried within this of
  *  serving rather than within FAILOVER_RETRY_DELAY_MS_MAX (a third of it on average at the cap). */
 export const PUBLISH_RETRY_DELAY_MS_MAX = 250;
+/** How much of its window a publish may have spent before an attempt is sent and still have
+ *  that attempt wait its whole request timeout for the ack, on the pipe's own timer (no timer or
+ *  promise more): what a first attempt that waited for nothing loses (a cached shard lookup, a
+ *  clock tick). An attempt sent later in its window (after a lookup, a reconnect, a retry's
+ *  delay) waits only what is left of it, so a publish ends at most this much past its timeout. */
+export const PUBLISH_WINDOW_SLACK_MS = 20;
 /** A broker whose connection was just lost is not dialed again for this long while another
  *  path exists: its shards are being failed over, and a dial to a dead host costs up to the
  *  connect timeout. */

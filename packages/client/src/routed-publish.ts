@@ -6,8 +6,12 @@
  */
 import type { ClusterRouter } from './cluster/router.js';
 import { type PublishTally, mayResendPublish, resendWindowLeftMs } from './cluster/routing.js';
-import { AbortedError, TimeoutError } from './errors.js';
-import { FAILOVER_RETRY_BASE_MS, PUBLISH_RETRY_DELAY_MS_MAX } from './limits.js';
+import { AbortedError, OutcomeUnknownError, TimeoutError } from './errors.js';
+import {
+  FAILOVER_RETRY_BASE_MS,
+  PUBLISH_RETRY_DELAY_MS_MAX,
+  PUBLISH_WINDOW_SLACK_MS,
+} from './limits.js';
 import type { BrokerConnection } from './protocol/broker-connection.js';
 import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import type { PublishOptions } from './types.js';
@@ -46,7 +50,8 @@ export function publishRetryDelayMs(attempt: number, leftMs: number): number {
  * that wrote nothing (a redirect, a shard still opening, a lost connection before the send), and
  * after a lost ack (OutcomeUnknownError) only when the caller opted in to at-least-once: then the
  * record may be in the log twice. Bounded by AT_LEAST_ONCE_RESENDS_MAX and the request timeout:
- * a wait the window cuts short fails it with the last refusal, or TimeoutError.
+ * a wait the window cuts short fails it with the last refusal, or TimeoutError; an attempt sent
+ * waits for its ack only what is left of the window (publishWithin).
  */
 export async function sendRouted(
   host: RoutedPublishHost,
@@ -68,11 +73,15 @@ export async function sendRouted(
       timeoutMs: call.timeoutMs,
     };
     let refusal: unknown;
+    const send = (c: BrokerConnection) =>
+      publishWithin(c, stream, payloads, call, window.untilMs, () => {
+        return refusal ?? windowTimeout(host, stream, call.timeoutMs);
+      });
     for (let attempt = 0; ; attempt++) {
       const signal =
         attempt === 0 && host.liveEntry() !== undefined ? opts.signal : window.signal();
       try {
-        return await attemptRouted(host, stream, payloads, call, shard, signal, window.untilMs);
+        return await attemptRouted(host, stream, send, shard, signal, window.untilMs);
       } catch (err) {
         // A wait the window cut short: the last refusal, or this publish's timeout.
         if (window.ended && err instanceof AbortedError)
@@ -95,18 +104,60 @@ export async function sendRouted(
 async function attemptRouted(
   host: RoutedPublishHost,
   stream: string,
-  payloads: Uint8Array[],
-  call: PublishCall,
+  send: (conn: BrokerConnection) => Promise<PublishAnswer>,
   shard: number | undefined,
   signal: AbortSignal | undefined,
   untilMs: number,
 ): Promise<PublishAnswer> {
-  if (shard === undefined || !host.router.active) {
-    const conn = await host.connection(signal, untilMs);
-    return await conn.publish(stream, payloads, call);
-  }
-  const send = (c: BrokerConnection) => c.publish(stream, payloads, call);
+  if (shard === undefined || !host.router.active)
+    return await send(await host.connection(signal, untilMs));
   return await host.router.request('stream', stream, shard, send, signal);
+}
+
+/**
+ * Sends one attempt of a publish whose window ends at `untilMs`, its ack (unacked: its write)
+ * waited for at most what is left of the window. The pipe waits a whole request timeout from the
+ * send, so an attempt sent late in its window (after a lookup, a reconnect, a refusal's retry)
+ * held its caller up to a whole timeout past it. A lapse fails it with OutcomeUnknownError: it
+ * was handed to the connection, so it may be in the log. A window already over sends nothing:
+ * it fails with `unsent()` (the last refusal, or the publish's timeout), as a wait it cut short.
+ * With its whole window left, give or take PUBLISH_WINDOW_SLACK_MS, it is the pipe's call as it
+ * is: no timer or promise more for a publish that waited for nothing.
+ */
+export function publishWithin(
+  conn: BrokerConnection,
+  stream: string,
+  payloads: Uint8Array[],
+  call: PublishCall,
+  untilMs: number,
+  unsent: () => unknown,
+): Promise<PublishAnswer> {
+  const leftMs = untilMs - Date.now();
+  if (leftMs >= call.timeoutMs - PUBLISH_WINDOW_SLACK_MS)
+    return conn.publish(stream, payloads, call);
+  if (leftMs <= 0) return Promise.reject(unsent());
+  const sent = conn.publish(stream, payloads, call);
+  // A timer of its own, not a shorter timeout handed to the pipe: a turn's batch shares one ack
+  // timer (unacked ones one write timer), whose other callers keep their whole timeout.
+  return new Promise<PublishAnswer>((resolve, reject) => {
+    const timer = setTimeout(() => reject(windowLapsed(stream, call.timeoutMs)), leftMs);
+    sent.then(
+      (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** A sent attempt whose publish's window ended before its ack: it may be in the log. */
+function windowLapsed(stream: string, timeoutMs: number): OutcomeUnknownError {
+  const cause = new TimeoutError(`the publish to ${stream}`, timeoutMs, 'unknown_outcome');
+  return new OutcomeUnknownError(stream, { cause });
 }
 
 /** A publish whose window ended while it waited (for a reconnect, an owner, a lookup). */
@@ -123,7 +174,8 @@ function windowTimeout(host: RoutedPublishHost, stream: string, timeoutMs: numbe
  * another caller (a subscription's resubscribe, a consume loop's poll) that began before the
  * publish and waits a request timeout of its own, or is started again after failing: joined
  * without this signal, a publish waited on past its own timeout for as long as the broker was
- * away. The timer is set on first use, so a publish that never waits sets none.
+ * away. The timer is set on first use, so a publish that never waits sets none. An attempt
+ * already sent is bounded by the window too, without this signal (publishWithin).
  */
 export class PublishWindow {
   private controller: AbortController | null = null;

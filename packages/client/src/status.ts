@@ -57,6 +57,22 @@ export type StatusEvent =
       failures: number;
       failedForMs: number;
     }
+  /** A consume loop that was retrying ended before a poll was answered again, after `failures`
+   *  failed in a row, the first of them `failedForMs` before: `reason` says how (`aborted`: its
+   *  signal; `returned`: a break or `return()`; `closed`: the client closed; `failed`: a failure
+   *  that would recur, `error`, which the loop throws). Only after a `consume_retry` that no
+   *  `consume_recovered` followed, so a view of the loop as retrying can be cleared. */
+  | {
+      type: 'consume_stopped';
+      stream: string;
+      group: string;
+      shard: number;
+      consumer?: string;
+      reason: 'aborted' | 'returned' | 'closed' | 'failed';
+      failures: number;
+      failedForMs: number;
+      error?: Error;
+    }
   /** Status events this listener missed because it read too slowly. */
   | { type: 'status_dropped'; count: number };
 

@@ -35,6 +35,7 @@ import {
   CLUSTER_CONNECTIONS_MAX,
   PUBLISH_RETRY_DELAY_MS_MAX,
   PUBLISH_ROUTE_ATTEMPTS_MAX,
+  PUBLISH_WINDOW_SLACK_MS,
 } from '../src/limits.js';
 import { Group } from '../src/projections/group.js';
 import type { GroupMessage } from '../src/projections/group-message.js';
@@ -524,6 +525,63 @@ describe('a routed publish refused while its shard fails over', () => {
       vi.useRealTimers();
     }
     await client.close();
+  });
+
+  it('a_publish_sent_late_in_its_window_fails_when_the_window_ends_not_a_whole_timeout_later', async () => {
+    // Refused with nothing written for its first 700 ms, then held by a broker that never acks:
+    // at a 1 s timeout it must fail 1 s in, as unknown (it was sent), routed or not. Before, the
+    // attempt sent at about 700 ms waited a whole timeout for its ack: it failed 1.7 s in.
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    for (const routing of [true, false]) {
+      let refusingUntil = Number.POSITIVE_INFINITY;
+      const rig = fakeCluster((_addr, b) => {
+        b.answer = (at, msg) => {
+          if (msg.type !== 'publish_batch') return false;
+          if (Date.now() >= refusingUntil) return true; // held: no answer
+          at.send({
+            type: 'publish_error',
+            request_id: msg.request_id!,
+            message: 'stream t1/default/orders shard 0 is still opening (not_ready)',
+            code: 'shard_unavailable',
+            retry: 'retry',
+            detail: { reason: 'not_ready' },
+          });
+          return true;
+        };
+      });
+      const client = await FelixClient.create(
+        { servers: ['quic://a:1'], tenant: 't1', token: 't', requestTimeoutMs: 1_000, routing },
+        { open: rig.open, clock: new FakeClock() },
+      );
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+      try {
+        const started = Date.now();
+        refusingUntil = started + 700;
+        let endedAt = -1;
+        const publishing = client.publishBatch('orders', ['x']).then(
+          () => null,
+          (e: unknown) => {
+            endedAt = Date.now();
+            return e;
+          },
+        );
+        await vi.advanceTimersByTimeAsync(3_000);
+        expect({ routing, err: await publishing }).toMatchObject({
+          routing,
+          err: expect.any(OutcomeUnknownError),
+        });
+        const sent = rig.opened['quic://a:1']!.flatMap((b) =>
+          b.received.filter((r) => r.msg.type === 'publish_batch'),
+        );
+        expect(sent.length).toBeGreaterThan(1);
+        expect(endedAt - started).toBeGreaterThanOrEqual(1_000);
+        expect(endedAt - started).toBeLessThanOrEqual(1_000 + PUBLISH_WINDOW_SLACK_MS);
+      } finally {
+        vi.useRealTimers();
+      }
+      for (const b of Object.values(rig.opened).flat()) b.kill();
+      await client.close();
+    }
   });
 });
 

@@ -1,11 +1,12 @@
 // Goal: a consume loop that retries says so in the client's status feed: one event per backoff
-// (its kind, count, delay and the poll's own error) and one when a poll is answered again, with
-// nothing on answered polls and no more than a reader's bounded buffer held for a slow reader.
+// (its kind, count, delay and the poll's own error) and one when a poll is answered again, or
+// one when the loop ends before that (and why), with nothing on answered polls and no more than
+// a reader's bounded buffer held for a slow reader.
 // Method: the fake broker connection of group-consume-rig.ts (events the group emits kept by the
 // fake host), fake timers for the backoffs; one test through a FelixClient over fake-broker.ts.
 import { withDeadline } from '@felix/testing-harness';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { NotFoundError, OverloadedError, TimeoutError } from '../src/errors.js';
+import { ForbiddenError, NotFoundError, OverloadedError, TimeoutError } from '../src/errors.js';
 import { GROUP_CONSUME_RETRY_BASE_MS, STATUS_BUFFER_EVENTS_MAX } from '../src/limits.js';
 import { type StatusEvent, StatusHub } from '../src/status.js';
 import { FakeBroker, clientOver, refuseOverloaded } from './fake-broker.js';
@@ -130,6 +131,105 @@ describe('a consume loop says what it retries', () => {
     await rig.it.return?.();
   });
 
+  /** A loop (ended by `signal` when given) whose first two polls were refused `overloaded`,
+   *  10 ms into its second backoff (of GROUP_CONSUME_RETRY_BASE_MS): its rig, and its pending
+   *  next(). */
+  const loopInItsSecondBackoff = async (signal?: AbortSignal) => {
+    const rig = consumeRig(signal);
+    const ended = rig.it.next().then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    const base = GROUP_CONSUME_RETRY_BASE_MS;
+    for (const [i, delayMs] of [
+      [0, base / 2],
+      [1, 10],
+    ] as const) {
+      await until(() => rig.polls().length === i + 1, 'a poll');
+      rig.refusePoll(i, 'overloaded', 'retry_after');
+      await until(() => retries(rig.events).length === i + 1, 'the backoff is reported');
+      await vi.advanceTimersByTimeAsync(delayMs);
+    }
+    return { rig, ended };
+  };
+
+  it('a_consume_loop_ended_during_its_retries_reports_that_they_stopped_and_why', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    const base = GROUP_CONSUME_RETRY_BASE_MS;
+    const ends = {
+      aborted: (_: ReturnType<typeof consumeRig>, ctl: AbortController) => ctl.abort(),
+      returned: (rig: ReturnType<typeof consumeRig>) => void rig.it.return?.(),
+      closed: (rig: ReturnType<typeof consumeRig>) => rig.close(),
+    };
+    for (const [reason, end] of Object.entries(ends)) {
+      const ctl = new AbortController();
+      const { rig, ended } = await loopInItsSecondBackoff(ctl.signal);
+      end(rig, ctl);
+      expect({ reason, ended: await ended }).toEqual({
+        reason,
+        ended: { value: undefined, done: true },
+      });
+      // One event after the two backoffs: a view of the loop as retrying can be cleared.
+      await until(() => rig.events.length >= 3, 'the stop is reported');
+      await settle();
+      expect(rig.events.slice(2)).toEqual([
+        {
+          type: 'consume_stopped',
+          stream: 'jobs',
+          group: 'billing',
+          shard: 0,
+          reason,
+          failures: 2,
+          failedForMs: base / 2 + 10,
+        },
+      ]);
+    }
+  });
+
+  it('a_consume_loop_that_fails_for_good_after_retrying_reports_its_retries_stopped_with_the_error', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    const { rig, ended } = await loopInItsSecondBackoff();
+    await vi.advanceTimersByTimeAsync(GROUP_CONSUME_RETRY_BASE_MS);
+    await until(() => rig.polls().length === 3, 'the poll made again');
+    rig.refusePoll(2, 'forbidden', 'fatal');
+    const err = await ended;
+    expect(err).toBeInstanceOf(ForbiddenError);
+    await until(() => rig.events.length >= 3, 'the stop is reported');
+    expect(rig.events.slice(2)).toEqual([
+      expect.objectContaining({ type: 'consume_stopped', reason: 'failed', failures: 2 }),
+    ]);
+    expect((rig.events[2] as { error?: unknown }).error).toBe(err);
+  });
+
+  it('a_consume_loop_ended_when_not_retrying_reports_no_stop', async () => {
+    vi.useFakeTimers(BACKOFF_TIMERS);
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    // Never failed: ended in its first poll.
+    const ctl = new AbortController();
+    const quiet = consumeRig(ctl.signal);
+    const first = quiet.it.next();
+    await until(() => quiet.polls().length === 1, 'the first poll');
+    ctl.abort();
+    expect(await first).toEqual({ value: undefined, done: true });
+    // Recovered: a poll was answered after the failures, then the loop ended.
+    const { rig } = await loopInItsSecondBackoff();
+    await vi.advanceTimersByTimeAsync(GROUP_CONSUME_RETRY_BASE_MS);
+    await until(() => rig.polls().length === 3, 'the poll made again');
+    rig.answerPoll(2, 0);
+    await until(() => rig.events.length === 3, 'the recovery is reported');
+    await rig.it.return?.();
+    rig.close();
+    await settle();
+    expect(quiet.events).toEqual([]);
+    expect(rig.events.map((e) => e.type)).toEqual([
+      'consume_retry',
+      'consume_retry',
+      'consume_recovered',
+    ]);
+  });
+
   it('a_clients_status_names_each_backoff_of_its_consume_loops', async () => {
     // Every poll is refused `overloaded`; the client's own status() feed says so.
     const broker = new FakeBroker({ reauth: false });
@@ -160,6 +260,45 @@ describe('a consume loop says what it retries', () => {
       expect(await ended).toEqual({ value: undefined, done: true });
     } finally {
       ctl.abort();
+      await client.close();
+    }
+  });
+
+  it('a_clients_status_reports_a_retrying_consume_loop_stopped_by_its_close', async () => {
+    // Every poll is refused `overloaded`; the client closes with its loop in a backoff: the
+    // feed says the loop stopped (before it ends), not only that it was retrying.
+    const broker = new FakeBroker({ reauth: false });
+    refuseOverloaded(broker, ['group_poll']);
+    const client = await clientOver(broker, 1_000);
+    try {
+      const feed = client.status()[Symbol.asyncIterator]();
+      const loop = client.group('orders', 'billing').consume()[Symbol.asyncIterator]();
+      const ended = loop.next();
+      const seen: StatusEvent[] = [];
+      const read = async () => {
+        for (let r = await feed.next(); !r.done; r = await feed.next()) {
+          seen.push(r.value);
+          if (retries(seen).length === 1) return;
+        }
+      };
+      await withDeadline(read(), 10_000, 'a backoff in the status feed');
+      await client.close();
+      expect(await withDeadline(ended, 10_000, 'the loop to end')).toEqual({
+        value: undefined,
+        done: true,
+      });
+      for (let r = await feed.next(); !r.done; r = await feed.next()) seen.push(r.value);
+      const stopped = seen.filter((e) => e.type === 'consume_stopped');
+      // Before the client's own `closed`, the feed's last word.
+      expect(seen.map((e) => e.type).slice(-2)).toEqual(['consume_stopped', 'closed']);
+      expect(stopped).toEqual([
+        expect.objectContaining({
+          group: 'billing',
+          reason: 'closed',
+          failures: retries(seen).length,
+        }),
+      ]);
+    } finally {
       await client.close();
     }
   });
@@ -218,6 +357,8 @@ describe('a consume loop says what it retries', () => {
     const n = 3 * STATUS_BUFFER_EVENTS_MAX;
     await until(() => emitted >= n, 'many backoffs');
     await rig.it.return?.();
+    // Ended in a backoff: one consume_stopped after the retries.
+    const retried = emitted - 1;
     expect(await loop).toEqual({ value: undefined, done: true });
     // It holds the first event (handed to its waiting read) and the newest
     // STATUS_BUFFER_EVENTS_MAX, and is told how many it missed between them.
@@ -230,6 +371,7 @@ describe('a consume loop says what it retries', () => {
       count: emitted - 1 - STATUS_BUFFER_EVENTS_MAX,
     });
     expect(rest).toHaveLength(1 + STATUS_BUFFER_EVENTS_MAX);
-    expect(rest.at(-1)).toMatchObject({ type: 'consume_retry', failures: emitted });
+    expect(rest.at(-2)).toMatchObject({ type: 'consume_retry', failures: retried });
+    expect(rest.at(-1)).toMatchObject({ type: 'consume_stopped', failures: retried });
   });
 });

@@ -13,8 +13,8 @@
  * worker's loop should: a poll that fails in a way that passes (pollFailureOf) is made again
  * after a jittered backoff, for as long as it takes; only a failure that would recur ends it.
  * Each such failure is told to the source (`retrying`: a `consume_retry` status event), and so
- * is the first answer after them (`recovered`); an answered poll that follows another costs
- * one comparison more, nothing else.
+ * is the first answer after them (`recovered`), or the loop's end before one came (`stopped`);
+ * an answered poll that follows another costs one comparison more, nothing else.
  */
 import { type FailureClass, failureClassOf } from '../reader-retry.js';
 import {
@@ -49,7 +49,17 @@ export interface ConsumeSource {
   /** A poll was answered after `failures` in a row had failed, the first `failedForMs` ago.
    *  Only on the first answer after a failure. */
   recovered?(failures: number, failedForMs: number): void;
+  /** The loop ended (`reason`; `failed`: with `error`) while retrying: `failures` in a row had
+   *  failed, the first `failedForMs` ago, and none was answered since. Only then. */
+  stopped?(reason: ConsumeStopReason, failures: number, failedForMs: number, error?: Error): void;
 }
+
+/**
+ * Why a consume loop ended: the caller's signal (`aborted`), its break or `return()`
+ * (`returned`), the client's close (`closed`), or a failure that would recur (`failed`: the loop
+ * throws it).
+ */
+export type ConsumeStopReason = 'aborted' | 'returned' | 'closed' | 'failed';
 
 /**
  * What a consume loop does about a poll that failed with `err` (the names a `consume_retry`
@@ -119,6 +129,11 @@ class ConsumeLoop {
     this.wake?.();
   };
 
+  /** The client closed while the loop was retrying (listened to only then: one listener per
+   *  loop in a retry, not per loop): it ends at once, so its `stopped` precedes the client's
+   *  `closed` whether it was in a backoff or waiting for a poll. */
+  private readonly onClosing = (): void => this.finish();
+
   private get ended(): boolean {
     return this.finished || this.opts.signal?.aborted === true || this.g.closed;
   }
@@ -134,9 +149,15 @@ class ConsumeLoop {
     for (const p of this.g.handBack(msgs)) p.catch(() => undefined);
   }
 
-  private finish(): void {
+  /** Ends the loop: by the caller, the client's close, or `error` (which the loop throws). */
+  private finish(error?: unknown): void {
     if (this.finished) return;
     this.finished = true;
+    // Ended while retrying: the source, which was told of each failure, is told they stopped.
+    if (this.failures > 0) {
+      this.g.closing?.removeEventListener('abort', this.onClosing);
+      this.stopped(error);
+    }
     this.wake?.();
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     // The rest of the batch in hand was never yielded: it goes back, not out to lapse. Acks this
@@ -198,7 +219,10 @@ class ConsumeLoop {
     const failure = pollFailureOf(err);
     if (failure === 'fatal') return false;
     const now = Date.now();
-    if (this.failures === 0) this.failingSinceMs = now;
+    if (this.failures === 0) {
+      this.failingSinceMs = now;
+      this.g.closing?.addEventListener('abort', this.onClosing, { once: true });
+    }
     if (failure !== 'not_found') this.missingSinceMs = undefined;
     else {
       this.missingSinceMs ??= now;
@@ -223,24 +247,32 @@ class ConsumeLoop {
   private recover(): void {
     const failures = this.failures;
     this.failures = 0;
+    this.g.closing?.removeEventListener('abort', this.onClosing);
     this.missingSinceMs = undefined;
     this.g.recovered?.(failures, Date.now() - this.failingSinceMs);
   }
 
-  /** Waits `ms`, or until the loop ends, the caller aborts or the client closes. */
+  /** Tells the source why the loop ended while retrying. */
+  private stopped(error: unknown): void {
+    let reason: ConsumeStopReason = 'returned';
+    if (error !== undefined) reason = 'failed';
+    else if (this.opts.signal?.aborted === true) reason = 'aborted';
+    else if (this.g.closed) reason = 'closed';
+    const failedForMs = Date.now() - this.failingSinceMs;
+    this.g.stopped?.(reason, this.failures, failedForMs, error as Error | undefined);
+  }
+
+  /** Waits `ms`, or until the loop ends: the caller ends it, or the client closes (a backoff
+   *  comes only in a retry, when `onClosing` listens). */
   private pause(ms: number): Promise<void> {
-    const closing = this.g.closing;
-    if (this.ended || closing?.aborted) return Promise.resolve();
+    if (this.ended || this.g.closing?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        closing?.removeEventListener('abort', done);
         this.wake = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
-      // Only while paused: the client's signal holds one listener per loop in a backoff.
-      closing?.addEventListener('abort', done, { once: true });
       this.wake = done;
     });
   }
@@ -281,7 +313,7 @@ class ConsumeLoop {
         return { value: next[0]!, done: false };
       }
     } catch (err) {
-      this.finish();
+      this.finish(err);
       throw err;
     }
     this.finish();

@@ -23,7 +23,11 @@ import {
   checkPage,
   pageOfUnpagedList,
 } from './dead-letter-pages.js';
-import { type RetriedPollFailure, consumeIterator } from './group-consume.js';
+import {
+  type ConsumeStopReason,
+  type RetriedPollFailure,
+  consumeIterator,
+} from './group-consume.js';
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
@@ -165,7 +169,8 @@ export class Group implements GroupSettler {
         const route = group.host.route;
         if (route?.active) route.refused('stream', group.stream, group.shard, err, '');
       },
-      // Status events, on a failure and on the first answer after failures only.
+      // Status events, on a failure, on the first answer after failures, and on the loop's end
+      // after failures (before an answer) only.
       retrying: (error: Error, failure: RetriedPollFailure, failures: number, delayMs: number) =>
         group.host.emit?.({
           type: 'consume_retry',
@@ -177,6 +182,15 @@ export class Group implements GroupSettler {
         }),
       recovered: (failures: number, failedForMs: number) =>
         group.host.emit?.({ type: 'consume_recovered', ...group.where(), failures, failedForMs }),
+      stopped: (reason: ConsumeStopReason, failures: number, failedForMs: number, error?: Error) =>
+        group.host.emit?.({
+          type: 'consume_stopped',
+          ...group.where(),
+          reason,
+          failures,
+          failedForMs,
+          ...(error === undefined ? {} : { error }),
+        }),
     };
     return { [Symbol.asyncIterator]: () => consumeIterator(source, opts) };
   }
