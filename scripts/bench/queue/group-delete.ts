@@ -55,7 +55,9 @@ try {
     );
     if (!gone) throw new Error('the group outlived its delete');
     times.push(ms);
-    console.log(`round ${round + 1}: group_delete of ${DEAD} dead letters took ${ms.toFixed(0)} ms`);
+    console.log(
+      `round ${round + 1}: group_delete of ${DEAD} dead letters took ${ms.toFixed(0)} ms`,
+    );
   }
   console.log(`median ${median(times).toFixed(0)} ms`);
 } finally {

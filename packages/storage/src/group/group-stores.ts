@@ -416,6 +416,23 @@ export class DeadLetterStore {
     return this.removeIf(shard, group, offset, 'redriven');
   }
 
+  /**
+   * Drops the group's entries at `offsets` whatever their state (a group delete), at most
+   * DEAD_LETTER_LIST_MAX, as one batch of the delete records `discard` and `finish` write: one
+   * append and one sync, not one each. A crash part-way leaves some of them removed and the rest
+   * listed, as after as many single removals. Answers how many were removed.
+   */
+  async removeMany(shard: GroupShard, group: string, offsets: readonly number[]): Promise<number> {
+    if (offsets.length > DEAD_LETTER_LIST_MAX) {
+      throw new ProjectionInputError(
+        `${offsets.length} dead letters in one removal exceed ${DEAD_LETTER_LIST_MAX}`,
+      );
+    }
+    const keys = offsets.map((o) => deadLetterKey(group, o));
+    if (keys.length === 0) return 0;
+    return this.lockFor(shard).run(async () => (await this.caches.cache(shard)).deleteMany(keys));
+  }
+
   /** A redriven record failed again: back to dead. */
   async markDead(shard: GroupShard, group: string, offset: number): Promise<void> {
     await this.record(shard, group, offset);
