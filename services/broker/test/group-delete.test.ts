@@ -127,11 +127,11 @@ describe('group delete', () => {
     const first = open(dir.path);
     await groupWithDeadLetters(first.registry);
     // The second page's write fails half-written (a torn write the log cuts back off).
-    const removeMany = first.registry.deadLetters.removeMany.bind(first.registry.deadLetters);
+    const removeLowest = first.registry.deadLetters.removeLowest.bind(first.registry.deadLetters);
     let calls = 0;
-    first.registry.deadLetters.removeMany = (...args: Parameters<typeof removeMany>) => {
+    first.registry.deadLetters.removeLowest = (...args: Parameters<typeof removeLowest>) => {
       if (++calls === 2) first.io.failWrites('EIO', { partialBytes: 100, match: deadLetterLog });
-      return removeMany(...args);
+      return removeLowest(...args);
     };
     await expect(first.del()).rejects.toThrow(/no offsets were consumed/);
     // The first page went, the rest stayed: the group still exists, its dead letters listed.

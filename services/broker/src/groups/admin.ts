@@ -163,12 +163,6 @@ async function removeGroup(core: GroupCore, scope: Scope): Promise<boolean> {
   // group of 10,000 kept its caller waiting for 10,000 syncs). Interrupted, the delete leaves the
   // rest listed and the group existing, and the client's retry goes on from there.
   const per = GROUP_DELETE_DEAD_LETTERS_PER_WRITE_MAX;
-  for (;;) {
-    const page = await registry.deadLetters.list(scope.id, scope.group, per);
-    if (page.length === 0) break;
-    existed = true;
-    const offsets = page.map((d) => d.offset);
-    await registry.deadLetters.removeMany(scope.id, scope.group, offsets);
-  }
+  while ((await registry.deadLetters.removeLowest(scope.id, scope.group, per)) > 0) existed = true;
   return existed;
 }
