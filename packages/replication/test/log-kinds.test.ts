@@ -3,14 +3,21 @@
  * the replica server routes each kind to the directory of its log, accepts a log only where
  * this broker follows the log's owning shard (the stream shard for group cursors and dead
  * letters, the cache shard for counters), and a compacted cache log ships by offset, so a
- * follower holds the leader's records at the leader's offsets and replays to the same values.
+ * follower holds the leader's records at the leader's offsets and replays to the same values;
+ * a group delete's batch of dead-letter removals reaches a follower as the leader's records.
  * Method: ShardShippers over real leader logs (one per kind, and a LogCache compacting its
  * own), followers that are ReplicaServers over real logs in temp dirs, links that record the
  * kinds they carry.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LogCache, type LogOptions, SegmentLog, SegmentLogPort } from '@felix/storage';
+import {
+  LogCache,
+  type LogOptions,
+  SegmentLog,
+  SegmentLogPort,
+  openDeadLetterStore,
+} from '@felix/storage';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import {
   INTERNAL_ERROR,
@@ -331,5 +338,32 @@ describe('the logs riding with a shard', () => {
     for (let i = 0; i < 200; i++) await logs.get('stream')!.append([utf8.encode(`r${i}`)]);
     await waitFor(() => stream.confirmed('f') === 200, 'the stream records confirmed', 10_000);
     expect(groups.confirmed('f')).toBe(0);
+  });
+
+  it('a_group_deletes_batched_dead_letter_removals_reach_a_follower_as_the_leaders_records', async () => {
+    const leaderDir = await root();
+    const dead = openDeadLetterStore({ root: leaderDir, fsync: 'onCommit' });
+    cleanups.push(() => dead.close());
+    const offsets = [...Array(40).keys()];
+    await Promise.all(offsets.map((o) => dead.record(SHARD, 'g', o)));
+    await dead.record(SHARD, 'other', 3);
+    expect(await dead.redrive(SHARD, 'g', 5)).toBe(true);
+    const log = await dead.log(SHARD);
+    const followerDir = await root();
+    const server = follower(followerDir, () => true);
+    const shipping = shipper(log, 'deadLetters', new RecordingLink(server));
+    // The group delete's page: one batch of delete records, shipped as the log's records are.
+    expect(await dead.removeLowest(SHARD, 'g', 100)).toBe(40);
+    await waitFor(() => shipping.confirmed('f') === log.tailOffset, 'the removal shipped', 10_000);
+    await shipping.stop();
+    const copy = await followerCopy(server, followerDir, 'deadLetters');
+    expect(copy.payloads).toEqual(await readAll(log));
+    // The follower's copy, opened where a broker leading the shard keeps it, lists what the
+    // leader's does: nothing of the deleted group, the other group's entry.
+    await rename(join(followerDir, 'deadLetters'), join(followerDir, 'dead-letters'));
+    const promoted = openDeadLetterStore({ root: followerDir });
+    cleanups.push(() => promoted.close());
+    expect(await promoted.list(SHARD, 'g')).toEqual([]);
+    expect(await promoted.list(SHARD, 'other')).toEqual([{ offset: 3, state: 'dead' }]);
   });
 });

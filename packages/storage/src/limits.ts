@@ -215,6 +215,12 @@ export const COMPACTION_BYTES_PER_SEC_DEFAULT = 64 * 1024 * 1024;
  */
 export const EXPIRY_DELETES_PER_PASS_MAX = 1024;
 
+/**
+ * Keys one `LogCache.deleteMany` removes at most: its records are one batch, written at once
+ * and held in memory until applied (a few dozen bytes each), so a caller with more pages them.
+ */
+export const CACHE_DELETE_BATCH_KEYS_MAX = 1024;
+
 /** Group positions a cursor store remembers (what it last read or wrote), so a commit need not
  *  read the cursor back from its log first; beyond it the oldest remembered is forgotten. */
 export const CURSOR_MEMO_ENTRIES_MAX = 100_000;

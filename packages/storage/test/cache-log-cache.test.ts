@@ -4,6 +4,8 @@
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
+import { ProjectionInputError } from '../src/errors.js';
+import { CACHE_DELETE_BATCH_KEYS_MAX } from '../src/limits.js';
 import {
   ManualClock,
   bytes,
@@ -32,6 +34,26 @@ describe('LogCache', () => {
     const cache = await LogCache.open({ log, compaction: { auto: false } });
     expect(await cache.delete('never')).toBeUndefined();
     expect(log.tailOffset).toBe(0);
+  });
+
+  it('a_delete_batch_writes_one_delete_per_present_key_and_replays_like_single_deletes', async () => {
+    const store = new MemoryLogStore();
+    const cache = await reopen(store);
+    for (const k of ['a', 'b', 'c']) await cache.put(k, bytes(k));
+    const tail = store.tail;
+    // An absent key and a repeated one add nothing.
+    expect(await cache.deleteMany(['a', 'never', 'c', 'a'])).toBe(2);
+    expect(store.tail - tail).toBe(2);
+    expect(await cache.deleteMany(['never'])).toBe(0);
+    expect(store.tail - tail).toBe(2);
+    const again = await reopen(store);
+    expect([await again.get('a'), text(await again.get('b')), await again.get('c')]).toEqual([
+      undefined,
+      'b',
+      undefined,
+    ]);
+    const tooMany = Array.from({ length: CACHE_DELETE_BATCH_KEYS_MAX + 1 }, (_, i) => `k${i}`);
+    await expect(cache.deleteMany(tooMany)).rejects.toBeInstanceOf(ProjectionInputError);
   });
 
   it('staged_writes_are_invisible_until_committed', async () => {

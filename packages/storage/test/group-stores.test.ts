@@ -6,9 +6,10 @@
 import { readdir } from 'node:fs/promises';
 import { tempDir } from '@felix/testing-harness';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LogCache } from '../src/cache/log-cache.js';
 import { GroupStateCorruptError } from '../src/errors.js';
+import { CACHE_DELETE_BATCH_KEYS_MAX, DEAD_LETTER_LIST_MAX } from '../src/limits.js';
 import {
   CursorStore,
   DeadLetterStore,
@@ -132,6 +133,34 @@ describe('group stores', () => {
     expect(await dead.discard(shard0, 'g', 1)).toBe(true);
     expect(await dead.finish(shard0, 'g', 2)).toBe(true);
     expect(await dead.list(shard0, 'g')).toEqual([]);
+  });
+
+  it('a_dead_letter_removal_batch_drops_the_lowest_entries_of_its_group_dead_or_redriven_in_one_append', async () => {
+    const stores = new Map<string, MemoryLogStore>();
+    const dead = new DeadLetterStore(memoryCaches(stores));
+    const many = DEAD_LETTER_LIST_MAX + 5;
+    await Promise.all([...Array(many).keys()].map((o) => dead.record(shard0, 'g', o)));
+    await dead.record(shard0, 'other', 2);
+    expect(await dead.redrive(shard0, 'g', 2)).toBe(true);
+    const store = stores.get(JSON.stringify(shard0))!;
+    const tail = store.tail;
+    const claims = vi.spyOn(MemoryLog.prototype, 'claim');
+    // Asked for more than one batch may hold: the lowest DEAD_LETTER_LIST_MAX, in one claim.
+    expect(await dead.removeLowest(shard0, 'g', Number.POSITIVE_INFINITY)).toBe(
+      DEAD_LETTER_LIST_MAX,
+    );
+    expect(claims).toHaveBeenCalledTimes(1);
+    claims.mockRestore();
+    expect(store.tail - tail).toBe(DEAD_LETTER_LIST_MAX); // one delete record per entry
+    expect(await dead.list(shard0, 'g')).toEqual(
+      [...Array(5).keys()].map((i) => ({ offset: DEAD_LETTER_LIST_MAX + i, state: 'dead' })),
+    );
+    expect(await dead.removeLowest(shard0, 'g', 2)).toBe(2);
+    expect(await dead.removeLowest(shard0, 'g')).toBe(3);
+    expect(await dead.removeLowest(shard0, 'g')).toBe(0);
+    expect(await dead.list(shard0, 'other')).toEqual([{ offset: 2, state: 'dead' }]);
+    // The store's batch fits the cache's bound on one batch of deletes.
+    expect(DEAD_LETTER_LIST_MAX).toBeLessThanOrEqual(CACHE_DELETE_BATCH_KEYS_MAX);
   });
 });
 

@@ -154,6 +154,10 @@ export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
 /** Dead letters one `group_dead_letters` answer lists, lowest first (the store's own bound),
  *  and the most a page's `limit` may ask; the next page is asked with `after`. */
 export const GROUP_DEAD_LETTER_LIST_MAX = 1000;
+/** Dead letters a `group_delete` removes per write: each page of them is one append and one sync
+ *  of the dead-letter log (the store's bound on one removal, DEAD_LETTER_LIST_MAX, caps it), not
+ *  one each; a group of 10,000 costs ten. */
+export const GROUP_DELETE_DEAD_LETTERS_PER_WRITE_MAX = 1000;
 /** Groups held in memory per broker; beyond it polls for new groups are refused (limit). */
 export const GROUPS_IN_MEMORY_MAX = 100_000;
 /** A group's in-memory state idle this long with no claim standing is dropped (reference:

@@ -23,6 +23,7 @@ import {
 } from '../errors.js';
 import {
   CACHE_COMPACTION_FLOOR_BYTES_DEFAULT,
+  CACHE_DELETE_BATCH_KEYS_MAX,
   CACHE_VALUE_BYTES_MAX,
   COMPACTION_BATCH_RECORDS,
   COMPACTION_SCAN_PAGE_RECORDS,
@@ -249,6 +250,48 @@ export class LogCache {
         assert(rec !== undefined, 'a live key being deleted cannot have been trimmed');
         return rec.value;
       },
+    );
+    this.maybeCompact();
+    return removed;
+  }
+
+  /**
+   * Removes every key of `keys` present (or with a write staged) in one append: one delete record
+   * per key, the records of one batch, so one write and one sync under the log's fsync mode
+   * however many keys (at most CACHE_DELETE_BATCH_KEYS_MAX). The records are those `delete`
+   * writes, so a replica or a replay reads them alike, and a crash part-way through the write
+   * keeps a prefix of them. Answers how many were removed.
+   */
+  async deleteMany(keys: readonly string[]): Promise<number> {
+    this.writer.checkOpen();
+    if (keys.length > CACHE_DELETE_BATCH_KEYS_MAX) {
+      throw new ProjectionInputError(
+        `${keys.length} keys in one delete batch exceed ${CACHE_DELETE_BATCH_KEYS_MAX}`,
+      );
+    }
+    // Only when behind: an await here would let later calls claim first.
+    if (this.writer.isBehind()) await this.writer.catchUpIfBehind();
+    let picked: string[] = [];
+    const removed = await this.writer.commit(
+      () => {
+        // Decided at the claim, as `delete` decides: a key absent and not staged adds nothing.
+        picked = [...new Set(keys)].filter((k) => this.index.has(k) || this.writer.isStaged(k));
+        if (picked.length === 0) return undefined;
+        const payloads = picked.map((key) =>
+          encodeCacheRecord({ op: 'delete', key, expiresAtMillis: 0, value: new Uint8Array() }),
+        );
+        return { keys: picked, payloads };
+      },
+      (first) => {
+        let n = 0;
+        picked.forEach((key, i) => {
+          if (this.index.has(key)) n++;
+          this.applyDelete(key, first + i);
+          this.hub.publish({ offset: first + i, key, op: 'delete', expiresAtMillis: 0 });
+        });
+        return n;
+      },
+      () => 0,
     );
     this.maybeCompact();
     return removed;

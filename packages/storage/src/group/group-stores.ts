@@ -416,6 +416,28 @@ export class DeadLetterStore {
     return this.removeIf(shard, group, offset, 'redriven');
   }
 
+  /**
+   * Drops the group's lowest `max` entries (at most DEAD_LETTER_LIST_MAX) whatever their state,
+   * for a group delete, as one batch of the delete records `discard` and `finish` write: one
+   * append and one sync, not one each. The offsets come from the group's index, so no entry is
+   * read. A crash part-way through the write leaves the lowest of them removed and the rest
+   * listed, as after as many single removals. Answers how many were removed (0: none was left).
+   */
+  async removeLowest(
+    shard: GroupShard,
+    group: string,
+    max = DEAD_LETTER_LIST_MAX,
+  ): Promise<number> {
+    const n = Math.min(max, DEAD_LETTER_LIST_MAX);
+    if (!(n >= 1)) return 0;
+    return this.lockFor(shard).run(async () => {
+      const { cache, prefix, offsets } = await this.indexOf(shard, group);
+      const page = offsets.above(-1, n);
+      if (page.length === 0) return 0;
+      return cache.deleteMany(page.map((o) => `${prefix}${o}`));
+    });
+  }
+
   /** A redriven record failed again: back to dead. */
   async markDead(shard: GroupShard, group: string, offset: number): Promise<void> {
     await this.record(shard, group, offset);
