@@ -16,9 +16,6 @@ const shard: GroupShard = { tenant: 't', namespace: 'n', stream: 'orders', shard
 /** A page of removals long enough to span many 512-byte sectors. */
 const PAGE = 300;
 const SEEDS_PER_CUT = 5;
-/** A seed spread over 32 bits: xorshift's first draws from small seeds are all small, which
- *  would drop every unsynced write. */
-const spread = (seed: number) => prng(Math.imul(seed, 0x9e3779b1) >>> 0);
 
 async function diskWithDeadLetters(): Promise<PowerLossIo> {
   const io = new PowerLossIo();
@@ -51,11 +48,11 @@ async function removeAndLosePower(cut: number | undefined, seed: number) {
   const store = openDeadLetterStore({ root: '/data', io });
   await store.list(shard, 'g', 1); // opened and indexed before the cut is armed
   const before = io.operations;
-  if (cut !== undefined) io.failAfter(cut, spread(seed));
+  if (cut !== undefined) io.failAfter(cut, prng(seed));
   // A cut power fails the removal: what it left on disk is the answer, checked by the caller.
   const removed = await store.removeLowest(shard, 'g', PAGE).catch(() => undefined);
   if (cut === undefined) await store.close();
-  return { disk: io.lost ?? io.crash(spread(seed + 7)), ops: io.operations - before, removed };
+  return { disk: io.lost ?? io.crash(prng(seed + 7)), ops: io.operations - before, removed };
 }
 
 describe('dead-letter removal batches', () => {
