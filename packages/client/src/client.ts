@@ -391,7 +391,7 @@ export class FelixClient {
     stream: string,
   ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     const view = await (await this.connection()).streamShards(stream);
-    if (view.shards === 0) throw new UnknownStreamError(stream);
+    if (view.shards === 0) throw new UnknownStreamError(stream, this.namespace);
     if (this.shardCache.size >= SHARD_CACHE_STREAMS_MAX) this.shardCache.clear();
     this.shardCache.set(stream, view);
     return view;

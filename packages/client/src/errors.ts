@@ -428,13 +428,16 @@ export function notBytes(data: unknown): InvalidArgumentError {
 
 /**
  * The stream is not in the broker's catalog (it answered zero shards). A NotFoundError, so one
- * `catch` takes a mistyped stream name whichever call met it first.
+ * `catch` takes a mistyped stream name whichever call met it first; its message names the
+ * stream as the broker's own `not_found` does (`stream default/oders not found`), so a typo
+ * reads the same whichever call met it.
  */
 export class UnknownStreamError extends NotFoundError {
   override readonly code: string = 'FELIX_CLIENT_UNKNOWN_STREAM';
-  constructor(stream: string) {
+  constructor(stream: string, namespace?: string) {
+    const name = namespace === undefined ? stream : `${namespace}/${stream}`;
     super(
-      { brokerCode: 'not_found', message: `stream ${stream} is unknown to the broker` },
+      { brokerCode: 'not_found', message: `stream ${name} not found` },
       { retry: 'retry_after_backoff' },
     );
   }
