@@ -2,9 +2,10 @@
  * Checks of a call's arguments that FelixClient makes before anything is sent: each refusal is
  * an InvalidArgumentError naming what is wrong.
  */
+import { BadAddressError, parseAddress } from '@felix/transport';
 import { BINARY_STRING_BYTES_MAX } from '@felix/wire';
 import { InvalidArgumentError } from './errors.js';
-import type { SubscribeOptions } from './types.js';
+import type { ConnectOptions, SubscribeOptions } from './types.js';
 import { checkWellFormed } from './util/well-formed.js';
 
 const TEXT = new TextEncoder();
@@ -19,6 +20,28 @@ export function checkStreamName(stream: string): void {
     TEXT.encode(stream).length > BINARY_STRING_BYTES_MAX
   )
     throw new InvalidArgumentError(`a stream name exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
+}
+
+/** Refuses, before any dial, connect options no broker could serve: a server address the
+ *  transport cannot parse (no retry or reconnect would ever reach it), an empty tenant, a name
+ *  or a token of the wrong kind. */
+export function checkConnectOptions(opts: ConnectOptions): void {
+  if (opts.servers.length === 0)
+    throw new InvalidArgumentError('servers must name at least one broker');
+  for (const server of opts.servers) {
+    try {
+      parseAddress(server);
+    } catch (err) {
+      if (!(err instanceof BadAddressError)) throw err;
+      throw new InvalidArgumentError(`servers: ${err.message}`, { cause: err });
+    }
+  }
+  if (opts.tenant === '') throw new InvalidArgumentError('tenant must not be empty');
+  checkWellFormed(opts.tenant, 'the tenant');
+  if (opts.namespace !== undefined) checkWellFormed(opts.namespace, 'the namespace');
+  const token: unknown = opts.token;
+  if (token !== undefined && typeof token !== 'string' && typeof token !== 'function')
+    throw new InvalidArgumentError('token must be a string or a function answering one');
 }
 
 /** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire

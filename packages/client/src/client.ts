@@ -11,7 +11,6 @@ import { retryKindOf } from './cluster/routing.js';
 import {
   AbortedError,
   ClientClosedError,
-  ClientError,
   ConnectError,
   InvalidArgumentError,
   ShardUnavailableError,
@@ -19,6 +18,7 @@ import {
   UnauthenticatedError,
   UnknownStreamError,
   notBytes,
+  retryCannotHelp,
 } from './errors.js';
 import { bytesOf, wellFormedBytes } from './projections/host.js';
 import { isByteView } from './util/bytes.js';
@@ -68,7 +68,7 @@ import type {
 import { backoffDelayMs, sleep } from './util/backoff.js';
 import { abortable } from './util/abortable.js';
 import { checkWellFormed, illFormed } from './util/well-formed.js';
-import { checkStreamName, checkSubscribeOptions } from './arguments.js';
+import { checkConnectOptions, checkStreamName, checkSubscribeOptions } from './arguments.js';
 
 /** What tests replace: how a connection is made (a fake broker) and the token keeper's clock. */
 export interface ClientInternals {
@@ -153,14 +153,7 @@ export class FelixClient {
 
   /** @internal use `connect()`. */
   static async create(opts: ConnectOptions, internals: ClientInternals = {}): Promise<FelixClient> {
-    if (opts.servers.length === 0)
-      throw new InvalidArgumentError('servers must name at least one broker');
-    if (opts.tenant === '') throw new InvalidArgumentError('tenant must not be empty');
-    checkWellFormed(opts.tenant, 'the tenant');
-    if (opts.namespace !== undefined) checkWellFormed(opts.namespace, 'the namespace');
-    const token: unknown = opts.token;
-    if (token !== undefined && typeof token !== 'string' && typeof token !== 'function')
-      throw new InvalidArgumentError('token must be a string or a function answering one');
+    checkConnectOptions(opts);
     const client = new FelixClient(opts, internals);
     // A provider's first token (TokenProviderError when it fails: nothing to connect with).
     await client.keeper.start();
@@ -182,11 +175,12 @@ export class FelixClient {
       }
     }
     client.keeper.stop();
-    // Every server refused the credentials: retrying with the same token cannot succeed.
-    const refused = errors.every((e) => e instanceof ClientError && e.retry === 'never');
+    // Every server failed in a way the same options meet again (the credentials refused, a
+    // certificate not trusted): retrying cannot succeed.
+    const fatal = errors.every(retryCannotHelp);
     throw new ConnectError(opts.servers, {
       cause: errors.length === 1 ? errors[0] : new AggregateError(errors),
-      ...(refused ? { retry: 'never' as const } : {}),
+      ...(fatal ? { retry: 'never' as const } : {}),
     });
   }
 
@@ -396,7 +390,7 @@ export class FelixClient {
     stream: string,
   ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
     const view = await (await this.connection()).streamShards(stream);
-    if (view.shards === 0) throw new UnknownStreamError(stream);
+    if (view.shards === 0) throw new UnknownStreamError(stream, this.namespace);
     if (this.shardCache.size >= SHARD_CACHE_STREAMS_MAX) this.shardCache.clear();
     this.shardCache.set(stream, view);
     return view;
@@ -415,7 +409,7 @@ export class FelixClient {
     // A string is checked once, here (a lone surrogate would be sent as U+FFFD's bytes).
     if (typeof data === 'string') {
       if (!data.isWellFormed()) return Promise.reject(illFormed('the publish data'));
-    } else if (!isByteView(data)) return Promise.reject(notBytes(data));
+    } else if (!isByteView(data)) return Promise.reject(notBytes(data, 'the publish data'));
     // Only a name that may be too long is measured (a UTF-16 unit is at most 3 UTF-8 bytes); one
     // that is not well-formed is refused there too.
     if (stream.length * 3 > BINARY_STRING_BYTES_MAX || !stream.isWellFormed())

@@ -308,6 +308,14 @@ export class ConnectError extends ClientError {
   }
 }
 
+/** A failed dial or connect that the same options would meet on every retry: the broker
+ *  refused the credentials (fatal by its class), or its certificate is not one the client was
+ *  told to trust (no `tls` option against a self-signed broker, a wrong pin or CA). */
+export function retryCannotHelp(err: unknown): boolean {
+  if (err instanceof ClientError) return err.retry === 'never';
+  return err instanceof DialError && err.certificate;
+}
+
 /** What the last server's failure says, on one line (the deepest cause that says something). */
 function reasonOf(cause: unknown): string | undefined {
   const e = cause instanceof AggregateError ? cause.errors[cause.errors.length - 1] : cause;
@@ -418,23 +426,27 @@ export class InvalidArgumentError extends ClientError {
   readonly code = 'FELIX_CLIENT_INVALID_ARGUMENT';
 }
 
-/** A payload or value that is neither a string nor a Uint8Array (a Buffer is one). */
-export function notBytes(data: unknown): InvalidArgumentError {
+/** A payload, key or value that is neither a string nor a Uint8Array (a Buffer is one);
+ *  `argument` names which, so a wrong key is not reported as wrong data. */
+export function notBytes(data: unknown, argument = 'data'): InvalidArgumentError {
   const what = data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data;
   return new InvalidArgumentError(
-    `data must be a string or a Uint8Array (a Buffer is one), got ${what}`,
+    `${argument} must be a string or a Uint8Array (a Buffer is one), got ${what}`,
   );
 }
 
 /**
  * The stream is not in the broker's catalog (it answered zero shards). A NotFoundError, so one
- * `catch` takes a mistyped stream name whichever call met it first.
+ * `catch` takes a mistyped stream name whichever call met it first; its message names the
+ * stream as the broker's own `not_found` does (`stream default/oders not found`), so a typo
+ * reads the same whichever call met it.
  */
 export class UnknownStreamError extends NotFoundError {
   override readonly code: string = 'FELIX_CLIENT_UNKNOWN_STREAM';
-  constructor(stream: string) {
+  constructor(stream: string, namespace?: string) {
+    const name = namespace === undefined ? stream : `${namespace}/${stream}`;
     super(
-      { brokerCode: 'not_found', message: `stream ${stream} is unknown to the broker` },
+      { brokerCode: 'not_found', message: `stream ${name} not found` },
       { retry: 'retry_after_backoff' },
     );
   }

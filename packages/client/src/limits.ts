@@ -109,6 +109,11 @@ export const PAYLOAD_BYTES_MAX = 16 * 1024 * 1024 - 64 * 1024;
 /** Shard counts cached per stream name (a lookup per unseen stream otherwise). */
 export const SHARD_CACHE_STREAMS_MAX = 4096;
 
+/** A cache or counter key, in UTF-8 bytes: the broker refuses a longer one (a fixed bound of
+ *  its store, services/broker's CACHE_KEY_BYTES_MAX, not a setting), so the client refuses it
+ *  before sending, as it refuses keys the wire cannot carry. */
+export const CACHE_KEY_BYTES_MAX = 1024;
+
 /** Records a consumer-group poll asks for when the caller names none (the broker caps at 1,000). */
 export const GROUP_POLL_RECORDS_DEFAULT = 100;
 /** A named consumer (`felix.group(…, { consumer })`), in UTF-8 bytes (the broker's bound too). */

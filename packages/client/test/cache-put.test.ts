@@ -135,7 +135,8 @@ describe('cache input the wire cannot carry', () => {
       // Multi-byte characters count in UTF-8 bytes: 21,846 three-byte characters are 65,538.
       await expect(cache.put('€'.repeat(21_846), 'v')).rejects.toBeInstanceOf(InvalidArgumentError);
       expect(sent).toHaveLength(0);
-      await expect(cache.put('k'.repeat(65_535), 'v')).resolves.toBeUndefined();
+      // The broker's own bound (CACHE_KEY_BYTES_MAX) is the longest key that goes.
+      await expect(cache.put('k'.repeat(1_024), 'v')).resolves.toBeUndefined();
     }
     expect(() => new Cache({} as ProjectionHost, 'c'.repeat(65_536))).toThrow(InvalidArgumentError);
   });

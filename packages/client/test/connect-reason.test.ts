@@ -59,6 +59,38 @@ describe('connect failures', () => {
     await dir.cleanup();
   });
 
+  it('a_connect_refused_for_the_brokers_certificate_everywhere_is_never_retryable', async () => {
+    // Before, no `tls` option against a self-signed broker was a ConnectError of class
+    // `retry_after_backoff`: the same options meet the same certificate on every retry. A seed
+    // that failed otherwise (refused: maybe restarting) keeps the connect retryable.
+    const dir = await tempDir('felix-client-cert-');
+    const tls = await loadOrCreateDevCertificate(dir.path);
+    const refusedPort = await releasedTcpPort();
+    for (const transport of ['quic', 'tls'] as const) {
+      const listener = await listen({ transport, host: '127.0.0.1', port: 0, tls });
+      const self = `${transport}://127.0.0.1:${listener.port}`;
+      try {
+        const alone = await connect({
+          tenant: 't1',
+          servers: [self],
+          connectTimeoutMs: 5_000,
+        }).catch((e: unknown) => e);
+        expect(alone, transport).toBeInstanceOf(ConnectError);
+        expect((alone as ConnectError).retry, transport).toBe('never');
+        const mixed = await connect({
+          tenant: 't1',
+          servers: [self, `tls://127.0.0.1:${refusedPort}`],
+          connectTimeoutMs: 5_000,
+        }).catch((e: unknown) => e);
+        expect(mixed, transport).toBeInstanceOf(ConnectError);
+        expect((mixed as ConnectError).retry, transport).toBe('retry_after_backoff');
+      } finally {
+        await listener.close();
+      }
+    }
+    await dir.cleanup();
+  });
+
   it('a_connect_aborted_while_its_dial_waits_ends_at_the_abort_with_aborted_error', async () => {
     // A server that takes the connection and never answers (a QUIC port held silent, a TCP
     // listener that never speaks TLS): the dial waits out connectTimeoutMs. The caller's signal

@@ -84,7 +84,22 @@ describe('shard lookups', () => {
     expect(err).toBeInstanceOf(NotFoundError);
     expect((err as NotFoundError).code).toBe('FELIX_CLIENT_UNKNOWN_STREAM');
     expect((err as NotFoundError).brokerCode).toBe('not_found');
-    expect((err as Error).message).toBe('stream clickz is unknown to the broker');
+    await client.close();
+  });
+
+  it('a_mistyped_stream_met_by_the_shard_lookup_is_named_as_the_brokers_refusals_name_it', async () => {
+    // A publish or a one-shard subscribe hears the broker's `stream default/clickz not found`
+    // (services/broker's read and publish handlers); a merged subscribe met the typo at the
+    // client's shard lookup and said `stream clickz is unknown to the broker`: one typo, two
+    // messages to search logs for.
+    const { held, client } = await rig();
+    const next = client.subscribe('clickz')[Symbol.asyncIterator]().next();
+    await waitFor(() => held.length === 1 || undefined, 'the lookup reaches the broker');
+    const { at, msg } = held[0]!;
+    at.send({ type: 'stream_shards_view', request_id: msg.request_id, shards: 0 } as Message);
+    const err = await next.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnknownStreamError);
+    expect((err as Error).message).toBe('stream default/clickz not found');
     await client.close();
   });
 

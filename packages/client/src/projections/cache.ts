@@ -42,11 +42,16 @@ import {
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { cacheShardOf } from '../cluster/routing.js';
 import { KeyRoutes } from './key-routes.js';
-import { EVENT_STREAM_REOPENS_MAX, SUBSCRIBE_UNANSWERED_RETRIES_MAX } from '../limits.js';
+import {
+  CACHE_KEY_BYTES_MAX,
+  EVENT_STREAM_REOPENS_MAX,
+  SUBSCRIBE_UNANSWERED_RETRIES_MAX,
+} from '../limits.js';
 import { resetOnAbort } from '../protocol/auth.js';
 import { Deadline } from '../util/deadline.js';
 import { abortable } from '../util/abortable.js';
 import { checkWellFormed } from '../util/well-formed.js';
+import { utf8Over } from '../util/bytes.js';
 import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
   ReaderRetry,
@@ -762,17 +767,10 @@ function checkKey(key: string): void {
     throw new InvalidArgumentError('a cache key is a non-empty string');
   // A lone surrogate would reach the broker as U+FFFD's bytes: the same key as others.
   checkWellFormed(key, 'the cache key');
-  // The binary get and put carry the key behind a u16 length: a longer one would fail in
-  // @felix/wire's encoder with its own error. Refused on every path, as a publish's key is.
-  if (utf8Over(key, BINARY_STRING_BYTES_MAX))
-    throw new InvalidArgumentError(`a cache key exceeds ${BINARY_STRING_BYTES_MAX} bytes`);
-}
-
-const UTF8 = new TextEncoder();
-
-/** Whether `s` is more than `max` bytes in UTF-8 (encoded only when its length cannot tell). */
-function utf8Over(s: string, max: number): boolean {
-  return s.length * 3 > max && UTF8.encode(s).byteLength > max;
+  // The broker refuses a key over CACHE_KEY_BYTES_MAX (well inside the wire's u16 length), so
+  // one is refused here on every path rather than sent to be refused.
+  if (utf8Over(key, CACHE_KEY_BYTES_MAX))
+    throw new InvalidArgumentError(`a cache key exceeds ${CACHE_KEY_BYTES_MAX} bytes`);
 }
 
 function cacheValueOf(msg: Message): Uint8Array | undefined {

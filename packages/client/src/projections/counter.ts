@@ -10,6 +10,8 @@ import { abortable } from '../util/abortable.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { KeyRoutes } from './key-routes.js';
 import { checkWellFormed } from '../util/well-formed.js';
+import { utf8Over } from '../util/bytes.js';
+import { CACHE_KEY_BYTES_MAX } from '../limits.js';
 
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
@@ -49,6 +51,9 @@ export class Counter {
     if (typeof key !== 'string' || key === '')
       throw new InvalidArgumentError('a counter key is a non-empty string');
     checkWellFormed(key, 'the counter key');
+    // The broker bounds counter keys as cache keys (its store is the cache's).
+    if (utf8Over(key, CACHE_KEY_BYTES_MAX))
+      throw new InvalidArgumentError(`a counter key exceeds ${CACHE_KEY_BYTES_MAX} bytes`);
     const keys = this.keys;
     if (keys?.active) {
       // In a cluster, on the owner of the key's shard (counters are sharded as their cache).

@@ -114,7 +114,7 @@ const UTF8 = new TextEncoder();
 /** `data` as bytes: a string as its UTF-8, refused (naming `what`) when it holds a lone
  *  surrogate, which UTF-8 would carry as U+FFFD (util/well-formed.ts). */
 export function bytesOf(data: Uint8Array | string, what: string): Uint8Array {
-  if (typeof data !== 'string') return asBytes(data);
+  if (typeof data !== 'string') return asBytes(data, what);
   if (!data.isWellFormed()) throw illFormed(what);
   return UTF8.encode(data);
 }

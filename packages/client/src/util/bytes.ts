@@ -11,9 +11,17 @@ export function isByteView(data: unknown): data is Uint8Array {
   );
 }
 
-/** `data` as a Uint8Array of the same bytes (no copy), or InvalidArgumentError. */
-export function asBytes(data: unknown): Uint8Array {
+/** `data` as a Uint8Array of the same bytes (no copy), or InvalidArgumentError naming
+ *  `argument`. */
+export function asBytes(data: unknown, argument?: string): Uint8Array {
   if (data instanceof Uint8Array) return data;
-  if (!isByteView(data)) throw notBytes(data);
+  if (!isByteView(data)) throw notBytes(data, argument);
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+const UTF8 = new TextEncoder();
+
+/** Whether `s` is more than `max` bytes in UTF-8 (encoded only when its length cannot tell). */
+export function utf8Over(s: string, max: number): boolean {
+  return s.length * 3 > max && UTF8.encode(s).byteLength > max;
 }

@@ -1,0 +1,110 @@
+// Goal: an argument the client can tell is wrong is refused with InvalidArgumentError naming
+// that argument, before anything is sent: a publish key that is not bytes or a string, a cache
+// or counter key longer than the broker accepts, a server address no transport can dial.
+// Method: FelixClient over the scripted fake broker (test/fake-broker.ts), which records every
+// message the client sent; `connect` with addresses that do not parse, against no broker at all.
+import { describe, expect, it } from 'vitest';
+import { connect } from '../src/client.js';
+import { InvalidArgumentError } from '../src/errors.js';
+import { FakeBroker, clientOver } from './fake-broker.js';
+
+/** What the fake broker received apart from the connection's own requests. */
+function requests(broker: FakeBroker) {
+  return broker.received
+    .map((r) => r.msg)
+    .filter((m) => m.type !== 'auth' && m.type !== 'topology' && m.type !== 'shard_owners');
+}
+
+/** The call's refusal, thrown or rejected. */
+async function refusal(call: () => unknown): Promise<unknown> {
+  try {
+    await call();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+describe('arguments refused at the call', () => {
+  it('a_publish_key_of_the_wrong_type_is_refused_naming_the_key_not_the_data', async () => {
+    // Before, `publish(s, 'x', { key: 5 })` said "data must be a string or a Uint8Array": the
+    // data was fine, the key was not.
+    const broker = new FakeBroker({ reauth: false });
+    const client = await clientOver(broker, 5_000);
+    try {
+      for (const key of [5, { id: 1 }, null]) {
+        const opts = { key } as unknown as { key: string };
+        for (const call of [
+          () => client.publish('orders', 'x', opts),
+          () => client.publishBatch('orders', ['x'], opts),
+        ]) {
+          const err = await refusal(call);
+          expect(err, String(key)).toBeInstanceOf(InvalidArgumentError);
+          expect((err as Error).message).toMatch(
+            /^the publish key must be a string or a Uint8Array .*, got (number|object|null)$/,
+          );
+        }
+      }
+      // Wrong data still names the data.
+      const err = await refusal(() => client.publish('orders', 5 as unknown as string));
+      expect((err as Error).message).toMatch(/^the publish data must be a string or a Uint8Array/);
+      expect(requests(broker)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a_cache_or_counter_key_over_the_brokers_bound_is_refused_before_it_is_sent', async () => {
+    // The broker refuses a key over 1,024 UTF-8 bytes (a fixed bound of its store); the client
+    // let keys of up to 65,535 bytes through to be refused there.
+    const broker = new FakeBroker({ reauth: false });
+    broker.answer = (at, msg) => {
+      if (msg.type !== 'cache_put') return false;
+      at.send({ type: 'cache_ok', request_id: msg.request_id! });
+      return true;
+    };
+    const client = await clientOver(broker, 5_000);
+    try {
+      const cache = client.cache('kv');
+      const hits = client.counter('kv');
+      // 1,025 bytes: in one-byte characters, and in three-byte ones (342 x 3 = 1,026).
+      for (const key of ['k'.repeat(1025), '€'.repeat(342)]) {
+        for (const call of [
+          () => cache.put(key, 'v'),
+          () => cache.get(key),
+          () => cache.delete(key),
+          () => cache.watch({ key })[Symbol.asyncIterator]().next(),
+        ]) {
+          const err = await refusal(call);
+          expect(err).toBeInstanceOf(InvalidArgumentError);
+          expect((err as Error).message).toBe('a cache key exceeds 1024 bytes');
+        }
+        for (const call of [() => hits.add(key, 1n), () => hits.get(key)]) {
+          const err = await refusal(call);
+          expect(err).toBeInstanceOf(InvalidArgumentError);
+          expect((err as Error).message).toBe('a counter key exceeds 1024 bytes');
+        }
+      }
+      expect(requests(broker)).toEqual([]);
+      // A key of exactly the bound (CACHE_KEY_BYTES_MAX) goes.
+      await cache.put('k'.repeat(1024), 'v');
+      expect(requests(broker).map((m) => m.type)).toEqual(['cache_put']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a_server_address_no_transport_can_dial_is_refused_at_connect_and_never_retryable', async () => {
+    // Before, it failed as a ConnectError of class `retry_after_backoff`, which invited a retry
+    // loop around a typo. Refused before any dial: a good seed beside it is not dialed either.
+    for (const bad of ['not a url', 'http://127.0.0.1:5000', 'quic://127.0.0.1', 'tls://h:99999']) {
+      const err = await refusal(() =>
+        connect({ servers: ['quic://127.0.0.1:1', bad], tenant: 't1', token: 'x' }),
+      );
+      expect(err, bad).toBeInstanceOf(InvalidArgumentError);
+      expect((err as InvalidArgumentError).retry).toBe('never');
+      expect((err as Error).message).toContain(JSON.stringify(bad));
+      expect((err as Error).message).toContain('want quic://host:port or tls://host:port');
+    }
+  });
+});
