@@ -144,8 +144,12 @@ export class Publisher {
     return this.hasRoom();
   }
 
-  /** The refusal of a record no batch can carry (over PAYLOAD_BYTES_MAX alone), else null. */
+  /** The refusal of a record no batch can carry (not bytes, or over PAYLOAD_BYTES_MAX alone),
+   *  else null. Typed Uint8Array, but a JavaScript caller can pass anything: a string's
+   *  undefined byteLength would pass the size check and fail later, far from the call. */
   private uncarriable(data: Uint8Array, key: Uint8Array | undefined): InvalidArgumentError | null {
+    if (!(data instanceof Uint8Array)) return notPublisherBytes(data, 'data');
+    if (key !== undefined && !(key instanceof Uint8Array)) return notPublisherBytes(key, 'key');
     const alone = this.nameBytes + (key?.byteLength ?? 0) + data.byteLength + RECORD_LENGTH_BYTES;
     if (alone <= PAYLOAD_BYTES_MAX) return null;
     return new InvalidArgumentError(
@@ -274,4 +278,12 @@ export class Publisher {
       for (const w of this.readyWaiters.splice(0)) w();
     }
   }
+}
+
+/** A publisher record's data or key that is not bytes (its API takes Uint8Array only). */
+function notPublisherBytes(value: unknown, argument: 'data' | 'key'): InvalidArgumentError {
+  const what = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+  return new InvalidArgumentError(
+    `the publisher's ${argument} must be a Uint8Array (a Buffer is one; encode a string first), got ${what}`,
+  );
 }

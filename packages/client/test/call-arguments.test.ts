@@ -54,6 +54,37 @@ describe('arguments refused at the call', () => {
     }
   });
 
+  it('a_publishers_record_that_is_not_bytes_is_refused_naming_its_data_or_key', async () => {
+    // Before, `publisher().send('text')` was refused as "a record of undefined bytes exceeds what
+    // one publish carries" (a string has no byteLength), which names neither the argument nor
+    // the fix.
+    const broker = new FakeBroker({ reauth: false });
+    const client = await clientOver(broker, 5_000);
+    try {
+      const pub = client.publisher('orders');
+      const asBytes = (v: unknown) => v as Uint8Array;
+      for (const [data, key, argument] of [
+        ['text', undefined, 'data'],
+        [5, undefined, 'data'],
+        [new Uint8Array(1), 'k', 'key'],
+        [new Uint8Array(1), null, 'key'],
+      ] as const) {
+        const opts = key === undefined ? {} : { key: asBytes(key) };
+        const sent = await refusal(() => pub.send(asBytes(data), opts));
+        const published = await refusal(() => pub.publish(asBytes(data), opts));
+        for (const err of [sent, published]) {
+          expect(err, `${String(data)} ${String(key)}`).toBeInstanceOf(InvalidArgumentError);
+          expect((err as Error).message).toMatch(
+            new RegExp(`^the publisher's ${argument} must be a Uint8Array`),
+          );
+        }
+      }
+      expect(requests(broker)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('a_cache_or_counter_key_over_the_brokers_bound_is_refused_before_it_is_sent', async () => {
     // The broker refuses a key over 1,024 UTF-8 bytes (a fixed bound of its store); the client
     // let keys of up to 65,535 bytes through to be refused there.
