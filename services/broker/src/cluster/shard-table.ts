@@ -247,10 +247,15 @@ export class ShardTable {
       const c = this.caches.get(streamKey(t, ns, cacheName));
       if (c === undefined) return null;
       const key = str(m.key);
+      const named = posInt(m.shard);
+      // A prefix watch that names no shard of a multi-shard cache is no request of shard 0's:
+      // refused as one, every broker but shard 0's leader answered `not_leader`, which a
+      // client retried for ever watching nothing. Its handler refuses it, the same everywhere.
+      if (m.type === 'cache_watch' && key === null && named === null && c.shards > 1) return null;
       const shard =
         key !== null && key !== ''
           ? shardForKey(UTF8.encode(key), c.shards, 'modulo')
-          : (posInt(m.shard) ?? 0);
+          : (named ?? 0);
       if (shard >= c.shards) return null;
       // Every cache request follows the assignment: a get answered from a copy being let go
       // would miss a put already forwarded to the new leader.
