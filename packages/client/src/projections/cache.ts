@@ -2,7 +2,8 @@
  * `felix.cache(name)`: put/get/delete over the connection's request stream, and `watch()`, an
  * async iterable of a key's or prefix's changes that survives reconnects and lag by re-watching
  * from the next offset it has not seen. A retained watch first yields each current value, then a
- * `state_complete` marker, then live changes.
+ * `state_complete` marker, then live changes. A prefix watch that names no shard of a multi-shard
+ * cache watches them all (watch-span.ts).
  */
 import {
   BINARY_STRING_BYTES_MAX,
@@ -55,6 +56,8 @@ import {
   bytesOf,
   requireFeature,
 } from './host.js';
+import type { CacheWatchEvent, CacheWatchOptions, WatchFilterSpec } from './watch-events.js';
+import { watchAcross } from './watch-span.js';
 
 export interface CachePutOptions {
   /** Time to live in ms; absent: the cache's default (or never). */
@@ -62,30 +65,7 @@ export interface CachePutOptions {
   signal?: AbortSignal;
 }
 
-export type WatchFilterSpec = { key: string } | { prefix: string };
-
-export interface CacheWatchOptions {
-  /** Yield each matching key's current value first, then `state_complete`, then changes. */
-  retained?: boolean;
-  /** Resume from this offset (the `resumeFrom` of a lagged event, or last offset + 1). */
-  fromOffset?: number;
-  /** Shard of a prefix watch on a multi-shard cache. */
-  shard?: number;
-  signal?: AbortSignal;
-}
-
-export type CacheWatchEvent =
-  | { type: 'put'; key: string; value: Uint8Array; offset: number; expiresAtMillis: number }
-  | { type: 'delete'; key: string; offset: number }
-  /** The history the watch resumed from was compacted away: drop what you hold for this
-   *  filter; the current values follow, then `state_complete`, then changes. */
-  | { type: 'resnapshot'; resumeOffset: number }
-  /** The retained (or resnapshot) phase is over: everything before this was current state. */
-  | { type: 'state_complete'; retainedCount: number; resumeOffset: number }
-  /** The broker ended the watch for lag; the watch continues from `resumeFrom`, gaplessly. */
-  | { type: 'lagged'; resumeFrom: number }
-  /** The connection was replaced; the watch continues from `resumeFrom`. */
-  | { type: 'resumed'; resumeFrom: number };
+export type { CacheWatchEvent, CacheWatchOptions, WatchFilterSpec } from './watch-events.js';
 
 /** A put's result from its answer: nothing (a refusal rejects before it). */
 const putDone = (): undefined => undefined;
@@ -364,7 +344,45 @@ export class Cache {
     else checkWellFormed(filter.prefix, 'the watch prefix');
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
-    return { [Symbol.asyncIterator]: () => this.watchLoop(filter, opts) };
+    return { [Symbol.asyncIterator]: () => this.watchSpan(filter, opts) };
+  }
+
+  /** A prefix watch that names no shard spans the cache's shards when it has several (a client
+   *  routing in a cluster: watch-span.ts); any other watch is one shard's. */
+  private async *watchSpan(
+    filter: WatchFilterSpec,
+    opts: CacheWatchOptions,
+  ): AsyncGenerator<CacheWatchEvent> {
+    const spans = 'prefix' in filter && opts.shard === undefined;
+    const width = spans ? await this.widthToSpan(opts.signal) : undefined;
+    if (width === undefined) return yield* this.watchLoop(filter, opts);
+    if (opts.fromOffset !== undefined)
+      throw new InvalidArgumentError(
+        "fromOffset is one shard's: a prefix watch across shards takes none (name its shard)",
+      );
+    const one = (shard: number, signal: AbortSignal) =>
+      this.watchLoop(filter, { ...opts, shard, signal });
+    yield* watchAcross(width, opts.retained === true, opts.signal, one);
+  }
+
+  /** The cache's shard count when over 1 and the client routes (else undefined: one watch, which
+   *  a broker refuses typed on a multi-shard cache). Routing is known once connected. */
+  private async widthToSpan(signal: AbortSignal | undefined): Promise<number | undefined> {
+    const retry = new ReaderRetry(this.host.route, this.host.closing);
+    for (;;) {
+      try {
+        await this.host.connection(signal);
+        const route = this.host.route;
+        if (!route?.active) return undefined;
+        const width = await route.widthOf('cache', this.name, signal);
+        return width !== undefined && width > 1 ? width : undefined;
+      } catch (err) {
+        // Aborted or closed: the one watch started instead ends at once.
+        if (signal?.aborted || this.host.closed) return undefined;
+        const where = { kind: 'cache' as const, name: this.name, shard: undefined, from: '' };
+        if (!(await retry.retries(err, where, signal))) throw err;
+      }
+    }
   }
 
   /** Sends `cache_watch` on a stream of its own (kept in `current` so an abort resets it) and
