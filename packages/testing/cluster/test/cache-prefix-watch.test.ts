@@ -7,10 +7,11 @@
 // brokers, clients seeded with one broker. Every wait on the watch has a deadline: the watch's
 // signal aborts then, which ends it, and the test fails on what it did not see.
 import { type FelixClient, InvalidRequestError } from '@felix/client';
+import { waitFor } from '@felix/testing-harness';
 import { shardForKey } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest } from './support.js';
+import { clusterPerTest, metricOf } from './support.js';
 
 const SHARDS = 3;
 const STEP_MS = 60_000;
@@ -34,11 +35,11 @@ function keysOverShards(prefix: string, n: number): string[] {
 
 /** A cluster whose cache `users` has its shards led by more than one broker, and the id of a
  *  broker that does not lead shard 0 (the shard a watch without one was taken for). */
-async function spreadCluster(held: { cluster: FelixCluster | undefined }) {
+async function spreadCluster(held: { cluster: FelixCluster | undefined }, replicationFactor = 1) {
   const c = await startCluster({
     brokers: 3,
     replication: true,
-    caches: [{ name: 'users', shards: SHARDS }],
+    caches: [{ name: 'users', shards: SHARDS, replicationFactor }],
   });
   held.cluster = c;
   const leaders: string[] = [];
@@ -47,6 +48,23 @@ async function spreadCluster(held: { cluster: FelixCluster | undefined }) {
   expect(new Set(leaders).size).toBeGreaterThan(1);
   const seed = c.nodes.find((n) => n.id !== leaders[0])!;
   return { c, seed };
+}
+
+/** Whether the control plane holds a replica report of every shard of the cache naming every
+ *  follower caught up (only such a follower may be promoted). */
+async function cacheReportsCaughtUp(c: FelixCluster): Promise<boolean> {
+  const page = (await c.operatorGet('/v1/replica-reports')) as {
+    items: Array<{
+      kind: string;
+      leader_offset: number;
+      replica_offsets: Array<{ durable_offset: number }>;
+    }>;
+  };
+  const reports = page.items.filter((x) => x.kind === 'cache');
+  return (
+    reports.length >= SHARDS &&
+    reports.every((r) => r.replica_offsets.every((o) => o.durable_offset >= r.leader_offset))
+  );
 }
 
 describe('a prefix watch across the shards of a cache', () => {
@@ -128,4 +146,82 @@ describe('a prefix watch across the shards of a cache', () => {
       }
     }
   }, 240_000);
+
+  it('a_prefix_watch_across_shards_follows_one_shards_failover_and_sees_each_put_once', async () => {
+    const { c, seed } = await spreadCluster(held, 3);
+    const before = (await c.assignments()).filter((a) => a.kind === 'cache');
+    const victim = before.find((a) => a.leader !== seed.id)!.leader;
+    const moved = before.filter((a) => a.leader === victim);
+    const watcher = await c.connect({
+      servers: [seed.url()],
+      failoverDeadlineMs: scaled(STEP_MS * 2),
+    });
+    const writer = await c.connect({ servers: [seed.url()] });
+    const signal = AbortSignal.timeout(scaled(STEP_MS * 4));
+    const puts: string[] = [];
+    let completed = false;
+    let ended: unknown;
+    const watch = watcher.cache('users').watch({ prefix: 'f' }, { retained: true, signal });
+    const watching = (async () => {
+      for await (const ev of watch) {
+        if (ev.type === 'state_complete') completed = true;
+        if (ev.type === 'put') puts.push(`${ev.key}@${ev.shard}`);
+      }
+    })().catch((err: unknown) => {
+      ended = err;
+    });
+    const watched = (n: number) => () => {
+      if (ended !== undefined) throw ended;
+      return puts.length >= n;
+    };
+    // Each half has a key of every shard: the failed-over shard gets puts after its failover too.
+    const first = keysOverShards('fa', 6);
+    const keys = [...first, ...keysOverShards('fb', 6)];
+    try {
+      await waitFor(() => completed, 'every shard watched', scaled(STEP_MS));
+      for (const key of first) await writer.cache('users').put(key, 'v');
+      await waitFor(watched(first.length), 'the first puts watched', scaled(STEP_MS));
+      await waitFor(
+        async () => (await metricOf(c.node(victim), 'felix_broker_replication_lag_records')) === 0,
+        'the followers to confirm every log',
+        scaled(STEP_MS),
+      );
+      // A cache shard goes only to a follower its leader's last report names holding it all.
+      await waitFor(
+        async () => await cacheReportsCaughtUp(c),
+        'caught-up reports',
+        scaled(STEP_MS),
+      );
+      await c.kill(victim);
+      await waitFor(
+        async () => {
+          const now = (await c.assignments()).filter((a) => a.kind === 'cache');
+          return moved.every((m) => {
+            const a = now.find((x) => x.shard === m.shard);
+            return a !== undefined && a.leader !== victim && a.generation > m.generation;
+          });
+        },
+        "the killed broker's shards promoted",
+        scaled(STEP_MS),
+      );
+      // A routed put retries a failover's refusals within its request timeout: repeated until taken.
+      for (const key of keys.slice(first.length))
+        await waitFor(
+          async () =>
+            (await writer
+              .cache('users')
+              .put(key, 'v')
+              .then(() => true)) === true,
+          `put ${key} after the failover`,
+          scaled(STEP_MS),
+        );
+      await waitFor(watched(keys.length), 'every put watched', scaled(STEP_MS * 2));
+    } finally {
+      await writer.close();
+      await watcher.close();
+      await watching;
+    }
+    // Each put once, from its own shard: the failed-over shard's watch resumed where it was.
+    expect([...puts].sort()).toEqual(keys.map((k) => `${k}@${shardOf(k)}`).sort());
+  }, 300_000);
 });
