@@ -226,10 +226,11 @@ export const TOKEN_REFRESH_ATTEMPTS_MAX = 120;
  *  so fire-and-forget records are not dropped with the connection; then it closes anyway. */
 export const CLOSE_DRAIN_MS_MAX = 5_000;
 
-/** Resubscribes a shard reader makes while the broker answers `not_leader` when the client has
- *  no cluster routing (the broker offers no `shard_owners`): a move may settle back to this
- *  broker within the backoff; past them the subscription fails with NotLeaderError naming the
- *  leader. With routing the reader follows the owner instead (FAILOVER_DEADLINE_MS_DEFAULT). */
+/** Resubscribes a shard reader (and re-watches a cache watch) makes while the broker answers
+ *  `not_leader` when the client has no cluster routing (the broker offers no `shard_owners`): a
+ *  move may settle back to this broker within the backoff; past them the subscription (or watch)
+ *  fails with NotLeaderError naming the leader. With routing the reader follows the owner
+ *  instead (FAILOVER_DEADLINE_MS_DEFAULT). */
 export const NOT_LEADER_RESUBSCRIBES_MAX = 3;
 
 /** Broker connections one client keeps open at once (one per broker it routes to, opened when a

@@ -3,7 +3,8 @@
 // get, a watch or a group request answered there reads (or writes) state the new leader no longer
 // shares: a put already forwarded to the new leader would be missing from the get, a group ack
 // would be lost with the old copy. A stream subscription reads by offset and may stay until the
-// release ends it.
+// release ends it. A prefix watch that names no shard of a multi-shard cache belongs to no one
+// shard: it is not refused as shard 0's.
 // Method: a ShardTable fed by hand (no control plane), with a replication stand-in whose
 // follower release for one cache blocks until the test lets it go: that keeps a reconcile pass
 // running, so an assignment change that arrives meanwhile waits, as it does behind a slow pass.
@@ -146,6 +147,27 @@ describe('routing while a shard is being let go', () => {
     hold.open();
     await t.settled();
     expect(t.refuse('stream', T, NS, 's', 0)).toBeInstanceOf(NotLeaderRefusal);
+  });
+});
+
+describe('a watch across shards', () => {
+  it('a_prefix_watch_naming_no_shard_of_a_multi_shard_cache_is_refused_by_its_handler_not_as_shard_0', async () => {
+    const t = table('none', gate());
+    t.cachesFeed.snapshot([{ tenant_id: T, namespace: NS, cache: 'wide', shards: 3 }]);
+    // Shard 0 is led elsewhere, shard 1 here.
+    t.assignmentsFeed.snapshot([
+      assignment('cache', 'wide', 'n2', 1),
+      { ...assignment('cache', 'wide', 'n1', 1), shard: 1 },
+    ]);
+    await t.settled();
+    const watch = { type: 'cache_watch', tenant_id: T, namespace: NS, cache: 'wide', prefix: 'p' };
+    // Left to the handler, whose invalid_request every broker answers alike; as shard 0's, this
+    // broker answered `not_leader`, and the watcher retried it for ever.
+    expect(t.refuseMessage(watch as unknown as Message)).toBeNull();
+    // A watch that names a shard follows that shard's leader.
+    const named = (shard: number) => ({ ...watch, shard }) as unknown as Message;
+    expect(t.refuseMessage(named(0))).toBeInstanceOf(NotLeaderRefusal);
+    expect(t.refuseMessage(named(1))).toBeNull();
   });
 });
 

@@ -2,7 +2,8 @@
  * `felix.cache(name)`: put/get/delete over the connection's request stream, and `watch()`, an
  * async iterable of a key's or prefix's changes that survives reconnects and lag by re-watching
  * from the next offset it has not seen. A retained watch first yields each current value, then a
- * `state_complete` marker, then live changes.
+ * `state_complete` marker, then live changes. A prefix watch that names no shard of a multi-shard
+ * cache watches them all (watch-span.ts).
  */
 import {
   BINARY_STRING_BYTES_MAX,
@@ -30,7 +31,6 @@ import {
 import {
   ConnectionLostError,
   CursorInFutureError,
-  EventStreamTimeoutError,
   InvalidArgumentError,
   ProtocolError,
   SubscribeTimeoutError,
@@ -42,17 +42,12 @@ import {
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { cacheShardOf } from '../cluster/routing.js';
 import { KeyRoutes } from './key-routes.js';
-import {
-  CACHE_KEY_BYTES_MAX,
-  EVENT_STREAM_REOPENS_MAX,
-  SUBSCRIBE_UNANSWERED_RETRIES_MAX,
-} from '../limits.js';
+import { CACHE_KEY_BYTES_MAX } from '../limits.js';
 import { resetOnAbort } from '../protocol/auth.js';
 import { Deadline } from '../util/deadline.js';
 import { abortable } from '../util/abortable.js';
 import { checkWellFormed } from '../util/well-formed.js';
 import { utf8Over } from '../util/bytes.js';
-import type { FrameStream, InFrame } from '../protocol/frame-stream.js';
 import {
   ReaderRetry,
   type ProjectionHost,
@@ -60,6 +55,16 @@ import {
   bytesOf,
   requireFeature,
 } from './host.js';
+import type { CacheWatchEvent, CacheWatchOptions, WatchFilterSpec } from './watch-events.js';
+import {
+  CurrentValues,
+  type WatchState,
+  endingOf,
+  givesUpOn,
+  historyOf,
+  watchEvents,
+} from './watch-state.js';
+import { watchAcross } from './watch-span.js';
 
 export interface CachePutOptions {
   /** Time to live in ms; absent: the cache's default (or never). */
@@ -67,30 +72,7 @@ export interface CachePutOptions {
   signal?: AbortSignal;
 }
 
-export type WatchFilterSpec = { key: string } | { prefix: string };
-
-export interface CacheWatchOptions {
-  /** Yield each matching key's current value first, then `state_complete`, then changes. */
-  retained?: boolean;
-  /** Resume from this offset (the `resumeFrom` of a lagged event, or last offset + 1). */
-  fromOffset?: number;
-  /** Shard of a prefix watch on a multi-shard cache. */
-  shard?: number;
-  signal?: AbortSignal;
-}
-
-export type CacheWatchEvent =
-  | { type: 'put'; key: string; value: Uint8Array; offset: number; expiresAtMillis: number }
-  | { type: 'delete'; key: string; offset: number }
-  /** The history the watch resumed from was compacted away: drop what you hold for this
-   *  filter; the current values follow, then `state_complete`, then changes. */
-  | { type: 'resnapshot'; resumeOffset: number }
-  /** The retained (or resnapshot) phase is over: everything before this was current state. */
-  | { type: 'state_complete'; retainedCount: number; resumeOffset: number }
-  /** The broker ended the watch for lag; the watch continues from `resumeFrom`, gaplessly. */
-  | { type: 'lagged'; resumeFrom: number }
-  /** The connection was replaced; the watch continues from `resumeFrom`. */
-  | { type: 'resumed'; resumeFrom: number };
+export type { CacheWatchEvent, CacheWatchOptions, WatchFilterSpec } from './watch-events.js';
 
 /** A put's result from its answer: nothing (a refusal rejects before it). */
 const putDone = (): undefined => undefined;
@@ -369,7 +351,45 @@ export class Cache {
     else checkWellFormed(filter.prefix, 'the watch prefix');
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
-    return { [Symbol.asyncIterator]: () => this.watchLoop(filter, opts) };
+    return { [Symbol.asyncIterator]: () => this.watchSpan(filter, opts) };
+  }
+
+  /** A prefix watch that names no shard spans the cache's shards when it has several (a client
+   *  routing in a cluster: watch-span.ts); any other watch is one shard's. */
+  private async *watchSpan(
+    filter: WatchFilterSpec,
+    opts: CacheWatchOptions,
+  ): AsyncGenerator<CacheWatchEvent> {
+    const spans = 'prefix' in filter && opts.shard === undefined;
+    const width = spans ? await this.widthToSpan(opts.signal) : undefined;
+    if (width === undefined) return yield* this.watchLoop(filter, opts);
+    if (opts.fromOffset !== undefined)
+      throw new InvalidArgumentError(
+        "fromOffset is one shard's: a prefix watch across shards takes none (name its shard)",
+      );
+    const one = (shard: number, signal: AbortSignal) =>
+      this.watchLoop(filter, { ...opts, shard, signal });
+    yield* watchAcross(width, opts.retained === true, opts.signal, one);
+  }
+
+  /** The cache's shard count when over 1 and the client routes (else undefined: one watch, which
+   *  a broker refuses typed on a multi-shard cache). Routing is known once connected. */
+  private async widthToSpan(signal: AbortSignal | undefined): Promise<number | undefined> {
+    const retry = new ReaderRetry(this.host.route, this.host.closing);
+    for (;;) {
+      try {
+        await this.host.connection(signal);
+        const route = this.host.route;
+        if (!route?.active) return undefined;
+        const width = await route.widthOf('cache', this.name, signal);
+        return width !== undefined && width > 1 ? width : undefined;
+      } catch (err) {
+        // Aborted or closed: the one watch started instead ends at once.
+        if (signal?.aborted || this.host.closed) return undefined;
+        const where = { kind: 'cache' as const, name: this.name, shard: undefined, from: '' };
+        if (!(await retry.retries(err, where, signal))) throw err;
+      }
+    }
   }
 
   /** Sends `cache_watch` on a stream of its own (kept in `current` so an abort resets it) and
@@ -459,6 +479,7 @@ export class Cache {
       resumed: false,
       eventStreamsMissing: 0,
       watchesUnanswered: 0,
+      notLeaderAnswers: 0,
       current: {},
     };
     const stopStreams = () => {
@@ -490,7 +511,8 @@ export class Cache {
           if (signal?.aborted || this.host.closed) return;
           // A lost connection re-watches from the next unseen offset; so does a moved owner.
           if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
-          if (givesUpOn(err, st)) throw err;
+          if (givesUpOn(err, st, this.host.route?.active === true && at.shard !== undefined))
+            throw err;
           const where = { kind: 'cache' as const, name: this.name, shard: at.shard };
           if (await retry.retries(err, { ...where, from: at.bc.server }, signal)) continue;
           throw err;
@@ -575,176 +597,12 @@ export class Cache {
       started();
       st.eventStreamsMissing = 0;
       st.watchesUnanswered = 0;
+      st.notLeaderAnswers = 0;
       yield* watchEvents(events, st, phase);
     } finally {
       reservation.cancel();
     }
   }
-}
-
-/**
- * Whether a watch that failed on a live connection ends although its failure class passes. An
- * event stream that never came is a stream lost on the way: watched again, but a broker that
- * never opens one ends the watch typed rather than have it re-watch for ever; so is a watch the
- * broker never answered (a stalled handler, an answer lost), as for a subscription.
- */
-function givesUpOn(err: unknown, st: WatchState): boolean {
-  if (err instanceof EventStreamTimeoutError)
-    return ++st.eventStreamsMissing > EVENT_STREAM_REOPENS_MAX;
-  if (err instanceof SubscribeTimeoutError)
-    return ++st.watchesUnanswered > SUBSCRIBE_UNANSWERED_RETRIES_MAX;
-  return false;
-}
-
-/**
- * Reads the refusal the broker ends a started watch with on its control stream (`unauthenticated`
- * once the connection's token expired, `forbidden` under a narrower one) before it resets the
- * watch's events: the watch then ends with it, as a subscription does, instead of re-watching.
- */
-function endingOf(ctl: FrameStream | undefined): { refusal: Error | null } {
-  const ended: { refusal: Error | null } = { refusal: null };
-  ctl?.next().then(
-    (f) => {
-      if (f === null || f.flags !== 0) return;
-      try {
-        const end = decodeMessage(f.payload);
-        if (end.type === 'error') ended.refusal = refusalOf(end);
-      } catch (err) {
-        ended.refusal = err as Error; // an undecodable frame ends the watch as broken
-      }
-    },
-    () => undefined, // the stream was reset (closed by us, or the connection went): no refusal
-  );
-  return ended;
-}
-
-/** The watch's next frame (null: the broker ended its events); when a refusal came on its
- *  control stream (see endingOf), that refusal instead. */
-async function nextWatchFrame(
-  events: FrameStream,
-  current: WatchState['current'],
-): Promise<InFrame | null> {
-  let frame: InFrame | null;
-  try {
-    frame = await events.next();
-  } catch (err) {
-    throw current.ended?.refusal ?? err;
-  }
-  const refusal = current.ended?.refusal;
-  if (refusal) throw refusal;
-  return frame;
-}
-
-/**
- * The current values a retained or resnapshot start sends first (`left` of them still to come;
- * -1 once live). They are not history, so the watch's position moves past them only when the
- * phase ends.
- */
-class CurrentValues {
-  left: number;
-  /** Current values yielded in this phase. */
-  delivered = 0;
-
-  constructor(
-    private readonly st: WatchState,
-    private readonly answer: Answer<'cache_watch_started'>,
-  ) {
-    this.left = st.retainedPhase || answer.resnapshot ? (answer.retained_count ?? 0) : -1;
-  }
-
-  get floor(): number {
-    return this.answer.resume_offset;
-  }
-
-  complete(): CacheWatchEvent {
-    const st = this.st;
-    this.left = -1;
-    st.retainedPhase = false;
-    // After a resnapshot the changes go on from its floor, which a failover can put below
-    // the old position (the new leader's log parted there): changes from it are all new.
-    st.next = this.answer.resnapshot ? this.floor : Math.max(st.next ?? 0, this.floor);
-    return { type: 'state_complete', retainedCount: this.delivered, resumeOffset: this.floor };
-  }
-}
-
-/** A started watch's events until the broker ends it or it lags, moving `st` along. */
-async function* watchEvents(
-  events: FrameStream,
-  st: WatchState,
-  phase: CurrentValues,
-): AsyncGenerator<CacheWatchEvent> {
-  for (;;) {
-    const frame = await nextWatchFrame(events, st.current);
-    if (frame === null) return; // the broker ended the watch (shutting down): re-watch
-    const msg = decodeMessage(frame.payload);
-    if (msg.type === 'cache_watch_lagged') {
-      st.next = msg.resume_from;
-      st.resumed = false;
-      yield { type: 'lagged', resumeFrom: msg.resume_from };
-      return;
-    }
-    if (!isCacheEvent(msg)) continue;
-    // Current values all sit below the floor. The broker counts them when the watch registers
-    // and skips one it finds replaced or deleted by the time it reads it (that change follows
-    // live, at or past the floor): the first change there ends the phase. Before, it was taken
-    // for a current value, came before `state_complete`, and a resume from the floor delivered
-    // it again.
-    if (phase.left > 0 && msg.offset >= phase.floor) yield phase.complete();
-    // A change delivered before a resume on another owner is not delivered twice.
-    if (phase.left < 0 && st.next !== undefined && msg.offset < st.next) continue;
-    if (phase.left < 0) st.next = Math.max(st.next ?? 0, msg.offset + 1);
-    else {
-      phase.delivered++;
-      if (st.retainedPhase) st.retainedYielded++;
-    }
-    yield changeOf(msg);
-    if (phase.left > 0 && --phase.left === 0) yield phase.complete();
-  }
-}
-
-/** A watch's position across re-watches, and the streams of the one running now. */
-interface WatchState {
-  next: number | undefined;
-  retainedPhase: boolean;
-  /** Current values yielded by a retained phase not yet complete. */
-  retainedYielded: number;
-  resumed: boolean;
-  /** Watches answered whose event stream never came, since one whose stream did. */
-  eventStreamsMissing: number;
-  /** Watches the broker never answered, since one whose stream came. */
-  watchesUnanswered: number;
-  current: { ctl?: FrameStream; events?: FrameStream; ended?: { refusal: Error | null } };
-  /** The history `next` belongs to (a replicated cache's, from the last watch started). */
-  history?: { generation: number; start: number };
-}
-
-/** Whether a watch frame is an event; an `error` (the broker ended the watch: `unauthenticated`
- *  once the connection's token expired) throws its typed error. */
-function isCacheEvent(msg: Message): msg is Answer<'cache_event'> {
-  if (msg.type === 'error') throw refusalOf(msg);
-  if (msg.type === 'not_leader') throw notLeaderOf(msg);
-  return msg.type === 'cache_event';
-}
-
-/** The history a watch's offsets belong to, as its start named it (a replicated cache's). */
-function historyOf(
-  answer: Answer<'cache_watch_started'>,
-): { generation: number; start: number } | undefined {
-  const { generation, generation_start: start } = answer;
-  return generation !== undefined && start !== undefined ? { generation, start } : undefined;
-}
-
-/** A `cache_event` as the watcher's put or delete. */
-function changeOf(msg: Answer<'cache_event'>): CacheWatchEvent {
-  return msg.value !== undefined
-    ? {
-        type: 'put',
-        key: msg.key,
-        value: msg.value,
-        offset: msg.offset,
-        expiresAtMillis: msg.expires_at_millis,
-      }
-    : { type: 'delete', key: msg.key, offset: msg.offset };
 }
 
 /**

@@ -1,8 +1,9 @@
 /** The small conversions the shard table makes between a stream's config, an assignment and
- *  the wire's ShardRef, and the `not_leader` refusal it answers. */
-import type { ShardRef } from '@felix/wire';
+ *  the wire's ShardRef, the shard a cache request is of, and the `not_leader` refusal it answers. */
+import { type ShardRef, shardForKey } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import { NotLeaderRefusal, type ShardOwner } from '../session/refusal.js';
+import { posInt, str } from './feed-items.js';
 
 /** What these read of an assignment (shard-table.ts's AssignmentRecord). */
 interface AssignmentRecord {
@@ -11,6 +12,22 @@ interface AssignmentRecord {
   stream: string;
   shard: number;
   generation: number;
+}
+
+const UTF8 = new TextEncoder();
+
+/**
+ * The shard (of `width`) a cache, counter or watch request is of: its key's, else the
+ * one it names, else 0; null for a prefix watch that names no shard of a multi-shard cache. That
+ * is no request of shard 0's: refused as one, every broker but shard 0's leader answered
+ * `not_leader`, which a client retried for ever watching nothing. Its handler refuses it, the
+ * same on every broker.
+ */
+export function cacheShardOfMessage(m: Record<string, unknown>, width: number): number | null {
+  const key = str(m.key);
+  const named = posInt(m.shard);
+  if (m.type === 'cache_watch' && key === null && named === null && width > 1) return null;
+  return key !== null && key !== '' ? shardForKey(UTF8.encode(key), width, 'modulo') : (named ?? 0);
 }
 
 export function sameShape(a: StreamConfig, b: StreamConfig): boolean {

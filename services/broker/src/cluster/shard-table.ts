@@ -20,7 +20,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { routeAtIngress, routeWriteAtIngress } from '@felix/router';
 import type { LogOptions } from '@felix/storage';
-import { type Message, type ShardRef, shardForKey } from '@felix/wire';
+import type { Message, ShardRef } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
@@ -34,6 +34,7 @@ import type { Replicator } from './replicator.js';
 import { type RidingLogKind, type RidingLogs, labelLeaderGeneration } from './riding-logs.js';
 import { type NewLeaderMark, openThroughGenerationStart } from './generation-start.js';
 import {
+  cacheShardOfMessage,
   idOf,
   idOfStream,
   notLeaderRefusal,
@@ -68,8 +69,6 @@ export interface CacheRegistry {
   define(c: CacheConfig): void;
   forget(tenant: string, namespace: string, name: string): void;
 }
-
-const UTF8 = new TextEncoder();
 
 export class ShardTable {
   private readonly streams = new Map<string, StreamConfig>();
@@ -246,12 +245,8 @@ export class ShardTable {
     if (cacheName !== null) {
       const c = this.caches.get(streamKey(t, ns, cacheName));
       if (c === undefined) return null;
-      const key = str(m.key);
-      const shard =
-        key !== null && key !== ''
-          ? shardForKey(UTF8.encode(key), c.shards, 'modulo')
-          : (posInt(m.shard) ?? 0);
-      if (shard >= c.shards) return null;
+      const shard = cacheShardOfMessage(m, c.shards);
+      if (shard === null || shard >= c.shards) return null;
       // Every cache request follows the assignment: a get answered from a copy being let go
       // would miss a put already forwarded to the new leader.
       const write = CACHE_WRITES.has(String(m.type));
