@@ -85,7 +85,7 @@ describe('arguments refused at the call', () => {
     }
   });
 
-  it('a_cache_or_counter_key_over_the_brokers_bound_is_refused_before_it_is_sent', async () => {
+  it('a_cache_or_counter_key_or_watch_prefix_over_the_brokers_bound_is_refused_before_it_is_sent', async () => {
     // The broker refuses a key over 1,024 UTF-8 bytes (a fixed bound of its store); the client
     // let keys of up to 65,535 bytes through to be refused there.
     const broker = new FakeBroker({ reauth: false });
@@ -110,6 +110,10 @@ describe('arguments refused at the call', () => {
           expect(err).toBeInstanceOf(InvalidArgumentError);
           expect((err as Error).message).toBe('a cache key exceeds 1024 bytes');
         }
+        // The broker holds a watch's prefix to the key's bound too.
+        const watched = await refusal(() => cache.watch({ prefix: key }));
+        expect(watched).toBeInstanceOf(InvalidArgumentError);
+        expect((watched as Error).message).toBe('a watch prefix exceeds 1024 bytes');
         for (const call of [() => hits.add(key, 1n), () => hits.get(key)]) {
           const err = await refusal(call);
           expect(err).toBeInstanceOf(InvalidArgumentError);

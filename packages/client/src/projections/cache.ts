@@ -348,7 +348,11 @@ export class Cache {
         "a watch filter is { key: 'k' } or { prefix: 'p' } (exactly one of them)",
       );
     if ('key' in filter) checkKey(filter.key);
-    else checkWellFormed(filter.prefix, 'the watch prefix');
+    else {
+      checkWellFormed(filter.prefix, 'the watch prefix');
+      if (utf8Over(filter.prefix, CACHE_KEY_BYTES_MAX))
+        throw new InvalidArgumentError(`a watch prefix exceeds ${CACHE_KEY_BYTES_MAX} bytes`);
+    }
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
     return { [Symbol.asyncIterator]: () => this.watchSpan(filter, opts) };
