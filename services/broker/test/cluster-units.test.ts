@@ -138,6 +138,7 @@ const membershipSpec = {
   zone: null,
   labels: {},
   capacity: { max_shards: 0, weight: 1 },
+  durable_storage: false,
 };
 
 /** Node n1's membership over a fake control-plane client. */

@@ -198,6 +198,7 @@ export const RegisterNode = Type.Object(
       ),
     ),
     incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    durable_storage: Type.Optional(Type.Boolean()),
     features: Type.Optional(Type.Array(PlainText({ maxLength: 64 }), { maxItems: 64 })),
   },
   STRICT,
@@ -212,6 +213,7 @@ export const Node = Type.Object({
     zone: Nullable(Type.String()),
     labels: Type.Record(Type.String(), Type.String()),
     capacity: Capacity,
+    durable_storage: Type.Boolean(),
   }),
   status: Type.Object({
     lifecycle: Lifecycle,

@@ -214,6 +214,10 @@ export class AssignmentRepository {
     const rows = await livenessRows(q);
     const nodes = view(rows);
     const heardAtMs = new Map(rows.map((n) => [n.node_id, n.last_heartbeat_at_ms]));
+    // A node named by an assignment cannot be deleted, so a placed shard's leader always has a
+    // row; were it missing, the shard is taken as holding data (the reading that loses nothing).
+    const durableById = new Map(rows.map((n) => [n.node_id, n.durable_storage]));
+    const onDisk = (id: string) => durableById.get(id) ?? true;
     const reports = await reportsByShard(q);
     const current = new Map<string, AssignmentRecord>();
     for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
@@ -234,7 +238,12 @@ export class AssignmentRepository {
             : undefined;
           const policyInput = {
             kind: res.kind,
-            durable: res.durable ?? false,
+            // A stream's durability is its catalog's; a cache's is its broker's: once placed on
+            // a broker with a data dir, the shard may hold data, whether it reported or not.
+            durable:
+              res.kind === 'stream'
+                ? (res.durable ?? false)
+                : was !== undefined && onDisk(was.leader),
             consistency: res.consistency ?? 'Leader',
             current: was,
             report: reports.get(id),

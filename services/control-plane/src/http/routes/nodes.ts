@@ -36,6 +36,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
         labels: b.labels ?? {},
         capacity: { max_shards: b.capacity?.max_shards ?? 0, weight: b.capacity?.weight ?? 1 },
         incarnation: b.incarnation,
+        ...(b.durable_storage === undefined ? {} : { durable_storage: b.durable_storage }),
       });
       if (revived) void ctx.placement.trigger();
       return {
