@@ -9,7 +9,7 @@
 // itself as a pure function.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { failoverPolicy, reportTrust } from '../src/cluster/promotion.js';
+import { TRUST_ALL, failoverPolicy, reportTrust } from '../src/cluster/promotion.js';
 import type { LivenessConfig } from '../src/config.js';
 import { type ReportInput, foldReport } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
@@ -297,6 +297,39 @@ function promotionSuite(backend: Backend): void {
       await store.nodes.register(registration(before.leader, { incarnation: 3 }));
       expect((await store.assignments.pass(view)).unplaced).toBe(0);
       expect((await store.assignments.list(10)).items[0]).toEqual(before);
+    });
+
+    it('accepting_a_lost_nodes_data_reopens_the_shards_waiting_for_it_on_live_nodes', async () => {
+      const cache = await placedCache();
+      await store.streams.create(stream('s', { durable: true }), view);
+      const s = (await store.assignments.list(10)).items.find((a) => a.kind === 'stream')!;
+      const accept = () => store.assignments.acceptLoss(view, TRUST_ALL, cache.leader);
+      // Only a node that is down or gone: a live one's data is not given up.
+      await expect(accept()).rejects.toMatchObject({
+        code: 'FELIX_CONTROLPLANE_NODE_STATE_CONFLICT',
+      });
+      await expect(store.assignments.acceptLoss(view, TRUST_ALL, 'nope')).rejects.toMatchObject({
+        code: 'FELIX_CONTROLPLANE_NODE_NOT_FOUND',
+      });
+      const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === cache.leader)!;
+      await store.nodes.markDown(cache.leader, stamp.stamp);
+      expect((await store.assignments.pass(view)).unplaced).toBeGreaterThanOrEqual(1);
+      const out = await accept();
+      const led = [cache, ...(s.leader === cache.leader ? [s] : [])];
+      expect(out.still_led).toBe(0);
+      expect(out.moved.map((a) => a.kind).sort()).toEqual(led.map((a) => a.kind).sort());
+      for (const a of out.moved) {
+        const was = led.find((x) => x.kind === a.kind)!;
+        expect(a.leader).not.toBe(cache.leader);
+        expect(a.generation).toBe(was.generation + 1);
+      }
+      // The new owner now holds the shard: losing it in turn makes it wait again, not move.
+      const moved = out.moved.find((a) => a.kind === 'cache')!;
+      const next = (await store.nodes.liveStamps()).find((x) => x.node_id === moved.leader)!;
+      await store.nodes.markDown(moved.leader, next.stamp);
+      await store.assignments.pass(view);
+      const after = (await store.assignments.list(10)).items.find((a) => a.kind === 'cache');
+      expect(after).toEqual(moved);
     });
 
     it('an_in_memory_brokers_cache_shard_still_moves_without_a_report', async () => {

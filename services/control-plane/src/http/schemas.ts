@@ -353,6 +353,12 @@ export const Assignment = Type.Object({
   routing: Type.Optional(Routing),
 });
 export const AssignmentPage = paged(Assignment);
+export const AcceptedLoss = Type.Object({
+  moved: Type.Array(Assignment, { description: 'Shards the lost node led, now led elsewhere' }),
+  still_led: Type.Integer({
+    description: 'Shards it still leads: its lease has not lapsed, or no node is eligible',
+  }),
+});
 export const AssignmentQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
   cursor: Type.Optional(Type.String({ maxLength: CURSOR_CHARS_MAX })),

@@ -1,9 +1,13 @@
-/** Membership routes: register, heartbeat, drain, deregister, delete, and the placement view. */
+/**
+ * Membership routes: register, heartbeat, drain, deregister, accepting a lost node's data, delete,
+ * and the placement view.
+ */
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
-import { placementView } from '../../cluster/liveness.js';
+import { placementNodes, placementView } from '../../cluster/liveness.js';
+import { reportTrust } from '../../cluster/promotion.js';
 import { ControlPlaneError } from '../../errors.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { NodeRecord } from '../../store/types.js';
@@ -109,6 +113,32 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const node = await store.nodes.deregister(checkName('node_id', p.node_id));
       void ctx.placement.trigger();
       return view(node);
+    },
+  });
+
+  app.post('/v1/nodes/:node_id/accept-loss', {
+    schema: {
+      tags: ['nodes'],
+      summary:
+        "Gives up a down or departed node's data: the shards it leads move to live replicas or empty nodes",
+      params: S.NodeParams,
+      response: S.responses({ 200: S.AcceptedLoss }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      const nowMs = ctx.clock.nowMs();
+      const out = await store.assignments.acceptLoss(
+        (nodes) => placementNodes(nodes, liveness, nowMs),
+        reportTrust(liveness, nowMs),
+        checkName('node_id', p.node_id),
+      );
+      req.log.warn(
+        { node_id: p.node_id, moved: out.moved.length, still_led: out.still_led },
+        'operator accepted the loss of a node: its shards reopen without its data',
+      );
+      // Refreshes the unplaced-shards gauge; the move itself is already written.
+      void ctx.placement.trigger();
+      return out;
     },
   });
 
