@@ -33,14 +33,7 @@ import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
 import { type RidingLogKind, type RidingLogs, labelLeaderGeneration } from './riding-logs.js';
 import { type NewLeaderMark, openThroughGenerationStart } from './generation-start.js';
-import {
-  idOf,
-  idOfStream,
-  notLeaderRefusal,
-  refOf,
-  refOfAssignment,
-  sameShape,
-} from './shard-refs.js';
+import { idOf, idOfStream, ownerRefusal, refOf, refOfAssignment, sameShape } from './shard-refs.js';
 
 import { type CacheQuorum, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
 import { CommittingCaches } from './cache-leading.js';
@@ -406,7 +399,7 @@ export class ShardTable {
         generation: route.generation,
         addr: this.nodeAddresses.get(route.leader),
       };
-      return notLeaderRefusal(owner, this.nodeId);
+      return ownerRefusal(owner, this.nodeId, this.nodeLifecycles.get(route.leader));
     }
     return this.unservedRefusal(key, where, route.reason);
   }
