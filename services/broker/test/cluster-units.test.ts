@@ -25,6 +25,8 @@ import {
   streamFromCatalog,
 } from '../src/cluster/feed-items.js';
 import { followerLogOptions } from '../src/cluster/internal-node.js';
+import { ownerRefusal } from '../src/cluster/shard-refs.js';
+import { NotLeaderRefusal } from '../src/session/refusal.js';
 import { loadConfig } from '../src/config/load.js';
 import { retentionOf } from '../src/streams/durable-store.js';
 import { ControlPlaneUnavailableError } from '../src/errors.js';
@@ -138,6 +140,7 @@ const membershipSpec = {
   zone: null,
   labels: {},
   capacity: { max_shards: 0, weight: 1 },
+  durable_storage: false,
 };
 
 /** Node n1's membership over a fake control-plane client. */
@@ -374,5 +377,30 @@ describe('discovery answers', () => {
       { shard: 2, generation: 0, unavailable: 'not_assigned' },
     ]);
     expect(ownersOf({ table, width: () => undefined }, msg)).toEqual([]);
+  });
+
+  it('a_shard_whose_leader_is_down_or_gone_is_refused_unavailable_rather_than_redirected', () => {
+    const owner = {
+      kind: 'cache' as const,
+      tenant: 't1',
+      namespace: 'default',
+      name: 'users',
+      shard: 0,
+      nodeId: 'n2',
+      generation: 3,
+      addr: '127.0.0.1:7002',
+    };
+    // A live (or draining) leader is a redirect, which a write's handler forwards.
+    for (const life of ['live', 'draining', undefined]) {
+      expect(ownerRefusal(owner, 'n1', life)).toBeInstanceOf(NotLeaderRefusal);
+    }
+    // One the book says is down or left kept the shard because only it holds its data: a
+    // redirect could only fail to connect, so the answer is a typed, retryable unavailability.
+    for (const life of ['down', 'left']) {
+      const r = ownerRefusal(owner, 'n1', life);
+      expect(r).not.toBeInstanceOf(NotLeaderRefusal);
+      expect(r).toMatchObject({ wireCode: 'shard_unavailable', reason: 'leader_not_live' });
+      expect(r.message).toContain('node n2');
+    }
   });
 });

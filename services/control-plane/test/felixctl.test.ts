@@ -135,6 +135,24 @@ describe('felixctl', () => {
     expect(r.err.join('\n')).toContain('404 FELIX_CONTROLPLANE_TENANT_NOT_FOUND');
   });
 
+  it('felixctl_accept_loss_needs_yes_and_names_the_shards_it_moved', async () => {
+    const env = { FELIX_CONFIG: join(home.path, 'loss.json') };
+    const unconfirmed = await recorded(env, ['accept-loss', 'b0']);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.requests).toEqual([]);
+    expect(unconfirmed.err.join('\n')).toContain('--yes');
+    const moved = { kind: 'cache', tenant_id: 't1', namespace: 'ns', stream: 'users', shard: 0 };
+    const ok = await recorded(env, ['accept-loss', 'b0', '--yes'], () => ({
+      moved: [{ ...moved, leader: 'b1', replicas: ['b1'], generation: 2, state: 'active' }],
+      still_led: 0,
+    }));
+    expect(ok.code, ok.err.join()).toBe(0);
+    expect(ok.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /v1/nodes/b0/accept-loss',
+    ]);
+    expect(ok.out.join('\n')).toContain('1 shard(s) moved off b0; it still leads 0');
+  });
+
   it('felixctl_refuses_a_shard_count_that_is_not_a_whole_number', async () => {
     const env = { FELIX_CONFIG: join(home.path, 'numbers.json') };
     const create = ['streams', 'create', 't1', 'ns', 's'];

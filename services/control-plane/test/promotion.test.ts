@@ -9,7 +9,7 @@
 // itself as a pure function.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { failoverPolicy, reportTrust } from '../src/cluster/promotion.js';
+import { TRUST_ALL, failoverPolicy, reportTrust } from '../src/cluster/promotion.js';
 import type { LivenessConfig } from '../src/config.js';
 import { type ReportInput, foldReport } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
@@ -269,6 +269,81 @@ function promotionSuite(backend: Backend): void {
       expect(after!.leader).not.toBe(before!.leader);
     });
 
+    /** A one-shard cache of `rf` copies, placed on the four live nodes; its assignment. */
+    async function placedCache(rf = 1): Promise<AssignmentRecord> {
+      const c = { tenant_id: 't1', namespace: 'ns', cache: 'users', display_name: 'users' };
+      await store.caches.create(
+        { ...c, shards: 1, replication_factor: rf, consistency: 'Leader' },
+        view,
+      );
+      return (await store.assignments.list(10)).items[0]!;
+    }
+
+    it('a_one_copy_cache_never_moves_to_an_empty_broker_when_its_unreporting_owner_is_lost', async () => {
+      // The README's broker: a data dir but no internal listener, so it never sends a report.
+      const before = await placedCache();
+      expect(await store.replicaReports.list(10)).toEqual([]);
+      // SIGTERM deregisters it; three live brokers remain, none holding the cache's log.
+      await store.nodes.deregister(before.leader);
+      const pass = await store.assignments.pass(view);
+      expect(pass.unplaced).toBe(1);
+      expect((await store.assignments.list(10)).items[0]).toEqual(before);
+      // The same when it crashes (marked down) rather than leaving.
+      await store.nodes.register(registration(before.leader, { incarnation: 2 }));
+      const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === before.leader)!;
+      expect(await store.nodes.markDown(before.leader, stamp.stamp)).toBe(true);
+      expect((await store.assignments.pass(view)).unplaced).toBe(1);
+      // Its owner returns: it leads again at the same generation, with what it holds.
+      await store.nodes.register(registration(before.leader, { incarnation: 3 }));
+      expect((await store.assignments.pass(view)).unplaced).toBe(0);
+      expect((await store.assignments.list(10)).items[0]).toEqual(before);
+    });
+
+    it('accepting_a_lost_nodes_data_reopens_the_shards_waiting_for_it_on_live_nodes', async () => {
+      const cache = await placedCache();
+      await store.streams.create(stream('s', { durable: true }), view);
+      const s = (await store.assignments.list(10)).items.find((a) => a.kind === 'stream')!;
+      const accept = () => store.assignments.acceptLoss(view, TRUST_ALL, cache.leader);
+      // Only a node that is down or gone: a live one's data is not given up.
+      await expect(accept()).rejects.toMatchObject({
+        code: 'FELIX_CONTROLPLANE_NODE_STATE_CONFLICT',
+      });
+      await expect(store.assignments.acceptLoss(view, TRUST_ALL, 'nope')).rejects.toMatchObject({
+        code: 'FELIX_CONTROLPLANE_NODE_NOT_FOUND',
+      });
+      const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === cache.leader)!;
+      await store.nodes.markDown(cache.leader, stamp.stamp);
+      expect((await store.assignments.pass(view)).unplaced).toBeGreaterThanOrEqual(1);
+      const out = await accept();
+      const led = [cache, ...(s.leader === cache.leader ? [s] : [])];
+      expect(out.still_led).toBe(0);
+      expect(out.moved.map((a) => a.kind).sort()).toEqual(led.map((a) => a.kind).sort());
+      for (const a of out.moved) {
+        const was = led.find((x) => x.kind === a.kind)!;
+        expect(a.leader).not.toBe(cache.leader);
+        expect(a.generation).toBe(was.generation + 1);
+      }
+      // The new owner now holds the shard: losing it in turn makes it wait again, not move.
+      const moved = out.moved.find((a) => a.kind === 'cache')!;
+      const next = (await store.nodes.liveStamps()).find((x) => x.node_id === moved.leader)!;
+      await store.nodes.markDown(moved.leader, next.stamp);
+      await store.assignments.pass(view);
+      const after = (await store.assignments.list(10)).items.find((a) => a.kind === 'cache');
+      expect(after).toEqual(moved);
+    });
+
+    it('an_in_memory_brokers_cache_shard_still_moves_without_a_report', async () => {
+      // Values of an in-memory broker die with it: nothing is left to wait for.
+      for (const id of ['n1', 'n2', 'n3', 'n4'])
+        await store.nodes.register(registration(id, { incarnation: 2, durable_storage: false }));
+      const before = await placedCache();
+      await store.nodes.deregister(before.leader);
+      expect((await store.assignments.pass(view)).unplaced).toBe(0);
+      const [after] = (await store.assignments.list(10)).items;
+      expect(after!.leader).not.toBe(before.leader);
+      expect(after!.generation).toBe(before.generation + 1);
+    });
+
     it('a_replica_report_is_believed_only_from_the_current_leader_and_only_moves_forward', async () => {
       await store.streams.create(stream('s', { durable: true, replication_factor: 3 }), view);
       const [a] = (await store.assignments.list(10)).items;
@@ -445,8 +520,11 @@ describe('failover policy', () => {
 
   it('nothing_without_a_durable_log_gets_a_policy', () => {
     expect(failoverPolicy({ ...base, durable: false })).toBeUndefined();
-    // A cache shard that never reported shipped logs (an in-memory broker, no followers).
-    expect(failoverPolicy({ ...base, kind: 'cache', report: undefined })).toBeUndefined();
+    // A cache shard of an in-memory broker that never reported shipped logs.
+    const memory = { ...base, kind: 'cache' as const, durable: false, report: undefined };
+    expect(failoverPolicy(memory)).toBeUndefined();
+    // One a durable broker leads may hold data, reported or not: it waits for its owner.
+    expect(failoverPolicy({ ...memory, durable: true })).toEqual({ candidates: [] });
   });
 
   it('a_reported_cache_shard_with_no_follower_in_sync_goes_only_to_one_holding_its_whole_log', () => {

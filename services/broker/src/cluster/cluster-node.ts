@@ -99,6 +99,7 @@ export function nodeSpec(cfg: BrokerConfig, clientPort: number): NodeSpec {
     zone: c.zone,
     labels: parseLabels(c.labels),
     capacity: { max_shards: c.max_shards, weight: 1 },
+    durable_storage: cfg.durable.data_dir !== null,
   };
 }
 

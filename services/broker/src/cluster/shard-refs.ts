@@ -1,8 +1,9 @@
 /** The small conversions the shard table makes between a stream's config, an assignment and
- *  the wire's ShardRef, the shard a cache request is of, and the `not_leader` refusal it answers. */
+ *  the wire's ShardRef, the shard a cache request is of, and the refusal it answers for a shard
+ *  another node leads. */
 import { type ShardRef, shardForKey } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
-import { NotLeaderRefusal, type ShardOwner } from '../session/refusal.js';
+import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
 import { posInt, str } from './feed-items.js';
 
 /** What these read of an assignment (shard-table.ts's AssignmentRecord). */
@@ -63,5 +64,28 @@ export function notLeaderRefusal(owner: ShardOwner, self: string): NotLeaderRefu
   return new NotLeaderRefusal(
     owner,
     `${where} is led by node ${owner.nodeId}${at} at generation ${owner.generation}, not ${self}`,
+  );
+}
+
+/**
+ * The refusal for a shard `owner` leads, as broker `self` answers it: `not_leader` (a redirect, or
+ * a forward for a write), unless the node book says the owner is down or gone. Placement then
+ * left the shard with it because its data is there and nowhere else (docs/control-plane.md,
+ * "Placement"), and a redirect could only fail to connect: the shard is unavailable, retryably,
+ * until the owner returns or an operator accepts its loss.
+ */
+export function ownerRefusal(
+  owner: ShardOwner,
+  self: string,
+  lifecycle: string | undefined,
+): Refusal {
+  if (lifecycle !== 'down' && lifecycle !== 'left') return notLeaderRefusal(owner, self);
+  const where = `${owner.kind} ${owner.tenant}/${owner.namespace}/${owner.name} shard ${owner.shard}`;
+  const gone = lifecycle === 'left' ? 'has left the cluster' : 'is down';
+  return new Refusal(
+    'shard_unavailable',
+    `${where} is led by node ${owner.nodeId}, which ${gone}; it holds the shard's only data, so the shard is unavailable until that node returns or an operator accepts its loss (leader_not_live)`,
+    'leader_not_live',
+    { detail: { reason: 'leader_not_live' } },
   );
 }

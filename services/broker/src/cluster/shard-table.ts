@@ -37,7 +37,7 @@ import {
   cacheShardOfMessage,
   idOf,
   idOfStream,
-  notLeaderRefusal,
+  ownerRefusal,
   refOf,
   refOfAssignment,
   sameShape,
@@ -401,7 +401,7 @@ export class ShardTable {
         generation: route.generation,
         addr: this.nodeAddresses.get(route.leader),
       };
-      return notLeaderRefusal(owner, this.nodeId);
+      return ownerRefusal(owner, this.nodeId, this.nodeLifecycles.get(route.leader));
     }
     return this.unservedRefusal(key, where, route.reason);
   }

@@ -1,6 +1,7 @@
-/** felixctl's catalog and cluster commands: tenants, namespaces, streams, caches, nodes, assignments. */
+/** felixctl's catalog and cluster commands: tenants, namespaces, streams, caches, nodes, accept-loss, assignments. */
 import type { Command } from 'commander';
 import { type Api, type Json, seg } from './api.js';
+import { UsageError } from './data/report.js';
 import { wholeNumber } from './data/values.js';
 
 function tenantCommands(program: Command, api: Api): void {
@@ -156,6 +157,29 @@ function clusterCommands(program: Command, api: Api): void {
         'placement.reasons',
       ]),
     );
+  program
+    .command('accept-loss <node_id>')
+    .description(
+      "give up a down or departed node's data: the shards it leads reopen on live replicas or empty nodes",
+    )
+    .option('--yes', 'confirm: what only that node held is lost for good')
+    .action(async (node: string, o: { yes?: boolean }) => {
+      if (!o.yes) throw new UsageError('accept-loss discards data; confirm with --yes');
+      const r = (await api.call('POST', `/v1/nodes/${seg(node)}/accept-loss`)) as {
+        moved: Json[];
+        still_led: number;
+      };
+      api.show(r.moved, [
+        'kind',
+        'tenant_id',
+        'namespace',
+        'stream',
+        'shard',
+        'leader',
+        'generation',
+      ]);
+      api.out(`${r.moved.length} shard(s) moved off ${node}; it still leads ${r.still_led}`);
+    });
   program
     .command('assignments')
     .description('shard assignments')

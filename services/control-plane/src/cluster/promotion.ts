@@ -11,13 +11,16 @@
  * or a later generation, or older than the trust window. Candidates come most caught-up first.
  * A durable single copy has no candidate: it waits for its owner.
  *
- * A cache's durability is the broker's (the catalog does not say), so a cache shard is protected
- * once its leader has reported durable logs shipped to followers: the bound is then the leader's
- * whole reported cache log, and a `Leader` cache, whose writes are acked by its leader alone as a
- * `Leader` stream's are, may also go to a follower the report names in sync (in sync on both its
- * cache and counter logs). A `Quorum` cache keeps the whole-log bound: its report speaks of the
- * cache log's mark only, and its new leader takes no furthest tail. A cache shard that never sent
- * a report (an in-memory broker, or no followers) moves freely, as before.
+ * A cache's durability is the broker's (the catalog does not say): a cache shard is protected
+ * once it is led by a broker that registered with durable storage (it may hold data whether or
+ * not it ever reported: a broker without an internal listener never does) or once its leader has
+ * reported logs shipped to followers. The bound is the leader's whole reported cache log, and a
+ * `Leader` cache, whose writes are acked by its leader alone as a `Leader` stream's are, may also
+ * go to a follower the report names in sync (in sync on both its cache and counter logs). A
+ * `Quorum` cache keeps the whole-log bound: its report speaks of the cache log's mark only, and
+ * its new leader takes no furthest tail. Without a report a protected cache shard, like a durable
+ * stream, has no candidate and waits for its owner (or an operator's accept-loss). Only a cache
+ * shard led by an in-memory broker, which never reported, moves freely: its values died with it.
  */
 import type { Assignment, FailoverPolicy, ShardKind } from '@felix/router';
 import type { LivenessConfig } from '../config.js';
@@ -56,6 +59,7 @@ function agedAtMs(trust: ReportTrust, leaderHeardAtMs: number | undefined): numb
 
 export interface PromotionInput {
   kind: ShardKind;
+  /** A stream: the catalog's `durable`; a cache: its current leader keeps its logs on disk. */
   durable: boolean;
   consistency: Consistency;
   current: Assignment | undefined;
@@ -79,16 +83,16 @@ export function caughtUpBound(input: PromotionInput): number | null {
   return quorum ? report.commit_offset : report.leader_offset;
 }
 
-/** Whether a shard's logs need protecting at failover: a durable stream, or a cache shard whose
- *  leader reported durable logs (a report exists only where logs are shipped). */
+/** Whether a shard's logs need protecting at failover: a durable stream, or a cache shard led by
+ *  a durable broker or whose leader reported shipped logs (a report exists only where they are). */
 function protectedShard(input: PromotionInput): boolean {
   if (input.kind === 'stream') return input.durable;
-  return input.report !== undefined;
+  return input.durable || input.report !== undefined;
 }
 
 /**
  * The failover policy of one shard, or undefined when its log has nothing to protect (an
- * in-memory stream; a cache shard that never reported shipped logs).
+ * in-memory stream; a cache shard of an in-memory broker that never reported shipped logs).
  */
 export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefined {
   if (!protectedShard(input)) return undefined;

@@ -198,6 +198,7 @@ export const RegisterNode = Type.Object(
       ),
     ),
     incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    durable_storage: Type.Optional(Type.Boolean()),
     features: Type.Optional(Type.Array(PlainText({ maxLength: 64 }), { maxItems: 64 })),
   },
   STRICT,
@@ -212,6 +213,7 @@ export const Node = Type.Object({
     zone: Nullable(Type.String()),
     labels: Type.Record(Type.String(), Type.String()),
     capacity: Capacity,
+    durable_storage: Type.Boolean(),
   }),
   status: Type.Object({
     lifecycle: Lifecycle,
@@ -351,6 +353,12 @@ export const Assignment = Type.Object({
   routing: Type.Optional(Routing),
 });
 export const AssignmentPage = paged(Assignment);
+export const AcceptedLoss = Type.Object({
+  moved: Type.Array(Assignment, { description: 'Shards the lost node led, now led elsewhere' }),
+  still_led: Type.Integer({
+    description: 'Shards it still leads: its lease has not lapsed, or no node is eligible',
+  }),
+});
 export const AssignmentQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
   cursor: Type.Optional(Type.String({ maxLength: CURSOR_CHARS_MAX })),

@@ -21,6 +21,7 @@ import {
   updateAssignmentIf,
   upsertAssignments,
 } from './assignment-rows.js';
+import { NodeNotFoundError, NodeStateConflictError } from '../errors.js';
 import { type CatalogKind, type ShardedResource, shardedResources } from './catalog-kinds.js';
 import {
   type ReportTrust,
@@ -43,6 +44,12 @@ import {
 import type { Sql } from './sql.js';
 import type { Transactions, Write } from './transaction.js';
 import type { AssignmentRecord, NodeLiveness, Page, Routing } from './types.js';
+
+/** What accepting a lost node's data did: the shards it led that moved, and those it still leads. */
+export interface AcceptedLoss {
+  moved: AssignmentRecord[];
+  still_led: number;
+}
 
 export interface PlacementOutcome {
   entries: PlanEntry[];
@@ -122,42 +129,89 @@ export class AssignmentRepository {
    * (generation bumped) with its change row.
    */
   pass(view: PlacementView, trust: ReportTrust = TRUST_ALL): Promise<PlacementOutcome> {
+    return this.tx.write((w) => this.passIn(w, view, trust));
+  }
+
+  /**
+   * An operator's acceptance that node `nodeId` (down or left) is gone with its data: one pass in
+   * which the shards it still leads lose their protection, so each goes to its best live replica
+   * or, with none, to a fresh empty node at a new generation (docs/control-plane.md,
+   * "Accepting a lost node's data"). A shard its lease still covers stays where it is.
+   */
+  acceptLoss(view: PlacementView, trust: ReportTrust, nodeId: string): Promise<AcceptedLoss> {
     return this.tx.write(async (w) => {
-      await this.tx.driver.lockPlacement(w.q);
-      const inputs = await this.placementInputs(w.q, view, trust);
-      const entries = planPlacement(inputs.requests, inputs.nodes);
-      const fresh: AssignmentRecord[] = [];
-      const written: AssignmentRecord[] = [];
-      let unplaced = 0;
-      for (const e of entries) {
-        if (!e.placement.placed) {
-          unplaced++;
-          continue;
-        }
-        if (!e.placement.changed) continue;
-        const k = e.key;
-        const routing = inputs.routing.get(shardId(k.kind, k.tenant, k.namespace, k.name, k.shard));
-        const a = assignmentFor(k, e.placement.assignment, routing);
-        // Conditional writes: a fresh placement only if no one placed the shard meanwhile, a
-        // change only over the generation it was planned from; a lost race writes nothing and
-        // the next pass plans again from what is there.
-        if (!e.current) fresh.push(a);
-        else if (await updateAssignmentIf(w.q, a, e.current.generation, w.nowMs())) {
-          written.push(a);
-          w.change('assignments', 'updated', assignmentKeyOf(a), a);
-        }
+      const rows = await w.q.query<Row>('SELECT lifecycle FROM nodes WHERE node_id = $1', [nodeId]);
+      if (rows.length === 0) throw new NodeNotFoundError(`node ${nodeId} is not registered`);
+      const life = str(rows[0]!.lifecycle);
+      if (life !== 'down' && life !== 'left') {
+        throw new NodeStateConflictError(
+          `node ${nodeId} is ${life}: only a down or departed node's data can be given up`,
+        );
       }
-      for (const a of await insertAssignmentsIfAbsent(w.q, fresh, w.nowMs())) {
-        written.push(a);
-        w.change('assignments', 'assigned', assignmentKeyOf(a), a);
-      }
-      // Assignments whose resource is gone (a delete that raced a pass) are removed.
-      for (const o of inputs.orphans) {
-        if (await deleteAssignmentIf(w.q, o))
-          w.change('assignments', 'unassigned', assignmentKeyOf(o));
-      }
-      return { entries, written, unplaced };
+      const out = await this.passIn(w, view, trust, nodeId);
+      const led = new Set(
+        out.entries
+          .filter((e) => e.current?.leader === nodeId)
+          .map((e) => shardId(e.key.kind, e.key.tenant, e.key.namespace, e.key.name, e.key.shard)),
+      );
+      const moved = out.written.filter((a) =>
+        led.has(shardId(a.kind, a.tenant_id, a.namespace, a.stream, a.shard)),
+      );
+      const still = await w.q.query<Row>('SELECT shard FROM shard_assignments WHERE leader = $1', [
+        nodeId,
+      ]);
+      return { moved, still_led: still.length };
     });
+  }
+
+  /** One pass inside `w`; shards led by `lossAccepted` are placed as if they held nothing. */
+  private async passIn(
+    w: Write,
+    view: PlacementView,
+    trust: ReportTrust,
+    lossAccepted?: string,
+  ): Promise<PlacementOutcome> {
+    await this.tx.driver.lockPlacement(w.q);
+    const inputs = await this.placementInputs(w.q, view, trust);
+    if (lossAccepted !== undefined) {
+      for (const r of inputs.requests) {
+        if (r.current?.leader !== lossAccepted) continue;
+        r.failover = undefined;
+        r.handoff = undefined;
+      }
+    }
+    const entries = planPlacement(inputs.requests, inputs.nodes);
+    const fresh: AssignmentRecord[] = [];
+    const written: AssignmentRecord[] = [];
+    let unplaced = 0;
+    for (const e of entries) {
+      if (!e.placement.placed) {
+        unplaced++;
+        continue;
+      }
+      if (!e.placement.changed) continue;
+      const k = e.key;
+      const routing = inputs.routing.get(shardId(k.kind, k.tenant, k.namespace, k.name, k.shard));
+      const a = assignmentFor(k, e.placement.assignment, routing);
+      // Conditional writes: a fresh placement only if no one placed the shard meanwhile, a
+      // change only over the generation it was planned from; a lost race writes nothing and
+      // the next pass plans again from what is there.
+      if (!e.current) fresh.push(a);
+      else if (await updateAssignmentIf(w.q, a, e.current.generation, w.nowMs())) {
+        written.push(a);
+        w.change('assignments', 'updated', assignmentKeyOf(a), a);
+      }
+    }
+    for (const a of await insertAssignmentsIfAbsent(w.q, fresh, w.nowMs())) {
+      written.push(a);
+      w.change('assignments', 'assigned', assignmentKeyOf(a), a);
+    }
+    // Assignments whose resource is gone (a delete that raced a pass) are removed.
+    for (const o of inputs.orphans) {
+      if (await deleteAssignmentIf(w.q, o))
+        w.change('assignments', 'unassigned', assignmentKeyOf(o));
+    }
+    return { entries, written, unplaced };
   }
 
   /** Places a new resource's shards inside its creating write. */
@@ -214,6 +268,10 @@ export class AssignmentRepository {
     const rows = await livenessRows(q);
     const nodes = view(rows);
     const heardAtMs = new Map(rows.map((n) => [n.node_id, n.last_heartbeat_at_ms]));
+    // A node named by an assignment cannot be deleted, so a placed shard's leader always has a
+    // row; were it missing, the shard is taken as holding data (the reading that loses nothing).
+    const durableById = new Map(rows.map((n) => [n.node_id, n.durable_storage]));
+    const onDisk = (id: string) => durableById.get(id) ?? true;
     const reports = await reportsByShard(q);
     const current = new Map<string, AssignmentRecord>();
     for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
@@ -234,7 +292,12 @@ export class AssignmentRepository {
             : undefined;
           const policyInput = {
             kind: res.kind,
-            durable: res.durable ?? false,
+            // A stream's durability is its catalog's; a cache's is its broker's: once placed on
+            // a broker with a data dir, the shard may hold data, whether it reported or not.
+            durable:
+              res.kind === 'stream'
+                ? (res.durable ?? false)
+                : was !== undefined && onDisk(was.leader),
             consistency: res.consistency ?? 'Leader',
             current: was,
             report: reports.get(id),

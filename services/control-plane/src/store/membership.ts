@@ -20,7 +20,8 @@ import type { Lifecycle, NodeLiveness, NodeRecord, Page, RegisterInput } from '.
 /** The node rows placement reads (liveness applied later, by the caller's view). */
 export async function livenessRows(q: Sql): Promise<NodeLiveness[]> {
   const rows = await q.query<Row>(
-    'SELECT node_id, zone, lifecycle, last_heartbeat_at_ms, capacity_max_shards FROM nodes',
+    `SELECT node_id, zone, lifecycle, last_heartbeat_at_ms, capacity_max_shards, durable_storage
+     FROM nodes`,
   );
   return rows.map(livenessOf);
 }
@@ -74,18 +75,20 @@ async function upsertNode(
     req.incarnation,
     nowMs,
     reg.registeredAtMs,
+    req.durable_storage === false ? 0 : 1,
   ];
   try {
     await q.query(
       `INSERT INTO nodes (node_id, advertise_addr, client_addr, region, zone, labels, capacity_max_shards,
-         capacity_weight, lifecycle, incarnation, last_heartbeat_at_ms, registered_at_ms)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+         capacity_weight, lifecycle, incarnation, last_heartbeat_at_ms, registered_at_ms,
+         durable_storage)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
        ON CONFLICT (node_id) DO UPDATE SET advertise_addr = excluded.advertise_addr,
          client_addr = excluded.client_addr, region = excluded.region, zone = excluded.zone,
          labels = excluded.labels, capacity_max_shards = excluded.capacity_max_shards,
          capacity_weight = excluded.capacity_weight, lifecycle = excluded.lifecycle,
          incarnation = excluded.incarnation, last_heartbeat_at_ms = excluded.last_heartbeat_at_ms,
-         registered_at_ms = excluded.registered_at_ms`,
+         registered_at_ms = excluded.registered_at_ms, durable_storage = excluded.durable_storage`,
       params,
     );
   } catch (err) {

@@ -187,6 +187,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "ALTER TABLE caches ADD COLUMN uid TEXT NOT NULL DEFAULT ''",
     ],
   },
+  {
+    version: 7,
+    name: 'nodes: whether a broker keeps its logs on disk (a cache shard it led may hold data)',
+    // A node registered before this column existed may well be durable: 1 protects its shards.
+    statements: ['ALTER TABLE nodes ADD COLUMN durable_storage BIGINT NOT NULL DEFAULT 1'],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -83,6 +83,7 @@ export function nodeOf(r: Row): NodeRecord {
       zone: strOrNull(r.zone),
       labels: JSON.parse(str(r.labels)) as Record<string, string>,
       capacity: { max_shards: num(r.capacity_max_shards), weight: num(r.capacity_weight) },
+      durable_storage: num(r.durable_storage) !== 0,
     },
     status: {
       lifecycle: str(r.lifecycle) as Lifecycle,
@@ -101,6 +102,7 @@ export function livenessOf(r: Row): NodeLiveness {
     lifecycle: str(r.lifecycle) as Lifecycle,
     last_heartbeat_at_ms: num(r.last_heartbeat_at_ms),
     max_shards: num(r.capacity_max_shards),
+    durable_storage: num(r.durable_storage) !== 0,
   };
 }
 

@@ -56,6 +56,11 @@ export interface NodeSpec {
   zone: string | null;
   labels: Record<string, string>;
   capacity: { max_shards: number; weight: number };
+  /**
+   * The broker keeps its logs on disk (a data dir): a shard it led may hold data, so placement
+   * never reopens it empty elsewhere (docs/control-plane.md, "Placement").
+   */
+  durable_storage: boolean;
 }
 
 export interface NodeRecord {
@@ -76,10 +81,13 @@ export interface NodeLiveness {
   lifecycle: Lifecycle;
   last_heartbeat_at_ms: number;
   max_shards: number;
+  durable_storage: boolean;
 }
 
-export interface RegisterInput extends NodeSpec {
+export interface RegisterInput extends Omit<NodeSpec, 'durable_storage'> {
   node_id: string;
+  /** Absent (a broker that does not say): taken as durable, the reading that loses nothing. */
+  durable_storage?: boolean;
   incarnation: number;
 }
 

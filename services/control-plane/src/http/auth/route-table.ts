@@ -92,6 +92,7 @@ export const ROUTE_AUTH: Readonly<Record<string, RouteAuth>> = {
   'POST /v1/nodes/:node_id/replica-status': ownNode,
   'POST /v1/nodes/:node_id/drain': ownNode,
   'POST /v1/nodes/:node_id/deregister': ownNode,
+  'POST /v1/nodes/:node_id/accept-loss': onCluster('node.manage'),
   'DELETE /v1/nodes/:node_id': onCluster('node.manage'),
   'GET /v1/nodes': onCluster('node.view'),
   'GET /v1/nodes/:node_id': onCluster('node.view'),

@@ -1,14 +1,33 @@
-/** Membership routes: register, heartbeat, drain, deregister, delete, and the placement view. */
+/**
+ * Membership routes: register, heartbeat, drain, deregister, accepting a lost node's data, delete,
+ * and the placement view.
+ */
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
-import { placementView } from '../../cluster/liveness.js';
+import { placementNodes, placementView } from '../../cluster/liveness.js';
+import { reportTrust } from '../../cluster/promotion.js';
 import { ControlPlaneError } from '../../errors.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
-import type { NodeRecord } from '../../store/types.js';
+import type { NodeRecord, RegisterInput } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
+
+/** The registration a `POST /v1/nodes` body asks for, defaults filled in. */
+function registration(b: Static<typeof S.RegisterNode>, regionId: string): RegisterInput {
+  return {
+    node_id: checkName('node_id', b.node_id),
+    advertise_addr: b.advertise_addr,
+    client_addr: b.client_addr ?? null,
+    region: b.region ?? regionId,
+    zone: b.zone ?? null,
+    labels: b.labels ?? {},
+    capacity: { max_shards: b.capacity?.max_shards ?? 0, weight: b.capacity?.weight ?? 1 },
+    incarnation: b.incarnation,
+    ...(b.durable_storage === undefined ? {} : { durable_storage: b.durable_storage }),
+  };
+}
 
 export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { store, liveness } = ctx;
@@ -27,16 +46,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const b = req.body as Static<typeof S.RegisterNode>;
-      const { node, revived } = await store.nodes.register({
-        node_id: checkName('node_id', b.node_id),
-        advertise_addr: b.advertise_addr,
-        client_addr: b.client_addr ?? null,
-        region: b.region ?? ctx.regionId,
-        zone: b.zone ?? null,
-        labels: b.labels ?? {},
-        capacity: { max_shards: b.capacity?.max_shards ?? 0, weight: b.capacity?.weight ?? 1 },
-        incarnation: b.incarnation,
-      });
+      const { node, revived } = await store.nodes.register(registration(b, ctx.regionId));
       if (revived) void ctx.placement.trigger();
       return {
         node,
@@ -111,6 +121,8 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   });
 
+  acceptLossRoute(app, ctx);
+
   app.delete('/v1/nodes/:node_id', {
     schema: {
       tags: ['nodes'],
@@ -144,6 +156,35 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.NodeParams>;
       return view(await store.nodes.get(checkName('node_id', p.node_id)));
+    },
+  });
+}
+
+/** An operator gives a lost node's data up (docs/control-plane.md, "Accepting a lost node's data"). */
+function acceptLossRoute(app: FastifyInstance, ctx: RouteContext): void {
+  app.post('/v1/nodes/:node_id/accept-loss', {
+    schema: {
+      tags: ['nodes'],
+      summary:
+        "Gives up a down or departed node's data: the shards it leads move to live replicas or empty nodes",
+      params: S.NodeParams,
+      response: S.responses({ 200: S.AcceptedLoss }),
+    },
+    handler: async (req) => {
+      const p = req.params as Static<typeof S.NodeParams>;
+      const nowMs = ctx.clock.nowMs();
+      const out = await ctx.store.assignments.acceptLoss(
+        (nodes) => placementNodes(nodes, ctx.liveness, nowMs),
+        reportTrust(ctx.liveness, nowMs),
+        checkName('node_id', p.node_id),
+      );
+      req.log.warn(
+        { node_id: p.node_id, moved: out.moved.length, still_led: out.still_led },
+        'operator accepted the loss of a node: its shards reopen without its data',
+      );
+      // Refreshes the unplaced-shards gauge; the move itself is already written.
+      void ctx.placement.trigger();
+      return out;
     },
   });
 }
