@@ -70,9 +70,10 @@ export function notLeaderRefusal(owner: ShardOwner, self: string): NotLeaderRefu
 /**
  * The refusal for a shard `owner` leads, as broker `self` answers it: `not_leader` (a redirect, or
  * a forward for a write), unless the node book says the owner is down or gone. Placement then
- * left the shard with it because its data is there and nowhere else (docs/control-plane.md,
- * "Placement"), and a redirect could only fail to connect: the shard is unavailable, retryably,
- * until the owner returns or an operator accepts its loss.
+ * left the shard with it (no replica qualified yet, or its data is there and nowhere else:
+ * docs/control-plane.md, "Placement"), and a redirect could only fail to connect: the shard is
+ * unavailable, retryably, until a replica is promoted, the owner returns or an operator accepts
+ * its loss.
  */
 export function ownerRefusal(
   owner: ShardOwner,
@@ -84,7 +85,7 @@ export function ownerRefusal(
   const gone = lifecycle === 'left' ? 'has left the cluster' : 'is down';
   return new Refusal(
     'shard_unavailable',
-    `${where} is led by node ${owner.nodeId}, which ${gone}; it holds the shard's only data, so the shard is unavailable until that node returns or an operator accepts its loss (leader_not_live)`,
+    `${where} is led by node ${owner.nodeId}, which ${gone}, and no live replica has taken it over yet: the shard is unavailable until one is promoted, that node returns or an operator accepts its loss (leader_not_live)`,
     'leader_not_live',
     { detail: { reason: 'leader_not_live' } },
   );
