@@ -3,9 +3,14 @@
 // their sum, and ending the span (a `break`, or one shard's watch failing) ends every shard's.
 // Method: watchAcross over scripted shard watches (async generators), each of which, once its
 // script is out, waits for its signal as a live watch does, and notes when it has ended.
+import { runInNewContext } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import type { CacheWatchEvent } from '../src/projections/watch-events.js';
 import { watchAcross } from '../src/projections/watch-span.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 const put = (key: string, offset: number): CacheWatchEvent => ({
   type: 'put',
@@ -87,4 +92,35 @@ describe('a prefix watch across shards', () => {
     ).rejects.toBe(boom);
     expect([...ended].sort()).toEqual([0, 1, 2]);
   });
+
+  it('a_watch_across_shards_holds_no_more_memory_for_a_quiet_shard_however_many_events_a_busy_one_yields', async () => {
+    // One shard yields for ever, the other never: the merge must not keep something per event
+    // on the quiet shard's pending step (a Promise.race over it each time added a reaction).
+    const stop = new AbortController();
+    const busy = async function* (shard: number, signal: AbortSignal) {
+      if (shard === 1) {
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+        return;
+      }
+      for (let i = 0; !signal.aborted; i++) yield put('k', i);
+    };
+    const heapAt = () => {
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const span = watchAcross(2, false, stop.signal, busy);
+    let n = 0;
+    let before = 0;
+    let grown = 0;
+    for await (const _ of span) {
+      n++;
+      if (n === 10_000) before = heapAt();
+      if (n === 110_000) {
+        grown = heapAt() - before; // measured while the span runs: its quiet shard still waits
+        break;
+      }
+    }
+    // 100,000 events more: a reaction each would be tens of MB; a bounded merge holds none.
+    expect(grown).toBeLessThan(8 * 1024 * 1024);
+  }, 60_000);
 });

@@ -31,20 +31,32 @@ export async function* watchAcross(
   signal?.addEventListener('abort', onAbort, { once: true });
   if (signal?.aborted) stop.abort();
   const watches = Array.from({ length: width }, (_, s) => watchShard(s, stop.signal));
-  const pending = new Map<number, Promise<Step>>();
+  // Each shard's step, once settled, is queued and the merge woken: no Promise.race, which adds
+  // a reaction to every pending step on each call, so a quiet shard's step would hold one per
+  // event the busy ones yielded for as long as it stayed quiet.
+  const pending = new Map<number, Promise<void>>();
+  const ready: Step[] = [];
+  let wake: (() => void) | null = null;
   const pull = (shard: number) =>
     pending.set(
       shard,
-      watches[shard]!.next().then(
-        (r): Step => ({ shard, ok: true, r }),
-        (err: unknown): Step => ({ shard, ok: false, err }),
-      ),
+      watches[shard]!.next()
+        .then(
+          (r): Step => ({ shard, ok: true, r }),
+          (err: unknown): Step => ({ shard, ok: false, err }),
+        )
+        .then((step) => {
+          ready.push(step);
+          wake?.();
+          wake = null;
+        }),
     );
   const phase = new SpanPhase(width, retained);
   try {
     for (let s = 0; s < width; s++) pull(s);
     while (pending.size > 0) {
-      const step = await Promise.race(pending.values());
+      if (ready.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      const step = ready.shift()!;
       pending.delete(step.shard);
       if (!step.ok) throw step.err;
       // A shard's watch ends only on an abort or the client's close: the others end with it.
