@@ -4,6 +4,9 @@
 // catalog-feed parsing that never throws on any item shape.
 // Method: in-process fakes of the control-plane client (same method shapes), fast-check for items.
 import { releasedTcpPort, waitFor } from '@felix/testing-harness';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -17,6 +20,7 @@ import type {
 import { ControlPlaneClient as LiveControlPlaneClient } from '../src/cluster/control-plane-client.js';
 import { ownersOf, topologyOf } from '../src/cluster/discovery-handlers.js';
 import { FeedFollower, resnapshotReason } from '../src/cluster/feed-follower.js';
+import { nodeSpec } from '../src/cluster/cluster-node.js';
 import { Membership } from '../src/cluster/membership.js';
 import {
   assignmentFrom,
@@ -402,5 +406,18 @@ describe('discovery answers', () => {
       expect(r).toMatchObject({ wireCode: 'shard_unavailable', reason: 'leader_not_live' });
       expect(r.message).toContain('node n2');
     }
+  });
+});
+
+describe('registration', () => {
+  it('a_durable_broker_registers_without_the_durable_storage_field_an_older_control_plane_refuses', () => {
+    // The control plane refuses unknown fields, and one older than `durable_storage` would
+    // answer 400 to every new broker: a durable broker leaves the field out (absent reads as
+    // durable), so only an in-memory one needs a control plane that knows it.
+    const dir = mkdtempSync(join(tmpdir(), 'felix-spec-'));
+    const durable = nodeSpec(loadConfig({ FELIX_DURABLE_STORAGE_DIR: dir }), 5000);
+    expect('durable_storage' in durable).toBe(false);
+    const inMemory = nodeSpec(loadConfig({}), 5000);
+    expect(inMemory.durable_storage).toBe(false);
   });
 });

@@ -99,7 +99,9 @@ export function nodeSpec(cfg: BrokerConfig, clientPort: number): NodeSpec {
     zone: c.zone,
     labels: parseLabels(c.labels),
     capacity: { max_shards: c.max_shards, weight: 1 },
-    durable_storage: cfg.durable.data_dir !== null,
+    // Sent only when false: a control plane reads its absence as durable, and one older than
+    // the field (which refuses unknown fields) still registers a durable broker.
+    ...(cfg.durable.data_dir === null ? { durable_storage: false } : {}),
   };
 }
 

@@ -24,8 +24,9 @@ export interface RegisterRequest {
   zone: string | null;
   labels: Record<string, string>;
   capacity: { max_shards: number; weight: number };
-  /** A data dir: the cache shards it leads may hold data the control plane must not give away. */
-  durable_storage: boolean;
+  /** A data dir: the cache shards it leads may hold data the control plane must not give away.
+   *  Absent means true (the control plane's default). */
+  durable_storage?: boolean;
   incarnation: number;
 }
 
