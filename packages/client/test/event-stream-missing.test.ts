@@ -92,7 +92,7 @@ describe('an event stream the broker never opens', () => {
   it('a_cache_watch_whose_event_stream_never_opens_ends_typed_instead_of_waiting_forever', async () => {
     const { client, asked } = await rig(Number.POSITIVE_INFINITY);
     try {
-      // Each re-watch says `resumed` first; the watch then ends with the typed error.
+      // Each answered re-watch says `resumed`; the watch then ends with the typed error.
       const seen: string[] = [];
       const drained = (async () => {
         for await (const ev of client.cache('users').watch({ key: 'u1' })) seen.push(ev.type);

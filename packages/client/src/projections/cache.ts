@@ -567,7 +567,9 @@ export class Cache {
   ): AsyncGenerator<CacheWatchEvent> {
     requireFeature(bc, FEATURE_CACHE_WATCH, 'cache_watch');
     if (st.retainedPhase) requireFeature(bc, FEATURE_CACHE_WATCH_RETAINED, 'retained watches');
-    if (st.resumed && st.next !== undefined) yield { type: 'resumed', resumeFrom: st.next };
+    // Said once the re-watch is answered, not per attempt: the refused attempts of an outage or
+    // a failover are not resumptions (a trial counted 6-10 per shard in one failover).
+    const resumeFrom = st.resumed ? st.next : undefined;
     st.resumed = true;
     const reservation = bc.reserveEventStream();
     st.current = {};
@@ -580,6 +582,7 @@ export class Cache {
         ...(st.history === undefined ? {} : { history: st.history }),
       };
       const answer = await this.startWatch(bc, request, reservation.id, st.current, opts.signal);
+      if (resumeFrom !== undefined) yield { type: 'resumed', resumeFrom };
       st.history = historyOf(answer);
       const floor = answer.resume_offset;
       // A retained phase cut short re-delivers the current values from scratch: what was
