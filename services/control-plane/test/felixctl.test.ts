@@ -153,6 +153,22 @@ describe('felixctl', () => {
     expect(ok.out.join('\n')).toContain('1 shard(s) moved off b0; it still leads 0');
   });
 
+  it('felixctl_assignments_names_each_shards_resource_beside_its_kind', async () => {
+    // The table said STREAM over a cache's name (the API calls either resource `stream`).
+    const env = { FELIX_CONFIG: join(home.path, 'assignments.json') };
+    const row = { tenant_id: 't1', namespace: 'ns', shard: 0, leader: 'b1', replicas: ['b1'] };
+    const r = await recorded(env, ['assignments'], () => ({
+      items: [
+        { ...row, kind: 'cache', stream: 'users', generation: 1 },
+        { ...row, kind: 'stream', stream: 'orders', generation: 2 },
+      ],
+    }));
+    expect(r.code, r.err.join()).toBe(0);
+    expect(r.out[0]).toMatch(/^KIND\s+TENANT_ID\s+NAMESPACE\s+NAME\s+SHARD/);
+    expect(r.out[1]).toMatch(/^cache\s+t1\s+ns\s+users\s+0/);
+    expect(r.out[2]).toMatch(/^stream\s+t1\s+ns\s+orders\s+0/);
+  });
+
   it('felixctl_refuses_a_shard_count_that_is_not_a_whole_number', async () => {
     const env = { FELIX_CONFIG: join(home.path, 'numbers.json') };
     const create = ['streams', 'create', 't1', 'ns', 's'];

@@ -184,14 +184,23 @@ function clusterCommands(program: Command, api: Api): void {
     .command('assignments')
     .description('shard assignments')
     .option('--leader <node>', 'only shards this node leads')
-    .action(async (o: { leader?: string }) =>
-      api.show(
-        await api.listAll(
-          o.leader ? `/v1/shard-assignments?leader=${seg(o.leader)}` : '/v1/shard-assignments',
-        ),
-        ['kind', 'tenant_id', 'namespace', 'stream', 'shard', 'leader', 'replicas', 'generation'],
-      ),
-    );
+    .action(async (o: { leader?: string }) => {
+      const rows = await api.listAll(
+        o.leader ? `/v1/shard-assignments?leader=${seg(o.leader)}` : '/v1/shard-assignments',
+      );
+      // The API names a cache's resource `stream` too; the table says NAME beside KIND.
+      const named = rows.map((r) => ({ ...r, name: r.stream }));
+      api.show(named, [
+        'kind',
+        'tenant_id',
+        'namespace',
+        'name',
+        'shard',
+        'leader',
+        'replicas',
+        'generation',
+      ]);
+    });
 }
 
 export function catalogCommands(program: Command, api: Api): void {
