@@ -61,6 +61,12 @@ export interface ShardRequest {
    * first eligible one leads at once (the old leader stays in the set); none: nothing moves.
    */
   handoff?: FailoverPolicy | undefined;
+  /**
+   * Members in the order their leader last reported them, most caught up first. Where no policy
+   * picks the new leader (nothing to protect, or an operator accepted the loss), a live replica
+   * is taken in this order before rank, so the copy kept is the fullest one there is.
+   */
+  prefer?: readonly string[] | undefined;
 }
 
 export interface PlanEntry {
@@ -179,8 +185,15 @@ function placeWith(
     leader = able.find((id) => byId.get(id)?.eligible === true) ?? able[0];
     if (leader === undefined) return { placed: false, reason: 'no_caught_up_replica' };
   } else if (kept.length > 0) {
-    // Prefer a live (eligible) replica; a draining one still beats a fresh empty copy.
-    const order = [...kept].sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));
+    // Prefer a live (eligible) replica, the most caught up reported first; a draining one still
+    // beats a fresh empty copy.
+    const reported = new Map((req.prefer ?? []).map((id, i) => [id, i]));
+    const unreported = reported.size;
+    const order = [...kept].sort(
+      (a, b) =>
+        (reported.get(a) ?? unreported) - (reported.get(b) ?? unreported) ||
+        (rank.get(a) ?? 0) - (rank.get(b) ?? 0),
+    );
     leader = order.find((id) => byId.get(id)?.eligible === true) ?? order[0];
   } else {
     leader = ranked.find((n) => n.eligible && hasRoom(n))?.nodeId;

@@ -134,6 +134,30 @@ describe('placement', () => {
     expect(next.assignment.generation).toBe(first.assignment.generation + 1);
   });
 
+  it('a_leader_lost_with_no_policy_hands_over_to_its_most_caught_up_reported_replica', () => {
+    // Before, the live replica was chosen by rank alone, however far fullest the report said it
+    // was: an operator accepting a node's loss could keep the emptier copy.
+    const nodes = ['a', 'b', 'c', 'd'].map((id) => node(id, id));
+    const k = key('accepted');
+    const first = placed(placeShard({ key: k, replicationFactor: 3 }, nodes));
+    const [dead, ranked, fullest] = first.assignment.replicas as [string, string, string];
+    const after = nodes.map((n) =>
+      n.nodeId === dead ? { ...n, eligible: false, routable: false } : n,
+    );
+    const current = first.assignment;
+    const byRank = placed(placeShard({ key: k, replicationFactor: 3, current }, after));
+    expect(byRank.assignment.leader).toBe(ranked);
+    const prefer = [fullest, ranked];
+    const next = placed(placeShard({ key: k, replicationFactor: 3, current, prefer }, after));
+    expect(next.assignment.leader).toBe(fullest);
+    expect(next.assignment.replicas).toContain(ranked);
+    // A replica the report does not name comes after those it does.
+    const partly = placed(
+      placeShard({ key: k, replicationFactor: 3, current, prefer: ['zz', fullest] }, after),
+    );
+    expect(partly.assignment.leader).toBe(fullest);
+  });
+
   it('the_kind_is_part_of_the_placement_key', () => {
     const nodes = Array.from({ length: 8 }, (_, i) => node(`n${i}`, null));
     let differs = 0;

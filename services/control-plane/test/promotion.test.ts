@@ -332,6 +332,27 @@ function promotionSuite(backend: Backend): void {
       expect(after).toEqual(moved);
     });
 
+    it('accepting_a_lost_nodes_data_keeps_its_most_caught_up_live_replica', async () => {
+      // Both followers are behind the commit mark, so no failover may promote either; accepting
+      // the loss takes the one the report says holds more, not the better-ranked one.
+      const { before, after } = await failover('Quorum', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        return {
+          leader_offset: 100,
+          commit_offset: 100,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 40 },
+            { node_id: f2!, durable_offset: 90 },
+          ],
+        };
+      });
+      expect(after).toEqual(before);
+      const out = await store.assignments.acceptLoss(view, TRUST_ALL, before.leader);
+      expect(out.moved).toHaveLength(1);
+      expect(out.moved[0]!.leader).toBe(before.replicas[2]);
+      expect(out.moved[0]!.generation).toBe(before.generation + 1);
+    });
+
     it('an_in_memory_brokers_cache_shard_still_moves_without_a_report', async () => {
       // Values of an in-memory broker die with it: nothing is left to wait for.
       for (const id of ['n1', 'n2', 'n3', 'n4'])

@@ -120,6 +120,25 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
 }
 
 /**
+ * The members the leader's believed report names, most caught up first (halted ones left out:
+ * their log parted from the leader's): the order placement takes live replicas in where no
+ * policy decides, as after an operator accepted a node's loss. Empty without a report.
+ */
+export function reportedOrder(input: PromotionInput): string[] {
+  const { report, current } = input;
+  if (report === undefined || current === undefined) return [];
+  const halted = new Set(report.halted.map((h) => h.node_id));
+  return report.replica_offsets
+    .filter((o) => !halted.has(o.node_id) && current.replicas.includes(o.node_id))
+    .sort(
+      (a, b) =>
+        b.durable_offset - a.durable_offset ||
+        (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
+    )
+    .map((o) => o.node_id);
+}
+
+/**
  * Whom a leaving leader hands a shard to (docs/replication.md, "Hand-off on SIGTERM"): only
  * when its believed report, at the assignment's own generation, says it is drained (it admits
  * no more writes and every log is durable), the followers it names as holding every log that

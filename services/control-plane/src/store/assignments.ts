@@ -27,6 +27,7 @@ import {
   type ReportTrust,
   TRUST_ALL,
   failoverPolicy,
+  reportedOrder,
   handoffPolicy,
 } from '../cluster/promotion.js';
 import { livenessRows } from './membership.js';
@@ -306,6 +307,7 @@ export class AssignmentRepository {
           };
           const failover = failoverPolicy(policyInput);
           const handoff = handoffPolicy(policyInput);
+          const prefer = reportedOrder(policyInput);
           requests.push({
             key: {
               kind: res.kind,
@@ -318,6 +320,7 @@ export class AssignmentRepository {
             current: was,
             failover,
             handoff,
+            prefer,
           });
         }
       }
