@@ -149,6 +149,24 @@ export function placeShard(
   return placeWith(req, nodes, byId, load);
 }
 
+/** A live (eligible) replica, the most caught up reported first, then by rank; a draining one
+ *  still beats a fresh empty copy. */
+function fullestReplica(
+  kept: readonly string[],
+  prefer: readonly string[],
+  rank: ReadonlyMap<string, number>,
+  byId: ReadonlyMap<string, PlacementNode>,
+): string | undefined {
+  const reported = new Map(prefer.map((id, i) => [id, i]));
+  const unreported = reported.size;
+  const order = [...kept].sort(
+    (a, b) =>
+      (reported.get(a) ?? unreported) - (reported.get(b) ?? unreported) ||
+      (rank.get(a) ?? 0) - (rank.get(b) ?? 0),
+  );
+  return order.find((id) => byId.get(id)?.eligible === true) ?? order[0];
+}
+
 function placeWith(
   req: ShardRequest,
   nodes: readonly PlacementNode[],
@@ -185,16 +203,7 @@ function placeWith(
     leader = able.find((id) => byId.get(id)?.eligible === true) ?? able[0];
     if (leader === undefined) return { placed: false, reason: 'no_caught_up_replica' };
   } else if (kept.length > 0) {
-    // Prefer a live (eligible) replica, the most caught up reported first; a draining one still
-    // beats a fresh empty copy.
-    const reported = new Map((req.prefer ?? []).map((id, i) => [id, i]));
-    const unreported = reported.size;
-    const order = [...kept].sort(
-      (a, b) =>
-        (reported.get(a) ?? unreported) - (reported.get(b) ?? unreported) ||
-        (rank.get(a) ?? 0) - (rank.get(b) ?? 0),
-    );
-    leader = order.find((id) => byId.get(id)?.eligible === true) ?? order[0];
+    leader = fullestReplica(kept, req.prefer ?? [], rank, byId);
   } else {
     leader = ranked.find((n) => n.eligible && hasRoom(n))?.nodeId;
   }
