@@ -9,7 +9,6 @@ import { sep } from 'node:path';
 import { FaultyIo, nodeIo } from '@felix/storage';
 import { tempDir, withDeadline } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ProjectionMetrics } from '../src/caches/projection-metrics.js';
 import type { StreamConfig } from '../src/config/types.js';
 import { describe as describeGroup, remove } from '../src/groups/admin.js';
 import type { GroupCore } from '../src/groups/core.js';
@@ -17,6 +16,7 @@ import type { RecordSource } from '../src/groups/record-source.js';
 import { GroupRegistry } from '../src/groups/registry.js';
 import type { Scope } from '../src/groups/requests.js';
 import { PollWaiters } from '../src/groups/waiters.js';
+import { quietMetrics } from './support/group-service.js';
 import { GROUP_DELETE_DEAD_LETTERS_PER_WRITE_MAX as PER_WRITE } from '../src/limits.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -24,10 +24,7 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-const metrics = {
-  groupsInMemory: { set: () => undefined },
-  groupRecordsSkipped: { inc: () => undefined },
-} as unknown as ProjectionMetrics;
+const metrics = quietMetrics;
 const defaults = { cursor_fsync: 'onCommit' as const, cursor_fsync_interval_ms: 250 };
 const id = { tenant: 't1', namespace: 'default', stream: 'jobs', shard: 0 };
 const wire = { tenant_id: 't1', namespace: 'default', stream: 'jobs', shard: 0, group: 'workers' };
