@@ -64,7 +64,7 @@ describe('startCluster process faults', () => {
     } finally {
       await felix.close();
     }
-    // Shutdown resumes a paused broker, ends every process and removes the dir.
+    // Shutdown ends every process, a paused broker too, and removes the dir.
     await c.pause(0);
     const pids = [c.nodes[0]?.pid, c.controlPlane.proc.pid];
     await c.shutdown();

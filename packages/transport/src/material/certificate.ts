@@ -5,7 +5,6 @@
 import { X509Certificate, createPrivateKey, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { BadTlsMaterialError } from '../errors.js';
 import type { TlsMaterial } from '../types.js';
 
@@ -111,6 +110,9 @@ export async function loadOrCreateDevCertificate(dataDir: string): Promise<Valid
   );
   if (existing) return validateTlsMaterial({ certPem: existing[0], keyPem: existing[1] });
 
+  // Loaded here, not at import: the generator and its X.509 library cost every process that
+  // imports the transport about 150 ms, and only a first start without a certificate needs them.
+  const { generate } = await import('selfsigned');
   const notBeforeDate = new Date(Date.now() - 60_000);
   const pems = await generate([{ name: 'commonName', value: 'felix-dev' }], {
     keyType: 'ec',
