@@ -1,5 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { TestSpecification } from 'vitest/node';
+import { BaseSequencer } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 // Tests import workspace packages from source, so a stale dist never hides a change.
@@ -18,6 +20,31 @@ for (const group of ['packages', 'packages/testing', 'services']) {
   }
 }
 
+/**
+ * Files that start real processes and wait on failovers run first: on a clean clone vitest has no
+ * durations to order by, and a 50 s campaign started last left one fork working alone at the end.
+ * Runs with recorded durations keep vitest's order (failed first, then longest first).
+ */
+const SLOW_FIRST = [
+  /campaign-[a-z-]+\.test\.ts$/,
+  /packages\/testing\/cluster\//,
+  /demos\.test\.ts$/,
+  /packages\/testing\/e2e\//,
+];
+class SlowFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const known = files.some((f) =>
+      this.ctx.cache.getFileTestResults(`${f.project.name}:${f.moduleId.slice(root.length + 1)}`),
+    );
+    if (known) return super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = SLOW_FIRST.findIndex((re) => re.test(f.moduleId));
+      return i === -1 ? SLOW_FIRST.length : i;
+    };
+    return [...files].sort((a, b) => rank(a) - rank(b));
+  }
+}
+
 export default defineConfig({
   resolve: { alias },
   test: {
@@ -25,7 +52,15 @@ export default defineConfig({
     exclude: ['**/node_modules/**', '**/dist/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    sequence: { sequencer: SlowFirstSequencer },
     pool: 'forks',
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    // One module graph per fork, not one per file: a fresh process importing vitest and the
+    // sources for each of ~300 files cost about 280 s of CPU (vitest's "collect" and "prepare").
+    // Tests restore what they change (env, timers) and close what they open.
+    isolate: false,
+    // Three forks on two cores: the cluster and process tests spend much of their time waiting
+    // on failovers and child processes. All three kept for the whole run: an idle fork ended
+    // mid-run is a worker torn down under a module graph still in use.
+    poolOptions: { forks: { maxForks: 3, minForks: 3 } },
   },
 });

@@ -1,7 +1,8 @@
 // Goal: a group_delete removes every dead letter of its group, however many, with one append and
 // one sync of the dead-letter log per page of them (GROUP_DELETE_DEAD_LETTERS_PER_WRITE_MAX), not
 // one each; and a delete cut off part-way leaves a state a restart reads: the dead letters not
-// yet removed stay listed, the group still exists, and the client's retry removes the rest.
+// yet removed stay listed, the group still exists, and the client's retry removes the rest; a
+// dead letter whose write lands after the delete's sweep does not outlive the group.
 // Method: the group service's delete over a group registry on real cursor and dead-letter stores
 // in a temp dir, through a FaultyIo that counts the dead-letter log's syncs (and fails one of its
 // writes), the log's appends counted at its `stage`; restarts reopen the directory.
@@ -12,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamConfig } from '../src/config/types.js';
 import { describe as describeGroup, remove } from '../src/groups/admin.js';
 import type { GroupCore } from '../src/groups/core.js';
+import { giveUp } from '../src/groups/settles.js';
 import type { RecordSource } from '../src/groups/record-source.js';
 import { GroupRegistry } from '../src/groups/registry.js';
 import type { Scope } from '../src/groups/requests.js';
@@ -143,5 +145,45 @@ describe('group delete', () => {
     expect(await again.del()).toMatchObject({ existed: true });
     expect(await everyDeadLetter(again.registry)).toEqual([]);
     expect(await again.info()).toBe('unknown_group');
+  });
+
+  it('a_dead_letter_recorded_while_its_group_is_deleted_does_not_outlive_the_delete', async () => {
+    const dir = await tempDir();
+    cleanups.push(dir.cleanup);
+    const { registry, del, info } = open(dir.path);
+    await registry.cursors.commit(id, 'workers', 3);
+    const st = await registry.state(scope);
+    // The give-up's dead-letter write is held until the delete has swept the group's dead
+    // letters: it lands after them, as a slow write racing a delete does.
+    const record = registry.deadLetters.record.bind(registry.deadLetters);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let recording!: () => void;
+    const started = new Promise<void>((resolve) => {
+      recording = resolve;
+    });
+    registry.deadLetters.record = async (...args: Parameters<typeof record>) => {
+      recording();
+      await held;
+      return record(...args);
+    };
+    const core = {
+      groups: { max_visibility_ms: 60_000, max_attempts: 5 },
+      metrics,
+      registry,
+      waiters: new PollWaiters(),
+    } as unknown as GroupCore;
+    const givingUp = giveUp(core, scope, st, 4);
+    await withDeadline(started, 10_000, 'the give-up to start its write');
+    expect(await del()).toMatchObject({ existed: true });
+    release();
+    await withDeadline(givingUp, 10_000, 'the give-up');
+    // Before, the dead letter stayed, listed under a group that no longer exists (and shown to
+    // a group made again under its name).
+    expect(await everyDeadLetter(registry)).toEqual([]);
+    expect(await registry.cursors.position(id, 'workers')).toBeUndefined();
+    expect(await info()).toBe('unknown_group');
   });
 });

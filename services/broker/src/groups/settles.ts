@@ -252,6 +252,12 @@ export async function giveUp(
   st.release(offset);
   st.redriven.delete(offset);
   await core.registry.deadLetters.record(scope.id, scope.group, offset);
+  if (st.detached) {
+    // The group was deleted while this entry was written: the delete's sweep may have passed
+    // it already, and it would outlive the group (shown to one made again under its name).
+    await core.registry.deadLetters.discard(scope.id, scope.group, offset);
+    return;
+  }
   core.metrics.groupDeadLettered.inc();
   st.finish(offset);
   await core.registry.commit(scope, st);
