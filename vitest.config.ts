@@ -30,6 +30,8 @@ const SLOW_FIRST = [
   /packages\/testing\/cluster\//,
   /demos\.test\.ts$/,
   /packages\/testing\/e2e\//,
+  // Single files of 30 s or more elsewhere (felixctl-data started last once: 60 s alone).
+  /(felixctl-data|crash|group-cursor-durability|native-memory-trim|cluster-control-plane)\.test\.ts$/,
 ];
 class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
