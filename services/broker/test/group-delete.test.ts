@@ -62,7 +62,7 @@ function open(dir: string, io: FaultyIo = new FaultyIo(nodeIo)) {
       (m) => m as unknown as { dead_letters: number },
       (e: { reason?: string }) => e.reason ?? String(e),
     );
-  return { registry, io, del, info };
+  return { registry, io, core, del, info };
 }
 
 /** A group at DEAD with DEAD dead letters below it, three of them redriven. */
@@ -150,7 +150,7 @@ describe('group delete', () => {
   it('a_dead_letter_recorded_while_its_group_is_deleted_does_not_outlive_the_delete', async () => {
     const dir = await tempDir();
     cleanups.push(dir.cleanup);
-    const { registry, del, info } = open(dir.path);
+    const { registry, core, del, info } = open(dir.path);
     await registry.cursors.commit(id, 'workers', 3);
     const st = await registry.state(scope);
     // The give-up's dead-letter write is held until the delete has swept the group's dead
@@ -169,12 +169,6 @@ describe('group delete', () => {
       await held;
       return record(...args);
     };
-    const core = {
-      groups: { max_visibility_ms: 60_000, max_attempts: 5 },
-      metrics,
-      registry,
-      waiters: new PollWaiters(),
-    } as unknown as GroupCore;
     const givingUp = giveUp(core, scope, st, 4);
     await withDeadline(started, 10_000, 'the give-up to start its write');
     expect(await del()).toMatchObject({ existed: true });
