@@ -112,7 +112,12 @@ export async function loadOrCreateDevCertificate(dataDir: string): Promise<Valid
 
   // Loaded here, not at import: the generator and its X.509 library cost every process that
   // imports the transport about 150 ms, and only a first start without a certificate needs them.
-  const { generate } = await import('selfsigned');
+  const selfsigned = await import('selfsigned');
+  // Node names a CommonJS module's exports; a bundle (the broker's dist) may hand over only its
+  // default export.
+  const generate =
+    selfsigned.generate ??
+    (selfsigned as unknown as { default: typeof selfsigned }).default.generate;
   const notBeforeDate = new Date(Date.now() - 60_000);
   const pems = await generate([{ name: 'commonName', value: 'felix-dev' }], {
     keyType: 'ec',

@@ -31,6 +31,7 @@ import { nodeRoutes } from './routes/nodes.js';
 import { signingKeyRoutes } from './routes/signing-keys.js';
 import { rbacRoutes } from './routes/rbac.js';
 import { replicaReportRoutes } from './routes/replica-reports.js';
+import { type LazySchemas, lazySchemaController } from './lazy-compilers.js';
 import { systemRoutes } from './routes/system.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { ErrorBody } from './schemas.js';
@@ -74,6 +75,8 @@ export interface ControlPlaneApp {
   metrics: Metrics;
   keys: TenantKeyCache;
   signer: TokenSigner;
+  /** Compiles every route's schemas now rather than at its first request (lazy-compilers.ts). */
+  compileSchemas(): number;
 }
 
 /**
@@ -113,17 +116,23 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
   });
 }
 
-export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
-  // One clock for the process: the store's, which stamps every row the sweep later judges.
-  const clock = deps.store.clock;
-  const metrics = deps.metrics ?? createMetrics();
-  const app = Fastify({
+function newFastify(deps: AppDeps, schemas: LazySchemas): FastifyInstance {
+  return Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: BODY_BYTES_MAX,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     ajv: { customOptions: VALIDATOR_OPTIONS },
+    schemaController: schemas.option,
   });
+}
+
+export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
+  // One clock for the process: the store's, which stamps every row the sweep later judges.
+  const clock = deps.store.clock;
+  const metrics = deps.metrics ?? createMetrics();
+  const schemas = lazySchemaController();
+  const app = newFastify(deps, schemas);
   const hub = new FeedHub(deps.store, metrics, deps.longPollRereadMs);
   const placement = new PlacementRunner(deps.store, deps.liveness, clock, metrics, app.log);
   const sweeper = new Sweeper(deps.store, deps.liveness, clock);
@@ -216,5 +225,6 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     hub.close();
   });
 
-  return { app, placement, sweeper, hub, metrics, keys, signer };
+  const compileSchemas = () => schemas.compileAll();
+  return { app, placement, sweeper, hub, metrics, keys, signer, compileSchemas };
 }

@@ -33,6 +33,7 @@ import { BODY_BYTES_MAX, BOOTSTRAP_ISSUERS_MAX, BOOTSTRAP_PRINCIPALS_MAX } from 
 import type { Metrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
 import { notFound, sendError } from './errors.js';
+import { lazySchemaController } from './lazy-compilers.js';
 import { ErrorBody, PlainText, TenantParams, responses } from './schemas.js';
 
 export const BOOTSTRAP_TOKEN_HEADER = 'x-felix-bootstrap-token';
@@ -122,6 +123,7 @@ export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyIns
     bodyLimit: BODY_BYTES_MAX,
     genReqId: () => randomUUID(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    schemaController: lazySchemaController().option,
   });
   app.addSchema(ErrorBody);
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));

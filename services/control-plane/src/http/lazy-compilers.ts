@@ -1,0 +1,94 @@
+/**
+ * Fastify's schema compilers, deferred to each route's first request. Fastify compiles the
+ * validator and serializer of every route when the server starts (ajv and fast-json-stringify):
+ * about 0.4 s of a control plane's start here, paid again by every restart, mostly for routes a
+ * process never serves. The compilers are fastify's defaults with the options it passes; only
+ * the moment moves. `compileAll` forces every one (a test does, so a schema that does not
+ * compile fails it rather than a first request).
+ */
+import { createRequire } from 'node:module';
+import type { FastifyServerOptions } from 'fastify';
+
+// Loaded at the first compile: ajv and fast-json-stringify take ~60 ms to load and set up.
+const require = createRequire(import.meta.url);
+
+type SchemaControllerOption = NonNullable<FastifyServerOptions['schemaController']>;
+type Factories = NonNullable<SchemaControllerOption['compilersFactory']>;
+type BuildValidator = NonNullable<Factories['buildValidator']>;
+type BuildSerializer = NonNullable<Factories['buildSerializer']>;
+type Validate = ((data: unknown) => unknown) & { errors?: unknown };
+/** What fastify's validator compiler answers (ajv's type; fastify calls it and reads `errors`). */
+type Compiled = ReturnType<ReturnType<BuildValidator>>;
+type Serialize = (data: unknown) => string;
+
+export interface LazySchemas {
+  /** Fastify's `schemaController` option. */
+  option: SchemaControllerOption;
+  /** Compiles every validator and serializer not compiled yet; answers how many. */
+  compileAll(): number;
+}
+
+/** A validator that compiles on its first call; fastify reads `errors` off the function. */
+function lazyValidator(pending: Set<() => void>, make: () => Validate): Validate {
+  let fn: Validate | undefined;
+  const force = () => {
+    fn ??= make();
+    pending.delete(force);
+  };
+  pending.add(force);
+  const lazy: Validate = (data) => {
+    if (fn === undefined) force();
+    const result = (fn as Validate)(data);
+    lazy.errors = (fn as Validate).errors;
+    return result;
+  };
+  return lazy;
+}
+
+function lazySerializer(pending: Set<() => void>, make: () => Serialize): Serialize {
+  let fn: Serialize | undefined;
+  const force = () => {
+    fn ??= make();
+    pending.delete(force);
+  };
+  pending.add(force);
+  return (data) => {
+    if (fn === undefined) force();
+    return (fn as Serialize)(data);
+  };
+}
+
+/** One app's deferred compilers (one per Fastify instance: its routes, and nothing else). */
+export function lazySchemaController(): LazySchemas {
+  const pending = new Set<() => void>();
+  let baseValidator: BuildValidator | undefined;
+  let baseSerializer: BuildSerializer | undefined;
+  const buildValidator: BuildValidator = (external, options) => {
+    let compile: ReturnType<BuildValidator> | undefined;
+    return (route) =>
+      lazyValidator(pending, () => {
+        baseValidator ??= (require('@fastify/ajv-compiler') as () => BuildValidator)();
+        compile ??= baseValidator(external, options);
+        return compile(route) as Validate;
+      }) as unknown as Compiled;
+  };
+  const buildSerializer: BuildSerializer = (external, options) => {
+    let compile: ReturnType<BuildSerializer> | undefined;
+    return (route) =>
+      lazySerializer(pending, () => {
+        baseSerializer ??= (
+          require('@fastify/fast-json-stringify-compiler') as () => BuildSerializer
+        )();
+        compile ??= baseSerializer(external, options);
+        return compile(route) as Serialize;
+      });
+  };
+  return {
+    option: { compilersFactory: { buildValidator, buildSerializer } },
+    compileAll() {
+      const all = [...pending];
+      for (const force of all) force();
+      return all.length;
+    },
+  };
+}
