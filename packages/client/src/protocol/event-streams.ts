@@ -30,13 +30,26 @@ export class EventStreams {
   private nextId = 1;
   private readonly waiters = new Map<number, (fs: FrameStream) => void>();
   private readonly unclaimed = new Map<number, FrameStream>();
+  /**
+   * The reservations still waiting for their stream, failed together with the connection. One
+   * `then` on the loss promise per reservation kept each one's stream (and its subscription)
+   * reachable for the life of the connection, long after it ended.
+   */
+  private readonly pending = new Map<number, (err: Error) => void>();
+  private lostWith: Error | undefined;
 
   constructor(
     private readonly conn: Connection,
-    private readonly lost: Promise<Error>,
+    lost: Promise<Error>,
     /** How long `opened` waits (EVENT_STREAM_WAIT_MS_MAX, or the request timeout if shorter). */
     private readonly waitMs = EVENT_STREAM_WAIT_MS_MAX,
-  ) {}
+  ) {
+    void lost.then((err) => {
+      this.lostWith = err;
+      for (const reject of this.pending.values()) reject(err);
+      this.pending.clear();
+    });
+  }
 
   /** Accepts the broker's streams until the connection ends. */
   async accept(): Promise<void> {
@@ -83,19 +96,27 @@ export class EventStreams {
   reserve(): EventStreamReservation {
     const id = this.nextId++;
     const events = new Promise<FrameStream>((resolve, reject) => {
+      if (this.lostWith !== undefined) return reject(this.lostWith);
       const early = this.unclaimed.get(id);
       if (early) {
         this.unclaimed.delete(id);
-        resolve(early);
-      } else this.waiters.set(id, resolve);
-      void this.lost.then(reject);
+        return resolve(early);
+      }
+      this.pending.set(id, reject);
+      this.waiters.set(id, (fs) => {
+        this.pending.delete(id);
+        resolve(fs);
+      });
     });
     events.catch(() => undefined); // observed by whoever awaits it; a cancelled one by nobody
     return {
       id,
       events,
       opened: (signal, what) => this.bounded(events, signal, what),
-      cancel: () => this.waiters.delete(id),
+      cancel: () => {
+        this.waiters.delete(id);
+        this.pending.delete(id);
+      },
     };
   }
 
