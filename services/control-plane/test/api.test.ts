@@ -134,6 +134,24 @@ describe('api', () => {
     expect(b.json().code).toBe('FELIX_CONTROLPLANE_NAMESPACE_NOT_FOUND');
   });
 
+  it('a_delete_with_a_json_content_type_and_no_body_is_answered_not_refused_as_malformed', async () => {
+    // What `curl -H 'content-type: application/json' -X DELETE` sends (found by a new-user trial:
+    // it answered 400 MALFORMED_JSON where the stream's absence answers 404).
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    const headers = { 'content-type': 'application/json' };
+    const url = '/v1/tenants/t1/namespaces/ns/streams/missing';
+    const missing = await built.inject({ method: 'DELETE', url, headers });
+    expect(missing.statusCode).toBe(404);
+    const read = await built.inject({ method: 'GET', url, headers });
+    expect(read.statusCode).toBe(404);
+    // A body that is there must still be JSON, and a create still needs one.
+    const created = await built.inject({ method: 'POST', url: '/v1/tenants', headers });
+    expect(created.json().code).toBe('FELIX_CONTROLPLANE_MALFORMED_JSON');
+    const bad = await built.inject({ method: 'DELETE', url, headers, payload: '{"x": ' });
+    expect(bad.json().code).toBe('FELIX_CONTROLPLANE_MALFORMED_JSON');
+  });
+
   it('a_patch_to_a_fixed_stream_field_is_refused', async () => {
     await post('/v1/tenants', { tenant_id: 't1' });
     await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });

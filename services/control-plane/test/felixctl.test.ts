@@ -127,6 +127,21 @@ describe('felixctl', () => {
     expect(nodes.out[0]).toMatch(/^NODE\.NODE_ID/);
   });
 
+  it('felixctl_nodes_and_assignments_take_list_as_every_other_group_does', async () => {
+    // `felixctl nodes list` failed with "too many arguments" (a new-user trial) where
+    // `streams list` works; both forms list now, the options after either.
+    for (const args of [['nodes'], ['nodes', 'list']]) {
+      const r = await ctl(...args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.out[0], args.join(' ')).toMatch(/^NODE\.NODE_ID/);
+    }
+    for (const args of [['assignments'], ['assignments', 'list', '--leader', 'n1']]) {
+      const r = await ctl('--json', ...args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(JSON.parse(r.out.join('\n')), args.join(' ')).toEqual([]);
+    }
+  });
+
   it('felixctl_reports_an_api_error_with_its_code', async () => {
     // An operator may delete any tenant, so a missing one is a 404 (a route inside a missing
     // tenant would be a 401: no token can name it).

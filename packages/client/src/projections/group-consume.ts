@@ -4,7 +4,8 @@
  * works through its batches quickly (GROUP_CONSUME_QUICK_BATCH_MS) gets up to
  * GROUP_CONSUME_POLLS_AHEAD_MAX polls ahead, so round trips overlap one another too. Records the
  * loop never yields (the rest of the batch in hand, and whatever the polls still out when it
- * ends by break or return bring back) are handed back with a nack. A message of the batch in
+ * ends by break or return bring back) are released: handed back without counting the delivery
+ * as an attempt (docs/queues.md). A message of the batch in
  * hand is answered at once (no generator hop per message); only the step to the next batch
  * awaits a poll (whichever of those out answers first), and calls to next() made while it runs
  * wait behind it, so messages come out once each, each batch in its order.

@@ -145,7 +145,8 @@ export class Group implements GroupSettler {
 
   /**
    * Yields messages as they are handed out, with the next polls in flight while the caller
-   * works (see group-consume.ts). Records the loop never yields are handed back with a nack. A
+   * works (see group-consume.ts). Records the loop never yields are released (handed back,
+   * their delivery not counted as an attempt). A
    * poll cancelled by the caller's `signal` may leave its claims to lapse after the visibility
    * timeout. The loop runs until the caller ends it or the client closes: a poll that fails in
    * a way that passes (a lost connection, a poll left unanswered, a shard served elsewhere, a

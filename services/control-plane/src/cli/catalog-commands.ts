@@ -141,8 +141,10 @@ function cacheCommands(program: Command, api: Api): void {
 }
 
 function clusterCommands(program: Command, api: Api): void {
-  program
-    .command('nodes')
+  // `nodes` and `assignments` list by themselves, and take `list` as the other groups do.
+  const nodes = program.command('nodes').description('nodes with their placement view');
+  nodes
+    .command('list', { isDefault: true })
     .description('nodes with their placement view')
     .action(async () =>
       api.show(await api.listAll('/v1/nodes'), [
@@ -182,6 +184,8 @@ function clusterCommands(program: Command, api: Api): void {
     });
   program
     .command('assignments')
+    .description('shard assignments')
+    .command('list', { isDefault: true })
     .description('shard assignments')
     .option('--leader <node>', 'only shards this node leads')
     .action(async (o: { leader?: string }) => {

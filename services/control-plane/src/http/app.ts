@@ -117,7 +117,7 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
 }
 
 function newFastify(deps: AppDeps, schemas: LazySchemas): FastifyInstance {
-  return Fastify({
+  const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: BODY_BYTES_MAX,
     requestIdHeader: 'x-request-id',
@@ -125,6 +125,16 @@ function newFastify(deps: AppDeps, schemas: LazySchemas): FastifyInstance {
     ajv: { customOptions: VALIDATOR_OPTIONS },
     schemaController: schemas.option,
   });
+  // A DELETE or GET sent with `content-type: application/json` and no body (what `curl -H` on
+  // every call sends) has no body; it is not malformed JSON. Any other body goes to fastify's
+  // own parser (prototype-poisoning checks included).
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' && (req.method === 'DELETE' || req.method === 'GET')) done(null, undefined);
+    else json(req, body as string, done);
+  });
+  return app;
 }
 
 export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
