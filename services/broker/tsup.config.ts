@@ -16,13 +16,13 @@ export default defineConfig([
   // The `felix-broker` process is one file with every JavaScript dependency inside: resolving
   // and reading some 600 modules one by one made about half of a broker's start (750 ms to its
   // `listening` line here, 400 ms bundled), which every restart and failover waits for. Native
-  // addons stay outside: quiche's `@matrixai/quic-<platform>` (this package's optional
-  // dependency, as for @felix/client) and dist/malloc-trim.node (native/build.mjs).
+  // addons stay outside, loaded at run time by names the bundler cannot follow: quiche's
+  // `@matrixai/quic-<platform>` (this package's optional dependency, as for @felix/client) and
+  // dist/malloc-trim.node (native/build.mjs).
   {
     ...common,
     entry: { main: 'src/main.ts' },
     noExternal: [/.*/],
-    external: [/\.node$/, /^@matrixai\/quic-(linux|darwin|win32)/],
     esbuildPlugins: [patchedQuicOnly()],
     // Bundled CommonJS dependencies call `require`, which an ES module does not have.
     banner: {
