@@ -766,7 +766,10 @@ export class FelixClient {
     for (const w of this.connectedWaiters.splice(0)) w();
     const c = this.current;
     this.current = null;
-    await Promise.all([c?.close(), this.router.close()]);
+    // What the close leaves waiting on a connection fails as a call made after it does, not
+    // with the ConnectionLostError of a connection lost (which tells a caller to retry).
+    const reason = this.terminal ?? new ClientClosedError();
+    await Promise.all([c?.close(reason), this.router.close(reason)]);
     this.hub.emit({ type: 'closed' });
     this.hub.end();
   }
