@@ -647,12 +647,15 @@ export class FelixClient {
           : { time: microsOf(from.time) };
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
     const timestamps = opts.timestamps === true;
-    const isClosed = () => this.isClosed;
+    const client = this;
     const host = {
       connection: (signal?: AbortSignal) => this.connection(signal),
       emit: (e: StatusEvent) => this.hub.emit(e),
       get closed() {
-        return isClosed();
+        return client.isClosed;
+      },
+      get closedWith() {
+        return client.terminal ?? undefined;
       },
       closing: this.closeController.signal,
       route: this.readerRoute(),

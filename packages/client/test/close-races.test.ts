@@ -10,6 +10,7 @@
 import { waitFor, withDeadline } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
+import type { FelixClient } from '../src/client.js';
 import { ClientClosedError, OutcomeUnknownError } from '../src/errors.js';
 import { FakeBroker, clientOver } from './fake-broker.js';
 
@@ -50,7 +51,57 @@ async function rig(held: string[], opts: { shards?: number; answered?: boolean }
   return { broker, client, asked };
 }
 
+/** How a reader's `for await` ended: 'done', or the name of what it threw. */
+async function ending(reader: AsyncIterable<unknown>): Promise<string> {
+  try {
+    for await (const _ of reader) return 'yielded';
+    return 'done';
+  } catch (err) {
+    return `threw ${(err as Error).name}: ${(err as Error).message}`;
+  }
+}
+
+/** Closes `client` and answers how each of `readers` ended. */
+async function endingsAtClose(client: FelixClient, readers: Promise<string>[]) {
+  await client.close();
+  return withDeadline(Promise.all(readers), ENDS_WITHIN_MS, 'every reader to end at the close');
+}
+
 describe('a close racing what is still opening', () => {
+  it('a_subscription_whose_subscribe_is_unanswered_at_close_ends_done', async () => {
+    const { client, asked } = await rig(['subscribe']);
+    const one = ending(client.subscribe('orders', { shard: 0 }));
+    const merged = ending(client.subscribe('orders'));
+    const ready = client.subscribe('orders', { shard: 0 }).ready();
+    ready.catch(() => undefined); // observed below, after the close
+    await waitFor(() => asked('subscribe', 4), 'four subscribes to reach the broker');
+    expect(await endingsAtClose(client, [one, merged])).toEqual(['done', 'done']);
+    await expect(ready).rejects.toBeInstanceOf(ClientClosedError);
+  });
+
+  it('a_subscription_or_watch_answered_but_without_its_event_stream_at_close_ends_done', async () => {
+    const { client, asked } = await rig([], { answered: true });
+    const one = ending(client.subscribe('orders', { shard: 0 }));
+    const merged = ending(client.subscribe('orders'));
+    const watch = ending(client.cache('users').watch({ prefix: 'u' }));
+    await waitFor(
+      () => (asked('subscribe', 3) && asked('cache_watch')) || undefined,
+      'three subscribes and a watch to be answered',
+    );
+    expect(await endingsAtClose(client, [one, merged, watch])).toEqual(['done', 'done', 'done']);
+  });
+
+  it('a_cache_watch_and_a_consume_loop_still_opening_at_close_end_done', async () => {
+    const { client, asked } = await rig(['cache_watch', 'group_poll']);
+    const watch = ending(client.cache('users').watch({ prefix: 'u' }));
+    const consume = ending(client.group('orders', 'billing', { shard: 0 }).consume());
+    await waitFor(
+      () => (asked('cache_watch') && asked('group_poll')) || undefined,
+      'the watch and the poll to reach the broker',
+    );
+    expect(await endingsAtClose(client, [watch, consume])).toEqual(['done', 'done']);
+  });
+
   it('reads_unanswered_at_close_reject_with_client_closed_error_and_sent_writes_as_outcome_unknown', async () => {
     const { client, asked } = await rig(['group_poll', 'cache_get', 'counter_add']);
     const poll = client.group('orders', 'billing', { shard: 0 }).poll({ waitMs: 20_000 });
