@@ -670,7 +670,9 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       readers = await this.readers();
     } catch (err) {
       this.unlink(); // an unknown stream ends the subscription before it began
-      if (signal.aborted) return; // aborted while its shards were looked up: ended, not failed
+      // Aborted or the client closed (before or while its shards were looked up): ended, not
+      // failed, as a one-shard subscription is.
+      if (signal.aborted || err instanceof ClientClosedError) return;
       throw err;
     }
     try {

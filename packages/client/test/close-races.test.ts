@@ -91,6 +91,16 @@ describe('a close racing what is still opening', () => {
     expect(await endingsAtClose(client, [one, merged, watch])).toEqual(['done', 'done', 'done']);
   });
 
+  it('a_merged_subscription_whose_shard_lookup_is_unanswered_at_close_ends_done', async () => {
+    const { client, asked } = await rig(['stream_shards']);
+    const merged = ending(client.subscribe('orders'));
+    const ready = client.subscribe('orders').ready();
+    ready.catch(() => undefined); // observed below, after the close
+    await waitFor(() => asked('stream_shards'), 'the shard lookup to reach the broker');
+    expect(await endingsAtClose(client, [merged])).toEqual(['done']);
+    await expect(ready).rejects.toBeInstanceOf(ClientClosedError);
+  });
+
   it('a_cache_watch_and_a_consume_loop_still_opening_at_close_end_done', async () => {
     const { client, asked } = await rig(['cache_watch', 'group_poll']);
     const watch = ending(client.cache('users').watch({ prefix: 'u' }));
@@ -100,6 +110,21 @@ describe('a close racing what is still opening', () => {
       'the watch and the poll to reach the broker',
     );
     expect(await endingsAtClose(client, [watch, consume])).toEqual(['done', 'done']);
+  });
+
+  it('a_merged_subscription_made_after_close_ends_done_as_a_one_shard_one_does', async () => {
+    const { client } = await rig([]);
+    await client.close();
+    const [merged, one] = await withDeadline(
+      Promise.all([
+        ending(client.subscribe('orders')),
+        ending(client.subscribe('orders', { shard: 0 })),
+      ]),
+      ENDS_WITHIN_MS,
+      'both subscriptions to end',
+    );
+    expect({ merged, one }).toEqual({ merged: 'done', one: 'done' });
+    await expect(client.subscribe('orders').ready()).rejects.toBeInstanceOf(ClientClosedError);
   });
 
   it('reads_unanswered_at_close_reject_with_client_closed_error_and_sent_writes_as_outcome_unknown', async () => {
