@@ -666,7 +666,7 @@ export class FelixClient {
           return [
             new ShardReader(host, stream, opts.shard, start, capacity, signal, {}, timestamps),
           ];
-        const { shards } = await this.shardsToRead(stream, signal);
+        const { shards } = await this.shards(stream, signal);
         if (shards > 1 && typeof from === 'number') {
           throw new InvalidArgumentError('an exact offset needs `shard` on a multi-shard stream');
         }
@@ -678,21 +678,6 @@ export class FelixClient {
       opts.bufferBatches ?? SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
       opts.signal,
     );
-  }
-
-  /** A merged subscription's shard lookup. Closed before or while it asked, it fails with
-   *  ClientClosedError whatever the close did to the lookup (the subscription then ends done,
-   *  as a one-shard one does), or with the ConnectError the client closed itself with. */
-  private async shardsToRead(
-    stream: string,
-    signal: AbortSignal,
-  ): Promise<{ shards: number; routing: 'modulo' | 'jump_hash' }> {
-    try {
-      return await this.shards(stream, signal);
-    } catch (err) {
-      if (!this.isClosed || signal.aborted || err === this.terminal) throw err;
-      throw new ClientClosedError();
-    }
   }
 
   /** What a shard reader needs of the router. */
