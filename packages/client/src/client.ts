@@ -647,12 +647,15 @@ export class FelixClient {
           : { time: microsOf(from.time) };
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
     const timestamps = opts.timestamps === true;
-    const isClosed = () => this.isClosed;
+    const client = this;
     const host = {
       connection: (signal?: AbortSignal) => this.connection(signal),
       emit: (e: StatusEvent) => this.hub.emit(e),
       get closed() {
-        return isClosed();
+        return client.isClosed;
+      },
+      get closedWith() {
+        return client.terminal ?? undefined;
       },
       closing: this.closeController.signal,
       route: this.readerRoute(),
@@ -766,7 +769,10 @@ export class FelixClient {
     for (const w of this.connectedWaiters.splice(0)) w();
     const c = this.current;
     this.current = null;
-    await Promise.all([c?.close(), this.router.close()]);
+    // What the close leaves waiting on a connection fails as a call made after it does, not
+    // with the ConnectionLostError of a connection lost (which tells a caller to retry).
+    const reason = this.terminal ?? new ClientClosedError();
+    await Promise.all([c?.close(reason), this.router.close(reason)]);
     this.hub.emit({ type: 'closed' });
     this.hub.end();
   }

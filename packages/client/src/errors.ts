@@ -254,10 +254,11 @@ export class CursorInFutureError extends ClientError {
  * (it may or may not be in the log), or a write on a request stream (a cache put or delete, a
  * counter add, a group settle: ack, nack, extend, dead letter, redrive, discard; a group's seek
  * or delete) whose connection died after it was handed to the transport (`cause` the
- * ConnectionLostError) or whose stream went unanswered past requestTimeoutMs (`cause` a
- * TimeoutError): it may or may not have been applied. `what` names the stream or what the write
- * went to (`cache users`, `counter hits`, `group billing`). A write the loss caught before it was
- * sent fails with ConnectionLostError instead: nothing was applied.
+ * ConnectionLostError; ClientClosedError when the client's close cut it off) or whose stream
+ * went unanswered past requestTimeoutMs (`cause` a TimeoutError): it may or may not have been
+ * applied. `what` names the stream or what the write went to (`cache users`, `counter hits`,
+ * `group billing`). A write the loss caught before it was sent fails with ConnectionLostError
+ * instead (ClientClosedError, cut off by the close): nothing was applied.
  */
 export class OutcomeUnknownError extends ClientError {
   readonly code = 'FELIX_CLIENT_OUTCOME_UNKNOWN';
@@ -267,11 +268,14 @@ export class OutcomeUnknownError extends ClientError {
       cause instanceof TimeoutError
         ? `the write to ${what} was not answered in time (${cause.message}): it may ` +
             'or may not have been applied'
-        : cause instanceof Error && !(cause instanceof ConnectionLostError)
-          ? `the request stream failed before the write to ${what} was answered ` +
-            `(${cause.message}): it may or may not have been applied`
-          : `the connection was lost before the write to ${what} was answered: it may or may ` +
-            'not have been applied',
+        : cause instanceof ClientClosedError
+          ? `the client closed before the write to ${what} was answered: it may or may not ` +
+            'have been applied'
+          : cause instanceof Error && !(cause instanceof ConnectionLostError)
+            ? `the request stream failed before the write to ${what} was answered ` +
+              `(${cause.message}): it may or may not have been applied`
+            : `the connection was lost before the write to ${what} was answered: it may or may ` +
+              'not have been applied',
       { ...options, retry: 'unknown_outcome' },
     );
   }

@@ -65,6 +65,9 @@ export interface ReaderHost {
   connection(signal?: AbortSignal): Promise<BrokerConnection>;
   emit(event: StatusEvent): void;
   readonly closed: boolean;
+  /** What the client closed itself with (its reconnect gave up: ConnectError), which a reader
+   *  ends with; undefined while open and after the caller's `close()`. */
+  readonly closedWith?: Error | undefined;
   /** Aborted when the client closes: a backoff under way ends at once. */
   readonly closing?: AbortSignal;
   /** Cluster routing (absent or inactive: every subscribe goes to `connection()`). */
@@ -220,6 +223,13 @@ export class ShardReader {
       } catch (err) {
         this.close();
         if (this.signal?.aborted) return false;
+        // Closed while it subscribed: ended, as a close between two subscribes ends it, whatever
+        // the close did to this one (its stream reset, its connection ended). Only a client
+        // that closed itself (its reconnect gave up) has an error to say.
+        if (this.host.closed) {
+          if (err === this.host.closedWith) throw err;
+          return false;
+        }
         if (!(await this.onFailure(err, first, at.conn))) throw err;
         continue;
       }
@@ -328,15 +338,14 @@ export class ShardReader {
    * is retried for as long as the client keeps reconnecting (reader-retry.ts), with or without
    * cluster routing: a lost connection, a wait for the reconnect that timed out (the broker down
    * longer than `requestTimeoutMs`), a broker refusing while it starts or its shard opens, an
-   * owner lost or moved. It ends on the client's close (with its error, when the reconnect gave
-   * up), the caller's abort, or a failure that would recur.
+   * owner lost or moved. It ends on the client's close (subscribeUntilOpen), the caller's abort,
+   * or a failure that would recur.
    */
   private async onFailure(
     err: unknown,
     first: boolean,
     conn: BrokerConnection | undefined,
   ): Promise<boolean> {
-    if (this.host.closed) return false;
     if (isCursorError(err)) return this.onCursorError(err, first);
     const route = this.host.route?.active ? this.host.route : undefined;
     if (conn?.isLost) {
@@ -605,7 +614,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
    * iterates, events wait in the broker's per-subscriber queue. Rejects with the error the
    * iterator then ends with; with AbortedError when the signal, `close()` or `return()` ends the
    * subscription first (as a call given a signal does), and rejects too when the client closes
-   * first (ClientClosedError, unless the close failed the subscribe with an error of its own).
+   * first (ClientClosedError; the ConnectError it closed itself with when its reconnect gave up).
    */
   async ready(): Promise<void> {
     const signal = this.controller.signal;
@@ -661,7 +670,9 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       readers = await this.readers();
     } catch (err) {
       this.unlink(); // an unknown stream ends the subscription before it began
-      if (signal.aborted) return; // aborted while its shards were looked up: ended, not failed
+      // Aborted or the client closed (before or while its shards were looked up): ended, not
+      // failed, as a one-shard subscription is.
+      if (signal.aborted || err instanceof ClientClosedError) return;
       throw err;
     }
     try {

@@ -368,12 +368,13 @@ export class ClusterRouter {
     });
   }
 
-  /** Closes every pooled connection (the entry's is the client's to close). */
-  async close(): Promise<void> {
+  /** Closes every pooled connection (the entry's is the client's to close); what waits on one
+   *  fails with `reason`. */
+  async close(reason?: Error): Promise<void> {
     this.closed = true;
     if (this.refreshTimer !== null) clearInterval(this.refreshTimer);
     const all = [...this.pool.values()];
     this.pool.clear();
-    await Promise.allSettled(all.map(async (p) => (await p.opening).close()));
+    await Promise.allSettled(all.map(async (p) => (await p.opening).close(reason)));
   }
 }

@@ -17,6 +17,7 @@ import {
   encodeGroupPoll,
 } from '@felix/wire';
 import {
+  ClientClosedError,
   ConnectionLostError,
   ProtocolError,
   TimeoutError,
@@ -208,11 +209,9 @@ export class GroupPolls {
       const wait = opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT;
       const msg = await ps.ask(this.pollRequest(bc, opts, reclaim), wait).catch((err: unknown) => {
         // The connection died under the poll: the client's own error, not the transport's.
-        throw isStreamGone(err) && !opts.signal?.aborted
-          ? new ConnectionLostError(bc.server, { cause: err })
-          : err;
+        throw isStreamGone(err) && !opts.signal?.aborted ? this.cutOff(bc, err) : err;
       });
-      if (msg === null) throw new ConnectionLostError(bc.server);
+      if (msg === null) throw this.cutOff(bc);
       if (msg.type === 'error') throw refusalOf(msg);
       if (msg.type === 'not_leader') throw notLeaderOf(msg);
       if (msg.type !== 'group_records')
@@ -237,6 +236,14 @@ export class GroupPolls {
         idle.push(ps);
       } else finish(ps);
     }
+  }
+
+  /** What a poll whose stream ended under it fails with: ClientClosedError when the client
+   *  closed (as a call made after the close does), else ConnectionLostError (poll again once
+   *  reconnected). */
+  private cutOff(bc: BrokerConnection, cause?: unknown): Error {
+    if (this.who.host.closed) return new ClientClosedError();
+    return new ConnectionLostError(bc.server, cause === undefined ? undefined : { cause });
   }
 
   /**

@@ -222,13 +222,18 @@ export class BrokerConnection {
     void this.conn.close().catch(() => undefined); // already lost: nothing more to report
   }
 
-  /** Closes after the broker has read what was published (bounded by CLOSE_DRAIN_MS_MAX). */
-  async close(): Promise<void> {
+  /**
+   * Closes after the broker has read what was published (bounded by CLOSE_DRAIN_MS_MAX). What
+   * still waits then fails with `reason` (the client's close passes ClientClosedError; by
+   * default ConnectionLostError, which a call retries elsewhere), a write already sent with
+   * OutcomeUnknownError caused by it.
+   */
+  async close(reason?: Error): Promise<void> {
     if (this.lostError === null) {
       // A drain that fails or runs out of time (the connection is going) leaves nothing to wait for.
       await withTimeout(this.pipe.drain(), CLOSE_DRAIN_MS_MAX, 'close').catch(() => undefined);
     }
-    this.fail(new ConnectionLostError(this.server));
+    this.fail(reason ?? new ConnectionLostError(this.server));
     await this.conn.close().catch(() => undefined); // closing a lost connection may fail
   }
 
