@@ -725,6 +725,9 @@ export class FelixClient {
       get closed() {
         return client.isClosed;
       },
+      get closedWith() {
+        return client.terminal ?? undefined;
+      },
       closing: this.closeController.signal,
       emit: (e: StatusEvent) => this.hub.emit(e),
       route: {

@@ -502,7 +502,7 @@ export class Cache {
           at = await this.watchConnection(filter, opts);
         } catch (err) {
           // Closed while it waited for a connection: the watch ends, as a subscription does.
-          if (signal?.aborted || this.host.closed) return;
+          if (signal?.aborted || this.host.closed) return this.endOnClose(signal);
           // The wait for the reconnect timed out (a broker down longer than requestTimeoutMs),
           // or the owner could not be reached: waited again after the backoff.
           const where = { kind: 'cache' as const, name: this.name, shard: opts.shard, from: '' };
@@ -512,7 +512,7 @@ export class Cache {
         try {
           yield* this.watchOn(at.bc, filter, opts, st, () => retry.ok());
         } catch (err) {
-          if (signal?.aborted || this.host.closed) return;
+          if (signal?.aborted || this.host.closed) return this.endOnClose(signal);
           // A lost connection re-watches from the next unseen offset; so does a moved owner.
           if (err instanceof ConnectionLostError || at.bc.isLost || isStreamGone(err)) continue;
           if (givesUpOn(err, st, this.host.route?.active === true && at.shard !== undefined))
@@ -524,10 +524,18 @@ export class Cache {
           stopStreams();
         }
       }
+      this.endOnClose(signal);
     } finally {
       signal?.removeEventListener('abort', stopStreams);
       stopStreams();
     }
+  }
+
+  /** A watch the client's close stopped ends done, or with the ConnectError the client closed
+   *  itself with when its reconnect gave up (as a subscription does). */
+  private endOnClose(signal: AbortSignal | undefined): void {
+    const gaveUp = this.host.closed && !signal?.aborted ? this.host.closedWith : undefined;
+    if (gaveUp !== undefined) throw gaveUp;
   }
 
   /** The connection a watch runs on: in a cluster, its shard's owner (the shard named, the

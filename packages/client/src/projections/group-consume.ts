@@ -33,6 +33,8 @@ import type { PollOptions } from './group-poll.js';
 /** What the loop needs from its group. */
 export interface ConsumeSource {
   readonly closed: boolean;
+  /** What the client closed itself with (its reconnect gave up), which the loop ends with. */
+  readonly closedWith?: Error | undefined;
   /** Aborted when the client closes: a backoff under way ends at once. */
   readonly closing?: AbortSignal;
   poll(opts: PollOptions): Promise<GroupMessage[]>;
@@ -317,7 +319,11 @@ class ConsumeLoop {
       this.finish(err);
       throw err;
     }
-    this.finish();
+    // A client that closed itself (its reconnect gave up) ends the loop with why, as it ends a
+    // subscription: a worker tells a broker gone for good from its own shutdown.
+    const gaveUp = this.g.closed && !this.opts.signal?.aborted ? this.g.closedWith : undefined;
+    this.finish(gaveUp);
+    if (gaveUp !== undefined) throw gaveUp;
     return { value: undefined, done: true };
   }
 

@@ -160,6 +160,9 @@ export class Group implements GroupSettler {
       get closed() {
         return group.host.closed;
       },
+      get closedWith() {
+        return group.host.closedWith;
+      },
       closing: group.host.closing,
       poll: (o: PollOptions) => this.poll(o),
       handBack: (msgs: readonly GroupMessage[]) => this.handBack(msgs),

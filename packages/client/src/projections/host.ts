@@ -21,6 +21,9 @@ export interface ProjectionHost {
   /** The live connection when there is one now (no wait, no await); else undefined. */
   live?(): BrokerConnection | undefined;
   readonly closed: boolean;
+  /** What the client closed itself with (its reconnect gave up: ConnectError), which a watch or
+   *  a consume loop ends with; undefined while open and after the caller's `close()`. */
+  readonly closedWith?: Error | undefined;
   /** Aborted when the client closes: a wait of a reader's own (a consume loop's backoff) ends. */
   readonly closing?: AbortSignal;
   /** Cluster routing (absent, or inactive against a broker without discovery: `connection`). */

@@ -1,0 +1,91 @@
+// Goal: when a client closes itself because its reconnect gave up (`reconnect.attemptsMax`
+// spent), every reader waiting on it ends with that ConnectError, as the README says: a
+// subscription, a cache watch and a `consume()` loop alike. Before, only the subscription did; a
+// watch and a consume loop ended done, as if the caller had closed the client, so a worker
+// could not tell a broker gone for good from its own shutdown. Method: FelixClient over the
+// scripted fake broker, whose connection the test kills once every reader waits; every redial
+// fails, and one attempt is allowed.
+import { waitFor, withDeadline } from '@felix/testing-harness';
+import type { Message } from '@felix/wire';
+import { describe, expect, it } from 'vitest';
+import { FelixClient } from '../src/client.js';
+import { ConnectError } from '../src/errors.js';
+import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import { FakeBroker, type FakeStream } from './fake-broker.js';
+
+const ENDS_WITHIN_MS = 10_000;
+
+/** How a `for await` over `it` ended: 'done' or the error it threw. */
+async function ending(it: AsyncIterable<unknown>): Promise<unknown> {
+  try {
+    for await (const _ of it) {
+      // nothing is published: the reader waits
+    }
+    return 'done';
+  } catch (err) {
+    return err;
+  }
+}
+
+describe('a client whose reconnect gave up', () => {
+  it('every_reader_ends_with_the_connect_error_when_the_clients_reconnect_gives_up', async () => {
+    const broker = new FakeBroker({ reauth: false });
+    let dials = 0;
+    const client = await FelixClient.create(
+      {
+        servers: ['quic://fake:1'],
+        tenant: 't1',
+        token: 'x',
+        reconnect: { attemptsMax: 1, baseMs: 1, maxDelayMs: 1 },
+      },
+      {
+        open: (server, o, turn) => {
+          dials += 1;
+          if (dials > 1) return Promise.reject(new Error('refused'));
+          return BrokerConnection.over(server, broker.conn, o, turn);
+        },
+      },
+    );
+    const opened = new Set<string>();
+    broker.answer = (at: FakeStream, msg: Message) => {
+      if (msg.type === 'subscribe' || msg.type === 'cache_watch') {
+        const id = msg.subscription_id!;
+        at.send(
+          msg.type === 'subscribe'
+            ? { type: 'subscribed', subscription_id: id, start_offset: 0, live_offset: 0 }
+            : {
+                type: 'cache_watch_started',
+                subscription_id: id,
+                resume_offset: 0,
+                resnapshot: false,
+              },
+        );
+        broker.openEvents(id);
+        opened.add(msg.type);
+        return true;
+      }
+      if (msg.type === 'group_poll') {
+        opened.add(msg.type); // never answered: the poll waits
+        return true;
+      }
+      return false;
+    };
+    try {
+      const ends = Promise.all([
+        ending(client.subscribe('orders', { shard: 0 })),
+        ending(client.cache('users').watch({ key: 'u1' })),
+        ending(client.group('orders', 'billing', { shard: 0 }).consume({ waitMs: 60_000 })),
+      ]);
+      await waitFor(() => opened.size === 3, 'every reader to be waiting');
+      broker.kill();
+      const [sub, watch, consume] = await withDeadline(ends, ENDS_WITHIN_MS, 'the readers to end');
+      expect({ sub, watch, consume }).toEqual({
+        sub: expect.any(ConnectError),
+        watch: expect.any(ConnectError),
+        consume: expect.any(ConnectError),
+      });
+    } finally {
+      await client.close();
+    }
+  });
+});
