@@ -135,10 +135,25 @@ describe('felixctl', () => {
       expect(r.code, args.join(' ')).toBe(0);
       expect(r.out[0], args.join(' ')).toMatch(/^NODE\.NODE_ID/);
     }
-    for (const args of [['assignments'], ['assignments', 'list', '--leader', 'n1']]) {
+    for (const args of [
+      ['assignments'],
+      ['assignments', '--leader', 'n1'],
+      ['assignments', 'list', '--leader', 'n1'],
+    ]) {
       const r = await ctl('--json', ...args);
       expect(r.code, args.join(' ')).toBe(0);
       expect(JSON.parse(r.out.join('\n')), args.join(' ')).toEqual([]);
+    }
+    // The filter reaches the request whichever form named it.
+    for (const args of [
+      ['assignments', '--leader', 'n1'],
+      ['assignments', 'list', '--leader', 'n1'],
+    ]) {
+      const r = await recorded({}, ['--url', 'http://cp', ...args], () => ({ items: [] }));
+      expect(
+        r.requests.map((q) => q.path),
+        args.join(' '),
+      ).toContain('/v1/shard-assignments?leader=n1');
     }
   });
 
