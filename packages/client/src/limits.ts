@@ -118,6 +118,9 @@ export const CACHE_KEY_BYTES_MAX = 1024;
 export const GROUP_POLL_RECORDS_DEFAULT = 100;
 /** A named consumer (`felix.group(…, { consumer })`), in UTF-8 bytes (the broker's bound too). */
 export const GROUP_CONSUMER_NAME_BYTES_MAX = 128;
+/** A group name's bound in UTF-8 bytes: the broker's (GROUP_NAME_BYTES_MAX there), checked here
+ *  so a name it would refuse fails at `felix.group()`, as a consumer name does. */
+export const GROUP_NAME_BYTES_MAX = 255;
 /** Long-poll wait of a group poll: long enough to idle cheaply, inside the broker's 30 s cap. */
 export const GROUP_POLL_WAIT_MS_DEFAULT = 10_000;
 /** Bytes of frames one stream write joins into one copy at the end of a turn (small requests,

@@ -129,6 +129,37 @@ describe('arguments refused at the call', () => {
     }
   });
 
+  it('a_group_name_or_poll_option_the_broker_would_refuse_is_refused_at_the_call', async () => {
+    // A new-user trial found these refused by the broker (InvalidRequestError, after a round
+    // trip) where a consumer name over its bound was refused by the client: now all at the call.
+    const broker = new FakeBroker({ reauth: false });
+    const client = await clientOver(broker, 5_000);
+    try {
+      for (const name of ['g'.repeat(256), 'a\u001Fb']) {
+        const err = await refusal(() => client.group('orders', name));
+        expect(err, name.slice(0, 8)).toBeInstanceOf(InvalidArgumentError);
+        expect(String(err)).toMatch(/group name is 1\.\.255 bytes/);
+      }
+      expect(client.group('orders', 'g'.repeat(255)).name).toHaveLength(255);
+      const group = client.group('orders', 'billing');
+      for (const [opts, named] of [
+        [{ max: 0 }, 'max'],
+        [{ max: 1.5 }, 'max'],
+        [{ waitMs: -1 }, 'waitMs'],
+        [{ visibilityMs: 0 }, 'visibilityMs'],
+      ] as const) {
+        const polled = await refusal(() => group.poll(opts));
+        expect(polled, JSON.stringify(opts)).toBeInstanceOf(InvalidArgumentError);
+        expect(String(polled)).toContain(named);
+        const consumed = await refusal(() => group.consume(opts));
+        expect(consumed, JSON.stringify(opts)).toBeInstanceOf(InvalidArgumentError);
+      }
+      expect(requests(broker).filter((m) => m.type === 'group_poll')).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('a_server_address_no_transport_can_dial_is_refused_at_connect_and_never_retryable', async () => {
     // Before, it failed as a ConnectError of class `retry_after_backoff`, which invited a retry
     // loop around a typo. Refused before any dial: a good seed beside it is not dialed either.

@@ -13,7 +13,7 @@ import {
   type Message,
 } from '@felix/wire';
 import { InvalidArgumentError } from '../errors.js';
-import { GROUP_CONSUMER_NAME_BYTES_MAX } from '../limits.js';
+import { GROUP_CONSUMER_NAME_BYTES_MAX, GROUP_NAME_BYTES_MAX } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { abortable } from '../util/abortable.js';
 import { checkWellFormed } from '../util/well-formed.js';
@@ -98,6 +98,11 @@ export class Group implements GroupSettler {
       throw new InvalidArgumentError('stream and group names must not be empty');
     checkWellFormed(stream, 'the stream name');
     checkWellFormed(name, 'the group name');
+    const nameBytes = new TextEncoder().encode(name).length;
+    if (nameBytes > GROUP_NAME_BYTES_MAX || name.includes('\u001F'))
+      throw new InvalidArgumentError(
+        `a group name is 1..${GROUP_NAME_BYTES_MAX} bytes without U+001F`,
+      );
     this.shard = opts.shard ?? 0;
     if (!Number.isInteger(this.shard) || this.shard < 0)
       throw new InvalidArgumentError('shard must be a non-negative integer');
@@ -135,6 +140,7 @@ export class Group implements GroupSettler {
 
   /** Polls until records are ready or the wait ends; may resolve empty. */
   poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
+    checkPollOptions(opts);
     return this.polls.poll(opts);
   }
 
@@ -155,6 +161,7 @@ export class Group implements GroupSettler {
    * error.
    */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
+    checkPollOptions(opts);
     const group = this;
     const source = {
       get closed() {
@@ -356,4 +363,16 @@ export class Group implements GroupSettler {
     );
     return abortable(asked, opts.signal, what, write);
   }
+}
+
+/** Poll options the broker would refuse, refused at the call (InvalidArgumentError). */
+function checkPollOptions(opts: PollOptions): void {
+  const whole = (v: number | undefined, min: number) =>
+    v === undefined || (Number.isSafeInteger(v) && v >= min);
+  if (!whole(opts.max, 1))
+    throw new InvalidArgumentError('max is a whole number of records, at least 1');
+  if (!whole(opts.waitMs, 0))
+    throw new InvalidArgumentError('waitMs is a whole number of ms, at least 0');
+  if (!whole(opts.visibilityMs, 1))
+    throw new InvalidArgumentError('visibilityMs is a whole number of ms, at least 1');
 }
