@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the whole vitest suite once and ends with the plain `N passed, M failed` line CI reads.
-// Extra arguments are passed to vitest (e.g. a path filter).
+// Extra arguments are passed to vitest (e.g. a path filter), but `--built`: the caller has just
+// built every package (`pnpm test` does), so tests start broker processes from dist/.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,12 +18,15 @@ const args = [
   '--reporter=default',
   '--reporter=json',
   `--outputFile.json=${outFile}`,
-  ...process.argv.slice(2),
+  ...process.argv.slice(2).filter((a) => a !== '--built'),
 ];
-// The README's test command builds first, so tests that start a broker process run the built
-// dist/main.js (one bundled file: ~0.4 s to listening) rather than the source through tsx (~3 s,
-// most of it transpiling). `vitest run` on its own keeps the source (packages/testing/e2e).
-const env = { ...process.env, FELIX_TEST_BROKER_DIST: process.env.FELIX_TEST_BROKER_DIST ?? '1' };
+// After a build (`--built`), tests that start a broker process run the built dist/main.js (one
+// bundled file: ~0.4 s to listening) rather than the source through tsx (~3 s, most of it
+// transpiling). Without it (`pnpm test:only`, `vitest run`) they run the source, never a dist/
+// older than it (packages/testing/e2e).
+const built = process.argv.includes('--built');
+const env = { ...process.env };
+if (built) env.FELIX_TEST_BROKER_DIST ??= '1';
 const run = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env });
 
 let passed = 0;

@@ -226,10 +226,7 @@ export class ShardReader {
         // Closed while it subscribed: ended, as a close between two subscribes ends it, whatever
         // the close did to this one (its stream reset, its connection ended). Only a client
         // that closed itself (its reconnect gave up) has an error to say.
-        if (this.host.closed) {
-          if (err === this.host.closedWith) throw err;
-          return false;
-        }
+        if (this.host.closed) return this.endOnClose();
         if (!(await this.onFailure(err, first, at.conn))) throw err;
         continue;
       }
@@ -246,6 +243,15 @@ export class ShardReader {
       this.close(); // stopped while the subscribe was on its way: nothing will read it
       return false;
     }
+    // The loop ends on a stop, an abort or the client's close (a backoff it cut short included).
+    return this.host.closed && !this.stopped ? this.endOnClose() : false;
+  }
+
+  /** A reader the client's close stopped ends (false), or throws the ConnectError the client
+   *  closed itself with when its reconnect gave up, whichever step the close caught it at. */
+  private endOnClose(): false {
+    const gaveUp = this.signal?.aborted ? undefined : this.host.closedWith;
+    if (gaveUp !== undefined) throw gaveUp;
     return false;
   }
 

@@ -10,6 +10,7 @@ import { TokenSigner } from '../src/auth/signer.js';
 import { type BootstrapConfig, loadBootstrapConfig, loadConfig } from '../src/config.js';
 import { ConfigInvalidError } from '../src/errors.js';
 import { BOOTSTRAP_TOKEN_HEADER, buildBootstrapApp, tokenMatches } from '../src/http/bootstrap.js';
+import { lazySchemaController } from '../src/http/lazy-compilers.js';
 import { createMetrics } from '../src/metrics.js';
 import type { ControlStore } from '../src/store/store.js';
 import { freshSchema, type OpenedStore, openTestStore, testApp } from './helpers.js';
@@ -69,6 +70,22 @@ const devToken = (app: FastifyInstance, tenant: string, body: unknown) =>
   });
 
 describe('bootstrap', () => {
+  it('the_bootstrap_listeners_schemas_all_compile_though_each_waits_for_its_first_request', async () => {
+    const o = await opened('sqlite');
+    const schemas = lazySchemaController();
+    const app = await buildBootstrapApp({
+      store: o.store,
+      config: bootConfig(),
+      signer: new TokenSigner(o.store, o.store.clock),
+      metrics: createMetrics(),
+      schemas,
+    });
+    cleanups.push(() => app.close());
+    await app.ready();
+    expect(schemas.compileAll()).toBeGreaterThan(0);
+    expect(schemas.compileAll()).toBe(0);
+  });
+
   it('bootstrap_runs_exactly_once_across_two_instances', async () => {
     // Two instances on one database (a schema of their own, so parallel test files do not
     // collide), each with its own store, pool and bootstrap app, racing the same tenant.

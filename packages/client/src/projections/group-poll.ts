@@ -239,10 +239,10 @@ export class GroupPolls {
   }
 
   /** What a poll whose stream ended under it fails with: ClientClosedError when the client
-   *  closed (as a call made after the close does), else ConnectionLostError (poll again once
-   *  reconnected). */
+   *  closed (as a call made after the close does; the ConnectError it closed itself with when
+   *  its reconnect gave up), else ConnectionLostError (poll again once reconnected). */
   private cutOff(bc: BrokerConnection, cause?: unknown): Error {
-    if (this.who.host.closed) return new ClientClosedError();
+    if (this.who.host.closed) return this.who.host.closedWith ?? new ClientClosedError();
     return new ConnectionLostError(bc.server, cause === undefined ? undefined : { cause });
   }
 

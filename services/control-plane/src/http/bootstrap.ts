@@ -33,7 +33,7 @@ import { BODY_BYTES_MAX, BOOTSTRAP_ISSUERS_MAX, BOOTSTRAP_PRINCIPALS_MAX } from 
 import type { Metrics } from '../metrics.js';
 import type { ControlStore } from '../store/store.js';
 import { notFound, sendError } from './errors.js';
-import { lazySchemaController } from './lazy-compilers.js';
+import { type LazySchemas, lazySchemaController } from './lazy-compilers.js';
 import { ErrorBody, PlainText, TenantParams, responses } from './schemas.js';
 
 export const BOOTSTRAP_TOKEN_HEADER = 'x-felix-bootstrap-token';
@@ -94,6 +94,9 @@ export interface BootstrapDeps {
   signer: TokenSigner;
   metrics: Metrics;
   logger?: FastifyBaseLogger | false;
+  /** The app's deferred schema compilers (lazy-compilers.ts); a test passes its own to force
+   *  them all. */
+  schemas?: LazySchemas;
 }
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
@@ -123,7 +126,7 @@ export async function buildBootstrapApp(deps: BootstrapDeps): Promise<FastifyIns
     bodyLimit: BODY_BYTES_MAX,
     genReqId: () => randomUUID(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
-    schemaController: lazySchemaController().option,
+    schemaController: (deps.schemas ?? lazySchemaController()).option,
   });
   app.addSchema(ErrorBody);
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
