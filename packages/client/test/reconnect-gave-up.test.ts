@@ -7,7 +7,7 @@
 // fails, and one attempt is allowed.
 import { waitFor, withDeadline } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { ConnectError } from '../src/errors.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
@@ -85,6 +85,50 @@ describe('a client whose reconnect gave up', () => {
         consume: expect.any(ConnectError),
       });
     } finally {
+      await client.close();
+    }
+  });
+
+  it('a_subscription_in_a_retry_backoff_when_the_reconnect_gives_up_ends_with_the_connect_error', async () => {
+    // The subscription's wait for the reconnect times out (requestTimeoutMs 50) and it backs off
+    // (50, 100, 200 ms...); the client gives up about 400 ms after the loss, inside the third
+    // backoff, which the close cuts short. Before, the loop then ended done. Jitter pinned near
+    // its ceiling so the schedule is known: backoffs end near 99, 248 and 496 ms.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.99);
+    const broker = new FakeBroker({ reauth: false });
+    let dials = 0;
+    const client = await FelixClient.create(
+      {
+        servers: ['quic://fake:1'],
+        tenant: 't1',
+        token: 'x',
+        requestTimeoutMs: 50,
+        reconnect: { attemptsMax: 1, baseMs: 404, maxDelayMs: 404 },
+      },
+      {
+        open: (server, o, turn) => {
+          dials += 1;
+          if (dials > 1) return Promise.reject(new Error('refused'));
+          return BrokerConnection.over(server, broker.conn, o, turn);
+        },
+      },
+    );
+    broker.answer = (at: FakeStream, msg: Message) => {
+      if (msg.type !== 'subscribe') return false;
+      const id = msg.subscription_id!;
+      at.send({ type: 'subscribed', subscription_id: id, start_offset: 0, live_offset: 0 });
+      broker.openEvents(id);
+      return true;
+    };
+    try {
+      const sub = client.subscribe('orders', { shard: 0 });
+      await sub.ready();
+      const ended = ending(sub);
+      broker.kill();
+      const got = await withDeadline(ended, ENDS_WITHIN_MS, 'the subscription to end');
+      expect(got).toBeInstanceOf(ConnectError);
+    } finally {
+      random.mockRestore();
       await client.close();
     }
   });
