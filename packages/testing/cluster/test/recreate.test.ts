@@ -133,6 +133,21 @@ async function oldStreamAtGeneration2(holder: { cluster: FelixCluster | undefine
   await c.stop(first.id);
   await c.start(first.id);
   await c.waitServed();
+  // Served by the others is not enough: until the restarted broker registers again, a stream
+  // created now is placed on two brokers and moved to generation 2 when it returns (seen once
+  // CI's brokers started faster), which the generation checks below would misread.
+  await waitFor(
+    async () => {
+      const page = (await c.operatorGet('/v1/nodes?limit=1000')) as {
+        items: { placement: { eligible: boolean } }[];
+      };
+      return (
+        page.items.length === c.brokers.length && page.items.every((n) => n.placement.eligible)
+      );
+    },
+    'every broker to be eligible again',
+    scaled(STEP_MS),
+  );
   await publishAll(writer, 'orders', ['old-3']);
   await writer.close();
   return c;
