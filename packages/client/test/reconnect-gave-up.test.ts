@@ -11,6 +11,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { ConnectError } from '../src/errors.js';
 import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import type { ConnectOptions } from '../src/types.js';
 import { FakeBroker, type FakeStream } from './fake-broker.js';
 
 const ENDS_WITHIN_MS = 10_000;
@@ -27,25 +28,28 @@ async function ending(it: AsyncIterable<unknown>): Promise<unknown> {
   }
 }
 
+/** A client over the fake broker whose every redial fails, so its reconnect gives up. */
+async function givingUpRig(opts: Pick<ConnectOptions, 'requestTimeoutMs' | 'reconnect'>) {
+  const broker = new FakeBroker({ reauth: false });
+  let dials = 0;
+  const client = await FelixClient.create(
+    { servers: ['quic://fake:1'], tenant: 't1', token: 'x', ...opts },
+    {
+      open: (server, o, turn) => {
+        dials += 1;
+        if (dials > 1) return Promise.reject(new Error('refused'));
+        return BrokerConnection.over(server, broker.conn, o, turn);
+      },
+    },
+  );
+  return { broker, client };
+}
+
 describe('a client whose reconnect gave up', () => {
   it('every_reader_ends_with_the_connect_error_when_the_clients_reconnect_gives_up', async () => {
-    const broker = new FakeBroker({ reauth: false });
-    let dials = 0;
-    const client = await FelixClient.create(
-      {
-        servers: ['quic://fake:1'],
-        tenant: 't1',
-        token: 'x',
-        reconnect: { attemptsMax: 1, baseMs: 1, maxDelayMs: 1 },
-      },
-      {
-        open: (server, o, turn) => {
-          dials += 1;
-          if (dials > 1) return Promise.reject(new Error('refused'));
-          return BrokerConnection.over(server, broker.conn, o, turn);
-        },
-      },
-    );
+    const { broker, client } = await givingUpRig({
+      reconnect: { attemptsMax: 1, baseMs: 1, maxDelayMs: 1 },
+    });
     const opened = new Set<string>();
     broker.answer = (at: FakeStream, msg: Message) => {
       if (msg.type === 'subscribe' || msg.type === 'cache_watch') {
@@ -95,24 +99,10 @@ describe('a client whose reconnect gave up', () => {
     // backoff, which the close cuts short. Before, the loop then ended done. Jitter pinned near
     // its ceiling so the schedule is known: backoffs end near 99, 248 and 496 ms.
     const random = vi.spyOn(Math, 'random').mockReturnValue(0.99);
-    const broker = new FakeBroker({ reauth: false });
-    let dials = 0;
-    const client = await FelixClient.create(
-      {
-        servers: ['quic://fake:1'],
-        tenant: 't1',
-        token: 'x',
-        requestTimeoutMs: 50,
-        reconnect: { attemptsMax: 1, baseMs: 404, maxDelayMs: 404 },
-      },
-      {
-        open: (server, o, turn) => {
-          dials += 1;
-          if (dials > 1) return Promise.reject(new Error('refused'));
-          return BrokerConnection.over(server, broker.conn, o, turn);
-        },
-      },
-    );
+    const { broker, client } = await givingUpRig({
+      requestTimeoutMs: 50,
+      reconnect: { attemptsMax: 1, baseMs: 404, maxDelayMs: 404 },
+    });
     broker.answer = (at: FakeStream, msg: Message) => {
       if (msg.type !== 'subscribe') return false;
       const id = msg.subscription_id!;

@@ -30,35 +30,35 @@ export interface LazySchemas {
   compileAll(): number;
 }
 
-/** A validator that compiles on its first call; fastify reads `errors` off the function. */
-function lazyValidator(pending: Set<() => void>, make: () => Validate): Validate {
-  let fn: Validate | undefined;
+/**
+ * `make()`'s function, made at its first call (or at `compileAll`). `after` copies what fastify
+ * reads off a validator (`errors`) onto the stand-in after each call.
+ */
+function lazily<F extends (data: unknown) => unknown>(
+  pending: Set<() => void>,
+  make: () => F,
+  after?: (made: F, lazy: F) => void,
+): F {
+  let fn: F | undefined;
   const force = () => {
     fn ??= make();
     pending.delete(force);
   };
   pending.add(force);
-  const lazy: Validate = (data) => {
+  const lazy = ((data: unknown) => {
     if (fn === undefined) force();
-    const result = (fn as Validate)(data);
-    lazy.errors = (fn as Validate).errors;
+    const result = (fn as F)(data);
+    after?.(fn as F, lazy);
     return result;
-  };
+  }) as F;
   return lazy;
 }
 
-function lazySerializer(pending: Set<() => void>, make: () => Serialize): Serialize {
-  let fn: Serialize | undefined;
-  const force = () => {
-    fn ??= make();
-    pending.delete(force);
-  };
-  pending.add(force);
-  return (data) => {
-    if (fn === undefined) force();
-    return (fn as Serialize)(data);
-  };
-}
+/** A validator that compiles on its first call; fastify reads `errors` off the function. */
+const lazyValidator = (pending: Set<() => void>, make: () => Validate): Validate =>
+  lazily(pending, make, (made, lazy) => {
+    lazy.errors = made.errors;
+  });
 
 /** One app's deferred compilers (one per Fastify instance: its routes, and nothing else). */
 export function lazySchemaController(): LazySchemas {
@@ -77,7 +77,7 @@ export function lazySchemaController(): LazySchemas {
   const buildSerializer: BuildSerializer = (external, options) => {
     let compile: ReturnType<BuildSerializer> | undefined;
     return (route) =>
-      lazySerializer(pending, () => {
+      lazily(pending, (): Serialize => {
         baseSerializer ??= (
           require('@fastify/fast-json-stringify-compiler') as () => BuildSerializer
         )();
