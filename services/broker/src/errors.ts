@@ -166,6 +166,14 @@ export class NameMarkerError extends BrokerError {
   }
 }
 
+/** A shard lineage file (cluster/lineage-markers.ts) that does not decode. */
+export class LineageMarkerError extends BrokerError {
+  readonly code = 'FELIX_BROKER_LINEAGE_MARKER';
+  constructor(reason: string, options?: FelixErrorOptions) {
+    super(`shard lineage file: ${reason}`, options);
+  }
+}
+
 /** A tenant's JWKS could not be fetched or read (remembered for JWKS_FAILURE_MEMORY_MS). */
 export class JwksFetchError extends BrokerError {
   readonly code = 'FELIX_BROKER_JWKS_FETCH';

@@ -443,6 +443,8 @@ export const CONTROLPLANE_OUTAGE_CLEAR_MS = 30_000;
 export const NAME_UID_CHARS_MAX = 64;
 /** Largest name-incarnation file read back (cluster/name-incarnations.ts): its id and width. */
 export const NAME_MARKER_BYTES_MAX = 256;
+/** Largest shard lineage file read back (cluster/lineage-markers.ts): one generation. */
+export const LINEAGE_MARKER_BYTES_MAX = 64;
 /** Nesting a JSON request's lone-surrogate check walks (session/well-formed.ts): a request's
  *  strings are at its top level or in its list items' fields. */
 export const JSON_STRING_CHECK_DEPTH_MAX = 4;

@@ -74,5 +74,9 @@ describe('accepting a lost node', () => {
     expect(body.moved).toHaveLength(1);
     expect(body.moved[0]).toMatchObject({ kind: 'cache', generation: before!.generation + 1 });
     expect(body.moved[0].leader).not.toBe(before!.leader);
+    // Restarted empty on a node that held no copy: the generation it restarted at is its floor.
+    expect(body.moved[0].floor_generation).toBe(before!.generation + 1);
+    const listed = (await built.inject({ method: 'GET', url: '/v1/shard-assignments' })).json();
+    expect(listed.items[0].floor_generation).toBe(before!.generation + 1);
   });
 });

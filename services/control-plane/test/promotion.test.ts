@@ -351,6 +351,37 @@ function promotionSuite(backend: Backend): void {
       expect(out.moved).toHaveLength(1);
       expect(out.moved[0]!.leader).toBe(before.replicas[2]);
       expect(out.moved[0]!.generation).toBe(before.generation + 1);
+      // The restart continues that replica's copy: the floor names it as its base.
+      expect(out.moved[0]).toMatchObject({
+        floor_generation: before.generation + 1,
+        floor_base: before.replicas[2],
+      });
+    });
+
+    it('an_accepted_loss_that_restarts_a_shard_empty_gives_it_a_floor_kept_through_later_moves', async () => {
+      await store.streams.create(stream('s', { durable: true, replication_factor: 2 }), view);
+      const [before] = (await store.assignments.list(10)).items;
+      expect(before).not.toHaveProperty('floor_generation');
+      const down = async (id: string) => {
+        const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === id)!;
+        expect(await store.nodes.markDown(id, stamp.stamp)).toBe(true);
+      };
+      // Both copies are lost: accepting the leader's loss restarts the shard on two empty nodes.
+      for (const id of before!.replicas) await down(id);
+      await store.assignments.pass(view);
+      const out = await store.assignments.acceptLoss(view, TRUST_ALL, before!.leader);
+      expect(out.moved).toHaveLength(1);
+      const restarted = out.moved[0]!;
+      expect(before!.replicas).not.toContain(restarted.leader);
+      expect(restarted.floor_generation).toBe(restarted.generation);
+      expect(restarted).not.toHaveProperty('floor_base');
+      // A later move (its follower lost, dropped from the set) keeps the floor.
+      await down(restarted.replicas.find((id) => id !== restarted.leader)!);
+      await store.assignments.pass(view);
+      const [later] = (await store.assignments.list(10)).items;
+      expect(later!.generation).toBeGreaterThan(restarted.generation);
+      expect(later!.leader).toBe(restarted.leader);
+      expect(later!.floor_generation).toBe(restarted.generation);
     });
 
     it('an_in_memory_brokers_cache_shard_still_moves_without_a_report', async () => {

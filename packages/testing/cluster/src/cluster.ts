@@ -336,8 +336,14 @@ export class FelixCluster implements Cluster {
 
   /** An operator's GET of the control plane's API (`/v1/...`), its parsed body. */
   async operatorGet(path: string): Promise<unknown> {
+    return this.operatorCall('GET', path);
+  }
+
+  /** An operator's call on the control plane's API (`/v1/...`), its parsed body; a status of
+   *  400 or more throws. */
+  async operatorCall(method: string, path: string, body?: unknown): Promise<unknown> {
     this.open();
-    return this.controlPlane.api(this.operatorToken, 'GET', path);
+    return this.controlPlane.api(this.operatorToken, method, path, body);
   }
 
   /**

@@ -10,8 +10,11 @@ import type { ShardOwnerKind } from '@felix/replication';
 import type { ShardId } from '@felix/storage';
 import type { Logger } from 'pino';
 import { Refusal } from '../session/refusal.js';
+import type { AssignmentRecord } from './feed-items.js';
+import type { LineageFiles } from './lineage-markers.js';
 import { type NamedConfig, NameIncarnations } from './name-incarnations.js';
 import type { NameMarkerFiles } from './name-markers.js';
+import { ShardLineages } from './shard-lineages.js';
 
 /** What the shard table asks of the files of a deleted shard (deleted-shards.ts). */
 export interface ShardFiles {
@@ -19,6 +22,8 @@ export interface ShardFiles {
   discard(owner: ShardOwnerKind, id: ShardId): Promise<void>;
   /** The name-incarnation files (absent without a data directory: nothing to compare). */
   readonly markers?: NameMarkerFiles;
+  /** The shard lineage files (absent without a data directory: no copy to be older). */
+  readonly lineages?: LineageFiles;
 }
 
 /** A deleted stream or cache, by as many shards as this broker knew it with. */
@@ -37,6 +42,8 @@ type KnownConfig = Pick<DeletedName, 'tenant' | 'namespace' | 'name' | 'shards'>
 export interface DiscardHooks {
   /** Stops serving and shipping what the table holds of the name (before its files go). */
   close(d: DeletedName): Promise<void>;
+  /** The same for one shard (before a copy older than its floor goes: shard-lineages.ts). */
+  closeShard(owner: ShardOwnerKind, id: ShardId): Promise<void>;
   /** Whether the table is closing (the pass stops). */
   closed(): boolean;
   /** Another pass later (a removal failed). */
@@ -51,9 +58,17 @@ export class DeletedNames {
   private readonly names = new Map<string, DeletedName>();
   /** Names created again unheard (their files are of an earlier creation), and new names. */
   private readonly incarnations: NameIncarnations;
+  /** Shards whose copy here is older than their floor (an accepted loss restarted them). */
+  private readonly lineages: ShardLineages;
 
   constructor(private readonly log: Logger) {
     this.incarnations = new NameIncarnations(log);
+    this.lineages = new ShardLineages(log);
+  }
+
+  /** The feed assigned `a`: a copy of it here older than its floor must go before it opens. */
+  observeAssignment(a: AssignmentRecord, nodeId: string, files: ShardFiles | null): void {
+    this.lineages.observe(a, nodeId, files?.lineages);
   }
 
   /** The catalog lists `config`: its files must be of this creation before it is served. */
@@ -73,18 +88,29 @@ export class DeletedNames {
   }
 
   /** Whether the name is unserved: its old files are being removed, or they are of an earlier
-   *  creation of the name (name-incarnations.ts). */
-  has(owner: ShardOwnerKind, t: string, ns: string, name: string): boolean {
+   *  creation of the name (name-incarnations.ts); given a `shard`, also whether that shard's
+   *  copy is older than its floor (shard-lineages.ts). */
+  has(owner: ShardOwnerKind, t: string, ns: string, name: string, shard?: number): boolean {
     if (this.names.size > 0 && this.names.has(keyOf(owner, t, ns, name))) return true;
-    return this.incarnations.pending(owner, t, ns, name);
+    if (this.incarnations.pending(owner, t, ns, name)) return true;
+    return shard !== undefined && this.lineages.pending(owner, t, ns, name, shard);
   }
 
   /** The refusal of a request for a shard of a name whose old files are still here, or null. */
-  refusal(owner: ShardOwnerKind, t: string, ns: string, name: string, where: string) {
-    if (!this.has(owner, t, ns, name)) return null;
+  refusal(
+    owner: ShardOwnerKind,
+    t: string,
+    ns: string,
+    name: string,
+    where: string,
+    shard?: number,
+  ) {
+    if (!this.has(owner, t, ns, name, shard)) return null;
     const why = this.names.has(keyOf(owner, t, ns, name))
       ? `the files of the deleted ${owner} of this name are being removed`
-      : `the files of an earlier ${owner} of this name are being removed`;
+      : this.incarnations.pending(owner, t, ns, name)
+        ? `the files of an earlier ${owner} of this name are being removed`
+        : 'its copy here from before its data was given up (an accepted loss) is being discarded';
     return new Refusal('shard_unavailable', `${where}: ${why} (not_ready)`, 'not_ready');
   }
 
@@ -106,6 +132,15 @@ export class DeletedNames {
     // Then the incarnation files, each after the files of an earlier creation went.
     await this.incarnations.settle(files?.markers, {
       discardOld: (d) => this.discardName(files, hooks, d),
+      closed: hooks.closed,
+      retryLater: hooks.retryLater,
+    });
+    // Then the copies of single shards older than their floor.
+    await this.lineages.settle(files?.lineages, {
+      discardCopy: async (owner, id) => {
+        await hooks.closeShard(owner, id);
+        await files?.discard(owner, id);
+      },
       closed: hooks.closed,
       retryLater: hooks.retryLater,
     });

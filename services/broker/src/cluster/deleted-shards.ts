@@ -22,6 +22,7 @@ import type { ShardRef } from '@felix/wire';
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config/types.js';
 import { followerLogOptions } from './internal-node.js';
+import { type LineageFiles, LineageMarkerStore } from './lineage-markers.js';
 import { type NameMarkerFiles, NameMarkerStore } from './name-markers.js';
 import type { RidingLogs } from './riding-logs.js';
 
@@ -39,14 +40,15 @@ export interface DeletedShardsDeps {
 export class DeletedShards {
   /** Which creation of each name the files belong to (none without a data directory). */
   readonly markers: NameMarkerFiles | undefined;
+  /** Which restart of each shard the files descend from (shard-lineages.ts). */
+  readonly lineages: LineageFiles | undefined;
 
   constructor(private readonly deps: DeletedShardsDeps) {
     const { cfg, io, log } = deps;
     const dataDir = cfg.durable.data_dir;
-    this.markers =
-      dataDir === null
-        ? undefined
-        : new NameMarkerStore(dataDir, io, (fields, message) => log.warn(fields, message));
+    const warn = (fields: object, message: string) => log.warn(fields, message);
+    this.markers = dataDir === null ? undefined : new NameMarkerStore(dataDir, io, warn);
+    this.lineages = dataDir === null ? undefined : new LineageMarkerStore(dataDir, io, warn);
   }
 
   async discard(owner: ShardOwnerKind, id: ShardId): Promise<void> {
@@ -61,6 +63,9 @@ export class DeletedShards {
     // Kept closed until the files are gone: a request in flight cannot open them again.
     await riding.release(id, owner);
     try {
+      // Before the logs: a crash between leaves logs without a floor (discarded at the next
+      // floor heard), never a floor that would vouch for logs of another creation.
+      await this.lineages?.remove(owner, id);
       const dataDir = cfg.durable.data_dir;
       for (const kind of logsOwnedBy(owner)) {
         await releaseFollower?.(ref, kind).catch((err: unknown) => {

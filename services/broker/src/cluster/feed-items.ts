@@ -17,6 +17,10 @@ export interface AssignmentRecord {
   /** Every node holding a copy (the leader included), as placement chose them. */
   replicas: string[];
   generation: number;
+  /** The generation an accepted loss restarted the shard at (absent: never; shard-lineages.ts). */
+  floor_generation?: number;
+  /** The node whose copy that restart continued (absent: it restarted empty). */
+  floor_base?: string;
 }
 
 /** The generation at which `nodeId` follows the shard, when it is a replica but not the leader. */
@@ -128,5 +132,26 @@ export function assignmentFrom(item: unknown): AssignmentRecord | null {
   const replicas = Array.isArray(a.replicas)
     ? a.replicas.filter((r): r is string => typeof r === 'string')
     : [leader];
-  return { tenant_id: t, namespace: ns, kind, stream: name, shard, leader, replicas, generation };
+  const rec: AssignmentRecord = {
+    tenant_id: t,
+    namespace: ns,
+    kind,
+    stream: name,
+    shard,
+    leader,
+    replicas,
+    generation,
+  };
+  if (a.floor_generation !== undefined) {
+    // Malformed, it could hide a copy that must be discarded: the assignment is not taken.
+    const floor = posInt(a.floor_generation);
+    if (floor === null) return null;
+    if (floor > 0) rec.floor_generation = floor;
+  }
+  if (a.floor_base !== undefined) {
+    const base = str(a.floor_base);
+    if (base === null) return null;
+    if (rec.floor_generation !== undefined) rec.floor_base = base;
+  }
+  return rec;
 }

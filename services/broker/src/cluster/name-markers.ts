@@ -2,16 +2,15 @@
  * The name-incarnation files (name-incarnations.ts): one small file per stream or cache name
  * under `<data_dir>/names/<stream|cache>/`, saying which creation of the name (the control
  * plane's `uid`) this broker's shard directories of it were written for, and how many shards
- * that creation had. Written aside and renamed (the directory synced), so a crash leaves the
- * old file or the new one; all read back once, when the broker starts, bounded
- * (NAME_MARKER_BYTES_MAX) and decoded strictly.
+ * that creation had (written and read back as marker-files.ts says, at most
+ * NAME_MARKER_BYTES_MAX each).
  */
-import { closeSync, openSync, readSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ShardOwnerKind } from '@felix/replication';
-import { type Io, ensureDurableDir, replaceFileDurably, shardDirName } from '@felix/storage';
+import { type Io, shardDirName } from '@felix/storage';
 import { NameMarkerError } from '../errors.js';
 import { NAME_MARKER_BYTES_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
+import { type MarkerCodec, MarkerFiles } from './marker-files.js';
 
 /** What a name's file holds. */
 export interface NameMarker {
@@ -72,68 +71,39 @@ export function decodeNameMarker(bytes: Uint8Array): NameMarker {
   return { uid, shards: shards as number };
 }
 
+const NAME_MARKER_CODEC: MarkerCodec<NameMarker> = {
+  bytesMax: NAME_MARKER_BYTES_MAX,
+  encode: encodeNameMarker,
+  decode: decodeNameMarker,
+};
+
 /** The marker files of one data directory. */
 export class NameMarkerStore implements NameMarkerFiles {
-  /** Every name's file by path: read once when the broker starts, then kept as written. */
-  private readonly files = new Map<string, NameMarker>();
+  private readonly files: MarkerFiles<NameMarker>;
 
   constructor(
     private readonly dataDir: string,
-    private readonly io: Io,
-    private readonly warn: (fields: object, message: string) => void,
+    io: Io,
+    warn: (fields: object, message: string) => void,
   ) {
-    for (const owner of ['stream', 'cache'] as const) this.load(this.dirOf(owner));
-  }
-
-  /** Reads every file of `dir` (synchronously, once, at start: one small file per name). */
-  private load(dir: string): void {
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // no name marked yet
-      throw err;
-    }
-    const buf = new Uint8Array(NAME_MARKER_BYTES_MAX + 1);
-    for (const name of names) {
-      if (name.endsWith('.tmp')) continue; // a write a crash cut short: the file it replaces holds
-      const path = join(dir, name);
-      const fd = openSync(path, 'r');
-      let n: number;
-      try {
-        // One byte past the bound: a longer file is refused, not cut to a valid prefix.
-        n = readSync(fd, buf, 0, buf.length, 0);
-      } finally {
-        closeSync(fd);
-      }
-      try {
-        this.files.set(path, decodeNameMarker(buf.subarray(0, n)));
-      } catch (err) {
-        // Kept as if absent: the name's files are adopted, never discarded on a doubt.
-        this.warn({ err, path }, 'an unreadable name incarnation file is rewritten');
-      }
-    }
+    const dirs = (['stream', 'cache'] as const).map((owner) => this.dirOf(owner));
+    this.files = new MarkerFiles(io, NAME_MARKER_CODEC, dirs, (path, err) => {
+      // Kept as if absent: the name's files are adopted, never discarded on a doubt.
+      warn({ err, path }, 'an unreadable name incarnation file is rewritten');
+      return null;
+    });
   }
 
   known(n: MarkedName): NameMarker | null {
-    return this.files.get(this.pathOf(n)) ?? null;
+    return this.files.known(this.pathOf(n));
   }
 
-  async write(n: MarkedName, m: NameMarker): Promise<void> {
-    const path = this.pathOf(n);
-    const dir = this.dirOf(n.owner);
-    await ensureDurableDir(this.io, dir);
-    await replaceFileDurably(this.io, dir, path, encodeNameMarker(m));
-    this.files.set(path, { uid: m.uid, shards: m.shards });
+  write(n: MarkedName, m: NameMarker): Promise<void> {
+    return this.files.write(this.dirOf(n.owner), this.pathOf(n), { uid: m.uid, shards: m.shards });
   }
 
-  async remove(n: MarkedName): Promise<void> {
-    const path = this.pathOf(n);
-    if (await this.io.exists(path)) {
-      await this.io.unlink(path);
-      await this.io.syncDir(this.dirOf(n.owner));
-    }
-    this.files.delete(path);
+  remove(n: MarkedName): Promise<void> {
+    return this.files.remove(this.dirOf(n.owner), this.pathOf(n));
   }
 
   private dirOf(owner: ShardOwnerKind): string {

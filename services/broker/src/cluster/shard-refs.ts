@@ -90,3 +90,24 @@ export function ownerRefusal(
     { detail: { reason: 'leader_not_live' } },
   );
 }
+
+/** The refusal of a request for a shard this node does not serve and no other node does. */
+export function unservedRefusal(
+  where: string,
+  reason: string,
+  failure: { reason: string } | undefined,
+): Refusal {
+  if (reason === 'not_assigned')
+    return new Refusal(
+      'shard_unavailable',
+      `${where} is not assigned (not_assigned)`,
+      'not_assigned',
+    );
+  if (failure !== undefined)
+    return new Refusal(
+      'shard_unavailable',
+      `${where} failed to open: ${failure.reason}`,
+      'shard_failed',
+    );
+  return new Refusal('shard_unavailable', `${where} is still opening (not_ready)`, 'not_ready');
+}

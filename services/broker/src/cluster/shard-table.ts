@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { type Catalog, type OpenStore, type StreamRuntime, streamKey } from '../catalog/catalog.js';
 import { routeAtIngress, routeWriteAtIngress } from '@felix/router';
-import type { LogOptions } from '@felix/storage';
+import type { LogOptions, ShardId } from '@felix/storage';
 import type { Message, ShardRef } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
@@ -41,6 +41,7 @@ import {
   refOf,
   refOfAssignment,
   sameShape,
+  unservedRefusal,
 } from './shard-refs.js';
 
 import { type CacheQuorum, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
@@ -314,6 +315,7 @@ export class ShardTable {
     // Applied by generation: anything at or below the one held is old news.
     if (prev !== undefined && prev.generation >= a.generation) return;
     this.assignments.set(key, a);
+    this.deleted.observeAssignment(a, this.nodeId, this.shardFiles);
   }
 
   /** The generation at which this node follows a shard (a replica, not its leader). */
@@ -327,7 +329,7 @@ export class ShardTable {
   /** A shard's generation as the feed says, and whether this node follows it there. */
   replicaRole(kind: ShardKind, t: string, ns: string, name: string, shard: number) {
     // The files of a deleted one are being removed: its leader is asked to come back later.
-    if (this.deleted.has(kind, t, ns, name)) return undefined;
+    if (this.deleted.has(kind, t, ns, name, shard)) return undefined;
     const a = this.assignments.get(shardKey(kind, t, ns, name, shard));
     if (a === undefined) return undefined;
     const follower = replicaGenerationOf(a, this.nodeId) !== undefined;
@@ -384,7 +386,7 @@ export class ShardTable {
   ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
-    const deleted = this.deleted.refusal(kind, t, ns, name, where);
+    const deleted = this.deleted.refusal(kind, t, ns, name, where, shard);
     if (deleted !== null) return deleted;
     const { view, serving } = this.routeView(kind, t, ns, name, shard);
     const routeOf = followsAssignment ? routeWriteAtIngress : routeAtIngress;
@@ -403,7 +405,7 @@ export class ShardTable {
       };
       return ownerRefusal(owner, this.nodeId, this.nodeLifecycles.get(route.leader));
     }
-    return this.unservedRefusal(key, where, route.reason);
+    return unservedRefusal(where, route.reason, this.failed.get(key));
   }
 
   /** Null while this broker holds its lease; else the refusal of a write. */
@@ -414,23 +416,6 @@ export class ShardTable {
       `${where}: node ${this.nodeId} has had no heartbeat accepted by the control plane for 0.75 of its lease, so it stops writing until the next one is (lease_lapsed)`,
       'lease_lapsed',
     );
-  }
-
-  private unservedRefusal(key: string, where: string, reason: string): Refusal {
-    if (reason === 'not_assigned')
-      return new Refusal(
-        'shard_unavailable',
-        `${where} is not assigned (not_assigned)`,
-        'not_assigned',
-      );
-    const failure = this.failed.get(key);
-    if (failure !== undefined)
-      return new Refusal(
-        'shard_unavailable',
-        `${where} failed to open: ${failure.reason}`,
-        'shard_failed',
-      );
-    return new Refusal('shard_unavailable', `${where} is still opening (not_ready)`, 'not_ready');
   }
 
   /** Runs a reconcile pass soon (coalesced). */
@@ -484,17 +469,24 @@ export class ShardTable {
     const key = streamKey(d.tenant, d.namespace, d.name);
     const rt = d.owner === 'stream' ? this.installed.get(key) : undefined;
     if (rt !== undefined) await this.closeStream(key, rt);
-    for (let i = 0; i < d.shards; i++) {
-      const sk = shardKey(d.owner, d.tenant, d.namespace, d.name, i);
-      this.failed.delete(sk);
-      this.committing.drop(sk);
-      if (this.heldCaches.delete(sk)) await this.replication?.replicator.stop(sk);
-    }
+    for (let i = 0; i < d.shards; i++)
+      await this.closeShard(d.owner, { ...d, stream: d.name, shard: i });
+  };
+
+  /** Before one shard's files go: unserved (a led stream shard released), unshipped. */
+  private readonly closeShard = async (owner: ShardKind, id: ShardId): Promise<void> => {
+    const sk = shardKey(owner, id.tenant, id.namespace, id.stream, id.shard);
+    this.failed.delete(sk);
+    this.committing.drop(sk);
+    if (this.heldCaches.delete(sk)) await this.replication?.replicator.stop(sk);
+    const rt = this.installed.get(streamKey(id.tenant, id.namespace, id.stream));
+    if (owner === 'stream' && rt !== undefined) await this.release(rt, id.shard);
   };
 
   private async reconcile(): Promise<void> {
     await this.deleted.discard(this.shardFiles, {
       close: this.closeDeleted,
+      closeShard: this.closeShard,
       closed: () => this.closed,
       retryLater: () => setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref(),
     });
@@ -518,7 +510,10 @@ export class ShardTable {
         this.installed.set(key, rt);
       }
       for (let i = 0; i < s.shards; i++) {
-        const a = this.leads(s, i);
+        // A copy older than the shard's floor is being discarded: not opened meanwhile.
+        const a = this.deleted.has('stream', s.tenant, s.namespace, s.name, i)
+          ? null
+          : this.leads(s, i);
         const sk = shardKey('stream', s.tenant, s.namespace, s.name, i);
         const held = this.held.get(sk);
         if (a === null) {
@@ -556,7 +551,7 @@ export class ShardTable {
       if (this.closed) return;
       if (a.kind !== 'cache' || a.leader !== this.nodeId) continue;
       // Deleted meanwhile: its old files go first (the next pass), then it is served.
-      if (this.deleted.has('cache', a.tenant_id, a.namespace, a.stream)) continue;
+      if (this.deleted.has('cache', a.tenant_id, a.namespace, a.stream, a.shard)) continue;
       if (!this.heldCaches.has(key)) {
         // Before serving: this node's follower copies are the same files the leader opens.
         for (const log of logsOwnedBy('cache'))

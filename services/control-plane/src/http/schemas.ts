@@ -351,6 +351,19 @@ export const Assignment = Type.Object({
   generation: Type.Integer(),
   state: Type.Literal('active'),
   routing: Type.Optional(Routing),
+  floor_generation: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description:
+        "Present once an operator accepted the loss of the shard's leader: the generation the shard restarted at. A broker discards any copy of the shard from before it but floor_base's",
+    }),
+  ),
+  floor_base: Type.Optional(
+    Type.String({
+      description:
+        'The replica whose copy the restart continued (absent: the shard restarted empty)',
+    }),
+  ),
 });
 export const AssignmentPage = paged(Assignment);
 export const AcceptedLoss = Type.Object({

@@ -10,8 +10,8 @@ import type { Sql, SqlParam } from './sql.js';
 import type { AssignmentRecord } from './types.js';
 
 const COLUMNS =
-  'tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms';
-const COLUMN_COUNT = 11;
+  'tenant_id, namespace, kind, name, shard, leader, replicas, generation, state, routing, updated_at_ms, floor_generation, floor_base';
+const COLUMN_COUNT = 13;
 
 /** An assignment's column values in table order (COLUMN_COUNT of them), stamped `nowMs`. */
 function rowParams(a: AssignmentRecord, nowMs: number): SqlParam[] {
@@ -27,6 +27,8 @@ function rowParams(a: AssignmentRecord, nowMs: number): SqlParam[] {
     a.state,
     a.routing ?? null,
     nowMs,
+    a.floor_generation ?? 0,
+    a.floor_base ?? null,
   ];
 }
 
@@ -53,8 +55,8 @@ export async function updateAssignmentIf(
 ): Promise<boolean> {
   const rows = await q.query(
     `UPDATE shard_assignments SET leader = $6, replicas = $7, generation = $8, state = $9, routing = $10,
-       updated_at_ms = $11
-     WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 AND shard = $5 AND generation = $12
+       updated_at_ms = $11, floor_generation = $12, floor_base = $13
+     WHERE tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 AND shard = $5 AND generation = $14
      RETURNING shard`,
     [...rowParams(a, nowMs), fromGeneration],
   );
@@ -101,7 +103,8 @@ export async function upsertAssignments(
       `INSERT INTO shard_assignments (${COLUMNS}) VALUES ${values}
        ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET leader = excluded.leader,
          replicas = excluded.replicas, generation = excluded.generation, state = excluded.state,
-         routing = excluded.routing, updated_at_ms = excluded.updated_at_ms`,
+         routing = excluded.routing, updated_at_ms = excluded.updated_at_ms,
+         floor_generation = excluded.floor_generation, floor_base = excluded.floor_base`,
       params,
     );
   }

@@ -67,15 +67,25 @@ interface PlacementInputs {
   requests: ShardRequest[];
   /** Each stream shard's routing, by `shardId` (placement carries it into the assignment). */
   routing: Map<string, Routing | undefined>;
+  /** Each placed shard's floor, where it has one, by `shardId` (kept through every move). */
+  floors: Map<string, Floor>;
   /** Assignments whose resource no longer exists. */
   orphans: AssignmentRecord[];
 }
 
-/** The record for shard `key` placed as `placed`; routing is kept only where it is not the default. */
+/** Where an accepted loss restarted a shard: its generation, and the copy kept (if any). */
+interface Floor {
+  generation: number;
+  base?: string;
+}
+
+/** The record for shard `key` placed as `placed`; routing is kept only where it is not the
+ *  default. */
 function assignmentFor(
   key: { kind: ShardKind; tenant: string; namespace: string; name: string; shard: number },
   placed: Assignment,
   routing: Routing | undefined,
+  floor?: Floor,
 ): AssignmentRecord {
   const a: AssignmentRecord = {
     tenant_id: key.tenant,
@@ -89,7 +99,29 @@ function assignmentFor(
     state: 'active',
   };
   if (key.kind === 'stream' && routing && routing !== 'modulo') a.routing = routing;
+  if (floor !== undefined) {
+    a.floor_generation = floor.generation;
+    if (floor.base !== undefined) a.floor_base = floor.base;
+  }
   return a;
+}
+
+/**
+ * The floor of a shard a pass places as `placed`. A shard whose leader's loss is accepted
+ * restarts at the generation it is placed at, continuing the new leader's copy when that
+ * leader was a replica (its base), or from nothing: every other copy of it from before may
+ * hold records the lost leader acked that the restart will write other records over, so it is
+ * discarded (shard-lineages.ts in the broker). Otherwise the floor stays what it was.
+ */
+function floorAfter(
+  current: { leader: string; replicas: readonly string[] } | undefined,
+  placed: Assignment,
+  was: Floor | undefined,
+  lossAccepted: string | undefined,
+): Floor | undefined {
+  if (current === undefined || current.leader !== lossAccepted) return was;
+  const kept = current.replicas.includes(placed.leader);
+  return { generation: placed.generation, ...(kept ? { base: placed.leader } : {}) };
 }
 
 export class AssignmentRepository {
@@ -192,8 +224,10 @@ export class AssignmentRepository {
       }
       if (!e.placement.changed) continue;
       const k = e.key;
-      const routing = inputs.routing.get(shardId(k.kind, k.tenant, k.namespace, k.name, k.shard));
-      const a = assignmentFor(k, e.placement.assignment, routing);
+      const id = shardId(k.kind, k.tenant, k.namespace, k.name, k.shard);
+      const placed = e.placement.assignment;
+      const floor = floorAfter(e.current, placed, inputs.floors.get(id), lossAccepted);
+      const a = assignmentFor(k, placed, inputs.routing.get(id), floor);
       // Conditional writes: a fresh placement only if no one placed the shard meanwhile, a
       // change only over the generation it was planned from; a lost race writes nothing and
       // the next pass plans again from what is there.
@@ -281,6 +315,7 @@ export class AssignmentRepository {
     }
     const requests: ShardRequest[] = [];
     const routing = new Map<string, Routing | undefined>();
+    const floors = new Map<string, Floor>();
     for (const kind of this.kinds) {
       for (const res of await shardedResources(q, kind)) {
         for (let shard = 0; shard < res.shards; shard++) {
@@ -288,6 +323,8 @@ export class AssignmentRepository {
           const cur = current.get(id);
           current.delete(id);
           routing.set(id, res.routing);
+          if (cur?.floor_generation !== undefined)
+            floors.set(id, { generation: cur.floor_generation, base: cur.floor_base });
           const was = cur
             ? { leader: cur.leader, replicas: cur.replicas, generation: cur.generation }
             : undefined;
@@ -326,6 +363,6 @@ export class AssignmentRepository {
       }
     }
     // What is left in `current` matched no resource.
-    return { nodes, requests, routing, orphans: [...current.values()] };
+    return { nodes, requests, routing, floors, orphans: [...current.values()] };
   }
 }

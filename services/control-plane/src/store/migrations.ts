@@ -193,6 +193,15 @@ export const MIGRATIONS: readonly Migration[] = [
     // A node registered before this column existed may well be durable: 1 protects its shards.
     statements: ['ALTER TABLE nodes ADD COLUMN durable_storage BIGINT NOT NULL DEFAULT 1'],
   },
+  {
+    version: 8,
+    name: 'assignments: where an accepted loss restarted a shard (generation, copy kept)',
+    // 0: the shard's copies all descend from its first placement, as every row did before.
+    statements: [
+      'ALTER TABLE shard_assignments ADD COLUMN floor_generation BIGINT NOT NULL DEFAULT 0',
+      'ALTER TABLE shard_assignments ADD COLUMN floor_base TEXT',
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

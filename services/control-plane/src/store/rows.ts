@@ -119,6 +119,10 @@ export function assignmentOf(r: Row): AssignmentRecord {
     state: 'active',
   };
   if (r.routing !== null && r.routing !== undefined) a.routing = str(r.routing) as Routing;
+  const floor = r.floor_generation === undefined ? 0 : num(r.floor_generation);
+  if (floor > 0) a.floor_generation = floor;
+  if (floor > 0 && r.floor_base !== null && r.floor_base !== undefined)
+    a.floor_base = str(r.floor_base);
   return a;
 }
 

@@ -105,6 +105,15 @@ export interface AssignmentRecord extends AssignmentKey {
   generation: number;
   state: 'active';
   routing?: Routing;
+  /**
+   * Present (above 0) once an accepted loss moved the shard: the generation it restarted at.
+   * A broker's copy of the shard from before it, but for `floor_base`'s, holds data given up
+   * and is discarded before the broker serves or follows the shard (docs/control-plane.md,
+   * "Accepting a lost node's data"). Kept through later generations.
+   */
+  floor_generation?: number;
+  /** The replica whose copy the restart continued (absent: it restarted empty). */
+  floor_base?: string;
 }
 
 /** Why a leader stopped shipping to a follower until it is repaired. */

@@ -22,6 +22,8 @@ export interface Assignment {
   /** Every node holding a copy, the leader included. */
   replicas: string[];
   generation: number;
+  /** The generation an accepted loss restarted the shard at, empty (absent: never). */
+  floor_generation?: number;
 }
 
 async function ready(b: Broker): Promise<boolean> {
