@@ -9,7 +9,12 @@ import { waitFor } from '@felix/testing-harness';
 import type { Message } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
-import { ConnectError, ForbiddenError, UnauthenticatedError } from '../src/errors.js';
+import {
+  ConnectError,
+  DrainingError,
+  ForbiddenError,
+  UnauthenticatedError,
+} from '../src/errors.js';
 import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
 import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
 import type { StatusEvent } from '../src/status.js';
@@ -167,6 +172,37 @@ describe('connecting with a refused token', () => {
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).retry).toBe('never');
     expect((err as ConnectError).cause).toBeInstanceOf(UnauthenticatedError);
+  });
+});
+
+describe('connecting to a draining broker', () => {
+  it('a_broker_refusing_auth_while_draining_is_passed_over_for_the_next_server', async () => {
+    // A broker draining on SIGTERM refuses a new stream's auth with `draining` (retry elsewhere).
+    // Before, the client read every refused auth as UnauthenticatedError (retry: never), so a
+    // reconnect that met one ended the subscription in a rolling restart.
+    const open = (server: string, o: ConnectionOptions, turn: TurnBatcher) => {
+      const b = new FakeBroker({ reauth: true });
+      if (server === 'quic://draining:1') {
+        b.answer = (at, msg) => {
+          if (msg.type !== 'auth') return false;
+          at.send({ type: 'error', code: 'draining', message: 'broker is shutting down' });
+          return true;
+        };
+      }
+      return BrokerConnection.over(server, b.conn, o, turn);
+    };
+    const only = await FelixClient.create(
+      { servers: ['quic://draining:1'], tenant: 't1', token: 'x' },
+      { open, clock: new FakeClock() },
+    ).catch((e: unknown) => e);
+    expect(only).toBeInstanceOf(ConnectError);
+    expect((only as ConnectError).cause).toBeInstanceOf(DrainingError);
+    expect((only as ConnectError).retry).not.toBe('never');
+    const client = await FelixClient.create(
+      { servers: ['quic://draining:1', 'quic://live:2'], tenant: 't1', token: 'x' },
+      { open, clock: new FakeClock() },
+    );
+    await client.close();
   });
 });
 

@@ -29,6 +29,7 @@ beforeAll(async () => {
       { name: 'benched', shards: 1 },
       { name: 'fire', shards: 1 },
       { name: 'graveyard', shards: 1 },
+      { name: 'piped', shards: 1 },
     ],
     caches: [{ name: 'kv' }],
   });
@@ -135,6 +136,29 @@ describe('felixctl data verbs', () => {
     expect(r.out).toEqual(['sent 500 record(s) to fire']);
     const sub = await ctl('sub', 'fire', '--from', 'earliest', '--count', '502');
     expect(sub.out.map((l) => l.split(' ')[1])).toEqual(['f0', 'f1', ...many]);
+  });
+
+  it('felixctl_exits_quietly_when_its_reader_closes_the_output_early', async () => {
+    // `felixctl sub ... | head`: the reader goes away while a live `sub` still prints. Before,
+    // the next write threw an unhandled EPIPE with a stack trace and exit 1.
+    const lines = Array.from({ length: 3000 }, (_, i) => `r${i}`);
+    expect(
+      (await start(['pub', 'piped', '--no-ack'], { input: `${lines.join('\n')}\n` }).done).code,
+    ).toBe(0);
+    const child = spawn(process.execPath, [FELIXCTL, 'sub', 'piped', '--from', 'earliest'], {
+      env: { PATH: process.env.PATH ?? '', HOME: home.path, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d) => {
+      err += String(d);
+    });
+    child.stdout.once('data', () => child.stdout.destroy());
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_DEADLINE_MS);
+    const code = await new Promise<number | null>((res) => child.on('close', res));
+    clearTimeout(timer);
+    expect(err).not.toContain('EPIPE');
+    expect(code, err).toBe(0);
   });
 
   it('felixctl_cache_puts_gets_deletes_and_watches_keys_by_prefix', async () => {

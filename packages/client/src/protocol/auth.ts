@@ -10,7 +10,7 @@ import {
   ProtocolError,
   StreamLimitExceededError,
   TimeoutError,
-  UnauthenticatedError,
+  brokerError,
 } from '../errors.js';
 import type { TlsOptions } from '../types.js';
 import { FrameStream } from './frame-stream.js';
@@ -116,7 +116,9 @@ async function authenticate(
     return { stream, frames, negotiated: negotiateAnswer(msg, flags, features) };
   }
   if (msg.type === 'error') {
-    throw new UnauthenticatedError({
+    // Typed by its code: a refused token is UnauthenticatedError (never retried), but a broker
+    // draining on SIGTERM refuses the auth `draining`, which another broker or a reconnect serves.
+    throw brokerError({
       brokerCode: msg.code ?? 'unauthenticated',
       message: msg.message,
       retry: msg.retry,
