@@ -179,6 +179,49 @@ describe('generation-start records between brokers', () => {
     }
   }, 300_000);
 
+  it('a_subscriber_resuming_at_a_new_leaders_generation_start_hears_of_no_loss', async () => {
+    // A reader that had every record up to offset 2 resumes at 3 on the promoted leader, after
+    // it opened (its generation start now at 3) and before anything else is published there.
+    const { c, leader, before } = await quorumStream(holder);
+    const first = await c.connect({ servers: [leader.url()] });
+    await publishAll(first, 'orders', ['a-0', 'a-1', 'a-2']);
+    await first.close();
+    await c.kill(leader.id);
+    const promoted = await promotion(c, leader, before.generation);
+    const client = await c.connect({ servers: [c.node(promoted.leader).url()] });
+    const ac = new AbortController();
+    try {
+      const sub = await waitFor(
+        async () => {
+          const attempt = new AbortController();
+          ac.signal.addEventListener('abort', () => attempt.abort());
+          const s = client.subscribe('orders', { shard: 0, from: 3, signal: attempt.signal });
+          try {
+            await s.ready();
+            return s;
+          } catch {
+            // Refused while the new leader opens: a new subscription, once it serves.
+            attempt.abort();
+            return undefined;
+          }
+        },
+        'the subscription to open on the new leader',
+        scaled(DEADLINE_MS),
+      );
+      await client.publish('orders', 'b-0');
+      const next = await sub[Symbol.asyncIterator]().next();
+      expect(next.done).toBe(false);
+      const ev = next.value as StreamEvent;
+      // Offset 3 holds the generation start, which no reader is given, and nothing was lost.
+      expect({ offset: ev.offset, value: TEXT.decode(ev.data), lostBefore: ev.lostBefore }).toEqual(
+        { offset: 4, value: 'b-0', lostBefore: 0 },
+      );
+    } finally {
+      ac.abort();
+      await client.close();
+    }
+  }, 240_000);
+
   it('a_promoted_leader_serves_nothing_until_a_majority_holds_its_generation_start', async () => {
     const { c, leader, before, followers } = await quorumStream(holder);
     const [ahead, behind] = followers as [ClusterNode, ClusterNode];

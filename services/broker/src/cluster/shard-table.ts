@@ -652,6 +652,7 @@ export class ShardTable {
         return;
       }
       if (fence) shard.history = fence; // what a resuming subscriber is checked against
+      shard.passOver(store?.tailOffset ?? 0); // past a generation start just appended
       rt.shards[i] = shard;
       this.failed.delete(sk);
       this.held.set(sk, { generation });

@@ -18,6 +18,7 @@
  * mark, and the publisher is acked at the same moment (or answered `quorum_timeout`).
  */
 import { randomInt } from 'node:crypto';
+import { assert } from '@felix/common';
 import type { StreamConfig } from '../config/types.js';
 import {
   EVENT_COALESCE_BYTES_MAX,
@@ -201,6 +202,18 @@ export class Shard {
       },
       outcome,
     });
+  }
+
+  /**
+   * The log took records that are no events (a new leader's generation start, appended to the
+   * log beside this shard before it serves) up to `next`: subscribers start past them, and one
+   * resuming below reads them from the log as skipped, not lost. Only before any publish.
+   */
+  passOver(next: number): void {
+    if (next <= this.appliedNext) return;
+    assert(this.inFlight === 0 && this.ring.size === 0, 'passOver after a publish');
+    this.appliedNext = next;
+    this.nextMemoryOffset = next;
   }
 
   /** The commit mark moved: batches it covers become visible and their publishers are acked. */
