@@ -14,6 +14,7 @@ import {
   loadOrCreateDevCertificate,
 } from '@felix/transport';
 import { type DirLock, type Io, lockDir, nodeIo } from '@felix/storage';
+import { isFreshDataDir } from './cluster/fresh-storage.js';
 import type { Logger } from 'pino';
 import { Authenticator } from './session/authenticator.js';
 import { Catalog } from './catalog/catalog.js';
@@ -85,6 +86,8 @@ export class Broker {
   private requests: BrokerRequests | null = null;
   /** The data directory's lock, held from start until every log is closed. */
   private dataDirLock: DirLock | null = null;
+  /** The data dir was absent or empty at start (cluster/fresh-storage.ts). */
+  private freshStorage = false;
   /** Test-only fault seams (docs/reliability.md): both absent unless their variable is set. */
   private storageIo: Io | undefined;
   private partition: Partition | null = null;
@@ -190,6 +193,7 @@ export class Broker {
     if (cfg.durable.data_dir !== null) {
       // Before anything opens a log: a second broker on this directory stops here, naming the
       // holder, instead of appending to the same segments.
+      this.freshStorage = await isFreshDataDir(cfg.durable.data_dir);
       await mkdir(cfg.durable.data_dir, { recursive: true });
       this.dataDirLock = await lockDir(cfg.durable.data_dir);
       // Files of deleted shards a crash left aside (cluster/deleted-shards.ts): no log opens them.
@@ -270,6 +274,7 @@ export class Broker {
       caches: this.requests!.caches,
       bearer: this.bearer,
       partition: this.partition,
+      freshStorage: this.freshStorage,
     });
     this.requests!.ownership = this.cluster.table;
     this.cluster.table.draining = () => this.draining;

@@ -263,6 +263,13 @@ export const REPLICATION_BACKOFFS_WARN_AFTER = 8;
 export const REPLICATION_BACKOFFS_WARN_EVERY = 30;
 /** Items one snapshot answer may carry before the broker refuses it (the stores page at 10,000). */
 export const CONTROLPLANE_SNAPSHOT_ITEMS_MAX = 1_000_000;
+/** Longest a broker started on an empty data dir waits for its replicated shards to move
+ *  (cluster/fresh-storage.ts) before it registers anyway. */
+export const FRESH_STORAGE_WAIT_MS_MAX = 120_000;
+/** How long that broker waits once the control plane shows it down, for the failover passes. */
+export const FRESH_STORAGE_DOWN_GRACE_MS = 5_000;
+/** How often it looks again meanwhile. */
+export const FRESH_STORAGE_POLL_MS = 250;
 /** How often the node address book (`GET /v1/nodes`) is refreshed (reference sync interval: 2 s). */
 export const NODE_BOOK_REFRESH_MS = 2_000;
 /** Nodes read per address-book refresh (one page; the control plane's page ceiling). */

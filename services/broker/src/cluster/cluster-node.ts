@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge } from 'prom-client';
 import type { Catalog, OpenStore } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
+import { awaitFailover } from './fresh-storage.js';
 import { ConfigInvalidCombinationError } from '../errors.js';
 import {
   CONTROLPLANE_DEREGISTER_MS_MAX,
@@ -46,6 +47,8 @@ export interface ClusterNodeDeps {
   bearer?: Bearer;
   /** The test partition file's reader (faults/partition.ts); null or absent when unset. */
   partition?: Partition | null;
+  /** The data directory was absent or empty at start (fresh-storage.ts). */
+  freshStorage?: boolean;
 }
 
 /** The control-plane URL when clustering is configured (an empty value means unset). */
@@ -190,6 +193,8 @@ export class ClusterNode {
     );
     this.book = this.refreshNodeBook();
     this.peers.start();
+    // Before the first snapshot: the replicated shards it names this node leader of stay closed.
+    this.table.awaitingFailover = deps.freshStorage === true;
     void this.follow(clog, url);
   }
 
@@ -218,10 +223,31 @@ export class ClusterNode {
   private async follow(log: Logger, url: string): Promise<void> {
     for (const f of this.feeds) f.start();
     await Promise.all(this.feeds.map((f) => f.whenSynced()));
+    if (this.table.awaitingFailover) await this.awaitFailover(log);
     await this.table.settled();
     this.membership.start();
     this.reporter.start();
     log.info({ controlplane: url }, 'first catalog and assignment snapshots applied');
+  }
+
+  /** Started on an empty data dir: waits for its replicated shards to move (fresh-storage.ts). */
+  private async awaitFailover(log: Logger): Promise<void> {
+    const ended = await awaitFailover(
+      {
+        ledWithCopies: () => this.table.ledWithCopies(),
+        lifecycle: () => this.table.nodeLifecycles.get(this.nodeId),
+        refresh: () => this.refreshBook(),
+        signal: this.stopBook.signal,
+      },
+      log,
+    );
+    if (ended !== 'moved' || this.table.ledWithCopies() > 0)
+      log.warn(
+        { ended, shards: this.table.ledWithCopies() },
+        'opening the replicated shards it still leads',
+      );
+    this.table.awaitingFailover = false;
+    this.table.kick();
   }
 
   /** Keeps the address book fresh; a failed refresh keeps the previous one. */

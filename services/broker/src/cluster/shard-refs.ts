@@ -4,6 +4,7 @@
 import { type ShardRef, shardForKey } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
+import { streamKey } from '../catalog/catalog.js';
 import { posInt, str } from './feed-items.js';
 
 /** What these read of an assignment (shard-table.ts's AssignmentRecord). */
@@ -13,6 +14,7 @@ interface AssignmentRecord {
   stream: string;
   shard: number;
   generation: number;
+  replicas: string[];
 }
 
 const UTF8 = new TextEncoder();
@@ -110,4 +112,20 @@ export function unservedRefusal(
       'shard_failed',
     );
   return new Refusal('shard_unavailable', `${where} is still opening (not_ready)`, 'not_ready');
+}
+
+/** How many of the `held` shards have a replica set smaller than their replication factor. */
+export function underReplicated(
+  held: Iterable<string>,
+  assignments: ReadonlyMap<string, AssignmentRecord>,
+  configs: ReadonlyMap<string, { replication_factor?: number }>,
+): number {
+  let n = 0;
+  for (const key of held) {
+    const a = assignments.get(key);
+    if (a === undefined) continue;
+    const c = configs.get(streamKey(a.tenant_id, a.namespace, a.stream));
+    if (a.replicas.length < (c?.replication_factor ?? 1)) n++;
+  }
+  return n;
 }

@@ -41,6 +41,7 @@ import {
   refOf,
   refOfAssignment,
   sameShape,
+  underReplicated,
   unservedRefusal,
 } from './shard-refs.js';
 
@@ -103,6 +104,9 @@ export class ShardTable {
   shardFiles: ShardFiles | null = null;
   /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
   lease: { readonly held: boolean } | null = null;
+  /** While true (a broker started on an empty data dir: fresh-storage.ts), the replicated
+   *  shards the feed names this node leader of are not opened: their followers hold the data. */
+  awaitingFailover = false;
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
   private readonly held = new Map<string, HeldShard>();
@@ -148,21 +152,26 @@ export class ShardTable {
     });
   }
 
+  /** Replicated shards (stream or cache) the feed names this node leader of. */
+  ledWithCopies(): number {
+    let n = 0;
+    for (const a of this.assignments.values())
+      if (a.leader === this.nodeId && a.replicas.length > 1) n++;
+    return n;
+  }
+
+  /** Whether this node leads `a` and may open it now. */
+  private opens(a: AssignmentRecord | undefined): a is AssignmentRecord {
+    return a?.leader === this.nodeId && (!this.awaitingFailover || a.replicas.length === 1);
+  }
+
   /** Led stream and cache shards whose replica set is smaller than their replication factor. */
   underReplicatedShards(): number {
-    let n = 0;
-    for (const [held, configs] of [
-      [this.held, this.streams],
-      [this.heldCaches, this.caches],
-    ] as const) {
-      for (const key of held.keys()) {
-        const a = this.assignments.get(key);
-        if (a === undefined) continue;
-        const c = configs.get(streamKey(a.tenant_id, a.namespace, a.stream));
-        if (a.replicas.length < (c?.replication_factor ?? 1)) n++;
-      }
-    }
-    return n;
+    const { held, heldCaches, assignments } = this;
+    return (
+      underReplicated(held.keys(), assignments, this.streams) +
+      underReplicated(heldCaches.keys(), assignments, this.caches)
+    );
   }
 
   /** Handler of the streams catalog feed. */
@@ -443,7 +452,7 @@ export class ShardTable {
 
   private leads(s: StreamConfig, i: number): AssignmentRecord | null {
     const a = this.assignments.get(shardKey('stream', s.tenant, s.namespace, s.name, i));
-    return a !== undefined && a.leader === this.nodeId ? a : null;
+    return this.opens(a) ? a : null;
   }
 
   private placeholder(s: StreamConfig, i: number): Shard {
@@ -549,7 +558,7 @@ export class ShardTable {
     }
     for (const [key, a] of this.assignments) {
       if (this.closed) return;
-      if (a.kind !== 'cache' || a.leader !== this.nodeId) continue;
+      if (a.kind !== 'cache' || !this.opens(a)) continue;
       // Deleted meanwhile: its old files go first (the next pass), then it is served.
       if (this.deleted.has('cache', a.tenant_id, a.namespace, a.stream, a.shard)) continue;
       if (!this.heldCaches.has(key)) {
