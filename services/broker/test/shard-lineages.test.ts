@@ -10,6 +10,7 @@ import { nodeIo } from '@felix/storage';
 import fc from 'fast-check';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DeletedNames } from '../src/cluster/deleted-names.js';
 import { type AssignmentRecord, assignmentFrom } from '../src/cluster/feed-items.js';
 import {
   LineageMarkerStore,
@@ -107,12 +108,42 @@ describe('shard lineage files', () => {
     const [file] = await nodeIo.readdir(join(dir, 'lineages', 'cache'));
     await writeFile(join(dir, 'lineages', 'cache', file!), '{"floor": "3"}');
     const again = reopened();
-    expect(warnings).toEqual(['an unreadable shard lineage file: the copy is kept as it is']);
+    expect(warnings).toEqual([
+      'an unreadable shard lineage file: the copy is kept and the file rewritten',
+    ]);
     const lineages = new ShardLineages(log);
     lineages.observe(assigned({ kind: 'cache', floor_generation: 8 }), 'b1', again);
-    expect(lineages.pending('cache', 't', 'ns', 'orders', 1)).toBe(false);
-    // Left as it is: nothing was discarded, so nothing is vouched for anew.
-    expect(await readFile(join(dir, 'lineages', 'cache', file!), 'utf8')).toBe('{"floor": "3"}');
+    await lineages.settle(again, hooks);
+    // Kept, and the file rewritten: the next floor gates the copy again.
+    expect(discarded).toEqual([]);
+    expect(decodeLineageMarker(await readFile(join(dir, 'lineages', 'cache', file!)))).toBe(8);
+    lineages.observe(assigned({ kind: 'cache', floor_generation: 9 }), 'b1', again);
+    await lineages.settle(again, hooks);
+    expect(discarded).toEqual(['cache orders/1']);
+  });
+
+  it('a_deleted_names_shards_wait_for_no_floor_and_get_no_lineage_file_back', async () => {
+    const names = new DeletedNames(log);
+    const files = {
+      lineages: store,
+      discard: async (owner: string, id: typeof SHARD_1) => {
+        discarded.push(`${owner} ${id.stream}/${id.shard}`);
+        await store.remove('stream', id);
+      },
+    };
+    names.observeAssignment(assigned({ floor_generation: 7 }), 'b2', files);
+    expect(names.has('stream', 't', 'ns', 'orders', 1)).toBe(true);
+    // Deleted before the pass: its files go with the name, and no floor is written back.
+    names.note('stream', { tenant: 't', namespace: 'ns', name: 'orders', shards: 2 });
+    await names.discard(files, {
+      close: async () => undefined,
+      closeShard: async () => undefined,
+      closed: () => false,
+      retryLater: hooks.retryLater,
+    });
+    expect(discarded).toEqual(['stream orders/0', 'stream orders/1']);
+    expect(names.has('stream', 't', 'ns', 'orders', 1)).toBe(false);
+    expect(reopened().floorOf('stream', SHARD_1)).toBe(0);
   });
 
   it('an_assignment_with_a_malformed_floor_is_not_taken', () => {

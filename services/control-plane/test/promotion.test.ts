@@ -358,6 +358,28 @@ function promotionSuite(backend: Backend): void {
       });
     });
 
+    it('an_accepted_loss_that_leaves_a_shard_with_its_still_routable_leader_sets_no_floor', async () => {
+      // A departed leader stays routable until its lease is over, so placement keeps it; the
+      // same pass drops a lost follower. Nothing restarted: no floor, and nothing moved.
+      const leftRoutable = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
+        view(nodes).map((n, i) => ({
+          ...n,
+          routable: n.routable || nodes[i]!.lifecycle === 'left',
+        }));
+      await store.streams.create(stream('s', { durable: true, replication_factor: 3 }), view);
+      const [before] = (await store.assignments.list(10)).items;
+      const [leader, , follower] = before!.replicas;
+      await store.nodes.deregister(leader!);
+      const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === follower)!;
+      expect(await store.nodes.markDown(follower!, stamp.stamp)).toBe(true);
+      const out = await store.assignments.acceptLoss(leftRoutable, TRUST_ALL, leader!);
+      const [after] = (await store.assignments.list(10)).items;
+      expect(after!.leader).toBe(leader);
+      expect(after!.replicas).not.toContain(follower);
+      expect(after).not.toHaveProperty('floor_generation');
+      expect(out.moved).toEqual([]);
+    });
+
     it('an_accepted_loss_that_restarts_a_shard_empty_gives_it_a_floor_kept_through_later_moves', async () => {
       await store.streams.create(stream('s', { durable: true, replication_factor: 2 }), view);
       const [before] = (await store.assignments.list(10)).items;

@@ -68,6 +68,7 @@ async function leaderBackEmpty(
   await c.start(lost.id);
   const promoted = await waitFor(
     async () => {
+      // The control plane may answer nothing useful mid-failover: ask again.
       const a = await assignmentOf(c, name, kind).catch(() => undefined);
       return a && a.leader !== lost.id && a.generation > before.generation ? a : undefined;
     },

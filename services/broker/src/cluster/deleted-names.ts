@@ -85,6 +85,7 @@ export class DeletedNames {
     const shards = Math.max(config.shards, this.names.get(k)?.shards ?? 0);
     this.names.set(k, { owner, tenant, namespace, name, shards });
     this.incarnations.forget(owner, config);
+    this.lineages.forget(owner, tenant, namespace, name);
   }
 
   /** Whether the name is unserved: its old files are being removed, or they are of an earlier

@@ -15,7 +15,8 @@ import { type MarkerCodec, MarkerFiles } from './marker-files.js';
 
 /** The lineage files as the bookkeeping asks for them. */
 export interface LineageFiles {
-  /** The floor the copy of shard `id` was kept under (0: no file, a copy from before any). */
+  /** The floor the copy of shard `id` was kept under (0: no file, a copy from before any;
+   *  -1: a file that does not decode, whose copy is kept and the file rewritten). */
   floorOf(owner: ShardOwnerKind, id: ShardId): number;
   write(owner: ShardOwnerKind, id: ShardId, floor: number): Promise<void>;
   /** Removes the shard's file (none: nothing); its files went with its name's delete. */
@@ -65,9 +66,13 @@ export class LineageMarkerStore implements LineageFiles {
   ) {
     const dirs = (['stream', 'cache'] as const).map((owner) => this.dirOf(owner));
     this.files = new MarkerFiles(io, CODEC, dirs, (path, err) => {
-      // Adopted, as an unreadable name file is: the copy is kept, never discarded on a doubt.
-      warn({ err, path }, 'an unreadable shard lineage file: the copy is kept as it is');
-      return Number.MAX_SAFE_INTEGER;
+      // Adopted, as an unreadable name file is: the copy is kept, never discarded on a doubt,
+      // and the next floor heard is written over it (so the floors after it gate again).
+      warn(
+        { err, path },
+        'an unreadable shard lineage file: the copy is kept and the file rewritten',
+      );
+      return -1;
     });
   }
 

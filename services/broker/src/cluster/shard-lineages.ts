@@ -48,10 +48,22 @@ export class ShardLineages {
     if (floor === 0 || files === undefined) return;
     if (a.leader !== nodeId && !a.replicas.includes(nodeId)) return;
     const id = { tenant: a.tenant_id, namespace: a.namespace, stream: a.stream, shard: a.shard };
-    if (files.floorOf(a.kind, id) >= floor) return;
+    const held = files.floorOf(a.kind, id);
+    if (held >= floor) return;
     const k = shardKey(a.kind, a.tenant_id, a.namespace, a.stream, a.shard);
     if ((this.wanted.get(k)?.floor ?? 0) >= floor) return;
-    this.wanted.set(k, { owner: a.kind, id, floor, base: a.floor_base === nodeId });
+    // An unreadable file's copy is adopted (lineage-markers.ts): its file is rewritten only.
+    this.wanted.set(k, { owner: a.kind, id, floor, base: a.floor_base === nodeId || held < 0 });
+  }
+
+  /** The catalog deleted the name: its shards' files go with it, and no floor is written back
+   *  for them (a creation of the name again starts without one). */
+  forget(owner: ShardOwnerKind, t: string, ns: string, name: string): void {
+    for (const [k, w] of this.wanted) {
+      const { tenant, namespace, stream } = w.id;
+      if (w.owner === owner && tenant === t && namespace === ns && stream === name)
+        this.wanted.delete(k);
+    }
   }
 
   /** Whether the shard waits for a copy older than its floor to be discarded. */

@@ -120,6 +120,8 @@ function floorAfter(
   lossAccepted: string | undefined,
 ): Floor | undefined {
   if (current === undefined || current.leader !== lossAccepted) return was;
+  // Still led by the lost node (its lease not over): nothing restarted, nothing given up.
+  if (placed.leader === lossAccepted) return was;
   const kept = current.replicas.includes(placed.leader);
   return { generation: placed.generation, ...(kept ? { base: placed.leader } : {}) };
 }
@@ -187,8 +189,10 @@ export class AssignmentRepository {
           .filter((e) => e.current?.leader === nodeId)
           .map((e) => shardId(e.key.kind, e.key.tenant, e.key.namespace, e.key.name, e.key.shard)),
       );
-      const moved = out.written.filter((a) =>
-        led.has(shardId(a.kind, a.tenant_id, a.namespace, a.stream, a.shard)),
+      const moved = out.written.filter(
+        (a) =>
+          a.leader !== nodeId &&
+          led.has(shardId(a.kind, a.tenant_id, a.namespace, a.stream, a.shard)),
       );
       const still = await w.q.query<Row>('SELECT shard FROM shard_assignments WHERE leader = $1', [
         nodeId,

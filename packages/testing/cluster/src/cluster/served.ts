@@ -24,6 +24,8 @@ export interface Assignment {
   generation: number;
   /** The generation an accepted loss restarted the shard at, empty (absent: never). */
   floor_generation?: number;
+  /** The replica whose copy that restart continued (absent: it restarted empty). */
+  floor_base?: string;
 }
 
 async function ready(b: Broker): Promise<boolean> {
