@@ -87,6 +87,36 @@ const cacheGet = (cache: string) =>
   ({ type: 'cache_get', tenant_id: T, namespace: NS, cache, key: 'k' }) as unknown as Message;
 
 describe('routing while a shard is being let go', () => {
+  it('a_copy_waiting_for_its_floor_holds_up_only_the_requests_this_broker_would_serve', async () => {
+    const hold = gate();
+    const t = table('none', gate());
+    // The discard of the old copy waits on `hold`: the gate stays up meanwhile.
+    t.shardFiles = {
+      discard: () => hold.promise,
+      lineages: { floorOf: () => 0, write: async () => undefined, remove: async () => undefined },
+    };
+    t.cachesFeed.snapshot([
+      { tenant_id: T, namespace: NS, cache: 'led', shards: 1 },
+      { tenant_id: T, namespace: NS, cache: 'followed', shards: 1 },
+    ]);
+    t.assignmentsFeed.snapshot([
+      { ...assignment('cache', 'led', 'n1', 4), floor_generation: 4 },
+      { ...assignment('cache', 'followed', 'n2', 4), floor_generation: 4 },
+    ]);
+    // Led here: refused until the copy is gone. Followed here: the leader answers at once.
+    const led = t.refuseMessage(cacheGet('led'));
+    expect(led?.reason).toBe('not_ready');
+    expect(led?.message).toContain('accepted loss');
+    const followed = t.refuseMessage(cacheGet('followed'));
+    expect(followed).toBeInstanceOf(NotLeaderRefusal);
+    expect((followed as NotLeaderRefusal).owner.nodeId).toBe('n2');
+    expect(t.replicaRole('cache', T, NS, 'followed', 0)).toBeUndefined();
+    hold.open();
+    await t.settled();
+    expect(t.refuseMessage(cacheGet('led'))?.message ?? '').not.toContain('accepted loss');
+    expect(t.replicaRole('cache', T, NS, 'followed', 0)).toEqual({ generation: 4, follower: true });
+  });
+
   it('a_cache_read_goes_to_the_leader_the_assignment_names_even_while_this_broker_still_serves', async () => {
     const hold = gate();
     const t = table('held-open', hold);

@@ -104,8 +104,7 @@ export class ShardTable {
   shardFiles: ShardFiles | null = null;
   /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
   lease: { readonly held: boolean } | null = null;
-  /** While true (a broker started on an empty data dir: fresh-storage.ts), the replicated
-   *  shards the feed names this node leader of are not opened: their followers hold the data. */
+  /** While true, the replicated shards it leads stay closed (empty data dir: fresh-storage.ts). */
   awaitingFailover = false;
   private readonly assignments = new Map<string, AssignmentRecord>();
   private readonly installed = new Map<string, StreamRuntime>();
@@ -395,9 +394,10 @@ export class ShardTable {
   ): Refusal | null {
     const key = shardKey(kind, t, ns, name, shard);
     const where = `${kind} ${t}/${ns}/${name} shard ${shard}`;
-    const deleted = this.deleted.refusal(kind, t, ns, name, where, shard);
-    if (deleted !== null) return deleted;
     const { view, serving } = this.routeView(kind, t, ns, name, shard);
+    const mine = view?.leader === this.nodeId ? shard : undefined; // a floor gates what it serves
+    const deleted = this.deleted.refusal(kind, t, ns, name, where, mine);
+    if (deleted !== null) return deleted;
     const routeOf = followsAssignment ? routeWriteAtIngress : routeAtIngress;
     const route = routeOf(this.nodeId, view, serving);
     if (route.kind === 'local') return write ? this.leaseRefusal(where) : null;
