@@ -13,6 +13,9 @@ export const CURSOR_CHARS_MAX = 1024;
 /** Shards per stream or cache: beyond this one resource dominates a placement pass. */
 export const SHARDS_MAX = 1024;
 
+/** Longest default TTL of a cache; matches the broker's CACHE_TTL_MS_MAX (about 1,100 years). */
+export const CACHE_TTL_MS_MAX = 2 ** 45;
+
 /** Largest replication factor; matches @felix/router's REPLICATION_FACTOR_MAX. */
 export const REPLICATION_FACTOR_MAX = 16;
 

@@ -176,6 +176,39 @@ describe('api', () => {
     });
   });
 
+  it('a_cache_takes_a_default_ttl_that_a_patch_changes_or_clears', async () => {
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    const caches = '/v1/tenants/t1/namespaces/ns/caches';
+    const patch = (payload: object) =>
+      built.inject({ method: 'PATCH', url: `${caches}/sessions`, payload });
+    for (const bad of [0, -5, 1.5, '60000', 2 ** 46]) {
+      const r = await post(caches, { cache: 'sessions', default_ttl_ms: bad });
+      expect(r.statusCode, String(bad)).toBe(400);
+    }
+    expect((await post(caches, { cache: 'plain' })).json().default_ttl_ms).toBeNull();
+    const made = await post(caches, { cache: 'sessions', default_ttl_ms: 60_000 });
+    expect(made.statusCode).toBe(201);
+    expect(made.json().default_ttl_ms).toBe(60_000);
+    // The same create again is the same cache; another default TTL is another cache.
+    expect((await post(caches, { cache: 'sessions', default_ttl_ms: 60_000 })).statusCode).toBe(
+      200,
+    );
+    expect((await post(caches, { cache: 'sessions', default_ttl_ms: 5_000 })).statusCode).toBe(409);
+    expect((await patch({ display_name: 'Sessions' })).json().default_ttl_ms).toBe(60_000);
+    expect((await patch({ default_ttl_ms: 5_000 })).json()).toMatchObject({
+      display_name: 'Sessions',
+      default_ttl_ms: 5_000,
+    });
+    expect((await patch({ default_ttl_ms: null })).json().default_ttl_ms).toBeNull();
+    expect((await patch({})).statusCode).toBe(400);
+    expect((await patch({ default_ttl_ms: 0 })).statusCode).toBe(400);
+    const listed = (await built.inject({ method: 'GET', url: caches })).json();
+    expect(
+      listed.items.find((c: { cache: string }) => c.cache === 'sessions').default_ttl_ms,
+    ).toBeNull();
+  });
+
   it('a_create_with_an_unknown_field_is_refused_and_writes_nothing', async () => {
     const refusedNaming = async (r: Awaited<ReturnType<typeof post>>, field: string) => {
       expect(r.statusCode, r.body).toBe(400);

@@ -226,6 +226,27 @@ describe('felixctl', () => {
     });
   });
 
+  it('felixctl_creates_a_cache_with_a_default_ttl_and_lists_it', async () => {
+    expect((await ctl('tenants', 'create', 'ttl')).code).toBe(0);
+    expect((await ctl('namespaces', 'create', 'ttl', 'ns')).code).toBe(0);
+    const made = await ctl(
+      'caches',
+      'create',
+      'ttl',
+      'ns',
+      'sessions',
+      '--default-ttl-ms',
+      '60000',
+    );
+    expect(made.code, made.err.join()).toBe(0);
+    const listed = await ctl('caches', 'list', 'ttl', 'ns');
+    expect(listed.out[0]).toMatch(/DEFAULT_TTL_MS$/);
+    expect(listed.out[1]).toMatch(/^ttl\s+ns\s+sessions\s+1\s+1\s+Leader\s+60000$/);
+    const bad = await ctl('caches', 'create', 'ttl', 'ns', 'other', '--default-ttl-ms', '1m');
+    expect(bad.code).toBe(2);
+    expect(bad.err.join('\n')).toContain('is not a whole number');
+  });
+
   it('felixctl_names_the_field_and_allowed_values_of_a_bad_enum', async () => {
     expect((await ctl('tenants', 'create', 'enums')).code).toBe(0);
     expect((await ctl('namespaces', 'create', 'enums', 'ns')).code).toBe(0);

@@ -273,7 +273,7 @@ function promotionSuite(backend: Backend): void {
     async function placedCache(rf = 1): Promise<AssignmentRecord> {
       const c = { tenant_id: 't1', namespace: 'ns', cache: 'users', display_name: 'users' };
       await store.caches.create(
-        { ...c, shards: 1, replication_factor: rf, consistency: 'Leader' },
+        { ...c, shards: 1, replication_factor: rf, consistency: 'Leader', default_ttl_ms: null },
         view,
       );
       return (await store.assignments.list(10)).items[0]!;

@@ -99,6 +99,7 @@ function storeContract(backend: Backend): void {
         shards: 2,
         replication_factor: 1,
         consistency: 'Quorum',
+        default_ttl_ms: null,
       });
       expect(await store.tenants.get('t1')).toEqual({ tenant_id: 't1', display_name: 'T1' });
       const orders = await store.streams.get('t1', 'ns', 'orders');
@@ -127,7 +128,7 @@ function storeContract(backend: Backend): void {
       expect(again.uid).not.toBe('');
       expect(again.uid).not.toBe(first.uid);
       expect((await store.streams.get('t1', 'ns', 's')).uid).toBe(again.uid);
-      const cache = { ...stream('c'), cache: 'c', display_name: 'c' };
+      const cache = { ...stream('c'), cache: 'c', display_name: 'c', default_ttl_ms: null };
       const { stream: _s, kind: _k, retention: _r, durable: _d, routing: _ro, ...c } = cache;
       const c1 = (await store.caches.create(c)).item;
       await store.caches.delete('t1', 'ns', 'c');
@@ -198,6 +199,7 @@ function storeContract(backend: Backend): void {
         shards: 1,
         replication_factor: 1,
         consistency: 'Leader',
+        default_ttl_ms: null,
       });
       await store.nodes.register(registration('n1'));
       await store.assignments.pass(allLive);
@@ -417,6 +419,7 @@ function storeContract(backend: Backend): void {
           shards: 1,
           replication_factor: 1,
           consistency: 'Leader',
+          default_ttl_ms: null,
         },
         allLive,
       );

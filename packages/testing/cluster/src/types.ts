@@ -28,6 +28,8 @@ export interface CacheSpec {
   replicationFactor?: number;
   /** When a write is acked and what readers see (docs/replication.md); default `leader`. */
   consistency?: 'leader' | 'quorum';
+  /** The TTL of a put that names none; default none (such values never expire). */
+  defaultTtlMs?: number;
 }
 
 export interface ClusterSpec {

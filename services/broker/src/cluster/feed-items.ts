@@ -3,7 +3,7 @@
  * shard assignment. Parsing never throws: a malformed item is null and the table logs it.
  */
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
-import { NAME_UID_CHARS_MAX } from '../limits.js';
+import { CACHE_TTL_MS_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
 
 export type ShardKind = 'stream' | 'cache';
 
@@ -96,7 +96,7 @@ export function cacheFromCatalog(item: unknown, cfg: BrokerConfig): CacheConfig 
     name,
     shards,
     durable: cfg.durable.data_dir !== null,
-    default_ttl_ms: null,
+    default_ttl_ms: defaultTtlOf(c.default_ttl_ms),
     consistency: String(c.consistency).toLowerCase() === 'quorum' ? 'quorum' : 'leader',
     replication_factor: posInt(c.replication_factor) ?? 1,
     ...uidOf(c.uid),
@@ -106,6 +106,12 @@ export function cacheFromCatalog(item: unknown, cfg: BrokerConfig): CacheConfig 
 /** A catalog item's creation id when it has a usable one ('' or absent: none). */
 function uidOf(x: unknown): { uid?: string } {
   return typeof x === 'string' && x.length > 0 && x.length <= NAME_UID_CHARS_MAX ? { uid: x } : {};
+}
+
+/** A catalog cache's default TTL: a positive whole number of ms within the put bound, or none. */
+function defaultTtlOf(x: unknown): number | null {
+  const ms = posInt(x);
+  return ms !== null && ms >= 1 && ms <= CACHE_TTL_MS_MAX ? ms : null;
 }
 
 /** An assignment of the feed, or null when it is malformed. */

@@ -106,6 +106,7 @@ const CACHE_COLUMNS = [
   'shards',
   'replication_factor',
   'consistency',
+  'default_ttl_ms',
 ];
 
 function cacheCommands(program: Command, api: Api): void {
@@ -121,6 +122,11 @@ function cacheCommands(program: Command, api: Api): void {
     .option('--shards <n>', 'shard count', wholeNumber('--shards'))
     .option('--replication-factor <n>', 'copies of each shard', wholeNumber('--replication-factor'))
     .option('--consistency <c>', 'Leader or Quorum')
+    .option(
+      '--default-ttl-ms <ms>',
+      'TTL of a put that names none',
+      wholeNumber('--default-ttl-ms'),
+    )
     .action(async (t: string, ns: string, name: string, o: Json) =>
       api.show(
         await api.call('POST', base(t, ns), {
@@ -128,6 +134,7 @@ function cacheCommands(program: Command, api: Api): void {
           shards: o.shards,
           replication_factor: o.replicationFactor,
           consistency: o.consistency,
+          default_ttl_ms: o.defaultTtlMs,
         }),
         CACHE_COLUMNS,
       ),

@@ -2,6 +2,7 @@
 import { type StringOptions, type TSchema, Type } from '@sinclair/typebox';
 import {
   ADDRESS_CHARS_MAX,
+  CACHE_TTL_MS_MAX,
   CURSOR_CHARS_MAX,
   NAME_LENGTH_MAX,
   NODE_LABEL_CHARS_MAX,
@@ -151,8 +152,12 @@ export const Cache = Type.Object({
   shards: Type.Integer(),
   replication_factor: Type.Integer(),
   consistency: Consistency,
+  default_ttl_ms: Nullable(
+    Type.Integer({ description: 'The TTL of a put that names none (null: never expires)' }),
+  ),
   uid: Type.String({ description: 'Assigned at creation; another after a delete and create.' }),
 });
+const DefaultTtlMs = Type.Integer({ minimum: 1, maximum: CACHE_TTL_MS_MAX });
 export const CreateCache = Type.Object(
   {
     cache: Name,
@@ -162,10 +167,17 @@ export const CreateCache = Type.Object(
       Type.Integer({ minimum: 1, maximum: REPLICATION_FACTOR_MAX }),
     ),
     consistency: Type.Optional(Consistency),
+    default_ttl_ms: Type.Optional(DefaultTtlMs),
   },
   STRICT,
 );
-export const PatchCache = Type.Object({ display_name: DisplayName }, STRICT);
+export const PatchCache = Type.Object(
+  {
+    display_name: Type.Optional(DisplayName),
+    default_ttl_ms: Type.Optional(Nullable(DefaultTtlMs)),
+  },
+  { ...STRICT, minProperties: 1 },
+);
 export const CachePage = paged(Cache);
 
 const Address = PlainText({ minLength: 1, maxLength: ADDRESS_CHARS_MAX });

@@ -35,9 +35,11 @@ export interface StreamPatch {
   durable?: boolean | undefined;
 }
 
-/** What a cache's PATCH may change: only its display name. */
+/** What a cache's PATCH may change: its display name and its default TTL. */
 export interface CachePatch {
-  display_name: string;
+  display_name?: string;
+  /** null: puts that name no TTL keep their values for good. */
+  default_ttl_ms?: number | null;
 }
 
 export const STREAMS: CatalogKind<Stream, StreamPatch> = {
@@ -86,13 +88,18 @@ export const CACHES: CatalogKind<Cache, CachePatch> = {
     shards: c.shards,
     replication_factor: c.replication_factor,
     consistency: c.consistency,
+    default_ttl_ms: c.default_ttl_ms,
     uid: c.uid,
   }),
-  mutable: ['display_name'],
+  mutable: ['display_name', 'default_ttl_ms'],
   of: cacheOf,
   nameOf: (c) => c.cache,
   routingOf: () => undefined,
-  applyPatch: (cur, patch) => ({ ...cur, display_name: patch.display_name }),
+  applyPatch: (cur, patch) => ({
+    ...cur,
+    display_name: patch.display_name ?? cur.display_name,
+    default_ttl_ms: patch.default_ttl_ms === undefined ? cur.default_ttl_ms : patch.default_ttl_ms,
+  }),
   notFound: (message) => new CacheNotFoundError(message),
 };
 

@@ -202,6 +202,12 @@ export const MIGRATIONS: readonly Migration[] = [
       'ALTER TABLE shard_assignments ADD COLUMN floor_base TEXT',
     ],
   },
+  {
+    version: 9,
+    name: 'caches: a default TTL for puts that name none',
+    // NULL: values written without a TTL keep no expiry, as before.
+    statements: ['ALTER TABLE caches ADD COLUMN default_ttl_ms BIGINT'],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -64,6 +64,8 @@ export function cacheOf(r: Row): Cache {
     shards: num(r.shards),
     replication_factor: num(r.replication_factor),
     consistency: str(r.consistency) as Consistency,
+    default_ttl_ms:
+      r.default_ttl_ms === null || r.default_ttl_ms === undefined ? null : num(r.default_ttl_ms),
     uid: uidOf(r),
   };
 }

@@ -45,6 +45,8 @@ export interface Cache {
   shards: number;
   replication_factor: number;
   consistency: Consistency;
+  /** The TTL of a put that names none (null: such values never expire). */
+  default_ttl_ms: number | null;
   /** As a stream's `uid`. */
   uid: string;
 }

@@ -98,6 +98,7 @@ export async function createCatalog(
       ...(c.consistency === undefined
         ? {}
         : { consistency: c.consistency === 'quorum' ? 'Quorum' : 'Leader' }),
+      ...(c.defaultTtlMs === undefined ? {} : { default_ttl_ms: c.defaultTtlMs }),
     })) as { shards: number };
     out.push({ kind: 'cache', name: c.name, shards: made.shards });
   }

@@ -312,6 +312,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
           shards: b.shards ?? 1,
           replication_factor: b.replication_factor ?? 1,
           consistency: b.consistency ?? 'Leader',
+          default_ttl_ms: b.default_ttl_ms ?? null,
         },
         ctx.placementView,
       );
@@ -332,7 +333,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.patch(`${caBase}/:cache`, {
     schema: {
       tags: ['caches'],
-      summary: 'Changes the display name only',
+      summary: 'Changes the display name or the default TTL',
       params: S.CacheParams,
       body: S.PatchCache,
       response: S.responses({ 200: S.Cache }),
@@ -340,12 +341,8 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     handler: async (req) => {
       const p = req.params as Static<typeof S.CacheParams>;
       const b = req.body as Static<typeof S.PatchCache>;
-      return store.caches.patch(
-        checkName('tenant_id', p.tenant_id),
-        checkName('namespace', p.namespace),
-        checkName('cache', p.cache),
-        { display_name: b.display_name },
-      );
+      const [t, ns] = [checkName('tenant_id', p.tenant_id), checkName('namespace', p.namespace)];
+      return store.caches.patch(t, ns, checkName('cache', p.cache), b);
     },
   });
   app.delete(`${caBase}/:cache`, {
