@@ -467,6 +467,7 @@ export class Broker {
     this.metrics.replicationInSync.reset();
     for (const h of this.replicator?.shardHealth() ?? []) {
       const labels = {
+        kind: h.kind,
         tenant: h.ref.tenantId,
         namespace: h.ref.namespace,
         stream: h.ref.stream,

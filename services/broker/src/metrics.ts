@@ -104,7 +104,7 @@ export class BrokerMetrics {
   readonly replicationExposed = new Gauge({
     name: 'felix_broker_replication_exposed_records',
     help: 'Per replicated shard this broker leads: for a leader-consistency stream, acked records above what its most caught-up in-sync follower confirmed, at scrape time (what a failover now would lose); 0 with no follower in sync (the shard then waits for its leader), and 0 for quorum streams and caches',
-    labelNames: ['tenant', 'namespace', 'stream', 'shard'] as const,
+    labelNames: ['kind', 'tenant', 'namespace', 'stream', 'shard'] as const,
     registers: [this.registry],
   });
   readonly replicationBackoffs = new Counter({
@@ -114,8 +114,8 @@ export class BrokerMetrics {
   });
   readonly replicationInSync = new Gauge({
     name: 'felix_broker_replication_in_sync_followers',
-    help: 'Per replicated shard this broker leads: followers that held its whole log within cluster.replica_lag_max_ms, at scrape time (0 means a failover of this shard cannot happen until it is back)',
-    labelNames: ['tenant', 'namespace', 'stream', 'shard'] as const,
+    help: 'Per replicated shard this broker leads (kind: stream or cache; stream: its name): followers that held its whole log within cluster.replica_lag_max_ms, at scrape time (0 means a failover of this shard cannot happen until it is back)',
+    labelNames: ['kind', 'tenant', 'namespace', 'stream', 'shard'] as const,
     registers: [this.registry],
   });
   readonly quorumWaits = new Counter({

@@ -92,6 +92,42 @@ describe('state that rides with a shard', () => {
   );
 
   it(
+    'a_stream_and_a_cache_of_one_name_have_their_own_replication_gauges',
+    async () => {
+      const c = await cluster({
+        streams: [{ name: 'users', shards: 1, replicationFactor: 3 }],
+        caches: [{ name: 'users', shards: 1, replicationFactor: 3 }],
+      });
+      const client = await c.connect();
+      clients.push(client);
+      await client.publish('users', 'u1 joined');
+      await client.cache('users').put('u1', 'alice');
+      // Each shard's leader names it by kind: one series each, not one overwriting the other.
+      const series = async () => {
+        const lines: string[] = [];
+        for (const n of c.nodes) {
+          const page = await (await fetch(`http://127.0.0.1:${n.httpPort}/metrics`)).text();
+          for (const l of page.split('\n'))
+            if (l.startsWith('felix_broker_replication_in_sync_followers{')) lines.push(l);
+        }
+        return lines;
+      };
+      const both = await waitFor(
+        async () => {
+          const lines = await series();
+          const of = (kind: string) =>
+            lines.filter((l) => l.includes(`kind="${kind}"`) && l.includes('stream="users"'));
+          return of('stream').length === 1 && of('cache').length === 1 ? lines : undefined;
+        },
+        'an in-sync gauge for the stream shard and one for the cache shard',
+        scaled(FAILOVER_MS),
+      );
+      expect(both).toHaveLength(2);
+    },
+    TEST_MS,
+  );
+
+  it(
     'a_group_position_survives_a_leader_failover',
     async () => {
       const c = await cluster({ streams: [{ name: 'jobs', shards: 1, replicationFactor: 3 }] });

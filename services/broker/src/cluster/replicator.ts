@@ -73,6 +73,8 @@ export interface ReplicatorDeps extends PeerPoolDeps {
 /** One led shard's replication health, for the broker's gauges (Replicator.shardHealth). */
 export interface ShardHealth {
   ref: ShardRef;
+  /** A stream's shard or a cache's (a stream and a cache may share a name). */
+  kind: 'stream' | 'cache';
   /** Followers in sync now, as the shard's next replica report names them. */
   inSync: number;
   /** Acked records a failover now would lose (a `leader` stream's; else 0). */
@@ -406,7 +408,7 @@ export class Replicator {
         const best = Math.max(...inSync.map((f) => s.shipper.confirmed(f)));
         exposed = Math.max(0, s.log.tailOffset - best);
       }
-      out.push({ ref: s.ref, inSync: inSync.length, exposedRecords: exposed });
+      out.push({ ref: s.ref, kind, inSync: inSync.length, exposedRecords: exposed });
     }
     return out;
   }
