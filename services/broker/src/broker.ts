@@ -14,7 +14,7 @@ import {
   loadOrCreateDevCertificate,
 } from '@felix/transport';
 import { type DirLock, type Io, lockDir, nodeIo } from '@felix/storage';
-import { isFreshDataDir } from './cluster/fresh-storage.js';
+import { endFreshWait, freshStorageAtStart } from './cluster/fresh-storage.js';
 import type { Logger } from 'pino';
 import { Authenticator } from './session/authenticator.js';
 import { Catalog } from './catalog/catalog.js';
@@ -193,7 +193,9 @@ export class Broker {
     if (cfg.durable.data_dir !== null) {
       // Before anything opens a log: a second broker on this directory stops here, naming the
       // holder, instead of appending to the same segments.
-      this.freshStorage = await isFreshDataDir(cfg.durable.data_dir);
+      // Before the lock and every other file: whether it starts without its shard logs.
+      if (controlPlaneUrl(cfg) !== null)
+        this.freshStorage = await freshStorageAtStart(cfg.durable.data_dir, nodeIo);
       await mkdir(cfg.durable.data_dir, { recursive: true });
       this.dataDirLock = await lockDir(cfg.durable.data_dir);
       // Files of deleted shards a crash left aside (cluster/deleted-shards.ts): no log opens them.
@@ -275,6 +277,7 @@ export class Broker {
       bearer: this.bearer,
       partition: this.partition,
       freshStorage: this.freshStorage,
+      freshWaitEnded: () => endFreshWait(this.config.durable.data_dir!, nodeIo),
     });
     this.requests!.ownership = this.cluster.table;
     this.cluster.table.draining = () => this.draining;

@@ -10,7 +10,7 @@
 // report names a caught-up follower; the leader SIGKILLed, its data directory removed, and the
 // broker started again at once; reads through the promoted follower, then the returned broker
 // is checked to be following again with a full copy.
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
@@ -42,6 +42,7 @@ async function leaderBackEmpty(
   name: string,
   kind: 'stream' | 'cache',
   write: (onLeader: FelixClient) => Promise<void>,
+  opts: { killedWhileWaiting?: boolean } = {},
 ): Promise<{ lost: ClusterNode; next: FelixClient }> {
   const before = await assignmentOf(c, name, kind);
   const lost = c.node(before.leader);
@@ -66,6 +67,16 @@ async function leaderBackEmpty(
   await c.kill(lost.id);
   await rm(lost.dataDir, { recursive: true, force: true });
   await c.start(lost.id);
+  if (opts.killedWhileWaiting === true) {
+    // Killed again once it waits: its data dir now holds its lock and name files.
+    await waitFor(
+      async () => (await readFile(lost.logPath, 'utf8')).includes('waits, unregistered'),
+      'the broker to wait for its failover',
+      scaled(STEP_MS),
+    );
+    await c.kill(lost.id);
+    await c.start(lost.id);
+  }
   const promoted = await waitFor(
     async () => {
       // The control plane may answer nothing useful mid-failover: ask again.
@@ -125,6 +136,40 @@ describe('a broker back on an empty data directory', () => {
           'the returned broker to hold the whole log again',
           scaled(STEP_MS),
         );
+      } finally {
+        await next.close();
+      }
+    },
+    TEST_MS,
+  );
+
+  it(
+    'a_leader_killed_while_it_waits_for_its_failover_waits_again_when_it_restarts',
+    async () => {
+      const c = await startCluster({
+        brokers: 3,
+        replication: true,
+        streams: [{ name: 'jobs', shards: 1, replicationFactor: 3 }],
+      });
+      holder.cluster = c;
+      const write = async (onLeader: FelixClient) => {
+        for (let i = 0; i < 10; i++) await onLeader.publish('jobs', `job-${i}`);
+        const g = onLeader.group('jobs', 'workers');
+        let acked = 0;
+        while (acked < 6) {
+          for (const m of await g.poll({ max: 6 - acked, waitMs: 5_000 })) {
+            await m.ack();
+            acked++;
+          }
+        }
+      };
+      const { next } = await leaderBackEmpty(c, 'jobs', 'stream', write, {
+        killedWhileWaiting: true,
+      });
+      try {
+        const g = next.group('jobs', 'workers');
+        const info = await served(() => g.describe(), 'the promoted follower to know the group');
+        expect(info.committed).toBe(6);
       } finally {
         await next.close();
       }

@@ -47,8 +47,10 @@ export interface ClusterNodeDeps {
   bearer?: Bearer;
   /** The test partition file's reader (faults/partition.ts); null or absent when unset. */
   partition?: Partition | null;
-  /** The data directory was absent or empty at start (fresh-storage.ts). */
+  /** The broker started without its shard logs (fresh-storage.ts). */
   freshStorage?: boolean;
+  /** Called once its wait for a failover ended (not by a stop): the marker goes. */
+  freshWaitEnded?: () => Promise<void>;
 }
 
 /** The control-plane URL when clustering is configured (an empty value means unset). */
@@ -117,6 +119,7 @@ export class ClusterNode {
   private readonly reporter: ReplicaReporter;
   private readied = false;
   private readonly stopBook = new AbortController();
+  private readonly freshWaitEnded: () => Promise<void>;
   private book: Promise<void> | null = null;
   /** The node-book refresh in flight (refreshes asked for meanwhile share it). */
   private bookRefresh: Promise<void> | null = null;
@@ -195,6 +198,7 @@ export class ClusterNode {
     this.peers.start();
     // Before the first snapshot: the replicated shards it names this node leader of stay closed.
     this.table.awaitingFailover = deps.freshStorage === true;
+    this.freshWaitEnded = deps.freshWaitEnded ?? (async () => undefined);
     void this.follow(clog, url);
   }
 
@@ -223,15 +227,17 @@ export class ClusterNode {
   private async follow(log: Logger, url: string): Promise<void> {
     for (const f of this.feeds) f.start();
     await Promise.all(this.feeds.map((f) => f.whenSynced()));
-    if (this.table.awaitingFailover) await this.awaitFailover(log);
+    if (this.table.awaitingFailover && !(await this.awaitFailover(log))) return;
     await this.table.settled();
     this.membership.start();
     this.reporter.start();
     log.info({ controlplane: url }, 'first catalog and assignment snapshots applied');
   }
 
-  /** Started on an empty data dir: waits for its replicated shards to move (fresh-storage.ts). */
-  private async awaitFailover(log: Logger): Promise<void> {
+  /** Started without its shard logs: waits for its replicated shards to move
+   *  (fresh-storage.ts). False when the broker stopped meanwhile (the wait goes on at its next
+   *  start: nothing opens, nothing registers). */
+  private async awaitFailover(log: Logger): Promise<boolean> {
     const ended = await awaitFailover(
       {
         ledWithCopies: () => this.table.ledWithCopies(),
@@ -241,6 +247,11 @@ export class ClusterNode {
       },
       log,
     );
+    if (ended === 'stopped') return false;
+    await this.freshWaitEnded().catch((err: unknown) => {
+      // Left behind, the marker only makes the next start wait again (bounded, as this one).
+      log.warn({ err }, 'removing the failover-wait marker failed');
+    });
     if (ended !== 'moved' || this.table.ledWithCopies() > 0)
       log.warn(
         { ended, shards: this.table.ledWithCopies() },
@@ -248,6 +259,7 @@ export class ClusterNode {
       );
     this.table.awaitingFailover = false;
     this.table.kick();
+    return true;
   }
 
   /** Keeps the address book fresh; a failed refresh keeps the previous one. */

@@ -1,5 +1,5 @@
 /**
- * A broker that starts on an empty data directory (a lost volume, a replaced disk, a pod moved
+ * A broker that starts without its shard logs (a lost volume, a replaced disk, a pod moved
  * without its volume) while the control plane still names it the leader of replicated shards
  * must not lead them: it holds nothing of them, and though a fenced open takes a stream's
  * records back from its followers, the logs that ride with a shard (group cursors, dead
@@ -11,8 +11,15 @@
  * as before. The wait ends when it leads no replicated shard, when the control plane has shown
  * it down or gone for FRESH_STORAGE_DOWN_GRACE_MS (a shard no follower qualifies for stays with
  * it), or after FRESH_STORAGE_WAIT_MS_MAX.
+ *
+ * "Without its shard logs" is judged by the log roots (a new volume's `lost+found`, the lock,
+ * the name files or a development certificate do not count), and a marker file keeps the wait
+ * across restarts: a broker stopped or killed while it waits starts waiting again, though its
+ * data dir is no longer empty, until a wait ends.
  */
 import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type Io, ensureDurableDir, projectionRoot, replaceFileDurably } from '@felix/storage';
 import type { Logger } from 'pino';
 import {
   FRESH_STORAGE_DOWN_GRACE_MS,
@@ -20,14 +27,42 @@ import {
   FRESH_STORAGE_WAIT_MS_MAX,
 } from '../limits.js';
 
-/** Whether `dir` is absent or empty (checked before the broker creates anything in it). */
-export async function isFreshDataDir(dir: string): Promise<boolean> {
+/** The marker of a wait not yet ended, in the data dir. */
+export const FAILOVER_WAIT_FILE = 'failover-wait';
+
+/** Where a broker keeps shard logs under its data dir (as deleted-shards.ts sweeps them). */
+function logRoots(dataDir: string): string[] {
+  const kinds = ['caches', 'counters', 'groups', 'dead-letters'] as const;
+  return [join(dataDir, 'streams'), ...kinds.map((k) => projectionRoot(dataDir, k))];
+}
+
+async function entries(dir: string): Promise<string[]> {
   try {
-    return (await readdir(dir)).length === 0;
+    return await readdir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
+}
+
+/**
+ * Whether the broker starts without shard logs, or with a wait a restart cut short; when it
+ * does, the marker is written (durably) before anything else goes into the directory.
+ */
+export async function freshStorageAtStart(dataDir: string, io: Io): Promise<boolean> {
+  if ((await entries(dataDir)).includes(FAILOVER_WAIT_FILE)) return true;
+  for (const root of logRoots(dataDir)) if ((await entries(root)).length > 0) return false;
+  await ensureDurableDir(io, dataDir);
+  await replaceFileDurably(io, dataDir, join(dataDir, FAILOVER_WAIT_FILE), new Uint8Array(0));
+  return true;
+}
+
+/** The wait ended (not by a stop): later starts judge the directory afresh. */
+export async function endFreshWait(dataDir: string, io: Io): Promise<void> {
+  const path = join(dataDir, FAILOVER_WAIT_FILE);
+  if (!(await io.exists(path))) return;
+  await io.unlink(path);
+  await io.syncDir(dataDir);
 }
 
 export interface FailoverWait {
