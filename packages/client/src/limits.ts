@@ -145,6 +145,11 @@ export const FRAME_POOL_BUFFER_GRAIN_BYTES = 64 * 1024;
 export const TURN_FLUSHES_MAX = 65_536;
 /** Idle poll streams one Group keeps for reuse (a consume loop needs one; extra ones are closed). */
 export const GROUP_POLL_STREAMS_IDLE_MAX = 4;
+/** A Group whose poll streams all sat idle this long lets them go (the next poll opens one
+ *  again): a handle the caller dropped without `release()` would otherwise hold a stream of
+ *  its connection, which allows 1,024, for as long as the connection lives. A consume loop
+ *  polls again within GROUP_POLL_WAIT_MS_DEFAULT, so it keeps its stream. */
+export const GROUP_POLL_STREAM_IDLE_RELEASE_MS = 30_000;
 /** Cache, counter and settle requests unanswered on one connection's request stream; callers
  *  beyond it wait (the broker answers a stream in order and reads at most its window ahead). */
 export const REQUESTS_IN_FLIGHT_MAX = 4096;

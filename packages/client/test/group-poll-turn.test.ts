@@ -11,14 +11,14 @@ import {
   decodeFrame,
   encodeMessage,
 } from '@felix/wire';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Group } from '../src/projections/group.js';
 import type { ProjectionHost } from '../src/projections/host.js';
 import type { BrokerConnection } from '../src/protocol/broker-connection.js';
 import type { InFrame } from '../src/protocol/frame-stream.js';
 import type { Prepared } from '../src/protocol/request-lane.js';
 import { TurnBatcher } from '../src/protocol/turn-batcher.js';
-import { REQUEST_TIMEOUT_MS_DEFAULT } from '../src/limits.js';
+import { GROUP_POLL_STREAM_IDLE_RELEASE_MS, REQUEST_TIMEOUT_MS_DEFAULT } from '../src/limits.js';
 import { CheckTicks } from '../src/util/check-ticks.js';
 
 function standIn(live: boolean, featuresHi = 0) {
@@ -27,6 +27,7 @@ function standIn(live: boolean, featuresHi = 0) {
   /** Ends each poll stream opened so far, as the broker's half-close does. */
   const enders: Array<() => void> = [];
   let waits = 0;
+  let ends = 0;
   const bc = {
     server: 'stand-in',
     scope: { tenant: 't1', namespace: 'default' },
@@ -52,7 +53,9 @@ function standIn(live: boolean, featuresHi = 0) {
             queueMicrotask(() => onFrame({ flags: 0, payload: decodeFrame(frame).payload }));
           },
           reset: () => undefined,
-          end: async () => undefined,
+          end: async () => {
+            ends++;
+          },
         },
         frames: {
           forEachFrame: (each: (f: InFrame) => void, onEnd: (err: unknown) => void) => {
@@ -87,6 +90,7 @@ function standIn(live: boolean, featuresHi = 0) {
     acks,
     enders,
     waits: () => waits,
+    ends: () => ends,
   };
 }
 
@@ -130,5 +134,28 @@ describe('group poll turn', () => {
     expect(enders.length).toBe(2);
     expect(m!.offset).toBe(2);
     expect(polls.length).toBe(2);
+  });
+
+  it('a_group_handle_left_idle_closes_its_poll_streams_so_abandoned_handles_do_not_exhaust_the_connection', async () => {
+    // Before, a handle kept its idle poll stream for as long as the connection lived: a job
+    // runner making a handle per job (felix.group(...).poll()) filled the connection's 1,024
+    // streams and every later poll failed with StreamLimitExceededError (found in trial 5).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const { group, ends, enders } = standIn(true);
+      await group.poll({ max: 1 });
+      vi.advanceTimersByTime(GROUP_POLL_STREAM_IDLE_RELEASE_MS - 1);
+      await group.poll({ max: 1 }); // reused, and idle again from here
+      expect(enders.length).toBe(1);
+      vi.advanceTimersByTime(GROUP_POLL_STREAM_IDLE_RELEASE_MS - 1);
+      expect(ends()).toBe(0); // a handle in use keeps its stream
+      vi.advanceTimersByTime(1);
+      expect(ends()).toBe(1); // idle for the whole bound: let go
+      const [m] = await group.poll({ max: 1 }); // the handle still polls, on a new stream
+      expect(m!.offset).toBe(3);
+      expect(enders.length).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

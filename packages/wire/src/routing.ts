@@ -11,9 +11,12 @@ import type { ShardRouting } from './json/message-types.js';
 const MASK64 = 0xffff_ffff_ffff_ffffn;
 const TWO_32 = 0x1_0000_0000;
 
-/** The shard a routing key belongs to. `shards` is the stream's shard count (u32). */
+const UTF8 = new TextEncoder();
+
+/** The shard a routing key belongs to. `shards` is the stream's shard count (u32). A string key
+ *  routes by its UTF-8 bytes, as a publish sends a string key. */
 export function shardForKey(
-  key: Uint8Array | undefined,
+  key: Uint8Array | string | undefined,
   shards: number,
   routing: ShardRouting = 'modulo',
 ): number {
@@ -21,7 +24,7 @@ export function shardForKey(
     throw new FieldRangeError('shard count', `must be a u32, got ${shards}`);
   }
   if (key === undefined || shards <= 1) return 0;
-  const hash = finalize(fnv1a64(key));
+  const hash = finalize(fnv1a64(typeof key === 'string' ? UTF8.encode(key) : key));
   if (routing === 'jump_hash') return jumpHash(hash, shards);
   return Number(hash % BigInt(shards));
 }

@@ -29,6 +29,16 @@ describe('routing', () => {
     expect(shardForKey(utf8('k1'), 12, 'jump_hash')).toBe(4);
   });
 
+  it('a_string_key_routes_to_the_shard_of_its_utf8_bytes', () => {
+    // A publish takes a string key and routes its UTF-8 bytes; shardForKey given the same string
+    // once answered as if every character were a zero byte (a wrong shard, silently).
+    for (const key of ['customer-0', 'customer-4', 'k1', 'é-ünïcode', '']) {
+      expect(shardForKey(key, 8)).toBe(shardForKey(utf8(key), 8));
+      expect(shardForKey(key, 12, 'jump_hash')).toBe(shardForKey(utf8(key), 12, 'jump_hash'));
+    }
+    expect(shardForKey('customer-4', 8)).toBe(2);
+  });
+
   it('no_key_or_one_shard_is_always_shard_zero', () => {
     expect(shardForKey(undefined, 16)).toBe(0);
     expect(shardForKey(undefined, 16, 'jump_hash')).toBe(0);

@@ -111,7 +111,9 @@ describe('felixctl', () => {
     );
     expect(created.code).toBe(0);
     expect(created.out[0]).toMatch(/^TENANT_ID\s+NAMESPACE\s+STREAM\s+SHARDS/);
-    expect(created.out[1]).toMatch(/^acme\s+prod\s+orders\s+3\s+1\s+Quorum\s+false\s+modulo$/);
+    expect(created.out[1]).toMatch(
+      /^acme\s+prod\s+orders\s+3\s+1\s+Quorum\s+false\s+modulo\s+-\s+-$/,
+    );
     expect((await ctl('caches', 'create', 'acme', 'prod', 'sessions')).code).toBe(0);
     const json = await ctl('--json', 'streams', 'list', 'acme', 'prod');
     expect(JSON.parse(json.out.join('\n'))).toMatchObject([{ stream: 'orders', shards: 3 }]);
@@ -125,6 +127,21 @@ describe('felixctl', () => {
     ).toEqual([]);
     const nodes = await ctl('nodes');
     expect(nodes.out[0]).toMatch(/^NODE\.NODE_ID/);
+  });
+
+  it('felixctl_streams_tables_show_the_retention_a_stream_was_created_with', async () => {
+    // Before, the table left retention out: a stream created with --max-age-seconds printed
+    // nothing that said the bound was kept, and `streams list` could not show it without --json.
+    expect((await ctl('tenants', 'create', 'keep')).code).toBe(0);
+    expect((await ctl('namespaces', 'create', 'keep', 'ns')).code).toBe(0);
+    const created = await ctl(
+      ...['streams', 'create', 'keep', 'ns', 'logs', '--durable', '--max-age-seconds', '600'],
+    );
+    expect(created.code).toBe(0);
+    expect(created.out[0]).toMatch(/\sRETENTION\.MAX_AGE_SECONDS\s+RETENTION\.MAX_SIZE_BYTES$/);
+    expect(created.out[1]).toMatch(/\strue\s+modulo\s+600\s+-$/);
+    const listed = await ctl('streams', 'list', 'keep', 'ns');
+    expect(listed.out[1]).toMatch(/^keep\s+ns\s+logs\s.*\s600\s+-$/);
   });
 
   it('felixctl_nodes_and_assignments_take_list_as_every_other_group_does', async () => {

@@ -28,6 +28,7 @@ import {
 import {
   GROUP_POLL_RECORDS_DEFAULT,
   GROUP_POLL_STREAMS_IDLE_MAX,
+  GROUP_POLL_STREAM_IDLE_RELEASE_MS,
   GROUP_POLL_WAIT_MS_DEFAULT,
 } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
@@ -165,6 +166,9 @@ export class GroupPolls {
    */
   private reclaimState: 'pending' | 'asking' | 'done' = 'pending';
   private pool: { bc: BrokerConnection; idle: PollStream[] } | undefined;
+  /** Lets the idle streams go once none was parked for GROUP_POLL_STREAM_IDLE_RELEASE_MS. */
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastParkedMs = 0;
   private nextPollId = 1;
   /** The last poll's request template and what it was made for. */
   private template:
@@ -234,6 +238,7 @@ export class GroupPolls {
       opts.signal?.removeEventListener('abort', onAbort);
       if (reusable && !opts.signal?.aborted && idle.length < GROUP_POLL_STREAMS_IDLE_MAX) {
         idle.push(ps);
+        this.parked();
       } else finish(ps);
     }
   }
@@ -331,7 +336,26 @@ export class GroupPolls {
 
   /** Releases idle poll streams (a consume loop ending calls this). */
   release(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     for (const ps of this.pool?.idle.splice(0) ?? []) finish(ps);
+  }
+
+  /** A stream was parked: the idle streams go once none was parked for the bound. One timer
+   *  per idle spell, not one per poll: it re-arms for what is left when a park came since. */
+  private parked(): void {
+    this.lastParkedMs = Date.now();
+    if (this.idleTimer !== undefined) return;
+    const arm = (ms: number) => {
+      this.idleTimer = setTimeout(() => {
+        this.idleTimer = undefined;
+        const left = this.lastParkedMs + GROUP_POLL_STREAM_IDLE_RELEASE_MS - Date.now();
+        if (left > 0) arm(left);
+        else this.release();
+      }, ms);
+      this.idleTimer.unref?.(); // idle streams must not keep a process running
+    };
+    arm(GROUP_POLL_STREAM_IDLE_RELEASE_MS);
   }
 }
 

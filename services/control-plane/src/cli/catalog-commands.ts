@@ -56,6 +56,8 @@ const STREAM_COLUMNS = [
   'consistency',
   'durable',
   'routing',
+  'retention.max_age_seconds',
+  'retention.max_size_bytes',
 ];
 
 function streamCommands(program: Command, api: Api): void {
