@@ -155,7 +155,7 @@ describe('api', () => {
   it('a_patch_to_a_fixed_stream_field_is_refused', async () => {
     await post('/v1/tenants', { tenant_id: 't1' });
     await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
-    await post('/v1/tenants/t1/namespaces/ns/streams', { stream: 's', shards: 2 });
+    await post('/v1/tenants/t1/namespaces/ns/streams', { stream: 's', shards: 2, durable: true });
     const bad = await built.inject({
       method: 'PATCH',
       url: '/v1/tenants/t1/namespaces/ns/streams/s',
@@ -174,6 +174,32 @@ describe('api', () => {
       consistency: 'Quorum',
       retention: { max_age_seconds: 60, max_size_bytes: null },
     });
+  });
+
+  it('retention_on_a_stream_that_is_not_durable_is_refused_not_ignored', async () => {
+    await post('/v1/tenants', { tenant_id: 't1' });
+    await post('/v1/tenants/t1/namespaces', { namespace: 'ns' });
+    const streams = '/v1/tenants/t1/namespaces/ns/streams';
+    const patch = (name: string, payload: object) =>
+      built.inject({ method: 'PATCH', url: `${streams}/${name}`, payload });
+    const bad = await post(streams, { stream: 'mem', retention: { max_age_seconds: 10 } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().code).toBe('FELIX_CONTROLPLANE_INVALID_REQUEST');
+    expect(bad.json().message).toContain('durable');
+    expect((await built.inject({ method: 'GET', url: `${streams}/mem` })).statusCode).toBe(404);
+    expect((await post(streams, { stream: 'mem' })).statusCode).toBe(201);
+    expect((await patch('mem', { retention: { max_size_bytes: 1_000_000 } })).statusCode).toBe(400);
+    const kept = await post(streams, {
+      stream: 'kept',
+      durable: true,
+      retention: { max_age_seconds: 10 },
+    });
+    expect(kept.statusCode).toBe(201);
+    // Made in-memory while bounded: refused, the stream left as it was.
+    expect((await patch('kept', { durable: false })).statusCode).toBe(400);
+    const both = await patch('kept', { durable: false, retention: null });
+    expect(both.statusCode).toBe(200);
+    expect(both.json()).toMatchObject({ durable: false });
   });
 
   it('a_cache_takes_a_default_ttl_that_a_patch_changes_or_clears', async () => {

@@ -4,7 +4,12 @@
  * repository (`catalog.ts`) and placement (`assignments.ts`) work from these descriptions.
  */
 import type { ShardKind } from '@felix/router';
-import { CacheNotFoundError, type ControlPlaneError, StreamNotFoundError } from '../errors.js';
+import {
+  CacheNotFoundError,
+  type ControlPlaneError,
+  InvalidRequestError,
+  StreamNotFoundError,
+} from '../errors.js';
 import { type Row, cacheOf, num, str, streamOf } from './rows.js';
 import type { Sql, SqlParam } from './sql.js';
 import type { Cache, Consistency, Retention, Routing, Stream } from './types.js';
@@ -25,6 +30,8 @@ export interface CatalogKind<T, P> {
   nameOf(item: T): string;
   routingOf(item: T): Routing | undefined;
   applyPatch(cur: T, patch: P): T;
+  /** Refuses settings that do not go together (a create's, or a patch's result). */
+  check(item: T): void;
   notFound(message: string): ControlPlaneError;
 }
 
@@ -71,6 +78,15 @@ export const STREAMS: CatalogKind<Stream, StreamPatch> = {
     consistency: patch.consistency ?? cur.consistency,
     durable: patch.durable ?? cur.durable,
   }),
+  check: (st) => {
+    const r = st.retention;
+    // A broker bounds only a durable stream's log (an in-memory one, its ring): refused, not
+    // stored and silently ignored.
+    if (!st.durable && (r.max_age_seconds !== null || r.max_size_bytes !== null))
+      throw new InvalidRequestError(
+        'retention bounds a durable stream only: set durable: true, or leave retention out (an in-memory stream keeps what its broker ring holds)',
+      );
+  },
   notFound: (message) => new StreamNotFoundError(message),
 };
 
@@ -95,6 +111,7 @@ export const CACHES: CatalogKind<Cache, CachePatch> = {
   of: cacheOf,
   nameOf: (c) => c.cache,
   routingOf: () => undefined,
+  check: () => undefined,
   applyPatch: (cur, patch) => ({
     ...cur,
     display_name: patch.display_name ?? cur.display_name,

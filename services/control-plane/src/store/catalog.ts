@@ -52,6 +52,7 @@ export class CatalogRepository<T extends Sharded, P> implements ScopeChild {
       // A new id for every creation: a name deleted and created again is another resource.
       const item = { ...asked, uid: randomUUID() } as T;
       const name = this.kind.nameOf(item);
+      this.kind.check(item);
       if (!(await this.insert(w, item))) {
         const existing = await this.find(w.q, item.tenant_id, item.namespace, name);
         if (existing && sameSettings(existing, item)) return { item: existing, created: false };
@@ -108,6 +109,7 @@ export class CatalogRepository<T extends Sharded, P> implements ScopeChild {
       }
       const next = this.kind.applyPatch(cur, patch);
       if (same(cur, next)) return cur;
+      this.kind.check(next);
       const values = this.kind.columns(next);
       const sets = this.kind.mutable.map((col, i) => `${col} = $${i + 4}`);
       await w.q.query(
