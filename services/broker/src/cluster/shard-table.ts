@@ -153,10 +153,8 @@ export class ShardTable {
 
   /** Replicated shards (stream or cache) the feed names this node leader of. */
   ledWithCopies(): number {
-    let n = 0;
-    for (const a of this.assignments.values())
-      if (a.leader === this.nodeId && a.replicas.length > 1) n++;
-    return n;
+    const mine = [...this.assignments.values()].filter((a) => a.leader === this.nodeId);
+    return mine.filter((a) => a.replicas.length > 1).length;
   }
 
   /** Whether this node leads `a` and may open it now. */
@@ -574,10 +572,11 @@ export class ShardTable {
         // Served once a majority holds what its logs replay (cache-leading.ts).
         this.committing.hold(key, this.replication, this.cacheQuorum(a), a, this.nodeId);
       }
-      // Before it is served: a quorum shard's writes wait for the mark from the first one.
+      // Before it is served: a quorum shard's writes wait for the mark from the first one; its
+      // logs are labelled with this generation (shipRiding), which a resumed watch parts at.
       const quorum = this.cacheQuorum(a);
-      this.heldCaches.set(key, a);
       await this.shipRiding(key, a, 'cache', quorum);
+      this.heldCaches.set(key, a);
     }
   }
 
