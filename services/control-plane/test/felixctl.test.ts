@@ -264,6 +264,58 @@ describe('felixctl', () => {
     expect(bad.err.join('\n')).toContain('is not a whole number');
   });
 
+  it('felixctl_updates_a_streams_settings_and_a_caches_default_ttl_keeping_what_it_does_not_name', async () => {
+    const env = { FELIX_CONFIG: join(home.path, 'updates.json') };
+    const current = { retention: { max_age_seconds: 600, max_size_bytes: 5_000_000 } };
+    const streams = '/v1/tenants/t1/namespaces/ns/streams/s';
+    const caches = '/v1/tenants/t1/namespaces/ns/caches/c';
+    const r = await recorded(
+      env,
+      ['streams', 'update', 't1', 'ns', 's', '--max-age-seconds', '60'],
+      () => current,
+    );
+    expect(r.code, r.err.join()).toBe(0);
+    // The bound it does not name is kept: a PATCH sets retention whole.
+    expect(r.requests.map((q) => [q.method, q.path, q.body])).toEqual([
+      ['GET', streams, undefined],
+      ['PATCH', streams, { retention: { max_age_seconds: 60, max_size_bytes: 5_000_000 } }],
+    ]);
+    const off = await recorded(
+      env,
+      [
+        ...['streams', 'update', 't1', 'ns', 's', '--no-durable', '--max-size-bytes', 'none'],
+        ...['--consistency', 'Quorum'],
+      ],
+      () => current,
+    );
+    expect(off.requests.at(-1)?.body).toEqual({
+      consistency: 'Quorum',
+      durable: false,
+      retention: { max_age_seconds: 600, max_size_bytes: null },
+    });
+    const ttl = await recorded(env, [
+      'caches',
+      'update',
+      't1',
+      'ns',
+      'c',
+      '--default-ttl-ms',
+      'none',
+    ]);
+    expect(ttl.requests).toEqual([
+      expect.objectContaining({ method: 'PATCH', path: caches, body: { default_ttl_ms: null } }),
+    ]);
+    for (const argv of [
+      ['streams', 'update', 't1', 'ns', 's'],
+      ['caches', 'update', 't1', 'ns', 'c'],
+      ['caches', 'update', 't1', 'ns', 'c', '--default-ttl-ms', 'soon'],
+    ]) {
+      const bad = await recorded(env, argv);
+      expect(bad.code, argv.join(' ')).toBe(2);
+      expect(bad.requests, argv.join(' ')).toEqual([]);
+    }
+  });
+
   it('felixctl_names_the_field_and_allowed_values_of_a_bad_enum', async () => {
     expect((await ctl('tenants', 'create', 'enums')).code).toBe(0);
     expect((await ctl('namespaces', 'create', 'enums', 'ns')).code).toBe(0);

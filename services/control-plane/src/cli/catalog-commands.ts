@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { type Api, type Json, seg } from './api.js';
 import { UsageError } from './data/report.js';
-import { wholeNumber } from './data/values.js';
+import { orNull, wholeNumber, wholeNumberOrNone } from './data/values.js';
 
 function tenantCommands(program: Command, api: Api): void {
   const tenants = program.command('tenants').description('tenants');
@@ -93,11 +93,50 @@ function streamCommands(program: Command, api: Api): void {
       };
       api.show(await api.call('POST', base(t, ns), body), STREAM_COLUMNS);
     });
+  streamUpdate(streams, api, base);
   streams
     .command('delete <tenant> <namespace> <stream>')
     .action(async (t: string, ns: string, name: string) => {
       await api.call('DELETE', `${base(t, ns)}/${seg(name)}`);
       api.out(`deleted stream ${t}/${ns}/${name}`);
+    });
+}
+
+/** `streams update`: the stream PATCH; a retention bound it does not name is kept. */
+function streamUpdate(streams: Command, api: Api, base: (t: string, ns: string) => string): void {
+  streams
+    .command('update <tenant> <namespace> <stream>')
+    .description(
+      'changes retention, consistency or durability (a retention bound left out is kept)',
+    )
+    .option('--consistency <c>', 'Leader or Quorum')
+    .option('--durable', 'keep records on disk')
+    .option('--no-durable', 'keep records in memory only')
+    .option(
+      '--max-age-seconds <n>',
+      'retention by age, or none',
+      wholeNumberOrNone('--max-age-seconds'),
+    )
+    .option(
+      '--max-size-bytes <n>',
+      'retention by size, or none',
+      wholeNumberOrNone('--max-size-bytes'),
+    )
+    .action(async (t: string, ns: string, name: string, o: Json) => {
+      const path = `${base(t, ns)}/${seg(name)}`;
+      const body: Json = {};
+      if (o.consistency !== undefined) body.consistency = o.consistency;
+      if (o.durable !== undefined) body.durable = o.durable;
+      if (o.maxAgeSeconds !== undefined || o.maxSizeBytes !== undefined) {
+        // A PATCH sets retention whole: the bound not named keeps its current value.
+        const cur = ((await api.call('GET', path)).retention ?? {}) as Json;
+        body.retention = {
+          max_age_seconds: orNull(o.maxAgeSeconds ?? cur.max_age_seconds),
+          max_size_bytes: orNull(o.maxSizeBytes ?? cur.max_size_bytes),
+        };
+      }
+      if (Object.keys(body).length === 0) throw new UsageError('nothing to update: name a setting');
+      api.show(await api.call('PATCH', path, body), STREAM_COLUMNS);
     });
 }
 
@@ -141,6 +180,22 @@ function cacheCommands(program: Command, api: Api): void {
         CACHE_COLUMNS,
       ),
     );
+  caches
+    .command('update <tenant> <namespace> <cache>')
+    .description('changes the display name or the default TTL')
+    .option('--display-name <name>')
+    .option(
+      '--default-ttl-ms <ms>',
+      'TTL of a put that names none, or none',
+      wholeNumberOrNone('--default-ttl-ms'),
+    )
+    .action(async (t: string, ns: string, name: string, o: Json) => {
+      const body: Json = {};
+      if (o.displayName !== undefined) body.display_name = o.displayName;
+      if (o.defaultTtlMs !== undefined) body.default_ttl_ms = orNull(o.defaultTtlMs);
+      if (Object.keys(body).length === 0) throw new UsageError('nothing to update: name a setting');
+      api.show(await api.call('PATCH', `${base(t, ns)}/${seg(name)}`, body), CACHE_COLUMNS);
+    });
   caches
     .command('delete <tenant> <namespace> <cache>')
     .action(async (t: string, ns: string, name: string) => {

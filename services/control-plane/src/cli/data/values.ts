@@ -24,6 +24,18 @@ export function wholeNumber(flag: string, min = 1): (text: string) => number {
   };
 }
 
+/** A whole number as `wholeNumber` reads it, or `none` (kept as the string: commander does not
+ *  keep a null an option parser returns; `orNull` reads it). */
+export function wholeNumberOrNone(flag: string): (text: string) => number | 'none' {
+  const n = wholeNumber(flag);
+  return (text) => (text === 'none' ? 'none' : n(text));
+}
+
+/** A `wholeNumberOrNone` option's value for a request body: `none` is null. */
+export function orNull(v: unknown): unknown {
+  return v === 'none' ? null : v;
+}
+
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** A duration like `500ms`, `30s`, `5m`, `2h`, `1d` (a bare number is ms), in ms. */
