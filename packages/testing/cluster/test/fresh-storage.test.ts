@@ -15,18 +15,10 @@ import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
-import { clusterPerTest, heldRecords, metricOf, served, text } from './support.js';
+import { clusterPerTest, heldRecords, served, shippedAndReported, text } from './support.js';
 
 const STEP_MS = 60_000;
 const TEST_MS = 180_000;
-
-interface StoredReport {
-  kind: string;
-  stream: string;
-  generation: number;
-  leader_offset: number;
-  replica_offsets: { node_id: string; durable_offset: number }[];
-}
 
 async function assignmentOf(c: FelixCluster, name: string, kind: 'stream' | 'cache') {
   return (await c.assignments()).find((a) => a.stream === name && a.kind === kind)!;
@@ -48,22 +40,7 @@ async function leaderBackEmpty(
   const lost = c.node(before.leader);
   const onLeader = await c.connect({ servers: [lost.url()] });
   await write(onLeader).finally(() => onLeader.close());
-  await waitFor(
-    async () => (await metricOf(lost, 'felix_broker_replication_lag_records')) === 0,
-    'the followers to confirm every log',
-    scaled(STEP_MS),
-  );
-  await waitFor(
-    async () => {
-      const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
-      const r = page.items.find(
-        (x) => x.kind === kind && x.stream === name && x.generation === before.generation,
-      );
-      return r?.replica_offsets.some((o) => o.durable_offset === r.leader_offset);
-    },
-    'a replica report naming a caught-up follower',
-    scaled(STEP_MS),
-  );
+  await shippedAndReported(c, lost, kind, name, before.generation);
   await c.kill(lost.id);
   await rm(lost.dataDir, { recursive: true, force: true });
   await c.start(lost.id);
@@ -90,6 +67,18 @@ async function leaderBackEmpty(
   return { lost, next: await c.connect({ servers: [c.node(promoted.leader).url()] }) };
 }
 
+/** Polls and acks the first `n` jobs of group `workers` on `jobs`. */
+async function ackJobs(client: FelixClient, n: number): Promise<void> {
+  const g = client.group('jobs', 'workers');
+  let acked = 0;
+  while (acked < n) {
+    for (const m of await g.poll({ max: n - acked, waitMs: 5_000 })) {
+      await m.ack();
+      acked++;
+    }
+  }
+}
+
 describe('a broker back on an empty data directory', () => {
   const holder = clusterPerTest();
 
@@ -104,14 +93,7 @@ describe('a broker back on an empty data directory', () => {
       holder.cluster = c;
       const { lost, next } = await leaderBackEmpty(c, 'jobs', 'stream', async (onLeader) => {
         for (let i = 0; i < 20; i++) await onLeader.publish('jobs', `job-${i}`);
-        const g = onLeader.group('jobs', 'workers');
-        let acked = 0;
-        while (acked < 12) {
-          for (const m of await g.poll({ max: 12 - acked, waitMs: 5_000 })) {
-            await m.ack();
-            acked++;
-          }
-        }
+        await ackJobs(onLeader, 12);
       });
       try {
         const g = next.group('jobs', 'workers');
@@ -154,14 +136,7 @@ describe('a broker back on an empty data directory', () => {
       holder.cluster = c;
       const write = async (onLeader: FelixClient) => {
         for (let i = 0; i < 10; i++) await onLeader.publish('jobs', `job-${i}`);
-        const g = onLeader.group('jobs', 'workers');
-        let acked = 0;
-        while (acked < 6) {
-          for (const m of await g.poll({ max: 6 - acked, waitMs: 5_000 })) {
-            await m.ack();
-            acked++;
-          }
-        }
+        await ackJobs(onLeader, 6);
       };
       const { next } = await leaderBackEmpty(c, 'jobs', 'stream', write, {
         killedWhileWaiting: true,

@@ -23,7 +23,7 @@ import {
   scaled,
   startCluster,
 } from '../src/index.js';
-import { clusterPerTest, metricOf, served, text } from './support.js';
+import { clusterPerTest, metricOf, served, shippedAndReported, text } from './support.js';
 
 const FAILOVER_MS = 60_000;
 const TEST_MS = 180_000;
@@ -291,25 +291,8 @@ async function failover(
   } finally {
     await onLeader.close();
   }
-  // Acks are the leader's own: wait until every log of the shard is on both followers.
-  await waitFor(
-    async () => (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0,
-    'the followers to confirm every log',
-    scaled(FAILOVER_MS),
-  );
-  // A durable stream or a reported cache shard is promoted only to a follower its leader's last
-  // report names caught up (docs/replication.md, "Replica reports and promotion"): wait for it.
-  await waitFor(
-    async () => {
-      const page = (await c.operatorGet('/v1/replica-reports')) as { items: StoredReport[] };
-      const r = page.items.find(
-        (x) => x.kind === kind && x.stream === name && x.generation === before.generation,
-      );
-      return r?.replica_offsets.some((o) => o.durable_offset === r.leader_offset);
-    },
-    'a replica report naming a caught-up follower',
-    scaled(FAILOVER_MS),
-  );
+  // Acks are the leader's own: every log on both followers, and a report naming one caught up.
+  await shippedAndReported(c, leader, kind, name, before.generation);
   await c.kill(leader.id);
   const promoted = await waitFor(
     async () => {
@@ -324,14 +307,6 @@ async function failover(
   const next = await c.connect({ servers: [c.nodes.find((n) => n.id === promoted.leader)!.url()] });
   clients.push(next);
   return next;
-}
-
-interface StoredReport {
-  kind: string;
-  stream: string;
-  generation: number;
-  leader_offset: number;
-  replica_offsets: { node_id: string; durable_offset: number }[];
 }
 
 async function assignmentOf(

@@ -176,3 +176,30 @@ export async function storedReport(
     (r) => (r.kind ?? 'stream') === kind && r.stream === name && r.generation === generation,
   );
 }
+
+/**
+ * Waits until `leader` has every log of the shard on its followers (its lag gauge at 0) and the
+ * control plane holds a report of `generation` naming a caught-up follower: only then may a
+ * SIGKILL of the leader promote one (docs/replication.md, "Replica reports and promotion").
+ */
+export async function shippedAndReported(
+  c: FelixCluster,
+  leader: ClusterNode,
+  kind: 'stream' | 'cache',
+  name: string,
+  generation: number,
+): Promise<void> {
+  await waitFor(
+    async () => (await metricOf(leader, 'felix_broker_replication_lag_records')) === 0,
+    'the followers to confirm every log',
+    scaled(STEP_MS),
+  );
+  await waitFor(
+    async () => {
+      const r = await storedReport(c, kind, name, generation);
+      return r?.replica_offsets.some((o) => o.durable_offset === r.leader_offset);
+    },
+    'a replica report naming a caught-up follower',
+    scaled(STEP_MS),
+  );
+}

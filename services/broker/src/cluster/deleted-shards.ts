@@ -89,16 +89,16 @@ export class DeletedShards {
   }
 }
 
-/** The roots a broker keeps shard logs under, each swept of trees a discard left aside. */
+/** The roots a broker keeps shard logs under: streams as streams/durable-store.ts keeps them,
+ *  projections on their own roots. */
+export function shardLogRoots(dataDir: string): string[] {
+  const kinds = ['caches', 'counters', 'groups', 'dead-letters'] as const;
+  return [join(dataDir, 'streams'), ...kinds.map((k) => projectionRoot(dataDir, k))];
+}
+
+/** Sweeps each shard log root of the trees a discard left aside. */
 export async function sweepDeletedShards(dataDir: string, io: Io, log: Logger): Promise<void> {
-  const roots = [
-    // Streams as streams/durable-store.ts keeps them, projections on their own roots.
-    join(dataDir, 'streams'),
-    ...(['caches', 'counters', 'groups', 'dead-letters'] as const).map((k) =>
-      projectionRoot(dataDir, k),
-    ),
-  ];
-  for (const root of roots) {
+  for (const root of shardLogRoots(dataDir)) {
     const removed = await sweepDiscarded(io, root).catch((err: unknown) => {
       log.warn({ err, root }, 'removing the files of deleted shards failed');
       return [];

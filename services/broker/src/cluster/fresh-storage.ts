@@ -19,22 +19,17 @@
  */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Io, ensureDurableDir, projectionRoot, replaceFileDurably } from '@felix/storage';
+import { type Io, ensureDurableDir, replaceFileDurably } from '@felix/storage';
 import type { Logger } from 'pino';
 import {
   FRESH_STORAGE_DOWN_GRACE_MS,
   FRESH_STORAGE_POLL_MS,
   FRESH_STORAGE_WAIT_MS_MAX,
 } from '../limits.js';
+import { shardLogRoots } from './deleted-shards.js';
 
 /** The marker of a wait not yet ended, in the data dir. */
 export const FAILOVER_WAIT_FILE = 'failover-wait';
-
-/** Where a broker keeps shard logs under its data dir (as deleted-shards.ts sweeps them). */
-function logRoots(dataDir: string): string[] {
-  const kinds = ['caches', 'counters', 'groups', 'dead-letters'] as const;
-  return [join(dataDir, 'streams'), ...kinds.map((k) => projectionRoot(dataDir, k))];
-}
 
 async function entries(dir: string): Promise<string[]> {
   try {
@@ -51,7 +46,7 @@ async function entries(dir: string): Promise<string[]> {
  */
 export async function freshStorageAtStart(dataDir: string, io: Io): Promise<boolean> {
   if ((await entries(dataDir)).includes(FAILOVER_WAIT_FILE)) return true;
-  for (const root of logRoots(dataDir)) if ((await entries(root)).length > 0) return false;
+  for (const root of shardLogRoots(dataDir)) if ((await entries(root)).length > 0) return false;
   await ensureDurableDir(io, dataDir);
   await replaceFileDurably(io, dataDir, join(dataDir, FAILOVER_WAIT_FILE), new Uint8Array(0));
   return true;

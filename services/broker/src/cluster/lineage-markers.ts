@@ -11,7 +11,7 @@ import type { ShardOwnerKind } from '@felix/replication';
 import { type Io, type ShardId, shardDirName } from '@felix/storage';
 import { LineageMarkerError } from '../errors.js';
 import { LINEAGE_MARKER_BYTES_MAX } from '../limits.js';
-import { type MarkerCodec, MarkerFiles } from './marker-files.js';
+import { type MarkerCodec, MarkerFiles, markerObject } from './marker-files.js';
 
 /** The lineage files as the bookkeeping asks for them. */
 export interface LineageFiles {
@@ -24,7 +24,6 @@ export interface LineageFiles {
 }
 
 const UTF8 = new TextEncoder();
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeLineageMarker(floor: number): Uint8Array {
   return UTF8.encode(JSON.stringify({ floor }));
@@ -33,17 +32,9 @@ export function encodeLineageMarker(floor: number): Uint8Array {
 /** Decodes a lineage file's bytes; anything else than encodeLineageMarker writes is a
  *  LineageMarkerError (and only that is thrown). */
 export function decodeLineageMarker(bytes: Uint8Array): number {
-  if (bytes.length > LINEAGE_MARKER_BYTES_MAX)
-    throw new LineageMarkerError(`${bytes.length} bytes, at most ${LINEAGE_MARKER_BYTES_MAX}`);
-  let value: unknown;
-  try {
-    value = JSON.parse(STRICT_UTF8.decode(bytes));
-  } catch (err) {
-    throw new LineageMarkerError('not UTF-8 JSON', { cause: err });
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new LineageMarkerError('not an object');
-  const { floor } = value as Record<string, unknown>;
+  const refuse = (reason: string, cause?: unknown) =>
+    new LineageMarkerError(reason, cause === undefined ? undefined : { cause });
+  const { floor } = markerObject(bytes, LINEAGE_MARKER_BYTES_MAX, refuse);
   if (!Number.isSafeInteger(floor) || (floor as number) < 1)
     throw new LineageMarkerError('floor must be a positive integer');
   return floor as number;

@@ -9,6 +9,29 @@ import { closeSync, openSync, readSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Io, ensureDurableDir, replaceFileDurably } from '@felix/storage';
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A marker file's bytes as a JSON object, bounded by `bytesMax` before anything is decoded;
+ * anything else throws `refuse(reason)` (the codec's typed error, and only that).
+ */
+export function markerObject(
+  bytes: Uint8Array,
+  bytesMax: number,
+  refuse: (reason: string, cause?: unknown) => Error,
+): Record<string, unknown> {
+  if (bytes.length > bytesMax) throw refuse(`${bytes.length} bytes, at most ${bytesMax}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(STRICT_UTF8.decode(bytes));
+  } catch (err) {
+    throw refuse('not UTF-8 JSON', err);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw refuse('not an object');
+  return value as Record<string, unknown>;
+}
+
 export interface MarkerCodec<T> {
   /** The largest file read back. */
   bytesMax: number;

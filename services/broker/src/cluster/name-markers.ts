@@ -10,7 +10,7 @@ import type { ShardOwnerKind } from '@felix/replication';
 import { type Io, shardDirName } from '@felix/storage';
 import { NameMarkerError } from '../errors.js';
 import { NAME_MARKER_BYTES_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
-import { type MarkerCodec, MarkerFiles } from './marker-files.js';
+import { type MarkerCodec, MarkerFiles, markerObject } from './marker-files.js';
 
 /** What a name's file holds. */
 export interface NameMarker {
@@ -40,7 +40,6 @@ export interface NameMarkerFiles {
 /** Shard counts a marker may name: the catalog's own bound is far below. */
 const MARKER_SHARDS_MAX = 1_000_000;
 const UTF8 = new TextEncoder();
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 export function encodeNameMarker(m: NameMarker): Uint8Array {
   return UTF8.encode(JSON.stringify({ uid: m.uid, shards: m.shards }));
@@ -49,17 +48,9 @@ export function encodeNameMarker(m: NameMarker): Uint8Array {
 /** Decodes a marker file's bytes; anything else than what encodeNameMarker writes is a
  *  NameMarkerError (and only that is thrown). */
 export function decodeNameMarker(bytes: Uint8Array): NameMarker {
-  if (bytes.length > NAME_MARKER_BYTES_MAX)
-    throw new NameMarkerError(`${bytes.length} bytes, at most ${NAME_MARKER_BYTES_MAX}`);
-  let value: unknown;
-  try {
-    value = JSON.parse(STRICT_UTF8.decode(bytes));
-  } catch (err) {
-    throw new NameMarkerError('not UTF-8 JSON', { cause: err });
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new NameMarkerError('not an object');
-  const { uid, shards } = value as Record<string, unknown>;
+  const refuse = (reason: string, cause?: unknown) =>
+    new NameMarkerError(reason, cause === undefined ? undefined : { cause });
+  const { uid, shards } = markerObject(bytes, NAME_MARKER_BYTES_MAX, refuse);
   if (typeof uid !== 'string' || uid.length === 0 || uid.length > NAME_UID_CHARS_MAX)
     throw new NameMarkerError(`uid must be 1 to ${NAME_UID_CHARS_MAX} characters`);
   if (
