@@ -106,6 +106,23 @@ export function trimFrame(
   });
 }
 
+/** Asks a follower halted `needs_bootstrap` on `log` to discard its copy, every record of which
+ *  lies below the leader's `base`, and start there (kind 24, the only discarding request). */
+export function rebuildFrame(
+  correlationId: number,
+  shard: ShardRef,
+  log: ReplicaLogKind,
+  base: number,
+): Uint8Array {
+  return encodeInternalMessage({
+    kind: 'ReplicateRebuild',
+    correlationId,
+    shard,
+    log: REPLICA_LOGS[log].wire,
+    baseOffset: base,
+  });
+}
+
 /** The mark byte of a stored record by its flags (a generation start, or none). */
 export function markOf(flags: number): number {
   return (flags & FLAG_GENERATION_START) !== 0

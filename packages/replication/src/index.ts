@@ -13,7 +13,8 @@ export {
 } from './follower/batch-check.js';
 export { CommitSaver } from './follower/commit-saver.js';
 export { ReplicaServer, type ReplicaServerOptions } from './follower/replica-server.js';
-export { bootstrapFrame, committedFrame, recordsFrame } from './frames.js';
+export { bootstrapFrame, committedFrame, rebuildFrame, recordsFrame } from './frames.js';
+export { RebuildSlots } from './leader/rebuild-slots.js';
 export { answerOf } from './leader/answers.js';
 export { CommitMark, majorityHeld } from './leader/commit-mark.js';
 export {

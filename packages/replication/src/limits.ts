@@ -35,6 +35,17 @@ export const REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT = 2_000;
 export const REPLICATE_RETRY_MS_MIN = 50;
 export const REPLICATE_RETRY_MS_MAX = 2_000;
 
+/** A follower halted `needs_bootstrap` (its copy lies wholly below the leader's base) is asked
+ *  to rebuild this long after the halt, and after each failed rebuild twice as long, up to the
+ *  most (the reference's 5 s doubling to 5 min). */
+export const REPLICATE_REBUILD_AFTER_MS = 5_000;
+export const REPLICATE_REBUILD_RETRY_MS_MAX = 300_000;
+/** Rebuilds a leader broker has in flight at once, over all its shards and logs (each is followed
+ *  by a catch-up from the base, which costs that follower's link and disk). */
+export const REPLICATE_REBUILDS_CONCURRENT_MAX = 1;
+/** A rebuild that found every slot taken looks again after this long. */
+export const REPLICATE_REBUILD_SLOT_RETRY_MS = 1_000;
+
 /** A caught-up shipper looks at its log again at least this often (it is also woken when the
  *  log's durable offset moves). */
 export const REPLICATE_IDLE_CHECK_MS = 100;

@@ -28,6 +28,7 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReplicaServer } from '../src/follower/replica-server.js';
 import { REPLICA_LOGS, REPLICA_LOG_KINDS, type ReplicaLogKind } from '../src/log-kind.js';
+import { RebuildSlots } from '../src/leader/rebuild-slots.js';
 import { ShardShipper, type PeerLink } from '../src/leader/shard-shipper.js';
 import { SHARD, decodeFrame, shardRef } from './support/sim.js';
 
@@ -45,6 +46,16 @@ async function root(): Promise<string> {
 const utf8 = new TextEncoder();
 const text = (b: Uint8Array | undefined) =>
   b === undefined ? undefined : new TextDecoder().decode(b);
+
+/** Counts the rebuilds that found every slot taken. */
+class CountingSlots extends RebuildSlots {
+  refusals = 0;
+  override take(): (() => void) | null {
+    const release = super.take();
+    if (release === null) this.refusals++;
+    return release;
+  }
+}
 
 /** A follower whose logs live under `<root>/<kind>`, following the shards `follows` names. */
 function follower(dir: string, follows: (log: ReplicaLogKind) => boolean): ReplicaServer {
@@ -183,14 +194,9 @@ describe('the logs riding with a shard', () => {
 
   it('a_kind_that_ships_no_log_is_refused_as_unsupported', async () => {
     const server = follower(await root(), () => true);
-    const rebuild = encodeInternalMessage({
-      kind: 'ReplicateRebuild',
-      correlationId: 8,
-      shard: shardRef(1),
-      log: REPLICA_LOGS.cache.wire,
-      baseOffset: 0,
-    });
-    expect(decodeFrame(await server.handle(rebuild))).toMatchObject({
+    // An answer kind sent as a request (a rebuild, once the example here, is served now).
+    const answer = encodeInternalMessage({ kind: 'ForwardCacheOk', correlationId: 8 });
+    expect(decodeFrame(await server.handle(answer))).toMatchObject({
       kind: 'ReplicateError',
       correlationId: 8,
       code: INTERNAL_ERROR.UnsupportedKind,
@@ -305,6 +311,103 @@ describe('the logs riding with a shard', () => {
     const copy = await followerCopy(server, dir, 'cache');
     expect(copy.base).toBe(0);
     expect(copy.payloads.length).toBe(held);
+  });
+
+  it('a_cache_follower_behind_a_compaction_cut_is_rebuilt_at_the_base_and_replays_the_leaders_values', async () => {
+    const port = await SegmentLogPort.open({
+      ...logOptions(await root(), 'cache'),
+      segmentBytes: 4096,
+    });
+    const cache = await LogCache.open({ log: port, compaction: { auto: false } });
+    cleanups.push(() => cache.close());
+    const log = port.segmentLog;
+    const dir = await root();
+    const server = follower(dir, () => true);
+    for (let k = 0; k < 40; k++) await cache.put(`k${k}`, utf8.encode(`first-${k}`));
+    const first = shipper(log, 'cache', new RecordingLink(server));
+    await waitFor(() => first.confirmed('f') === log.tailOffset, 'the follower', 10_000);
+    await first.stop();
+    for (let round = 0; round < 6; round++)
+      for (let k = 0; k < 40; k++) await cache.put(`k${k}`, utf8.encode(`r${round}-${k}`));
+    await cache.delete('k7');
+    expect((await cache.compact()).trimmed).toBe(true);
+    const events: string[] = [];
+    const slots = new RebuildSlots();
+    const link = new RecordingLink(server);
+    const again = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      logKind: 'cache',
+      followers: [{ nodeId: 'f', link, start: log.tailOffset - 1 }],
+      rebuild: { slots, afterMs: 20 },
+      onStopped: (_id, reason) => events.push(reason),
+      onRebuilt: (_id, offset) => events.push(`rebuilt at ${offset}`),
+    });
+    cleanups.push(() => again.stop());
+    await waitFor(() => again.confirmed('f') === log.tailOffset, 'the rebuilt follower', 10_000);
+    expect(events).toEqual(['needs_bootstrap', `rebuilt at ${log.baseOffset}`]);
+    expect(link.kinds.has('ReplicateRebuild')).toBe(true);
+    expect(slots.running).toBe(0);
+    expect(again.caughtUpAtMs('f')).toBeDefined();
+    await again.stop();
+    const copy = await followerCopy(server, dir, 'cache');
+    expect(copy.base).toBe(log.baseOffset);
+    const replica = await LogCache.open({
+      log: await SegmentLogPort.open(logOptions(dir, 'cache')),
+      compaction: { auto: false },
+    });
+    for (let k = 0; k < 40; k++)
+      expect(text(await replica.get(`k${k}`))).toBe(text(await cache.get(`k${k}`)));
+    expect(await replica.get('k7')).toBeUndefined();
+    await replica.close();
+  });
+
+  it('a_rebuild_waits_for_a_free_slot_and_one_that_fails_is_tried_again', async () => {
+    const leaderLog = await SegmentLog.open({
+      ...logOptions(await root(), 'stream'),
+      segmentBytes: 4096,
+    });
+    cleanups.push(() => leaderLog.close());
+    const dir = await root();
+    const server = follower(dir, () => true);
+    // The follower's copy: records 0..9 of an older history, all below the base to come.
+    const held = await SegmentLog.open(logOptions(dir, 'stream'));
+    await held.append(Array.from({ length: 10 }, (_, i) => utf8.encode(`old-${i}`)));
+    await held.close();
+    for (let i = 0; i < 400; i++) await leaderLog.append([utf8.encode(`r${i}`.padEnd(64, '.'))]);
+    await leaderLog.trimBelow(200);
+    expect(leaderLog.baseOffset).toBeGreaterThan(10);
+    const slots = new CountingSlots(1);
+    const busy = slots.take()!; // another shard's rebuild holds the broker's one slot
+    let refuseRebuilds = 1;
+    const sent: string[] = [];
+    const link: PeerLink = {
+      request: (frame) => {
+        const kind = decodeFrame(frame).kind;
+        sent.push(kind);
+        if (kind === 'ReplicateRebuild' && refuseRebuilds-- > 0)
+          return Promise.reject(new Error('link down'));
+        return server.handle(frame);
+      },
+    };
+    const rebuilt: number[] = [];
+    const s = new ShardShipper({
+      log: leaderLog,
+      shard: shardRef(1),
+      followers: [{ nodeId: 'f', link, start: 10 }],
+      rebuild: { slots, afterMs: 10 },
+      onRebuilt: (_id, offset) => rebuilt.push(offset),
+    });
+    cleanups.push(() => s.stop());
+    // Halted, due for a rebuild, and refused a slot: no rebuild went.
+    await waitFor(() => slots.refusals > 0, 'a rebuild to find the slot taken', 10_000);
+    expect(sent).toContain('ReplicateBootstrap');
+    expect(sent).not.toContain('ReplicateRebuild');
+    busy();
+    await waitFor(() => rebuilt.length === 1, 'the rebuild after one failure', 10_000);
+    expect(sent.filter((k) => k === 'ReplicateRebuild').length).toBe(2);
+    expect(rebuilt).toEqual([leaderLog.baseOffset]);
+    await waitFor(() => s.confirmed('f') === leaderLog.tailOffset, 'the catch-up', 10_000);
   });
 
   it('a_stalled_group_log_never_holds_up_its_shards_stream_records', async () => {

@@ -273,6 +273,63 @@ describe('log shipping', () => {
     expect(await followerRecords(f)).toEqual(leader.records.slice(0, 5));
   });
 
+  it('a_follower_halted_below_the_leaders_base_is_rebuilt_there_and_caught_up', async () => {
+    const f = await follower();
+    const leader = new LeaderLog();
+    for (let i = 0; i < 30; i++) leader.append(record(i));
+    const cursor = new FollowerCursor(0);
+    takeAnswer(cursor, await f.handle(shipmentFrame(cursor.plan(leader, 5)!, leader, 1)));
+    leader.base = 20;
+    takeAnswer(cursor, await f.handle(shipmentFrame(cursor.plan(leader, 16)!, leader, 1)));
+    expect(cursor.halted).toBe('needs_bootstrap');
+    // Nothing ships while halted; only a rebuild at the base may go.
+    expect(cursor.plan(leader, 16)).toBeNull();
+    const rebuild = cursor.rebuildPlan(leader.base);
+    expect(rebuild).toMatchObject({ kind: 'rebuild', base: 20 });
+    expect(cursor.rebuildPlan(leader.base)).toBeNull(); // one at a time
+    takeAnswer(cursor, await f.handle(shipmentFrame(rebuild!, leader, 1)));
+    expect(cursor.halted).toBeUndefined();
+    expect([cursor.next, cursor.confirmed]).toEqual([20, 20]);
+    await settle(cursor, leader, f, 1);
+    expect(await f.records()).toEqual({ base: 20, payloads: leader.records.slice(20) });
+    expect(cursor.confirmed).toBe(30);
+  });
+
+  it('a_rebuild_leaves_a_follower_holding_records_at_or_above_the_base_halted_with_its_records', async () => {
+    const f = await follower();
+    const leader = new LeaderLog();
+    for (let i = 0; i < 30; i++) leader.append(record(i));
+    const cursor = new FollowerCursor(0);
+    await settle(cursor, leader, f, 1);
+    // A cursor that believes the follower is behind (it halted earlier), against a follower
+    // that holds the whole log: the rebuild must not discard what the leader still has.
+    const stale = new FollowerCursor(0);
+    leader.base = 20;
+    takeAnswer(stale, await f.handle(shipmentFrame(stale.plan(leader, 16)!, leader, 1)));
+    expect(stale.halted).toBe('needs_bootstrap');
+    const answer = await f.handle(shipmentFrame(stale.rebuildPlan(leader.base)!, leader, 1));
+    expect(decodeFrame(answer)).toMatchObject({
+      kind: 'ReplicateError',
+      code: INTERNAL_ERROR.LogConflict,
+    });
+    takeAnswer(stale, answer);
+    expect(stale.halted).toBe('needs_bootstrap');
+    expect(await f.records()).toEqual({ base: 0, payloads: leader.records });
+  });
+
+  it('a_rebuild_from_a_deposed_leader_is_refused_and_discards_nothing', async () => {
+    const f = await follower(2);
+    const leader = new LeaderLog();
+    for (let i = 0; i < 10; i++) leader.append(record(i));
+    const cursor = new FollowerCursor(0);
+    await settle(cursor, leader, f, 2);
+    const old = decodeFrame(
+      await f.handle(shipmentFrame({ kind: 'rebuild', correlationId: 9, base: 50 }, leader, 1)),
+    );
+    expect(old).toMatchObject({ kind: 'ReplicateError', code: INTERNAL_ERROR.FencedEpoch });
+    expect(await f.records()).toEqual({ base: 0, payloads: leader.records });
+  });
+
   it('the_commit_mark_is_what_a_majority_holds_and_never_moves_back', () => {
     fc.assert(
       fc.property(

@@ -34,7 +34,7 @@ export {
   encodeGenerationStarts,
 } from './replica/generation-starts.js';
 export { type TruncateResult, truncateLogAbove } from './log/tail-truncation.js';
-export { type BootstrapResult, bootstrapLogAt } from './log/bootstrap.js';
+export { type BootstrapResult, bootstrapLogAt, rebuildLogAt } from './log/bootstrap.js';
 export { type FollowerAppendResult, FollowerAppender } from './log/follower-append.js';
 export {
   REPLICA_STATE_BYTES,

@@ -371,6 +371,7 @@ export class Broker {
       replicaLagMaxMs: this.config.cluster.replica_lag_max_ms,
       onInSyncJoined: () => this.cluster?.reportSoon(),
       onBackoff: () => this.metrics.replicationBackoffs.inc(),
+      onRebuilt: (log) => this.metrics.replicationRebuilds.inc({ log }),
       capabilities: ownCapabilities(this.config),
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });

@@ -112,6 +112,12 @@ export class BrokerMetrics {
     help: 'Times this leader waited before shipping to a follower again because an exchange failed (no answer within its timeout, or the follower asked for a resend: a shard it has not heard of yet, a broker shutting down), over every shard and follower; a steady rise means a follower is away (the log names it)',
     registers: [this.registry],
   });
+  readonly replicationRebuilds = new Counter({
+    name: 'felix_broker_replication_rebuilds_total',
+    help: "Followers this leader rebuilt, by log (stream, cache, groupCursors, deadLetters, counters): a follower whose copy lay wholly below the leader's base (back after an absence longer than retention, or behind a compaction) discarded it and started at the base, then caught up",
+    labelNames: ['log'] as const,
+    registers: [this.registry],
+  });
   readonly replicationInSync = new Gauge({
     name: 'felix_broker_replication_in_sync_followers',
     help: 'Per replicated shard this broker leads (kind: stream or cache; stream: its name): followers that held its whole log within cluster.replica_lag_max_ms, at scrape time (0 means a failover of this shard cannot happen until it is back)',

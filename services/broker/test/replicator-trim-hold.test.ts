@@ -3,7 +3,7 @@
  * in-sync followers confirmed (docs/replication.md, "State that rides with a shard"), so its
  * own compaction never leaves an in-sync follower behind the cut (which would halt it
  * `needs_bootstrap`), and the held trim happens once the follower confirms; a follower out of
- * sync past the lag window holds nothing.
+ * sync past the lag window holds nothing, and is rebuilt at the base once back.
  * Method: the broker's Replicator over a real leader LogCache (compacted by explicit passes),
  * shipping through in-memory links to ReplicaServers over real logs; a link can be held (its
  * requests wait: a slow follower) or cut (they fail). Waits on conditions with a deadline.
@@ -157,10 +157,11 @@ describe('a leader holds its riding logs trims at its in-sync followers', () => 
   it('a_follower_out_of_sync_past_the_window_no_longer_holds_the_leaders_trims', async () => {
     const { cache, port } = await leaderCache();
     const log = port.segmentLog;
+    const b2Dir = await root();
     const links = new Links(
       new Map([
         ['b1', followerServer(await root())],
-        ['b2', followerServer(await root())],
+        ['b2', followerServer(b2Dir)],
       ]),
     );
     // Long enough that the writes, the compaction and b1's catch-up below fit inside it on a
@@ -191,7 +192,8 @@ describe('a leader holds its riding logs trims at its in-sync followers', () => 
       15_000,
     );
     expect(rep.reports()[0]?.in_sync).toEqual(['b1']);
-    // Not built: a rebuild. b2, back, is behind the cut, and its cursor halts.
+    // b2, back, is behind the cut: its cursor halts (reported), and REPLICATE_REBUILD_AFTER_MS
+    // later its copy is rebuilt at the leader's base and caught up from there.
     links.cut.delete('b2');
     await waitFor(
       () => rep.reports()[0]?.halted.some((h) => h.node_id === 'b2') ?? false,
@@ -199,5 +201,28 @@ describe('a leader holds its riding logs trims at its in-sync followers', () => 
       10_000,
     );
     expect(rep.reports()[0]?.halted).toEqual([{ node_id: 'b2', reason: 'needs_bootstrap' }]);
+    await cache.put('after', utf8.encode('the rebuild'));
+    await waitFor(
+      () => {
+        const report = rep.reports()[0];
+        return report?.halted.length === 0 && report.in_sync.includes('b2');
+      },
+      'b2 rebuilt and in sync again',
+      30_000,
+    );
+    await waitFor(() => holds('b2'), 'b2 holds the log', 10_000);
+    await rep.stop('c');
+    await links.servers.get('b2')!.release(REF, 'cache');
+    const b2Port = await SegmentLogPort.open(logOptions(b2Dir, 'cache'));
+    // Its old copy went: it starts at (or, trimmed since, past) the cut.
+    expect(b2Port.segmentLog.baseOffset).toBeGreaterThanOrEqual(cut);
+    const copy = await LogCache.open({ log: b2Port, compaction: { auto: false } });
+    try {
+      for (let k = 0; k < 40; k++)
+        expect(text(await copy.get(`k${k}`)), `k${k}`).toBe(text(await cache.get(`k${k}`)));
+      expect(text(await copy.get('after'))).toBe('the rebuild');
+    } finally {
+      await copy.close();
+    }
   });
 });

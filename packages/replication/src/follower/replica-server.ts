@@ -9,7 +9,9 @@
  * a pipelining leader sent is written while that sync runs. A batch is checked (checksum,
  * generation), a raised generation is made durable before any record it carries is stored, and
  * the append's result becomes the answer. A bootstrap closes the log, makes it start at the
- * leader's base when it is empty, and opens it again.
+ * leader's base when it is empty, and opens it again; a rebuild (kind 24) does the same to a
+ * log whose records all lie below that base, discarding them (the leader's answer to the
+ * `needs_bootstrap` halt a bootstrap's refusal leads to).
  *
  * Every end this replica names (a batch's answer, its fence's log end, the tail a new leader
  * may fetch, its status) is what its log acknowledges under its fsync mode (`readableOffset`):
@@ -46,6 +48,7 @@ import {
   SegmentLog,
   bootstrapLogAt,
   decodeGenerationStartBody,
+  rebuildLogAt,
   nodeIo,
   truncateLogAbove,
 } from '@felix/storage';
@@ -121,7 +124,14 @@ type BootstrapRequest = Extract<InternalMessage, { baseOffset: number; log?: nev
 type FenceRequest = Extract<InternalMessage, { kind: 'Fence' }>;
 type FetchRequest = Extract<InternalMessage, { kind: 'ReplicateFetch' }>;
 type TrimRequest = Extract<InternalMessage, { kind: 'ReplicateTrim' }>;
-type Request = RecordsRequest | BootstrapRequest | FenceRequest | FetchRequest | TrimRequest;
+type RebuildRequest = Extract<InternalMessage, { kind: 'ReplicateRebuild' }>;
+type Request =
+  | RecordsRequest
+  | BootstrapRequest
+  | FenceRequest
+  | FetchRequest
+  | TrimRequest
+  | RebuildRequest;
 /** A request's answer, or, for a batch written and not yet held, the answer to come. */
 type Answer = Uint8Array | { later: Promise<Uint8Array> };
 
@@ -143,6 +153,11 @@ function targetOf(
     const log = logOfWire(decoded.log);
     if (log === undefined || !isFencedLog(log))
       return unsupported(`log ${decoded.log} is not fenced`);
+    return { m: decoded, log };
+  }
+  if (decoded.kind === 'ReplicateRebuild') {
+    const log = logOfWire(decoded.log);
+    if (log === undefined) return unsupported(`log ${decoded.log} is unknown`);
     return { m: decoded, log };
   }
   if (decoded.kind === 'ReplicateTrim') {
@@ -285,6 +300,8 @@ export class ReplicaServer {
         return this.fetch(state, m);
       case 'ReplicateTrim':
         return this.trim(state, m);
+      case 'ReplicateRebuild':
+        return this.rebuild(state, m, assigned);
       default:
         return this.bootstrap(state, m, assigned);
     }
@@ -530,6 +547,50 @@ export class ReplicaServer {
     if (r.kind === 'ready')
       return encodeInternalMessage({ kind: 'ReplicateOk', correlationId, durableOffset: r.tail });
     return refuse(correlationId, INTERNAL_ERROR.LogConflict, `holds records ${r.base}..${r.tail}`);
+  }
+
+  /**
+   * The leader's rebuild of a copy it halted `needs_bootstrap`: every record here lies below its
+   * base (its retention or compaction dropped them there), so the copy is emptied, its
+   * generation history with it, and starts at the base; a copy holding anything at or above the
+   * base is a divergence and keeps its records (`LogConflict`). Only the current leader may ask,
+   * as for a bootstrap; the commit offset this replica saved stays (it is below the base).
+   */
+  private async rebuild(state: ShardState, m: RebuildRequest, assigned: number) {
+    const correlationId = m.correlationId;
+    const verdict = checkGeneration(m.shard.generation, {
+      accepted: state.replica.state.generation,
+      assigned,
+    });
+    if (verdict.kind === 'refuse') return refuse(correlationId, verdict.code, verdict.detail);
+    if (verdict.raise) await state.replica.accept(m.shard.generation);
+    const held = { base: state.log.baseOffset, tail: state.log.tailOffset };
+    if (held.tail > m.baseOffset)
+      return refuse(
+        correlationId,
+        INTERNAL_ERROR.LogConflict,
+        `holds records ${held.base}..${held.tail}`,
+      );
+    // The generations that wrote the records about to go, forgotten first: a crash between the
+    // two leaves a history that is empty or true, never one dating records it no longer has.
+    await state.starts.truncated(0);
+    state.compared = 0;
+    await state.log.close();
+    let r: Awaited<ReturnType<typeof rebuildLogAt>>;
+    try {
+      r = await rebuildLogAt(state.opts, m.baseOffset);
+    } finally {
+      state.log = await SegmentLog.open(state.opts);
+      state.appender = new FollowerAppender(state.log);
+      holdRetentionFloor(state);
+    }
+    if (r.kind !== 'ready')
+      return refuse(
+        correlationId,
+        INTERNAL_ERROR.LogConflict,
+        `holds records ${r.base}..${r.tail}`,
+      );
+    return encodeInternalMessage({ kind: 'ReplicateOk', correlationId, durableOffset: r.tail });
   }
 }
 

@@ -19,7 +19,8 @@
  * The follower's answer moves the cursor: ok sets both `next` and `confirmed` to the offset
  * it names (one past its last record held, also the next offset it wants); a gap moves `next`
  * to the offset it expected; a conflict halts the cursor (`diverged`: its uncommitted suffix
- * differs and repairing it is the fence's job); `FencedEpoch` stops it for good (this broker
+ * differs and repairing it is the fence's job; a refused bootstrap halts it `needs_bootstrap`,
+ * which `rebuildPlan` repairs); `FencedEpoch` stops it for good (this broker
  * is no longer the leader); transient refusals and timeouts resend from `next`. An answer to
  * anything but a batch in flight (a late answer to a timed-out batch) is ignored, so a slow
  * follower is never counted past what it confirmed.
@@ -40,7 +41,10 @@ export type Shipment =
   /** Send records [first, next) of the leader's log. */
   | { kind: 'records'; correlationId: number; first: number; next: number }
   /** The follower wants records the leader no longer holds: offer the log's base instead. */
-  | { kind: 'bootstrap'; correlationId: number; base: number };
+  | { kind: 'bootstrap'; correlationId: number; base: number }
+  /** The follower refused that bootstrap holding only records below the base: have it discard
+   *  them and start there (`rebuildPlan`, only on a `needs_bootstrap` halt). */
+  | { kind: 'rebuild'; correlationId: number; base: number };
 
 export type FollowerAnswer =
   | { kind: 'ok'; durableOffset: number }
@@ -145,6 +149,20 @@ export class FollowerCursor {
     this.caughtUpAtMs = Math.max(this.caughtUpAtMs ?? ms, ms);
   }
 
+  /**
+   * The rebuild of a follower halted `needs_bootstrap` (it refused the leader's base holding
+   * older records), at the leader's base now; null when it is not so halted or something is in
+   * flight. Its ok lifts the halt and shipping goes on from the offset it names; a refusal leaves
+   * the halt (`LogConflict`: the follower holds records at or above the base, a divergence) or
+   * turns it into `refused` (a follower that does not serve rebuilds).
+   */
+  rebuildPlan(base: number): Extract<Shipment, { kind: 'rebuild' }> | null {
+    if (this.halted !== 'needs_bootstrap' || this.fenced || this.inFlight.length > 0) return null;
+    const s = { kind: 'rebuild' as const, correlationId: ++this.lastCorrelation, base };
+    this.inFlight.push({ s, atTailMs: undefined });
+    return s;
+  }
+
   /** Whether a batch still waits for its answer (not settled, not given up on). */
   inFlightHas(correlationId: number): boolean {
     return this.inFlight.some((f) => f.s.correlationId === correlationId);
@@ -180,7 +198,7 @@ export class FollowerCursor {
       if (at === 0) this.next = answer.expectedOffset;
     } else if (code === INTERNAL_ERROR.FencedEpoch) this.fenced = true;
     else if (code === INTERNAL_ERROR.LogConflict)
-      this.halted = sent.kind === 'bootstrap' ? 'needs_bootstrap' : 'diverged';
+      this.halted = sent.kind === 'records' ? 'diverged' : 'needs_bootstrap';
     else if (!RESEND.has(code)) this.halted = 'refused';
     return true;
   }
@@ -204,6 +222,8 @@ export class FollowerCursor {
       sent.kind === 'records' ? Math.min(ok!.durableOffset, sent.next) : ok!.durableOffset;
     this.confirmed = Math.max(this.confirmed, held);
     this.next = held;
+    // Rebuilt: its log now starts at the base; shipping goes on from there.
+    if (sent.kind === 'rebuild') this.halted = undefined;
     // Held less than it carried: later batches would find a gap; send from what it holds.
     if (held < (sent.kind === 'records' ? sent.next : sent.base)) this.inFlight = [];
     // It now holds everything the leader had written when this batch was planned.

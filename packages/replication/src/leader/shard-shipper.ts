@@ -27,6 +27,11 @@
  * follower the leader's base once it rose and that follower holds every entry the compaction
  * restated at the tail (TrimCursor): kind 40, looked at before each plan, so a busy log's
  * trims are not starved by its batches.
+ *
+ * Given `rebuild`, a follower halted `needs_bootstrap` (it refused the leader's base holding
+ * only older records: back from a long absence, past retention or a compaction) is not left
+ * halted: after a wait, and one rebuild at a time per broker, it is asked to discard that copy
+ * and start at the base (kind 24), then caught up from there like a new follower.
  */
 import { assert } from '@felix/common';
 import { FLAG_GENERATION_START, type SegmentLog } from '@felix/storage';
@@ -36,6 +41,7 @@ import {
   committedFrame,
   markOf,
   markedFrame,
+  rebuildFrame,
   recordsFrame,
   trimFrame,
 } from '../frames.js';
@@ -47,6 +53,9 @@ import {
   REPLICATE_BATCHES_IN_FLIGHT_MAX,
   REPLICATE_IDLE_CHECK_MS,
   REPLICATE_MARK_ALONE_AFTER_MS,
+  REPLICATE_REBUILD_AFTER_MS,
+  REPLICATE_REBUILD_RETRY_MS_MAX,
+  REPLICATE_REBUILD_SLOT_RETRY_MS,
   REPLICATE_RECENT_BYTES_MAX,
   REPLICATE_RETRY_MS_MAX,
   REPLICATE_RETRY_MS_MIN,
@@ -58,6 +67,7 @@ import {
   type Shipment,
 } from './follower-cursor.js';
 import { answerOf } from './answers.js';
+import type { RebuildSlots } from './rebuild-slots.js';
 import { TrimCursor } from './trim-cursor.js';
 
 /** A request/answer channel to one follower broker. */
@@ -106,6 +116,16 @@ export interface ShipperOptions {
   onResumed?: (nodeId: string, backoffs: number) => void;
   /** The leader's commit mark, carried to followers (a quorum shard); absent: not carried. */
   commitOffset?: () => number;
+  /**
+   * Rebuilds followers halted `needs_bootstrap` (kind 24): `afterMs` (default
+   * REPLICATE_REBUILD_AFTER_MS) after the halt, doubling after each failed attempt up to
+   * REPLICATE_REBUILD_RETRY_MS_MAX, when one of the broker's `slots` is free. Absent: such a
+   * follower stays halted, as any other.
+   */
+  rebuild?: { slots: RebuildSlots; afterMs?: number };
+  /** A follower halted `needs_bootstrap` was rebuilt: its log now starts at `offset` (the
+   *  leader's base), shipping to it goes on, and its halt (reported by onStopped) is over. */
+  onRebuilt?: (nodeId: string, offset: number) => void;
   /** How long a follower has nothing to ship before the mark goes alone; default
    *  REPLICATE_MARK_ALONE_AFTER_MS. */
   markAloneAfterMs?: number;
@@ -135,6 +155,12 @@ interface Loop {
   retryMs: number;
   /** Backoffs taken since this follower last answered (reported through onBackoff). */
   backoffs: number;
+  /** The halt last reported through onStopped (cleared by a rebuild). */
+  haltTold: HaltReason | undefined;
+  /** When the next rebuild of a halted follower is due (performance.now()), and the wait after
+   *  a failed one. */
+  rebuildAtMs: number | undefined;
+  rebuildMs: number;
 }
 
 /** How an exchange ended: answered (ok or a gap), to be retried after a backoff, or answered
@@ -155,6 +181,8 @@ export class ShardShipper {
   private stopping = false;
   /** The idle waits in progress: a log change or a stop ends them all. */
   private readonly waiting = new Set<() => void>();
+  /** The rebuild waits in progress: only a stop ends them early. */
+  private readonly pauses = new Set<() => void>();
   private readonly unlisten: () => void;
 
   constructor(private readonly opts: ShipperOptions) {
@@ -177,6 +205,9 @@ export class ShardShipper {
         retryMs: REPLICATE_RETRY_MS_MIN,
         backoffs: 0,
         trims: (opts.logKind ?? 'stream') === 'stream' ? undefined : new TrimCursor(),
+        haltTold: undefined,
+        rebuildAtMs: undefined,
+        rebuildMs: opts.rebuild?.afterMs ?? REPLICATE_REBUILD_AFTER_MS,
       };
       this.loops.set(f.nodeId, loop);
       loop.done = this.run(loop).catch(() => {
@@ -216,6 +247,7 @@ export class ShardShipper {
     this.unlisten();
     this.opts.log.keepRecent(0);
     this.poke();
+    for (const p of [...this.pauses]) p();
     await Promise.all([...this.loops.values()].map((l) => l.done));
   }
 
@@ -284,14 +316,68 @@ export class ShardShipper {
         continue;
       }
       if (cursor.halted !== undefined) {
-        this.opts.onStopped?.(follower.nodeId, cursor.halted);
-        return;
+        if (loop.haltTold !== cursor.halted) {
+          loop.haltTold = cursor.halted;
+          this.opts.onStopped?.(follower.nodeId, cursor.halted);
+        }
+        const rebuild = this.opts.rebuild;
+        if (cursor.halted !== 'needs_bootstrap' || rebuild === undefined) return;
+        await this.rebuild(loop, rebuild.slots, rebuild.afterMs ?? REPLICATE_REBUILD_AFTER_MS);
+        continue;
       }
       idleSince ??= performance.now();
       await this.rest(loop, idleSince + markAloneAfterMs - performance.now(), timeoutMs);
     }
     await Promise.all(loop.sending);
     if (cursor.fenced) this.opts.onStopped?.(follower.nodeId, 'fenced');
+  }
+
+  /**
+   * One step of a halted follower's rebuild: waits until it is due (only a stop ends the wait
+   * early), takes a slot (or waits REPLICATE_REBUILD_SLOT_RETRY_MS for one), and asks the
+   * follower to start at the leader's base. An ok lifts the halt (onRebuilt, then shipping from
+   * the base); anything else doubles the wait before the next attempt.
+   */
+  private async rebuild(loop: Loop, slots: RebuildSlots, afterMs: number): Promise<void> {
+    loop.rebuildAtMs ??= performance.now() + loop.rebuildMs;
+    const wait = loop.rebuildAtMs - performance.now();
+    if (wait > 0) return this.pause(wait);
+    const release = slots.take();
+    if (release === null) return this.pause(REPLICATE_REBUILD_SLOT_RETRY_MS);
+    const cursor = loop.cursor;
+    try {
+      const s = cursor.rebuildPlan(this.opts.log.baseOffset);
+      if (s === null || this.stopping) return;
+      const kind = this.opts.logKind ?? 'stream';
+      const frame = rebuildFrame(s.correlationId, this.opts.shard, kind, s.base);
+      const timeoutMs = this.opts.answerTimeoutMs ?? REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT;
+      await this.exchange(loop, s, { frame, carried: 0 }, timeoutMs);
+    } finally {
+      release();
+    }
+    loop.rebuildAtMs = undefined;
+    if (cursor.halted !== undefined) {
+      loop.rebuildMs = Math.min(REPLICATE_REBUILD_RETRY_MS_MAX, loop.rebuildMs * 2);
+      return;
+    }
+    loop.rebuildMs = afterMs;
+    loop.haltTold = undefined;
+    this.opts.onRebuilt?.(loop.follower.nodeId, cursor.next);
+    this.opts.onConfirmed?.(loop.follower.nodeId, cursor.confirmed);
+  }
+
+  /** Waits `ms`, or less if the shipper stops. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.pauses.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.pauses.add(done);
+      if (this.stopping) done();
+    });
   }
 
   /**
@@ -441,6 +527,8 @@ export class ShardShipper {
     const kind = this.opts.logKind ?? 'stream';
     if (s.kind === 'bootstrap')
       return { frame: bootstrapFrame(s.correlationId, shard, s.base, kind), carried: 0 };
+    if (s.kind === 'rebuild')
+      return { frame: rebuildFrame(s.correlationId, shard, kind, s.base), carried: 0 };
     const r = await this.opts.log.readWritten(s.first, {
       maxRecords: s.next - s.first,
       maxBytes: REPLICATE_BATCH_BYTES_MAX,

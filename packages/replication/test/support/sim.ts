@@ -10,7 +10,7 @@ import {
   type ShardRef,
   decodeInternalMessage,
 } from '@felix/wire';
-import { bootstrapFrame, recordsFrame } from '../../src/frames.js';
+import { bootstrapFrame, rebuildFrame, recordsFrame } from '../../src/frames.js';
 import { ReplicaServer } from '../../src/follower/replica-server.js';
 import { answerOf } from '../../src/leader/answers.js';
 import type { FollowerCursor, Shipment } from '../../src/leader/follower-cursor.js';
@@ -50,6 +50,7 @@ export class LeaderLog {
 export function shipmentFrame(s: Shipment, leader: LeaderLog, generation: number): Uint8Array {
   const shard = shardRef(generation);
   if (s.kind === 'bootstrap') return bootstrapFrame(s.correlationId, shard, s.base);
+  if (s.kind === 'rebuild') return rebuildFrame(s.correlationId, shard, 'stream', s.base);
   return recordsFrame(s.correlationId, shard, s.first, leader.records.slice(s.first, s.next));
 }
 

@@ -10,6 +10,13 @@
  * files (newest first, a directory sync after each), then write a segment holding only a
  * header at `base` under the next segment id and sync it into the directory. A crash between
  * the two leaves no segment, which opens as an empty log at 0; bootstrapping again finishes.
+ *
+ * A rebuild (`rebuildLogAt`, the leader's answer to that halt) is the one call that discards
+ * records: a log whose every record lies below `base` (the leader's retention or compaction
+ * already dropped them there) is emptied the same way and made to start at `base`. A log
+ * holding anything at or above `base` is left alone (`conflict`): that is a divergence, not a
+ * copy left behind. A crash part way leaves an older prefix of the same records, still below
+ * `base`, which the next rebuild finishes.
  */
 import { join } from 'node:path';
 import type { Io } from '../io/io.js';
@@ -41,13 +48,49 @@ export async function bootstrapLogAt(opts: LogOptions, base: number): Promise<Bo
     const tail = segs[segs.length - 1]?.nextOffset ?? 0;
     if (first === base) return { kind: 'ready', tail };
     if (tail > first) return { kind: 'conflict', base: first, tail };
-    for (let i = segs.length - 1; i >= 0; i--) await deleteFiles(io, dir, segs[i]!.id);
-    const id = (segs[segs.length - 1]?.id ?? -1) + 1;
-    await writeEmptySegment(io, dir, id, base);
+    await startAt(io, dir, plan.segments, base);
     return { kind: 'ready', tail: base };
   } finally {
     await lock.release();
   }
+}
+
+/**
+ * Empties a follower's log whose records all lie below `base` and makes it start there (see the
+ * header); `ready` at once when it already starts there empty, `conflict` (nothing changed)
+ * when it holds records at or above `base`.
+ */
+export async function rebuildLogAt(opts: LogOptions, base: number): Promise<BootstrapResult> {
+  const cfg = normalizeLogOptions(opts);
+  const io = opts.io ?? nodeIo;
+  const dir = join(opts.root, shardDirName(opts.shard));
+  await ensureDurableDir(io, dir);
+  const lock = await lockDir(dir, { io });
+  try {
+    const plan = await planRecovery(io, dir, { indexSpacingBytes: cfg.indexSpacingBytes });
+    await applyRecovery(io, plan);
+    const segs = plan.segments;
+    const first = segs[0]?.baseOffset ?? 0;
+    const tail = segs[segs.length - 1]?.nextOffset ?? 0;
+    if (tail > base) return { kind: 'conflict', base: first, tail };
+    if (first === base && segs.length > 0) return { kind: 'ready', tail };
+    await startAt(io, dir, segs, base);
+    return { kind: 'ready', tail: base };
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Deletes `segs` (newest first) and writes an empty segment at `base` under the next id. */
+async function startAt(
+  io: Io,
+  dir: string,
+  segs: readonly { id: number }[],
+  base: number,
+): Promise<void> {
+  for (let i = segs.length - 1; i >= 0; i--) await deleteFiles(io, dir, segs[i]!.id);
+  const id = (segs[segs.length - 1]?.id ?? -1) + 1;
+  await writeEmptySegment(io, dir, id, base);
 }
 
 async function deleteFiles(io: Io, dir: string, id: number): Promise<void> {

@@ -15,6 +15,8 @@ export interface StreamSpec {
   replicationFactor?: number;
   /** When a publish is acked and what readers see (docs/replication.md); default `leader`. */
   consistency?: 'leader' | 'quorum';
+  /** Retention of each shard's log (whole sealed segments go past either bound); default none. */
+  retention?: { maxSizeBytes?: number; maxAgeSeconds?: number };
 }
 
 export interface CacheSpec {

@@ -32,6 +32,7 @@
  */
 import {
   CommitMark,
+  RebuildSlots,
   type FenceOutcome,
   type FencedLogKind,
   type HaltReason,
@@ -68,6 +69,9 @@ export interface ReplicatorDeps extends PeerPoolDeps {
   backoffsWarnAfter?: number;
   /** Each shipping backoff, of any shard and follower (felix_broker_replication_backoffs_total). */
   onBackoff?: () => void;
+  /** A follower halted `needs_bootstrap` on a `kind` log was rebuilt at the leader's base
+   *  (felix_broker_replication_rebuilds_total). */
+  onRebuilt?: (kind: ReplicaLogKind) => void;
 }
 
 /** One led shard's replication health, for the broker's gauges (Replicator.shardHealth). */
@@ -142,6 +146,8 @@ export class Replicator {
   private readonly ownsPool: boolean;
   /** Followers whose shippers keep backing off, rolled up per node for the warnings. */
   private readonly failing: FailingFollowers;
+  /** The rebuilds of halted followers this broker runs at once, over all its shards. */
+  private readonly rebuildSlots = new RebuildSlots();
 
   constructor(private readonly deps: ReplicatorDeps) {
     this.failing = new FailingFollowers(
@@ -225,6 +231,7 @@ export class Replicator {
       }),
       ...this.watchers(key, kind, mark === null ? null : recompute, { halted, stopped }),
       ...(carried ? { commitOffset: () => mark.offset } : {}),
+      rebuild: { slots: this.rebuildSlots },
     });
     // What a majority may not hold yet is never deleted by retention.
     if (carried) log.setRetentionFloor(mark.offset);
@@ -256,7 +263,7 @@ export class Replicator {
     kind: ReplicaLogKind,
     recompute: (() => void) | null,
     seen: Pick<Shipping, 'halted' | 'stopped'>,
-  ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed' | 'onBackoff' | 'onResumed'> {
+  ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed' | 'onBackoff' | 'onResumed' | 'onRebuilt'> {
     const riding = kind !== 'stream';
     const onStopped: ShipperOptions['onStopped'] = (nodeId, reason) => {
       if (isRepairable(reason)) seen.halted.set(nodeId, reason);
@@ -266,7 +273,18 @@ export class Replicator {
       this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
       this.holdTrims(key, kind);
     };
-    const retries = this.retryWatchers(key, kind);
+    const onRebuilt: ShipperOptions['onRebuilt'] = (nodeId, offset) => {
+      // Shipping again from the base: no longer halted, reported as a follower like the others.
+      seen.halted.delete(nodeId);
+      seen.stopped.delete(nodeId);
+      this.deps.onRebuilt?.(kind);
+      this.deps.log.info(
+        { shard: key, log: kind, follower: nodeId, base: offset },
+        "follower's copy rebuilt at the leader's base; shipping resumed",
+      );
+      this.holdTrims(key, kind);
+    };
+    const retries = { ...this.retryWatchers(key, kind), onRebuilt };
     // The logs a report's in-sync list speaks of: a stream's records, a cache's two logs.
     const reported = kind === 'stream' || kind === 'cache' || kind === 'counters';
     const notice = reported && this.deps.onInSyncJoined !== undefined;

@@ -87,6 +87,14 @@ export async function createCatalog(
       ...(s.consistency === undefined
         ? {}
         : { consistency: s.consistency === 'quorum' ? 'Quorum' : 'Leader' }),
+      ...(s.retention === undefined
+        ? {}
+        : {
+            retention: {
+              max_size_bytes: s.retention.maxSizeBytes ?? null,
+              max_age_seconds: s.retention.maxAgeSeconds ?? null,
+            },
+          }),
     })) as { shards: number };
     out.push({ kind: 'stream', name: s.name, shards: made.shards });
   }
