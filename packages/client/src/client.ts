@@ -52,7 +52,8 @@ import {
 import { RECORD_LENGTH_BYTES, streamNameBytes } from './util/batch-bytes.js';
 import { Cache } from './projections/cache.js';
 import { Counter } from './projections/counter.js';
-import { Group, type GroupOptions } from './projections/group.js';
+import { Group, type GroupOptions, type StreamGroupOptions } from './projections/group.js';
+import { StreamGroup } from './projections/stream-group.js';
 import type { ProjectionHost } from './projections/host.js';
 import type { KeyRoute } from './projections/key-routes.js';
 import { type StatusEvent, StatusHub } from './status.js';
@@ -702,8 +703,33 @@ export class FelixClient {
     return new Counter(this.projectionHost(), name);
   }
 
-  /** A consumer group on one shard of a durable stream (on that shard's owner, in a cluster). */
-  group(stream: string, group: string, opts: GroupOptions = {}): Group {
+  /**
+   * A consumer group on one shard of a durable stream (default shard 0; on that shard's owner,
+   * in a cluster), or with `shard: 'all'` on every shard of it (a StreamGroup: one `consume()`
+   * loop over a Group per shard, each keeping its own cursor under the same group name).
+   */
+  group(stream: string, group: string, opts: StreamGroupOptions): StreamGroup;
+  group(stream: string, group: string, opts?: GroupOptions): Group;
+  group(
+    stream: string,
+    group: string,
+    opts: GroupOptions | StreamGroupOptions = {},
+  ): Group | StreamGroup {
+    if (opts.shard === 'all') {
+      const { shard: _all, ...each } = opts;
+      // Checked now, as a one-shard handle checks them (names, consumer).
+      this.shardGroup(stream, group, { ...each, shard: 0 });
+      return new StreamGroup(
+        stream,
+        group,
+        async (signal) => (await this.shards(stream, signal)).shards,
+        (shard) => this.shardGroup(stream, group, { ...each, shard }),
+      );
+    }
+    return this.shardGroup(stream, group, opts);
+  }
+
+  private shardGroup(stream: string, group: string, opts: GroupOptions): Group {
     const shard = opts.shard ?? 0;
     return new Group(this.projectionHost({ name: stream, shard }), stream, group, opts);
   }

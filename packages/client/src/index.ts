@@ -92,12 +92,14 @@ export type {
 } from './projections/cache.js';
 export { Counter } from './projections/counter.js';
 export { Group, GroupMessage } from './projections/group.js';
+export { StreamGroup } from './projections/stream-group.js';
 export type {
   DeadLetterPage,
   DeadLetterPageOptions,
   GroupAdminOptions,
   GroupInfo,
   GroupOptions,
+  StreamGroupOptions,
   PollOptions,
 } from './projections/group.js';
 export { FeatureUnsupportedError, StaleClaimError } from './errors.js';

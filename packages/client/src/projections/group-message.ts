@@ -16,6 +16,8 @@ export type SettleType =
 
 /** What a message asks of its group. */
 export interface GroupSettler {
+  /** The stream shard the group reads (default 0). */
+  readonly shard?: number;
   ack(offset: number): Promise<void>;
   nack(offset: number, attempts: number, delayMs?: number): Promise<void>;
   settle(type: SettleType, offset: number, extra?: Record<string, number>): Promise<Message>;
@@ -35,6 +37,11 @@ export class GroupMessage {
      *  `timestamps: true` on a broker that sends it; undefined otherwise. */
     readonly timestampMicros?: number,
   ) {}
+
+  /** The stream shard the record is on (its offset is that shard's). */
+  get shard(): number {
+    return this.group.shard ?? 0;
+  }
 
   /** Finishes the record; the group's position moves once every lower record is finished. */
   ack(): Promise<void> {

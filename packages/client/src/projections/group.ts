@@ -58,6 +58,11 @@ export interface GroupOptions {
   timestamps?: boolean;
 }
 
+/** `felix.group(stream, group, { shard: 'all' })`: the group on every shard of the stream. */
+export interface StreamGroupOptions extends Omit<GroupOptions, 'shard'> {
+  shard: 'all';
+}
+
 export interface GroupInfo {
   /** Durable position (every offset below it is finished); undefined if never committed. */
   committed: number | undefined;

@@ -1,0 +1,199 @@
+/**
+ * `felix.group(stream, group, { shard: 'all' })`: one consumer group over every shard of a
+ * stream, as a Kafka consumer group reads every partition of a topic or a JetStream consumer its
+ * whole stream. It is a Group per shard (each shard keeps its own cursor, claims and dead
+ * letters under the same group name) and one `consume()` loop that merges theirs.
+ *
+ * The merge keeps one `next()` out on each shard's loop and yields whichever answers first, so a
+ * busy shard never holds up another's records and a quiet one costs only its long poll. A
+ * shard's loop hands back what it never yielded when it ends; the merge does the same for the
+ * record a shard's loop yielded to it that it had not yet passed on (at most one per shard), so
+ * ending the loop leaves nothing to lapse. A shard's loop that fails for good ends the merged
+ * loop with its error, after the others were ended the same way.
+ */
+import type { Group, GroupInfo } from './group.js';
+import type { GroupMessage } from './group-message.js';
+import type { PollOptions } from './group-poll.js';
+
+/** A shard loop's next record, named by the shard it came from. */
+type Step = { shard: number; r: IteratorResult<GroupMessage> } | { shard: number; err: unknown };
+
+export class StreamGroup {
+  private made: Promise<Group[]> | null = null;
+
+  constructor(
+    readonly stream: string,
+    readonly name: string,
+    /** The stream's shard count (a lookup; cached by the client). */
+    private readonly shardCount: (signal?: AbortSignal) => Promise<number>,
+    /** The group handle of one shard. */
+    private readonly groupOf: (shard: number) => Group,
+  ) {}
+
+  /** The group's handle on one shard (for dead letters, redrive, seek, delete). */
+  shard(shard: number): Group {
+    return this.groupOf(shard);
+  }
+
+  /** One handle per shard of the stream, made once the shard count is known. */
+  shards(signal?: AbortSignal): Promise<Group[]> {
+    if (this.made === null) {
+      const made = this.shardCount(signal).then((n) =>
+        Array.from({ length: n }, (_, i) => this.groupOf(i)),
+      );
+      // A failed lookup is asked again by the next call.
+      made.catch(() => {
+        if (this.made === made) this.made = null;
+      });
+      this.made = made;
+    }
+    return this.made;
+  }
+
+  /** Each shard's position and work in flight, by shard (lag is `tail - committed`). */
+  async describe(opts: { signal?: AbortSignal } = {}): Promise<GroupInfo[]> {
+    const groups = await this.shards(opts.signal);
+    return Promise.all(groups.map((g) => g.describe(opts)));
+  }
+
+  /** Releases every shard handle's idle poll streams. */
+  release(): void {
+    void this.made?.then(
+      (gs) => {
+        for (const g of gs) g.release();
+      },
+      () => undefined,
+    );
+  }
+
+  /**
+   * Yields the records of every shard as their polls answer, each from its shard's `consume()`
+   * loop (the options are each loop's: `max` records per poll of a shard). Runs until the caller
+   * ends it or the client closes; ends with the error of a shard's loop that fails for good.
+   */
+  consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
+    return { [Symbol.asyncIterator]: () => new MergedConsume(this, opts) };
+  }
+}
+
+class MergedConsume implements AsyncIterator<GroupMessage> {
+  /** Ends every shard's loop: the caller's signal, a return, or a failure. */
+  private readonly stop = new AbortController();
+  private loops: { group: Group; it: AsyncIterator<GroupMessage> }[] | null = null;
+  /** The `next()` out on each shard's loop, by shard. */
+  private readonly out = new Map<number, Promise<Step>>();
+  /** The shards whose loop ended. */
+  private readonly ended = new Set<number>();
+  private finished = false;
+  private step: Promise<IteratorResult<GroupMessage>> | undefined;
+
+  constructor(
+    private readonly owner: StreamGroup,
+    private readonly opts: PollOptions,
+  ) {
+    const signal = opts.signal;
+    if (signal?.aborted) this.stop.abort(signal.reason);
+    else signal?.addEventListener('abort', () => this.stop.abort(signal.reason), { once: true });
+  }
+
+  next(): Promise<IteratorResult<GroupMessage>> {
+    // One step at a time: calls made while one runs wait behind it.
+    if (this.step !== undefined) {
+      const again = () => this.next();
+      return this.step.then(again, again);
+    }
+    const s = this.advance();
+    this.step = s;
+    const clear = () => {
+      if (this.step === s) this.step = undefined;
+    };
+    s.then(clear, clear);
+    return s;
+  }
+
+  async return(): Promise<IteratorResult<GroupMessage>> {
+    await this.finish();
+    return { value: undefined, done: true };
+  }
+
+  private async advance(): Promise<IteratorResult<GroupMessage>> {
+    if (this.finished || this.stop.signal.aborted) {
+      await this.finish();
+      return { value: undefined, done: true };
+    }
+    if (this.loops === null) {
+      let groups: Group[];
+      try {
+        groups = await this.owner.shards(this.stop.signal);
+      } catch (err) {
+        await this.finish();
+        if (this.stop.signal.aborted) return { value: undefined, done: true };
+        throw err;
+      }
+      const inner = { ...this.opts, signal: this.stop.signal };
+      this.loops = groups.map((group) => ({
+        group,
+        it: group.consume(inner)[Symbol.asyncIterator](),
+      }));
+    }
+    const loops = this.loops;
+    for (;;) {
+      for (const [shard, { it }] of loops.entries()) {
+        if (!this.out.has(shard) && !this.ended.has(shard))
+          this.out.set(shard, this.ask(shard, it));
+      }
+      if (this.out.size === 0) {
+        await this.finish();
+        return { value: undefined, done: true };
+      }
+      const first = await Promise.race(this.out.values());
+      this.out.delete(first.shard);
+      if ('err' in first) {
+        await this.finish();
+        throw first.err;
+      }
+      if (first.r.done) {
+        // That shard's loop ended (the caller's signal, or the client closed): so do the rest.
+        this.ended.add(first.shard);
+        if (this.stop.signal.aborted || this.finished) continue;
+        await this.finish();
+        return { value: undefined, done: true };
+      }
+      if (this.finished) {
+        this.handBack(first.shard, first.r.value);
+        return { value: undefined, done: true };
+      }
+      return first.r;
+    }
+  }
+
+  private ask(shard: number, it: AsyncIterator<GroupMessage>): Promise<Step> {
+    return it.next().then(
+      (r) => ({ shard, r }),
+      (err: unknown) => ({ shard, err }),
+    );
+  }
+
+  private handBack(shard: number, msg: GroupMessage): void {
+    const group = this.loops?.[shard]?.group;
+    // Nobody holds this record: its hand-back's outcome is only observed here.
+    if (group !== undefined) for (const p of group.handBack([msg])) p.catch(() => undefined);
+  }
+
+  /** Ends every shard's loop; a record one yielded that was not passed on goes back. */
+  private async finish(): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    const loops = this.loops ?? [];
+    // Each loop hands back what it holds; a next() still out resolves done (once the polls it
+    // waits on answer: not waited for here), or with a record it had yielded just before, which
+    // goes back.
+    await Promise.all(loops.map(({ it }) => it.return?.()));
+    for (const step of this.out.values()) {
+      void step.then((s) => {
+        if ('r' in s && !s.r.done) this.handBack(s.shard, s.r.value);
+      });
+    }
+    this.out.clear();
+  }
+}

@@ -1,0 +1,146 @@
+// Goal: a consumer group over every shard of a stream (`felix.group(s, g, { shard: 'all' })`), as
+// a Kafka consumer group reads every partition: one consume loop hands out the records of every
+// shard once each, named by shard; each shard keeps its own cursor under the group's name; a loop
+// ended early hands back what it held (nothing waits out its visibility timeout); and a one-shard
+// handle (the default, shard 0) still reads shard 0 alone.
+// Method: one durable felix-broker process with a 4-shard stream, driven through @felix/client
+// over TLS; records published under keys that spread them over the shards.
+import {
+  type FelixClient,
+  type GroupMessage,
+  InvalidArgumentError,
+  UnknownStreamError,
+} from '@felix/client';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrokerProcess, startBroker } from '../src/index.js';
+import { client, text } from './support.js';
+
+const SHARDS = 4;
+
+describe('a consumer group over every shard of a stream', () => {
+  let broker: BrokerProcess;
+  let felix: FelixClient;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    const dir = await tempDir();
+    cleanup = dir.cleanup;
+    broker = await startBroker({
+      yaml: `streams:\n  - { tenant: t1, name: orders, durable: true, shards: ${SHARDS} }\n`,
+      dir: dir.path,
+      durable: true,
+    });
+    felix = await client(broker);
+  });
+  afterAll(async () => {
+    await felix?.close();
+    await broker?.stop();
+    await cleanup?.();
+  });
+
+  /** Publishes `n` records under keys that land on every shard; answers value → shard. */
+  async function publishSpread(tag: string, n: number): Promise<Map<string, number>> {
+    const where = new Map<string, number>();
+    for (let i = 0; i < n; i++) {
+      const value = `${tag}-${i}`;
+      const { shard } = await felix.publish('orders', value, { key: `customer-${i}` });
+      where.set(value, shard);
+    }
+    expect(new Set(where.values()).size).toBe(SHARDS);
+    return where;
+  }
+
+  /** Starts the group at the tail of every shard (each shard's group exists from then on). */
+  async function freshGroup(name: string) {
+    const group = felix.group('orders', name, { shard: 'all' });
+    for (const g of await group.shards()) await g.seek('latest');
+    return { group };
+  }
+
+  it('a_group_over_every_shard_hands_out_each_shards_records_once_from_one_loop', async () => {
+    const { group } = await freshGroup('billing');
+    const where = await publishSpread('all', 40);
+    const seen = new Map<string, number>();
+    for await (const msg of group.consume({ max: 8 })) {
+      const value = text(msg.payload)!;
+      expect(seen.has(value)).toBe(false);
+      seen.set(value, msg.shard);
+      expect(msg.attempts).toBe(1);
+      await msg.ack();
+      if (seen.size === where.size) break;
+    }
+    expect(seen).toEqual(where);
+    // Each shard's cursor passed its own records.
+    const infos = await group.describe();
+    expect(infos).toHaveLength(SHARDS);
+    for (const info of infos) {
+      expect(info.committed).toBe(info.tail);
+      expect(info.inFlight).toBe(0);
+    }
+  });
+
+  it('a_group_over_every_shard_ended_early_hands_back_what_it_held', async () => {
+    const { group } = await freshGroup('early');
+    const where = await publishSpread('early', 24);
+    let first: GroupMessage | undefined;
+    for await (const msg of group.consume({ max: 4, visibilityMs: 120_000 })) {
+      first = msg;
+      break;
+    }
+    await first!.ack();
+    // What the first loop held beyond its one record went back at its end, not to lapse in two
+    // minutes: a second loop gets every other record, none counted as a second attempt.
+    const rest = new Map<string, number>();
+    const ac = new AbortController();
+    const done = (async () => {
+      for await (const msg of group.consume({ max: 4, signal: ac.signal })) {
+        rest.set(text(msg.payload)!, msg.attempts);
+        await msg.ack();
+        if (rest.size === where.size - 1) return;
+      }
+    })();
+    await waitFor(() => rest.size === where.size - 1, 'the records handed back', 30_000);
+    ac.abort();
+    await done;
+    expect(rest.has(text(first!.payload)!)).toBe(false);
+    expect([...rest.values()].every((attempts) => attempts === 1)).toBe(true);
+  });
+
+  it('a_group_handle_without_a_shard_reads_shard_0_alone', async () => {
+    const { group } = await freshGroup('one');
+    const where = await publishSpread('one', 16);
+    const onZero = [...where].filter(([, shard]) => shard === 0).map(([value]) => value);
+    const zero = felix.group('orders', 'one');
+    const got: string[] = [];
+    while (got.length < onZero.length) {
+      const msgs = await zero.poll({ max: 16, waitMs: 2_000 });
+      for (const m of msgs) {
+        expect(m.shard).toBe(0);
+        got.push(text(m.payload)!);
+        await m.ack();
+      }
+    }
+    expect(got.sort()).toEqual(onZero.sort());
+    // The other shards' records are still there for the group, untouched.
+    const infos = await group.describe();
+    expect(infos[0]!.committed).toBe(infos[0]!.tail);
+    for (const info of infos.slice(1)) expect(info.committed).toBeLessThan(info.tail);
+  });
+
+  it('a_group_over_every_shard_ends_on_its_signal_and_on_an_unknown_stream', async () => {
+    const { group } = await freshGroup('signal');
+    const ac = new AbortController();
+    const it = group.consume({ signal: ac.signal })[Symbol.asyncIterator]();
+    const waiting = it.next(); // nothing published: every shard's poll waits
+    ac.abort();
+    expect(await waiting).toEqual({ value: undefined, done: true });
+    const unknown = felix.group('no-such-stream', 'g', { shard: 'all' });
+    await expect(unknown.consume()[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(
+      UnknownStreamError,
+    );
+  });
+
+  it('a_group_over_every_shard_is_refused_for_a_bad_name_at_the_call', () => {
+    expect(() => felix.group('orders', '', { shard: 'all' })).toThrow(InvalidArgumentError);
+  });
+});
