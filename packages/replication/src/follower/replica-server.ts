@@ -553,8 +553,10 @@ export class ReplicaServer {
    * The leader's rebuild of a copy it halted `needs_bootstrap`: every record here lies below its
    * base (its retention or compaction dropped them there), so the copy is emptied, its
    * generation history with it, and starts at the base; a copy holding anything at or above the
-   * base is a divergence and keeps its records (`LogConflict`). Only the current leader may ask,
-   * as for a bootstrap; the commit offset this replica saved stays (it is below the base).
+   * base is a divergence and keeps its records (`LogConflict`). Only a leader of the generation
+   * this replica accepted or of a newer one assigned here may ask, as for a bootstrap (so a
+   * deposed leader not fenced here yet still can: what goes lies below its base either way);
+   * the commit offset this replica saved stays (it is below the base).
    */
   private async rebuild(state: ShardState, m: RebuildRequest, assigned: number) {
     const correlationId = m.correlationId;

@@ -62,7 +62,8 @@ const RESEND = new Set<number>([
 export class FollowerCursor {
   /** Next offset to ship. */
   next: number;
-  /** One past the last record the follower confirmed holding; never moves back. */
+  /** One past the last record the follower confirmed holding; moves back only at a rebuild (the
+   *  follower discarded its copy). */
   confirmed = 0;
   /** Set when shipping to this follower stopped until someone repairs it. */
   halted: HaltReason | undefined;
@@ -222,8 +223,14 @@ export class FollowerCursor {
       sent.kind === 'records' ? Math.min(ok!.durableOffset, sent.next) : ok!.durableOffset;
     this.confirmed = Math.max(this.confirmed, held);
     this.next = held;
-    // Rebuilt: its log now starts at the base; shipping goes on from there.
-    if (sent.kind === 'rebuild') this.halted = undefined;
+    if (sent.kind === 'rebuild') {
+      // Rebuilt: its log now starts empty at the base, whatever it confirmed before (a copy
+      // restored older than what it confirmed, then discarded). It holds what it says, and is
+      // in sync again only once it holds the leader's log: shipping goes on from the base.
+      this.halted = undefined;
+      this.confirmed = held;
+      this.caughtUpAtMs = undefined;
+    }
     // Held less than it carried: later batches would find a gap; send from what it holds.
     if (held < (sent.kind === 'records' ? sent.next : sent.base)) this.inFlight = [];
     // It now holds everything the leader had written when this batch was planned.

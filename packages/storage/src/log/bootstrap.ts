@@ -15,8 +15,8 @@
  * records: a log whose every record lies below `base` (the leader's retention or compaction
  * already dropped them there) is emptied the same way and made to start at `base`. A log
  * holding anything at or above `base` is left alone (`conflict`): that is a divergence, not a
- * copy left behind. A crash part way leaves an older prefix of the same records, still below
- * `base`, which the next rebuild finishes.
+ * copy left behind. A crash part way leaves an older prefix of the same records (or, after the
+ * last delete, an empty log at 0), all below `base`, which the next rebuild finishes.
  */
 import { join } from 'node:path';
 import type { Io } from '../io/io.js';
