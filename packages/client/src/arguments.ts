@@ -5,7 +5,7 @@
 import { BadAddressError, parseAddress } from '@felix/transport';
 import { BINARY_STRING_BYTES_MAX } from '@felix/wire';
 import { InvalidArgumentError } from './errors.js';
-import type { ConnectOptions, SubscribeOptions } from './types.js';
+import type { ConnectOptions, ShardOffsets, SubscribeOptions } from './types.js';
 import { checkWellFormed } from './util/well-formed.js';
 
 const TEXT = new TextEncoder();
@@ -46,13 +46,34 @@ export function checkConnectOptions(opts: ConnectOptions): void {
 
 /** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire
  *  errors before: a buffer of 0 batches never took one). */
+/** A `{ offsets }` start: whole shard numbers to whole offsets, and a known fallback. */
+function checkShardOffsets(from: ShardOffsets): void {
+  const whole = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
+  const { offsets, otherwise } = from;
+  if (typeof offsets !== 'object' || offsets === null)
+    throw new InvalidArgumentError('from.offsets must map shard numbers to offsets');
+  for (const [shard, offset] of Object.entries(offsets)) {
+    if (!/^(0|[1-9][0-9]*)$/.test(shard) || !whole(Number(shard)))
+      throw new InvalidArgumentError(`from.offsets: ${shard} is no shard number`);
+    if (!whole(offset))
+      throw new InvalidArgumentError(
+        `from.offsets: shard ${shard}'s offset must be a whole number >= 0, got ${offset}`,
+      );
+  }
+  if (otherwise !== undefined && otherwise !== 'earliest' && otherwise !== 'latest')
+    throw new InvalidArgumentError(`from.otherwise must be 'earliest' or 'latest'`);
+}
+
 export function checkSubscribeOptions(opts: SubscribeOptions): void {
   const whole = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
   const { from, shard, bufferBatches, queueCapacity } = opts;
   if (typeof from === 'number' && !whole(from, 0))
     throw new InvalidArgumentError(`from must be an offset (a whole number >= 0), got ${from}`);
   if (typeof from === 'string' && from !== 'earliest' && from !== 'latest')
-    throw new InvalidArgumentError(`from must be 'earliest', 'latest', an offset or { time }`);
+    throw new InvalidArgumentError(
+      `from must be 'earliest', 'latest', an offset, { time } or { offsets }`,
+    );
+  if (typeof from === 'object' && from !== null && 'offsets' in from) checkShardOffsets(from);
   if (shard !== undefined && !whole(shard, 0))
     throw new InvalidArgumentError(`shard must be a whole number >= 0, got ${shard}`);
   if (bufferBatches !== undefined && !whole(bufferBatches, 1))

@@ -64,6 +64,7 @@ import type {
   PublishOptions,
   PublishResult,
   PublisherOptions,
+  ShardOffsets,
   SubscribeOptions,
 } from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
@@ -640,12 +641,18 @@ export class FelixClient {
     checkWellFormed(stream, 'the stream name');
     checkSubscribeOptions(opts);
     const from = opts.from ?? 'latest';
+    const perShard = typeof from === 'object' && 'offsets' in from ? from : undefined;
     const start: ReaderStart =
       typeof from === 'number'
         ? { offset: from }
         : typeof from === 'string'
           ? from
-          : { time: microsOf(from.time) };
+          : 'time' in from
+            ? { time: microsOf(from.time) }
+            : 'latest';
+    // A shard's own start under `{ offsets }`, else the one start every shard takes.
+    const startOf = (shard: number): ReaderStart =>
+      perShard === undefined ? start : shardStart(stream, perShard, shard);
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
     const timestamps = opts.timestamps === true;
     const client = this;
@@ -663,17 +670,19 @@ export class FelixClient {
     };
     return new Subscription(
       async (signal) => {
-        if (opts.shard !== undefined)
-          return [
-            new ShardReader(host, stream, opts.shard, start, capacity, signal, {}, timestamps),
-          ];
+        const one = opts.shard;
+        if (one !== undefined) {
+          const at = startOf(one);
+          return [new ShardReader(host, stream, one, at, capacity, signal, {}, timestamps)];
+        }
         const { shards } = await this.shards(stream, signal);
         if (shards > 1 && typeof from === 'number') {
           throw new InvalidArgumentError('an exact offset needs `shard` on a multi-shard stream');
         }
-        return Array.from(
-          { length: shards },
-          (_, i) => new ShardReader(host, stream, i, start, capacity, signal, {}, timestamps),
+        if (perShard !== undefined) checkShardsNamed(stream, perShard, shards);
+        const starts = Array.from({ length: shards }, (_, i) => startOf(i));
+        return starts.map(
+          (at, i) => new ShardReader(host, stream, i, at, capacity, signal, {}, timestamps),
         );
       },
       opts.bufferBatches ?? SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
@@ -817,4 +826,30 @@ function quietController(): AbortController {
   const c = new AbortController();
   setMaxListeners(0, c.signal);
   return c;
+}
+
+/** A merged subscription's `{ offsets }` names no shard `stream` lacks (it has `shards`): a
+ *  resume against a stream made again with fewer shards must not quietly drop some. */
+function checkShardsNamed(stream: string, from: ShardOffsets, shards: number): void {
+  const beyond = Object.keys(from.offsets)
+    .map(Number)
+    .filter((s) => s >= shards);
+  if (beyond.length > 0)
+    throw new InvalidArgumentError(
+      `from.offsets names shard ${beyond.join(', ')} of ${stream}, which has ${shards}`,
+    );
+}
+
+/**
+ * Where `shard` of `stream` starts under `{ offsets, otherwise }`: its own offset, else the
+ * fallback; InvalidArgumentError when neither is given (a resume must not quietly start a
+ * shard it does not name at its tail, skipping what came meanwhile).
+ */
+function shardStart(stream: string, from: ShardOffsets, shard: number): ReaderStart {
+  const offset = from.offsets[shard];
+  if (offset !== undefined) return { offset };
+  if (from.otherwise !== undefined) return from.otherwise;
+  throw new InvalidArgumentError(
+    `from.offsets names no offset for shard ${shard} of ${stream}: name every shard or give \`otherwise\``,
+  );
 }

@@ -3,6 +3,7 @@ export type {
   ConnectOptions,
   PublishOptions,
   PublishResult,
+  ShardOffsets,
   SubscribeOptions,
   TokenProvider,
 } from './types.js';

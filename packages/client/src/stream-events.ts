@@ -82,6 +82,9 @@ export class EventIterator implements AsyncIterator<StreamEvent> {
   private pulling: Promise<IteratorResult<StreamEvent>> | null = null;
   /** The signal's state, kept as a field: `signal.aborted` is a getter paid on every event. */
   private aborted: boolean;
+  /** Per shard, one past the last event handed out of the runs finished so far (the run in
+   *  hand is read in `positions`): kept per run, not per event. */
+  private readonly passed = new Map<number, number>();
 
   constructor(
     private readonly open: () => AsyncGenerator<EventRun>,
@@ -98,6 +101,19 @@ export class EventIterator implements AsyncIterator<StreamEvent> {
         },
         { once: true },
       );
+  }
+
+  /** Notes where the run in hand ends for its shard (every event of it before `index` went out). */
+  private leaveRun(): void {
+    const run = this.run;
+    if (run !== null && this.index > run.start) this.passed.set(run.shard, run.base + this.index);
+  }
+
+  /** Per shard that handed out an event: the offset after the last one (its next to read). */
+  positions(into: Map<number, number>): void {
+    for (const [shard, next] of this.passed) into.set(shard, next);
+    const run = this.run;
+    if (run !== null && this.index > run.start) into.set(run.shard, run.base + this.index);
   }
 
   next(): Promise<IteratorResult<StreamEvent>> {
@@ -128,6 +144,7 @@ export class EventIterator implements AsyncIterator<StreamEvent> {
       if (r.done || this.aborted) return this.end();
       const run = r.value;
       if (run.start >= run.payloads.length) continue;
+      this.leaveRun();
       this.run = run;
       this.index = run.start + 1;
       return { value: run.event(run.start), done: false };

@@ -121,6 +121,9 @@ export class ShardReader {
   private offsetsEpoch: number | undefined;
   /** The history the cursor belongs to (a replicated shard's, from the last `subscribed`). */
   private history: SubscriptionHistory | undefined;
+  /** Where this reader's first subscribe started (the offset asked for, or the broker's start
+   *  for `latest`, `earliest` or a time), once known: a shard's position before it yielded. */
+  startedAt: number | undefined;
 
   constructor(
     private readonly host: ReaderHost,
@@ -132,7 +135,9 @@ export class ShardReader {
     private readonly timing: ReaderTiming = {},
     /** Ask for each record's append time (the timestamped event layout). */
     private readonly timestamps = false,
-  ) {}
+  ) {
+    if (typeof start === 'object' && 'offset' in start) this.startedAt = start.offset;
+  }
 
   /**
    * The position to subscribe at. A time is resolved to the first offset appended at or after
@@ -301,6 +306,7 @@ export class ShardReader {
     this.divergedFrom(answer.divergedAt);
     if (this.cursor === undefined && answer.startOffset !== undefined)
       this.cursor = answer.startOffset;
+    this.startedAt ??= this.cursor;
     return false;
   }
 
@@ -588,6 +594,9 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   private used = false;
   /** The shard readers, made once: by `ready()` or the first `next()`, whichever comes first. */
   private opening: Promise<ShardReader[]> | null = null;
+  /** The readers once made, and the iterator once asked for (for `positions`). */
+  private made: ShardReader[] = [];
+  private events: EventIterator | null = null;
 
   /** Takes this subscription's listener off the caller's signal (which may outlive it). */
   private unlink: () => void = () => undefined;
@@ -647,7 +656,25 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     this.used = true;
     const signal = this.controller.signal;
     const stop = () => this.controller.abort(new AbortedError('subscription'));
-    return new EventIterator(() => this.batches(signal), signal, stop);
+    this.events = new EventIterator(() => this.batches(signal), signal, stop);
+    return this.events;
+  }
+
+  /**
+   * Where each shard of this subscription stands: the offset after the last event it handed
+   * out of that shard, or, for a shard that handed out none yet, where its read started (once
+   * subscribed: after `ready()`, or once it yielded). Saved after the events it follows were
+   * handled, it resumes the stream with no gap and no duplicate:
+   * `subscribe(stream, { from: { offsets: sub.positions() } })`. Offsets of a durable stream;
+   * an in-memory shard's offsets begin again when its broker restarts.
+   */
+  positions(): Record<number, number> {
+    const at = new Map<number, number>();
+    for (const r of this.made) if (r.startedAt !== undefined) at.set(r.shard, r.startedAt);
+    this.events?.positions(at);
+    const out: Record<number, number> = {};
+    for (const [shard, next] of [...at].sort((a, b) => a[0] - b[0])) out[shard] = next;
+    return out;
   }
 
   /** The shard readers (a shard lookup first when no shard was given), made on the first call;
@@ -656,6 +683,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     if (this.opening !== null) return this.opening;
     const signal = this.controller.signal;
     this.opening = this.makeReaders(signal).then((readers) => {
+      this.made = readers;
       const stop = () => {
         for (const r of readers) r.stop();
       };

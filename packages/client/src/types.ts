@@ -76,11 +76,21 @@ export interface PublishResult {
   shard: number | null;
 }
 
+/** Where each shard of a subscription starts: `offsets[shard]` (a shard's next offset to read),
+ *  and `otherwise` for a shard the map does not name (absent: every shard must be named). */
+export interface ShardOffsets {
+  offsets: Readonly<Record<number, number>>;
+  otherwise?: 'earliest' | 'latest';
+}
+
 export interface SubscribeOptions {
   /** `latest` (default), `earliest` (oldest retained), an exact offset (needs `shard` on a
-   *  multi-shard stream), or `{ time }` (a Date or µs since the epoch): each shard from its first
-   *  record appended at or after it (`offsetForTime`), or from its tail when none is yet. */
-  from?: 'latest' | 'earliest' | number | { time: Date | number };
+   *  multi-shard stream), `{ time }` (a Date or µs since the epoch): each shard from its first
+   *  record appended at or after it (`offsetForTime`), or from its tail when none is yet; or
+   *  `{ offsets }`: each shard from its own offset (what `Subscription.positions()` reported:
+   *  a resume with no gap and no duplicate), every shard named unless `otherwise` says where
+   *  the ones not named start. */
+  from?: 'latest' | 'earliest' | number | { time: Date | number } | ShardOffsets;
   /** Read one shard; default every shard of the stream, merged. */
   shard?: number;
   signal?: AbortSignal;

@@ -1,0 +1,117 @@
+// Goal: a subscription to every shard of a stream can be resumed exactly, as a Kafka consumer
+// resumes each partition from its committed offset: `positions()` names, per shard, the offset
+// after the last event it handed out (or where a shard that handed out nothing started), and
+// `subscribe(s, { from: { offsets } })` starts each shard there, so the two subscriptions
+// together see every record once. A resume that does not name every shard is refused unless it
+// says where the others start; one naming a shard the stream lacks is refused.
+// Method: one durable felix-broker process with a 4-shard stream, driven through @felix/client
+// over TLS; records published under keys that spread them over the shards.
+import { type FelixClient, InvalidArgumentError, type Subscription } from '@felix/client';
+import { tempDir } from '@felix/testing-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrokerProcess, startBroker } from '../src/index.js';
+import { client, text } from './support.js';
+
+const SHARDS = 4;
+
+describe('resuming a subscription to every shard', () => {
+  let broker: BrokerProcess;
+  let felix: FelixClient;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    const dir = await tempDir();
+    cleanup = dir.cleanup;
+    broker = await startBroker({
+      yaml: `streams:\n  - { tenant: t1, name: events, durable: true, shards: ${SHARDS} }\n`,
+      dir: dir.path,
+      durable: true,
+    });
+    felix = await client(broker);
+  });
+  afterAll(async () => {
+    await felix?.close();
+    await broker?.stop();
+    await cleanup?.();
+  });
+
+  async function publishSpread(tag: string, n: number): Promise<string[]> {
+    const values: string[] = [];
+    const shards = new Set<number>();
+    for (let i = 0; i < n; i++) {
+      const value = `${tag}-${i}`;
+      shards.add((await felix.publish('events', value, { key: `k-${i}` })).shard);
+      values.push(value);
+    }
+    expect(shards.size).toBe(SHARDS);
+    return values;
+  }
+
+  /** Takes `n` events from `sub` (its values), leaving the subscription open. */
+  async function take(sub: Subscription, n: number): Promise<string[]> {
+    const out: string[] = [];
+    const it = sub[Symbol.asyncIterator]();
+    while (out.length < n) {
+      const r = await it.next();
+      if (r.done) break;
+      out.push(text(r.value.data)!);
+    }
+    return out;
+  }
+
+  it('a_subscription_to_every_shard_resumes_from_its_positions_with_no_gap_or_duplicate', async () => {
+    const first = await publishSpread('first', 40);
+    const sub = felix.subscribe('events', { from: 'earliest' });
+    const seen = await take(sub, 17);
+    const positions = sub.positions();
+    sub.close();
+    expect(Object.keys(positions).map(Number)).toEqual([0, 1, 2, 3]);
+    const second = await publishSpread('second', 20);
+    const resumed = felix.subscribe('events', { from: { offsets: positions } });
+    const rest = await take(resumed, first.length + second.length - seen.length);
+    resumed.close();
+    const all = [...seen, ...rest];
+    expect(new Set(all).size).toBe(all.length);
+    expect([...all].sort()).toEqual([...first, ...second].sort());
+  });
+
+  it('positions_name_where_a_shard_started_before_it_handed_out_anything', async () => {
+    const sub = felix.subscribe('events', { from: 'latest' });
+    await sub.ready();
+    const tails = sub.positions();
+    sub.close();
+    expect(Object.keys(tails).map(Number)).toEqual([0, 1, 2, 3]);
+    // Published after the first subscription stood at the tails: a resume there reads them all,
+    // though the first one never saw a record.
+    const later = await publishSpread('later', 20);
+    const resumed = felix.subscribe('events', { from: { offsets: tails } });
+    expect((await take(resumed, later.length)).sort()).toEqual([...later].sort());
+    resumed.close();
+  });
+
+  it('a_resume_naming_too_few_shards_is_refused_unless_it_says_where_the_others_start', async () => {
+    const partial = felix.subscribe('events', { from: { offsets: { 0: 0 } } });
+    await expect(take(partial, 1)).rejects.toBeInstanceOf(InvalidArgumentError);
+    const beyond = felix.subscribe('events', {
+      from: { offsets: { 0: 0, 1: 0, 2: 0, 3: 0, 7: 0 } },
+    });
+    await expect(take(beyond, 1)).rejects.toThrow(/names shard 7 of events, which has 4/);
+    // With a fallback for the shards not named: shard 0 from its start, the rest from the tail.
+    const tail = felix.subscribe('events', { from: 'latest' });
+    await tail.ready();
+    const at = tail.positions();
+    tail.close();
+    const mixed = felix.subscribe('events', {
+      from: { offsets: { 0: at[0]! }, otherwise: 'latest' },
+    });
+    await mixed.ready();
+    const values = await publishSpread('mixed', 20);
+    expect((await take(mixed, values.length)).sort()).toEqual([...values].sort());
+    mixed.close();
+    expect(() => felix.subscribe('events', { from: { offsets: { 0: -1 } } })).toThrow(
+      InvalidArgumentError,
+    );
+    expect(() => felix.subscribe('events', { from: { offsets: { x: 1 } as never } })).toThrow(
+      InvalidArgumentError,
+    );
+  });
+});
