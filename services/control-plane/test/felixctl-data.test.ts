@@ -30,6 +30,7 @@ beforeAll(async () => {
       { name: 'fire', shards: 1 },
       { name: 'graveyard', shards: 1 },
       { name: 'piped', shards: 1 },
+      { name: 'spread', shards: 3 },
     ],
     caches: [{ name: 'kv' }],
   });
@@ -241,6 +242,39 @@ describe('felixctl data verbs', () => {
       expect(run.code, run.err).toBe(0);
       expect(run.out).toEqual([`redrove ${total} dead letter(s) of undertaker`]);
       expect((await g.describe()).deadLetters).toBe(0);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('felixctl_group_describe_and_redrive_with_shard_all_cover_every_shard', async () => {
+    const c = await cluster.connect();
+    try {
+      for (let i = 0; i < 30; i++) await c.publish('spread', `s${i}`, { key: `k${i}` });
+      // One record of each shard given up on.
+      const all = c.group('spread', 'auditors', { shard: 'all' });
+      for (const g of await all.shards()) {
+        const [m] = await g.poll({ max: 1, waitMs: 10_000, visibilityMs: 60_000 });
+        await m!.deadLetter();
+      }
+      const d = await ctl('--json', 'group', 'describe', 'spread', 'auditors', '--shard', 'all');
+      expect(d.code, d.err).toBe(0);
+      const rows = d.out.map((l) => JSON.parse(l));
+      expect(rows.map((r) => [r.shard, r.deadLetters])).toEqual([
+        [0, 1],
+        [1, 1],
+        [2, 1],
+      ]);
+      const table = await ctl('group', 'describe', 'spread', 'auditors', '--shard', 'all');
+      expect(table.out).toHaveLength(4); // the header and a row per shard
+      const run = await ctl('group', 'redrive', 'spread', 'auditors', '--shard', 'all');
+      expect(run.out).toEqual(['redrove 3 dead letter(s) of auditors']);
+      for (const info of await all.describe()) expect(info.deadLetters).toBe(0);
+      // poll takes one shard; offsets are a shard's own.
+      const poll = await ctl('group', 'poll', 'spread', 'auditors', '--shard', 'all');
+      expect([poll.code, poll.err]).toEqual([2, expect.stringMatching(/poll takes one shard/)]);
+      const named = await ctl('group', 'redrive', 'spread', 'auditors', '3', '--shard', 'all');
+      expect(named.code).toBe(2);
     } finally {
       await c.close();
     }

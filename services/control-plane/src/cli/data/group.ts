@@ -1,11 +1,13 @@
 /**
- * `felixctl group describe|poll|redrive <stream> <group>`: inspect a consumer group on one shard,
- * take records from it (acked unless `--no-ack`), and send dead letters back to be handed out.
+ * `felixctl group describe|poll|redrive <stream> <group>`: inspect a consumer group on one shard
+ * (or, for describe and redrive, `--shard all`: every shard), take records from it (acked unless
+ * `--no-ack`), and send dead letters back to be handed out.
  */
 import type { FelixClient, Group, GroupMessage } from '@felix/client';
 import type { Command } from 'commander';
 import { table } from '../api.js';
 import { type DataEnv, withClient } from './connection.js';
+import { UsageError } from './report.js';
 import { durationMs, intArg, isoOfMicros, valueFields, valueText } from './values.js';
 
 interface GroupOpts {
@@ -14,35 +16,50 @@ interface GroupOpts {
 }
 
 function groupOf(c: FelixClient, stream: string, name: string, o: GroupOpts): Group {
+  if (o.shard === 'all')
+    throw new UsageError('--shard all is for describe and redrive; poll takes one shard');
   return c.group(stream, name, {
     shard: o.shard === undefined ? 0 : intArg('--shard', o.shard),
     ...(o.consumer === undefined ? {} : { consumer: o.consumer }),
   });
 }
 
+/** The group's handle on each shard `--shard` names: one, or every shard of the stream. */
+async function groupsOf(
+  c: FelixClient,
+  stream: string,
+  name: string,
+  o: GroupOpts,
+): Promise<Group[]> {
+  if (o.shard !== 'all') return [groupOf(c, stream, name, o)];
+  return c.group(stream, name, { shard: 'all' }).shards();
+}
+
 export function groupCommands(program: Command, env: DataEnv): void {
   const group = program.command('group').description('inspect and drive consumer groups');
   group
     .command('describe <stream> <group>')
-    .description("a group's position, claims and dead letters on one shard")
-    .option('--shard <n>', 'the shard (default 0)')
+    .description("a group's position, claims and dead letters on one shard, or on every one")
+    .option('--shard <n>', 'the shard (default 0), or `all`')
     .action((stream: string, name: string, o: GroupOpts) =>
       withClient(env, async (c) => {
-        const g = groupOf(c, stream, name, o);
-        const info = await g.describe();
-        const row = {
-          stream,
-          group: name,
-          shard: g.shard,
-          ...info,
-          deadLetterOffsets: await g.deadLetters(),
-        };
-        if (env.flags().json) env.io.out(JSON.stringify(row));
+        const rows = [];
+        for (const g of await groupsOf(c, stream, name, o)) {
+          const info = await g.describe();
+          const deadLetterOffsets = await g.deadLetters();
+          rows.push({ stream, group: name, shard: g.shard, ...info, deadLetterOffsets });
+        }
+        if (env.flags().json) for (const row of rows) env.io.out(JSON.stringify(row));
         else
-          for (const l of table(
-            [row],
-            ['group', 'shard', 'committed', 'tail', 'inFlight', 'owed', 'deadLetters'],
-          ))
+          for (const l of table(rows, [
+            'group',
+            'shard',
+            'committed',
+            'tail',
+            'inFlight',
+            'owed',
+            'deadLetters',
+          ]))
             env.io.out(l);
       }),
     );
@@ -50,13 +67,17 @@ export function groupCommands(program: Command, env: DataEnv): void {
   group
     .command('redrive <stream> <group> [offsets...]')
     .description('hand dead letters out again: the offsets given, else every one')
-    .option('--shard <n>', 'the shard (default 0)')
+    .option('--shard <n>', 'the shard (default 0), or `all` (every dead letter of every shard)')
     .action((stream: string, name: string, offsets: string[], o: GroupOpts) =>
       withClient(env, async (c) => {
-        const g = groupOf(c, stream, name, o);
-        const chosen = offsets.map((t) => intArg('offset', t));
-        for (const off of chosen) await g.redrive(off);
-        const n = offsets.length ? chosen.length : await redriveAll(g);
+        if (o.shard === 'all' && offsets.length > 0)
+          throw new UsageError('offsets are a shard’s own: name the --shard they are on');
+        let n = 0;
+        for (const g of await groupsOf(c, stream, name, o)) {
+          const chosen = offsets.map((t) => intArg('offset', t));
+          for (const off of chosen) await g.redrive(off);
+          n += offsets.length ? chosen.length : await redriveAll(g);
+        }
         env.io.out(`redrove ${n} dead letter(s) of ${name}`);
       }),
     );
