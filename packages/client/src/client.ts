@@ -731,7 +731,7 @@ export class FelixClient {
       return new StreamGroup(
         stream,
         group,
-        async (signal) => (await this.shards(stream, signal)).shards,
+        async () => (await this.shards(stream)).shards,
         (shard) => this.shardGroup(stream, group, { ...each, shard }),
       );
     }

@@ -39,6 +39,8 @@ export class EventRun {
     readonly timesMicros?: number[],
     /** Offsets holding no record just before the first delivered event. */
     readonly skipped = 0,
+    /** How many times its reader had been moved back (`diverged`) when it made this run. */
+    readonly rewinds = 0,
   ) {}
 
   private payloadBytes = -1;
@@ -69,6 +71,13 @@ export class EventRun {
 
 const DONE: IteratorResult<StreamEvent> = { value: undefined, done: true };
 
+/** How far a shard's events were handed out: the next offset, and the `rewinds` of the run the
+ *  last one came from. */
+export interface Handed {
+  next: number;
+  rewinds: number;
+}
+
 /**
  * Hands out the events of each decoded batch one by one: an event of a batch already decoded
  * costs its own object and one resolved promise, not an async-generator step, so reading is
@@ -83,8 +92,8 @@ export class EventIterator implements AsyncIterator<StreamEvent> {
   /** The signal's state, kept as a field: `signal.aborted` is a getter paid on every event. */
   private aborted: boolean;
   /** Per shard, one past the last event handed out of the runs finished so far (the run in
-   *  hand is read in `positions`): kept per run, not per event. */
-  private readonly passed = new Map<number, number>();
+   *  hand is read in `positions`), and its run's `rewinds`: kept per run, not per event. */
+  private readonly passed = new Map<number, Handed>();
 
   constructor(
     private readonly open: () => AsyncGenerator<EventRun>,
@@ -106,14 +115,17 @@ export class EventIterator implements AsyncIterator<StreamEvent> {
   /** Notes where the run in hand ends for its shard (every event of it before `index` went out). */
   private leaveRun(): void {
     const run = this.run;
-    if (run !== null && this.index > run.start) this.passed.set(run.shard, run.base + this.index);
+    if (run !== null && this.index > run.start)
+      this.passed.set(run.shard, { next: run.base + this.index, rewinds: run.rewinds });
   }
 
   /** Per shard that handed out an event: the offset after the last one (its next to read). */
-  positions(into: Map<number, number>): void {
-    for (const [shard, next] of this.passed) into.set(shard, next);
+  handed(): Map<number, Handed> {
+    const out = new Map(this.passed);
     const run = this.run;
-    if (run !== null && this.index > run.start) into.set(run.shard, run.base + this.index);
+    if (run !== null && this.index > run.start)
+      out.set(run.shard, { next: run.base + this.index, rewinds: run.rewinds });
+    return out;
   }
 
   next(): Promise<IteratorResult<StreamEvent>> {
@@ -163,6 +175,8 @@ export class EventIterator implements AsyncIterator<StreamEvent> {
 
   private async end(): Promise<IteratorResult<StreamEvent>> {
     this.finished = true;
+    // What the run in hand handed out still counts (positions saved after a `break`).
+    this.leaveRun();
     this.run = null;
     this.index = 0;
     const source = this.source;

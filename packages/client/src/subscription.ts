@@ -124,6 +124,10 @@ export class ShardReader {
   /** Where this reader's first subscribe started (the offset asked for, or the broker's start
    *  for `latest`, `earliest` or a time), once known: a shard's position before it yielded. */
   startedAt: number | undefined;
+  /** Times the cursor was moved back (`diverged`), and the lowest offset it was moved to: a
+   *  position from a run made before is no further than that (positions()). */
+  rewinds = 0;
+  rewoundTo = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly host: ReaderHost,
@@ -164,6 +168,7 @@ export class ShardReader {
     const again = await offsetForTimeOn(conn, this.stream, this.shard, atMicros);
     if (again === undefined || again >= this.cursor) return false;
     this.cursor = again;
+    this.startedAt = again;
     return true;
   }
 
@@ -343,6 +348,8 @@ export class ShardReader {
       to: this.cursor,
     });
     this.cursor = at;
+    this.rewinds++;
+    this.rewoundTo = Math.min(this.rewoundTo, at);
   }
 
   /**
@@ -554,7 +561,7 @@ export class ShardReader {
       // Without offsets (a broker that did not negotiate them) loss cannot be seen.
       const from = this.cursor ?? 0;
       this.cursor = from + payloads.length;
-      return new EventRun(this.stream, this.shard, from, payloads, 0, 0, times);
+      return new EventRun(this.stream, this.shard, from, payloads, 0, 0, times, 0, this.rewinds);
     }
     let lost = 0;
     let skip = 0;
@@ -578,13 +585,14 @@ export class ShardReader {
       // loss waits for the next event that is.
       this.pendingLost += lost;
       this.pendingSkipped += empty;
-      return new EventRun(this.stream, this.shard, base, payloads, skip, 0, times);
+      return new EventRun(this.stream, this.shard, base, payloads, skip, 0, times, 0, this.rewinds);
     }
     lost += this.pendingLost;
     this.pendingLost = 0;
     empty += this.pendingSkipped;
     this.pendingSkipped = 0;
-    return new EventRun(this.stream, this.shard, base, payloads, skip, lost, times, empty);
+    const r = this.rewinds;
+    return new EventRun(this.stream, this.shard, base, payloads, skip, lost, times, empty, r);
   }
 }
 
@@ -671,7 +679,14 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   positions(): Record<number, number> {
     const at = new Map<number, number>();
     for (const r of this.made) if (r.startedAt !== undefined) at.set(r.shard, r.startedAt);
-    this.events?.positions(at);
+    const handed = this.events?.handed();
+    for (const r of this.made) {
+      const h = handed?.get(r.shard);
+      if (h === undefined) continue;
+      // Moved back (`diverged`) since the run its last event came from: the records from there
+      // on are other records now, not read yet.
+      at.set(r.shard, r.rewinds > h.rewinds ? Math.min(h.next, r.rewoundTo) : h.next);
+    }
     const out: Record<number, number> = {};
     for (const [shard, next] of [...at].sort((a, b) => a[0] - b[0])) out[shard] = next;
     return out;

@@ -11,6 +11,7 @@
  * ending the loop leaves nothing to lapse. A shard's loop that fails for good ends the merged
  * loop with its error, after the others were ended the same way.
  */
+import { abortable } from '../util/abortable.js';
 import type { Group, GroupInfo } from './group.js';
 import type { GroupMessage } from './group-message.js';
 import type { PollOptions } from './group-poll.js';
@@ -24,8 +25,8 @@ export class StreamGroup {
   constructor(
     readonly stream: string,
     readonly name: string,
-    /** The stream's shard count (a lookup; cached by the client). */
-    private readonly shardCount: (signal?: AbortSignal) => Promise<number>,
+    /** The stream's shard count (a lookup, shared by every caller: it takes no one's signal). */
+    private readonly shardCount: () => Promise<number>,
     /** The group handle of one shard. */
     private readonly groupOf: (shard: number) => Group,
   ) {}
@@ -35,10 +36,11 @@ export class StreamGroup {
     return this.groupOf(shard);
   }
 
-  /** One handle per shard of the stream, made once the shard count is known. */
+  /** One handle per shard of the stream, made once the shard count is known. The lookup is
+   *  shared; `signal` ends only this call's wait for it. */
   shards(signal?: AbortSignal): Promise<Group[]> {
     if (this.made === null) {
-      const made = this.shardCount(signal).then((n) =>
+      const made = this.shardCount().then((n) =>
         Array.from({ length: n }, (_, i) => this.groupOf(i)),
       );
       // A failed lookup is asked again by the next call.
@@ -47,13 +49,13 @@ export class StreamGroup {
       });
       this.made = made;
     }
-    return this.made;
+    return abortable(this.made, signal, `the shard lookup of ${this.stream}`, false);
   }
 
   /** Each shard's position and work in flight, by shard (lag is `tail - committed`). */
-  async describe(opts: { signal?: AbortSignal } = {}): Promise<GroupInfo[]> {
+  async describe(opts: { signal?: AbortSignal } = {}): Promise<(GroupInfo & { shard: number })[]> {
     const groups = await this.shards(opts.signal);
-    return Promise.all(groups.map((g) => g.describe(opts)));
+    return Promise.all(groups.map(async (g) => ({ shard: g.shard, ...(await g.describe(opts)) })));
   }
 
   /** Releases every shard handle's idle poll streams. */
@@ -93,8 +95,10 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
   ) {
     const signal = opts.signal;
     if (signal?.aborted) this.stop.abort(signal.reason);
-    else signal?.addEventListener('abort', () => this.stop.abort(signal.reason), { once: true });
+    else signal?.addEventListener('abort', this.onAbort, { once: true });
   }
+
+  private readonly onAbort = (): void => this.stop.abort(this.opts.signal?.reason);
 
   next(): Promise<IteratorResult<GroupMessage>> {
     // One step at a time: calls made while one runs wait behind it.
@@ -130,6 +134,8 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
         if (this.stop.signal.aborted) return { value: undefined, done: true };
         throw err;
       }
+      // Ended while the lookup ran: no shard's loop is started (none would be ended).
+      if (this.finished) return { value: undefined, done: true };
       const inner = { ...this.opts, signal: this.stop.signal };
       this.loops = groups.map((group) => ({
         group,
@@ -147,6 +153,9 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
         return { value: undefined, done: true };
       }
       const first = await Promise.race(this.out.values());
+      // Ended meanwhile: `finish` took every step out then, this one included, and hands back
+      // what it brings.
+      if (this.finished) return { value: undefined, done: true };
       this.out.delete(first.shard);
       if ('err' in first) {
         await this.finish();
@@ -157,10 +166,6 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
         this.ended.add(first.shard);
         if (this.stop.signal.aborted || this.finished) continue;
         await this.finish();
-        return { value: undefined, done: true };
-      }
-      if (this.finished) {
-        this.handBack(first.shard, first.r.value);
         return { value: undefined, done: true };
       }
       return first.r;
@@ -184,6 +189,7 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
   private async finish(): Promise<void> {
     if (this.finished) return;
     this.finished = true;
+    this.opts.signal?.removeEventListener('abort', this.onAbort);
     const loops = this.loops ?? [];
     // Each loop hands back what it holds; a next() still out resolves done (once the polls it
     // waits on answer: not waited for here), or with a record it had yielded just before, which
