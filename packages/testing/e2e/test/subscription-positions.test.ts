@@ -44,7 +44,7 @@ describe('resuming a subscription to every shard', () => {
     const shards = new Set<number>();
     for (let i = 0; i < n; i++) {
       const value = `${tag}-${i}`;
-      shards.add((await felix.publish('events', value, { key: `k-${i}` })).shard);
+      shards.add((await felix.publish('events', value, { key: `k-${i}` })).shard!);
       values.push(value);
     }
     expect(shards.size).toBe(SHARDS);
