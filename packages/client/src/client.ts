@@ -58,13 +58,13 @@ import type { ProjectionHost } from './projections/host.js';
 import type { KeyRoute } from './projections/key-routes.js';
 import { type StatusEvent, StatusHub } from './status.js';
 import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from './token/keeper.js';
-import { type ReaderRoute, type ReaderStart, ShardReader, Subscription } from './subscription.js';
+import { type ReaderRoute, Subscription } from './subscription.js';
+import { subscriptionReaders } from './subscription-readers.js';
 import type {
   ConnectOptions,
   PublishOptions,
   PublishResult,
   PublisherOptions,
-  ShardOffsets,
   SubscribeOptions,
 } from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
@@ -640,21 +640,7 @@ export class FelixClient {
   subscribe(stream: string, opts: SubscribeOptions = {}): Subscription {
     checkWellFormed(stream, 'the stream name');
     checkSubscribeOptions(opts);
-    const from = opts.from ?? 'latest';
-    const perShard = typeof from === 'object' && 'offsets' in from ? from : undefined;
-    const start: ReaderStart =
-      typeof from === 'number'
-        ? { offset: from }
-        : typeof from === 'string'
-          ? from
-          : 'time' in from
-            ? { time: microsOf(from.time) }
-            : 'latest';
-    // A shard's own start under `{ offsets }`, else the one start every shard takes.
-    const startOf = (shard: number): ReaderStart =>
-      perShard === undefined ? start : shardStart(stream, perShard, shard);
     const capacity = opts.queueCapacity ?? SUBSCRIBE_QUEUE_CAPACITY_DEFAULT;
-    const timestamps = opts.timestamps === true;
     const client = this;
     const host = {
       connection: (signal?: AbortSignal) => this.connection(signal),
@@ -668,23 +654,9 @@ export class FelixClient {
       closing: this.closeController.signal,
       route: this.readerRoute(),
     };
+    const shards = async (signal: AbortSignal) => (await this.shards(stream, signal)).shards;
     return new Subscription(
-      async (signal) => {
-        const one = opts.shard;
-        if (one !== undefined) {
-          const at = startOf(one);
-          return [new ShardReader(host, stream, one, at, capacity, signal, {}, timestamps)];
-        }
-        const { shards } = await this.shards(stream, signal);
-        if (shards > 1 && typeof from === 'number') {
-          throw new InvalidArgumentError('an exact offset needs `shard` on a multi-shard stream');
-        }
-        if (perShard !== undefined) checkShardsNamed(stream, perShard, shards);
-        const starts = Array.from({ length: shards }, (_, i) => startOf(i));
-        return starts.map(
-          (at, i) => new ShardReader(host, stream, i, at, capacity, signal, {}, timestamps),
-        );
-      },
+      (signal) => subscriptionReaders(host, stream, opts, shards, signal, capacity),
       opts.bufferBatches ?? SUBSCRIPTION_BUFFER_BATCHES_DEFAULT,
       opts.signal,
     );
@@ -726,8 +698,7 @@ export class FelixClient {
   ): Group | StreamGroup {
     if (opts.shard === 'all') {
       const { shard: _all, ...each } = opts;
-      // Checked now, as a one-shard handle checks them (names, consumer).
-      this.shardGroup(stream, group, { ...each, shard: 0 });
+      this.shardGroup(stream, group, { ...each, shard: 0 }); // its names checked now
       return new StreamGroup(
         stream,
         group,
@@ -826,30 +797,4 @@ function quietController(): AbortController {
   const c = new AbortController();
   setMaxListeners(0, c.signal);
   return c;
-}
-
-/** A merged subscription's `{ offsets }` names no shard `stream` lacks (it has `shards`): a
- *  resume against a stream made again with fewer shards must not quietly drop some. */
-function checkShardsNamed(stream: string, from: ShardOffsets, shards: number): void {
-  const beyond = Object.keys(from.offsets)
-    .map(Number)
-    .filter((s) => s >= shards);
-  if (beyond.length > 0)
-    throw new InvalidArgumentError(
-      `from.offsets names shard ${beyond.join(', ')} of ${stream}, which has ${shards}`,
-    );
-}
-
-/**
- * Where `shard` of `stream` starts under `{ offsets, otherwise }`: its own offset, else the
- * fallback; InvalidArgumentError when neither is given (a resume must not quietly start a
- * shard it does not name at its tail, skipping what came meanwhile).
- */
-function shardStart(stream: string, from: ShardOffsets, shard: number): ReaderStart {
-  const offset = from.offsets[shard];
-  if (offset !== undefined) return { offset };
-  if (from.otherwise !== undefined) return from.otherwise;
-  throw new InvalidArgumentError(
-    `from.offsets names no offset for shard ${shard} of ${stream}: name every shard or give \`otherwise\``,
-  );
 }

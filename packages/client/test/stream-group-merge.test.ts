@@ -159,9 +159,7 @@ describe('the merged consume loop of a group over every shard', () => {
     a.abort(); // worker A shuts down; worker B was not asked to
     expect(await nextA).toEqual({ value: undefined, done: true });
     answer(2);
-    await waitFor(() => s[1]!.open().length > 0 || undefined, 'B polls shard 1', 2000).catch(
-      () => undefined,
-    );
+    await waitFor(() => s[1]!.open().length > 0 || undefined, 'B polls shard 1', 2000);
     for (const q of s[1]!.open()) q.resolve([s[1]!.msg(5)]);
     const got = await nextB;
     expect('err' in got ? String(got.err) : got.r.value?.offset).toBe(5);
