@@ -549,6 +549,43 @@ describe('failover policy', () => {
     expect(foldReport({ ...before, generation: 3 }, fresh)).toEqual(fresh);
   });
 
+  it('a_follower_its_leader_rebuilt_is_no_longer_halted_and_holds_what_the_leader_now_reports', () => {
+    // b was halted (needs_bootstrap) at 25; its leader rebuilt it at 28 (its copy discarded) and
+    // it has caught up to 29 since. Before, the halt stayed for the generation (b never a
+    // candidate again) and a report could only raise the 25 it was known to hold.
+    const halted = { ...report, halted: [{ node_id: 'b', reason: 'needs_bootstrap' as const }] };
+    expect(failoverPolicy({ ...base, report: halted })).toEqual({ candidates: ['c', 'd'] });
+    const rebuilt = {
+      ...report,
+      replica_offsets: [
+        { node_id: 'b', durable_offset: 29 },
+        { node_id: 'c', durable_offset: 30 },
+        { node_id: 'd', durable_offset: 20 },
+      ],
+      rebuilt: [{ node_id: 'b', base: 28 }],
+      reported_at_ms: 1_500,
+    };
+    const stored = foldReport(halted, rebuilt);
+    expect(stored.halted).toEqual([]);
+    expect(stored.replica_offsets.find((o) => o.node_id === 'b')?.durable_offset).toBe(29);
+    expect('rebuilt' in stored).toBe(false);
+    expect(failoverPolicy({ ...base, report: stored })).toEqual({ candidates: ['c', 'b', 'd'] });
+    // Rebuilt while it had been known to hold more: it holds what the leader says now, not the
+    // most it ever held (a copy restored older, then discarded).
+    const higher = { ...halted, replica_offsets: [{ node_id: 'b', durable_offset: 60 }] };
+    const lowered = foldReport(higher, { ...rebuilt, replica_offsets: [] });
+    expect(lowered.replica_offsets).toEqual([{ node_id: 'b', durable_offset: 28 }]);
+    // Halted again after the rebuild (both named): halted wins.
+    const again = foldReport(stored, {
+      ...rebuilt,
+      halted: [{ node_id: 'b', reason: 'needs_bootstrap' as const }],
+    });
+    expect(again.halted).toEqual([{ node_id: 'b', reason: 'needs_bootstrap' }]);
+    // A later report without `rebuilt` raises it from there, as for any follower.
+    const later = foldReport(stored, { ...report, replica_offsets: [] });
+    expect(later.replica_offsets.find((o) => o.node_id === 'b')?.durable_offset).toBe(29);
+  });
+
   it('a_leader_streams_in_sync_followers_are_candidates_short_of_its_log_most_caught_up_first', () => {
     const leader = { ...base, consistency: 'Leader' as const };
     const synced = { ...report, in_sync: ['d', 'b', 'x'] };

@@ -92,6 +92,27 @@ describe('a follower left behind its leader’s retention', () => {
         'the rebuilt follower to hold the newest record',
         scaled(STEP_MS),
       );
+      // The control plane no longer holds the follower halted, and knows what it holds now: it
+      // may be promoted again once it qualifies (before, halted for the rest of the generation).
+      await waitFor(
+        async () => {
+          const page = (await c.operatorGet('/v1/replica-reports')) as {
+            items: {
+              stream: string;
+              generation: number;
+              halted: { node_id: string }[];
+              replica_offsets: { node_id: string; durable_offset: number }[];
+            }[];
+          };
+          const r = page.items
+            .filter((x) => x.stream === STREAM)
+            .sort((x, y) => y.generation - x.generation)[0];
+          const held = r?.replica_offsets.find((o) => o.node_id === away.id)?.durable_offset;
+          return r !== undefined && r.halted.length === 0 && held !== undefined && held > left.end;
+        },
+        'the stored report to take the rebuilt follower back',
+        scaled(STEP_MS),
+      );
       const copy = await heldRecords(away, STREAM);
       expect(copy[0]!.offset).toBeGreaterThan(left.end);
       const source = await heldRecords(leader, STREAM);

@@ -55,6 +55,10 @@ export interface ShardReport {
   commit_offset: number;
   replica_offsets: { node_id: string; durable_offset: number }[];
   halted: { node_id: string; reason: 'diverged' | 'needs_bootstrap' }[];
+  /** Followers this leader rebuilt at this generation (their copy restarted at `base`): the
+   *  control plane takes back their halt and the offset it held for them (sent only when
+   *  there is one). */
+  rebuilt?: { node_id: string; base: number }[];
   /** The followers that held the leader's whole log within its lag window (`leader` streams
    *  may fail over to the most caught up of them). */
   in_sync: string[];

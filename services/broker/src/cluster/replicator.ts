@@ -102,6 +102,9 @@ interface Shipping {
   unlisten: () => void;
   /** Followers whose loop halted until repaired (reported; never promoted). */
   halted: Map<string, 'diverged' | 'needs_bootstrap'>;
+  /** Followers this shipper rebuilt (their copy restarted at the base it names): reported, so
+   *  the control plane takes back their halt and the offset it held for them. */
+  rebuilt: Map<string, number>;
   /** Followers whose loop stopped for any reason (a riding log's trims no longer wait on them). */
   stopped: Set<string>;
   /** A riding log (not a stream's records): its trims are held at its in-sync followers. */
@@ -219,6 +222,7 @@ export class Replicator {
     // Only a stream's batches can carry the mark to followers (kind 26 is stream records).
     const carried = mark !== null && kind === 'stream';
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
+    const rebuilt = new Map<string, number>();
     const stopped = new Set<string>();
     const shipper = new ShardShipper({
       log,
@@ -229,7 +233,7 @@ export class Replicator {
         const follower = { nodeId, link: this.pool.link(nodeId), start };
         return at === undefined ? follower : { ...follower, caughtUpAtMs: at };
       }),
-      ...this.watchers(key, kind, mark === null ? null : recompute, { halted, stopped }),
+      ...this.watchers(key, kind, mark === null ? null : recompute, { halted, stopped, rebuilt }),
       ...(carried ? { commitOffset: () => mark.offset } : {}),
       rebuild: { slots: this.rebuildSlots },
     });
@@ -239,7 +243,7 @@ export class Replicator {
     const riding = kind !== 'stream';
     const generation = ref.generation;
     const startedAtMs = performance.now();
-    const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted };
+    const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted, rebuilt };
     const reportedInSync = new Set<string>();
     const unsynced = new Map<string, number>();
     this.register(key, kind, {
@@ -262,7 +266,7 @@ export class Replicator {
     key: string,
     kind: ReplicaLogKind,
     recompute: (() => void) | null,
-    seen: Pick<Shipping, 'halted' | 'stopped'>,
+    seen: Pick<Shipping, 'halted' | 'stopped' | 'rebuilt'>,
   ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed' | 'onBackoff' | 'onResumed' | 'onRebuilt'> {
     const riding = kind !== 'stream';
     const onStopped: ShipperOptions['onStopped'] = (nodeId, reason) => {
@@ -277,6 +281,7 @@ export class Replicator {
       // Shipping again from the base: no longer halted, reported as a follower like the others.
       seen.halted.delete(nodeId);
       seen.stopped.delete(nodeId);
+      seen.rebuilt.set(nodeId, offset);
       this.deps.onRebuilt?.(kind);
       this.deps.log.info(
         { shard: key, log: kind, follower: nodeId, base: offset },
@@ -380,8 +385,12 @@ export class Replicator {
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
       const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
       const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
-      for (const [k, l] of logs)
-        if (k === kind || k === 'counters') for (const [id, why] of l.halted) halted.set(id, why);
+      const rebuilt = new Map<string, number>();
+      for (const [k, l] of logs) {
+        if (k !== kind && k !== 'counters') continue;
+        for (const [id, why] of l.halted) halted.set(id, why);
+        for (const [id, base] of l.rebuilt) rebuilt.set(id, base);
+      }
       const inSync = inSyncOfShard(logs, kind, halted, nowMs, windowMs);
       s.reportedInSync = new Set(inSync);
       out.push({
@@ -395,6 +404,10 @@ export class Replicator {
         commit_offset: s.mark?.offset ?? majority,
         replica_offsets: s.followers.map((f, i) => ({ node_id: f, durable_offset: confirmed[i]! })),
         halted: [...halted].map(([node_id, reason]) => ({ node_id, reason })),
+        // Only when there is one: a control plane older than the field refuses it.
+        ...(rebuilt.size === 0
+          ? {}
+          : { rebuilt: [...rebuilt].map(([node_id, base]) => ({ node_id, base })) }),
         in_sync: inSync,
         ...(level === null
           ? {}

@@ -293,6 +293,11 @@ export const ShardReport = Type.Object(
         { maxItems: REPLICATION_FACTOR_MAX },
       ),
     ),
+    rebuilt: Type.Optional(
+      Type.Array(Type.Object({ node_id: Name, base: Offset }, { additionalProperties: false }), {
+        maxItems: REPLICATION_FACTOR_MAX,
+      }),
+    ),
     drained: Type.Optional(Type.Boolean()),
     caught_up: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
     in_sync: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),

@@ -45,16 +45,27 @@ export function reportOf(r: Row): ReplicaReport {
 /**
  * `next` folded into `prev` of the same log (foldReport): nothing a report said is taken back (except
  * `drained`, `caught_up` and `in_sync`, which describe the leader's state now and come from
- * `next`: a follower in sync once may have fallen out of the lag window since).
+ * `next`: a follower in sync once may have fallen out of the lag window since), unless the
+ * leader says it rebuilt a follower (`rebuilt`): that follower's copy was discarded, so its halt
+ * and what it was known to hold go, and it holds what `next` says (at least the base).
  */
 export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaReport {
-  const offsets = new Map(prev.replica_offsets.map((o) => [o.node_id, o.durable_offset]));
+  const rebuilt = new Map((next.rebuilt ?? []).map((r) => [r.node_id, r.base]));
+  const offsets = new Map(
+    prev.replica_offsets
+      .filter((o) => !rebuilt.has(o.node_id))
+      .map((o) => [o.node_id, o.durable_offset]),
+  );
+  for (const [node, base] of rebuilt) offsets.set(node, base);
   for (const o of next.replica_offsets)
     offsets.set(o.node_id, Math.max(offsets.get(o.node_id) ?? 0, o.durable_offset));
-  const halted = new Map<string, HaltReason>(prev.halted.map((h) => [h.node_id, h.reason]));
+  const halted = new Map<string, HaltReason>(
+    prev.halted.filter((h) => !rebuilt.has(h.node_id)).map((h) => [h.node_id, h.reason]),
+  );
   for (const h of next.halted) halted.set(h.node_id, h.reason);
+  const { rebuilt: _applied, ...rest } = next;
   return {
-    ...next,
+    ...rest,
     leader_offset: Math.max(prev.leader_offset, next.leader_offset),
     commit_offset: Math.max(prev.commit_offset, next.commit_offset),
     replica_offsets: [...offsets].map(([node_id, durable_offset]) => ({ node_id, durable_offset })),
@@ -70,11 +81,17 @@ export function mergeReports(prev: ReplicaReport, next: ReplicaReport): ReplicaR
  * the commit mark qualify); `next` alone otherwise (another leader's log).
  */
 export function foldReport(prev: ReplicaReport | undefined, next: ReplicaReport): ReplicaReport {
-  if (prev === undefined) return next;
+  if (prev === undefined) return withoutRebuilt(next);
   const sameLog =
     prev.generation === next.generation ||
     (prev.leader === next.leader && prev.generation === next.generation - 1);
-  return sameLog ? mergeReports(prev, next) : next;
+  return sameLog ? mergeReports(prev, next) : withoutRebuilt(next);
+}
+
+/** The report as stored: `rebuilt` is applied, not kept. */
+function withoutRebuilt(r: ReplicaReport): ReplicaReport {
+  const { rebuilt: _applied, ...rest } = r;
+  return rest;
 }
 
 /** Refuses a reporter that is not the node's current, live incarnation (as a heartbeat would). */

@@ -134,6 +134,12 @@ export interface ReplicaReport extends AssignmentKey {
   replica_offsets: { node_id: string; durable_offset: number }[];
   halted: { node_id: string; reason: HaltReason }[];
   /**
+   * Followers the leader rebuilt at this generation (their copy discarded and restarted at
+   * `base`): folded in, they are no longer halted and their offset is what this report says,
+   * not the most any report said. Not stored: what it changes is.
+   */
+  rebuilt?: { node_id: string; base: number }[];
+  /**
    * The leader is leaving (SIGTERM hand-off): it admits no more writes to the shard and every
    * log of it is durable; `caught_up` names the followers holding every log to its end.
    */

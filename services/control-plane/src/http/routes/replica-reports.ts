@@ -27,6 +27,7 @@ function inputOf(r: ShardReport): ReportInput {
     commit_offset: r.commit_offset ?? 0,
     replica_offsets: r.replica_offsets,
     halted: r.halted ?? [],
+    ...(r.rebuilt === undefined ? {} : { rebuilt: r.rebuilt }),
     drained: r.drained ?? false,
     caught_up: r.caught_up ?? [],
     in_sync: r.in_sync ?? [],
