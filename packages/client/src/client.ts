@@ -4,7 +4,6 @@
  * reconnecting wait (bounded by `requestTimeoutMs` and their AbortSignal). Subscriptions resume
  * on the new connection; acked publishes caught by the loss fail with OutcomeUnknownError.
  */
-import { setMaxListeners } from 'node:events';
 import { BINARY_STRING_BYTES_MAX, PUBLISH_BATCH_RECORDS_MAX, shardForKey } from '@felix/wire';
 import { ClusterRouter } from './cluster/router.js';
 import { retryKindOf } from './cluster/routing.js';
@@ -60,6 +59,7 @@ import { type StatusEvent, StatusHub } from './status.js';
 import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from './token/keeper.js';
 import { type ReaderRoute, Subscription } from './subscription.js';
 import { subscriptionReaders } from './subscription-readers.js';
+import { LeavingWork, quietController } from './util/close-waits.js';
 import type {
   ConnectOptions,
   PublishOptions,
@@ -117,6 +117,7 @@ export class FelixClient {
   >();
   /** Aborted on close. Every reader in a backoff listens on it (one each), so many readers
    *  waiting at once are no listener leak: no warning past Node's default of ten. */
+  private readonly leavingWork = new LeavingWork();
   private readonly closeController = quietController();
   /** The end of the turn, shared by every batch this client makes (publishes, writes, settles). */
   private readonly turn = new TurnBatcher();
@@ -736,6 +737,7 @@ export class FelixClient {
       },
       closing: this.closeController.signal,
       emit: (e: StatusEvent) => this.hub.emit(e),
+      leaving: (work) => this.leavingWork.add(work),
       route: {
         get active() {
           return router.active;
@@ -772,6 +774,9 @@ export class FelixClient {
   /** Closes the connection; waiting calls fail with ClientClosedError. */
   async close(): Promise<void> {
     if (this.isClosed) return;
+    // Consume loops that just ended hand back what they held first (bounded).
+    await this.leavingWork.settle();
+    if (this.isClosed) return;
     this.isClosed = true;
     this.keeper.stop();
     this.closeController.abort();
@@ -790,11 +795,4 @@ export class FelixClient {
 /** Connects to the first reachable server of `opts.servers`. */
 export function connect(opts: ConnectOptions): Promise<FelixClient> {
   return FelixClient.create(opts);
-}
-
-/** An AbortController whose signal warns of no listener count (see closeController). */
-function quietController(): AbortController {
-  const c = new AbortController();
-  setMaxListeners(0, c.signal);
-  return c;
 }

@@ -93,7 +93,7 @@ export type {
 } from './projections/cache.js';
 export { Counter } from './projections/counter.js';
 export { Group, GroupMessage } from './projections/group.js';
-export { StreamGroup } from './projections/stream-group.js';
+export { StreamGroup, type ShardGroupInfo } from './projections/stream-group.js';
 export type {
   DeadLetterPage,
   DeadLetterPageOptions,

@@ -233,6 +233,12 @@ export const TOKEN_REFRESH_ATTEMPTS_MAX = 120;
 /** How long `close()` waits for the broker to read (and answer) the publishes made before it,
  *  so fire-and-forget records are not dropped with the connection; then it closes anyway. */
 export const CLOSE_DRAIN_MS_MAX = 5_000;
+/** How long `close()` first lets the hand-backs of consume loops that just ended reach the
+ *  broker (a worker's `break` then `close()`: its unyielded records go back instead of lapsing
+ *  after their visibility timeout); then it closes anyway. */
+export const CLOSE_HAND_BACK_WAIT_MS_MAX = 2_000;
+/** Hand-backs `close()` tracks for that wait (one per ended loop and poll ahead, at a time). */
+export const CLOSE_HAND_BACKS_TRACKED_MAX = 4_096;
 
 /** Resubscribes a shard reader (and re-watches a cache watch) makes while the broker answers
  *  `not_leader` when the client has no cluster routing (the broker offers no `shard_owners`): a

@@ -275,6 +275,29 @@ describe('felixctl data verbs', () => {
       expect([poll.code, poll.err]).toEqual([2, expect.stringMatching(/poll takes one shard/)]);
       const named = await ctl('group', 'redrive', 'spread', 'auditors', '3', '--shard', 'all');
       expect(named.code).toBe(2);
+      // A group that exists on one shard only (the default handle's): the others are rows
+      // marked missing, and a redrive over every shard skips them (before, both failed with
+      // not_found, the redrive after it had redriven shard 0).
+      await c.group('spread', 'zero-only').seek('latest');
+      const partial = await ctl(
+        '--json',
+        'group',
+        'describe',
+        'spread',
+        'zero-only',
+        '--shard',
+        'all',
+      );
+      expect(partial.code, partial.err).toBe(0);
+      expect(
+        partial.out.map((l) => JSON.parse(l)).map((r) => [r.shard, r.missing ?? false]),
+      ).toEqual([
+        [0, false],
+        [1, true],
+        [2, true],
+      ]);
+      const skip = await ctl('group', 'redrive', 'spread', 'zero-only', '--shard', 'all');
+      expect([skip.code, skip.out]).toEqual([0, ['redrove 0 dead letter(s) of zero-only']]);
     } finally {
       await c.close();
     }

@@ -93,6 +93,8 @@ class ConsumeLoop {
   private readonly stop = new AbortController();
   private readonly pollOpts: PollOptions;
   private readonly ahead: Array<Promise<GroupMessage[]>> = [];
+  /** What each poll ahead brought, once it answered (a hand-back at the end goes at once). */
+  private readonly answered = new WeakMap<Promise<GroupMessage[]>, GroupMessage[]>();
   private batch: GroupMessage[] = [];
   private at = 0;
   private started = 0;
@@ -143,7 +145,11 @@ class ConsumeLoop {
 
   private pollAhead(): void {
     const p = this.g.poll(this.pollOpts);
-    p.catch(() => undefined); // observed when it is awaited (or dropped at the end)
+    // Observed when it is awaited (or dropped at the end); its records noted for the end.
+    p.then(
+      (msgs) => this.answered.set(p, msgs),
+      () => undefined,
+    );
     this.ahead.push(p);
   }
 
@@ -170,7 +176,14 @@ class ConsumeLoop {
     this.g.sendGatheredAcks();
     this.handBack(this.batch.slice(this.at));
     this.batch = [];
-    const left = this.ahead.splice(0);
+    // Polls ahead that answered already: their records go back now, with the batch's (a
+    // `close()` right after lets these hand-backs reach the broker first).
+    const left: Array<Promise<GroupMessage[]>> = [];
+    for (const p of this.ahead.splice(0)) {
+      const msgs = this.answered.get(p);
+      if (msgs === undefined) left.push(p);
+      else this.handBack(msgs);
+    }
     if (left.length === 0) {
       this.g.release();
       return;

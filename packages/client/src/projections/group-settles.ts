@@ -284,6 +284,8 @@ export class GroupSettles implements GroupSettler {
     this.handBackOnConnection(items).catch((err: Error) => {
       for (const it of items) it.reject(err);
     });
+    // A close right after the loop ended lets these reach the broker first.
+    this.host.leaving?.(Promise.allSettled(promises));
     return promises;
   }
 

@@ -33,6 +33,9 @@ export interface ProjectionHost {
   keys?: KeyRoute;
   /** Hands a status event to the client's `status()` listeners (a consume loop's retries). */
   emit?(event: StatusEvent): void;
+  /** Work a consume loop's end started (handing back what it held): `close()` lets it reach the
+   *  broker first, within CLOSE_HAND_BACK_WAIT_MS_MAX. */
+  leaving?(work: Promise<unknown>): void;
 }
 
 /** What a watch or a group needs of the client's router (cluster/router.ts). */

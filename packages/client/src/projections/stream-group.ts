@@ -11,10 +11,15 @@
  * ending the loop leaves nothing to lapse. A shard's loop that fails for good ends the merged
  * loop with its error, after the others were ended the same way.
  */
+import { NotFoundError, UnknownStreamError } from '../errors.js';
 import { abortable } from '../util/abortable.js';
 import type { Group, GroupInfo } from './group.js';
 import type { GroupMessage } from './group-message.js';
 import type { PollOptions } from './group-poll.js';
+
+/** One shard's row of `StreamGroup.describe()`: the group there, or `missing` where it has not
+ *  been made yet. */
+export type ShardGroupInfo = (GroupInfo & { shard: number }) | { shard: number; missing: true };
 
 /** A shard loop's next record, named by the shard it came from. */
 type Step = { shard: number; r: IteratorResult<GroupMessage> } | { shard: number; err: unknown };
@@ -52,10 +57,24 @@ export class StreamGroup {
     return abortable(this.made, signal, `the shard lookup of ${this.stream}`, false);
   }
 
-  /** Each shard's position and work in flight, by shard (lag is `tail - committed`). */
-  async describe(opts: { signal?: AbortSignal } = {}): Promise<(GroupInfo & { shard: number })[]> {
+  /**
+   * Each shard's position and work in flight, by shard (lag is `tail - committed`); a shard the
+   * group has not reached yet (no poll, seek or settle there: it exists from its first) is
+   * `{ shard, missing: true }`, not a failure of the whole call.
+   */
+  async describe(opts: { signal?: AbortSignal } = {}): Promise<ShardGroupInfo[]> {
     const groups = await this.shards(opts.signal);
-    return Promise.all(groups.map(async (g) => ({ shard: g.shard, ...(await g.describe(opts)) })));
+    return Promise.all(
+      groups.map(async (g): Promise<ShardGroupInfo> => {
+        try {
+          return { shard: g.shard, ...(await g.describe(opts)) };
+        } catch (err) {
+          if (err instanceof NotFoundError && !(err instanceof UnknownStreamError))
+            return { shard: g.shard, missing: true };
+          throw err;
+        }
+      }),
+    );
   }
 
   /** Releases every shard handle's idle poll streams. */

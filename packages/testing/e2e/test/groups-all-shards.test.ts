@@ -141,6 +141,54 @@ describe('a consumer group over every shard of a stream', () => {
     );
   });
 
+  it('a_group_over_every_shard_describes_a_group_that_exists_on_some_shards_only', async () => {
+    // A group used one shard at a time (the default handle reads shard 0) and then read over
+    // every shard, as an application moving to `shard: 'all'` does: shard 0's group exists, the
+    // others do not yet. Its merged describe() answers a row per shard, as `kafka-consumer-groups
+    // --describe` lists a group's partitions, instead of failing with "group not found" because
+    // one shard never saw a poll (and `felixctl group redrive --shard all` with it, after it had
+    // already redriven shard 0's dead letters).
+    const zero = felix.group('orders', 'partial');
+    await zero.seek('latest', { ifNew: true });
+    const own = await zero.describe();
+    const infos = await felix.group('orders', 'partial', { shard: 'all' }).describe();
+    expect(infos).toHaveLength(SHARDS);
+    expect(infos[0]).toMatchObject({ shard: 0, committed: own.committed });
+    expect(infos.slice(1)).toEqual([
+      { shard: 1, missing: true },
+      { shard: 2, missing: true },
+      { shard: 3, missing: true },
+    ]);
+  });
+
+  it('a_one_shard_loop_broken_out_of_and_closed_at_once_hands_back_what_it_held', async () => {
+    // A worker takes one job and exits: `break`, then `close()`. What its loop polled ahead must
+    // go back at the break, as a merged loop's does, not lapse after its visibility timeout.
+    for (const g of await felix.group('orders', 'exits', { shard: 'all' }).shards())
+      await g.seek('latest');
+    const where = await publishSpread('exits', 24);
+    const onZero = [...where].filter(([, shard]) => shard === 0).map(([value]) => value);
+    const worker = await client(broker);
+    let first: string | undefined;
+    for await (const msg of worker
+      .group('orders', 'exits')
+      .consume({ max: 8, visibilityMs: 120_000 })) {
+      first = text(msg.payload);
+      await msg.ack();
+      break;
+    }
+    await worker.close();
+    const rest: string[] = [];
+    const deadline = Date.now() + 10_000;
+    while (rest.length < onZero.length - 1 && Date.now() < deadline) {
+      for (const m of await felix.group('orders', 'exits').poll({ max: 16, waitMs: 1_000 })) {
+        rest.push(text(m.payload)!);
+        await m.ack();
+      }
+    }
+    expect(rest.sort()).toEqual(onZero.filter((v) => v !== first).sort());
+  });
+
   it('a_group_over_every_shard_is_refused_for_a_bad_name_at_the_call', () => {
     expect(() => felix.group('orders', '', { shard: 'all' })).toThrow(InvalidArgumentError);
   });

@@ -3,7 +3,7 @@
  * (or, for describe and redrive, `--shard all`: every shard), take records from it (acked unless
  * `--no-ack`), and send dead letters back to be handed out.
  */
-import type { FelixClient, Group, GroupMessage } from '@felix/client';
+import { type FelixClient, type Group, type GroupMessage, NotFoundError } from '@felix/client';
 import type { Command } from 'commander';
 import { table } from '../api.js';
 import { type DataEnv, withClient } from './connection.js';
@@ -44,8 +44,14 @@ export function groupCommands(program: Command, env: DataEnv): void {
     .action((stream: string, name: string, o: GroupOpts) =>
       withClient(env, async (c) => {
         const rows = [];
+        const all = o.shard === 'all';
         for (const g of await groupsOf(c, stream, name, o)) {
-          const info = await g.describe();
+          const info = await describeOrMissing(g, all);
+          if (info === undefined) {
+            // Over every shard, one the group has not reached yet is a row, not a failure.
+            rows.push({ stream, group: name, shard: g.shard, missing: true });
+            continue;
+          }
           const deadLetterOffsets = await g.deadLetters();
           rows.push({ stream, group: name, shard: g.shard, ...info, deadLetterOffsets });
         }
@@ -73,7 +79,10 @@ export function groupCommands(program: Command, env: DataEnv): void {
         if (o.shard === 'all' && offsets.length > 0)
           throw new UsageError('offsets are a shard’s own: name the --shard they are on');
         let n = 0;
+        const all = o.shard === 'all';
         for (const g of await groupsOf(c, stream, name, o)) {
+          // Over every shard, one the group has not reached yet has nothing to redrive.
+          if (all && (await describeOrMissing(g, true)) === undefined) continue;
           const chosen = offsets.map((t) => intArg('offset', t));
           for (const off of chosen) await g.redrive(off);
           n += offsets.length ? chosen.length : await redriveAll(g);
@@ -123,6 +132,17 @@ function pollLine(m: GroupMessage, json: boolean): string {
     ...valueFields(m.payload),
     time: isoOfMicros(m.timestampMicros),
   });
+}
+
+/** The group's description on `g`'s shard; undefined when `missing` allows a shard the group
+ *  has not reached yet (NotFoundError there), which otherwise fails the command. */
+async function describeOrMissing(g: Group, missing: boolean) {
+  try {
+    return await g.describe();
+  } catch (err) {
+    if (missing && err instanceof NotFoundError) return undefined;
+    throw err;
+  }
 }
 
 /**
