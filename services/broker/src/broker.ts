@@ -371,7 +371,11 @@ export class Broker {
       replicaLagMaxMs: this.config.cluster.replica_lag_max_ms,
       onInSyncJoined: () => this.cluster?.reportSoon(),
       onBackoff: () => this.metrics.replicationBackoffs.inc(),
-      onRebuilt: (log) => this.metrics.replicationRebuilds.inc({ log }),
+      onRebuilt: (log) => {
+        this.metrics.replicationRebuilds.inc({ log });
+        // The control plane takes the follower's halt back only from a report: send one now.
+        this.cluster?.reportSoon();
+      },
       capabilities: ownCapabilities(this.config),
       ...(this.peerPool !== null ? { pool: this.peerPool } : {}),
     });

@@ -586,6 +586,40 @@ describe('failover policy', () => {
     expect(later.replica_offsets.find((o) => o.node_id === 'b')?.durable_offset).toBe(29);
   });
 
+  it('a_follower_rebuilt_just_before_its_leaders_next_generation_is_not_halted_for_good', () => {
+    // b halted needs_bootstrap at generation 4 (stored); its leader rebuilt it, then dropped
+    // another follower (generation 5, same leader: new shippers) before a report naming b
+    // rebuilt was accepted. Found by a review: the broker named rebuilt followers only at the
+    // generation of the rebuild, so nothing took the stored halt back. It names them in every
+    // report while it leads the shard (replicator.ts, `rebuiltOf`).
+    const halted = { ...report, halted: [{ node_id: 'b', reason: 'needs_bootstrap' as const }] };
+    const at5 = {
+      ...report,
+      generation: 5,
+      replica_offsets: [
+        { node_id: 'b', durable_offset: 30 },
+        { node_id: 'c', durable_offset: 30 },
+      ],
+    };
+    const current5 = { ...current, replicas: ['a', 'b', 'c'], generation: 5 };
+    let stored = foldReport(undefined, halted);
+    for (let i = 0; i < 3; i++)
+      stored = foldReport(stored, {
+        ...at5,
+        rebuilt: [{ node_id: 'b', base: 30 }],
+        reported_at_ms: 2_000 + i,
+      });
+    expect(failoverPolicy({ ...base, current: current5, report: stored })).toEqual({
+      candidates: ['b', 'c'],
+    });
+    // Without the leader's word, a halt carried to its next generation stands: the new shippers'
+    // first reports cannot yet say whether b still diverges.
+    const unsaid = foldReport(foldReport(undefined, halted), { ...at5, reported_at_ms: 2_000 });
+    expect(failoverPolicy({ ...base, current: current5, report: unsaid })).toEqual({
+      candidates: ['c'],
+    });
+  });
+
   it('a_leader_streams_in_sync_followers_are_candidates_short_of_its_log_most_caught_up_first', () => {
     const leader = { ...base, consistency: 'Leader' as const };
     const synced = { ...report, in_sync: ['d', 'b', 'x'] };

@@ -102,9 +102,6 @@ interface Shipping {
   unlisten: () => void;
   /** Followers whose loop halted until repaired (reported; never promoted). */
   halted: Map<string, 'diverged' | 'needs_bootstrap'>;
-  /** Followers this shipper rebuilt (their copy restarted at the base it names): reported, so
-   *  the control plane takes back their halt and the offset it held for them. */
-  rebuilt: Map<string, number>;
   /** Followers whose loop stopped for any reason (a riding log's trims no longer wait on them). */
   stopped: Set<string>;
   /** A riding log (not a stream's records): its trims are held at its in-sync followers. */
@@ -151,6 +148,9 @@ export class Replicator {
   private readonly failing: FailingFollowers;
   /** The rebuilds of halted followers this broker runs at once, over all its shards. */
   private readonly rebuildSlots = new RebuildSlots();
+  /** Per led shard (its key), the followers rebuilt on a log its reports speak of, until it
+   *  stops leading the shard (bounded by the shards it leads times their followers). */
+  private readonly rebuiltOf = new Map<string, Set<string>>();
 
   constructor(private readonly deps: ReplicatorDeps) {
     this.failing = new FailingFollowers(
@@ -222,7 +222,6 @@ export class Replicator {
     // Only a stream's batches can carry the mark to followers (kind 26 is stream records).
     const carried = mark !== null && kind === 'stream';
     const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
-    const rebuilt = new Map<string, number>();
     const stopped = new Set<string>();
     const shipper = new ShardShipper({
       log,
@@ -233,7 +232,7 @@ export class Replicator {
         const follower = { nodeId, link: this.pool.link(nodeId), start };
         return at === undefined ? follower : { ...follower, caughtUpAtMs: at };
       }),
-      ...this.watchers(key, kind, mark === null ? null : recompute, { halted, stopped, rebuilt }),
+      ...this.watchers(key, kind, mark === null ? null : recompute, { halted, stopped }),
       ...(carried ? { commitOffset: () => mark.offset } : {}),
       rebuild: { slots: this.rebuildSlots },
     });
@@ -243,7 +242,7 @@ export class Replicator {
     const riding = kind !== 'stream';
     const generation = ref.generation;
     const startedAtMs = performance.now();
-    const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted, rebuilt };
+    const shipping = { shipper, ref, generation, log, followers, mark, unlisten, halted };
     const reportedInSync = new Set<string>();
     const unsynced = new Map<string, number>();
     this.register(key, kind, {
@@ -266,7 +265,7 @@ export class Replicator {
     key: string,
     kind: ReplicaLogKind,
     recompute: (() => void) | null,
-    seen: Pick<Shipping, 'halted' | 'stopped' | 'rebuilt'>,
+    seen: Pick<Shipping, 'halted' | 'stopped'>,
   ): Pick<ShipperOptions, 'onStopped' | 'onConfirmed' | 'onBackoff' | 'onResumed' | 'onRebuilt'> {
     const riding = kind !== 'stream';
     const onStopped: ShipperOptions['onStopped'] = (nodeId, reason) => {
@@ -281,7 +280,13 @@ export class Replicator {
       // Shipping again from the base: no longer halted, reported as a follower like the others.
       seen.halted.delete(nodeId);
       seen.stopped.delete(nodeId);
-      seen.rebuilt.set(nodeId, offset);
+      // Of a log a report speaks of: named `rebuilt` in this shard's reports while this broker
+      // leads it (a generation of its own that follows, a follower-set change, included).
+      if (kind === 'stream' || kind === 'cache' || kind === 'counters') {
+        const nodes = this.rebuiltOf.get(key) ?? new Set<string>();
+        nodes.add(nodeId);
+        this.rebuiltOf.set(key, nodes);
+      }
       this.deps.onRebuilt?.(kind);
       this.deps.log.info(
         { shard: key, log: kind, follower: nodeId, base: offset },
@@ -376,7 +381,7 @@ export class Replicator {
     const out: ShardReport[] = [];
     const windowMs = this.deps.replicaLagMaxMs ?? REPLICA_LAG_MAX_MS_DEFAULT;
     const nowMs = performance.now();
-    for (const logs of this.shippers.values()) {
+    for (const [key, logs] of this.shippers) {
       const primary = primaryOf(logs);
       if (primary === undefined) continue;
       const { kind, shipping: s } = primary;
@@ -385,12 +390,13 @@ export class Replicator {
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
       const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
       const halted = new Map<string, 'diverged' | 'needs_bootstrap'>();
+      for (const [k, l] of logs)
+        if (k === kind || k === 'counters') for (const [id, why] of l.halted) halted.set(id, why);
+      // Named at what the primary log's cursor counts it as holding: the offset the control
+      // plane then stores for it (a counter log's base is an offset of another log).
       const rebuilt = new Map<string, number>();
-      for (const [k, l] of logs) {
-        if (k !== kind && k !== 'counters') continue;
-        for (const [id, why] of l.halted) halted.set(id, why);
-        for (const [id, base] of l.rebuilt) rebuilt.set(id, base);
-      }
+      for (const id of this.rebuiltOf.get(key) ?? [])
+        if (s.followers.includes(id)) rebuilt.set(id, s.shipper.confirmed(id));
       const inSync = inSyncOfShard(logs, kind, halted, nowMs, windowMs);
       s.reportedInSync = new Set(inSync);
       out.push({
@@ -456,6 +462,7 @@ export class Replicator {
 
   /** Stops shipping shard `key`'s `kind` log, or every log of it (before they close). */
   stop(key: string, kind?: ReplicaLogKind): Promise<void> {
+    if (kind === undefined) this.rebuiltOf.delete(key);
     const logs = this.shippers.get(key);
     if (logs === undefined) return Promise.resolve();
     return this.halt(key, kind === undefined ? [...logs.keys()] : [kind], true);
