@@ -46,18 +46,28 @@ export function checkConnectOptions(opts: ConnectOptions): void {
 
 /** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire
  *  errors before: a buffer of 0 batches never took one). */
+/** A value as an error message shows it: a string quoted, so `'5'` is not read as 5. */
+function describe(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : String(v);
+}
+
 /** A `{ offsets }` start: whole shard numbers to whole offsets, and a known fallback. */
 function checkShardOffsets(from: ShardOffsets): void {
   const whole = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
   const { offsets, otherwise } = from;
-  if (typeof offsets !== 'object' || offsets === null)
-    throw new InvalidArgumentError('from.offsets must map shard numbers to offsets');
+  // A plain object (as positions() answers and JSON gives back) or an array by shard; a Map or
+  // another class would be read as naming no shard.
+  const proto = typeof offsets === 'object' && offsets !== null && Object.getPrototypeOf(offsets);
+  if (proto !== Object.prototype && proto !== Array.prototype && proto !== null)
+    throw new InvalidArgumentError(
+      'from.offsets must be a plain object (or an array) mapping shard numbers to offsets',
+    );
   for (const [shard, offset] of Object.entries(offsets)) {
     if (!/^(0|[1-9][0-9]*)$/.test(shard) || !whole(Number(shard)))
       throw new InvalidArgumentError(`from.offsets: ${shard} is no shard number`);
     if (!whole(offset))
       throw new InvalidArgumentError(
-        `from.offsets: shard ${shard}'s offset must be a whole number >= 0, got ${offset}`,
+        `from.offsets: shard ${shard}'s offset must be a whole number >= 0, got ${describe(offset)}`,
       );
   }
   if (otherwise !== undefined && otherwise !== 'earliest' && otherwise !== 'latest')

@@ -298,6 +298,17 @@ describe('felixctl data verbs', () => {
       ]);
       const skip = await ctl('group', 'redrive', 'spread', 'zero-only', '--shard', 'all');
       expect([skip.code, skip.out]).toEqual([0, ['redrove 0 dead letter(s) of zero-only']]);
+      const json = await ctl('--json', 'group', 'redrive', 'spread', 'zero-only', '--shard', 'all');
+      expect(JSON.parse(json.out[0] ?? '')).toEqual({
+        stream: 'spread',
+        group: 'zero-only',
+        redrove: 0,
+      });
+      const upper = await ctl('group', 'describe', 'spread', 'zero-only', '--shard', 'ALL');
+      expect([upper.code, upper.err]).toEqual([
+        2,
+        expect.stringMatching(/a shard number or `all`/),
+      ]);
     } finally {
       await c.close();
     }

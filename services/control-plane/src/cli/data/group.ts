@@ -31,8 +31,10 @@ async function groupsOf(
   name: string,
   o: GroupOpts,
 ): Promise<Group[]> {
-  if (o.shard !== 'all') return [groupOf(c, stream, name, o)];
-  return c.group(stream, name, { shard: 'all' }).shards();
+  if (o.shard === 'all') return c.group(stream, name, { shard: 'all' }).shards();
+  if (o.shard !== undefined && !/^\d+$/.test(o.shard))
+    throw new UsageError(`--shard ${o.shard} is a shard number or \`all\``);
+  return [groupOf(c, stream, name, o)];
 }
 
 export function groupCommands(program: Command, env: DataEnv): void {
@@ -87,7 +89,8 @@ export function groupCommands(program: Command, env: DataEnv): void {
           for (const off of chosen) await g.redrive(off);
           n += offsets.length ? chosen.length : await redriveAll(g);
         }
-        env.io.out(`redrove ${n} dead letter(s) of ${name}`);
+        if (env.flags().json) env.io.out(JSON.stringify({ stream, group: name, redrove: n }));
+        else env.io.out(`redrove ${n} dead letter(s) of ${name}`);
       }),
     );
 }
