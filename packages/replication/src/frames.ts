@@ -97,13 +97,7 @@ export function trimFrame(
   log: ReplicaLogKind,
   base: number,
 ): Uint8Array {
-  return encodeInternalMessage({
-    kind: 'ReplicateTrim',
-    correlationId,
-    shard,
-    log: REPLICA_LOGS[log].wire,
-    baseOffset: base,
-  });
+  return logBaseFrame('ReplicateTrim', correlationId, shard, log, base);
 }
 
 /** Asks a follower halted `needs_bootstrap` on `log` to discard its copy, every record of which
@@ -114,8 +108,19 @@ export function rebuildFrame(
   log: ReplicaLogKind,
   base: number,
 ): Uint8Array {
+  return logBaseFrame('ReplicateRebuild', correlationId, shard, log, base);
+}
+
+/** A request naming one log of a shard and a base offset of it (a trim, a rebuild). */
+function logBaseFrame(
+  kind: 'ReplicateTrim' | 'ReplicateRebuild',
+  correlationId: number,
+  shard: ShardRef,
+  log: ReplicaLogKind,
+  base: number,
+): Uint8Array {
   return encodeInternalMessage({
-    kind: 'ReplicateRebuild',
+    kind,
     correlationId,
     shard,
     log: REPLICA_LOGS[log].wire,

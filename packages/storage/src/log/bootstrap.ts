@@ -34,25 +34,13 @@ export type BootstrapResult =
   /** The log holds records outside what the leader offers: nothing was changed. */
   | { kind: 'conflict'; base: number; tail: number };
 
-export async function bootstrapLogAt(opts: LogOptions, base: number): Promise<BootstrapResult> {
-  const cfg = normalizeLogOptions(opts);
-  const io = opts.io ?? nodeIo;
-  const dir = join(opts.root, shardDirName(opts.shard));
-  await ensureDurableDir(io, dir);
-  const lock = await lockDir(dir, { io });
-  try {
-    const plan = await planRecovery(io, dir, { indexSpacingBytes: cfg.indexSpacingBytes });
-    await applyRecovery(io, plan);
-    const segs = plan.segments;
-    const first = segs[0]?.baseOffset ?? 0;
-    const tail = segs[segs.length - 1]?.nextOffset ?? 0;
-    if (first === base) return { kind: 'ready', tail };
-    if (tail > first) return { kind: 'conflict', base: first, tail };
-    await startAt(io, dir, plan.segments, base);
+export function bootstrapLogAt(opts: LogOptions, base: number): Promise<BootstrapResult> {
+  return onRecoveredLog(opts, async (log) => {
+    if (log.first === base) return { kind: 'ready', tail: log.tail };
+    if (log.tail > log.first) return { kind: 'conflict', base: log.first, tail: log.tail };
+    await log.startAt(base);
     return { kind: 'ready', tail: base };
-  } finally {
-    await lock.release();
-  }
+  });
 }
 
 /**
@@ -60,7 +48,26 @@ export async function bootstrapLogAt(opts: LogOptions, base: number): Promise<Bo
  * header); `ready` at once when it already starts there empty, `conflict` (nothing changed)
  * when it holds records at or above `base`.
  */
-export async function rebuildLogAt(opts: LogOptions, base: number): Promise<BootstrapResult> {
+export function rebuildLogAt(opts: LogOptions, base: number): Promise<BootstrapResult> {
+  return onRecoveredLog(opts, async (log) => {
+    if (log.tail > base) return { kind: 'conflict', base: log.first, tail: log.tail };
+    if (log.first === base && log.segments > 0) return { kind: 'ready', tail: log.tail };
+    await log.startAt(base);
+    return { kind: 'ready', tail: base };
+  });
+}
+
+/** A closed log's extent after recovery, under its directory lock, and the one change made here:
+ *  every segment deleted (newest first) and an empty one written at `base`. */
+interface RecoveredLog {
+  first: number;
+  tail: number;
+  segments: number;
+  startAt(base: number): Promise<void>;
+}
+
+/** Runs `fn` on the recovered log of `opts` while holding its directory lock. */
+async function onRecoveredLog<T>(opts: LogOptions, fn: (log: RecoveredLog) => Promise<T>) {
   const cfg = normalizeLogOptions(opts);
   const io = opts.io ?? nodeIo;
   const dir = join(opts.root, shardDirName(opts.shard));
@@ -70,12 +77,12 @@ export async function rebuildLogAt(opts: LogOptions, base: number): Promise<Boot
     const plan = await planRecovery(io, dir, { indexSpacingBytes: cfg.indexSpacingBytes });
     await applyRecovery(io, plan);
     const segs = plan.segments;
-    const first = segs[0]?.baseOffset ?? 0;
-    const tail = segs[segs.length - 1]?.nextOffset ?? 0;
-    if (tail > base) return { kind: 'conflict', base: first, tail };
-    if (first === base && segs.length > 0) return { kind: 'ready', tail };
-    await startAt(io, dir, segs, base);
-    return { kind: 'ready', tail: base };
+    return await fn({
+      first: segs[0]?.baseOffset ?? 0,
+      tail: segs[segs.length - 1]?.nextOffset ?? 0,
+      segments: segs.length,
+      startAt: (base) => startAt(io, dir, segs, base),
+    });
   } finally {
     await lock.release();
   }
