@@ -58,7 +58,8 @@ export class StreamGroup {
   }
 
   /**
-   * Each shard's position and work in flight, by shard (lag is `tail - committed`); a shard the
+   * Each shard's position and work in flight, by shard (work left: at most `tail - committed +
+   * owed`, a redriven dead letter being owed below the position); a shard the
    * group has not reached yet (no poll, seek or settle there: it exists from its first) is
    * `{ shard, missing: true }`, not a failure of the whole call.
    */
