@@ -1,4 +1,4 @@
-// Goal: a consumer group over every shard of a stream (`felix.group(s, g, { shard: 'all' })`), as
+// Goal: a consumer group over every shard of a stream (`suite.felix.group(s, g, { shard: 'all' })`), as
 // a Kafka consumer group reads every partition: one consume loop hands out the records of every
 // shard once each, named by shard; each shard keeps its own cursor under the group's name; a loop
 // ended early hands back what it held (nothing waits out its visibility timeout); and a one-shard
@@ -6,17 +6,15 @@
 // Method: one durable felix-broker process with a 4-shard stream, driven through @felix/client
 // over TLS; records published under keys that spread them over the shards.
 import {
-  type FelixClient,
   type GroupInfo,
   type GroupMessage,
   InvalidArgumentError,
   type ShardGroupInfo,
   UnknownStreamError,
 } from '@felix/client';
-import { tempDir, waitFor } from '@felix/testing-harness';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from '../src/index.js';
-import { client, text } from './support.js';
+import { waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { client, suiteBroker, text } from './support.js';
 
 const SHARDS = 4;
 
@@ -27,31 +25,16 @@ function present(row: ShardGroupInfo): GroupInfo & { shard: number } {
 }
 
 describe('a consumer group over every shard of a stream', () => {
-  let broker: BrokerProcess;
-  let felix: FelixClient;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    const dir = await tempDir();
-    cleanup = dir.cleanup;
-    broker = await startBroker({
-      yaml: `streams:\n  - { tenant: t1, name: orders, durable: true, shards: ${SHARDS} }\n`,
-      dir: dir.path,
-      durable: true,
-    });
-    felix = await client(broker);
-  });
-  afterAll(async () => {
-    await felix?.close();
-    await broker?.stop();
-    await cleanup?.();
-  });
+  const suite = suiteBroker(
+    `streams:\n  - { tenant: t1, name: orders, durable: true, shards: ${SHARDS} }\n`,
+  );
 
   /** Publishes `n` records under keys that land on every shard; answers value → shard. */
   async function publishSpread(tag: string, n: number): Promise<Map<string, number>> {
     const where = new Map<string, number>();
     for (let i = 0; i < n; i++) {
       const value = `${tag}-${i}`;
-      const { shard } = await felix.publish('orders', value, { key: `customer-${i}` });
+      const { shard } = await suite.felix.publish('orders', value, { key: `customer-${i}` });
       expect(shard).not.toBeNull(); // an acked publish names its shard
       where.set(value, shard!);
     }
@@ -61,7 +44,7 @@ describe('a consumer group over every shard of a stream', () => {
 
   /** Starts the group at the tail of every shard (each shard's group exists from then on). */
   async function freshGroup(name: string) {
-    const group = felix.group('orders', name, { shard: 'all' });
+    const group = suite.felix.group('orders', name, { shard: 'all' });
     for (const g of await group.shards()) await g.seek('latest');
     return { group };
   }
@@ -119,7 +102,7 @@ describe('a consumer group over every shard of a stream', () => {
     const { group } = await freshGroup('one');
     const where = await publishSpread('one', 16);
     const onZero = [...where].filter(([, shard]) => shard === 0).map(([value]) => value);
-    const zero = felix.group('orders', 'one');
+    const zero = suite.felix.group('orders', 'one');
     const got: string[] = [];
     while (got.length < onZero.length) {
       const msgs = await zero.poll({ max: 16, waitMs: 2_000 });
@@ -143,7 +126,7 @@ describe('a consumer group over every shard of a stream', () => {
     const waiting = it.next(); // nothing published: every shard's poll waits
     ac.abort();
     expect(await waiting).toEqual({ value: undefined, done: true });
-    const unknown = felix.group('no-such-stream', 'g', { shard: 'all' });
+    const unknown = suite.felix.group('no-such-stream', 'g', { shard: 'all' });
     await expect(unknown.consume()[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(
       UnknownStreamError,
     );
@@ -156,10 +139,10 @@ describe('a consumer group over every shard of a stream', () => {
     // --describe` lists a group's partitions, instead of failing with "group not found" because
     // one shard never saw a poll (and `felixctl group redrive --shard all` with it, after it had
     // already redriven shard 0's dead letters).
-    const zero = felix.group('orders', 'partial');
+    const zero = suite.felix.group('orders', 'partial');
     await zero.seek('latest', { ifNew: true });
     const own = await zero.describe();
-    const infos = await felix.group('orders', 'partial', { shard: 'all' }).describe();
+    const infos = await suite.felix.group('orders', 'partial', { shard: 'all' }).describe();
     expect(infos).toHaveLength(SHARDS);
     expect(infos[0]).toMatchObject({ shard: 0, committed: own.committed });
     expect(infos.slice(1)).toEqual([
@@ -172,11 +155,11 @@ describe('a consumer group over every shard of a stream', () => {
   it('a_one_shard_loop_broken_out_of_and_closed_at_once_hands_back_what_it_held', async () => {
     // A worker takes one job and exits: `break`, then `close()`. What its loop polled ahead must
     // go back at the break, as a merged loop's does, not lapse after its visibility timeout.
-    for (const g of await felix.group('orders', 'exits', { shard: 'all' }).shards())
+    for (const g of await suite.felix.group('orders', 'exits', { shard: 'all' }).shards())
       await g.seek('latest');
     const where = await publishSpread('exits', 24);
     const onZero = [...where].filter(([, shard]) => shard === 0).map(([value]) => value);
-    const worker = await client(broker);
+    const worker = await client(suite.broker);
     let first: string | undefined;
     for await (const msg of worker
       .group('orders', 'exits')
@@ -189,7 +172,7 @@ describe('a consumer group over every shard of a stream', () => {
     const rest: string[] = [];
     const deadline = Date.now() + 10_000;
     while (rest.length < onZero.length - 1 && Date.now() < deadline) {
-      for (const m of await felix.group('orders', 'exits').poll({ max: 16, waitMs: 1_000 })) {
+      for (const m of await suite.felix.group('orders', 'exits').poll({ max: 16, waitMs: 1_000 })) {
         rest.push(text(m.payload)!);
         await m.ack();
       }
@@ -198,6 +181,6 @@ describe('a consumer group over every shard of a stream', () => {
   });
 
   it('a_group_over_every_shard_is_refused_for_a_bad_name_at_the_call', () => {
-    expect(() => felix.group('orders', '', { shard: 'all' })).toThrow(InvalidArgumentError);
+    expect(() => suite.felix.group('orders', '', { shard: 'all' })).toThrow(InvalidArgumentError);
   });
 });

@@ -6,45 +6,28 @@
 // says where the others start; one naming a shard the stream lacks is refused.
 // Method: one durable felix-broker process with a 4-shard stream, driven through @felix/client
 // over TLS; records published under keys that spread them over the shards.
-import { type FelixClient, InvalidArgumentError, type Subscription } from '@felix/client';
-import { tempDir } from '@felix/testing-harness';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrokerProcess, startBroker } from '../src/index.js';
-import { client, text } from './support.js';
+import { InvalidArgumentError, type Subscription } from '@felix/client';
+import { describe, expect, it } from 'vitest';
+import { suiteBroker, text } from './support.js';
 
 const SHARDS = 4;
 
 describe('resuming a subscription to every shard', () => {
-  let broker: BrokerProcess;
-  let felix: FelixClient;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    const dir = await tempDir();
-    cleanup = dir.cleanup;
-    broker = await startBroker({
-      yaml: [
-        'streams:',
-        `  - { tenant: t1, name: events, durable: true, shards: ${SHARDS} }`,
-        `  - { tenant: t1, name: breaks, durable: true, shards: ${SHARDS} }`,
-        '',
-      ].join('\n'),
-      dir: dir.path,
-      durable: true,
-    });
-    felix = await client(broker);
-  });
-  afterAll(async () => {
-    await felix?.close();
-    await broker?.stop();
-    await cleanup?.();
-  });
+  const suite = suiteBroker(
+    [
+      'streams:',
+      `  - { tenant: t1, name: events, durable: true, shards: ${SHARDS} }`,
+      `  - { tenant: t1, name: breaks, durable: true, shards: ${SHARDS} }`,
+      '',
+    ].join('\n'),
+  );
 
   async function publishSpread(tag: string, n: number): Promise<string[]> {
     const values: string[] = [];
     const shards = new Set<number>();
     for (let i = 0; i < n; i++) {
       const value = `${tag}-${i}`;
-      shards.add((await felix.publish('events', value, { key: `k-${i}` })).shard!);
+      shards.add((await suite.felix.publish('events', value, { key: `k-${i}` })).shard!);
       values.push(value);
     }
     expect(shards.size).toBe(SHARDS);
@@ -65,13 +48,13 @@ describe('resuming a subscription to every shard', () => {
 
   it('a_subscription_to_every_shard_resumes_from_its_positions_with_no_gap_or_duplicate', async () => {
     const first = await publishSpread('first', 40);
-    const sub = felix.subscribe('events', { from: 'earliest' });
+    const sub = suite.felix.subscribe('events', { from: 'earliest' });
     const seen = await take(sub, 17);
     const positions = sub.positions();
     sub.close();
     expect(Object.keys(positions).map(Number)).toEqual([0, 1, 2, 3]);
     const second = await publishSpread('second', 20);
-    const resumed = felix.subscribe('events', { from: { offsets: positions } });
+    const resumed = suite.felix.subscribe('events', { from: { offsets: positions } });
     const rest = await take(resumed, first.length + second.length - seen.length);
     resumed.close();
     const all = [...seen, ...rest];
@@ -85,17 +68,17 @@ describe('resuming a subscription to every shard', () => {
     // resume read them again.
     const values: string[] = [];
     for (let i = 0; i < 40; i++) {
-      await felix.publish('breaks', `v-${i}`, { key: `k-${i}` });
+      await suite.felix.publish('breaks', `v-${i}`, { key: `k-${i}` });
       values.push(`v-${i}`);
     }
-    const sub = felix.subscribe('breaks', { from: 'earliest' });
+    const sub = suite.felix.subscribe('breaks', { from: 'earliest' });
     const seen: string[] = [];
     for await (const ev of sub) {
       seen.push(text(ev.data)!);
       if (seen.length === 17) break;
     }
     const positions = sub.positions();
-    const resumed = felix.subscribe('breaks', { from: { offsets: positions } });
+    const resumed = suite.felix.subscribe('breaks', { from: { offsets: positions } });
     const rest: string[] = [];
     for await (const ev of resumed) {
       rest.push(text(ev.data)!);
@@ -108,7 +91,7 @@ describe('resuming a subscription to every shard', () => {
   });
 
   it('positions_name_where_a_shard_started_before_it_handed_out_anything', async () => {
-    const sub = felix.subscribe('events', { from: 'latest' });
+    const sub = suite.felix.subscribe('events', { from: 'latest' });
     await sub.ready();
     const tails = sub.positions();
     sub.close();
@@ -116,34 +99,34 @@ describe('resuming a subscription to every shard', () => {
     // Published after the first subscription stood at the tails: a resume there reads them all,
     // though the first one never saw a record.
     const later = await publishSpread('later', 20);
-    const resumed = felix.subscribe('events', { from: { offsets: tails } });
+    const resumed = suite.felix.subscribe('events', { from: { offsets: tails } });
     expect((await take(resumed, later.length)).sort()).toEqual([...later].sort());
     resumed.close();
   });
 
   it('a_resume_naming_too_few_shards_is_refused_unless_it_says_where_the_others_start', async () => {
-    const partial = felix.subscribe('events', { from: { offsets: { 0: 0 } } });
+    const partial = suite.felix.subscribe('events', { from: { offsets: { 0: 0 } } });
     await expect(take(partial, 1)).rejects.toBeInstanceOf(InvalidArgumentError);
-    const beyond = felix.subscribe('events', {
+    const beyond = suite.felix.subscribe('events', {
       from: { offsets: { 0: 0, 1: 0, 2: 0, 3: 0, 7: 0 } },
     });
     await expect(take(beyond, 1)).rejects.toThrow(/names shard 7 of events, which has 4/);
     // With a fallback for the shards not named: shard 0 from its start, the rest from the tail.
-    const tail = felix.subscribe('events', { from: 'latest' });
+    const tail = suite.felix.subscribe('events', { from: 'latest' });
     await tail.ready();
     const at = tail.positions();
     tail.close();
-    const mixed = felix.subscribe('events', {
+    const mixed = suite.felix.subscribe('events', {
       from: { offsets: { 0: at[0]! }, otherwise: 'latest' },
     });
     await mixed.ready();
     const values = await publishSpread('mixed', 20);
     expect((await take(mixed, values.length)).sort()).toEqual([...values].sort());
     mixed.close();
-    expect(() => felix.subscribe('events', { from: { offsets: { 0: -1 } } })).toThrow(
+    expect(() => suite.felix.subscribe('events', { from: { offsets: { 0: -1 } } })).toThrow(
       InvalidArgumentError,
     );
-    expect(() => felix.subscribe('events', { from: { offsets: { x: 1 } as never } })).toThrow(
+    expect(() => suite.felix.subscribe('events', { from: { offsets: { x: 1 } as never } })).toThrow(
       InvalidArgumentError,
     );
   });

@@ -8,6 +8,7 @@
 import { type Socket, createServer, connect as tcpConnect } from 'node:net';
 import { type FelixClient, connect } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
+import { afterAll, beforeAll } from 'vitest';
 import { type BrokerProcess, type BrokerSpec, brokerMetric, startBroker } from '../src/index.js';
 
 export type Transport = 'tls' | 'quic';
@@ -161,5 +162,35 @@ export async function tcpRelay(port: number) {
       blocked = on;
     },
     close: () => new Promise<void>((ok) => server.close(() => ok())),
+  };
+}
+
+/**
+ * One durable broker of `yaml` for a suite, and a client of it over TLS: started before the
+ * suite's tests, stopped (its dir removed) after them.
+ */
+export function suiteBroker(yaml: string): {
+  readonly broker: BrokerProcess;
+  readonly felix: FelixClient;
+} {
+  const s: { broker?: BrokerProcess; felix?: FelixClient; cleanup?: () => Promise<void> } = {};
+  beforeAll(async () => {
+    const dir = await tempDir();
+    s.cleanup = dir.cleanup;
+    s.broker = await startBroker({ yaml, dir: dir.path, durable: true });
+    s.felix = await client(s.broker);
+  });
+  afterAll(async () => {
+    await s.felix?.close();
+    await s.broker?.stop();
+    await s.cleanup?.();
+  });
+  return {
+    get broker() {
+      return s.broker!;
+    },
+    get felix() {
+      return s.felix!;
+    },
   };
 }

@@ -195,8 +195,7 @@ export class Replicator {
     opts: ShipOptions = {},
   ): Promise<void> {
     const kind = opts.kind ?? 'stream';
-    const quorum =
-      kind === 'stream' || kind === 'cache' || kind === 'counters' ? opts.quorum : undefined;
+    const quorum = reportedLog(kind) ? opts.quorum : undefined;
     const current = this.shippers.get(key)?.get(kind);
     if (
       current !== undefined &&
@@ -282,7 +281,7 @@ export class Replicator {
       seen.stopped.delete(nodeId);
       // Of a log a report speaks of: named `rebuilt` in this shard's reports while this broker
       // leads it (a generation of its own that follows, a follower-set change, included).
-      if (kind === 'stream' || kind === 'cache' || kind === 'counters') {
+      if (reportedLog(kind)) {
         const nodes = this.rebuiltOf.get(key) ?? new Set<string>();
         nodes.add(nodeId);
         this.rebuiltOf.set(key, nodes);
@@ -295,9 +294,7 @@ export class Replicator {
       this.holdTrims(key, kind);
     };
     const retries = { ...this.retryWatchers(key, kind), onRebuilt };
-    // The logs a report's in-sync list speaks of: a stream's records, a cache's two logs.
-    const reported = kind === 'stream' || kind === 'cache' || kind === 'counters';
-    const notice = reported && this.deps.onInSyncJoined !== undefined;
+    const notice = reportedLog(kind) && this.deps.onInSyncJoined !== undefined;
     if (recompute === null && !riding && !notice) return { onStopped, ...retries };
     const onConfirmed = () => {
       recompute?.();
@@ -683,4 +680,10 @@ function levelFollowers(logs: ReadonlyMap<ReplicaLogKind, Shipping>): {
     followers = followers === null ? here : followers.filter((f) => here.includes(f));
   }
   return { durable, followers: followers ?? [] };
+}
+
+/** The logs a shard's replica report speaks of (its in-sync list, its rebuilt followers, a
+ *  quorum mark): a stream's records, a cache's two logs. */
+function reportedLog(kind: ReplicaLogKind): boolean {
+  return kind === 'stream' || kind === 'cache' || kind === 'counters';
 }
