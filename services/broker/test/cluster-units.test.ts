@@ -192,6 +192,38 @@ describe('control-plane membership', () => {
     for (const line of said) expect(line.match(/"node_id"/g)).toHaveLength(1);
   });
 
+  it('replica_reports_are_numbered_only_while_the_control_plane_says_it_reads_the_number', async () => {
+    // A control plane older than the report's `seq` refuses the field, and with it every report
+    // the broker sends: the number goes only to one that lists it.
+    let features: string[] | undefined;
+    let heartbeats = 0;
+    const fake = {
+      url: 'fake',
+      register: async () => ({
+        lifecycle: 'live',
+        heartbeatIntervalMs: 5,
+        expiryTimeoutMs: 50,
+        controlPlaneFeatures: features,
+      }),
+      heartbeat: async () => {
+        heartbeats++;
+        return { lifecycle: 'live', heartbeatIntervalMs: 5, controlPlaneFeatures: features };
+      },
+      async deregister() {},
+    } as unknown as ControlPlaneClient;
+    const m = membershipOf(fake);
+    m.start();
+    await waitFor(() => m.isRegistered, 'registered');
+    expect(m.nextReportSeq()).toBeUndefined();
+    features = ['replica_report_seq'];
+    const seen = heartbeats;
+    await waitFor(() => heartbeats > seen + 1, 'a heartbeat listing the feature');
+    const first = m.nextReportSeq();
+    expect(first).toBeGreaterThanOrEqual(1);
+    expect(m.nextReportSeq()).toBe(first! + 1);
+    await m.leave(100);
+  });
+
   it('a_node_answered_down_re_registers_with_a_newer_incarnation', async () => {
     const registrations: number[] = [];
     let heartbeats = 0;

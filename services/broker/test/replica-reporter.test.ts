@@ -39,6 +39,7 @@ describe('replica reports', () => {
       heartbeatIntervalMs: 5_000,
       currentIncarnation: 7,
       spec: { node_id: 'n0' },
+      nextReportSeq: () => 1,
     };
     const sent: number[] = [];
     const client = {
@@ -74,6 +75,7 @@ describe('replica reports', () => {
       heartbeatIntervalMs: 60_000,
       currentIncarnation: 7,
       spec: { node_id: 'n0' },
+      nextReportSeq: () => 1,
     };
     let sent = 0;
     const client = {
@@ -110,6 +112,46 @@ describe('replica reports', () => {
     expect(sent).toBe(4);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(sent).toBe(4);
+    const stopping = reporter.stop();
+    await vi.advanceTimersByTimeAsync(0);
+    await stopping;
+  });
+
+  it('a_leaders_replica_reports_are_numbered_in_the_order_it_sends_them', async () => {
+    vi.useFakeTimers();
+    let counted = 0;
+    const membership = {
+      isRegistered: true,
+      heartbeatIntervalMs: 500,
+      currentIncarnation: 7,
+      spec: { node_id: 'n0' },
+      nextReportSeq: () => ++counted,
+    };
+    const seqs: number[] = [];
+    const client = {
+      replicaStatus: async (
+        _node: string,
+        _inc: number,
+        _shards: ShardReport[],
+        _timeoutMs: number,
+        seq: number,
+      ) => {
+        seqs.push(seq);
+        // The second request is given up on: the next one must still be numbered after it.
+        if (seqs.length === 2) throw new Error('timed out');
+      },
+    };
+    const reporter = new ReplicaReporter(
+      client as unknown as ControlPlaneClient,
+      membership as unknown as Membership,
+      () => [REPORT],
+      pino({ level: 'silent' }),
+      new Registry(),
+    );
+    reporter.start();
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect(seqs.length).toBeGreaterThanOrEqual(3);
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
     const stopping = reporter.stop();
     await vi.advanceTimersByTimeAsync(0);
     await stopping;

@@ -151,3 +151,79 @@ describe('replica status', () => {
     expect(mine.statusCode).toBe(200);
   });
 });
+
+describe('replica status order', () => {
+  // A report the broker gave up on (its request timed out) may still be applied after the one it
+  // sent next: a leader's reports carry a sequence number, and an older one is refused.
+  it('a_replica_report_older_than_the_one_stored_is_refused_as_stale', async () => {
+    const a = await placedStream();
+    const [b, c] = a.replicas.filter((id) => id !== a.leader);
+    const newer = await report(a.leader, {
+      incarnation: 1,
+      seq: 2,
+      shards: [shard(a.generation, { in_sync: [b] })],
+    });
+    expect(newer.statusCode).toBe(200);
+    const late = await report(a.leader, {
+      incarnation: 1,
+      seq: 1,
+      shards: [shard(a.generation, { in_sync: [b, c], drained: true })],
+    });
+    expect(late.statusCode).toBe(409);
+    expect(late.json().shards[0].outcome).toBe('stale');
+    const stored = (await built.inject({ method: 'GET', url: '/v1/replica-reports' })).json();
+    expect(stored.items).toEqual([expect.objectContaining({ in_sync: [b], drained: false })]);
+    // The next report goes on from there; one without a sequence (an older broker) is taken.
+    const next = await report(a.leader, {
+      incarnation: 1,
+      seq: 3,
+      shards: [shard(a.generation, { in_sync: [c] })],
+    });
+    expect(next.statusCode).toBe(200);
+    const unnumbered = await report(a.leader, {
+      incarnation: 1,
+      shards: [shard(a.generation, { in_sync: [b, c] })],
+    });
+    expect(unnumbered.statusCode).toBe(200);
+    const after = (await built.inject({ method: 'GET', url: '/v1/replica-reports' })).json();
+    expect(after.items).toEqual([expect.objectContaining({ in_sync: [b, c] })]);
+  });
+
+  it('a_control_plane_tells_each_broker_it_reads_a_replica_reports_number', async () => {
+    const reg = await built.inject({
+      method: 'POST',
+      url: '/v1/nodes',
+      payload: { node_id: 'n1', advertise_addr: 'n1:5001', incarnation: 1 },
+    });
+    expect(reg.json().control_plane_features).toContain('replica_report_seq');
+    const hb = await built.inject({
+      method: 'POST',
+      url: '/v1/nodes/n1/heartbeat',
+      payload: { incarnation: 1 },
+    });
+    expect(hb.json().control_plane_features).toContain('replica_report_seq');
+  });
+
+  it('a_new_incarnations_first_report_is_taken_whatever_its_sequence', async () => {
+    const a = await placedStream();
+    const [b] = a.replicas.filter((id) => id !== a.leader);
+    expect(
+      (await report(a.leader, { incarnation: 1, seq: 50, shards: [shard(a.generation)] }))
+        .statusCode,
+    ).toBe(200);
+    // The leader's process restarted: a new incarnation, its sequence from 1 again.
+    await built.inject({
+      method: 'POST',
+      url: '/v1/nodes',
+      payload: { node_id: a.leader, advertise_addr: `${a.leader}:5001`, incarnation: 2 },
+    });
+    const assigned = (await built.inject({ method: 'GET', url: '/v1/shard-assignments' })).json()
+      .items[0];
+    const first = await report(a.leader, {
+      incarnation: 2,
+      seq: 1,
+      shards: [shard(assigned.generation, { in_sync: [b] })],
+    });
+    expect(first.json().shards[0].outcome).toBe('accepted');
+  });
+});

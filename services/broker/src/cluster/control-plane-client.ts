@@ -34,6 +34,8 @@ export interface Registered {
   lifecycle: string;
   heartbeatIntervalMs: number;
   expiryTimeoutMs: number;
+  /** What the control plane reads beyond its first release (none from an older one). */
+  controlPlaneFeatures?: readonly string[];
 }
 
 export interface HeartbeatReply {
@@ -41,6 +43,18 @@ export interface HeartbeatReply {
   heartbeatIntervalMs: number;
   /** L, the lease length: the broker keeps 0.75 L from when it sent this heartbeat. */
   expiryTimeoutMs: number;
+  controlPlaneFeatures?: readonly string[];
+}
+
+/**
+ * A control plane that lists this reads `seq` in replica reports (services/control-plane's
+ * CONTROL_PLANE_FEATURES); an older one refuses the field, so it is sent only when listed.
+ */
+export const FEATURE_REPLICA_REPORT_SEQ = 'replica_report_seq';
+
+/** The answer's `control_plane_features`: its strings, or none when absent (an older one). */
+function featuresOf(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((f): f is string => typeof f === 'string') : [];
 }
 
 /** One shard's replica report (`POST /v1/nodes/{id}/replica-status`, docs/control-plane.md). */
@@ -212,6 +226,7 @@ export class ControlPlaneClient {
       lifecycle: String(a.node.status.lifecycle),
       heartbeatIntervalMs: int(a.heartbeat_interval_ms, 'register', 'heartbeat_interval_ms'),
       expiryTimeoutMs: int(a.expiry_timeout_ms, 'register', 'expiry_timeout_ms'),
+      controlPlaneFeatures: featuresOf(a.control_plane_features),
     };
   }
 
@@ -229,6 +244,7 @@ export class ControlPlaneClient {
       lifecycle: a.lifecycle,
       heartbeatIntervalMs: int(a.heartbeat_interval_ms, 'heartbeat', 'heartbeat_interval_ms'),
       expiryTimeoutMs: int(a.expiry_timeout_ms, 'heartbeat', 'expiry_timeout_ms'),
+      controlPlaneFeatures: featuresOf(a.control_plane_features),
     };
   }
 
@@ -242,12 +258,13 @@ export class ControlPlaneClient {
     incarnation: number,
     shards: readonly ShardReport[],
     timeoutMs: number,
+    seq?: number,
   ): Promise<void> {
     await this.call(
       'replica status',
       'POST',
       `/v1/nodes/${encodeURIComponent(nodeId)}/replica-status`,
-      { incarnation, shards },
+      seq === undefined ? { incarnation, shards } : { incarnation, seq, shards },
       timeoutMs,
     );
   }

@@ -54,7 +54,13 @@ export async function handOff(deps: HandoffDeps, budgetMs: number): Promise<Hand
   const timeoutMs = Math.round(Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, budgetMs / 4)));
   try {
     await deps.client.drain(m.spec.node_id, timeoutMs);
-    await deps.client.replicaStatus(m.spec.node_id, m.currentIncarnation, final, timeoutMs);
+    await deps.client.replicaStatus(
+      m.spec.node_id,
+      m.currentIncarnation,
+      final,
+      timeoutMs,
+      m.nextReportSeq(),
+    );
   } catch (err) {
     // A refused or failed hand-off leaves the shards where they are: the failover path (after
     // this broker's silence) or its return takes them, as without a hand-off.

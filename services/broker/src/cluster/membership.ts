@@ -16,7 +16,11 @@ import {
   CONTROLPLANE_RETRY_MS_MAX,
   CONTROLPLANE_RETRY_MS_MIN,
 } from '../limits.js';
-import type { ControlPlaneClient, RegisterRequest } from './control-plane-client.js';
+import {
+  type ControlPlaneClient,
+  FEATURE_REPLICA_REPORT_SEQ,
+  type RegisterRequest,
+} from './control-plane-client.js';
 import { sleep } from './feed-follower.js';
 import { Lease } from './lease.js';
 
@@ -34,6 +38,10 @@ export class Membership {
   readonly lease = new Lease();
   /** The lapse of the lease held since the last accepted call was logged (true before any). */
   private lapseSaid = true;
+  /** The number of the last replica report sent (nextReportSeq). */
+  private reportSeq = 0;
+  /** Whether the control plane said (at its last answer) that it reads a report's `seq`. */
+  private seqRead = false;
 
   constructor(
     private readonly client: ControlPlaneClient,
@@ -61,6 +69,22 @@ export class Membership {
 
   get currentIncarnation(): number {
     return this.incarnation;
+  }
+
+  /**
+   * The number of the next replica report (from 1 in this process, never reused): the periodic
+   * reporter's and the hand-off's share one count, so the control plane can refuse a report
+   * applied after a newer one (a request given up on that still arrived). Undefined while the
+   * control plane does not read it (an older one refuses the field).
+   */
+  nextReportSeq(): number | undefined {
+    if (!this.seqRead) return undefined;
+    this.reportSeq += 1;
+    return this.reportSeq;
+  }
+
+  private heard(features: readonly string[] | undefined): void {
+    this.seqRead = features?.includes(FEATURE_REPLICA_REPORT_SEQ) ?? false;
   }
 
   /** The heartbeat interval the control plane named (5 s until it answers). */
@@ -110,6 +134,7 @@ export class Membership {
           });
           this.registered = true;
           this.intervalMs = r.heartbeatIntervalMs;
+          this.heard(r.controlPlaneFeatures);
           this.lease.renew(sentAt, r.expiryTimeoutMs);
           this.lapseSaid = false;
           this.registrations.inc();
@@ -131,6 +156,7 @@ export class Membership {
             Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, this.intervalMs)),
           );
           this.intervalMs = r.heartbeatIntervalMs;
+          this.heard(r.controlPlaneFeatures);
           if (r.lifecycle === 'down' || r.lifecycle === 'left') {
             this.log.warn(
               { lifecycle: r.lifecycle },

@@ -11,6 +11,10 @@
  * shippers hear from them, and a leader lost before its next interval's report left the shard
  * unplaced for want of a candidate. Nudges are coalesced, at most one early report per
  * REPLICA_REPORT_NUDGE_GAP_MS.
+ *
+ * Each request is numbered (`seq`, Membership.nextReportSeq): one given up on (timed out) may
+ * still be applied after the next, and the control plane refuses the older so it cannot take
+ * back what the newer said.
  */
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
@@ -108,7 +112,13 @@ export class ReplicaReporter {
     const m = this.membership;
     const timeoutMs = Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, m.heartbeatIntervalMs));
     try {
-      await this.client.replicaStatus(m.spec.node_id, m.currentIncarnation, shards, timeoutMs);
+      await this.client.replicaStatus(
+        m.spec.node_id,
+        m.currentIncarnation,
+        shards,
+        timeoutMs,
+        m.nextReportSeq(),
+      );
       this.sent.inc({ outcome: 'accepted' });
     } catch (err) {
       // A refusal names shards this broker no longer leads at that generation (it hears so from

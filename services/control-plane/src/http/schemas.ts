@@ -254,6 +254,7 @@ export const Registered = Type.Object({
   heartbeat_interval_ms: Type.Integer(),
   expiry_timeout_ms: Type.Integer(),
   fleet_features: Type.Array(Type.String()),
+  control_plane_features: Type.Array(Type.String()),
 });
 export const Heartbeat = Type.Object(
   { incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) },
@@ -265,6 +266,7 @@ export const HeartbeatReply = Type.Object({
   heartbeat_interval_ms: Type.Integer(),
   expiry_timeout_ms: Type.Integer(),
   fleet_features: Type.Array(Type.String()),
+  control_plane_features: Type.Array(Type.String()),
 });
 
 const Offset = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
@@ -307,6 +309,8 @@ export const ShardReport = Type.Object(
 export const ReplicaStatus = Type.Object(
   {
     incarnation: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    /** The reporter's count of its reports this incarnation: an older one than stored is stale. */
+    seq: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
     shards: Type.Array(ShardReport, { maxItems: REPLICA_REPORT_SHARDS_MAX }),
   },
   STRICT,

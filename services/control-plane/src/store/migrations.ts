@@ -208,6 +208,15 @@ export const MIGRATIONS: readonly Migration[] = [
     // NULL: values written without a TTL keep no expiry, as before.
     statements: ['ALTER TABLE caches ADD COLUMN default_ttl_ms BIGINT'],
   },
+  {
+    version: 10,
+    name: 'replica reports: which incarnation of the leader sent the stored one, and its number',
+    // 0: a report stored before (or from a broker that does not number its reports).
+    statements: [
+      'ALTER TABLE replica_reports ADD COLUMN reporter_incarnation BIGINT NOT NULL DEFAULT 0',
+      'ALTER TABLE replica_reports ADD COLUMN report_seq BIGINT NOT NULL DEFAULT 0',
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

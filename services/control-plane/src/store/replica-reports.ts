@@ -5,7 +5,9 @@
  * only from the shard's current leader at its current generation (checked inside the write, so
  * a deposed leader's late report is refused), and only moves forward: at the same generation it
  * is merged into the stored one (offsets take the higher value, halts accumulate), and an older
- * generation's report is refused as stale.
+ * generation's report is refused as stale. A leader numbers its reports (`seq`, per incarnation):
+ * one older than the stored one from the same incarnation (a request it gave up on, applied
+ * late) is refused as stale too, so it cannot take back what a newer report said.
  */
 import { NodeNotFoundError, NotRegisteredError, StaleIncarnationError } from '../errors.js';
 import { type Row, num, shardId, str } from './rows.js';
@@ -15,6 +17,12 @@ import type { AssignmentKey, HaltReason, ReplicaReport, ReportOutcome } from './
 
 /** One shard's report as a broker sends it (the store adds the leader and the stamp). */
 export type ReportInput = Omit<ReplicaReport, 'leader' | 'reported_at_ms'>;
+
+/** Which incarnation of the reporting node sent a request, and its number (when it numbers). */
+interface Reporter {
+  incarnation: number;
+  seq?: number | undefined;
+}
 
 const KEY_WHERE = 'tenant_id = $1 AND namespace = $2 AND kind = $3 AND name = $4 AND shard = $5';
 
@@ -110,21 +118,42 @@ async function checkReporter(q: Sql, nodeId: string, incarnation: number): Promi
     throw new NotRegisteredError(`node ${nodeId} is ${life}: re-register with a newer incarnation`);
 }
 
-async function storedReport(q: Sql, k: AssignmentKey): Promise<ReplicaReport | undefined> {
-  const rows = await q.query<Row>(`SELECT * FROM replica_reports WHERE ${KEY_WHERE}`, keyParams(k));
-  return rows[0] ? reportOf(rows[0]) : undefined;
+/** The stored report and who sent it (incarnation 0 and seq 0 when unknown or unnumbered). */
+interface Stored {
+  report: ReplicaReport;
+  incarnation: number;
+  seq: number;
 }
 
-async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
+async function storedReport(q: Sql, k: AssignmentKey): Promise<Stored | undefined> {
+  const rows = await q.query<Row>(`SELECT * FROM replica_reports WHERE ${KEY_WHERE}`, keyParams(k));
+  const r = rows[0];
+  if (!r) return undefined;
+  return { report: reportOf(r), incarnation: num(r.reporter_incarnation), seq: num(r.report_seq) };
+}
+
+/** Whether `from`'s report is older than the stored one: the same incarnation sent it, earlier. */
+function outOfOrder(prev: Stored, nodeId: string, from: Reporter): boolean {
+  return (
+    from.seq !== undefined &&
+    prev.report.leader === nodeId &&
+    prev.incarnation === from.incarnation &&
+    from.seq <= prev.seq
+  );
+}
+
+async function upsertReport(q: Sql, r: ReplicaReport, from: Reporter): Promise<void> {
   await q.query(
     `INSERT INTO replica_reports (tenant_id, namespace, kind, name, shard, generation, leader,
-       leader_offset, commit_offset, offsets, halted, reported_at_ms, drained, caught_up, in_sync)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+       leader_offset, commit_offset, offsets, halted, reported_at_ms, drained, caught_up, in_sync,
+       reporter_incarnation, report_seq)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
      ON CONFLICT (tenant_id, namespace, kind, name, shard) DO UPDATE SET
        generation = excluded.generation, leader = excluded.leader,
        leader_offset = excluded.leader_offset, commit_offset = excluded.commit_offset,
        offsets = excluded.offsets, halted = excluded.halted, reported_at_ms = excluded.reported_at_ms,
-       drained = excluded.drained, caught_up = excluded.caught_up, in_sync = excluded.in_sync`,
+       drained = excluded.drained, caught_up = excluded.caught_up, in_sync = excluded.in_sync,
+       reporter_incarnation = excluded.reporter_incarnation, report_seq = excluded.report_seq`,
     [
       ...keyParams(r),
       r.generation,
@@ -137,6 +166,8 @@ async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
       r.drained ? 1 : 0,
       JSON.stringify(r.caught_up),
       JSON.stringify(r.in_sync),
+      from.incarnation,
+      from.seq ?? 0,
     ],
   );
 }
@@ -145,6 +176,7 @@ async function upsertReport(q: Sql, r: ReplicaReport): Promise<void> {
 async function recordOne(
   q: Sql,
   nodeId: string,
+  from: Reporter,
   input: ReportInput,
   nowMs: number,
 ): Promise<ReportOutcome> {
@@ -160,8 +192,9 @@ async function recordOne(
   if (str(a.leader) !== nodeId) return 'not_leader';
   const report: ReplicaReport = { ...input, leader: nodeId, reported_at_ms: nowMs };
   const prev = await storedReport(q, input);
-  if (prev !== undefined && prev.generation > input.generation) return 'stale';
-  await upsertReport(q, foldReport(prev, report));
+  if (prev !== undefined && prev.report.generation > input.generation) return 'stale';
+  if (prev !== undefined && outOfOrder(prev, nodeId, from)) return 'stale';
+  await upsertReport(q, foldReport(prev?.report, report), from);
   return 'accepted';
 }
 
@@ -171,13 +204,15 @@ export class ReplicaReportRepository {
   /**
    * Records a node's reports in one transaction: the reporter must be the node's current live
    * incarnation (else the whole request is refused, like a heartbeat); each shard then gets its
-   * own outcome, and only `accepted` ones change what is stored.
+   * own outcome, and only `accepted` ones change what is stored. `seq` numbers the reporter's
+   * requests within its incarnation (absent from a broker that does not number them).
    */
-  record(nodeId: string, incarnation: number, reports: readonly ReportInput[]) {
+  record(nodeId: string, incarnation: number, reports: readonly ReportInput[], seq?: number) {
+    const from: Reporter = { incarnation, seq };
     return this.tx.write(async (w) => {
       await checkReporter(w.q, nodeId, incarnation);
       const outcomes: ReportOutcome[] = [];
-      for (const r of reports) outcomes.push(await recordOne(w.q, nodeId, r, w.nowMs()));
+      for (const r of reports) outcomes.push(await recordOne(w.q, nodeId, from, r, w.nowMs()));
       return outcomes;
     });
   }

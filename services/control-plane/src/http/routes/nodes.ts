@@ -14,6 +14,13 @@ import type { NodeRecord, RegisterInput } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
 
+/**
+ * What this control plane reads beyond its first release, told to each broker in its register
+ * and heartbeat answers so a newer broker sends only fields the control plane takes (an older
+ * one refuses unknown fields): `replica_report_seq`, a replica report's `seq`.
+ */
+export const CONTROL_PLANE_FEATURES: readonly string[] = ['replica_report_seq'];
+
 /** The registration a `POST /v1/nodes` body asks for, defaults filled in. */
 function registration(b: Static<typeof S.RegisterNode>, regionId: string): RegisterInput {
   return {
@@ -53,6 +60,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
         heartbeat_interval_ms: liveness.heartbeatIntervalMs,
         expiry_timeout_ms: liveness.expiryTimeoutMs,
         fleet_features: [],
+        control_plane_features: CONTROL_PLANE_FEATURES,
       };
     },
   });
@@ -80,6 +88,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
           heartbeat_interval_ms: liveness.heartbeatIntervalMs,
           expiry_timeout_ms: liveness.expiryTimeoutMs,
           fleet_features: [],
+          control_plane_features: CONTROL_PLANE_FEATURES,
         };
       } catch (err) {
         ctx.metrics.heartbeats.inc({

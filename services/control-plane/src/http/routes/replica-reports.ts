@@ -53,6 +53,7 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
         nodeId,
         b.incarnation,
         b.shards.map(inputOf),
+        b.seq,
       );
       const shards = b.shards.map((s, i) => ({
         tenant_id: s.tenant_id,
