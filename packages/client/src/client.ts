@@ -41,7 +41,7 @@ import { BrokerConnection, type ConnectionOptions } from './protocol/broker-conn
 import type { PublishAnswer, PublishCall } from './protocol/publish-pipe.js';
 import { TurnBatcher } from './protocol/turn-batcher.js';
 import { microsOf, offsetForTimeOn } from './offset-for-time.js';
-import { Publisher } from './publisher.js';
+import { GatheringPublishers, Publisher } from './publisher.js';
 import {
   type RoutedPublishHost,
   publishRetryDelayMs,
@@ -54,7 +54,7 @@ import { Counter } from './projections/counter.js';
 import { Group, type GroupOptions, type StreamGroupOptions } from './projections/group.js';
 import { StreamGroup } from './projections/stream-group.js';
 import type { ProjectionHost } from './projections/host.js';
-import type { KeyRoute } from './projections/key-routes.js';
+import { cacheKeyRoute } from './projections/key-routes.js';
 import { type StatusEvent, StatusHub } from './status.js';
 import { type KeeperClock, type Presented, REAL_CLOCK, TokenKeeper } from './token/keeper.js';
 import { type ReaderRoute, Subscription } from './subscription.js';
@@ -118,6 +118,8 @@ export class FelixClient {
   /** Aborted on close. Every reader in a backoff listens on it (one each), so many readers
    *  waiting at once are no listener leak: no warning past Node's default of ten. */
   private readonly leavingWork = new LeavingWork();
+  /** The publishers holding records not yet sent (closed with the client). */
+  private readonly publishers = new GatheringPublishers();
   private readonly closeController = quietController();
   /** The end of the turn, shared by every batch this client makes (publishes, writes, settles). */
   private readonly turn = new TurnBatcher();
@@ -634,6 +636,7 @@ export class FelixClient {
         this.publishBatch(stream, payloads, { ack, ...atLeastOnce, ...(key ? { key } : {}) }),
       opts,
       this.turn,
+      this.publishers,
     );
   }
 
@@ -747,33 +750,22 @@ export class FelixClient {
         widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),
         refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
       },
-      ...(owned === undefined ? { keys: this.keyRoute() } : {}),
-    };
-  }
-
-  /** What a cache's single-key requests need of the router (projections/key-routes.ts). */
-  private keyRoute(): KeyRoute {
-    const router = this.router;
-    return {
-      get active() {
-        return router.active;
-      },
-      get ownersVersion() {
-        return router.ownersVersion;
-      },
-      widthNow: (name) => router.widthNow('cache', name),
-      widthOf: (name, signal) => router.widthOf('cache', name, signal),
-      liveFor: (name, shard) => router.liveFor('cache', name, shard),
-      request: (name, shard, call, signal, tried) =>
-        router.request('cache', name, shard, call, signal, tried),
-      refused: (name, shard, err, from) => router.refused('cache', name, shard, err, from),
-      requestTimeoutMs: this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
+      ...(owned === undefined
+        ? {
+            keys: cacheKeyRoute(
+              this.router,
+              this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
+            ),
+          }
+        : {}),
     };
   }
 
   /** Closes the connection; waiting calls fail with ClientClosedError. */
   async close(): Promise<void> {
     if (this.isClosed) return;
+    // Records publishers still gather go now, so the drain below waits for them too.
+    this.publishers.closeAll();
     // Consume loops that just ended hand back what they held first (bounded).
     await this.leavingWork.settle();
     if (this.isClosed) return;

@@ -70,6 +70,8 @@ export const PUBLISHER_BATCH_RECORDS_MAX_DEFAULT = 1024;
 export const PUBLISHER_BATCH_BYTES_MAX_DEFAULT = 1024 * 1024;
 /** Publishes a publisher holds waiting to be batched; callers wait beyond it (backpressure). */
 export const PUBLISHER_PENDING_RECORDS_MAX = 65_536;
+/** The longest `lingerMs` a publisher takes: a day (a timer past 2^31 - 1 ms fires at once). */
+export const PUBLISHER_LINGER_MS_MAX = 86_400_000;
 /** Unacknowledged records (queued or in flight) at which a publisher's `send()` answers false:
  *  the caller should await `ready()`, as with a stream's `write()`. */
 export const PUBLISHER_UNACKED_RECORDS_HIGH = 65_536;

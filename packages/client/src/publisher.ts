@@ -16,9 +16,11 @@
  * lengths, the name and the key): a record that would take it past starts the next batch, and
  * a record no batch can carry is refused alone, at the call, never with the records beside it.
  */
+import { PUBLISH_BATCH_RECORDS_MAX } from '@felix/wire';
 import { ClientClosedError, InvalidArgumentError, PublisherFullError } from './errors.js';
 import {
   PAYLOAD_BYTES_MAX,
+  PUBLISHER_LINGER_MS_MAX,
   PUBLISHER_BATCH_BYTES_MAX_DEFAULT,
   PUBLISHER_BATCH_RECORDS_MAX_DEFAULT,
   PUBLISHER_PENDING_RECORDS_MAX,
@@ -69,6 +71,27 @@ class Batch {
   }
 }
 
+/**
+ * The client's publishers that hold records not yet sent (a publisher is here only while it has
+ * a batch gathering, so one made and dropped is not kept): `client.close()` sends them first.
+ */
+export class GatheringPublishers {
+  private readonly gathering = new Set<Publisher>();
+
+  add(p: Publisher): void {
+    this.gathering.add(p);
+  }
+
+  delete(p: Publisher): void {
+    this.gathering.delete(p);
+  }
+
+  /** Each publisher sends what it gathers and takes no more (its sends then meet the close). */
+  closeAll(): void {
+    for (const p of [...this.gathering]) p.stopTaking();
+  }
+}
+
 export class Publisher {
   private readonly batches = new Map<string, Batch>();
   /** The batch without a key (also in `batches`), found without a map lookup per record. */
@@ -95,14 +118,14 @@ export class Publisher {
     opts: PublisherOptions,
     /** The client's end-of-turn batcher (`lingerMs: 0` sends a batch when the turn ends). */
     private readonly turn: TurnBatcher = new TurnBatcher(),
+    /** The client's publishers gathering records (closed with it). */
+    private readonly gatherers?: GatheringPublishers,
   ) {
     this.lingerMs = opts.lingerMs ?? 1;
     this.maxRecords = opts.maxBatchRecords ?? PUBLISHER_BATCH_RECORDS_MAX_DEFAULT;
     this.maxBytes = opts.maxBatchBytes ?? PUBLISHER_BATCH_BYTES_MAX_DEFAULT;
     this.nameBytes = streamNameBytes(stream);
-    if (this.lingerMs < 0 || this.maxRecords < 1 || this.maxBytes < 1) {
-      throw new InvalidArgumentError('lingerMs must be >= 0 and batch bounds >= 1');
-    }
+    checkPublisherOptions(this.lingerMs, this.maxRecords, this.maxBytes);
   }
 
   /** Queues one record; resolves with its offset once its batch is acknowledged. */
@@ -192,6 +215,7 @@ export class Publisher {
     }
     if (!batch) {
       batch = new Batch(opts.key, this.nameBytes);
+      if (this.batches.size === 0) this.gatherers?.add(this);
       this.batches.set(id, batch);
       if (id === '') this.unkeyed = batch;
     }
@@ -226,6 +250,7 @@ export class Publisher {
     if (batch.timer) clearTimeout(batch.timer);
     batch.timer = null;
     if (this.batches.get(id) === batch) this.batches.delete(id);
+    if (this.batches.size === 0) this.gatherers?.delete(this);
     if (this.unkeyed === batch) this.unkeyed = undefined;
     if (batch.payloads.length === 0) return;
     this.pendingRecords -= batch.payloads.length;
@@ -268,15 +293,41 @@ export class Publisher {
     if (failure !== null) throw failure.error;
   }
 
-  /** Flushes, then refuses further publishes (throwing what the flush threw, once closed). */
+  /**
+   * Refuses further publishes (ClientClosedError, from the moment it is called), then flushes
+   * what it took, throwing what the flush threw.
+   */
   async close(): Promise<void> {
-    try {
-      await this.flush();
-    } finally {
-      this.closed = true;
-      for (const w of this.roomWaiters.splice(0)) w();
-      for (const w of this.readyWaiters.splice(0)) w();
-    }
+    this.stopTaking();
+    await this.flush();
+  }
+
+  /** @internal Refuses further publishes and sends every waiting batch now (a close). */
+  stopTaking(): void {
+    this.closed = true;
+    for (const [id, b] of [...this.batches]) this.sendBatch(id, b);
+    // Callers waiting for room were never taken: they fail with ClientClosedError.
+    for (const w of this.roomWaiters.splice(0)) w();
+    for (const w of this.readyWaiters.splice(0)) w();
+  }
+}
+
+/** Refuses options a publisher cannot keep (NaN, fractions, a batch no frame carries). */
+function checkPublisherOptions(lingerMs: number, maxRecords: number, maxBytes: number): void {
+  if (!(Number.isFinite(lingerMs) && lingerMs >= 0 && lingerMs <= PUBLISHER_LINGER_MS_MAX)) {
+    throw new InvalidArgumentError(
+      `lingerMs must be a number of ms from 0 to ${PUBLISHER_LINGER_MS_MAX}, got ${lingerMs}`,
+    );
+  }
+  if (
+    !(Number.isInteger(maxRecords) && maxRecords >= 1 && maxRecords <= PUBLISH_BATCH_RECORDS_MAX)
+  ) {
+    throw new InvalidArgumentError(
+      `maxBatchRecords must be a whole number from 1 to ${PUBLISH_BATCH_RECORDS_MAX} (what one publish carries), got ${maxRecords}`,
+    );
+  }
+  if (!(Number.isSafeInteger(maxBytes) && maxBytes >= 1)) {
+    throw new InvalidArgumentError(`maxBatchBytes must be a whole number >= 1, got ${maxBytes}`);
   }
 }
 

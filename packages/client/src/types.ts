@@ -105,11 +105,12 @@ export interface SubscribeOptions {
 
 export interface PublisherOptions {
   /** How long the first record of a batch waits for company (default 1 ms; 0 = the end of the
-   *  turn, on the client's turn batcher). */
+   *  turn, on the client's turn batcher; at most PUBLISHER_LINGER_MS_MAX, a day). */
   lingerMs?: number;
-  /** Send a batch once it holds this many records. */
+  /** Send a batch once it holds this many records (default 1,024; 1 to 65,536, what one
+   *  publish frame carries). */
   maxBatchRecords?: number;
-  /** Send a batch once it holds this many payload bytes. */
+  /** Send a batch once it holds this many payload bytes (default 1 MiB; a whole number >= 1). */
   maxBatchBytes?: number;
   /** Wait for acks (default true). */
   ack?: boolean;

@@ -8,6 +8,7 @@
  * client's owner map changes, so a call on a warm handle costs one shard computation and one
  * array read.
  */
+import type { ClusterRouter } from '../cluster/router.js';
 import { cacheShardOf, retryKindOf, retryWindowMs } from '../cluster/routing.js';
 import { NotLeaderError } from '../errors.js';
 import {
@@ -41,6 +42,26 @@ export interface KeyRoute {
   refused(name: string, shard: number, err: unknown, from: string): void;
   /** The window in which a refused call is sent again (the client's requestTimeoutMs). */
   readonly requestTimeoutMs: number;
+}
+
+/** The client router's single-key routing for caches (a call refused inside the request
+ *  timeout is sent again). */
+export function cacheKeyRoute(router: ClusterRouter, requestTimeoutMs: number): KeyRoute {
+  return {
+    get active() {
+      return router.active;
+    },
+    get ownersVersion() {
+      return router.ownersVersion;
+    },
+    widthNow: (name) => router.widthNow('cache', name),
+    widthOf: (name, signal) => router.widthOf('cache', name, signal),
+    liveFor: (name, shard) => router.liveFor('cache', name, shard),
+    request: (name, shard, call, signal, tried) =>
+      router.request('cache', name, shard, call, signal, tried),
+    refused: (name, shard, err, from) => router.refused('cache', name, shard, err, from),
+    requestTimeoutMs,
+  };
 }
 
 /** A call that failed: its error, and the broker that answered it (or '' when unknown). */
