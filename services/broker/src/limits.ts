@@ -333,6 +333,9 @@ export const JWKS_CACHE_MS = 60 * 60 * 1000;
 /** How long a failed fetch (or an empty key set) is remembered: a burst of connections for a
  *  tenant whose JWKS does not answer costs one fetch per 5 s, not one per connection. */
 export const JWKS_FAILURE_MEMORY_MS = 5_000;
+/** A token naming a kid the cached set lacks refetches the set at most this often per tenant
+ *  (a tenant deleted and initialized again signs with a new key; a forged kid costs this). */
+export const JWKS_UNKNOWN_KID_REFETCH_MS = 5_000;
 /** JWKS fetches running at once; further tenants wait for a slot (a connect storm across many
  *  tenants cannot open hundreds of requests to the control plane). */
 export const JWKS_FETCHES_IN_FLIGHT_MAX = 8;

@@ -22,6 +22,7 @@ import { loadConfig } from '../src/config/load.js';
 import {
   JWKS_FAILURE_MEMORY_MS,
   JWKS_FETCHES_IN_FLIGHT_MAX,
+  JWKS_UNKNOWN_KID_REFETCH_MS,
   NODE_TOKEN_FILE_BYTES_MAX,
   NODE_TOKEN_REREAD_MS,
 } from '../src/limits.js';
@@ -145,11 +146,45 @@ describe('jwks resolver', () => {
     const [a, b, none] = await all;
     expect(a).not.toBeNull();
     expect(b).toBe(a);
-    expect(none).toBeNull(); // an unknown kid refetches nothing
+    expect(none).toBeNull(); // an unknown kid refetches nothing within the refetch interval
     expect(await r.resolve('t1', 'other')).toBeNull();
     expect(seen).toEqual([
       { url: 'http://cp/v1/tenants/t1/.well-known/jwks.json', auth: 'Bearer node-cred' },
     ]);
+  });
+
+  it('an_unknown_kid_refetches_the_key_set_at_most_once_per_interval_and_the_new_set_replaces_the_old', async () => {
+    // Found by an operator trial: a tenant deleted and initialized again signs with a new key,
+    // which the broker refused for the hour it kept the old set, while the old key verified.
+    const before = await jwksBody();
+    const after = await jwksBody();
+    let body = before.body;
+    let now = 1_000_000;
+    let calls = 0;
+    const fetchFn = (async () => {
+      calls++;
+      return new Response(body, { status: 200 });
+    }) as unknown as typeof fetch;
+    const r = new JwksKeyResolver({
+      baseUrl: 'http://cp',
+      bearer: async () => null,
+      fetch: fetchFn,
+      now: () => now,
+    });
+    expect(await r.resolve('t1', before.kid)).not.toBeNull();
+    body = after.body; // the tenant now signs with another key
+    expect(await r.resolve('t1', after.kid)).toBeNull(); // within the interval: no fetch
+    expect(calls).toBe(1);
+    now += JWKS_UNKNOWN_KID_REFETCH_MS;
+    expect(await r.resolve('t1', after.kid)).not.toBeNull();
+    expect(calls).toBe(2);
+    expect(await r.resolve('t1', before.kid)).toBeNull(); // left the set: refused at once
+    // Forged kids cost one fetch per interval, not one each.
+    for (let i = 0; i < 5; i++) expect(await r.resolve('t1', `forged-${i}`)).toBeNull();
+    expect(calls).toBe(2);
+    now += JWKS_UNKNOWN_KID_REFETCH_MS;
+    for (let i = 0; i < 5; i++) expect(await r.resolve('t1', `forged-${i}`)).toBeNull();
+    expect(calls).toBe(3);
   });
 
   it('a_failed_jwks_fetch_is_remembered_for_five_seconds', async () => {

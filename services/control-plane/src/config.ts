@@ -77,9 +77,14 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
 
 function bind(raw: string, name = 'FELIX_CONTROLPLANE_BIND'): { host: string; port: number } {
   const at = raw.lastIndexOf(':');
-  const port = Number(raw.slice(at + 1));
+  const digits = raw.slice(at + 1);
+  // Decimal digits only: Number() reads '' (a `host:$PORT` with PORT unset) as 0, a random port,
+  // and takes hex and exponents. 0 written out still asks for an ephemeral port.
+  const port = /^[0-9]{1,5}$/.test(digits) ? Number(digits) : Number.NaN;
   if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new ConfigInvalidError(`${name}=${raw} must be host:port`);
+    throw new ConfigInvalidError(
+      `${name}=${raw} must be host:port, the port in decimal digits (0 to 65535)`,
+    );
   }
   return { host: raw.slice(0, at).replace(/^\[|\]$/g, ''), port };
 }

@@ -121,6 +121,9 @@ export const REFRESH_TOKENS_PER_PRINCIPAL_MAX = 1000;
  * own key changes); long enough that a burst of requests reads the keys once.
  */
 export const TENANT_KEYS_CACHE_TTL_MS = 5000;
+/** A token naming a key the cache does not hold reads the tenant's keys again, at most this
+ *  often per tenant (a key made or a tenant initialized on another instance). */
+export const TENANT_KEYS_MISS_REREAD_MS = 1000;
 
 /** Tenants whose keys are cached at once (unknown tenants too, so random `tid`s cannot hammer the store). */
 export const TENANT_KEYS_CACHE_ENTRIES_MAX = 4096;

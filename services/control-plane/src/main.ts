@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel, base: { service: 'felix-controlplane' } });
   const store = await openStore(config);
-  const { app, signer, metrics } = await buildApp({
+  const { app, signer, metrics, keys } = await buildApp({
     store,
     liveness: config.liveness,
     regionId: config.regionId,
@@ -21,7 +21,7 @@ async function main(): Promise<void> {
     tokens: tokenSettingsFromEnv(process.env),
   });
   const bootstrap = config.bootstrap.enabled
-    ? await buildBootstrapApp({ store, config: config.bootstrap, signer, metrics, logger })
+    ? await buildBootstrapApp({ store, config: config.bootstrap, signer, metrics, keys, logger })
     : undefined;
   let bootstrapAddress: string | undefined;
   if (bootstrap) {

@@ -195,11 +195,15 @@ describe('api', () => {
       retention: { max_age_seconds: 10 },
     });
     expect(kept.statusCode).toBe(201);
-    // Made in-memory while bounded: refused, the stream left as it was.
+    // Made in-memory: refused whatever else the patch says (durable is fixed at creation), the
+    // stream left as it was; its own value is no change.
     expect((await patch('kept', { durable: false })).statusCode).toBe(400);
     const both = await patch('kept', { durable: false, retention: null });
-    expect(both.statusCode).toBe(200);
-    expect(both.json()).toMatchObject({ durable: false });
+    expect(both.statusCode).toBe(400);
+    expect(both.json().message).toContain('durable is fixed at creation');
+    const same = await patch('kept', { durable: true, retention: null });
+    expect(same.statusCode).toBe(200);
+    expect(same.json()).toMatchObject({ durable: true, retention: { max_age_seconds: null } });
   });
 
   it('a_cache_takes_a_default_ttl_that_a_patch_changes_or_clears', async () => {

@@ -283,14 +283,13 @@ describe('felixctl', () => {
     const off = await recorded(
       env,
       [
-        ...['streams', 'update', 't1', 'ns', 's', '--no-durable', '--max-size-bytes', 'none'],
+        ...['streams', 'update', 't1', 'ns', 's', '--max-size-bytes', 'none'],
         ...['--consistency', 'Quorum'],
       ],
       () => current,
     );
     expect(off.requests.at(-1)?.body).toEqual({
       consistency: 'Quorum',
-      durable: false,
       retention: { max_age_seconds: 600, max_size_bytes: null },
     });
     const ttl = await recorded(env, [
@@ -307,6 +306,8 @@ describe('felixctl', () => {
     ]);
     for (const argv of [
       ['streams', 'update', 't1', 'ns', 's'],
+      // Durability is fixed at creation (a switched stream served its offsets again).
+      ['streams', 'update', 't1', 'ns', 's', '--no-durable'],
       ['caches', 'update', 't1', 'ns', 'c'],
       ['caches', 'update', 't1', 'ns', 'c', '--default-ttl-ms', 'soon'],
     ]) {

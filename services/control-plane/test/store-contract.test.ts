@@ -282,7 +282,8 @@ function storeContract(backend: Backend): void {
         Array.from({ length: writers }, async (_, w) => {
           for (let i = 0; i < each; i++) {
             await store.streams.create(stream(`w${w}-${i}`));
-            if (i % 3 === 0) await store.streams.patch('t1', 'ns', `w${w}-${i}`, { durable: true });
+            if (i % 3 === 0)
+              await store.streams.patch('t1', 'ns', `w${w}-${i}`, { consistency: 'Quorum' });
           }
         }),
       );

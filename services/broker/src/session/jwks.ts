@@ -5,8 +5,12 @@
  * request, a failure is remembered for JWKS_FAILURE_MEMORY_MS, at most JWKS_FETCHES_IN_FLIGHT_MAX
  * fetches run at once, each has JWKS_FETCH_TIMEOUT_MS, and a key set is kept JWKS_CACHE_MS (an
  * empty one only JWKS_FAILURE_MEMORY_MS: the tenant may be bootstrapped any moment).
- * An unknown kid never triggers a refetch: a forged kid costs the broker nothing, and a new key
- * is staged an hour before it signs (the rotation steps in docs/security.md ("Broker")).
+ * A token naming a kid the cached set lacks fetches the set again, at most once per
+ * JWKS_UNKNOWN_KID_REFETCH_MS per tenant (the reference never refetches): a tenant deleted and
+ * initialized again signs with a new key, which would otherwise be refused for the hour the old
+ * set is kept, while the deleted tenant's tokens kept verifying. The new set replaces the old,
+ * so a kid that left it (retired, or its tenant deleted) stops verifying then too. A forged kid
+ * costs one fetch per tenant per interval at most.
  */
 import { type KeyResolver, importPublicJwk } from '@felix/authz';
 import { JwksFetchError } from '../errors.js';
@@ -17,6 +21,7 @@ import {
   JWKS_FETCHES_IN_FLIGHT_MAX,
   JWKS_FETCH_TIMEOUT_MS,
   JWKS_TENANTS_MAX,
+  JWKS_UNKNOWN_KID_REFETCH_MS,
 } from '../limits.js';
 
 /** A tenant's public key as the verifier takes it (jose's key type, through authz's resolver). */
@@ -25,7 +30,7 @@ type JWK = Parameters<typeof importPublicJwk>[0];
 export type TenantKeys = ReadonlyMap<string, PublicKey>;
 
 type Entry =
-  | { kind: 'keys'; keys: TenantKeys; untilMs: number }
+  | { kind: 'keys'; keys: TenantKeys; untilMs: number; fetchedAtMs: number }
   | { kind: 'failed'; error: JwksFetchError; untilMs: number };
 
 /** Parses a JWKS document into kid → key; a key that does not import is skipped, not fatal. */
@@ -71,8 +76,13 @@ export class JwksKeyResolver implements KeyResolver {
   }
 
   async resolve(tenant: string, kid: string): Promise<PublicKey | null> {
-    const keys = await this.keysOf(tenant);
-    return keys.get(kid) ?? null;
+    const found = (await this.keysOf(tenant)).get(kid);
+    if (found !== undefined) return found;
+    const entry = this.entries.get(tenant);
+    if (entry?.kind !== 'keys' || this.now() - entry.fetchedAtMs < JWKS_UNKNOWN_KID_REFETCH_MS)
+      return null;
+    this.entries.delete(tenant);
+    return (await this.keysOf(tenant)).get(kid) ?? null;
   }
 
   /** The tenant's keys: cached, shared with a fetch in flight, or fetched. */
@@ -99,7 +109,8 @@ export class JwksKeyResolver implements KeyResolver {
       // No keys (a tenant not bootstrapped yet, or unknown) is kept only as long as a failure:
       // any client may name a tenant in `auth`, and an hour of "no keys" would lock it out here.
       const keepMs = keys.size === 0 ? JWKS_FAILURE_MEMORY_MS : JWKS_CACHE_MS;
-      this.remember(tenant, { kind: 'keys', keys, untilMs: this.now() + keepMs });
+      const now = this.now();
+      this.remember(tenant, { kind: 'keys', keys, untilMs: now + keepMs, fetchedAtMs: now });
       return keys;
     } catch (err) {
       const error =

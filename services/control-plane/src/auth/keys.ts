@@ -10,7 +10,11 @@ import {
   importPublicJwk,
 } from '@felix/authz';
 import type { Clock } from '../clock.js';
-import { TENANT_KEYS_CACHE_ENTRIES_MAX, TENANT_KEYS_CACHE_TTL_MS } from '../limits.js';
+import {
+  TENANT_KEYS_CACHE_ENTRIES_MAX,
+  TENANT_KEYS_CACHE_TTL_MS,
+  TENANT_KEYS_MISS_REREAD_MS,
+} from '../limits.js';
 import type { NewSigningKey } from '../store/signing-keys.js';
 import type { ControlStore } from '../store/store.js';
 
@@ -38,6 +42,14 @@ export class TenantKeyCache implements KeyResolver {
   ) {}
 
   async resolve(tenant: string, kid: string): Promise<PublicKey | null> {
+    const found = (await this.keysOf(tenant)).get(kid);
+    if (found !== undefined) return found;
+    // A key another instance made (HA) or a tenant it initialized: read again, at most once per
+    // TENANT_KEYS_MISS_REREAD_MS per tenant, so unknown kids cannot turn into a read each.
+    const hit = this.entries.get(tenant);
+    if (hit === undefined || this.clock.monoMs() - hit.atMs < TENANT_KEYS_MISS_REREAD_MS)
+      return null;
+    this.entries.delete(tenant);
     return (await this.keysOf(tenant)).get(kid) ?? null;
   }
 

@@ -107,11 +107,9 @@ function streamUpdate(streams: Command, api: Api, base: (t: string, ns: string) 
   streams
     .command('update <tenant> <namespace> <stream>')
     .description(
-      'changes retention, consistency or durability (a retention bound left out is kept)',
+      'changes retention or consistency (a retention bound left out is kept; durability is fixed at creation)',
     )
     .option('--consistency <c>', 'Leader or Quorum')
-    .option('--durable', 'keep records on disk')
-    .option('--no-durable', 'keep records in memory only')
     .option(
       '--max-age-seconds <n>',
       'retention by age, or none',
@@ -126,7 +124,6 @@ function streamUpdate(streams: Command, api: Api, base: (t: string, ns: string) 
       const path = `${base(t, ns)}/${seg(name)}`;
       const body: Json = {};
       if (o.consistency !== undefined) body.consistency = o.consistency;
-      if (o.durable !== undefined) body.durable = o.durable;
       if (o.maxAgeSeconds !== undefined || o.maxSizeBytes !== undefined) {
         // A PATCH sets retention whole: the bound not named keeps its current value.
         const cur = ((await api.call('GET', path)).retention ?? {}) as Json;

@@ -18,7 +18,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { parseIdpIssuer } from '../auth/idp-issuer.js';
-import { newSigningKey } from '../auth/keys.js';
+import { type TenantKeyCache, newSigningKey } from '../auth/keys.js';
 import {
   ADMIN_ROLE,
   OPERATOR_PERMISSIONS,
@@ -93,6 +93,8 @@ export interface BootstrapDeps {
   config: BootstrapConfig;
   signer: TokenSigner;
   metrics: Metrics;
+  /** The API's key cache, told of a tenant initialized here (its new key verifies at once). */
+  keys?: TenantKeyCache;
   logger?: FastifyBaseLogger | false;
   /** The app's deferred schema compilers (lazy-compilers.ts); a test passes its own to force
    *  them all. */
@@ -198,6 +200,7 @@ function initializeRoute(app: FastifyInstance, deps: BootstrapDeps, audit: Audit
         roles,
         bindings,
       });
+      deps.keys?.invalidate(t);
       audit(req, 'initialized', {
         kid: r.kid,
         operator: b.operator === true,

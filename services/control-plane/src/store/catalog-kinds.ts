@@ -35,7 +35,8 @@ export interface CatalogKind<T, P> {
   notFound(message: string): ControlPlaneError;
 }
 
-/** What a stream's PATCH may change: shards, replication and routing are fixed. */
+/** What a stream's PATCH may change: shards, replication, routing and durability are fixed
+ *  (`durable` is taken only at its current value). */
 export interface StreamPatch {
   retention?: Retention | undefined;
   consistency?: Consistency | undefined;
@@ -68,16 +69,24 @@ export const STREAMS: CatalogKind<Stream, StreamPatch> = {
     routing: st.routing,
     uid: st.uid,
   }),
-  mutable: ['retention_max_age_seconds', 'retention_max_size_bytes', 'consistency', 'durable'],
+  mutable: ['retention_max_age_seconds', 'retention_max_size_bytes', 'consistency'],
   of: streamOf,
   nameOf: (st) => st.stream,
   routingOf: (st) => st.routing,
-  applyPatch: (cur, patch) => ({
-    ...cur,
-    retention: patch.retention ?? cur.retention,
-    consistency: patch.consistency ?? cur.consistency,
-    durable: patch.durable ?? cur.durable,
-  }),
+  applyPatch: (cur, patch) => {
+    // A broker serves a durable stream from its log on disk and an in-memory one from its ring:
+    // switched, the shard reopens on the other and hands out offsets it acknowledged before
+    // (JetStream refuses a storage change alike). The same value is no change.
+    if (patch.durable !== undefined && patch.durable !== cur.durable)
+      throw new InvalidRequestError(
+        `durable is fixed at creation (${cur.stream} is ${cur.durable ? 'durable' : 'in memory'}): a stream switched would serve its offsets again from an empty log; create a new stream instead`,
+      );
+    return {
+      ...cur,
+      retention: patch.retention ?? cur.retention,
+      consistency: patch.consistency ?? cur.consistency,
+    };
+  },
   check: (st) => {
     const r = st.retention;
     // A broker bounds only a durable stream's log (an in-memory one, its ring): refused, not

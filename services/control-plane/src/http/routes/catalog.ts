@@ -82,6 +82,8 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const tenant_id = checkName('tenant_id', b.tenant_id);
       const display_name = b.display_name ?? tenant_id;
       const r = await store.tenants.create({ tenant_id, display_name });
+      // A name created again: nothing cached of a tenant deleted before it may verify.
+      if (r.created) ctx.keys.invalidate(tenant_id);
       return reply.code(r.created ? 201 : 200).send(r.item);
     },
   });
@@ -101,7 +103,10 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.TenantParams>;
-      await store.tenants.delete(checkName('tenant_id', p.tenant_id));
+      const t = checkName('tenant_id', p.tenant_id);
+      await store.tenants.delete(t);
+      // Its keys went with it: a token of the deleted tenant is refused from this answer on.
+      ctx.keys.invalidate(t);
       return reply.code(204).send();
     },
   });
@@ -234,7 +239,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     schema: {
       tags: ['streams'],
       summary:
-        'Changes retention, consistency or durability (shards, replication and routing are fixed)',
+        'Changes retention or consistency (shards, replication, routing and durability are fixed)',
       params: S.StreamParams,
       body: S.PatchStream,
       response: S.responses({ 200: S.Stream }),
