@@ -317,3 +317,7 @@ export const KEYED_ROUTE_ATTEMPTS_MAX = PUBLISH_ROUTE_ATTEMPTS_MAX;
 /** How long a reader following its shard's owner retries `not_found` (a name the broker it
  *  asked has not loaded yet, after a move): briefly, as a deleted stream answers it for good. */
 export const NOT_FOUND_RETRY_MS = 5_000;
+
+/** The longest TTL a cache put may name: 2^45 ms (about 1,115 years), the broker's bound
+ *  (services/broker CACHE_TTL_MS_MAX); a longer one is refused before it is sent. */
+export const CACHE_TTL_MS_MAX = 2 ** 45;

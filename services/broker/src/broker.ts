@@ -18,6 +18,7 @@ import { endFreshWait, freshStorageAtStart } from './cluster/fresh-storage.js';
 import type { Logger } from 'pino';
 import { Authenticator } from './session/authenticator.js';
 import { Catalog } from './catalog/catalog.js';
+import { checkYamlShardCounts } from './catalog/yaml-shard-counts.js';
 import { NodeToken } from './cluster/node-token.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
 import { ListenError } from './errors.js';
@@ -198,6 +199,11 @@ export class Broker {
         this.freshStorage = await freshStorageAtStart(cfg.durable.data_dir, nodeIo);
       await mkdir(cfg.durable.data_dir, { recursive: true });
       this.dataDirLock = await lockDir(cfg.durable.data_dir);
+      // A YAML catalog whose shard counts changed is refused before any log opens.
+      if (controlPlaneUrl(cfg) === null)
+        await checkYamlShardCounts(cfg, cfg.durable.data_dir, this.storageIo ?? nodeIo, (f, msg) =>
+          this.log.warn(f, msg),
+        );
       // Files of deleted shards a crash left aside (cluster/deleted-shards.ts): no log opens them.
       void sweepDeletedShards(cfg.durable.data_dir, this.storageIo ?? nodeIo, this.log);
     }

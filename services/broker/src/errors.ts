@@ -166,6 +166,25 @@ export class NameMarkerError extends BrokerError {
   }
 }
 
+/** A standalone broker's shard count file (catalog/yaml-shard-counts.ts) that does not decode. */
+export class ShardCountMarkerError extends BrokerError {
+  readonly code = 'FELIX_BROKER_SHARD_COUNT_MARKER';
+  constructor(reason: string, options?: FelixErrorOptions) {
+    super(`shard count file: ${reason}`, options);
+  }
+}
+
+/** A standalone broker's YAML names another shard count than its data was written with. */
+export class ShardCountChangedError extends BrokerError {
+  readonly code = 'FELIX_BROKER_SHARD_COUNT_CHANGED';
+  constructor(what: string, was: number, now: number, options?: FelixErrorOptions) {
+    super(
+      `${what} was written with ${was} shards and the configuration now names ${now}: a key goes to shardForKey(key, shards), so its held keys would read as absent. Shard counts are fixed at creation: put ${was} back, or move its data dir aside to start it over`,
+      options,
+    );
+  }
+}
+
 /** A shard lineage file (cluster/lineage-markers.ts) that does not decode. */
 export class LineageMarkerError extends BrokerError {
   readonly code = 'FELIX_BROKER_LINEAGE_MARKER';

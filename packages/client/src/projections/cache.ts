@@ -42,7 +42,7 @@ import {
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { cacheShardOf } from '../cluster/routing.js';
 import { KeyRoutes } from './key-routes.js';
-import { CACHE_KEY_BYTES_MAX } from '../limits.js';
+import { CACHE_KEY_BYTES_MAX, CACHE_TTL_MS_MAX } from '../limits.js';
 import { resetOnAbort } from '../protocol/auth.js';
 import { Deadline } from '../util/deadline.js';
 import { abortable } from '../util/abortable.js';
@@ -136,8 +136,11 @@ export class Cache {
     // request's own with one step that maps its outcome (no await, no turn of its own per put).
     try {
       checkKey(key);
-      if (opts.ttlMs !== undefined && (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs < 0))
-        throw new InvalidArgumentError('ttlMs must be a non-negative integer');
+      const ttl = opts.ttlMs;
+      if (ttl !== undefined && !(Number.isSafeInteger(ttl) && ttl >= 0 && ttl <= CACHE_TTL_MS_MAX))
+        throw new InvalidArgumentError(
+          `ttlMs must be a whole number of ms from 0 to ${CACHE_TTL_MS_MAX} (2^45), got ${ttl}`,
+        );
       const bytes = bytesOf(value, 'the cache value');
       const keys = this.keys;
       if (keys?.active) {
@@ -355,6 +358,14 @@ export class Cache {
     }
     if (opts.retained && opts.fromOffset !== undefined)
       throw new InvalidArgumentError('retained and fromOffset cannot be combined');
+    // What the wire cannot carry is the caller's slip, refused here, not a wire error later.
+    for (const [name, v] of [
+      ['fromOffset', opts.fromOffset],
+      ['shard', opts.shard],
+    ] as const) {
+      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0))
+        throw new InvalidArgumentError(`watch ${name} must be a whole number >= 0, got ${v}`);
+    }
     return { [Symbol.asyncIterator]: () => this.watchSpan(filter, opts) };
   }
 

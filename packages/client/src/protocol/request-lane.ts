@@ -133,11 +133,18 @@ export class RequestLane implements DueWatched {
     return this.requestSlowly(prepare, write);
   }
 
-  /** Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. */
+  /**
+   * Opens the stream on first use and waits for room under REQUESTS_IN_FLIGHT_MAX. The request
+   * is encoded now, not when it leaves: the caller's bytes (a cache put's value) are taken as
+   * they were at the call, as a pipeline's are, whatever the caller writes into them meanwhile.
+   * Its id is taken now too; nothing overtakes a queued request, so ids still leave in order.
+   */
   private async requestSlowly<T>(
     prepare: (requestId: number) => Prepared<T>,
     write: string | undefined,
   ): Promise<T> {
+    const id = this.host.table.nextId();
+    const prepared = preparedFrame(prepare, id); // a request that cannot be encoded is refused alone
     this.slowQueued++;
     let w: StreamWriter;
     try {
@@ -154,7 +161,7 @@ export class RequestLane implements DueWatched {
       this.slowQueued--;
     }
     if (this.failed) throw this.failed; // never sent
-    return this.send(w, prepare, write);
+    return this.sendPrepared(w, id, prepared, write);
   }
 
   private async openWriter(): Promise<StreamWriter> {
@@ -182,18 +189,20 @@ export class RequestLane implements DueWatched {
     // and is refused alone, as a rejection (never thrown into the caller's turn).
     let prepared: Prepared<T>;
     try {
-      prepared = prepare(id);
-      if (prepared.bytes.byteLength - FRAME_HEADER_BYTES > FRAME_BYTES_MAX) {
-        // The broker would end the whole stream at this frame's header, failing every request
-        // on it, and its error (no request id) would be taken for the oldest one's.
-        throw new InvalidArgumentError(
-          `a request of ${prepared.bytes.byteLength} bytes is larger than a frame may be ` +
-            `(FRAME_BYTES_MAX, ${FRAME_BYTES_MAX} bytes of payload)`,
-        );
-      }
+      prepared = preparedFrame(prepare, id);
     } catch (err) {
       return Promise.reject(err);
     }
+    return this.sendPrepared(writer, id, prepared, write);
+  }
+
+  /** Registers the answer of an encoded request and pushes its frame. */
+  private sendPrepared<T>(
+    writer: StreamWriter,
+    id: number,
+    prepared: Prepared<T>,
+    write: string | undefined,
+  ): Promise<T> {
     const { bytes, quick, finish } = prepared;
     const due = this.host.ticks.count + this.dueTicks;
     const answer = new Promise<T>((resolve, reject) => {
@@ -343,4 +352,18 @@ function settleWith(w: Waiting, msg: Message): void {
     return;
   }
   w.resolve(result);
+}
+
+/** `prepare(id)`, refused (thrown) when its frame is larger than a frame may be: the broker would
+ *  end the whole stream at its header, failing every request on it, and its error (no request
+ *  id) would be taken for the oldest one's. */
+function preparedFrame<T>(prepare: (requestId: number) => Prepared<T>, id: number): Prepared<T> {
+  const prepared = prepare(id);
+  if (prepared.bytes.byteLength - FRAME_HEADER_BYTES > FRAME_BYTES_MAX) {
+    throw new InvalidArgumentError(
+      `a request of ${prepared.bytes.byteLength} bytes is larger than a frame may be ` +
+        `(FRAME_BYTES_MAX, ${FRAME_BYTES_MAX} bytes of payload)`,
+    );
+  }
+  return prepared;
 }

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type Child, freePort, spawnNode, tempDir } from '@felix/testing-harness';
+import { type Child, ChildExitedError, freePort, spawnNode, tempDir } from '@felix/testing-harness';
 import { afterAll, beforeAll } from 'vitest';
 import { BrokerStartError } from './errors.js';
 import { BROKER_START_DEADLINE_MS } from './limits.js';
@@ -73,7 +73,14 @@ export async function startBroker(spec: BrokerSpec): Promise<BrokerProcess> {
       ...spec.env,
     },
   });
-  await child.waitForOutput('"msg":"listening"', 'the broker to listen', BROKER_START_DEADLINE_MS);
+  await child
+    .waitForOutput('"msg":"listening"', 'the broker to listen', BROKER_START_DEADLINE_MS)
+    .catch((err: unknown) => {
+      // A broker that refused to start (it exited) is named as such, at once.
+      throw err instanceof ChildExitedError
+        ? new BrokerStartError(err.message, { cause: err })
+        : err;
+    });
   const line = child
     .jsonLines()
     .find(

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { ChildExitedError } from './errors.js';
 import { CHILD_OUTPUT_BYTES_MAX, CHILD_STOP_GRACE_MS } from './limits.js';
 import { waitFor } from './wait.js';
 
@@ -78,17 +79,22 @@ export function spawnNode(
     async waitForOutput(pattern, what, deadlineMs) {
       const test = (s: string) =>
         typeof pattern === 'string' ? s.includes(pattern) : pattern.test(s);
+      // waitFor takes a throwing condition for "not yet": an exit is noted and thrown after it,
+      // at once, not at the deadline.
+      let gone = false;
       await waitFor(
         () => {
           if (test(out) || test(err)) return true;
-          if (proc.exitCode !== null || proc.signalCode !== null) {
-            throw new Error(`child exited before ${what ?? String(pattern)}: ${err.slice(-2000)}`);
-          }
-          return false;
+          gone = proc.exitCode !== null || proc.signalCode !== null;
+          return gone;
         },
         what ?? `output ${String(pattern)}`,
         deadlineMs,
       );
+      if (gone)
+        throw new ChildExitedError(
+          `child exited before ${what ?? String(pattern)}: ${err.slice(-2000)}`,
+        );
     },
   };
   return child;

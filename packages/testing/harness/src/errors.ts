@@ -5,6 +5,11 @@ export class DeadlineExceededError extends FelixError {
   readonly code = 'FELIX_TEST_DEADLINE_EXCEEDED';
 }
 
+/** A child process exited before printing what a test waited for. */
+export class ChildExitedError extends FelixError {
+  readonly code = 'FELIX_TEST_CHILD_EXITED';
+}
+
 /** The openssl command line could not make a test CA or certificate. */
 export class TestPkiError extends FelixError {
   readonly code = 'FELIX_TEST_PKI';

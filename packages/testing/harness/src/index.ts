@@ -1,6 +1,11 @@
 export { spawnNode } from './child.js';
 export type { Child } from './child.js';
-export { DeadlineExceededError, NoFreePortError, TestPkiError } from './errors.js';
+export {
+  ChildExitedError,
+  DeadlineExceededError,
+  NoFreePortError,
+  TestPkiError,
+} from './errors.js';
 export { tempDir } from './fs.js';
 export { type CleanupScope, cleanupScope } from './scope.js';
 export {

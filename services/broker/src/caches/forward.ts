@@ -23,6 +23,20 @@ export function forwardCacheWrite<M extends ForwardedWrite>(
   return (msg, rc, to) => answers.queue(rc, msg, (m, r) => sendCacheWrite(slot, m, r, to));
 }
 
+/**
+ * A forwarded put's TTL that says "never expires" (the client's explicit `ttl_ms: 0`). The
+ * internal frame's `ttl_ms` reads 0 as none given (the reference's meaning), for which the owner
+ * applies the cache's `default_ttl_ms`, so an explicit 0 travels as this value, which no put may
+ * name (CACHE_TTL_MS_MAX is 2^45).
+ */
+export const FORWARD_TTL_NEVER_MS = Number.MAX_SAFE_INTEGER;
+
+/** The forwarded `ttl_ms` of a put that gave `ttl` (undefined: none given). */
+function forwardedTtl(ttl: number | undefined): number {
+  if (ttl === undefined) return 0;
+  return ttl === 0 ? FORWARD_TTL_NEVER_MS : ttl;
+}
+
 async function sendCacheWrite(
   slot: ForwardingSlot,
   msg: ForwardedWrite,
@@ -34,7 +48,7 @@ async function sendCacheWrite(
   if (forwarder === null) throw to;
   const op =
     msg.type === 'cache_put'
-      ? { op: CACHE_OP.Put, key: msg.key, ttlMs: msg.ttl_ms ?? 0, value: msg.value }
+      ? { op: CACHE_OP.Put, key: msg.key, ttlMs: forwardedTtl(msg.ttl_ms), value: msg.value }
       : msg.type === 'cache_delete'
         ? { op: CACHE_OP.Delete, key: msg.key, ttlMs: 0, value: new Uint8Array(0) }
         : { op: CACHE_OP.CounterAdd, key: msg.key, ttlMs: 0, value: writeI64(msg.delta) };

@@ -24,7 +24,7 @@ import {
 import type { Logger } from 'pino';
 import { cacheGet, cachePut } from '../caches/cache-requests.js';
 import type { CacheService } from '../caches/cache-service.js';
-import { readI64, writeI64 } from '../caches/forward.js';
+import { FORWARD_TTL_NEVER_MS, readI64, writeI64 } from '../caches/forward.js';
 import { ForwardRefusedError, QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
 import { QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
 import { counterOp } from '../counters/handlers.js';
@@ -260,7 +260,8 @@ function cacheMessage(
         type: 'cache_put',
         ...scope,
         value: m.value,
-        ...(m.ttlMs !== 0 ? { ttl_ms: m.ttlMs } : {}),
+        // 0: none given (the cache's default applies); FORWARD_TTL_NEVER_MS: an explicit 0.
+        ...(m.ttlMs === 0 ? {} : { ttl_ms: m.ttlMs === FORWARD_TTL_NEVER_MS ? 0 : m.ttlMs }),
       };
     case CACHE_OP.Delete:
       return { type: 'cache_delete', ...scope };
