@@ -14,7 +14,8 @@ export interface StreamEvent {
    *  once for the same loss, as soon as the broker reports it (possibly before this event). */
   lostBefore: number;
   /** Offsets just before this event that hold no record and were not lost (a new leader's
-   *  generation-start record, records retention removed): present only when above 0. */
+   *  generation-start record): present only when above 0. Records retention removed before
+   *  this subscription read them are lost to it: `lostBefore`, with a `gap` status. */
   skippedBefore?: number;
   /** When the record was appended (µs since the epoch, the broker's clock), on a subscription
    *  made with `timestamps: true` to a broker that sends them; absent otherwise. */

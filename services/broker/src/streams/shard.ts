@@ -366,10 +366,10 @@ export class Shard {
         maxBytes: HISTORY_PAGE_BYTES_MAX,
       });
       if (page.kind === 'trimmed') {
-        // Retention removed the rest of our range while we read: those offsets hold no event.
-        const to = Math.min(page.oldest, until);
-        skipped += to - from;
-        from = to;
+        // Retention removed records of our range while we read: they were records, now lost to
+        // this reader, so they are not counted as offsets that hold none (`skipped`): the next
+        // batch's offset jumps past them, which the client reports as a gap (`lostBefore`).
+        from = Math.min(page.oldest, until);
         continue;
       }
       const records = page.records.filter((r) => r.offset >= from && r.offset < until);
