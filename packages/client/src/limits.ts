@@ -181,6 +181,15 @@ export const GROUP_CONSUME_POLLS_AHEAD_MAX = 3;
  *  GROUP_CONSUME_POLLS_AHEAD_MAX x this at most, a small part of any visibility timeout, and a
  *  slow caller keeps the single poll ahead it had before. */
 export const GROUP_CONSUME_QUICK_BATCH_MS = 250;
+/** The claim length `consume()` assumes when it names none (`visibilityMs`): the broker's default
+ *  `groups.visibility_timeout_ms`. A broker configured shorter should be told through
+ *  `consume({ visibilityMs })`, which the loop then bounds its holding by. */
+export const GROUP_CONSUME_VISIBILITY_MS_ASSUMED = 30_000;
+/** The longest `consume()` holds a record it was handed before yielding it: a third of the claim
+ *  (GROUP_CONSUME_VISIBILITY_MS_ASSUMED, or the loop's `visibilityMs`), at most this. Past it the
+ *  records not yet yielded are released (handed back uncounted) and polled again, rather than
+ *  yielded after their claim may have lapsed (worked twice, their attempts raised). */
+export const GROUP_CONSUME_HOLD_MS_MAX = 10_000;
 /** First delay cap between a consume loop's polls after one failed in a way that passes (a lost
  *  connection, a poll left unanswered, a redirect, a busy broker); the delay is uniform in
  *  [0, min(cap, base * 2^failure)], failures counted in a row (an answered poll starts over). */

@@ -322,6 +322,79 @@ describe('group consume pipeline', () => {
     expect(polls()).toHaveLength(3);
   });
 
+  it('a_slow_callers_next_poll_asks_for_what_it_works_through_in_half_the_hold_bound', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const polls = () =>
+      streams
+        .flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })))
+        .filter((x) => x.m.type === 'group_poll');
+    // A 3 s claim: the loop holds a record 1 s at most, and sizes batches to 0.5 s of work.
+    const it = g.consume({ max: 100, waitMs: 1_000, visibilityMs: 3_000 })[Symbol.asyncIterator]();
+    const answerPoll = (i: number, from: number, n: number) => {
+      const p = polls()[i]!;
+      const id = (p.m as { request_id: number }).request_id;
+      p.stream.push({ type: 'group_records', request_id: id, records: records(from, n) });
+    };
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    answerPoll(0, 0, 2);
+    expect((await first).value?.offset).toBe(0);
+    // 200 ms of work a record (a stand-in for the caller's job).
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await it.next()).value?.offset).toBe(1);
+    await new Promise((r) => setTimeout(r, 200));
+    const third = it.next();
+    await waitFor(() => polls().length === 2, 'the poll made ahead', 5_000);
+    answerPoll(1, 2, 2);
+    expect((await third).value?.offset).toBe(2);
+    // The poll made after that batch asks for what the caller does in 0.5 s: 2 or so, not 100.
+    await waitFor(() => polls().length === 3, 'the next poll ahead', 5_000);
+    const asked = (polls()[2]!.m as { max_records: number }).max_records;
+    expect(asked).toBeGreaterThanOrEqual(1);
+    expect(asked).toBeLessThanOrEqual(3);
+    expect((polls()[0]!.m as { max_records: number }).max_records).toBe(100);
+    await it.return?.();
+  });
+
+  it('records_held_past_a_third_of_their_claim_are_released_not_yielded', async () => {
+    const { host, streams } = fakeHost();
+    const g = new Group(host, 'jobs', 'billing');
+    const sent = () =>
+      streams.flatMap((stream) => decodeAll(stream.writes).map((m) => ({ stream, m })));
+    const polls = () => sent().filter((x) => x.m.type === 'group_poll');
+    // A 600 ms claim: a record waits 200 ms at most in the loop before it is yielded.
+    const it = g.consume({ max: 10, waitMs: 1_000, visibilityMs: 600 })[Symbol.asyncIterator]();
+    const first = it.next();
+    await waitFor(() => polls().length === 1, 'the first poll', 5_000);
+    const p0 = polls()[0]!;
+    p0.stream.push({
+      type: 'group_records',
+      request_id: (p0.m as { request_id: number }).request_id,
+      records: records(0, 3),
+    });
+    expect((await first).value?.offset).toBe(0);
+    await new Promise((r) => setTimeout(r, 300)); // the caller's work outlasts the hold bound
+    const next = it.next();
+    // Offsets 1 and 2 go back uncounted instead of out to a caller whose claim on them may lapse.
+    const released = () =>
+      sent()
+        .filter((x) => x.m.type === 'group_nack')
+        .map((x) => (x.m as { offset: number }).offset);
+    await waitFor(() => released().length === 2, 'the held records released', 5_000);
+    expect(released().sort()).toEqual([1, 2]);
+    // The poll made ahead answers with them again (owed first), and the loop goes on from there.
+    await waitFor(() => polls().length >= 2, 'the poll ahead', 5_000);
+    const p1 = polls()[1]!;
+    p1.stream.push({
+      type: 'group_records',
+      request_id: (p1.m as { request_id: number }).request_id,
+      records: records(1, 2),
+    });
+    expect((await next).value?.offset).toBe(1);
+    await it.return?.();
+  });
+
   it('a_request_that_cannot_be_built_leaves_later_answers_matched', async () => {
     const { host, streams } = fakeHost();
     const bc = (await host.connection()) as { requests: RequestLane };

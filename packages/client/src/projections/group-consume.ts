@@ -20,10 +20,13 @@
 import { type FailureClass, failureClassOf } from '../reader-retry.js';
 import {
   GROUP_CONSUME_BUSY_RETRY_DELAY_MS_MAX,
+  GROUP_CONSUME_HOLD_MS_MAX,
   GROUP_CONSUME_POLLS_AHEAD_MAX,
   GROUP_CONSUME_QUICK_BATCH_MS,
   GROUP_CONSUME_RETRY_BASE_MS,
   GROUP_CONSUME_RETRY_DELAY_MS_MAX,
+  GROUP_CONSUME_VISIBILITY_MS_ASSUMED,
+  GROUP_POLL_RECORDS_DEFAULT,
   NOT_FOUND_RETRY_MS,
 } from '../limits.js';
 import { backoffDelayMs } from '../util/backoff.js';
@@ -95,9 +98,19 @@ class ConsumeLoop {
   private readonly ahead: Array<Promise<GroupMessage[]>> = [];
   /** What each poll ahead brought, once it answered (a hand-back at the end goes at once). */
   private readonly answered = new WeakMap<Promise<GroupMessage[]>, GroupMessage[]>();
+  /** When each poll ahead answered (performance.now()): its records' claims run from then. */
+  private readonly answeredAt = new WeakMap<Promise<GroupMessage[]>, number>();
   private batch: GroupMessage[] = [];
   private at = 0;
   private started = 0;
+  /** When the batch in hand was answered: none of it is yielded past `heldSince + holdMs`. */
+  private heldSince = 0;
+  /** The longest a record waits in the loop before it is yielded (a third of the claim). */
+  private readonly holdMs: number;
+  /** The caller's `max`, and what the next poll asks for: fewer for a caller whose batches
+   *  would outlast half the hold bound, so its records are not claimed long before its turn. */
+  private readonly maxAsked: number;
+  private max: number;
   /** Whether the caller worked through its last batch quickly: only then poll further ahead. */
   private quick = false;
   private finished = false;
@@ -117,6 +130,10 @@ class ConsumeLoop {
   ) {
     opts.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.pollOpts = { ...opts, signal: this.stop.signal };
+    const claimMs = opts.visibilityMs ?? GROUP_CONSUME_VISIBILITY_MS_ASSUMED;
+    this.holdMs = Math.min(GROUP_CONSUME_HOLD_MS_MAX, claimMs / 3);
+    this.maxAsked = opts.max ?? GROUP_POLL_RECORDS_DEFAULT;
+    this.max = this.maxAsked;
   }
 
   iterator(): AsyncIterator<GroupMessage> {
@@ -144,13 +161,37 @@ class ConsumeLoop {
   }
 
   private pollAhead(): void {
-    const p = this.g.poll(this.pollOpts);
-    // Observed when it is awaited (or dropped at the end); its records noted for the end.
+    const opts = this.max === this.maxAsked ? this.pollOpts : { ...this.pollOpts, max: this.max };
+    const p = this.g.poll(opts);
+    // Observed when it is awaited (or dropped at the end); its records noted for the end, and
+    // when they came (their claims run from about then).
     p.then(
-      (msgs) => this.answered.set(p, msgs),
+      (msgs) => {
+        this.answered.set(p, msgs);
+        this.answeredAt.set(p, performance.now());
+      },
       () => undefined,
     );
     this.ahead.push(p);
+  }
+
+  /**
+   * After a batch the caller worked through (`took` ms for `yielded` records): whether it was
+   * quick (then poll further ahead), and how many the next poll asks for: as many as the caller
+   * works through in half the hold bound at its pace, at least 1, at most its own `max`.
+   */
+  private paced(took: number, yielded: number): void {
+    this.quick = took <= GROUP_CONSUME_QUICK_BATCH_MS;
+    if (yielded === 0) return;
+    const fits = Math.floor(this.holdMs / 2 / (took / yielded));
+    this.max = Math.max(1, Math.min(this.maxAsked, fits));
+  }
+
+  /** The rest of the batch in hand waited past the hold bound: released (handed back without
+   *  counting an attempt) before its claims can lapse in the caller's hands. */
+  private releaseHeld(): void {
+    this.handBack(this.batch.slice(this.at));
+    this.at = this.batch.length;
   }
 
   private handBack(msgs: GroupMessage[]): void {
@@ -294,18 +335,19 @@ class ConsumeLoop {
   }
 
   private async advance(): Promise<IteratorResult<GroupMessage>> {
-    if (this.batch.length > 0)
-      this.quick = performance.now() - this.started <= GROUP_CONSUME_QUICK_BATCH_MS;
+    if (this.batch.length > 0) this.paced(performance.now() - this.started, this.at);
     this.batch = [];
     this.at = 0;
     try {
       while (!this.ended) {
         if (this.ahead.length === 0) this.pollAhead();
         let next: GroupMessage[];
+        let poll: Promise<GroupMessage[]>;
         try {
           const answered = await this.firstAnswered();
           if (answered === undefined) break; // finished meanwhile: it hands every poll back
-          next = await answered.p;
+          poll = answered.p;
+          next = await poll;
         } catch (err) {
           if (this.ended) break;
           // A lost connection (the next poll waits for the reconnect), a poll left unanswered,
@@ -321,9 +363,18 @@ class ConsumeLoop {
           break;
         }
         if (next.length === 0) continue;
+        const now = performance.now();
+        const heldSince = this.answeredAt.get(poll) ?? now;
+        if (now - heldSince > this.holdMs) {
+          // Answered long before its turn (the caller was slow): its claims may lapse before
+          // the caller gets to them, so it goes back and a poll sized to the caller's pace goes out.
+          this.handBack(next);
+          continue;
+        }
         const depth = this.quick ? GROUP_CONSUME_POLLS_AHEAD_MAX : 1;
         while (this.ahead.length < depth) this.pollAhead();
-        this.started = performance.now();
+        this.started = now;
+        this.heldSince = heldSince;
         this.batch = next;
         this.at = 1;
         return { value: next[0]!, done: false };
@@ -342,8 +393,11 @@ class ConsumeLoop {
 
   private readonly next = (): Promise<IteratorResult<GroupMessage>> => {
     if (this.step !== undefined) return this.step.then(this.next, this.next);
-    if (this.at < this.batch.length)
-      return Promise.resolve({ value: this.batch[this.at++]!, done: false });
+    if (this.at < this.batch.length) {
+      if (performance.now() - this.heldSince <= this.holdMs)
+        return Promise.resolve({ value: this.batch[this.at++]!, done: false });
+      this.releaseHeld();
+    }
     if (this.finished) return Promise.resolve({ value: undefined, done: true });
     const s = this.advance();
     this.step = s;
