@@ -76,26 +76,37 @@ export function spawnNode(
         clearTimeout(timer);
       }
     },
-    async waitForOutput(pattern, what, deadlineMs) {
-      const test = (s: string) =>
-        typeof pattern === 'string' ? s.includes(pattern) : pattern.test(s);
-      // waitFor takes a throwing condition for "not yet": an exit is noted and thrown after it,
-      // at once, not at the deadline.
-      let gone = false;
-      await waitFor(
-        () => {
-          if (test(out) || test(err)) return true;
-          gone = proc.exitCode !== null || proc.signalCode !== null;
-          return gone;
-        },
-        what ?? `output ${String(pattern)}`,
-        deadlineMs,
-      );
-      if (gone)
-        throw new ChildExitedError(
-          `child exited before ${what ?? String(pattern)}: ${err.slice(-2000)}`,
-        );
-    },
+    waitForOutput: (pattern, what, deadlineMs) =>
+      outputOrExit(proc, () => [out, err], pattern, what, deadlineMs),
   };
   return child;
+}
+
+/**
+ * Waits until `pattern` shows in the child's output; a child that exits first fails at once
+ * (ChildExitedError), not at the deadline: waitFor takes a throwing condition for "not yet".
+ */
+async function outputOrExit(
+  proc: ChildProcess,
+  output: () => [string, string],
+  pattern: string | RegExp,
+  what: string | undefined,
+  deadlineMs: number | undefined,
+): Promise<void> {
+  const test = (s: string) => (typeof pattern === 'string' ? s.includes(pattern) : pattern.test(s));
+  let gone = false;
+  await waitFor(
+    () => {
+      const [out, err] = output();
+      if (test(out) || test(err)) return true;
+      gone = proc.exitCode !== null || proc.signalCode !== null;
+      return gone;
+    },
+    what ?? `output ${String(pattern)}`,
+    deadlineMs,
+  );
+  if (gone)
+    throw new ChildExitedError(
+      `child exited before ${what ?? String(pattern)}: ${output()[1].slice(-2000)}`,
+    );
 }

@@ -50,16 +50,9 @@ export function feedRoutes(
   });
 }
 
-export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
+/** The tenant routes: list, create, read, delete (with the tenant's cached keys forgotten). */
+function tenantRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { store } = ctx;
-  const limitOf = (q: Page) => q.limit ?? PAGE_LIMIT_DEFAULT;
-
-  feedRoutes(app, ctx, 'tenants', '/v1/tenants', 'item', S.Tenant, 'tenants');
-  feedRoutes(app, ctx, 'namespaces', '/v1/namespaces', 'item', S.Namespace, 'namespaces');
-  feedRoutes(app, ctx, 'streams', '/v1/streams', 'item', S.Stream, 'streams');
-  feedRoutes(app, ctx, 'caches', '/v1/caches', 'item', S.Cache, 'caches');
-
-  // ---- tenants
   app.get('/v1/tenants', {
     schema: {
       tags: ['tenants'],
@@ -68,7 +61,7 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     handler: async (req) => {
       const q = req.query as Page;
-      return store.tenants.list(limitOf(q), q.cursor);
+      return store.tenants.list(q.limit ?? PAGE_LIMIT_DEFAULT, q.cursor);
     },
   });
   app.post('/v1/tenants', {
@@ -110,6 +103,18 @@ export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
       return reply.code(204).send();
     },
   });
+}
+
+export function catalogRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { store } = ctx;
+  const limitOf = (q: Page) => q.limit ?? PAGE_LIMIT_DEFAULT;
+
+  feedRoutes(app, ctx, 'tenants', '/v1/tenants', 'item', S.Tenant, 'tenants');
+  feedRoutes(app, ctx, 'namespaces', '/v1/namespaces', 'item', S.Namespace, 'namespaces');
+  feedRoutes(app, ctx, 'streams', '/v1/streams', 'item', S.Stream, 'streams');
+  feedRoutes(app, ctx, 'caches', '/v1/caches', 'item', S.Cache, 'caches');
+
+  tenantRoutes(app, ctx);
 
   // ---- namespaces
   const nsBase = '/v1/tenants/:tenant_id/namespaces';
