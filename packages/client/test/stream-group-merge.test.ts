@@ -165,4 +165,28 @@ describe('the merged consume loop of a group over every shard', () => {
     expect('err' in got ? String(got.err) : got.r.value?.offset).toBe(5);
     await loopB.return!();
   });
+
+  it('a_record_waiting_in_the_merge_past_the_hold_bound_goes_back_rather_than_out', async () => {
+    // A 600 ms claim: a record waits 200 ms at most in a shard's loop, and as long in the merge.
+    const { s, sg } = rig(2);
+    const it = sg.consume({ visibilityMs: 600 })[Symbol.asyncIterator]();
+    const p0 = it.next();
+    await waitFor(
+      () => (s[0]!.open().length > 0 && s[1]!.open().length > 0) || undefined,
+      'both shards polled',
+      2000,
+    );
+    s[0]!.open()[0]!.resolve([s[0]!.msg(10)]);
+    expect((await p0).value?.offset).toBe(10);
+    s[1]!.open()[0]!.resolve([s[1]!.msg(20)]); // waits in the merge while the caller works
+    await new Promise((r) => setTimeout(r, 300)); // the caller's work on offset 10
+    const p1 = it.next();
+    // Offset 20 waited past the bound: handed back (its shard's poll gets it again), not out.
+    await waitFor(() => s[1]!.handedBack.includes(20) || undefined, '20 handed back', 2000);
+    await waitFor(() => s[1]!.open().length > 0 || undefined, 'shard 1 polled again', 2000);
+    s[1]!.open()[0]!.resolve([s[1]!.msg(20)]);
+    expect((await p1).value?.offset).toBe(20);
+    await it.return!();
+    for (const sh of s) for (const q of sh.open()) q.resolve([]);
+  });
 });

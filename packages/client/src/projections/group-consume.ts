@@ -88,6 +88,13 @@ export type RetriedPollFailure = Exclude<PollFailure, 'fatal'>;
 
 export const pollFailureOf: (err: unknown) => PollFailure = failureClassOf;
 
+/** The longest a consume loop holds a record before yielding it: a third of its claim, at most
+ *  GROUP_CONSUME_HOLD_MS_MAX. */
+export function holdMsOf(opts: PollOptions): number {
+  const claimMs = opts.visibilityMs ?? GROUP_CONSUME_VISIBILITY_MS_ASSUMED;
+  return Math.min(GROUP_CONSUME_HOLD_MS_MAX, claimMs / 3);
+}
+
 export function consumeIterator(g: ConsumeSource, opts: PollOptions): AsyncIterator<GroupMessage> {
   return new ConsumeLoop(g, opts).iterator();
 }
@@ -130,8 +137,7 @@ class ConsumeLoop {
   ) {
     opts.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.pollOpts = { ...opts, signal: this.stop.signal };
-    const claimMs = opts.visibilityMs ?? GROUP_CONSUME_VISIBILITY_MS_ASSUMED;
-    this.holdMs = Math.min(GROUP_CONSUME_HOLD_MS_MAX, claimMs / 3);
+    this.holdMs = holdMsOf(opts);
     this.maxAsked = opts.max ?? GROUP_POLL_RECORDS_DEFAULT;
     this.max = this.maxAsked;
   }

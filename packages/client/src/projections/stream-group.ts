@@ -15,14 +15,18 @@ import { NotFoundError, UnknownStreamError } from '../errors.js';
 import { abortable } from '../util/abortable.js';
 import type { Group, GroupInfo } from './group.js';
 import type { GroupMessage } from './group-message.js';
+import { holdMsOf } from './group-consume.js';
 import type { PollOptions } from './group-poll.js';
 
 /** One shard's row of `StreamGroup.describe()`: the group there, or `missing` where it has not
  *  been made yet. */
 export type ShardGroupInfo = (GroupInfo & { shard: number }) | { shard: number; missing: true };
 
-/** A shard loop's next record, named by the shard it came from. */
-type Step = { shard: number; r: IteratorResult<GroupMessage> } | { shard: number; err: unknown };
+/** A shard loop's next record, named by the shard it came from (and when it came: it waits in
+ *  the merge while other shards' records go first). */
+type Step =
+  | { shard: number; r: IteratorResult<GroupMessage>; at: number }
+  | { shard: number; err: unknown };
 
 export class StreamGroup {
   private made: Promise<Group[]> | null = null;
@@ -108,11 +112,16 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
   private readonly ended = new Set<number>();
   private finished = false;
   private step: Promise<IteratorResult<GroupMessage>> | undefined;
+  /** The longest a record waits in the merge for its turn: each shard's loop holds a record at
+   *  most this before it yields it (holdMsOf), so a record passed on is within two thirds of its
+   *  claim; one that waited longer (many shards, a slow caller) goes back instead. */
+  private readonly holdMs: number;
 
   constructor(
     private readonly owner: StreamGroup,
     private readonly opts: PollOptions,
   ) {
+    this.holdMs = holdMsOf(opts);
     const signal = opts.signal;
     if (signal?.aborted) this.stop.abort(signal.reason);
     else signal?.addEventListener('abort', this.onAbort, { once: true });
@@ -188,13 +197,18 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
         await this.finish();
         return { value: undefined, done: true };
       }
+      if (performance.now() - first.at > this.holdMs) {
+        // Its claim may lapse before the caller is done with the records ahead of it.
+        this.handBack(first.shard, first.r.value);
+        continue;
+      }
       return first.r;
     }
   }
 
   private ask(shard: number, it: AsyncIterator<GroupMessage>): Promise<Step> {
     return it.next().then(
-      (r) => ({ shard, r }),
+      (r) => ({ shard, r, at: performance.now() }),
       (err: unknown) => ({ shard, err }),
     );
   }
