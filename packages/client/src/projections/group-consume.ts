@@ -196,8 +196,11 @@ class ConsumeLoop {
   /** The rest of the batch in hand waited past the hold bound: released (handed back without
    *  counting an attempt) before its claims can lapse in the caller's hands. */
   private releaseHeld(): void {
+    // Paced by what the caller got through, not by what goes back.
+    this.paced(performance.now() - this.started, this.at);
     this.handBack(this.batch.slice(this.at));
-    this.at = this.batch.length;
+    this.batch = [];
+    this.at = 0;
   }
 
   private handBack(msgs: GroupMessage[]): void {
