@@ -90,6 +90,13 @@ export class AlreadyExistsError extends ControlPlaneError {
   readonly status = 409;
 }
 
+/** A tenant delete refused without `force`: the tenant's roles carry cluster or node
+ *  permissions, so it may mint the brokers' node credentials and the operators' tokens. */
+export class TenantHoldsClusterRolesError extends ControlPlaneError {
+  readonly code = 'FELIX_CONTROLPLANE_TENANT_HOLDS_CLUSTER_ROLES';
+  readonly status = 409;
+}
+
 /** A register or heartbeat carried an incarnation older than the one on record. */
 export class StaleIncarnationError extends ControlPlaneError {
   readonly code = 'FELIX_CONTROLPLANE_STALE_INCARNATION';

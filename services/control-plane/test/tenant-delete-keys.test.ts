@@ -95,4 +95,58 @@ describe('tenant delete and the guard', () => {
     expect(await cache.resolve('acme', 'no-such-kid')).toBeNull();
     expect(reads).toBe(1);
   });
+
+  it('a_tenant_holding_cluster_roles_is_deleted_only_with_force', async () => {
+    // Deleting the tenant that mints the brokers' node credentials (the quickstart's `operator`)
+    // stopped every broker's credential verifying at once; found by an operator trial.
+    const o = await openTestStore('sqlite', { clock: new ManualClock() });
+    cleanups.push(() => o.cleanup());
+    const api = await testApp(o.store, { background: false });
+    cleanups.push(() => api.app.close());
+    const operator = { authorization: `Bearer ${await api.tokens.operator()}` };
+    for (const tenant_id of ['ops', 'plain']) {
+      const made = await api.inject({
+        method: 'POST',
+        url: '/v1/tenants',
+        headers: operator,
+        payload: { tenant_id },
+      });
+      expect(made.statusCode).toBe(201);
+    }
+    await o.store.rbac.addPolicy({
+      tenant_id: 'ops',
+      role: 'operator',
+      action: 'node.manage',
+      object: 'cluster:*',
+    });
+    const refused = await api.inject({
+      method: 'DELETE',
+      url: '/v1/tenants/ops',
+      headers: operator,
+    });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().code).toBe('FELIX_CONTROLPLANE_TENANT_HOLDS_CLUSTER_ROLES');
+    expect(
+      (await api.inject({ method: 'GET', url: '/v1/tenants/ops', headers: operator })).statusCode,
+    ).toBe(200);
+    // A tenant without such roles goes as before; with ?force=true so does the other.
+    const plain = await api.inject({
+      method: 'DELETE',
+      url: '/v1/tenants/plain',
+      headers: operator,
+    });
+    expect(plain.statusCode).toBe(204);
+    const forced = await api.inject({
+      method: 'DELETE',
+      url: '/v1/tenants/ops?force=true',
+      headers: operator,
+    });
+    expect(forced.statusCode).toBe(204);
+    const bad = await api.inject({
+      method: 'DELETE',
+      url: '/v1/tenants/x?force=yes',
+      headers: operator,
+    });
+    expect(bad.statusCode).toBe(400);
+  });
 });

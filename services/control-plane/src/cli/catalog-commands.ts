@@ -18,10 +18,13 @@ function tenantCommands(program: Command, api: Api): void {
         ['tenant_id', 'display_name'],
       ),
     );
-  tenants.command('delete <tenant>').action(async (t: string) => {
-    await api.call('DELETE', `/v1/tenants/${seg(t)}`);
-    api.out(`deleted tenant ${t}`);
-  });
+  tenants
+    .command('delete <tenant>')
+    .option('--force', 'also a tenant whose roles carry cluster or node permissions')
+    .action(async (t: string, o: { force?: boolean }) => {
+      await api.call('DELETE', `/v1/tenants/${seg(t)}${o.force === true ? '?force=true' : ''}`);
+      api.out(`deleted tenant ${t}`);
+    });
 
   const namespaces = program.command('namespaces').description('namespaces');
   namespaces

@@ -58,6 +58,11 @@ const paged = <T extends TSchema>(item: T) =>
   Type.Object({ items: Type.Array(item), next_cursor: Nullable(Type.String()) });
 
 export const TenantParams = Type.Object({ tenant_id: Name });
+/** `?force=true` deletes a tenant whose roles carry cluster or node permissions too. */
+export const DeleteTenantQuery = Type.Object(
+  { force: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) },
+  STRICT,
+);
 export const NamespaceParams = Type.Object({ tenant_id: Name, namespace: Name });
 export const StreamParams = Type.Object({ tenant_id: Name, namespace: Name, stream: Name });
 export const CacheParams = Type.Object({ tenant_id: Name, namespace: Name, cache: Name });

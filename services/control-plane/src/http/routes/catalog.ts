@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
+import { TenantHoldsClusterRolesError } from '../../errors.js';
 import { PAGE_LIMIT_DEFAULT } from '../../limits.js';
 import type { FeedName, Retention } from '../../store/types.js';
 import type { RouteContext } from '../context.js';
@@ -50,6 +51,22 @@ export function feedRoutes(
   });
 }
 
+/**
+ * Refuses to delete a tenant whose roles carry cluster or node permissions: it is likely the one
+ * that mints the brokers' node credentials (the quickstart's `operator`), and with its keys gone
+ * every broker's credential stops verifying at once. `?force=true` deletes it anyway.
+ */
+async function refuseClusterTenant(ctx: RouteContext, tenant: string): Promise<void> {
+  const policies = await ctx.store.rbac.listPolicies(tenant);
+  const island = policies.find(
+    (p) => p.object.startsWith('cluster:') || p.object.startsWith('node:'),
+  );
+  if (island === undefined) return;
+  throw new TenantHoldsClusterRolesError(
+    `tenant ${tenant} holds cluster permissions (role ${island.role}: ${island.action}:${island.object}); it may mint the brokers' node credentials, which would stop verifying with its keys: delete it with ?force=true (felixctl tenants delete --force) if that is meant`,
+  );
+}
+
 /** The tenant routes: list, create, read, delete (with the tenant's cached keys forgotten). */
 function tenantRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { store } = ctx;
@@ -90,13 +107,17 @@ function tenantRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.delete('/v1/tenants/:tenant_id', {
     schema: {
       tags: ['tenants'],
-      summary: 'Deletes a tenant with its namespaces, streams, caches and assignments',
+      summary:
+        'Deletes a tenant with its namespaces, streams, caches and assignments (one whose roles carry cluster or node permissions only with ?force=true)',
       params: S.TenantParams,
+      querystring: S.DeleteTenantQuery,
       response: S.responses({ 204: Type.Null() }),
     },
     handler: async (req, reply) => {
       const p = req.params as Static<typeof S.TenantParams>;
       const t = checkName('tenant_id', p.tenant_id);
+      if ((req.query as Static<typeof S.DeleteTenantQuery>).force !== 'true')
+        await refuseClusterTenant(ctx, t);
       await store.tenants.delete(t);
       // Its keys went with it: a token of the deleted tenant is refused from this answer on.
       ctx.keys.invalidate(t);
