@@ -10,7 +10,8 @@
  * initialized again signs with a new key, which would otherwise be refused for the hour the old
  * set is kept, while the deleted tenant's tokens kept verifying. The new set replaces the old,
  * so a kid that left it (retired, or its tenant deleted) stops verifying then too. A forged kid
- * costs one fetch per tenant per interval at most.
+ * costs one fetch per tenant per interval at most, and a failed refetch keeps the set it had
+ * (the hour of keeping rides out a control-plane outage; a forged kid must not end it).
  */
 import { type KeyResolver, importPublicJwk } from '@felix/authz';
 import { JwksFetchError } from '../errors.js';
@@ -81,8 +82,22 @@ export class JwksKeyResolver implements KeyResolver {
     const entry = this.entries.get(tenant);
     if (entry?.kind !== 'keys' || this.now() - entry.fetchedAtMs < JWKS_UNKNOWN_KID_REFETCH_MS)
       return null;
-    this.entries.delete(tenant);
-    return (await this.keysOf(tenant)).get(kid) ?? null;
+    return (await this.refetch(tenant, entry)).get(kid) ?? null;
+  }
+
+  /**
+   * Fetches a tenant's set again for an unknown kid, keeping the set it has until the fetch
+   * succeeds: a forged kid while the control plane is down must not cost the tenant the keys it
+   * verifies with (they are kept an hour to ride out such an outage). One per interval, whatever
+   * its outcome; concurrent ones share the fetch.
+   */
+  private refetch(tenant: string, kept: Entry & { kind: 'keys' }): Promise<TenantKeys> {
+    const pending = this.inflight.get(tenant);
+    if (pending !== undefined) return pending.catch(() => kept.keys);
+    kept.fetchedAtMs = this.now();
+    const started = this.fetchGuarded(tenant, kept).finally(() => this.inflight.delete(tenant));
+    this.inflight.set(tenant, started);
+    return started;
   }
 
   /** The tenant's keys: cached, shared with a fetch in flight, or fetched. */
@@ -102,7 +117,8 @@ export class JwksKeyResolver implements KeyResolver {
     return started;
   }
 
-  private async fetchGuarded(tenant: string): Promise<TenantKeys> {
+  /** Fetches the tenant's set; `kept` (a refetch's) stays, and is answered, if the fetch fails. */
+  private async fetchGuarded(tenant: string, kept?: Entry & { kind: 'keys' }): Promise<TenantKeys> {
     await this.slot();
     try {
       const keys = await this.fetchOnce(tenant);
@@ -113,6 +129,10 @@ export class JwksKeyResolver implements KeyResolver {
       this.remember(tenant, { kind: 'keys', keys, untilMs: now + keepMs, fetchedAtMs: now });
       return keys;
     } catch (err) {
+      if (kept !== undefined) {
+        this.remember(tenant, kept);
+        return kept.keys;
+      }
       const error =
         err instanceof JwksFetchError
           ? err
