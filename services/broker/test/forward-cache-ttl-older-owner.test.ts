@@ -60,6 +60,7 @@ function owner() {
     name: 'sessions',
     shards: 1,
     durable: false,
+    default_ttl_ms: null,
   });
   const server = new ForwardServer({
     selfId: 'b1',
@@ -115,7 +116,8 @@ async function forwardFromNonOwner(server: ForwardServer, token: string, msg: Fo
           ...op,
           credential: UTF8.encode(credential),
         } as InternalMessage);
-        if (answer.kind !== 'ForwardCacheOk') throw new Error(`forward refused: ${answer.kind} ${JSON.stringify(answer)}`);
+        if (answer.kind !== 'ForwardCacheOk')
+          throw new Error(`forward refused: ${answer.kind} ${JSON.stringify(answer)}`);
         return answer.value;
       },
     },

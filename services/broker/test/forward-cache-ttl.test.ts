@@ -154,7 +154,8 @@ async function forwardFromNonOwner(server: ForwardServer, token: string, msg: Fo
     quiet: false,
     ended: false,
   } as unknown as RequestContext;
-  const forward = forwardCacheWrite(slot as never, answers);
+  // The non-owner's catalog gives the cache its default TTL too, as the owner's does.
+  const forward = forwardCacheWrite(slot as never, answers, () => true);
   const outcome = forward(msg, rc, to);
   if (outcome instanceof Promise) await outcome;
   await pipe.drain();

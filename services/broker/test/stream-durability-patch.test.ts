@@ -117,6 +117,7 @@ describe('a durable stream patched to durable: false', () => {
       // The broker applies the change by reopening the shard.
       await waitFor(() => opened() > opensBefore, 'the shard to reopen', SETTLE_MS);
       const after = await waitFor(
+        // Refused while the shard reopens: waitFor asks again.
         () => felix.publish('orders', 'after-patch').catch(() => undefined),
         'a publish after the PATCH',
         SETTLE_MS,

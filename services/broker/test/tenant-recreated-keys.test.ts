@@ -61,6 +61,7 @@ async function accepted(b: Running, tenant: string, token: string): Promise<bool
   } catch {
     return false;
   } finally {
+    // A connection the broker already closed has nothing left to close.
     await conn.close({ code: 0, reason: 'done' }).catch(() => {});
   }
 }

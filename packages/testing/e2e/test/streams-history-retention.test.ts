@@ -81,6 +81,7 @@ describe('a history read under retention', () => {
       expect(delivered + lostBefore).toBe(TOTAL);
       expect(statuses.some((s) => s.type === 'gap')).toBe(true);
     } finally {
+      // A close failing after the test's own verdict changes nothing it checked.
       await pub.close().catch(() => undefined);
       await writer.close();
       await reader.close();

@@ -15,26 +15,34 @@ import { type NotLeaderRefusal, checkTenant } from '../session/refusal.js';
 type Msg<T extends Message['type']> = Extract<Message, { type: T }>;
 export type ForwardedWrite = Msg<'cache_put'> | Msg<'cache_delete'> | Msg<'counter_add'>;
 
-/** The `forward` of a cache or counter write handler, answering through `answers`. */
+/**
+ * The `forward` of a cache or counter write handler, answering through `answers`.
+ * `hasDefaultTtl` says whether a put's cache gives puts without a TTL a default one (this
+ * broker's catalog): only there does an explicit `ttl_ms: 0` differ from none given.
+ */
 export function forwardCacheWrite<M extends ForwardedWrite>(
   slot: ForwardingSlot,
   answers: ProjectionAnswers,
+  hasDefaultTtl: (msg: Msg<'cache_put'>) => boolean = () => false,
 ): (msg: M, rc: RequestContext, to: NotLeaderRefusal) => Outcome | Promise<Outcome> {
-  return (msg, rc, to) => answers.queue(rc, msg, (m, r) => sendCacheWrite(slot, m, r, to));
+  return (msg, rc, to) =>
+    answers.queue(rc, msg, (m, r) => sendCacheWrite(slot, m, r, to, hasDefaultTtl));
 }
 
 /**
  * A forwarded put's TTL that says "never expires" (the client's explicit `ttl_ms: 0`). The
  * internal frame's `ttl_ms` reads 0 as none given (the reference's meaning), for which the owner
- * applies the cache's `default_ttl_ms`, so an explicit 0 travels as this value, which no put may
- * name (CACHE_TTL_MS_MAX is 2^45).
+ * applies the cache's `default_ttl_ms`, so on a cache with a default an explicit 0 travels as
+ * this value, which no put may name (CACHE_TTL_MS_MAX is 2^45). Elsewhere it travels as 0: an
+ * owner of an older release, which refuses this value, then stores the put as meant.
  */
 export const FORWARD_TTL_NEVER_MS = Number.MAX_SAFE_INTEGER;
 
 /** The forwarded `ttl_ms` of a put that gave `ttl` (undefined: none given). */
-function forwardedTtl(ttl: number | undefined): number {
+function forwardedTtl(ttl: number | undefined, hasDefault: boolean): number {
   if (ttl === undefined) return 0;
-  return ttl === 0 ? FORWARD_TTL_NEVER_MS : ttl;
+  if (ttl === 0) return hasDefault ? FORWARD_TTL_NEVER_MS : 0;
+  return ttl;
 }
 
 async function sendCacheWrite(
@@ -42,13 +50,19 @@ async function sendCacheWrite(
   msg: ForwardedWrite,
   rc: RequestContext,
   to: NotLeaderRefusal,
+  hasDefaultTtl: (msg: Msg<'cache_put'>) => boolean,
 ): Promise<Message> {
   checkTenant(rc.auth, msg.tenant_id);
   const forwarder = slot.current;
   if (forwarder === null) throw to;
   const op =
     msg.type === 'cache_put'
-      ? { op: CACHE_OP.Put, key: msg.key, ttlMs: forwardedTtl(msg.ttl_ms), value: msg.value }
+      ? {
+          op: CACHE_OP.Put,
+          key: msg.key,
+          ttlMs: forwardedTtl(msg.ttl_ms, hasDefaultTtl(msg)),
+          value: msg.value,
+        }
       : msg.type === 'cache_delete'
         ? { op: CACHE_OP.Delete, key: msg.key, ttlMs: 0, value: new Uint8Array(0) }
         : { op: CACHE_OP.CounterAdd, key: msg.key, ttlMs: 0, value: writeI64(msg.delta) };

@@ -124,8 +124,19 @@ class CacheHandlers {
     rc: RequestContext,
     to: NotLeaderRefusal,
   ): Outcome | Promise<Outcome> {
-    return forwardCacheWrite(this.deps.forwarding, this.answers)(msg, rc, to);
+    return forwardCacheWrite(this.deps.forwarding, this.answers, this.hasDefaultTtl)(msg, rc, to);
   }
+
+  /** Whether a put's cache gives puts without a TTL a default one (unknown here: as if it did,
+   *  so an explicit 0 still says never; the owner decides what the cache is). */
+  private readonly hasDefaultTtl = (msg: Msg<'cache_put'>): boolean => {
+    try {
+      const cfg = this.svc.lookup(msg.tenant_id, msg.namespace, msg.cache);
+      return cfg.default_ttl_ms !== undefined && cfg.default_ttl_ms !== null;
+    } catch {
+      return true; // not in this broker's catalog (yet)
+    }
+  };
 
   /** The answer frame of an in-memory put made now: `cache_ok`, or the refusal's `error`. */
   private putNowFrame(msg: Msg<'cache_put'>, rc: RequestContext): Uint8Array {
