@@ -191,6 +191,13 @@ async function recordOne(
   if (input.generation < generation) return 'stale';
   if (str(a.leader) !== nodeId) return 'not_leader';
   const report: ReplicaReport = { ...input, leader: nodeId, reported_at_ms: nowMs };
+  // The stored row is locked before it is read (a write that changes nothing: Postgres holds the
+  // row until this transaction ends; SQLite's writes are one at a time anyway), so a report
+  // applied late cannot read it, wait for a newer one to commit, then write over it.
+  await q.query(
+    `UPDATE replica_reports SET report_seq = report_seq WHERE ${KEY_WHERE}`,
+    keyParams(input),
+  );
   const prev = await storedReport(q, input);
   if (prev !== undefined && prev.report.generation > input.generation) return 'stale';
   if (prev !== undefined && outOfOrder(prev, nodeId, from)) return 'stale';
