@@ -764,8 +764,9 @@ export class FelixClient {
   /** Closes the connection; waiting calls fail with ClientClosedError. */
   async close(): Promise<void> {
     if (this.isClosed) return;
-    // Records publishers still gather go now, so the drain below waits for them too.
-    this.publishers.closeAll();
+    // Records publishers still gather go now, so the drain below waits for them too; a routed
+    // batch (still looking its owner up) is waited for as a hand-back is, bounded.
+    for (const sent of this.publishers.closeAll()) this.leavingWork.add(sent);
     // Consume loops that just ended hand back what they held first (bounded).
     await this.leavingWork.settle();
     if (this.isClosed) return;

@@ -86,9 +86,13 @@ export class GatheringPublishers {
     this.gathering.delete(p);
   }
 
-  /** Each publisher sends what it gathers and takes no more (its sends then meet the close). */
-  closeAll(): void {
-    for (const p of [...this.gathering]) p.stopTaking();
+  /**
+   * Each publisher sends what it gathers and takes no more; answers the sends still out, which
+   * the close waits for (bounded) before it closes connections: a routed batch first looks its
+   * shard's owner up, and the close must not cut it off on the way.
+   */
+  closeAll(): Promise<unknown>[] {
+    return [...this.gathering].flatMap((p) => p.stopTaking());
   }
 }
 
@@ -302,13 +306,15 @@ export class Publisher {
     await this.flush();
   }
 
-  /** @internal Refuses further publishes and sends every waiting batch now (a close). */
-  stopTaking(): void {
+  /** @internal Refuses further publishes and sends every waiting batch now (a close); answers
+   *  the sends still out. */
+  stopTaking(): Promise<unknown>[] {
     this.closed = true;
     for (const [id, b] of [...this.batches]) this.sendBatch(id, b);
     // Callers waiting for room were never taken: they fail with ClientClosedError.
     for (const w of this.roomWaiters.splice(0)) w();
     for (const w of this.readyWaiters.splice(0)) w();
+    return [...this.inFlight];
   }
 }
 

@@ -32,7 +32,8 @@ describe('consume pace after a release', () => {
     await new Promise((r) => setTimeout(r, 150)); // past the 200 ms hold bound now
     const next = it.next();
     // The loop released offsets 2..99 (98 records): the worker worked 2 records in ~300 ms.
-    const released = () => sent().filter((x) => x.m.type === 'group_nack' || x.m.type === 'group_nack_batch');
+    const released = () =>
+      sent().filter((x) => x.m.type === 'group_nack' || x.m.type === 'group_nack_batch');
     await waitFor(() => released().length > 0, 'the held records released', 5_000);
     await waitFor(() => polls().length >= 2, 'the poll ahead', 5_000);
     answerPoll(1, 2, 1);

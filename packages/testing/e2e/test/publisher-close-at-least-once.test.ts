@@ -33,6 +33,7 @@ async function readBack(felix: FelixClient, stream: string, n: number): Promise<
       })(),
       3_000,
       `${n} records of ${stream}`,
+      // Fewer than n by the deadline: the comparison below names what was missing.
     ).catch(() => undefined);
   } finally {
     await it.return?.();
