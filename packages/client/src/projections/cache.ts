@@ -142,15 +142,20 @@ export class Cache {
           `ttlMs must be a whole number of ms from 0 to ${CACHE_TTL_MS_MAX} (2^45), got ${ttl}`,
         );
       const bytes = bytesOf(value, 'the cache value');
+      // A put stores the value as it was at the call. Sent now (a live connection), it is encoded
+      // in this turn; one that may be encoded later (routed: after an owner lookup or a redirect;
+      // or once connected) takes a copy of the caller's buffer first.
+      const held = value instanceof Uint8Array ? () => bytes.slice() : () => bytes;
       const keys = this.keys;
       if (keys?.active) {
-        const on = (c: BrokerConnection) => this.putOn(c, key, bytes, opts.ttlMs);
+        const kept = held();
+        const on = (c: BrokerConnection) => this.putOn(c, key, kept, opts.ttlMs);
         return this.routed(keys, key, on, opts.signal, 'put', true);
       }
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
         ? untilAborted(this.putOn(bc, key, bytes, opts.ttlMs), opts.signal, this.what('put'), true)
-        : this.putConnecting(key, bytes, opts);
+        : this.putConnecting(key, held(), opts);
     } catch (err) {
       return Promise.reject(err);
     }
