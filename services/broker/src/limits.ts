@@ -354,8 +354,9 @@ export const NODE_TOKEN_FILE_BYTES_MAX = 16 * 1024;
 /** Default per-IP connection bound: a quarter of the broker's, so one host cannot take them all. */
 export const CONNECTIONS_PER_IP_DEFAULT = 1024;
 /** Scopes of subscriptions and watches one stream remembers, checked again when the
- *  connection's token changes (a narrower token ends what it no longer allows). Above the
- *  subscriptions and watches a connection may hold at once. */
+ *  connection's token changes (a narrower token ends what it no longer allows); a stream at it
+ *  is refused another scope (none is forgotten). Above the subscriptions and watches a
+ *  connection may hold at once. */
 export const LONG_LIVED_SCOPES_PER_STREAM_MAX = 2_048;
 /** How long the expiry notice on a control stream may take to write before the subscriptions
  *  and watches it opened are ended anyway (a peer that stopped reading cannot keep them). */

@@ -27,6 +27,7 @@ import { forwardCacheWrite } from './forward.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ForwardingSlot } from '../session/context.js';
 import { jsonFrame } from '../session/codec.js';
+import { NOT_OPENED } from '../session/opened-scopes.js';
 import type { Handler, HandlerTable, Outcome, RequestContext } from '../session/handler.js';
 import { type NotLeaderRefusal, Refusal } from '../session/refusal.js';
 import type { Answer, AnswerEncoder, ProjectionAnswers } from './answers.js';
@@ -227,8 +228,9 @@ class CacheHandlers {
     handle: async (msg, rc) => {
       this.answers.metrics.countRequest(msg.type);
       await rc.answers.drain();
-      await this.openWatch(msg, rc);
-      return null;
+      // As a subscribe: a stream being ended for its token opens nothing more.
+      if (rc.ending) return NOT_OPENED;
+      return (await this.openWatch(msg, rc)) ? null : NOT_OPENED;
     },
   };
 
@@ -242,7 +244,9 @@ class CacheHandlers {
   }
 
   /** Opens a watch served on its own uni stream; answers `cache_watch_started` or a refusal. */
-  private async openWatch(msg: Msg<'cache_watch'>, rc: RequestContext): Promise<void> {
+  /** Opens the watch and answers `cache_watch_started`; false when it answered a refusal
+   *  instead (nothing opened). */
+  private async openWatch(msg: Msg<'cache_watch'>, rc: RequestContext): Promise<boolean> {
     const ids = this.watchIdsOf(rc.conn);
     try {
       if (ids.size >= WATCHES_PER_CONNECTION_MAX) {
@@ -267,7 +271,7 @@ class CacheHandlers {
             available: opening.available,
           }),
         );
-        return;
+        return false;
       }
       ids.add(id);
       const writer = new WatchWriter(rc.conn, id, opening.watch, this.answers.metrics);
@@ -289,10 +293,12 @@ class CacheHandlers {
       // stream's close alone left the watch delivering to a connection no longer allowed it.
       rc.onStreamEnd(() => writer.stop());
       void writer.run().finally(() => ids.delete(id));
+      return true;
     } catch (err) {
       const frame = this.answers.errorFrame(rc.auth, msg.type, err);
       // The stream may be gone already; the refusal is counted.
       await rc.stream.write(frame).catch(() => undefined);
+      return false;
     }
   }
 }

@@ -1,7 +1,7 @@
 /**
  * A standalone broker's record of the shard count each YAML stream and cache was first served
  * with: one small file per name under `<data_dir>/yaml-shards/<stream|cache>/` (written and read
- * back as cluster/marker-files.ts says). A key goes to `shardForKey(key, shards)`, so with another
+ * back as util/marker-files.ts says). A key goes to `shardForKey(key, shards)`, so with another
  * count in the YAML a cache's keys route to shards that never held them and read as absent, and
  * a stream's keyed records part from their earlier ones. The control plane fixes a count at
  * creation; a standalone broker whose YAML changed one refuses to start, naming it. A cluster
@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { type Io, shardDirName } from '@felix/storage';
-import { MarkerFiles, markerObject } from '../cluster/marker-files.js';
+import { MarkerFiles, markerObject } from '../util/marker-files.js';
 import type { BrokerConfig } from '../config/types.js';
 import { ShardCountChangedError, ShardCountMarkerError } from '../errors.js';
 import { NAME_MARKER_BYTES_MAX } from '../limits.js';

@@ -11,7 +11,7 @@ import type { ShardOwnerKind } from '@felix/replication';
 import { type Io, type ShardId, shardDirName } from '@felix/storage';
 import { LineageMarkerError } from '../errors.js';
 import { LINEAGE_MARKER_BYTES_MAX } from '../limits.js';
-import { type MarkerCodec, MarkerFiles, markerObject } from './marker-files.js';
+import { type MarkerCodec, MarkerFiles, markerObject } from '../util/marker-files.js';
 
 /** The lineage files as the bookkeeping asks for them. */
 export interface LineageFiles {

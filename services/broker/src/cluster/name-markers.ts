@@ -10,7 +10,7 @@ import type { ShardOwnerKind } from '@felix/replication';
 import { type Io, shardDirName } from '@felix/storage';
 import { NameMarkerError } from '../errors.js';
 import { NAME_MARKER_BYTES_MAX, NAME_UID_CHARS_MAX } from '../limits.js';
-import { type MarkerCodec, MarkerFiles, markerObject } from './marker-files.js';
+import { type MarkerCodec, MarkerFiles, markerObject } from '../util/marker-files.js';
 
 /** What a name's file holds. */
 export interface NameMarker {

@@ -34,7 +34,7 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { TOKEN_EXPIRY_NOTICE_MS_MAX } from '../limits.js';
-import { type OpenedScope, opening } from './opened-scopes.js';
+import { type OpenedScope, openLongLived } from './opened-scopes.js';
 import { ConnectionGrant, type Principal } from './grant.js';
 import { admit, forwardable } from './admission.js';
 import { AnswerPipe } from './answer-pipe.js';
@@ -75,10 +75,11 @@ type ReauthMessage = Extract<Message, { type: 'reauth' }>;
 class StreamRequests implements RequestContext {
   readonly releases: Array<() => void> = [];
   ended = false;
+  ending = false;
   /** It opened a subscription or a watch: it ends when the connection's token expires. */
   longLived = false;
   /** The scopes that opened them, checked again when the connection's token changes (a
-   *  narrower token ends what it no longer allows); see rememberOpened for its bound. */
+   *  narrower token ends what it no longer allows); see openLongLived for its bound. */
   readonly opened: OpenedScope[] = [];
 
   // Plain fields, not getters over `state`: handlers read them on every request.
@@ -593,6 +594,7 @@ export class ClientSession {
     const st = rc.state;
     if (st.expired) return; // already being ended (an expiry, or an earlier narrower token)
     st.expired = true;
+    rc.ending = true;
     this.letGo(st);
     // The reason goes out on the control stream before the subscriptions' own streams are
     // reset, so the client reads why they end; a peer that does not read gets them reset anyway.
@@ -655,7 +657,7 @@ export class ClientSession {
       return forwardable(entry, refused) ? handler.forward!(msg, rc, refused) : refused;
     if (entry.access?.longLived === true) {
       rc.longLived = true;
-      return opening(handler.handle(msg, rc), rc.opened, entry.access, msg);
+      return openLongLived(rc.opened, entry.access, msg, () => handler.handle(msg, rc));
     }
     return handler.handle(msg, rc);
   }

@@ -37,6 +37,9 @@ export interface RequestContext {
   readonly quiet: boolean;
   /** The stream has ended: a request still waiting (a long poll) must not act for it. */
   readonly ended: boolean;
+  /** The stream is being ended for its token (expired, or a narrower one no longer allows what
+   *  it opened): a subscription or watch still opening must not open. */
+  readonly ending: boolean;
   /** Runs `release` when this stream ends (e.g. subscriptions it opened stop). */
   onStreamEnd(release: () => void): void;
 }

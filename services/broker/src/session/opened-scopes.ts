@@ -7,6 +7,7 @@ import type { Message } from '@felix/wire';
 import { LONG_LIVED_SCOPES_PER_STREAM_MAX } from '../limits.js';
 import type { Access } from './access.js';
 import type { Outcome } from './handler.js';
+import { Refusal } from './refusal.js';
 
 /** What a subscription or watch was opened on: the access it needed and the scope fields the
  *  check reads (a copy: the request itself may be large, or a reader's). */
@@ -15,25 +16,50 @@ export interface OpenedScope {
   msg: Message;
 }
 
-/** A subscription's or watch's request, handled: its scope is remembered once it was served
- *  (a refused one opened nothing a later token could be checked against). */
-export async function opening(
-  handled: Outcome | Promise<Outcome>,
+/**
+ * What a subscription or watch handler answers when it answered a refusal itself (a cursor
+ * error, a watch refused): nothing opened, so its scope is forgotten, and nothing more to write.
+ * Only `openLongLived` sees it; the session gets null.
+ */
+export const NOT_OPENED = new Refusal('invalid_request', 'answered by its handler', 'not_opened');
+
+/**
+ * Handles a subscription or watch request with its scope remembered from the start: a token
+ * that changes while it opens (its handler waits for earlier answers first) is checked against it
+ * too, so nothing opens under a token that no longer allows it; refused, the scope is forgotten
+ * (a refused request opened nothing a later token could be checked against). A stream holding
+ * LONG_LIVED_SCOPES_PER_STREAM_MAX scopes is refused another rather than forget one: a
+ * forgotten scope would no longer be checked.
+ */
+export async function openLongLived(
   opened: OpenedScope[],
   access: Access,
   msg: Message,
+  handle: () => Outcome | Promise<Outcome>,
 ): Promise<Outcome> {
-  const outcome = await handled;
-  if (outcome === null) rememberOpened(opened, access, msg);
-  return outcome;
+  const kept = rememberOpened(opened, access, msg);
+  if (kept === 'full') {
+    return new Refusal(
+      'limit_exceeded',
+      `at most ${LONG_LIVED_SCOPES_PER_STREAM_MAX} subscriptions and watches of distinct scopes per stream`,
+      'long_lived_scopes',
+    );
+  }
+  const outcome = await handle();
+  if (outcome !== null && kept !== undefined) opened.splice(opened.indexOf(kept), 1);
+  return outcome === NOT_OPENED ? null : outcome;
 }
 
 /**
- * Notes the scope a subscription or watch request names, once per scope and action, at most
- * LONG_LIVED_SCOPES_PER_STREAM_MAX per stream (the oldest goes): a client repeating a refused
- * subscribe on one stream must not grow it.
+ * Notes the scope a subscription or watch request names, once per scope and action; answers the
+ * entry it added (undefined: one was there already), or 'full' at
+ * LONG_LIVED_SCOPES_PER_STREAM_MAX.
  */
-function rememberOpened(opened: OpenedScope[], access: Access, msg: Message): void {
+function rememberOpened(
+  opened: OpenedScope[],
+  access: Access,
+  msg: Message,
+): OpenedScope | undefined | 'full' {
   // Only the scope the check reads: the message itself may be large, or a reader's.
   const m = msg as unknown as Record<string, unknown>;
   const same = (o: OpenedScope) => {
@@ -46,13 +72,15 @@ function rememberOpened(opened: OpenedScope[], access: Access, msg: Message): vo
       x.cache === m.cache
     );
   };
-  if (opened.some(same)) return;
-  if (opened.length >= LONG_LIVED_SCOPES_PER_STREAM_MAX) opened.shift();
+  if (opened.some(same)) return undefined;
+  if (opened.length >= LONG_LIVED_SCOPES_PER_STREAM_MAX) return 'full';
   const scope = {
     tenant_id: m.tenant_id,
     namespace: m.namespace,
     stream: m.stream,
     cache: m.cache,
   };
-  opened.push({ access, msg: scope as unknown as Message });
+  const entry = { access, msg: scope as unknown as Message };
+  opened.push(entry);
+  return entry;
 }

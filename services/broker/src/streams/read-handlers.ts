@@ -13,6 +13,7 @@ import {
 } from '@felix/wire';
 import { SUBSCRIPTIONS_PER_CONNECTION_MAX } from '../limits.js';
 import { jsonFrame } from '../session/codec.js';
+import { NOT_OPENED } from '../session/opened-scopes.js';
 import type { Handler, Outcome, RequestContext } from '../session/handler.js';
 import { type Negotiated, has } from '../session/negotiation.js';
 import { Refusal, drainingRefusal, wrongTenant } from '../session/refusal.js';
@@ -44,6 +45,9 @@ export class ReadHandlers {
     shardLocation: 'handler',
     handle: async (msg, rc) => {
       await rc.answers.drain();
+      // Its stream is being ended for its token meanwhile (a narrower one, an expiry): it
+      // opens nothing; the stream's own refusal answers.
+      if (rc.ending) return NOT_OPENED;
       return this.openSubscription(msg, rc);
     },
   };
@@ -184,7 +188,7 @@ export class ReadHandlers {
           available: outcome.available,
         }),
       );
-      return null;
+      return NOT_OPENED; // answered: nothing opened
     }
     await rc.stream.write(
       jsonFrame(
