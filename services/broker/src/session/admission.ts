@@ -17,6 +17,9 @@ import type { SessionContext } from './context.js';
 import type { HandlerEntry, RequestContext } from './handler.js';
 import { NotLeaderRefusal, type Refusal } from './refusal.js';
 
+/** The requests an expired token may still send: the ones that bring a fresh token. */
+const OPEN_AFTER_EXPIRY: ReadonlySet<string> = new Set(['auth', 'reauth']);
+
 export function admit(
   ctx: SessionContext,
   rc: RequestContext,
@@ -27,6 +30,10 @@ export function admit(
   if (access !== null && access.inHandler !== true) {
     const refused = rc.grant.check(access, req);
     if (refused !== null) return refused;
+  } else if (access === null && rc.grant.expired && !OPEN_AFTER_EXPIRY.has(req.type)) {
+    // A request naming nothing (where brokers and shard leaders are) is still one of an expired
+    // token's: refused as every later request is, until a reauth.
+    return rc.grant.expiredRefusal();
   }
   const handler = entry.handler;
   if (handler.shardLocation === 'message' && ctx.ownership !== undefined) {
