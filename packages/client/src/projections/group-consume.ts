@@ -46,6 +46,8 @@ export interface ConsumeSource {
   sendGatheredAcks(): void;
   /** Releases idle poll streams. */
   release(): void;
+  /** A named consumer's (its restart reclaims what this loop held, each as a delivery). */
+  readonly named?: boolean;
   /** In a cluster: a poll failed with `err`, which the router learns from (the shard's owner
    *  is asked again, or taken from a redirect) before the loop polls again. */
   refused?(err: unknown): void;
@@ -118,6 +120,12 @@ class ConsumeLoop {
    *  would outlast half the hold bound, so its records are not claimed long before its turn. */
   private readonly maxAsked: number;
   private max: number;
+  /** Batches the caller has worked through: none yet, a named consumer's loop polls nothing
+   *  ahead of the first (a worker that dies on its first record then holds that one alone). */
+  private batchesDone = 0;
+  /** Releases the batch in hand's records not yet yielded, and polls ahead that answered, once
+   *  they waited the hold bound while the caller works (a long job). */
+  private holdTimer: ReturnType<typeof setTimeout> | undefined;
   /** Whether the caller worked through its last batch quickly: only then poll further ahead. */
   private quick = false;
   private finished = false;
@@ -139,7 +147,10 @@ class ConsumeLoop {
     this.pollOpts = { ...opts, signal: this.stop.signal };
     this.holdMs = holdMsOf(opts);
     this.maxAsked = opts.max ?? GROUP_POLL_RECORDS_DEFAULT;
-    this.max = this.maxAsked;
+    // A named consumer's loop starts with one record and no poll ahead, doubling while the caller
+    // keeps up: its restart reclaims, each as a delivery, what a crashed predecessor held, so a
+    // worker dying on a poison job at once must hold that record alone, not a batch of others.
+    this.max = g.named === true ? 1 : this.maxAsked;
   }
 
   iterator(): AsyncIterator<GroupMessage> {
@@ -188,9 +199,10 @@ class ConsumeLoop {
    */
   private paced(took: number, yielded: number): void {
     this.quick = took <= GROUP_CONSUME_QUICK_BATCH_MS;
+    this.batchesDone++;
     if (yielded === 0) return;
     const fits = Math.floor(this.holdMs / 2 / (took / yielded));
-    this.max = Math.max(1, Math.min(this.maxAsked, fits));
+    this.max = Math.max(1, Math.min(this.maxAsked, this.max * 2, fits));
   }
 
   /** The rest of the batch in hand waited past the hold bound: released (handed back without
@@ -203,6 +215,35 @@ class ConsumeLoop {
     this.at = 0;
   }
 
+  /** Arms the hold timer for the batch just taken (one timer per batch, none for one record
+   *  with nothing polled ahead: nothing would wait). */
+  private armHold(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    if (this.batch.length <= 1 && this.ahead.length === 0) return;
+    const due = Math.max(0, this.heldSince + this.holdMs - performance.now());
+    this.holdTimer = setTimeout(this.heldTooLong, due);
+    this.holdTimer.unref?.();
+  }
+
+  /**
+   * The caller is still on a record past the hold bound (a long job): what the loop holds for
+   * later goes back now rather than wait out its claim in the client (each lapse would count
+   * as an attempt): the rest of the batch, and the polls ahead that answered. The loop polls
+   * again when the caller asks for more.
+   */
+  private readonly heldTooLong = (): void => {
+    this.holdTimer = undefined;
+    if (this.finished) return;
+    if (this.at < this.batch.length) this.releaseHeld();
+    for (const p of [...this.ahead]) {
+      const msgs = this.answered.get(p);
+      if (msgs === undefined) continue; // still out: its records are claimed when it answers
+      this.ahead.splice(this.ahead.indexOf(p), 1);
+      this.handBack(msgs);
+    }
+  };
+
   private handBack(msgs: GroupMessage[]): void {
     // Nobody holds these messages: each one's outcome (stale or not) is only observed here.
     for (const p of this.g.handBack(msgs)) p.catch(() => undefined);
@@ -212,6 +253,7 @@ class ConsumeLoop {
   private finish(error?: unknown): void {
     if (this.finished) return;
     this.finished = true;
+    clearTimeout(this.holdTimer);
     // Ended while retrying: the source, which was told of each failure, is told they stopped.
     if (this.failures > 0) {
       this.g.closing?.removeEventListener('abort', this.onClosing);
@@ -344,6 +386,10 @@ class ConsumeLoop {
   }
 
   private async advance(): Promise<IteratorResult<GroupMessage>> {
+    // The caller asks for more: nothing is held for it meanwhile (the timer would take back the
+    // polls this step is about to take).
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     if (this.batch.length > 0) this.paced(performance.now() - this.started, this.at);
     this.batch = [];
     this.at = 0;
@@ -380,12 +426,14 @@ class ConsumeLoop {
           this.handBack(next);
           continue;
         }
-        const depth = this.quick ? GROUP_CONSUME_POLLS_AHEAD_MAX : 1;
+        let depth = this.quick ? GROUP_CONSUME_POLLS_AHEAD_MAX : 1;
+        if (this.batchesDone === 0 && this.g.named === true) depth = 0;
         while (this.ahead.length < depth) this.pollAhead();
         this.started = now;
         this.heldSince = heldSince;
         this.batch = next;
         this.at = 1;
+        this.armHold();
         return { value: next[0]!, done: false };
       }
     } catch (err) {
@@ -400,9 +448,21 @@ class ConsumeLoop {
     return { value: undefined, done: true };
   }
 
+  /** The loop ended while the caller held a batch: the rest goes back (finish), and a client
+   *  that closed itself ends it with why, as a poll would. */
+  private endNow(): Promise<IteratorResult<GroupMessage>> {
+    const gaveUp = this.g.closed && !this.opts.signal?.aborted ? this.g.closedWith : undefined;
+    this.finish(gaveUp);
+    return gaveUp !== undefined
+      ? Promise.reject(gaveUp)
+      : Promise.resolve({ value: undefined, done: true });
+  }
+
   private readonly next = (): Promise<IteratorResult<GroupMessage>> => {
     if (this.step !== undefined) return this.step.then(this.next, this.next);
     if (this.at < this.batch.length) {
+      // Ended meanwhile (the caller's signal, the client's close): nothing more of the batch.
+      if (this.ended) return this.endNow();
       if (performance.now() - this.heldSince <= this.holdMs)
         return Promise.resolve({ value: this.batch[this.at++]!, done: false });
       this.releaseHeld();

@@ -17,6 +17,7 @@ import {
   encodeGroupPoll,
 } from '@felix/wire';
 import {
+  AbortedError,
   ClientClosedError,
   ConnectionLostError,
   ProtocolError,
@@ -207,13 +208,24 @@ export class GroupPolls {
     }
     const ps = kept ?? (await this.openPollStream(bc));
     let reusable = false;
+    /** Aborted before anything was asked on it: the stream is sound and kept. */
+    let untouched = false;
     const onAbort = () => ps.stream.reset(0);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
+      // Aborted while the stream opened: nothing is asked (a poll sent now would claim records
+      // for a caller that gave up); the stream itself is sound and kept.
+      if (opts.signal?.aborted) {
+        untouched = true;
+        throw new AbortedError('a group poll', { cause: opts.signal.reason });
+      }
       const wait = opts.waitMs ?? GROUP_POLL_WAIT_MS_DEFAULT;
       const msg = await ps.ask(this.pollRequest(bc, opts, reclaim), wait).catch((err: unknown) => {
-        // The connection died under the poll: the client's own error, not the transport's.
-        throw isStreamGone(err) && !opts.signal?.aborted ? this.cutOff(bc, err) : err;
+        // Aborted by the caller (its stream reset): the caller's AbortedError, not the
+        // transport's. The connection died under the poll: the client's own error.
+        if (opts.signal?.aborted)
+          throw new AbortedError('a group poll', { cause: opts.signal.reason });
+        throw isStreamGone(err) ? this.cutOff(bc, err) : err;
       });
       if (msg === null) throw this.cutOff(bc);
       if (msg.type === 'error') throw refusalOf(msg);
@@ -236,7 +248,8 @@ export class GroupPolls {
     } finally {
       if (reclaim && this.reclaimState === 'asking') this.reclaimState = 'pending';
       opts.signal?.removeEventListener('abort', onAbort);
-      if (reusable && !opts.signal?.aborted && idle.length < GROUP_POLL_STREAMS_IDLE_MAX) {
+      const sound = untouched || (reusable && !opts.signal?.aborted);
+      if (sound && idle.length < GROUP_POLL_STREAMS_IDLE_MAX) {
         idle.push(ps);
         this.parked();
       } else finish(ps);

@@ -177,6 +177,7 @@ export class Group implements GroupSettler {
       },
       closing: group.host.closing,
       poll: (o: PollOptions) => this.poll(o),
+      named: this.consumerName !== undefined,
       handBack: (msgs: readonly GroupMessage[]) => this.handBack(msgs),
       sendGatheredAcks: () => this.settles.sendGatheredAcks(),
       release: () => this.release(),
@@ -290,11 +291,13 @@ export class Group implements GroupSettler {
 
   /** Hands a dead letter out again (attempts start over); recorded durably before it resolves. */
   async redrive(offset: number, opts: GroupAdminOptions = {}): Promise<void> {
+    checkOffset(offset, 'redrive');
     await this.settles.settle('group_redrive', offset, {}, opts.signal);
   }
 
   /** Drops a dead letter for good. */
   async discard(offset: number, opts: GroupAdminOptions = {}): Promise<void> {
+    checkOffset(offset, 'discard');
     await this.settles.settle('group_discard', offset, {}, opts.signal);
   }
 
@@ -320,6 +323,7 @@ export class Group implements GroupSettler {
     start: 'earliest' | 'latest' | { offset: number },
     opts: GroupAdminOptions & { ifNew?: boolean } = {},
   ): Promise<{ offset: number; moved: boolean }> {
+    if (typeof start === 'object') checkOffset(start?.offset, 'seek');
     const msg = (await this.admin('group_seek', FEATURE_GROUP_ADMIN, opts, true, {
       start,
       if_new: opts.ifNew ?? false,
@@ -371,11 +375,18 @@ export class Group implements GroupSettler {
 }
 
 /** Poll options the broker would refuse, refused at the call (InvalidArgumentError). */
-function checkPollOptions(opts: PollOptions): void {
+/** An offset a group call names: what the wire carries, a whole number >= 0. */
+function checkOffset(offset: number | undefined, call: string): void {
+  if (!(Number.isSafeInteger(offset) && (offset as number) >= 0))
+    throw new InvalidArgumentError(`${call} takes an offset, a whole number >= 0, got ${offset}`);
+}
+
+export function checkPollOptions(opts: PollOptions): void {
   const whole = (v: number | undefined, min: number) =>
     v === undefined || (Number.isSafeInteger(v) && v >= min);
-  if (!whole(opts.max, 1))
-    throw new InvalidArgumentError('max is a whole number of records, at least 1');
+  // The wire carries up to 2^32 - 1 (the broker caps a poll at 1,000 records anyway).
+  if (!whole(opts.max, 1) || (opts.max !== undefined && opts.max > 0xffff_ffff))
+    throw new InvalidArgumentError('max is a whole number of records, from 1 to 2^32 - 1');
   if (!whole(opts.waitMs, 0))
     throw new InvalidArgumentError('waitMs is a whole number of ms, at least 0');
   if (!whole(opts.visibilityMs, 1))

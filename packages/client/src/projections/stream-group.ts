@@ -13,7 +13,7 @@
  */
 import { NotFoundError, UnknownStreamError } from '../errors.js';
 import { abortable } from '../util/abortable.js';
-import type { Group, GroupInfo } from './group.js';
+import { type Group, type GroupInfo, checkPollOptions } from './group.js';
 import type { GroupMessage } from './group-message.js';
 import { holdMsOf } from './group-consume.js';
 import type { PollOptions } from './group-poll.js';
@@ -98,6 +98,7 @@ export class StreamGroup {
    * ends it or the client closes; ends with the error of a shard's loop that fails for good.
    */
   consume(opts: PollOptions = {}): AsyncIterable<GroupMessage> {
+    checkPollOptions(opts); // at the call, as a one-shard loop's
     return { [Symbol.asyncIterator]: () => new MergedConsume(this, opts) };
   }
 }
