@@ -72,8 +72,9 @@ class Batch {
 }
 
 /**
- * The client's publishers that hold records not yet sent (a publisher is here only while it has
- * a batch gathering, so one made and dropped is not kept): `client.close()` sends them first.
+ * The client's publishers that hold records not yet sent or sent and not yet answered (a
+ * publisher is here only while it has such records, so one made and dropped is not kept):
+ * `client.close()` sends them first and waits, bounded, for their sends.
  */
 export class GatheringPublishers {
   private readonly gathering = new Set<Publisher>();
@@ -254,9 +255,11 @@ export class Publisher {
     if (batch.timer) clearTimeout(batch.timer);
     batch.timer = null;
     if (this.batches.get(id) === batch) this.batches.delete(id);
-    if (this.batches.size === 0) this.gatherers?.delete(this);
     if (this.unkeyed === batch) this.unkeyed = undefined;
-    if (batch.payloads.length === 0) return;
+    if (batch.payloads.length === 0) {
+      this.leftIdle();
+      return;
+    }
     this.pendingRecords -= batch.payloads.length;
     for (const w of this.roomWaiters.splice(0)) w();
     const sent = this.sendRecords(batch.payloads, batch.key).then(
@@ -281,7 +284,15 @@ export class Publisher {
       },
     );
     this.inFlight.add(sent);
-    void sent.finally(() => this.inFlight.delete(sent));
+    void sent.finally(() => {
+      this.inFlight.delete(sent);
+      this.leftIdle();
+    });
+  }
+
+  /** Nothing gathering and nothing sent unanswered: the client's close need not wait for it. */
+  private leftIdle(): void {
+    if (this.batches.size === 0 && this.inFlight.size === 0) this.gatherers?.delete(this);
   }
 
   /**

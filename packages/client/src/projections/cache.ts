@@ -145,7 +145,8 @@ export class Cache {
       // A put stores the value as it was at the call. Sent now (a live connection), it is encoded
       // in this turn; one that may be encoded later (routed: after an owner lookup or a redirect;
       // or once connected) takes a copy of the caller's buffer first.
-      const held = value instanceof Uint8Array ? () => bytes.slice() : () => bytes;
+      // (A Buffer's slice() is a view: `new Uint8Array` copies whatever view it is given.)
+      const held = typeof value === 'string' ? () => bytes : () => new Uint8Array(bytes);
       const keys = this.keys;
       if (keys?.active) {
         const kept = held();

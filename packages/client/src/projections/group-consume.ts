@@ -186,6 +186,9 @@ class ConsumeLoop {
       (msgs) => {
         this.answered.set(p, msgs);
         this.answeredAt.set(p, performance.now());
+        // Answered while the caller works (no step waits on it): held, so watched.
+        if (this.step === undefined && this.holdTimer === undefined && !this.finished)
+          this.armHold();
       },
       () => undefined,
     );
@@ -220,28 +223,37 @@ class ConsumeLoop {
   private armHold(): void {
     clearTimeout(this.holdTimer);
     this.holdTimer = undefined;
-    if (this.batch.length <= 1 && this.ahead.length === 0) return;
-    const due = Math.max(0, this.heldSince + this.holdMs - performance.now());
-    this.holdTimer = setTimeout(this.heldTooLong, due);
+    let due = Number.POSITIVE_INFINITY;
+    if (this.at < this.batch.length) due = this.heldSince + this.holdMs;
+    for (const p of this.ahead) {
+      const at = this.answeredAt.get(p);
+      if (at !== undefined) due = Math.min(due, at + this.holdMs);
+    }
+    // Nothing held for later (a poll still out arms it when it answers).
+    if (due === Number.POSITIVE_INFINITY) return;
+    this.holdTimer = setTimeout(this.heldTooLong, Math.max(0, due - performance.now()));
     this.holdTimer.unref?.();
   }
 
   /**
-   * The caller is still on a record past the hold bound (a long job): what the loop holds for
-   * later goes back now rather than wait out its claim in the client (each lapse would count
-   * as an attempt): the rest of the batch, and the polls ahead that answered. The loop polls
-   * again when the caller asks for more.
+   * The caller is still on a record while what the loop holds for later reached the hold bound
+   * (a long job): it goes back now rather than wait out its claim in the client (each lapse
+   * would count as an attempt): the rest of the batch, and each poll ahead that answered that
+   * long ago. The loop polls again when the caller asks for more; what is held and not yet due
+   * is watched on.
    */
   private readonly heldTooLong = (): void => {
     this.holdTimer = undefined;
-    if (this.finished) return;
-    if (this.at < this.batch.length) this.releaseHeld();
+    if (this.finished || this.step !== undefined) return; // a step takes what it holds
+    const now = performance.now();
+    if (this.at < this.batch.length && now - this.heldSince >= this.holdMs) this.releaseHeld();
     for (const p of [...this.ahead]) {
-      const msgs = this.answered.get(p);
-      if (msgs === undefined) continue; // still out: its records are claimed when it answers
+      const at = this.answeredAt.get(p);
+      if (at === undefined || now - at < this.holdMs) continue; // still out, or not yet due
       this.ahead.splice(this.ahead.indexOf(p), 1);
-      this.handBack(msgs);
+      this.handBack(this.answered.get(p)!);
     }
+    this.armHold();
   };
 
   private handBack(msgs: GroupMessage[]): void {

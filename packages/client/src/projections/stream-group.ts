@@ -117,6 +117,11 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
    *  most this before it yields it (holdMsOf), so a record passed on is within two thirds of its
    *  claim; one that waited longer (many shards, a slow caller) goes back instead. */
   private readonly holdMs: number;
+  /** The shards whose `next()` answered with a record the merge holds for a later turn. */
+  private readonly waiting = new Map<number, Extract<Step, { r: unknown }>>();
+  /** Hands back a held record once it waited the hold bound while the caller works (a long
+   *  job): no step runs then to look at its age. */
+  private holdTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly owner: StreamGroup,
@@ -187,6 +192,7 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
       // what it brings.
       if (this.finished) return { value: undefined, done: true };
       this.out.delete(first.shard);
+      this.waiting.delete(first.shard);
       if ('err' in first) {
         await this.finish();
         throw first.err;
@@ -203,16 +209,49 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
         this.handBack(first.shard, first.r.value);
         continue;
       }
+      this.armHold(); // what it holds for later is watched while the caller works
       return first.r;
     }
   }
 
   private ask(shard: number, it: AsyncIterator<GroupMessage>): Promise<Step> {
     return it.next().then(
-      (r) => ({ shard, r, at: performance.now() }),
+      (r) => {
+        const step = { shard, r, at: performance.now() };
+        if (!r.done && !this.finished) {
+          this.waiting.set(shard, step);
+          if (this.step === undefined && this.holdTimer === undefined) this.armHold();
+        }
+        return step;
+      },
       (err: unknown) => ({ shard, err }),
     );
   }
+
+  private armHold(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    let due = Number.POSITIVE_INFINITY;
+    for (const w of this.waiting.values()) due = Math.min(due, w.at + this.holdMs);
+    if (due === Number.POSITIVE_INFINITY) return;
+    this.holdTimer = setTimeout(this.heldTooLong, Math.max(0, due - performance.now()));
+    this.holdTimer.unref?.();
+  }
+
+  /** Records held for a later turn that waited the hold bound go back (their shard's loop is
+   *  asked again by the next step); a step running takes what it holds itself. */
+  private readonly heldTooLong = (): void => {
+    this.holdTimer = undefined;
+    if (this.finished || this.step !== undefined) return;
+    const now = performance.now();
+    for (const [shard, w] of [...this.waiting]) {
+      if (now - w.at < this.holdMs || w.r.done) continue;
+      this.waiting.delete(shard);
+      this.out.delete(shard);
+      this.handBack(shard, w.r.value);
+    }
+    this.armHold();
+  };
 
   private handBack(shard: number, msg: GroupMessage): void {
     const group = this.loops?.[shard]?.group;
@@ -224,6 +263,8 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
   private async finish(): Promise<void> {
     if (this.finished) return;
     this.finished = true;
+    clearTimeout(this.holdTimer);
+    this.waiting.clear();
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     const loops = this.loops ?? [];
     // Each loop hands back what it holds; a next() still out resolves done (once the polls it

@@ -79,6 +79,10 @@ export class JwksKeyResolver implements KeyResolver {
   async resolve(tenant: string, kid: string): Promise<PublicKey | null> {
     const found = (await this.keysOf(tenant)).get(kid);
     if (found !== undefined) return found;
+    // A refetch already out (another token naming a new kid): share its answer.
+    const pending = this.inflight.get(tenant);
+    // A failed one answers no key for this kid (the set kept verifies the others).
+    if (pending !== undefined) return (await pending.catch(() => undefined))?.get(kid) ?? null;
     const entry = this.entries.get(tenant);
     if (entry?.kind !== 'keys' || this.now() - entry.fetchedAtMs < JWKS_UNKNOWN_KID_REFETCH_MS)
       return null;

@@ -14,6 +14,9 @@ import { Refusal } from './refusal.js';
 export interface OpenedScope {
   access: Access;
   msg: Message;
+  /** Requests of this scope that opened or are opening: it is forgotten only at 0 (one refused
+   *  must not erase the scope another of the same opened on). */
+  holders: number;
 }
 
 /**
@@ -45,21 +48,28 @@ export async function openLongLived(
       'long_lived_scopes',
     );
   }
-  const outcome = await handle();
-  if (outcome !== null && kept !== undefined) opened.splice(opened.indexOf(kept), 1);
+  let outcome: Outcome;
+  try {
+    outcome = await handle();
+  } catch (err) {
+    forget(opened, kept); // nothing opened
+    throw err;
+  }
+  if (outcome !== null) forget(opened, kept);
   return outcome === NOT_OPENED ? null : outcome;
 }
 
+/** One request of the scope did not open: the scope goes once no other holds it. */
+function forget(opened: OpenedScope[], scope: OpenedScope): void {
+  scope.holders -= 1;
+  if (scope.holders === 0) opened.splice(opened.indexOf(scope), 1);
+}
+
 /**
- * Notes the scope a subscription or watch request names, once per scope and action; answers the
- * entry it added (undefined: one was there already), or 'full' at
- * LONG_LIVED_SCOPES_PER_STREAM_MAX.
+ * Notes the scope a subscription or watch request names, once per scope and action (counting
+ * its holders); answers its entry, or 'full' at LONG_LIVED_SCOPES_PER_STREAM_MAX.
  */
-function rememberOpened(
-  opened: OpenedScope[],
-  access: Access,
-  msg: Message,
-): OpenedScope | undefined | 'full' {
+function rememberOpened(opened: OpenedScope[], access: Access, msg: Message): OpenedScope | 'full' {
   // Only the scope the check reads: the message itself may be large, or a reader's.
   const m = msg as unknown as Record<string, unknown>;
   const same = (o: OpenedScope) => {
@@ -72,7 +82,11 @@ function rememberOpened(
       x.cache === m.cache
     );
   };
-  if (opened.some(same)) return undefined;
+  const held = opened.find(same);
+  if (held !== undefined) {
+    held.holders += 1;
+    return held;
+  }
   if (opened.length >= LONG_LIVED_SCOPES_PER_STREAM_MAX) return 'full';
   const scope = {
     tenant_id: m.tenant_id,
@@ -80,7 +94,7 @@ function rememberOpened(
     stream: m.stream,
     cache: m.cache,
   };
-  const entry = { access, msg: scope as unknown as Message };
+  const entry = { access, msg: scope as unknown as Message, holders: 1 };
   opened.push(entry);
   return entry;
 }

@@ -153,7 +153,10 @@ async function upsertReport(q: Sql, r: ReplicaReport, from: Reporter): Promise<v
        leader_offset = excluded.leader_offset, commit_offset = excluded.commit_offset,
        offsets = excluded.offsets, halted = excluded.halted, reported_at_ms = excluded.reported_at_ms,
        drained = excluded.drained, caught_up = excluded.caught_up, in_sync = excluded.in_sync,
-       reporter_incarnation = excluded.reporter_incarnation, report_seq = excluded.report_seq`,
+       reporter_incarnation = excluded.reporter_incarnation, report_seq = excluded.report_seq
+     WHERE NOT (excluded.leader = replica_reports.leader
+       AND excluded.reporter_incarnation = replica_reports.reporter_incarnation
+       AND excluded.report_seq > 0 AND excluded.report_seq <= replica_reports.report_seq)`,
     [
       ...keyParams(r),
       r.generation,
@@ -193,7 +196,8 @@ async function recordOne(
   const report: ReplicaReport = { ...input, leader: nodeId, reported_at_ms: nowMs };
   // The stored row is locked before it is read (a write that changes nothing: Postgres holds the
   // row until this transaction ends; SQLite's writes are one at a time anyway), so a report
-  // applied late cannot read it, wait for a newer one to commit, then write over it.
+  // applied late cannot read it, wait for a newer one to commit, then write over it; a shard's
+  // first report has no row to lock, and the upsert's own condition refuses the older there.
   await q.query(
     `UPDATE replica_reports SET report_seq = report_seq WHERE ${KEY_WHERE}`,
     keyParams(input),
