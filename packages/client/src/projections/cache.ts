@@ -144,19 +144,17 @@ export class Cache {
       const bytes = bytesOf(value, 'the cache value');
       // A put stores the value as it was at the call. Sent now (a live connection), it is encoded
       // in this turn; one that may be encoded later (routed: after an owner lookup or a redirect;
-      // or once connected) takes a copy of the caller's buffer first.
-      // (A Buffer's slice() is a view: `new Uint8Array` copies whatever view it is given.)
-      const held = typeof value === 'string' ? () => bytes : () => new Uint8Array(bytes);
+      // or once connected) takes a copy of the caller's buffer first (heldCopy).
       const keys = this.keys;
       if (keys?.active) {
-        const kept = held();
+        const kept = heldCopy(value, bytes);
         const on = (c: BrokerConnection) => this.putOn(c, key, kept, opts.ttlMs);
         return this.routed(keys, key, on, opts.signal, 'put', true);
       }
       const bc = opts.signal?.aborted ? undefined : this.host.live?.();
       return bc !== undefined
         ? untilAborted(this.putOn(bc, key, bytes, opts.ttlMs), opts.signal, this.what('put'), true)
-        : this.putConnecting(key, held(), opts);
+        : this.putConnecting(key, heldCopy(value, bytes), opts);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -666,4 +664,10 @@ function checkKey(key: string): void {
 function cacheValueOf(msg: Message): Uint8Array | undefined {
   if (msg.type !== 'cache_value') throw new ProtocolError(`expected cache_value, got ${msg.type}`);
   return (msg as Answer<'cache_value'>).value;
+}
+
+/** A put's bytes as they are now, for a request encoded later: a string's encoding is the
+ *  put's own; a caller's buffer is copied (a Buffer's `slice()` would be a view of it). */
+function heldCopy(value: Uint8Array | string, bytes: Uint8Array): Uint8Array {
+  return typeof value === 'string' ? bytes : new Uint8Array(bytes);
 }
