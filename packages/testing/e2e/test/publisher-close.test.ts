@@ -2,6 +2,10 @@
 // or is refused: README "Publish" says `client.close()` first waits "until the broker has read
 // every publish made before it ... so a fire-and-forget loop followed by close() loses nothing",
 // and `Publisher.close()` "Flushes, then refuses further publishes".
+// A publisher made with `atLeastOnce: true` (or any publisher of a client routing by owner, a
+// cluster) sends its batches through the routed path, which awaits the shard's owner before its
+// frame is written: the close waits for those too (found by a review: it went on past its drain
+// and the batch met a closed client, swallowed for `send()` records).
 // Method: one real broker; records accepted by `send()`/`publish()` of a publisher with a linger,
 // then a close; a fresh client reads the stream back from `earliest`.
 import type { FelixClient } from '@felix/client';
@@ -15,6 +19,7 @@ streams:
   - { tenant: t1, name: pub-acked, durable: true, fsync: onCommit }
   - { tenant: t1, name: pub-unacked, durable: true, fsync: onCommit }
   - { tenant: t1, name: pub-closing, durable: true, fsync: onCommit }
+  - { tenant: t1, name: pub-routed-close, durable: true, fsync: onCommit }
 `;
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -99,6 +104,25 @@ describe('a batching publisher and close', () => {
       expect(state).toBe('settled');
     } finally {
       await felix.close();
+    }
+  }, 30_000);
+
+  it('records_an_at_least_once_publisher_gathers_reach_the_broker_when_the_client_closes', async () => {
+    const want = Array.from({ length: 10 }, (_, i) => `r${i}`);
+    const felix = await client(broker);
+    // Warm: the stream's width is known, the connection open (the common case of a long run).
+    await felix.publisher('pub-routed-close', { atLeastOnce: true }).publish(enc('warm'));
+    const pub = felix.publisher('pub-routed-close', { lingerMs: 50, atLeastOnce: true });
+    for (const r of want) expect(pub.send(enc(r))).toBe(true);
+    await felix.close();
+    const reader = await client(broker);
+    try {
+      expect(await readBack(reader, 'pub-routed-close', want.length + 1)).toEqual([
+        'warm',
+        ...want,
+      ]);
+    } finally {
+      await reader.close();
     }
   }, 30_000);
 });

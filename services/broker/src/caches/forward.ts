@@ -39,7 +39,7 @@ export function forwardCacheWrite<M extends ForwardedWrite>(
 export const FORWARD_TTL_NEVER_MS = Number.MAX_SAFE_INTEGER;
 
 /** The forwarded `ttl_ms` of a put that gave `ttl` (undefined: none given). */
-function forwardedTtl(ttl: number | undefined, hasDefault: boolean): number {
+export function forwardedTtl(ttl: number | undefined, hasDefault: boolean): number {
   if (ttl === undefined) return 0;
   if (ttl === 0) return hasDefault ? FORWARD_TTL_NEVER_MS : 0;
   return ttl;
