@@ -31,6 +31,17 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** A reporter of REPORT over stand-ins of the control-plane client and the membership. */
+function reporterOver(client: object, membership: object): ReplicaReporter {
+  return new ReplicaReporter(
+    client as unknown as ControlPlaneClient,
+    membership as unknown as Membership,
+    () => [REPORT],
+    pino({ level: 'silent' }),
+    new Registry(),
+  );
+}
+
 describe('replica reports', () => {
   it('a_leader_reports_its_replicas_as_soon_as_it_registers', async () => {
     vi.useFakeTimers();
@@ -47,13 +58,7 @@ describe('replica reports', () => {
         sent.push(shards.length);
       },
     };
-    const reporter = new ReplicaReporter(
-      client as unknown as ControlPlaneClient,
-      membership as unknown as Membership,
-      () => [REPORT],
-      pino({ level: 'silent' }),
-      new Registry(),
-    );
+    const reporter = reporterOver(client, membership);
     reporter.start();
     await vi.advanceTimersByTimeAsync(200);
     expect(sent).toEqual([]);
@@ -83,13 +88,7 @@ describe('replica reports', () => {
         sent++;
       },
     };
-    const reporter = new ReplicaReporter(
-      client as unknown as ControlPlaneClient,
-      membership as unknown as Membership,
-      () => [REPORT],
-      pino({ level: 'silent' }),
-      new Registry(),
-    );
+    const reporter = reporterOver(client, membership);
     reporter.start();
     await vi.advanceTimersByTimeAsync(10);
     expect(sent).toBe(1);
@@ -141,13 +140,7 @@ describe('replica reports', () => {
         if (seqs.length === 2) throw new Error('timed out');
       },
     };
-    const reporter = new ReplicaReporter(
-      client as unknown as ControlPlaneClient,
-      membership as unknown as Membership,
-      () => [REPORT],
-      pino({ level: 'silent' }),
-      new Registry(),
-    );
+    const reporter = reporterOver(client, membership);
     reporter.start();
     await vi.advanceTimersByTimeAsync(1_600);
     expect(seqs.length).toBeGreaterThanOrEqual(3);

@@ -30,6 +30,7 @@ import {
   NOT_FOUND_RETRY_MS,
 } from '../limits.js';
 import { backoffDelayMs } from '../util/backoff.js';
+import { rearmHold } from '../util/hold-timer.js';
 import type { GroupMessage } from './group-message.js';
 import type { PollOptions } from './group-poll.js';
 
@@ -221,18 +222,14 @@ class ConsumeLoop {
   /** Arms the hold timer for the batch just taken (one timer per batch, none for one record
    *  with nothing polled ahead: nothing would wait). */
   private armHold(): void {
-    clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
     let due = Number.POSITIVE_INFINITY;
     if (this.at < this.batch.length) due = this.heldSince + this.holdMs;
     for (const p of this.ahead) {
       const at = this.answeredAt.get(p);
       if (at !== undefined) due = Math.min(due, at + this.holdMs);
     }
-    // Nothing held for later (a poll still out arms it when it answers).
-    if (due === Number.POSITIVE_INFINITY) return;
-    this.holdTimer = setTimeout(this.heldTooLong, Math.max(0, due - performance.now()));
-    this.holdTimer.unref?.();
+    // Nothing held for later: no timer (a poll still out arms it when it answers).
+    this.holdTimer = rearmHold(this.holdTimer, due, this.heldTooLong);
   }
 
   /**

@@ -13,6 +13,7 @@
  */
 import { NotFoundError, UnknownStreamError } from '../errors.js';
 import { abortable } from '../util/abortable.js';
+import { rearmHold } from '../util/hold-timer.js';
 import { type Group, type GroupInfo, checkPollOptions } from './group.js';
 import type { GroupMessage } from './group-message.js';
 import { holdMsOf } from './group-consume.js';
@@ -229,13 +230,9 @@ class MergedConsume implements AsyncIterator<GroupMessage> {
   }
 
   private armHold(): void {
-    clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
     let due = Number.POSITIVE_INFINITY;
     for (const w of this.waiting.values()) due = Math.min(due, w.at + this.holdMs);
-    if (due === Number.POSITIVE_INFINITY) return;
-    this.holdTimer = setTimeout(this.heldTooLong, Math.max(0, due - performance.now()));
-    this.holdTimer.unref?.();
+    this.holdTimer = rearmHold(this.holdTimer, due, this.heldTooLong);
   }
 
   /** Records held for a later turn that waited the hold bound go back (their shard's loop is
