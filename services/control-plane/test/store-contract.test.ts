@@ -188,6 +188,24 @@ function storeContract(backend: Backend): void {
       );
     });
 
+    it('a_cursor_from_another_list_is_refused_not_read_as_a_position', async () => {
+      await seed(store);
+      await store.namespaces.create({ tenant_id: 't1', namespace: 'ns2', display_name: '' });
+      for (const name of ['a', 'b', 'c']) await store.streams.create(stream(name));
+      const streams = await store.streams.list('t1', 'ns', 1);
+      expect(streams.next_cursor).not.toBeNull();
+      const cursor = streams.next_cursor ?? '';
+      // Same key shape (one name), another list or another namespace: not this list's position.
+      await expect(store.caches.list('t1', 'ns', 1, cursor)).rejects.toBeInstanceOf(
+        InvalidCursorError,
+      );
+      await expect(store.streams.list('t1', 'ns2', 1, cursor)).rejects.toBeInstanceOf(
+        InvalidCursorError,
+      );
+      const rest = await store.streams.list('t1', 'ns', 10, cursor);
+      expect(rest.items.map((s) => s.stream)).toEqual(['b', 'c']);
+    });
+
     it('deleting_a_tenant_cascades_to_everything_under_it', async () => {
       await seed(store);
       await store.streams.create(stream('s', { shards: 2 }));

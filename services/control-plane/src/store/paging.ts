@@ -3,7 +3,7 @@
  * read as "key greater than the cursor's key", and one extra row fetched to know whether more
  * follow. No OFFSET, so a page costs the same wherever it starts.
  */
-import { type CursorKey, decodeCursor, encodeCursor } from './cursor.js';
+import { type CursorKey, cursorTag, decodeCursor, encodeCursor } from './cursor.js';
 import type { Row } from './rows.js';
 import type { Sql, SqlParam } from './sql.js';
 import type { Page } from './types.js';
@@ -27,8 +27,9 @@ export interface PageQuery<T> {
 export async function page<T>(q: Sql, opts: PageQuery<T>): Promise<Page<T>> {
   const where = [...opts.fixedWhere];
   const params: SqlParam[] = [...opts.fixed];
+  const tag = cursorTag(JSON.stringify([opts.select, opts.fixedWhere, opts.fixed]));
   if (opts.cursor !== undefined) {
-    const key = decodeCursor(opts.cursor, opts.shape);
+    const key = decodeCursor(opts.cursor, opts.shape, tag);
     const ph = key.map((_, i) => `$${params.length + i + 1}`);
     params.push(...key);
     where.push(`(${opts.keyCols.join(', ')}) > (${ph.join(', ')})`);
@@ -42,6 +43,6 @@ export async function page<T>(q: Sql, opts: PageQuery<T>): Promise<Page<T>> {
   const last = kept[kept.length - 1];
   return {
     items: kept.map(opts.map),
-    next_cursor: more && last ? encodeCursor(opts.keyOf(last)) : null,
+    next_cursor: more && last ? encodeCursor(opts.keyOf(last), tag) : null,
   };
 }
