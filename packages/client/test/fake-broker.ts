@@ -227,6 +227,10 @@ export class FakeBroker {
       case 'reauth':
         at.send({ type: 'reauth_ok', request_id: msg.request_id });
         return;
+      case 'cache_shards':
+        // Its caches are one shard each: a prefix watch stays one watch.
+        at.send({ type: 'cache_shards_view', shards: 1, request_id: msg.request_id });
+        return;
       case 'subscribe': {
         const id = msg.subscription_id!;
         at.send({ type: 'subscribed', subscription_id: id, start_offset: 0, live_offset: 0 });

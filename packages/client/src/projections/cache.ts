@@ -8,9 +8,11 @@
 import {
   BINARY_STRING_BYTES_MAX,
   FEATURE_CACHE_DELETE,
+  FEATURE_CACHE_SHARDS,
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
   FEATURE_HI_CACHE_BINARY,
+  FEATURE_TOPOLOGY,
   FLAG_BINARY_CACHE,
   type GetPrefix,
   type Message,
@@ -44,6 +46,7 @@ import { cacheShardOf } from '../cluster/routing.js';
 import { KeyRoutes } from './key-routes.js';
 import { CACHE_KEY_BYTES_MAX, CACHE_TTL_MS_MAX } from '../limits.js';
 import { resetOnAbort } from '../protocol/auth.js';
+import { has } from '../protocol/negotiation.js';
 import { Deadline } from '../util/deadline.js';
 import { abortable } from '../util/abortable.js';
 import { checkWellFormed } from '../util/well-formed.js';
@@ -391,16 +394,23 @@ export class Cache {
     yield* watchAcross(width, opts.retained === true, opts.signal, one);
   }
 
-  /** The cache's shard count when over 1 and the client routes (else undefined: one watch, which
-   *  a broker refuses typed on a multi-shard cache). Routing is known once connected. */
+  /** The cache's shard count when over 1 and the client routes in a cluster or is connected to a
+   *  standalone broker, which serves every shard (else undefined: one watch, which a broker
+   *  refuses typed on a multi-shard cache). Routing is known once connected. */
   private async widthToSpan(signal: AbortSignal | undefined): Promise<number | undefined> {
     const retry = new ReaderRetry(this.host.route, this.host.closing);
     for (;;) {
       try {
-        await this.host.connection(signal);
+        const conn = await this.host.connection(signal);
         const route = this.host.route;
-        if (!route?.active) return undefined;
-        const width = await route.widthOf('cache', this.name, signal);
+        const { features } = conn.negotiated;
+        // A broker without topology is standalone: it leads every shard, so the span's watches
+        // all go to it. A cluster client that chose not to route keeps the one watch.
+        const standalone = !has(features, FEATURE_TOPOLOGY) && has(features, FEATURE_CACHE_SHARDS);
+        if (!route?.active && !standalone) return undefined;
+        const width = route?.active
+          ? await route.widthOf('cache', this.name, signal)
+          : await abortable(conn.cacheShards(this.name), signal, 'the cache width lookup', false);
         return width !== undefined && width > 1 ? width : undefined;
       } catch (err) {
         // Aborted or closed: the one watch started instead ends at once.

@@ -306,6 +306,23 @@ export class BrokerConnection {
     return { shards: msg.shards, routing: msg.routing ?? 'modulo' };
   }
 
+  /** The shard count of a cache (0: unknown cache), asked on the request stream as `streamShards`
+   *  is (a refusal there is an `error` a request of its own can take). */
+  async cacheShards(cache: string): Promise<number> {
+    if (this.lostError) throw this.lostError;
+    const { tenant, namespace } = this.opts;
+    const msg = await this.requests.request((id) => ({
+      type: 'cache_shards',
+      tenant_id: tenant,
+      namespace,
+      cache,
+      request_id: id,
+    }));
+    if (msg.type !== 'cache_shards_view')
+      throw new ProtocolError(`expected cache_shards_view, got ${msg.type}`);
+    return msg.shards;
+  }
+
   /** The request stream (opened on first use; a new one after a failure of the stream alone). */
   get requests(): RequestLane {
     if (this.lane.broken && this.lostError === null) this.lane = this.newLane();

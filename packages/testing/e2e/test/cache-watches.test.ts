@@ -137,6 +137,33 @@ for (const transport of TRANSPORTS) {
       await it.return?.();
     });
 
+    it('a_prefix_watch_on_a_standalone_brokers_multi_shard_cache_spans_every_shard', async () => {
+      // `sharded` has 4 shards; a standalone broker leads them all, so a prefix watch naming no
+      // shard runs one watch per shard on it, merged (it was refused watch_shard before).
+      const sharded = felix.cache('sharded');
+      const keys = Array.from({ length: 16 }, (_, i) => `span-${i}`);
+      for (const k of keys) await sharded.put(k, `old-${k}`);
+      const it = sharded.watch({ prefix: 'span-' }, { retained: true })[Symbol.asyncIterator]();
+      const retained: CacheWatchEvent[] = [];
+      for (;;) {
+        const ev = (await withDeadline(it.next(), 10_000, 'the retained span')).value;
+        if (ev.type === 'state_complete') {
+          expect(ev).toMatchObject({ retainedCount: keys.length });
+          break;
+        }
+        retained.push(ev);
+      }
+      expect(retained.map((e) => (e as { key: string }).key).sort()).toEqual([...keys].sort());
+      const shards = new Set(retained.map((e) => (e as { shard?: number }).shard));
+      expect(shards.size).toBeGreaterThan(1);
+      for (const k of keys) await sharded.put(k, `new-${k}`);
+      const live = await take(it, keys.length);
+      expect(live.map((e) => `${e.type}:${(e as { key: string }).key}`).sort()).toEqual(
+        keys.map((k) => `put:${k}`).sort(),
+      );
+      await it.return?.();
+    });
+
     it('a_watch_resumed_below_compacted_history_starts_over_from_current_state', async () => {
       const history = felix.cache('history');
       const ac = new AbortController();

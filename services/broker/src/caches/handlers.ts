@@ -10,6 +10,7 @@
 import type { Connection } from '@felix/transport';
 import {
   FEATURE_CACHE_DELETE,
+  FEATURE_CACHE_SHARDS,
   FEATURE_CACHE_WATCH,
   FEATURE_CACHE_WATCH_RETAINED,
   FEATURE_COUNTERS,
@@ -61,10 +62,11 @@ export function registerCacheHandlers(table: HandlerTable, deps: CacheDeps): voi
   table.register('cache_get', h.get);
   table.register('cache_delete', h.remove);
   table.register('cache_watch', h.watch);
+  table.register('cache_shards', h.shards);
   // The get first: it is the hotter request, and a put's frame is declined by it within bytes.
   table.registerFastReader('cache_get', () => new GetRequestReader());
   table.registerFastReader('cache_put', () => new PutRequestReader());
-  let bits = FEATURE_CACHE_DELETE;
+  let bits = FEATURE_CACHE_DELETE | FEATURE_CACHE_SHARDS;
   if (deps.caches.durable) {
     bits |= FEATURE_CACHE_WATCH | FEATURE_CACHE_WATCH_RETAINED | FEATURE_COUNTERS;
   }
@@ -231,6 +233,28 @@ class CacheHandlers {
       // As a subscribe: a stream being ended for its token opens nothing more.
       if (rc.ending) return NOT_OPENED;
       return (await this.openWatch(msg, rc)) ? null : NOT_OPENED;
+    },
+  };
+
+  /** `cache_shards`: the cache's shard count from the catalog (0 for a name this tenant does not
+   *  have, as `stream_shards` answers), so a client can span a prefix watch over every shard. */
+  readonly shards: Handler<Msg<'cache_shards'>> = {
+    onPublishOnly: 'refuse',
+    shardLocation: 'handler',
+    handle: async (msg, rc) => {
+      await rc.answers.drain();
+      let shards = 0;
+      if (msg.tenant_id === rc.auth.tenant) {
+        try {
+          shards = this.svc.lookup(msg.tenant_id, msg.namespace, msg.cache).shards;
+        } catch (err) {
+          // Not declared: answered as unknown (0) rather than refused, as a stream's width is.
+          if (!(err instanceof Refusal)) throw err;
+        }
+      }
+      const view: Message = { type: 'cache_shards_view', shards, request_id: msg.request_id };
+      await rc.stream.write(jsonFrame(view));
+      return null;
     },
   };
 

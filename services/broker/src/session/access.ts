@@ -57,6 +57,8 @@ export const REQUEST_ACCESS: Readonly<Record<string, Access | typeof OPEN>> = {
   shard_owners: OPEN,
   cache_get: cache('cache.read'),
   cache_watch: cache('cache.read', { longLived: true }),
+  // The width a client needs to span a prefix watch over a standalone broker's shards.
+  cache_shards: cache('cache.read', { orAction: 'cache.write' }),
   cache_put: cache('cache.write'),
   cache_delete: cache('cache.write'),
   counter_get: cache('cache.read'),
