@@ -195,6 +195,39 @@ describe('broker with a control plane', () => {
     await felix.close();
   });
 
+  it('felix_broker_streams_counts_the_streams_a_control_plane_catalog_gives_the_broker', async () => {
+    // `felix_broker_streams{durable}` ("Streams in the catalog"; docs/broker-config.md lists
+    // streams among what /metrics reports) is set from the YAML catalog only, so a broker whose
+    // catalog comes from the control plane reads 0 whatever streams it serves.
+    await api('POST', '/v1/tenants/acme/namespaces/prod/streams', {
+      stream: 'counted-durable',
+      shards: 1,
+      durable: true,
+    });
+    await api('POST', '/v1/tenants/acme/namespaces/prod/streams', {
+      stream: 'counted-memory',
+      shards: 1,
+      durable: false,
+    });
+    const felix = await client(broker, 'prod');
+    try {
+      // Served: the catalog feed has reached the broker.
+      await waitFor(
+        async () => (await felix.publish('counted-memory', 'x')).offset !== undefined,
+        'the in-memory stream to be served',
+        SETTLE_MS,
+      );
+      await felix.publish('counted-durable', 'x');
+    } finally {
+      await felix.close();
+    }
+    const body = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
+    const count = (durable: string) =>
+      Number(new RegExp(`felix_broker_streams\\{durable="${durable}"\\} (\\d+)`).exec(body)?.[1]);
+    expect(count('true')).toBeGreaterThanOrEqual(1);
+    expect(count('false')).toBeGreaterThanOrEqual(1);
+  });
+
   it('a_shard_led_by_another_node_is_refused_with_not_leader', async () => {
     // A second node that only heartbeats: it takes shards but serves nothing.
     const ghost = { node_id: 'ghost', advertise_addr: '127.0.0.1:1', client_addr: '127.0.0.1:1' };

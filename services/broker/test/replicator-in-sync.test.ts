@@ -17,6 +17,7 @@ import { InternalFrameDecoder, type ShardRef, decodeInternalMessage } from '@fel
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PeerPool } from '../src/cluster/peer-pool.js';
+import { shardKey } from '../src/cluster/feed-items.js';
 import { Replicator, type ReplicatorDeps } from '../src/cluster/replicator.js';
 
 const SHARD = { tenant: 't1', namespace: 'default', stream: 'orders', shard: 0 };
@@ -243,6 +244,24 @@ describe('replicator in-sync followers', () => {
       shard_logs: 1,
     });
     expect(replicator.confirmed('s', 'b2')).toBe(log.tailOffset);
+  });
+
+  it('a_follower_not_answering_is_warned_of_with_the_shard_named_as_the_other_log_lines_name_it', async () => {
+    // The broker ships under its internal key (kind, tenant, namespace, name and shard joined by
+    // NUL: feed-items.ts shardKey). Its other lines name a shard `t1/default/orders/0` ("shard
+    // opened", "append failed"); the replication warnings must too, or a search for the shard
+    // an operator sees elsewhere misses them (and NULs break some log pipelines).
+    const log = await leaderLog();
+    const cut = new Set<string>(['b2']);
+    const { lines, logger } = capturedLog();
+    const replicator = await replicatorTo(cut, { log: logger, backoffsWarnAfter: 3 });
+    const key = shardKey('stream', SHARD.tenant, SHARD.namespace, SHARD.stream, SHARD.shard);
+    await replicator.ship(key, log, REF, ['b1', 'b2'], { genStart: 0 });
+    await log.append([new TextEncoder().encode('r0')]);
+    const warned = () =>
+      lines.filter((l) => l.msg === 'follower not answering; shipping to it is retried');
+    await waitFor(() => warned().length > 0, 'a warning about b2', 10_000);
+    expect(warned()[0]).toMatchObject({ follower: 'b2', shard: 't1/default/orders/0' });
   });
 
   it('a_follower_warned_of_through_a_stopped_shipper_is_warned_of_again_by_the_next', async () => {

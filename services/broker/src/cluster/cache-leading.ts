@@ -12,7 +12,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { CommitWait } from '../caches/commit-waiters.js';
 import type { CacheConfig } from '../config/types.js';
 import { COMMIT_HOLD_RETRY_MS } from '../limits.js';
-import type { AssignmentRecord } from './feed-items.js';
+import { type AssignmentRecord, shardLabel } from './feed-items.js';
 import { fenceCacheShard } from './fenced-open.js';
 import type { Replicator } from './replicator.js';
 import type { RidingLogs } from './riding-logs.js';
@@ -126,7 +126,7 @@ export class CommittingCaches {
   /** Ends the hold `token` once `committed` resolves (said when the shard is served); tries
    *  again while a log fails to open. */
   private release(key: string, token: object, since: number, committed: () => Promise<boolean>) {
-    const shard = key.replaceAll('\u0000', '/');
+    const shard = shardLabel(key);
     committed().then(
       (served) => {
         const held_ms = Math.round(performance.now() - since);

@@ -36,6 +36,15 @@ export function shardKey(kind: string, t: string, ns: string, name: string, shar
   return `${kind}\u0000${t}\u0000${ns}\u0000${name}\u0000${shard}`;
 }
 
+/** A shard key as log lines name the shard: `t/ns/stream/i` as "shard opened" does, and
+ *  `cache:t/ns/cache/i` for a cache's (never the key's NULs, which some log pipelines break on). */
+export function shardLabel(key: string): string {
+  const [kind, ...rest] = key.split('\u0000');
+  if (rest.length === 0) return key; // not a shard key (tests name shards freely)
+  const label = rest.join('/');
+  return kind === 'stream' ? label : `${kind}:${label}`;
+}
+
 export function str(x: unknown): string | null {
   return typeof x === 'string' ? x : null;
 }

@@ -54,6 +54,7 @@ import { FailingFollowers } from './failing-followers.js';
 import type { ShardReport } from './control-plane-client.js';
 import { type PeerPoolDeps, PeerPool } from './peer-pool.js';
 import { trimFloor } from './trim-hold.js';
+import { shardLabel } from './feed-items.js';
 
 export interface ReplicatorDeps extends PeerPoolDeps {
   /** The broker's shared links (peer-pool.ts); absent: the replicator keeps its own. */
@@ -272,7 +273,10 @@ export class Replicator {
       seen.stopped.add(nodeId);
       // No backoff or answer follows: its warnings must not hang on this log.
       this.failing.forget(failingEntry(key, kind), nodeId);
-      this.deps.log.warn({ shard: key, log: kind, follower: nodeId, reason }, 'shipping stopped');
+      this.deps.log.warn(
+        { shard: shardLabel(key), log: kind, follower: nodeId, reason },
+        'shipping stopped',
+      );
       this.holdTrims(key, kind);
     };
     const onRebuilt: ShipperOptions['onRebuilt'] = (nodeId, offset) => {
@@ -288,7 +292,7 @@ export class Replicator {
       }
       this.deps.onRebuilt?.(kind);
       this.deps.log.info(
-        { shard: key, log: kind, follower: nodeId, base: offset },
+        { shard: shardLabel(key), log: kind, follower: nodeId, base: offset },
         "follower's copy rebuilt at the leader's base; shipping resumed",
       );
       this.holdTrims(key, kind);
@@ -324,7 +328,7 @@ export class Replicator {
           {
             follower: nodeId,
             shard_logs: notice.logs,
-            shard: key,
+            shard: shardLabel(key),
             log: kind,
             backoffs,
             wait_ms: waitMs,
@@ -336,7 +340,13 @@ export class Replicator {
         const notice = this.failing.resumed(nodeId, entry, backoffs);
         if (notice === null) return;
         this.deps.log.info(
-          { follower: nodeId, shard_logs: notice.logs, shard: key, log: kind, backoffs },
+          {
+            follower: nodeId,
+            shard_logs: notice.logs,
+            shard: shardLabel(key),
+            log: kind,
+            backoffs,
+          },
           'follower answering again; shipping resumed',
         );
       },
@@ -534,7 +544,7 @@ export class Replicator {
       if (!this.warnedUnsynced.has(f)) {
         this.warnedUnsynced.add(f);
         this.deps.log.warn(
-          { shard: key, follower: f },
+          { shard: shardLabel(key), follower: f },
           'follower confirms written, not synced, records (a weaker durable.fsync_mode than this leader): not counted toward quorum acks',
         );
       }

@@ -56,6 +56,7 @@ import {
   posInt,
   replicaGenerationOf,
   shardKey,
+  shardLabel,
   str,
   streamFromCatalog,
 } from './feed-items.js';
@@ -552,7 +553,7 @@ export class ShardTable {
       this.committing.drop(key);
       await this.replication.replicator.stop(key);
       await this.replication.riding.release(idOf(held), 'cache');
-      this.log.info({ cache_shard: key.replaceAll('\u0000', '/') }, 'cache shard released');
+      this.log.info({ cache_shard: shardLabel(key) }, 'cache shard released');
     }
     for (const [key, a] of this.assignments) {
       if (this.closed) return;
@@ -623,7 +624,7 @@ export class ShardTable {
           ...(waits === undefined ? {} : { quorum: { members: quorum!.members, onMark } }),
         });
       } catch (err) {
-        this.log.warn({ err, shard: key.replaceAll('\u0000', '/'), log: kind }, 'not shipped');
+        this.log.warn({ err, shard: shardLabel(key), log: kind }, 'not shipped');
         setTimeout(() => this.kick(), RIDING_LOG_RETRY_MS).unref();
       }
     }
