@@ -219,10 +219,9 @@ export class Broker {
     });
   }
 
+  /** felix_broker_streams reads the catalog at each scrape: a control plane's feed changes it. */
   private countStreams(): void {
-    const streams = this.config.streams;
-    this.metrics.streams.set({ durable: 'true' }, streams.filter((s) => s.durable).length);
-    this.metrics.streams.set({ durable: 'false' }, streams.filter((s) => !s.durable).length);
+    this.metrics.streamsServed = () => this.catalog?.all() ?? [];
   }
 
   /** Starts the configured client listeners (TLS first: with port 0 it picks the number QUIC

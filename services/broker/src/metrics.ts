@@ -22,11 +22,20 @@ export class BrokerMetrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
-  readonly streams = new Gauge({
+  /** What `felix_broker_streams` counts at each scrape: the catalog the broker serves, YAML or
+   *  the control plane's feed (set once it opens). */
+  streamsServed: (() => readonly { config: { durable: boolean } }[]) | null = null;
+  readonly streams: Gauge<'durable'> = new Gauge({
     name: 'felix_broker_streams',
     help: 'Streams in the catalog',
     labelNames: ['durable'],
     registers: [this.registry],
+    collect: () => {
+      const all = this.streamsServed?.() ?? [];
+      const durable = all.filter((s) => s.config.durable).length;
+      this.streams.set({ durable: 'true' }, durable);
+      this.streams.set({ durable: 'false' }, all.length - durable);
+    },
   });
   // The publish path's metrics are tallies (util/tally-metrics.ts): counted as plain numbers.
   readonly publishes = new TallyCounter(
