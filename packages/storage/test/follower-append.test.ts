@@ -8,6 +8,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { LogPoisonedError } from '../src/errors.js';
+import { FaultyIo } from '../src/io/faulty-io.js';
+import { nodeIo } from '../src/io/node-io.js';
 import { FollowerAppender } from '../src/log/follower-append.js';
 import { type LogOptions, SegmentLog } from '../src/log/segment-log.js';
 import { truncateLogAbove } from '../src/log/tail-truncation.js';
@@ -68,6 +71,62 @@ describe('follower append', () => {
     expect(await f.appendAt(1, batch('b', 'c', 'd', 'e'))).toEqual({ kind: 'appended', tail: 5 });
     expect(log.tailOffset).toBe(5);
     await log.close();
+  });
+
+  it('a_resent_batch_overlapping_records_still_being_synced_is_compared_not_asserted', async () => {
+    // The replica server appends with `until: 'written'` and answers once the sync ends, so a
+    // resend (or a new leader's overlapping first batch) can arrive while that sync runs.
+    const io = new FaultyIo(nodeIo);
+    const opts: LogOptions = {
+      root: await scratchRoot(),
+      shard: SHARD,
+      fsync: 'onCommit',
+      segmentBytes: 4096,
+      preallocateBytes: 0,
+      io,
+    };
+    const log = await SegmentLog.open(opts);
+    const f = new FollowerAppender(log);
+    await f.appendAt(0, batch('a'));
+    const hold = io.holdDatasyncs();
+    expect(await f.appendAt(1, batch('b', 'c'), { until: 'written' })).toEqual({
+      kind: 'appended',
+      tail: 3,
+    });
+    const synced = log.waitDurable(3);
+    const resend = await f.appendAt(1, batch('b', 'c', 'd'), { until: 'written' }).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    hold.release();
+    await synced;
+    await log.close();
+    expect(resend).toEqual({ kind: 'appended', tail: 4 });
+  });
+
+  it('a_resend_to_a_poisoned_follower_log_fails_with_the_poison', async () => {
+    const io = new FaultyIo(nodeIo);
+    const opts: LogOptions = {
+      root: await scratchRoot(),
+      shard: SHARD,
+      fsync: 'onCommit',
+      segmentBytes: 4096,
+      preallocateBytes: 0,
+      io,
+    };
+    const log = await SegmentLog.open(opts);
+    const f = new FollowerAppender(log);
+    await f.appendAt(0, batch('a'));
+    io.failDatasyncs('EIO');
+    await expect(f.appendAt(1, batch('b'))).rejects.toBeInstanceOf(LogPoisonedError);
+    // The leader got no answer and sends the batch again.
+    const resend = await f.appendAt(1, batch('b')).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    // The log is poisoned by the injected fault: its close fails the same way.
+    await log.close().catch(() => undefined);
+    expect(resend).toBeInstanceOf(LogPoisonedError);
   });
 
   it('a_batch_whose_bytes_differ_from_the_held_records_answers_a_conflict_and_writes_nothing', async () => {

@@ -47,6 +47,9 @@ export class FollowerAppender {
     assert(Number.isSafeInteger(first) && first >= 0, 'a batch starts at a non-negative offset');
     this.busy = true;
     try {
+      // A poisoned log holds records nobody may count on: no comparison, no answer but its poison.
+      const poison = this.log.poisonError;
+      if (poison !== undefined) throw poison;
       const tail = this.log.tailOffset;
       if (first > tail) return { kind: 'gap', expected: tail };
       const overlap = Math.min(tail, first + payloads.length);
@@ -84,14 +87,18 @@ export class FollowerAppender {
   ): Promise<number | undefined> {
     let at = from;
     while (at < to) {
-      const r = await this.log.read(at, {
+      // Up to the written offset: a batch appended `until: 'written'` may still be syncing.
+      const r = await this.log.readWritten(at, {
         maxRecords: Math.min(to - at, FOLLOWER_COMPARE_READ_RECORDS_MAX),
         includeGenerationStarts: true,
       });
       // Trimmed while comparing: what remains below the new base is taken as held.
       if (r.kind === 'trimmed') at = Math.max(at, r.oldest);
       else {
-        // Every record below the tail was appended and resolved, so it is readable.
+        // Every record below the tail was written, so it is readable, unless a failed sync
+        // poisoned the log meanwhile (reads then stop at the durable bound).
+        const poison = r.records.length === 0 ? this.log.poisonError : undefined;
+        if (poison !== undefined) throw poison;
         assert(r.records.length > 0, `records ${at}..${to} are below the tail but unreadable`);
         for (const rec of r.records) {
           if (rec.offset >= to) return undefined;
