@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../src/errors.js';
 import { nodeIo } from '../src/io/node-io.js';
+import { encodeDurableMark } from '../src/log/durable-mark.js';
 import { DURABLE_MARK_FILE, indexFileName, segmentFileName } from '../src/log/layout.js';
 import { planRecovery } from '../src/log/recovery.js';
 import type { SegmentLog } from '../src/log/segment-log.js';
@@ -300,6 +301,39 @@ describe('recovery', () => {
     expect(log.tailOffset).toBe(0);
     expect((await log.append([payload(0)])).first).toBe(0);
     await log.close();
+  });
+
+  it('a_newest_segment_whose_header_reads_as_zeros_over_records_refuses_to_open', async () => {
+    // Segment 1 holds acknowledged (synced) records 7.. when its first sector is lost. A header
+    // is synced before any record goes in, so no unfinished roll leaves zeros there with data
+    // behind them; the durable mark on disk still names segment 0, as a power loss soon after
+    // the roll leaves it (the roll's mark for segment 1 is not synced). The only segment in
+    // the same state refuses to open; segment 1 must not be deleted with its records either.
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096 });
+    let i = 0;
+    while (log.segmentCount < 2 || log.tailOffset < 12) await log.append([payload(i++, 500)]);
+    const tail = log.tailOffset;
+    await log.close();
+    const dir = shardDir(root);
+    const seg0 = (await stat(join(dir, segmentFileName(0)))).size;
+    const seg1Path = join(dir, segmentFileName(1));
+    const seg1 = await readFile(seg1Path);
+    seg1.fill(0, 0, SEGMENT_HEADER_BYTES);
+    await writeFile(seg1Path, seg1);
+    await writeFile(
+      join(dir, DURABLE_MARK_FILE),
+      encodeDurableMark({ segmentId: 0, syncedBytes: seg0 }),
+    );
+    const reopened = await openLog(root, { segmentBytes: 4096 }).then(
+      async (l) => {
+        const state = { tail: l.tailOffset, recovered: l.recovered };
+        await l.close();
+        return state;
+      },
+      (e: unknown) => e,
+    );
+    expect(reopened, `records up to ${tail} were acknowledged`).toBeInstanceOf(CorruptionError);
   });
 
   it('generation_start_records_are_skipped_but_consume_offsets', async () => {

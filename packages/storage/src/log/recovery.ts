@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { CorruptionError, type CorruptionKind } from '../errors.js';
 import type { Io, IoFile } from '../io/io.js';
 import { readFully, writeFully } from '../io/io.js';
-import { SEGMENTS_PER_LOG_MAX } from '../limits.js';
+import { SCAN_CHUNK_BYTES, SEGMENTS_PER_LOG_MAX } from '../limits.js';
 import { SEGMENT_HEADER_BYTES, decodeSegmentHeader, isHeaderVerdict } from '../segment/format.js';
 import { ScanBuffer, type ScanResult, scanSegment } from '../segment/scan.js';
 import { SparseIndex } from '../segment/sparse-index.js';
@@ -108,6 +108,29 @@ async function readCandidate(io: Io, dir: string, id: number): Promise<Candidate
   }
 }
 
+/** The position of the first non-zero byte past a segment's header, read in bounded chunks;
+ *  undefined when there is none. */
+async function firstNonZeroPastHeader(
+  io: Io,
+  dir: string,
+  c: Candidate,
+): Promise<number | undefined> {
+  if (c.size <= SEGMENT_HEADER_BYTES) return undefined;
+  const file = await io.open(segmentPath(dir, c.id), 'read');
+  try {
+    const chunk = new Uint8Array(Math.min(SCAN_CHUNK_BYTES, c.size - SEGMENT_HEADER_BYTES));
+    for (let at = SEGMENT_HEADER_BYTES; at < c.size; at += chunk.length) {
+      const n = Math.min(chunk.length, c.size - at);
+      await readFully(file, chunk, 0, n, at);
+      const i = chunk.subarray(0, n).findIndex((b) => b !== 0);
+      if (i >= 0) return at + i;
+    }
+    return undefined;
+  } finally {
+    await file.close();
+  }
+}
+
 async function plan(
   io: Io,
   dir: string,
@@ -137,6 +160,13 @@ async function plan(
     }
     if (candidates.length === 1 && c.size > SEGMENT_HEADER_BYTES) {
       throw corrupt(kind, c.id, 0, 'zeroed header on a first segment holding data');
+    }
+    // A header is synced before any record goes in, so an unfinished roll leaves zeros (or
+    // preallocated zeros) behind it, never records: bytes past a zeroed header are a lost sector
+    // over data that may have been acknowledged, not a creation to undo.
+    const data = await firstNonZeroPastHeader(io, dir, c);
+    if (data !== undefined) {
+      throw corrupt(kind, c.id, data, 'zeroed header on a newest segment holding data');
     }
     actions.push({
       kind: 'delete',
