@@ -11,6 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { LogPoisonedError } from '../src/errors.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { payload, prng, SHARD } from './helpers.js';
 import { PowerLossIo } from './support/power-loss-io.js';
@@ -119,5 +120,39 @@ describe('power loss', () => {
       ),
       { numRuns: 150 },
     );
+  });
+
+  it('a_record_whose_fsync_failed_is_not_taken_as_durable_when_the_log_reopens', async () => {
+    // fsyncgate: after a failed fdatasync Linux keeps the unwritten pages in the page cache,
+    // marked clean. A reopen in the same boot (a broker restart, or the replica server reopening
+    // its follower log after the failure) reads them back, and the open's own sync has nothing
+    // left to write. The reopened log must not count such a record as durable.
+    for (const preallocateBytes of [1536, 0]) {
+      const io = new PowerLossIo();
+      await io.mkdir('/data');
+      const log = await open(io, 'onCommit', preallocateBytes);
+      await log.append([payload(0, 300)]);
+      io.failDatasyncs(1);
+      await expect(log.append([payload(1, 300)])).rejects.toBeInstanceOf(LogPoisonedError);
+      // The log is poisoned by the injected fault: its close fails the same way.
+      await log.close().catch(() => undefined);
+
+      const restarted = io.afterProcessCrash();
+      const reopened = await open(restarted, 'onCommit', preallocateBytes);
+      const durable = reopened.durableOffset;
+      await reopened.close();
+
+      const afterLoss = await open(restarted.crash(prng(7)), 'onCommit', preallocateBytes).then(
+        async (l) => {
+          const tail = l.tailOffset;
+          await l.close();
+          return tail;
+        },
+        (e: unknown) => e,
+      );
+      expect(afterLoss, `preallocateBytes ${preallocateBytes}: durable offset ${durable}`).toBe(
+        durable,
+      );
+    }
   });
 });

@@ -276,6 +276,40 @@ describe('SegmentLog', () => {
     await log.close();
   });
 
+  it('an_enospc_creating_the_next_segment_fails_that_append_and_a_later_append_succeeds', async () => {
+    // A disk that is full for a moment, just when the active segment is full: the one write
+    // that fails is the new segment's header. Like any failed write (ENOSPC), it must fail its
+    // append without consuming offsets, and the log must write again once there is space.
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, segmentBytes: 4096, preallocateBytes: 0 });
+    let i = 0;
+    while (log.segmentCount === 1) await log.append([payload(i++, 500)]);
+    const rolledAt = log.tailOffset;
+    // Fill segment 1 up to its rollover; the next append must create segment 2.
+    const nextSegment = (p: string) => p.endsWith('00000000000000000002.log');
+    while (log.sizeBytes + 2 * (28 + 500) <= 4096 * 2) await log.append([payload(i++, 500)]);
+    expect(log.segmentCount).toBe(2);
+    const tail = log.tailOffset;
+    expect(tail).toBeGreaterThan(rolledAt);
+    io.failWrites('ENOSPC', { match: nextSegment });
+    const failed = await log.append([payload(i++, 500)]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(log.tailOffset).toBe(tail);
+    // The disk has space again (the fault fired once): the next turn's append is written.
+    await new Promise<void>((r) => setImmediate(r));
+    const later = await log.append([payload(i, 500)]).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    // The log refused writes in the failing case; its close may fail the same way.
+    await log.close().catch(() => undefined);
+    expect(later).toEqual({ first: tail, next: tail + 1 });
+    expect(failed).toBeInstanceOf(WriteFailedError);
+  });
+
   it('a_failed_write_that_cannot_be_undone_refuses_writes_until_reopen', async () => {
     const root = await scratchRoot();
     const io = new FaultyIo(nodeIo);

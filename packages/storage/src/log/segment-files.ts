@@ -5,6 +5,7 @@
  * first, never one a read holds). Dropping a head segment keeps its file open until its last
  * reader is done; one whose file could not be deleted is put back.
  */
+import { WriteFailedError } from '../errors.js';
 import { OPEN_SEALED_SEGMENTS_MAX } from '../limits.js';
 import { type Io, type IoFile, writeFully } from '../io/io.js';
 import {
@@ -153,12 +154,19 @@ export class SegmentFiles {
       createdAtMicros: nowMicros(),
       version,
     });
-    const fresh = await this.io.open(tmp, 'replace');
-    await closingOnFailure([fresh], async () => {
-      await writeFully(fresh, header, 0, header.length, 0);
-      await fresh.datasync();
-    });
-    await fresh.close();
+    try {
+      const fresh = await this.io.open(tmp, 'replace');
+      await closingOnFailure([fresh], async () => {
+        await writeFully(fresh, header, 0, header.length, 0);
+        await fresh.datasync();
+      });
+      await fresh.close();
+    } catch (err) {
+      // Nothing changed yet (a disk full for a moment): the append fails alone and the next
+      // one tries again. A temp file left behind is ignored by recovery and replaced then.
+      await this.io.unlink(tmp).catch(() => undefined);
+      throw new WriteFailedError(this.dir, { cause: err });
+    }
     await this.io.rename(tmp, path);
     await this.io.syncDir(this.dir);
     const old = seg.file;
@@ -173,19 +181,43 @@ export class SegmentFiles {
    *  active; `version` is its header's (a record kind a v3 segment may not hold needs more). */
   async startNext(version = SEGMENT_VERSION_WRITTEN): Promise<Segment> {
     const old = this.active;
-    const created = await createSegment(
-      this.io,
-      this.dir,
-      old.id + 1,
-      old.nextOffset,
-      this.indexSpacingBytes,
-      version,
-    );
+    const id = old.id + 1;
+    let created: Awaited<ReturnType<typeof createSegment>>;
+    try {
+      created = await createSegment(
+        this.io,
+        this.dir,
+        id,
+        old.nextOffset,
+        this.indexSpacingBytes,
+        version,
+      );
+    } catch (err) {
+      throw await this.undoCreation(id, err);
+    }
     this.list.push(created.segment);
     this.activeFiles = created.files;
     this.openSealed.set(old, true);
     this.evictSealed();
     return created.segment;
+  }
+
+  /**
+   * After a failed creation of segment `id` (a disk full for a moment): removes what it left, so
+   * the next roll creates it afresh. A WriteFailedError (retry) once both files are gone (and the
+   * directory synced); the creation's own failure when they could not be removed.
+   */
+  private async undoCreation(id: number, err: unknown): Promise<unknown> {
+    try {
+      for (const path of [segmentPath(this.dir, id), indexPath(this.dir, id)]) {
+        if (await this.io.exists(path)) await this.io.unlink(path);
+      }
+      await this.io.syncDir(this.dir);
+      return new WriteFailedError(this.dir, { cause: err });
+    } catch {
+      // Left behind: the writer refuses appends, and the next open's recovery deals with it.
+      return err;
+    }
   }
 
   /** The open file of `seg` for a read; pair with `release`. */

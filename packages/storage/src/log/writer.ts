@@ -102,6 +102,8 @@ export class LogWriter {
   private claimed: number;
   private writtenBound: number;
   private refusedBy: unknown;
+  /** The active segment once a roll sealed it and its successor is not created yet. */
+  private sealedFor: Segment | undefined;
   /** A write failed in this turn of the event loop: batches queued now fail with it. */
   private recentFailure: WriteFailedError | undefined;
   private closing = false;
@@ -293,7 +295,7 @@ export class LogWriter {
             }
             this.prealloc.reset();
           } catch (err) {
-            this.refusedBy ??= err;
+            this.rollFailed(err);
           }
           continue;
         }
@@ -304,7 +306,7 @@ export class LogWriter {
           try {
             await this.roll();
           } catch (err) {
-            this.refusedBy ??= err;
+            this.rollFailed(err);
           }
           continue;
         }
@@ -330,12 +332,26 @@ export class LogWriter {
       try {
         await this.roll();
       } catch (err) {
+        if (err instanceof WriteFailedError && this.commit.poisoned === undefined) {
+          head.reject(err);
+          return;
+        }
         this.refusedBy ??= err;
         head.reject(this.commit.poisoned ?? this.refusedError()!);
         return;
       }
     }
     head.resolve(this.writtenBound);
+  }
+
+  /** A roll that failed: a segment creation undone (WriteFailedError) fails the batch at the head
+   *  and those behind it, as a failed write does; anything else refuses appends until reopen. */
+  private rollFailed(err: unknown): void {
+    if (!(err instanceof WriteFailedError) || this.commit.poisoned !== undefined) {
+      this.refusedBy ??= err;
+      return;
+    }
+    this.failBatchesBehind(err);
   }
 
   private refusedError(): Error | undefined {
@@ -550,18 +566,22 @@ export class LogWriter {
   /** Seals the active segment (data and index synced) and starts the next one (at `version`). */
   private async roll(version?: number): Promise<void> {
     const old = this.files.active;
-    // A sealed segment holds its data only: the zeros are cut before the sync that seals it.
-    await this.prealloc.cut(old);
-    // Nothing is written while the loop rolls, so this sync covers every byte written so far.
-    const covered = this.writtenBytes;
-    try {
-      await old.file!.datasync();
-    } catch (err) {
-      throw this.commit.fail(err);
+    if (this.sealedFor !== old) {
+      // A sealed segment holds its data only: the zeros are cut before the sync that seals it.
+      await this.prealloc.cut(old);
+      // Nothing is written while the loop rolls, so this sync covers every byte written so far.
+      const covered = this.writtenBytes;
+      try {
+        await old.file!.datasync();
+      } catch (err) {
+        throw this.commit.fail(err);
+      }
+      this.syncedBytes = Math.max(this.syncedBytes, covered);
+      await this.files.sealActiveIndex();
+      this.commit.advance(old.nextOffset);
+      // Sealed once: a next segment whose creation failed is created by the next roll alone.
+      this.sealedFor = old;
     }
-    this.syncedBytes = Math.max(this.syncedBytes, covered);
-    await this.files.sealActiveIndex();
-    this.commit.advance(old.nextOffset);
     const created = await this.files.startNext(version);
     this.prealloc.reset();
     // Advisory: a lost mark only leaves recovery checking the new segment from its header.

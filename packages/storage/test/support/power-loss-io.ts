@@ -30,7 +30,21 @@ class Inode {
     this.unsynced.push({ kind: 'truncate', length });
   }
   sync(): void {
-    this.durable = this.live.slice();
+    // What reaches the disk is what was written since the last sync: bytes a failed sync
+    // dropped (clean in the page cache) are not written again.
+    for (const op of this.unsynced) {
+      this.durable =
+        op.kind === 'write'
+          ? applyWrite(this.durable, op.bytes, op.position)
+          : applyTruncate(this.durable, op.length);
+    }
+    this.unsynced = [];
+  }
+  /**
+   * A write-back that failed (Linux after EIO on fdatasync): the page cache keeps the new
+   * bytes, marked clean, so reads still see them, but they never reach the disk.
+   */
+  dropUnsynced(): void {
     this.unsynced = [];
   }
   /** What a power loss leaves of this file. */
@@ -110,6 +124,17 @@ export class PowerLossIo implements Io {
   failAfter(ops: number, random: () => number): void {
     this.opsLeft = ops;
     this.lossRandom = random;
+  }
+
+  /** fdatasyncs still to fail (see `failDatasyncs`). */
+  datasyncFaults = 0;
+
+  /**
+   * The next `times` fdatasyncs fail with EIO as a failed write-back does on Linux: the unsynced
+   * writes stay readable through the page cache but are dropped from what the disk will hold.
+   */
+  failDatasyncs(times = 1): void {
+    this.datasyncFaults += times;
   }
 
   /** Operations made so far (a test sizes its cut points by a dry run's count). */
@@ -278,6 +303,11 @@ class PowerLossFile implements IoFile {
   }
   async datasync(): Promise<void> {
     this.io.tick();
+    if (this.io.datasyncFaults > 0) {
+      this.io.datasyncFaults--;
+      this.inode.dropUnsynced();
+      throw Object.assign(new Error(`EIO: fdatasync ${this.path}`), { code: 'EIO' });
+    }
     this.inode.sync();
   }
   async preallocate(position: number, length: number): Promise<boolean> {
