@@ -97,7 +97,11 @@ export class SegmentLog {
     this.lock = p.lock;
     this.commit = new GroupCommit(p.files.active.nextOffset, {
       flush: () => this.writer.flushActive(),
-      poisonError: (cause) => new LogPoisonedError(this.dir, { cause }),
+      poisonError: (cause) => {
+        // What the failed sync did not make durable is cut from the file (fsyncgate).
+        this.writer.dropUnsynced();
+        return new LogPoisonedError(this.dir, { cause });
+      },
       advanced: (d) => this.announceDurable(d),
     });
     let newest = 0;

@@ -114,6 +114,11 @@ export class LogWriter {
    *  difference is the dirty data a `periodic` log may still add to on the calling thread. */
   private writtenBytes = 0;
   private syncedBytes = 0;
+  /** Where the active segment's data is known to be on disk: the last sync that succeeded (at
+   *  open, a flush, a roll). A failed sync cuts the file back here (`dropUnsynced`). */
+  private syncedAt: { seg: Segment; bytes: number };
+  /** The cut a poison started; close waits for it. */
+  private dropping: Promise<void> | undefined;
 
   constructor(parts: WriterParts) {
     this.dir = parts.dir;
@@ -124,6 +129,8 @@ export class LogWriter {
     this.newestStamp = parts.newestStampMicros;
     this.wrote = parts.wrote;
     const active = parts.files.active;
+    // The open synced the active segment (segment-files.ts), or created it synced.
+    this.syncedAt = { seg: active, bytes: active.bytes };
     this.claimed = active.nextOffset;
     this.writtenBound = active.nextOffset;
     this.sequencer = new CommitSequencer(active.nextOffset);
@@ -232,6 +239,7 @@ export class LogWriter {
    * with what failed (the poison first), or undefined; no step is in flight once it resolves.
    */
   async finishForClose(): Promise<unknown> {
+    await this.dropping;
     let failure: unknown = this.commit.poisoned;
     if (failure === undefined) {
       // Also after refused writes: what was written before them is still synced and marked;
@@ -559,8 +567,30 @@ export class LogWriter {
     const covered = this.writtenBytes;
     await seg.file!.datasync();
     this.syncedBytes = Math.max(this.syncedBytes, covered);
+    // Not past a roll made while this sync ran: the new segment's header is its synced mark.
+    const newer = this.syncedAt.seg !== seg || this.syncedAt.bytes < bytes;
+    if (seg === this.files.active && newer) this.syncedAt = { seg, bytes };
     this.marks.soon(seg.id, bytes);
     return bound;
+  }
+
+  /**
+   * After a failed sync (the log is poisoned): once no write is in flight, cuts the active
+   * segment's file back to its last synced byte. Linux may keep the unwritten pages readable in
+   * the page cache, marked clean, after a failed fdatasync, so a reopen in the same boot would
+   * read those records as sound and its own sync would have nothing left to write: they would
+   * count as durable and vanish at the next power loss. Cut, they are gone at once, as they
+   * would be from the disk. A cut that fails leaves them (the disk is failing; nothing is left
+   * to do from here).
+   */
+  dropUnsynced(): void {
+    this.dropping ??= (async () => {
+      await this.idle();
+      await this.prealloc.inFlight;
+      const { seg, bytes } = this.syncedAt;
+      if (seg !== this.files.active || seg.file === undefined || seg.bytes <= bytes) return;
+      await seg.file.truncate(bytes);
+    })().catch(() => undefined);
   }
 
   /** Seals the active segment (data and index synced) and starts the next one (at `version`). */
@@ -577,12 +607,15 @@ export class LogWriter {
         throw this.commit.fail(err);
       }
       this.syncedBytes = Math.max(this.syncedBytes, covered);
+      this.syncedAt = { seg: old, bytes: old.bytes };
       await this.files.sealActiveIndex();
       this.commit.advance(old.nextOffset);
       // Sealed once: a next segment whose creation failed is created by the next roll alone.
       this.sealedFor = old;
     }
     const created = await this.files.startNext(version);
+    // Its header was synced by its creation.
+    this.syncedAt = { seg: created, bytes: created.bytes };
     this.prealloc.reset();
     // Advisory: a lost mark only leaves recovery checking the new segment from its header.
     void this.marks.write(created.id, SEGMENT_HEADER_BYTES).catch(() => undefined);
