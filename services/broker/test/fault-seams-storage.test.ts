@@ -12,6 +12,8 @@ import { take, tempDir, waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const YAML = 'streams:\n  - { tenant: t1, name: orders, durable: true, fsync: onCommit }\n';
+/** A `periodic` stream: a publish is acknowledged before the flush that makes it durable. */
+const YAML_PERIODIC = 'streams:\n  - { tenant: t1, name: ticks, durable: true, fsync: periodic }\n';
 const TEXT = new TextDecoder();
 const SETTLE_MS = 20_000;
 
@@ -24,9 +26,14 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function start(dir: string, faults: string, ports?: BrokerProcess): Promise<BrokerProcess> {
+async function start(
+  dir: string,
+  faults: string,
+  ports?: BrokerProcess,
+  yaml = YAML,
+): Promise<BrokerProcess> {
   const b = await startBroker({
-    yaml: YAML,
+    yaml,
     dir,
     durable: true,
     env: { FELIX_TEST_STORAGE_FAULT_FILE: faults },
@@ -148,5 +155,38 @@ describe('storage fault file', () => {
       await felix.publish('orders', `slow-${i}`);
       expect(performance.now() - t0).toBeGreaterThanOrEqual(delayMs);
     }
+  });
+
+  it('a_failed_periodic_flush_is_logged_when_it_fails_not_first_by_the_next_append', async () => {
+    // A `periodic` stream acknowledges before its flush. When that flush fails the log is
+    // poisoned and the acknowledged records may not be on disk: an operator must hear of it
+    // then, not only once (and if) another publish comes and is refused `append failed`.
+    const dir = await tempDir();
+    cleanups.push(dir.cleanup);
+    const faults = join(dir.path, 'storage-faults');
+    await writeFile(faults, 'fsync=ok\n');
+    const broker = await start(dir.path, faults, undefined, YAML_PERIODIC);
+    const felix = await client(broker);
+    await writeFile(faults, 'fsync=fail\n');
+    // Acknowledged before its flush (periodic), so the failing fsync does not refuse it.
+    expect(await refusalOf(felix.publish('ticks', 'acked-before-the-flush'))).toBe(null);
+    const about = () =>
+      broker.child.jsonLines().filter((l) => {
+        const line = l as { level?: number; msg?: string };
+        return (
+          (line.level ?? 0) >= 40 &&
+          line.msg !== 'fault injection enabled' &&
+          JSON.stringify(l).includes('ticks')
+        );
+      });
+    let loggedBeforeAnAppend = true;
+    try {
+      await waitFor(() => about().length > 0, 'a warning or error naming the failed flush', 5_000);
+    } catch {
+      // Asserted below, after showing that the flush did fail: the next publish is refused.
+      loggedBeforeAnAppend = false;
+    }
+    expect(await refusalOf(felix.publish('ticks', 'after-the-failed-flush'))).toBe('storage');
+    expect(loggedBeforeAnAppend).toBe(true);
   });
 });

@@ -41,7 +41,7 @@ describe('request edge', () => {
   it('a_request_type_without_a_permission_row_cannot_be_registered', () => {
     const table = new HandlerTable();
     const handler = { onPublishOnly: 'unsupported', shardLocation: 'message', handle: () => null };
-    expect(() => table.register('cache_shards' as never, handler as never)).toThrow(
+    expect(() => table.register('producer_init' as never, handler as never)).toThrow(
       /permission table/,
     );
     // Every served type has its row: the table itself registers `reauth`, and offers it.
