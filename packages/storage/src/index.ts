@@ -61,6 +61,7 @@ export { replaceFileDurably } from './io/io.js';
 export { NodeIo, nodeIo } from './io/node-io.js';
 export { FaultyIo, systemError } from './io/faulty-io.js';
 export type { FaultCode } from './io/faulty-io.js';
+export { DelegatingFile, DelegatingIo } from './io/delegating-io.js';
 export { FaultFileIo } from './io/fault-file-io.js';
 export type { FaultFileIoOptions } from './io/fault-file-io.js';
 export { FSYNC_FAULTS, NO_STORAGE_FAULTS, parseStorageFaults } from './io/fault-file.js';

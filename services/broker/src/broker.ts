@@ -25,6 +25,7 @@ import { ListenError } from './errors.js';
 import { HANDOFF_TIMEOUT_MS } from './limits.js';
 import { Partition, partitionedFetch } from './faults/partition.js';
 import { storageIoFor } from './faults/storage-faults.js';
+import { SyncWatchIo } from './util/sync-watch-io.js';
 import { notReadyReason, startHttp } from './http/http-server.js';
 import { BrokerMetrics } from './metrics.js';
 import { CLOSE_SHUTDOWN, ClientSession } from './session/client-session.js';
@@ -186,7 +187,11 @@ export class Broker {
     const cfg = this.config;
     checkClusterConfig(cfg);
     await this.nodeToken.verify();
-    this.storageIo = await storageIoFor(cfg.testing.storage_fault_file, this.log);
+    // Every log opens through it: a failed fsync is logged and counted when it happens.
+    this.storageIo = new SyncWatchIo(
+      (await storageIoFor(cfg.testing.storage_fault_file, this.log)) ?? nodeIo,
+      { log: this.log, counted: () => this.metrics.storageSyncFailures.inc() },
+    );
     this.partition = Partition.fromConfig(cfg.testing.partition_file, this.log);
     const fetchFn = this.partition ? partitionedFetch(this.partition) : undefined;
     // A `tokens` broker without a key source refuses to start (never a silent dev mode).

@@ -459,3 +459,8 @@ export const LINEAGE_MARKER_BYTES_MAX = 64;
 /** Nesting a JSON request's lone-surrogate check walks (session/well-formed.ts): a request's
  *  strings are at its top level or in its list items' fields. */
 export const JSON_STRING_CHECK_DEPTH_MAX = 4;
+/** A storage directory whose fsyncs keep failing (a follower reopening its copy on each of its
+ *  leader's requests) is logged again at most this often, with the failures between. */
+export const SYNC_FAILURE_LOG_EVERY_MS = 60_000;
+/** Directories whose last sync-failure line the broker remembers (util/sync-watch-io.ts). */
+export const SYNC_FAILURE_DIRS_MAX = 1_024;

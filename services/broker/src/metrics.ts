@@ -22,6 +22,11 @@ export class BrokerMetrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
+  readonly storageSyncFailures = new Counter({
+    name: 'felix_broker_storage_sync_failures_total',
+    help: 'fdatasyncs of a log file or directory that failed (each poisons its log until a restart)',
+    registers: [this.registry],
+  });
   /** What `felix_broker_streams` counts at each scrape: the catalog the broker serves, YAML or
    *  the control plane's feed (set once it opens). */
   streamsServed: (() => readonly { config: { durable: boolean } }[]) | null = null;

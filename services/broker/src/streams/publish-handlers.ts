@@ -6,6 +6,7 @@
  * shard another broker leads is forwarded there and answered with the owner's offsets.
  */
 import { FEATURE_ERROR_CODES, FLAG_BINARY_PUBLISH_ACK_OFFSET, type Message } from '@felix/wire';
+import { LogPoisonedError } from '@felix/storage';
 import { QuorumAbandonedError, QuorumTimeoutError } from '../errors.js';
 import { PUBLISH_BATCH_RECORDS_MAX, QUORUM_WAITING_BATCHES_MAX } from '../limits.js';
 import { DURABLE, FRAME_BINARY, FRAME_JSON, NOT_DURABLE } from '../metrics.js';
@@ -212,7 +213,10 @@ export class PublishHandlers {
       return new Refusal('quorum_timeout', err.message, 'quorum_timeout');
     if (err instanceof QuorumAbandonedError)
       return new Refusal('leadership_lost', err.message, 'quorum_abandoned');
-    this.deps.log.error({ err, shard }, 'append failed');
+    // A poisoned log refuses every append: its failed fsync was logged when it happened
+    // (util/sync-watch-io.ts), so each refusal after it is not a line of its own.
+    if (err instanceof LogPoisonedError) this.deps.log.debug({ err, shard }, 'append refused');
+    else this.deps.log.error({ err, shard }, 'append failed');
     const message = `append failed: ${(err as Error).message}`;
     return new Refusal('storage', message, 'storage_error');
   }
