@@ -175,12 +175,11 @@ export async function listenTls(opts: ListenOptions): Promise<Listener> {
     });
     live.add(session);
     session.closed.then(() => live.delete(session));
-    session.ready.then(
-      () => {
-        if (!accepted.push(session)) session.destroy(); // backlog full or listener closed
-      },
-      () => {},
-    );
+    // Handed on at once, not once the peer's preface arrives: a peer that completes TLS and
+    // then sends nothing must meet the server's connection bounds (per address, in total, the
+    // authentication deadline) like any other, not sit outside them until the idle timeout.
+    // Streams are only accepted after the preface, so nothing is served before it.
+    if (!accepted.push(session)) session.destroy(); // backlog full or listener closed
   });
   const port = await listenOn(server, opts.port, opts.host ?? '127.0.0.1');
   let closing: Promise<void> | null = null;
