@@ -2,7 +2,12 @@
  * Checks of a call's arguments that FelixClient makes before anything is sent: each refusal is
  * an InvalidArgumentError naming what is wrong.
  */
-import { BadAddressError, parseAddress } from '@felix/transport';
+import {
+  BadAddressError,
+  BadTlsMaterialError,
+  normalizeFingerprint,
+  parseAddress,
+} from '@felix/transport';
 import { BINARY_STRING_BYTES_MAX } from '@felix/wire';
 import { InvalidArgumentError } from './errors.js';
 import type { ConnectOptions, ShardOffsets, SubscribeOptions } from './types.js';
@@ -34,6 +39,16 @@ export function checkConnectOptions(opts: ConnectOptions): void {
     } catch (err) {
       if (!(err instanceof BadAddressError)) throw err;
       throw new InvalidArgumentError(`servers: ${err.message}`, { cause: err });
+    }
+  }
+  // A pin that is no SHA-256 digest fails every dial alike: refused here, never retried.
+  const fingerprint = opts.tls?.fingerprint;
+  if (fingerprint !== undefined) {
+    try {
+      normalizeFingerprint(fingerprint);
+    } catch (err) {
+      if (!(err instanceof BadTlsMaterialError)) throw err;
+      throw new InvalidArgumentError(`tls.fingerprint: ${err.message}`, { cause: err });
     }
   }
   if (opts.tenant === '') throw new InvalidArgumentError('tenant must not be empty');

@@ -173,4 +173,24 @@ describe('arguments refused at the call', () => {
       expect((err as Error).message).toContain('want quic://host:port or tls://host:port');
     }
   });
+  it('a_malformed_tls_fingerprint_is_refused_at_connect_and_never_retryable', async () => {
+    // A pin that is not a SHA-256 digest (cut short, pasted wrong) fails every attempt the
+    // same way, and is found before any dial, yet connect() failed with a ConnectError of
+    // class `retry_after_backoff`: the retry loop around a typo that the server-address check
+    // above was made to stop. A well-formed wrong pin is already `never`.
+    for (const fingerprint of ['AA:BB', 'sha256:xyz', '']) {
+      const err = await refusal(() =>
+        connect({
+          servers: ['tls://127.0.0.1:1', 'quic://127.0.0.1:1'],
+          tenant: 't1',
+          token: 'x',
+          tls: { fingerprint },
+          connectTimeoutMs: 1_000,
+        }),
+      );
+      expect(err, fingerprint).toBeInstanceOf(Error);
+      expect((err as Error).message, fingerprint).toContain(JSON.stringify(fingerprint));
+      expect((err as { retry?: string }).retry, fingerprint).toBe('never');
+    }
+  });
 });
