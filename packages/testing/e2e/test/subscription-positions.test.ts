@@ -8,7 +8,7 @@
 // over TLS; records published under keys that spread them over the shards.
 import { InvalidArgumentError, type Subscription } from '@felix/client';
 import { describe, expect, it } from 'vitest';
-import { suiteBroker, text } from './support.js';
+import { TRANSPORTS, client, suiteBroker, text } from './support.js';
 
 const SHARDS = 4;
 
@@ -18,6 +18,8 @@ describe('resuming a subscription to every shard', () => {
       'streams:',
       `  - { tenant: t1, name: events, durable: true, shards: ${SHARDS} }`,
       `  - { tenant: t1, name: breaks, durable: true, shards: ${SHARDS} }`,
+      `  - { tenant: t1, name: sparse-tls, durable: true, shards: ${SHARDS} }`,
+      `  - { tenant: t1, name: sparse-quic, durable: true, shards: ${SHARDS} }`,
       '',
     ].join('\n'),
   );
@@ -102,6 +104,43 @@ describe('resuming a subscription to every shard', () => {
     const resumed = suite.felix.subscribe('events', { from: { offsets: tails } });
     expect((await take(resumed, later.length)).sort()).toEqual([...later].sort());
     resumed.close();
+  });
+
+  it('the_readmes_resume_loop_resumes_a_merged_subscription_broken_off_before_every_shard_started', async () => {
+    for (const transport of TRANSPORTS) {
+      // The client README's resume loop, broken off after a few events: records on shard 0
+      // only, no ready(). Over QUIC the other shards' subscribes were answered after shard 0's
+      // events were yielded, so positions() named shard 0 alone (a shard appears once its read
+      // started) and the README's resume, `{ offsets: saved }` without `otherwise`, was refused
+      // with InvalidArgumentError. The README now resumes with the first run's start as
+      // `otherwise`, which is where a shard that had not started yet still starts.
+      const stream = `sparse-${transport}`;
+      const felix = await client(suite.broker, transport);
+      try {
+        const values: string[] = [];
+        for (let i = 0; i < 20; i++) {
+          await felix.publish(stream, `s-${i}`);
+          values.push(`s-${i}`);
+        }
+        const first = felix.subscribe(stream, { from: 'earliest' });
+        const seen: string[] = [];
+        for await (const ev of first) {
+          seen.push(text(ev.data)!);
+          if (seen.length === 5) break;
+        }
+        const saved = first.positions();
+        expect(saved[0]).toBe(5);
+        const resumed = felix.subscribe(stream, {
+          from: { offsets: saved, otherwise: 'earliest' },
+        });
+        expect((await take(resumed, values.length - seen.length)).sort()).toEqual(
+          values.slice(seen.length).sort(),
+        );
+        resumed.close();
+      } finally {
+        await felix.close();
+      }
+    }
   });
 
   it('a_resume_naming_too_few_shards_is_refused_unless_it_says_where_the_others_start', async () => {
