@@ -590,6 +590,7 @@ export class LogWriter {
       const { seg, bytes } = this.syncedAt;
       if (seg !== this.files.active || seg.file === undefined || seg.bytes <= bytes) return;
       await seg.file.truncate(bytes);
+      // A failed cut leaves the records: the disk is failing, and the log stays poisoned.
     })().catch(() => undefined);
   }
 
