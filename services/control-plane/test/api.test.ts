@@ -1,5 +1,6 @@
 // Goal: the HTTP surface answers bad input with the documented code in one error body, serves
 // OpenAPI and Swagger UI, and its probes and metrics work. Method: fastify inject on SQLite.
+import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PostgresDriver } from '../src/store/postgres.js';
 import { ControlStore } from '../src/store/store.js';
@@ -279,6 +280,37 @@ describe('api', () => {
     expect((await get('/v1/nodes/n1')).statusCode).toBe(404);
     expect((await post('/v1/nodes', node)).statusCode).toBe(200);
     await refusedNaming(await post('/v1/nodes/n1/heartbeat', { incarnation: 1, load: 3 }), 'load');
+  });
+
+  it('a_routine_request_logs_no_info_line_and_a_refused_one_logs_one', async () => {
+    // Heartbeats and feed long polls arrive every few seconds from every broker: at info,
+    // fastify's own two lines per request buried everything else (1,066 lines in 5 minutes
+    // with two brokers in an SRE trial). A refusal is still worth a line.
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (l: string) => void lines.push(JSON.parse(l)) },
+    );
+    const own = await openTestStore('sqlite');
+    const app = await testApp(own.store, { background: false, logger });
+    try {
+      const ok = await app.inject({ method: 'GET', url: '/v1/tenants' });
+      expect(ok.statusCode).toBe(200);
+      expect(lines.filter((l) => (l.level as number) >= 30)).toEqual([]);
+      const missing = await app.inject({ method: 'GET', url: '/v1/tenants/nobody' });
+      expect(missing.statusCode).toBe(404);
+      const said = lines.filter((l) => (l.level as number) >= 30);
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatchObject({
+        msg: 'request answered with a refusal',
+        status: 404,
+        method: 'GET',
+        url: '/v1/tenants/nobody',
+      });
+    } finally {
+      await app.app.close();
+      await own.cleanup();
+    }
   });
 
   it('a_nul_character_in_a_text_field_is_refused_with_400_on_both_stores', async () => {

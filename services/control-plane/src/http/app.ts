@@ -119,6 +119,9 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
 function newFastify(deps: AppDeps, schemas: LazySchemas): FastifyInstance {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    // Fastify's two lines per request at info buried everything else under the brokers'
+    // heartbeats and feed polls: onResponse below logs one, at debug unless refused.
+    disableRequestLogging: true,
     bodyLimit: BODY_BYTES_MAX,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
@@ -193,6 +196,11 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
     metrics.requestSeconds.observe({ route }, reply.elapsedTime / 1000);
+    const status = reply.statusCode;
+    const line = { method: req.method, url: req.url, status, ms: Math.round(reply.elapsedTime) };
+    // A 5xx was logged at error where it was answered (sendError), with its cause.
+    if (status >= 400 && status < 500) req.log.info(line, 'request answered with a refusal');
+    else req.log.debug(line, 'request answered');
   });
 
   app.get('/v1/openapi.json', {
