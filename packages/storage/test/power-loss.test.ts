@@ -9,9 +9,11 @@
  * (zeros written and synced ahead of the data, or none); the final disk is
  * reopened and every record checked against what was acknowledged.
  */
+import { waitFor } from '@felix/testing-harness';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LogPoisonedError } from '../src/errors.js';
+import { LogPoisonedError, WriteFailedError } from '../src/errors.js';
+import { FaultyIo } from '../src/io/faulty-io.js';
 import { SegmentLog } from '../src/log/segment-log.js';
 import { payload, prng, SHARD } from './helpers.js';
 import { PowerLossIo } from './support/power-loss-io.js';
@@ -154,5 +156,119 @@ describe('power loss', () => {
         durable,
       );
     }
+  });
+
+  it('records_written_into_the_full_segment_after_a_failed_roll_are_synced_before_the_next_roll', async () => {
+    // Segment 0 is nearly full; a large batch does not fit, so it rolls, and creating segment 1
+    // fails (a disk full for a moment): that batch fails alone. A small batch still fits the
+    // room left in segment 0 and is written there; a large one made in the same turn rolls
+    // again. Under onCommit both are acknowledged only once on disk, so a power loss right after
+    // must keep them.
+    const disk = new PowerLossIo();
+    await disk.mkdir('/data');
+    const io = new FaultyIo(disk);
+    const log = await SegmentLog.open({
+      root: '/data',
+      shard: SHARD,
+      fsync: 'onCommit',
+      io,
+      segmentBytes: 4096,
+      preallocateBytes: 0,
+    });
+    let i = 0;
+    while (log.sizeBytes + 28 + 1000 <= 4096) await log.append([payload(i++, 500)]);
+    expect(4096 - log.sizeBytes).toBeGreaterThanOrEqual(28 + 20);
+    io.failWrites('ENOSPC', { match: (p) => p.endsWith('00000000000000000001.log') });
+    await expect(log.append([payload(i++, 1000)])).rejects.toBeInstanceOf(WriteFailedError);
+    // The disk has space again, from the next turn on.
+    await new Promise<void>((r) => setImmediate(r));
+    const small = payload(i++, 20);
+    const large = payload(i++, 1000);
+    const [a, b] = await Promise.all([log.append([small]), log.append([large])]);
+    const acked = log.durableOffset;
+    expect(acked).toBe(b.next);
+    const lost = disk.crash(() => 0);
+    // The disk is gone: only the reopen below is judged.
+    await log.close().catch(() => undefined);
+
+    const reopened = await SegmentLog.open({
+      root: '/data',
+      shard: SHARD,
+      fsync: 'onCommit',
+      io: lost,
+      segmentBytes: 4096,
+      preallocateBytes: 0,
+    }).then(
+      async (l) => {
+        const r = await l.read(a.first, { maxRecords: 2 });
+        await l.close();
+        return r.kind === 'records' ? r.records.map((rec) => rec.payload.length) : r;
+      },
+      (e: unknown) => e,
+    );
+    expect(reopened, `records ${a.first}..${b.next} were acknowledged`).toEqual([
+      small.length,
+      large.length,
+    ]);
+  });
+
+  it('a_record_whose_flush_failed_while_its_segment_rolled_is_not_taken_as_durable_when_the_log_reopens', async () => {
+    // fsyncgate across a roll: the group commit's fdatasync of the full segment fails while the
+    // writer, rolling, issues the seal's own fdatasync on the same file. Linux reports a
+    // write-back error once per file description, so the seal's sync succeeds with nothing
+    // left to write: the record the failed flush covered is not on disk, yet stays readable.
+    // The poisoned log must still not let a reopen in the same boot count it as durable.
+    const disk = new PowerLossIo();
+    await disk.mkdir('/data');
+    const io = new FaultyIo(disk);
+    const log = await SegmentLog.open({
+      root: '/data',
+      shard: SHARD,
+      fsync: 'onCommit',
+      io,
+      segmentBytes: 4096,
+      preallocateBytes: 0,
+    });
+    let i = 0;
+    while (log.sizeBytes + 28 + 1000 <= 4096) await log.append([payload(i++, 500)]);
+    const hold = io.holdDatasyncs();
+    const flushed = log.append([payload(i++, 20)]).then(
+      () => 'acknowledged',
+      (e: unknown) => e,
+    );
+    await waitFor(() => io.heldDatasyncs === 1, 'the flush of the small record to start');
+    // Does not fit: the writer rolls, and the seal syncs the same file.
+    const rolled = log.append([payload(i++, 1000)]).then(
+      () => 'acknowledged',
+      (e: unknown) => e,
+    );
+    // Before the fix the seal's sync ran beside the held one (two held); now it waits for the
+    // flush's sync to end and sees its poison. The bounded wait lets the old order happen (and
+    // this test fail on it); with the syncs one at a time it ends at its deadline.
+    await waitFor(() => io.heldDatasyncs === 2, 'the seal sync beside the flush', 500).catch(
+      // Expected now: the seal's sync waits for the flush's.
+      () => undefined,
+    );
+    disk.failDatasyncs(1);
+    hold.release();
+    expect(await flushed).toBeInstanceOf(LogPoisonedError);
+    expect(await rolled).toBeInstanceOf(LogPoisonedError);
+    // The log is poisoned by the injected fault: its close fails the same way.
+    await log.close().catch(() => undefined);
+
+    const restarted = disk.afterProcessCrash();
+    const reopened = await open(restarted, 'onCommit', 0);
+    const durable = reopened.durableOffset;
+    await reopened.close();
+
+    const afterLoss = await open(restarted.crash(prng(7)), 'onCommit', 0).then(
+      async (l) => {
+        const tail = l.tailOffset;
+        await l.close();
+        return tail;
+      },
+      (e: unknown) => e,
+    );
+    expect(afterLoss, `durable offset ${durable} after the reopen`).toBe(durable);
   });
 });

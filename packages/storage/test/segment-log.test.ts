@@ -4,21 +4,24 @@
  * errors. Method: real files in a scratch directory, with a FaultyIo where a fault is needed;
  * synchronisation through the log's own promises and `waitFor`, never sleeps.
  */
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { waitFor } from '@felix/testing-harness';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  CorruptionError,
   LogClosedError,
   LogPoisonedError,
   WriteFailedError,
   WritesRefusedError,
 } from '../src/errors.js';
+import { DelegatingFile, DelegatingIo } from '../src/io/delegating-io.js';
 import { FaultyIo } from '../src/io/faulty-io.js';
+import type { IoFile, OpenMode } from '../src/io/io.js';
 import { nodeIo } from '../src/io/node-io.js';
 import { WRITE_INLINE_BYTES_MAX, WRITE_INLINE_UNSYNCED_BYTES_MAX } from '../src/limits.js';
-import { indexFileName } from '../src/log/layout.js';
+import { indexFileName, segmentFileName } from '../src/log/layout.js';
 import type { SegmentLog } from '../src/log/segment-log.js';
 import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
 
@@ -344,6 +347,65 @@ describe('SegmentLog', () => {
     expect(after.kind === 'records' && after.next).toBe(2);
     // The log refused writes after the injected fault; its close may fail the same way.
     await log.close().catch(() => undefined);
+  });
+
+  it('a_read_under_way_when_a_flush_poisons_the_log_never_reports_corruption', async () => {
+    // A `periodic` log's reader sees what is written. A read that took its bound before the
+    // failed flush may still be reading when the poisoned log cuts its unsynced records from the
+    // file: it must answer what it read (or the poison), not a CorruptionError over sound data.
+    const root = await scratchRoot();
+    const faulty = new FaultyIo(nodeIo);
+    let hold: Promise<void> | undefined;
+    let heldReads = 0;
+    class HoldReadsFile extends DelegatingFile {
+      override async read(b: Uint8Array, o: number, l: number, p: number): Promise<number> {
+        if (hold !== undefined && this.path.endsWith('.log')) {
+          heldReads++;
+          await hold;
+        }
+        return this.inner.read(b, o, l, p);
+      }
+    }
+    class HoldReadsIo extends DelegatingIo {
+      override async open(path: string, mode: OpenMode): Promise<IoFile> {
+        return new HoldReadsFile(await this.inner.open(path, mode));
+      }
+    }
+    const log = await openLog(root, {
+      io: new HoldReadsIo(faulty),
+      fsync: 'periodic',
+      flushIntervalMs: 60_000,
+      preallocateBytes: 0,
+    });
+    await log.append([payload(0, 500), payload(1, 500)]);
+    await log.flush();
+    await log.append([payload(2, 500), payload(3, 500)]);
+    let release!: () => void;
+    hold = new Promise<void>((r) => {
+      release = r;
+    });
+    const reading = log.read(0).then(
+      (r) => (r.kind === 'records' ? r.records.map((rec) => rec.offset) : r),
+      (e: unknown) => e,
+    );
+    await waitFor(() => heldReads > 0, 'the read to reach the segment file');
+    faulty.failDatasyncs('EIO');
+    await expect(log.flush()).rejects.toBeInstanceOf(LogPoisonedError);
+    const segment = join(shardDir(root), segmentFileName(0));
+    await waitFor(
+      async () => (await stat(segment)).size < 32 + 4 * (28 + 500),
+      'the poisoned log to cut its unsynced records',
+    );
+    hold = undefined;
+    release();
+    const got = await reading;
+    // The log is poisoned by the injected fault: its close fails the same way.
+    await log.close().catch(() => undefined);
+    // The records below the durable bound, or the poison: never a corruption error.
+    expect(got).not.toBeInstanceOf(CorruptionError);
+    expect(Array.isArray(got) ? got.slice(0, 2) : got).toEqual(
+      Array.isArray(got) ? [0, 1] : expect.any(LogPoisonedError),
+    );
   });
 
   it('a_poisoned_log_fails_every_later_append_flush_and_close', async () => {

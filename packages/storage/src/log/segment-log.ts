@@ -29,7 +29,7 @@
  */
 import { join } from 'node:path';
 import { assert } from '@felix/common';
-import { LogClosedError, LogPoisonedError } from '../errors.js';
+import { CorruptionError, LogClosedError, LogPoisonedError } from '../errors.js';
 import { READ_BYTES_MAX_DEFAULT, READ_RECORDS_MAX_DEFAULT } from '../limits.js';
 import type { Io } from '../io/io.js';
 import { nodeIo } from '../io/node-io.js';
@@ -275,7 +275,7 @@ export class SegmentLog {
         : kept.filter((r) => (r.flags & FLAG_GENERATION_START) === 0);
       return { kind: 'records', records, next: from + kept.length };
     }
-    return this.reader.read(from, budget, limit);
+    return this.poisonOverCut(this.reader.read(from, budget, limit));
   }
 
   /**
@@ -390,6 +390,18 @@ export class SegmentLog {
     await this.commit.waitFor(bound);
   }
 
+  /** A read that met the end of a file a poison cut under it (its bound was taken before)
+   *  fails with the poison, not as corruption: what it covered was not durable. */
+  private async poisonOverCut(read: Promise<ReadResult>): Promise<ReadResult> {
+    try {
+      return await read;
+    } catch (err) {
+      const poison = this.commit.poisoned;
+      if (poison !== undefined && err instanceof CorruptionError) throw poison;
+      throw err;
+    }
+  }
+
   /**
    * Reads from `from`: at least one record when one is readable, then up to the budgets.
    * Generation-start records are skipped (they still consume an offset) unless the budget's
@@ -402,7 +414,7 @@ export class SegmentLog {
       Number.isSafeInteger(from) && from >= 0,
       'read offset must be a safe non-negative integer',
     );
-    return this.reader.read(from, budget);
+    return this.poisonOverCut(this.reader.read(from, budget));
   }
 
   /**

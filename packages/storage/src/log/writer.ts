@@ -119,6 +119,8 @@ export class LogWriter {
   private syncedAt: { seg: Segment; bytes: number };
   /** The cut a poison started; close waits for it. */
   private dropping: Promise<void> | undefined;
+  /** The flush's and the roll's syncs of the active file, one at a time (oneSyncAtATime). */
+  private syncTail: Promise<unknown> = Promise.resolve();
 
   constructor(parts: WriterParts) {
     this.dir = parts.dir;
@@ -307,9 +309,11 @@ export class LogWriter {
           }
           continue;
         }
+        // A segment a failed roll already sealed takes nothing more (its index is closed and
+        // the next roll does not sync it again): the next segment is created first.
         if (
-          active.bytes > SEGMENT_HEADER_BYTES &&
-          active.bytes + head.bytes > this.cfg.segmentBytes
+          this.sealedFor === active ||
+          (active.bytes > SEGMENT_HEADER_BYTES && active.bytes + head.bytes > this.cfg.segmentBytes)
         ) {
           try {
             await this.roll();
@@ -565,13 +569,24 @@ export class LogWriter {
     const bytes = seg.bytes;
     if (bound <= this.commit.durable) return bound;
     const covered = this.writtenBytes;
-    await seg.file!.datasync();
+    await this.oneSyncAtATime(() => seg.file!.datasync());
+    // Linux reports a write-back error to one sync of the file only: one that failed meanwhile
+    // (the preallocator's) may have taken this one's, so nothing it covered counts.
+    const poison = this.commit.poisoned;
+    if (poison !== undefined) throw poison;
     this.syncedBytes = Math.max(this.syncedBytes, covered);
     // Not past a roll made while this sync ran: the new segment's header is its synced mark.
     const newer = this.syncedAt.seg !== seg || this.syncedAt.bytes < bytes;
     if (seg === this.files.active && newer) this.syncedAt = { seg, bytes };
     this.marks.soon(seg.id, bytes);
     return bound;
+  }
+
+  /** Runs `sync` once the flush's or roll's sync started before it has ended (either way). */
+  private oneSyncAtATime<T>(sync: () => Promise<T>): Promise<T> {
+    const run = this.syncTail.then(sync, sync);
+    this.syncTail = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -603,10 +618,15 @@ export class LogWriter {
       // Nothing is written while the loop rolls, so this sync covers every byte written so far.
       const covered = this.writtenBytes;
       try {
-        await old.file!.datasync();
+        // After a flush's sync of this file, never beside it: of two concurrent syncs Linux
+        // reports a write-back error to one, and this one's success would then seal records
+        // the failed flush left unsynced.
+        await this.oneSyncAtATime(() => old.file!.datasync());
       } catch (err) {
         throw this.commit.fail(err);
       }
+      const poison = this.commit.poisoned;
+      if (poison !== undefined) throw poison;
       this.syncedBytes = Math.max(this.syncedBytes, covered);
       this.syncedAt = { seg: old, bytes: old.bytes };
       await this.files.sealActiveIndex();
