@@ -585,6 +585,7 @@ export class LogWriter {
   /** Runs `sync` once the flush's or roll's sync started before it has ended (either way). */
   private oneSyncAtATime<T>(sync: () => Promise<T>): Promise<T> {
     const run = this.syncTail.then(sync, sync);
+    // The chain only orders the syncs: each caller gets its own sync's failure from `run`.
     this.syncTail = run.catch(() => undefined);
     return run;
   }
