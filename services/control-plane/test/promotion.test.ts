@@ -673,12 +673,27 @@ describe('failover policy', () => {
   });
 
   it('a_reported_cache_shard_with_no_follower_in_sync_goes_only_to_one_holding_its_whole_log', () => {
-    // A `quorum` cache's bound is the leader's whole reported log, never the majority mark (its
-    // new leader takes no furthest tail); a `leader` cache's too when no follower is in sync.
-    const cache = { ...base, kind: 'cache' as const, durable: false };
+    // A `leader` cache's writes are acked by its leader alone: with no follower in sync its
+    // bound is the leader's whole reported log.
+    const cache = {
+      ...base,
+      kind: 'cache' as const,
+      durable: false,
+      consistency: 'Leader' as const,
+    };
     expect(failoverPolicy(cache)).toEqual({ candidates: ['c'] });
-    expect(failoverPolicy({ ...cache, consistency: 'Leader' })).toEqual({ candidates: ['c'] });
     const behind = { ...report, replica_offsets: [{ node_id: 'b', durable_offset: 29 }] };
+    expect(failoverPolicy({ ...cache, report: behind })).toEqual({ candidates: [] });
+  });
+
+  it('a_quorum_cache_shard_goes_to_a_member_at_or_past_its_commit_mark', () => {
+    // A `quorum` cache's writes are acked once a majority holds them, so, as for a stream, a
+    // member at the commit mark (the cache log's, which its report names) holds every ack, and
+    // the new leader's fence takes the furthest tail of each log from the majority it fences.
+    // Its whole log was the bound before: under steady writes no follower ever reached it.
+    const cache = { ...base, kind: 'cache' as const, durable: false };
+    expect(failoverPolicy(cache)).toEqual({ candidates: ['c', 'b', 'd'] });
+    const behind = { ...report, replica_offsets: [{ node_id: 'b', durable_offset: 19 }] };
     expect(failoverPolicy({ ...cache, report: behind })).toEqual({ candidates: [] });
   });
 });

@@ -11,6 +11,7 @@ import type { CacheWatchEvent, FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type ClusterNode, type FelixCluster, scaled, startCluster } from '../src/index.js';
+import { CP_EXPIRY_TIMEOUT_MS } from '../src/limits.js';
 import { clusterPerTest, quorumTimeout, text } from './support.js';
 
 const START_MS = 60_000;
@@ -196,6 +197,87 @@ describe('quorum caches between brokers', () => {
         scaled(START_MS),
       );
       expect(await counter.add('n', 1n)).toBe(7n);
+    },
+    TEST_MS,
+  );
+
+  // Found by an operator trial (bare processes, defaults): a quorum cache at factor 3 under a
+  // steady writer, its leader SIGKILLed, stayed unplaced for as long as the leader was away
+  // (91 s, until it was started again), while the streams of the same brokers failed over after
+  // L + margin. Every acked put is held by a majority, so a follower at the commit mark holds
+  // all of them; but the report the control plane promotes by names the leader's whole log,
+  // in-flight put included, as the bound (services/control-plane/src/cluster/promotion.ts,
+  // `caughtUpBound`: only streams take `commit_offset`), and under steady puts that is always one
+  // ahead of both followers.
+  it(
+    'a_quorum_cache_leader_killed_under_steady_puts_fails_over_to_a_follower_holding_every_acked_put',
+    async () => {
+      const { c, leader, followers, client } = await quorumCache(holder);
+      // Followers a little slower than the leader: a put is always on its way to them.
+      for (const f of followers) await c.slowFsync(f.id, 15);
+      const cache = client.cache('sessions');
+      let stopped = false;
+      let lastAcked = -1;
+      const writer = (async () => {
+        for (let i = 0; !stopped; i++) {
+          try {
+            await cache.put('k', `v-${i}`);
+          } catch {
+            return; // the leader died: the writer stops, nothing resent
+          }
+          lastAcked = i;
+        }
+      })();
+      type Report = {
+        kind: string;
+        stream: string;
+        leader: string;
+        leader_offset: number;
+        commit_offset: number;
+        in_sync?: string[];
+        replica_offsets: { node_id: string; durable_offset: number }[];
+      };
+      const latest = async () =>
+        ((await c.operatorGet('/v1/replica-reports')) as { items: Report[] }).items.find(
+          (r) => r.kind === 'cache' && r.stream === 'sessions' && r.leader === leader.id,
+        );
+      // Both followers in sync and holding the commit mark: every acked put is on both.
+      await waitFor(
+        async () => {
+          const r = await latest();
+          return (
+            r !== undefined &&
+            lastAcked > 50 &&
+            r.in_sync?.length === 2 &&
+            r.replica_offsets.every((o) => o.durable_offset >= r.commit_offset)
+          );
+        },
+        'a report naming both followers in sync at the commit mark',
+        scaled(START_MS),
+      );
+      await c.kill(leader.id);
+      stopped = true;
+      await writer;
+      const acked = lastAcked;
+      // The streams' failover bound is L + margin after the last heartbeat; give it twice that.
+      const moved = await waitFor(
+        async () => {
+          const a = (await c.assignments()).find((x) => x.kind === 'cache');
+          return a?.leader !== undefined && a.leader !== leader.id ? a : null;
+        },
+        'the cache shard to fail over to a follower',
+        scaled(CP_EXPIRY_TIMEOUT_MS * 2.5 + 10_000),
+      ).catch(() => null);
+      expect(moved?.leader, 'the cache shard stayed with its killed leader').toBeDefined();
+      const survivor = await c.connect({ servers: [c.node(moved!.leader!).url()] });
+      const got = await waitFor(
+        async () => (await survivor.cache('sessions').get('k').catch(() => null)) ?? null,
+        'the new leader to serve the cache',
+        scaled(START_MS),
+      );
+      expect(Number(text(got)!.slice(2))).toBeGreaterThanOrEqual(acked);
+      await survivor.close();
+      await client.close().catch(() => undefined); // its broker was killed: nothing to close
     },
     TEST_MS,
   );

@@ -78,9 +78,12 @@ export function caughtUpBound(input: PromotionInput): number | null {
   // leading the same log, and what its followers confirmed they still hold.
   if (report.generation > current.generation || report.leader !== current.leader) return null;
   if (agedAtMs(trust, input.leaderHeardAtMs) - report.reported_at_ms > trust.trustMs) return null;
-  // Only a stream's publishes wait for a majority; a cache's writes are acked by its leader.
-  const quorum = input.consistency === 'Quorum' && input.kind === 'stream';
-  return quorum ? report.commit_offset : report.leader_offset;
+  // A quorum shard's acks wait for a majority, so what was acked is at most the commit mark: a
+  // candidate holding it holds every ack, and the new leader's fence takes the furthest tail of
+  // the majority it fences (of each log, for a cache: its cache and counter logs). A cache's
+  // report names its cache log's mark. The leader's whole log was the bound before, which
+  // followers never reach under steady writes (a record is always on its way).
+  return input.consistency === 'Quorum' ? report.commit_offset : report.leader_offset;
 }
 
 /** Whether a shard's logs need protecting at failover: a durable stream, or a cache shard led by
