@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyInstance, type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { Sweeper, placementNodes } from '../cluster/liveness.js';
 import { SweepLoop } from '../cluster/sweep-loop.js';
 import { PlacementRunner } from '../cluster/placement-runner.js';
@@ -121,7 +121,7 @@ function newFastify(deps: AppDeps, schemas: LazySchemas): FastifyInstance {
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     // Fastify's two lines per request at info buried everything else under the brokers'
     // heartbeats and feed polls: onResponse below logs one, at debug unless refused.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_BYTES_MAX,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
