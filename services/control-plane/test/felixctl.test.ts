@@ -200,6 +200,19 @@ describe('felixctl', () => {
     expect(ok.out.join('\n')).toContain('1 shard(s) moved off b0; it still leads 0');
   });
 
+  it('felixctl_nodes_delete_forgets_a_retired_node', async () => {
+    // Retiring a broker ended with a curl DELETE (an operator trial): felixctl names it now.
+    const env = { FELIX_CONFIG: join(home.path, 'nodes-delete.json') };
+    const ok = await recorded(
+      env,
+      ['nodes', 'delete', 'b3'],
+      () => new Response(null, { status: 204 }),
+    );
+    expect(ok.code, ok.err.join()).toBe(0);
+    expect(ok.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['DELETE /v1/nodes/b3']);
+    expect(ok.out.join('\n')).toContain('deleted node b3');
+  });
+
   it('felixctl_assignments_names_each_shards_resource_beside_its_kind', async () => {
     // The table said STREAM over a cache's name (the API calls either resource `stream`).
     const env = { FELIX_CONFIG: join(home.path, 'assignments.json') };

@@ -223,6 +223,13 @@ function clusterCommands(program: Command, api: Api): void {
         'placement.reasons',
       ]),
     );
+  nodes
+    .command('delete <node_id>')
+    .description('forget a node that is down or left and named in no assignment (a retired broker)')
+    .action(async (node: string) => {
+      await api.call('DELETE', `/v1/nodes/${seg(node)}`);
+      api.out(`deleted node ${node}`);
+    });
   program
     .command('accept-loss <node_id>')
     .description(
