@@ -247,6 +247,21 @@ for (const transport of ['tls', 'quic'] as const) {
       });
     });
 
+    // docs/protocol.md: `cache_shards` needs `cache.read` or `cache.write` on the cache.
+    it('a_cache_writer_without_cache_read_is_told_the_caches_width', async () => {
+      const writer = await authed(
+        await open(),
+        await tenants.mint('t1', { permissions: ['cache.write:cache:t1/default/users'] }),
+      );
+      const shards = { type: 'cache_shards' as const, ...NS, cache: 'users', request_id: 1 };
+      // Refused `forbidden` naming cache.read: the cache check never tries the row's orAction.
+      expect(await request(writer, shards)).toMatchObject({
+        type: 'cache_shards_view',
+        shards: 1,
+        request_id: 1,
+      });
+    });
+
     it('a_connection_whose_token_expires_gets_unauthenticated_on_its_next_request', async () => {
       const conn = await open();
       const short = await tenants.mint('t1', expiringSoon(2));

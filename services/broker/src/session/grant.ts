@@ -124,6 +124,9 @@ export class ConnectionGrant {
       }
     } else if (access.object === 'cache') {
       ok = set.allows(access.action, 'cache', m.tenant_id, m.namespace, m.cache);
+      if (!ok && access.orAction !== undefined) {
+        ok = set.allows(access.orAction, 'cache', m.tenant_id, m.namespace, m.cache);
+      }
     } else {
       ok = set.allows(access.action, 'group', m.tenant_id, m.namespace, m.stream, m.group);
     }
