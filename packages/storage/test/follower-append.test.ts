@@ -18,13 +18,14 @@ import { SHARD, payload, scratchRoot } from './helpers.js';
 
 const enc = new TextEncoder();
 
-async function openFollower(): Promise<{ log: SegmentLog; opts: LogOptions }> {
+async function openFollower(io?: FaultyIo): Promise<{ log: SegmentLog; opts: LogOptions }> {
   const opts: LogOptions = {
     root: await scratchRoot(),
     shard: SHARD,
     fsync: 'onCommit',
     segmentBytes: 4096,
     preallocateBytes: 0,
+    ...(io ? { io } : {}),
   };
   return { log: await SegmentLog.open(opts), opts };
 }
@@ -42,6 +43,13 @@ async function contents(log: SegmentLog): Promise<string[]> {
 }
 
 const batch = (...words: string[]) => words.map((w) => enc.encode(w));
+
+/** An onCommit follower log over FaultyIo (syncs held or failed on demand), and its appender. */
+async function faultyFollower() {
+  const io = new FaultyIo(nodeIo);
+  const { log } = await openFollower(io);
+  return { io, log, f: new FollowerAppender(log) };
+}
 
 describe('follower append', () => {
   it('a_follower_append_at_the_tail_is_written_at_the_leaders_offsets', async () => {
@@ -76,17 +84,7 @@ describe('follower append', () => {
   it('a_resent_batch_overlapping_records_still_being_synced_is_compared_not_asserted', async () => {
     // The replica server appends with `until: 'written'` and answers once the sync ends, so a
     // resend (or a new leader's overlapping first batch) can arrive while that sync runs.
-    const io = new FaultyIo(nodeIo);
-    const opts: LogOptions = {
-      root: await scratchRoot(),
-      shard: SHARD,
-      fsync: 'onCommit',
-      segmentBytes: 4096,
-      preallocateBytes: 0,
-      io,
-    };
-    const log = await SegmentLog.open(opts);
-    const f = new FollowerAppender(log);
+    const { io, log, f } = await faultyFollower();
     await f.appendAt(0, batch('a'));
     const hold = io.holdDatasyncs();
     expect(await f.appendAt(1, batch('b', 'c'), { until: 'written' })).toEqual({
@@ -105,17 +103,7 @@ describe('follower append', () => {
   });
 
   it('a_resend_to_a_poisoned_follower_log_fails_with_the_poison', async () => {
-    const io = new FaultyIo(nodeIo);
-    const opts: LogOptions = {
-      root: await scratchRoot(),
-      shard: SHARD,
-      fsync: 'onCommit',
-      segmentBytes: 4096,
-      preallocateBytes: 0,
-      io,
-    };
-    const log = await SegmentLog.open(opts);
-    const f = new FollowerAppender(log);
+    const { io, log, f } = await faultyFollower();
     await f.appendAt(0, batch('a'));
     io.failDatasyncs('EIO');
     await expect(f.appendAt(1, batch('b'))).rejects.toBeInstanceOf(LogPoisonedError);

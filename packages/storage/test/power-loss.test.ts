@@ -30,6 +30,25 @@ const open = (io: PowerLossIo, fsync: Mode, preallocateBytes: number) =>
     flushIntervalMs: 1,
   });
 
+/** An onCommit log of 4 KiB segments over FaultyIo on a PowerLossIo disk, its first segment
+ *  filled until a 1,000-byte record no longer fits; `next` is the next payload's number. */
+async function nearlyFullSegment() {
+  const disk = new PowerLossIo();
+  await disk.mkdir('/data');
+  const io = new FaultyIo(disk);
+  const log = await SegmentLog.open({
+    root: '/data',
+    shard: SHARD,
+    fsync: 'onCommit',
+    io,
+    segmentBytes: 4096,
+    preallocateBytes: 0,
+  });
+  let next = 0;
+  while (log.sizeBytes + 28 + 1000 <= 4096) await log.append([payload(next++, 500)]);
+  return { disk, io, log, next };
+}
+
 describe('power loss', () => {
   it('a_power_loss_keeps_every_record_below_the_durable_offset', async () => {
     await fc.assert(
@@ -164,19 +183,8 @@ describe('power loss', () => {
     // room left in segment 0 and is written there; a large one made in the same turn rolls
     // again. Under onCommit both are acknowledged only once on disk, so a power loss right after
     // must keep them.
-    const disk = new PowerLossIo();
-    await disk.mkdir('/data');
-    const io = new FaultyIo(disk);
-    const log = await SegmentLog.open({
-      root: '/data',
-      shard: SHARD,
-      fsync: 'onCommit',
-      io,
-      segmentBytes: 4096,
-      preallocateBytes: 0,
-    });
-    let i = 0;
-    while (log.sizeBytes + 28 + 1000 <= 4096) await log.append([payload(i++, 500)]);
+    const { disk, io, log, next } = await nearlyFullSegment();
+    let i = next;
     expect(4096 - log.sizeBytes).toBeGreaterThanOrEqual(28 + 20);
     io.failWrites('ENOSPC', { match: (p) => p.endsWith('00000000000000000001.log') });
     await expect(log.append([payload(i++, 1000)])).rejects.toBeInstanceOf(WriteFailedError);
@@ -218,19 +226,8 @@ describe('power loss', () => {
     // write-back error once per file description, so the seal's sync succeeds with nothing
     // left to write: the record the failed flush covered is not on disk, yet stays readable.
     // The poisoned log must still not let a reopen in the same boot count it as durable.
-    const disk = new PowerLossIo();
-    await disk.mkdir('/data');
-    const io = new FaultyIo(disk);
-    const log = await SegmentLog.open({
-      root: '/data',
-      shard: SHARD,
-      fsync: 'onCommit',
-      io,
-      segmentBytes: 4096,
-      preallocateBytes: 0,
-    });
-    let i = 0;
-    while (log.sizeBytes + 28 + 1000 <= 4096) await log.append([payload(i++, 500)]);
+    const { disk, io, log, next } = await nearlyFullSegment();
+    let i = next;
     const hold = io.holdDatasyncs();
     const flushed = log.append([payload(i++, 20)]).then(
       () => 'acknowledged',
