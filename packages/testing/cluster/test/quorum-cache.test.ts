@@ -271,7 +271,11 @@ describe('quorum caches between brokers', () => {
       expect(moved?.leader, 'the cache shard stayed with its killed leader').toBeDefined();
       const survivor = await c.connect({ servers: [c.node(moved!.leader!).url()] });
       const got = await waitFor(
-        async () => (await survivor.cache('sessions').get('k').catch(() => null)) ?? null,
+        async () =>
+          (await survivor
+            .cache('sessions')
+            .get('k')
+            .catch(() => null)) ?? null,
         'the new leader to serve the cache',
         scaled(START_MS),
       );
