@@ -204,8 +204,9 @@ function cacheCommands(program: Command, api: Api): void {
     });
 }
 
-function clusterCommands(program: Command, api: Api): void {
-  // `nodes` and `assignments` list by themselves, and take `list` as the other groups do.
+/** `nodes [list]` and `nodes delete`. `nodes` and `assignments` list by themselves, and take
+ *  `list` as the other groups do. */
+function nodeCommands(program: Command, api: Api): void {
   const nodes = program.command('nodes').description('nodes with their placement view');
   nodes
     .command('list', { isDefault: true })
@@ -230,6 +231,10 @@ function clusterCommands(program: Command, api: Api): void {
       await api.call('DELETE', `/v1/nodes/${seg(node)}`);
       api.out(`deleted node ${node}`);
     });
+}
+
+function clusterCommands(program: Command, api: Api): void {
+  nodeCommands(program, api);
   program
     .command('accept-loss <node_id>')
     .description(
