@@ -121,6 +121,174 @@ describe('a promoted cache leader takes the furthest tail', () => {
     expect(ahead).toBeDefined();
   }, 240_000);
 
+  // The fence needs a majority of the NEW set, which placement tops up with a broker that held
+  // nothing in the same generation it promotes a follower at: the fenced majority {promoted,
+  // fresh} need not overlap the majority {old leader, other follower} that acknowledged a write.
+  // Known defect, skipped until fixed (docs/operations.md "Not there yet", docs/replication.md
+  // "The fence"): the new leader's fence counts a majority of the new set only. Failed 2 of 2
+  // runs in review; un-skip with the fix (fence a majority of the previous set too).
+  it.skip('a_quorum_cache_promotion_that_tops_up_its_set_with_an_empty_broker_keeps_every_acked_write', async () => {
+    const c = await startCluster({
+      brokers: 4,
+      replication: true,
+      caches: [{ name: CACHE, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+    });
+    held.cluster = c;
+    const before = await waitFor(
+      async () => {
+        const a = await cacheAssignment(c);
+        return a?.leader !== undefined && a.replicas.length === 3 ? a : undefined;
+      },
+      'the cache shard placed on three of four brokers',
+      scaled(STEP_MS),
+    );
+    const leader = c.node(before.leader);
+    const [behind, ahead] = before.replicas.filter((id) => id !== leader.id).sort() as [
+      string,
+      string,
+    ];
+    const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
+    await waitFor(
+      async () =>
+        (await client
+          .cache(CACHE)
+          .put('plan', 'basic')
+          .catch(() => null)) !== null,
+      'the first put acked',
+      scaled(STEP_MS),
+    );
+    let sum = 0n;
+    for (let i = 0; i < 5; i++) sum = await client.counter(CACHE).add('hits', 1n);
+    expect(sum).toBe(5n);
+    await waitFor(
+      async () => {
+        const r = await storedReport(c, 'cache', CACHE, before.generation);
+        return (
+          r !== undefined &&
+          r.leader_offset > 0 &&
+          r.commit_offset === r.leader_offset &&
+          r.replica_offsets.every((o) => o.durable_offset === r.leader_offset)
+        );
+      },
+      'a report naming both followers level with the leader',
+      scaled(STEP_MS),
+    );
+    await c.partition(leader.id, behind);
+    await c.partition(leader.id, 'controlplane');
+    // One link down between the two followers: `behind`'s fence reaches the fresh broker only.
+    await c.partition(behind, ahead);
+    // Acked by the leader and `ahead` (a majority of three), never reported.
+    await client.cache(CACHE).put('plan', 'premium');
+    for (let i = 0; i < 3; i++) sum = await client.counter(CACHE).add('hits', 10n);
+    expect(sum).toBe(35n);
+    await c.kill(leader.id);
+    // Its broker is gone: the close may fail, and the test's verdict is elsewhere.
+    await client.close().catch(() => undefined);
+    const after = await waitFor(
+      async () => {
+        const a = await cacheAssignment(c);
+        return a?.leader !== undefined && a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(STEP_MS),
+    );
+    expect(after.leader).toBe(behind);
+    // The fourth broker joined the set in the same step.
+    expect(after.replicas.length).toBe(3);
+    expect(after.replicas).toContain(ahead);
+    const reader = await c.connect({ servers: [c.node(behind).url()], routing: false });
+    const served = () =>
+      waitFor(
+        async () => {
+          const plan = await reader
+            .cache(CACHE)
+            .get('plan')
+            .catch(() => null);
+          const hits = await reader
+            .counter(CACHE)
+            .get('hits')
+            .catch(() => null);
+          return plan === null || hits === null ? undefined : { plan: text(plan), hits };
+        },
+        'the promoted leader to serve the cache',
+        scaled(20_000),
+      );
+    try {
+      // While `ahead` is unreachable the promoted leader may serve only with every ack (or
+      // refuse): not serving within the deadline is a correct outcome, so its timeout is kept.
+      const early = await served().catch(() => null);
+      if (early !== null) expect(early).toEqual({ plan: 'premium', hits: 35n });
+      await c.heal();
+      expect(await served()).toEqual({ plan: 'premium', hits: 35n });
+    } finally {
+      await reader.close();
+    }
+  }, 240_000);
+
+  // The other way the fence's majority (of the NEW set) misses the majority that acked: both
+  // members holding the unreported writes die, the set shrinks to the promoted one alone, and
+  // a set of one is not fenced at all.
+  // Known defect, skipped until fixed (docs/operations.md "Not there yet", docs/replication.md
+  // "The fence"): the new leader's fence counts a majority of the new set only. Failed 2 of 2
+  // runs in review; un-skip with the fix (fence a majority of the previous set too).
+  it.skip('a_quorum_cache_follower_left_alone_by_the_death_of_both_holders_of_an_acked_put_does_not_serve_without_it', async () => {
+    const { c, before } = await placedOnThree(held);
+    const leader = c.node(before.leader);
+    const [behind, ahead] = before.replicas.filter((id) => id !== leader.id).sort() as [
+      string,
+      string,
+    ];
+    const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
+    await waitFor(
+      async () =>
+        (await client
+          .cache(CACHE)
+          .put('plan', 'basic')
+          .catch(() => null)) !== null,
+      'the first put acked',
+      scaled(STEP_MS),
+    );
+    await waitFor(
+      async () => {
+        const r = await storedReport(c, 'cache', CACHE, before.generation);
+        return (
+          r !== undefined &&
+          r.leader_offset > 0 &&
+          r.commit_offset === r.leader_offset &&
+          r.replica_offsets.every((o) => o.durable_offset === r.leader_offset)
+        );
+      },
+      'a report naming both followers level with the leader',
+      scaled(STEP_MS),
+    );
+    await c.partition(leader.id, behind);
+    await c.partition(leader.id, 'controlplane');
+    // Acked by the leader and `ahead` (a majority of three), never reported.
+    await client.cache(CACHE).put('plan', 'premium');
+    await c.kill(leader.id);
+    await c.kill(ahead);
+    // Its broker is gone: the close may fail, and the test's verdict is elsewhere.
+    await client.close().catch(() => undefined);
+    const reader = await c.connect({ servers: [c.node(behind).url()], routing: false });
+    try {
+      // Refusing (no majority of the old set can be reached) is correct; serving `basic` is not.
+      const early = await waitFor(
+        async () => {
+          const plan = await reader
+            .cache(CACHE)
+            .get('plan')
+            .catch(() => null);
+          return plan === null ? undefined : text(plan);
+        },
+        'the lone follower to serve',
+        scaled(20_000),
+      ).catch(() => null); // not serving within the deadline is the correct outcome
+      expect([null, 'premium']).toContain(early);
+    } finally {
+      await reader.close();
+    }
+  }, 240_000);
+
   it('a_promoted_quorum_cache_leader_answers_no_get_until_a_majority_holds_its_log', async () => {
     const { c, before } = await placedOnThree(held);
     const leader = c.node(before.leader);

@@ -105,4 +105,100 @@ describe('a promoted leader takes the furthest tail', () => {
     }
     expect(ahead).toBeDefined();
   }, 240_000);
+
+  // The fence needs a majority of the NEW set, which placement tops up with a broker that held
+  // nothing in the same generation it promotes a follower at: the fenced majority {promoted,
+  // fresh} need not overlap the majority {old leader, other follower} that acknowledged records.
+  // Known defect, skipped until fixed (docs/operations.md "Not there yet", docs/replication.md
+  // "The fence"): the new leader's fence counts a majority of the new set only. Failed 2 of 2
+  // runs in review; un-skip with the fix (fence a majority of the previous set too).
+  it.skip('a_quorum_stream_promotion_that_tops_up_its_set_with_an_empty_broker_keeps_every_acked_record', async () => {
+    const c = await startCluster({
+      brokers: 4,
+      replication: true,
+      streams: [{ name: 'orders', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
+    });
+    held.cluster = c;
+    const before = await waitFor(
+      async () => {
+        const a = (await c.assignments()).find((x) => x.stream === 'orders');
+        return a?.leader !== undefined && a.replicas.length === 3 ? a : undefined;
+      },
+      'the shard placed on three of four brokers',
+      scaled(STEP_MS),
+    );
+    const leader = c.node(before.leader);
+    const [behind, ahead] = before.replicas.filter((id) => id !== leader.id).sort() as [
+      string,
+      string,
+    ];
+    const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
+    const acked: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const v = `shipped-${i}`;
+      await waitFor(
+        async () => (await client.publish('orders', v).catch(() => null)) !== null,
+        `publish ${v}`,
+        scaled(STEP_MS),
+      );
+      acked.push(v);
+    }
+    await waitFor(
+      async () => {
+        const r = await storedReport(c, 'stream', 'orders', before.generation);
+        return r?.commit_offset === 10 && r.replica_offsets.every((o) => o.durable_offset === 10);
+      },
+      'a report naming both followers at 10',
+      scaled(STEP_MS),
+    );
+    await c.partition(leader.id, behind);
+    await c.partition(leader.id, 'controlplane');
+    // One link down between the two followers: `behind`'s fence reaches the fresh broker only.
+    await c.partition(behind, ahead);
+    // Acked by the leader and `ahead` (a majority of three), never reported.
+    for (let i = 0; i < 5; i++) {
+      const v = `unreported-${i}`;
+      await client.publish('orders', v);
+      acked.push(v);
+    }
+    await c.kill(leader.id);
+    // Its broker is gone: the close may fail, and the test's verdict is elsewhere.
+    await client.close().catch(() => undefined);
+    const after = await waitFor(
+      async () => {
+        const a = (await c.assignments()).find((x) => x.stream === 'orders');
+        return a && a.generation > before.generation ? a : undefined;
+      },
+      'a follower to be promoted',
+      scaled(STEP_MS),
+    );
+    expect(after.leader).toBe(behind);
+    expect(after.replicas.length).toBe(3);
+    expect(after.replicas).toContain(ahead);
+    const writer = await c.connect({ servers: [c.node(behind).url()], routing: false });
+    try {
+      // While `ahead` is unreachable the new leader may take a publish only above every acked
+      // record (or refuse it until the link heals): a refusal wrote nothing and is retried.
+      const publishAfter = () =>
+        waitFor(
+          async () => (await writer.publish('orders', 'after').catch(() => null)) !== null,
+          'the publish after the failover',
+          scaled(20_000),
+        );
+      // Not taken before the deadline is a correct outcome here; it is published after the heal.
+      const early = await publishAfter().then(
+        () => true,
+        () => false,
+      );
+      await c.heal();
+      if (!early) await publishAfter();
+      let got: string[] = [];
+      const deadline = performance.now() + scaled(STEP_MS);
+      while (got.at(-1) !== 'after' && performance.now() < deadline)
+        got = await readFor(writer, 'after', scaled(READ_ATTEMPT_MS));
+      expect(got).toEqual([...acked, 'after']);
+    } finally {
+      await writer.close();
+    }
+  }, 240_000);
 });
