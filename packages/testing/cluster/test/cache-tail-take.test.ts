@@ -42,6 +42,36 @@ async function placedOnThree(held: { cluster?: FelixCluster }) {
   return { c, before };
 }
 
+/** Waits until the first put (`plan` = `basic`) is acked (the shard may still be opening). */
+async function firstPutAcked(client: FelixClient): Promise<void> {
+  await waitFor(
+    async () =>
+      (await client
+        .cache(CACHE)
+        .put('plan', 'basic')
+        .catch(() => null)) !== null,
+    'the first put acked',
+    scaled(STEP_MS),
+  );
+}
+
+/** Waits for a report of `generation` naming both followers level with the leader's cache log. */
+async function levelReport(c: FelixCluster, generation: number): Promise<void> {
+  await waitFor(
+    async () => {
+      const r = await storedReport(c, 'cache', CACHE, generation);
+      return (
+        r !== undefined &&
+        r.leader_offset > 0 &&
+        r.commit_offset === r.leader_offset &&
+        r.replica_offsets.every((o) => o.durable_offset === r.leader_offset)
+      );
+    },
+    'a report naming both followers level with the leader',
+    scaled(STEP_MS),
+  );
+}
+
 describe('a promoted cache leader takes the furthest tail', () => {
   const held = clusterPerTest();
 
@@ -50,33 +80,13 @@ describe('a promoted cache leader takes the furthest tail', () => {
     const leader = c.node(before.leader);
     const [behind, ahead] = before.replicas.filter((id) => id !== leader.id).sort();
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
-    await waitFor(
-      async () =>
-        (await client
-          .cache(CACHE)
-          .put('plan', 'basic')
-          .catch(() => null)) !== null,
-      'the first put acked',
-      scaled(STEP_MS),
-    );
+    await firstPutAcked(client);
     let sum = 0n;
     for (let i = 0; i < 5; i++) sum = await client.counter(CACHE).add('hits', 1n);
     expect(sum).toBe(5n);
     // Placement will see both followers level with the leader's cache log: on a tie it ranks
     // the lower node id first.
-    await waitFor(
-      async () => {
-        const r = await storedReport(c, 'cache', CACHE, before.generation);
-        return (
-          r !== undefined &&
-          r.leader_offset > 0 &&
-          r.commit_offset === r.leader_offset &&
-          r.replica_offsets.every((o) => o.durable_offset === r.leader_offset)
-        );
-      },
-      'a report naming both followers level with the leader',
-      scaled(STEP_MS),
-    );
+    await levelReport(c, before.generation);
     await c.partition(leader.id, behind!);
     await c.partition(leader.id, 'controlplane');
     // Acked by the leader and `ahead` alone, and never reported (the lease still holds a while).
@@ -148,31 +158,11 @@ describe('a promoted cache leader takes the furthest tail', () => {
       string,
     ];
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
-    await waitFor(
-      async () =>
-        (await client
-          .cache(CACHE)
-          .put('plan', 'basic')
-          .catch(() => null)) !== null,
-      'the first put acked',
-      scaled(STEP_MS),
-    );
+    await firstPutAcked(client);
     let sum = 0n;
     for (let i = 0; i < 5; i++) sum = await client.counter(CACHE).add('hits', 1n);
     expect(sum).toBe(5n);
-    await waitFor(
-      async () => {
-        const r = await storedReport(c, 'cache', CACHE, before.generation);
-        return (
-          r !== undefined &&
-          r.leader_offset > 0 &&
-          r.commit_offset === r.leader_offset &&
-          r.replica_offsets.every((o) => o.durable_offset === r.leader_offset)
-        );
-      },
-      'a report naming both followers level with the leader',
-      scaled(STEP_MS),
-    );
+    await levelReport(c, before.generation);
     await c.partition(leader.id, behind);
     await c.partition(leader.id, 'controlplane');
     // One link down between the two followers: `behind`'s fence reaches the fresh broker only.
@@ -239,28 +229,8 @@ describe('a promoted cache leader takes the furthest tail', () => {
       string,
     ];
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
-    await waitFor(
-      async () =>
-        (await client
-          .cache(CACHE)
-          .put('plan', 'basic')
-          .catch(() => null)) !== null,
-      'the first put acked',
-      scaled(STEP_MS),
-    );
-    await waitFor(
-      async () => {
-        const r = await storedReport(c, 'cache', CACHE, before.generation);
-        return (
-          r !== undefined &&
-          r.leader_offset > 0 &&
-          r.commit_offset === r.leader_offset &&
-          r.replica_offsets.every((o) => o.durable_offset === r.leader_offset)
-        );
-      },
-      'a report naming both followers level with the leader',
-      scaled(STEP_MS),
-    );
+    await firstPutAcked(client);
+    await levelReport(c, before.generation);
     await c.partition(leader.id, behind);
     await c.partition(leader.id, 'controlplane');
     // Acked by the leader and `ahead` (a majority of three), never reported.
@@ -298,15 +268,7 @@ describe('a promoted cache leader takes the furthest tail', () => {
       string,
     ];
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
-    await waitFor(
-      async () =>
-        (await client
-          .cache(CACHE)
-          .put('plan', 'basic')
-          .catch(() => null)) !== null,
-      'the first put acked',
-      scaled(STEP_MS),
-    );
+    await firstPutAcked(client);
     // Acked by the leader and `ahead`; `behind` is cut from the leader and never gets it.
     await c.partition(leader.id, behind);
     await client.cache(CACHE).put('plan', 'premium');
