@@ -12,7 +12,7 @@
 import type { FelixClient } from '@felix/client';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
-import { scaled, startCluster } from '../src/index.js';
+import { type FelixCluster, scaled, startCluster } from '../src/index.js';
 import { clusterPerTest, storedReport } from './support.js';
 
 const STEP_MS = 60_000;
@@ -38,6 +38,33 @@ async function readFor(client: FelixClient, last: string, ms: number): Promise<s
   return seen;
 }
 
+/** Publishes `shipped-0..9` to `orders` (retried while the shard opens); answers them. */
+async function tenShipped(client: FelixClient): Promise<string[]> {
+  const acked: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const v = `shipped-${i}`;
+    await waitFor(
+      async () => (await client.publish('orders', v).catch(() => null)) !== null,
+      `publish ${v}`,
+      scaled(STEP_MS),
+    );
+    acked.push(v);
+  }
+  return acked;
+}
+
+/** Waits for a report of `generation` naming both followers at offset 10. */
+async function bothFollowersAtTen(c: FelixCluster, generation: number): Promise<void> {
+  await waitFor(
+    async () => {
+      const r = await storedReport(c, 'stream', 'orders', generation);
+      return r?.commit_offset === 10 && r.replica_offsets.every((o) => o.durable_offset === 10);
+    },
+    'a report naming both followers at 10',
+    scaled(STEP_MS),
+  );
+}
+
 describe('a promoted leader takes the furthest tail', () => {
   const held = clusterPerTest();
 
@@ -52,25 +79,9 @@ describe('a promoted leader takes the furthest tail', () => {
     const leader = c.node(before.leader);
     const [behind, ahead] = before.replicas.filter((id) => id !== leader.id).sort();
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
-    const acked: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const v = `shipped-${i}`;
-      await waitFor(
-        async () => (await client.publish('orders', v).catch(() => null)) !== null,
-        `publish ${v}`,
-        scaled(STEP_MS),
-      );
-      acked.push(v);
-    }
+    const acked = await tenShipped(client);
     // Placement will see both followers level at 10: on a tie it ranks the lower node id first.
-    await waitFor(
-      async () => {
-        const r = await storedReport(c, 'stream', 'orders', before.generation);
-        return r?.commit_offset === 10 && r.replica_offsets.every((o) => o.durable_offset === 10);
-      },
-      'a report naming both followers at 10',
-      scaled(STEP_MS),
-    );
+    await bothFollowersAtTen(c, before.generation);
     await c.partition(leader.id, behind!);
     await c.partition(leader.id, 'controlplane');
     // Acked by the leader and `ahead` alone, and never reported (the lease still holds a while).
@@ -133,24 +144,8 @@ describe('a promoted leader takes the furthest tail', () => {
       string,
     ];
     const client: FelixClient = await c.connect({ servers: [leader.url()], routing: false });
-    const acked: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const v = `shipped-${i}`;
-      await waitFor(
-        async () => (await client.publish('orders', v).catch(() => null)) !== null,
-        `publish ${v}`,
-        scaled(STEP_MS),
-      );
-      acked.push(v);
-    }
-    await waitFor(
-      async () => {
-        const r = await storedReport(c, 'stream', 'orders', before.generation);
-        return r?.commit_offset === 10 && r.replica_offsets.every((o) => o.durable_offset === 10);
-      },
-      'a report naming both followers at 10',
-      scaled(STEP_MS),
-    );
+    const acked = await tenShipped(client);
+    await bothFollowersAtTen(c, before.generation);
     await c.partition(leader.id, behind);
     await c.partition(leader.id, 'controlplane');
     // One link down between the two followers: `behind`'s fence reaches the fresh broker only.
