@@ -3,12 +3,13 @@
 // says (every time, or once per generation) and leaves other files alone; the partition aborts a
 // control-plane call in flight when the cut appears and fails new ones without sending them; the
 // peer links report a cut peer unreachable without dialling it, and a peer-pool link (what
-// shipping and forwarding send on) fails unsent without a dial; unset variables build nothing.
+// shipping and forwarding send on) fails unsent without a dial; the partition acknowledges each
+// text it put in force; unset variables build nothing.
 // Method: the parsers fuzzed with fast-check; FaultFileIo over the real Io in a temp dir; the
 // partition and peer links with an injected fetch and probe; the peer pool with an address book
 // that records each lookup (a dial starts with one).
 import { join } from 'node:path';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { FaultFileIo, nodeIo, parseStorageFaults } from '@felix/storage';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import fc from 'fast-check';
@@ -157,6 +158,28 @@ describe('test partition', () => {
     p.apply(parsePartition(''));
     void gated('http://cp/v1/z').catch(() => undefined); // left pending: only `sent` matters
     expect(sent).toBe(2);
+  });
+
+  it('a_partition_file_is_acknowledged_once_its_cut_is_in_force', async () => {
+    const dir = await tempDir();
+    const file = join(dir.path, 'partition');
+    const applied = () => readFile(`${file}.applied`, 'utf8').catch(() => undefined);
+    const p = Partition.fromConfig(file, silent);
+    try {
+      if (p === null) throw new Error('a set path builds a partition');
+      // No file cuts nothing, and that is acknowledged as the empty text.
+      await waitFor(async () => (await applied()) === '' || undefined, 'the first reading', 5_000);
+      await writeFile(file, 'node:b\n');
+      await waitFor(async () => (await applied()) === 'node:b\n' || undefined, 'the cut', 5_000);
+      // Acknowledged only after the cut took hold: the broker already refuses the peer.
+      expect(p.peerCut('b')).toBe(true);
+      await writeFile(file, '');
+      await waitFor(async () => (await applied()) === '' || undefined, 'the heal', 5_000);
+      expect(p.peerCut('b')).toBe(false);
+    } finally {
+      p?.stop();
+      await dir.cleanup();
+    }
   });
 
   it('a_peer_named_in_the_partition_is_reported_unreachable_without_a_dial', async () => {

@@ -480,14 +480,12 @@ export class FelixCluster implements Cluster {
     }
     return this.fault('partition', target, scaled(FAULT_DEADLINE_MS), async () => {
       await this.partitions.cut(from, to);
-      await settle();
     });
   }
 
   async heal(): Promise<void> {
     return this.fault('heal', 'all', scaled(FAULT_DEADLINE_MS), async () => {
       await this.partitions.heal();
-      await settle();
     });
   }
 

@@ -27,9 +27,11 @@ export const SIGNAL_POLL_MS = 5;
 export const PEER_CALL_DEADLINE_MS = 10_000;
 /** A fault file write, a signal or a heal takes effect within this. */
 export const FAULT_DEADLINE_MS = 5_000;
-/** The broker re-reads its fault files every 50 ms (docs/reliability.md): a fault is live after
- *  this. */
+/** The broker reads its storage fault file at most 50 ms old (docs/reliability.md): a fault is
+ *  what the next fdatasync reads after this. */
 export const FAULT_FILE_SETTLE_MS = 150;
+/** How often a written partition file's acknowledgement (`<file>.applied`) is looked for. */
+export const PARTITION_ACK_POLL_MS = 10;
 /** openssl makes the cluster's CA and one certificate per broker within this (each call). */
 export const PKI_COMMAND_DEADLINE_MS = 20_000;
 /** Days the cluster's CA and broker certificates are valid. */

@@ -668,7 +668,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     env: 'FELIX_TEST_PARTITION_FILE',
     type: 'string',
     default: null,
-    doc: 'Test only: a file naming what this broker cannot reach (`controlplane`, `node:<id>`), re-read every 50 ms; control-plane calls and peer connections it names fail at once (docs/reliability.md, "Fault seams in the broker"). Unset: nothing is cut and nothing is read.',
+    doc: 'Test only: a file naming what this broker cannot reach (`controlplane`, `node:<id>`), re-read every 50 ms; control-plane calls and peer connections it names fail at once, and each text put in force is written back to `<file>.applied` (docs/reliability.md, "Fault seams in the broker"). Unset: nothing is cut and nothing is read.',
   },
 ];
 

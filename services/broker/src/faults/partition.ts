@@ -5,10 +5,13 @@
  * the first call) and then every FAULT_FILE_POLL_MS on an unref'd timer; a missing or empty file
  * cuts nothing. When `controlplane` appears, control-plane calls in flight are aborted and new
  * ones fail before being sent (`partitionedFetch`); `node:<id>` entries are read by the peer
- * links (cluster/peer-links.ts). Without the setting none of this exists.
+ * links (cluster/peer-links.ts). After each reading whose text changed, once the cut is in force
+ * (links closed), the broker writes that text to `<file>.applied`: a harness waits for it
+ * instead of guessing how long a poll takes on a loaded machine. Without the setting none of
+ * this exists.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, rename, writeFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { PartitionedError } from '../errors.js';
 import { FAULT_FILE_POLL_MS, PARTITION_FILE_BYTES_MAX, PARTITION_PEERS_MAX } from '../limits.js';
@@ -75,6 +78,12 @@ async function readLater(path: string): Promise<string> {
   }
 }
 
+/** Replaces `<file>.applied` whole (write, rename): a reader never sees half of it. */
+async function acknowledge(file: string, text: string): Promise<void> {
+  await writeFile(`${file}.applied.tmp`, text);
+  await rename(`${file}.applied.tmp`, `${file}.applied`);
+}
+
 function sameCut(a: PartitionCut, b: PartitionCut): boolean {
   if (a.controlPlane !== b.controlPlane || a.peers.size !== b.peers.size) return false;
   for (const p of a.peers) if (!b.peers.has(p)) return false;
@@ -88,6 +97,9 @@ export class Partition {
   private timer: NodeJS.Timeout | null = null;
   private reading = false;
   private warnedIgnored = 0;
+  /** The text last written to `<file>.applied` (null: none yet). */
+  private acked: string | null = null;
+  private warnedAck = false;
   private readonly listeners: Array<(cut: PartitionCut) => void> = [];
 
   constructor(
@@ -100,7 +112,12 @@ export class Partition {
     if (path === null || path.trim() === '') return null;
     log.warn({ partition_file: path }, 'fault injection enabled');
     const p = new Partition(path, log);
-    p.apply(parsePartition(readNow(path)));
+    const text = readNow(path);
+    p.apply(parsePartition(text));
+    p.reading = true; // the first acknowledgement before any poll's: one writer of the file
+    void p.acknowledge(text).finally(() => {
+      p.reading = false;
+    });
     p.timer = setInterval(() => p.poll(), FAULT_FILE_POLL_MS);
     p.timer.unref();
     return p;
@@ -136,10 +153,28 @@ export class Partition {
   private poll(): void {
     if (this.reading) return;
     this.reading = true;
-    void readLater(this.file).then((text) => {
-      this.reading = false;
-      this.apply(parsePartition(text));
-    });
+    void readLater(this.file)
+      .then((text) => {
+        this.apply(parsePartition(text));
+        return this.acknowledge(text);
+      })
+      .finally(() => {
+        this.reading = false;
+      });
+  }
+
+  /** Says, once per change of the file's text, that what it reads is in force. */
+  private async acknowledge(text: string): Promise<void> {
+    if (text === this.acked) return;
+    try {
+      await acknowledge(this.file, text);
+      this.acked = text;
+    } catch (err) {
+      // The cut is in force either way; only a harness waiting on the file misses it.
+      if (this.warnedAck) return;
+      this.warnedAck = true;
+      this.log.warn({ partition_file: this.file, err }, 'cannot acknowledge the partition file');
+    }
   }
 
   /** @internal Takes a parsed reading (exported for the unit test of the transitions). */

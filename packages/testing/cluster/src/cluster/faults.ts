@@ -3,8 +3,14 @@
  * broker cannot reach, and how its fsyncs misbehave. Files are replaced whole (write, rename) so
  * the broker never reads half a file.
  */
-import { rename, writeFile } from 'node:fs/promises';
-import { FAULT_FILE_SETTLE_MS, scaled } from '../limits.js';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  FAULT_DEADLINE_MS,
+  FAULT_FILE_SETTLE_MS,
+  PARTITION_ACK_POLL_MS,
+  scaled,
+} from '../limits.js';
 import type { Broker } from './broker.js';
 
 export const CONTROLPLANE = 'controlplane';
@@ -14,7 +20,8 @@ async function replace(path: string, text: string): Promise<void> {
   await rename(`${path}.tmp`, path);
 }
 
-/** The broker re-reads its files every 50 ms: after this wait a written fault is in force. */
+/** The storage fault file is read on demand, at most 50 ms old: after this wait a written fault
+ *  is what the next fdatasync reads. (The partition file is acknowledged instead: `Partitions`.) */
 export function settle(): Promise<void> {
   return new Promise((r) => setTimeout(r, scaled(FAULT_FILE_SETTLE_MS)));
 }
@@ -49,9 +56,20 @@ export class Partitions {
     this.cuts.set(id, set);
   }
 
-  private write(b: Broker): Promise<void> {
+  /** Writes `b`'s file and, while `b` runs, waits for the broker to acknowledge it: the cut is
+   *  in force (its links closed) when this resolves, however slow the machine. A stopped or
+   *  paused broker reads the file when it runs again. */
+  private async write(b: Broker): Promise<void> {
     const lines = [...(this.cuts.get(b.id) ?? [])].sort();
-    return replace(b.partitionFile, lines.map((l) => `${l}\n`).join(''));
+    const text = lines.map((l) => `${l}\n`).join('');
+    await replace(b.partitionFile, text);
+    // Past the deadline the fault has already failed (FaultTimeoutError): stop looking.
+    const until = performance.now() + scaled(FAULT_DEADLINE_MS);
+    while (b.state === 'running' && performance.now() < until) {
+      const applied = await readFile(`${b.partitionFile}.applied`, 'utf8').catch(() => undefined);
+      if (applied === text) return;
+      await sleep(PARTITION_ACK_POLL_MS);
+    }
   }
 }
 
