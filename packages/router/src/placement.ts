@@ -67,6 +67,17 @@ export interface ShardRequest {
    * is taken in this order before rank, so the copy kept is the fullest one there is.
    */
   prefer?: readonly string[] | undefined;
+  /**
+   * A quorum shard (docs/replication.md, "Quorum sets change one step at a time"): its acks
+   * wait for a majority of its set, and a new leader's fence reaches a majority of its set, so
+   * the two majorities overlap only if the set is the same. A change of leader therefore keeps
+   * every member, reachable or not; members are dropped and the set topped up only under a
+   * leader that has `established` its generation (reported at it, so it fenced and holds every
+   * acknowledged write), never in the step that changes the leader. `lost` names members whose
+   * data an operator gave up: they are dropped even under a leader not yet established (that
+   * step drops them only), so a set whose majority died can be brought down to its survivors.
+   */
+  quorum?: { established: boolean; lost?: readonly string[] } | undefined;
 }
 
 export interface PlanEntry {
@@ -208,6 +219,8 @@ function placeWith(
     leader = ranked.find((n) => n.eligible && hasRoom(n))?.nodeId;
   }
   if (leader === undefined) return { placed: false, reason: 'no_eligible_node' };
+  const step = current && quorumStep(req, current, leader);
+  if (step) return step;
 
   const set = [leader, ...kept.filter((id) => id !== leader)];
   const zones = new Set(set.map((id) => zoneOf(byId.get(id)!)));
@@ -223,7 +236,32 @@ function placeWith(
     if (!set.includes(n.nodeId)) set.push(n.nodeId);
   }
   assert(set.length <= Math.max(req.replicationFactor, kept.length), 'replica set overgrown');
+  return placedAs(current, leader, set);
+}
 
+/**
+ * A quorum shard's one step (`ShardRequest.quorum`): a new leader over the same members, or
+ * nothing while its leader has not established its generation (bar members given up). Undefined:
+ * the ordinary path may drop and top up members.
+ */
+function quorumStep(req: ShardRequest, current: Assignment, leader: string): Placement | undefined {
+  if (!req.quorum) return undefined;
+  if (leader !== current.leader) {
+    return placedAs(current, leader, [leader, ...current.replicas.filter((id) => id !== leader)]);
+  }
+  // A set of one acks nothing under quorum: nothing to keep, it may grow at once.
+  if (req.quorum.established || current.replicas.length === 1) return undefined;
+  const lost = new Set(req.quorum.lost ?? []);
+  lost.delete(leader);
+  return placedAs(
+    current,
+    leader,
+    current.replicas.filter((id) => !lost.has(id)),
+  );
+}
+
+/** The placement of `leader` over `set`, at the next generation when either changed. */
+function placedAs(current: Assignment | undefined, leader: string, set: string[]): Placement {
   const changed =
     current === undefined ||
     current.leader !== leader ||

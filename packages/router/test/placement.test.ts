@@ -1,5 +1,6 @@
 // Goal: the pure placement function follows rendezvous order, spreads replicas over zones,
-// respects capacity, keeps what still works and bumps generations only on change.
+// respects capacity, keeps what still works and bumps generations only on change; a quorum
+// shard's set changes one step at a time (its leader, or its members under an established one).
 // Method: direct calls with hand-built node lists; no I/O.
 import { describe, expect, it } from 'vitest';
 import {
@@ -237,5 +238,91 @@ describe('placement', () => {
     const back = placed(placeShard({ ...req, failover: { candidates: [] } }, nodes));
     expect(back.changed).toBe(false);
     expect(back.assignment).toEqual(first.assignment);
+  });
+  describe('a quorum shard', () => {
+    const nodes = ['a', 'b', 'c', 'd'].map((id) => node(id, id));
+    const k = key('quorum');
+    const first = placed(placeShard({ key: k, replicationFactor: 3 }, nodes)).assignment;
+    const [lead, f1, f2] = first.replicas as [string, string, string];
+    const spare = nodes.map((n) => n.nodeId).find((id) => !first.replicas.includes(id))!;
+    const without = (dead: string) =>
+      nodes.map((n) => (n.nodeId === dead ? { ...n, eligible: false, routable: false } : n));
+
+    it('a_quorum_failover_keeps_every_member_of_the_set_and_changes_only_its_leader', () => {
+      const req = {
+        key: k,
+        replicationFactor: 3,
+        current: first,
+        failover: { candidates: [f2] },
+        quorum: { established: true },
+      };
+      const next = placed(placeShard(req, without(lead))).assignment;
+      // The dead leader stays a member: the new leader's fence must reach a majority of the
+      // same three that acked, and an empty broker added now could make up that majority.
+      expect(next).toEqual({
+        leader: f2,
+        replicas: [f2, lead, f1],
+        generation: first.generation + 1,
+      });
+      expect(next.replicas).not.toContain(spare);
+      // Without the quorum rule the same step drops the dead leader and tops up with `spare`.
+      const free = placed(placeShard({ ...req, quorum: undefined }, without(lead))).assignment;
+      expect(free.replicas).toContain(spare);
+      expect(free.replicas).not.toContain(lead);
+    });
+
+    it('a_quorum_set_drops_and_replaces_a_member_only_under_a_leader_established_at_its_generation', () => {
+      const req = { key: k, replicationFactor: 3, current: first, failover: { candidates: [] } };
+      // A follower died: the leader has not reported at this generation, so nothing moves.
+      const waiting = placeShard({ ...req, quorum: { established: false } }, without(f1));
+      expect(placed(waiting)).toMatchObject({ changed: false, assignment: first });
+      // Established (it reported, so it fenced and holds every ack): replaced in one step.
+      const next = placed(placeShard({ ...req, quorum: { established: true } }, without(f1)));
+      expect(next.changed).toBe(true);
+      expect(next.assignment.leader).toBe(lead);
+      expect(next.assignment.replicas).toEqual([lead, f2, spare]);
+      expect(next.assignment.generation).toBe(first.generation + 1);
+    });
+
+    it('a_quorum_member_given_up_by_an_operator_leaves_the_set_under_a_leader_not_yet_established', () => {
+      // f2 leads after a failover but cannot fence: `lead` and f1 are both dead.
+      const promoted = { leader: f2, replicas: [f2, lead, f1], generation: 2 };
+      const dead = nodes.map((n) =>
+        n.nodeId === lead || n.nodeId === f1 ? { ...n, eligible: false, routable: false } : n,
+      );
+      const req = { key: k, replicationFactor: 3, current: promoted, failover: { candidates: [] } };
+      const stuck = placeShard({ ...req, quorum: { established: false } }, dead);
+      expect(placed(stuck).changed).toBe(false);
+      // Each loss accepted drops that member alone: no empty broker joins in the same step.
+      const one = placed(
+        placeShard({ ...req, quorum: { established: false, lost: [lead] } }, dead),
+      );
+      expect(one.assignment).toEqual({ leader: f2, replicas: [f2, f1], generation: 3 });
+      const both = placed(
+        placeShard(
+          {
+            ...req,
+            current: one.assignment,
+            quorum: { established: false, lost: [f1] },
+          },
+          dead,
+        ),
+      );
+      expect(both.assignment).toEqual({ leader: f2, replicas: [f2], generation: 4 });
+    });
+
+    it('a_quorum_set_of_one_grows_without_waiting_for_a_report', () => {
+      const alone = { leader: lead, replicas: [lead], generation: 1 };
+      const req = {
+        key: k,
+        replicationFactor: 3,
+        current: alone,
+        failover: { candidates: [] },
+        quorum: { established: false },
+      };
+      const next = placed(placeShard(req, nodes)).assignment;
+      expect(next.replicas).toHaveLength(3);
+      expect(next.leader).toBe(lead);
+    });
   });
 });

@@ -332,6 +332,69 @@ function promotionSuite(backend: Backend): void {
       expect(after).toEqual(moved);
     });
 
+    it('a_quorum_failover_keeps_its_set_until_the_new_leader_reports_and_then_tops_it_up', async () => {
+      // Four nodes, RF 3: the fourth is free to top the set up with.
+      const { before, after } = await failover('Quorum', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        return {
+          leader_offset: 10,
+          commit_offset: 10,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 10 },
+            { node_id: f2!, durable_offset: 10 },
+          ],
+        };
+      });
+      expect(after.generation).toBe(before.generation + 1);
+      expect(after.leader).not.toBe(before.leader);
+      expect([...after.replicas].sort()).toEqual([...before.replicas].sort());
+      // Passes before the new leader reports (it has not fenced yet) change nothing.
+      await store.assignments.pass(view);
+      expect((await store.assignments.list(10)).items[0]).toEqual(after);
+      // Reported at its generation: the dead leader is replaced by the fourth node.
+      const others = after.replicas.filter((id) => id !== after.leader);
+      await store.replicaReports.record(after.leader, 1, [
+        reportOf(after, {
+          leader_offset: 10,
+          commit_offset: 10,
+          replica_offsets: others.map((node_id) => ({ node_id, durable_offset: 10 })),
+        }),
+      ]);
+      await store.assignments.pass(view);
+      const topped = (await store.assignments.list(10)).items[0]!;
+      expect(topped.leader).toBe(after.leader);
+      expect(topped.generation).toBe(after.generation + 1);
+      expect(topped.replicas).not.toContain(before.leader);
+      expect(topped.replicas).toHaveLength(3);
+    });
+
+    it('accepting_a_dead_members_loss_drops_it_from_a_quorum_set_whose_leader_cannot_fence', async () => {
+      const { before, after } = await failover('Quorum', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        return {
+          leader_offset: 10,
+          commit_offset: 10,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 10 },
+            { node_id: f2!, durable_offset: 10 },
+          ],
+        };
+      });
+      // The other follower dies too: the new leader cannot fence a majority and never reports.
+      const other = after.replicas.find((id) => id !== after.leader && id !== before.leader)!;
+      const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === other)!;
+      await store.nodes.markDown(other, stamp.stamp);
+      await store.assignments.pass(view);
+      expect((await store.assignments.list(10)).items[0]).toEqual(after);
+      // Each loss accepted drops that member alone; no empty node joins in the same step.
+      await store.assignments.acceptLoss(view, TRUST_ALL, before.leader);
+      const one = (await store.assignments.list(10)).items[0]!;
+      expect(one).toMatchObject({ leader: after.leader, replicas: [after.leader, other] });
+      await store.assignments.acceptLoss(view, TRUST_ALL, other);
+      const alone = (await store.assignments.list(10)).items[0]!;
+      expect(alone).toMatchObject({ leader: after.leader, replicas: [after.leader] });
+    });
+
     it('accepting_a_lost_nodes_data_keeps_its_most_caught_up_live_replica', async () => {
       // Both followers are behind the commit mark, so no failover may promote either; accepting
       // the loss takes the one the report says holds more, not the better-ranked one.

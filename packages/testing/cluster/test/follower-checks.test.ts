@@ -229,12 +229,22 @@ describe('a follower broker checks what it is shipped', () => {
       [...first, 'after'],
       'the bystander to hold every record',
     );
+    // Once the new leader reported, the dead one leaves the set at a newer generation (a quorum
+    // failover changes only the leader): the forged batches speak at that one.
+    const settled = await waitFor(
+      async () => {
+        const a = await assignmentOf(c);
+        return a.replicas.includes(leader.id) ? undefined : a;
+      },
+      'the dead leader to leave the set',
+      scaled(STEP_MS),
+    );
     // The new leader's name and generation, newer than the generation that wrote the records:
     // a conflict at or below the commit offset is the one a newer leader may never repair.
     const newer = await c.peer(bystander.id, promoted.leader);
     try {
       for (const at of [0, first.length - 1]) {
-        const forged = batch(c, newer, promoted.generation, at, ['forged', 'forged-too']);
+        const forged = batch(c, newer, settled.generation, at, ['forged', 'forged-too']);
         expect(await newer.call(forged)).toMatchObject({
           kind: 'ReplicateError',
           code: INTERNAL_ERROR.LogConflict,

@@ -6,6 +6,7 @@
  */
 import {
   type Assignment,
+  type FailoverPolicy,
   type PlacementNode,
   type PlanEntry,
   type ShardKind,
@@ -44,7 +45,7 @@ import {
 } from './rows.js';
 import type { Sql } from './sql.js';
 import type { Transactions, Write } from './transaction.js';
-import type { AssignmentRecord, NodeLiveness, Page, Routing } from './types.js';
+import type { AssignmentRecord, NodeLiveness, Page, ReplicaReport, Routing } from './types.js';
 
 /** What accepting a lost node's data did: the shards it led that moved, and those it still leads. */
 export interface AcceptedLoss {
@@ -124,6 +125,35 @@ function floorAfter(
   if (placed.leader === lossAccepted) return was;
   const kept = current.replicas.includes(placed.leader);
   return { generation: placed.generation, ...(kept ? { base: placed.leader } : {}) };
+}
+
+/**
+ * A protected quorum shard's step rule (router placement, `quorum`): its members may change only
+ * once its leader has reported at its generation, since it reports only once it opened there,
+ * having fenced a majority of the set and taken every acknowledged write.
+ */
+function quorumOf(
+  failover: FailoverPolicy | undefined,
+  input: { consistency: string; current: Assignment | undefined; report?: ReplicaReport },
+): ShardRequest['quorum'] {
+  if (failover === undefined || input.consistency !== 'Quorum') return undefined;
+  const { current, report } = input;
+  const established =
+    current !== undefined &&
+    report !== undefined &&
+    report.generation === current.generation &&
+    report.leader === current.leader;
+  return { established };
+}
+
+/** Every assignment, by shard id. */
+async function assignmentsByShard(q: Sql): Promise<Map<string, AssignmentRecord>> {
+  const current = new Map<string, AssignmentRecord>();
+  for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
+    const a = assignmentOf(r);
+    current.set(shardId(a.kind, a.tenant_id, a.namespace, a.stream, a.shard), a);
+  }
+  return current;
 }
 
 export class AssignmentRepository {
@@ -212,9 +242,15 @@ export class AssignmentRepository {
     const inputs = await this.placementInputs(w.q, view, trust);
     if (lossAccepted !== undefined) {
       for (const r of inputs.requests) {
-        if (r.current?.leader !== lossAccepted) continue;
-        r.failover = undefined;
-        r.handoff = undefined;
+        if (r.current?.leader === lossAccepted) {
+          // The shard restarts at a floor: every other copy of it is discarded (floorAfter).
+          r.failover = undefined;
+          r.handoff = undefined;
+          r.quorum = undefined;
+        } else if (r.quorum && r.current?.replicas.includes(lossAccepted)) {
+          // A follower given up leaves a quorum set even under a leader that could not fence.
+          r.quorum = { ...r.quorum, lost: [lossAccepted] };
+        }
       }
     }
     const entries = planPlacement(inputs.requests, inputs.nodes);
@@ -312,11 +348,7 @@ export class AssignmentRepository {
     const durableById = new Map(rows.map((n) => [n.node_id, n.durable_storage]));
     const onDisk = (id: string) => durableById.get(id) ?? true;
     const reports = await reportsByShard(q);
-    const current = new Map<string, AssignmentRecord>();
-    for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
-      const a = assignmentOf(r);
-      current.set(shardId(a.kind, a.tenant_id, a.namespace, a.stream, a.shard), a);
-    }
+    const current = await assignmentsByShard(q);
     const requests: ShardRequest[] = [];
     const routing = new Map<string, Routing | undefined>();
     const floors = new Map<string, Floor>();
@@ -362,6 +394,7 @@ export class AssignmentRepository {
             failover,
             handoff,
             prefer,
+            quorum: quorumOf(failover, policyInput),
           });
         }
       }
