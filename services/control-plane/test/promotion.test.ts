@@ -395,6 +395,33 @@ function promotionSuite(backend: Backend): void {
       expect(alone).toMatchObject({ leader: after.leader, replicas: [after.leader] });
     });
 
+    it('a_report_from_a_generation_newer_than_the_assignment_moves_the_assignment_past_it', async () => {
+      // A database restored from a backup: the brokers lead at generations it never wrote.
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
+        view,
+      );
+      const [a] = (await store.assignments.list(10)).items;
+      const member = a!.replicas[1]!;
+      const ahead = { ...reportOf(a!, {}), generation: a!.generation + 3 };
+      expect(await store.replicaReports.record(member, 1, [ahead])).toEqual(['future_generation']);
+      const [moved] = (await store.assignments.list(10)).items;
+      // Past the reported generation, led by the member that leads it now, the same members.
+      expect(moved).toMatchObject({ leader: member, generation: a!.generation + 4 });
+      expect([...moved!.replicas].sort()).toEqual([...a!.replicas].sort());
+      expect(moved!.replicas[0]).toBe(member);
+      // Its next report is believed; a node outside the set moves it on, led as before.
+      const at = { ...reportOf(moved!, {}) };
+      expect(await store.replicaReports.record(member, 1, [at])).toEqual(['accepted']);
+      const outsider = ['n1', 'n2', 'n3', 'n4'].find((id) => !a!.replicas.includes(id))!;
+      const further = { ...at, generation: moved!.generation + 1 };
+      expect(await store.replicaReports.record(outsider, 1, [further])).toEqual([
+        'future_generation',
+      ]);
+      const [again] = (await store.assignments.list(10)).items;
+      expect(again).toMatchObject({ leader: member, generation: moved!.generation + 2 });
+    });
+
     it('accepting_a_lost_nodes_data_keeps_its_most_caught_up_live_replica', async () => {
       // Both followers are behind the commit mark, so no failover may promote either; accepting
       // the loss takes the one the report says holds more, not the better-ranked one.

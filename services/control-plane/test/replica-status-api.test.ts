@@ -77,6 +77,9 @@ describe('replica status', () => {
     const ok = await report(a.leader, { incarnation: 1, shards: [shard(a.generation)] });
     expect(ok.statusCode).toBe(200);
     expect(ok.json().shards).toEqual([expect.objectContaining({ outcome: 'accepted' })]);
+    const follower = a.replicas.find((id) => id !== a.leader)!;
+    const notLeader = await report(follower, { incarnation: 1, shards: [shard(a.generation)] });
+    expect(notLeader.json().shards[0].outcome).toBe('not_leader');
     const mixed = await report(a.leader, {
       incarnation: 1,
       shards: [
@@ -92,9 +95,6 @@ describe('replica status', () => {
       'future_generation',
       'unassigned',
     ]);
-    const follower = a.replicas.find((id) => id !== a.leader)!;
-    const notLeader = await report(follower, { incarnation: 1, shards: [shard(a.generation)] });
-    expect(notLeader.json().shards[0].outcome).toBe('not_leader');
     const stored = (await built.inject({ method: 'GET', url: '/v1/replica-reports' })).json();
     expect(stored.items).toEqual([
       expect.objectContaining({

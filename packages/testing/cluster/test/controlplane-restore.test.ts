@@ -15,6 +15,7 @@
 // on SQLite, the restored leader's fence is refused `deposed`, it then opens logging "the new
 // leader holds less than a replica says was committed", and its followers stop it (`fenced`):
 // publishes time out. The outcome depends on timing: it failed 3 of 7 runs on a loaded 2-core machine.
+// Now a broker's report at a generation newer than its assignment moves the assignment past it.
 import { copyFile, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { waitFor } from '@felix/testing-harness';
@@ -34,10 +35,9 @@ async function sqliteFiles(dir: string): Promise<string[]> {
 describe('restoring the control plane from a backup', () => {
   const holder = clusterPerTest();
 
-  // Known defect, skipped until fixed (docs/operations.md, "The control plane's database"): a
-  // restored control plane never moves a shard's generation past what its brokers report.
-  // Failed 3 of 7 runs in an operator's trial; un-skip with the fix.
-  it.skip(
+  // Failed 3 of 7 runs in an operator's trial before the control plane moved an assignment past
+  // a generation its brokers report (replica-reports.ts, moveAssignmentPast).
+  it(
     'a_control_plane_restored_from_a_backup_taken_before_a_hand_off_lets_the_stream_be_written',
     async () => {
       const c = await startCluster({
@@ -81,6 +81,8 @@ describe('restoring the control plane from a backup', () => {
         'a publish after the hand-off to be acked',
         scaled(STEP_MS),
       );
+      const ordersOf = async () => (await c.assignments()).find((a) => a.stream === 'orders');
+      const handedOff = (await ordersOf())!.generation;
       // The restore: stop it, put the backup back, start it.
       await c.controlPlane.proc.stop();
       for (const f of await sqliteFiles(cpDir)) await rm(join(cpDir, f));
@@ -108,6 +110,18 @@ describe('restoring the control plane from a backup', () => {
           `publish ${i} after the restore never acked (restored leader ${restoredLeader}); last refusal: ${last}`,
         ).not.toBeNull();
       }
+      // The database went back to an older generation; the leader's next report moves it past
+      // the one the brokers had reached (generations only grow).
+      const moved = await waitFor(
+        async () => {
+          const a = await ordersOf();
+          return a !== undefined && a.generation > handedOff ? a : undefined;
+        },
+        'the assignment to move past the generation the brokers reached',
+        scaled(STEP_MS),
+      );
+      expect(moved.generation).toBeGreaterThan(handedOff);
+      await client.publish('orders', 'after the move');
       await client.close();
     },
     TEST_MS,

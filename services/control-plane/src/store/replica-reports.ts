@@ -10,10 +10,17 @@
  * late) is refused as stale too, so it cannot take back what a newer report said.
  */
 import { NodeNotFoundError, NotRegisteredError, StaleIncarnationError } from '../errors.js';
-import { type Row, num, shardId, str } from './rows.js';
+import { updateAssignmentIf } from './assignment-rows.js';
+import { type Row, assignmentKeyOf, assignmentOf, num, shardId, str } from './rows.js';
 import type { Sql } from './sql.js';
-import type { Transactions } from './transaction.js';
-import type { AssignmentKey, HaltReason, ReplicaReport, ReportOutcome } from './types.js';
+import type { Transactions, Write } from './transaction.js';
+import type {
+  AssignmentKey,
+  AssignmentRecord,
+  HaltReason,
+  ReplicaReport,
+  ReportOutcome,
+} from './types.js';
 
 /** One shard's report as a broker sends it (the store adds the leader and the stamp). */
 export type ReportInput = Omit<ReplicaReport, 'leader' | 'reported_at_ms'>;
@@ -209,6 +216,33 @@ async function recordOne(
   return 'accepted';
 }
 
+/**
+ * A broker leads a shard at a generation newer than its assignment: the control plane's
+ * database went back in time (restored from a backup, docs/operations.md "Backups") while the
+ * brokers went on. Generations must only grow, so the assignment moves past the reported one,
+ * led by the reporter when it is a member (it serves the shard now; nothing moves), else by the
+ * leader the database names, whose fence at the newer generation takes the furthest tail.
+ */
+async function moveAssignmentPast(w: Write, nodeId: string, r: ReportInput): Promise<void> {
+  const rows = await w.q.query<Row>(
+    `SELECT * FROM shard_assignments WHERE ${KEY_WHERE}`,
+    keyParams(r),
+  );
+  if (rows.length === 0) return;
+  const was = assignmentOf(rows[0]!);
+  if (was.generation >= r.generation) return;
+  const member = was.replicas.includes(nodeId);
+  const leader = member ? nodeId : was.leader;
+  const next: AssignmentRecord = {
+    ...was,
+    leader,
+    replicas: [leader, ...was.replicas.filter((id) => id !== leader)],
+    generation: r.generation + 1,
+  };
+  if (await updateAssignmentIf(w.q, next, was.generation, w.nowMs()))
+    w.change('assignments', 'updated', assignmentKeyOf(next), next);
+}
+
 export class ReplicaReportRepository {
   constructor(private readonly tx: Transactions) {}
 
@@ -223,7 +257,11 @@ export class ReplicaReportRepository {
     return this.tx.write(async (w) => {
       await checkReporter(w.q, nodeId, incarnation);
       const outcomes: ReportOutcome[] = [];
-      for (const r of reports) outcomes.push(await recordOne(w.q, nodeId, from, r, w.nowMs()));
+      for (const r of reports) {
+        const outcome = await recordOne(w.q, nodeId, from, r, w.nowMs());
+        if (outcome === 'future_generation') await moveAssignmentPast(w, nodeId, r);
+        outcomes.push(outcome);
+      }
       return outcomes;
     });
   }

@@ -64,6 +64,14 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
         outcome: outcomes[i]!,
       }));
       for (const o of outcomes) ctx.metrics.replicaReports.inc({ outcome: o });
+      const ahead = shards.filter((s) => s.outcome === 'future_generation');
+      if (ahead.length > 0) {
+        // Only a database that went back in time (a restore) is behind its brokers.
+        req.log.warn(
+          { node_id: nodeId, shards: ahead.slice(0, 8), count: ahead.length },
+          'a broker leads at a generation newer than its assignment; the assignment moves past it',
+        );
+      }
       // A leaving leader's drained shards move at once (docs/replication.md, "Hand-off on
       // SIGTERM"), not at the next timed pass.
       if (b.shards.some((s, i) => s.drained === true && outcomes[i] === 'accepted'))
