@@ -163,6 +163,7 @@ describe('test partition', () => {
   it('a_partition_file_is_acknowledged_once_its_cut_is_in_force', async () => {
     const dir = await tempDir();
     const file = join(dir.path, 'partition');
+    // Not written yet: undefined, and the wait asks again.
     const applied = () => readFile(`${file}.applied`, 'utf8').catch(() => undefined);
     const p = Partition.fromConfig(file, silent);
     try {

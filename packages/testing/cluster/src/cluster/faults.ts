@@ -66,6 +66,7 @@ export class Partitions {
     // Past the deadline the fault has already failed (FaultTimeoutError): stop looking.
     const until = performance.now() + scaled(FAULT_DEADLINE_MS);
     while (b.state === 'running' && performance.now() < until) {
+      // Not written yet (the broker has not read the file since it started): look again.
       const applied = await readFile(`${b.partitionFile}.applied`, 'utf8').catch(() => undefined);
       if (applied === text) return;
       await sleep(PARTITION_ACK_POLL_MS);
