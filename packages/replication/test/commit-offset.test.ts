@@ -294,6 +294,36 @@ describe('commit offset on followers', () => {
     );
     expect(quorum.status(shardRef(1))!.tail).toBe(40);
   });
+
+  it('a_followers_copy_takes_a_retention_changed_while_it_is_open', async () => {
+    const at = await root();
+    let retention: { maxBytes: number; checkIntervalMs: number } | undefined;
+    const server = new ReplicaServer({
+      logOptions: () => ({
+        root: at,
+        shard: SHARD,
+        fsync: 'onCommit',
+        segmentBytes: 4096,
+        ...(retention === undefined ? {} : { retention }),
+      }),
+      assignment: () => ({ generation: 1 }),
+    });
+    cleanups.push(() => server.close());
+    const big = (i: number) => new TextEncoder().encode(`r${i}:${'x'.repeat(1000)}`);
+    for (let first = 0; first < 40; first += 8) {
+      const batch = Array.from({ length: 8 }, (_, k) => big(first + k));
+      const answer = await server.handle(committedFrame(first, shardRef(1), first, batch, 0));
+      expect(decodeFrame(answer).kind).toBe('ReplicateOk');
+    }
+    // Opened without bounds: it keeps everything, and a refresh with none changes nothing.
+    expect(await server.refreshRetention()).toBe(0);
+    expect(server.status(shardRef(1))!.base).toBe(0);
+    // The catalog's retention changed: the open copy takes it at once, no reopen.
+    retention = { maxBytes: 4096, checkIntervalMs: 10 };
+    expect(await server.refreshRetention()).toBeGreaterThan(0);
+    expect(server.status(shardRef(1))!.base).toBeGreaterThan(30);
+    expect(server.status(shardRef(1))!.tail).toBe(40);
+  });
 });
 
 /** An Io whose saves of a `replica` file can be held at their rename (counted as they reach it). */

@@ -193,6 +193,35 @@ describe('SegmentLog', () => {
     await again.close();
   });
 
+  it('retention_changed_on_an_open_log_applies_at_once_and_by_its_timer', async () => {
+    const root = await scratchRoot();
+    const log = await openLog(root, { segmentBytes: 4096 });
+    for (let i = 0; i < 30; i++) await log.append([payload(i, 300)]);
+    const segments = log.segmentCount;
+    expect(segments).toBeGreaterThan(2);
+    // No bound: the log keeps everything, and an unchanged setting does nothing.
+    expect(await log.setRetention(undefined)).toBe(0);
+    // A bound set on the open log deletes at once what it no longer allows.
+    const deleted = await log.setRetention({ maxBytes: 4096 * 2 });
+    expect(deleted).toBeGreaterThan(0);
+    expect(log.segmentCount).toBe(segments - deleted);
+    expect(await log.setRetention({ maxBytes: 4096 * 2 })).toBe(0);
+    // A bad bound is refused as it is at open, and the one in force stays.
+    await expect(log.setRetention({ maxBytes: 0 })).rejects.toThrow(/retention.maxBytes/);
+    // Its timer runs by the new bounds: more records, trimmed without a call.
+    await log.setRetention({ maxBytes: 4096 * 2, checkIntervalMs: 10 });
+    for (let i = 30; i < 60; i++) await log.append([payload(i, 300)]);
+    await waitFor(() => log.segmentCount <= 3 || undefined, 'the timer to trim', 5_000);
+    // Removed again: nothing more is deleted.
+    await log.setRetention({});
+    const kept = log.segmentCount;
+    for (let i = 60; i < 90; i++) await log.append([payload(i, 300)]);
+    expect(await log.enforceRetention()).toBe(0);
+    expect(log.segmentCount).toBeGreaterThan(kept);
+    await log.close();
+    await expect(log.setRetention({ maxBytes: 1 })).rejects.toBeInstanceOf(LogClosedError);
+  });
+
   it('retention_by_age_keeps_segments_holding_a_recent_record', async () => {
     const root = await scratchRoot();
     const log = await openLog(root, { segmentBytes: 4096, retention: { maxAgeMs: 60_000 } });

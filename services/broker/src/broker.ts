@@ -392,6 +392,7 @@ export class Broker {
     return {
       replicator: this.replicator,
       releaseFollower: (ref, log) => internal.replicas.release(ref, log),
+      refreshFollowerRetention: () => internal.replicas.refreshRetention(),
       logOptions: (ref, log) =>
         followerLogOptions(
           this.config,

@@ -68,6 +68,7 @@ describe('committedReads follows the catalog', () => {
         shippingGeneration: () => undefined,
       },
       releaseFollower: () => Promise.resolve(),
+      refreshFollowerRetention: async () => 0,
       logOptions: () => ({}),
       riding: {
         admit: () => undefined,

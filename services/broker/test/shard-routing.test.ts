@@ -54,6 +54,7 @@ function table(blocked: string, hold: Gate, registry = new Registry()): ShardTab
     replicator: { stop: async () => undefined, ship: async () => undefined, reports: () => [] },
     releaseFollower: (ref: { stream: string }) =>
       ref.stream === blocked ? hold.promise : Promise.resolve(),
+    refreshFollowerRetention: async () => 0,
     logOptions: () => ({}),
     riding: {
       admit: () => undefined,

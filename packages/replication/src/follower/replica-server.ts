@@ -206,6 +206,8 @@ export class ReplicaServer {
   private readonly shards = new Map<string, Promise<ShardState>>();
   /** The shards whose open finished (for `status`). */
   private readonly open = new Map<string, ShardState>();
+  /** What each key's copy is of (its retention is asked again by `refreshRetention`). */
+  private readonly refs = new Map<string, { shard: ShardRef; log: ReplicaLogKind }>();
   private closed = false;
 
   constructor(private readonly opts: ReplicaServerOptions) {}
@@ -334,11 +336,29 @@ export class ReplicaServer {
     if (p === undefined) return;
     this.shards.delete(key);
     this.open.delete(key);
+    this.refs.delete(key);
     const state = await p;
     await state.tail;
     await settled(state.answering);
     await state.commits.close();
     await state.log.close();
+  }
+
+  /**
+   * Applies to every open copy the retention `logOptions` names now (a stream's retention changed
+   * in its catalog reaches its follower copies without a reopen); resolves with the segments
+   * deleted. A copy whose bounds cannot be applied keeps the ones it has.
+   */
+  async refreshRetention(): Promise<number> {
+    let deleted = 0;
+    for (const [key, state] of [...this.open]) {
+      const ref = this.refs.get(key);
+      if (ref === undefined) continue;
+      const want = this.opts.logOptions(ref.shard, ref.log).retention;
+      // A copy closing meanwhile (released, shut down) has no retention left to change.
+      deleted += await state.log.setRetention(want).catch(() => 0);
+    }
+    return deleted;
   }
 
   async close(): Promise<void> {
@@ -364,6 +384,7 @@ export class ReplicaServer {
       const floorAtCommit = this.opts.retentionStopsAtCommit?.(shard, log) ?? false;
       p = openShard(this.opts.logOptions(shard, log), floorAtCommit).then((s) => {
         this.open.set(key, s);
+        this.refs.set(key, { shard, log });
         return s;
       });
       // A failed open is not kept: the next request tries again.

@@ -80,6 +80,18 @@ export class HeadTrimmer {
     return run;
   }
 
+  /** Replaces the retention bounds of an open log and restarts the timer by them. */
+  setRetention(
+    next: Pick<LogConfig, 'retention' | 'retentionCheckMs'>,
+    enforce: () => Promise<number>,
+  ): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.cfg.retention = next.retention;
+    this.cfg.retentionCheckMs = next.retentionCheckMs;
+    this.startTimer(enforce);
+  }
+
   /** Runs `enforce` every check interval while the log is open, if any bound is set. */
   startTimer(enforce: () => Promise<number>): void {
     const r = this.cfg.retention;

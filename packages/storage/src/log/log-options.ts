@@ -97,7 +97,8 @@ export function normalizeLogOptions(opts: LogOptions): LogConfig {
   };
 }
 
-function normalizeRetention(
+/** Checks retention options (at open, or changed on an open log) and fills in the check interval. */
+export function normalizeRetention(
   r: NonNullable<LogOptions['retention']>,
 ): Pick<LogConfig, 'retention' | 'retentionCheckMs'> {
   for (const [k, v] of Object.entries(r)) {

@@ -42,6 +42,7 @@ import {
   type LogConfig,
   type LogOptions,
   normalizeLogOptions,
+  normalizeRetention,
   nowMicros,
 } from './log-options.js';
 import { MarkWriter } from './mark-writer.js';
@@ -163,8 +164,30 @@ export class SegmentLog {
       throw err;
     });
     const log = new SegmentLog({ dir, io, cfg, files, marks, recovered: plan.actions, lock });
-    log.head.startTimer(() => (log.closing ? Promise.resolve(0) : log.enforceRetention()));
+    log.head.startTimer(log.timedRetention);
     return log;
+  }
+
+  private readonly timedRetention = (): Promise<number> =>
+    this.closing ? Promise.resolve(0) : this.enforceRetention();
+
+  /**
+   * Changes the retention bounds of the open log (a stream's retention changed in its catalog):
+   * checked as at open (InvalidLogOptionsError), the timer restarted by them, and a pass run at
+   * once; resolves with the segments it deleted (0 when the bounds did not change).
+   */
+  async setRetention(opts: LogOptions['retention']): Promise<number> {
+    if (this.closing) throw new LogClosedError(this.dir);
+    const next = normalizeRetention(opts ?? {});
+    const was = this.cfg;
+    if (
+      next.retention.maxBytes === was.retention.maxBytes &&
+      next.retention.maxAgeMs === was.retention.maxAgeMs &&
+      next.retentionCheckMs === was.retentionCheckMs
+    )
+      return 0;
+    this.head.setRetention(next, this.timedRetention);
+    return this.enforceRetention();
   }
 
   /** Oldest retained offset. */

@@ -1,6 +1,7 @@
 /** The small conversions the shard table makes between a stream's config, an assignment and
  *  the wire's ShardRef, the shard a cache request is of, and the refusal it answers for a shard
  *  another node leads. */
+import { Gauge, type Registry } from 'prom-client';
 import { type ShardRef, shardForKey } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
@@ -128,4 +129,16 @@ export function underReplicated(
     if (a.replicas.length < (c?.replication_factor ?? 1)) n++;
   }
   return n;
+}
+
+/** The under-replicated gauge, read from `count` at each scrape. */
+export function underReplicatedGauge(registry: Registry, count: () => number): void {
+  new Gauge({
+    name: 'felix_broker_under_replicated_shards',
+    help: 'Stream and cache shards this broker leads whose replica set holds fewer copies than their replication factor (placement found no live broker for the rest), at scrape time',
+    registers: [registry],
+    collect() {
+      this.set(count());
+    },
+  });
 }

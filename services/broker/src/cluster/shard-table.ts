@@ -25,6 +25,7 @@ import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal, type ShardOwner } from '../session/refusal.js';
+import { applyRetention, retentionOf } from '../streams/durable-store.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import type { FeedChange } from './control-plane-client.js';
 import { CACHE_WRITES, drainingWrite } from './shard-writes.js';
@@ -42,6 +43,7 @@ import {
   refOfAssignment,
   sameShape,
   underReplicated,
+  underReplicatedGauge,
   unservedRefusal,
 } from './shard-refs.js';
 
@@ -91,6 +93,8 @@ export class ShardTable {
   replication: {
     replicator: Replicator;
     releaseFollower: (ref: ShardRef, log: ReplicaLogKind) => Promise<void>;
+    /** Applies the catalog's retention to the open follower copies (a PATCH, no reopen). */
+    refreshFollowerRetention: () => Promise<number>;
     /** Where this broker keeps `log` of a shard (its follower copy and its leader log alike). */
     logOptions: (ref: ShardRef, log: ReplicaLogKind) => LogOptions;
     riding: RidingLogs;
@@ -141,15 +145,7 @@ export class ShardTable {
       help: 'Stream shards this broker leads and serves, as assigned by the control plane',
       registers: [registry],
     });
-    const table = this;
-    new Gauge({
-      name: 'felix_broker_under_replicated_shards',
-      help: 'Stream and cache shards this broker leads whose replica set holds fewer copies than their replication factor (placement found no live broker for the rest), at scrape time',
-      registers: [registry],
-      collect() {
-        this.set(table.underReplicatedShards());
-      },
-    });
+    underReplicatedGauge(registry, () => this.underReplicatedShards());
   }
 
   /** Replicated shards (stream or cache) the feed names this node leader of. */
@@ -531,6 +527,7 @@ export class ShardTable {
         }
         if (held) {
           held.generation = a.generation;
+          await applyRetention(rt.shards[i], retentionOf(this.cfg, s), this.log);
           await this.shipIfReplicated(rt, i, a);
           continue;
         }
@@ -540,6 +537,7 @@ export class ShardTable {
       }
     }
     await this.reconcileCaches();
+    await this.replication?.refreshFollowerRetention();
     this.heldGauge.set(this.held.size);
   }
 

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { type Io, type LogOptions, SegmentLog } from '@felix/storage';
 import type { BrokerConfig, StreamConfig } from '../config/types.js';
 import type { BrokerMetrics } from '../metrics.js';
-import type { ShardStore, StoreRead } from './shard.js';
+import type { Logger } from 'pino';
+import type { Shard, ShardStore, StoreRead } from './shard.js';
 
 /** A stream's retention as its log's options say it (leader and follower copies alike). */
 export function retentionOf(cfg: BrokerConfig, stream: StreamConfig): LogOptions['retention'] {
@@ -61,4 +62,24 @@ export async function openDurableStore(
       await log.close();
     },
   };
+}
+
+/**
+ * Applies `retention` to an open durable shard's log (the catalog changed it: a PATCH reaches an
+ * open shard without a reopen). A bound the log refuses is logged; the old one stays.
+ */
+export async function applyRetention(
+  shard: Shard | undefined,
+  retention: LogOptions['retention'],
+  log: Logger,
+): Promise<void> {
+  const segments = shard?.store?.log;
+  if (segments === undefined) return;
+  try {
+    const deleted = await segments.setRetention(retention);
+    if (deleted > 0)
+      log.info({ shard: shard!.name, deleted }, 'retention changed: segments deleted');
+  } catch (err) {
+    log.warn({ err, shard: shard!.name }, 'retention not changed');
+  }
 }
