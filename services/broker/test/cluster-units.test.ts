@@ -221,6 +221,12 @@ describe('control-plane membership', () => {
     const first = m.nextReportSeq();
     expect(first).toBeGreaterThanOrEqual(1);
     expect(m.nextReportSeq()).toBe(first! + 1);
+    // The creation id goes the same way: only to a control plane that lists it.
+    expect(m.reportsUid).toBe(false);
+    features = ['replica_report_seq', 'replica_report_uid'];
+    const later = heartbeats;
+    await waitFor(() => heartbeats > later + 1, 'a heartbeat listing the uid');
+    expect(m.reportsUid).toBe(true);
     await m.leave(100);
   });
 

@@ -6,12 +6,12 @@
 // its owner. Replica reports only move forward and are believed only from the current leader.
 // Method: the store on SQLite and on the real Postgres (the store contract's backends), nodes
 // registered and marked down directly, placement passes with an injected clock; the choice
-// itself as a pure function.
+// itself as a pure function is failover-policy.test.ts.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TRUST_ALL, failoverPolicy, reportTrust } from '../src/cluster/promotion.js';
+import { TRUST_ALL, reportTrust } from '../src/cluster/promotion.js';
 import type { LivenessConfig } from '../src/config.js';
-import { type ReportInput, foldReport } from '../src/store/replica-reports.js';
+import type { ReportInput } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { AssignmentRecord, NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
 import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
@@ -390,9 +390,13 @@ function promotionSuite(backend: Backend): void {
       await store.assignments.acceptLoss(view, TRUST_ALL, before.leader);
       const one = (await store.assignments.list(10)).items[0]!;
       expect(one).toMatchObject({ leader: after.leader, replicas: [after.leader, other] });
-      await store.assignments.acceptLoss(view, TRUST_ALL, other);
-      const alone = (await store.assignments.list(10)).items[0]!;
-      expect(alone).toMatchObject({ leader: after.leader, replicas: [after.leader] });
+      // Down to two of RF 3 (every ack needed both), the other dead member is replaced by the
+      // live spare at once: the promoted leader holds every ack.
+      await store.assignments.pass(view);
+      const two = (await store.assignments.list(10)).items[0]!;
+      expect(two.leader).toBe(after.leader);
+      expect(two.replicas).not.toContain(other);
+      expect(two.replicas).toHaveLength(2);
     });
 
     it('a_report_from_a_generation_newer_than_the_assignment_moves_the_assignment_past_it', async () => {
@@ -402,24 +406,171 @@ function promotionSuite(backend: Backend): void {
         view,
       );
       const [a] = (await store.assignments.list(10)).items;
+      const { uid } = await store.streams.get('t1', 'ns', 's');
       const member = a!.replicas[1]!;
-      const ahead = { ...reportOf(a!, {}), generation: a!.generation + 3 };
+      const others = a!.replicas.filter((id) => id !== member);
+      const ahead = {
+        ...reportOf(a!, {
+          replica_offsets: others.map((node_id) => ({ node_id, durable_offset: 0 })),
+        }),
+        generation: a!.generation + 3,
+      };
+      // Without the creation id (an older broker), or naming another creation, nothing moves.
       expect(await store.replicaReports.record(member, 1, [ahead])).toEqual(['future_generation']);
+      const other = { ...ahead, uid: 'an-earlier-creation' };
+      expect(await store.replicaReports.record(member, 1, [other])).toEqual(['future_generation']);
+      expect((await store.assignments.list(10)).items[0]).toEqual(a);
+      const named = { ...ahead, uid };
+      expect(await store.replicaReports.record(member, 1, [named])).toEqual(['future_generation']);
       const [moved] = (await store.assignments.list(10)).items;
-      // Past the reported generation, led by the member that leads it now, the same members.
+      // One past the reported generation, led by the member that leads it now, over its set.
       expect(moved).toMatchObject({ leader: member, generation: a!.generation + 4 });
-      expect([...moved!.replicas].sort()).toEqual([...a!.replicas].sort());
-      expect(moved!.replicas[0]).toBe(member);
-      // Its next report is believed; a node outside the set moves it on, led as before.
+      expect(moved!.replicas).toEqual([member, ...others]);
+      // Its next report is believed; a broker claiming the same generation moves it on.
       const at = { ...reportOf(moved!, {}) };
       expect(await store.replicaReports.record(member, 1, [at])).toEqual(['accepted']);
       const outsider = ['n1', 'n2', 'n3', 'n4'].find((id) => !a!.replicas.includes(id))!;
-      const further = { ...at, generation: moved!.generation + 1 };
-      expect(await store.replicaReports.record(outsider, 1, [further])).toEqual([
-        'future_generation',
-      ]);
+      const same = { ...at, uid, replica_offsets: [{ node_id: member, durable_offset: 0 }] };
+      expect(await store.replicaReports.record(outsider, 1, [same])).toEqual(['not_leader']);
       const [again] = (await store.assignments.list(10)).items;
-      expect(again).toMatchObject({ leader: member, generation: moved!.generation + 2 });
+      expect(again).toMatchObject({ leader: outsider, generation: moved!.generation + 1 });
+      expect(again!.replicas).toEqual([outsider, member]);
+    });
+
+    // Review h1: the set a restored database names may not be the set the reporter ships to.
+    // Its report names its followers (replica_offsets): the members that acknowledged at the
+    // reported generation. Moving past it with the restored set swaps members in one step (the
+    // very thing "Quorum sets change one step at a time" forbids), and with a reporter outside
+    // the restored set hands the shard to the restored leader at a generation high enough to
+    // win its fence over the stale members it names.
+    it('a_report_from_a_newer_generation_keeps_the_set_that_acknowledged_at_it', async () => {
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
+        view,
+      );
+      const [a] = (await store.assignments.list(10)).items;
+      const { uid } = await store.streams.get('t1', 'ns', 's');
+      const [, f1, f2] = a!.replicas as [string, string, string];
+      const x = ['n1', 'n2', 'n3', 'n4'].find((id) => !a!.replicas.includes(id))!;
+      // Since the backup: f1 leads over {f1, x, f2} (the old leader replaced by x).
+      const ahead = {
+        ...reportOf(a!, {}),
+        uid,
+        generation: a!.generation + 3,
+        leader_offset: 100,
+        commit_offset: 100,
+        replica_offsets: [
+          { node_id: x, durable_offset: 100 },
+          { node_id: f2, durable_offset: 40 },
+        ],
+      };
+      expect(await store.replicaReports.record(f1, 1, [ahead])).toEqual(['future_generation']);
+      const [moved] = (await store.assignments.list(10)).items;
+      expect(moved!.leader).toBe(f1);
+      // Before the fix: {f1, a.leader, f2}: x, which holds offsets 40..100 with f1, was dropped.
+      expect([...moved!.replicas].sort()).toEqual([f1, x, f2].sort());
+    });
+
+    it('a_leader_lost_after_a_restored_assignment_moved_past_it_is_replaced_only_by_a_member_holding_its_acks', async () => {
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
+        view,
+      );
+      const [a] = (await store.assignments.list(10)).items;
+      const { uid } = await store.streams.get('t1', 'ns', 's');
+      const [, f1, f2] = a!.replicas as [string, string, string];
+      const x = ['n1', 'n2', 'n3', 'n4'].find((id) => !a!.replicas.includes(id))!;
+      // f1 leads {f1, x, f2} at a generation the restored database never wrote; 40..100 were
+      // acknowledged by f1 and x (f2 lagging).
+      const ahead = {
+        ...reportOf(a!, {}),
+        uid,
+        generation: a!.generation + 3,
+        leader_offset: 100,
+        commit_offset: 100,
+        replica_offsets: [
+          { node_id: x, durable_offset: 100 },
+          { node_id: f2, durable_offset: 40 },
+        ],
+      };
+      await store.replicaReports.record(f1, 1, [ahead]);
+      const [moved] = (await store.assignments.list(10)).items;
+      // f1 goes on leading (no new fence) at the moved generation; its shipper restarted there,
+      // so its first report's mark is the new set's: {f1: 100, old: 10 (a stale copy), f2: 40}.
+      const first = reportOf(moved!, {
+        leader_offset: 100,
+        commit_offset: 40,
+        replica_offsets: moved!.replicas
+          .filter((id) => id !== f1)
+          .map((node_id) => ({ node_id, durable_offset: node_id === f2 ? 40 : 10 })),
+      });
+      expect(await store.replicaReports.record(f1, 1, [first])).toEqual(['accepted']);
+      const stamp = (await store.nodes.liveStamps()).find((s) => s.node_id === f1)!;
+      await store.nodes.markDown(f1, stamp.stamp);
+      await store.assignments.pass(view);
+      const [after] = (await store.assignments.list(10)).items;
+      // Before the fix: f2 (40) led {f2, f1, old}; its fence was answered by `old` (10), and 40..100,
+      // held by x alone, were gone. Safe outcomes: x is in the set, or no one is promoted.
+      if (after!.generation > moved!.generation) expect(after!.replicas).toContain(x);
+    });
+
+    it('a_newer_generation_moved_to_by_one_report_is_not_claimed_by_another_leader', async () => {
+      await store.streams.create(
+        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
+        view,
+      );
+      const [a] = (await store.assignments.list(10)).items;
+      const [, f1, f2] = a!.replicas as [string, string, string];
+      const g = a!.generation;
+      const { uid } = await store.streams.get('t1', 'ns', 's');
+      // Before the database lost its last writes: f1 led at g+2, then f2 was promoted at g+3
+      // (f1 cut off from the control plane, so it never heard). f1 is back and reports first.
+      const stale = { ...reportOf(a!, {}), generation: g + 2, uid };
+      expect(await store.replicaReports.record(f1, 1, [stale])).toEqual(['future_generation']);
+      const [moved] = (await store.assignments.list(10)).items;
+      expect(moved).toMatchObject({ leader: f1, generation: g + 3 });
+      // f2 leads at g+3 too (it fenced the set there). A broker ignores an assignment at or
+      // below the generation it holds (shard-table.ts putAssignment), so f2 goes on leading at
+      // g+3 while f1 leads g+3 unfenced: two leaders of one generation, for as long as nothing
+      // else moves the shard. f2's report says so; the assignment must move past it.
+      const real = { ...reportOf(a!, {}), generation: g + 3, uid };
+      const outcome = await store.replicaReports.record(f2, 1, [real]);
+      const [now] = (await store.assignments.list(10)).items;
+      expect({ outcome, past: now!.generation > g + 3 }).toMatchObject({ past: true });
+    });
+
+    it('a_promoted_quorum_leader_lost_before_its_first_report_is_replaced_once_a_majority_of_its_set_is_back', async () => {
+      // Review h1. The failover kept the set, so any majority of it overlaps every majority
+      // that acknowledged at either generation: a member fencing a majority of that same set
+      // and taking the furthest tail (by last generation) holds every ack. Yet with no report
+      // from the promoted leader, no one qualifies, and the shard waits for that one broker.
+      const { before, after } = await failover('Quorum', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        return {
+          leader_offset: 10,
+          commit_offset: 10,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 10 },
+            { node_id: f2!, durable_offset: 10 },
+          ],
+        };
+      });
+      expect([...after.replicas].sort()).toEqual([...before.replicas].sort());
+      // The promoted leader fenced, served and acked with the third member, then died before
+      // it reported; the old leader comes back.
+      const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === after.leader)!;
+      await store.nodes.markDown(after.leader, stamp.stamp);
+      await store.nodes.register(registration(before.leader, { incarnation: 2 }));
+      const pass = await store.assignments.pass(view);
+      const [now] = (await store.assignments.list(10)).items;
+      // Before the fix: unplaced (no_caught_up_replica) until after.leader itself returned.
+      expect(pass.entries[0]!.placement).toEqual({
+        placed: true,
+        assignment: expect.anything(),
+        changed: true,
+      });
+      expect(pass.unplaced).toBe(0);
+      expect(now!.leader).not.toBe(after.leader);
     });
 
     it('accepting_a_lost_nodes_data_keeps_its_most_caught_up_live_replica', async () => {
@@ -548,242 +699,3 @@ function promotionSuite(backend: Backend): void {
 
 promotionSuite('sqlite');
 promotionSuite('postgres');
-
-describe('failover policy', () => {
-  const current = { leader: 'a', replicas: ['a', 'b', 'c', 'd'], generation: 4 };
-  const report = {
-    tenant_id: 't',
-    namespace: 'ns',
-    kind: 'stream' as const,
-    stream: 's',
-    shard: 0,
-    generation: 4,
-    leader: 'a',
-    leader_offset: 30,
-    commit_offset: 20,
-    replica_offsets: [
-      { node_id: 'b', durable_offset: 25 },
-      { node_id: 'c', durable_offset: 30 },
-      { node_id: 'd', durable_offset: 20 },
-      { node_id: 'x', durable_offset: 99 },
-    ],
-    halted: [],
-    drained: false,
-    caught_up: [] as string[],
-    in_sync: [] as string[],
-    reported_at_ms: 1_000,
-  };
-  const base = {
-    kind: 'stream' as const,
-    durable: true,
-    consistency: 'Quorum' as const,
-    current,
-    report,
-    trust: { nowMs: 2_000, trustMs: 5_000 },
-  };
-
-  it('candidates_are_the_members_at_or_past_the_bound_most_caught_up_first', () => {
-    expect(failoverPolicy(base)).toEqual({ candidates: ['c', 'b', 'd'] });
-    expect(failoverPolicy({ ...base, consistency: 'Leader' })).toEqual({ candidates: ['c'] });
-  });
-
-  it('a_report_that_cannot_be_believed_names_no_candidate', () => {
-    const none = { candidates: [] };
-    expect(failoverPolicy({ ...base, report: undefined })).toEqual(none);
-    expect(failoverPolicy({ ...base, report: { ...report, generation: 5 } })).toEqual(none);
-    expect(failoverPolicy({ ...base, report: { ...report, leader: 'b' } })).toEqual(none);
-    expect(failoverPolicy({ ...base, trust: { nowMs: 6_001, trustMs: 5_000 } })).toEqual(none);
-  });
-
-  it('a_report_of_the_same_leader_at_an_earlier_generation_still_names_candidates', () => {
-    const earlier = { ...report, generation: 3 };
-    expect(failoverPolicy({ ...base, report: earlier })).toEqual({ candidates: ['c', 'b', 'd'] });
-    // Only members of the current set: a follower dropped since is no candidate.
-    const smaller = { ...current, replicas: ['a', 'b'] };
-    expect(failoverPolicy({ ...base, current: smaller, report: earlier })).toEqual({
-      candidates: ['b'],
-    });
-  });
-
-  it('a_new_generation_of_the_same_leader_keeps_what_its_followers_confirmed', () => {
-    // Found by a 3-broker campaign (seed 305): the leader's follower set changed (a follower
-    // dropped and added back, generation 5), its restarted shippers reported every follower at 0
-    // and a commit mark of 0, the stored report was replaced, and when the leader died the
-    // follower added back, behind the commit mark, was promoted (first by node id on a tie).
-    const before = {
-      ...report,
-      generation: 4,
-      commit_offset: 56,
-      leader_offset: 56,
-      replica_offsets: [{ node_id: 'b', durable_offset: 56 }],
-    };
-    const fresh = {
-      ...report,
-      generation: 5,
-      commit_offset: 0,
-      leader_offset: 56,
-      replica_offsets: [
-        { node_id: 'b', durable_offset: 0 },
-        { node_id: 'c', durable_offset: 50 },
-      ],
-      reported_at_ms: 1_500,
-    };
-    const stored = foldReport(before, fresh);
-    expect(stored).toMatchObject({ generation: 5, commit_offset: 56, reported_at_ms: 1_500 });
-    const set = { leader: 'a', replicas: ['a', 'b', 'c'], generation: 5 };
-    expect(failoverPolicy({ ...base, current: set, report: stored })).toEqual({
-      candidates: ['b'],
-    });
-    // Another leader's report is another log: nothing of it is kept.
-    expect(foldReport({ ...before, leader: 'z' }, fresh)).toEqual(fresh);
-    expect(foldReport({ ...before, generation: 3 }, fresh)).toEqual(fresh);
-  });
-
-  it('a_follower_its_leader_rebuilt_is_no_longer_halted_and_holds_what_the_leader_now_reports', () => {
-    // b was halted (needs_bootstrap) at 25; its leader rebuilt it at 28 (its copy discarded) and
-    // it has caught up to 29 since. Before, the halt stayed for the generation (b never a
-    // candidate again) and a report could only raise the 25 it was known to hold.
-    const halted = { ...report, halted: [{ node_id: 'b', reason: 'needs_bootstrap' as const }] };
-    expect(failoverPolicy({ ...base, report: halted })).toEqual({ candidates: ['c', 'd'] });
-    const rebuilt = {
-      ...report,
-      replica_offsets: [
-        { node_id: 'b', durable_offset: 29 },
-        { node_id: 'c', durable_offset: 30 },
-        { node_id: 'd', durable_offset: 20 },
-      ],
-      rebuilt: [{ node_id: 'b', base: 28 }],
-      reported_at_ms: 1_500,
-    };
-    const stored = foldReport(halted, rebuilt);
-    expect(stored.halted).toEqual([]);
-    expect(stored.replica_offsets.find((o) => o.node_id === 'b')?.durable_offset).toBe(29);
-    expect('rebuilt' in stored).toBe(false);
-    expect(failoverPolicy({ ...base, report: stored })).toEqual({ candidates: ['c', 'b', 'd'] });
-    // Rebuilt while it had been known to hold more: it holds what the leader says now, not the
-    // most it ever held (a copy restored older, then discarded).
-    const higher = { ...halted, replica_offsets: [{ node_id: 'b', durable_offset: 60 }] };
-    const lowered = foldReport(higher, { ...rebuilt, replica_offsets: [] });
-    expect(lowered.replica_offsets).toEqual([{ node_id: 'b', durable_offset: 28 }]);
-    // Halted again after the rebuild (both named): halted wins.
-    const again = foldReport(stored, {
-      ...rebuilt,
-      halted: [{ node_id: 'b', reason: 'needs_bootstrap' as const }],
-    });
-    expect(again.halted).toEqual([{ node_id: 'b', reason: 'needs_bootstrap' }]);
-    // A later report without `rebuilt` raises it from there, as for any follower.
-    const later = foldReport(stored, { ...report, replica_offsets: [] });
-    expect(later.replica_offsets.find((o) => o.node_id === 'b')?.durable_offset).toBe(29);
-  });
-
-  it('a_follower_rebuilt_just_before_its_leaders_next_generation_is_not_halted_for_good', () => {
-    // b halted needs_bootstrap at generation 4 (stored); its leader rebuilt it, then dropped
-    // another follower (generation 5, same leader: new shippers) before a report naming b
-    // rebuilt was accepted. Found by a review: the broker named rebuilt followers only at the
-    // generation of the rebuild, so nothing took the stored halt back. It names them in every
-    // report while it leads the shard (replicator.ts, `rebuiltOf`).
-    const halted = { ...report, halted: [{ node_id: 'b', reason: 'needs_bootstrap' as const }] };
-    const at5 = {
-      ...report,
-      generation: 5,
-      replica_offsets: [
-        { node_id: 'b', durable_offset: 30 },
-        { node_id: 'c', durable_offset: 30 },
-      ],
-    };
-    const current5 = { ...current, replicas: ['a', 'b', 'c'], generation: 5 };
-    let stored = foldReport(undefined, halted);
-    for (let i = 0; i < 3; i++)
-      stored = foldReport(stored, {
-        ...at5,
-        rebuilt: [{ node_id: 'b', base: 30 }],
-        reported_at_ms: 2_000 + i,
-      });
-    expect(failoverPolicy({ ...base, current: current5, report: stored })).toEqual({
-      candidates: ['b', 'c'],
-    });
-    // Without the leader's word, a halt carried to its next generation stands: the new shippers'
-    // first reports cannot yet say whether b still diverges.
-    const unsaid = foldReport(foldReport(undefined, halted), { ...at5, reported_at_ms: 2_000 });
-    expect(failoverPolicy({ ...base, current: current5, report: unsaid })).toEqual({
-      candidates: ['c'],
-    });
-  });
-
-  it('a_leader_streams_in_sync_followers_are_candidates_short_of_its_log_most_caught_up_first', () => {
-    const leader = { ...base, consistency: 'Leader' as const };
-    const synced = { ...report, in_sync: ['d', 'b', 'x'] };
-    // c holds the whole log; b and d held it within the window; x is no member.
-    expect(failoverPolicy({ ...leader, report: synced })).toEqual({ candidates: ['c', 'b', 'd'] });
-    // A halted follower never leads, in sync or not.
-    const halted = { ...synced, halted: [{ node_id: 'b', reason: 'diverged' as const }] };
-    expect(failoverPolicy({ ...leader, report: halted })).toEqual({ candidates: ['c', 'd'] });
-    // Out of the window (not named): only the whole log qualifies, as before.
-    expect(failoverPolicy({ ...leader, report: { ...synced, in_sync: [] } })).toEqual({
-      candidates: ['c'],
-    });
-    // The newest report says who is in sync now: one that fell out of the window is not kept.
-    expect(foldReport(synced, { ...report, in_sync: ['d'] }).in_sync).toEqual(['d']);
-  });
-
-  it('the_lag_window_never_lowers_a_quorum_streams_or_a_quorum_caches_bound', () => {
-    const synced = { ...report, in_sync: ['b', 'd'], commit_offset: 26 };
-    // Quorum: the commit mark still decides (d, in sync, is behind it; b too).
-    expect(failoverPolicy({ ...base, report: synced })).toEqual({ candidates: ['c'] });
-    // A quorum cache takes no furthest tail: its bound stays the leader's whole log.
-    const cache = { ...base, kind: 'cache' as const, durable: false };
-    expect(failoverPolicy({ ...cache, report: synced })).toEqual({ candidates: ['c'] });
-  });
-
-  it('a_leader_caches_in_sync_followers_are_candidates_short_of_its_log', () => {
-    // A `leader` cache acks on its leader alone, as a `leader` stream does: under steady puts
-    // no follower is ever level when the leader reports, and only the window lets it fail over.
-    const cache = {
-      ...base,
-      kind: 'cache' as const,
-      durable: false,
-      consistency: 'Leader' as const,
-    };
-    const synced = { ...report, in_sync: ['b', 'd'] };
-    expect(failoverPolicy({ ...cache, report: synced })).toEqual({ candidates: ['c', 'b', 'd'] });
-    const level = {
-      ...synced,
-      replica_offsets: report.replica_offsets.filter((o) => o.node_id !== 'c'),
-    };
-    expect(failoverPolicy({ ...cache, report: level })).toEqual({ candidates: ['b', 'd'] });
-  });
-
-  it('nothing_without_a_durable_log_gets_a_policy', () => {
-    expect(failoverPolicy({ ...base, durable: false })).toBeUndefined();
-    // A cache shard of an in-memory broker that never reported shipped logs.
-    const memory = { ...base, kind: 'cache' as const, durable: false, report: undefined };
-    expect(failoverPolicy(memory)).toBeUndefined();
-    // One a durable broker leads may hold data, reported or not: it waits for its owner.
-    expect(failoverPolicy({ ...memory, durable: true })).toEqual({ candidates: [] });
-  });
-
-  it('a_reported_cache_shard_with_no_follower_in_sync_goes_only_to_one_holding_its_whole_log', () => {
-    // A `leader` cache's writes are acked by its leader alone: with no follower in sync its
-    // bound is the leader's whole reported log.
-    const cache = {
-      ...base,
-      kind: 'cache' as const,
-      durable: false,
-      consistency: 'Leader' as const,
-    };
-    expect(failoverPolicy(cache)).toEqual({ candidates: ['c'] });
-    const behind = { ...report, replica_offsets: [{ node_id: 'b', durable_offset: 29 }] };
-    expect(failoverPolicy({ ...cache, report: behind })).toEqual({ candidates: [] });
-  });
-
-  it('a_quorum_cache_shard_goes_to_a_member_at_or_past_its_commit_mark', () => {
-    // A `quorum` cache's writes are acked once a majority holds them, so, as for a stream, a
-    // member at the commit mark (the cache log's, which its report names) holds every ack, and
-    // the new leader's fence takes the furthest tail of each log from the majority it fences.
-    // Its whole log was the bound before: under steady writes no follower ever reached it.
-    const cache = { ...base, kind: 'cache' as const, durable: false };
-    expect(failoverPolicy(cache)).toEqual({ candidates: ['c', 'b', 'd'] });
-    const behind = { ...report, replica_offsets: [{ node_id: 'b', durable_offset: 19 }] };
-    expect(failoverPolicy({ ...cache, report: behind })).toEqual({ candidates: [] });
-  });
-});

@@ -202,6 +202,7 @@ describe('replica status order', () => {
       payload: { incarnation: 1 },
     });
     expect(hb.json().control_plane_features).toContain('replica_report_seq');
+    expect(hb.json().control_plane_features).toContain('replica_report_uid');
   });
 
   it('a_new_incarnations_first_report_is_taken_whatever_its_sequence', async () => {

@@ -23,7 +23,7 @@ import {
 import { type Partition, partitionedFetch } from '../faults/partition.js';
 import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
-import { type Bearer, ControlPlaneClient } from './control-plane-client.js';
+import { type Bearer, ControlPlaneClient, type ShardReport } from './control-plane-client.js';
 import { FeedFollower, sleep } from './feed-follower.js';
 import { type HandoffOutcome, handOff } from './handoff.js';
 import { Membership, type NodeSpec } from './membership.js';
@@ -190,7 +190,7 @@ export class ClusterNode {
     this.reporter = new ReplicaReporter(
       client,
       this.membership,
-      () => this.table.replication?.replicator.reports() ?? [],
+      () => this.reports(),
       clog,
       metrics.registry,
     );
@@ -200,6 +200,16 @@ export class ClusterNode {
     this.table.awaitingFailover = deps.freshStorage === true;
     this.freshWaitEnded = deps.freshWaitEnded ?? (async () => undefined);
     void this.follow(clog, url);
+  }
+
+  /** The led shards' replica reports, each naming its creation for a control plane that reads it. */
+  private reports(): ShardReport[] {
+    const reports = this.table.replication?.replicator.reports() ?? [];
+    if (!this.membership.reportsUid) return reports;
+    return reports.map((r) => {
+      const uid = this.table.uidOf(r.kind, r.tenant_id, r.namespace, r.stream);
+      return uid === undefined || uid === '' ? r : { ...r, uid };
+    });
   }
 
   /** The client every control-plane call goes through, through the test partition when set. */

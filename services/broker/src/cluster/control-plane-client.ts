@@ -51,6 +51,8 @@ export interface HeartbeatReply {
  * CONTROL_PLANE_FEATURES); an older one refuses the field, so it is sent only when listed.
  */
 export const FEATURE_REPLICA_REPORT_SEQ = 'replica_report_seq';
+/** The control plane reads a replica report's `uid` (the shard's stream or cache creation). */
+export const FEATURE_REPLICA_REPORT_UID = 'replica_report_uid';
 
 /** The answer's `control_plane_features`: its strings, or none when absent (an older one). */
 function featuresOf(v: unknown): string[] {
@@ -80,6 +82,9 @@ export interface ShardReport {
   drained?: boolean;
   /** With `drained`: the followers holding every log of the shard to its end. */
   caught_up?: string[];
+  /** The catalog's creation id of the shard's stream or cache, to a control plane that reads
+   *  it: only a report of the current creation may move a restored assignment forward. */
+  uid?: string;
 }
 
 /** One registered node as `GET /v1/nodes` lists it. */

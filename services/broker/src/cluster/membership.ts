@@ -19,6 +19,7 @@ import {
 import {
   type ControlPlaneClient,
   FEATURE_REPLICA_REPORT_SEQ,
+  FEATURE_REPLICA_REPORT_UID,
   type RegisterRequest,
 } from './control-plane-client.js';
 import { sleep } from './feed-follower.js';
@@ -42,6 +43,7 @@ export class Membership {
   private reportSeq = 0;
   /** Whether the control plane said (at its last answer) that it reads a report's `seq`. */
   private seqRead = false;
+  private uidRead = false;
 
   constructor(
     private readonly client: ControlPlaneClient,
@@ -83,8 +85,14 @@ export class Membership {
     return this.reportSeq;
   }
 
+  /** Whether the control plane said (at its last answer) that it reads a report's `uid`. */
+  get reportsUid(): boolean {
+    return this.uidRead;
+  }
+
   private heard(features: readonly string[] | undefined): void {
     this.seqRead = features?.includes(FEATURE_REPLICA_REPORT_SEQ) ?? false;
+    this.uidRead = features?.includes(FEATURE_REPLICA_REPORT_UID) ?? false;
   }
 
   /** The heartbeat interval the control plane named (5 s until it answers). */

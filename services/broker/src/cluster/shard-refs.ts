@@ -142,3 +142,13 @@ export function underReplicatedGauge(registry: Registry, count: () => number): v
     },
   });
 }
+
+/** Replicated shards (stream or cache) the assignments name `nodeId` leader of. */
+export function ledWithCopies(
+  assignments: Iterable<{ leader: string; replicas: readonly string[] }>,
+  nodeId: string,
+): number {
+  let n = 0;
+  for (const a of assignments) if (a.leader === nodeId && a.replicas.length > 1) n++;
+  return n;
+}

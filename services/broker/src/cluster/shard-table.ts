@@ -42,13 +42,13 @@ import {
   refOf,
   refOfAssignment,
   sameShape,
+  ledWithCopies,
   underReplicated,
   underReplicatedGauge,
   unservedRefusal,
 } from './shard-refs.js';
-
-import { type CacheQuorum, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
-import { CommittingCaches } from './cache-leading.js';
+import type { CacheQuorum } from './cache-leading.js';
+import { CommittingCaches, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
 import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
 import {
   type AssignmentRecord,
@@ -85,11 +85,9 @@ export class ShardTable {
   nodeLifecycles = new Map<string, string>();
   /** Node id → internal address (replication dials it). */
   peerAddresses = new Map<string, string>();
-  /**
-   * Set by the broker when it has an internal listener: the leader's shippers, the follower
-   * logs its replica server holds (released before this table opens one as the leader's), and
-   * the logs riding with a shard beside a stream's records (group state, caches, counters).
-   */
+  /** Set by the broker when it has an internal listener: the leader's shippers, the follower
+   *  logs its replica server holds (released before this table opens one as the leader's), and
+   *  the logs riding with a shard beside a stream's records (group state, caches, counters). */
   replication: {
     replicator: Replicator;
     releaseFollower: (ref: ShardRef, log: ReplicaLogKind) => Promise<void>;
@@ -150,8 +148,7 @@ export class ShardTable {
 
   /** Replicated shards (stream or cache) the feed names this node leader of. */
   ledWithCopies(): number {
-    const mine = [...this.assignments.values()].filter((a) => a.leader === this.nodeId);
-    return mine.filter((a) => a.replicas.length > 1).length;
+    return ledWithCopies(this.assignments.values(), this.nodeId);
   }
 
   /** Whether this node leads `a` and may open it now. */
@@ -162,10 +159,8 @@ export class ShardTable {
   /** Led stream and cache shards whose replica set is smaller than their replication factor. */
   underReplicatedShards(): number {
     const { held, heldCaches, assignments } = this;
-    return (
-      underReplicated(held.keys(), assignments, this.streams) +
-      underReplicated(heldCaches.keys(), assignments, this.caches)
-    );
+    const n = underReplicated(held.keys(), assignments, this.streams);
+    return n + underReplicated(heldCaches.keys(), assignments, this.caches);
   }
 
   /** Handler of the streams catalog feed. */
@@ -342,6 +337,11 @@ export class ShardTable {
   /** A stream of the catalog feed (a follower's copy takes its retention and consistency). */
   streamConfig(t: string, ns: string, name: string): StreamConfig | undefined {
     return this.streams.get(streamKey(t, ns, name));
+  }
+
+  /** The creation id the catalog gives a stream or cache (replica reports name it). */
+  uidOf(kind: ShardKind, t: string, ns: string, name: string): string | undefined {
+    return (kind === 'cache' ? this.caches : this.streams).get(streamKey(t, ns, name))?.uid;
   }
 
   /** The assignment of one shard, if the feed has one. */

@@ -101,7 +101,7 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
   if (!protectedShard(input)) return undefined;
   const bound = caughtUpBound(input);
   if (bound === null || input.report === undefined || input.current === undefined)
-    return { candidates: [] };
+    return { candidates: sameSetCandidates(input) };
   const halted = new Set(input.report.halted.map((h) => h.node_id));
   const members = new Set(input.current.replicas);
   // `Leader` acks promise nothing past the leader's own log, for a stream or a cache alike: what
@@ -120,6 +120,30 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
       (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
   );
   return { candidates: able.map((o) => o.node_id) };
+}
+
+/**
+ * A quorum shard whose leader never reported (promoted, then lost before its first report) over
+ * exactly the set the previous leader's report names: a failover keeps the members (router
+ * placement, `quorum`), so a new leader fencing a majority of that same set overlaps every
+ * majority that acked at either generation, and takes the furthest tail. Any member but the
+ * lost leader and the halted may lead, the most caught up in that report first. Found by
+ * review: the shard waited for the lost leader itself.
+ */
+function sameSetCandidates(input: PromotionInput): string[] {
+  const { current, report } = input;
+  if (input.consistency !== 'Quorum' || current === undefined || report === undefined) return [];
+  if (report.leader === current.leader || report.generation >= current.generation) return [];
+  const reported = new Set([report.leader, ...report.replica_offsets.map((o) => o.node_id)]);
+  const members = new Set(current.replicas);
+  if (reported.size !== members.size || [...members].some((id) => !reported.has(id))) return [];
+  const halted = new Set(report.halted.map((h) => h.node_id));
+  const offset = new Map(report.replica_offsets.map((o) => [o.node_id, o.durable_offset]));
+  // The previous leader held its whole log: it ranks first.
+  offset.set(report.leader, report.leader_offset);
+  return current.replicas
+    .filter((id) => id !== current.leader && !halted.has(id))
+    .sort((a, b) => (offset.get(b) ?? 0) - (offset.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /**

@@ -308,6 +308,8 @@ export const ShardReport = Type.Object(
     drained: Type.Optional(Type.Boolean()),
     caught_up: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
     in_sync: Type.Optional(Type.Array(Name, { maxItems: REPLICATION_FACTOR_MAX })),
+    /** The creation id of the stream or cache (`replica_report_uid`). */
+    uid: Type.Optional(Type.String({ maxLength: 64 })),
   },
   STRICT,
 );

@@ -105,7 +105,7 @@ export function foldReport(prev: ReplicaReport | undefined, next: ReplicaReport)
 
 /** The report as stored: `rebuilt` is applied, not kept. */
 function withoutRebuilt(r: ReplicaReport): ReplicaReport {
-  const { rebuilt: _applied, ...rest } = r;
+  const { rebuilt: _applied, uid: _checked, ...rest } = r;
   return rest;
 }
 
@@ -217,30 +217,52 @@ async function recordOne(
 }
 
 /**
- * A broker leads a shard at a generation newer than its assignment: the control plane's
- * database went back in time (restored from a backup, docs/operations.md "Backups") while the
- * brokers went on. Generations must only grow, so the assignment moves past the reported one,
- * led by the reporter when it is a member (it serves the shard now; nothing moves), else by the
- * leader the database names, whose fence at the newer generation takes the furthest tail.
+ * A broker leads a shard at a generation newer than its assignment, or at the assignment's own
+ * generation where the assignment names another leader: the control plane's database went back in
+ * time (restored from a backup, docs/operations.md "Backups") while the brokers went on, and
+ * generations name one leader each. The assignment moves one past the reported generation, led
+ * by the reporter over the followers its report names (the set that acknowledged there, not the
+ * restored one), and the report is stored, so placement has its bound should it die before it
+ * reports again. It goes on leading (its log holds every ack it made); any other broker leading
+ * the same shard sees a newer generation naming someone else and steps down.
  */
-async function moveAssignmentPast(w: Write, nodeId: string, r: ReportInput): Promise<void> {
+async function moveAssignmentPast(w: Write, nodeId: string, from: Reporter, r: ReportInput) {
   const rows = await w.q.query<Row>(
     `SELECT * FROM shard_assignments WHERE ${KEY_WHERE}`,
     keyParams(r),
   );
   if (rows.length === 0) return;
   const was = assignmentOf(rows[0]!);
-  if (was.generation >= r.generation) return;
-  const member = was.replicas.includes(nodeId);
-  const leader = member ? nodeId : was.leader;
+  if (was.generation > r.generation) return;
+  // A report of an earlier creation of the name (deleted and created again meanwhile, its
+  // generations started over) must not move the new one: only the catalog's current creation.
+  if (r.uid === undefined || r.uid === '' || r.uid !== (await catalogUid(w.q, r))) return;
+  const followers = [...new Set(r.replica_offsets.map((o) => o.node_id))].filter(
+    (id) => id !== nodeId,
+  );
   const next: AssignmentRecord = {
     ...was,
-    leader,
-    replicas: [leader, ...was.replicas.filter((id) => id !== leader)],
+    leader: nodeId,
+    replicas: [nodeId, ...followers],
     generation: r.generation + 1,
   };
-  if (await updateAssignmentIf(w.q, next, was.generation, w.nowMs()))
-    w.change('assignments', 'updated', assignmentKeyOf(next), next);
+  if (!(await updateAssignmentIf(w.q, next, was.generation, w.nowMs()))) return;
+  w.change('assignments', 'updated', assignmentKeyOf(next), next);
+  const prev = await storedReport(w.q, r);
+  const report: ReplicaReport = { ...r, leader: nodeId, reported_at_ms: w.nowMs() };
+  // Another leader's stored report is another log: not merged.
+  const own = prev?.report.leader === nodeId ? prev.report : undefined;
+  await upsertReport(w.q, foldReport(own, report), from);
+}
+
+/** The catalog's creation id of the report's stream or cache (undefined: not in the catalog). */
+async function catalogUid(q: Sql, k: AssignmentKey): Promise<string | undefined> {
+  const [table, col] = k.kind === 'cache' ? ['caches', 'cache'] : ['streams', 'stream'];
+  const rows = await q.query<Row>(
+    `SELECT uid FROM ${table} WHERE tenant_id = $1 AND namespace = $2 AND ${col} = $3`,
+    [k.tenant_id, k.namespace, k.stream],
+  );
+  return rows[0] === undefined ? undefined : str(rows[0].uid);
 }
 
 export class ReplicaReportRepository {
@@ -259,7 +281,9 @@ export class ReplicaReportRepository {
       const outcomes: ReportOutcome[] = [];
       for (const r of reports) {
         const outcome = await recordOne(w.q, nodeId, from, r, w.nowMs());
-        if (outcome === 'future_generation') await moveAssignmentPast(w, nodeId, r);
+        // `not_leader` is at the assignment's own generation: another leader claims it.
+        if (outcome === 'future_generation' || outcome === 'not_leader')
+          await moveAssignmentPast(w, nodeId, from, r);
         outcomes.push(outcome);
       }
       return outcomes;

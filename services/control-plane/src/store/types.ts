@@ -140,6 +140,12 @@ export interface ReplicaReport extends AssignmentKey {
    */
   rebuilt?: { node_id: string; base: number }[];
   /**
+   * The creation id of the stream or cache the reporter leads (the catalog's `uid`), from a
+   * broker that heard `replica_report_uid`. Only a report naming the catalog's current creation
+   * may move an assignment past its generation (a restored database). Not stored.
+   */
+  uid?: string;
+  /**
    * The leader is leaving (SIGTERM hand-off): it admits no more writes to the shard and every
    * log of it is durable; `caught_up` names the followers holding every log to its end.
    */

@@ -17,9 +17,13 @@ import * as S from '../schemas.js';
 /**
  * What this control plane reads beyond its first release, told to each broker in its register
  * and heartbeat answers so a newer broker sends only fields the control plane takes (an older
- * one refuses unknown fields): `replica_report_seq`, a replica report's `seq`.
+ * one refuses unknown fields): `replica_report_seq`, a replica report's `seq`;
+ * `replica_report_uid`, the creation id of each reported shard's stream or cache.
  */
-export const CONTROL_PLANE_FEATURES: readonly string[] = ['replica_report_seq'];
+export const CONTROL_PLANE_FEATURES: readonly string[] = [
+  'replica_report_seq',
+  'replica_report_uid',
+];
 
 /** The registration a `POST /v1/nodes` body asks for, defaults filled in. */
 function registration(b: Static<typeof S.RegisterNode>, regionId: string): RegisterInput {

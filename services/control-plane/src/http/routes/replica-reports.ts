@@ -31,6 +31,7 @@ function inputOf(r: ShardReport): ReportInput {
     drained: r.drained ?? false,
     caught_up: r.caught_up ?? [],
     in_sync: r.in_sync ?? [],
+    ...(r.uid === undefined ? {} : { uid: r.uid }),
   };
 }
 
