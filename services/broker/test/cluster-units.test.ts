@@ -29,7 +29,7 @@ import {
   streamFromCatalog,
 } from '../src/cluster/feed-items.js';
 import { followerLogOptions } from '../src/cluster/internal-node.js';
-import { ownerRefusal } from '../src/cluster/shard-refs.js';
+import { keepNewerGenerations, ownerRefusal } from '../src/cluster/shard-refs.js';
 import { NotLeaderRefusal } from '../src/session/refusal.js';
 import { loadConfig } from '../src/config/load.js';
 import { retentionOf } from '../src/streams/durable-store.js';
@@ -350,6 +350,27 @@ describe('replica sets', () => {
     // A feed item without replicas (an older control plane) names the leader alone.
     expect(assignmentFrom(base)?.replicas).toEqual(['b1']);
     expect(replicaGenerationOf(undefined, 'b2')).toBeUndefined();
+  });
+
+  it('after_the_control_planes_history_went_back_a_broker_keeps_the_newer_generations_it_knew', () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
+    const before = new Map([
+      ['a', { generation: 5, leader: 'n1' }],
+      ['b', { generation: 2, leader: 'n1' }],
+      ['gone', { generation: 9, leader: 'n1' }],
+    ]);
+    // The restored snapshot: `a` older than known, `b` newer, `gone` not named at all.
+    const now = new Map([
+      ['a', { generation: 3, leader: 'n2' }],
+      ['b', { generation: 4, leader: 'n3' }],
+    ]);
+    expect(keepNewerGenerations(before, now, log)).toBe(1);
+    expect(now.get('a')).toEqual({ generation: 5, leader: 'n1' });
+    expect(now.get('b')).toEqual({ generation: 4, leader: 'n3' });
+    // A shard the control plane no longer names is not brought back.
+    expect(now.has('gone')).toBe(false);
+    expect(lines.join('')).toMatch(/older generations than this broker holds/);
   });
 
   it('a_followers_copy_of_a_stream_takes_the_streams_retention', () => {

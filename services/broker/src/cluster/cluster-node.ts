@@ -9,7 +9,7 @@
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { Counter, Gauge } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Catalog, OpenStore } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
 import { awaitFailover } from './fresh-storage.js';
@@ -161,27 +161,7 @@ export class ClusterNode {
     // A new leader is named in refusals and dialled by forwards: learn its addresses now, not
     // at the next periodic refresh.
     this.table.onAssignments = () => void this.refreshBook();
-    const resyncs = new Counter({
-      name: 'felix_broker_shard_watch_resyncs_total',
-      help: 'Control-plane feeds resnapshotted, by reason',
-      labelNames: ['reason'],
-      registers: [metrics.registry],
-    });
-    const wait = config.cluster.feed_wait_ms;
-    const onResync = (reason: string) => resyncs.inc({ reason });
-    this.feeds = [
-      new FeedFollower(client, 'streams', wait, this.table.streamsFeed, clog, onResync),
-      new FeedFollower(client, 'caches', wait, this.table.cachesFeed, clog, onResync),
-      new FeedFollower(
-        client,
-        'shard-assignments',
-        wait,
-        this.table.assignmentsFeed,
-        clog,
-        onResync,
-        (sentAt) => this.membership.lease.assignmentsSeen(sentAt),
-      ),
-    ];
+    this.feeds = this.feedFollowers(client, config.cluster.feed_wait_ms, clog, metrics.registry);
     this.membership = new Membership(client, spec, clog, metrics.registry);
     this.table.lease = this.membership.lease;
     // A deposed node writes again only once it has heard where its shards went (lease.ts).
@@ -200,6 +180,39 @@ export class ClusterNode {
     this.table.awaitingFailover = deps.freshStorage === true;
     this.freshWaitEnded = deps.freshWaitEnded ?? (async () => undefined);
     void this.follow(clog, url);
+  }
+
+  /** The three control-plane feeds this node follows (streams, caches, shard assignments). */
+  private feedFollowers(
+    client: ControlPlaneClient,
+    wait: number,
+    clog: Logger,
+    registry: Registry,
+  ): FeedFollower[] {
+    const resyncs = new Counter({
+      name: 'felix_broker_shard_watch_resyncs_total',
+      help: 'Control-plane feeds resnapshotted, by reason',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
+    const onResync = (reason: string) => resyncs.inc({ reason });
+    return [
+      new FeedFollower(client, 'streams', wait, this.table.streamsFeed, clog, onResync),
+      new FeedFollower(client, 'caches', wait, this.table.cachesFeed, clog, onResync),
+      new FeedFollower(
+        client,
+        'shard-assignments',
+        wait,
+        this.table.assignmentsFeed,
+        clog,
+        (reason) => {
+          onResync(reason);
+          // The control plane's history went back (its database restored): hold on to newer.
+          if (reason === 'sequence_reset') this.table.assignmentsWentBack = true;
+        },
+        (sentAt) => this.membership.lease.assignmentsSeen(sentAt),
+      ),
+    ];
   }
 
   /** The led shards' replica reports, each naming its creation for a control plane that reads it. */

@@ -1,7 +1,9 @@
 /** The small conversions the shard table makes between a stream's config, an assignment and
  *  the wire's ShardRef, the shard a cache request is of, and the refusal it answers for a shard
  *  another node leads. */
+import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
+import type { FeedChange } from './control-plane-client.js';
 import { type ShardRef, shardForKey } from '@felix/wire';
 import type { StreamConfig } from '../config/types.js';
 import { NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
@@ -151,4 +153,43 @@ export function ledWithCopies(
   let n = 0;
   for (const a of assignments) if (a.leader === nodeId && a.replicas.length > 1) n++;
   return n;
+}
+
+/** The stream key a catalog feed change names. */
+export function streamKeyOfChange(c: FeedChange): string {
+  return streamKey(String(c.key.tenant_id), String(c.key.namespace), String(c.key.stream));
+}
+
+/** Removes `key` from `map`, answering what it held. */
+export function takeOut<V>(map: Map<string, V>, key: string): V | undefined {
+  const v = map.get(key);
+  map.delete(key);
+  return v;
+}
+
+/**
+ * After the assignments feed's sequence went back (the control plane's database restored from
+ * a backup), keeps each entry this broker knew at a newer generation than the snapshot names:
+ * generations only grow, and the leader of the newer one goes on leading and reports it, which
+ * moves the control plane's assignment past it (docs/operations.md, "Backups"). Answers how many
+ * were kept.
+ */
+export function keepNewerGenerations<A extends { generation: number }>(
+  before: ReadonlyMap<string, A>,
+  now: Map<string, A>,
+  log: Logger,
+): number {
+  let kept = 0;
+  for (const [key, a] of before) {
+    const fresh = now.get(key);
+    if (fresh === undefined || fresh.generation >= a.generation) continue;
+    now.set(key, a);
+    kept++;
+  }
+  if (kept > 0)
+    log.warn(
+      { kept },
+      'the control plane named older generations than this broker holds (its database restored?): keeping the newer until it moves past them',
+    );
+  return kept;
 }

@@ -27,7 +27,6 @@ import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import { Refusal, type ShardOwner } from '../session/refusal.js';
 import { applyRetention, retentionOf } from '../streams/durable-store.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
-import type { FeedChange } from './control-plane-client.js';
 import { CACHE_WRITES, drainingWrite } from './shard-writes.js';
 import { type DeletedName, DeletedNames, type ShardFiles } from './deleted-names.js';
 import type { FeedHandler } from './feed-follower.js';
@@ -42,7 +41,10 @@ import {
   refOf,
   refOfAssignment,
   sameShape,
+  keepNewerGenerations,
   ledWithCopies,
+  streamKeyOfChange,
+  takeOut,
   underReplicated,
   underReplicatedGauge,
   unservedRefusal,
@@ -97,6 +99,8 @@ export class ShardTable {
     logOptions: (ref: ShardRef, log: ReplicaLogKind) => LogOptions;
     riding: RidingLogs;
   } | null = null;
+  /** Set when the assignments feed's sequence went back: its next snapshot keeps newer entries. */
+  assignmentsWentBack = false;
   /** Called when the assignment feed changed (the cluster node refreshes its node book). */
   onAssignments: (() => void) | null = null;
   /** Set by the broker once its cache service exists (absent: caches are not served). */
@@ -176,8 +180,7 @@ export class ShardTable {
     changes: (items) => {
       for (const c of items) {
         if (c.op !== 'deleted') this.putStream(c.value);
-        else this.deleted.note('stream', this.streams.get(this.keyOfStreamChange(c)));
-        if (c.op === 'deleted') this.streams.delete(this.keyOfStreamChange(c));
+        else this.deleted.note('stream', takeOut(this.streams, streamKeyOfChange(c)));
       }
       this.kick();
     },
@@ -263,8 +266,11 @@ export class ShardTable {
   /** Handler of the shard-assignments feed. */
   readonly assignmentsFeed: FeedHandler = {
     snapshot: (items) => {
+      const before = this.assignmentsWentBack ? new Map(this.assignments) : null;
       this.assignments.clear();
       for (const item of items) this.putAssignment(item);
+      this.assignmentsWentBack = false;
+      if (before !== null) keepNewerGenerations(before, this.assignments, this.log);
       this.onAssignments?.();
       this.kick();
     },
@@ -287,10 +293,6 @@ export class ShardTable {
       this.kick();
     },
   };
-
-  private keyOfStreamChange(c: FeedChange): string {
-    return streamKey(String(c.key.tenant_id), String(c.key.namespace), String(c.key.stream));
-  }
 
   private putStream(item: unknown): void {
     const s = streamFromCatalog(item, this.cfg);
