@@ -19,7 +19,7 @@ import {
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { INTERNAL_ERROR, encodeInternalMessage } from '@felix/wire';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { committedFrame } from '../src/frames.js';
+import { committedFrame, recordsFrame } from '../src/frames.js';
 import { CommitSaver } from '../src/follower/commit-saver.js';
 import { ReplicaServer } from '../src/follower/replica-server.js';
 import { ShardShipper } from '../src/leader/shard-shipper.js';
@@ -323,6 +323,57 @@ describe('commit offset on followers', () => {
     expect(await server.refreshRetention()).toBeGreaterThan(0);
     expect(server.status(shardRef(1))!.base).toBeGreaterThan(30);
     expect(server.status(shardRef(1))!.tail).toBe(40);
+  });
+
+  it('a_followers_copy_keeps_a_retention_removed_while_open_through_a_truncation', async () => {
+    // The copy is reopened after a divergent suffix is cut (truncateAt), and after a bootstrap or
+    // rebuild, from `state.opts`: the options it was first opened with. The retention removed
+    // by refreshRetention must not come back with the reopen (only the next reconcile pass,
+    // on the next feed change, would take it away again).
+    const at = await root();
+    let retention: { maxBytes: number; checkIntervalMs: number } | undefined = {
+      maxBytes: 8192,
+      checkIntervalMs: 10,
+    };
+    let assigned = 1;
+    const server = new ReplicaServer({
+      logOptions: () => ({
+        root: at,
+        shard: SHARD,
+        fsync: 'onCommit',
+        segmentBytes: 4096,
+        ...(retention === undefined ? {} : { retention }),
+      }),
+      assignment: () => ({ generation: assigned }),
+    });
+    cleanups.push(() => server.close());
+    const big = (i: number, tag = 'r') =>
+      new TextEncoder().encode(`${tag}${i}:${'x'.repeat(1000)}`);
+    // Opened under an 8 KiB bound, holding one record; the catalog then drops the bound.
+    const first = await server.handle(recordsFrame(1, shardRef(1), 0, [big(0)]));
+    expect(decodeFrame(first).kind).toBe('ReplicateOk');
+    retention = undefined;
+    await server.refreshRetention();
+    for (let from = 1; from < 40; from += 8) {
+      const batch = Array.from({ length: Math.min(8, 40 - from) }, (_, k) => big(from + k));
+      const answer = await server.handle(recordsFrame(from, shardRef(1), from, batch));
+      expect(decodeFrame(answer).kind).toBe('ReplicateOk');
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(server.status(shardRef(1))!.base).toBe(0);
+    // A new leader (generation 2) sends the shared prefix and a suffix of its own: the old
+    // suffix from 36 is cut and the copy reopened.
+    assigned = 2;
+    const next = [
+      ...Array.from({ length: 36 }, (_, k) => big(k)),
+      ...Array.from({ length: 4 }, (_, k) => big(36 + k, 'n')),
+    ];
+    const answer = await server.handle(recordsFrame(99, shardRef(2), 0, next));
+    expect(decodeFrame(answer).kind).toBe('ReplicateOk');
+    expect(server.status(shardRef(2))!.tail).toBe(40);
+    // No bound: nothing is deleted, whatever the timer of the reopened copy does.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(server.status(shardRef(2))!.base).toBe(0);
   });
 });
 

@@ -246,12 +246,6 @@ function placeWith(
  */
 function quorumStep(req: ShardRequest, current: Assignment, leader: string): Placement | undefined {
   if (!req.quorum) return undefined;
-  // A set no larger than the ack quorum (a majority of max(RF, its size), as the broker counts
-  // it) acked only with every member: the survivor holds every ack and needs no one's fence,
-  // so it moves as any shard does (found by review: RF 2, or RF 3 shrunk to two, waited for
-  // its dead leader for ever).
-  if (current.replicas.length <= ackQuorum(req.replicationFactor, current.replicas.length))
-    return undefined;
   if (leader !== current.leader) {
     return placedAs(current, leader, [leader, ...current.replicas.filter((id) => id !== leader)]);
   }
@@ -264,12 +258,6 @@ function quorumStep(req: ShardRequest, current: Assignment, leader: string): Pla
     leader,
     current.replicas.filter((id) => !lost.has(id)),
   );
-}
-
-/** Members holding a quorum shard's write before it is acked: a majority of max(RF, set size)
- *  (services/broker shard-table.ts and cache-leading.ts count it so). */
-function ackQuorum(replicationFactor: number, setSize: number): number {
-  return Math.floor(Math.max(replicationFactor, setSize) / 2) + 1;
 }
 
 /** The placement of `leader` over `set`, at the next generation when either changed. */

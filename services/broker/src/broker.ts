@@ -392,7 +392,8 @@ export class Broker {
     return {
       replicator: this.replicator,
       releaseFollower: (ref, log) => internal.replicas.release(ref, log),
-      refreshFollowerRetention: () => internal.replicas.refreshRetention(),
+      // Each copy's failure is its own (refreshRetention keeps its old bounds): none escapes.
+      refreshFollowerRetention: () => internal.replicas.refreshRetention().catch(() => 0),
       logOptions: (ref, log) =>
         followerLogOptions(
           this.config,

@@ -355,6 +355,8 @@ export class ReplicaServer {
       const ref = this.refs.get(key);
       if (ref === undefined) continue;
       const want = this.opts.logOptions(ref.shard, ref.log).retention;
+      // Its reopens (a truncation, a bootstrap, a rebuild) take the new bounds too.
+      state.opts = { ...state.opts, retention: want };
       // A copy closing meanwhile (released, shut down) has no retention left to change.
       deleted += await state.log.setRetention(want).catch(() => 0);
     }

@@ -187,7 +187,9 @@ export class SegmentLog {
     )
       return 0;
     this.head.setRetention(next, this.timedRetention);
-    return this.enforceRetention();
+    // A pass already running counted by the old bounds (it is joined): one more by the new.
+    const joined = await this.enforceRetention();
+    return joined + (await this.enforceRetention());
   }
 
   /** Oldest retained offset. */

@@ -193,3 +193,14 @@ export function keepNewerGenerations<A extends { generation: number }>(
     );
   return kept;
 }
+
+export const NEEDS_DATA_DIR =
+  'a durable stream needs durable.data_dir (FELIX_DURABLE_STORAGE_DIR) on this broker';
+
+/** The catalog's latest config of an installed stream (retention and consistency may change). */
+export function latestConfig(
+  streams: ReadonlyMap<string, StreamConfig>,
+  installed: StreamConfig,
+): StreamConfig {
+  return streams.get(streamKey(installed.tenant, installed.namespace, installed.name)) ?? installed;
+}

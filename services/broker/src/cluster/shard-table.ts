@@ -41,7 +41,9 @@ import {
   refOf,
   refOfAssignment,
   sameShape,
+  NEEDS_DATA_DIR,
   keepNewerGenerations,
+  latestConfig,
   ledWithCopies,
   streamKeyOfChange,
   takeOut,
@@ -341,8 +343,9 @@ export class ShardTable {
     return this.streams.get(streamKey(t, ns, name));
   }
 
-  /** The creation id the catalog gives a stream or cache (replica reports name it). */
+  /** The served creation id of a stream or cache (none while an older one's files remain). */
   uidOf(kind: ShardKind, t: string, ns: string, name: string): string | undefined {
+    if (this.deleted.has(kind, t, ns, name)) return undefined;
     return (kind === 'cache' ? this.caches : this.streams).get(streamKey(t, ns, name))?.uid;
   }
 
@@ -529,7 +532,7 @@ export class ShardTable {
         }
         if (held) {
           held.generation = a.generation;
-          await applyRetention(rt.shards[i], retentionOf(this.cfg, s), this.log);
+          applyRetention(rt.shards[i], retentionOf(this.cfg, s), this.log);
           await this.shipIfReplicated(rt, i, a);
           continue;
         }
@@ -539,7 +542,7 @@ export class ShardTable {
       }
     }
     await this.reconcileCaches();
-    await this.replication?.refreshFollowerRetention();
+    void this.replication?.refreshFollowerRetention(); // deletions run behind the pass
     this.heldGauge.set(this.held.size);
   }
 
@@ -631,13 +634,10 @@ export class ShardTable {
   }
 
   private async acquire(rt: StreamRuntime, i: number, generation: number): Promise<void> {
-    const s = rt.config;
+    const s = latestConfig(this.streams, rt.config); // a PATCH since install (its retention)
     const sk = shardKey('stream', s.tenant, s.namespace, s.name, i);
     try {
-      if (s.durable && this.cfg.durable.data_dir === null)
-        throw new Error(
-          'a durable stream needs durable.data_dir (FELIX_DURABLE_STORAGE_DIR) on this broker',
-        );
+      if (s.durable && this.cfg.durable.data_dir === null) throw new Error(NEEDS_DATA_DIR);
       // A follower's copies of this shard's logs are closed first: the leader's are the same
       // files (its records, and its groups' cursors and dead letters).
       for (const log of logsOwnedBy('stream'))

@@ -66,20 +66,22 @@ export async function openDurableStore(
 
 /**
  * Applies `retention` to an open durable shard's log (the catalog changed it: a PATCH reaches an
- * open shard without a reopen). A bound the log refuses is logged; the old one stays.
+ * open shard without a reopen). The bounds take effect at once; the deletions they call for run
+ * behind, so a pass over the shards (a failover waits on it) never waits on them. A bound the log
+ * refuses is logged; the old one stays.
  */
-export async function applyRetention(
+export function applyRetention(
   shard: Shard | undefined,
   retention: LogOptions['retention'],
   log: Logger,
-): Promise<void> {
+): void {
   const segments = shard?.store?.log;
   if (segments === undefined) return;
-  try {
-    const deleted = await segments.setRetention(retention);
-    if (deleted > 0)
-      log.info({ shard: shard!.name, deleted }, 'retention changed: segments deleted');
-  } catch (err) {
-    log.warn({ err, shard: shard!.name }, 'retention not changed');
-  }
+  const name = shard!.name;
+  segments.setRetention(retention).then(
+    (deleted) => {
+      if (deleted > 0) log.info({ shard: name, deleted }, 'retention changed: segments deleted');
+    },
+    (err: unknown) => log.warn({ err, shard: name }, 'retention not changed'),
+  );
 }

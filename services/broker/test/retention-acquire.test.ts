@@ -1,0 +1,113 @@
+// Goal: a stream's retention PATCHed while this broker only follows it applies when the broker
+// later leads the shard (a hand-off or failover to it). Found by review: `acquire` opened the
+// store through `rt.config`, the config the stream was installed with, which no PATCH updates
+// (sameShape keeps the runtime); it now opens through the catalog's latest.
+// Method: a ShardTable fed by hand with a real durable store (as committed-reads-patch.test.ts):
+// installed with a 8 KiB bound while n1 follows, the bound removed, n1 promoted; the opened
+// log must not delete anything by the removed bound.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { Catalog } from '../src/catalog/catalog.js';
+import { ShardTable } from '../src/cluster/shard-table.js';
+import { loadConfig } from '../src/config/load.js';
+import type { StreamConfig } from '../src/config/types.js';
+import { openDurableStore, retentionOf } from '../src/streams/durable-store.js';
+import type { StreamRuntime } from '../src/streams/shard.js';
+import type { BrokerMetrics } from '../src/metrics.js';
+
+const T = 't1';
+const NS = 'ns';
+const stream = (retention?: Record<string, number>) => ({
+  tenant_id: T,
+  namespace: NS,
+  stream: 's',
+  shards: 1,
+  durable: true,
+  consistency: 'Leader',
+  replication_factor: 2,
+  ...(retention === undefined ? {} : { retention }),
+});
+const assignment = (leader: string, generation: number) => ({
+  tenant_id: T,
+  namespace: NS,
+  kind: 'stream',
+  stream: 's',
+  shard: 0,
+  leader,
+  replicas: ['n1', 'n2'],
+  generation,
+});
+const change = (value: Record<string, unknown>) => ({ op: 'put', key: {}, value }) as never;
+
+describe('a retention PATCHed before this broker leads the shard', () => {
+  it('a_leader_promoted_after_its_streams_retention_was_removed_opens_without_the_old_bound', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'felix-retention-acquire-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const cfg = loadConfig({ FELIX_DURABLE_STORAGE_DIR: dir, FELIX_DURABLE_SEGMENT_BYTES: '4096' });
+    const installed: StreamRuntime[] = [];
+    const opened: StreamConfig[] = [];
+    const catalog = {
+      installStream: (rt: StreamRuntime) => installed.push(rt),
+      removeStream: () => undefined,
+    } as unknown as Catalog;
+    const metrics = { fsyncs: { inc: () => undefined } } as unknown as BrokerMetrics;
+    const t = new ShardTable(
+      cfg,
+      catalog,
+      'n1',
+      (s, i) => {
+        opened.push(s);
+        return openDurableStore(cfg, s, i, metrics);
+      },
+      { onDrop: () => undefined, onApply: () => undefined },
+      pino({ level: 'silent' }),
+      new Registry(),
+    );
+    t.replication = {
+      replicator: {
+        stop: async () => undefined,
+        ship: async () => undefined,
+        reports: () => [],
+        wake: () => undefined,
+        fence: async () => ({ majority: true, answers: [] }),
+        link: () => undefined,
+        shippingGeneration: () => undefined,
+      },
+      releaseFollower: () => Promise.resolve(),
+      refreshFollowerRetention: async () => 0,
+      logOptions: () => ({}),
+      riding: {
+        admit: () => undefined,
+        open: async () => null,
+        release: async () => undefined,
+        holdToCommit: () => null,
+      },
+    } as unknown as NonNullable<ShardTable['replication']>;
+    t.nodeAddresses.set('n2', '127.0.0.1:7002');
+    t.streamsFeed.snapshot([stream({ max_size_bytes: 8192 })]);
+    t.assignmentsFeed.snapshot([assignment('n2', 1)]); // n1 follows: the runtime is installed
+    await t.settled();
+    t.streamsFeed.changes([change(stream())]); // PATCH: retention removed
+    await t.settled();
+    t.assignmentsFeed.changes([change(assignment('n1', 2))]); // n1 promoted (no feed change after)
+    await t.settled();
+    expect(opened).toHaveLength(1);
+    const log = (
+      installed[0]!.shards[0] as { store?: { log?: import('@felix/storage').SegmentLog } }
+    ).store!.log!;
+    const payload = new TextEncoder().encode('x'.repeat(1000));
+    for (let i = 0; i < 40; i++) await log.append([payload]);
+    expect(log.segmentCount).toBeGreaterThan(3);
+    // Nothing bounds the stream any more: a retention pass deletes nothing.
+    expect(await log.enforceRetention()).toBe(0);
+    // The store is opened with the catalog's retention now: none.
+    expect(retentionOf(cfg, opened[0]!)).toBeUndefined();
+    await t.close();
+    // The table's close may have closed it already: the verdict is above.
+    await log.close().catch(() => undefined);
+  });
+});
