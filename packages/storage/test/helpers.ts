@@ -58,3 +58,20 @@ export function prng(seed: number): () => number {
     return (s >>> 0) / 2 ** 32;
   };
 }
+
+/** Every record from `from` (the log's base) as `offset:text`, read `maxRecords` at a time. */
+export async function readAll(
+  log: SegmentLog,
+  from = log.baseOffset,
+  maxRecords?: number,
+): Promise<string[]> {
+  const out: string[] = [];
+  let next = from;
+  for (;;) {
+    const r = await log.read(next, maxRecords === undefined ? undefined : { maxRecords });
+    if (r.kind !== 'records') throw new Error('unexpected trim');
+    if (r.records.length === 0) return out;
+    for (const rec of r.records) out.push(`${rec.offset}:${text(rec.payload)}`);
+    next = r.next;
+  }
+}

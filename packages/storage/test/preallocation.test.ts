@@ -18,23 +18,10 @@ import { nodeIo } from '../src/io/node-io.js';
 import { DURABLE_MARK_FILE, segmentFileName } from '../src/log/layout.js';
 import { PREALLOCATE_GAP_BYTES } from '../src/limits.js';
 import { planRecovery } from '../src/log/recovery.js';
-import type { SegmentLog } from '../src/log/segment-log.js';
 import { SEGMENT_HEADER_BYTES } from '../src/segment/format.js';
-import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
+import { openLog, payload, readAll, scratchRoot, shardDir, text } from './helpers.js';
 
 const RECORD = 28 + 100;
-
-async function readAll(log: SegmentLog): Promise<string[]> {
-  const out: string[] = [];
-  let next = log.baseOffset;
-  for (;;) {
-    const r = await log.read(next);
-    if (r.kind !== 'records') throw new Error('unexpected trim');
-    if (r.records.length === 0) return out;
-    for (const rec of r.records) out.push(`${rec.offset}:${text(rec.payload)}`);
-    next = r.next;
-  }
-}
 
 const segSize = async (root: string, id: number) =>
   (await stat(join(shardDir(root), segmentFileName(id)))).size;

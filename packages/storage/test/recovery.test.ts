@@ -15,26 +15,13 @@ import { nodeIo } from '../src/io/node-io.js';
 import { encodeDurableMark } from '../src/log/durable-mark.js';
 import { DURABLE_MARK_FILE, indexFileName, segmentFileName } from '../src/log/layout.js';
 import { planRecovery } from '../src/log/recovery.js';
-import type { SegmentLog } from '../src/log/segment-log.js';
 import {
   FLAG_GENERATION_START,
   SEGMENT_HEADER_BYTES,
   encodeRecord,
   encodeSegmentHeader,
 } from '../src/segment/format.js';
-import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
-
-async function readAll(log: SegmentLog): Promise<string[]> {
-  const out: string[] = [];
-  let next = log.baseOffset;
-  for (;;) {
-    const r = await log.read(next);
-    if (r.kind !== 'records') throw new Error('unexpected trim');
-    if (r.records.length === 0) return out;
-    for (const rec of r.records) out.push(`${rec.offset}:${text(rec.payload)}`);
-    next = r.next;
-  }
-}
+import { openLog, payload, readAll, scratchRoot, shardDir, text } from './helpers.js';
 
 /** A closed log of `n` records of 100 bytes; returns the expected reads. */
 async function writeLog(root: string, n: number, segmentBytes?: number): Promise<string[]> {

@@ -22,20 +22,7 @@ import type { IoFile, OpenMode } from '../src/io/io.js';
 import { nodeIo } from '../src/io/node-io.js';
 import { WRITE_INLINE_BYTES_MAX, WRITE_INLINE_UNSYNCED_BYTES_MAX } from '../src/limits.js';
 import { indexFileName, segmentFileName } from '../src/log/layout.js';
-import type { SegmentLog } from '../src/log/segment-log.js';
-import { openLog, payload, scratchRoot, shardDir, text } from './helpers.js';
-
-async function readAll(log: SegmentLog, from = log.baseOffset): Promise<string[]> {
-  const out: string[] = [];
-  let next = from;
-  for (;;) {
-    const r = await log.read(next, { maxRecords: 7 });
-    if (r.kind !== 'records') throw new Error('unexpected trim');
-    if (r.records.length === 0) return out;
-    for (const rec of r.records) out.push(`${rec.offset}:${text(rec.payload)}`);
-    next = r.next;
-  }
-}
+import { openLog, payload, readAll, scratchRoot, shardDir, text } from './helpers.js';
 
 describe('SegmentLog', () => {
   it('appended_batches_read_back_in_offset_order_across_segments', async () => {
@@ -54,13 +41,13 @@ describe('SegmentLog', () => {
     expect(log.segmentCount).toBeGreaterThan(3);
     expect(log.tailOffset).toBe(120);
     expect(log.durableOffset).toBe(120);
-    expect(await readAll(log)).toEqual(expected);
-    expect(await readAll(log, 55)).toEqual(expected.slice(55));
+    expect(await readAll(log, undefined, 7)).toEqual(expected);
+    expect(await readAll(log, 55, 7)).toEqual(expected.slice(55));
     await log.close();
     const reopened = await openLog(root, { segmentBytes: 4096 });
     expect(reopened.tailOffset).toBe(120);
     expect(reopened.recovered.filter((a) => a.kind !== 'rewriteIndex')).toEqual([]);
-    expect(await readAll(reopened)).toEqual(expected);
+    expect(await readAll(reopened, undefined, 7)).toEqual(expected);
     const more = await reopened.append([payload(999)]);
     expect(more.first).toBe(120);
     await reopened.close();
@@ -132,11 +119,15 @@ describe('SegmentLog', () => {
     await new Promise<void>((r) => setImmediate(r));
     const after = await log.append([payload(5)]);
     expect(after).toEqual({ first: 2, next: 3 });
-    expect(await readAll(log)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
+    expect(await readAll(log, undefined, 7)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
     await log.close();
     const reopened = await openLog(root);
     expect(reopened.recovered.filter((a) => a.kind !== 'rewriteIndex')).toEqual([]);
-    expect(await readAll(reopened)).toEqual(['0:record-0-', '1:record-1-', '2:record-5-']);
+    expect(await readAll(reopened, undefined, 7)).toEqual([
+      '0:record-0-',
+      '1:record-1-',
+      '2:record-5-',
+    ]);
     await reopened.close();
   });
 
@@ -164,7 +155,7 @@ describe('SegmentLog', () => {
     // From the next turn on the log writes again, from the failed write's offset.
     await new Promise<void>((r) => setImmediate(r));
     expect(await log.append([payload(4)])).toEqual({ first: 1, next: 2 });
-    expect(await readAll(log)).toEqual(['0:record-0-', '1:record-4-']);
+    expect(await readAll(log, undefined, 7)).toEqual(['0:record-0-', '1:record-4-']);
     await log.close();
   });
 
@@ -352,7 +343,7 @@ describe('SegmentLog', () => {
     const reopened = await openLog(root, { segmentBytes: 64 * 1024 });
     expect(reopened.recovered).toContainEqual({ kind: 'rewriteIndex', segmentId: 0 });
     expect(Buffer.compare(await readFile(sealedIndex), original)).toBe(0);
-    expect((await readAll(reopened)).length).toBe(300);
+    expect((await readAll(reopened, undefined, 7)).length).toBe(300);
     await reopened.close();
   });
 
@@ -367,7 +358,7 @@ describe('SegmentLog', () => {
     bad[24 + 16 * 3 + 15]! ^= 0x40; // one entry's position now points inside a record
     await (await import('node:fs/promises')).writeFile(sealedIndex, bad);
     const reopened = await openLog(root, { segmentBytes: 64 * 1024 });
-    const all = await readAll(reopened);
+    const all = await readAll(reopened, undefined, 7);
     expect(all.length).toBe(300);
     expect(all[50]).toBe(`50:${text(payload(50, 200))}`);
     await reopened.close();
@@ -389,7 +380,7 @@ describe('SegmentLog', () => {
     expect(await log.trimBelow(3)).toBe(1);
     expect(log.baseOffset).toBe(3);
     expect(await log.trimBelow(100)).toBe(0); // never the active segment
-    expect(await readAll(log)).toEqual(['3:record-3-']);
+    expect(await readAll(log, undefined, 7)).toEqual(['3:record-3-']);
     await log.close();
   });
 
@@ -435,7 +426,7 @@ describe('SegmentLog', () => {
     await durable;
     await log.waitDurable(3);
     expect(log.durableOffset).toBe(3);
-    expect(await readAll(log)).toEqual(['0:record-0-', '1:record-1-', '2:record-2-']);
+    expect(await readAll(log, undefined, 7)).toEqual(['0:record-0-', '1:record-1-', '2:record-2-']);
     await log.close();
   });
   it('a_log_without_fsync_syncs_only_at_seal_flush_and_close', async () => {
@@ -548,7 +539,7 @@ describe('SegmentLog', () => {
     expect(segmentWrites()).toBe(1);
     await lazy.close();
     const reopened = await openLog(root);
-    expect(await readAll(reopened)).toHaveLength(4);
+    expect(await readAll(reopened, undefined, 7)).toHaveLength(4);
     await reopened.close();
   });
 
@@ -581,7 +572,7 @@ describe('SegmentLog', () => {
     expect(segmentWrites()).toBe(inline + 1);
     await log.close();
     const reopened = await openLog(root);
-    expect(await readAll(reopened)).toHaveLength(offset);
+    expect(await readAll(reopened, undefined, 7)).toHaveLength(offset);
     await reopened.close();
   });
 
@@ -610,7 +601,7 @@ describe('SegmentLog', () => {
     expect(mark?.endsWith('.log')).toBe(false);
     await log.close();
     const reopened = await openLog(root);
-    expect(await readAll(reopened)).toHaveLength(1);
+    expect(await readAll(reopened, undefined, 7)).toHaveLength(1);
     await reopened.close();
   });
 

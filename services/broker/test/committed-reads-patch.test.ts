@@ -4,15 +4,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { Catalog } from '../src/catalog/catalog.js';
-import { ShardTable } from '../src/cluster/shard-table.js';
 import { loadConfig } from '../src/config/load.js';
-import { openDurableStore } from '../src/streams/durable-store.js';
-import type { StreamRuntime } from '../src/streams/shard.js';
-import type { BrokerMetrics } from '../src/metrics.js';
+import { durableTableOfN1 } from './support/shard-table.js';
 
 const T = 't1';
 const NS = 'ns';
@@ -42,42 +36,7 @@ describe('committedReads follows the catalog', () => {
     const dir = mkdtempSync(join(tmpdir(), 'felix-committed-reads-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const cfg = loadConfig({ FELIX_DURABLE_STORAGE_DIR: dir });
-    const installed: StreamRuntime[] = [];
-    const catalog = {
-      installStream: (rt: StreamRuntime) => installed.push(rt),
-      removeStream: () => undefined,
-    } as unknown as Catalog;
-    const metrics = { fsyncs: { inc: () => undefined } } as unknown as BrokerMetrics;
-    const t = new ShardTable(
-      cfg,
-      catalog,
-      'n1',
-      (s, i) => openDurableStore(cfg, s, i, metrics),
-      { onDrop: () => undefined, onApply: () => undefined },
-      pino({ level: 'silent' }),
-      new Registry(),
-    );
-    t.replication = {
-      replicator: {
-        stop: async () => undefined,
-        ship: async () => undefined,
-        reports: () => [],
-        wake: () => undefined,
-        fence: async () => ({ majority: true, answers: [] }),
-        link: () => undefined,
-        shippingGeneration: () => undefined,
-      },
-      releaseFollower: () => Promise.resolve(),
-      refreshFollowerRetention: async () => 0,
-      logOptions: () => ({}),
-      riding: {
-        admit: () => undefined,
-        open: async () => null,
-        release: async () => undefined,
-        holdToCommit: () => null,
-      },
-    } as unknown as NonNullable<ShardTable['replication']>;
-    t.nodeAddresses.set('n2', '127.0.0.1:7002');
+    const { t, installed } = durableTableOfN1(cfg);
     t.streamsFeed.snapshot([stream('Quorum')]);
     t.assignmentsFeed.snapshot([assignment('n2', 1)]); // n1 follows: the runtime is installed
     await t.settled();

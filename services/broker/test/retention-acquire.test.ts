@@ -8,16 +8,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { Catalog } from '../src/catalog/catalog.js';
-import { ShardTable } from '../src/cluster/shard-table.js';
 import { loadConfig } from '../src/config/load.js';
-import type { StreamConfig } from '../src/config/types.js';
-import { openDurableStore, retentionOf } from '../src/streams/durable-store.js';
-import type { StreamRuntime } from '../src/streams/shard.js';
-import type { BrokerMetrics } from '../src/metrics.js';
+import { retentionOf } from '../src/streams/durable-store.js';
+import { durableTableOfN1 } from './support/shard-table.js';
 
 const T = 't1';
 const NS = 'ns';
@@ -48,46 +42,7 @@ describe('a retention PATCHed before this broker leads the shard', () => {
     const dir = mkdtempSync(join(tmpdir(), 'felix-retention-acquire-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const cfg = loadConfig({ FELIX_DURABLE_STORAGE_DIR: dir, FELIX_DURABLE_SEGMENT_BYTES: '4096' });
-    const installed: StreamRuntime[] = [];
-    const opened: StreamConfig[] = [];
-    const catalog = {
-      installStream: (rt: StreamRuntime) => installed.push(rt),
-      removeStream: () => undefined,
-    } as unknown as Catalog;
-    const metrics = { fsyncs: { inc: () => undefined } } as unknown as BrokerMetrics;
-    const t = new ShardTable(
-      cfg,
-      catalog,
-      'n1',
-      (s, i) => {
-        opened.push(s);
-        return openDurableStore(cfg, s, i, metrics);
-      },
-      { onDrop: () => undefined, onApply: () => undefined },
-      pino({ level: 'silent' }),
-      new Registry(),
-    );
-    t.replication = {
-      replicator: {
-        stop: async () => undefined,
-        ship: async () => undefined,
-        reports: () => [],
-        wake: () => undefined,
-        fence: async () => ({ majority: true, answers: [] }),
-        link: () => undefined,
-        shippingGeneration: () => undefined,
-      },
-      releaseFollower: () => Promise.resolve(),
-      refreshFollowerRetention: async () => 0,
-      logOptions: () => ({}),
-      riding: {
-        admit: () => undefined,
-        open: async () => null,
-        release: async () => undefined,
-        holdToCommit: () => null,
-      },
-    } as unknown as NonNullable<ShardTable['replication']>;
-    t.nodeAddresses.set('n2', '127.0.0.1:7002');
+    const { t, installed, opened } = durableTableOfN1(cfg);
     t.streamsFeed.snapshot([stream({ max_size_bytes: 8192 })]);
     t.assignmentsFeed.snapshot([assignment('n2', 1)]); // n1 follows: the runtime is installed
     await t.settled();

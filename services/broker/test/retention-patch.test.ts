@@ -6,45 +6,23 @@
 // Method: real processes from the built dist/ of both services (control plane on SQLite, one
 // broker with a data dir and 4 KiB segments), the stream made and patched through the REST API,
 // @felix/client to publish and read.
-import { join } from 'node:path';
 import { type FelixClient, connect } from '@felix/client';
-import { type Child, freePort, tempDir, waitFor } from '@felix/testing-harness';
+import { waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  OPERATOR_PERMISSIONS,
+  type AcmeCluster,
   type Running,
   SETTLE_MS,
-  bootstrapToken,
   heldShards,
-  nodeToken,
-  readyStatus,
-  startClusterBroker,
-  startControlPlane,
+  startAcmeCluster,
 } from './support/cluster.js';
 
 const SEGMENT_BYTES = 4096;
 
 describe('a retention PATCHed on an open stream', () => {
-  let cpUrl = '';
-  let cp: Child;
-  let operatorToken = '';
-  let acmeToken = '';
+  let cluster: AcmeCluster;
   let broker: Running;
-  let cleanup: () => Promise<void>;
-
-  async function api(method: string, path: string, body?: unknown) {
-    const token = path.startsWith('/v1/tenants/acme/') ? acmeToken : operatorToken;
-    const res = await fetch(`${cpUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-  }
+  const api = (method: string, path: string, body?: unknown) => cluster.api(method, path, body);
 
   const lines = (msg: string) =>
     broker.child
@@ -56,33 +34,14 @@ describe('a retention PATCHed on an open stream', () => {
       );
 
   beforeAll(async () => {
-    const dir = await tempDir('felix-retention-patch');
-    cleanup = dir.cleanup;
-    const cpPort = await freePort();
-    const bootPort = await freePort();
-    cpUrl = `http://127.0.0.1:${cpPort}`;
-    cp = await startControlPlane(join(dir.path, 'cp'), cpPort, bootPort);
-    operatorToken = await bootstrapToken(bootPort, 'operator', OPERATOR_PERMISSIONS, {
-      operator: true,
-    });
-    broker = await startClusterBroker(dir.path, {
-      FELIX_CONTROLPLANE_URL: cpUrl,
-      FELIX_NODE_TOKEN: await nodeToken(bootPort, 'broker-a'),
-      FELIX_NODE_ID: 'broker-a',
+    cluster = await startAcmeCluster('felix-retention-patch', {
       FELIX_DURABLE_SEGMENT_BYTES: String(SEGMENT_BYTES),
     });
-    await waitFor(async () => (await readyStatus(broker)) === 200, 'the broker ready', SETTLE_MS);
-    expect((await api('POST', '/v1/tenants', { tenant_id: 'acme' })).status).toBe(201);
-    acmeToken = await bootstrapToken(bootPort, 'acme', ['tenant.manage:tenant:acme']);
-    expect((await api('POST', '/v1/tenants/acme/namespaces', { namespace: 'prod' })).status).toBe(
-      201,
-    );
+    broker = cluster.broker;
   }, 60_000);
 
   afterAll(async () => {
-    await broker?.child.kill();
-    await cp?.kill();
-    await cleanup?.();
+    await cluster?.close();
   });
 
   it('a_patched_retention_reaches_an_open_shard_without_a_reopen', async () => {

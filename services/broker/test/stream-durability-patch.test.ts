@@ -11,45 +11,23 @@
 // acknowledged meanwhile at offsets 0 and 1 were gone, their offsets naming other records).
 // Method: real processes from the built dist/ of both services (control plane on SQLite, one
 // broker with a data dir), the stream made and patched through the REST API, @felix/client.
-import { join } from 'node:path';
 import { type FelixClient, connect } from '@felix/client';
-import { type Child, freePort, tempDir, waitFor } from '@felix/testing-harness';
+import { waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  OPERATOR_PERMISSIONS,
+  type AcmeCluster,
   type Running,
   SETTLE_MS,
-  bootstrapToken,
   heldShards,
-  nodeToken,
-  readyStatus,
-  startClusterBroker,
-  startControlPlane,
+  startAcmeCluster,
 } from './support/cluster.js';
 
 const TEXT = new TextDecoder();
 
 describe('a durable stream patched to durable: false', () => {
-  let cpUrl = '';
-  let cp: Child;
-  let operatorToken = '';
-  let acmeToken = '';
+  let cluster: AcmeCluster;
   let broker: Running;
-  let cleanup: () => Promise<void>;
-
-  async function api(method: string, path: string, body?: unknown) {
-    const token = path.startsWith('/v1/tenants/acme/') ? acmeToken : operatorToken;
-    const res = await fetch(`${cpUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-  }
+  const api = (method: string, path: string, body?: unknown) => cluster.api(method, path, body);
 
   const opened = () =>
     broker.child
@@ -61,32 +39,12 @@ describe('a durable stream patched to durable: false', () => {
       ).length;
 
   beforeAll(async () => {
-    const dir = await tempDir('felix-durable-patch');
-    cleanup = dir.cleanup;
-    const cpPort = await freePort();
-    const bootPort = await freePort();
-    cpUrl = `http://127.0.0.1:${cpPort}`;
-    cp = await startControlPlane(join(dir.path, 'cp'), cpPort, bootPort);
-    operatorToken = await bootstrapToken(bootPort, 'operator', OPERATOR_PERMISSIONS, {
-      operator: true,
-    });
-    broker = await startClusterBroker(dir.path, {
-      FELIX_CONTROLPLANE_URL: cpUrl,
-      FELIX_NODE_TOKEN: await nodeToken(bootPort, 'broker-a'),
-      FELIX_NODE_ID: 'broker-a',
-    });
-    await waitFor(async () => (await readyStatus(broker)) === 200, 'the broker ready', SETTLE_MS);
-    expect((await api('POST', '/v1/tenants', { tenant_id: 'acme' })).status).toBe(201);
-    acmeToken = await bootstrapToken(bootPort, 'acme', ['tenant.manage:tenant:acme']);
-    expect((await api('POST', '/v1/tenants/acme/namespaces', { namespace: 'prod' })).status).toBe(
-      201,
-    );
+    cluster = await startAcmeCluster('felix-durable-patch');
+    broker = cluster.broker;
   }, 60_000);
 
   afterAll(async () => {
-    await broker?.child.kill();
-    await cp?.kill();
-    await cleanup?.();
+    await cluster?.close();
   });
 
   it('turning_durability_off_never_hands_out_an_acknowledged_offset_again', async () => {

@@ -433,13 +433,11 @@ function promotionSuite(backend: Backend): void {
       expect(again!.replicas).toEqual([outsider, member]);
     });
 
-    // Review h1: the set a restored database names may not be the set the reporter ships to.
-    // Its report names its followers (replica_offsets): the members that acknowledged at the
-    // reported generation. Moving past it with the restored set swaps members in one step (the
-    // very thing "Quorum sets change one step at a time" forbids), and with a reporter outside
-    // the restored set hands the shard to the restored leader at a generation high enough to
-    // win its fence over the stale members it names.
-    it('a_report_from_a_newer_generation_keeps_the_set_that_acknowledged_at_it', async () => {
+    /**
+     * A quorum stream at RF 3 whose database went back: `f1` reports leading three generations
+     * on, over `x` (not in the restored set, holding offsets to 100) and `f2` (at 40).
+     */
+    async function restoredBehind() {
       await store.streams.create(
         stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
         view,
@@ -448,7 +446,6 @@ function promotionSuite(backend: Backend): void {
       const { uid } = await store.streams.get('t1', 'ns', 's');
       const [, f1, f2] = a!.replicas as [string, string, string];
       const x = ['n1', 'n2', 'n3', 'n4'].find((id) => !a!.replicas.includes(id))!;
-      // Since the backup: f1 leads over {f1, x, f2} (the old leader replaced by x).
       const ahead = {
         ...reportOf(a!, {}),
         uid,
@@ -460,6 +457,18 @@ function promotionSuite(backend: Backend): void {
           { node_id: f2, durable_offset: 40 },
         ],
       };
+      return { f1, f2, x, ahead };
+    }
+
+    // Review h1: the set a restored database names may not be the set the reporter ships to.
+    // Its report names its followers (replica_offsets): the members that acknowledged at the
+    // reported generation. Moving past it with the restored set swaps members in one step (the
+    // very thing "Quorum sets change one step at a time" forbids), and with a reporter outside
+    // the restored set hands the shard to the restored leader at a generation high enough to
+    // win its fence over the stale members it names.
+    it('a_report_from_a_newer_generation_keeps_the_set_that_acknowledged_at_it', async () => {
+      // Since the backup: f1 leads over {f1, x, f2} (the old leader replaced by x).
+      const { f1, f2, x, ahead } = await restoredBehind();
       expect(await store.replicaReports.record(f1, 1, [ahead])).toEqual(['future_generation']);
       const [moved] = (await store.assignments.list(10)).items;
       expect(moved!.leader).toBe(f1);
@@ -468,27 +477,9 @@ function promotionSuite(backend: Backend): void {
     });
 
     it('a_leader_lost_after_a_restored_assignment_moved_past_it_is_replaced_only_by_a_member_holding_its_acks', async () => {
-      await store.streams.create(
-        stream('s', { durable: true, replication_factor: 3, consistency: 'Quorum' }),
-        view,
-      );
-      const [a] = (await store.assignments.list(10)).items;
-      const { uid } = await store.streams.get('t1', 'ns', 's');
-      const [, f1, f2] = a!.replicas as [string, string, string];
-      const x = ['n1', 'n2', 'n3', 'n4'].find((id) => !a!.replicas.includes(id))!;
       // f1 leads {f1, x, f2} at a generation the restored database never wrote; 40..100 were
       // acknowledged by f1 and x (f2 lagging).
-      const ahead = {
-        ...reportOf(a!, {}),
-        uid,
-        generation: a!.generation + 3,
-        leader_offset: 100,
-        commit_offset: 100,
-        replica_offsets: [
-          { node_id: x, durable_offset: 100 },
-          { node_id: f2, durable_offset: 40 },
-        ],
-      };
+      const { f1, f2, x, ahead } = await restoredBehind();
       await store.replicaReports.record(f1, 1, [ahead]);
       const [moved] = (await store.assignments.list(10)).items;
       // f1 goes on leading (no new fence) at the moved generation; its shipper restarted there,

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type Child, freePort, spawnNode } from '@felix/testing-harness';
+import { type Child, freePort, spawnNode, tempDir, waitFor } from '@felix/testing-harness';
 
 export const REPO = resolve(import.meta.dirname, '..', '..', '..', '..');
 export const BROKER_MAIN = join(REPO, 'services', 'broker', 'dist', 'main.js');
@@ -132,4 +132,69 @@ export async function readyStatus(b: Running): Promise<number> {
 export async function heldShards(b: Running): Promise<number> {
   const body = await (await fetch(`http://127.0.0.1:${b.httpPort}/metrics`)).text();
   return Number(/felix_broker_cluster_shards_held (\d+)/.exec(body)?.[1] ?? -1);
+}
+
+/** A control plane on SQLite, one broker registered with it, and tenant `acme` with namespace
+ *  `prod`; `api` calls the control plane as the operator, or as acme's admin under its path. */
+export interface AcmeCluster {
+  cpUrl: string;
+  cp: Child;
+  broker: Running;
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: ReturnType<typeof JSON.parse> }>;
+  close(): Promise<void>;
+}
+
+export async function startAcmeCluster(
+  prefix: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<AcmeCluster> {
+  const dir = await tempDir(prefix);
+  const cpPort = await freePort();
+  const bootPort = await freePort();
+  const cpUrl = `http://127.0.0.1:${cpPort}`;
+  const cp = await startControlPlane(join(dir.path, 'cp'), cpPort, bootPort);
+  const operatorToken = await bootstrapToken(bootPort, 'operator', OPERATOR_PERMISSIONS, {
+    operator: true,
+  });
+  let acmeToken = '';
+  const api = async (method: string, path: string, body?: unknown) => {
+    const token = path.startsWith('/v1/tenants/acme/') ? acmeToken : operatorToken;
+    const res = await fetch(`${cpUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text === '' ? null : JSON.parse(text) };
+  };
+  const broker = await startClusterBroker(dir.path, {
+    FELIX_CONTROLPLANE_URL: cpUrl,
+    FELIX_NODE_TOKEN: await nodeToken(bootPort, 'broker-a'),
+    FELIX_NODE_ID: 'broker-a',
+    ...env,
+  });
+  await waitFor(async () => (await readyStatus(broker)) === 200, 'the broker ready', SETTLE_MS);
+  const tenant = await api('POST', '/v1/tenants', { tenant_id: 'acme' });
+  if (tenant.status !== 201) throw new Error(`tenant acme: ${tenant.status}`);
+  acmeToken = await bootstrapToken(bootPort, 'acme', ['tenant.manage:tenant:acme']);
+  const ns = await api('POST', '/v1/tenants/acme/namespaces', { namespace: 'prod' });
+  if (ns.status !== 201) throw new Error(`namespace prod: ${ns.status}`);
+  return {
+    cpUrl,
+    cp,
+    broker,
+    api,
+    async close() {
+      await broker.child.kill();
+      await cp.kill();
+      await dir.cleanup();
+    },
+  };
 }
