@@ -252,11 +252,10 @@ function quorumStep(req: ShardRequest, current: Assignment, leader: string): Pla
   // A set of one acks nothing under quorum: nothing to keep, it may grow at once.
   if (req.quorum.established || current.replicas.length === 1) return undefined;
   const lost = new Set(req.quorum.lost ?? []);
-  lost.delete(leader);
   return placedAs(
     current,
     leader,
-    current.replicas.filter((id) => !lost.has(id)),
+    current.replicas.filter((id) => id === leader || !lost.has(id)),
   );
 }
 

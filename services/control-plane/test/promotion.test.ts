@@ -116,6 +116,17 @@ function promotionSuite(backend: Backend): void {
 
     const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000 } as LivenessConfig;
 
+    /** A report of every member at `offset`, the commit mark there too. */
+    const levelAt =
+      (offset: number) =>
+      (a: AssignmentRecord): Partial<ReportInput> => ({
+        leader_offset: offset,
+        commit_offset: offset,
+        replica_offsets: a.replicas
+          .filter((id) => id !== a.leader)
+          .map((node_id) => ({ node_id, durable_offset: offset })),
+      });
+
     it('placement_promotes_the_most_caught_up_replica_the_report_names', async () => {
       const { before, after } = await failover('Leader', 3, (a) => {
         const [, f1, f2] = a.replicas;
@@ -334,17 +345,7 @@ function promotionSuite(backend: Backend): void {
 
     it('a_quorum_failover_keeps_its_set_until_the_new_leader_reports_and_then_tops_it_up', async () => {
       // Four nodes, RF 3: the fourth is free to top the set up with.
-      const { before, after } = await failover('Quorum', 3, (a) => {
-        const [, f1, f2] = a.replicas;
-        return {
-          leader_offset: 10,
-          commit_offset: 10,
-          replica_offsets: [
-            { node_id: f1!, durable_offset: 10 },
-            { node_id: f2!, durable_offset: 10 },
-          ],
-        };
-      });
+      const { before, after } = await failover('Quorum', 3, levelAt(10));
       expect(after.generation).toBe(before.generation + 1);
       expect(after.leader).not.toBe(before.leader);
       expect([...after.replicas].sort()).toEqual([...before.replicas].sort());
@@ -352,14 +353,7 @@ function promotionSuite(backend: Backend): void {
       await store.assignments.pass(view);
       expect((await store.assignments.list(10)).items[0]).toEqual(after);
       // Reported at its generation: the dead leader is replaced by the fourth node.
-      const others = after.replicas.filter((id) => id !== after.leader);
-      await store.replicaReports.record(after.leader, 1, [
-        reportOf(after, {
-          leader_offset: 10,
-          commit_offset: 10,
-          replica_offsets: others.map((node_id) => ({ node_id, durable_offset: 10 })),
-        }),
-      ]);
+      await store.replicaReports.record(after.leader, 1, [reportOf(after, levelAt(10)(after))]);
       await store.assignments.pass(view);
       const topped = (await store.assignments.list(10)).items[0]!;
       expect(topped.leader).toBe(after.leader);
@@ -369,17 +363,7 @@ function promotionSuite(backend: Backend): void {
     });
 
     it('accepting_a_dead_members_loss_drops_it_from_a_quorum_set_whose_leader_cannot_fence', async () => {
-      const { before, after } = await failover('Quorum', 3, (a) => {
-        const [, f1, f2] = a.replicas;
-        return {
-          leader_offset: 10,
-          commit_offset: 10,
-          replica_offsets: [
-            { node_id: f1!, durable_offset: 10 },
-            { node_id: f2!, durable_offset: 10 },
-          ],
-        };
-      });
+      const { before, after } = await failover('Quorum', 3, levelAt(10));
       // The other follower dies too: the new leader cannot fence a majority and never reports.
       const other = after.replicas.find((id) => id !== after.leader && id !== before.leader)!;
       const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === other)!;
@@ -531,17 +515,7 @@ function promotionSuite(backend: Backend): void {
       // that acknowledged at either generation: a member fencing a majority of that same set
       // and taking the furthest tail (by last generation) holds every ack. Yet with no report
       // from the promoted leader, no one qualifies, and the shard waits for that one broker.
-      const { before, after } = await failover('Quorum', 3, (a) => {
-        const [, f1, f2] = a.replicas;
-        return {
-          leader_offset: 10,
-          commit_offset: 10,
-          replica_offsets: [
-            { node_id: f1!, durable_offset: 10 },
-            { node_id: f2!, durable_offset: 10 },
-          ],
-        };
-      });
+      const { before, after } = await failover('Quorum', 3, levelAt(10));
       expect([...after.replicas].sort()).toEqual([...before.replicas].sort());
       // The promoted leader fenced, served and acked with the third member, then died before
       // it reported; the old leader comes back.

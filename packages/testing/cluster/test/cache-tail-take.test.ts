@@ -57,6 +57,22 @@ async function firstPutAcked(client: FelixClient): Promise<void> {
 }
 
 /** Waits for a report of `generation` naming both followers level with the leader's cache log. */
+/** The `plan` key's value once `client` is served it (a refused get is asked again). */
+function planServed(client: FelixClient, what: string, ms = scaled(STEP_MS)): Promise<string> {
+  return waitFor(
+    async () => {
+      // Refused while the shard is not served: asked again until the deadline.
+      const plan = await client
+        .cache(CACHE)
+        .get('plan')
+        .catch(() => null);
+      return plan === null ? undefined : text(plan);
+    },
+    what,
+    ms,
+  );
+}
+
 async function levelReport(c: FelixCluster, generation: number): Promise<void> {
   await waitFor(
     async () => {
@@ -226,17 +242,10 @@ describe('a promoted cache leader takes the furthest tail', () => {
     const reader = await c.connect({ servers: [c.node(behind).url()], routing: false });
     try {
       // Refusing (no majority of the old set can be reached) is correct; serving `basic` is not.
-      const early = await waitFor(
-        async () => {
-          const plan = await reader
-            .cache(CACHE)
-            .get('plan')
-            .catch(() => null);
-          return plan === null ? undefined : text(plan);
-        },
-        'the lone follower to serve',
-        scaled(20_000),
-      ).catch(() => null); // not serving within the deadline is the correct outcome
+      // Not serving within the deadline is the correct outcome.
+      const early = await planServed(reader, 'the lone follower to serve', scaled(20_000)).catch(
+        () => null,
+      );
       expect([null, 'premium']).toContain(early);
       // The old leader back (it holds the put, and stays a member whichever way the two deaths
       // were noticed): the shard is served again, with the put.
@@ -244,17 +253,7 @@ describe('a promoted cache leader takes the furthest tail', () => {
       await c.start(leader.id);
       const routed = await c.connect({ servers: [c.node(behind).url(), leader.url()] });
       try {
-        const back = await waitFor(
-          async () => {
-            const plan = await routed
-              .cache(CACHE)
-              .get('plan')
-              .catch(() => null);
-            return plan === null ? undefined : text(plan);
-          },
-          'the cache served once the old leader returned',
-          scaled(STEP_MS),
-        );
+        const back = await planServed(routed, 'the cache served once the old leader returned');
         expect(back).toBe('premium');
       } finally {
         await routed.close();

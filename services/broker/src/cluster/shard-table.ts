@@ -696,7 +696,7 @@ export class ShardTable {
     const log = shard?.store?.log;
     if (this.replication === null || shard === undefined || log === undefined) return;
     const c = rt.config;
-    const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
+    const s = latestConfig(this.streams, c);
     const followers = a.replicas.filter((id) => id !== this.nodeId);
     // A majority of the replication factor, not of the set: followers marked down leave the
     // set, and a set shrunk to the leader alone must not ack a quorum write with one copy.
@@ -728,7 +728,7 @@ export class ShardTable {
     fence: { start: number; commitStart: number },
   ): Promise<boolean> {
     const c = rt.config;
-    const s = this.streams.get(streamKey(c.tenant, c.namespace, c.name)) ?? c;
+    const s = latestConfig(this.streams, c);
     const log = shard.store?.log;
     const led = a.replicas.some((id) => id !== this.nodeId) && s.consistency === 'quorum';
     if (this.replication === null || log === undefined || !led || fence.start === 0) return true;
@@ -763,8 +763,7 @@ export class ShardTable {
       replicator: replication.replicator,
       logOptions: replication.logOptions(ref, 'stream'),
       reopen: () => this.openStore(s, i),
-      quorum:
-        (this.streams.get(streamKey(s.tenant, s.namespace, s.name)) ?? s).consistency === 'quorum',
+      quorum: latestConfig(this.streams, s).consistency === 'quorum',
       log: this.log,
       retryLater: () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref(),
     });

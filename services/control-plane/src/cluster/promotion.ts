@@ -114,11 +114,7 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
       members.has(o.node_id) &&
       o.node_id !== input.current!.leader,
   );
-  able.sort(
-    (a, b) =>
-      b.durable_offset - a.durable_offset ||
-      (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
-  );
+  able.sort(mostCaughtUpFirst);
   return { candidates: able.map((o) => o.node_id) };
 }
 
@@ -138,12 +134,26 @@ function sameSetCandidates(input: PromotionInput): string[] {
   const members = new Set(current.replicas);
   if (reported.size !== members.size || [...members].some((id) => !reported.has(id))) return [];
   const halted = new Set(report.halted.map((h) => h.node_id));
-  const offset = new Map(report.replica_offsets.map((o) => [o.node_id, o.durable_offset]));
   // The previous leader held its whole log: it ranks first.
-  offset.set(report.leader, report.leader_offset);
-  return current.replicas
-    .filter((id) => id !== current.leader && !halted.has(id))
-    .sort((a, b) => (offset.get(b) ?? 0) - (offset.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
+  const held = [
+    ...report.replica_offsets,
+    { node_id: report.leader, durable_offset: report.leader_offset },
+  ];
+  return held
+    .filter((o) => o.node_id !== current.leader && !halted.has(o.node_id))
+    .sort(mostCaughtUpFirst)
+    .map((o) => o.node_id);
+}
+
+/** Replicas by what they hold, the most first; ties by node id. */
+function mostCaughtUpFirst(
+  a: { node_id: string; durable_offset: number },
+  b: { node_id: string; durable_offset: number },
+): number {
+  return (
+    b.durable_offset - a.durable_offset ||
+    (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0)
+  );
 }
 
 /**
@@ -157,11 +167,7 @@ export function reportedOrder(input: PromotionInput): string[] {
   const halted = new Set(report.halted.map((h) => h.node_id));
   return report.replica_offsets
     .filter((o) => !halted.has(o.node_id) && current.replicas.includes(o.node_id))
-    .sort(
-      (a, b) =>
-        b.durable_offset - a.durable_offset ||
-        (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
-    )
+    .sort(mostCaughtUpFirst)
     .map((o) => o.node_id);
 }
 
@@ -188,10 +194,6 @@ export function handoffPolicy(input: PromotionInput): FailoverPolicy | undefined
       current.replicas.includes(o.node_id) &&
       o.node_id !== current.leader,
   );
-  able.sort(
-    (a, b) =>
-      b.durable_offset - a.durable_offset ||
-      (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0),
-  );
+  able.sort(mostCaughtUpFirst);
   return able.length === 0 ? undefined : { candidates: able.map((o) => o.node_id) };
 }

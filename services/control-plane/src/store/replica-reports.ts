@@ -11,6 +11,7 @@
  */
 import { NodeNotFoundError, NotRegisteredError, StaleIncarnationError } from '../errors.js';
 import { updateAssignmentIf } from './assignment-rows.js';
+import { CACHES, STREAMS } from './catalog-kinds.js';
 import { type Row, assignmentKeyOf, assignmentOf, num, shardId, str } from './rows.js';
 import type { Sql } from './sql.js';
 import type { Transactions, Write } from './transaction.js';
@@ -257,9 +258,9 @@ async function moveAssignmentPast(w: Write, nodeId: string, from: Reporter, r: R
 
 /** The catalog's creation id of the report's stream or cache (undefined: not in the catalog). */
 async function catalogUid(q: Sql, k: AssignmentKey): Promise<string | undefined> {
-  const [table, col] = k.kind === 'cache' ? ['caches', 'cache'] : ['streams', 'stream'];
+  const { table, nameCol } = k.kind === 'cache' ? CACHES : STREAMS;
   const rows = await q.query<Row>(
-    `SELECT uid FROM ${table} WHERE tenant_id = $1 AND namespace = $2 AND ${col} = $3`,
+    `SELECT uid FROM ${table} WHERE tenant_id = $1 AND namespace = $2 AND ${nameCol} = $3`,
     [k.tenant_id, k.namespace, k.stream],
   );
   return rows[0] === undefined ? undefined : str(rows[0].uid);

@@ -65,12 +65,15 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
         outcome: outcomes[i]!,
       }));
       for (const o of outcomes) ctx.metrics.replicaReports.inc({ outcome: o });
-      const ahead = shards.filter((s) => s.outcome === 'future_generation');
+      // `not_leader` is at the assignment's own generation: another leader claims it.
+      const ahead = shards.filter(
+        (s) => s.outcome === 'future_generation' || s.outcome === 'not_leader',
+      );
       if (ahead.length > 0) {
         // Only a database that went back in time (a restore) is behind its brokers.
         req.log.warn(
           { node_id: nodeId, shards: ahead.slice(0, 8), count: ahead.length },
-          'a broker leads at a generation newer than its assignment; the assignment moves past it',
+          'a broker leads at a generation its assignment does not name (a restored database?); the assignment moves past it when the report names the current creation',
         );
       }
       // A leaving leader's drained shards move at once (docs/replication.md, "Hand-off on
