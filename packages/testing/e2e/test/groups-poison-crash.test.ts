@@ -79,10 +79,13 @@ describe('a poison job that crashes its worker', () => {
     try {
       await waitFor(
         async () => {
+          // The worker prints a job after its ack lands, so the group can finish before the
+          // last line crosses the pipe: wait for both.
+          if (w.done.length < good.length) return false;
           const info = await group.describe();
           return info.committed === info.tail && info.inFlight === 0;
         },
-        'the group to finish every record',
+        'the group to finish every record and the worker to report each',
         30_000,
       );
       finished.push(...w.done);
