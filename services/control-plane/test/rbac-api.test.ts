@@ -222,7 +222,16 @@ describe('RBAC routes', () => {
       });
       expect(refused.statusCode).toBe(403);
       // Attributed to the principal it names and to who actually held it.
-      expect(lines.find((l) => l.msg === 'request refused')).toMatchObject({
+      // One line for the refusal: why, whom, and the answer's status.
+      const about = lines.filter(
+        (l) => l.url === '/v1/tenants/t1/namespaces' && (l.level as number) >= 30,
+      );
+      expect(about).toHaveLength(1);
+      expect(about[0]).toMatchObject({
+        msg: 'request refused',
+        reason: 'forbidden',
+        status: 403,
+        method: 'POST',
         sub: hank,
         act: principalIdOf(idp.issuer, 'alice'),
       });

@@ -20,7 +20,7 @@ import type { RouteContext } from './context.js';
 import { TenantKeyCache } from '../auth/keys.js';
 import { TokenSigner } from '../auth/signer.js';
 import type { RouteAuth } from './auth/contract.js';
-import { installGuard } from './auth/guard.js';
+import { installGuard, refusalOf } from './auth/guard.js';
 import { describeAuth } from './auth/permissions.js';
 import { notFound, sendError } from './errors.js';
 import { convertQueryNumbers } from './query-numbers.js';
@@ -198,8 +198,11 @@ export async function buildApp(deps: AppDeps): Promise<ControlPlaneApp> {
     metrics.requestSeconds.observe({ route }, reply.elapsedTime / 1000);
     const status = reply.statusCode;
     const line = { method: req.method, url: req.url, status, ms: Math.round(reply.elapsedTime) };
-    // A 5xx was logged at error where it was answered (sendError), with its cause.
-    if (status >= 400 && status < 500) req.log.info(line, 'request answered with a refusal');
+    // A 5xx was logged at error where it was answered (sendError), with its cause; a guard's
+    // refusal says why and whom in the same line.
+    const refused = refusalOf(req);
+    if (refused) req.log.info({ ...line, ...refused }, 'request refused');
+    else if (status >= 400 && status < 500) req.log.info(line, 'request answered with a refusal');
     else req.log.debug(line, 'request answered');
   });
 

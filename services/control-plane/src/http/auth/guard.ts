@@ -99,11 +99,19 @@ function partsOf(req: FastifyRequest): RouteRequestParts {
   };
 }
 
+/** Why the guard refused a request, for its one response line (app.ts's onResponse). */
+const refusals = new WeakMap<FastifyRequest, Record<string, unknown>>();
+
+/** The guard's reason and who was refused, when it refused `req`. */
+export function refusalOf(req: FastifyRequest): Record<string, unknown> | undefined {
+  return refusals.get(req);
+}
+
 export function installGuard(app: FastifyInstance, deps: GuardDeps): void {
   const verified = deps.verified ?? new VerifiedTokenCache();
   const refuse = (req: FastifyRequest, reason: string, detail: Record<string, unknown>) => {
     deps.metrics.authRefusals.inc({ reason });
-    req.log.info({ reason, route: req.routeOptions.url, ...detail }, 'request refused');
+    refusals.set(req, { reason, route: req.routeOptions.url, ...detail });
   };
 
   app.addHook('onRoute', requireRouteAuth);
