@@ -257,6 +257,31 @@ describe('preallocation', () => {
     await reopened.close();
   });
 
+  it('an_append_whose_flush_ends_beside_a_preallocation_sync_waits_for_that_syncs_outcome', async () => {
+    // Linux reports a write-back error to one of two concurrent fdatasyncs of a file: if the
+    // step's sync took it, the flush's success says nothing about the records it covered.
+    const root = await scratchRoot();
+    const io = new FaultyIo(nodeIo);
+    const log = await openLog(root, { io, preallocateBytes: 64 * 1024 });
+    const zeros = io.holdPreallocations();
+    await log.append([payload(0, 100)]);
+    await waitFor(() => io.heldPreallocations === 1, 'the step to start');
+    const sync = io.holdPreallocationSyncs();
+    io.failPreallocation('sync');
+    zeros.release();
+    await waitFor(() => io.heldPreallocationSyncs === 1, "the step's sync to start");
+    const flushes = io.datasyncsDone;
+    const settled = log.append([payload(1, 100)]).then(
+      () => 'acknowledged',
+      (err: unknown) => err,
+    );
+    await waitFor(() => io.datasyncsDone > flushes, "the append's flush to end");
+    sync.release();
+    expect(await settled).toBeInstanceOf(LogPoisonedError);
+    expect(log.durableOffset).toBe(1);
+    await expect(log.close()).rejects.toBeInstanceOf(LogPoisonedError);
+  });
+
   it('a_close_whose_cut_of_the_zeros_fails_still_closes_and_the_next_open_cuts_them', async () => {
     const root = await scratchRoot();
     const io = new FaultyIo(nodeIo);

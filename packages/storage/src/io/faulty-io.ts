@@ -57,6 +57,11 @@ export class FaultyIo implements Io {
   private preallocateHold: Promise<void> | undefined;
   /** Preallocation steps currently blocked by `holdPreallocations`. */
   heldPreallocations = 0;
+  private preallocationSyncHold: Promise<void> | undefined;
+  /** Preallocation steps' fdatasyncs currently blocked by `holdPreallocationSyncs`. */
+  heldPreallocationSyncs = 0;
+  /** fdatasyncs outside preallocation steps that completed (not failed or running ones). */
+  datasyncsDone = 0;
   /** Data writes that overlapped a preallocation step in flight on the same file (a bug). */
   writesIntoPreallocation = 0;
   private readonly preallocating = new Map<string, { from: number; to: number }>();
@@ -100,7 +105,7 @@ export class FaultyIo implements Io {
 
   /**
    * The next preallocation fails: `write` as if the zeros found no space (it resolves false),
-   * `sync` as if its fdatasync failed with EIO (it rejects).
+   * `sync` as if the step's fdatasync, the file's next after its zeros, failed with EIO.
    */
   failPreallocation(phase: 'write' | 'sync'): void {
     this.preallocateFaults.push(phase);
@@ -118,6 +123,31 @@ export class FaultyIo implements Io {
         release();
       },
     };
+  }
+
+  /** A preallocation step's fdatasync blocks from now until `release()` (after its zeros). */
+  holdPreallocationSyncs(): { release: () => void } {
+    let release!: () => void;
+    this.preallocationSyncHold = new Promise<void>((r) => {
+      release = r;
+    });
+    return {
+      release: () => {
+        this.preallocationSyncHold = undefined;
+        release();
+      },
+    };
+  }
+
+  /** @internal */
+  async beforePreallocationSync(): Promise<void> {
+    if (this.preallocationSyncHold === undefined) return;
+    this.heldPreallocationSyncs++;
+    try {
+      await this.preallocationSyncHold;
+    } finally {
+      this.heldPreallocationSyncs--;
+    }
   }
 
   /** @internal */
@@ -260,6 +290,8 @@ export class FaultyIo implements Io {
 class FaultyFile implements IoFile {
   /** The data write in flight, if any (the log issues one at a time per file). */
   private writing: { from: number; to: number } | undefined;
+  /** The next datasync is a preallocation step's (its zeros just landed): how it ends. */
+  private preallocationSync: 'ok' | 'fail' | undefined;
   constructor(
     private readonly io: FaultyIo,
     private readonly inner: IoFile,
@@ -323,8 +355,19 @@ class FaultyFile implements IoFile {
     return this.inner.writeNow!(buffer, offset, length, position);
   }
   async datasync(): Promise<void> {
+    const step = this.preallocationSync;
+    if (step !== undefined) {
+      // A preallocation step's sync: counted and faulted apart from the log's flushes.
+      this.preallocationSync = undefined;
+      await this.io.beforePreallocationSync();
+      if (step === 'fail') throw systemError('EIO', 'fdatasync', this.inner.path);
+      await this.inner.datasync();
+      this.io.preallocations++;
+      return;
+    }
     await this.io.onDatasync(this.inner.path);
-    return this.inner.datasync();
+    await this.inner.datasync();
+    this.io.datasyncsDone++;
   }
   async preallocate(position: number, length: number): Promise<boolean> {
     const w = this.writing;
@@ -341,8 +384,7 @@ class FaultyFile implements IoFile {
     } finally {
       this.io.trackPreallocation(this.inner.path, undefined);
     }
-    if (fault === 'sync') throw systemError('EIO', 'fdatasync', this.inner.path);
-    if (ok) this.io.preallocations++;
+    if (ok) this.preallocationSync = fault === 'sync' ? 'fail' : 'ok';
     return ok;
   }
   truncate(length: number): Promise<void> {

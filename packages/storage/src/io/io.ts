@@ -20,10 +20,11 @@ export interface IoFile {
   /** fdatasync: data and the size needed to read it back, not other metadata. */
   datasync(): Promise<void>;
   /**
-   * Writes zeros over `[position, position + length)` and fdatasyncs, so later writes there
-   * change no file size. Only ever called past the last byte of data. Resolves false when
-   * the zeros could not be written (nothing was synced; some zeros may exist past
-   * `position`); rejects when the sync failed, which the log must treat as a failed flush.
+   * Writes zeros over `[position, position + length)`, so later writes there change no file
+   * size once the caller's `datasync` has made them durable. Only ever called past the last
+   * byte of data. Resolves false when the zeros could not be written (some may exist past
+   * `position`). The sync is the caller's, so the log knows while it runs: of two concurrent
+   * syncs of a file Linux reports a write-back error to one only.
    */
   preallocate(position: number, length: number): Promise<boolean>;
   truncate(length: number): Promise<void>;

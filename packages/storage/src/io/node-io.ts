@@ -77,7 +77,6 @@ class NodeFile implements IoFile {
     } catch {
       return false;
     }
-    await this.handle.datasync();
     return true;
   }
 

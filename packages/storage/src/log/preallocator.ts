@@ -18,6 +18,8 @@ export class Preallocator {
   private filling: Promise<void> | undefined;
   /** Where the step in flight starts writing zeros. */
   private fillFrom = 0;
+  /** Set while the step in flight syncs its zeros. */
+  private syncingZeros = false;
   /** Set when zeros found no space: this segment grows by its writes alone. */
   private off = false;
 
@@ -35,6 +37,15 @@ export class Preallocator {
   /** The step in flight, if any (awaiting it waits for it to settle; it never rejects). */
   get inFlight(): Promise<void> | undefined {
     return this.filling;
+  }
+
+  /**
+   * The step in flight once its fdatasync has started (it settles after a failure was passed
+   * to `syncFailed`; it never rejects). A flush's sync that ends beside it may have had its
+   * write-back error taken by this one: the flush counts only once this one has succeeded.
+   */
+  get syncing(): Promise<void> | undefined {
+    return this.syncingZeros ? this.filling : undefined;
   }
 
   /** Whether data ending at `end` would reach into the range the step in flight is zeroing. */
@@ -68,13 +79,19 @@ export class Preallocator {
   private async fill(seg: Segment, from: number, to: number): Promise<void> {
     if (to > this.extent) this.extent = to;
     try {
-      if (await seg.file!.preallocate(from, to - from)) this.allocated = to;
-      else this.off = true;
+      if (!(await seg.file!.preallocate(from, to - from))) {
+        this.off = true;
+        return;
+      }
+      this.syncingZeros = true;
+      await seg.file!.datasync();
+      this.allocated = to;
     } catch (err) {
       // Its fdatasync may have consumed a write-back error of our data, which the next flush
       // would then not report: treat it as a failed flush.
       this.syncFailed(err);
     } finally {
+      this.syncingZeros = false;
       this.filling = undefined;
     }
   }

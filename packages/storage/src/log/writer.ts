@@ -570,8 +570,10 @@ export class LogWriter {
     if (bound <= this.commit.durable) return bound;
     const covered = this.writtenBytes;
     await this.oneSyncAtATime(() => seg.file!.datasync());
-    // Linux reports a write-back error to one sync of the file only: one that failed meanwhile
-    // (the preallocator's) may have taken this one's, so nothing it covered counts.
+    // Linux reports a write-back error to one sync of the file only: the preallocator's, beside
+    // this one, may have taken it, so what this one covered counts once that one succeeded.
+    const beside = this.prealloc.syncing;
+    if (beside !== undefined) await beside;
     const poison = this.commit.poisoned;
     if (poison !== undefined) throw poison;
     this.syncedBytes = Math.max(this.syncedBytes, covered);

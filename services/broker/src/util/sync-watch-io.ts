@@ -80,15 +80,4 @@ class SyncWatchFile extends DelegatingFile {
       throw err;
     }
   }
-
-  /** A preallocation step syncs its zeros inside the file: a rejection is that sync failing (a
-   *  write that found no space resolves false), and poisons the log as a failed flush does. */
-  override async preallocate(position: number, length: number): Promise<boolean> {
-    try {
-      return await this.inner.preallocate(position, length);
-    } catch (err) {
-      this.watch.failed(dirname(this.inner.path), this.inner.path, err);
-      throw err;
-    }
-  }
 }
