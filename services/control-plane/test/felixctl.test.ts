@@ -200,6 +200,20 @@ describe('felixctl', () => {
     expect(ok.out.join('\n')).toContain('1 shard(s) moved off b0; it still leads 0');
   });
 
+  it('felixctl_json_accept_loss_prints_one_json_document_with_what_it_moved_and_still_leads', async () => {
+    // A new user's trial: `felixctl --json accept-loss` printed `[]` and then the human line
+    // "0 shard(s) moved off ...; it still leads 0" on stdout, which `| jq` refuses, and the
+    // JSON left out `still_led`.
+    const env = { FELIX_CONFIG: join(home.path, 'loss-json.json') };
+    const r = await recorded(env, ['--json', 'accept-loss', 'b0', '--yes'], () => ({
+      moved: [],
+      still_led: 1,
+    }));
+    expect(r.code, r.err.join()).toBe(0);
+    const doc = JSON.parse(r.out.join('\n')) as unknown;
+    expect(JSON.stringify(doc)).toContain('still_led');
+  });
+
   it('felixctl_nodes_delete_forgets_a_retired_node', async () => {
     // Retiring a broker ended with a curl DELETE (an operator trial): felixctl names it now.
     const env = { FELIX_CONFIG: join(home.path, 'nodes-delete.json') };

@@ -145,6 +145,12 @@ export class Api {
   out(line: string): void {
     this.io.out(line);
   }
+
+  /** A command's closing line, or under --json the document saying the same, so stdout stays
+   *  one JSON document a script can parse. */
+  done(line: string, doc: Json): void {
+    this.io.out(this.target().json ? JSON.stringify(doc, null, 2) : line);
+  }
 }
 
 export const seg = encodeURIComponent;

@@ -200,7 +200,7 @@ function tokenCommands(program: Command, ctx: AuthContext): void {
       const res = await ctx.api.call('POST', `/v1/tenants/${seg(t)}/refresh-tokens/revoke`, {
         principal_id: principal,
       });
-      ctx.api.out(`revoked ${String(res.revoked)} refresh token(s)`);
+      ctx.api.done(`revoked ${String(res.revoked)} refresh token(s)`, res);
     });
 }
 
@@ -249,7 +249,7 @@ function rbacCommands(program: Command, ctx: AuthContext): void {
     .command('remove <tenant> <role> <permission>')
     .action(async (t: string, role: string, p: string) => {
       await api.call('DELETE', `${pBase(t)}?role=${seg(role)}&permission=${seg(p)}`);
-      api.out(`removed ${p} from role ${role}`);
+      api.done(`removed ${p} from role ${role}`, { removed: { role, permission: p } });
     });
   const bindings = rbac.command('bindings').description('subject → role bindings');
   const bBase = (t: string) => `/v1/tenants/${seg(t)}/rbac/bindings`;
@@ -273,7 +273,7 @@ function rbacCommands(program: Command, ctx: AuthContext): void {
     .command('remove <tenant> <subject> <role>')
     .action(async (t: string, subject: string, role: string) => {
       await api.call('DELETE', `${bBase(t)}?subject=${seg(subject)}&role=${seg(role)}`);
-      api.out(`unbound ${subject} from role ${role}`);
+      api.done(`unbound ${subject} from role ${role}`, { unbound: { subject, role } });
     });
 }
 
@@ -311,7 +311,7 @@ function issuerCommands(program: Command, ctx: AuthContext): void {
     });
   issuers.command('remove <tenant> <issuer>').action(async (t: string, issuer: string) => {
     await api.call('DELETE', `${base(t)}/${seg(issuer)}`);
-    api.out(`removed issuer ${issuer}`);
+    api.done(`removed issuer ${issuer}`, { removed: { issuer } });
   });
 }
 

@@ -23,7 +23,7 @@ function tenantCommands(program: Command, api: Api): void {
     .option('--force', 'also a tenant whose roles carry cluster or node permissions')
     .action(async (t: string, o: { force?: boolean }) => {
       await api.call('DELETE', `/v1/tenants/${seg(t)}${o.force === true ? '?force=true' : ''}`);
-      api.out(`deleted tenant ${t}`);
+      api.done(`deleted tenant ${t}`, { deleted: 'tenant', tenant_id: t });
     });
 
   const namespaces = program.command('namespaces').description('namespaces');
@@ -46,7 +46,7 @@ function tenantCommands(program: Command, api: Api): void {
     );
   namespaces.command('delete <tenant> <namespace>').action(async (t: string, ns: string) => {
     await api.call('DELETE', `/v1/tenants/${seg(t)}/namespaces/${seg(ns)}`);
-    api.out(`deleted namespace ${t}/${ns}`);
+    api.done(`deleted namespace ${t}/${ns}`, { deleted: 'namespace', tenant_id: t, namespace: ns });
   });
 }
 
@@ -101,7 +101,12 @@ function streamCommands(program: Command, api: Api): void {
     .command('delete <tenant> <namespace> <stream>')
     .action(async (t: string, ns: string, name: string) => {
       await api.call('DELETE', `${base(t, ns)}/${seg(name)}`);
-      api.out(`deleted stream ${t}/${ns}/${name}`);
+      api.done(`deleted stream ${t}/${ns}/${name}`, {
+        deleted: 'stream',
+        tenant_id: t,
+        namespace: ns,
+        stream: name,
+      });
     });
 }
 
@@ -200,7 +205,12 @@ function cacheCommands(program: Command, api: Api): void {
     .command('delete <tenant> <namespace> <cache>')
     .action(async (t: string, ns: string, name: string) => {
       await api.call('DELETE', `${base(t, ns)}/${seg(name)}`);
-      api.out(`deleted cache ${t}/${ns}/${name}`);
+      api.done(`deleted cache ${t}/${ns}/${name}`, {
+        deleted: 'cache',
+        tenant_id: t,
+        namespace: ns,
+        cache: name,
+      });
     });
 }
 
@@ -229,7 +239,7 @@ function nodeCommands(program: Command, api: Api): void {
     .description('forget a node that is down or left and named in no assignment (a retired broker)')
     .action(async (node: string) => {
       await api.call('DELETE', `/v1/nodes/${seg(node)}`);
-      api.out(`deleted node ${node}`);
+      api.done(`deleted node ${node}`, { deleted: 'node', node_id: node });
     });
 }
 
@@ -247,15 +257,15 @@ function clusterCommands(program: Command, api: Api): void {
         moved: Json[];
         still_led: number;
       };
-      api.show(r.moved, [
-        'kind',
-        'tenant_id',
-        'namespace',
-        'stream',
-        'shard',
-        'leader',
-        'generation',
-      ]);
+      if (api.target().json) {
+        api.out(JSON.stringify({ node_id: node, moved: r.moved, still_led: r.still_led }, null, 2));
+        return;
+      }
+      // The API names a cache's resource `stream` too; the table says NAME beside KIND.
+      api.show(
+        r.moved.map((m) => ({ ...m, name: m.stream })),
+        ['kind', 'tenant_id', 'namespace', 'name', 'shard', 'leader', 'generation'],
+      );
       api.out(`${r.moved.length} shard(s) moved off ${node}; it still leads ${r.still_led}`);
     });
   program
