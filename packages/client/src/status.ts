@@ -28,6 +28,21 @@ export type StatusEvent =
   /** A refresh failed (the provider, or the broker refused the fresh token); tried again after
    *  `retryInMs`, or not on the timer any more when absent (see TOKEN_REFRESH_ATTEMPTS_MAX). */
   | { type: 'token_refresh_failed'; attempt: number; error: Error; retryInMs?: number }
+  /** A subscription's (or watch's) subscribe to `shard` failed in a way that passes (`error`:
+   *  a `ShardUnavailableError` while no broker serves the shard, an `OverloadedError`, a
+   *  shard still opening, ...); it subscribes again after `delayMs`, and for as long as the
+   *  client keeps its connection. `failure` is the backoff class, as for `consume_retry`;
+   *  `failures` counts the subscribes failed in a row, this one included. A lost connection
+   *  says `disconnected` instead and resumes once reconnected. */
+  | {
+      type: 'subscribe_retry';
+      stream: string;
+      shard: number;
+      failure: 'unavailable' | 'busy' | 'not_found';
+      error: Error;
+      failures: number;
+      delayMs: number;
+    }
   /** A consume loop's poll failed in a way that passes (`error`, the poll's own: an
    *  `OverloadedError`, a `TimeoutError`, a `ConnectionLostError`, ...); it polls again after
    *  `delayMs` (0: polls it made ahead are still out, and are waited for first). `failure` says

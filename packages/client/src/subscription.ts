@@ -385,7 +385,7 @@ export class ShardReader {
           ? [FAILOVER_RETRY_BASE_MS, FAILOVER_RETRY_DELAY_MS_MAX]
           : [RESUBSCRIBE_BASE_MS, RESUBSCRIBE_DELAY_MS_MAX]
         : [RESUBSCRIBE_BASE_MS, RESUBSCRIBE_BUSY_DELAY_MS_MAX];
-    await this.backoff(baseMs, maxMs);
+    await this.backoff(baseMs, maxMs, failure, err);
     return true;
   }
 
@@ -423,13 +423,27 @@ export class ShardReader {
     return false;
   }
 
-  /** Waits a full-jitter delay; the caller's abort and the client's close end it at once (the
-   *  loop then sees either and stops). */
-  private async backoff(baseMs: number, maxMs: number): Promise<void> {
+  /** Waits a full-jitter delay, said first (`subscribe_retry`); the caller's abort and the
+   *  client's close end it at once (the loop then sees either and stops). */
+  private async backoff(
+    baseMs: number,
+    maxMs: number,
+    failure: 'unavailable' | 'busy' | 'not_found',
+    err: unknown,
+  ): Promise<void> {
     const delayMs = backoffDelayMs(this.refusals++, {
       baseMs,
       maxMs,
       ...(this.timing.random ? { random: this.timing.random } : {}),
+    });
+    this.host.emit({
+      type: 'subscribe_retry',
+      stream: this.stream,
+      shard: this.shard,
+      failure,
+      error: err instanceof Error ? err : new Error(String(err)),
+      failures: this.refusals,
+      delayMs,
     });
     // Made once per reader: Node 20 keeps every combined signal alive (reader-retry.ts).
     this.backoffStop ??= eitherSignal(this.signal, this.host.closing);

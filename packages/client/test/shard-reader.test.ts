@@ -57,6 +57,55 @@ describe('shard reader', () => {
     expect(Math.max(...waits)).toBeLessThanOrEqual(RESUBSCRIBE_DELAY_MS_MAX);
   });
 
+  it('a_subscription_retrying_a_shard_no_broker_serves_reports_each_backoff_as_a_status_event', async () => {
+    // A new user's trial: `felixctl sub` of a quorum stream whose set had lost its majority
+    // waited in silence (and `--until-end` then ended as if the stream were empty): the retries
+    // must be visible to whoever watches the client's status.
+    const unavailable = { brokerCode: 'shard_unavailable', message: 'no leader', retry: 'retry' };
+    const answers = [
+      ...Array.from({ length: 3 }, () => brokerErrorFor(unavailable)),
+      brokerErrorFor({ brokerCode: 'not_found', message: 'deleted', retry: 'fatal' }),
+    ];
+    let attempts = 0;
+    const conn = {
+      isLost: false,
+      lost: new Promise<Error>(() => {}),
+      subscribe: async () => {
+        throw answers[attempts++];
+      },
+    };
+    const said: StatusEvent[] = [];
+    const host: ReaderHost = {
+      closed: false,
+      emit: (e) => void said.push(e),
+      connection: async () => conn as never,
+    };
+    const waits: number[] = [];
+    const reader = new ShardReader(host, 'held', 2, 'earliest', 16, undefined, {
+      random: () => 0.5,
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    await expect(reader.events().next()).rejects.toMatchObject({ brokerCode: 'not_found' });
+    expect(said.map((e) => e.type)).toEqual([
+      'subscribe_retry',
+      'subscribe_retry',
+      'subscribe_retry',
+    ]);
+    said.forEach((e, i) => {
+      expect(e).toMatchObject({
+        type: 'subscribe_retry',
+        stream: 'held',
+        shard: 2,
+        failure: 'unavailable',
+        failures: i + 1,
+        delayMs: waits[i],
+      });
+      expect((e as { error: Error }).error).toMatchObject({ brokerCode: 'shard_unavailable' });
+    });
+  });
+
   it('a_subscription_to_a_shard_led_by_another_broker_ends_with_not_leader_instead_of_waiting_forever', async () => {
     // This client does not follow a redirect yet: a lasting not_leader must reach the caller,
     // naming the leader, after a few resubscribes (a move may settle back within them).

@@ -4,10 +4,11 @@
  * object per line. Stops after `--count` records, at the end of what is stored (`--until-end`:
  * once nothing arrives for `--idle`), or on Ctrl-C.
  */
-import type { FelixClient, StreamEvent } from '@felix/client';
+import type { FelixClient, StreamEvent, Subscription } from '@felix/client';
 import type { Command } from 'commander';
-import { type DataEnv, withClient } from './connection.js';
+import { type DataEnv, type DataIo, timeoutOf, withClient } from './connection.js';
 import { UNTIL_END_IDLE_MS_DEFAULT } from './limits.js';
+import { describeError } from './report.js';
 import { durationMs, intArg, isoOfMicros, parseFrom, valueFields, valueText } from './values.js';
 
 interface SubOpts {
@@ -46,7 +47,8 @@ async function readStream(env: DataEnv, c: FelixClient, stream: string, o: SubOp
   const ac = new AbortController();
   const stop = () => ac.abort();
   env.io.signal?.addEventListener('abort', stop, { once: true });
-  const idle = idleMs === undefined ? undefined : new IdleTimer(idleMs, stop);
+  const retries = new RetryWatch(c, stream, env.io);
+  let idle: IdleTimer | undefined;
   try {
     const sub = c.subscribe(stream, {
       from,
@@ -54,6 +56,12 @@ async function readStream(env: DataEnv, c: FelixClient, stream: string, o: SubOp
       timestamps: true,
       ...(shard === undefined ? {} : { shard }),
     });
+    if (idleMs !== undefined) {
+      // The quiet time counts from the broker's answer: a shard nobody serves is not an empty
+      // stream that ended, and says why instead.
+      await openedWithin(sub, timeoutOf(env.flags()), retries, stream);
+      idle = new IdleTimer(idleMs, stop);
+    }
     let seen = 0;
     for await (const ev of sub) {
       idle?.touch();
@@ -64,7 +72,73 @@ async function readStream(env: DataEnv, c: FelixClient, stream: string, o: SubOp
     if (!ac.signal.aborted) throw err;
   } finally {
     idle?.clear();
+    retries.stop();
     env.io.signal?.removeEventListener('abort', stop);
+  }
+}
+
+/**
+ * Waits for every shard of `sub` to be subscribed, for at most `ms`; past it, fails with the
+ * last failure the client retried (`ShardUnavailableError` while no broker serves a shard).
+ */
+async function openedWithin(
+  sub: Subscription,
+  ms: number,
+  retries: RetryWatch,
+  stream: string,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, fail) => {
+    timer = setTimeout(
+      () =>
+        fail(
+          retries.last ?? new SubscribeWaitError(`${stream} was not subscribed within ${ms} ms`),
+        ),
+      ms,
+    );
+  });
+  try {
+    await Promise.race([sub.ready(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A subscription that no broker answered in time, with no failure to name. */
+class SubscribeWaitError extends Error {
+  readonly code = 'FELIX_CLIENT_TIMEOUT';
+}
+
+/**
+ * Follows the client's retried subscribes of `stream` (`subscribe_retry`): each shard's failure
+ * said once on stderr when it changes, so a read that waits is not silent, and the last one
+ * kept for `--until-end`.
+ */
+class RetryWatch {
+  last: Error | undefined;
+  private readonly said = new Map<number, string>();
+  private readonly ac = new AbortController();
+  constructor(c: FelixClient, stream: string, io: DataIo) {
+    void this.follow(c, stream, io);
+  }
+
+  private async follow(c: FelixClient, stream: string, io: DataIo): Promise<void> {
+    try {
+      for await (const s of c.status({ signal: this.ac.signal })) {
+        if (s.type !== 'subscribe_retry' || s.stream !== stream) continue;
+        this.last = s.error;
+        const code = String((s.error as { code?: unknown }).code ?? s.error.name);
+        if (this.said.get(s.shard) === code) continue;
+        this.said.set(s.shard, code);
+        io.err(`waiting for ${stream} shard ${s.shard}: ${describeError(s.error)}; retrying`);
+      }
+    } catch {
+      // Ends with stop() (an abort) or the client's close: nothing more to follow.
+    }
+  }
+
+  stop(): void {
+    this.ac.abort();
   }
 }
 
