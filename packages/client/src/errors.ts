@@ -299,16 +299,24 @@ export class RedirectLimitError extends ClientError {
   }
 }
 
-/** No connection could be made to any server. */
+/**
+ * No connection could be made to any server. `learned`: the one server tried was a broker the
+ * cluster named as a shard's owner, not one of the `servers` given (its loss, a failover under
+ * way, is the likelier cause than a wrong address).
+ */
 export class ConnectError extends ClientError {
   readonly code = 'FELIX_CLIENT_CONNECT';
-  constructor(servers: readonly string[], options?: FelixErrorOptions) {
+  readonly learned: boolean;
+  constructor(servers: readonly string[], options?: FelixErrorOptions & { learned?: boolean }) {
     // The last server's reason, in one line: a wrong pin or CA is the commonest first mistake.
     const why = reasonOf(options?.cause);
-    super(`could not connect to ${servers.join(', ')}${why ? `: ${why}` : ''}`, {
+    const whose = options?.learned === true ? ", the shard's owner as the cluster named it" : '';
+    const { learned, ...rest } = options ?? {};
+    super(`could not connect to ${servers.join(', ')}${whose}${why ? `: ${why}` : ''}`, {
       retry: 'retry_after_backoff',
-      ...options,
+      ...rest,
     });
+    this.learned = learned === true;
   }
 }
 

@@ -1,6 +1,7 @@
 // Goal: felixctl's data verbs read start positions and durations as documented and turn any
 // error into one line and an exit code by its `code` (never by class). Method: the pure
 // functions of src/cli/data/ called directly; plain objects stand in for the client's errors.
+import { ConnectError } from '@felix/client';
 import { describe, expect, it } from 'vitest';
 import { EXIT, describeError, exitCodeOf } from '../src/cli/data/report.js';
 import { durationMs, parseFrom } from '../src/cli/data/values.js';
@@ -37,5 +38,22 @@ describe('felixctl data arguments', () => {
     });
     expect(exitCodeOf(unreachable)).toBe(EXIT.unavailable);
     expect(exitCodeOf(new Error('no code at all'))).toBe(EXIT.usage);
+  });
+
+  it('felixctl_does_not_blame_server_for_an_unreachable_owner_the_cluster_named', () => {
+    // A new user's trial: with only a live broker given, a publish right after the leader's
+    // SIGKILL failed naming the dead leader's address and the hint "check --server".
+    const fromCluster = new ConnectError(['quic://127.0.0.1:5101'], {
+      cause: new Error('no handshake within 10000 ms'),
+      learned: true,
+    });
+    const line = describeError(fromCluster);
+    expect(line).toContain("quic://127.0.0.1:5101, the shard's owner as the cluster named it");
+    expect(line).toContain('--server needs no change');
+    expect(line).not.toContain('check --server');
+    expect(exitCodeOf(fromCluster)).toBe(EXIT.unavailable);
+    // A server the user gave keeps the hint about --server.
+    const given = new ConnectError(['quic://127.0.0.1:5102']);
+    expect(describeError(given)).toContain('check --server');
   });
 });

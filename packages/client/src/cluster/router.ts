@@ -289,7 +289,7 @@ export class ClusterRouter {
       this.markUnreached(addr);
       // Refused credentials stay fatal; an unreachable owner is retried (a failover under way).
       if (err instanceof UnauthenticatedError) throw err;
-      throw new ConnectError([addr], { cause: err });
+      throw new ConnectError([addr], { cause: err, learned: true });
     }
     // An evicted connection is closed on purpose: its broker is not suspect.
     void conn.lost.then(() => {

@@ -98,13 +98,24 @@ function innermost(err: unknown): unknown {
   return err;
 }
 
+/** The hint for a broker the cluster named as an owner: --server was not at fault. */
+const LEARNED_OWNER_HINT =
+  "the cluster names that broker as the shard's owner and it did not answer (down, or a failover under way): try again shortly; --server needs no change";
+
 /** The one line felixctl prints for `err`. */
 export function describeError(err: unknown): string {
-  const e = innermost(err) as Coded;
+  const e = innermost(err) as Coded & { learned?: unknown };
   const code = codeOf(e);
   const broker = typeof e?.brokerCode === 'string' ? ` (${e.brokerCode})` : '';
   const message = e instanceof Error ? e.message : String(e);
-  const hint = typeof e?.hint === 'string' ? e.hint : code ? HINTS[code] : undefined;
+  const hint =
+    typeof e?.hint === 'string'
+      ? e.hint
+      : e?.learned === true
+        ? LEARNED_OWNER_HINT
+        : code
+          ? HINTS[code]
+          : undefined;
   const head = code ? `${code}${broker}: ${message}` : message;
   return hint ? `${head}; hint: ${hint}` : head;
 }
