@@ -6,6 +6,7 @@
  * starts and the answers' highest commit offset), or null (closed, the open retried later) when
  * the fence or the take failed.
  */
+import type { FenceOutcome } from '@felix/replication';
 import { GenerationStarts, type LogOptions, SegmentLog, nodeIo } from '@felix/storage';
 import type { ShardRef } from '@felix/wire';
 import type { Logger } from 'pino';
@@ -44,8 +45,20 @@ export interface FencedOpenDeps {
   /** A `quorum` stream: its logs date generations by their start records (tail-take.ts). */
   quorum: boolean;
   log: Logger;
-  /** The open is tried again later. */
-  retryLater: () => void;
+  /** The open is tried again later; `why` it waits, when the refusals meanwhile should say. */
+  retryLater: (why?: string) => void;
+}
+
+/** Why an open waits on a fence that no majority answered (what the refusals meanwhile say). */
+export function fenceShortOfMajority(
+  outcome: FenceOutcome,
+  followers: readonly string[],
+  generation: number,
+): string {
+  const members = followers.length + 1;
+  const accepted = 1 + outcome.answers.length;
+  if (outcome.deposed) return `a member holds a generation newer than ${generation}`;
+  return `waiting for a majority of its replica set: ${accepted} of ${members} accepted generation ${generation}, ${Math.floor(members / 2) + 1} needed`;
 }
 
 export async function fencedOpen(
@@ -56,13 +69,14 @@ export async function fencedOpen(
   const generation = ref.generation;
   const shard = `${ref.tenantId}/${ref.namespace}/${ref.stream}/${ref.shard}`;
   const outcome = await d.replicator.fence(ref, d.followers, FENCE_DEADLINE_MS);
-  const retry = async (open: ShardStore | null, err?: unknown) => {
+  const retry = async (open: ShardStore | null, err?: unknown, why?: string) => {
     d.log.warn({ err, shard, generation, ...outcome }, 'the shard was not opened; retried');
     await open?.close();
-    d.retryLater();
+    d.retryLater(why);
     return null;
   };
-  if (!outcome.majority) return retry(store);
+  if (!outcome.majority)
+    return retry(store, undefined, fenceShortOfMajority(outcome, d.followers, generation));
   let open: ShardStore | null = store;
   try {
     const source = tailSource(await logEndOf(store.log!), outcome.answers);
@@ -90,7 +104,7 @@ export async function fencedOpen(
     const fence = { generation, start, commitStart, starts: starts.all, committedReads: d.quorum };
     return { store: open, fence };
   } catch (err) {
-    return retry(open, err);
+    return retry(open, err, `its open failed (${(err as Error).message}); retried`);
   }
 }
 
@@ -102,7 +116,7 @@ export interface CacheFenceDeps {
   /** Where the shard's cache or counter log lives (closed while its tail is taken). */
   logOptions: (kind: 'cache' | 'counters') => LogOptions;
   log: Logger;
-  retryLater: () => void;
+  retryLater: (why?: string) => void;
 }
 
 /**
@@ -118,16 +132,17 @@ export async function fenceCacheShard(d: CacheFenceDeps): Promise<boolean> {
   const shard = `${ref.tenantId}/${ref.namespace}/${ref.stream}/${ref.shard}`;
   for (const kind of ['cache', 'counters'] as const) {
     const outcome = await d.replicator.fence(ref, d.followers, FENCE_DEADLINE_MS, kind);
-    const fail = (err?: unknown) => {
+    const fail = (err?: unknown, why?: string) => {
       const { generation } = ref;
       d.log.warn(
         { err, shard, log: kind, generation, ...outcome },
         'cache shard not opened; retried',
       );
-      d.retryLater();
+      d.retryLater(why);
       return false;
     };
-    if (!outcome.majority) return fail();
+    if (!outcome.majority)
+      return fail(undefined, fenceShortOfMajority(outcome, d.followers, ref.generation));
     try {
       const opts = d.logOptions(kind);
       const own = await SegmentLog.open(opts);

@@ -101,6 +101,7 @@ export function unservedRefusal(
   where: string,
   reason: string,
   failure: { reason: string } | undefined,
+  waiting?: string,
 ): Refusal {
   if (reason === 'not_assigned')
     return new Refusal(
@@ -113,6 +114,12 @@ export function unservedRefusal(
       'shard_unavailable',
       `${where} failed to open: ${failure.reason}`,
       'shard_failed',
+    );
+  if (waiting !== undefined)
+    return new Refusal(
+      'shard_unavailable',
+      `${where} is not served: ${waiting} (not_ready)`,
+      'not_ready',
     );
   return new Refusal('shard_unavailable', `${where} is still opening (not_ready)`, 'not_ready');
 }

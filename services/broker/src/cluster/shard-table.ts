@@ -49,11 +49,12 @@ import {
   takeOut,
   underReplicated,
   underReplicatedGauge,
-  unservedRefusal,
 } from './shard-refs.js';
 import type { CacheQuorum } from './cache-leading.js';
 import { CommittingCaches, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
+import { CoalescedRuns } from '../util/coalesced-runs.js';
 import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
+import { OpenTroubles } from './open-troubles.js';
 import {
   type AssignmentRecord,
   type ShardKind,
@@ -120,12 +121,15 @@ export class ShardTable {
   private readonly held = new Map<string, HeldShard>();
   /** Cache shards this node leads and serves, with replication on (their logs ship). */
   private readonly heldCaches = new Map<string, AssignmentRecord>();
-  /** Shards this node leads that could not be opened, with why (retried on a new generation). */
-  private readonly failed = new Map<string, { generation: number; reason: string }>();
+  /** Shards this node leads that it could not open yet, and why (open-troubles.ts). */
+  private readonly troubles = new OpenTroubles();
   /** Streams and caches the catalog deleted whose files are not removed yet (unserved). */
   private readonly deleted: DeletedNames;
-  private running: Promise<void> | null = null;
-  private dirty = false;
+  private readonly passes = new CoalescedRuns(
+    () => this.reconcile(),
+    (err) => this.log.error({ err }, 'reconcile pass failed'),
+    () => this.closed,
+  );
   private closed = false;
   private readonly heldGauge: Gauge;
   /** Led quorum cache shards not served until a majority holds what they took. */
@@ -414,7 +418,7 @@ export class ShardTable {
       };
       return ownerRefusal(owner, this.nodeId, this.nodeLifecycles.get(route.leader));
     }
-    return unservedRefusal(where, route.reason, this.failed.get(key));
+    return this.troubles.refusal(where, route.reason, key);
   }
 
   /** Null while this broker holds its lease; else the refusal of a write. */
@@ -429,25 +433,12 @@ export class ShardTable {
 
   /** Runs a reconcile pass soon (coalesced). */
   kick(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    if (this.running) return;
-    this.running = (async () => {
-      while (this.dirty && !this.closed) {
-        this.dirty = false;
-        try {
-          await this.reconcile();
-        } catch (err) {
-          this.log.error({ err }, 'reconcile pass failed');
-        }
-      }
-      this.running = null;
-    })();
+    this.passes.kick();
   }
 
   /** Resolves once no pass is running and none is owed. */
-  async settled(): Promise<void> {
-    while (this.running) await this.running;
+  settled(): Promise<void> {
+    return this.passes.settled();
   }
 
   private leads(s: StreamConfig, i: number): AssignmentRecord | null {
@@ -485,7 +476,7 @@ export class ShardTable {
   /** Before one shard's files go: unserved (a led stream shard released), unshipped. */
   private readonly closeShard = async (owner: ShardKind, id: ShardId): Promise<void> => {
     const sk = shardKey(owner, id.tenant, id.namespace, id.stream, id.shard);
-    this.failed.delete(sk);
+    this.troubles.clear(sk);
     this.committing.drop(sk);
     if (this.heldCaches.delete(sk)) await this.replication?.replicator.stop(sk);
     const rt = this.installed.get(streamKey(id.tenant, id.namespace, id.stream));
@@ -526,7 +517,7 @@ export class ShardTable {
         const sk = shardKey('stream', s.tenant, s.namespace, s.name, i);
         const held = this.held.get(sk);
         if (a === null) {
-          this.failed.delete(sk);
+          this.troubles.clear(sk);
           if (held) await this.release(rt, i);
           continue;
         }
@@ -536,7 +527,7 @@ export class ShardTable {
           await this.shipIfReplicated(rt, i, a);
           continue;
         }
-        const failure = this.failed.get(sk);
+        const failure = this.troubles.failure(sk);
         if (failure !== undefined && failure.generation >= a.generation) continue;
         await this.acquire(rt, i, a.generation);
       }
@@ -568,10 +559,11 @@ export class ShardTable {
         for (const log of logsOwnedBy('cache'))
           await this.replication.releaseFollower(refOfAssignment(a), log);
         // A quorum shard is served only once fenced, with the furthest tail of each log taken.
-        const retryLater = () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+        const retryLater = (why?: string) => this.retryOpen(key, why);
         const ctx = { log: this.log, retryLater };
         if (!(await fenceLedCache(this.replication, this.cacheOf(a), a, this.nodeId, ctx)))
           continue;
+        this.troubles.clear(key); // fenced: no longer waiting for a majority
         this.replication.riding.admit(idOf(a), 'cache');
         // Served once a majority holds what its logs replay (cache-leading.ts).
         this.committing.hold(key, this.replication, this.cacheQuorum(a), a, this.nodeId);
@@ -648,6 +640,7 @@ export class ShardTable {
       if (store?.log) {
         const fenced = await this.fencedStore(s, i, generation, store);
         if (fenced === null) return;
+        this.troubles.clear(sk); // fenced: no longer waiting for a majority
         store = fenced.store;
         fence = fenced.fence;
       }
@@ -663,14 +656,14 @@ export class ShardTable {
       if (fence) shard.history = fence; // what a resuming subscriber is checked against
       shard.passOver(store?.tailOffset ?? 0); // past a generation start just appended
       rt.shards[i] = shard;
-      this.failed.delete(sk);
+      this.troubles.clear(sk);
       this.held.set(sk, { generation });
       // The generations a resuming subscriber's history is checked against (log-history.ts).
       const starts = fence?.starts;
       this.log.info({ shard: label, generation, ...(starts ? { starts } : {}) }, 'shard opened');
       if (a !== undefined) await this.shipIfReplicated(rt, i, a, genStart);
     } catch (err) {
-      this.failed.set(sk, { generation, reason: (err as Error).message });
+      this.troubles.fail(sk, generation, (err as Error).message);
       this.log.error(
         { err, shard: `${s.tenant}/${s.namespace}/${s.name}/${i}` },
         'shard open failed',
@@ -741,8 +734,14 @@ export class ShardTable {
     const why =
       'no majority holds the generation start; the shard stays unserved, the open retried';
     this.log.warn({ shard: shard.name, generation: a.generation }, why);
-    setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
+    this.retryOpen(shardKey('stream', s.tenant, s.namespace, s.name, i), why);
     return false;
+  }
+
+  /** An open tried again later; `why` it waits, said by refusals meanwhile (open-troubles.ts). */
+  private retryOpen(key: string, why?: string): void {
+    if (why !== undefined) this.troubles.wait(key, why);
+    setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref();
   }
 
   /** Before a replicated shard is served at `generation`: fenced-open.ts (null: not opened). */
@@ -765,7 +764,8 @@ export class ShardTable {
       reopen: () => this.openStore(s, i),
       quorum: latestConfig(this.streams, s).consistency === 'quorum',
       log: this.log,
-      retryLater: () => setTimeout(() => this.kick(), FENCE_RETRY_AFTER_MS).unref(),
+      retryLater: (why) =>
+        this.retryOpen(shardKey('stream', s.tenant, s.namespace, s.name, i), why),
     });
   }
 

@@ -1,0 +1,61 @@
+// Goal: packages/client/README.md ("Errors", reconnects) says "Over QUIC a SIGKILLed broker is
+// noticed after 3 s of silence (no close arrives)". A worker's consume() loop has a long poll
+// waiting for its answer and a subscriber waits for events: both should notice a SIGKILLed broker
+// within about PEER_SILENCE_MS, not only at the idle bound. Method: a durable felix-broker
+// process, a client over QUIC with its default idle bound, the broker SIGKILLed (not restarted),
+// and the time until the client's status says `disconnected`.
+import type { StatusEvent } from '@felix/client';
+import { tempDir, waitFor } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { startBroker } from '../src/index.js';
+import { PROJECTIONS_YAML, client } from './support.js';
+
+/** PEER_SILENCE_MS (3 s) plus two connection checks and scheduling slack. */
+const NOTICED_WITHIN_MS = 4_500;
+
+async function msToNoticeKill(read: (felix: Awaited<ReturnType<typeof client>>, signal: AbortSignal) => void) {
+  const dir = await tempDir();
+  const broker = await startBroker({ yaml: PROJECTIONS_YAML, dir: dir.path, durable: true });
+  // The client's own default idle bound (IDLE_TIMEOUT_MS_DEFAULT), not the suite's 2 s.
+  const felix = await client(broker, 'quic', { idleTimeoutMs: 15_000 });
+  const ac = new AbortController();
+  try {
+    let lostAt = 0;
+    void (async () => {
+      for await (const s of felix.status() as AsyncIterable<StatusEvent>) {
+        if (s.type === 'disconnected' && lostAt === 0) lostAt = Date.now();
+      }
+    })();
+    read(felix, ac.signal);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const killedAt = Date.now();
+    await broker.kill();
+    await waitFor(async () => lostAt > 0, 'the client to notice the lost broker', 20_000);
+    return lostAt - killedAt;
+  } finally {
+    ac.abort();
+    await felix.close();
+    await dir.cleanup();
+  }
+}
+
+describe('a SIGKILLed broker over QUIC', () => {
+  it('a_consume_loop_waiting_on_a_long_poll_notices_a_sigkilled_broker_within_its_peer_silence_bound', async () => {
+    const ms = await msToNoticeKill((felix, signal) => {
+      void (async () => {
+        for await (const m of felix.group('jobs', 'idle', { shard: 0 }).consume({ signal })) await m.ack();
+      })().catch(() => {});
+    });
+    expect(ms).toBeLessThan(NOTICED_WITHIN_MS);
+  }, 40_000);
+
+  it('a_subscriber_waiting_for_events_notices_a_sigkilled_broker_within_its_peer_silence_bound', async () => {
+    const ms = await msToNoticeKill((felix, signal) => {
+      void (async () => {
+        for await (const _ of felix.subscribe('jobs', { signal })) {
+        }
+      })().catch(() => {});
+    });
+    expect(ms).toBeLessThan(NOTICED_WITHIN_MS);
+  }, 40_000);
+});
