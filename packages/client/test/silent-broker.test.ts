@@ -59,4 +59,41 @@ describe('a silent broker', () => {
       await client.close();
     }
   });
+
+  it('a_connection_with_no_request_waiting_whose_broker_goes_silent_is_declared_lost', async () => {
+    // A trial over QUIC: a client holding only a subscription, a watch or a parked group poll
+    // noticed a SIGKILLed broker at the idle bound (16 s), not at the silence bound (3 s).
+    const { broker, client } = await rig();
+    const acks = setInterval(() => {
+      broker.packetsReceived! += 1;
+    }, SILENCE_MS / 6);
+    const said: string[] = [];
+    const ac = new AbortController();
+    const followed = (async () => {
+      for await (const s of client.status({ signal: ac.signal })) {
+        said.push(s.type);
+        if (s.type === 'disconnected') return s;
+      }
+      return undefined;
+    })();
+    try {
+      // Answering keep-alives for many bounds, it stays.
+      await new Promise<void>((ok) => {
+        let seen = 0;
+        const counting = setInterval(() => {
+          if (++seen < 10) return;
+          clearInterval(counting);
+          ok();
+        }, SILENCE_MS / 2);
+      });
+      expect(said).not.toContain('disconnected');
+      clearInterval(acks); // SIGKILLed: nothing arrives any more, and nothing waits on it
+      const lost = await followed;
+      expect(lost).toMatchObject({ type: 'disconnected' });
+    } finally {
+      clearInterval(acks);
+      ac.abort();
+      await client.close();
+    }
+  });
 });

@@ -155,13 +155,15 @@ export class BrokerConnection {
   }
 
   /**
-   * The check that declares the connection lost when requests wait on it and nothing at all has
-   * arrived from the broker for PEER_SILENCE_MS (or the idle bound, when shorter): with a
-   * keep-alive at least every KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several
-   * times within it, so only a silent one (stopped, its host dead, cut off) gets here. Its waiting
-   * publishes fail as OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds
-   * the new owner. A connection with nothing waiting keeps to the idle bound. Undefined on a
-   * transport that counts no packets (a test fake).
+   * The check that declares the connection lost when nothing at all has arrived from the broker
+   * for PEER_SILENCE_MS (or the idle bound, when shorter): with a keep-alive at least every
+   * KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several times within it, so only
+   * a silent one (stopped, its host dead, cut off) gets here. Its waiting publishes fail as
+   * OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds the new owner.
+   * A connection with no request waiting is checked too: its subscriptions, watches and parked
+   * group polls wait for the broker as much as a request does (they waited for the idle bound,
+   * 15 s, before resuming elsewhere). Undefined on a transport that counts no packets (a test
+   * fake).
    */
   private silenceCheck(): (() => void) | undefined {
     const first = this.conn.stats().packetsReceived;
@@ -180,10 +182,11 @@ export class BrokerConnection {
         heardMs = nowMs;
       }
       tickMs = nowMs;
-      if (nowMs - heardMs < silenceMs || !this.awaitsAnswers()) return;
+      if (nowMs - heardMs < silenceMs) return;
+      const waited = this.awaitsAnswers() ? ' while requests waited' : '';
       this.fail(
         new ConnectionLostError(this.server, {
-          cause: new Error(`nothing received for ${nowMs - heardMs} ms while requests waited`),
+          cause: new Error(`nothing received for ${nowMs - heardMs} ms${waited}`),
         }),
       );
     };
