@@ -368,6 +368,21 @@ describe('felixctl data verbs', () => {
     expect(none.err).toContain('FELIX_CTL_USAGE: no broker address');
   });
 
+  it('felixctl_context_add_refuses_an_empty_setting_instead_of_storing_it', async () => {
+    // A new user's trial: `context add --token "$TOKEN"` with the variable unset stored an empty
+    // token, and every data verb then failed with "no token given".
+    const noEnv = { PATH: process.env.PATH ?? '' };
+    const o = cluster.clientOptions();
+    const add = await start(
+      ['context', 'add', 'empty', '--server', o.servers.join(','), '--token', ''],
+      { env: noEnv },
+    ).done;
+    expect(add.code).toBe(2);
+    expect(add.err).toContain('FELIX_CTL_USAGE: --token is empty');
+    const listed = await start(['context', 'ls'], { env: noEnv }).done;
+    expect(listed.out.join('\n')).not.toContain('empty');
+  });
+
   it('felixctl_data_errors_are_one_line_with_code_and_hint_and_exit_by_kind', async () => {
     const oneLine = (r: Run) => {
       expect(r.err.trim().split('\n')).toHaveLength(1);

@@ -20,10 +20,20 @@ function fromFlags(f: ConnFlags): ContextSettings {
   const s: ContextSettings = {};
   if (f.server) s.servers = f.server.split(',');
   for (const k of ['tenant', 'namespace', 'token', 'fingerprint', 'ca', 'serverName'] as const) {
+    // An empty value (an unset shell variable: --token "$TOKEN") would be stored as if given,
+    // and every verb then fail far from here.
+    if (f[k] === '')
+      throw new UsageError(`--${flagName(k)} is empty`, 'give it a value or leave it out');
     if (f[k] !== undefined) s[k] = f[k];
   }
+  if (f.server === '') throw new UsageError('--server is empty', 'give it a value or leave it out');
   if (f.insecure) s.insecure = true;
   return s;
+}
+
+/** The command-line flag of a context setting (`serverName` is `--server-name`). */
+function flagName(k: string): string {
+  return k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
 /** A context as printed: every setting, the token redacted. */
