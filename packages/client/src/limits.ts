@@ -19,8 +19,8 @@ export const IDLE_TIMEOUT_MS_DEFAULT = 15_000;
  *  is silent, not quiet. One small packet each way per second per connection. */
 export const KEEPALIVE_INTERVAL_MS_MAX = 1_000;
 /** A connection from which nothing at all has arrived (not even the answer to a keep-alive) for
- *  this long is declared lost (or the idle bound, when shorter), whether requests, readers or
- *  nothing wait on it: a SIGSTOPped, `docker kill`ed or partitioned broker sends no RST, and
+ *  this long is declared lost (or the idle bound, when shorter), over QUIC whether requests,
+ *  readers or nothing wait on it, over TLS when requests wait: a SIGSTOPped, `docker kill`ed or partitioned broker sends no RST, and
  *  waiting for the idle bound and then the request timeout held publishes for 40 s after the
  *  control plane had named a new leader (and readers for the idle bound, 15 s). Three
  *  keep-alives unanswered: a live broker under load still answers at the transport within

@@ -160,10 +160,13 @@ export class BrokerConnection {
    * KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several times within it, so only
    * a silent one (stopped, its host dead, cut off) gets here. Its waiting publishes fail as
    * OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds the new owner.
-   * A connection with no request waiting is checked too: its subscriptions, watches and parked
-   * group polls wait for the broker as much as a request does (they waited for the idle bound,
-   * 15 s, before resuming elsewhere). Undefined on a transport that counts no packets (a test
-   * fake).
+   * Over QUIC a connection with no request waiting is checked too: its subscriptions, watches
+   * and parked group polls wait for the broker as much as a request does (they waited for the
+   * idle bound, 15 s, before resuming elsewhere), and a live broker's QUIC stack acknowledges
+   * every packet as it comes. Over TLS its keep-alive answer queues behind whatever this client
+   * wrote before it (100,000 unacked publishes in one loop: seconds), so only a connection
+   * waiting for answers is judged by silence; a killed broker's socket closes at once there.
+   * Undefined on a transport that counts no packets (a test fake).
    */
   private silenceCheck(): (() => void) | undefined {
     const first = this.conn.stats().packetsReceived;
@@ -183,7 +186,9 @@ export class BrokerConnection {
       }
       tickMs = nowMs;
       if (nowMs - heardMs < silenceMs) return;
-      const waited = this.awaitsAnswers() ? ' while requests waited' : '';
+      const waiting = this.awaitsAnswers();
+      if (!waiting && this.conn.transport !== 'quic') return;
+      const waited = waiting ? ' while requests waited' : '';
       this.fail(
         new ConnectionLostError(this.server, {
           cause: new Error(`nothing received for ${nowMs - heardMs} ms${waited}`),
