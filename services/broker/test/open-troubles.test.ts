@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
+import { OpenTroubles } from '../src/cluster/open-troubles.js';
 import { durableTableOfN1 } from './support/shard-table.js';
 
 const stream = {
@@ -62,5 +63,19 @@ describe('a shard whose open waits', () => {
     majority = true;
     await waitFor(() => t.refuse('stream', 't1', 'ns', 's', 0, true) === null, 'the open');
     expect(fences.length).toBeGreaterThan(1);
+  });
+
+  it('a_wait_note_is_forgotten_once_this_node_no_longer_leads_the_shard', () => {
+    // Found by review: a cache shard's note stayed when its leadership moved away, and a later
+    // lead would have quoted the old generation's count until its own fence settled.
+    const troubles = new OpenTroubles();
+    troubles.wait('k', 'waiting for a majority of its replica set: 1 of 3 accepted generation 2');
+    expect(troubles.refusal('cache c shard 0', 'not_ready', 'k').message).toContain('1 of 3');
+    expect(troubles.keptIf(true, 'k')).toBe(true);
+    expect(troubles.refusal('cache c shard 0', 'not_ready', 'k').message).toContain('1 of 3');
+    expect(troubles.keptIf(false, 'k')).toBe(false);
+    expect(troubles.refusal('cache c shard 0', 'not_ready', 'k').message).toBe(
+      'cache c shard 0 is still opening (not_ready)',
+    );
   });
 });

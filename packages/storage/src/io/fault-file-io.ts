@@ -6,7 +6,9 @@
  * again; `start()` takes that reading at once). The file is read through the
  * wrapped Io on demand, at most once per FAULT_FILE_POLL_MS (no timer: an idle log reads
  * nothing), so a harness can change faults while the process runs. Everything else passes
- * through untouched; preallocation's own sync (off the write path) is not faulted.
+ * through untouched. A preallocation step's sync is one of those fdatasyncs (the log issues
+ * it after the step's zeros): a delay or failure may meet it rather than a flush, and a flush
+ * ending beside it waits for it, so a delayed step delays that flush as well.
  */
 import { FAULT_FILE_BYTES_MAX, FAULT_FILE_POLL_MS } from '../limits.js';
 import { NO_STORAGE_FAULTS, type StorageFaults, parseStorageFaults } from './fault-file.js';

@@ -25,6 +25,13 @@ export class OpenTroubles {
     this.waiting.set(key, why);
   }
 
+  /** `leads` as given, having forgotten `key` when this node does not lead it now (a note of
+   *  an earlier generation would mislead a refusal once it leads again). */
+  keptIf(leads: boolean, key: string): boolean {
+    if (!leads) this.clear(key);
+    return leads;
+  }
+
   /** Opened, released or gone: nothing to say of it any more. */
   clear(key: string): void {
     this.failed.delete(key);

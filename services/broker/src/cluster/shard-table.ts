@@ -551,7 +551,7 @@ export class ShardTable {
     }
     for (const [key, a] of this.assignments) {
       if (this.closed) return;
-      if (a.kind !== 'cache' || !this.opens(a)) continue;
+      if (a.kind !== 'cache' || !this.troubles.keptIf(this.opens(a), key)) continue;
       // Deleted meanwhile: its old files go first (the next pass), then it is served.
       if (this.deleted.has('cache', a.tenant_id, a.namespace, a.stream, a.shard)) continue;
       if (!this.heldCaches.has(key)) {
