@@ -214,6 +214,45 @@ describe('felixctl', () => {
     expect(JSON.stringify(doc)).toContain('still_led');
   });
 
+  it('felixctl_replicas_shows_each_followers_offset_and_halt_from_the_latest_reports', async () => {
+    // A new user's trial: no felixctl view of followers, in-sync sets or halts; the operator had
+    // to curl GET /v1/replica-reports.
+    const env = { FELIX_CONFIG: join(home.path, 'replicas.json') };
+    const report = (stream: string, halted: { node_id: string; reason: string }[]) => ({
+      tenant_id: 't1',
+      namespace: 'ns',
+      kind: 'stream',
+      stream,
+      shard: 0,
+      generation: 4,
+      leader: 'b1',
+      leader_offset: 120,
+      commit_offset: 118,
+      replica_offsets: [
+        { node_id: 'b2', durable_offset: 120 },
+        { node_id: 'b3', durable_offset: 97 },
+      ],
+      halted,
+      drained: false,
+      caught_up: [],
+      in_sync: ['b2'],
+      reported_at_ms: 1,
+    });
+    const items = [report('orders', []), report('audit', [{ node_id: 'b3', reason: 'diverged' }])];
+    const all = await recorded(env, ['replicas'], () => ({ items }));
+    expect(all.code, all.err.join()).toBe(0);
+    expect(all.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/replica-reports']);
+    expect(all.out[0]).toMatch(
+      /^KIND\s+TENANT_ID\s+NAMESPACE\s+NAME\s+SHARD\s+GENERATION\s+LEADER/,
+    );
+    expect(all.out[1]).toMatch(/orders\s+0\s+4\s+b1\s+120\s+118\s+b2=120,b3=97\s+b2\s+-$/);
+    const halted = await recorded(env, ['replicas', '--halted'], () => ({ items }));
+    expect(halted.out).toHaveLength(2);
+    expect(halted.out[1]).toMatch(/audit .*b3:diverged$/);
+    const json = await recorded(env, ['--json', 'replicas', '--name', 'orders'], () => ({ items }));
+    expect(JSON.parse(json.out.join('\n'))).toEqual([items[0]]);
+  });
+
   it('felixctl_nodes_delete_forgets_a_retired_node', async () => {
     // Retiring a broker ended with a curl DELETE (an operator trial): felixctl names it now.
     const env = { FELIX_CONFIG: join(home.path, 'nodes-delete.json') };

@@ -293,9 +293,56 @@ function clusterCommands(program: Command, api: Api): void {
     });
 }
 
+/** One replica report as a table row: each follower as `node=offset`, halts as `node:reason`. */
+function replicaRow(r: Json): Json {
+  const offsets = (r.replica_offsets as { node_id: string; durable_offset: number }[]) ?? [];
+  const halted = (r.halted as { node_id: string; reason: string }[]) ?? [];
+  return {
+    ...r,
+    name: r.stream,
+    followers: offsets.map((o) => `${o.node_id}=${o.durable_offset}`).join(',') || '-',
+    in_sync: ((r.in_sync as string[]) ?? []).join(',') || '-',
+    halted: halted.map((h) => `${h.node_id}:${h.reason}`).join(',') || '-',
+  };
+}
+
+function replicaCommands(program: Command, api: Api): void {
+  program
+    .command('replicas')
+    .description(
+      "what each replicated shard's leader last reported of its followers (placement promotes from it)",
+    )
+    .option('--name <name>', 'only this stream or cache')
+    .option('--halted', 'only shards with a halted follower')
+    .action(async (o: { name?: string; halted?: boolean }) => {
+      const { items } = (await api.call('GET', '/v1/replica-reports')) as { items: Json[] };
+      const rows = items.filter(
+        (r) =>
+          (o.name === undefined || r.stream === o.name) &&
+          (o.halted !== true || ((r.halted as unknown[]) ?? []).length > 0),
+      );
+      if (api.target().json) return api.out(JSON.stringify(rows, null, 2));
+      api.show(rows.map(replicaRow), [
+        'kind',
+        'tenant_id',
+        'namespace',
+        'name',
+        'shard',
+        'generation',
+        'leader',
+        'leader_offset',
+        'commit_offset',
+        'followers',
+        'in_sync',
+        'halted',
+      ]);
+    });
+}
+
 export function catalogCommands(program: Command, api: Api): void {
   tenantCommands(program, api);
   streamCommands(program, api);
   cacheCommands(program, api);
   clusterCommands(program, api);
+  replicaCommands(program, api);
 }
