@@ -11,10 +11,10 @@
  * ending the loop leaves nothing to lapse. A shard's loop that fails for good ends the merged
  * loop with its error, after the others were ended the same way.
  */
-import { NotFoundError, UnknownStreamError } from '../errors.js';
+import { InvalidArgumentError, NotFoundError, UnknownStreamError } from '../errors.js';
 import { abortable } from '../util/abortable.js';
 import { rearmHold } from '../util/hold-timer.js';
-import { type Group, type GroupInfo, checkPollOptions } from './group.js';
+import { type Group, type GroupAdminOptions, type GroupInfo, checkPollOptions } from './group.js';
 import type { GroupMessage } from './group-message.js';
 import { holdMsOf } from './group-consume.js';
 import type { PollOptions } from './group-poll.js';
@@ -81,6 +81,35 @@ export class StreamGroup {
         }
       }),
     );
+  }
+
+  /**
+   * Moves the group's position on every shard to its `earliest` or `latest` record, as a Kafka
+   * consumer group resets every partition (`ifNew`: only on shards where the group does not
+   * exist yet, so a group made on first use starts at the tail, `auto.offset.reset=latest`).
+   * Voids every standing claim on each shard moved. An exact offset is one shard's:
+   * `shard(i).seek({ offset })`. Answers each shard's position, in shard order.
+   */
+  async seek(
+    start: 'earliest' | 'latest',
+    opts: GroupAdminOptions & { ifNew?: boolean } = {},
+  ): Promise<{ shard: number; offset: number; moved: boolean }[]> {
+    if (start !== 'earliest' && start !== 'latest')
+      throw new InvalidArgumentError(
+        "a group over every shard seeks to 'earliest' or 'latest'; an offset is one shard's: shard(i).seek({ offset })",
+      );
+    const groups = await this.shards(opts.signal);
+    return Promise.all(
+      groups.map(async (g) => ({ shard: g.shard, ...(await g.seek(start, opts)) })),
+    );
+  }
+
+  /** Deletes the group on every shard (position, dead letters, claims); answers whether it
+   *  existed on any. */
+  async delete(opts: GroupAdminOptions = {}): Promise<boolean> {
+    const groups = await this.shards(opts.signal);
+    const existed = await Promise.all(groups.map((g) => g.delete(opts)));
+    return existed.some(Boolean);
   }
 
   /** Releases every shard handle's idle poll streams. */

@@ -152,6 +152,25 @@ describe('a consumer group over every shard of a stream', () => {
     ]);
   });
 
+  it('a_group_over_every_shard_seeks_every_shard_and_deletes_them_all_in_one_call', async () => {
+    // A Kafka user's trial: starting a group at the tail (auto.offset.reset=latest) or dropping
+    // it took a loop over `shards()`; the merged handle had neither seek nor delete.
+    await publishSpread('before-seek', 12);
+    const group = suite.felix.group('orders', 'from-the-tail', { shard: 'all' });
+    const moved = await group.seek('latest', { ifNew: true });
+    expect(moved.map((m) => m.shard)).toEqual([0, 1, 2, 3]);
+    const infos = (await group.describe()).map(present);
+    for (const info of infos) expect(info.committed).toBe(info.tail); // each shard at its tail
+    // ifNew leaves a group that exists where it is; a plain seek moves every shard.
+    expect((await group.seek('earliest', { ifNew: true })).every((m) => !m.moved)).toBe(true);
+    const back = await group.seek('earliest');
+    expect(back.every((m) => m.moved && m.offset === 0)).toBe(true);
+    await expect(group.seek({ offset: 3 } as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+    expect(await group.delete()).toBe(true);
+    expect(await group.describe()).toEqual([0, 1, 2, 3].map((shard) => ({ shard, missing: true })));
+    expect(await group.delete()).toBe(false);
+  });
+
   it('a_one_shard_loop_broken_out_of_and_closed_at_once_hands_back_what_it_held', async () => {
     // A worker takes one job and exits: `break`, then `close()`. What its loop polled ahead must
     // go back at the break, as a merged loop's does, not lapse after its visibility timeout.
