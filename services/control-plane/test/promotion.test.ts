@@ -534,6 +534,37 @@ function promotionSuite(backend: Backend): void {
       expect(now!.leader).not.toBe(after.leader);
     });
 
+    it('a_promoted_quorum_leader_lost_before_its_first_report_is_not_replaced_by_a_member_behind_the_mark', async () => {
+      // CI (no_replica_behind_the_commit_mark_is_ever_promoted): the leader and the caught-up
+      // follower were killed together; placement promoted the caught-up one, marked down 74 ms
+      // after the leader, and then the member the leader's report put behind the commit mark,
+      // the only one left live. It could not have served (its fence needs a majority), but it
+      // is what the failover's rule forbids: the shard waits for a member at the mark.
+      const { before, after } = await failover('Quorum', 3, (a) => {
+        const [, f1, f2] = a.replicas;
+        return {
+          leader_offset: 20,
+          commit_offset: 20,
+          replica_offsets: [
+            { node_id: f1!, durable_offset: 20 },
+            { node_id: f2!, durable_offset: 10 },
+          ],
+        };
+      });
+      expect(after.leader).toBe(before.replicas[1]);
+      const stamp = (await store.nodes.liveStamps()).find((x) => x.node_id === after.leader)!;
+      await store.nodes.markDown(after.leader, stamp.stamp);
+      const pass = await store.assignments.pass(view);
+      const [now] = (await store.assignments.list(10)).items;
+      expect(now!.leader).toBe(after.leader);
+      expect(pass.unplaced).toBe(1);
+      // The old leader, at the mark, comes back: it may lead.
+      await store.nodes.register(registration(before.leader, { incarnation: 2 }));
+      await store.assignments.pass(view);
+      const [back] = (await store.assignments.list(10)).items;
+      expect(back!.leader).toBe(before.leader);
+    });
+
     it('accepting_a_lost_nodes_data_keeps_its_most_caught_up_live_replica', async () => {
       // Both followers are behind the commit mark, so no failover may promote either; accepting
       // the loss takes the one the report says holds more, not the better-ranked one.

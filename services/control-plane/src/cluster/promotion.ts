@@ -123,8 +123,10 @@ export function failoverPolicy(input: PromotionInput): FailoverPolicy | undefine
  * exactly the set the previous leader's report names: a failover keeps the members (router
  * placement, `quorum`), so a new leader fencing a majority of that same set overlaps every
  * majority that acked at either generation, and takes the furthest tail. Any member but the
- * lost leader and the halted may lead, the most caught up in that report first. Found by
- * review: the shard waited for the lost leader itself.
+ * lost leader and the halted may lead that held the commit mark in that report, the most caught
+ * up first. Found by review: the shard waited for the lost leader itself. A member behind that
+ * mark may not (CI: with the previous leader dead too it was the only one live, and was
+ * promoted behind the mark); the shard waits for one at it, as any failover does.
  */
 function sameSetCandidates(input: PromotionInput): string[] {
   const { current, report } = input;
@@ -140,7 +142,12 @@ function sameSetCandidates(input: PromotionInput): string[] {
     { node_id: report.leader, durable_offset: report.leader_offset },
   ];
   return held
-    .filter((o) => o.node_id !== current.leader && !halted.has(o.node_id))
+    .filter(
+      (o) =>
+        o.node_id !== current.leader &&
+        !halted.has(o.node_id) &&
+        o.durable_offset >= report.commit_offset,
+    )
     .sort(mostCaughtUpFirst)
     .map((o) => o.node_id);
 }
