@@ -4,7 +4,8 @@
  * set). Each refusal of such a shard says which, so a client is not told "still opening" of a
  * quorum set that lost its majority.
  */
-import { type Refusal, unservedRefusal } from './shard-refs.js';
+import type { Refusal } from '../session/refusal.js';
+import { unservedRefusal } from './shard-refs.js';
 
 export class OpenTroubles {
   private readonly failed = new Map<string, { generation: number; reason: string }>();
