@@ -5,13 +5,11 @@
 // felixctl spawned from dist/ with its connection settings in FELIX_* variables.
 import { spawn } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type FelixCluster, startCluster } from '@felix/testing-cluster';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const FELIXCTL = resolve(import.meta.dirname, '../dist/felixctl.js');
-const RUN_DEADLINE_MS = 60_000;
+import { FELIXCTL, RUN_DEADLINE_MS, type Run, startFelixctl } from './felixctl-process.js';
 
 let cluster: FelixCluster;
 let home: Awaited<ReturnType<typeof tempDir>>;
@@ -51,40 +49,9 @@ afterAll(async () => {
   await home?.cleanup();
 });
 
-interface Run {
-  code: number | null;
-  out: string[];
-  err: string;
-}
-
 /** A running felixctl: its output so far and its end. */
 function start(args: string[], opts: { input?: string; env?: Record<string, string> } = {}) {
-  const child = spawn(process.execPath, [FELIXCTL, ...args], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: home.path,
-      XDG_CONFIG_HOME: join(home.path, 'config'),
-      ...(opts.env ?? env),
-    },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => {
-    out += String(d);
-  });
-  child.stderr.on('data', (d) => {
-    err += String(d);
-  });
-  child.stdin.end(opts.input ?? '');
-  const timer = setTimeout(() => child.kill('SIGKILL'), RUN_DEADLINE_MS);
-  const done = new Promise<Run>((res) =>
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      res({ code, out: out.split('\n').filter((l) => l !== ''), err });
-    }),
-  );
-  return { output: () => out, done };
+  return startFelixctl(home.path, opts.env ?? env, args, opts.input ?? '');
 }
 
 function ctl(...args: string[]): Promise<Run> {
