@@ -4,6 +4,7 @@
 import { ConnectError } from '@felix/client';
 import { describe, expect, it } from 'vitest';
 import { EXIT, describeError, exitCodeOf } from '../src/cli/data/report.js';
+import { lastFailureOfShardsNotIn } from '../src/cli/data/sub.js';
 import { durationMs, parseFrom } from '../src/cli/data/values.js';
 
 describe('felixctl data arguments', () => {
@@ -55,5 +56,18 @@ describe('felixctl data arguments', () => {
     // A server the user gave keeps the hint about --server.
     const given = new ConnectError(['quic://127.0.0.1:5102']);
     expect(describeError(given)).toContain('check --server');
+  });
+
+  it('felixctl_sub_until_end_names_the_refusal_of_a_shard_still_not_subscribed', () => {
+    // Review: a merged `sub --until-end` that timed out named the last refusal of any shard,
+    // which may be one that had subscribed since (its refusal no longer the cause).
+    const last = new Map<number, Error>([
+      [0, new Error('shard 0 is still opening')],
+      [2, new Error('shard 2: no leader')],
+      [1, new Error('shard 1 is still opening')],
+    ]);
+    expect(lastFailureOfShardsNotIn(last, { 0: 5, 1: 0 })?.message).toBe('shard 2: no leader');
+    expect(lastFailureOfShardsNotIn(last, { 2: 0 })?.message).toBe('shard 1 is still opening');
+    expect(lastFailureOfShardsNotIn(last, { 0: 1, 1: 1, 2: 1 })).toBeUndefined();
   });
 });

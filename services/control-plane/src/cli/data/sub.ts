@@ -79,7 +79,8 @@ async function readStream(env: DataEnv, c: FelixClient, stream: string, o: SubOp
 
 /**
  * Waits for every shard of `sub` to be subscribed, for at most `ms`; past it, fails with the
- * last failure the client retried (`ShardUnavailableError` while no broker serves a shard).
+ * last failure the client retried on a shard still not subscribed (`ShardUnavailableError`
+ * while no broker serves it).
  */
 async function openedWithin(
   sub: Subscription,
@@ -92,7 +93,8 @@ async function openedWithin(
     timer = setTimeout(
       () =>
         fail(
-          retries.last ?? new SubscribeWaitError(`${stream} was not subscribed within ${ms} ms`),
+          retries.lastOfShardsNotIn(sub.positions()) ??
+            new SubscribeWaitError(`${stream} was not subscribed within ${ms} ms`),
         ),
       ms,
     );
@@ -104,6 +106,20 @@ async function openedWithin(
   }
 }
 
+/**
+ * Of each shard's last retried failure, the one of the highest-numbered shard `subscribed` (a
+ * subscription's `positions()`) does not name: a shard that subscribed since is not the cause.
+ */
+export function lastFailureOfShardsNotIn(
+  last: ReadonlyMap<number, Error>,
+  subscribed: Record<number, number>,
+): Error | undefined {
+  let found: Error | undefined;
+  for (const [shard, err] of [...last].sort((a, b) => a[0] - b[0]))
+    if (!(shard in subscribed)) found = err;
+  return found;
+}
+
 /** A subscription that no broker answered in time, with no failure to name. */
 class SubscribeWaitError extends Error {
   readonly code = 'FELIX_CLIENT_TIMEOUT';
@@ -111,11 +127,12 @@ class SubscribeWaitError extends Error {
 
 /**
  * Follows the client's retried subscribes of `stream` (`subscribe_retry`): each shard's failure
- * said once on stderr when it changes, so a read that waits is not silent, and the last one
- * kept for `--until-end`.
+ * said once on stderr when it changes, so a read that waits is not silent, and each shard's
+ * last kept for `--until-end`.
  */
 class RetryWatch {
-  last: Error | undefined;
+  /** Each shard's last retried failure. */
+  private readonly last = new Map<number, Error>();
   private readonly said = new Map<number, string>();
   private readonly ac = new AbortController();
   constructor(c: FelixClient, stream: string, io: DataIo) {
@@ -126,7 +143,7 @@ class RetryWatch {
     try {
       for await (const s of c.status({ signal: this.ac.signal })) {
         if (s.type !== 'subscribe_retry' || s.stream !== stream) continue;
-        this.last = s.error;
+        this.last.set(s.shard, s.error);
         const code = String((s.error as { code?: unknown }).code ?? s.error.name);
         if (this.said.get(s.shard) === code) continue;
         this.said.set(s.shard, code);
@@ -135,6 +152,11 @@ class RetryWatch {
     } catch {
       // Ends with stop() (an abort) or the client's close: nothing more to follow.
     }
+  }
+
+  /** The last failure retried on a shard `subscribed` does not name (not subscribed yet). */
+  lastOfShardsNotIn(subscribed: Record<number, number>): Error | undefined {
+    return lastFailureOfShardsNotIn(this.last, subscribed);
   }
 
   stop(): void {
