@@ -107,8 +107,9 @@ async function openedWithin(
 }
 
 /**
- * Of each shard's last retried failure, the one of the highest-numbered shard `subscribed` (a
- * subscription's `positions()`) does not name: a shard that subscribed since is not the cause.
+ * Of each shard's last retried failure, that of the highest-numbered shard `subscribed` (a
+ * subscription's `positions()`, which names the shards subscribed) leaves out: a shard that
+ * subscribed since is not the cause.
  */
 export function lastFailureOfShardsNotIn(
   last: ReadonlyMap<number, Error>,
