@@ -11,31 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import { retentionOf } from '../src/streams/durable-store.js';
-import { durableTableOfN1 } from './support/shard-table.js';
-
-const T = 't1';
-const NS = 'ns';
-const stream = (retention?: Record<string, number>) => ({
-  tenant_id: T,
-  namespace: NS,
-  stream: 's',
-  shards: 1,
-  durable: true,
-  consistency: 'Leader',
-  replication_factor: 2,
-  ...(retention === undefined ? {} : { retention }),
-});
-const assignment = (leader: string, generation: number) => ({
-  tenant_id: T,
-  namespace: NS,
-  kind: 'stream',
-  stream: 's',
-  shard: 0,
-  leader,
-  replicas: ['n1', 'n2'],
-  generation,
-});
-const change = (value: Record<string, unknown>) => ({ op: 'put', key: {}, value }) as never;
+import { assignmentOfS, durableTableOfN1, putChange, streamS } from './support/shard-table.js';
 
 describe('a retention PATCHed before this broker leads the shard', () => {
   it('a_leader_promoted_after_its_streams_retention_was_removed_opens_without_the_old_bound', async () => {
@@ -43,12 +19,12 @@ describe('a retention PATCHed before this broker leads the shard', () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const cfg = loadConfig({ FELIX_DURABLE_STORAGE_DIR: dir, FELIX_DURABLE_SEGMENT_BYTES: '4096' });
     const { t, installed, opened } = durableTableOfN1(cfg);
-    t.streamsFeed.snapshot([stream({ max_size_bytes: 8192 })]);
-    t.assignmentsFeed.snapshot([assignment('n2', 1)]); // n1 follows: the runtime is installed
+    t.streamsFeed.snapshot([streamS({ retention: { max_size_bytes: 8192 } })]);
+    t.assignmentsFeed.snapshot([assignmentOfS('n2', 1)]); // n1 follows: the runtime is installed
     await t.settled();
-    t.streamsFeed.changes([change(stream())]); // PATCH: retention removed
+    t.streamsFeed.changes([putChange(streamS())]); // PATCH: retention removed
     await t.settled();
-    t.assignmentsFeed.changes([change(assignment('n1', 2))]); // n1 promoted (no feed change after)
+    t.assignmentsFeed.changes([putChange(assignmentOfS('n1', 2))]); // n1 promoted (no feed change after)
     await t.settled();
     expect(opened).toHaveLength(1);
     const log = (

@@ -59,3 +59,37 @@ export function durableTableOfN1(cfg: BrokerConfig): {
   t.nodeAddresses.set('n2', '127.0.0.1:7002');
   return { t, installed, opened };
 }
+
+/** Catalog feed item of stream t1/ns/s: one durable shard at replication factor 2. */
+export function streamS(
+  opts: { consistency?: string; retention?: Record<string, number> } = {},
+): Record<string, unknown> {
+  return {
+    tenant_id: 't1',
+    namespace: 'ns',
+    stream: 's',
+    shards: 1,
+    durable: true,
+    consistency: opts.consistency ?? 'Leader',
+    replication_factor: 2,
+    ...(opts.retention === undefined ? {} : { retention: opts.retention }),
+  };
+}
+
+/** Assignment feed item of t1/ns/s shard 0 over n1 and n2, led by `leader`. */
+export function assignmentOfS(leader: string, generation: number): Record<string, unknown> {
+  return {
+    tenant_id: 't1',
+    namespace: 'ns',
+    kind: 'stream',
+    stream: 's',
+    shard: 0,
+    leader,
+    replicas: ['n1', 'n2'],
+    generation,
+  };
+}
+
+/** A feed change putting `value`. */
+export const putChange = (value: Record<string, unknown>) =>
+  ({ op: 'put', key: {}, value }) as never;

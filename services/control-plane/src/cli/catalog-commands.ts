@@ -261,11 +261,15 @@ function clusterCommands(program: Command, api: Api): void {
         api.out(JSON.stringify({ node_id: node, moved: r.moved, still_led: r.still_led }, null, 2));
         return;
       }
-      // The API names a cache's resource `stream` too; the table says NAME beside KIND.
-      api.show(
-        r.moved.map((m) => ({ ...m, name: m.stream })),
-        ['kind', 'tenant_id', 'namespace', 'name', 'shard', 'leader', 'generation'],
-      );
+      api.show(r.moved.map(withName), [
+        'kind',
+        'tenant_id',
+        'namespace',
+        'name',
+        'shard',
+        'leader',
+        'generation',
+      ]);
       api.out(`${r.moved.length} shard(s) moved off ${node}; it still leads ${r.still_led}`);
     });
   program
@@ -278,9 +282,7 @@ function clusterCommands(program: Command, api: Api): void {
       const rows = await api.listAll(
         o.leader ? `/v1/shard-assignments?leader=${seg(o.leader)}` : '/v1/shard-assignments',
       );
-      // The API names a cache's resource `stream` too; the table says NAME beside KIND.
-      const named = rows.map((r) => ({ ...r, name: r.stream }));
-      api.show(named, [
+      api.show(rows.map(withName), [
         'kind',
         'tenant_id',
         'namespace',
@@ -293,13 +295,17 @@ function clusterCommands(program: Command, api: Api): void {
     });
 }
 
+/** The API names a cache's resource `stream` too; tables say NAME beside KIND. */
+function withName(row: Json): Json {
+  return { ...row, name: row.stream };
+}
+
 /** One replica report as a table row: each follower as `node=offset`, halts as `node:reason`. */
 function replicaRow(r: Json): Json {
   const offsets = (r.replica_offsets as { node_id: string; durable_offset: number }[]) ?? [];
   const halted = (r.halted as { node_id: string; reason: string }[]) ?? [];
   return {
-    ...r,
-    name: r.stream,
+    ...withName(r),
     followers: offsets.map((o) => `${o.node_id}=${o.durable_offset}`).join(',') || '-',
     in_sync: ((r.in_sync as string[]) ?? []).join(',') || '-',
     halted: halted.map((h) => `${h.node_id}:${h.reason}`).join(',') || '-',

@@ -41,6 +41,12 @@ export class UnreachableError extends Error {
   }
 }
 
+/** `sub --until-end`: no shard's subscribe was answered within --timeout, and the client
+ *  retried no refusal to name instead. */
+export class SubscribeWaitError extends Error {
+  readonly code = 'FELIX_CTL_SUBSCRIBE_TIMEOUT';
+}
+
 /** A key that holds no value: not a failure, but scripts need to tell it apart. */
 export class AbsentError extends Error {
   readonly code = 'FELIX_CTL_ABSENT';
@@ -48,6 +54,7 @@ export class AbsentError extends Error {
 
 const UNAVAILABLE = new Set([
   'FELIX_CTL_UNREACHABLE',
+  'FELIX_CTL_SUBSCRIBE_TIMEOUT',
   'FELIX_CLIENT_CONNECT',
   'FELIX_CLIENT_TIMEOUT',
   'FELIX_CLIENT_CONNECTION_LOST',

@@ -8,7 +8,7 @@ import type { FelixClient, StreamEvent, Subscription } from '@felix/client';
 import type { Command } from 'commander';
 import { type DataEnv, type DataIo, timeoutOf, withClient } from './connection.js';
 import { UNTIL_END_IDLE_MS_DEFAULT } from './limits.js';
-import { describeError } from './report.js';
+import { SubscribeWaitError, describeError } from './report.js';
 import { durationMs, intArg, isoOfMicros, parseFrom, valueFields, valueText } from './values.js';
 
 interface SubOpts {
@@ -119,11 +119,6 @@ export function lastFailureOfShardsNotIn(
   for (const [shard, err] of [...last].sort((a, b) => a[0] - b[0]))
     if (!(shard in subscribed)) found = err;
   return found;
-}
-
-/** A subscription that no broker answered in time, with no failure to name. */
-class SubscribeWaitError extends Error {
-  readonly code = 'FELIX_CLIENT_TIMEOUT';
 }
 
 /**
