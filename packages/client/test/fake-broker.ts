@@ -144,6 +144,12 @@ export class FakeBroker {
     for (const s of this.streams) s.inbound.end();
   }
 
+  /** Ends every stream the client opened (our half-close) and keeps the connection, as a
+   *  stopping broker does once it has answered all it read (its stream-finish.ts). */
+  endRequestStreams(): void {
+    for (const s of this.streams) if (s.kind === 'bidi') s.inbound.end();
+  }
+
   /** The `token` of every `auth` the client sent, in order. */
   get authTokens(): string[] {
     return this.received.flatMap(({ msg }) => (msg.type === 'auth' ? [msg.token] : []));

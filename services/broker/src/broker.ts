@@ -22,7 +22,7 @@ import { checkYamlShardCounts } from './catalog/yaml-shard-counts.js';
 import { NodeToken } from './cluster/node-token.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
 import { ListenError } from './errors.js';
-import { HANDOFF_TIMEOUT_MS } from './limits.js';
+import { DRAIN_PEER_CLOSE_MS_MAX, HANDOFF_TIMEOUT_MS } from './limits.js';
 import { Partition, partitionedFetch } from './faults/partition.js';
 import { storageIoFor } from './faults/storage-faults.js';
 import { SyncWatchIo } from './util/sync-watch-io.js';
@@ -541,8 +541,9 @@ export class Broker {
   }
 
   /**
-   * Drains: refuse new work, let in-flight appends and their acks finish (bounded by
-   * `drain_timeout_ms`), close client connections with code 0, close logs and listeners.
+   * Drains: refuse new work, stop reading requests, let in-flight appends and their acks finish
+   * and end each request stream after its answers (bounded by `drain_timeout_ms`), close client
+   * connections with code 0, close logs and listeners.
    */
   async stop(): Promise<void> {
     if (this.draining) return;
@@ -557,6 +558,9 @@ export class Broker {
       setTimeout(() => resolve('timeout'), this.config.broker.drain_timeout_ms).unref();
     });
     const inFlight = (async () => {
+      // Nothing read from now on is applied; each request stream ends once answered, which tells
+      // its client that what it sent there unanswered was not applied (stream-finish.ts).
+      await Promise.allSettled([...this.sessions].map((s) => s.quiesce(DRAIN_PEER_CLOSE_MS_MAX)));
       await this.catalog?.settle();
       await Promise.allSettled([...this.sessions].map((s) => s.settled()));
     })();

@@ -214,6 +214,12 @@ export const CONTROLPLANE_DEREGISTER_MS_MAX = 2_000;
  * bounded by this and by half of `broker.drain_timeout_ms`, so the drain keeps time to close.
  */
 export const HANDOFF_TIMEOUT_MS = 5_000;
+/**
+ * At the end of a drain each client connection's request streams are ended once answered
+ * (session/stream-finish.ts); the broker waits this long at most for the client to close them
+ * (it has then read which requests were applied) before it closes the connection anyway.
+ */
+export const DRAIN_PEER_CLOSE_MS_MAX = 1_000;
 /** How often the hand-off looks at the followers' cursors and at the shards it still leads. */
 export const HANDOFF_POLL_MS = 20;
 /** First retry delay after a failed feed or membership call; doubles per failure. */

@@ -35,6 +35,10 @@ import {
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type { ConnectionOptions } from './auth.js';
+
+const BROKER_ENDED =
+  'the broker ended the publish stream after answering every publish it applied there ' +
+  '(it is stopping); the publishes still unanswered were not applied';
 export type { OpenSubscription, StartPosition } from './subscribe.js';
 
 export class BrokerConnection {
@@ -124,7 +128,7 @@ export class BrokerConnection {
 
   private start(): void {
     void this.pipe.readAnswers().then(
-      () => this.fail(new ConnectionLostError(this.server)),
+      () => this.brokerEnded(),
       (err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })),
     );
     void this.events.accept();
@@ -228,6 +232,32 @@ export class BrokerConnection {
     this.events.fail();
     this.markLost(err);
     void this.conn.close().catch(() => undefined); // already lost: nothing more to report
+  }
+
+  /**
+   * The broker ended the publish stream, which it does (stream-finish.ts in the broker) only when
+   * it stops, after answering every publish it applied there: the publishes still waiting were
+   * not applied and fail with ConnectionLostError, which a call retries elsewhere. New calls go
+   * to a new connection at once; the request streams get the broker's end too, each telling its
+   * own waiting requests the same (request-lane.ts), so the connection is closed only once the
+   * request lane has nothing waiting (bounded by CLOSE_DRAIN_MS_MAX).
+   */
+  private brokerEnded(): void {
+    if (this.lostError) return;
+    const err = new ConnectionLostError(this.server, { cause: new Error(BROKER_ENDED) });
+    this.lostError = err;
+    this.pipe.fail(err);
+    this.table.failAll(err, true);
+    this.events.fail();
+    this.markLost(err);
+    const lane = this.lane;
+    void withTimeout(lane.idle(), CLOSE_DRAIN_MS_MAX, 'the request stream')
+      .catch(() => undefined) // still waiting at the bound: failed below, as a loss
+      .then(() => {
+        lane.fail(err);
+        return this.conn.close();
+      })
+      .catch(() => undefined); // the broker closed it first: nothing more to report
   }
 
   /**

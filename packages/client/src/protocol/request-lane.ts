@@ -16,8 +16,10 @@
  * reached the broker) may have been applied, so it rejects with OutcomeUnknownError naming it,
  * the failure as its `cause`. A write not sent yet (its stream still opening, no room under
  * REQUESTS_IN_FLIGHT_MAX, or its frame still held for the turn's end, then dropped unwritten)
- * changed nothing and keeps the failure, which may be retried. Callers take the lane's error as
- * it is: none maps it again.
+ * changed nothing and keeps the failure, which may be retried. So does a sent write the broker
+ * never read: its half-close of the stream (a stopping broker's notice) comes only after the
+ * answers of everything it applied there, so what waits then fails with ConnectionLostError.
+ * Callers take the lane's error as it is: none maps it again.
  */
 import type { TransportStream } from '@felix/transport';
 import { FRAME_HEADER_BYTES, type Message, decodeMessage, encodeMessage } from '@felix/wire';
@@ -90,6 +92,8 @@ export class RequestLane implements DueWatched {
   private failed: Error | null = null;
   /** Callers waiting for room under REQUESTS_IN_FLIGHT_MAX. */
   private roomWaiters: Array<() => void> = [];
+  /** `idle()` callers: told once nothing waits for an answer (or the lane failed). */
+  private idleWaiters: Array<() => void> = [];
   /** Requests on the slow path not sent yet: while any is, later ones queue behind it. */
   private slowQueued = 0;
   /** Ticks an answer may take (the timeout's span, reckoned once per lane). */
@@ -106,6 +110,12 @@ export class RequestLane implements DueWatched {
 
   get broken(): boolean {
     return this.failed !== null;
+  }
+
+  /** Resolves once no request on the lane waits for its answer, or the lane failed. */
+  idle(): Promise<void> {
+    if (this.waiting.length === 0 || this.failed !== null) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
@@ -253,14 +263,19 @@ export class RequestLane implements DueWatched {
   };
 
   private readonly onAnswersEnd = (err: unknown): void => {
+    // The broker's half-close comes only after it answered every request it applied on the
+    // stream (when it stops, refuses the stream or the client ended it): the requests still
+    // waiting were never applied, a sent write included, and may be sent again elsewhere.
+    if (err === null) {
+      this.fail(new ConnectionLostError(this.host.server, { cause: new Error(UNREAD) }), true);
+      return;
+    }
     // The client's own errors (a bad answer's ProtocolError) stand; anything else ended the stream
     // under its requests (the transport's ConnectionClosedError when a TLS socket closes before
     // the connection's loss is seen): their callers get the typed loss (a sent write's
     // OutcomeUnknownError), never the transport's error.
     this.fail(
-      err instanceof ClientError
-        ? err
-        : new ConnectionLostError(this.host.server, err === null ? undefined : { cause: err }),
+      err instanceof ClientError ? err : new ConnectionLostError(this.host.server, { cause: err }),
     );
   };
 
@@ -268,6 +283,8 @@ export class RequestLane implements DueWatched {
   private answer(msg: Message): void {
     const head = this.waiting.shift();
     this.roomWaiters.shift()?.();
+    if (this.waiting.length === 0 && this.idleWaiters.length > 0)
+      for (const r of this.idleWaiters.splice(0)) r();
     if (head === undefined) throw new ProtocolError(`unexpected ${msg.type} on a request stream`);
     if (msg.type === 'error') {
       head.reject(refusalOf(msg));
@@ -305,9 +322,11 @@ export class RequestLane implements DueWatched {
 
   /**
    * Fails this lane's requests (the connection's loss calls it before failing the table): each
-   * with `err`, except a sent write, with OutcomeUnknownError (see the top of this file). Frames still held are dropped unwritten.
+   * with `err`, except a sent write, with OutcomeUnknownError (see the top of this file), unless
+   * the broker said it read none of them (`unread`: it ended the stream after its last answer).
+   * Frames still held are dropped unwritten.
    */
-  fail(err: Error): void {
+  fail(err: Error, unread = false): void {
     if (this.failed) return;
     this.failed = err;
     const writer = this.writer;
@@ -318,12 +337,13 @@ export class RequestLane implements DueWatched {
     // handed to the transport got no answer: it may have been applied.
     for (const w of this.waiting.splice(0)) {
       w.reject(
-        w.write !== undefined && w.frame < handed
+        w.write !== undefined && w.frame < handed && !unread
           ? new OutcomeUnknownError(w.write, { cause: err })
           : err,
       );
     }
     for (const r of this.roomWaiters.splice(0)) r();
+    for (const r of this.idleWaiters.splice(0)) r();
     this.stream?.reset(0);
     // A stream still opening is reset once it is open.
     if (this.stream === null)
@@ -333,6 +353,11 @@ export class RequestLane implements DueWatched {
       );
   }
 }
+
+/** Why requests still waiting when the broker ended the stream were not applied. */
+const UNREAD =
+  'the broker ended the request stream after answering every request it applied there ' +
+  '(it is stopping); the requests still unanswered were not applied';
 
 /** An answer no quick reader took: JSON by the codec; a binary frame here is not an answer. */
 function decodeAnswer(frame: InFrame): Message {

@@ -40,11 +40,14 @@ export class RequestTable {
     return p;
   }
 
-  /** Fails every waiting request: the connection is gone. */
-  failAll(err: Error): void {
+  /** Fails every waiting request: the connection is gone. `unread`: the broker said it applied
+   *  none of them (it ended the publish stream after its last answer), so no outcome is unknown. */
+  failAll(err: Error, unread = false): void {
     for (const p of this.pending.values()) {
       p.reject(
-        p.publishTo !== undefined ? new OutcomeUnknownError(p.publishTo, { cause: err }) : err,
+        p.publishTo !== undefined && !unread
+          ? new OutcomeUnknownError(p.publishTo, { cause: err })
+          : err,
       );
     }
     this.pending.clear();

@@ -46,6 +46,7 @@ import type { SessionContext } from './context.js';
 import type { FastReader, Outcome, RequestContext } from './handler.js';
 import { type Negotiated, has } from './negotiation.js';
 import { PartialDeadline } from './partial-deadline.js';
+import { type Finishable, StreamFinish } from './stream-finish.js';
 import { Refusal, errorFrame } from './refusal.js';
 import { loneSurrogateRefusal } from './well-formed.js';
 
@@ -54,15 +55,10 @@ export const CLOSE_SHUTDOWN = 0;
 export const CLOSE_AUTH_TIMEOUT = 1;
 
 /** What the session keeps for one stream it reads. */
-interface StreamState {
-  readonly stream: TransportStream;
+interface StreamState extends Finishable {
   readonly reader: FrameReader;
-  readonly answers: AnswerPipe;
-  readonly quiet: boolean;
   /** Set once the stream authenticates. */
   rc: StreamRequests | null;
-  /** Set once a partial frame outlived its deadline: the stream is being ended. */
-  expired: boolean;
   /** Bytes of its partial frame counted in the connection's ledger. */
   held: number;
   /** Ends the stream if it has not authenticated in time; cleared once its `auth` arrives. */
@@ -160,6 +156,8 @@ export class ClientSession {
   private readonly inflight: InflightBytes;
   /** Bytes this connection's streams pin: partial frames and unanswered requests. */
   readonly bytes: ConnectionBytes;
+  /** The broker's stop: nothing read is handed on, request streams end (stream-finish.ts). */
+  private readonly ending = new StreamFinish();
 
   constructor(
     readonly conn: Connection,
@@ -200,6 +198,15 @@ export class ClientSession {
     await Promise.allSettled([...this.pipes].map((p) => p.drain()));
   }
 
+  /**
+   * The broker stops: from now on nothing read is applied, and each request stream is ended once
+   * what it read is answered, so the client knows the rest was not applied (stream-finish.ts).
+   * Resolves once the client closed those streams, or after `peerCloseMs`.
+   */
+  quiesce(peerCloseMs: number): Promise<void> {
+    return this.ending.begin(peerCloseMs);
+  }
+
   private onAuthTimeout(): void {
     this.authTimer = null;
     if (this.authenticated) return;
@@ -224,8 +231,13 @@ export class ClientSession {
     const fast = quiet ? undefined : this.ctx.handlers.fastReader();
     const st: StreamState = newStreamState(stream, reader, answers, quiet);
     const deadline = new PartialDeadline(cfg.partial_frame_deadline_ms, () => this.expire(st));
-    const serve: ChunkServer = (chunk) => this.serveChunk(st, chunk, deadline, fast);
+    const serve: ChunkServer = (chunk) => {
+      const served = this.serveChunk(st, chunk, deadline, fast);
+      if (served instanceof Promise) st.busy = served; // what a stop's finish waits for
+      return served;
+    };
     st.authTimer = setTimeout(() => this.authExpired(st), cfg.auth_timeout_ms).unref();
+    this.ending.track(st);
     try {
       const iterated = await readIterated(stream, () => st.rc !== null, serve);
       if (iterated === 'done_with') return;
@@ -233,6 +245,7 @@ export class ClientSession {
       await answers.drain();
       if (!quiet) await stream.end();
     } finally {
+      this.ending.untrack(st);
       deadline.stop();
       if (st.authTimer !== null) clearTimeout(st.authTimer);
       this.letGo(st);
@@ -257,6 +270,7 @@ export class ClientSession {
     fast: FastReader | undefined,
   ): boolean | Promise<boolean> {
     if (st.expired) return false;
+    if (this.ending.active) return this.stopReading(st);
     const shed = this.inflight.wouldExceed(chunk.length) ? this.overloaded() : null;
     if (shed !== null) return this.shed(st, shed).then(stop);
     deadline.begin();
@@ -284,6 +298,7 @@ export class ClientSession {
     if (over !== null) return this.shed(st, over).then(stop);
     const answers = st.answers;
     for (let i = 0; i < frames.length; i++) {
+      if (this.ending.active) return this.stopReading(st);
       const frame = frames[i]!;
       answers.chargeNext(frame.length);
       const outcome = this.dispatch(st.rc!, frame, fast);
@@ -316,10 +331,18 @@ export class ClientSession {
         if (refusal.fatalToStream) return false;
       }
       if (++i >= frames.length) break;
+      if (this.ending.active) return this.stopReading(st);
       answers.chargeNext(frames[i]!.length);
       outcome = this.dispatch(st.rc!, frames[i]!, fast);
     }
     return await this.chunkServed(st, frames.length, deadline, wasAuthed);
+  }
+
+  /** The broker is stopping: the stream's reading ends here, and the stream once its answers are
+   *  written (what it still gets is dropped, never applied). */
+  private stopReading(st: StreamState): false {
+    void this.ending.finish(st);
+    return false;
   }
 
   /** A chunk's frames are served: notes its partial frame and waits while answers are over
@@ -700,7 +723,18 @@ function newStreamState(
   answers: AnswerPipe,
   quiet: boolean,
 ): StreamState {
-  return { stream, reader, answers, quiet, rc: null, expired: false, held: 0, authTimer: null };
+  return {
+    stream,
+    reader,
+    answers,
+    quiet,
+    rc: null,
+    expired: false,
+    held: 0,
+    authTimer: null,
+    busy: null,
+    finishing: null,
+  };
 }
 
 /** A JSON request: by the stream's fast reader when it takes the form, else the codec. */

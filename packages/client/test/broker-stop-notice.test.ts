@@ -1,0 +1,72 @@
+// Goal: a stopping broker ends each request stream (its half-close) only after answering every
+// request it applied there (services/broker/src/session/stream-finish.ts), so a write still
+// waiting when that end arrives was never applied: it fails as a loss the caller may retry
+// (ConnectionLostError), never OutcomeUnknownError, and the client then closes the connection
+// itself. A connection that dies instead (lost-connection-writes.test.ts) keeps the unknown
+// outcome. Method: FelixClient over the scripted fake broker, which swallows the writes and then
+// ends every stream the client opened while the connection stays up.
+import { waitFor, withDeadline } from '@felix/testing-harness';
+import { describe, expect, it } from 'vitest';
+import { ConnectionLostError, OutcomeUnknownError } from '../src/errors.js';
+import { FelixClient } from '../src/client.js';
+import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import { FakeBroker } from './fake-broker.js';
+
+const BOUND_MS = 30_000;
+const ENDS_WITHIN_MS = 10_000;
+
+describe('a stopping broker ends its request streams', () => {
+  it('writes_waiting_when_a_stopping_broker_ends_their_streams_fail_as_not_applied_not_outcome_unknown', async () => {
+    const broker = new FakeBroker({ reauth: false });
+    const writes = new Set(['cache_put', 'counter_add', 'publish_batch']);
+    broker.answer = (_at, msg) => writes.has(msg.type);
+    let dialed = 0;
+    const client = await FelixClient.create(
+      {
+        servers: ['quic://fake:1'],
+        tenant: 't1',
+        token: 'x',
+        connectTimeoutMs: BOUND_MS,
+        requestTimeoutMs: BOUND_MS,
+        reconnect: { attemptsMax: 1 },
+      },
+      {
+        open: (server, o, turn) =>
+          ++dialed === 1
+            ? BrokerConnection.over(server, broker.conn, o, turn)
+            : Promise.reject(new Error('the broker is gone')),
+      },
+    );
+    try {
+      const failures = [
+        client.cache('users').put('u1', 'v'),
+        client.counter('hits').add('k', 1n),
+        client.publish('orders', 'r1'),
+      ].map((p) =>
+        p.then(
+          () => new Error('the write succeeded'),
+          (err: unknown) => err,
+        ),
+      );
+      await waitFor(
+        () => [...writes].every((t) => broker.received.some(({ msg }) => msg.type === t)),
+        'the writes reach the broker',
+        5_000,
+      );
+      broker.endRequestStreams();
+      const errs = await withDeadline(Promise.all(failures), ENDS_WITHIN_MS, 'the writes to fail');
+      for (const err of errs) {
+        // A loss the caller may retry (its retry finds the broker anew), saying why.
+        expect(err).toBeInstanceOf(ConnectionLostError);
+        expect((err as ConnectionLostError).retry).toBe('reconnect');
+        expect(String(((err as Error).cause as Error)?.message)).toMatch(/were not applied/);
+      }
+      expect(errs.some((e) => e instanceof OutcomeUnknownError)).toBe(false);
+      // With nothing left waiting the client closes the connection itself: the broker's stop
+      // need not wait for its bound.
+      await withDeadline(broker.conn.closed, ENDS_WITHIN_MS, 'the client to close the connection');
+    } finally {
+      await client.close();
+    }
+  });
+});
