@@ -115,3 +115,11 @@ export const RECLAIM_QUIET_INTERVAL_MS_MIN = 30_000;
  *  64 KiB write slabs): enough for the connections that open at once under churn, and at most
  *  5 MiB kept after a burst; more are left to the garbage collector. */
 export const TLS_BUFFER_POOL_MAX = 64;
+
+/** A QUIC dial also sends this many one-byte datagrams, QUIC_REFUSAL_PROBE_INTERVAL_MS apart,
+ *  on a connected UDP socket of its own (quic/refusal-probe.ts): a host whose port is closed
+ *  answers one with ICMP port unreachable, which fails the dial at once instead of at its
+ *  timeout. More than one, as a datagram or its answer may be lost or rate-limited. */
+export const QUIC_REFUSAL_PROBES_MAX = 4;
+/** Time between the refusal probes of one dial. */
+export const QUIC_REFUSAL_PROBE_INTERVAL_MS = 250;

@@ -1,5 +1,6 @@
-// Goal: a dial that fails says why on both transports, in words an operator can act on: a TLS
-// dial to a closed port names the refusal, and a QUIC dial that gets no handshake says so with
+// Goal: a dial that fails says why on both transports, in words an operator can act on: a dial
+// to a closed port names the refusal at once on both (QUIC through its refusal probe, which
+// hears the host's ICMP port unreachable), and a QUIC dial that gets no handshake says so with
 // its deadline (the QUIC library's own timeout error carries an empty message).
 // A dial whose server certificate is refused says that in words (quiche's own error says only
 // "TlsFail") and is marked `certificate` so a caller can hint at its trust options.
@@ -37,6 +38,22 @@ describe('dial failures', () => {
     expect((err as Error).message).toBe(
       `dial quic://127.0.0.1:${port} failed: no handshake within 300 ms`,
     );
+  });
+
+  it('a_quic_dial_to_a_closed_port_fails_at_once_naming_the_refusal', async () => {
+    // A port bound a moment ago and released: nothing listens on it now.
+    const released = await silentUdp();
+    await released.close();
+    const err = await dial(`quic://127.0.0.1:${released.port}`, {
+      insecureSkipVerify: true,
+      dialTimeoutMs: 3_000,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialError);
+    // Not "no handshake within 3000 ms": the host's ICMP port unreachable ended the dial.
+    expect((err as Error).message).toBe(
+      `dial quic://127.0.0.1:${released.port} failed: connection refused (nothing listens on UDP port ${released.port})`,
+    );
+    expect((err as DialError).retry).toBe('retry_after_backoff');
   });
 
   it('a_tls_dial_to_a_closed_port_names_the_refusal', async () => {

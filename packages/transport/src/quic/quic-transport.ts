@@ -66,6 +66,7 @@ import { AsyncQueue } from '../util/async-queue.js';
 import { trackConnection } from '../util/reclaim.js';
 import { warnInsecure } from '../util/warn.js';
 import { quicErrorText } from './error-text.js';
+import { RefusalProbe } from './refusal-probe.js';
 import { PeerResetReason, QuicStreamAdapter, ResetReason } from './quic-stream.js';
 import { tuneQuicSocket } from './tuning.js';
 
@@ -541,20 +542,13 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
   const pinned = opts.fingerprint === undefined ? null : normalizeFingerprint(opts.fingerprint);
   if (opts.insecureSkipVerify) warnInsecure(address);
   let pinMismatch: FingerprintMismatchError | null = null;
-  const verify =
-    pinned === null
-      ? {}
-      : {
-          verifyCallback: async (certs: Uint8Array[]) => {
-            const leaf = certs[0];
-            const actual = leaf ? new X509Certificate(leaf).fingerprint256 : '(none)';
-            if (leaf && fingerprintsEqual(actual, pinned)) return undefined;
-            pinMismatch = new FingerprintMismatchError(pinned, actual);
-            return CRYPTO_ERROR_BAD_CERTIFICATE;
-          },
-        };
+  const verify = pinnedVerify(pinned, (err) => {
+    pinMismatch = err;
+  });
   const serverName = opts.serverName ?? (isIP(host) ? undefined : host);
   let client: stockQuic.QUICClient;
+  // A closed port fails the dial at once, as TCP's does (refusal-probe.ts).
+  const probe = new RefusalProbe(host, port);
   try {
     client = await quic.QUICClient.createQUICClient(
       {
@@ -580,10 +574,16 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
         codeToReason,
         logger,
       },
-      { timer: dialTimeoutMs },
+      { timer: dialTimeoutMs, signal: probe.signal },
     );
   } catch (err) {
+    if (probe.refused)
+      throw new DialError(address, `connection refused (nothing listens on UDP port ${port})`, {
+        cause: probe.signal.reason,
+      });
     throw quicDialError(address, err, pinMismatch, dialTimeoutMs, quic.errors, opts);
+  } finally {
+    probe.stop();
   }
   if (!stock) tuneQuicSocket(client);
   // The client owns its UDP socket; stopping the socket ends the client (QUICClient.destroy
@@ -594,6 +594,24 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
     await socket.stop({ force: true }).catch(() => {}); // teardown of a closed client: best effort
   };
   return new QuicConnectionAdapter(quic, client.connection, timeouts, limits, teardown);
+}
+
+/** The QUIC config's check of a pinned server certificate (none without a pin): a mismatch is
+ *  told to `mismatched` (quiche reports it only as a TLS failure) and refused. */
+function pinnedVerify(
+  pinned: string | null,
+  mismatched: (err: FingerprintMismatchError) => void,
+): { verifyCallback?: (certs: Uint8Array[]) => Promise<number | undefined> } {
+  if (pinned === null) return {};
+  return {
+    verifyCallback: async (certs: Uint8Array[]) => {
+      const leaf = certs[0];
+      const actual = leaf ? new X509Certificate(leaf).fingerprint256 : '(none)';
+      if (leaf && fingerprintsEqual(actual, pinned)) return undefined;
+      mismatched(new FingerprintMismatchError(pinned, actual));
+      return CRYPTO_ERROR_BAD_CERTIFICATE;
+    },
+  };
 }
 
 /** A failed QUIC dial in words: quiche reports a refused certificate as "TlsFail" only. */
