@@ -115,7 +115,7 @@ export class FakeBroker {
   /** What the transport reports received (undefined: no count, as before). */
   packetsReceived: number | undefined = undefined;
 
-  constructor(readonly opts: { reauth: boolean; cluster?: boolean }) {
+  constructor(readonly opts: { reauth: boolean; cluster?: boolean; hiWithout?: number }) {
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
       this.closeConn = resolve;
     });
@@ -216,7 +216,8 @@ export class FakeBroker {
       case 'auth': {
         // It reads and answers JSON only: never the binary cache or group exchanges.
         const offered = CLIENT_FEATURES_HI & ~(FEATURE_HI_CACHE_BINARY | FEATURE_HI_GROUP_BINARY);
-        const hi = this.opts.reauth ? offered : offered & ~FEATURE_HI_REAUTH;
+        const hi =
+          (this.opts.reauth ? offered : offered & ~FEATURE_HI_REAUTH) & ~(this.opts.hiWithout ?? 0);
         at.send({
           type: 'auth_ok',
           server_flags: 0,

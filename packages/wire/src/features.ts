@@ -90,3 +90,11 @@ export const FEATURE_HI_GROUP_RELEASE = 0x0000_0080;
  * lowest 1,000, so a client sends them only to a broker that advertised the bit.
  */
 export const FEATURE_HI_GROUP_DEAD_LETTER_PAGES = 0x0000_0100;
+/**
+ * Bit 9 of the `_hi` word (bit 41 of the set): the broker half-closes a request stream only
+ * after it has answered every request it applied there, and applies nothing it reads after (a
+ * stopping broker's notice, as HTTP/2's GOAWAY is). A client that negotiated it takes the
+ * requests still unanswered at that end as not applied. A Felix extension; without it a stream's
+ * end says nothing of what is waiting, which may have been applied.
+ */
+export const FEATURE_HI_STREAM_END_NOTICE = 0x0000_0200;

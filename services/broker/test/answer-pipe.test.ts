@@ -124,3 +124,27 @@ describe('answer pipe', () => {
     await pipe.drain();
   });
 });
+
+describe('an answer that cannot be made', () => {
+  it('an_answer_that_cannot_be_made_resets_its_stream_so_no_later_end_reads_as_a_notice', async () => {
+    // A handler's answer that rejects leaves its request unanswered and every later answer
+    // dropped: were the stream later ended (a stop's notice, FEATURE_HI_STREAM_END_NOTICE), the
+    // client would read applied writes as not applied. The stream is reset instead.
+    const written: number[] = [];
+    const resets: number[] = [];
+    const stream = {
+      write: async (chunk: Uint8Array) => {
+        for (const b of chunk) written.push(b);
+      },
+      reset: (code: number) => resets.push(code),
+    } as unknown as TransportStream;
+    const pipe = new AnswerPipe(stream, 64);
+    pipe.push(Promise.resolve(Uint8Array.of(1)));
+    pipe.push(Promise.reject(new Error('the answer could not be encoded')));
+    pipe.push(Promise.resolve(Uint8Array.of(3)));
+    await pipe.drain();
+    expect(resets).toEqual([0]);
+    expect(pipe.broken).toBeInstanceOf(Error);
+    expect(written).toEqual([1]); // nothing after the unanswered one is written
+  });
+});

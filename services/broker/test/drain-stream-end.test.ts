@@ -11,7 +11,7 @@ import { type BrokerProcess, rawAuthed, startBroker } from '@felix/testing-e2e';
 import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { connect } from '@felix/client';
 import { dial } from '@felix/transport';
-import { encodeMessage } from '@felix/wire';
+import { FrameDecoder, decodeMessage, encodeMessage } from '@felix/wire';
 import { describe, expect, it } from 'vitest';
 
 const YAML = 'streams:\n  - { tenant: t1, name: log, durable: true }\n';
@@ -96,4 +96,50 @@ describe('a broker stopped under pipelined publishes', () => {
       }
     }
   }, 120_000);
+
+  it('a_stream_opened_while_the_broker_stops_is_refused_draining_not_left_unanswered', async () => {
+    // The stop waits (at most DRAIN_PEER_CLOSE_MS_MAX) for the client to close the streams it
+    // ended; this client never does, so the connection stays up while a new stream asks in.
+    const dir = await tempDir();
+    const broker = await startBroker({ yaml: YAML, dir: dir.path, durable: true });
+    try {
+      const conn = await dial(broker.url('tls'), {
+        fingerprint: broker.fingerprint,
+        dialTimeoutMs: 5_000,
+      });
+      const first = await rawAuthed(conn, 0x0800, undefined, 0);
+      const stopping = broker.stop(); // SIGTERM
+      expect(await withDeadline(first.next(), ENDS_WITHIN_MS, 'the stop to end the stream')).toBe(
+        null,
+      );
+      const late = await conn.openBidi();
+      await late.write(
+        encodeMessage({
+          type: 'auth',
+          tenant_id: 't1',
+          token: '',
+          client_flags: 0,
+          client_features: 0x0800,
+        }),
+      );
+      const decoder = new FrameDecoder();
+      const answer = await withDeadline(
+        (async () => {
+          for await (const chunk of late) {
+            const frames = decoder.push(chunk);
+            if (frames.length > 0) return decodeMessage(frames[0]!.payload);
+          }
+          return null;
+        })(),
+        ENDS_WITHIN_MS,
+        "the late stream's auth answer",
+      );
+      expect(answer).toMatchObject({ type: 'error', code: 'draining' });
+      await stopping;
+      await conn.close().catch(() => undefined); // the broker closed it already
+    } finally {
+      await broker.stop();
+      await dir.cleanup();
+    }
+  });
 });

@@ -134,6 +134,8 @@ class PollStream implements DueWatched {
 
   private readonly onEnd = (err: unknown): void => {
     this.unwatch();
+    // The broker ended its side (it stops): ours goes too, so its stop need not wait for it.
+    if (err === null && this.ended === undefined) this.stream.reset(0);
     if (this.ended === undefined) this.ended = err ?? null;
     const w = this.waiter;
     this.waiter = null;

@@ -7,7 +7,7 @@
  * publish as OutcomeUnknownError: it may or may not be in the log, and it is never re-sent.
  */
 import { type Connection, type TransportStream, dial } from '@felix/transport';
-import { FEATURE_HI_REAUTH } from '@felix/wire';
+import { FEATURE_HI_REAUTH, FEATURE_HI_STREAM_END_NOTICE } from '@felix/wire';
 import { ConnectionLostError, ProtocolError, TimeoutError } from '../errors.js';
 import {
   CLOSE_DRAIN_MS_MAX,
@@ -128,7 +128,10 @@ export class BrokerConnection {
 
   private start(): void {
     void this.pipe.readAnswers().then(
-      () => this.brokerEnded(),
+      () =>
+        has(this.negotiated.featuresHi, FEATURE_HI_STREAM_END_NOTICE)
+          ? this.brokerEnded()
+          : this.fail(new ConnectionLostError(this.server)),
       (err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })),
     );
     void this.events.accept();
@@ -375,6 +378,7 @@ export class BrokerConnection {
       ticks: this.ticks,
       timeoutMs: this.requestTimeoutMs,
       open: () => this.openStream(),
+      endIsNotice: has(this.negotiated.featuresHi, FEATURE_HI_STREAM_END_NOTICE),
     });
   }
 

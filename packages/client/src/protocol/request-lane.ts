@@ -81,6 +81,9 @@ export interface LaneHost {
   readonly timeoutMs: number;
   /** Opens and authenticates the lane's stream. */
   open(): Promise<{ stream: TransportStream; frames: FrameStream }>;
+  /** The broker's end of the stream comes only after the answers of all it applied
+   *  (FEATURE_HI_STREAM_END_NOTICE): what still waits then was not applied. */
+  readonly endIsNotice?: boolean;
 }
 
 export class RequestLane implements DueWatched {
@@ -263,10 +266,10 @@ export class RequestLane implements DueWatched {
   };
 
   private readonly onAnswersEnd = (err: unknown): void => {
-    // The broker's half-close comes only after it answered every request it applied on the
-    // stream (when it stops, refuses the stream or the client ended it): the requests still
-    // waiting were never applied, a sent write included, and may be sent again elsewhere.
-    if (err === null) {
+    // A broker that offered FEATURE_HI_STREAM_END_NOTICE half-closes only after it answered
+    // every request it applied on the stream (when it stops, or refuses the stream): the
+    // requests still waiting were never applied, a sent write included, and may be sent again.
+    if (err === null && this.host.endIsNotice === true) {
       this.fail(new ConnectionLostError(this.host.server, { cause: new Error(UNREAD) }), true);
       return;
     }
@@ -275,7 +278,9 @@ export class RequestLane implements DueWatched {
     // the connection's loss is seen): their callers get the typed loss (a sent write's
     // OutcomeUnknownError), never the transport's error.
     this.fail(
-      err instanceof ClientError ? err : new ConnectionLostError(this.host.server, { cause: err }),
+      err instanceof ClientError
+        ? err
+        : new ConnectionLostError(this.host.server, err === null ? undefined : { cause: err }),
     );
   };
 

@@ -81,6 +81,10 @@ export class AnswerPipe {
         this.pump();
       },
       (err: unknown) => {
+        // An answer that cannot be made (a handler's bug) leaves its request unanswered, and
+        // every later answer on the stream would be read as an earlier request's: the stream is
+        // reset, so the client reports what waits on it as unknown, never as not applied.
+        if (this.broken === null) this.stream.reset(0);
         this.broken ??= err;
         entry.done = true;
         this.pump();

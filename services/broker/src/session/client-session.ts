@@ -45,6 +45,7 @@ import { FrameReader, type InboundFrame, layoutOf, readMessage } from './codec.j
 import type { SessionContext } from './context.js';
 import type { FastReader, Outcome, RequestContext } from './handler.js';
 import { type Negotiated, has } from './negotiation.js';
+import { frameRefusal, pushChunk } from './frame-refusal.js';
 import { PartialDeadline } from './partial-deadline.js';
 import { type Finishable, StreamFinish } from './stream-finish.js';
 import { Refusal, errorFrame } from './refusal.js';
@@ -270,7 +271,8 @@ export class ClientSession {
     fast: FastReader | undefined,
   ): boolean | Promise<boolean> {
     if (st.expired) return false;
-    if (this.ending.active) return this.stopReading(st);
+    // A stream still to authenticate reads on: its `auth` is refused `draining`, and answered.
+    if (this.ending.active && st.rc !== null) return this.stopReading(st);
     const shed = this.inflight.wouldExceed(chunk.length) ? this.overloaded() : null;
     if (shed !== null) return this.shed(st, shed).then(stop);
     deadline.begin();
@@ -292,13 +294,17 @@ export class ClientSession {
   ): boolean | Promise<boolean> {
     if (!Array.isArray(frames)) {
       if (frames === null) return false;
-      return this.refuse(st.stream, st.rc?.auth ?? null, frames, st.quiet).then(stop);
+      // After the answers owed: an end must follow every answer of what was applied.
+      return st.answers
+        .drain()
+        .then(() => this.refuse(st.stream, st.rc?.auth ?? null, frames, st.quiet))
+        .then(stop);
     }
     const over = this.hold(st);
     if (over !== null) return this.shed(st, over).then(stop);
     const answers = st.answers;
     for (let i = 0; i < frames.length; i++) {
-      if (this.ending.active) return this.stopReading(st);
+      if (this.ending.active || st.expired) return this.stopReading(st);
       const frame = frames[i]!;
       answers.chargeNext(frame.length);
       const outcome = this.dispatch(st.rc!, frame, fast);
@@ -331,17 +337,17 @@ export class ClientSession {
         if (refusal.fatalToStream) return false;
       }
       if (++i >= frames.length) break;
-      if (this.ending.active) return this.stopReading(st);
+      if (this.ending.active || st.expired) return this.stopReading(st);
       answers.chargeNext(frames[i]!.length);
       outcome = this.dispatch(st.rc!, frames[i]!, fast);
     }
     return await this.chunkServed(st, frames.length, deadline, wasAuthed);
   }
 
-  /** The broker is stopping: the stream's reading ends here, and the stream once its answers are
-   *  written (what it still gets is dropped, never applied). */
+  /** The broker is stopping (the stream ends once its answers are written) or the stream is
+   *  being ended: its reading ends here, and what it still gets is dropped, never applied. */
   private stopReading(st: StreamState): false {
-    void this.ending.finish(st);
+    if (this.ending.active) void this.ending.finish(st);
     return false;
   }
 
@@ -622,8 +628,10 @@ export class ClientSession {
     // The reason goes out on the control stream before the subscriptions' own streams are
     // reset, so the client reads why they end; a peer that does not read gets them reset anyway.
     const bound = setTimeout(() => release(rc), TOKEN_EXPIRY_NOTICE_MS_MAX).unref();
-    void st.answers
-      .drain()
+    // After the chunk being served (it stops at its next frame) and the answers owed.
+    void Promise.resolve(st.busy)
+      .catch(() => undefined) // its failure is its reader's to handle
+      .then(() => st.answers.drain())
       .then(() => this.refuse(st.stream, rc.auth, refusal, st.quiet))
       .finally(() => {
         clearTimeout(bound);
@@ -770,29 +778,3 @@ const go = (): boolean => true;
 
 /** What reading a chunk gives: frames, the refusal of a bad one, or null (already answered). */
 type ReadOutcome = InboundFrame[] | Refusal | null;
-
-/** An authenticated stream's chunk: its frames, or the refusal of a bad one. */
-function pushChunk(reader: FrameReader, chunk: Uint8Array): InboundFrame[] | Refusal {
-  try {
-    return reader.push(chunk);
-  } catch (err) {
-    return frameRefusal(err);
-  }
-}
-
-/** The decoder's typed error as the refusal that ends the stream. */
-function frameRefusal(err: unknown): Refusal {
-  return new Refusal('invalid_request', (err as Error).message, frameReason(err), {
-    fatalToStream: true,
-  });
-}
-
-function frameReason(err: unknown): string {
-  const code = (err as { code?: string }).code ?? '';
-  if (code.includes('TOO_LARGE')) return 'frame_too_large';
-  if (code.includes('UNKNOWN_FLAGS')) return 'unknown_flag';
-  if (code.includes('FLAG_COMBINATION')) return 'invalid_flags';
-  if (code.includes('MAGIC')) return 'bad_magic';
-  if (code.includes('VERSION')) return 'bad_version';
-  return 'malformed_frame';
-}

@@ -11,7 +11,7 @@
  */
 import { assert } from '@felix/common';
 import type { Connection, TransportStream } from '@felix/transport';
-import { FEATURE_HI_REAUTH, type Message } from '@felix/wire';
+import { FEATURE_HI_REAUTH, FEATURE_HI_STREAM_END_NOTICE, type Message } from '@felix/wire';
 import { type Access, OPEN, REQUEST_ACCESS } from './access.js';
 import type { ConnectionGrant } from './grant.js';
 import type { AnswerPipe } from './answer-pipe.js';
@@ -143,6 +143,8 @@ export class HandlerTable {
       handle: (msg, rc) => rc.reauthenticate(msg),
     });
     this.offer(0, FEATURE_HI_REAUTH);
+    // Every end of a request stream follows the answers of what was applied (stream-finish.ts).
+    this.offer(0, FEATURE_HI_STREAM_END_NOTICE);
   }
 
   /**

@@ -82,9 +82,15 @@ export class StreamFinish {
     if (st.finishing !== null) return st.finishing;
     if (!endsHere(st)) return Promise.resolve();
     st.finishing = (async () => {
-      await st.busy?.catch(() => undefined); // its failure is the reader's to handle
+      let failed = false;
+      await st.busy?.catch(() => {
+        failed = true; // a request it served may be unanswered: no notice
+      });
       await st.answers.drain();
-      if (!st.expired) await st.stream.end();
+      // The end is a notice that all applied was answered (FEATURE_HI_STREAM_END_NOTICE): a
+      // stream whose serving failed or whose answers broke is reset instead (an unknown outcome).
+      if (failed || st.answers.broken !== null) st.stream.reset(0);
+      else if (!st.expired) await st.stream.end();
     })().catch(() => undefined); // the stream broke: the peer hears of that instead
     return st.finishing;
   }
