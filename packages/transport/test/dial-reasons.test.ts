@@ -56,6 +56,18 @@ describe('dial failures', () => {
     expect((err as DialError).retry).toBe('retry_after_backoff');
   });
 
+  it('a_quic_dial_to_a_host_name_that_does_not_resolve_says_so_as_a_tls_dial_does', async () => {
+    // `.invalid` never resolves (RFC 6761). The QUIC library said only "Host provided was not valid".
+    const err = await dial('quic://nosuchhost.invalid:5000', {
+      insecureSkipVerify: true,
+      dialTimeoutMs: 3_000,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialError);
+    expect((err as Error).message).toBe(
+      'dial quic://nosuchhost.invalid:5000 failed: getaddrinfo ENOTFOUND nosuchhost.invalid: the host name did not resolve',
+    );
+  });
+
   it('a_tls_dial_to_a_closed_port_names_the_refusal', async () => {
     const port = await releasedTcpPort();
     const err = await dial(`tls://127.0.0.1:${port}`, {

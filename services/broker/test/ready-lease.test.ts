@@ -5,7 +5,7 @@
 // monotonic clock (a real lapse takes 0.75 of the control plane's expiry timeout).
 import type { Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Lease } from '../src/cluster/lease.js';
+import { Lease, leaseRefusal } from '../src/cluster/lease.js';
 import { notReadyReason, startHttp } from '../src/http/http-server.js';
 import { LEASE_KEPT_FRACTION } from '../src/limits.js';
 import { BrokerMetrics } from '../src/metrics.js';
@@ -55,5 +55,29 @@ describe('/ready and the write lease', () => {
     expect(
       notReadyReason({ started: true, draining: false, cluster: { ready: false, lease: null } }),
     ).toMatch(/^waiting for the control plane/);
+  });
+
+  it('a_write_to_a_broker_still_registering_is_refused_as_starting_not_as_a_lapsed_lease', () => {
+    // A user's trial: clients reconnected to a restarted broker before its registration was
+    // accepted and were told it "has had no heartbeat accepted for 0.75 of its lease", which
+    // sent an operator looking at heartbeats. Each way of not holding the lease says its own.
+    let now = 0;
+    const lease = new Lease(() => now);
+    const where = 'cache t1/default/users shard 0';
+    const starting = leaseRefusal(lease, where, 'b1');
+    expect(starting?.reason).toBe('lease_starting');
+    expect(starting?.wireCode).toBe('shard_unavailable');
+    expect(starting?.message).toMatch(/registering with the control plane/);
+    lease.renew(0, L_MS);
+    expect(leaseRefusal(lease, where, 'b1')).toBeNull();
+    now = LEASE_KEPT_FRACTION * L_MS + 1;
+    const lapsed = leaseRefusal(lease, where, 'b1');
+    expect(lapsed?.reason).toBe('lease_lapsed');
+    expect(lapsed?.message).toMatch(/0\.75 of its lease/);
+    lease.renew(now, L_MS);
+    lease.depose();
+    const deposed = leaseRefusal(lease, where, 'b1');
+    expect(deposed?.reason).toBe('lease_deposed');
+    expect(deposed?.message).toMatch(/counted node b1 down/);
   });
 });

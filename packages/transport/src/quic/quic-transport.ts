@@ -626,6 +626,13 @@ function quicDialError(
   if (pinMismatch !== null) {
     return new DialError(address, pinMismatch.message, { cause: pinMismatch }, true);
   }
+  if (err instanceof errors.ErrorQUICHostInvalid) {
+    // The library's lookup failed and it says only "Host provided was not valid".
+    const host = new URL(address).hostname;
+    return new DialError(address, `getaddrinfo ENOTFOUND ${host}: the host name did not resolve`, {
+      cause: err,
+    });
+  }
   if (err instanceof errors.ErrorQUICClientCreateTimeout) {
     return new DialError(address, `no handshake within ${dialTimeoutMs} ms`, { cause: err });
   }

@@ -8,8 +8,19 @@
  * Safety assumes the two clocks drift apart by less than the quarter of L kept back.
  */
 import { LEASE_KEPT_FRACTION } from '../limits.js';
+import { Refusal } from '../session/refusal.js';
 
 export type MonoClock = () => number;
+
+/** Why a lease is not held: no call accepted yet since the broker started, the control plane
+ *  counted the node down (and the assignment feed has not caught up), or it ran out. */
+export type LeaseGap = 'starting' | 'deposed' | 'lapsed';
+
+/** What a write's check reads of a lease (a Lease; a test's stand-in may say only `held`). */
+export interface LeaseView {
+  readonly held: boolean;
+  readonly gap?: LeaseGap | null;
+}
 
 export class Lease {
   /** Monotonic ms until which writes are allowed (none before the first accepted call). */
@@ -18,11 +29,14 @@ export class Lease {
   private deposedAtMono: number | null = null;
   /** Told when the node is deposed (the assignment feed is asked again at once). */
   onDeposed: () => void = () => undefined;
+  /** A registration or heartbeat was ever accepted. */
+  private renewed = false;
 
   constructor(private readonly now: MonoClock = () => performance.now()) {}
 
   /** A registration or heartbeat sent at `sentAtMono` was accepted with lease length `lMs`. */
   renew(sentAtMono: number, lMs: number): void {
+    this.renewed = true;
     this.untilMono = Math.max(this.untilMono, sentAtMono + LEASE_KEPT_FRACTION * lMs);
   }
 
@@ -53,8 +67,32 @@ export class Lease {
     return this.deposedAtMono === null && this.now() < this.untilMono;
   }
 
+  /** Why the lease is not held now; null while it is. */
+  get gap(): LeaseGap | null {
+    if (this.held) return null;
+    if (this.deposedAtMono !== null) return 'deposed';
+    return this.renewed ? 'lapsed' : 'starting';
+  }
+
   /** Monotonic ms left (0 when lapsed). */
   get remainingMs(): number {
     return Math.max(0, this.untilMono - this.now());
   }
+}
+
+/**
+ * The refusal (shard_unavailable, retryable) of a write to a shard `nodeId` leads while its lease
+ * is not held, saying why, so a broker that has just started is not read as one cut off from the
+ * control plane; null while the lease is held.
+ */
+export function leaseRefusal(lease: LeaseView, where: string, nodeId: string): Refusal | null {
+  if (lease.held) return null;
+  const gap = lease.gap ?? 'lapsed';
+  const why =
+    gap === 'starting'
+      ? `node ${nodeId} has started and is registering with the control plane (no heartbeat accepted yet), so it does not write yet (lease_starting)`
+      : gap === 'deposed'
+        ? `the control plane counted node ${nodeId} down; it writes again once the assignments it was sent since are applied (lease_deposed)`
+        : `node ${nodeId} has had no heartbeat accepted by the control plane for 0.75 of its lease, so it stops writing until the next one is (lease_lapsed)`;
+  return new Refusal('shard_unavailable', `${where}: ${why}`, `lease_${gap}`);
 }

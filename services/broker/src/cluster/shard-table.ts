@@ -24,7 +24,7 @@ import type { Message, ShardRef } from '@felix/wire';
 import { type ReplicaLogKind, logsOwnedBy } from '@felix/replication';
 import type { BrokerConfig, CacheConfig, StreamConfig } from '../config/types.js';
 import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
-import { Refusal, type ShardOwner } from '../session/refusal.js';
+import type { Refusal, ShardOwner } from '../session/refusal.js';
 import { applyRetention, retentionOf } from '../streams/durable-store.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
 import { CACHE_WRITES, drainingWrite } from './shard-writes.js';
@@ -54,6 +54,7 @@ import type { CacheQuorum } from './cache-leading.js';
 import { CommittingCaches, fenceLedCache, holdCacheQuorum } from './cache-leading.js';
 import { CoalescedRuns } from '../util/coalesced-runs.js';
 import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
+import { type LeaseView, leaseRefusal } from './lease.js';
 import { OpenTroubles } from './open-troubles.js';
 import {
   type AssignmentRecord,
@@ -113,7 +114,7 @@ export class ShardTable {
   /** Where a deleted stream's or cache's files go (null: they stay, tests). */
   shardFiles: ShardFiles | null = null;
   /** This broker's write lease (cluster/lease.ts); null writes without one (tests). */
-  lease: { readonly held: boolean } | null = null;
+  lease: LeaseView | null = null;
   /** While true, the replicated shards it leads stay closed (empty data dir: fresh-storage.ts). */
   awaitingFailover = false;
   private readonly assignments = new Map<string, AssignmentRecord>();
@@ -423,12 +424,7 @@ export class ShardTable {
 
   /** Null while this broker holds its lease; else the refusal of a write. */
   leaseRefusal(where: string): Refusal | null {
-    if (this.lease === null || this.lease.held) return null;
-    return new Refusal(
-      'shard_unavailable',
-      `${where}: node ${this.nodeId} has had no heartbeat accepted by the control plane for 0.75 of its lease, so it stops writing until the next one is (lease_lapsed)`,
-      'lease_lapsed',
-    );
+    return this.lease === null ? null : leaseRefusal(this.lease, where, this.nodeId);
   }
 
   /** Runs a reconcile pass soon (coalesced). */
