@@ -95,4 +95,29 @@ describe('a stopping broker ends its request streams', () => {
       await client.close();
     }
   });
+
+  it('a_group_poll_stream_the_broker_ended_is_closed_by_the_client_so_the_stop_need_not_wait', async () => {
+    // The broker waits (broker.drain_peer_close_ms) for the client to close each stream it
+    // ended; a poll stream left open on the client's side held every stop for that bound.
+    const { broker, client } = await rig();
+    try {
+      broker.answer = (_at, msg) => msg.type === 'group_poll'; // the poll waits, unanswered
+      const polled = client
+        .group('orders', 'billing')
+        .poll({ waitMs: 20_000 })
+        .catch((e: unknown) => e);
+      await waitFor(
+        () => broker.received.some(({ msg }) => msg.type === 'group_poll'),
+        'the poll reaches the broker',
+        5_000,
+      );
+      const pollStream = broker.received.find(({ msg }) => msg.type === 'group_poll')!.stream;
+      broker.endRequestStreams();
+      await waitFor(() => pollStream.isReset, 'the client closes the ended poll stream', 5_000);
+      await client.close();
+      await polled;
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -22,7 +22,7 @@ import { checkYamlShardCounts } from './catalog/yaml-shard-counts.js';
 import { NodeToken } from './cluster/node-token.js';
 import type { BrokerConfig, TransportName } from './config/types.js';
 import { ListenError } from './errors.js';
-import { DRAIN_PEER_CLOSE_MS_MAX, HANDOFF_TIMEOUT_MS } from './limits.js';
+import { HANDOFF_TIMEOUT_MS } from './limits.js';
 import { Partition, partitionedFetch } from './faults/partition.js';
 import { storageIoFor } from './faults/storage-faults.js';
 import { SyncWatchIo } from './util/sync-watch-io.js';
@@ -346,7 +346,7 @@ export class Broker {
       selfId,
       authenticator: this.authenticator!,
       route: (kind, t, ns, name, shard) => table.routeView(kind, t, ns, name, shard),
-      leaseLapsed: () => table.leaseRefusal('') !== null,
+      leaseGap: () => table.leaseRefusal('')?.reason ?? null,
       peerAddress: (nodeId) => table.peerAddresses.get(nodeId),
       streams: (t, ns, name) => this.catalog!.get(t, ns, name),
       caches: this.requests!.caches,
@@ -560,7 +560,8 @@ export class Broker {
     const inFlight = (async () => {
       // Nothing read from now on is applied; each request stream ends once answered, which tells
       // its client that what it sent there unanswered was not applied (stream-finish.ts).
-      await Promise.allSettled([...this.sessions].map((s) => s.quiesce(DRAIN_PEER_CLOSE_MS_MAX)));
+      const peerCloseMs = this.config.broker.drain_peer_close_ms;
+      await Promise.allSettled([...this.sessions].map((s) => s.quiesce(peerCloseMs)));
       await this.catalog?.settle();
       await Promise.allSettled([...this.sessions].map((s) => s.settled()));
     })();

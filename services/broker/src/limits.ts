@@ -216,10 +216,11 @@ export const CONTROLPLANE_DEREGISTER_MS_MAX = 2_000;
 export const HANDOFF_TIMEOUT_MS = 5_000;
 /**
  * At the end of a drain each client connection's request streams are ended once answered
- * (session/stream-finish.ts); the broker waits this long at most for the client to close them
- * (it has then read which requests were applied) before it closes the connection anyway.
+ * (session/stream-finish.ts); the broker waits this long at most (`broker.drain_peer_close_ms`)
+ * for the client to close them (it has then read which requests were applied) before it closes
+ * the connection anyway. A client answers within a round trip; one that never does costs this.
  */
-export const DRAIN_PEER_CLOSE_MS_MAX = 1_000;
+export const DRAIN_PEER_CLOSE_MS_DEFAULT = 1_000;
 /** How often the hand-off looks at the followers' cursors and at the shards it still leads. */
 export const HANDOFF_POLL_MS = 20;
 /** First retry delay after a failed feed or membership call; doubles per failure. */

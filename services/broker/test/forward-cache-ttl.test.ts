@@ -69,7 +69,7 @@ function owner() {
     selfId: 'b1',
     authenticator,
     route: () => ({ view: { leader: 'b1', generation: 3 }, serving: true }),
-    leaseLapsed: () => false,
+    leaseGap: () => null,
     peerAddress: (id) => `${id}.internal:5001`,
     streams: () => ({ config: { shards: 1 }, shards: [] }) as unknown as StreamRuntime,
     caches,

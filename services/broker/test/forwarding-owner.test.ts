@@ -70,7 +70,7 @@ function owner(view: { leader: string; generation: number }) {
     selfId: 'b1',
     authenticator,
     route: () => ({ view, serving: view.leader === 'b1' }),
-    leaseLapsed: () => false,
+    leaseGap: () => null,
     peerAddress: (id) => `${id}.internal:5001`,
     streams: () => runtime,
     caches,

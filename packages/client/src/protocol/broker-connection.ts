@@ -23,7 +23,7 @@ import { type EventStreamReservation, EventStreams } from './event-streams.js';
 import type { FrameStream } from './frame-stream.js';
 import { CLIENT_FEATURES_SENT, CLIENT_FLAGS, type Negotiated, has } from './negotiation.js';
 import { type PublishAnswer, type PublishCall, PublishPipe } from './publish-pipe.js';
-import { RequestLane } from './request-lane.js';
+import { RequestLane, UNREAD } from './request-lane.js';
 import { RequestTable } from './request-table.js';
 import { StreamWriter } from './stream-writer.js';
 import {
@@ -35,10 +35,6 @@ import {
 import type { TurnBatcher } from './turn-batcher.js';
 
 export type { ConnectionOptions } from './auth.js';
-
-const BROKER_ENDED =
-  'the broker ended the publish stream after answering every publish it applied there ' +
-  '(it is stopping); the publishes still unanswered were not applied';
 export type { OpenSubscription, StartPosition } from './subscribe.js';
 
 export class BrokerConnection {
@@ -247,7 +243,7 @@ export class BrokerConnection {
    */
   private brokerEnded(): void {
     if (this.lostError) return;
-    const err = new ConnectionLostError(this.server, { cause: new Error(BROKER_ENDED) });
+    const err = new ConnectionLostError(this.server, { cause: new Error(UNREAD) });
     this.lostError = err;
     this.pipe.fail(err);
     this.table.failAll(err, true);

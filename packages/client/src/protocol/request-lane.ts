@@ -359,10 +359,11 @@ export class RequestLane implements DueWatched {
   }
 }
 
-/** Why requests still waiting when the broker ended the stream were not applied. */
-const UNREAD =
-  'the broker ended the request stream after answering every request it applied there ' +
-  '(it is stopping); the requests still unanswered were not applied';
+/** Why requests still waiting when the broker ended their stream (FEATURE_HI_STREAM_END_NOTICE)
+ *  were not applied: the `cause` of their ConnectionLostError. */
+export const UNREAD =
+  'the broker ended the stream after answering every request it applied there ' +
+  '(it is stopping, or it refused the stream); those still unanswered were not applied';
 
 /** An answer no quick reader took: JSON by the codec; a binary frame here is not an answer. */
 function decodeAnswer(frame: InFrame): Message {

@@ -573,15 +573,15 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
         reasonToCode,
         codeToReason,
         logger,
+        resolveHostname: probe.resolveHostname,
       },
       { timer: dialTimeoutMs, signal: probe.signal },
     );
   } catch (err) {
-    if (probe.refused)
-      throw new DialError(address, `connection refused (nothing listens on UDP port ${port})`, {
-        cause: probe.signal.reason,
-      });
-    throw quicDialError(address, err, pinMismatch, dialTimeoutMs, quic.errors, opts);
+    throw (
+      probe.failure(address) ??
+      quicDialError(address, err, pinMismatch, dialTimeoutMs, quic.errors, opts)
+    );
   } finally {
     probe.stop();
   }
@@ -625,13 +625,6 @@ function quicDialError(
 ): DialError {
   if (pinMismatch !== null) {
     return new DialError(address, pinMismatch.message, { cause: pinMismatch }, true);
-  }
-  if (err instanceof errors.ErrorQUICHostInvalid) {
-    // The library's lookup failed and it says only "Host provided was not valid".
-    const host = new URL(address).hostname;
-    return new DialError(address, `getaddrinfo ENOTFOUND ${host}: the host name did not resolve`, {
-      cause: err,
-    });
   }
   if (err instanceof errors.ErrorQUICClientCreateTimeout) {
     return new DialError(address, `no handshake within ${dialTimeoutMs} ms`, { cause: err });

@@ -61,7 +61,9 @@ export interface ForwardServerDeps {
     shard: number,
   ) => { view: { leader: string; generation: number } | undefined; serving: boolean };
   /** Whether this broker's lease has lapsed (it stops writing: cluster/shard-table.ts). */
-  leaseLapsed: () => boolean;
+  /** Why this broker may not write now (`lease_starting`, `lease_deposed`, `lease_lapsed`);
+   *  null while its lease is held. */
+  leaseGap: () => string | null;
   /** A node's internal address (named in `NotLeader`). */
   peerAddress: (nodeId: string) => string | undefined;
   streams: (t: string, ns: string, name: string) => StreamRuntime | undefined;
@@ -139,9 +141,7 @@ export class ForwardServer {
     const verdict = judgeForward(this.deps.selfId, view, serving, ref.generation);
     switch (verdict.kind) {
       case 'serve':
-        if (this.deps.leaseLapsed())
-          throw new ForwardRefusedError(INTERNAL_ERROR.Unavailable, 'lease_lapsed');
-        return null;
+        return this.leaseGap();
       case 'not_leader':
         return encodeInternalMessage({
           kind: 'NotLeader',
@@ -158,6 +158,13 @@ export class ForwardServer {
       default:
         throw new ForwardRefusedError(INTERNAL_ERROR.Unavailable, verdict.reason);
     }
+  }
+
+  /** Null while this broker holds its lease; else throws the refusal naming why it does not. */
+  private leaseGap(): null {
+    const gap = this.deps.leaseGap();
+    if (gap !== null) throw new ForwardRefusedError(INTERNAL_ERROR.Unavailable, gap);
+    return null;
   }
 
   private async publish(m: ForwardPublishBody): Promise<Uint8Array> {

@@ -13,6 +13,7 @@ import {
   CONNECTIONS_PER_IP_DEFAULT,
   CONNECTION_ANSWER_BYTES_DEFAULT,
   CONNECTION_PARTIAL_FRAME_BYTES_DEFAULT,
+  DRAIN_PEER_CLOSE_MS_DEFAULT,
   DRAIN_TIMEOUT_MS_DEFAULT,
   FRAME_BYTES_DEFAULT,
   FRAME_BYTES_MAX,
@@ -280,6 +281,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
     min: 0,
     max: 600_000,
     doc: 'SIGTERM drain bound: in-flight acks and log closes get this long, then the process exits.',
+  },
+  {
+    key: 'broker.drain_peer_close_ms',
+    env: 'FELIX_BROKER_DRAIN_PEER_CLOSE_MS',
+    type: 'int',
+    default: DRAIN_PEER_CLOSE_MS_DEFAULT,
+    min: 0,
+    max: 60_000,
+    doc: 'At the end of a SIGTERM drain, how long the broker waits for each client to close the request streams it ended (the notice of what was applied) before it closes the connection; within `broker.drain_timeout_ms`.',
   },
   {
     key: 'broker.log_level',

@@ -77,6 +77,7 @@ export interface BrokerConfig {
     max_client_connections: number;
     connections_per_ip_max: number;
     drain_timeout_ms: number;
+    drain_peer_close_ms: number;
     log_level: LogLevel;
     watch_queue_capacity: number;
     cache_hot_bytes: number;

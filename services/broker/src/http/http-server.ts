@@ -1,5 +1,6 @@
 /** The operator HTTP listener: /live (process up), /ready (serving: listeners up, not draining,
  *  with a control plane its first snapshots applied and its write lease held), /metrics. */
+import type { LeaseView } from '../cluster/lease.js';
 import { type Server, createServer } from 'node:http';
 import type { BrokerMetrics } from '../metrics.js';
 
@@ -13,7 +14,7 @@ export interface HttpState {
 export interface Readiness {
   started: boolean;
   draining: boolean;
-  cluster: { ready: boolean; lease: { readonly held: boolean } | null } | null;
+  cluster: { ready: boolean; lease: LeaseView | null } | null;
 }
 
 /** Why a broker in state `r` is not ready; null when it is. A lapsed lease counts: the broker
@@ -27,6 +28,8 @@ export function notReadyReason(r: Readiness): string | null {
     return 'waiting for the control plane (first snapshots applied, registration accepted)';
   }
   if (r.cluster.lease !== null && !r.cluster.lease.held) {
+    if (r.cluster.lease.gap === 'deposed')
+      return 'lease_deposed: the control plane counted this node down; writes to the shards it leads are refused until the assignments sent since are applied';
     return 'lease_lapsed: no heartbeat accepted by the control plane for 0.75 of the lease; writes to the shards this broker leads are refused until one is';
   }
   return null;

@@ -59,13 +59,14 @@ export class StreamFinish {
   async begin(peerCloseMs: number): Promise<void> {
     this.begun = true;
     const ending = [...this.streams].filter(endsHere);
-    const finishing = ending.map((st) => this.finish(st));
+    await Promise.all(ending.map((st) => this.finish(st)));
+    // Counted from the last end sent: the client needs the time to read it, however long the
+    // answers before it took.
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, peerCloseMs);
       timer.unref();
     });
-    await Promise.all(finishing);
     try {
       await Promise.race([Promise.all(ending.map(closedOf)), bound]);
     } finally {
