@@ -14,7 +14,7 @@ import { type FelixClient, OutcomeUnknownError } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { expect, it } from 'vitest';
 import { type BrokerProcess, startBroker } from '../src/index.js';
-import { PROJECTIONS_YAML, TRANSPORTS, client } from './support.js';
+import { PROJECTIONS_YAML, TRANSPORTS, client, restartedWithSigterm } from './support.js';
 
 it('puts_in_flight_when_the_broker_is_stopped_with_sigterm_are_never_left_outcome_unknown', async () => {
   for (const transport of TRANSPORTS) {
@@ -60,8 +60,7 @@ it('puts_in_flight_when_the_broker_is_stopped_with_sigterm_are_never_left_outcom
       for (let round = 0; round < 3; round++) {
         const before = acked;
         await waitFor(() => acked >= before + 500, '500 more acknowledged writes');
-        await broker.stop(); // SIGTERM: the broker drains
-        broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+        broker = await restartedWithSigterm(broker, spec);
       }
       const before = acked;
       await waitFor(() => acked >= before + 100, 'writes acknowledged after the last restart');

@@ -9,7 +9,7 @@ import { OutcomeUnknownError } from '@felix/client';
 import { tempDir, waitFor } from '@felix/testing-harness';
 import { expect, it } from 'vitest';
 import { type BrokerProcess, startBroker } from '../src/index.js';
-import { PROJECTIONS_YAML, TRANSPORTS, client } from './support.js';
+import { PROJECTIONS_YAML, TRANSPORTS, client, restartedWithSigterm } from './support.js';
 
 const JOBS = 600;
 
@@ -41,8 +41,7 @@ it('a_consumer_riding_through_sigterm_restarts_finishes_every_job_and_meets_no_u
       })();
       for (let round = 1; round <= 3; round++) {
         await waitFor(() => done.size >= (JOBS * round) / 4, `${(JOBS * round) / 4} jobs done`);
-        await broker.stop(); // SIGTERM
-        broker = await startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+        broker = await restartedWithSigterm(broker, spec);
       }
       await waitFor(() => done.size >= JOBS, 'every job done');
       ac.abort();

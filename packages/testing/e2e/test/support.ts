@@ -86,6 +86,16 @@ export async function openWatch(broker: BrokerProcess, open: () => void): Promis
   await waitFor(async () => (await brokerMetric(broker, WATCHES_OPENED)) > before, 'the watch');
 }
 
+/** Stops `broker` with SIGTERM (it drains) and starts it again on the same data dir and ports,
+ *  for clients that ride through the restart. */
+export async function restartedWithSigterm(
+  broker: BrokerProcess,
+  spec: BrokerSpec,
+): Promise<BrokerProcess> {
+  await broker.stop();
+  return startBroker({ ...spec, port: broker.port, httpPort: broker.httpPort });
+}
+
 /** Runs `before` against a durable broker, restarts it on the same data and ports, runs `after`. */
 export async function acrossRestart(
   extra: Partial<BrokerSpec>,

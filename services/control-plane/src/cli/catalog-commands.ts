@@ -261,15 +261,7 @@ function clusterCommands(program: Command, api: Api): void {
         api.out(JSON.stringify({ node_id: node, moved: r.moved, still_led: r.still_led }, null, 2));
         return;
       }
-      api.show(r.moved.map(withName), [
-        'kind',
-        'tenant_id',
-        'namespace',
-        'name',
-        'shard',
-        'leader',
-        'generation',
-      ]);
+      api.show(r.moved.map(withName), [...SHARD_COLUMNS, 'generation']);
       api.out(`${r.moved.length} shard(s) moved off ${node}; it still leads ${r.still_led}`);
     });
   program
@@ -282,18 +274,12 @@ function clusterCommands(program: Command, api: Api): void {
       const rows = await api.listAll(
         o.leader ? `/v1/shard-assignments?leader=${seg(o.leader)}` : '/v1/shard-assignments',
       );
-      api.show(rows.map(withName), [
-        'kind',
-        'tenant_id',
-        'namespace',
-        'name',
-        'shard',
-        'leader',
-        'replicas',
-        'generation',
-      ]);
+      api.show(rows.map(withName), [...SHARD_COLUMNS, 'replicas', 'generation']);
     });
 }
+
+/** What a table of shard assignments shows first: which shard, and who leads it. */
+const SHARD_COLUMNS = ['kind', 'tenant_id', 'namespace', 'name', 'shard', 'leader'];
 
 /** The API names a cache's resource `stream` too; tables say NAME beside KIND. */
 function withName(row: Json): Json {
