@@ -16,6 +16,7 @@ import {
   TimeoutError,
   UnauthenticatedError,
   UnknownStreamError,
+  lossReason,
   notBytes,
   retryCannotHelp,
 } from './errors.js';
@@ -283,7 +284,7 @@ export class FelixClient {
       if (this.current !== conn) return;
       this.current = null;
       if (this.isClosed) return;
-      this.hub.emit({ type: 'disconnected', server: conn.server, reason: err.message });
+      this.hub.emit({ type: 'disconnected', server: conn.server, reason: lossReason(err) });
       void this.reconnect();
     });
   }

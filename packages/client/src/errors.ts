@@ -476,6 +476,15 @@ export class ConnectionLostError extends ClientError {
   }
 }
 
+/** A lost connection's message with what its cause says, for the `disconnected` status:
+ *  `the connection to quic://… was lost: peer gone: nothing listens on UDP port 7000 …`. */
+export function lossReason(err: Error): string {
+  const c = err.cause as { reason?: unknown; message?: unknown } | undefined;
+  const said =
+    typeof c?.reason === 'string' ? c.reason : typeof c?.message === 'string' ? c.message : '';
+  return said === '' ? err.message : `${err.message}: ${said.split('\n')[0]}`;
+}
+
 /**
  * The connection already has as many streams open as the broker allows one connection (each
  * subscription shard, cache watch and group poll holds one, besides the request stream): nothing

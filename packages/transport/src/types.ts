@@ -75,6 +75,8 @@ export interface ConnectionStats {
   recvBufferedBytes: number;
   /** Bytes accepted by write() and not yet handed to the kernel. */
   sendBufferedBytes: number;
+  /** Refusal probes a dialed QUIC connection sent its silent peer (quic/refusal-probe.ts). */
+  peerProbesSent?: number;
 }
 
 export interface Connection {

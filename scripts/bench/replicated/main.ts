@@ -36,6 +36,7 @@
  * wall-clock time; it runs the control plane's log at info (each request, the sweep's marking,
  * placement) and keeps the run's scratch dir, printing where the Felix failover cluster's logs
  * are, to line the publishes up with them (docs/perf.md, "Failover time (session 22)").
+ * FELIX_BENCH_TRANSPORT=quic runs Felix's clients and brokers over QUIC (default TLS).
  * FELIX_BENCH_ROUTING=0 keeps the client on its non-leader seed (publishes forwarded; default: the
  * client routes to the leader). FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_WARMUP_N (untimed publishes per side on each
@@ -109,6 +110,8 @@ const FAILOVER_RETRY_MS = 20;
 const FAILOVER_PUBLISH_TIMEOUT_MS = 1_000;
 const STREAM = 'bench';
 const TRACE = env.FELIX_BENCH_FAILOVER_TRACE === '1';
+/** Felix's transport, clients and brokers alike (JetStream speaks TLS either way). */
+const TRANSPORT = env.FELIX_BENCH_TRANSPORT === 'quic' ? 'quic' : 'tls';
 const DATA = new Uint8Array(SIZE).fill(0x61);
 
 interface Side {
@@ -136,7 +139,7 @@ async function felixSide(
   const cluster = await startCluster({
     brokers: 3,
     replication: true,
-    transport: 'tls',
+    transport: TRANSPORT,
     dir,
     streams: [{ name: STREAM, shards: 1, replicationFactor: 3, consistency: 'quorum' }],
     // The harness's fault seams (files re-read every 50 ms, a wrapper on every fsync) are off,
@@ -160,13 +163,13 @@ async function felixSide(
   const routing = env.FELIX_BENCH_ROUTING === '0' ? { routing: false } : {};
   const timeout = publishTimeoutMs === undefined ? {} : { requestTimeoutMs: publishTimeoutMs };
   const felix: FelixClient = await cluster.connect({
-    servers: [seed.url('tls')],
+    servers: [seed.url(TRANSPORT)],
     ...routing,
     ...timeout,
   });
   return {
     cluster,
-    system: `Felix 3 brokers, RF 3 quorum, ${fsync}`,
+    system: `Felix 3 brokers, RF 3 quorum, ${fsync}${TRANSPORT === 'quic' ? ', QUIC' : ''}`,
     publish: () => felix.publish(STREAM, DATA),
     leader: async () => (await cluster.leaderOf(STREAM))?.id ?? '',
     kill: (name) => cluster.kill(name),

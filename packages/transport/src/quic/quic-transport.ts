@@ -66,7 +66,7 @@ import { AsyncQueue } from '../util/async-queue.js';
 import { trackConnection } from '../util/reclaim.js';
 import { warnInsecure } from '../util/warn.js';
 import { quicErrorText } from './error-text.js';
-import { RefusalProbe } from './refusal-probe.js';
+import { PeerWatch, RefusalProbe } from './refusal-probe.js';
 import { PeerResetReason, QuicStreamAdapter, ResetReason } from './quic-stream.js';
 import { tuneQuicSocket } from './tuning.js';
 
@@ -180,6 +180,8 @@ class QuicConnectionAdapter implements Connection {
   private closing: Promise<void> | null = null;
   /** Counts this connection's native handle as released (once the library stopped it). */
   private readonly release = trackConnection('quic');
+  /** Probes a dialed connection's silent peer for a closed port (none for servers). */
+  private peerWatch: PeerWatch | null = null;
 
   private readonly errs: QuicLib['errors'];
 
@@ -269,9 +271,32 @@ class QuicConnectionAdapter implements Connection {
     this.finish({ code: CLOSE_CODE_INTERNAL, reason, error: e });
   }
 
+  /**
+   * Closes a dialed connection as soon as its peer's host says nothing listens on the peer's
+   * UDP port (a killed process sends no CONNECTION_CLOSE; refusal-probe.ts). Servers do not
+   * watch: their peers are clients, whose loss costs only the idle timeout.
+   */
+  watchPeer(): void {
+    const ip = this.conn.remoteHost;
+    const port = this.conn.remotePort;
+    if (isIP(ip) === 0 || this.info !== null) return;
+    this.peerWatch = new PeerWatch(
+      ip,
+      port,
+      () => this.stats().packetsReceived,
+      (err) => {
+        const reason = `peer gone: nothing listens on UDP port ${port} (connection refused)`;
+        const e = new ConnectionClosedError(CLOSE_CODE_PEER_LOST, reason, { cause: err });
+        this.finish({ code: CLOSE_CODE_PEER_LOST, reason, error: e });
+        void this.close(); // releases the library's connection and the socket, bounded
+      },
+    );
+  }
+
   private finish(info: ConnectionCloseInfo): void {
     if (this.info) return;
     this.info = info;
+    this.peerWatch?.stop();
     this.closeError =
       info.error instanceof ConnectionClosedError
         ? info.error
@@ -399,6 +424,7 @@ class QuicConnectionAdapter implements Connection {
       packetsReceived: s?.recv ?? 0,
       recvBufferedBytes: 0,
       sendBufferedBytes: this.sendBufferedBytes,
+      ...(this.peerWatch === null ? {} : { peerProbesSent: this.peerWatch.probesSent }),
     };
   }
 }
@@ -593,7 +619,9 @@ export async function dialQuic(host: string, port: number, opts: DialOptions): P
       .socket;
     await socket.stop({ force: true }).catch(() => {}); // teardown of a closed client: best effort
   };
-  return new QuicConnectionAdapter(quic, client.connection, timeouts, limits, teardown);
+  const conn = new QuicConnectionAdapter(quic, client.connection, timeouts, limits, teardown);
+  conn.watchPeer();
+  return conn;
 }
 
 /** The QUIC config's check of a pinned server certificate (none without a pin): a mismatch is

@@ -1,28 +1,112 @@
 /**
- * While a QUIC dial runs, watches for the ICMP "port unreachable" a host answers to a datagram
- * sent to a UDP port nothing listens on. The library's UDP socket is not connected, and the
- * kernel reports ICMP errors only to a connected socket, so a dial to a stopped broker waited
- * its whole dial timeout (10 s) where a TLS dial fails at once with ECONNREFUSED. The probe
- * sends, on a socket of its own connected to the address the dial goes to, a one-byte datagram:
- * too short to be a QUIC packet, a QUIC server drops it unread. ECONNREFUSED on that socket
- * aborts the dial through `signal`. A host that is down or filtered answers nothing: the dial's
- * timeout still bounds it.
+ * Hears the ICMP "port unreachable" a host answers to a datagram sent to a UDP port nothing
+ * listens on. The library's UDP socket is not connected, and the kernel reports ICMP errors only
+ * to a connected socket, so a QUIC endpoint never learns that its peer's port closed: a dial to
+ * a stopped broker waited its whole dial timeout (10 s), and a connection whose broker was
+ * SIGKILLed waited for its silence bound (3 s in the client) or its idle timeout, where TCP's
+ * kernel answers both with a refusal or an RST at once. A probe is a one-byte datagram sent on
+ * a socket of our own connected to the peer's address: too short to be a QUIC packet, a QUIC
+ * endpoint drops it unread, and ECONNREFUSED on that socket means nothing listens there now. A
+ * host that is down or filtered answers nothing: the dial's timeout, the client's silence bound
+ * and the idle timeout still bound those.
  *
- * For a host name the probe is started by the dial's resolver (`resolveHostname`, handed to the
- * library), so it probes the very address the dial resolved, and a lookup that fails is reported
- * with its own error (the library says only "Host provided was not valid").
+ * `RefusalProbe` runs while a dial does; for a host name it is started by the dial's resolver
+ * (`resolveHostname`, handed to the library), so it probes the very address the dial resolved,
+ * and a lookup that fails is reported with its own error (the library says only "Host provided
+ * was not valid"). `PeerWatch` runs for a dialed connection's life and probes only while the
+ * peer has been silent for QUIC_PEER_PROBE_SILENCE_MS.
  */
 import { type Socket, createSocket } from 'node:dgram';
 import { promises as dns } from 'node:dns';
 import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { DialError } from '../errors.js';
-import { QUIC_REFUSAL_PROBE_INTERVAL_MS, QUIC_REFUSAL_PROBES_MAX } from '../limits.js';
+import {
+  QUIC_PEER_CHECK_INTERVAL_MS,
+  QUIC_PEER_PROBE_SILENCE_MS,
+  QUIC_REFUSAL_PROBE_INTERVAL_MS,
+  QUIC_REFUSAL_PROBES_MAX,
+} from '../limits.js';
 
 const PROBE = new Uint8Array(1);
 
+/**
+ * A UDP socket connected to one address that sends one-byte probes: `refused` hears the host's
+ * refusal, `gaveUp` any other failure (the socket is closed then: probing stops, nothing else).
+ */
+class ProbeSocket {
+  private socket: Socket | null;
+  private connected = false;
+  private wanted = false;
+
+  constructor(
+    ip: string,
+    port: number,
+    private readonly refused: (err: NodeJS.ErrnoException) => void,
+    private readonly gaveUp: () => void,
+  ) {
+    const socket = createSocket(isIP(ip) === 6 ? 'udp6' : 'udp4');
+    this.socket = socket;
+    socket.unref(); // a probe never holds a process open
+    socket.on('error', (err: NodeJS.ErrnoException) => this.failed(err));
+    // A failed connect calls back with its error (and emits no 'error').
+    const connected = (err?: Error) => {
+      if (err) return this.failed(err as NodeJS.ErrnoException);
+      this.connected = true;
+      if (this.wanted) this.send();
+    };
+    socket.connect(port, ip, connected as () => void);
+  }
+
+  /** Sends one probe (once connected, if the connect is still on its way). */
+  send(): void {
+    const socket = this.socket;
+    if (socket === null) return;
+    if (!this.connected) {
+      this.wanted = true;
+      return;
+    }
+    this.wanted = false;
+    try {
+      // A connect that failed still calls back: on a socket left unconnected `send` would read
+      // its callback as a port and throw. remoteAddress() throws unless the socket is connected.
+      socket.remoteAddress();
+      socket.send(PROBE, this.sendDone);
+    } catch {
+      this.failed(null); // not connected: probing gives up
+    }
+  }
+
+  get open(): boolean {
+    return this.socket !== null;
+  }
+
+  /** A send's own failure (the refusal may come this way rather than as an 'error' event). */
+  private readonly sendDone = (err: Error | null): void => {
+    if (err !== null) this.failed(err as NodeJS.ErrnoException);
+  };
+
+  private failed(err: NodeJS.ErrnoException | null): void {
+    if (this.socket === null) return;
+    this.close();
+    if (err?.code === 'ECONNREFUSED') this.refused(err);
+    else this.gaveUp();
+  }
+
+  close(): void {
+    const socket = this.socket;
+    this.socket = null;
+    try {
+      socket?.close();
+    } catch {
+      // already closed: nothing to release
+    }
+  }
+}
+
 export class RefusalProbe {
   private readonly controller = new AbortController();
-  private socket: Socket | null = null;
+  private socket: ProbeSocket | null = null;
   private timer: NodeJS.Timeout | null = null;
   private sent = 0;
   private stopped = false;
@@ -75,43 +159,26 @@ export class RefusalProbe {
 
   private start(ip: string): void {
     if (this.stopped || this.socket !== null) return;
-    const socket = createSocket(isIP(ip) === 6 ? 'udp6' : 'udp4');
-    this.socket = socket;
-    socket.unref(); // a probe never holds a process open
-    socket.on('error', (err: NodeJS.ErrnoException) => this.failed(err));
-    // A failed connect calls back with its error (and emits no 'error').
-    const connected = (err?: Error) =>
-      err ? this.failed(err as NodeJS.ErrnoException) : this.send();
-    socket.connect(this.port, ip, connected as () => void);
+    this.socket = new ProbeSocket(
+      ip,
+      this.port,
+      (err) => {
+        this.controller.abort(err);
+        this.stop();
+      },
+      () => this.stop(), // any other failure: the probe gives up, the dial goes on
+    );
+    this.send();
   }
 
   private send(): void {
-    const socket = this.socket;
-    if (socket === null) return;
+    if (this.socket === null) return;
     this.sent += 1;
-    try {
-      // A connect that failed still calls back: on a socket left unconnected `send` would read
-      // its callback as a port and throw. remoteAddress() throws unless the socket is connected.
-      socket.remoteAddress();
-      socket.send(PROBE, this.sendDone);
-    } catch {
-      this.stop(); // not connected: the probe gives up, the dial goes on
-      return;
-    }
+    this.socket.send();
     if (this.sent < QUIC_REFUSAL_PROBES_MAX) {
       this.timer = setTimeout(() => this.send(), QUIC_REFUSAL_PROBE_INTERVAL_MS);
       this.timer.unref();
     }
-  }
-
-  /** A send's own failure (the refusal may come this way rather than as an 'error' event). */
-  private readonly sendDone = (err: Error | null): void => {
-    if (err !== null) this.failed(err as NodeJS.ErrnoException);
-  };
-
-  private failed(err: NodeJS.ErrnoException): void {
-    if (err.code === 'ECONNREFUSED') this.controller.abort(err);
-    this.stop(); // any other error: the probe gives up, the dial goes on
   }
 
   /** Stops probing and closes the probe's socket (the dial ended, either way). */
@@ -119,12 +186,69 @@ export class RefusalProbe {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    const socket = this.socket;
+    this.socket?.close();
     this.socket = null;
-    try {
-      socket?.close();
-    } catch {
-      // already closed: nothing to release
+  }
+}
+
+/**
+ * Watches a dialed connection for a peer that is gone. Every QUIC_PEER_CHECK_INTERVAL_MS it
+ * reads the connection's count of packets received; once none has come for
+ * QUIC_PEER_PROBE_SILENCE_MS it sends a probe at each check until one comes. A live peer acks
+ * the keep-alives, so on a quiet connection that is a probe or two per keep-alive interval;
+ * on a busy one, none. `gone` is called once, on the host's refusal. The probe socket, made at
+ * the first silence, stays for the connection's life unless it fails (then probing stops).
+ */
+export class PeerWatch {
+  private readonly timer: NodeJS.Timeout;
+  private socket: ProbeSocket | null = null;
+  private gaveUp = false;
+  private received: number;
+  private heardMs = performance.now();
+  private tickMs = this.heardMs;
+  /** Probes sent so far (a figure in the connection's stats). */
+  probesSent = 0;
+
+  constructor(
+    private readonly ip: string,
+    private readonly port: number,
+    private readonly packetsReceived: () => number,
+    private readonly gone: (err: NodeJS.ErrnoException) => void,
+  ) {
+    this.received = packetsReceived();
+    this.timer = setInterval(() => this.check(), QUIC_PEER_CHECK_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  private check(): void {
+    const nowMs = performance.now();
+    const received = this.packetsReceived();
+    // A late check means this process stalled: what came meanwhile may not be counted yet.
+    if (received !== this.received || nowMs - this.tickMs > 2 * QUIC_PEER_CHECK_INTERVAL_MS) {
+      this.received = received;
+      this.heardMs = nowMs;
     }
+    this.tickMs = nowMs;
+    if (this.gaveUp || nowMs - this.heardMs < QUIC_PEER_PROBE_SILENCE_MS) return;
+    this.socket ??= new ProbeSocket(
+      this.ip,
+      this.port,
+      (err) => {
+        this.stop();
+        this.gone(err);
+      },
+      () => {
+        this.gaveUp = true; // no probe socket to be had here: the silence bounds still apply
+        this.socket = null;
+      },
+    );
+    this.probesSent += 1;
+    this.socket.send();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.socket?.close();
+    this.socket = null;
   }
 }
