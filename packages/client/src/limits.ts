@@ -26,6 +26,12 @@ export const KEEPALIVE_INTERVAL_MS_MAX = 1_000;
  *  keep-alives unanswered: a live broker under load still answers at the transport within
  *  milliseconds. */
 export const PEER_SILENCE_MS = 3_000;
+/** Over TLS a connection with no request waiting is judged by its silence only while this
+ *  client has sent at most this many bytes since it last heard from the broker: the broker's
+ *  answer to a keep-alive queues behind what it has yet to read from this client (a flood of
+ *  unacknowledged publishes: seconds), but a subscriber's connection sends little besides its
+ *  keep-alives, and a broker reads this much in milliseconds. */
+export const SILENCE_JUDGED_SENT_BYTES_MAX = 256 * 1024;
 /** How often a connection checks its waiting requests: that the broker was heard from
  *  (PEER_SILENCE_MS), and that the oldest unanswered request of each request stream (the request
  *  stream, a group poll's) has waited less than its bound. A request is stamped with the count of

@@ -114,14 +114,23 @@ export class FakeBroker {
   owners: Array<{ shard: number; node_id?: string; addr?: string; generation: number }> = [];
   /** What the transport reports received (undefined: no count, as before). */
   packetsReceived: number | undefined = undefined;
+  /** What the transport reports this client sent (with packetsReceived). */
+  bytesSent = 0;
 
-  constructor(readonly opts: { reauth: boolean; cluster?: boolean; hiWithout?: number }) {
+  constructor(
+    readonly opts: {
+      reauth: boolean;
+      cluster?: boolean;
+      hiWithout?: number;
+      transport?: 'quic' | 'tls';
+    },
+  ) {
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
       this.closeConn = resolve;
     });
     this.conn = {
       remote: 'fake:1',
-      transport: 'quic',
+      transport: opts.transport ?? 'quic',
       openBidi: async () => this.open(),
       openUni: async () => {
         throw new Error('the client opens no uni stream');
@@ -133,7 +142,7 @@ export class FakeBroker {
       stats: () =>
         (this.packetsReceived === undefined
           ? {}
-          : { packetsReceived: this.packetsReceived }) as never,
+          : { packetsReceived: this.packetsReceived, bytesSent: this.bytesSent }) as never,
       peerCertificate: () => undefined,
     };
   }

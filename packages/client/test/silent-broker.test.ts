@@ -5,6 +5,7 @@
 // transport's received-packet count the test drives; the silence bound is the client's idle
 // bound here (300 ms, below PEER_SILENCE_MS).
 import type { Message } from '@felix/wire';
+import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { FelixClient } from '../src/client.js';
 import { OutcomeUnknownError } from '../src/errors.js';
@@ -13,12 +14,14 @@ import { FakeBroker, type FakeStream } from './fake-broker.js';
 
 const SILENCE_MS = 300;
 
-async function rig(): Promise<{ broker: FakeBroker; client: FelixClient }> {
-  const broker = new FakeBroker({ reauth: false });
+async function rig(
+  transport: 'quic' | 'tls' = 'quic',
+): Promise<{ broker: FakeBroker; client: FelixClient }> {
+  const broker = new FakeBroker({ reauth: false, transport });
   broker.packetsReceived = 1;
   const client = await FelixClient.create(
     {
-      servers: ['quic://fake:1'],
+      servers: [`${transport}://fake:1`],
       tenant: 't1',
       token: 'x',
       idleTimeoutMs: SILENCE_MS,
@@ -96,4 +99,58 @@ describe('a silent broker', () => {
       await client.close();
     }
   });
+
+  it('a_tls_connection_with_no_request_waiting_whose_broker_goes_silent_is_declared_lost', async () => {
+    // A subscriber over TLS noticed a stopped or cut-off leader only at the idle bound (15 s):
+    // it sends nothing but keep-alives, so the broker's answers to them are not held behind a
+    // backlog, and their absence means the broker is gone.
+    const { broker, client } = await rig('tls');
+    const lost = firstDisconnect(client);
+    try {
+      broker.bytesSent += 64; // a keep-alive or two: nothing the broker could be behind on
+      const said = await lost.event;
+      expect(said).toMatchObject({ type: 'disconnected' });
+      expect(said?.reason).toMatch(/nothing received for \d+ ms$/);
+    } finally {
+      lost.stop();
+      await client.close();
+    }
+  });
+
+  it('a_tls_connection_that_sent_much_since_it_last_heard_is_not_judged_by_silence_alone', async () => {
+    // A flood of unacknowledged publishes: the broker's answer to a keep-alive queues behind
+    // them, so silence says nothing here; the connection keeps to its idle bound.
+    const { broker, client } = await rig('tls');
+    const lost = firstDisconnect(client);
+    let writes = 0;
+    const flood = setInterval(() => {
+      broker.bytesSent += 200 * 1024;
+      writes += 1;
+    }, SILENCE_MS / 6);
+    try {
+      // Five silence bounds of writing while nothing is heard (six writes a bound).
+      await waitFor(() => lost.seen() || writes >= 30, 'five bounds of writes', 20_000);
+      expect(lost.seen()).toBe(false);
+    } finally {
+      clearInterval(flood);
+      lost.stop();
+      await client.close();
+    }
+  });
 });
+
+/** The client's first `disconnected` status event, and whether it came yet. */
+function firstDisconnect(client: FelixClient) {
+  const ac = new AbortController();
+  let came = false;
+  const event = (async () => {
+    for await (const s of client.status({ signal: ac.signal })) {
+      if (s.type === 'disconnected') {
+        came = true;
+        return s;
+      }
+    }
+    return undefined;
+  })();
+  return { event, seen: () => came, stop: () => ac.abort() };
+}

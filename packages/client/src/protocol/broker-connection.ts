@@ -14,6 +14,7 @@ import {
   CONNECTION_CHECK_MS,
   KEEPALIVE_INTERVAL_MS_MAX,
   PEER_SILENCE_MS,
+  SILENCE_JUDGED_SENT_BYTES_MAX,
   REQUEST_TIMEOUT_MS_DEFAULT,
 } from '../limits.js';
 import { CheckTicks, type DueWatched } from '../util/check-ticks.js';
@@ -163,34 +164,38 @@ export class BrokerConnection {
    * KEEPALIVE_INTERVAL_MS_MAX a live broker's transport answers several times within it, so only
    * a silent one (stopped, its host dead, cut off) gets here. Its waiting publishes fail as
    * OutcomeUnknownError and the rest with ConnectionLostError, whose retry finds the new owner.
-   * Over QUIC a connection with no request waiting is checked too: its subscriptions, watches
-   * and parked group polls wait for the broker as much as a request does (they waited for the
-   * idle bound, 15 s, before resuming elsewhere), and a live broker's QUIC stack acknowledges
-   * every packet as it comes. Over TLS its keep-alive answer queues behind whatever this client
-   * wrote before it (100,000 unacked publishes in one loop: seconds), so only a connection
-   * waiting for answers is judged by silence; a killed broker's socket closes at once there.
+   * A connection with no request waiting is checked too: its subscriptions, watches and parked
+   * group polls wait for the broker as much as a request does (they waited for the idle bound,
+   * 15 s, before resuming elsewhere). Over QUIC a live broker's stack acknowledges every packet
+   * as it comes. Over TLS its keep-alive answer queues behind whatever this client wrote before
+   * it (100,000 unacked publishes in one loop: seconds), so such a connection is judged only
+   * while this client has sent at most SILENCE_JUDGED_SENT_BYTES_MAX since it last heard from
+   * the broker; a killed broker's socket closes at once there, a stopped or cut-off one's not.
    * Undefined on a transport that counts no packets (a test fake).
    */
   private silenceCheck(): (() => void) | undefined {
-    const first = this.conn.stats().packetsReceived;
-    if (typeof first !== 'number') return undefined;
+    const first = this.conn.stats();
+    if (typeof first.packetsReceived !== 'number') return undefined;
     const silenceMs = Math.min(PEER_SILENCE_MS, this.opts.idleTimeoutMs);
-    let received = first;
+    let received = first.packetsReceived;
+    let sentAtHeard = first.bytesSent ?? 0;
     let heardMs = Date.now();
     let tickMs = heardMs;
     return () => {
       const nowMs = Date.now();
-      const now = this.conn.stats().packetsReceived;
+      const stats = this.conn.stats();
       // A late tick means this process stalled (a long GC, a busy turn): packets that came
       // meanwhile may not be counted yet, so the silence is measured again from now.
-      if (now !== received || nowMs - tickMs > 2 * CONNECTION_CHECK_MS) {
-        received = now;
+      if (stats.packetsReceived !== received || nowMs - tickMs > 2 * CONNECTION_CHECK_MS) {
+        received = stats.packetsReceived;
+        sentAtHeard = stats.bytesSent ?? 0;
         heardMs = nowMs;
       }
       tickMs = nowMs;
       if (nowMs - heardMs < silenceMs) return;
       const waiting = this.awaitsAnswers();
-      if (!waiting && this.conn.transport !== 'quic') return;
+      const wroteLittle = (stats.bytesSent ?? 0) - sentAtHeard <= SILENCE_JUDGED_SENT_BYTES_MAX;
+      if (!waiting && this.conn.transport !== 'quic' && !wroteLittle) return;
       const waited = waiting ? ' while requests waited' : '';
       this.fail(
         new ConnectionLostError(this.server, {

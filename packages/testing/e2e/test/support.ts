@@ -28,7 +28,8 @@ export function client(
     tenant: 't1',
     tls: { fingerprint: broker.fingerprint },
     reconnect: { baseMs: 20, maxDelayMs: 200 },
-    // A SIGKILLed broker says nothing; over QUIC only the idle bound notices it.
+    // A SIGKILLed or stopped broker says nothing (over QUIC its host may refuse the client's
+    // probe of its port): the silence bound or this short idle bound notices it.
     idleTimeoutMs: 2_000,
     ...extra,
   });
