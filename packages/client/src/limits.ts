@@ -27,11 +27,12 @@ export const KEEPALIVE_INTERVAL_MS_MAX = 1_000;
  *  milliseconds. */
 export const PEER_SILENCE_MS = 3_000;
 /** Over TLS a connection with no request waiting is judged by its silence only while this
- *  client has sent at most this many bytes since it last heard from the broker: the broker's
- *  answer to a keep-alive queues behind what it has yet to read from this client (a flood of
- *  unacknowledged publishes: seconds), but a subscriber's connection sends little besides its
- *  keep-alives, and a broker reads this much in milliseconds. */
-export const SILENCE_JUDGED_SENT_BYTES_MAX = 256 * 1024;
+ *  client has sent at most this many bytes since it last heard from the broker, and holds none
+ *  unsent: the broker's answer to a keep-alive queues behind what it has yet to read from this
+ *  client (a flood of unacknowledged publishes: seconds), but a connection that only reads
+ *  sends nothing but its keep-alives while it hears nothing, and a broker reads this much in
+ *  well under a millisecond (over a slow uplink, 20 KB/s, in 3 s). */
+export const SILENCE_JUDGED_SENT_BYTES_MAX = 64 * 1024;
 /** How often a connection checks its waiting requests: that the broker was heard from
  *  (PEER_SILENCE_MS), and that the oldest unanswered request of each request stream (the request
  *  stream, a group poll's) has waited less than its bound. A request is stamped with the count of

@@ -114,8 +114,9 @@ export class FakeBroker {
   owners: Array<{ shard: number; node_id?: string; addr?: string; generation: number }> = [];
   /** What the transport reports received (undefined: no count, as before). */
   packetsReceived: number | undefined = undefined;
-  /** What the transport reports this client sent (with packetsReceived). */
+  /** What the transport reports this client sent, and holds unsent (with packetsReceived). */
   bytesSent = 0;
+  sendBufferedBytes = 0;
 
   constructor(
     readonly opts: {
@@ -142,7 +143,11 @@ export class FakeBroker {
       stats: () =>
         (this.packetsReceived === undefined
           ? {}
-          : { packetsReceived: this.packetsReceived, bytesSent: this.bytesSent }) as never,
+          : {
+              packetsReceived: this.packetsReceived,
+              bytesSent: this.bytesSent,
+              sendBufferedBytes: this.sendBufferedBytes,
+            }) as never,
       peerCertificate: () => undefined,
     };
   }

@@ -124,11 +124,14 @@ export const QUIC_REFUSAL_PROBES_MAX = 4;
 /** Time between the refusal probes of one dial. */
 export const QUIC_REFUSAL_PROBE_INTERVAL_MS = 250;
 /** A dialed QUIC connection from which no packet has come for this long sends a refusal probe
- *  to its peer's address at each check until one comes (quic/refusal-probe.ts, PeerWatch): a
- *  SIGKILLed peer's host refuses it, and the connection closes then, as a TCP connection does
- *  on the killed process's RST, instead of at the client's silence bound (3 s) or the idle
- *  timeout. Half the longest keep-alive interval (1 s): a quiet live peer costs a probe or two
- *  per keep-alive, and a dead one is heard within about this plus a check. */
+ *  to its peer's address, then more while the silence lasts, each gap twice the last up to its
+ *  keep-alive interval (quic/refusal-probe.ts, PeerWatch): a SIGKILLed peer's host refuses one,
+ *  and the connection closes then, as a TCP connection does on the killed process's RST,
+ *  instead of at the client's silence bound (3 s) or the idle timeout. Half the client's
+ *  keep-alive interval (1 s): a quiet live peer costs about a probe per keep-alive. A host
+ *  rate-limits its ICMP answers (Linux: a burst of 6, then about one a second per destination
+ *  host, loopback exempt), so of many connections from one host to a killed peer only the first
+ *  few hear it this soon; the rest keep to the silence bounds. */
 export const QUIC_PEER_PROBE_SILENCE_MS = 500;
 /** How often a dialed QUIC connection's peer watch reads its count of packets received. */
 export const QUIC_PEER_CHECK_INTERVAL_MS = 250;

@@ -170,7 +170,8 @@ export class BrokerConnection {
    * as it comes. Over TLS its keep-alive answer queues behind whatever this client wrote before
    * it (100,000 unacked publishes in one loop: seconds), so such a connection is judged only
    * while this client has sent at most SILENCE_JUDGED_SENT_BYTES_MAX since it last heard from
-   * the broker; a killed broker's socket closes at once there, a stopped or cut-off one's not.
+   * the broker and holds nothing unsent; a killed broker's socket closes at once there, a
+   * stopped or cut-off one's not.
    * Undefined on a transport that counts no packets (a test fake).
    */
   private silenceCheck(): (() => void) | undefined {
@@ -194,7 +195,9 @@ export class BrokerConnection {
       tickMs = nowMs;
       if (nowMs - heardMs < silenceMs) return;
       const waiting = this.awaitsAnswers();
-      const wroteLittle = (stats.bytesSent ?? 0) - sentAtHeard <= SILENCE_JUDGED_SENT_BYTES_MAX;
+      const wroteLittle =
+        (stats.bytesSent ?? 0) - sentAtHeard <= SILENCE_JUDGED_SENT_BYTES_MAX &&
+        (stats.sendBufferedBytes ?? 0) === 0;
       if (!waiting && this.conn.transport !== 'quic' && !wroteLittle) return;
       const waited = waiting ? ' while requests waited' : '';
       this.fail(

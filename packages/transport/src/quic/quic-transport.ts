@@ -283,12 +283,14 @@ class QuicConnectionAdapter implements Connection {
     this.peerWatch = new PeerWatch(
       ip,
       port,
+      this.timeouts.keepAliveIntervalMs,
       () => this.stats().packetsReceived,
       (err) => {
         const reason = `peer gone: nothing listens on UDP port ${port} (connection refused)`;
         const e = new ConnectionClosedError(CLOSE_CODE_PEER_LOST, reason, { cause: err });
         this.finish({ code: CLOSE_CODE_PEER_LOST, reason, error: e });
-        void this.close(); // releases the library's connection and the socket, bounded
+        // Releases the library's connection and the socket, bounded; nothing left to report.
+        this.close({ code: CLOSE_CODE_PEER_LOST, reason }).catch(() => {});
       },
     );
   }

@@ -193,28 +193,39 @@ export class RefusalProbe {
 
 /**
  * Watches a dialed connection for a peer that is gone. Every QUIC_PEER_CHECK_INTERVAL_MS it
- * reads the connection's count of packets received; once none has come for
- * QUIC_PEER_PROBE_SILENCE_MS it sends a probe at each check until one comes. A live peer acks
- * the keep-alives, so on a quiet connection that is a probe or two per keep-alive interval;
- * on a busy one, none. `gone` is called once, on the host's refusal. The probe socket, made at
- * the first silence, stays for the connection's life unless it fails (then probing stops).
+ * reads the connection's count of packets received. Once none has come for
+ * QUIC_PEER_PROBE_SILENCE_MS it sends a probe, then more while the silence lasts, each gap twice
+ * the last up to the connection's keep-alive interval (at least a second): a live peer acks the
+ * keep-alives, so a quiet client connection (1 s keep-alives) sends about one probe a second, a
+ * quiet link with 10 s keep-alives a few per keep-alive; a busy one, none. `gone` is called once,
+ * on the host's refusal of a probe sent while the peer was silent, if still nothing has come
+ * since that probe went out (a refusal that raced a packet proves nothing). The probe socket,
+ * made at the first silence, stays for the connection's life; one that fails locally (a route
+ * gone) is made again at the next probe.
  */
 export class PeerWatch {
   private readonly timer: NodeJS.Timeout;
   private socket: ProbeSocket | null = null;
-  private gaveUp = false;
   private received: number;
   private heardMs = performance.now();
   private tickMs = this.heardMs;
+  /** When the next probe of this silence is due, and the gap after it. */
+  private nextProbeMs = this.heardMs + QUIC_PEER_PROBE_SILENCE_MS;
+  private gapMs = QUIC_PEER_PROBE_SILENCE_MS;
+  private readonly gapMaxMs: number;
+  /** The count of packets received when the last probe went out. */
+  private receivedAtProbe = -1;
   /** Probes sent so far (a figure in the connection's stats). */
   probesSent = 0;
 
   constructor(
     private readonly ip: string,
     private readonly port: number,
+    keepAliveIntervalMs: number,
     private readonly packetsReceived: () => number,
     private readonly gone: (err: NodeJS.ErrnoException) => void,
   ) {
+    this.gapMaxMs = Math.max(1_000, keepAliveIntervalMs);
     this.received = packetsReceived();
     this.timer = setInterval(() => this.check(), QUIC_PEER_CHECK_INTERVAL_MS);
     this.timer.unref();
@@ -227,23 +238,31 @@ export class PeerWatch {
     if (received !== this.received || nowMs - this.tickMs > 2 * QUIC_PEER_CHECK_INTERVAL_MS) {
       this.received = received;
       this.heardMs = nowMs;
+      this.nextProbeMs = nowMs + QUIC_PEER_PROBE_SILENCE_MS;
+      this.gapMs = QUIC_PEER_PROBE_SILENCE_MS;
     }
     this.tickMs = nowMs;
-    if (this.gaveUp || nowMs - this.heardMs < QUIC_PEER_PROBE_SILENCE_MS) return;
+    if (nowMs < this.nextProbeMs) return;
+    this.nextProbeMs = nowMs + this.gapMs;
+    this.gapMs = Math.min(2 * this.gapMs, this.gapMaxMs);
     this.socket ??= new ProbeSocket(
       this.ip,
       this.port,
-      (err) => {
-        this.stop();
-        this.gone(err);
-      },
+      (err) => this.refused(err),
       () => {
-        this.gaveUp = true; // no probe socket to be had here: the silence bounds still apply
-        this.socket = null;
+        this.socket = null; // a local failure: the next probe makes a socket again
       },
     );
+    this.receivedAtProbe = received;
     this.probesSent += 1;
     this.socket.send();
+  }
+
+  private refused(err: NodeJS.ErrnoException): void {
+    this.socket = null;
+    if (this.packetsReceived() !== this.receivedAtProbe) return; // the peer spoke meanwhile
+    this.stop();
+    this.gone(err);
   }
 
   stop(): void {
