@@ -123,15 +123,18 @@ export const TLS_BUFFER_POOL_MAX = 64;
 export const QUIC_REFUSAL_PROBES_MAX = 4;
 /** Time between the refusal probes of one dial. */
 export const QUIC_REFUSAL_PROBE_INTERVAL_MS = 250;
-/** A dialed QUIC connection from which no packet has come for this long sends a refusal probe
- *  to its peer's address, then more while the silence lasts, each gap twice the last up to its
- *  keep-alive interval (quic/refusal-probe.ts, PeerWatch): a SIGKILLed peer's host refuses one,
- *  and the connection closes then, as a TCP connection does on the killed process's RST,
- *  instead of at the client's silence bound (3 s) or the idle timeout. Half the client's
- *  keep-alive interval (1 s): a quiet live peer costs about a probe per keep-alive. A host
- *  rate-limits its ICMP answers (Linux: a burst of 6, then about one a second per destination
- *  host, loopback exempt), so of many connections from one host to a killed peer only the first
- *  few hear it this soon; the rest keep to the silence bounds. */
-export const QUIC_PEER_PROBE_SILENCE_MS = 500;
+/** A dialed QUIC connection sends a refusal probe to its peer's address once a keep-alive has
+ *  gone unanswered: nothing received for its keep-alive interval (1 s without one) and this
+ *  grace, which covers the peer's ACK delay and the watch's own checks (quic/refusal-probe.ts,
+ *  PeerWatch). A live peer ACKs every keep-alive, so a healthy connection, busy or quiet, sends
+ *  no probe; a SIGKILLed peer's host refuses one, and the connection closes then, as a TCP
+ *  connection does on the killed process's RST, instead of at the client's silence bound (3 s)
+ *  or the idle timeout. A host rate-limits its ICMP answers (Linux: a burst of 6, then about one
+ *  a second per destination host, loopback exempt), so of many connections from one host to a
+ *  killed peer only the first few hear it this soon; the rest keep to the silence bounds. */
+export const QUIC_PEER_PROBE_GRACE_MS = 250;
+/** The first gap between two probes of one silence; each next gap is twice the last, up to the
+ *  keep-alive interval (at least a second). */
+export const QUIC_PEER_PROBE_GAP_MS_MIN = 500;
 /** How often a dialed QUIC connection's peer watch reads its count of packets received. */
 export const QUIC_PEER_CHECK_INTERVAL_MS = 250;

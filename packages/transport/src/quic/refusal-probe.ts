@@ -13,8 +13,8 @@
  * `RefusalProbe` runs while a dial does; for a host name it is started by the dial's resolver
  * (`resolveHostname`, handed to the library), so it probes the very address the dial resolved,
  * and a lookup that fails is reported with its own error (the library says only "Host provided
- * was not valid"). `PeerWatch` runs for a dialed connection's life and probes only while the
- * peer has been silent for QUIC_PEER_PROBE_SILENCE_MS.
+ * was not valid"). `PeerWatch` runs for a dialed connection's life and probes only once the
+ * peer has left a keep-alive unanswered.
  */
 import { type Socket, createSocket } from 'node:dgram';
 import { promises as dns } from 'node:dns';
@@ -23,7 +23,8 @@ import { performance } from 'node:perf_hooks';
 import { DialError } from '../errors.js';
 import {
   QUIC_PEER_CHECK_INTERVAL_MS,
-  QUIC_PEER_PROBE_SILENCE_MS,
+  QUIC_PEER_PROBE_GAP_MS_MIN,
+  QUIC_PEER_PROBE_GRACE_MS,
   QUIC_REFUSAL_PROBE_INTERVAL_MS,
   QUIC_REFUSAL_PROBES_MAX,
 } from '../limits.js';
@@ -193,26 +194,26 @@ export class RefusalProbe {
 
 /**
  * Watches a dialed connection for a peer that is gone. Every QUIC_PEER_CHECK_INTERVAL_MS it
- * reads the connection's count of packets received. Once none has come for
- * QUIC_PEER_PROBE_SILENCE_MS it sends a probe, then more while the silence lasts, each gap twice
- * the last up to the connection's keep-alive interval (at least a second): a live peer acks the
- * keep-alives, so a quiet client connection (1 s keep-alives) sends about one probe a second, a
- * quiet link with 10 s keep-alives a few per keep-alive; a busy one, none. `gone` is called once,
- * on the host's refusal of a probe sent while the peer was silent, if still nothing has come
- * since that probe went out (a refusal that raced a packet proves nothing). The probe socket,
- * made at the first silence, stays for the connection's life; one that fails locally (a route
- * gone) is made again at the next probe.
+ * reads the connection's count of packets received. Once a keep-alive has gone unanswered
+ * (nothing received for the keep-alive interval and QUIC_PEER_PROBE_GRACE_MS) it sends a probe,
+ * then more while the silence lasts, each gap twice the last from QUIC_PEER_PROBE_GAP_MS_MIN up
+ * to the keep-alive interval: a live peer ACKs every keep-alive, so a healthy connection sends
+ * none, and a silent live one (stopped, cut off) a few per keep-alive. `gone` is called once, on
+ * the host's refusal of a probe, if still nothing has come since that probe went out (a refusal
+ * that raced a packet proves nothing). The probe socket, made at the first probe, stays for the
+ * connection's life; one that fails locally (a route gone) is made again at the next probe.
  */
 export class PeerWatch {
   private readonly timer: NodeJS.Timeout;
   private socket: ProbeSocket | null = null;
   private received: number;
-  private heardMs = performance.now();
-  private tickMs = this.heardMs;
-  /** When the next probe of this silence is due, and the gap after it. */
-  private nextProbeMs = this.heardMs + QUIC_PEER_PROBE_SILENCE_MS;
-  private gapMs = QUIC_PEER_PROBE_SILENCE_MS;
+  private tickMs = performance.now();
+  /** Silence past which a keep-alive has gone unanswered. */
+  private readonly unansweredMs: number;
   private readonly gapMaxMs: number;
+  /** When the next probe of this silence is due, and the gap after it. */
+  private nextProbeMs: number;
+  private gapMs = QUIC_PEER_PROBE_GAP_MS_MIN;
   /** The count of packets received when the last probe went out. */
   private receivedAtProbe = -1;
   /** Probes sent so far (a figure in the connection's stats). */
@@ -225,7 +226,10 @@ export class PeerWatch {
     private readonly packetsReceived: () => number,
     private readonly gone: (err: NodeJS.ErrnoException) => void,
   ) {
-    this.gapMaxMs = Math.max(1_000, keepAliveIntervalMs);
+    const keepAlive = keepAliveIntervalMs > 0 ? keepAliveIntervalMs : 1_000;
+    this.unansweredMs = keepAlive + QUIC_PEER_PROBE_GRACE_MS;
+    this.gapMaxMs = Math.max(1_000, keepAlive);
+    this.nextProbeMs = this.tickMs + this.unansweredMs;
     this.received = packetsReceived();
     this.timer = setInterval(() => this.check(), QUIC_PEER_CHECK_INTERVAL_MS);
     this.timer.unref();
@@ -237,9 +241,8 @@ export class PeerWatch {
     // A late check means this process stalled: what came meanwhile may not be counted yet.
     if (received !== this.received || nowMs - this.tickMs > 2 * QUIC_PEER_CHECK_INTERVAL_MS) {
       this.received = received;
-      this.heardMs = nowMs;
-      this.nextProbeMs = nowMs + QUIC_PEER_PROBE_SILENCE_MS;
-      this.gapMs = QUIC_PEER_PROBE_SILENCE_MS;
+      this.nextProbeMs = nowMs + this.unansweredMs;
+      this.gapMs = QUIC_PEER_PROBE_GAP_MS_MIN;
     }
     this.tickMs = nowMs;
     if (nowMs < this.nextProbeMs) return;
