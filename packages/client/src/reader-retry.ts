@@ -10,8 +10,10 @@
  */
 import { retryKindOf } from './cluster/routing.js';
 import {
+  ConnectError,
   NotFoundError,
   ProtocolError,
+  RedirectLimitError,
   StreamLimitExceededError,
   TimeoutError,
   UnknownStreamError,
@@ -19,8 +21,8 @@ import {
 } from './errors.js';
 
 /** The classes of a reader's failure (group-consume.ts names what a consume loop does on each):
- *  `unavailable` and `busy` pass (a short, a longer backoff), `not_found` passes briefly, `fatal`
- *  would recur. */
+ *  `unavailable` and `busy` pass (a short backoff, and the longer one for a broker that asked to
+ *  be left alone), `not_found` passes briefly, `fatal` would recur. */
 export type FailureClass = 'unavailable' | 'busy' | 'not_found' | 'fatal';
 
 export function failureClassOf(err: unknown): FailureClass {
@@ -28,6 +30,11 @@ export function failureClassOf(err: unknown): FailureClass {
   // Its class says reconnect, but a broker that sent what the client cannot read would again.
   if (err instanceof ProtocolError) return 'fatal';
   if (err instanceof TimeoutError || isStreamGone(err)) return 'unavailable';
+  // Brokers that disagree about the owner, or an owner the cluster named that cannot be reached:
+  // a failover in progress, retried at its short backoff, not the long one a busy broker asks
+  // for (a trial's subscriber resumed up to 4 s after its publisher).
+  if (err instanceof RedirectLimitError || (err instanceof ConnectError && err.learned))
+    return 'unavailable';
   const kind = retryKindOf(err);
   return kind === 'redirect' ? 'unavailable' : kind === 'retry_after' ? 'busy' : 'fatal';
 }

@@ -58,6 +58,9 @@ export class ClusterRouter {
   private readonly refreshing = new Map<string, Promise<void>>();
   private readonly evicted = new WeakSet<BrokerConnection>();
   private routing = false;
+  /** The entry broker's address: the scheme a learned owner is dialed with when a refusal does
+   *  not say which broker answered. */
+  private entryServer = '';
   private closed = false;
   private refreshTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -77,6 +80,7 @@ export class ClusterRouter {
    * cluster when the broker offers `topology`, and whether it answers `shard_owners`.
    */
   async discover(conn: BrokerConnection): Promise<void> {
+    this.entryServer = conn.server;
     this.routing =
       this.host.enabled !== false && has(conn.negotiated.features, FEATURE_SHARD_OWNERS);
     if (!has(conn.negotiated.features, FEATURE_TOPOLOGY)) return;
@@ -324,9 +328,11 @@ export class ClusterRouter {
   refused(kind: OwnerKind, name: string, shard: number, err: unknown, from: string): void {
     const target = redirectTargetOf(err);
     const known = this.book.ownerOf(kind, name, shard);
+    // Without the answering broker, the entry's scheme: a TLS client dialed owners over QUIC.
+    const like = from !== '' ? from : this.entryServer;
     const addr =
       target?.addr !== undefined
-        ? dialAddress(target.addr, from)
+        ? dialAddress(target.addr, like)
         : target?.nodeId !== undefined
           ? this.book.addressOf(target.nodeId)
           : undefined;
