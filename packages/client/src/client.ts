@@ -149,6 +149,8 @@ export class FelixClient {
       liveEntry: () => this.liveEntry(),
       open: (addr, connectTimeoutMs) => this.open(addr, connectTimeoutMs),
       enabled: opts.routing !== false,
+      brokerLost: (server, err) =>
+        this.hub.emit({ type: 'broker_lost', server, reason: lossReason(err) }),
     });
   }
 

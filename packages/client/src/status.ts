@@ -9,6 +9,10 @@ import { STATUS_BUFFER_EVENTS_MAX } from './limits.js';
 export type StatusEvent =
   | { type: 'connected'; server: string; transport: 'quic' | 'tls' }
   | { type: 'disconnected'; server: string; reason: string }
+  /** A connection to a broker the client routed requests to (a shard's owner, not the broker
+   *  it connected through) was lost; `reason` says what ended it. Its shards' requests go to
+   *  their next owner (there is no `reconnecting` for it). */
+  | { type: 'broker_lost'; server: string; reason: string }
   | { type: 'reconnecting'; attempt: number; delayMs: number }
   | { type: 'closed' }
   /** The broker's queue for a durable subscription overflowed; it resumed from disk, losing nothing. */

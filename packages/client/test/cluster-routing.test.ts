@@ -165,6 +165,51 @@ function fakeCluster(setup: (addr: string, b: FakeBroker) => void) {
 }
 
 describe('a subscription on a cluster', () => {
+  it('a_lost_connection_to_a_routed_owner_is_said_as_a_broker_lost_status', async () => {
+    // A trial seeded with a follower saw no status event when the leader it read from died:
+    // `disconnected` speaks of the entry broker only.
+    const rig = fakeCluster((_addr, b) => {
+      b.topology = ['a', 'b'].map((n) => ({ node_id: n, addr: `${n}:1` }));
+      b.answer = (at, msg) => {
+        if (msg.type !== 'shard_owners') return false;
+        at.send({
+          type: 'shard_owners_view',
+          owners: [{ shard: 0, node_id: 'b', addr: 'b:1', generation: 1 }],
+          request_id: msg.request_id,
+        });
+        return true;
+      };
+    });
+    const client = await FelixClient.create(
+      { servers: ['quic://a:1'], tenant: 't1', token: 't' },
+      { open: rig.open, clock: new FakeClock() },
+    );
+    const ac = new AbortController();
+    const said = (async () => {
+      for await (const s of client.status({ signal: ac.signal })) {
+        if (s.type === 'broker_lost' || s.type === 'disconnected') return s;
+      }
+      return undefined;
+    })();
+    const sub = client.subscribe('orders', { shard: 0, from: 0 });
+    const reading = (async () => {
+      for await (const _ of sub) {
+        // nothing is published
+      }
+    })().catch(() => undefined); // ended by the close below
+    await waitFor(() => rig.last('quic://b:1')?.events.get(1), 'a subscription on the owner b');
+    rig.last('quic://b:1')!.kill();
+    expect(await said).toMatchObject({
+      type: 'broker_lost',
+      server: 'quic://b:1',
+      reason: expect.stringMatching(/^the connection to quic:\/\/b:1 was lost/),
+    });
+    ac.abort();
+    sub.close();
+    await client.close();
+    await reading;
+  });
+
   it('a_subscription_resumes_on_the_new_owner_from_the_next_offset_it_had_not_delivered', async () => {
     let owner = { addr: 'quic://b:1', generation: 1 };
     const rig = fakeCluster((addr, b) => {

@@ -38,6 +38,8 @@ export interface RouterHost {
   open(addr: string, connectTimeoutMs?: number): Promise<BrokerConnection>;
   /** False: never route (the caller's `routing: false`). */
   readonly enabled?: boolean;
+  /** A connection to a broker routed to (not the entry) was lost, not closed on purpose. */
+  brokerLost?(server: string, err: Error): void;
   /** Milliseconds now (tests pin it). */
   now?(): number;
 }
@@ -296,8 +298,10 @@ export class ClusterRouter {
       throw new ConnectError([addr], { cause: err, learned: true });
     }
     // An evicted connection is closed on purpose: its broker is not suspect.
-    void conn.lost.then(() => {
-      if (!this.evicted.has(conn)) this.lost(conn);
+    void conn.lost.then((err) => {
+      if (this.evicted.has(conn)) return;
+      this.lost(conn);
+      if (!this.closed) this.host.brokerLost?.(conn.server, err);
     });
     if (this.closed) {
       await conn.close();
