@@ -324,11 +324,12 @@ export const RECONNECT_FULL_DIAL_EVERY = 4;
  *  shard's owner as then known), within the request timeout; past them OutcomeUnknownError. */
 export const AT_LEAST_ONCE_RESENDS_MAX = 5;
 /** Attempts of one routed publish refused with nothing written (a redirect, an owner not yet
- *  known or reachable), within the request timeout, which is the bound that ends it: enough to
- *  span the default request timeout (30 s) at PUBLISH_RETRY_DELAY_MS_MAX between attempts, so a
- *  failover on the control plane's default lease (16-19 s) is ridden through. 128, about 16 s,
- *  failed a trial's publish 15.7 s into such a failover with its timeout half spent. */
-export const PUBLISH_ROUTE_ATTEMPTS_MAX = 256;
+ *  known or reachable), within the request timeout, which is the bound that ends it: the
+ *  delays are full-jitter, 125 ms on average at PUBLISH_RETRY_DELAY_MS_MAX, so 320 attempts span
+ *  about 40 s, past the default request timeout (30 s) by many deviations, and a failover on the
+ *  control plane's default lease (16-19 s) is ridden through. 128, about 16 s, failed a trial's
+ *  publish 15.7 s into such a failover with its timeout half spent. */
+export const PUBLISH_ROUTE_ATTEMPTS_MAX = 320;
 /** Attempts of one routed cache or counter call refused with nothing done (a redirect, an owner
  *  not yet promoted): as many as a routed publish's, at the same retry delays. */
 export const KEYED_ROUTE_ATTEMPTS_MAX = PUBLISH_ROUTE_ATTEMPTS_MAX;

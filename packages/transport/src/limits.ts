@@ -126,8 +126,8 @@ export const QUIC_REFUSAL_PROBE_INTERVAL_MS = 250;
 /** A dialed QUIC connection sends a refusal probe to its peer's address once a keep-alive has
  *  gone unanswered: nothing received for its keep-alive interval (1 s without one) and this
  *  grace, which covers the peer's ACK delay and the watch's own checks (quic/refusal-probe.ts,
- *  PeerWatch). A live peer ACKs every keep-alive, so a healthy connection, busy or quiet, sends
- *  no probe; a SIGKILLed peer's host refuses one, and the connection closes then, as a TCP
+ *  PeerWatch). A live peer ACKs every keep-alive, so a healthy connection with keep-alives on,
+ *  busy or quiet, sends no probe (one with them off probes a quiet peer about once a second); a SIGKILLed peer's host refuses one, and the connection closes then, as a TCP
  *  connection does on the killed process's RST, instead of at the client's silence bound (3 s)
  *  or the idle timeout. A host rate-limits its ICMP answers (Linux: a burst of 6, then about one
  *  a second per destination host, loopback exempt), so of many connections from one host to a

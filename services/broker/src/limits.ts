@@ -409,6 +409,12 @@ export const INTERNAL_STREAMS_PER_CONNECTION_MAX = 1_024;
 
 /** Bound on dialling a peer broker and greeting it (a leader's replication link). */
 export const PEER_DIAL_TIMEOUT_MS = 5_000;
+/** Keep-alive interval of a link to a peer broker (the transport's default is 10 s): a live
+ *  peer answers each within milliseconds, so over QUIC a peer that left one unanswered is probed
+ *  and, when its host says nothing listens any more (SIGKILLed), the link closes about 1.25 s
+ *  after its last packet instead of 10 s; forwards and shipping to it fail then, not at their
+ *  own timeouts. One small packet each way a second per link. */
+export const PEER_KEEPALIVE_INTERVAL_MS = 1_000;
 /**
  * How long a new leader's fence may wait for a majority of the replica set before the shard's
  * open is abandoned (it stays unserved, refused `not_ready`), and when the open is tried again.

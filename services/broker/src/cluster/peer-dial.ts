@@ -7,6 +7,7 @@ import { type Connection, type TlsMaterial, dial } from '@felix/transport';
 import type { PeerLink } from '@felix/replication';
 import { INTERNAL_CAPABILITY, decodeInternalMessage, encodeInternalMessage } from '@felix/wire';
 import { PeerIdentityError, PeerRequestError } from '../errors.js';
+import { PEER_KEEPALIVE_INTERVAL_MS } from '../limits.js';
 import { frameBytes, readFrame } from './internal-frames.js';
 
 /** Reset code of a request abandoned at its deadline. */
@@ -74,6 +75,7 @@ export class PeerConnection implements PeerLink {
     const conn = await dial(`${o.transport}://${o.address}`, {
       ...verify,
       dialTimeoutMs: o.timeoutMs,
+      keepAliveIntervalMs: PEER_KEEPALIVE_INTERVAL_MS,
     });
     const peer = new PeerConnection(conn, o.nodeId);
     const hello = capable
