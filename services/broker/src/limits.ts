@@ -440,6 +440,14 @@ export const GENERATION_START_COMMIT_DEADLINE_MS = 5_000;
  */
 export const FORWARD_TIMEOUT_MS = 5_000;
 
+/** How long a forward waits for its link to the leader when none is open yet (the dial itself
+ *  goes on, bounded by PEER_DIAL_TIMEOUT_MS, for the forwards after it): past it the forward is
+ *  refused `shard_unavailable`, nothing sent, and the client retries. A live peer's handshake
+ *  takes milliseconds; a stopped one (SIGSTOP, a hung host) accepts the TCP connection and never
+ *  answers, and a trial's publish waited the whole 5 s dial there while the control plane had
+ *  already named the new leader. */
+export const FORWARD_LINK_WAIT_MS = 1_000;
+
 /** Forwards one broker has in flight at once, over all peers; more are shed `overloaded`
  *  (nothing was sent, so the client may retry). */
 export const FORWARDS_IN_FLIGHT_MAX = 4_096;

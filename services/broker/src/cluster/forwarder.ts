@@ -28,6 +28,7 @@ import { PeerUnreachableError } from '../errors.js';
 import {
   FORWARDS_IN_FLIGHT_MAX,
   FORWARDS_IN_FLIGHT_PER_PEER_MAX,
+  FORWARD_LINK_WAIT_MS,
   FORWARD_TIMEOUT_MS,
 } from '../limits.js';
 import { type NotLeaderRefusal, Refusal, type ShardOwner } from '../session/refusal.js';
@@ -179,7 +180,7 @@ export class Forwarder {
     try {
       const bytes = await this.deps.pool
         .link(peer)
-        .request(encodeInternalMessage(message), timeoutMs);
+        .request(encodeInternalMessage(message), timeoutMs, FORWARD_LINK_WAIT_MS);
       return decodeAnswer(bytes);
     } catch (err) {
       throw this.failure(to, err);

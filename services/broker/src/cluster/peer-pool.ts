@@ -50,8 +50,15 @@ export class LazyPeerLink implements PeerLink {
     return syncsOf(this.stated);
   }
 
-  async request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
-    const { conn, pending } = await this.connected();
+  /**
+   * Sends `frame` and answers the peer's answer within `timeoutMs`. `linkWaitMs`: how long to
+   * wait for the link when it is not open yet, past which the request fails unsent
+   * (PeerUnreachableError) while the dial goes on for later requests; absent, the dial's own
+   * bound.
+   */
+  async request(frame: Uint8Array, timeoutMs: number, linkWaitMs?: number): Promise<Uint8Array> {
+    const { conn, pending } =
+      linkWaitMs === undefined ? await this.connected() : await this.connectedWithin(linkWaitMs);
     try {
       return await conn.request(frame, timeoutMs);
     } catch (err) {
@@ -89,6 +96,25 @@ export class LazyPeerLink implements PeerLink {
     } catch (err) {
       if (this.conn === pending) this.conn = undefined;
       throw new PeerUnreachableError(this.nodeId, (err as Error).message, { cause: err });
+    }
+  }
+
+  /** `connected()`, or PeerUnreachableError once `ms` passed (the dial is left running). */
+  private async connectedWithin(ms: number) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new PeerUnreachableError(this.nodeId, `no link within ${ms} ms (its dial goes on)`),
+          ),
+        ms,
+      );
+    });
+    try {
+      return await Promise.race([this.connected(), late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -1,0 +1,70 @@
+// Goal: a forward to a leader whose link is not open yet waits a bounded time for it
+// (FORWARD_LINK_WAIT_MS) and then fails unsent, so the client retries and finds the new leader,
+// instead of waiting out the whole peer dial (PEER_DIAL_TIMEOUT_MS, 5 s) against a stopped
+// leader, which accepts the TCP connection and never answers the handshake (a trial's publish
+// waited 5.3 s there after the control plane had named the new leader). The dial goes on for
+// the requests after it.
+// Method: a TCP server that accepts and stays silent stands in for the stopped leader; a peer
+// link to it is asked to send with a 200 ms link wait, then without one.
+import { type Server, type Socket, createServer } from 'node:net';
+import { withDeadline } from '@felix/testing-harness';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { PeerPool } from '../src/cluster/peer-pool.js';
+import { PeerUnreachableError } from '../src/errors.js';
+
+const silent = pino({ level: 'silent' });
+
+async function silentServer(): Promise<{ server: Server; port: number; sockets: Socket[] }> {
+  const sockets: Socket[] = [];
+  const server = createServer((s) => {
+    sockets.push(s); // accepted, never answered: a stopped process's kernel does as much
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const port = (server.address() as { port: number }).port;
+  return { server, port, sockets };
+}
+
+describe('a forward to a leader that never answers its dial', () => {
+  it('a_forward_waits_a_bounded_time_for_a_link_that_never_handshakes_and_fails_unsent', async () => {
+    const { server, port, sockets } = await silentServer();
+    const pool = new PeerPool({
+      selfId: 'a',
+      transport: 'tls',
+      cluster: null,
+      clientTls: {} as never,
+      address: () => `127.0.0.1:${port}`,
+      log: silent,
+    });
+    try {
+      // Far inside the dial's own 5 s bound: only the link wait can end it this soon.
+      const err = await withDeadline(
+        pool
+          .link('b')
+          .request(new Uint8Array(1), 5_000, 200)
+          .catch((e: unknown) => e),
+        2_000,
+        'the bounded link wait',
+      );
+      expect(err).toBeInstanceOf(PeerUnreachableError);
+      expect((err as Error).message).toMatch(/no link within 200 ms \(its dial goes on\)/);
+      // The dial went on: the server holds the one connection it accepted, and a second
+      // request waits on that same dial rather than opening another.
+      expect(sockets).toHaveLength(1);
+      const again = await withDeadline(
+        pool
+          .link('b')
+          .request(new Uint8Array(1), 5_000, 200)
+          .catch((e: unknown) => e),
+        2_000,
+        'the second bounded wait',
+      );
+      expect(again).toBeInstanceOf(PeerUnreachableError);
+      expect(sockets).toHaveLength(1);
+    } finally {
+      for (const s of sockets) s.destroy(); // ends the dial, which close() waits for
+      await pool.close();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  }, 20_000);
+});
