@@ -38,27 +38,22 @@ describe('a forward to a leader that never answers its dial', () => {
     });
     try {
       // Far inside the dial's own 5 s bound: only the link wait can end it this soon.
-      const err = await withDeadline(
-        pool
-          .link('b')
-          .request(new Uint8Array(1), 5_000, 200)
-          .catch((e: unknown) => e),
-        2_000,
-        'the bounded link wait',
-      );
+      const send = (what: string) =>
+        withDeadline(
+          pool
+            .link('b')
+            .request(new Uint8Array(1), 5_000, 200)
+            .catch((e: unknown) => e),
+          2_000,
+          what,
+        );
+      const err = await send('the bounded link wait');
       expect(err).toBeInstanceOf(PeerUnreachableError);
       expect((err as Error).message).toMatch(/no link within 200 ms \(its dial goes on\)/);
       // The dial went on: the server holds the one connection it accepted, and a second
       // request waits on that same dial rather than opening another.
       expect(sockets).toHaveLength(1);
-      const again = await withDeadline(
-        pool
-          .link('b')
-          .request(new Uint8Array(1), 5_000, 200)
-          .catch((e: unknown) => e),
-        2_000,
-        'the second bounded wait',
-      );
+      const again = await send('the second bounded wait');
       expect(again).toBeInstanceOf(PeerUnreachableError);
       expect(sockets).toHaveLength(1);
     } finally {

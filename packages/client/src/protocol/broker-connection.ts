@@ -51,6 +51,9 @@ export class BrokerConnection {
   private lostError: Error | null = null;
   readonly lost: Promise<Error>;
   private markLost!: (err: Error) => void;
+  /** The broker ends a stream only after the answers of all it applied there
+   *  (FEATURE_HI_STREAM_END_NOTICE): what waits at that end was not applied. */
+  private readonly endIsNotice: boolean;
 
   private constructor(
     readonly server: string,
@@ -61,6 +64,7 @@ export class BrokerConnection {
     /** The client's end-of-turn batcher, shared by every batch on this connection. */
     readonly turn: TurnBatcher,
   ) {
+    this.endIsNotice = has(negotiated.featuresHi, FEATURE_HI_STREAM_END_NOTICE);
     this.lost = new Promise((resolve) => {
       this.markLost = resolve;
     });
@@ -126,9 +130,7 @@ export class BrokerConnection {
   private start(): void {
     void this.pipe.readAnswers().then(
       () =>
-        has(this.negotiated.featuresHi, FEATURE_HI_STREAM_END_NOTICE)
-          ? this.brokerEnded()
-          : this.fail(new ConnectionLostError(this.server)),
+        this.endIsNotice ? this.brokerEnded() : this.fail(new ConnectionLostError(this.server)),
       (err: unknown) => this.fail(new ConnectionLostError(this.server, { cause: err })),
     );
     void this.events.accept();
@@ -382,7 +384,7 @@ export class BrokerConnection {
       ticks: this.ticks,
       timeoutMs: this.requestTimeoutMs,
       open: () => this.openStream(),
-      endIsNotice: has(this.negotiated.featuresHi, FEATURE_HI_STREAM_END_NOTICE),
+      endIsNotice: this.endIsNotice,
     });
   }
 
