@@ -95,10 +95,11 @@ export async function fencedOpen(
     const commitStart = Math.max(0, ...outcome.answers.map((x) => x.commitOffset));
     // A fenced majority held every committed record, and the tail taken was the furthest: a
     // log ending below a mark one of them saved means records were lost below it (a power
-    // loss of a majority under `periodic`, or a bug). Said, not hidden.
-    if (start < commitStart)
+    // loss of a majority under `periodic`, or a bug). Said, not hidden. The log's end, not the
+    // generation's start: a leader reopening at the generation it led holds records past it.
+    if (log.tailOffset < commitStart)
       d.log.error(
-        { shard, generation, log_end: start, commit_offset: commitStart },
+        { shard, generation, log_end: log.tailOffset, commit_offset: commitStart },
         'the new leader holds less than a replica says was committed',
       );
     const fence = { generation, start, commitStart, starts: starts.all, committedReads: d.quorum };
