@@ -752,6 +752,8 @@ export class FelixClient {
           router.connectionFor(kind, name, shard, signal),
         widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),
         refused: (kind, name, shard, err, from) => router.refused(kind, name, shard, err, from),
+        request: (kind, name, shard, call, signal, tried) =>
+          router.request(kind, name, shard, call, signal, tried),
       },
       ...(owned === undefined
         ? {

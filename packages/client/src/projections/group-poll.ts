@@ -188,11 +188,13 @@ export class GroupPolls {
 
   constructor(private readonly who: Poller) {}
 
-  /** Polls until records are ready or the wait ends; may resolve empty. */
-  async poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
+  /** Polls until records are ready or the wait ends; may resolve empty. `on`: the connection
+   *  to poll on (a routed poll's); else the host's. */
+  async poll(opts: PollOptions = {}, on?: BrokerConnection): Promise<GroupMessage[]> {
     const who = this.who;
     // A live connection is taken as it stands (no await, no turn); else waited for.
     const bc =
+      on ??
       (opts.signal?.aborted ? undefined : who.host.live?.()) ??
       (await who.host.connection(opts.signal));
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');

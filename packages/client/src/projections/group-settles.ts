@@ -54,6 +54,12 @@ interface Batch {
 /** The group's name on the wire, as each request carries it. */
 export type GroupScope = (bc: BrokerConnection) => Record<string, string | number>;
 
+/** Runs a request on a group's shard owner (group.ts, `onOwner`). */
+export type OnOwner = <T>(
+  call: (bc: BrokerConnection) => Promise<T>,
+  signal?: AbortSignal,
+) => Promise<T>;
+
 export class GroupSettles implements GroupSettler {
   /** Acks made this turn on `bc`, sent together at its end (bounded per request by
    *  GROUP_ACK_BATCH_OFFSETS_MAX; the caller's own messages bound the list). */
@@ -72,6 +78,9 @@ export class GroupSettles implements GroupSettler {
     private readonly scope: GroupScope,
     /** What a settle whose answer never comes names in its OutcomeUnknownError. */
     private readonly what: string,
+    /** Runs a single settle on the shard's owner (in a cluster, following a `not_leader`
+     *  answer); absent: on the host's connection. */
+    private readonly onOwner?: OnOwner,
   ) {}
 
   /**
@@ -356,7 +365,18 @@ export class GroupSettles implements GroupSettler {
     extra: Record<string, number> = {},
     signal?: AbortSignal,
   ): Promise<Message> {
-    const bc = await this.host.connection(signal);
+    if (this.onOwner !== undefined)
+      return this.onOwner((bc) => this.settleOn(bc, type, offset, extra, signal), signal);
+    return this.settleOn(await this.host.connection(signal), type, offset, extra, signal);
+  }
+
+  private settleOn(
+    bc: BrokerConnection,
+    type: SettleType,
+    offset: number,
+    extra: Record<string, number>,
+    signal: AbortSignal | undefined,
+  ): Promise<Message> {
     requireFeature(bc, featureOf(type), type);
     // Settles made in one turn (a consume loop's) share the request stream's one write.
     const asked = bc.requests.request(

@@ -12,9 +12,10 @@ import {
   FEATURE_HI_GROUP_DEAD_LETTER_PAGES,
   type Message,
 } from '@felix/wire';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, NotLeaderError } from '../errors.js';
 import { GROUP_CONSUMER_NAME_BYTES_MAX, GROUP_NAME_BYTES_MAX } from '../limits.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { failureClassOf } from '../reader-retry.js';
 import { abortable } from '../util/abortable.js';
 import { checkWellFormed } from '../util/well-formed.js';
 import {
@@ -31,7 +32,7 @@ import {
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
-import { type ProjectionHost, requireFeature } from './host.js';
+import { type ProjectionHost, type ProjectionRoute, requireFeature } from './host.js';
 
 export type { DeadLetterPage, DeadLetterPageOptions } from './dead-letter-pages.js';
 export { GroupMessage } from './group-message.js';
@@ -121,7 +122,9 @@ export class Group implements GroupSettler {
         );
     }
     const scope = (bc: BrokerConnection) => this.scope(bc);
-    this.settles = new GroupSettles(host, scope, `group ${name}`);
+    this.settles = new GroupSettles(host, scope, `group ${name}`, (call, signal) =>
+      this.onOwner(call, signal),
+    );
     this.polls = new GroupPolls({
       host,
       scope,
@@ -143,10 +146,33 @@ export class Group implements GroupSettler {
     };
   }
 
-  /** Polls until records are ready or the wait ends; may resolve empty. */
+  /** Polls until records are ready or the wait ends; may resolve empty. In a cluster a poll
+   *  refused by a broker that no longer owns the shard is made again on the owner it names
+   *  (no records were claimed where it was refused), and any failure that passes is told to
+   *  the router first, so the next poll goes to the owner as then known. */
   poll(opts: PollOptions = {}): Promise<GroupMessage[]> {
     checkPollOptions(opts);
-    return this.polls.poll(opts);
+    const route = this.host.route;
+    return route?.active ? this.pollRouted(route, opts) : this.polls.poll(opts);
+  }
+
+  private async pollRouted(route: ProjectionRoute, opts: PollOptions): Promise<GroupMessage[]> {
+    let bc: BrokerConnection | undefined;
+    try {
+      bc =
+        (opts.signal?.aborted ? undefined : this.host.live?.()) ??
+        (await this.host.connection(opts.signal));
+      return await this.polls.poll(opts, bc);
+    } catch (err) {
+      // A loop of plain polls kept asking a broker that had lost the shard in a failover (it
+      // answered not_leader to each) for as long as it ran: nothing learned from the answer.
+      if (opts.signal?.aborted || failureClassOf(err) === 'fatal') throw err;
+      route.refused('stream', this.stream, this.shard, err, bc?.server ?? '');
+      if (!(err instanceof NotLeaderError)) throw err;
+      const on = (conn: BrokerConnection) => this.polls.poll(opts, conn);
+      const tried = bc === undefined ? undefined : [bc.server];
+      return route.request('stream', this.stream, this.shard, on, opts.signal, tried);
+    }
   }
 
   /** Releases idle poll streams (a consume loop ending calls this). */
@@ -255,14 +281,17 @@ export class Group implements GroupSettler {
    */
   async deadLetterPage(opts: DeadLetterPageOptions = {}): Promise<DeadLetterPage> {
     const page = checkPage(opts);
-    const bc = await this.host.connection(opts.signal);
-    // An older broker ignores `after` and `limit` (it would answer the first page again).
-    const paged = (bc.negotiated.featuresHi & FEATURE_HI_GROUP_DEAD_LETTER_PAGES) !== 0;
-    const type = 'group_dead_letters';
-    const msg = (await this.adminOn(bc, type, FEATURE_GROUP_DEAD_LETTERS, opts, false, {
-      ...(paged ? page : {}),
-    })) as GroupAnswer<'group_dead_letter_list'>;
-    return paged ? { offsets: msg.offsets, more: msg.more } : pageOfUnpagedList(msg.offsets, page);
+    return this.onOwner(async (bc) => {
+      // An older broker ignores `after` and `limit` (it would answer the first page again).
+      const paged = (bc.negotiated.featuresHi & FEATURE_HI_GROUP_DEAD_LETTER_PAGES) !== 0;
+      const type = 'group_dead_letters';
+      const msg = (await this.adminOn(bc, type, FEATURE_GROUP_DEAD_LETTERS, opts, false, {
+        ...(paged ? page : {}),
+      })) as GroupAnswer<'group_dead_letter_list'>;
+      return paged
+        ? { offsets: msg.offsets, more: msg.more }
+        : pageOfUnpagedList(msg.offsets, page);
+    }, opts.signal);
   }
 
   /**
@@ -344,15 +373,22 @@ export class Group implements GroupSettler {
 
   /** Sends an admin request; the signal ends the wait for a connection and for the answer (a
    *  `write` so ended may have been applied: its AbortedError says unknown outcome). */
-  private async admin(
+  private admin(
     type: string,
     bit: number,
     opts: GroupAdminOptions,
     write: boolean,
     extra: Record<string, unknown> = {},
   ) {
-    const bc = await this.host.connection(opts.signal);
-    return this.adminOn(bc, type, bit, opts, write, extra);
+    return this.onOwner((bc) => this.adminOn(bc, type, bit, opts, write, extra), opts.signal);
+  }
+
+  /** Runs `call` on the shard's owner: in a cluster following a `not_leader` answer to the
+   *  owner it names (a refused request was not applied), else on the client's connection. */
+  private async onOwner<T>(call: (bc: BrokerConnection) => Promise<T>, signal?: AbortSignal) {
+    const route = this.host.route;
+    if (route?.active) return route.request('stream', this.stream, this.shard, call, signal);
+    return call(await this.host.connection(signal));
   }
 
   /** `admin` on a connection the caller holds (it read the connection's features first). */

@@ -53,6 +53,16 @@ export interface ProjectionRoute {
     signal?: AbortSignal,
   ): Promise<number | undefined>;
   refused(kind: 'stream' | 'cache', name: string, shard: number, err: unknown, from: string): void;
+  /** Runs `call` on the shard's owner, following `not_leader` redirects (router.request);
+   *  `tried`: brokers that refused this request already. */
+  request<T>(
+    kind: 'stream' | 'cache',
+    name: string,
+    shard: number,
+    call: (conn: BrokerConnection) => Promise<T>,
+    signal?: AbortSignal,
+    tried?: readonly string[],
+  ): Promise<T>;
 }
 
 /**
