@@ -181,6 +181,38 @@ describe('routing while a shard is being let go', () => {
   });
 });
 
+describe('group requests and the lease', () => {
+  it('a_group_write_on_a_shard_this_broker_leads_is_refused_while_its_lease_is_not_held', async () => {
+    // A broker without its lease may already have lost the shard to another: a group ack it
+    // answered there would be unknown to the next leader, and the record handed out again.
+    const t = table('none', gate());
+    t.streamsFeed.snapshot([{ tenant_id: T, namespace: NS, stream: 's', shards: 1 }]);
+    t.assignmentsFeed.snapshot([assignment('stream', 's', 'n1', 1)]);
+    await t.settled();
+    const req = (type: string) =>
+      ({
+        type,
+        tenant_id: T,
+        namespace: NS,
+        stream: 's',
+        shard: 0,
+        group: 'g',
+      }) as unknown as Message;
+    const writes = ['group_poll', 'group_ack', 'group_ack_batch', 'group_nack', 'group_seek'];
+    const held = { held: true, gap: null };
+    t.lease = held;
+    for (const type of [...writes, 'group_describe']) expect(t.refuseMessage(req(type))).toBeNull();
+    t.lease = { held: false, gap: 'lapsed' };
+    for (const type of writes) {
+      const refusal = t.refuseMessage(req(type));
+      expect(refusal?.wireCode, type).toBe('shard_unavailable');
+      expect(refusal?.message, type).toMatch(/lease_lapsed/);
+    }
+    // A read of the group's state still answers.
+    expect(t.refuseMessage(req('group_describe'))).toBeNull();
+  });
+});
+
 describe('a watch across shards', () => {
   it('a_prefix_watch_naming_no_shard_of_a_multi_shard_cache_is_refused_by_its_handler_not_as_shard_0', async () => {
     const t = table('none', gate());

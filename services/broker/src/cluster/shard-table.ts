@@ -27,7 +27,7 @@ import { FENCE_RETRY_AFTER_MS, RIDING_LOG_RETRY_MS } from '../limits.js';
 import type { Refusal, ShardOwner } from '../session/refusal.js';
 import { applyRetention, retentionOf } from '../streams/durable-store.js';
 import { Shard, type ShardHooks, type ShardStore } from '../streams/shard.js';
-import { CACHE_WRITES, drainingWrite } from './shard-writes.js';
+import { CACHE_WRITES, GROUP_WRITES, drainingWrite } from './shard-writes.js';
 import { type DeletedName, DeletedNames, type ShardFiles } from './deleted-names.js';
 import type { FeedHandler } from './feed-follower.js';
 import type { Replicator } from './replicator.js';
@@ -266,8 +266,10 @@ export class ShardTable {
     if (streamName === null || shard === null) return null;
     const s = this.streams.get(streamKey(t, ns, streamName));
     if (s === undefined || shard >= s.shards) return null;
-    // Group requests move claims and cursors: on a copy being let go they would be lost.
-    return this.refuse('stream', t, ns, streamName, shard, false, true);
+    // Group requests move claims and cursors: on a copy being let go they would be lost, and
+    // an ack answered without the lease may be one the shard's next leader never hears of.
+    const write = GROUP_WRITES.has(String(m.type));
+    return this.refuse('stream', t, ns, streamName, shard, write, true);
   }
 
   /** Handler of the shard-assignments feed. */

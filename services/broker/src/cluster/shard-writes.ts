@@ -1,6 +1,6 @@
 /**
  * Which requests naming a shard write to its logs, as the shard table gates them: a cache
- * write is refused while the broker's lease is lapsed, and every one of them is refused
+ * write or a group's is refused while the broker's lease is lapsed, and every one of them is refused
  * `draining` (retryable, as publishes are) once the broker's stop began, so its SIGTERM hand-off
  * finds its followers level instead of chasing writes it keeps accepting (docs/replication.md,
  * "Hand-off on SIGTERM"); the client retries on the shard's next owner.
@@ -15,7 +15,7 @@ export const CACHE_WRITES: ReadonlySet<string> = new Set([
 ]);
 
 /** The group requests that change a group's claims, cursor or dead letters. */
-const GROUP_WRITES: ReadonlySet<string> = new Set([
+export const GROUP_WRITES: ReadonlySet<string> = new Set([
   'group_poll',
   'group_ack',
   'group_ack_batch',
