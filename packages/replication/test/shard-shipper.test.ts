@@ -1,12 +1,13 @@
 /**
  * Goal: a ShardShipper brings every follower to its leader's log while the leader keeps
  * appending, over links that lose requests and answers; it reports only what followers made
- * durable; it stops for good when a follower says a newer leader exists; and stop() ends it.
+ * durable; it stops for good when a follower says a newer leader exists; and stop() ends it,
+ * at once for a request still waiting for a link that never opens.
  * Method: a real leader segment log, followers that are ReplicaServers over real logs, and
  * in-memory links that fail a seeded fraction of requests and answers.
  */
 import { FaultyIo, SegmentLog, nodeIo } from '@felix/storage';
-import { tempDir, waitFor } from '@felix/testing-harness';
+import { tempDir, waitFor, withDeadline } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommitMark } from '../src/leader/commit-mark.js';
 import { FollowerCursor } from '../src/leader/follower-cursor.js';
@@ -174,5 +175,34 @@ describe('shard shipper', () => {
     f.assigned = 1;
     await waitFor(() => shipper.confirmed('b0') === 2, 'the follower to hold both records');
     expect(resumed).toEqual([['b0', backoffs.length]]);
+  });
+
+  it('a_shipper_stops_at_once_while_a_request_waits_for_a_link_that_never_opens', async () => {
+    // A new generation's shipper starts only once the old one stopped: a request to a stopped
+    // peer waiting out its 5 s dial held every quorum ack of the new leader that long.
+    const log = await leaderLog();
+    await log.append([record(0)]);
+    const withdrawals: string[] = [];
+    const asked: string[] = [];
+    const dialing = {
+      request: (_f: Uint8Array, _t: number, _w?: number, withdrawn?: AbortSignal) =>
+        new Promise<Uint8Array>((_, reject) => {
+          asked.push('b0');
+          // The link never opens; only a withdrawal ends the wait.
+          withdrawn?.addEventListener('abort', () => {
+            withdrawals.push('b0');
+            reject(new Error('withdrawn before its link opened'));
+          });
+        }),
+    };
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(1),
+      followers: [{ nodeId: 'b0', link: dialing, start: 0 }],
+      answerTimeoutMs: 60_000,
+    });
+    await waitFor(() => asked.length > 0, 'a request waiting for its link');
+    await withDeadline(shipper.stop(), 1_000, 'the stop of a shipper whose link never opens');
+    expect(withdrawals).toEqual(['b0']);
   });
 });

@@ -3,11 +3,12 @@
 // instead of waiting out the whole peer dial (PEER_DIAL_TIMEOUT_MS, 5 s) against a stopped
 // leader, which accepts the TCP connection and never answers the handshake (a trial's publish
 // waited 5.3 s there after the control plane had named the new leader). The dial goes on for
-// the requests after it.
+// the requests after it. A request withdrawn while its link dials (a stopping shipper's) fails
+// unsent at once.
 // Method: a TCP server that accepts and stays silent stands in for the stopped leader; a peer
 // link to it is asked to send with a 200 ms link wait, then without one.
 import { type Server, type Socket, createServer } from 'node:net';
-import { withDeadline } from '@felix/testing-harness';
+import { waitFor, withDeadline } from '@felix/testing-harness';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { PeerPool } from '../src/cluster/peer-pool.js';
@@ -58,6 +59,44 @@ describe('a forward to a leader that never answers its dial', () => {
       expect(sockets).toHaveLength(1);
     } finally {
       for (const s of sockets) s.destroy(); // ends the dial, which close() waits for
+      await pool.close();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  }, 20_000);
+
+  it('a_request_withdrawn_while_its_link_dials_fails_unsent_at_once', async () => {
+    // A stopping shipper's request to a stopped peer waited the whole dial before its stop could
+    // finish, and the next generation's shipper with it.
+    const { server, port, sockets } = await silentServer();
+    const pool = new PeerPool({
+      selfId: 'a',
+      transport: 'tls',
+      cluster: null,
+      clientTls: {} as never,
+      address: () => `127.0.0.1:${port}`,
+      log: silent,
+    });
+    try {
+      const withdrawn = new AbortController();
+      const sending = pool
+        .link('b')
+        .request(new Uint8Array(1), 5_000, undefined, withdrawn.signal)
+        .catch((e: unknown) => e);
+      // The dial reached the silent server; the request waits on its handshake.
+      await waitFor(() => sockets.length === 1, 'the dial to reach the silent server');
+      withdrawn.abort();
+      const err = await withDeadline(sending, 1_000, 'the withdrawn request to fail');
+      expect(err).toBeInstanceOf(PeerUnreachableError);
+      expect((err as Error).message).toMatch(/withdrawn before its link opened/);
+      // One already withdrawn is not sent at all.
+      const late = await pool
+        .link('b')
+        .request(new Uint8Array(1), 5_000, undefined, withdrawn.signal)
+        .catch((e: unknown) => e);
+      expect((late as Error).message).toMatch(/withdrawn before it was sent/);
+      expect(sockets).toHaveLength(1);
+    } finally {
+      for (const s of sockets) s.destroy();
       await pool.close();
       await new Promise<void>((ok) => server.close(() => ok()));
     }

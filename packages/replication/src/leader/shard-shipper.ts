@@ -73,8 +73,14 @@ import { TrimCursor } from './trim-cursor.js';
 /** A request/answer channel to one follower broker. */
 export interface PeerLink {
   /** Sends one FLXI request frame; resolves with the answer frame, rejects when the link fails
-   *  or no answer came within `timeoutMs`. */
-  request(frame: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+   *  or no answer came within `timeoutMs`. `linkWaitMs` bounds the wait for a link not open
+   *  yet; `withdrawn` aborted while that wait lasts fails the request unsent. */
+  request(
+    frame: Uint8Array,
+    timeoutMs: number,
+    linkWaitMs?: number,
+    withdrawn?: AbortSignal,
+  ): Promise<Uint8Array>;
   /**
    * Whether the offsets this follower confirms for a stream log are synced on its disk (true),
    * possibly written only (false: it runs a weaker fsync mode), or unknown (undefined: not
@@ -184,6 +190,10 @@ export class ShardShipper {
   /** The rebuild waits in progress: only a stop ends them early. */
   private readonly pauses = new Set<() => void>();
   private readonly unlisten: () => void;
+  /** Aborted by `stop`: a request still waiting for its link is withdrawn, unsent, so a stop
+   *  never waits out a dial to a peer that does not answer (a new generation's shipper started
+   *  only once the old one stopped, 5 s after a stopped peer's dial began). */
+  private readonly stopped = new AbortController();
 
   constructor(private readonly opts: ShipperOptions) {
     // Records ship once written, while the leader's own fsync runs: a quorum mark counts the
@@ -244,6 +254,7 @@ export class ShardShipper {
   /** Stops every loop; resolves once none will send again. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopped.abort();
     this.unlisten();
     this.opts.log.keepRecent(0);
     this.poke();
@@ -439,6 +450,11 @@ export class ShardShipper {
     await this.idle(untold ? Math.min(due, REPLICATE_IDLE_CHECK_MS) : REPLICATE_IDLE_CHECK_MS);
   }
 
+  /** One request to the loop's follower (withdrawn unsent if the shipper stops first). */
+  private ask(loop: Loop, frame: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    return loop.follower.link.request(frame, timeoutMs, undefined, this.stopped.signal);
+  }
+
   /** One request and its answer. */
   private async exchange(
     loop: Loop,
@@ -448,7 +464,7 @@ export class ShardShipper {
   ): Promise<Exchanged> {
     let answer: Uint8Array;
     try {
-      answer = await loop.follower.link.request(framed.frame, timeoutMs);
+      answer = await this.ask(loop, framed.frame, timeoutMs);
     } catch {
       // No answer (link down or timed out): the same range goes again after a backoff, unless
       // the batch was settled meanwhile (a later batch's ok, an earlier one's refusal).
@@ -479,7 +495,7 @@ export class ShardShipper {
     const correlationId = 2 ** 52 + ++loop.asides;
     const frame = committedFrame(correlationId, this.opts.shard, held, [], mark);
     try {
-      const parsed = answerOf(await loop.follower.link.request(frame, timeoutMs));
+      const parsed = answerOf(await this.ask(loop, frame, timeoutMs));
       if (parsed?.correlationId !== correlationId || parsed.answer.kind !== 'ok') return false;
     } catch {
       // No answer: the mark is sent again at the next look (with a batch, or alone).
@@ -504,7 +520,7 @@ export class ShardShipper {
     let answer: FollowerAnswer | null = null;
     try {
       const frame = trimFrame(correlationId, this.opts.shard, kind, base);
-      const parsed = answerOf(await loop.follower.link.request(frame, timeoutMs));
+      const parsed = answerOf(await this.ask(loop, frame, timeoutMs));
       if (parsed?.correlationId === correlationId) answer = parsed.answer;
     } catch {
       // No answer: the trim is told again after the cursor's backoff.

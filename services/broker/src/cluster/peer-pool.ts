@@ -54,11 +54,15 @@ export class LazyPeerLink implements PeerLink {
    * Sends `frame` and answers the peer's answer within `timeoutMs`. `linkWaitMs`: how long to
    * wait for the link when it is not open yet, past which the request fails unsent
    * (PeerUnreachableError) while the dial goes on for later requests; absent, the dial's own
-   * bound.
+   * bound. `withdrawn` aborted during that wait fails it unsent at once (a stopping shipper).
    */
-  async request(frame: Uint8Array, timeoutMs: number, linkWaitMs?: number): Promise<Uint8Array> {
-    const { conn, pending } =
-      linkWaitMs === undefined ? await this.connected() : await this.connectedWithin(linkWaitMs);
+  async request(
+    frame: Uint8Array,
+    timeoutMs: number,
+    linkWaitMs?: number,
+    withdrawn?: AbortSignal,
+  ): Promise<Uint8Array> {
+    const { conn, pending } = await this.connectedWithin(linkWaitMs, withdrawn);
     try {
       return await conn.request(frame, timeoutMs);
     } catch (err) {
@@ -99,22 +103,26 @@ export class LazyPeerLink implements PeerLink {
     }
   }
 
-  /** `connected()`, or PeerUnreachableError once `ms` passed (the dial is left running). */
-  private async connectedWithin(ms: number) {
+  /** `connected()`, or PeerUnreachableError once `ms` passed or `withdrawn` is aborted (the
+   *  dial is left running for later requests). */
+  private async connectedWithin(ms: number | undefined, withdrawn: AbortSignal | undefined) {
+    if (ms === undefined && withdrawn === undefined) return this.connected();
+    if (withdrawn?.aborted)
+      throw new PeerUnreachableError(this.nodeId, 'the request was withdrawn before it was sent');
     let timer: NodeJS.Timeout | undefined;
+    let onAbort = (): void => undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new PeerUnreachableError(this.nodeId, `no link within ${ms} ms (its dial goes on)`),
-          ),
-        ms,
-      );
+      const fail = (why: string) => reject(new PeerUnreachableError(this.nodeId, why));
+      if (ms !== undefined)
+        timer = setTimeout(() => fail(`no link within ${ms} ms (its dial goes on)`), ms);
+      onAbort = () => fail('the request was withdrawn before its link opened');
+      withdrawn?.addEventListener('abort', onAbort, { once: true });
     });
     try {
       return await Promise.race([this.connected(), late]);
     } finally {
       clearTimeout(timer);
+      withdrawn?.removeEventListener('abort', onAbort);
     }
   }
 
