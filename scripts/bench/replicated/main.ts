@@ -37,6 +37,8 @@
  * placement) and keeps the run's scratch dir, printing where the Felix failover cluster's logs
  * are, to line the publishes up with them (docs/perf.md, "Failover time (session 22)").
  * FELIX_BENCH_TRANSPORT=quic runs Felix's clients and brokers over QUIC (default TLS).
+ * FELIX_BENCH_FAILOVER_SIGNAL=SIGSTOP stops the leader instead of killing it (a hung process or
+ * a dead host: nothing closes its connections, and its port stays bound), on both sides.
  * FELIX_BENCH_ROUTING=0 keeps the client on its non-leader seed (publishes forwarded; default: the
  * client routes to the leader). FELIX_BENCH_ROUNDS (default 3), FELIX_BENCH_N (throughput records per round, default 20,000),
  * FELIX_BENCH_LATENCY_N (default 2,000), FELIX_BENCH_WARMUP_N (untimed publishes per side on each
@@ -95,6 +97,8 @@ const HEARTBEAT_MS = Number(env.FELIX_BENCH_HEARTBEAT_MS ?? 1000);
 const EXPIRY_MS = Number(env.FELIX_BENCH_EXPIRY_MS ?? 2000);
 /** Publishes outstanding at once in the throughput row. */
 const IN_FLIGHT = 64;
+/** The failover row's fault: SIGKILL (default) or SIGSTOP of the leader. */
+const FAILOVER_STOPS = env.FELIX_BENCH_FAILOVER_SIGNAL === 'SIGSTOP';
 /** The failover row: publishing before the kill, after the first ack that follows it. */
 const FAILOVER_BEFORE_MS = 3_000;
 const FAILOVER_AFTER_MS = 2_000;
@@ -172,7 +176,7 @@ async function felixSide(
     system: `Felix 3 brokers, RF 3 quorum, ${fsync}${TRANSPORT === 'quic' ? ', QUIC' : ''}`,
     publish: () => felix.publish(STREAM, DATA),
     leader: async () => (await cluster.leaderOf(STREAM))?.id ?? '',
-    kill: (name) => cluster.kill(name),
+    kill: (name) => (FAILOVER_STOPS ? cluster.pause(name) : cluster.kill(name)),
     pids: () => cluster.nodes.map((n) => n.pid),
     async close() {
       await felix.close();
@@ -261,7 +265,7 @@ async function jetStreamStream(
     // Asked over the admin connection kept open (it reconnects elsewhere once its server dies);
     // during an election the stream has no leader and the answer is ''.
     leader: () => leaderName().catch(() => ''),
-    kill: (name) => nats.kill(name),
+    kill: (name) => (FAILOVER_STOPS ? nats.pause(name) : nats.kill(name)),
     pids: () => nats.servers.map((x) => x.proc?.pid),
     async close() {
       await admin.close();
@@ -358,6 +362,8 @@ interface FailoverResult {
  */
 async function failover(side: Side): Promise<FailoverResult> {
   const points: TimelinePoint[] = [];
+  /** Traced: why each refused publish (by its index in `points`) failed. */
+  const why = new Map<number, string>();
   let killAt = Number.POSITIVE_INFINITY;
   let firstAckAfter: number | undefined;
   let failed = 0;
@@ -374,10 +380,12 @@ async function failover(side: Side): Promise<FailoverResult> {
         const done = performance.now();
         points.push({ atMs: now - origin, latencyMs: done - now, ok: true });
         if (now >= killAt && firstAckAfter === undefined) firstAckAfter = done;
-      } catch {
+      } catch (err) {
         // The failover's refusals are what this row counts; the loop tries again.
         failed++;
-        points.push({ atMs: now - origin, latencyMs: performance.now() - now, ok: false });
+        const latencyMs = performance.now() - now;
+        points.push({ atMs: now - origin, latencyMs, ok: false });
+        if (TRACE) why.set(points.length - 1, (err as Error).message);
         await new Promise((r) => setTimeout(r, FAILOVER_RETRY_MS));
       }
     }
@@ -403,17 +411,18 @@ async function failover(side: Side): Promise<FailoverResult> {
   );
   if (TRACE) {
     console.log(
-      `  ${side.system}: SIGKILL of ${killed} at ${new Date(performance.timeOrigin + killAt).toISOString()}`,
+      `  ${side.system}: ${FAILOVER_STOPS ? 'SIGSTOP' : 'SIGKILL'} of ${killed} at ${new Date(performance.timeOrigin + killAt).toISOString()}`,
     );
     // Every publish from just before the kill to the first ack after it: when it was sent (ms
     // from the kill), how long it took and whether it was acked.
     const t = killAt - origin;
-    for (const p of points.filter(
-      (q) => q.atMs >= t - 50 && q.atMs <= (firstAckAfter ?? 0) - origin,
-    ))
+    for (const [i, p] of points.entries()) {
+      if (p.atMs < t - 50 || p.atMs > (firstAckAfter ?? 0) - origin) continue;
+      const reason = why.has(i) ? `: ${why.get(i)}` : '';
       console.log(
-        `  ${side.system}: sent at ${(p.atMs - t).toFixed(0)} ms, ${p.ok ? 'acked' : 'refused'} after ${p.latencyMs.toFixed(0)} ms`,
+        `  ${side.system}: sent at ${(p.atMs - t).toFixed(0)} ms, ${p.ok ? 'acked' : 'refused'} after ${p.latencyMs.toFixed(0)} ms${reason}`,
       );
+    }
   }
   return {
     system: side.system,
@@ -550,7 +559,7 @@ if (only.includes('failover')) {
   const j = await failover(js).finally(() => js.close());
   results.failover = { felix: { ...f, points: undefined }, jetstream: { ...j, points: undefined } };
   table.push([
-    'failover: SIGKILL → first ack (ms)',
+    `failover: ${FAILOVER_STOPS ? 'SIGSTOP' : 'SIGKILL'} → first ack (ms)`,
     fmt(f.failoverMs),
     fmt(j.failoverMs),
     `${(f.failoverMs / j.failoverMs).toFixed(2)}x`,

@@ -40,6 +40,8 @@ export interface NatsCluster {
   /** A connection to every server (nats.js fails over between them). */
   connect(): Promise<NatsConnection>;
   kill(name: string): Promise<void>;
+  /** SIGSTOPs `name` (a server that stopped answering; `stop` still kills it). */
+  pause(name: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -112,6 +114,9 @@ export async function startNatsCluster(
       proc.kill('SIGKILL');
       await waitFor(() => gone.then(() => true), `${name} to exit`, NATS_SERVER_EXIT_DEADLINE_MS);
       s!.proc = undefined;
+    },
+    async pause(name) {
+      servers.find((x) => x.name === name)?.proc?.kill('SIGSTOP');
     },
     async stop() {
       await Promise.all(servers.map((s) => cluster.kill(s.name)));
