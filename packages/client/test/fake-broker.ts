@@ -20,7 +20,8 @@ import {
   encodeMessage,
 } from '@felix/wire';
 import { FelixClient } from '../src/client.js';
-import { BrokerConnection } from '../src/protocol/broker-connection.js';
+import { BrokerConnection, type ConnectionOptions } from '../src/protocol/broker-connection.js';
+import type { TurnBatcher } from '../src/protocol/turn-batcher.js';
 import { CLIENT_FEATURES, CLIENT_FEATURES_HI } from '../src/protocol/negotiation.js';
 
 const CLUSTER_FEATURES =
@@ -314,4 +315,16 @@ export function refuseOverloaded<const T extends string>(
     return true;
   };
   return refused;
+}
+
+/** Fake brokers by address: each open of an address makes a new one (a restarted broker). */
+export function fakeCluster(setup: (addr: string, b: FakeBroker) => void) {
+  const opened: Record<string, FakeBroker[]> = {};
+  const open = async (server: string, o: ConnectionOptions, turn: TurnBatcher) => {
+    const b = new FakeBroker({ reauth: false, cluster: true });
+    setup(server, b);
+    (opened[server] ??= []).push(b);
+    return BrokerConnection.over(server, b.conn, o, turn);
+  };
+  return { opened, open, last: (addr: string) => opened[addr]?.at(-1) };
 }
