@@ -188,6 +188,7 @@ describe('shard shipper', () => {
       request: (_f: Uint8Array, _t: number, _w?: number, withdrawn?: AbortSignal) =>
         new Promise<Uint8Array>((_, reject) => {
           asked.push('b0');
+          if (withdrawn?.aborted) return reject(new Error('withdrawn before it was sent'));
           // The link never opens; only a withdrawal ends the wait.
           withdrawn?.addEventListener('abort', () => {
             withdrawals.push('b0');

@@ -72,6 +72,7 @@ export class BrokerRequests {
   /** Control-plane mode: the shards this broker holds (set once the cluster node exists). */
   set ownership(ownership: ShardOwnership) {
     this.streamDeps.ownership = ownership;
+    if (this.groups !== null) this.groups.ownership = ownership;
   }
 
   /** Cluster mode with an internal listener: writes to other brokers' shards go there. */

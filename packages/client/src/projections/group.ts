@@ -171,7 +171,15 @@ export class Group implements GroupSettler {
       if (!(err instanceof NotLeaderError)) throw err;
       const on = (conn: BrokerConnection) => this.polls.poll(opts, conn);
       const tried = bc === undefined ? undefined : [bc.server];
-      return route.request('stream', this.stream, this.shard, on, opts.signal, tried);
+      return route
+        .request('stream', this.stream, this.shard, on, opts.signal, tried)
+        .catch((walked: unknown) => {
+          // The redirected attempt failed too (the new owner out of reach, a walk past its
+          // bound): the owner is asked again by the next call.
+          if (!opts.signal?.aborted && failureClassOf(walked) !== 'fatal')
+            route.refused('stream', this.stream, this.shard, walked, '');
+          throw walked;
+        });
     }
   }
 

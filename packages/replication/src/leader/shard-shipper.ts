@@ -33,6 +33,7 @@
  * halted: after a wait, and one rebuild at a time per broker, it is asked to discard that copy
  * and start at the base (kind 24), then caught up from there like a new follower.
  */
+import { setMaxListeners } from 'node:events';
 import { assert } from '@felix/common';
 import { FLAG_GENERATION_START, type SegmentLog } from '@felix/storage';
 import { INTERNAL_ERROR, type ShardRef } from '@felix/wire';
@@ -196,6 +197,9 @@ export class ShardShipper {
   private readonly stopped = new AbortController();
 
   constructor(private readonly opts: ShipperOptions) {
+    // One listener per request waiting for a link (at most the batches in flight per follower):
+    // a large set of followers all dialing passes Node's default warning count of 10.
+    setMaxListeners(0, this.stopped.signal);
     // Records ship once written, while the leader's own fsync runs: a quorum mark counts the
     // leader only at its durable offset, so nothing is acked on the followers' word alone.
     this.unlisten = opts.log.onWritten(() => this.poke());

@@ -33,6 +33,8 @@ export interface PeerPoolDeps {
  */
 export class LazyPeerLink implements PeerLink {
   private conn: Promise<PeerConnection> | undefined;
+  /** `conn` once it resolved: a request on an open link takes no timer or listener. */
+  private opened: Promise<PeerConnection> | undefined;
   /** The capability bits the peer last stated in a Hello answer. A later connection greeted
    *  with a plain Hello (the fallback for an earlier build) keeps them: a peer of this build
    *  that once said its copies answer once written stays uncounted rather than pass as one
@@ -96,6 +98,7 @@ export class LazyPeerLink implements PeerLink {
       // Only the current connection speaks for the peer (a request that waited on one replaced
       // meanwhile must not bring back a restarted peer's old Hello).
       if (this.conn === pending && conn.capabilities !== undefined) this.stated = conn.capabilities;
+      this.opened = pending;
       return { conn, pending };
     } catch (err) {
       if (this.conn === pending) this.conn = undefined;
@@ -106,7 +109,8 @@ export class LazyPeerLink implements PeerLink {
   /** `connected()`, or PeerUnreachableError once `ms` passed or `withdrawn` is aborted (the
    *  dial is left running for later requests). */
   private async connectedWithin(ms: number | undefined, withdrawn: AbortSignal | undefined) {
-    if (ms === undefined && withdrawn === undefined) return this.connected();
+    const open = this.conn !== undefined && this.conn === this.opened;
+    if (open || (ms === undefined && withdrawn === undefined)) return this.connected();
     if (withdrawn?.aborted)
       throw new PeerUnreachableError(this.nodeId, 'the request was withdrawn before it was sent');
     let timer: NodeJS.Timeout | undefined;

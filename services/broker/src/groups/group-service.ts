@@ -11,6 +11,7 @@ import type { ProjectionMetrics } from '../caches/projection-metrics.js';
 import { storageRefusal } from '../caches/cache-service.js';
 import type { BrokerConfig } from '../config/types.js';
 import { GROUP_SWEEP_INTERVAL_MS } from '../limits.js';
+import type { ShardOwnership } from '../session/context.js';
 import type { Negotiated } from '../session/negotiation.js';
 import { checkTenant } from '../session/refusal.js';
 import { describe, discard, listDeadLetters, redrive, remove, seek } from './admin.js';
@@ -42,6 +43,9 @@ export class GroupService {
   private closing = false;
   private readonly sweeper: NodeJS.Timeout;
   private readonly scopes: ScopeMemo;
+  /** Control-plane mode: whether this broker may still hand out a shard's records (its lease
+   *  held, the assignment naming it); a long poll asks again each time it wakes. */
+  ownership: Pick<ShardOwnership, 'refuseMessage'> | undefined;
 
   constructor(cfg: BrokerConfig, streams: StreamLookup, metrics: ProjectionMetrics, io?: Io) {
     this.scopes = new ScopeMemo(streams);
@@ -211,6 +215,10 @@ export class GroupService {
       if (asker.ended || st.detached) {
         return { type: 'group_records', records: [], request_id: msg.request_id };
       }
+      // Admitted while this broker held the lease and the shard, a poll that waited may have
+      // outlived either: its claims would be unknown to the shard's next leader.
+      const refusal = this.ownership?.refuseMessage(msg);
+      if (refusal) throw refusal;
       // Read before the hand-out looks: a wake while its promise settles is not lost.
       const mark = this.waiters.mark();
       const records = await this.chained(st, () =>
