@@ -88,6 +88,13 @@ describe('quorum caches between brokers', () => {
         replication: true,
         caches: [{ name: 'sessions', shards: 1, replicationFactor: 3, consistency: 'quorum' }],
         env: { FELIX_PUBLISH_QUORUM_TIMEOUT_MS: String(quorumTimeout(QUORUM_TIMEOUT_MS)) },
+        // The followers stay paused through two quorum timeouts: with the harness's 3 s lease
+        // the control plane counted one down meanwhile and gave its copy to the fourth broker,
+        // and the second write committed there (acked, not the timeout this test is about).
+        controlPlaneEnv: {
+          FELIX_CONTROLPLANE_EXPIRY_TIMEOUT_MS: '15000',
+          FELIX_CONTROLPLANE_REGRANT_MARGIN_MS: '3750',
+        },
       });
       holder.cluster = c;
       const a = await waitFor(
