@@ -104,6 +104,7 @@ describe('group calls on a cluster', () => {
     expect((err as RedirectLimitError).retry).toBe('retry_after_backoff');
     expect([polls('quic://b:1'), polls('quic://c:1')]).toEqual([1, 1]);
     const asked = owners();
+    // Its outcome is the walk's again; what it asked first is what this checks.
     await group.poll({ max: 1, waitMs: 0 }).catch(() => undefined);
     expect(owners(), 'the owner is asked again').toBe(asked + 1);
     await client.close();
