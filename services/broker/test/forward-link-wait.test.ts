@@ -26,17 +26,22 @@ async function silentServer(): Promise<{ server: Server; port: number; sockets: 
   return { server, port, sockets };
 }
 
+/** Links from broker `a` to a peer at `port` on loopback, dialed over TLS without a CA. */
+function poolTo(port: number): PeerPool {
+  return new PeerPool({
+    selfId: 'a',
+    transport: 'tls',
+    cluster: null,
+    clientTls: {} as never,
+    address: () => `127.0.0.1:${port}`,
+    log: silent,
+  });
+}
+
 describe('a forward to a leader that never answers its dial', () => {
   it('a_forward_waits_a_bounded_time_for_a_link_that_never_handshakes_and_fails_unsent', async () => {
     const { server, port, sockets } = await silentServer();
-    const pool = new PeerPool({
-      selfId: 'a',
-      transport: 'tls',
-      cluster: null,
-      clientTls: {} as never,
-      address: () => `127.0.0.1:${port}`,
-      log: silent,
-    });
+    const pool = poolTo(port);
     try {
       // Far inside the dial's own 5 s bound: only the link wait can end it this soon.
       const send = (what: string) =>
@@ -68,14 +73,7 @@ describe('a forward to a leader that never answers its dial', () => {
     // A stopping shipper's request to a stopped peer waited the whole dial before its stop could
     // finish, and the next generation's shipper with it.
     const { server, port, sockets } = await silentServer();
-    const pool = new PeerPool({
-      selfId: 'a',
-      transport: 'tls',
-      cluster: null,
-      clientTls: {} as never,
-      address: () => `127.0.0.1:${port}`,
-      log: silent,
-    });
+    const pool = poolTo(port);
     try {
       const withdrawn = new AbortController();
       const sending = pool

@@ -3,27 +3,25 @@
 // once, not at its next re-check or its deadline. Method: a GroupService whose polls re-check
 // only every 60 s over a stand-in shard that publishes a record, and wakes the service, in a
 // microtask queued as the hand-out reads the shard's tail.
-import { FEATURE_HI_GROUP_ACK_BATCH, type Message } from '@felix/wire';
+import type { Message } from '@felix/wire';
 import { withDeadline } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GroupService } from '../src/groups/group-service.js';
 import type { GroupMsg } from '../src/groups/requests.js';
-import type { Negotiated } from '../src/session/negotiation.js';
-import { groupServiceOver } from './support/group-service.js';
+import {
+  GROUP_AUTH,
+  GROUP_SCOPE,
+  HELD_IN_MEMORY,
+  groupServiceOver,
+} from './support/group-service.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-const auth: Negotiated = {
-  tenant: 't1',
-  flags: 0,
-  features: 0,
-  featuresHi: FEATURE_HI_GROUP_ACK_BATCH,
-  negotiating: false,
-};
-const scope = { tenant_id: 't1', namespace: 'default', stream: 'jobs', shard: 0, group: 'g' };
+const auth = GROUP_AUTH;
+const scope = GROUP_SCOPE;
 
 /** An empty shard that, once armed, publishes offset 0 (and wakes `svc`) in a microtask queued
  *  by the next read of its tail: after that read, before the reader's promise settles. */
@@ -32,7 +30,6 @@ function publishingShard() {
   let armed: GroupService | undefined;
   let tailReadsAfterPublish = 0;
   const s = {
-    store: {},
     get appliedNext() {
       const svc = armed;
       if (svc !== undefined) {
@@ -44,13 +41,7 @@ function publishingShard() {
       } else if (tail > 0) tailReadsAfterPublish++;
       return tail;
     },
-    logBaseOffset: 0,
-    visitHeld(from: number, until: number, visit: (o: number, p: Uint8Array, t: number) => void) {
-      if (from >= until) return false;
-      for (let o = from; o < until; o++) visit(o, new Uint8Array([o]), 0);
-      return true;
-    },
-    readLog: () => Promise.reject(new Error('memory holds every record')),
+    ...HELD_IN_MEMORY,
   };
   return { s, arm: (svc: GroupService) => (armed = svc), reads: () => tailReadsAfterPublish };
 }

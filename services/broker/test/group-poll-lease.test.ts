@@ -4,45 +4,34 @@
 // refusal the broker's ownership check gives instead (shard_unavailable, lease_lapsed here).
 // Method: a GroupService over a stand-in shard, with an ownership check the test turns from
 // serving to refusing while the poll is parked; a record is then published and the service woken.
-import { FEATURE_HI_GROUP_ACK_BATCH, type Message } from '@felix/wire';
-import { waitFor, withDeadline } from '@felix/testing-harness';
+import type { Message } from '@felix/wire';
+import { cleanupScope, waitFor, withDeadline } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GroupMsg } from '../src/groups/requests.js';
-import type { Negotiated } from '../src/session/negotiation.js';
 import { Refusal } from '../src/session/refusal.js';
-import { groupServiceOver } from './support/group-service.js';
+import {
+  GROUP_AUTH,
+  GROUP_SCOPE,
+  HELD_IN_MEMORY,
+  groupServiceOver,
+} from './support/group-service.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const cleanup = cleanupScope();
+afterEach(() => cleanup.run());
 
-const auth: Negotiated = {
-  tenant: 't1',
-  flags: 0,
-  features: 0,
-  featuresHi: FEATURE_HI_GROUP_ACK_BATCH,
-  negotiating: false,
-};
-const scope = { tenant_id: 't1', namespace: 'default', stream: 'jobs', shard: 0, group: 'g' };
+const auth = GROUP_AUTH;
+const scope = GROUP_SCOPE;
 
 /** A shard holding `tail` records in memory, counting the reads of its tail. */
 function shardOf() {
   const s = {
     tail: 0,
     reads: 0,
-    store: {},
-    get appliedNext() {
+    get appliedNext(): number {
       s.reads++;
       return s.tail;
     },
-    logBaseOffset: 0,
-    visitHeld(from: number, until: number, visit: (o: number, p: Uint8Array, t: number) => void) {
-      if (from >= until) return false;
-      for (let o = from; o < until; o++) visit(o, new Uint8Array([o]), 0);
-      return true;
-    },
-    readLog: () => Promise.reject(new Error('memory holds every record')),
+    ...HELD_IN_MEMORY,
   };
   return s;
 }
@@ -51,7 +40,7 @@ describe('a long poll and the broker lease', () => {
   it('a_parked_poll_that_outlives_its_brokers_lease_hands_nothing_out', async () => {
     const shard = shardOf();
     const { svc, close } = await groupServiceOver(shard, { waitRecheckMs: 60_000 });
-    cleanups.push(close);
+    cleanup.defer(close);
     let refusal: Refusal | null = null;
     svc.ownership = { refuseMessage: () => refusal };
     const poll = (request_id: number) =>

@@ -5,7 +5,7 @@
 // another poll's hand-out awaits the log is answered after it, in hand-out order. Method: a
 // GroupService over a real cursor store in a temp dir and a stand-in shard whose memory holds
 // the offsets the test says (the rest are read from a "log" the test releases).
-import { FEATURE_HI_GROUP_ACK_BATCH, type Message } from '@felix/wire';
+import type { Message } from '@felix/wire';
 import { waitFor } from '@felix/testing-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamConfig } from '../src/config/types.js';
@@ -13,22 +13,15 @@ import type { GroupState } from '../src/groups/group-state.js';
 import type { GroupService } from '../src/groups/group-service.js';
 import { GROUP_IDLE_EVICT_MS } from '../src/limits.js';
 import type { GroupMsg } from '../src/groups/requests.js';
-import type { Negotiated } from '../src/session/negotiation.js';
 import type { StoredRecord } from '../src/streams/shard.js';
-import { groupServiceOver } from './support/group-service.js';
+import { GROUP_AUTH, GROUP_SCOPE, groupServiceOver } from './support/group-service.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-const auth: Negotiated = {
-  tenant: 't1',
-  flags: 0,
-  features: 0,
-  featuresHi: FEATURE_HI_GROUP_ACK_BATCH,
-  negotiating: false,
-};
+const auth = GROUP_AUTH;
 const conn = {};
 
 /** A shard of `tail` records whose memory holds offsets from `heldFrom`; below it the log is
@@ -78,7 +71,7 @@ async function service(
   return svc;
 }
 
-const scope = { tenant_id: 't1', namespace: 'default', stream: 'jobs', shard: 0, group: 'g' };
+const scope = GROUP_SCOPE;
 let id = 0;
 const poll = (): GroupMsg =>
   ({

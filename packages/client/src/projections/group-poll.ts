@@ -192,11 +192,8 @@ export class GroupPolls {
    *  to poll on (a routed poll's); else the host's. */
   async poll(opts: PollOptions = {}, on?: BrokerConnection): Promise<GroupMessage[]> {
     const who = this.who;
-    // A live connection is taken as it stands (no await, no turn); else waited for.
-    const bc =
-      on ??
-      (opts.signal?.aborted ? undefined : who.host.live?.()) ??
-      (await who.host.connection(opts.signal));
+    const picked = on ?? this.connection(opts);
+    const bc = picked instanceof Promise ? await picked : picked;
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'consumer groups');
     if (who.consumerName !== undefined)
       requireFeature(bc, FEATURE_GROUP_CONSUMER, 'named consumers');
@@ -258,6 +255,13 @@ export class GroupPolls {
         this.parked();
       } else finish(ps);
     }
+  }
+
+  /** The connection a poll goes on: a live one as it stands (no await, no turn), else the one
+   *  the host waits for. */
+  connection(opts: PollOptions): BrokerConnection | Promise<BrokerConnection> {
+    const live = opts.signal?.aborted ? undefined : this.who.host.live?.();
+    return live ?? this.who.host.connection(opts.signal);
   }
 
   /** What a poll whose stream ended under it fails with: ClientClosedError when the client

@@ -157,28 +157,30 @@ export class Group implements GroupSettler {
   }
 
   private async pollRouted(route: ProjectionRoute, opts: PollOptions): Promise<GroupMessage[]> {
+    // A failure that passes is told to the router, so the next call goes to the owner as then
+    // known. A loop of plain polls kept asking a broker that had lost the shard in a failover (it
+    // answered not_leader to each) for as long as it ran: nothing learned from the answer.
+    const learn = (err: unknown, from: string) => {
+      if (!opts.signal?.aborted && failureClassOf(err) !== 'fatal')
+        route.refused('stream', this.stream, this.shard, err, from);
+      return err;
+    };
     let bc: BrokerConnection | undefined;
     try {
-      bc =
-        (opts.signal?.aborted ? undefined : this.host.live?.()) ??
-        (await this.host.connection(opts.signal));
+      // A live connection is taken as it stands: no await, no turn.
+      const picked = this.polls.connection(opts);
+      bc = picked instanceof Promise ? await picked : picked;
       return await this.polls.poll(opts, bc);
     } catch (err) {
-      // A loop of plain polls kept asking a broker that had lost the shard in a failover (it
-      // answered not_leader to each) for as long as it ran: nothing learned from the answer.
-      if (opts.signal?.aborted || failureClassOf(err) === 'fatal') throw err;
-      route.refused('stream', this.stream, this.shard, err, bc?.server ?? '');
-      if (!(err instanceof NotLeaderError)) throw err;
+      learn(err, bc?.server ?? '');
+      if (!(err instanceof NotLeaderError) || opts.signal?.aborted) throw err;
       const on = (conn: BrokerConnection) => this.polls.poll(opts, conn);
       const tried = bc === undefined ? undefined : [bc.server];
+      // The redirected attempt may fail too (the new owner out of reach, a walk past its bound).
       return route
         .request('stream', this.stream, this.shard, on, opts.signal, tried)
         .catch((walked: unknown) => {
-          // The redirected attempt failed too (the new owner out of reach, a walk past its
-          // bound): the owner is asked again by the next call.
-          if (!opts.signal?.aborted && failureClassOf(walked) !== 'fatal')
-            route.refused('stream', this.stream, this.shard, walked, '');
-          throw walked;
+          throw learn(walked, '');
         });
     }
   }

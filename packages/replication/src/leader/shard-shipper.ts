@@ -48,6 +48,7 @@ import {
 } from '../frames.js';
 import type { ReplicaLogKind } from '../log-kind.js';
 import {
+  REPLICA_SET_SIZE_MAX,
   REPLICATE_ANSWER_TIMEOUT_MS_DEFAULT,
   REPLICATE_BATCH_BYTES_MAX,
   REPLICATE_BATCH_RECORDS_MAX,
@@ -197,9 +198,12 @@ export class ShardShipper {
   private readonly stopped = new AbortController();
 
   constructor(private readonly opts: ShipperOptions) {
-    // One listener per request waiting for a link (at most the batches in flight per follower):
-    // a large set of followers all dialing passes Node's default warning count of 10.
-    setMaxListeners(0, this.stopped.signal);
+    // One listener per request waiting for a link: each follower's batches in flight and one
+    // aside (a mark or a trim); a large set all dialing passes Node's default warning count.
+    setMaxListeners(
+      REPLICA_SET_SIZE_MAX * (REPLICATE_BATCHES_IN_FLIGHT_MAX + 1),
+      this.stopped.signal,
+    );
     // Records ship once written, while the leader's own fsync runs: a quorum mark counts the
     // leader only at its durable offset, so nothing is acked on the followers' word alone.
     this.unlisten = opts.log.onWritten(() => this.poke());

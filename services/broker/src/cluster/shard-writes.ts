@@ -1,9 +1,9 @@
 /**
  * Which requests naming a shard write to its logs, as the shard table gates them: a cache
- * write or a group's is refused while the broker's lease is lapsed, and every one of them is refused
- * `draining` (retryable, as publishes are) once the broker's stop began, so its SIGTERM hand-off
- * finds its followers level instead of chasing writes it keeps accepting (docs/replication.md,
- * "Hand-off on SIGTERM"); the client retries on the shard's next owner.
+ * write or a group's is refused while the broker's lease is lapsed, and every one of them is
+ * refused `draining` (retryable, as publishes are) once the broker's stop began, so its SIGTERM
+ * hand-off finds its followers level instead of chasing writes it keeps accepting
+ * (docs/replication.md, "Hand-off on SIGTERM"); the client retries on the shard's next owner.
  */
 import { type Refusal, drainingRefusal } from '../session/refusal.js';
 

@@ -3,10 +3,43 @@
  * shard the record source the test gives, metrics that count nothing.
  */
 import { tempDir } from '@felix/testing-harness';
+import { FEATURE_HI_GROUP_ACK_BATCH } from '@felix/wire';
 import type { ProjectionMetrics } from '../../src/caches/projection-metrics.js';
 import type { BrokerConfig, StreamConfig } from '../../src/config/types.js';
 import { GroupService } from '../../src/groups/group-service.js';
+import type { Negotiated } from '../../src/session/negotiation.js';
 import type { StreamRuntime } from '../../src/streams/shard.js';
+
+/** A connection's negotiation as the group tests' client makes it: batched acks on. */
+export const GROUP_AUTH: Negotiated = {
+  tenant: 't1',
+  flags: 0,
+  features: 0,
+  featuresHi: FEATURE_HI_GROUP_ACK_BATCH,
+  negotiating: false,
+};
+
+/** Group `g` on shard 0 of the stream `jobs` a service of groupServiceOver holds. */
+export const GROUP_SCOPE = {
+  tenant_id: 't1',
+  namespace: 'default',
+  stream: 'jobs',
+  shard: 0,
+  group: 'g',
+} as const;
+
+/** A stand-in shard's record reads when memory holds every record from offset 0 (record `o`'s
+ *  payload is the byte `o`); spread into a shard that says its own tail (`appliedNext`). */
+export const HELD_IN_MEMORY = {
+  store: {},
+  logBaseOffset: 0,
+  visitHeld(from: number, until: number, visit: (o: number, p: Uint8Array, t: number) => void) {
+    if (from >= until) return false;
+    for (let o = from; o < until; o++) visit(o, new Uint8Array([o]), 0);
+    return true;
+  },
+  readLog: () => Promise.reject(new Error('memory holds every record')),
+};
 
 /** Metrics whose every counter and gauge does nothing. */
 export const quietMetrics = new Proxy(
