@@ -245,6 +245,26 @@ describe('divergence repair', () => {
     });
     expect(older).toMatchObject({ majority: false, deposed: true });
   });
+
+  it('a_fence_short_of_a_majority_says_why_each_follower_did_not_accept', async () => {
+    // The follower has not been told of generation 4 yet: it refuses, and says so.
+    const behind = serverAt(await root(), () => 2);
+    const outcome = await fenceReplicaSet({
+      shard: shardRef(4),
+      followers: [
+        { nodeId: 'behind', link: { request: (f: Uint8Array) => behind.handle(f) } },
+        { nodeId: 'down', link: { request: () => Promise.reject(new Error('dial refused')) } },
+        { nodeId: 'silent', link: { request: () => Promise.reject(new Error('timed out')) } },
+      ],
+      deadlineMs: 300,
+    });
+    expect(outcome).toMatchObject({ majority: false, deposed: false, answers: [] });
+    const why = new Map(outcome.unanswered.map((u) => [u.nodeId, u.why]));
+    expect([...why.keys()].sort()).toEqual(['behind', 'down', 'silent']);
+    expect(why.get('behind')).toMatch(/^refused \(code \d+\): .*4/);
+    expect(why.get('down')).toBe('no answer: dial refused');
+    expect(why.get('silent')).toBe('no answer: timed out');
+  });
 });
 
 describe('where a quorum stream follower dates a generation', () => {

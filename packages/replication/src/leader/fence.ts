@@ -31,6 +31,8 @@ export interface FenceOutcome {
   /** A follower holds a newer generation: this broker is no longer the leader. */
   deposed: boolean;
   answers: FenceAnswer[];
+  /** Per follower that did not accept, why its last try failed (what a retried open says). */
+  unanswered: { nodeId: string; why: string }[];
 }
 
 export interface FenceOptions {
@@ -42,7 +44,10 @@ export interface FenceOptions {
   log?: FencedLogKind;
 }
 
-type Heard = { kind: 'ok'; answer: FenceAnswer } | { kind: 'deposed' } | { kind: 'retry' };
+type Heard =
+  | { kind: 'ok'; answer: FenceAnswer }
+  | { kind: 'deposed' }
+  | { kind: 'retry'; why: string };
 
 function heardOf(nodeId: string, bytes: Uint8Array): Heard {
   try {
@@ -54,10 +59,13 @@ function heardOf(nodeId: string, bytes: Uint8Array): Heard {
     }
     if (m?.kind === 'ReplicateError' && m.code === INTERNAL_ERROR.FencedEpoch)
       return { kind: 'deposed' };
+    if (m?.kind === 'ReplicateError')
+      return { kind: 'retry', why: `refused (code ${m.code}): ${m.detail}` };
+    return { kind: 'retry', why: `answered ${m?.kind ?? `${frames.length} frames`}` };
   } catch {
     // A damaged answer counts as none: the fence is sent again.
+    return { kind: 'retry', why: 'a malformed answer' };
   }
-  return { kind: 'retry' };
 }
 
 export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome> {
@@ -66,6 +74,7 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
   const answers: FenceAnswer[] = [];
   const until = Date.now() + opts.deadlineMs;
   let deposed = false;
+  const why = new Map<string, string>();
   const done = () => deposed || answers.length >= needed || Date.now() >= until;
   let correlation = 0;
   const one = async (f: { nodeId: string; link: PeerLink }): Promise<void> => {
@@ -77,18 +86,21 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
         shard: opts.shard,
         log: REPLICA_LOGS[opts.log ?? 'stream'].wire,
       });
-      let heard: Heard = { kind: 'retry' };
+      let heard: Heard;
       try {
         const wait = Math.max(1, Math.min(FENCE_ANSWER_TIMEOUT_MS, until - Date.now()));
         heard = heardOf(f.nodeId, await f.link.request(frame, wait));
-      } catch {
+      } catch (err) {
         // No answer (link down, timed out): tried again after the backoff.
+        heard = { kind: 'retry', why: `no answer: ${(err as Error).message}` };
       }
       if (heard.kind === 'ok') {
+        why.delete(f.nodeId);
         answers.push(heard.answer);
         return;
       }
       if (heard.kind === 'deposed') deposed = true;
+      else why.set(f.nodeId, heard.why);
       if (done()) return;
       await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, until - Date.now()))));
       delay = Math.min(FENCE_RETRY_MS_MAX, delay * 2);
@@ -107,5 +119,6 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
     );
     await Promise.race([Promise.all(all), enough]);
   }
-  return { majority: !deposed && answers.length >= needed, deposed, answers };
+  const unanswered = [...why].map(([nodeId, w]) => ({ nodeId, why: w }));
+  return { majority: !deposed && answers.length >= needed, deposed, answers, unanswered };
 }

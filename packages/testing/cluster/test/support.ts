@@ -32,7 +32,11 @@ export function clusterPerTest(): { cluster: FelixCluster | undefined } {
   return holder;
 }
 
-/** The values of a one-shard stream from offset 0 up to and including `last` (by value). */
+/**
+ * The values of a one-shard stream from offset 0 up to and including `last` (by value); fails
+ * naming what it saw when `last` has not come within a step (a lost record fails the test
+ * there, not at the test's own timeout).
+ */
 export async function readUpTo(
   client: FelixClient,
   stream: string,
@@ -40,16 +44,22 @@ export async function readUpTo(
 ): Promise<string[]> {
   const ac = new AbortController();
   const seen: string[] = [];
+  const timer = setTimeout(() => ac.abort(), scaled(STEP_MS));
   try {
     for await (const ev of client.subscribe(stream, { from: 0, shard: 0, signal: ac.signal })) {
       const v = TEXT.decode(ev.data);
       seen.push(v);
       if (v === last) return seen;
     }
-    return seen;
+  } catch (err) {
+    if (!ac.signal.aborted) throw err;
   } finally {
+    clearTimeout(timer);
     ac.abort();
   }
+  throw new Error(
+    `${stream} never reached ${last}; read ${seen.length}: ${seen.slice(-5).join(', ')}`,
+  );
 }
 
 /** A gauge's value from a Prometheus text page (labels matched exactly as written), or NaN. */
