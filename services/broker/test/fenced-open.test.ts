@@ -49,7 +49,12 @@ async function openFenced(opts: LogOptions, answer: FenceAnswer) {
   const log = await SegmentLog.open(opts);
   scope.defer(() => log.close());
   const store = { log, close: () => log.close() } as unknown as ShardStore;
-  const outcome: FenceOutcome = { majority: true, deposed: false, answers: [answer], unanswered: [] };
+  const outcome: FenceOutcome = {
+    majority: true,
+    deposed: false,
+    answers: [answer],
+    unanswered: [],
+  };
   const opened = await fencedOpen(store, {
     ref: REF,
     followers: [answer.nodeId],

@@ -47,7 +47,12 @@ describe('a shard whose open waits', () => {
       fences.push(followers);
       const answer = { nodeId: 'n2', logEnd: 0, commitOffset: 0, lastGeneration: 0 };
       return majority
-        ? { majority: true, deposed: false, answers: [answer, { ...answer, nodeId: 'n3' }], unanswered: [] }
+        ? {
+            majority: true,
+            deposed: false,
+            answers: [answer, { ...answer, nodeId: 'n3' }],
+            unanswered: [],
+          }
         : { majority: false, deposed: false, answers: [], unanswered: [] };
     };
     t.streamsFeed.snapshot([stream as never]);
