@@ -92,7 +92,10 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
         heard = heardOf(f.nodeId, await f.link.request(frame, wait));
       } catch (err) {
         // No answer (link down, timed out): tried again after the backoff.
-        heard = { kind: 'retry', why: `no answer: ${(err as Error).message}` };
+        heard = {
+          kind: 'retry',
+          why: `no answer: ${err instanceof Error ? err.message : String(err)}`,
+        };
       }
       if (heard.kind === 'ok') {
         why.delete(f.nodeId);
