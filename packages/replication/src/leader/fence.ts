@@ -46,7 +46,7 @@ export interface FenceOptions {
 
 type Heard =
   | { kind: 'ok'; answer: FenceAnswer }
-  | { kind: 'deposed' }
+  | { kind: 'deposed'; why: string }
   | { kind: 'retry'; why: string };
 
 function heardOf(nodeId: string, bytes: Uint8Array): Heard {
@@ -58,7 +58,7 @@ function heardOf(nodeId: string, bytes: Uint8Array): Heard {
       return { kind: 'ok', answer: { nodeId, logEnd, commitOffset, lastGeneration } };
     }
     if (m?.kind === 'ReplicateError' && m.code === INTERNAL_ERROR.FencedEpoch)
-      return { kind: 'deposed' };
+      return { kind: 'deposed', why: `holds a newer generation: ${m.detail}` };
     if (m?.kind === 'ReplicateError')
       return { kind: 'retry', why: `refused (code ${m.code}): ${m.detail}` };
     return { kind: 'retry', why: `answered ${m?.kind ?? `${frames.length} frames`}` };
@@ -98,12 +98,11 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
         };
       }
       if (heard.kind === 'ok') {
-        why.delete(f.nodeId);
         answers.push(heard.answer);
         return;
       }
       if (heard.kind === 'deposed') deposed = true;
-      else why.set(f.nodeId, heard.why);
+      why.set(f.nodeId, heard.why);
       if (done()) return;
       await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, until - Date.now()))));
       delay = Math.min(FENCE_RETRY_MS_MAX, delay * 2);
@@ -122,6 +121,16 @@ export async function fenceReplicaSet(opts: FenceOptions): Promise<FenceOutcome>
     );
     await Promise.race([Promise.all(all), enough]);
   }
-  const unanswered = [...why].map(([nodeId, w]) => ({ nodeId, why: w }));
-  return { majority: !deposed && answers.length >= needed, deposed, answers, unanswered };
+  // A snapshot: a request still in flight at a majority may answer after this returns.
+  const answered = [...answers];
+  const ok = new Set(answered.map((a) => a.nodeId));
+  const unanswered = opts.followers
+    .filter((f) => !ok.has(f.nodeId))
+    .map((f) => ({ nodeId: f.nodeId, why: why.get(f.nodeId) ?? 'no answer yet' }));
+  return {
+    majority: !deposed && answered.length >= needed,
+    deposed,
+    answers: answered,
+    unanswered,
+  };
 }
