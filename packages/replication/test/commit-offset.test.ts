@@ -212,6 +212,25 @@ describe('commit offset on followers', () => {
     await shipper.stop();
     expect(await storedCommit(at)).toBe(4);
   });
+  it('a_follower_copy_says_the_newest_generation_whose_batch_it_answered_held', async () => {
+    // A leaver handing off reads it: its successor's first batch held here (handoff.ts).
+    const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
+    cleanups.push(() => log.close());
+    const f = new SimFollower({ root: await root(), shard: SHARD, fsync: 'onCommit' }, 3);
+    cleanups.push(() => f.close());
+    const shipper = new ShardShipper({
+      log,
+      shard: shardRef(3),
+      followers: [{ nodeId: 'b1', link: new LossyLink(f, Math.random, 0), start: 0 }],
+    });
+    cleanups.push(() => shipper.stop());
+    expect(f.server.status(shardRef(3))).toBeUndefined();
+    await log.append([rec(0), rec(1)]);
+    await waitFor(() => shipper.confirmed('b1') === 2, 'the follower to hold the log');
+    expect(f.server.status(shardRef(3))).toMatchObject({ generation: 3, held: 3, tail: 2 });
+    await shipper.stop();
+  });
+
   it('a_moved_mark_rides_the_next_batch_when_records_follow_before_the_follower_idles', async () => {
     const log = await SegmentLog.open({ root: await root(), shard: SHARD, fsync: 'onCommit' });
     cleanups.push(() => log.close());

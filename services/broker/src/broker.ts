@@ -536,7 +536,9 @@ export class Broker {
     })();
     await Promise.race([settled, new Promise((r) => setTimeout(r, budget / 2).unref())]);
     const left = Math.max(0, budget - (performance.now() - start));
-    const outcome = await this.cluster.handOff(left);
+    const outcome = await this.cluster.handOff(left, (ref, log) =>
+      this.internal?.replicas.status(ref, log),
+    );
     this.log.info({ outcome, ms: Math.round(performance.now() - start) }, 'hand-off finished');
   }
 

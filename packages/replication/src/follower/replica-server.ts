@@ -117,6 +117,8 @@ interface ShardState {
   /** The newest generation whose leader's batch this log was compared with or appended (in
    *  memory: after a reopen, one batch of each generation is asked to overlap again). */
   compared: number;
+  /** The newest generation whose batch this copy answered as held (0: none since it opened). */
+  heldGeneration: number;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -315,7 +317,15 @@ export class ReplicaServer {
     shard: ShardRef,
     log: ReplicaLogKind = 'stream',
   ):
-    | { base: number; tail: number; durable: number; generation: number; commit: number }
+    | {
+        base: number;
+        tail: number;
+        durable: number;
+        generation: number;
+        commit: number;
+        /** The newest generation whose batch this copy answered as held (0: none yet). */
+        held: number;
+      }
     | undefined {
     const s = this.open.get(shardKey(shard, log));
     if (s === undefined) return undefined;
@@ -325,6 +335,7 @@ export class ReplicaServer {
       durable: s.log.readableOffset,
       generation: s.replica.state.generation,
       commit: s.replica.state.commitOffset,
+      held: s.heldGeneration,
     };
   }
 
@@ -456,6 +467,7 @@ export class ReplicaServer {
       state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
       holdRetentionFloor(state);
     }
+    state.heldGeneration = Math.max(state.heldGeneration, m.shard.generation);
     return encodeInternalMessage(
       answerFor(m.correlationId, { kind: 'appended', tail }, log.readableOffset),
     );
@@ -715,6 +727,7 @@ async function openShard(opts: LogOptions, floorAtCommit: boolean): Promise<Shar
       commits: new CommitSaver(replica),
       floorAtCommit,
       compared: 0,
+      heldGeneration: 0,
     };
     holdRetentionFloor(state);
     return state;

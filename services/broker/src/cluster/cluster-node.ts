@@ -25,7 +25,7 @@ import type { BrokerMetrics } from '../metrics.js';
 import type { ShardHooks } from '../streams/shard.js';
 import { type Bearer, ControlPlaneClient, type ShardReport } from './control-plane-client.js';
 import { FeedFollower, sleep } from './feed-follower.js';
-import { type HandoffOutcome, handOff } from './handoff.js';
+import { type HandoffDeps, type HandoffOutcome, handOff } from './handoff.js';
 import { Membership, type NodeSpec } from './membership.js';
 import { PeerLinks } from './peer-links.js';
 import { ReplicaReporter } from './replica-reporter.js';
@@ -342,13 +342,21 @@ export class ClusterNode {
     return (this.table.replication?.replicator.reports().length ?? 0) > 0;
   }
 
-  async handOff(budgetMs: number): Promise<HandoffOutcome> {
+  async handOff(
+    budgetMs: number,
+    followerCopy: HandoffDeps['followerCopy'],
+  ): Promise<HandoffOutcome> {
     await this.reporter.stop();
     return handOff(
       {
         client: this.cp,
         membership: this.membership,
         replicator: () => this.table.replication?.replicator,
+        followerCopy,
+        configOf: (r) =>
+          r.kind === 'stream'
+            ? this.table.streamConfig(r.tenant_id, r.namespace, r.stream)
+            : this.table.cacheOf(r),
         log: this.log,
       },
       budgetMs,

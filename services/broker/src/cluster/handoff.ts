@@ -4,9 +4,12 @@
  * holds every log of the shards it leads (bounded), tells the control plane it is leaving
  * (`POST /v1/nodes/{id}/drain`: it gets no new shards), sends a final report saying which shards
  * are drained and which followers hold all of each, and waits (bounded) until the control plane
- * has moved those shards, which it does at once to the most caught-up follower. A shard with no
- * level follower is not drained and stays, to wait for this broker's return as before.
+ * has moved those shards, which it does at once to the most caught-up follower, and until the
+ * successor's fence has reached this broker's copy. A shard with no level follower is not
+ * drained and stays, to wait for this broker's return as before.
  */
+import type { ReplicaLogKind } from '@felix/replication';
+import type { ShardRef } from '@felix/wire';
 import type { Logger } from 'pino';
 import { CONTROLPLANE_REQUEST_MS_MAX, HANDOFF_POLL_MS } from '../limits.js';
 import type { ControlPlaneClient, ShardReport } from './control-plane-client.js';
@@ -18,10 +21,28 @@ export interface HandoffDeps {
   membership: Membership;
   /** The broker's replicator while it replicates (it may be absent: nothing to hand off). */
   replicator: () => Replicator | undefined;
+  /** This broker's follower copy of `log` of a shard: the generation it accepted and the newest
+   *  whose batch it answered as held (undefined: the copy is not open). */
+  followerCopy: (
+    ref: ShardRef,
+    log: ReplicaLogKind,
+  ) => { tail: number; generation: number; held: number } | undefined;
+  /** The catalog's config of the reported shard's stream or cache (undefined: not known). */
+  configOf: (r: ShardReport) => { consistency?: string; durable?: boolean } | undefined;
   log: Logger;
 }
 
-export type HandoffOutcome = 'nothing_led' | 'handed_off' | 'timed_out' | 'refused';
+/** A log a successor fences before it serves; `held`: when the log holds records, it also waits
+ *  until a majority holds a batch of its generation (a `quorum` stream's generation start, a
+ *  `quorum` cache's logs to where it took them). */
+export interface SuccessorWait {
+  log: ReplicaLogKind;
+  held: boolean;
+}
+
+/** `not_fenced`: the shards moved, but a successor's fence had not reached this broker by the
+ *  deadline (a successor whose set needs this broker for a majority waits for its return). */
+export type HandoffOutcome = 'nothing_led' | 'handed_off' | 'not_fenced' | 'timed_out' | 'refused';
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -68,5 +89,54 @@ export async function handOff(deps: HandoffDeps, budgetMs: number): Promise<Hand
     return 'refused';
   }
   const moved = await until(() => !rep.reports().some((r) => drained.has(keyOf(r))), deadline);
-  return moved ? 'handed_off' : 'timed_out';
+  if (!moved) return 'timed_out';
+  // This broker stays a member of each moved shard's set, and the successor needs a majority
+  // of that set before it serves (its fence; a quorum shard's first batch held): in a set of
+  // two, both. Leaving before that would leave the successor waiting for this broker's return.
+  const fenced = (r: ShardReport) =>
+    successorWaitsOf(r, deps.configOf(r)).every(({ log, held }) => {
+      const copy = deps.followerCopy(refOfReport(r), log);
+      // An empty log has nothing to hold: its successor does not wait for it.
+      const holds = !held || copy?.tail === 0 || (copy?.held ?? 0) > r.generation;
+      return copy !== undefined && copy.generation > r.generation && holds;
+    });
+  const handed = final.filter((r) => drained.has(keyOf(r)));
+  if (await until(() => handed.every(fenced), deadline)) return 'handed_off';
+  const waiting = handed
+    .filter((r) => !fenced(r))
+    .map((r) => ({
+      shard: keyOf(r),
+      generation: r.generation,
+      copies: successorWaitsOf(r, deps.configOf(r)).map(({ log, held }) => ({
+        log,
+        held_needed: held,
+        ...deps.followerCopy(refOfReport(r), log),
+      })),
+    }));
+  deps.log.warn({ waiting }, 'a successor had not fenced this broker when the hand-off ended');
+  return 'not_fenced';
+}
+
+/**
+ * What a new leader of a reported shard needs of each member of its set before it serves: a
+ * stream's fence (fenced-open.ts) and a `quorum` stream's generation start held
+ * (generation-start.ts); a durable `quorum` cache's fence of both its logs and each held to
+ * where it was taken (cache-leading.ts). Other caches open unfenced.
+ */
+export function successorWaitsOf(
+  r: ShardReport,
+  config: { consistency?: string; durable?: boolean } | undefined,
+): SuccessorWait[] {
+  const quorum = config?.consistency === 'quorum';
+  if (r.kind === 'stream') return [{ log: 'stream', held: quorum }];
+  if (!quorum || config?.durable !== true) return [];
+  return [
+    { log: 'cache', held: true },
+    { log: 'counters', held: true },
+  ];
+}
+
+function refOfReport(r: ShardReport): ShardRef {
+  const { tenant_id: tenantId, namespace, stream, shard, generation } = r;
+  return { tenantId, namespace, stream, shard, generation };
 }

@@ -574,7 +574,10 @@ export class ShardTable {
     }
   }
 
-  private cacheOf(a: AssignmentRecord): CacheConfig | undefined {
+  /** A cache of the catalog feed, by the shard's names (an assignment's or a report's). */
+  cacheOf(
+    a: Pick<AssignmentRecord, 'tenant_id' | 'namespace' | 'stream'>,
+  ): CacheConfig | undefined {
     return this.caches.get(streamKey(a.tenant_id, a.namespace, a.stream));
   }
 
