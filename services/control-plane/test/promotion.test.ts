@@ -9,6 +9,7 @@
 // itself as a pure function is failover-policy.test.ts.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { placementNodes } from '../src/cluster/liveness.js';
 import { TRUST_ALL, reportTrust } from '../src/cluster/promotion.js';
 import type { LivenessConfig } from '../src/config.js';
 import type { ReportInput } from '../src/store/replica-reports.js';
@@ -589,6 +590,32 @@ function promotionSuite(backend: Backend): void {
         floor_generation: before.generation + 1,
         floor_base: before.replicas[2],
       });
+    });
+
+    it('a_node_that_left_leading_nothing_leaves_its_replica_sets_at_once', async () => {
+      // The real view: a left node stays routable for L + margin after its last heartbeat.
+      let seen: PlacementNode[] = [];
+      const real = (nodes: readonly NodeLiveness[]) => {
+        seen = placementNodes(nodes, { ...liveness, regrantMarginMs: 750 }, clock.nowMs());
+        return seen;
+      };
+      await store.streams.create(stream('s', { durable: true, replication_factor: 2 }), view);
+      const [before] = (await store.assignments.list(10)).items;
+      const [leader, follower] = before!.replicas;
+      await store.nodes.deregister(follower!);
+      await store.assignments.pass(real);
+      // The window alone would have kept it.
+      expect(seen.find((n) => n.nodeId === follower)?.routable).toBe(true);
+      const [after] = (await store.assignments.list(10)).items;
+      expect(after!.leader).toBe(leader);
+      expect(after!.replicas).not.toContain(follower);
+      expect(after!.replicas).toHaveLength(2);
+      // A leader that left may still hold its lease: it keeps its shard for the window.
+      await store.nodes.deregister(leader!);
+      await store.assignments.pass(real);
+      const [kept] = (await store.assignments.list(10)).items;
+      expect(kept!.leader).toBe(leader);
+      expect(kept!.generation).toBe(after!.generation);
     });
 
     it('an_accepted_loss_that_leaves_a_shard_with_its_still_routable_leader_sets_no_floor', async () => {

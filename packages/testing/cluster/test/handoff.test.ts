@@ -138,10 +138,10 @@ describe('hand-off on SIGTERM', () => {
   }, 600_000);
 
   // Before the leaver waited for its successor, the successor of a set of two fenced a broker
-  // that had already exited and waited for its return (seen 1 run in 2), or waited out its
-  // generation start's deadline (5 s) before serving. Reads must come sooner than the failover
-  // path's L + margin; quorum writes wait until the leaver is dropped from the set, that long
-  // after its last heartbeat (docs/replication.md, "Hand-off on SIGTERM").
+  // that had already exited and waited for its return, or waited out its generation start's
+  // deadline (5 s) before serving; and quorum writes then waited until the control plane
+  // dropped the leaver from the set, L + margin after its last heartbeat. Both must come sooner
+  // than the failover path's L + margin (docs/replication.md, "Hand-off on SIGTERM").
   it('a_set_of_two_handed_off_on_sigterm_is_served_by_its_successor_without_the_leaver', async () => {
     const c = await startCluster({
       brokers: 3,
@@ -195,6 +195,7 @@ describe('hand-off on SIGTERM', () => {
     );
     expect(before.filter((v) => !seen.includes(v))).toEqual([]);
     expect(readMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
+    expect(acked - stoppedAt).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
     await reader.close();
     await client.close();
   }, 300_000);
@@ -240,6 +241,7 @@ describe('hand-off on SIGTERM', () => {
     expect(movedTo.id).not.toBe(leader.id);
     for (let i = 0; i < 10; i++) expect(text(await cache.get(`k${i}`))).toBe(`v${i}`);
     expect(readMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
+    expect(acked - stoppedAt).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
     await client.close();
   }, 300_000);
 });

@@ -147,6 +147,27 @@ function quorumOf(
 }
 
 /** Every assignment, by shard id. */
+/**
+ * A node that deregistered (`left`) stays routable for L + margin after its last heartbeat
+ * (cluster/liveness.ts) because it may still lead: its lease may not have lapsed. One that
+ * leads no shard holds no lease to wait out, so it stops being routable at once: the sets it
+ * is a member of drop it and are topped up now (a set of two whose leader handed off on SIGTERM
+ * takes quorum writes again without waiting out the window). Quorum sets still drop it only
+ * under a leader established at its generation (@felix/router, `quorum`).
+ */
+function withoutIdleLeavers(
+  nodes: PlacementNode[],
+  rows: readonly NodeLiveness[],
+  current: ReadonlyMap<string, AssignmentRecord>,
+): PlacementNode[] {
+  const leading = new Set([...current.values()].map((a) => a.leader));
+  const idle = new Set(
+    rows.filter((r) => r.lifecycle === 'left' && !leading.has(r.node_id)).map((r) => r.node_id),
+  );
+  if (idle.size === 0) return nodes;
+  return nodes.map((n) => (idle.has(n.nodeId) ? { ...n, routable: false } : n));
+}
+
 async function assignmentsByShard(q: Sql): Promise<Map<string, AssignmentRecord>> {
   const current = new Map<string, AssignmentRecord>();
   for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
@@ -341,14 +362,14 @@ export class AssignmentRepository {
     trust: ReportTrust,
   ): Promise<PlacementInputs> {
     const rows = await livenessRows(q);
-    const nodes = view(rows);
+    const current = await assignmentsByShard(q);
+    const nodes = withoutIdleLeavers(view(rows), rows, current);
     const heardAtMs = new Map(rows.map((n) => [n.node_id, n.last_heartbeat_at_ms]));
     // A node named by an assignment cannot be deleted, so a placed shard's leader always has a
     // row; were it missing, the shard is taken as holding data (the reading that loses nothing).
     const durableById = new Map(rows.map((n) => [n.node_id, n.durable_storage]));
     const onDisk = (id: string) => durableById.get(id) ?? true;
     const reports = await reportsByShard(q);
-    const current = await assignmentsByShard(q);
     const requests: ShardRequest[] = [];
     const routing = new Map<string, Routing | undefined>();
     const floors = new Map<string, Floor>();
