@@ -90,31 +90,39 @@ export async function handOff(deps: HandoffDeps, budgetMs: number): Promise<Hand
   }
   const moved = await until(() => !rep.reports().some((r) => drained.has(keyOf(r))), deadline);
   if (!moved) return 'timed_out';
-  // This broker stays a member of each moved shard's set, and the successor needs a majority
-  // of that set before it serves (its fence; a quorum shard's first batch held): in a set of
-  // two, both. Leaving before that would leave the successor waiting for this broker's return.
-  const fenced = (r: ShardReport) =>
-    successorWaitsOf(r, deps.configOf(r)).every(({ log, held }) => {
-      const copy = deps.followerCopy(refOfReport(r), log);
+  const handed = final.filter((r) => drained.has(keyOf(r)));
+  return (await successorsServed(deps, handed, deadline)) ? 'handed_off' : 'not_fenced';
+}
+
+/**
+ * Waits (until `deadline`) for each successor to need this broker no more. This broker stays a
+ * member of each moved shard's set, and the successor needs a majority of that set before it
+ * serves (its fence; a quorum shard's first batch held): in a set of two, both. Leaving before
+ * that would leave the successor waiting for this broker's return. False, said in a warning
+ * naming what each copy lacked, when the deadline came first.
+ */
+async function successorsServed(
+  deps: HandoffDeps,
+  handed: readonly ShardReport[],
+  deadline: number,
+): Promise<boolean> {
+  const copies = (r: ShardReport) =>
+    successorWaitsOf(r, deps.configOf(r)).map((w) => ({
+      ...w,
+      copy: deps.followerCopy(refOfReport(r), w.log),
+    }));
+  const served = (r: ShardReport) =>
+    copies(r).every(({ held, copy }) => {
       // An empty log has nothing to hold: its successor does not wait for it.
       const holds = !held || copy?.tail === 0 || (copy?.held ?? 0) > r.generation;
       return copy !== undefined && copy.generation > r.generation && holds;
     });
-  const handed = final.filter((r) => drained.has(keyOf(r)));
-  if (await until(() => handed.every(fenced), deadline)) return 'handed_off';
+  if (await until(() => handed.every(served), deadline)) return true;
   const waiting = handed
-    .filter((r) => !fenced(r))
-    .map((r) => ({
-      shard: keyOf(r),
-      generation: r.generation,
-      copies: successorWaitsOf(r, deps.configOf(r)).map(({ log, held }) => ({
-        log,
-        held_needed: held,
-        ...deps.followerCopy(refOfReport(r), log),
-      })),
-    }));
+    .filter((r) => !served(r))
+    .map((r) => ({ shard: keyOf(r), generation: r.generation, copies: copies(r) }));
   deps.log.warn({ waiting }, 'a successor had not fenced this broker when the hand-off ended');
-  return 'not_fenced';
+  return false;
 }
 
 /**
