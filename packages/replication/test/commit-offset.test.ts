@@ -227,7 +227,12 @@ describe('commit offset on followers', () => {
     expect(f.server.status(shardRef(3))).toBeUndefined();
     await log.append([rec(0), rec(1)]);
     await waitFor(() => shipper.confirmed('b1') === 2, 'the follower to hold the log');
-    expect(f.server.status(shardRef(3))).toMatchObject({ generation: 3, held: 3, tail: 2 });
+    expect(f.server.status(shardRef(3))).toMatchObject({
+      generation: 3,
+      held: 3,
+      heldThrough: 2,
+      tail: 2,
+    });
     await shipper.stop();
   });
 

@@ -76,8 +76,13 @@ export interface ShardRequest {
    * acknowledged write), never in the step that changes the leader. `lost` names members whose
    * data an operator gave up: they are dropped even under a leader not yet established (that
    * step drops them only), so a set whose majority died can be brought down to its survivors.
+   * `leaving` names routable members to drop as if they were not (a broker that deregistered
+   * leading nothing, whose absence leaves the set short of a majority): like any member, only
+   * under an established leader.
    */
-  quorum?: { established: boolean; lost?: readonly string[] } | undefined;
+  quorum?:
+    | { established: boolean; lost?: readonly string[]; leaving?: readonly string[] }
+    | undefined;
 }
 
 export interface PlanEntry {
@@ -186,6 +191,8 @@ function placeWith(
 ): Placement {
   const current = req.current;
   const successor = handoffTarget(req, byId);
+  const leaving = new Set(req.quorum?.leaving ?? []);
+  const routable = (id: string) => byId.get(id)?.routable === true && !leaving.has(id);
   // Fast path: a full set of routable copies led by a routable leader stays exactly as it is,
   // which is what the full path below would conclude too, without ranking every node.
   if (
@@ -193,7 +200,7 @@ function placeWith(
     successor === undefined &&
     current.replicas.length >= req.replicationFactor &&
     current.replicas[0] === current.leader &&
-    current.replicas.every((id) => byId.get(id)?.routable === true)
+    current.replicas.every(routable)
   ) {
     return { placed: true, changed: false, assignment: current };
   }
@@ -202,7 +209,7 @@ function placeWith(
   const hasRoom = (n: PlacementNode) =>
     n.maxShards === 0 || (load.get(n.nodeId) ?? 0) < n.maxShards;
 
-  const kept = (current?.replicas ?? []).filter((id) => byId.get(id)?.routable === true);
+  const kept = (current?.replicas ?? []).filter(routable);
   let leader: string | undefined;
   if (successor !== undefined && kept.includes(successor)) {
     leader = successor;

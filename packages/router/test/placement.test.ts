@@ -311,6 +311,24 @@ describe('placement', () => {
       expect(both.assignment).toEqual({ leader: f2, replicas: [f2], generation: 4 });
     });
 
+    it('a_quorum_member_leaving_is_dropped_while_routable_but_only_under_an_established_leader', () => {
+      // `lead` handed off to f1 and left: still routable (its window), no longer eligible.
+      const left = nodes.map((n) => (n.nodeId === lead ? { ...n, eligible: false } : n));
+      const handed = { leader: f1, replicas: [f1, lead, f2], generation: 2 };
+      const req = { key: k, replicationFactor: 3, current: handed, failover: { candidates: [] } };
+      const waiting = placeShard({ ...req, quorum: { established: false, leaving: [lead] } }, left);
+      expect(placed(waiting)).toMatchObject({ changed: false, assignment: handed });
+      const next = placed(
+        placeShard({ ...req, quorum: { established: true, leaving: [lead] } }, left),
+      );
+      expect(next.assignment.leader).toBe(f1);
+      expect(next.assignment.replicas).not.toContain(lead);
+      expect(next.assignment.replicas).toEqual([f1, f2, spare]);
+      // Not named: a routable member stays.
+      const kept = placed(placeShard({ ...req, quorum: { established: true } }, left));
+      expect(kept.changed).toBe(false);
+    });
+
     it('a_quorum_set_of_one_grows_without_waiting_for_a_report', () => {
       const alone = { leader: lead, replicas: [lead], generation: 1 };
       const req = {

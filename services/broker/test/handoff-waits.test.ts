@@ -7,7 +7,12 @@ import { waitFor } from '@felix/testing-harness';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ControlPlaneClient, ShardReport } from '../src/cluster/control-plane-client.js';
-import { type HandoffDeps, handOff, successorWaitsOf } from '../src/cluster/handoff.js';
+import {
+  type FollowerCopy,
+  type HandoffDeps,
+  handOff,
+  successorWaitsOf,
+} from '../src/cluster/handoff.js';
 import type { Membership } from '../src/cluster/membership.js';
 import type { Replicator } from '../src/cluster/replicator.js';
 
@@ -25,16 +30,27 @@ const report: ShardReport = {
   in_sync: ['n2'],
 };
 
-type Copy = { tail: number; generation: number; held: number } | undefined;
+type Copy = FollowerCopy | undefined;
 
-/** A leaver of one quorum stream shard whose move the control plane makes at once. */
-function leaver(copy: () => Copy) {
+/** A copy of `tail` records that accepted `generation` and held a batch of `held` through
+ *  `through`. */
+function copyOf(tail: number, generation: number, held = 0, through = 0): FollowerCopy {
+  return { base: 0, tail, generation, held, heldThrough: through };
+}
+
+/** A leaver of one shard (a quorum stream unless `shard` and `config` say otherwise) whose move
+ *  the control plane makes at once; `copy` answers for each log of it. */
+function leaver(
+  copy: (log: string) => Copy,
+  shard: ShardReport = report,
+  config: { consistency: string; durable?: boolean } = { consistency: 'quorum' },
+) {
   let moved = false;
   let polls = 0;
   const replicator = {
     allLevel: () => true,
     reports: (leaving = false) =>
-      moved ? [] : [{ ...report, ...(leaving ? { drained: true, caught_up: ['n2'] } : {}) }],
+      moved ? [] : [{ ...shard, ...(leaving ? { drained: true, caught_up: ['n2'] } : {}) }],
   } as unknown as Replicator;
   const deps: HandoffDeps = {
     client: {
@@ -50,52 +66,93 @@ function leaver(copy: () => Copy) {
       nextReportSeq: () => 1,
     } as unknown as Membership,
     replicator: () => replicator,
-    followerCopy: () => {
+    followerCopy: (_ref, log) => {
       polls++;
-      return copy();
+      return copy(log);
     },
-    configOf: () => ({ consistency: 'quorum' }),
+    configOf: () => config,
     log: pino({ level: 'silent' }),
   };
   return { deps, polls: () => polls };
 }
 
 describe('hand-off waits for its successor', () => {
+  /** Runs a hand-off and lets the test change the copy while it polls. */
+  function running(l: ReturnType<typeof leaver>) {
+    const state: { outcome?: string } = {};
+    const done = handOff(l.deps, 10_000).then((o) => {
+      state.outcome = o;
+    });
+    /** Waits until the hand-off looked at the copy again, and says it is still waiting. */
+    const stillWaiting = async (what: string) => {
+      const seen = l.polls();
+      await waitFor(() => l.polls() > seen + 2, what, 5_000);
+      expect(state.outcome).toBeUndefined();
+    };
+    return { state, done, stillWaiting };
+  }
+
   it('a_leaver_stays_until_its_successor_has_fenced_its_copy_and_had_a_batch_held', async () => {
     let copy: Copy;
-    const l = leaver(() => copy);
-    let outcome: string | undefined;
-    const run = handOff(l.deps, 10_000).then((o) => {
-      outcome = o;
-    });
-    await waitFor(() => l.polls() > 2, 'the hand-off to look at the copy', 5_000);
-    expect(outcome).toBeUndefined();
-    // Fenced, but the generation start not held yet: the successor still needs this broker.
-    copy = { tail: 10, generation: 2, held: 0 };
-    const seen = l.polls();
-    await waitFor(() => l.polls() > seen + 2, 'the hand-off to look again', 5_000);
-    expect(outcome).toBeUndefined();
-    copy = { tail: 11, generation: 2, held: 2 };
-    await run;
-    expect(outcome).toBe('handed_off');
+    const run = running(leaver(() => copy));
+    await run.stillWaiting('the hand-off to look at an unopened copy');
+    // Fenced, nothing of the new generation held yet.
+    copy = copyOf(10, 2);
+    await run.stillWaiting('the hand-off to look at the fenced copy');
+    // The successor's first batch held, but it stopped short of its generation start (a large
+    // record before it filled the batch): its generation start is not held here yet.
+    copy = copyOf(10, 2, 2, 10);
+    await run.stillWaiting('the hand-off to look at a batch short of the generation start');
+    copy = copyOf(11, 2, 2, 11);
+    await run.done;
+    expect(run.state.outcome).toBe('handed_off');
+  });
+
+  it('a_leaver_of_an_empty_or_leader_stream_waits_for_the_fence_alone', async () => {
+    const empty = leaver(() => copyOf(0, 2), { ...report, leader_offset: 0 });
+    expect(await handOff(empty.deps, 10_000)).toBe('handed_off');
+    const led = leaver(() => copyOf(10, 2), report, { consistency: 'leader' });
+    expect(await handOff(led.deps, 10_000)).toBe('handed_off');
+  });
+
+  it('a_leaver_of_a_quorum_cache_stays_until_both_its_logs_are_held_to_their_ends', async () => {
+    const copies = new Map<string, Copy>([
+      ['cache', copyOf(10, 2, 2, 10)],
+      ['counters', copyOf(4, 2)],
+    ]);
+    const cache = { ...report, kind: 'cache' as const, stream: 'sessions' };
+    const run = running(
+      leaver((log) => copies.get(log), cache, { consistency: 'quorum', durable: true }),
+    );
+    await run.stillWaiting('the hand-off to look at a counter log not held yet');
+    copies.set('counters', copyOf(4, 2, 2, 4));
+    await run.done;
+    expect(run.state.outcome).toBe('handed_off');
+    // A log whose records are all trimmed (base at tail) gets no batch: nothing to wait for.
+    const trimmed = leaver(
+      (log) => (log === 'cache' ? copyOf(10, 2, 2, 10) : { ...copyOf(4, 2), base: 4 }),
+      cache,
+      { consistency: 'quorum', durable: true },
+    );
+    expect(await handOff(trimmed.deps, 10_000)).toBe('handed_off');
   });
 
   it('a_leaver_whose_successor_never_fenced_it_says_so_when_its_bound_ends', async () => {
-    const l = leaver(() => ({ tail: 10, generation: 1, held: 1 }));
+    const l = leaver(() => copyOf(10, 1, 1, 10));
     expect(await handOff(l.deps, 300)).toBe('not_fenced');
   });
 
   it('a_successor_waits_for_what_each_kind_of_shard_needs_of_its_members', () => {
     const cache = { ...report, kind: 'cache' as const };
     expect(successorWaitsOf(report, { consistency: 'quorum' })).toEqual([
-      { log: 'stream', held: true },
+      { log: 'stream', held: 'past_end' },
     ]);
     expect(successorWaitsOf(report, { consistency: 'leader' })).toEqual([
-      { log: 'stream', held: false },
+      { log: 'stream', held: 'none' },
     ]);
     expect(successorWaitsOf(cache, { consistency: 'quorum', durable: true })).toEqual([
-      { log: 'cache', held: true },
-      { log: 'counters', held: true },
+      { log: 'cache', held: 'to_end' },
+      { log: 'counters', held: 'to_end' },
     ]);
     // Opened unfenced: nothing to wait for.
     expect(successorWaitsOf(cache, { consistency: 'leader', durable: true })).toEqual([]);

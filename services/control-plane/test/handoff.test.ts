@@ -5,6 +5,8 @@
 // drained directly, a report recorded, one placement pass with the liveness view.
 import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { placementNodes } from '../src/cluster/liveness.js';
+import type { LivenessConfig } from '../src/config.js';
 import type { ReportInput } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { AssignmentRecord, NodeLiveness, Stream } from '../src/store/types.js';
@@ -58,8 +60,10 @@ function handoffSuite(backend: Backend): void {
   describe(`hand-off on ${backend}`, () => {
     let opened: OpenedStore;
     let store: ControlStore;
+    let clock: ManualClock;
     beforeEach(async () => {
-      opened = await openTestStore(backend, { clock: new ManualClock() });
+      clock = new ManualClock();
+      opened = await openTestStore(backend, { clock });
       store = opened.store;
       await store.tenants.create({ tenant_id: 't1', display_name: 'T1' });
       await store.namespaces.create({ tenant_id: 't1', namespace: 'ns', display_name: 'ns' });
@@ -143,6 +147,54 @@ function handoffSuite(backend: Backend): void {
         };
       });
       expect(after).toEqual(before);
+    });
+
+    it('a_leaver_that_leads_nothing_leaves_a_quorum_set_of_two_once_its_successor_reports_but_stays_in_a_larger_one', async () => {
+      // The real view: a left node stays routable for L + margin after its last heartbeat.
+      const liveness = { heartbeatIntervalMs: 1_000, expiryTimeoutMs: 3_000, regrantMarginMs: 750 };
+      const real = (nodes: readonly NodeLiveness[]) =>
+        placementNodes(nodes, liveness as LivenessConfig, clock.nowMs());
+      await store.streams.create({ ...durableQuorum('pair'), replication_factor: 2 }, view);
+      const byName = async () =>
+        new Map((await store.assignments.list(10)).items.map((a) => [a.stream, a]));
+      const leaver = (await byName()).get('pair')!.leader;
+      // It hands off every shard it leads (both followers of each hold its whole log).
+      await store.nodes.drain(leaver);
+      const led = [...(await byName()).values()].filter((a) => a.leader === leaver);
+      const drained = led.map((a) => {
+        const followers = a.replicas.filter((id) => id !== leaver);
+        return report(a, {
+          drained: true,
+          caught_up: followers,
+          replica_offsets: followers.map((id) => ({ node_id: id, durable_offset: 100 })),
+        });
+      });
+      expect(await store.replicaReports.record(leaver, 1, drained)).toEqual(
+        drained.map(() => 'accepted'),
+      );
+      await store.assignments.pass(real);
+      const moved = await byName();
+      expect(moved.get('pair')!.leader).not.toBe(leaver);
+      expect(moved.get('pair')!.replicas).toContain(leaver);
+      await store.nodes.deregister(leaver);
+      // Its successor has not reported at its generation: the set stays as it is.
+      await store.assignments.pass(real);
+      expect((await byName()).get('pair')).toEqual(moved.get('pair'));
+      // Every leader reports at its generation (established).
+      for (const a of (await byName()).values()) {
+        const others = a.replicas.filter((id) => id !== a.leader);
+        const offsets = others.map((id) => ({ node_id: id, durable_offset: 100 }));
+        expect(
+          await store.replicaReports.record(a.leader, 1, [report(a, { replica_offsets: offsets })]),
+        ).toEqual(['accepted']);
+      }
+      await store.assignments.pass(real);
+      const after = await byName();
+      // The set of two had no majority without it: dropped and topped up with the third node.
+      expect(after.get('pair')!.replicas).not.toContain(leaver);
+      expect(after.get('pair')!.replicas).toHaveLength(2);
+      // The set of three keeps a live majority: the leaver keeps its copy for the window.
+      expect(after.get('s')!.replicas).toContain(leaver);
     });
 
     it('a_draining_leader_that_did_not_report_drained_keeps_its_shard', async () => {

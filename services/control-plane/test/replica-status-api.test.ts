@@ -107,6 +107,25 @@ describe('replica status', () => {
     ]);
   });
 
+  it('a_leaders_first_report_at_its_generation_runs_a_placement_pass_and_a_repeat_does_not', async () => {
+    // Established by that report, the leader's quorum set may change now (a member that left
+    // dropped, the set topped up), not at the next timed pass.
+    const a = await placedStream();
+    await built.placement.idle();
+    const before = built.placement.passes;
+    expect(
+      (await report(a.leader, { incarnation: 1, shards: [shard(a.generation)] })).statusCode,
+    ).toBe(200);
+    await built.placement.idle();
+    expect(built.placement.passes).toBeGreaterThan(before);
+    const after = built.placement.passes;
+    expect(
+      (await report(a.leader, { incarnation: 1, shards: [shard(a.generation)] })).statusCode,
+    ).toBe(200);
+    await built.placement.idle();
+    expect(built.placement.passes).toBe(after);
+  });
+
   it('a_replica_status_with_a_wrong_type_or_an_old_incarnation_is_refused_whole', async () => {
     const a = await placedStream();
     const asText = await report(a.leader, {

@@ -117,8 +117,10 @@ interface ShardState {
   /** The newest generation whose leader's batch this log was compared with or appended (in
    *  memory: after a reopen, one batch of each generation is asked to overlap again). */
   compared: number;
-  /** The newest generation whose batch this copy answered as held (0: none since it opened). */
+  /** The newest generation whose batch this copy answered as held (0: none since it opened),
+   *  and the furthest end of such a batch: what a leader of it counts this copy as holding. */
   heldGeneration: number;
+  heldThrough: number;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -323,8 +325,10 @@ export class ReplicaServer {
         durable: number;
         generation: number;
         commit: number;
-        /** The newest generation whose batch this copy answered as held (0: none yet). */
+        /** The newest generation whose batch this copy answered as held (0: none yet), and
+         *  the furthest end of its batches held (what that generation's leader counts). */
         held: number;
+        heldThrough: number;
       }
     | undefined {
     const s = this.open.get(shardKey(shard, log));
@@ -336,6 +340,7 @@ export class ReplicaServer {
       generation: s.replica.state.generation,
       commit: s.replica.state.commitOffset,
       held: s.heldGeneration,
+      heldThrough: s.heldThrough,
     };
   }
 
@@ -467,6 +472,10 @@ export class ReplicaServer {
       state.commits.offer(held, this.opts.commitSync?.(m.shard) ?? true);
       holdRetentionFloor(state);
     }
+    const end = m.firstOffset + m.payloads.length;
+    if (m.shard.generation > state.heldGeneration) state.heldThrough = end;
+    else if (m.shard.generation === state.heldGeneration)
+      state.heldThrough = Math.max(state.heldThrough, end);
     state.heldGeneration = Math.max(state.heldGeneration, m.shard.generation);
     return encodeInternalMessage(
       answerFor(m.correlationId, { kind: 'appended', tail }, log.readableOffset),
@@ -728,6 +737,7 @@ async function openShard(opts: LogOptions, floorAtCommit: boolean): Promise<Shar
       floorAtCommit,
       compared: 0,
       heldGeneration: 0,
+      heldThrough: 0,
     };
     holdRetentionFloor(state);
     return state;

@@ -140,8 +140,8 @@ describe('hand-off on SIGTERM', () => {
   // Before the leaver waited for its successor, the successor of a set of two fenced a broker
   // that had already exited and waited for its return, or waited out its generation start's
   // deadline (5 s) before serving; and quorum writes then waited until the control plane
-  // dropped the leaver from the set, L + margin after its last heartbeat. Both must come sooner
-  // than the failover path's L + margin (docs/replication.md, "Hand-off on SIGTERM").
+  // dropped the leaver from the set, L + margin after its last heartbeat (3.7-4.4 s measured).
+  // Both must come within L, sooner than either (docs/replication.md, "Hand-off on SIGTERM").
   it('a_set_of_two_handed_off_on_sigterm_is_served_by_its_successor_without_the_leaver', async () => {
     const c = await startCluster({
       brokers: 3,
@@ -194,8 +194,8 @@ describe('hand-off on SIGTERM', () => {
       scaled(READ_DEADLINE_MS),
     );
     expect(before.filter((v) => !seen.includes(v))).toEqual([]);
-    expect(readMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
-    expect(acked - stoppedAt).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
+    expect(readMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS);
+    expect(acked - stoppedAt).toBeLessThan(CP_EXPIRY_TIMEOUT_MS);
     await reader.close();
     await client.close();
   }, 300_000);
@@ -240,8 +240,8 @@ describe('hand-off on SIGTERM', () => {
     );
     expect(movedTo.id).not.toBe(leader.id);
     for (let i = 0; i < 10; i++) expect(text(await cache.get(`k${i}`))).toBe(`v${i}`);
-    expect(readMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
-    expect(acked - stoppedAt).toBeLessThan(CP_EXPIRY_TIMEOUT_MS * 1.25);
+    expect(readMs).toBeLessThan(CP_EXPIRY_TIMEOUT_MS);
+    expect(acked - stoppedAt).toBeLessThan(CP_EXPIRY_TIMEOUT_MS);
     await client.close();
   }, 300_000);
 });

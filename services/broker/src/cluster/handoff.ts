@@ -21,23 +21,32 @@ export interface HandoffDeps {
   membership: Membership;
   /** The broker's replicator while it replicates (it may be absent: nothing to hand off). */
   replicator: () => Replicator | undefined;
-  /** This broker's follower copy of `log` of a shard: the generation it accepted and the newest
-   *  whose batch it answered as held (undefined: the copy is not open). */
-  followerCopy: (
-    ref: ShardRef,
-    log: ReplicaLogKind,
-  ) => { tail: number; generation: number; held: number } | undefined;
+  /** This broker's follower copy of `log` of a shard: what it holds, the generation it accepted,
+   *  and the newest generation whose batch it answered as held and through which offset
+   *  (undefined: the copy is not open). */
+  followerCopy: (ref: ShardRef, log: ReplicaLogKind) => FollowerCopy | undefined;
   /** The catalog's config of the reported shard's stream or cache (undefined: not known). */
   configOf: (r: ShardReport) => { consistency?: string; durable?: boolean } | undefined;
   log: Logger;
 }
 
-/** A log a successor fences before it serves; `held`: when the log holds records, it also waits
- *  until a majority holds a batch of its generation (a `quorum` stream's generation start, a
- *  `quorum` cache's logs to where it took them). */
+export interface FollowerCopy {
+  base: number;
+  tail: number;
+  generation: number;
+  held: number;
+  heldThrough: number;
+}
+
+/**
+ * A log a successor fences before it serves, and what else it needs a majority to hold:
+ * `past_end` a batch of its generation past the old leader's end (a `quorum` stream's
+ * generation start, written when the log holds records); `to_end` a batch of its generation
+ * reaching the log's end (a `quorum` cache's logs, where it took them over, when not empty).
+ */
 export interface SuccessorWait {
   log: ReplicaLogKind;
-  held: boolean;
+  held: 'none' | 'past_end' | 'to_end';
 }
 
 /** `not_fenced`: the shards moved, but a successor's fence had not reached this broker by the
@@ -112,11 +121,9 @@ async function successorsServed(
       copy: deps.followerCopy(refOfReport(r), w.log),
     }));
   const served = (r: ShardReport) =>
-    copies(r).every(({ held, copy }) => {
-      // An empty log has nothing to hold: its successor does not wait for it.
-      const holds = !held || copy?.tail === 0 || (copy?.held ?? 0) > r.generation;
-      return copy !== undefined && copy.generation > r.generation && holds;
-    });
+    copies(r).every(({ held, copy }) =>
+      copy === undefined ? false : copy.generation > r.generation && holds(held, copy, r),
+    );
   if (await until(() => handed.every(served), deadline)) return true;
   const waiting = handed
     .filter((r) => !served(r))
@@ -136,12 +143,28 @@ export function successorWaitsOf(
   config: { consistency?: string; durable?: boolean } | undefined,
 ): SuccessorWait[] {
   const quorum = config?.consistency === 'quorum';
-  if (r.kind === 'stream') return [{ log: 'stream', held: quorum }];
+  if (r.kind === 'stream') return [{ log: 'stream', held: quorum ? 'past_end' : 'none' }];
   if (!quorum || config?.durable !== true) return [];
   return [
-    { log: 'cache', held: true },
-    { log: 'counters', held: true },
+    { log: 'cache', held: 'to_end' },
+    { log: 'counters', held: 'to_end' },
   ];
+}
+
+/** Whether `copy` holds what its successor needs beyond the fence (SuccessorWait's `held`). A
+ *  batch's end, not just its generation: the first batch of a new leader may stop short of its
+ *  generation start (one large record before it fills a batch). */
+function holds(held: SuccessorWait['held'], copy: FollowerCopy, r: ShardReport): boolean {
+  const newer = copy.held > r.generation;
+  switch (held) {
+    case 'none':
+      return true;
+    case 'past_end':
+      // An empty stream gets no generation start: nothing to wait for.
+      return copy.tail === 0 || (newer && copy.heldThrough > r.leader_offset);
+    case 'to_end':
+      return copy.tail <= copy.base || (newer && copy.heldThrough >= copy.tail);
+  }
 }
 
 function refOfReport(r: ShardReport): ShardRef {

@@ -48,7 +48,8 @@ export function placementView(
 /**
  * The nodes as placement sees them. A node keeps its copies while live or draining (only the
  * sweep, after L + margin, takes them away); a departed node keeps them until the same window
- * after its last heartbeat, unless it leads nothing (store/assignments.ts, withoutIdleLeavers).
+ * after its last heartbeat (a quorum set short of a majority drops one that leads nothing at once:
+ * store/assignments.ts, leavingOf).
  * New copies go only to live nodes with a fresh heartbeat.
  */
 export function placementNodes(

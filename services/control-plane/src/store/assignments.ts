@@ -146,28 +146,38 @@ function quorumOf(
   return { established };
 }
 
-/** Every assignment, by shard id. */
 /**
- * A node that deregistered (`left`) stays routable for L + margin after its last heartbeat
- * (cluster/liveness.ts) because it may still lead: its lease may not have lapsed. One that
- * leads no shard holds no lease to wait out, so it stops being routable at once: the sets it
- * is a member of drop it and are topped up now (a set of two whose leader handed off on SIGTERM
- * takes quorum writes again without waiting out the window). Quorum sets still drop it only
- * under a leader established at its generation (@felix/router, `quorum`).
+ * The members of a quorum set to drop at once though still routable (ShardRequest's `quorum.
+ * leaving`): brokers that deregistered (`left`) leading no shard, when the set's live members
+ * without them are short of a majority. A left node stays routable for L + margin after its last
+ * heartbeat (cluster/liveness.ts) because it may still hold a lease on what it leads; one that
+ * leads nothing holds none. A set of two whose leader handed off on SIGTERM then takes quorum
+ * writes again at once instead of after that window; a larger set with a majority still live
+ * keeps the member, so a broker back from a restart within the window keeps its copy.
  */
-function withoutIdleLeavers(
-  nodes: PlacementNode[],
-  rows: readonly NodeLiveness[],
-  current: ReadonlyMap<string, AssignmentRecord>,
-): PlacementNode[] {
-  const leading = new Set([...current.values()].map((a) => a.leader));
-  const idle = new Set(
-    rows.filter((r) => r.lifecycle === 'left' && !leading.has(r.node_id)).map((r) => r.node_id),
-  );
-  if (idle.size === 0) return nodes;
-  return nodes.map((n) => (idle.has(n.nodeId) ? { ...n, routable: false } : n));
+function leavingOf(
+  replicas: readonly string[],
+  lifecycle: ReadonlyMap<string, string>,
+  leading: ReadonlySet<string>,
+): string[] {
+  const idle = replicas.filter((id) => lifecycle.get(id) === 'left' && !leading.has(id));
+  if (idle.length === 0) return [];
+  const live = replicas.filter((id) => ['live', 'draining'].includes(lifecycle.get(id) ?? ''));
+  return live.length < Math.floor(replicas.length / 2) + 1 ? idle : [];
 }
 
+/** A shard's quorum input with its `leaving` members added (leavingOf), over one pass's nodes
+ *  and assignments (read before the pass removes any). */
+function leaversOf(rows: readonly NodeLiveness[], current: ReadonlyMap<string, AssignmentRecord>) {
+  const lifecycle = new Map(rows.map((n) => [n.node_id, n.lifecycle]));
+  const leading = new Set([...current.values()].map((a) => a.leader));
+  return (q: ShardRequest['quorum'], replicas: readonly string[]): ShardRequest['quorum'] => {
+    const leaving = leavingOf(replicas, lifecycle, leading);
+    return q === undefined || leaving.length === 0 ? q : { ...q, leaving };
+  };
+}
+
+/** Every assignment, by shard id. */
 async function assignmentsByShard(q: Sql): Promise<Map<string, AssignmentRecord>> {
   const current = new Map<string, AssignmentRecord>();
   for (const r of await q.query<Row>('SELECT * FROM shard_assignments')) {
@@ -362,8 +372,9 @@ export class AssignmentRepository {
     trust: ReportTrust,
   ): Promise<PlacementInputs> {
     const rows = await livenessRows(q);
+    const nodes = view(rows);
     const current = await assignmentsByShard(q);
-    const nodes = withoutIdleLeavers(view(rows), rows, current);
+    const withLeaving = leaversOf(rows, current);
     const heardAtMs = new Map(rows.map((n) => [n.node_id, n.last_heartbeat_at_ms]));
     // A node named by an assignment cannot be deleted, so a placed shard's leader always has a
     // row; were it missing, the shard is taken as holding data (the reading that loses nothing).
@@ -415,7 +426,7 @@ export class AssignmentRepository {
             failover,
             handoff,
             prefer,
-            quorum: quorumOf(failover, policyInput),
+            quorum: withLeaving(quorumOf(failover, policyInput), was?.replicas ?? []),
           });
         }
       }

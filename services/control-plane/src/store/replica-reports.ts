@@ -190,6 +190,8 @@ async function recordOne(
   from: Reporter,
   input: ReportInput,
   nowMs: number,
+  /** Set when the report is its leader's first at the assignment's generation (established). */
+  news?: { established: boolean },
 ): Promise<ReportOutcome> {
   const rows = await q.query<Row>(
     `SELECT leader, generation FROM shard_assignments WHERE ${KEY_WHERE}`,
@@ -214,6 +216,8 @@ async function recordOne(
   if (prev !== undefined && prev.report.generation > input.generation) return 'stale';
   if (prev !== undefined && outOfOrder(prev, nodeId, from)) return 'stale';
   await upsertReport(q, foldReport(prev?.report, report), from);
+  const first = prev === undefined || prev.report.generation < input.generation;
+  if (news !== undefined && first) news.established = true;
   return 'accepted';
 }
 
@@ -275,19 +279,32 @@ export class ReplicaReportRepository {
    * own outcome, and only `accepted` ones change what is stored. `seq` numbers the reporter's
    * requests within its incarnation (absent from a broker that does not number them).
    */
-  record(nodeId: string, incarnation: number, reports: readonly ReportInput[], seq?: number) {
+  async record(nodeId: string, incarnation: number, reports: readonly ReportInput[], seq?: number) {
+    return (await this.recordTelling(nodeId, incarnation, reports, seq)).outcomes;
+  }
+
+  /** As `record`, and whether a report was its leader's first at its generation: the leader is
+   *  now established, so placement may change its quorum set (a pass is due). */
+  recordTelling(
+    nodeId: string,
+    incarnation: number,
+    reports: readonly ReportInput[],
+    seq?: number,
+  ) {
     const from: Reporter = { incarnation, seq };
+    const news = { established: false };
     return this.tx.write(async (w) => {
+      news.established = false; // a retried transaction starts over
       await checkReporter(w.q, nodeId, incarnation);
       const outcomes: ReportOutcome[] = [];
       for (const r of reports) {
-        const outcome = await recordOne(w.q, nodeId, from, r, w.nowMs());
+        const outcome = await recordOne(w.q, nodeId, from, r, w.nowMs(), news);
         // `not_leader` is at the assignment's own generation: another leader claims it.
         if (outcome === 'future_generation' || outcome === 'not_leader')
           await moveAssignmentPast(w, nodeId, from, r);
         outcomes.push(outcome);
       }
-      return outcomes;
+      return { outcomes, established: news.established };
     });
   }
 

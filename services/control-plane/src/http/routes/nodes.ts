@@ -122,7 +122,7 @@ export function nodeRoutes(app: FastifyInstance, ctx: RouteContext): void {
     schema: {
       tags: ['nodes'],
       summary:
-        'Marks a node left; its shards move once L + margin has passed since its last heartbeat',
+        'Marks a node left; the shards it leads move once L + margin has passed since its last heartbeat (a quorum set short of a majority without it drops it at once if it leads nothing)',
       params: S.NodeParams,
       response: S.responses({ 200: S.NodeView }),
     },

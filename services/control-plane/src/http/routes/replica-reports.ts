@@ -50,7 +50,7 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
       const p = req.params as Static<typeof S.NodeParams>;
       const b = req.body as Static<typeof S.ReplicaStatus>;
       const nodeId = checkName('node_id', p.node_id);
-      const outcomes = await ctx.store.replicaReports.record(
+      const { outcomes, established } = await ctx.store.replicaReports.recordTelling(
         nodeId,
         b.incarnation,
         b.shards.map(inputOf),
@@ -77,8 +77,9 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
         );
       }
       // A leaving leader's drained shards move at once (docs/replication.md, "Hand-off on
-      // SIGTERM"), not at the next timed pass.
-      if (b.shards.some((s, i) => s.drained === true && outcomes[i] === 'accepted'))
+      // SIGTERM"), not at the next timed pass; and a leader's first report at its generation
+      // lets placement change its quorum set (drop a member that left, top it up) at once.
+      if (established || b.shards.some((s, i) => s.drained === true && outcomes[i] === 'accepted'))
         void ctx.placement.trigger();
       if (outcomes.every((o) => o === 'accepted')) return { shards };
       const refused = new ReportNotAcceptedError(
