@@ -76,9 +76,9 @@ export interface ShardRequest {
    * acknowledged write), never in the step that changes the leader. `lost` names members whose
    * data an operator gave up: they are dropped even under a leader not yet established (that
    * step drops them only), so a set whose majority died can be brought down to its survivors.
-   * `leaving` names routable members to drop as if they were not (a broker that deregistered
-   * leading nothing, whose absence leaves the set short of a majority): like any member, only
-   * under an established leader.
+   * `leaving` names routable members to drop (a broker that deregistered leading nothing, whose
+   * absence leaves the set short of a majority): like any member, only under an established
+   * leader; until then such a member may still be chosen to lead a failover.
    */
   quorum?:
     | { established: boolean; lost?: readonly string[]; leaving?: readonly string[] }
@@ -192,7 +192,7 @@ function placeWith(
   const current = req.current;
   const successor = handoffTarget(req, byId);
   const leaving = new Set(req.quorum?.leaving ?? []);
-  const routable = (id: string) => byId.get(id)?.routable === true && !leaving.has(id);
+  const routable = (id: string) => byId.get(id)?.routable === true;
   // Fast path: a full set of routable copies led by a routable leader stays exactly as it is,
   // which is what the full path below would conclude too, without ranking every node.
   if (
@@ -200,7 +200,7 @@ function placeWith(
     successor === undefined &&
     current.replicas.length >= req.replicationFactor &&
     current.replicas[0] === current.leader &&
-    current.replicas.every(routable)
+    current.replicas.every((id) => routable(id) && !leaving.has(id))
   ) {
     return { placed: true, changed: false, assignment: current };
   }
@@ -229,7 +229,8 @@ function placeWith(
   const step = current && quorumStep(req, current, leader);
   if (step) return step;
 
-  const set = [leader, ...kept.filter((id) => id !== leader)];
+  // Leaving members may still lead a failover (above); they leave only on this ordinary path.
+  const set = [leader, ...kept.filter((id) => id !== leader && !leaving.has(id))];
   const zones = new Set(set.map((id) => zoneOf(byId.get(id)!)));
   const candidates = ranked.filter((n) => n.eligible && hasRoom(n) && !set.includes(n.nodeId));
   for (const n of candidates) {

@@ -32,10 +32,19 @@ const report: ShardReport = {
 
 type Copy = FollowerCopy | undefined;
 
-/** A copy of `tail` records that accepted `generation` and held a batch of `held` through
- *  `through`. */
-function copyOf(tail: number, generation: number, held = 0, through = 0): FollowerCopy {
-  return { base: 0, tail, generation, held, heldThrough: through };
+/** A copy that ended at `end` when it accepted `generation` (its fence) and held a batch of
+ *  generation `held` through `through`. */
+function copyOf(end: number, generation: number, held = 0, through = 0): FollowerCopy {
+  const tail = Math.max(end, through);
+  return {
+    base: 0,
+    tail,
+    generation,
+    held,
+    heldThrough: through,
+    fencedEnd: end,
+    fencedGeneration: generation,
+  };
 }
 
 /** A leaver of one shard (a quorum stream unless `shard` and `config` say otherwise) whose move
@@ -103,7 +112,7 @@ describe('hand-off waits for its successor', () => {
     // record before it filled the batch): its generation start is not held here yet.
     copy = copyOf(10, 2, 2, 10);
     await run.stillWaiting('the hand-off to look at a batch short of the generation start');
-    copy = copyOf(11, 2, 2, 11);
+    copy = copyOf(10, 2, 2, 11);
     await run.done;
     expect(run.state.outcome).toBe('handed_off');
   });
@@ -116,8 +125,10 @@ describe('hand-off waits for its successor', () => {
   });
 
   it('a_leaver_of_a_quorum_cache_stays_until_both_its_logs_are_held_to_their_ends', async () => {
+    // The cache log goes on growing with the successor's own writes: held past where it
+    // ended at the fence is enough.
     const copies = new Map<string, Copy>([
-      ['cache', copyOf(10, 2, 2, 10)],
+      ['cache', { ...copyOf(10, 2, 2, 12), tail: 15 }],
       ['counters', copyOf(4, 2)],
     ]);
     const cache = { ...report, kind: 'cache' as const, stream: 'sessions' };
@@ -125,6 +136,8 @@ describe('hand-off waits for its successor', () => {
       leaver((log) => copies.get(log), cache, { consistency: 'quorum', durable: true }),
     );
     await run.stillWaiting('the hand-off to look at a counter log not held yet');
+    copies.set('counters', copyOf(4, 2, 2, 3));
+    await run.stillWaiting('the hand-off to look at a counter log held short of its end');
     copies.set('counters', copyOf(4, 2, 2, 4));
     await run.done;
     expect(run.state.outcome).toBe('handed_off');

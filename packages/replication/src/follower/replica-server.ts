@@ -121,6 +121,9 @@ interface ShardState {
    *  and the furthest end of such a batch: what a leader of it counts this copy as holding. */
   heldGeneration: number;
   heldThrough: number;
+  /** Where this log ended when the newest fence accepted its generation (that generation). */
+  fencedEnd: number;
+  fencedGeneration: number;
 }
 
 type RecordsRequest = Extract<InternalMessage, { checksum: number }>;
@@ -329,6 +332,10 @@ export class ReplicaServer {
          *  the furthest end of its batches held (what that generation's leader counts). */
         held: number;
         heldThrough: number;
+        /** Where the log ended when the newest fence accepted `fencedGeneration` (0, 0: none
+         *  since it opened): where that generation's leader starts, when it took no longer tail. */
+        fencedEnd: number;
+        fencedGeneration: number;
       }
     | undefined {
     const s = this.open.get(shardKey(shard, log));
@@ -341,6 +348,8 @@ export class ReplicaServer {
       commit: s.replica.state.commitOffset,
       held: s.heldGeneration,
       heldThrough: s.heldThrough,
+      fencedEnd: s.fencedEnd,
+      fencedGeneration: s.fencedGeneration,
     };
   }
 
@@ -499,6 +508,8 @@ export class ReplicaServer {
     if (verdict.kind === 'refuse') return refuse(m.correlationId, verdict.code, verdict.detail);
     await state.replica.accept(m.shard.generation);
     const logEnd = state.log.readableOffset;
+    state.fencedEnd = logEnd;
+    state.fencedGeneration = m.shard.generation;
     return encodeInternalMessage({
       kind: 'FenceOk',
       correlationId: m.correlationId,
@@ -738,6 +749,8 @@ async function openShard(opts: LogOptions, floorAtCommit: boolean): Promise<Shar
       compared: 0,
       heldGeneration: 0,
       heldThrough: 0,
+      fencedEnd: 0,
+      fencedGeneration: 0,
     };
     holdRetentionFloor(state);
     return state;

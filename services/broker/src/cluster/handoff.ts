@@ -36,6 +36,8 @@ export interface FollowerCopy {
   generation: number;
   held: number;
   heldThrough: number;
+  fencedEnd: number;
+  fencedGeneration: number;
 }
 
 /**
@@ -151,20 +153,21 @@ export function successorWaitsOf(
   ];
 }
 
-/** Whether `copy` holds what its successor needs beyond the fence (SuccessorWait's `held`). A
- *  batch's end, not just its generation: the first batch of a new leader may stop short of its
- *  generation start (one large record before it fills a batch). */
+/**
+ * Whether `copy` holds what its successor needs beyond the fence (SuccessorWait's `held`),
+ * measured from where the copy ended at that fence: the successor starts its generation there
+ * (the leaver's copy is the furthest tail), a fixed mark even while the successor's own writes
+ * arrive. A batch's end, not just its generation: the first batch of a new leader may stop short
+ * of its generation start (one large record before it fills a batch).
+ */
 function holds(held: SuccessorWait['held'], copy: FollowerCopy, r: ShardReport): boolean {
+  if (held === 'none') return true;
+  if (copy.fencedGeneration <= r.generation) return false;
   const newer = copy.held > r.generation;
-  switch (held) {
-    case 'none':
-      return true;
-    case 'past_end':
-      // An empty stream gets no generation start: nothing to wait for.
-      return copy.tail === 0 || (newer && copy.heldThrough > r.leader_offset);
-    case 'to_end':
-      return copy.tail <= copy.base || (newer && copy.heldThrough >= copy.tail);
-  }
+  // An empty stream gets no generation start; a log trimmed to its end gets no batch.
+  if (held === 'past_end')
+    return copy.fencedEnd === 0 || (newer && copy.heldThrough > copy.fencedEnd);
+  return copy.fencedEnd <= copy.base || (newer && copy.heldThrough >= copy.fencedEnd);
 }
 
 function refOfReport(r: ShardReport): ShardRef {

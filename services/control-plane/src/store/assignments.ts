@@ -157,13 +157,15 @@ function quorumOf(
  */
 function leavingOf(
   replicas: readonly string[],
+  rf: number,
   lifecycle: ReadonlyMap<string, string>,
   leading: ReadonlySet<string>,
 ): string[] {
   const idle = replicas.filter((id) => lifecycle.get(id) === 'left' && !leading.has(id));
   if (idle.length === 0) return [];
   const live = replicas.filter((id) => ['live', 'draining'].includes(lifecycle.get(id) ?? ''));
-  return live.length < Math.floor(replicas.length / 2) + 1 ? idle : [];
+  // A broker acks on a majority of the replication factor, or of the set when it is larger.
+  return live.length < Math.floor(Math.max(rf, replicas.length) / 2) + 1 ? idle : [];
 }
 
 /** A shard's quorum input with its `leaving` members added (leavingOf), over one pass's nodes
@@ -171,8 +173,8 @@ function leavingOf(
 function leaversOf(rows: readonly NodeLiveness[], current: ReadonlyMap<string, AssignmentRecord>) {
   const lifecycle = new Map(rows.map((n) => [n.node_id, n.lifecycle]));
   const leading = new Set([...current.values()].map((a) => a.leader));
-  return (q: ShardRequest['quorum'], replicas: readonly string[]): ShardRequest['quorum'] => {
-    const leaving = leavingOf(replicas, lifecycle, leading);
+  return (q: ShardRequest['quorum'], was: Assignment | undefined, rf: number) => {
+    const leaving = leavingOf(was?.replicas ?? [], rf, lifecycle, leading);
     return q === undefined || leaving.length === 0 ? q : { ...q, leaving };
   };
 }
@@ -426,7 +428,7 @@ export class AssignmentRepository {
             failover,
             handoff,
             prefer,
-            quorum: withLeaving(quorumOf(failover, policyInput), was?.replicas ?? []),
+            quorum: withLeaving(quorumOf(failover, policyInput), was, res.replication_factor),
           });
         }
       }

@@ -292,9 +292,8 @@ export class ReplicaReportRepository {
     seq?: number,
   ) {
     const from: Reporter = { incarnation, seq };
-    const news = { established: false };
     return this.tx.write(async (w) => {
-      news.established = false; // a retried transaction starts over
+      const news = { established: false };
       await checkReporter(w.q, nodeId, incarnation);
       const outcomes: ReportOutcome[] = [];
       for (const r of reports) {
