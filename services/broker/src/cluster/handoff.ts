@@ -15,6 +15,7 @@ import { CONTROLPLANE_REQUEST_MS_MAX, HANDOFF_POLL_MS } from '../limits.js';
 import type { ControlPlaneClient, ShardReport } from './control-plane-client.js';
 import type { Membership } from './membership.js';
 import type { Replicator } from './replicator.js';
+import { refOfAssignment } from './shard-refs.js';
 
 export interface HandoffDeps {
   client: ControlPlaneClient;
@@ -41,10 +42,11 @@ export interface FollowerCopy {
 }
 
 /**
- * A log a successor fences before it serves, and what else it needs a majority to hold:
- * `past_end` a batch of its generation past the old leader's end (a `quorum` stream's
- * generation start, written when the log holds records); `to_end` a batch of its generation
- * reaching the log's end (a `quorum` cache's logs, where it took them over, when not empty).
+ * A log a successor fences before it serves, and what else it needs a majority to hold, counted
+ * from where the copy ended at that fence: `past_end` a batch of its generation past that point
+ * (a `quorum` stream's generation start, written when the log holds records); `to_end` a batch
+ * of its generation reaching it (a `quorum` cache's logs, where it took them over, when not
+ * empty).
  */
 export interface SuccessorWait {
   log: ReplicaLogKind;
@@ -120,7 +122,7 @@ async function successorsServed(
   const copies = (r: ShardReport) =>
     successorWaitsOf(r, deps.configOf(r)).map((w) => ({
       ...w,
-      copy: deps.followerCopy(refOfReport(r), w.log),
+      copy: deps.followerCopy(refOfAssignment(r), w.log),
     }));
   const served = (r: ShardReport) =>
     copies(r).every(({ held, copy }) =>
@@ -168,9 +170,4 @@ function holds(held: SuccessorWait['held'], copy: FollowerCopy, r: ShardReport):
   if (held === 'past_end')
     return copy.fencedEnd === 0 || (newer && copy.heldThrough > copy.fencedEnd);
   return copy.fencedEnd <= copy.base || (newer && copy.heldThrough >= copy.fencedEnd);
-}
-
-function refOfReport(r: ShardReport): ShardRef {
-  const { tenant_id: tenantId, namespace, stream, shard, generation } = r;
-  return { tenantId, namespace, stream, shard, generation };
 }

@@ -44,7 +44,10 @@ export function refOf(s: StreamConfig, shard: number, generation: number): Shard
   return { tenantId: s.tenant, namespace: s.namespace, stream: s.name, shard, generation };
 }
 
-export function refOfAssignment(a: AssignmentRecord): ShardRef {
+/** The ref of an assignment, or of anything naming a shard the same way (a replica report). */
+export function refOfAssignment(
+  a: Pick<AssignmentRecord, 'tenant_id' | 'namespace' | 'stream' | 'shard' | 'generation'>,
+): ShardRef {
   const { tenant_id: tenantId, namespace, stream, shard, generation } = a;
   return { tenantId, namespace, stream, shard, generation };
 }
