@@ -17,6 +17,7 @@ import {
   PAGE_LIMIT_MAX,
   POSTGRES_CONNECT_TIMEOUT_MS_DEFAULT,
   POSTGRES_MAX_CONNECTIONS_DEFAULT,
+  LEADER_REBALANCE_DELAY_MS_DEFAULT,
   RECONCILE_INTERVAL_MS_DEFAULT,
 } from './limits.js';
 
@@ -28,6 +29,9 @@ export interface LivenessConfig {
   regrantMarginMs: number;
   sweepIntervalMs: number;
   reconcileIntervalMs: number;
+  /** How long a quorum shard's preferred broker must have been registered before its
+   *  leadership moves back to it (cluster/rebalance.ts); 0 or absent: never. */
+  leaderRebalanceDelayMs?: number;
 }
 
 /** The bootstrap listener (docs/security.md, "Bootstrap"): off unless enabled. */
@@ -264,6 +268,13 @@ export function loadConfig(
       RECONCILE_INTERVAL_MS_DEFAULT,
       10,
       600_000,
+    ),
+    leaderRebalanceDelayMs: int(
+      env,
+      'FELIX_CONTROLPLANE_LEADER_REBALANCE_DELAY_MS',
+      LEADER_REBALANCE_DELAY_MS_DEFAULT,
+      0,
+      86_400_000,
     ),
   });
   return {

@@ -73,6 +73,17 @@ export const EXPIRY_SWEEP_INTERVAL_MS_DEFAULT = 2000;
 /** Placement runs at least this often besides the passes writes trigger. */
 export const RECONCILE_INTERVAL_MS_DEFAULT = 5000;
 
+/**
+ * A quorum shard's leadership returns to its preferred broker once that broker has been
+ * registered this long (cluster/rebalance.ts; 0 turns it off): long enough that a broker
+ * restarted in a rolling restart has caught up, and a flapping one does not pull leaders back.
+ */
+export const LEADER_REBALANCE_DELAY_MS_DEFAULT = 30_000;
+
+/** Leaderships one placement pass moves back to preferred brokers, at most: each move is a
+ *  fence and a brief pause of that shard's writes, so a large cluster spreads them over passes. */
+export const LEADER_MOVES_PER_PASS_MAX = 8;
+
 /** Readiness re-checks the store at most once a second and gives it 2 s to answer. */
 export const READINESS_CACHE_TTL_MS = 1000;
 export const READINESS_TIMEOUT_MS = 2000;

@@ -10,6 +10,7 @@ export interface Metrics {
   placementPasses: Counter<'outcome'>;
   assignmentWrites: Counter;
   unplacedShards: Gauge;
+  leadersReturned: Counter;
   nodesMarkedDown: Counter;
   heartbeats: Counter<'outcome'>;
   replicaReports: Counter<'outcome'>;
@@ -24,6 +25,35 @@ function replicaReportsCounter(registry: Registry): Counter<'outcome'> {
     labelNames: ['outcome'],
     registers: [registry],
   });
+}
+
+/** What placement passes did. */
+function placementMetrics(
+  registry: Registry,
+): Pick<Metrics, 'placementPasses' | 'assignmentWrites' | 'unplacedShards' | 'leadersReturned'> {
+  return {
+    placementPasses: new Counter({
+      name: 'felix_controlplane_placement_passes_total',
+      help: 'Placement passes run, by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    assignmentWrites: new Counter({
+      name: 'felix_controlplane_assignment_writes_total',
+      help: 'Shard assignments written (each bumps its generation)',
+      registers: [registry],
+    }),
+    unplacedShards: new Gauge({
+      name: 'felix_controlplane_unplaced_shards',
+      help: 'Shards the last placement pass could not place',
+      registers: [registry],
+    }),
+    leadersReturned: new Counter({
+      name: 'felix_controlplane_leaders_returned_total',
+      help: 'Quorum shards whose leadership placement moved back to their preferred broker',
+      registers: [registry],
+    }),
+  };
 }
 
 export function createMetrics(): Metrics {
@@ -54,22 +84,7 @@ export function createMetrics(): Metrics {
       help: 'Long polls answered at once because LONG_POLL_WAITERS_MAX were already parked',
       registers: [registry],
     }),
-    placementPasses: new Counter({
-      name: 'felix_controlplane_placement_passes_total',
-      help: 'Placement passes run, by outcome',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
-    assignmentWrites: new Counter({
-      name: 'felix_controlplane_assignment_writes_total',
-      help: 'Shard assignments written (each bumps its generation)',
-      registers: [registry],
-    }),
-    unplacedShards: new Gauge({
-      name: 'felix_controlplane_unplaced_shards',
-      help: 'Shards the last placement pass could not place',
-      registers: [registry],
-    }),
+    ...placementMetrics(registry),
     nodesMarkedDown: new Counter({
       name: 'felix_controlplane_nodes_marked_down_total',
       help: 'Nodes the sweep marked down after L + margin of silence',

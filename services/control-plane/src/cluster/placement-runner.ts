@@ -58,11 +58,23 @@ export class PlacementRunner {
         const out = await this.store.assignments.pass(
           (nodes) => placementNodes(nodes, this.liveness, nowMs),
           reportTrust(this.liveness, nowMs),
+          { delayMs: this.liveness.leaderRebalanceDelayMs ?? 0 },
         );
         this.last = out;
         this.metrics.placementPasses.inc({ outcome: 'ok' });
         this.metrics.assignmentWrites.inc(out.written.length);
         this.metrics.unplacedShards.set(out.unplaced);
+        this.metrics.leadersReturned.inc(out.returned.length);
+        if (out.returned.length > 0) {
+          this.log.info(
+            {
+              shards: out.returned.map(
+                (a) => `${a.tenant_id}/${a.namespace}/${a.kind}/${a.stream}/${a.shard}@${a.leader}`,
+              ),
+            },
+            'leadership returned to preferred brokers',
+          );
+        }
         if (out.written.length > 0) {
           this.log.info(
             { written: out.written.length, unplaced: out.unplaced },

@@ -13,6 +13,7 @@ import {
   type ShardRequest,
   placeShard,
   planPlacement,
+  shardKeyString,
 } from '@felix/router';
 import {
   copiesHeldBy,
@@ -31,6 +32,8 @@ import {
   reportedOrder,
   handoffPolicy,
 } from '../cluster/promotion.js';
+import { type RebalanceNode, preferredLeaderOf } from '../cluster/rebalance.js';
+import { LEADER_MOVES_PER_PASS_MAX } from '../limits.js';
 import { livenessRows } from './membership.js';
 import { reportsByShard } from './replica-reports.js';
 import { page } from './paging.js';
@@ -57,10 +60,19 @@ export interface PlacementOutcome {
   entries: PlanEntry[];
   written: AssignmentRecord[];
   unplaced: number;
+  /** Of `written`, the shards whose leadership returned to their preferred broker. */
+  returned: AssignmentRecord[];
 }
 
 /** How placement sees the nodes right now (liveness applied); supplied by the service. */
 export type PlacementView = (nodes: readonly NodeLiveness[]) => PlacementNode[];
+
+/** Leaderships returning to preferred brokers (cluster/rebalance.ts): the delay, 0 for never. */
+export interface Rebalance {
+  delayMs: number;
+}
+
+const NO_REBALANCE: Rebalance = { delayMs: 0 };
 
 /** Everything one pass plans from, read in one transaction. */
 interface PlacementInputs {
@@ -179,6 +191,49 @@ function leaversOf(rows: readonly NodeLiveness[], current: ReadonlyMap<string, A
   };
 }
 
+/**
+ * Names on some requests the member to lead instead (`ShardRequest.preferred`): quorum shards
+ * whose leadership returns to their preferred broker (cluster/rebalance.ts), at most
+ * LEADER_MOVES_PER_PASS_MAX a pass, never one a leaving leader is handing off.
+ */
+function markPreferred(
+  requests: ShardRequest[],
+  pass: {
+    rows: readonly NodeLiveness[];
+    nodes: readonly PlacementNode[];
+    reports: ReadonlyMap<string, ReplicaReport>;
+    trust: ReportTrust;
+    rebalance: Rebalance;
+  },
+): void {
+  if (pass.rebalance.delayMs <= 0) return;
+  const eligible = new Set(pass.nodes.filter((n) => n.eligible).map((n) => n.nodeId));
+  const nodes = new Map<string, RebalanceNode>(
+    pass.rows.map((n) => [
+      n.node_id,
+      { serving: eligible.has(n.node_id), registeredAtMs: n.registered_at_ms },
+    ]),
+  );
+  let moves = 0;
+  for (const r of requests) {
+    if (moves >= LEADER_MOVES_PER_PASS_MAX) return;
+    if (r.handoff !== undefined) continue;
+    const k = r.key;
+    const preferred = preferredLeaderOf({
+      key: k,
+      current: r.current,
+      report: pass.reports.get(shardId(k.kind, k.tenant, k.namespace, k.name, k.shard)),
+      trust: pass.trust,
+      quorum: r.quorum !== undefined,
+      nodes,
+      delayMs: pass.rebalance.delayMs,
+    });
+    if (preferred === undefined) continue;
+    r.preferred = preferred;
+    moves++;
+  }
+}
+
 /** Every assignment, by shard id. */
 async function assignmentsByShard(q: Sql): Promise<Map<string, AssignmentRecord>> {
   const current = new Map<string, AssignmentRecord>();
@@ -211,10 +266,14 @@ export class AssignmentRepository {
   }
 
   /** The plan placement would carry out now, without writing it. */
-  plan(view: PlacementView, trust: ReportTrust = TRUST_ALL): Promise<PlanEntry[]> {
+  plan(
+    view: PlacementView,
+    trust: ReportTrust = TRUST_ALL,
+    rebalance: Rebalance = NO_REBALANCE,
+  ): Promise<PlanEntry[]> {
     return this.tx.driver.tx(
       async (q) => {
-        const { nodes, requests } = await this.placementInputs(q, view, trust);
+        const { nodes, requests } = await this.placementInputs(q, view, trust, rebalance);
         return planPlacement(requests, nodes);
       },
       { snapshot: true },
@@ -226,8 +285,12 @@ export class AssignmentRepository {
    * `trust` says) under the placement lock, plans, and writes every changed assignment
    * (generation bumped) with its change row.
    */
-  pass(view: PlacementView, trust: ReportTrust = TRUST_ALL): Promise<PlacementOutcome> {
-    return this.tx.write((w) => this.passIn(w, view, trust));
+  pass(
+    view: PlacementView,
+    trust: ReportTrust = TRUST_ALL,
+    rebalance: Rebalance = NO_REBALANCE,
+  ): Promise<PlacementOutcome> {
+    return this.tx.write((w) => this.passIn(w, view, trust, undefined, rebalance));
   }
 
   /**
@@ -270,9 +333,10 @@ export class AssignmentRepository {
     view: PlacementView,
     trust: ReportTrust,
     lossAccepted?: string,
+    rebalance: Rebalance = NO_REBALANCE,
   ): Promise<PlacementOutcome> {
     await this.tx.driver.lockPlacement(w.q);
-    const inputs = await this.placementInputs(w.q, view, trust);
+    const inputs = await this.placementInputs(w.q, view, trust, rebalance);
     if (lossAccepted !== undefined) {
       for (const r of inputs.requests) {
         if (r.current?.leader === lossAccepted) {
@@ -287,8 +351,14 @@ export class AssignmentRepository {
       }
     }
     const entries = planPlacement(inputs.requests, inputs.nodes);
+    const preferred = new Map(
+      inputs.requests
+        .filter((r) => r.preferred !== undefined)
+        .map((r) => [shardKeyString(r.key), r.preferred]),
+    );
     const fresh: AssignmentRecord[] = [];
     const written: AssignmentRecord[] = [];
+    const returned: AssignmentRecord[] = [];
     let unplaced = 0;
     for (const e of entries) {
       if (!e.placement.placed) {
@@ -307,6 +377,7 @@ export class AssignmentRepository {
       if (!e.current) fresh.push(a);
       else if (await updateAssignmentIf(w.q, a, e.current.generation, w.nowMs())) {
         written.push(a);
+        if (preferred.get(shardKeyString(k)) === a.leader) returned.push(a);
         w.change('assignments', 'updated', assignmentKeyOf(a), a);
       }
     }
@@ -319,7 +390,7 @@ export class AssignmentRepository {
       if (await deleteAssignmentIf(w.q, o))
         w.change('assignments', 'unassigned', assignmentKeyOf(o));
     }
-    return { entries, written, unplaced };
+    return { entries, written, unplaced, returned };
   }
 
   /** Places a new resource's shards inside its creating write. */
@@ -372,6 +443,7 @@ export class AssignmentRepository {
     q: Sql,
     view: PlacementView,
     trust: ReportTrust,
+    rebalance: Rebalance,
   ): Promise<PlacementInputs> {
     const rows = await livenessRows(q);
     const nodes = view(rows);
@@ -433,6 +505,7 @@ export class AssignmentRepository {
         }
       }
     }
+    markPreferred(requests, { rows, nodes, reports, trust, rebalance });
     // What is left in `current` matched no resource.
     return { nodes, requests, routing, floors, orphans: [...current.values()] };
   }

@@ -20,7 +20,8 @@ import type { Lifecycle, NodeLiveness, NodeRecord, Page, RegisterInput } from '.
 /** The node rows placement reads (liveness applied later, by the caller's view). */
 export async function livenessRows(q: Sql): Promise<NodeLiveness[]> {
   const rows = await q.query<Row>(
-    `SELECT node_id, zone, lifecycle, last_heartbeat_at_ms, capacity_max_shards, durable_storage
+    `SELECT node_id, zone, lifecycle, last_heartbeat_at_ms, capacity_max_shards, durable_storage,
+       registered_at_ms
      FROM nodes`,
   );
   return rows.map(livenessOf);

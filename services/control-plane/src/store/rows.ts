@@ -105,6 +105,7 @@ export function livenessOf(r: Row): NodeLiveness {
     last_heartbeat_at_ms: num(r.last_heartbeat_at_ms),
     max_shards: num(r.capacity_max_shards),
     durable_storage: num(r.durable_storage) !== 0,
+    registered_at_ms: num(r.registered_at_ms),
   };
 }
 

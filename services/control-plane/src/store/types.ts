@@ -84,6 +84,8 @@ export interface NodeLiveness {
   last_heartbeat_at_ms: number;
   max_shards: number;
   durable_storage: boolean;
+  /** When the node's current incarnation registered. */
+  registered_at_ms: number;
 }
 
 export interface RegisterInput extends Omit<NodeSpec, 'durable_storage'> {

@@ -42,6 +42,7 @@ export function assignmentRoutes(app: FastifyInstance, ctx: RouteContext): void 
       const entries = await ctx.store.assignments.plan(
         (nodes) => placementNodes(nodes, ctx.liveness, nowMs),
         reportTrust(ctx.liveness, nowMs),
+        { delayMs: ctx.liveness.leaderRebalanceDelayMs ?? 0 },
       );
       const items = [];
       let unchanged = 0;

@@ -5,7 +5,7 @@
  * /v1/replica-reports`).
  */
 import type { Static } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
 import { ReportNotAcceptedError } from '../../errors.js';
 import { PAGE_LIMIT_MAX, REPLICA_REPORT_BODY_BYTES_MAX } from '../../limits.js';
@@ -33,6 +33,32 @@ function inputOf(r: ShardReport): ReportInput {
     in_sync: r.in_sync ?? [],
     ...(r.uid === undefined ? {} : { uid: r.uid }),
   };
+}
+
+/** Says which shard reports were not accepted and why (the request's own line says only 409). */
+function logOutcomes(
+  log: FastifyBaseLogger,
+  nodeId: string,
+  shards: readonly { outcome: string }[],
+): void {
+  // `not_leader` is at the assignment's own generation: another leader claims it.
+  const ahead = shards.filter(
+    (s) => s.outcome === 'future_generation' || s.outcome === 'not_leader',
+  );
+  if (ahead.length > 0) {
+    // Only a database that went back in time (a restore) is behind its brokers.
+    log.warn(
+      { node_id: nodeId, shards: ahead.slice(0, 8), count: ahead.length },
+      'a broker leads at a generation its assignment does not name (a restored database?); the assignment moves past it when the report names the current creation',
+    );
+  }
+  // Usually benign (`stale`: a shard that moved since the broker sent its report).
+  const notAccepted = shards.filter((s) => s.outcome !== 'accepted');
+  if (notAccepted.length > 0)
+    log.info(
+      { node_id: nodeId, shards: notAccepted.slice(0, 8), count: notAccepted.length },
+      'replica reports not accepted',
+    );
 }
 
 export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -65,17 +91,7 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
         outcome: outcomes[i]!,
       }));
       for (const o of outcomes) ctx.metrics.replicaReports.inc({ outcome: o });
-      // `not_leader` is at the assignment's own generation: another leader claims it.
-      const ahead = shards.filter(
-        (s) => s.outcome === 'future_generation' || s.outcome === 'not_leader',
-      );
-      if (ahead.length > 0) {
-        // Only a database that went back in time (a restore) is behind its brokers.
-        req.log.warn(
-          { node_id: nodeId, shards: ahead.slice(0, 8), count: ahead.length },
-          'a broker leads at a generation its assignment does not name (a restored database?); the assignment moves past it when the report names the current creation',
-        );
-      }
+      logOutcomes(req.log, nodeId, shards);
       // A leaving leader's drained shards move at once (docs/replication.md, "Hand-off on
       // SIGTERM"), not at the next timed pass; and a leader's first report at its generation
       // lets placement change its quorum set (drop a member that left, top it up) at once.
