@@ -14,68 +14,16 @@ import { waitFor } from '@felix/testing-harness';
 import { describe, expect, it } from 'vitest';
 import { type FelixCluster, scaled, startCluster } from '../src/index.js';
 import { CP_EXPIRY_TIMEOUT_MS } from '../src/limits.js';
-import { clusterPerTest, publishAll, readUpTo, text } from './support.js';
+import {
+  acksGrow,
+  clusterPerTest,
+  publishAll,
+  publishUntilStopped,
+  readUpTo,
+  text,
+} from './support.js';
 
-const RETRY_PAUSE_MS = 50;
 const READ_DEADLINE_MS = 60_000;
-const ACKS_PER_STEP = 20;
-
-interface PublishRun {
-  acked: string[];
-  refused: number;
-  /** The longest stretch from a first refusal to the next ack, in ms. */
-  longestRefusedMs: number;
-  /** The longest stretch between two acks (refusals and slow publishes alike), in ms. */
-  longestGapMs: number;
-  stop(): Promise<void>;
-}
-
-/** Publishes fresh values one at a time until stopped, recording acks and refused stretches. */
-function publishUntilStopped(publish: (v: string) => Promise<unknown>): PublishRun {
-  let stopped = false;
-  const run: PublishRun = {
-    acked: [],
-    refused: 0,
-    longestRefusedMs: 0,
-    longestGapMs: 0,
-    stop: async () => {},
-  };
-  const loop = (async () => {
-    let i = 0;
-    let refusedSince: number | null = null;
-    let lastAck: number | null = null;
-    while (!stopped) {
-      const v = `rec-${i++}`;
-      try {
-        await publish(v);
-        run.acked.push(v);
-        const now = performance.now();
-        if (lastAck !== null) run.longestGapMs = Math.max(run.longestGapMs, now - lastAck);
-        lastAck = now;
-        if (refusedSince !== null) {
-          run.longestRefusedMs = Math.max(run.longestRefusedMs, performance.now() - refusedSince);
-          refusedSince = null;
-        }
-      } catch {
-        // Refused or unknown: never counted as acked; retried with the next value after a pause.
-        run.refused++;
-        refusedSince ??= performance.now();
-        await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
-      }
-    }
-  })();
-  run.stop = async () => {
-    stopped = true;
-    await loop;
-  };
-  return run;
-}
-
-/** Waits until `ACKS_PER_STEP` more publishes were acked. */
-async function acksGrow(run: PublishRun, what: string): Promise<void> {
-  const before = run.acked.length;
-  await waitFor(async () => run.acked.length >= before + ACKS_PER_STEP, what, scaled(30_000));
-}
 
 /** Resolves with the ms from now until the control plane's set of the shard no longer names
  *  `node`. */

@@ -33,7 +33,7 @@ export function clusterPerTest(): { cluster: FelixCluster | undefined } {
 }
 
 /**
- * The values of a one-shard stream from offset 0 up to and including `last` (by value); fails
+ * The values of a stream's shard (default 0) from offset 0 up to and including `last` (by value); fails
  * naming what it saw when `last` has not come within a step (a lost record fails the test
  * there, not at the test's own timeout).
  */
@@ -41,12 +41,13 @@ export async function readUpTo(
   client: FelixClient,
   stream: string,
   last: string,
+  shard = 0,
 ): Promise<string[]> {
   const ac = new AbortController();
   const seen: string[] = [];
   const timer = setTimeout(() => ac.abort(), scaled(STEP_MS));
   try {
-    for await (const ev of client.subscribe(stream, { from: 0, shard: 0, signal: ac.signal })) {
+    for await (const ev of client.subscribe(stream, { from: 0, shard, signal: ac.signal })) {
       const v = TEXT.decode(ev.data);
       seen.push(v);
       if (v === last) return seen;
@@ -60,6 +61,67 @@ export async function readUpTo(
   throw new Error(
     `${stream} never reached ${last}; read ${seen.length}: ${seen.slice(-5).join(', ')}`,
   );
+}
+
+const RETRY_PAUSE_MS = 50;
+const ACKS_PER_STEP = 20;
+
+/** A publisher that keeps publishing (publishUntilStopped), and what it saw. */
+export interface PublishRun {
+  acked: string[];
+  refused: number;
+  /** The longest stretch from a first refusal to the next ack, in ms. */
+  longestRefusedMs: number;
+  /** The longest stretch between two acks (refusals and slow publishes alike), in ms. */
+  longestGapMs: number;
+  stop(): Promise<void>;
+}
+
+/** Publishes fresh values one at a time until stopped, recording acks and refused stretches. */
+export function publishUntilStopped(publish: (v: string) => Promise<unknown>): PublishRun {
+  let stopped = false;
+  const run: PublishRun = {
+    acked: [],
+    refused: 0,
+    longestRefusedMs: 0,
+    longestGapMs: 0,
+    stop: async () => {},
+  };
+  const loop = (async () => {
+    let i = 0;
+    let refusedSince: number | null = null;
+    let lastAck: number | null = null;
+    while (!stopped) {
+      const v = `rec-${i++}`;
+      try {
+        await publish(v);
+        run.acked.push(v);
+        const now = performance.now();
+        if (lastAck !== null) run.longestGapMs = Math.max(run.longestGapMs, now - lastAck);
+        lastAck = now;
+        if (refusedSince !== null) {
+          run.longestRefusedMs = Math.max(run.longestRefusedMs, performance.now() - refusedSince);
+          refusedSince = null;
+        }
+      } catch {
+        // Refused or unknown: never counted as acked; retried with the next value after a pause.
+        run.refused++;
+        refusedSince ??= performance.now();
+        await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+      }
+    }
+  })();
+  run.stop = async () => {
+    stopped = true;
+    await loop;
+  };
+  return run;
+}
+
+/** Waits until `ACKS_PER_STEP` more publishes were acked. */
+export async function acksGrow(run: PublishRun, what: string): Promise<void> {
+  const before = run.acked.length;
+  await waitFor(async () => run.acked.length >= before + ACKS_PER_STEP, what, scaled(30_000));
 }
 
 /** A gauge's value from a Prometheus text page (labels matched exactly as written), or NaN. */
