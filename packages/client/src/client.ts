@@ -70,7 +70,7 @@ import type {
 } from './types.js';
 import { backoffDelayMs, sleep } from './util/backoff.js';
 import { abortable } from './util/abortable.js';
-import { checkWellFormed, illFormed } from './util/well-formed.js';
+import { checkWellFormed, illFormed, notString } from './util/well-formed.js';
 import { checkConnectOptions, checkStreamName, checkSubscribeOptions } from './arguments.js';
 
 /** What tests replace: how a connection is made (a fake broker) and the token keeper's clock. */
@@ -418,6 +418,7 @@ export class FelixClient {
     if (typeof data === 'string') {
       if (!data.isWellFormed()) return Promise.reject(illFormed('the publish data'));
     } else if (!isByteView(data)) return Promise.reject(notBytes(data, 'the publish data'));
+    if (typeof stream !== 'string') return Promise.reject(notString(stream, 'the stream name'));
     // Only a name that may be too long is measured (a UTF-16 unit is at most 3 UTF-8 bytes); one
     // that is not well-formed is refused there too.
     if (stream.length * 3 > BINARY_STRING_BYTES_MAX || !stream.isWellFormed())

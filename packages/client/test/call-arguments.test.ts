@@ -54,6 +54,38 @@ describe('arguments refused at the call', () => {
     }
   });
 
+  it('a_name_that_is_not_a_string_is_refused_naming_the_argument_not_a_wire_field', async () => {
+    // Before, `cache(undefined).get('a')` and `publish(undefined, 'x')` threw a plain TypeError
+    // ("Cannot read properties of undefined"), and `cache(123)` a wire error naming
+    // `shard_owners.name`, a field the caller never wrote.
+    const broker = new FakeBroker({ reauth: false });
+    const client = await clientOver(broker, 5_000);
+    const odd = (v: unknown) => v as string;
+    try {
+      for (const [call, what] of [
+        [() => client.publish(odd(undefined), 'x'), 'the stream name'],
+        [() => client.publish(odd(7), 'x'), 'the stream name'],
+        [() => client.cache(odd(undefined)).get('a'), 'the cache name'],
+        [() => client.cache(odd(123)).get('a'), 'the cache name'],
+        [() => client.counter(odd(undefined)).get('a'), 'the counter name'],
+        [() => client.group('jobs', odd(undefined), { shard: 0 }).poll(), 'the group name'],
+        [() => client.group(odd(undefined), 'g'), 'the stream name'],
+        [() => client.subscribe(odd(null)), 'the stream name'],
+      ] as const) {
+        const err = await refusal(call);
+        expect(err, what).toBeInstanceOf(InvalidArgumentError);
+        expect((err as Error).message).toMatch(new RegExp(`^${what} must be a string, got `));
+      }
+      // A counter delta given as a number says how to write it.
+      const err = await refusal(() => client.counter('hits').add('k', 3 as unknown as bigint));
+      expect(err).toBeInstanceOf(InvalidArgumentError);
+      expect((err as Error).message).toMatch(/write 3n or BigInt\(3\)/);
+      expect(requests(broker)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('a_publishers_record_that_is_not_bytes_is_refused_naming_its_data_or_key', async () => {
     // Before, `publisher().send('text')` was refused as "a record of undefined bytes exceeds what
     // one publish carries" (a string has no byteLength), which names neither the argument nor

@@ -31,6 +31,10 @@ export class Counter {
 
   /** Adds `delta` and resolves with the sum including it. */
   async add(key: string, delta: bigint, opts: { signal?: AbortSignal } = {}): Promise<bigint> {
+    if (typeof delta === 'number' && Number.isSafeInteger(delta))
+      throw new InvalidArgumentError(
+        `delta must be a bigint, not a number: write ${delta}n or BigInt(${delta})`,
+      );
     if (typeof delta !== 'bigint' || delta < I64_MIN || delta > I64_MAX)
       throw new InvalidArgumentError('delta must be a bigint in the signed 64-bit range');
     const msg = await this.send(key, opts.signal, delta);

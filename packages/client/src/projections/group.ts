@@ -424,7 +424,9 @@ export class Group implements GroupSettler {
 /** An offset a group call names: what the wire carries, a whole number >= 0. */
 function checkOffset(offset: number | undefined, call: string): void {
   if (!(Number.isSafeInteger(offset) && (offset as number) >= 0))
-    throw new InvalidArgumentError(`${call} takes an offset, a whole number >= 0, got ${offset}`);
+    throw new InvalidArgumentError(
+      `${call} takes an offset, a whole number >= 0, got ${typeof offset === 'string' ? JSON.stringify(offset) : String(offset)}`,
+    );
 }
 
 export function checkPollOptions(opts: PollOptions): void {

@@ -9,9 +9,23 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 
-/** Throws InvalidArgumentError naming `what` when `text` holds a lone surrogate. */
+/** Throws InvalidArgumentError naming `what` when `text` is no string (a JavaScript caller's
+ *  `undefined` or number, which would fail later as a TypeError or a wire error naming a field
+ *  the caller never wrote) or holds a lone surrogate. */
 export function checkWellFormed(text: string, what: string): void {
-  if (typeof text === 'string' && !text.isWellFormed()) throw illFormed(what);
+  if (typeof text !== 'string') throw notString(text, what);
+  if (!text.isWellFormed()) throw illFormed(what);
+}
+
+/** The refusal of an argument that must be a string and is not. */
+export function notString(value: unknown, what: string): InvalidArgumentError {
+  const shown =
+    typeof value === 'bigint'
+      ? `${value}n`
+      : typeof value === 'object' && value !== null
+        ? 'an object'
+        : String(value);
+  return new InvalidArgumentError(`${what} must be a string, got ${shown}`);
 }
 
 /** The refusal of an argument holding a lone surrogate. */
