@@ -33,7 +33,7 @@ import { keepNewerGenerations, ownerRefusal } from '../src/cluster/shard-refs.js
 import { NotLeaderRefusal } from '../src/session/refusal.js';
 import { loadConfig } from '../src/config/load.js';
 import { retentionOf } from '../src/streams/durable-store.js';
-import { ControlPlaneUnavailableError } from '../src/errors.js';
+import { ControlPlaneRefusedError, ControlPlaneUnavailableError } from '../src/errors.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -167,6 +167,25 @@ describe('control-plane membership', () => {
       .deregister('n0', 2_000)
       .catch((e: unknown) => e);
     expect((bad as Error).message).toBe('control plane deregister: bad port');
+  });
+
+  it('a_control_plane_refusing_the_brokers_credential_says_which_setting_gives_it', async () => {
+    // Before, a broker started without a node credential logged `401 ... needs Authorization:
+    // Bearer <felix-controlplane token>` twice a second without naming the setting to fix.
+    const unauthorized = async () =>
+      new Response(JSON.stringify({ code: 'FELIX_CONTROLPLANE_UNAUTHENTICATED', message: 'no' }), {
+        status: 401,
+        headers: { 'content-type': 'application/json' },
+      });
+    const none = new LiveControlPlaneClient('http://cp', undefined, { fetch: unauthorized });
+    const err = await none.snapshot('streams').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControlPlaneRefusedError);
+    expect((err as Error).message).toMatch(/sends no node credential: set FELIX_NODE_TOKEN or/);
+    const some = new LiveControlPlaneClient('http://cp', async () => 'tok', {
+      fetch: unauthorized,
+    });
+    const refused = await some.snapshot('streams').catch((e: unknown) => e);
+    expect((refused as Error).message).toMatch(/the node credential .* was refused: expired/);
   });
 
   it('membership_log_lines_name_the_node_once', async () => {

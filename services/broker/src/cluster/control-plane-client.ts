@@ -186,8 +186,9 @@ export class ControlPlaneClient {
   ): Promise<unknown> {
     const deadline = AbortSignal.timeout(timeoutMs);
     let res: Response;
+    let token: string | null = null;
     try {
-      const token = await this.bearer();
+      token = await this.bearer();
       const headers: Record<string, string> = {};
       if (body !== undefined) headers['content-type'] = 'application/json';
       // The control plane requires the node credential on every call (issue 21).
@@ -218,7 +219,7 @@ export class ControlPlaneClient {
     if (res.status >= 400) {
       const code = isObject(parsed) && typeof parsed.code === 'string' ? parsed.code : 'unknown';
       const msg = isObject(parsed) && typeof parsed.message === 'string' ? parsed.message : '';
-      throw new ControlPlaneRefusedError(what, res.status, code, msg);
+      throw new ControlPlaneRefusedError(what, res.status, code, msg + credentialHint(res, token));
     }
     return parsed;
   }
@@ -371,4 +372,12 @@ export class ControlPlaneClient {
     });
     return { items, nextSeq: int(a.next_seq, what, 'next_seq') };
   }
+}
+
+/** What an operator should check when the control plane refused the broker's credential. */
+function credentialHint(res: Response, token: string | null): string {
+  if (res.status !== 401) return '';
+  return token === null
+    ? ' (this broker sends no node credential: set FELIX_NODE_TOKEN or FELIX_NODE_TOKEN_FILE to one minted for its node id, docs/security.md)'
+    : ' (the node credential FELIX_NODE_TOKEN or FELIX_NODE_TOKEN_FILE gives was refused: expired, minted for another node id, or by another control plane)';
 }
