@@ -749,6 +749,7 @@ export class FelixClient {
         get active() {
           return router.active;
         },
+        requestTimeoutMs: this.opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS_DEFAULT,
         connectionFor: (kind, name, shard, signal) =>
           router.connectionFor(kind, name, shard, signal),
         widthOf: (kind, name, signal) => router.widthOf(kind, name, signal),

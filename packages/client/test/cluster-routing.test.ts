@@ -667,6 +667,7 @@ describe('a group consumer on a cluster', () => {
     const refusedWith: Array<{ where: string; err: unknown }> = [];
     const route: ProjectionRoute = {
       active: true,
+      requestTimeoutMs: 5_000,
       connectionFor: () => Promise.reject(new Error('not used by the loop')),
       widthOf: async () => 1,
       refused: (k, n, s, err) => refusedWith.push({ where: `${k} ${n}/${s}`, err }),

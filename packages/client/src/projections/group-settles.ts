@@ -14,6 +14,7 @@ import {
   FEATURE_HI_GROUP_NACK_BATCH,
   FEATURE_HI_GROUP_RELEASE,
   FLAG_BINARY_GROUP,
+  type GroupNackedMessage,
   type Message,
   decodeGroupAcked,
   encodeGroupAck,
@@ -30,6 +31,7 @@ import type { GroupMessage, GroupSettler, SettleType } from './group-message.js'
 import { has } from '../protocol/negotiation.js';
 import { type ProjectionHost, requireFeature } from './host.js';
 import { abortable } from '../util/abortable.js';
+import type { SettleAgain } from './settle-again.js';
 
 /** One ack or nack waiting for its batch's answer. */
 interface PendingSettle {
@@ -81,6 +83,9 @@ export class GroupSettles implements GroupSettler {
     /** Runs a single settle on the shard's owner (in a cluster, following a `not_leader`
      *  answer); absent: on the host's connection. */
     private readonly onOwner?: OnOwner,
+    /** Sends a settle refused unapplied again on the shard's owner (settle-again.ts); absent:
+     *  such a settle fails as refused. */
+    private readonly again?: SettleAgain,
   ) {}
 
   /**
@@ -198,10 +203,41 @@ export class GroupSettles implements GroupSettler {
           this.what,
         )
         .then(undefined, (err: unknown) => {
-          for (const a of part) a.reject(err as Error);
           done();
+          const again = this.again;
+          if (again === undefined) {
+            for (const a of part) a.reject(err as Error);
+            return;
+          }
+          again((c) => this.ackBatchOn(c, offsets), { err, from: bc.server }).then(
+            (stale) => settleEach(part, stale, undefined),
+            (e: unknown) => {
+              for (const a of part) a.reject(e as Error);
+            },
+          );
         });
     }
+  }
+
+  /** One `group_ack_batch` of `offsets` on `bc` (a resend): the offsets answered stale. */
+  private ackBatchOn(bc: BrokerConnection, offsets: number[]): Promise<number[]> {
+    requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_ack');
+    if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0)
+      return Promise.reject(new ProtocolError('the shard owner does not offer group_ack_batch'));
+    const frame = this.ackFrames(bc);
+    return bc.requests.requestPrepared<number[]>(
+      (request_id) => ({
+        bytes: frame(offsets, request_id),
+        quick: readAcked,
+        finish: (msg) => {
+          if (msg.type !== 'group_acked') {
+            throw new ProtocolError(`expected group_acked, got ${msg.type}`);
+          }
+          return msg.stale;
+        },
+      }),
+      this.what,
+    );
   }
 
   /** An ack batch was answered (or failed): the acks held behind it go now. */
@@ -324,36 +360,51 @@ export class GroupSettles implements GroupSettler {
   ) {
     for (let i = 0; i < items.length; i += GROUP_NACK_BATCH_OFFSETS_MAX) {
       const part = items.slice(i, i + GROUP_NACK_BATCH_OFFSETS_MAX);
-      const message = (request_id: number) =>
-        ({
-          type: 'group_nack_batch',
-          ...this.scope(bc),
-          offsets: part.map((it) => it.offset),
-          attempts: part.map((it) => it.attempts),
-          ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
-          ...(release ? { release: true } : {}),
-          request_id,
-        }) as Message;
+      const on = (c: BrokerConnection) => this.nackBatchOn(c, part, delayMs, release);
       // The request may encode (and refuse) synchronously: that must reject these nacks, not
       // escape into the turn's flush where nothing would catch it.
-      let sent: Promise<Message>;
+      let sent: Promise<GroupNackedMessage>;
       try {
-        sent = bc.requests.request(message, this.what);
+        sent = on(bc);
       } catch (err) {
         for (const it of part) it.reject(err as Error);
         continue;
       }
-      sent
-        .then((msg) => {
-          if (msg.type !== 'group_nacked') {
-            throw new ProtocolError(`expected group_nacked, got ${msg.type}`);
-          }
-          settleEach(part, msg.stale, msg.superseded);
-        })
+      const again = this.again;
+      (again === undefined
+        ? sent
+        : sent.catch((err: unknown) => again(on, { err, from: bc.server }))
+      )
+        .then((msg) => settleEach(part, msg.stale, msg.superseded))
         .catch((err: unknown) => {
           for (const it of part) it.reject(err as Error);
         });
     }
+  }
+
+  /** One `group_nack_batch` of `part` on `bc`, answered `group_nacked`. */
+  private nackBatchOn(
+    bc: BrokerConnection,
+    part: readonly PendingSettle[],
+    delayMs: number | undefined,
+    release: boolean,
+  ): Promise<GroupNackedMessage> {
+    const message = (request_id: number) =>
+      ({
+        type: 'group_nack_batch',
+        ...this.scope(bc),
+        offsets: part.map((it) => it.offset),
+        attempts: part.map((it) => it.attempts),
+        ...(delayMs !== undefined ? { delay_ms: delayMs } : {}),
+        ...(release ? { release: true } : {}),
+        request_id,
+      }) as Message;
+    return bc.requests.request(message, this.what).then((msg) => {
+      if (msg.type !== 'group_nacked') {
+        throw new ProtocolError(`expected group_nacked, got ${msg.type}`);
+      }
+      return msg;
+    });
   }
 
   /** Sends a settle or another group request over the request stream. `signal` ends the wait
@@ -365,8 +416,15 @@ export class GroupSettles implements GroupSettler {
     extra: Record<string, number> = {},
     signal?: AbortSignal,
   ): Promise<Message> {
-    if (this.onOwner !== undefined)
-      return this.onOwner((bc) => this.settleOn(bc, type, offset, extra, signal), signal);
+    if (this.onOwner !== undefined) {
+      const on = (bc: BrokerConnection) => this.settleOn(bc, type, offset, extra, signal);
+      const asked = this.onOwner(on, signal);
+      const again = this.again;
+      // A signal's abort is the caller's own end: not sent again.
+      return again === undefined || signal !== undefined
+        ? asked
+        : asked.catch((err: unknown) => again(on, { err, from: '' }));
+    }
     return this.settleOn(await this.host.connection(signal), type, offset, extra, signal);
   }
 

@@ -32,6 +32,7 @@ import {
 import type { GroupMessage, GroupSettler, SettleType } from './group-message.js';
 import { GroupPolls, type PollOptions } from './group-poll.js';
 import { GroupSettles } from './group-settles.js';
+import { type SettleShard, settleAgain } from './settle-again.js';
 import { type ProjectionHost, type ProjectionRoute, requireFeature } from './host.js';
 
 export type { DeadLetterPage, DeadLetterPageOptions } from './dead-letter-pages.js';
@@ -122,8 +123,19 @@ export class Group implements GroupSettler {
         );
     }
     const scope = (bc: BrokerConnection) => this.scope(bc);
-    this.settles = new GroupSettles(host, scope, `group ${name}`, (call, signal) =>
-      this.onOwner(call, signal),
+    const shard: SettleShard = {
+      route: host.route,
+      stream,
+      shard: this.shard,
+      closed: () => host.closed,
+      closing: host.closing,
+    };
+    this.settles = new GroupSettles(
+      host,
+      scope,
+      `group ${name}`,
+      (call, signal) => this.onOwner(call, signal),
+      host.route === undefined ? undefined : (call, failed) => settleAgain(shard, call, failed),
     );
     this.polls = new GroupPolls({
       host,

@@ -41,6 +41,8 @@ export interface ProjectionHost {
 /** What a watch or a group needs of the client's router (cluster/router.ts). */
 export interface ProjectionRoute {
   readonly active: boolean;
+  /** The client's request timeout: how long a refused write may be sent again (settle-again.ts). */
+  readonly requestTimeoutMs: number;
   connectionFor(
     kind: 'stream' | 'cache',
     name: string,

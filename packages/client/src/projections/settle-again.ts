@@ -1,0 +1,87 @@
+/**
+ * A group settle (an ack or nack batch, a single settle) that a broker refused without applying
+ * it, sent again to the shard's owner as the router then knows it. A leader stopping with
+ * SIGTERM refuses settles `draining` while it hands its shards off, a broker that no longer leads
+ * the shard answers `not_leader` or `shard_unavailable`, and a stopping broker's end of a request
+ * stream says what it read was not applied: before, each of these failed the caller's `ack()`,
+ * where a publish or a cache write made at the same moment was sent again and succeeded. Sending
+ * a settle again is safe: the shard's new leader owes every record its predecessor had handed
+ * out and accepts their settles (docs/queues.md), and a settle made twice is a harmless `ok`.
+ * Bounded as a keyed cache write is (key-routes.ts: KEYED_ROUTE_ATTEMPTS_MAX and the request
+ * timeout); `stale_claim` and everything not a redirect or a busy refusal fail at once.
+ */
+import { NotLeaderError, StaleClaimError } from '../errors.js';
+import { retryWindowMs } from '../cluster/routing.js';
+import { FAILOVER_RETRY_BASE_MS, PUBLISH_RETRY_DELAY_MS_MAX } from '../limits.js';
+import type { BrokerConnection } from '../protocol/broker-connection.js';
+import { backoffDelayMs, sleep } from '../util/backoff.js';
+import type { ProjectionRoute } from './host.js';
+import { type Refused, mayResendKeyed } from './key-routes.js';
+
+/** Sends `call` again on the shard's owner after `failed`, or throws why it may not. */
+export type SettleAgain = <T>(
+  call: (bc: BrokerConnection) => Promise<T>,
+  failed: Refused,
+) => Promise<T>;
+
+/** The group's shard and the client's state a resend needs. */
+export interface SettleShard {
+  route: ProjectionRoute | undefined;
+  stream: string;
+  shard: number;
+  closed(): boolean;
+  /** Aborted when the client closes: a backoff under way ends (the settle fails as it did). */
+  closing: AbortSignal | undefined;
+}
+
+/** `call` sent again on `s`'s owner after `failed` (see the module's comment). */
+export async function settleAgain<T>(
+  s: SettleShard,
+  call: (bc: BrokerConnection) => Promise<T>,
+  failed: Refused,
+): Promise<T> {
+  const route = s.route;
+  const startedMs = Date.now();
+  let last = failed;
+  for (let attempt = 0; ; attempt++) {
+    const elapsedMs = Date.now() - startedMs;
+    if (
+      route === undefined ||
+      !route.active ||
+      s.closed() ||
+      last.err instanceof StaleClaimError ||
+      !mayResendKeyed(last.err, attempt, elapsedMs, route.requestTimeoutMs)
+    )
+      throw last.err;
+    route.refused('stream', s.stream, s.shard, last.err, last.from);
+    // A `not_leader` from a broker just asked is followed at once, never back to it.
+    const tried = last.err instanceof NotLeaderError && last.from !== '' ? [last.from] : [];
+    if (tried.length === 0) {
+      const delayMs = backoffDelayMs(attempt, {
+        baseMs: FAILOVER_RETRY_BASE_MS,
+        maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
+      });
+      const leftMs = retryWindowMs(last.err, route.requestTimeoutMs) - elapsedMs;
+      const refusal = last.err;
+      await sleep(Math.max(0, Math.min(delayMs, leftMs)), s.closing).catch(() => {
+        throw refusal;
+      });
+    }
+    let used: BrokerConnection | undefined;
+    try {
+      return await route.request(
+        'stream',
+        s.stream,
+        s.shard,
+        (bc) => {
+          used = bc;
+          return call(bc);
+        },
+        undefined,
+        tried,
+      );
+    } catch (err) {
+      last = { err, from: used?.server ?? '' };
+    }
+  }
+}
