@@ -13,8 +13,12 @@ export class ConfigUnknownKeyError extends BrokerError {
   constructor(
     readonly key: string,
     readonly source: string,
+    /** A known name the caller probably meant, said in the message. */
+    readonly suggestion?: string,
   ) {
-    super(`unknown config key ${key} (from ${source})`);
+    super(
+      `unknown config key ${key} (from ${source})${suggestion === undefined ? '' : `: did you mean ${suggestion}?`}`,
+    );
   }
 }
 

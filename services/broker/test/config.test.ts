@@ -52,6 +52,15 @@ describe('broker config', () => {
     expect(() => loadConfig({ FELIX_POWER_LOSS_SEED: '1' })).not.toThrow();
   });
 
+  it('an_unknown_broker_variable_names_the_variable_it_probably_meant', () => {
+    // A user guessed `FELIX_BROKER_PUBLISH_QUORUM_TIMEOUT_MS` for `broker.publish_quorum_timeout_ms`
+    // (whose variable has no BROKER_) and got no hint.
+    expect(() => loadConfig({ FELIX_BROKER_PUBLISH_QUORUM_TIMEOUT_MS: '100' })).toThrow(
+      /FELIX_BROKER_PUBLISH_QUORUM_TIMEOUT_MS .*did you mean FELIX_PUBLISH_QUORUM_TIMEOUT_MS\?/,
+    );
+    expect(() => loadConfig({ FELIX_BROKER_PROT: '1' })).not.toThrow(/did you mean/);
+  });
+
   it('an_out_of_range_value_is_a_startup_error_naming_it', () => {
     expect(() => loadConfig({ FELIX_BROKER_PORT: '70000' })).toThrow(/broker\.port.*70000/);
     expect(() => loadConfig({ FELIX_BROKER_TRANSPORTS: 'quic,udp' })).toThrow(/broker\.transports/);

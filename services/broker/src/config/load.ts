@@ -141,6 +141,14 @@ function checkFormat(v: ConfigVar, value: string, source: string): string {
   return value;
 }
 
+/** The variable an unknown one probably meant: the same name with or without `BROKER_` (some
+ *  keys' variables have it, some do not: `FELIX_PUBLISH_QUORUM_TIMEOUT_MS`). */
+function envMeant(name: string): string | undefined {
+  const bare = (n: string) => n.replace(/^FELIX_(BROKER_)?/, '');
+  const tail = bare(name);
+  return CONFIG_VARS.find((v) => v.env !== name && bare(v.env) === tail)?.env;
+}
+
 function applyEnv(flat: Flat, env: NodeJS.ProcessEnv): void {
   const byEnv = new Map(CONFIG_VARS.map((v) => [v.env, v]));
   for (const [name, raw] of Object.entries(env)) {
@@ -148,7 +156,7 @@ function applyEnv(flat: Flat, env: NodeJS.ProcessEnv): void {
     const v = byEnv.get(name);
     if (!v) {
       if (OWNED_ENV_PREFIXES.some((p) => name.startsWith(p)))
-        throw new ConfigUnknownKeyError(name, 'environment');
+        throw new ConfigUnknownKeyError(name, 'environment', envMeant(name));
       continue;
     }
     const source = `environment ${name}`;
