@@ -475,6 +475,9 @@ describe('api', () => {
     expect(ready.json().status).toBe('ready');
     const info = (await built.inject({ method: 'GET', url: '/v1/system/info' })).json();
     expect(info).toMatchObject({ api_version: 'v1', store: 'sqlite', region_id: 'local' });
+    // A trial read `durable_storage: false` beside three brokers with data dirs: the flags say
+    // what this build offers, and it keeps durable logs.
+    expect(info.features).toEqual({ durable_storage: true, tiered_storage: false, bridges: false });
     const metrics = await built.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toContain('felix_controlplane_http_requests_total');
   });
