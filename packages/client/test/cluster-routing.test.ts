@@ -46,6 +46,23 @@ const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const redirectTo = (addr: string) => notLeaderOf({ node_id: addr, addr, generation: 1 });
 
 describe('redirect walk', () => {
+  it('a_redirect_to_an_owner_out_of_reach_names_that_owner_and_each_broker_once', async () => {
+    // A user's trial read `redirected past quic://h:3 -> quic://h:3 without reaching the shard's
+    // owner` for 14 s of a failover: one broker twice, and not the dead owner it was sent to.
+    const err = await followRedirects({
+      first: 'quic://h:3',
+      attempt: async () => {
+        throw notLeaderOf({ node_id: 'broker-1', addr: '127.0.0.1:1', generation: 3 });
+      },
+      // The owner named is suspect (dead): the router offers the broker it already asked.
+      next: () => 'quic://h:3',
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RedirectLimitError);
+    expect((err as Error).message).toBe(
+      "redirected past quic://h:3 without reaching the shard's owner: the last answer named node broker-1 (127.0.0.1:1) as its owner, which is not reachable or not serving it yet (a failover under way ends this)",
+    );
+  });
+
   it('a_redirect_is_followed_at_most_three_hops_without_revisiting_a_broker', async () => {
     // A chain longer than three hops: a, b, c, d are tried; e, named by d, never is.
     const chain: Record<string, string> = { a: 'b', b: 'c', c: 'd', d: 'e', e: 'f' };

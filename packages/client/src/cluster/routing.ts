@@ -152,10 +152,17 @@ export async function followRedirects<T>(walk: RedirectWalk<T>): Promise<T> {
     } catch (err) {
       if (!(err instanceof NotLeaderError)) throw err;
       const next = tried.length > hopsMax ? undefined : await walk.next(err, tried);
-      if (next === undefined || tried.includes(next))
+      if (next === undefined || tried.includes(next)) {
+        const named = redirectTargetOf(err);
+        const owner =
+          named?.nodeId === undefined
+            ? undefined
+            : `node ${named.nodeId}${named.addr === undefined ? '' : ` (${named.addr})`}`;
         throw new RedirectLimitError(next === undefined ? tried : [...tried, next], {
           cause: err,
+          ...(owner === undefined ? {} : { owner }),
         });
+      }
       addr = next;
     }
   }
