@@ -83,13 +83,6 @@ export interface ShardRequest {
   quorum?:
     | { established: boolean; lost?: readonly string[]; leaving?: readonly string[] }
     | undefined;
-  /**
-   * A member to lead instead of the routable current leader (leadership returning to a shard's
-   * preferred member: docs/replication.md, "Leaders return to their preferred brokers"). Taken
-   * only when it is an eligible member of the set; the members stay the same, in a new
-   * generation, so a quorum shard's new leader fences a majority of the set it acked on.
-   */
-  preferred?: string | undefined;
 }
 
 export interface PlanEntry {
@@ -140,21 +133,6 @@ function handoffTarget(
     (id) =>
       id !== current.leader && current.replicas.includes(id) && byId.get(id)?.eligible === true,
   );
-}
-
-/** The preferred member to lead instead of a routable current leader (`ShardRequest.preferred`),
- *  when it is an eligible member other than the leader. */
-function preferredTarget(
-  req: ShardRequest,
-  byId: ReadonlyMap<string, PlacementNode>,
-): string | undefined {
-  const { current, preferred } = req;
-  if (current === undefined || preferred === undefined || preferred === current.leader)
-    return undefined;
-  if (byId.get(current.leader)?.routable !== true) return undefined;
-  return current.replicas.includes(preferred) && byId.get(preferred)?.eligible === true
-    ? preferred
-    : undefined;
 }
 
 function zoneOf(node: PlacementNode): string {
@@ -212,7 +190,7 @@ function placeWith(
   load: ReadonlyMap<string, number>,
 ): Placement {
   const current = req.current;
-  const successor = handoffTarget(req, byId) ?? preferredTarget(req, byId);
+  const successor = handoffTarget(req, byId);
   const leaving = new Set(req.quorum?.leaving ?? []);
   const routable = (id: string) => byId.get(id)?.routable === true;
   // Fast path: a full set of routable copies led by a routable leader stays exactly as it is,

@@ -329,28 +329,6 @@ describe('placement', () => {
       expect(kept.changed).toBe(false);
     });
 
-    it('leadership_returns_to_the_preferred_member_over_the_same_set_in_a_new_generation', () => {
-      // f1 leads after a failover; `lead`, the preferred member, is back and eligible.
-      const moved = { leader: f1, replicas: [f1, lead, f2], generation: 2 };
-      const req = {
-        key: k,
-        replicationFactor: 3,
-        current: moved,
-        failover: { candidates: [] },
-        quorum: { established: true },
-      };
-      const back = placed(placeShard({ ...req, preferred: lead }, nodes));
-      expect(back.assignment).toEqual({ leader: lead, replicas: [lead, f1, f2], generation: 3 });
-      // Not named, or named but not eligible, or not a member: the leader stays.
-      expect(placed(placeShard(req, nodes)).changed).toBe(false);
-      const away = nodes.map((n) => (n.nodeId === lead ? { ...n, eligible: false } : n));
-      expect(placed(placeShard({ ...req, preferred: lead }, away)).changed).toBe(false);
-      expect(placed(placeShard({ ...req, preferred: spare }, nodes)).changed).toBe(false);
-      // A leaving leader's hand-off goes first.
-      const handing = { ...req, preferred: lead, handoff: { candidates: [f2] } };
-      expect(placed(placeShard(handing, nodes)).assignment.leader).toBe(f2);
-    });
-
     it('a_quorum_set_of_one_grows_without_waiting_for_a_report', () => {
       const alone = { leader: lead, replicas: [lead], generation: 1 };
       const req = {
