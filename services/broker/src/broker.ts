@@ -346,7 +346,7 @@ export class Broker {
       selfId,
       authenticator: this.authenticator!,
       route: (kind, t, ns, name, shard) => table.routeView(kind, t, ns, name, shard),
-      leaseGap: () => table.leaseRefusal('')?.reason ?? null,
+      leaseGap: (key) => table.leaseRefusal('', key)?.reason ?? null,
       peerAddress: (nodeId) => table.peerAddresses.get(nodeId),
       streams: (t, ns, name) => this.catalog!.get(t, ns, name),
       caches: this.requests!.caches,

@@ -223,6 +223,14 @@ export const HANDOFF_TIMEOUT_MS = 5_000;
 export const DRAIN_PEER_CLOSE_MS_DEFAULT = 1_000;
 /** How often the hand-off looks at the followers' cursors and at the shards it still leads. */
 export const HANDOFF_POLL_MS = 20;
+/**
+ * A shard moved to its preferred broker at the control plane's request (cluster/transfers.ts):
+ * its writes are refused while it ships until its followers are level and the control plane
+ * moves it; past this the move is given up and the shard takes writes again where it is.
+ */
+export const SHARD_TRANSFER_MS = 3_000;
+/** Shards one broker moves to their preferred brokers at once (each refuses its writes). */
+export const SHARD_TRANSFERS_MAX = 4;
 /** First retry delay after a failed feed or membership call; doubles per failure. */
 export const CONTROLPLANE_RETRY_MS_MIN = 100;
 /** Longest retry delay (reference: heartbeat retries capped near a fifth of the lease). */

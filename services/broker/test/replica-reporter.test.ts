@@ -56,6 +56,7 @@ describe('replica reports', () => {
     const client = {
       replicaStatus: async (_node: string, _inc: number, shards: ShardReport[]) => {
         sent.push(shards.length);
+        return [];
       },
     };
     const reporter = reporterOver(client, membership);
@@ -86,6 +87,7 @@ describe('replica reports', () => {
     const client = {
       replicaStatus: async () => {
         sent++;
+        return [];
       },
     };
     const reporter = reporterOver(client, membership);
@@ -138,6 +140,7 @@ describe('replica reports', () => {
         seqs.push(seq);
         // The second request is given up on: the next one must still be numbered after it.
         if (seqs.length === 2) throw new Error('timed out');
+        return [];
       },
     };
     const reporter = reporterOver(client, membership);

@@ -1,7 +1,9 @@
 // Goal: a quorum shard's leadership returns to its preferred member (the set's first by
 // rendezvous rank) once that broker has been registered for the rebalance delay and its leader's
-// report at its generation names it in sync, over the same members in a new generation; never
-// for a `leader` shard, a stale or earlier report, a member not serving, or with the delay off.
+// report at its generation names it in sync: placement asks that leader to hand the shard off,
+// and moves it there over the same members in a new generation once the leader reports it
+// drained; never for a `leader` shard, a stale or earlier report, a member not serving, or with
+// the delay off.
 // Method: the pure policy with hand-built inputs; then the store on SQLite and on the real
 // Postgres, a hand-off and a return driven through registrations, reports and placement passes.
 import type { PlacementNode } from '@felix/router';
@@ -191,27 +193,45 @@ function rebalanceSuite(backend: Backend): void {
       expect(first.leader).toBe(preferredMember({ ...key, name: 'q' }, first.replicas));
       const rebalance = { delayMs: 10_000 };
       clock.advance(5_000);
+      expect((await store.assignments.pass(view, trust(), rebalance)).transfers).toEqual([]);
+      expect(await only('q')).toEqual(moved);
+      // Past the delay the pass asks the leader to hand the shard off; it moves nothing itself.
+      clock.advance(5_000);
+      const asked = await store.assignments.pass(view, trust(), rebalance);
+      expect(asked.transfers).toEqual([
+        { key: { ...key, name: 'q' }, from: moved.leader, to: first.leader },
+      ]);
+      expect(await only('q')).toEqual(moved);
+      // Drained with only the other follower level: a leader that stays hands it to no one but
+      // the preferred member (else it would be asked to move it again).
+      const other = moved.replicas.find((id) => id !== moved.leader && id !== first.leader)!;
+      const short = reportOf(moved, { drained: true, caught_up: [other] });
+      await store.replicaReports.record(moved.leader, 1, [short]);
       await store.assignments.pass(view, trust(), rebalance);
       expect(await only('q')).toEqual(moved);
-      clock.advance(5_000);
+      // The leader, still live, reports the shard drained with every member level: it goes to
+      // the preferred member.
+      const drained = reportOf(moved, { drained: true, caught_up: moved.replicas.slice(1) });
+      await store.replicaReports.record(moved.leader, 1, [drained]);
       const out = await store.assignments.pass(view, trust(), rebalance);
       const back = await only('q');
       expect(out.returned).toEqual([back]);
       expect(back.leader).toBe(first.leader);
       expect(back.generation).toBe(moved.generation + 1);
       expect([...back.replicas].sort()).toEqual([...moved.replicas].sort());
-      // Home: the next pass, once its leader reported there, moves nothing.
+      // Home: the next pass, once its leader reported there, asks nothing.
       await store.replicaReports.record(back.leader, 2, [reportOf(back)]);
       clock.advance(60_000);
-      await store.assignments.pass(view, trust(), rebalance);
+      expect((await store.assignments.pass(view, trust(), rebalance)).transfers).toEqual([]);
       expect(await only('q')).toEqual(back);
     });
 
-    it('a_leader_shard_handed_off_keeps_its_new_leader', async () => {
+    it('a_leader_shard_handed_off_is_never_asked_to_move', async () => {
       await store.streams.create(stream('l', 'Leader'), view);
       const { moved } = await handOffAndReturn('l');
       clock.advance(60_000);
-      await store.assignments.pass(view, trust(), { delayMs: 10_000 });
+      const out = await store.assignments.pass(view, trust(), { delayMs: 10_000 });
+      expect(out.transfers).toEqual([]);
       expect(await only('l')).toEqual(moved);
     });
   });

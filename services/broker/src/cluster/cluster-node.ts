@@ -9,6 +9,7 @@
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { ShardTransfers } from './transfers.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Catalog, OpenStore } from '../catalog/catalog.js';
 import type { BrokerConfig } from '../config/types.js';
@@ -174,6 +175,17 @@ export class ClusterNode {
       clog,
       metrics.registry,
     );
+    const transfers = new ShardTransfers({
+      replicator: () => this.table.replication?.replicator,
+      busy: (t) =>
+        this.table.replication?.riding.busy(
+          { tenant: t.tenant_id, namespace: t.namespace, stream: t.stream, shard: t.shard },
+          t.kind,
+        ) ?? false,
+      nudge: () => this.reporter.nudge(),
+      log: clog,
+    });
+    this.reporter.onTransfers = (list) => transfers.request(list);
     this.book = this.refreshNodeBook();
     this.peers.start();
     // Before the first snapshot: the replicated shards it names this node leader of stay closed.

@@ -15,7 +15,19 @@ import {
   CONTROLPLANE_REQUEST_MS_MAX,
   CONTROLPLANE_SNAPSHOT_ITEMS_MAX,
   NODE_BOOK_NODES_MAX,
+  REPLICA_REPORT_SHARDS_MAX,
 } from '../limits.js';
+
+/** A move the control plane asked for in its answer to a replica report (transfers.ts). */
+export interface TransferRequest {
+  tenant_id: string;
+  namespace: string;
+  kind: 'stream' | 'cache';
+  stream: string;
+  shard: number;
+  /** The member to move the shard to. */
+  to: string;
+}
 
 export interface RegisterRequest {
   node_id: string;
@@ -265,14 +277,15 @@ export class ControlPlaneClient {
     shards: readonly ShardReport[],
     timeoutMs: number,
     seq?: number,
-  ): Promise<void> {
-    await this.call(
+  ): Promise<TransferRequest[]> {
+    const a = await this.call(
       'replica status',
       'POST',
       `/v1/nodes/${encodeURIComponent(nodeId)}/replica-status`,
       seq === undefined ? { incarnation, shards } : { incarnation, seq, shards },
       timeoutMs,
     );
+    return transfersOf(a);
   }
 
   /** Marks this node draining: it keeps its shards and is given no new ones (hand-off). */
@@ -380,4 +393,27 @@ function credentialHint(res: Response, token: string | null): string {
   return token === null
     ? ' (this broker sends no node credential: set FELIX_NODE_TOKEN or FELIX_NODE_TOKEN_FILE to one minted for its node id, docs/security.md)'
     : ' (the node credential FELIX_NODE_TOKEN or FELIX_NODE_TOKEN_FILE gives was refused: expired, minted for another node id, or by another control plane)';
+}
+
+/** The shard moves a replica-status answer asks for (transfers.ts); malformed entries are
+ *  skipped (an older control plane sends none). */
+function transfersOf(a: unknown): TransferRequest[] {
+  if (!isObject(a) || !Array.isArray(a.transfers)) return [];
+  const out: TransferRequest[] = [];
+  for (const t of a.transfers.slice(0, REPLICA_REPORT_SHARDS_MAX)) {
+    if (!isObject(t)) continue;
+    const { tenant_id, namespace, kind, stream, shard, to } = t;
+    if (
+      typeof tenant_id !== 'string' ||
+      typeof namespace !== 'string' ||
+      (kind !== 'stream' && kind !== 'cache') ||
+      typeof stream !== 'string' ||
+      typeof to !== 'string' ||
+      !Number.isSafeInteger(shard) ||
+      (shard as number) < 0
+    )
+      continue;
+    out.push({ tenant_id, namespace, kind, stream, shard: shard as number, to });
+  }
+  return out;
 }

@@ -22,6 +22,7 @@ import {
   encodeInternalMessage,
 } from '@felix/wire';
 import type { Logger } from 'pino';
+import { shardKey } from './feed-items.js';
 import { cacheGet, cachePut } from '../caches/cache-requests.js';
 import type { CacheService } from '../caches/cache-service.js';
 import { FORWARD_TTL_NEVER_MS, readI64, writeI64 } from '../caches/forward.js';
@@ -61,9 +62,9 @@ export interface ForwardServerDeps {
     shard: number,
   ) => { view: { leader: string; generation: number } | undefined; serving: boolean };
   /** Whether this broker's lease has lapsed (it stops writing: cluster/shard-table.ts). */
-  /** Why this broker may not write now (`lease_starting`, `lease_deposed`, `lease_lapsed`);
-   *  null while its lease is held. */
-  leaseGap: () => string | null;
+  /** Why this broker may not write shard `key` now (`lease_starting`, `lease_deposed`,
+   *  `lease_lapsed`, `moving`: transfers.ts); null while its lease is held. */
+  leaseGap: (key: string) => string | null;
   /** A node's internal address (named in `NotLeader`). */
   peerAddress: (nodeId: string) => string | undefined;
   streams: (t: string, ns: string, name: string) => StreamRuntime | undefined;
@@ -141,7 +142,7 @@ export class ForwardServer {
     const verdict = judgeForward(this.deps.selfId, view, serving, ref.generation);
     switch (verdict.kind) {
       case 'serve':
-        return this.leaseGap();
+        return this.leaseGap(shardKey(kind, ref.tenantId, ref.namespace, ref.stream, ref.shard));
       case 'not_leader':
         return encodeInternalMessage({
           kind: 'NotLeader',
@@ -161,8 +162,8 @@ export class ForwardServer {
   }
 
   /** Null while this broker holds its lease; else throws the refusal naming why it does not. */
-  private leaseGap(): null {
-    const gap = this.deps.leaseGap();
+  private leaseGap(key: string): null {
+    const gap = this.deps.leaseGap(key);
     if (gap !== null) throw new ForwardRefusedError(INTERNAL_ERROR.Unavailable, gap);
     return null;
   }

@@ -25,7 +25,7 @@ import {
   REPLICA_REPORT_REGISTERED_POLL_MS,
   REPLICA_REPORT_SHARDS_MAX,
 } from '../limits.js';
-import type { ControlPlaneClient, ShardReport } from './control-plane-client.js';
+import type { ControlPlaneClient, ShardReport, TransferRequest } from './control-plane-client.js';
 import { sleep } from './feed-follower.js';
 import type { Membership } from './membership.js';
 
@@ -33,6 +33,8 @@ export class ReplicaReporter {
   private readonly abort = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly sent: Counter<'outcome'>;
+  /** Told the shard moves the control plane asked for in its answer (transfers.ts). */
+  onTransfers: (list: TransferRequest[]) => void = () => undefined;
   /** Set by `nudge`: the next report goes out without waiting for the interval. */
   private nudged = false;
   /** Ends the current wait for the interval early (a nudge), when one is running. */
@@ -112,7 +114,7 @@ export class ReplicaReporter {
     const m = this.membership;
     const timeoutMs = Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, m.heartbeatIntervalMs));
     try {
-      await this.client.replicaStatus(
+      const transfers = await this.client.replicaStatus(
         m.spec.node_id,
         m.currentIncarnation,
         shards,
@@ -120,6 +122,7 @@ export class ReplicaReporter {
         m.nextReportSeq(),
       );
       this.sent.inc({ outcome: 'accepted' });
+      if (transfers.length > 0) this.onTransfers(transfers);
     } catch (err) {
       // A refusal names shards this broker no longer leads at that generation (it hears so from
       // the assignment feed); a failure is retried by the next interval's report.

@@ -392,7 +392,7 @@ export class Replicator {
       const primary = primaryOf(logs);
       if (primary === undefined) continue;
       const { kind, shipping: s } = primary;
-      const level = leaving ? levelFollowers(logs) : null;
+      const level = leaving || this.moving.get(key) === true ? levelFollowers(logs) : null;
       const own = s.log.readableOffset;
       const confirmed = s.followers.map((f) => s.shipper.confirmed(f));
       const majority = Math.min(own, majorityHeld([own, ...confirmed], s.followers.length + 1));
@@ -455,6 +455,26 @@ export class Replicator {
       out.push({ ref: s.ref, kind, inSync: inSync.length, exposedRecords: exposed });
     }
     return out;
+  }
+
+  /**
+   * Shards moving to their preferred broker (transfers.ts): their writes are refused, and once
+   * true (level, checked twice) their reports say `drained` as a leaving broker's do.
+   */
+  readonly moving = new Map<string, boolean>();
+
+  /** Whether shard `key` is shipped. */
+  ships(key: string): boolean {
+    return this.shippers.has(key);
+  }
+
+  /** Whether shard `key` is shipped and every follower holds every log of it to its end. */
+  isLevel(key: string): boolean {
+    const logs = this.shippers.get(key);
+    if (logs === undefined) return false;
+    const level = levelFollowers(logs);
+    const followers = primaryOf(logs)?.shipping.followers.length ?? 0;
+    return level.durable && followers > 0 && level.followers.length >= followers;
   }
 
   /** Whether every follower of every shipped shard holds every log to its end (lag 0). */

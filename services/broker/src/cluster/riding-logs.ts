@@ -22,6 +22,9 @@ export interface RidingLogs {
   release(id: ShardId, owner: 'stream' | 'cache'): Promise<void>;
   /** This broker leads the shard (again, its follower copies closed): its riding logs may open. */
   admit(id: ShardId, owner: 'stream' | 'cache'): void;
+  /** Whether a stream shard's groups hold claims or acks its next leader would not have
+   *  (GroupRegistry.busyIn); a cache shard's logs hold nothing of the kind. */
+  busy(id: ShardId, owner: 'stream' | 'cache'): boolean;
   /**
    * A quorum cache shard's `kind` log acks and shows its writes only once the commit mark covers
    * them, each writer waiting at most `timeoutMs` (null: on this broker alone). Answers where
@@ -50,6 +53,9 @@ export function ridingLogsOf(
     admit(id, owner) {
       if (owner === 'cache') caches.admitShard(id);
       else groups?.shardState.admitShard(id);
+    },
+    busy(id, owner) {
+      return owner === 'stream' && (groups?.shardState.busyIn(id) ?? false);
     },
     holdToCommit(id, kind, timeoutMs) {
       return caches.holdToCommit(kind, id, timeoutMs);

@@ -55,6 +55,7 @@ import { CommittingCaches, fenceLedCache, holdCacheQuorum } from './cache-leadin
 import { CoalescedRuns } from '../util/coalesced-runs.js';
 import { type Fence, type FencedStore, fencedOpen } from './fenced-open.js';
 import { type LeaseView, leaseRefusal } from './lease.js';
+import { movingRefusal } from './transfers.js';
 import { OpenTroubles } from './open-troubles.js';
 import {
   type AssignmentRecord,
@@ -71,9 +72,7 @@ import {
 
 export type { AssignmentRecord, ShardKind } from './feed-items.js';
 
-interface HeldShard {
-  generation: number;
-}
+type HeldShard = { generation: number };
 
 /** Where the caches of the catalog feed go (the broker's CacheService). */
 export interface CacheRegistry {
@@ -86,8 +85,7 @@ export class ShardTable {
   private readonly caches = new Map<string, CacheConfig>();
   /** Client addresses of the other nodes (the address book), named in `not_leader` refusals. */
   nodeAddresses = new Map<string, string>();
-  /** Lifecycle of each node of the book (`live`, `draining`, `down`, `left`): the topology
-   *  answer names only live nodes. */
+  /** Lifecycle of each node of the book (`live`, `draining`, `down`, `left`): topology's. */
   nodeLifecycles = new Map<string, string>();
   /** Node id → internal address (replication dials it). */
   peerAddresses = new Map<string, string>();
@@ -407,7 +405,7 @@ export class ShardTable {
     if (deleted !== null) return deleted;
     const routeOf = followsAssignment ? routeWriteAtIngress : routeAtIngress;
     const route = routeOf(this.nodeId, view, serving);
-    if (route.kind === 'local') return write ? this.leaseRefusal(where) : null;
+    if (route.kind === 'local') return write ? this.leaseRefusal(where, key) : null;
     if (route.kind === 'remote') {
       const owner: ShardOwner = {
         kind,
@@ -424,9 +422,11 @@ export class ShardTable {
     return this.troubles.refusal(where, route.reason, key);
   }
 
-  /** Null while this broker holds its lease; else the refusal of a write. */
-  leaseRefusal(where: string): Refusal | null {
-    return this.lease === null ? null : leaseRefusal(this.lease, where, this.nodeId);
+  /** Null while this broker holds its lease and shard `key` (when named) is not moving
+   *  (transfers.ts); else the refusal of a write. */
+  leaseRefusal(where: string, key?: string): Refusal | null {
+    const moving = movingRefusal(this.replication?.replicator, key, where);
+    return moving ?? (this.lease === null ? null : leaseRefusal(this.lease, where, this.nodeId));
   }
 
   /** Runs a reconcile pass soon (coalesced). */

@@ -73,7 +73,7 @@ export class GroupService {
 
   /** The durable group state of the shards this broker leads, for replication to ship and to
    *  release when another broker leads the shard (registry.ts). */
-  get shardState(): Pick<GroupRegistry, 'shardLog' | 'releaseShard' | 'admitShard'> {
+  get shardState(): Pick<GroupRegistry, 'shardLog' | 'releaseShard' | 'admitShard' | 'busyIn'> {
     return this.registry;
   }
 

@@ -313,6 +313,21 @@ export class GroupRegistry {
     await this.deadLetters.release(shard);
   }
 
+  /**
+   * Whether a group of the stream shard holds what its next leader would not have: a claim
+   * standing, an ack above an unfinished record (in memory only), or a cursor write owed. A
+   * shard moved to its preferred broker (cluster/transfers.ts) waits for none of these.
+   */
+  busyIn(shard: GroupShard): boolean {
+    const prefix = `${JSON.stringify([shard.tenant, shard.namespace, shard.stream, shard.shard]).slice(0, -1)},`;
+    for (const [key, st] of this.states) {
+      if (!key.startsWith(prefix)) continue;
+      if (st.claims.size > 0 || st.holdsUnrebuildable()) return true;
+      if (this.owed.has(st) || st.commitRun !== undefined) return true;
+    }
+    return false;
+  }
+
   /** This broker leads the stream shard (again): its group logs may open, by replay. */
   admitShard(shard: GroupShard): void {
     this.cursors.admit(shard);

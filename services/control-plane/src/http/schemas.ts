@@ -339,7 +339,20 @@ const ShardOutcomes = Type.Array(
     outcome: ReportOutcome,
   }),
 );
-export const ReplicaStatusReply = Type.Object({ shards: ShardOutcomes });
+/** A leadership the control plane asks the reporting leader to hand off to its preferred
+ *  broker (cluster/rebalance.ts); brokers that do not know the field ignore it. */
+export const TransferAsked = Type.Object({
+  tenant_id: Type.String(),
+  namespace: Type.String(),
+  kind: Kind,
+  stream: Type.String(),
+  shard: Type.Integer(),
+  to: Type.String(),
+});
+export const ReplicaStatusReply = Type.Object({
+  shards: ShardOutcomes,
+  transfers: Type.Optional(Type.Array(TransferAsked)),
+});
 export const ReplicaStatusRefused = Type.Object({
   code: Type.String(),
   message: Type.String(),

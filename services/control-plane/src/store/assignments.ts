@@ -9,6 +9,7 @@ import {
   type FailoverPolicy,
   type PlacementNode,
   type PlanEntry,
+  type ShardKey,
   type ShardKind,
   type ShardRequest,
   placeShard,
@@ -32,7 +33,7 @@ import {
   reportedOrder,
   handoffPolicy,
 } from '../cluster/promotion.js';
-import { type RebalanceNode, preferredLeaderOf } from '../cluster/rebalance.js';
+import { type RebalanceNode, preferredLeaderOf, preferredMember } from '../cluster/rebalance.js';
 import { LEADER_MOVES_PER_PASS_MAX } from '../limits.js';
 import { livenessRows } from './membership.js';
 import { reportsByShard } from './replica-reports.js';
@@ -62,6 +63,9 @@ export interface PlacementOutcome {
   unplaced: number;
   /** Of `written`, the shards whose leadership returned to their preferred broker. */
   returned: AssignmentRecord[];
+  /** Leaderships placement asks their leaders to hand off to preferred brokers (answered to
+   *  each leader's next replica report: routes/replica-reports.ts). */
+  transfers: Transfer[];
 }
 
 /** How placement sees the nodes right now (liveness applied); supplied by the service. */
@@ -84,6 +88,7 @@ interface PlacementInputs {
   floors: Map<string, Floor>;
   /** Assignments whose resource no longer exists. */
   orphans: AssignmentRecord[];
+  transfers: Transfer[];
 }
 
 /** Where an accepted loss restarted a shard: its generation, and the copy kept (if any). */
@@ -191,12 +196,21 @@ function leaversOf(rows: readonly NodeLiveness[], current: ReadonlyMap<string, A
   };
 }
 
+/** A move of a shard's leadership to its preferred broker that placement asks its leader for
+ *  (cluster/rebalance.ts): the leader hands it off as if leaving, for that shard alone. */
+export interface Transfer {
+  key: ShardKey;
+  from: string;
+  to: string;
+}
+
 /**
- * Names on some requests the member to lead instead (`ShardRequest.preferred`): quorum shards
- * whose leadership returns to their preferred broker (cluster/rebalance.ts), at most
- * LEADER_MOVES_PER_PASS_MAX a pass, never one a leaving leader is handing off.
+ * Leaderships to return to preferred brokers (cluster/rebalance.ts), at most
+ * LEADER_MOVES_PER_PASS_MAX a pass, never of a shard already being handed off; and, on each
+ * request with a hand-off, its preferred member first among the members able to take it (a
+ * leaving broker's), or alone (a leader that stays drained it for that member: a transfer).
  */
-function markPreferred(
+function rebalanced(
   requests: ShardRequest[],
   pass: {
     rows: readonly NodeLiveness[];
@@ -205,8 +219,7 @@ function markPreferred(
     trust: ReportTrust;
     rebalance: Rebalance;
   },
-): void {
-  if (pass.rebalance.delayMs <= 0) return;
+): Transfer[] {
   const eligible = new Set(pass.nodes.filter((n) => n.eligible).map((n) => n.nodeId));
   const nodes = new Map<string, RebalanceNode>(
     pass.rows.map((n) => [
@@ -214,12 +227,21 @@ function markPreferred(
       { serving: eligible.has(n.node_id), registeredAtMs: n.registered_at_ms },
     ]),
   );
-  let moves = 0;
+  const out: Transfer[] = [];
   for (const r of requests) {
-    if (moves >= LEADER_MOVES_PER_PASS_MAX) return;
-    if (r.handoff !== undefined) continue;
     const k = r.key;
-    const preferred = preferredLeaderOf({
+    if (r.handoff !== undefined && r.current !== undefined) {
+      const first = preferredMember(k, r.current.replicas);
+      const c = r.handoff.candidates;
+      const able = first !== undefined && c.includes(first);
+      // A leader that is not leaving drained the shard for its preferred member alone: any
+      // other would be asked to move it again (a shard went back and forth in a campaign).
+      if (eligible.has(r.current.leader)) r.handoff = able ? { candidates: [first] } : undefined;
+      else if (able) r.handoff = { candidates: [first, ...c.filter((id) => id !== first)] };
+      continue;
+    }
+    if (out.length >= LEADER_MOVES_PER_PASS_MAX || r.current === undefined) continue;
+    const to = preferredLeaderOf({
       key: k,
       current: r.current,
       report: pass.reports.get(shardId(k.kind, k.tenant, k.namespace, k.name, k.shard)),
@@ -228,10 +250,9 @@ function markPreferred(
       nodes,
       delayMs: pass.rebalance.delayMs,
     });
-    if (preferred === undefined) continue;
-    r.preferred = preferred;
-    moves++;
+    if (to !== undefined) out.push({ key: k, from: r.current.leader, to });
   }
+  return out;
 }
 
 /** Every assignment, by shard id. */
@@ -351,10 +372,12 @@ export class AssignmentRepository {
       }
     }
     const entries = planPlacement(inputs.requests, inputs.nodes);
-    const preferred = new Map(
+    // A hand-off by a leader still eligible (not leaving) is a transfer to a preferred broker.
+    const eligible = new Set(inputs.nodes.filter((n) => n.eligible).map((n) => n.nodeId));
+    const transferred = new Set(
       inputs.requests
-        .filter((r) => r.preferred !== undefined)
-        .map((r) => [shardKeyString(r.key), r.preferred]),
+        .filter((r) => r.handoff !== undefined && eligible.has(r.current?.leader ?? ''))
+        .map((r) => shardKeyString(r.key)),
     );
     const fresh: AssignmentRecord[] = [];
     const written: AssignmentRecord[] = [];
@@ -377,7 +400,7 @@ export class AssignmentRepository {
       if (!e.current) fresh.push(a);
       else if (await updateAssignmentIf(w.q, a, e.current.generation, w.nowMs())) {
         written.push(a);
-        if (preferred.get(shardKeyString(k)) === a.leader) returned.push(a);
+        if (transferred.has(shardKeyString(k)) && a.leader !== e.current.leader) returned.push(a);
         w.change('assignments', 'updated', assignmentKeyOf(a), a);
       }
     }
@@ -390,7 +413,7 @@ export class AssignmentRepository {
       if (await deleteAssignmentIf(w.q, o))
         w.change('assignments', 'unassigned', assignmentKeyOf(o));
     }
-    return { entries, written, unplaced, returned };
+    return { entries, written, unplaced, returned, transfers: inputs.transfers };
   }
 
   /** Places a new resource's shards inside its creating write. */
@@ -505,8 +528,8 @@ export class AssignmentRepository {
         }
       }
     }
-    markPreferred(requests, { rows, nodes, reports, trust, rebalance });
+    const transfers = rebalanced(requests, { rows, nodes, reports, trust, rebalance });
     // What is left in `current` matched no resource.
-    return { nodes, requests, routing, floors, orphans: [...current.values()] };
+    return { nodes, requests, routing, floors, orphans: [...current.values()], transfers };
   }
 }

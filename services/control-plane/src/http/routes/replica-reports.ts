@@ -9,6 +9,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { checkName } from '../../catalog-names.js';
 import { ReportNotAcceptedError } from '../../errors.js';
 import { PAGE_LIMIT_MAX, REPLICA_REPORT_BODY_BYTES_MAX } from '../../limits.js';
+import type { Transfer } from '../../store/assignments.js';
 import type { ReportInput } from '../../store/replica-reports.js';
 import type { RouteContext } from '../context.js';
 import * as S from '../schemas.js';
@@ -33,6 +34,20 @@ function inputOf(r: ShardReport): ReportInput {
     in_sync: r.in_sync ?? [],
     ...(r.uid === undefined ? {} : { uid: r.uid }),
   };
+}
+
+/** The leadership moves the last placement pass asked of `nodeId` (cluster/rebalance.ts). */
+function transfersFor(all: readonly Transfer[], nodeId: string) {
+  return all
+    .filter((t) => t.from === nodeId)
+    .map((t) => ({
+      tenant_id: t.key.tenant,
+      namespace: t.key.namespace,
+      kind: t.key.kind,
+      stream: t.key.name,
+      shard: t.key.shard,
+      to: t.to,
+    }));
 }
 
 /** Says which shard reports were not accepted and why (the request's own line says only 409). */
@@ -97,7 +112,10 @@ export function replicaReportRoutes(app: FastifyInstance, ctx: RouteContext): vo
       // lets placement change its quorum set (drop a member that left, top it up) at once.
       if (established || b.shards.some((s, i) => s.drained === true && outcomes[i] === 'accepted'))
         void ctx.placement.trigger();
-      if (outcomes.every((o) => o === 'accepted')) return { shards };
+      if (outcomes.every((o) => o === 'accepted')) {
+        const transfers = transfersFor(ctx.placement.lastOutcome?.transfers ?? [], nodeId);
+        return transfers.length === 0 ? { shards } : { shards, transfers };
+      }
       const refused = new ReportNotAcceptedError(
         `${outcomes.filter((o) => o !== 'accepted').length} of ${outcomes.length} shard reports were not accepted`,
       );

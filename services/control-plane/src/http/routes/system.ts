@@ -74,8 +74,6 @@ export function systemRoutes(
       version: ctx.version,
       store: ctx.store.backend,
       schema_version: (await ctx.store.schemaCurrent()).version,
-      // What this build offers (the reference's flags): brokers keep durable logs when given a
-      // data dir; there is no tiered storage and there are no bridges.
       features: { durable_storage: true, tiered_storage: false, bridges: false },
     }),
   });
