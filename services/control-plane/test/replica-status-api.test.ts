@@ -4,7 +4,7 @@
 // credential only for its own node id; `GET /v1/replica-reports` shows what is stored.
 // Method: fastify inject over a SQLite store, brokers simulated by requests.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type OpenedStore, openTestStore, testApp } from './helpers.js';
+import { type OpenedStore, SLOW_LIVENESS, openTestStore, testApp } from './helpers.js';
 
 let opened: OpenedStore;
 let built: Awaited<ReturnType<typeof testApp>>;
@@ -18,7 +18,9 @@ afterEach(async () => {
   await opened.cleanup();
 });
 
-async function placedStream(): Promise<{ leader: string; replicas: string[]; generation: number }> {
+async function placedStream(
+  consistency?: 'Quorum',
+): Promise<{ leader: string; replicas: string[]; generation: number }> {
   for (const id of ['n1', 'n2', 'n3']) {
     const r = await built.inject({
       method: 'POST',
@@ -39,7 +41,13 @@ async function placedStream(): Promise<{ leader: string; replicas: string[]; gen
   const created = await built.inject({
     method: 'POST',
     url: '/v1/tenants/t1/namespaces/ns/streams',
-    payload: { stream: 's', shards: 1, replication_factor: 3, durable: true },
+    payload: {
+      stream: 's',
+      shards: 1,
+      replication_factor: 3,
+      durable: true,
+      ...(consistency === undefined ? {} : { consistency }),
+    },
   });
   expect(created.statusCode).toBe(201);
   await built.placement.trigger();
@@ -124,6 +132,57 @@ describe('replica status', () => {
     ).toBe(200);
     await built.placement.idle();
     expect(built.placement.passes).toBe(after);
+  });
+
+  it('a_leaders_report_is_answered_with_the_shards_to_hand_back_to_their_preferred_broker', async () => {
+    // A rebalance delay of 1 ms: the only condition left is the placement pass that asks.
+    await built.app.close();
+    built = await testApp(opened.store, {
+      liveness: { ...SLOW_LIVENESS, leaderRebalanceDelayMs: 1 },
+    });
+    const a = await placedStream('Quorum');
+    const others = a.replicas.filter((id) => id !== a.leader);
+    // The first leader, the preferred member, hands the shard off on SIGTERM and comes back.
+    expect(
+      (await built.inject({ method: 'POST', url: `/v1/nodes/${a.leader}/drain` })).statusCode,
+    ).toBe(200);
+    const drained = shard(a.generation, {
+      leader_offset: 10,
+      replica_offsets: others.map((node_id) => ({ node_id, durable_offset: 10 })),
+      drained: true,
+      caught_up: others,
+    });
+    expect((await report(a.leader, { incarnation: 1, shards: [drained] })).statusCode).toBe(200);
+    await built.placement.idle();
+    const moved = (await built.inject({ method: 'GET', url: '/v1/shard-assignments' })).json()
+      .items[0];
+    expect(moved.leader).not.toBe(a.leader);
+    const back = await built.inject({
+      method: 'POST',
+      url: '/v1/nodes',
+      payload: {
+        node_id: a.leader,
+        advertise_addr: `${a.leader}:5001`,
+        zone: a.leader,
+        incarnation: 2,
+      },
+    });
+    expect(back.statusCode).toBe(200);
+    const inSync = moved.replicas.filter((id: string) => id !== moved.leader);
+    const status = shard(moved.generation, {
+      replica_offsets: inSync.map((node_id: string) => ({ node_id, durable_offset: 10 })),
+      in_sync: inSync,
+    });
+    await report(moved.leader, { incarnation: 1, shards: [status] });
+    await built.placement.trigger();
+    const answer = await report(moved.leader, { incarnation: 1, shards: [status] });
+    expect(answer.statusCode).toBe(200);
+    expect(answer.json().transfers).toEqual([
+      { tenant_id: 't1', namespace: 'ns', kind: 'stream', stream: 's', shard: 0, to: a.leader },
+    ]);
+    // Another node's report names none of it.
+    const other = await report(a.leader, { incarnation: 2, shards: [] });
+    expect(other.json().transfers).toBeUndefined();
   });
 
   it('a_replica_status_with_a_wrong_type_or_an_old_incarnation_is_refused_whole', async () => {
