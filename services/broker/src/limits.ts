@@ -225,12 +225,24 @@ export const DRAIN_PEER_CLOSE_MS_DEFAULT = 1_000;
 export const HANDOFF_POLL_MS = 20;
 /**
  * A shard moved to its preferred broker at the control plane's request (cluster/transfers.ts):
- * its writes are refused while it ships until its followers are level and the control plane
- * moves it; past this the move is given up and the shard takes writes again where it is.
+ * its writes are refused while it ships until its target is level, and again while the control
+ * plane moves it once it said so; past either the move is given up. It bounds a writer's pause
+ * for a move to a few seconds, as the SIGTERM hand-off's HANDOFF_TIMEOUT_MS does.
  */
 export const SHARD_TRANSFER_MS = 3_000;
 /** Shards one broker moves to their preferred brokers at once (each refuses its writes). */
 export const SHARD_TRANSFERS_MAX = 4;
+/** A shard whose move did not happen is not tried again for this long (a follower that cannot
+ *  be level would otherwise pause its writes at every report). */
+export const SHARD_TRANSFER_RETRY_MS = 60_000;
+/** Shards remembered as resting (SHARD_TRANSFER_RETRY_MS); the oldest goes past it. */
+export const SHARD_TRANSFERS_RESTING_MAX = 4_096;
+/**
+ * A shard reported drained that did not move waits at most this long for the control plane to
+ * accept a report that no longer says so before it takes writes again: longer than the window
+ * in which the control plane believes a report with its default liveness (2 × 15 s + 5 s).
+ */
+export const SHARD_TRANSFER_RETRACT_MS = 40_000;
 /** First retry delay after a failed feed or membership call; doubles per failure. */
 export const CONTROLPLANE_RETRY_MS_MIN = 100;
 /** Longest retry delay (reference: heartbeat retries capped near a fifth of the lease). */

@@ -199,7 +199,12 @@ function rebalanceSuite(backend: Backend): void {
       clock.advance(5_000);
       const asked = await store.assignments.pass(view, trust(), rebalance);
       expect(asked.transfers).toEqual([
-        { key: { ...key, name: 'q' }, from: moved.leader, to: first.leader },
+        {
+          key: { ...key, name: 'q' },
+          generation: moved.generation,
+          from: moved.leader,
+          to: first.leader,
+        },
       ]);
       expect(await only('q')).toEqual(moved);
       // Drained with only the other follower level: a leader that stays hands it to no one but

@@ -178,7 +178,15 @@ describe('replica status', () => {
     const answer = await report(moved.leader, { incarnation: 1, shards: [status] });
     expect(answer.statusCode).toBe(200);
     expect(answer.json().transfers).toEqual([
-      { tenant_id: 't1', namespace: 'ns', kind: 'stream', stream: 's', shard: 0, to: a.leader },
+      {
+        tenant_id: 't1',
+        namespace: 'ns',
+        kind: 'stream',
+        stream: 's',
+        shard: 0,
+        generation: moved.generation,
+        to: a.leader,
+      },
     ]);
     // Another node's report names none of it.
     const other = await report(a.leader, { incarnation: 2, shards: [] });

@@ -370,11 +370,9 @@ export class GroupSettles implements GroupSettler {
         for (const it of part) it.reject(err as Error);
         continue;
       }
-      const again = this.again;
-      (again === undefined
-        ? sent
-        : sent.catch((err: unknown) => again(on, { err, from: bc.server }))
-      )
+      // Not sent again: the next leader holds no claim for a nack to name (it would answer
+      // stale_claim) and owes the record anyway, which is what a nack asks for.
+      sent
         .then((msg) => settleEach(part, msg.stale, msg.superseded))
         .catch((err: unknown) => {
           for (const it of part) it.reject(err as Error);
@@ -420,8 +418,9 @@ export class GroupSettles implements GroupSettler {
       const on = (bc: BrokerConnection) => this.settleOn(bc, type, offset, extra, signal);
       const asked = this.onOwner(on, signal);
       const again = this.again;
-      // A signal's abort is the caller's own end: not sent again.
-      return again === undefined || signal !== undefined
+      // Only an ack is sent again (see nackBatchOn's caller); a signal's abort is the caller's
+      // own end.
+      return again === undefined || signal !== undefined || type !== 'group_ack'
         ? asked
         : asked.catch((err: unknown) => again(on, { err, from: '' }));
     }

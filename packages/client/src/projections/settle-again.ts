@@ -1,12 +1,13 @@
 /**
- * A group settle (an ack or nack batch, a single settle) that a broker refused without applying
- * it, sent again to the shard's owner as the router then knows it. A leader stopping with
+ * A group ack (a batch, or a single `group_ack`) that a broker refused without applying it, sent
+ * again to the shard's owner as the router then knows it. A leader stopping with
  * SIGTERM refuses settles `draining` while it hands its shards off, a broker that no longer leads
  * the shard answers `not_leader` or `shard_unavailable`, and a stopping broker's end of a request
  * stream says what it read was not applied: before, each of these failed the caller's `ack()`,
  * where a publish or a cache write made at the same moment was sent again and succeeded. Sending
- * a settle again is safe: the shard's new leader owes every record its predecessor had handed
- * out and accepts their settles (docs/queues.md), and a settle made twice is a harmless `ok`.
+ * an ack again is safe: the shard's new leader owes every record its predecessor had handed out
+ * and accepts their acks (docs/queues.md), and an ack made twice is a harmless `ok`. A nack is
+ * not sent again: the new leader holds no claim for it to name and owes the record anyway.
  * Bounded as a keyed cache write is (key-routes.ts: KEYED_ROUTE_ATTEMPTS_MAX and the request
  * timeout); `stale_claim` and everything not a redirect or a busy refusal fail at once.
  */

@@ -183,6 +183,7 @@ export class ClusterNode {
           t.kind,
         ) ?? false,
       nudge: () => this.reporter.nudge(),
+      reported: () => this.reporter.reported(),
       log: clog,
     });
     this.reporter.onTransfers = (list) => transfers.request(list);

@@ -25,6 +25,8 @@ export interface TransferRequest {
   kind: 'stream' | 'cache';
   stream: string;
   shard: number;
+  /** The assignment's generation the control plane asked at. */
+  generation: number;
   /** The member to move the shard to. */
   to: string;
 }
@@ -402,7 +404,7 @@ function transfersOf(a: unknown): TransferRequest[] {
   const out: TransferRequest[] = [];
   for (const t of a.transfers.slice(0, REPLICA_REPORT_SHARDS_MAX)) {
     if (!isObject(t)) continue;
-    const { tenant_id, namespace, kind, stream, shard, to } = t;
+    const { tenant_id, namespace, kind, stream, shard, generation, to } = t;
     if (
       typeof tenant_id !== 'string' ||
       typeof namespace !== 'string' ||
@@ -410,10 +412,19 @@ function transfersOf(a: unknown): TransferRequest[] {
       typeof stream !== 'string' ||
       typeof to !== 'string' ||
       !Number.isSafeInteger(shard) ||
-      (shard as number) < 0
+      (shard as number) < 0 ||
+      !Number.isSafeInteger(generation)
     )
       continue;
-    out.push({ tenant_id, namespace, kind, stream, shard: shard as number, to });
+    out.push({
+      tenant_id,
+      namespace,
+      kind,
+      stream,
+      shard: shard as number,
+      generation: generation as number,
+      to,
+    });
   }
   return out;
 }

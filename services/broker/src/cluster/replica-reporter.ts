@@ -33,6 +33,9 @@ export class ReplicaReporter {
   private readonly abort = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly sent: Counter<'outcome'>;
+  /** Callers of `reported` waiting for the next report's outcome (at most one per shard being
+   *  moved: SHARD_TRANSFERS_MAX). */
+  private readonly waiting: Array<(accepted: boolean) => void> = [];
   /** Told the shard moves the control plane asked for in its answer (transfers.ts). */
   onTransfers: (list: TransferRequest[]) => void = () => undefined;
   /** Set by `nudge`: the next report goes out without waiting for the interval. */
@@ -66,9 +69,20 @@ export class ReplicaReporter {
     this.wake?.();
   }
 
+  /** Sends a report soon (a nudge) and resolves with whether the control plane accepted it: a
+   *  report made after this call (transfers.ts: one that no longer says a shard is drained). */
+  reported(): Promise<boolean> {
+    if (this.abort.signal.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      this.waiting.push(resolve);
+      this.nudge();
+    });
+  }
+
   async stop(): Promise<void> {
     this.abort.abort();
     await this.loop;
+    for (const w of this.waiting.splice(0)) w(false);
   }
 
   private async run(): Promise<void> {
@@ -111,6 +125,17 @@ export class ReplicaReporter {
   }
 
   private async send(shards: ShardReport[]): Promise<void> {
+    // Those who asked before this report was made learn its outcome.
+    const told = this.waiting.splice(0);
+    let accepted = false;
+    try {
+      accepted = await this.sendNow(shards);
+    } finally {
+      for (const w of told) w(accepted);
+    }
+  }
+
+  private async sendNow(shards: ShardReport[]): Promise<boolean> {
     const m = this.membership;
     const timeoutMs = Math.min(CONTROLPLANE_REQUEST_MS_MAX, Math.max(250, m.heartbeatIntervalMs));
     try {
@@ -123,12 +148,14 @@ export class ReplicaReporter {
       );
       this.sent.inc({ outcome: 'accepted' });
       if (transfers.length > 0) this.onTransfers(transfers);
+      return true;
     } catch (err) {
       // A refusal names shards this broker no longer leads at that generation (it hears so from
       // the assignment feed); a failure is retried by the next interval's report.
       const refused = err instanceof ControlPlaneRefusedError;
       this.sent.inc({ outcome: refused ? 'refused' : 'failed' });
       this.log.debug({ err, shards: shards.length }, 'replica report not accepted');
+      return false;
     }
   }
 }

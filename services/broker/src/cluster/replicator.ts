@@ -468,13 +468,13 @@ export class Replicator {
     return this.shippers.has(key);
   }
 
-  /** Whether shard `key` is shipped and every follower holds every log of it to its end. */
-  isLevel(key: string): boolean {
+  /** Whether shard `key` is shipped, durable, and follower `to` holds every log of it to its end
+   *  (what its drained report must name for the control plane to move it there). */
+  isLevel(key: string, to: string): boolean {
     const logs = this.shippers.get(key);
     if (logs === undefined) return false;
     const level = levelFollowers(logs);
-    const followers = primaryOf(logs)?.shipping.followers.length ?? 0;
-    return level.durable && followers > 0 && level.followers.length >= followers;
+    return level.durable && level.followers.includes(to);
   }
 
   /** Whether every follower of every shipped shard holds every log to its end (lag 0). */

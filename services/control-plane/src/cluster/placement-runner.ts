@@ -82,6 +82,8 @@ export class PlacementRunner {
           );
         }
       } catch (err) {
+        // What a failed pass would have asked is unknown: no leader is asked to move anything.
+        this.last = undefined;
         this.metrics.placementPasses.inc({ outcome: 'error' });
         this.log.warn({ err }, 'placement pass failed; the next trigger retries');
       }

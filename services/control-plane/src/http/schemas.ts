@@ -347,6 +347,7 @@ export const TransferAsked = Type.Object({
   kind: Kind,
   stream: Type.String(),
   shard: Type.Integer(),
+  generation: Type.Integer(),
   to: Type.String(),
 });
 export const ReplicaStatusReply = Type.Object({

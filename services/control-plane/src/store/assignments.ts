@@ -200,6 +200,8 @@ function leaversOf(rows: readonly NodeLiveness[], current: ReadonlyMap<string, A
  *  (cluster/rebalance.ts): the leader hands it off as if leaving, for that shard alone. */
 export interface Transfer {
   key: ShardKey;
+  /** The assignment's generation, which the leader checks it leads at. */
+  generation: number;
   from: string;
   to: string;
 }
@@ -228,7 +230,11 @@ function rebalanced(
     ]),
   );
   const out: Transfer[] = [];
-  for (const r of requests) {
+  // Starting from another shard each second: shards that never move (busy groups, a follower
+  // that cannot be level) must not take every one of a pass's asks, pass after pass.
+  const start = requests.length === 0 ? 0 : Math.floor(pass.trust.nowMs / 1000) % requests.length;
+  for (let i = 0; i < requests.length; i++) {
+    const r = requests[(start + i) % requests.length]!;
     const k = r.key;
     if (r.handoff !== undefined && r.current !== undefined) {
       const first = preferredMember(k, r.current.replicas);
@@ -250,7 +256,8 @@ function rebalanced(
       nodes,
       delayMs: pass.rebalance.delayMs,
     });
-    if (to !== undefined) out.push({ key: k, from: r.current.leader, to });
+    if (to !== undefined)
+      out.push({ key: k, generation: r.current.generation, from: r.current.leader, to });
   }
   return out;
 }

@@ -46,6 +46,7 @@ function transfersFor(all: readonly Transfer[], nodeId: string) {
       kind: t.key.kind,
       stream: t.key.name,
       shard: t.key.shard,
+      generation: t.generation,
       to: t.to,
     }));
 }
