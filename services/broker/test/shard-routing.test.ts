@@ -51,7 +51,12 @@ function table(blocked: string, hold: Gate, registry = new Registry()): ShardTab
     registry,
   );
   t.replication = {
-    replicator: { stop: async () => undefined, ship: async () => undefined, reports: () => [] },
+    replicator: {
+      stop: async () => undefined,
+      ship: async () => undefined,
+      reports: () => [],
+      moving: new Map<string, boolean>(),
+    },
     releaseFollower: (ref: { stream: string }) =>
       ref.stream === blocked ? hold.promise : Promise.resolve(),
     refreshFollowerRetention: async () => 0,

@@ -45,6 +45,7 @@ export function durableTableOfN1(cfg: BrokerConfig): {
       fence: async () => ({ majority: true, answers: [] }),
       link: () => undefined,
       shippingGeneration: () => undefined,
+      moving: new Map<string, boolean>(),
     },
     releaseFollower: () => Promise.resolve(),
     refreshFollowerRetention: async () => 0,
@@ -54,6 +55,7 @@ export function durableTableOfN1(cfg: BrokerConfig): {
       open: async () => null,
       release: async () => undefined,
       holdToCommit: () => null,
+      busy: () => false,
     },
   } as unknown as NonNullable<ShardTable['replication']>;
   t.nodeAddresses.set('n2', '127.0.0.1:7002');
