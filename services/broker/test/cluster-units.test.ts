@@ -188,6 +188,44 @@ describe('control-plane membership', () => {
     expect((refused as Error).message).toMatch(/the node credential .* was refused: expired/);
   });
 
+  it('a_replica_status_answer_yields_only_well_formed_transfers', async () => {
+    const good = {
+      tenant_id: 't1',
+      namespace: 'ns',
+      kind: 'stream',
+      stream: 'orders',
+      shard: 1,
+      generation: 4,
+      to: 'n2',
+    };
+    const answer = {
+      shards: [],
+      transfers: [
+        good,
+        { ...good, kind: 'table' },
+        { ...good, shard: -1 },
+        { ...good, generation: '4' },
+        { ...good, to: 7 },
+        'nonsense',
+      ],
+    };
+    const fetchOk = async () =>
+      new Response(JSON.stringify(answer), {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    const client = new LiveControlPlaneClient('http://cp', undefined, { fetch: fetchOk });
+    expect(await client.replicaStatus('n1', 1, [], 1_000)).toEqual([good]);
+    // An older control plane's answer names none.
+    const none = async () =>
+      new Response(JSON.stringify({ shards: [] }), {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    const older = new LiveControlPlaneClient('http://cp', undefined, { fetch: none });
+    expect(await older.replicaStatus('n1', 1, [], 1_000)).toEqual([]);
+  });
+
   it('membership_log_lines_name_the_node_once', async () => {
     // Membership logs through the cluster's child logger, which carries node_id already: the
     // lines said `"node_id":"n1","node_id":"n1"`, which JSON readers keep only one of.

@@ -7,6 +7,7 @@
 // Method: ShardTransfers over a fake replicator (ships, isLevel, shippingGeneration, the moving
 // map) with fake timers.
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { shardKey } from '../src/cluster/feed-items.js';
 import type { Replicator } from '../src/cluster/replicator.js';
@@ -46,6 +47,12 @@ const ask = (shard: number, generation = GENERATION): TransferRequest => ({
 });
 const keyOf = (shard: number) => shardKey('stream', 't1', 'ns', 'orders', shard);
 
+/** `felix_broker_shard_transfers_total{outcome}` in `registry`. */
+async function counted(registry: Registry, outcome: string): Promise<number> {
+  const m = await registry.getSingleMetric('felix_broker_shard_transfers_total')?.get();
+  return m?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+}
+
 function transfersOver(rep: Replicator, deps: Partial<TransferDeps> = {}) {
   return new ShardTransfers({
     replicator: () => rep,
@@ -70,7 +77,8 @@ describe('shard transfers', () => {
     let level = false;
     const rep = fakeReplicator(shipped, () => level);
     let nudges = 0;
-    transfersOver(rep, { nudge: () => nudges++ }).request([ask(0)]);
+    const registry = new Registry();
+    transfersOver(rep, { nudge: () => nudges++, registry }).request([ask(0)]);
     expect(movingRefusal(rep, keyOf(0), 'stream t1/ns/orders shard 0')?.wireCode).toBe('draining');
     expect(movingRefusal(rep, keyOf(1), 'stream t1/ns/orders shard 1')).toBeNull();
     await vi.advanceTimersByTimeAsync(HANDOFF_POLL_MS * 5);
@@ -86,6 +94,7 @@ describe('shard transfers', () => {
     await vi.advanceTimersByTimeAsync(HANDOFF_POLL_MS * 2);
     expect(rep.moving.has(keyOf(0))).toBe(false);
     expect(movingRefusal(rep, keyOf(0), 'x')).toBeNull();
+    expect(await counted(registry, 'moved')).toBe(1);
   });
 
   it('a_shard_reported_drained_that_did_not_move_takes_writes_only_once_a_plain_report_was_accepted', async () => {
@@ -121,11 +130,13 @@ describe('shard transfers', () => {
   it('a_transfer_of_another_generation_or_a_shard_not_shipped_is_not_taken_and_a_few_move_at_once', async () => {
     const shipped = new Set(Array.from({ length: SHARD_TRANSFERS_MAX + 2 }, (_, i) => keyOf(i)));
     const rep = fakeReplicator(shipped, () => false);
-    const t = transfersOver(rep);
+    const registry = new Registry();
+    const t = transfersOver(rep, { registry });
     t.request([ask(99), ask(0, GENERATION - 1)]);
     expect(rep.moving.size).toBe(0);
     t.request(Array.from({ length: SHARD_TRANSFERS_MAX + 2 }, (_, i) => ask(i)));
     expect(rep.moving.size).toBe(SHARD_TRANSFERS_MAX);
+    expect(await counted(registry, 'refused')).toBe(2);
     // Never level: given up at its bound, writes taken again (nothing was reported drained).
     await vi.advanceTimersByTimeAsync(SHARD_TRANSFER_MS + HANDOFF_POLL_MS * 2);
     expect(rep.moving.size).toBe(0);
@@ -138,9 +149,11 @@ describe('shard transfers', () => {
     const rep = fakeReplicator(shipped, () => true);
     let busy = true;
     let nudges = 0;
+    const registry = new Registry();
     const t = transfersOver(rep, {
       busy: (r) => r.shard === 0 || busy,
       nudge: () => nudges++,
+      registry,
     });
     t.request([ask(0)]);
     expect(rep.moving.size).toBe(0);
@@ -152,5 +165,6 @@ describe('shard transfers', () => {
     await vi.advanceTimersByTimeAsync(HANDOFF_POLL_MS * 4);
     expect(rep.moving.has(keyOf(1))).toBe(false);
     expect(nudges).toBe(0);
+    expect(await counted(registry, 'busy')).toBe(2);
   });
 });

@@ -185,6 +185,7 @@ export class ClusterNode {
       nudge: () => this.reporter.nudge(),
       reported: () => this.reporter.reported(),
       log: clog,
+      registry: metrics.registry,
     });
     this.reporter.onTransfers = (list) => transfers.request(list);
     this.book = this.refreshNodeBook();

@@ -11,6 +11,7 @@
  * SHARD_TRANSFER_MS, past which the shard takes writes again where it is.
  */
 import type { Logger } from 'pino';
+import { Counter, Registry } from 'prom-client';
 import {
   HANDOFF_POLL_MS,
   SHARD_TRANSFERS_MAX,
@@ -37,6 +38,8 @@ export interface TransferDeps {
    *  failed or was refused); a report made after the call, so it says what the call saw. */
   reported: () => Promise<boolean>;
   log: Logger;
+  /** Where `felix_broker_shard_transfers_total` is registered (absent: a registry of its own). */
+  registry?: Registry;
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -62,7 +65,16 @@ export class ShardTransfers {
    *  refuse its writes for a bound at every report. */
   private readonly resting = new Map<string, number>();
 
-  constructor(private readonly deps: TransferDeps) {}
+  private readonly outcomes: Counter<'outcome'>;
+
+  constructor(private readonly deps: TransferDeps) {
+    this.outcomes = new Counter({
+      name: 'felix_broker_shard_transfers_total',
+      help: 'Shards this broker was asked to move to their preferred broker, by outcome (moved, not_moved, not_retracted, busy, refused: not started)',
+      labelNames: ['outcome'],
+      registers: [deps.registry ?? new Registry()],
+    });
+  }
 
   /** Starts each requested move not under way already, at most SHARD_TRANSFERS_MAX at once. */
   request(list: readonly TransferRequest[]): void {
@@ -72,10 +84,17 @@ export class ShardTransfers {
     for (const [key, until] of this.resting) if (until <= now) this.resting.delete(key);
     for (const t of list) {
       const key = shardKey(t.kind, t.tenant_id, t.namespace, t.stream, t.shard);
-      if (rep.moving.has(key) || rep.moving.size >= SHARD_TRANSFERS_MAX) continue;
+      if (rep.moving.has(key)) continue;
       // Asked of the generation this broker leads at (a pass's answer may be older).
       if (this.resting.has(key) || rep.shippingGeneration(key, t.kind) !== t.generation) continue;
-      if (this.deps.busy(t)) continue;
+      if (rep.moving.size >= SHARD_TRANSFERS_MAX) {
+        this.outcomes.inc({ outcome: 'refused' });
+        continue;
+      }
+      if (this.deps.busy(t)) {
+        this.outcomes.inc({ outcome: 'busy' });
+        continue;
+      }
       rep.moving.set(key, false);
       void this.run(rep, t, key);
     }
@@ -104,6 +123,7 @@ export class ShardTransfers {
         const oldest = this.resting.keys().next().value;
         if (oldest !== undefined) this.resting.delete(oldest);
       }
+      this.outcomes.inc({ outcome });
       this.deps.log.info({ shard: shardLabel(key), to: t.to, outcome }, 'shard transfer finished');
     } finally {
       rep.moving.delete(key);
