@@ -11,7 +11,7 @@ import {
 import { BINARY_STRING_BYTES_MAX } from '@felix/wire';
 import { InvalidArgumentError } from './errors.js';
 import type { ConnectOptions, ShardOffsets, SubscribeOptions } from './types.js';
-import { checkWellFormed } from './util/well-formed.js';
+import { checkWellFormed, shown } from './util/well-formed.js';
 
 const TEXT = new TextEncoder();
 
@@ -61,10 +61,6 @@ export function checkConnectOptions(opts: ConnectOptions): void {
 
 /** Refuses, at the call, subscribe options no broker could serve (they hung or threw wire
  *  errors before: a buffer of 0 batches never took one). */
-/** A value as an error message shows it: a string quoted, so `'5'` is not read as 5. */
-function describe(v: unknown): string {
-  return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : String(v);
-}
 
 /** A `{ offsets }` start: whole shard numbers to whole offsets, and a known fallback. */
 function checkShardOffsets(from: ShardOffsets): void {
@@ -82,7 +78,7 @@ function checkShardOffsets(from: ShardOffsets): void {
       throw new InvalidArgumentError(`from.offsets: ${shard} is no shard number`);
     if (!whole(offset))
       throw new InvalidArgumentError(
-        `from.offsets: shard ${shard}'s offset must be a whole number >= 0, got ${describe(offset)}`,
+        `from.offsets: shard ${shard}'s offset must be a whole number >= 0, got ${shown(offset)}`,
       );
   }
   if (otherwise !== undefined && otherwise !== 'earliest' && otherwise !== 'latest')

@@ -290,15 +290,15 @@ export class RedirectLimitError extends ClientError {
   readonly code = 'FELIX_CLIENT_REDIRECT_LIMIT';
   constructor(
     readonly tried: readonly string[],
-    options?: FelixErrorOptions & { owner?: string },
+    { owner, ...options }: FelixErrorOptions & { owner?: string } = {},
   ) {
     // A broker named twice in a row is one broker asked again (after a refusal): said once.
     const path = tried.filter((a, i) => i === 0 || a !== tried[i - 1]);
-    const owner =
-      options?.owner === undefined
+    const named =
+      owner === undefined
         ? ''
-        : `: the last answer named ${options.owner} as its owner, which is not reachable or not serving it yet (a failover under way ends this)`;
-    super(`redirected past ${path.join(' -> ')} without reaching the shard's owner${owner}`, {
+        : `: the last answer named ${owner} as its owner, which is not reachable or not serving it yet (a failover under way ends this)`;
+    super(`redirected past ${path.join(' -> ')} without reaching the shard's owner${named}`, {
       retry: 'retry_after_backoff',
       ...options,
     });

@@ -3,14 +3,19 @@
 // old leader in the set; without a drained report, or with no follower holding the whole log,
 // nothing moves. Method: the store on SQLite and on the real Postgres, nodes registered and
 // drained directly, a report recorded, one placement pass with the liveness view.
-import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { placementNodes } from '../src/cluster/liveness.js';
 import type { LivenessConfig } from '../src/config.js';
 import type { ReportInput } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { AssignmentRecord, NodeLiveness, Stream } from '../src/store/types.js';
-import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
+import {
+  type Backend,
+  ManualClock,
+  type OpenedStore,
+  openTestStore,
+  lifecycleView as view,
+} from './helpers.js';
 
 function durableQuorum(name: string): Stream {
   return {
@@ -27,15 +32,6 @@ function durableQuorum(name: string): Stream {
     uid: '',
   };
 }
-
-const view = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
-  nodes.map((n) => ({
-    nodeId: n.node_id,
-    zone: n.zone,
-    eligible: n.lifecycle === 'live',
-    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
-    maxShards: n.max_shards,
-  }));
 
 function report(a: AssignmentRecord, extra: Partial<ReportInput>): ReportInput {
   return {

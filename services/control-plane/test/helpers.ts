@@ -9,6 +9,8 @@ import type { Clock } from '../src/clock.js';
 import type { LivenessConfig } from '../src/config.js';
 import { type AppDeps, buildApp } from '../src/http/app.js';
 import { MIGRATIONS } from '../src/store/migrations.js';
+import type { NodeLiveness } from '../src/store/types.js';
+import type { PlacementNode } from '@felix/router';
 import { PostgresDriver } from '../src/store/postgres.js';
 import { SqliteDriver } from '../src/store/sqlite.js';
 import { ControlStore } from '../src/store/store.js';
@@ -220,3 +222,14 @@ export function unsignedToken(tid: string): string {
   const part = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
   return `${part({ alg: 'EdDSA', kid: 'none' })}.${part({ tid, sub: 'x' })}.${part('sig')}`;
 }
+
+/** How placement sees nodes by lifecycle alone (no heartbeat ages): live ones take new copies,
+ *  draining ones keep theirs. */
+export const lifecycleView = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
+  nodes.map((n) => ({
+    nodeId: n.node_id,
+    zone: n.zone,
+    eligible: n.lifecycle === 'live',
+    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
+    maxShards: n.max_shards,
+  }));

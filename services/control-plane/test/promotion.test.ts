@@ -15,7 +15,13 @@ import type { LivenessConfig } from '../src/config.js';
 import type { ReportInput } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
 import type { AssignmentRecord, NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
-import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
+import {
+  type Backend,
+  ManualClock,
+  type OpenedStore,
+  openTestStore,
+  lifecycleView as view,
+} from './helpers.js';
 
 function stream(name: string, extra: Partial<Stream> = {}): Stream {
   return {
@@ -47,15 +53,6 @@ function registration(id: string, extra: Partial<RegisterInput> = {}): RegisterI
     ...extra,
   };
 }
-
-const view = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
-  nodes.map((n) => ({
-    nodeId: n.node_id,
-    zone: n.zone,
-    eligible: n.lifecycle === 'live',
-    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
-    maxShards: n.max_shards,
-  }));
 
 function reportOf(a: AssignmentRecord, extra: Partial<ReportInput>): ReportInput {
   return {

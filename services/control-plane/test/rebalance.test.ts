@@ -6,7 +6,6 @@
 // the delay off.
 // Method: the pure policy with hand-built inputs; then the store on SQLite and on the real
 // Postgres, a hand-off and a return driven through registrations, reports and placement passes.
-import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ReportTrust } from '../src/cluster/promotion.js';
 import {
@@ -16,8 +15,14 @@ import {
 } from '../src/cluster/rebalance.js';
 import type { ReportInput } from '../src/store/replica-reports.js';
 import type { ControlStore } from '../src/store/store.js';
-import type { AssignmentRecord, NodeLiveness, ReplicaReport, Stream } from '../src/store/types.js';
-import { type Backend, ManualClock, type OpenedStore, openTestStore } from './helpers.js';
+import type { AssignmentRecord, ReplicaReport, Stream } from '../src/store/types.js';
+import {
+  type Backend,
+  ManualClock,
+  type OpenedStore,
+  openTestStore,
+  lifecycleView as view,
+} from './helpers.js';
 
 const key = { kind: 'stream' as const, tenant: 't1', namespace: 'ns', name: 's', shard: 0 };
 const members = ['n1', 'n2', 'n3'];
@@ -108,15 +113,6 @@ function stream(name: string, consistency: Stream['consistency']): Stream {
     uid: '',
   };
 }
-
-const view = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
-  nodes.map((n) => ({
-    nodeId: n.node_id,
-    zone: n.zone,
-    eligible: n.lifecycle === 'live',
-    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
-    maxShards: n.max_shards,
-  }));
 
 function reportOf(a: AssignmentRecord, extra: Partial<ReportInput> = {}): ReportInput {
   return {

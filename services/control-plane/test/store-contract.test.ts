@@ -1,7 +1,6 @@
 // Goal: the store contract: one suite every backend must pass, run here against SQLite (a temp
 // file) and the real Postgres server on this machine (never a mock). Method: every case opens a
 // fresh store (a fresh schema on Postgres, dropped afterwards) and drives it directly.
-import type { PlacementNode } from '@felix/router';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   AlreadyExistsError,
@@ -12,13 +11,14 @@ import {
   TenantNotFoundError,
 } from '../src/errors.js';
 import type { ControlStore } from '../src/store/store.js';
-import type { NodeLiveness, RegisterInput, Stream } from '../src/store/types.js';
+import type { RegisterInput, Stream } from '../src/store/types.js';
 import {
   type Backend,
   MIGRATIONS,
   ManualClock,
   type OpenedStore,
   openTestStore,
+  lifecycleView as allLive,
 } from './helpers.js';
 
 export function stream(name: string, extra: Partial<Stream> = {}): Stream {
@@ -51,15 +51,6 @@ export function registration(id: string, extra: Partial<RegisterInput> = {}): Re
     ...extra,
   };
 }
-
-const allLive = (nodes: readonly NodeLiveness[]): PlacementNode[] =>
-  nodes.map((n) => ({
-    nodeId: n.node_id,
-    zone: n.zone,
-    eligible: n.lifecycle === 'live',
-    routable: n.lifecycle === 'live' || n.lifecycle === 'draining',
-    maxShards: n.max_shards,
-  }));
 
 async function seed(store: ControlStore): Promise<void> {
   await store.tenants.create({ tenant_id: 't1', display_name: 'T1' });

@@ -187,35 +187,23 @@ export class GroupSettles implements GroupSettler {
       };
       // Settled in the turn the answer is read (`finish`), with one reaction for a failure:
       // no chain of steps (each a promise and a turn) between the answer and the acks.
-      bc.requests
-        .requestPrepared<void>(
-          (request_id) => ({
-            bytes: frame(offsets, request_id),
-            quick: readAcked,
-            finish: (msg) => {
-              if (msg.type !== 'group_acked') {
-                throw new ProtocolError(`expected group_acked, got ${msg.type}`);
-              }
-              settleEach(part, msg.stale, undefined);
-              done();
-            },
-          }),
-          this.what,
-        )
-        .then(undefined, (err: unknown) => {
-          done();
-          const again = this.again;
-          if (again === undefined) {
-            for (const a of part) a.reject(err as Error);
-            return;
-          }
-          again((c) => this.ackBatchOn(c, offsets), { err, from: bc.server }).then(
-            (stale) => settleEach(part, stale, undefined),
-            (e: unknown) => {
-              for (const a of part) a.reject(e as Error);
-            },
-          );
-        });
+      this.askAcks(bc, frame, offsets, (stale) => {
+        settleEach(part, stale, undefined);
+        done();
+      }).then(undefined, (err: unknown) => {
+        done();
+        const again = this.again;
+        if (again === undefined) {
+          for (const a of part) a.reject(err as Error);
+          return;
+        }
+        again((c) => this.ackBatchOn(c, offsets), { err, from: bc.server }).then(
+          (stale) => settleEach(part, stale, undefined),
+          (e: unknown) => {
+            for (const a of part) a.reject(e as Error);
+          },
+        );
+      });
     }
   }
 
@@ -224,8 +212,18 @@ export class GroupSettles implements GroupSettler {
     requireFeature(bc, FEATURE_CONSUMER_GROUP, 'group_ack');
     if ((bc.negotiated.featuresHi & FEATURE_HI_GROUP_ACK_BATCH) === 0)
       return Promise.reject(new ProtocolError('the shard owner does not offer group_ack_batch'));
-    const frame = this.ackFrames(bc);
-    return bc.requests.requestPrepared<number[]>(
+    return this.askAcks(bc, this.ackFrames(bc), offsets, (stale) => stale);
+  }
+
+  /** Sends one `group_ack_batch` framed by `frame`; `finish` takes its stale offsets in the
+   *  turn the answer is read (no promise step between the answer and the acks). */
+  private askAcks<T>(
+    bc: BrokerConnection,
+    frame: (offsets: number[], requestId: number) => Uint8Array,
+    offsets: number[],
+    finish: (stale: number[]) => T,
+  ): Promise<T> {
+    return bc.requests.requestPrepared<T>(
       (request_id) => ({
         bytes: frame(offsets, request_id),
         quick: readAcked,
@@ -233,7 +231,7 @@ export class GroupSettles implements GroupSettler {
           if (msg.type !== 'group_acked') {
             throw new ProtocolError(`expected group_acked, got ${msg.type}`);
           }
-          return msg.stale;
+          return finish(msg.stale);
         },
       }),
       this.what,

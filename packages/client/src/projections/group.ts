@@ -17,7 +17,7 @@ import { GROUP_CONSUMER_NAME_BYTES_MAX, GROUP_NAME_BYTES_MAX } from '../limits.j
 import type { BrokerConnection } from '../protocol/broker-connection.js';
 import { failureClassOf } from '../reader-retry.js';
 import { abortable } from '../util/abortable.js';
-import { checkWellFormed } from '../util/well-formed.js';
+import { checkWellFormed, shown } from '../util/well-formed.js';
 import {
   type DeadLetterPage,
   type DeadLetterPageOptions,
@@ -437,7 +437,7 @@ export class Group implements GroupSettler {
 function checkOffset(offset: number | undefined, call: string): void {
   if (!(Number.isSafeInteger(offset) && (offset as number) >= 0))
     throw new InvalidArgumentError(
-      `${call} takes an offset, a whole number >= 0, got ${typeof offset === 'string' ? JSON.stringify(offset) : String(offset)}`,
+      `${call} takes an offset, a whole number >= 0, got ${shown(offset)}`,
     );
 }
 

@@ -183,15 +183,30 @@ export class KeyRoutes {
     const width = this.route.widthNow(this.name);
     if (width !== undefined)
       this.route.refused(this.name, cacheShardOf(key, width), last.err, last.from);
-    // A `not_leader` from a broker just asked is followed at once (its walk goes on).
-    if (last.err instanceof NotLeaderError && last.from !== '') return [last.from];
-    const delayMs = backoffDelayMs(attempt, {
-      baseMs: FAILOVER_RETRY_BASE_MS,
-      maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
-    });
-    // Never past the window: a delay drawn beyond it held the caller past its timeout.
-    const leftMs = retryWindowMs(last.err, this.route.requestTimeoutMs) - elapsedMs;
-    await sleep(Math.max(0, Math.min(delayMs, leftMs)), signal);
-    return [];
+    return resendPause(last, attempt, elapsedMs, this.route.requestTimeoutMs, signal);
   }
+}
+
+/**
+ * Before a call refused with nothing applied is sent again (the caller decided it may be): the
+ * brokers its next walk must not go back to. A `not_leader` from a broker just asked is followed
+ * at once (its walk goes on); any other refusal waits a jittered backoff first, never past the
+ * failure's retry window (`timeoutMs` from its start, `elapsedMs` ago).
+ */
+export async function resendPause(
+  last: Refused,
+  attempt: number,
+  elapsedMs: number,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
+  if (last.err instanceof NotLeaderError && last.from !== '') return [last.from];
+  const delayMs = backoffDelayMs(attempt, {
+    baseMs: FAILOVER_RETRY_BASE_MS,
+    maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
+  });
+  // Never past the window: a delay drawn beyond it held the caller past its timeout.
+  const leftMs = retryWindowMs(last.err, timeoutMs) - elapsedMs;
+  await sleep(Math.max(0, Math.min(delayMs, leftMs)), signal);
+  return [];
 }

@@ -11,13 +11,10 @@
  * Bounded as a keyed cache write is (key-routes.ts: KEYED_ROUTE_ATTEMPTS_MAX and the request
  * timeout); `stale_claim` and everything not a redirect or a busy refusal fail at once.
  */
-import { NotLeaderError, StaleClaimError } from '../errors.js';
-import { retryWindowMs } from '../cluster/routing.js';
-import { FAILOVER_RETRY_BASE_MS, PUBLISH_RETRY_DELAY_MS_MAX } from '../limits.js';
+import { StaleClaimError } from '../errors.js';
 import type { BrokerConnection } from '../protocol/broker-connection.js';
-import { backoffDelayMs, sleep } from '../util/backoff.js';
 import type { ProjectionRoute } from './host.js';
-import { type Refused, mayResendKeyed } from './key-routes.js';
+import { type Refused, mayResendKeyed, resendPause } from './key-routes.js';
 
 /** Sends `call` again on the shard's owner after `failed`, or throws why it may not. */
 export type SettleAgain = <T>(
@@ -55,19 +52,17 @@ export async function settleAgain<T>(
     )
       throw last.err;
     route.refused('stream', s.stream, s.shard, last.err, last.from);
-    // A `not_leader` from a broker just asked is followed at once, never back to it.
-    const tried = last.err instanceof NotLeaderError && last.from !== '' ? [last.from] : [];
-    if (tried.length === 0) {
-      const delayMs = backoffDelayMs(attempt, {
-        baseMs: FAILOVER_RETRY_BASE_MS,
-        maxMs: PUBLISH_RETRY_DELAY_MS_MAX,
-      });
-      const leftMs = retryWindowMs(last.err, route.requestTimeoutMs) - elapsedMs;
-      const refusal = last.err;
-      await sleep(Math.max(0, Math.min(delayMs, leftMs)), s.closing).catch(() => {
-        throw refusal;
-      });
-    }
+    const refusal = last.err;
+    // Ended by the client's close: the ack fails with its refusal, as it would have.
+    const tried = await resendPause(
+      last,
+      attempt,
+      elapsedMs,
+      route.requestTimeoutMs,
+      s.closing,
+    ).catch(() => {
+      throw refusal;
+    });
     let used: BrokerConnection | undefined;
     try {
       return await route.request(

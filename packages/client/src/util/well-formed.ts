@@ -19,13 +19,14 @@ export function checkWellFormed(text: string, what: string): void {
 
 /** The refusal of an argument that must be a string and is not. */
 export function notString(value: unknown, what: string): InvalidArgumentError {
-  const shown =
-    typeof value === 'bigint'
-      ? `${value}n`
-      : typeof value === 'object' && value !== null
-        ? 'an object'
-        : String(value);
-  return new InvalidArgumentError(`${what} must be a string, got ${shown}`);
+  const got = typeof value === 'object' && value !== null ? 'an object' : shown(value);
+  return new InvalidArgumentError(`${what} must be a string, got ${got}`);
+}
+
+/** A value as an error message shows it: a string quoted, so `'5'` is not read as 5; a bigint
+ *  with its `n`. */
+export function shown(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : String(v);
 }
 
 /** The refusal of an argument holding a lone surrogate. */

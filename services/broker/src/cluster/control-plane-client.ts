@@ -19,12 +19,8 @@ import {
 } from '../limits.js';
 
 /** A move the control plane asked for in its answer to a replica report (transfers.ts). */
-export interface TransferRequest {
-  tenant_id: string;
-  namespace: string;
-  kind: 'stream' | 'cache';
-  stream: string;
-  shard: number;
+export interface TransferRequest
+  extends Pick<ShardReport, 'tenant_id' | 'namespace' | 'kind' | 'stream' | 'shard'> {
   /** The assignment's generation the control plane asked at. */
   generation: number;
   /** The member to move the shard to. */

@@ -57,14 +57,14 @@ export interface SuccessorWait {
  *  deadline (a successor whose set needs this broker for a majority waits for its return). */
 export type HandoffOutcome = 'nothing_led' | 'handed_off' | 'not_fenced' | 'timed_out' | 'refused';
 
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function keyOf(r: ShardReport): string {
   return `${r.tenant_id}/${r.namespace}/${r.kind}/${r.stream}/${r.shard}`;
 }
 
 /** Polls `done` until it holds or `deadline` (a `performance.now()` value) passes. */
-async function until(done: () => boolean, deadline: number): Promise<boolean> {
+export async function until(done: () => boolean, deadline: number): Promise<boolean> {
   while (!done()) {
     if (performance.now() >= deadline) return false;
     await pause(HANDOFF_POLL_MS);

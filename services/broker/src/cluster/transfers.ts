@@ -23,6 +23,7 @@ import {
 import { Refusal } from '../session/refusal.js';
 import { shardKey, shardLabel } from './feed-items.js';
 import type { TransferRequest } from './control-plane-client.js';
+import { pause, until } from './handoff.js';
 import type { Replicator } from './replicator.js';
 
 export type { TransferRequest } from './control-plane-client.js';
@@ -40,17 +41,6 @@ export interface TransferDeps {
   log: Logger;
   /** Where `felix_broker_shard_transfers_total` is registered (absent: a registry of its own). */
   registry?: Registry;
-}
-
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Polls `done` until it holds or `deadline` (a `performance.now()` value) passes. */
-async function until(done: () => boolean, deadline: number): Promise<boolean> {
-  while (!done()) {
-    if (performance.now() >= deadline) return false;
-    await pause(HANDOFF_POLL_MS);
-  }
-  return true;
 }
 
 /** The refusal of a write to shard `key` while it moves, or null when it does not. */

@@ -341,19 +341,7 @@ const ShardOutcomes = Type.Array(
 );
 /** A leadership the control plane asks the reporting leader to hand off to its preferred
  *  broker (cluster/rebalance.ts); brokers that do not know the field ignore it. */
-export const TransferAsked = Type.Object({
-  tenant_id: Type.String(),
-  namespace: Type.String(),
-  kind: Kind,
-  stream: Type.String(),
-  shard: Type.Integer(),
-  generation: Type.Integer(),
-  to: Type.String(),
-});
-export const ReplicaStatusReply = Type.Object({
-  shards: ShardOutcomes,
-  transfers: Type.Optional(Type.Array(TransferAsked)),
-});
+
 export const ReplicaStatusRefused = Type.Object({
   code: Type.String(),
   message: Type.String(),
@@ -379,6 +367,16 @@ export const StoredReport = Type.Object({
   caught_up: Type.Array(Type.String()),
   in_sync: Type.Array(Type.String()),
   reported_at_ms: Type.Integer(),
+});
+/** A leadership the control plane asks the reporting leader to hand off to its preferred
+ *  broker (cluster/rebalance.ts); brokers that do not know the field ignore it. */
+export const TransferAsked = Type.Composite([
+  Type.Pick(StoredReport, ['tenant_id', 'namespace', 'kind', 'stream', 'shard', 'generation']),
+  Type.Object({ to: Type.String() }),
+]);
+export const ReplicaStatusReply = Type.Object({
+  shards: ShardOutcomes,
+  transfers: Type.Optional(Type.Array(TransferAsked)),
 });
 export const ReportList = Type.Object({ items: Type.Array(StoredReport) });
 
